@@ -1,0 +1,75 @@
+# lake_assets developer entry points.
+#
+#   make venv         .venv: lake_assets (editable) + dev tools
+#   make venv-paimon  .venv-paimon: pypaimon (pins an old pyarrow; only driven by subprocess from tests)
+#   make test         lint + pytest (needs both venvs; interop tests fail instead of skipping when CI is set)
+#   make lint         ruff check
+#   make demo         python -m lake_assets.demo
+#   make clean        remove venvs, ./warehouse and caches
+#
+# Both venvs are guarded by stamp files, so the targets are fast no-ops once installed;
+# .venv is reinstalled when pyproject.toml changes, .venv-paimon when PAIMON_VERSION changes.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+
+PYTHON ?= python3
+PAIMON_VERSION ?= 2.1.0
+PAIMON_PYARROW ?= 19.0.1
+
+VENV := .venv
+VENV_PAIMON := .venv-paimon
+VENV_STAMP := $(VENV)/.installed
+PAIMON_STAMP := $(VENV_PAIMON)/.installed-pypaimon-$(PAIMON_VERSION)
+LINT_PATHS = $(wildcard lake_assets jobs tests bench)
+
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: help venv venv-paimon test lint demo clean
+
+help:
+	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
+
+venv: $(VENV_STAMP)
+
+venv-paimon: $(PAIMON_STAMP)
+
+# $(1) = venv dir. Refuses pythons older than 3.11; removes a half-created venv on failure.
+define make_venv
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else \
+		"error: $(PYTHON) is Python %d.%d; need >= 3.11 (try make PYTHON=python3.11)" % sys.version_info[:2])'
+	$(PYTHON) -m venv $(1) || { rm -rf $(1); exit 1; }
+endef
+
+$(VENV)/bin/python:
+	$(call make_venv,$(VENV))
+
+$(VENV_PAIMON)/bin/python:
+	$(call make_venv,$(VENV_PAIMON))
+
+$(VENV_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install --upgrade pip
+	$(VENV)/bin/python -m pip install -e '.[dev]'
+	touch $@
+
+$(PAIMON_STAMP): | $(VENV_PAIMON)/bin/python
+	$(VENV_PAIMON)/bin/python -m pip install --upgrade pip
+	$(VENV_PAIMON)/bin/python -m pip install 'pypaimon==$(PAIMON_VERSION)' 'pyarrow==$(PAIMON_PYARROW)'
+	rm -f $(VENV_PAIMON)/.installed-pypaimon-*
+	touch $@
+
+lint: venv
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+
+test: venv venv-paimon
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/python -m pytest -q
+
+demo: venv
+	$(VENV)/bin/python -m lake_assets.demo
+
+clean:
+	rm -rf $(VENV) $(VENV_PAIMON) warehouse .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
+	find . -type d -name __pycache__ -prune -exec rm -rf {} +

@@ -1,0 +1,262 @@
+"""A filesystem catalog: databases are ``<name>.db`` directories, tables directories with schemas."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import pyarrow as pa
+
+from lake_assets.errors import (
+    AlreadyExistsError,
+    InvalidIdentifierError,
+    NoSuchDatabaseError,
+    NoSuchTableError,
+    OptionError,
+    SchemaError,
+    UnsupportedFeatureError,
+)
+from lake_assets.io.file_io import FileIO
+from lake_assets.options import CoreOptions
+from lake_assets.paths import TablePaths
+from lake_assets.spec.schema import TableSchema
+from lake_assets.spec.types import (
+    ArrayType,
+    LocalZonedTimestampType,
+    MapType,
+    MultisetType,
+    RowType,
+    TimestampType,
+    VarCharType,
+    fields_from_arrow_schema,
+)
+from lake_assets.table import Table
+
+DEFAULT_DATABASE = "default"
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-$]*$")
+_NESTED = (ArrayType, MapType, MultisetType, RowType)
+
+
+def parse_identifier(identifier: str) -> tuple[str, str]:
+    """Split ``db.table`` and reject names that could escape the warehouse."""
+    if not isinstance(identifier, str):
+        raise InvalidIdentifierError(f"Table identifier must be a string 'db.table', got {identifier!r}")
+    parts = identifier.split(".")
+    if len(parts) == 1:
+        parts = [DEFAULT_DATABASE, parts[0]]
+    if len(parts) != 2:
+        raise InvalidIdentifierError(
+            f"Invalid table identifier {identifier!r}: expected 'database.table' with names of "
+            "letters, digits, '_', '-' or '$'"
+        )
+    for p in parts:
+        check_name(p, identifier)
+    return parts[0], parts[1]
+
+
+def check_name(name: str, context: str | None = None) -> str:
+    if not _NAME.match(name or ""):
+        raise InvalidIdentifierError(
+            f"Invalid name {name!r}{f' in {context!r}' if context and context != name else ''}: "
+            "use letters, digits, '_', '-' or '$' (no '/', '..', spaces or dots)"
+        )
+    return name
+
+
+class Catalog:
+    """Databases and tables under one warehouse URL (local path, ``file://``, ``memory://``, ``s3://``)."""
+
+    def __init__(self, warehouse: str, **storage_options: Any) -> None:
+        self.warehouse_url = warehouse
+        self.file_io, self.root = FileIO.for_url(warehouse, **storage_options)
+
+    # -------------------------------------------------------------- databases
+    def _db_path(self, database: str) -> str:
+        return f"{self.root}/{check_name(database)}.db"
+
+    def create_database(self, name: str, ignore_if_exists: bool = True) -> None:
+        path = self._db_path(name)
+        if self.file_io.exists(path):
+            if ignore_if_exists:
+                return
+            raise AlreadyExistsError(f"Database {name} already exists")
+        self.file_io.mkdirs(path)
+        if not self.file_io.is_local:
+            # Object stores have no directories: a marker keeps an empty database listable.
+            self.file_io.write_bytes(f"{path}/.database", b"")
+
+    def list_databases(self) -> list[str]:
+        return sorted(
+            s.path.rstrip("/").rsplit("/", 1)[-1][: -len(".db")]
+            for s in self.file_io.list_status(self.root)
+            if s.is_dir and s.path.rstrip("/").endswith(".db")
+        )
+
+    def database_exists(self, name: str) -> bool:
+        return self.file_io.exists(self._db_path(name))
+
+    def drop_database(self, name: str, *, cascade: bool = False) -> None:
+        if not self.database_exists(name):
+            raise NoSuchDatabaseError(f"Database {name} does not exist")
+        tables = self.list_tables(name)
+        if tables and not cascade:
+            raise SchemaError(f"Database {name} is not empty ({len(tables)} tables); pass cascade=True")
+        self.file_io.delete_tree(self._db_path(name))
+
+    # ----------------------------------------------------------------- tables
+    def table_path(self, identifier: str) -> str:
+        db, name = parse_identifier(identifier)
+        return f"{self._db_path(db)}/{name}"
+
+    def list_tables(self, database: str) -> list[str]:
+        if not self.database_exists(database):
+            raise NoSuchDatabaseError(f"Database {database} does not exist")
+        out = []
+        for s in self.file_io.list_status(self._db_path(database)):
+            if s.is_dir and self.file_io.list_names(f"{s.path.rstrip('/')}/schema"):
+                out.append(s.path.rstrip("/").rsplit("/", 1)[-1])
+        return sorted(out)
+
+    def table_exists(self, identifier: str) -> bool:
+        return bool(self.file_io.list_names(f"{self.table_path(identifier)}/schema"))
+
+    def get_table(self, identifier: str) -> Table:
+        db, name = parse_identifier(identifier)
+        path = self.table_path(identifier)
+        return Table(f"{db}.{name}", self.file_io, path)
+
+    def drop_table(self, identifier: str, *, ignore_if_not_exists: bool = False) -> None:
+        if not self.table_exists(identifier):
+            if ignore_if_not_exists:
+                return
+            raise NoSuchTableError(f"Table {identifier} does not exist")
+        self.file_io.delete_tree(self.table_path(identifier))
+
+    def create_table(
+        self,
+        identifier: str,
+        schema: pa.Schema,
+        *,
+        primary_keys: tuple[str, ...] | list[str] = (),
+        partition_keys: tuple[str, ...] | list[str] = (),
+        options: dict[str, str] | None = None,
+        comment: str | None = None,
+        ignore_if_exists: bool = False,
+    ) -> Table:
+        """Create a table from an Arrow schema; primary-key columns become NOT NULL."""
+        db, name = parse_identifier(identifier)
+        full = f"{db}.{name}"
+        if not self.database_exists(db):
+            raise NoSuchDatabaseError(f"Database {db} does not exist; create it first")
+        if self.table_exists(identifier):
+            if ignore_if_exists:
+                return self.get_table(identifier)
+            raise AlreadyExistsError(f"Table {full} already exists")
+        table_schema = build_schema(full, schema, tuple(primary_keys), tuple(partition_keys), options, comment)
+        paths = TablePaths(self.table_path(identifier))
+        if not self.file_io.try_create(paths.schema_file(0), table_schema.to_json().encode()):
+            if ignore_if_exists:
+                return self.get_table(identifier)
+            raise AlreadyExistsError(f"Table {full} already exists")
+        return Table(full, self.file_io, paths.root, table_schema)
+
+
+def build_schema(
+    name: str,
+    schema: pa.Schema,
+    primary_keys: tuple[str, ...],
+    partition_keys: tuple[str, ...],
+    options: dict[str, str] | None,
+    comment: str | None = None,
+) -> TableSchema:
+    """Validate a create-table request and build schema-0, rejecting what we cannot write."""
+    if not isinstance(schema, pa.Schema):
+        raise SchemaError(f"Cannot create {name}: schema must be a pyarrow.Schema, got {type(schema).__name__}")
+    names = schema.names
+    if len(set(names)) != len(names):
+        raise SchemaError(f"Cannot create {name}: duplicate column names in {names}")
+    for col in names:
+        if not col or col.startswith("_KEY_") or col in ("_SEQUENCE_NUMBER", "_VALUE_KIND"):
+            raise SchemaError(f"Cannot create {name}: column name {col!r} is reserved or empty")
+    for keys, what in ((primary_keys, "primary key"), (partition_keys, "partition key")):
+        missing = [k for k in keys if k not in names]
+        if missing:
+            raise SchemaError(f"Cannot create {name}: {what} columns {missing} are not in the schema")
+        if len(set(keys)) != len(keys):
+            raise SchemaError(f"Cannot create {name}: duplicate {what} columns {list(keys)}")
+    opts = {str(k): str(v) for k, v in (options or {}).items()}
+    for k in ("primary-key", "partition"):
+        if k in opts:
+            raise OptionError(f"Cannot create {name}: pass {k!r} as an argument, not as an option")
+    if primary_keys:
+        outside = [p for p in partition_keys if p not in primary_keys]
+        if outside:
+            raise SchemaError(
+                f"Cannot create {name}: primary key {list(primary_keys)} must include the partition keys {outside}"
+            )
+        if not [k for k in primary_keys if k not in partition_keys]:
+            raise SchemaError(f"Cannot create {name}: the primary key must have a column that is not a partition key")
+        bucket = opts.setdefault("bucket", "-1")
+        if bucket.strip() in ("-1", "-2"):
+            raise UnsupportedFeatureError(
+                f"Cannot create {name}: bucket = {bucket} (dynamic or postpone bucket mode) is not supported "
+                "for primary-key tables; set options={'bucket': 'N'} with N > 0"
+            )
+    else:
+        bucket = opts.setdefault("bucket", "-1")
+        if bucket.strip() != "-1":
+            raise UnsupportedFeatureError(
+                f"Cannot create {name}: append tables with bucket = {bucket} are not supported; use -1"
+            )
+        for k in ("merge-engine", "sequence.field", "rowkind.field", "changelog-producer"):
+            if k in opts and not (k == "changelog-producer" and opts[k] == "none"):
+                raise OptionError(f"Cannot create {name}: option {k!r} needs a primary key")
+    opts.setdefault("file.format", "parquet")
+    fields, highest = fields_from_arrow_schema(schema)
+    # Primary-key columns are NOT NULL, as Paimon makes them.
+    fields = [f if f.name not in primary_keys else type(f)(f.id, f.name, f.type.copy(nullable=False),
+                                                          f.description, f.default_value)
+              for f in fields]
+    by_name = {f.name: f for f in fields}
+    for f in fields:
+        if isinstance(f.type, (TimestampType, LocalZonedTimestampType)) and f.type.precision > 6:
+            raise UnsupportedFeatureError(
+                f"Cannot create {name}: column {f.name!r} is {f.type.to_json()}; nanosecond timestamps "
+                "(precision > 6, stored as INT96) are not supported"
+            )
+    for k in (*primary_keys, *partition_keys):
+        if isinstance(by_name[k].type, _NESTED):
+            raise SchemaError(f"Cannot create {name}: key column {k!r} has a nested type")
+    table_schema = TableSchema(
+        id=0,
+        fields=tuple(fields),
+        highest_field_id=highest,
+        partition_keys=partition_keys,
+        primary_keys=primary_keys,
+        options=opts,
+        comment=comment,
+        time_millis=int(time.time() * 1000),
+    )
+    core = CoreOptions(opts, has_primary_key=bool(primary_keys))
+    core.validate(field_names=tuple(names), strict=True)
+    bucket_keys = table_schema.bucket_keys
+    if core.bucket_key:
+        bad = [k for k in core.bucket_key if k not in names or k in partition_keys
+               or (primary_keys and k not in primary_keys)]
+        if bad:
+            raise OptionError(
+                f"Cannot create {name}: bucket-key {list(core.bucket_key)} must name primary-key columns "
+                f"that are not partition keys ({bad} are not)"
+            )
+    del bucket_keys
+    for f in core.sequence_fields:
+        if f not in names:
+            raise OptionError(f"Cannot create {name}: sequence.field {f!r} is not a column")
+    rk = core.rowkind_field
+    if rk is not None:
+        if rk not in names:
+            raise OptionError(f"Cannot create {name}: rowkind.field {rk!r} is not a column")
+        if not isinstance(by_name[rk].type, VarCharType):
+            raise OptionError(f"Cannot create {name}: rowkind.field {rk!r} must be a string column")
+    return table_schema

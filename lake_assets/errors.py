@@ -1,0 +1,74 @@
+"""One small hierarchy of errors raised by lake_assets.
+
+Every error names the table (or file) and the problem, e.g.
+``Cannot commit to db.orders: file data-x-0.parquet was already deleted``.
+"""
+
+from __future__ import annotations
+
+
+class LakeError(Exception):
+    """Base class of every error lake_assets raises on purpose."""
+
+
+class CatalogError(LakeError):
+    """A catalog-level problem (database or table missing, already there, bad identifier)."""
+
+
+class NoSuchDatabaseError(CatalogError):
+    """The database does not exist."""
+
+
+class NoSuchTableError(CatalogError):
+    """The table does not exist."""
+
+
+class AlreadyExistsError(CatalogError):
+    """The database or table already exists."""
+
+
+class InvalidIdentifierError(CatalogError):
+    """A database or table name that would escape the warehouse or is not well formed."""
+
+
+class SchemaError(LakeError):
+    """Input data or a schema change does not fit the table's schema."""
+
+
+class InvalidDataError(LakeError):
+    """A value that cannot be stored: a null primary key, an overflow, an unknown row kind."""
+
+
+class UnsupportedFeatureError(LakeError):
+    """An option or feature of the Paimon format that lake_assets does not implement (yet)."""
+
+
+class OptionError(LakeError):
+    """An unknown, malformed or contradictory table option."""
+
+
+class CorruptMetadataError(LakeError):
+    """A snapshot, schema, manifest or data file that cannot be decoded."""
+
+
+class SnapshotNotFoundError(LakeError):
+    """A snapshot, tag or point in time that the table does not have."""
+
+
+class CommitError(LakeError):
+    """A commit did not happen."""
+
+
+class CommitConflictError(CommitError):
+    """A commit lost against a concurrent commit it cannot be rebased onto.
+
+    Nothing was committed and the files this commit wrote were removed; refresh and redo the work.
+    """
+
+
+class CommitStateUnknownError(CommitError):
+    """It is unknown whether the commit landed (e.g. storage failed while creating the snapshot).
+
+    Never clean up after this error: the files may be referenced by a committed snapshot.
+    Retrying with the same commit user and identifier resolves the state.
+    """

@@ -1,0 +1,1 @@
+"""Data file formats: Parquet files in Paimon's key-value and append layouts."""

@@ -1,0 +1,235 @@
+"""Parquet data files in Paimon's layouts, written with rolling at the target size.
+
+Primary-key files hold ``_KEY_<k>...``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND`` and then every table
+column; append files hold the table columns only. Field ids are written as Java does.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lake_assets.errors import CorruptMetadataError
+from lake_assets.formats.stats import column_stats
+from lake_assets.io.file_io import FileIO
+from lake_assets.spec.binary_row import serialize_row
+from lake_assets.spec.manifest import DataFileMeta, SimpleStats
+from lake_assets.spec.schema import TableSchema
+from lake_assets.spec.types import DataType, to_arrow_field
+
+KEY_PREFIX = "_KEY_"
+SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
+VALUE_KIND = "_VALUE_KIND"
+KEY_FIELD_ID_START = 1073741823
+SEQUENCE_FIELD_ID = 2147483646
+VALUE_KIND_FIELD_ID = 2147483645
+
+# Row kinds, as stored in _VALUE_KIND.
+INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
+FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT = 0, 1
+
+ROWS_PER_ROW_GROUP_CHECK = 64 * 1024
+_PARQUET_CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4",
+                   "brotli": "brotli", "none": "none", "uncompressed": "none"}
+
+
+def _with_id(field: pa.Field, field_id: int) -> pa.Field:
+    return field.with_metadata({b"PARQUET:field_id": str(field_id).encode()})
+
+
+def file_arrow_schema(schema: TableSchema) -> pa.Schema:
+    """Arrow schema of a data file written under ``schema`` (with Parquet field ids)."""
+    value_fields = [_with_id(to_arrow_field(f), f.id) for f in schema.fields]
+    if not schema.primary_keys:
+        return pa.schema(value_fields)
+    key_fields = []
+    for name in schema.trimmed_primary_keys:
+        f = schema.field(name)
+        key_fields.append(
+            _with_id(pa.field(KEY_PREFIX + name, to_arrow_field(f).type, nullable=False), KEY_FIELD_ID_START + f.id)
+        )
+    return pa.schema(
+        [
+            *key_fields,
+            _with_id(pa.field(SEQUENCE_NUMBER, pa.int64(), nullable=False), SEQUENCE_FIELD_ID),
+            _with_id(pa.field(VALUE_KIND, pa.int8(), nullable=False), VALUE_KIND_FIELD_ID),
+            *value_fields,
+        ]
+    )
+
+
+def local_now_ms() -> int:
+    """The writer's local wall-clock time encoded as if UTC, as Paimon stores _CREATION_TIME."""
+    now = dt.datetime.now()
+    return int((now - dt.datetime(1970, 1, 1)).total_seconds() * 1000)
+
+
+@dataclass
+class DataFileWriterConfig:
+    compression: str = "zstd"
+    zstd_level: int = 1
+    target_file_size: int = 128 * 1024 * 1024
+    page_size: int = 64 * 1024
+    prefix: str = "data-"
+
+
+class DataFileWriter:
+    """Writes sorted, merged tables of one bucket into rolled Parquet files and describes them."""
+
+    def __init__(
+        self,
+        file_io: FileIO,
+        bucket_dir: str,
+        schema: TableSchema,
+        config: DataFileWriterConfig,
+    ) -> None:
+        self.file_io = file_io
+        self.bucket_dir = bucket_dir
+        self.schema = schema
+        self.config = config
+        self.arrow_schema = file_arrow_schema(schema)
+        self.key_names = list(schema.trimmed_primary_keys)
+        self.key_types = schema.types(self.key_names)
+        self.value_types = [f.type for f in schema.fields]
+        self._uuid = uuid.uuid4()
+        self._counter = 0
+
+    def _next_name(self) -> str:
+        name = f"{self.config.prefix}{self._uuid}-{self._counter}.parquet"
+        self._counter += 1
+        return name
+
+    def _layout(self, data: pa.Table) -> pa.Table:
+        """Put a (values + _SEQUENCE_NUMBER + _VALUE_KIND) table into the file's column layout."""
+        if not self.schema.primary_keys:
+            cols = [data.column(f.name) for f in self.schema.fields]
+        else:
+            cols = [data.column(k) for k in self.key_names]
+            cols += [data.column(SEQUENCE_NUMBER), data.column(VALUE_KIND)]
+            cols += [data.column(f.name) for f in self.schema.fields]
+        return pa.Table.from_arrays(cols, schema=self.arrow_schema)
+
+    def write(
+        self, data: pa.Table, *, level: int, file_source: int = FILE_SOURCE_APPEND
+    ) -> list[DataFileMeta]:
+        """Write ``data`` (already sorted by key and merged for PK tables) into files.
+
+        For append tables ``data`` also carries ``_SEQUENCE_NUMBER`` (used for the file's range only).
+        """
+        if data.num_rows == 0:
+            return []
+        laid_out = self._layout(data)
+        metas = []
+        for part in self._roll(laid_out):
+            metas.append(self._describe(part[0], part[1], part[2], level, file_source))
+        return metas
+
+    def _roll(self, table: pa.Table) -> Iterator[tuple[str, pa.Table, int]]:
+        """Yield (file name, rows written, file size), starting a new file past the target size."""
+        cfg = self.config
+        codec = _PARQUET_CODECS[cfg.compression]
+        kwargs = {
+            "compression": codec,
+            "store_decimal_as_integer": True,
+            "data_page_size": cfg.page_size,
+            "write_statistics": True,
+        }
+        if codec == "zstd":
+            kwargs["compression_level"] = cfg.zstd_level
+        start = 0
+        n = table.num_rows
+        while start < n:
+            name = self._next_name()
+            sink = io.BytesIO()
+            writer = pq.ParquetWriter(sink, self.arrow_schema, **kwargs)
+            end = start
+            try:
+                while end < n:
+                    step = min(ROWS_PER_ROW_GROUP_CHECK, n - end)
+                    writer.write_table(table.slice(end, step), row_group_size=step)
+                    end += step
+                    if sink.tell() >= cfg.target_file_size:
+                        break
+            finally:
+                writer.close()
+            data = sink.getvalue()
+            self.file_io.write_bytes(f"{self.bucket_dir}/{name}", data)
+            yield name, table.slice(start, end - start), len(data)
+            start = end
+
+    def _describe(
+        self, name: str, rows: pa.Table, size: int, level: int, file_source: int
+    ) -> DataFileMeta:
+        if self.schema.primary_keys:
+            keys = [rows.column(KEY_PREFIX + k) for k in self.key_names]
+            first = [c[0].as_py() for c in keys]
+            last = [c[-1].as_py() for c in keys]
+            min_key = serialize_row(first, self.key_types)
+            max_key = serialize_row(last, self.key_types)
+            key_stats = column_stats(keys, self.key_types, truncate=128)
+            seq = rows.column(SEQUENCE_NUMBER)
+            kinds = rows.column(VALUE_KIND).to_numpy()
+            delete_rows = int(((kinds == UPDATE_BEFORE) | (kinds == DELETE)).sum())
+        else:
+            min_key = max_key = serialize_row([], [])
+            key_stats = SimpleStats.EMPTY
+            seq = rows.column(SEQUENCE_NUMBER) if SEQUENCE_NUMBER in rows.column_names else None
+            delete_rows = 0
+        if seq is not None:
+            import pyarrow.compute as pc
+
+            mm = pc.min_max(seq)
+            min_seq, max_seq = int(mm["min"].as_py()), int(mm["max"].as_py())
+        else:
+            min_seq = max_seq = 0
+        value_stats = column_stats([rows.column(f.name) for f in self.schema.fields], self.value_types)
+        return DataFileMeta(
+            file_name=name,
+            file_size=size,
+            row_count=rows.num_rows,
+            min_key=min_key,
+            max_key=max_key,
+            key_stats=key_stats,
+            value_stats=value_stats,
+            min_sequence_number=min_seq,
+            max_sequence_number=max_seq,
+            schema_id=self.schema.id,
+            level=level,
+            extra_files=(),
+            creation_time_ms=local_now_ms(),
+            delete_row_count=delete_rows,
+            embedded_file_index=None,
+            file_source=file_source,
+            value_stats_cols=None,
+            external_path=None,
+            first_row_id=None,
+            write_cols=None,
+            write_cols_sequences=None,
+        )
+
+
+def read_data_file(
+    file_io: FileIO, path: str, columns: Sequence[str] | None = None, file_size: int | None = None
+) -> pa.Table:
+    """Read columns of one Parquet data file; corrupt or missing files raise CorruptMetadataError."""
+    try:
+        pf = pq.ParquetFile(path) if file_io.is_local else pq.ParquetFile(file_io.fs.open(path, "rb"))
+        return pf.read(columns=list(columns) if columns is not None else None)
+    except FileNotFoundError:
+        raise CorruptMetadataError(f"Data file {path} is missing") from None
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise CorruptMetadataError(f"Data file {path} is corrupt: {exc}") from exc
+
+
+def file_column_names(key_names: Sequence[str]) -> list[str]:
+    return [KEY_PREFIX + k for k in key_names] + [SEQUENCE_NUMBER, VALUE_KIND]
+
+
+def row_types_of(schema: TableSchema, names: Sequence[str]) -> list[DataType]:
+    return schema.types(list(names))

@@ -1,0 +1,1 @@
+"""LSM-tree storage helpers: bucket assignment."""

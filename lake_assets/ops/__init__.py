@@ -1,0 +1,1 @@
+"""Table operations: each a pure plan plus the code that applies it to storage."""

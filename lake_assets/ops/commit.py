@@ -1,0 +1,349 @@
+"""The committer: turns commit messages into snapshots, atomically and exactly once.
+
+Order of writes (Paimon's protocol): data files (already written by writers) → manifests →
+manifest lists → ``snapshot-<id>`` created only if absent → the LATEST hint. Losing the race
+for an id re-reads the latest snapshot and retries; a real conflict (a file this commit deletes
+is already gone, overlapping levels) raises `CommitConflictError` after removing what it wrote.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lake_assets.errors import CommitConflictError, CommitStateUnknownError, LakeError, NoSuchTableError
+from lake_assets.lsm.key_compare import compare_keys
+from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.ops.scan import merge_entries
+from lake_assets.spec.binary_row import deserialize_row
+from lake_assets.spec.manifest import FileKind, ManifestEntry, ManifestFileMeta
+from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+
+if TYPE_CHECKING:
+    from lake_assets.table import Table
+
+WRITER_VERSION = "lake_assets-0.1.0"
+
+PartitionMatcher = Callable[[tuple], bool]
+
+
+@dataclass(frozen=True)
+class Overwrite:
+    """Which live files an OVERWRITE commit replaces: all of them, or those whose partition matches."""
+
+    matcher: PartitionMatcher | None = None  # None = the whole table
+
+    def matches(self, values: tuple) -> bool:
+        return self.matcher is None or self.matcher(values)
+
+
+def _abs_files(table: Table, messages: Sequence[CommitMessage]) -> list[str]:
+    return [table.data_file_path(m.partition, m.bucket, f) for m in messages for f in m.all_written_files()]
+
+
+class TableCommitter:
+    """Commits the messages of one commit user; see `commit`."""
+
+    def __init__(self, table: Table, commit_user: str) -> None:
+        self.table = table
+        self.commit_user = commit_user
+        self.options = table.schema.core_options
+        self._checked_upto: tuple[int, int | None] | None = None
+
+    # ----------------------------------------------------------- idempotence
+    def last_committed_identifier(self) -> int | None:
+        """The highest commit identifier this commit user has committed, scanning back from latest."""
+        sm = self.table.snapshot_manager
+        latest = sm.latest_id()
+        if latest is None:
+            return None
+        earliest = sm.earliest_id() or 1
+        found: int | None = None
+        stop = earliest
+        if self._checked_upto is not None:
+            # Snapshots up to this id were scanned already: only look at the new ones.
+            stop = self._checked_upto[0] + 1
+            found = self._checked_upto[1]
+        for sid in range(latest, stop - 1, -1):
+            snap = sm.try_snapshot(sid)
+            if snap is None:
+                continue  # expired while we were looking
+            if snap.commit_user == self.commit_user:
+                found = snap.commit_identifier if found is None else max(found, snap.commit_identifier)
+                break
+        self._checked_upto = (latest, found)
+        return found
+
+    def is_committed(self, commit_identifier: int) -> bool:
+        last = self.last_committed_identifier()
+        return last is not None and last >= commit_identifier
+
+    # ---------------------------------------------------------------- commit
+    def commit(
+        self,
+        messages: Sequence[CommitMessage],
+        commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
+        *,
+        overwrite: Overwrite | None = None,
+        check_committed: bool = True,
+        properties: dict[str, str] | None = None,
+    ) -> list[int]:
+        """Commit ``messages``; returns the new snapshot ids (empty if nothing was committed).
+
+        Committing the same (commit user, identifier) again is a no-op, also after a restart.
+        New files become an APPEND (or OVERWRITE) snapshot; compaction results a COMPACT snapshot
+        with the same identifier.
+        """
+        if check_committed and self.is_committed(commit_identifier):
+            return []
+        messages = [m for m in messages if not m.is_empty()]
+        total = self.table.schema.core_options.bucket if self.table.primary_keys else -1
+        append: list[ManifestEntry] = []
+        changelog: list[ManifestEntry] = []
+        compact: list[ManifestEntry] = []
+        compact_changelog: list[ManifestEntry] = []
+        for m in messages:
+            tb = m.total_buckets if m.total_buckets else total
+            append += [ManifestEntry(FileKind.ADD, m.partition, m.bucket, tb, f) for f in m.new_files]
+            changelog += [ManifestEntry(FileKind.ADD, m.partition, m.bucket, tb, f) for f in m.new_changelog]
+            compact += [ManifestEntry(FileKind.DELETE, m.partition, m.bucket, tb, f) for f in m.compact_before]
+            compact += [ManifestEntry(FileKind.ADD, m.partition, m.bucket, tb, f) for f in m.compact_after]
+            compact_changelog += [
+                ManifestEntry(FileKind.ADD, m.partition, m.bucket, tb, f) for f in m.compact_changelog
+            ]
+        ids: list[int] = []
+        try:
+            if overwrite is not None:
+                sid = self._commit_with_retry(
+                    CommitKind.OVERWRITE, append, changelog, commit_identifier, overwrite, properties
+                )
+                if sid is not None:
+                    ids.append(sid)
+            elif append or changelog:
+                sid = self._commit_with_retry(
+                    CommitKind.APPEND, append, changelog, commit_identifier, None, properties
+                )
+                if sid is not None:
+                    ids.append(sid)
+            if compact or compact_changelog:
+                sid = self._commit_with_retry(
+                    CommitKind.COMPACT, compact, compact_changelog, commit_identifier, None, properties
+                )
+                if sid is not None:
+                    ids.append(sid)
+        except CommitConflictError:
+            # Files of a rejected commit are referenced by nothing: remove them.
+            self.table.file_io.delete_many(_abs_files(self.table, messages) if not ids else
+                                           [self.table.data_file_path(m.partition, m.bucket, f)
+                                            for m in messages for f in (*m.compact_after, *m.compact_changelog)])
+            raise
+        return ids
+
+    def abort(self, messages: Sequence[CommitMessage]) -> None:
+        """Delete the files of messages that will never be committed."""
+        self.table.file_io.delete_many(_abs_files(self.table, messages))
+
+    # -------------------------------------------------------------- internals
+    def _commit_with_retry(
+        self,
+        kind: CommitKind,
+        entries: list[ManifestEntry],
+        changelog: list[ManifestEntry],
+        identifier: int,
+        overwrite: Overwrite | None,
+        properties: dict[str, str] | None,
+    ) -> int | None:
+        sm = self.table.snapshot_manager
+        mio = self.table.manifest_io()
+        max_retries = self.options.commit_max_retries
+        wait_ms = self.options.commit_min_retry_wait_ms
+        attempt = 0
+        while True:
+            latest = sm.latest()
+            delta = list(entries)
+            if overwrite is not None:
+                delta = self._overwrite_deletes(latest, overwrite) + delta
+                if not delta and not changelog:
+                    return None
+            if kind != CommitKind.APPEND:
+                self._check_conflicts(latest, delta, kind)
+            written: list[str] = []
+            try:
+                sid = self._try_commit_once(mio, latest, kind, delta, changelog, identifier, properties, written)
+            except CommitStateUnknownError:
+                raise
+            except BaseException:
+                mio.delete(written)
+                raise
+            if sid is not None:
+                sm.write_latest_hint(sid)
+                return sid
+            mio.delete(written)
+            attempt += 1
+            if attempt > max_retries:
+                raise CommitConflictError(
+                    f"Cannot commit to {self.table.name}: gave up after {max_retries} retries "
+                    "racing other committers for the next snapshot id"
+                )
+            time.sleep(min(wait_ms, self.options.commit_max_retry_wait_ms) / 1000 * (1 + random.random()))
+            wait_ms *= 2
+
+    def _try_commit_once(
+        self,
+        mio,
+        latest: Snapshot | None,
+        kind: CommitKind,
+        delta: list[ManifestEntry],
+        changelog: list[ManifestEntry],
+        identifier: int,
+        properties: dict[str, str] | None,
+        written: list[str],
+    ) -> int | None:
+        base_metas: list[ManifestFileMeta] = []
+        if latest is not None:
+            base_metas = mio.read_manifest_list(latest.base_manifest_list) + mio.read_manifest_list(
+                latest.delta_manifest_list
+            )
+            base_metas, merged_names = mio.merge_manifests(base_metas, self.options.manifest_merge_min_count)
+            written += merged_names
+        delta_metas = mio.write_manifests(delta)
+        written += [m.file_name for m in delta_metas]
+        changelog_metas = mio.write_manifests(changelog)
+        written += [m.file_name for m in changelog_metas]
+        base_name, base_size = mio.write_manifest_list(base_metas)
+        written.append(base_name)
+        delta_name, delta_size = mio.write_manifest_list(delta_metas)
+        written.append(delta_name)
+        cl_name = cl_size = None
+        if changelog_metas:
+            cl_name, cl_size = mio.write_manifest_list(changelog_metas)
+            written.append(cl_name)
+        delta_records = sum(e.file.row_count if e.kind == FileKind.ADD else -e.file.row_count for e in delta)
+        prev_total = (latest.total_record_count or 0) if latest is not None else 0
+        snapshot = Snapshot(
+            id=(latest.id + 1) if latest is not None else 1,
+            schema_id=self.table.schema.id,
+            base_manifest_list=base_name,
+            base_manifest_list_size=base_size,
+            delta_manifest_list=delta_name,
+            delta_manifest_list_size=delta_size,
+            changelog_manifest_list=cl_name,
+            changelog_manifest_list_size=cl_size,
+            index_manifest=latest.index_manifest if latest is not None else None,
+            commit_user=self.commit_user,
+            writer_version=WRITER_VERSION,
+            commit_identifier=identifier,
+            commit_kind=kind,
+            time_millis=int(time.time() * 1000),
+            total_record_count=prev_total + delta_records,
+            delta_record_count=delta_records,
+            changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
+            watermark=latest.watermark if latest is not None else None,
+            properties=properties or None,
+            uuid=str(uuid.uuid4()),
+        )
+        if not self.table.file_io.exists(self.table.paths.schema_file(self.table.schema.id)):
+            raise NoSuchTableError(f"Cannot commit to {self.table.name}: the table was dropped")
+        self.table.fault_point("commit.before_snapshot")
+        try:
+            created = self.table.snapshot_manager.try_commit(snapshot)
+        except LakeError:
+            raise
+        except Exception as exc:
+            raise CommitStateUnknownError(
+                f"Commit to {self.table.name} may or may not have created snapshot {snapshot.id}: {exc!r}. "
+                "Retry with the same commit user and identifier to resolve it."
+            ) from exc
+        self.table.fault_point("commit.after_snapshot")
+        return snapshot.id if created else None
+
+    def _overwrite_deletes(self, latest: Snapshot | None, overwrite: Overwrite) -> list[ManifestEntry]:
+        if latest is None:
+            return []
+        scan = self.table.file_store_scan()
+        live = scan.live_entries(latest, partition_filter=overwrite.matcher)
+        return [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in live]
+
+    def _check_conflicts(self, latest: Snapshot | None, delta: list[ManifestEntry], kind: CommitKind) -> None:
+        """Paimon's checks for COMPACT and OVERWRITE commits, against the latest snapshot."""
+        name = self.table.name
+        touched = {e.partition for e in delta}
+        scan = self.table.file_store_scan()
+        base: list[ManifestEntry] = []
+        if latest is not None and touched:
+            base = scan.live_entries(latest, partition_filter=None)
+            base = [e for e in base if e.partition in touched]
+        # 1. bucket count unchanged within a partition (not for OVERWRITE, which may rescale)
+        if kind != CommitKind.OVERWRITE:
+            totals: dict[bytes, set[int]] = defaultdict(set)
+            for e in (*base, *delta):
+                if e.total_buckets > 0:
+                    totals[e.partition].add(e.total_buckets)
+            for part, ts in totals.items():
+                if len(ts) > 1:
+                    raise CommitConflictError(
+                        f"Cannot commit to {name}: total buckets of partition "
+                        f"{scan.partition_values(part)} changed ({sorted(ts)}) without overwrite"
+                    )
+        # 2+3. every deleted file must still be live; the delta alone must be consistent
+        live = {e.identifier(): e for e in base}
+        for e in delta:
+            ident = e.identifier()
+            if e.kind == FileKind.ADD:
+                if ident in live:
+                    raise CommitConflictError(
+                        f"Cannot commit to {name}: file {e.file.file_name} would be added twice"
+                    )
+                live[ident] = e
+            elif ident in live:
+                del live[ident]
+            else:
+                raise CommitConflictError(
+                    f"Cannot commit to {name}: file {e.file.file_name} was already deleted "
+                    "by a concurrent commit (e.g. another compaction); giving up this commit"
+                )
+        # 4. no overlapping key ranges within a level >= 1 of a bucket
+        if not self.table.primary_keys:
+            return
+        key_types = self.table.schema.types(list(self.table.schema.trimmed_primary_keys))
+        groups: dict[tuple[bytes, int, int], list[ManifestEntry]] = defaultdict(list)
+        for e in live.values():
+            if e.file.level > 0 and e.partition in touched:
+                groups[(e.partition, e.bucket, e.file.level)].append(e)
+        for (part, bucket, level), files in groups.items():
+            if len(files) < 2:
+                continue
+            ranges = sorted(
+                (
+                    (tuple(deserialize_row(e.file.min_key, key_types)),
+                     tuple(deserialize_row(e.file.max_key, key_types)), e.file.file_name)
+                    for e in files
+                ),
+                key=lambda r: _KeyOrder(r[0], key_types),
+            )
+            for a, b in itertools.pairwise(ranges):
+                if compare_keys(a[1], b[0], key_types) >= 0:
+                    raise CommitConflictError(
+                        f"Cannot commit to {name}: level {level} of bucket {bucket} in partition "
+                        f"{scan.partition_values(part)} would have overlapping files {a[2]} and {b[2]}"
+                    )
+
+
+class _KeyOrder:
+    __slots__ = ("key", "types")
+
+    def __init__(self, key: tuple, types: list) -> None:
+        self.key = key
+        self.types = types
+
+    def __lt__(self, other: _KeyOrder) -> bool:
+        return compare_keys(self.key, other.key, self.types) < 0
+
+
+__all__ = ["Overwrite", "TableCommitter", "merge_entries"]

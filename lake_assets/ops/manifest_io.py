@@ -1,0 +1,220 @@
+"""Reading and writing manifests and manifest lists of one table, with a cache.
+
+Manifest files never change once written, so decoded entries are cached by file name.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from lake_assets.errors import CorruptMetadataError
+from lake_assets.io.file_io import FileIO
+from lake_assets.paths import TablePaths
+from lake_assets.spec.binary_row import deserialize_row, serialize_row
+from lake_assets.spec.manifest import (
+    FileKind,
+    ManifestEntry,
+    ManifestFileMeta,
+    SimpleStats,
+    avro_codec,
+    decode_manifest_entries,
+    decode_manifest_list,
+    encode_manifest_entries,
+    encode_manifest_list,
+    summarize_entries,
+)
+from lake_assets.spec.types import DataType
+
+
+class _LRU:
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._data: OrderedDict[str, list] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> list | None:
+        with self._lock:
+            v = self._data.get(key)
+            if v is not None:
+                self._data.move_to_end(key)
+            return v
+
+    def put(self, key: str, value: list) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.capacity:
+                self._data.popitem(last=False)
+
+
+# Shared across tables of a process: keys are full paths, values immutable lists.
+_MANIFEST_CACHE = _LRU(2048)
+
+
+def compare_values(a: object, b: object) -> int:
+    """Three-way compare of two non-null stats values of the same type."""
+    return (a > b) - (a < b)  # type: ignore[operator]
+
+
+def partition_stats(partitions: Iterable[bytes], types: Sequence[DataType]) -> SimpleStats:
+    """Min, max and null count per partition field over distinct serialized partitions."""
+    if not types:
+        return SimpleStats.EMPTY
+    n = len(types)
+    mins: list[object] = [None] * n
+    maxs: list[object] = [None] * n
+    nulls = [0] * n
+    for part in set(partitions):
+        values = deserialize_row(part, types)
+        for i, v in enumerate(values):
+            if v is None:
+                nulls[i] += 1
+                continue
+            if mins[i] is None or compare_values(v, mins[i]) < 0:
+                mins[i] = v
+            if maxs[i] is None or compare_values(v, maxs[i]) > 0:
+                maxs[i] = v
+    return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(nulls))
+
+
+class ManifestIO:
+    """Reads and writes the manifest files of one table."""
+
+    def __init__(
+        self,
+        file_io: FileIO,
+        paths: TablePaths,
+        partition_types: Sequence[DataType],
+        *,
+        compression: str = "zstd",
+        target_file_size: int = 8 * 1024 * 1024,
+        table_name: str = "table",
+    ) -> None:
+        self.file_io = file_io
+        self.paths = paths
+        self.partition_types = list(partition_types)
+        self.codec = avro_codec(compression)
+        self.target_file_size = target_file_size
+        self.table_name = table_name
+        self._prefix_uuid = uuid.uuid4()
+        self._counter = 0
+        self._lock = threading.Lock()
+
+    def _new_name(self, prefix: str) -> str:
+        with self._lock:
+            n = self._counter
+            self._counter += 1
+        return f"{prefix}{self._prefix_uuid}-{n}"
+
+    # ----------------------------------------------------------------- reads
+    def read_manifest_list(self, name: str) -> list[ManifestFileMeta]:
+        path = self.paths.manifest_file(name)
+        cached = _MANIFEST_CACHE.get(path)
+        if cached is not None:
+            return cached
+        try:
+            data = self.file_io.read_bytes(path)
+        except FileNotFoundError:
+            raise CorruptMetadataError(
+                f"Table {self.table_name}: manifest list {name} is missing"
+            ) from None
+        metas = decode_manifest_list(data, name)
+        _MANIFEST_CACHE.put(path, metas)
+        return metas
+
+    def read_manifest(self, name: str) -> list[ManifestEntry]:
+        path = self.paths.manifest_file(name)
+        cached = _MANIFEST_CACHE.get(path)
+        if cached is not None:
+            return cached
+        try:
+            data = self.file_io.read_bytes(path)
+        except FileNotFoundError:
+            raise CorruptMetadataError(f"Table {self.table_name}: manifest {name} is missing") from None
+        entries = decode_manifest_entries(data, name)
+        _MANIFEST_CACHE.put(path, entries)
+        return entries
+
+    def read_manifests(self, metas: Sequence[ManifestFileMeta]) -> list[list[ManifestEntry]]:
+        """Read several manifests, in parallel on remote storage, preserving order."""
+        names = [m.file_name for m in metas]
+        if len(names) <= 1 or self.file_io.is_local:
+            return [self.read_manifest(n) for n in names]
+        with ThreadPoolExecutor(max_workers=min(16, len(names))) as pool:
+            return list(pool.map(self.read_manifest, names))
+
+    # ---------------------------------------------------------------- writes
+    def write_manifests(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:
+        """Write entries into one or more manifest files rolled at the target size."""
+        if not entries:
+            return []
+        # Roughly 300 bytes an entry compressed; roll by count to avoid re-encoding.
+        per_file = max(1000, self.target_file_size // 300)
+        metas = []
+        for start in range(0, len(entries), per_file):
+            chunk = list(entries[start : start + per_file])
+            name = self._new_name("manifest-")
+            data = encode_manifest_entries(chunk, self.codec)
+            self.file_io.write_bytes(self.paths.manifest_file(name), data)
+            _MANIFEST_CACHE.put(self.paths.manifest_file(name), chunk)
+            summary = summarize_entries(chunk)
+            metas.append(
+                ManifestFileMeta(
+                    file_name=name,
+                    file_size=len(data),
+                    num_added_files=summary["num_added_files"],
+                    num_deleted_files=summary["num_deleted_files"],
+                    partition_stats=partition_stats((e.partition for e in chunk), self.partition_types),
+                    schema_id=summary["schema_id"],
+                    min_bucket=summary["min_bucket"],
+                    max_bucket=summary["max_bucket"],
+                    min_level=summary["min_level"],
+                    max_level=summary["max_level"],
+                )
+            )
+        return metas
+
+    def write_manifest_list(self, metas: Sequence[ManifestFileMeta]) -> tuple[str, int]:
+        name = self._new_name("manifest-list-")
+        data = encode_manifest_list(list(metas), self.codec)
+        self.file_io.write_bytes(self.paths.manifest_file(name), data)
+        _MANIFEST_CACHE.put(self.paths.manifest_file(name), list(metas))
+        return name, len(data)
+
+    def delete(self, names: Iterable[str]) -> None:
+        self.file_io.delete_many(self.paths.manifest_file(n) for n in names)
+
+    # ----------------------------------------------------------------- merge
+    def merge_manifests(
+        self, metas: list[ManifestFileMeta], min_count: int
+    ) -> tuple[list[ManifestFileMeta], list[str]]:
+        """Keep base lists from growing without bound (Paimon's minor manifest compaction).
+
+        Small manifests (under the target size) are merged once at least ``min_count`` of them
+        have piled up: ADD and DELETE entries of the same file cancel out. Returns the new list
+        and the names of manifests this call wrote (to delete if the commit fails).
+        """
+        small = [m for m in metas if m.file_size < self.target_file_size]
+        if len(small) < min_count:
+            return metas, []
+        # Merge a prefix of the list: entries keep their relative order, so semantics hold.
+        first_small = next(i for i, m in enumerate(metas) if m.file_size < self.target_file_size)
+        group = metas[first_small:]
+        live: dict[tuple, ManifestEntry] = {}
+        pending_deletes: list[ManifestEntry] = []
+        for entries in self.read_manifests(group):
+            for e in entries:
+                ident = e.identifier()
+                if e.kind == FileKind.ADD:
+                    live[ident] = e
+                elif ident in live:
+                    del live[ident]
+                else:
+                    pending_deletes.append(e)
+        merged = pending_deletes + list(live.values())
+        new_metas = self.write_manifests(merged)
+        return metas[:first_small] + new_metas, [m.file_name for m in new_metas]

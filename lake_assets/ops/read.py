@@ -1,0 +1,154 @@
+"""Reading splits: merge-on-read of a bucket's sorted runs, vectorized with pyarrow.
+
+Files of a bucket are grouped into sections of overlapping key ranges. A section of one file
+without retract rows is read as it is; larger sections are concatenated, sorted by key and
+sequence, and collapsed with the table's merge function. Memory is bounded by a section.
+Files written under older schemas are mapped to the current schema by field id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
+from lake_assets.lsm.key_compare import compare_keys
+from lake_assets.lsm.merge import is_retract, sort_for_merge
+from lake_assets.ops.scan import Split
+from lake_assets.predicate import Predicate
+from lake_assets.spec.binary_row import deserialize_row
+from lake_assets.spec.manifest import DataFileMeta
+from lake_assets.spec.schema import TableSchema
+from lake_assets.spec.types import to_arrow_field
+
+if TYPE_CHECKING:
+    from lake_assets.table import Table
+
+
+def sections(files: Sequence[DataFileMeta], key_types: list) -> list[list[DataFileMeta]]:
+    """Group files into runs of overlapping key intervals (Paimon's interval partition)."""
+    decoded = [
+        (tuple(deserialize_row(f.min_key, key_types)), tuple(deserialize_row(f.max_key, key_types)), f)
+        for f in files
+    ]
+    import functools
+
+    def order(a: tuple, b: tuple) -> int:
+        return compare_keys(a[0], b[0], key_types) or compare_keys(a[1], b[1], key_types)
+
+    decoded.sort(key=functools.cmp_to_key(order))
+    out: list[list[DataFileMeta]] = []
+    bound: tuple | None = None
+    for lo, hi, f in decoded:
+        if bound is None or compare_keys(lo, bound, key_types) > 0:
+            out.append([f])
+            bound = hi
+        else:
+            out[-1].append(f)
+            if compare_keys(hi, bound, key_types) > 0:
+                bound = hi
+    return out
+
+
+class SplitReader:
+    """Reads splits of one table as of one schema, projecting ``columns`` and applying ``predicate``."""
+
+    def __init__(
+        self,
+        table: Table,
+        schema: TableSchema,
+        columns: Sequence[str] | None = None,
+        predicate: Predicate | None = None,
+    ) -> None:
+        self.table = table
+        self.schema = schema
+        self.columns = list(columns) if columns is not None else list(schema.field_names)
+        self.predicate = predicate
+        self.is_pk = bool(schema.primary_keys)
+        self.key_names = list(schema.trimmed_primary_keys)
+        self.key_types = schema.types(self.key_names)
+        opts = schema.core_options
+        self.sequence_fields = list(opts.sequence_fields)
+        self.sequence_descending = opts.sequence_descending
+        self.merge_function = table.merge_function(schema)
+        filter_cols = sorted(predicate.columns) if predicate is not None and predicate.expression is None else []
+        needed = list(self.columns)
+        for c in filter_cols:
+            if c not in needed and schema.has_field(c):
+                needed.append(c)
+        if self.is_pk:
+            for c in (*self.key_names, *self.sequence_fields, *table.merge_extra_columns(schema)):
+                if c not in needed:
+                    needed.append(c)
+        self.read_columns = needed
+        self.output_schema = pa.schema([to_arrow_field(schema.field(c)) for c in self.columns])
+
+    # ------------------------------------------------------------ file access
+    def _read_file(self, split: Split, meta: DataFileMeta, with_system: bool) -> pa.Table:
+        """Read one file as the current schema's columns (by field id), plus system columns."""
+        file_schema = self.table.schema_by_id(meta.schema_id)
+        wanted: list[tuple[str, str | None]] = []  # (current name, name in file)
+        for name in self.read_columns:
+            fid = self.schema.field(name).id
+            old = file_schema.field_by_id(fid)
+            wanted.append((name, old.name if old is not None else None))
+        file_cols = [old for _, old in wanted if old is not None]
+        if with_system:
+            file_cols += [SEQUENCE_NUMBER, VALUE_KIND]
+        path = self.table.data_file_path(split.partition, split.bucket, meta)
+        raw = read_data_file(self.table.file_io, path, file_cols, meta.file_size)
+        arrays = []
+        names = []
+        for name, old in wanted:
+            target = to_arrow_field(self.schema.field(name)).type
+            if old is None:
+                arr = pa.nulls(raw.num_rows, target)
+            else:
+                arr = raw.column(old)
+                if arr.type != target:
+                    arr = pc.cast(arr, target)
+            arrays.append(arr)
+            names.append(name)
+        if with_system:
+            arrays += [raw.column(SEQUENCE_NUMBER), raw.column(VALUE_KIND)]
+            names += [SEQUENCE_NUMBER, VALUE_KIND]
+        return pa.Table.from_arrays(arrays, names=names)
+
+    # ------------------------------------------------------------------ reads
+    def read_split(self, split: Split) -> Iterator[pa.Table]:
+        """Yield the merged rows of one split, one section at a time."""
+        if not self.is_pk:
+            for meta in sorted(split.files, key=lambda f: f.min_sequence_number):
+                yield self._finish(self._read_file(split, meta, with_system=False))
+            return
+        files = self.table.visible_files(split.files, self.schema)
+        for section in sections(files, self.key_types):
+            yield self._finish(self._merge_section(split, section))
+
+    def _merge_section(self, split: Split, section: list[DataFileMeta]) -> pa.Table:
+        if len(section) == 1 and section[0].delete_row_count == 0:
+            return self._read_file(split, section[0], with_system=False)
+        data = pa.concat_tables([self._read_file(split, f, with_system=True) for f in section])
+        data = sort_for_merge(data, self.key_names, self.sequence_fields, self.sequence_descending)
+        merged = self.merge_function.merge(data, self.key_names)
+        kinds = merged.column(VALUE_KIND).to_numpy()
+        retract = is_retract(kinds)
+        if retract.any():
+            merged = merged.filter(pa.array(~retract))
+        return merged
+
+    def _finish(self, data: pa.Table) -> pa.Table:
+        if self.predicate is not None and data.num_rows:
+            data = data.filter(self.predicate.to_expression())
+        return data.select(self.columns).cast(self.output_schema)
+
+
+def concat_or_empty(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
+    if not tables:
+        return schema.empty_table()
+    return pa.concat_tables(tables)
+
+

@@ -1,0 +1,121 @@
+"""Finding, reading and atomically creating snapshot files; the LATEST and EARLIEST hints."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+
+from lake_assets.errors import CorruptMetadataError, SnapshotNotFoundError
+from lake_assets.io.file_io import FileIO
+from lake_assets.paths import TablePaths
+from lake_assets.spec.snapshot import Snapshot
+
+_SNAPSHOT_NAME = re.compile(r"^snapshot-(\d+)$")
+
+
+class SnapshotManager:
+    """Reads the snapshot directory of one table. Hints are trusted only after existence checks."""
+
+    def __init__(self, file_io: FileIO, paths: TablePaths, table_name: str = "table") -> None:
+        self.file_io = file_io
+        self.paths = paths
+        self.table_name = table_name
+
+    # ------------------------------------------------------------- discovery
+    def snapshot_ids(self) -> list[int]:
+        """All snapshot ids present, ascending (lists the directory)."""
+        ids = []
+        for name in self.file_io.list_names(self.paths.snapshot_dir):
+            m = _SNAPSHOT_NAME.match(name)
+            if m:
+                ids.append(int(m.group(1)))
+        return sorted(ids)
+
+    def _read_hint(self, name: str) -> int | None:
+        try:
+            text = self.file_io.read_text(f"{self.paths.snapshot_dir}/{name}")
+        except FileNotFoundError:
+            return None
+        return int(text) if text.isdigit() else None
+
+    def latest_id(self) -> int | None:
+        """Id of the newest snapshot, or None for an empty table."""
+        hint = self._read_hint("LATEST")
+        if hint is not None and self.exists(hint) and not self.exists(hint + 1):
+            # The hint may lag behind a commit that crashed before updating it: walk forward.
+            return hint
+        if hint is not None and self.exists(hint):
+            nxt = hint + 1
+            while self.exists(nxt + 1):
+                nxt += 1
+            return nxt
+        ids = self.snapshot_ids()
+        return ids[-1] if ids else None
+
+    def earliest_id(self) -> int | None:
+        hint = self._read_hint("EARLIEST")
+        if hint is not None and self.exists(hint):
+            return hint
+        ids = self.snapshot_ids()
+        return ids[0] if ids else None
+
+    def exists(self, snapshot_id: int) -> bool:
+        return self.file_io.exists(self.paths.snapshot_file(snapshot_id))
+
+    # --------------------------------------------------------------- reading
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        path = self.paths.snapshot_file(snapshot_id)
+        try:
+            data = self.file_io.read_bytes(path)
+        except FileNotFoundError:
+            raise SnapshotNotFoundError(
+                f"Table {self.table_name} has no snapshot {snapshot_id}"
+            ) from None
+        snap = Snapshot.from_json(data, f"snapshot-{snapshot_id} of {self.table_name}")
+        if snap.id != snapshot_id:
+            raise CorruptMetadataError(
+                f"Snapshot file snapshot-{snapshot_id} of {self.table_name} holds id {snap.id}"
+            )
+        return snap
+
+    def try_snapshot(self, snapshot_id: int) -> Snapshot | None:
+        try:
+            return self.snapshot(snapshot_id)
+        except SnapshotNotFoundError:
+            return None
+
+    def latest(self) -> Snapshot | None:
+        sid = self.latest_id()
+        return None if sid is None else self.snapshot(sid)
+
+    def snapshots(self) -> Iterator[Snapshot]:
+        """Every present snapshot, oldest first (skips ids that vanish while listing)."""
+        for sid in self.snapshot_ids():
+            snap = self.try_snapshot(sid)
+            if snap is not None:
+                yield snap
+
+    def newer_than_or_equal_time(self, time_millis: int) -> Snapshot | None:
+        """The latest snapshot committed at or before ``time_millis`` (time travel)."""
+        found = None
+        for sid in reversed(self.snapshot_ids()):
+            snap = self.try_snapshot(sid)
+            if snap is not None and snap.time_millis <= time_millis:
+                found = snap
+                break
+        return found
+
+    # ----------------------------------------------------------------- writing
+    def try_commit(self, snapshot: Snapshot) -> bool:
+        """Create ``snapshot-<id>`` if absent. False means another committer took the id."""
+        return self.file_io.try_create(self.paths.snapshot_file(snapshot.id), snapshot.to_json().encode())
+
+    def write_latest_hint(self, snapshot_id: int) -> None:
+        # A hint is only a hint: failures are tolerated because readers verify it.
+        with contextlib.suppress(OSError):
+            self.file_io.overwrite_atomic(f"{self.paths.snapshot_dir}/LATEST", str(snapshot_id).encode())
+
+    def write_earliest_hint(self, snapshot_id: int) -> None:
+        with contextlib.suppress(OSError):
+            self.file_io.overwrite_atomic(f"{self.paths.snapshot_dir}/EARLIEST", str(snapshot_id).encode())

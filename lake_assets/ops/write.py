@@ -1,0 +1,248 @@
+"""The table writer: buffers rows per (partition, bucket), sorts, merges and flushes files.
+
+Like a Paimon/Flink sink writer it never commits: `prepare_commit` flushes and returns commit
+messages for a single committer. Everything on the row path is vectorized with pyarrow/numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lake_assets.errors import LakeError, NoSuchTableError, UnsupportedFeatureError
+from lake_assets.formats.data_file import (
+    FILE_SOURCE_APPEND,
+    SEQUENCE_NUMBER,
+    VALUE_KIND,
+    DataFileWriter,
+    DataFileWriterConfig,
+)
+from lake_assets.lsm.bucket import assign_buckets
+from lake_assets.lsm.merge import is_retract, sort_for_merge
+from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.ops.conform import conform, row_kinds
+from lake_assets.spec.binary_row import serialize_row
+from lake_assets.spec.manifest import DataFileMeta
+from lake_assets.spec.partition import partition_path
+
+if TYPE_CHECKING:
+    from lake_assets.table import Table
+
+
+@dataclass
+class _BucketBuffer:
+    partition: bytes
+    partition_values: tuple
+    bucket: int
+    next_sequence: int
+    tables: list[pa.Table] = field(default_factory=list)
+    nbytes: int = 0
+    new_files: list[DataFileMeta] = field(default_factory=list)
+    writer: DataFileWriter | None = None
+
+
+def partition_groups(data: pa.Table, keys: tuple[str, ...]) -> tuple[np.ndarray, list[tuple]]:
+    """Group id per row and the distinct partition value tuples, in first-seen order."""
+    n = data.num_rows
+    if not keys:
+        return np.zeros(n, dtype=np.int64), [()]
+    code = np.zeros(n, dtype=np.int64)
+    for k in keys:
+        enc = pc.dictionary_encode(data.column(k), null_encoding="encode").combine_chunks()
+        idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        code = code * (len(enc.dictionary) + 1) + idx
+    uniq, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    del uniq
+    values = [tuple(data.column(k)[int(i)].as_py() for k in keys) for i in first]
+    return inverse.astype(np.int64), values
+
+
+class TableWriter:
+    """Writes Arrow data into new level-0 files of one table; see `prepare_commit`."""
+
+    def __init__(self, table: Table, commit_user: str, *, write_only: bool = False) -> None:
+        self.table = table
+        self.schema = table.schema
+        self.commit_user = commit_user
+        opts = self.schema.core_options
+        self.write_only = write_only or opts.write_only
+        self.options = opts
+        self.is_pk = bool(self.schema.primary_keys)
+        self.num_buckets = opts.bucket
+        if self.is_pk and self.num_buckets <= 0:
+            mode = "dynamic bucket (bucket = -1)" if self.num_buckets == -1 else f"bucket = {self.num_buckets}"
+            raise UnsupportedFeatureError(
+                f"Table {table.name}: primary-key tables with {mode} are not supported; set 'bucket' to N > 0"
+            )
+        if not self.is_pk and self.num_buckets not in (-1,):
+            raise UnsupportedFeatureError(
+                f"Table {table.name}: append tables with bucket = {self.num_buckets} are not supported; "
+                "use bucket = -1 (unaware)"
+            )
+        if not table.file_io.exists(table.paths.schema_file(self.schema.id)):
+            raise NoSuchTableError(f"Cannot write to {table.name}: the table does not exist (dropped?)")
+        self.partition_types = self.schema.types(list(self.schema.partition_keys))
+        self.bucket_types = self.schema.types(list(self.schema.bucket_keys))
+        self._buffers: dict[tuple[bytes, int], _BucketBuffer] = {}
+        self._buffered_bytes = 0
+        self._max_sequences: dict[tuple[bytes, int], int] | None = None
+        self._closed = False
+        self._merge_function = table.merge_function()
+
+    # ----------------------------------------------------------------- input
+    def write_arrow(self, data: pa.Table | pa.RecordBatch | pa.RecordBatchReader) -> None:
+        """Buffer rows; flushes level-0 files when ``write-buffer-size`` is exceeded."""
+        if self._closed:
+            raise LakeError(f"Writer of {self.table.name} is closed")
+        if isinstance(data, pa.RecordBatchReader):
+            for batch in data:
+                self.write_arrow(batch)
+            return
+        if isinstance(data, pa.RecordBatch):
+            data = pa.Table.from_batches([data])
+        if data.num_rows == 0:
+            conform(data, self.schema, self.table.name)
+            return
+        data = conform(data, self.schema, self.table.name)
+        kinds = row_kinds(data, self.schema, self.table.name)
+        if self.options.ignore_delete and self.is_pk:
+            keep = ~is_retract(kinds)
+            if not keep.all():
+                data = data.filter(pa.array(keep))
+                kinds = kinds[keep]
+        if not self.is_pk and (kinds != 0).any():
+            raise UnsupportedFeatureError(
+                f"Cannot write to {self.table.name}: append tables only take +I rows; "
+                "updates and deletes need a primary key"
+            )
+        self._route(data, kinds)
+        if self._buffered_bytes >= self.options.write_buffer_size:
+            self.flush()
+
+    def _route(self, data: pa.Table, kinds: np.ndarray) -> None:
+        part_ids, part_values = partition_groups(data, self.schema.partition_keys)
+        if self.is_pk:
+            cols = [data.column(k) for k in self.schema.bucket_keys]
+            buckets = assign_buckets(cols, self.bucket_types, self.num_buckets).astype(np.int64)
+            nb = self.num_buckets
+        else:
+            buckets = np.zeros(data.num_rows, dtype=np.int64)
+            nb = 1
+        group = part_ids * nb + buckets
+        order = np.argsort(group, kind="stable")
+        sorted_groups = group[order]
+        bounds = np.flatnonzero(np.diff(sorted_groups)) + 1
+        starts = np.concatenate(([0], bounds))
+        ends = np.concatenate((bounds, [len(order)]))
+        data = data.append_column(VALUE_KIND, pa.array(kinds, pa.int8()))
+        data = data.take(pa.array(order))
+        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+            g = int(sorted_groups[s])
+            pvals = part_values[g // nb]
+            bucket = g % nb
+            buf = self._buffer(pvals, bucket)
+            chunk = data.slice(s, e - s)
+            seq = np.arange(buf.next_sequence, buf.next_sequence + (e - s), dtype=np.int64)
+            buf.next_sequence += e - s
+            chunk = chunk.append_column(SEQUENCE_NUMBER, pa.array(seq))
+            buf.tables.append(chunk)
+            nbytes = chunk.nbytes
+            buf.nbytes += nbytes
+            self._buffered_bytes += nbytes
+
+    def _buffer(self, pvals: tuple, bucket: int) -> _BucketBuffer:
+        partition = serialize_row(list(pvals), self.partition_types)
+        key = (partition, bucket)
+        buf = self._buffers.get(key)
+        if buf is None:
+            if self._max_sequences is None:
+                # Sequence numbers continue from the bucket's live files (Paimon's "scan" init mode).
+                self._max_sequences = self.table.file_store_scan().max_sequence_numbers(
+                    self.table.snapshot_manager.latest()
+                )
+            buf = _BucketBuffer(partition, pvals, bucket, self._max_sequences[key] + 1)
+            self._buffers[key] = buf
+        return buf
+
+    # ---------------------------------------------------------------- flushes
+    def _file_writer(self, buf: _BucketBuffer) -> DataFileWriter:
+        if buf.writer is None:
+            ppath = partition_path(
+                self.schema.partition_keys, buf.partition_values, self.partition_types,
+                self.options.partition_default_name,
+            )
+            cfg = DataFileWriterConfig(
+                compression=self.options.file_compression,
+                zstd_level=self.options.zstd_level,
+                target_file_size=self.options.target_file_size,
+                page_size=self.options.page_size,
+                prefix=self.options.data_file_prefix,
+            )
+            buf.writer = DataFileWriter(
+                self.table.file_io, self.table.paths.bucket_dir(ppath, buf.bucket), self.schema, cfg
+            )
+        return buf.writer
+
+    def _flush_buffer(self, buf: _BucketBuffer) -> None:
+        if not buf.tables:
+            return
+        data = pa.concat_tables(buf.tables).combine_chunks()
+        buf.tables.clear()
+        self._buffered_bytes -= buf.nbytes
+        buf.nbytes = 0
+        if self.is_pk:
+            keys = list(self.schema.trimmed_primary_keys)
+            data = sort_for_merge(data, keys, self.options.sequence_fields, self.options.sequence_descending)
+            data = self._merge_function.merge(data, keys)
+        buf.new_files.extend(self._file_writer(buf).write(data, level=0, file_source=FILE_SOURCE_APPEND))
+
+    def flush(self) -> None:
+        """Write every buffered bucket as level-0 files."""
+        for buf in self._buffers.values():
+            self._flush_buffer(buf)
+
+    def prepare_commit(self) -> list[CommitMessage]:
+        """Flush and return the commit messages of everything written since the last call."""
+        self.flush()
+        total = self.num_buckets if self.is_pk else -1
+        messages = []
+        for buf in self._buffers.values():
+            if buf.new_files:
+                messages.append(
+                    CommitMessage(buf.partition, buf.bucket, total, new_files=tuple(buf.new_files))
+                )
+                buf.new_files = []
+        return messages
+
+    def abort(self, messages: Iterable[CommitMessage] = ()) -> None:
+        """Delete files written but not committed (buffered files and those in ``messages``)."""
+        paths = []
+        for buf in self._buffers.values():
+            if buf.writer is not None:
+                paths += [f"{buf.writer.bucket_dir}/{f.file_name}" for f in buf.new_files]
+            buf.new_files = []
+            buf.tables.clear()
+        self._buffered_bytes = 0
+        for m in messages:
+            paths += [self.table.data_file_path(m.partition, m.bucket, f) for f in m.all_written_files()]
+        self.table.file_io.delete_many(paths)
+
+    def close(self) -> None:
+        """Drop buffered rows; files already returned by `prepare_commit` are left to the committer."""
+        for buf in self._buffers.values():
+            buf.tables.clear()
+        self._buffered_bytes = 0
+        self._closed = True
+
+    def __enter__(self) -> TableWriter:
+        return self
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        if exc_type is not None:
+            self.abort()
+        self.close()

@@ -1,0 +1,1 @@
+"""Paimon format specification: logical types and the BinaryRow codec."""

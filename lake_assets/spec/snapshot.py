@@ -1,0 +1,181 @@
+"""Snapshot files (`snapshot/snapshot-<id>`), tag files and consumer files (JSON)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields, replace
+from enum import StrEnum
+from typing import Any
+
+from lake_assets.errors import CorruptMetadataError
+
+SNAPSHOT_VERSION = 3
+BATCH_COMMIT_IDENTIFIER = 2**63 - 1  # Java's Long.MAX_VALUE, what batch jobs commit with
+
+
+class CommitKind(StrEnum):
+    APPEND = "APPEND"
+    COMPACT = "COMPACT"
+    OVERWRITE = "OVERWRITE"
+    ANALYZE = "ANALYZE"
+
+
+# (python attribute, JSON key) in the order Java writes them.
+_JSON_FIELDS: tuple[tuple[str, str], ...] = (
+    ("version", "version"),
+    ("uuid", "uuid"),
+    ("id", "id"),
+    ("schema_id", "schemaId"),
+    ("base_manifest_list", "baseManifestList"),
+    ("base_manifest_list_size", "baseManifestListSize"),
+    ("delta_manifest_list", "deltaManifestList"),
+    ("delta_manifest_list_size", "deltaManifestListSize"),
+    ("changelog_manifest_list", "changelogManifestList"),
+    ("changelog_manifest_list_size", "changelogManifestListSize"),
+    ("index_manifest", "indexManifest"),
+    ("commit_user", "commitUser"),
+    ("writer_version", "writerVersion"),
+    ("commit_identifier", "commitIdentifier"),
+    ("commit_kind", "commitKind"),
+    ("time_millis", "timeMillis"),
+    ("total_record_count", "totalRecordCount"),
+    ("delta_record_count", "deltaRecordCount"),
+    ("changelog_record_count", "changelogRecordCount"),
+    ("watermark", "watermark"),
+    ("statistics", "statistics"),
+    ("properties", "properties"),
+    ("next_row_id", "nextRowId"),
+    ("operation", "operation"),
+)
+_REQUIRED = {"id", "schema_id", "base_manifest_list", "delta_manifest_list", "commit_user",
+             "commit_identifier", "commit_kind", "time_millis"}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One committed version of a table."""
+
+    id: int
+    schema_id: int
+    base_manifest_list: str
+    delta_manifest_list: str
+    commit_user: str
+    commit_identifier: int
+    commit_kind: CommitKind
+    time_millis: int
+    total_record_count: int | None = None
+    delta_record_count: int | None = None
+    changelog_manifest_list: str | None = None
+    changelog_record_count: int | None = None
+    base_manifest_list_size: int | None = None
+    delta_manifest_list_size: int | None = None
+    changelog_manifest_list_size: int | None = None
+    index_manifest: str | None = None
+    watermark: int | None = None
+    statistics: str | None = None
+    properties: dict[str, str] | None = None
+    next_row_id: int | None = None
+    operation: str | None = None
+    writer_version: str | None = None
+    uuid: str | None = None
+    version: int = SNAPSHOT_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        values = asdict(self)
+        out: dict[str, Any] = {}
+        for attr, key in _JSON_FIELDS:
+            v = values[attr]
+            if v is None:
+                continue  # Java omits null optional fields
+            out[key] = str(v) if attr == "commit_kind" else v
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], name: str = "snapshot") -> Snapshot:
+        kwargs: dict[str, Any] = {}
+        known = {f.name for f in fields(cls)}
+        for attr, key in _JSON_FIELDS:
+            if key in d and d[key] is not None and attr in known:
+                kwargs[attr] = d[key]
+        missing = _REQUIRED - kwargs.keys()
+        if missing:
+            raise CorruptMetadataError(f"Snapshot file {name} is corrupt: missing {sorted(missing)}")
+        try:
+            kwargs["commit_kind"] = CommitKind(kwargs["commit_kind"])
+            for attr in ("id", "schema_id", "commit_identifier", "time_millis"):
+                kwargs[attr] = int(kwargs[attr])
+            if not isinstance(kwargs["base_manifest_list"], str) or not isinstance(
+                kwargs["delta_manifest_list"], str
+            ):
+                raise TypeError("manifest list names must be strings")
+            if kwargs.get("properties") is not None and not isinstance(kwargs["properties"], dict):
+                raise TypeError("properties must be an object")
+        except (ValueError, TypeError) as exc:
+            raise CorruptMetadataError(f"Snapshot file {name} is corrupt: {exc}") from exc
+        return cls(**kwargs)
+
+    @classmethod
+    def from_json(cls, text: str | bytes, name: str = "snapshot") -> Snapshot:
+        try:
+            d = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise CorruptMetadataError(f"Snapshot file {name} is not valid JSON: {exc}") from exc
+        if not isinstance(d, dict):
+            raise CorruptMetadataError(f"Snapshot file {name} is corrupt: not a JSON object")
+        return cls.from_dict(d, name)
+
+    def with_id(self, snapshot_id: int) -> Snapshot:
+        return replace(self, id=snapshot_id)
+
+
+@dataclass(frozen=True)
+class Tag:
+    """A named, retained snapshot: the snapshot JSON plus creation time and retention."""
+
+    name: str
+    snapshot: Snapshot
+    create_time: list[int] | None = None
+    time_retained_s: float | None = None
+
+    def to_json(self) -> str:
+        d = self.snapshot.to_dict()
+        if self.create_time is not None:
+            d["tagCreateTime"] = self.create_time
+        if self.time_retained_s is not None:
+            d["tagTimeRetained"] = self.time_retained_s
+        return json.dumps(d, indent=2)
+
+    @classmethod
+    def from_json(cls, name: str, text: str | bytes) -> Tag:
+        try:
+            d = json.loads(text)
+        except ValueError as exc:
+            raise CorruptMetadataError(f"Tag file tag-{name} is not valid JSON: {exc}") from exc
+        if not isinstance(d, dict):
+            raise CorruptMetadataError(f"Tag file tag-{name} is corrupt: not a JSON object")
+        return cls(
+            name=name,
+            snapshot=Snapshot.from_dict(d, f"tag-{name}"),
+            create_time=d.get("tagCreateTime"),
+            time_retained_s=d.get("tagTimeRetained"),
+        )
+
+
+@dataclass(frozen=True)
+class Consumer:
+    """A reader's saved position: the next snapshot it will read."""
+
+    next_snapshot: int
+
+    def to_json(self) -> str:
+        return json.dumps({"nextSnapshot": self.next_snapshot})
+
+    @classmethod
+    def from_json(cls, text: str | bytes, name: str = "consumer") -> Consumer:
+        try:
+            return cls(int(json.loads(text)["nextSnapshot"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CorruptMetadataError(f"Consumer file {name} is corrupt: {exc!r}") from exc

@@ -1,0 +1,375 @@
+"""The table facade: reads, writes, two-phase commit, snapshots.
+
+A `Table` is a handle on a table directory; it holds no state that a concurrent writer could
+invalidate except the schema, which `refresh` reloads.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from lake_assets.errors import (
+    CommitStateUnknownError,
+    CorruptMetadataError,
+    NoSuchTableError,
+    SchemaError,
+    UnsupportedFeatureError,
+)
+from lake_assets.io.file_io import FileIO
+from lake_assets.lsm.bucket import assign_buckets
+from lake_assets.lsm.merge import Deduplicate, FirstRow, MergeFunction
+from lake_assets.ops.commit import Overwrite, TableCommitter
+from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.ops.manifest_io import ManifestIO
+from lake_assets.ops.read import SplitReader
+from lake_assets.ops.scan import FileStoreScan, Split
+from lake_assets.ops.snapshot_manager import SnapshotManager
+from lake_assets.ops.write import TableWriter
+from lake_assets.paths import TablePaths
+from lake_assets.predicate import Predicate
+from lake_assets.spec.binary_row import deserialize_row
+from lake_assets.spec.manifest import DataFileMeta
+from lake_assets.spec.partition import partition_path
+from lake_assets.spec.schema import TableSchema
+from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
+from lake_assets.spec.types import to_arrow
+
+_SCHEMA_NAME = re.compile(r"^schema-(\d+)$")
+
+# Test hook: a callable that is told each named step of a commit (the crash-injection harness
+# kills the process there). None in production.
+FaultHook = Callable[[str], None]
+
+
+class Table:
+    """A Paimon table in a filesystem catalog."""
+
+    def __init__(self, name: str, file_io: FileIO, root: str, schema: TableSchema | None = None) -> None:
+        self.name = name
+        self.file_io = file_io
+        self.paths = TablePaths(root)
+        self.snapshot_manager = SnapshotManager(file_io, self.paths, name)
+        self._schemas: dict[int, TableSchema] = {}
+        self._partition_paths: dict[bytes, str] = {}
+        self.fault_hook: FaultHook | None = None
+        self.schema = schema if schema is not None else self._load_latest_schema()
+        self._schemas[self.schema.id] = self.schema
+        self.schema.core_options.validate(field_names=self.schema.field_names, strict=False)
+
+    # ----------------------------------------------------------------- schema
+    def _load_latest_schema(self) -> TableSchema:
+        ids = [int(m.group(1)) for n in self.file_io.list_names(self.paths.schema_dir)
+               if (m := _SCHEMA_NAME.match(n))]
+        if not ids:
+            raise NoSuchTableError(f"Table {self.name} does not exist (no schema files under {self.paths.root})")
+        return self.schema_by_id(max(ids))
+
+    def schema_by_id(self, schema_id: int) -> TableSchema:
+        s = self._schemas.get(schema_id)
+        if s is None:
+            try:
+                data = self.file_io.read_bytes(self.paths.schema_file(schema_id))
+            except FileNotFoundError:
+                raise CorruptMetadataError(f"Table {self.name}: schema-{schema_id} is missing") from None
+            s = TableSchema.from_json(data, f"schema-{schema_id} of {self.name}")
+            self._schemas[schema_id] = s
+        return s
+
+    def refresh(self) -> Table:
+        """Reload the latest schema (after schema changes by another process)."""
+        self.schema = self._load_latest_schema()
+        return self
+
+    @property
+    def primary_keys(self) -> tuple[str, ...]:
+        return self.schema.primary_keys
+
+    @property
+    def partition_keys(self) -> tuple[str, ...]:
+        return self.schema.partition_keys
+
+    @property
+    def options(self) -> dict[str, str]:
+        return dict(self.schema.options)
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        return self.schema.arrow_schema
+
+    # --------------------------------------------------------------- plumbing
+    def manifest_io(self) -> ManifestIO:
+        opts = self.schema.core_options
+        return ManifestIO(
+            self.file_io,
+            self.paths,
+            self.schema.types(list(self.schema.partition_keys)),
+            compression=opts.manifest_compression,
+            target_file_size=opts.manifest_target_file_size,
+            table_name=self.name,
+        )
+
+    def file_store_scan(self) -> FileStoreScan:
+        return FileStoreScan(self.manifest_io(), self.schema.types(list(self.schema.partition_keys)), self.name)
+
+    def merge_function(self, schema: TableSchema | None = None) -> MergeFunction:
+        schema = schema or self.schema
+        opts = schema.core_options
+        engine = opts.merge_engine
+        if engine == "deduplicate":
+            return Deduplicate(opts.ignore_delete)
+        if engine == "first-row":
+            return FirstRow(opts.ignore_delete)
+        raise UnsupportedFeatureError(f"Table {self.name}: merge-engine {engine!r} is not supported")
+
+    def merge_extra_columns(self, schema: TableSchema) -> list[str]:
+        """Columns a merge needs beyond keys and sequence fields (all for engines that combine rows)."""
+        return []
+
+    def visible_files(self, files: Sequence[DataFileMeta], schema: TableSchema) -> list[DataFileMeta]:
+        # Paimon's batch scan skips level 0 of first-row tables: their level-0 files are only
+        # visible after compaction (readers elsewhere would disagree otherwise).
+        if schema.core_options.merge_engine == "first-row":
+            return [f for f in files if f.level > 0]
+        return list(files)
+
+    def partition_path_of(self, partition: bytes) -> str:
+        p = self._partition_paths.get(partition)
+        if p is None:
+            types = self.schema.types(list(self.schema.partition_keys))
+            values = deserialize_row(partition, types)
+            p = partition_path(
+                self.schema.partition_keys, values, types, self.schema.core_options.partition_default_name
+            )
+            self._partition_paths[partition] = p
+        return p
+
+    def data_file_path(self, partition: bytes, bucket: int, meta: DataFileMeta) -> str:
+        if meta.external_path:
+            return meta.external_path
+        return self.paths.data_file(self.partition_path_of(partition), bucket, meta.file_name)
+
+    def fault_point(self, step: str) -> None:
+        if self.fault_hook is not None:
+            self.fault_hook(step)
+
+    # -------------------------------------------------------------- snapshots
+    def snapshots(self) -> list[Snapshot]:
+        """All retained snapshots, oldest first."""
+        return list(self.snapshot_manager.snapshots())
+
+    def latest_snapshot(self) -> Snapshot | None:
+        return self.snapshot_manager.latest()
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        return self.snapshot_manager.snapshot(snapshot_id)
+
+    # ------------------------------------------------------------------ write
+    def new_writer(self, commit_user: str, *, write_only: bool = False) -> TableWriter:
+        """A writer for the two-phase commit: `write_arrow`, then `prepare_commit` → messages."""
+        return TableWriter(self, commit_user, write_only=write_only)
+
+    def new_committer(self, commit_user: str) -> TableCommitter:
+        """The committer of ``commit_user``: `commit(messages, commit_identifier)` is exactly-once."""
+        return TableCommitter(self, commit_user)
+
+    def write_arrow(
+        self,
+        data: pa.Table | pa.RecordBatch | pa.RecordBatchReader,
+        *,
+        overwrite: bool | dict[str, str] = False,
+    ) -> int | None:
+        """Write and commit in one call; returns the new snapshot id (None if nothing was written).
+
+        ``overwrite=True`` replaces the whole table; a dict such as ``{"dt": "2024-01-01"}`` replaces
+        the partitions matching those values (and rejects rows outside them).
+        """
+        user = str(uuid.uuid4())
+        ow = self._overwrite_spec(overwrite)
+        writer = self.new_writer(user)
+        messages: list[CommitMessage] = []
+        try:
+            writer.write_arrow(data)
+            messages = writer.prepare_commit()
+            if isinstance(overwrite, dict) and overwrite:
+                self._check_inside_partition(messages, ow)
+            ids = self.new_committer(user).commit(messages, BATCH_COMMIT_IDENTIFIER, overwrite=ow,
+                                                  check_committed=False)
+        except CommitStateUnknownError:
+            raise  # the files may be referenced by a snapshot that did land: never delete them
+        except BaseException:
+            writer.abort(messages)
+            raise
+        finally:
+            writer.close()
+        return ids[-1] if ids else None
+
+    def _overwrite_spec(self, overwrite: bool | dict[str, str]) -> Overwrite | None:
+        if overwrite is False or overwrite is None:
+            return None
+        if overwrite is True or overwrite == {}:
+            return Overwrite(None)
+        if not isinstance(overwrite, dict):
+            raise SchemaError(f"overwrite must be a bool or a dict of partition values, got {overwrite!r}")
+        keys = list(self.schema.partition_keys)
+        wanted: dict[int, Any] = {}
+        for k, v in overwrite.items():
+            if k not in keys:
+                raise SchemaError(f"Cannot overwrite {self.name}: {k!r} is not a partition key (keys: {keys})")
+            t = to_arrow(self.schema.field(k).type)
+            try:
+                wanted[keys.index(k)] = None if v is None else pa.scalar(v).cast(t).as_py()
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SchemaError(f"Cannot overwrite {self.name}: {k}={v!r} is not a {t}: {exc}") from exc
+
+        def matcher(values: tuple) -> bool:
+            return all(values[i] == v for i, v in wanted.items())
+
+        return Overwrite(matcher)
+
+    def _check_inside_partition(self, messages: list[CommitMessage], ow: Overwrite | None) -> None:
+        if ow is None:
+            return
+        types = self.schema.types(list(self.schema.partition_keys))
+        for m in messages:
+            values = tuple(deserialize_row(m.partition, types))
+            if not ow.matches(values):
+                raise SchemaError(
+                    f"Cannot overwrite {self.name}: input has rows in partition "
+                    f"{dict(zip(self.schema.partition_keys, values, strict=True))} outside the overwritten one"
+                )
+
+    # ------------------------------------------------------------------- read
+    def resolve_snapshot(self, snapshot_id: int | None = None) -> Snapshot | None:
+        if snapshot_id is None:
+            return self.snapshot_manager.latest()
+        return self.snapshot_manager.snapshot(snapshot_id)
+
+    def plan(
+        self, *, snapshot_id: int | None = None, filter: Any = None, snapshot: Snapshot | None = None
+    ) -> list[Split]:
+        """The splits (one per partition and bucket) a read of the snapshot consists of."""
+        snap = snapshot if snapshot is not None else self.resolve_snapshot(snapshot_id)
+        if snap is None:
+            return []
+        pred = Predicate.of(filter)
+        return self._plan(snap, pred)
+
+    def _plan(self, snap: Snapshot, pred: Predicate | None) -> list[Split]:
+        scan = self.file_store_scan()
+        schema = self.schema
+        pkeys = list(schema.partition_keys)
+        partition_filter = None
+        partition_range = None
+        buckets: set[int] | None = None
+        if pred is not None and pred.clauses:
+            if pkeys and set(pkeys) & pred.columns:
+                def partition_filter(values: tuple) -> bool:
+                    return pred.test_values(dict(zip(pkeys, values, strict=True)))
+
+                def partition_range(lo: Sequence, hi: Sequence) -> bool:
+                    return pred.test_ranges(dict(zip(pkeys, lo, strict=True)), dict(zip(pkeys, hi, strict=True)))
+            bucket_keys = list(schema.bucket_keys)
+            nb = schema.core_options.bucket
+            if schema.primary_keys and nb > 0 and bucket_keys:
+                combos = pred.equality_values(bucket_keys)
+                if combos:
+                    buckets = self._buckets_of(combos, bucket_keys, nb)
+        entries = scan.live_entries(
+            snap, partition_filter=partition_filter, partition_range=partition_range, buckets=buckets
+        )
+        if pred is not None and pred.clauses:
+            entries = [e for e in entries if self._file_may_match(e.file, pred)]
+        return scan.splits(entries)
+
+    def _buckets_of(self, combos: list[dict[str, Any]], keys: list[str], nb: int) -> set[int] | None:
+        try:
+            cols = [pa.array([c[k] for c in combos], to_arrow(self.schema.field(k).type)) for k in keys]
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return None
+        return {int(b) for b in assign_buckets(cols, self.schema.types(keys), nb)}
+
+    def _file_may_match(self, meta: DataFileMeta, pred: Predicate) -> bool:
+        """Prune by file stats: key stats for PK tables (values may be superseded), value stats otherwise."""
+        file_schema = self.schema_by_id(meta.schema_id)
+        if self.schema.primary_keys:
+            names = list(file_schema.trimmed_primary_keys)
+            stats = meta.key_stats
+        else:
+            names = list(meta.value_stats_cols) if meta.value_stats_cols is not None else list(
+                file_schema.field_names
+            )
+            stats = meta.value_stats
+        if not names or not (set(names) & pred.columns | self._renamed(file_schema, names, pred)):
+            return True
+        types = file_schema.types(names)
+        try:
+            lo = deserialize_row(stats.min_values, types)
+            hi = deserialize_row(stats.max_values, types)
+        except CorruptMetadataError:
+            return True
+        # Stats are by the file's column names; map them to the current names by field id.
+        cur = {}
+        for n, a, b in zip(names, lo, hi, strict=True):
+            f = self.schema.field_by_id(file_schema.field(n).id)
+            if f is not None:
+                cur[f.name] = (a, b)
+        return pred.test_ranges({k: v[0] for k, v in cur.items()}, {k: v[1] for k, v in cur.items()})
+
+    def _renamed(self, file_schema: TableSchema, names: list[str], pred: Predicate) -> set[str]:
+        out = set()
+        for n in names:
+            f = self.schema.field_by_id(file_schema.field(n).id)
+            if f is not None and f.name in pred.columns:
+                out.add(f.name)
+        return out
+
+    def to_batches(
+        self,
+        *,
+        snapshot_id: int | None = None,
+        columns: Sequence[str] | None = None,
+        filter: Any = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """Stream the table's rows as record batches; memory is bounded by one merge section."""
+        for t in self._tables(snapshot_id=snapshot_id, columns=columns, filter=filter):
+            yield from t.to_batches()
+
+    def _tables(
+        self, *, snapshot_id: int | None, columns: Sequence[str] | None, filter: Any
+    ) -> Iterator[pa.Table]:
+        if columns is not None:
+            unknown = [c for c in columns if not self.schema.has_field(c)]
+            if unknown:
+                raise SchemaError(f"Table {self.name} has no columns {unknown}")
+        snap = self.resolve_snapshot(snapshot_id)
+        if snap is None:
+            return
+        pred = Predicate.of(filter)
+        reader = SplitReader(self, self.schema, columns, pred)
+        for split in self._plan(snap, pred):
+            yield from reader.read_split(split)
+
+    def to_arrow(
+        self,
+        *,
+        snapshot_id: int | None = None,
+        columns: Sequence[str] | None = None,
+        filter: Any = None,
+    ) -> pa.Table:
+        """Read the table (as of ``snapshot_id``, default latest) into one Arrow table."""
+        schema = self.schema.arrow_schema
+        if columns is not None:
+            schema = pa.schema([schema.field(c) for c in columns if self.schema.has_field(c)])
+        tables = list(self._tables(snapshot_id=snapshot_id, columns=columns, filter=filter))
+        if not tables:
+            return schema.empty_table()
+        return pa.concat_tables(tables)
+
+    def __repr__(self) -> str:
+        return f"Table({self.name!r}, schema_id={self.schema.id})"
+

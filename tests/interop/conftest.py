@@ -1,0 +1,35 @@
+"""Fixtures for interop tests against pypaimon (run in ``.venv-paimon`` via a subprocess)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from .paimon import Pypaimon
+
+
+def _ci() -> bool:
+    """True when the ``CI`` environment variable is set (to anything but a false-ish value)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+@pytest.fixture(scope="session")
+def pypaimon() -> Pypaimon:
+    """The pypaimon driver; fails under CI and skips elsewhere when its venv is missing."""
+    driver = Pypaimon()
+    if not driver.available():
+        reason = f"pypaimon venv not found ({driver.python}); create it with `make venv-paimon`"
+        if _ci():
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+    return driver
+
+
+@pytest.fixture
+def tmp_warehouse(tmp_path: Path) -> str:
+    """A fresh, empty warehouse directory."""
+    path = tmp_path / "warehouse"
+    path.mkdir()
+    return str(path)
