@@ -126,7 +126,7 @@ class ManifestIO:
         _MANIFEST_CACHE.put(path, metas)
         return metas
 
-    def read_manifest(self, name: str) -> list[ManifestEntry]:
+    def read_manifest(self, name: str, expected_size: int | None = None) -> list[ManifestEntry]:
         path = self.paths.manifest_file(name)
         cached = _MANIFEST_CACHE.get(path)
         if cached is not None:
@@ -135,17 +135,22 @@ class ManifestIO:
             data = self.file_io.read_bytes(path)
         except FileNotFoundError:
             raise CorruptMetadataError(f"Table {self.table_name}: manifest {name} is missing") from None
+        # Avro has no footer: a file cut at a block boundary would decode as a shorter valid file.
+        if expected_size is not None and len(data) != expected_size:
+            raise CorruptMetadataError(
+                f"Table {self.table_name}: manifest {name} has {len(data)} bytes, the manifest list says "
+                f"{expected_size} (truncated or replaced)"
+            )
         entries = decode_manifest_entries(data, name)
         _MANIFEST_CACHE.put(path, entries)
         return entries
 
     def read_manifests(self, metas: Sequence[ManifestFileMeta]) -> list[list[ManifestEntry]]:
         """Read several manifests, in parallel on remote storage, preserving order."""
-        names = [m.file_name for m in metas]
-        if len(names) <= 1 or self.file_io.is_local:
-            return [self.read_manifest(n) for n in names]
-        with ThreadPoolExecutor(max_workers=min(16, len(names))) as pool:
-            return list(pool.map(self.read_manifest, names))
+        if len(metas) <= 1 or self.file_io.is_local:
+            return [self.read_manifest(m.file_name, m.file_size) for m in metas]
+        with ThreadPoolExecutor(max_workers=min(16, len(metas))) as pool:
+            return list(pool.map(lambda m: self.read_manifest(m.file_name, m.file_size), metas))
 
     # ---------------------------------------------------------------- writes
     def write_manifests(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:
