@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any
 
 import pyarrow as pa
 
+from lake_assets.catalog_names import check_name, parse_identifier
 from lake_assets.errors import (
     AlreadyExistsError,
-    InvalidIdentifierError,
     NoSuchDatabaseError,
     NoSuchTableError,
     OptionError,
@@ -33,35 +32,7 @@ from lake_assets.spec.types import (
 )
 from lake_assets.table import Table
 
-DEFAULT_DATABASE = "default"
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-$]*$")
 _NESTED = (ArrayType, MapType, MultisetType, RowType)
-
-
-def parse_identifier(identifier: str) -> tuple[str, str]:
-    """Split ``db.table`` and reject names that could escape the warehouse."""
-    if not isinstance(identifier, str):
-        raise InvalidIdentifierError(f"Table identifier must be a string 'db.table', got {identifier!r}")
-    parts = identifier.split(".")
-    if len(parts) == 1:
-        parts = [DEFAULT_DATABASE, parts[0]]
-    if len(parts) != 2:
-        raise InvalidIdentifierError(
-            f"Invalid table identifier {identifier!r}: expected 'database.table' with names of "
-            "letters, digits, '_', '-' or '$'"
-        )
-    for p in parts:
-        check_name(p, identifier)
-    return parts[0], parts[1]
-
-
-def check_name(name: str, context: str | None = None) -> str:
-    if not _NAME.match(name or ""):
-        raise InvalidIdentifierError(
-            f"Invalid name {name!r}{f' in {context!r}' if context and context != name else ''}: "
-            "use letters, digits, '_', '-' or '$' (no '/', '..', spaces or dots)"
-        )
-    return name
 
 
 class Catalog:

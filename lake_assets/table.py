@@ -7,10 +7,13 @@ invalidate except the schema, which `refresh` reloads.
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
+import pendulum
 import pyarrow as pa
 
 from lake_assets.errors import (
@@ -18,6 +21,7 @@ from lake_assets.errors import (
     CorruptMetadataError,
     NoSuchTableError,
     SchemaError,
+    SnapshotNotFoundError,
     UnsupportedFeatureError,
 )
 from lake_assets.io.file_io import FileIO
@@ -25,10 +29,14 @@ from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.lsm.merge import Deduplicate, FirstRow, MergeFunction
 from lake_assets.ops.commit import Overwrite, TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.ops.consumers import ConsumerManager
+from lake_assets.ops.expire import ExpireResult, expire_snapshots
 from lake_assets.ops.manifest_io import ManifestIO
+from lake_assets.ops.orphans import OrphanResult, remove_orphan_files
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import FileStoreScan, Split
 from lake_assets.ops.snapshot_manager import SnapshotManager
+from lake_assets.ops.tags import TagManager
 from lake_assets.ops.write import TableWriter
 from lake_assets.paths import TablePaths
 from lake_assets.predicate import Predicate
@@ -36,7 +44,7 @@ from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.partition import partition_path
 from lake_assets.spec.schema import TableSchema
-from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
+from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, Tag
 from lake_assets.spec.types import to_arrow
 
 _SCHEMA_NAME = re.compile(r"^schema-(\d+)$")
@@ -157,6 +165,86 @@ class Table:
         if self.fault_hook is not None:
             self.fault_hook(step)
 
+    # ------------------------------------------------------ tags, consumers
+    def tag_manager(self) -> TagManager:
+        return TagManager(self.file_io, self.paths, self.name)
+
+    def consumer_manager(self) -> ConsumerManager:
+        return ConsumerManager(self.file_io, self.paths)
+
+    def create_tag(self, name: str, snapshot_id: int | None = None, *, time_retained: timedelta | None = None) -> Tag:
+        """Tag a snapshot (default: the latest). Tagged snapshots' files survive expiration."""
+        snap = self.resolve_snapshot(snapshot_id)
+        if snap is None:
+            raise SnapshotNotFoundError(f"Cannot tag {self.name}: the table has no snapshot yet")
+        tag = self.tag_manager().create(
+            name, snap, None if time_retained is None else time_retained.total_seconds()
+        )
+        self.fault_point("tag.after_create")
+        return tag
+
+    def delete_tag(self, name: str) -> None:
+        """Remove a tag; files only it kept become orphans (see `remove_orphan_files`)."""
+        self.tag_manager().delete(name)
+
+    def tags(self) -> dict[str, Snapshot]:
+        """Tag name → tagged snapshot."""
+        return {n: t.snapshot for n, t in self.tag_manager().tags().items()}
+
+    # -------------------------------------------------------------- maintenance
+    def expire_snapshots(
+        self,
+        *,
+        retain_min: int | None = None,
+        retain_max: int | None = None,
+        older_than: datetime | timedelta | None = None,
+        limit: int | None = None,
+        dry_run: bool = False,
+    ) -> ExpireResult:
+        """Expire old snapshots per ``snapshot.num-retained.*``, ``snapshot.time-retained`` and
+        ``snapshot.expire.limit`` (arguments override). Tags, live consumers and the latest snapshot
+        are always kept."""
+        older_ms = None
+        if isinstance(older_than, timedelta):
+            older_ms = int(time.time() * 1000) - int(older_than.total_seconds() * 1000)
+        elif isinstance(older_than, datetime):
+            older_ms = int(older_than.timestamp() * 1000)
+        return expire_snapshots(
+            self, retain_min=retain_min, retain_max=retain_max, older_than_ms=older_ms, limit=limit, dry_run=dry_run
+        )
+
+    def remove_orphan_files(
+        self, *, older_than: timedelta = timedelta(days=1), dry_run: bool = True
+    ) -> OrphanResult:
+        """List (and with ``dry_run=False`` delete) files no snapshot or tag references, older than the bound."""
+        return remove_orphan_files(self, older_than=older_than, dry_run=dry_run)
+
+    def rollback_to(self, *, snapshot_id: int | None = None, tag: str | None = None) -> Snapshot:
+        """Make a snapshot (or a tag's snapshot) the latest again; newer snapshots are removed.
+
+        Their files become unreferenced and are cleaned by `remove_orphan_files`.
+        """
+        if (snapshot_id is None) == (tag is None):
+            raise ValueError("rollback_to needs exactly one of snapshot_id or tag")
+        sm = self.snapshot_manager
+        if tag is not None:
+            target = self.tag_manager().get(tag).snapshot
+            if not sm.exists(target.id):
+                # the tagged snapshot was expired: bring its file back from the tag
+                sm.file_io.try_create(self.paths.snapshot_file(target.id), target.to_json().encode())
+        else:
+            target = sm.snapshot(snapshot_id)  # type: ignore[arg-type]
+        latest = sm.latest_id() or target.id
+        # newest first, so a crash leaves a contiguous range ending at a valid snapshot
+        for sid in range(latest, target.id, -1):
+            self.file_io.delete(self.paths.snapshot_file(sid))
+            self.fault_point("rollback.after_snapshot_delete")
+        sm.write_latest_hint(target.id)
+        earliest_hint = sm._read_hint("EARLIEST")
+        if earliest_hint is not None and earliest_hint > target.id:
+            sm.write_earliest_hint(target.id)
+        return target
+
     # -------------------------------------------------------------- snapshots
     def snapshots(self) -> list[Snapshot]:
         """All retained snapshots, oldest first."""
@@ -244,7 +332,25 @@ class Table:
                 )
 
     # ------------------------------------------------------------------- read
-    def resolve_snapshot(self, snapshot_id: int | None = None) -> Snapshot | None:
+    def resolve_snapshot(
+        self,
+        snapshot_id: int | None = None,
+        *,
+        tag: str | None = None,
+        timestamp: datetime | int | str | None = None,
+    ) -> Snapshot | None:
+        """The snapshot a read sees: by id, by tag, as of a time (epoch ms, datetime or ISO text), or latest."""
+        given = [x is not None for x in (snapshot_id, tag, timestamp)]
+        if sum(given) > 1:
+            raise ValueError("Pass at most one of snapshot_id, tag and timestamp")
+        if tag is not None:
+            return self.tag_manager().get(tag).snapshot
+        if timestamp is not None:
+            ms = _to_epoch_ms(timestamp)
+            snap = self.snapshot_manager.newer_than_or_equal_time(ms)
+            if snap is None:
+                raise SnapshotNotFoundError(f"Table {self.name} has no snapshot committed at or before {timestamp}")
+            return snap
         if snapshot_id is None:
             return self.snapshot_manager.latest()
         return self.snapshot_manager.snapshot(snapshot_id)
@@ -332,21 +438,29 @@ class Table:
         self,
         *,
         snapshot_id: int | None = None,
+        tag: str | None = None,
+        timestamp: datetime | int | str | None = None,
         columns: Sequence[str] | None = None,
         filter: Any = None,
     ) -> Iterator[pa.RecordBatch]:
         """Stream the table's rows as record batches; memory is bounded by one merge section."""
-        for t in self._tables(snapshot_id=snapshot_id, columns=columns, filter=filter):
+        for t in self._tables(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp, columns=columns, filter=filter):
             yield from t.to_batches()
 
     def _tables(
-        self, *, snapshot_id: int | None, columns: Sequence[str] | None, filter: Any
+        self,
+        *,
+        snapshot_id: int | None,
+        columns: Sequence[str] | None,
+        filter: Any,
+        tag: str | None = None,
+        timestamp: datetime | int | str | None = None,
     ) -> Iterator[pa.Table]:
         if columns is not None:
             unknown = [c for c in columns if not self.schema.has_field(c)]
             if unknown:
                 raise SchemaError(f"Table {self.name} has no columns {unknown}")
-        snap = self.resolve_snapshot(snapshot_id)
+        snap = self.resolve_snapshot(snapshot_id, tag=tag, timestamp=timestamp)
         if snap is None:
             return
         pred = Predicate.of(filter)
@@ -358,14 +472,18 @@ class Table:
         self,
         *,
         snapshot_id: int | None = None,
+        tag: str | None = None,
+        timestamp: datetime | int | str | None = None,
         columns: Sequence[str] | None = None,
         filter: Any = None,
     ) -> pa.Table:
-        """Read the table (as of ``snapshot_id``, default latest) into one Arrow table."""
+        """Read the table into one Arrow table: latest, or as of a snapshot id, tag or point in time."""
         schema = self.schema.arrow_schema
         if columns is not None:
             schema = pa.schema([schema.field(c) for c in columns if self.schema.has_field(c)])
-        tables = list(self._tables(snapshot_id=snapshot_id, columns=columns, filter=filter))
+        tables = list(
+            self._tables(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp, columns=columns, filter=filter)
+        )
         if not tables:
             return schema.empty_table()
         return pa.concat_tables(tables)
@@ -373,3 +491,17 @@ class Table:
     def __repr__(self) -> str:
         return f"Table({self.name!r}, schema_id={self.schema.id})"
 
+
+
+def _to_epoch_ms(value: datetime | int | str) -> int:
+    if isinstance(value, bool):
+        raise TypeError("timestamp must be epoch milliseconds, a datetime or ISO-8601 text")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        value = pendulum.parse(value)  # type: ignore[assignment]
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.astimezone()  # naive = the machine's local time, as users mean it
+        return int(value.timestamp() * 1000)
+    raise TypeError(f"timestamp must be epoch milliseconds, a datetime or ISO-8601 text, got {value!r}")

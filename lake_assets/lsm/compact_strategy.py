@@ -11,7 +11,7 @@ from functools import cmp_to_key
 from typing import Literal
 
 from lake_assets.lsm.key_compare import compare_keys
-from lake_assets.lsm.levels import LevelSortedRun, Levels
+from lake_assets.lsm.levels import Levels, LevelSortedRun
 from lake_assets.lsm.sorted_run import key_range
 from lake_assets.options import CoreOptions
 from lake_assets.spec.manifest import DataFileMeta
@@ -88,7 +88,8 @@ class UniversalCompaction:
     ) -> CompactUnit | None:
         """The unit to compact next, or None; ``commits_since_full`` counts commits since the last full one."""
         max_level = num_levels - 1
-        # 1. Early full compaction every `full-compaction.delta-commits` commits.
+        # 1. Early full compaction every `full-compaction.delta-commits` commits. Like Paimon's
+        # writer-side full compaction it uses pick_full, so a settled bucket is left alone.
         if (
             self.full_compaction_delta_commits is not None
             and commits_since_full is not None
@@ -152,11 +153,9 @@ class UniversalCompaction:
     @staticmethod
     def create_unit(runs: Sequence[LevelSortedRun], max_level: int, run_count: int) -> CompactUnit:
         """The unit of the newest ``run_count`` runs, with Paimon's output-level rule."""
-        if run_count == len(runs):
-            output_level = max_level
-        else:
-            # Just above the first run left out, so levels stay ordered from new to old.
-            output_level = max(0, runs[run_count].level - 1)
+        # All runs go to the max level; otherwise just above the first run left out, so levels
+        # stay ordered from new to old.
+        output_level = max_level if run_count == len(runs) else max(0, runs[run_count].level - 1)
         if output_level == 0:
             # Compaction never writes level 0: take runs up to and including the next non-zero level.
             for nxt in runs[run_count:]:
@@ -224,9 +223,7 @@ def small_file_threshold(target_file_size: int, small_file_ratio: float) -> int:
     return int(target_file_size * small_file_ratio)
 
 
-def interval_partition(
-    files: Iterable[DataFileMeta], key_types: Sequence[DataType]
-) -> list[tuple[DataFileMeta, ...]]:
+def interval_partition(files: Iterable[DataFileMeta], key_types: Sequence[DataType]) -> list[tuple[DataFileMeta, ...]]:
     """Split files into sections of transitively overlapping key ranges, in key order.
 
     Files are sorted by (min key, max key); a new section starts when a file's min key is above

@@ -39,7 +39,7 @@ class SortedRun:
     @classmethod
     def from_files(cls, files: Iterable[DataFileMeta], key_types: Sequence[DataType]) -> SortedRun:
         """A run of ``files`` sorted by decoded min key."""
-        decoded = [(key_range(f, key_types)[0], f) for f in files]
+        decoded = [(tuple(deserialize_row(f.min_key, key_types)), f) for f in files]
         order = cmp_to_key(lambda a, b: compare_keys(a[0], b[0], key_types))
         decoded.sort(key=order)
         return cls(f for _, f in decoded)

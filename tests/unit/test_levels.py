@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lake_assets.lsm.levels import LevelSortedRun, Levels
+from lake_assets.lsm.levels import Levels, LevelSortedRun
 from lake_assets.lsm.sorted_run import SortedRun
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.manifest import DataFileMeta, SimpleStats

@@ -1,0 +1,96 @@
+"""Orphan files: files under a table that no snapshot, tag or changelog references.
+
+They come from failed or killed writers and commits, aborted Spark tasks and interrupted
+expirations. Only files older than a bound are considered, so files of commits in flight are safe.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lake_assets.table import Table
+
+# Directories whose files are metadata managed elsewhere (never orphan-collected here).
+_PROTECTED_DIRS = ("schema", "snapshot", "tag", "consumer", "branch", "changelog")
+
+
+@dataclass
+class OrphanResult:
+    """Orphans found (and removed unless ``dry_run``)."""
+
+    paths: list[str] = field(default_factory=list)
+    bytes: int = 0
+    dry_run: bool = True
+
+    def summary(self) -> dict[str, object]:
+        return {"orphan_files": len(self.paths), "orphan_bytes": self.bytes, "dry_run": self.dry_run}
+
+
+def referenced_files(table: Table) -> set[str]:
+    """Every file path a retained snapshot or tag references (data, changelog, manifests, lists)."""
+    sm = table.snapshot_manager
+    scan = table.file_store_scan()
+    mio = scan.manifest_io
+    snapshots = list(sm.snapshots()) + [t.snapshot for t in table.tag_manager().tags().values()]
+    refs: set[str] = set()
+    seen_manifests: set[str] = set()
+    for snap in snapshots:
+        for list_name in (snap.base_manifest_list, snap.delta_manifest_list, snap.changelog_manifest_list,
+                          snap.index_manifest):
+            if not list_name:
+                continue
+            refs.add(table.paths.manifest_file(list_name))
+            if list_name == snap.index_manifest:
+                continue
+            metas = mio.read_manifest_list(list_name)
+            for meta in metas:
+                refs.add(table.paths.manifest_file(meta.file_name))
+                if meta.file_name in seen_manifests:
+                    continue
+                seen_manifests.add(meta.file_name)
+                for e in mio.read_manifest(meta.file_name, meta.file_size):
+                    path = table.data_file_path(e.partition, e.bucket, e.file)
+                    refs.add(path)
+                    base = path.rsplit("/", 1)[0]
+                    refs.update(f"{base}/{x}" for x in e.file.extra_files)
+        if snap.statistics:
+            refs.add(f"{table.paths.statistics_dir}/{snap.statistics}")
+    return refs
+
+
+def remove_orphan_files(
+    table: Table, *, older_than: timedelta = timedelta(days=1), dry_run: bool = True, now_ms: int | None = None
+) -> OrphanResult:
+    """Find files under the table referenced by nothing and older than ``older_than``; delete unless dry run.
+
+    If any manifest cannot be read, nothing is deleted (a file that only an unreadable manifest
+    names would otherwise look like an orphan).
+    """
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    cutoff = now_ms - int(older_than.total_seconds() * 1000)
+    refs = referenced_files(table)  # raises CorruptMetadataError: then we delete nothing
+    root = table.paths.root.rstrip("/")
+    result = OrphanResult(dry_run=dry_run)
+    for st in table.file_io.walk_files(root):
+        rel = st.path[len(root) + 1 :] if st.path.startswith(root + "/") else st.path
+        top = rel.split("/", 1)[0]
+        name = rel.rsplit("/", 1)[-1]
+        # temp files of crashed atomic writes (".snapshot-3.<uuid>.tmp") are orphans anywhere
+        is_temp = name.startswith(".") and name.endswith(".tmp")
+        if (top in _PROTECTED_DIRS and not is_temp) or st.path in refs:
+            continue
+        if st.modified_ms is None or st.modified_ms > cutoff:
+            continue
+        result.paths.append(st.path)
+        result.bytes += st.size
+    if not dry_run:
+        table.file_io.delete_many(result.paths)
+        table.fault_point("orphans.after_delete")
+    return result
+
+
+__all__ = ["OrphanResult", "referenced_files", "remove_orphan_files"]

@@ -1,0 +1,67 @@
+"""Tags: named snapshots kept as ``tag/tag-<name>`` (the snapshot JSON plus creation time)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+from lake_assets.catalog_names import check_name
+from lake_assets.errors import AlreadyExistsError, SnapshotNotFoundError
+from lake_assets.io.file_io import FileIO
+from lake_assets.paths import TablePaths
+from lake_assets.spec.snapshot import Snapshot, Tag
+
+_TAG_NAME = re.compile(r"^tag-(.+)$")
+
+
+def _java_local_datetime(now: dt.datetime) -> list[int]:
+    # Jackson writes LocalDateTime as [y, mo, d, h, mi(, s(, nanos))] with trailing zeros omitted.
+    parts = [now.year, now.month, now.day, now.hour, now.minute, now.second, now.microsecond * 1000]
+    while len(parts) > 5 and parts[-1] == 0:
+        parts.pop()
+    return parts
+
+
+class TagManager:
+    """Creates, lists and deletes the tags of one table."""
+
+    def __init__(self, file_io: FileIO, paths: TablePaths, table_name: str) -> None:
+        self.file_io = file_io
+        self.paths = paths
+        self.table_name = table_name
+
+    def names(self) -> list[str]:
+        return sorted(m.group(1) for n in self.file_io.list_names(self.paths.tag_dir) if (m := _TAG_NAME.match(n)))
+
+    def tags(self) -> dict[str, Tag]:
+        """Every tag by name (tags that vanish while listing are skipped)."""
+        out = {}
+        for name in self.names():
+            tag = self.try_get(name)
+            if tag is not None:
+                out[name] = tag
+        return out
+
+    def try_get(self, name: str) -> Tag | None:
+        try:
+            data = self.file_io.read_bytes(self.paths.tag_file(name))
+        except FileNotFoundError:
+            return None
+        return Tag.from_json(name, data)
+
+    def get(self, name: str) -> Tag:
+        tag = self.try_get(name)
+        if tag is None:
+            raise SnapshotNotFoundError(f"Table {self.table_name} has no tag {name!r}")
+        return tag
+
+    def create(self, name: str, snapshot: Snapshot, time_retained_s: float | None = None) -> Tag:
+        check_name(name, f"tag of {self.table_name}")
+        tag = Tag(name, snapshot, _java_local_datetime(dt.datetime.now()), time_retained_s)
+        if not self.file_io.try_create(self.paths.tag_file(name), tag.to_json().encode()):
+            raise AlreadyExistsError(f"Table {self.table_name} already has a tag {name!r}")
+        return tag
+
+    def delete(self, name: str) -> None:
+        if not self.file_io.delete(self.paths.tag_file(name)):
+            raise SnapshotNotFoundError(f"Table {self.table_name} has no tag {name!r}")
