@@ -50,6 +50,7 @@ TABLE = "bench.core"
 BUCKET = 2
 SEED = 20240602
 KEY = "id"
+WORKER_TIMEOUT_S = 3600
 
 # Targets: lake_assets rows/s over the peer's rows/s.
 PYPAIMON_WRITE_TARGET = 20.0
@@ -198,10 +199,10 @@ def run_pypaimon(initial: pa.Table, updates: pa.Table, expected: pa.Table, repea
            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")}
     cmd = [str(PAIMON_PYTHON), "-I", str(WORKER), "--initial", str(initial_path), "--updates",
            str(updates_path), "--repeat", str(repeat), "--bucket", str(BUCKET), "--workdir", str(workdir)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=WORKER_TIMEOUT_S)
     if proc.returncode != 0:
         raise SystemExit(f"pypaimon worker failed (exit {proc.returncode}):\n{proc.stderr.strip()}")
-    report = json.loads(proc.stdout)
+    report = json.loads(proc.stdout.strip().splitlines()[-1])  # the last line; pypaimon may log above it
     system = System("pypaimon", {"write": initial.num_rows, "update": updates.num_rows,
                                  "read": initial.num_rows + updates.num_rows}, note=note)
     errors = []
@@ -262,7 +263,7 @@ def targets(lake: System, paimon: System | None, arrow: System) -> list[tuple[st
 
 
 def markdown(lake: System, paimon: System | None, arrow: System, args: argparse.Namespace,
-             baseline_rss_mib: float) -> str:
+             baseline_rss_mib: float, versions: dict[str, str], host: dict[str, str]) -> str:
     """The results table, the targets and notes, as markdown."""
     pk = paimon
     lines = [
@@ -297,7 +298,11 @@ def markdown(lake: System, paimon: System | None, arrow: System, args: argparse.
         "scanned (new keys + updates, two sorted runs per bucket); the pyarrow read reference reads both "
         "Parquet files. pyarrow writes with `pq.write_table(compression='zstd')`, one file per batch.",
         f"lake_assets peak RSS is this process's (it includes ~{baseline_rss_mib:,.0f} MiB of generated input "
-        "held before any step ran); pypaimon's is its worker's.",
+        "held before any step ran); pypaimon's is its worker's; the pyarrow reference runs in the same "
+        "process afterwards, so it has no separate figure.",
+        "",
+        f"Machine: {host['nproc']} CPUs ({host['cpu']}), {host['ram']} RAM, {host['os']}.",
+        "Versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()) + ".",
     ]
     if pk is not None and pk.note:
         lines.append(pk.note)
@@ -334,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     initial, updates = make_data(args.rows, args.rows // 2)
     expected = expected_state(initial, updates)
     baseline_rss = peak_rss_mib()
-    versions = {"python": platform.python_version(), "lake_assets": _dist_version("lake_assets"),
+    versions = {"python": platform.python_version(), "lake_assets": lake_assets_version(),
                 "pyarrow": pa.__version__, "numpy": np.__version__}
     print(f"data: {args.rows:,} new keys + {args.rows // 2:,} updates, bucket={BUCKET}, seed={SEED}", flush=True)
 
@@ -352,8 +357,8 @@ def main(argv: list[str] | None = None) -> int:
             if p_rows != args.rows:
                 p_initial, p_updates = make_data(p_rows, p_rows // 2)
                 p_expected = expected_state(p_initial, p_updates)
-                note = (f"pypaimon ran on a subset ({p_rows:,} new keys + {p_rows // 2:,} updates, same generator) "
-                        "because it is too slow for the full size; rows/s are compared.")
+                note = (f"pypaimon ran on a smaller data set (--pypaimon-rows: {p_rows:,} new keys + "
+                        f"{p_rows // 2:,} updates, same generator); rows/s are compared.")
             else:
                 p_initial, p_updates, p_expected = initial, updates, expected
             paimon, errs, p_versions = run_pypaimon(p_initial, p_updates, p_expected,
@@ -365,12 +370,14 @@ def main(argv: list[str] | None = None) -> int:
 
         arrow = run_pyarrow(initial, updates, args.repeat, workdir)
 
-    report = markdown(lake, paimon, arrow, args, baseline_rss)
+    host = machine()
+    report = markdown(lake, paimon, arrow, args, baseline_rss, versions, host)
     print()
     print(report)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "core.md").write_text(report)
-    (args.out / "core.json").write_text(json.dumps(to_json(lake, paimon, arrow, versions, args), indent=2) + "\n")
+    summary = {"machine": host, **to_json(lake, paimon, arrow, versions, args)}
+    (args.out / "core.json").write_text(json.dumps(summary, indent=2) + "\n")
     if errors:
         print("WRONG RESULTS:\n  " + "\n  ".join(errors), file=sys.stderr)
         return 1
@@ -378,13 +385,34 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _dist_version(name: str) -> str:
-    import importlib.metadata
+def lake_assets_version() -> str:
+    """pyproject version, git commit and whether the working tree has uncommitted changes."""
+    import tomllib
 
+    version = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
     try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+        head = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return version
+    return f"{version} ({head}{' + uncommitted changes' if dirty else ''})"
+
+
+def machine() -> dict[str, str]:
+    """CPU count, RAM and CPU model (Linux /proc), and the kernel."""
+    def proc_field(path: str, key: str) -> str:
+        try:
+            with open(path) as fh:
+                return next((line.split(":", 1)[1].strip() for line in fh if line.startswith(key)), "?")
+        except OSError:
+            return "?"
+
+    mem = proc_field("/proc/meminfo", "MemTotal")
+    ram = f"{int(mem.split()[0]) / 1024 ** 2:.1f} GiB" if mem.split() and mem.split()[0].isdigit() else mem
+    return {"nproc": str(os.cpu_count()), "ram": ram, "cpu": proc_field("/proc/cpuinfo", "model name"),
+            "os": f"{platform.system()} {platform.release()}"}
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.lsm.merge import Deduplicate, FirstRow, MergeFunction
 from lake_assets.ops.commit import Overwrite, TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.ops.compact import CompactResult, compact
 from lake_assets.ops.consumers import ConsumerManager
 from lake_assets.ops.expire import ExpireResult, expire_snapshots
 from lake_assets.ops.manifest_io import ManifestIO
@@ -36,6 +37,7 @@ from lake_assets.ops.orphans import OrphanResult, remove_orphan_files
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import FileStoreScan, Split
 from lake_assets.ops.snapshot_manager import SnapshotManager
+from lake_assets.ops.table_health import table_health
 from lake_assets.ops.tags import TagManager
 from lake_assets.ops.write import TableWriter
 from lake_assets.paths import TablePaths
@@ -212,6 +214,24 @@ class Table:
         return expire_snapshots(
             self, retain_min=retain_min, retain_max=retain_max, older_than_ms=older_ms, limit=limit, dry_run=dry_run
         )
+
+    def compact(
+        self,
+        *,
+        full: bool = False,
+        partitions: Sequence[dict[str, Any]] | None = None,
+        max_units: int | None = None,
+    ) -> CompactResult:
+        """Compact in this process: Paimon's universal compaction (or everything with ``full=True``)
+        per (partition, bucket), committed as one COMPACT snapshot with conflict checks.
+
+        For distributed runs use the pieces in `lake_assets.ops.compact` (plan → run a unit → commit).
+        """
+        return compact(self, full=full, partitions=partitions, max_units=max_units)
+
+    def health(self, *, snapshot_id: int | None = None, small_file_threshold: int | None = None) -> pa.Table:
+        """Per (partition, bucket) LSM health from manifests only (no data files are read)."""
+        return table_health(self, snapshot_id=snapshot_id, small_file_threshold=small_file_threshold)
 
     def remove_orphan_files(
         self, *, older_than: timedelta = timedelta(days=1), dry_run: bool = True

@@ -6,6 +6,7 @@ column; append files hold the table columns only. Field ids are written as Java 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import io
 import uuid
@@ -13,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lake_assets.errors import CorruptMetadataError
@@ -116,7 +118,12 @@ class DataFileWriter:
         return pa.Table.from_arrays(cols, schema=self.arrow_schema)
 
     def write(
-        self, data: pa.Table, *, level: int, file_source: int = FILE_SOURCE_APPEND
+        self,
+        data: pa.Table,
+        *,
+        level: int,
+        file_source: int = FILE_SOURCE_APPEND,
+        sequence_range: tuple[int, int] | None = None,
     ) -> list[DataFileMeta]:
         """Write ``data`` (already sorted by key and merged for PK tables) into files.
 
@@ -125,13 +132,28 @@ class DataFileWriter:
         if data.num_rows == 0:
             return []
         laid_out = self._layout(data)
+        append_seq = None
+        if not self.schema.primary_keys and SEQUENCE_NUMBER in data.column_names:
+            append_seq = data.column(SEQUENCE_NUMBER)
         metas = []
-        for part in self._roll(laid_out):
-            metas.append(self._describe(part[0], part[1], part[2], level, file_source))
+        for name, start, rows, size in self._roll(laid_out):
+            meta = self._describe(name, rows, size, level, file_source)
+            if append_seq is not None:
+                # append files carry no sequence column: record the range of the rows they hold
+                mm = pc.min_max(append_seq.slice(start, rows.num_rows))
+                meta = dataclasses.replace(
+                    meta, min_sequence_number=int(mm["min"].as_py()), max_sequence_number=int(mm["max"].as_py())
+                )
+            if sequence_range is not None and not self.schema.primary_keys:
+                # append compaction: outputs inherit the sequence range of the files they replace
+                meta = dataclasses.replace(
+                    meta, min_sequence_number=sequence_range[0], max_sequence_number=sequence_range[1]
+                )
+            metas.append(meta)
         return metas
 
-    def _roll(self, table: pa.Table) -> Iterator[tuple[str, pa.Table, int]]:
-        """Yield (file name, rows written, file size), starting a new file past the target size."""
+    def _roll(self, table: pa.Table) -> Iterator[tuple[str, int, pa.Table, int]]:
+        """Yield (file name, first row, rows written, file size), starting a new file past the target size."""
         cfg = self.config
         codec = _PARQUET_CODECS[cfg.compression]
         kwargs = {
@@ -144,6 +166,10 @@ class DataFileWriter:
             kwargs["compression_level"] = cfg.zstd_level
         start = 0
         n = table.num_rows
+        # Check the file size every `step` rows: about a quarter of the target at a guessed 4x
+        # compression, so files end close to the target without tiny row groups.
+        row_bytes = max(1, table.nbytes // max(1, n))
+        step_rows = int(min(ROWS_PER_ROW_GROUP_CHECK, max(1024, cfg.target_file_size // row_bytes)))
         while start < n:
             name = self._next_name()
             sink = io.BytesIO()
@@ -151,7 +177,7 @@ class DataFileWriter:
             end = start
             try:
                 while end < n:
-                    step = min(ROWS_PER_ROW_GROUP_CHECK, n - end)
+                    step = min(step_rows, n - end)
                     writer.write_table(table.slice(end, step), row_group_size=step)
                     end += step
                     if sink.tell() >= cfg.target_file_size:
@@ -160,7 +186,7 @@ class DataFileWriter:
                 writer.close()
             data = sink.getvalue()
             self.file_io.write_bytes(f"{self.bucket_dir}/{name}", data)
-            yield name, table.slice(start, end - start), len(data)
+            yield name, start, table.slice(start, end - start), len(data)
             start = end
 
     def _describe(
@@ -182,8 +208,6 @@ class DataFileWriter:
             seq = rows.column(SEQUENCE_NUMBER) if SEQUENCE_NUMBER in rows.column_names else None
             delete_rows = 0
         if seq is not None:
-            import pyarrow.compute as pc
-
             mm = pc.min_max(seq)
             min_seq, max_seq = int(mm["min"].as_py()), int(mm["max"].as_py())
         else:
@@ -221,6 +245,18 @@ def read_data_file(
     try:
         pf = pq.ParquetFile(path) if file_io.is_local else pq.ParquetFile(file_io.fs.open(path, "rb"))
         return pf.read(columns=list(columns) if columns is not None else None)
+    except FileNotFoundError:
+        raise CorruptMetadataError(f"Data file {path} is missing") from None
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise CorruptMetadataError(f"Data file {path} is corrupt: {exc}") from exc
+
+
+def iter_data_file(file_io: FileIO, path: str, columns: Sequence[str] | None = None) -> Iterator[pa.Table]:
+    """Read a data file one row group at a time."""
+    try:
+        pf = pq.ParquetFile(path) if file_io.is_local else pq.ParquetFile(file_io.fs.open(path, "rb"))
+        for i in range(pf.num_row_groups):
+            yield pf.read_row_group(i, columns=list(columns) if columns is not None else None)
     except FileNotFoundError:
         raise CorruptMetadataError(f"Data file {path} is missing") from None
     except (pa.ArrowInvalid, OSError) as exc:

@@ -9,6 +9,7 @@ is already gone, overlapping levels) raises `CommitConflictError` after removing
 from __future__ import annotations
 
 import itertools
+import logging
 import random
 import time
 import uuid
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from lake_assets.table import Table
 
 WRITER_VERSION = "lake_assets-0.1.0"
+log = logging.getLogger(__name__)
 
 PartitionMatcher = Callable[[tuple], bool]
 
@@ -44,6 +46,7 @@ class Overwrite:
 
 
 def _abs_files(table: Table, messages: Sequence[CommitMessage]) -> list[str]:
+    """Files the messages' writers created (upgraded files are not theirs to delete)."""
     return [table.data_file_path(m.partition, m.bucket, f) for m in messages for f in m.all_written_files()]
 
 
@@ -132,16 +135,29 @@ class TableCommitter:
                 if sid is not None:
                     ids.append(sid)
             if compact or compact_changelog:
-                sid = self._commit_with_retry(
-                    CommitKind.COMPACT, compact, compact_changelog, commit_identifier, None, properties
-                )
+                try:
+                    sid = self._commit_with_retry(
+                        CommitKind.COMPACT, compact, compact_changelog, commit_identifier, None, properties
+                    )
+                except CommitConflictError as exc:
+                    if not ids:
+                        raise
+                    # The data landed; only the writer's inline compaction lost against another
+                    # compactor. Its outputs are unreferenced: remove them and report success.
+                    log.warning("%s", exc)
+                    self.table.file_io.delete_many(
+                        self.table.data_file_path(m.partition, m.bucket, f)
+                        for m in messages
+                        for f in (*m.compact_after, *m.compact_changelog)
+                        if f.file_name not in {b.file_name for b in m.compact_before}
+                    )
+                    sid = None
                 if sid is not None:
                     ids.append(sid)
         except CommitConflictError:
-            # Files of a rejected commit are referenced by nothing: remove them.
-            self.table.file_io.delete_many(_abs_files(self.table, messages) if not ids else
-                                           [self.table.data_file_path(m.partition, m.bucket, f)
-                                            for m in messages for f in (*m.compact_after, *m.compact_changelog)])
+            # Files of a rejected commit are referenced by nothing: remove them (upgraded files keep
+            # their name and are still referenced at their old level).
+            self.table.file_io.delete_many(_abs_files(self.table, messages))
             raise
         return ids
 

@@ -34,8 +34,14 @@ class CommitMessage:
         )
 
     def all_written_files(self) -> list[DataFileMeta]:
-        """Files this message's writer created (what an abort must delete)."""
-        return [*self.new_files, *self.compact_after, *self.new_changelog, *self.compact_changelog]
+        """Files this message's writer created (what an abort must delete).
+
+        Upgraded files (same name before and after compaction, only the level changes) are not
+        new: they stay referenced by the table and must never be deleted on abort.
+        """
+        upgraded = {f.file_name for f in self.compact_before}
+        after = [f for f in self.compact_after if f.file_name not in upgraded]
+        return [*self.new_files, *after, *self.new_changelog, *self.compact_changelog]
 
     def to_json(self) -> str:
         return json.dumps(_encode(asdict(self)))

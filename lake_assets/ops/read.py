@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
+from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND, iter_data_file, read_data_file
 from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.lsm.merge import is_retract, sort_for_merge
 from lake_assets.ops.scan import Split
@@ -87,25 +87,22 @@ class SplitReader:
         self.output_schema = pa.schema([to_arrow_field(schema.field(c)) for c in self.columns])
 
     # ------------------------------------------------------------ file access
-    def _read_file(self, split: Split, meta: DataFileMeta, with_system: bool) -> pa.Table:
-        """Read one file as the current schema's columns (by field id), plus system columns."""
+    def _file_columns(self, meta: DataFileMeta) -> tuple[list[tuple[str, str | None]], list[str]]:
+        """(current name, name in the file) per read column, matched by field id; and file columns."""
         file_schema = self.table.schema_by_id(meta.schema_id)
-        wanted: list[tuple[str, str | None]] = []  # (current name, name in file)
+        wanted: list[tuple[str, str | None]] = []
         for name in self.read_columns:
-            fid = self.schema.field(name).id
-            old = file_schema.field_by_id(fid)
+            old = file_schema.field_by_id(self.schema.field(name).id)
             wanted.append((name, old.name if old is not None else None))
-        file_cols = [old for _, old in wanted if old is not None]
-        if with_system:
-            file_cols += [SEQUENCE_NUMBER, VALUE_KIND]
-        path = self.table.data_file_path(split.partition, split.bucket, meta)
-        raw = read_data_file(self.table.file_io, path, file_cols, meta.file_size)
+        return wanted, [old for _, old in wanted if old is not None]
+
+    def _to_current(self, raw: pa.Table, wanted: list[tuple[str, str | None]], with_system: bool) -> pa.Table:
         arrays = []
         names = []
         for name, old in wanted:
             target = to_arrow_field(self.schema.field(name)).type
             if old is None:
-                arr = pa.nulls(raw.num_rows, target)
+                arr = pa.nulls(raw.num_rows, target)  # column added after this file was written
             else:
                 arr = raw.column(old)
                 if arr.type != target:
@@ -116,6 +113,24 @@ class SplitReader:
             arrays += [raw.column(SEQUENCE_NUMBER), raw.column(VALUE_KIND)]
             names += [SEQUENCE_NUMBER, VALUE_KIND]
         return pa.Table.from_arrays(arrays, names=names)
+
+    def _read_file(self, split: Split, meta: DataFileMeta, with_system: bool) -> pa.Table:
+        """Read one file as the current schema's columns (by field id), plus system columns."""
+        wanted, file_cols = self._file_columns(meta)
+        if with_system:
+            file_cols = [*file_cols, SEQUENCE_NUMBER, VALUE_KIND]
+        path = self.table.data_file_path(split.partition, split.bucket, meta)
+        raw = read_data_file(self.table.file_io, path, file_cols, meta.file_size)
+        return self._to_current(raw, wanted, with_system)
+
+    def iter_file(self, split: Split, meta: DataFileMeta, with_system: bool = True) -> Iterator[pa.Table]:
+        """Read one file row group by row group (bounded memory), as `_read_file` does."""
+        wanted, file_cols = self._file_columns(meta)
+        if with_system:
+            file_cols = [*file_cols, SEQUENCE_NUMBER, VALUE_KIND]
+        path = self.table.data_file_path(split.partition, split.bucket, meta)
+        for raw in iter_data_file(self.table.file_io, path, file_cols):
+            yield self._to_current(raw, wanted, with_system)
 
     # ------------------------------------------------------------------ reads
     def read_split(self, split: Split) -> Iterator[pa.Table]:

@@ -6,6 +6,8 @@ messages for a single committer. Everything on the row path is vectorized with p
 
 from __future__ import annotations
 
+import dataclasses
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -91,8 +93,10 @@ class TableWriter:
         self._buffers: dict[tuple[bytes, int], _BucketBuffer] = {}
         self._buffered_bytes = 0
         self._max_sequences: dict[tuple[bytes, int], int] | None = None
+        self._live_files: dict[tuple[bytes, int], list[DataFileMeta]] = {}
         self._closed = False
         self._merge_function = table.merge_function()
+        self._base_snapshot = None
 
     # ----------------------------------------------------------------- input
     def write_arrow(self, data: pa.Table | pa.RecordBatch | pa.RecordBatchReader) -> None:
@@ -161,13 +165,22 @@ class TableWriter:
         buf = self._buffers.get(key)
         if buf is None:
             if self._max_sequences is None:
-                # Sequence numbers continue from the bucket's live files (Paimon's "scan" init mode).
-                self._max_sequences = self.table.file_store_scan().max_sequence_numbers(
-                    self.table.snapshot_manager.latest()
-                )
+                self._restore()
             buf = _BucketBuffer(partition, pvals, bucket, self._max_sequences[key] + 1)
             self._buffers[key] = buf
         return buf
+
+    def _restore(self) -> None:
+        """Sequence numbers continue from each bucket's live files (Paimon's "scan" init mode)."""
+        snap = self.table.snapshot_manager.latest()
+        self._base_snapshot = snap
+        self._max_sequences = defaultdict(lambda: -1)
+        if snap is None:
+            return
+        for e in self.table.file_store_scan().live_entries(snap):
+            k = (e.partition, e.bucket)
+            self._live_files.setdefault(k, []).append(e.file)
+            self._max_sequences[k] = max(self._max_sequences[k], e.file.max_sequence_number)
 
     # ---------------------------------------------------------------- flushes
     def _file_writer(self, buf: _BucketBuffer) -> DataFileWriter:
@@ -211,13 +224,33 @@ class TableWriter:
         self.flush()
         total = self.num_buckets if self.is_pk else -1
         messages = []
-        for buf in self._buffers.values():
+        for key, buf in self._buffers.items():
             if buf.new_files:
-                messages.append(
-                    CommitMessage(buf.partition, buf.bucket, total, new_files=tuple(buf.new_files))
-                )
+                msg = CommitMessage(buf.partition, buf.bucket, total, new_files=tuple(buf.new_files))
+                if self.is_pk and not self.write_only:
+                    msg = self._compact_inline(key, buf, msg)
+                messages.append(msg)
                 buf.new_files = []
         return messages
+
+    def _compact_inline(self, key: tuple[bytes, int], buf: _BucketBuffer, msg: CommitMessage) -> CommitMessage:
+        """Paimon writers without ``write-only`` compact their bucket when universal compaction says so."""
+        from lake_assets.ops.compact import commits_since_last_compaction, plan_bucket, run_compaction_task
+        from lake_assets.ops.scan import Split
+
+        files = [*self._live_files.get(key, []), *buf.new_files]
+        split = Split(buf.partition, buf.partition_values, buf.bucket, self.num_buckets, files)
+        commits = commits_since_last_compaction(self.table, self._base_snapshot) + 1
+        task = plan_bucket(self.table, split, full=False, commits_since_full=commits)
+        if task is None:
+            self._live_files[key] = files
+            return msg
+        result = run_compaction_task(self.table, task)
+        removed = {f.file_name for f in result.compact_before}
+        self._live_files[key] = [f for f in files if f.file_name not in removed] + [
+            f for f in result.compact_after
+        ]
+        return dataclasses.replace(msg, compact_before=result.compact_before, compact_after=result.compact_after)
 
     def abort(self, messages: Iterable[CommitMessage] = ()) -> None:
         """Delete files written but not committed (buffered files and those in ``messages``)."""

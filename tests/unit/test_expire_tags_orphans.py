@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pyarrow as pa
 import pytest
@@ -13,11 +13,15 @@ from lake_assets import AlreadyExistsError, Catalog, SnapshotNotFoundError
 from lake_assets.ops.expire import plan_expire
 
 
+# a cut-off in the future: every snapshot counts as old enough, so only the counts decide
+_EVERYTHING = datetime.now() + timedelta(days=1)
+
+
 @pytest.fixture
 def kv(catalog: Catalog):
     return catalog.create_table(
         "db.kv", pa.schema([("k", pa.int64()), ("v", pa.int64())]), primary_keys=["k"],
-        options={"bucket": "2", "snapshot.time-retained": "1 ms"},
+        options={"bucket": "2", "snapshot.time-retained": "1 ms", "write-only": "true"},
     )
 
 
@@ -64,9 +68,9 @@ def test_expire_keeps_retained_snapshots_readable_and_deletes_dead_files(kv):
         sid = _write(kv, [1, 2, 3], i)  # every write supersedes all keys
         states[sid] = _state(kv)
     files_before = _all_files(kv)
-    dry = kv.expire_snapshots(retain_min=3, dry_run=True)
+    dry = kv.expire_snapshots(retain_min=3, dry_run=True, older_than=_EVERYTHING)
     assert dry.expired_snapshots == [1, 2, 3, 4, 5] and _all_files(kv) == files_before
-    res = kv.expire_snapshots(retain_min=3)
+    res = kv.expire_snapshots(retain_min=3, older_than=_EVERYTHING)
     assert res.expired_snapshots == [1, 2, 3, 4, 5]
     assert [s.id for s in kv.snapshots()] == [6, 7, 8]
     assert kv.snapshot_manager.earliest_id() == 6
@@ -92,7 +96,7 @@ def test_tags_protect_files_and_time_travel(kv):
         kv.create_tag("v1")
     for i in range(2, 7):
         _write(kv, [1, 2], i)
-    kv.expire_snapshots(retain_min=1)
+    kv.expire_snapshots(retain_min=1, older_than=_EVERYTHING)
     assert [s.id for s in kv.snapshots()] == [6]
     assert _state(kv, tag="v1") == {1: 1, 2: 1}
     assert list(kv.tags()) == ["v1"]
@@ -109,32 +113,35 @@ def test_consumer_protects_unread_snapshots(kv):
     for i in range(6):
         _write(kv, [i], i)
     kv.consumer_manager().record("reader-1", 3)
-    kv.expire_snapshots(retain_min=1)
+    time.sleep(0.01)
+    kv.expire_snapshots(retain_min=1, older_than=_EVERYTHING)
     assert kv.snapshot_manager.earliest_id() == 3
     assert _state(kv, snapshot_id=3) == {0: 0, 1: 1, 2: 2}
     kv.consumer_manager().delete("reader-1")
-    kv.expire_snapshots(retain_min=1)
+    time.sleep(0.01)
+    kv.expire_snapshots(retain_min=1, older_than=_EVERYTHING)
     assert kv.snapshot_manager.earliest_id() == 6
 
 
 def test_consumer_expiration_time(catalog: Catalog):
     t = catalog.create_table("db.c", pa.schema([("k", pa.int64()), ("v", pa.int64())]), primary_keys=["k"],
                              options={"bucket": "1", "consumer.expiration-time": "1 h",
-                                      "snapshot.time-retained": "1 ms"})
+                                      "snapshot.time-retained": "1 ms", "write-only": "true"})
     for i in range(4):
         _write(t, [i], i)
     t.consumer_manager().record("abandoned", 1)
     path = t.paths.consumer_file("abandoned")
     old = time.time() - 7200
     os.utime(path, (old, old))
-    t.expire_snapshots(retain_min=1)
+    time.sleep(0.01)  # let the newest snapshot age past snapshot.time-retained = 1 ms
+    t.expire_snapshots(retain_min=1, older_than=_EVERYTHING)
     assert t.consumer_manager().consumers() == {}
     assert t.snapshot_manager.earliest_id() == 4
 
 
 def test_time_retained_keeps_recent_snapshots(catalog: Catalog):
     t = catalog.create_table("db.tr", pa.schema([("k", pa.int64()), ("v", pa.int64())]), primary_keys=["k"],
-                             options={"bucket": "1"})  # default 1 h retention
+                             options={"bucket": "1", "write-only": "true"})  # default 1 h retention
     for i in range(5):
         _write(t, [1], i)
     assert t.expire_snapshots(retain_min=1).expired_snapshots == []
@@ -158,7 +165,7 @@ def test_rollback_to_snapshot_and_tag(kv):
     kv.create_tag("two", 2)
     kv.rollback_to(snapshot_id=3)
     assert kv.latest_snapshot().id == 3 and _state(kv) == {1: 3}
-    kv.expire_snapshots(retain_min=1)
+    kv.expire_snapshots(retain_min=1, older_than=_EVERYTHING)
     kv.rollback_to(tag="two")
     assert kv.latest_snapshot().id == 2 and _state(kv) == {1: 2}
     # writing continues from the rolled-back state

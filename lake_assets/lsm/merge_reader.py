@@ -1,0 +1,88 @@
+"""A k-way merge of key-sorted files with bounded memory, vectorized per chunk.
+
+Each input yields key-sorted chunks (e.g. Parquet row groups). The reader only merges rows whose
+key is at most the *frontier* - the smallest last-buffered key among inputs that still have data -
+because every later row of every input is larger. Memory is one chunk per input plus the output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lake_assets.lsm.key_compare import compare_keys
+
+
+def _last_key(table: pa.Table, key_names: Sequence[str]) -> tuple:
+    return tuple(table.column(k)[table.num_rows - 1].as_py() for k in key_names)
+
+
+def count_at_most(table: pa.Table, key_names: Sequence[str], frontier: tuple) -> int:
+    """Number of leading rows of a key-sorted table whose key is <= ``frontier`` (lexicographic)."""
+    n = table.num_rows
+    if n == 0:
+        return 0
+    result = np.zeros(n, dtype=bool)
+    equal_prefix = np.ones(n, dtype=bool)
+    for name, value in zip(key_names, frontier, strict=True):
+        col = table.column(name)
+        scalar = pa.scalar(value, type=col.type)
+        lt = pc.less(col, scalar).to_numpy(zero_copy_only=False)
+        eq = pc.equal(col, scalar).to_numpy(zero_copy_only=False)
+        result |= equal_prefix & lt
+        equal_prefix &= eq
+    result |= equal_prefix
+    return int(result.sum())
+
+
+def merge_sorted(
+    inputs: Sequence[Iterator[pa.Table]],
+    key_names: Sequence[str],
+    merge: Callable[[pa.Table], pa.Table],
+    min_rows: int = 64 * 1024,
+) -> Iterator[pa.Table]:
+    """Yield ``merge(chunk)`` over key-disjoint chunks covering all inputs, in key order.
+
+    ``merge`` gets the rows of every input for a key range (unsorted across inputs) and must sort
+    and collapse them. Chunks are gathered until at least ``min_rows`` rows to amortize the merge.
+    """
+    iters = list(inputs)
+    buffers: list[pa.Table | None] = [None] * len(iters)
+    done = [False] * len(iters)
+
+    def refill(i: int) -> None:
+        while not done[i] and (buffers[i] is None or buffers[i].num_rows == 0):
+            try:
+                buffers[i] = next(iters[i])
+            except StopIteration:
+                done[i] = True
+                buffers[i] = None
+
+    for i in range(len(iters)):
+        refill(i)
+    pending: list[pa.Table] = []
+    pending_rows = 0
+    while any(b is not None and b.num_rows for b in buffers):
+        frontier: tuple | None = None
+        for i, buf in enumerate(buffers):
+            if buf is not None and buf.num_rows and not done[i]:
+                last = _last_key(buf, key_names)
+                if frontier is None or compare_keys(last, frontier) < 0:
+                    frontier = last
+        for i, buf in enumerate(buffers):
+            if buf is None or buf.num_rows == 0:
+                continue
+            cut = buf.num_rows if frontier is None else count_at_most(buf, key_names, frontier)
+            if cut:
+                pending.append(buf.slice(0, cut))
+                pending_rows += cut
+                buffers[i] = buf.slice(cut)
+            refill(i)
+        if pending_rows >= min_rows:
+            yield merge(pa.concat_tables(pending))
+            pending, pending_rows = [], 0
+    if pending:
+        yield merge(pa.concat_tables(pending))

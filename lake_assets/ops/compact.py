@@ -1,0 +1,322 @@
+"""Compaction: plan units per (partition, bucket), run each unit, commit the results.
+
+The pieces are separate so a distributed job can plan on a driver, run units on executors (each
+unit is independent and serializable) and commit once:
+
+    plan = plan_compaction(table, full=False)          # reads manifests only
+    messages = [run_compaction_task(table, t) for t in plan.tasks]
+    table.new_committer(user).commit(messages, identifier)   # COMPACT snapshot, conflict-checked
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from lake_assets.errors import CommitConflictError
+from lake_assets.formats.data_file import (
+    FILE_SOURCE_COMPACT,
+    DataFileWriter,
+    DataFileWriterConfig,
+)
+from lake_assets.lsm.compact_strategy import (
+    CompactUnit,
+    RewriteSection,
+    UniversalCompaction,
+    pick_append_full,
+    pick_append_small_files,
+    pick_full,
+    plan_rewrite,
+    should_drop_delete,
+)
+from lake_assets.lsm.levels import Levels
+from lake_assets.lsm.merge import is_retract, sort_for_merge
+from lake_assets.lsm.merge_reader import merge_sorted
+from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.ops.read import SplitReader
+from lake_assets.ops.scan import Split
+from lake_assets.spec.manifest import DataFileMeta
+from lake_assets.spec.snapshot import CommitKind, Snapshot
+
+if TYPE_CHECKING:
+    from lake_assets.table import Table
+
+
+@dataclass(frozen=True)
+class CompactionTask:
+    """One independent unit of compaction work: some files of one (partition, bucket)."""
+
+    partition: bytes
+    partition_values: tuple
+    bucket: int
+    total_buckets: int
+    sections: tuple[RewriteSection, ...] = ()  # primary-key tables
+    append_groups: tuple[tuple[DataFileMeta, ...], ...] = ()  # append tables
+    full: bool = False
+
+    @property
+    def input_files(self) -> list[DataFileMeta]:
+        files = [f for s in self.sections if s.kind != "keep" for f in s.files]
+        return files + [f for g in self.append_groups for f in g]
+
+    @property
+    def input_bytes(self) -> int:
+        return sum(f.file_size for f in self.input_files)
+
+    @property
+    def input_rows(self) -> int:
+        return sum(f.row_count for f in self.input_files)
+
+
+@dataclass
+class CompactionPlan:
+    """The tasks of one compaction run, planned from ``snapshot``."""
+
+    snapshot_id: int | None
+    tasks: list[CompactionTask] = field(default_factory=list)
+
+
+@dataclass
+class CompactResult:
+    """What a compaction did (a per-run summary for jobs and Dagster metadata)."""
+
+    snapshot_id: int | None
+    tasks: int
+    files_in: int
+    files_out: int
+    bytes_in: int
+    bytes_out: int
+    rows_in: int
+    rows_out: int
+    upgraded: int
+    duration_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def commits_since_last_compaction(table: Table, latest: Snapshot | None, cap: int = 1000) -> int:
+    """APPEND/OVERWRITE snapshots since the newest COMPACT one (for full-compaction.delta-commits)."""
+    if latest is None:
+        return 0
+    n = 0
+    sm = table.snapshot_manager
+    for sid in range(latest.id, max(latest.id - cap, 0), -1):
+        snap = sm.try_snapshot(sid)
+        if snap is None or snap.commit_kind == CommitKind.COMPACT:
+            break
+        n += 1
+    return n
+
+
+def plan_bucket(
+    table: Table, split: Split, *, full: bool, commits_since_full: int | None = None
+) -> CompactionTask | None:
+    """Choose what to compact in one (partition, bucket) (pure: file metadata only)."""
+    schema = table.schema
+    opts = schema.core_options
+    if not schema.primary_keys:
+        target = opts.target_file_size
+        if full:
+            files = pick_append_full(split.files, target)
+            groups = [files] if files else []
+        else:
+            groups = pick_append_small_files(split.files, target, opts.compaction_min_file_num,
+                                             small_file_ratio=opts.small_file_ratio)
+        if not groups:
+            return None
+        return CompactionTask(split.partition, split.partition_values, split.bucket, split.total_buckets,
+                              append_groups=tuple(tuple(g) for g in groups), full=full)
+    key_types = schema.types(list(schema.trimmed_primary_keys))
+    levels = Levels(split.files, opts.num_levels)
+    runs = levels.level_sorted_runs()
+    unit: CompactUnit | None
+    if full:
+        unit = pick_full(opts.num_levels, runs)
+    else:
+        unit = UniversalCompaction.from_options(opts).pick(
+            opts.num_levels, runs, commits_since_full=commits_since_full
+        )
+    if unit is None or not unit.files:
+        return None
+    drop = should_drop_delete(unit.output_level, levels)
+    sections = plan_rewrite(unit, key_types, opts.target_file_size, opts.small_file_ratio, drop_delete=drop)
+    if all(s.kind == "keep" for s in sections):
+        return None
+    return CompactionTask(split.partition, split.partition_values, split.bucket, split.total_buckets,
+                          sections=tuple(sections), full=unit.full)
+
+
+def plan_compaction(
+    table: Table,
+    *,
+    full: bool = False,
+    partitions: Iterable[dict[str, Any]] | None = None,
+    max_units: int | None = None,
+    snapshot: Snapshot | None = None,
+) -> CompactionPlan:
+    """Plan compaction units for every (partition, bucket) that needs one, from manifests only."""
+    snap = snapshot if snapshot is not None else table.latest_snapshot()
+    if snap is None:
+        return CompactionPlan(None)
+    filters = None
+    if partitions is not None:
+        specs = [dict(p) for p in partitions]
+        filters = [[(k, "=", v) for k, v in spec.items()] for spec in specs] or None
+    splits = table.plan(snapshot=snap, filter=filters)
+    commits = commits_since_last_compaction(table, snap) if not full else None
+    tasks = []
+    for split in splits:
+        task = plan_bucket(table, split, full=full, commits_since_full=commits)
+        if task is not None:
+            tasks.append(task)
+    # biggest units first: with a cap, they buy the most
+    tasks.sort(key=lambda t: -t.input_bytes)
+    if max_units is not None:
+        tasks = tasks[:max_units]
+    return CompactionPlan(snap.id, tasks)
+
+
+def _writer(table: Table, task: CompactionTask) -> DataFileWriter:
+    opts = table.schema.core_options
+    cfg = DataFileWriterConfig(
+        compression=opts.file_compression,
+        zstd_level=opts.zstd_level,
+        target_file_size=opts.target_file_size,
+        page_size=opts.page_size,
+        prefix=opts.data_file_prefix,
+    )
+    bucket_dir = table.paths.bucket_dir(table.partition_path_of(task.partition), task.bucket)
+    return DataFileWriter(table.file_io, bucket_dir, table.schema, cfg)
+
+
+def run_compaction_task(table: Table, task: CompactionTask, *, chunk_rows: int = 256 * 1024) -> CommitMessage:
+    """Run one unit: merge and rewrite its sections, relabel upgrades; returns its commit message.
+
+    Memory is bounded by ``chunk_rows`` plus one row group per input file, not by the bucket size.
+    """
+    split = Split(task.partition, task.partition_values, task.bucket, task.total_buckets, list(task.input_files))
+    reader = SplitReader(table, table.schema)
+    writer = _writer(table, task)
+    before: list[DataFileMeta] = []
+    after: list[DataFileMeta] = []
+    try:
+        if task.append_groups:
+            for group in task.append_groups:
+                data = pa.concat_tables(
+                    [reader._read_file(split, f, with_system=False)
+                     for f in sorted(group, key=lambda f: f.min_sequence_number)]
+                )
+                seq_range = (min(f.min_sequence_number for f in group), max(f.max_sequence_number for f in group))
+                after += writer.write(data, level=0, file_source=FILE_SOURCE_COMPACT, sequence_range=seq_range)
+                before += group
+            return CommitMessage(task.partition, task.bucket, task.total_buckets,
+                                 compact_before=tuple(before), compact_after=tuple(after))
+        key_names = list(table.schema.trimmed_primary_keys)
+        opts = table.schema.core_options
+        merge_fn = table.merge_function()
+        for section in task.sections:
+            if section.kind == "keep":
+                continue
+            if section.kind == "upgrade":
+                f = section.files[0]
+                before.append(f)
+                after.append(f.upgrade(section.output_level))
+                continue
+
+            def merge(chunk: pa.Table, drop: bool = section.drop_delete) -> pa.Table:
+                chunk = sort_for_merge(chunk, key_names, opts.sequence_fields, opts.sequence_descending)
+                merged = merge_fn.merge(chunk, key_names)
+                if drop:
+                    keep = ~is_retract(merged.column("_VALUE_KIND").to_numpy())
+                    if not keep.all():
+                        merged = merged.filter(pa.array(keep))
+                return merged
+
+            for interval in section.intervals:
+                inputs: list[Iterator[pa.Table]] = [reader.iter_file(split, f) for f in interval]
+                out: list[pa.Table] = []
+                out_rows = 0
+                for merged in merge_sorted(inputs, key_names, merge, min_rows=chunk_rows):
+                    out.append(merged)
+                    out_rows += merged.num_rows
+                    if out_rows >= chunk_rows:
+                        after += writer.write(pa.concat_tables(out), level=section.output_level,
+                                              file_source=FILE_SOURCE_COMPACT)
+                        out, out_rows = [], 0
+                if out:
+                    after += writer.write(pa.concat_tables(out), level=section.output_level,
+                                          file_source=FILE_SOURCE_COMPACT)
+                before += interval
+    except BaseException:
+        table.file_io.delete_many(writer.bucket_dir + "/" + f.file_name for f in after
+                                  if f.file_name not in {b.file_name for b in before})
+        raise
+    return CommitMessage(task.partition, task.bucket, task.total_buckets,
+                         compact_before=tuple(before), compact_after=tuple(after))
+
+
+def summarize(messages: Sequence[CommitMessage], snapshot_id: int | None, tasks: int, started: float) -> CompactResult:
+    rewritten_in = [f for m in messages for f in m.compact_before]
+    out_names = {(m.partition, m.bucket, f.file_name) for m in messages for f in m.compact_before}
+    new_out = [f for m in messages for f in m.compact_after if (m.partition, m.bucket, f.file_name) not in out_names]
+    upgraded = sum(1 for m in messages for f in m.compact_after
+                   if (m.partition, m.bucket, f.file_name) in out_names)
+    return CompactResult(
+        snapshot_id=snapshot_id,
+        tasks=tasks,
+        files_in=len(rewritten_in),
+        files_out=len(new_out) + upgraded,
+        bytes_in=sum(f.file_size for f in rewritten_in),
+        bytes_out=sum(f.file_size for m in messages for f in m.compact_after),
+        rows_in=sum(f.row_count for f in rewritten_in),
+        rows_out=sum(f.row_count for m in messages for f in m.compact_after),
+        upgraded=upgraded,
+        duration_s=round(time.perf_counter() - started, 3),
+    )
+
+
+def compact(
+    table: Table,
+    *,
+    full: bool = False,
+    partitions: Iterable[dict[str, Any]] | None = None,
+    max_units: int | None = None,
+    commit_user: str | None = None,
+) -> CompactResult:
+    """Plan, run and commit compaction in this process; a COMPACT snapshot (or none if nothing to do)."""
+    started = time.perf_counter()
+    plan = plan_compaction(table, full=full, partitions=partitions, max_units=max_units)
+    messages = [run_compaction_task(table, t) for t in plan.tasks]
+    messages = [m for m in messages if not m.is_empty()]
+    user = commit_user or f"compact-{uuid.uuid4()}"
+    ids: list[int] = []
+    if messages:
+        table.fault_point("compact.before_commit")
+        ids = table.new_committer(user).commit(messages, check_committed=False)
+    return summarize(messages, ids[-1] if ids else None, len(plan.tasks), started)
+
+
+def group_by_bucket(entries: Iterable[Any]) -> dict[tuple[bytes, int], list[DataFileMeta]]:
+    out: dict[tuple[bytes, int], list[DataFileMeta]] = defaultdict(list)
+    for e in entries:
+        out[(e.partition, e.bucket)].append(e.file)
+    return out
+
+
+__all__ = [
+    "CommitConflictError",
+    "CompactResult",
+    "CompactionPlan",
+    "CompactionTask",
+    "compact",
+    "plan_bucket",
+    "plan_compaction",
+    "run_compaction_task",
+]

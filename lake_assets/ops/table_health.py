@@ -1,0 +1,57 @@
+"""A table's per-bucket health as an Arrow table (what sensors and dashboards read)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from lake_assets.ops.health import bucket_health
+from lake_assets.spec.manifest import DataFileMeta
+
+if TYPE_CHECKING:
+    from lake_assets.table import Table
+
+HEALTH_SCHEMA = pa.schema(
+    [
+        ("partition", pa.string()),
+        ("bucket", pa.int32()),
+        ("file_count", pa.int64()),
+        ("level0_file_count", pa.int64()),
+        ("sorted_runs", pa.int64()),
+        ("total_bytes", pa.int64()),
+        ("avg_file_bytes", pa.float64()),
+        ("small_file_count", pa.int64()),
+        ("size_amplification_percent", pa.float64()),
+        ("oldest_level0_age_ms", pa.int64()),
+        ("delete_row_count", pa.int64()),
+        ("compaction_would_trigger", pa.bool_()),
+    ]
+)
+
+
+def local_now_as_utc_ms() -> int:
+    # _CREATION_TIME is the writer's local wall clock encoded as UTC: compare on that clock.
+    now = dt.datetime.now()
+    return int(now.replace(tzinfo=dt.UTC).timestamp() * 1000)
+
+
+def table_health(table: Table, *, snapshot_id: int | None = None, small_file_threshold: int | None = None) -> pa.Table:
+    """One row per (partition, bucket) with file counts, level-0 runs, small files, amplification."""
+    snap = table.resolve_snapshot(snapshot_id)
+    if snap is None:
+        return HEALTH_SCHEMA.empty_table()
+    scan = table.file_store_scan()
+    groups: dict[tuple[str, int], list[DataFileMeta]] = defaultdict(list)
+    for e in scan.live_entries(snap):
+        groups[(table.partition_path_of(e.partition), e.bucket)].append(e.file)
+    opts = table.schema.core_options
+    rows = bucket_health(
+        dict(sorted(groups.items())), num_levels=opts.num_levels, options=opts, now_ms=local_now_as_utc_ms(),
+        small_file_threshold=small_file_threshold,
+    )
+    return pa.Table.from_pylist(
+        [r.to_dict() for r in rows], schema=HEALTH_SCHEMA
+    )
