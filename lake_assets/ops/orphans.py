@@ -31,7 +31,10 @@ class OrphanResult:
 
 
 def referenced_files(table: Table) -> set[str]:
-    """Every file path a retained snapshot or tag references (data, changelog, manifests, lists)."""
+    """Every file path a retained snapshot or tag may reference (data, changelog, manifests, lists).
+
+    A superset: files named by ADD entries that a later DELETE cancelled count too, which only
+    keeps more (snapshot expiration removes those)."""
     sm = table.snapshot_manager
     scan = table.file_store_scan()
     mio = scan.manifest_io

@@ -126,3 +126,35 @@ def test_we_read_and_extend_tables_pypaimon_writes(pypaimon, tmp_warehouse):
     theirs = pypaimon.read(tmp_warehouse, "db.ev")
     _same(t.to_arrow(), theirs, ["region", "user"])
     assert sorted(theirs.column("score").to_pylist()) == [3.0, 4.0, 5.0, 11.0]
+
+
+def test_pypaimon_reads_our_tables_after_compaction_and_expiry(pypaimon, tmp_warehouse):
+    from datetime import datetime, timedelta
+
+    import numpy as np
+
+    cat = Catalog(tmp_warehouse)
+    cat.create_database("db")
+    schema = pa.schema([("k", pa.int64()), ("v", pa.int64()), ("op", pa.string())])
+    t = cat.create_table("db.maint", schema, primary_keys=["k"],
+                         options={"bucket": "2", "rowkind.field": "op", "write-only": "true"})
+    rng = np.random.default_rng(4)
+    for i in range(7):
+        ks = rng.integers(0, 300, size=120)
+        ops = rng.choice(["+I", "-D"], size=120, p=[0.8, 0.2])
+        t.write_arrow(pa.table({"k": ks, "v": np.full(120, i), "op": ops}, schema=schema))
+    t.create_tag("before-compaction")
+    t.compact()
+    _same(t.to_arrow(), pypaimon.read(tmp_warehouse, "db.maint"), ["k"])
+    t.write_arrow(pa.table({"k": [1, 2], "v": [100, 100], "op": ["+I", "-D"]}, schema=schema))
+    t.compact(full=True)
+    t.expire_snapshots(retain_min=2, older_than=datetime.now() + timedelta(days=1))
+    assert len(t.snapshots()) == 2
+    _same(t.to_arrow(), pypaimon.read(tmp_warehouse, "db.maint"), ["k"])
+    _same(t.to_arrow(tag="before-compaction"), pypaimon.read(tmp_warehouse, "db.maint", tag="before-compaction"),
+          ["k"])
+    t2 = cat.create_table("db.app_c", pa.schema([("x", pa.int64())]), options={"compaction.min.file-num": "2"})
+    for i in range(4):
+        t2.write_arrow(pa.table({"x": [i, i + 10]}))
+    assert t2.compact().files_out == 1
+    _same(t2.to_arrow(), pypaimon.read(tmp_warehouse, "db.app_c"), ["x"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import threading
 import time
 
@@ -48,7 +50,7 @@ def _assert_levels_disjoint(t):
                     (deserialize_row(f.min_key, key_types), deserialize_row(f.max_key, key_types)))
         for ranges in by_level.values():
             ranges.sort()
-            for a, b in zip(ranges, ranges[1:], strict=False):
+            for a, b in itertools.pairwise(ranges):
                 assert compare_keys(a[1], b[0]) < 0
 
 
@@ -176,10 +178,9 @@ def test_writer_and_compactor_loop_concurrently(catalog):
     def compactor() -> None:
         try:
             while not stop.is_set():
-                try:
+                # a conflict means another compaction won the same files; the next loop retries
+                with contextlib.suppress(CommitConflictError):
                     t.compact(full=bool(np.random.default_rng().integers(0, 2)))
-                except CommitConflictError:
-                    pass  # lost a race against nothing but itself would be a bug; retried next loop
                 time.sleep(0.005)
         except BaseException as exc:
             errors.append(exc)

@@ -12,7 +12,6 @@ import pytest
 from lake_assets import AlreadyExistsError, Catalog, SnapshotNotFoundError
 from lake_assets.ops.expire import plan_expire
 
-
 # a cut-off in the future: every snapshot counts as old enough, so only the counts decide
 _EVERYTHING = datetime.now() + timedelta(days=1)
 
