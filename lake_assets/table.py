@@ -6,10 +6,14 @@ invalidate except the schema, which `refresh` reloads.
 
 from __future__ import annotations
 
+import itertools
+import os
 import re
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -485,8 +489,25 @@ class Table:
             return
         pred = Predicate.of(filter)
         reader = SplitReader(self, self.schema, columns, pred)
-        for split in self._plan(snap, pred):
-            yield from reader.read_split(split)
+        splits = self._plan(snap, pred)
+        if len(splits) <= 1:
+            for split in splits:
+                yield from reader.read_split(split)
+            return
+        # Splits are independent and pyarrow releases the GIL: read a few ahead in threads,
+        # yielding in plan order; memory stays bounded by the number in flight.
+        workers = min(len(splits), max(2, os.cpu_count() or 2))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            pending = deque()
+            it = iter(splits)
+            for split in itertools.islice(it, workers):
+                pending.append(pool.submit(lambda sp: list(reader.read_split(sp)), split))
+            while pending:
+                tables = pending.popleft().result()
+                nxt = next(it, None)
+                if nxt is not None:
+                    pending.append(pool.submit(lambda sp: list(reader.read_split(sp)), nxt))
+                yield from tables
 
     def to_arrow(
         self,

@@ -72,6 +72,76 @@ def sort_for_merge(
     return table.take(idx)
 
 
+def sort_order(
+    table: pa.Table,
+    key_names: Sequence[str],
+    sequence_fields: Sequence[str] = (),
+    sequence_descending: bool = False,
+    prefix: Sequence[str] = (),
+) -> np.ndarray:
+    """Row order by (prefix, key, user sequence, ``_SEQUENCE_NUMBER``) without moving any data."""
+    fast = _single_int_key_order(table, key_names, sequence_fields, prefix)
+    if fast is not None:
+        return fast
+    seq_order = "descending" if sequence_descending else "ascending"
+    sort_keys = [(k, "ascending", "at_start") for k in (*prefix, *key_names)]
+    sort_keys += [(f, seq_order, "at_start" if seq_order == "ascending" else "at_end") for f in sequence_fields]
+    sort_keys.append((SEQUENCE_NUMBER, "ascending", "at_start"))
+    cols = list(dict.fromkeys([*prefix, *key_names, *sequence_fields, SEQUENCE_NUMBER]))
+    return pc.sort_indices(table.select(cols), sort_keys=sort_keys).to_numpy()
+
+
+def _single_int_key_order(
+    table: pa.Table, key_names: Sequence[str], sequence_fields: Sequence[str], prefix: Sequence[str]
+) -> np.ndarray | None:
+    """Fast path for the common single integer key: numpy's unstable SIMD sort, used only when
+    the keys are unique (then stability, i.e. sequence order, cannot matter)."""
+    if len(key_names) != 1 or sequence_fields or len(prefix) > 1:
+        return None
+    col = table.column(key_names[0])
+    if not pa.types.is_integer(col.type) or col.null_count:
+        return None
+    keys = col.to_numpy()
+    order = np.argsort(keys)
+    sorted_keys = keys[order]
+    if len(keys) > 1 and bool(np.any(sorted_keys[1:] == sorted_keys[:-1])):
+        return None  # duplicates: their sequence order matters, take the general path
+    if prefix:
+        groups = table.column(prefix[0]).to_numpy()[order]
+        order = order[np.argsort(groups, kind="stable")]
+    return order
+
+
+def sort_and_merge(
+    table: pa.Table,
+    key_names: Sequence[str],
+    merge_function: MergeFunction,
+    sequence_fields: Sequence[str] = (),
+    sequence_descending: bool = False,
+    *,
+    presorted: bool = False,
+) -> pa.Table:
+    """Sort and merge in one pass; row-selecting engines move the wide columns only once.
+
+    Deduplicate and first-row pick whole rows, so the winners are found on the key columns and
+    only the winning rows of the full table are gathered. Other engines get the sorted table.
+    """
+    select = getattr(merge_function, "select_rows", None)
+    if select is None:
+        if not presorted:
+            table = sort_for_merge(table, key_names, sequence_fields, sequence_descending)
+        return merge_function.merge(table, key_names)
+    order = None if presorted else sort_order(table, key_names, sequence_fields, sequence_descending)
+    narrow = table.select([*key_names, VALUE_KIND])
+    if order is not None:
+        narrow = narrow.take(pa.array(order))
+    picked = select(narrow, key_names)
+    if picked is None:  # every row survives in this order
+        return table if order is None else table.take(pa.array(order))
+    rows = picked if order is None else order[picked]
+    return table.take(pa.array(rows))
+
+
 def is_retract(kinds: np.ndarray) -> np.ndarray:
     return (kinds == UPDATE_BEFORE) | (kinds == DELETE)
 
@@ -87,10 +157,21 @@ class Deduplicate:
         self.ignore_delete = ignore_delete
 
     def merge(self, table: pa.Table, key_names: Sequence[str]) -> pa.Table:
+        rows = self.select_rows(table, key_names)
+        return table if rows is None else table.take(pa.array(rows))
+
+    def select_rows(self, table: pa.Table, key_names: Sequence[str]) -> np.ndarray | None:
+        """Positions of the winning rows of a key-sorted table (None: all rows win)."""
+        keep = None
         if self.ignore_delete:
-            table = table.filter(pa.array(~is_retract(kinds_of(table))))
+            retract = is_retract(kinds_of(table))
+            if retract.any():
+                keep = np.flatnonzero(~retract)
+                table = table.take(pa.array(keep))
         _, ends = group_bounds(table, key_names)
-        return table.take(pa.array(ends))
+        if keep is None:
+            return None if len(ends) == table.num_rows else ends
+        return keep[ends]
 
 
 class FirstRow:
@@ -100,13 +181,22 @@ class FirstRow:
         self.ignore_delete = ignore_delete
 
     def merge(self, table: pa.Table, key_names: Sequence[str]) -> pa.Table:
+        rows = self.select_rows(table, key_names)
+        return table if rows is None else table.take(pa.array(rows))
+
+    def select_rows(self, table: pa.Table, key_names: Sequence[str]) -> np.ndarray | None:
+        """Positions of the first row of each key in a key-sorted table (None: all rows win)."""
         retract = is_retract(kinds_of(table))
+        keep = None
         if retract.any():
             if not self.ignore_delete:
                 raise InvalidDataError(
                     "The first-row merge engine does not accept -U/-D records; "
                     "set 'ignore-delete' = 'true' to drop them"
                 )
-            table = table.filter(pa.array(~retract))
+            keep = np.flatnonzero(~retract)
+            table = table.take(pa.array(keep))
         starts, _ = group_bounds(table, key_names)
-        return table.take(pa.array(starts))
+        if keep is None:
+            return None if len(starts) == table.num_rows else starts
+        return keep[starts]

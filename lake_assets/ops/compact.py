@@ -36,7 +36,7 @@ from lake_assets.lsm.compact_strategy import (
     should_drop_delete,
 )
 from lake_assets.lsm.levels import Levels
-from lake_assets.lsm.merge import is_retract, sort_for_merge
+from lake_assets.lsm.merge import is_retract, sort_and_merge
 from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.read import SplitReader
@@ -231,8 +231,7 @@ def run_compaction_task(table: Table, task: CompactionTask, *, chunk_rows: int =
                 continue
 
             def merge(chunk: pa.Table, drop: bool = section.drop_delete) -> pa.Table:
-                chunk = sort_for_merge(chunk, key_names, opts.sequence_fields, opts.sequence_descending)
-                merged = merge_fn.merge(chunk, key_names)
+                merged = sort_and_merge(chunk, key_names, merge_fn, opts.sequence_fields, opts.sequence_descending)
                 if drop:
                     keep = ~is_retract(merged.column("_VALUE_KIND").to_numpy())
                     if not keep.all():

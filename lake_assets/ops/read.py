@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND, iter_data_file, read_data_file
 from lake_assets.lsm.key_compare import compare_keys
-from lake_assets.lsm.merge import is_retract, sort_for_merge
+from lake_assets.lsm.merge import is_retract, sort_and_merge
 from lake_assets.ops.scan import Split
 from lake_assets.predicate import Predicate
 from lake_assets.spec.binary_row import deserialize_row
@@ -147,8 +147,8 @@ class SplitReader:
         if len(section) == 1 and section[0].delete_row_count == 0:
             return self._read_file(split, section[0], with_system=False)
         data = pa.concat_tables([self._read_file(split, f, with_system=True) for f in section])
-        data = sort_for_merge(data, self.key_names, self.sequence_fields, self.sequence_descending)
-        merged = self.merge_function.merge(data, self.key_names)
+        merged = sort_and_merge(data, self.key_names, self.merge_function, self.sequence_fields,
+                                self.sequence_descending)
         kinds = merged.column(VALUE_KIND).to_numpy()
         retract = is_retract(kinds)
         if retract.any():

@@ -7,7 +7,9 @@ messages for a single committer. Everything on the row path is vectorized with p
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -25,7 +27,7 @@ from lake_assets.formats.data_file import (
     DataFileWriterConfig,
 )
 from lake_assets.lsm.bucket import assign_buckets
-from lake_assets.lsm.merge import is_retract, sort_for_merge
+from lake_assets.lsm.merge import is_retract, sort_and_merge, sort_order
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.conform import conform, row_kinds
 from lake_assets.spec.binary_row import serialize_row
@@ -138,22 +140,33 @@ class TableWriter:
             buckets = np.zeros(data.num_rows, dtype=np.int64)
             nb = 1
         group = part_ids * nb + buckets
-        order = np.argsort(group, kind="stable")
-        sorted_groups = group[order]
+        by_group = np.argsort(group, kind="stable")  # arrival order within each group
+        sorted_groups = group[by_group]
         bounds = np.flatnonzero(np.diff(sorted_groups)) + 1
-        starts = np.concatenate(([0], bounds))
-        ends = np.concatenate((bounds, [len(order)]))
-        data = data.append_column(VALUE_KIND, pa.array(kinds, pa.int8()))
-        data = data.take(pa.array(order))
-        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        starts = np.concatenate(([0], bounds)).tolist()
+        ends = np.concatenate((bounds, [len(by_group)])).tolist()
+        # Sequence numbers follow arrival order per bucket (Paimon numbers records as they come).
+        seq = np.empty(data.num_rows, dtype=np.int64)
+        targets = []
+        for s, e in zip(starts, ends, strict=True):
             g = int(sorted_groups[s])
-            pvals = part_values[g // nb]
-            bucket = g % nb
-            buf = self._buffer(pvals, bucket)
-            chunk = data.slice(s, e - s)
-            seq = np.arange(buf.next_sequence, buf.next_sequence + (e - s), dtype=np.int64)
+            buf = self._buffer(part_values[g // nb], g % nb)
+            seq[by_group[s:e]] = np.arange(buf.next_sequence, buf.next_sequence + (e - s), dtype=np.int64)
             buf.next_sequence += e - s
-            chunk = chunk.append_column(SEQUENCE_NUMBER, pa.array(seq))
+            targets.append(buf)
+        data = data.append_column(VALUE_KIND, pa.array(kinds, pa.int8()))
+        data = data.append_column(SEQUENCE_NUMBER, pa.array(seq))
+        if self.is_pk:
+            # one sort by (bucket, key, sequence): each bucket's slice arrives sorted for the flush
+            narrow = data.select([*self.schema.trimmed_primary_keys, *self.options.sequence_fields,
+                                  SEQUENCE_NUMBER]).append_column("__group", pa.array(group))
+            order = sort_order(narrow, self.schema.trimmed_primary_keys, self.options.sequence_fields,
+                               self.options.sequence_descending, prefix=("__group",))
+        else:
+            order = by_group
+        data = data.take(pa.array(order))
+        for s, e, buf in zip(starts, ends, targets, strict=True):
+            chunk = data.slice(s, e - s)
             buf.tables.append(chunk)
             nbytes = chunk.nbytes
             buf.nbytes += nbytes
@@ -204,20 +217,27 @@ class TableWriter:
     def _flush_buffer(self, buf: _BucketBuffer) -> None:
         if not buf.tables:
             return
-        data = pa.concat_tables(buf.tables).combine_chunks()
+        presorted = len(buf.tables) == 1  # one routed slice is already in key order
+        data = buf.tables[0] if presorted else pa.concat_tables(buf.tables)
         buf.tables.clear()
-        self._buffered_bytes -= buf.nbytes
         buf.nbytes = 0
         if self.is_pk:
             keys = list(self.schema.trimmed_primary_keys)
-            data = sort_for_merge(data, keys, self.options.sequence_fields, self.options.sequence_descending)
-            data = self._merge_function.merge(data, keys)
+            data = sort_and_merge(data, keys, self._merge_function, self.options.sequence_fields,
+                                  self.options.sequence_descending, presorted=presorted)
         buf.new_files.extend(self._file_writer(buf).write(data, level=0, file_source=FILE_SOURCE_APPEND))
 
     def flush(self) -> None:
-        """Write every buffered bucket as level-0 files."""
-        for buf in self._buffers.values():
-            self._flush_buffer(buf)
+        """Write every buffered bucket as level-0 files (buckets in parallel: pyarrow frees the GIL)."""
+        pending = [buf for buf in self._buffers.values() if buf.tables]
+        self._buffered_bytes -= sum(buf.nbytes for buf in pending)
+        if len(pending) <= 1:
+            for buf in pending:
+                self._flush_buffer(buf)
+            return
+        with ThreadPoolExecutor(max_workers=min(len(pending), os.cpu_count() or 2)) as pool:
+            for f in [pool.submit(self._flush_buffer, buf) for buf in pending]:
+                f.result()
 
     def prepare_commit(self) -> list[CommitMessage]:
         """Flush and return the commit messages of everything written since the last call."""

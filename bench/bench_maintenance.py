@@ -1,0 +1,593 @@
+"""Maintenance benchmark: PK compaction throughput and snapshot-expiration scaling.
+
+    .venv/bin/python bench/bench_maintenance.py [--rows 200000] [--runs 5] [--snapshots 1000]
+        [--files 20000] [--repeat 3] [--out bench/out] [--profile]
+
+1. **Compaction.** A primary-key table (``bucket = 1``, ``write-only``) gets ``--runs`` level-0 runs of
+   ``--rows`` rows each; every run writes distinct keys drawn at random from a key space of
+   ``2.5 * --rows`` keys, so later runs update earlier keys. ``t.compact(full=True)`` (and, on a
+   fresh copy of the same setup, ``t.compact()``, universal) is timed against the physical limit run
+   side by side in this process: plain pyarrow reading the table's own data files, sorting by key and
+   ``_SEQUENCE_NUMBER``, keeping the last row per key and writing one zstd Parquet file. The merged
+   table must equal the last value per key computed independently (exit status 1 otherwise).
+2. **Expiration.** Tables of ``--snapshots + 1`` snapshots, each adding ``--files / --snapshots`` data
+   files (one per bucket, from a ``write-only`` two-phase writer) with a full compaction every
+   ``--compact-every`` commits, so expired snapshots reference files to delete. The oldest
+   ``--expire`` snapshots are expired: in the base table, in the base table with twice the history
+   (built by copying it before expiring and committing as many snapshots again: the expired window
+   is the same) and in a table with twice the files per snapshot. After each expiry the latest
+   snapshot must read the expected rows and every file of every retained snapshot must exist.
+
+Ratios are against peers measured in the same run. A wrong result exits with status 1; a missed target
+does not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import json
+import os
+import platform
+import pstats
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))  # run as `python bench/bench_maintenance.py` from a checkout
+
+from lake_assets import Catalog  # noqa: E402
+from lake_assets.lsm.bucket import assign_buckets  # noqa: E402
+from lake_assets.table import Table  # noqa: E402
+
+SEED = 20240604
+KEY = "id"
+FILE_KEY = "_KEY_id"
+SEQUENCE = "_SEQUENCE_NUMBER"
+ZSTD_LEVEL = 1  # the table default (`file.compression.zstd-level`), used by the reference too
+
+COMPACTION_TARGET = 0.6  # lake_assets rows/s over the pyarrow reference's
+HISTORY_TARGET = 1.25  # expiry seconds with 2x the history over the base: "about the same"
+FILES_BOUND = 2.5  # expiry seconds with 2x the files per snapshot over the base: at most linear
+
+
+# ---------------------------------------------------------------------------------------- data
+def random_strings(rng: np.random.Generator, n: int) -> pa.Array:
+    """``n`` random strings of 12-20 chars (~16 on average)."""
+    alphabet = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz0123456789", dtype=np.uint8)
+    lengths = rng.integers(12, 21, size=n)
+    chars = alphabet[rng.integers(0, len(alphabet), size=int(lengths.sum()))]
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int32)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(chars.tobytes()))
+
+
+def make_runs(rows: int, runs: int, seed: int = SEED) -> list[pa.Table]:
+    """``runs`` tables of ``rows`` distinct keys each, drawn from a space of ``2.5 * rows`` keys."""
+    rng = np.random.default_rng(seed)
+    key_space = int(rows * 2.5)
+    out = []
+    for r in range(runs):
+        ids = rng.choice(key_space, size=rows, replace=False).astype(np.int64) * 7 + 1_000_003
+        out.append(pa.table({
+            KEY: pa.array(ids, pa.int64()),
+            "version": pa.array(np.full(rows, r, dtype=np.int64) * 1_000_000 + rng.integers(0, 1_000_000, rows)),
+            "score": pa.array(rng.standard_normal(rows)),
+            "name": random_strings(rng, rows),
+            "event_time": pa.array(1_700_000_000_000_000 + rng.integers(0, 86_400_000_000 * 365, rows),
+                                   pa.timestamp("us")),
+        }))
+    return out
+
+
+def last_per_key(runs: list[pa.Table]) -> pa.Table:
+    """The state after writing ``runs`` in order (last write wins), sorted by key; numpy only."""
+    data = pa.concat_tables(runs).combine_chunks()
+    ids = data.column(KEY).to_numpy()
+    rev = ids[::-1]
+    _, first_in_rev = np.unique(rev, return_index=True)  # sorted by key
+    return data.take(pa.array(len(ids) - 1 - first_in_rev))
+
+
+def update_share(runs: list[pa.Table]) -> float:
+    """Share of the rows of runs 2.. that rewrite a key an earlier run wrote."""
+    seen = runs[0].column(KEY).to_numpy()
+    updates = total = 0
+    for run in runs[1:]:
+        ids = run.column(KEY).to_numpy()
+        updates += int(np.isin(ids, seen).sum())
+        total += len(ids)
+        seen = np.union1d(seen, ids)
+    return updates / total if total else 0.0
+
+
+def same_rows(result: pa.Table, expected: pa.Table) -> str | None:
+    """None when ``result`` holds exactly ``expected`` (sorted by key), else what differs."""
+    if result.num_rows != expected.num_rows:
+        return f"{result.num_rows} rows, expected {expected.num_rows}"
+    got = result.select(expected.column_names).cast(expected.schema).sort_by(KEY)
+    for name in expected.column_names:
+        if not got.column(name).equals(expected.column(name)):
+            diff = pc.not_equal(got.column(name), expected.column(name)).to_numpy(zero_copy_only=False)
+            return f"column {name!r} differs in {int(np.count_nonzero(diff))} rows"
+    return None
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    """(result, elapsed seconds) of ``fn()``, after a garbage collection."""
+    gc.collect()
+    start = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - start
+
+
+# ---------------------------------------------------------------------------------- compaction
+def build_runs_table(warehouse: str, runs: list[pa.Table]) -> tuple[Table, list[str]]:
+    """A PK table holding ``runs`` as level-0 files, and the paths of those files."""
+    catalog = Catalog(warehouse)
+    catalog.create_database("bench")
+    table = catalog.create_table("bench.compact", runs[0].schema, primary_keys=[KEY],
+                                 options={"bucket": "1", "write-only": "true"})
+    for run in runs:
+        table.write_arrow(run)
+    paths = [table.data_file_path(sp.partition, sp.bucket, f) for sp in table.plan() for f in sp.files]
+    if len(paths) != len(runs):
+        raise SystemExit(f"expected {len(runs)} level-0 files, the table has {len(paths)}")
+    return catalog.get_table("bench.compact"), paths
+
+
+def reference_compact(paths: list[str], out_path: str) -> pa.Table:
+    """Plain pyarrow: read, concatenate, sort by key + sequence, keep the last row per key, write zstd."""
+    data = pa.concat_tables([pq.read_table(p) for p in paths])
+    order = pc.sort_indices(data, sort_keys=[(FILE_KEY, "ascending"), (SEQUENCE, "ascending")]).to_numpy()
+    keys = data.column(FILE_KEY).to_numpy()[order]
+    last = np.empty(len(keys), dtype=bool)
+    last[-1] = True
+    np.not_equal(keys[1:], keys[:-1], out=last[:-1])
+    merged = data.take(pa.array(order[last]))
+    pq.write_table(merged, out_path, compression="zstd", compression_level=ZSTD_LEVEL)
+    return merged
+
+
+@dataclass
+class CompactionRun:
+    """One timed compaction and its side-by-side reference."""
+
+    mode: str
+    lake_s: float
+    reference_s: float
+    rows_in: int
+    rows_out: int
+    files_in: int
+    files_out: int
+    bytes_in: int
+    bytes_out: int
+    reference_bytes_out: int
+    output_levels: list[int]
+
+
+def compaction_once(mode: str, runs: list[pa.Table], expected: pa.Table, workdir: Path, lake_first: bool,
+                    errors: list[str]) -> CompactionRun:
+    """Build the runs table, time the reference and ``t.compact`` on it (order per ``lake_first``)."""
+    with tempfile.TemporaryDirectory(prefix="maint-compact-", dir=workdir) as wh:
+        table, paths = build_runs_table(wh, runs)
+        ref_path = f"{wh}/reference.parquet"
+
+        def lake() -> Any:
+            return table.compact(full=(mode == "full"))
+
+        def ref() -> pa.Table:
+            return reference_compact(paths, ref_path)
+
+        if lake_first:
+            result, lake_s = timed(lake)
+            ref_out, ref_s = timed(ref)
+        else:
+            ref_out, ref_s = timed(ref)
+            result, lake_s = timed(lake)
+        if (err := same_rows(table.to_arrow(), expected)) is not None:
+            errors.append(f"lake_assets {mode} compaction: {err}")
+        ref_values = ref_out.select(expected.column_names)
+        if (err := same_rows(ref_values, expected)) is not None:
+            errors.append(f"reference compaction: {err}")
+        levels = sorted({f.level for sp in table.plan() for f in sp.files})
+        return CompactionRun(mode, lake_s, ref_s, result.rows_in, result.rows_out, result.files_in,
+                             result.files_out, result.bytes_in, result.bytes_out, os.path.getsize(ref_path), levels)
+
+
+def bench_compaction(args: argparse.Namespace, workdir: Path, errors: list[str]) -> dict[str, Any]:
+    """Best-of-``--repeat`` full and universal compaction against the pyarrow reference."""
+    runs = make_runs(args.rows, args.runs)
+    expected = last_per_key(runs)
+    results: dict[str, list[CompactionRun]] = {"full": [], "universal": []}
+    for i in range(args.repeat):
+        for mode in results:
+            run = compaction_once(mode, runs, expected, workdir, lake_first=i % 2 == 1, errors=errors)
+            results[mode].append(run)
+            print(f"  compaction {mode} #{i + 1}: lake {run.lake_s:.3f} s, reference {run.reference_s:.3f} s",
+                  flush=True)
+    input_rows = args.rows * args.runs
+    out: dict[str, Any] = {"input_rows": input_rows, "runs": args.runs, "rows_per_run": args.rows,
+                           "key_space": int(args.rows * 2.5), "expected_rows": expected.num_rows,
+                           "update_share": round(update_share(runs), 3), "modes": {}}
+    for mode, rs in results.items():
+        lake_best = min(r.lake_s for r in rs)
+        ref_best = min(r.reference_s for r in rs)
+        lake_rate = rs[0].rows_in / lake_best
+        ref_rate = input_rows / ref_best
+        out["modes"][mode] = {
+            "lake_best_s": round(lake_best, 3), "reference_best_s": round(ref_best, 3),
+            "lake_rows_per_s": round(lake_rate), "reference_rows_per_s": round(ref_rate),
+            "ratio": round(lake_rate / ref_rate, 3),
+            "lake_s": [round(r.lake_s, 3) for r in rs], "reference_s": [round(r.reference_s, 3) for r in rs],
+            "last": asdict(rs[-1]),
+        }
+    return out
+
+
+def profile_compaction(args: argparse.Namespace, workdir: Path, out_dir: Path) -> list[tuple[str, float, float]]:
+    """cProfile one full compaction: (file:function, % self time, % cumulative) of the top functions by self
+    time, then the lake_assets functions by cumulative time."""
+    runs = make_runs(args.rows, args.runs)
+    with tempfile.TemporaryDirectory(prefix="maint-prof-", dir=workdir) as wh:
+        table, _ = build_runs_table(wh, runs)
+        prof = cProfile.Profile()
+        prof.enable()
+        table.compact(full=True)
+        prof.disable()
+    prof.dump_stats(str(out_dir / "maintenance_compact.prof"))
+    stats = pstats.Stats(prof)
+    total = stats.total_tt  # type: ignore[attr-defined]
+    by_name: dict[str, list[float]] = {}
+    for (file, _line, func), (_cc, _nc, tt, ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        agg = by_name.setdefault(f"{_short(file)}:{func}", [0.0, 0.0])
+        agg[0] += tt
+        agg[1] = max(agg[1], ct)
+    rows = [(name, 100 * tt / total, 100 * ct / total) for name, (tt, ct) in by_name.items()]
+    top_self = sorted(rows, key=lambda r: -r[1])[:12]
+    top_lake = sorted((r for r in rows if r[0].startswith("lake_assets/")), key=lambda r: -r[2])[:12]
+    return top_self + [r for r in top_lake if r not in top_self]
+
+
+def _short(file: str) -> str:
+    """A profile file name from the package or site-packages root on."""
+    for marker in ("/lake_assets/", "/site-packages/"):
+        if marker in file:
+            return marker.strip("/") + "/" + file.split(marker, 1)[1] if marker == "/lake_assets/" else \
+                file.split(marker, 1)[1]
+    return file
+
+
+# ---------------------------------------------------------------------------------- expiration
+@dataclass
+class ExpireBuild:
+    """A table built for expiration and what its expected latest state is."""
+
+    table: Table
+    warehouse: str
+    buckets: int
+    keys: np.ndarray  # (buckets, keys per bucket): ids routed to each bucket
+    last_round: np.ndarray  # same shape: the last round that wrote each key, -1 if none
+    rounds: int = 0
+    files_added: int = 0
+    build_s: float = 0.0
+
+
+EXPIRE_SCHEMA = pa.schema([(KEY, pa.int64()), ("round", pa.int64()), ("name", pa.string())])
+KEYS_PER_BUCKET = 200
+ROWS_PER_BUCKET = 4
+
+
+def new_expire_table(warehouse: str, buckets: int) -> ExpireBuild:
+    """An empty PK table with ``buckets`` buckets and the ids that route to each bucket."""
+    catalog = Catalog(warehouse)
+    catalog.create_database("bench")
+    table = catalog.create_table("bench.expire", EXPIRE_SCHEMA, primary_keys=[KEY],
+                                 options={"bucket": str(buckets), "write-only": "true"})
+    candidates = np.arange(buckets * KEYS_PER_BUCKET * 4, dtype=np.int64)
+    routed = assign_buckets([pa.array(candidates)], table.schema.types([KEY]), buckets)
+    keys = np.stack([candidates[routed == b][:KEYS_PER_BUCKET] for b in range(buckets)])
+    if keys.shape[1] < KEYS_PER_BUCKET:
+        raise SystemExit("not enough candidate keys per bucket")
+    return ExpireBuild(table, warehouse, buckets, keys, np.full(keys.shape, -1, dtype=np.int64))
+
+
+def grow(build: ExpireBuild, target_snapshots: int, compact_every: int, seed: int) -> None:
+    """Commit rounds (one new file per bucket each) and full compactions until ``target_snapshots``."""
+    rng = np.random.default_rng(seed)
+    table = build.table
+    user = f"bench-{seed}"
+    writer = table.new_writer(user, write_only=True)
+    committer = table.new_committer(user)
+    start = time.perf_counter()
+    latest = table.snapshot_manager.latest_id() or 0
+    appended = 0
+    try:
+        while latest < target_snapshots:
+            if appended and appended % compact_every == 0:
+                result = table.compact(full=True)
+                build.files_added += result.files_out - result.upgraded
+                latest = result.snapshot_id or latest
+                appended = 0
+                if latest >= target_snapshots:
+                    break
+            cols = rng.integers(0, KEYS_PER_BUCKET, size=(build.buckets, ROWS_PER_BUCKET))
+            rows = np.arange(build.buckets)[:, None]
+            ids = build.keys[rows, cols].ravel()
+            build.last_round[rows, cols] = build.rounds
+            n = len(ids)
+            writer.write_arrow(pa.table({
+                KEY: pa.array(ids), "round": pa.array(np.full(n, build.rounds, dtype=np.int64)),
+                "name": random_strings(rng, n),
+            }, schema=EXPIRE_SCHEMA))
+            messages = writer.prepare_commit()
+            written = sum(len(m.new_files) for m in messages)
+            if written != build.buckets:
+                raise SystemExit(f"a commit wrote {written} files, expected one per bucket ({build.buckets})")
+            latest = committer.commit(messages, build.rounds)[-1]
+            build.files_added += written
+            build.rounds += 1
+            appended += 1
+    finally:
+        writer.close()
+    build.build_s += time.perf_counter() - start
+
+
+def expected_expire_state(build: ExpireBuild) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, round) of every key written, sorted by id."""
+    written = build.last_round >= 0
+    ids, rounds = build.keys[written], build.last_round[written]
+    order = np.argsort(ids)
+    return ids[order], rounds[order]
+
+
+def count_data_files(table: Table) -> int:
+    """Data files on disk under the table's bucket directories."""
+    n = 0
+    for entry in os.scandir(table.paths.root):
+        if entry.is_dir() and entry.name.startswith("bucket-"):
+            n += sum(1 for f in os.scandir(entry.path) if f.name.endswith(".parquet"))
+    return n
+
+
+def referenced_files(table: Table) -> set[str]:
+    """Every data file some retained snapshot references: the earliest's live files plus later additions."""
+    sm = table.snapshot_manager
+    earliest, latest = sm.earliest_id(), sm.latest_id()
+    assert earliest is not None and latest is not None
+    scan = table.file_store_scan()
+    files = {table.data_file_path(e.partition, e.bucket, e.file) for e in scan.live_entries(sm.snapshot(earliest))}
+    for sid in range(earliest + 1, latest + 1):
+        for e in scan.delta_entries(sm.snapshot(sid)):
+            files.add(table.data_file_path(e.partition, e.bucket, e.file))
+    return files
+
+
+def expire_and_verify(name: str, build: ExpireBuild, limit: int, errors: list[str]) -> dict[str, Any]:
+    """Dry-run, then expire the oldest ``limit`` snapshots; check the table afterwards."""
+    warehouse = build.warehouse
+    table = Catalog(warehouse).get_table("bench.expire")
+    sm = table.snapshot_manager
+    snapshots_before = len(sm.snapshot_ids())
+    files_before = count_data_files(table)
+    future = datetime.now() + timedelta(days=1)
+    dry, dry_s = timed(lambda: table.expire_snapshots(retain_min=1, limit=limit, older_than=future, dry_run=True))
+    result, expire_s = timed(lambda: table.expire_snapshots(retain_min=1, limit=limit, older_than=future))
+    if len(result.expired_snapshots) != min(limit, snapshots_before - 1):
+        errors.append(f"{name}: expired {len(result.expired_snapshots)} snapshots, expected {limit}")
+    if len(dry.deleted_data_files) != len(result.deleted_data_files):
+        errors.append(f"{name}: the dry run planned {len(dry.deleted_data_files)} data-file deletions, "
+                      f"the real run {len(result.deleted_data_files)}")
+    table = Catalog(warehouse).get_table("bench.expire")
+    missing = [p for p in referenced_files(table) if not os.path.exists(p)]
+    if missing:
+        errors.append(f"{name}: {len(missing)} files of retained snapshots are missing, e.g. {missing[0]}")
+    got = table.to_arrow().sort_by(KEY)
+    ids, rounds = expected_expire_state(build)
+    if not (np.array_equal(got.column(KEY).to_numpy(), ids) and np.array_equal(got.column("round").to_numpy(),
+                                                                                rounds)):
+        errors.append(f"{name}: the latest snapshot does not read the expected {len(ids)} rows "
+                      f"(read {got.num_rows})")
+    files_after = count_data_files(table)
+    return {
+        "scenario": name, "buckets": build.buckets, "snapshots_before": snapshots_before,
+        "snapshots_after": len(table.snapshot_manager.snapshot_ids()), "data_files_written": build.files_added,
+        "data_files_on_disk_before": files_before, "data_files_on_disk_after": files_after,
+        "build_s": round(build.build_s, 1), "expired_snapshots": len(result.expired_snapshots),
+        "deleted_data_files": len(result.deleted_data_files), "deleted_manifests": len(result.deleted_manifests),
+        "dry_run_s": round(dry_s, 3), "expire_s": round(expire_s, 3),
+    }
+
+
+def bench_expiration(args: argparse.Namespace, workdir: Path, errors: list[str]) -> list[dict[str, Any]]:
+    """Base, twice the history (same expired window) and twice the files per snapshot."""
+    per_commit = max(1, args.files // args.snapshots)
+    target = args.snapshots + 1
+    limit = args.expire
+    out = []
+    # base; copied before expiring and grown to twice the history
+    base_wh = tempfile.mkdtemp(prefix="maint-exp-base-", dir=workdir)
+    base = new_expire_table(base_wh, per_commit)
+    grow(base, target, args.compact_every, seed=SEED)
+    print(f"  built base: {base.files_added} files, {target} snapshots in {base.build_s:.1f} s", flush=True)
+    hist_wh = str(workdir / "maint-exp-history")
+    start = time.perf_counter()
+    shutil.copytree(base_wh, hist_wh)
+    hist = ExpireBuild(Catalog(hist_wh).get_table("bench.expire"), hist_wh, base.buckets, base.keys,
+                       base.last_round.copy(), base.rounds, base.files_added)
+    hist.build_s = base.build_s + time.perf_counter() - start
+    grow(hist, 2 * args.snapshots + 1, args.compact_every, seed=SEED + 1)
+    print(f"  built 2x history: {hist.files_added} files in {hist.build_s:.1f} s (incl. base)", flush=True)
+    wide_wh = tempfile.mkdtemp(prefix="maint-exp-wide-", dir=workdir)
+    wide = new_expire_table(wide_wh, 2 * per_commit)
+    grow(wide, target, args.compact_every, seed=SEED + 2)
+    print(f"  built 2x files: {wide.files_added} files in {wide.build_s:.1f} s", flush=True)
+    for name, build in (("base", base), ("2x history", hist), ("2x files per snapshot", wide)):
+        row = expire_and_verify(name, build, limit, errors)
+        out.append(row)
+        print(f"  expire {name}: {row['expire_s']:.3f} s ({row['deleted_data_files']} data files, "
+              f"{row['deleted_manifests']} manifests)", flush=True)
+        shutil.rmtree(build.warehouse, ignore_errors=True)
+    return out
+
+
+# ------------------------------------------------------------------------------------- report
+def machine() -> dict[str, str]:
+    """CPU count, RAM, CPU model, kernel and versions."""
+    def proc_field(path: str, key: str) -> str:
+        try:
+            with open(path) as fh:
+                return next((line.split(":", 1)[1].strip() for line in fh if line.startswith(key)), "?")
+        except OSError:
+            return "?"
+
+    mem = proc_field("/proc/meminfo", "MemTotal").split()
+    ram = f"{int(mem[0]) / 1024 ** 2:.1f} GiB" if mem and mem[0].isdigit() else "?"
+    try:
+        head = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        rev = f"{head}{' + uncommitted changes' if dirty else ''}"
+    except (OSError, subprocess.CalledProcessError):
+        rev = "?"
+    return {
+        "nproc": str(os.cpu_count()), "ram": ram, "cpu": proc_field("/proc/cpuinfo", "model name"),
+        "os": f"{platform.system()} {platform.release()}", "python": platform.python_version(),
+        "pyarrow": pa.__version__, "numpy": np.__version__,
+        "lake_assets": f"{metadata.version('lake_assets')} at {rev}",
+    }
+
+
+def targets(comp: dict[str, Any], exp: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each target with its measured value and PASS/MISS."""
+    full = comp["modes"]["full"]["ratio"]
+    by = {r["scenario"]: r for r in exp}
+    base_s = by["base"]["expire_s"]
+    hist = by["2x history"]["expire_s"] / base_s
+    wide = by["2x files per snapshot"]["expire_s"] / base_s
+    return [
+        {"target": f"full compaction: lake_assets/pyarrow ≥ {COMPACTION_TARGET}x", "value": f"{full:.2f}x",
+         "pass": full >= COMPACTION_TARGET},
+        {"target": f"expire with 2x history / base ≤ {HISTORY_TARGET}x (same expired window)",
+         "value": f"{hist:.2f}x", "pass": hist <= HISTORY_TARGET},
+        {"target": f"expire with 2x files / base ≤ {FILES_BOUND}x (grows with what is expired, at most linearly)",
+         "value": f"{wide:.2f}x", "pass": wide <= FILES_BOUND},
+    ]
+
+
+def render(info: dict[str, str], command: str, comp: dict[str, Any], exp: list[dict[str, Any]],
+           checks: list[dict[str, Any]], errors: list[str]) -> str:
+    """The markdown report."""
+    lines = [
+        f"Machine: {info['nproc']} CPUs, {info['cpu']}, {info['ram']} RAM, {info['os']}; Python {info['python']}, "
+        f"pyarrow {info['pyarrow']}, numpy {info['numpy']}; lake_assets {info['lake_assets']}.",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"Compaction input: {comp['runs']} level-0 runs x {comp['rows_per_run']:,} rows (distinct keys per run from "
+        f"a {comp['key_space']:,}-key space; {comp['update_share']:.0%} of the rows of runs 2+ update an earlier "
+        f"key) → {comp['expected_rows']:,} rows after the merge. Best of the repeats; rows/s count input rows.",
+        "",
+        "| compaction | input rows | files in → out | lake_assets s | lake_assets rows/s | pyarrow ref s "
+        "| pyarrow rows/s | lake/pyarrow |",
+        "|---|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for mode, m in comp["modes"].items():
+        last = m["last"]
+        lines.append(
+            f"| {mode} | {last['rows_in']:,} | {last['files_in']} → {last['files_out']} (level "
+            f"{','.join(map(str, last['output_levels']))}) | {m['lake_best_s']:.3f} | {m['lake_rows_per_s']:,} "
+            f"| {m['reference_best_s']:.3f} | {m['reference_rows_per_s']:,} | {m['ratio']:.2f}x |"
+        )
+    lines += [
+        "",
+        "| expiration scenario | buckets | snapshots before → after | data files written | build s "
+        "| expired | data files deleted | manifests deleted | dry run s | expire s | vs base |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    base_s = exp[0]["expire_s"]
+    for r in exp:
+        lines.append(
+            f"| {r['scenario']} | {r['buckets']} | {r['snapshots_before']:,} → {r['snapshots_after']:,} "
+            f"| {r['data_files_written']:,} | {r['build_s']:.1f} | {r['expired_snapshots']:,} "
+            f"| {r['deleted_data_files']:,} | {r['deleted_manifests']:,} | {r['dry_run_s']:.3f} "
+            f"| {r['expire_s']:.3f} | {r['expire_s'] / base_s:.2f}x |"
+        )
+    lines += ["", "| target | measured | result |", "|---|---:|---|"]
+    lines += [f"| {c['target']} | {c['value']} | {'PASS' if c['pass'] else 'MISS'} |" for c in checks]
+    lines += ["", "Correctness: " + ("all checks passed." if not errors else "; ".join(errors))]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=200_000, help="rows per level-0 run")
+    parser.add_argument("--runs", type=int, default=5, help="level-0 runs to compact")
+    parser.add_argument("--repeat", type=int, default=3, help="compaction repeats (best of)")
+    parser.add_argument("--snapshots", type=int, default=1000, help="snapshots of the base expiration table")
+    parser.add_argument("--files", type=int, default=20_000, help="data files the base table's snapshots add")
+    parser.add_argument("--expire", type=int, default=1000, help="snapshots to expire (the limit)")
+    parser.add_argument("--compact-every", type=int, default=10, help="commits between full compactions")
+    parser.add_argument("--out", type=Path, default=BENCH_DIR / "out")
+    parser.add_argument("--workdir", type=Path, default=None, help="scratch directory (default: a temp dir)")
+    parser.add_argument("--profile", action="store_true", help="cProfile one full compaction and print hotspots")
+    parser.add_argument("--skip-expire", action="store_true", help="compaction only")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    command = ".venv/bin/python bench/bench_maintenance.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    errors: list[str] = []
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench-maint-", dir=args.workdir) as tmp:
+        workdir = Path(tmp)
+        print("compaction:", flush=True)
+        comp = bench_compaction(args, workdir, errors)
+        hotspots = profile_compaction(args, workdir, args.out) if args.profile else []
+        exp: list[dict[str, Any]] = []
+        if not args.skip_expire:
+            print("expiration:", flush=True)
+            exp = bench_expiration(args, workdir, errors)
+    info = machine()
+    report: dict[str, Any] = {"machine": info, "command": command.strip(), "compaction": comp, "expiration": exp,
+                              "errors": errors, "wall_s": round(time.perf_counter() - started, 1)}
+    if hotspots:
+        report["compaction_hotspots"] = [{"function": f, "self_pct": round(s, 1), "cum_pct": round(c, 1)}
+                                         for f, s, c in hotspots]
+    md = ""
+    if exp:
+        checks = targets(comp, exp)
+        report["targets"] = checks
+        md = render(info, command.strip(), comp, exp, checks, errors)
+        (args.out / "maintenance.md").write_text(md)
+        print("\n" + md)
+    (args.out / "maintenance.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    if not exp:
+        print(json.dumps(comp["modes"], indent=2, default=str))
+    if hotspots:
+        print("full compaction hotspots (cProfile, % of total):")
+        for f, s, c in hotspots:
+            print(f"  {s:5.1f}% self {c:5.1f}% cum  {f}")
+    print(f"wall clock {report['wall_s']} s")
+    for e in errors:
+        print(f"WRONG RESULT: {e}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
