@@ -107,7 +107,7 @@ UNSUPPORTED_VALUES: dict[str, tuple[set[str], str]] = {
 }
 
 SUPPORTED_MERGE_ENGINES = {"deduplicate", "first-row"}
-SUPPORTED_CHANGELOG_PRODUCERS = {"none"}
+SUPPORTED_CHANGELOG_PRODUCERS = {"none", "input", "lookup", "full-compaction"}
 COMPRESSIONS = {"zstd", "snappy", "gzip", "lz4", "none", "uncompressed", "brotli"}
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")

@@ -41,6 +41,7 @@ from lake_assets.ops.orphans import OrphanResult, remove_orphan_files
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import FileStoreScan, Split
 from lake_assets.ops.snapshot_manager import SnapshotManager
+from lake_assets.ops.stream import ChangeReader, StreamEnumerator, read_changes
 from lake_assets.ops.table_health import table_health
 from lake_assets.ops.tags import TagManager
 from lake_assets.ops.write import TableWriter
@@ -236,6 +237,35 @@ class Table:
     def health(self, *, snapshot_id: int | None = None, small_file_threshold: int | None = None) -> pa.Table:
         """Per (partition, bucket) LSM health from manifests only (no data files are read)."""
         return table_health(self, snapshot_id=snapshot_id, small_file_threshold=small_file_threshold)
+
+    def read_changes(
+        self,
+        start: int | str,
+        end: int | str | None = None,
+        *,
+        source: str = "auto",
+        columns: Sequence[str] | None = None,
+    ) -> pa.Table:
+        """Incremental read: the changes of snapshots in ``(start, end]`` (ids or tag names), with a
+        ``_row_kind`` column (+I, -U, +U, -D). ``source``: "delta", "changelog" or "auto"."""
+        return read_changes(self, start, end, source=source, columns=list(columns) if columns else None)  # type: ignore[arg-type]
+
+    def stream(
+        self,
+        *,
+        mode: str = "latest-full",
+        snapshot_id: int | None = None,
+        timestamp: datetime | int | str | None = None,
+        consumer_id: str | None = None,
+        position: int | None = None,
+    ) -> StreamEnumerator:
+        """A streaming read's enumerator (read its splits with `change_reader`)."""
+        ts = None if timestamp is None else _to_epoch_ms(timestamp)
+        return StreamEnumerator(self, mode=mode, snapshot_id=snapshot_id, timestamp_ms=ts,  # type: ignore[arg-type]
+                                consumer_id=consumer_id, position=position)
+
+    def change_reader(self, columns: Sequence[str] | None = None) -> ChangeReader:
+        return ChangeReader(self, list(columns) if columns else None)
 
     def remove_orphan_files(
         self, *, older_than: timedelta = timedelta(days=1), dry_run: bool = True

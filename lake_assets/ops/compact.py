@@ -18,13 +18,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lake_assets.errors import CommitConflictError
 from lake_assets.formats.data_file import (
     FILE_SOURCE_COMPACT,
+    SEQUENCE_NUMBER,
+    VALUE_KIND,
     DataFileWriter,
     DataFileWriterConfig,
 )
+from lake_assets.lsm.changelog import diff_states
 from lake_assets.lsm.compact_strategy import (
     CompactUnit,
     RewriteSection,
@@ -43,6 +47,7 @@ from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.snapshot import CommitKind, Snapshot
+from lake_assets.spec.types import to_arrow_field
 
 if TYPE_CHECKING:
     from lake_assets.table import Table
@@ -59,6 +64,9 @@ class CompactionTask:
     sections: tuple[RewriteSection, ...] = ()  # primary-key tables
     append_groups: tuple[tuple[DataFileMeta, ...], ...] = ()  # append tables
     full: bool = False
+    # changelog production: "lookup" or "full-compaction", and the files of the state before
+    changelog_producer: str | None = None
+    before_files: tuple[DataFileMeta, ...] = ()
 
     @property
     def input_files(self) -> list[DataFileMeta]:
@@ -136,6 +144,7 @@ def plan_bucket(
     key_types = schema.types(list(schema.trimmed_primary_keys))
     levels = Levels(split.files, opts.num_levels)
     runs = levels.level_sorted_runs()
+    producer = opts.changelog_producer
     unit: CompactUnit | None
     if full:
         unit = pick_full(opts.num_levels, runs)
@@ -143,14 +152,29 @@ def plan_bucket(
         unit = UniversalCompaction.from_options(opts).pick(
             opts.num_levels, runs, commits_since_full=commits_since_full
         )
+        n_level0 = len(levels.level0)
+        if producer == "lookup" and n_level0 and (
+            unit is None or not all(f in unit.files for f in levels.level0)
+        ):
+            # lookup produces changelog when level-0 data is compacted: take all of level 0 now
+            unit = UniversalCompaction.create_unit(runs, levels.max_level, n_level0)
     if unit is None or not unit.files:
         return None
     drop = should_drop_delete(unit.output_level, levels)
     sections = plan_rewrite(unit, key_types, opts.target_file_size, opts.small_file_ratio, drop_delete=drop)
     if all(s.kind == "keep" for s in sections):
         return None
+    changelog: str | None = None
+    before: tuple[DataFileMeta, ...] = ()
+    if producer == "lookup" and any(f.level == 0 for f in unit.files):
+        changelog = "lookup"
+        before = tuple(f for f in split.files if f.level > 0)
+    elif producer == "full-compaction" and unit.full:
+        changelog = "full-compaction"
+        before = tuple(f for f in split.files if f.level == levels.max_level)
     return CompactionTask(split.partition, split.partition_values, split.bucket, split.total_buckets,
-                          sections=tuple(sections), full=unit.full)
+                          sections=tuple(sections), full=unit.full, changelog_producer=changelog,
+                          before_files=before)
 
 
 def plan_compaction(
@@ -253,12 +277,68 @@ def run_compaction_task(table: Table, task: CompactionTask, *, chunk_rows: int =
                     after += writer.write(pa.concat_tables(out), level=section.output_level,
                                           file_source=FILE_SOURCE_COMPACT)
                 before += interval
+        changelog = _produce_changelog(table, task, split, reader) if task.changelog_producer else []
     except BaseException:
         table.file_io.delete_many(writer.bucket_dir + "/" + f.file_name for f in after
                                   if f.file_name not in {b.file_name for b in before})
         raise
     return CommitMessage(task.partition, task.bucket, task.total_buckets,
-                         compact_before=tuple(before), compact_after=tuple(after))
+                         compact_before=tuple(before), compact_after=tuple(after),
+                         compact_changelog=tuple(changelog))
+
+
+def _merged_state(table: Table, data: pa.Table) -> pa.Table:
+    """One live row per key (retract results removed)."""
+    opts = table.schema.core_options
+    keys = list(table.schema.trimmed_primary_keys)
+    merged = sort_and_merge(data, keys, table.merge_function(), opts.sequence_fields, opts.sequence_descending)
+    keep = ~is_retract(merged.column(VALUE_KIND).to_numpy())
+    return merged if keep.all() else merged.filter(pa.array(keep))
+
+
+def _produce_changelog(table: Table, task: CompactionTask, split: Split, reader: SplitReader) -> list[DataFileMeta]:
+    """Changelog files of a lookup or full-compaction unit (the diff of the bucket's states)."""
+    keys = list(table.schema.trimmed_primary_keys)
+    values = [n for n in table.schema.field_names if n not in keys]
+
+    def read_all(files: Sequence[DataFileMeta]) -> pa.Table:
+        parts = [reader._read_file(split, f, with_system=True) for f in files]
+        return pa.concat_tables(parts) if parts else _state_schema(reader).empty_table()
+
+    before_rows = read_all(task.before_files)
+    if task.changelog_producer == "lookup":
+        fresh = read_all([f for f in task.input_files if f.level == 0])
+        if fresh.num_rows == 0:
+            return []
+        touched = pc.unique(fresh.select(keys).to_struct_array() if len(keys) > 1 else fresh.column(keys[0]))
+        if len(keys) == 1:
+            mask = pc.is_in(before_rows.column(keys[0]), value_set=touched)
+        else:
+            mask = pc.is_in(before_rows.select(keys).to_struct_array(), value_set=touched)
+        before_rows = before_rows.filter(mask)
+        after_rows = pa.concat_tables([before_rows, fresh])
+    else:
+        after_rows = read_all(split.files)
+    before_state = _merged_state(table, before_rows)
+    after_state = _merged_state(table, after_rows)
+    opts = table.schema.core_options
+    dedupe = opts.raw.get("changelog-producer.row-deduplicate", "false").lower() == "true"
+    changes = diff_states(before_state, after_state, keys, values, row_deduplicate=dedupe)
+    if changes.num_rows == 0:
+        return []
+    cfg = DataFileWriterConfig(
+        compression=opts.file_compression, zstd_level=opts.zstd_level, target_file_size=opts.target_file_size,
+        page_size=opts.page_size, prefix=opts.changelog_file_prefix,
+    )
+    writer = DataFileWriter(table.file_io, table.paths.bucket_dir(table.partition_path_of(task.partition), task.bucket),
+                            table.schema, cfg)
+    return writer.write(changes, level=0, file_source=FILE_SOURCE_COMPACT)
+
+
+def _state_schema(reader: SplitReader) -> pa.Schema:
+    fields = [to_arrow_field(reader.schema.field(c)) for c in reader.read_columns]
+    return pa.schema([*fields, pa.field(SEQUENCE_NUMBER, pa.int64(), nullable=False),
+                      pa.field(VALUE_KIND, pa.int8(), nullable=False)])
 
 
 def summarize(messages: Sequence[CommitMessage], snapshot_id: int | None, tasks: int, started: float) -> CompactResult:

@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from lake_assets.table import Table
 
 
+_SEQ_FIELD = pa.field(SEQUENCE_NUMBER, pa.int64(), nullable=False)
+_KIND_FIELD = pa.field(VALUE_KIND, pa.int8(), nullable=False)
+
+
 def sections(files: Sequence[DataFileMeta], key_types: list) -> list[list[DataFileMeta]]:
     """Group files into runs of overlapping key intervals (Paimon's interval partition)."""
     decoded = [
@@ -98,9 +102,10 @@ class SplitReader:
 
     def _to_current(self, raw: pa.Table, wanted: list[tuple[str, str | None]], with_system: bool) -> pa.Table:
         arrays = []
-        names = []
+        fields = []
         for name, old in wanted:
-            target = to_arrow_field(self.schema.field(name)).type
+            field = to_arrow_field(self.schema.field(name))
+            target = field.type
             if old is None:
                 arr = pa.nulls(raw.num_rows, target)  # column added after this file was written
             else:
@@ -108,11 +113,12 @@ class SplitReader:
                 if arr.type != target:
                     arr = pc.cast(arr, target)
             arrays.append(arr)
-            names.append(name)
+            # nullability as the file has it: old files may predate a NOT NULL in no way we check
+            fields.append(field.with_nullable(field.nullable or arr.null_count > 0))
         if with_system:
             arrays += [raw.column(SEQUENCE_NUMBER), raw.column(VALUE_KIND)]
-            names += [SEQUENCE_NUMBER, VALUE_KIND]
-        return pa.Table.from_arrays(arrays, names=names)
+            fields += [_SEQ_FIELD, _KIND_FIELD]
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
     def _read_file(self, split: Split, meta: DataFileMeta, with_system: bool) -> pa.Table:
         """Read one file as the current schema's columns (by field id), plus system columns."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -27,7 +27,7 @@ from lake_assets.formats.data_file import (
     DataFileWriterConfig,
 )
 from lake_assets.lsm.bucket import assign_buckets
-from lake_assets.lsm.merge import is_retract, sort_and_merge, sort_order
+from lake_assets.lsm.merge import is_retract, sort_and_merge, sort_for_merge, sort_order
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.conform import conform, row_kinds
 from lake_assets.spec.binary_row import serialize_row
@@ -47,7 +47,9 @@ class _BucketBuffer:
     tables: list[pa.Table] = field(default_factory=list)
     nbytes: int = 0
     new_files: list[DataFileMeta] = field(default_factory=list)
+    new_changelog: list[DataFileMeta] = field(default_factory=list)
     writer: DataFileWriter | None = None
+    changelog_writer: DataFileWriter | None = None
 
 
 def partition_groups(data: pa.Table, keys: tuple[str, ...]) -> tuple[np.ndarray, list[tuple]]:
@@ -196,7 +198,13 @@ class TableWriter:
             self._max_sequences[k] = max(self._max_sequences[k], e.file.max_sequence_number)
 
     # ---------------------------------------------------------------- flushes
-    def _file_writer(self, buf: _BucketBuffer) -> DataFileWriter:
+    def _file_writer(self, buf: _BucketBuffer, changelog: bool = False) -> DataFileWriter:
+        if changelog:
+            if buf.changelog_writer is None:
+                data_writer = self._file_writer(buf)
+                cfg = dataclasses.replace(data_writer.config, prefix=self.options.changelog_file_prefix)
+                buf.changelog_writer = DataFileWriter(self.table.file_io, data_writer.bucket_dir, self.schema, cfg)
+            return buf.changelog_writer
         if buf.writer is None:
             ppath = partition_path(
                 self.schema.partition_keys, buf.partition_values, self.partition_types,
@@ -223,6 +231,12 @@ class TableWriter:
         buf.nbytes = 0
         if self.is_pk:
             keys = list(self.schema.trimmed_primary_keys)
+            if self.options.changelog_producer == "input":
+                # the input itself, unmerged and with its row kinds, is the changelog
+                raw = data if presorted else sort_for_merge(
+                    data, keys, self.options.sequence_fields, self.options.sequence_descending)
+                buf.new_changelog.extend(self._file_writer(buf, changelog=True).write(raw, level=0))
+                data, presorted = raw, True
             data = sort_and_merge(data, keys, self._merge_function, self.options.sequence_fields,
                                   self.options.sequence_descending, presorted=presorted)
         buf.new_files.extend(self._file_writer(buf).write(data, level=0, file_source=FILE_SOURCE_APPEND))
@@ -245,12 +259,14 @@ class TableWriter:
         total = self.num_buckets if self.is_pk else -1
         messages = []
         for key, buf in self._buffers.items():
-            if buf.new_files:
-                msg = CommitMessage(buf.partition, buf.bucket, total, new_files=tuple(buf.new_files))
+            if buf.new_files or buf.new_changelog:
+                msg = CommitMessage(buf.partition, buf.bucket, total, new_files=tuple(buf.new_files),
+                                    new_changelog=tuple(buf.new_changelog))
                 if self.is_pk and not self.write_only:
                     msg = self._compact_inline(key, buf, msg)
                 messages.append(msg)
                 buf.new_files = []
+                buf.new_changelog = []
         return messages
 
     def _compact_inline(self, key: tuple[bytes, int], buf: _BucketBuffer, msg: CommitMessage) -> CommitMessage:
@@ -277,8 +293,9 @@ class TableWriter:
         paths = []
         for buf in self._buffers.values():
             if buf.writer is not None:
-                paths += [f"{buf.writer.bucket_dir}/{f.file_name}" for f in buf.new_files]
+                paths += [f"{buf.writer.bucket_dir}/{f.file_name}" for f in (*buf.new_files, *buf.new_changelog)]
             buf.new_files = []
+            buf.new_changelog = []
             buf.tables.clear()
         self._buffered_bytes = 0
         for m in messages:
