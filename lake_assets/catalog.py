@@ -230,4 +230,12 @@ def build_schema(
             raise OptionError(f"Cannot create {name}: rowkind.field {rk!r} is not a column")
         if not isinstance(by_name[rk].type, VarCharType):
             raise OptionError(f"Cannot create {name}: rowkind.field {rk!r} must be a string column")
+    if core.merge_engine in ("partial-update", "aggregation"):
+        from lake_assets.lsm.engines import validate_engine_options
+        from lake_assets.spec.types import to_arrow
+
+        validate_engine_options([(f.name, to_arrow(f.type)) for f in fields],
+                                list(table_schema.trimmed_primary_keys), opts)
+    if not primary_keys and core.merge_engine != "deduplicate":
+        raise OptionError(f"Cannot create {name}: merge-engine {core.merge_engine!r} needs a primary key")
     return table_schema

@@ -106,7 +106,7 @@ UNSUPPORTED_VALUES: dict[str, tuple[set[str], str]] = {
     "bucket-function.type": ({"default"}, "only the default bucket function is implemented"),
 }
 
-SUPPORTED_MERGE_ENGINES = {"deduplicate", "first-row"}
+SUPPORTED_MERGE_ENGINES = {"deduplicate", "partial-update", "aggregation", "first-row"}
 SUPPORTED_CHANGELOG_PRODUCERS = {"none", "input", "lookup", "full-compaction"}
 COMPRESSIONS = {"zstd", "snappy", "gzip", "lz4", "none", "uncompressed", "brotli"}
 

@@ -30,6 +30,7 @@ from lake_assets.errors import (
 )
 from lake_assets.io.file_io import FileIO
 from lake_assets.lsm.bucket import assign_buckets
+from lake_assets.lsm.engines import make_merge_function
 from lake_assets.lsm.merge import Deduplicate, FirstRow, MergeFunction
 from lake_assets.ops.commit import Overwrite, TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
@@ -40,6 +41,7 @@ from lake_assets.ops.manifest_io import ManifestIO
 from lake_assets.ops.orphans import OrphanResult, remove_orphan_files
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import FileStoreScan, Split
+from lake_assets.ops.schema_change import SchemaUpdate
 from lake_assets.ops.snapshot_manager import SnapshotManager
 from lake_assets.ops.stream import ChangeReader, StreamEnumerator, read_changes
 from lake_assets.ops.table_health import table_health
@@ -95,6 +97,27 @@ class Table:
             self._schemas[schema_id] = s
         return s
 
+    def _read_schema(self, snap: Snapshot | None, *, travel: bool) -> TableSchema:
+        """Time travel reads with the schema the snapshot was committed under, as Paimon does;
+        a read of the latest state uses the table's current schema."""
+        if not travel or snap is None or snap.schema_id == self.schema.id:
+            return self.schema
+        return self.schema_by_id(snap.schema_id)
+
+    def latest_schema_id(self) -> int:
+        """The newest schema id on storage (a snapshot records it, as Java does at commit time)."""
+        ids = [int(m.group(1)) for n in self.file_io.list_names(self.paths.schema_dir)
+               if (m := _SCHEMA_NAME.match(n))]
+        return max(ids) if ids else self.schema.id
+
+    def update_schema(self) -> SchemaUpdate:
+        """Evolve the schema: ``table.update_schema().add_column("x", pa.int64()).commit()``.
+
+        Old files keep reading by field id: renamed columns follow their id, added ones read as null,
+        widened types are cast. Key and partition columns are protected (see `SchemaUpdate`).
+        """
+        return SchemaUpdate(self)
+
     def refresh(self) -> Table:
         """Reload the latest schema (after schema changes by another process)."""
         self.schema = self._load_latest_schema()
@@ -139,10 +162,16 @@ class Table:
             return Deduplicate(opts.ignore_delete)
         if engine == "first-row":
             return FirstRow(opts.ignore_delete)
+        if engine in ("partial-update", "aggregation"):
+            fields = [(f.name, to_arrow(f.type)) for f in schema.fields]
+            return make_merge_function(engine, fields, list(schema.trimmed_primary_keys), schema.options)
         raise UnsupportedFeatureError(f"Table {self.name}: merge-engine {engine!r} is not supported")
 
     def merge_extra_columns(self, schema: TableSchema) -> list[str]:
-        """Columns a merge needs beyond keys and sequence fields (all for engines that combine rows)."""
+        """Columns a merge needs beyond keys and sequence fields: engines that combine the columns
+        of several records (partial-update, aggregation) need every column, e.g. sequence groups."""
+        if schema.core_options.merge_engine in ("partial-update", "aggregation"):
+            return list(schema.field_names)
         return []
 
     def visible_files(self, files: Sequence[DataFileMeta], schema: TableSchema) -> list[DataFileMeta]:
@@ -510,15 +539,16 @@ class Table:
         tag: str | None = None,
         timestamp: datetime | int | str | None = None,
     ) -> Iterator[pa.Table]:
+        snap = self.resolve_snapshot(snapshot_id, tag=tag, timestamp=timestamp)
+        schema = self._read_schema(snap, travel=(snapshot_id, tag, timestamp) != (None, None, None))
         if columns is not None:
-            unknown = [c for c in columns if not self.schema.has_field(c)]
+            unknown = [c for c in columns if not schema.has_field(c)]
             if unknown:
                 raise SchemaError(f"Table {self.name} has no columns {unknown}")
-        snap = self.resolve_snapshot(snapshot_id, tag=tag, timestamp=timestamp)
         if snap is None:
             return
         pred = Predicate.of(filter)
-        reader = SplitReader(self, self.schema, columns, pred)
+        reader = SplitReader(self, schema, columns, pred)
         splits = self._plan(snap, pred)
         if len(splits) <= 1:
             for split in splits:
@@ -549,9 +579,11 @@ class Table:
         filter: Any = None,
     ) -> pa.Table:
         """Read the table into one Arrow table: latest, or as of a snapshot id, tag or point in time."""
-        schema = self.schema.arrow_schema
+        snap = self.resolve_snapshot(snapshot_id, tag=tag, timestamp=timestamp)
+        table_schema = self._read_schema(snap, travel=(snapshot_id, tag, timestamp) != (None, None, None))
+        schema = table_schema.arrow_schema
         if columns is not None:
-            schema = pa.schema([schema.field(c) for c in columns if self.schema.has_field(c)])
+            schema = pa.schema([schema.field(c) for c in columns if table_schema.has_field(c)])
         tables = list(
             self._tables(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp, columns=columns, filter=filter)
         )

@@ -54,11 +54,13 @@ Aggregation (``merge-engine = aggregation``):
   product); integer overflow of either product raises; decimal products round half-up to the
   column scale at each multiplication.
 
-Merged results are valid merge inputs (compaction may merge only the newest files of a bucket).
-This holds except where one output row cannot carry the needed state (Paimon shares each case):
-a last_non_null_value retract that nulled the value, a product retract on an empty accumulator,
-remove-on-delete when a -D is followed by inserts inside the merged slice, and the order-dependent
-functions inside sequence groups whose sequences arrive out of order.
+Merged results are valid merge inputs (compaction may merge only the newest files of a bucket):
+merge(X + merge(Y) + Z) == merge(X + Y + Z). This holds except where one output row cannot carry
+the needed state (Paimon shares each case): a last_non_null_value retract that nulled the value, a
+product retract on an empty accumulator, a first_value slice that held only ignored retractions
+(its null looks like a first value), remove-on-delete when a -D is followed by more records of its
+key inside the merged slice, and the order-dependent functions inside sequence groups whose
+sequences arrive out of order.
 """
 
 from __future__ import annotations
@@ -307,7 +309,7 @@ def _seq_rank(cols: Sequence[pa.Array]) -> np.ndarray:
     n = len(cols[0])
     t = pa.table({f"s{i}": c for i, c in enumerate(cols)})
     order = pc.sort_indices(
-        t, sort_keys=[(f"s{i}", "ascending") for i in range(len(cols))], null_placement="at_start"
+        t, sort_keys=[(f"s{i}", "ascending", "at_start") for i in range(len(cols))]
     ).to_numpy()
     step = np.zeros(n, dtype=bool)
     if n > 1:
@@ -467,6 +469,14 @@ def _sum(col: str, values: pa.Array, retract: np.ndarray, gid: np.ndarray, n_gro
         raise InvalidDataError(f"Aggregate function 'sum' overflowed column {col!r} ({dtype}): {e}") from e
 
 
+def _check_retractable(fn: FieldFunction, retract: np.ndarray) -> None:
+    if retract.any() and fn.function not in _RETRACTABLE and not fn.ignore_retract:
+        raise InvalidDataError(
+            f"Aggregate function {fn.function!r} of column {fn.column!r} cannot retract a -U/-D record; "
+            f"set 'fields.{fn.column}.ignore-retract' = 'true' to ignore retractions"
+        )
+
+
 def _fold(
     fn: FieldFunction,
     col: pa.Array,
@@ -483,11 +493,7 @@ def _fold(
     """
     func = fn.function
     if retract.any():
-        if func not in _RETRACTABLE and not fn.ignore_retract:
-            raise InvalidDataError(
-                f"Aggregate function {func!r} of column {fn.column!r} cannot retract a -U/-D record; "
-                f"set 'fields.{fn.column}.ignore-retract' = 'true' to ignore retractions"
-            )
+        _check_retractable(fn, retract)
         if fn.ignore_retract or func not in _RETRACTABLE:
             keep = ~retract
             rows, gid, retract = rows[keep], gid[keep], retract[keep]
@@ -738,6 +744,12 @@ class Aggregation:
         grouping = _grouping(table, key_names)
         starts, ends, gid, n_groups = grouping.starts, grouping.ends, grouping.gid, grouping.count
         if self.remove_on_delete:
+            # Records before a reset are dropped unfolded, yet a -U among them is still an error
+            # for a function that cannot retract (Paimon applies records one by one).
+            retract_events = retract & (kinds != DELETE)
+            if retract_events.any():
+                for fn in self.functions.values():
+                    _check_retractable(fn, retract_events)
             # A -D resets the key: only the records after the group's last -D are folded.
             lower = np.maximum(starts, _last_true(kinds == DELETE, ends, starts) + 1)
             deleted = lower > ends

@@ -244,7 +244,7 @@ class TableCommitter:
         prev_total = (latest.total_record_count or 0) if latest is not None else 0
         snapshot = Snapshot(
             id=(latest.id + 1) if latest is not None else 1,
-            schema_id=self.table.schema.id,
+            schema_id=self.table.latest_schema_id(),
             base_manifest_list=base_name,
             base_manifest_list_size=base_size,
             delta_manifest_list=delta_name,

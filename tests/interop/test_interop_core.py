@@ -158,3 +158,42 @@ def test_pypaimon_reads_our_tables_after_compaction_and_expiry(pypaimon, tmp_war
         t2.write_arrow(pa.table({"x": [i, i + 10]}))
     assert t2.compact().files_out == 1
     _same(t2.to_arrow(), pypaimon.read(tmp_warehouse, "db.app_c"), ["x"])
+
+
+@pytest.mark.parametrize(
+    ("vector", "identifier", "keys"),
+    [("04_partial_update", "db.pu", ["id"]), ("05_aggregation", "db.agg", ["id"])],
+)
+def test_we_read_pypaimon_engine_vectors(tmp_path, vector, identifier, keys):
+    wh = copy_vector_warehouse(vector, tmp_path / "wh")
+    cat = Catalog(wh)
+    ident = identifier if cat.table_exists(identifier) else f"db.{cat.list_tables('db')[0]}"
+    expected = load_vector_expected(vector)
+    got = cat.get_table(ident).to_arrow()
+    assert canonical_json(got, [expected["columns"][0]]) == expected["rows"]
+
+
+def test_pypaimon_reads_our_engine_tables_and_tags(pypaimon, tmp_warehouse):
+    cat = Catalog(tmp_warehouse)
+    cat.create_database("db")
+    pu = cat.create_table("db.pu", pa.schema([("id", pa.int64()), ("a", pa.string()), ("b", pa.int64())]),
+                          primary_keys=["id"], options={"bucket": "2", "merge-engine": "partial-update",
+                                                        "write-only": "true"})
+    pu.write_arrow(pa.table({"id": [1, 2, 3], "a": ["x", None, "z"], "b": [None, 2, 3]}, schema=pu.arrow_schema))
+    pu.write_arrow(pa.table({"id": [1, 2], "a": [None, "y"], "b": [10, None]}, schema=pu.arrow_schema))
+    pu.create_tag("t1")
+    pu.write_arrow(pa.table({"id": [3], "a": ["z2"], "b": [None]}, schema=pu.arrow_schema))
+    _same(pu.to_arrow(), pypaimon.read(tmp_warehouse, "db.pu"), ["id"])
+    _same(pu.to_arrow(tag="t1"), pypaimon.read(tmp_warehouse, "db.pu", tag="t1"), ["id"])
+    agg = cat.create_table("db.agg", pa.schema([("id", pa.int64()), ("s", pa.int64()), ("m", pa.float64()),
+                                                ("l", pa.string())]),
+                           primary_keys=["id"], options={"bucket": "2", "merge-engine": "aggregation",
+                                                         "fields.s.aggregate-function": "sum",
+                                                         "fields.m.aggregate-function": "max",
+                                                         "write-only": "true"})
+    for i in range(3):
+        agg.write_arrow(pa.table({"id": [1, 2, i + 3], "s": [i, 10, 1], "m": [float(i), 1.0, None],
+                                  "l": [f"v{i}", None, "q"]}, schema=agg.arrow_schema))
+    _same(agg.to_arrow(), pypaimon.read(tmp_warehouse, "db.agg"), ["id"])
+    agg.compact(full=True)
+    _same(agg.to_arrow(), pypaimon.read(tmp_warehouse, "db.agg"), ["id"])

@@ -1,0 +1,52 @@
+"""Building a SparkSession that can run lake_assets (embedded ``local[*]`` or any cluster)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+
+# What every session needs: Python filter pushdown (our reader defines pushFilters, which fails
+# when the flag is off), Arrow for pandas conversions, quiet progress bars.
+BASE_CONF: dict[str, str] = {
+    "spark.sql.python.filterPushdown.enabled": "true",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.ui.showConsoleProgress": "false",
+}
+
+
+def build_session(
+    app_name: str = "lake_assets",
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    *,
+    log_level: str = "WARN",
+) -> SparkSession:
+    """Get or create a session with the ``lake`` data source registered.
+
+    Workers must run a Python that has lake_assets installed: ``PYSPARK_PYTHON`` defaults to this
+    interpreter (the venv's), which is right for local mode and for clusters whose nodes share it.
+    """
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    elif not os.environ.get("SPARK_MASTER") and "spark.master" not in (conf or {}):
+        builder = builder.master(os.environ.get("LAKE_SPARK_MASTER", DEFAULT_MASTER))
+    for k, v in {**BASE_CONF, **dict(conf or {})}.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(log_level)
+    from lake_assets.spark.datasource import register
+
+    register(spark)
+    return spark
