@@ -37,7 +37,7 @@ def test_partial_update_rejects_deletes_unless_configured(catalog):
         options={"bucket": "1", "merge-engine": "partial-update", "rowkind.field": "op"},
     )
     t.write_arrow(pa.table({"k": [1], "a": ["x"], "op": ["+I"]}, schema=t.arrow_schema))
-    with pytest.raises(InvalidDataError, match="ignore-delete|remove-record-on-delete"):
+    with pytest.raises(InvalidDataError, match=r"ignore-delete|remove-record-on-delete"):
         t.write_arrow(pa.table({"k": [1], "a": [None], "op": ["-D"]}, schema=t.arrow_schema))
     assert t.to_arrow().num_rows == 1
 
