@@ -9,6 +9,7 @@ place, and re-running the expiration completes it (deletes are idempotent).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -107,8 +108,13 @@ def expire_snapshots(
     limit: int | None = None,
     dry_run: bool = False,
     now_ms: int | None = None,
+    delete_files: Callable[[list[str]], object] | None = None,
 ) -> ExpireResult:
-    """Expire old snapshots of ``table`` per its retention options (arguments override them)."""
+    """Expire old snapshots of ``table`` per its retention options (arguments override them).
+
+    ``delete_files`` replaces the batched deletes of data, changelog and manifest files (a Spark
+    job spreads them over executors); it must delete all it is given before returning.
+    """
     opts = table.schema.core_options
     sm = table.snapshot_manager
     result = ExpireResult(dry_run=dry_run)
@@ -142,12 +148,18 @@ def expire_snapshots(
         if not dry_run and sm._read_hint("EARLIEST") is None:
             sm.write_earliest_hint(earliest)
         return result
-    _apply(table, plan, result, dry_run)
+    _apply(table, plan, result, dry_run, delete_files)
     result.earliest = plan.end
     return result
 
 
-def _apply(table: Table, plan: ExpirePlan, result: ExpireResult, dry_run: bool) -> None:
+def _apply(
+    table: Table,
+    plan: ExpirePlan,
+    result: ExpireResult,
+    dry_run: bool,
+    delete_files: Callable[[list[str]], object] | None = None,
+) -> None:
     sm = table.snapshot_manager
     scan = table.file_store_scan()
     mio = scan.manifest_io
@@ -226,10 +238,11 @@ def _apply(table: Table, plan: ExpirePlan, result: ExpireResult, dry_run: bool) 
     if dry_run:
         return
     fio = table.file_io
-    fio.delete_many(doomed_data)
+    delete = delete_files or fio.delete_many
+    delete(doomed_data)
     table.fault_point("expire.after_data")
-    fio.delete_many(doomed_changelog)
-    fio.delete_many(table.paths.manifest_file(n) for n in doomed_manifests)
+    delete(doomed_changelog)
+    delete([table.paths.manifest_file(n) for n in doomed_manifests])
     table.fault_point("expire.after_manifests")
     for sid in plan.snapshot_ids:
         fio.delete(table.paths.snapshot_file(sid))
