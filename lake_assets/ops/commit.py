@@ -232,14 +232,18 @@ class TableCommitter:
         written += [m.file_name for m in delta_metas]
         changelog_metas = mio.write_manifests(changelog)
         written += [m.file_name for m in changelog_metas]
+        self.table.fault_point("commit.after_manifests")
         base_name, base_size = mio.write_manifest_list(base_metas)
         written.append(base_name)
+        self.table.fault_point("commit.after_base_list")
         delta_name, delta_size = mio.write_manifest_list(delta_metas)
         written.append(delta_name)
+        self.table.fault_point("commit.after_delta_list")
         cl_name = cl_size = None
         if changelog_metas:
             cl_name, cl_size = mio.write_manifest_list(changelog_metas)
             written.append(cl_name)
+            self.table.fault_point("commit.after_changelog_list")
         delta_records = sum(e.file.row_count if e.kind == FileKind.ADD else -e.file.row_count for e in delta)
         prev_total = (latest.total_record_count or 0) if latest is not None else 0
         snapshot = Snapshot(

@@ -242,6 +242,7 @@ def _apply(
     delete(doomed_data)
     table.fault_point("expire.after_data")
     delete(doomed_changelog)
+    table.fault_point("expire.after_changelog")
     delete([table.paths.manifest_file(n) for n in doomed_manifests])
     table.fault_point("expire.after_manifests")
     for sid in plan.snapshot_ids:

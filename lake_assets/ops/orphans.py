@@ -91,8 +91,10 @@ def remove_orphan_files(
         result.paths.append(st.path)
         result.bytes += st.size
     if not dry_run:
-        table.file_io.delete_many(result.paths)
-        table.fault_point("orphans.after_delete")
+        # in batches, so that an interrupted cleanup has made progress and a re-run finishes it
+        for i in range(0, len(result.paths), 100):
+            table.file_io.delete_many(result.paths[i : i + 100])
+            table.fault_point("orphans.after_delete_batch")
     return result
 
 

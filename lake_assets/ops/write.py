@@ -240,6 +240,7 @@ class TableWriter:
             data = sort_and_merge(data, keys, self._merge_function, self.options.sequence_fields,
                                   self.options.sequence_descending, presorted=presorted)
         buf.new_files.extend(self._file_writer(buf).write(data, level=0, file_source=FILE_SOURCE_APPEND))
+        self.table.fault_point("write.after_data_files")
 
     def flush(self) -> None:
         """Write every buffered bucket as level-0 files (buckets in parallel: pyarrow frees the GIL)."""

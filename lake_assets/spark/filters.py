@@ -1,0 +1,126 @@
+"""Spark's pushed filters → the core's ``(column, op, value)`` terms.
+
+A filter the core cannot express (IS NULL, LIKE, nested columns) stays with Spark. One it can is
+used to prune partitions, buckets and files; it is also *claimed* (Spark stops re-checking it) when
+the reader's row filter gives exactly SQL's answer. That holds for integers, booleans, decimals,
+strings, binary, dates and timestamps. Floating-point columns are left alone entirely: Spark orders
+NaN above every number and treats NaN = NaN as true, pyarrow does neither, and NaN-blind min/max
+statistics could prune files holding NaN rows that match.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    EqualNullSafe,
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+)
+
+Term = tuple[str, str, Any]
+
+_COMPARISONS: dict[type, str] = {
+    EqualTo: "=",
+    EqualNullSafe: "=",  # with a non-null literal, <=> is = (a null column is false in both)
+    GreaterThan: ">",
+    GreaterThanOrEqual: ">=",
+    LessThan: "<",
+    LessThanOrEqual: "<=",
+}
+
+
+@dataclass
+class PushedFilters:
+    """The outcome of `push_filters`: terms to apply, and the Spark filters to hand back."""
+
+    terms: list[Term] = field(default_factory=list)
+    rejected: list[Filter] = field(default_factory=list)
+
+
+def _exact_type(t: pa.DataType) -> bool:
+    return (
+        pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_decimal(t)
+        or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)
+    )
+
+
+def _literal(value: Any, t: pa.DataType) -> Any:
+    """The literal as the Python value the core compares with (raises if it does not fit)."""
+    if value is None:
+        raise ValueError("null literal")
+    if pa.types.is_timestamp(t) and isinstance(value, dt.datetime):
+        # Spark sends TIMESTAMP literals as aware UTC datetimes and TIMESTAMP_NTZ ones as naive;
+        # the core decodes partition values the same way, so the two compare without surprises.
+        if (t.tz is None) != (value.tzinfo is None):
+            raise ValueError("time zone mismatch")
+        # Kept at Spark's microseconds: cast to a millisecond column it would be rounded, and
+        # ts = 12:00:00.0005 would match 12:00:00.000.
+        return value
+    return pa.scalar(value, type=t).as_py()
+
+
+def translate(f: Filter, types: dict[str, pa.DataType]) -> list[Term] | None:
+    """Terms (ANDed) equivalent to ``f`` under SQL semantics, or None if there are none."""
+    try:
+        if isinstance(f, Not):
+            return _translate_not(f.child, types)
+        op = _COMPARISONS.get(type(f))
+        if op is not None:
+            t = _column_type(f.attribute, types)  # type: ignore[attr-defined]
+            if t is None:
+                return None
+            return [(f.attribute[0], op, _literal(f.value, t))]  # type: ignore[attr-defined]
+        if isinstance(f, In):
+            t = _column_type(f.attribute, types)
+            if t is None:
+                return None
+            # x IN (1, NULL) is true for 1 and never true otherwise: the NULL adds nothing.
+            values = [_literal(v, t) for v in f.value if v is not None]
+            return [(f.attribute[0], "in", values)]
+    except (ValueError, TypeError, pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None
+    return None
+
+
+def _translate_not(child: Filter, types: dict[str, pa.DataType]) -> list[Term] | None:
+    if isinstance(child, EqualTo):
+        t = _column_type(child.attribute, types)
+        return None if t is None else [(child.attribute[0], "!=", _literal(child.value, t))]
+    if isinstance(child, In):
+        t = _column_type(child.attribute, types)
+        if t is None or any(v is None for v in child.value) or not child.value:
+            return None  # NOT IN (.., NULL) is never true; leave such oddities to Spark
+        # pyarrow's "not in" keeps null rows, SQL drops them; a chain of != drops them too.
+        return [(child.attribute[0], "!=", _literal(v, t)) for v in child.value]
+    return None
+
+
+def _column_type(attribute: Sequence[str], types: dict[str, pa.DataType]) -> pa.DataType | None:
+    if len(attribute) != 1:
+        return None  # nested field
+    t = types.get(attribute[0])
+    return t if t is not None and _exact_type(t) else None
+
+
+def push_filters(filters: Sequence[Filter], types: dict[str, pa.DataType]) -> PushedFilters:
+    """Split ``filters`` into the terms we apply exactly and the filters Spark must keep."""
+    out = PushedFilters()
+    for f in filters:
+        terms = translate(f, types)
+        if terms is None:
+            out.rejected.append(f)
+        else:
+            out.terms.extend(terms)
+    return out

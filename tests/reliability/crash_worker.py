@@ -1,0 +1,53 @@
+"""Runs one table operation and SIGKILLs itself at a named step (the crash-injection worker).
+
+Usage: python crash_worker.py WAREHOUSE TABLE OP POINT OCCURRENCE PARAMS_JSON
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from datetime import datetime, timedelta
+
+import pyarrow as pa
+
+from lake_assets import Catalog
+
+
+def main() -> None:
+    warehouse, ident, op, point, occurrence, params = sys.argv[1:7]
+    params_d = json.loads(params)
+    table = Catalog(warehouse).get_table(ident)
+    seen = {"n": 0}
+
+    def hook(step: str) -> None:
+        if step == point:
+            seen["n"] += 1
+            if seen["n"] == int(occurrence):
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    table.fault_hook = hook
+    if op == "write":
+        data = pa.table(params_d["data"], schema=table.arrow_schema)
+        writer = table.new_writer(params_d["user"], write_only=params_d.get("write_only", True))
+        writer.write_arrow(data)
+        table.new_committer(params_d["user"]).commit(writer.prepare_commit(), params_d["identifier"])
+    elif op == "compact":
+        table.compact(full=params_d.get("full", False))
+    elif op == "expire":
+        table.expire_snapshots(retain_min=params_d["retain_min"], older_than=datetime.now() + timedelta(days=1))
+    elif op == "tag":
+        table.create_tag(params_d["name"])
+    elif op == "rollback":
+        table.rollback_to(snapshot_id=params_d["snapshot_id"])
+    elif op == "orphans":
+        table.remove_orphan_files(older_than=timedelta(0), dry_run=False)
+    else:
+        raise SystemExit(f"unknown op {op}")
+    print("completed without reaching", point, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,198 @@
+"""SIGKILL a process at every step of commits and maintenance; the table must stay consistent.
+
+After each kill: the table opens and reads at a consistent snapshot; re-running the same work with
+the same commit identifier leaves every row exactly once; orphan removal then finds and removes
+only dead files; an interrupted expiration completes when re-run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from lake_assets import Catalog
+
+WORKER = Path(__file__).with_name("crash_worker.py")
+COVERED: list[str] = []
+SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64()), ("op", pa.string())])
+
+
+def _kill_at(warehouse: str, op: str, point: str, params: dict, occurrence: int = 1) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.run(
+        [sys.executable, str(WORKER), warehouse, "db.t", op, point, str(occurrence), json.dumps(params)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert proc.returncode == -9, f"{op} did not die at {point}: rc={proc.returncode} {proc.stderr[-2000:]}"
+    COVERED.append(f"{op}:{point}")
+
+
+def _setup(tmp_path, **opts: str):
+    wh = str(tmp_path / "wh")
+    cat = Catalog(wh)
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["k"],
+                         options={"bucket": "2", "rowkind.field": "op", "write-only": "true", **opts})
+    return wh, t
+
+
+def _batch(ks, v):
+    return {"k": list(ks), "v": [v] * len(ks), "op": ["+I"] * len(ks)}
+
+
+def _state(t, **kw) -> dict:
+    got = t.to_arrow(**kw).to_pylist()
+    state = {r["k"]: r["v"] for r in got}
+    assert len(state) == len(got), "a key appears twice"
+    return state
+
+
+def _every_snapshot_reads(t) -> None:
+    for s in t.snapshots():
+        _state(t, snapshot_id=s.id)
+    for name in t.tags():
+        _state(t, tag=name)
+
+
+def _orphans_only_dead(t, expected: dict) -> None:
+    referenced_before = {
+        t.data_file_path(e.partition, e.bucket, e.file)
+        for s in t.snapshots() for e in t.file_store_scan().live_entries(s)
+    }
+    removed = t.remove_orphan_files(older_than=timedelta(0), dry_run=False).paths
+    assert not (set(removed) & referenced_before)
+    assert _state(t) == expected
+    _every_snapshot_reads(t)
+
+
+WRITE_POINTS = [
+    "write.after_data_files",
+    "commit.after_manifests",
+    "commit.after_base_list",
+    "commit.after_delta_list",
+    "commit.before_snapshot",
+    "commit.after_snapshot",
+]
+
+
+@pytest.mark.parametrize("point", WRITE_POINTS)
+def test_kill_during_write_commit(tmp_path, point):
+    wh, t = _setup(tmp_path)
+    t.write_arrow(pa.table(_batch(range(10), 0), schema=SCHEMA))
+    before = _state(t)
+    params = {"user": "ingest-1", "identifier": 7, "data": _batch(range(5, 15), 1)}
+    _kill_at(wh, "write", point, params)
+    t = Catalog(wh).get_table("db.t")
+    after_kill = _state(t)
+    expected = {**before, **dict.fromkeys(range(5, 15), 1)}
+    landed = point == "commit.after_snapshot"
+    assert after_kill == (expected if landed else before)
+    _every_snapshot_reads(t)
+    # the retry (same user and identifier) lands exactly once
+    w = t.new_writer("ingest-1")
+    w.write_arrow(pa.table(params["data"], schema=SCHEMA))
+    msgs = w.prepare_commit()
+    ids = t.new_committer("ingest-1").commit(msgs, 7)
+    assert bool(ids) != landed
+    if not ids:
+        t.new_committer("ingest-1").abort(msgs)
+    assert _state(t) == expected
+    assert sum(s.commit_user == "ingest-1" for s in t.snapshots()) == 1
+    _orphans_only_dead(t, expected)
+
+
+COMPACT_POINTS = [("compact.before_commit", 1), ("commit.after_manifests", 1), ("commit.after_base_list", 1),
+                  ("commit.after_delta_list", 1), ("commit.before_snapshot", 1), ("commit.after_snapshot", 1)]
+
+
+@pytest.mark.parametrize(("point", "occurrence"), COMPACT_POINTS)
+def test_kill_during_compaction(tmp_path, point, occurrence):
+    wh, t = _setup(tmp_path)
+    for i in range(5):
+        t.write_arrow(pa.table(_batch(range(i, i + 20), i), schema=SCHEMA))
+    expected = _state(t)
+    _kill_at(wh, "compact", point, {"full": True}, occurrence)
+    t = Catalog(wh).get_table("db.t")
+    assert _state(t) == expected
+    _every_snapshot_reads(t)
+    t.compact(full=True)  # re-run completes (or finds nothing left to do)
+    assert _state(t) == expected
+    assert all(f.level == 5 for sp in t.plan() for f in sp.files)
+    _orphans_only_dead(t, expected)
+
+
+EXPIRE_POINTS = [("expire.after_data", 1), ("expire.after_changelog", 1), ("expire.after_manifests", 1),
+                 ("expire.after_snapshot_file", 1), ("expire.after_snapshot_file", 3)]
+
+
+@pytest.mark.parametrize(("point", "occurrence"), EXPIRE_POINTS)
+def test_kill_during_expiration(tmp_path, point, occurrence):
+    wh, t = _setup(tmp_path)
+    for i in range(8):
+        t.write_arrow(pa.table(_batch(range(10), i), schema=SCHEMA))
+    expected = _state(t)
+    _kill_at(wh, "expire", point, {"retain_min": 2}, occurrence)
+    t = Catalog(wh).get_table("db.t")
+    assert _state(t) == expected
+    # re-running the expiration completes it: only the two newest snapshots remain, all readable
+    t.expire_snapshots(retain_min=2, older_than=datetime.now() + timedelta(days=1))
+    assert [s.id for s in t.snapshots()] == [7, 8]
+    _every_snapshot_reads(t)
+    _orphans_only_dead(t, expected)
+
+
+def test_kill_after_tag_creation(tmp_path):
+    wh, t = _setup(tmp_path)
+    t.write_arrow(pa.table(_batch(range(5), 1), schema=SCHEMA))
+    _kill_at(wh, "tag", "tag.after_create", {"name": "release"})
+    t = Catalog(wh).get_table("db.t")
+    assert _state(t, tag="release") == _state(t)
+    _orphans_only_dead(t, _state(t))
+
+
+def test_kill_during_rollback(tmp_path):
+    wh, t = _setup(tmp_path)
+    states = {}
+    for i in range(5):
+        sid = t.write_arrow(pa.table(_batch([i], i), schema=SCHEMA))
+        states[sid] = _state(t)
+    _kill_at(wh, "rollback", "rollback.after_snapshot_delete", {"snapshot_id": 2}, occurrence=2)
+    t = Catalog(wh).get_table("db.t")
+    latest = t.latest_snapshot().id
+    assert latest in (2, 3, 4)
+    assert _state(t) == states[latest]  # a consistent earlier state, never a torn one
+    t.rollback_to(snapshot_id=2)
+    assert _state(t) == states[2]
+    _orphans_only_dead(t, states[2])
+
+
+def test_kill_during_orphan_removal(tmp_path):
+    wh, t = _setup(tmp_path)
+    t.write_arrow(pa.table(_batch(range(10), 1), schema=SCHEMA))
+    # leave lots of dead files behind: aborted writers
+    for i in range(150):
+        w = t.new_writer(f"dead-{i}")
+        w.write_arrow(pa.table(_batch([i], i), schema=SCHEMA))
+        w.prepare_commit()  # never committed
+    expected = _state(t)
+    _kill_at(wh, "orphans", "orphans.after_delete_batch", {})
+    t = Catalog(wh).get_table("db.t")
+    assert _state(t) == expected
+    assert t.remove_orphan_files(older_than=timedelta(0), dry_run=False).paths  # the rest
+    assert t.remove_orphan_files(older_than=timedelta(0)).paths == []
+    assert _state(t) == expected
+
+
+def test_report_crash_points(request):
+    """Prints how many distinct crash points the runs above covered (pytest -s shows it)."""
+    distinct = sorted(set(COVERED))
+    print(f"\ncrash points covered: {len(distinct)} distinct, {len(COVERED)} kills: {distinct}")
+    if len(COVERED) >= 10:
+        assert len(distinct) >= 10
