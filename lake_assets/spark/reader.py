@@ -132,7 +132,7 @@ class LakeReader(DataSourceReader):
     def _table(self) -> Table:
         return self.options.table(self.schema_id)
 
-    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:  # noqa: N802 (Spark's name)
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
         """Keep the filters we apply exactly (see `lake_assets.spark.filters`); return the rest."""
         if self.options.is_incremental:
             yield from filters  # change rows are not filtered: every change of a key matters
