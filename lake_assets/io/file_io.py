@@ -50,6 +50,9 @@ class FileIO:
     @classmethod
     def for_url(cls, url: str, **storage_options: Any) -> tuple[FileIO, str]:
         """Return the FileIO for ``url`` and the root path inside it (no protocol prefix)."""
+        if url.startswith(("s3://", "s3a://")):
+            # Listings drive snapshot and schema discovery: a cached listing would hide new commits.
+            storage_options.setdefault("use_listings_cache", False)
         fs, root = fsspec.core.url_to_fs(url, **storage_options)
         protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
         if isinstance(fs, LocalFileSystem):

@@ -23,6 +23,7 @@ from pyspark.sql.datasource import (
     GreaterThan,
     GreaterThanOrEqual,
     In,
+    IsNotNull,
     LessThan,
     LessThanOrEqual,
     Not,
@@ -117,10 +118,17 @@ def _column_type(attribute: Sequence[str], types: dict[str, pa.DataType]) -> pa.
 def push_filters(filters: Sequence[Filter], types: dict[str, pa.DataType]) -> PushedFilters:
     """Split ``filters`` into the terms we apply exactly and the filters Spark must keep."""
     out = PushedFilters()
+    not_null: list[IsNotNull] = []
     for f in filters:
         terms = translate(f, types)
-        if terms is None:
+        if isinstance(f, IsNotNull):
+            not_null.append(f)
+        elif terms is None:
             out.rejected.append(f)
         else:
             out.terms.extend(terms)
+    # Spark adds IS NOT NULL next to every comparison; a claimed comparison already drops nulls
+    # (SQL's and pyarrow's alike), so such an IS NOT NULL is implied and claimed with it.
+    compared = {t[0] for t in out.terms}
+    out.rejected += [f for f in not_null if len(f.attribute) != 1 or f.attribute[0] not in compared]
     return out

@@ -16,7 +16,7 @@ from pyspark.sql.types import StructType
 from lake_assets.errors import SchemaError
 from lake_assets.ops.read import SplitReader, sections
 from lake_assets.ops.scan import Split
-from lake_assets.ops.stream import ChangeReader, ChangeSplit, snapshot_changes
+from lake_assets.ops.stream import ROW_KIND, ChangeReader, ChangeSplit, snapshot_changes
 from lake_assets.options import parse_memory_size
 from lake_assets.predicate import Predicate
 from lake_assets.spark.filters import Term, push_filters
@@ -160,7 +160,7 @@ class LakeReader(DataSourceReader):
             yield from to_spark_batches(data, target)
 
     def _columns(self, table: Table, with_row_kind: bool = False) -> list[str]:
-        names = [n for n in self.schema.names if not (with_row_kind and n == "_row_kind")]
+        names = [n for n in self.schema.names if not (with_row_kind and n == ROW_KIND)]
         unknown = [n for n in names if not table.schema.has_field(n)]
         if unknown:
             raise SchemaError(f"Table {table.name} has no columns {unknown} (declared in the read schema)")

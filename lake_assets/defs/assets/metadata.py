@@ -1,0 +1,128 @@
+"""Materialization metadata: job summaries, the per-bucket health table, a file-size chart."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import dagster as dg
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lake_assets.defs.resources.spark import PIPES_METADATA
+from lake_assets.table import Table
+
+SUMMARY_INTS = ("snapshot_id", "files_in", "files_out", "rows_in", "rows_out", "bytes_in", "bytes_out")
+HEALTH_ROWS = 100
+_HEALTH_TYPES = {pa.types.is_integer: "int", pa.types.is_floating: "float", pa.types.is_boolean: "bool"}
+_BAR = "█"
+
+
+def summary_metadata(summary: dict[str, Any], table: Table | None = None) -> dict[str, Any]:
+    """The job's summary as metadata: snapshot id, commit kind, rows/files/bytes in and out, duration
+    (over what the job reported through Pipes; its markdown health gives way to `health_table`)."""
+    md: dict[str, Any] = {k: v for k, v in (summary.get(PIPES_METADATA) or {}).items() if k != "health"}
+    snapshot_id = summary.get("snapshot_id")
+    if snapshot_id is None and table is not None:
+        latest = table.latest_snapshot()
+        snapshot_id = latest.id if latest else None
+    if snapshot_id is not None:
+        md["snapshot_id"] = dg.MetadataValue.int(int(snapshot_id))
+    md["commit_kind"] = dg.MetadataValue.text(str(summary.get("commit_kind") or "none"))
+    for key in SUMMARY_INTS[1:]:
+        if isinstance(summary.get(key), int):
+            md[key] = dg.MetadataValue.int(summary[key])
+    if isinstance(summary.get("duration_s"), (int, float)):
+        md["duration_s"] = dg.MetadataValue.float(float(summary["duration_s"]))
+    if summary:
+        md["job_summary"] = dg.MetadataValue.json({k: v for k, v in summary.items() if k != PIPES_METADATA})
+    return md
+
+
+def merge_summaries(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """One summary for several runs of a job: counts and durations add up, the last snapshot wins."""
+    if len(summaries) == 1:
+        return summaries[0]
+    out: dict[str, Any] = dict(summaries[-1]) if summaries else {}
+    for key in (*SUMMARY_INTS[1:], "duration_s"):
+        values = [s.get(key) for s in summaries if isinstance(s.get(key), (int, float))]
+        out[key] = sum(values) if values else None
+    out["runs"] = len(summaries)
+    out[PIPES_METADATA] = {k: v for s in summaries for k, v in (s.get(PIPES_METADATA) or {}).items()}
+    return out
+
+
+def table_location(warehouse_url: str, path: str) -> dg.MetadataValue:
+    """Where the table is, as a path (with the warehouse's scheme for object stores)."""
+    scheme = warehouse_url.split("://", 1)[0] + "://" if "://" in warehouse_url else ""
+    return dg.MetadataValue.path(path if "://" in path or not scheme or scheme == "file://" else scheme + path)
+
+
+def health_totals(health: pa.Table) -> dict[str, int]:
+    """Small files, data files and buckets of a health table."""
+    return {
+        "small_files": int(pc.sum(health["small_file_count"]).as_py() or 0),
+        "data_files": int(pc.sum(health["file_count"]).as_py() or 0),
+        "buckets": health.num_rows,
+    }
+
+
+def health_metadata(health: pa.Table) -> dict[str, Any]:
+    """Totals of a health table plus the table itself (worst buckets first, at most HEALTH_ROWS)."""
+    totals = {k: dg.MetadataValue.int(v) for k, v in health_totals(health).items()}
+    return {**totals, "health": health_table(health)}
+
+
+def health_table(health: pa.Table) -> dg.TableMetadataValue:
+    """`Table.health()` as a Dagster table (non-finite floats shown empty)."""
+    if health.num_rows > HEALTH_ROWS:
+        health = health.sort_by([("small_file_count", "descending"), ("file_count", "descending")])
+        health = health.slice(0, HEALTH_ROWS)
+    columns = [dg.TableColumn(f.name, _column_type(f.type)) for f in health.schema]
+    records = [dg.TableRecord({k: _finite(v) for k, v in row.items()}) for row in health.to_pylist()]
+    return dg.MetadataValue.table(records=records, schema=dg.TableSchema(columns=columns))
+
+
+def _column_type(t: pa.DataType) -> str:
+    return next((name for test, name in _HEALTH_TYPES.items() if test(t)), "string")
+
+
+def _finite(v: Any) -> Any:
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def file_sizes(table: Table) -> list[int]:
+    """Sizes of the live data files of the latest snapshot (manifests only)."""
+    return [f.file_size for split in table.plan() for f in split.files]
+
+
+def size_chart(before: list[int], after: list[int] | None = None, width: int = 24) -> str:
+    """A markdown bar chart of data-file sizes in power-of-4 bins, before (and after) a change."""
+    series = {"files": before} if after is None else {"before": before, "after": after}
+    bins = sorted({_bin(s) for sizes in series.values() for s in sizes})
+    if not bins:
+        return "_no data files_"
+    counts = {name: {b: sum(1 for s in sizes if _bin(s) == b) for b in bins} for name, sizes in series.items()}
+    top = max(max(c.values()) for c in counts.values()) or 1
+    head = "| file size | " + " | ".join(series) + " |\n|---|" + "---|" * len(series) + "\n"
+    rows = []
+    for b in bins:
+        cells = [f"{_BAR * max(1 if n else 0, round(width * n / top))} {n}" for n in (counts[k][b] for k in series)]
+        rows.append(f"| ≤ {_human(4 ** b)} | " + " | ".join(cells) + " |")
+    return head + "\n".join(rows)
+
+
+def _bin(size: int) -> int:
+    """Smallest b with size ≤ 4**b (bins of ×4: ≤1 KiB, ≤4 KiB, ≤16 KiB, ...), at least 1 KiB."""
+    b = 5
+    while 4**b < size:
+        b += 1
+    return b
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}"
+        n //= 1024
+    return f"{n} PiB"

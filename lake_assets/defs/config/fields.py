@@ -1,0 +1,66 @@
+"""Validated scalar fields of lake.yaml: durations, cron strings, Paimon column types."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Annotated
+
+import pyarrow as pa
+from pydantic import AfterValidator
+
+from lake_assets.errors import LakeError
+from lake_assets.spec.types import parse_type, to_arrow
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)\s*$")
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``"90s"``, ``"15m"``, ``"1h"``, ``"7d"`` → timedelta (the jobs' ``--older-than`` syntax)."""
+    m = _DURATION.match(text)
+    if m is None:
+        raise ValueError(f"{text!r} is not a duration such as 30s, 15m, 1h or 7d")
+    return timedelta(seconds=int(m.group(1)) * _UNITS[m.group(2)])
+
+
+def _check_duration(text: str) -> str:
+    parse_duration(text)
+    return text.strip()
+
+
+def is_valid_cron(text: str) -> bool:
+    """Dagster's own cron check (the one `ScheduleDefinition` applies)."""
+    from dagster._utils.schedules import is_valid_cron_string
+
+    return is_valid_cron_string(text)
+
+
+def _check_cron(text: str) -> str:
+    if not is_valid_cron(text):
+        raise ValueError(f"{text!r} is not a valid cron schedule (five fields, e.g. '0 3 * * *')")
+    return text
+
+
+def arrow_field(name: str, type_text: str) -> pa.Field:
+    """A column from its Paimon type text (``BIGINT``, ``STRING NOT NULL``, ``TIMESTAMP(3)``)."""
+    try:
+        dt = parse_type(type_text)
+    except LakeError as exc:
+        raise ValueError(f"column {name!r}: {exc}") from None
+    return pa.field(name, to_arrow(dt), nullable=dt.nullable)
+
+
+def _check_columns(columns: dict[str, str]) -> dict[str, str]:
+    if not columns:
+        raise ValueError("a table needs at least one column")
+    for name, type_text in columns.items():
+        if not isinstance(type_text, str):
+            raise ValueError(f"column {name!r}: the type must be text such as BIGINT, got {type_text!r}")
+        arrow_field(name, type_text)
+    return columns
+
+
+Duration = Annotated[str, AfterValidator(_check_duration)]
+Cron = Annotated[str, AfterValidator(_check_cron)]
+Columns = Annotated[dict[str, str], AfterValidator(_check_columns)]

@@ -1,0 +1,69 @@
+"""Names of one table's Dagster objects: asset keys, group, jobs, sensors, schedules, checks, tags."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import dagster as dg
+
+# Run tags. The instance's run queue allows one run per value of COMPACTION_TABLE_TAG (dagster.yaml).
+COMPACTION_TABLE_TAG = "lake/compaction-table"
+JOB_TAG = "lake/job"
+TABLE_TAG = "lake/table"
+PARTITIONS_TAG = "lake/partitions"
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_]")
+
+
+def safe_name(text: str) -> str:
+    """Dagster names allow letters, digits and '_' only."""
+    return _UNSAFE.sub("_", text)
+
+
+@dataclass(frozen=True)
+class TableNames:
+    """Everything named after ``db.table``: asset ``db/table_ingest``, group ``db_table``, ..."""
+
+    identifier: str
+
+    @property
+    def database(self) -> str:
+        return safe_name(self.identifier.split(".", 1)[0])
+
+    @property
+    def table(self) -> str:
+        return safe_name(self.identifier.split(".", 1)[1])
+
+    @property
+    def group(self) -> str:
+        return f"{self.database}_{self.table}"
+
+    def key(self, step: str) -> dg.AssetKey:
+        """``ingest``, ``compaction``, ``expiry``, ``changelog`` or ``orphans``."""
+        return dg.AssetKey([self.database, f"{self.table}_{step}"])
+
+    def op(self, step: str) -> str:
+        """The op name Dagster gives the asset (run config goes under ``ops.<name>``)."""
+        return "__".join(self.key(step).path)
+
+    def job(self, step: str) -> str:
+        return f"{self.group}_{step}_job"
+
+    def schedule(self, step: str) -> str:
+        return f"{self.group}_{step}_schedule"
+
+    def sensor(self, what: str) -> str:
+        return f"{self.group}_{what}_sensor"
+
+    @property
+    def compaction_pool(self) -> str:
+        """Concurrency pool of the table's compaction step (dagster.yaml: default pool limit 1)."""
+        return f"lake_compaction_{self.group}"
+
+    def tags(self, job: str) -> dict[str, str]:
+        """Run tags of the table's ``job`` (compactions carry the per-table queue tag)."""
+        tags = {TABLE_TAG: self.identifier, JOB_TAG: job}
+        if job == "compact":
+            tags[COMPACTION_TABLE_TAG] = self.identifier
+        return tags

@@ -1,0 +1,113 @@
+"""Launching the Spark jobs as subprocesses through Dagster Pipes (Spark never runs in Dagster)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import dagster as dg
+from pydantic import Field
+
+from lake_assets.defs.resources.pipes import CapturingPipesSubprocessClient, CompletedJob
+
+PIPES_METADATA = "pipes_metadata"
+"""Summary key holding the metadata the job reported through Pipes (MetadataValue objects)."""
+EXIT_CODES = {0: "ok", 1: "unexpected error", 2: "bad arguments or config", 3: "data or table error",
+              4: "commit conflict"}
+
+
+class SparkJobResource(dg.ConfigurableResource):
+    """How the jobs of ``jobs/`` are launched.
+
+    ``pipes``: ``spark-submit --master M jobs/<name>.py ...``; ``python``: ``python -m
+    <jobs_module>.<name> --master M ...`` (no spark-submit binary needed). Both run under a Pipes
+    session, so the jobs report their materialization metadata back.
+    """
+
+    master: str = Field(default="local[*]", description="Spark master URL.")
+    conf: dict[str, str] = Field(default_factory=dict, description="Spark conf, passed as --conf k=v.")
+    launcher: Literal["pipes", "python"] = Field(default="pipes", description="spark-submit or python -m.")
+    spark_submit: str = Field(default="spark-submit", description="spark-submit executable.")
+    jobs_dir: str = Field(default="jobs", description="Folder of the job scripts (pipes launcher).")
+    jobs_module: str = Field(default="lake_assets.spark.jobs", description="Package of the jobs (python).")
+    timeout_seconds: float = Field(default=7200.0, gt=0, description="Longer runs are stopped and fail.")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment of the jobs.")
+
+    def command(self, job_name: str, args: Sequence[str]) -> list[str]:
+        """The command line of one job run (``args`` start with --warehouse/--table)."""
+        conf = [a for k, v in self.conf.items() for a in ("--conf", f"{k}={v}")]
+        if self.launcher == "python":
+            return [sys.executable, "-m", f"{self.jobs_module}.{job_name}", "--master", self.master,
+                    *args, *conf]
+        script = str(Path(self.jobs_dir) / f"{job_name}.py")
+        return [self._spark_submit(), "--master", self.master, script, *args, *conf]
+
+    def _spark_submit(self) -> str:
+        found = shutil.which(self.spark_submit)
+        if found:
+            return found
+        beside = Path(sys.executable).parent / self.spark_submit
+        return str(beside) if beside.exists() else self.spark_submit
+
+    def run_job(
+        self,
+        context: dg.AssetExecutionContext | dg.OpExecutionContext,
+        job_name: str,
+        args: Sequence[str],
+        env: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Run a job to completion; return its JSON summary merged with the metadata it reported
+        through Pipes. A non-zero exit raises `dagster.Failure` carrying the job's error JSON."""
+        command = self.command(job_name, args)
+        context.log.info(f"Launching {job_name}: {' '.join(command)}")
+        client = CapturingPipesSubprocessClient(
+            timeout_seconds=self.timeout_seconds,
+            env={"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, **self.env},
+        )
+        done = client.run_capturing(context=context, command=command, env=env)
+        summary = parse_summary(done.stdout)
+        if done.returncode != 0:
+            raise job_failure(job_name, done, summary)
+        reported: dict[str, Any] = {}
+        for result in done.results:
+            if isinstance(result, dg.MaterializeResult) and result.metadata:
+                reported.update(result.metadata)
+        if reported:
+            summary[PIPES_METADATA] = reported
+        return summary
+
+
+def parse_summary(stdout: str) -> dict[str, Any]:
+    """The job's summary: the last stdout line that is a JSON object (``{}`` if there is none)."""
+    for line in reversed(stdout.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict):
+                return value
+    return {}
+
+
+def job_failure(job_name: str, done: CompletedJob, summary: dict[str, Any]) -> dg.Failure:
+    """A Failure naming the exit code's meaning; commit conflicts (4) may be retried."""
+    if done.timed_out:
+        reason = "timed out"
+    else:
+        reason = f"exit code {done.returncode} ({EXIT_CODES.get(done.returncode or 0, 'unknown')})"
+    error = summary.get("error") or summary.get("message") or "no error JSON on stdout; see stderr"
+    metadata: dict[str, Any] = {"exit_code": done.returncode if done.returncode is not None else -1,
+                                "job": job_name}
+    if summary:
+        metadata["error_json"] = dg.MetadataValue.json(summary)
+    return dg.Failure(
+        description=f"Spark job {job_name} failed, {reason}: {error}",
+        metadata=metadata,
+        allow_retries=done.returncode == 4,
+    )

@@ -1,0 +1,64 @@
+"""The warehouse as a Dagster resource: catalog and table handles for reads in the Dagster process."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import dagster as dg
+from pydantic import Field
+
+from lake_assets.catalog import Catalog
+from lake_assets.catalog_names import parse_identifier
+from lake_assets.defs.resources.storage import Storage
+from lake_assets.table import Table
+
+if TYPE_CHECKING:
+    from lake_assets.defs.config import TableConfig
+
+
+class WarehouseResource(dg.ConfigurableResource):
+    """Where the tables live. In-process use is metadata only (health, snapshots, table creation);
+    data work runs in Spark jobs, which get `job_args` and `job_env`."""
+
+    storage: Storage = Field(description="Local path or S3 location (kind: local | s3).")
+
+    @property
+    def url(self) -> str:
+        return self.storage.warehouse_url()
+
+    def catalog(self) -> Catalog:
+        return Catalog(self.url, **self.storage.catalog_options())
+
+    def table(self, identifier: str) -> Table:
+        return self.catalog().get_table(identifier)
+
+    def table_if_exists(self, identifier: str) -> Table | None:
+        catalog = self.catalog()
+        return catalog.get_table(identifier) if catalog.table_exists(identifier) else None
+
+    def table_path(self, identifier: str) -> str:
+        return self.catalog().table_path(identifier)
+
+    def ensure_table(self, spec: TableConfig) -> Table:
+        """Create the database and table from lake.yaml unless they exist (an existing table is kept)."""
+        catalog = self.catalog()
+        catalog.create_database(parse_identifier(spec.identifier)[0], ignore_if_exists=True)
+        return catalog.create_table(
+            spec.identifier,
+            spec.arrow_schema,
+            primary_keys=spec.primary_keys,
+            partition_keys=spec.partition_keys,
+            options=dict(spec.options),
+            ignore_if_exists=True,
+        )
+
+    def job_args(self, identifier: str) -> list[str]:
+        """``--warehouse URL --table db.t [--storage-option k=v ...]`` (never secrets)."""
+        args = ["--warehouse", self.url, "--table", identifier]
+        for k, v in self.storage.job_options().items():
+            args += ["--storage-option", f"{k}={v}"]
+        return args
+
+    def job_env(self) -> dict[str, str]:
+        """Credentials for the job processes' environment."""
+        return self.storage.job_env()

@@ -1,0 +1,10 @@
+"""Spark layer: the ``lake`` data source, bucket-aware writes, and the session builder.
+
+``register(spark)`` adds ``format("lake")`` to a session; ``write_table`` writes a DataFrame in
+one snapshot, routing each bucket of a primary-key table to one task.
+"""
+
+from lake_assets.spark.datasource import LakeDataSource, register
+from lake_assets.spark.shuffle import repartition_by_bucket, write_table
+
+__all__ = ["LakeDataSource", "register", "repartition_by_bucket", "write_table"]

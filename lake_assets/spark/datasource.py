@@ -1,0 +1,74 @@
+"""The ``lake`` Spark data source (PySpark's Python Data Source API, Spark 4.1+).
+
+    lake_assets.spark.register(spark)
+    spark.read.format("lake").option("warehouse", wh).load("db.orders")
+    df.write.format("lake").option("warehouse", wh).mode("append").save("db.orders")
+    spark.readStream.format("lake").option("warehouse", wh).load("db.orders")
+    df.writeStream.format("lake").option("warehouse", wh).option("checkpointLocation", ck).start("db.orders")
+
+Options: ``warehouse`` (fsspec URL) and ``storage.<name>`` (fsspec storage options; JSON objects,
+arrays and booleans are decoded). Reads: ``snapshot-id`` | ``tag`` | ``timestamp`` (epoch ms or
+ISO-8601) for time travel; ``incremental-between`` = "start,end" (ids or tags) with
+``incremental-source`` = auto | delta | changelog for the changes in (start, end] with a
+``_row_kind`` column; ``source.split.target-size`` for append-table splits. Writes:
+``partitionOverwriteMode`` = static | dynamic with ``mode("overwrite")``. Streaming options are
+listed on `LakeStreamReader`.
+
+Every method runs in a separate Spark Python worker: nothing is shared but what the data source,
+reader and writer carry in their (pickled) attributes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
+from pyspark.sql.types import StructType
+
+from lake_assets.spark.reader import LakeReader
+from lake_assets.spark.schema import spark_schema
+from lake_assets.spark.source_options import SourceOptions
+from lake_assets.spark.streaming import LakeStreamReader
+from lake_assets.spark.writer import LakeBatchWriter, LakeStreamWriter
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+SOURCE_NAME = "lake"
+
+
+class LakeDataSource(DataSource):
+    """Paimon tables of a lake_assets warehouse as a Spark source and sink."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        self.source = SourceOptions.parse(options)
+        # The schema Spark was told about (set by `schema`); reads use it even if the table's
+        # schema changes between planning and reading. None when the user passed a schema.
+        self.schema_id: int | None = None
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> StructType:
+        table = self.source.table()
+        self.schema_id = table.schema.id
+        return spark_schema(table.arrow_schema, with_row_kind=self.source.with_row_kind)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return LakeReader(self.source, schema, self.schema_id)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return LakeStreamReader(self.source, schema, self.schema_id)
+
+    def writer(self, schema: StructType, overwrite: bool) -> LakeBatchWriter:
+        return LakeBatchWriter(self.source, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> LakeStreamWriter:
+        return LakeStreamWriter(self.source, overwrite)
+
+
+def register(spark: SparkSession) -> None:
+    """Make ``format("lake")`` available in ``spark`` (needed once per session)."""
+    spark.dataSource.register(LakeDataSource)

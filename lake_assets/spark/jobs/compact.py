@@ -1,0 +1,122 @@
+"""Distributed compaction: plan units on the driver, run one Spark task per unit, commit once.
+
+Planning reads manifests only. Units are independent (one partition and bucket each), so the job
+scales with executors; each task reopens the table from the warehouse URL and storage options.
+The driver commits every unit's result as one COMPACT snapshot, with the committer's conflict
+checks: if a concurrent commit removed an input file, nothing is committed (exit 4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from lake_assets import errors as lake_errors
+from lake_assets.errors import LakeError
+from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.ops.compact import CompactionTask, plan_compaction, run_compaction_task, summarize
+from lake_assets.spark.jobs.common import (
+    JobContext,
+    TableRef,
+    base_parser,
+    health_summary,
+    log,
+    main_entry,
+    partition_arg,
+    positive_int,
+    run_job,
+    typed_partition,
+)
+
+JOB = "compact"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = base_parser(JOB, "Compact a table with one Spark task per compaction unit.")
+    parser.add_argument("--full", action="store_true",
+                        help="rewrite everything into the last level (default: universal compaction)")
+    partition_arg(parser, "compact only this partition (repeatable: several partitions; "
+                  "several keys of one partition comma-separated)")
+    parser.add_argument("--max-units", type=positive_int, default=None,
+                        help="compact at most N units, the biggest first")
+    return parser
+
+
+def run_unit(ref: TableRef, task: CompactionTask) -> tuple[str, Any]:
+    """Runs on an executor: compact one unit; ("ok", message) or ("error", (class name, text)).
+
+    Lake errors (bad metadata, unsupported data) come back as values, so the driver can delete
+    the other units' output; anything else (I/O) raises and Spark retries the task.
+    """
+    table = ref.open()
+    try:
+        return "ok", run_compaction_task(table, task)
+    except LakeError as exc:
+        return "error", (type(exc).__name__, str(exc))
+
+
+def distributed_compact(
+    ctx: JobContext,
+    *,
+    full: bool,
+    partitions: Sequence[dict[str, Any]] | None = None,
+    max_units: int | None = None,
+) -> dict[str, Any]:
+    """Plan, run the units on executors, commit once; the summary fields of the run."""
+    table = ctx.table
+    started = time.perf_counter()
+    plan = plan_compaction(table, full=full, partitions=partitions, max_units=max_units)
+    log.info("planned %d compaction units from snapshot %s", len(plan.tasks), plan.snapshot_id)
+    messages: list[CommitMessage] = []
+    if plan.tasks:
+        ctx.describe(f"compact {len(plan.tasks)} units ({sum(t.input_bytes for t in plan.tasks)} bytes)")
+        ref = ctx.ref
+        results = (
+            ctx.sc.parallelize(plan.tasks, len(plan.tasks))
+            .map(lambda task: run_unit(ref, task))
+            .collect()
+        )
+        messages = [r for status, r in results if status == "ok"]
+        failed = [r for status, r in results if status == "error"]
+        if failed:
+            # Never committed: their files would be orphans; delete them now.
+            table.new_committer(f"compact-abort-{uuid.uuid4()}").abort(messages)
+            name, text = failed[0]
+            cls = getattr(lake_errors, name, LakeError)
+            more = f" ({len(failed) - 1} more units failed)" if len(failed) > 1 else ""
+            raise cls(f"{text}{more}")
+    messages = [m for m in messages if not m.is_empty()]
+    ids: list[int] = []
+    if messages:
+        ctx.describe("commit")
+        ids = table.new_committer(f"compact-{uuid.uuid4()}").commit(messages, check_committed=False)
+    result = summarize(messages, ids[-1] if ids else None, len(plan.tasks), started).to_dict()
+    result["commit_kind"] = "COMPACT" if ids else None
+    result["plan_snapshot_id"] = plan.snapshot_id
+    result["changelog_files"] = sum(len(m.compact_changelog) for m in messages)
+    result["changelog_rows"] = sum(f.row_count for m in messages for f in m.compact_changelog)
+    return result
+
+
+def body(ctx: JobContext) -> dict[str, Any]:
+    args = ctx.args
+    partitions = [typed_partition(ctx.table, spec) for spec in args.partitions] or None
+    ctx.start_run()
+    before = health_summary(ctx.table)
+    out = distributed_compact(ctx, full=args.full, partitions=partitions, max_units=args.max_units)
+    out["full"] = args.full
+    out["health_before"] = before
+    out["health_after"] = health_summary(ctx.table)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the compact job; returns the exit code (see `lake_assets.spark.jobs`)."""
+    return run_job(JOB, argv, build_parser(), body)
+
+
+if __name__ == "__main__":
+    main_entry(main)

@@ -1,0 +1,285 @@
+"""Ingest files (Parquet, CSV, JSON) or a Spark table into a lake table, in batch or streaming.
+
+Input columns are matched to the table's columns by name and cast to their types; an unknown or
+missing column is a configuration error (exit 2) reported before anything is written. CSV and
+JSON are parsed with the table's types (CSV headers give the column order).
+
+``--partition dt=2024-01-01`` says the data belongs to that partition: a missing partition column
+is filled with the value, a row with another value fails the write (exit 3). With ``--overwrite``
+that partition is replaced, so re-running one day's ingest replaces the day instead of
+duplicating it; ``--overwrite`` alone replaces the partitions the input has rows in.
+
+``--mode stream`` follows a landing directory with Spark's file source and the data source's
+exactly-once streaming sink (the checkpoint keeps the source and sink positions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import signal
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from lake_assets.errors import SchemaError
+from lake_assets.spark.jobs.common import (
+    JobContext,
+    UsageError,
+    base_parser,
+    delta_stats,
+    key_value,
+    log,
+    main_entry,
+    partition_arg,
+    run_job,
+    snapshot_fields,
+    typed_partition,
+)
+from lake_assets.table import Table
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import StructType
+
+JOB = "ingest"
+FORMATS = ("parquet", "csv", "json")
+# Bad records fail the job instead of becoming nulls (Spark's default is PERMISSIVE).
+DEFAULT_READ_OPTIONS = {"csv": {"header": "true", "mode": "FAILFAST", "enforceSchema": "false"},
+                        "json": {"mode": "FAILFAST"}, "parquet": {}}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = base_parser(JOB, "Write files or a Spark table into a lake table (batch or streaming).")
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--source", default=None, metavar="PATH_OR_GLOB",
+                     help="input files or directory (a landing directory with --mode stream)")
+    src.add_argument("--source-table", default=None, metavar="NAME", help="a Spark table or view")
+    parser.add_argument("--format", choices=FORMATS, default=None, help="format of --source files")
+    parser.add_argument("--read-option", dest="read_options", action="append", type=key_value, default=[],
+                        metavar="K=V", help="Spark reader option (repeatable), e.g. header=false, samplingRatio=0.1")
+    partition_arg(parser, "the data belongs to this partition (repeatable for several keys); "
+                  "with --overwrite it is replaced")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the --partition, or without it the partitions present in the input")
+    parser.add_argument("--mode", choices=("batch", "stream"), default="batch")
+    parser.add_argument("--trigger", default="availableNow",
+                        help="stream trigger: availableNow (default) or processingTime=<interval>")
+    parser.add_argument("--checkpoint", default=None, metavar="DIR", help="stream checkpoint directory")
+    return parser
+
+
+# ------------------------------------------------------------------ reading
+def _read_options(args: argparse.Namespace) -> dict[str, str]:
+    return {**DEFAULT_READ_OPTIONS.get(args.format or "", {}), **dict(args.read_options)}
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _input_columns(ctx: JobContext, fmt: str, options: dict[str, str]) -> list[str] | None:
+    """Column names the input files have (Parquet footers, CSV header, JSON inference), None if
+    there are no files yet (a stream's landing directory may start empty)."""
+    reader = ctx.spark.read.options(**{k: v for k, v in options.items() if k != "enforceSchema"})
+    streaming = ctx.args.mode == "stream"
+    try:
+        columns = reader.format(fmt).load(ctx.args.source).columns
+    except Exception as exc:
+        if streaming and "UNABLE_TO_INFER_SCHEMA" in str(exc):
+            return None
+        raise
+    return columns if columns or not streaming else None
+
+
+def _file_schema(table_schema: StructType, columns: list[str] | None, spec: dict[str, Any]) -> StructType:
+    """The reader schema: the table's type for each input column, in the input's order."""
+    from pyspark.sql.types import StructType
+
+    by_name = {f.name: f for f in table_schema.fields}
+    if columns is None:  # no files to look at: the table's columns, less those --partition supplies
+        return StructType([f for f in table_schema.fields if f.name not in spec])
+    _check_columns(columns, table_schema, spec)
+    return StructType([by_name[c] for c in columns])
+
+
+def _check_columns(columns: Sequence[str], table_schema: StructType, spec: dict[str, Any]) -> None:
+    names = [f.name for f in table_schema.fields]
+    unknown = [c for c in columns if c not in names]
+    missing = [n for n in names if n not in columns and n not in spec]
+    if unknown or missing:
+        parts = []
+        if unknown:
+            parts.append(f"unknown columns {unknown}")
+        if missing:
+            parts.append(f"missing columns {missing}")
+        raise SchemaError(f"Cannot ingest into the table: the input has {' and '.join(parts)} "
+                          f"(table columns: {names})")
+
+
+def read_input(ctx: JobContext, table_schema: StructType, spec: dict[str, Any]) -> DataFrame:
+    """The input as a DataFrame, parsed with the table's types where the format allows."""
+    args = ctx.args
+    spark = ctx.spark
+    if args.source_table:
+        return spark.readStream.table(args.source_table) if args.mode == "stream" else spark.table(args.source_table)
+    fmt = args.format
+    options = _read_options(args)
+    if fmt == "parquet" and args.mode == "batch":
+        return spark.read.options(**options).parquet(args.source)  # typed already: cast by name below
+    if fmt == "csv" and options.get("header", "true").lower() == "false":
+        columns: list[str] | None = [f.name for f in table_schema.fields]  # no header: the table's order
+    else:
+        columns = _input_columns(ctx, fmt, options)
+    schema = _file_schema(table_schema, columns, spec)
+    if args.mode == "stream":
+        return spark.readStream.schema(schema).options(**options).format(fmt).load(args.source)
+    return spark.read.schema(schema).options(**options).format(fmt).load(args.source)
+
+
+def conform_columns(df: DataFrame, table: Table, table_schema: StructType, spec: dict[str, Any]) -> DataFrame:
+    """Select the table's columns by name, cast to its types, fill and check ``--partition`` columns."""
+    from pyspark.sql import functions as F
+
+    _check_columns(df.columns, table_schema, spec)
+    cols: list[Column] = []
+    for f in table_schema.fields:
+        if f.name in df.columns:
+            col = F.col(_quoted(f.name))
+            if df.schema[f.name].dataType != f.dataType:
+                col = col.cast(f.dataType)
+            if f.name in spec:
+                expected = F.lit(spec[f.name]).cast(f.dataType)
+                message = F.concat(
+                    F.lit(f"ingest into {table.name}: a row has {f.name}="),
+                    F.coalesce(col.cast("string"), F.lit("null")),
+                    F.lit(f", outside --partition {f.name}={spec[f.name]}"),
+                )
+                col = F.when(col == expected, col).otherwise(F.raise_error(message))
+        else:
+            col = F.lit(spec[f.name]).cast(f.dataType)
+        cols.append(col.alias(f.name))
+    return df.select(*cols)
+
+
+def _input_size(df: DataFrame) -> tuple[int | None, int | None]:
+    """(files, bytes) of a file-based input, from Spark's file index (no extra reads)."""
+    try:
+        files = len(df.inputFiles())
+    except Exception:
+        files = None
+    try:
+        size = int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes().toString())
+    except Exception:
+        size = None
+    return (files or None), (size if files else None)
+
+
+# ------------------------------------------------------------------ writing
+def _write_batch(ctx: JobContext, df: DataFrame, spec: dict[str, Any]) -> None:
+    from lake_assets.spark import write_table
+
+    args = ctx.args
+    params = inspect.signature(write_table).parameters
+    kwargs: dict[str, Any] = {"mode": "overwrite" if args.overwrite else "append",
+                              "storage_options": ctx.ref.storage}
+    if args.overwrite:
+        if "overwrite_partitions" in params:
+            kwargs["overwrite_partitions"] = spec or None
+            kwargs["dynamic"] = not spec
+        else:
+            # Rows are checked to lie inside --partition, so replacing the partitions the rows fall
+            # in replaces exactly it (an empty input replaces nothing).
+            kwargs["partition_overwrite_mode"] = "dynamic"
+    write_table(df, ctx.ref.warehouse, ctx.ref.identifier, **kwargs)
+
+
+def _trigger(text: str) -> dict[str, Any]:
+    t = text.strip()
+    if t.lower() in ("availablenow", "available-now"):
+        return {"availableNow": True}
+    key, sep, value = t.partition("=")
+    if sep and key.strip().lower() in ("processingtime", "processing-time") and value.strip():
+        return {"processingTime": value.strip()}
+    raise UsageError(f"--trigger must be availableNow or processingTime=<interval>, got {text!r}")
+
+
+def _write_stream(ctx: JobContext, df: DataFrame, trigger: dict[str, Any]) -> dict[str, Any]:
+    from lake_assets.spark import repartition_by_bucket
+    from lake_assets.spark.source_options import STORAGE_PREFIX, storage_option_text
+
+    routed = repartition_by_bucket(df, ctx.table)
+    writer = (routed.writeStream.format("lake").outputMode("append")
+              .option("warehouse", ctx.ref.warehouse).option("checkpointLocation", ctx.args.checkpoint)
+              .queryName(f"lake_ingest_{ctx.table.name.replace('.', '_')}").trigger(**trigger))
+    for k, v in ctx.ref.storage.items():
+        writer = writer.option(STORAGE_PREFIX + k, storage_option_text(v))
+    query = writer.start(ctx.ref.identifier)
+    log.info("streaming into %s (query %s, trigger %s)", ctx.table.name, query.id, trigger)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        # spark-submit / Dagster stop a stream with SIGTERM: finish the running batch's commit first
+        def stop(signum: int, frame: Any) -> None:
+            log.info("signal %d: stopping the stream", signum)
+            query.stop()
+
+        previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        query.awaitTermination()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    progress = [p for p in query.recentProgress if p is not None]
+    return {
+        "query_id": str(query.id),
+        "batches": sum(1 for p in progress if (p.numInputRows or 0) > 0),
+        "rows_in": sum(int(p.numInputRows or 0) for p in progress),
+    }
+
+
+def body(ctx: JobContext) -> dict[str, Any]:
+    from lake_assets.spark.schema import spark_schema
+
+    args = ctx.args
+    if args.source and not args.format:
+        raise UsageError("--source needs --format (parquet, csv or json)")
+    if args.source_table and (args.format or args.read_options):
+        raise UsageError("--format and --read-option apply to --source files, not to --source-table")
+    trigger = None
+    if args.mode == "stream":
+        if not args.checkpoint:
+            raise UsageError("--mode stream needs --checkpoint DIR")
+        if args.overwrite:
+            raise UsageError("--overwrite is not supported with --mode stream")
+        trigger = _trigger(args.trigger)
+    elif args.checkpoint:
+        raise UsageError("--checkpoint applies to --mode stream only")
+    table = ctx.table
+    spec = typed_partition(table, [pair for group in args.partitions for pair in group])
+    table_schema = spark_schema(table.arrow_schema)
+    raw = read_input(ctx, table_schema, spec)
+    df = conform_columns(raw, table, table_schema, spec)
+    ctx.start_run()
+    before = table.snapshot_manager.latest_id()
+    out: dict[str, Any] = {"mode": args.mode, "overwrite": args.overwrite, "partition": spec or None}
+    if args.mode == "stream":
+        ctx.describe(f"stream {args.source or args.source_table}")
+        out.update(_write_stream(ctx, df, trigger or {}))
+    else:
+        out["files_in"], out["bytes_in"] = _input_size(raw)
+        ctx.describe(f"write {args.source or args.source_table}" + (" (overwrite)" if args.overwrite else ""))
+        _write_batch(ctx, df, spec)
+    out.update(snapshot_fields(table, before))
+    out.update(delta_stats(table, before))
+    if args.mode == "batch" and not table.primary_keys:
+        out["rows_in"] = out["rows_out"]  # append tables keep every input row
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ingest job; returns the exit code (see `lake_assets.spark.jobs`)."""
+    return run_job(JOB, argv, build_parser(), body)
+
+
+if __name__ == "__main__":
+    main_entry(main)

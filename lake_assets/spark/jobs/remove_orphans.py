@@ -1,0 +1,71 @@
+"""Orphan file removal: files under the table that no snapshot or tag references.
+
+A dry run by default (it only lists); ``--no-dry-run`` deletes. Only files older than
+``--older-than`` (default 1 day) count, so files of writes and commits in flight are safe. Many
+deletes are spread over executors.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from lake_assets.ops.orphans import remove_orphan_files
+from lake_assets.spark.jobs.common import (
+    DISTRIBUTED_DELETE_MIN,
+    JobContext,
+    base_parser,
+    duration_ms,
+    main_entry,
+    non_negative_int,
+    run_job,
+)
+
+JOB = "remove-orphans"
+SAMPLE_PATHS = 20
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = base_parser(JOB, "List (and with --no-dry-run delete) files no snapshot or tag references.")
+    parser.add_argument("--older-than", type=duration_ms, default=duration_ms("1d"), metavar="DURATION",
+                        help="only files older than this, e.g. 1d, 12h (default 1d)")
+    parser.add_argument("--dry-run", action=argparse.BooleanOptionalAction, default=True,
+                        help="list only (default); --no-dry-run deletes")
+    parser.add_argument("--distributed-delete-min", type=non_negative_int, default=DISTRIBUTED_DELETE_MIN,
+                        help=f"delete on executors when at least N files go (default {DISTRIBUTED_DELETE_MIN})")
+    return parser
+
+
+def body(ctx: JobContext) -> dict[str, Any]:
+    args = ctx.args
+    ctx.start_run()
+    ctx.describe("find orphan files")
+    # Listing only; the deletes below may run on executors.
+    found = remove_orphan_files(ctx.table, older_than=timedelta(milliseconds=args.older_than), dry_run=True)
+    deleted = 0
+    if not args.dry_run and found.paths:
+        ctx.delete_files(found.paths)
+        deleted = len(found.paths)
+    out: dict[str, Any] = {
+        "orphan_files": len(found.paths),
+        "orphan_bytes": found.bytes,
+        "dry_run": args.dry_run,
+        "deleted_files": deleted,
+        "older_than_ms": args.older_than,
+        "files_in": len(found.paths),
+        "bytes_in": found.bytes,
+        "distributed_delete": deleted >= ctx.distributed_delete_min and deleted > 0,
+        "sample_paths": found.paths[:SAMPLE_PATHS],
+    }
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the remove-orphans job; returns the exit code (see `lake_assets.spark.jobs`)."""
+    return run_job(JOB, argv, build_parser(), body)
+
+
+if __name__ == "__main__":
+    main_entry(main)

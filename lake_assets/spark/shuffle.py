@@ -1,0 +1,105 @@
+"""Routing rows so that each bucket of a primary-key table has one writer, and `write_table`.
+
+Rows get their bucket (Paimon's hash, computed vectorized per Arrow batch) in a helper column and
+are repartitioned by (partition keys, bucket): every (partition, bucket) then lands in exactly one
+Spark task. The writer drops the helper column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.types import IntegerType, StructField, StructType
+
+from lake_assets.catalog import Catalog
+from lake_assets.errors import OptionError
+from lake_assets.lsm.bucket import assign_buckets
+from lake_assets.spark.schema import BUCKET_COLUMN
+from lake_assets.spark.source_options import STORAGE_PREFIX, storage_option_text
+from lake_assets.spec.types import DataType, to_arrow
+from lake_assets.table import Table
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+PARTITION_OVERWRITE_CONF = "spark.sql.sources.partitionOverwriteMode"
+
+
+class _BucketAssigner:
+    """The mapInArrow function adding the bucket column (a class: it pickles without closures)."""
+
+    def __init__(self, keys: list[str], types: list[DataType], num_buckets: int) -> None:
+        self.keys = keys
+        self.types = types
+        self.num_buckets = num_buckets
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            # hash the key as the table types it (an int column hashes differently from a bigint)
+            cols = [pc.cast(batch.column(k), to_arrow(t)) for k, t in zip(self.keys, self.types, strict=True)]
+            buckets = assign_buckets(cols, self.types, self.num_buckets)
+            yield batch.append_column(pa.field(BUCKET_COLUMN, pa.int32(), nullable=False), pa.array(buckets))
+
+
+def repartition_by_bucket(
+    df: DataFrame,
+    table: Table | str,
+    *,
+    warehouse: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    num_partitions: int | None = None,
+) -> DataFrame:
+    """``df`` with a bucket column, repartitioned so that each (partition, bucket) is in one task.
+
+    Works on batch and streaming DataFrames. ``table`` is a `Table` or an identifier (then pass
+    ``warehouse``). Append tables need no routing and are returned unchanged.
+    """
+    if isinstance(table, str):
+        if warehouse is None:
+            raise OptionError("repartition_by_bucket needs warehouse= when the table is given by name")
+        table = Catalog(warehouse, **dict(storage_options or {})).get_table(table)
+    schema = table.schema
+    if not schema.primary_keys:
+        return df
+    keys = list(schema.bucket_keys)
+    assigner = _BucketAssigner(keys, schema.types(keys), schema.core_options.bucket)
+    out_schema = StructType([*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), nullable=False)])
+    routed = df.mapInArrow(assigner, out_schema)
+    if num_partitions is None:
+        num_partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200")
+        if not schema.partition_keys:
+            num_partitions = min(num_partitions, schema.core_options.bucket)
+    return routed.repartition(num_partitions, *schema.partition_keys, BUCKET_COLUMN)
+
+
+def write_table(
+    df: DataFrame,
+    warehouse: str,
+    identifier: str,
+    *,
+    mode: str = "append",
+    storage_options: Mapping[str, Any] | None = None,
+    partition_overwrite_mode: str | None = None,
+    num_partitions: int | None = None,
+) -> None:
+    """Write ``df`` into a table in one snapshot, safely for primary-key tables.
+
+    ``mode`` is "append" or "overwrite"; an overwrite replaces the whole table, or only the
+    partitions present in ``df`` when ``partition_overwrite_mode`` (default: the session's
+    ``spark.sql.sources.partitionOverwriteMode``) is "dynamic".
+    """
+    if mode not in ("append", "overwrite"):
+        raise OptionError(f"write_table mode must be 'append' or 'overwrite', got {mode!r}")
+    storage = dict(storage_options or {})
+    table = Catalog(warehouse, **storage).get_table(identifier)
+    routed = repartition_by_bucket(df, table, num_partitions=num_partitions)
+    writer = routed.write.format("lake").mode(mode).option("warehouse", warehouse)
+    for k, v in storage.items():
+        writer = writer.option(STORAGE_PREFIX + k, storage_option_text(v))
+    if mode == "overwrite":
+        ow_mode = partition_overwrite_mode or df.sparkSession.conf.get(PARTITION_OVERWRITE_CONF) or "static"
+        writer = writer.option("partitionOverwriteMode", ow_mode.lower())
+    writer.save(identifier)

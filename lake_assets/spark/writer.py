@@ -1,0 +1,282 @@
+"""Batch and streaming writes: Spark tasks write files, one commit makes them a snapshot.
+
+Every task writes with a write-only `TableWriter` (no inline compaction) and returns its commit
+messages as JSON inside a `LakeCommitMessage`. ``commit`` runs once, in yet another Python
+process, and turns all messages into one snapshot.
+
+Primary-key tables need one writer per bucket per commit: every writer numbers its rows from the
+bucket's current maximum sequence number, so two tasks writing one bucket produce the same
+sequence numbers and the merge could keep either row. `check_one_writer_per_bucket` refuses such
+a commit (and deletes its files) instead of committing it. Plain ``df.write.format("lake")`` on a
+primary-key table therefore needs input partitioned by bucket: use
+`lake_assets.spark.write_table` or `lake_assets.spark.repartition_by_bucket`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import uuid
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+
+from lake_assets.errors import CommitStateUnknownError, LakeError, OptionError
+from lake_assets.ops.commit import Overwrite, TableCommitter
+from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.spark.schema import from_spark
+from lake_assets.spark.source_options import PARTITION_OVERWRITE_MODE, SourceOptions
+from lake_assets.spec.binary_row import deserialize_row, serialize_row
+from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
+from lake_assets.table import Table
+
+STREAMING_USER_PREFIX = "spark-"
+# A commit whose outcome is unknown (storage error while creating the snapshot) is retried with
+# the same user and identifier; the committer then finds out whether it landed.
+UNKNOWN_STATE_RETRIES = 3
+# Test hooks (never set in production): make a commit fail once, before or after its snapshot is
+# created, while the marker file exists. Options, not env vars: Spark's Python workers inherit
+# the environment of the JVM's start, not of the test that sets them later.
+FAIL_COMMIT = "test.fail-commit"
+FAIL_COMMIT_MARKER = "test.fail-commit-marker"
+
+
+class BucketWriterConflictError(LakeError):
+    """Two tasks wrote the same bucket of a primary-key table in one commit."""
+
+
+class InjectedCommitFailure(LakeError):
+    """Raised by the ``test.fail-commit`` hook."""
+
+
+@dataclass
+class LakeCommitMessage(WriterCommitMessage):
+    """What one Spark task wrote: its commit user and its core commit messages as JSON."""
+
+    commit_user: str
+    messages: tuple[str, ...] = ()
+
+
+def write_task(options: SourceOptions, commit_user: str, batches: Iterator[pa.RecordBatch]) -> LakeCommitMessage:
+    """Write one task's input into new files; on failure delete them and re-raise."""
+    table = options.table()
+    writer = table.new_writer(commit_user, write_only=True)
+    target = table.arrow_schema
+    try:
+        for batch in batches:
+            writer.write_arrow(from_spark(batch, target))
+        messages = writer.prepare_commit()
+    except BaseException:
+        writer.abort()
+        raise
+    finally:
+        writer.close()
+    return LakeCommitMessage(commit_user, tuple(m.to_json() for m in messages))
+
+
+def decode(messages: Sequence[WriterCommitMessage | None]) -> list[CommitMessage]:
+    """Core commit messages of the tasks that finished (Spark passes None for the others)."""
+    out = []
+    for m in messages:
+        if isinstance(m, LakeCommitMessage):
+            out += [CommitMessage.from_json(text) for text in m.messages]
+    return out
+
+
+def commit_user_of(messages: Sequence[WriterCommitMessage | None]) -> str | None:
+    users = {m.commit_user for m in messages if isinstance(m, LakeCommitMessage)}
+    if len(users) > 1:
+        raise LakeError(f"Commit messages of one Spark write carry several commit users: {sorted(users)}")
+    return next(iter(users), None)
+
+
+def check_one_writer_per_bucket(table: Table, messages: Sequence[CommitMessage]) -> None:
+    """Refuse messages of a primary-key table whose sequence numbers overlap within a bucket."""
+    if not table.primary_keys:
+        return
+    ranges: dict[tuple[bytes, int], list[tuple[int, int]]] = defaultdict(list)
+    for m in messages:
+        files = [*m.new_files, *m.new_changelog]
+        if files:
+            lo = min(f.min_sequence_number for f in files)
+            hi = max(f.max_sequence_number for f in files)
+            ranges[(m.partition, m.bucket)].append((lo, hi))
+    for (partition, bucket), spans in ranges.items():
+        spans.sort()
+        for (_, prev_hi), (lo, _) in itertools.pairwise(spans):
+            if lo <= prev_hi:
+                values = deserialize_row(partition, table.schema.types(list(table.partition_keys)))
+                where = dict(zip(table.partition_keys, values, strict=True))
+                raise BucketWriterConflictError(
+                    f"Cannot commit to {table.name}: bucket {bucket} of partition {where} was written by "
+                    f"{len(spans)} Spark tasks in one commit and their sequence numbers overlap, so the "
+                    "merge could keep any of the rows of a key. Nothing was committed. Route each bucket "
+                    "to one task: write with lake_assets.spark.write_table(...), or repartition the input "
+                    "with lake_assets.spark.repartition_by_bucket(...) before df.write / df.writeStream."
+                )
+
+
+def dynamic_overwrite(table: Table, messages: Sequence[CommitMessage]) -> Overwrite | None:
+    """Replace exactly the partitions the messages wrote (None: nothing to replace)."""
+    if not table.partition_keys:
+        return Overwrite(None)
+    written = {m.partition for m in messages if not m.is_empty()}
+    if not written:
+        return None
+    types = table.schema.types(list(table.partition_keys))
+
+    def matcher(values: tuple) -> bool:
+        # compare the binary form: it is what the messages carry, and NaN or -0.0 compare oddly
+        return serialize_row(list(values), types) in written
+
+    return Overwrite(matcher)
+
+
+def commit_with_retry(
+    committer: TableCommitter,
+    messages: list[CommitMessage],
+    identifier: int,
+    overwrite: Overwrite | None,
+    *,
+    check_committed: bool,
+) -> list[int]:
+    """Commit; when the outcome is unknown, ask again with the same identifier (dedup decides)."""
+    for attempt in range(UNKNOWN_STATE_RETRIES + 1):
+        try:
+            return committer.commit(messages, identifier, overwrite=overwrite,
+                                    check_committed=check_committed or attempt > 0)
+        except CommitStateUnknownError:
+            if attempt == UNKNOWN_STATE_RETRIES:
+                raise
+    raise AssertionError("unreachable")
+
+
+def landed(table: Table, commit_user: str, identifier: int, since_snapshot: int | None) -> bool:
+    """Did ``commit_user`` commit ``identifier`` in a snapshot after ``since_snapshot``?"""
+    sm = table.snapshot_manager
+    latest = sm.latest_id()
+    if latest is None:
+        return False
+    start = max((since_snapshot or 0) + 1, sm.earliest_id() or 1)
+    for sid in range(latest, start - 1, -1):
+        snap = sm.try_snapshot(sid)
+        if snap is not None and snap.commit_user == commit_user and snap.commit_identifier >= identifier:
+            return True
+    return False
+
+
+def injected_failure(options: SourceOptions, point: str) -> None:
+    """The ``test.fail-commit`` hook: fail once at ``point`` while the marker file exists."""
+    if options.raw.get(FAIL_COMMIT) != point:
+        return
+    marker = options.raw.get(FAIL_COMMIT_MARKER)
+    if marker and os.path.exists(marker):
+        os.remove(marker)
+        raise InjectedCommitFailure(f"injected commit failure {point} the snapshot")
+
+
+def overwrite_mode(options: SourceOptions) -> str:
+    mode = (options.get(PARTITION_OVERWRITE_MODE) or "static").strip().lower()
+    if mode not in ("static", "dynamic"):
+        raise OptionError(f"Option 'partitionOverwriteMode' must be static or dynamic, got {mode!r}")
+    return mode
+
+
+class LakeBatchWriter(DataSourceArrowWriter):
+    """``df.write.format("lake").mode("append" | "overwrite")``: all tasks → one snapshot.
+
+    ``overwrite`` replaces the whole table, or with ``partitionOverwriteMode=dynamic`` only the
+    partitions the written rows fall in (Spark's SQL conf is not visible to Python data sources;
+    `write_table` passes it on as this option).
+    """
+
+    def __init__(self, options: SourceOptions, overwrite: bool) -> None:
+        self.options = options
+        self.overwrite = overwrite
+        self.dynamic = overwrite and overwrite_mode(options) == "dynamic"
+        # one fresh user per write: the committer's exactly-once key is (user, identifier)
+        self.commit_user = str(uuid.uuid4())
+        self.base_snapshot = options.table().snapshot_manager.latest_id()
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> LakeCommitMessage:
+        return write_task(self.options, self.commit_user, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        table = self.options.table()
+        committer = table.new_committer(self.commit_user)
+        decoded = decode(messages)
+        try:
+            check_one_writer_per_bucket(table, decoded)
+        except BucketWriterConflictError:
+            committer.abort(decoded)
+            raise
+        if self.dynamic:
+            ow = dynamic_overwrite(table, decoded)
+            if ow is None:
+                return  # dynamic overwrite of no rows replaces nothing
+        else:
+            ow = Overwrite(None) if self.overwrite else None
+        injected_failure(self.options, "before")
+        commit_with_retry(committer, decoded, BATCH_COMMIT_IDENTIFIER, ow, check_committed=False)
+        injected_failure(self.options, "after")
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Delete the files of the tasks Spark reports; files of lost tasks are orphans for cleanup."""
+        table = self.options.table()
+        if landed(table, self.commit_user, BATCH_COMMIT_IDENTIFIER, self.base_snapshot):
+            return  # the snapshot exists (commit failed after it): its files are live
+        table.new_committer(self.commit_user).abort(decode(messages))
+
+
+class LakeStreamWriter(DataSourceStreamArrowWriter):
+    """``df.writeStream.format("lake")``: one snapshot per micro-batch, exactly once.
+
+    The commit user is ``spark-<query id>`` (stable across restarts from one checkpoint) and the
+    commit identifier the batch id, so a batch Spark replays after a failure is committed at most
+    once. Complete output mode overwrites the table each batch.
+    """
+
+    def __init__(self, options: SourceOptions, overwrite: bool) -> None:
+        self.options = options
+        self.overwrite = overwrite
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> LakeCommitMessage:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        query_id = ctx.getLocalProperty("sql.streaming.queryId") if ctx is not None else None
+        if not query_id:
+            raise LakeError("A streaming write to the lake source runs without a streaming query id")
+        return write_task(self.options, STREAMING_USER_PREFIX + query_id, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        user = commit_user_of(messages)
+        if user is None:
+            return  # no task reported anything: nothing was written
+        table = self.options.table()
+        committer = table.new_committer(user)
+        decoded = decode(messages)
+        if committer.is_committed(batchId):
+            committer.abort(decoded)  # a replay of a committed batch: its new files are spare
+            return
+        try:
+            check_one_writer_per_bucket(table, decoded)
+        except BucketWriterConflictError:
+            committer.abort(decoded)
+            raise
+        injected_failure(self.options, "before")
+        commit_with_retry(committer, decoded, batchId, Overwrite(None) if self.overwrite else None,
+                          check_committed=True)
+        injected_failure(self.options, "after")
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        user = commit_user_of(messages)
+        if user is None:
+            return
+        table = self.options.table()
+        committer = table.new_committer(user)
+        if not committer.is_committed(batchId):
+            committer.abort(decode(messages))
