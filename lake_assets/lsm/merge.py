@@ -94,18 +94,29 @@ def sort_order(
 def _single_int_key_order(
     table: pa.Table, key_names: Sequence[str], sequence_fields: Sequence[str], prefix: Sequence[str]
 ) -> np.ndarray | None:
-    """Fast path for the common single integer key: numpy's unstable SIMD sort, used only when
-    the keys are unique (then stability, i.e. sequence order, cannot matter)."""
+    """Fast path for the common single integer key, with numpy's SIMD sort on one int64 array.
+
+    Unique keys sort alone; otherwise key and sequence number are packed into one integer when
+    their ranges fit in 63 bits (so the unstable sort still orders a key's versions by sequence).
+    """
     if len(key_names) != 1 or sequence_fields or len(prefix) > 1:
         return None
     col = table.column(key_names[0])
     if not pa.types.is_integer(col.type) or col.null_count:
         return None
-    keys = col.to_numpy()
+    keys = col.to_numpy().astype(np.int64, copy=False)
     order = np.argsort(keys)
     sorted_keys = keys[order]
     if len(keys) > 1 and bool(np.any(sorted_keys[1:] == sorted_keys[:-1])):
-        return None  # duplicates: their sequence order matters, take the general path
+        seq = table.column(SEQUENCE_NUMBER).to_numpy()
+        k_lo, k_hi = int(sorted_keys[0]), int(sorted_keys[-1])
+        s_lo, s_hi = int(seq.min()), int(seq.max())
+        k_bits = max(1, (k_hi - k_lo).bit_length())
+        s_bits = max(1, (s_hi - s_lo).bit_length())
+        if k_bits + s_bits > 63:
+            return None  # does not pack: the general multi-column sort handles it
+        packed = ((keys - k_lo).astype(np.uint64) << np.uint64(s_bits)) | (seq - s_lo).astype(np.uint64)
+        order = np.argsort(packed)
     if prefix:
         groups = table.column(prefix[0]).to_numpy()[order]
         order = order[np.argsort(groups, kind="stable")]
