@@ -29,7 +29,7 @@ def test_fast_order_equals_general_order(keys, groups):
 
 
 def test_sort_and_merge_keeps_latest_version():
-    t = pa.table({"k": [3, 1, 3, 2, 1], "_SEQUENCE_NUMBER": [0, 1, 5, 3, 4], "_VALUE_KIND": pa.array([0] * 5, pa.int8()),
-                  "v": ["a", "b", "c", "d", "e"]})
+    t = pa.table({"k": [3, 1, 3, 2, 1], "_SEQUENCE_NUMBER": [0, 1, 5, 3, 4],
+                  "_VALUE_KIND": pa.array([0] * 5, pa.int8()), "v": ["a", "b", "c", "d", "e"]})
     out = sort_and_merge(t, ["k"], Deduplicate())
     assert out.column("v").to_pylist() == ["e", "d", "c"]
