@@ -262,10 +262,12 @@ def run_compaction_task(table: Table, task: CompactionTask, *, chunk_rows: int =
                         merged = merged.filter(pa.array(keep))
                 return merged
 
+            # Intervals are key-disjoint and in key order, so their merged rows concatenate into
+            # sorted output: small neighbours end up in one file instead of one file each.
+            out: list[pa.Table] = []
+            out_rows = 0
             for interval in section.intervals:
                 inputs: list[Iterator[pa.Table]] = [reader.iter_file(split, f) for f in interval]
-                out: list[pa.Table] = []
-                out_rows = 0
                 for merged in merge_sorted(inputs, key_names, merge, min_rows=chunk_rows):
                     out.append(merged)
                     out_rows += merged.num_rows
@@ -273,10 +275,10 @@ def run_compaction_task(table: Table, task: CompactionTask, *, chunk_rows: int =
                         after += writer.write(pa.concat_tables(out), level=section.output_level,
                                               file_source=FILE_SOURCE_COMPACT)
                         out, out_rows = [], 0
-                if out:
-                    after += writer.write(pa.concat_tables(out), level=section.output_level,
-                                          file_source=FILE_SOURCE_COMPACT)
                 before += interval
+            if out:
+                after += writer.write(pa.concat_tables(out), level=section.output_level,
+                                      file_source=FILE_SOURCE_COMPACT)
         changelog = _produce_changelog(table, task, split, reader) if task.changelog_producer else []
     except BaseException:
         table.file_io.delete_many(writer.bucket_dir + "/" + f.file_name for f in after

@@ -38,9 +38,10 @@ def build_session(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
+    launched_by_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # the JVM already has a master
     if master:
         builder = builder.master(master)
-    elif not os.environ.get("SPARK_MASTER") and "spark.master" not in (conf or {}):
+    elif not launched_by_spark_submit and "spark.master" not in (conf or {}):
         builder = builder.master(os.environ.get("LAKE_SPARK_MASTER", DEFAULT_MASTER))
     for k, v in {**BASE_CONF, **dict(conf or {})}.items():
         builder = builder.config(k, v)

@@ -259,9 +259,11 @@ def get_session(job: str, args: argparse.Namespace) -> tuple[SparkSession, bool]
         return active, False
     master: str | None = args.master
     if os.environ.get("PYSPARK_GATEWAY_PORT"):
-        # Started by spark-submit (it owns the JVM): keep the master it was given.
-        from pyspark import SparkConf
+        # Started by spark-submit (it owns the JVM): keep the master it was given. SparkConf reads
+        # the JVM's properties only once the gateway is connected.
+        from pyspark import SparkConf, SparkContext
 
+        SparkContext._ensure_initialized()
         submitted = SparkConf().get("spark.master", None)
         if submitted:
             master = None
@@ -492,6 +494,31 @@ def report_to_pipes(context: Any, summary: dict[str, Any], table: Table | None) 
 
 
 # ---------------------------------------------------------------------- runner
+def separate_stderr() -> None:
+    """Under spark-submit, send this process's stderr to spark-submit's stderr.
+
+    spark-submit runs the Python driver with stderr merged into stdout, which would put every log
+    line and warning next to the JSON summary. When fd 1 and fd 2 are the same pipe, fd 2 is pointed
+    at the launching JVM's own stderr (Linux ``/proc``); anything else is left alone.
+    """
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return
+    try:
+        out, err = os.fstat(1), os.fstat(2)
+        if (out.st_dev, out.st_ino) != (err.st_dev, err.st_ino):
+            return
+        parent_err = f"/proc/{os.getppid()}/fd/2"
+        target = os.stat(parent_err)
+        if (target.st_dev, target.st_ino) == (out.st_dev, out.st_ino):
+            return
+        fd = os.open(parent_err, os.O_WRONLY | os.O_APPEND)
+    except OSError:
+        return
+    sys.stderr.flush()
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
 def _setup_logging() -> None:
     if not any(getattr(h, "_lake_jobs", False) for h in log.handlers):
         handler = logging.StreamHandler(sys.stderr)
@@ -509,6 +536,7 @@ def run_job(
     body: Callable[[JobContext], dict[str, Any]],
 ) -> int:
     """Parse arguments, open the session and table, run ``body``, print the summary; the exit code."""
+    separate_stderr()
     _setup_logging()
     summary = base_summary(job, None)
     ctx: JobContext | None = None
@@ -530,7 +558,10 @@ def run_job(
             if getattr(args, "distributed_delete_min", None) is not None:
                 ctx.distributed_delete_min = args.distributed_delete_min
             spark.sparkContext.setJobGroup(ctx.group_id, f"lake_assets {job} {table.name}", interruptOnCancel=True)
-            log.info("%s on %s (warehouse %s)", job, table.name, args.warehouse)
+            log.info("%s on %s (warehouse %s, master %s)", job, table.name, args.warehouse,
+                     spark.sparkContext.master)
+            summary["spark_master"] = spark.sparkContext.master
+            summary["spark_app_id"] = spark.sparkContext.applicationId
             summary.update(body(ctx))
         except Exception as exc:
             phase = ctx.phase if ctx is not None else phase

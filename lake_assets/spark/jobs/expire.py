@@ -69,7 +69,7 @@ def body(ctx: JobContext) -> dict[str, Any]:
     )
     files = [*result.deleted_data_files, *result.deleted_changelog_files, *result.deleted_manifests]
     out: dict[str, Any] = result.summary()
-    out["files_in"] = len(files)  # files this run removes (or would)
+    out["files_to_delete"] = len(files)
     out["deleted_files"] = 0 if args.dry_run else deleted
     out["distributed_delete"] = distributed
     if args.dry_run:

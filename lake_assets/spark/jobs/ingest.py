@@ -19,8 +19,12 @@ import argparse
 import inspect
 import signal
 import threading
+import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import Observation
+from pyspark.sql import functions as F
 
 from lake_assets.errors import SchemaError
 from lake_assets.spark.jobs.common import (
@@ -62,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
                   "with --overwrite it is replaced")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the --partition, or without it the partitions present in the input")
-    parser.add_argument("--mode", choices=("batch", "stream"), default="batch")
+    parser.add_argument("--mode", choices=("batch", "stream"), default="batch",
+                        help="batch (default) or stream: follow --source as a landing directory")
     parser.add_argument("--trigger", default="availableNow",
                         help="stream trigger: availableNow (default) or processingTime=<interval>")
     parser.add_argument("--checkpoint", default=None, metavar="DIR", help="stream checkpoint directory")
@@ -92,18 +97,19 @@ def _input_columns(ctx: JobContext, fmt: str, options: dict[str, str]) -> list[s
     return columns if columns or not streaming else None
 
 
-def _file_schema(table_schema: StructType, columns: list[str] | None, spec: dict[str, Any]) -> StructType:
+def _file_schema(table: Table, table_schema: StructType, columns: list[str] | None,
+                 spec: dict[str, Any]) -> StructType:
     """The reader schema: the table's type for each input column, in the input's order."""
     from pyspark.sql.types import StructType
 
     by_name = {f.name: f for f in table_schema.fields}
     if columns is None:  # no files to look at: the table's columns, less those --partition supplies
         return StructType([f for f in table_schema.fields if f.name not in spec])
-    _check_columns(columns, table_schema, spec)
+    _check_columns(table, columns, table_schema, spec)
     return StructType([by_name[c] for c in columns])
 
 
-def _check_columns(columns: Sequence[str], table_schema: StructType, spec: dict[str, Any]) -> None:
+def _check_columns(table: Table, columns: Sequence[str], table_schema: StructType, spec: dict[str, Any]) -> None:
     names = [f.name for f in table_schema.fields]
     unknown = [c for c in columns if c not in names]
     missing = [n for n in names if n not in columns and n not in spec]
@@ -113,7 +119,7 @@ def _check_columns(columns: Sequence[str], table_schema: StructType, spec: dict[
             parts.append(f"unknown columns {unknown}")
         if missing:
             parts.append(f"missing columns {missing}")
-        raise SchemaError(f"Cannot ingest into the table: the input has {' and '.join(parts)} "
+        raise SchemaError(f"Cannot ingest into {table.name}: the input has {' and '.join(parts)} "
                           f"(table columns: {names})")
 
 
@@ -131,7 +137,7 @@ def read_input(ctx: JobContext, table_schema: StructType, spec: dict[str, Any]) 
         columns: list[str] | None = [f.name for f in table_schema.fields]  # no header: the table's order
     else:
         columns = _input_columns(ctx, fmt, options)
-    schema = _file_schema(table_schema, columns, spec)
+    schema = _file_schema(ctx.table, table_schema, columns, spec)
     if args.mode == "stream":
         return spark.readStream.schema(schema).options(**options).format(fmt).load(args.source)
     return spark.read.schema(schema).options(**options).format(fmt).load(args.source)
@@ -139,9 +145,7 @@ def read_input(ctx: JobContext, table_schema: StructType, spec: dict[str, Any]) 
 
 def conform_columns(df: DataFrame, table: Table, table_schema: StructType, spec: dict[str, Any]) -> DataFrame:
     """Select the table's columns by name, cast to its types, fill and check ``--partition`` columns."""
-    from pyspark.sql import functions as F
-
-    _check_columns(df.columns, table_schema, spec)
+    _check_columns(table, df.columns, table_schema, spec)
     cols: list[Column] = []
     for f in table_schema.fields:
         if f.name in df.columns:
@@ -169,29 +173,68 @@ def _input_size(df: DataFrame) -> tuple[int | None, int | None]:
     except Exception:
         files = None
     try:
-        size = int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes().toString())
+        size = int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
     except Exception:
         size = None
     return (files or None), (size if files else None)
 
 
 # ------------------------------------------------------------------ writing
-def _write_batch(ctx: JobContext, df: DataFrame, spec: dict[str, Any]) -> None:
+def _observed_rows(observation: Observation, timeout_s: float = 30.0) -> int | None:
+    """The input row count the write observed (Spark collects it with the write, no extra pass).
+
+    ``Observation.get`` blocks until the metrics arrive; a thread bounds the wait in case a plan
+    ever drops them, so a summary is never lost to it.
+    """
+    result: dict[str, Any] = {}
+    waiter = threading.Thread(target=lambda: result.update(observation.get), daemon=True)
+    waiter.start()
+    waiter.join(timeout_s)
+    rows = result.get("rows")
+    return int(rows) if rows is not None else None
+
+
+def _partition_overwrite_supported() -> bool:
+    """Whether `write_table` replaces a given partition itself (``overwrite_partitions=``)."""
+    from lake_assets.spark import write_table
+
+    return "overwrite_partitions" in inspect.signature(write_table).parameters
+
+
+def _check_overwrite(table: Table, spec: dict[str, Any], overwrite: bool) -> None:
+    if overwrite and spec and set(spec) != set(table.partition_keys) and not _partition_overwrite_supported():
+        raise UsageError(
+            f"--overwrite with --partition {sorted(spec)} replaces only the sub-partitions the input has rows "
+            f"in with this version of lake_assets.spark.write_table; name every partition key "
+            f"{list(table.partition_keys)}"
+        )
+
+
+def _write_batch(ctx: JobContext, df: DataFrame, spec: dict[str, Any]) -> int | None:
+    """Write through `write_table`; the number of input rows."""
     from lake_assets.spark import write_table
 
     args = ctx.args
-    params = inspect.signature(write_table).parameters
     kwargs: dict[str, Any] = {"mode": "overwrite" if args.overwrite else "append",
                               "storage_options": ctx.ref.storage}
+    static_fallback = False
     if args.overwrite:
-        if "overwrite_partitions" in params:
+        if _partition_overwrite_supported():
             kwargs["overwrite_partitions"] = spec or None
             kwargs["dynamic"] = not spec
         else:
-            # Rows are checked to lie inside --partition, so replacing the partitions the rows fall
-            # in replaces exactly it (an empty input replaces nothing).
+            # Every row is checked to lie inside --partition (which names every key, see
+            # _check_overwrite), so replacing the partitions rows fall in replaces exactly it.
             kwargs["partition_overwrite_mode"] = "dynamic"
-    write_table(df, ctx.ref.warehouse, ctx.ref.identifier, **kwargs)
+            static_fallback = bool(spec)
+    observation = Observation(f"lake_ingest_{uuid.uuid4().hex}")
+    write_table(df.observe(observation, F.count(F.lit(1)).alias("rows")), ctx.ref.warehouse, ctx.ref.identifier,
+                **kwargs)
+    rows = _observed_rows(observation)
+    if static_fallback and rows == 0:
+        # An empty delivery of the partition still replaces it: commit the partition's removal.
+        ctx.table.write_arrow(ctx.table.arrow_schema.empty_table(), overwrite=spec)
+    return rows
 
 
 def _trigger(text: str) -> dict[str, Any]:
@@ -216,22 +259,28 @@ def _write_stream(ctx: JobContext, df: DataFrame, trigger: dict[str, Any]) -> di
         writer = writer.option(STORAGE_PREFIX + k, storage_option_text(v))
     query = writer.start(ctx.ref.identifier)
     log.info("streaming into %s (query %s, trigger %s)", ctx.table.name, query.id, trigger)
+    stop_requested = threading.Event()
     previous = None
     if threading.current_thread() is threading.main_thread():
-        # spark-submit / Dagster stop a stream with SIGTERM: finish the running batch's commit first
-        def stop(signum: int, frame: Any) -> None:
-            log.info("signal %d: stopping the stream", signum)
-            query.stop()
+        # spark-submit and Dagster stop a stream with SIGTERM. The handler only sets a flag: stopping
+        # the query from inside it would break the py4j call the main thread is waiting in.
+        def request_stop(signum: int, frame: Any) -> None:
+            stop_requested.set()
 
-        previous = signal.signal(signal.SIGTERM, stop)
+        previous = signal.signal(signal.SIGTERM, request_stop)
     try:
-        query.awaitTermination()
+        while not query.awaitTermination(1):  # raises if the query failed
+            if stop_requested.is_set():
+                log.info("SIGTERM: stopping the stream (a batch it interrupts is redone by the next run)")
+                query.stop()
+                break
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     progress = [p for p in query.recentProgress if p is not None]
     return {
         "query_id": str(query.id),
+        "stopped_by_signal": stop_requested.is_set(),
         "batches": sum(1 for p in progress if (p.numInputRows or 0) > 0),
         "rows_in": sum(int(p.numInputRows or 0) for p in progress),
     }
@@ -256,6 +305,7 @@ def body(ctx: JobContext) -> dict[str, Any]:
         raise UsageError("--checkpoint applies to --mode stream only")
     table = ctx.table
     spec = typed_partition(table, [pair for group in args.partitions for pair in group])
+    _check_overwrite(table, spec, args.overwrite)
     table_schema = spark_schema(table.arrow_schema)
     raw = read_input(ctx, table_schema, spec)
     df = conform_columns(raw, table, table_schema, spec)
@@ -268,11 +318,9 @@ def body(ctx: JobContext) -> dict[str, Any]:
     else:
         out["files_in"], out["bytes_in"] = _input_size(raw)
         ctx.describe(f"write {args.source or args.source_table}" + (" (overwrite)" if args.overwrite else ""))
-        _write_batch(ctx, df, spec)
+        out["rows_in"] = _write_batch(ctx, df, spec)
     out.update(snapshot_fields(table, before))
     out.update(delta_stats(table, before))
-    if args.mode == "batch" and not table.primary_keys:
-        out["rows_in"] = out["rows_out"]  # append tables keep every input row
     return out
 
 

@@ -54,8 +54,6 @@ def body(ctx: JobContext) -> dict[str, Any]:
         "dry_run": args.dry_run,
         "deleted_files": deleted,
         "older_than_ms": args.older_than,
-        "files_in": len(found.paths),
-        "bytes_in": found.bytes,
         "distributed_delete": deleted >= ctx.distributed_delete_min and deleted > 0,
         "sample_paths": found.paths[:SAMPLE_PATHS],
     }

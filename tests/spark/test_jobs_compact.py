@@ -1,0 +1,105 @@
+"""The distributed compact job: units on executors, one COMPACT commit, conflicts exit 4."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pyarrow as pa
+import pytest
+
+from lake_assets import Catalog
+from lake_assets.ops import compact as core_compact
+from lake_assets.spark.jobs import compact
+from lake_assets.spark.jobs.common import EXIT_CONFLICT, EXIT_OK
+from tests.spark.test_jobs_common import make_pk_table, run_job_main, sorted_rows, write_batches
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def test_universal_compaction_commits_once(capsys, spark, tmp_path):
+    wh = str(tmp_path)
+    table = make_pk_table(wh)
+    write_batches(table, 6)
+    expected = sorted_rows(table)
+    before = table.latest_snapshot().id
+    code, out = run_job_main(capsys, compact.main, "--warehouse", wh, "--table", "db.t")
+    assert code == EXIT_OK, out
+    assert out["status"] == "ok" and out["commit_kind"] == "COMPACT"
+    assert out["snapshot_id"] == before + 1 == table.latest_snapshot().id  # exactly one commit
+    assert out["tasks"] == 4  # 2 partitions x 2 buckets
+    assert out["files_in"] == 24 and out["rows_in"] == 240
+    assert out["rows_out"] == 40 and out["files_out"] == 4  # 40 distinct keys
+    assert out["health_before"]["level0_files"] == 24 and out["health_after"]["level0_files"] == 0
+    assert out["health_after"]["files"] < out["health_before"]["files"]
+    assert sorted_rows(table) == expected
+    # nothing left to do: no snapshot
+    code, out = run_job_main(capsys, compact.main, "--warehouse", wh, "--table", "db.t")
+    assert code == EXIT_OK and out["snapshot_id"] is None and out["tasks"] == 0
+
+
+def test_full_compaction_of_one_partition_and_max_units(capsys, spark, tmp_path):
+    wh = str(tmp_path)
+    table = make_pk_table(wh)
+    write_batches(table, 2)
+    expected = sorted_rows(table)
+    code, out = run_job_main(capsys, compact.main, "--warehouse", wh, "--table", "db.t", "--full",
+                             "--partition", "dt=2024-01-01", "--max-units", "1")
+    assert code == EXIT_OK, out
+    assert out["tasks"] == 1 and out["full"] is True and out["commit_kind"] == "COMPACT"
+    health = {(r["partition"], r["bucket"]): r for r in table.health().to_pylist()}
+    compacted = [k for k, r in health.items() if r["level0_file_count"] == 0]
+    assert len(compacted) == 1 and compacted[0][0] == "dt=2024-01-01"
+    code, out = run_job_main(capsys, compact.main, "--warehouse", wh, "--table", "db.t", "--full")
+    assert code == EXIT_OK and out["tasks"] == 3
+    assert all(r["level0_file_count"] == 0 and r["sorted_runs"] == 1 for r in table.health().to_pylist())
+    assert sorted_rows(table) == expected
+
+
+def test_append_table_small_files(capsys, spark, tmp_path):
+    wh = str(tmp_path)
+    cat = Catalog(wh)
+    cat.create_database("db")
+    table = cat.create_table("db.log", pa.schema([("k", pa.int64()), ("s", pa.string())]))
+    for i in range(6):
+        writer = table.new_writer("w", write_only=True)
+        writer.write_arrow(pa.table({"k": [i, i + 100], "s": ["x", "y"]}))
+        table.new_committer("w").commit(writer.prepare_commit(), i)
+    code, out = run_job_main(capsys, compact.main, "--warehouse", wh, "--table", "db.log")
+    assert code == EXIT_OK and out["commit_kind"] == "COMPACT", out
+    assert out["files_in"] == 6 and out["files_out"] == 1 and out["rows_out"] == 12
+    assert table.to_arrow().num_rows == 12
+
+
+def test_concurrent_compaction_is_a_conflict(capsys, spark, tmp_path, monkeypatch):
+    wh = str(tmp_path)
+    table = make_pk_table(wh)
+    write_batches(table, 6)
+    expected = sorted_rows(table)
+    real_plan = core_compact.plan_compaction
+
+    def plan_then_lose_the_race(t, **kw):
+        plan = real_plan(t, **kw)
+        Catalog(wh).get_table("db.t").compact(full=True)  # another job rewrites the same files first
+        return plan
+
+    monkeypatch.setattr(compact, "plan_compaction", plan_then_lose_the_race)
+    latest = table.latest_snapshot().id
+    code, out = run_job_main(capsys, compact.main, "--warehouse", wh, "--table", "db.t")
+    assert code == EXIT_CONFLICT, out
+    assert out["status"] == "error" and "CommitConflictError" in out["error"]
+    assert table.latest_snapshot().id == latest + 1  # only the other compaction committed
+    assert sorted_rows(table) == expected
+    # the loser's output files were removed: nothing unreferenced but what the winner replaced
+    assert table.remove_orphan_files(older_than=timedelta(0), dry_run=True).paths == []
+
+
+def test_full_compaction_combines_small_non_overlapping_files(tmp_path):
+    table = make_pk_table(str(tmp_path), partitioned=False)
+    for i in range(6):
+        table.write_arrow(pa.table({"id": list(range(i * 10, i * 10 + 10)), "dt": ["d"] * 10,
+                                    "v": [float(i)] * 10}))
+    files_before = sum(r["file_count"] for r in table.health().to_pylist())
+    table.compact(full=True)
+    health = table.health().to_pylist()
+    files_after = sum(r["file_count"] for r in health)
+    assert files_after == len(health) < files_before  # small key-disjoint files combine: one per bucket
