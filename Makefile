@@ -27,7 +27,7 @@ LINT_PATHS = $(wildcard lake_assets jobs tests bench)
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help venv venv-paimon test lint demo clean
+.PHONY: help venv venv-paimon browser test lint demo dagster clean
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -63,9 +63,17 @@ $(PAIMON_STAMP): | $(VENV_PAIMON)/bin/python
 lint: venv
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 
-test: venv venv-paimon
+test: venv venv-paimon browser
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/python -m pytest -q
+
+# Headless Chromium for the Dagster UI test (Debian's package; installed when missing and root).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 \
+				|| echo "warning: could not install chromium; the UI test will say why it skipped"; \
+		else echo "note: chromium missing; install Debian's chromium to run the UI test"; fi; }
 
 demo: venv
 	$(VENV)/bin/python -m lake_assets.demo

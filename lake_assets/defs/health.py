@@ -20,14 +20,17 @@ class Breach:
 
 
 def breaches(health: pa.Table, policy: MaintenancePolicy) -> list[Breach]:
-    """Buckets whose small files, level-0 files or size amplification exceed the policy."""
+    """Buckets whose small files, sorted runs or size amplification exceed the policy.
+
+    Sorted runs are what Paimon's ``num-sorted-run.compaction-trigger`` bounds: every level-0 file
+    is one run, every non-empty higher level another."""
     out = []
     for row in health.to_pylist():
         reasons = []
         if row["small_file_count"] > policy.small_file_threshold:
             reasons.append(f"{row['small_file_count']} small files > {policy.small_file_threshold}")
-        if row["level0_file_count"] > policy.level0_runs:
-            reasons.append(f"{row['level0_file_count']} level-0 runs > {policy.level0_runs}")
+        if row["sorted_runs"] > policy.level0_runs:
+            reasons.append(f"{row['sorted_runs']} sorted runs > {policy.level0_runs}")
         if row["size_amplification_percent"] > policy.size_amplification_percent:
             reasons.append(f"size amplification {row['size_amplification_percent']:.0f}% > "
                            f"{policy.size_amplification_percent:.0f}%")
@@ -54,3 +57,10 @@ def max_of(health: pa.Table, column: str) -> float:
     """The largest value of a health column (0 for an empty table; nulls ignored)."""
     values = [v for v in health.column(column).to_pylist() if v is not None]
     return max(values, default=0)
+
+
+def needs_full(health: pa.Table, policy: MaintenancePolicy) -> bool:
+    """Whether a breach is one universal compaction would not pick (small files, typically): then
+    only a full compaction of the partition fixes it."""
+    triggers = {(r["partition"], r["bucket"]): r["compaction_would_trigger"] for r in health.to_pylist()}
+    return any(not triggers[(b.partition, b.bucket)] for b in breaches(health, policy))

@@ -1,14 +1,13 @@
 """``<table>_compaction``: the compact job, for chosen partitions or (``full``) the whole table."""
 
-from __future__ import annotations
-
 import dagster as dg
+from pydantic import Field
 
+from lake_assets.defs.assets.charts import file_sizes, size_chart
 from lake_assets.defs.assets.metadata import (
-    file_sizes,
     health_table,
     health_totals,
-    size_chart,
+    job_details,
     summary_metadata,
     table_location,
 )
@@ -21,9 +20,9 @@ from lake_assets.defs.resources import SparkJobResource, WarehouseResource
 class CompactionConfig(dg.Config):
     """Run config of a compaction (the small-file sensor and the schedule set it)."""
 
-    full: bool = False
-    partitions: list[str] = []
-    max_units: int | None = None
+    full: bool = Field(default=False, description="Rewrite everything into the last level.")
+    partitions: list[str] = Field(default_factory=list, description="Partition paths (dt=2024-01-01); empty: all.")
+    max_units: int | None = Field(default=None, description="Compact at most N (partition, bucket) units.")
 
 
 def compact_args(config: CompactionConfig) -> list[str]:
@@ -79,6 +78,7 @@ def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
             "health": health_table(after),
             "file_sizes": dg.MetadataValue.md(size_chart(sizes_before, file_sizes(table))),
             "table_path": table_location(warehouse.url, warehouse.table_path(spec.identifier)),
+            **job_details(summary),
         }
         snapshot = table.latest_snapshot()
         return dg.MaterializeResult(

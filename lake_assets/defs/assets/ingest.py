@@ -5,12 +5,16 @@ A backfill of a range is one Dagster run (`BackfillPolicy.single_run`). The inge
 run overwrites its day (``--partition <col>=<day> --overwrite``), so retries are idempotent.
 """
 
-from __future__ import annotations
-
 import dagster as dg
 import pyarrow as pa
 
-from lake_assets.defs.assets.metadata import health_metadata, merge_summaries, summary_metadata, table_location
+from lake_assets.defs.assets.metadata import (
+    health_metadata,
+    job_details,
+    merge_summaries,
+    summary_metadata,
+    table_location,
+)
 from lake_assets.defs.config import TableConfig
 from lake_assets.defs.health import partition_values
 from lake_assets.defs.names import TableNames
@@ -57,7 +61,10 @@ def build_ingest_asset(spec: TableConfig, timezone: str) -> dg.AssetsDefinition:
         missing = missing_sources(ingest, keys)
         if missing:
             raise dg.Failure(description="No landing files for " + "; ".join(missing), allow_retries=False)
-        warehouse.ensure_table(spec)
+        existing = warehouse.ensure_table(spec)
+        if list(existing.arrow_schema.names) != list(spec.columns):
+            context.log.warning(f"{spec.identifier} has columns {existing.arrow_schema.names}, lake.yaml declares "
+                                f"{list(spec.columns)}: the table is left as it is (evolve it explicitly)")
         summaries = []
         for key in keys:
             context.log.info(f"Ingesting {spec.identifier} {partition_spec(ingest, key)}")
@@ -74,6 +81,7 @@ def build_ingest_asset(spec: TableConfig, timezone: str) -> dg.AssetsDefinition:
             "job_runs": dg.MetadataValue.int(len(summaries)),
             **health_metadata(health),
             "table_path": table_location(warehouse.url, warehouse.table_path(spec.identifier)),
+            **job_details(summary),
         }
         snapshot = table.latest_snapshot()
         version = dg.DataVersion(str(snapshot.id)) if snapshot else None

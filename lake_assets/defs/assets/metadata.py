@@ -1,4 +1,4 @@
-"""Materialization metadata: job summaries, the per-bucket health table, a file-size chart."""
+"""Materialization metadata: job summaries and the per-bucket health table."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from lake_assets.table import Table
 SUMMARY_INTS = ("snapshot_id", "files_in", "files_out", "rows_in", "rows_out", "bytes_in", "bytes_out")
 HEALTH_ROWS = 100
 _HEALTH_TYPES = {pa.types.is_integer: "int", pa.types.is_floating: "float", pa.types.is_boolean: "bool"}
-_BAR = "█"
 
 
 def summary_metadata(summary: dict[str, Any], table: Table | None = None) -> dict[str, Any]:
-    """The job's summary as metadata: snapshot id, commit kind, rows/files/bytes in and out, duration
-    (over what the job reported through Pipes; its markdown health gives way to `health_table`)."""
-    md: dict[str, Any] = {k: v for k, v in (summary.get(PIPES_METADATA) or {}).items() if k != "health"}
+    """The job's headline numbers: snapshot id, commit kind, rows/files/bytes in and out, duration.
+
+    A job that committed nothing has no snapshot id in its summary: the table's latest is shown."""
+    md: dict[str, Any] = {}
     snapshot_id = summary.get("snapshot_id")
     if snapshot_id is None and table is not None:
         latest = table.latest_snapshot()
@@ -34,9 +34,30 @@ def summary_metadata(summary: dict[str, Any], table: Table | None = None) -> dic
             md[key] = dg.MetadataValue.int(summary[key])
     if isinstance(summary.get("duration_s"), (int, float)):
         md["duration_s"] = dg.MetadataValue.float(float(summary["duration_s"]))
-    if summary:
-        md["job_summary"] = dg.MetadataValue.json({k: v for k, v in summary.items() if k != PIPES_METADATA})
     return md
+
+
+def job_details(summary: dict[str, Any]) -> dict[str, Any]:
+    """Everything else the job said (its stdout summary, and what it reported through Pipes), prefixed
+    ``job.``; its markdown health gives way to `health_table`."""
+    skip = {*SUMMARY_INTS, "commit_kind", "duration_s", "health", "table_path", PIPES_METADATA}
+    md: dict[str, Any] = {f"job.{k}": v for k, v in (summary.get(PIPES_METADATA) or {}).items() if k not in skip}
+    for key, value in summary.items():
+        if key not in skip and value is not None:
+            md[f"job.{key}"] = _metadata_value(value)
+    return md
+
+
+def _metadata_value(value: Any) -> dg.MetadataValue:
+    if isinstance(value, bool):
+        return dg.MetadataValue.bool(value)
+    if isinstance(value, int):
+        return dg.MetadataValue.int(value)
+    if isinstance(value, float):
+        return dg.MetadataValue.float(value) if math.isfinite(value) else dg.MetadataValue.text(str(value))
+    if isinstance(value, (dict, list)):
+        return dg.MetadataValue.json(value)
+    return dg.MetadataValue.text(str(value))
 
 
 def merge_summaries(summaries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -89,40 +110,3 @@ def _column_type(t: pa.DataType) -> str:
 
 def _finite(v: Any) -> Any:
     return None if isinstance(v, float) and not math.isfinite(v) else v
-
-
-def file_sizes(table: Table) -> list[int]:
-    """Sizes of the live data files of the latest snapshot (manifests only)."""
-    return [f.file_size for split in table.plan() for f in split.files]
-
-
-def size_chart(before: list[int], after: list[int] | None = None, width: int = 24) -> str:
-    """A markdown bar chart of data-file sizes in power-of-4 bins, before (and after) a change."""
-    series = {"files": before} if after is None else {"before": before, "after": after}
-    bins = sorted({_bin(s) for sizes in series.values() for s in sizes})
-    if not bins:
-        return "_no data files_"
-    counts = {name: {b: sum(1 for s in sizes if _bin(s) == b) for b in bins} for name, sizes in series.items()}
-    top = max(max(c.values()) for c in counts.values()) or 1
-    head = "| file size | " + " | ".join(series) + " |\n|---|" + "---|" * len(series) + "\n"
-    rows = []
-    for b in bins:
-        cells = [f"{_BAR * max(1 if n else 0, round(width * n / top))} {n}" for n in (counts[k][b] for k in series)]
-        rows.append(f"| ≤ {_human(4 ** b)} | " + " | ".join(cells) + " |")
-    return head + "\n".join(rows)
-
-
-def _bin(size: int) -> int:
-    """Smallest b with size ≤ 4**b (bins of ×4: ≤1 KiB, ≤4 KiB, ≤16 KiB, ...), at least 1 KiB."""
-    b = 5
-    while 4**b < size:
-        b += 1
-    return b
-
-
-def _human(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024:
-            return f"{n:.0f} {unit}"
-        n //= 1024
-    return f"{n} PiB"

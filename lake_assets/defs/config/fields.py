@@ -64,3 +64,10 @@ def _check_columns(columns: dict[str, str]) -> dict[str, str]:
 Duration = Annotated[str, AfterValidator(_check_duration)]
 Cron = Annotated[str, AfterValidator(_check_cron)]
 Columns = Annotated[dict[str, str], AfterValidator(_check_columns)]
+
+
+def stringify(v: object) -> object:
+    """YAML scalars → the text Paimon options, Spark conf and read options expect."""
+    if not isinstance(v, dict):
+        return v
+    return {str(k): ("true" if x is True else "false" if x is False else str(x)) for k, x in v.items()}

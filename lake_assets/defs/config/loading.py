@@ -19,7 +19,6 @@ DEFAULT_NAME = "lake.yaml"
 class LakeConfigError(ValueError):
     """lake.yaml is missing, not YAML, or does not validate; the message lists every problem."""
 
-
 def config_path() -> Path:
     """``$LAKE_CONFIG``, else ./lake.yaml, else the lake.yaml of the source checkout."""
     env = os.environ.get(CONFIG_ENV)

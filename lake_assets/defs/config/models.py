@@ -1,4 +1,4 @@
-"""The models of lake.yaml: the warehouse, how Spark jobs are launched, and the tables."""
+"""The models of lake.yaml: the whole file, and each table with its ingest source."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from lake_assets.catalog import build_schema
 from lake_assets.catalog_names import parse_identifier
-from lake_assets.defs.config.fields import Columns, Duration, arrow_field
+from lake_assets.defs.config.fields import Columns, arrow_field, stringify
 from lake_assets.defs.config.policy import MaintenancePolicy
+from lake_assets.defs.config.runtime import AutomationConfig, SparkConfig
 from lake_assets.defs.names import TableNames
 from lake_assets.defs.resources.storage import Storage
 from lake_assets.errors import LakeError
@@ -23,24 +24,6 @@ TEMPLATE_FIELDS = ("partition_key", "date", "value", "year", "month", "day")
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-
-class SparkConfig(_Strict):
-    """How jobs are launched: ``pipes`` runs spark-submit jobs/<name>.py, ``python`` runs python -m."""
-
-    master: str = "local[*]"
-    launcher: Literal["pipes", "python"] = "pipes"
-    conf: dict[str, str] = Field(default_factory=dict, description="Spark conf passed as --conf k=v.")
-    spark_submit: str = Field(default="spark-submit", description="spark-submit executable (pipes launcher).")
-    jobs_dir: str = Field(default="jobs", description="Folder of the job scripts (pipes launcher).")
-    jobs_module: str = Field(default="lake_assets.spark.jobs", description="Package of the jobs (python launcher).")
-    timeout: Duration = Field(default="2h", description="A job running longer is stopped and fails.")
-    env: dict[str, str] = Field(default_factory=dict, description="Extra environment of the job processes.")
-
-    @field_validator("conf", "env", mode="before")
-    @classmethod
-    def _texts(cls, v: object) -> object:
-        return _stringify(v)
 
 
 class IngestConfig(_Strict):
@@ -66,7 +49,7 @@ class IngestConfig(_Strict):
     @field_validator("read_options", mode="before")
     @classmethod
     def _texts(cls, v: object) -> object:
-        return _stringify(v)
+        return stringify(v)
 
 
 class TableConfig(_Strict):
@@ -94,7 +77,7 @@ class TableConfig(_Strict):
     @field_validator("options", mode="before")
     @classmethod
     def _texts(cls, v: object) -> object:
-        return _stringify(v)
+        return stringify(v)
 
     @model_validator(mode="after")
     def _consistent(self) -> TableConfig:
@@ -120,18 +103,12 @@ class TableConfig(_Strict):
         return self.options.get("changelog-producer", "none") != "none"
 
 
-class SensorConfig(_Strict):
-    """The small-file sensor."""
-
-    interval_seconds: int = Field(default=60, ge=1, description="Seconds between evaluations.")
-
-
 class LakeConfig(_Strict):
     """The whole of lake.yaml."""
 
     warehouse: Storage
     spark: SparkConfig = SparkConfig()
-    sensor: SensorConfig = SensorConfig()
+    automation: AutomationConfig = AutomationConfig()
     timezone: str = Field(default="UTC", description="Time zone of schedules and daily partitions.")
     tables: list[TableConfig] = Field(min_length=1)
 
@@ -150,10 +127,3 @@ class LakeConfig(_Strict):
             if t.identifier == identifier:
                 return t
         raise KeyError(identifier)
-
-
-def _stringify(v: object) -> object:
-    """YAML scalars → the text Paimon options, Spark conf and read options expect."""
-    if not isinstance(v, dict):
-        return v
-    return {str(k): ("true" if x is True else "false" if x is False else str(x)) for k, x in v.items()}

@@ -41,7 +41,9 @@ class MaintenancePolicy(_Strict):
     small_file_bytes: int | None = Field(
         default=None, ge=1, description="Files below this size are small (default: Paimon's target size rule)."
     )
-    level0_runs: int = Field(default=5, ge=1, description="More level-0 runs per bucket trigger a compaction.")
+    level0_runs: int = Field(
+        default=5, ge=1, description="More sorted runs per bucket (each level-0 file is one) trigger a compaction."
+    )
     size_amplification_percent: float = Field(default=200.0, gt=0, description="More amplification triggers one.")
     max_level0_age: Duration = Field(default="6h", description="Check: the oldest level-0 file is younger.")
     compaction_cron: Cron | None = Field(default="0 2 * * *", description="Full compaction schedule (null: none).")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
@@ -23,9 +24,9 @@ EXIT_CODES = {0: "ok", 1: "unexpected error", 2: "bad arguments or config", 3: "
 class SparkJobResource(dg.ConfigurableResource):
     """How the jobs of ``jobs/`` are launched.
 
-    ``pipes``: ``spark-submit --master M jobs/<name>.py ...``; ``python``: ``python -m
-    <jobs_module>.<name> --master M ...`` (no spark-submit binary needed). Both run under a Pipes
-    session, so the jobs report their materialization metadata back.
+    ``pipes``: ``spark-submit --master M --conf k=v jobs/<name>.py ...``; ``python``: ``python -m
+    <jobs_module>.<name> --master M ... --conf k=v`` (no spark-submit binary needed). Both run under
+    a Pipes session, so the jobs report their materialization metadata back.
     """
 
     master: str = Field(default="local[*]", description="Spark master URL.")
@@ -43,15 +44,16 @@ class SparkJobResource(dg.ConfigurableResource):
         if self.launcher == "python":
             return [sys.executable, "-m", f"{self.jobs_module}.{job_name}", "--master", self.master,
                     *args, *conf]
+        # spark-submit applies --conf before the driver starts (driver memory, JVM options).
         script = str(Path(self.jobs_dir) / f"{job_name}.py")
-        return [self._spark_submit(), "--master", self.master, script, *args, *conf]
+        return [self._spark_submit(), "--master", self.master, *conf, script, *args]
 
     def _spark_submit(self) -> str:
-        found = shutil.which(self.spark_submit)
-        if found:
-            return found
+        """The venv's spark-submit (pyspark's own version) before one on the PATH."""
         beside = Path(sys.executable).parent / self.spark_submit
-        return str(beside) if beside.exists() else self.spark_submit
+        if "/" not in self.spark_submit and beside.exists():
+            return str(beside)
+        return shutil.which(self.spark_submit) or self.spark_submit
 
     def run_job(
         self,
@@ -63,7 +65,7 @@ class SparkJobResource(dg.ConfigurableResource):
         """Run a job to completion; return its JSON summary merged with the metadata it reported
         through Pipes. A non-zero exit raises `dagster.Failure` carrying the job's error JSON."""
         command = self.command(job_name, args)
-        context.log.info(f"Launching {job_name}: {' '.join(command)}")
+        context.log.info(f"Launching {job_name}: {shlex.join(command)}")
         client = CapturingPipesSubprocessClient(
             timeout_seconds=self.timeout_seconds,
             env={"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, **self.env},

@@ -1,0 +1,56 @@
+"""``<table>_changelog``: changelog production (and export) for tables with a changelog producer."""
+
+import dagster as dg
+
+from lake_assets.defs.assets.metadata import job_details, summary_metadata, table_location
+from lake_assets.defs.config import TableConfig
+from lake_assets.defs.names import TableNames
+from lake_assets.defs.resources import SparkJobResource, WarehouseResource
+
+
+def consumer_id(spec: TableConfig) -> str:
+    names = TableNames(spec.identifier)
+    return spec.maintenance.changelog.consumer_id or f"dagster-{names.database}-{names.table}"
+
+
+def changelog_args(spec: TableConfig) -> list[str]:
+    target = spec.maintenance.changelog
+    args = ["--consumer-id", consumer_id(spec)]
+    if target.export_path:
+        args += ["--export-path", target.export_path]
+    if target.export_table:
+        args += ["--export-table", target.export_table]
+    return args
+
+
+def build_changelog_asset(spec: TableConfig) -> dg.AssetsDefinition:
+    names = TableNames(spec.identifier)
+    target = spec.maintenance.changelog
+    destination = target.export_path or target.export_table or "consumer position only"
+
+    @dg.asset(
+        key=names.key("changelog"),
+        group_name=names.group,
+        deps=[names.key("ingest")] if spec.ingest else [],
+        kinds={"spark", "paimon"},
+        description=f"Produces the changelog of {spec.identifier} "
+        f"({spec.options.get('changelog-producer')}) and exports it to {destination}.",
+        metadata={"table": spec.identifier, "consumer_id": consumer_id(spec)},
+    )
+    def changelog_asset(
+        context: dg.AssetExecutionContext, warehouse: WarehouseResource, spark: SparkJobResource
+    ) -> dg.MaterializeResult:
+        if warehouse.table_if_exists(spec.identifier) is None:
+            raise dg.Failure(description=f"{spec.identifier} does not exist yet: ingest first", allow_retries=False)
+        summary = spark.run_job(context, "changelog", warehouse.job_args(spec.identifier) + changelog_args(spec),
+                                env=warehouse.job_env())
+        table = warehouse.table(spec.identifier)
+        return dg.MaterializeResult(metadata={
+            **summary_metadata(summary, table),
+            "consumer_id": dg.MetadataValue.text(consumer_id(spec)),
+            "destination": dg.MetadataValue.text(destination),
+            "table_path": table_location(warehouse.url, warehouse.table_path(spec.identifier)),
+            **job_details(summary),
+        })
+
+    return changelog_asset

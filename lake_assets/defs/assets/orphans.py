@@ -1,0 +1,56 @@
+"""``<table>_orphans``: orphan-file cleanup; a reported dry run unless the policy enables deletes."""
+
+import dagster as dg
+
+from lake_assets.defs.assets.metadata import job_details, summary_metadata, table_location
+from lake_assets.defs.config import OrphanPolicy, TableConfig
+from lake_assets.defs.names import TableNames
+from lake_assets.defs.resources import SparkJobResource, WarehouseResource
+
+
+class OrphansConfig(dg.Config):
+    """Run config; ``dry_run`` None follows the policy (dry unless ``orphans.enabled``)."""
+
+    dry_run: bool | None = None
+
+
+def orphans_args(policy: OrphanPolicy, dry_run: bool) -> list[str]:
+    return ["--older-than", policy.older_than] + ([] if dry_run else ["--no-dry-run"])
+
+
+def build_orphans_asset(spec: TableConfig) -> dg.AssetsDefinition:
+    names = TableNames(spec.identifier)
+    policy = spec.maintenance.orphans
+
+    @dg.asset(
+        key=names.key("orphans"),
+        group_name=names.group,
+        deps=[names.key("expiry")],
+        kinds={"spark", "paimon"},
+        description=f"Finds files of {spec.identifier} no snapshot references (older than {policy.older_than}); "
+        + ("deletes them." if policy.enabled else "dry run: reports only."),
+        metadata={"table": spec.identifier, "deletes_enabled": policy.enabled},
+    )
+    def orphans_asset(
+        context: dg.AssetExecutionContext,
+        config: OrphansConfig,
+        warehouse: WarehouseResource,
+        spark: SparkJobResource,
+    ) -> dg.MaterializeResult:
+        if warehouse.table_if_exists(spec.identifier) is None:
+            raise dg.Failure(description=f"{spec.identifier} does not exist yet: ingest first", allow_retries=False)
+        dry_run = (not policy.enabled) if config.dry_run is None else config.dry_run
+        summary = spark.run_job(context, "remove_orphans",
+                                warehouse.job_args(spec.identifier) + orphans_args(policy, dry_run),
+                                env=warehouse.job_env())
+        table = warehouse.table(spec.identifier)
+        return dg.MaterializeResult(metadata={
+            **summary_metadata(summary, table),
+            "dry_run": dg.MetadataValue.bool(dry_run),
+            "orphan_files": dg.MetadataValue.int(int(summary.get("orphan_files") or 0)),
+            "orphan_bytes": dg.MetadataValue.int(int(summary.get("orphan_bytes") or 0)),
+            "table_path": table_location(warehouse.url, warehouse.table_path(spec.identifier)),
+            **job_details(summary),
+        })
+
+    return orphans_asset

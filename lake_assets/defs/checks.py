@@ -1,0 +1,84 @@
+"""Asset checks per table: small files, level-0 age, snapshot retention, orphan bytes.
+
+All read metadata in the Dagster process (manifests and snapshot files; no data files).
+"""
+
+import dagster as dg
+
+from lake_assets.defs.config import TableConfig, parse_duration
+from lake_assets.defs.health import breaches, max_of
+from lake_assets.defs.names import TableNames
+from lake_assets.defs.resources import WarehouseResource
+
+WARN = dg.AssetCheckSeverity.WARN
+ERROR = dg.AssetCheckSeverity.ERROR
+
+
+def _no_table(identifier: str) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(passed=False, severity=WARN, description=f"{identifier} does not exist yet")
+
+
+def build_table_checks(spec: TableConfig) -> list[dg.AssetChecksDefinition]:
+    names = TableNames(spec.identifier)
+    policy = spec.maintenance
+    ident = spec.identifier
+    level0_limit_ms = int(parse_duration(policy.max_level0_age).total_seconds() * 1000)
+
+    @dg.asset_check(asset=names.key("compaction"), name="small_files",
+                    description=f"No bucket has more than {policy.small_file_threshold} small files.")
+    def small_files(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+        table = warehouse.table_if_exists(ident)
+        if table is None:
+            return _no_table(ident)
+        health = table.health(small_file_threshold=policy.small_file_bytes)
+        worst = int(max_of(health, "small_file_count"))
+        over = [b for b in breaches(health, policy) if any("small files" in r for r in b.reasons)]
+        return dg.AssetCheckResult(passed=worst <= policy.small_file_threshold, severity=WARN, metadata={
+            "max_small_files_per_bucket": worst,
+            "threshold": policy.small_file_threshold,
+            "buckets_over": len(over),
+            "partitions_over": ", ".join(sorted({b.partition for b in over})) or "none",
+        })
+
+    @dg.asset_check(asset=names.key("compaction"), name="level0_age",
+                    description=f"Compaction keeps up: no level-0 file is older than {policy.max_level0_age}.")
+    def level0_age(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+        table = warehouse.table_if_exists(ident)
+        if table is None:
+            return _no_table(ident)
+        oldest = int(max_of(table.health(), "oldest_level0_age_ms"))
+        return dg.AssetCheckResult(passed=oldest <= level0_limit_ms, severity=ERROR, metadata={
+            "oldest_level0_age_s": round(oldest / 1000, 1),
+            "limit_s": level0_limit_ms / 1000,
+        })
+
+    @dg.asset_check(asset=names.key("expiry"), name="snapshot_retention",
+                    description=f"At most {policy.retain_max} snapshots are retained.")
+    def snapshot_retention(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+        table = warehouse.table_if_exists(ident)
+        if table is None:
+            return _no_table(ident)
+        count = len(table.snapshots())
+        return dg.AssetCheckResult(passed=count <= policy.retain_max, severity=ERROR, metadata={
+            "snapshots": count, "retain_min": policy.retain_min, "retain_max": policy.retain_max,
+        })
+
+    @dg.asset_check(asset=names.key("orphans"), name="orphan_bytes",
+                    description=f"The last orphan scan found at most {policy.orphans.max_orphan_bytes} bytes.")
+    def orphan_bytes(context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource) -> dg.AssetCheckResult:
+        event = context.instance.get_latest_materialization_event(names.key("orphans"))
+        recorded = event.asset_materialization.metadata.get("orphan_bytes") if event and event.asset_materialization \
+            else None
+        if recorded is not None:
+            found, source = int(recorded.value), "last orphans materialization"
+        else:
+            table = warehouse.table_if_exists(ident)
+            if table is None:
+                return _no_table(ident)
+            result = table.remove_orphan_files(older_than=parse_duration(policy.orphans.older_than), dry_run=True)
+            found, source = result.bytes, "dry run in the check"
+        return dg.AssetCheckResult(passed=found <= policy.orphans.max_orphan_bytes, severity=WARN, metadata={
+            "orphan_bytes": found, "limit_bytes": policy.orphans.max_orphan_bytes, "source": source,
+        })
+
+    return [small_files, level0_age, snapshot_retention, orphan_bytes]

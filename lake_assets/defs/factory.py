@@ -1,0 +1,63 @@
+"""lake.yaml → one `Definitions`: resources, per-table assets, checks, jobs, schedules and sensors."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import dagster as dg
+
+from lake_assets.defs.assets import build_table_assets
+from lake_assets.defs.checks import build_table_checks
+from lake_assets.defs.config import LakeConfig, parse_duration
+from lake_assets.defs.jobs import build_table_jobs
+from lake_assets.defs.resources import SparkJobResource, WarehouseResource
+from lake_assets.defs.schedules import build_table_schedules
+from lake_assets.defs.sensors import build_changelog_sensor, build_small_file_sensor
+
+if TYPE_CHECKING:
+    from lake_assets.defs.jobs import AssetJob
+
+
+def build_resources(config: LakeConfig) -> dict[str, dg.ConfigurableResource]:
+    spark = config.spark
+    return {
+        "warehouse": WarehouseResource(storage=config.warehouse),
+        "spark": SparkJobResource(
+            master=spark.master,
+            conf=dict(spark.conf),
+            launcher=spark.launcher,
+            spark_submit=spark.spark_submit,
+            jobs_dir=spark.jobs_dir,
+            jobs_module=spark.jobs_module,
+            timeout_seconds=parse_duration(spark.timeout).total_seconds(),
+            env=dict(spark.env),
+        ),
+    }
+
+
+def build_definitions(config: LakeConfig) -> dg.Definitions:
+    """All Dagster objects of the tables in ``config``."""
+    assets: list[dg.AssetsDefinition] = []
+    checks: list[dg.AssetChecksDefinition] = []
+    jobs: list[AssetJob] = []
+    compaction_jobs: list[AssetJob] = []
+    schedules: list[dg.ScheduleDefinition] = []
+    sensors: list[dg.SensorDefinition] = []
+    for spec in config.tables:
+        assets += build_table_assets(spec, config.timezone)
+        checks += build_table_checks(spec)
+        table_jobs = build_table_jobs(spec)
+        jobs += table_jobs.values()
+        compaction_jobs.append(table_jobs["compaction"])
+        schedules += build_table_schedules(config, spec, table_jobs)
+        if spec.maintenance.changelog_after_ingest and "changelog" in table_jobs:
+            sensors.append(build_changelog_sensor(config, spec, table_jobs["changelog"]))
+    sensors.insert(0, build_small_file_sensor(config, compaction_jobs))
+    return dg.Definitions(
+        assets=assets,
+        asset_checks=checks,
+        jobs=jobs,
+        schedules=schedules,
+        sensors=sensors,
+        resources=build_resources(config),
+    )

@@ -1,0 +1,55 @@
+"""Schedules per table: full compaction, snapshot expiry and orphan cleanup on the policy's crons."""
+
+from typing import TYPE_CHECKING
+
+import dagster as dg
+
+from lake_assets.defs.assets import CompactionConfig, ExpiryConfig, OrphansConfig
+from lake_assets.defs.config import LakeConfig, TableConfig
+from lake_assets.defs.names import TableNames
+
+if TYPE_CHECKING:
+    from lake_assets.defs.jobs import AssetJob
+
+
+def build_table_schedules(
+    config: LakeConfig, spec: TableConfig, jobs: "dict[str, AssetJob]"
+) -> list[dg.ScheduleDefinition]:
+    names = TableNames(spec.identifier)
+    policy = spec.maintenance
+    status = dg.DefaultScheduleStatus.RUNNING if config.automation.default_status == "running" \
+        else dg.DefaultScheduleStatus.STOPPED
+    # step → (cron, run config of the step's asset, Spark job tag value)
+    plans: dict[str, tuple[str | None, dg.Config, str]] = {
+        "compaction": (policy.compaction_cron, CompactionConfig(full=True), "compact"),
+        "expiry": (policy.expiry_cron, ExpiryConfig(dry_run=False), "expire"),
+        "orphans": (policy.orphans.cron, OrphansConfig(dry_run=not policy.orphans.enabled), "remove_orphans"),
+    }
+    return [
+        _schedule(names, step, cron, run_config, tag, jobs[step], config.timezone, status)
+        for step, (cron, run_config, tag) in plans.items()
+        if cron
+    ]
+
+
+def _schedule(
+    names: TableNames,
+    step: str,
+    cron: str,
+    run_config: dg.Config,
+    job_tag: str,
+    job: "AssetJob",
+    timezone: str,
+    status: dg.DefaultScheduleStatus,
+) -> dg.ScheduleDefinition:
+    name = names.schedule("full_compaction" if step == "compaction" else step)
+
+    @dg.schedule(name=name, cron_schedule=cron, job=job, execution_timezone=timezone, default_status=status,
+                 description=f"{step} of {names.identifier} on {cron} ({timezone})")
+    def _run(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+        return dg.RunRequest(
+            run_config=dg.RunConfig(ops={names.op(step): run_config}),
+            tags={**names.tags(job_tag), "lake/trigger": "schedule"},
+        )
+
+    return _run

@@ -1,0 +1,113 @@
+"""Sensors: the small-file sensor (compaction on demand) and changelog production after ingest."""
+
+import json
+from typing import TYPE_CHECKING
+
+import dagster as dg
+
+from lake_assets.defs.assets import CompactionConfig
+from lake_assets.defs.config import LakeConfig, TableConfig
+from lake_assets.defs.health import needs_full, partitions_to_compact
+from lake_assets.defs.names import COMPACTION_TABLE_TAG, PARTITIONS_TAG, TableNames
+from lake_assets.defs.resources import WarehouseResource
+
+if TYPE_CHECKING:
+    from lake_assets.defs.jobs import AssetJob
+
+SMALL_FILE_SENSOR = "lake_small_file_sensor"
+ACTIVE = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+          dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+_TAG_VALUE_MAX = 200
+
+
+def compaction_active(instance: dg.DagsterInstance, spec: TableConfig) -> bool:
+    """Whether a compaction of the table is queued or running: a run tagged for the table, or any
+    run whose asset selection includes its compaction asset (e.g. launched from the UI)."""
+    key = TableNames(spec.identifier).key("compaction")
+    for record in instance.get_run_records(filters=dg.RunsFilter(statuses=ACTIVE)):
+        run = record.dagster_run
+        if run.tags.get(COMPACTION_TABLE_TAG) == spec.identifier or key in (run.asset_selection or ()):
+            return True
+    return False
+
+
+def compaction_request(spec: TableConfig, snapshot_id: int, partitions: list[str], full: bool) -> dg.RunRequest:
+    """A compaction run of the breaching partitions, keyed by table and snapshot (never twice)."""
+    names = TableNames(spec.identifier)
+    config = CompactionConfig(full=full, partitions=partitions, max_units=spec.maintenance.compaction_max_units)
+    shown = ",".join(partitions) or "all"
+    return dg.RunRequest(
+        run_key=f"{spec.identifier}@{snapshot_id}",
+        job_name=names.job("compaction"),
+        run_config=dg.RunConfig(ops={names.op("compaction"): config}),
+        tags={**names.tags("compact"), PARTITIONS_TAG: shown[:_TAG_VALUE_MAX], "lake/trigger": "small-file-sensor"},
+    )
+
+
+def build_small_file_sensor(config: LakeConfig, jobs: "list[AssetJob]") -> dg.SensorDefinition:
+    """Every N seconds: each table's health (manifests only) against its policy.
+
+    The cursor maps table → the snapshot last evaluated, so a table is looked at again only after a
+    new commit; run keys ``<table>@<snapshot>`` make a repeated request impossible. Tables whose
+    compaction is queued or running are skipped (and looked at again on the next tick).
+    """
+
+    @dg.sensor(
+        name=SMALL_FILE_SENSOR,
+        jobs=jobs,
+        minimum_interval_seconds=config.automation.small_file_sensor_interval_seconds,
+        default_status=_status(config),
+        description="Requests a compaction of the partitions whose small files, sorted runs or size "
+        "amplification exceed the table's policy.",
+    )
+    def small_file_sensor(context: dg.SensorEvaluationContext, warehouse: WarehouseResource) -> dg.SensorResult:
+        cursor: dict[str, int] = json.loads(context.cursor) if context.cursor else {}
+        requests, notes = [], []
+        for spec in config.tables:
+            table = warehouse.table_if_exists(spec.identifier)
+            snapshot = table.latest_snapshot() if table is not None else None
+            if snapshot is None or cursor.get(spec.identifier) == snapshot.id:
+                continue
+            if compaction_active(context.instance, spec):
+                notes.append(f"{spec.identifier}: compaction already queued or running")
+                continue
+            cursor[spec.identifier] = snapshot.id
+            health = table.health(small_file_threshold=spec.maintenance.small_file_bytes)
+            partitions = partitions_to_compact(health, spec.maintenance)
+            if partitions:
+                full = needs_full(health, spec.maintenance)
+                requests.append(compaction_request(spec, snapshot.id, partitions, full))
+        skip = None if requests else ("; ".join(notes) or "no table over its thresholds")
+        return dg.SensorResult(run_requests=requests, cursor=json.dumps(cursor, sort_keys=True),
+                               skip_reason=skip)
+
+    return small_file_sensor
+
+
+def build_changelog_sensor(config: LakeConfig, spec: TableConfig,
+                           job: "AssetJob") -> dg.SensorDefinition:
+    """Produce the changelog after each ingest materialization of the table."""
+    names = TableNames(spec.identifier)
+
+    @dg.asset_sensor(
+        asset_key=names.key("ingest"),
+        job=job,
+        name=names.sensor("changelog"),
+        minimum_interval_seconds=config.automation.changelog_sensor_interval_seconds,
+        default_status=_status(config),
+        description=f"Runs the changelog job of {spec.identifier} after each ingest.",
+    )
+    def changelog_sensor(context: dg.SensorEvaluationContext, asset_event: dg.EventLogEntry) -> dg.RunRequest:
+        # One changelog run per ingest run (a backfill's days come in one run).
+        origin = asset_event.run_id or f"{asset_event.timestamp:.6f}"
+        return dg.RunRequest(
+            run_key=f"{spec.identifier}@ingest-{origin}",
+            tags={**names.tags("changelog"), "lake/trigger": "ingest"},
+        )
+
+    return changelog_sensor
+
+
+def _status(config: LakeConfig) -> dg.DefaultSensorStatus:
+    running = config.automation.default_status == "running"
+    return dg.DefaultSensorStatus.RUNNING if running else dg.DefaultSensorStatus.STOPPED

@@ -1,0 +1,37 @@
+"""Sensor → compaction end to end: small files pile up in an ingested partition, the sensor asks for a
+compaction, and its run request runs the real compact job through the default launcher
+(spark-submit under Pipes). Metadata shows the health and file sizes before and after."""
+
+import dagster as dg
+
+from lake_assets.defs.sensors import SMALL_FILE_SENSOR
+from tests.dagster.helpers import materialization_metadata
+
+
+def test_sensor_request_compacts_the_partition(compacted) -> None:
+    request, result = compacted
+    assert request.run_config["ops"]["db__orders_compaction"]["config"]["partitions"] == ["dt=2024-01-01"]
+    assert result.dagster_run.tags["lake/compaction-table"] == "db.orders"
+    md = materialization_metadata(result)
+    assert md["commit_kind"] == "COMPACT"
+    assert md["partitions"] == "dt=2024-01-01"
+    assert md["small_files_before"] > md["small_files_after"]
+    assert md["data_files_after"] < md["data_files_before"]
+    assert md["files_in"] > md["files_out"]
+    assert md["rows_in"] == 20 + 30 and md["rows_out"] == 20  # updates merged into the ingested rows
+    assert "| file size | before | after |" in md["file_sizes"]
+    health = {r.data["partition"]: r.data for r in md["health"].records}
+    assert health["dt=2024-01-01"]["file_count"] == 1 and health["dt=2024-01-01"]["level0_file_count"] == 0
+    assert md["table_path"].endswith("db.db/orders")
+
+
+def test_checks_run_with_the_compaction(compacted) -> None:
+    _, result = compacted
+    evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert evaluations["small_files"].passed and evaluations["level0_age"].passed
+
+
+def test_no_second_request_after_the_compaction(compacted, lake_defs: dg.Definitions, instance) -> None:
+    sensor = lake_defs.resolve_sensor_def(SMALL_FILE_SENSOR)
+    first = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, resources=lake_defs.resources))
+    assert first.run_requests == []  # compacted: no partition over the policy any more

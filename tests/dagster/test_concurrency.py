@@ -1,0 +1,129 @@
+"""The run queue of the repo's dagster.yaml holds a second compaction of a table while the first runs.
+
+Runs of the code location loaded from workspace.yaml are submitted to the real instance
+(QueuedRunCoordinator, SQLite in a temp DAGSTER_HOME); the queue daemon's own dequeue evaluation
+decides what it would launch (the daemon is not running, so nothing is launched).
+"""
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from dagster._core.workspace.context import WorkspaceProcessContext
+from dagster._core.workspace.load_target import WorkspaceFileTarget
+from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import QueuedRunCoordinatorDaemon
+
+from lake_assets.defs.config import LakeConfig
+from lake_assets.defs.names import COMPACTION_TABLE_TAG, JOB_TAG
+from lake_assets.defs.sensors import compaction_request
+from tests.dagster.helpers import REPO
+
+QUEUED = dg.DagsterRunStatus.QUEUED
+STARTED = dg.DagsterRunStatus.STARTED
+
+
+@dataclass
+class Location:
+    """The loaded code location: a request context for submitting and the matching Definitions."""
+
+    context: object
+    defs: dg.Definitions
+
+
+def _submit(instance: dg.DagsterInstance, location: Location, job_name: str, tags: dict[str, str]) -> str:
+    """Create a run of the code location's job and submit it, as the UI or a sensor tick does."""
+    repo = location.context.get_code_location("lake_assets").get_repository("__repository__")
+    remote_job = repo.get_full_job(job_name)
+    run = instance.create_run_for_job(
+        location.defs.resolve_job_def(job_name),
+        tags={**remote_job.tags, **tags},
+        remote_job_origin=remote_job.get_remote_origin(),
+        job_code_origin=remote_job.get_python_origin(),
+    )
+    instance.submit_run(run.run_id, location.context)
+    assert instance.get_run_by_id(run.run_id).status == QUEUED
+    return run.run_id
+
+
+def _start(instance: dg.DagsterInstance, run_id: str) -> None:
+    """What the launched run reports first: RUN_START."""
+    run = instance.get_run_by_id(run_id)
+    instance.report_dagster_event(
+        dg.DagsterEvent(event_type_value=dg.DagsterEventType.RUN_START.value, job_name=run.job_name),
+        run_id=run_id,
+    )
+    assert instance.get_run_by_id(run_id).status == STARTED
+
+
+def _would_launch(instance: dg.DagsterInstance) -> list[str]:
+    daemon = QueuedRunCoordinatorDaemon(interval_seconds=1)
+    runs = daemon._get_runs_to_dequeue(instance, instance.get_concurrency_config(), fixed_iteration_time=None)
+    return [r.run_id for r in runs]
+
+
+@pytest.fixture(scope="module")
+def workspace(instance: dg.DagsterInstance, lake_path: Path, lake_defs: dg.Definitions) -> Iterator[Location]:
+    """The repo's workspace.yaml loaded as `dagster dev` does (a code server for the test lake.yaml)."""
+    previous = os.environ.get("LAKE_CONFIG")
+    os.environ["LAKE_CONFIG"] = str(lake_path)
+    try:
+        with WorkspaceProcessContext(instance, WorkspaceFileTarget(paths=[str(REPO / "workspace.yaml")])) as ctx:
+            yield Location(ctx.create_request_context(), lake_defs)
+    finally:
+        if previous is None:
+            os.environ.pop("LAKE_CONFIG", None)
+        else:
+            os.environ["LAKE_CONFIG"] = previous
+
+
+@pytest.fixture
+def queue(instance: dg.DagsterInstance):
+    """The session instance (repo dagster.yaml) with no active runs left behind."""
+    yield instance
+    for record in instance.get_run_records(dg.RunsFilter(statuses=[QUEUED, STARTED])):
+        instance.report_run_canceled(record.dagster_run)
+
+
+def test_instance_is_configured_from_the_repo_yaml(queue: dg.DagsterInstance) -> None:
+    assert type(queue.run_coordinator).__name__ == "QueuedRunCoordinator"
+    limits = queue.get_concurrency_config().run_queue_config.tag_concurrency_limits
+    assert {"key": COMPACTION_TABLE_TAG, "value": {"applyLimitPerUniqueValue": True}, "limit": 1} in limits
+    assert {"key": JOB_TAG, "value": "compact", "limit": 2} in limits
+    assert queue.get_concurrency_config().pool_config.default_pool_limit == 1
+    assert not queue.telemetry_enabled
+
+
+def test_second_compaction_of_a_table_stays_queued(
+    queue: dg.DagsterInstance, workspace: Location, lake_config: LakeConfig
+) -> None:
+    request = compaction_request(lake_config.table("db.orders"), 7, ["dt=2024-01-01"], full=False)  # sensor's
+    first = _submit(queue, workspace, "db_orders_compaction_job", request.tags)
+    second = _submit(queue, workspace, "db_orders_compaction_job", {})
+    assert _would_launch(queue) == [first]  # of two queued compactions of db.orders, one may go
+
+    _start(queue, first)
+    assert _would_launch(queue) == []  # the second waits while the first runs
+    assert queue.get_run_by_id(second).status == QUEUED
+
+    other = _submit(queue, workspace, "db_events_compaction_job", {})
+    assert _would_launch(queue) == [other]  # another table's compaction is not held back
+
+    queue.report_run_canceled(queue.get_run_by_id(first))  # (finished)
+    assert set(_would_launch(queue)) == {second, other}
+
+
+def test_at_most_two_compactions_overall(queue: dg.DagsterInstance, workspace: Location) -> None:
+    a = _submit(queue, workspace, "db_orders_compaction_job", {})
+    b = _submit(queue, workspace, "db_events_compaction_job", {})
+    _start(queue, a)
+    _start(queue, b)
+    # a third compaction (of another table, so only the global limit applies) waits
+    third = _submit(queue, workspace, "db_orders_expiry_job", {COMPACTION_TABLE_TAG: "db.other", JOB_TAG: "compact"})
+    assert _would_launch(queue) == []  # lake/job=compact: limit 2
+    expiry = _submit(queue, workspace, "db_orders_expiry_job", {})
+    assert _would_launch(queue) == [expiry]  # other jobs are not limited
+    assert queue.get_run_by_id(third).status == QUEUED
+

@@ -1,0 +1,78 @@
+"""The code location loads: every asset, check, job, schedule and sensor of a two-table config."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+
+from lake_assets.defs.names import COMPACTION_TABLE_TAG, JOB_TAG
+from tests.dagster.helpers import REPO
+
+
+def _keys(defs: dg.Definitions) -> set[str]:
+    return {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+
+
+def test_definitions_validate(lake_defs: dg.Definitions) -> None:
+    dg.Definitions.validate_loadable(lake_defs)
+    assert _keys(lake_defs) == {
+        "db/orders_ingest", "db/orders_compaction", "db/orders_expiry", "db/orders_orphans", "db/orders_changelog",
+        "db/events_ingest", "db/events_compaction", "db/events_expiry", "db/events_orphans",
+    }  # no changelog asset for db.events: it has no changelog producer
+    checks = {(c.asset_key.to_user_string(), c.name) for c in lake_defs.resolve_asset_graph().asset_check_keys}
+    for table in ("orders", "events"):
+        assert {(f"db/{table}_compaction", "small_files"), (f"db/{table}_compaction", "level0_age"),
+                (f"db/{table}_expiry", "snapshot_retention"), (f"db/{table}_orphans", "orphan_bytes")} <= checks
+    repo = lake_defs.get_repository_def()
+    assert {s.name for s in repo.sensor_defs} == {"lake_small_file_sensor", "db_orders_changelog_sensor"}
+    assert {s.name for s in repo.schedule_defs} == {
+        "db_orders_full_compaction_schedule", "db_orders_expiry_schedule", "db_orders_orphans_schedule",
+        "db_events_full_compaction_schedule", "db_events_orphans_schedule",  # events: expiry_cron null
+    }
+    assert set(lake_defs.resources) == {"warehouse", "spark"}
+
+
+def test_lineage_groups_and_partitions(lake_defs: dg.Definitions) -> None:
+    graph = lake_defs.resolve_asset_graph()
+    key = dg.AssetKey.from_user_string
+    assert graph.get(key("db/orders_compaction")).parent_keys == {key("db/orders_ingest")}
+    assert graph.get(key("db/orders_expiry")).parent_keys == {key("db/orders_compaction")}
+    assert graph.get(key("db/orders_orphans")).parent_keys == {key("db/orders_expiry")}
+    assert graph.get(key("db/orders_changelog")).parent_keys == {key("db/orders_ingest")}
+    assert {graph.get(k).group_name for k in graph.get_all_asset_keys()} == {"db_orders", "db_events"}
+    ingest = lake_defs.get_assets_def(key("db/orders_ingest"))
+    assert ingest.backfill_policy == dg.BackfillPolicy.single_run()
+    assert ingest.partitions_def.get_first_partition_key() == "2024-01-01"
+    assert lake_defs.get_assets_def(key("db/orders_compaction")).op.pool == "lake_compaction_db_orders"
+
+
+def test_compaction_jobs_carry_the_queue_tags(lake_defs: dg.Definitions) -> None:
+    job = lake_defs.resolve_job_def("db_orders_compaction_job")
+    assert job.tags[COMPACTION_TABLE_TAG] == "db.orders"
+    assert job.tags[JOB_TAG] == "compact"
+    assert COMPACTION_TABLE_TAG not in lake_defs.resolve_job_def("db_orders_expiry_job").tags
+
+
+def test_workspace_loads_the_code_location(lake_path: Path, tmp_path: Path) -> None:
+    """`dagster definitions validate -w workspace.yaml`, as `dagster dev` loads it."""
+    env = {**os.environ, "LAKE_CONFIG": str(lake_path), "DAGSTER_HOME": str(tmp_path)}
+    (tmp_path / "dagster.yaml").write_text((REPO / "dagster.yaml").read_text())
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "dagster"), "definitions", "validate", "-w", "workspace.yaml"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Validation successful" in done.stdout + done.stderr
+
+
+def test_a_bad_config_fails_the_load(tmp_path: Path) -> None:
+    (tmp_path / "lake.yaml").write_text("warehouse: {kind: local, path: w}\ntables: []\n")
+    env = {**os.environ, "LAKE_CONFIG": str(tmp_path / "lake.yaml")}
+    done = subprocess.run([sys.executable, "-c", "import lake_assets.defs.definitions"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "tables: List should have at least 1 item" in done.stderr

@@ -1,0 +1,60 @@
+"""The arguments every asset builds parse with the Spark jobs' own parsers (no Spark started), so a
+drift between the assets and the jobs' CLI shows here rather than as exit code 2 in production."""
+
+import importlib
+
+import pytest
+
+from lake_assets.defs.assets.changelog import changelog_args
+from lake_assets.defs.assets.compaction import CompactionConfig, compact_args
+from lake_assets.defs.assets.expiry import expire_args
+from lake_assets.defs.assets.ingest import ingest_args
+from lake_assets.defs.assets.orphans import orphans_args
+from lake_assets.defs.config import LakeConfig
+from lake_assets.defs.resources import LocalStorage, S3Storage, WarehouseResource
+
+
+def _parse(job: str, args: list[str]):
+    return importlib.import_module(f"lake_assets.spark.jobs.{job}").build_parser().parse_args(args)
+
+
+@pytest.fixture
+def base() -> list[str]:
+    s3 = WarehouseResource(storage=S3Storage(url="s3://b/wh", endpoint_url="http://127.0.0.1:9000", region="x"))
+    return s3.job_args("db.orders")
+
+
+def test_ingest(lake_config: LakeConfig, base: list[str]) -> None:
+    ns = _parse("ingest", base + ingest_args(lake_config.table("db.orders"), "2024-01-02"))
+    assert ns.source.endswith("landing/orders/2024-01-02/*.parquet") and ns.format == "parquet"
+    assert ns.partitions == [(("dt", "2024-01-02"),)] and ns.overwrite
+    assert dict(ns.storage_options) == {"endpoint_url": "http://127.0.0.1:9000",
+                                        "client_kwargs": '{"region_name": "x"}'}
+    csv = _parse("ingest", base + ingest_args(lake_config.table("db.events"), "2024-01-03"))
+    assert csv.format == "csv" and csv.partitions == [(("day", "2024-01-03"),)]
+
+
+def test_compact(base: list[str]) -> None:
+    config = CompactionConfig(full=True, partitions=["dt=2024-01-01", "dt=2024-01-02/region=eu%2Fw"], max_units=4)
+    ns = _parse("compact", base + compact_args(config))
+    assert ns.full and ns.max_units == 4
+    assert ns.partitions == [(("dt", "2024-01-01"),), (("dt", "2024-01-02"), ("region", "eu/w"))]
+    assert not _parse("compact", base + compact_args(CompactionConfig())).partitions
+
+
+def test_expire(lake_config: LakeConfig, base: list[str]) -> None:
+    ns = _parse("expire", base + expire_args(lake_config.table("db.orders").maintenance, dry_run=True))
+    assert (ns.retain_min, ns.retain_max, ns.older_than, ns.dry_run) == (2, 5, 3_600_000, True)
+
+
+def test_remove_orphans(lake_config: LakeConfig) -> None:
+    base = WarehouseResource(storage=LocalStorage(path="/wh")).job_args("db.orders")
+    policy = lake_config.table("db.orders").maintenance.orphans
+    assert _parse("remove_orphans", base + orphans_args(policy, dry_run=True)).dry_run is True
+    ns = _parse("remove_orphans", base + orphans_args(policy, dry_run=False))
+    assert ns.dry_run is False and ns.older_than == 86_400_000
+
+
+def test_changelog(lake_config: LakeConfig, base: list[str]) -> None:
+    ns = _parse("changelog", base + changelog_args(lake_config.table("db.orders")))
+    assert ns.consumer_id == "dagster-db-orders" and ns.export_path.endswith("export/orders")

@@ -1,0 +1,94 @@
+"""Resources: job command lines for both launchers, storage arguments, and failing jobs."""
+
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from lake_assets.defs.resources import LocalStorage, S3Storage, SparkJobResource, WarehouseResource
+from lake_assets.defs.resources.spark import parse_summary
+from tests.dagster.helpers import REPO
+
+
+def test_pipes_launcher_runs_spark_submit() -> None:
+    spark = SparkJobResource(master="local[2]", conf={"spark.ui.enabled": "false"}, jobs_dir=str(REPO / "jobs"))
+    cmd = spark.command("compact", ["--warehouse", "w", "--table", "db.t", "--full"])
+    assert Path(cmd[0]).name == "spark-submit"
+    assert cmd[1:] == ["--master", "local[2]", "--conf", "spark.ui.enabled=false", str(REPO / "jobs" / "compact.py"),
+                       "--warehouse", "w", "--table", "db.t", "--full"]
+
+
+def test_python_launcher_runs_the_module() -> None:
+    spark = SparkJobResource(launcher="python", master="local[1]", conf={"spark.ui.enabled": "false"})
+    cmd = spark.command("expire", ["--warehouse", "w"])
+    assert cmd == [sys.executable, "-m", "lake_assets.spark.jobs.expire", "--master", "local[1]",
+                   "--warehouse", "w", "--conf", "spark.ui.enabled=false"]
+
+
+def test_warehouse_job_arguments_keep_secrets_in_the_environment() -> None:
+    s3 = WarehouseResource(storage=S3Storage(url="s3://b/wh", endpoint_url="http://minio:9000", key="AK",
+                                             secret="SK", region="eu-west-1"))
+    args = s3.job_args("db.t")
+    assert args[:4] == ["--warehouse", "s3://b/wh", "--table", "db.t"]
+    assert "--storage-option" in args and "endpoint_url=http://minio:9000" in args
+    assert not any("SK" in a or "AK" in a for a in args)
+    assert s3.job_env() == {"AWS_ACCESS_KEY_ID": "AK", "AWS_SECRET_ACCESS_KEY": "SK",
+                            "AWS_DEFAULT_REGION": "eu-west-1"}
+    local = WarehouseResource(storage=LocalStorage(path="/data/wh"))
+    assert local.job_args("db.t") == ["--warehouse", "/data/wh", "--table", "db.t"] and local.job_env() == {}
+
+
+def test_summary_is_the_last_json_line() -> None:
+    out = 'log line\n{"job": "x", "status": "ok"}\n{not json\n'
+    assert parse_summary(out) == {"job": "x", "status": "ok"}
+    assert parse_summary("no json at all") == {}
+
+
+def test_a_failing_job_raises_failure_with_its_error_json(tmp_path: Path) -> None:
+    """A real job run (python launcher) on a table that does not exist: exit 2 before Spark starts."""
+    spark = SparkJobResource(launcher="python", master="local[1]")
+    warehouse = WarehouseResource(storage=LocalStorage(path=str(tmp_path / "wh")))
+
+    @dg.asset
+    def expire_missing(context: dg.AssetExecutionContext, spark: SparkJobResource,
+                       warehouse: WarehouseResource) -> dg.MaterializeResult:
+        spark.run_job(context, "expire", warehouse.job_args("db.missing"))
+        return dg.MaterializeResult()
+
+    result = dg.materialize([expire_missing], resources={"spark": spark, "warehouse": warehouse},
+                            raise_on_error=False)
+    assert not result.success
+    failure = result.get_step_failure_events()[0].step_failure_data
+    assert "Spark job expire failed, exit code 2 (bad arguments or config)" in failure.error.message
+    assert "NoSuchTableError" in failure.error.message
+    metadata = failure.user_failure_data.metadata
+    assert metadata["exit_code"].value == 2
+    assert metadata["error_json"].value["status"] == "error"
+    assert metadata["error_json"].value["job"] == "expire"
+
+
+def test_a_job_over_its_timeout_is_stopped(tmp_path: Path) -> None:
+    """The launcher stops a job that outlives timeout_seconds (here a sleeping stand-in module)."""
+    pkg = tmp_path / "slowjobs"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sleepy.py").write_text("import time\ntime.sleep(60)\n")
+    spark = SparkJobResource(launcher="python", jobs_module="slowjobs", timeout_seconds=2,
+                             env={"PYTHONPATH": str(tmp_path)})
+
+    @dg.asset
+    def sleepy(context: dg.AssetExecutionContext, spark: SparkJobResource) -> dg.MaterializeResult:
+        spark.run_job(context, "sleepy", [])
+        return dg.MaterializeResult()
+
+    result = dg.materialize([sleepy], resources={"spark": spark}, raise_on_error=False)
+    assert not result.success
+    message = result.get_step_failure_events()[0].step_failure_data.error.message
+    assert "Spark job sleepy failed, timed out" in message
+
+
+@pytest.mark.parametrize("launcher", ["pipes", "python"])
+def test_launchers_resolve(launcher: str) -> None:
+    cmd = SparkJobResource(launcher=launcher, jobs_dir=str(REPO / "jobs")).command("ingest", [])
+    assert Path(cmd[0]).exists()

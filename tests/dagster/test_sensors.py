@@ -1,0 +1,130 @@
+"""The small-file sensor requests a compaction exactly when a threshold is crossed, and not twice;
+the changelog sensor follows ingest materializations. Tables are written with the core (no Spark)."""
+
+import json
+
+import dagster as dg
+import pyarrow as pa
+import pytest
+
+from lake_assets.defs.config import LakeConfig
+from lake_assets.defs.factory import build_definitions
+from lake_assets.defs.names import COMPACTION_TABLE_TAG, PARTITIONS_TAG
+from lake_assets.defs.resources import WarehouseResource
+from lake_assets.defs.sensors import SMALL_FILE_SENSOR
+
+
+def _write(warehouse: WarehouseResource, config: LakeConfig, day: str, start: int) -> None:
+    """One write-only commit into db.orders partition ``day`` (as the Spark ingest does): a level-0
+    file in each of its 2 buckets, no compaction by the writer."""
+    table = warehouse.ensure_table(config.table("db.orders"))
+    ids = list(range(start, start + 20))
+    writer = table.new_writer("test", write_only=True)
+    writer.write_arrow(pa.table({"id": pa.array(ids, pa.int64()), "dt": [day] * 20, "name": ["x"] * 20,
+                                 "amount": [1.0] * 20}))
+    table.new_committer("test").commit(writer.prepare_commit(), start + 1000 * len(table.snapshots()))
+    writer.close()
+
+
+def _latest(warehouse: WarehouseResource) -> int:
+    return warehouse.table("db.orders").latest_snapshot().id
+
+
+def _evaluate(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str | None):
+    sensor = defs.resolve_sensor_def(SMALL_FILE_SENSOR)
+    context = dg.build_sensor_context(instance=instance, cursor=cursor, resources=defs.resources)
+    return sensor.evaluate_tick(context)
+
+
+@pytest.fixture
+def setup(core_lake):
+    config, defs = core_lake
+    warehouse = defs.resources["warehouse"]
+    with dg.instance_for_test() as instance:
+        yield config, defs, warehouse, instance
+
+
+def test_requests_compaction_when_a_threshold_is_crossed_and_not_twice(setup) -> None:
+    config, defs, warehouse, instance = setup
+    empty = _evaluate(defs, instance, None)  # no table yet
+    assert empty.run_requests == [] and empty.cursor in (None, "{}")
+
+    for i in range(3):  # 3 sorted runs per bucket: at the threshold (3), not over it
+        _write(warehouse, config, "2024-01-01", 100 * i)
+    _write(warehouse, config, "2024-01-02", 0)
+    below = _evaluate(defs, instance, None)
+    assert below.run_requests == []
+    assert json.loads(below.cursor) == {"db.orders": _latest(warehouse)}
+
+    _write(warehouse, config, "2024-01-01", 300)  # the 4th run crosses it
+    crossed = _evaluate(defs, instance, below.cursor)
+    [request] = crossed.run_requests
+    assert request.job_name == "db_orders_compaction_job"
+    assert request.run_key == f"db.orders@{_latest(warehouse)}"
+    assert request.tags[COMPACTION_TABLE_TAG] == "db.orders"
+    assert request.tags[PARTITIONS_TAG] == "dt=2024-01-01"
+    op_config = request.run_config["ops"]["db__orders_compaction"]["config"]
+    assert op_config["partitions"] == ["dt=2024-01-01"]  # only the breaching partition
+    # Paimon's universal compaction waits for 5 runs (num-sorted-run.compaction-trigger): only a
+    # full compaction of the partition brings it under the stricter policy.
+    assert op_config["full"] is True
+
+    again = _evaluate(defs, instance, crossed.cursor)  # nothing committed since: no second request
+    assert again.run_requests == []
+    assert again.cursor == crossed.cursor
+
+
+def test_skips_a_table_whose_compaction_is_running(setup) -> None:
+    config, defs, warehouse, instance = setup
+    for i in range(4):
+        _write(warehouse, config, "2024-01-01", 100 * i)
+    job = defs.resolve_job_def("db_orders_compaction_job")
+    run = instance.create_run_for_job(job, tags=dict(job.tags), status=dg.DagsterRunStatus.STARTED)
+    busy = _evaluate(defs, instance, None)
+    assert busy.run_requests == []
+    assert "db.orders: compaction already queued or running" in busy.skip_message
+    assert json.loads(busy.cursor or "{}") == {}  # not marked as evaluated: looked at again next tick
+
+    instance.report_run_canceled(instance.get_run_by_id(run.run_id))
+    free = _evaluate(defs, instance, busy.cursor)
+    assert [r.run_key for r in free.run_requests] == [f"db.orders@{_latest(warehouse)}"]
+
+
+def test_universal_compaction_when_paimon_would_pick_it(setup) -> None:
+    config, defs, warehouse, instance = setup
+    for i in range(5):  # 5 runs: Paimon's universal compaction triggers
+        _write(warehouse, config, "2024-01-03", 100 * i)
+    [request] = _evaluate(defs, instance, None).run_requests
+    op_config = request.run_config["ops"]["db__orders_compaction"]["config"]
+    assert op_config == {"full": False, "partitions": ["dt=2024-01-03"]}
+
+
+def test_small_files_threshold(core_lake) -> None:
+    """Small files alone (runs and amplification within bounds) trigger too."""
+    config, _ = core_lake
+    orders = config.table("db.orders")
+    policy = orders.maintenance.model_copy(update={"level0_runs": 100, "small_file_threshold": 1})
+    config = config.model_copy(update={"tables": [orders.model_copy(update={"maintenance": policy})]})
+    defs = build_definitions(config)
+    warehouse = defs.resources["warehouse"]
+    _write(warehouse, config, "2024-01-01", 0)
+    with dg.instance_for_test() as instance:
+        assert _evaluate(defs, instance, None).run_requests == []  # 1 small file per bucket
+        _write(warehouse, config, "2024-01-01", 100)
+        [request] = _evaluate(defs, instance, None).run_requests  # 2 > 1
+    assert request.run_config["ops"]["db__orders_compaction"]["config"]["partitions"] == ["dt=2024-01-01"]
+
+
+def test_changelog_sensor_runs_after_each_ingest(setup) -> None:
+    _, defs, _, instance = setup
+    sensor = defs.resolve_sensor_def("db_orders_changelog_sensor")
+    assert sensor.evaluate_tick(dg.build_sensor_context(instance=instance)).run_requests == []  # no ingest yet
+    key = dg.AssetKey(["db", "orders_ingest"])
+    instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=key, partition="2024-01-01"))
+    result = sensor.evaluate_tick(dg.build_sensor_context(instance=instance))
+    [request] = result.run_requests
+    assert request.job_name in (None, "db_orders_changelog_job")
+    assert request.run_key.startswith("db.orders@ingest-")
+    assert request.tags["lake/job"] == "changelog"
+    repeat = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, cursor=result.cursor))
+    assert repeat.run_requests == []
