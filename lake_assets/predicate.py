@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import pyarrow.compute as pc
@@ -23,6 +24,15 @@ Term = tuple[str, str, Any]
 
 class FilterError(LakeError):
     """A filter that is not well formed."""
+
+
+def _mismatched(v: Any, lit: Any) -> bool:
+    """Values Python would compare without complaint but meaninglessly: a zoned vs a naive time."""
+    items = lit if isinstance(lit, (list, tuple, set, frozenset)) else (lit,)
+    for x in items:
+        if isinstance(v, datetime) and isinstance(x, datetime) and (v.tzinfo is None) != (x.tzinfo is None):
+            return True
+    return False
 
 
 def _compare(op: str, v: Any, lit: Any) -> bool:
@@ -112,6 +122,8 @@ class Predicate:
                 if col not in values:
                     continue
                 v = values[col]
+                if _mismatched(v, lit):
+                    continue  # cannot decide here: the residual filter raises or decides
                 try:
                     if v is None or not _compare(op, v, lit):
                         ok = False
@@ -130,7 +142,7 @@ class Predicate:
             ok = True
             for col, op, lit in clause:
                 lo, hi = mins.get(col), maxs.get(col)
-                if lo is None or hi is None:
+                if lo is None or hi is None or _mismatched(lo, lit):
                     continue
                 try:
                     if not _range_may_match(op, lo, hi, lit):

@@ -99,7 +99,9 @@ class TableCommitter:
     ) -> list[int]:
         """Commit ``messages``; returns the new snapshot ids (empty if nothing was committed).
 
-        Committing the same (commit user, identifier) again is a no-op, also after a restart.
+        Committing the same (commit user, identifier) again is a no-op, also after a restart. The
+        files of such a replayed commit are left alone (they may be the very files that landed);
+        call `abort` for a replay whose files are new, or let orphan removal collect them.
         New files become an APPEND (or OVERWRITE) snapshot; compaction results a COMPACT snapshot
         with the same identifier.
         """
@@ -198,6 +200,8 @@ class TableCommitter:
                 mio.delete(written)
                 raise
             if sid is not None:
+                # The snapshot landed: from here on nothing this commit wrote may be cleaned up.
+                self.table.fault_point("commit.after_snapshot")
                 sm.write_latest_hint(sid)
                 return sid
             mio.delete(written)
@@ -280,7 +284,6 @@ class TableCommitter:
                 f"Commit to {self.table.name} may or may not have created snapshot {snapshot.id}: {exc!r}. "
                 "Retry with the same commit user and identifier to resolve it."
             ) from exc
-        self.table.fault_point("commit.after_snapshot")
         return snapshot.id if created else None
 
     def _overwrite_deletes(self, latest: Snapshot | None, overwrite: Overwrite) -> list[ManifestEntry]:

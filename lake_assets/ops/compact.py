@@ -312,12 +312,15 @@ def _produce_changelog(table: Table, task: CompactionTask, split: Split, reader:
         fresh = read_all([f for f in task.input_files if f.level == 0])
         if fresh.num_rows == 0:
             return []
-        touched = pc.unique(fresh.select(keys).to_struct_array() if len(keys) > 1 else fresh.column(keys[0]))
         if len(keys) == 1:
-            mask = pc.is_in(before_rows.column(keys[0]), value_set=touched)
+            touched = pc.unique(fresh.column(keys[0]))
+            before_rows = before_rows.filter(pc.is_in(before_rows.column(keys[0]), value_set=touched))
         else:
-            mask = pc.is_in(before_rows.select(keys).to_struct_array(), value_set=touched)
-        before_rows = before_rows.filter(mask)
+            # composite keys: a semi join keeps the old rows of keys the new data touches
+            touched_keys = fresh.select(keys).group_by(keys, use_threads=False).aggregate([])
+            joined = before_rows.join(touched_keys, keys=keys, join_type="left semi", use_threads=False)
+            before_rows = pa.Table.from_arrays(joined.select(before_rows.column_names).columns,
+                                               schema=before_rows.schema)
         after_rows = pa.concat_tables([before_rows, fresh])
     else:
         after_rows = read_all(split.files)

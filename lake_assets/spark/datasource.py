@@ -10,7 +10,12 @@ Options: ``warehouse`` (fsspec URL) and ``storage.<name>`` (fsspec storage optio
 arrays and booleans are decoded). Reads: ``snapshot-id`` | ``tag`` | ``timestamp`` (epoch ms or
 ISO-8601) for time travel; ``incremental-between`` = "start,end" (ids or tags) with
 ``incremental-source`` = auto | delta | changelog for the changes in (start, end] with a
-``_row_kind`` column; ``source.split.target-size`` for append-table splits. Writes:
+``_row_kind`` column; ``source.split.target-size`` for append-table splits; ``filter`` (JSON
+``[[col, op, value], ...]``, the core's filter convention) prunes partitions, buckets and files and
+filters rows; ``filter-pushdown=true`` also takes Spark's own filters (see `LakePushdownReader` for
+why that is opt-in on Spark 4.3). Spark 4.3 caches a DataFrame's planned read on its data
+source, so later queries of one DataFrame may keep reading the snapshot it first planned: load
+the table again to read newer commits. Writes:
 ``partitionOverwriteMode`` = static | dynamic with ``mode("overwrite")``. Streaming options are
 listed on `LakeStreamReader`.
 
@@ -25,9 +30,9 @@ from typing import TYPE_CHECKING
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
 from pyspark.sql.types import StructType
 
-from lake_assets.spark.reader import LakeReader
+from lake_assets.spark.reader import LakePushdownReader, LakeReader
 from lake_assets.spark.schema import spark_schema
-from lake_assets.spark.source_options import SourceOptions
+from lake_assets.spark.source_options import FILTER_PUSHDOWN, SourceOptions
 from lake_assets.spark.streaming import LakeStreamReader
 from lake_assets.spark.writer import LakeBatchWriter, LakeStreamWriter
 
@@ -53,10 +58,20 @@ class LakeDataSource(DataSource):
 
     def schema(self) -> StructType:
         table = self.source.table()
-        self.schema_id = table.schema.id
-        return spark_schema(table.arrow_schema, with_row_kind=self.source.with_row_kind)
+        schema = table.schema
+        travel = self.source.time_travel()
+        if travel and not (self.source.is_incremental or self.source.is_streaming_start):
+            # time travel reads with the schema the snapshot was committed under, as Paimon does;
+            # streams (scan.mode) and change reads follow the current schema
+            snap = table.resolve_snapshot(**travel)
+            if snap is not None:
+                schema = table.schema_by_id(snap.schema_id)
+        self.schema_id = schema.id
+        return spark_schema(schema.arrow_schema, with_row_kind=self.source.with_row_kind)
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        if self.source.get_bool(FILTER_PUSHDOWN):
+            return LakePushdownReader(self.source, schema, self.schema_id)
         return LakeReader(self.source, schema, self.schema_id)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:

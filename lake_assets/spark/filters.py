@@ -11,6 +11,7 @@ statistics could prune files holding NaN rows that match.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +30,10 @@ from pyspark.sql.datasource import (
     Not,
 )
 
+from lake_assets.errors import OptionError
+
 Term = tuple[str, str, Any]
+Clauses = list[list[Term]]  # OR of ANDs
 
 _COMPARISONS: dict[type, str] = {
     EqualTo: "=",
@@ -132,3 +136,41 @@ def push_filters(filters: Sequence[Filter], types: dict[str, pa.DataType]) -> Pu
     compared = {t[0] for t in out.terms}
     out.rejected += [f for f in not_null if len(f.attribute) != 1 or f.attribute[0] not in compared]
     return out
+
+
+def parse_filter_option(text: str, types: dict[str, pa.DataType]) -> Clauses:
+    """The ``filter`` read option: JSON ``[[col, op, value], ...]`` (AND) or a list of such lists
+    (OR of ANDs), the core's filter convention. Text values are parsed as the column's type
+    (``"2024-01-01"`` for a date), so dates, timestamps and decimals can be written in JSON."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise OptionError(f"Option 'filter' is not JSON: {exc}") from None
+    if not isinstance(data, list) or not data:
+        raise OptionError(f"Option 'filter' must be a non-empty JSON list of [column, op, value], got {text!r}")
+    clauses = [data] if all(_is_term(t) for t in data) else data
+    out: Clauses = []
+    for clause in clauses:
+        if not isinstance(clause, list) or not clause or not all(_is_term(t) for t in clause):
+            raise OptionError(f"Option 'filter': expected [column, op, value] terms, got {clause!r}")
+        out.append([_term(t, types) for t in clause])
+    return out
+
+
+def _is_term(t: Any) -> bool:
+    return isinstance(t, list) and len(t) == 3 and isinstance(t[0], str) and isinstance(t[1], str)
+
+
+def _term(t: list, types: dict[str, pa.DataType]) -> Term:
+    col, op, value = t
+    if col not in types:
+        raise OptionError(f"Option 'filter': the table has no column {col!r}")
+    typ = types[col]
+    values = value if op in ("in", "not in") else [value]
+    if not isinstance(values, list):
+        raise OptionError(f"Option 'filter': {op!r} needs a list, got {value!r}")
+    try:
+        converted = pa.array(values).cast(typ).to_pylist() if values else []
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        raise OptionError(f"Option 'filter': {value!r} is not a {typ} for column {col!r}: {exc}") from None
+    return (col, op, converted if op in ("in", "not in") else converted[0])

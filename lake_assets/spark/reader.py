@@ -13,15 +13,15 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
-from lake_assets.errors import SchemaError
+from lake_assets.errors import OptionError, SchemaError
 from lake_assets.ops.read import SplitReader, sections
 from lake_assets.ops.scan import Split
 from lake_assets.ops.stream import ROW_KIND, ChangeReader, ChangeSplit, snapshot_changes
 from lake_assets.options import parse_memory_size
 from lake_assets.predicate import Predicate
-from lake_assets.spark.filters import Term, push_filters
+from lake_assets.spark.filters import Clauses, Term, parse_filter_option, push_filters
 from lake_assets.spark.schema import spark_arrow_schema, to_spark_batches
-from lake_assets.spark.source_options import SPLIT_TARGET_SIZE, SourceOptions
+from lake_assets.spark.source_options import FILTER, SPLIT_TARGET_SIZE, SourceOptions
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.table import Table
 
@@ -89,14 +89,14 @@ def split_target_size(table: Table, options: SourceOptions) -> int:
     return DEFAULT_SPLIT_TARGET_SIZE if text is None else parse_memory_size(text, "source.split.target-size")
 
 
-def plan_read(table: Table, options: SourceOptions, terms: Sequence[Term] = ()) -> list[InputPartition]:
+def plan_read(table: Table, options: SourceOptions, filters: Clauses | None = None) -> list[InputPartition]:
     """The Spark partitions of a read: a snapshot (time travel or latest) or an incremental range."""
     if options.is_incremental:
         return [ChangePartition(s) for s in plan_changes(table, options)]
     snap = table.resolve_snapshot(**options.time_travel())
     if snap is None:
         return []
-    splits = table.plan(snapshot=snap, filter=list(terms) or None)
+    splits = table.plan(snapshot=snap, filter=filters or None)
     target = split_target_size(table, options)
     return [SplitPartition(part) for s in splits for part in divide_split(table, s, target)]
 
@@ -120,30 +120,33 @@ class LakeReader(DataSourceReader):
     """Reads a table snapshot, or an incremental range, one split per Spark partition.
 
     Spark gives no column pruning to Python sources: ``schema`` is the full declared schema (or the
-    columns of a user-given ``.schema(...)``, which are then the only ones read).
+    columns of a user-given ``.schema(...)``, which are then the only ones read). Rows are pruned
+    and filtered by the ``filter`` option only; see `LakePushdownReader` for Spark's filters.
     """
 
     def __init__(self, options: SourceOptions, schema: StructType, schema_id: int | None) -> None:
         self.options = options
         self.schema = schema
         self.schema_id = schema_id
-        self.terms: list[Term] = []
+        self.clauses: Clauses = []  # the ``filter`` option, OR of ANDs
+        self.pushed: list[Term] = []  # Spark's claimed filters, ANDed to every clause
+        text = options.get(FILTER)
+        if text is not None and options.is_incremental:
+            raise OptionError("Option 'filter' does not apply to incremental reads (every change of a key matters)")
+        if text is not None:
+            arrow = self._table().arrow_schema
+            self.clauses = parse_filter_option(text, {f.name: f.type for f in arrow})
 
     def _table(self) -> Table:
         return self.options.table(self.schema_id)
 
-    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
-        """Keep the filters we apply exactly (see `lake_assets.spark.filters`); return the rest."""
-        if self.options.is_incremental:
-            yield from filters  # change rows are not filtered: every change of a key matters
-            return
-        arrow = self._table().arrow_schema
-        pushed = push_filters(filters, {f.name: f.type for f in arrow})
-        self.terms = pushed.terms
-        yield from pushed.rejected
+    def filters(self) -> Clauses:
+        """What rows must satisfy: the ``filter`` option AND the pushed filters (exact both)."""
+        clauses = [c + self.pushed for c in self.clauses] if self.clauses else [self.pushed]
+        return [c for c in clauses if c]
 
     def partitions(self) -> list[InputPartition]:
-        return plan_read(self._table(), self.options, self.terms)
+        return plan_read(self._table(), self.options, self.filters())
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, (SplitPartition, ChangePartition)):
@@ -154,8 +157,7 @@ class LakeReader(DataSourceReader):
             changes = ChangeReader(table, self._columns(table, with_row_kind=True)).read(partition.split)
             yield from to_spark_batches(changes, target)
             return
-        predicate = Predicate.of(self.terms or None)
-        reader = SplitReader(table, table.schema, self._columns(table), predicate)
+        reader = SplitReader(table, table.schema, self._columns(table), Predicate.of(self.filters() or None))
         for data in reader.read_split(partition.split):
             yield from to_spark_batches(data, target)
 
@@ -165,3 +167,25 @@ class LakeReader(DataSourceReader):
         if unknown:
             raise SchemaError(f"Table {table.name} has no columns {unknown} (declared in the read schema)")
         return names
+
+
+class LakePushdownReader(LakeReader):
+    """A `LakeReader` that also takes Spark's filters (``filter-pushdown=true``).
+
+    Spark 4.3 keeps the read planned by a filter pushdown on the DataFrame's data source and reuses
+    it for later queries of that DataFrame that push no filters: after ``df.filter(f).count()``,
+    ``df.count()`` counts only the rows matching ``f``. So this reader is opt-in, for DataFrames
+    used by one query (a fresh ``load()`` each time), and the ``filter`` option is the safe way
+    to prune a reused DataFrame (options belong to the DataFrame, not to one query). It needs
+    ``spark.sql.python.filterPushdown.enabled=true`` (Spark refuses the read otherwise).
+    """
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        """Keep the filters we apply exactly (see `lake_assets.spark.filters`); return the rest."""
+        if self.options.is_incremental:
+            yield from filters  # change rows are not filtered: every change of a key matters
+            return
+        arrow = self._table().arrow_schema
+        pushed = push_filters(filters, {f.name: f.type for f in arrow})
+        self.pushed = pushed.terms
+        yield from pushed.rejected

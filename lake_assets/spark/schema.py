@@ -18,6 +18,8 @@ from lake_assets.ops.stream import ROW_KIND
 
 # A column write_table adds for routing rows to one task per bucket; writers drop it.
 BUCKET_COLUMN = "__lake_bucket"
+# Rows per batch handed to Spark: keeps the JVM's per-batch buffers small for wide files.
+MAX_BATCH_ROWS = 64 * 1024
 
 
 def spark_schema(arrow_schema: pa.Schema, *, with_row_kind: bool = False) -> StructType:
@@ -40,7 +42,7 @@ def to_spark_batches(data: pa.Table, target: pa.Schema) -> Iterator[pa.RecordBat
         return
     columns = [_cast(data.column(f.name), f.type) for f in target]
     out = pa.Table.from_arrays(columns, schema=target)
-    yield from out.to_batches()
+    yield from out.to_batches(max_chunksize=MAX_BATCH_ROWS)
 
 
 def _cast(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:

@@ -7,6 +7,7 @@ Spark task. The writer drops the helper column.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -82,17 +83,25 @@ def write_table(
     *,
     mode: str = "append",
     storage_options: Mapping[str, Any] | None = None,
+    overwrite_partitions: Mapping[str, Any] | None = None,
+    dynamic: bool | None = None,
     partition_overwrite_mode: str | None = None,
     num_partitions: int | None = None,
 ) -> None:
-    """Write ``df`` into a table in one snapshot, safely for primary-key tables.
+    """Write ``df`` into a table in one snapshot, routing each bucket of a primary-key table to one task.
 
-    ``mode`` is "append" or "overwrite"; an overwrite replaces the whole table, or only the
-    partitions present in ``df`` when ``partition_overwrite_mode`` (default: the session's
-    ``spark.sql.sources.partitionOverwriteMode``) is "dynamic".
+    ``mode`` is "append" or "overwrite". An overwrite replaces, in this order of precedence:
+    the partitions matching ``overwrite_partitions`` (e.g. ``{"dt": "2024-01-01"}``; also when
+    ``df`` is empty; rows outside fail the write), the partitions ``df`` has rows in when
+    ``dynamic`` is true, or the whole table. ``dynamic=None`` follows ``partition_overwrite_mode``,
+    else the session's ``spark.sql.sources.partitionOverwriteMode``.
     """
     if mode not in ("append", "overwrite"):
         raise OptionError(f"write_table mode must be 'append' or 'overwrite', got {mode!r}")
+    if mode == "append" and (overwrite_partitions or dynamic):
+        raise OptionError("overwrite_partitions and dynamic need mode='overwrite'")
+    if overwrite_partitions and dynamic:
+        raise OptionError("Pass either overwrite_partitions (static) or dynamic=True, not both")
     storage = dict(storage_options or {})
     table = Catalog(warehouse, **storage).get_table(identifier)
     routed = repartition_by_bucket(df, table, num_partitions=num_partitions)
@@ -100,6 +109,12 @@ def write_table(
     for k, v in storage.items():
         writer = writer.option(STORAGE_PREFIX + k, storage_option_text(v))
     if mode == "overwrite":
-        ow_mode = partition_overwrite_mode or df.sparkSession.conf.get(PARTITION_OVERWRITE_CONF) or "static"
-        writer = writer.option("partitionOverwriteMode", ow_mode.lower())
+        if overwrite_partitions:
+            # values as text (dates, decimals): the writer parses them as the keys' types
+            writer = writer.option("overwrite-partition", json.dumps(dict(overwrite_partitions), default=str))
+        else:
+            if dynamic is None:
+                conf = partition_overwrite_mode or df.sparkSession.conf.get(PARTITION_OVERWRITE_CONF) or "static"
+                dynamic = conf.strip().lower() == "dynamic"
+            writer = writer.option("partitionOverwriteMode", "dynamic" if dynamic else "static")
     writer.save(identifier)

@@ -26,6 +26,10 @@ INCREMENTAL_SOURCE = ("incremental-source", "incremental-between-scan-mode")
 READ_CHANGELOG = ("read.changelog",)
 SPLIT_TARGET_SIZE = ("source.split.target-size",)
 PARTITION_OVERWRITE_MODE = ("partitionoverwritemode",)
+OVERWRITE_PARTITION = ("overwrite-partition",)
+FILTER = ("filter",)
+SCAN_MODE = ("scan.mode",)
+FILTER_PUSHDOWN = ("filter-pushdown",)
 
 
 def _storage_value(text: str) -> Any:
@@ -102,6 +106,11 @@ class SourceOptions:
             # Spark planned against this schema; reading another would break the declared columns.
             table.schema = table.schema_by_id(schema_id)
         return table
+
+    @property
+    def is_streaming_start(self) -> bool:
+        """``scan.mode`` is set: ``scan.snapshot-id`` / ``timestamp`` say where a stream starts."""
+        return self.get(SCAN_MODE) is not None
 
     @property
     def is_incremental(self) -> bool:

@@ -30,7 +30,7 @@ from lake_assets.errors import OptionError
 from lake_assets.ops.stream import ROW_KIND, ChangeReader, ChangeSplit
 from lake_assets.spark.reader import ChangePartition
 from lake_assets.spark.schema import spark_arrow_schema, to_spark_batches
-from lake_assets.spark.source_options import SNAPSHOT_ID, TIMESTAMP, SourceOptions
+from lake_assets.spark.source_options import SCAN_MODE, SNAPSHOT_ID, TIMESTAMP, SourceOptions
 from lake_assets.table import Table
 
 SCAN_MODES = ("latest-full", "latest", "from-snapshot", "from-snapshot-full", "earliest-full", "from-timestamp")
@@ -38,7 +38,6 @@ MAX_SNAPSHOTS = ("max-snapshots-per-trigger",)
 MAX_FILES = ("max-files-per-trigger", "maxfilespertrigger")
 MAX_ROWS = ("max-rows-per-trigger", "maxrecordspertrigger")
 CONSUMER_ID = ("consumer-id",)
-SCAN_MODE = ("scan.mode",)
 
 
 def offset(snapshot: int, full: bool = False) -> dict:
@@ -113,7 +112,9 @@ class LakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # The enumerator plans a pending full scan as a batch that leaves its position unchanged.
         batches = enumerator.poll(1)
         full = bool(batches) and batches[0].next_position == start
-        return offset(start, full)
+        initial = offset(start, full)
+        self._record_consumer(initial)  # protect what this stream will read from its first batch on
+        return initial
 
     def getDefaultReadLimit(self) -> ReadLimit:
         files = self.options.get_int(MAX_FILES)
@@ -178,10 +179,18 @@ class LakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         yield from to_spark_batches(data, spark_arrow_schema(self.schema))
 
     def commit(self, end: dict) -> None:
+        """Spark processed everything up to ``end``: move the consumer there.
+
+        Spark calls this when it starts the batch after ``end``'s, so the consumer trails the
+        stream by a batch (it protects a little more than needed, never less).
+        """
+        self._record_consumer(end)
+
+    def _record_consumer(self, position: dict) -> None:
         if self.consumer_id:
             # a pending full scan still needs its snapshot: protect it too
-            position = end["snapshot"] - 1 if end["full"] else end["snapshot"]
-            self._table().consumer_manager().record(self.consumer_id, max(position, 1))
+            nxt = position["snapshot"] - 1 if position["full"] else position["snapshot"]
+            self._table().consumer_manager().record(self.consumer_id, max(nxt, 1))
 
 
 class _Budget:

@@ -15,20 +15,22 @@ primary-key table therefore needs input partitioned by bucket: use
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
-from lake_assets.errors import CommitStateUnknownError, LakeError, OptionError
+from lake_assets.errors import CommitStateUnknownError, LakeError, OptionError, SchemaError
 from lake_assets.ops.commit import Overwrite, TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.spark.schema import from_spark
-from lake_assets.spark.source_options import PARTITION_OVERWRITE_MODE, SourceOptions
+from lake_assets.spark.source_options import OVERWRITE_PARTITION, PARTITION_OVERWRITE_MODE, SourceOptions
 from lake_assets.spec.binary_row import deserialize_row, serialize_row
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
 from lake_assets.table import Table
@@ -185,18 +187,73 @@ def overwrite_mode(options: SourceOptions) -> str:
     return mode
 
 
+def overwrite_spec(options: SourceOptions) -> dict[str, Any] | None:
+    """The ``overwrite-partition`` option: a JSON object of partition key → value, or None."""
+    text = options.get(OVERWRITE_PARTITION)
+    if text is None:
+        return None
+    try:
+        spec = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise OptionError(f"Option 'overwrite-partition' is not JSON: {exc}") from None
+    if not isinstance(spec, dict):
+        raise OptionError(f"Option 'overwrite-partition' must be a JSON object of partition values, got {text!r}")
+    return spec
+
+
+def static_overwrite(table: Table, spec: dict[str, Any]) -> Overwrite:
+    """Replace the partitions whose values equal ``spec`` (some or all partition keys)."""
+    keys = list(table.partition_keys)
+    unknown = [k for k in spec if k not in keys]
+    if unknown:
+        raise SchemaError(f"Cannot overwrite {table.name}: {unknown} are not partition keys (keys: {keys})")
+    wanted: dict[int, Any] = {}
+    for k, v in spec.items():
+        t = table.arrow_schema.field(k).type
+        try:
+            # text from JSON is parsed as the key's type ("2024-01-01" for a date)
+            wanted[keys.index(k)] = None if v is None else pa.array([v]).cast(t).to_pylist()[0]
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+            raise SchemaError(f"Cannot overwrite {table.name}: {k}={v!r} is not a {t}: {exc}") from None
+
+    def matcher(values: tuple) -> bool:
+        return all(values[i] == v for i, v in wanted.items())
+
+    return Overwrite(matcher)
+
+
+def check_inside(table: Table, messages: Sequence[CommitMessage], overwrite: Overwrite) -> None:
+    """A static partition overwrite takes no rows outside the partition it replaces."""
+    types = table.schema.types(list(table.partition_keys))
+    for m in messages:
+        values = tuple(deserialize_row(m.partition, types))
+        if not m.is_empty() and not overwrite.matches(values):
+            where = dict(zip(table.partition_keys, values, strict=True))
+            raise SchemaError(
+                f"Cannot overwrite {table.name}: input has rows in partition {where}, outside the "
+                "overwritten one; nothing was committed"
+            )
+
+
 class LakeBatchWriter(DataSourceArrowWriter):
     """``df.write.format("lake").mode("append" | "overwrite")``: all tasks → one snapshot.
 
-    ``overwrite`` replaces the whole table, or with ``partitionOverwriteMode=dynamic`` only the
+    ``overwrite`` replaces the whole table; with ``partitionOverwriteMode=dynamic`` only the
     partitions the written rows fall in (Spark's SQL conf is not visible to Python data sources;
-    `write_table` passes it on as this option).
+    `write_table` passes it on as this option); with ``overwrite-partition`` = a JSON object such
+    as ``{"dt": "2024-01-01"}`` exactly the partitions matching it, even when no rows are written
+    (rows outside it fail the commit).
     """
 
     def __init__(self, options: SourceOptions, overwrite: bool) -> None:
         self.options = options
         self.overwrite = overwrite
         self.dynamic = overwrite and overwrite_mode(options) == "dynamic"
+        self.partition_spec = overwrite_spec(options)
+        if self.partition_spec is not None and not overwrite:
+            raise OptionError("Option 'overwrite-partition' needs mode('overwrite')")
+        if self.partition_spec is not None and self.dynamic:
+            raise OptionError("Pass either 'overwrite-partition' (static) or partitionOverwriteMode=dynamic")
         # one fresh user per write: the committer's exactly-once key is (user, identifier)
         self.commit_user = str(uuid.uuid4())
         self.base_snapshot = options.table().snapshot_manager.latest_id()
@@ -208,17 +265,21 @@ class LakeBatchWriter(DataSourceArrowWriter):
         table = self.options.table()
         committer = table.new_committer(self.commit_user)
         decoded = decode(messages)
+        ow: Overwrite | None = None
         try:
             check_one_writer_per_bucket(table, decoded)
-        except BucketWriterConflictError:
+            if self.partition_spec is not None:
+                ow = static_overwrite(table, self.partition_spec)
+                check_inside(table, decoded, ow)
+            elif self.dynamic:
+                ow = dynamic_overwrite(table, decoded)
+            elif self.overwrite:
+                ow = Overwrite(None)
+        except LakeError:
             committer.abort(decoded)
             raise
-        if self.dynamic:
-            ow = dynamic_overwrite(table, decoded)
-            if ow is None:
-                return  # dynamic overwrite of no rows replaces nothing
-        else:
-            ow = Overwrite(None) if self.overwrite else None
+        if self.dynamic and ow is None:
+            return  # dynamic overwrite of no rows replaces nothing
         injected_failure(self.options, "before")
         commit_with_retry(committer, decoded, BATCH_COMMIT_IDENTIFIER, ow, check_committed=False)
         injected_failure(self.options, "after")

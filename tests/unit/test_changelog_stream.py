@@ -130,3 +130,17 @@ def test_read_changes_between_tags_and_delta_source(catalog):
     # the input changelog keeps both updates; the data delta holds the merged result only
     assert [r["v"] for r in t.read_changes("a", "b").to_pylist()] == [2, 3]
     assert [r["v"] for r in t.read_changes("a", "b", source="delta").to_pylist()] == [3]
+
+
+def test_lookup_changelog_with_composite_key(catalog):
+    t = catalog.create_table(
+        "db.ck", pa.schema([("a", pa.string()), ("b", pa.int32()), ("v", pa.int64())]), primary_keys=["a", "b"],
+        options={"bucket": "2", "changelog-producer": "lookup", "write-only": "true"},
+    )
+    t.write_arrow(pa.table({"a": ["x", "x", "y"], "b": [1, 2, 1], "v": [1, 1, 1]}, schema=t.arrow_schema))
+    t.compact()
+    start = t.latest_snapshot().id
+    t.write_arrow(pa.table({"a": ["x", "z"], "b": [2, 9], "v": [2, 2]}, schema=t.arrow_schema))
+    t.compact()
+    got = sorted((r["a"], r["b"], r["_row_kind"], r["v"]) for r in t.read_changes(start).to_pylist())
+    assert got == [("x", 2, "+U", 2), ("x", 2, "-U", 1), ("z", 9, "+I", 2)]

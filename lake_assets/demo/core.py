@@ -1,6 +1,6 @@
 """End-to-end demo on embedded defaults: a Paimon table under ./warehouse, written and read back.
 
-Run with ``make demo`` (or ``python -m lake_assets.demo [--warehouse PATH]``).
+Run with ``python -m lake_assets.demo.core [--warehouse PATH]`` (no Spark, no Dagster).
 """
 
 from __future__ import annotations
