@@ -4,7 +4,8 @@
 #   make venv-paimon  .venv-paimon: pypaimon (pins an old pyarrow; only driven by subprocess from tests)
 #   make test         lint + pytest (needs both venvs; interop tests fail instead of skipping when CI is set)
 #   make lint         ruff check
-#   make demo         python -m lake_assets.demo
+#   make demo         the main job: end-to-end demo (Dagster + Spark + a Paimon table under ./warehouse)
+#   make dagster      the Dagster UI (dagster dev) on the same definitions, http://127.0.0.1:3000
 #   make clean        remove venvs, ./warehouse and caches
 #
 # Both venvs are guarded by stamp files, so the targets are fast no-ops once installed;
@@ -78,6 +79,12 @@ browser:
 demo: venv
 	$(VENV)/bin/python -m lake_assets.demo
 
+# The Dagster UI on the same definitions (lake.yaml), instance under ./dagster_home.
+dagster: venv
+	mkdir -p dagster_home && cp dagster.yaml dagster_home/dagster.yaml
+	DAGSTER_HOME=$(CURDIR)/dagster_home LAKE_CONFIG=$(CURDIR)/lake.yaml \
+		$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+
 clean:
-	rm -rf $(VENV) $(VENV_PAIMON) warehouse .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
+	rm -rf $(VENV) $(VENV_PAIMON) warehouse data dagster_home .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
 	find . -type d -name __pycache__ -prune -exec rm -rf {} +

