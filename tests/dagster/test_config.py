@@ -24,9 +24,12 @@ def _error(tmp_path: Path, data: dict) -> str:
 
 def test_repo_lake_yaml_is_valid() -> None:
     config = load_config(REPO / "lake.yaml")
-    assert [t.identifier for t in config.tables] == ["demo.flights", "demo.bookings"]
+    assert [t.identifier for t in config.tables] == ["airline.flights"]
+    flights = config.table("airline.flights")
+    assert flights.options["merge-engine"] == "partial-update"
+    assert flights.options["changelog-producer"] == "lookup"
     assert config.spark.launcher == "pipes"
-    assert config.spark.master == "local[*]"
+    assert config.spark.master == "local[2]"
 
 
 def test_paths_resolve_against_the_config_folder(tmp_path: Path) -> None:
