@@ -17,7 +17,6 @@ from lake_assets.errors import (
     UnsupportedFeatureError,
 )
 from lake_assets.io.file_io import FileIO
-from lake_assets.options import CoreOptions
 from lake_assets.paths import TablePaths
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.types import (
@@ -27,10 +26,10 @@ from lake_assets.spec.types import (
     MultisetType,
     RowType,
     TimestampType,
-    VarCharType,
     fields_from_arrow_schema,
 )
 from lake_assets.table import Table
+from lake_assets.table_rules import check_options
 
 _NESTED = (ArrayType, MapType, MultisetType, RowType)
 
@@ -180,9 +179,6 @@ def build_schema(
             raise UnsupportedFeatureError(
                 f"Cannot create {name}: append tables with bucket = {bucket} are not supported; use -1"
             )
-        for k in ("merge-engine", "sequence.field", "rowkind.field", "changelog-producer"):
-            if k in opts and not (k == "changelog-producer" and opts[k] == "none"):
-                raise OptionError(f"Cannot create {name}: option {k!r} needs a primary key")
     opts.setdefault("file.format", "parquet")
     fields, highest = fields_from_arrow_schema(schema)
     # Primary-key columns are NOT NULL, as Paimon makes them.
@@ -209,33 +205,5 @@ def build_schema(
         comment=comment,
         time_millis=int(time.time() * 1000),
     )
-    core = CoreOptions(opts, has_primary_key=bool(primary_keys))
-    core.validate(field_names=tuple(names), strict=True)
-    bucket_keys = table_schema.bucket_keys
-    if core.bucket_key:
-        bad = [k for k in core.bucket_key if k not in names or k in partition_keys
-               or (primary_keys and k not in primary_keys)]
-        if bad:
-            raise OptionError(
-                f"Cannot create {name}: bucket-key {list(core.bucket_key)} must name primary-key columns "
-                f"that are not partition keys ({bad} are not)"
-            )
-    del bucket_keys
-    for f in core.sequence_fields:
-        if f not in names:
-            raise OptionError(f"Cannot create {name}: sequence.field {f!r} is not a column")
-    rk = core.rowkind_field
-    if rk is not None:
-        if rk not in names:
-            raise OptionError(f"Cannot create {name}: rowkind.field {rk!r} is not a column")
-        if not isinstance(by_name[rk].type, VarCharType):
-            raise OptionError(f"Cannot create {name}: rowkind.field {rk!r} must be a string column")
-    if core.merge_engine in ("partial-update", "aggregation"):
-        from lake_assets.lsm.engines import validate_engine_options
-        from lake_assets.spec.types import to_arrow
-
-        validate_engine_options([(f.name, to_arrow(f.type)) for f in fields],
-                                list(table_schema.trimmed_primary_keys), opts)
-    if not primary_keys and core.merge_engine != "deduplicate":
-        raise OptionError(f"Cannot create {name}: merge-engine {core.merge_engine!r} needs a primary key")
+    check_options(f"Cannot create {name}", fields, primary_keys, partition_keys, opts)
     return table_schema

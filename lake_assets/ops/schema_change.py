@@ -23,7 +23,7 @@ from lake_assets.errors import (
     SchemaError,
     UnsupportedFeatureError,
 )
-from lake_assets.options import FIELD_OPTION, CoreOptions
+from lake_assets.options import FIELD_OPTION
 from lake_assets.spec.schema import SCHEMA_VERSION, TableSchema
 from lake_assets.spec.types import (
     ArrayType,
@@ -47,6 +47,7 @@ from lake_assets.spec.types import (
     from_arrow,
     parse_type,
 )
+from lake_assets.table_rules import check_options
 
 if TYPE_CHECKING:
     from lake_assets.table import Table
@@ -486,31 +487,9 @@ class _Draft:
 
     # --------------------------------------------------------------- result
     def validate_options(self) -> None:
-        """Options must still make sense for the final columns (as `build_schema` requires at create)."""
-        names = tuple(self.names())
-        has_pk = bool(self.primary_keys)
-        core = CoreOptions(self.options, has_primary_key=has_pk)
-        core.validate(field_names=names, strict=True)
-        if not has_pk:
-            for k in ("merge-engine", "sequence.field", "rowkind.field"):
-                if k in self.options:
-                    raise OptionError(f"Cannot alter {self.table}: option {k!r} needs a primary key")
-        for f in core.sequence_fields:
-            if f not in names:
-                raise OptionError(f"Cannot alter {self.table}: sequence.field {f!r} is not a column")
-        rk = core.rowkind_field
-        if rk is not None:
-            if rk not in names:
-                raise OptionError(f"Cannot alter {self.table}: rowkind.field {rk!r} is not a column")
-            if not isinstance(self.fields[names.index(rk)].type, VarCharType):
-                raise OptionError(f"Cannot alter {self.table}: rowkind.field {rk!r} must be a string column")
-        if core.merge_engine in ("partial-update", "aggregation"):
-            # new aggregate functions or sequence groups must fit the (possibly retyped) columns
-            from lake_assets.lsm.engines import validate_engine_options
-            from lake_assets.spec.types import to_arrow
-
-            trimmed = [k for k in self.primary_keys if k not in self.partition_keys]
-            validate_engine_options([(f.name, to_arrow(f.type)) for f in self.fields], trimmed, self.options)
+        """Options must still make sense for the final columns (the rules `create_table` applies)."""
+        check_options(f"Cannot alter {self.table}", self.fields, self.primary_keys, self.partition_keys,
+                      self.options)
 
 
 def _same_int(a: str | None, b: str | None) -> bool:

@@ -1,0 +1,54 @@
+"""Rules a table's options must satisfy against its columns and keys, at create and on ALTER."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from lake_assets.errors import OptionError
+from lake_assets.options import CoreOptions
+from lake_assets.spec.types import DataField, VarCharType, to_arrow
+
+
+def check_options(
+    what: str,
+    fields: Sequence[DataField],
+    primary_keys: Sequence[str],
+    partition_keys: Sequence[str],
+    options: Mapping[str, str],
+) -> CoreOptions:
+    """Validate ``options`` for these columns and keys; ``what`` starts each message, e.g.
+    "Cannot create db.t". Returns the typed options."""
+    names = tuple(f.name for f in fields)
+    by_name = {f.name: f for f in fields}
+    core = CoreOptions(dict(options), has_primary_key=bool(primary_keys))
+    core.validate(field_names=names, strict=True)
+    if not primary_keys:
+        for k in ("merge-engine", "sequence.field", "rowkind.field"):
+            if k in options and not (k == "merge-engine" and core.merge_engine == "deduplicate"):
+                raise OptionError(f"{what}: option {k!r} needs a primary key")
+        if core.changelog_producer != "none":
+            raise OptionError(f"{what}: option 'changelog-producer' needs a primary key")
+    if core.bucket_key:
+        bad = [k for k in core.bucket_key
+               if k not in names or k in partition_keys or (primary_keys and k not in primary_keys)]
+        if bad:
+            raise OptionError(
+                f"{what}: bucket-key {list(core.bucket_key)} must name primary-key columns "
+                f"that are not partition keys ({bad} are not)"
+            )
+    for f in core.sequence_fields:
+        if f not in names:
+            raise OptionError(f"{what}: sequence.field {f!r} is not a column")
+    rk = core.rowkind_field
+    if rk is not None:
+        if rk not in names:
+            raise OptionError(f"{what}: rowkind.field {rk!r} is not a column")
+        if not isinstance(by_name[rk].type, VarCharType):
+            raise OptionError(f"{what}: rowkind.field {rk!r} must be a string column")
+    if core.merge_engine in ("partial-update", "aggregation"):
+        # aggregate functions and sequence groups must fit the columns' types
+        from lake_assets.lsm.engines import validate_engine_options
+
+        trimmed = [k for k in primary_keys if k not in partition_keys]
+        validate_engine_options([(f.name, to_arrow(f.type)) for f in fields], trimmed, dict(options))
+    return core
