@@ -6,9 +6,9 @@ column; append files hold the table columns only. Field ids are written as Java 
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import datetime as dt
-import io
+import os
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lake_assets.errors import CorruptMetadataError
-from lake_assets.formats.stats import column_stats
+from lake_assets.formats.stats import StatsAccumulator
 from lake_assets.io.file_io import FileIO
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.manifest import DataFileMeta, SimpleStats
@@ -132,38 +132,28 @@ class DataFileWriter:
         file_source: int = FILE_SOURCE_APPEND,
         sequence_range: tuple[int, int] | None = None,
     ) -> list[DataFileMeta]:
-        """Write ``data`` (already sorted by key and merged for PK tables) into files.
+        """Write ``data`` (already sorted by key and merged for PK tables) into rolled files.
 
         For append tables ``data`` also carries ``_SEQUENCE_NUMBER`` (used for the file's range only).
         """
-        if data.num_rows == 0:
-            return []
-        laid_out = self._layout(data)
-        append_seq = None
-        if not self.schema.primary_keys and SEQUENCE_NUMBER in data.column_names:
-            append_seq = data.column(SEQUENCE_NUMBER)
-        metas = []
-        for name, start, rows, size in self._roll(laid_out):
-            meta = self._describe(name, rows, size, level, file_source)
-            if append_seq is not None:
-                # append files carry no sequence column: record the range of the rows they hold
-                mm = pc.min_max(append_seq.slice(start, rows.num_rows))
-                meta = dataclasses.replace(
-                    meta, min_sequence_number=int(mm["min"].as_py()), max_sequence_number=int(mm["max"].as_py())
-                )
-            if sequence_range is not None and not self.schema.primary_keys:
-                # append compaction: outputs inherit the sequence range of the files they replace
-                meta = dataclasses.replace(
-                    meta, min_sequence_number=sequence_range[0], max_sequence_number=sequence_range[1]
-                )
-            metas.append(meta)
-        return metas
+        rolling = self.rolling(level=level, file_source=file_source, sequence_range=sequence_range)
+        try:
+            rolling.write(data)
+        except BaseException:
+            rolling.abort()
+            raise
+        return rolling.close()
 
-    def _roll(self, table: pa.Table) -> Iterator[tuple[str, int, pa.Table, int]]:
-        """Yield (file name, first row, rows written, file size), starting a new file past the target size."""
+    def rolling(
+        self, *, level: int, file_source: int = FILE_SOURCE_APPEND, sequence_range: tuple[int, int] | None = None
+    ) -> RollingFileWriter:
+        """A writer that keeps one file open across `write` calls and rolls at the target size."""
+        return RollingFileWriter(self, level, file_source, sequence_range)
+
+    def parquet_options(self) -> dict[str, object]:
         cfg = self.config
         codec = _PARQUET_CODECS[cfg.compression]
-        kwargs = {
+        kwargs: dict[str, object] = {
             "use_dictionary": self._dictionary_columns,
             "compression": codec,
             "store_decimal_as_integer": True,
@@ -172,78 +162,154 @@ class DataFileWriter:
         }
         if codec == "zstd":
             kwargs["compression_level"] = cfg.zstd_level
-        start = 0
-        n = table.num_rows
+        return kwargs
+
+
+class _OpenFile:
+    """The file a rolling writer is filling, and what its manifest entry will say."""
+
+    def __init__(self, owner: DataFileWriter, name: str) -> None:
+        self.name = name
+        self.path = f"{owner.bucket_dir}/{name}"
+        fio = owner.file_io
+        if fio.is_local:
+            os.makedirs(owner.bucket_dir, exist_ok=True)
+            self.sink = open(self.path, "wb")  # noqa: SIM115 - closed in finish()/abort()
+        else:
+            self.sink = fio.fs.open(self.path, "wb")
+        self.writer = pq.ParquetWriter(self.sink, owner.arrow_schema, **owner.parquet_options())
+        self.rows = 0
+        self.first_key: list | None = None
+        self.last_key: list | None = None
+        self.key_stats = StatsAccumulator(owner.key_types, truncate=128)
+        self.value_stats = StatsAccumulator(owner.value_types)
+        self.min_seq: int | None = None
+        self.max_seq: int | None = None
+        self.deletes = 0
+
+
+class RollingFileWriter:
+    """Appends sorted chunks to one Parquet file until it reaches the target size, then starts the
+    next; stats are accumulated per chunk so memory holds one chunk, not one file."""
+
+    def __init__(
+        self, owner: DataFileWriter, level: int, file_source: int, sequence_range: tuple[int, int] | None
+    ) -> None:
+        self.owner = owner
+        self.level = level
+        self.file_source = file_source
+        self.sequence_range = sequence_range
+        self.current: _OpenFile | None = None
+        self.done: list[DataFileMeta] = []
+
+    def write(self, data: pa.Table) -> None:
+        if data.num_rows == 0:
+            return
+        owner = self.owner
+        laid_out = owner._layout(data)
+        append_seq = data.column(SEQUENCE_NUMBER) if (
+            not owner.schema.primary_keys and SEQUENCE_NUMBER in data.column_names) else None
+        n = laid_out.num_rows
         # Check the file size every `step` rows: about a quarter of the target at a guessed 4x
         # compression, so files end close to the target without tiny row groups.
-        row_bytes = max(1, table.nbytes // max(1, n))
-        step_rows = int(min(ROWS_PER_ROW_GROUP_CHECK, max(1024, cfg.target_file_size // row_bytes)))
+        row_bytes = max(1, laid_out.nbytes // max(1, n))
+        step_rows = int(min(ROWS_PER_ROW_GROUP_CHECK, max(1024, owner.config.target_file_size // row_bytes)))
+        start = 0
         while start < n:
-            name = self._next_name()
-            sink = io.BytesIO()
-            writer = pq.ParquetWriter(sink, self.arrow_schema, **kwargs)
-            end = start
-            try:
-                while end < n:
-                    step = min(step_rows, n - end)
-                    writer.write_table(table.slice(end, step), row_group_size=step)
-                    end += step
-                    if sink.tell() >= cfg.target_file_size:
-                        break
-            finally:
-                writer.close()
-            data = sink.getvalue()
-            self.file_io.write_bytes(f"{self.bucket_dir}/{name}", data)
-            yield name, start, table.slice(start, end - start), len(data)
-            start = end
+            if self.current is None:
+                self.current = _OpenFile(owner, owner._next_name())
+            step = min(step_rows, n - start)
+            chunk = laid_out.slice(start, step)
+            self.current.writer.write_table(chunk, row_group_size=step)
+            self._account(chunk, append_seq.slice(start, step) if append_seq is not None else None)
+            start += step
+            if self.current.sink.tell() >= owner.config.target_file_size:
+                self._finish()
 
-    def _describe(
-        self, name: str, rows: pa.Table, size: int, level: int, file_source: int
-    ) -> DataFileMeta:
-        if self.schema.primary_keys:
-            keys = [rows.column(KEY_PREFIX + k) for k in self.key_names]
-            first = [c[0].as_py() for c in keys]
-            last = [c[-1].as_py() for c in keys]
-            min_key = serialize_row(first, self.key_types)
-            max_key = serialize_row(last, self.key_types)
-            key_stats = column_stats(keys, self.key_types, truncate=128)
-            seq = rows.column(SEQUENCE_NUMBER)
-            kinds = rows.column(VALUE_KIND).to_numpy()
-            delete_rows = int(((kinds == UPDATE_BEFORE) | (kinds == DELETE)).sum())
+    def _account(self, chunk: pa.Table, append_seq: pa.ChunkedArray | None) -> None:
+        f = self.current
+        assert f is not None
+        owner = self.owner
+        f.rows += chunk.num_rows
+        f.value_stats.update([chunk.column(fl.name) for fl in owner.schema.fields])
+        if owner.schema.primary_keys:
+            keys = [chunk.column(KEY_PREFIX + k) for k in owner.key_names]
+            if f.first_key is None:
+                f.first_key = [c[0].as_py() for c in keys]
+            f.last_key = [c[-1].as_py() for c in keys]
+            f.key_stats.update(keys)
+            kinds = chunk.column(VALUE_KIND).to_numpy()
+            f.deletes += int(((kinds == UPDATE_BEFORE) | (kinds == DELETE)).sum())
+            seq = chunk.column(SEQUENCE_NUMBER)
+        else:
+            seq = append_seq
+        if seq is not None:
+            mm = pc.min_max(seq)
+            lo, hi = int(mm["min"].as_py()), int(mm["max"].as_py())
+            f.min_seq = lo if f.min_seq is None else min(f.min_seq, lo)
+            f.max_seq = hi if f.max_seq is None else max(f.max_seq, hi)
+
+    def _finish(self) -> None:
+        f = self.current
+        if f is None:
+            return
+        self.current = None
+        f.writer.close()
+        f.sink.close()
+        owner = self.owner
+        size = owner.file_io.size(f.path)
+        if owner.schema.primary_keys:
+            min_key = serialize_row(f.first_key or [], owner.key_types)
+            max_key = serialize_row(f.last_key or [], owner.key_types)
+            key_stats = f.key_stats.result()
         else:
             min_key = max_key = serialize_row([], [])
             key_stats = SimpleStats.EMPTY
-            seq = rows.column(SEQUENCE_NUMBER) if SEQUENCE_NUMBER in rows.column_names else None
-            delete_rows = 0
-        if seq is not None:
-            mm = pc.min_max(seq)
-            min_seq, max_seq = int(mm["min"].as_py()), int(mm["max"].as_py())
-        else:
-            min_seq = max_seq = 0
-        value_stats = column_stats([rows.column(f.name) for f in self.schema.fields], self.value_types)
-        return DataFileMeta(
-            file_name=name,
+        min_seq, max_seq = f.min_seq or 0, f.max_seq or 0
+        if self.sequence_range is not None and not owner.schema.primary_keys:
+            # append compaction: outputs inherit the sequence range of the files they replace
+            min_seq, max_seq = self.sequence_range
+        self.done.append(DataFileMeta(
+            file_name=f.name,
             file_size=size,
-            row_count=rows.num_rows,
+            row_count=f.rows,
             min_key=min_key,
             max_key=max_key,
             key_stats=key_stats,
-            value_stats=value_stats,
+            value_stats=f.value_stats.result(),
             min_sequence_number=min_seq,
             max_sequence_number=max_seq,
-            schema_id=self.schema.id,
-            level=level,
+            schema_id=owner.schema.id,
+            level=self.level,
             extra_files=(),
             creation_time_ms=local_now_ms(),
-            delete_row_count=delete_rows,
+            delete_row_count=f.deletes,
             embedded_file_index=None,
-            file_source=file_source,
+            file_source=self.file_source,
             value_stats_cols=None,
             external_path=None,
             first_row_id=None,
             write_cols=None,
             write_cols_sequences=None,
-        )
+        ))
+
+    def close(self) -> list[DataFileMeta]:
+        """Finish the open file; the descriptions of every file written."""
+        self._finish()
+        return self.done
+
+    def abort(self) -> None:
+        """Delete everything this writer wrote (an error happened mid-way)."""
+        f = self.current
+        self.current = None
+        if f is not None:
+            with contextlib.suppress(Exception):
+                f.writer.close()
+            with contextlib.suppress(Exception):
+                f.sink.close()
+            self.owner.file_io.delete(f.path)
+        self.owner.file_io.delete_many(f"{self.owner.bucket_dir}/{m.file_name}" for m in self.done)
+        self.done = []
 
 
 def read_data_file(

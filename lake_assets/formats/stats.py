@@ -6,7 +6,6 @@ to a prefix with its last character incremented for the maximum, as Paimon's tru
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import pyarrow as pa
@@ -63,33 +62,50 @@ def column_stats(
     columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequence[DataType], truncate: int = DEFAULT_TRUNCATE
 ) -> SimpleStats:
     """SimpleStats over ``columns`` (one per type), vectorized per column."""
-    if not types:
-        return SimpleStats.EMPTY
-    mins: list[object] = []
-    maxs: list[object] = []
-    nulls: list[int | None] = []
-    for col, dtype in zip(columns, types, strict=True):
-        nulls.append(int(col.null_count))
-        if isinstance(dtype, _NESTED) or len(col) == col.null_count:
-            mins.append(None)
-            maxs.append(None)
-            continue
-        if isinstance(dtype, (FloatType, DoubleType)) and pc.any(pc.is_nan(col)).as_py():
-            # NaN has no place in a min/max range; unknown is always safe.
-            mins.append(None)
-            maxs.append(None)
-            continue
-        mm = pc.min_max(col)
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        if isinstance(dtype, (FloatType, DoubleType)) and (
-            (lo is not None and math.isinf(lo)) or (hi is not None and math.isinf(hi))
-        ):
-            pass  # infinities order correctly; keep them
-        if isinstance(dtype, (CharType, VarCharType, BinaryType, VarBinaryType)):
-            lo = _truncate_min(lo, truncate)
-            hi = _truncate_max(hi, truncate)
-            if hi is None:
-                lo = None
-        mins.append(lo)
-        maxs.append(hi)
-    return SimpleStats(serialize_row(mins, types), serialize_row(maxs, types), tuple(nulls))
+    acc = StatsAccumulator(types, truncate)
+    acc.update(columns)
+    return acc.result()
+
+
+class StatsAccumulator:
+    """Column stats gathered chunk by chunk (a rolling file sees its rows in several pieces)."""
+
+    def __init__(self, types: Sequence[DataType], truncate: int = DEFAULT_TRUNCATE) -> None:
+        self.types = list(types)
+        self.truncate = truncate
+        n = len(self.types)
+        self.mins: list[object] = [None] * n
+        self.maxs: list[object] = [None] * n
+        self.nulls = [0] * n
+        self.unknown = [isinstance(t, _NESTED) for t in self.types]  # no min/max for these
+
+    def update(self, columns: Sequence[pa.Array | pa.ChunkedArray]) -> None:
+        for i, (col, dtype) in enumerate(zip(columns, self.types, strict=True)):
+            self.nulls[i] += int(col.null_count)
+            if self.unknown[i] or len(col) == col.null_count:
+                continue
+            if isinstance(dtype, (FloatType, DoubleType)) and pc.any(pc.is_nan(col)).as_py():
+                self.unknown[i] = True  # NaN has no place in a min/max range
+                continue
+            mm = pc.min_max(col)
+            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            if self.mins[i] is None or lo < self.mins[i]:  # type: ignore[operator]
+                self.mins[i] = lo
+            if self.maxs[i] is None or hi > self.maxs[i]:  # type: ignore[operator]
+                self.maxs[i] = hi
+
+    def result(self) -> SimpleStats:
+        if not self.types:
+            return SimpleStats.EMPTY
+        mins: list[object] = []
+        maxs: list[object] = []
+        for i, dtype in enumerate(self.types):
+            lo, hi = (None, None) if self.unknown[i] else (self.mins[i], self.maxs[i])
+            if isinstance(dtype, (CharType, VarCharType, BinaryType, VarBinaryType)) and lo is not None:
+                lo = _truncate_min(lo, self.truncate)
+                hi = _truncate_max(hi, self.truncate)
+                if hi is None:
+                    lo = None
+            mins.append(lo)
+            maxs.append(hi)
+        return SimpleStats(serialize_row(mins, self.types), serialize_row(maxs, self.types), tuple(self.nulls))

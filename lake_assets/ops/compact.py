@@ -230,6 +230,7 @@ def run_compaction_task(table: Table, task: CompactionTask, *, chunk_rows: int =
     writer = _writer(table, task)
     before: list[DataFileMeta] = []
     after: list[DataFileMeta] = []
+    rollings = []
     try:
         if task.append_groups:
             for group in task.append_groups:
@@ -263,24 +264,19 @@ def run_compaction_task(table: Table, task: CompactionTask, *, chunk_rows: int =
                 return merged
 
             # Intervals are key-disjoint and in key order, so their merged rows concatenate into
-            # sorted output: small neighbours end up in one file instead of one file each.
-            out: list[pa.Table] = []
-            out_rows = 0
+            # sorted output: one rolling writer fills target-sized files across all of them.
+            rolling = writer.rolling(level=section.output_level, file_source=FILE_SOURCE_COMPACT)
+            rollings.append(rolling)
             for interval in section.intervals:
                 inputs: list[Iterator[pa.Table]] = [reader.iter_file(split, f) for f in interval]
                 for merged in merge_sorted(inputs, key_names, merge, min_rows=chunk_rows):
-                    out.append(merged)
-                    out_rows += merged.num_rows
-                    if out_rows >= chunk_rows:
-                        after += writer.write(pa.concat_tables(out), level=section.output_level,
-                                              file_source=FILE_SOURCE_COMPACT)
-                        out, out_rows = [], 0
+                    rolling.write(merged)
                 before += interval
-            if out:
-                after += writer.write(pa.concat_tables(out), level=section.output_level,
-                                      file_source=FILE_SOURCE_COMPACT)
+            after += rolling.close()
         changelog = _produce_changelog(table, task, split, reader) if task.changelog_producer else []
     except BaseException:
+        for rolling in rollings:
+            rolling.abort()
         table.file_io.delete_many(writer.bucket_dir + "/" + f.file_name for f in after
                                   if f.file_name not in {b.file_name for b in before})
         raise
