@@ -128,9 +128,15 @@ class TableWriter:
                 f"Cannot write to {self.table.name}: append tables only take +I rows; "
                 "updates and deletes need a primary key"
             )
-        self._route(data, kinds)
-        if self._buffered_bytes >= self.options.write_buffer_size:
-            self.flush()
+        # The whole batch is validated above; it is routed in slices so that the sorted copies the
+        # routing makes stay within about half the write buffer, whatever size the input has.
+        slice_bytes = max(1, self.options.write_buffer_size // 2)
+        rows = data.num_rows if data.nbytes <= slice_bytes else max(
+            64 * 1024, data.num_rows * slice_bytes // data.nbytes)
+        for start in range(0, data.num_rows, rows):
+            self._route(data.slice(start, rows), kinds[start : start + rows])
+            if self._buffered_bytes >= self.options.write_buffer_size:
+                self.flush()
 
     def _route(self, data: pa.Table, kinds: np.ndarray) -> None:
         part_ids, part_values = partition_groups(data, self.schema.partition_keys)

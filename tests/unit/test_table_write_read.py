@@ -186,3 +186,20 @@ def test_write_on_memory_filesystem():
     t.write_arrow(pa.table({"k": [2], "v": ["b2"]}, schema=t.arrow_schema))
     assert rows(cat.get_table("db.t").to_arrow(), "k") == [{"k": 1, "v": "a"}, {"k": 2, "v": "b2"}]
     cat.drop_table("db.t")
+
+
+def test_large_batch_is_routed_in_slices_within_the_write_buffer(catalog: Catalog):
+    import numpy as np
+
+    t = catalog.create_table("db.slices", pa.schema([("k", pa.int64()), ("v", pa.string())]), primary_keys=["k"],
+                             options={"bucket": "2", "write-buffer-size": "1 mb", "write-only": "true"})
+    n = 200_000
+    keys = np.arange(n)[::-1].copy()
+    data = pa.table({"k": keys, "v": pa.array([f"value-{i:08d}" for i in range(n)])})
+    data = pa.concat_tables([data, data.slice(0, 10).set_column(1, "v", pa.array(["late"] * 10))])
+    t.write_arrow(data)
+    files = [f for sp in t.plan() for f in sp.files]
+    assert len(files) > 2  # the buffer flushed several times
+    got = t.to_arrow().sort_by("k")
+    assert got.num_rows == n
+    assert got.column("v")[n - 1].as_py() == "late"  # the later duplicate in the same batch wins
