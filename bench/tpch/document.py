@@ -90,7 +90,8 @@ def compose(runs: list[ScaleFactorRun], command: str, machine: str, versions: di
         if "spark" in steps:
             lines += ["", "lake_assets + Spark against the same peers:", ""]
             lines += report.ratio_table(steps, "spark", [s for s in systems if s != "lake"])
-        lines += ["", "Peak memory per step, MiB: peak RSS (+ above the RSS at the step's start):", ""]
+        lines += ["", "Peak memory per step, MiB: peak RSS (+ above the RSS at the step's start; upsert: the "
+                  "highest round):", ""]
         lines += report.memory_table(steps, systems)
         lines.append("")
         if run.skipped:
@@ -111,6 +112,7 @@ def compose(runs: list[ScaleFactorRun], command: str, machine: str, versions: di
               "Every read is compared (untimed) with the reference computed by pyarrow/numpy: same rows, same "
               "values, any order. A wrong answer prints FAIL and the command exits non-zero.", "", *check_lines]
     if hotspot_lines:
-        lines += ["", "### Profile of the slowest lake_assets step", "", *hotspot_lines]
+        lines += ["", "### Profiles: the slowest lake_assets step and the steps behind missed speed targets", "",
+                  *hotspot_lines]
     lines += ["", "### Notes", "", *[f"- {n}" for n in (*METHOD_NOTES, *notes)]]
     return "\n".join(lines) + "\n", all_ok, targets
