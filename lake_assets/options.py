@@ -91,6 +91,15 @@ KNOWN_OPTIONS: frozenset[str] = frozenset(
     }
 )
 
+# Options of this package that Paimon does not have. Paimon engines (Java and pypaimon) keep
+# keys they do not know in the schema and ignore them, so these never change what they read;
+# they only tune how lake_assets itself runs.
+LAKE_ASSETS_OPTIONS: frozenset[str] = frozenset(
+    {
+        "compaction.parallelism",  # compaction units run at once in one process (memory: one unit each)
+    }
+)
+
 # Per-field options (fields.<name>.<suffix>); the engines module interprets them.
 FIELD_OPTION = re.compile(
     r"^fields\.(?P<field>[^.]+(?:,[^.]+)*)\.(?P<suffix>aggregate-function|ignore-retract|sequence-group|"
@@ -316,6 +325,17 @@ class CoreOptions:
         return self._int("compaction.min.file-num", 5)
 
     @property
+    def compaction_parallelism(self) -> int | None:
+        """Units an in-process compaction runs at once (None: as many as reads use)."""
+        v = self.raw.get("compaction.parallelism")
+        if v is None:
+            return None
+        n = _parse_int(v, "compaction.parallelism")
+        if n < 1:
+            raise OptionError(f"Option 'compaction.parallelism': {v!r} must be at least 1")
+        return n
+
+    @property
     def full_compaction_delta_commits(self) -> int | None:
         v = self.raw.get("full-compaction.delta-commits")
         return None if v is None else _parse_int(v, "full-compaction.delta-commits")
@@ -376,7 +396,7 @@ class CoreOptions:
                 if str(value).lower() not in allowed:
                     raise UnsupportedFeatureError(f"Option {key}={value!r} is not supported: {why}")
                 continue
-            if key in KNOWN_OPTIONS:
+            if key in KNOWN_OPTIONS or key in LAKE_ASSETS_OPTIONS:
                 continue
             m = FIELD_OPTION.match(key)
             if m:
@@ -394,7 +414,7 @@ class CoreOptions:
             "snapshot_time_retained_ms", "snapshot_expire_limit", "commit_max_retries",
             "manifest_target_file_size", "manifest_merge_min_count", "ignore_delete",
             "full_compaction_delta_commits", "consumer_expiration_ms", "dynamic_partition_overwrite",
-            "zstd_level", "compaction_min_file_num",
+            "zstd_level", "compaction_min_file_num", "compaction_parallelism",
         ):
             getattr(self, prop)
         if self.merge_engine not in SUPPORTED_MERGE_ENGINES:

@@ -255,13 +255,15 @@ class Table:
         full: bool = False,
         partitions: Sequence[dict[str, Any]] | None = None,
         max_units: int | None = None,
+        parallelism: int | None = None,
     ) -> CompactResult:
         """Compact in this process: Paimon's universal compaction (or everything with ``full=True``)
         per (partition, bucket), committed as one COMPACT snapshot with conflict checks.
 
+        Up to ``parallelism`` units run at once (default: option ``compaction.parallelism``).
         For distributed runs use the pieces in `lake_assets.ops.compact` (plan → run a unit → commit).
         """
-        return compact(self, full=full, partitions=partitions, max_units=max_units)
+        return compact(self, full=full, partitions=partitions, max_units=max_units, parallelism=parallelism)
 
     def health(self, *, snapshot_id: int | None = None, small_file_threshold: int | None = None) -> pa.Table:
         """Per (partition, bucket) LSM health from manifests only (no data files are read)."""

@@ -6,14 +6,19 @@ unit is independent and serializable) and commit once:
     plan = plan_compaction(table, full=False)          # reads manifests only
     messages = [run_compaction_task(table, t) for t in plan.tasks]
     table.new_committer(user).commit(messages, identifier)   # COMPACT snapshot, conflict-checked
+
+In one process, `run_compaction_tasks` runs the units in a bounded thread pool (pyarrow releases
+the GIL while it decodes, sorts and encodes) and returns their messages in plan order.
 """
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -285,6 +290,72 @@ def run_compaction_task(table: Table, task: CompactionTask, *, chunk_rows: int =
                          compact_changelog=tuple(changelog))
 
 
+def compaction_parallelism(table: Table, requested: int | None = None) -> int:
+    """How many units run at once: ``requested``, else ``compaction.parallelism``, else as many as
+    the table reads with (at least 2, at most the CPU count)."""
+    if requested is not None:
+        if requested < 1:
+            raise ValueError(f"parallelism must be at least 1, got {requested}")
+        return requested
+    configured = table.schema.core_options.compaction_parallelism
+    return configured if configured is not None else max(2, os.cpu_count() or 2)
+
+
+def run_compaction_tasks(
+    table: Table, tasks: Sequence[CompactionTask], *, parallelism: int | None = None
+) -> list[CommitMessage]:
+    """Run ``tasks`` with at most ``parallelism`` in flight; their messages, in the order of ``tasks``.
+
+    Memory is that of one unit (see `run_compaction_task`) times the number in flight. If any unit
+    fails, no new unit starts, the running ones finish, and the files of every unit that completed
+    are deleted before the first failure (in task order) is raised: nothing is left for a commit
+    that will never happen. A failing unit removes its own partial files itself.
+    """
+    workers = min(len(tasks), compaction_parallelism(table, parallelism))
+    if workers <= 1:
+        done: list[CommitMessage] = []
+        try:
+            for task in tasks:
+                done.append(run_compaction_task(table, task))
+        except BaseException:
+            _discard(table, done)
+            raise
+        return done
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="compact")
+    futures: list[Future[CommitMessage]] = []
+    try:
+        futures = [pool.submit(run_compaction_task, table, t) for t in tasks]
+        wait(futures, return_when=FIRST_EXCEPTION)
+    except BaseException:  # interrupted while waiting: treat like a failed unit
+        _stop_and_discard(table, futures)
+        raise
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    if any(f.done() and f.exception() is not None for f in futures):
+        errors = _stop_and_discard(table, futures)
+        raise errors[0]
+    # plan order, whatever order the units finished in: the commit and its summary are deterministic
+    return [f.result() for f in futures]
+
+
+def _stop_and_discard(table: Table, futures: Sequence[Future[CommitMessage]]) -> list[BaseException]:
+    """Cancel units not started, wait for running ones, delete what the finished ones wrote;
+    the failures, in task order."""
+    for f in futures:
+        f.cancel()
+    wait(futures)
+    ok = [f for f in futures if not f.cancelled() and f.exception() is None]
+    _discard(table, [f.result() for f in ok])
+    return [e for f in futures if not f.cancelled() and (e := f.exception()) is not None]
+
+
+def _discard(table: Table, messages: Sequence[CommitMessage]) -> None:
+    """Delete the files units wrote for a commit that will not happen (upgrades are not new files)."""
+    table.file_io.delete_many(
+        table.data_file_path(m.partition, m.bucket, f) for m in messages for f in m.all_written_files()
+    )
+
+
 def _merged_state(table: Table, data: pa.Table) -> pa.Table:
     """One live row per key (retract results removed)."""
     opts = table.schema.core_options
@@ -369,11 +440,16 @@ def compact(
     partitions: Iterable[dict[str, Any]] | None = None,
     max_units: int | None = None,
     commit_user: str | None = None,
+    parallelism: int | None = None,
 ) -> CompactResult:
-    """Plan, run and commit compaction in this process; a COMPACT snapshot (or none if nothing to do)."""
+    """Plan, run and commit compaction in this process; a COMPACT snapshot (or none if nothing to do).
+
+    Up to ``parallelism`` units run at once (default: the table's ``compaction.parallelism``); see
+    `run_compaction_tasks`.
+    """
     started = time.perf_counter()
     plan = plan_compaction(table, full=full, partitions=partitions, max_units=max_units)
-    messages = [run_compaction_task(table, t) for t in plan.tasks]
+    messages = run_compaction_tasks(table, plan.tasks, parallelism=parallelism)
     messages = [m for m in messages if not m.is_empty()]
     user = commit_user or f"compact-{uuid.uuid4()}"
     ids: list[int] = []
@@ -396,7 +472,9 @@ __all__ = [
     "CompactionPlan",
     "CompactionTask",
     "compact",
+    "compaction_parallelism",
     "plan_bucket",
     "plan_compaction",
     "run_compaction_task",
+    "run_compaction_tasks",
 ]
