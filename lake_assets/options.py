@@ -357,6 +357,30 @@ class CoreOptions:
     def snapshot_expire_limit(self) -> int:
         return self._int("snapshot.expire.limit", 50)
 
+    def changelog_retention(
+        self, *, retain_min: int | None = None, retain_max: int | None = None, time_retained_ms: int | None = None
+    ) -> tuple[int, int, int]:
+        """``changelog.num-retained.min/max`` and ``changelog.time-retained``; each unset one falls back
+        to the snapshot setting (given, or the table's ``snapshot.*`` option), as in Paimon."""
+        smin = self.snapshot_num_retained_min if retain_min is None else retain_min
+        smax = self.snapshot_num_retained_max if retain_max is None else retain_max
+        stime = self.snapshot_time_retained_ms if time_retained_ms is None else time_retained_ms
+        return (
+            self._int("changelog.num-retained.min", smin),
+            self._int("changelog.num-retained.max", smax),
+            self._duration("changelog.time-retained", stime),
+        )
+
+    def changelog_decoupled(
+        self, *, retain_min: int | None = None, retain_max: int | None = None, time_retained_ms: int | None = None
+    ) -> bool:
+        """Whether changelogs outlive snapshots: any changelog retention setting exceeds the snapshot one."""
+        smin = self.snapshot_num_retained_min if retain_min is None else retain_min
+        smax = self.snapshot_num_retained_max if retain_max is None else retain_max
+        stime = self.snapshot_time_retained_ms if time_retained_ms is None else time_retained_ms
+        cmin, cmax, ctime = self.changelog_retention(retain_min=smin, retain_max=smax, time_retained_ms=stime)
+        return cmin > smin or cmax > smax or ctime > stime
+
     @property
     def clean_empty_directories(self) -> bool:
         return self._bool("snapshot.clean-empty-directories", False)
@@ -437,6 +461,13 @@ class CoreOptions:
             raise OptionError(
                 f"Contradictory options: snapshot.num-retained.max={self.snapshot_num_retained_max} "
                 f"is below snapshot.num-retained.min={self.snapshot_num_retained_min}"
+            )
+        cmin, cmax, _ = self.changelog_retention()
+        if cmin < 1:
+            raise OptionError("Option changelog.num-retained.min must be at least 1")
+        if cmax < cmin:
+            raise OptionError(
+                f"Contradictory options: changelog.num-retained.max={cmax} is below changelog.num-retained.min={cmin}"
             )
         if self.num_sorted_run_stop_trigger < self.num_sorted_run_compaction_trigger:
             raise OptionError(

@@ -33,6 +33,11 @@ class TablePaths:
         return posixpath.join(self.root, "consumer")
 
     @property
+    def changelog_dir(self) -> str:
+        """Long-lived changelogs: snapshot JSON kept after the snapshot expired (decoupled lifecycle)."""
+        return posixpath.join(self.root, "changelog")
+
+    @property
     def index_dir(self) -> str:
         return posixpath.join(self.root, "index")
 
@@ -45,6 +50,9 @@ class TablePaths:
 
     def snapshot_file(self, snapshot_id: int) -> str:
         return posixpath.join(self.snapshot_dir, f"snapshot-{snapshot_id}")
+
+    def changelog_file(self, snapshot_id: int) -> str:
+        return posixpath.join(self.changelog_dir, f"changelog-{snapshot_id}")
 
     def manifest_file(self, name: str) -> str:
         return posixpath.join(self.manifest_dir, name)

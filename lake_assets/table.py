@@ -32,6 +32,7 @@ from lake_assets.io.file_io import FileIO
 from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.lsm.engines import make_merge_function
 from lake_assets.lsm.merge import Deduplicate, FirstRow, MergeFunction
+from lake_assets.ops.changelog_manager import ChangelogManager
 from lake_assets.ops.commit import Overwrite, TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact import CompactResult, compact
@@ -208,6 +209,9 @@ class Table:
     def consumer_manager(self) -> ConsumerManager:
         return ConsumerManager(self.file_io, self.paths)
 
+    def changelog_manager(self) -> ChangelogManager:
+        return ChangelogManager(self.file_io, self.paths, self.name)
+
     def create_tag(self, name: str, snapshot_id: int | None = None, *, time_retained: timedelta | None = None) -> Tag:
         """Tag a snapshot (default: the latest). Tagged snapshots' files survive expiration."""
         snap = self.resolve_snapshot(snapshot_id)
@@ -239,7 +243,11 @@ class Table:
     ) -> ExpireResult:
         """Expire old snapshots per ``snapshot.num-retained.*``, ``snapshot.time-retained`` and
         ``snapshot.expire.limit`` (arguments override). Tags, live consumers and the latest snapshot
-        are always kept."""
+        are always kept.
+
+        When ``changelog.num-retained.*`` / ``changelog.time-retained`` exceed the snapshot settings,
+        expired snapshots leave long-lived changelogs that streams and `read_changes` still read;
+        those expire here too, per the changelog settings."""
         older_ms = None
         if isinstance(older_than, timedelta):
             older_ms = int(time.time() * 1000) - int(older_than.total_seconds() * 1000)

@@ -1,20 +1,29 @@
-"""Snapshot expiration: a pure planner (which snapshots go) and the code that deletes their files.
+"""Snapshot and changelog expiration: pure planners (which ids go) and the code that deletes their files.
 
 Deletion order (Paimon's): data files that only expired snapshots reference, then changelog files,
 then manifests and manifest lists, then the snapshot files, then the EARLIEST hint. Every retained
 snapshot, tag and consumer position keeps all its files; a crash leaves the expiring snapshots in
 place, and re-running the expiration completes it (deletes are idempotent).
+
+When a ``changelog.*`` retention setting exceeds the snapshot one, the changelog lifecycle is
+*decoupled*: expiring a snapshot keeps what a stream needs to read its changes (changelog manifests
+and files; for ``changelog-producer = none`` the base and delta lists and the data files writers
+added) and copies the snapshot JSON to ``changelog/changelog-<id>``. `expire_changelogs` later removes
+those per the changelog retention, with the same protections for tags and consumers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lake_assets.errors import CorruptMetadataError
-from lake_assets.spec.manifest import FileKind
+from lake_assets.formats.data_file import FILE_SOURCE_APPEND
+from lake_assets.ops.changelog_manager import snapshot_or_changelog
+from lake_assets.spec.manifest import FileKind, ManifestEntry
 from lake_assets.spec.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -47,11 +56,14 @@ def plan_expire(
     time_of: dict[int, int] | None = None,
     consumer_min: int | None = None,
     protected_min: int | None = None,
+    own_time: bool = False,
 ) -> ExpirePlan:
-    """Which snapshots expire (pure). ``time_of`` maps snapshot id → commit time for the time rule.
+    """Which snapshots (or changelogs) expire (pure). ``time_of`` maps id → commit time for the time rule.
 
     A snapshot ``id`` may only expire when the one after it was committed before ``older_than_ms``
-    (so that every snapshot newer than the cut-off stays reachable by time travel).
+    (so that every snapshot newer than the cut-off stays reachable by time travel). With
+    ``own_time`` (changelogs, as Paimon) an id's own commit time decides. Ids below
+    ``latest - retain_max + 1`` go regardless of time; ``protected_min`` and ``consumer_min`` cap the range.
     """
     lo = max(latest - retain_max + 1, earliest)
     hi = latest - retain_min + 1
@@ -63,7 +75,7 @@ def plan_expire(
     end = hi
     # snapshots below `lo` are beyond retain_max: they go regardless of time
     for sid in range(max(lo, earliest), hi):
-        t = (time_of or {}).get(sid + 1)
+        t = (time_of or {}).get(sid if own_time else sid + 1)
         if t is None or t >= older_than_ms:
             end = sid
             break
@@ -76,6 +88,8 @@ class ExpireResult:
     """What an expiration removed (or would remove, for a dry run)."""
 
     expired_snapshots: list[int] = field(default_factory=list)
+    long_lived_changelogs: list[int] = field(default_factory=list)
+    expired_changelogs: list[int] = field(default_factory=list)
     deleted_data_files: list[str] = field(default_factory=list)
     deleted_changelog_files: list[str] = field(default_factory=list)
     deleted_manifests: list[str] = field(default_factory=list)
@@ -87,6 +101,8 @@ class ExpireResult:
             "expired_snapshots": len(self.expired_snapshots),
             "first_expired": self.expired_snapshots[0] if self.expired_snapshots else None,
             "last_expired": self.expired_snapshots[-1] if self.expired_snapshots else None,
+            "long_lived_changelogs": len(self.long_lived_changelogs),
+            "expired_changelogs": len(self.expired_changelogs),
             "deleted_data_files": len(self.deleted_data_files),
             "deleted_changelog_files": len(self.deleted_changelog_files),
             "deleted_manifests": len(self.deleted_manifests),
@@ -97,6 +113,11 @@ class ExpireResult:
 
 def _lists_of(snap: Snapshot) -> list[str]:
     return [n for n in (snap.base_manifest_list, snap.delta_manifest_list, snap.changelog_manifest_list) if n]
+
+
+def _appended_by_writer(e: ManifestEntry) -> bool:
+    # Files without a recorded source predate _FILE_SOURCE and count as writer output (Paimon's default).
+    return e.file.file_source is None or e.file.file_source == FILE_SOURCE_APPEND
 
 
 def expire_snapshots(
@@ -110,7 +131,8 @@ def expire_snapshots(
     now_ms: int | None = None,
     delete_files: Callable[[list[str]], object] | None = None,
 ) -> ExpireResult:
-    """Expire old snapshots of ``table`` per its retention options (arguments override them).
+    """Expire old snapshots of ``table`` per its retention options (arguments override them), then
+    the long-lived changelogs per the changelog retention (see `expire_changelogs`).
 
     ``delete_files`` replaces the batched deletes of data, changelog and manifest files (a Spark
     job spreads them over executors); it must delete all it is given before returning.
@@ -143,14 +165,115 @@ def expire_snapshots(
         earliest=earliest, latest=latest, retain_min=retain_min, retain_max=retain_max, expire_limit=limit,
         older_than_ms=cutoff, time_of=time_of, consumer_min=consumer_min,
     )
+    snapshot_time_ms = now_ms - cutoff
+    decoupled = opts.changelog_decoupled(
+        retain_min=retain_min, retain_max=retain_max, time_retained_ms=snapshot_time_ms
+    )
     result.earliest = earliest
-    if not plan:
-        if not dry_run and sm._read_hint("EARLIEST") is None:
-            sm.write_earliest_hint(earliest)
-        return result
-    _apply(table, plan, result, dry_run, delete_files)
-    result.earliest = plan.end
+    if plan:
+        _apply(table, plan, result, dry_run, delete_files, decoupled=decoupled)
+        result.earliest = plan.end
+    elif not dry_run and sm._read_hint("EARLIEST") is None:
+        sm.write_earliest_hint(earliest)
+    cmin, cmax, ctime = opts.changelog_retention(
+        retain_min=retain_min, retain_max=retain_max, time_retained_ms=snapshot_time_ms
+    )
+    expire_changelogs(
+        table, retain_min=cmin, retain_max=cmax, older_than_ms=now_ms - ctime, limit=limit, dry_run=dry_run,
+        delete_files=delete_files, result=result,
+    )
     return result
+
+
+class _Protection:
+    """What tags keep: every tag's lists and data manifests, and the live files of tags below an id."""
+
+    def __init__(self, table: Table, below: int) -> None:
+        scan = table.file_store_scan()
+        mio = scan.manifest_io
+        self.files: set[str] = set()
+        self.manifests: set[str] = set()
+        for tag in table.tag_manager().tags().values():
+            tsnap = tag.snapshot
+            self.manifests.update(_lists_of(tsnap))
+            for meta in mio.read_manifest_list(tsnap.base_manifest_list) + mio.read_manifest_list(
+                tsnap.delta_manifest_list
+            ):
+                self.manifests.add(meta.file_name)
+            # A superset of Paimon's nearest-earlier-tag rule: any tag below keeps its files.
+            if tsnap.id < below:
+                for e in scan.live_entries(tsnap):
+                    self.files.add(table.data_file_path(e.partition, e.bucket, e.file))
+                    self.files.update(_extra_paths(table, e))
+
+
+def _files_deleted_by(
+    table: Table, snaps: list[Snapshot], keep_entry: Callable[[ManifestEntry], bool] | None = None
+) -> dict[str, None]:
+    """Data files the deltas of ``snaps`` (in id order) deleted and did not add back.
+
+    A file deleted in snapshot k was last live in k-1, so once every snapshot before k is gone no
+    retained snapshot needs it. ``keep_entry`` exempts DELETE entries whose file must stay anyway.
+    """
+    scan = table.file_store_scan()
+    paths: dict[str, None] = {}
+    for snap in snaps:
+        try:
+            entries = scan.delta_entries(snap)
+        except CorruptMetadataError:
+            continue  # cannot tell what it deleted: keep the files (orphan cleanup may remove them)
+        for e in entries:
+            names = [table.data_file_path(e.partition, e.bucket, e.file), *_extra_paths(table, e)]
+            if e.kind == FileKind.DELETE:
+                if keep_entry is not None and keep_entry(e):
+                    continue
+                paths.update(dict.fromkeys(names))
+            else:
+                for p in names:
+                    paths.pop(p, None)  # re-added (level upgrade): still live
+    return paths
+
+
+def _changelog_files_of(table: Table, snaps: list[Snapshot]) -> list[str]:
+    scan = table.file_store_scan()
+    out: list[str] = []
+    for snap in snaps:
+        if not snap.changelog_manifest_list:
+            continue
+        try:
+            out.extend(table.data_file_path(e.partition, e.bucket, e.file) for e in scan.changelog_entries(snap))
+        except CorruptMetadataError:
+            continue
+    return out
+
+
+def _manifests_kept_by(table: Table, snap: Snapshot) -> set[str]:
+    """``snap``'s lists and every manifest they name (lists already gone are skipped)."""
+    mio = table.file_store_scan().manifest_io
+    keep = set(_lists_of(snap))
+    for name in _lists_of(snap):
+        with contextlib.suppress(CorruptMetadataError):
+            keep.update(m.file_name for m in mio.read_manifest_list(name))
+    return keep
+
+
+def _unused_manifests(
+    table: Table, snaps: list[Snapshot], lists_of: Callable[[Snapshot], list[str]], keep: set[str]
+) -> list[str]:
+    mio = table.file_store_scan().manifest_io
+    doomed: dict[str, None] = {}
+    for snap in snaps:
+        for list_name in lists_of(snap):
+            try:
+                metas = mio.read_manifest_list(list_name)
+            except CorruptMetadataError:
+                metas = []  # already gone (or unreadable): its manifests stay for orphan cleanup
+            for meta in metas:
+                if meta.file_name not in keep:
+                    doomed[meta.file_name] = None
+            if list_name not in keep:
+                doomed[list_name] = None
+    return list(doomed)
 
 
 def _apply(
@@ -159,82 +282,39 @@ def _apply(
     result: ExpireResult,
     dry_run: bool,
     delete_files: Callable[[list[str]], object] | None = None,
+    *,
+    decoupled: bool = False,
 ) -> None:
     sm = table.snapshot_manager
-    scan = table.file_store_scan()
-    mio = scan.manifest_io
     end_snapshot = sm.snapshot(plan.end)
-    tags = table.tag_manager().tags()
-    # Files any tag still references are kept (a superset of Paimon's nearest-earlier-tag rule).
-    tagged_files: set[str] = set()
-    tagged_manifests: set[str] = set()
-    for tag in tags.values():
-        tsnap = tag.snapshot
-        tagged_manifests.update(_lists_of(tsnap))
-        for meta in mio.read_manifest_list(tsnap.base_manifest_list) + mio.read_manifest_list(
-            tsnap.delta_manifest_list
-        ):
-            tagged_manifests.add(meta.file_name)
-        if tsnap.id < plan.end:
-            for e in scan.live_entries(tsnap):
-                tagged_files.add(table.data_file_path(e.partition, e.bucket, e.file))
-                tagged_files.update(_extra_paths(table, e))
+    expired = [s for s in (sm.try_snapshot(i) for i in plan.snapshot_ids) if s is not None]
+    protection = _Protection(table, plan.end)
+    # Decoupled with changelog-producer=none: the data files writers added are the changelog, so they
+    # and the base/delta lists naming them stay until the changelog expires.
+    changelog_in_data = decoupled and table.schema.core_options.changelog_producer == "none"
     # 1. data files deleted by snapshots (begin, end]: live only in expired snapshots
-    data_paths: dict[str, None] = {}
-    for sid in range(plan.begin + 1, plan.end + 1):
-        snap = sm.try_snapshot(sid)
-        if snap is None:
-            continue
-        try:
-            entries = scan.delta_entries(snap)
-        except CorruptMetadataError:
-            continue  # cannot tell what it deleted: keep the files (orphan cleanup may remove them)
-        for e in entries:
-            paths = [table.data_file_path(e.partition, e.bucket, e.file), *_extra_paths(table, e)]
-            for p in paths:
-                if e.kind == FileKind.DELETE:
-                    data_paths[p] = None
-                else:
-                    data_paths.pop(p, None)  # re-added (level upgrade): still live
-    doomed_data = [p for p in data_paths if p not in tagged_files]
-    # 2. changelog files of expired snapshots
-    doomed_changelog: list[str] = []
-    for sid in plan.snapshot_ids:
-        snap = sm.try_snapshot(sid)
-        if snap is None or not snap.changelog_manifest_list:
-            continue
-        try:
-            for e in scan.changelog_entries(snap):
-                doomed_changelog.append(table.data_file_path(e.partition, e.bucket, e.file))
-        except CorruptMetadataError:
-            continue
+    deleting = [s for s in (sm.try_snapshot(i) for i in range(plan.begin + 1, plan.end + 1)) if s is not None]
+    data_paths = _files_deleted_by(table, deleting, _appended_by_writer if changelog_in_data else None)
+    doomed_data = [p for p in data_paths if p not in protection.files]
+    # 2. changelog files of expired snapshots (kept while a long-lived changelog needs them)
+    doomed_changelog = [] if decoupled else _changelog_files_of(table, expired)
     # 4. manifests and lists of expired snapshots that the new earliest or a tag does not use
-    keep = set(tagged_manifests) | set(_lists_of(end_snapshot))
-    for meta in mio.read_manifest_list(end_snapshot.base_manifest_list) + mio.read_manifest_list(
-        end_snapshot.delta_manifest_list
-    ):
-        keep.add(meta.file_name)
-    if end_snapshot.changelog_manifest_list:
-        keep.update(m.file_name for m in mio.read_manifest_list(end_snapshot.changelog_manifest_list))
-    doomed_manifests: dict[str, None] = {}
-    for sid in plan.snapshot_ids:
-        snap = sm.try_snapshot(sid)
-        if snap is None:
-            continue
-        for list_name in _lists_of(snap):
-            try:
-                metas = mio.read_manifest_list(list_name)
-            except CorruptMetadataError:
-                metas = []
-            for meta in metas:
-                if meta.file_name not in keep:
-                    doomed_manifests[meta.file_name] = None
-            if list_name not in keep:
-                doomed_manifests[list_name] = None
+    keep = protection.manifests | _manifests_kept_by(table, end_snapshot)
+
+    def lists_to_drop(snap: Snapshot) -> list[str]:
+        if changelog_in_data:
+            return []
+        if decoupled:
+            return [n for n in (snap.base_manifest_list, snap.delta_manifest_list) if n]
+        return _lists_of(snap)
+
+    doomed_manifests = _unused_manifests(table, expired, lists_to_drop, keep)
     result.deleted_data_files = doomed_data
     result.deleted_changelog_files = doomed_changelog
-    result.deleted_manifests = list(doomed_manifests)
+    result.deleted_manifests = doomed_manifests
     result.expired_snapshots = list(plan.snapshot_ids)
+    if decoupled:
+        result.long_lived_changelogs = [s.id for s in expired]
     if dry_run:
         return
     fio = table.file_io
@@ -245,16 +325,114 @@ def _apply(
     table.fault_point("expire.after_changelog")
     delete([table.paths.manifest_file(n) for n in doomed_manifests])
     table.fault_point("expire.after_manifests")
+    changelogs = table.changelog_manager()
+    expired_by_id = {s.id: s for s in expired}
     for sid in plan.snapshot_ids:
+        snap = expired_by_id.get(sid)
+        if decoupled and snap is not None:
+            # the copy exists before the snapshot goes: a crash in between leaves both, never neither
+            changelogs.write(snap)
+            table.fault_point("expire.after_changelog_copy")
         fio.delete(table.paths.snapshot_file(sid))
         table.fault_point("expire.after_snapshot_file")
+    if decoupled and expired:
+        changelogs.write_latest_hint(expired[-1].id)
+        if changelogs._read_hint("EARLIEST") is None:
+            changelogs.write_earliest_hint(changelogs.earliest_id() or expired[0].id)
     sm.write_earliest_hint(plan.end)
     if table.schema.core_options.clean_empty_directories:
         for p in {d.rsplit("/", 1)[0] for d in doomed_data}:
             fio.delete_dir_if_empty(p)
 
 
-def _extra_paths(table: Table, e) -> list[str]:
+def expire_changelogs(
+    table: Table,
+    *,
+    retain_min: int | None = None,
+    retain_max: int | None = None,
+    older_than_ms: int | None = None,
+    limit: int | None = None,
+    dry_run: bool = False,
+    now_ms: int | None = None,
+    delete_files: Callable[[list[str]], object] | None = None,
+    result: ExpireResult | None = None,
+) -> ExpireResult:
+    """Expire long-lived changelogs (``changelog/changelog-<id>``) per ``changelog.num-retained.*``
+    and ``changelog.time-retained`` (arguments override; each falls back to the snapshot setting).
+
+    Only ids below the earliest snapshot are long-lived, so only those go here; retention counts
+    from the latest snapshot. Tags and live consumers protect them as they protect snapshots. Deletes
+    the changelog files (or, for ``changelog-producer = none``, the writer-added data files that
+    later snapshots deleted), then unused lists and manifests, then the changelog files, then the hint.
+    ``expire_snapshots`` calls this after expiring snapshots.
+    """
+    result = result if result is not None else ExpireResult(dry_run=dry_run)
+    opts = table.schema.core_options
+    changelogs = table.changelog_manager()
+    earliest = changelogs.earliest_id()
+    sm = table.snapshot_manager
+    latest_snapshot = sm.latest_id()
+    earliest_snapshot = sm.earliest_id()
+    if earliest is None or latest_snapshot is None or earliest_snapshot is None:
+        return result
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    cmin, cmax, ctime = opts.changelog_retention()
+    retain_min = cmin if retain_min is None else retain_min
+    retain_max = cmax if retain_max is None else retain_max
+    older_than_ms = now_ms - ctime if older_than_ms is None else older_than_ms
+    limit = opts.snapshot_expire_limit if limit is None else limit
+    hi = min(latest_snapshot - retain_min + 1, earliest_snapshot, earliest + limit)
+    time_of = {}
+    for cid in range(earliest, max(hi, earliest)):
+        snap = changelogs.try_changelog(cid)
+        if snap is not None:
+            time_of[cid] = snap.time_millis
+    plan = plan_expire(
+        earliest=earliest, latest=latest_snapshot, retain_min=retain_min, retain_max=retain_max,
+        expire_limit=limit, older_than_ms=older_than_ms, time_of=time_of,
+        consumer_min=table.consumer_manager().min_next_snapshot(), protected_min=earliest_snapshot,
+        own_time=True,
+    )
+    if not plan:
+        return result
+    end = snapshot_or_changelog(sm, changelogs, plan.end)
+    expired = [s for s in (changelogs.try_changelog(i) for i in plan.snapshot_ids) if s is not None]
+    protection = _Protection(table, plan.end)
+    doomed_changelog = _changelog_files_of(table, expired)
+    doomed_data: list[str] = []
+    if opts.changelog_producer == "none":
+        # snapshot expiration skipped the writer-added files that later snapshots deleted
+        deleting = [
+            s for s in (snapshot_or_changelog(sm, changelogs, i) for i in range(plan.begin + 1, plan.end + 1))
+            if s is not None
+        ]
+        paths = _files_deleted_by(table, deleting, lambda e: not _appended_by_writer(e))
+        doomed_data = [p for p in paths if p not in protection.files]
+    # Without the first retained id's lists, shared manifests cannot be told apart: keep them all.
+    doomed_manifests = (
+        [] if end is None
+        else _unused_manifests(table, expired, _lists_of, protection.manifests | _manifests_kept_by(table, end))
+    )
+    result.expired_changelogs = list(plan.snapshot_ids)
+    result.deleted_data_files = [*result.deleted_data_files, *doomed_data]
+    result.deleted_changelog_files = [*result.deleted_changelog_files, *doomed_changelog]
+    result.deleted_manifests = [*result.deleted_manifests, *doomed_manifests]
+    if dry_run:
+        return result
+    fio = table.file_io
+    delete = delete_files or fio.delete_many
+    delete(doomed_data)
+    delete(doomed_changelog)
+    table.fault_point("expire_changelog.after_files")
+    delete([table.paths.manifest_file(n) for n in doomed_manifests])
+    table.fault_point("expire_changelog.after_manifests")
+    for cid in plan.snapshot_ids:
+        changelogs.delete(cid)
+    changelogs.write_earliest_hint(plan.end)
+    return result
+
+
+def _extra_paths(table: Table, e: ManifestEntry) -> list[str]:
     if not e.file.extra_files:
         return []
     base = table.data_file_path(e.partition, e.bucket, e.file).rsplit("/", 1)[0]

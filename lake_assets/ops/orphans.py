@@ -31,35 +31,51 @@ class OrphanResult:
 
 
 def referenced_files(table: Table) -> set[str]:
-    """Every file path a retained snapshot or tag may reference (data, changelog, manifests, lists).
+    """Every file path a retained snapshot, tag or long-lived changelog may reference (data,
+    changelog, manifests, lists).
 
     A superset: files named by ADD entries that a later DELETE cancelled count too, which only
-    keeps more (snapshot expiration removes those)."""
+    keeps more (snapshot expiration removes those). Lists that expiration removed on purpose are
+    skipped when missing: a long-lived changelog's base and delta lists (changelog producers other
+    than ``none``) and a tagged snapshot's changelog list. Anything present but unreadable raises.
+    """
     sm = table.snapshot_manager
+    changelogs = table.changelog_manager()
     scan = table.file_store_scan()
     mio = scan.manifest_io
-    snapshots = list(sm.snapshots()) + [t.snapshot for t in table.tag_manager().tags().values()]
+    fio = table.file_io
     refs: set[str] = set()
     seen_manifests: set[str] = set()
-    for snap in snapshots:
-        for list_name in (snap.base_manifest_list, snap.delta_manifest_list, snap.changelog_manifest_list,
-                          snap.index_manifest):
-            if not list_name:
+
+    def add_list(list_name: str, *, may_be_gone: bool) -> None:
+        path = table.paths.manifest_file(list_name)
+        refs.add(path)
+        if may_be_gone and not fio.exists(path):
+            return
+        for meta in mio.read_manifest_list(list_name):
+            refs.add(table.paths.manifest_file(meta.file_name))
+            if meta.file_name in seen_manifests:
                 continue
-            refs.add(table.paths.manifest_file(list_name))
-            if list_name == snap.index_manifest:
+            seen_manifests.add(meta.file_name)
+            if may_be_gone and not fio.exists(table.paths.manifest_file(meta.file_name)):
                 continue
-            metas = mio.read_manifest_list(list_name)
-            for meta in metas:
-                refs.add(table.paths.manifest_file(meta.file_name))
-                if meta.file_name in seen_manifests:
-                    continue
-                seen_manifests.add(meta.file_name)
-                for e in mio.read_manifest(meta.file_name, meta.file_size):
-                    path = table.data_file_path(e.partition, e.bucket, e.file)
-                    refs.add(path)
-                    base = path.rsplit("/", 1)[0]
-                    refs.update(f"{base}/{x}" for x in e.file.extra_files)
+            for e in mio.read_manifest(meta.file_name, meta.file_size):
+                path = table.data_file_path(e.partition, e.bucket, e.file)
+                refs.add(path)
+                base = path.rsplit("/", 1)[0]
+                refs.update(f"{base}/{x}" for x in e.file.extra_files)
+
+    holders = [(s, "snapshot") for s in sm.snapshots()]
+    holders += [(t.snapshot, "tag") for t in table.tag_manager().tags().values()]
+    holders += [(c, "changelog") for c in (changelogs.try_changelog(i) for i in changelogs.ids()) if c is not None]
+    for snap, kind in holders:
+        for list_name in (snap.base_manifest_list, snap.delta_manifest_list):
+            if list_name:
+                add_list(list_name, may_be_gone=kind == "changelog")
+        if snap.changelog_manifest_list:
+            add_list(snap.changelog_manifest_list, may_be_gone=kind != "snapshot")
+        if snap.index_manifest:
+            refs.add(table.paths.manifest_file(snap.index_manifest))
         if snap.statistics:
             refs.add(f"{table.paths.statistics_dir}/{snap.statistics}")
     return refs

@@ -12,6 +12,9 @@ What a snapshot contributes depends on the table's ``changelog-producer``:
   skipped; OVERWRITE snapshots too, unless ``streaming-read-overwrite`` is true.
 * ``input``, ``lookup``, ``full-compaction``: the changelog files in the snapshot's changelog
   manifest list, whatever the commit kind.
+
+Once a snapshot expired, its long-lived changelog (``changelog/changelog-<id>``, kept when the
+changelog lifecycle is decoupled from snapshots) serves the same reads.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import pyarrow.compute as pc
 
 from lake_assets.errors import SnapshotNotFoundError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
+from lake_assets.ops.changelog_manager import snapshot_or_changelog
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
 from lake_assets.spec.manifest import DataFileMeta, FileKind
@@ -170,9 +174,22 @@ class StreamEnumerator:
             if timestamp_ms is None:
                 raise ValueError("start mode 'from-timestamp' needs timestamp_ms")
             before = sm.newer_than_or_equal_time(timestamp_ms - 1)
-            self.position = (before.id + 1) if before is not None else (sm.earliest_id() or 1)
+            if before is not None:
+                self.position = before.id + 1
+            else:
+                self.position = self._first_changelog_after(timestamp_ms - 1) or sm.earliest_id() or 1
         else:
             raise ValueError(f"unknown start mode {mode!r}")
+
+    def _first_changelog_after(self, time_ms: int) -> int | None:
+        """The oldest long-lived changelog committed after ``time_ms`` (streams starting before the
+        earliest snapshot read those first)."""
+        changelogs = self.table.changelog_manager()
+        for cid in changelogs.ids():
+            snap = changelogs.try_changelog(cid)
+            if snap is not None and snap.time_millis > time_ms:
+                return cid
+        return None
 
     def poll(self, max_snapshots: int = 1) -> list[ChangeBatch]:
         """Plan up to ``max_snapshots`` snapshots that are available now (empty if none)."""
@@ -187,11 +204,12 @@ class StreamEnumerator:
             batches.append(ChangeBatch(snap.id, splits, self.position))
             max_snapshots -= 1
         sm = self.table.snapshot_manager
+        changelogs = self.table.changelog_manager()
         latest = sm.latest_id()
         while max_snapshots > 0 and latest is not None and self.position <= latest:
-            snap = sm.try_snapshot(self.position)
+            snap = snapshot_or_changelog(sm, changelogs, self.position)
             if snap is None:
-                earliest = sm.earliest_id()
+                earliest = min(x for x in (sm.earliest_id(), changelogs.earliest_id(), latest) if x is not None)
                 raise SnapshotNotFoundError(
                     f"Table {self.table.name}: snapshot {self.position} expired before this stream read it "
                     f"(earliest is {earliest}); use a consumer id to protect unread snapshots"
@@ -227,9 +245,14 @@ def read_changes(
     lo = resolve(start)
     hi = resolve(end) if end is not None else (table.snapshot_manager.latest_id() or 0)
     reader = ChangeReader(table, columns)
+    changelogs = table.changelog_manager()
     parts = []
     for sid in range(lo + 1, hi + 1):
-        snap = table.snapshot_manager.snapshot(sid)
+        snap = snapshot_or_changelog(table.snapshot_manager, changelogs, sid)
+        if snap is None:
+            raise SnapshotNotFoundError(
+                f"Table {table.name}: snapshot {sid} expired and no long-lived changelog keeps its changes"
+            )
         for split in snapshot_changes(table, snap, source):
             parts.append(reader.read(split))
     return pa.concat_tables(parts) if parts else reader.schema.empty_table()

@@ -38,6 +38,11 @@ def main() -> None:
         table.compact(full=params_d.get("full", False))
     elif op == "expire":
         table.expire_snapshots(retain_min=params_d["retain_min"], older_than=datetime.now() + timedelta(days=1))
+    elif op == "expire_changelogs":
+        from lake_assets.ops.expire import expire_changelogs
+
+        # older_than_ms=0: only the retain_max rule expires changelogs
+        expire_changelogs(table, retain_min=1, retain_max=params_d["retain_max"], older_than_ms=0)
     elif op == "tag":
         table.create_tag(params_d["name"])
     elif op == "rollback":

@@ -148,6 +148,52 @@ def test_kill_during_expiration(tmp_path, point, occurrence):
     _orphans_only_dead(t, expected)
 
 
+DECOUPLED_POINTS = [("expire.after_manifests", 1), ("expire.after_changelog_copy", 1),
+                    ("expire.after_changelog_copy", 3), ("expire.after_snapshot_file", 2)]
+
+
+def _decoupled_table(tmp_path):
+    wh, t = _setup(tmp_path, **{"changelog-producer": "input", "changelog.num-retained.min": "20"})
+    for i in range(8):
+        t.write_arrow(pa.table({"k": list(range(10)), "v": [i] * 10, "op": ["+U"] * 10}, schema=SCHEMA))
+    return wh, t
+
+
+@pytest.mark.parametrize(("point", "occurrence"), DECOUPLED_POINTS)
+def test_kill_during_decoupled_expiration(tmp_path, point, occurrence):
+    wh, t = _decoupled_table(tmp_path)
+    expected, changes = _state(t), t.read_changes(0).to_pylist()
+    _kill_at(wh, "expire", point, {"retain_min": 2}, occurrence)
+    t = Catalog(wh).get_table("db.t")
+    assert _state(t) == expected
+    assert t.read_changes(0).to_pylist() == changes  # from snapshots or their changelog copies
+    t.expire_snapshots(retain_min=2, older_than=datetime.now() + timedelta(days=1))
+    assert [s.id for s in t.snapshots()] == [7, 8]
+    assert t.changelog_manager().ids() == list(range(1, 7))
+    assert t.read_changes(0).to_pylist() == changes
+    _orphans_only_dead(t, expected)
+    assert t.read_changes(0).to_pylist() == changes
+
+
+@pytest.mark.parametrize("point", ["expire_changelog.after_files", "expire_changelog.after_manifests"])
+def test_kill_during_changelog_expiration(tmp_path, point):
+    wh, t = _decoupled_table(tmp_path)
+    expected, changes = _state(t), t.read_changes(0).to_pylist()
+    t.expire_snapshots(retain_min=2, older_than=datetime.now() + timedelta(days=1))
+    _kill_at(wh, "expire_changelogs", point, {"retain_max": 4})
+    t = Catalog(wh).get_table("db.t")
+    assert _state(t) == expected
+    later = t.read_changes(4).to_pylist()
+    assert later == [r for r in changes if r["v"] >= 4]
+    from lake_assets.ops.expire import expire_changelogs
+
+    expire_changelogs(t, retain_min=1, retain_max=4, older_than_ms=0)
+    assert t.changelog_manager().ids() == [5, 6]
+    assert t.read_changes(4).to_pylist() == later
+    _orphans_only_dead(t, expected)
+    assert t.read_changes(4).to_pylist() == later
+
+
 def test_kill_after_tag_creation(tmp_path):
     wh, t = _setup(tmp_path)
     t.write_arrow(pa.table(_batch(range(5), 1), schema=SCHEMA))
