@@ -13,9 +13,9 @@ from __future__ import annotations
 import contextlib
 import re
 
-from lake_assets.errors import CorruptMetadataError, SnapshotNotFoundError
+from lake_assets.errors import SnapshotNotFoundError
 from lake_assets.io.file_io import FileIO
-from lake_assets.ops.snapshot_manager import SnapshotManager
+from lake_assets.ops.snapshot_manager import SnapshotManager, read_snapshot_file
 from lake_assets.paths import TablePaths
 from lake_assets.spec.snapshot import Snapshot
 
@@ -66,19 +66,10 @@ class ChangelogManager:
         return ids[-1] if ids else None
 
     def changelog(self, snapshot_id: int) -> Snapshot:
-        path = self.paths.changelog_file(snapshot_id)
-        try:
-            data = self.file_io.read_bytes(path)
-        except FileNotFoundError:
-            raise SnapshotNotFoundError(
-                f"Table {self.table_name} has no long-lived changelog {snapshot_id}"
-            ) from None
-        snap = Snapshot.from_json(data, f"changelog-{snapshot_id} of {self.table_name}")
-        if snap.id != snapshot_id:
-            raise CorruptMetadataError(
-                f"Changelog file changelog-{snapshot_id} of {self.table_name} holds id {snap.id}"
-            )
-        return snap
+        return read_snapshot_file(
+            self.file_io, self.paths.changelog_file(snapshot_id), snapshot_id, f"changelog-{snapshot_id}",
+            self.table_name, missing=f"Table {self.table_name} has no long-lived changelog {snapshot_id}",
+        )
 
     def try_changelog(self, snapshot_id: int) -> Snapshot | None:
         try:

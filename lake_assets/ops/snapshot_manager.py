@@ -14,6 +14,20 @@ from lake_assets.spec.snapshot import Snapshot
 _SNAPSHOT_NAME = re.compile(r"^snapshot-(\d+)$")
 
 
+def read_snapshot_file(
+    file_io: FileIO, path: str, snapshot_id: int, file_name: str, table_name: str, *, missing: str
+) -> Snapshot:
+    """Parse a snapshot JSON file (snapshot, changelog); ``missing`` is the not-found message."""
+    try:
+        data = file_io.read_bytes(path)
+    except FileNotFoundError:
+        raise SnapshotNotFoundError(missing) from None
+    snap = Snapshot.from_json(data, f"{file_name} of {table_name}")
+    if snap.id != snapshot_id:
+        raise CorruptMetadataError(f"File {file_name} of {table_name} holds snapshot id {snap.id}")
+    return snap
+
+
 class SnapshotManager:
     """Reads the snapshot directory of one table. Hints are trusted only after existence checks."""
 
@@ -65,19 +79,10 @@ class SnapshotManager:
 
     # --------------------------------------------------------------- reading
     def snapshot(self, snapshot_id: int) -> Snapshot:
-        path = self.paths.snapshot_file(snapshot_id)
-        try:
-            data = self.file_io.read_bytes(path)
-        except FileNotFoundError:
-            raise SnapshotNotFoundError(
-                f"Table {self.table_name} has no snapshot {snapshot_id}"
-            ) from None
-        snap = Snapshot.from_json(data, f"snapshot-{snapshot_id} of {self.table_name}")
-        if snap.id != snapshot_id:
-            raise CorruptMetadataError(
-                f"Snapshot file snapshot-{snapshot_id} of {self.table_name} holds id {snap.id}"
-            )
-        return snap
+        return read_snapshot_file(
+            self.file_io, self.paths.snapshot_file(snapshot_id), snapshot_id, f"snapshot-{snapshot_id}",
+            self.table_name, missing=f"Table {self.table_name} has no snapshot {snapshot_id}",
+        )
 
     def try_snapshot(self, snapshot_id: int) -> Snapshot | None:
         try:
