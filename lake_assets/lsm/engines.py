@@ -537,6 +537,33 @@ def _columns(table: pa.Table) -> dict[str, pa.Array]:
 # ---------------------------------------------------------------- partial-update
 
 
+def _one_row_per_group(
+    table: pa.Table,
+    keys: set[str],
+    starts: np.ndarray,
+    ends: np.ndarray,
+    deleted: np.ndarray,
+    merged: Callable[[str, pa.Array], pa.Array | None],
+) -> pa.Table:
+    """One row per key group: its key, its highest sequence number, -D where ``deleted`` else +I,
+    and per value column what ``merged`` computes (None: the group's last value)."""
+    cols = _columns(table)
+    out = []
+    for field in table.schema:
+        name, col = field.name, cols[field.name]
+        if name in keys:
+            arr = col.take(pa.array(starts))
+        elif name == SEQUENCE_NUMBER:
+            arr = _group_seq_max(col.to_numpy(), starts)
+        elif name == VALUE_KIND:
+            arr = pa.array(np.where(deleted, DELETE, INSERT).astype(np.int8), type=pa.int8())
+        else:
+            folded = merged(name, col)
+            arr = col.take(pa.array(ends)) if folded is None else folded
+        out.append(_fill_required(arr, field, lambda c=col: c.take(pa.array(ends))))
+    return pa.Table.from_arrays(out, schema=table.schema)
+
+
 class PartialUpdate:
     """The partial-update merge engine (see the module docstring for the exact semantics)."""
 
@@ -624,23 +651,11 @@ class PartialUpdate:
         # Rows after a group's last -D are all inserts; they build the row from scratch.
         lower = np.maximum(starts, last_delete + 1)
         deleted = lower > ends
-        cols = _columns(table)
-        keys = set(key_names) | set(self.key_names)
-        out = []
-        for field in table.schema:
-            name, col = field.name, cols[field.name]
-            if name in keys:
-                arr = col.take(pa.array(starts))
-            elif name == SEQUENCE_NUMBER:
-                arr = _group_seq_max(col.to_numpy(), starts)
-            elif name == VALUE_KIND:
-                arr = pa.array(np.where(deleted, DELETE, INSERT).astype(np.int8), type=pa.int8())
-            elif name in self.types:
-                arr = _take(col, _last_true(_valid(col), ends, lower))
-            else:
-                arr = col.take(pa.array(ends))
-            out.append(_fill_required(arr, field, lambda c=col: c.take(pa.array(ends))))
-        return pa.Table.from_arrays(out, schema=table.schema)
+        def merged(name: str, col: pa.Array) -> pa.Array | None:
+            # the last non-null value after the last reset
+            return _take(col, _last_true(_valid(col), ends, lower)) if name in self.types else None
+
+        return _one_row_per_group(table, set(key_names) | set(self.key_names), starts, ends, deleted, merged)
 
     def _merge_groups(
         self, table: pa.Table, key_names: Sequence[str], grouping: _Grouping, retract: np.ndarray
@@ -758,23 +773,12 @@ class Aggregation:
             deleted = np.zeros(n_groups, dtype=bool)
             rows = np.arange(table.num_rows, dtype=np.int64)
         rows_gid, rows_retract = gid[rows], retract[rows]
-        cols = _columns(table)
-        keys = set(key_names) | set(self.key_names)
-        out = []
-        for field in table.schema:
-            name, col = field.name, cols[field.name]
-            if name in keys:
-                arr = col.take(pa.array(starts))
-            elif name == SEQUENCE_NUMBER:
-                arr = _group_seq_max(col.to_numpy(), starts)
-            elif name == VALUE_KIND:
-                arr = pa.array(np.where(deleted, DELETE, INSERT).astype(np.int8), type=pa.int8())
-            elif name in self.functions:
-                arr = _fold(self.functions[name], col, rows, rows_retract, rows_gid, n_groups)
-            else:
-                arr = col.take(pa.array(ends))
-            out.append(_fill_required(arr, field, lambda c=col: c.take(pa.array(ends))))
-        return pa.Table.from_arrays(out, schema=table.schema)
+
+        def merged(name: str, col: pa.Array) -> pa.Array | None:
+            fn = self.functions.get(name)
+            return None if fn is None else _fold(fn, col, rows, rows_retract, rows_gid, n_groups)
+
+        return _one_row_per_group(table, set(key_names) | set(self.key_names), starts, ends, deleted, merged)
 
 
 # ---------------------------------------------------------------- registry
