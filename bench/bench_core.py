@@ -42,6 +42,7 @@ REPO_ROOT = BENCH_DIR.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))  # run as `python bench/bench_core.py` from a checkout
 
+from bench.tpch.machine import git_state, host  # noqa: E402
 from lake_assets import Catalog  # noqa: E402
 
 WORKER = BENCH_DIR / "pypaimon_worker.py"
@@ -390,29 +391,13 @@ def lake_assets_version() -> str:
     import tomllib
 
     version = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
-    try:
-        head = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return version
-    return f"{version} ({head}{' + uncommitted changes' if dirty else ''})"
+    state = git_state()
+    return version if state == "?" else f"{version} ({state})"
 
 
 def machine() -> dict[str, str]:
     """CPU count, RAM and CPU model (Linux /proc), and the kernel."""
-    def proc_field(path: str, key: str) -> str:
-        try:
-            with open(path) as fh:
-                return next((line.split(":", 1)[1].strip() for line in fh if line.startswith(key)), "?")
-        except OSError:
-            return "?"
-
-    mem = proc_field("/proc/meminfo", "MemTotal")
-    ram = f"{int(mem.split()[0]) / 1024 ** 2:.1f} GiB" if mem.split() and mem.split()[0].isdigit() else mem
-    return {"nproc": str(os.cpu_count()), "ram": ram, "cpu": proc_field("/proc/cpuinfo", "model name"),
-            "os": f"{platform.system()} {platform.release()}"}
+    return host()
 
 
 if __name__ == "__main__":

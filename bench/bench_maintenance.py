@@ -33,7 +33,6 @@ import os
 import platform
 import pstats
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -54,6 +53,7 @@ REPO_ROOT = BENCH_DIR.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))  # run as `python bench/bench_maintenance.py` from a checkout
 
+from bench.tpch.machine import git_state, host  # noqa: E402
 from lake_assets import Catalog  # noqa: E402
 from lake_assets.lsm.bucket import assign_buckets  # noqa: E402
 from lake_assets.table import Table  # noqa: E402
@@ -487,29 +487,8 @@ def bench_expiration(args: argparse.Namespace, workdir: Path,
 # ------------------------------------------------------------------------------------- report
 def machine() -> dict[str, str]:
     """CPU count, RAM, CPU model, kernel and versions."""
-    def proc_field(path: str, key: str) -> str:
-        try:
-            with open(path) as fh:
-                return next((line.split(":", 1)[1].strip() for line in fh if line.startswith(key)), "?")
-        except OSError:
-            return "?"
-
-    mem = proc_field("/proc/meminfo", "MemTotal").split()
-    ram = f"{int(mem[0]) / 1024 ** 2:.1f} GiB" if mem and mem[0].isdigit() else "?"
-    try:
-        head = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.strip()
-        rev = f"{head}{' + uncommitted changes' if dirty else ''}"
-    except (OSError, subprocess.CalledProcessError):
-        rev = "?"
-    return {
-        "nproc": str(os.cpu_count()), "ram": ram, "cpu": proc_field("/proc/cpuinfo", "model name"),
-        "os": f"{platform.system()} {platform.release()}", "python": platform.python_version(),
-        "pyarrow": pa.__version__, "numpy": np.__version__,
-        "lake_assets": f"{metadata.version('lake_assets')} at {rev}",
-    }
+    return {**host(), "python": platform.python_version(), "pyarrow": pa.__version__, "numpy": np.__version__,
+            "lake_assets": f"{metadata.version('lake_assets')} at {git_state()}"}
 
 
 def targets(comp: dict[str, Any], exp: list[dict[str, Any]]) -> list[dict[str, Any]]:

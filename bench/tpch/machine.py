@@ -20,12 +20,18 @@ def _proc_field(path: str, key: str) -> str:
         return "?"
 
 
-def describe() -> str:
-    """``2 CPUs (model), 23.5 GiB RAM, Linux 6.x``."""
+def host() -> dict[str, str]:
+    """CPU count, RAM, CPU model (Linux /proc) and the kernel, as separate fields."""
     mem = _proc_field("/proc/meminfo", "MemTotal").split()
     ram = f"{int(mem[0]) / 1024**2:.1f} GiB" if mem and mem[0].isdigit() else "?"
-    return (f"{os.cpu_count()} CPUs ({_proc_field('/proc/cpuinfo', 'model name')}), {ram} RAM, "
-            f"{platform.system()} {platform.release()}")
+    return {"nproc": str(os.cpu_count()), "ram": ram, "cpu": _proc_field("/proc/cpuinfo", "model name"),
+            "os": f"{platform.system()} {platform.release()}"}
+
+
+def describe() -> str:
+    """``2 CPUs (model), 23.5 GiB RAM, Linux 6.x``."""
+    h = host()
+    return f"{h['nproc']} CPUs ({h['cpu']}), {h['ram']} RAM, {h['os']}"
 
 
 def git_state() -> str:
