@@ -92,3 +92,10 @@ def test_a_job_over_its_timeout_is_stopped(tmp_path: Path) -> None:
 def test_launchers_resolve(launcher: str) -> None:
     cmd = SparkJobResource(launcher=launcher, jobs_dir=str(REPO / "jobs")).command("ingest", [])
     assert Path(cmd[0]).exists()
+
+
+def test_maintenance_on_a_missing_table_fails_without_retries(tmp_path) -> None:
+    warehouse = WarehouseResource(storage=LocalStorage(path=str(tmp_path / "wh")))
+    with pytest.raises(dg.Failure, match="db.nope does not exist yet: ingest first") as info:
+        warehouse.existing_table("db.nope")
+    assert info.value.allow_retries is False

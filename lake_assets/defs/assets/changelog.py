@@ -40,8 +40,7 @@ def build_changelog_asset(spec: TableConfig) -> dg.AssetsDefinition:
     def changelog_asset(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource, spark: SparkJobResource
     ) -> dg.MaterializeResult:
-        if warehouse.table_if_exists(spec.identifier) is None:
-            raise dg.Failure(description=f"{spec.identifier} does not exist yet: ingest first", allow_retries=False)
+        warehouse.existing_table(spec.identifier)
         summary = spark.run_job(context, "changelog", warehouse.job_args(spec.identifier) + changelog_args(spec),
                                 env=warehouse.job_env())
         table = warehouse.table(spec.identifier)

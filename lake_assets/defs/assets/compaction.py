@@ -59,9 +59,7 @@ def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
         warehouse: WarehouseResource,
         spark: SparkJobResource,
     ) -> dg.MaterializeResult:
-        table = warehouse.table_if_exists(spec.identifier)
-        if table is None:
-            raise dg.Failure(description=f"{spec.identifier} does not exist yet: ingest first", allow_retries=False)
+        table = warehouse.existing_table(spec.identifier)
         before = table.health(small_file_threshold=small_bytes)
         sizes_before = file_sizes(table)
         summary = spark.run_job(context, "compact", warehouse.job_args(spec.identifier) + compact_args(config),

@@ -42,9 +42,7 @@ def build_expiry_asset(spec: TableConfig) -> dg.AssetsDefinition:
         warehouse: WarehouseResource,
         spark: SparkJobResource,
     ) -> dg.MaterializeResult:
-        table = warehouse.table_if_exists(spec.identifier)
-        if table is None:
-            raise dg.Failure(description=f"{spec.identifier} does not exist yet: ingest first", allow_retries=False)
+        table = warehouse.existing_table(spec.identifier)
         count_before = len(table.snapshots())
         summary = spark.run_job(context, "expire", warehouse.job_args(spec.identifier)
                                 + expire_args(policy, config.dry_run), env=warehouse.job_env())

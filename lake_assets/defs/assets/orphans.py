@@ -37,8 +37,7 @@ def build_orphans_asset(spec: TableConfig) -> dg.AssetsDefinition:
         warehouse: WarehouseResource,
         spark: SparkJobResource,
     ) -> dg.MaterializeResult:
-        if warehouse.table_if_exists(spec.identifier) is None:
-            raise dg.Failure(description=f"{spec.identifier} does not exist yet: ingest first", allow_retries=False)
+        warehouse.existing_table(spec.identifier)
         dry_run = (not policy.enabled) if config.dry_run is None else config.dry_run
         summary = spark.run_job(context, "remove_orphans",
                                 warehouse.job_args(spec.identifier) + orphans_args(policy, dry_run),

@@ -36,6 +36,13 @@ class WarehouseResource(dg.ConfigurableResource):
         catalog = self.catalog()
         return catalog.get_table(identifier) if catalog.table_exists(identifier) else None
 
+    def existing_table(self, identifier: str) -> Table:
+        """The table, or a non-retryable Dagster failure saying it must be ingested first."""
+        table = self.table_if_exists(identifier)
+        if table is None:
+            raise dg.Failure(description=f"{identifier} does not exist yet: ingest first", allow_retries=False)
+        return table
+
     def table_path(self, identifier: str) -> str:
         return self.catalog().table_path(identifier)
 
