@@ -81,6 +81,43 @@ class DataFileWriterConfig:
     prefix: str = "data-"
 
 
+class _FileLayout:
+    """What every data file of one schema shares: its Arrow schema, key and value types, and
+    which columns get dictionary pages. Built once per schema, not once per bucket writer."""
+
+    def __init__(self, schema: TableSchema) -> None:
+        self.arrow_schema = file_arrow_schema(schema)
+        self.key_names = list(schema.trimmed_primary_keys)
+        self.key_types = schema.types(self.key_names)
+        self.value_types = [f.type for f in schema.fields]
+        self.value_names = [f.name for f in schema.fields]
+        # Dictionary pages pay off for strings and tiny domains; on wide numeric columns they cost
+        # more CPU than they save bytes (pyarrow gives up on them once the dictionary is full anyway).
+        self.dictionary_columns = [
+            f.name for f in self.arrow_schema
+            if pa.types.is_string(f.type) or pa.types.is_binary(f.type) or pa.types.is_boolean(f.type)
+            or pa.types.is_int8(f.type) or pa.types.is_dictionary(f.type)
+        ]
+
+
+# Layouts by schema object. A flush opens one writer per bucket (hundreds for a partitioned
+# table), and the layout costs more than the small file it describes. The entry holds the schema
+# itself, so its id cannot be reused by another object while it is cached.
+_LAYOUTS: dict[int, tuple[TableSchema, _FileLayout]] = {}
+_LAYOUTS_MAX = 64
+
+
+def _layout_of(schema: TableSchema) -> _FileLayout:
+    hit = _LAYOUTS.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    layout = _FileLayout(schema)
+    if len(_LAYOUTS) >= _LAYOUTS_MAX:
+        _LAYOUTS.clear()
+    _LAYOUTS[id(schema)] = (schema, layout)
+    return layout
+
+
 class DataFileWriter:
     """Writes sorted, merged tables of one bucket into rolled Parquet files and describes them."""
 
@@ -95,19 +132,15 @@ class DataFileWriter:
         self.bucket_dir = bucket_dir
         self.schema = schema
         self.config = config
-        self.arrow_schema = file_arrow_schema(schema)
-        self.key_names = list(schema.trimmed_primary_keys)
-        self.key_types = schema.types(self.key_names)
-        self.value_types = [f.type for f in schema.fields]
+        layout = _layout_of(schema)
+        self.arrow_schema = layout.arrow_schema
+        self.key_names = layout.key_names
+        self.key_types = layout.key_types
+        self.value_types = layout.value_types
+        self.value_names = layout.value_names
+        self._dictionary_columns = layout.dictionary_columns
         self._uuid = uuid.uuid4()
         self._counter = 0
-        # Dictionary pages pay off for strings and tiny domains; on wide numeric columns they cost
-        # more CPU than they save bytes (pyarrow gives up on them once the dictionary is full anyway).
-        self._dictionary_columns = [
-            f.name for f in self.arrow_schema
-            if pa.types.is_string(f.type) or pa.types.is_binary(f.type) or pa.types.is_boolean(f.type)
-            or pa.types.is_int8(f.type) or pa.types.is_dictionary(f.type)
-        ]
 
     def _next_name(self) -> str:
         name = f"{self.config.prefix}{self._uuid}-{self._counter}.parquet"
@@ -117,11 +150,11 @@ class DataFileWriter:
     def _layout(self, data: pa.Table) -> pa.Table:
         """Put a (values + _SEQUENCE_NUMBER + _VALUE_KIND) table into the file's column layout."""
         if not self.schema.primary_keys:
-            cols = [data.column(f.name) for f in self.schema.fields]
+            cols = [data.column(n) for n in self.value_names]
         else:
             cols = [data.column(k) for k in self.key_names]
             cols += [data.column(SEQUENCE_NUMBER), data.column(VALUE_KIND)]
-            cols += [data.column(f.name) for f in self.schema.fields]
+            cols += [data.column(n) for n in self.value_names]
         return pa.Table.from_arrays(cols, schema=self.arrow_schema)
 
     def write(
@@ -173,8 +206,13 @@ class _OpenFile:
         self.path = f"{owner.bucket_dir}/{name}"
         fio = owner.file_io
         if fio.is_local:
-            os.makedirs(owner.bucket_dir, exist_ok=True)
-            self.sink = open(self.path, "wb")  # noqa: SIM115 - closed in finish()/abort()
+            # The bucket directory exists for all but a bucket's first file: try the open first
+            # rather than paying a makedirs (several stats) for every file.
+            try:
+                self.sink = open(self.path, "wb")  # noqa: SIM115 - closed in finish()/abort()
+            except FileNotFoundError:
+                os.makedirs(owner.bucket_dir, exist_ok=True)
+                self.sink = open(self.path, "wb")  # noqa: SIM115
         else:
             self.sink = fio.fs.open(self.path, "wb")
         self.writer = pq.ParquetWriter(self.sink, owner.arrow_schema, **owner.parquet_options())
@@ -231,7 +269,7 @@ class RollingFileWriter:
         assert f is not None
         owner = self.owner
         f.rows += chunk.num_rows
-        f.value_stats.update([chunk.column(fl.name) for fl in owner.schema.fields])
+        f.value_stats.update([chunk.column(n) for n in owner.value_names])
         if owner.schema.primary_keys:
             keys = [chunk.column(KEY_PREFIX + k) for k in owner.key_names]
             if f.first_key is None:
@@ -255,9 +293,10 @@ class RollingFileWriter:
             return
         self.current = None
         f.writer.close()
+        # The footer is written: the sink's position is the file size (no stat / HEAD request).
+        size = f.sink.tell()
         f.sink.close()
         owner = self.owner
-        size = owner.file_io.size(f.path)
         if owner.schema.primary_keys:
             min_key = serialize_row(f.first_key or [], owner.key_types)
             max_key = serialize_row(f.last_key or [], owner.key_types)
@@ -313,12 +352,25 @@ class RollingFileWriter:
 
 
 def read_data_file(
-    file_io: FileIO, path: str, columns: Sequence[str] | None = None, file_size: int | None = None
+    file_io: FileIO,
+    path: str,
+    columns: Sequence[str] | None = None,
+    file_size: int | None = None,
+    *,
+    use_threads: bool = True,
 ) -> pa.Table:
-    """Read columns of one Parquet data file; corrupt or missing files raise CorruptMetadataError."""
+    """Read columns of one Parquet data file; corrupt or missing files raise CorruptMetadataError.
+
+    ``use_threads`` lets pyarrow decode columns in parallel; callers that already read several
+    files at once turn it off.
+    """
     try:
-        pf = pq.ParquetFile(path) if file_io.is_local else pq.ParquetFile(file_io.fs.open(path, "rb"))
-        return pf.read(columns=list(columns) if columns is not None else None)
+        # A local file is opened directly: a path string would make pyarrow resolve a filesystem
+        # on every open, which adds up over thousands of small files.
+        source = pa.OSFile(path) if file_io.is_local else file_io.fs.open(path, "rb")
+        with source:
+            pf = pq.ParquetFile(source)
+            return pf.read(columns=list(columns) if columns is not None else None, use_threads=use_threads)
     except FileNotFoundError:
         raise CorruptMetadataError(f"Data file {path} is missing") from None
     except (pa.ArrowInvalid, OSError) as exc:

@@ -38,6 +38,10 @@ if TYPE_CHECKING:
     from lake_assets.table import Table
 
 
+# Fewest rows routed at a time when a big input is cut to fit the write buffer.
+MIN_ROUTED_ROWS = 1024
+
+
 @dataclass
 class _BucketBuffer:
     partition: bytes
@@ -101,6 +105,14 @@ class TableWriter:
         self._closed = False
         self._merge_function = table.merge_function()
         self._base_snapshot = None
+        # one config for every bucket's file writer (a round can touch hundreds of buckets)
+        self._file_config = DataFileWriterConfig(
+            compression=opts.file_compression,
+            zstd_level=opts.zstd_level,
+            target_file_size=opts.target_file_size,
+            page_size=opts.page_size,
+            prefix=opts.data_file_prefix,
+        )
 
     # ----------------------------------------------------------------- input
     def write_arrow(self, data: pa.Table | pa.RecordBatch | pa.RecordBatchReader) -> None:
@@ -130,9 +142,11 @@ class TableWriter:
             )
         # The whole batch is validated above; it is routed in slices so that the sorted copies the
         # routing makes stay within about half the write buffer, whatever size the input has.
+        # The floor only keeps per-slice overhead sane for tiny buffers; it must stay small, or wide
+        # rows would overshoot the buffer (64k rows of 1 KiB are 64 MiB whatever the setting).
         slice_bytes = max(1, self.options.write_buffer_size // 2)
         rows = data.num_rows if data.nbytes <= slice_bytes else max(
-            64 * 1024, data.num_rows * slice_bytes // data.nbytes)
+            MIN_ROUTED_ROWS, data.num_rows * slice_bytes // data.nbytes)
         for start in range(0, data.num_rows, rows):
             self._route(data.slice(start, rows), kinds[start : start + rows])
             if self._buffered_bytes >= self.options.write_buffer_size:
@@ -216,15 +230,8 @@ class TableWriter:
                 self.schema.partition_keys, buf.partition_values, self.partition_types,
                 self.options.partition_default_name,
             )
-            cfg = DataFileWriterConfig(
-                compression=self.options.file_compression,
-                zstd_level=self.options.zstd_level,
-                target_file_size=self.options.target_file_size,
-                page_size=self.options.page_size,
-                prefix=self.options.data_file_prefix,
-            )
             buf.writer = DataFileWriter(
-                self.table.file_io, self.table.paths.bucket_dir(ppath, buf.bucket), self.schema, cfg
+                self.table.file_io, self.table.paths.bucket_dir(ppath, buf.bucket), self.schema, self._file_config
             )
         return buf.writer
 
