@@ -96,6 +96,6 @@ def test_launchers_resolve(launcher: str) -> None:
 
 def test_maintenance_on_a_missing_table_fails_without_retries(tmp_path) -> None:
     warehouse = WarehouseResource(storage=LocalStorage(path=str(tmp_path / "wh")))
-    with pytest.raises(dg.Failure, match="db.nope does not exist yet: ingest first") as info:
+    with pytest.raises(dg.Failure, match=r"db\.nope does not exist yet: ingest first") as info:
         warehouse.existing_table("db.nope")
     assert info.value.allow_retries is False
