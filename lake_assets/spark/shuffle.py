@@ -3,17 +3,23 @@
 Rows get their bucket (Paimon's hash, computed vectorized per Arrow batch) in a helper column and
 are repartitioned by (partition keys, bucket): every (partition, bucket) then lands in exactly one
 Spark task. The writer drops the helper column.
+
+The bucket is a scalar Arrow UDF of the bucket-key columns: only those columns travel to Python
+and one int column comes back, while the other columns stay in the JVM. (A ``mapInArrow`` over
+whole rows sent every column through Python and back, which cost about as much as the write.)
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.types import IntegerType, StructField, StructType
+from pyspark.sql import functions as F
+from pyspark.sql.functions import arrow_udf
+from pyspark.sql.types import IntegerType
 
 from lake_assets.catalog import Catalog
 from lake_assets.errors import OptionError
@@ -30,19 +36,16 @@ PARTITION_OVERWRITE_CONF = "spark.sql.sources.partitionOverwriteMode"
 
 
 class _BucketAssigner:
-    """The mapInArrow function adding the bucket column (a class: it pickles without closures)."""
+    """The bucket of key arrays, as a scalar Arrow UDF (`bucket` carries the type hints Spark reads)."""
 
-    def __init__(self, keys: list[str], types: list[DataType], num_buckets: int) -> None:
-        self.keys = keys
+    def __init__(self, types: list[DataType], num_buckets: int) -> None:
         self.types = types
         self.num_buckets = num_buckets
 
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            # hash the key as the table types it (an int column hashes differently from a bigint)
-            cols = [pc.cast(batch.column(k), to_arrow(t)) for k, t in zip(self.keys, self.types, strict=True)]
-            buckets = assign_buckets(cols, self.types, self.num_buckets)
-            yield batch.append_column(pa.field(BUCKET_COLUMN, pa.int32(), nullable=False), pa.array(buckets))
+    def bucket(self, *keys: pa.Array) -> pa.Array:
+        # hash the key as the table types it (an int column hashes differently from a bigint)
+        cols = [pc.cast(k, to_arrow(t)) for k, t in zip(keys, self.types, strict=True)]
+        return pa.array(assign_buckets(cols, self.types, self.num_buckets), type=pa.int32())
 
 
 def repartition_by_bucket(
@@ -56,7 +59,12 @@ def repartition_by_bucket(
     """``df`` with a bucket column, repartitioned so that each (partition, bucket) is in one task.
 
     Works on batch and streaming DataFrames. ``table`` is a `Table` or an identifier (then pass
-    ``warehouse``). Append tables need no routing and are returned unchanged.
+    ``warehouse``). Append tables need no routing and are returned unchanged. Without
+    ``num_partitions``, a partitioned table's rows are hash-partitioned into
+    ``spark.sql.shuffle.partitions``, which adaptive execution coalesces for small inputs (a
+    small commit then runs one writer task, not one per shuffle partition; coalescing joins whole
+    shuffle partitions, so a bucket still has one writer); an unpartitioned table uses at most
+    one partition per bucket.
     """
     if isinstance(table, str):
         if warehouse is None:
@@ -66,13 +74,14 @@ def repartition_by_bucket(
     if not schema.primary_keys:
         return df
     keys = list(schema.bucket_keys)
-    assigner = _BucketAssigner(keys, schema.types(keys), schema.core_options.bucket)
-    out_schema = StructType([*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), nullable=False)])
-    routed = df.mapInArrow(assigner, out_schema)
+    assigner = _BucketAssigner(schema.types(keys), schema.core_options.bucket)
+    bucket_of = arrow_udf(assigner.bucket, returnType=IntegerType())
+    routed = df.withColumn(BUCKET_COLUMN, bucket_of(*[F.col(k) for k in keys]))
+    if num_partitions is None and not schema.partition_keys:
+        shuffle = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200")
+        num_partitions = min(shuffle, schema.core_options.bucket)
     if num_partitions is None:
-        num_partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200")
-        if not schema.partition_keys:
-            num_partitions = min(num_partitions, schema.core_options.bucket)
+        return routed.repartition(*schema.partition_keys, BUCKET_COLUMN)
     return routed.repartition(num_partitions, *schema.partition_keys, BUCKET_COLUMN)
 
 
