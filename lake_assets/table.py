@@ -567,6 +567,7 @@ class Table:
         # Splits are independent and pyarrow releases the GIL: read a few ahead in threads,
         # yielding in plan order; memory stays bounded by the number in flight.
         workers = min(len(splits), max(2, os.cpu_count() or 2))
+        reader.file_threads = False  # the splits already keep the cores busy
         with ThreadPoolExecutor(max_workers=workers) as pool:
             pending = deque()
             it = iter(splits)

@@ -211,3 +211,129 @@ class FirstRow:
         if keep is None:
             return None if len(starts) == table.num_rows else starts
         return keep[starts]
+
+
+# ------------------------------------------------------------------ row-selecting merge without a sort
+# of the data. Readers only need to know which rows win; they do not need them in key order. Every
+# key column is turned into a small non-negative integer (integers shifted by their minimum, other
+# types dictionary-coded), the codes and the sequence number are packed into one uint64, and one
+# numpy argsort of that narrow array finds each key's winner. The wide columns are then filtered
+# run by run (a sequential copy, zero-copy when a run loses nothing) instead of being gathered
+# with a random-access take.
+
+_MAX_PACKED_BITS = 63
+
+
+def _key_codes(runs: Sequence[pa.Table], name: str) -> tuple[np.ndarray, int] | None:
+    """Non-negative int64 codes of one key column over all runs (equal values, equal codes), and
+    the bits the codes need; None when the column cannot be coded (nulls, unsupported type)."""
+    chunks = [c for run in runs for c in run.column(name).chunks]
+    typ = runs[0].schema.field(name).type
+    if any(c.null_count for c in chunks):
+        return None
+    if pa.types.is_integer(typ):
+        values = np.concatenate([c.to_numpy() for c in chunks]) if chunks else np.zeros(0, np.int64)
+        if values.size == 0:
+            return values.astype(np.int64), 0
+        lo, hi = int(values.min()), int(values.max())
+        if hi - lo >= 2**62:
+            return None
+        # uint64 shifts before narrowing: values above 2**63 do not fit int64.
+        codes = (values - np.uint64(lo)).astype(np.int64) if values.dtype == np.uint64 else values.astype(np.int64) - lo
+        return codes, (hi - lo).bit_length()
+    try:
+        coded = pa.chunked_array(chunks, type=typ).combine_chunks().dictionary_encode()
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    return coded.indices.to_numpy().astype(np.int64), max(0, len(coded.dictionary) - 1).bit_length()
+
+
+def _numpy_column(runs: Sequence[pa.Table], name: str, dtype: type) -> np.ndarray:
+    parts = [run.column(name).to_numpy() for run in runs]
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
+
+
+def winner_masks(
+    runs: Sequence[pa.Table],
+    key_names: Sequence[str],
+    merge_function: MergeFunction,
+    sequence_fields: Sequence[str] = (),
+    *,
+    drop_retract: bool = True,
+) -> list[np.ndarray | None] | None:
+    """Which rows of ``runs`` survive a deduplicate / first-row merge, without sorting the data.
+
+    ``runs`` hold the key columns, ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``, in any row order. The
+    result is the same row set as `sort_and_merge` over ``pa.concat_tables(runs)`` - including its
+    tie-break, a later row wins a sequence-number tie - with retract winners removed when
+    ``drop_retract`` (what readers do). One boolean mask per run (None: every row of the run
+    survives). Returns None when the fast path does not apply: other engines, user sequence
+    fields, or keys plus sequence numbers that do not pack into 63 bits; callers then fall back to
+    `sort_and_merge`.
+    """
+    if sequence_fields or type(merge_function) not in (Deduplicate, FirstRow):
+        return None
+    sizes = [run.num_rows for run in runs]
+    total = sum(sizes)
+    if total == 0:
+        return [None] * len(runs)
+    packed = np.zeros(total, dtype=np.int64)
+    bits = 0
+    for name in key_names:
+        coded = _key_codes(runs, name)
+        if coded is None:
+            return None
+        codes, width = coded
+        bits += width
+        if bits > _MAX_PACKED_BITS:
+            return None
+        packed = (packed << width) | codes
+    seq = _numpy_column(runs, SEQUENCE_NUMBER, np.int64)
+    s_lo = int(seq.min())
+    s_bits = (int(seq.max()) - s_lo).bit_length()
+    if bits + s_bits > _MAX_PACKED_BITS:
+        return None
+    packed = (packed << s_bits) | (seq - s_lo)
+    retract = is_retract(_numpy_column(runs, VALUE_KIND, np.int8))
+    ignore_delete = merge_function.ignore_delete
+    first = isinstance(merge_function, FirstRow)
+    candidates: np.ndarray | None = None
+    if retract.any():
+        if first and not ignore_delete:
+            raise InvalidDataError(
+                "The first-row merge engine does not accept -U/-D records; "
+                "set 'ignore-delete' = 'true' to drop them"
+            )
+        if ignore_delete:  # retracts never take part: an older version of the key still wins
+            candidates = np.flatnonzero(~retract)
+            packed = packed[candidates]
+    # A stable sort keeps concatenation order among equal (key, sequence) pairs, as the
+    # stable multi-column sort of `sort_and_merge` does. Runs are usually key-sorted already,
+    # and numpy's stable sort (timsort/radix) is fast on such presorted stretches.
+    order = np.argsort(packed, kind="stable")
+    keys_sorted = packed[order] >> s_bits
+    n = len(order)
+    if n == 0:
+        winners = order
+    else:
+        change = np.empty(n, dtype=bool)
+        if first:
+            change[0] = True
+            np.not_equal(keys_sorted[1:], keys_sorted[:-1], out=change[1:])
+        else:
+            change[-1] = True
+            np.not_equal(keys_sorted[:-1], keys_sorted[1:], out=change[:-1])
+        winners = order[change]
+    if candidates is not None:
+        winners = candidates[winners]
+    keep = np.zeros(total, dtype=bool)
+    keep[winners] = True
+    if drop_retract:
+        keep &= ~retract
+    masks: list[np.ndarray | None] = []
+    offset = 0
+    for size in sizes:
+        m = keep[offset:offset + size]
+        masks.append(None if m.all() else m)
+        offset += size
+    return masks

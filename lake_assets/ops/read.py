@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND, iter_data_file, read_data_file
 from lake_assets.lsm.key_compare import compare_keys
-from lake_assets.lsm.merge import is_retract, sort_and_merge
+from lake_assets.lsm.merge import is_retract, sort_and_merge, winner_masks
 from lake_assets.ops.scan import Split
 from lake_assets.predicate import Predicate
 from lake_assets.spec.binary_row import deserialize_row
@@ -57,6 +57,17 @@ def sections(files: Sequence[DataFileMeta], key_types: list) -> list[list[DataFi
     return out
 
 
+class _FileLayout:
+    """Read plan for files of one schema id: read columns to file columns, and target fields."""
+
+    __slots__ = ("fields", "file_columns", "wanted")
+
+    def __init__(self, wanted: list[tuple[str, str | None]], fields: list[pa.Field]) -> None:
+        self.wanted = wanted
+        self.file_columns = [old for _, old in wanted if old is not None]
+        self.fields = fields
+
+
 class SplitReader:
     """Reads splits of one table as of one schema, projecting ``columns`` and applying ``predicate``."""
 
@@ -89,22 +100,36 @@ class SplitReader:
                     needed.append(c)
         self.read_columns = needed
         self.output_schema = pa.schema([to_arrow_field(schema.field(c)) for c in self.columns])
+        self._layouts: dict[int, _FileLayout] = {}
+        # Whether pyarrow decodes a file's columns in its own thread pool. Callers that already
+        # read several splits at once (Table._tables) turn it off: on small files the hand-off
+        # costs more than it gains, and the cores are busy anyway.
+        self.file_threads = True
 
     # ------------------------------------------------------------ file access
+    def _layout(self, schema_id: int) -> _FileLayout:
+        """How files written under ``schema_id`` map to the read columns (cached: same per file)."""
+        layout = self._layouts.get(schema_id)
+        if layout is None:
+            file_schema = self.table.schema_by_id(schema_id)
+            wanted: list[tuple[str, str | None]] = []
+            for name in self.read_columns:
+                old = file_schema.field_by_id(self.schema.field(name).id)
+                wanted.append((name, old.name if old is not None else None))
+            layout = _FileLayout(wanted, [to_arrow_field(self.schema.field(name)) for name, _ in wanted])
+            self._layouts[schema_id] = layout  # a racing thread computes the same value
+        return layout
+
     def _file_columns(self, meta: DataFileMeta) -> tuple[list[tuple[str, str | None]], list[str]]:
         """(current name, name in the file) per read column, matched by field id; and file columns."""
-        file_schema = self.table.schema_by_id(meta.schema_id)
-        wanted: list[tuple[str, str | None]] = []
-        for name in self.read_columns:
-            old = file_schema.field_by_id(self.schema.field(name).id)
-            wanted.append((name, old.name if old is not None else None))
-        return wanted, [old for _, old in wanted if old is not None]
+        layout = self._layout(meta.schema_id)
+        return layout.wanted, layout.file_columns
 
-    def _to_current(self, raw: pa.Table, wanted: list[tuple[str, str | None]], with_system: bool) -> pa.Table:
+    def _to_current(self, raw: pa.Table, layout: _FileLayout, with_system: bool) -> pa.Table:
+        """Map a file's columns to the read columns: match by field id, cast, add missing as nulls."""
         arrays = []
         fields = []
-        for name, old in wanted:
-            field = to_arrow_field(self.schema.field(name))
+        for (_name, old), field in zip(layout.wanted, layout.fields, strict=True):
             target = field.type
             if old is None:
                 arr = pa.nulls(raw.num_rows, target)  # column added after this file was written
@@ -114,7 +139,7 @@ class SplitReader:
                     arr = pc.cast(arr, target)
             arrays.append(arr)
             # nullability as the file has it: old files may predate a NOT NULL in no way we check
-            fields.append(field.with_nullable(field.nullable or arr.null_count > 0))
+            fields.append(field if field.nullable or not arr.null_count else field.with_nullable(True))
         if with_system:
             arrays += [raw.column(SEQUENCE_NUMBER), raw.column(VALUE_KIND)]
             fields += [_SEQ_FIELD, _KIND_FIELD]
@@ -122,21 +147,23 @@ class SplitReader:
 
     def _read_file(self, split: Split, meta: DataFileMeta, with_system: bool) -> pa.Table:
         """Read one file as the current schema's columns (by field id), plus system columns."""
-        wanted, file_cols = self._file_columns(meta)
+        layout = self._layout(meta.schema_id)
+        file_cols = layout.file_columns
         if with_system:
             file_cols = [*file_cols, SEQUENCE_NUMBER, VALUE_KIND]
         path = self.table.data_file_path(split.partition, split.bucket, meta)
-        raw = read_data_file(self.table.file_io, path, file_cols, meta.file_size)
-        return self._to_current(raw, wanted, with_system)
+        raw = read_data_file(self.table.file_io, path, file_cols, meta.file_size, use_threads=self.file_threads)
+        return self._to_current(raw, layout, with_system)
 
     def iter_file(self, split: Split, meta: DataFileMeta, with_system: bool = True) -> Iterator[pa.Table]:
         """Read one file row group by row group (bounded memory), as `_read_file` does."""
-        wanted, file_cols = self._file_columns(meta)
+        layout = self._layout(meta.schema_id)
+        file_cols = layout.file_columns
         if with_system:
             file_cols = [*file_cols, SEQUENCE_NUMBER, VALUE_KIND]
         path = self.table.data_file_path(split.partition, split.bucket, meta)
         for raw in iter_data_file(self.table.file_io, path, file_cols):
-            yield self._to_current(raw, wanted, with_system)
+            yield self._to_current(raw, layout, with_system)
 
     # ------------------------------------------------------------------ reads
     def read_split(self, split: Split) -> Iterator[pa.Table]:
@@ -152,7 +179,20 @@ class SplitReader:
     def _merge_section(self, split: Split, section: list[DataFileMeta]) -> pa.Table:
         if len(section) == 1 and section[0].delete_row_count == 0:
             return self._read_file(split, section[0], with_system=False)
-        data = pa.concat_tables([self._read_file(split, f, with_system=True) for f in section])
+        runs = [self._read_file(split, f, with_system=True) for f in section]
+        masks = winner_masks(runs, self.key_names, self.merge_function, self.sequence_fields)
+        if masks is not None:
+            # Deduplicate / first-row: filter each run by its winners; no sort, no take. Rows come
+            # out run by run, not in key order - batch reads promise no order within a bucket.
+            parts = []
+            for run, mask in zip(runs, masks, strict=True):
+                run = run.select(self.read_columns)  # system columns are done with
+                if mask is None:
+                    parts.append(run)
+                elif mask.any():
+                    parts.append(run.filter(pa.array(mask)))
+            return pa.concat_tables(parts) if parts else runs[0].select(self.read_columns).slice(0, 0)
+        data = pa.concat_tables(runs)
         merged = sort_and_merge(data, self.key_names, self.merge_function, self.sequence_fields,
                                 self.sequence_descending)
         kinds = merged.column(VALUE_KIND).to_numpy()
