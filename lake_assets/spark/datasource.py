@@ -10,7 +10,9 @@ Options: ``warehouse`` (fsspec URL) and ``storage.<name>`` (fsspec storage optio
 arrays and booleans are decoded). Reads: ``snapshot-id`` | ``tag`` | ``timestamp`` (epoch ms or
 ISO-8601) for time travel; ``incremental-between`` = "start,end" (ids or tags) with
 ``incremental-source`` = auto | delta | changelog for the changes in (start, end] with a
-``_row_kind`` column; ``source.split.target-size`` for append-table splits; ``filter`` (JSON
+``_row_kind`` column; ``source.split.target-size``, ``source.split.open-file-cost`` and
+``source.split.min-partitions`` size the partitions splits are packed into (docs/spark.md);
+``filter`` (JSON
 ``[[col, op, value], ...]``, the core's filter convention) prunes partitions, buckets and files and
 filters rows; ``filter-pushdown=true`` also takes Spark's own filters (see `LakePushdownReader` for
 why that is opt-in on Spark 4.3). Spark 4.3 caches a DataFrame's planned read on its data
