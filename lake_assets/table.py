@@ -565,13 +565,15 @@ class Table:
                 yield from reader.read_split(split)
             return
         # Splits are independent and pyarrow releases the GIL: read a few ahead in threads,
-        # yielding in plan order; memory stays bounded by the number in flight.
+        # yielding in plan order; memory stays bounded by the number in flight. Twice as many
+        # splits as workers are queued, so a worker that finishes early picks up the next split
+        # instead of idling until the oldest one (the one yielded next) is done.
         workers = min(len(splits), max(2, os.cpu_count() or 2))
         reader.file_threads = False  # the splits already keep the cores busy
         with ThreadPoolExecutor(max_workers=workers) as pool:
             pending = deque()
             it = iter(splits)
-            for split in itertools.islice(it, workers):
+            for split in itertools.islice(it, 2 * workers):
                 pending.append(pool.submit(lambda sp: list(reader.read_split(sp)), split))
             while pending:
                 tables = pending.popleft().result()

@@ -57,6 +57,16 @@ def sections(files: Sequence[DataFileMeta], key_types: list) -> list[list[DataFi
     return out
 
 
+def _exact_constant(typ: pa.DataType) -> bool:
+    """Types whose partition value (from the partition row) is exactly the value in the files.
+
+    Floats and timestamps are left out: their partition encoding could differ in the last bit or
+    in sub-millisecond precision, so those columns are still decoded from the files."""
+    return (pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_integer(typ)
+            or pa.types.is_date32(typ) or pa.types.is_boolean(typ) or pa.types.is_binary(typ)
+            or pa.types.is_decimal(typ))
+
+
 class _FileLayout:
     """Read plan for files of one schema id: read columns to file columns, and target fields."""
 
@@ -100,24 +110,34 @@ class SplitReader:
                     needed.append(c)
         self.read_columns = needed
         self.output_schema = pa.schema([to_arrow_field(schema.field(c)) for c in self.columns])
-        self._layouts: dict[int, _FileLayout] = {}
+        # Partition columns only output (not merged on) are not decoded from the files: every row
+        # of a split holds the split's partition value, so `_finish` adds them as constants.
+        merge_needs = {*self.key_names, *self.sequence_fields, *table.merge_extra_columns(schema)}
+        self._constants: dict[str, int] = {
+            name: i for i, name in enumerate(schema.partition_keys)
+            if name in needed and name not in merge_needs and _exact_constant(to_arrow_field(schema.field(name)).type)
+        }
+        self.split_columns = [c for c in needed if c not in self._constants]
+        self._layouts: dict[tuple[int, tuple[str, ...]], _FileLayout] = {}
         # Whether pyarrow decodes a file's columns in its own thread pool. Callers that already
         # read several splits at once (Table._tables) turn it off: on small files the hand-off
         # costs more than it gains, and the cores are busy anyway.
         self.file_threads = True
 
     # ------------------------------------------------------------ file access
-    def _layout(self, schema_id: int) -> _FileLayout:
-        """How files written under ``schema_id`` map to the read columns (cached: same per file)."""
-        layout = self._layouts.get(schema_id)
+    def _layout(self, schema_id: int, columns: Sequence[str] | None = None) -> _FileLayout:
+        """How files written under ``schema_id`` map to ``columns`` (default: the read columns);
+        cached, as it is the same for every file of that schema."""
+        cols = tuple(self.read_columns if columns is None else columns)
+        layout = self._layouts.get((schema_id, cols))
         if layout is None:
             file_schema = self.table.schema_by_id(schema_id)
             wanted: list[tuple[str, str | None]] = []
-            for name in self.read_columns:
+            for name in cols:
                 old = file_schema.field_by_id(self.schema.field(name).id)
                 wanted.append((name, old.name if old is not None else None))
             layout = _FileLayout(wanted, [to_arrow_field(self.schema.field(name)) for name, _ in wanted])
-            self._layouts[schema_id] = layout  # a racing thread computes the same value
+            self._layouts[(schema_id, cols)] = layout  # a racing thread computes the same value
         return layout
 
     def _file_columns(self, meta: DataFileMeta) -> tuple[list[tuple[str, str | None]], list[str]]:
@@ -145,9 +165,12 @@ class SplitReader:
             fields += [_SEQ_FIELD, _KIND_FIELD]
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
-    def _read_file(self, split: Split, meta: DataFileMeta, with_system: bool) -> pa.Table:
-        """Read one file as the current schema's columns (by field id), plus system columns."""
-        layout = self._layout(meta.schema_id)
+    def _read_file(
+        self, split: Split, meta: DataFileMeta, with_system: bool, columns: Sequence[str] | None = None
+    ) -> pa.Table:
+        """Read one file as the current schema's ``columns`` (default: the read columns, matched
+        by field id), plus system columns."""
+        layout = self._layout(meta.schema_id, columns)
         file_cols = layout.file_columns
         if with_system:
             file_cols = [*file_cols, SEQUENCE_NUMBER, VALUE_KIND]
@@ -170,28 +193,28 @@ class SplitReader:
         """Yield the merged rows of one split, one section at a time."""
         if not self.is_pk:
             for meta in sorted(split.files, key=lambda f: f.min_sequence_number):
-                yield self._finish(self._read_file(split, meta, with_system=False))
+                yield self._finish(self._read_file(split, meta, False, self.split_columns), split)
             return
         files = self.table.visible_files(split.files, self.schema)
         for section in sections(files, self.key_types):
-            yield self._finish(self._merge_section(split, section))
+            yield self._finish(self._merge_section(split, section), split)
 
     def _merge_section(self, split: Split, section: list[DataFileMeta]) -> pa.Table:
         if len(section) == 1 and section[0].delete_row_count == 0:
-            return self._read_file(split, section[0], with_system=False)
-        runs = [self._read_file(split, f, with_system=True) for f in section]
+            return self._read_file(split, section[0], False, self.split_columns)
+        runs = [self._read_file(split, f, True, self.split_columns) for f in section]
         masks = winner_masks(runs, self.key_names, self.merge_function, self.sequence_fields)
         if masks is not None:
             # Deduplicate / first-row: filter each run by its winners; no sort, no take. Rows come
             # out run by run, not in key order - batch reads promise no order within a bucket.
             parts = []
             for run, mask in zip(runs, masks, strict=True):
-                run = run.select(self.read_columns)  # system columns are done with
+                run = run.select(self.split_columns)  # system columns are done with
                 if mask is None:
                     parts.append(run)
                 elif mask.any():
                     parts.append(run.filter(pa.array(mask)))
-            return pa.concat_tables(parts) if parts else runs[0].select(self.read_columns).slice(0, 0)
+            return pa.concat_tables(parts) if parts else runs[0].select(self.split_columns).slice(0, 0)
         data = pa.concat_tables(runs)
         merged = sort_and_merge(data, self.key_names, self.merge_function, self.sequence_fields,
                                 self.sequence_descending)
@@ -201,7 +224,13 @@ class SplitReader:
             merged = merged.filter(pa.array(~retract))
         return merged
 
-    def _finish(self, data: pa.Table) -> pa.Table:
+    def _finish(self, data: pa.Table, split: Split) -> pa.Table:
+        for name, i in self._constants.items():
+            field = to_arrow_field(self.schema.field(name))
+            value = split.partition_values[i]
+            n = data.num_rows
+            column = pa.nulls(n, field.type) if value is None else pa.repeat(pa.scalar(value, field.type), n)
+            data = data.append_column(field.with_nullable(value is None or field.nullable), column)
         if self.predicate is not None and data.num_rows:
             data = data.filter(self.predicate.to_expression())
         return data.select(self.columns).cast(self.output_schema)

@@ -218,3 +218,37 @@ def test_first_row_and_partial_update_tables_still_merge(tmp_path):
     got = cat.get_table("db.fr").to_arrow()
     assert sorted(got.to_pylist(), key=lambda r: r["k"]) == [
         {"k": 1, "a": 1, "b": "a"}, {"k": 2, "a": 2, "b": "b"}, {"k": 3, "a": 30, "b": "c"}]
+
+
+@pytest.mark.parametrize("ptype", [pa.string(), pa.int32(), pa.date32(), pa.float64(), pa.decimal128(9, 2)])
+def test_partition_columns_come_back_as_their_values(tmp_path, ptype):
+    """Output-only partition columns are filled from the partition value instead of decoded."""
+    import decimal
+
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    raw = {"pk": [0, 1, 3, 2], "append": [0, 1, None, 2]}  # primary keys are never null
+    values = {
+        pa.string(): lambda v: None if v is None else ("" if v == 2 else f"p{v}"),
+        pa.int32(): lambda v: v,
+        pa.date32(): lambda v: None if v is None else dt.date(2024, 1, 1 + v),
+        pa.float64(): lambda v: None if v is None else v + 0.5,
+        pa.decimal128(9, 2): lambda v: None if v is None else decimal.Decimal(v) / 4,
+    }[ptype]
+    schema = pa.schema([("k", pa.int64()), ("p", ptype), ("v", pa.string())])
+    for name, pk in (("pk", ["k", "p"]), ("append", [])):
+        t = cat.create_table(f"db.{name}", schema, primary_keys=pk, partition_keys=["p"],
+                             options={"bucket": "2" if pk else "-1", "write-only": "true"})
+        rows = [{"k": i, "p": values(raw[name][i % 4]), "v": f"v{i}"} for i in range(40)]
+        t.write_arrow(pa.Table.from_pylist(rows, schema=schema))
+        if pk:
+            t.write_arrow(pa.Table.from_pylist(rows[::3], schema=schema))
+        got = cat.get_table(f"db.{name}").to_arrow()
+        assert got.schema == cat.get_table(f"db.{name}").arrow_schema
+        key = lambda r: r["k"]  # noqa: E731
+        assert sorted(got.to_pylist(), key=key) == rows
+        one = values(1)
+        got = cat.get_table(f"db.{name}").to_arrow(columns=["v", "p"], filter=[("p", "=", one)])
+        assert got.schema.names == ["v", "p"]
+        assert sorted(got.column("v").to_pylist()) == sorted(r["v"] for r in rows if r["p"] == one)
+        assert set(got.column("p").to_pylist()) == {one}
