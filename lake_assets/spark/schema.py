@@ -52,14 +52,14 @@ def _cast(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
     return pc.cast(col, target, safe=True)
 
 
-def from_spark(batch: pa.RecordBatch, table_schema: pa.Schema) -> pa.Table:
-    """Prepare a batch Spark sends to a writer for the core's ``conform``.
+def from_spark(batches: pa.RecordBatch | list[pa.RecordBatch], table_schema: pa.Schema) -> pa.Table:
+    """Prepare batches Spark sends to a writer (one schema) for the core's ``conform``.
 
     Drops the routing column, and truncates timestamps to the table's precision (Spark always
     sends microseconds in the session time zone; Paimon's Spark writer truncates to the column's
     precision too, where a safe cast would reject sub-millisecond values).
     """
-    data = pa.Table.from_batches([batch])
+    data = pa.Table.from_batches(batches if isinstance(batches, list) else [batches])
     if BUCKET_COLUMN in data.column_names:
         data = data.drop_columns([BUCKET_COLUMN])
     for i, name in enumerate(data.column_names):

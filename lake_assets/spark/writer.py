@@ -62,14 +62,34 @@ class LakeCommitMessage(WriterCommitMessage):
     messages: tuple[str, ...] = ()
 
 
+# Spark hands writers batches of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows (10,000 by
+# default); the core routes each write to its partitions and buckets, which costs per call, so
+# batches are gathered to about this many rows first (~20 MB for a wide table).
+WRITE_CHUNK_ROWS = 128 * 1024
+
+
+def gather(batches: Iterator[pa.RecordBatch], rows: int = WRITE_CHUNK_ROWS) -> Iterator[list[pa.RecordBatch]]:
+    """Consecutive batches grouped until a group holds at least ``rows`` rows."""
+    group: list[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        group.append(batch)
+        count += batch.num_rows
+        if count >= rows:
+            yield group
+            group, count = [], 0
+    if group:
+        yield group
+
+
 def write_task(options: SourceOptions, commit_user: str, batches: Iterator[pa.RecordBatch]) -> LakeCommitMessage:
     """Write one task's input into new files; on failure delete them and re-raise."""
     table = options.table()
     writer = table.new_writer(commit_user, write_only=True)
     target = table.arrow_schema
     try:
-        for batch in batches:
-            writer.write_arrow(from_spark(batch, target))
+        for group in gather(batches):
+            writer.write_arrow(from_spark(group, target))
         messages = writer.prepare_commit()
     except BaseException:
         writer.abort()

@@ -11,6 +11,7 @@ from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.ops.read import SplitReader
 from lake_assets.spark import repartition_by_bucket, write_table
 from lake_assets.spark.schema import BUCKET_COLUMN
+from lake_assets.spark.writer import gather
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -54,3 +55,11 @@ def test_small_write_to_a_partitioned_table_commits_once(spark, catalog: Catalog
         write_table(spark.createDataFrame(_rows(6).slice(start, 3).to_pandas()), warehouse, "db.t")
     assert len(table.snapshots()) == 2
     assert table.to_arrow().sort_by([("v", "ascending")]).to_pylist() == _rows(6).to_pylist()
+
+
+def test_writer_gathers_sparks_small_batches() -> None:
+    batches = [pa.record_batch({"x": list(range(i * 10, i * 10 + 10))}) for i in range(7)]
+    groups = list(gather(iter(batches), rows=25))
+    assert [len(g) for g in groups] == [3, 3, 1]  # 30, 30, then the 10-row rest
+    assert [b for g in groups for b in g] == batches
+    assert list(gather(iter([]), rows=25)) == []
