@@ -85,6 +85,25 @@ def repartition_by_bucket(
     return routed.repartition(num_partitions, *schema.partition_keys, BUCKET_COLUMN)
 
 
+def single_task_input(df: DataFrame) -> bool:
+    """Whether ``df`` is known, without running anything, to be computed by one Spark task.
+
+    Then every bucket already has one writer and routing would only add a shuffle job (about
+    0.2 s, most of a small commit). Only plans without an exchange or subquery are asked for
+    their partition count: for those, building the RDD plans file splits but runs no job.
+    """
+    if df.isStreaming:
+        return False
+    try:
+        execution = df._jdf.queryExecution()  # classic PySpark; Spark Connect has no _jdf
+        plan = execution.executedPlan().toString()
+        if any(word in plan for word in ("Exchange", "Subquery", "AdaptiveSparkPlan")):
+            return False
+        return int(execution.toRdd().getNumPartitions()) == 1
+    except AttributeError:
+        return False
+
+
 def write_table(
     df: DataFrame,
     warehouse: str,
@@ -98,6 +117,8 @@ def write_table(
     num_partitions: int | None = None,
 ) -> None:
     """Write ``df`` into a table in one snapshot, routing each bucket of a primary-key table to one task.
+
+    An input computed by a single task (a small file, a local DataFrame) is written as it is.
 
     ``mode`` is "append" or "overwrite". An overwrite replaces, in this order of precedence:
     the partitions matching ``overwrite_partitions`` (e.g. ``{"dt": "2024-01-01"}``; also when
@@ -113,7 +134,10 @@ def write_table(
         raise OptionError("Pass either overwrite_partitions (static) or dynamic=True, not both")
     storage = dict(storage_options or {})
     table = Catalog(warehouse, **storage).get_table(identifier)
-    routed = repartition_by_bucket(df, table, num_partitions=num_partitions)
+    if num_partitions is None and table.primary_keys and single_task_input(df):
+        routed = df  # one task writes every bucket: nothing to route
+    else:
+        routed = repartition_by_bucket(df, table, num_partitions=num_partitions)
     writer = routed.write.format("lake").mode(mode).option("warehouse", warehouse)
     for k, v in storage.items():
         writer = writer.option(STORAGE_PREFIX + k, storage_option_text(v))

@@ -4,6 +4,7 @@ core computes for them, whatever Spark types the key columns have."""
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from lake_assets import Catalog
@@ -11,6 +12,7 @@ from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.ops.read import SplitReader
 from lake_assets.spark import repartition_by_bucket, write_table
 from lake_assets.spark.schema import BUCKET_COLUMN
+from lake_assets.spark.shuffle import single_task_input
 from lake_assets.spark.writer import gather
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -63,3 +65,18 @@ def test_writer_gathers_sparks_small_batches() -> None:
     assert [len(g) for g in groups] == [3, 3, 1]  # 30, 30, then the 10-row rest
     assert [b for g in groups for b in g] == batches
     assert list(gather(iter([]), rows=25)) == []
+
+
+def test_single_task_input_is_written_without_a_shuffle(spark, catalog: Catalog, warehouse: str, tmp_path) -> None:
+    table = catalog.create_table("db.t", SCHEMA, primary_keys=["k32", "name", "dt"], partition_keys=["dt"],
+                                 options={"bucket": "3"})
+    path = str(tmp_path / "in.parquet")
+    pq.write_table(_rows(60), path)
+    one = spark.read.parquet(path).filter("v >= 10")
+    assert single_task_input(one)
+    assert not single_task_input(one.repartition(2))  # an exchange: never asked for its partitions
+    assert not single_task_input(spark.createDataFrame(_rows(60).to_pandas()).repartition(4, "v"))
+    write_table(one, warehouse, "db.t")
+    write_table(spark.read.parquet(path).filter("v < 10"), warehouse, "db.t")
+    assert table.to_arrow().sort_by([("v", "ascending")]).to_pylist() == _rows(60).to_pylist()
+    assert len(table.snapshots()) == 2
