@@ -569,7 +569,6 @@ class Table:
         # splits as workers are queued, so a worker that finishes early picks up the next split
         # instead of idling until the oldest one (the one yielded next) is done.
         workers = min(len(splits), max(2, os.cpu_count() or 2))
-        reader.file_threads = False  # the splits already keep the cores busy
         with ThreadPoolExecutor(max_workers=workers) as pool:
             pending = deque()
             it = iter(splits)
