@@ -31,6 +31,10 @@ KNOWN_OPTIONS: frozenset[str] = frozenset(
         "target-file-row-num",
         "write-buffer-size",
         "write-buffer-spillable",
+        "write-buffer-spill.max-disk-size",
+        "spill-compression",
+        "spill-compression.zstd-level",
+        "local-sort.max-num-file-handles",
         "page-size",
         "write-only",
         "merge-engine",
@@ -117,6 +121,8 @@ UNSUPPORTED_VALUES: dict[str, tuple[set[str], str]] = {
 
 SUPPORTED_MERGE_ENGINES = {"deduplicate", "partial-update", "aggregation", "first-row"}
 SUPPORTED_CHANGELOG_PRODUCERS = {"none", "input", "lookup", "full-compaction"}
+# Codecs of the writer's local spill files (ops/spill.py): Paimon's zstd and lzo, plus lz4 and none.
+SPILL_COMPRESSIONS = {"zstd", "lzo", "lz4", "none"}
 COMPRESSIONS = {"zstd", "snappy", "gzip", "lz4", "none", "uncompressed", "brotli"}
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
@@ -238,6 +244,30 @@ class CoreOptions:
     @property
     def write_buffer_size(self) -> int:
         return self._size("write-buffer-size", 256 * MiB)
+
+    @property
+    def write_buffer_spillable(self) -> bool | None:
+        """``write-buffer-spillable``; None when unset (the writer picks, see ops/write.py)."""
+        v = self.raw.get("write-buffer-spillable")
+        return None if v is None else _parse_bool(v, "write-buffer-spillable")
+
+    @property
+    def write_buffer_spill_max_disk_size(self) -> int | None:
+        """``write-buffer-spill.max-disk-size``; None is Paimon's default, unbounded."""
+        v = self.raw.get("write-buffer-spill.max-disk-size")
+        return None if v is None else parse_memory_size(v, "write-buffer-spill.max-disk-size")
+
+    @property
+    def spill_compression(self) -> str:
+        return (self.raw.get("spill-compression") or "zstd").lower()
+
+    @property
+    def spill_zstd_level(self) -> int:
+        return self._int("spill-compression.zstd-level", 1)
+
+    @property
+    def local_sort_max_num_file_handles(self) -> int:
+        return self._int("local-sort.max-num-file-handles", 128)
 
     @property
     def page_size(self) -> int:
@@ -439,6 +469,8 @@ class CoreOptions:
             "manifest_target_file_size", "manifest_merge_min_count", "ignore_delete",
             "full_compaction_delta_commits", "consumer_expiration_ms", "dynamic_partition_overwrite",
             "zstd_level", "compaction_min_file_num", "compaction_parallelism",
+            "write_buffer_spillable", "write_buffer_spill_max_disk_size", "spill_zstd_level",
+            "local_sort_max_num_file_handles",
         ):
             getattr(self, prop)
         if self.merge_engine not in SUPPORTED_MERGE_ENGINES:
@@ -453,6 +485,10 @@ class CoreOptions:
             raise UnsupportedFeatureError(
                 f"Option manifest.compression={self.manifest_compression!r} is not supported"
             )
+        if self.spill_compression not in SPILL_COMPRESSIONS:
+            raise UnsupportedFeatureError(f"Option spill-compression={self.spill_compression!r} is not supported")
+        if self.local_sort_max_num_file_handles < 2:
+            raise OptionError("Option local-sort.max-num-file-handles must be at least 2")
         if self.num_levels < 2:
             raise OptionError(f"Option num-levels={self.num_levels} must be at least 2")
         if self.snapshot_num_retained_min < 1:

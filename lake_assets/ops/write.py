@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -28,18 +28,23 @@ from lake_assets.formats.data_file import (
 )
 from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.lsm.merge import is_retract, sort_and_merge, sort_for_merge, sort_order
+from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.conform import conform, row_kinds
+from lake_assets.ops.spill import SpillDirectory, SpillRun, table_batches
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.partition import partition_path
 
 if TYPE_CHECKING:
+    from lake_assets.options import CoreOptions
     from lake_assets.table import Table
 
 
 # Fewest rows routed at a time when a big input is cut to fit the write buffer.
 MIN_ROUTED_ROWS = 1024
+# Rows gathered per merge step when spilled runs are merged into level-0 files.
+SPILL_MERGE_ROWS = 64 * 1024
 
 
 @dataclass
@@ -54,6 +59,7 @@ class _BucketBuffer:
     new_changelog: list[DataFileMeta] = field(default_factory=list)
     writer: DataFileWriter | None = None
     changelog_writer: DataFileWriter | None = None
+    runs: list[SpillRun] = field(default_factory=list)  # spilled since the last prepare_commit, oldest first
 
 
 def partition_groups(data: pa.Table, keys: tuple[str, ...]) -> tuple[np.ndarray, list[tuple]]:
@@ -113,6 +119,29 @@ class TableWriter:
             page_size=opts.page_size,
             prefix=opts.data_file_prefix,
         )
+        self._spill = self._spill_directory(opts)
+
+    def _spill_directory(self, opts: CoreOptions) -> SpillDirectory | None:
+        """The local spill directory when the write buffer spills, else None.
+
+        Paimon leaves ``write-buffer-spillable`` unset and spills for bounded (batch) writes and on
+        object stores. Writes through this class are bounded jobs that end in `prepare_commit`,
+        and a spill only happens when one commit overflows the buffer, so unset means on. Kept
+        off, with today's flush-to-level-0 behaviour:
+        - append tables: their files are unsorted arrival order, there is nothing to merge (Paimon
+          has a separate ``write-buffer-for-append`` for them);
+        - ``changelog-producer=input``: every flush must write its unmerged input as changelog
+          files, and the changelog of a commit is that input, not a merge of spilled runs.
+        """
+        if not self.is_pk or opts.changelog_producer == "input" or opts.write_buffer_spillable is False:
+            return None
+        return SpillDirectory(compression=opts.spill_compression, zstd_level=opts.spill_zstd_level,
+                              max_disk_bytes=opts.write_buffer_spill_max_disk_size)
+
+    @property
+    def spilling(self) -> bool:
+        """Whether a full write buffer spills to local disk instead of writing level-0 files."""
+        return self._spill is not None
 
     # ----------------------------------------------------------------- input
     def write_arrow(self, data: pa.Table | pa.RecordBatch | pa.RecordBatchReader) -> None:
@@ -235,41 +264,124 @@ class TableWriter:
             )
         return buf.writer
 
-    def _flush_buffer(self, buf: _BucketBuffer) -> None:
-        if not buf.tables:
-            return
+    def _keys(self) -> list[str]:
+        return list(self.schema.trimmed_primary_keys)
+
+    def _take_merged(self, buf: _BucketBuffer) -> pa.Table:
+        """The bucket's buffered rows sorted and merged (one copy, as a flush makes); the buffer
+        lets go of them."""
         presorted = len(buf.tables) == 1  # one routed slice is already in key order
         data = buf.tables[0] if presorted else pa.concat_tables(buf.tables)
         buf.tables.clear()
         buf.nbytes = 0
-        if self.is_pk:
-            keys = list(self.schema.trimmed_primary_keys)
-            if self.options.changelog_producer == "input":
+        return sort_and_merge(data, self._keys(), self._merge_function, self.options.sequence_fields,
+                              self.options.sequence_descending, presorted=presorted)
+
+    def _flush_buffer(self, buf: _BucketBuffer) -> None:
+        if buf.runs:
+            self._merge_runs(buf)
+            return
+        if not buf.tables:
+            return
+        if self.is_pk and self.options.changelog_producer != "input":
+            data = self._take_merged(buf)
+        else:
+            presorted = len(buf.tables) == 1
+            data = buf.tables[0] if presorted else pa.concat_tables(buf.tables)
+            buf.tables.clear()
+            buf.nbytes = 0
+            if self.is_pk:
+                keys = self._keys()
                 # the input itself, unmerged and with its row kinds, is the changelog
                 raw = data if presorted else sort_for_merge(
                     data, keys, self.options.sequence_fields, self.options.sequence_descending)
                 buf.new_changelog.extend(self._file_writer(buf, changelog=True).write(raw, level=0))
-                data, presorted = raw, True
-            data = sort_and_merge(data, keys, self._merge_function, self.options.sequence_fields,
-                                  self.options.sequence_descending, presorted=presorted)
+                data = sort_and_merge(raw, keys, self._merge_function, self.options.sequence_fields,
+                                      self.options.sequence_descending, presorted=True)
         buf.new_files.extend(self._file_writer(buf).write(data, level=0, file_source=FILE_SOURCE_APPEND))
         self.table.fault_point("write.after_data_files")
 
-    def flush(self) -> None:
-        """Write every buffered bucket as level-0 files (buckets in parallel: pyarrow frees the GIL)."""
-        pending = [buf for buf in self._buffers.values() if buf.tables]
-        self._buffered_bytes -= sum(buf.nbytes for buf in pending)
-        if len(pending) <= 1:
-            for buf in pending:
-                self._flush_buffer(buf)
+    # ----------------------------------------------------------------- spills
+    def _merge_chunk(self, chunk: pa.Table) -> pa.Table:
+        return sort_and_merge(chunk, self._keys(), self._merge_function, self.options.sequence_fields,
+                              self.options.sequence_descending)
+
+    def _merged(self, inputs: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
+        """Key-sorted, merged chunks over merged runs: one batch per input in memory at a time.
+
+        Each input holds a key at most once, so the merge engine sees, per key, one row per run
+        in sequence order - what a reader or compaction sees over the level-0 files the same
+        rows would have been flushed to without spilling."""
+        return merge_sorted(inputs, self._keys(), self._merge_chunk, min_rows=SPILL_MERGE_ROWS)
+
+    def _spill_buffer(self, buf: _BucketBuffer) -> None:
+        """Write the bucket's buffer as one sorted, merged run to local disk."""
+        assert self._spill is not None
+        merged = self._take_merged(buf)
+        buf.runs.append(self._spill.write_run([merged], merged.schema))
+        if len(buf.runs) >= self.options.local_sort_max_num_file_handles:
+            # local-sort.max-num-file-handles bounds the fan-in of the final merge (an open file
+            # and a batch per run): fold the runs into one now, as Paimon's external sort does.
+            runs = buf.runs
+            folded = self._spill.write_run(self._merged([r.batches() for r in runs]), merged.schema)
+            buf.runs = [folded]
+            self._spill.delete(runs)
+
+    def _merge_runs(self, buf: _BucketBuffer) -> None:
+        """Merge the bucket's spilled runs and buffered rows into level-0 files (rolled at the
+        target file size), then drop the runs."""
+        assert self._spill is not None
+        inputs = [run.batches() for run in buf.runs]
+        if buf.tables:
+            inputs.append(table_batches(self._take_merged(buf)))
+        rolling = self._file_writer(buf).rolling(level=0, file_source=FILE_SOURCE_APPEND)
+        try:
+            for chunk in self._merged(inputs):
+                rolling.write(chunk)
+            files = rolling.close()
+        except BaseException:
+            rolling.abort()
+            raise
+        buf.new_files.extend(files)
+        runs, buf.runs = buf.runs, []
+        self._spill.delete(runs)
+        self.table.fault_point("write.after_data_files")
+
+    def _each(self, fn: Callable[[_BucketBuffer], None], bufs: list[_BucketBuffer]) -> None:
+        """Run ``fn`` over buckets in parallel (pyarrow frees the GIL)."""
+        if len(bufs) <= 1:
+            for buf in bufs:
+                fn(buf)
             return
-        with ThreadPoolExecutor(max_workers=min(len(pending), os.cpu_count() or 2)) as pool:
-            for f in [pool.submit(self._flush_buffer, buf) for buf in pending]:
+        with ThreadPoolExecutor(max_workers=min(len(bufs), os.cpu_count() or 2)) as pool:
+            for f in [pool.submit(fn, buf) for buf in bufs]:
                 f.result()
+
+    def flush(self) -> None:
+        """Empty the write buffer: into local spill runs when the writer spills (merged into
+        level-0 files at `prepare_commit`), else into level-0 files now."""
+        pending = [buf for buf in self._buffers.values() if buf.tables]
+        nbytes = sum(buf.nbytes for buf in pending)
+        if self._spill is not None and pending and self._spill.has_room(nbytes):
+            self._buffered_bytes -= nbytes
+            self._each(self._spill_buffer, pending)
+            return
+        # Not spilling, or write-buffer-spill.max-disk-size would be exceeded (the estimate is the
+        # uncompressed size, an upper bound): like Paimon, fall back to a real flush - every bucket
+        # merges its runs and buffer into level-0 files now, which frees the disk for later spills.
+        self._write_level0()
+
+    def _write_level0(self) -> None:
+        """Every bucket's runs and buffered rows become level-0 files."""
+        targets = [buf for buf in self._buffers.values() if buf.tables or buf.runs]
+        self._buffered_bytes -= sum(buf.nbytes for buf in targets)
+        self._each(self._flush_buffer, targets)
 
     def prepare_commit(self) -> list[CommitMessage]:
         """Flush and return the commit messages of everything written since the last call."""
-        self.flush()
+        self._write_level0()
+        if self._spill is not None:
+            self._spill.cleanup()  # every run is merged now; the next spill makes a new directory
         total = self.num_buckets if self.is_pk else -1
         messages = []
         for key, buf in self._buffers.items():
@@ -311,7 +423,11 @@ class TableWriter:
             buf.new_files = []
             buf.new_changelog = []
             buf.tables.clear()
+            buf.nbytes = 0
+            buf.runs = []
         self._buffered_bytes = 0
+        if self._spill is not None:
+            self._spill.cleanup()
         for m in messages:
             paths += [self.table.data_file_path(m.partition, m.bucket, f) for f in m.all_written_files()]
         self.table.file_io.delete_many(paths)
@@ -320,7 +436,11 @@ class TableWriter:
         """Drop buffered rows; files already returned by `prepare_commit` are left to the committer."""
         for buf in self._buffers.values():
             buf.tables.clear()
+            buf.nbytes = 0
+            buf.runs = []
         self._buffered_bytes = 0
+        if self._spill is not None:
+            self._spill.cleanup()
         self._closed = True
 
     def __enter__(self) -> TableWriter:

@@ -192,7 +192,8 @@ def test_large_batch_is_routed_in_slices_within_the_write_buffer(catalog: Catalo
     import numpy as np
 
     t = catalog.create_table("db.slices", pa.schema([("k", pa.int64()), ("v", pa.string())]), primary_keys=["k"],
-                             options={"bucket": "2", "write-buffer-size": "1 mb", "write-only": "true"})
+                             options={"bucket": "2", "write-buffer-size": "1 mb", "write-only": "true",
+                                      "write-buffer-spillable": "false"})  # count flushed level-0 files
     n = 200_000
     keys = np.arange(n)[::-1].copy()
     data = pa.table({"k": keys, "v": pa.array([f"value-{i:08d}" for i in range(n)])})

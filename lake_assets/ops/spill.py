@@ -1,0 +1,157 @@
+"""Local spill files of the table writer (Paimon's ``write-buffer-spillable``).
+
+When the write buffer is full, each bucket's rows are sorted, merged and written here as one
+*run*: a compressed Arrow IPC file on local disk, outside the table. At `prepare_commit` the
+writer merges a bucket's runs and its in-memory rows into level-0 files with a bounded-memory
+k-way merge, so one commit writes one sorted level-0 file per bucket instead of one per buffer
+fill. Runs never reach the table directory: they live in a private `tempfile` directory that is
+removed when the writer cleans up, is garbage collected, or the interpreter exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import threading
+import uuid
+import weakref
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+# Uncompressed bytes per record batch in a run file. A merge holds one batch per run (plus its
+# output chunk), so this times the fan-in bounds the merge's extra memory per bucket.
+SPILL_BATCH_BYTES = 2 * 1024 * 1024
+MIN_BATCH_ROWS = 1024
+MAX_BATCH_ROWS = 64 * 1024
+
+# Paimon's spill codecs are zstd and lzo; Arrow IPC has zstd and lz4. Runs are private to this
+# process, so the codec never affects what the table holds: lzo maps to the other fast codec.
+_IPC_CODECS = {"zstd": "zstd", "lz4": "lz4", "lzo": "lz4", "none": None}
+
+
+def ipc_codec(name: str) -> str | None:
+    """The Arrow IPC codec for a ``spill-compression`` value (None: uncompressed)."""
+    return _IPC_CODECS[name.lower()]
+
+
+def batch_rows(table: pa.Table) -> int:
+    """Rows per run batch so that a batch holds about `SPILL_BATCH_BYTES`."""
+    n = table.num_rows
+    per_row = max(1, table.nbytes // max(1, n))
+    return int(min(MAX_BATCH_ROWS, max(MIN_BATCH_ROWS, SPILL_BATCH_BYTES // per_row)))
+
+
+def table_batches(table: pa.Table, rows: int | None = None) -> Iterator[pa.Table]:
+    """Zero-copy slices of a table, `rows` at a time (a merge input over in-memory rows)."""
+    step = rows or batch_rows(table)
+    for start in range(0, table.num_rows, step):
+        yield table.slice(start, step)
+
+
+@dataclass
+class SpillRun:
+    """One spilled, key-sorted and merged run of a bucket."""
+
+    path: str
+    rows: int
+    file_bytes: int
+
+    def batches(self) -> Iterator[pa.Table]:
+        """The run's rows batch by batch; only the current batch is in memory (no memory map,
+        so the run's pages never count towards this process's resident memory)."""
+        with pa.OSFile(self.path, "rb") as f:
+            reader = ipc.open_file(f)
+            for i in range(reader.num_record_batches):
+                yield pa.Table.from_batches([reader.get_batch(i)])
+
+
+def _remove_tree(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+class SpillDirectory:
+    """The private local directory of one writer's spill runs, with its disk budget.
+
+    The directory is created on the first spill. ``weakref.finalize`` removes it if the writer is
+    dropped without `cleanup` (an exception the caller did not handle, interpreter exit); only a
+    killed process can leave it behind, and then only under the system temp directory.
+    """
+
+    def __init__(self, *, compression: str = "zstd", zstd_level: int = 1, max_disk_bytes: int | None = None) -> None:
+        codec: pa.Codec | str | None = ipc_codec(compression)
+        if codec == "zstd":
+            codec = pa.Codec("zstd", compression_level=zstd_level)
+        self._options = ipc.IpcWriteOptions(compression=codec)
+        self.max_disk_bytes = max_disk_bytes
+        self.disk_bytes = 0
+        self._path: str | None = None
+        self._finalizer: weakref.finalize | None = None
+        self._lock = threading.Lock()  # buckets spill from a thread pool
+
+    @property
+    def path(self) -> str | None:
+        """The directory, or None before the first spill / after `cleanup`."""
+        return self._path
+
+    def _directory(self) -> str:
+        with self._lock:
+            if self._path is None:
+                self._path = tempfile.mkdtemp(prefix="lake-assets-spill-")
+                self._finalizer = weakref.finalize(self, _remove_tree, self._path)
+            return self._path
+
+    def has_room(self, nbytes: int) -> bool:
+        """Whether ``nbytes`` more (an uncompressed estimate, so an upper bound) fit the budget."""
+        return self.max_disk_bytes is None or self.disk_bytes + nbytes <= self.max_disk_bytes
+
+    def write_run(self, chunks: Iterable[pa.Table], schema: pa.Schema) -> SpillRun:
+        """Write key-sorted chunks as one run file, batch by batch (no copy of the whole run)."""
+        path = os.path.join(self._directory(), f"run-{uuid.uuid4().hex}.arrow")
+        rows = 0
+        try:
+            with pa.OSFile(path, "wb") as sink, ipc.new_file(sink, schema, options=self._options) as writer:
+                for chunk in chunks:
+                    if chunk.num_rows == 0:
+                        continue
+                    if chunk.schema != schema:
+                        chunk = chunk.cast(schema)
+                    writer.write_table(chunk, max_chunksize=batch_rows(chunk))
+                    rows += chunk.num_rows
+        except BaseException:
+            _unlink(path)
+            raise
+        size = os.path.getsize(path)
+        with self._lock:
+            self.disk_bytes += size
+        return SpillRun(path, rows, size)
+
+    def delete(self, runs: Iterable[SpillRun]) -> None:
+        """Remove runs that were merged into files (or are being dropped)."""
+        freed = 0
+        for run in runs:
+            _unlink(run.path)
+            freed += run.file_bytes
+        with self._lock:
+            self.disk_bytes -= freed
+
+    def cleanup(self) -> None:
+        """Remove the directory and every run in it."""
+        with self._lock:
+            path, finalizer = self._path, self._finalizer
+            self._path = None
+            self._finalizer = None
+            self.disk_bytes = 0
+        if finalizer is not None:
+            finalizer()  # runs _remove_tree once and disarms the exit hook
+        elif path is not None:
+            _remove_tree(path)
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
