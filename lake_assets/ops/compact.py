@@ -17,7 +17,7 @@ import os
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -45,7 +45,7 @@ from lake_assets.lsm.compact_strategy import (
     should_drop_delete,
 )
 from lake_assets.lsm.levels import Levels
-from lake_assets.lsm.merge import is_retract, sort_and_merge
+from lake_assets.lsm.merge import MergeFunction, is_retract, sort_and_merge, sort_order, winner_masks
 from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.read import SplitReader
@@ -225,11 +225,17 @@ def _writer(table: Table, task: CompactionTask) -> DataFileWriter:
     return DataFileWriter(table.file_io, bucket_dir, table.schema, cfg)
 
 
-def run_compaction_task(table: Table, task: CompactionTask, *, chunk_rows: int = 256 * 1024) -> CommitMessage:
+def run_compaction_task(
+    table: Table, task: CompactionTask, *, chunk_rows: int = 256 * 1024, whole_read_rows: int | None = None
+) -> CommitMessage:
     """Run one unit: merge and rewrite its sections, relabel upgrades; returns its commit message.
 
     Memory is bounded by ``chunk_rows`` plus one row group per input file, not by the bucket size.
+    An interval of at most ``whole_read_rows`` input rows (default ``chunk_rows``, so the bound
+    holds either way) is read file by file whole and merged once (`_merge_whole`); larger ones go
+    through the streaming k-way merge. Both give the same rows in the same write calls.
     """
+    whole_rows = chunk_rows if whole_read_rows is None else whole_read_rows
     split = Split(task.partition, task.partition_values, task.bucket, task.total_buckets, list(task.input_files))
     reader = SplitReader(table, table.schema)
     writer = _writer(table, task)
@@ -273,9 +279,15 @@ def run_compaction_task(table: Table, task: CompactionTask, *, chunk_rows: int =
             rolling = writer.rolling(level=section.output_level, file_source=FILE_SOURCE_COMPACT)
             rollings.append(rolling)
             for interval in section.intervals:
-                inputs: list[Iterator[pa.Table]] = [reader.iter_file(split, f) for f in interval]
-                for merged in merge_sorted(inputs, key_names, merge, min_rows=chunk_rows):
-                    rolling.write(merged)
+                if sum(f.row_count for f in interval) <= whole_rows:
+                    # The streaming merge would gather all of these rows into one `merge` call
+                    # anyway; reading whole files skips its per-row-group frontier bookkeeping.
+                    rolling.write(_merge_whole(reader, split, interval, key_names, merge_fn,
+                                               opts.sequence_fields, section.drop_delete, merge))
+                else:
+                    inputs: list[Iterator[pa.Table]] = [reader.iter_file(split, f) for f in interval]
+                    for merged in merge_sorted(inputs, key_names, merge, min_rows=chunk_rows):
+                        rolling.write(merged)
                 before += interval
             after += rolling.close()
         changelog = _produce_changelog(table, task, split, reader) if task.changelog_producer else []
@@ -288,6 +300,37 @@ def run_compaction_task(table: Table, task: CompactionTask, *, chunk_rows: int =
     return CommitMessage(task.partition, task.bucket, task.total_buckets,
                          compact_before=tuple(before), compact_after=tuple(after),
                          compact_changelog=tuple(changelog))
+
+
+def _merge_whole(
+    reader: SplitReader,
+    split: Split,
+    interval: Sequence[DataFileMeta],
+    key_names: Sequence[str],
+    merge_fn: MergeFunction,
+    sequence_fields: Sequence[str],
+    drop_delete: bool,
+    merge: Callable[[pa.Table], pa.Table],
+) -> pa.Table:
+    """Merge one interval read whole: its merged rows, key-sorted, as the streaming path gives them.
+
+    Deduplicate / first-row pick their winners with `winner_masks` (no sort or gather of the wide
+    columns), then only the survivors are put in key order. Retract winners are kept unless the
+    section drops deletes (output at the max level), as ``merge`` does. Other engines, and
+    whatever `winner_masks` cannot pack, fall back to ``merge`` over the files in interval order -
+    the order the streaming merge concatenates a key's rows in, so ties break the same way.
+    """
+    runs = [reader._read_file(split, f, with_system=True) for f in interval]
+    masks = winner_masks(runs, key_names, merge_fn, sequence_fields, drop_retract=drop_delete)
+    if masks is None:
+        return merge(pa.concat_tables(runs))
+    parts = [run if mask is None else run.filter(pa.array(mask)) for run, mask in zip(runs, masks, strict=True)]
+    survivors = pa.concat_tables(parts)
+    if len(runs) == 1:
+        return survivors  # one file is one sorted run; filtering keeps its order
+    # At most one row per key survives, so the key alone orders them (sequence is a no-op tiebreak).
+    order = sort_order(survivors, key_names)
+    return survivors.take(pa.array(order))
 
 
 def compaction_parallelism(table: Table, requested: int | None = None) -> int:
