@@ -1,10 +1,19 @@
 """Local spill files of the table writer (Paimon's ``write-buffer-spillable``).
 
-When the write buffer is full, each bucket's rows are sorted, merged and written here as one
-*run*: a compressed Arrow IPC file on local disk, outside the table. At `prepare_commit` the
+When the write buffer is full, each bucket's rows are sorted (not merged) and written here as
+one *run*: a compressed Arrow IPC file on local disk, outside the table. At `prepare_commit` the
 writer merges a bucket's runs and its in-memory rows into level-0 files with a bounded-memory
 k-way merge, so one commit writes one sorted level-0 file per bucket instead of one per buffer
-fill. Runs never reach the table directory: they live in a private `tempfile` directory that is
+fill. Runs keep every raw record (as Paimon's sort buffer does) because some merge engines are
+not associative - partial-update with ``remove-record-on-delete`` forgets a -D once it is merged
+with a later insert - so the result is exactly one merge over all of the commit's records, as
+if the buffer had never filled.
+
+Every batch of a run (and every in-memory slice fed to the merge) ends at a key boundary: the
+k-way merge (`lsm.merge_reader.merge_sorted`) takes all rows up to the smallest buffered last
+key, which is only complete when no key continues into an input's next batch.
+
+Runs never reach the table directory: they live in a private `tempfile` directory that is
 removed when the writer cleans up, is garbage collected, or the interpreter exits.
 """
 
@@ -17,11 +26,14 @@ import tempfile
 import threading
 import uuid
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
+
+from lake_assets.lsm.merge import key_change_mask
 
 # Uncompressed bytes per record batch in a run file. A merge holds one batch per run (plus its
 # output chunk), so this times the fan-in bounds the merge's extra memory per bucket.
@@ -46,11 +58,23 @@ def batch_rows(table: pa.Table) -> int:
     return int(min(MAX_BATCH_ROWS, max(MIN_BATCH_ROWS, SPILL_BATCH_BYTES // per_row)))
 
 
-def table_batches(table: pa.Table, rows: int | None = None) -> Iterator[pa.Table]:
-    """Zero-copy slices of a table, `rows` at a time (a merge input over in-memory rows)."""
+def key_batches(table: pa.Table, key_names: Sequence[str], rows: int | None = None) -> Iterator[pa.Table]:
+    """Zero-copy slices of a key-sorted table, about `rows` each, never splitting a key's rows."""
+    n = table.num_rows
     step = rows or batch_rows(table)
-    for start in range(0, table.num_rows, step):
-        yield table.slice(start, step)
+    if n <= step:
+        if n:
+            yield table
+        return
+    starts = np.flatnonzero(key_change_mask(table, key_names))
+    # cut at the first key start at or after every multiple of `step` (duplicates collapse)
+    at = np.searchsorted(starts, np.arange(step, n, step))
+    cuts = np.unique(np.append(np.where(at < len(starts), starts[np.minimum(at, len(starts) - 1)], n), n))
+    prev = 0
+    for cut in cuts.tolist():
+        if cut > prev:
+            yield table.slice(prev, cut - prev)
+            prev = cut
 
 
 @dataclass
@@ -109,8 +133,9 @@ class SpillDirectory:
         """Whether ``nbytes`` more (an uncompressed estimate, so an upper bound) fit the budget."""
         return self.max_disk_bytes is None or self.disk_bytes + nbytes <= self.max_disk_bytes
 
-    def write_run(self, chunks: Iterable[pa.Table], schema: pa.Schema) -> SpillRun:
-        """Write key-sorted chunks as one run file, batch by batch (no copy of the whole run)."""
+    def write_run(self, chunks: Iterable[pa.Table], schema: pa.Schema, key_names: Sequence[str]) -> SpillRun:
+        """Write key-sorted chunks (whole keys each) as one run file, batch by batch, each batch
+        ending at a key boundary; memory holds one batch beyond the input, not a run copy."""
         path = os.path.join(self._directory(), f"run-{uuid.uuid4().hex}.arrow")
         rows = 0
         try:
@@ -120,7 +145,9 @@ class SpillDirectory:
                         continue
                     if chunk.schema != schema:
                         chunk = chunk.cast(schema)
-                    writer.write_table(chunk, max_chunksize=batch_rows(chunk))
+                    for part in key_batches(chunk, key_names):
+                        # one record batch per part: a batch must not end inside a key
+                        writer.write_batch(part.combine_chunks().to_batches()[0])
                     rows += chunk.num_rows
         except BaseException:
             _unlink(path)

@@ -31,7 +31,7 @@ from lake_assets.lsm.merge import is_retract, sort_and_merge, sort_for_merge, so
 from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.conform import conform, row_kinds
-from lake_assets.ops.spill import SpillDirectory, SpillRun, table_batches
+from lake_assets.ops.spill import SpillDirectory, SpillRun, key_batches
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.partition import partition_path
@@ -306,24 +306,35 @@ class TableWriter:
         return sort_and_merge(chunk, self._keys(), self._merge_function, self.options.sequence_fields,
                               self.options.sequence_descending)
 
-    def _merged(self, inputs: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
-        """Key-sorted, merged chunks over merged runs: one batch per input in memory at a time.
+    def _sort_chunk(self, chunk: pa.Table) -> pa.Table:
+        return sort_for_merge(chunk, self._keys(), self.options.sequence_fields, self.options.sequence_descending)
 
-        Each input holds a key at most once, so the merge engine sees, per key, one row per run
-        in sequence order - what a reader or compaction sees over the level-0 files the same
-        rows would have been flushed to without spilling."""
-        return merge_sorted(inputs, self._keys(), self._merge_chunk, min_rows=SPILL_MERGE_ROWS)
+    def _take_sorted(self, buf: _BucketBuffer) -> pa.Table:
+        """The bucket's buffered rows in merge order, unmerged (the buffer lets go of them)."""
+        presorted = len(buf.tables) == 1  # one routed slice is already in key order
+        data = buf.tables[0] if presorted else self._sort_chunk(pa.concat_tables(buf.tables))
+        buf.tables.clear()
+        buf.nbytes = 0
+        return data
+
+    def _merged(self, inputs: list[Iterator[pa.Table]], merge: Callable[[pa.Table], pa.Table]) -> Iterator[pa.Table]:
+        """``merge`` over key-ranged chunks of all inputs, in key order; memory holds one batch
+        per input plus the chunk. The merge engine sees each key's records of every run at once,
+        in sequence order: one merge over the commit's records, as without spilling."""
+        return merge_sorted(inputs, self._keys(), merge, min_rows=SPILL_MERGE_ROWS)
 
     def _spill_buffer(self, buf: _BucketBuffer) -> None:
-        """Write the bucket's buffer as one sorted, merged run to local disk."""
+        """Write the bucket's buffer as one sorted run of raw records to local disk."""
         assert self._spill is not None
-        merged = self._take_merged(buf)
-        buf.runs.append(self._spill.write_run([merged], merged.schema))
+        data = self._take_sorted(buf)
+        keys = self._keys()
+        buf.runs.append(self._spill.write_run([data], data.schema, keys))
         if len(buf.runs) >= self.options.local_sort_max_num_file_handles:
             # local-sort.max-num-file-handles bounds the fan-in of the final merge (an open file
-            # and a batch per run): fold the runs into one now, as Paimon's external sort does.
+            # and a batch per run): sort the runs into one now, as Paimon's external sort does.
             runs = buf.runs
-            folded = self._spill.write_run(self._merged([r.batches() for r in runs]), merged.schema)
+            folded = self._spill.write_run(self._merged([r.batches() for r in runs], self._sort_chunk),
+                                           data.schema, keys)
             buf.runs = [folded]
             self._spill.delete(runs)
 
@@ -333,10 +344,10 @@ class TableWriter:
         assert self._spill is not None
         inputs = [run.batches() for run in buf.runs]
         if buf.tables:
-            inputs.append(table_batches(self._take_merged(buf)))
+            inputs.append(key_batches(self._take_sorted(buf), self._keys()))
         rolling = self._file_writer(buf).rolling(level=0, file_source=FILE_SOURCE_APPEND)
         try:
-            for chunk in self._merged(inputs):
+            for chunk in self._merged(inputs, self._merge_chunk):
                 rolling.write(chunk)
             files = rolling.close()
         except BaseException:
