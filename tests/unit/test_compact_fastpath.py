@@ -128,10 +128,9 @@ def test_whole_read_equals_streaming_merge(catalog, monkeypatch, engine, single_
     t = _table(catalog, f"t_{engine.replace('-', '_')}_{int(single_key)}_{int(full)}", single_key, opts)
     rng = np.random.default_rng(zlib.crc32(f"{engine}/{single_key}/{full}".encode()))
     deletes = engine not in ("first-row",) or opts.get("ignore-delete") == "true"
-    # Sequence ties only with the composite key: for a single integer key the streaming path's
-    # `sort_and_merge` breaks (key, sequence) ties with an unstable numpy sort, so which tied row
-    # wins there is arbitrary and no other path can reproduce it; the whole-read path always lets
-    # the later file of the interval win, as the composite-key (stable) sort does.
+    # Sequence ties only with the composite key, whose (stable) sort lets the later file of the
+    # interval win on both paths. For a single integer key `sort_and_merge` breaks (key, sequence)
+    # ties with an unstable numpy sort, so the tied winner depends on how the rows were arranged.
     _fill(t, rng, deletes, ties=not single_key)
     plan = plan_compaction(t, full=full)
     assert plan.tasks, "nothing to compact: the fixture must leave work"
