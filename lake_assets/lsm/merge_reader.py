@@ -67,15 +67,22 @@ def merge_sorted(
     pending_rows = 0
     while any(b is not None and b.num_rows for b in buffers):
         frontier: tuple | None = None
+        lasts: list[tuple | None] = [None] * len(buffers)
         for i, buf in enumerate(buffers):
             if buf is not None and buf.num_rows and not done[i]:
-                last = _last_key(buf, key_names)
+                last = lasts[i] = _last_key(buf, key_names)
                 if frontier is None or compare_keys(last, frontier) < 0:
                     frontier = last
         for i, buf in enumerate(buffers):
             if buf is None or buf.num_rows == 0:
                 continue
-            cut = buf.num_rows if frontier is None else count_at_most(buf, key_names, frontier)
+            last = lasts[i]
+            if frontier is None or (last is not None and compare_keys(last, frontier) <= 0):
+                # The whole buffer is at most the frontier (always so for the input that set it):
+                # no need to compare every row.
+                cut = buf.num_rows
+            else:
+                cut = count_at_most(buf, key_names, frontier)
             if cut:
                 pending.append(buf.slice(0, cut))
                 pending_rows += cut
