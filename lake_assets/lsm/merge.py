@@ -116,7 +116,7 @@ def _single_int_key_order(
         if k_bits + s_bits > 63:
             return None  # does not pack: the general multi-column sort handles it
         packed = ((keys - k_lo).astype(np.uint64) << np.uint64(s_bits)) | (seq - s_lo).astype(np.uint64)
-        order = np.argsort(packed)
+        order = np.argsort(packed, kind="stable")  # equal (key, sequence): input order wins, as the general sort
     if prefix:
         groups = table.column(prefix[0]).to_numpy()[order]
         order = order[np.argsort(groups, kind="stable")]
