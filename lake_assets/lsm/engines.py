@@ -651,6 +651,7 @@ class PartialUpdate:
         # Rows after a group's last -D are all inserts; they build the row from scratch.
         lower = np.maximum(starts, last_delete + 1)
         deleted = lower > ends
+
         def merged(name: str, col: pa.Array) -> pa.Array | None:
             # the last non-null value after the last reset
             return _take(col, _last_true(_valid(col), ends, lower)) if name in self.types else None
@@ -694,25 +695,17 @@ class PartialUpdate:
             for m in present:
                 fn = self.functions.get(m) or FieldFunction(m, "last_value")
                 results[m] = _fold(fn, cols[m], rows, rows_retract, rows_gid, n_groups, as_insert)
-        keys = set(key_names) | set(self.key_names)
-        out = []
-        for field in table.schema:
-            name, col = field.name, cols[field.name]
+
+        def merged(name: str, col: pa.Array) -> pa.Array | None:
             if name in results:
-                arr = results[name]
-            elif name in keys:
-                arr = col.take(pa.array(starts))
-            elif name == SEQUENCE_NUMBER:
-                arr = _group_seq_max(col.to_numpy(), starts)
-            elif name == VALUE_KIND:
-                arr = pa.array(np.where(has_insert, INSERT, DELETE).astype(np.int8), type=pa.int8())
-            elif name in self.types:
+                return results[name]
+            if name in self.types:
                 # Ungrouped columns: last non-null value of an insert; retracts never touch them.
-                arr = _take(col, _last_true(_valid(col) & insert, ends, starts))
-            else:
-                arr = col.take(pa.array(ends))
-            out.append(_fill_required(arr, field, lambda c=col: c.take(pa.array(ends))))
-        return pa.Table.from_arrays(out, schema=table.schema)
+                return _take(col, _last_true(_valid(col) & insert, ends, starts))
+            return None
+
+        keys = (set(key_names) | set(self.key_names)) - set(results)
+        return _one_row_per_group(table, keys, starts, ends, ~has_insert, merged)
 
 
 # ---------------------------------------------------------------- aggregation
