@@ -78,6 +78,18 @@ class _FileLayout:
         self.fields = fields
 
 
+def key_predicate(predicate: Predicate | None, key_names: Sequence[str]) -> pc.Expression | None:
+    """The part of ``predicate`` on primary-key columns only, weakened to be implied by it (each OR
+    clause keeps its key terms); None when some clause does not constrain the key."""
+    if predicate is None or predicate.expression is not None or not predicate.clauses:
+        return None
+    keys = set(key_names)
+    clauses = [tuple(t for t in clause if t[0] in keys) for clause in predicate.clauses]
+    if not all(clauses):
+        return None
+    return Predicate(tuple(clauses)).to_expression()
+
+
 class SplitReader:
     """Reads splits of one table as of one schema, projecting ``columns`` and applying ``predicate``."""
 
@@ -118,6 +130,7 @@ class SplitReader:
             if name in needed and name not in merge_needs and _exact_constant(to_arrow_field(schema.field(name)).type)
         }
         self.split_columns = [c for c in needed if c not in self._constants]
+        self.key_filter = key_predicate(predicate, self.key_names) if self.is_pk else None
         self._layouts: dict[tuple[int, tuple[str, ...]], _FileLayout] = {}
         # Whether pyarrow decodes a file's columns in its own thread pool. Turning it off saves
         # a little CPU on small files, but Table._tables keeps it on: measured on 2 shared cores,
@@ -176,7 +189,12 @@ class SplitReader:
             file_cols = [*file_cols, SEQUENCE_NUMBER, VALUE_KIND]
         path = self.table.data_file_path(split.partition, split.bucket, meta)
         raw = read_data_file(self.table.file_io, path, file_cols, meta.file_size, use_threads=self.file_threads)
-        return self._to_current(raw, layout, with_system)
+        data = self._to_current(raw, layout, with_system)
+        if self.key_filter is not None and data.num_rows:
+            # Every version of a key shares its key columns, so dropping keys the filter rejects
+            # before the merge changes no result - and holds one file's matches, not the section.
+            data = data.filter(self.key_filter)
+        return data
 
     def iter_file(self, split: Split, meta: DataFileMeta, with_system: bool = True) -> Iterator[pa.Table]:
         """Read one file row group by row group (bounded memory), as `_read_file` does."""
