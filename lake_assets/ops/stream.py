@@ -226,6 +226,28 @@ class StreamEnumerator:
             self.table.consumer_manager().record(self.consumer_id, pos)
 
 
+def change_splits_between(
+    table: Table, start: int | str, end: int | str | None = None, source: ChangeSource = "auto"
+) -> list[ChangeSplit]:
+    """The change splits of snapshots in ``(start, end]`` (ids or tag names; ``end`` defaults to the
+    latest), read from long-lived changelogs where the snapshot expired."""
+    def resolve(x: int | str) -> int:
+        return table.tag_manager().get(x).snapshot.id if isinstance(x, str) else int(x)
+
+    lo = resolve(start)
+    hi = resolve(end) if end is not None else (table.snapshot_manager.latest_id() or 0)
+    changelogs = table.changelog_manager()
+    splits: list[ChangeSplit] = []
+    for sid in range(lo + 1, hi + 1):
+        snap = snapshot_or_changelog(table.snapshot_manager, changelogs, sid)
+        if snap is None:
+            raise SnapshotNotFoundError(
+                f"Table {table.name}: snapshot {sid} expired and no long-lived changelog keeps its changes"
+            )
+        splits += snapshot_changes(table, snap, source)
+    return splits
+
+
 def read_changes(
     table: Table,
     start: int | str,
@@ -239,22 +261,8 @@ def read_changes(
     ``source="delta"`` reads the data files new snapshots added; ``"changelog"`` the changelog files
     (tables with a changelog producer); ``"auto"`` picks by the table's producer.
     """
-    def resolve(x: int | str) -> int:
-        return table.tag_manager().get(x).snapshot.id if isinstance(x, str) else int(x)
-
-    lo = resolve(start)
-    hi = resolve(end) if end is not None else (table.snapshot_manager.latest_id() or 0)
     reader = ChangeReader(table, columns)
-    changelogs = table.changelog_manager()
-    parts = []
-    for sid in range(lo + 1, hi + 1):
-        snap = snapshot_or_changelog(table.snapshot_manager, changelogs, sid)
-        if snap is None:
-            raise SnapshotNotFoundError(
-                f"Table {table.name}: snapshot {sid} expired and no long-lived changelog keeps its changes"
-            )
-        for split in snapshot_changes(table, snap, source):
-            parts.append(reader.read(split))
+    parts = [reader.read(split) for split in change_splits_between(table, start, end, source)]
     return pa.concat_tables(parts) if parts else reader.schema.empty_table()
 
 

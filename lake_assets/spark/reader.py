@@ -17,7 +17,7 @@ from pyspark.sql.types import StructType
 from lake_assets.errors import OptionError, SchemaError
 from lake_assets.ops.read import SplitReader, sections
 from lake_assets.ops.scan import Split
-from lake_assets.ops.stream import ROW_KIND, ChangeReader, ChangeSplit, snapshot_changes
+from lake_assets.ops.stream import ROW_KIND, ChangeReader, ChangeSplit, change_splits_between
 from lake_assets.options import parse_memory_size
 from lake_assets.predicate import Predicate
 from lake_assets.spark.filters import Clauses, Term, parse_filter_option, push_filters
@@ -171,16 +171,7 @@ def plan_read(table: Table, options: SourceOptions, filters: Clauses | None = No
 def plan_changes(table: Table, options: SourceOptions) -> list[ChangeSplit]:
     """Change splits of the snapshots in ``(start, end]`` of ``incremental-between``."""
     start, end = options.incremental_range()
-
-    def resolve(x: int | str) -> int:
-        return table.tag_manager().get(x).snapshot.id if isinstance(x, str) else x
-
-    lo, hi = resolve(start), resolve(end)
-    source = options.incremental_source()
-    out: list[ChangeSplit] = []
-    for sid in range(lo + 1, hi + 1):
-        out += snapshot_changes(table, table.snapshot_manager.snapshot(sid), source)  # type: ignore[arg-type]
-    return out
+    return change_splits_between(table, start, end, options.incremental_source())  # type: ignore[arg-type]
 
 
 class LakeReader(DataSourceReader):
