@@ -1,4 +1,4 @@
-"""Where the shared pypaimon test vectors live (``/work/shared/paimon/vectors`` beside the repo)."""
+"""Where the pypaimon-written test vectors live (``tests/data/paimon_vectors``, in the repository)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-VECTORS_DIR: Path = (Path(__file__).resolve().parents[1] / ".." / "shared" / "paimon" / "vectors").resolve()
+VECTORS_DIR: Path = Path(__file__).resolve().parent / "data" / "paimon_vectors"
 
 
 def load_json(rel_path: str) -> Any:

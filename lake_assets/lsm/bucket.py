@@ -1,4 +1,4 @@
-"""Fixed-bucket assignment (PAIMON_FORMAT.md §6): murmur hash of the bucket-key BinaryRow, then abs(h % n).
+"""Fixed-bucket assignment (docs/format.md §6): murmur hash of the bucket-key BinaryRow, then abs(h % n).
 
 The hash is Paimon's ``hashBytesByWords`` (MurmurHash3 x86-32 body over 4-byte little-endian words, seed 42,
 finalised with the byte length), computed here for many rows at once with numpy uint32 arithmetic.

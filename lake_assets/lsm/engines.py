@@ -1,6 +1,6 @@
 """Partial-update and aggregation merge engines, vectorized over Arrow tables.
 
-Both engines follow PAIMON_FORMAT.md §10.1-§10.2 and Paimon's documented behaviour. Every merge is
+Both engines follow docs/format.md §10.1-§10.2 and Paimon's documented behaviour. Every merge is
 group-wise numpy/Arrow work over a table sorted by key and sequence: no Python loop over rows or keys.
 
 Partial-update (``merge-engine = partial-update``):

@@ -3,7 +3,7 @@
 Changes are small frozen dataclasses; `apply_changes` turns a schema plus changes into the next
 schema (or raises), and `SchemaUpdate` commits that schema with put-if-absent, retrying against
 concurrent schema commits. Data files are never rewritten: readers map old files to the current
-schema by field id (PAIMON_FORMAT.md §2.4), which is why only lossless type changes are allowed.
+schema by field id (docs/format.md §2.4), which is why only lossless type changes are allowed.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ IMMUTABLE_OPTIONS: frozenset[str] = frozenset(
         "data-evolution.enabled",
     }
 )
-"""Options Paimon never lets ALTER change (PAIMON_FORMAT.md §2.3)."""
+"""Options Paimon never lets ALTER change (docs/format.md §2.3)."""
 
 MAX_COMMIT_ATTEMPTS = 10
 MAX_SUPPORTED_TIMESTAMP_PRECISION = 6

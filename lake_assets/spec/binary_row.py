@@ -1,4 +1,4 @@
-"""BinaryRow codec (PAIMON_FORMAT.md §5): partitions, min/max keys, stats rows and bucket-hash input.
+"""BinaryRow codec (docs/format.md §5): partitions, min/max keys, stats rows and bucket-hash input.
 
 Layout: ``[header + null bits][8-byte slot per field][variable part]``, little-endian, 8-byte aligned.
 Null high-precision values (DECIMAL p > 18, TIMESTAMP p > 3) use Java's codegen form (§5.4 item 1): the

@@ -1,4 +1,4 @@
-"""Manifest model and Avro codec: manifest lists, manifests and index manifests (PAIMON_FORMAT.md §4).
+"""Manifest model and Avro codec: manifest lists, manifests and index manifests (docs/format.md §4).
 
 Serialized BinaryRows (partition, min/max key, stats rows) stay opaque ``bytes`` here; another module
 decodes them. Every codec function is pure: bytes in, bytes out, no filesystem.

@@ -1,6 +1,6 @@
 """Paimon's logical type model, its JSON form in schema files and the mapping to Arrow.
 
-JSON strings follow PAIMON_FORMAT.md §2.3: atomic types are SQL-like strings (``"DECIMAL(10, 2) NOT NULL"``),
+JSON strings follow docs/format.md §2.3: atomic types are SQL-like strings (``"DECIMAL(10, 2) NOT NULL"``),
 ARRAY / MAP / MULTISET / ROW are JSON objects.
 """
 

@@ -19,10 +19,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from tests.vectors import VECTORS_DIR
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("paimon_driver.py")
 DEFAULT_PYTHON = REPO_ROOT / ".venv-paimon" / "bin" / "python"
-VECTORS_DIR = Path(os.environ.get("PAIMON_VECTORS_DIR", "/work/shared/paimon/vectors"))
 DEFAULT_TIMEOUT = 180.0
 
 

@@ -20,11 +20,7 @@ from lake_assets.spec.manifest import (
     encode_manifest_entries,
     encode_manifest_list,
 )
-
-try:
-    from tests.vectors import VECTORS_DIR
-except ImportError:  # tests/vectors.py is created separately; same location
-    VECTORS_DIR = Path(__file__).resolve().parents[3] / "shared" / "paimon" / "vectors"
+from tests.vectors import VECTORS_DIR
 
 REPO = Path(__file__).resolve().parents[2]
 PAIMON_PYTHON = REPO / ".venv-paimon" / "bin" / "python"

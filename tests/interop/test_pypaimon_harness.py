@@ -12,7 +12,6 @@ import pyarrow as pa
 import pytest
 
 from .paimon import (
-    VECTORS_DIR,
     Pypaimon,
     canonical,
     canonical_json,
@@ -21,10 +20,6 @@ from .paimon import (
 )
 
 pytestmark = pytest.mark.interop
-
-needs_vectors = pytest.mark.skipif(
-    not VECTORS_DIR.is_dir(), reason=f"test vectors not found at {VECTORS_DIR}"
-)
 
 
 def commit_kinds(warehouse: str, identifier: str) -> dict[int, str]:
@@ -175,7 +170,7 @@ def test_pk_rowkind_delete(pypaimon: Pypaimon, tmp_warehouse: str) -> None:
 
 
 def test_pypaimon_delete_row_count_bug(pypaimon: Pypaimon, tmp_warehouse: str) -> None:
-    """Known pypaimon 2.1.0 bug (PAIMON_FORMAT.md §11.1): a lone file holding a -D row is read raw."""
+    """Known pypaimon 2.1.0 bug (docs/format.md §11.1): a lone file holding a -D row is read raw."""
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("op", pa.string())])
     pypaimon.create_table(
         tmp_warehouse, "db.bug", schema, primary_keys=["id"], options={"bucket": "1", "rowkind.field": "op"}
@@ -269,7 +264,6 @@ VECTORS = {  # dir -> (identifier, sort keys used by its make.py)
 }
 
 
-@needs_vectors
 @pytest.mark.parametrize("vector", sorted(VECTORS))
 def test_read_vector(pypaimon: Pypaimon, tmp_path: Path, vector: str) -> None:
     identifier, keys = VECTORS[vector]
@@ -281,7 +275,6 @@ def test_read_vector(pypaimon: Pypaimon, tmp_path: Path, vector: str) -> None:
     assert canonical_json(got, keys) == expected["rows"]
 
 
-@needs_vectors
 def test_vector_02_time_travel(pypaimon: Pypaimon, tmp_path: Path) -> None:
     warehouse = copy_vector_warehouse("02_pk_partitioned", tmp_path / "warehouse")
     expected = load_vector_expected("02_pk_partitioned", "expected_snapshot_1.json")

@@ -41,11 +41,7 @@ from lake_assets.spec.manifest import (
     manifest_file_meta_for,
     summarize_entries,
 )
-
-try:
-    from tests.vectors import VECTORS_DIR
-except ImportError:  # tests/vectors.py is created separately; same location
-    VECTORS_DIR = Path(__file__).resolve().parents[3] / "shared" / "paimon" / "vectors"
+from tests.vectors import VECTORS_DIR
 
 CODECS = ["null", "deflate", "snappy", "zstandard", "bzip2", "xz"]
 JAVA_RECORD = "org.apache.paimon.avro.generated.record"
