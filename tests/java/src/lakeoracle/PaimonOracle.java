@@ -155,7 +155,7 @@ public final class PaimonOracle {
     private static ObjectNode describe(Throwable t) {
         ObjectNode error = JSON.createObjectNode();
         error.put("class", t.getClass().getName());
-        error.put("message", String.valueOf(t.getMessage()));
+        error.put("message", t.getMessage() == null ? t.toString() : t.getMessage());
         ArrayNode causes = error.putArray("causes");
         for (Throwable c = t.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
             ObjectNode cause = causes.addObject();

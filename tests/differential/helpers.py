@@ -1,0 +1,56 @@
+"""Comparison helpers for differential tests (order-independent, NaN-aware, schema-tolerant)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+
+def _norm(v: Any, t: pa.DataType) -> Any:
+    """A comparable stand-in for a value of Arrow type ``t``.
+
+    NaN equals NaN, -0.0 differs from 0.0, and map entries are compared as a set (neither Paimon
+    nor Arrow gives map entries an order).
+    """
+    if v is None:
+        return None
+    if isinstance(v, float):
+        if math.isnan(v):
+            return ("nan",)
+        return ("float", v, math.copysign(1.0, v))
+    if pa.types.is_map(t):
+        entries = [(_norm(k, t.key_type), _norm(x, t.item_type)) for k, x in v]
+        return ("map", tuple(sorted(entries, key=repr)))
+    if pa.types.is_struct(t):
+        return ("row", tuple(_norm(v[f.name], f.type) for f in t))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return ("list", tuple(_norm(x, t.value_type) for x in v))
+    return v
+
+
+def row_set(table: pa.Table, columns: Sequence[str] | None = None) -> list[Any]:
+    """The rows of ``table`` (optionally ``columns`` only) as a sorted list of normalized tuples."""
+    if columns is not None:
+        table = table.select(list(columns))
+    types = [f.type for f in table.schema]
+    rows = [tuple(_norm(v, t) for v, t in zip(r.values(), types, strict=True)) for r in table.to_pylist()]
+    return sorted(rows, key=repr)
+
+
+def assert_same_rows(actual: pa.Table, expected: pa.Table, columns: Sequence[str] | None = None) -> None:
+    """Same multiset of rows (column names must match; Arrow types may differ in nullability only)."""
+    cols = list(columns) if columns is not None else expected.column_names
+    assert sorted(actual.column_names) == sorted(expected.column_names) or columns is not None, (
+        actual.column_names,
+        expected.column_names,
+    )
+    a, e = row_set(actual, cols), row_set(expected, cols)
+    if a != e:
+        missing = [r for r in e if r not in a][:5]
+        extra = [r for r in a if r not in e][:5]
+        raise AssertionError(
+            f"rows differ: {len(a)} actual vs {len(e)} expected\nmissing (first 5): {missing}\nextra (first 5): {extra}"
+        )

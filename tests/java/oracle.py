@@ -1,0 +1,589 @@
+"""A long-lived Paimon Java 0.9 process as the test oracle.
+
+:class:`PaimonJava` starts ``lakeoracle.PaimonOracle`` (``tests/java/src``) once and talks to it
+with one JSON request and one JSON response per line. Data crosses as typed JSON values (see
+``Values.java``): floats as round-trip text, decimals as strings, binaries as base64, timestamps as
+``[epoch millis, nano of milli]``, maps as key/value pairs, NULL at any level as ``null``, so every
+Paimon type survives exactly. A failing request raises :class:`JavaError` with the Java exception
+class and message, so a test can assert that Java refuses something.
+
+Tables are named ``"db.table"`` inside a ``warehouse`` directory (a local path). The JVM's output
+goes to a log file (``PaimonJava.log_path``), never to the protocol.
+"""
+
+from __future__ import annotations
+
+import base64
+import decimal
+import json
+import math
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from lake_assets.spec.types import from_arrow, parse_type, to_arrow
+
+from .build import OracleBuild
+
+Filter = Sequence[Any] | None
+"""pyarrow-style filters: ``[(col, op, value), ...]`` (AND) or a list of such lists (OR)."""
+
+DEFAULT_TIMEOUT = 300.0
+
+
+class JavaError(AssertionError):
+    """Paimon Java refused a request; ``java_class`` / ``message`` are the exception's, ``causes`` its chain."""
+
+    def __init__(self, op: str, error: Mapping[str, Any]) -> None:
+        self.op = op
+        self.java_class: str = error.get("class", "")
+        self.message: str = error.get("message", "")
+        self.causes: list[dict[str, str]] = list(error.get("causes", []))
+        self.stack: str = error.get("stack", "")
+        super().__init__(f"Paimon Java {op} failed: {self.java_class}: {self.message}")
+
+    def mentions(self, text: str) -> bool:
+        """True when ``text`` appears in the class or message of the exception or any cause."""
+        parts = [self.java_class, self.message]
+        for c in self.causes:
+            parts += [c.get("class", ""), c.get("message", "")]
+        return any(text in p for p in parts)
+
+
+# ---------------------------------------------------------------------------------- value codec
+
+
+def _float_text(v: float) -> str:
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    return repr(v)
+
+
+_TS_NANOS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+
+
+def _encode(arr: pa.Array) -> list[Any]:
+    """JSON values of an Arrow array (the encoding Values.fromJson expects), by Arrow type."""
+    t = arr.type
+    valid = arr.is_valid().to_pylist()
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+        offsets = arr.offsets.to_pylist()  # absolute into .values (unsliced)
+        if pa.types.is_map(t):
+            entries = arr.values
+            keys, items = _encode(entries.field(0)), _encode(entries.field(1))
+            child: list[Any] = [[k, v] for k, v in zip(keys, items, strict=True)]
+        else:
+            child = _encode(arr.values)
+        return [child[offsets[i] : offsets[i + 1]] if ok else None for i, ok in enumerate(valid)]
+    if pa.types.is_struct(t):
+        fields = [_encode(arr.field(i)) for i in range(t.num_fields)]
+        return [[f[i] for f in fields] if ok else None for i, ok in enumerate(valid)]
+    if pa.types.is_timestamp(t):
+        scale = _TS_NANOS[t.unit]
+        out = []
+        for v in arr.cast(pa.int64()).to_pylist():
+            if v is None:
+                out.append(None)
+            else:
+                nanos = v * scale
+                out.append([nanos // 1_000_000, nanos % 1_000_000])
+        return out
+    if pa.types.is_date32(t):
+        return arr.cast(pa.int32()).to_pylist()
+    if pa.types.is_time(t):
+        # Paimon keeps TIME as milliseconds of the day whatever its precision.
+        per_ms = {"s": None, "ms": 1, "us": 1_000, "ns": 1_000_000}[t.unit]
+        ints = arr.cast(pa.int64() if t.bit_width == 64 else pa.int32()).to_pylist()
+        if per_ms is None:
+            return [None if v is None else v * 1000 for v in ints]
+        return [None if v is None else v // per_ms for v in ints]
+    if pa.types.is_floating(t):
+        return [None if v is None else _float_text(v) for v in arr.to_pylist()]
+    if pa.types.is_decimal(t):
+        return [None if v is None else format(v, "f") for v in arr.to_pylist()]
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return [None if v is None else base64.b64encode(v).decode() for v in arr.to_pylist()]
+    if pa.types.is_dictionary(t):
+        return _encode(arr.dictionary_decode())
+    return arr.to_pylist()
+
+
+def _decode(values: list[Any], t: pa.DataType) -> pa.Array:
+    """An Arrow array of type ``t`` from JSON values (the encoding Values.toJson produces)."""
+    mask = [v is None for v in values]
+    if pa.types.is_list(t) or pa.types.is_map(t):
+        offsets = [0]
+        flat: list[Any] = []
+        for v in values:
+            flat.extend(v or [])
+            offsets.append(len(flat))
+        mask_arr = pa.array(mask, pa.bool_()) if any(mask) else None
+        if pa.types.is_map(t):
+            keys = _decode([kv[0] for kv in flat], t.key_type)
+            items = _decode([kv[1] for kv in flat], t.item_type)
+            return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), keys, items, type=t, mask=mask_arr)
+        child = _decode(flat, t.value_type)
+        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), child, type=t, mask=mask_arr)
+    if pa.types.is_struct(t):
+        children = [
+            _decode([None if v is None else v[i] for v in values], t.field(i).type) for i in range(t.num_fields)
+        ]
+        return pa.StructArray.from_arrays(
+            children, fields=list(t), mask=pa.array(mask, pa.bool_()) if any(mask) else None
+        )
+    if pa.types.is_timestamp(t):
+        scale = _TS_NANOS[t.unit]
+        ints = [None if v is None else (v[0] * 1_000_000 + v[1]) // scale for v in values]
+        return pa.array(ints, pa.int64()).cast(t)
+    if pa.types.is_date32(t):
+        return pa.array(values, pa.int32()).cast(t)
+    if pa.types.is_time32(t) and t.unit == "ms":
+        return pa.array(values, pa.int32()).cast(t)
+    if pa.types.is_floating(t):
+        return pa.array([None if v is None else float(v) for v in values], t)
+    if pa.types.is_decimal(t):
+        return pa.array([None if v is None else decimal.Decimal(v) for v in values], t)
+    if pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t):
+        return pa.array([None if v is None else base64.b64decode(v) for v in values], t)
+    return pa.array(values, t)
+
+
+def encode_rows(data: pa.Table | pa.RecordBatch | Sequence[Mapping[str, Any]], schema: pa.Schema | None = None):
+    """(column names, rows as lists of JSON values) of Arrow data or of a list of dicts (typed by ``schema``)."""
+    if not isinstance(data, pa.Table | pa.RecordBatch):
+        if schema is None:
+            raise TypeError("rows given as dicts need an Arrow schema")
+        data = pa.Table.from_pylist(list(data), schema=schema)
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    data = data.combine_chunks()
+    columns = [_encode(col.chunk(0) if col.num_chunks else pa.array([], col.type)) for col in data.columns]
+    rows = [list(r) for r in zip(*columns, strict=True)] if columns else []
+    return data.column_names, rows
+
+
+def decode_result(result: Mapping[str, Any], with_kinds: bool = False) -> pa.Table:
+    """Arrow table of a read result; ``with_kinds`` adds a ``_row_kind`` column (+I, -U, +U, -D)."""
+    fields = parse_type(result["type"]).fields
+    schema = pa.schema([pa.field(f.name, to_arrow(f.type), nullable=f.type.nullable) for f in fields])
+    rows = result["rows"]
+    arrays = [_decode([r[i] for r in rows], f.type) for i, f in enumerate(schema)]
+    table = pa.Table.from_arrays(arrays, schema=schema)
+    if with_kinds:
+        table = table.append_column("_row_kind", pa.array(result["kinds"], pa.string()))
+    return table
+
+
+def paimon_fields(schema: pa.Schema) -> list[dict[str, Any]]:
+    """Schema-file JSON types of an Arrow schema, for ``create_table`` (same mapping as lake_assets)."""
+    return [{"name": f.name, "type": from_arrow(f.type, f.nullable).to_json()} for f in schema]
+
+
+# ---------------------------------------------------------------------------------- client
+
+
+class PaimonJava:
+    """One Paimon Java 0.9 JVM, driven request by request (not thread-safe; one per test session)."""
+
+    def __init__(self, build: OracleBuild, work_dir: str | Path, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.work_dir = Path(work_dir)
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = self.work_dir / "paimon-java.log"
+        io_dir = self.work_dir / "io"
+        io_dir.mkdir(exist_ok=True)
+        self.timeout = timeout
+        self._log = self.log_path.open("ab")
+        self._proc = subprocess.Popen(
+            [*build.command("-Xmx1g", "-XX:+UseSerialGC", "-Xss4m"), str(io_dir)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            encoding="utf-8",
+            bufsize=1,
+        )
+        self._next_id = 0
+        ready = self._readline(120.0)
+        if json.loads(ready).get("ready") is not True:
+            raise RuntimeError(f"Paimon Java oracle did not start: {ready!r}; see {self.log_path}")
+
+    # -- plumbing
+
+    def _readline(self, timeout: float) -> str:
+        line: list[str] = []
+        reader = threading.Thread(target=lambda: line.append(self._proc.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(timeout)
+        if reader.is_alive():
+            self.close(kill=True)
+            raise RuntimeError(f"Paimon Java oracle gave no answer within {timeout}s; see {self.log_path}")
+        if not line or not line[0]:
+            raise RuntimeError(
+                f"Paimon Java oracle exited (code {self._proc.poll()}); see {self.log_path}:\n{self.log_tail()}"
+            )
+        return line[0]
+
+    def log_tail(self, chars: int = 4000) -> str:
+        """The end of the JVM's log (stderr), for failure messages."""
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+    def call(self, op: str, **args: Any) -> Any:
+        """Send one request; return its result or raise :class:`JavaError`."""
+        if self._proc.poll() is not None:
+            raise RuntimeError(f"Paimon Java oracle is not running; see {self.log_path}")
+        self._next_id += 1
+        request = {"id": self._next_id, "op": op, "args": {k: v for k, v in args.items() if v is not None}}
+        self._proc.stdin.write(json.dumps(request, allow_nan=False) + "\n")
+        self._proc.stdin.flush()
+        response = json.loads(self._readline(self.timeout))
+        if response.get("id") != self._next_id:
+            raise RuntimeError(f"oracle protocol out of step: sent {self._next_id}, got {response.get('id')}")
+        if not response["ok"]:
+            raise JavaError(op, response["error"])
+        return response.get("result")
+
+    def alive(self) -> bool:
+        """True while the JVM runs."""
+        return self._proc.poll() is None
+
+    def close(self, kill: bool = False) -> None:
+        """Stop the JVM (politely unless ``kill``)."""
+        if self._proc.poll() is None:
+            if not kill:
+                try:
+                    self._proc.stdin.write(json.dumps({"id": 0, "op": "shutdown"}) + "\n")
+                    self._proc.stdin.flush()
+                    self._proc.wait(30)
+                except (OSError, subprocess.TimeoutExpired):
+                    pass
+            if self._proc.poll() is None:
+                self._proc.kill()
+                self._proc.wait()
+        self._log.close()
+
+    # -- tables
+
+    def create_table(
+        self,
+        warehouse: str,
+        table: str,
+        schema: pa.Schema | Sequence[tuple[str, Any]],
+        primary_keys: Sequence[str] = (),
+        partition_keys: Sequence[str] = (),
+        options: Mapping[str, str] | None = None,
+        ignore_if_exists: bool = False,
+    ) -> dict[str, Any]:
+        """Create ``table`` (``"db.name"``; the database is created if missing); return its schema JSON.
+
+        ``schema`` is an Arrow schema (mapped as lake_assets maps it) or ``(name, paimon type)`` pairs,
+        the type a schema-file JSON value such as ``"DECIMAL(38, 9) NOT NULL"``. ``file.format`` defaults
+        to ``parquet`` (Paimon 0.9's own default is ORC) unless ``options`` sets it.
+        """
+        fields = (
+            paimon_fields(schema)
+            if isinstance(schema, pa.Schema)
+            else [{"name": n, "type": t} for n, t in schema]
+        )
+        opts = {"file.format": "parquet", **dict(options or {})}
+        return self.call(
+            "create_table", warehouse=warehouse, table=table, fields=fields, primary_keys=list(primary_keys),
+            partition_keys=list(partition_keys), table_options=opts, ignore_if_exists=ignore_if_exists,
+        )
+
+    def drop_table(self, warehouse: str, table: str) -> None:
+        """Drop a table and its files."""
+        self.call("drop_table", warehouse=warehouse, table=table)
+
+    def schema(self, warehouse: str, table: str) -> dict[str, Any]:
+        """The latest schema as Paimon's schema-file JSON."""
+        return self.call("schema", warehouse=warehouse, table=table)
+
+    def alter_table(self, warehouse: str, table: str, *changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Apply schema changes atomically; return the new schema JSON.
+
+        Each change is a dict: ``{"change": "add_column", "name", "type" (Paimon JSON type or Arrow
+        type), "comment"?, "first"?, "after"?}``, ``rename_column`` (name, new_name), ``drop_column``
+        (name), ``update_column_type`` (name, type), ``update_column_nullability`` (name, nullable),
+        ``set_option`` (key, value), ``remove_option`` (key). See also the helpers below.
+        """
+        out = []
+        for c in changes:
+            c = dict(c)
+            if isinstance(c.get("type"), pa.DataType):
+                c["type"] = from_arrow(c["type"]).to_json()
+            out.append(c)
+        return self.call("alter_table", warehouse=warehouse, table=table, changes=out)
+
+    # -- writing
+
+    def write(
+        self,
+        warehouse: str,
+        table: str,
+        data: pa.Table | pa.RecordBatch | Sequence[Mapping[str, Any]],
+        *,
+        kinds: Sequence[str] | None = None,
+        commit_identifier: int | None = None,
+        commit_user: str | None = None,
+        overwrite: Mapping[str, Any] | bool | None = None,
+        filter_committed: bool = False,
+        options: Mapping[str, str] | None = None,
+        schema: pa.Schema | None = None,
+    ) -> dict[str, Any]:
+        """Write and commit rows; return ``{"committed": n, "snapshot_id": latest}``.
+
+        Without ``commit_identifier`` this is a batch write (``BatchWriteBuilder``; ``overwrite`` True
+        or a partition spec makes it an INSERT OVERWRITE). With one it is a streaming commit
+        (``StreamWriteBuilder`` with ``commit_user``); ``filter_committed`` uses ``filterAndCommit``,
+        Flink's recovery path, which skips identifiers this user already committed. ``kinds`` gives
+        a RowKind per row (``+I``, ``-U``, ``+U``, ``-D``). Columns missing from ``data`` are NULL.
+        """
+        columns, rows = encode_rows(data, schema)
+        ow = None
+        if overwrite is True:
+            ow = {}
+        elif overwrite:
+            ow = {k: str(v) for k, v in overwrite.items()}
+        return self.call(
+            "write", warehouse=warehouse, table=table, columns=columns, rows=rows,
+            kinds=list(kinds) if kinds is not None else None, commit_identifier=commit_identifier,
+            commit_user=commit_user, overwrite=ow, filter_committed=filter_committed, options=options,
+        )
+
+    def open_writer(
+        self, warehouse: str, table: str, commit_user: str | None = None, options: Mapping[str, str] | None = None
+    ) -> JavaWriter:
+        """A stream writer kept open across commits (like one Flink sink task plus its committer)."""
+        res = self.call("writer_open", warehouse=warehouse, table=table, commit_user=commit_user, options=options)
+        return JavaWriter(self, res["handle"], res["commit_user"])
+
+    def compact(
+        self,
+        warehouse: str,
+        table: str,
+        partition: Sequence[Any] | None = None,
+        bucket: int | None = None,
+        *,
+        full: bool = True,
+        commit_user: str | None = None,
+        commit_identifier: int | None = None,
+        options: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Compact one (partition values, bucket), or every non-empty bucket when ``bucket`` is None."""
+        return self.call(
+            "compact", warehouse=warehouse, table=table, partition=list(partition or []), bucket=bucket, full=full,
+            commit_user=commit_user, commit_identifier=commit_identifier, options=options,
+        )
+
+    # -- reading
+
+    def read(
+        self,
+        warehouse: str,
+        table: str,
+        *,
+        snapshot_id: int | None = None,
+        tag: str | None = None,
+        timestamp_millis: int | None = None,
+        projection: Sequence[str] | None = None,
+        filter: Filter = None,
+        options: Mapping[str, str] | None = None,
+        with_kinds: bool = False,
+    ) -> pa.Table:
+        """Batch read (latest, or time travel by snapshot id / tag / time), exactly filtered, projected."""
+        res = self.call(
+            "read", warehouse=warehouse, table=table, snapshot_id=snapshot_id, tag=tag,
+            timestamp_millis=timestamp_millis, projection=list(projection) if projection else None,
+            filter=_filter_json(filter), options=options,
+        )
+        return decode_result(res, with_kinds)
+
+    def read_changes(
+        self,
+        warehouse: str,
+        table: str,
+        start: int,
+        end: int,
+        *,
+        mode: str | None = None,
+        keep_deletes: bool = True,
+        projection: Sequence[str] | None = None,
+        filter: Filter = None,
+        options: Mapping[str, str] | None = None,
+    ) -> pa.Table:
+        """Incremental read of snapshots (start, end] with a ``_row_kind`` column.
+
+        ``mode`` is ``incremental-between-scan-mode`` (auto, delta, changelog; 0.9 has no ``diff``).
+        ``keep_deletes`` keeps -U/-D rows, which Java's batch reads drop by default.
+        """
+        res = self.call(
+            "read_changes", warehouse=warehouse, table=table, start=start, end=end, mode=mode,
+            keep_deletes=keep_deletes, projection=list(projection) if projection else None,
+            filter=_filter_json(filter), options=options,
+        )
+        return decode_result(res, with_kinds=True)
+
+    def stream(self, warehouse: str, table: str, options: Mapping[str, str] | None = None) -> JavaStream:
+        """A streaming scan; ``options`` are scan options (``scan.mode``, ``consumer-id``, ...)."""
+        res = self.call("stream_open", warehouse=warehouse, table=table, options=options)
+        return JavaStream(self, res["handle"])
+
+    def splits(
+        self,
+        warehouse: str,
+        table: str,
+        *,
+        snapshot_id: int | None = None,
+        filter: Filter = None,
+        options: Mapping[str, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Java's scan plan: ``[{"partition": [...], "bucket": n, "files": [{"file_name", "level", ...}]}]``."""
+        return self.call(
+            "splits", warehouse=warehouse, table=table, snapshot_id=snapshot_id, filter=_filter_json(filter),
+            options=options,
+        )
+
+    def bucket_of(
+        self, warehouse: str, table: str, data: pa.Table | Sequence[Mapping[str, Any]], schema: pa.Schema | None = None
+    ) -> list[dict[str, Any]]:
+        """The ``{"partition": [...], "bucket": n}`` Java's writer assigns to each row."""
+        columns, rows = encode_rows(data, schema)
+        return self.call("bucket_of", warehouse=warehouse, table=table, columns=columns, rows=rows)
+
+    # -- snapshots, maintenance
+
+    def snapshots(self, warehouse: str, table: str) -> list[dict[str, Any]]:
+        """Every snapshot file's JSON, oldest first."""
+        return self.call("snapshots", warehouse=warehouse, table=table)
+
+    def expire_snapshots(self, warehouse: str, table: str, options: Mapping[str, str] | None = None) -> int:
+        """Java's snapshot expiration with the table's retention options overridden by ``options``."""
+        return self.call("expire_snapshots", warehouse=warehouse, table=table, options=options)
+
+    def expire_changelogs(self, warehouse: str, table: str, options: Mapping[str, str] | None = None) -> int:
+        """Java's long-lived changelog expiration (``changelog.*`` retention options)."""
+        return self.call("expire_changelogs", warehouse=warehouse, table=table, options=options)
+
+    def create_tag(self, warehouse: str, table: str, name: str, snapshot_id: int | None = None) -> None:
+        """Tag a snapshot (the latest when None)."""
+        self.call("create_tag", warehouse=warehouse, table=table, name=name, snapshot_id=snapshot_id)
+
+    def delete_tag(self, warehouse: str, table: str, name: str) -> None:
+        """Delete a tag (and files only it kept)."""
+        self.call("delete_tag", warehouse=warehouse, table=table, name=name)
+
+    def tags(self, warehouse: str, table: str) -> dict[str, int]:
+        """Tag name -> snapshot id."""
+        return self.call("tags", warehouse=warehouse, table=table)
+
+    def rollback(self, warehouse: str, table: str, *, snapshot_id: int | None = None, tag: str | None = None) -> None:
+        """Roll the table back to a snapshot or a tag."""
+        self.call("rollback", warehouse=warehouse, table=table, snapshot_id=snapshot_id, tag=tag)
+
+    def consumers(self, warehouse: str, table: str) -> dict[str, int]:
+        """Consumer id -> next snapshot id."""
+        return self.call("consumers", warehouse=warehouse, table=table)
+
+    def reset_consumer(self, warehouse: str, table: str, consumer_id: str, next_snapshot: int) -> None:
+        """Create or move a consumer."""
+        self.call("reset_consumer", warehouse=warehouse, table=table, consumer_id=consumer_id,
+                  next_snapshot=next_snapshot)
+
+    def delete_consumer(self, warehouse: str, table: str, consumer_id: str) -> None:
+        """Remove a consumer."""
+        self.call("delete_consumer", warehouse=warehouse, table=table, consumer_id=consumer_id)
+
+
+class JavaWriter:
+    """An open Java stream writer (see :meth:`PaimonJava.open_writer`)."""
+
+    def __init__(self, java: PaimonJava, handle: int, commit_user: str) -> None:
+        self.java, self.handle, self.commit_user = java, handle, commit_user
+
+    def write(
+        self, data: pa.Table | Sequence[Mapping[str, Any]], kinds: Sequence[str] | None = None,
+        schema: pa.Schema | None = None,
+    ) -> None:
+        """Buffer rows (RowKind per row in ``kinds``)."""
+        columns, rows = encode_rows(data, schema)
+        self.java.call("writer_write", handle=self.handle, columns=columns, rows=rows,
+                       kinds=list(kinds) if kinds is not None else None)
+
+    def compact(self, partition: Sequence[Any] = (), bucket: int = 0, full: bool = True) -> None:
+        """Ask for a compaction of one bucket; it lands with the next commit."""
+        self.java.call("writer_compact", handle=self.handle, partition=list(partition), bucket=bucket, full=full)
+
+    def commit(self, commit_identifier: int, *, wait_compaction: bool = True, filter_committed: bool = False):
+        """prepareCommit + commit under ``commit_identifier``; returns ``{"committed", "snapshot_id"}``."""
+        return self.java.call("writer_commit", handle=self.handle, commit_identifier=commit_identifier,
+                              wait_compaction=wait_compaction, filter_committed=filter_committed)
+
+    def close(self) -> None:
+        """Release the writer."""
+        self.java.call("writer_close", handle=self.handle)
+
+    def __enter__(self) -> JavaWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class JavaStream:
+    """An open Java streaming scan (see :meth:`PaimonJava.stream`)."""
+
+    def __init__(self, java: PaimonJava, handle: int) -> None:
+        self.java, self.handle = java, handle
+        self.checkpoint: int | None = None
+
+    def next(self) -> pa.Table:
+        """The next plan's rows with ``_row_kind`` (empty when no new snapshot); updates ``checkpoint``."""
+        res = self.java.call("stream_next", handle=self.handle)
+        self.checkpoint = res.get("checkpoint")
+        return decode_result(res, with_kinds=True)
+
+    def notify_checkpoint_complete(self, checkpoint: int | None = None) -> None:
+        """Flink's checkpoint completion: with ``consumer-id`` set this moves the consumer."""
+        self.java.call("stream_notify", handle=self.handle,
+                       checkpoint=self.checkpoint if checkpoint is None else checkpoint)
+
+    def close(self) -> None:
+        """Forget the scan."""
+        self.java.call("stream_close", handle=self.handle)
+
+
+def _filter_json(filter: Filter) -> list[list[list[Any]]] | None:
+    """A filter as a list of AND-clauses of ``[column, op, JSON value]`` (values encoded by their Python type)."""
+    if not filter:
+        return None
+    clauses = [filter] if isinstance(filter[0], tuple | list) and isinstance(filter[0][0], str) else filter
+    out = []
+    for clause in clauses:
+        terms = []
+        for term in clause:
+            col, op, *rest = term
+            value = rest[0] if rest else None
+            value = [_literal(v) for v in value] if op in ("in", "not in") else _literal(value)
+            terms.append([col, op, value])
+        out.append(terms)
+    return out
+
+
+def _literal(v: Any) -> Any:
+    """A Python literal in the oracle's JSON value encoding (typed by its Python type)."""
+    if v is None or isinstance(v, bool | int | str):
+        return v
+    if isinstance(v, float):
+        return _float_text(v)
+    if isinstance(v, decimal.Decimal):
+        return format(v, "f")
+    if isinstance(v, bytes):
+        return base64.b64encode(v).decode()
+    return _encode(pa.array([v]))[0]
