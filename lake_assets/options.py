@@ -366,6 +366,10 @@ class CoreOptions:
         return n
 
     @property
+    def compaction_force_up_level0(self) -> bool:
+        return self._bool("compaction.force-up-level-0", False)
+
+    @property
     def full_compaction_delta_commits(self) -> int | None:
         v = self.raw.get("full-compaction.delta-commits")
         return None if v is None else _parse_int(v, "full-compaction.delta-commits")
@@ -470,7 +474,7 @@ class CoreOptions:
             "full_compaction_delta_commits", "consumer_expiration_ms", "dynamic_partition_overwrite",
             "zstd_level", "compaction_min_file_num", "compaction_parallelism",
             "write_buffer_spillable", "write_buffer_spill_max_disk_size", "spill_zstd_level",
-            "local_sort_max_num_file_handles",
+            "local_sort_max_num_file_handles", "compaction_force_up_level0",
         ):
             getattr(self, prop)
         if self.merge_engine not in SUPPORTED_MERGE_ENGINES:

@@ -55,6 +55,7 @@ from lake_assets.spec.snapshot import CommitKind, Snapshot
 from lake_assets.spec.types import to_arrow_field
 
 if TYPE_CHECKING:
+    from lake_assets.options import CoreOptions
     from lake_assets.table import Table
 
 
@@ -128,6 +129,18 @@ def commits_since_last_compaction(table: Table, latest: Snapshot | None, cap: in
     return n
 
 
+def needs_level0_compaction(opts: CoreOptions) -> bool:
+    """Whether every compaction takes all of level 0, as Paimon's ForceUpLevel0Compaction does.
+
+    Paimon uses it when the table "needs lookup" - ``changelog-producer=lookup`` (changelog comes
+    from compacting level-0 data) and ``merge-engine=first-row`` (level 0 is invisible to batch
+    reads, so a writer compacts it on every commit to make rows visible at once) - and when
+    ``compaction.force-up-level-0`` is set.
+    """
+    return (opts.changelog_producer == "lookup" or opts.merge_engine == "first-row"
+            or opts.compaction_force_up_level0)
+
+
 def plan_bucket(
     table: Table, split: Split, *, full: bool, commits_since_full: int | None = None
 ) -> CompactionTask | None:
@@ -158,10 +171,10 @@ def plan_bucket(
             opts.num_levels, runs, commits_since_full=commits_since_full
         )
         n_level0 = len(levels.level0)
-        if producer == "lookup" and n_level0 and (
+        if needs_level0_compaction(opts) and n_level0 and (
             unit is None or not all(f in unit.files for f in levels.level0)
         ):
-            # lookup produces changelog when level-0 data is compacted: take all of level 0 now
+            # Paimon's ForceUpLevel0Compaction: take all of level 0 now
             unit = UniversalCompaction.create_unit(runs, levels.max_level, n_level0)
     if unit is None or not unit.files:
         return None

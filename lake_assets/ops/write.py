@@ -423,7 +423,10 @@ class TableWriter:
         self._live_files[key] = [f for f in files if f.file_name not in removed] + [
             f for f in result.compact_after
         ]
-        return dataclasses.replace(msg, compact_before=result.compact_before, compact_after=result.compact_after)
+        # The unit's changelog (lookup; full-compaction) goes into the COMPACT snapshot as with a
+        # dedicated compaction: Java's writer commits it there, and dropped it would be orphaned.
+        return dataclasses.replace(msg, compact_before=result.compact_before, compact_after=result.compact_after,
+                                   compact_changelog=result.compact_changelog)
 
     def abort(self, messages: Iterable[CommitMessage] = ()) -> None:
         """Delete files written but not committed (buffered files and those in ``messages``)."""
