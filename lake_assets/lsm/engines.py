@@ -3,6 +3,11 @@
 Both engines follow docs/format.md §10.1-§10.2 and Paimon's documented behaviour. Every merge is
 group-wise numpy/Arrow work over a table sorted by key and sequence: no Python loop over rows or keys.
 
+A key with a single record comes out as that record, unchanged - kind included - as Paimon's
+ReducerMergeFunctionWrapper emits it: a commit whose only record of a key is a -U/-D keeps it as
+a retraction, which later merges apply to the older records (the rules below are for keys with
+several records). The record is still checked: one the engine could never apply is rejected.
+
 Partial-update (``merge-engine = partial-update``):
 
 - A newer record overwrites only its non-null fields. -U/-D records raise ``InvalidDataError``
@@ -534,6 +539,28 @@ def _columns(table: pa.Table) -> dict[str, pa.Array]:
     return {name: table.column(name).combine_chunks() for name in table.column_names}
 
 
+def _all_single(grouping: _Grouping, n_rows: int) -> bool:
+    return grouping.count == n_rows
+
+
+def _keep_singles(table: pa.Table, grouping: _Grouping, merged: pa.Table) -> pa.Table:
+    """``merged`` (one row per key group) with each group of a single record replaced by that
+    record, unchanged.
+
+    Paimon wraps every merge function in ReducerMergeFunctionWrapper, which emits a key's only
+    record as it is: a lone -U/-D stays a retraction (kind included) in the level-0 file a write
+    buffer flushes, in compaction output and in reads, where it is then dropped or, merged later
+    with older records, retracts from them. Folding it alone would turn it into an insert.
+    """
+    single = grouping.starts == grouping.ends
+    if not single.any():
+        return merged
+    n_groups = grouping.count
+    # rows of ``merged`` come first, then the input's: single groups take their input row
+    idx = np.where(single, n_groups + grouping.starts, np.arange(n_groups, dtype=np.int64))
+    return pa.concat_tables([merged, table]).take(pa.array(idx, type=pa.int64()))
+
+
 # ---------------------------------------------------------------- partial-update
 
 
@@ -639,9 +666,15 @@ class PartialUpdate:
             kinds = kinds_of(table)
             retract = is_retract(kinds)
         grouping = _grouping(table, key_names)
+        if not self.groups and _all_single(grouping, table.num_rows):
+            return table  # every key has one record: emitted as it is (see _keep_singles)
         if self.groups:
-            return self._merge_groups(table, key_names, grouping, retract)
-        return self._merge_plain(table, key_names, grouping, kinds)
+            # merged even when every key has one record: a retraction a grouped function cannot
+            # take fails now rather than when it meets an older record
+            merged = self._merge_groups(table, key_names, grouping, retract)
+        else:
+            merged = self._merge_plain(table, key_names, grouping, kinds)
+        return _keep_singles(table, grouping, merged)
 
     def _merge_plain(
         self, table: pa.Table, key_names: Sequence[str], grouping: _Grouping, kinds: np.ndarray
@@ -750,6 +783,13 @@ class Aggregation:
             kinds = kinds_of(table)
             retract = is_retract(kinds)
         grouping = _grouping(table, key_names)
+        if _all_single(grouping, table.num_rows):
+            # every key has one record: emitted as it is (see _keep_singles); a retraction a
+            # function cannot take still fails now rather than when it meets an older record
+            if retract.any():
+                for fn in self.functions.values():
+                    _check_retractable(fn, retract & (kinds != DELETE) if self.remove_on_delete else retract)
+            return table
         starts, ends, gid, n_groups = grouping.starts, grouping.ends, grouping.gid, grouping.count
         if self.remove_on_delete:
             # Records before a reset are dropped unfolded, yet a -U among them is still an error
@@ -771,7 +811,8 @@ class Aggregation:
             fn = self.functions.get(name)
             return None if fn is None else _fold(fn, col, rows, rows_retract, rows_gid, n_groups)
 
-        return _one_row_per_group(table, set(key_names) | set(self.key_names), starts, ends, deleted, merged)
+        merged_rows = _one_row_per_group(table, set(key_names) | set(self.key_names), starts, ends, deleted, merged)
+        return _keep_singles(table, grouping, merged_rows)
 
 
 # ---------------------------------------------------------------- registry
