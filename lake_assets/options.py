@@ -483,9 +483,11 @@ class CoreOptions:
             raise UnsupportedFeatureError(
                 f"Option changelog-producer={self.changelog_producer!r} is not supported"
             )
+        if strict:
+            _check_java_spellings(self)
         if self.file_compression not in COMPRESSIONS:
             raise UnsupportedFeatureError(f"Option file.compression={self.file_compression!r} is not supported")
-        if self.manifest_compression not in {"zstd", "none", "null", "deflate", "snappy"}:
+        if self.manifest_compression not in {"zstd", "zstandard", "none", "null", "deflate", "snappy"}:
             raise UnsupportedFeatureError(
                 f"Option manifest.compression={self.manifest_compression!r} is not supported"
             )
@@ -512,4 +514,27 @@ class CoreOptions:
         if self.num_sorted_run_stop_trigger < self.num_sorted_run_compaction_trigger:
             raise OptionError(
                 "Contradictory options: num-sorted-run.stop-trigger is below num-sorted-run.compaction-trigger"
+            )
+
+
+# Values we would write that Paimon Java's writers reject: its Parquet writer takes the codec names
+# of parquet-mr's CompressionCodecName, its Avro manifest writer Avro's codec names.
+_JAVA_SPELLINGS = {
+    ("file.compression", "none"): "uncompressed",
+    ("manifest.compression", "none"): "null",
+}
+
+
+def _check_java_spellings(opts: CoreOptions) -> None:
+    """Reject, when a table is created or altered, values a Paimon Java writer could not use.
+
+    Tables that already carry them stay readable and writable here (the files are valid).
+    """
+    for key, value in (("file.compression", opts.file_compression),
+                       ("manifest.compression", opts.manifest_compression)):
+        java = _JAVA_SPELLINGS.get((key, value))
+        if java is not None and key in opts.raw:
+            raise OptionError(
+                f"Option {key}={opts.raw[key]!r} is not a value Paimon's Java writer accepts; "
+                f"use {key}={java!r}"
             )

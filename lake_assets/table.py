@@ -40,6 +40,7 @@ from lake_assets.ops.consumers import ConsumerManager
 from lake_assets.ops.expire import ExpireResult, expire_snapshots
 from lake_assets.ops.manifest_io import ManifestIO
 from lake_assets.ops.orphans import OrphanResult, remove_orphan_files
+from lake_assets.ops.overwrite import overwrite_of_whole_table
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import FileStoreScan, Split
 from lake_assets.ops.schema_change import SchemaUpdate
@@ -366,8 +367,11 @@ class Table:
     ) -> int | None:
         """Write and commit in one call; returns the new snapshot id (None if nothing was written).
 
-        ``overwrite=True`` replaces the whole table; a dict such as ``{"dt": "2024-01-01"}`` replaces
-        the partitions matching those values (and rejects rows outside them).
+        ``overwrite=True`` replaces, as Paimon does, the partitions the data has rows in (nothing
+        when it has none) under ``dynamic-partition-overwrite`` = true, the default, else the whole
+        table (an unpartitioned table is always replaced whole); a dict such as
+        ``{"dt": "2024-01-01"}`` replaces the partitions matching those values (and rejects rows
+        outside them).
         """
         user = str(uuid.uuid4())
         ow = self._overwrite_spec(overwrite)
@@ -378,6 +382,8 @@ class Table:
             messages = writer.prepare_commit()
             if isinstance(overwrite, dict) and overwrite:
                 self._check_inside_partition(messages, ow)
+            elif ow is not None:
+                ow = overwrite_of_whole_table(self, messages)
             ids = self.new_committer(user).commit(messages, BATCH_COMMIT_IDENTIFIER, overwrite=ow,
                                                   check_committed=False)
         except CommitStateUnknownError:

@@ -29,9 +29,10 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from lake_assets.errors import CommitStateUnknownError, LakeError, OptionError, SchemaError
 from lake_assets.ops.commit import Overwrite, TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.ops.overwrite import dynamic_overwrite
 from lake_assets.spark.schema import from_spark
 from lake_assets.spark.source_options import OVERWRITE_PARTITION, PARTITION_OVERWRITE_MODE, SourceOptions
-from lake_assets.spec.binary_row import deserialize_row, serialize_row
+from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
 from lake_assets.table import Table
 
@@ -139,22 +140,6 @@ def check_one_writer_per_bucket(table: Table, messages: Sequence[CommitMessage])
                     "to one task: write with lake_assets.spark.write_table(...), or repartition the input "
                     "with lake_assets.spark.repartition_by_bucket(...) before df.write / df.writeStream."
                 )
-
-
-def dynamic_overwrite(table: Table, messages: Sequence[CommitMessage]) -> Overwrite | None:
-    """Replace exactly the partitions the messages wrote (None: nothing to replace)."""
-    if not table.partition_keys:
-        return Overwrite(None)
-    written = {m.partition for m in messages if not m.is_empty()}
-    if not written:
-        return None
-    types = table.schema.types(list(table.partition_keys))
-
-    def matcher(values: tuple) -> bool:
-        # compare the binary form: it is what the messages carry, and NaN or -0.0 compare oddly
-        return serialize_row(list(values), types) in written
-
-    return Overwrite(matcher)
 
 
 def commit_with_retry(
