@@ -351,9 +351,15 @@ class Table:
         return self.snapshot_manager.snapshot(snapshot_id)
 
     # ------------------------------------------------------------------ write
-    def new_writer(self, commit_user: str, *, write_only: bool = False) -> TableWriter:
-        """A writer for the two-phase commit: `write_arrow`, then `prepare_commit` → messages."""
-        return TableWriter(self, commit_user, write_only=write_only)
+    def new_writer(
+        self, commit_user: str, *, write_only: bool = False, ignore_previous_files: bool = False
+    ) -> TableWriter:
+        """A writer for the two-phase commit: `write_arrow`, then `prepare_commit` → messages.
+
+        ``ignore_previous_files``: the writer's buckets start empty (for an overwrite, whose commit
+        removes the files there): inline compaction and changelog see only the new data.
+        """
+        return TableWriter(self, commit_user, write_only=write_only, ignore_previous_files=ignore_previous_files)
 
     def new_committer(self, commit_user: str) -> TableCommitter:
         """The committer of ``commit_user``: `commit(messages, commit_identifier)` is exactly-once."""
@@ -375,7 +381,9 @@ class Table:
         """
         user = str(uuid.uuid4())
         ow = self._overwrite_spec(overwrite)
-        writer = self.new_writer(user)
+        # Like Paimon's overwrite writer: the replaced partitions' files are not compacted with
+        # the new data (the commit deletes them) nor looked up for changelog.
+        writer = self.new_writer(user, ignore_previous_files=ow is not None)
         messages: list[CommitMessage] = []
         try:
             writer.write_arrow(data)

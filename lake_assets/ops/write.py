@@ -81,8 +81,12 @@ def partition_groups(data: pa.Table, keys: tuple[str, ...]) -> tuple[np.ndarray,
 class TableWriter:
     """Writes Arrow data into new level-0 files of one table; see `prepare_commit`."""
 
-    def __init__(self, table: Table, commit_user: str, *, write_only: bool = False) -> None:
+    def __init__(
+        self, table: Table, commit_user: str, *, write_only: bool = False, ignore_previous_files: bool = False
+    ) -> None:
         self.table = table
+        # Paimon's ignorePreviousFiles (set for overwrites): buckets start without their live files
+        self.ignore_previous_files = ignore_previous_files
         self.schema = table.schema
         self.commit_user = commit_user
         opts = self.schema.core_options
@@ -243,7 +247,10 @@ class TableWriter:
             return
         for e in self.table.file_store_scan().live_entries(snap):
             k = (e.partition, e.bucket)
-            self._live_files.setdefault(k, []).append(e.file)
+            if not self.ignore_previous_files:
+                self._live_files.setdefault(k, []).append(e.file)
+            # sequence numbers still continue: they never need to restart, and an overwrite that
+            # loses a race to a newer commit is retried against it
             self._max_sequences[k] = max(self._max_sequences[k], e.file.max_sequence_number)
 
     # ---------------------------------------------------------------- flushes

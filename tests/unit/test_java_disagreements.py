@@ -220,3 +220,18 @@ def test_compression_none_is_rejected_with_the_java_spelling(catalog: Catalog):
         "bucket": "1", "file.compression": "uncompressed", "manifest.compression": "null"})
     t.write_arrow(pa.table({"k": [1], "v": ["a"], "op": ["+I"]}, schema=KV))
     assert t.to_arrow().num_rows == 1
+
+
+def test_overwrite_writer_ignores_the_replaced_files(catalog: Catalog):
+    """Paimon's overwrite writer ignores previous files: inline compaction does not merge the new
+    rows with the files the OVERWRITE deletes, and lookup sees an empty bucket (+I changes)."""
+    t = catalog.create_table("db.p", PART, primary_keys=["k", "dt"], partition_keys=["dt"],
+                             options={"bucket": "1", "changelog-producer": "lookup"})
+    t.write_arrow(pa.table({"k": [1, 2], "dt": ["d1", "d2"], "v": ["x", "y"]}, schema=PART))
+    before = t.latest_snapshot().id
+    t.write_arrow(pa.table({"k": [1, 3], "dt": ["d1", "d1"], "v": ["z", "w"]}, schema=PART), overwrite=True)
+    assert [s.commit_kind for s in t.snapshots()][before:] == [CommitKind.OVERWRITE, CommitKind.COMPACT]
+    assert _rows(t) == [{"k": 1, "dt": "d1", "v": "z"}, {"k": 2, "dt": "d2", "v": "y"},
+                        {"k": 3, "dt": "d1", "v": "w"}]
+    changes = sorted((r["_row_kind"], r["k"], r["v"]) for r in t.read_changes(before).to_pylist())
+    assert changes == [("+I", 1, "z"), ("+I", 3, "w")]
