@@ -44,6 +44,7 @@ from lake_assets.lsm.compact_strategy import (
     plan_rewrite,
     should_drop_delete,
 )
+from lake_assets.lsm.first_row import drop_known_keys, lookup_files
 from lake_assets.lsm.levels import Levels
 from lake_assets.lsm.merge import is_retract, sort_and_merge
 from lake_assets.lsm.merge_reader import merge_sorted
@@ -73,6 +74,8 @@ class CompactionTask:
     # changelog production: "lookup" or "full-compaction", and the files of the state before
     changelog_producer: str | None = None
     before_files: tuple[DataFileMeta, ...] = ()
+    # first-row: older files whose keys the output drops (see lsm/first_row.py)
+    lookup_files: tuple[DataFileMeta, ...] = ()
 
     @property
     def input_files(self) -> list[DataFileMeta]:
@@ -180,6 +183,13 @@ def plan_bucket(
         return None
     drop = should_drop_delete(unit.output_level, levels)
     sections = plan_rewrite(unit, key_types, opts.target_file_size, opts.small_file_ratio, drop_delete=drop)
+    lookup: tuple[DataFileMeta, ...] = ()
+    if opts.merge_engine == "first-row":
+        lookup = lookup_files(unit.files, split.files, key_types)
+        if lookup:
+            # a level-0 file may repeat keys of the lookup files: rewrite it through the filter
+            sections = [RewriteSection("rewrite", s.output_level, s.intervals, s.drop_delete)
+                        if s.kind == "upgrade" and s.files[0].level == 0 else s for s in sections]
     if all(s.kind == "keep" for s in sections):
         return None
     changelog: str | None = None
@@ -192,7 +202,7 @@ def plan_bucket(
         before = tuple(f for f in split.files if f.level == levels.max_level)
     return CompactionTask(split.partition, split.partition_values, split.bucket, split.total_buckets,
                           sections=tuple(sections), full=unit.full, changelog_producer=changelog,
-                          before_files=before)
+                          before_files=before, lookup_files=lookup)
 
 
 def plan_compaction(
@@ -270,6 +280,10 @@ def run_compaction_task(
         key_names = list(table.schema.trimmed_primary_keys)
         opts = table.schema.core_options
         merge_fn = table.merge_function()
+        known = None
+        if task.lookup_files:
+            known = pa.concat_tables([reader._read_file(split, f, with_system=False, columns=key_names)
+                                      for f in task.lookup_files])
         for section in task.sections:
             if section.kind == "keep":
                 continue
@@ -281,6 +295,8 @@ def run_compaction_task(
 
             def merge(chunk: pa.Table, drop: bool = section.drop_delete) -> pa.Table:
                 merged = sort_and_merge(chunk, key_names, merge_fn, opts.sequence_fields, opts.sequence_descending)
+                if known is not None:
+                    merged = drop_known_keys(merged, known, key_names)
                 if drop:
                     keep = ~is_retract(merged.column("_VALUE_KIND").to_numpy())
                     if not keep.all():
