@@ -80,6 +80,31 @@ def test_aggregation_lone_retraction(java: PaimonJava, lake: Catalog, wh: str, w
     _both_read(java, lake, wh, "db.agg", expected, ["k", "s", "p", "lnn"])
 
 
+PU = pa.schema([pa.field("k", pa.int64(), nullable=False), ("g", pa.int64()), ("a", pa.int64()),
+                ("b", pa.string()), ("op", pa.string())])
+
+
+@pytest.mark.parametrize("case", ["remove-record-on-delete", "sequence-group"])
+@pytest.mark.parametrize("writer", WRITERS)
+def test_partial_update_lone_retraction(java: PaimonJava, lake: Catalog, wh: str, writer: str, case: str):
+    options = {"bucket": "1", "rowkind.field": "op", "merge-engine": "partial-update", "write-only": "true"}
+    if case == "remove-record-on-delete":
+        options["partial-update.remove-record-on-delete"] = "true"
+        retract = {"k": [1], "g": [None], "a": [None], "b": [None], "op": ["-D"]}
+        expected = [{"k": 2, "g": 1, "a": 5, "b": "y"}]
+    else:
+        options.update({"fields.g.sequence-group": "a", "fields.a.aggregate-function": "sum"})
+        retract = {"k": [1], "g": [2], "a": [4], "b": [None], "op": ["-U"]}
+        expected = [{"k": 1, "g": 2, "a": 6, "b": "x"}, {"k": 2, "g": 1, "a": 5, "b": "y"}]
+    _create(java, lake, wh, writer, "db.pu", PU, ["k"], options)
+    _write(java, lake, wh, writer, "db.pu", pa.table(
+        {"k": [1, 2], "g": [1, 1], "a": [10, 5], "b": ["x", "y"], "op": ["+I", "+I"]}, schema=PU))
+    _write(java, lake, wh, writer, "db.pu", pa.table(retract, schema=PU))
+    _both_read(java, lake, wh, "db.pu", expected, ["k", "g", "a", "b"])
+    lake.get_table("db.pu").compact(full=True)
+    _both_read(java, lake, wh, "db.pu", expected, ["k", "g", "a", "b"])
+
+
 # ---------------------------------------------------------------------------------------------
 # 2. inline compaction's changelog (lookup; full-compaction with delta-commits)
 
