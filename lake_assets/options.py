@@ -123,7 +123,7 @@ SUPPORTED_MERGE_ENGINES = {"deduplicate", "partial-update", "aggregation", "firs
 SUPPORTED_CHANGELOG_PRODUCERS = {"none", "input", "lookup", "full-compaction"}
 # Codecs of the writer's local spill files (ops/spill.py): Paimon's zstd and lzo, plus lz4 and none.
 SPILL_COMPRESSIONS = {"zstd", "lzo", "lz4", "none"}
-COMPRESSIONS = {"zstd", "snappy", "gzip", "lz4", "none", "uncompressed", "brotli"}
+COMPRESSIONS = {"zstd", "snappy", "gzip", "lz4", "lz4_raw", "none", "uncompressed", "brotli"}
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 _SIZE_UNITS = {
@@ -523,6 +523,8 @@ _JAVA_SPELLINGS = {
     ("file.compression", "none"): "uncompressed",
     ("manifest.compression", "none"): "null",
 }
+# Codecs we could write but Paimon Java cannot read (its bundle has no Hadoop Brotli codec).
+_JAVA_UNREADABLE = {("file.compression", "brotli"): "Paimon Java has no Brotli codec to read the files"}
 
 
 def _check_java_spellings(opts: CoreOptions) -> None:
@@ -532,9 +534,14 @@ def _check_java_spellings(opts: CoreOptions) -> None:
     """
     for key, value in (("file.compression", opts.file_compression),
                        ("manifest.compression", opts.manifest_compression)):
+        if key not in opts.raw:
+            continue
         java = _JAVA_SPELLINGS.get((key, value))
-        if java is not None and key in opts.raw:
+        if java is not None:
             raise OptionError(
                 f"Option {key}={opts.raw[key]!r} is not a value Paimon's Java writer accepts; "
                 f"use {key}={java!r}"
             )
+        why = _JAVA_UNREADABLE.get((key, value))
+        if why is not None:
+            raise UnsupportedFeatureError(f"Option {key}={opts.raw[key]!r} is not supported: {why}")

@@ -38,7 +38,8 @@ FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT = 0, 1
 
 ROWS_PER_ROW_GROUP_CHECK = 256 * 1024  # also the largest row group: bounds merge memory per file
 _PARQUET_CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4",
-                   "brotli": "brotli", "none": "none", "uncompressed": "none"}
+                   "brotli": "brotli", "none": "none", "uncompressed": "none",
+                   "lz4_raw": "lz4"}  # pyarrow's "lz4" writes Parquet's LZ4_RAW codec
 
 
 def _with_id(field: pa.Field, field_id: int) -> pa.Field:

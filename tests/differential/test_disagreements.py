@@ -213,3 +213,20 @@ def test_file_compression_spelling(java: PaimonJava, lake: Catalog, wh: str):
     lake.get_table("db.unc").write_arrow(data)
     java.write(wh, "db.unc", pa.table({"k": [2], "v": ["b"], "op": ["+I"]}, schema=KV))
     _both_read(java, lake, wh, "db.unc", [{"k": 1, "v": "a"}, {"k": 2, "v": "b"}], ["k", "v"])
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_lz4_raw_tables_cross_engines(java: PaimonJava, lake: Catalog, wh: str, writer: str):
+    _create(java, lake, wh, writer, "db.lz", KV, ["k"], {"bucket": "1", "file.compression": "lz4_raw"})
+    _write(java, lake, wh, writer, "db.lz", pa.table({"k": [1], "v": ["a"], "op": ["+I"]}, schema=KV))
+    other = "lake" if writer == "java" else "java"
+    _write(java, lake, wh, other, "db.lz", pa.table({"k": [2], "v": ["b"], "op": ["+I"]}, schema=KV))
+    _both_read(java, lake, wh, "db.lz", [{"k": 1, "v": "a"}, {"k": 2, "v": "b"}], ["k", "v"])
+
+
+def test_java_cannot_read_brotli(java: PaimonJava, lake: Catalog, wh: str):
+    """Why lake_assets refuses file.compression=brotli: Java can neither write nor read it."""
+    java.create_table(wh, "db.br", KV, primary_keys=["k"], options={"bucket": "1", "file.compression": "brotli"})
+    with pytest.raises(JavaError) as err:
+        java.write(wh, "db.br", pa.table({"k": [1], "v": ["a"], "op": ["+I"]}, schema=KV))
+    assert err.value.mentions("BrotliCodec")

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog
-from lake_assets.errors import OptionError
+from lake_assets.errors import OptionError, UnsupportedFeatureError
 from lake_assets.formats.data_file import DELETE, UPDATE_BEFORE
 from lake_assets.spec.snapshot import CommitKind
 
@@ -220,6 +220,16 @@ def test_compression_none_is_rejected_with_the_java_spelling(catalog: Catalog):
         "bucket": "1", "file.compression": "uncompressed", "manifest.compression": "null"})
     t.write_arrow(pa.table({"k": [1], "v": ["a"], "op": ["+I"]}, schema=KV))
     assert t.to_arrow().num_rows == 1
+
+
+def test_compression_codecs_java_reads(catalog: Catalog):
+    # Java writes lz4_raw (parquet-mr's name), so its tables must be readable and writable here
+    t = catalog.create_table("db.r", KV, primary_keys=["k"], options={"bucket": "1", "file.compression": "lz4_raw"})
+    t.write_arrow(pa.table({"k": [1], "v": ["a"], "op": ["+I"]}, schema=KV))
+    assert t.to_arrow().num_rows == 1
+    # Paimon Java has no Brotli codec: files it could not read are never written
+    with pytest.raises(UnsupportedFeatureError, match="Brotli"):
+        catalog.create_table("db.b", KV, primary_keys=["k"], options={"bucket": "1", "file.compression": "brotli"})
 
 
 def test_overwrite_writer_ignores_the_replaced_files(catalog: Catalog):
