@@ -122,6 +122,15 @@ class TableCommitter:
             compact_changelog += [
                 ManifestEntry(FileKind.ADD, m.partition, m.bucket, tb, f) for f in m.compact_changelog
             ]
+        if overwrite is not None and (changelog or compact_changelog):
+            # Paimon's FileStoreCommit commits no changelog with an overwrite ("Overwrite mode
+            # currently does not commit any changelog"): streams see no change for it. Nothing
+            # references these files then: remove them instead of leaving orphans.
+            self.table.file_io.delete_many(
+                self.table.data_file_path(m.partition, m.bucket, f)
+                for m in messages for f in (*m.new_changelog, *m.compact_changelog)
+            )
+            changelog, compact_changelog = [], []
         ids: list[int] = []
         try:
             if overwrite is not None:

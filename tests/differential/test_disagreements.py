@@ -230,3 +230,25 @@ def test_java_cannot_read_brotli(java: PaimonJava, lake: Catalog, wh: str):
     with pytest.raises(JavaError) as err:
         java.write(wh, "db.br", pa.table({"k": [1], "v": ["a"], "op": ["+I"]}, schema=KV))
     assert err.value.mentions("BrotliCodec")
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_overwrite_of_a_lookup_table(java: PaimonJava, lake: Catalog, wh: str, writer: str):
+    """Java's overwrite writer ignores the previous files (they are not compacted with the new
+    rows), and its commit carries no changelog: an OVERWRITE and a COMPACT without changes."""
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("dt", pa.string(), nullable=False),
+                        ("v", pa.string())])
+    _create(java, lake, wh, writer, "db.ol", schema, ["k", "dt"],
+            {"bucket": "1", "changelog-producer": "lookup"}, ("dt",))
+    _write(java, lake, wh, writer, "db.ol", pa.table({"k": [1, 2], "dt": ["d1", "d2"], "v": ["x", "y"]}, schema=schema))
+    before = lake.get_table("db.ol").latest_snapshot().id
+    _write(java, lake, wh, writer, "db.ol", pa.table({"k": [1, 3], "dt": ["d1", "d1"], "v": ["z", "w"]}, schema=schema),
+           overwrite=True)
+    table = lake.get_table("db.ol")
+    last = table.latest_snapshot().id
+    assert _kinds(table.snapshots())[-2:] == ["OVERWRITE", "COMPACT"]
+    _both_read(java, lake, wh, "db.ol", [{"k": 1, "dt": "d1", "v": "z"}, {"k": 2, "dt": "d2", "v": "y"},
+                                         {"k": 3, "dt": "d1", "v": "w"}], ["k", "dt", "v"])
+    assert java.read_changes(wh, "db.ol", before, last, mode="changelog").num_rows == 0
+    assert table.read_changes(before, last, source="changelog").num_rows == 0
+    assert [s.changelog_manifest_list for s in table.snapshots()[-2:]] == [None, None]
