@@ -1,4 +1,4 @@
-"""Names of databases, tables and tags: a safe subset that can never escape a directory."""
+"""Names of databases, tables, tags and consumers: a safe subset that can never escape a directory."""
 
 from __future__ import annotations
 
@@ -7,15 +7,37 @@ import re
 from lake_assets.errors import InvalidIdentifierError
 
 DEFAULT_DATABASE = "default"
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-$]*$")
+# fullmatch, not `^...$`: `$` also matches before a final "\n", which let "release\n" through.
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-$]*")
+# Names become file names: `<db>.db`, `tag-<name>`, `consumer-<id>`, and the temporary
+# `.tag-<name>.<32 hex>.tmp` of an atomic create. 200 keeps all of them within a filesystem's
+# 255-byte component limit (names are ASCII here, so characters are bytes).
+MAX_NAME_LENGTH = 200
 
 
 def check_name(name: str, context: str | None = None) -> str:
-    """Return ``name`` if it is letters, digits, '_', '-' or '$' (no '/', '..', spaces or dots)."""
-    if not isinstance(name, str) or not _NAME.match(name):
-        where = f" in {context!r}" if context and context != name else ""
+    """Return ``name`` if it is letters, digits, '_', '-' or '$' (no '/', '..', spaces, dots or
+    control characters) and at most 200 characters; else raise `InvalidIdentifierError`."""
+    where = f" in {context!r}" if context and context != name else ""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise InvalidIdentifierError(
             f"Invalid name {name!r}{where}: use letters, digits, '_', '-' or '$' (no '/', '..', spaces or dots)"
+        )
+    if len(name) > MAX_NAME_LENGTH:
+        raise InvalidIdentifierError(
+            f"Invalid name {name[:40]!r}...{where}: {len(name)} characters long (at most {MAX_NAME_LENGTH})"
+        )
+    return name
+
+
+def check_tag_name(name: str, table_name: str) -> str:
+    """A tag name: `check_name`, and not all digits (as Paimon: "5" would read as a snapshot id
+    wherever an id or a tag is accepted, e.g. `read_changes`)."""
+    check_name(name, f"tag of {table_name}")
+    if name.isdigit():
+        raise InvalidIdentifierError(
+            f"Invalid tag name {name!r} for {table_name}: a tag name cannot be a number "
+            "(it would read as a snapshot id)"
         )
     return name
 

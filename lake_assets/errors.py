@@ -31,6 +31,11 @@ class InvalidIdentifierError(CatalogError):
     """A database or table name that would escape the warehouse or is not well formed."""
 
 
+class UnsafePathError(LakeError):
+    """A file name or path that is not a plain name inside the table directory (``../x``, ``/abs``,
+    a control character, an over-long name, a symlink leading out of the table)."""
+
+
 class SchemaError(LakeError):
     """Input data or a schema change does not fit the table's schema."""
 
@@ -57,6 +62,14 @@ class SnapshotNotFoundError(LakeError):
 
 class CommitError(LakeError):
     """A commit did not happen."""
+
+
+class InvalidCommitMessageError(CommitError):
+    """A commit message that does not fit the table (a file name that is not plain, a bucket out of
+    range, a partition of the wrong arity, an impossible level or sequence range, an unknown schema).
+
+    Nothing was committed and nothing was deleted.
+    """
 
 
 class CommitConflictError(CommitError):

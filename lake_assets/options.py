@@ -11,7 +11,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from lake_assets.errors import OptionError, UnsupportedFeatureError
+from lake_assets.errors import OptionError, UnsafePathError, UnsupportedFeatureError
+from lake_assets.paths import check_path_part
 
 MiB = 1024 * 1024
 
@@ -103,6 +104,9 @@ LAKE_ASSETS_OPTIONS: frozenset[str] = frozenset(
         "compaction.parallelism",  # compaction units run at once in one process (memory: one unit each)
     }
 )
+
+# Options whose value becomes part of a file name: plain text only (see paths.check_path_part).
+PATH_PART_OPTIONS = ("data-file.prefix", "changelog-file.prefix", "consumer-id")
 
 # Per-field options (fields.<name>.<suffix>); the engines module interprets them.
 FIELD_OPTION = re.compile(
@@ -477,6 +481,12 @@ class CoreOptions:
             "local_sort_max_num_file_handles", "compaction_force_up_level0",
         ):
             getattr(self, prop)
+        for key in PATH_PART_OPTIONS:
+            if key in self.raw:
+                try:
+                    check_path_part(self.raw[key], f"option {key}")
+                except UnsafePathError as exc:
+                    raise OptionError(f"{exc} (it becomes part of file names inside the table)") from None
         if self.merge_engine not in SUPPORTED_MERGE_ENGINES:
             raise UnsupportedFeatureError(f"Option merge-engine={self.merge_engine!r} is not supported")
         if self.changelog_producer not in SUPPORTED_CHANGELOG_PRODUCERS:

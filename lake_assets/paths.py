@@ -1,14 +1,85 @@
-"""Where each file of a table lives (the directory layout of a Paimon table)."""
+"""Where each file of a table lives (the directory layout of a Paimon table).
+
+This module is the trust boundary for paths. Every file name that comes from storage (manifests,
+snapshots, listings) or across a process boundary (commit messages) is checked as a plain file
+name with `check_file_name`, and every path of a table is built by `TablePaths`, whose methods
+only ever join plain names under the root. Code that deletes or walks on a local disk also asks
+`TablePaths.ensure_inside` with ``resolve_links``, so that a symlinked directory cannot lead a
+delete out of the table.
+"""
 
 from __future__ import annotations
 
+import operator
+import os
 import posixpath
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+from lake_assets.errors import UnsafePathError
+
+# A path component on common filesystems (ext4, xfs, APFS) and S3 keys per segment: 255 bytes.
+MAX_FILE_NAME_BYTES = 255
+# Option values that become the start of file names (`data-file.prefix`): room is left for the
+# "<uuid>-<counter>.parquet" that follows them, and for ".<name>.<uuid>.tmp" temporary files.
+MAX_PREFIX_BYTES = 128
+
+
+_UNSAFE_CHAR = re.compile(r"[\x00-\x1f\x7f/\\]")
+
+
+def _problem(name: object, max_bytes: int, *, allow_empty: bool = False) -> str | None:
+    """Why ``name`` is not a plain file name (None when it is one)."""
+    if not isinstance(name, str):
+        return f"it is a {type(name).__name__}, not a string"
+    if not name:
+        return None if allow_empty else "it is empty"
+    if name in (".", ".."):
+        return "it names a directory"
+    bad = _UNSAFE_CHAR.search(name)  # one C-level scan: names are checked per manifest entry
+    if bad is not None:
+        return "it contains a path separator" if bad.group() in "/\\" else "it contains a control character"
+    if not name.isascii() or len(name) > max_bytes:  # ASCII is one byte a character: no need to encode
+        try:
+            size = len(name.encode("utf-8"))
+        except UnicodeEncodeError:
+            return "it is not valid UTF-8 text"
+        if size > max_bytes:
+            return f"it is {size} bytes long (at most {max_bytes})"
+    return None
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}...({len(text)} characters)"
+
+
+def check_file_name(name: object, what: str) -> str:
+    """Return ``name`` if it is a plain file name: no separators, not ``.``/``..``, no control
+    characters, at most 255 bytes. ``what`` says where it came from, e.g. "data file of db.t"."""
+    why = _problem(name, MAX_FILE_NAME_BYTES)
+    if why is not None:
+        raise UnsafePathError(f"Unsafe file name {_show(name)} for {what}: {why}")
+    return name  # type: ignore[return-value]
+
+
+def check_path_part(value: object, what: str) -> str:
+    """Return ``value`` if it may start a file name (an option such as ``data-file.prefix``):
+    like `check_file_name`, but it may be empty and is at most 128 bytes."""
+    why = _problem(value, MAX_PREFIX_BYTES, allow_empty=True)
+    if why is not None:
+        raise UnsafePathError(f"Unsafe value {_show(value)} for {what}: {why}")
+    return value  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
 class TablePaths:
-    """Paths of one table's directories and files, rooted at ``root``."""
+    """Paths of one table's directories and files, rooted at ``root``.
+
+    File-name arguments are checked with `check_file_name` (raising `UnsafePathError`), so a
+    path built here never leaves ``root``.
+    """
 
     root: str
 
@@ -46,28 +117,87 @@ class TablePaths:
         return posixpath.join(self.root, "statistics")
 
     def schema_file(self, schema_id: int) -> str:
-        return posixpath.join(self.schema_dir, f"schema-{schema_id}")
+        return posixpath.join(self.schema_dir, f"schema-{_int(schema_id)}")
 
     def snapshot_file(self, snapshot_id: int) -> str:
-        return posixpath.join(self.snapshot_dir, f"snapshot-{snapshot_id}")
+        return posixpath.join(self.snapshot_dir, f"snapshot-{_int(snapshot_id)}")
 
     def changelog_file(self, snapshot_id: int) -> str:
-        return posixpath.join(self.changelog_dir, f"changelog-{snapshot_id}")
+        return posixpath.join(self.changelog_dir, f"changelog-{_int(snapshot_id)}")
 
     def manifest_file(self, name: str) -> str:
-        return posixpath.join(self.manifest_dir, name)
+        return posixpath.join(self.manifest_dir, check_file_name(name, f"manifest under {self.root}"))
+
+    def statistics_file(self, name: str) -> str:
+        return posixpath.join(self.statistics_dir, check_file_name(name, f"statistics under {self.root}"))
+
+    def index_file(self, name: str) -> str:
+        return posixpath.join(self.index_dir, check_file_name(name, f"index file under {self.root}"))
 
     def tag_file(self, name: str) -> str:
-        return posixpath.join(self.tag_dir, f"tag-{name}")
+        return posixpath.join(self.tag_dir, check_file_name(f"tag-{name}", f"tag under {self.root}"))
 
     def consumer_file(self, consumer_id: str) -> str:
-        return posixpath.join(self.consumer_dir, f"consumer-{consumer_id}")
+        return posixpath.join(
+            self.consumer_dir, check_file_name(f"consumer-{consumer_id}", f"consumer under {self.root}")
+        )
 
     def bucket_dir(self, partition_path: str, bucket: int) -> str:
-        bucket_name = "bucket-postpone" if bucket == -2 else f"bucket-{bucket}"
+        bucket_name = "bucket-postpone" if bucket == -2 else f"bucket-{_int(bucket)}"
         if partition_path:
+            # Partition paths are `k=v` segments with '/' and control characters escaped
+            # (spec/partition.py); each segment is still checked, as the last line of defence.
+            for part in partition_path.split("/"):
+                check_file_name(part, f"partition directory under {self.root}")
             return posixpath.join(self.root, partition_path, bucket_name)
         return posixpath.join(self.root, bucket_name)
 
     def data_file(self, partition_path: str, bucket: int, file_name: str) -> str:
-        return posixpath.join(self.bucket_dir(partition_path, bucket), file_name)
+        return posixpath.join(
+            self.bucket_dir(partition_path, bucket), check_file_name(file_name, f"data file under {self.root}")
+        )
+
+    # ---------------------------------------------------------------- containment
+    def is_inside(self, path: str) -> bool:
+        """Whether ``path`` names something strictly below the root (lexically, after ``..`` folding)."""
+        root = self.root.rstrip("/") or "/"
+        norm = posixpath.normpath(path)
+        return norm != root and norm.startswith(root if root == "/" else root + "/")
+
+    def ensure_inside(self, paths: Iterable[str], *, resolve_links: bool = False) -> list[str]:
+        """Return ``paths`` if every one is inside the table, else raise `UnsafePathError` (before
+        anything is done with any of them).
+
+        With ``resolve_links`` (local disks, where the caller deletes), each file's directory is
+        resolved through symlinks too: a symlinked directory pointing out of the table fails.
+        The file itself may be a symlink: deleting it removes the link, not its target.
+        """
+        out = list(paths)
+        real_root = os.path.realpath(self.root) if resolve_links else ""
+        checked: set[str] = set()
+        for p in out:
+            if not self.is_inside(p):
+                raise UnsafePathError(f"Refusing to touch {p!r}: it is not inside the table directory {self.root}")
+            if not resolve_links:
+                continue
+            parent = posixpath.dirname(posixpath.normpath(p))
+            if parent in checked:
+                continue
+            real = os.path.realpath(parent)
+            if real != real_root and not real.startswith(real_root.rstrip("/") + "/"):
+                raise UnsafePathError(
+                    f"Refusing to touch {p!r}: its directory resolves (through a symlink) to {real!r}, "
+                    f"outside the table directory {self.root}"
+                )
+            checked.add(parent)
+        return out
+
+
+def _int(value: int) -> int:
+    # Ids become file names: a bool or a string here would be a caller's bug, not a name.
+    if isinstance(value, bool):
+        raise UnsafePathError(f"Expected an integer id for a file name, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise UnsafePathError(f"Expected an integer id for a file name, got {value!r}") from None

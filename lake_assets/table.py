@@ -58,7 +58,7 @@ from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, Tag
 from lake_assets.spec.types import to_arrow
 
-_SCHEMA_NAME = re.compile(r"^schema-(\d+)$")
+_SCHEMA_NAME = re.compile(r"schema-([0-9]+)")  # fullmatch: `$` would accept a final newline
 
 # Test hook: a callable that is told each named step of a commit (the crash-injection harness
 # kills the process there). None in production.
@@ -83,7 +83,7 @@ class Table:
     # ----------------------------------------------------------------- schema
     def _load_latest_schema(self) -> TableSchema:
         ids = [int(m.group(1)) for n in self.file_io.list_names(self.paths.schema_dir)
-               if (m := _SCHEMA_NAME.match(n))]
+               if (m := _SCHEMA_NAME.fullmatch(n))]
         if not ids:
             raise NoSuchTableError(f"Table {self.name} does not exist (no schema files under {self.paths.root})")
         return self.schema_by_id(max(ids))
@@ -109,7 +109,7 @@ class Table:
     def latest_schema_id(self) -> int:
         """The newest schema id on storage (a snapshot records it, as Java does at commit time)."""
         ids = [int(m.group(1)) for n in self.file_io.list_names(self.paths.schema_dir)
-               if (m := _SCHEMA_NAME.match(n))]
+               if (m := _SCHEMA_NAME.fullmatch(n))]
         return max(ids) if ids else self.schema.id
 
     def update_schema(self) -> SchemaUpdate:
@@ -195,8 +195,14 @@ class Table:
         return p
 
     def data_file_path(self, partition: bytes, bucket: int, meta: DataFileMeta) -> str:
+        """Where a data or changelog file lives; always inside the table (see `TablePaths`)."""
         if meta.external_path:
-            return meta.external_path
+            # Paimon 1.x `data-file.external-paths`: acting on such a path (reading, deleting)
+            # would leave the table directory; not implemented, so refuse rather than follow it.
+            raise UnsupportedFeatureError(
+                f"Table {self.name}: file {meta.file_name} has an external path {meta.external_path!r}; "
+                "external data paths (data-file.external-paths) are not supported"
+            )
         return self.paths.data_file(self.partition_path_of(partition), bucket, meta.file_name)
 
     def fault_point(self, step: str) -> None:

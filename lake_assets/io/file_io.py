@@ -121,17 +121,34 @@ class FileIO:
         return [posixpath.basename(s.path) for s in self.list_status(path)]
 
     def walk_files(self, path: str) -> list[FileStatus]:
-        """Every file below ``path`` (recursive)."""
+        """Every file below ``path`` (recursive). On a local disk symlinks are skipped: a walk never
+        leaves ``path`` through a symlinked directory, and never offers a link (perhaps a
+        deliberately relocated directory) to a caller that deletes what it walks."""
         out: list[FileStatus] = []
         stack = [path]
         while stack:
             cur = stack.pop()
-            for st in self.list_status(cur):
+            for st in self._list_no_follow(cur) if self.is_local else self.list_status(cur):
                 if st.is_dir:
                     stack.append(st.path)
                 else:
                     out.append(st)
         return out
+
+    @staticmethod
+    def _list_no_follow(path: str) -> list[FileStatus]:
+        try:
+            with os.scandir(path) as it:
+                out = []
+                for e in it:
+                    if e.is_symlink():
+                        continue
+                    st = e.stat(follow_symlinks=False)
+                    out.append(FileStatus(e.path, st.st_size, e.is_dir(follow_symlinks=False),
+                                          int(st.st_mtime * 1000)))
+                return out
+        except FileNotFoundError:
+            return []
 
     # ----------------------------------------------------------------- writes
     def mkdirs(self, path: str) -> None:

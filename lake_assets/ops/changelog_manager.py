@@ -19,7 +19,8 @@ from lake_assets.ops.snapshot_manager import SnapshotManager, read_snapshot_file
 from lake_assets.paths import TablePaths
 from lake_assets.spec.snapshot import Snapshot
 
-_CHANGELOG_NAME = re.compile(r"^changelog-(\d+)$")
+# fullmatch with ASCII digits: `$` accepts a final newline and `\\d` other scripts' digits
+_CHANGELOG_NAME = re.compile(r"changelog-([0-9]+)")
 
 
 class ChangelogManager:
@@ -34,7 +35,7 @@ class ChangelogManager:
         """Ids of all long-lived changelogs, ascending (lists the directory)."""
         out = []
         for name in self.file_io.list_names(self.paths.changelog_dir):
-            m = _CHANGELOG_NAME.match(name)
+            m = _CHANGELOG_NAME.fullmatch(name)
             if m:
                 out.append(int(m.group(1)))
         return sorted(out)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from lake_assets.errors import CommitConflictError, CommitStateUnknownError, LakeError, NoSuchTableError
 from lake_assets.lsm.key_compare import compare_keys
-from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.scan import merge_entries
 from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.manifest import FileKind, ManifestEntry, ManifestFileMeta
@@ -105,6 +105,9 @@ class TableCommitter:
         New files become an APPEND (or OVERWRITE) snapshot; compaction results a COMPACT snapshot
         with the same identifier.
         """
+        # Messages come from other processes: check them all before acting on any (raises
+        # InvalidCommitMessageError; nothing committed, nothing deleted).
+        validate_messages(self.table, messages, "commit to")
         if check_committed and self.is_committed(commit_identifier):
             return []
         messages = [m for m in messages if not m.is_empty()]
@@ -173,7 +176,9 @@ class TableCommitter:
         return ids
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
-        """Delete the files of messages that will never be committed."""
+        """Delete the files of messages that will never be committed (every message is validated
+        first: a crafted file name must not make abort delete anything outside the table)."""
+        validate_messages(self.table, messages, "abort a commit to")
         self.table.file_io.delete_many(_abs_files(self.table, messages))
 
     # -------------------------------------------------------------- internals

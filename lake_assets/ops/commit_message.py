@@ -3,11 +3,26 @@
 from __future__ import annotations
 
 import base64
+import binascii
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from lake_assets.errors import (
+    CorruptMetadataError,
+    InvalidCommitMessageError,
+    UnsafePathError,
+    UnsupportedFeatureError,
+)
+from lake_assets.paths import check_file_name
+from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.manifest import DataFileMeta, SimpleStats
+
+if TYPE_CHECKING:
+    from lake_assets.table import Table
+
+_FILE_FIELDS = ("new_files", "compact_before", "compact_after", "new_changelog", "compact_changelog")
 
 
 @dataclass(frozen=True)
@@ -26,6 +41,19 @@ class CommitMessage:
     compact_after: tuple[DataFileMeta, ...] = ()
     new_changelog: tuple[DataFileMeta, ...] = ()
     compact_changelog: tuple[DataFileMeta, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Messages cross process boundaries (Spark tasks, JSON, pickle): every one is checked on
+        # construction, which `from_json` goes through, and on unpickling (`__setstate__`).
+        check_message_shape(self)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+        missing = {f.name for f in fields(self)} - state.keys()
+        if missing:
+            raise InvalidCommitMessageError(f"Invalid commit message: pickled state lacks {sorted(missing)}")
+        check_message_shape(self)
 
     def is_empty(self) -> bool:
         return not (
@@ -48,16 +76,144 @@ class CommitMessage:
 
     @classmethod
     def from_json(cls, text: str) -> CommitMessage:
-        d = json.loads(text)
-        files = {f.name for f in fields(cls)} - {"partition", "bucket", "total_buckets"}
-        kwargs: dict[str, Any] = {
-            "partition": base64.b64decode(d["partition"]),
-            "bucket": d["bucket"],
-            "total_buckets": d["total_buckets"],
-        }
-        for name in files:
-            kwargs[name] = tuple(_file_from_dict(x) for x in d.get(name, []))
+        """Parse `to_json` output; anything malformed raises `InvalidCommitMessageError`."""
+        try:
+            d = json.loads(text)
+            if not isinstance(d, dict):
+                raise TypeError("not a JSON object")
+            kwargs: dict[str, Any] = {
+                "partition": base64.b64decode(d["partition"], validate=True),
+                "bucket": d["bucket"],
+                "total_buckets": d["total_buckets"],
+            }
+            for name in _FILE_FIELDS:
+                kwargs[name] = tuple(_file_from_dict(x) for x in d.get(name, []))
+        except (ValueError, TypeError, KeyError, AttributeError, binascii.Error) as exc:
+            raise InvalidCommitMessageError(f"Invalid commit message JSON: {exc!r}") from None
         return cls(**kwargs)
+
+    def validate_for(self, table: Table, action: str = "commit to") -> None:
+        """Check that this message fits ``table`` (see `validate_messages`)."""
+        validate_messages(table, [self], action)
+
+
+def _bad(msg: str) -> InvalidCommitMessageError:
+    return InvalidCommitMessageError(f"Invalid commit message: {msg}")
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_file(f: object, where: str) -> None:
+    if not isinstance(f, DataFileMeta):
+        raise _bad(f"{where} holds {type(f).__name__}, not a DataFileMeta")
+    try:
+        check_file_name(f.file_name, where)
+        if not isinstance(f.extra_files, tuple):
+            raise _bad(f"{where}: extra_files of {f.file_name} is not a tuple")
+        for x in f.extra_files:
+            check_file_name(x, f"extra file of {f.file_name} in {where}")
+    except UnsafePathError as exc:
+        raise _bad(str(exc)) from None
+    if f.external_path is not None:
+        raise UnsupportedFeatureError(
+            f"Commit message file {f.file_name} has an external path {f.external_path!r}; "
+            "external data paths (data-file.external-paths) are not supported"
+        )
+    for attr in ("file_size", "row_count", "min_sequence_number", "max_sequence_number", "schema_id", "level"):
+        v = getattr(f, attr)
+        if not _is_int(v) or v < 0:
+            raise _bad(f"{where}: file {f.file_name} has {attr} = {v!r} (a non-negative integer is required)")
+    if f.min_sequence_number > f.max_sequence_number:
+        raise _bad(
+            f"{where}: file {f.file_name} has min_sequence_number {f.min_sequence_number} "
+            f"above max_sequence_number {f.max_sequence_number}"
+        )
+    if not isinstance(f.min_key, bytes) or not isinstance(f.max_key, bytes):
+        raise _bad(f"{where}: file {f.file_name} has keys that are not bytes")
+
+
+def check_message_shape(m: CommitMessage) -> None:
+    """What a message must satisfy for any table: plain file names, no external paths, integers
+    where integers belong, sane sequence ranges. Raises `InvalidCommitMessageError`."""
+    if not isinstance(m.partition, bytes):
+        raise _bad(f"partition is {type(m.partition).__name__}, not bytes")
+    if not _is_int(m.bucket) or not _is_int(m.total_buckets):
+        raise _bad(f"bucket {m.bucket!r} / total_buckets {m.total_buckets!r} must be integers")
+    for name in _FILE_FIELDS:
+        files = getattr(m, name)
+        if not isinstance(files, tuple):
+            raise _bad(f"{name} is {type(files).__name__}, not a tuple")
+        for f in files:
+            _check_file(f, f"{name} of bucket {m.bucket}")
+
+
+def validate_messages(table: Table, messages: Sequence[CommitMessage], action: str = "commit to") -> None:
+    """Check every message against ``table`` before anything acts on any of them.
+
+    Bucket in range for the table's bucket mode (0..N-1 for N fixed buckets, 0 for bucket = -1),
+    partition bytes that decode with the arity of the partition keys, levels in
+    [0, num-levels - 1], schema ids the table has. Raises `InvalidCommitMessageError` naming the
+    table and the problem; nothing has been committed or deleted then.
+    """
+    name = table.name
+    schema = table.schema
+    opts = schema.core_options
+    n_buckets = opts.bucket
+    part_types = schema.types(list(schema.partition_keys))
+    max_level = opts.num_levels - 1
+    latest_schema = table.latest_schema_id()
+    known_schemas: set[int] = set()
+    for m in messages:
+        if not isinstance(m, CommitMessage):
+            raise InvalidCommitMessageError(f"Cannot {action} {name}: {type(m).__name__} is not a CommitMessage")
+        try:
+            check_message_shape(m)
+        except InvalidCommitMessageError as exc:
+            raise InvalidCommitMessageError(f"Cannot {action} {name}: {exc}") from None
+        if n_buckets > 0:
+            if not 0 <= m.bucket < n_buckets or m.total_buckets not in (0, n_buckets):
+                raise InvalidCommitMessageError(
+                    f"Cannot {action} {name}: message names bucket {m.bucket} of {m.total_buckets} "
+                    f"but the table has {n_buckets} buckets (0..{n_buckets - 1})"
+                )
+        elif n_buckets == -1:
+            if m.bucket != 0 or m.total_buckets not in (-1, 0):
+                raise InvalidCommitMessageError(
+                    f"Cannot {action} {name}: message names bucket {m.bucket} of {m.total_buckets}; "
+                    "a table with bucket = -1 keeps its files in bucket 0"
+                )
+        else:
+            raise InvalidCommitMessageError(f"Cannot {action} {name}: bucket = {n_buckets} is not supported")
+        try:
+            deserialize_row(m.partition, part_types)
+            table.partition_path_of(m.partition)
+        except (CorruptMetadataError, UnsafePathError, ValueError, TypeError, UnicodeDecodeError) as exc:
+            raise InvalidCommitMessageError(
+                f"Cannot {action} {name}: partition bytes do not decode as the table's partition "
+                f"{list(schema.partition_keys)}: {exc}"
+            ) from None
+        for field_name in _FILE_FIELDS:
+            for f in getattr(m, field_name):
+                if f.level > max_level:
+                    raise InvalidCommitMessageError(
+                        f"Cannot {action} {name}: file {f.file_name} has level {f.level}, "
+                        f"above the table's highest level {max_level} (num-levels = {opts.num_levels})"
+                    )
+                if f.schema_id not in known_schemas:
+                    if f.schema_id > latest_schema:
+                        raise InvalidCommitMessageError(
+                            f"Cannot {action} {name}: file {f.file_name} has schema id {f.schema_id}, "
+                            f"which the table does not have (latest {latest_schema})"
+                        )
+                    try:
+                        table.schema_by_id(f.schema_id)
+                    except CorruptMetadataError as exc:
+                        raise InvalidCommitMessageError(
+                            f"Cannot {action} {name}: file {f.file_name} has schema id {f.schema_id}: {exc}"
+                        ) from None
+                    known_schemas.add(f.schema_id)
 
 
 def _encode(v: Any) -> Any:
@@ -73,18 +229,26 @@ def _encode(v: Any) -> Any:
 def _stats_from_dict(d: dict) -> SimpleStats:
     nulls = d["null_counts"]
     return SimpleStats(
-        base64.b64decode(d["min_values"]),
-        base64.b64decode(d["max_values"]),
+        base64.b64decode(d["min_values"], validate=True),
+        base64.b64decode(d["max_values"], validate=True),
         None if nulls is None else tuple(nulls),
     )
 
 
+_DATA_FILE_FIELDS = frozenset(f.name for f in fields(DataFileMeta))
+
+
 def _file_from_dict(d: dict) -> DataFileMeta:
+    if not isinstance(d, dict):
+        raise TypeError(f"a file entry is {type(d).__name__}, not an object")
+    unknown = d.keys() - _DATA_FILE_FIELDS
+    if unknown:
+        raise ValueError(f"unknown file fields {sorted(unknown)}")
     kw = dict(d)
     for k in ("min_key", "max_key"):
-        kw[k] = base64.b64decode(kw[k])
+        kw[k] = base64.b64decode(kw[k], validate=True)
     if kw.get("embedded_file_index") is not None:
-        kw["embedded_file_index"] = base64.b64decode(kw["embedded_file_index"])
+        kw["embedded_file_index"] = base64.b64decode(kw["embedded_file_index"], validate=True)
     kw["key_stats"] = _stats_from_dict(kw["key_stats"])
     kw["value_stats"] = _stats_from_dict(kw["value_stats"])
     for k in ("extra_files", "value_stats_cols", "write_cols", "write_cols_sequences"):

@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
-import re
 import time
 
 from lake_assets.catalog_names import check_name
+from lake_assets.errors import CorruptMetadataError, UnsafePathError
 from lake_assets.io.file_io import FileIO
-from lake_assets.paths import TablePaths
+from lake_assets.paths import TablePaths, check_file_name
 from lake_assets.spec.snapshot import Consumer
 
-_CONSUMER_NAME = re.compile(r"^consumer-(.+)$")
+_CONSUMER_PREFIX = "consumer-"
+
+
+def _consumer_id(file_name: str) -> str | None:
+    """The consumer id of a ``consumer-<id>`` file name (None for other files, e.g. temporaries).
+
+    A ``consumer-`` file whose name is not a plain file name is damaged metadata: raise rather
+    than skip it, since expiry would otherwise delete snapshots that consumer still needs."""
+    if not file_name.startswith(_CONSUMER_PREFIX) or file_name == _CONSUMER_PREFIX:
+        return None
+    try:
+        check_file_name(file_name, "consumer")
+    except UnsafePathError as exc:
+        raise CorruptMetadataError(
+            f"Cannot interpret consumer file {file_name!r} ({exc}); "
+            "refusing to go on without knowing which snapshots it needs"
+        ) from None
+    return file_name[len(_CONSUMER_PREFIX):]
 
 
 class ConsumerManager:
@@ -23,16 +40,17 @@ class ConsumerManager:
     def consumers(self) -> dict[str, Consumer]:
         out = {}
         for name in self.file_io.list_names(self.paths.consumer_dir):
-            m = _CONSUMER_NAME.match(name)
-            if not m:
+            cid = _consumer_id(name)
+            if cid is None:
                 continue
             try:
-                out[m.group(1)] = Consumer.from_json(self.file_io.read_bytes(f"{self.paths.consumer_dir}/{name}"), name)
+                out[cid] = Consumer.from_json(self.file_io.read_bytes(self.paths.consumer_file(cid)), name)
             except FileNotFoundError:
                 continue
         return out
 
     def get(self, consumer_id: str) -> Consumer | None:
+        check_name(consumer_id, "consumer id")
         try:
             return Consumer.from_json(self.file_io.read_bytes(self.paths.consumer_file(consumer_id)), consumer_id)
         except FileNotFoundError:
@@ -44,6 +62,7 @@ class ConsumerManager:
         self.file_io.overwrite_atomic(self.paths.consumer_file(consumer_id), Consumer(next_snapshot).to_json().encode())
 
     def delete(self, consumer_id: str) -> None:
+        check_name(consumer_id, "consumer id")
         self.file_io.delete(self.paths.consumer_file(consumer_id))
 
     def min_next_snapshot(self) -> int | None:
@@ -56,8 +75,8 @@ class ConsumerManager:
         removed = []
         for st in self.file_io.list_status(self.paths.consumer_dir):
             name = st.path.rstrip("/").rsplit("/", 1)[-1]
-            m = _CONSUMER_NAME.match(name)
-            if m and st.modified_ms is not None and now_ms - st.modified_ms > expiration_ms:
-                self.file_io.delete(st.path)
-                removed.append(m.group(1))
+            cid = _consumer_id(name)
+            if cid is not None and st.modified_ms is not None and now_ms - st.modified_ms > expiration_ms:
+                self.file_io.delete(self.paths.consumer_file(cid))
+                removed.append(cid)
         return removed

@@ -319,11 +319,13 @@ def _apply(
         return
     fio = table.file_io
     delete = delete_files or fio.delete_many
+    manifest_paths = [table.paths.manifest_file(n) for n in doomed_manifests]
+    _ensure_inside(table, doomed_data, doomed_changelog, manifest_paths)
     delete(doomed_data)
     table.fault_point("expire.after_data")
     delete(doomed_changelog)
     table.fault_point("expire.after_changelog")
-    delete([table.paths.manifest_file(n) for n in doomed_manifests])
+    delete(manifest_paths)
     table.fault_point("expire.after_manifests")
     changelogs = table.changelog_manager()
     expired_by_id = {s.id: s for s in expired}
@@ -421,10 +423,12 @@ def expire_changelogs(
         return result
     fio = table.file_io
     delete = delete_files or fio.delete_many
+    manifest_paths = [table.paths.manifest_file(n) for n in doomed_manifests]
+    _ensure_inside(table, doomed_data, doomed_changelog, manifest_paths)
     delete(doomed_data)
     delete(doomed_changelog)
     table.fault_point("expire_changelog.after_files")
-    delete([table.paths.manifest_file(n) for n in doomed_manifests])
+    delete(manifest_paths)
     table.fault_point("expire_changelog.after_manifests")
     for cid in plan.snapshot_ids:
         changelogs.delete(cid)
@@ -432,8 +436,15 @@ def expire_changelogs(
     return result
 
 
+def _ensure_inside(table: Table, *groups: list[str]) -> None:
+    """Raise `UnsafePathError` before any delete unless every path is inside the table (on a
+    local disk also through symlinked directories)."""
+    for group in groups:
+        table.paths.ensure_inside(group, resolve_links=table.file_io.is_local)
+
+
 def _extra_paths(table: Table, e: ManifestEntry) -> list[str]:
     if not e.file.extra_files:
         return []
-    base = table.data_file_path(e.partition, e.bucket, e.file).rsplit("/", 1)[0]
-    return [f"{base}/{x}" for x in e.file.extra_files]
+    ppath = table.partition_path_of(e.partition)
+    return [table.paths.data_file(ppath, e.bucket, x) for x in e.file.extra_files]

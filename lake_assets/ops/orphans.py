@@ -62,8 +62,8 @@ def referenced_files(table: Table) -> set[str]:
             for e in mio.read_manifest(meta.file_name, meta.file_size):
                 path = table.data_file_path(e.partition, e.bucket, e.file)
                 refs.add(path)
-                base = path.rsplit("/", 1)[0]
-                refs.update(f"{base}/{x}" for x in e.file.extra_files)
+                ppath = table.partition_path_of(e.partition)
+                refs.update(table.paths.data_file(ppath, e.bucket, x) for x in e.file.extra_files)
 
     holders = [(s, "snapshot") for s in sm.snapshots()]
     holders += [(t.snapshot, "tag") for t in table.tag_manager().tags().values()]
@@ -77,7 +77,7 @@ def referenced_files(table: Table) -> set[str]:
         if snap.index_manifest:
             refs.add(table.paths.manifest_file(snap.index_manifest))
         if snap.statistics:
-            refs.add(f"{table.paths.statistics_dir}/{snap.statistics}")
+            refs.add(table.paths.statistics_file(snap.statistics))
     return refs
 
 
@@ -95,7 +95,9 @@ def remove_orphan_files(
     root = table.paths.root.rstrip("/")
     result = OrphanResult(dry_run=dry_run)
     for st in table.file_io.walk_files(root):
-        rel = st.path[len(root) + 1 :] if st.path.startswith(root + "/") else st.path
+        if not st.path.startswith(root + "/"):
+            continue  # a listing that names something outside the table: never ours to delete
+        rel = st.path[len(root) + 1 :]
         top = rel.split("/", 1)[0]
         name = rel.rsplit("/", 1)[-1]
         # temp files of crashed atomic writes (".snapshot-3.<uuid>.tmp") are orphans anywhere
@@ -107,6 +109,8 @@ def remove_orphan_files(
         result.paths.append(st.path)
         result.bytes += st.size
     if not dry_run:
+        # Only paths proven inside the table (through symlinks too, on a local disk) are deleted.
+        table.paths.ensure_inside(result.paths, resolve_links=table.file_io.is_local)
         # in batches, so that an interrupted cleanup has made progress and a re-run finishes it
         for i in range(0, len(result.paths), 100):
             table.file_io.delete_many(result.paths[i : i + 100])

@@ -11,7 +11,8 @@ from lake_assets.io.file_io import FileIO
 from lake_assets.paths import TablePaths
 from lake_assets.spec.snapshot import Snapshot
 
-_SNAPSHOT_NAME = re.compile(r"^snapshot-(\d+)$")
+# fullmatch with ASCII digits: `$` accepts a final newline and `\\d` other scripts' digits
+_SNAPSHOT_NAME = re.compile(r"snapshot-([0-9]+)")
 
 
 def read_snapshot_file(
@@ -41,7 +42,7 @@ class SnapshotManager:
         """All snapshot ids present, ascending (lists the directory)."""
         ids = []
         for name in self.file_io.list_names(self.paths.snapshot_dir):
-            m = _SNAPSHOT_NAME.match(name)
+            m = _SNAPSHOT_NAME.fullmatch(name)
             if m:
                 ids.append(int(m.group(1)))
         return sorted(ids)

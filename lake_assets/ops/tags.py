@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 
-from lake_assets.catalog_names import check_name
-from lake_assets.errors import AlreadyExistsError, SnapshotNotFoundError
+from lake_assets.catalog_names import check_tag_name
+from lake_assets.errors import AlreadyExistsError, CorruptMetadataError, SnapshotNotFoundError, UnsafePathError
 from lake_assets.io.file_io import FileIO
-from lake_assets.paths import TablePaths
+from lake_assets.paths import TablePaths, check_file_name
 from lake_assets.spec.snapshot import Snapshot, Tag
 
-_TAG_NAME = re.compile(r"^tag-(.+)$")
+_TAG_PREFIX = "tag-"
 
 
 def _java_local_datetime(now: dt.datetime) -> list[int]:
@@ -31,7 +30,22 @@ class TagManager:
         self.table_name = table_name
 
     def names(self) -> list[str]:
-        return sorted(m.group(1) for n in self.file_io.list_names(self.paths.tag_dir) if (m := _TAG_NAME.match(n)))
+        """Every tag's name, as listed. A ``tag-`` file whose name cannot be a file name of ours
+        (a control character, e.g. a final newline) is damaged metadata: raise rather than skip
+        it, since expiry would otherwise delete the files that tag protects."""
+        out = []
+        for n in self.file_io.list_names(self.paths.tag_dir):
+            if not n.startswith(_TAG_PREFIX) or n == _TAG_PREFIX:
+                continue  # temporary files of an atomic create (".tag-x.<uuid>.tmp") and strangers
+            try:
+                check_file_name(n, f"tag of {self.table_name}")
+            except UnsafePathError as exc:
+                raise CorruptMetadataError(
+                    f"Table {self.table_name}: cannot interpret tag file {n!r} ({exc}); "
+                    "refusing to go on without knowing what it protects"
+                ) from None
+            out.append(n[len(_TAG_PREFIX):])
+        return sorted(out)
 
     def tags(self) -> dict[str, Tag]:
         """Every tag by name (tags that vanish while listing are skipped)."""
@@ -56,7 +70,7 @@ class TagManager:
         return tag
 
     def create(self, name: str, snapshot: Snapshot, time_retained_s: float | None = None) -> Tag:
-        check_name(name, f"tag of {self.table_name}")
+        check_tag_name(name, self.table_name)
         tag = Tag(name, snapshot, _java_local_datetime(dt.datetime.now()), time_retained_s)
         if not self.file_io.try_create(self.paths.tag_file(name), tag.to_json().encode()):
             raise AlreadyExistsError(f"Table {self.table_name} already has a tag {name!r}")

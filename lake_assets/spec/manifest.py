@@ -30,7 +30,8 @@ from typing import Any, ClassVar, NamedTuple
 import fastavro
 import pyarrow as pa
 
-from lake_assets.errors import CorruptMetadataError, OptionError
+from lake_assets.errors import CorruptMetadataError, OptionError, UnsafePathError
+from lake_assets.paths import check_file_name
 
 __all__ = [
     "EMPTY_ROW",
@@ -781,8 +782,11 @@ def _opt_tuple(value: list[Any] | None) -> tuple[Any, ...] | None:
 
 def _file_from(f: dict[str, Any]) -> DataFileMeta:
     g = f.get
+    # File names become paths under the table's bucket directories: plain names only.
+    for extra in f["_EXTRA_FILES"]:
+        check_file_name(extra, "an extra file")
     return DataFileMeta(
-        f["_FILE_NAME"],
+        check_file_name(f["_FILE_NAME"], "a data file"),
         f["_FILE_SIZE"],
         f["_ROW_COUNT"],
         f["_MIN_KEY"],
@@ -835,6 +839,8 @@ def _file_to(f: DataFileMeta) -> dict[str, Any]:
 def _convert(records: list[dict[str, Any]], name: str, fn: Callable[[dict[str, Any]], Any]) -> list[Any]:
     try:
         return [fn(r) for r in records]
+    except UnsafePathError as exc:
+        raise CorruptMetadataError(f"Cannot decode Avro file {name}: {exc}") from exc
     except (KeyError, TypeError, ValueError) as exc:
         raise CorruptMetadataError(f"Cannot decode Avro file {name}: bad record: {exc!r}") from exc
 
@@ -900,7 +906,7 @@ def encode_manifest_list(
 def _meta_from(r: dict[str, Any]) -> ManifestFileMeta:
     g = r.get
     return ManifestFileMeta(
-        r["_FILE_NAME"],
+        check_file_name(r["_FILE_NAME"], "a manifest"),
         r["_FILE_SIZE"],
         r["_NUM_ADDED_FILES"],
         r["_NUM_DELETED_FILES"],
@@ -979,7 +985,7 @@ def _index_entry_from(r: dict[str, Any]) -> IndexManifestEntry:
         r["_PARTITION"],
         r["_BUCKET"],
         r["_INDEX_TYPE"],
-        r["_FILE_NAME"],
+        check_file_name(r["_FILE_NAME"], "an index file"),
         r["_FILE_SIZE"],
         r["_ROW_COUNT"],
         None

@@ -7,7 +7,8 @@ from dataclasses import asdict, dataclass, fields, replace
 from enum import StrEnum
 from typing import Any
 
-from lake_assets.errors import CorruptMetadataError
+from lake_assets.errors import CorruptMetadataError, UnsafePathError
+from lake_assets.paths import check_file_name
 
 SNAPSHOT_VERSION = 3
 BATCH_COMMIT_IDENTIFIER = 2**63 - 1  # Java's Long.MAX_VALUE, what batch jobs commit with
@@ -47,6 +48,9 @@ _JSON_FIELDS: tuple[tuple[str, str], ...] = (
     ("next_row_id", "nextRowId"),
     ("operation", "operation"),
 )
+# Fields naming files of the table (manifest lists, the index manifest, statistics).
+_FILE_NAME_FIELDS = ("base_manifest_list", "delta_manifest_list", "changelog_manifest_list", "index_manifest",
+                     "statistics")
 _REQUIRED = {"id", "schema_id", "base_manifest_list", "delta_manifest_list", "commit_user",
              "commit_identifier", "commit_kind", "time_millis"}
 
@@ -113,7 +117,11 @@ class Snapshot:
                 raise TypeError("manifest list names must be strings")
             if kwargs.get("properties") is not None and not isinstance(kwargs["properties"], dict):
                 raise TypeError("properties must be an object")
-        except (ValueError, TypeError) as exc:
+            # Every name here becomes a path under the table: only plain file names (no `..`).
+            for attr in _FILE_NAME_FIELDS:
+                if kwargs.get(attr) is not None:
+                    check_file_name(kwargs[attr], f"{attr} of snapshot file {name}")
+        except (ValueError, TypeError, UnsafePathError) as exc:
             raise CorruptMetadataError(f"Snapshot file {name} is corrupt: {exc}") from exc
         return cls(**kwargs)
 

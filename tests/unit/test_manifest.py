@@ -865,6 +865,11 @@ def test_non_utf8_schema_is_corrupt() -> None:
 i32 = st.integers(-(2**31), 2**31 - 1)
 i64 = st.integers(-(2**63), 2**63 - 1)
 names = st.text(min_size=0, max_size=20)
+# File names are decoded only when plain (paths.check_file_name): no separators, control
+# characters, surrogates, "." or "..".
+file_names = st.text(
+    st.characters(blacklist_categories=("Cc", "Cs"), blacklist_characters="/\\\x7f"), min_size=1, max_size=20
+).filter(lambda n: n not in (".", ".."))
 blobs = st.binary(max_size=40)
 stats_st = st.builds(
     SimpleStats,
@@ -874,7 +879,7 @@ stats_st = st.builds(
 )
 files_st = st.builds(
     DataFileMeta,
-    file_name=names,
+    file_name=file_names,
     file_size=i64,
     row_count=i64,
     min_key=blobs,
@@ -885,7 +890,7 @@ files_st = st.builds(
     max_sequence_number=i64,
     schema_id=i64,
     level=i32,
-    extra_files=st.lists(names, max_size=3).map(tuple),
+    extra_files=st.lists(file_names, max_size=3).map(tuple),
     creation_time_ms=st.none() | i64,
     delete_row_count=st.none() | i64,
     embedded_file_index=st.none() | blobs,
@@ -899,7 +904,7 @@ files_st = st.builds(
 entries_st = st.builds(ManifestEntry, st.sampled_from(FileKind), blobs, i32, i32, files_st)
 metas_st = st.builds(
     ManifestFileMeta,
-    names,
+    file_names,
     i64,
     i64,
     i64,
