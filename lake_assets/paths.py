@@ -16,8 +16,12 @@ import posixpath
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from lake_assets.errors import UnsafePathError
+from lake_assets.errors import CorruptMetadataError, UnsafePathError
+
+if TYPE_CHECKING:
+    from lake_assets.io.file_io import FileIO, FileStatus
 
 # A path component on common filesystems (ext4, xfs, APFS) and S3 keys per segment: 255 bytes.
 MAX_FILE_NAME_BYTES = 255
@@ -191,6 +195,30 @@ class TablePaths:
                 )
             checked.add(parent)
         return out
+
+
+def list_prefixed(file_io: FileIO, directory: str, prefix: str, what: str) -> list[tuple[str, str, FileStatus]]:
+    """``(name after the prefix, path, status)`` of every file in ``directory`` named ``<prefix><name>``
+    (tags, consumers), for code that must see all of them (expiry protects what they hold).
+
+    Nothing is skipped that could hold something: a name another engine wrote with a character we
+    would refuse to create (Paimon Java accepts "release\\n") is still listed, its path taken from
+    the listing itself (so it stays in ``directory``). An entry that is a directory (Java turns a
+    name with '/' into one) cannot be interpreted: `CorruptMetadataError`, never a silent skip.
+    Temporary files (".tag-x.<uuid>.tmp") and other names are not entries.
+    """
+    out = []
+    for st in file_io.list_status(directory):
+        base = posixpath.basename(st.path.rstrip("/"))
+        if not base.startswith(prefix) or base == prefix:
+            continue
+        if st.is_dir:
+            raise CorruptMetadataError(
+                f"Cannot interpret {what} entry {base!r} under {directory}: it is a directory (a name "
+                "with '/' written by another engine?); refusing to go on without knowing what it holds"
+            )
+        out.append((base[len(prefix):], posixpath.join(directory, base), st))
+    return out
 
 
 def _int(value: int) -> int:

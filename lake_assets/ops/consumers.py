@@ -5,29 +5,11 @@ from __future__ import annotations
 import time
 
 from lake_assets.catalog_names import check_name
-from lake_assets.errors import CorruptMetadataError, UnsafePathError
 from lake_assets.io.file_io import FileIO
-from lake_assets.paths import TablePaths, check_file_name
+from lake_assets.paths import TablePaths, list_prefixed
 from lake_assets.spec.snapshot import Consumer
 
 _CONSUMER_PREFIX = "consumer-"
-
-
-def _consumer_id(file_name: str) -> str | None:
-    """The consumer id of a ``consumer-<id>`` file name (None for other files, e.g. temporaries).
-
-    A ``consumer-`` file whose name is not a plain file name is damaged metadata: raise rather
-    than skip it, since expiry would otherwise delete snapshots that consumer still needs."""
-    if not file_name.startswith(_CONSUMER_PREFIX) or file_name == _CONSUMER_PREFIX:
-        return None
-    try:
-        check_file_name(file_name, "consumer")
-    except UnsafePathError as exc:
-        raise CorruptMetadataError(
-            f"Cannot interpret consumer file {file_name!r} ({exc}); "
-            "refusing to go on without knowing which snapshots it needs"
-        ) from None
-    return file_name[len(_CONSUMER_PREFIX):]
 
 
 class ConsumerManager:
@@ -38,15 +20,15 @@ class ConsumerManager:
         self.paths = paths
 
     def consumers(self) -> dict[str, Consumer]:
+        """Every consumer's position. Expiry keeps what they need, so none may be missed: an id
+        another engine wrote with a character `record` refuses is read through its listed path,
+        and an entry that cannot be read as a consumer raises (see `paths.list_prefixed`)."""
         out = {}
-        for name in self.file_io.list_names(self.paths.consumer_dir):
-            cid = _consumer_id(name)
-            if cid is None:
-                continue
+        for cid, path, _ in list_prefixed(self.file_io, self.paths.consumer_dir, _CONSUMER_PREFIX, "consumer"):
             try:
-                out[cid] = Consumer.from_json(self.file_io.read_bytes(self.paths.consumer_file(cid)), name)
+                out[cid] = Consumer.from_json(self.file_io.read_bytes(path), f"{_CONSUMER_PREFIX}{cid}")
             except FileNotFoundError:
-                continue
+                continue  # deleted while listing
         return out
 
     def get(self, consumer_id: str) -> Consumer | None:
@@ -73,10 +55,8 @@ class ConsumerManager:
         """Delete consumers not updated for ``expiration_ms`` (abandoned readers); returns their ids."""
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
         removed = []
-        for st in self.file_io.list_status(self.paths.consumer_dir):
-            name = st.path.rstrip("/").rsplit("/", 1)[-1]
-            cid = _consumer_id(name)
-            if cid is not None and st.modified_ms is not None and now_ms - st.modified_ms > expiration_ms:
-                self.file_io.delete(self.paths.consumer_file(cid))
+        for cid, path, st in list_prefixed(self.file_io, self.paths.consumer_dir, _CONSUMER_PREFIX, "consumer"):
+            if st.modified_ms is not None and now_ms - st.modified_ms > expiration_ms:
+                self.file_io.delete(path)
                 removed.append(cid)
         return removed

@@ -488,30 +488,53 @@ def test_numeric_tag_names_are_refused_as_in_paimon(env: Env) -> None:
     env.table.create_tag("v1")
 
 
-def test_a_tag_file_that_cannot_be_interpreted_stops_expiry(env: Env) -> None:
+def _supersede_snapshot_1(t) -> None:
+    t.write_arrow(_batch([1, 2, 3], v="b"))  # replaces every row: snapshot 1's files become expirable
+    t.compact(full=True)
+
+
+def test_a_tag_named_with_a_newline_on_storage_still_protects_its_data(env: Env) -> None:
     """From class 2: "release\\n" was accepted, then invisible to tags() and to expiry, which deleted
-    its data. A tag file with such a name on storage now stops expiry instead."""
+    its data. We refuse to create such a name; one on storage (Paimon Java 0.9 writes it) is listed
+    and protects its files."""
     t = env.table
     tag = t.create_tag("release")
     Path(t.paths.tag_file("release")).rename(Path(t.paths.tag_dir) / "tag-release\n")
     tagged = [Path(t.data_file_path(e.partition, e.bucket, e.file))
               for e in t.file_store_scan().live_entries(tag.snapshot)]
-    t.write_arrow(_batch([1, 2, 3], v="b"))
-    t.compact(full=True)
-    with pytest.raises(CorruptMetadataError, match="tag file"):
-        t.expire_snapshots(retain_min=1, retain_max=1)
+    assert t.tags() == {"release\n": tag.snapshot}
+    _supersede_snapshot_1(t)
+    res = t.expire_snapshots(retain_min=1, retain_max=1)
+    assert res.expired_snapshots  # snapshot 1 went, its files stayed for the tag
     assert all(p.exists() for p in tagged)
+    t.remove_orphan_files(older_than=timedelta(0), dry_run=False)
+    assert all(p.exists() for p in tagged)
+
+
+@pytest.mark.parametrize("kind", ["tag", "consumer"])
+def test_an_entry_that_cannot_be_interpreted_stops_expiry(env: Env, kind: str) -> None:
+    """A ``tag-a`` directory (Paimon Java 0.9 turns tag "a/b" into one) is not a tag we can read:
+    expiry stops rather than delete what it might protect; nothing is silently skipped."""
+    t = env.table
+    directory = Path(t.paths.tag_dir if kind == "tag" else t.paths.consumer_dir)
+    (directory / f"{kind}-a").mkdir(parents=True)
+    (directory / f"{kind}-a" / "b").write_text("{}")
+    _supersede_snapshot_1(t)
+    with pytest.raises(CorruptMetadataError, match="is a directory"):
+        t.expire_snapshots(retain_min=1, retain_max=1)
     assert t.snapshot_manager.earliest_id() == 1
+    if kind == "tag":  # orphan removal keeps what tags reference (consumers hold snapshots only)
+        with pytest.raises(CorruptMetadataError, match="is a directory"):
+            t.remove_orphan_files(older_than=timedelta(0), dry_run=False)
 
 
-def test_a_consumer_file_that_cannot_be_interpreted_stops_expiry(env: Env) -> None:
+def test_a_consumer_named_with_a_newline_on_storage_still_holds_its_snapshots(env: Env) -> None:
     t = env.table
     Path(t.paths.consumer_dir).mkdir(parents=True)
     (Path(t.paths.consumer_dir) / "consumer-reader\n").write_text(json.dumps({"nextSnapshot": 1}))
-    t.write_arrow(_batch([1, 2, 3], v="b"))
-    t.compact(full=True)
-    with pytest.raises(CorruptMetadataError, match="consumer file"):
-        t.expire_snapshots(retain_min=1, retain_max=1)
+    assert t.consumer_manager().consumers()["reader\n"].next_snapshot == 1
+    _supersede_snapshot_1(t)
+    t.expire_snapshots(retain_min=1, retain_max=1)
     assert t.snapshot_manager.earliest_id() == 1
 
 
