@@ -12,6 +12,7 @@ from lake_assets.errors import (
     CommitError,
     CommitStateUnknownError,
     CorruptMetadataError,
+    InvalidCommitMessageError,
     InvalidDataError,
     InvalidIdentifierError,
     LakeError,
@@ -20,6 +21,7 @@ from lake_assets.errors import (
     OptionError,
     SchemaError,
     SnapshotNotFoundError,
+    UnsafePathError,
     UnsupportedFeatureError,
 )
 from lake_assets.ops.commit_message import CommitMessage
@@ -37,6 +39,7 @@ __all__ = [
     "CommitMessage",
     "CommitStateUnknownError",
     "CorruptMetadataError",
+    "InvalidCommitMessageError",
     "InvalidDataError",
     "InvalidIdentifierError",
     "LakeError",
@@ -47,5 +50,6 @@ __all__ = [
     "Snapshot",
     "SnapshotNotFoundError",
     "Table",
+    "UnsafePathError",
     "UnsupportedFeatureError",
 ]
