@@ -163,8 +163,7 @@ def validate_messages(table: Table, messages: Sequence[CommitMessage], action: s
     n_buckets = opts.bucket
     part_types = schema.types(list(schema.partition_keys))
     max_level = opts.num_levels - 1
-    latest_schema = table.latest_schema_id()
-    known_schemas: set[int] = set()
+    known_schemas: set[int] = {schema.id}  # other ids cost a listing and a read, once each
     for m in messages:
         if not isinstance(m, CommitMessage):
             raise InvalidCommitMessageError(f"Cannot {action} {name}: {type(m).__name__} is not a CommitMessage")
@@ -202,6 +201,7 @@ def validate_messages(table: Table, messages: Sequence[CommitMessage], action: s
                         f"above the table's highest level {max_level} (num-levels = {opts.num_levels})"
                     )
                 if f.schema_id not in known_schemas:
+                    latest_schema = table.latest_schema_id()
                     if f.schema_id > latest_schema:
                         raise InvalidCommitMessageError(
                             f"Cannot {action} {name}: file {f.file_name} has schema id {f.schema_id}, "
