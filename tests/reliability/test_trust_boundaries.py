@@ -545,3 +545,14 @@ def test_listings_match_whole_names(env: Env) -> None:
     Path(t.paths.snapshot_dir, "snapshot-\u0663").write_text("{}")
     assert t.snapshot_manager.snapshot_ids() == [1]
     env.assert_table_unchanged(1)
+
+
+def test_a_partition_value_too_long_for_a_directory_is_a_clear_error(env: Env) -> None:
+    """Over-long names of the other kind: a partition directory ``dt=<300 chars>`` failed with a raw
+    OSError (ENAMETOOLONG) mid-write."""
+    files_before = sorted(p for p in Path(env.table.paths.root).rglob("*") if p.is_file())
+    with pytest.raises(UnsafePathError, match="partition directory"):
+        env.table.write_arrow(pa.table({"k": [8, 9], "dt": ["d1", "x" * 300], "v": ["a", "b"]}, schema=SCHEMA))
+    env.assert_table_unchanged(1)
+    assert sorted(p for p in Path(env.table.paths.root).rglob("*") if p.is_file()) == files_before
+    env.assert_outside_untouched()
