@@ -556,3 +556,38 @@ def test_a_partition_value_too_long_for_a_directory_is_a_clear_error(env: Env) -
     env.assert_table_unchanged(1)
     assert sorted(p for p in Path(env.table.paths.root).rglob("*") if p.is_file()) == files_before
     env.assert_outside_untouched()
+
+
+def test_the_same_boundaries_hold_on_s3(s3_warehouse) -> None:
+    """Object stores have no directories to escape, but keys with ``..`` or a leading bucket name
+    are just as dangerous to a delete: the checks are lexical and hold on S3 too."""
+    wh, opts = s3_warehouse
+    cat = Catalog(wh, **opts)
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["k", "dt"], partition_keys=["dt"], options={"bucket": "2"})
+    t.write_arrow(_batch([1, 2, 3]))
+    bucket = t.paths.root.split("/", 1)[0]
+    victim = f"{bucket}/victim"
+    t.file_io.write_bytes(victim, b"precious")
+    writer = t.new_writer("job", write_only=True)
+    writer.write_arrow(_batch([10]))
+    msgs = writer.prepare_commit()
+    bucket_dir = t.paths.bucket_dir("dt=d1", msgs[0].bucket)
+    for bad in (os.path.relpath(victim, bucket_dir), victim):
+        d = json.loads(msgs[0].to_json())
+        d["new_files"][0]["file_name"] = bad
+        with pytest.raises(InvalidCommitMessageError):
+            CommitMessage.from_json(json.dumps(d))
+        crafted = _with_file(msgs[0], file_name=bad)
+        with pytest.raises(InvalidCommitMessageError):
+            t.new_committer("job").abort([crafted])
+    # a snapshot naming a list outside the table stops expiry
+    t.write_arrow(_batch([4]))
+    t.write_arrow(_batch([5]))
+    d = json.loads(t.file_io.read_bytes(t.paths.snapshot_file(1)))
+    d["changelogManifestList"] = os.path.relpath(victim, t.paths.manifest_dir)
+    t.file_io.overwrite_atomic(t.paths.snapshot_file(1), json.dumps(d).encode())
+    with pytest.raises(CorruptMetadataError, match="Unsafe file name"):
+        t.expire_snapshots(retain_min=1, retain_max=1)
+    assert t.file_io.read_bytes(victim) == b"precious"
+    assert sorted(t.to_arrow().column("k").to_pylist()) == [1, 2, 3, 4, 5]
