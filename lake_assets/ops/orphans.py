@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
+from lake_assets.spec.manifest import decode_index_manifest
+
 if TYPE_CHECKING:
     from lake_assets.table import Table
 
@@ -76,9 +79,32 @@ def referenced_files(table: Table) -> set[str]:
             add_list(snap.changelog_manifest_list, may_be_gone=kind != "snapshot")
         if snap.index_manifest:
             refs.add(table.paths.manifest_file(snap.index_manifest))
+            refs.update(_index_files(table, snap.index_manifest, may_be_gone=kind != "snapshot"))
         if snap.statistics:
             refs.add(table.paths.statistics_file(snap.statistics))
     return refs
+
+
+def _index_files(table: Table, name: str, *, may_be_gone: bool) -> list[str]:
+    """Paths of the index files (``index/``: hash indexes, deletion vectors) an index manifest names.
+
+    Written by Paimon engines for modes lake_assets does not write; they are still referenced by
+    the snapshot and must never be collected as orphans."""
+    try:
+        data = table.file_io.read_bytes(table.paths.manifest_file(name))
+    except FileNotFoundError:
+        if may_be_gone:
+            return []
+        raise CorruptMetadataError(f"Table {table.name}: index manifest {name} is missing") from None
+    out = []
+    for e in decode_index_manifest(data, name):
+        if e.external_path:
+            raise UnsupportedFeatureError(
+                f"Table {table.name}: index file {e.file_name} has an external path {e.external_path!r}; "
+                "external paths are not supported"
+            )
+        out.append(table.paths.index_file(e.file_name))
+    return out
 
 
 def remove_orphan_files(

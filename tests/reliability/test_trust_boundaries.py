@@ -27,7 +27,7 @@ from lake_assets.errors import InvalidCommitMessageError, UnsafePathError, Unsup
 from lake_assets.ops import manifest_io
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.spec.binary_row import serialize_row
-from lake_assets.spec.manifest import FileKind, ManifestEntry
+from lake_assets.spec.manifest import FileKind, IndexManifestEntry, ManifestEntry, encode_index_manifest
 from lake_assets.spec.snapshot import CommitKind, Snapshot
 from lake_assets.spec.types import VarCharType
 
@@ -591,3 +591,36 @@ def test_the_same_boundaries_hold_on_s3(s3_warehouse) -> None:
         t.expire_snapshots(retain_min=1, retain_max=1)
     assert t.file_io.read_bytes(victim) == b"precious"
     assert sorted(t.to_arrow().column("k").to_pylist()) == [1, 2, 3, 4, 5]
+
+
+def _with_index_manifest(env: Env, file_name: str) -> Path:
+    """Point the latest snapshot at an index manifest naming ``file_name`` under ``index/`` (as a
+    Paimon engine writes for hash indexes), and put an old index file there."""
+    t = env.table
+    index_file = Path(t.paths.index_dir) / "index-5b0e7f1c-0"
+    index_file.parent.mkdir(parents=True, exist_ok=True)
+    index_file.write_bytes(b"hash index")
+    os.utime(index_file, (OLD, OLD))
+    entry = IndexManifestEntry(FileKind.ADD, serialize_row(["d1"], [STRING]), 0, "HASH", file_name, 10, 1)
+    name = "index-manifest-5b0e7f1c-0"
+    Path(t.paths.manifest_file(name)).write_bytes(encode_index_manifest([entry]))
+    path = Path(t.paths.snapshot_file(1))
+    d = json.loads(path.read_text())
+    d["indexManifest"] = name
+    path.write_text(json.dumps(d))
+    return index_file
+
+
+def test_orphan_removal_keeps_index_files_a_snapshot_references(env: Env) -> None:
+    index_file = _with_index_manifest(env, "index-5b0e7f1c-0")
+    res = env.table.remove_orphan_files(older_than=timedelta(0), dry_run=False)
+    assert str(index_file) not in res.paths
+    assert index_file.exists()
+
+
+def test_an_index_manifest_naming_a_file_outside_stops_orphan_removal(env: Env) -> None:
+    index_file = _with_index_manifest(env, os.path.relpath(env.victim, env.table.paths.index_dir))
+    with pytest.raises(CorruptMetadataError, match="Unsafe file name"):
+        env.table.remove_orphan_files(older_than=timedelta(0), dry_run=False)
+    assert index_file.exists()
+    env.assert_outside_untouched()
