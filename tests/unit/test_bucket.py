@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import time
 from collections import defaultdict
 from decimal import Decimal
 from typing import Any
@@ -157,15 +156,12 @@ def test_vectorized_hash_equal_lengths(rows: list[bytes]) -> None:
 
 
 @pytest.mark.slow
-def test_million_bigint_keys_are_fast() -> None:
+def test_million_bigint_keys_vectorized() -> None:
+    # Speed is measured in bench/, never asserted here: this checks the vectorized path at scale.
     keys = pa.array(np.random.default_rng(1).integers(-(2**63), 2**63 - 1, 1_000_000, dtype=np.int64))
     t = BigIntType(nullable=False)
-    start = time.perf_counter()
     buckets = assign_buckets([keys], [t], 16)
-    elapsed = time.perf_counter() - start
     assert len(buckets) == 1_000_000 and buckets.min() >= 0 and buckets.max() < 16
     for r in (0, 123_456, 999_999):
         h = hash_scalar(encode_row([keys[r].as_py()], [t]))
         assert buckets[r] == abs(h) % 16
-    # The target is well under a second; the bound leaves room for a busy CI machine.
-    assert elapsed < 2.0, elapsed

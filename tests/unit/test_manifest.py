@@ -7,7 +7,6 @@ import datetime as dt
 import io
 import json
 import random
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -941,10 +940,11 @@ def test_property_garbage_after_magic_is_corrupt(tail: bytes) -> None:
             assert "garbage-0" in str(exc)
 
 
-# ----------------------------------------------------------------------------------- performance
+# ----------------------------------------------------------------------------------- many entries
 
 
-def test_ten_thousand_entries_encode_and_decode_fast() -> None:
+def test_ten_thousand_entries_round_trip() -> None:
+    # Speed is measured in bench/, never asserted here (a busy CI machine is no measure).
     entries = [
         _entry(
             i,
@@ -956,15 +956,4 @@ def test_ten_thousand_entries_encode_and_decode_fast() -> None:
         )
         for i in range(10_000)
     ]
-    t0 = time.perf_counter()
-    data = encode_manifest_entries(entries)
-    t1 = time.perf_counter()
-    decoded = decode_manifest_entries(data, "perf")
-    t2 = time.perf_counter()
-    assert decoded == entries
-    print(
-        f"10k entries: encode {1000 * (t1 - t0):.0f} ms, decode {1000 * (t2 - t1):.0f} ms, {len(data)} bytes"
-    )
-    # Typically ~0.2 s each; the bound leaves room for slow CI machines.
-    assert t1 - t0 < 1.0
-    assert t2 - t1 < 1.0
+    assert decode_manifest_entries(encode_manifest_entries(entries), "many") == entries
