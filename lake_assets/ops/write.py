@@ -168,6 +168,8 @@ class TableWriter:
             if not keep.all():
                 data = data.filter(pa.array(keep))
                 kinds = kinds[keep]
+                if data.num_rows == 0:
+                    return  # only retractions: nothing to buffer (Java's writer drops them all too)
         if not self.is_pk and (kinds != 0).any():
             raise UnsupportedFeatureError(
                 f"Cannot write to {self.table.name}: append tables only take +I rows; "

@@ -158,11 +158,6 @@ def test_partial_update_ignore_delete(java: PaimonJava, wh: str) -> None:
     assert_agree(sc.run_all())
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "lake_assets bug (not one of the four known): on a table with ignore-delete, a write whose rows "
-    "are all retractions leaves 0 rows after the filter and TableWriter.write_arrow's slicing loop "
-    "calls range(0, 0, 0) -> ValueError 'range() arg 3 must not be zero'. Java writes nothing and "
-    "commits no new data"))
 def test_ignore_delete_commit_of_only_retractions(java: PaimonJava, wh: str) -> None:
     steps = [_w("+I", {"k": 1, "a": "x"}), _w("-D", {"k": 1})]
     sc = Scenario(java, wh, PU_SCHEMA, ["k"],
