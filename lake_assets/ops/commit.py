@@ -281,7 +281,9 @@ class TableCommitter:
             time_millis=int(time.time() * 1000),
             total_record_count=prev_total + delta_records,
             delta_record_count=delta_records,
-            changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
+            # Java writes 0 (not null) when the commit produced no changelog, and an empty logOffsets.
+            changelog_record_count=sum(e.file.row_count for e in changelog),
+            log_offsets={},
             watermark=latest.watermark if latest is not None else None,
             properties=properties or None,
             uuid=str(uuid.uuid4()),

@@ -39,6 +39,7 @@ _JSON_FIELDS: tuple[tuple[str, str], ...] = (
     ("commit_identifier", "commitIdentifier"),
     ("commit_kind", "commitKind"),
     ("time_millis", "timeMillis"),
+    ("log_offsets", "logOffsets"),
     ("total_record_count", "totalRecordCount"),
     ("delta_record_count", "deltaRecordCount"),
     ("changelog_record_count", "changelogRecordCount"),
@@ -82,6 +83,9 @@ class Snapshot:
     operation: str | None = None
     writer_version: str | None = None
     uuid: str | None = None
+    # Paimon 0.9 writes ``{}`` (its log-system offsets); later Java versions dropped the field and
+    # ignore it, so writing it keeps our snapshot files like the 0.9 files without hurting 1.x.
+    log_offsets: dict[str, int] | None = None
     version: int = SNAPSHOT_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -117,6 +121,8 @@ class Snapshot:
                 raise TypeError("manifest list names must be strings")
             if kwargs.get("properties") is not None and not isinstance(kwargs["properties"], dict):
                 raise TypeError("properties must be an object")
+            if kwargs.get("log_offsets") is not None and not isinstance(kwargs["log_offsets"], dict):
+                raise TypeError("logOffsets must be an object")
             # Every name here becomes a path under the table: only plain file names (no `..`).
             for attr in _FILE_NAME_FIELDS:
                 if kwargs.get(attr) is not None:

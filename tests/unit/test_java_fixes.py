@@ -25,3 +25,17 @@ def test_ignore_delete_write_of_only_retractions_writes_nothing(tmp_path) -> Non
     assert t.write_arrow(retractions) is None
     assert t.snapshot_manager.latest_id() == first
     assert t.to_arrow().to_pylist() == [{"k": 1, "a": "x", "op": "+I"}]
+
+
+def test_snapshot_json_has_java_09_fields(tmp_path) -> None:
+    """Paimon 0.9 writes ``changelogRecordCount: 0`` without changelog and ``logOffsets: {}``."""
+    import json
+
+    cat = Catalog(str(tmp_path))
+    cat.create_database("db")
+    t = cat.create_table("db.t", PU_SCHEMA, primary_keys=["k"], options={"bucket": "1"})
+    sid = t.write_arrow(pa.table({"k": [1], "a": ["x"], "op": ["+I"]}, schema=PU_SCHEMA))
+    raw = json.loads((tmp_path / "db.db" / "t" / "snapshot" / f"snapshot-{sid}").read_text())
+    assert (raw["changelogRecordCount"], raw["logOffsets"]) == (0, {})
+    assert list(raw).index("logOffsets") == list(raw).index("timeMillis") + 1  # Java's field order
+    assert t.snapshot_manager.snapshot(sid).log_offsets == {}
