@@ -56,7 +56,7 @@ from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.partition import partition_path
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, Tag
-from lake_assets.spec.types import to_arrow
+from lake_assets.spec.types import BinaryType, VarBinaryType, to_arrow
 
 _SCHEMA_NAME = re.compile(r"schema-([0-9]+)")  # fullmatch: `$` would accept a final newline
 
@@ -535,7 +535,9 @@ class Table:
         cur = {}
         for n, a, b in zip(names, lo, hi, strict=True):
             f = self.schema.field_by_id(file_schema.field(n).id)
-            if f is not None:
+            # Binary bounds are never trusted: Java writes none, and older lake_assets files carry
+            # some whose order another reader may not share (signed vs unsigned bytes).
+            if f is not None and not isinstance(f.type, (BinaryType, VarBinaryType)):
                 cur[f.name] = (a, b)
         return pred.test_ranges({k: v[0] for k, v in cur.items()}, {k: v[1] for k, v in cur.items()})
 

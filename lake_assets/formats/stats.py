@@ -29,6 +29,10 @@ from lake_assets.spec.types import (
 
 DEFAULT_TRUNCATE = 16
 _NESTED = (ArrayType, MapType, MultisetType, RowType)
+# Paimon Java (0.9 and 1.x: ParquetSimpleStatsExtractor has no BINARY/VARBINARY case) writes NULL
+# min/max for binary columns, only their null count. Java readers then keep such files; with real
+# bounds in our files they prune them (its byte order is not ours), so we write NULL too.
+_NO_MIN_MAX = (*_NESTED, BinaryType, VarBinaryType)
 
 
 def _truncate_min(v: object, n: int) -> object:
@@ -77,7 +81,7 @@ class StatsAccumulator:
         self.mins: list[object] = [None] * n
         self.maxs: list[object] = [None] * n
         self.nulls = [0] * n
-        self.unknown = [isinstance(t, _NESTED) for t in self.types]  # no min/max for these
+        self.unknown = [isinstance(t, _NO_MIN_MAX) for t in self.types]  # no min/max for these
 
     def update(self, columns: Sequence[pa.Array | pa.ChunkedArray]) -> None:
         for i, (col, dtype) in enumerate(zip(columns, self.types, strict=True)):

@@ -175,17 +175,8 @@ def _key_rows(values: list, arrow_type: pa.DataType) -> pa.Table:
 # (ClassCastException Byte/Short -> Integer), also on tables Java wrote itself: no equality reads there.
 JAVA_CANNOT_FILTER = {"tinyint", "smallint"}
 
-BINARY_STATS = pytest.mark.xfail(
-    strict=True,
-    reason="we write min/max key and value stats for BINARY columns where Java 0.9 writes NULL stats; "
-    "Java then prunes the files of our tables that hold keys with bytes >= 0x80 (e.g. b'\\x00' and "
-    "b'\\xff'*33 in one file): a bucket-key equality read by Java misses rows of our table. Paimon's "
-    "ParquetSimpleStatsExtractor (1.x too) has no BINARY/VARBINARY case: their stats are always NULL",
-)
-
-
 @pytest.mark.parametrize("bucket_key", ["k", "k,k2"], ids=["bucket-key-k", "whole-key"])
-@pytest.mark.parametrize("kind", [pytest.param(k, marks=BINARY_STATS) if k == "binary" else k for k in KEY_TYPES])
+@pytest.mark.parametrize("kind", list(KEY_TYPES))
 def test_bucket_placement_matches_java(java: PaimonJava, wh: str, lake: Catalog, kind: str, bucket_key: str) -> None:
     arrow_type, values = KEY_TYPES[kind]
     data = _key_rows(values, arrow_type)
