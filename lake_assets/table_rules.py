@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from lake_assets.errors import OptionError
+from lake_assets.errors import OptionError, UnsupportedFeatureError
 from lake_assets.options import CoreOptions
 from lake_assets.spec.types import DataField, VarCharType, to_arrow
 
@@ -22,6 +22,7 @@ def check_options(
     by_name = {f.name: f for f in fields}
     core = CoreOptions(dict(options), has_primary_key=bool(primary_keys))
     core.validate(field_names=names, strict=True)
+    check_engine_producer(what, core)
     if not primary_keys:
         for k in ("merge-engine", "sequence.field", "rowkind.field"):
             if k in options and not (k == "merge-engine" and core.merge_engine == "deduplicate"):
@@ -52,3 +53,15 @@ def check_options(
         trimmed = [k for k in primary_keys if k not in partition_keys]
         validate_engine_options([(f.name, to_arrow(f.type)) for f in fields], trimmed, dict(options))
     return core
+
+
+def check_engine_producer(what: str, core: CoreOptions) -> None:
+    """Paimon Java refuses a first-row table with changelog-producer input or full-compaction
+    (SchemaValidation: "Only support 'none' and 'lookup' changelog-producer on FIRST_MERGE merge
+    engine"), at create and ALTER; we refuse those and any write or compaction of a table that
+    carries the pair anyway (reads still work: the files are valid)."""
+    if core.merge_engine == "first-row" and core.changelog_producer not in ("none", "lookup"):
+        raise UnsupportedFeatureError(
+            f"{what}: changelog-producer={core.changelog_producer!r} is not supported with "
+            "merge-engine='first-row' (only 'none' and 'lookup', as in Paimon)"
+        )

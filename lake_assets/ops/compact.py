@@ -54,6 +54,7 @@ from lake_assets.ops.scan import Split
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.snapshot import CommitKind, Snapshot
 from lake_assets.spec.types import to_arrow_field
+from lake_assets.table_rules import check_engine_producer
 
 if TYPE_CHECKING:
     from lake_assets.options import CoreOptions
@@ -214,6 +215,7 @@ def plan_compaction(
     snapshot: Snapshot | None = None,
 ) -> CompactionPlan:
     """Plan compaction units for every (partition, bucket) that needs one, from manifests only."""
+    check_engine_producer(f"Cannot compact {table.name}", table.schema.core_options)
     snap = snapshot if snapshot is not None else table.latest_snapshot()
     if snap is None:
         return CompactionPlan(None)

@@ -35,6 +35,7 @@ from lake_assets.ops.spill import SpillDirectory, SpillRun, key_batches
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.partition import partition_path
+from lake_assets.table_rules import check_engine_producer
 
 if TYPE_CHECKING:
     from lake_assets.options import CoreOptions
@@ -106,6 +107,7 @@ class TableWriter:
             )
         if not table.file_io.exists(table.paths.schema_file(self.schema.id)):
             raise NoSuchTableError(f"Cannot write to {table.name}: the table does not exist (dropped?)")
+        check_engine_producer(f"Cannot write to {table.name}", opts)
         self.partition_types = self.schema.types(list(self.schema.partition_keys))
         self.bucket_types = self.schema.types(list(self.schema.bucket_keys))
         self._buffers: dict[tuple[bytes, int], _BucketBuffer] = {}

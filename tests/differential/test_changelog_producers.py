@@ -122,10 +122,6 @@ def test_first_row_lookup_changelog(java: PaimonJava, wh: str) -> None:
 
 
 @pytest.mark.parametrize("producer", ["input", "full-compaction"])
-@pytest.mark.xfail(strict=True, reason=(
-    "Java 0.9 refuses to create a first-row table with changelog-producer input or "
-    "full-compaction (IllegalArgumentException: Only support 'none' and 'lookup' "
-    "changelog-producer on FIRST_MERGE merge engine); lake_assets creates it"))
 def test_first_row_refuses_other_producers(java: PaimonJava, wh: str, lake: Catalog, producer: str) -> None:
     schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
     options = {"bucket": "1", "merge-engine": "first-row", "changelog-producer": producer}

@@ -85,3 +85,40 @@ def test_pruning_ignores_binary_stats_of_older_files(tmp_path) -> None:
     old = dataclasses.replace(meta, key_stats=signed)
     assert t._file_may_match(old, Predicate.of([("k", "=", b"\x10")]))
     assert sorted(t.to_arrow(filter=[("k", "=", b"\x10")]).column("k").to_pylist()) == [b"\x10"]
+
+
+FR_OPTIONS = {"bucket": "1", "merge-engine": "first-row"}
+
+
+def test_first_row_refuses_input_and_full_compaction_producers(tmp_path) -> None:
+    """Java's SchemaValidation: only 'none' and 'lookup' changelog-producer on first-row, checked at
+    create and ALTER; a table carrying another one (written elsewhere) is not written or compacted."""
+    import json
+
+    import pytest
+
+    from lake_assets.errors import UnsupportedFeatureError
+
+    cat = Catalog(str(tmp_path))
+    cat.create_database("db")
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("a", pa.string())])
+    for producer in ("input", "full-compaction"):
+        with pytest.raises(UnsupportedFeatureError, match="first-row"):
+            cat.create_table("db.x", schema, primary_keys=["k"],
+                             options={**FR_OPTIONS, "changelog-producer": producer})
+    t = cat.create_table("db.t", schema, primary_keys=["k"], options=FR_OPTIONS)
+    t.write_arrow(pa.table({"k": [1], "a": ["x"]}, schema=schema))
+    with pytest.raises(UnsupportedFeatureError, match="changelog-producer='input'"):
+        t.update_schema().set_option("changelog-producer", "input").commit()
+    assert "changelog-producer" not in cat.get_table("db.t").schema.options
+    # A schema file that carries the pair anyway: reads work, writes and compactions refuse.
+    path = tmp_path / "db.db" / "t" / "schema" / "schema-0"
+    doc = json.loads(path.read_text())
+    doc["options"]["changelog-producer"] = "full-compaction"
+    path.write_text(json.dumps(doc))
+    t = cat.get_table("db.t")
+    assert t.to_arrow().column("k").to_pylist() == [1]
+    with pytest.raises(UnsupportedFeatureError, match=r"Cannot write to db\.t"):
+        t.write_arrow(pa.table({"k": [2], "a": ["y"]}, schema=schema))
+    with pytest.raises(UnsupportedFeatureError, match=r"Cannot compact db\.t"):
+        t.compact(full=True)
