@@ -84,6 +84,11 @@ class CompactionTask:
         return files + [f for g in self.append_groups for f in g]
 
     @property
+    def output_level(self) -> int:
+        """The unit's output level (Paimon's CompactUnit has one; upgrades and keeps share it)."""
+        return max((s.output_level for s in self.sections), default=0)
+
+    @property
     def input_bytes(self) -> int:
         return sum(f.file_size for f in self.input_files)
 
@@ -463,7 +468,9 @@ def _produce_changelog(table: Table, task: CompactionTask, split: Split, reader:
     )
     writer = DataFileWriter(table.file_io, table.paths.bucket_dir(table.partition_path_of(task.partition), task.bucket),
                             table.schema, cfg)
-    return writer.write(changes, level=0, file_source=FILE_SOURCE_COMPACT)
+    # Java writes a compaction's changelog with the unit's output level (createRollingChangelogFileWriter
+    # (outputLevel)); Java 0.9's batch reads of first-row tables skip level-0 files, changelog too.
+    return writer.write(changes, level=task.output_level, file_source=FILE_SOURCE_COMPACT)
 
 
 def _state_schema(reader: SplitReader) -> pa.Schema:

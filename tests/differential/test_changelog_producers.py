@@ -102,12 +102,6 @@ def test_aggregation_changelog(java: PaimonJava, wh: str, producer: str) -> None
     assert_agree(sc.run_all())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lake_assets writes compaction changelog files with level 0 in the changelog manifest; Java "
-    "writes them with the compaction's output level (5 for a full compaction). Java 0.9's batch "
-    "reads of first-row tables skip level-0 files, and its incremental-between read (a batch read) "
-    "applies that to changelog files too: Java reads no changes from the COMPACT snapshots "
-    "lake_assets wrote (lake_assets reads them, and streams of both engines agree)"))
 def test_first_row_lookup_changelog(java: PaimonJava, wh: str) -> None:
     """first-row's changelog holds only each key's first +I."""
     steps = [

@@ -122,3 +122,23 @@ def test_first_row_refuses_input_and_full_compaction_producers(tmp_path) -> None
         t.write_arrow(pa.table({"k": [2], "a": ["y"]}, schema=schema))
     with pytest.raises(UnsupportedFeatureError, match=r"Cannot compact db\.t"):
         t.compact(full=True)
+
+
+def test_compaction_changelog_files_carry_the_output_level(tmp_path) -> None:
+    """Java writes a compaction's changelog files with the unit's output level (the top level for a
+    full compaction); its 0.9 batch reads of first-row tables skip level-0 files, changelog too."""
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("a", pa.string())])
+    cat = Catalog(str(tmp_path))
+    cat.create_database("db")
+    for engine in ("deduplicate", "first-row"):
+        t = cat.create_table(f"db.{engine.replace('-', '_')}", schema, primary_keys=["k"],
+                             options={"bucket": "1", "merge-engine": engine, "changelog-producer": "lookup",
+                                      "write-only": "true"})
+        t.write_arrow(pa.table({"k": [1, 2], "a": ["x", "y"]}, schema=schema))
+        t.compact(full=True)
+        snap = t.latest_snapshot()
+        entries = t.file_store_scan().changelog_entries(snap)
+        assert entries, engine
+        top = t.schema.core_options.num_levels - 1
+        assert {e.file.level for e in entries} == {top}, engine
+        assert sorted(t.read_changes(0, snap.id).column("k").to_pylist()) == [1, 2]
