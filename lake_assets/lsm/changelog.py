@@ -29,6 +29,21 @@ def _row_equal(a: pa.Table, b: pa.Table, columns: Sequence[str]) -> np.ndarray:
     return eq
 
 
+def _key_in(keys: pa.Table, candidates: pa.Table, key_names: Sequence[str]) -> np.ndarray:
+    """Per row of ``keys``: whether its key occurs in ``candidates``."""
+    names = list(key_names)
+    if len(names) == 1:
+        return pc.is_in(keys.column(names[0]), value_set=pc.unique(candidates.column(names[0]))).to_numpy(
+            zero_copy_only=False)
+    pos = "__pos"
+    indexed = keys.append_column(pos, pa.array(np.arange(keys.num_rows, dtype=np.int64)))
+    distinct = candidates.select(names).group_by(names, use_threads=False).aggregate([])
+    hit = indexed.join(distinct, keys=names, join_type="left semi", use_threads=False).column(pos).to_numpy()
+    out = np.zeros(keys.num_rows, dtype=bool)
+    out[hit] = True
+    return out
+
+
 def diff_states(
     before: pa.Table,
     after: pa.Table,
@@ -36,6 +51,7 @@ def diff_states(
     value_names: Sequence[str],
     *,
     row_deduplicate: bool = False,
+    touched_keys: pa.Table | None = None,
 ) -> pa.Table:
     """Changelog turning ``before`` into ``after`` (each: one live row per key, same columns).
 
@@ -43,7 +59,9 @@ def diff_states(
     for removed keys, -U then +U for keys that got new records - also when the values came out
     equal, unless ``row_deduplicate`` (Paimon's ``changelog-producer.row-deduplicate``, default
     false). A key whose row is the same record on both sides (same sequence number) was not
-    written to and produces nothing.
+    written to and produces nothing - unless it is in ``touched_keys`` (the keys that got new
+    records): then its new records lost to the old one (e.g. an older ``sequence.field``) and,
+    as Paimon's lookup and full-compaction changelog wrappers do, it gets an unchanged -U/+U pair.
     """
     cols = list(before.column_names)
     both = pa.concat_tables([
@@ -64,6 +82,8 @@ def diff_states(
     # the very same record on both sides (same sequence number): the key was not touched
     seq_all = both.column(SEQUENCE_NUMBER).to_numpy()
     touched = seq_all[pair_b] != seq_all[pair_a]
+    if touched_keys is not None and not touched.all():
+        touched |= _key_in(both.take(pa.array(pair_b)).select(list(key_names)), touched_keys, key_names)
     pair_b, pair_a = pair_b[touched], pair_a[touched]
     if len(pair_b) and row_deduplicate:
         same = _row_equal(both.take(pa.array(pair_b)), both.take(pa.array(pair_a)), value_names)

@@ -454,12 +454,17 @@ def _produce_changelog(table: Table, task: CompactionTask, split: Split, reader:
                                                schema=before_rows.schema)
         after_rows = pa.concat_tables([before_rows, fresh])
     else:
-        after_rows = read_all(split.files)
+        before_names = {f.file_name for f in task.before_files}
+        fresh = read_all([f for f in split.files if f.file_name not in before_names])
+        after_rows = pa.concat_tables([before_rows, fresh])
     before_state = _merged_state(table, before_rows)
     after_state = _merged_state(table, after_rows)
     opts = table.schema.core_options
     dedupe = opts.raw.get("changelog-producer.row-deduplicate", "false").lower() == "true"
-    changes = diff_states(before_state, after_state, keys, values, row_deduplicate=dedupe)
+    # Keys with new records get a -U/+U pair even when the old record wins (Java's lookup and
+    # full-compaction wrappers); first-row's wrapper emits only the +I of a new key.
+    touched = None if opts.merge_engine == "first-row" else fresh.select(keys)
+    changes = diff_states(before_state, after_state, keys, values, row_deduplicate=dedupe, touched_keys=touched)
     if changes.num_rows == 0:
         return []
     cfg = DataFileWriterConfig(

@@ -196,12 +196,6 @@ def test_incremental_read_over_several_snapshots(java: PaimonJava, wh: str, lake
     assert sum(len(v) for _, v in java_09) < sum(len(v) for _, v in expected)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lake_assets' lookup changelog skips keys whose level-0 record loses to the stored one. "
-    "Sequence: +I(k1, 'a', seq 5), full compaction, then +I(k1, 'late', seq 4) (or a -D with seq 3) "
-    "and a compaction: Java's lookup compaction emits -U(1, 'a', 5), +U(1, 'a', 5) for the touched "
-    "key (unchanged values; only changelog-producer.row-deduplicate drops such pairs), "
-    "lake_assets emits nothing for k1. States and the other keys' changes agree"))
 def test_lookup_with_sequence_field(java: PaimonJava, wh: str) -> None:
     """``sequence.field`` with lookup: a late record with an older sequence changes nothing; a
     newer one produces -U/+U; ties go to the later write."""

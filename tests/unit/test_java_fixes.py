@@ -142,3 +142,22 @@ def test_compaction_changelog_files_carry_the_output_level(tmp_path) -> None:
         top = t.schema.core_options.num_levels - 1
         assert {e.file.level for e in entries} == {top}, engine
         assert sorted(t.read_changes(0, snap.id).column("k").to_pylist()) == [1, 2]
+
+
+def test_lookup_changelog_of_a_late_losing_record_is_an_unchanged_pair(tmp_path) -> None:
+    """Java's lookup wrapper emits -U(old)/+U(old) for a key whose level-0 record loses to the stored
+    one (older sequence.field); changelog-producer.row-deduplicate drops the pair."""
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string()), ("seq", pa.int64())])
+    cat = Catalog(str(tmp_path))
+    cat.create_database("db")
+    for dedupe in ("false", "true"):
+        t = cat.create_table(f"db.t{dedupe}", schema, primary_keys=["k"],
+                             options={"bucket": "1", "changelog-producer": "lookup", "sequence.field": "seq",
+                                      "changelog-producer.row-deduplicate": dedupe})
+        first = t.write_arrow(pa.table({"k": [1, 2], "v": ["a", "b"], "seq": [5, 1]}, schema=schema))
+        t.write_arrow(pa.table({"k": [1, 2], "v": ["late", "b2"], "seq": [4, 2]}, schema=schema))
+        changes = t.read_changes(first, source="changelog")
+        got = sorted((r["k"], r["_row_kind"], r["v"]) for r in changes.to_pylist())
+        pair = [(1, "+U", "a"), (1, "-U", "a")] if dedupe == "false" else []
+        assert got == sorted([*pair, (2, "+U", "b2"), (2, "-U", "b")]), dedupe
+        assert sorted(t.to_arrow().column("v").to_pylist()) == ["a", "b2"]
