@@ -196,7 +196,8 @@ def test_incremental_read_over_several_snapshots(java: PaimonJava, wh: str, lake
     assert sum(len(v) for _, v in java_09) < sum(len(v) for _, v in expected)
 
 
-def test_lookup_with_sequence_field(java: PaimonJava, wh: str) -> None:
+@pytest.mark.parametrize("producer", ["lookup", "full-compaction"])
+def test_lookup_with_sequence_field(java: PaimonJava, wh: str, producer: str) -> None:
     """``sequence.field`` with lookup: a late record with an older sequence changes nothing; a
     newer one produces -U/+U; ties go to the later write."""
     schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string()), ("seq", pa.int64()),
@@ -209,7 +210,7 @@ def test_lookup_with_sequence_field(java: PaimonJava, wh: str) -> None:
         _mixed(("-D", {"k": 1, "v": "old-delete", "seq": 3}), ("+I", {"k": 3, "v": "c2", "seq": 0})),
         C(),
     ]
-    sc = Scenario(java, wh, schema, ["k"], {"changelog-producer": "lookup", "write-only": "true",
+    sc = Scenario(java, wh, schema, ["k"], {"changelog-producer": producer, "write-only": "true",
                                             "sequence.field": "seq", **RK}, steps)
     obs = sc.run_all()
     assert_agree(obs, what=("states",))  # agree: the failure below is in the changes alone
