@@ -45,13 +45,6 @@ def test_delta_of_one_snapshot_with_row_kinds(java: PaimonJava, wh: str, lake: C
         "_row_kind").to_pylist()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="incremental delta read over several snapshots: Java merges the delta files of (start, end] per "
-    "key (one row per key: latest value or -D), we return every snapshot's changes concatenated "
-    "(e.g. (0, 4]: Java 6 rows, we 9 with superseded +I rows of keys 1, 2, 3); Paimon 1.x merges too "
-    "(its IncrementalDeltaStartingScannerTest expects one row per key in delta mode)",
-)
 @pytest.mark.parametrize("writer", ["java", "lake"])
 def test_delta_over_several_snapshots_merges_per_key(java: PaimonJava, wh: str, lake: Catalog, writer: str) -> None:
     t = _table(java, wh, lake, writer)
