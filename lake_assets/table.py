@@ -579,6 +579,7 @@ class Table:
             return
         pred = Predicate.of(filter)
         reader = SplitReader(self, schema, columns, pred)
+        reader.snapshot_id = snap.id  # a file removed by expiry meanwhile: a race, not corruption
         splits = self._plan(snap, pred)
         if len(splits) <= 1:
             for split in splits:

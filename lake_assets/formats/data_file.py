@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lake_assets.errors import CorruptMetadataError
+from lake_assets.errors import CorruptMetadataError, MissingDataFileError
 from lake_assets.formats.stats import StatsAccumulator
 from lake_assets.io.file_io import FileIO
 from lake_assets.spec.binary_row import serialize_row
@@ -384,7 +384,7 @@ def read_data_file(
             pf = pq.ParquetFile(source)
             return pf.read(columns=list(columns) if columns is not None else None, use_threads=use_threads)
     except FileNotFoundError:
-        raise CorruptMetadataError(f"Data file {path} is missing") from None
+        raise MissingDataFileError(f"Data file {path} is missing") from None
     except (pa.ArrowInvalid, OSError) as exc:
         raise CorruptMetadataError(f"Data file {path} is corrupt: {exc}") from exc
 
@@ -396,7 +396,7 @@ def iter_data_file(file_io: FileIO, path: str, columns: Sequence[str] | None = N
         for i in range(pf.num_row_groups):
             yield pf.read_row_group(i, columns=list(columns) if columns is not None else None)
     except FileNotFoundError:
-        raise CorruptMetadataError(f"Data file {path} is missing") from None
+        raise MissingDataFileError(f"Data file {path} is missing") from None
     except (pa.ArrowInvalid, OSError) as exc:
         raise CorruptMetadataError(f"Data file {path} is corrupt: {exc}") from exc
 
