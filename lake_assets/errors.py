@@ -95,3 +95,8 @@ class CommitStateUnknownError(CommitError):
     Never clean up after this error: the files may be referenced by a committed snapshot.
     Retrying with the same commit user and identifier resolves the state.
     """
+
+
+class InvalidArgumentError(LakeError, ValueError):
+    """An argument of a call that is not well formed (a time that does not parse, an unknown mode);
+    also a ValueError, which such mistakes raised before."""

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_assets.errors import MissingDataFileError, SchemaError, SnapshotNotFoundError
+from lake_assets.errors import InvalidArgumentError, MissingDataFileError, SchemaError, SnapshotNotFoundError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.ops.changelog_manager import snapshot_or_changelog
 from lake_assets.ops.read import SplitReader, missing_file_error
@@ -199,7 +199,7 @@ class StreamEnumerator:
             else:
                 self.position = self._first_changelog_after(timestamp_ms - 1) or sm.earliest_id() or 1
         else:
-            raise ValueError(f"unknown start mode {mode!r}")
+            raise InvalidArgumentError(f"unknown start mode {mode!r}")
 
     def _first_changelog_after(self, time_ms: int) -> int | None:
         """The oldest long-lived changelog committed after ``time_ms`` (streams starting before the
