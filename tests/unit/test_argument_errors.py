@@ -51,3 +51,11 @@ def test_bad_stream_mode(t):
     with pytest.raises(InvalidArgumentError, match="bogus") as info:
         t.stream(mode="bogus").poll()
     assert isinstance(info.value, LakeError) and isinstance(info.value, ValueError)
+
+
+def test_bad_maintenance_and_commit_arguments(t):
+    with pytest.raises(InvalidArgumentError, match="retain_min must be at least 1"):
+        t.expire_snapshots(retain_min=-1)
+    with pytest.raises(LakeError):  # InvalidCommitMessageError: checked before anything is done
+        t.new_committer("u").commit(["x"], 1)
+    assert len(t.snapshots()) == 1
