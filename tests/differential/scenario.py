@@ -40,12 +40,19 @@ PATTERNS = ("java", "lake", "java-lake")
 
 @dataclass(frozen=True)
 class W:
-    """Write and commit ``rows`` (dicts; missing columns are NULL) in one commit."""
+    """Write and commit ``rows`` (dicts; missing columns are NULL) in one commit.
+
+    ``java_full_compaction``: Java's writer also fully compacts bucket 0 in this commit, as Flink's
+    sink does for ``full-compaction.delta-commits`` (Java's core writer alone never does);
+    lake_assets' writer decides by itself from the option.
+    """
 
     rows: tuple[Mapping[str, Any], ...]
+    java_full_compaction: bool
 
-    def __init__(self, *rows: Mapping[str, Any]) -> None:
+    def __init__(self, *rows: Mapping[str, Any], java_full_compaction: bool = False) -> None:
         object.__setattr__(self, "rows", tuple(rows))
+        object.__setattr__(self, "java_full_compaction", java_full_compaction)
 
 
 @dataclass(frozen=True)
@@ -107,6 +114,7 @@ class Scenario:
         partition_keys: Sequence[str] = (),
         compare_changes: bool = True,
         compare_streams: bool = True,
+        long_lived_java_writer: bool = False,
     ) -> None:
         self.java, self.wh, self.schema = java, wh, schema
         self.primary_keys = list(primary_keys)
@@ -115,18 +123,34 @@ class Scenario:
         self.steps = list(steps)
         self.compare_changes = compare_changes
         self.compare_streams = compare_streams
+        # One Java writer for every write of a Java-only table, as a running Flink job has (it
+        # counts commits for full-compaction.delta-commits); otherwise a writer per step, since
+        # a writer must not outlive files the other engine compacts away.
+        self.long_lived_java_writer = long_lived_java_writer
+        self._writers: dict[str, Any] = {}
+        self._pattern = ""
         self.catalog = Catalog(wh)
         self.catalog.create_database("db")
         self._ids: dict[str, int] = {}
 
     # -- one engine's actions
 
-    def _java_write(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+    def _java_write(self, name: str, step: W) -> None:
         ident = self._ids[name] = self._ids.get(name, 0) + 1
+        if self.long_lived_java_writer and self._pattern == "java":
+            if name not in self._writers:
+                self._writers[name] = self.java.open_writer(self.wh, name, commit_user=JAVA_COMMIT_USER)
+            self._java_commit(self._writers[name], ident, step)
+            return
         with self.java.open_writer(self.wh, name, commit_user=JAVA_COMMIT_USER) as writer:
-            writer.write(list(rows), schema=self.schema)
-            # Flink's sink with changelog-producer.lookup-wait: the commit waits for compaction.
-            writer.commit(ident, wait_compaction=True)
+            self._java_commit(writer, ident, step)
+
+    def _java_commit(self, writer: Any, ident: int, step: W) -> None:
+        writer.write(list(step.rows), schema=self.schema)
+        if step.java_full_compaction:
+            writer.compact([], 0, full=True)
+        # Flink's sink with changelog-producer.lookup-wait: the commit waits for compaction.
+        writer.commit(ident, wait_compaction=True)
 
     def _java_compact(self, name: str, full: bool) -> None:
         # A dedicated compaction job runs with write-only off whatever the table says. Buckets are
@@ -144,7 +168,7 @@ class Scenario:
     def _step(self, engine: str, name: str, step: Step) -> None:
         if engine == "java":
             if isinstance(step, W):
-                self._java_write(name, step.rows)
+                self._java_write(name, step)
             elif isinstance(step, C):
                 self._java_compact(name, step.full)
             else:
@@ -163,15 +187,16 @@ class Scenario:
 
     def _lake_changes(self, table: Table, lo: int, hi: int) -> pa.Table:
         parts = [table.read_changes(s - 1, s) for s in range(lo + 1, hi + 1)]
-        return pa.concat_tables(parts) if parts else _empty_changes(self.schema)
+        return _concat(parts) if parts else _empty_changes(self.schema)
 
     def _java_changes(self, name: str, lo: int, hi: int) -> pa.Table:
         parts = [self.java.read_changes(self.wh, name, s - 1, s) for s in range(lo + 1, hi + 1)]
-        return pa.concat_tables(parts) if parts else _empty_changes(self.schema)
+        return _concat(parts) if parts else _empty_changes(self.schema)
 
     def run(self, pattern: str, *, name: str | None = None) -> Observation:
         """Create the table (by the first step's engine), run the steps and observe after each."""
         name = name or f"db.t_{pattern.replace('-', '_')}"
+        self._pattern = pattern
         creator = engine_of(pattern, 0)
         if creator == "java":
             self.java.create_table(self.wh, name, self.schema, self.primary_keys, self.partition_keys, self.options)
@@ -205,6 +230,8 @@ class Scenario:
             previous = latest
         if java_stream is not None:
             java_stream.close()
+        if name in self._writers:
+            self._writers.pop(name).close()
         return obs
 
     def _drain_java(self, stream: JavaStream, latest: int) -> pa.Table:
@@ -213,16 +240,23 @@ class Scenario:
             parts.append(stream.next())
             if stream.checkpoint is None or stream.checkpoint > latest:
                 break
-        return pa.concat_tables(parts)
+        return _concat(parts)
 
     def _drain_lake(self, table: Table, stream: Any) -> pa.Table:
         reader = table.change_reader()
         parts = [reader.read(s) for b in stream.poll(max_snapshots=1000) for s in b.splits]
-        return pa.concat_tables(parts) if parts else reader.schema.empty_table()
+        return _concat(parts) if parts else reader.schema.empty_table()
 
     def run_all(self, patterns: Iterable[str] = PATTERNS) -> dict[str, Observation]:
         """Run every pattern on its own table of the warehouse."""
         return {p: self.run(p) for p in patterns}
+
+
+def _concat(parts: Sequence[pa.Table]) -> pa.Table:
+    """Concatenate change tables that may differ in nullability only (lake_assets marks
+    ``_row_kind`` NOT NULL in some splits and not in others)."""
+    schema = pa.schema([f.with_nullable(True) for f in parts[0].schema])
+    return pa.concat_tables([p.cast(schema) for p in parts])
 
 
 def _empty_changes(schema: pa.Schema) -> pa.Table:
