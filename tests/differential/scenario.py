@@ -172,8 +172,9 @@ class Scenario:
             elif isinstance(step, C):
                 self._java_compact(name, step.full)
             else:
-                self.java.expire_changelogs(self.wh, name)
+                # As lake_assets' expire_snapshots: snapshots first, then the long-lived changelogs.
                 self.java.expire_snapshots(self.wh, name)
+                self.java.expire_changelogs(self.wh, name)
         else:
             table = self.catalog.get_table(name)
             if isinstance(step, W):
