@@ -10,7 +10,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from tests.java.oracle import PaimonJava
+from lake_assets import Catalog
+from lake_assets.errors import LakeError
+from tests.java.oracle import JavaError, PaimonJava
 
 from .scenario import C, Scenario, W, assert_agree
 
@@ -121,10 +123,7 @@ def test_first_row_lookup_changelog(java: PaimonJava, wh: str) -> None:
     "Java 0.9 refuses to create a first-row table with changelog-producer input or "
     "full-compaction (IllegalArgumentException: Only support 'none' and 'lookup' "
     "changelog-producer on FIRST_MERGE merge engine); lake_assets creates it"))
-def test_first_row_refuses_other_producers(java: PaimonJava, wh: str, lake, producer: str) -> None:
-    from lake_assets.errors import LakeError
-    from tests.java.oracle import JavaError
-
+def test_first_row_refuses_other_producers(java: PaimonJava, wh: str, lake: Catalog, producer: str) -> None:
     schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
     options = {"bucket": "1", "merge-engine": "first-row", "changelog-producer": producer}
     with pytest.raises(JavaError, match="Only support 'none' and 'lookup' changelog-producer"):
@@ -154,3 +153,30 @@ def test_producer_with_inline_compaction(java: PaimonJava, wh: str, producer: st
     assert_agree(obs, what=("states",))  # agree: the failure below is the changes alone
     assert any(obs["java"].changes["java"]), "Java's own table has changes"
     assert_agree(obs)
+
+
+def test_lookup_with_partial_dedicated_compaction(java: PaimonJava, wh: str) -> None:
+    """A dedicated compaction that is not full: for lookup both engines must still compact level 0
+    (its changes go to the changelog), as Java's lookup compaction strategy forces."""
+    steps = [s if not isinstance(s, C) else C(full=False) for s in DEDUP_STEPS]
+    sc = Scenario(java, wh, SCHEMA, ["k"], {"changelog-producer": "lookup", "write-only": "true", **RK}, steps)
+    assert_agree(sc.run_all())
+
+
+def test_partitioned_multi_bucket_changelog(java: PaimonJava, wh: str) -> None:
+    """Changes of several partitions and buckets in one snapshot (the per-key order is what counts)."""
+    schema = pa.schema([pa.field("dt", pa.string(), nullable=False), pa.field("k", pa.int64(), nullable=False),
+                        ("v", pa.string()), ("op", pa.string())])
+
+    def rows(kind: str, *pairs: tuple[str, int, str]) -> list[dict]:
+        return [{"dt": dt, "k": k, "v": v, "op": kind} for dt, k, v in pairs]
+
+    steps = [
+        W(*rows("+I", *((dt, k, f"{dt}-{k}") for dt in ("d1", "d2") for k in range(6)))),
+        C(),
+        W(*rows("+I", ("d1", 1, "x"), ("d2", 2, "y"), ("d3", 0, "new")), *rows("-D", ("d1", 3, ""), ("d2", 4, ""))),
+        C(),
+    ]
+    sc = Scenario(java, wh, schema, ["dt", "k"], {"changelog-producer": "lookup", "write-only": "true",
+                                                  "bucket": "2", **RK}, steps, partition_keys=["dt"])
+    assert_agree(sc.run_all())

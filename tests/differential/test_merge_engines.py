@@ -13,7 +13,9 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from tests.java.oracle import PaimonJava
+from lake_assets import Catalog
+from lake_assets.errors import LakeError, OptionError
+from tests.java.oracle import JavaError, PaimonJava
 
 from .scenario import C, Scenario, W, assert_agree
 
@@ -72,12 +74,10 @@ def test_deduplicate_multi_column_sequence_field(java: PaimonJava, wh: str) -> N
     assert_agree(sc.run_all(("java", "lake-java", "java-lake")))
 
 
-def test_sequence_field_sort_order_is_a_1x_option(java: PaimonJava, wh: str, ) -> None:
+def test_sequence_field_sort_order_is_a_1x_option(java: PaimonJava, wh: str) -> None:
     """``sequence.field.sort-order = descending`` (Paimon 1.x: the smallest sequence wins) does not
     exist in Java 0.9, which keeps the option in the schema and ignores it. lake_assets follows
     1.x, so the two engines read the same files differently: this pins both behaviours."""
-    from lake_assets import Catalog
-
     schema = pa.schema([KEY, ("v", pa.string()), ("seq", pa.int64())])
     java.create_table(wh, "db.desc", schema, ["k"], options={
         "bucket": "1", "sequence.field": "seq", "sequence.field.sort-order": "descending"})
@@ -92,10 +92,10 @@ def test_sequence_field_sort_order_is_a_1x_option(java: PaimonJava, wh: str, ) -
         {"k": 1, "v": "large", "seq": 9}, {"k": 2, "v": "small", "seq": 1}]
     assert sorted(table.to_arrow().to_pylist(), key=repr) == [
         {"k": 1, "v": "large", "seq": 9}, {"k": 2, "v": "small", "seq": 1}]
-    # A later write of k1 with a middle sequence: 1.x (descending) keeps the stored smaller one...
+    # A later write of k1 with a middle sequence: descending (1.x) lets it beat the stored 9...
     table.write_arrow(pa.Table.from_pylist([{"k": 1, "v": "mid", "seq": 5}], schema=schema))
     assert {r["k"]: r["v"] for r in table.to_arrow().to_pylist()} == {1: "mid", 2: "small"}
-    # ...while Java 0.9 (ascending) keeps the larger one.
+    # ...while Java 0.9 (ascending) keeps the stored 9.
     assert {r["k"]: r["v"] for r in java.read(wh, "db.desc").to_pylist()} == {1: "large", 2: "small"}
 
 
@@ -193,9 +193,6 @@ def test_java_09_remove_record_on_delete_crashes_on_insert_after_delete(java: Pa
     ``partial-update.remove-record-on-delete``, a -D followed by an insert of the same key in one
     write buffer throws a NullPointerException in PartialUpdateMergeFunction (the row it nulled on
     the -D is reused). lake_assets starts a new row from the insert, as Paimon 1.x does."""
-    from lake_assets import Catalog
-    from tests.java.oracle import JavaError
-
     options = {"bucket": "1", "merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true",
                **RK}
     java.create_table(wh, "db.pu", PU_SCHEMA, ["k"], options=options)
@@ -387,3 +384,42 @@ def test_first_row_rows_visible_after_each_commit(java: PaimonJava, wh: str) -> 
     steps = [_w("+I", {"k": 1, "v": "first"}), _w("+I", {"k": 1, "v": "second"}, {"k": 2, "v": "b"})]
     sc = Scenario(java, wh, FR_SCHEMA, ["k"], {"merge-engine": "first-row", **RK}, steps)
     assert_agree(sc.run_all(("java", "lake")), what=("states",))
+
+
+# ------------------------------------------------------------------------------------ refusals
+
+REFUSED = {
+    # Java 0.9 has no count function (nor does Paimon 1.x)
+    "count": {"merge-engine": "aggregation", "fields.n.aggregate-function": "count"},
+    "unknown-function": {"merge-engine": "aggregation", "fields.n.aggregate-function": "no_such_function"},
+    # partial-update takes aggregate functions only inside sequence groups
+    "pu-agg-outside-group": {"merge-engine": "partial-update", "fields.n.aggregate-function": "sum"},
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_both_engines_refuse(java: PaimonJava, wh: str, case: str) -> None:
+    """Options Java refuses when it creates or writes a table, lake_assets refuses when creating it."""
+    schema = pa.schema([KEY, ("n", pa.int64()), ("g", pa.int64())])
+    options = {"bucket": "1", **REFUSED[case]}
+    with pytest.raises(JavaError):
+        # Java checks merge options on create, or on the first write at the latest.
+        java.create_table(wh, "db.java_t", schema, ["k"], options=options)
+        java.write(wh, "db.java_t", [{"k": 1, "n": 1, "g": 1}], schema=schema)
+    catalog = Catalog(wh)
+    catalog.create_database("db")
+    with pytest.raises(LakeError):
+        catalog.create_table("db.lake_t", schema, primary_keys=["k"], options=options)
+
+
+def test_sequence_group_with_a_key_column_is_refused_as_in_1x(java: PaimonJava, wh: str) -> None:
+    """A primary-key column inside a sequence group: Java 0.9 predates the check and accepts the
+    table; lake_assets refuses it as Paimon 1.x does (docs/format.md §10.1)."""
+    schema = pa.schema([KEY, ("n", pa.int64()), ("g", pa.int64())])
+    options = {"bucket": "1", "merge-engine": "partial-update", "fields.g.sequence-group": "k,n"}
+    java.create_table(wh, "db.java_t", schema, ["k"], options=options)
+    java.write(wh, "db.java_t", [{"k": 1, "n": 1, "g": 1}], schema=schema)
+    assert java.read(wh, "db.java_t").to_pylist() == [{"k": 1, "n": 1, "g": 1}]
+    catalog = Catalog(wh)
+    with pytest.raises(OptionError, match="k"):
+        catalog.create_table("db.lake_t", schema, primary_keys=["k"], options=options)
