@@ -188,11 +188,11 @@ class Scenario:
 
     def _lake_changes(self, table: Table, lo: int, hi: int) -> pa.Table:
         parts = [table.read_changes(s - 1, s) for s in range(lo + 1, hi + 1)]
-        return _concat(parts) if parts else _empty_changes(self.schema)
+        return concat_changes(parts) if parts else _empty_changes(self.schema)
 
     def _java_changes(self, name: str, lo: int, hi: int) -> pa.Table:
         parts = [self.java.read_changes(self.wh, name, s - 1, s) for s in range(lo + 1, hi + 1)]
-        return _concat(parts) if parts else _empty_changes(self.schema)
+        return concat_changes(parts) if parts else _empty_changes(self.schema)
 
     def run(self, pattern: str, *, name: str | None = None) -> Observation:
         """Create the table (by the first step's engine), run the steps and observe after each."""
@@ -241,19 +241,19 @@ class Scenario:
             parts.append(stream.next())
             if stream.checkpoint is None or stream.checkpoint > latest:
                 break
-        return _concat(parts)
+        return concat_changes(parts)
 
     def _drain_lake(self, table: Table, stream: Any) -> pa.Table:
         reader = table.change_reader()
         parts = [reader.read(s) for b in stream.poll(max_snapshots=1000) for s in b.splits]
-        return _concat(parts) if parts else reader.schema.empty_table()
+        return concat_changes(parts) if parts else reader.schema.empty_table()
 
     def run_all(self, patterns: Iterable[str] = PATTERNS) -> dict[str, Observation]:
         """Run every pattern on its own table of the warehouse."""
         return {p: self.run(p) for p in patterns}
 
 
-def _concat(parts: Sequence[pa.Table]) -> pa.Table:
+def concat_changes(parts: Sequence[pa.Table]) -> pa.Table:
     """Concatenate change tables that may differ in nullability only (lake_assets marks
     ``_row_kind`` NOT NULL in some splits and not in others)."""
     schema = pa.schema([f.with_nullable(True) for f in parts[0].schema])

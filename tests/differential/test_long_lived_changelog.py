@@ -18,7 +18,7 @@ import pytest
 from lake_assets import Catalog
 from tests.java.oracle import JavaError, PaimonJava
 
-from .scenario import _concat, norm_changes
+from .scenario import concat_changes, norm_changes
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string()), ("op", pa.string())])
 RETENTION = {
@@ -128,7 +128,7 @@ class Engines:
             reader_ = table.change_reader()
             parts = [reader_.read(s) for b in table.stream(mode="from-snapshot", snapshot_id=start).poll(1000)
                      for s in b.splits] or [reader_.schema.empty_table()]
-        return norm_changes(_concat(parts), ["k"])
+        return norm_changes(concat_changes(parts), ["k"])
 
 
 def _joined(per_snapshot: list[list[Any]]) -> list[Any]:
