@@ -14,11 +14,12 @@ from lake_assets import Catalog
 from lake_assets.errors import LakeError
 from tests.java.oracle import JavaError, PaimonJava
 
-from .scenario import C, Scenario, W, assert_agree, concat_changes, norm_changes
+from .scenario import C, Scenario, W, X, assert_agree, concat_changes, norm_changes
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string()), ("n", pa.int64()),
                     ("op", pa.string())])
 RK = {"rowkind.field": "op"}
+RETAIN_3 = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "3", "snapshot.expire.limit": "100"}
 
 
 def _mixed(*rows: tuple[str, dict]) -> W:
@@ -58,8 +59,10 @@ def test_input_producer(java: PaimonJava, wh: str) -> None:
 def test_producer_with_dedicated_compaction(java: PaimonJava, wh: str, producer: str) -> None:
     """``write-only`` writers and a dedicated full compaction: the COMPACT snapshot carries the
     changes since the previous compaction (+I, -U/+U pairs, -D) however many commits they span."""
-    sc = Scenario(java, wh, SCHEMA, ["k"], {"changelog-producer": producer, "write-only": "true", **RK},
-                  DEDUP_STEPS)
+    # ...with expiry in between and at the end (each engine expires what the other wrote)
+    steps = [*DEDUP_STEPS[:3], X(), *DEDUP_STEPS[3:], X()]
+    options = {"changelog-producer": producer, "write-only": "true", **RK, **RETAIN_3}
+    sc = Scenario(java, wh, SCHEMA, ["k"], options, steps)
     assert_agree(sc.run_all())
 
 

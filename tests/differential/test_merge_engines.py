@@ -17,11 +17,13 @@ from lake_assets import Catalog
 from lake_assets.errors import LakeError, OptionError
 from tests.java.oracle import JavaError, PaimonJava
 
-from .scenario import C, Scenario, W, assert_agree
+from .scenario import C, Scenario, W, X, assert_agree
 
 KEY = pa.field("k", pa.int64(), nullable=False)
 OP = pa.field("op", pa.string())
 RK = {"rowkind.field": "op"}
+# Expiry steps keep the 3 latest snapshots (Java's committers also expire on commit with these).
+RETAIN_3 = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "3", "snapshot.expire.limit": "100"}
 
 
 def _w(kind: str, *rows: dict) -> W:
@@ -52,11 +54,13 @@ def test_deduplicate_sequence_field_ties_and_nulls(java: PaimonJava, wh: str) ->
         _mixed(("+U", {"k": 2, "v": "b3", "seq": 0}), ("-D", {"k": 3, "v": "c", "seq": 1}),
                ("-D", {"k": 1, "v": "a", "seq": 2})),
         # within one commit: the larger sequence wins even when it comes first
+        X(),
         _w("+U", {"k": 1, "v": "a9", "seq": 9}, {"k": 1, "v": "a7", "seq": 7}, {"k": 5, "v": "e", "seq": 1},
            {"k": 5, "v": "e2", "seq": 1}),
         C(),
+        X(),
     ]
-    sc = Scenario(java, wh, schema, ["k"], {"sequence.field": "seq", **RK}, steps)
+    sc = Scenario(java, wh, schema, ["k"], {"sequence.field": "seq", **RK, **RETAIN_3}, steps)
     assert_agree(sc.run_all())
 
 
@@ -297,10 +301,11 @@ def test_aggregation_functions(java: PaimonJava, wh: str) -> None:
             "fv": "later", "fnn": "later", "la": "z", "la2": "", "band": False, "bor": None, "dflt": 7},
            {"k": 2, "s": 7, "p": 5, "mn": -1, "lv": None, "fnn": "x", "la": "only"}),
         C(),
+        X(),
         _w("+I", {"k": 2, "s": 1, "la": "more", "band": True, "bor": False}, {"k": 3, "la": "solo"}),
         C(full=False),
     ]
-    sc = Scenario(java, wh, AGG_SCHEMA, ["k"], AGG_OPTIONS, steps)
+    sc = Scenario(java, wh, AGG_SCHEMA, ["k"], {**AGG_OPTIONS, **RETAIN_3}, steps)
     assert_agree(sc.run_all())
 
 
