@@ -122,34 +122,28 @@ def test_partial_update_plain(java: PaimonJava, wh: str) -> None:
     assert_agree(sc.run_all())
 
 
+# A key's only record in a commit is stored as written (Java's writer emits a single buffered
+# record unchanged; known disagreement 1's class, fixed): incremental reads and streams of that
+# snapshot return it with its row kind and values.
 LONE_RECORD_CASES = {
-    # a lone +U: Java stores +U, lake_assets +I
+    # a lone +U stays +U
     "update": ({}, [_w("+I", {"k": 1, "a": "x"}), _w("+U", {"k": 1, "b": 2})]),
-    # a lone -D with remove-record-on-delete: Java stores the -D row as written (op='-D', a='x'),
-    # lake_assets a -D row of NULLs
+    # a lone -D with remove-record-on-delete stays the -D row as written (op='-D', a='x')
     "remove-on-delete": ({"partial-update.remove-record-on-delete": "true"},
                          [_w("+I", {"k": 1, "a": "x"}), _w("-D", {"k": 1, "a": "x"})]),
-    # a lone record whose group sequence is NULL: Java stores it as written (c='c' although g2 is
-    # NULL), lake_assets applies the group rule first (c=NULL)
+    # a lone record whose group sequence is NULL is stored as written (c='c' although g2 is NULL)
     "sequence-group": ({"fields.g1.sequence-group": "a,b", "fields.g2.sequence-group": "c"},
                        [_w("+I", {"k": 1, "a": "x", "g1": 1}), _w("+I", {"k": 1, "c": "c", "g2": None})]),
 }
 
 
 @pytest.mark.parametrize("case", sorted(LONE_RECORD_CASES))
-@pytest.mark.xfail(strict=True, reason=(
-    "known disagreement 1 (its class: a key's only record in a commit is stored as written). Java's "
-    "writer keeps a key's single buffered record unchanged (row kind and values), so incremental "
-    "reads and streams of that snapshot return it as written; lake_assets' writer stores the "
-    "merge function's result (+I, or a -D of NULLs, or the group rule applied). Batch reads agree"))
 def test_partial_update_lone_record_is_stored_as_written(java: PaimonJava, wh: str, case: str) -> None:
     options, steps = LONE_RECORD_CASES[case]
     schema = pa.schema([KEY, ("a", pa.string()), ("b", pa.int64()), ("g1", pa.int64()), ("c", pa.string()),
                         ("g2", pa.int64()), OP])
     sc = Scenario(java, wh, schema, ["k"], {"merge-engine": "partial-update", **options, **RK}, steps)
-    obs = sc.run_all(("java", "lake"))
-    assert_agree(obs, what=("states",))  # agree: the failure below is the changes alone
-    assert_agree(obs)
+    assert_agree(sc.run_all())
 
 
 def test_partial_update_ignore_delete(java: PaimonJava, wh: str) -> None:
@@ -188,8 +182,7 @@ def test_partial_update_remove_record_on_delete(java: PaimonJava, wh: str) -> No
     ]
     sc = Scenario(java, wh, PU_SCHEMA, ["k"],
                   {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true", **RK}, steps)
-    # Changes are not compared: a lone -D is known disagreement 1's class (see the lone-record test).
-    assert_agree(sc.run_all(), what=("states",))
+    assert_agree(sc.run_all())
 
 
 def test_java_09_remove_record_on_delete_crashes_on_insert_after_delete(java: PaimonJava, wh: str) -> None:
@@ -241,14 +234,12 @@ def test_partial_update_sequence_groups(java: PaimonJava, wh: str) -> None:
         C(full=False),
     ]
     sc = Scenario(java, wh, SG_SCHEMA, ["k"], SG_OPTIONS, steps)
-    # Changes are not compared: lone records are known disagreement 1's class (see the lone-record test).
-    assert_agree(sc.run_all(), what=("states",))
+    assert_agree(sc.run_all())
 
 
 def test_partial_update_sequence_group_retractions(java: PaimonJava, wh: str) -> None:
     """A retraction carrying a group's sequence nulls that group (and subtracts inside ``sum``);
-    a retraction with an older sequence is ignored. Each retraction is accompanied by an insert of
-    another key in its commit (a lone one is known disagreement 1's class)."""
+    a retraction with an older sequence is ignored."""
     steps = [
         _w("+I", {"k": 1, "a": "a1", "b": 1, "g1": 1, "c": "c1", "total": 10, "g2": 1},
            {"k": 2, "a": "x", "b": 2, "g1": 3, "c": "y", "total": 4, "g2": 3}),
@@ -259,8 +250,7 @@ def test_partial_update_sequence_group_retractions(java: PaimonJava, wh: str) ->
         C(),
     ]
     sc = Scenario(java, wh, SG_SCHEMA, ["k"], SG_OPTIONS, steps)
-    # Changes are not compared: lone records are known disagreement 1's class (see the lone-record test).
-    assert_agree(sc.run_all(), what=("states",))
+    assert_agree(sc.run_all())
 
 
 # ------------------------------------------------------------------------------------ aggregation
@@ -312,8 +302,7 @@ def test_aggregation_functions(java: PaimonJava, wh: str) -> None:
 def test_aggregation_retractions(java: PaimonJava, wh: str) -> None:
     """-U/-D retract where the function can (sum subtracts, product divides, last_value nulls,
     last_non_null_value nulls a non-null value); ``fields.<f>.ignore-retract`` drops them for the
-    others. Each retraction shares its commit with an insert of the same key (a lone retraction is
-    known disagreement 1, below)."""
+    others. Each retraction shares its commit with an insert of the same key (a lone one: below)."""
     schema = pa.schema([KEY, ("s", pa.int64()), ("p", pa.int64()), ("lv", pa.string()), ("lnn", pa.string()),
                         ("mn", pa.int64()), ("mx", pa.int64()), ("fv", pa.string()), ("la", pa.string()),
                         ("bor", pa.bool_()), OP])
@@ -337,17 +326,18 @@ def test_aggregation_retractions(java: PaimonJava, wh: str) -> None:
     assert_agree(sc.run_all())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known disagreement 1: a commit whose only record for a key is a retraction. Java keeps it as "
-    "written (kind -U) and reads s=7, p=3, lnn=None; lake_assets stores +I(s=-3, p=2, lnn=None) and "
-    "both engines then read s=7, p=12, lnn='a' from the table lake_assets wrote"))
 def test_aggregation_lone_retraction(java: PaimonJava, wh: str) -> None:
+    """A commit whose only record for a key is a retraction keeps it as a -U (known disagreement 1,
+    fixed): every reader then sees s=7, p=3, lnn=None, before and after compaction."""
     schema = pa.schema([KEY, ("s", pa.int64()), ("p", pa.int64()), ("lnn", pa.string()), OP])
     options = {"merge-engine": "aggregation", "fields.s.aggregate-function": "sum",
                "fields.p.aggregate-function": "product", **RK}
     steps = [_w("+I", {"k": 1, "s": 10, "p": 6, "lnn": "a"}), _w("-U", {"k": 1, "s": 3, "p": 2, "lnn": "b"}), C()]
     sc = Scenario(java, wh, schema, ["k"], options, steps)
-    assert_agree(sc.run_all(("java", "lake")))
+    obs = sc.run_all()
+    assert_agree(obs)
+    # op (last_non_null_value by default) is retracted too
+    assert obs["java"].states["java"][-1] == [(1, 7, 3, None, None)]
 
 
 # ------------------------------------------------------------------------------------ first-row
@@ -381,14 +371,14 @@ def test_first_row_ignore_delete(java: PaimonJava, wh: str) -> None:
     assert_agree(sc.run_all(), what=("states",))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known disagreement 3: Java's first-row writer compacts level 0 on every commit, so its rows "
-    "are visible at once; lake_assets' writer leaves them in level 0, invisible to both engines "
-    "until a compaction"))
 def test_first_row_rows_visible_after_each_commit(java: PaimonJava, wh: str) -> None:
+    """Without ``write-only`` the writer compacts level 0 on every commit, so rows are visible at
+    once (known disagreement 3, fixed)."""
     steps = [_w("+I", {"k": 1, "v": "first"}), _w("+I", {"k": 1, "v": "second"}, {"k": 2, "v": "b"})]
     sc = Scenario(java, wh, FR_SCHEMA, ["k"], {"merge-engine": "first-row", **RK}, steps)
-    assert_agree(sc.run_all(("java", "lake")), what=("states",))
+    obs = sc.run_all()
+    assert_agree(obs, what=("states",))
+    assert obs["java"].states["java"][0] == [(1, "first", "+I")]
 
 
 # ------------------------------------------------------------------------------------ refusals
