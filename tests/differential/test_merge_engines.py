@@ -418,3 +418,18 @@ def test_sequence_group_with_a_key_column_is_refused_as_in_1x(java: PaimonJava, 
     catalog = Catalog(wh)
     with pytest.raises(OptionError, match="k"):
         catalog.create_table("db.lake_t", schema, primary_keys=["k"], options=options)
+
+
+def test_aggregation_remove_record_on_delete_is_a_1x_option(java: PaimonJava, wh: str) -> None:
+    """``aggregation.remove-record-on-delete`` (Paimon 1.x: a -D removes the row) does not exist in
+    Java 0.9, which ignores it and retracts the -D's values through the functions. lake_assets
+    follows 1.x: this pins both readings of the same files."""
+    schema = pa.schema([KEY, ("s", pa.int64()), OP])
+    options = {"bucket": "1", "merge-engine": "aggregation", "fields.s.aggregate-function": "sum",
+               "aggregation.remove-record-on-delete": "true", **RK}
+    java.create_table(wh, "db.agg", schema, ["k"], options=options)
+    java.write(wh, "db.agg", [{"k": 1, "s": 10, "op": "+I"}, {"k": 2, "s": 5, "op": "+I"}], schema=schema)
+    java.write(wh, "db.agg", [{"k": 1, "s": 3, "op": "-D"}], schema=schema)
+    table = Catalog(wh).get_table("db.agg")
+    assert {r["k"]: r["s"] for r in java.read(wh, "db.agg").to_pylist()} == {1: 7, 2: 5}
+    assert {r["k"]: r["s"] for r in table.to_arrow().to_pylist()} == {2: 5}
