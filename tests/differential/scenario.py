@@ -6,16 +6,16 @@ which engine performs each step:
 
 - ``"java"``: every step by Java (the oracle's own table);
 - ``"lake"``: every step by lake_assets;
-- ``"java-lake"`` (default) or ``"lake-java"``: engines alternate step by step, so each engine reads,
+- ``"java-lake"`` or ``"lake-java"``: engines alternate step by step, so each engine reads,
   compacts, expires and writes on top of what the other wrote.
 
-After each step both engines read the table: the merged state (batch read of the latest snapshot)
-and the changes of each new snapshot (incremental read of one snapshot at a time, and a streaming
-changelog scan that both engines keep open across steps). At the end both read every retained
-snapshot by time travel. `Observation` holds what each engine saw
-per step; `assert_agree` checks that every table and every reader saw what Java saw on its own
-table. Snapshot ids differ between tables (Java's writer may add a COMPACT snapshot per commit), so
-changes are compared per step, not per snapshot id.
+`Scenario.run_all` runs ``java``, ``lake`` and ``java-lake`` by default. After each step both
+engines read the table: the merged state (batch read of the latest snapshot) and the changes of
+each new snapshot (incremental read of one snapshot at a time, and a streaming changelog scan that
+both engines keep open across steps). At the end both read every retained snapshot by time travel.
+`Observation` holds what each engine saw per step; `assert_agree` checks that every table and
+every reader saw what Java saw on its own table. Snapshot ids differ between tables (Java's writer
+may add a COMPACT snapshot per commit), so changes are compared per step, not per snapshot id.
 
 Rows carry their row kind in a string column (``rowkind.field``), which both engines honour, so
 retractions are written the same way by both.

@@ -1,6 +1,6 @@
 """Merge engines against Paimon Java 0.9, both ways on one warehouse (see scenario.py).
 
-Each test runs one sequence of writes, compactions and expirations on four tables of a warehouse:
+Each test runs one sequence of writes, compactions and expirations on three tables of a warehouse:
 Java alone, lake_assets alone, and the two engines alternating step by step (each reads, compacts
 and writes on top of what the other wrote). After every step both engines' batch reads, their
 one-snapshot incremental reads and their streaming scans must equal Java's reads of Java's table.
