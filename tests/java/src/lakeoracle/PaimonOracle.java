@@ -797,7 +797,9 @@ public final class PaimonOracle {
 
     private JsonNode snapshots(JsonNode a) throws Exception {
         ArrayNode out = JSON.createArrayNode();
-        for (Snapshot s : table(a).snapshotManager().safelyGetAllSnapshots()) {
+        List<Snapshot> all = new ArrayList<>(table(a).snapshotManager().safelyGetAllSnapshots());
+        all.sort((x, y) -> Long.compare(x.id(), y.id())); // listing order is the file system's
+        for (Snapshot s : all) {
             out.add(JSON.readTree(s.toJson()));
         }
         return out;
