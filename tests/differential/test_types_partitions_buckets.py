@@ -220,3 +220,19 @@ def test_java_09_cannot_filter_its_own_tinyint_columns(java: PaimonJava, wh: str
     with pytest.raises(JavaError) as err:
         java.read(wh, "db.ti", filter=[("k", "=", 1)])
     assert err.value.java_class == "java.lang.ClassCastException"
+
+
+def test_custom_default_partition_name(java: PaimonJava, wh: str, lake: Catalog) -> None:
+    """``partition.default-name`` names the NULL partition's directory in both engines."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("p", pa.string()), ("v", pa.string())])
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "p": ["x", None, "y"], "v": ["a", "b", "c"]},
+                    schema=schema)
+    opts = {"bucket": "-1", "partition.default-name": "NO_P"}
+    java.create_table(wh, "db.j", schema, partition_keys=["p"], options=opts)
+    java.write(wh, "db.j", data)
+    t_l = lake.create_table("db.l", schema, partition_keys=["p"], options=opts)
+    t_l.write_arrow(data)
+    assert "p=NO_P" in _partition_dirs(wh, "j")
+    assert _partition_dirs(wh, "j") == _partition_dirs(wh, "l")
+    assert_same_table(lake.get_table("db.j").to_arrow(), data)
+    assert_same_table(java.read(wh, "db.l"), data)
