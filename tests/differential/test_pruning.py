@@ -26,7 +26,11 @@ SCHEMA = pa.schema([
     ("price", pa.decimal128(12, 2)),
     ("ts", pa.timestamp("us")),
     ("flag", pa.bool_()),
+    ("long", pa.string()),  # longer than Paimon's truncate(16) stats: min/max are cut and bumped
 ])
+
+
+MAX_CHARS = "\U0010ffff" * 3  # the highest code point: a truncated max cannot be bumped past it
 
 
 def chunk(k: int) -> pa.Table:
@@ -41,6 +45,7 @@ def chunk(k: int) -> pa.Table:
         "price": [decimal.Decimal(i) / 4 for i in ids],
         "ts": [datetime.datetime(2024, 1, 1) + datetime.timedelta(hours=i) for i in ids],
         "flag": [i % 2 == 0 for i in ids],
+        "long": [f"a-shared-prefix-{MAX_CHARS if i % 7 == 0 else 'z'}-{i:05d}" for i in ids],
     }, schema=SCHEMA)
 
 
@@ -61,6 +66,10 @@ FILTERS = [
     [("dt", "=", "2024-01-02"), ("id", ">", 50)],
     [[("id", "<", 5)], [("id", ">", 95)]],
     [[("dt", "=", "2024-01-03"), ("amount", "<", 10.0)], [("name", "=", "n0077")]],
+    [("long", "=", "a-shared-prefix-z-00045")],
+    [("long", "=", "a-shared-prefix-\U0010ffff\U0010ffff\U0010ffff-00042")],
+    [("long", ">", "a-shared-prefix-z-00080")],
+    [("long", "<", "a-shared-prefix-z-00003")],
 ]
 
 
