@@ -8,7 +8,13 @@ Paimon type survives exactly. A failing request raises :class:`JavaError` with t
 class and message, so a test can assert that Java refuses something.
 
 Tables are named ``"db.table"`` inside a ``warehouse`` directory (a local path). The JVM's output
-goes to a log file (``PaimonJava.log_path``), never to the protocol.
+goes to a log file (``PaimonJava.log_path``), never to the protocol. Most methods take ``options``:
+dynamic table options applied with ``Table.copy`` for that request only (e.g. ``write-only``, scan
+options, retention for ``expire_snapshots``).
+
+Extending: add a ``case "op":`` to ``PaimonOracle.dispatch`` (arguments arrive as a JsonNode, rows
+through ``rows(table, args)``, results as JSON; ``Values`` converts data both ways), then a method
+here that calls ``self.call("op", ...)``. The build recompiles when a source changes.
 """
 
 from __future__ import annotations
