@@ -261,3 +261,26 @@ def test_java_column_type_changes_read_alike(java: PaimonJava, wh: str, lake: Ca
     assert_same_table(t.to_arrow(), java.read(wh, "db.c"))
     # Old snapshot: both read it with the schema it was written with.
     assert_same_table(t.to_arrow(snapshot_id=1), java.read(wh, "db.c", snapshot_id=1))
+
+
+@pytest.mark.parametrize("who_rolls_back", ["java", "lake"])
+def test_rollback_to_a_tag_whose_snapshot_expired(java: PaimonJava, wh: str, pk, who_rolls_back: str) -> None:
+    for k in range(4):
+        java.write(wh, "db.t", rows(range(k * 5, k * 5 + 8), f"w{k}"), options={"write-only": "true"})
+    tagged = java.read(wh, "db.t", snapshot_id=2)
+    java.create_tag(wh, "db.t", "old", snapshot_id=2)
+    java.expire_snapshots(wh, "db.t", options={"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
+    assert [s["id"] for s in java.snapshots(wh, "db.t")] == [4]
+    t = pk.refresh()
+    if who_rolls_back == "java":
+        java.rollback(wh, "db.t", tag="old")
+    else:
+        t.rollback_to(tag="old")
+    t = t.refresh()
+    assert_same_table(t.to_arrow(), tagged)
+    assert_same_table(java.read(wh, "db.t"), tagged)
+    assert [s["id"] for s in java.snapshots(wh, "db.t")] == [s.id for s in t.snapshots()]
+    # Both carry on writing on top of the restored snapshot.
+    java.write(wh, "db.t", rows([900], "j"))
+    t.refresh().write_arrow(rows([901], "l"))
+    compare_every_snapshot(java, wh, "db.t", t.refresh())
