@@ -181,3 +181,49 @@ def test_we_overwrite_java_reads(java: PaimonJava, wh: str, lake: Catalog) -> No
     compare_every_snapshot(java, wh, name, t)
     assert_same_rows(java.read(wh, name, filter=[("dt", "=", "d1")]), batch([100, 102], "d1", "b"))
     assert [s["commitKind"] for s in java.snapshots(wh, name)] == ["APPEND", "OVERWRITE"]
+
+
+@pytest.mark.parametrize("pk", [True, False], ids=["pk", "append"])
+def test_same_operations_same_snapshot_metadata(java: PaimonJava, wh: str, lake: Catalog, pk: bool) -> None:
+    """Identical writes (with deletes) and a full compaction by each engine give snapshots with the
+    same kinds and record counts (Paimon's totalRecordCount / deltaRecordCount / changelogRecordCount)."""
+    schema = SCHEMA.append(pa.field("op", pa.string()))
+    opts = {"bucket": "2" if pk else "-1", "write-only": "true", "rowkind.field": "op"} if pk else \
+        {"bucket": "-1", "write-only": "true"}
+    keys = ["id", "dt"] if pk else []
+    java.create_table(wh, "db.j", schema, primary_keys=keys, partition_keys=["dt"], options=opts)
+    t = lake.create_table("db.l", schema, primary_keys=keys, partition_keys=["dt"], options=opts)
+
+    def b(ids: list[int], op: str) -> pa.Table:
+        x = batch(ids, ["d1", "d2"] * (len(ids) // 2), op)
+        return x.append_column("op", pa.array([op] * len(ids), pa.string()))
+
+    batches = [b(list(range(10)), "+I"), b(list(range(4, 8)), "+U")]
+    if pk:
+        batches.append(b([0, 1], "-D"))
+    for data in batches:
+        java.write(wh, "db.j", data)
+        t.write_arrow(data)
+    java.compact(wh, "db.j", full=True, options={"write-only": "false"}) if pk else None
+    t.compact(full=True) if pk else None
+    fields = ("commitKind", "totalRecordCount", "deltaRecordCount")
+    ours = [{f: s.get(f) for f in fields} for s in java.snapshots(wh, "db.l")]
+    theirs = [{f: s.get(f) for f in fields} for s in java.snapshots(wh, "db.j")]
+    assert ours == theirs
+    assert_same_rows(java.read(wh, "db.l"), java.read(wh, "db.j"))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="our snapshot files omit changelogRecordCount and logOffsets where Java writes 0 and {} "
+    "(both nullable in Paimon's Snapshot, so Java reads ours; the files still differ)",
+)
+def test_snapshot_files_carry_the_fields_java_writes(java: PaimonJava, wh: str, lake: Catalog) -> None:
+    java.create_table(wh, "db.j", SCHEMA, primary_keys=["id", "dt"], options={"bucket": "1"})
+    t = lake.create_table("db.l", SCHEMA, primary_keys=["id", "dt"], options={"bucket": "1"})
+    data = batch(range(4), "d1", "a")
+    java.write(wh, "db.j", data)
+    t.write_arrow(data)
+    (theirs,), (ours,) = java.snapshots(wh, "db.j"), java.snapshots(wh, "db.l")
+    assert set(ours) == set(theirs)
+    assert (ours.get("changelogRecordCount"), ours.get("logOffsets")) == (0, {})

@@ -571,18 +571,31 @@ public final class PaimonOracle {
                 buckets.add(ds.bucket());
             }
         }
-        StreamWriteBuilder builder = table.newStreamWriteBuilder();
-        if (a.hasNonNull("commit_user")) {
-            builder.withCommitUser(a.get("commit_user").asText());
-        }
-        long identifier = a.path("commit_identifier").asLong(Long.MAX_VALUE);
-        try (StreamTableWrite write = builder.newWrite(); StreamTableCommit commit = builder.newCommit()) {
-            write.withIOManager(ioManager);
-            for (int i = 0; i < partitions.size(); i++) {
-                write.compact(partitions.get(i), buckets.get(i), full);
+        if (!a.hasNonNull("commit_user") && !a.hasNonNull("commit_identifier")) {
+            // A batch compaction (Spark's compact procedure): one COMPACT snapshot. A streaming
+            // commit would add an empty APPEND snapshot in front of it to record the identifier.
+            BatchWriteBuilder builder = table.newBatchWriteBuilder();
+            try (BatchTableWrite write = builder.newWrite(); BatchTableCommit commit = builder.newCommit()) {
+                write.withIOManager(ioManager);
+                for (int i = 0; i < partitions.size(); i++) {
+                    write.compact(partitions.get(i), buckets.get(i), full);
+                }
+                commit.commit(write.prepareCommit());
             }
-            // Waiting makes the compaction part of this commit (Paimon compacts asynchronously).
-            commit.commit(identifier, write.prepareCommit(true, identifier));
+        } else {
+            StreamWriteBuilder builder = table.newStreamWriteBuilder();
+            if (a.hasNonNull("commit_user")) {
+                builder.withCommitUser(a.get("commit_user").asText());
+            }
+            long identifier = a.path("commit_identifier").asLong(Long.MAX_VALUE);
+            try (StreamTableWrite write = builder.newWrite(); StreamTableCommit commit = builder.newCommit()) {
+                write.withIOManager(ioManager);
+                for (int i = 0; i < partitions.size(); i++) {
+                    write.compact(partitions.get(i), buckets.get(i), full);
+                }
+                // Waiting makes the compaction part of this commit (Paimon compacts asynchronously).
+                commit.commit(identifier, write.prepareCommit(true, identifier));
+            }
         }
         ObjectNode result = JSON.createObjectNode();
         result.set("snapshot_id", JSON.valueToTree(table.snapshotManager().latestSnapshotId()));
