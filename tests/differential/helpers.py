@@ -54,3 +54,37 @@ def assert_same_rows(actual: pa.Table, expected: pa.Table, columns: Sequence[str
         raise AssertionError(
             f"rows differ: {len(a)} actual vs {len(e)} expected\nmissing (first 5): {missing}\nextra (first 5): {extra}"
         )
+
+
+def assert_same_table(actual: pa.Table, expected: pa.Table) -> None:
+    """Same column names in the same order, same Arrow types, same multiset of rows."""
+    assert actual.schema.names == expected.schema.names, (actual.schema.names, expected.schema.names)
+    assert [f.type for f in actual.schema] == [f.type for f in expected.schema], (actual.schema, expected.schema)
+    assert_same_rows(actual, expected)
+
+
+def rows_by_bucket(table: Any, snapshot_id: int | None = None) -> dict[tuple[tuple, int], pa.Table]:
+    """lake_assets' merged rows of every (partition values, bucket) of a snapshot."""
+    from lake_assets.ops.read import SplitReader
+
+    reader = SplitReader(table, table.schema, None, None)
+    out = {}
+    for split in table.plan(snapshot_id=snapshot_id):
+        parts = list(reader.read_split(split))
+        out[(tuple(split.partition_values), split.bucket)] = (
+            pa.concat_tables(parts) if parts else table.arrow_schema.empty_table()
+        )
+    return out
+
+
+def compare_every_snapshot(java: Any, wh: str, name: str, table: Any) -> list[int]:
+    """Both engines read every live snapshot (and each by its commit time) alike; returns the ids."""
+    ids = [s["id"] for s in java.snapshots(wh, name)]
+    assert ids == [s.id for s in table.snapshots()]
+    for snap in java.snapshots(wh, name):
+        sid = snap["id"]
+        assert_same_table(table.to_arrow(snapshot_id=sid), java.read(wh, name, snapshot_id=sid))
+        by_time = java.read(wh, name, timestamp_millis=snap["timeMillis"])
+        assert_same_table(table.to_arrow(timestamp=snap["timeMillis"]), by_time)
+    assert_same_table(table.to_arrow(), java.read(wh, name))
+    return ids

@@ -45,3 +45,28 @@ def test_java_09_parquet_reader_turns_all_null_rows_into_null(java: PaimonJava, 
     java.write(wh, "db.jp", data)
     assert java.read(wh, "db.jp").sort_by("id").column("r").to_pylist() == [None, None]
     assert lake.get_table("db.jp").to_arrow().sort_by("id").column("r").to_pylist() == [{"z": None}, None]
+
+
+@pytest.mark.parametrize("options", [
+    {"changelog-producer": "lookup"},
+    {"merge-engine": "first-row", "changelog-producer": "lookup"},
+    {"changelog-producer": "full-compaction"},
+], ids=["lookup", "first-row", "full-compaction"])
+def test_java_writers_needing_an_io_manager_produce_changelogs(java: PaimonJava, wh: str, options: dict) -> None:
+    """The oracle gives writers an IOManager (lookup and first-row need one); changelogs read back with kinds."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    java.create_table(wh, "db.c", schema, primary_keys=["id"], options={"bucket": "1", **options})
+    full_compaction = options.get("changelog-producer") == "full-compaction"
+    java.write(wh, "db.c", pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"]}))
+    if full_compaction:  # changes are diffs between full compactions
+        java.compact(wh, "db.c", full=True)
+    java.write(wh, "db.c", pa.table({"id": pa.array([1], pa.int64()), "v": ["c"]}))
+    if full_compaction:
+        java.compact(wh, "db.c", full=True)
+    last = java.snapshots(wh, "db.c")[-1]["id"]
+    changes = java.read_changes(wh, "db.c", 0, last, mode="changelog")
+    kinds = sorted(zip(changes.column("id").to_pylist(), changes.column("_row_kind").to_pylist(), strict=True))
+    if options.get("merge-engine") == "first-row":
+        assert kinds == [(1, "+I"), (2, "+I")]  # the later row of key 1 is dropped, never a change
+    else:
+        assert (1, "-U") in kinds and (1, "+U") in kinds

@@ -39,6 +39,8 @@ import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.node.ArrayNode;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.paimon.index.HashBucketAssigner;
+import org.apache.paimon.table.BucketMode;
 import org.apache.paimon.table.FileStoreTable;
 import org.apache.paimon.table.Table;
 import org.apache.paimon.table.sink.BatchTableCommit;
@@ -49,6 +51,7 @@ import org.apache.paimon.table.sink.RowKeyExtractor;
 import org.apache.paimon.table.sink.StreamTableCommit;
 import org.apache.paimon.table.sink.StreamTableWrite;
 import org.apache.paimon.table.sink.StreamWriteBuilder;
+import org.apache.paimon.table.sink.TableWrite;
 import org.apache.paimon.table.source.DataSplit;
 import org.apache.paimon.table.source.InnerTableRead;
 import org.apache.paimon.table.source.ReadBuilder;
@@ -84,8 +87,10 @@ public final class PaimonOracle {
         final StreamWriteBuilder builder;
         final StreamTableWrite write;
         final StreamTableCommit commit;
+        final HashBucketAssigner assigner; // kept across writes: it knows the uncommitted keys
 
         OpenWriter(FileStoreTable table, StreamWriteBuilder builder, IOManager io) {
+            this.assigner = newAssigner(table, builder.commitUser());
             this.table = table;
             this.builder = builder;
             this.write = builder.newWrite();
@@ -397,6 +402,44 @@ public final class PaimonOracle {
         return out;
     }
 
+    /**
+     * Rows are written the way Paimon's Flink sink does for the table's bucket mode. Dynamic-bucket
+     * tables ({@code bucket = -1} with a primary key) cannot derive a bucket from a row: Flink runs
+     * a HashBucketAssigner (one here, as with assigner parallelism 1) that keeps the key-hash index
+     * and hands each row its bucket; the writer maintains the index files it commits.
+     */
+    private static HashBucketAssigner newAssigner(FileStoreTable table, String user) {
+        if (table.bucketMode() != BucketMode.HASH_DYNAMIC) {
+            return null;
+        }
+        // Arguments: number of channels, number of assigners, this assigner's id, target rows per bucket.
+        return new HashBucketAssigner(
+                table.snapshotManager(),
+                user,
+                table.store().newIndexFileHandler(),
+                1,
+                1,
+                0,
+                table.coreOptions().dynamicBucketTargetRowNum());
+    }
+
+    private static void writeRows(
+            FileStoreTable table, TableWrite write, List<InternalRow> rows, HashBucketAssigner assigner)
+            throws Exception {
+        if (assigner == null) {
+            for (InternalRow row : rows) {
+                write.write(row);
+            }
+            return;
+        }
+        RowKeyExtractor extractor = table.createRowKeyExtractor();
+        for (InternalRow row : rows) {
+            extractor.setRecord(row);
+            int bucket = assigner.assign(extractor.partition(), extractor.trimmedPrimaryKey().hashCode());
+            write.write(row, bucket);
+        }
+    }
+
     private JsonNode write(JsonNode a) throws Exception {
         FileStoreTable table = table(a);
         List<InternalRow> rows = rows(table, a);
@@ -411,9 +454,7 @@ public final class PaimonOracle {
             try (StreamTableWrite write = builder.newWrite();
                     StreamTableCommit commit = builder.newCommit()) {
                 write.withIOManager(ioManager);
-                for (InternalRow row : rows) {
-                    write.write(row);
-                }
+                writeRows(table, write, rows, newAssigner(table, builder.commitUser()));
                 List<CommitMessage> messages =
                         write.prepareCommit(a.path("wait_compaction").asBoolean(false), identifier);
                 result.put("committed", commitStream(commit, identifier, messages, a));
@@ -425,9 +466,7 @@ public final class PaimonOracle {
             }
             try (BatchTableWrite write = builder.newWrite(); BatchTableCommit commit = builder.newCommit()) {
                 write.withIOManager(ioManager);
-                for (InternalRow row : rows) {
-                    write.write(row);
-                }
+                writeRows(table, write, rows, newAssigner(table, "batch-" + java.util.UUID.randomUUID()));
                 commit.commit(write.prepareCommit());
                 result.put("committed", 1);
             }
@@ -477,9 +516,7 @@ public final class PaimonOracle {
 
     private JsonNode writerWrite(JsonNode a) throws Exception {
         OpenWriter w = writer(a);
-        for (InternalRow row : rows(w.table, a)) {
-            w.write.write(row);
-        }
+        writeRows(w.table, w.write, rows(w.table, a), w.assigner);
         return null;
     }
 
@@ -499,6 +536,9 @@ public final class PaimonOracle {
         OpenWriter w = writer(a);
         long identifier = a.get("commit_identifier").asLong();
         List<CommitMessage> messages = w.write.prepareCommit(a.path("wait_compaction").asBoolean(false), identifier);
+        if (w.assigner != null) {
+            w.assigner.prepareCommit(identifier);
+        }
         ObjectNode result = JSON.createObjectNode();
         result.put("committed", commitStream(w.commit, identifier, messages, a));
         result.set("snapshot_id", JSON.valueToTree(w.table.snapshotManager().latestSnapshotId()));
@@ -531,18 +571,31 @@ public final class PaimonOracle {
                 buckets.add(ds.bucket());
             }
         }
-        StreamWriteBuilder builder = table.newStreamWriteBuilder();
-        if (a.hasNonNull("commit_user")) {
-            builder.withCommitUser(a.get("commit_user").asText());
-        }
-        long identifier = a.path("commit_identifier").asLong(Long.MAX_VALUE);
-        try (StreamTableWrite write = builder.newWrite(); StreamTableCommit commit = builder.newCommit()) {
-            write.withIOManager(ioManager);
-            for (int i = 0; i < partitions.size(); i++) {
-                write.compact(partitions.get(i), buckets.get(i), full);
+        if (!a.hasNonNull("commit_user") && !a.hasNonNull("commit_identifier")) {
+            // A batch compaction (Spark's compact procedure): one COMPACT snapshot. A streaming
+            // commit would add an empty APPEND snapshot in front of it to record the identifier.
+            BatchWriteBuilder builder = table.newBatchWriteBuilder();
+            try (BatchTableWrite write = builder.newWrite(); BatchTableCommit commit = builder.newCommit()) {
+                write.withIOManager(ioManager);
+                for (int i = 0; i < partitions.size(); i++) {
+                    write.compact(partitions.get(i), buckets.get(i), full);
+                }
+                commit.commit(write.prepareCommit());
             }
-            // Waiting makes the compaction part of this commit (Paimon compacts asynchronously).
-            commit.commit(identifier, write.prepareCommit(true, identifier));
+        } else {
+            StreamWriteBuilder builder = table.newStreamWriteBuilder();
+            if (a.hasNonNull("commit_user")) {
+                builder.withCommitUser(a.get("commit_user").asText());
+            }
+            long identifier = a.path("commit_identifier").asLong(Long.MAX_VALUE);
+            try (StreamTableWrite write = builder.newWrite(); StreamTableCommit commit = builder.newCommit()) {
+                write.withIOManager(ioManager);
+                for (int i = 0; i < partitions.size(); i++) {
+                    write.compact(partitions.get(i), buckets.get(i), full);
+                }
+                // Waiting makes the compaction part of this commit (Paimon compacts asynchronously).
+                commit.commit(identifier, write.prepareCommit(true, identifier));
+            }
         }
         ObjectNode result = JSON.createObjectNode();
         result.set("snapshot_id", JSON.valueToTree(table.snapshotManager().latestSnapshotId()));
@@ -797,7 +850,9 @@ public final class PaimonOracle {
 
     private JsonNode snapshots(JsonNode a) throws Exception {
         ArrayNode out = JSON.createArrayNode();
-        for (Snapshot s : table(a).snapshotManager().safelyGetAllSnapshots()) {
+        List<Snapshot> all = new ArrayList<>(table(a).snapshotManager().safelyGetAllSnapshots());
+        all.sort((x, y) -> Long.compare(x.id(), y.id())); // listing order is the file system's
+        for (Snapshot s : all) {
             out.add(JSON.readTree(s.toJson()));
         }
         return out;
