@@ -48,13 +48,6 @@ def test_java_dynamic_bucket_table_we_read_and_refuse_to_write(
     compare_every_snapshot(java, wh, name, t.refresh())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="compacting Java's dynamic-bucket PK table (bucket = -1, files in buckets 0..n) fails since "
-    "main's commit-message validation (lake_assets/ops/commit_message.py): 'Cannot commit to db.dyn: "
-    "message names bucket 4 of -1; a table with bucket = -1 keeps its files in bucket 0' - only "
-    "unaware-bucket append tables keep everything in bucket 0; this worked before that check",
-)
 @PARTITIONED
 def test_java_dynamic_bucket_table_we_compact(java: PaimonJava, wh: str, lake: Catalog, partitioned: bool) -> None:
     name = "db.dyn"
