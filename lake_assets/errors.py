@@ -56,6 +56,16 @@ class CorruptMetadataError(LakeError):
     """A snapshot, schema, manifest or data file that cannot be decoded."""
 
 
+class MissingDataFileError(CorruptMetadataError):
+    """A data file that a snapshot lists is not in storage (see `ConcurrentMaintenanceError` for
+    the case where the snapshot itself was expired meanwhile: then nothing is corrupt)."""
+
+
+class ConcurrentMaintenanceError(LakeError):
+    """A read lost a race with compaction and snapshot expiry: the snapshot it planned was expired
+    and its files removed while it read. Nothing is corrupt: plan the read again and retry."""
+
+
 class SnapshotNotFoundError(LakeError):
     """A snapshot, tag or point in time that the table does not have."""
 
@@ -85,3 +95,8 @@ class CommitStateUnknownError(CommitError):
     Never clean up after this error: the files may be referenced by a committed snapshot.
     Retrying with the same commit user and identifier resolves the state.
     """
+
+
+class InvalidArgumentError(LakeError, ValueError):
+    """An argument of a call that is not well formed (a time that does not parse, an unknown mode);
+    also a ValueError, which such mistakes raised before."""

@@ -11,102 +11,20 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from lake_assets.errors import OptionError, UnsafePathError, UnsupportedFeatureError
-from lake_assets.paths import check_path_part
+from lake_assets.errors import OptionError, UnsupportedFeatureError
+from lake_assets.option_rules import RULES, LakeErrorLike, parse_value, raise_all, suggest
 
 MiB = 1024 * 1024
 
-# Options whose every documented value we honour, or that do not change what is written.
-KNOWN_OPTIONS: frozenset[str] = frozenset(
-    {
-        "bucket",
-        "bucket-key",
-        "file.format",
-        "file.compression",
-        "file.compression.zstd-level",
-        "manifest.compression",
-        "manifest.target-file-size",
-        "manifest.merge-min-count",
-        "manifest.full-compaction-threshold-size",
-        "target-file-size",
-        "target-file-row-num",
-        "write-buffer-size",
-        "write-buffer-spillable",
-        "write-buffer-spill.max-disk-size",
-        "spill-compression",
-        "spill-compression.zstd-level",
-        "local-sort.max-num-file-handles",
-        "page-size",
-        "write-only",
-        "merge-engine",
-        "changelog-producer",
-        "changelog-producer.row-deduplicate",
-        "sequence.field",
-        "sequence.field.sort-order",
-        "rowkind.field",
-        "ignore-delete",
-        "partition.default-name",
-        "partition.legacy-name",
-        "metadata.stats-mode",
-        "num-sorted-run.compaction-trigger",
-        "num-sorted-run.stop-trigger",
-        "num-levels",
-        "compaction.max-size-amplification-percent",
-        "compaction.size-ratio",
-        "compaction.small-file-ratio",
-        "compaction.min.file-num",
-        "compaction.force-up-level-0",
-        "full-compaction.delta-commits",
-        "snapshot.num-retained.min",
-        "snapshot.num-retained.max",
-        "snapshot.time-retained",
-        "snapshot.expire.limit",
-        "snapshot.clean-empty-directories",
-        "changelog.num-retained.min",
-        "changelog.num-retained.max",
-        "changelog.time-retained",
-        "consumer.expiration-time",
-        "consumer-id",
-        "commit.max-retries",
-        "commit.min-retry-wait",
-        "commit.max-retry-wait",
-        "commit.timeout",
-        "commit.force-create-snapshot",
-        "snapshot.ignore-empty-commit",
-        "dynamic-partition-overwrite",
-        "deletion-vectors.enabled",
-        "data-file.prefix",
-        "changelog-file.prefix",
-        "file.suffix.include.compression",
-        "partial-update.ignore-delete",
-        "fields.default-aggregate-function",
-        "aggregation.remove-record-on-delete",
-        "partial-update.remove-record-on-delete",
-        "first-row.ignore-delete",
-        "deduplicate.ignore-delete",
-        "path",
-        "type",
-        "scan.mode",
-        "scan.snapshot-id",
-        "scan.timestamp-millis",
-        "scan.tag-name",
-        "streaming-read-overwrite",
-        "bucket-append-ordered",
-        "write.sequence-number-init-mode",
-    }
-)
+# Options whose every documented value we honour, or that do not change what is written: the
+# rows of the option table (lake_assets/option_rules.py) that Paimon has.
+KNOWN_OPTIONS: frozenset[str] = frozenset(k for k, r in RULES.items() if not r.lake_assets_only)
 
 # Options of this package that Paimon does not have. Paimon engines (Java and pypaimon) keep
 # keys they do not know in the schema and ignore them, so these never change what they read;
-# they only tune how lake_assets itself runs.
-LAKE_ASSETS_OPTIONS: frozenset[str] = frozenset(
-    {
-        "compaction.parallelism",  # compaction units run at once in one process (memory: one unit each)
-    }
-)
-
-# Options whose value becomes part of a file name: plain text only (see paths.check_path_part).
-PATH_PART_OPTIONS = ("data-file.prefix", "changelog-file.prefix", "consumer-id")
+# they only tune how lake_assets itself runs (e.g. compaction.parallelism: compaction units run
+# at once in one process, memory one unit each).
+LAKE_ASSETS_OPTIONS: frozenset[str] = frozenset(k for k, r in RULES.items() if r.lake_assets_only)
 
 # Per-field options (fields.<name>.<suffix>); the engines module interprets them.
 FIELD_OPTION = re.compile(
@@ -171,20 +89,6 @@ def parse_duration_ms(text: str, key: str = "") -> int:
     return int(total)
 
 
-def _parse_bool(text: str, key: str) -> bool:
-    v = str(text).strip().lower()
-    if v in ("true", "false"):
-        return v == "true"
-    raise OptionError(f"Option {key!r}: {text!r} is not 'true' or 'false'")
-
-
-def _parse_int(text: str, key: str) -> int:
-    try:
-        return int(str(text).strip())
-    except ValueError:
-        raise OptionError(f"Option {key!r}: {text!r} is not an integer") from None
-
-
 @dataclass(frozen=True)
 class CoreOptions:
     """Typed, validated view over a table's option map."""
@@ -195,21 +99,22 @@ class CoreOptions:
     def get(self, key: str, default: str | None = None) -> str | None:
         return self.raw.get(key, default)
 
-    def _int(self, key: str, default: int) -> int:
+    def _typed(self, key: str, default: object) -> object:
+        """The option's value parsed and bounded by its rule (option_rules.RULES), or ``default``."""
         v = self.raw.get(key)
-        return default if v is None else _parse_int(v, key)
+        return default if v is None else parse_value(RULES[key], v)
+
+    def _int(self, key: str, default: int) -> int:
+        return self._typed(key, default)  # type: ignore[return-value]
 
     def _bool(self, key: str, default: bool) -> bool:
-        v = self.raw.get(key)
-        return default if v is None else _parse_bool(v, key)
+        return self._typed(key, default)  # type: ignore[return-value]
 
     def _size(self, key: str, default: int) -> int:
-        v = self.raw.get(key)
-        return default if v is None else parse_memory_size(v, key)
+        return self._typed(key, default)  # type: ignore[return-value]
 
     def _duration(self, key: str, default: int) -> int:
-        v = self.raw.get(key)
-        return default if v is None else parse_duration_ms(v, key)
+        return self._typed(key, default)  # type: ignore[return-value]
 
     # ---- layout
     @property
@@ -252,14 +157,12 @@ class CoreOptions:
     @property
     def write_buffer_spillable(self) -> bool | None:
         """``write-buffer-spillable``; None when unset (the writer picks, see ops/write.py)."""
-        v = self.raw.get("write-buffer-spillable")
-        return None if v is None else _parse_bool(v, "write-buffer-spillable")
+        return self._typed("write-buffer-spillable", None)  # type: ignore[return-value]
 
     @property
     def write_buffer_spill_max_disk_size(self) -> int | None:
         """``write-buffer-spill.max-disk-size``; None is Paimon's default, unbounded."""
-        v = self.raw.get("write-buffer-spill.max-disk-size")
-        return None if v is None else parse_memory_size(v, "write-buffer-spill.max-disk-size")
+        return self._typed("write-buffer-spill.max-disk-size", None)  # type: ignore[return-value]
 
     @property
     def spill_compression(self) -> str:
@@ -351,8 +254,7 @@ class CoreOptions:
 
     @property
     def small_file_ratio(self) -> float:
-        v = self.raw.get("compaction.small-file-ratio")
-        return 0.7 if v is None else float(v)
+        return self._typed("compaction.small-file-ratio", 0.7)  # type: ignore[return-value]
 
     @property
     def compaction_min_file_num(self) -> int:
@@ -361,13 +263,7 @@ class CoreOptions:
     @property
     def compaction_parallelism(self) -> int | None:
         """Units an in-process compaction runs at once (None: as many as reads use)."""
-        v = self.raw.get("compaction.parallelism")
-        if v is None:
-            return None
-        n = _parse_int(v, "compaction.parallelism")
-        if n < 1:
-            raise OptionError(f"Option 'compaction.parallelism': {v!r} must be at least 1")
-        return n
+        return self._typed("compaction.parallelism", None)  # type: ignore[return-value]
 
     @property
     def compaction_force_up_level0(self) -> bool:
@@ -375,8 +271,7 @@ class CoreOptions:
 
     @property
     def full_compaction_delta_commits(self) -> int | None:
-        v = self.raw.get("full-compaction.delta-commits")
-        return None if v is None else _parse_int(v, "full-compaction.delta-commits")
+        return self._typed("full-compaction.delta-commits", None)  # type: ignore[return-value]
 
     # ---- retention
     @property
@@ -425,8 +320,7 @@ class CoreOptions:
 
     @property
     def consumer_expiration_ms(self) -> int | None:
-        v = self.raw.get("consumer.expiration-time")
-        return None if v is None else parse_duration_ms(v, "consumer.expiration-time")
+        return self._typed("consumer.expiration-time", None)  # type: ignore[return-value]
 
     # ---- commit
     @property
@@ -447,84 +341,71 @@ class CoreOptions:
 
     # ------------------------------------------------------------ validation
     def validate(self, *, field_names: tuple[str, ...] = (), strict: bool = True) -> None:
-        """Reject unknown, malformed and unsupported options, naming the key.
+        """Reject unknown, malformed, out-of-range and unsupported options, naming each key.
 
-        ``strict`` (creating a table, writing) also rejects keys we do not know; reading a table
-        another engine wrote only rejects options that would change what a read returns.
+        Every value is checked against its row of the option table (option_rules.RULES), and all
+        problems are reported at once. ``strict`` (creating or altering a table, writing) also
+        rejects keys we do not know, suggesting close names; reading a table another engine wrote
+        only rejects options that would change what a read returns.
         """
+        problems: list[LakeErrorLike] = []
         for key, value in self.raw.items():
             if key in UNSUPPORTED_VALUES:
                 allowed, why = UNSUPPORTED_VALUES[key]
                 if str(value).lower() not in allowed:
-                    raise UnsupportedFeatureError(f"Option {key}={value!r} is not supported: {why}")
-                continue
-            if key in KNOWN_OPTIONS or key in LAKE_ASSETS_OPTIONS:
+                    problems.append(UnsupportedFeatureError(f"Option {key}={value!r} is not supported: {why}"))
+                    continue
+            rule = RULES.get(key)
+            if rule is not None:
+                try:
+                    parse_value(rule, value)
+                except (OptionError, UnsupportedFeatureError) as exc:
+                    problems.append(exc)
                 continue
             m = FIELD_OPTION.match(key)
             if m:
                 for f in m.group("field").split(","):
                     if field_names and f not in field_names:
-                        raise OptionError(f"Option {key!r} names column {f!r}, which the table does not have")
+                        problems.append(OptionError(
+                            f"Option {key!r} names column {f!r}, which the table does not have"
+                            f"{suggest(f, field_names)}"))
                 continue
             if strict:
-                raise OptionError(f"Unknown table option {key!r} (value {value!r})")
-        # Typed parse of everything we know, so a malformed value fails now, not mid-write.
-        for prop in (
-            "bucket", "target_file_size", "write_buffer_size", "write_only", "page_size",
-            "num_sorted_run_compaction_trigger", "num_levels", "max_size_amplification_percent",
-            "size_ratio", "snapshot_num_retained_min", "snapshot_num_retained_max",
-            "snapshot_time_retained_ms", "snapshot_expire_limit", "commit_max_retries",
-            "manifest_target_file_size", "manifest_merge_min_count", "ignore_delete",
-            "full_compaction_delta_commits", "consumer_expiration_ms", "dynamic_partition_overwrite",
-            "zstd_level", "compaction_min_file_num", "compaction_parallelism",
-            "write_buffer_spillable", "write_buffer_spill_max_disk_size", "spill_zstd_level",
-            "local_sort_max_num_file_handles", "compaction_force_up_level0",
-        ):
-            getattr(self, prop)
-        for key in PATH_PART_OPTIONS:
-            if key in self.raw:
-                try:
-                    check_path_part(self.raw[key], f"option {key}")
-                except UnsafePathError as exc:
-                    raise OptionError(f"{exc} (it becomes part of file names inside the table)") from None
-        if self.merge_engine not in SUPPORTED_MERGE_ENGINES:
-            raise UnsupportedFeatureError(f"Option merge-engine={self.merge_engine!r} is not supported")
-        if self.changelog_producer not in SUPPORTED_CHANGELOG_PRODUCERS:
-            raise UnsupportedFeatureError(
-                f"Option changelog-producer={self.changelog_producer!r} is not supported"
-            )
+                problems.append(OptionError(
+                    f"Unknown table option {key!r} (value {value!r}){suggest(key, RULES)}"))
+        raise_all(problems)
+        # Every value parses: now the supported values and the options' relations to each other.
         if strict:
-            _check_java_spellings(self)
+            try:
+                _check_java_spellings(self)
+            except (OptionError, UnsupportedFeatureError) as exc:
+                problems.append(exc)
+        if self.merge_engine not in SUPPORTED_MERGE_ENGINES:
+            problems.append(UnsupportedFeatureError(f"Option merge-engine={self.merge_engine!r} is not supported"))
+        if self.changelog_producer not in SUPPORTED_CHANGELOG_PRODUCERS:
+            problems.append(UnsupportedFeatureError(
+                f"Option changelog-producer={self.changelog_producer!r} is not supported"))
         if self.file_compression not in COMPRESSIONS:
-            raise UnsupportedFeatureError(f"Option file.compression={self.file_compression!r} is not supported")
+            problems.append(UnsupportedFeatureError(
+                f"Option file.compression={self.file_compression!r} is not supported"))
         if self.manifest_compression not in {"zstd", "zstandard", "none", "null", "deflate", "snappy"}:
-            raise UnsupportedFeatureError(
-                f"Option manifest.compression={self.manifest_compression!r} is not supported"
-            )
+            problems.append(UnsupportedFeatureError(
+                f"Option manifest.compression={self.manifest_compression!r} is not supported"))
         if self.spill_compression not in SPILL_COMPRESSIONS:
-            raise UnsupportedFeatureError(f"Option spill-compression={self.spill_compression!r} is not supported")
-        if self.local_sort_max_num_file_handles < 2:
-            raise OptionError("Option local-sort.max-num-file-handles must be at least 2")
-        if self.num_levels < 2:
-            raise OptionError(f"Option num-levels={self.num_levels} must be at least 2")
-        if self.snapshot_num_retained_min < 1:
-            raise OptionError("Option snapshot.num-retained.min must be at least 1")
+            problems.append(UnsupportedFeatureError(
+                f"Option spill-compression={self.spill_compression!r} is not supported"))
         if self.snapshot_num_retained_max < self.snapshot_num_retained_min:
-            raise OptionError(
+            problems.append(OptionError(
                 f"Contradictory options: snapshot.num-retained.max={self.snapshot_num_retained_max} "
-                f"is below snapshot.num-retained.min={self.snapshot_num_retained_min}"
-            )
+                f"is below snapshot.num-retained.min={self.snapshot_num_retained_min}"))
         cmin, cmax, _ = self.changelog_retention()
-        if cmin < 1:
-            raise OptionError("Option changelog.num-retained.min must be at least 1")
         if cmax < cmin:
-            raise OptionError(
-                f"Contradictory options: changelog.num-retained.max={cmax} is below changelog.num-retained.min={cmin}"
-            )
+            problems.append(OptionError(
+                f"Contradictory options: changelog.num-retained.max={cmax} is below changelog.num-retained.min={cmin}"))
         if self.num_sorted_run_stop_trigger < self.num_sorted_run_compaction_trigger:
-            raise OptionError(
-                "Contradictory options: num-sorted-run.stop-trigger is below num-sorted-run.compaction-trigger"
-            )
+            problems.append(OptionError(
+                "Contradictory options: num-sorted-run.stop-trigger is below num-sorted-run.compaction-trigger"))
+        raise_all(problems)
 
 
 # Values we would write that Paimon Java's writers reject: its Parquet writer takes the codec names

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
@@ -102,6 +103,32 @@ class Predicate:
                 if len(term) != 3 or not isinstance(term[0], str) or term[1] not in _OPS:
                     raise FilterError(f"Bad filter term {term!r}: expected (column, op, value) with op in {_OPS}")
         return cls(clauses, None)
+
+    def check(self, schema: pa.Schema, table_name: str) -> None:
+        """Refuse terms naming a column ``schema`` lacks or comparing it with a value of another
+        type, with a `FilterError`, before any file is read (pyarrow would raise its own errors
+        mid-read, or compare nothing)."""
+        for clause in self.clauses:
+            for name, op, value in clause:
+                if name not in schema.names:
+                    raise FilterError(f"Cannot filter {table_name}: no column {name!r} (columns: {schema.names})")
+                typ = schema.field(name).type
+                if op in ("in", "not in"):
+                    if not isinstance(value, (list, tuple, set, frozenset)):
+                        raise FilterError(f"Cannot filter {table_name}: {op!r} on {name!r} needs a list, got {value!r}")
+                    values = list(value)
+                else:
+                    values = [value]
+                empty = pa.nulls(0, typ)
+                for v in values:
+                    try:
+                        # the comparison the read makes, on no rows: same implicit casts, same refusals
+                        pc.equal(empty, pa.scalar(v))
+                    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError,
+                            OverflowError):
+                        raise FilterError(
+                            f"Cannot filter {table_name}: {v!r} cannot be compared with column {name!r} ({typ})"
+                        ) from None
 
     @property
     def columns(self) -> set[str]:

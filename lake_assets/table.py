@@ -23,6 +23,7 @@ import pyarrow as pa
 from lake_assets.errors import (
     CommitStateUnknownError,
     CorruptMetadataError,
+    InvalidArgumentError,
     NoSuchTableError,
     SchemaError,
     SnapshotNotFoundError,
@@ -580,7 +581,10 @@ class Table:
         if snap is None:
             return
         pred = Predicate.of(filter)
+        if pred is not None:
+            pred.check(schema.arrow_schema, self.name)
         reader = SplitReader(self, schema, columns, pred)
+        reader.snapshot_id = snap.id  # a file removed by expiry meanwhile: a race, not corruption
         splits = self._plan(snap, pred)
         if len(splits) <= 1:
             for split in splits:
@@ -632,13 +636,16 @@ class Table:
 
 def _to_epoch_ms(value: datetime | int | str) -> int:
     if isinstance(value, bool):
-        raise TypeError("timestamp must be epoch milliseconds, a datetime or ISO-8601 text")
+        raise InvalidArgumentError("timestamp must be epoch milliseconds, a datetime or ISO-8601 text")
     if isinstance(value, int):
         return value
     if isinstance(value, str):
-        value = pendulum.parse(value)  # type: ignore[assignment]
+        try:
+            value = pendulum.parse(value)  # type: ignore[assignment]
+        except (ValueError, OverflowError) as exc:  # pendulum's ParserError is a ValueError
+            raise InvalidArgumentError(f"timestamp {value!r} is not ISO-8601 text: {exc}") from None
     if isinstance(value, datetime):
         if value.tzinfo is None:
             value = value.astimezone()  # naive = the machine's local time, as users mean it
         return int(value.timestamp() * 1000)
-    raise TypeError(f"timestamp must be epoch milliseconds, a datetime or ISO-8601 text, got {value!r}")
+    raise InvalidArgumentError(f"timestamp must be epoch milliseconds, a datetime or ISO-8601 text, got {value!r}")

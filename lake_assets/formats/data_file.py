@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lake_assets.errors import CorruptMetadataError
+from lake_assets.errors import CorruptMetadataError, MissingDataFileError
 from lake_assets.formats.stats import StatsAccumulator
 from lake_assets.io.file_io import FileIO
 from lake_assets.spec.binary_row import serialize_row
@@ -207,13 +207,16 @@ class _OpenFile:
         self.path = f"{owner.bucket_dir}/{name}"
         fio = owner.file_io
         if fio.is_local:
-            # The bucket directory exists for all but a bucket's first file: try the open first
-            # rather than paying a makedirs (several stats) for every file.
+            # A native Arrow file, never a Python file object: the Parquet writer then reports a
+            # failed write (ENOSPC) as a plain Arrow status, without carrying a Python exception
+            # object through C++ on a worker thread (that path crashed the interpreter when the
+            # disk filled during the parallel level-0 flush). The bucket directory exists for all
+            # but a bucket's first file: try the open first rather than pay a makedirs per file.
             try:
-                self.sink = open(self.path, "wb")  # noqa: SIM115 - closed in finish()/abort()
+                self.sink = pa.OSFile(self.path, "wb")
             except FileNotFoundError:
                 os.makedirs(owner.bucket_dir, exist_ok=True)
-                self.sink = open(self.path, "wb")  # noqa: SIM115
+                self.sink = pa.OSFile(self.path, "wb")
         else:
             self.sink = fio.fs.open(self.path, "wb")
         self.writer = pq.ParquetWriter(self.sink, owner.arrow_schema, **owner.parquet_options())
@@ -293,10 +296,18 @@ class RollingFileWriter:
         if f is None:
             return
         self.current = None
-        f.writer.close()
-        # The footer is written: the sink's position is the file size (no stat / HEAD request).
-        size = f.sink.tell()
-        f.sink.close()
+        try:
+            f.writer.close()
+            # The footer is written: the sink's position is the file size (no stat / HEAD request).
+            size = f.sink.tell()
+            f.sink.close()
+        except BaseException:
+            # e.g. the disk filled while writing the footer: the file is neither open nor done,
+            # so nothing else would ever remove it.
+            with contextlib.suppress(Exception):
+                f.sink.close()
+            self.owner.file_io.delete(f.path)
+            raise
         owner = self.owner
         if owner.schema.primary_keys:
             min_key = serialize_row(f.first_key or [], owner.key_types)
@@ -373,7 +384,7 @@ def read_data_file(
             pf = pq.ParquetFile(source)
             return pf.read(columns=list(columns) if columns is not None else None, use_threads=use_threads)
     except FileNotFoundError:
-        raise CorruptMetadataError(f"Data file {path} is missing") from None
+        raise MissingDataFileError(f"Data file {path} is missing") from None
     except (pa.ArrowInvalid, OSError) as exc:
         raise CorruptMetadataError(f"Data file {path} is corrupt: {exc}") from exc
 
@@ -385,7 +396,7 @@ def iter_data_file(file_io: FileIO, path: str, columns: Sequence[str] | None = N
         for i in range(pf.num_row_groups):
             yield pf.read_row_group(i, columns=list(columns) if columns is not None else None)
     except FileNotFoundError:
-        raise CorruptMetadataError(f"Data file {path} is missing") from None
+        raise MissingDataFileError(f"Data file {path} is missing") from None
     except (pa.ArrowInvalid, OSError) as exc:
         raise CorruptMetadataError(f"Data file {path} is corrupt: {exc}") from exc
 

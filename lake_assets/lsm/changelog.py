@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.formats.data_file import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_AFTER, UPDATE_BEFORE, VALUE_KIND
+from lake_assets.lsm.key_compare import key_view
 from lake_assets.lsm.merge import group_bounds
 
 _SIDE = "__side"
@@ -70,7 +71,8 @@ def diff_states(
     ])
     if both.num_rows == 0:
         return before.slice(0, 0)
-    order = pc.sort_indices(both, sort_keys=[*[(k, "ascending") for k in key_names], (_SIDE, "ascending")])
+    order = pc.sort_indices(key_view(both.select([*key_names, _SIDE]), key_names),
+                            sort_keys=[*[(k, "ascending") for k in key_names], (_SIDE, "ascending")])
     both = both.take(order)
     starts, ends = group_bounds(both, key_names)
     side = both.column(_SIDE).to_numpy()

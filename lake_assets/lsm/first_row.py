@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_assets.lsm.key_compare import compare_keys
+from lake_assets.lsm.key_compare import compare_keys, key_view
 from lake_assets.lsm.sorted_run import key_range
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.types import DataType
@@ -49,13 +49,16 @@ def drop_known_keys(merged: pa.Table, known: pa.Table, key_names: Sequence[str])
     n = merged.num_rows
     if n == 0 or known.num_rows == 0:
         return merged
+    # keys match as Paimon compares them (float keys: NaN = NaN, -0.0 != 0.0), not IEEE-style
+    mine = key_view(merged.select(list(key_names)), key_names)
+    theirs = key_view(known.select(list(key_names)), key_names)
     if len(key_names) == 1:
         name = key_names[0]
-        hit = pc.is_in(merged.column(name), value_set=known.column(name).combine_chunks())
+        hit = pc.is_in(mine.column(name), value_set=theirs.column(name).combine_chunks())
         keep = pc.invert(hit.fill_null(False))
     else:
-        rows = merged.select(list(key_names)).append_column("__row", pa.array(np.arange(n, dtype=np.int64)))
-        found = rows.join(known.select(list(key_names)), keys=list(key_names), join_type="left semi",
+        rows = mine.append_column("__row", pa.array(np.arange(n, dtype=np.int64)))
+        found = rows.join(theirs, keys=list(key_names), join_type="left semi",
                           use_threads=False).column("__row").to_numpy()
         mask = np.ones(n, dtype=bool)
         mask[found] = False

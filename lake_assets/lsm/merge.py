@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from lake_assets.errors import InvalidDataError
 from lake_assets.formats.data_file import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
+from lake_assets.lsm.key_compare import float_order_codes, key_view
 
 
 class MergeFunction(Protocol):
@@ -35,6 +36,7 @@ def key_change_mask(table: pa.Table, key_names: Sequence[str]) -> np.ndarray:
     if n == 1:
         return starts
     diff = np.zeros(n - 1, dtype=bool)
+    table = key_view(table.select(list(key_names)), key_names)  # NaN = NaN, -0.0 != 0.0, as Java
     for name in key_names:
         col = table.column(name)
         if isinstance(col, pa.ChunkedArray):
@@ -68,7 +70,7 @@ def sort_for_merge(
     sort_keys = [(k, "ascending", "at_start") for k in key_names]
     sort_keys += [(f, seq_order, "at_start" if seq_order == "ascending" else "at_end") for f in sequence_fields]
     sort_keys.append((SEQUENCE_NUMBER, "ascending", "at_start"))
-    idx = pc.sort_indices(table, sort_keys=sort_keys)
+    idx = pc.sort_indices(key_view(table, key_names), sort_keys=sort_keys)
     return table.take(idx)
 
 
@@ -88,7 +90,7 @@ def sort_order(
     sort_keys += [(f, seq_order, "at_start" if seq_order == "ascending" else "at_end") for f in sequence_fields]
     sort_keys.append((SEQUENCE_NUMBER, "ascending", "at_start"))
     cols = list(dict.fromkeys([*prefix, *key_names, *sequence_fields, SEQUENCE_NUMBER]))
-    return pc.sort_indices(table.select(cols), sort_keys=sort_keys).to_numpy()
+    return pc.sort_indices(key_view(table.select(cols), key_names), sort_keys=sort_keys).to_numpy()
 
 
 def _single_int_key_order(
@@ -241,6 +243,8 @@ def _key_codes(runs: Sequence[pa.Table], name: str) -> tuple[np.ndarray, int] | 
         # uint64 shifts before narrowing: values above 2**63 do not fit int64.
         codes = (values - np.uint64(lo)).astype(np.int64) if values.dtype == np.uint64 else values.astype(np.int64) - lo
         return codes, (hi - lo).bit_length()
+    if pa.types.is_floating(typ):  # code Java's float equality (NaN = NaN, -0.0 != 0.0), not IEEE's
+        chunks, typ = [float_order_codes(c) for c in chunks], pa.uint64()
     try:
         coded = pa.chunked_array(chunks, type=typ).combine_chunks().dictionary_encode()
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):

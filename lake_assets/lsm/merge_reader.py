@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_assets.lsm.key_compare import compare_keys
+from lake_assets.lsm.key_compare import compare_keys, float_code, key_view
 
 
 def _last_key(table: pa.Table, key_names: Sequence[str]) -> tuple:
@@ -27,8 +27,11 @@ def count_at_most(table: pa.Table, key_names: Sequence[str], frontier: tuple) ->
         return 0
     result = np.zeros(n, dtype=bool)
     equal_prefix = np.ones(n, dtype=bool)
+    view = key_view(table.select(list(key_names)), key_names)  # float keys compare as in Java
     for name, value in zip(key_names, frontier, strict=True):
-        col = table.column(name)
+        col = view.column(name)
+        if pa.types.is_floating(table.schema.field(name).type):
+            value = float_code(value)
         scalar = pa.scalar(value, type=col.type)
         lt = pc.less(col, scalar).to_numpy(zero_copy_only=False)
         eq = pc.equal(col, scalar).to_numpy(zero_copy_only=False)

@@ -152,7 +152,8 @@ def check_message_shape(m: CommitMessage) -> None:
 def validate_messages(table: Table, messages: Sequence[CommitMessage], action: str = "commit to") -> None:
     """Check every message against ``table`` before anything acts on any of them.
 
-    Bucket in range for the table's bucket mode (0..N-1 for N fixed buckets, 0 for bucket = -1),
+    Bucket in range for the table's bucket mode (0..N-1 for N fixed buckets, 0 for an append table with
+    bucket = -1, any non-negative bucket for a dynamic-bucket primary-key table),
     partition bytes that decode with the arity of the partition keys, levels in
     [0, num-levels - 1], schema ids the table has. Raises `InvalidCommitMessageError` naming the
     table and the problem; nothing has been committed or deleted then.
@@ -177,11 +178,19 @@ def validate_messages(table: Table, messages: Sequence[CommitMessage], action: s
                     f"Cannot {action} {name}: message names bucket {m.bucket} of {m.total_buckets} "
                     f"but the table has {n_buckets} buckets (0..{n_buckets - 1})"
                 )
+        elif n_buckets == -1 and schema.primary_keys:
+            # dynamic bucket mode: the hash index assigns buckets 0, 1, ... as they fill up, so any
+            # non-negative bucket is in range (compaction of Paimon's dynamic-bucket tables)
+            if m.bucket < 0 or m.total_buckets not in (-1, 0):
+                raise InvalidCommitMessageError(
+                    f"Cannot {action} {name}: message names bucket {m.bucket} of {m.total_buckets}; "
+                    "a dynamic-bucket table (bucket = -1) has buckets 0, 1, ... and no fixed count"
+                )
         elif n_buckets == -1:
             if m.bucket != 0 or m.total_buckets not in (-1, 0):
                 raise InvalidCommitMessageError(
                     f"Cannot {action} {name}: message names bucket {m.bucket} of {m.total_buckets}; "
-                    "a table with bucket = -1 keeps its files in bucket 0"
+                    "an append table with bucket = -1 keeps its files in bucket 0"
                 )
         else:
             raise InvalidCommitMessageError(f"Cannot {action} {name}: bucket = {n_buckets} is not supported")

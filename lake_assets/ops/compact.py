@@ -22,6 +22,7 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -45,6 +46,7 @@ from lake_assets.lsm.compact_strategy import (
     should_drop_delete,
 )
 from lake_assets.lsm.first_row import drop_known_keys, lookup_files
+from lake_assets.lsm.key_compare import key_view
 from lake_assets.lsm.levels import Levels
 from lake_assets.lsm.merge import is_retract, sort_and_merge
 from lake_assets.lsm.merge_reader import merge_sorted
@@ -443,15 +445,18 @@ def _produce_changelog(table: Table, task: CompactionTask, split: Split, reader:
         fresh = read_all([f for f in task.input_files if f.level == 0])
         if fresh.num_rows == 0:
             return []
+        # Keys are matched in key_view form: float keys equal as Paimon compares them.
+        old_keys = key_view(before_rows.select(keys), keys)
+        new_keys = key_view(fresh.select(keys), keys)
         if len(keys) == 1:
-            touched = pc.unique(fresh.column(keys[0]))
-            before_rows = before_rows.filter(pc.is_in(before_rows.column(keys[0]), value_set=touched))
+            touched = pc.unique(new_keys.column(keys[0]))
+            before_rows = before_rows.filter(pc.is_in(old_keys.column(keys[0]), value_set=touched))
         else:
             # composite keys: a semi join keeps the old rows of keys the new data touches
-            touched_keys = fresh.select(keys).group_by(keys, use_threads=False).aggregate([])
-            joined = before_rows.join(touched_keys, keys=keys, join_type="left semi", use_threads=False)
-            before_rows = pa.Table.from_arrays(joined.select(before_rows.column_names).columns,
-                                               schema=before_rows.schema)
+            touched_keys = new_keys.group_by(keys, use_threads=False).aggregate([])
+            rows = old_keys.append_column("__row", pa.array(np.arange(before_rows.num_rows, dtype=np.int64)))
+            joined = rows.join(touched_keys, keys=keys, join_type="left semi", use_threads=False)
+            before_rows = before_rows.take(np.sort(joined.column("__row").to_numpy()))
         after_rows = pa.concat_tables([before_rows, fresh])
     else:
         before_names = {f.file_name for f in task.before_files}

@@ -12,36 +12,134 @@ from lake_assets.spec.schema import TableSchema
 ROW_KINDS = ("+I", "-U", "+U", "-D")
 
 
-def _castable(src: pa.DataType, dst: pa.DataType) -> bool:
-    """Casts we accept silently: same family, checked for loss at run time (safe cast)."""
-    if src == dst:
-        return True
+_STRINGS = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
+_BINARIES = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_fixed_size_binary, pa.types.is_binary_view)
+_LISTS = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list, pa.types.is_list_view,
+          pa.types.is_large_list_view)
+
+# Paimon's TIMESTAMP and DATE range (years 1 to 9999, as Java's and Spark's readers take them), in
+# seconds since the epoch: later values overflow the readers' calendars (Python's datetime, too).
+_MIN_SECOND = -62_135_596_800  # 0001-01-01T00:00:00
+_MAX_SECOND = 253_402_300_799  # 9999-12-31T23:59:59
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+_DAY_MS = 86_400_000
+
+
+def _any(preds: tuple, t: pa.DataType) -> bool:
+    return any(p(t) for p in preds)
+
+
+def _castable(src: pa.DataType, dst: pa.DataType) -> str | None:
+    """Why ``src`` cannot be stored as ``dst`` without guessing, or None when it can.
+
+    Only casts that keep every value are taken (their values are checked after the cast): integer
+    and float widening, integers into floats and decimals, decimal rescaling, narrower floats,
+    coarser timestamp units, other string/binary layouts; nested types field by field, with struct
+    fields matched by name. Parsing strings into numbers, dropping or inventing struct fields and
+    truncating floats to integers are refused.
+    """
+    if src == dst or pa.types.is_null(src):
+        return None
+    if pa.types.is_dictionary(src):
+        return _castable(src.value_type, dst)  # the values, not their codes, must fit
+    if pa.types.is_struct(src) and pa.types.is_struct(dst):
+        have = [src.field(i).name for i in range(src.num_fields)]
+        want = [dst.field(i).name for i in range(dst.num_fields)]
+        if sorted(have) != sorted(want):
+            return f"struct fields {have} do not match the table's {want}"
+        for name in want:
+            why = _castable(src.field(name).type, dst.field(name).type)
+            if why:
+                return f"field {name!r}: {why}"
+        return None
+    if _any(_LISTS, src) and _any(_LISTS, dst):
+        why = _castable(src.value_type, dst.value_type)
+        return f"list element: {why}" if why else None
+    if pa.types.is_map(src) and pa.types.is_map(dst):
+        why = _castable(src.key_type, dst.key_type) or _castable(src.item_type, dst.item_type)
+        return f"map entry: {why}" if why else None
     families = (
         (pa.types.is_integer, pa.types.is_integer),
         (pa.types.is_integer, pa.types.is_floating),
         (pa.types.is_integer, pa.types.is_decimal),
         (pa.types.is_floating, pa.types.is_floating),
         (pa.types.is_decimal, pa.types.is_decimal),
-        (lambda t: pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t),
-         pa.types.is_string),
-        (lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
-         or pa.types.is_binary_view(t), pa.types.is_binary),
+        (lambda t: _any(_STRINGS, t), pa.types.is_string),
+        (lambda t: _any(_BINARIES, t), pa.types.is_binary),
         (pa.types.is_timestamp, pa.types.is_timestamp),
         (pa.types.is_date, pa.types.is_date),
         (pa.types.is_time, pa.types.is_time),
-        (pa.types.is_dictionary, lambda t: True),
-        (pa.types.is_null, lambda t: True),
     )
     for src_ok, dst_ok in families:
         if src_ok(src) and dst_ok(dst):
-            # local vs instant semantics differ: refuse rather than guess
-            return not (pa.types.is_timestamp(src) and pa.types.is_timestamp(dst)
-                        and (src.tz is None) != (dst.tz is None))
-    return pa.types.is_nested(src) and pa.types.is_nested(dst)
+            if pa.types.is_timestamp(src) and (src.tz is None) != (dst.tz is None):
+                return "local and instant timestamps differ"  # refuse rather than guess
+            return None
+    return f"{src} is not {dst}"
+
+
+def _bad_values(src: pa.Array, dst: pa.DataType) -> str | None:
+    """What in ``src`` a (safe) cast to ``dst`` would still change: overflow of finite floats to
+    infinity, a time of day dropped from a date, dates and times outside years 1-9999."""
+    if pa.types.is_dictionary(src.type):
+        src = src.dictionary_decode()
+    t = src.type
+    if pa.types.is_struct(t) and pa.types.is_struct(dst):
+        for i in range(dst.num_fields):
+            f = dst.field(i)
+            why = _bad_values(pc.struct_field(src, [t.get_field_index(f.name)]), f.type)
+            if why:
+                return f"field {f.name!r}: {why}"
+        return None
+    if _any(_LISTS, t) and _any(_LISTS, dst):
+        return _bad_values(src.flatten(), dst.value_type)
+    if pa.types.is_map(t) and pa.types.is_map(dst):
+        return _bad_values(src.keys, dst.key_type) or _bad_values(src.items, dst.item_type)
+    if pa.types.is_floating(t) and pa.types.is_float32(dst) and not pa.types.is_float32(t):
+        big = pc.and_(pc.is_finite(src), pc.greater(pc.abs(src), float(np.finfo(np.float32).max)))
+        if pc.any(big).as_py():
+            return f"{pc.filter(src, big)[0].as_py()!r} overflows FLOAT"
+    if pa.types.is_date64(t):
+        ms = src.cast(pa.int64())
+        if pa.types.is_date32(dst) and bool((ms.fill_null(0).to_numpy() % _DAY_MS != 0).any()):
+            return "date64 values carry a time of day that a DATE would drop"
+        return _out_of_range(ms, 1_000)
+    if pa.types.is_date32(t):
+        return _out_of_range(src.cast(pa.int32()).cast(pa.int64()), 1, per_day=True)
+    if pa.types.is_timestamp(t):
+        return _out_of_range(src.cast(pa.int64()), _PER_SECOND[t.unit])
+    return None
+
+
+def _out_of_range(values: pa.Array, per_second: int, *, per_day: bool = False) -> str | None:
+    """A value outside years 1-9999 (``values`` count units of 1/``per_second`` s, or days)."""
+    lo, hi = (_MIN_SECOND // 86_400, _MAX_SECOND // 86_400) if per_day else (
+        _MIN_SECOND * per_second, (_MAX_SECOND + 1) * per_second - 1)
+    mm = pc.min_max(values)
+    if mm["min"].is_valid and (mm["min"].as_py() < lo or mm["max"].as_py() > hi):
+        return "a date or time outside the years 1 to 9999"
+    return None
+
+
+def as_table(data: object, table_name: str) -> pa.Table:
+    """``data`` as a pyarrow Table: a Table or RecordBatch; anything else is refused by name."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    raise InvalidDataError(
+        f"Cannot write to {table_name}: expected a pyarrow Table, RecordBatch or RecordBatchReader, "
+        f"got {type(data).__name__} (convert with pyarrow.table(...) first)"
+    )
 
 
 def conform(data: pa.Table, schema: TableSchema, table_name: str) -> pa.Table:
-    """Return ``data`` with exactly the table's columns, order and types, or raise naming the problem."""
+    """Return ``data`` with exactly the table's columns, order and types, or raise naming the problem.
+
+    Values are never changed: a cast that would lose or invent information is refused with
+    `SchemaError` (types) or `InvalidDataError` (values), naming the column.
+    """
+    data = as_table(data, table_name)
     target = schema.arrow_schema
     names = data.column_names
     if len(set(names)) != len(names):
@@ -59,19 +157,29 @@ def conform(data: pa.Table, schema: TableSchema, table_name: str) -> pa.Table:
     arrays = []
     for field in target:
         col = data.column(field.name)
-        if not _castable(col.type, field.type):
+        why = _castable(col.type, field.type)
+        if why:
             raise SchemaError(
                 f"Cannot write to {table_name}: column {field.name!r} has type {col.type}, "
-                f"table expects {field.type}"
+                f"table expects {field.type} ({why})"
             )
-        if col.type != field.type:
-            try:
+        try:
+            for chunk in col.chunks:
+                # Full validation also checks that strings are UTF-8: a reader would fail on them.
+                chunk.validate(full=True)
+                bad = _bad_values(chunk, field.type)
+                if bad:
+                    raise InvalidDataError(
+                        f"Cannot write to {table_name}: column {field.name!r} has values that do not fit "
+                        f"{field.type}: {bad}"
+                    )
+            if col.type != field.type:
                 col = pc.cast(col, field.type, safe=True)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise InvalidDataError(
-                    f"Cannot write to {table_name}: column {field.name!r} has values that do not fit "
-                    f"{field.type}: {exc}"
-                ) from exc
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            raise InvalidDataError(
+                f"Cannot write to {table_name}: column {field.name!r} has values that do not fit "
+                f"{field.type}: {exc}"
+            ) from exc
         if not field.nullable and col.null_count:
             role = "primary key " if field.name in schema.primary_keys else ""
             raise InvalidDataError(

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from lake_assets.errors import CorruptMetadataError
+from lake_assets.errors import CorruptMetadataError, InvalidArgumentError
 from lake_assets.formats.data_file import FILE_SOURCE_APPEND
 from lake_assets.ops.changelog_manager import snapshot_or_changelog
 from lake_assets.spec.manifest import FileKind, ManifestEntry
@@ -148,7 +148,7 @@ def expire_snapshots(
     retain_min = opts.snapshot_num_retained_min if retain_min is None else retain_min
     retain_max = opts.snapshot_num_retained_max if retain_max is None else retain_max
     if retain_min < 1:
-        raise ValueError("retain_min must be at least 1: the latest snapshot is never expired")
+        raise InvalidArgumentError("retain_min must be at least 1: the latest snapshot is never expired")
     cutoff = now_ms - opts.snapshot_time_retained_ms if older_than_ms is None else older_than_ms
     limit = opts.snapshot_expire_limit if limit is None else limit
     consumers = table.consumer_manager()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lake_assets.errors import ConcurrentMaintenanceError, LakeError, MissingDataFileError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND, iter_data_file, read_data_file
 from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.lsm.merge import is_retract, sort_and_merge, winner_masks
@@ -30,6 +31,24 @@ if TYPE_CHECKING:
 
 _SEQ_FIELD = pa.field(SEQUENCE_NUMBER, pa.int64(), nullable=False)
 _KIND_FIELD = pa.field(VALUE_KIND, pa.int8(), nullable=False)
+
+
+def missing_file_error(table: Table, exc: MissingDataFileError, snapshot_id: int | None) -> LakeError:
+    """What a data file missing under a read of ``snapshot_id`` means.
+
+    When the planned snapshot (and any long-lived changelog of it) is gone too, compaction
+    replaced the file and expiry removed both after the read was planned: a race that a fresh
+    plan resolves, reported as `ConcurrentMaintenanceError`. When the snapshot is still there, the
+    table lost a file it references: that stays a `MissingDataFileError` (corruption).
+    """
+    if snapshot_id is None or table.snapshot_manager.exists(snapshot_id):
+        return exc
+    if table.changelog_manager().exists(snapshot_id):  # a long-lived changelog keeps its files
+        return exc
+    return ConcurrentMaintenanceError(
+        f"Cannot read {table.name}: snapshot {snapshot_id} was expired while the read ran, and its "
+        f"files were removed by compaction and expiry ({exc}); plan the read again and retry"
+    )
 
 
 def sections(files: Sequence[DataFileMeta], key_types: list) -> list[list[DataFileMeta]]:
@@ -136,6 +155,9 @@ class SplitReader:
         # a little CPU on small files, but Table._tables keeps it on: measured on 2 shared cores,
         # the inner threads still shortened its wall time although the splits run in a pool.
         self.file_threads = True
+        # The snapshot the splits were planned from: a file missing because that snapshot was
+        # expired meanwhile is a retryable race, not corruption (see `missing_file_error`).
+        self.snapshot_id: int | None = None
 
     # ------------------------------------------------------------ file access
     def _layout(self, schema_id: int, columns: Sequence[str] | None = None) -> _FileLayout:
@@ -188,7 +210,10 @@ class SplitReader:
         if with_system:
             file_cols = [*file_cols, SEQUENCE_NUMBER, VALUE_KIND]
         path = self.table.data_file_path(split.partition, split.bucket, meta)
-        raw = read_data_file(self.table.file_io, path, file_cols, meta.file_size, use_threads=self.file_threads)
+        try:
+            raw = read_data_file(self.table.file_io, path, file_cols, meta.file_size, use_threads=self.file_threads)
+        except MissingDataFileError as exc:
+            raise missing_file_error(self.table, exc, self.snapshot_id) from None
         data = self._to_current(raw, layout, with_system)
         if self.key_filter is not None and data.num_rows:
             # Every version of a key shares its key columns, so dropping keys the filter rejects
@@ -203,8 +228,11 @@ class SplitReader:
         if with_system:
             file_cols = [*file_cols, SEQUENCE_NUMBER, VALUE_KIND]
         path = self.table.data_file_path(split.partition, split.bucket, meta)
-        for raw in iter_data_file(self.table.file_io, path, file_cols):
-            yield self._to_current(raw, layout, with_system)
+        try:
+            for raw in iter_data_file(self.table.file_io, path, file_cols):
+                yield self._to_current(raw, layout, with_system)
+        except MissingDataFileError as exc:
+            raise missing_file_error(self.table, exc, self.snapshot_id) from None
 
     # ------------------------------------------------------------------ reads
     def read_split(self, split: Split) -> Iterator[pa.Table]:

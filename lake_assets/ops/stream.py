@@ -21,18 +21,18 @@ changelog lifecycle is decoupled from snapshots) serves the same reads.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_assets.errors import SnapshotNotFoundError
+from lake_assets.errors import InvalidArgumentError, MissingDataFileError, SchemaError, SnapshotNotFoundError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.lsm.merge import sort_and_merge
 from lake_assets.ops.changelog_manager import snapshot_or_changelog
-from lake_assets.ops.read import SplitReader
+from lake_assets.ops.read import SplitReader, missing_file_error
 from lake_assets.ops.scan import Split
 from lake_assets.spec.manifest import DataFileMeta, FileKind
 from lake_assets.spec.snapshot import CommitKind, Snapshot
@@ -97,10 +97,24 @@ def snapshot_changes(table: Table, snap: Snapshot, source: ChangeSource = "auto"
     return _group(snap.id, scan.delta_entries(snap), "delta", scan)
 
 
+def check_row_kind_free(names: Iterable[str], table_name: str) -> None:
+    """Refuse change reads of a table that has a column named like the row kind column.
+
+    As in Paimon, whose audit_log table adds its ``rowkind`` column and fails on a duplicate
+    name: the user column is neither dropped nor shadowed, the read fails naming it.
+    """
+    if ROW_KIND in names:
+        raise SchemaError(
+            f"Cannot read changes of {table_name}: its column {ROW_KIND!r} clashes with the row kind "
+            f"column change reads add; rename the column (ALTER TABLE ... RENAME COLUMN) to read its changes"
+        )
+
+
 class ChangeReader:
     """Reads change splits into Arrow tables with the table's columns plus ``_row_kind``."""
 
     def __init__(self, table: Table, columns: list[str] | None = None) -> None:
+        check_row_kind_free(table.schema.field_names, table.name)
         self.table = table
         self.columns = columns
         self._reader = SplitReader(table, table.schema, columns)
@@ -111,6 +125,12 @@ class ChangeReader:
         return self._reader.output_schema.append(pa.field(ROW_KIND, pa.string(), nullable=False))
 
     def read(self, split: ChangeSplit) -> pa.Table:
+        try:
+            return self._read(split)
+        except MissingDataFileError as exc:
+            raise missing_file_error(self.table, exc, split.snapshot_id) from None
+
+    def _read(self, split: ChangeSplit) -> pa.Table:
         sp = Split(split.partition, split.partition_values, split.bucket, -1, list(split.files))
         if split.kind == "full":
             parts = list(self._reader.read_split(sp))
@@ -202,7 +222,7 @@ class StreamEnumerator:
             else:
                 self.position = self._first_changelog_after(timestamp_ms - 1) or sm.earliest_id() or 1
         else:
-            raise ValueError(f"unknown start mode {mode!r}")
+            raise InvalidArgumentError(f"unknown start mode {mode!r}")
 
     def _first_changelog_after(self, time_ms: int) -> int | None:
         """The oldest long-lived changelog committed after ``time_ms`` (streams starting before the

@@ -30,7 +30,7 @@ from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.lsm.merge import is_retract, sort_and_merge, sort_for_merge, sort_order
 from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.ops.commit_message import CommitMessage
-from lake_assets.ops.conform import conform, row_kinds
+from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.spill import SpillDirectory, SpillRun, key_batches
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.manifest import DataFileMeta
@@ -158,8 +158,7 @@ class TableWriter:
             for batch in data:
                 self.write_arrow(batch)
             return
-        if isinstance(data, pa.RecordBatch):
-            data = pa.Table.from_batches([data])
+        data = as_table(data, self.table.name)  # anything else is refused by name, not by AttributeError
         if data.num_rows == 0:
             conform(data, self.schema, self.table.name)
             return

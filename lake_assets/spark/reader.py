@@ -52,6 +52,7 @@ class SplitPartition(InputPartition):
     """
 
     splits: list[Split]
+    snapshot_id: int | None = None  # planned from: tells a lost race with expiry from corruption
 
 
 @dataclass
@@ -165,7 +166,7 @@ def plan_read(table: Table, options: SourceOptions, filters: Clauses | None = No
     target = split_target_size(table, options)
     parts = [part for s in splits for part in divide_split(table, s, target)]
     groups = pack_splits(parts, target, split_open_file_cost(table, options), min_partitions(options))
-    return [SplitPartition(g) for g in groups]
+    return [SplitPartition(g, snap.id) for g in groups]
 
 
 def plan_changes(table: Table, options: SourceOptions) -> list[ChangeSplit]:
@@ -216,6 +217,7 @@ class LakeReader(DataSourceReader):
             yield from to_spark_batches(changes, target)
             return
         reader = SplitReader(table, table.schema, self._columns(table), Predicate.of(self.filters() or None))
+        reader.snapshot_id = partition.snapshot_id
         for split in partition.splits:  # one after another: memory stays bounded by one split
             for data in reader.read_split(split):
                 yield from to_spark_batches(data, target)

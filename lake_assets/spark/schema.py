@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
-from lake_assets.ops.stream import ROW_KIND
+from lake_assets.ops.stream import ROW_KIND, check_row_kind_free
 
 # A column write_table adds for routing rows to one task per bucket; writers drop it.
 BUCKET_COLUMN = "__lake_bucket"
@@ -27,6 +27,7 @@ def spark_schema(arrow_schema: pa.Schema, *, with_row_kind: bool = False) -> Str
     plain = pa.schema([pa.field(f.name, f.type, f.nullable) for f in arrow_schema])
     schema = from_arrow_schema(plain)
     if with_row_kind:
+        check_row_kind_free(arrow_schema.names, "this table")
         schema = schema.add(StructField(ROW_KIND, StringType(), nullable=False))
     return schema
 
