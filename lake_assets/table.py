@@ -391,6 +391,7 @@ class Table:
         # Like Paimon's overwrite writer: the replaced partitions' files are not compacted with
         # the new data (the commit deletes them) nor looked up for changelog.
         writer = self.new_writer(user, ignore_previous_files=ow is not None)
+        committer = self.new_committer(user)
         messages: list[CommitMessage] = []
         try:
             writer.write_arrow(data)
@@ -399,12 +400,14 @@ class Table:
                 self._check_inside_partition(messages, ow)
             elif ow is not None:
                 ow = overwrite_of_whole_table(self, messages)
-            ids = self.new_committer(user).commit(messages, BATCH_COMMIT_IDENTIFIER, overwrite=ow,
-                                                  check_committed=False)
+            ids = committer.commit(messages, BATCH_COMMIT_IDENTIFIER, overwrite=ow, check_committed=False)
         except CommitStateUnknownError:
             raise  # the files may be referenced by a snapshot that did land: never delete them
         except BaseException:
-            writer.abort(messages)
+            # An interrupt (Ctrl-C) after a snapshot landed or while one was being put must not
+            # delete files that snapshot references: only a commit proven absent is cleaned up.
+            if not committer.may_have_landed:
+                writer.abort(messages)
             raise
         finally:
             writer.close()
