@@ -6,6 +6,7 @@ invalidate except the schema, which `refresh` reloads.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -225,9 +226,16 @@ class Table:
         snap = self.resolve_snapshot(snapshot_id)
         if snap is None:
             raise SnapshotNotFoundError(f"Cannot tag {self.name}: the table has no snapshot yet")
-        tag = self.tag_manager().create(
-            name, snap, None if time_retained is None else time_retained.total_seconds()
-        )
+        tags = self.tag_manager()
+        tag = tags.create(name, snap, None if time_retained is None else time_retained.total_seconds())
+        try:
+            # The tag is published; now make sure no expiration is removing the snapshot's files
+            # (the expiry handshake in SnapshotManager). If one is, or we cannot tell, withdraw it.
+            self.snapshot_manager.check_retained(snap.id, f"tag snapshot {snap.id} as {name!r}")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                tags.delete(name)
+            raise
         self.fault_point("tag.after_create")
         return tag
 

@@ -190,17 +190,20 @@ class FileIO:
         on a local disk a hard link from a fully written temporary file (link never replaces),
         on S3 a conditional PUT (If-None-Match), in memory a create under a lock.
 
-        "Already exists" is not proof of a lost race: a client that retries a PUT whose response
-        was lost gets 412 for its own object. So every "exists" and every failure whose outcome is
-        open is decided by reading the object back: byte-equal content is ours (the callers' files
-        carry a uuid or a creation time, so another writer cannot produce the same bytes).
+        On S3, "already exists" is not proof of a lost race: the client retries a PUT whose
+        response was lost (or answered 5xx) and gets 412 for its own object. So there every
+        "exists" and every failure whose outcome is open is decided by reading the object back:
+        byte-equal content is ours (snapshots carry a uuid, tags a creation time in microseconds,
+        schemas one in milliseconds: two writers cannot produce the same bytes, short of two
+        identical schema changes in the same millisecond, which then both stand). A local link
+        and the memory create are never retried, so there "exists" is a lost race.
         """
         if self.is_local:
             return self._try_create_local(path, data)
         if isinstance(self.fs, MemoryFileSystem):
             with _MEMORY_CREATE_LOCK:
                 if self.fs.exists(path):
-                    return self._holds(path, data) is True
+                    return False
                 self.fs.pipe_file(path, data)
                 return True
         if self.protocol in ("s3", "s3a"):
@@ -233,7 +236,7 @@ class FileIO:
             try:
                 os.link(tmp, path)
             except FileExistsError:
-                return self._decide(path, data, None)
+                return False
             except OSError as exc:
                 if exc.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
                     return self._create_exclusive_local(path, data)
