@@ -37,6 +37,7 @@ class Fault:
     path: str = ".*"
     nth: int = 1
     times: int = 1
+    every: int = 0  # > 0: fire on every ``every``-th matching request from ``nth`` on
     seconds: float = 0.0
     seen: int = 0
     fired: int = 0
@@ -45,6 +46,8 @@ class Fault:
         if method != self.method or not re.search(self.path, path):
             return False
         self.seen += 1
+        if self.every and (self.seen - self.nth) % self.every:
+            return False
         if self.seen >= self.nth and self.fired < self.times:
             self.fired += 1
             return True

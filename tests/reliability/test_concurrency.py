@@ -1,6 +1,10 @@
-"""Several processes commit to one table at once: appenders, a compactor, an expirer, a tagger and
-a reader pinned to an old snapshot. No acknowledged commit is lost, no snapshot id is written twice,
-every snapshot reads. Runs on a local disk and on S3 (moto on loopback, conditional PUTs)."""
+"""Several processes commit to one table at once: appenders, a two-phase writer, a compactor, an
+expirer, an orphan cleaner, taggers (of the latest and of the earliest snapshot, the one expiry goes
+for), consumers and a reader pinned to an old snapshot. No acknowledged commit is lost or doubled, no
+snapshot id is written twice, every snapshot and tag reads whole, nothing outside the warehouse
+changes. Runs on a local disk, on S3 (moto on loopback, conditional PUTs), and on S3 through a
+proxy that loses responses of snapshot and tag puts (the clients retry and must recognise their own
+objects)."""
 
 from __future__ import annotations
 
@@ -27,7 +31,9 @@ def _run_all(warehouse: str, opts: dict, tmp_path: Path) -> dict[str, dict]:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     roles = [("appender", ["1", str(SECONDS)]), ("appender", ["2", str(SECONDS)]),
              ("appender", ["3", str(SECONDS)]), ("compactor", [str(SECONDS)]), ("expirer", [str(SECONDS)]),
-             ("tagger", [str(SECONDS)]), ("old_reader", [str(SECONDS)])]
+             ("tagger", [str(SECONDS)]), ("old_reader", [str(SECONDS)]), ("two_phase", [str(SECONDS)]),
+             ("orphan_cleaner", [str(SECONDS)]), ("old_tagger", [str(SECONDS)])]
+    tmp_path.mkdir(exist_ok=True)
     procs = []
     outs = {}
     for i, (role, args) in enumerate(roles):
@@ -47,7 +53,7 @@ def _check(warehouse: str, opts: dict, results: dict[str, dict]) -> None:
     acked: dict[int, int] = {}
     commits = 0
     for name, r in results.items():
-        if name.startswith("appender"):
+        if name.startswith(("appender", "two_phase")):
             acked.update({int(k): v for k, v in r["acked"].items()})
             commits += r["commits"]
     assert commits > 10
@@ -59,20 +65,62 @@ def _check(warehouse: str, opts: dict, results: dict[str, dict]) -> None:
     for s in snaps:
         t.to_arrow(snapshot_id=s.id)
     tags = results["tagger-5"]["tags"]
-    for name, expected in tags.items():
+    for name, expected in {**tags, **results["old_tagger-9"]["tags"]}.items():
         assert {str(r["k"]): r["v"] for r in t.to_arrow(tag=name).to_pylist()} == expected
+    two_phase = [s for s in snaps if s.commit_user == "two-phase-writer"]
+    idents = [s.commit_identifier for s in two_phase]
+    assert len(idents) == len(set(idents))  # each checkpoint committed once
     reader = results["old_reader-6"]
     assert reader["reads"] > 0
     print(f"\nconcurrency: {commits} appends, {results['compactor-3']['compactions']} compactions "
           f"({results['compactor-3']['conflicts']} conflicts), {results['expirer-4']['expired']} snapshots "
-          f"expired, {len(tags)} tags, {reader['reads']} reads of pinned snapshot {reader['pinned']}")
+          f"expired, {len(tags)} tags, {reader['reads']} reads of pinned snapshot {reader['pinned']}; "
+          f"old tags {len(results['old_tagger-9']['tags'])} kept / {results['old_tagger-9']['refused']} refused; "
+          f"two-phase unknowns {results['two_phase-7']['unknown']}; orphan runs {results['orphan_cleaner-8']}")
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
 def test_processes_commit_concurrently_on_local_disk(tmp_path):
     wh = str(tmp_path / "wh")
-    _check(wh, {}, _run_all(wh, {}, tmp_path))
+    outside = tmp_path / "neighbour"
+    (outside / "sub").mkdir(parents=True)
+    (outside / "sub" / "data-1.parquet").write_bytes(b"not ours")
+    (tmp_path / "next-to-warehouse.orc").write_bytes(b"not ours either")
+    before = _tree(outside)
+    _check(wh, {}, _run_all(wh, {}, tmp_path / "out"))
+    assert _tree(outside) == before
+    assert (tmp_path / "next-to-warehouse.orc").read_bytes() == b"not ours either"
+
+
+def _s3_outside(wh: str, opts: dict):
+    import s3fs
+
+    fs = s3fs.S3FileSystem(key=opts["key"], secret=opts["secret"], client_kwargs=opts["client_kwargs"])
+    bucket = wh.split("://", 1)[1].split("/", 1)[0]
+    fs.pipe_file(f"{bucket}/neighbour/data-1.parquet", b"not ours")
+    return lambda: fs.cat_file(f"{bucket}/neighbour/data-1.parquet") == b"not ours"
 
 
 def test_processes_commit_concurrently_on_s3(tmp_path, s3_warehouse):
     wh, opts = s3_warehouse
-    _check(wh, opts, _run_all(wh, opts, tmp_path))
+    untouched = _s3_outside(wh, opts)
+    (tmp_path / "out").mkdir()
+    _check(wh, opts, _run_all(wh, opts, tmp_path / "out"))
+    assert untouched()
+
+
+def test_processes_commit_concurrently_on_s3_losing_responses(tmp_path, faulty_s3):
+    from tests.reliability.fault_proxy import Fault
+
+    wh, opts, proxy = faulty_s3
+    untouched = _s3_outside(wh, opts)
+    # every 4th snapshot put and every 3rd tag put lands, but its answer is lost
+    proxy.add(Fault("drop", path=r"/snapshot/snapshot-\d+$", every=4, times=10**6))
+    proxy.add(Fault("drop", path=r"/tag/tag-", every=3, times=10**6))
+    (tmp_path / "out").mkdir()
+    _check(wh, opts, _run_all(wh, opts, tmp_path / "out"))
+    assert sum(1 for r in proxy.requests if r[2] == "drop") > 3
+    assert untouched()
