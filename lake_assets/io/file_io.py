@@ -89,14 +89,21 @@ class FileIO:
         """Entries directly under ``path``; an absent directory lists as empty."""
         if self.is_local:
             try:
-                with os.scandir(path) as it:
-                    out = []
-                    for e in it:
-                        st = e.stat()
-                        out.append(FileStatus(e.path, st.st_size, e.is_dir(), int(st.st_mtime * 1000)))
-                    return out
+                it = os.scandir(path)
             except FileNotFoundError:
                 return []
+            out = []
+            with it:
+                for e in it:
+                    try:
+                        st = e.stat()
+                    except FileNotFoundError:
+                        # Removed between readdir and stat (a temporary file renamed or unlinked,
+                        # a tag withdrawn): skip it. Never let one vanished entry empty the whole
+                        # listing - expiry would then see no tags and delete what they keep.
+                        continue
+                    out.append(FileStatus(e.path, st.st_size, e.is_dir(), int(st.st_mtime * 1000)))
+            return out
         try:
             infos = self.fs.ls(path, detail=True)
         except FileNotFoundError:
