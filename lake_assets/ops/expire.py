@@ -94,6 +94,7 @@ class ExpireResult:
     deleted_manifests: list[str] = field(default_factory=list)
     earliest: int | None = None
     dry_run: bool = False
+    deletion_started: bool = False  # whether a failure may have left snapshots without files
 
     def summary(self) -> dict[str, object]:
         return {
@@ -180,13 +181,18 @@ def expire_snapshots(
         retain_min=retain_min, retain_max=retain_max, time_retained_ms=snapshot_time_ms
     )
     result.earliest = earliest
-    if plan:
-        _apply(table, plan, result, dry_run, delete_files, decoupled=decoupled)
-        result.earliest = plan.end
-    elif not dry_run and sm._read_hint("EARLIEST") is None:
-        sm.write_earliest_hint(earliest)
+    try:
+        if plan:
+            _apply(table, plan, result, dry_run, delete_files, decoupled=decoupled)
+            result.earliest = plan.end
+        elif not dry_run and sm._read_hint("EARLIEST") is None:
+            sm.write_earliest_hint(earliest)
+    except BaseException:
+        if marker is not None and not result.deletion_started:
+            sm.end_expiry(marker)  # stopped before deleting anything: the snapshots are whole
+        raise  # otherwise the marker stays: those snapshots may have lost files
     if marker is not None:
-        sm.end_expiry(marker)  # only after success: a failed expiry's snapshots stay untaggable
+        sm.end_expiry(marker, completed_below=plan.end if plan else None)
     cmin, cmax, ctime = opts.changelog_retention(
         retain_min=retain_min, retain_max=retain_max, time_retained_ms=snapshot_time_ms
     )
@@ -346,6 +352,7 @@ def _apply(
     delete = delete_files or fio.delete_many
     manifest_paths = [table.paths.manifest_file(n) for n in doomed_manifests]
     _ensure_inside(table, doomed_data, doomed_changelog, manifest_paths)
+    result.deletion_started = True
     delete(doomed_data)
     table.fault_point("expire.after_data")
     delete(doomed_changelog)
@@ -434,7 +441,16 @@ def expire_changelogs(
         if not plan:
             sm.end_expiry(marker)
             return result
-    _expire_changelog_plan(table, plan, result, dry_run, delete_files)
+    started = result.deletion_started
+    result.deletion_started = False
+    try:
+        _expire_changelog_plan(table, plan, result, dry_run, delete_files)
+    except BaseException:
+        if marker is not None and not result.deletion_started:
+            sm.end_expiry(marker)
+        raise
+    finally:
+        result.deletion_started = started or result.deletion_started
     if marker is not None:
         sm.end_expiry(marker)
     return result
@@ -481,6 +497,7 @@ def _expire_changelog_plan(
     delete = delete_files or fio.delete_many
     manifest_paths = [table.paths.manifest_file(n) for n in doomed_manifests]
     _ensure_inside(table, doomed_data, doomed_changelog, manifest_paths)
+    result.deletion_started = True
     delete(doomed_data)
     delete(doomed_changelog)
     table.fault_point("expire_changelog.after_files")

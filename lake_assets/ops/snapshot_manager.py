@@ -145,10 +145,30 @@ class SnapshotManager:
         self.file_io.overwrite_atomic(path, str(end).encode())
         return path
 
-    def end_expiry(self, marker: str) -> None:
-        """Withdraw a marker after its expiration completed (a failed one leaves it: the snapshots
-        below it may have lost files, so tagging them stays refused)."""
+    def end_expiry(self, marker: str, *, completed_below: int | None = None) -> None:
+        """Withdraw ``marker``. A failed expiration that may have deleted something leaves its
+        marker (snapshots below it may have lost files: tagging them stays refused).
+
+        ``completed_below``: an expiration that removed every snapshot file below this id also
+        withdraws the markers of failed ones up to it - for ids without a snapshot file the
+        tagger's existence check refuses by itself.
+        """
         self.file_io.delete(marker)
+        if completed_below is None:
+            return
+        ids = self.snapshot_ids()
+        if ids and ids[0] < completed_below:
+            return  # some older snapshot file is still there: keep the stale markers
+        for name in self.file_io.list_names(self.paths.snapshot_dir):
+            if not name.startswith(_EXPIRING_PREFIX):
+                continue
+            path = f"{self.paths.snapshot_dir}/{name}"
+            try:
+                text = self.file_io.read_text(path).strip()
+            except FileNotFoundError:
+                continue
+            if text.isdigit() and int(text) <= completed_below:
+                self.file_io.delete(path)
 
     def expiring_below(self) -> int | None:
         """The highest ``end`` of the expirations in progress (or that failed midway), or None."""

@@ -73,6 +73,9 @@ def test_expiry_stops_when_the_first_kept_snapshot_lists_are_unreadable(tmp_path
     with pytest.raises(CorruptMetadataError, match=r"first one kept.*nothing was deleted"):
         t.expire_snapshots(retain_min=2, older_than=FUTURE)
     assert _files(wh) == before
+    assert t.snapshot_manager.expiring_below() is None  # it stopped before deleting: no marker left
+    assert t.create_tag("still-whole", snapshot_id=2).snapshot.id == 2
+    t.delete_tag("still-whole")
     # repaired, the expiry runs and every retained snapshot still reads
     path.write_bytes(good)
     manifest_io._MANIFEST_CACHE._data.clear()
@@ -164,6 +167,7 @@ def test_snapshots_of_a_killed_expiry_cannot_be_tagged(tmp_path):
     assert "broken" not in t.tags()
     t.expire_snapshots(retain_min=2, older_than=FUTURE)  # the re-run completes
     assert [s.id for s in t.snapshots()] == [6, 7]
+    assert t.snapshot_manager.expiring_below() is None  # and withdraws the killed run's marker
     assert t.create_tag("ok", snapshot_id=6).snapshot.id == 6
 
 
