@@ -22,23 +22,28 @@ WORKERS = Path(__file__).with_name("concurrency_workers.py")
 SECONDS = float(os.environ.get("LAKE_CONCURRENCY_SECONDS", "8"))
 
 
-def _run_all(warehouse: str, opts: dict, tmp_path: Path) -> dict[str, dict]:
+ALL_ROLES = ("appender:1", "appender:2", "appender:3", "compactor", "expirer", "tagger", "old_reader",
+             "two_phase", "orphan_cleaner", "old_tagger")
+# fewer processes against the (single-threaded) moto server, so a loaded machine stays in bounds
+S3_ROLES = ("appender:1", "appender:2", "compactor", "expirer", "two_phase", "orphan_cleaner", "old_tagger")
+
+
+def _run_all(warehouse: str, opts: dict, tmp_path: Path, roles: tuple[str, ...] = ALL_ROLES) -> dict[str, dict]:
     cat = Catalog(warehouse, **opts)
     cat.create_database("db")
     cat.create_table("db.t", pa.schema([("k", pa.int64()), ("v", pa.int64()), ("op", pa.string())]),
                      primary_keys=["k"], options={"bucket": "2", "rowkind.field": "op", "write-only": "true",
                                                   "commit.max-retries": "50"})
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    roles = [("appender", ["1", str(SECONDS)]), ("appender", ["2", str(SECONDS)]),
-             ("appender", ["3", str(SECONDS)]), ("compactor", [str(SECONDS)]), ("expirer", [str(SECONDS)]),
-             ("tagger", [str(SECONDS)]), ("old_reader", [str(SECONDS)]), ("two_phase", [str(SECONDS)]),
-             ("orphan_cleaner", [str(SECONDS)]), ("old_tagger", [str(SECONDS)])]
     tmp_path.mkdir(exist_ok=True)
     procs = []
     outs = {}
-    for i, (role, args) in enumerate(roles):
-        out = str(tmp_path / f"{role}-{i}.json")
-        outs[f"{role}-{i}"] = out
+    for spec in roles:
+        role, _, worker = spec.partition(":")
+        args = [worker, str(SECONDS)] if worker else [str(SECONDS)]
+        name = spec.replace(":", "-")
+        out = str(tmp_path / f"{name}.json")
+        outs[name] = out
         procs.append(subprocess.Popen(
             [sys.executable, str(WORKERS), role, warehouse, json.dumps(opts), *args, out],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
@@ -56,27 +61,26 @@ def _check(warehouse: str, opts: dict, results: dict[str, dict]) -> None:
         if name.startswith(("appender", "two_phase")):
             acked.update({int(k): v for k, v in r["acked"].items()})
             commits += r["commits"]
-    assert commits > 10
+    assert commits > 8
     state = {r["k"]: r["v"] for r in t.to_arrow().to_pylist()}
-    assert state == acked  # every acknowledged write is there, nothing else
+    assert state == acked  # every acknowledged write is there, once, and nothing else
     snaps = t.snapshots()
     ids = [s.id for s in snaps]
     assert ids == list(range(ids[0], ids[0] + len(ids)))  # contiguous, each id once
     for s in snaps:
-        t.to_arrow(snapshot_id=s.id)
-    tags = results["tagger-5"]["tags"]
-    for name, expected in {**tags, **results["old_tagger-9"]["tags"]}.items():
+        t.to_arrow(snapshot_id=s.id)  # every file a retained snapshot needs is there
+    tags = {**results.get("tagger", {}).get("tags", {}), **results["old_tagger"]["tags"]}
+    for name, expected in tags.items():
+        # every tag that was acknowledged reads whole, with what it read when it was created
         assert {str(r["k"]): r["v"] for r in t.to_arrow(tag=name).to_pylist()} == expected
-    two_phase = [s for s in snaps if s.commit_user == "two-phase-writer"]
-    idents = [s.commit_identifier for s in two_phase]
+    idents = [s.commit_identifier for s in snaps if s.commit_user == "two-phase-writer"]
     assert len(idents) == len(set(idents))  # each checkpoint committed once
-    reader = results["old_reader-6"]
-    assert reader["reads"] > 0
-    print(f"\nconcurrency: {commits} appends, {results['compactor-3']['compactions']} compactions "
-          f"({results['compactor-3']['conflicts']} conflicts), {results['expirer-4']['expired']} snapshots "
-          f"expired, {len(tags)} tags, {reader['reads']} reads of pinned snapshot {reader['pinned']}; "
-          f"old tags {len(results['old_tagger-9']['tags'])} kept / {results['old_tagger-9']['refused']} refused; "
-          f"two-phase unknowns {results['two_phase-7']['unknown']}; orphan runs {results['orphan_cleaner-8']}")
+    if "old_reader" in results:
+        assert results["old_reader"]["reads"] > 0
+    summary = {k: v for k, v in results.items() if not k.startswith(("appender", "tagger", "old_tagger"))}
+    summary["two_phase"] = {k: v for k, v in results["two_phase"].items() if k != "acked"}
+    print(f"\nconcurrency: {commits} commits, {len(tags)} tags "
+          f"({results['old_tagger']['refused']} refused on expiring snapshots); {summary}")
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -107,8 +111,7 @@ def _s3_outside(wh: str, opts: dict):
 def test_processes_commit_concurrently_on_s3(tmp_path, s3_warehouse):
     wh, opts = s3_warehouse
     untouched = _s3_outside(wh, opts)
-    (tmp_path / "out").mkdir()
-    _check(wh, opts, _run_all(wh, opts, tmp_path / "out"))
+    _check(wh, opts, _run_all(wh, opts, tmp_path / "out", S3_ROLES))
     assert untouched()
 
 
@@ -120,7 +123,6 @@ def test_processes_commit_concurrently_on_s3_losing_responses(tmp_path, faulty_s
     # every 4th snapshot put and every 3rd tag put lands, but its answer is lost
     proxy.add(Fault("drop", path=r"/snapshot/snapshot-\d+$", every=4, times=10**6))
     proxy.add(Fault("drop", path=r"/tag/tag-", every=3, times=10**6))
-    (tmp_path / "out").mkdir()
-    _check(wh, opts, _run_all(wh, opts, tmp_path / "out"))
+    _check(wh, opts, _run_all(wh, opts, tmp_path / "out", S3_ROLES))
     assert sum(1 for r in proxy.requests if r[2] == "drop") > 3
     assert untouched()
