@@ -227,22 +227,24 @@ def test_kill_during_changelog_expiration(tmp_path, point):
     assert t.read_changes(4).to_pylist() == later
 
 
-def test_kill_after_tag_creation(tmp_path):
+@pytest.mark.parametrize("sig", ["KILL", "INT"])
+def test_kill_after_tag_creation(tmp_path, sig):
     wh, t = _setup(tmp_path)
     t.write_arrow(pa.table(_batch(range(5), 1), schema=SCHEMA))
-    _kill_at(wh, "tag", "tag.after_create", {"name": "release"})
+    _kill_at(wh, "tag", "tag.after_create", {"name": "release"}, sig=sig)
     t = Catalog(wh).get_table("db.t")
     assert _state(t, tag="release") == _state(t)
     _orphans_only_dead(t, _state(t))
 
 
-def test_kill_during_rollback(tmp_path):
+@pytest.mark.parametrize("sig", ["KILL", "INT"])
+def test_kill_during_rollback(tmp_path, sig):
     wh, t = _setup(tmp_path)
     states = {}
     for i in range(5):
         sid = t.write_arrow(pa.table(_batch([i], i), schema=SCHEMA))
         states[sid] = _state(t)
-    _kill_at(wh, "rollback", "rollback.after_snapshot_delete", {"snapshot_id": 2}, occurrence=2)
+    _kill_at(wh, "rollback", "rollback.after_snapshot_delete", {"snapshot_id": 2}, occurrence=2, sig=sig)
     t = Catalog(wh).get_table("db.t")
     latest = t.latest_snapshot().id
     assert latest in (2, 3, 4)
@@ -252,7 +254,8 @@ def test_kill_during_rollback(tmp_path):
     _orphans_only_dead(t, states[2])
 
 
-def test_kill_during_orphan_removal(tmp_path):
+@pytest.mark.parametrize("sig", ["KILL", "INT"])
+def test_kill_during_orphan_removal(tmp_path, sig):
     wh, t = _setup(tmp_path)
     t.write_arrow(pa.table(_batch(range(10), 1), schema=SCHEMA))
     # leave lots of dead files behind: aborted writers
@@ -261,7 +264,7 @@ def test_kill_during_orphan_removal(tmp_path):
         w.write_arrow(pa.table(_batch([i], i), schema=SCHEMA))
         w.prepare_commit()  # never committed
     expected = _state(t)
-    _kill_at(wh, "orphans", "orphans.after_delete_batch", {})
+    _kill_at(wh, "orphans", "orphans.after_delete_batch", {}, sig=sig)
     t = Catalog(wh).get_table("db.t")
     assert _state(t) == expected
     assert t.remove_orphan_files(older_than=timedelta(0), dry_run=False).paths  # the rest
