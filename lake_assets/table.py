@@ -222,7 +222,11 @@ class Table:
         return ChangelogManager(self.file_io, self.paths, self.name)
 
     def create_tag(self, name: str, snapshot_id: int | None = None, *, time_retained: timedelta | None = None) -> Tag:
-        """Tag a snapshot (default: the latest). Tagged snapshots' files survive expiration."""
+        """Tag a snapshot (default: the latest). Tagged snapshots' files survive expiration.
+
+        Raises `SnapshotNotFoundError` (and leaves no tag) when an expiration is removing, or has
+        removed, the snapshot; `AlreadyExistsError` when another tag has the name.
+        """
         snap = self.resolve_snapshot(snapshot_id)
         if snap is None:
             raise SnapshotNotFoundError(f"Cannot tag {self.name}: the table has no snapshot yet")
