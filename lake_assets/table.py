@@ -6,6 +6,7 @@ invalidate except the schema, which `refresh` reloads.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -221,13 +222,24 @@ class Table:
         return ChangelogManager(self.file_io, self.paths, self.name)
 
     def create_tag(self, name: str, snapshot_id: int | None = None, *, time_retained: timedelta | None = None) -> Tag:
-        """Tag a snapshot (default: the latest). Tagged snapshots' files survive expiration."""
+        """Tag a snapshot (default: the latest). Tagged snapshots' files survive expiration.
+
+        Raises `SnapshotNotFoundError` (and leaves no tag) when an expiration is removing, or has
+        removed, the snapshot; `AlreadyExistsError` when another tag has the name.
+        """
         snap = self.resolve_snapshot(snapshot_id)
         if snap is None:
             raise SnapshotNotFoundError(f"Cannot tag {self.name}: the table has no snapshot yet")
-        tag = self.tag_manager().create(
-            name, snap, None if time_retained is None else time_retained.total_seconds()
-        )
+        tags = self.tag_manager()
+        tag = tags.create(name, snap, None if time_retained is None else time_retained.total_seconds())
+        try:
+            # The tag is published; now make sure no expiration is removing the snapshot's files
+            # (the expiry handshake in SnapshotManager). If one is, or we cannot tell, withdraw it.
+            self.snapshot_manager.check_retained(snap.id, f"tag snapshot {snap.id} as {name!r}")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                tags.delete(name)
+            raise
         self.fault_point("tag.after_create")
         return tag
 
@@ -391,6 +403,7 @@ class Table:
         # Like Paimon's overwrite writer: the replaced partitions' files are not compacted with
         # the new data (the commit deletes them) nor looked up for changelog.
         writer = self.new_writer(user, ignore_previous_files=ow is not None)
+        committer = self.new_committer(user)
         messages: list[CommitMessage] = []
         try:
             writer.write_arrow(data)
@@ -399,12 +412,14 @@ class Table:
                 self._check_inside_partition(messages, ow)
             elif ow is not None:
                 ow = overwrite_of_whole_table(self, messages)
-            ids = self.new_committer(user).commit(messages, BATCH_COMMIT_IDENTIFIER, overwrite=ow,
-                                                  check_committed=False)
+            ids = committer.commit(messages, BATCH_COMMIT_IDENTIFIER, overwrite=ow, check_committed=False)
         except CommitStateUnknownError:
             raise  # the files may be referenced by a snapshot that did land: never delete them
         except BaseException:
-            writer.abort(messages)
+            # An interrupt (Ctrl-C) after a snapshot landed or while one was being put must not
+            # delete files that snapshot references: only a commit proven absent is cleaned up.
+            if not committer.may_have_landed:
+                writer.abort(messages)
             raise
         finally:
             writer.close()

@@ -22,7 +22,7 @@ import pyarrow.fs as pafs
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
-from lake_assets.errors import UnsupportedFeatureError
+from lake_assets.errors import CommitStateUnknownError, UnsupportedFeatureError
 
 # fsspec's MemoryFileSystem is process-global; this lock makes its create-if-absent atomic
 # between threads of this process (the only place a memory filesystem is shared).
@@ -89,14 +89,21 @@ class FileIO:
         """Entries directly under ``path``; an absent directory lists as empty."""
         if self.is_local:
             try:
-                with os.scandir(path) as it:
-                    out = []
-                    for e in it:
-                        st = e.stat()
-                        out.append(FileStatus(e.path, st.st_size, e.is_dir(), int(st.st_mtime * 1000)))
-                    return out
+                it = os.scandir(path)
             except FileNotFoundError:
                 return []
+            out = []
+            with it:
+                for e in it:
+                    try:
+                        st = e.stat()
+                    except FileNotFoundError:
+                        # Removed between readdir and stat (a temporary file renamed or unlinked,
+                        # a tag withdrawn): skip it. Never let one vanished entry empty the whole
+                        # listing - expiry would then see no tags and delete what they keep.
+                        continue
+                    out.append(FileStatus(e.path, st.st_size, e.is_dir(), int(st.st_mtime * 1000)))
+            return out
         try:
             infos = self.fs.ls(path, detail=True)
         except FileNotFoundError:
@@ -180,16 +187,55 @@ class FileIO:
         self.fs.pipe_file(path, data)
 
     def try_create(self, path: str, data: bytes) -> bool:
-        """Create ``path`` with ``data`` only if it does not exist; False if it already did.
+        """Create ``path`` with ``data`` only if it does not exist.
+
+        True: ``path`` now holds exactly ``data`` (this call created it). False: another writer's
+        object is there. Raises `CommitStateUnknownError` when it cannot tell: the request may have
+        landed (a lost response, a 5xx, a timeout) and looking did not settle it.
 
         This is the commit point of the table format, so it must be a real put-if-absent:
         on a local disk a hard link from a fully written temporary file (link never replaces),
         on S3 a conditional PUT (If-None-Match), in memory a create under a lock.
+
+        On S3, "already exists" is not proof of a lost race: the client retries a PUT whose
+        response was lost (or answered 5xx) and gets 412 for its own object. So there every
+        "exists" and every failure whose outcome is open is decided by reading the object back:
+        byte-equal content is ours (snapshots carry a uuid, tags a creation time in microseconds,
+        schemas one in milliseconds: two writers cannot produce the same bytes, short of two
+        identical schema changes in the same millisecond, which then both stand). A local link
+        and the memory create are never retried, so there "exists" is a lost race.
         """
         if self.is_local:
-            directory = os.path.dirname(path)
-            os.makedirs(directory, exist_ok=True)
-            tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+            return self._try_create_local(path, data)
+        if isinstance(self.fs, MemoryFileSystem):
+            with _MEMORY_CREATE_LOCK:
+                if self.fs.exists(path):
+                    return False
+                self.fs.pipe_file(path, data)
+                return True
+        if self.protocol in ("s3", "s3a"):
+            try:
+                self.fs.pipe_file(path, data, mode="create")
+            except FileExistsError:
+                return self._decide(path, data, None)
+            except OSError as exc:
+                if "PreconditionFailed" in str(exc) or "412" in str(exc):
+                    return self._decide(path, data, None)
+                return self._decide(path, data, exc)
+            except Exception as exc:  # botocore/aiohttp timeouts and disconnects
+                return self._decide(path, data, exc)
+            return True
+        raise UnsupportedFeatureError(
+            f"Storage protocol {self.protocol!r} has no put-if-absent known to lake_assets; "
+            "concurrent commits could overwrite each other. Use a local path, memory:// or s3://."
+        )
+
+    def _try_create_local(self, path: str, data: bytes) -> bool:
+        directory = os.path.dirname(path)
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+        try:
+            # A failure while writing the temporary file (ENOSPC) is a proven "not created".
             with open(tmp, "wb") as fh:
                 fh.write(data)
                 fh.flush()
@@ -201,31 +247,35 @@ class FileIO:
             except OSError as exc:
                 if exc.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
                     return self._create_exclusive_local(path, data)
-                raise
-            finally:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
-            return True
-        if isinstance(self.fs, MemoryFileSystem):
-            with _MEMORY_CREATE_LOCK:
-                if self.fs.exists(path):
-                    return False
-                self.fs.pipe_file(path, data)
-                return True
-        if self.protocol in ("s3", "s3a"):
-            try:
-                self.fs.pipe_file(path, data, mode="create")
-            except FileExistsError:
-                return False
-            except OSError as exc:
-                if "PreconditionFailed" in str(exc) or "412" in str(exc):
-                    return False
-                raise
-            return True
-        raise UnsupportedFeatureError(
-            f"Storage protocol {self.protocol!r} has no put-if-absent known to lake_assets; "
-            "concurrent commits could overwrite each other. Use a local path, memory:// or s3://."
-        )
+                raise  # link(2) is atomic: it failed, so nothing was created
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        return True
+
+    def _holds(self, path: str, data: bytes) -> bool | None:
+        """True if ``path`` holds exactly ``data``, False if other content, None if it is absent."""
+        try:
+            return self.read_bytes(path) == data
+        except FileNotFoundError:
+            return None
+
+    def _decide(self, path: str, data: bytes, error: BaseException | None) -> bool:
+        """Settle a put-if-absent whose answer was "exists" (``error`` None) or a failure, by looking."""
+        try:
+            holds = self._holds(path, data)
+        except Exception as exc:  # the look itself failed: still unknown
+            raise CommitStateUnknownError(
+                f"Cannot tell whether {path} was created: {error or 'it already existed'}; "
+                f"reading it back failed too: {exc!r}"
+            ) from exc
+        if holds is not None:
+            return holds
+        if error is None:
+            # "exists" but now absent: deleted meanwhile (e.g. expired); it was not ours to delete.
+            return False
+        # Absent after a failed request: the request may still be in flight and land later.
+        raise CommitStateUnknownError(f"Cannot tell whether {path} was created: {error!r}") from error
 
     @staticmethod
     def _create_exclusive_local(path: str, data: bytes) -> bool:

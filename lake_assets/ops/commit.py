@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lake_assets.errors import CommitConflictError, CommitStateUnknownError, LakeError, NoSuchTableError
+from lake_assets.errors import CommitConflictError, CommitStateUnknownError, NoSuchTableError
 from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.scan import merge_entries
@@ -58,6 +58,19 @@ class TableCommitter:
         self.commit_user = commit_user
         self.options = table.schema.core_options
         self._checked_upto: tuple[int, int | None] | None = None
+        # Outcome of the last `commit` call, for callers deciding whether they may clean up:
+        # snapshots known to have landed, and whether a snapshot put was cut off mid-flight.
+        self._landed: list[int] = []
+        self._in_doubt = False
+
+    @property
+    def may_have_landed(self) -> bool:
+        """True if the last `commit` created a snapshot or may have (an interrupted snapshot put).
+
+        Whoever handed messages to `commit` must then never delete their files, whatever the
+        exception: a snapshot may reference them. Orphan removal collects them if none does.
+        """
+        return bool(self._landed) or self._in_doubt
 
     # ----------------------------------------------------------- idempotence
     def last_committed_identifier(self) -> int | None:
@@ -105,6 +118,8 @@ class TableCommitter:
         New files become an APPEND (or OVERWRITE) snapshot; compaction results a COMPACT snapshot
         with the same identifier.
         """
+        self._landed = []
+        self._in_doubt = False
         # Messages come from other processes: check them all before acting on any (raises
         # InvalidCommitMessageError; nothing committed, nothing deleted).
         validate_messages(self.table, messages, "commit to")
@@ -134,51 +149,62 @@ class TableCommitter:
                 for m in messages for f in (*m.new_changelog, *m.compact_changelog)
             )
             changelog, compact_changelog = [], []
-        ids: list[int] = []
         try:
             if overwrite is not None:
-                sid = self._commit_with_retry(
-                    CommitKind.OVERWRITE, append, changelog, commit_identifier, overwrite, properties
-                )
-                if sid is not None:
-                    ids.append(sid)
+                self._commit_with_retry(CommitKind.OVERWRITE, append, changelog, commit_identifier, overwrite,
+                                        properties)
             elif append or changelog:
-                sid = self._commit_with_retry(
-                    CommitKind.APPEND, append, changelog, commit_identifier, None, properties
-                )
-                if sid is not None:
-                    ids.append(sid)
+                self._commit_with_retry(CommitKind.APPEND, append, changelog, commit_identifier, None, properties)
             if compact or compact_changelog:
+                landed_before = list(self._landed)
                 try:
-                    sid = self._commit_with_retry(
+                    self._commit_with_retry(
                         CommitKind.COMPACT, compact, compact_changelog, commit_identifier, None, properties
                     )
-                except CommitConflictError as exc:
-                    if not ids:
+                except Exception as exc:
+                    if not landed_before or self._in_doubt or isinstance(exc, CommitStateUnknownError):
                         raise
-                    # The data landed; only the writer's inline compaction lost against another
-                    # compactor. Its outputs are unreferenced: remove them and report success.
-                    log.warning("%s", exc)
+                    # The data landed; only the writer's inline compaction failed before its
+                    # snapshot (lost against another compactor, or a storage error while writing
+                    # its manifests). Its outputs are unreferenced: remove them, report the data.
+                    log.warning("Data of %s landed as snapshot %s; its compaction did not: %s",
+                                self.table.name, landed_before, exc)
                     self.table.file_io.delete_many(
                         self.table.data_file_path(m.partition, m.bucket, f)
                         for m in messages
                         for f in (*m.compact_after, *m.compact_changelog)
                         if f.file_name not in {b.file_name for b in m.compact_before}
                     )
-                    sid = None
-                if sid is not None:
-                    ids.append(sid)
         except CommitConflictError:
+            if self.may_have_landed:
+                raise  # not reachable today (conflicts are found before a put); never clean up then
             # Files of a rejected commit are referenced by nothing: remove them (upgraded files keep
             # their name and are still referenced at their old level).
             self.table.file_io.delete_many(_abs_files(self.table, messages))
             raise
-        return ids
+        except CommitStateUnknownError:
+            raise
+        except Exception as exc:
+            if not self.may_have_landed:
+                raise  # proven: no snapshot of this call exists; the caller may retry or abort
+            raise CommitStateUnknownError(
+                f"Commit to {self.table.name} failed after snapshot(s) {self._landed or '(in flight)'} "
+                f"may have landed: {exc!r}. Retry with the same commit user and identifier; never "
+                "clean up its files."
+            ) from exc
+        # KeyboardInterrupt / SystemExit pass through unchanged: callers check `may_have_landed`.
+        return list(self._landed)
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
         """Delete the files of messages that will never be committed (every message is validated
-        first: a crafted file name must not make abort delete anything outside the table)."""
+        first: a crafted file name must not make abort delete anything outside the table).
+
+        Refuses (deletes nothing) after a `commit` of this committer that may have landed.
+        """
         validate_messages(self.table, messages, "abort a commit to")
+        if self.may_have_landed:
+            log.warning("Not deleting files of %s: the last commit may have landed", self.table.name)
+            return
         self.table.file_io.delete_many(_abs_files(self.table, messages))
 
     # -------------------------------------------------------------- internals
@@ -208,13 +234,15 @@ class TableCommitter:
             written: list[str] = []
             try:
                 sid = self._try_commit_once(mio, latest, kind, delta, changelog, identifier, properties, written)
-            except CommitStateUnknownError:
-                raise
             except BaseException:
-                mio.delete(written)
+                # Manifests go only when the snapshot put is proven not to have happened.
+                if not self._in_doubt:
+                    mio.delete(written)
                 raise
             if sid is not None:
                 # The snapshot landed: from here on nothing this commit wrote may be cleaned up.
+                self._landed.append(sid)
+                self._in_doubt = False
                 self.table.fault_point("commit.after_snapshot")
                 sm.write_latest_hint(sid)
                 return sid
@@ -291,16 +319,24 @@ class TableCommitter:
         if not self.table.file_io.exists(self.table.paths.schema_file(self.table.schema.id)):
             raise NoSuchTableError(f"Cannot commit to {self.table.name}: the table was dropped")
         self.table.fault_point("commit.before_snapshot")
+        # From here until the put answers, an interrupt leaves the snapshot's existence open.
+        self._in_doubt = True
         try:
             created = self.table.snapshot_manager.try_commit(snapshot)
-        except LakeError:
-            raise
-        except Exception as exc:
+        except CommitStateUnknownError as exc:
             raise CommitStateUnknownError(
-                f"Commit to {self.table.name} may or may not have created snapshot {snapshot.id}: {exc!r}. "
+                f"Commit to {self.table.name} may or may not have created snapshot {snapshot.id}: {exc}. "
                 "Retry with the same commit user and identifier to resolve it."
             ) from exc
-        return snapshot.id if created else None
+        except Exception:
+            # try_create settles every open outcome by looking (raising CommitStateUnknownError
+            # otherwise): any other error means the snapshot was not created.
+            self._in_doubt = False
+            raise
+        if not created:
+            self._in_doubt = False  # proven: another committer owns this id
+            return None
+        return snapshot.id  # still "in doubt" until the caller has recorded it as landed
 
     def _overwrite_deletes(self, latest: Snapshot | None, overwrite: Overwrite) -> list[ManifestEntry]:
         if latest is None:

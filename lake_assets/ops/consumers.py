@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 from lake_assets.catalog_names import check_name
+from lake_assets.errors import SnapshotNotFoundError
 from lake_assets.io.file_io import FileIO
+from lake_assets.ops.snapshot_manager import SnapshotManager
 from lake_assets.paths import TablePaths, list_prefixed
 from lake_assets.spec.snapshot import Consumer
 
@@ -39,9 +42,33 @@ class ConsumerManager:
             return None
 
     def record(self, consumer_id: str, next_snapshot: int) -> None:
-        """Save the position: the next snapshot this consumer will read."""
+        """Save the position: the next snapshot this consumer will read.
+
+        A position below an expiration in progress is withdrawn (the previous one restored) and
+        raises `SnapshotNotFoundError`: that expiration may not have seen it (SnapshotManager's
+        expiry handshake: publish first, then look for expiry markers).
+        """
         check_name(consumer_id, "consumer id")
-        self.file_io.overwrite_atomic(self.paths.consumer_file(consumer_id), Consumer(next_snapshot).to_json().encode())
+        path = self.paths.consumer_file(consumer_id)
+        try:
+            previous: bytes | None = self.file_io.read_bytes(path)
+        except FileNotFoundError:
+            previous = None
+        self.file_io.overwrite_atomic(path, Consumer(next_snapshot).to_json().encode())
+        try:
+            below = SnapshotManager(self.file_io, self.paths).expiring_below()
+            if below is not None and next_snapshot < below:
+                raise SnapshotNotFoundError(
+                    f"Cannot record consumer {consumer_id!r} at snapshot {next_snapshot}: snapshots below "
+                    f"{below} are being expired"
+                )
+        except BaseException:
+            with contextlib.suppress(Exception):
+                if previous is None:
+                    self.file_io.delete(path)
+                else:
+                    self.file_io.overwrite_atomic(path, previous)
+            raise
 
     def delete(self, consumer_id: str) -> None:
         check_name(consumer_id, "consumer id")

@@ -14,7 +14,6 @@ those per the changelog retention, with the same protections for tags and consum
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -95,6 +94,7 @@ class ExpireResult:
     deleted_manifests: list[str] = field(default_factory=list)
     earliest: int | None = None
     dry_run: bool = False
+    deletion_started: bool = False  # whether a failure may have left snapshots without files
 
     def summary(self) -> dict[str, object]:
         return {
@@ -154,27 +154,45 @@ def expire_snapshots(
     consumers = table.consumer_manager()
     if opts.consumer_expiration_ms is not None and not dry_run:
         consumers.expire(opts.consumer_expiration_ms, now_ms)
-    consumer_min = consumers.min_next_snapshot()
     candidate_hi = min(latest - retain_min + 1, earliest + limit)
     time_of = {}
     for sid in range(earliest + 1, max(candidate_hi, earliest) + 1):
         snap = sm.try_snapshot(sid)
         if snap is not None:
             time_of[sid] = snap.time_millis
-    plan = plan_expire(
-        earliest=earliest, latest=latest, retain_min=retain_min, retain_max=retain_max, expire_limit=limit,
-        older_than_ms=cutoff, time_of=time_of, consumer_min=consumer_min,
-    )
+
+    def make_plan(protected_min: int | None) -> ExpirePlan:
+        return plan_expire(
+            earliest=earliest, latest=latest, retain_min=retain_min, retain_max=retain_max, expire_limit=limit,
+            older_than_ms=cutoff, time_of=time_of, consumer_min=consumers.min_next_snapshot(),
+            protected_min=protected_min,
+        )
+
+    plan = make_plan(None)
+    marker = None
+    if plan and not dry_run:
+        # Announce the expiration, then read consumers (here) and tags (in _apply) again: a tag or
+        # consumer position published before the marker is seen and kept; one published after it
+        # sees the marker and withdraws (SnapshotManager's expiry handshake). Never past the marker.
+        marker = sm.begin_expiry(plan.end)
+        plan = make_plan(plan.end)
     snapshot_time_ms = now_ms - cutoff
     decoupled = opts.changelog_decoupled(
         retain_min=retain_min, retain_max=retain_max, time_retained_ms=snapshot_time_ms
     )
     result.earliest = earliest
-    if plan:
-        _apply(table, plan, result, dry_run, delete_files, decoupled=decoupled)
-        result.earliest = plan.end
-    elif not dry_run and sm._read_hint("EARLIEST") is None:
-        sm.write_earliest_hint(earliest)
+    try:
+        if plan:
+            _apply(table, plan, result, dry_run, delete_files, decoupled=decoupled)
+            result.earliest = plan.end
+        elif not dry_run and sm._read_hint("EARLIEST") is None:
+            sm.write_earliest_hint(earliest)
+    except BaseException:
+        if marker is not None and not result.deletion_started:
+            sm.end_expiry(marker)  # stopped before deleting anything: the snapshots are whole
+        raise  # otherwise the marker stays: those snapshots may have lost files
+    if marker is not None:
+        sm.end_expiry(marker, completed_below=plan.end if plan else None)
     cmin, cmax, ctime = opts.changelog_retention(
         retain_min=retain_min, retain_max=retain_max, time_retained_ms=snapshot_time_ms
     )
@@ -247,13 +265,26 @@ def _changelog_files_of(table: Table, snaps: list[Snapshot]) -> list[str]:
     return out
 
 
-def _manifests_kept_by(table: Table, snap: Snapshot) -> set[str]:
-    """``snap``'s lists and every manifest they name (lists already gone are skipped)."""
+def _manifests_kept_by(table: Table, snap: Snapshot, *, lists_may_be_gone: bool = False) -> set[str]:
+    """``snap``'s lists and every manifest they name.
+
+    ``snap`` is the first retained snapshot: expired snapshots share manifests with it, and only its
+    lists tell which. A list that cannot be read therefore stops the expiration before anything is
+    deleted. Only a long-lived changelog (``lists_may_be_gone``) may lack lists expiry removed on purpose.
+    """
     mio = table.file_store_scan().manifest_io
     keep = set(_lists_of(snap))
     for name in _lists_of(snap):
-        with contextlib.suppress(CorruptMetadataError):
+        if lists_may_be_gone and not table.file_io.exists(table.paths.manifest_file(name)):
+            continue
+        try:
             keep.update(m.file_name for m in mio.read_manifest_list(name))
+        except CorruptMetadataError as exc:
+            raise CorruptMetadataError(
+                f"Cannot expire snapshots of {table.name}: manifest list {name} of snapshot {snap.id}, "
+                f"the first one kept, cannot be read ({exc}); without it the manifests it shares with "
+                "expired snapshots cannot be told apart, so nothing was deleted"
+            ) from exc
     return keep
 
 
@@ -321,6 +352,7 @@ def _apply(
     delete = delete_files or fio.delete_many
     manifest_paths = [table.paths.manifest_file(n) for n in doomed_manifests]
     _ensure_inside(table, doomed_data, doomed_changelog, manifest_paths)
+    result.deletion_started = True
     delete(doomed_data)
     table.fault_point("expire.after_data")
     delete(doomed_changelog)
@@ -389,14 +421,51 @@ def expire_changelogs(
         snap = changelogs.try_changelog(cid)
         if snap is not None:
             time_of[cid] = snap.time_millis
-    plan = plan_expire(
-        earliest=earliest, latest=latest_snapshot, retain_min=retain_min, retain_max=retain_max,
-        expire_limit=limit, older_than_ms=older_than_ms, time_of=time_of,
-        consumer_min=table.consumer_manager().min_next_snapshot(), protected_min=earliest_snapshot,
-        own_time=True,
-    )
+
+    def make_plan(protected_min: int) -> ExpirePlan:
+        return plan_expire(
+            earliest=earliest, latest=latest_snapshot, retain_min=retain_min, retain_max=retain_max,
+            expire_limit=limit, older_than_ms=older_than_ms, time_of=time_of,
+            consumer_min=table.consumer_manager().min_next_snapshot(), protected_min=protected_min,
+            own_time=True,
+        )
+
+    plan = make_plan(earliest_snapshot)
     if not plan:
         return result
+    marker = None
+    if not dry_run:
+        # the handshake of expire_snapshots: consumers and tags are read again after the marker
+        marker = sm.begin_expiry(plan.end)
+        plan = make_plan(plan.end)
+        if not plan:
+            sm.end_expiry(marker)
+            return result
+    started = result.deletion_started
+    result.deletion_started = False
+    try:
+        _expire_changelog_plan(table, plan, result, dry_run, delete_files)
+    except BaseException:
+        if marker is not None and not result.deletion_started:
+            sm.end_expiry(marker)
+        raise
+    finally:
+        result.deletion_started = started or result.deletion_started
+    if marker is not None:
+        sm.end_expiry(marker)
+    return result
+
+
+def _expire_changelog_plan(
+    table: Table,
+    plan: ExpirePlan,
+    result: ExpireResult,
+    dry_run: bool,
+    delete_files: Callable[[list[str]], object] | None,
+) -> None:
+    opts = table.schema.core_options
+    changelogs = table.changelog_manager()
+    sm = table.snapshot_manager
     end = snapshot_or_changelog(sm, changelogs, plan.end)
     expired = [s for s in (changelogs.try_changelog(i) for i in plan.snapshot_ids) if s is not None]
     protection = _Protection(table, plan.end)
@@ -413,18 +482,22 @@ def expire_changelogs(
     # Without the first retained id's lists, shared manifests cannot be told apart: keep them all.
     doomed_manifests = (
         [] if end is None
-        else _unused_manifests(table, expired, _lists_of, protection.manifests | _manifests_kept_by(table, end))
+        else _unused_manifests(
+            table, expired, _lists_of,
+            protection.manifests | _manifests_kept_by(table, end, lists_may_be_gone=not sm.exists(end.id)),
+        )
     )
     result.expired_changelogs = list(plan.snapshot_ids)
     result.deleted_data_files = [*result.deleted_data_files, *doomed_data]
     result.deleted_changelog_files = [*result.deleted_changelog_files, *doomed_changelog]
     result.deleted_manifests = [*result.deleted_manifests, *doomed_manifests]
     if dry_run:
-        return result
+        return
     fio = table.file_io
     delete = delete_files or fio.delete_many
     manifest_paths = [table.paths.manifest_file(n) for n in doomed_manifests]
     _ensure_inside(table, doomed_data, doomed_changelog, manifest_paths)
+    result.deletion_started = True
     delete(doomed_data)
     delete(doomed_changelog)
     table.fault_point("expire_changelog.after_files")
@@ -433,7 +506,6 @@ def expire_changelogs(
     for cid in plan.snapshot_ids:
         changelogs.delete(cid)
     changelogs.write_earliest_hint(plan.end)
-    return result
 
 
 def _ensure_inside(table: Table, *groups: list[str]) -> None:

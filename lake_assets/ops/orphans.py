@@ -118,6 +118,10 @@ def remove_orphan_files(
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     cutoff = now_ms - int(older_than.total_seconds() * 1000)
     refs = referenced_files(table)  # raises CorruptMetadataError: then we delete nothing
+    # File names (uuid-based, unique per table) that manifests name, wherever the file sits: a path
+    # rebuilt from partition values can miss a live file (e.g. a partition directory written under
+    # another partition.default-name); never delete a file a manifest names, whatever its directory.
+    referenced_names = {p.rsplit("/", 1)[-1] for p in refs}
     root = table.paths.root.rstrip("/")
     result = OrphanResult(dry_run=dry_run)
     for st in table.file_io.walk_files(root):
@@ -128,7 +132,7 @@ def remove_orphan_files(
         name = rel.rsplit("/", 1)[-1]
         # temp files of crashed atomic writes (".snapshot-3.<uuid>.tmp") are orphans anywhere
         is_temp = name.startswith(".") and name.endswith(".tmp")
-        if (top in _PROTECTED_DIRS and not is_temp) or st.path in refs:
+        if (top in _PROTECTED_DIRS and not is_temp) or st.path in refs or name in referenced_names:
             continue
         if st.modified_ms is None or st.modified_ms > cutoff:
             continue

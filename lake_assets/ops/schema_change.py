@@ -587,9 +587,35 @@ class SchemaUpdate:
             if not self.changes:
                 return table.schema
             new = apply_changes(table.schema, self.changes, table_name=table.name)
+            _check_default_partition_name(table, new)
             if table.file_io.try_create(table.paths.schema_file(new.id), new.to_json().encode()):
                 table.refresh()
                 return new
         raise CommitConflictError(
             f"Cannot alter {table.name}: other schema changes kept winning for {MAX_COMMIT_ATTEMPTS} attempts"
+        )
+
+
+def _check_default_partition_name(table: Table, new: TableSchema) -> None:
+    """Refuse to change ``partition.default-name`` of a partitioned table that has data.
+
+    Data file paths are not stored: readers (Paimon's too) rebuild them from the partition values
+    and the *current* name, so renaming it would make every null partition written so far
+    unreadable, and its live files would look like orphans. Paimon allows the ALTER; we refuse it
+    once any snapshot, tag or long-lived changelog exists (set it before the first write).
+    """
+    key = "partition.default-name"
+    old_value, new_value = table.schema.options.get(key), new.options.get(key)
+    if not table.schema.partition_keys or old_value == new_value:
+        return
+    has_data = (
+        table.snapshot_manager.latest_id() is not None
+        or bool(table.tag_manager().names())
+        or bool(table.changelog_manager().ids())
+    )
+    if has_data:
+        raise SchemaError(
+            f"Cannot change option {key!r} of {table.name} from {old_value!r} to {new_value!r}: the table "
+            "already has data, and files of null partitions live under the directory the current name gives; "
+            "set it before the first write"
         )

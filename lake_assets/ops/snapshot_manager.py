@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import uuid
 from collections.abc import Iterator
 
 from lake_assets.errors import CorruptMetadataError, SnapshotNotFoundError
@@ -13,6 +14,10 @@ from lake_assets.spec.snapshot import Snapshot
 
 # fullmatch with ASCII digits: `$` accepts a final newline and `\\d` other scripts' digits
 _SNAPSHOT_NAME = re.compile(r"snapshot-([0-9]+)")
+# ``snapshot/EXPIRING-<uuid>`` holds the id an expiration in progress expires up to (exclusive).
+# Paimon lists this directory by the ``snapshot-`` prefix, so its readers ignore these files.
+_EXPIRING_PREFIX = "EXPIRING-"
+_ASCII_ID = re.compile(r"[0-9]+")
 
 
 def read_snapshot_file(
@@ -125,3 +130,69 @@ class SnapshotManager:
     def write_earliest_hint(self, snapshot_id: int) -> None:
         with contextlib.suppress(OSError):
             self.file_io.overwrite_atomic(f"{self.paths.snapshot_dir}/EARLIEST", str(snapshot_id).encode())
+
+    # ------------------------------------------------------- expiry handshake
+    # Expiry and taggers (and consumers) meet without a lock, on storage that is only strongly
+    # consistent per object (S3): each side writes its own object first and reads the other's
+    # second. Expiry writes its marker, then reads tags and consumers, then deletes; a tagger
+    # writes its tag, then reads the markers, then checks the snapshot file. Whichever write comes
+    # second is followed by a read that sees the first: either expiry sees the tag and keeps its
+    # files, or the tagger sees the marker (or, once expiry finished, the missing snapshot file;
+    # snapshot files go after the files they reference, markers after that) and withdraws the tag.
+    def begin_expiry(self, end: int) -> str:
+        """Announce that snapshots below ``end`` are being expired; returns the marker's path."""
+        path = f"{self.paths.snapshot_dir}/{_EXPIRING_PREFIX}{uuid.uuid4().hex}"
+        self.file_io.overwrite_atomic(path, str(end).encode())
+        return path
+
+    def end_expiry(self, marker: str, *, completed_below: int | None = None) -> None:
+        """Withdraw ``marker``. A failed expiration that may have deleted something leaves its
+        marker (snapshots below it may have lost files: tagging them stays refused).
+
+        ``completed_below``: an expiration that removed every snapshot file below this id also
+        withdraws the markers of failed ones up to it - for ids without a snapshot file the
+        tagger's existence check refuses by itself.
+        """
+        self.file_io.delete(marker)
+        if completed_below is None:
+            return
+        ids = self.snapshot_ids()
+        if ids and ids[0] < completed_below:
+            return  # some older snapshot file is still there: keep the stale markers
+        for name in self.file_io.list_names(self.paths.snapshot_dir):
+            if not name.startswith(_EXPIRING_PREFIX):
+                continue
+            path = f"{self.paths.snapshot_dir}/{name}"
+            try:
+                text = self.file_io.read_text(path).strip()
+            except FileNotFoundError:
+                continue
+            if text.isdigit() and int(text) <= completed_below:
+                self.file_io.delete(path)
+
+    def expiring_below(self) -> int | None:
+        """The highest ``end`` of the expirations in progress (or that failed midway), or None."""
+        ends = []
+        for name in self.file_io.list_names(self.paths.snapshot_dir):
+            if not name.startswith(_EXPIRING_PREFIX):
+                continue
+            try:
+                text = self.file_io.read_text(f"{self.paths.snapshot_dir}/{name}").strip()
+            except FileNotFoundError:
+                continue  # finished meanwhile
+            if not _ASCII_ID.fullmatch(text):
+                raise CorruptMetadataError(f"Expiry marker {name} of {self.table_name} is corrupt: {text[:40]!r}")
+            ends.append(int(text))
+        return max(ends) if ends else None
+
+    def check_retained(self, snapshot_id: int, what: str) -> None:
+        """Raise `SnapshotNotFoundError` unless snapshot ``snapshot_id`` is neither being nor has been
+        expired. Call it after publishing whatever should keep the snapshot (see the handshake)."""
+        below = self.expiring_below()  # markers first: an expiry removes its marker last
+        if below is not None and snapshot_id < below:
+            raise SnapshotNotFoundError(
+                f"Cannot {what} of {self.table_name}: snapshot {snapshot_id} is being expired "
+                f"(an expiration of snapshots below {below} is in progress or failed midway)"
+            )
+        if not self.exists(snapshot_id):
+            raise SnapshotNotFoundError(f"Cannot {what} of {self.table_name}: snapshot {snapshot_id} was expired")

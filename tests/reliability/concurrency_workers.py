@@ -10,7 +10,8 @@ from datetime import datetime, timedelta
 
 import pyarrow as pa
 
-from lake_assets import Catalog, CommitConflictError
+from lake_assets import Catalog, CommitConflictError, CommitStateUnknownError
+from lake_assets.errors import CorruptMetadataError, SnapshotNotFoundError
 
 
 def _table(warehouse: str, opts: dict):
@@ -24,7 +25,7 @@ def appender(warehouse: str, opts: dict, worker: int, seconds: float, out: str) 
     deadline = time.time() + seconds
     i = 0
     # bounded in count as well as time, so checking every snapshot afterwards stays cheap
-    while time.time() < deadline and i < 40:
+    while (time.time() < deadline or i < 3) and i < 40:  # a few commits even on a slow machine
         keys = [worker * 1000 + (i * 7 + j) % 50 for j in range(5)]
         t.write_arrow(pa.table({"k": keys, "v": [i] * 5, "op": ["+I"] * 5}, schema=t.arrow_schema))
         for k in keys:
@@ -80,6 +81,84 @@ def tagger(warehouse: str, opts: dict, seconds: float, out: str) -> None:
         json.dump({"tags": tags}, fh)
 
 
+def two_phase(warehouse: str, opts: dict, seconds: float, out: str) -> None:
+    """A two-phase writer (writer + committer, checkpoint ids): exactly once through any retry."""
+    t = _table(warehouse, opts)
+    user = "two-phase-writer"
+    acked: dict[int, int] = {}
+    deadline = time.time() + seconds
+    ident = unknown = 0
+    while (time.time() < deadline or ident < 3) and ident < 25:
+        ident += 1
+        keys = [9000 + (ident * 3 + j) % 40 for j in range(4)]
+        w = t.new_writer(user, write_only=True)
+        w.write_arrow(pa.table({"k": keys, "v": [ident] * 4, "op": ["+I"] * 4}, schema=t.arrow_schema))
+        msgs = w.prepare_commit()
+        for _attempt in range(10):
+            try:
+                t.new_committer(user).commit(msgs, ident)  # a replay after "unknown" is a no-op
+                break
+            except CommitStateUnknownError:
+                unknown += 1
+        else:
+            raise RuntimeError(f"checkpoint {ident} stayed unknown")
+        acked.update(dict.fromkeys(keys, ident))
+        time.sleep(0.05)
+    with open(out, "w") as fh:
+        json.dump({"acked": acked, "commits": ident, "unknown": unknown}, fh)
+
+
+def orphan_cleaner(warehouse: str, opts: dict, seconds: float, out: str) -> None:
+    """Removes orphans older than a bound longer than any commit takes, while everything runs."""
+    t = _table(warehouse, opts)
+    deadline = time.time() + seconds
+    runs = removed = refused = 0
+    while time.time() < deadline:
+        try:
+            removed += len(t.remove_orphan_files(older_than=timedelta(seconds=20), dry_run=False).paths)
+            runs += 1
+        except (CorruptMetadataError, SnapshotNotFoundError):
+            refused += 1  # metadata vanished under it (expiry): it deletes nothing then
+        time.sleep(0.3)
+    with open(out, "w") as fh:
+        json.dump({"runs": runs, "removed": removed, "refused": refused}, fh)
+
+
+def old_tagger(warehouse: str, opts: dict, seconds: float, out: str) -> None:
+    """Tags the earliest snapshot (the one expiry goes for next) and records a consumer on it."""
+    t = _table(warehouse, opts)
+    deadline = time.time() + seconds
+    tags: dict[str, dict] = {}
+    refused = 0
+    i = 0
+    while time.time() < deadline:
+        earliest = t.snapshot_manager.earliest_id()
+        if earliest is not None:
+            name = f"old{i}"
+            i += 1
+            try:
+                t.create_tag(name, earliest)
+            except (SnapshotNotFoundError, CorruptMetadataError):
+                refused += 1  # being or already expired: refused, never a tag without files
+            else:
+                tags[name] = {str(r["k"]): r["v"] for r in t.to_arrow(tag=name).to_pylist()}
+            if i % 3 == 0:
+                # a consumer that starts on the earliest snapshot, reads it, and leaves
+                try:
+                    t.consumer_manager().record("old-tagger", earliest)
+                except SnapshotNotFoundError:
+                    refused += 1
+                else:
+                    # a position recorded after expiry finished protects nothing: the snapshot
+                    # may be gone already, which the read reports (a consumer then restarts)
+                    with contextlib.suppress(SnapshotNotFoundError):
+                        t.to_arrow(snapshot_id=earliest)
+                t.consumer_manager().delete("old-tagger")
+        time.sleep(0.15)
+    with open(out, "w") as fh:
+        json.dump({"tags": tags, "refused": refused}, fh)
+
+
 def old_reader(warehouse: str, opts: dict, seconds: float, out: str) -> None:
     """Pins a snapshot with a consumer id and keeps reading it while expiry runs."""
     t = _table(warehouse, opts)
@@ -92,12 +171,13 @@ def old_reader(warehouse: str, opts: dict, seconds: float, out: str) -> None:
     pinned = t.latest_snapshot().id
     t.consumer_manager().record("old-reader", pinned)
     first = t.to_arrow(snapshot_id=pinned).sort_by("k").to_pylist()
-    deadline = time.time() + seconds
+    deadline = time.time() + seconds / 2  # then it leaves, and expiry may move on
     reads = 0
     while time.time() < deadline:
         assert t.to_arrow(snapshot_id=pinned).sort_by("k").to_pylist() == first
         reads += 1
         time.sleep(0.05)
+    t.consumer_manager().delete("old-reader")
     with open(out, "w") as fh:
         json.dump({"pinned": pinned, "reads": reads}, fh)
 

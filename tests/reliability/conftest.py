@@ -59,3 +59,15 @@ def s3_warehouse(s3_server):
             "client_kwargs": {"endpoint_url": s3_server, "region_name": "us-east-1"}}
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     return f"s3://{bucket}/warehouse", opts
+
+
+@pytest.fixture
+def faulty_s3(s3_warehouse, s3_server):
+    """(warehouse URL, storage options through a fault-injecting proxy, the proxy) on a fresh bucket."""
+    from tests.reliability.fault_proxy import FaultProxy
+
+    wh, opts = s3_warehouse
+    proxy = FaultProxy(s3_server).start()
+    faulty = {**opts, "client_kwargs": {**opts["client_kwargs"], "endpoint_url": proxy.endpoint}}
+    yield wh, faulty, proxy
+    proxy.stop()

@@ -1,6 +1,9 @@
-"""Runs one table operation and SIGKILLs itself at a named step (the crash-injection worker).
+"""Runs one table operation and signals itself at a named step (the crash-injection worker).
 
-Usage: python crash_worker.py WAREHOUSE TABLE OP POINT OCCURRENCE PARAMS_JSON
+Usage: python crash_worker.py WAREHOUSE TABLE OP POINT OCCURRENCE PARAMS_JSON [KILL|INT]
+
+KILL (the default) dies on the spot; INT is Ctrl-C: a KeyboardInterrupt unwinds through the
+operation's own cleanup, which must not delete anything a landed commit references.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from lake_assets import Catalog
 
 def main() -> None:
     warehouse, ident, op, point, occurrence, params = sys.argv[1:7]
+    sig = signal.SIGINT if sys.argv[7:8] == ["INT"] else signal.SIGKILL
     params_d = json.loads(params)
     table = Catalog(warehouse).get_table(ident)
     seen = {"n": 0}
@@ -26,7 +30,7 @@ def main() -> None:
         if step == point:
             seen["n"] += 1
             if seen["n"] == int(occurrence):
-                os.kill(os.getpid(), signal.SIGKILL)
+                os.kill(os.getpid(), sig)
 
     table.fault_hook = hook
     if op == "write":
@@ -34,6 +38,8 @@ def main() -> None:
         writer = table.new_writer(params_d["user"], write_only=params_d.get("write_only", True))
         writer.write_arrow(data)
         table.new_committer(params_d["user"]).commit(writer.prepare_commit(), params_d["identifier"])
+    elif op == "write_arrow":
+        table.write_arrow(pa.table(params_d["data"], schema=table.arrow_schema))
     elif op == "compact":
         table.compact(full=params_d.get("full", False))
     elif op == "expire":

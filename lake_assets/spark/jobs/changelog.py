@@ -173,7 +173,8 @@ class TableSink:
             ids = (self.committer.commit(messages, self._last, check_committed=self.idempotent)
                    if messages else [])
         except BaseException:
-            self.writer.abort(messages)
+            if not self.committer.may_have_landed:  # never delete files a landed snapshot needs
+                self.writer.abort(messages)
             raise
         finally:
             self.writer.close()
