@@ -480,11 +480,16 @@ def _expire_changelog_plan(
         paths = _files_deleted_by(table, deleting, lambda e: not _appended_by_writer(e))
         doomed_data = [p for p in paths if p not in protection.files]
     # Without the first retained id's lists, shared manifests cannot be told apart: keep them all.
+    # A long-lived changelog's base/delta lists may be gone, so they alone do not name what the
+    # retained snapshots share with expired ones: the earliest snapshot's lists do.
+    earliest_id = sm.earliest_id()
+    earliest = sm.try_snapshot(earliest_id) if earliest_id is not None else None
     doomed_manifests = (
         [] if end is None
         else _unused_manifests(
             table, expired, _lists_of,
-            protection.manifests | _manifests_kept_by(table, end, lists_may_be_gone=not sm.exists(end.id)),
+            protection.manifests | _manifests_kept_by(table, end, lists_may_be_gone=not sm.exists(end.id))
+            | (_manifests_kept_by(table, earliest) if earliest is not None else set()),
         )
     )
     result.expired_changelogs = list(plan.snapshot_ids)
