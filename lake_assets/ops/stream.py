@@ -9,9 +9,7 @@ What a snapshot contributes depends on the table's ``changelog-producer``:
 
 * ``none``: the data files an APPEND snapshot added, as written (each file is merged per key, so a
   key changed twice in one commit appears once). COMPACT snapshots carry no new data and are
-  skipped; OVERWRITE snapshots too, unless ``streaming-read-overwrite`` is true. An incremental
-  read of a range (`read_changes`, Spark's incremental-between) merges those files per key
-  (`merge_deltas`), as Paimon Java's batch incremental read does.
+  skipped; OVERWRITE snapshots too, unless ``streaming-read-overwrite`` is true.
 * ``input``, ``lookup``, ``full-compaction``: the changelog files in the snapshot's changelog
   manifest list, whatever the commit kind.
 
@@ -21,7 +19,7 @@ changelog lifecycle is decoupled from snapshots) serves the same reads.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -30,7 +28,6 @@ import pyarrow.compute as pc
 
 from lake_assets.errors import InvalidArgumentError, MissingDataFileError, SchemaError, SnapshotNotFoundError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
-from lake_assets.lsm.merge import sort_and_merge
 from lake_assets.ops.changelog_manager import snapshot_or_changelog
 from lake_assets.ops.read import SplitReader, missing_file_error
 from lake_assets.ops.scan import Split
@@ -55,8 +52,7 @@ class ChangeSplit:
     partition_values: tuple
     bucket: int
     files: tuple[DataFileMeta, ...]
-    # "merged-delta": the delta files of several snapshots, read merged per key (`merge_deltas`)
-    kind: Literal["delta", "changelog", "full", "merged-delta"]
+    kind: Literal["delta", "changelog", "full"]
 
     @property
     def row_count(self) -> int:
@@ -118,7 +114,6 @@ class ChangeReader:
         self.table = table
         self.columns = columns
         self._reader = SplitReader(table, table.schema, columns)
-        self._full: SplitReader | None = None
 
     @property
     def schema(self) -> pa.Schema:
@@ -136,8 +131,6 @@ class ChangeReader:
             parts = list(self._reader.read_split(sp))
             data = pa.concat_tables(parts) if parts else self._reader.output_schema.empty_table()
             return data.append_column(ROW_KIND, pa.array(["+I"] * data.num_rows, pa.string()))
-        if split.kind == "merged-delta":
-            return self._read_merged(sp, split.files)
         out = []
         # Files are read as written (no merge across files): each row is one change.
         for meta in sorted(split.files, key=lambda f: f.min_sequence_number):
@@ -151,22 +144,6 @@ class ChangeReader:
             data = raw.select(self._reader.columns).cast(self._reader.output_schema)
             out.append(data.append_column(ROW_KIND, kinds))
         return pa.concat_tables(out) if out else self.schema.empty_table()
-
-    def _read_merged(self, sp: Split, files: Sequence[DataFileMeta]) -> pa.Table:
-        """One row per key: the merge of all its records in ``files`` with the result's row kind
-        (a key whose records end in a retraction reads as -D), as Java's batch incremental read."""
-        table = self.table
-        opts = table.schema.core_options
-        if self._full is None:
-            self._full = SplitReader(table, table.schema, None)  # the merge needs every column
-        parts = [self._full._read_file(sp, f, with_system=True) for f in files]
-        if not parts:
-            return self.schema.empty_table()
-        merged = sort_and_merge(pa.concat_tables(parts), list(table.schema.trimmed_primary_keys),
-                                table.merge_function(), opts.sequence_fields, opts.sequence_descending)
-        kinds = pc.take(ROW_KIND_NAMES, merged.column(VALUE_KIND).cast(pa.int32()))
-        data = merged.select(self._reader.columns).cast(self._reader.output_schema)
-        return data.append_column(ROW_KIND, kinds)
 
 
 class StreamEnumerator:
@@ -288,31 +265,7 @@ def change_splits_between(
                 f"Table {table.name}: snapshot {sid} expired and no long-lived changelog keeps its changes"
             )
         splits += snapshot_changes(table, snap, source)
-    return merge_deltas(table, splits, hi)
-
-
-def merge_deltas(table: Table, splits: list[ChangeSplit], end: int) -> list[ChangeSplit]:
-    """Delta splits of a primary-key table become one merged split per (partition, bucket).
-
-    Paimon Java's incremental read of ``(start, end]`` in delta mode puts every delta file of the
-    range into batch splits that merge per key (one row per key: its latest value, or -D; Java
-    0.9's IncrementalStartingScanner; 1.x's IncrementalDeltaStartingScannerTest expects the same).
-    Changelog splits stay per snapshot and unmerged: a changelog is a sequence of changes.
-    Streams read one snapshot at a time and never come here.
-    """
-    if not table.primary_keys:
-        return splits
-    out: list[ChangeSplit] = []
-    groups: dict[tuple[bytes, int], list[ChangeSplit]] = {}
-    for sp in splits:
-        if sp.kind == "delta":
-            groups.setdefault((sp.partition, sp.bucket), []).append(sp)
-        else:
-            out.append(sp)
-    for (part, bucket), group in groups.items():
-        files = tuple(f for sp in group for f in sp.files)
-        out.append(ChangeSplit(end, part, group[0].partition_values, bucket, files, "merged-delta"))
-    return out
+    return splits
 
 
 def read_changes(

@@ -161,31 +161,3 @@ def test_lookup_changelog_of_a_late_losing_record_is_an_unchanged_pair(tmp_path)
         pair = [(1, "+U", "a"), (1, "-U", "a")] if dedupe == "false" else []
         assert got == sorted([*pair, (2, "+U", "b2"), (2, "-U", "b")]), dedupe
         assert sorted(t.to_arrow().column("v").to_pylist()) == ["a", "b2"]
-
-
-def test_delta_read_over_several_snapshots_merges_per_key(tmp_path) -> None:
-    """Java's incremental delta read of (start, end] merges the range's delta files per key: one row
-    per key, its latest value or -D. Changelog reads keep every change; streams read per snapshot."""
-    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string()), ("op", pa.string())])
-    cat = Catalog(str(tmp_path))
-    cat.create_database("db")
-    t = cat.create_table("db.t", schema, primary_keys=["k"],
-                         options={"bucket": "1", "rowkind.field": "op", "changelog-producer": "input"})
-
-    def write(*rows: tuple) -> int:
-        return t.write_arrow(pa.Table.from_pylist([dict(zip(["k", "v", "op"], r, strict=True)) for r in rows],
-                                                  schema=schema))
-
-    write((1, "a", "+I"), (2, "b", "+I"))
-    write((1, "a2", "+U"), (3, "c", "+I"))
-    end = write((1, "a3", "+U"), (2, None, "-D"))
-
-    def kinds(tbl: pa.Table) -> list[tuple]:
-        return sorted((r["k"], r["_row_kind"], r["v"]) for r in tbl.to_pylist())
-
-    assert kinds(t.read_changes(0, end, source="delta")) == [(1, "+U", "a3"), (2, "-D", None), (3, "+I", "c")]
-    assert kinds(t.read_changes(1, 2, source="delta")) == [(1, "+U", "a2"), (3, "+I", "c")]
-    assert len(t.read_changes(0, end, source="changelog")) == 6  # every change
-    reader, stream = t.change_reader(), t.stream(mode="from-snapshot", snapshot_id=1)
-    streamed = [reader.read(s) for b in stream.poll(max_snapshots=10) for s in b.splits]
-    assert sum(len(x) for x in streamed) == 6
