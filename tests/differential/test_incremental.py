@@ -59,8 +59,9 @@ def test_delta_over_several_snapshots_keeps_every_change(java: PaimonJava, wh: s
         ours = t.read_changes(start, end, source="delta")
         assert_same_rows(ours, one_by_one)
         merged_09 = java.read_changes(wh, "db.t", start, end, mode="delta")
-        assert merged_09.num_rows < ours.num_rows  # 0.9 merged a key's changes across snapshots
         assert len(set(merged_09.column("id").to_pylist())) == merged_09.num_rows  # one row per key
+        if (start, end) == (0, 4):  # keys 1, 2, 3 change twice in this range: 0.9 merged them
+            assert merged_09.num_rows < ours.num_rows
 
 
 def test_java_stream_sees_our_commits_in_order(java: PaimonJava, wh: str, lake: Catalog) -> None:
