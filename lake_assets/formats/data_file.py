@@ -173,10 +173,12 @@ class DataFileWriter:
         rolling = self.rolling(level=level, file_source=file_source, sequence_range=sequence_range)
         try:
             rolling.write(data)
+            # closing writes the last file's footer, which can fail too (a full disk): the files
+            # finished before it must then go as well, or nothing would ever remove them
+            return rolling.close()
         except BaseException:
             rolling.abort()
             raise
-        return rolling.close()
 
     def rolling(
         self, *, level: int, file_source: int = FILE_SOURCE_APPEND, sequence_range: tuple[int, int] | None = None
@@ -219,7 +221,15 @@ class _OpenFile:
                 self.sink = pa.OSFile(self.path, "wb")
         else:
             self.sink = fio.fs.open(self.path, "wb")
-        self.writer = pq.ParquetWriter(self.sink, owner.arrow_schema, **owner.parquet_options())
+        try:
+            self.writer = pq.ParquetWriter(self.sink, owner.arrow_schema, **owner.parquet_options())
+        except BaseException:
+            # the file exists but no rolling writer knows it yet (e.g. the disk filled while the
+            # header was written): remove it here or nothing ever will
+            with contextlib.suppress(Exception):
+                self.sink.close()
+            fio.delete(self.path)
+            raise
         self.rows = 0
         self.first_key: list | None = None
         self.last_key: list | None = None
