@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING
 import dagster as dg
 
 from lake_assets.defs.assets import build_table_assets
+from lake_assets.defs.automation import automate_table, build_automation_sensors
 from lake_assets.defs.checks import build_table_checks
 from lake_assets.defs.config import LakeConfig, parse_duration
 from lake_assets.defs.jobs import build_table_jobs
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
 from lake_assets.defs.schedules import build_table_schedules
-from lake_assets.defs.sensors import build_changelog_sensor, build_small_file_sensor
+from lake_assets.defs.sensors import build_small_file_sensor
 
 if TYPE_CHECKING:
     from lake_assets.defs.jobs import AssetJob
@@ -44,15 +45,13 @@ def build_definitions(config: LakeConfig) -> dg.Definitions:
     schedules: list[dg.ScheduleDefinition] = []
     sensors: list[dg.SensorDefinition] = []
     for spec in config.tables:
-        assets += build_table_assets(spec, config.timezone)
+        assets += automate_table(spec, config.timezone, build_table_assets(spec, config.timezone))
         checks += build_table_checks(spec)
         table_jobs = build_table_jobs(spec)
         jobs += table_jobs.values()
         compaction_jobs.append(table_jobs["compaction"])
         schedules += build_table_schedules(config, spec, table_jobs)
-        if spec.maintenance.changelog_after_ingest and "changelog" in table_jobs:
-            sensors.append(build_changelog_sensor(config, spec, table_jobs["changelog"]))
-    sensors.insert(0, build_small_file_sensor(config, compaction_jobs))
+    sensors += [build_small_file_sensor(config, compaction_jobs), *build_automation_sensors(config)]
     return dg.Definitions(
         assets=assets,
         asset_checks=checks,

@@ -1,10 +1,13 @@
-"""Schedules per table: full compaction, snapshot expiry and orphan cleanup on the policy's crons."""
+"""Schedules per table: the full compaction on ``compaction_cron``.
+
+Expiry and orphan cleanup run on their crons through automation conditions (`defs/automation.py`);
+the full compaction stays a schedule because it needs run config (``full: true``)."""
 
 from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from lake_assets.defs.assets import CompactionConfig, ExpiryConfig, OrphansConfig
+from lake_assets.defs.assets import CompactionConfig
 from lake_assets.defs.config import LakeConfig, TableConfig
 from lake_assets.defs.names import TableNames
 
@@ -22,8 +25,6 @@ def build_table_schedules(
     # step → (cron, run config of the step's asset, Spark job tag value)
     plans: dict[str, tuple[str | None, dg.Config, str]] = {
         "compaction": (policy.compaction_cron, CompactionConfig(full=True), "compact"),
-        "expiry": (policy.expiry_cron, ExpiryConfig(dry_run=False), "expire"),
-        "orphans": (policy.orphans.cron, OrphansConfig(dry_run=not policy.orphans.enabled), "remove_orphans"),
     }
     return [
         _schedule(names, step, cron, run_config, tag, jobs[step], config.timezone, status)

@@ -1,4 +1,7 @@
-"""Sensors: the small-file sensor (compaction on demand) and changelog production after ingest."""
+"""The small-file sensor: compaction of exactly the breaching partitions at each new snapshot.
+
+It stays a custom sensor (beside the compaction's automation condition, `defs/automation.py`)
+because it reads the manifests itself and passes run config (partitions, full or universal)."""
 
 import json
 from typing import TYPE_CHECKING
@@ -82,30 +85,6 @@ def build_small_file_sensor(config: LakeConfig, jobs: "list[AssetJob]") -> dg.Se
                                skip_reason=skip)
 
     return small_file_sensor
-
-
-def build_changelog_sensor(config: LakeConfig, spec: TableConfig,
-                           job: "AssetJob") -> dg.SensorDefinition:
-    """Produce the changelog after each ingest materialization of the table."""
-    names = TableNames(spec.identifier)
-
-    @dg.asset_sensor(
-        asset_key=names.key("ingest"),
-        job=job,
-        name=names.sensor("changelog"),
-        minimum_interval_seconds=config.automation.changelog_sensor_interval_seconds,
-        default_status=_status(config),
-        description=f"Runs the changelog job of {spec.identifier} after each ingest.",
-    )
-    def changelog_sensor(context: dg.SensorEvaluationContext, asset_event: dg.EventLogEntry) -> dg.RunRequest:
-        # One changelog run per ingest run (a backfill's days come in one run).
-        origin = asset_event.run_id or f"{asset_event.timestamp:.6f}"
-        return dg.RunRequest(
-            run_key=f"{spec.identifier}@ingest-{origin}",
-            tags={**names.tags("changelog"), "lake/trigger": "ingest"},
-        )
-
-    return changelog_sensor
 
 
 def _status(config: LakeConfig) -> dg.DefaultSensorStatus:

@@ -1,6 +1,7 @@
 """``<table>_compaction``: the compact job, for chosen partitions or (``full``) the whole table."""
 
 import dagster as dg
+import pyarrow as pa
 from pydantic import Field
 
 from lake_assets.defs.assets.charts import file_sizes, size_chart
@@ -12,7 +13,7 @@ from lake_assets.defs.assets.metadata import (
     table_location,
 )
 from lake_assets.defs.config import TableConfig
-from lake_assets.defs.health import partition_values
+from lake_assets.defs.health import needs_full, partition_values, partitions_to_compact
 from lake_assets.defs.names import TableNames
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
 
@@ -21,7 +22,11 @@ class CompactionConfig(dg.Config):
     """Run config of a compaction (the small-file sensor and the schedule set it)."""
 
     full: bool = Field(default=False, description="Rewrite everything into the last level.")
-    partitions: list[str] = Field(default_factory=list, description="Partition paths (dt=2024-01-01); empty: all.")
+    partitions: list[str] = Field(
+        default_factory=list,
+        description="Partition paths (dt=2024-01-01); empty and not full: those over the table's policy "
+        "(full where universal compaction would not fix them), or all when none is.",
+    )
     max_units: int | None = Field(default=None, description="Compact at most N (partition, bucket) units.")
 
 
@@ -35,6 +40,14 @@ def compact_args(config: CompactionConfig) -> list[str]:
     if config.max_units is not None:
         args += ["--max-units", str(config.max_units)]
     return args
+
+
+def policy_config(config: CompactionConfig, health: pa.Table, spec: TableConfig) -> CompactionConfig:
+    """The config that fixes the table's breaches of its policy (``config`` when there are none)."""
+    partitions = partitions_to_compact(health, spec.maintenance)
+    if not partitions:
+        return config
+    return config.model_copy(update={"partitions": partitions, "full": needs_full(health, spec.maintenance)})
 
 
 def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
@@ -62,6 +75,10 @@ def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
         table = warehouse.existing_table(spec.identifier)
         before = table.health(small_file_threshold=small_bytes)
         sizes_before = file_sizes(table)
+        if not config.full and not config.partitions:
+            # Runs from an automation condition (or the UI) carry the default config: compact what
+            # the policy names, as the small-file sensor would request it.
+            config = policy_config(config, before, spec)
         summary = spark.run_job(context, "compact", warehouse.job_args(spec.identifier) + compact_args(config),
                                 env=warehouse.job_env())
         table = warehouse.table(spec.identifier)

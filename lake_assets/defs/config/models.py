@@ -14,7 +14,7 @@ from lake_assets.catalog import build_schema
 from lake_assets.catalog_names import parse_identifier
 from lake_assets.defs.config.fields import Columns, arrow_field, stringify
 from lake_assets.defs.config.policy import MaintenancePolicy
-from lake_assets.defs.config.runtime import AutomationConfig, SparkConfig
+from lake_assets.defs.config.runtime import AutomationConfig, FreshnessConfig, SparkConfig
 from lake_assets.defs.names import TableNames
 from lake_assets.defs.resources.storage import Storage
 from lake_assets.errors import LakeError
@@ -36,6 +36,7 @@ class IngestConfig(_Strict):
     end_date: date | None = None
     partition_column: str = Field(description="The partition key that receives the day.")
     partition_format: str = Field(default="%Y-%m-%d", description="strftime format of the column's value.")
+    freshness: FreshnessConfig | None = Field(default=None, description="Freshness policy of the ingest asset.")
 
     @field_validator("source")
     @classmethod

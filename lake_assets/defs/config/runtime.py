@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from lake_assets.defs.config.fields import Duration, stringify
+from lake_assets.defs.config.fields import Duration, parse_duration, stringify
 
 
 class _Strict(BaseModel):
@@ -32,10 +32,25 @@ class SparkConfig(_Strict):
 
 
 class AutomationConfig(_Strict):
-    """Sensors and schedules."""
+    """Sensors, schedules and automation conditions."""
 
     small_file_sensor_interval_seconds: int = Field(default=60, ge=1, description="Small-file sensor period.")
-    changelog_sensor_interval_seconds: int = Field(default=30, ge=1, description="Changelog sensor period.")
+    automation_sensor_interval_seconds: int = Field(
+        default=30, ge=1, description="Period of the sensors evaluating the assets' automation conditions."
+    )
     default_status: Literal["running", "stopped"] = Field(
         default="running", description="Whether sensors and schedules start on when the code location loads."
     )
+
+
+class FreshnessConfig(_Strict):
+    """Ingest's freshness policy: how long after the last landed partition the asset is stale."""
+
+    fail_after: Duration = Field(description="No ingest for this long fails freshness, e.g. 26h.")
+    warn_after: Duration | None = Field(default=None, description="No ingest for this long warns.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> FreshnessConfig:
+        if self.warn_after and parse_duration(self.warn_after) >= parse_duration(self.fail_after):
+            raise ValueError(f"warn_after ({self.warn_after}) must be shorter than fail_after ({self.fail_after})")
+        return self
