@@ -28,10 +28,10 @@ def test_definitions_validate(lake_defs: dg.Definitions) -> None:
         assert {(f"db/{table}_compaction", "small_files"), (f"db/{table}_compaction", "level0_age"),
                 (f"db/{table}_expiry", "snapshot_retention"), (f"db/{table}_orphans", "orphan_bytes")} <= checks
     repo = lake_defs.get_repository_def()
-    assert {s.name for s in repo.sensor_defs} == {"lake_small_file_sensor", "db_orders_changelog_sensor"}
-    assert {s.name for s in repo.schedule_defs} == {
-        "db_orders_full_compaction_schedule", "db_orders_expiry_schedule", "db_orders_orphans_schedule",
-        "db_events_full_compaction_schedule", "db_events_orphans_schedule",  # events: expiry_cron null
+    assert {s.name for s in repo.sensor_defs} == {"lake_small_file_sensor", "lake_automation_sensor",
+                                                  "lake_compaction_automation_sensor"}
+    assert {s.name for s in repo.schedule_defs} == {  # expiry and orphans: automation conditions
+        "db_orders_full_compaction_schedule", "db_events_full_compaction_schedule",
     }
     assert set(lake_defs.resources) == {"warehouse", "spark"}
 

@@ -1,4 +1,5 @@
-"""Schedules produce the right run requests: full compaction, expiry, orphan cleanup (dry or not)."""
+"""The full-compaction schedule produces the right run requests (expiry and orphan cleanup run on their
+crons through automation conditions: tests/dagster/test_automation.py)."""
 
 from datetime import UTC, datetime
 
@@ -19,14 +20,8 @@ def _requests(defs: dg.Definitions, name: str) -> list[dg.RunRequest]:
     [
         ("db_orders_full_compaction_schedule", "0 2 * * *", "db_orders_compaction_job", "db__orders_compaction",
          {"full": True}, {COMPACTION_TABLE_TAG: "db.orders", JOB_TAG: "compact"}),
-        ("db_orders_expiry_schedule", "30 2 * * *", "db_orders_expiry_job", "db__orders_expiry",
-         {"dry_run": False}, {JOB_TAG: "expire"}),
-        ("db_orders_orphans_schedule", "0 4 * * 0", "db_orders_orphans_job", "db__orders_orphans",
-         {"dry_run": True}, {JOB_TAG: "remove_orphans"}),  # orders: orphan deletes not enabled
-        ("db_events_orphans_schedule", "0 5 * * *", "db_events_orphans_job", "db__events_orphans",
-         {"dry_run": False}, {JOB_TAG: "remove_orphans"}),  # events: enabled
         ("db_events_full_compaction_schedule", "0 3 * * *", "db_events_compaction_job", "db__events_compaction",
-         {"full": True}, {COMPACTION_TABLE_TAG: "db.events"}),
+         {"full": True}, {COMPACTION_TABLE_TAG: "db.events", JOB_TAG: "compact"}),
     ],
 )
 def test_schedule_run_requests(lake_defs: dg.Definitions, name, cron, job, op, config, tags) -> None:
@@ -40,14 +35,14 @@ def test_schedule_run_requests(lake_defs: dg.Definitions, name, cron, job, op, c
     assert request.tags["lake/trigger"] == "schedule"
 
 
-def test_a_null_cron_means_no_schedule(lake_defs: dg.Definitions) -> None:
+def test_only_the_full_compaction_is_a_schedule(lake_defs: dg.Definitions) -> None:
     names = {s.name for s in lake_defs.get_repository_def().schedule_defs}
-    assert "db_events_expiry_schedule" not in names
+    assert names == {"db_orders_full_compaction_schedule", "db_events_full_compaction_schedule"}
 
 
 def test_scheduled_run_config_is_valid_for_the_job(lake_defs: dg.Definitions) -> None:
     """The schedule's run config passes the job's config schema (what the daemon would launch)."""
-    for name in ("db_orders_full_compaction_schedule", "db_orders_expiry_schedule", "db_orders_orphans_schedule"):
+    for name in ("db_orders_full_compaction_schedule", "db_events_full_compaction_schedule"):
         schedule = lake_defs.resolve_schedule_def(name)
         [request] = _requests(lake_defs, name)
         job = lake_defs.resolve_job_def(schedule.job_name)

@@ -1,5 +1,5 @@
-"""The small-file sensor requests a compaction exactly when a threshold is crossed, and not twice;
-the changelog sensor follows ingest materializations. Tables are written with the core (no Spark)."""
+"""The small-file sensor requests a compaction exactly when a threshold is crossed, and not twice.
+Tables are written with the core (no Spark)."""
 
 import json
 
@@ -113,18 +113,3 @@ def test_small_files_threshold(core_lake) -> None:
         _write(warehouse, config, "2024-01-01", 100)
         [request] = _evaluate(defs, instance, None).run_requests  # 2 > 1
     assert request.run_config["ops"]["db__orders_compaction"]["config"]["partitions"] == ["dt=2024-01-01"]
-
-
-def test_changelog_sensor_runs_after_each_ingest(setup) -> None:
-    _, defs, _, instance = setup
-    sensor = defs.resolve_sensor_def("db_orders_changelog_sensor")
-    assert sensor.evaluate_tick(dg.build_sensor_context(instance=instance)).run_requests == []  # no ingest yet
-    key = dg.AssetKey(["db", "orders_ingest"])
-    instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=key, partition="2024-01-01"))
-    result = sensor.evaluate_tick(dg.build_sensor_context(instance=instance))
-    [request] = result.run_requests
-    assert request.job_name in (None, "db_orders_changelog_job")
-    assert request.run_key.startswith("db.orders@ingest-")
-    assert request.tags["lake/job"] == "changelog"
-    repeat = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, cursor=result.cursor))
-    assert repeat.run_requests == []

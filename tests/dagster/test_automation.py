@@ -1,0 +1,170 @@
+"""Declarative automation, evaluated with Dagster's own test helper (`evaluate_automation_conditions`)
+on the code location's definitions: expiry and orphan cleanup on their crons, the changelog after
+ingest, a compaction when a health check newly fails; the sensors that evaluate them; freshness."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import dagster as dg
+import pyarrow as pa
+import pytest
+
+from lake_assets.defs.assets.compaction import CompactionConfig, compact_args, policy_config
+from lake_assets.defs.automation import AUTOMATION_SENSOR, COMPACTION_AUTOMATION_SENSOR
+from lake_assets.defs.checks import build_table_checks
+from lake_assets.defs.config import LakeConfigError, load_config
+from lake_assets.defs.factory import build_definitions
+from lake_assets.defs.names import JOB_TAG
+from tests.dagster.helpers import write_lake
+
+KEY = dg.AssetKey.from_user_string
+T0 = datetime(2024, 1, 5, 1, 0, tzinfo=UTC)  # before the crons of the test lake: expiry 02:30, orphans 04:00 Sun
+
+
+class Ticks:
+    """Successive evaluations of the conditions, carrying the cursor as the automation sensor does."""
+
+    def __init__(self, defs: dg.Definitions, instance: dg.DagsterInstance) -> None:
+        self.defs, self.instance, self.cursor = defs, instance, None
+
+    def __call__(self, when: datetime) -> set[str]:
+        result = dg.evaluate_automation_conditions(defs=self.defs, instance=self.instance, cursor=self.cursor,
+                                                   evaluation_time=when)
+        self.cursor = result.cursor
+        keys = self.defs.resolve_asset_graph().get_all_asset_keys()
+        return {k.to_user_string() for k in keys if result.get_requested_partitions(k)}
+
+
+@pytest.fixture
+def ticks(core_lake):
+    _, defs = core_lake
+    with dg.instance_for_test() as instance:
+        yield Ticks(defs, instance)
+
+
+def test_expiry_and_orphans_run_once_per_cron_tick(ticks: Ticks) -> None:
+    assert ticks(T0) == set()  # the first evaluation only notes the state
+    assert ticks(T0 + timedelta(minutes=30)) == set()
+    assert ticks(datetime(2024, 1, 5, 2, 31, tzinfo=UTC)) == {"db/orders_expiry"}  # 30 2 * * *
+    assert ticks(datetime(2024, 1, 5, 2, 40, tzinfo=UTC)) == set()  # not twice for one tick
+    assert ticks(datetime(2024, 1, 5, 5, 1, tzinfo=UTC)) == {"db/events_orphans"}  # 0 5 * * *
+    assert ticks(datetime(2024, 1, 5, 5, 2, tzinfo=UTC)) == set()
+    assert ticks(datetime(2024, 1, 6, 5, 1, tzinfo=UTC)) == {"db/orders_expiry", "db/events_orphans"}
+    assert ticks(datetime(2024, 1, 6, 5, 2, tzinfo=UTC)) == set()
+    # Sunday 04:00: orders' orphans (0 4 * * 0); events have no expiry cron
+    assert ticks(datetime(2024, 1, 7, 4, 1, tzinfo=UTC)) == {"db/orders_expiry", "db/orders_orphans"}
+
+
+def test_changelog_once_after_each_ingest(ticks: Ticks) -> None:
+    assert ticks(T0) == set()
+    instance = ticks.instance
+    for day in ("2024-01-01", "2024-01-02"):  # a two-day backfill lands
+        instance.report_runless_asset_event(dg.AssetMaterialization(KEY("db/orders_ingest"), partition=day))
+    assert ticks(T0 + timedelta(seconds=30)) == {"db/orders_changelog"}
+    assert ticks(T0 + timedelta(seconds=60)) == set()  # handled: not again without a new ingest
+    instance.report_runless_asset_event(dg.AssetMaterialization(KEY("db/events_ingest"), partition="2024-01-01"))
+    assert ticks(T0 + timedelta(seconds=90)) == set()  # events: no changelog producer
+    instance.report_runless_asset_event(dg.AssetMaterialization(KEY("db/orders_ingest"), partition="2024-01-03"))
+    assert ticks(T0 + timedelta(seconds=120)) == {"db/orders_changelog"}
+
+
+def _run_checks(config, defs: dg.Definitions, instance: dg.DagsterInstance) -> dict[str, bool]:
+    """The compaction asset's health checks, run for real against the table (as an observation does)."""
+    checks = [c for c in build_table_checks(config.table("db.orders"))
+              if c.check_key.asset_key == KEY("db/orders_compaction")]
+    result = dg.materialize(checks, resources=defs.resources, instance=instance,
+                            selection=dg.AssetSelection.checks(*checks))
+    return {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+
+
+def test_compaction_when_a_health_check_newly_fails(core_lake) -> None:
+    config, defs = core_lake
+    warehouse = defs.resources["warehouse"]
+    with dg.instance_for_test() as instance:
+        ticks = Ticks(defs, instance)
+        _write(warehouse, config, 0)
+        instance.report_runless_asset_event(dg.AssetMaterialization(KEY("db/orders_compaction")))
+        assert ticks(T0) == set()
+        assert _run_checks(config, defs, instance)["small_files"]
+        assert ticks(T0 + timedelta(seconds=30)) == set()
+        for i in range(1, 4):  # 4 small files per bucket > small_file_threshold 3
+            _write(warehouse, config, 100 * i)
+        assert not _run_checks(config, defs, instance)["small_files"]
+        assert ticks(T0 + timedelta(seconds=60)) == {"db/orders_compaction"}
+        assert not _run_checks(config, defs, instance)["small_files"]  # still failing: no loop
+        assert ticks(T0 + timedelta(seconds=90)) == set()
+        # a compaction lands (the table is compacted as the run would) and the checks pass again;
+        # a later breach requests the next compaction
+        warehouse.table("db.orders").compact(full=True)
+        instance.report_runless_asset_event(dg.AssetMaterialization(KEY("db/orders_compaction")))
+        assert _run_checks(config, defs, instance)["small_files"]
+        assert ticks(T0 + timedelta(seconds=120)) == set()
+        for i in range(4, 8):
+            _write(warehouse, config, 100 * i)
+        assert not _run_checks(config, defs, instance)["small_files"]
+        assert ticks(T0 + timedelta(seconds=150)) == {"db/orders_compaction"}
+
+
+def _write(warehouse, config, start: int) -> None:
+    """One write-only commit into db.orders dt=2024-01-01: a small level-0 file in each bucket."""
+    table = warehouse.ensure_table(config.table("db.orders"))
+    ids = list(range(start, start + 20))
+    writer = table.new_writer("test", write_only=True)
+    writer.write_arrow(pa.table({"id": pa.array(ids, pa.int64()), "dt": ["2024-01-01"] * 20, "name": ["x"] * 20,
+                                 "amount": [1.0] * 20}))
+    table.new_committer("test").commit(writer.prepare_commit(), start + 1)
+    writer.close()
+
+
+def test_automation_sensors_and_their_targets(lake_defs: dg.Definitions) -> None:
+    repo = lake_defs.get_repository_def()
+    sensors = {s.name: s for s in repo.sensor_defs}
+    assert set(sensors) == {"lake_small_file_sensor", AUTOMATION_SENSOR, COMPACTION_AUTOMATION_SENSOR}
+    graph = lake_defs.resolve_asset_graph()
+    compactions = sensors[COMPACTION_AUTOMATION_SENSOR].asset_selection.resolve(graph)
+    assert compactions == {KEY("db/orders_compaction"), KEY("db/events_compaction")}
+    others = sensors[AUTOMATION_SENSOR].asset_selection.resolve(graph)
+    assert compactions.isdisjoint(others) and KEY("db/orders_expiry") in others
+    # compactions started by a condition count towards the run queue's cap on compactions
+    assert sensors[COMPACTION_AUTOMATION_SENSOR].run_tags[JOB_TAG] == "compact"
+    # the test lake starts its sensors stopped (automation.default_status)
+    assert sensors[AUTOMATION_SENSOR].default_status == dg.DefaultSensorStatus.STOPPED
+    conditions = {k.to_user_string() for k in graph.get_all_asset_keys()
+                  if graph.get(k).automation_condition is not None}
+    assert conditions == {"db/orders_compaction", "db/orders_expiry", "db/orders_orphans", "db/orders_changelog",
+                          "db/events_compaction", "db/events_orphans"}  # events: expiry_cron null
+
+
+def test_ingest_freshness_policy(tmp_path) -> None:
+    path = write_lake(tmp_path)
+    text = path.read_text().replace("partition_column: dt}", "partition_column: dt,\n"
+                                    "              freshness: {fail_after: 26h, warn_after: 25h}}")
+    path.write_text(text)
+    defs = build_definitions(load_config(path))
+    policy = defs.resolve_assets_def(KEY("db/orders_ingest")).specs_by_key[KEY("db/orders_ingest")].freshness_policy
+    assert policy.fail_window.to_timedelta() == timedelta(hours=26)
+    assert policy.warn_window.to_timedelta() == timedelta(hours=25)
+    events = defs.resolve_assets_def(KEY("db/events_ingest")).specs_by_key[KEY("db/events_ingest")]
+    assert events.freshness_policy is None  # not configured: none
+
+    path.write_text(text.replace("warn_after: 25h", "warn_after: 30h"))
+    with pytest.raises(LakeConfigError, match="warn_after \\(30h\\) must be shorter than fail_after \\(26h\\)"):
+        load_config(path)
+
+
+def test_default_compaction_config_follows_the_policy(core_lake) -> None:
+    """A condition's run has the default config: it compacts the partitions over the policy, full
+    where universal compaction would not pick them, as the small-file sensor would ask."""
+    config, defs = core_lake
+    warehouse = defs.resources["warehouse"]
+    spec = config.table("db.orders")
+    _write(warehouse, config, 0)
+    table = warehouse.table("db.orders")
+    default = CompactionConfig()
+    assert policy_config(default, table.health(), spec) == default  # nothing over the policy: all, universal
+    for i in range(1, 4):
+        _write(warehouse, config, 100 * i)
+    chosen = policy_config(default, table.health(), spec)
+    assert chosen.partitions == ["dt=2024-01-01"] and chosen.full  # 4 runs: Paimon's trigger (5) would wait
+    assert compact_args(chosen) == ["--full", "--partition", "dt=2024-01-01"]
