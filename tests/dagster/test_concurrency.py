@@ -1,4 +1,5 @@
-"""The run queue of the repo's dagster.yaml holds a second compaction of a table while the first runs.
+"""The run queue of the repo's dagster.yaml holds a second compaction of a table while the first runs
+(by run tag, and by the table's compaction pool for runs without tags), and caps compactions overall.
 
 Runs of the code location loaded from workspace.yaml are submitted to the real instance
 (QueuedRunCoordinator, SQLite in a temp DAGSTER_HOME); the queue daemon's own dequeue evaluation
@@ -93,6 +94,7 @@ def test_instance_is_configured_from_the_repo_yaml(queue: dg.DagsterInstance) ->
     assert {"key": COMPACTION_TABLE_TAG, "value": {"applyLimitPerUniqueValue": True}, "limit": 1} in limits
     assert {"key": JOB_TAG, "value": "compact", "limit": 2} in limits
     assert queue.get_concurrency_config().pool_config.default_pool_limit == 1
+    assert queue.get_concurrency_config().pool_config.pool_granularity.value == "run"
     assert not queue.telemetry_enabled
 
 
@@ -127,3 +129,33 @@ def test_at_most_two_compactions_overall(queue: dg.DagsterInstance, workspace: L
     assert _would_launch(queue) == [expiry]  # other jobs are not limited
     assert queue.get_run_by_id(third).status == QUEUED
 
+
+
+def _submit_materialize(instance: dg.DagsterInstance, location: Location, key: str) -> str:
+    """A run as the UI's *Materialize* button creates it: the implicit asset job, this asset only,
+    no job tags (so no run-queue tag limit applies: only the compaction pool)."""
+    repo = location.context.get_code_location("lake_assets").get_repository("__repository__")
+    remote_job = repo.get_full_job("__ASSET_JOB")
+    selection = [dg.AssetKey.from_user_string(key)]
+    job = location.defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection=set(selection))
+    run = instance.create_run_for_job(
+        job, asset_selection=frozenset(selection),
+        remote_job_origin=remote_job.get_remote_origin(), job_code_origin=remote_job.get_python_origin(),
+    )
+    instance.submit_run(run.run_id, location.context)
+    return run.run_id
+
+
+def test_pool_holds_a_second_compaction_of_a_table_launched_without_tags(
+    queue: dg.DagsterInstance, workspace: Location
+) -> None:
+    first = _submit_materialize(queue, workspace, "db/orders_compaction")
+    second = _submit_materialize(queue, workspace, "db/orders_compaction")
+    assert queue.get_run_by_id(first).tags.get(COMPACTION_TABLE_TAG) is None
+    assert _would_launch(queue) == [first]
+    _start(queue, first)
+    assert _would_launch(queue) == []  # pool lake_compaction_db_orders: one at a time
+    other = _submit_materialize(queue, workspace, "db/events_compaction")
+    assert _would_launch(queue) == [other]  # another table's pool
+    queue.report_run_canceled(queue.get_run_by_id(first))
+    assert set(_would_launch(queue)) == {second, other}
