@@ -69,6 +69,15 @@ def test_changelog_once_after_each_ingest(ticks: Ticks) -> None:
     assert ticks(T0 + timedelta(seconds=120)) == {"db/orders_changelog"}
 
 
+def test_no_changelog_on_the_first_tick_after_one_was_produced(ticks: Ticks) -> None:
+    """The demo ingests and produces the changelog before the daemon starts: the first evaluation
+    must not run it again (the old changelog sensor did)."""
+    ticks.instance.report_runless_asset_event(dg.AssetMaterialization(KEY("db/orders_ingest"), partition="2024-01-01"))
+    ticks.instance.report_runless_asset_event(dg.AssetMaterialization(KEY("db/orders_changelog")))
+    assert ticks(T0) == set()
+    assert ticks(T0 + timedelta(seconds=30)) == set()
+
+
 def _run_checks(config, defs: dg.Definitions, instance: dg.DagsterInstance) -> dict[str, bool]:
     """The compaction asset's health checks, run for real against the table (as an observation does)."""
     checks = [c for c in build_table_checks(config.table("db.orders"))
