@@ -115,6 +115,20 @@ def test_compaction_when_a_health_check_newly_fails(core_lake) -> None:
         assert ticks(T0 + timedelta(seconds=150)) == {"db/orders_compaction"}
 
 
+def test_compaction_of_a_table_never_compacted(core_lake) -> None:
+    """No compaction materialization yet: a failing check still requests the first compaction."""
+    config, defs = core_lake
+    warehouse = defs.resources["warehouse"]
+    with dg.instance_for_test() as instance:
+        ticks = Ticks(defs, instance)
+        _write(warehouse, config, 0)
+        assert ticks(T0) == set()
+        for i in range(1, 4):
+            _write(warehouse, config, 100 * i)
+        assert not _run_checks(config, defs, instance)["small_files"]
+        assert ticks(T0 + timedelta(seconds=30)) == {"db/orders_compaction"}
+
+
 def _write(warehouse, config, start: int) -> None:
     """One write-only commit into db.orders dt=2024-01-01: a small level-0 file in each bucket."""
     table = warehouse.ensure_table(config.table("db.orders"))
