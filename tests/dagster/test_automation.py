@@ -16,7 +16,7 @@ from lake_assets.defs.checks import build_table_checks
 from lake_assets.defs.config import LakeConfigError, load_config
 from lake_assets.defs.factory import build_definitions
 from lake_assets.defs.names import JOB_TAG
-from tests.dagster.helpers import write_lake
+from tests.dagster.helpers import materialization_metadata, write_lake
 
 KEY = dg.AssetKey.from_user_string
 T0 = datetime(2024, 1, 5, 1, 0, tzinfo=UTC)  # before the crons of the test lake: expiry 02:30, orphans 04:00 Sun
@@ -191,3 +191,32 @@ def test_default_compaction_config_follows_the_policy(core_lake) -> None:
     chosen = policy_config(default, table.health(), spec)
     assert chosen.partitions == ["dt=2024-01-01"] and chosen.full  # 4 runs: Paimon's trigger (5) would wait
     assert compact_args(chosen) == ["--full", "--partition", "dt=2024-01-01"]
+
+
+def test_a_condition_run_compacts_what_the_policy_names(core_lake) -> None:
+    """The run a condition launches (default config) runs the real compact job on the breaching
+    partition only, fully, and the checks it runs with then pass."""
+    config, defs = core_lake
+    warehouse = defs.resources["warehouse"]
+    for i in range(4):
+        _write(warehouse, config, 100 * i)
+    _write_day(warehouse, config, "2024-01-02")  # one file per bucket: within the policy
+    with dg.instance_for_test() as instance:
+        result = defs.resolve_job_def("db_orders_compaction_job").execute_in_process(instance=instance)
+    assert result.success
+    md = materialization_metadata(result)
+    assert md["partitions"] == "dt=2024-01-01" and md["full"] is True
+    assert md["small_files_after"] < md["small_files_before"]
+    health = {r.data["partition"]: r.data for r in md["health"].records}
+    assert health["dt=2024-01-01"]["level0_file_count"] == 0
+    assert health["dt=2024-01-02"]["level0_file_count"] > 0  # not over the policy: left alone
+    assert all(e.passed for e in result.get_asset_check_evaluations())
+
+
+def _write_day(warehouse, config, day: str) -> None:
+    table = warehouse.table("db.orders")
+    writer = table.new_writer("test-day", write_only=True)
+    writer.write_arrow(pa.table({"id": pa.array(range(20), pa.int64()), "dt": [day] * 20, "name": ["y"] * 20,
+                                 "amount": [2.0] * 20}))
+    table.new_committer("test-day").commit(writer.prepare_commit(), 1)
+    writer.close()
