@@ -88,8 +88,9 @@ def _load_messages(path: Path) -> list[CommitMessage]:
 def two_phase(warehouse: str, opts: dict, p: dict) -> dict:
     """Flink-style writer: write → prepare_commit → messages persisted as JSON (the checkpoint) →
     committed with identifier = checkpoint id. Every other checkpoint a fresh catalog and committer
-    (a restarted job) replays the checkpoint, which must be a no-op; every fourth the job "crashes"
-    between prepare and commit, and a fresh process commits the persisted messages and replays them."""
+    (a restarted job) replays the checkpoint, which must be a no-op; every fourth (when a standby
+    process is up) the job "crashes" between prepare and commit, and the standby - a fresh process -
+    commits the persisted messages and replays them."""
     user = f"two-phase-{p['worker']}"
     state = Path(p["state"])
     state.mkdir(parents=True, exist_ok=True)
@@ -102,7 +103,7 @@ def two_phase(warehouse: str, opts: dict, p: dict) -> dict:
     replays: list[dict] = []
     inflight = gap = 0.0
     deadline = time.time() + p["seconds"]
-    cp = 0
+    cp = crashes = 0
     while time.time() < deadline and cp < 30:
         cp += 1
         keys = [p["worker"] * 1000 + (cp * 3 + j) % 20 for j in range(4)]
@@ -111,8 +112,10 @@ def two_phase(warehouse: str, opts: dict, p: dict) -> dict:
         path = state / f"{user}-cp-{cp}.json"
         path.write_text(json.dumps([m.to_json() for m in writer.prepare_commit()]))
         _pause(p, 0.1)  # the checkpoint barrier travels: the files are in flight meanwhile
-        if cp % 4 == 0:
-            writer.close()  # crash: this writer and committer are gone
+        if cp % 4 == 0 and standby.ready():
+            # crash (only once a standby is up: its interpreter start would count as time in flight)
+            writer.close()  # this writer and committer are gone
+            crashes += 1
             r = standby.take_over(cp, path)
             standby = _Standby(warehouse, opts, user, state, p["seconds"])
             ids, committed_at = r["ids"], r["committed_at"]
@@ -138,7 +141,7 @@ def two_phase(warehouse: str, opts: dict, p: dict) -> dict:
         _pause(p, 0.05)
     writer.close()
     standby.stop()
-    return {"acked": acked, "commits": cp, "claims": claims, "replays": replays, "user": user,
+    return {"acked": acked, "commits": cp, "claims": claims, "replays": replays, "user": user, "crashes": crashes,
             "inflight_max_s": inflight, "replay_gap_max_s": gap}
 
 
@@ -152,11 +155,16 @@ class _Standby:
         _Standby.count = self.n + 1
         self.request = state / f"{user}-standby-{self.n}.request"
         self.out = state / f"{user}-standby-{self.n}.json"
-        params = {"user": user, "request": str(self.request), "seconds": seconds * 3 + 30}
+        self.ready_file = state / f"{user}-standby-{self.n}.ready"
+        params = {"user": user, "request": str(self.request), "seconds": seconds * 3 + 30,
+                  "standby_ready": str(self.ready_file)}
         self.proc = subprocess.Popen(
             [sys.executable, __file__, "recover", warehouse, json.dumps(opts), json.dumps(params), str(self.out)],
             stderr=subprocess.PIPE, text=True,
         )
+
+    def ready(self) -> bool:
+        return self.ready_file.exists()
 
     def take_over(self, cp: int, path: Path) -> dict:
         tmp = self.request.with_suffix(".tmp")
@@ -177,6 +185,8 @@ def recover(warehouse: str, opts: dict, p: dict) -> dict:
     replays them once more with another fresh committer (a second restart), which must be a no-op."""
     request = Path(p["request"])
     deadline = time.time() + p["seconds"]
+    _table(warehouse, opts).latest_snapshot()  # connected and imported: ready to take over
+    Path(p["standby_ready"]).touch()
     while not request.exists():
         if time.time() > deadline:
             return {"ids": [], "replayed": [], "committed_at": time.time(), "replay_gap_s": 0.0}

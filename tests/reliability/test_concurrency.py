@@ -45,7 +45,7 @@ class Setup:
 
     seconds: float = SECONDS
     retention_s: float = 6.0
-    orphan_age_s: float = 8.0
+    orphan_age_s: float = 10.0
     pace: float = 1.0
     appenders: int = 2
     consumers: int = 2
@@ -78,7 +78,7 @@ def _roles(setup: Setup, state: str) -> list[tuple[str, dict]]:
         ("compactor", common),
         ("expirer", common),
         # a little longer than the writers, so that the files of killed writers get old enough
-        ("orphan_cleaner", {**common, "seconds": setup.seconds + 3}),
+        ("orphan_cleaner", {**common, "seconds": setup.seconds + 4}),
         ("reader", common),
         ("old_reader", common),
         ("tagger", {**common, "pick": "retained", "prefix": "old"}),
@@ -161,6 +161,7 @@ def _check(warehouse: str, opts: dict, results: dict[str, dict], setup: Setup) -
     # replays of a committed checkpoint were no-ops; no snapshot id was claimed twice
     for r in _by_role(results, "two_phase"):
         problems += [f"replayed checkpoint committed again: {x}" for x in r["replays"]]
+        assert r["crashes"] > 0, "the two-phase writer never crashed: no standby came up in time"
     claims = {f"writer {i}": r["claims"] for i, r in enumerate(writers)}
     claims.update({f"compactor {i}": r["claims"] for i, r in enumerate(_by_role(results, "compactor"))})
     users = {f"writer {i}": r["user"] for i, r in enumerate(writers) if "user" in r}
