@@ -104,7 +104,11 @@ def two_phase(warehouse: str, opts: dict, p: dict) -> dict:
     inflight = gap = 0.0
     deadline = time.time() + p["seconds"]
     cp = crashes = 0
-    while time.time() < deadline and cp < 30:
+    crash_due = 2
+    while cp < 30 and (time.time() < deadline or crashes == 0):
+        if time.time() >= deadline:
+            # no standby was up in time to crash yet: one last checkpoint waits for it (bounded)
+            standby.wait_ready(120)
         cp += 1
         keys = [p["worker"] * 1000 + (cp * 3 + j) % 20 for j in range(4)]
         start = time.time()
@@ -112,10 +116,11 @@ def two_phase(warehouse: str, opts: dict, p: dict) -> dict:
         path = state / f"{user}-cp-{cp}.json"
         path.write_text(json.dumps([m.to_json() for m in writer.prepare_commit()]))
         _pause(p, 0.1)  # the checkpoint barrier travels: the files are in flight meanwhile
-        if cp % 4 == 0 and standby.ready():
+        if cp >= crash_due and standby.ready():
             # crash (only once a standby is up: its interpreter start would count as time in flight)
             writer.close()  # this writer and committer are gone
             crashes += 1
+            crash_due = cp + 4
             r = standby.take_over(cp, path)
             standby = _Standby(warehouse, opts, user, state, p["seconds"])
             ids, committed_at = r["ids"], r["committed_at"]
@@ -165,6 +170,11 @@ class _Standby:
 
     def ready(self) -> bool:
         return self.ready_file.exists()
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.time() + timeout
+        while not self.ready() and time.time() < deadline and self.proc.poll() is None:
+            time.sleep(0.05)
 
     def take_over(self, cp: int, path: Path) -> dict:
         tmp = self.request.with_suffix(".tmp")
