@@ -70,6 +70,15 @@ LISTING_BUG = (
     "ConsumerManager.consumers() -> {} (expiry ignores consumer positions), TagManager.names() -> []"
 )
 
+TAG_RACE = (
+    "create_tag races expire_snapshots: Table.create_tag/TagManager.create read snapshot-<id> and write "
+    "tag-<name> without re-checking the snapshot afterwards, and ops/expire.py _apply builds _Protection "
+    "(the tag list) once, before deleting data files, manifests and lists of [begin, end); a tag written "
+    "in between on a snapshot in that range keeps the snapshot JSON but its manifest lists / data files "
+    "are deleted (the tag reads CorruptMetadataError: manifest list ... is missing / Data file ... is "
+    "missing). Not the listing bug: it still fails with FileIO.list_status fixed"
+)
+
 
 def _roles(setup: Setup, state: str) -> list[tuple[str, dict]]:
     common = {"seconds": setup.seconds, "retention_s": setup.retention_s, "orphan_age_s": setup.orphan_age_s,
@@ -242,6 +251,9 @@ def _sentinel_files(write) -> None:
     write("unrelated/deep/a/b.bin", bytes(range(256)))
 
 
+# Not strict: the listing race hits in most runs but not all (it needs a listing to meet a
+# temporary file); remove the mark once FileIO.list_status is fixed.
+@pytest.mark.xfail(strict=False, reason=LISTING_BUG)
 def test_processes_commit_concurrently_on_local_disk(tmp_path):
     lake = tmp_path / "lake"
     wh = str(lake / "wh")
@@ -318,6 +330,7 @@ def test_listings_miss_nothing_while_other_processes_commit(tmp_path):
     assert not misses, misses
 
 
+@pytest.mark.xfail(strict=True, reason=TAG_RACE)
 def test_tags_on_the_earliest_snapshot_keep_their_files(tmp_path):
     """A tagger tags whatever snapshot is the earliest while an aggressive expirer removes it:
     either the tag is refused (the snapshot was gone) or it keeps every file it references."""
