@@ -189,13 +189,17 @@ def _norm(path: str) -> str:
     return p.rstrip("/")
 
 
-def tree_digest(url: str, **storage_options: object) -> dict[str, str]:
-    """Relative path → sha256 of every file under ``url`` (a local directory or an fsspec URL)."""
+def tree_digest(url: str, *, exclude: str | None = None, **storage_options: object) -> dict[str, str]:
+    """Relative path → sha256 of every file under ``url`` (a local directory or an fsspec URL),
+    except those under the relative directory ``exclude`` (the warehouse)."""
     fs, root = fsspec.core.url_to_fs(url, **storage_options)
     root = root.rstrip("/")
+    skip = None if exclude is None else exclude.strip("/") + "/"
     out = {}
     if not fs.exists(root):
         return out
     for path in sorted(fs.find(root)):
-        out[path[len(root) + 1 :]] = hashlib.sha256(fs.cat_file(path)).hexdigest()
+        rel = path[len(root) + 1 :]
+        if skip is None or not rel.startswith(skip):
+            out[rel] = hashlib.sha256(fs.cat_file(path)).hexdigest()
     return out
