@@ -7,6 +7,10 @@ read what their tagger saw, consumers continue from their position, and nothing 
 warehouse changed. Runs on a local disk and on S3 (moto on loopback, conditional PUTs).
 
 ``LAKE_CONCURRENCY_SECONDS`` lengthens the run (default 8 s of load per process).
+
+Two smaller tests pin down races the big one meets by chance (both xfail with the diagnosis until
+the core is fixed): listings that lose every entry when one file vanishes mid-listing, and tags
+created on a snapshot an expiry is removing.
 """
 
 from __future__ import annotations
@@ -54,10 +58,10 @@ class Setup:
 
 
 LOCAL = Setup()
-# Commits on moto take seconds once several processes race (exponential back-off between tries):
-# fewer committers, slower loops, longer protections and a longer run so that expiry still bites.
-# On a machine shared by several test runs a default run commits only a handful of snapshots and
-# may expire none; LAKE_CONCURRENCY_S3_SECONDS=40 makes expiry bite.
+# Commits on moto take seconds once several processes race (one server process, exponential
+# back-off between tries): fewer committers, slower loops, a longer orphan bound. On a machine shared
+# by several test runs a default run commits only about ten snapshots and may expire none; a longer
+# LAKE_CONCURRENCY_S3_SECONDS lets the time retention expire some.
 S3 = Setup(seconds=float(os.environ.get("LAKE_CONCURRENCY_S3_SECONDS", "10")), retention_s=6.0,
            orphan_age_s=25.0, pace=6.0, appenders=1, consumers=1, min_commits=4, expect_expiry=False)
 
@@ -107,9 +111,11 @@ def _run_all(warehouse: str, opts: dict, tmp_path: Path, roles: list[tuple[str, 
         name = f"{role}-{i}"
         out = tmp_path / f"{name}.json"
         params = {**params, "ready": str(tmp_path / f"{name}.ready"), "go": str(go)}
-        procs[name] = (out, subprocess.Popen(
-            [sys.executable, str(WORKERS), role, warehouse, json.dumps(opts), json.dumps(params), str(out)],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        # stderr to a file: a chatty process must never block on a full pipe while we wait on another
+        with open(tmp_path / f"{name}.err", "w") as err:
+            procs[name] = (out, subprocess.Popen(
+                [sys.executable, str(WORKERS), role, warehouse, json.dumps(opts), json.dumps(params), str(out)],
+                env=env, stdout=subprocess.DEVNULL, stderr=err))
     # a common start once every process has imported everything (bounded: a dead one fails below)
     deadline = time.time() + 180
     while time.time() < deadline and not all(
@@ -120,14 +126,14 @@ def _run_all(warehouse: str, opts: dict, tmp_path: Path, roles: list[tuple[str, 
     failures = []
     for name, (_, p) in procs.items():
         try:
-            _, err = p.communicate(timeout=SECONDS * 6 + 90)
+            p.wait(timeout=SECONDS * 6 + 90)
         except subprocess.TimeoutExpired:
             p.kill()
-            _, err = p.communicate()
-            failures.append(f"{name} timed out: {err[-2000:]}")
+            p.wait()
+            failures.append(f"{name} timed out: {(tmp_path / f'{name}.err').read_text()[-2000:]}")
             continue
         if p.returncode != 0:
-            failures.append(f"{name} failed: {err[-3000:]}")
+            failures.append(f"{name} failed: {(tmp_path / f'{name}.err').read_text()[-3000:]}")
     assert not failures, "\n".join(failures)
     return {name: json.loads(out.read_text()) for name, (out, _) in procs.items()}
 
@@ -251,7 +257,7 @@ def _sentinel_files(write) -> None:
     write("unrelated/deep/a/b.bin", bytes(range(256)))
 
 
-# Not strict: the listing race hits in most runs but not all (it needs a listing to meet a
+# Not strict: the listing race corrupts the table in some runs only (a listing must meet a
 # temporary file); remove the mark once FileIO.list_status is fixed.
 @pytest.mark.xfail(strict=False, reason=LISTING_BUG)
 def test_processes_commit_concurrently_on_local_disk(tmp_path):
