@@ -27,7 +27,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from lake_assets import Catalog
+from lake_assets import Catalog, LakeError
+from lake_assets.ops.commit_message import CommitMessage
 from tests.reliability.concurrency_workers import _state, apply_changes
 from tests.reliability.invariants import TableInvariants, tree_digest
 
@@ -81,6 +82,15 @@ TAG_RACE = (
     "in between on a snapshot in that range keeps the snapshot JSON but its manifest lists / data files "
     "are deleted (the tag reads CorruptMetadataError: manifest list ... is missing / Data file ... is "
     "missing). Not the listing bug: it still fails with FileIO.list_status fixed"
+)
+
+REPLAY_AFTER_EXPIRY = (
+    "TableCommitter.commit (ops/commit.py) decides 'already committed' only from retained snapshots "
+    "(last_committed_identifier scans latest..earliest for the commit user); once expiry removed them it "
+    "commits the replayed messages again as a new APPEND snapshot without checking that their files still "
+    "exist, so files that were compacted away and then deleted by expiry are referenced again and the "
+    "latest snapshot no longer reads (CorruptMetadataError: Data file ... is missing). Expected: a no-op "
+    "or a LakeError naming the missing file, with nothing committed"
 )
 
 
@@ -377,3 +387,29 @@ def test_invariants_report_missing_files_and_outside_changes(tmp_path):
 
     (tmp_path / "lake" / "wh-sentinel" / "b").write_bytes(b"b")
     assert tree_digest(str(tmp_path / "lake"), exclude="wh") != before
+
+
+@pytest.mark.xfail(strict=True, reason=REPLAY_AFTER_EXPIRY)
+def test_a_replay_after_its_snapshot_expired_never_breaks_the_table(tmp_path):
+    """A restarted job replays a checkpoint whose snapshot has meanwhile been compacted away and
+    expired: the replay must be a no-op or be refused, and the table must still read."""
+    wh = str(tmp_path / "wh")
+    _create(wh, {})
+    t = Catalog(wh).get_table("db.t")
+    writer = t.new_writer("job", write_only=True)
+    writer.write_arrow(pa.table({"k": [1], "v": [1], "op": ["+I"]}, schema=t.arrow_schema))
+    checkpoint = json.dumps([m.to_json() for m in writer.prepare_commit()])
+    assert t.new_committer("job").commit([CommitMessage.from_json(m) for m in json.loads(checkpoint)], 7)
+    for i in range(3):
+        t.write_arrow(pa.table({"k": [2], "v": [i], "op": ["+I"]}, schema=t.arrow_schema))
+    t.compact(full=True)
+    assert t.expire_snapshots(retain_min=1, older_than=timedelta(0)).expired_snapshots
+    before = t.latest_snapshot().id
+
+    restarted = Catalog(wh).get_table("db.t").new_committer("job")
+    try:
+        replayed = restarted.commit([CommitMessage.from_json(m) for m in json.loads(checkpoint)], 7)
+    except LakeError:
+        replayed = []
+    assert replayed == [] and t.latest_snapshot().id == before
+    assert _state(t.to_arrow()) == {"1": 1, "2": 2}
