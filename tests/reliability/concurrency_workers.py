@@ -410,6 +410,37 @@ def consumer(warehouse: str, opts: dict, p: dict) -> dict:
             "polls": polls, "errors": errors}
 
 
+def early_consumer(warehouse: str, opts: dict, p: dict) -> dict:
+    """Starts consumers at whatever snapshot is the earliest while an expirer removes it. Once the
+    position is saved and the snapshot still exists, expiry must keep it: reading it then works."""
+    t = _table(warehouse, opts)
+    sm = t.snapshot_manager
+    consumers = t.consumer_manager()
+    deadline = time.time() + p["seconds"]
+    started: dict[str, int] = {}
+    errors: list[str] = []
+    i = 0
+    while time.time() < deadline and i < 60:
+        i += 1
+        _pause(p, 0.2)
+        sid = sm.earliest_id()
+        if sid is None:
+            continue
+        cid = f"early-{i}"
+        consumers.record(cid, sid)
+        if sm.try_snapshot(sid) is None:
+            consumers.delete(cid)  # it expired before the position was saved: start elsewhere
+            continue
+        started[cid] = sid
+        try:
+            t.to_arrow(snapshot_id=sid)
+        except Exception as exc:
+            errors.append(f"{cid} on {sid}: {_err(exc)}")
+        if time.time() < deadline:
+            consumers.delete(cid)  # read what it wanted: gone, so expiry moves on (the last one stays)
+    return {"started": started, "errors": errors}
+
+
 def recorder(warehouse: str, opts: dict, p: dict) -> dict:
     """A consumer that saves its position after every tiny batch (as fast as it can)."""
     t = _table(warehouse, opts)

@@ -93,6 +93,14 @@ REPLAY_AFTER_EXPIRY = (
     "or a LakeError naming the missing file, with nothing committed"
 )
 
+CONSUMER_RACE = (
+    "saving a consumer position races expire_snapshots: ops/expire.py expire_snapshots reads "
+    "ConsumerManager.min_next_snapshot() once before planning and _apply never re-reads consumers before "
+    "deleting data files, manifests and lists of [begin, end); a consumer recorded in between on a snapshot "
+    "in that range (and still present after the record) finds its files deleted (CorruptMetadataError: "
+    "manifest list ... is missing / Data file ... is missing)"
+)
+
 
 def _roles(setup: Setup, state: str) -> list[tuple[str, dict]]:
     common = {"seconds": setup.seconds, "retention_s": setup.retention_s, "orphan_age_s": setup.orphan_age_s,
@@ -413,3 +421,21 @@ def test_a_replay_after_its_snapshot_expired_never_breaks_the_table(tmp_path):
         replayed = []
     assert replayed == [] and t.latest_snapshot().id == before
     assert _state(t.to_arrow()) == {"1": 1, "2": 2}
+
+
+@pytest.mark.xfail(strict=True, reason=CONSUMER_RACE)
+def test_consumers_started_on_the_earliest_snapshot_keep_their_files(tmp_path):
+    """Consumers saved on whatever snapshot is the earliest while an aggressive expirer removes it:
+    a position saved while its snapshot still existed keeps every file of that snapshot."""
+    wh = str(tmp_path / "wh")
+    _create(wh, {})
+    common = {"seconds": SECONDS, "retention_s": 0.5}
+    roles = [("appender", {**common, "worker": 1}), ("appender", {**common, "worker": 2}), ("compactor", common),
+             ("expirer", common), ("early_consumer", common)]
+    results = _run_all(wh, {}, tmp_path, roles)
+    t = Catalog(wh).get_table("db.t")
+    inv = TableInvariants(t)
+    held = [h for h in inv.holders() if h.kind == "consumer"]
+    problems = [f"early consumer {e}" for e in _by_role(results, "early_consumer")[0]["errors"]]
+    problems += inv.consumers_resumable() + inv.files_present(held) + inv.reads_fully(held)
+    assert held and not problems, "\n".join(problems)
