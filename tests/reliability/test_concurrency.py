@@ -76,12 +76,12 @@ LISTING_BUG = (
 )
 
 TAG_RACE = (
-    "create_tag races expire_snapshots: Table.create_tag/TagManager.create read snapshot-<id> and write "
-    "tag-<name> without re-checking the snapshot afterwards, and ops/expire.py _apply builds _Protection "
-    "(the tag list) once, before deleting data files, manifests and lists of [begin, end); a tag written "
-    "in between on a snapshot in that range keeps the snapshot JSON but its manifest lists / data files "
-    "are deleted (the tag reads CorruptMetadataError: manifest list ... is missing / Data file ... is "
-    "missing). Not the listing bug: it still fails with FileIO.list_status fixed"
+    "create_tag races expire_snapshots: ops/expire.py _apply reads the tags once (_Protection) and then "
+    "deletes data files, manifests and lists of [begin, end) and only last the snapshot-<id> files; "
+    "Table.create_tag/TagManager.create only need snapshot-<id> to be readable, so a tag created in that "
+    "window on a snapshot of the range lands and references deleted files (the tag reads "
+    "CorruptMetadataError: manifest list ... is missing / Data file ... is missing). Not the listing "
+    "bug: it still fails with FileIO.list_status fixed"
 )
 
 REPLAY_AFTER_EXPIRY = (
@@ -94,11 +94,12 @@ REPLAY_AFTER_EXPIRY = (
 )
 
 CONSUMER_RACE = (
-    "saving a consumer position races expire_snapshots: ops/expire.py expire_snapshots reads "
-    "ConsumerManager.min_next_snapshot() once before planning and _apply never re-reads consumers before "
-    "deleting data files, manifests and lists of [begin, end); a consumer recorded in between on a snapshot "
-    "in that range (and still present after the record) finds its files deleted (CorruptMetadataError: "
-    "manifest list ... is missing / Data file ... is missing)"
+    "saving a consumer position races expire_snapshots: expire_snapshots reads "
+    "ConsumerManager.min_next_snapshot() once before planning, and _apply deletes data files, manifests "
+    "and lists of [begin, end) before the snapshot-<id> files; a consumer saved in that window on a "
+    "snapshot of the range (which still exists right after the save) finds its files deleted "
+    "(CorruptMetadataError: manifest list ... is missing / Data file ... is missing) and its snapshot "
+    "then disappears. Not the listing bug: it still fails with FileIO.list_status fixed"
 )
 
 
