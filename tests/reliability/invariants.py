@@ -110,9 +110,14 @@ class TableInvariants:
         return out
 
     def reads_fully(self, holders: Iterable[Holder] | None = None) -> list[str]:
-        """Every holder's snapshot reads through the table's reader (decoding every live file)."""
+        """Every holder's snapshot reads through the table's reader (decoding every live file); a
+        snapshot held several times (a tag and a consumer on it) is read once."""
         out = []
+        done: set[int] = set()
         for h in self.holders() if holders is None else holders:
+            if h.snapshot.id in done:
+                continue
+            done.add(h.snapshot.id)
             try:
                 if h.kind == "tag":
                     self.table.to_arrow(tag=h.name)

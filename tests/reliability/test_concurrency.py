@@ -60,10 +60,11 @@ class Setup:
 
 LOCAL = Setup()
 # Commits on moto take seconds once several processes race (one server process, exponential
-# back-off between tries): fewer committers, slower loops, a longer orphan bound. On a machine shared
+# back-off between tries) and opening a fresh catalog takes seconds: fewer committers, slower loops,
+# longer protections. On a machine shared
 # by several test runs a default run commits only about ten snapshots and may expire none; a longer
 # LAKE_CONCURRENCY_S3_SECONDS lets the time retention expire some.
-S3 = Setup(seconds=float(os.environ.get("LAKE_CONCURRENCY_S3_SECONDS", "10")), retention_s=6.0,
+S3 = Setup(seconds=float(os.environ.get("LAKE_CONCURRENCY_S3_SECONDS", "10")), retention_s=15.0,
            orphan_age_s=25.0, pace=6.0, appenders=1, consumers=1, min_commits=4, expect_expiry=False)
 
 LISTING_BUG = (
@@ -312,8 +313,11 @@ def test_processes_commit_concurrently_on_s3(tmp_path, s3_warehouse):
 
     _create(wh, opts)
     before = outside()
+    started = time.time()
     results = _run_all(wh, opts, tmp_path, _roles(S3, str(tmp_path / "state")))
+    print(f"\nprocesses ran {time.time() - started:.1f}s")
     _check(wh, opts, results, S3)
+    print(f"\nchecked after {time.time() - started:.1f}s")
     assert outside() == before
 
 
