@@ -61,9 +61,8 @@ class Setup:
 LOCAL = Setup()
 # Commits on moto take seconds once several processes race (one server process, exponential
 # back-off between tries) and opening a fresh catalog takes seconds: fewer committers, slower loops,
-# longer protections. On a machine shared
-# by several test runs a default run commits only about ten snapshots and may expire none; a longer
-# LAKE_CONCURRENCY_S3_SECONDS lets the time retention expire some.
+# longer protections. On a machine shared by several test runs a default run commits only about ten
+# snapshots and expires none; a longer LAKE_CONCURRENCY_S3_SECONDS lets the time retention bite.
 S3 = Setup(seconds=float(os.environ.get("LAKE_CONCURRENCY_S3_SECONDS", "10")), retention_s=15.0,
            orphan_age_s=25.0, pace=6.0, appenders=1, consumers=1, min_commits=4, expect_expiry=False)
 
