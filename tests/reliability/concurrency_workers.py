@@ -97,7 +97,8 @@ def two_phase(warehouse: str, opts: dict, p: dict) -> dict:
     t = _table(warehouse, opts)
     writer = t.new_writer(user, write_only=True)
     committer = t.new_committer(user)
-    standby = _Standby(warehouse, opts, user, state, p["seconds"])
+    # the first standby was started with this process, before the common start (see __main__)
+    standby = _EARLY.pop("standby", None) or _Standby(warehouse, opts, user, state, p["seconds"])
     acked: dict[int, int] = {}
     claims: list[int] = []
     replays: list[dict] = []
@@ -462,12 +463,22 @@ def apply_changes(state: dict[str, int], rows: list[dict]) -> None:
             state.pop(str(r["k"]), None)
 
 
-def _wait_for_start(warehouse: str, opts: dict, p: dict) -> None:
+_EARLY: dict[str, _Standby] = {}
+
+
+def _wait_for_start(role: str, warehouse: str, opts: dict, p: dict) -> None:
     """Imports and the first connection cost seconds of CPU: do them before the common start, so
-    that no role's timed loop competes with another one's interpreter start."""
+    that no role's timed loop competes with another one's interpreter start (the two-phase
+    writer's first standby process included)."""
     if "ready" not in p:
         return
+    if role == "two_phase":
+        user = f"two-phase-{p['worker']}"
+        Path(p["state"]).mkdir(parents=True, exist_ok=True)
+        _EARLY["standby"] = _Standby(warehouse, opts, user, Path(p["state"]), p["seconds"])
     _table(warehouse, opts).latest_snapshot()
+    if "standby" in _EARLY:
+        _EARLY["standby"].wait_ready(180)
     Path(p["ready"]).touch()
     deadline = time.time() + 300
     while not Path(p["go"]).exists() and time.time() < deadline:
@@ -477,7 +488,7 @@ def _wait_for_start(warehouse: str, opts: dict, p: dict) -> None:
 if __name__ == "__main__":
     role, warehouse, opts_json, params_json, out = sys.argv[1:]
     params = json.loads(params_json)
-    _wait_for_start(warehouse, json.loads(opts_json), params)
+    _wait_for_start(role, warehouse, json.loads(opts_json), params)
     result = globals()[role](warehouse, json.loads(opts_json), params)
     with contextlib.suppress(FileNotFoundError):
         Path(out).unlink()
