@@ -155,10 +155,12 @@ class _Standby:
     """A fresh process started ahead of time (like a standby job manager), so that taking over a
     crashed job's checkpoint costs a commit, not an interpreter start."""
 
+    count = 0  # standbys started by this process (names their files)
+
     def __init__(self, warehouse: str, opts: dict, user: str, state: Path, seconds: float) -> None:
         self.state = state
-        self.n = getattr(_Standby, "count", 0)
-        _Standby.count = self.n + 1
+        self.n = _Standby.count
+        _Standby.count += 1
         self.request = state / f"{user}-standby-{self.n}.request"
         self.out = state / f"{user}-standby-{self.n}.json"
         self.ready_file = state / f"{user}-standby-{self.n}.ready"
