@@ -169,6 +169,10 @@ def _check(warehouse: str, opts: dict, results: dict[str, dict], setup: Setup) -
     # replays of a committed checkpoint were no-ops; no snapshot id was claimed twice
     for r in _by_role(results, "two_phase"):
         problems += [f"replayed checkpoint committed again: {x}" for x in r["replays"]]
+        if r["stats"].get("refused_replays"):
+            # within the retention its snapshot is kept: the replay must be found committed, not
+            # refused for missing files (that refusal is for replays after expiry only)
+            problems.append(f"{r['stats']['refused_replays']} replay(s) refused within the retention")
         assert r["crashes"] > 0, "the two-phase writer never crashed: no standby came up in time"
     claims = {f"writer {i}": r["claims"] for i, r in enumerate(writers)}
     claims.update({f"compactor {i}": r["claims"] for i, r in enumerate(_by_role(results, "compactor"))})
