@@ -89,6 +89,12 @@ class CommitConflictError(CommitError):
     """
 
 
+class CommitFileMissingError(CommitError):
+    """A commit message adds a file that is not in storage: typically a checkpoint replayed after its
+    snapshot was committed, compacted away and expired (so "already committed" can no longer be
+    seen). Nothing was committed and nothing was deleted: the message's other files may be live."""
+
+
 class CommitStateUnknownError(CommitError):
     """It is unknown whether the commit landed (e.g. storage failed while creating the snapshot).
 

@@ -80,6 +80,25 @@ class FileIO:
             return os.path.exists(path)
         return self.fs.exists(path)
 
+    def missing(self, paths: Iterable[str]) -> list[str]:
+        """The given files that do not exist, in one request per directory where many files share
+        one (object stores), else one existence check per file; an absence seen in a listing is
+        confirmed by a direct check, so only files that are really gone are reported."""
+        paths = list(dict.fromkeys(paths))
+        if self.is_local:
+            return [p for p in paths if not os.path.exists(p)]
+        by_dir: dict[str, list[str]] = {}
+        for p in paths:
+            by_dir.setdefault(posixpath.dirname(p.rstrip("/")), []).append(p)
+        out = []
+        for d, files in by_dir.items():
+            if len(files) < 8:  # a few lookups cost less than listing a big bucket directory
+                out += [p for p in files if not self.exists(p)]
+                continue
+            listed = {posixpath.basename(s.path) for s in self.list_status(d)}
+            out += [p for p in files if posixpath.basename(p) not in listed and not self.exists(p)]
+        return out
+
     def size(self, path: str) -> int:
         if self.is_local:
             return os.path.getsize(path)

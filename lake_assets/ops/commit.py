@@ -18,7 +18,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lake_assets.errors import CommitConflictError, CommitStateUnknownError, NoSuchTableError
+from lake_assets.errors import (
+    CommitConflictError,
+    CommitFileMissingError,
+    CommitStateUnknownError,
+    NoSuchTableError,
+)
 from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.scan import merge_entries
@@ -62,6 +67,9 @@ class TableCommitter:
         # snapshots known to have landed, and whether a snapshot put was cut off mid-flight.
         self._landed: list[int] = []
         self._in_doubt = False
+        # The last `commit` met messages that were committed before (their identifier, or files
+        # already gone): their files may be live, so `abort` must not delete them.
+        self._seen_committed = False
 
     @property
     def may_have_landed(self) -> bool:
@@ -120,12 +128,15 @@ class TableCommitter:
         """
         self._landed = []
         self._in_doubt = False
+        self._seen_committed = False
         # Messages come from other processes: check them all before acting on any (raises
         # InvalidCommitMessageError; nothing committed, nothing deleted).
         validate_messages(self.table, messages, "commit to")
         if check_committed and self.is_committed(commit_identifier):
+            self._seen_committed = True
             return []
         messages = [m for m in messages if not m.is_empty()]
+        self._check_files_exist(messages)
         total = self.table.schema.core_options.bucket if self.table.primary_keys else -1
         append: list[ManifestEntry] = []
         changelog: list[ManifestEntry] = []
@@ -195,17 +206,52 @@ class TableCommitter:
         # KeyboardInterrupt / SystemExit pass through unchanged: callers check `may_have_landed`.
         return list(self._landed)
 
-    def abort(self, messages: Sequence[CommitMessage]) -> None:
+    def abort(self, messages: Sequence[CommitMessage], commit_identifier: int | None = None) -> None:
         """Delete the files of messages that will never be committed (every message is validated
         first: a crafted file name must not make abort delete anything outside the table).
 
-        Refuses (deletes nothing) after a `commit` of this committer that may have landed.
+        Refuses (deletes nothing) after a `commit` of this committer that may have landed or found
+        the messages committed before, and when ``commit_identifier`` is given and this commit user
+        has committed it. Otherwise deletes only files that no retained snapshot or tag references
+        (messages handed to a fresh committer may be the very ones a snapshot committed).
         """
+        from lake_assets.ops.orphans import referenced_files  # orphans imports the scan stack
+
         validate_messages(self.table, messages, "abort a commit to")
-        if self.may_have_landed:
-            log.warning("Not deleting files of %s: the last commit may have landed", self.table.name)
+        if self.may_have_landed or self._seen_committed:
+            log.warning("Not deleting files of %s: the last commit may have landed or had landed before",
+                        self.table.name)
             return
-        self.table.file_io.delete_many(_abs_files(self.table, messages))
+        if commit_identifier is not None and self.is_committed(commit_identifier):
+            log.warning("Not deleting files of %s: commit %s of %s was committed", self.table.name,
+                        commit_identifier, self.commit_user)
+            return
+        files = _abs_files(self.table, messages)
+        live = referenced_files(self.table) if files else set()
+        kept = [f for f in files if f in live]
+        if kept:
+            log.warning("Not deleting %d file(s) of %s that a snapshot or tag references, e.g. %s",
+                        len(kept), self.table.name, kept[0])
+        self.table.file_io.delete_many(f for f in files if f not in live)
+
+    def _check_files_exist(self, messages: Sequence[CommitMessage]) -> None:
+        """Refuse messages adding a file that is gone: after its snapshot expired, a replayed
+        checkpoint is no longer recognised as committed, and committing it again would name files
+        that compaction replaced and expiry deleted - a snapshot that cannot be read."""
+        added = [
+            self.table.data_file_path(m.partition, m.bucket, f)
+            for m in messages
+            for f in (*m.new_files, *m.new_changelog, *m.compact_after, *m.compact_changelog)
+        ]
+        missing = self.table.file_io.missing(added)
+        if missing:
+            self._seen_committed = True
+            name = missing[0].rsplit("/", 1)[-1]
+            raise CommitFileMissingError(
+                f"Cannot commit to {self.table.name}: file {name} was already deleted (the checkpoint was "
+                f"probably committed before and its snapshot expired); {len(missing)} file(s) missing, "
+                "nothing committed, nothing deleted"
+            )
 
     # -------------------------------------------------------------- internals
     def _commit_with_retry(
