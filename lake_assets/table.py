@@ -54,11 +54,20 @@ from lake_assets.ops.write import TableWriter
 from lake_assets.paths import TablePaths
 from lake_assets.predicate import Predicate
 from lake_assets.spec.binary_row import deserialize_row
-from lake_assets.spec.manifest import DataFileMeta
+from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry, ManifestEntry, decode_index_manifest
 from lake_assets.spec.partition import partition_path
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, Tag
 from lake_assets.spec.types import BinaryType, VarBinaryType, to_arrow
+from lake_assets.table_support import (
+    Op,
+    Refusal,
+    entry_refusals,
+    index_refusals,
+    refuse,
+    schema_refusals,
+    validate_open,
+)
 
 _SCHEMA_NAME = re.compile(r"schema-([0-9]+)")  # fullmatch: `$` would accept a final newline
 
@@ -80,7 +89,10 @@ class Table:
         self.fault_hook: FaultHook | None = None
         self.schema = schema if schema is not None else self._load_latest_schema()
         self._schemas[self.schema.id] = self.schema
-        self.schema.core_options.validate(field_names=self.schema.field_names, strict=False)
+        # Malformed options fail now; unsupported features are refused per operation (`require`).
+        validate_open(self.schema)
+        self._support: tuple[TableSchema, list[Refusal]] | None = None
+        self._index_entries: dict[str, list[IndexManifestEntry]] = {}
 
     # ----------------------------------------------------------------- schema
     def _load_latest_schema(self) -> TableSchema:
@@ -124,7 +136,9 @@ class Table:
 
     def refresh(self) -> Table:
         """Reload the latest schema (after schema changes by another process)."""
-        self.schema = self._load_latest_schema()
+        schema = self._load_latest_schema()
+        validate_open(schema)
+        self.schema = schema
         return self
 
     @property
@@ -143,6 +157,36 @@ class Table:
     def arrow_schema(self) -> pa.Schema:
         return self.schema.arrow_schema
 
+    # ------------------------------------------------------------ support
+    def refusals(self) -> list[Refusal]:
+        """What the current schema refuses, per operation (see `lake_assets.table_support`)."""
+        if self._support is None or self._support[0] is not self.schema:
+            self._support = (self.schema, schema_refusals(self.schema))
+        return self._support[1]
+
+    def require(self, op: Op) -> None:
+        """Raise `UnsupportedFeatureError` naming the property if the schema refuses ``op``."""
+        refuse(self.name, op, self.refusals())
+
+    def _check_scanned(self, op: Op, snap: Snapshot, entries: Sequence[ManifestEntry]) -> None:
+        """What a scan for ``op`` found (files, index files) must not refuse ``op``."""
+        found = entry_refusals(entries)
+        if snap.index_manifest:
+            found += index_refusals(self.index_entries(snap.index_manifest), self.schema)
+        refuse(self.name, op, found)
+
+    def index_entries(self, index_manifest: str) -> list[IndexManifestEntry]:
+        """The entries of an index manifest (cached: manifests never change)."""
+        got = self._index_entries.get(index_manifest)
+        if got is None:
+            path = self.paths.manifest_file(index_manifest)
+            try:
+                data = self.file_io.read_bytes(path)
+            except FileNotFoundError:
+                raise CorruptMetadataError(f"Table {self.name}: index manifest {index_manifest} is missing") from None
+            got = self._index_entries[index_manifest] = decode_index_manifest(data, index_manifest)
+        return got
+
     # --------------------------------------------------------------- plumbing
     def manifest_io(self) -> ManifestIO:
         opts = self.schema.core_options
@@ -155,8 +199,18 @@ class Table:
             table_name=self.name,
         )
 
-    def file_store_scan(self) -> FileStoreScan:
-        return FileStoreScan(self.manifest_io(), self.schema.types(list(self.schema.partition_keys)), self.name)
+    def file_store_scan(self, op: Op | None = None) -> FileStoreScan:
+        """A manifest scan; for an ``op``, the schema is checked now and what it scans before use."""
+        types = self.schema.types(list(self.schema.partition_keys))
+        if op is None:
+            return FileStoreScan(self.manifest_io(), types, self.name)
+        self.require(op)
+        postpone = bool(self.schema.primary_keys) and self.schema.core_options.bucket == -2
+        return FileStoreScan(
+            self.manifest_io(), types, self.name,
+            guard=lambda snap, entries: self._check_scanned(op, snap, entries),
+            real_buckets_only=postpone and op is Op.READ,
+        )
 
     def merge_function(self, schema: TableSchema | None = None) -> MergeFunction:
         schema = schema or self.schema
@@ -227,6 +281,7 @@ class Table:
         Raises `SnapshotNotFoundError` (and leaves no tag) when an expiration is removing, or has
         removed, the snapshot; `AlreadyExistsError` when another tag has the name.
         """
+        self.require(Op.TAG)
         snap = self.resolve_snapshot(snapshot_id)
         if snap is None:
             raise SnapshotNotFoundError(f"Cannot tag {self.name}: the table has no snapshot yet")
@@ -245,6 +300,7 @@ class Table:
 
     def delete_tag(self, name: str) -> None:
         """Remove a tag; files only it kept become orphans (see `remove_orphan_files`)."""
+        self.require(Op.TAG)
         self.tag_manager().delete(name)
 
     def tags(self) -> dict[str, Snapshot]:
@@ -307,6 +363,7 @@ class Table:
     ) -> pa.Table:
         """Incremental read: the changes of snapshots in ``(start, end]`` (ids or tag names), with a
         ``_row_kind`` column (+I, -U, +U, -D). ``source``: "delta", "changelog" or "auto"."""
+        self.require(Op.STREAM)
         return read_changes(self, start, end, source=source, columns=list(columns) if columns else None)  # type: ignore[arg-type]
 
     def stream(
@@ -319,11 +376,13 @@ class Table:
         position: int | None = None,
     ) -> StreamEnumerator:
         """A streaming read's enumerator (read its splits with `change_reader`)."""
+        self.require(Op.STREAM)
         ts = None if timestamp is None else _to_epoch_ms(timestamp)
         return StreamEnumerator(self, mode=mode, snapshot_id=snapshot_id, timestamp_ms=ts,  # type: ignore[arg-type]
                                 consumer_id=consumer_id, position=position)
 
     def change_reader(self, columns: Sequence[str] | None = None) -> ChangeReader:
+        self.require(Op.STREAM)
         return ChangeReader(self, list(columns) if columns else None)
 
     def remove_orphan_files(
@@ -339,6 +398,7 @@ class Table:
         """
         if (snapshot_id is None) == (tag is None):
             raise ValueError("rollback_to needs exactly one of snapshot_id or tag")
+        self.require(Op.ROLLBACK)
         sm = self.snapshot_manager
         if tag is not None:
             target = self.tag_manager().get(tag).snapshot
@@ -485,17 +545,26 @@ class Table:
         return self.snapshot_manager.snapshot(snapshot_id)
 
     def plan(
-        self, *, snapshot_id: int | None = None, filter: Any = None, snapshot: Snapshot | None = None
+        self,
+        *,
+        snapshot_id: int | None = None,
+        filter: Any = None,
+        snapshot: Snapshot | None = None,
+        op: Op = Op.READ,
     ) -> list[Split]:
-        """The splits (one per partition and bucket) a read of the snapshot consists of."""
+        """The splits (one per partition and bucket) a read of the snapshot consists of.
+
+        ``op`` is the operation the plan is for (a compaction plans with `Op.COMPACT`): the table and
+        the files planned are checked for it (`lake_assets.table_support`)."""
+        self.require(op)
         snap = snapshot if snapshot is not None else self.resolve_snapshot(snapshot_id)
         if snap is None:
             return []
         pred = Predicate.of(filter)
-        return self._plan(snap, pred)
+        return self._plan(snap, pred, op)
 
-    def _plan(self, snap: Snapshot, pred: Predicate | None) -> list[Split]:
-        scan = self.file_store_scan()
+    def _plan(self, snap: Snapshot, pred: Predicate | None, op: Op = Op.READ) -> list[Split]:
+        scan = self.file_store_scan(op)
         schema = self.schema
         pkeys = list(schema.partition_keys)
         partition_filter = None
@@ -587,6 +656,7 @@ class Table:
         tag: str | None = None,
         timestamp: datetime | int | str | None = None,
     ) -> Iterator[pa.Table]:
+        self.require(Op.READ)
         snap = self.resolve_snapshot(snapshot_id, tag=tag, timestamp=timestamp)
         schema = self._read_schema(snap, travel=(snapshot_id, tag, timestamp) != (None, None, None))
         if columns is not None:

@@ -57,6 +57,7 @@ from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.snapshot import CommitKind, Snapshot
 from lake_assets.spec.types import to_arrow_field
 from lake_assets.table_rules import check_engine_producer
+from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
     from lake_assets.options import CoreOptions
@@ -223,6 +224,7 @@ def plan_compaction(
 ) -> CompactionPlan:
     """Plan compaction units for every (partition, bucket) that needs one, from manifests only."""
     check_engine_producer(f"Cannot compact {table.name}", table.schema.core_options)
+    table.require(Op.COMPACT)
     snap = snapshot if snapshot is not None else table.latest_snapshot()
     if snap is None:
         return CompactionPlan(None)
@@ -230,7 +232,7 @@ def plan_compaction(
     if partitions is not None:
         specs = [dict(p) for p in partitions]
         filters = [[(k, "=", v) for k, v in spec.items()] for spec in specs] or None
-    splits = table.plan(snapshot=snap, filter=filters)
+    splits = table.plan(snapshot=snap, filter=filters, op=Op.COMPACT)
     commits = commits_since_last_compaction(table, snap) if not full else None
     tasks = []
     for split in splits:

@@ -24,6 +24,7 @@ from lake_assets.formats.data_file import FILE_SOURCE_APPEND
 from lake_assets.ops.changelog_manager import snapshot_or_changelog
 from lake_assets.spec.manifest import FileKind, ManifestEntry
 from lake_assets.spec.snapshot import Snapshot
+from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
     from lake_assets.table import Table
@@ -137,6 +138,7 @@ def expire_snapshots(
     ``delete_files`` replaces the batched deletes of data, changelog and manifest files (a Spark
     job spreads them over executors); it must delete all it is given before returning.
     """
+    table.require(Op.EXPIRE)
     opts = table.schema.core_options
     sm = table.snapshot_manager
     result = ExpireResult(dry_run=dry_run)
@@ -233,7 +235,7 @@ def _files_deleted_by(
     A file deleted in snapshot k was last live in k-1, so once every snapshot before k is gone no
     retained snapshot needs it. ``keep_entry`` exempts DELETE entries whose file must stay anyway.
     """
-    scan = table.file_store_scan()
+    scan = table.file_store_scan(Op.EXPIRE)  # refuses files it must not delete (external paths)
     paths: dict[str, None] = {}
     for snap in snaps:
         try:
@@ -400,6 +402,7 @@ def expire_changelogs(
     later snapshots deleted), then unused lists and manifests, then the changelog files, then the hint.
     ``expire_snapshots`` calls this after expiring snapshots.
     """
+    table.require(Op.EXPIRE)
     result = result if result is not None else ExpireResult(dry_run=dry_run)
     opts = table.schema.core_options
     changelogs = table.changelog_manager()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
 from lake_assets.spec.manifest import decode_index_manifest
+from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
     from lake_assets.table import Table
@@ -115,6 +116,7 @@ def remove_orphan_files(
     If any manifest cannot be read, nothing is deleted (a file that only an unreadable manifest
     names would otherwise look like an orphan).
     """
+    table.require(Op.ORPHANS)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     cutoff = now_ms - int(older_than.total_seconds() * 1000)
     refs = referenced_files(table)  # raises CorruptMetadataError: then we delete nothing

@@ -21,6 +21,9 @@ from lake_assets.spec.types import DataType
 PartitionPredicate = Callable[[tuple], bool]
 # A predicate over a (min, max) range per column, True = may match.
 RangePredicate = Callable[[Sequence[object], Sequence[object]], bool]
+# Told every list of entries a scan returns, with their snapshot, before the caller sees them: it
+# raises to refuse an operation whose files it cannot handle (see lake_assets/table_support.py).
+ScanGuard = Callable[[Snapshot, Sequence[ManifestEntry]], None]
 
 
 @dataclass
@@ -72,10 +75,17 @@ class FileStoreScan:
         manifest_io: ManifestIO,
         partition_types: Sequence[DataType],
         table_name: str = "table",
+        *,
+        guard: ScanGuard | None = None,
+        real_buckets_only: bool = False,
     ) -> None:
         self.manifest_io = manifest_io
         self.partition_types = list(partition_types)
         self.table_name = table_name
+        self.guard = guard
+        # Batch reads of postpone-bucket tables skip bucket -2 files, as Paimon readers do: their
+        # rows are not visible until a compaction assigns them a bucket.
+        self.real_buckets_only = real_buckets_only
         self._partition_cache: dict[bytes, tuple] = {}
 
     def partition_values(self, partition: bytes) -> tuple:
@@ -129,7 +139,15 @@ class FileStoreScan:
                 ]
                 for entries in entry_lists
             ]
-        return merge_entries(entry_lists, self.table_name)
+        live = merge_entries(entry_lists, self.table_name)
+        if self.real_buckets_only:
+            live = [e for e in live if e.bucket >= 0]
+        return self._guarded(snapshot, live)
+
+    def _guarded(self, snapshot: Snapshot, entries: list[ManifestEntry]) -> list[ManifestEntry]:
+        if self.guard is not None:
+            self.guard(snapshot, entries)
+        return entries
 
     def splits(self, entries: Sequence[ManifestEntry]) -> list[Split]:
         """Group entries by (partition, bucket), ordered by partition values then bucket."""
@@ -145,13 +163,13 @@ class FileStoreScan:
     def delta_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
         """The entries a snapshot added or removed (its delta manifest list), unmerged."""
         metas = self.manifest_io.read_manifest_list(snapshot.delta_manifest_list)
-        return [e for entries in self.manifest_io.read_manifests(metas) for e in entries]
+        return self._guarded(snapshot, [e for entries in self.manifest_io.read_manifests(metas) for e in entries])
 
     def changelog_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
         if not snapshot.changelog_manifest_list:
             return []
         metas = self.manifest_io.read_manifest_list(snapshot.changelog_manifest_list)
-        return [e for entries in self.manifest_io.read_manifests(metas) for e in entries]
+        return self._guarded(snapshot, [e for entries in self.manifest_io.read_manifests(metas) for e in entries])
 
     def max_sequence_numbers(self, snapshot: Snapshot | None) -> dict[tuple[bytes, int], int]:
         """Per (partition, bucket), the highest sequence number of its live files."""

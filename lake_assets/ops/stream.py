@@ -33,6 +33,7 @@ from lake_assets.ops.read import SplitReader, missing_file_error
 from lake_assets.ops.scan import Split
 from lake_assets.spec.manifest import DataFileMeta, FileKind
 from lake_assets.spec.snapshot import CommitKind, Snapshot
+from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
     from lake_assets.table import Table
@@ -81,7 +82,7 @@ def _group(snapshot_id: int, entries: list, kind: str, scan) -> list[ChangeSplit
 
 def snapshot_changes(table: Table, snap: Snapshot, source: ChangeSource = "auto") -> list[ChangeSplit]:
     """The change splits one snapshot contributes (see the module docstring)."""
-    scan = table.file_store_scan()
+    scan = table.file_store_scan(Op.STREAM)
     producer = table.schema.core_options.changelog_producer
     use_changelog = source == "changelog" or (source == "auto" and producer != "none")
     if use_changelog:

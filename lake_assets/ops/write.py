@@ -36,6 +36,7 @@ from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.partition import partition_path
 from lake_assets.table_rules import check_engine_producer
+from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
     from lake_assets.options import CoreOptions
@@ -85,6 +86,7 @@ class TableWriter:
     def __init__(
         self, table: Table, commit_user: str, *, write_only: bool = False, ignore_previous_files: bool = False
     ) -> None:
+        table.require(Op.WRITE)
         self.table = table
         # Paimon's ignorePreviousFiles (set for overwrites): buckets start without their live files
         self.ignore_previous_files = ignore_previous_files
@@ -248,7 +250,7 @@ class TableWriter:
         self._max_sequences = defaultdict(lambda: -1)
         if snap is None:
             return
-        for e in self.table.file_store_scan().live_entries(snap):
+        for e in self.table.file_store_scan(Op.WRITE).live_entries(snap):
             k = (e.partition, e.bucket)
             if not self.ignore_previous_files:
                 self._live_files.setdefault(k, []).append(e.file)

@@ -1,0 +1,295 @@
+"""Which operations lake_assets may run on a table, from what the table carries on storage.
+
+A table written by another engine can carry properties lake_assets does not implement: a bucket
+mode, a file format, deletion vectors, row tracking, an option a newer Paimon added. Running an
+operation that depends on such a property would misread the table or corrupt it for every other
+engine, so each operation first asks this module, and an operation that is refused fails with
+`UnsupportedFeatureError` naming the property, before it reads, writes or deletes anything.
+
+The rules are pure functions of what the table carries:
+
+* `schema_refusals` - the schema: options, bucket mode. Checked per operation (`Table.require`),
+  at no I/O cost beyond the schema the table already loaded.
+* `entry_refusals` - the manifest entries an operation scans: data file formats (by extension, as
+  Paimon readers choose the format), ``bucket-postpone`` files, row-tracking and data-evolution
+  fields of DataFileMeta, external paths. Checked where the operation scans its manifests, before
+  it acts (`FileStoreScan`'s guard).
+* `index_refusals` - the snapshot's index manifest: deletion vectors, hash indexes, other types.
+
+Each refusal lists the operations it blocks: what lake_assets implements is allowed, anything else
+is refused. Reads stay allowed where their result is provably what Paimon readers return.
+
+Options a table carries that lake_assets does not know (a newer Paimon's, say) follow one rule:
+writes and every maintenance operation (compact, expire, orphan removal, rollback) are refused,
+because we cannot know what the option means for the files they create or delete; reads are
+allowed only for keys listed in `READ_HARMLESS_KEYS` / `READ_HARMLESS_PREFIXES` (options that steer
+writers, compaction, retention, catalogs or engines but never which rows a read returns), and
+refused otherwise. Tags and schema changes stay allowed: a tag only copies a snapshot, and a
+schema change is how a user removes the option.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+from lake_assets.errors import UnsupportedFeatureError
+from lake_assets.options import FIELD_OPTION, KNOWN_OPTIONS, LAKE_ASSETS_OPTIONS, UNSUPPORTED_VALUES, CoreOptions
+from lake_assets.spec.manifest import IndexManifestEntry, ManifestEntry
+from lake_assets.spec.schema import TableSchema
+
+
+class Op(Enum):
+    """Operations a table is checked for; the value is the verb of the error message."""
+
+    READ = "read"
+    STREAM = "stream from"
+    WRITE = "write to"
+    COMPACT = "compact"
+    EXPIRE = "expire snapshots of"
+    ORPHANS = "remove orphan files of"
+    TAG = "tag"
+    ROLLBACK = "roll back"
+    SCHEMA_CHANGE = "alter"
+
+
+READS = frozenset({Op.READ, Op.STREAM})
+# Operations that read or write data files.
+DATA = frozenset({Op.READ, Op.STREAM, Op.WRITE, Op.COMPACT})
+# Operations that create or delete files from what the table's metadata says.
+MAINTENANCE = frozenset({Op.WRITE, Op.COMPACT, Op.EXPIRE, Op.ORPHANS, Op.ROLLBACK})
+# Data operations plus those that compute data file paths to delete or keep.
+PATHS = DATA | {Op.EXPIRE, Op.ORPHANS}
+
+POSTPONE_BUCKET = -2
+DATA_FILE_FORMAT = "parquet"
+# Compression suffixes Paimon may put before the format extension (file.suffix.include.compression).
+_COMPRESSION_SUFFIXES = frozenset({"zstd", "snappy", "gzip", "gz", "lz4", "lzo", "brotli", "zst"})
+
+# Options a newer Paimon may carry that never change which rows a read returns: they steer
+# writers, compaction, retention, lookups, catalogs or engines. Unknown keys outside these lists
+# refuse reads too (see the module docstring).
+READ_HARMLESS_KEYS: frozenset[str] = frozenset({
+    "owner", "comment", "bucket-append-ordered", "lookup-compact", "lookup-wait", "sequence.snapshot-ordering",
+    "deletion-vectors.bitmap64", "deletion-vectors.merge-on-read", "deletion-vectors.index-file.target-size",
+    "metadata.stats-dense-store", "metadata.stats-keep-first-n-columns", "target-file-row-num",
+    "record-level.expire-time", "write-manifest-cache", "force-lookup", "async-file-write",
+})
+READ_HARMLESS_PREFIXES: tuple[str, ...] = (
+    "sink.", "lookup.", "dynamic-bucket.", "postpone.", "tag.", "partition.expiration", "partition.timestamp",
+    "partition.mark-done", "snapshot.", "consumer.", "compaction.", "changelog.", "manifest.", "commit.",
+    "write-", "parquet.", "orc.", "avro.", "file-index.", "full-compaction.", "num-sorted-run.", "local-merge",
+    "cross-partition-upsert.", "metastore.", "client-pool", "cache-", "spill-", "sort-", "page-",
+    "read.batch-size", "source.", "streaming-read-", "continuous.", "scan.",
+)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A property of a table that blocks some operations."""
+
+    property: str
+    why: str
+    ops: frozenset[Op]
+
+    def blocks(self, op: Op) -> bool:
+        return op in self.ops
+
+
+def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
+    pk = bool(schema.primary_keys)
+    if pk and bucket > 0:
+        return []
+    if not pk and bucket == -1:
+        return []
+    if pk and bucket == POSTPONE_BUCKET:
+        return [Refusal(
+            "bucket mode postpone (bucket = -2)",
+            "rows wait in bucket-postpone until a Paimon compaction assigns their bucket, which lake_assets "
+            "cannot do; batch reads skip them as Paimon readers do",
+            frozenset({Op.WRITE, Op.COMPACT, Op.STREAM}),
+        )]
+    if pk and bucket == -1:
+        return [Refusal(
+            "dynamic bucket mode (bucket = -1 with a primary key)",
+            "writing needs the hash index that assigns keys to buckets; reads and compaction are supported",
+            frozenset({Op.WRITE}),
+        )]
+    if not pk and bucket > 0:
+        return [Refusal(
+            f"fixed-bucket append table (bucket = {bucket})",
+            "append tables are written and compacted only with bucket = -1 (bucket unaware)",
+            frozenset({Op.WRITE, Op.COMPACT}),
+        )]
+    kind = "primary-key" if pk else "append"
+    return [Refusal(f"bucket = {bucket} on a {kind} table", "this bucket mode is not implemented", DATA)]
+
+
+def _is_true(value: str | None) -> bool:
+    return str(value).strip().lower() == "true"
+
+
+def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
+    out: list[Refusal] = []
+    for key, (allowed, why) in UNSUPPORTED_VALUES.items():
+        value = options.get(key)
+        if value is None or str(value).strip().lower() in allowed:
+            continue
+        if key == "file.format":
+            ops = DATA
+        elif key == "deletion-vectors.enabled":
+            ops = DATA
+            why = "deletion vectors are not implemented (reads would return deleted rows)"
+        elif key == "partition.legacy-name":
+            ops = PATHS  # partition directories would be computed wrongly: orphans would delete live files
+        elif key == "file.suffix.include.compression":
+            ops = frozenset({Op.WRITE, Op.COMPACT})
+        else:
+            ops = DATA
+        out.append(Refusal(f"option {key} = {value!r}", why, ops))
+    feature = {
+        "row-tracking.enabled": (_is_true, "row tracking is not implemented (writes and compaction must "
+                                 "assign and keep row ids)", frozenset({Op.WRITE, Op.COMPACT})),
+        "data-evolution.enabled": (_is_true, "data evolution is not implemented (rows are spread over "
+                                   "files of column subsets)", DATA),
+        "file.format.per.level": (bool, "per-level file formats are not implemented",
+                                  frozenset({Op.WRITE, Op.COMPACT})),
+        "changelog-file.format": (lambda v: str(v).strip().lower() != DATA_FILE_FORMAT,
+                                  "only Parquet changelog files are implemented", frozenset({Op.WRITE, Op.COMPACT})),
+        "data-file.path-directory": (bool, "data files in a sub-directory are not implemented", PATHS),
+        "data-file.external-paths": (bool, "writing data files to external paths is not implemented",
+                                     frozenset({Op.WRITE, Op.COMPACT})),
+    }
+    for key, (active, why, ops) in feature.items():
+        value = options.get(key)
+        if value is not None and active(value):
+            out.append(Refusal(f"option {key} = {value!r}", why, ops))
+    for key, value in options.items():
+        if is_known_option(key) or key in feature:
+            continue
+        ops = MAINTENANCE if is_read_harmless(key) else MAINTENANCE | READS
+        out.append(Refusal(
+            f"option {key} = {value!r}",
+            "lake_assets does not know this option (a newer Paimon's?) and cannot tell what it means for "
+            "the files it would write or delete",
+            ops,
+        ))
+    return out
+
+
+def is_known_option(key: str) -> bool:
+    """Whether lake_assets implements (or deliberately refuses) this option key."""
+    return (key in KNOWN_OPTIONS or key in LAKE_ASSETS_OPTIONS or key in UNSUPPORTED_VALUES
+            or FIELD_OPTION.match(key) is not None)
+
+
+def is_read_harmless(key: str) -> bool:
+    """Whether an option we do not implement provably leaves batch and streaming reads unchanged."""
+    return key in READ_HARMLESS_KEYS or key.startswith(READ_HARMLESS_PREFIXES)
+
+
+def schema_refusals(schema: TableSchema) -> list[Refusal]:
+    """The refusals that follow from the schema alone (options, bucket mode). Pure."""
+    options = schema.options
+    bucket = schema.core_options.bucket
+    return _bucket_refusals(schema, bucket) + _option_refusals(options)
+
+
+def validate_open(schema: TableSchema) -> None:
+    """Checks that make a table unusable for every operation: malformed option values, engines and
+    changelog producers we do not implement (raised as before). Options handled per operation here
+    are left out, so that e.g. an ORC table can still be tagged or expired."""
+    rest = {k: v for k, v in schema.options.items() if k not in UNSUPPORTED_VALUES}
+    CoreOptions(rest, has_primary_key=bool(schema.primary_keys)).validate(
+        field_names=schema.field_names, strict=False
+    )
+
+
+def data_file_format(file_name: str) -> str:
+    """The format Paimon readers pick for a data file: its last extension, or the one before a
+    compression suffix (docs/format.md §1)."""
+    parts = file_name.lower().split(".")
+    if len(parts) < 2:
+        return ""
+    if parts[-1] in _COMPRESSION_SUFFIXES and len(parts) >= 3:
+        return parts[-2]
+    return parts[-1]
+
+
+def entry_refusals(entries: Iterable[ManifestEntry]) -> list[Refusal]:
+    """Refusals for what manifest entries show (one per kind, naming the first file). Pure."""
+    found: dict[str, Refusal] = {}
+
+    def add(kind: str, prop: str, why: str, ops: frozenset[Op]) -> None:
+        if kind not in found:
+            found[kind] = Refusal(prop, why, ops)
+
+    for e in entries:
+        f = e.file
+        fmt = data_file_format(f.file_name)
+        if fmt != DATA_FILE_FORMAT:
+            add(f"format:{fmt}", f"data file format {fmt or '(none)'!r} (file {f.file_name})",
+                "only Parquet data files are implemented", DATA)
+        if e.bucket == POSTPONE_BUCKET:
+            add("postpone", f"postpone bucket files (bucket-postpone, e.g. {f.file_name})",
+                "their rows wait for a Paimon compaction to assign buckets", DATA)
+        elif e.bucket < 0:
+            add("bucket", f"bucket {e.bucket} (file {f.file_name})", "negative buckets are not implemented", DATA)
+        if f.write_cols is not None:
+            add("write_cols", f"data-evolution files (_WRITE_COLS, e.g. {f.file_name})",
+                "files holding a subset of the columns are not implemented", DATA)
+        if f.first_row_id is not None:
+            add("row_id", f"row tracking (_FIRST_ROW_ID, e.g. {f.file_name})",
+                "writes and compaction would not keep row ids", frozenset({Op.WRITE, Op.COMPACT}))
+        if f.external_path:
+            add("external", f"external data file paths (_EXTERNAL_PATH, e.g. {f.external_path})",
+                "lake_assets never deletes outside the table directory", frozenset({Op.EXPIRE}))
+    return list(found.values())
+
+
+def index_refusals(entries: Iterable[IndexManifestEntry], schema: TableSchema) -> list[Refusal]:
+    """Refusals for the index files a snapshot carries. Pure."""
+    found: dict[str, Refusal] = {}
+    dynamic = bool(schema.primary_keys) and schema.core_options.bucket == -1
+    for e in entries:
+        t = e.index_type
+        if t in found:
+            continue
+        if t == "HASH":
+            # the dynamic-bucket key index: reads and compaction leave keys in their buckets
+            why = "writes would have to maintain the hash index of dynamic bucket mode"
+            found[t] = Refusal("hash index files (HASH)", why,
+                               frozenset({Op.WRITE}) if dynamic else frozenset({Op.WRITE, Op.COMPACT}))
+        elif t == "DELETION_VECTORS":
+            found[t] = Refusal("deletion vector index files (DELETION_VECTORS)",
+                               "deletion vectors are not implemented (reads would return deleted rows)", DATA)
+        else:
+            found[t] = Refusal(f"index type {t!r}", "this index type is not implemented", DATA)
+    return list(found.values())
+
+
+def refuse(name: str, op: Op, refusals: Iterable[Refusal]) -> None:
+    """Raise `UnsupportedFeatureError` if any refusal blocks ``op`` on table ``name``."""
+    blocking = [r for r in refusals if r.blocks(op)]
+    if not blocking:
+        return
+    text = "; also ".join(f"{r.property} is not supported; {r.why}" for r in blocking)
+    raise UnsupportedFeatureError(f"Cannot {op.value} {name}: {text}")
+
+
+__all__ = [
+    "DATA",
+    "MAINTENANCE",
+    "READS",
+    "Op",
+    "Refusal",
+    "data_file_format",
+    "entry_refusals",
+    "index_refusals",
+    "is_known_option",
+    "is_read_harmless",
+    "refuse",
+    "schema_refusals",
+    "validate_open",
+]
