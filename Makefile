@@ -1,7 +1,7 @@
 # lake_assets developer entry points.
 #
 #   make venv         .venv: lake_assets (editable) + dev tools
-#   make venv-paimon  .venv-paimon: pypaimon (pins an old pyarrow; only driven by subprocess from tests)
+#   make venv-paimon  .venv-paimon: pypaimon and pypaimon-rust (pins an old pyarrow; driven by subprocess from tests)
 #   make test         lint + pytest (needs both venvs; interop tests fail instead of skipping when CI is set)
 #   make lint         ruff check
 #   make java-oracle  fetch Paimon Java 0.9 (pinned sdist) and compile the test oracle into .cache/paimon-java
@@ -20,11 +20,12 @@ SHELL := /bin/bash
 PYTHON ?= python3
 PAIMON_VERSION ?= 2.1.0
 PAIMON_PYARROW ?= 19.0.1
+PAIMON_RUST_VERSION ?= 0.4.0
 
 VENV := .venv
 VENV_PAIMON := .venv-paimon
 VENV_STAMP := $(VENV)/.installed
-PAIMON_STAMP := $(VENV_PAIMON)/.installed-pypaimon-$(PAIMON_VERSION)
+PAIMON_STAMP := $(VENV_PAIMON)/.installed-pypaimon-$(PAIMON_VERSION)-rust-$(PAIMON_RUST_VERSION)
 LINT_PATHS = $(wildcard lake_assets jobs tests bench)
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
@@ -58,7 +59,8 @@ $(VENV_STAMP): pyproject.toml | $(VENV)/bin/python
 
 $(PAIMON_STAMP): | $(VENV_PAIMON)/bin/python
 	$(VENV_PAIMON)/bin/python -m pip install --upgrade pip
-	$(VENV_PAIMON)/bin/python -m pip install 'pypaimon==$(PAIMON_VERSION)' 'pyarrow==$(PAIMON_PYARROW)'
+	$(VENV_PAIMON)/bin/python -m pip install 'pypaimon==$(PAIMON_VERSION)' 'pyarrow==$(PAIMON_PYARROW)' \
+		'pypaimon-rust==$(PAIMON_RUST_VERSION)'
 	rm -f $(VENV_PAIMON)/.installed-pypaimon-*
 	touch $@
 

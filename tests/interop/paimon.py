@@ -23,6 +23,7 @@ from tests.vectors import VECTORS_DIR
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("paimon_driver.py")
+RUST_DRIVER = Path(__file__).with_name("paimon_rust_driver.py")
 DEFAULT_PYTHON = REPO_ROOT / ".venv-paimon" / "bin" / "python"
 DEFAULT_TIMEOUT = 180.0
 
@@ -44,6 +45,8 @@ def read_ipc(path: str | os.PathLike[str]) -> pa.Table:
 class Pypaimon:
     """pypaimon 2.1.0 behind a subprocess boundary."""
 
+    driver = DRIVER
+
     def __init__(
         self, python: str | os.PathLike[str] | None = None, timeout: float = DEFAULT_TIMEOUT
     ) -> None:
@@ -56,7 +59,7 @@ class Pypaimon:
 
     def run(self, *args: str) -> str:
         """Run one driver subcommand; return its stdout or raise AssertionError with its stderr."""
-        cmd = [str(self.python), "-I", str(DRIVER), *args]
+        cmd = [str(self.python), "-I", str(self.driver), *args]
         env = {
             k: v
             for k, v in os.environ.items()
@@ -220,3 +223,29 @@ def copy_vector_warehouse(vector: str, dest: str | os.PathLike[str]) -> str:
     """Copy a test vector's ``warehouse`` to ``dest`` (which must not exist); return ``dest`` as str."""
     shutil.copytree(VECTORS_DIR / vector / "warehouse", dest)
     return str(dest)
+
+
+class PypaimonRust(Pypaimon):
+    """pypaimon-rust (Rust Paimon, same venv as pypaimon) behind a subprocess boundary: SQL in,
+    Arrow out (`paimon_rust_driver.py`)."""
+
+    driver = RUST_DRIVER
+
+    def available(self) -> bool:
+        """True when the venv's python exists and has ``pypaimon_rust``."""
+        if not super().available():
+            return False
+        proc = subprocess.run([str(self.python), "-I", "-c", "import pypaimon_rust"], capture_output=True, check=False)
+        return proc.returncode == 0
+
+    def sql(self, warehouse: str | os.PathLike[str], *statements: str) -> None:
+        """Run SQL statements against the catalog ``paimon`` over ``warehouse``, in order."""
+        args = ["sql", "--warehouse", str(warehouse)]
+        for s in statements:
+            args += ["--statement", s]
+        self.run(*args)
+
+    def read_rows(self, warehouse: str | os.PathLike[str], identifier: str) -> list[dict[str, Any]]:
+        """pypaimon-rust's batch read of the whole table, as row dicts (JSON values)."""
+        out = json.loads(self.run("read", "--warehouse", str(warehouse), "--table", identifier))
+        return [dict(zip(out["columns"], row, strict=True)) for row in out["rows"]]

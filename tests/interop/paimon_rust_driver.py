@@ -1,0 +1,80 @@
+"""Drive pypaimon-rust (Rust Paimon with Python bindings) from ``.venv-paimon`` for interop tests.
+
+Runs under ``.venv-paimon/bin/python`` only: it imports ``pypaimon_rust``, never ``lake_assets``.
+
+Subcommands::
+
+    sql   --warehouse W --statement SQL [--statement SQL ...]   (DDL/DML through its SQLContext;
+          the catalog is registered as ``paimon``)
+    read  --warehouse W --table db.t        (a batch read of every split, printed as JSON rows)
+
+Errors go to stderr with exit code 1 (2 for bad arguments).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from typing import Any
+
+import pyarrow as pa
+
+
+def context(warehouse: str) -> Any:
+    """A SQL context with the filesystem catalog ``paimon`` over ``warehouse``."""
+    from pypaimon_rust.datafusion import SQLContext
+
+    ctx = SQLContext()
+    ctx.register_catalog("paimon", {"warehouse": warehouse})
+    return ctx
+
+
+def cmd_sql(args: argparse.Namespace) -> None:
+    """Run each statement in order (a failing one stops the run)."""
+    ctx = context(args.warehouse)
+    for statement in args.statement:
+        ctx.sql(statement)
+
+
+def cmd_read(args: argparse.Namespace) -> None:
+    """Read every split of the table; print ``{"columns": [...], "rows": [[...], ...]}`` as JSON
+    (an empty read has no Arrow schema to ship, so rows travel as JSON; values must be JSON types)."""
+    from pypaimon_rust.datafusion import PaimonCatalog
+
+    db, _, name = args.table.partition(".")
+    table = PaimonCatalog({"warehouse": args.warehouse}).get_table((db, name))
+    builder = table.new_read_builder()
+    batches = builder.new_read().read(builder.new_scan().plan().splits())
+    columns = [f.name() for f in table.schema().fields()]
+    rows = [list(r.values()) for b in batches for r in pa.Table.from_batches([b]).select(columns).to_pylist()]
+    print(json.dumps({"columns": columns, "rows": rows}))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    parser = argparse.ArgumentParser(description="pypaimon-rust driver for lake_assets interop tests")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("sql")
+    p.add_argument("--warehouse", required=True)
+    p.add_argument("--statement", action="append", required=True)
+    p.set_defaults(func=cmd_sql)
+    p = sub.add_parser("read")
+    p.add_argument("--warehouse", required=True)
+    p.add_argument("--table", required=True, help="db.table")
+    p.set_defaults(func=cmd_read)
+    args = parser.parse_args(argv)
+    try:
+        args.func(args)
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        traceback.print_exc(file=sys.stderr)
+        print(f"paimon_rust_driver {args.command} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,242 @@
+"""What lake_assets refuses per operation (lake_assets/table_support.py): pure planner cases, and the
+refusals reaching `Table` before anything on storage changes (crafted metadata of our own tables)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from lake_assets import Catalog, UnsupportedFeatureError
+from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry, SimpleStats
+from lake_assets.spec.schema import TableSchema
+from lake_assets.spec.types import STRING_LENGTH, BigIntType, DataField, VarCharType
+from lake_assets.table_support import (
+    DATA,
+    Op,
+    data_file_format,
+    entry_refusals,
+    index_refusals,
+    refuse,
+    schema_refusals,
+)
+
+ALL_OPS = frozenset(Op)
+
+
+def schema(options: dict[str, str], *, pk: bool = True, version: int = 3) -> TableSchema:
+    fields = (DataField(0, "id", BigIntType(nullable=not pk)), DataField(1, "v", VarCharType(STRING_LENGTH)))
+    return TableSchema(0, fields, 1, (), ("id",) if pk else (), dict(options), version=version)
+
+
+def blocked(refusals) -> frozenset[Op]:
+    return frozenset(op for op in Op if any(r.blocks(op) for r in refusals))
+
+
+def entry(name: str = "data-a-0.parquet", *, bucket: int = 0, **file_fields) -> ManifestEntry:
+    meta = DataFileMeta(name, 100, 1, b"", b"", SimpleStats.EMPTY, SimpleStats.EMPTY, 0, 0, 0, 0, **file_fields)
+    return ManifestEntry(FileKind.ADD, b"", bucket, 2, meta)
+
+
+def index(kind: str) -> IndexManifestEntry:
+    return IndexManifestEntry(FileKind.ADD, b"", 0, kind, "index-x-0", 8, 2)
+
+
+# ----------------------------------------------------------------------------------- schema rules
+def test_supported_tables_refuse_nothing():
+    assert schema_refusals(schema({"bucket": "4", "file.format": "parquet"})) == []
+    assert schema_refusals(schema({"bucket": "-1"}, pk=False)) == []
+    # lake_assets' own options and per-field options are known
+    assert schema_refusals(schema({"bucket": "2", "compaction.parallelism": "2",
+                                   "fields.v.aggregate-function": "sum"})) == []
+
+
+@pytest.mark.parametrize(("options", "pk", "refused", "named"), [
+    # postpone: batch reads skip bucket-postpone (as Paimon readers); writes, compaction, streams refused
+    ({"bucket": "-2"}, True, {Op.WRITE, Op.COMPACT, Op.STREAM}, "bucket mode postpone (bucket = -2)"),
+    # Java's dynamic-bucket PK tables are read and compacted; writes need the hash index
+    ({"bucket": "-1"}, True, {Op.WRITE}, "dynamic bucket mode"),
+    ({}, True, {Op.WRITE}, "dynamic bucket mode"),  # bucket defaults to -1
+    ({"bucket": "3"}, False, {Op.WRITE, Op.COMPACT}, "fixed-bucket append table (bucket = 3)"),
+    ({"bucket": "0"}, True, DATA, "bucket = 0"),
+    ({"bucket": "2", "file.format": "orc"}, True, DATA, "option file.format = 'orc'"),
+    ({"bucket": "2", "file.format": "avro"}, True, DATA, "option file.format = 'avro'"),
+    ({"bucket": "2", "deletion-vectors.enabled": "true"}, True, DATA, "option deletion-vectors.enabled"),
+    # wrong partition paths would make orphan removal delete live files
+    ({"bucket": "2", "partition.legacy-name": "false"}, True, DATA | {Op.EXPIRE, Op.ORPHANS},
+     "partition.legacy-name"),
+    ({"bucket": "-1", "row-tracking.enabled": "true"}, False, {Op.WRITE, Op.COMPACT}, "row-tracking.enabled"),
+    ({"bucket": "-1", "row-tracking.enabled": "true", "data-evolution.enabled": "true"}, False, DATA,
+     "data-evolution.enabled"),
+    ({"bucket": "2", "file.format.per.level": "0:avro"}, True, {Op.WRITE, Op.COMPACT}, "file.format.per.level"),
+    ({"bucket": "2", "data-file.path-directory": "data"}, True, DATA | {Op.EXPIRE, Op.ORPHANS},
+     "data-file.path-directory"),
+])
+def test_schema_refusals_per_operation(options, pk, refused, named):
+    refusals = schema_refusals(schema(options, pk=pk))
+    assert blocked(refusals) == frozenset(refused)
+    assert any(named in r.property for r in refusals)
+
+
+def test_java_09_schema_without_file_format_means_orc():
+    # Paimon 0.9 wrote schema version 2 and defaulted to ORC: such a table's data is ORC
+    text = json.dumps({"version": 2, "id": 0, "fields": [{"id": 0, "name": "id", "type": "BIGINT NOT NULL"}],
+                       "highestFieldId": 0, "partitionKeys": [], "primaryKeys": ["id"],
+                       "options": {"bucket": "1"}, "timeMillis": 0})
+    refusals = schema_refusals(TableSchema.from_json(text.encode(), "schema-0"))
+    assert blocked(refusals) == DATA
+    assert "file.format = 'orc'" in refusals[0].property
+
+
+def test_unknown_option_refuses_maintenance_and_reads_unless_harmless():
+    future = schema_refusals(schema({"bucket": "2", "paimon.future-feature": "on"}))
+    assert blocked(future) == {Op.WRITE, Op.COMPACT, Op.EXPIRE, Op.ORPHANS, Op.ROLLBACK, Op.READ, Op.STREAM}
+    assert "option paimon.future-feature = 'on'" in future[0].property
+    # a key that only steers writers (sink.*) leaves reads alone, but still no maintenance
+    harmless = schema_refusals(schema({"bucket": "2", "sink.parallelism": "4"}))
+    assert blocked(harmless) == {Op.WRITE, Op.COMPACT, Op.EXPIRE, Op.ORPHANS, Op.ROLLBACK}
+    # tags and schema changes (the way to remove the option) stay allowed
+    assert Op.TAG not in blocked(future) and Op.SCHEMA_CHANGE not in blocked(future)
+
+
+def test_unknown_per_field_option_is_unknown():
+    refusals = schema_refusals(schema({"bucket": "2", "fields.v.some-new-thing": "x"}))
+    assert Op.COMPACT in blocked(refusals)
+
+
+# ---------------------------------------------------------------------------------- manifest rules
+@pytest.mark.parametrize(("name", "fmt"), [
+    ("data-a-0.parquet", "parquet"), ("data-a-0.orc", "orc"), ("data-a-0.avro", "avro"),
+    ("data-a-0.zstd.parquet", "parquet"), ("data-a-0.parquet.zstd", "parquet"), ("data-a-0", ""),
+    ("DATA-A-0.PARQUET", "parquet"),
+])
+def test_data_file_format_is_the_extension_paimon_readers_use(name, fmt):
+    assert data_file_format(name) == fmt
+
+
+def test_entry_refusals():
+    assert entry_refusals([entry(), entry("data-b-0.parquet", bucket=3)]) == []
+    avro = entry_refusals([entry("data-a-0.avro"), entry("data-b-0.avro")])
+    assert len(avro) == 1 and blocked(avro) == DATA and "'avro'" in avro[0].property
+    postpone = entry_refusals([entry(bucket=-2)])
+    assert blocked(postpone) == DATA and "bucket-postpone" in postpone[0].property
+    assert blocked(entry_refusals([entry(write_cols=("v",))])) == DATA
+    assert blocked(entry_refusals([entry(first_row_id=0)])) == {Op.WRITE, Op.COMPACT}
+    assert blocked(entry_refusals([entry(external_path="s3://elsewhere/data-a-0.parquet")])) == {Op.EXPIRE}
+
+
+def test_index_refusals():
+    dynamic, fixed = schema({"bucket": "-1"}), schema({"bucket": "2"})
+    assert blocked(index_refusals([index("HASH")], dynamic)) == {Op.WRITE}
+    assert blocked(index_refusals([index("HASH")], fixed)) == {Op.WRITE, Op.COMPACT}
+    assert blocked(index_refusals([index("DELETION_VECTORS")], fixed)) == DATA
+    assert blocked(index_refusals([index("BTREE_GLOBAL")], fixed)) == DATA
+
+
+def test_refuse_names_table_operation_and_property():
+    refusals = schema_refusals(schema({"bucket": "-2"}))
+    refuse("db.t", Op.READ, refusals)  # allowed: no error
+    with pytest.raises(UnsupportedFeatureError,
+                       match=r"^Cannot compact db\.t: bucket mode postpone \(bucket = -2\) is not supported; "):
+        refuse("db.t", Op.COMPACT, refusals)
+
+
+# ------------------------------------------------------------------ the Table refuses before acting
+def tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _set_options(table_dir: Path, extra: dict[str, str]) -> None:
+    """Rewrite the newest schema file as another engine would have left it (crafted metadata)."""
+    path = max((table_dir / "schema").glob("schema-*"), key=lambda p: int(p.name.split("-")[1]))
+    doc = json.loads(path.read_text())
+    doc["options"].update(extra)
+    path.write_text(json.dumps(doc))
+
+
+@pytest.fixture
+def crafted(tmp_path):
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    s = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    t = cat.create_table("db.t", s, primary_keys=["id"], options={"bucket": "2", "snapshot.num-retained.min": "1",
+                                                                   "snapshot.time-retained": "1 ms"})
+    for i in range(6):
+        t.write_arrow(pa.table({"id": [i, i + 1], "v": ["x", "y"]}, schema=s))
+    return cat, tmp_path / "wh" / "db.db" / "t", s
+
+
+MAINTENANCE_CALLS = {
+    "compact": lambda t, s: t.compact(full=True),
+    "expire": lambda t, s: t.expire_snapshots(retain_min=1, older_than=timedelta(0)),
+    "orphans": lambda t, s: t.remove_orphan_files(older_than=timedelta(0), dry_run=False),
+    "rollback": lambda t, s: t.rollback_to(snapshot_id=1),
+    "write": lambda t, s: t.write_arrow(pa.table({"id": [1], "v": ["z"]}, schema=s)),
+}
+
+
+@pytest.mark.parametrize("call", sorted(MAINTENANCE_CALLS))
+def test_future_option_refuses_maintenance_before_touching_the_table(crafted, call):
+    cat, table_dir, s = crafted
+    _set_options(table_dir, {"paimon.future-feature": "on"})
+    before = tree(table_dir)
+    t = cat.get_table("db.t")  # opening is fine: nothing is refused until an operation needs it
+    with pytest.raises(UnsupportedFeatureError, match=r"option paimon\.future-feature = 'on' is not supported"):
+        MAINTENANCE_CALLS[call](t, s)
+    assert tree(table_dir) == before
+
+
+def test_read_harmless_unknown_option_reads_but_does_not_compact(crafted):
+    cat, table_dir, s = crafted
+    expected = cat.get_table("db.t").to_arrow().sort_by("id")
+    _set_options(table_dir, {"sink.parallelism": "4"})
+    t = cat.get_table("db.t")
+    assert t.to_arrow().sort_by("id").equals(expected)
+    before = tree(table_dir)
+    with pytest.raises(UnsupportedFeatureError, match=r"Cannot compact db\.t: option sink\.parallelism"):
+        t.compact(full=True)
+    assert tree(table_dir) == before
+
+
+def test_orc_table_is_refused_for_data_but_can_be_tagged_and_expired(crafted):
+    cat, table_dir, s = crafted
+    _set_options(table_dir, {"file.format": "orc"})
+    t = cat.get_table("db.t")
+    before = tree(table_dir)
+    for op in (lambda: t.to_arrow(), lambda: list(t.to_batches()), lambda: t.compact(),
+               lambda: t.read_changes(1), lambda: t.new_writer("u")):
+        with pytest.raises(UnsupportedFeatureError, match=r"file\.format = 'orc' is not supported"):
+            op()
+    assert tree(table_dir) == before
+    # metadata-only operations do not depend on the data format
+    t.create_tag("keep", snapshot_id=2)
+    assert t.expire_snapshots(retain_min=1, older_than=timedelta(0)).expired_snapshots
+
+
+def test_files_in_another_format_are_refused_where_scanned(crafted):
+    """A table whose schema says Parquet but whose manifests list Avro files (an engine writing
+    with a dynamic file.format): refused when a scan finds them, before acting."""
+    cat, table_dir, s = crafted
+    t = cat.get_table("db.t")
+    snap = t.latest_snapshot()
+    live = t.file_store_scan().live_entries(snap)
+    renamed = [dataclasses.replace(e, file=dataclasses.replace(e.file, file_name=e.file.file_name[:-8] + ".avro"))
+               if i == 0 else e for i, e in enumerate(live)]
+    metas = t.manifest_io().write_manifests(renamed)
+    base, _ = t.manifest_io().write_manifest_list(metas)
+    empty, _ = t.manifest_io().write_manifest_list([])
+    forged = dataclasses.replace(snap, id=snap.id + 1, base_manifest_list=base, delta_manifest_list=empty)
+    (table_dir / "snapshot" / f"snapshot-{snap.id + 1}").write_text(forged.to_json())
+    before = tree(table_dir)
+    t = cat.get_table("db.t")
+    for op in (lambda: t.to_arrow(), lambda: t.compact(full=True),
+               lambda: t.write_arrow(pa.table({"id": [100], "v": ["z"]}, schema=s))):
+        with pytest.raises(UnsupportedFeatureError, match=r"data file format 'avro' \(file data-.*\.avro\)"):
+            op()
+    assert tree(table_dir) == before
+    # an older snapshot has only Parquet files: time travel to it still reads
+    assert t.to_arrow(snapshot_id=snap.id).num_rows == 7
