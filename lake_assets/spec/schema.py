@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lake_assets.errors import CorruptMetadataError
+from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
 from lake_assets.options import CoreOptions
 from lake_assets.spec.types import DataField, DataType, to_arrow_field
 
@@ -117,6 +117,8 @@ class TableSchema:
             )
         except CorruptMetadataError as exc:
             raise CorruptMetadataError(f"Schema file {name} is corrupt: {exc}") from exc
+        except UnsupportedFeatureError as exc:
+            raise UnsupportedFeatureError(f"Cannot use {name}: {exc}") from None
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptMetadataError(f"Schema file {name} is corrupt: {exc!r}") from exc
 

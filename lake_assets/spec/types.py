@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lake_assets.errors import CorruptMetadataError, SchemaError
+from lake_assets.errors import CorruptMetadataError, SchemaError, UnsupportedFeatureError
 
 STRING_LENGTH = 2147483647
 """Length of VARCHAR / VARBINARY that Paimon spells ``STRING`` / ``BYTES``."""
@@ -481,6 +481,7 @@ class _TypeParser:
             value = self.parse_type()
             self.expect(">")
             return MapType(key, value)
+        _refuse_newer_type(word)
         raise self.fail(f"unknown type name {word!r}")
 
 
@@ -502,6 +503,16 @@ _LENGTH_TYPES: dict[str, type[CharType | VarCharType | BinaryType | VarBinaryTyp
     "BINARY": BinaryType,
     "VARBINARY": VarBinaryType,
 }
+
+
+# Types newer Paimon versions write that lake_assets does not implement: a table using one is a
+# valid table we cannot handle, not corrupt metadata.
+NEWER_PAIMON_TYPES = frozenset({"VARIANT", "BLOB", "VECTOR", "GEOMETRY", "GEOGRAPHY"})
+
+
+def _refuse_newer_type(word: str) -> None:
+    if word.upper() in NEWER_PAIMON_TYPES:
+        raise UnsupportedFeatureError(f"type {word.upper()} (a newer Paimon type) is not supported")
 
 
 def _parse_string(text: str) -> DataType:
@@ -538,6 +549,7 @@ def _parse_object(obj: dict[str, Any]) -> DataType:
         raise CorruptMetadataError(f"Cannot parse type {obj!r}: missing key {e.args[0]!r}") from None
     except SchemaError as e:
         raise CorruptMetadataError(f"Cannot parse type {obj!r}: {e}") from None
+    _refuse_newer_type(str(kind))
     raise CorruptMetadataError(f"Cannot parse type {obj!r}: unknown type {kind!r}")
 
 

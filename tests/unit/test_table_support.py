@@ -191,7 +191,7 @@ def test_future_option_refuses_maintenance_before_touching_the_table(crafted, ca
 
 
 def test_read_harmless_unknown_option_reads_but_does_not_compact(crafted):
-    cat, table_dir, s = crafted
+    cat, table_dir, _s = crafted
     expected = cat.get_table("db.t").to_arrow().sort_by("id")
     _set_options(table_dir, {"sink.parallelism": "4"})
     t = cat.get_table("db.t")
@@ -203,7 +203,7 @@ def test_read_harmless_unknown_option_reads_but_does_not_compact(crafted):
 
 
 def test_orc_table_is_refused_for_data_but_can_be_tagged_and_expired(crafted):
-    cat, table_dir, s = crafted
+    cat, table_dir, _s = crafted
     _set_options(table_dir, {"file.format": "orc"})
     t = cat.get_table("db.t")
     before = tree(table_dir)
@@ -240,3 +240,17 @@ def test_files_in_another_format_are_refused_where_scanned(crafted):
     assert tree(table_dir) == before
     # an older snapshot has only Parquet files: time travel to it still reads
     assert t.to_arrow(snapshot_id=snap.id).num_rows == 7
+
+
+@pytest.mark.parametrize("type_json", ["VARIANT", "BLOB NOT NULL", "VECTOR<FLOAT, 3>", {"type": "GEOMETRY"}])
+def test_newer_paimon_types_are_refused_when_opened_not_called_corrupt(crafted, type_json):
+    cat, table_dir, _s = crafted
+    path = table_dir / "schema" / "schema-0"
+    doc = json.loads(path.read_text())
+    doc["fields"].append({"id": 2, "name": "x", "type": type_json})
+    doc["highestFieldId"] = 2
+    path.write_text(json.dumps(doc))
+    before = tree(table_dir)
+    with pytest.raises(UnsupportedFeatureError, match=r"schema-0 of db\.t: type [A-Z]+ \(a newer Paimon type\)"):
+        cat.get_table("db.t")
+    assert tree(table_dir) == before
