@@ -227,6 +227,10 @@ def entry_refusals(entries: Iterable[ManifestEntry]) -> list[Refusal]:
 
     for e in entries:
         f = e.file
+        # the common case first: this runs over every entry a read plans
+        if (e.bucket >= 0 and f.file_name.endswith(".parquet") and f.write_cols is None
+                and f.first_row_id is None and not f.external_path):
+            continue
         fmt = data_file_format(f.file_name)
         if fmt != DATA_FILE_FORMAT:
             add(f"format:{fmt}", f"data file format {fmt or '(none)'!r} (file {f.file_name})",

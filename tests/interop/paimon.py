@@ -249,3 +249,10 @@ class PypaimonRust(Pypaimon):
         """pypaimon-rust's batch read of the whole table, as row dicts (JSON values)."""
         out = json.loads(self.run("read", "--warehouse", str(warehouse), "--table", identifier))
         return [dict(zip(out["columns"], row, strict=True)) for row in out["rows"]]
+
+    def write_fixed_bucket(self, warehouse: str | os.PathLike[str], identifier: str, data: pa.Table) -> None:
+        """One commit into a postpone table's real buckets (its fixed-bucket write builder)."""
+        with tempfile.TemporaryDirectory(prefix="pypaimon-rust-") as tmp:
+            path = Path(tmp) / "data.arrow"
+            write_ipc(data, path)
+            self.run("write-fixed-bucket", "--warehouse", str(warehouse), "--table", identifier, "--data", str(path))

@@ -7,6 +7,9 @@ Subcommands::
     sql   --warehouse W --statement SQL [--statement SQL ...]   (DDL/DML through its SQLContext;
           the catalog is registered as ``paimon``)
     read  --warehouse W --table db.t        (a batch read of every split, printed as JSON rows)
+    write-fixed-bucket --warehouse W --table db.t --data batch.arrow
+          (one commit through the postpone table's real-bucket writer, into bucket-<n> directories
+          as ``postpone.default-bucket-num`` says, not into bucket-postpone)
 
 Errors go to stderr with exit code 1 (2 for bad arguments).
 """
@@ -52,6 +55,24 @@ def cmd_read(args: argparse.Namespace) -> None:
     print(json.dumps({"columns": columns, "rows": rows}))
 
 
+def cmd_write_fixed_bucket(args: argparse.Namespace) -> None:
+    """Write and commit an Arrow IPC stream file with the postpone fixed-bucket write builder."""
+    from pypaimon_rust.datafusion import PaimonCatalog
+
+    with pa.ipc.open_stream(args.data) as reader:
+        data = reader.read_all()
+    db, _, name = args.table.partition(".")
+    table = PaimonCatalog({"warehouse": args.warehouse}).get_table((db, name))
+    builder = table.new_postpone_fixed_bucket_write_builder()
+    writer = builder.new_write()
+    try:
+        for batch in data.to_batches():
+            writer.write_arrow(batch)
+        builder.new_commit().commit(writer.prepare_commit())
+    finally:
+        writer.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     parser = argparse.ArgumentParser(description="pypaimon-rust driver for lake_assets interop tests")
@@ -64,6 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warehouse", required=True)
     p.add_argument("--table", required=True, help="db.table")
     p.set_defaults(func=cmd_read)
+    p = sub.add_parser("write-fixed-bucket")
+    p.add_argument("--warehouse", required=True)
+    p.add_argument("--table", required=True, help="db.table")
+    p.add_argument("--data", required=True)
+    p.set_defaults(func=cmd_write_fixed_bucket)
     args = parser.parse_args(argv)
     try:
         args.func(args)

@@ -1,8 +1,8 @@
 """Tables other engines write with properties lake_assets does not implement are refused per
 operation, before anything on storage changes; the reads that stay allowed agree with Paimon's.
 
-The tables are written once per session by the real engines (pypaimon 2.1 and pypaimon-rust, both
-in ``.venv-paimon``); each test works on its own copy.
+The tables are written by the real engines (pypaimon 2.1 and pypaimon-rust, both in ``.venv-paimon``),
+each once per session when a test first needs it; each test works on its own copy.
 """
 
 from __future__ import annotations
@@ -51,32 +51,67 @@ def rust() -> PypaimonRust:
     return driver
 
 
+class EngineTables:
+    """The tables, each written by its engine on first use (two commits each; the second updates
+    half the keys) into one session warehouse."""
+
+    def __init__(self, pypaimon: Pypaimon, rust: PypaimonRust, root: Path) -> None:
+        self.pypaimon, self.rust, self.root = pypaimon, rust, root
+        self.built: set[str] = set()
+
+    def build(self, name: str) -> None:
+        wh, ident = self.root, f"db.{name}"
+        if name in PYPAIMON_TABLES:
+            pks, options = PYPAIMON_TABLES[name]
+            self.pypaimon.create_table(wh, ident, SCHEMA, primary_keys=pks, options=options)
+            self.pypaimon.write(wh, ident, batch(range(30), "a"))
+            # one engine writing with a dynamic file.format: the schema says Parquet, a commit adds Avro
+            extra = {"file.format": "avro"} if name == "mixed_formats" else None
+            self.pypaimon.write(wh, ident, batch(range(15, 45), "b"), options=extra)
+        elif name == "rust_postpone":
+            self.rust.sql(
+                wh,
+                "CREATE SCHEMA IF NOT EXISTS paimon.db",
+                "CREATE TABLE paimon.db.rust_postpone (id BIGINT NOT NULL, v STRING, PRIMARY KEY (id) NOT ENFORCED) "
+                "WITH ('bucket' = '-2')",
+                "INSERT INTO paimon.db.rust_postpone VALUES " + ", ".join(f"({i}, 'a{i}')" for i in range(30)),
+                "INSERT INTO paimon.db.rust_postpone VALUES " + ", ".join(f"({i}, 'b{i}')" for i in range(15, 45)),
+            )
+        elif name == "rust_postpone_fixed":
+            self.rust.sql(
+                wh,
+                "CREATE SCHEMA IF NOT EXISTS paimon.db",
+                "CREATE TABLE paimon.db.rust_postpone_fixed (id BIGINT NOT NULL, v STRING, "
+                "PRIMARY KEY (id) NOT ENFORCED) WITH ('bucket' = '-2', 'postpone.default-bucket-num' = '3')",
+            )
+            # rows in real buckets (written through the fixed-bucket writer), then more in bucket-postpone
+            self.rust.write_fixed_bucket(wh, ident, batch(range(30), "a"))
+            self.rust.write_fixed_bucket(wh, ident, batch(range(15, 45), "b"))
+            rows = ", ".join(f"({i}, 'c{i}')" for i in range(40, 50))
+            self.rust.sql(wh, f"INSERT INTO paimon.{ident} VALUES {rows}")
+        else:
+            raise KeyError(name)
+
+    def copy(self, name: str, dest: Path) -> Path:
+        """A fresh warehouse at ``dest`` holding a copy of table ``name``."""
+        if name not in self.built:
+            self.build(name)
+            self.built.add(name)
+        shutil.copytree(self.root / "db.db" / name, dest / "db.db" / name)
+        return dest
+
+
 @pytest.fixture(scope="session")
-def source_warehouse(pypaimon: Pypaimon, rust: PypaimonRust, tmp_path_factory) -> Path:
-    """Every table, written by the engines (two commits each; the second updates half the keys)."""
-    wh = tmp_path_factory.mktemp("engines") / "warehouse"
-    wh.mkdir()
-    for name, (pks, options) in PYPAIMON_TABLES.items():
-        pypaimon.create_table(wh, f"db.{name}", SCHEMA, primary_keys=pks, options=options)
-        pypaimon.write(wh, f"db.{name}", batch(range(30), "a"))
-        # one engine writing with a dynamic file.format: the schema says Parquet, a commit adds Avro
-        extra = {"file.format": "avro"} if name == "mixed_formats" else None
-        pypaimon.write(wh, f"db.{name}", batch(range(15, 45), "b"), options=extra)
-    rust.sql(
-        wh,
-        "CREATE TABLE paimon.db.rust_postpone (id BIGINT NOT NULL, v STRING, PRIMARY KEY (id) NOT ENFORCED) "
-        "WITH ('bucket' = '-2')",
-        "INSERT INTO paimon.db.rust_postpone VALUES " + ", ".join(f"({i}, 'a{i}')" for i in range(30)),
-        "INSERT INTO paimon.db.rust_postpone VALUES " + ", ".join(f"({i}, 'b{i}')" for i in range(15, 45)),
-    )
-    return wh
+def engine_tables(pypaimon: Pypaimon, rust: PypaimonRust, tmp_path_factory) -> EngineTables:
+    root = tmp_path_factory.mktemp("engines") / "warehouse"
+    root.mkdir()
+    return EngineTables(pypaimon, rust, root)
 
 
 @pytest.fixture
-def warehouse(source_warehouse: Path, tmp_path: Path) -> Path:
-    dest = tmp_path / "warehouse"
-    shutil.copytree(source_warehouse, dest)
-    return dest
+def table_copy(engine_tables: EngineTables, tmp_path: Path) -> Callable[[str], Path]:
+    """``table_copy(name)``: a warehouse of this test's own holding a copy of the engine's table."""
+    return lambda name: engine_tables.copy(name, tmp_path / "warehouse")
 
 
 def tree(root: Path) -> dict[str, bytes]:
@@ -125,10 +160,11 @@ POSTPONE = r"bucket mode postpone \(bucket = -2\) is not supported"
 
 
 @pytest.mark.parametrize("name", ["postpone_avro", "postpone_parquet", "rust_postpone"])
-def test_postpone_bucket_tables(warehouse, name, pypaimon, rust):
+def test_postpone_bucket_tables(table_copy, name, pypaimon, rust):
     """Rows in bucket-postpone wait for a Paimon compaction to assign their buckets: Paimon readers
     do not see them (pypaimon skips bucket -2 in batch scans, and so does pypaimon-rust), so a batch
     read returns exactly that; every operation that would act on those files is refused."""
+    warehouse = table_copy(name)
     table_dir = warehouse / "db.db" / name
     assert any((table_dir / "bucket-postpone").iterdir())
     ours = assert_reads_like_paimon(warehouse, name, pypaimon)
@@ -142,21 +178,35 @@ def test_postpone_bucket_tables(warehouse, name, pypaimon, rust):
     assert canonical(t.to_arrow(), ["id"]) == canonical(pypaimon.read(warehouse, f"db.{name}"), ["id"])
 
 
-def test_postpone_compaction_refusal_names_the_operation(warehouse):
-    t, _ = open_table(warehouse, "postpone_avro")
+def test_postpone_table_with_real_buckets_reads_like_paimon(table_copy, pypaimon, rust):
+    """Rows a Paimon writer put in real buckets are visible and merged per key; the newer rows still in
+    bucket-postpone are not (yet): the same rows pypaimon and pypaimon-rust return."""
+    warehouse = table_copy("rust_postpone_fixed")
+    table_dir = warehouse / "db.db" / "rust_postpone_fixed"
+    assert (table_dir / "bucket-postpone").is_dir() and (table_dir / "bucket-0").is_dir()
+    ours = assert_reads_like_paimon(warehouse, "rust_postpone_fixed", pypaimon)
+    expected = [{"id": i, "v": f"{'a' if i < 15 else 'b'}{i}"} for i in range(45)]
+    assert canonical(ours, ["id"]) == expected
+    assert sorted(rust.read_rows(warehouse, "db.rust_postpone_fixed"), key=lambda r: r["id"]) == expected
+    assert_refused(warehouse, "rust_postpone_fixed", ["compact", "write", "read_changes"], POSTPONE)
+
+
+def test_postpone_compaction_refusal_names_the_operation(table_copy):
+    t, _ = open_table(table_copy("postpone_avro"), "postpone_avro")
     with pytest.raises(UnsupportedFeatureError, match=r"^Cannot compact db\.postpone_avro: bucket mode postpone"):
         t.compact()
 
 
 # ---------------------------------------------------------------------------------- file formats
 @pytest.mark.parametrize(("name", "fmt"), [("orc", "orc"), ("avro_append", "avro")])
-def test_other_file_formats_are_refused_for_data(warehouse, name, fmt):
-    assert_refused(warehouse, name, ["read", "read_batches", "read_changes", "compact_full", "write", "writer"],
+def test_other_file_formats_are_refused_for_data(table_copy, name, fmt):
+    assert_refused(table_copy(name), name, ["read", "read_batches", "read_changes", "compact_full", "write", "writer"],
                    rf"option file\.format = '{fmt}' is not supported")
 
 
-def test_files_of_another_format_in_a_parquet_table_are_refused_when_scanned(warehouse, pypaimon):
+def test_files_of_another_format_in_a_parquet_table_are_refused_when_scanned(table_copy, pypaimon):
     """The schema says Parquet but a commit wrote Avro files: refused where the scan finds them."""
+    warehouse = table_copy("mixed_formats")
     assert_refused(warehouse, "mixed_formats", ["read", "read_changes", "compact_full", "write"],
                    r"data file format 'avro' \(file data-.*\.avro\) is not supported")
     # the first snapshot had only Parquet files: time travel to it reads what pypaimon reads
@@ -166,7 +216,8 @@ def test_files_of_another_format_in_a_parquet_table_are_refused_when_scanned(war
 
 
 # ----------------------------------------------------------------------- deletion vectors, rows ids
-def test_deletion_vector_table_is_refused_for_data(warehouse, pypaimon):
+def test_deletion_vector_table_is_refused_for_data(table_copy, pypaimon):
+    warehouse = table_copy("dv")
     # pypaimon returns no rows (level 0 is invisible until a compaction writes deletion vectors);
     # a read that ignored the option would return 45
     assert pypaimon.read(warehouse, "db.dv").num_rows == 0
@@ -174,20 +225,22 @@ def test_deletion_vector_table_is_refused_for_data(warehouse, pypaimon):
                    r"option deletion-vectors\.enabled = 'true' is not supported")
 
 
-def test_row_tracking_table_reads_but_is_not_rewritten(warehouse, pypaimon):
+def test_row_tracking_table_reads_but_is_not_rewritten(table_copy, pypaimon):
+    warehouse = table_copy("row_tracking")
     ours = assert_reads_like_paimon(warehouse, "row_tracking", pypaimon)
     assert ours.num_rows == 60
     assert_refused(warehouse, "row_tracking", ["compact_full", "write"],
                    r"row-tracking\.enabled = 'true' is not supported")
 
 
-def test_data_evolution_table_is_refused(warehouse):
-    assert_refused(warehouse, "data_evolution", ["read", "compact_full", "write"],
+def test_data_evolution_table_is_refused(table_copy):
+    assert_refused(table_copy("data_evolution"), "data_evolution", ["read", "compact_full", "write"],
                    r"data-evolution\.enabled = 'true' is not supported")
 
 
 # ------------------------------------------------------------------------------- dynamic bucket
-def test_dynamic_bucket_table_reads_and_compacts_but_is_not_written(warehouse, pypaimon):
+def test_dynamic_bucket_table_reads_and_compacts_but_is_not_written(table_copy, pypaimon):
+    warehouse = table_copy("dynamic")
     t, table_dir = open_table(warehouse, "dynamic")
     index_files = sorted((table_dir / "index").iterdir())
     assert index_files  # pypaimon's HASH index
@@ -203,9 +256,10 @@ def test_dynamic_bucket_table_reads_and_compacts_but_is_not_written(warehouse, p
 
 
 # ------------------------------------------------------------------------------ unknown options
-def test_future_option_is_refused_for_maintenance_not_rewritten(warehouse, pypaimon):
+def test_future_option_is_refused_for_maintenance_not_rewritten(table_copy, pypaimon):
     """A table carrying an option no lake_assets knows (a future Paimon's): we cannot know what it
     means for the files we would write or delete, so no maintenance runs and nothing is rewritten."""
+    warehouse = table_copy("future")
     assert pypaimon.read(warehouse, "db.future").num_rows == 45
     assert_refused(warehouse, "future", ["compact", "compact_full", "expire", "orphans", "rollback", "write",
                                          "writer", "read"],
