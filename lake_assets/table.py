@@ -132,6 +132,7 @@ class Table:
         Old files keep reading by field id: renamed columns follow their id, added ones read as null,
         widened types are cast. Key and partition columns are protected (see `SchemaUpdate`).
         """
+        self.require(Op.SCHEMA_CHANGE)
         return SchemaUpdate(self)
 
     def refresh(self) -> Table:

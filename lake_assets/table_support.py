@@ -81,8 +81,14 @@ READ_HARMLESS_PREFIXES: tuple[str, ...] = (
     "partition.mark-done", "snapshot.", "consumer.", "compaction.", "changelog.", "manifest.", "commit.",
     "write-", "parquet.", "orc.", "avro.", "file-index.", "full-compaction.", "num-sorted-run.", "local-merge",
     "cross-partition-upsert.", "metastore.", "client-pool", "cache-", "spill-", "sort-", "page-",
-    "read.batch-size", "source.", "streaming-read-", "continuous.", "scan.",
+    "read.batch-size", "source.", "continuous.",
 )
+# Start positions a table may store for its readers: Paimon readers honour them by default (a batch
+# read of a table carrying scan.snapshot-id reads that snapshot), lake_assets' reads do not.
+SCAN_POSITION_KEYS = ("scan.snapshot-id", "scan.tag-name", "scan.timestamp-millis", "scan.timestamp",
+                      "scan.file-creation-time-millis", "scan.bounded.watermark", "scan.version",
+                      "scan.creation-time-millis")
+SCAN_MODES_READ_AS_LATEST = frozenset({"default", "latest-full", "full"})
 
 
 @dataclass(frozen=True)
@@ -161,6 +167,12 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
         "data-file.external-paths": (bool, "writing data files to external paths is not implemented",
                                      frozenset({Op.WRITE, Op.COMPACT})),
     }
+    for key in SCAN_POSITION_KEYS:
+        feature[key] = (bool, "Paimon readers start from this stored position, lake_assets' reads do not",
+                        READS)
+    feature["scan.mode"] = (lambda v: str(v).strip().lower() not in SCAN_MODES_READ_AS_LATEST,
+                            "Paimon readers start where this stored scan mode says, lake_assets' reads do not",
+                            READS)
     for key, (active, why, ops) in feature.items():
         value = options.get(key)
         if value is not None and active(value):

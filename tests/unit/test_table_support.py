@@ -254,3 +254,14 @@ def test_newer_paimon_types_are_refused_when_opened_not_called_corrupt(crafted, 
     with pytest.raises(UnsupportedFeatureError, match=r"schema-0 of db\.t: type [A-Z]+ \(a newer Paimon type\)"):
         cat.get_table("db.t")
     assert tree(table_dir) == before
+
+
+@pytest.mark.parametrize("options", [{"scan.snapshot-id": "1"}, {"scan.tag-name": "t"},
+                                     {"scan.mode": "compacted-full"}, {"scan.timestamp-millis": "0"}])
+def test_stored_scan_positions_refuse_reads(options):
+    # Paimon readers honour a start position stored in the table; ignoring it would read other rows
+    assert blocked(schema_refusals(schema({"bucket": "2", **options}))) == {Op.READ, Op.STREAM}
+
+
+def test_default_scan_mode_reads():
+    assert schema_refusals(schema({"bucket": "2", "scan.mode": "latest-full"})) == []
