@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import posixpath
 import re
 import time
 import uuid
@@ -62,6 +63,7 @@ from lake_assets.spec.types import BinaryType, VarBinaryType, to_arrow
 from lake_assets.table_support import (
     Op,
     Refusal,
+    branch_refusals,
     entry_refusals,
     index_refusals,
     refuse,
@@ -166,8 +168,13 @@ class Table:
         return self._support[1]
 
     def require(self, op: Op) -> None:
-        """Raise `UnsupportedFeatureError` naming the property if the schema refuses ``op``."""
-        refuse(self.name, op, self.refusals())
+        """Raise `UnsupportedFeatureError` naming the property if the table refuses ``op``: its
+        schema, and for operations that delete files by what the snapshots reference, its branches."""
+        refusals = self.refusals()
+        if op in (Op.EXPIRE, Op.ORPHANS):
+            names = self.file_io.list_names(posixpath.join(self.paths.root, "branch"))
+            refusals = refusals + branch_refusals(n[len("branch-"):] for n in names if n.startswith("branch-"))
+        refuse(self.name, op, refusals)
 
     def _check_scanned(self, op: Op, snap: Snapshot, entries: Sequence[ManifestEntry]) -> None:
         """What a scan for ``op`` found (files, index files) must not refuse ``op``."""

@@ -218,6 +218,20 @@ def validate_open(schema: TableSchema) -> None:
     )
 
 
+def branch_refusals(branches: Iterable[str]) -> list[Refusal]:
+    """Refusals for the table's branches (``branch/branch-<name>``). Pure.
+
+    A branch has its own snapshots, tags and schemas, but its data and manifest files live in the
+    table's directories: expiring or collecting orphans from the main branch alone would delete them.
+    """
+    names = sorted(branches)
+    if not names:
+        return []
+    return [Refusal(f"branches ({', '.join(names)})",
+                    "branch snapshots share the table's data and manifest files, which lake_assets would "
+                    "delete without knowing they are used", frozenset({Op.EXPIRE, Op.ORPHANS}))]
+
+
 def data_file_format(file_name: str) -> str:
     """The format Paimon readers pick for a data file: its last extension, or the one before a
     compression suffix (docs/format.md §1)."""
@@ -300,6 +314,7 @@ __all__ = [
     "READS",
     "Op",
     "Refusal",
+    "branch_refusals",
     "data_file_format",
     "entry_refusals",
     "index_refusals",

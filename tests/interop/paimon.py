@@ -161,6 +161,15 @@ class Pypaimon:
             args += ["--snapshot-id", str(snapshot_id)]
         self.run(*args)
 
+    def create_branch(
+        self, warehouse: str | os.PathLike[str], identifier: str, name: str, *, tag: str | None = None
+    ) -> None:
+        """Create branch ``name`` (from ``tag`` if given); its table is ``db.t$branch_<name>``."""
+        args = ["create-branch", "--warehouse", str(warehouse), "--table", identifier, "--name", name]
+        if tag is not None:
+            args += ["--tag", tag]
+        self.run(*args)
+
     def snapshots(self, warehouse: str | os.PathLike[str], identifier: str) -> dict[str, list[Any]]:
         """``{"snapshots": [ids...], "tags": [names...]}`` as found on disk."""
         out = self.run("snapshots", "--warehouse", str(warehouse), "--table", identifier)

@@ -12,6 +12,7 @@ Subcommands::
     write      --warehouse W --table db.t --data batch.arrow [--overwrite]
                [--overwrite-partition k=v ...] [--option k=v ...]
     create-tag --warehouse W --table db.t --name NAME [--snapshot-id N]
+    create-branch --warehouse W --table db.t --name NAME [--tag TAG]   (write to it as db.t$branch_NAME)
     snapshots  --warehouse W --table db.t          (prints JSON: {"snapshots": [...], "tags": [...]})
 
 Errors go to stderr with exit code 1 (2 for bad arguments).
@@ -169,6 +170,11 @@ def cmd_create_tag(args: argparse.Namespace) -> None:
     table.create_tag(args.name, snapshot_id=args.snapshot_id)
 
 
+def cmd_create_branch(args: argparse.Namespace) -> None:
+    """Create a branch (from a tag, or empty); write to it with table ``db.t$branch_<name>``."""
+    catalog(args.warehouse).create_branch(args.table, args.name, args.tag)
+
+
 def cmd_snapshots(args: argparse.Namespace) -> None:
     """Print the snapshot ids and tag names found on disk, as JSON."""
     path = table_dir(args.warehouse, args.table)
@@ -217,6 +223,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = common("create-tag", cmd_create_tag)
     p.add_argument("--name", required=True)
     p.add_argument("--snapshot-id", type=int)
+
+    p = common("create-branch", cmd_create_branch)
+    p.add_argument("--name", required=True)
+    p.add_argument("--tag")
 
     common("snapshots", cmd_snapshots)
     return parser

@@ -68,6 +68,13 @@ class EngineTables:
             # one engine writing with a dynamic file.format: the schema says Parquet, a commit adds Avro
             extra = {"file.format": "avro"} if name == "mixed_formats" else None
             self.pypaimon.write(wh, ident, batch(range(15, 45), "b"), options=extra)
+        elif name == "branched":
+            self.pypaimon.create_table(wh, ident, SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+            self.pypaimon.write(wh, ident, batch(range(10), "a"))
+            self.pypaimon.create_tag(wh, ident, "t1")
+            self.pypaimon.create_branch(wh, ident, "b1", tag="t1")
+            self.pypaimon.write(wh, f"{ident}$branch_b1", batch(range(5, 15), "b"))
+            self.pypaimon.write(wh, ident, batch(range(20, 25), "c"))
         elif name == "rust_postpone":
             self.rust.sql(
                 wh,
@@ -268,3 +275,19 @@ def test_future_option_is_refused_for_maintenance_not_rewritten(table_copy, pypa
     t, _ = open_table(warehouse, "future")
     t.create_tag("before-upgrade")
     assert "before-upgrade" in pypaimon.snapshots(warehouse, "db.future")["tags"]
+
+
+# ------------------------------------------------------------------------------------- branches
+def test_branches_refuse_expiry_and_orphan_removal(table_copy, pypaimon):
+    """A branch's data and manifest files sit in the table's directories but only its own snapshots
+    name them: orphan removal or expiry of the main branch alone would delete them."""
+    warehouse = table_copy("branched")
+    branch_rows = pypaimon.read(warehouse, "db.branched$branch_b1")
+    assert branch_rows.num_rows == 15
+    assert_refused(warehouse, "branched", ["orphans", "expire"], r"branches \(b1\) is not supported")
+    assert canonical(pypaimon.read(warehouse, "db.branched$branch_b1"), ["id"]) == canonical(branch_rows, ["id"])
+    # the main branch is still read and written as usual
+    t, _ = open_table(warehouse, "branched")
+    assert_reads_like_paimon(warehouse, "branched", pypaimon)
+    t.write_arrow(batch(range(30, 32), "d"))
+    assert_reads_like_paimon(warehouse, "branched", pypaimon)

@@ -265,3 +265,11 @@ def test_stored_scan_positions_refuse_reads(options):
 
 def test_default_scan_mode_reads():
     assert schema_refusals(schema({"bucket": "2", "scan.mode": "latest-full"})) == []
+
+
+def test_branch_refusals():
+    from lake_assets.table_support import branch_refusals
+
+    assert branch_refusals([]) == []
+    found = branch_refusals(["b2", "b1"])
+    assert blocked(found) == {Op.EXPIRE, Op.ORPHANS} and found[0].property == "branches (b1, b2)"
