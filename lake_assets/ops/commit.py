@@ -30,6 +30,7 @@ from lake_assets.ops.scan import merge_entries
 from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.manifest import FileKind, ManifestEntry, ManifestFileMeta
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
     from lake_assets.table import Table
@@ -136,6 +137,9 @@ class TableCommitter:
             self._seen_committed = True
             return []
         messages = [m for m in messages if not m.is_empty()]
+        # what the messages do must be allowed on this table (its writers and plans checked too)
+        writes = overwrite is not None or any(m.new_files or m.new_changelog for m in messages)
+        self.table.require(Op.WRITE if writes else Op.COMPACT)
         self._check_files_exist(messages)
         total = self.table.schema.core_options.bucket if self.table.primary_keys else -1
         append: list[ManifestEntry] = []
