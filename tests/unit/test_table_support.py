@@ -273,3 +273,16 @@ def test_branch_refusals():
     assert branch_refusals([]) == []
     found = branch_refusals(["b2", "b1"])
     assert blocked(found) == {Op.EXPIRE, Op.ORPHANS} and found[0].property == "branches (b1, b2)"
+
+
+def test_committer_refuses_messages_for_a_table_that_changed_under_the_writer(crafted):
+    """Writers ran, then the table gained an option we do not know: the commit does not land."""
+    cat, table_dir, s = crafted
+    writer = cat.get_table("db.t").new_writer("job-1", write_only=True)
+    writer.write_arrow(pa.table({"id": [50], "v": ["late"]}, schema=s))
+    messages = writer.prepare_commit()
+    _set_options(table_dir, {"paimon.future-feature": "on"})
+    before = tree(table_dir)
+    with pytest.raises(UnsupportedFeatureError, match=r"Cannot write to db\.t: option paimon\.future-feature"):
+        cat.get_table("db.t").new_committer("job-1").commit(messages, 1)
+    assert tree(table_dir) == before
