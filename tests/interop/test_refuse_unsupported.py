@@ -34,6 +34,7 @@ PYPAIMON_TABLES: dict[str, tuple[list[str], dict[str, str]]] = {
     "postpone_parquet": (["id"], {"bucket": "-2", "file.format": "parquet"}),
     "orc": (["id"], {"bucket": "2", "file.format": "orc"}),
     "avro_append": ([], {"file.format": "avro"}),
+    "append_fixed": ([], {"bucket": "2", "bucket-key": "id"}),
     "dv": (["id"], {"bucket": "2", "deletion-vectors.enabled": "true"}),
     "row_tracking": ([], {"row-tracking.enabled": "true"}),
     "data_evolution": ([], {"row-tracking.enabled": "true", "data-evolution.enabled": "true"}),
@@ -220,6 +221,13 @@ def test_files_of_another_format_in_a_parquet_table_are_refused_when_scanned(tab
     t, _ = open_table(warehouse, "mixed_formats")
     theirs = pypaimon.read(warehouse, "db.mixed_formats", snapshot_id=1)
     assert canonical(t.to_arrow(snapshot_id=1), ["id"]) == canonical(theirs, ["id"])
+
+
+def test_fixed_bucket_append_table_reads_but_is_not_written_or_compacted(table_copy, pypaimon):
+    warehouse = table_copy("append_fixed")
+    assert assert_reads_like_paimon(warehouse, "append_fixed", pypaimon).num_rows == 60
+    assert_refused(warehouse, "append_fixed", ["write", "compact_full"],
+                   r"fixed-bucket append table \(bucket = 2\) is not supported")
 
 
 # ----------------------------------------------------------------------- deletion vectors, rows ids
