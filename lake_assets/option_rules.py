@@ -41,8 +41,8 @@ class OptionRule:
 
 
 def _bucket(n: object) -> str | None:
-    if n == -2:
-        return "postpone bucket mode (bucket = -2) is not supported"
+    # -2 (postpone bucket mode) is a valid Paimon value: create_table refuses it, and what tables
+    # carrying it may do is decided per operation (lake_assets/table_support.py; batch reads work)
     if n == 0 or (isinstance(n, int) and n < -2):
         return "must be -1 (dynamic for primary-key tables, unaware for append tables) or a bucket count >= 1"
     return None

@@ -62,7 +62,6 @@ def test_supported_tables_refuse_nothing():
     ({"bucket": "-1"}, True, {Op.WRITE}, "dynamic bucket mode"),
     ({}, True, {Op.WRITE}, "dynamic bucket mode"),  # bucket defaults to -1
     ({"bucket": "3"}, False, {Op.WRITE, Op.COMPACT}, "fixed-bucket append table (bucket = 3)"),
-    ({"bucket": "0"}, True, DATA, "bucket = 0"),
     ({"bucket": "2", "file.format": "orc"}, True, DATA, "option file.format = 'orc'"),
     ({"bucket": "2", "file.format": "avro"}, True, DATA, "option file.format = 'avro'"),
     ({"bucket": "2", "deletion-vectors.enabled": "true"}, True, DATA, "option deletion-vectors.enabled"),
