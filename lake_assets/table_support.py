@@ -24,8 +24,9 @@ writes and every maintenance operation (compact, expire, orphan removal, rollbac
 because we cannot know what the option means for the files they create or delete; reads are
 allowed only for keys listed in `READ_HARMLESS_KEYS` / `READ_HARMLESS_PREFIXES` (options that steer
 writers, compaction, retention, catalogs or engines but never which rows a read returns), and
-refused otherwise. Tags and schema changes stay allowed: a tag only copies a snapshot, and a
-schema change is how a user removes the option.
+refused otherwise. Keys under `WRITER_ONLY_PREFIXES` (how writers place new rows: dynamic-bucket
+sizing, sink parallelism, postpone staging) refuse writes only. Tags and schema changes stay
+allowed: a tag only copies a snapshot, and a schema change is how a user removes the option.
 """
 
 from __future__ import annotations
@@ -83,6 +84,11 @@ READ_HARMLESS_PREFIXES: tuple[str, ...] = (
     "cross-partition-upsert.", "metastore.", "client-pool", "cache-", "spill-", "sort-", "page-",
     "read.batch-size", "source.", "continuous.",
 )
+# Options that only steer how writers place new rows (bucket assignment, sink parallelism, postpone
+# staging): refused for writes, which would ignore them, but compaction, expiry and orphan removal
+# never depend on them (compaction keeps every row in its bucket).
+WRITER_ONLY_PREFIXES: tuple[str, ...] = ("dynamic-bucket.", "sink.", "postpone.")
+
 # Start positions a table may store for its readers: Paimon readers honour them by default (a batch
 # read of a table carrying scan.snapshot-id reads that snapshot), lake_assets' reads do not.
 SCAN_POSITION_KEYS = ("scan.snapshot-id", "scan.tag-name", "scan.timestamp-millis", "scan.timestamp",
@@ -118,13 +124,13 @@ def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
         )]
     if pk and bucket == -1:
         return [Refusal(
-            "dynamic bucket mode (bucket = -1 with a primary key)",
+            "dynamic bucket (bucket = -1) mode of primary-key tables",
             "writing needs the hash index that assigns keys to buckets; reads and compaction are supported",
             frozenset({Op.WRITE}),
         )]
     if not pk and bucket > 0:
         return [Refusal(
-            f"fixed-bucket append table (bucket = {bucket})",
+            f"fixed-bucket mode of append tables with bucket = {bucket}",
             "append tables are written and compacted only with bucket = -1 (bucket unaware)",
             frozenset({Op.WRITE, Op.COMPACT}),
         )]
@@ -180,7 +186,10 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
     for key, value in options.items():
         if is_known_option(key) or key in feature:
             continue
-        ops = MAINTENANCE if is_read_harmless(key) else MAINTENANCE | READS
+        if key.startswith(WRITER_ONLY_PREFIXES):
+            ops = frozenset({Op.WRITE})
+        else:
+            ops = MAINTENANCE if is_read_harmless(key) else MAINTENANCE | READS
         out.append(Refusal(
             f"option {key} = {value!r}",
             "lake_assets does not know this option (a newer Paimon's?) and cannot tell what it means for "

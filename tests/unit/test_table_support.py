@@ -59,9 +59,9 @@ def test_supported_tables_refuse_nothing():
     # postpone: batch reads skip bucket-postpone (as Paimon readers); writes, compaction, streams refused
     ({"bucket": "-2"}, True, {Op.WRITE, Op.COMPACT, Op.STREAM}, "bucket mode postpone (bucket = -2)"),
     # Java's dynamic-bucket PK tables are read and compacted; writes need the hash index
-    ({"bucket": "-1"}, True, {Op.WRITE}, "dynamic bucket mode"),
-    ({}, True, {Op.WRITE}, "dynamic bucket mode"),  # bucket defaults to -1
-    ({"bucket": "3"}, False, {Op.WRITE, Op.COMPACT}, "fixed-bucket append table (bucket = 3)"),
+    ({"bucket": "-1"}, True, {Op.WRITE}, "dynamic bucket (bucket = -1)"),
+    ({}, True, {Op.WRITE}, "dynamic bucket (bucket = -1)"),  # bucket defaults to -1
+    ({"bucket": "3"}, False, {Op.WRITE, Op.COMPACT}, "append tables with bucket = 3"),
     ({"bucket": "2", "file.format": "orc"}, True, DATA, "option file.format = 'orc'"),
     ({"bucket": "2", "file.format": "avro"}, True, DATA, "option file.format = 'avro'"),
     ({"bucket": "2", "deletion-vectors.enabled": "true"}, True, DATA, "option deletion-vectors.enabled"),
@@ -95,9 +95,13 @@ def test_unknown_option_refuses_maintenance_and_reads_unless_harmless():
     future = schema_refusals(schema({"bucket": "2", "paimon.future-feature": "on"}))
     assert blocked(future) == {Op.WRITE, Op.COMPACT, Op.EXPIRE, Op.ORPHANS, Op.ROLLBACK, Op.READ, Op.STREAM}
     assert "option paimon.future-feature = 'on'" in future[0].property
-    # a key that only steers writers (sink.*) leaves reads alone, but still no maintenance
-    harmless = schema_refusals(schema({"bucket": "2", "sink.parallelism": "4"}))
+    # a key that never changes which rows a read returns leaves reads alone, but still no maintenance
+    harmless = schema_refusals(schema({"bucket": "2", "lookup.cache-rows": "4"}))
     assert blocked(harmless) == {Op.WRITE, Op.COMPACT, Op.EXPIRE, Op.ORPHANS, Op.ROLLBACK}
+    # keys that only steer how writers place new rows refuse writes only (Java's dynamic-bucket tables
+    # carry dynamic-bucket.target-row-num and are compacted)
+    for key in ("dynamic-bucket.target-row-num", "sink.parallelism", "postpone.default-bucket-num"):
+        assert blocked(schema_refusals(schema({"bucket": "2", key: "8"}))) == {Op.WRITE}
     # tags and schema changes (the way to remove the option) stay allowed
     assert Op.TAG not in blocked(future) and Op.SCHEMA_CHANGE not in blocked(future)
 
@@ -192,11 +196,11 @@ def test_future_option_refuses_maintenance_before_touching_the_table(crafted, ca
 def test_read_harmless_unknown_option_reads_but_does_not_compact(crafted):
     cat, table_dir, _s = crafted
     expected = cat.get_table("db.t").to_arrow().sort_by("id")
-    _set_options(table_dir, {"sink.parallelism": "4"})
+    _set_options(table_dir, {"lookup.cache-rows": "4"})
     t = cat.get_table("db.t")
     assert t.to_arrow().sort_by("id").equals(expected)
     before = tree(table_dir)
-    with pytest.raises(UnsupportedFeatureError, match=r"Cannot compact db\.t: option sink\.parallelism"):
+    with pytest.raises(UnsupportedFeatureError, match=r"Cannot compact db\.t: option lookup\.cache-rows"):
         t.compact(full=True)
     assert tree(table_dir) == before
 
