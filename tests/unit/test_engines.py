@@ -506,6 +506,8 @@ class Acc:
         if f == "sum":
             self.v = (None if x is None else -x) if v is None else (v if x is None else v - x)
         elif f == "product":
+            if x == 0 and v is not None:
+                raise CannotApply(f)  # retracting a zero from a product: division by zero
             if x is not None:
                 self.v = Fraction(x) if v is None else v / x
         elif f == "last_value":
