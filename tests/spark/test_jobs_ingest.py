@@ -209,7 +209,7 @@ def test_partition_sources_one_application_one_overwrite_per_day(capsys, spark, 
         assert [p["rows_in"] for p in per_day] == [3, 4, 5] and out["rows_in"] == 12
         assert [p["commit_kind"] for p in per_day] == ["OVERWRITE"] * 3
         assert [p["snapshot_id"] for p in per_day] == [before + 1, before + 2, before + 3]
-        assert [p["rows_out"] for p in per_day] == [3, 4, 5]
+        assert [p["rows_out"] for p in per_day] == [3, 4, 5] and [p["files_in"] for p in per_day] == [1, 1, 1]
         assert [p["rows_removed"] for p in per_day] == ([0, 0, 0] if attempt == 0 else [3, 4, 5])
         assert out["snapshot_id"] == before + 3
         counts = {}

@@ -298,8 +298,12 @@ def _write_stream(ctx: JobContext, df: DataFrame, trigger: dict[str, Any]) -> di
     }
 
 
-def _partition_inputs(ctx: JobContext, table_schema: StructType) -> list[tuple[dict[str, Any], str, DataFrame]]:
-    """(partition, source, conformed input) of every ``--partition-source``, all checked before
+PartitionInput = tuple[dict[str, Any], str, "DataFrame", "DataFrame"]
+"""(partition, source, raw input, conformed input) of one ``--partition-source``."""
+
+
+def _partition_inputs(ctx: JobContext, table_schema: StructType) -> list[PartitionInput]:
+    """(partition, source, raw input, conformed input) of every ``--partition-source``, all checked before
     anything is written: a bad partition value or column in day 20 of a range fails the job with
     nothing committed."""
     args = ctx.args
@@ -318,27 +322,31 @@ def _partition_inputs(ctx: JobContext, table_schema: StructType) -> list[tuple[d
         seen[ident] = text
         _check_overwrite(table, spec, args.overwrite)
         raw = read_input(ctx, table_schema, spec, source)
-        out.append((spec, source, conform_columns(raw, table, table_schema, spec)))
+        out.append((spec, source, raw, conform_columns(raw, table, table_schema, spec)))
     return out
 
 
-def _write_partitions(ctx: JobContext, inputs: list[tuple[dict[str, Any], str, DataFrame]]) -> dict[str, Any]:
+def _write_partitions(ctx: JobContext, inputs: list[PartitionInput]) -> dict[str, Any]:
     """One commit per partition, in order; per partition its rows in and what its commit wrote."""
     table = ctx.table
     per_partition: list[dict[str, Any]] = []
-    for i, (spec, source, df) in enumerate(inputs, 1):
+    for i, (spec, source, raw, df) in enumerate(inputs, 1):
         text = ",".join(f"{k}={v}" for k, v in spec.items())
         ctx.describe(f"[{i}/{len(inputs)}] write {source} into {text}" + (" (overwrite)" if ctx.args.overwrite else ""))
         before = table.snapshot_manager.latest_id()
         started = time.perf_counter()
         rows_in = _write_batch(ctx, df, spec)
         entry: dict[str, Any] = {"partition": text, "source": source, "rows_in": rows_in}
+        entry["files_in"], entry["bytes_in"] = _input_size(raw)
         entry.update(snapshot_fields(table, before))
         entry.update(delta_stats(table, before))
         entry["duration_s"] = round(time.perf_counter() - started, 3)
         per_partition.append(entry)
-    rows = [p["rows_in"] for p in per_partition]
-    return {"rows_in": sum(rows) if all(r is not None for r in rows) else None, "partitions": per_partition}
+    totals = {}
+    for key in ("rows_in", "files_in", "bytes_in"):
+        values = [p[key] for p in per_partition]
+        totals[key] = sum(values) if all(v is not None for v in values) else None
+    return {**totals, "partitions": per_partition}
 
 
 def body(ctx: JobContext) -> dict[str, Any]:
