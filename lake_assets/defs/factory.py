@@ -10,6 +10,7 @@ from lake_assets.defs.assets import build_table_assets
 from lake_assets.defs.automation import automate_table, build_automation_sensors
 from lake_assets.defs.checks import build_table_checks
 from lake_assets.defs.config import LakeConfig, parse_duration
+from lake_assets.defs.io_manager import LakeIOManager
 from lake_assets.defs.jobs import build_table_jobs
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
 from lake_assets.defs.schedules import build_table_schedules
@@ -23,6 +24,7 @@ def build_resources(config: LakeConfig) -> dict[str, dg.ConfigurableResource]:
     spark = config.spark
     return {
         "warehouse": WarehouseResource(storage=config.warehouse),
+        "lake_io_manager": LakeIOManager(warehouse=WarehouseResource(storage=config.warehouse)),
         "spark": SparkJobResource(
             master=spark.master,
             conf=dict(spark.conf),

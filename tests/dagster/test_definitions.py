@@ -33,7 +33,7 @@ def test_definitions_validate(lake_defs: dg.Definitions) -> None:
     assert {s.name for s in repo.schedule_defs} == {  # expiry and orphans: automation conditions
         "db_orders_full_compaction_schedule", "db_events_full_compaction_schedule",
     }
-    assert set(lake_defs.resources) == {"warehouse", "spark"}
+    assert set(lake_defs.resources) == {"warehouse", "spark", "lake_io_manager"}
 
 
 def test_lineage_groups_and_partitions(lake_defs: dg.Definitions) -> None:

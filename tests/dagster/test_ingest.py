@@ -1,5 +1,6 @@
 """Ingest partitions with the real ingest job (python launcher, local[1]): one day, then a backfill
-of a range from the CLI in one run, which re-ingests day 1 (replaced, not duplicated) and adds day 2."""
+of a range from the CLI in one run and one Spark application, which re-ingests day 1 (replaced, not
+duplicated) and adds day 2; each day's materialization carries that day's numbers and health."""
 
 import os
 import subprocess
@@ -56,8 +57,18 @@ def test_backfill_a_range_from_the_cli(
     latest_run = records[0].run_id
     backfilled = [r for r in records if r.run_id == latest_run]
     assert sorted(r.partition_key for r in backfilled) == [DAYS[0], DAYS[1]]  # one run for the range
-    md = backfilled[0].asset_materialization.metadata
-    assert md["job_runs"].value == 2  # the ingest job takes one day at a time
-    assert md["partitions"].value == "dt=2024-01-01, dt=2024-01-02"
+    by_day = {r.partition_key: {k: v.value for k, v in r.asset_materialization.metadata.items()}
+              for r in backfilled}
+    day1, day2 = by_day[DAYS[0]], by_day[DAYS[1]]
+    for md in (day1, day2):
+        assert md["job_runs"] == 1  # one Spark application for the range
+        assert md["partitions"] == "dt=2024-01-01, dt=2024-01-02"
+        assert md["commit_kind"] == "OVERWRITE" and md["rows_in"] == md["rows_out"] == 20 and md["files_in"] == 2
+    assert day1["partition"] == "dt=2024-01-01" and day2["partition"] == "dt=2024-01-02"
+    assert day1["rows_removed"] >= 20 and day2["rows_removed"] == 0  # day 1 replaced, day 2 new
+    assert day2["snapshot_id"] == day1["snapshot_id"] + 1  # a commit per day, oldest first
+    assert {r.data["partition"] for r in day1["health"].records} == {"dt=2024-01-01"}
+    assert {r.data["partition"] for r in day2["health"].records} == {"dt=2024-01-02"}
+    assert "job.rows_in" not in day1 and "job.partitions" not in day1  # no range totals on a day
     # day 1 was replaced by the re-run, not appended to
     assert _rows_per_day(lake_defs.resources["warehouse"]) == {DAYS[0]: 20, DAYS[1]: 20}

@@ -25,13 +25,15 @@ def base() -> list[str]:
 
 
 def test_ingest(lake_config: LakeConfig, base: list[str]) -> None:
-    ns = _parse("ingest", base + ingest_args(lake_config.table("db.orders"), "2024-01-02"))
-    assert ns.source.endswith("landing/orders/2024-01-02/*.parquet") and ns.format == "parquet"
-    assert ns.partitions == [(("dt", "2024-01-02"),)] and ns.overwrite
+    ns = _parse("ingest", base + ingest_args(lake_config.table("db.orders"), ["2024-01-02", "2024-01-03"]))
+    assert ns.format == "parquet" and ns.overwrite and ns.source is None and not ns.partitions
+    [(day2, src2), (day3, src3)] = ns.partition_sources  # one application, one commit per day
+    assert (day2, day3) == ("dt=2024-01-02", "dt=2024-01-03")
+    assert src2.endswith("landing/orders/2024-01-02/*.parquet") and src3.endswith("landing/orders/2024-01-03/*.parquet")
     assert dict(ns.storage_options) == {"endpoint_url": "http://127.0.0.1:9000",
                                         "client_kwargs": '{"region_name": "x"}'}
     csv = _parse("ingest", base + ingest_args(lake_config.table("db.events"), "2024-01-03"))
-    assert csv.format == "csv" and csv.partitions == [(("day", "2024-01-03"),)]
+    assert csv.format == "csv" and [d for d, _ in csv.partition_sources] == ["day=2024-01-03"]
 
 
 def test_compact(base: list[str]) -> None:

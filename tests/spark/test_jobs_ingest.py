@@ -175,3 +175,67 @@ def test_stream_available_now_is_exactly_once(capsys, spark, tmp_path):
     assert code == EXIT_OK and out["rows_in"] == 0 and out["snapshot_id"] is None, out
     assert [r[0] for r in _rows(table)] == [1, 2, 3]
     assert len(table.snapshots()) == 2
+
+
+def _day_file(folder, day: str, ids: range) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    d = dt.date.fromisoformat(day)
+    pq.write_table(pa.table({"order_id": pa.array(ids, pa.int64()), "amount": [float(i) for i in ids],
+                             "qty": pa.array([1] * len(ids), pa.int32()), "day": [d] * len(ids)}),
+                   folder / "part-0.parquet")
+    return str(folder / "*.parquet")
+
+
+def test_partition_sources_one_application_one_overwrite_per_day(capsys, spark, tmp_path):
+    """A range in one run: one OVERWRITE commit per day with that day's numbers; retried, the range
+    replaces each day again (no duplicates) and leaves days outside it alone."""
+    wh = str(tmp_path / "wh")
+    table = _table(wh)
+    days = ["2024-01-01", "2024-01-02", "2024-01-03"]
+    pairs = []
+    for i, day in enumerate(days):
+        source = _day_file(tmp_path / "land" / day, day, range(10 * i, 10 * i + 3 + i))
+        pairs += ["--partition-source", f"dt={day}", source]
+    outside = tmp_path / "outside.parquet"
+    pq.write_table(pa.table({"order_id": [99], "dt": ["2023-12-31"], "amount": [9.0], "qty": pa.array([9], pa.int32()),
+                             "day": [dt.date(2023, 12, 31)]}), outside)
+    assert run_job_main(capsys, ingest.main, *_args(wh, "--source", str(outside), "--format", "parquet"))[0] == 0
+    for attempt in range(2):
+        before = table.snapshot_manager.latest_id()
+        code, out = run_job_main(capsys, ingest.main, *_args(wh, *pairs, "--format", "parquet", "--overwrite"))
+        assert code == EXIT_OK, out
+        per_day = out["partitions"]
+        assert [p["partition"] for p in per_day] == [f"dt={d}" for d in days]
+        assert [p["rows_in"] for p in per_day] == [3, 4, 5] and out["rows_in"] == 12
+        assert [p["commit_kind"] for p in per_day] == ["OVERWRITE"] * 3
+        assert [p["snapshot_id"] for p in per_day] == [before + 1, before + 2, before + 3]
+        assert [p["rows_out"] for p in per_day] == [3, 4, 5] and [p["files_in"] for p in per_day] == [1, 1, 1]
+        assert [p["rows_removed"] for p in per_day] == ([0, 0, 0] if attempt == 0 else [3, 4, 5])
+        assert out["snapshot_id"] == before + 3
+        counts = {}
+        for r in table.to_arrow(columns=["dt"])["dt"].to_pylist():
+            counts[r] = counts.get(r, 0) + 1
+        assert counts == {"2023-12-31": 1, "2024-01-01": 3, "2024-01-02": 4, "2024-01-03": 5}
+
+
+def test_partition_sources_checked_before_any_write(capsys, spark, tmp_path):
+    """A bad day anywhere in the range fails the job before the first commit."""
+    wh = str(tmp_path / "wh")
+    table = _table(wh)
+    good = _day_file(tmp_path / "a", "2024-01-01", range(3))
+    bad_dir = tmp_path / "b"
+    bad_dir.mkdir()
+    pq.write_table(pa.table({"order_id": [1], "nope": [1]}), bad_dir / "x.parquet")
+    code, out = run_job_main(capsys, ingest.main, *_args(
+        wh, "--partition-source", "dt=2024-01-01", good, "--partition-source", "dt=2024-01-02",
+        str(bad_dir / "*.parquet"), "--format", "parquet", "--overwrite"))
+    assert code == EXIT_CONFIG and "unknown columns ['nope']" in out["error"], out
+    assert table.snapshot_manager.latest_id() is None
+    code, out = run_job_main(capsys, ingest.main, *_args(
+        wh, "--partition-source", "dt=2024-01-01", good, "--partition-source", "dt=2024-01-01", good,
+        "--format", "parquet"))
+    assert code == EXIT_CONFIG and "given twice" in out["error"], out
+    code, out = run_job_main(capsys, ingest.main, *_args(
+        wh, "--partition-source", "nokey=1", good, "--format", "parquet"))
+    assert code == EXIT_CONFIG and "not a partition key" in out["error"], out
+    assert table.snapshot_manager.latest_id() is None

@@ -1,17 +1,24 @@
-"""``<table>_ingest``: one daily partition per run of the ingest job, replacing that day.
+"""``<table>_ingest``: daily partitions loaded by the ingest job, each replacing its day.
 
-A backfill of a range is one Dagster run (`BackfillPolicy.single_run`). The ingest job takes one
-``--source`` and one table partition, so the run starts the job once per day, oldest first; each
-run overwrites its day (``--partition <col>=<day> --overwrite``), so retries are idempotent.
+A backfill of a range is one Dagster run (`BackfillPolicy.single_run`) and one Spark application:
+the job gets one ``--partition-source <col>=<day> <glob>`` per day, oldest first, and commits each
+day as its own overwrite, so a retried run replaces every day again (idempotent) and the JVM and
+session start are paid once per range instead of once per day.
+
+Each partition's materialization carries that day's numbers (its commit, rows, files, health);
+only where the table is and which run loaded it are shared by the range.
 """
+
+from collections.abc import Sequence
+from typing import Any
 
 import dagster as dg
 import pyarrow as pa
 
 from lake_assets.defs.assets.metadata import (
+    SUMMARY_INTS,
     health_metadata,
     job_details,
-    merge_summaries,
     summary_metadata,
     table_location,
 )
@@ -20,16 +27,33 @@ from lake_assets.defs.health import partition_values
 from lake_assets.defs.names import TableNames
 from lake_assets.defs.partitions import column_value, daily_partitions, missing_sources, partition_spec, source_glob
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
+from lake_assets.defs.resources.spark import PIPES_METADATA
+
+RANGE_TOTALS = frozenset({*SUMMARY_INTS, "commit_kind", "partitions", "partition", "rows_removed", "files_removed"})
+"""Job summary keys that add up the whole range: kept off the partitions' materializations."""
 
 
-def ingest_args(spec: TableConfig, partition_key: str) -> list[str]:
-    """Job arguments (after --warehouse/--table) that load and replace one day."""
+def ingest_args(spec: TableConfig, partition_keys: Sequence[str] | str) -> list[str]:
+    """Job arguments (after --warehouse/--table) that load and replace the given days, one commit each."""
     ingest = spec.ingest
     assert ingest is not None
-    args = ["--source", source_glob(ingest, partition_key), "--format", ingest.format]
+    keys = [partition_keys] if isinstance(partition_keys, str) else list(partition_keys)
+    args = ["--format", ingest.format]
     for k, v in ingest.read_options.items():
         args += ["--read-option", f"{k}={v}"]
-    return [*args, "--partition", partition_spec(ingest, partition_key), "--overwrite"]
+    for key in keys:
+        args += ["--partition-source", partition_spec(ingest, key), source_glob(ingest, key)]
+    return [*args, "--overwrite"]
+
+
+def _day_metadata(day: dict[str, Any], health: pa.Table) -> dict[str, Any]:
+    """One day's materialization metadata: its commit's numbers and its buckets' health."""
+    md = summary_metadata(day)
+    md["partition"] = dg.MetadataValue.text(str(day.get("partition")))
+    for key in ("rows_removed", "files_removed"):
+        if isinstance(day.get(key), int):
+            md[key] = dg.MetadataValue.int(day[key])
+    return {**md, **health_metadata(health)}
 
 
 def days_health(health: pa.Table, column: str, values: set[str]) -> pa.Table:
@@ -65,23 +89,30 @@ def build_ingest_asset(spec: TableConfig, timezone: str) -> dg.AssetsDefinition:
         if list(existing.arrow_schema.names) != list(spec.columns):
             context.log.warning(f"{spec.identifier} has columns {existing.arrow_schema.names}, lake.yaml declares "
                                 f"{list(spec.columns)}: the table is left as it is (evolve it explicitly)")
-        summaries = []
-        for key in keys:
-            context.log.info(f"Ingesting {spec.identifier} {partition_spec(ingest, key)}")
-            summaries.append(spark.run_job(context, "ingest", warehouse.job_args(spec.identifier)
-                                           + ingest_args(spec, key), env=warehouse.job_env()))
+        context.log.info(f"Ingesting {spec.identifier} {partition_spec(ingest, keys[0])}"
+                         + (f" .. {partition_spec(ingest, keys[-1])} ({len(keys)} days)" if len(keys) > 1 else ""))
+        summary = spark.run_job(context, "ingest", warehouse.job_args(spec.identifier) + ingest_args(spec, keys),
+                                env=warehouse.job_env())
         table = warehouse.table(spec.identifier)
-        summary = merge_summaries(summaries)
-        days = {column_value(ingest, k) for k in keys}
-        health = days_health(table.health(small_file_threshold=spec.maintenance.small_file_bytes),
-                             ingest.partition_column, days)
+        per_day = {d.get("partition"): d for d in summary.pop("partitions", None) or []}
+        health = table.health(small_file_threshold=spec.maintenance.small_file_bytes)
+        for key in keys:
+            day = per_day.get(partition_spec(ingest, key))
+            if day is None:  # the job reported no numbers for it: say so rather than show the range's
+                raise dg.Failure(description=f"The ingest job reported nothing for {partition_spec(ingest, key)}")
+            day_health = days_health(health, ingest.partition_column, {column_value(ingest, key)})
+            context.add_asset_metadata(_day_metadata(day, day_health), partition_key=key)
+        # Shared by every partition of the run: where the table is, which days the run loaded, the job
+        # (less its totals over the range, which would read as one day's numbers).
+        job = {k: v for k, v in summary.items() if k not in RANGE_TOTALS}
+        job[PIPES_METADATA] = {k: v for k, v in (summary.get(PIPES_METADATA) or {}).items() if k not in RANGE_TOTALS}
         metadata = {
-            **summary_metadata(summary, table),
             "partitions": dg.MetadataValue.text(", ".join(partition_spec(ingest, k) for k in keys)),
-            "job_runs": dg.MetadataValue.int(len(summaries)),
-            **health_metadata(health),
+            "job_runs": dg.MetadataValue.int(1),
+            **({"job.duration_s": dg.MetadataValue.float(float(summary["duration_s"]))}
+               if isinstance(summary.get("duration_s"), (int, float)) else {}),
             "table_path": table_location(warehouse.url, warehouse.table_path(spec.identifier)),
-            **job_details(summary),
+            **job_details(job),
         }
         snapshot = table.latest_snapshot()
         version = dg.DataVersion(str(snapshot.id)) if snapshot else None
