@@ -7,6 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from lake_assets import arguments as args
 from lake_assets.catalog_names import check_name, parse_identifier
 from lake_assets.errors import (
     AlreadyExistsError,
@@ -46,6 +47,8 @@ class Catalog:
         return f"{self.root}/{check_name(database)}.db"
 
     def create_database(self, name: str, ignore_if_exists: bool = True) -> None:
+        """Create the database ``name`` (its ``<name>.db`` directory)."""
+        args.flag("ignore_if_exists", ignore_if_exists)
         path = self._db_path(name)
         if self.file_io.exists(path):
             if ignore_if_exists:
@@ -67,6 +70,8 @@ class Catalog:
         return self.file_io.exists(self._db_path(name))
 
     def drop_database(self, name: str, *, cascade: bool = False) -> None:
+        """Delete a database; one with tables only with ``cascade=True``."""
+        args.flag("cascade", cascade)
         if not self.database_exists(name):
             raise NoSuchDatabaseError(f"Database {name} does not exist")
         tables = self.list_tables(name)
@@ -97,6 +102,8 @@ class Catalog:
         return Table(f"{db}.{name}", self.file_io, path)
 
     def drop_table(self, identifier: str, *, ignore_if_not_exists: bool = False) -> None:
+        """Delete a table's directory."""
+        args.flag("ignore_if_not_exists", ignore_if_not_exists)
         if not self.table_exists(identifier):
             if ignore_if_not_exists:
                 return
@@ -115,6 +122,12 @@ class Catalog:
         ignore_if_exists: bool = False,
     ) -> Table:
         """Create a table from an Arrow schema; primary-key columns become NOT NULL."""
+        # Checked before anything is looked up: a string key would otherwise split into letters.
+        args.names("primary_keys", primary_keys, optional=False)
+        args.names("partition_keys", partition_keys, optional=False)
+        args.mapping("options", options)
+        args.text("comment", comment, empty=True)
+        args.flag("ignore_if_exists", ignore_if_exists)
         db, name = parse_identifier(identifier)
         full = f"{db}.{name}"
         if not self.database_exists(db):

@@ -22,6 +22,7 @@ from typing import Any
 import pendulum
 import pyarrow as pa
 
+from lake_assets import arguments as args
 from lake_assets.errors import (
     CommitStateUnknownError,
     CorruptMetadataError,
@@ -289,6 +290,9 @@ class Table:
         Raises `SnapshotNotFoundError` (and leaves no tag) when an expiration is removing, or has
         removed, the snapshot; `AlreadyExistsError` when another tag has the name.
         """
+        args.text("name", name, optional=False)
+        args.integer("snapshot_id", snapshot_id, minimum=0)
+        args.duration("time_retained", time_retained)
         self.require(Op.TAG)
         snap = self.resolve_snapshot(snapshot_id)
         if snap is None:
@@ -308,6 +312,7 @@ class Table:
 
     def delete_tag(self, name: str) -> None:
         """Remove a tag; files only it kept become orphans (see `remove_orphan_files`)."""
+        args.text("name", name, optional=False)
         self.require(Op.TAG)
         self.tag_manager().delete(name)
 
@@ -332,6 +337,11 @@ class Table:
         When ``changelog.num-retained.*`` / ``changelog.time-retained`` exceed the snapshot settings,
         expired snapshots leave long-lived changelogs that streams and `read_changes` still read;
         those expire here too, per the changelog settings."""
+        args.integer("retain_min", retain_min)
+        args.integer("retain_max", retain_max)
+        args.age_or_time("older_than", older_than)
+        args.integer("limit", limit)
+        args.flag("dry_run", dry_run)
         older_ms = None
         if isinstance(older_than, timedelta):
             older_ms = int(time.time() * 1000) - int(older_than.total_seconds() * 1000)
@@ -355,10 +365,16 @@ class Table:
         Up to ``parallelism`` units run at once (default: option ``compaction.parallelism``).
         For distributed runs use the pieces in `lake_assets.ops.compact` (plan → run a unit → commit).
         """
+        args.flag("full", full)
+        args.mappings("partitions", partitions)
+        args.integer("max_units", max_units, minimum=1)
+        args.integer("parallelism", parallelism, minimum=1)
         return compact(self, full=full, partitions=partitions, max_units=max_units, parallelism=parallelism)
 
     def health(self, *, snapshot_id: int | None = None, small_file_threshold: int | None = None) -> pa.Table:
         """Per (partition, bucket) LSM health from manifests only (no data files are read)."""
+        args.integer("snapshot_id", snapshot_id, minimum=0)
+        args.integer("small_file_threshold", small_file_threshold, minimum=0)
         return table_health(self, snapshot_id=snapshot_id, small_file_threshold=small_file_threshold)
 
     def read_changes(
@@ -371,6 +387,10 @@ class Table:
     ) -> pa.Table:
         """Incremental read: the changes of snapshots in ``(start, end]`` (ids or tag names), with a
         ``_row_kind`` column (+I, -U, +U, -D). ``source``: "delta", "changelog" or "auto"."""
+        args.snapshot_or_tag("start", start, optional=False)
+        args.snapshot_or_tag("end", end)
+        args.one_of("source", source, ("auto", "delta", "changelog"))
+        args.names("columns", columns)
         self.require(Op.STREAM)
         return read_changes(self, start, end, source=source, columns=list(columns) if columns else None)  # type: ignore[arg-type]
 
@@ -384,12 +404,18 @@ class Table:
         position: int | None = None,
     ) -> StreamEnumerator:
         """A streaming read's enumerator (read its splits with `change_reader`)."""
+        args.text("mode", mode, optional=False)
+        args.integer("snapshot_id", snapshot_id, minimum=0)
+        args.text("consumer_id", consumer_id)
+        args.integer("position", position, minimum=0)
         self.require(Op.STREAM)
         ts = None if timestamp is None else _to_epoch_ms(timestamp)
         return StreamEnumerator(self, mode=mode, snapshot_id=snapshot_id, timestamp_ms=ts,  # type: ignore[arg-type]
                                 consumer_id=consumer_id, position=position)
 
     def change_reader(self, columns: Sequence[str] | None = None) -> ChangeReader:
+        """A reader of the change splits a `stream` plans, projecting ``columns``."""
+        args.names("columns", columns)
         self.require(Op.STREAM)
         return ChangeReader(self, list(columns) if columns else None)
 
@@ -397,6 +423,8 @@ class Table:
         self, *, older_than: timedelta = timedelta(days=1), dry_run: bool = True
     ) -> OrphanResult:
         """List (and with ``dry_run=False`` delete) files no snapshot or tag references, older than the bound."""
+        args.duration("older_than", older_than, optional=False)
+        args.flag("dry_run", dry_run)
         return remove_orphan_files(self, older_than=older_than, dry_run=dry_run)
 
     def rollback_to(self, *, snapshot_id: int | None = None, tag: str | None = None) -> Snapshot:
@@ -404,8 +432,10 @@ class Table:
 
         Their files become unreferenced and are cleaned by `remove_orphan_files`.
         """
+        args.integer("snapshot_id", snapshot_id, minimum=0)
+        args.text("tag", tag)
         if (snapshot_id is None) == (tag is None):
-            raise ValueError("rollback_to needs exactly one of snapshot_id or tag")
+            raise InvalidArgumentError("rollback_to needs exactly one of snapshot_id or tag")
         self.require(Op.ROLLBACK)
         sm = self.snapshot_manager
         if tag is not None:
@@ -435,6 +465,8 @@ class Table:
         return self.snapshot_manager.latest()
 
     def snapshot(self, snapshot_id: int) -> Snapshot:
+        """The snapshot of this id (`SnapshotNotFoundError` when it is not retained)."""
+        args.integer("snapshot_id", snapshot_id, optional=False)
         return self.snapshot_manager.snapshot(snapshot_id)
 
     # ------------------------------------------------------------------ write
@@ -446,10 +478,14 @@ class Table:
         ``ignore_previous_files``: the writer's buckets start empty (for an overwrite, whose commit
         removes the files there): inline compaction and changelog see only the new data.
         """
+        args.text("commit_user", commit_user, optional=False)
+        args.flag("write_only", write_only)
+        args.flag("ignore_previous_files", ignore_previous_files)
         return TableWriter(self, commit_user, write_only=write_only, ignore_previous_files=ignore_previous_files)
 
     def new_committer(self, commit_user: str) -> TableCommitter:
         """The committer of ``commit_user``: `commit(messages, commit_identifier)` is exactly-once."""
+        args.text("commit_user", commit_user, optional=False)
         return TableCommitter(self, commit_user)
 
     def write_arrow(
@@ -537,9 +573,11 @@ class Table:
         timestamp: datetime | int | str | None = None,
     ) -> Snapshot | None:
         """The snapshot a read sees: by id, by tag, as of a time (epoch ms, datetime or ISO text), or latest."""
+        args.integer("snapshot_id", snapshot_id)
+        args.text("tag", tag)
         given = [x is not None for x in (snapshot_id, tag, timestamp)]
         if sum(given) > 1:
-            raise ValueError("Pass at most one of snapshot_id, tag and timestamp")
+            raise InvalidArgumentError("Pass at most one of snapshot_id, tag and timestamp")
         if tag is not None:
             return self.tag_manager().get(tag).snapshot
         if timestamp is not None:
@@ -651,7 +689,14 @@ class Table:
         columns: Sequence[str] | None = None,
         filter: Any = None,
     ) -> Iterator[pa.RecordBatch]:
-        """Stream the table's rows as record batches; memory is bounded by one merge section."""
+        """Stream the table's rows as record batches; memory is bounded by one merge section.
+
+        Arguments are checked at the call, not at the first batch."""
+        args.names("columns", columns)
+        return self._batches(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp, columns=columns, filter=filter)
+
+    def _batches(self, *, snapshot_id: int | None, tag: str | None, timestamp: datetime | int | str | None,
+                 columns: Sequence[str] | None, filter: Any) -> Iterator[pa.RecordBatch]:
         for t in self._tables(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp, columns=columns, filter=filter):
             yield from t.to_batches()
 
@@ -710,6 +755,7 @@ class Table:
         filter: Any = None,
     ) -> pa.Table:
         """Read the table into one Arrow table: latest, or as of a snapshot id, tag or point in time."""
+        args.names("columns", columns)
         snap = self.resolve_snapshot(snapshot_id, tag=tag, timestamp=timestamp)
         table_schema = self._read_schema(snap, travel=(snapshot_id, tag, timestamp) != (None, None, None))
         schema = table_schema.arrow_schema
@@ -731,14 +777,17 @@ def _to_epoch_ms(value: datetime | int | str) -> int:
     if isinstance(value, bool):
         raise InvalidArgumentError("timestamp must be epoch milliseconds, a datetime or ISO-8601 text")
     if isinstance(value, int):
-        return value
+        return args.integer("timestamp", value)  # type: ignore[return-value]
     if isinstance(value, str):
         try:
             value = pendulum.parse(value)  # type: ignore[assignment]
         except (ValueError, OverflowError) as exc:  # pendulum's ParserError is a ValueError
             raise InvalidArgumentError(f"timestamp {value!r} is not ISO-8601 text: {exc}") from None
     if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.astimezone()  # naive = the machine's local time, as users mean it
-        return int(value.timestamp() * 1000)
+        try:
+            if value.tzinfo is None:
+                value = value.astimezone()  # naive = the machine's local time, as users mean it
+            return int(value.timestamp() * 1000)
+        except (ValueError, OverflowError, OSError) as exc:  # year 1 or 9999 near the platform's limits
+            raise InvalidArgumentError(f"timestamp {value!r} is out of range: {exc}") from None
     raise InvalidArgumentError(f"timestamp must be epoch milliseconds, a datetime or ISO-8601 text, got {value!r}")

@@ -18,10 +18,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from lake_assets import arguments as args
 from lake_assets.errors import (
     CommitConflictError,
     CommitFileMissingError,
     CommitStateUnknownError,
+    InvalidArgumentError,
     NoSuchTableError,
 )
 from lake_assets.lsm.key_compare import compare_keys
@@ -127,6 +129,11 @@ class TableCommitter:
         New files become an APPEND (or OVERWRITE) snapshot; compaction results a COMPACT snapshot
         with the same identifier.
         """
+        args.integer("commit_identifier", commit_identifier, optional=False)
+        args.flag("check_committed", check_committed)
+        args.mapping("properties", properties)
+        if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+            raise InvalidArgumentError(f"messages must be a list of CommitMessage, got {type(messages).__name__}")
         self._landed = []
         self._in_doubt = False
         self._seen_committed = False

@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import pyarrow as pa
 
+from lake_assets import arguments as args
 from lake_assets.errors import (
     CommitConflictError,
     CorruptMetadataError,
+    InvalidArgumentError,
     OptionError,
     SchemaError,
     UnsupportedFeatureError,
@@ -546,33 +548,51 @@ class SchemaUpdate:
         comment: str | None = None,
         position: Position | None = None,
     ) -> SchemaUpdate:
+        args.text("name", name, optional=False)
+        args.flag("nullable", nullable)
+        args.text("comment", comment, empty=True)
         return self._add(AddColumn(name, arrow_type, nullable, comment, position))
 
     def rename_column(self, old: str, new: str) -> SchemaUpdate:
+        args.text("old", old, optional=False)
+        args.text("new", new, optional=False)
         return self._add(RenameColumn(old, new))
 
     def drop_column(self, name: str) -> SchemaUpdate:
+        args.text("name", name, optional=False)
         return self._add(DropColumn(name))
 
     def update_column_type(self, name: str, arrow_type: TypeLike) -> SchemaUpdate:
+        args.text("name", name, optional=False)
         return self._add(UpdateColumnType(name, arrow_type))
 
     def update_column_nullability(self, name: str, nullable: bool) -> SchemaUpdate:
+        args.text("name", name, optional=False)
+        args.flag("nullable", nullable)
         return self._add(UpdateColumnNullability(name, nullable))
 
     def update_column_comment(self, name: str, comment: str | None) -> SchemaUpdate:
+        args.text("name", name, optional=False)
+        args.text("comment", comment, empty=True)
         return self._add(UpdateColumnComment(name, comment))
 
     def move_column(self, name: str, position: Position) -> SchemaUpdate:
+        args.text("name", name, optional=False)
         return self._add(MoveColumn(name, position))
 
     def set_option(self, key: str, value: str) -> SchemaUpdate:
+        args.text("key", key, optional=False)
+        if value is None or isinstance(value, (bytes, dict, list, tuple, set)):
+            # str() of these would store "None" or a repr as the option's text
+            raise InvalidArgumentError(f"value of option {key!r} must be text, got {value!r}")
         return self._add(SetOption(key, str(value)))
 
     def remove_option(self, key: str) -> SchemaUpdate:
+        args.text("key", key, optional=False)
         return self._add(RemoveOption(key))
 
     def update_comment(self, comment: str | None) -> SchemaUpdate:
+        args.text("comment", comment, empty=True)
         return self._add(UpdateComment(comment))
 
     def commit(self) -> TableSchema:

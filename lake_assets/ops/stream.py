@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lake_assets import arguments as args
 from lake_assets.errors import InvalidArgumentError, MissingDataFileError, SchemaError, SnapshotNotFoundError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.ops.changelog_manager import snapshot_or_changelog
@@ -214,6 +215,7 @@ class StreamEnumerator:
 
     def poll(self, max_snapshots: int = 1) -> list[ChangeBatch]:
         """Plan up to ``max_snapshots`` snapshots that are available now (empty if none)."""
+        args.integer("max_snapshots", max_snapshots, minimum=1, optional=False)
         batches: list[ChangeBatch] = []
         if self._needs_full is not None:
             snap = self._needs_full
@@ -242,6 +244,7 @@ class StreamEnumerator:
 
     def commit(self, position: int | None = None) -> None:
         """Record that everything before ``position`` (default: the current one) was processed."""
+        args.integer("position", position, minimum=0)
         pos = self.position if position is None else position
         if self.consumer_id:
             self.table.consumer_manager().record(self.consumer_id, pos)
