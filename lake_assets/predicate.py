@@ -3,6 +3,12 @@ residual pyarrow expression applied to rows that are read.
 
 Filters use pyarrow's ``filters`` convention: a list of ``(column, op, value)`` tuples (AND), or a
 list of such lists (OR of ANDs). ``op`` is one of ``= == != < <= > >= in not in``.
+
+FLOAT and DOUBLE columns compare as Paimon's predicates do, with Java's ``compareTo``
+(``Double.compare``): NaN equals NaN and is greater than +inf, -0.0 is less than 0.0. IEEE
+comparisons (Python's, Arrow's) would let ``k = 0.0`` match -0.0 in one place and not in another
+(bucket pruning hashes the bits) and never match NaN, so every test here - on partition values,
+on min/max stats and on rows - compares floats through `float_code`.
 """
 
 from __future__ import annotations
@@ -12,12 +18,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from lake_assets.errors import LakeError
+from lake_assets.lsm.key_compare import float_code, float_order_codes
 
 _OPS = {"=", "==", "!=", "<", "<=", ">", ">=", "in", "not in"}
 Term = tuple[str, str, Any]
@@ -36,7 +44,33 @@ def _mismatched(v: Any, lit: Any) -> bool:
     return False
 
 
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+
+def _code(x: Any) -> Any:
+    """`float_code` of a number (None stays None): Java converts the literal to the column's type."""
+    return None if x is None else float_code(float(x))
+
+
+def _codes(v: Any, lit: Any) -> tuple[Any, Any]:
+    """(v, lit) as `float_code` codes when ``v`` is a float and ``lit`` numbers: their order is
+    ``Double.compare``'s; otherwise unchanged."""
+    if not isinstance(v, float):
+        return v, lit
+    try:
+        if isinstance(lit, (list, tuple, set, frozenset)):
+            if all(x is None or _number(x) for x in lit):
+                return float_code(v), [_code(x) for x in lit]
+        elif _number(lit):
+            return float_code(v), float_code(float(lit))
+    except OverflowError:  # an int beyond any double: leave the comparison as it was
+        pass
+    return v, lit
+
+
 def _compare(op: str, v: Any, lit: Any) -> bool:
+    v, lit = _codes(v, lit)
     if op in ("=", "=="):
         return v == lit
     if op == "!=":
@@ -57,6 +91,13 @@ def _compare(op: str, v: Any, lit: Any) -> bool:
 
 
 def _range_may_match(op: str, lo: Any, hi: Any, lit: Any) -> bool:
+    if isinstance(lo, float) and isinstance(hi, float):
+        # Stats that Arrow's min/max computed do not tell -0.0 from 0.0: widen zero bounds.
+        lo = -0.0 if lo == 0.0 else lo
+        hi = 0.0 if hi == 0.0 else hi
+        coded_lo, coded_lit = _codes(lo, lit)
+        if not isinstance(coded_lo, float):  # the literal is numeric: compare codes
+            lo, hi, lit = coded_lo, float_code(hi), coded_lit
     if op in ("=", "=="):
         return lo <= lit <= hi
     if op == "!=":
@@ -139,6 +180,48 @@ class Predicate:
             return self.expression
         return pq.filters_to_expression([list(c) for c in self.clauses])
 
+    def filter_table(self, data: pa.Table) -> pa.Table:
+        """The rows of ``data`` that match, float columns compared as ``Double.compare`` does
+        (an Expression given by the caller is applied as it is: its semantics are Arrow's)."""
+        if self.expression is not None:
+            return data.filter(self.expression)
+        coded = self._coded_columns(data.schema)
+        if not coded:
+            return data.filter(self.to_expression())
+        # Evaluate on a view whose float columns are their order codes and whose literals are
+        # codes too, then take the matching rows of the original.
+        view = data.select([c for c in data.column_names if c in self.columns])
+        for name in coded:
+            i = view.schema.get_field_index(name)
+            view = view.set_column(i, pa.field(name, pa.uint64()), float_order_codes(view.column(i)))
+        row = "__lake_row__"
+        while row in view.column_names:
+            row += "_"
+        view = view.append_column(row, pa.array(np.arange(data.num_rows, dtype=np.int64)))
+        expr = None
+        for clause in self.clauses:
+            part = None
+            for term in clause:
+                e = _coded_term(term) if term[0] in coded else pq.filters_to_expression([[term]])
+                part = e if part is None else part & e
+            expr = part if expr is None else expr | part
+        return data.take(view.filter(expr).column(row))
+
+    def _coded_columns(self, schema: pa.Schema) -> set[str]:
+        """Float columns whose literals are all numbers (or None): those compare by codes."""
+        out = set()
+        for name in self.columns:
+            if name not in schema.names or not pa.types.is_floating(schema.field(name).type):
+                continue
+            lits = []
+            for clause in self.clauses:
+                for col, op, lit in clause:
+                    if col == name:
+                        lits += list(lit) if op in ("in", "not in") else [lit]
+            if all(x is None or _number(x) for x in lits):
+                out.add(name)
+        return out
+
     def test_values(self, values: Mapping[str, Any]) -> bool:
         """Exact test where columns are known (partition values); unknown columns pass."""
         if not self.clauses:
@@ -199,6 +282,28 @@ class Predicate:
                 combos = [{**c, col: v} for c in combos for v in pinned[col]]
             out += combos
         return out if self.clauses else None
+
+
+def _coded_term(term: Term) -> pc.Expression:
+    """One term on a float column rewritten to its `float_order_codes` view."""
+    col, op, lit = term
+    field = pc.field(col)
+    if op in ("in", "not in"):
+        values = pa.array([_code(x) for x in lit], pa.uint64())
+        e = field.isin(values)
+        return ~e if op == "not in" else e
+    value = pa.scalar(_code(lit), pa.uint64())
+    if op in ("=", "=="):
+        return field == value
+    if op == "!=":
+        return field != value
+    if op == "<":
+        return field < value
+    if op == "<=":
+        return field <= value
+    if op == ">":
+        return field > value
+    return field >= value
 
 
 def dataset_expression(pred: Predicate | None) -> ds.Expression | None:

@@ -637,6 +637,10 @@ class Table:
         return scan.splits(entries)
 
     def _buckets_of(self, combos: list[dict[str, Any]], keys: list[str], nb: int) -> set[int] | None:
+        if any(isinstance(v, float) and v != v for c in combos for v in c.values()):
+            # NaN equals every NaN (Double.compare) but NaNs differ in bits, so in bucket hash:
+            # a NaN literal cannot name one bucket.
+            return None
         try:
             cols = [pa.array([c[k] for c in combos], to_arrow(self.schema.field(k).type)) for k in keys]
         except (pa.ArrowInvalid, pa.ArrowTypeError):

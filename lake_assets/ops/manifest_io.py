@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from lake_assets.errors import CorruptMetadataError
 from lake_assets.io.file_io import FileIO
+from lake_assets.lsm.key_compare import float_code
 from lake_assets.paths import TablePaths
 from lake_assets.spec.binary_row import deserialize_row, serialize_row
 from lake_assets.spec.manifest import (
@@ -56,7 +57,11 @@ _MANIFEST_CACHE = _LRU(2048)
 
 
 def compare_values(a: object, b: object) -> int:
-    """Three-way compare of two non-null stats values of the same type."""
+    """Three-way compare of two non-null stats values of the same type; floats as Java's
+    ``Double.compare`` (NaN the greatest, -0.0 below 0.0), as Paimon's stats collectors order them
+    (IEEE comparisons made a NaN partition's stats depend on the order partitions came in)."""
+    if isinstance(a, float) and isinstance(b, float):
+        a, b = float_code(a), float_code(b)
     return (a > b) - (a < b)  # type: ignore[operator]
 
 

@@ -97,7 +97,7 @@ class _FileLayout:
         self.fields = fields
 
 
-def key_predicate(predicate: Predicate | None, key_names: Sequence[str]) -> pc.Expression | None:
+def key_terms(predicate: Predicate | None, key_names: Sequence[str]) -> Predicate | None:
     """The part of ``predicate`` on primary-key columns only, weakened to be implied by it (each OR
     clause keeps its key terms); None when some clause does not constrain the key."""
     if predicate is None or predicate.expression is not None or not predicate.clauses:
@@ -106,7 +106,13 @@ def key_predicate(predicate: Predicate | None, key_names: Sequence[str]) -> pc.E
     clauses = [tuple(t for t in clause if t[0] in keys) for clause in predicate.clauses]
     if not all(clauses):
         return None
-    return Predicate(tuple(clauses)).to_expression()
+    return Predicate(tuple(clauses))
+
+
+def key_predicate(predicate: Predicate | None, key_names: Sequence[str]) -> pc.Expression | None:
+    """`key_terms` as an Arrow expression (IEEE float semantics: the read uses `key_terms`)."""
+    terms = key_terms(predicate, key_names)
+    return None if terms is None else terms.to_expression()
 
 
 class SplitReader:
@@ -149,7 +155,7 @@ class SplitReader:
             if name in needed and name not in merge_needs and _exact_constant(to_arrow_field(schema.field(name)).type)
         }
         self.split_columns = [c for c in needed if c not in self._constants]
-        self.key_filter = key_predicate(predicate, self.key_names) if self.is_pk else None
+        self.key_filter = key_terms(predicate, self.key_names) if self.is_pk else None
         self._layouts: dict[tuple[int, tuple[str, ...]], _FileLayout] = {}
         # Whether pyarrow decodes a file's columns in its own thread pool. Turning it off saves
         # a little CPU on small files, but Table._tables keeps it on: measured on 2 shared cores,
@@ -218,7 +224,7 @@ class SplitReader:
         if self.key_filter is not None and data.num_rows:
             # Every version of a key shares its key columns, so dropping keys the filter rejects
             # before the merge changes no result - and holds one file's matches, not the section.
-            data = data.filter(self.key_filter)
+            data = self.key_filter.filter_table(data)
         return data
 
     def iter_file(self, split: Split, meta: DataFileMeta, with_system: bool = True) -> Iterator[pa.Table]:
@@ -278,7 +284,7 @@ class SplitReader:
             column = pa.nulls(n, field.type) if value is None else pa.repeat(pa.scalar(value, field.type), n)
             data = data.append_column(field.with_nullable(value is None or field.nullable), column)
         if self.predicate is not None and data.num_rows:
-            data = data.filter(self.predicate.to_expression())
+            data = self.predicate.filter_table(data)
         return data.select(self.columns).cast(self.output_schema)
 
 
