@@ -81,6 +81,7 @@ import pyarrow.compute as pc
 
 from lake_assets.errors import InvalidDataError, OptionError, UnsupportedFeatureError
 from lake_assets.formats.data_file import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
+from lake_assets.lsm.key_compare import float_order_codes
 from lake_assets.lsm.merge import MergeFunction, is_retract, key_change_mask, kinds_of
 
 SchemaFields = Sequence[tuple[str, pa.DataType]]
@@ -310,7 +311,10 @@ def _hash_aggregate(values: pa.Array, gid: np.ndarray, n_groups: int, agg: str) 
 
 
 def _seq_rank(cols: Sequence[pa.Array]) -> np.ndarray:
-    """Dense rank of each row's sequence tuple, nulls smallest, compared field by field."""
+    """Dense rank of each row's sequence tuple, nulls smallest, compared field by field (floats by
+    Java's Double.compare, as Paimon's sequence comparator: NaN ties NaN and is the newest, -0.0
+    is older than 0.0)."""
+    cols = [float_order_codes(c) if pa.types.is_floating(c.type) else c for c in cols]
     n = len(cols[0])
     t = pa.table({f"s{i}": c for i, c in enumerate(cols)})
     order = pc.sort_indices(

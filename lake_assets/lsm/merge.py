@@ -70,7 +70,9 @@ def sort_for_merge(
     sort_keys = [(k, "ascending", "at_start") for k in key_names]
     sort_keys += [(f, seq_order, "at_start" if seq_order == "ascending" else "at_end") for f in sequence_fields]
     sort_keys.append((SEQUENCE_NUMBER, "ascending", "at_start"))
-    idx = pc.sort_indices(key_view(table, key_names), sort_keys=sort_keys)
+    # Float sequence fields order as Paimon's generated comparator orders them (Double.compare),
+    # like float keys: key_view turns both into order codes.
+    idx = pc.sort_indices(key_view(table, [*key_names, *sequence_fields]), sort_keys=sort_keys)
     return table.take(idx)
 
 
@@ -90,7 +92,8 @@ def sort_order(
     sort_keys += [(f, seq_order, "at_start" if seq_order == "ascending" else "at_end") for f in sequence_fields]
     sort_keys.append((SEQUENCE_NUMBER, "ascending", "at_start"))
     cols = list(dict.fromkeys([*prefix, *key_names, *sequence_fields, SEQUENCE_NUMBER]))
-    return pc.sort_indices(key_view(table.select(cols), key_names), sort_keys=sort_keys).to_numpy()
+    view = key_view(table.select(cols), [*key_names, *sequence_fields])  # Double.compare, as in sort_for_merge
+    return pc.sort_indices(view, sort_keys=sort_keys).to_numpy()
 
 
 def _single_int_key_order(
