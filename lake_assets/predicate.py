@@ -140,6 +140,8 @@ class Predicate:
         else:
             raise FilterError(f"A filter is a list of (column, op, value) tuples, got {filters!r}")
         for clause in clauses:
+            if not clause:
+                raise FilterError(f"A filter clause is an empty list (match nothing or everything?): {filters!r}")
             for term in clause:
                 if len(term) != 3 or not isinstance(term[0], str) or term[1] not in _OPS:
                     raise FilterError(f"Bad filter term {term!r}: expected (column, op, value) with op in {_OPS}")
@@ -149,6 +151,11 @@ class Predicate:
         """Refuse terms naming a column ``schema`` lacks or comparing it with a value of another
         type, with a `FilterError`, before any file is read (pyarrow would raise its own errors
         mid-read, or compare nothing)."""
+        if self.expression is not None:
+            try:
+                schema.empty_table().filter(self.expression)  # binds field names and types
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError) as exc:
+                raise FilterError(f"Cannot filter {table_name} by {self.expression}: {exc}") from None
         for clause in self.clauses:
             for name, op, value in clause:
                 if name not in schema.names:

@@ -124,6 +124,13 @@ class Table:
             return self.schema
         return self.schema_by_id(snap.schema_id)
 
+    def _require_exists(self) -> None:
+        """Raise `NoSuchTableError` when the table was dropped under this handle (its schema files
+        are gone): reads and maintenance would otherwise see an empty table."""
+        if not self.file_io.list_names(self.paths.schema_dir):
+            raise NoSuchTableError(f"Table {self.name} does not exist (dropped?): no schema files under "
+                                   f"{self.paths.root}")
+
     def latest_schema_id(self) -> int:
         """The newest schema id on storage (a snapshot records it, as Java does at commit time)."""
         ids = [int(m.group(1)) for n in self.file_io.list_names(self.paths.schema_dir)
@@ -341,13 +348,18 @@ class Table:
         args.integer("retain_min", retain_min)
         args.integer("retain_max", retain_max)
         args.age_or_time("older_than", older_than)
-        args.integer("limit", limit)
         args.flag("dry_run", dry_run)
+        args.integer("limit", limit, minimum=1)
+        # Both given: they contradict each other (one given bounds the other option, as before).
+        if retain_min is not None and retain_max is not None and retain_max < retain_min:
+            raise InvalidArgumentError(f"Cannot expire {self.name}: retain_max ({retain_max}) must not be less "
+                                       f"than retain_min ({retain_min})")
+        self._require_exists()
         older_ms = None
         if isinstance(older_than, timedelta):
             older_ms = int(time.time() * 1000) - int(older_than.total_seconds() * 1000)
         elif isinstance(older_than, datetime):
-            older_ms = int(older_than.timestamp() * 1000)
+            older_ms = _to_epoch_ms(older_than)
         return expire_snapshots(
             self, retain_min=retain_min, retain_max=retain_max, older_than_ms=older_ms, limit=limit, dry_run=dry_run
         )
@@ -370,12 +382,14 @@ class Table:
         args.mappings("partitions", partitions)
         args.integer("max_units", max_units, minimum=1)
         args.integer("parallelism", parallelism, minimum=1)
+        self._require_exists()
         return compact(self, full=full, partitions=partitions, max_units=max_units, parallelism=parallelism)
 
     def health(self, *, snapshot_id: int | None = None, small_file_threshold: int | None = None) -> pa.Table:
         """Per (partition, bucket) LSM health from manifests only (no data files are read)."""
         args.integer("snapshot_id", snapshot_id, minimum=0)
         args.integer("small_file_threshold", small_file_threshold, minimum=0)
+        self._require_exists()
         return table_health(self, snapshot_id=snapshot_id, small_file_threshold=small_file_threshold)
 
     def read_changes(
@@ -426,6 +440,7 @@ class Table:
         """List (and with ``dry_run=False`` delete) files no snapshot or tag references, older than the bound."""
         args.duration("older_than", older_than, optional=False)
         args.flag("dry_run", dry_run)
+        self._require_exists()
         return remove_orphan_files(self, older_than=older_than, dry_run=dry_run)
 
     def rollback_to(self, *, snapshot_id: int | None = None, tag: str | None = None) -> Snapshot:
@@ -591,7 +606,10 @@ class Table:
                 raise SnapshotNotFoundError(f"Table {self.name} has no snapshot committed at or before {timestamp}")
             return snap
         if snapshot_id is None:
-            return self.snapshot_manager.latest()
+            latest = self.snapshot_manager.latest()
+            if latest is None:
+                self._require_exists()  # a dropped table is no empty table
+            return latest
         return self.snapshot_manager.snapshot(snapshot_id)
 
     def plan(
@@ -611,6 +629,8 @@ class Table:
         if snap is None:
             return []
         pred = Predicate.of(filter)
+        if pred is not None:
+            pred.check(self.schema.arrow_schema, self.name)
         return self._plan(snap, pred, op)
 
     def _plan(self, snap: Snapshot, pred: Predicate | None, op: Op = Op.READ) -> list[Split]:

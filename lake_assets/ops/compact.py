@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_assets.errors import CommitConflictError
+from lake_assets.errors import CommitConflictError, InvalidArgumentError
 from lake_assets.formats.data_file import (
     FILE_SOURCE_COMPACT,
     SEQUENCE_NUMBER,
@@ -231,6 +231,16 @@ def plan_compaction(
     filters = None
     if partitions is not None:
         specs = [dict(p) for p in partitions]
+        keys = set(table.schema.partition_keys)
+        for spec in specs:
+            # A filter on another column would prune files inside a bucket by their stats and
+            # compact some of its files only (breaking the level invariants): refuse it.
+            unknown = sorted(set(spec) - keys)
+            if unknown:
+                raise InvalidArgumentError(
+                    f"Cannot compact {table.name}: {unknown} are not partition keys "
+                    f"(partition keys: {sorted(keys)})"
+                )
         filters = [[(k, "=", v) for k, v in spec.items()] for spec in specs] or None
     splits = table.plan(snapshot=snap, filter=filters, op=Op.COMPACT)
     commits = commits_since_last_compaction(table, snap) if not full else None

@@ -113,6 +113,9 @@ class ChangeReader:
 
     def __init__(self, table: Table, columns: list[str] | None = None) -> None:
         check_row_kind_free(table.schema.field_names, table.name)
+        unknown = [c for c in columns or () if not table.schema.has_field(c)]
+        if unknown:
+            raise SchemaError(f"Table {table.name} has no columns {unknown}")
         self.table = table
         self.columns = columns
         self._reader = SplitReader(table, table.schema, columns)
@@ -186,7 +189,7 @@ class StreamEnumerator:
             self.position = (latest + 1) if latest is not None else 1
         elif mode in ("from-snapshot", "from-snapshot-full"):
             if snapshot_id is None:
-                raise ValueError(f"start mode {mode!r} needs snapshot_id")
+                raise InvalidArgumentError(f"start mode {mode!r} needs snapshot_id")
             if mode == "from-snapshot-full":
                 self._needs_full = sm.snapshot(snapshot_id)
                 self.position = snapshot_id + 1
@@ -194,7 +197,7 @@ class StreamEnumerator:
                 self.position = snapshot_id
         elif mode == "from-timestamp":
             if timestamp_ms is None:
-                raise ValueError("start mode 'from-timestamp' needs timestamp_ms")
+                raise InvalidArgumentError("start mode 'from-timestamp' needs timestamp_ms")
             before = sm.newer_than_or_equal_time(timestamp_ms - 1)
             if before is not None:
                 self.position = before.id + 1

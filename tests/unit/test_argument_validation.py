@@ -9,10 +9,11 @@ import hashlib
 import os
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from lake_assets import Catalog
-from lake_assets.errors import InvalidArgumentError, LakeError
+from lake_assets.errors import InvalidArgumentError, LakeError, NoSuchTableError
 
 SCHEMA = pa.schema([("k", pa.int64()), ("kk", pa.int64()), ("v", pa.string())])
 
@@ -143,3 +144,34 @@ def test_valid_calls_behave_as_before(t):
     assert t.rollback_to(tag="t1").id == t.latest_snapshot().id
     assert t.expire_snapshots(retain_max=1, retain_min=1, older_than=datetime.timedelta(0), dry_run=True) is not None
     assert t.remove_orphan_files(older_than=datetime.timedelta(hours=1)) is not None
+
+
+# ---------------------------------------------------------------- raw errors found by trying
+@pytest.mark.parametrize(("call", "error", "match"), [
+    (lambda t: t.to_arrow(filter=[[]]), "FilterError", "empty list"),
+    (lambda t: t.to_arrow(filter=pc.field("zz") > 1), "FilterError", "No match for FieldRef"),
+    (lambda t: t.plan(filter=[("zz", "=", 1)]), "FilterError", "no column 'zz'"),
+    (lambda t: t.read_changes(0, columns=["zz"]), "SchemaError", r"no columns \['zz'\]"),
+    (lambda t: t.change_reader(columns=["zz"]), "SchemaError", r"no columns \['zz'\]"),
+    (lambda t: t.stream(mode="from-snapshot").poll(), "InvalidArgumentError", "needs snapshot_id"),
+    (lambda t: t.expire_snapshots(limit=0), "InvalidArgumentError", "limit must be at least 1"),
+    (lambda t: t.expire_snapshots(retain_min=5, retain_max=2), "InvalidArgumentError",
+     r"retain_max \(2\) must not be less than retain_min \(5\)"),
+    (lambda t: t.expire_snapshots(older_than=datetime.datetime(1, 1, 1)), "InvalidArgumentError", "out of range"),
+    # a filter on a non-partition column would compact some files of a bucket only
+    (lambda t: t.compact(partitions=[{"kk": 3}]), "InvalidArgumentError", r"\['kk'\] are not partition keys"),
+])
+def test_raw_errors_are_lake_errors(t, call, error, match):
+    before = _fingerprint(t.paths.root)
+    with pytest.raises(LakeError, match=match) as info:
+        call(t)
+    assert type(info.value).__name__ == error
+    assert _fingerprint(t.paths.root) == before
+
+
+def test_a_dropped_table_is_not_an_empty_table(catalog: Catalog, t):
+    catalog.drop_table("db.t")
+    for call in (t.to_arrow, lambda: list(t.to_batches()), t.compact, t.expire_snapshots, t.health,
+                 lambda: t.remove_orphan_files(dry_run=False), lambda: t.create_tag("x")):
+        with pytest.raises(NoSuchTableError, match="does not exist"):
+            call()
