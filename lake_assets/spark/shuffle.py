@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.functions import arrow_udf
 from pyspark.sql.types import IntegerType
 
+from lake_assets import arguments as args
 from lake_assets.catalog import Catalog
 from lake_assets.errors import OptionError
 from lake_assets.lsm.bucket import assign_buckets
@@ -66,6 +67,8 @@ def repartition_by_bucket(
     shuffle partitions, so a bucket still has one writer); an unpartitioned table uses at most
     one partition per bucket.
     """
+    args.integer("num_partitions", num_partitions, minimum=1)
+    args.mapping("storage_options", storage_options)
     if isinstance(table, str):
         if warehouse is None:
             raise OptionError("repartition_by_bucket needs warehouse= when the table is given by name")
@@ -128,6 +131,17 @@ def write_table(
     """
     if mode not in ("append", "overwrite"):
         raise OptionError(f"write_table mode must be 'append' or 'overwrite', got {mode!r}")
+    # Checked before Spark runs anything: "yes" would be a true `dynamic`, a str a bad mapping.
+    args.text("warehouse", warehouse, optional=False)
+    args.mapping("storage_options", storage_options)
+    args.mapping("overwrite_partitions", overwrite_partitions)
+    if dynamic is not None:
+        args.flag("dynamic", dynamic)
+    if partition_overwrite_mode is not None:
+        args.one_of("partition_overwrite_mode", str(partition_overwrite_mode).strip().lower()
+                    if isinstance(partition_overwrite_mode, str) else partition_overwrite_mode,
+                    ("static", "dynamic"))
+    args.integer("num_partitions", num_partitions, minimum=1)
     if mode == "append" and (overwrite_partitions or dynamic):
         raise OptionError("overwrite_partitions and dynamic need mode='overwrite'")
     if overwrite_partitions and dynamic:

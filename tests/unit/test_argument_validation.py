@@ -175,3 +175,21 @@ def test_a_dropped_table_is_not_an_empty_table(catalog: Catalog, t):
                  lambda: t.remove_orphan_files(dry_run=False), lambda: t.create_tag("x")):
         with pytest.raises(NoSuchTableError, match="does not exist"):
             call()
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"mode": "overwrite", "dynamic": "yes"}, "dynamic must be True or False"),
+    ({"num_partitions": 0}, "num_partitions must be at least 1"),
+    ({"num_partitions": "4"}, "num_partitions must be an integer"),
+    ({"storage_options": "key=secret"}, "storage_options must be a dict"),
+    ({"mode": "overwrite", "overwrite_partitions": "dt=2024-01-01"}, "overwrite_partitions must be a dict"),
+    ({"mode": "overwrite", "partition_overwrite_mode": "dynamik"}, "partition_overwrite_mode must be one of"),
+])
+def test_spark_write_table_arguments(t, kwargs, match):
+    from lake_assets.spark.shuffle import write_table  # pyspark is a dev dependency
+
+    before = _fingerprint(t.paths.root)
+    # checked before the DataFrame is touched: no Spark session is needed to see the refusal
+    with pytest.raises(InvalidArgumentError, match=match):
+        write_table(None, os.path.dirname(os.path.dirname(t.paths.root)), "db.t", **kwargs)  # type: ignore[arg-type]
+    assert _fingerprint(t.paths.root) == before
