@@ -11,6 +11,7 @@ from lake_assets import arguments as args
 from lake_assets.catalog_names import check_name, parse_identifier
 from lake_assets.errors import (
     AlreadyExistsError,
+    InvalidArgumentError,
     NoSuchDatabaseError,
     NoSuchTableError,
     OptionError,
@@ -39,8 +40,13 @@ class Catalog:
     """Databases and tables under one warehouse URL (local path, ``file://``, ``memory://``, ``s3://``)."""
 
     def __init__(self, warehouse: str, **storage_options: Any) -> None:
+        args.text("warehouse", warehouse, optional=False)
         self.warehouse_url = warehouse
-        self.file_io, self.root = FileIO.for_url(warehouse, **storage_options)
+        try:
+            self.file_io, self.root = FileIO.for_url(warehouse, **storage_options)
+        except (ValueError, ImportError, TypeError) as exc:
+            # fsspec's "Protocol not known", a missing s3fs, an unknown storage option
+            raise InvalidArgumentError(f"Cannot open warehouse {warehouse!r}: {exc}") from exc
 
     # -------------------------------------------------------------- databases
     def _db_path(self, database: str) -> str:

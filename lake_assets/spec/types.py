@@ -717,6 +717,9 @@ def from_arrow(pa_type: pa.DataType, nullable: bool = True, ids: FieldIdCounter 
         key = from_arrow(kf.type, kf.nullable, ids)
         return MapType(key, from_arrow(itf.type, itf.nullable, ids), nullable=nullable)
     if t.is_struct(pa_type):
+        if pa_type.num_fields == 0:
+            # Parquet cannot store a group without fields: refused here, not mid-write
+            raise SchemaError(f"Arrow type {pa_type} has no fields; a ROW needs at least one")
         fields = []
         for child in pa_type:
             # Pre-order: the field takes its id before its own nested fields do (§2.2).

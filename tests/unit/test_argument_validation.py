@@ -193,3 +193,22 @@ def test_spark_write_table_arguments(t, kwargs, match):
     with pytest.raises(InvalidArgumentError, match=match):
         write_table(None, os.path.dirname(os.path.dirname(t.paths.root)), "db.t", **kwargs)  # type: ignore[arg-type]
     assert _fingerprint(t.paths.root) == before
+
+
+@pytest.mark.parametrize(("warehouse", "match"), [
+    (None, "warehouse is required"),
+    (5, "warehouse must be a string"),
+    ("nosuchproto://x", "Cannot open warehouse 'nosuchproto://x'"),
+])
+def test_catalog_warehouse(warehouse, match):
+    with pytest.raises(InvalidArgumentError, match=match):
+        Catalog(warehouse)
+
+
+def test_empty_struct_column_is_refused_at_create(catalog: Catalog):
+    # Parquet cannot store it: the first write used to fail with pyarrow's own error
+    from lake_assets.errors import SchemaError
+
+    with pytest.raises(SchemaError, match="a ROW needs at least one"):
+        catalog.create_table("db.es", pa.schema([("k", pa.int64()), ("s", pa.struct([]))]))
+    assert not catalog.table_exists("db.es")
