@@ -35,7 +35,7 @@ from lake_assets.errors import (
 from lake_assets.io.file_io import FileIO
 from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.lsm.engines import make_merge_function
-from lake_assets.lsm.key_compare import float_code
+from lake_assets.lsm.key_compare import values_equal
 from lake_assets.lsm.merge import Deduplicate, FirstRow, MergeFunction
 from lake_assets.ops.changelog_manager import ChangelogManager
 from lake_assets.ops.commit import Overwrite, TableCommitter
@@ -566,8 +566,7 @@ class Table:
         def matcher(values: tuple) -> bool:
             # float partitions match as Paimon's partition predicate does (Double.compare):
             # NaN matches NaN, and -0.0 is another partition than 0.0
-            return all(values[i] == v if not isinstance(v, float) or not isinstance(values[i], float)
-                       else float_code(values[i]) == float_code(v) for i, v in wanted.items())
+            return all(values_equal(values[i], v) for i, v in wanted.items())
 
         return Overwrite(matcher)
 

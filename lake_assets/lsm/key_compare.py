@@ -57,6 +57,14 @@ def float_code(value: float) -> int:
     return (~bits & 0xFFFFFFFFFFFFFFFF) if bits >> 63 else bits | (1 << 63)
 
 
+def values_equal(a: object, b: object) -> bool:
+    """Equality as Paimon's comparators and predicates decide it: floats by ``Double.compare``
+    (NaN equals NaN, -0.0 differs from 0.0), everything else by ``==``."""
+    if isinstance(a, float) and isinstance(b, float):
+        return float_code(a) == float_code(b)
+    return a == b
+
+
 def _cmp(a: object, b: object) -> int:
     if isinstance(a, float) and isinstance(b, float):
         a, b = float_code(a), float_code(b)

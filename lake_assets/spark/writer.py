@@ -27,6 +27,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from lake_assets.errors import CommitStateUnknownError, LakeError, OptionError, SchemaError
+from lake_assets.lsm.key_compare import values_equal
 from lake_assets.ops.commit import Overwrite, TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.overwrite import dynamic_overwrite
@@ -222,7 +223,8 @@ def static_overwrite(table: Table, spec: dict[str, Any]) -> Overwrite:
             raise SchemaError(f"Cannot overwrite {table.name}: {k}={v!r} is not a {t}: {exc}") from None
 
     def matcher(values: tuple) -> bool:
-        return all(values[i] == v for i, v in wanted.items())
+        # floats as Paimon's partition predicate compares them (NaN matches NaN, -0.0 is not 0.0)
+        return all(values_equal(values[i], v) for i, v in wanted.items())
 
     return Overwrite(matcher)
 
