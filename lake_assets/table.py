@@ -298,7 +298,7 @@ class Table:
         Raises `SnapshotNotFoundError` (and leaves no tag) when an expiration is removing, or has
         removed, the snapshot; `AlreadyExistsError` when another tag has the name.
         """
-        args.text("name", name, optional=False)
+        args.text("name", name, optional=False, empty=True)  # check_tag_name judges it
         args.integer("snapshot_id", snapshot_id, minimum=0)
         args.duration("time_retained", time_retained)
         self.require(Op.TAG)
@@ -320,7 +320,7 @@ class Table:
 
     def delete_tag(self, name: str) -> None:
         """Remove a tag; files only it kept become orphans (see `remove_orphan_files`)."""
-        args.text("name", name, optional=False)
+        args.text("name", name, optional=False, empty=True)  # check_tag_name judges it
         self.require(Op.TAG)
         self.tag_manager().delete(name)
 
@@ -421,7 +421,7 @@ class Table:
         """A streaming read's enumerator (read its splits with `change_reader`)."""
         args.text("mode", mode, optional=False)
         args.integer("snapshot_id", snapshot_id, minimum=0)
-        args.text("consumer_id", consumer_id)
+        args.text("consumer_id", consumer_id, empty=True)
         args.integer("position", position, minimum=0)
         self.require(Op.STREAM)
         ts = None if timestamp is None else _to_epoch_ms(timestamp)
@@ -449,7 +449,7 @@ class Table:
         Their files become unreferenced and are cleaned by `remove_orphan_files`.
         """
         args.integer("snapshot_id", snapshot_id, minimum=0)
-        args.text("tag", tag)
+        args.text("tag", tag, empty=True)
         if (snapshot_id is None) == (tag is None):
             raise InvalidArgumentError("rollback_to needs exactly one of snapshot_id or tag")
         self.require(Op.ROLLBACK)
@@ -592,7 +592,7 @@ class Table:
     ) -> Snapshot | None:
         """The snapshot a read sees: by id, by tag, as of a time (epoch ms, datetime or ISO text), or latest."""
         args.integer("snapshot_id", snapshot_id)
-        args.text("tag", tag)
+        args.text("tag", tag, empty=True)
         given = [x is not None for x in (snapshot_id, tag, timestamp)]
         if sum(given) > 1:
             raise InvalidArgumentError("Pass at most one of snapshot_id, tag and timestamp")

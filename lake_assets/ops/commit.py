@@ -108,6 +108,8 @@ class TableCommitter:
         return found
 
     def is_committed(self, commit_identifier: int) -> bool:
+        """Whether this commit user already committed ``commit_identifier`` (or a later one)."""
+        args.integer("commit_identifier", commit_identifier, optional=False)
         last = self.last_committed_identifier()
         return last is not None and last >= commit_identifier
 

@@ -125,6 +125,11 @@ class ChangeReader:
         return self._reader.output_schema.append(pa.field(ROW_KIND, pa.string(), nullable=False))
 
     def read(self, split: ChangeSplit) -> pa.Table:
+        """The changes in one split that `StreamEnumerator.poll` planned, with a ``_row_kind`` column."""
+        if not isinstance(split, ChangeSplit):
+            raise InvalidArgumentError(
+                f"split must be a ChangeSplit from StreamEnumerator.poll, got {type(split).__name__}"
+            )
         try:
             return self._read(split)
         except MissingDataFileError as exc:

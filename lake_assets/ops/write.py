@@ -29,7 +29,7 @@ from lake_assets.formats.data_file import (
 from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.lsm.merge import is_retract, sort_and_merge, sort_for_merge, sort_order
 from lake_assets.lsm.merge_reader import merge_sorted
-from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.spill import SpillDirectory, SpillRun, key_batches
 from lake_assets.spec.binary_row import serialize_row
@@ -441,7 +441,13 @@ class TableWriter:
                                    compact_changelog=result.compact_changelog)
 
     def abort(self, messages: Iterable[CommitMessage] = ()) -> None:
-        """Delete files written but not committed (buffered files and those in ``messages``)."""
+        """Delete files written but not committed (buffered files and those in ``messages``).
+
+        ``messages`` are validated first, as `TableCommitter.abort` does: a message that is not one,
+        or names a file outside the table, raises `InvalidCommitMessageError` and nothing is deleted."""
+        messages = list(messages)
+        if messages:
+            validate_messages(self.table, messages, "abort a write to")
         paths = []
         for buf in self._buffers.values():
             if buf.writer is not None:

@@ -212,3 +212,16 @@ def test_empty_struct_column_is_refused_at_create(catalog: Catalog):
     with pytest.raises(SchemaError, match="a ROW needs at least one"):
         catalog.create_table("db.es", pa.schema([("k", pa.int64()), ("s", pa.struct([]))]))
     assert not catalog.table_exists("db.es")
+
+
+def test_two_phase_commit_pieces_refuse_junk(t):
+    from lake_assets.errors import InvalidCommitMessageError
+
+    before = _fingerprint(t.paths.root)
+    with pytest.raises(InvalidCommitMessageError, match="int is not a CommitMessage"):
+        t.new_writer("u").abort([5])  # used to fail half-way with AttributeError
+    with pytest.raises(InvalidArgumentError, match="split must be a ChangeSplit"):
+        t.change_reader().read(t.plan()[0])
+    with pytest.raises(InvalidArgumentError, match="commit_identifier must be an integer"):
+        t.new_committer("u").is_committed("7")
+    assert _fingerprint(t.paths.root) == before
