@@ -345,8 +345,8 @@ class Table:
         When ``changelog.num-retained.*`` / ``changelog.time-retained`` exceed the snapshot settings,
         expired snapshots leave long-lived changelogs that streams and `read_changes` still read;
         those expire here too, per the changelog settings."""
-        args.integer("retain_min", retain_min)
-        args.integer("retain_max", retain_max)
+        args.integer("retain_min", retain_min, minimum=1)  # the latest snapshot is never expired
+        args.integer("retain_max", retain_max, minimum=1)
         args.age_or_time("older_than", older_than)
         args.flag("dry_run", dry_run)
         args.integer("limit", limit, minimum=1)

@@ -267,7 +267,13 @@ def change_splits_between(
         return table.tag_manager().get(x).snapshot.id if isinstance(x, str) else int(x)
 
     lo = resolve(start)
-    hi = resolve(end) if end is not None else (table.snapshot_manager.latest_id() or 0)
+    latest = table.snapshot_manager.latest_id() or 0
+    hi = resolve(end) if end is not None else latest
+    if hi < lo:
+        raise InvalidArgumentError(f"Cannot read changes of {table.name}: end {end!r} (snapshot {hi}) is before "
+                                   f"start {start!r} (snapshot {lo})")
+    if hi > latest:
+        raise SnapshotNotFoundError(f"Cannot read changes of {table.name} up to snapshot {hi}: the latest is {latest}")
     changelogs = table.changelog_manager()
     splits: list[ChangeSplit] = []
     for sid in range(lo + 1, hi + 1):

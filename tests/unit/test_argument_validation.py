@@ -225,3 +225,18 @@ def test_two_phase_commit_pieces_refuse_junk(t):
     with pytest.raises(InvalidArgumentError, match="commit_identifier must be an integer"):
         t.new_committer("u").is_committed("7")
     assert _fingerprint(t.paths.root) == before
+
+
+def test_read_changes_range_is_checked_as_java_does(t):
+    # Java 0.9: "Starting snapshotId 2 must less than ending snapshotId 1" and "The specified scan
+    # snapshotId range [1, 9] is out of available snapshotId range [1, 2]"; we used to return no rows
+    # for the first and blame expiry for the second.
+    from lake_assets.errors import SnapshotNotFoundError
+
+    with pytest.raises(InvalidArgumentError, match=r"end 1 \(snapshot 1\) is before start 2"):
+        t.read_changes(2, 1)
+    with pytest.raises(SnapshotNotFoundError, match="up to snapshot 9: the latest is 2"):
+        t.read_changes(1, 9)
+    assert t.read_changes(1, 1).num_rows == 0
+    with pytest.raises(InvalidArgumentError, match="retain_max must be at least 1"):
+        t.expire_snapshots(retain_max=0)
