@@ -73,6 +73,7 @@ from lake_assets.table_support import (
     validate_open,
 )
 
+_STREAM_MODES = ("latest-full", "earliest-full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp")
 _SCHEMA_NAME = re.compile(r"schema-([0-9]+)")  # fullmatch: `$` would accept a final newline
 
 # Test hook: a callable that is told each named step of a commit (the crash-injection harness
@@ -419,8 +420,14 @@ class Table:
         position: int | None = None,
     ) -> StreamEnumerator:
         """A streaming read's enumerator (read its splits with `change_reader`)."""
-        args.text("mode", mode, optional=False)
+        args.one_of("mode", mode, _STREAM_MODES)
         args.integer("snapshot_id", snapshot_id, minimum=0)
+        # An argument the mode does not use would be ignored silently (Java refuses such options:
+        # "scan.snapshot-id must be null when you set scan.mode=...").
+        if snapshot_id is not None and mode not in ("from-snapshot", "from-snapshot-full"):
+            raise InvalidArgumentError(f"snapshot_id needs mode 'from-snapshot' or 'from-snapshot-full', not {mode!r}")
+        if timestamp is not None and mode != "from-timestamp":
+            raise InvalidArgumentError(f"timestamp needs mode 'from-timestamp', not {mode!r}")
         args.text("consumer_id", consumer_id, empty=True)
         args.integer("position", position, minimum=0)
         self.require(Op.STREAM)

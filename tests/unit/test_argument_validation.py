@@ -240,3 +240,13 @@ def test_read_changes_range_is_checked_as_java_does(t):
     assert t.read_changes(1, 1).num_rows == 0
     with pytest.raises(InvalidArgumentError, match="retain_max must be at least 1"):
         t.expire_snapshots(retain_max=0)
+
+
+def test_stream_arguments_the_mode_would_ignore(t):
+    with pytest.raises(InvalidArgumentError, match="snapshot_id needs mode 'from-snapshot'"):
+        t.stream(snapshot_id=1)  # latest-full would have ignored it
+    with pytest.raises(InvalidArgumentError, match="timestamp needs mode 'from-timestamp'"):
+        t.stream(mode="latest", timestamp=0)
+    with pytest.raises(InvalidArgumentError, match="mode must be one of"):
+        t.stream(mode="bogus", position=1)  # a position used to skip the mode check
+    assert t.stream(mode="from-snapshot", snapshot_id=1).poll()
