@@ -79,7 +79,11 @@ class LakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = options
         self.schema = schema
         self.schema_id = schema_id
-        self.mode = (options.get(SCAN_MODE) or "latest-full").strip().lower()
+        # Unset, the mode follows the start options as Paimon's `scan.mode = default` does: a
+        # timestamp starts from that time, a snapshot id from that snapshot, else latest-full.
+        default = ("from-timestamp" if options.get(TIMESTAMP) else
+                   "from-snapshot" if options.get(SNAPSHOT_ID) else "latest-full")
+        self.mode = (options.get(SCAN_MODE) or default).strip().lower()
         if self.mode not in SCAN_MODES:
             raise OptionError(f"Option 'scan.mode' must be one of {SCAN_MODES}, got {self.mode!r}")
         self.max_snapshots = options.get_int(MAX_SNAPSHOTS)

@@ -166,3 +166,6 @@ def test_stream_source_resumes_from_checkpoint(spark, catalog: Catalog, warehous
     rows, _ = _run_source(spark, warehouse, tmp_path / "ck-upsert",
                           **{"scan.mode": "from-snapshot", "scan.snapshot-id": "2"})
     assert rows == [(1, "b", "+U"), (10, "c", "+I"), (11, "c", "+I")]
+    # no scan.mode: a snapshot id starts there, as Paimon's default mode (it used to be ignored)
+    default, _ = _run_source(spark, warehouse, tmp_path / "ck-default", **{"scan.snapshot-id": "2"})
+    assert default == rows
