@@ -67,6 +67,18 @@ def _path_part(v: object) -> str | None:
     return None
 
 
+def _timestamp_formatter(v: object) -> str | None:
+    from lake_assets.ops.partition_expire import check_formatter
+
+    return check_formatter(v)
+
+
+def _tag_mode(v: object) -> str | None:
+    from lake_assets.ops.tag_auto import check_mode
+
+    return check_mode(v)
+
+
 def _rules(*rows: OptionRule) -> dict[str, OptionRule]:
     return {r.key: r for r in rows}
 
@@ -142,6 +154,21 @@ RULES: dict[str, OptionRule] = _rules(
     R("changelog.time-retained", "duration"),
     R("consumer.expiration-time", "duration"),
     R("consumer-id", "string", check=_path_part),
+    # ---- lifecycle (ops/partition_expire.py, ops/tag_auto.py)
+    R("partition.expiration-time", "duration"),
+    R("partition.expiration-check-interval", "duration", 3_600_000),
+    R("partition.expiration-strategy", "enum", "values-time", choices=("values-time", "update-time")),
+    R("partition.expiration-max-num", "int", 100, minimum=1),
+    R("partition.timestamp-formatter", "string", check=_timestamp_formatter),
+    R("partition.timestamp-pattern", "string"),
+    R("tag.automatic-creation", "enum", "none", choices=("none", "process-time", "watermark", "batch"),
+      check=_tag_mode),
+    R("tag.creation-period", "enum", "daily", choices=("daily", "hourly", "two-hours")),
+    R("tag.creation-delay", "duration", 0),
+    R("tag.period-formatter", "enum", "with_dashes", choices=("with_dashes", "without_dashes")),
+    R("tag.num-retained-max", "int", None, minimum=1),
+    R("tag.default-time-retained", "duration"),
+    R("tag.automatic-completion", "bool", False),
     # ---- commit
     R("commit.max-retries", "int", 10, minimum=0),
     R("commit.min-retry-wait", "duration", 10),

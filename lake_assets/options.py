@@ -322,6 +322,51 @@ class CoreOptions:
     def consumer_expiration_ms(self) -> int | None:
         return self._typed("consumer.expiration-time", None)  # type: ignore[return-value]
 
+    # ---- lifecycle
+    @property
+    def partition_expiration_time_ms(self) -> int | None:
+        return self._typed("partition.expiration-time", None)  # type: ignore[return-value]
+
+    @property
+    def partition_expiration_check_interval_ms(self) -> int:
+        return self._duration("partition.expiration-check-interval", 3_600_000)
+
+    @property
+    def partition_expiration_strategy(self) -> str:
+        return self._typed("partition.expiration-strategy", "values-time")  # type: ignore[return-value]
+
+    @property
+    def partition_expiration_max_num(self) -> int:
+        return self._int("partition.expiration-max-num", 100)
+
+    @property
+    def tag_automatic_creation(self) -> str:
+        return self._typed("tag.automatic-creation", "none")  # type: ignore[return-value]
+
+    @property
+    def tag_creation_period(self) -> str:
+        return self._typed("tag.creation-period", "daily")  # type: ignore[return-value]
+
+    @property
+    def tag_creation_delay_ms(self) -> int:
+        return self._duration("tag.creation-delay", 0)
+
+    @property
+    def tag_period_formatter(self) -> str:
+        return self._typed("tag.period-formatter", "with_dashes")  # type: ignore[return-value]
+
+    @property
+    def tag_num_retained_max(self) -> int | None:
+        return self._typed("tag.num-retained-max", None)  # type: ignore[return-value]
+
+    @property
+    def tag_default_time_retained_ms(self) -> int | None:
+        return self._typed("tag.default-time-retained", None)  # type: ignore[return-value]
+
+    @property
+    def tag_automatic_completion(self) -> bool:
+        return self._bool("tag.automatic-completion", False)
+
     # ---- commit
     @property
     def commit_max_retries(self) -> int:

@@ -46,6 +46,7 @@ from lake_assets.ops.expire import ExpireResult, expire_snapshots
 from lake_assets.ops.manifest_io import ManifestIO
 from lake_assets.ops.orphans import OrphanResult, remove_orphan_files
 from lake_assets.ops.overwrite import overwrite_of_whole_table
+from lake_assets.ops.partition_expire import PartitionExpireResult, expire_partitions
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import FileStoreScan, Split
 from lake_assets.ops.schema_change import SchemaUpdate
@@ -363,6 +364,25 @@ class Table:
             older_ms = _to_epoch_ms(older_than)
         return expire_snapshots(
             self, retain_min=retain_min, retain_max=retain_max, older_than_ms=older_ms, limit=limit, dry_run=dry_run
+        )
+
+    def expire_partitions(
+        self,
+        expiration_time: timedelta | None = None,
+        *,
+        strategy: str | None = None,
+        timestamp_pattern: str | None = None,
+        timestamp_formatter: str | None = None,
+        max_expires: int | None = None,
+        dry_run: bool = False,
+    ) -> PartitionExpireResult:
+        """Drop partitions older than ``expiration_time`` (default: option ``partition.expiration-time``)
+        in one OVERWRITE snapshot, per ``partition.expiration-strategy`` (values-time, update-time),
+        ``partition.timestamp-pattern`` / ``-formatter`` and ``partition.expiration-max-num``
+        (arguments override); see `lake_assets.ops.partition_expire`."""
+        return expire_partitions(
+            self, expiration_time=expiration_time, strategy=strategy, timestamp_pattern=timestamp_pattern,
+            timestamp_formatter=timestamp_formatter, max_expires=max_expires, dry_run=dry_run,
         )
 
     def compact(

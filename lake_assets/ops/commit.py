@@ -24,6 +24,7 @@ from lake_assets.errors import (
     CommitFileMissingError,
     CommitStateUnknownError,
     InvalidArgumentError,
+    LakeError,
     NoSuchTableError,
 )
 from lake_assets.lsm.key_compare import compare_keys
@@ -217,6 +218,8 @@ class TableCommitter:
                 "clean up its files."
             ) from exc
         # KeyboardInterrupt / SystemExit pass through unchanged: callers check `may_have_landed`.
+        if self._landed:
+            _after_commit(self.table, self._landed[-1])
         return list(self._landed)
 
     def abort(self, messages: Sequence[CommitMessage], commit_identifier: int | None = None) -> None:
@@ -481,3 +484,23 @@ class _KeyOrder:
 
 
 __all__ = ["Overwrite", "TableCommitter", "merge_entries"]
+
+
+def _after_commit(table: Table, snapshot_id: int) -> None:
+    """Commit-time lifecycle, as Paimon's TableCommitImpl runs it: automatic tags, tag expiry and
+    (every ``partition.expiration-check-interval``) partition expiry. The commit has landed: a
+    failure here is logged, never reported as a failed commit (the caller would redo landed work)."""
+    opts = table.schema.core_options
+    if (str(opts.get("tag.automatic-creation", "none")).strip().lower() == "none" and "tag.default-time-retained" not in opts.raw
+            and "partition.expiration-time" not in opts.raw):
+        return  # the common case: nothing to do, no listing
+    from lake_assets.ops.partition_expire import expire_partitions_after_commit
+    from lake_assets.ops.tag_auto import run_tag_automation
+
+    try:
+        snap = table.snapshot_manager.try_snapshot(snapshot_id)
+        if snap is not None:
+            run_tag_automation(table, snap)
+        expire_partitions_after_commit(table)
+    except LakeError as exc:
+        log.warning("Commit %s of %s landed; its lifecycle step failed: %s", snapshot_id, table.name, exc)
