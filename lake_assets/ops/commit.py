@@ -491,8 +491,8 @@ def _after_commit(table: Table, snapshot_id: int) -> None:
     (every ``partition.expiration-check-interval``) partition expiry. The commit has landed: a
     failure here is logged, never reported as a failed commit (the caller would redo landed work)."""
     opts = table.schema.core_options
-    if (str(opts.get("tag.automatic-creation", "none")).strip().lower() == "none" and "tag.default-time-retained" not in opts.raw
-            and "partition.expiration-time" not in opts.raw):
+    tags_off = str(opts.get("tag.automatic-creation", "none")).strip().lower() == "none"
+    if tags_off and "tag.default-time-retained" not in opts.raw and "partition.expiration-time" not in opts.raw:
         return  # the common case: nothing to do, no listing
     from lake_assets.ops.partition_expire import expire_partitions_after_commit
     from lake_assets.ops.tag_auto import run_tag_automation

@@ -14,6 +14,7 @@ deletes the oldest automatic tags (manual tags are never counted or deleted). Ta
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 from dataclasses import dataclass
@@ -150,7 +151,5 @@ def expire_tags(table: Table, *, now: dt.datetime | None = None) -> list[str]:
 
 
 def _delete_quietly(table: Table, name: str) -> None:
-    try:
+    with contextlib.suppress(SnapshotNotFoundError):  # deleted meanwhile by another committer
         table.delete_tag(name)
-    except SnapshotNotFoundError:
-        pass  # deleted meanwhile by another committer
