@@ -15,14 +15,16 @@ if TYPE_CHECKING:
 
 # Asset step → the Spark job it runs (the ``lake/job`` tag value).
 STEP_JOBS = {"ingest": "ingest", "compaction": "compact", "expiry": "expire", "orphans": "remove_orphans",
-             "changelog": "changelog"}
+             "changelog": "changelog", "partition_expiry": "expire_partitions"}
 
 
 def table_steps(spec: TableConfig) -> list[str]:
     """The asset steps a table has."""
     steps = ["ingest"] if spec.ingest else []
     steps += ["compaction", "expiry", "orphans"]
-    return [*steps, "changelog"] if spec.has_changelog_producer else steps
+    steps = [*steps, "changelog"] if spec.has_changelog_producer else steps
+    expires_partitions = bool(spec.partition_keys) and "partition.expiration-time" in spec.options
+    return [*steps, "partition_expiry"] if expires_partitions else steps
 
 
 def build_table_jobs(spec: TableConfig) -> dict[str, AssetJob]:
