@@ -1,12 +1,15 @@
-"""End-to-end demo on embedded defaults: a Paimon table under ./warehouse, written and read back.
+"""End-to-end demo on embedded defaults: a Paimon table in a new temporary warehouse, written and read back.
 
-Run with ``python -m lake_assets.demo.core [--warehouse PATH]`` (no Spark, no Dagster).
+Run with ``python -m lake_assets.demo.core [--warehouse PATH]`` (no Spark, no Dagster). It never
+deletes anything: by default it writes to a fresh temporary directory (``./warehouse`` belongs to
+``make demo`` and the Dagster UI), and a ``--warehouse`` that already holds ``shop.orders`` is refused.
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
+import sys
+import tempfile
 import time
 
 import pyarrow as pa
@@ -32,12 +35,15 @@ def _show(title: str, table: pa.Table) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--warehouse", default="warehouse", help="warehouse path or fsspec URL")
+    parser.add_argument("--warehouse", default=None,
+                        help="warehouse path or fsspec URL (default: a new temporary directory)")
     args = parser.parse_args(argv)
-    if "://" not in args.warehouse:
-        shutil.rmtree(args.warehouse, ignore_errors=True)
+    if args.warehouse is None:
+        args.warehouse = tempfile.mkdtemp(prefix="lake_assets-core-demo-")
     started = time.perf_counter()
     catalog = Catalog(args.warehouse)
+    if catalog.table_exists("shop.orders"):
+        sys.exit(f"{args.warehouse} already has shop.orders: pick another --warehouse (the demo deletes nothing)")
     catalog.create_database("shop")
     orders = catalog.create_table(
         "shop.orders",
