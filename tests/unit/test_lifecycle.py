@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog
-from lake_assets.errors import InvalidArgumentError, OptionError, UnsupportedFeatureError
+from lake_assets.errors import InvalidArgumentError, OptionError, SnapshotNotFoundError, UnsupportedFeatureError
 from lake_assets.ops.partition_expire import PartitionTimeExtractor
 from lake_assets.ops.tag_auto import PeriodHandler, run_tag_automation
 from lake_assets.spec.snapshot import CommitKind
@@ -160,3 +160,11 @@ def test_options_no_longer_unknown(tmp_path):
     # watermark mode: a snapshot without a watermark tags nothing
     t.write_arrow(pa.table({"id": [1], "dt": [dt.date.today().isoformat()]}))
     assert t.tags() == {}
+
+
+def test_read_changes_past_latest_names_the_latest_snapshot(tmp_path):
+    t = _table(tmp_path, {})
+    t.write_arrow(pa.table({"id": [1], "dt": ["a"]}))
+    with pytest.raises(SnapshotNotFoundError, match="up to snapshot 7: the latest is 1") as info:
+        t.read_changes(0, 7)
+    assert "expired" not in str(info.value)
