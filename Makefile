@@ -90,8 +90,10 @@ demo: venv
 # The Dagster UI on the same definitions (lake.yaml), instance under ./dagster_home.
 dagster: venv
 	mkdir -p dagster_home && cp dagster.yaml dagster_home/dagster.yaml
-	DAGSTER_HOME=$(CURDIR)/dagster_home LAKE_CONFIG=$(CURDIR)/lake.yaml \
-		$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+	# From DAGSTER_HOME: in any other folder holding a dagster.yaml (the repo root) `dagster dev` warns
+	# that the file "will not be used". lake.yaml paths resolve against lake.yaml's folder.
+	cd dagster_home && DAGSTER_HOME=$(CURDIR)/dagster_home LAKE_CONFIG=$(CURDIR)/lake.yaml PYTHONPATH=$(CURDIR) \
+		$(abspath $(VENV))/bin/dagster dev -w $(CURDIR)/workspace.yaml -h 127.0.0.1 -p 3000
 
 clean:
 	rm -rf $(VENV) $(VENV_PAIMON) .cache warehouse data dagster_home .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
