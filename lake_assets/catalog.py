@@ -19,6 +19,7 @@ from lake_assets.errors import (
     UnsupportedFeatureError,
 )
 from lake_assets.io.file_io import FileIO
+from lake_assets.options import CoreOptions
 from lake_assets.paths import TablePaths
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.types import (
@@ -178,6 +179,10 @@ def build_schema(
     for k in ("primary-key", "partition"):
         if k in opts:
             raise OptionError(f"Cannot create {name}: pass {k!r} as an argument, not as an option")
+    # Every option's value first, all problems in one error, before the checks of the table's shape
+    # that read single options (bucket), so that one bad option does not hide the others.
+    CoreOptions({"bucket": "-1", **opts}, has_primary_key=bool(primary_keys)).validate(
+        field_names=tuple(names), strict=True)
     if primary_keys:
         outside = [p for p in partition_keys if p not in primary_keys]
         if outside:

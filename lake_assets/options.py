@@ -47,6 +47,15 @@ SUPPORTED_CHANGELOG_PRODUCERS = {"none", "input", "lookup", "full-compaction"}
 SPILL_COMPRESSIONS = {"zstd", "lzo", "lz4", "none"}
 COMPRESSIONS = {"zstd", "snappy", "gzip", "lz4", "lz4_raw", "none", "uncompressed", "brotli"}
 
+# Options whose value must be one we implement, checked with the others (all problems at once).
+_SUPPORTED_VALUES: dict[str, set[str]] = {
+    "merge-engine": SUPPORTED_MERGE_ENGINES,
+    "changelog-producer": SUPPORTED_CHANGELOG_PRODUCERS,
+    "file.compression": COMPRESSIONS,
+    "manifest.compression": {"zstd", "zstandard", "none", "null", "deflate", "snappy"},
+    "spill-compression": SPILL_COMPRESSIONS,
+}
+
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 _SIZE_UNITS = {
     "": 1, "b": 1, "bytes": 1,
@@ -406,6 +415,13 @@ class CoreOptions:
                     parse_value(rule, value)
                 except (OptionError, UnsupportedFeatureError) as exc:
                     problems.append(exc)
+                    continue
+                supported = _SUPPORTED_VALUES.get(key)
+                if supported is not None and str(value).strip().lower() not in supported:
+                    # name the values we take (and the closest one): the user should not have to guess
+                    problems.append(UnsupportedFeatureError(
+                        f"Option {key}={value!r} is not supported{suggest(str(value).strip().lower(), supported)}; "
+                        f"supported values: {', '.join(sorted(supported))}"))
                 continue
             m = FIELD_OPTION.match(key)
             if m:

@@ -168,3 +168,15 @@ def test_read_changes_past_latest_names_the_latest_snapshot(tmp_path):
     with pytest.raises(SnapshotNotFoundError, match="up to snapshot 7: the latest is 1") as info:
         t.read_changes(0, 7)
     assert "expired" not in str(info.value)
+
+
+def test_every_bad_option_is_reported_at_once_with_the_valid_values(tmp_path):
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    with pytest.raises(OptionError) as info:
+        cat.create_table("db.t", SCHEMA, primary_keys=["id"], options={
+            "bucket": "x", "changelog-producer": "lookp", "tag.creation-period": "weekly"})
+    text = str(info.value)
+    assert "3 problems" in text and "'bucket': 'x' is not an integer" in text
+    assert "did you mean 'lookup'" in text and "supported values: full-compaction, input, lookup, none" in text
+    assert "['daily', 'hourly', 'two-hours']" in text
