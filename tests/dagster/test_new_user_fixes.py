@@ -19,3 +19,4 @@ def test_docs_launch_jobs_through_the_workspace() -> None:
     text = (REPO / "docs" / "dagster.md").read_text()
     assert "dagster job launch -m" not in text
     assert "dagster job launch -w workspace.yaml" in text
+
