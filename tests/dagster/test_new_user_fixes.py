@@ -20,3 +20,21 @@ def test_docs_launch_jobs_through_the_workspace() -> None:
     assert "dagster job launch -m" not in text
     assert "dagster job launch -w workspace.yaml" in text
 
+
+def test_ingest_materialized_outside_its_job_is_tagged_and_described(tmp_path: Path) -> None:
+    import dagster as dg
+
+    from lake_assets.defs.config import load_config
+    from lake_assets.defs.factory import build_definitions
+    from tests.dagster.helpers import DAYS, write_lake
+
+    defs = build_definitions(load_config(write_lake(tmp_path)))
+    asset = next(a for a in defs.assets if dg.AssetKey(["db", "events_ingest"]) in a.keys)
+    description = asset.descriptions_by_key[dg.AssetKey(["db", "events_ingest"])]
+    assert "`day=<day>`" in description  # Markdown shows <day> only inside code
+    with dg.instance_for_test() as instance:
+        # as the UI's Materialize button or `dagster asset materialize` do: no job, no job tags
+        result = dg.materialize([asset], partition_key=DAYS[0], instance=instance, resources=defs.resources)
+        assert result.success
+        tags = instance.get_run_by_id(result.run_id).tags
+    assert tags["lake/table"] == "db.events" and tags["lake/job"] == "ingest"

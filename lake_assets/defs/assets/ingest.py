@@ -74,14 +74,20 @@ def build_ingest_asset(spec: TableConfig, timezone: str) -> dg.AssetsDefinition:
         partitions_def=daily_partitions(ingest, timezone),
         backfill_policy=dg.BackfillPolicy.single_run(),
         kinds={"spark", "paimon"},
-        description=f"Loads {ingest.source} ({ingest.format}) into {spec.identifier}, replacing partition "
-        f"{ingest.partition_column}=<day>.",
+        # in backticks: the UI renders descriptions as Markdown, where a bare <day> is an (empty) HTML tag
+        description=f"Loads `{ingest.source}` ({ingest.format}) into {spec.identifier}, replacing partition "
+        f"`{ingest.partition_column}=<day>`.",
         metadata={"table": spec.identifier, "source": ingest.source},
     )
     def ingest_asset(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource, spark: SparkJobResource
     ) -> dg.MaterializeResult:
         keys = sorted(context.partition_keys)
+        # Runs launched from the UI, the CLI or a backfill do not carry the ingest job's tags: add them,
+        # so that every ingest run can be found by lake/table like the other runs of the table.
+        missing_tags = {k: v for k, v in names.tags("ingest").items() if k not in context.run.tags}
+        if missing_tags:
+            context.instance.add_run_tags(context.run.run_id, missing_tags)
         missing = missing_sources(ingest, keys)
         if missing:
             raise dg.Failure(description="No landing files for " + "; ".join(missing), allow_retries=False)
