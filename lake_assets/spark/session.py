@@ -47,7 +47,27 @@ def build_session(
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
+    _quiet_glob_warning(spark)
     from lake_assets.spark.datasource import register
 
     register(spark)
     return spark
+
+
+# Reading a glob (`data/landing/2024-01-01/*.parquet`) makes Spark look for a streaming sink's
+# metadata directory under the literal glob path and log the FileNotFoundException at WARN with an
+# 80-line stack trace, on every read: a false alarm. Real read errors still fail the read.
+_GLOB_NOISE_LOGGERS = (
+    "org.apache.spark.sql.execution.streaming.FileStreamSink",
+    "org.apache.spark.sql.execution.streaming.sinks.FileStreamSink",
+)
+
+
+def _quiet_glob_warning(spark: SparkSession) -> None:
+    import contextlib
+
+    with contextlib.suppress(Exception):  # another logging backend: keep the noise, never fail a session
+        jvm = spark.sparkContext._jvm  # py4j view of the driver JVM; pyspark has no per-logger API
+        error = jvm.org.apache.logging.log4j.Level.ERROR
+        for name in _GLOB_NOISE_LOGGERS:
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, error)
