@@ -15,6 +15,7 @@ import logging
 import math
 import os
 import re
+import stat
 import sys
 import time
 import uuid
@@ -513,12 +514,29 @@ def separate_stderr() -> None:
         target = os.stat(parent_err)
         if (target.st_dev, target.st_ino) == (out.st_dev, out.st_ino):
             return
+        if stat.S_ISREG(target.st_mode) and not _opened_for_append(os.getppid(), 2):
+            # `2> file`: the JVM writes at its own offset of that file, which our writes (through
+            # another open file description) do not advance, so it would overwrite our lines. Keep
+            # them in the merged stream instead: nothing is lost, the summary stays the last line.
+            return
         fd = os.open(parent_err, os.O_WRONLY | os.O_APPEND)
     except OSError:
         return
     sys.stderr.flush()
     os.dup2(fd, 2)
     os.close(fd)
+
+
+def _opened_for_append(pid: int, fd: int) -> bool:
+    """Whether ``pid``'s descriptor ``fd`` was opened with O_APPEND (``2>>``), from /proc fdinfo."""
+    try:
+        with open(f"/proc/{pid}/fdinfo/{fd}") as info:
+            for line in info:
+                if line.startswith("flags:"):
+                    return bool(int(line.split()[1], 8) & os.O_APPEND)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
 
 
 def _setup_logging() -> None:
