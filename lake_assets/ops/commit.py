@@ -24,7 +24,6 @@ from lake_assets.errors import (
     CommitFileMissingError,
     CommitStateUnknownError,
     InvalidArgumentError,
-    LakeError,
     NoSuchTableError,
 )
 from lake_assets.lsm.key_compare import compare_keys
@@ -502,5 +501,5 @@ def _after_commit(table: Table, snapshot_id: int) -> None:
         if snap is not None:
             run_tag_automation(table, snap)
         expire_partitions_after_commit(table)
-    except LakeError as exc:
+    except Exception as exc:  # storage errors too: the commit stands, the next commit tries again
         log.warning("Commit %s of %s landed; its lifecycle step failed: %s", snapshot_id, table.name, exc)

@@ -180,3 +180,14 @@ def test_every_bad_option_is_reported_at_once_with_the_valid_values(tmp_path):
     assert "3 problems" in text and "'bucket': 'x' is not an integer" in text
     assert "did you mean 'lookup'" in text and "supported values: full-compaction, input, lookup, none" in text
     assert "['daily', 'hourly', 'two-hours']" in text
+
+
+def test_a_failing_lifecycle_step_does_not_fail_the_landed_commit(tmp_path, monkeypatch):
+    t = _table(tmp_path, {"tag.automatic-creation": "process-time"})
+
+    def broken(*args, **kwargs):
+        raise OSError("tag directory unwritable")
+
+    monkeypatch.setattr("lake_assets.ops.tag_auto.run_tag_automation", broken)
+    sid = t.write_arrow(pa.table({"id": [1], "dt": ["a"]}))
+    assert sid == 1 and t.to_arrow().num_rows == 1 and t.tags() == {}
