@@ -81,6 +81,8 @@ def table_conditions(spec: TableConfig, timezone: str) -> dict[dg.AssetKey, dg.A
         out[names.key("orphans")] = cron_condition(policy.orphans.cron, timezone)
     if policy.changelog_after_ingest and spec.has_changelog_producer and spec.ingest is not None:
         out[names.key("changelog")] = after_ingest_condition()
+    if policy.partition_expiry_cron and spec.partition_keys and "partition.expiration-time" in spec.options:
+        out[names.key("partition_expiry")] = cron_condition(policy.partition_expiry_cron, timezone)
     return out
 
 

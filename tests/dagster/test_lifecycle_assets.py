@@ -70,3 +70,28 @@ def test_lake_yaml_rejects_bad_lifecycle_values(tmp_path: Path) -> None:
         assert "tag.creation-period" in str(exc) and "daily" in str(exc)
     else:
         raise AssertionError("weekly accepted")
+
+
+def test_partition_expiry_runs_on_its_cron(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    import dagster as dg
+
+    path = tmp_path / "lake.yaml"
+    path.write_text(LAKE.format(jobs_dir=REPO / "jobs") + "    maintenance: {partition_expiry_cron: '0 4 * * *'}\n")
+    defs = build_definitions(load_config(path))
+    key = dg.AssetKey.from_user_string("db/days_partition_expiry")
+    with dg.instance_for_test() as instance:
+        cursor = None
+
+        def tick(when: datetime) -> bool:
+            nonlocal cursor
+            result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=cursor,
+                                                       evaluation_time=when)
+            cursor = result.cursor
+            return bool(result.get_requested_partitions(key))
+
+        assert not tick(datetime(2024, 1, 5, 3, 0, tzinfo=UTC))  # the first evaluation notes the state
+        assert tick(datetime(2024, 1, 5, 4, 1, tzinfo=UTC))       # 0 4 * * *
+        assert not tick(datetime(2024, 1, 5, 4, 2, tzinfo=UTC))   # once per tick
+        assert tick(datetime(2024, 1, 6, 4, 1, tzinfo=UTC))

@@ -53,6 +53,10 @@ class MaintenancePolicy(_Strict):
     retain_max: int = Field(default=100, ge=1, description="Snapshots kept at most; the retention check's bound.")
     time_retained: Duration | None = Field(default="1h", description="Snapshots younger than this are kept.")
     expire_limit: int | None = Field(default=None, ge=1, description="At most this many snapshots per expiry.")
+    partition_expiry_cron: Cron | None = Field(
+        default="0 4 * * *", description="Partition expiry schedule of tables with partition.expiration-time "
+        "(null: only at commit time, per partition.expiration-check-interval)."
+    )
     changelog_after_ingest: bool = Field(default=False, description="Produce the changelog after every ingest.")
     changelog: ChangelogPolicy = ChangelogPolicy()
     orphans: OrphanPolicy = OrphanPolicy()
