@@ -33,5 +33,6 @@ def test_checks_run_with_the_compaction(compacted) -> None:
 
 def test_no_second_request_after_the_compaction(compacted, lake_defs: dg.Definitions, instance) -> None:
     sensor = lake_defs.resolve_sensor_def(SMALL_FILE_SENSOR)
-    first = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, resources=lake_defs.resources))
+    with dg.build_sensor_context(instance=instance, resources=lake_defs.resources) as context:
+        first = sensor.evaluate_tick(context)
     assert first.run_requests == []  # compacted: no partition over the policy any more

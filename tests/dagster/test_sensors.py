@@ -32,8 +32,9 @@ def _latest(warehouse: WarehouseResource) -> int:
 
 def _evaluate(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str | None):
     sensor = defs.resolve_sensor_def(SMALL_FILE_SENSOR)
-    context = dg.build_sensor_context(instance=instance, cursor=cursor, resources=defs.resources)
-    return sensor.evaluate_tick(context)
+    # a context manager: resources with nested resources (the I/O manager's warehouse) are opened in it
+    with dg.build_sensor_context(instance=instance, cursor=cursor, resources=defs.resources) as context:
+        return sensor.evaluate_tick(context)
 
 
 @pytest.fixture
