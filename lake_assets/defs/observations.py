@@ -19,6 +19,7 @@ from lake_assets.defs.config import LakeConfig, TableConfig, parse_duration
 from lake_assets.defs.names import TableNames
 from lake_assets.defs.resources import WarehouseResource
 from lake_assets.ops import table_health
+from lake_assets.options import parse_duration_ms
 from lake_assets.table import Table
 
 HEALTH_SENSOR = "lake_health_sensor"
@@ -95,27 +96,29 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
         max_consumer_lag=max(lag.values(), default=0),
         consumer_lag=lag,
         partitions=len(partitions),
-        partitions_past_expiration=partitions_past_expiration(table, partitions, now_ms),
+        partitions_past_expiration=partitions_past_expiration(table.options, table.partition_keys, partitions,
+                                                              now_ms),
     )
 
 
-def partitions_past_expiration(table: Table, partitions: list[str], now_ms: int) -> int | None:
+def partitions_past_expiration(options: dict[str, str], partition_keys: tuple[str, ...] | list[str],
+                               partitions: list[str], now_ms: int) -> int | None:
     """Partitions whose time (values-time strategy: the partition value read with
     ``partition.timestamp-formatter``) is older than ``partition.expiration-time``; None when the
     table sets no expiration time or uses a strategy or pattern this count cannot evaluate."""
-    options = table.options
     expiration = options.get("partition.expiration-time")
     if not expiration or options.get("partition.expiration-strategy", "values-time") != "values-time":
         return None
-    if options.get("partition.timestamp-pattern") or not table.partition_keys:
+    if options.get("partition.timestamp-pattern") or not partition_keys:
         return None  # a pattern combining fields: left to the expiry itself
     fmt = options.get("partition.timestamp-formatter", "yyyy-MM-dd")
     for java, py in _JAVA_TO_STRFTIME:
         fmt = fmt.replace(java, py)
     if re.search(r"[A-Za-z]", re.sub(r"%[YmdHMS]", "", fmt)):
         return None  # letters this count does not translate
-    limit = dt.datetime.fromtimestamp(now_ms / 1000, dt.UTC).replace(tzinfo=None) - parse_duration(expiration)
-    key = table.partition_keys[0] + "="
+    keep_ms = parse_duration_ms(expiration, "partition.expiration-time")
+    limit = dt.datetime.fromtimestamp((now_ms - keep_ms) / 1000, dt.UTC).replace(tzinfo=None)
+    key = partition_keys[0] + "="
     count = 0
     for path in partitions:
         value = next((p[len(key):] for p in path.split("/") if p.startswith(key)), None)
