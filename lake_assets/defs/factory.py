@@ -57,7 +57,7 @@ def build_definitions(config: LakeConfig) -> dg.Definitions:
     sensors += [build_small_file_sensor(config, compaction_jobs), *build_automation_sensors(config),
                 build_health_sensor(config)]
     return dg.Definitions(
-        assets=assets,
+        assets=list(dg.with_source_code_references(assets)),  # code references: each asset's builder
         asset_checks=checks,
         jobs=jobs,
         schedules=schedules,
