@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -62,7 +63,10 @@ class TableObservation:
 
 
 def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) -> TableObservation:
-    """The table's health from its latest snapshot's manifests and its metadata files."""
+    """The table's health from its latest snapshot's manifests and its metadata files.
+
+    ``now_ms`` is the local wall clock encoded as UTC (as partition times and file creation times
+    are), used for partitions past expiration; defaults to now."""
     snapshot = table.latest_snapshot()
     if snapshot is None:
         return TableObservation(snapshot_id=None)
@@ -89,8 +93,8 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
         delete_records=deletes,
         deleted_row_ratio=round(deletes / records, 6) if records else 0.0,
         snapshots_retained=len(snapshots),
-        # Snapshot times are the writer's local wall clock encoded as UTC, as now_ms is.
-        oldest_snapshot_age_s=round(max(0, now_ms - snapshots[0].time_millis) / 1000, 1) if snapshots else 0.0,
+        # Snapshot times are epoch milliseconds (System.currentTimeMillis in Paimon), not local time.
+        oldest_snapshot_age_s=round(max(0.0, time.time() - snapshots[0].time_millis / 1000), 1) if snapshots else 0.0,
         changelogs_retained=len(table.changelog_manager().ids()),
         consumers=len(lag),
         max_consumer_lag=max(lag.values(), default=0),
