@@ -138,3 +138,21 @@ PARTS = ["dt=2024-01-01", "dt=2024-02-20", "dt=2024-02-29", "dt=__DEFAULT_PARTIT
 ])
 def test_partitions_past_expiration(options: dict[str, str], expected: int | None) -> None:
     assert partitions_past_expiration(options, ["dt"], PARTS, NOW) == expected
+
+
+def test_an_observation_that_fails_a_check_requests_a_compaction(lake) -> None:
+    """The health sensor's check evaluations are what the compaction condition reacts to: no check
+    run by hand, only observations (evaluated with Dagster's `evaluate_automation_conditions`)."""
+    from tests.dagster.test_automation import T0, Ticks
+
+    config, defs, warehouse, instance = lake
+    ticks = Ticks(defs, instance)
+    _write(warehouse, config, 0)
+    instance.report_runless_asset_event(dg.AssetMaterialization(COMPACTION))
+    _tick(defs, instance)
+    assert ticks(T0) == set()
+    for i in range(1, 4):  # 4 small files per bucket > small_file_threshold 3
+        _write(warehouse, config, 100 * i)
+    assert ticks(T0 + dt.timedelta(seconds=30)) == set()  # not observed yet
+    assert not _checks(_tick(defs, instance))["small_files"].passed
+    assert ticks(T0 + dt.timedelta(seconds=60)) == {"db/orders_compaction"}
