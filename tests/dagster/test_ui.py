@@ -137,6 +137,13 @@ def test_asset_page_shows_and_plots_the_tables_health(observed, webserver: str, 
     assert browser.click_text("Plots")
     browser.wait_for_text("small_files", "max_sorted_runs", "max_size_amplification_percent",
                           "snapshots_retained", "oldest_snapshot_age_s", "max_consumer_lag", timeout=120)
+    canvases = "document.querySelectorAll('canvas').length"
+    deadline = time.monotonic() + 60
+    while browser.call("Runtime.evaluate", expression=canvases, returnByValue=True)["result"]["value"] < 1:
+        assert time.monotonic() < deadline, "no plot was drawn"
+        time.sleep(0.5)
+    _dismiss_welcome(browser)
+    browser.scroll_to_text("Plots")
     time.sleep(2)
     assert browser.screenshot(ARTIFACTS / "health_plots.png").stat().st_size > 10_000
     # The checks tab: the checks were evaluated with the observation (the current state).
