@@ -35,7 +35,8 @@ def _write(warehouse: WarehouseResource, config: LakeConfig, start: int, day: st
 def _tick(defs: dg.Definitions, instance: dg.DagsterInstance) -> Any:
     """One tick of the health sensor, its events stored as the sensor daemon stores them."""
     sensor = defs.resolve_sensor_def(HEALTH_SENSOR)
-    data = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, resources=defs.resources))
+    with dg.build_sensor_context(instance=instance, resources=defs.resources) as context:
+        data = sensor.evaluate_tick(context)
     for event in data.asset_events:
         instance.report_runless_asset_event(event)
     return data

@@ -117,7 +117,8 @@ def observed(lake_defs, instance, compacted) -> None:
 
     sensor = lake_defs.resolve_sensor_def(HEALTH_SENSOR)
     for _ in range(3):
-        tick = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, resources=lake_defs.resources))
+        with dg.build_sensor_context(instance=instance, resources=lake_defs.resources) as context:
+            tick = sensor.evaluate_tick(context)
         assert tick.asset_events
         for event in tick.asset_events:
             instance.report_runless_asset_event(event)
