@@ -1,14 +1,18 @@
 """Asset checks per table: small files, level-0 age, snapshot retention, orphan bytes.
 
-All read metadata in the Dagster process (manifests and snapshot files; no data files).
+All read metadata in the Dagster process (manifests and snapshot files; no data files). The first
+three judge a `TableObservation` with `check_results`, as the health sensor does after each
+observation, so a check's status always reflects the current state, not only the last repair.
 """
 
 import dagster as dg
 
 from lake_assets.defs.config import TableConfig, parse_duration
-from lake_assets.defs.health import breaches, max_of
+from lake_assets.defs.health import breaches
 from lake_assets.defs.names import TableNames
+from lake_assets.defs.observations import CHECK_SEVERITY, check_results, observe_table
 from lake_assets.defs.resources import WarehouseResource
+from lake_assets.table import Table
 
 WARN = dg.AssetCheckSeverity.WARN
 ERROR = dg.AssetCheckSeverity.ERROR
@@ -22,7 +26,11 @@ def build_table_checks(spec: TableConfig) -> list[dg.AssetChecksDefinition]:
     names = TableNames(spec.identifier)
     policy = spec.maintenance
     ident = spec.identifier
-    level0_limit_ms = int(parse_duration(policy.max_level0_age).total_seconds() * 1000)
+
+    def _evaluate(name: str, table: Table, **extra: object) -> dg.AssetCheckResult:
+        # The same judgement as the health sensor's, on the table's current state.
+        passed, metadata = check_results(spec, observe_table(table, spec))[name]
+        return dg.AssetCheckResult(passed=passed, severity=CHECK_SEVERITY[name], metadata={**metadata, **extra})
 
     @dg.asset_check(asset=names.key("compaction"), name="small_files",
                     description=f"No bucket has more than {policy.small_file_threshold} small files.")
@@ -31,37 +39,21 @@ def build_table_checks(spec: TableConfig) -> list[dg.AssetChecksDefinition]:
         if table is None:
             return _no_table(ident)
         health = table.health(small_file_threshold=policy.small_file_bytes)
-        worst = int(max_of(health, "small_file_count"))
         over = [b for b in breaches(health, policy) if any("small files" in r for r in b.reasons)]
-        return dg.AssetCheckResult(passed=worst <= policy.small_file_threshold, severity=WARN, metadata={
-            "max_small_files_per_bucket": worst,
-            "threshold": policy.small_file_threshold,
-            "buckets_over": len(over),
-            "partitions_over": ", ".join(sorted({b.partition for b in over})) or "none",
-        })
+        return _evaluate("small_files", table, buckets_over=len(over),
+                         partitions_over=", ".join(sorted({b.partition for b in over})) or "none")
 
     @dg.asset_check(asset=names.key("compaction"), name="level0_age",
                     description=f"Compaction keeps up: no level-0 file is older than {policy.max_level0_age}.")
     def level0_age(warehouse: WarehouseResource) -> dg.AssetCheckResult:
         table = warehouse.table_if_exists(ident)
-        if table is None:
-            return _no_table(ident)
-        oldest = int(max_of(table.health(), "oldest_level0_age_ms"))
-        return dg.AssetCheckResult(passed=oldest <= level0_limit_ms, severity=ERROR, metadata={
-            "oldest_level0_age_s": round(oldest / 1000, 1),
-            "limit_s": level0_limit_ms / 1000,
-        })
+        return _no_table(ident) if table is None else _evaluate("level0_age", table)
 
     @dg.asset_check(asset=names.key("expiry"), name="snapshot_retention",
                     description=f"At most {policy.retain_max} snapshots are retained.")
     def snapshot_retention(warehouse: WarehouseResource) -> dg.AssetCheckResult:
         table = warehouse.table_if_exists(ident)
-        if table is None:
-            return _no_table(ident)
-        count = len(table.snapshots())
-        return dg.AssetCheckResult(passed=count <= policy.retain_max, severity=ERROR, metadata={
-            "snapshots": count, "retain_min": policy.retain_min, "retain_max": policy.retain_max,
-        })
+        return _no_table(ident) if table is None else _evaluate("snapshot_retention", table)
 
     @dg.asset_check(asset=names.key("orphans"), name="orphan_bytes",
                     description=f"The last orphan scan found at most {policy.orphans.max_orphan_bytes} bytes.")

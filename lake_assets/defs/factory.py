@@ -12,6 +12,7 @@ from lake_assets.defs.checks import build_table_checks
 from lake_assets.defs.config import LakeConfig, parse_duration
 from lake_assets.defs.io_manager import LakeIOManager
 from lake_assets.defs.jobs import build_table_jobs
+from lake_assets.defs.observations import build_health_sensor
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
 from lake_assets.defs.schedules import build_table_schedules
 from lake_assets.defs.sensors import build_small_file_sensor
@@ -53,9 +54,10 @@ def build_definitions(config: LakeConfig) -> dg.Definitions:
         jobs += table_jobs.values()
         compaction_jobs.append(table_jobs["compaction"])
         schedules += build_table_schedules(config, spec, table_jobs)
-    sensors += [build_small_file_sensor(config, compaction_jobs), *build_automation_sensors(config)]
+    sensors += [build_small_file_sensor(config, compaction_jobs), *build_automation_sensors(config),
+                build_health_sensor(config)]
     return dg.Definitions(
-        assets=assets,
+        assets=list(dg.with_source_code_references(assets)),  # code references: each asset's builder
         asset_checks=checks,
         jobs=jobs,
         schedules=schedules,

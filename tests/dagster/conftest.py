@@ -94,7 +94,7 @@ def compacted(ingested, lake_config: LakeConfig, lake_defs: dg.Definitions, inst
         _append(table, 5 * i)
     sensor = lake_defs.resolve_sensor_def(SMALL_FILE_SENSOR)
     with dg.build_sensor_context(instance=instance, resources=lake_defs.resources) as context:
-        tick = sensor.evaluate_tick(context)
+        tick = sensor.evaluate_tick(context)  # a context manager: a resource is a generator
     [request] = tick.run_requests
     pipes = lake_config.model_copy(update={"spark": lake_config.spark.model_copy(update={"launcher": "pipes"})})
     job = build_definitions(pipes).resolve_job_def(request.job_name)

@@ -143,7 +143,8 @@ def _write(warehouse, config, start: int) -> None:
 def test_automation_sensors_and_their_targets(lake_defs: dg.Definitions) -> None:
     repo = lake_defs.get_repository_def()
     sensors = {s.name: s for s in repo.sensor_defs}
-    assert set(sensors) == {"lake_small_file_sensor", AUTOMATION_SENSOR, COMPACTION_AUTOMATION_SENSOR}
+    assert set(sensors) == {"lake_small_file_sensor", AUTOMATION_SENSOR, COMPACTION_AUTOMATION_SENSOR,
+                            "lake_health_sensor"}  # the observations that the compaction condition follows
     graph = lake_defs.resolve_asset_graph()
     compactions = sensors[COMPACTION_AUTOMATION_SENSOR].asset_selection.resolve(graph)
     assert compactions == {KEY("db/orders_compaction"), KEY("db/events_compaction")}

@@ -29,7 +29,7 @@ def test_definitions_validate(lake_defs: dg.Definitions) -> None:
                 (f"db/{table}_expiry", "snapshot_retention"), (f"db/{table}_orphans", "orphan_bytes")} <= checks
     repo = lake_defs.get_repository_def()
     assert {s.name for s in repo.sensor_defs} == {"lake_small_file_sensor", "lake_automation_sensor",
-                                                  "lake_compaction_automation_sensor"}
+                                                  "lake_compaction_automation_sensor", "lake_health_sensor"}
     assert {s.name for s in repo.schedule_defs} == {  # expiry and orphans: automation conditions
         "db_orders_full_compaction_schedule", "db_events_full_compaction_schedule",
     }

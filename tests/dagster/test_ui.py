@@ -15,6 +15,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
 from tests.dagster.browser import Browser, find_chromium, kill_group
@@ -106,3 +107,48 @@ def test_materialization_page_shows_health_metadata(webserver: str, browser: Bro
     browser.scroll_to_text("small_files_before")
     time.sleep(0.5)
     assert browser.screenshot(ARTIFACTS / "compaction_materialization.png").stat().st_size > 10_000
+
+
+@pytest.fixture(scope="module")
+def observed(lake_defs, instance, compacted) -> None:
+    """Three ticks of the health sensor on the shared instance, stored as the sensor daemon stores
+    them (observations of db/orders_compaction and its checks' evaluations)."""
+    from lake_assets.defs.observations import HEALTH_SENSOR
+
+    sensor = lake_defs.resolve_sensor_def(HEALTH_SENSOR)
+    for _ in range(3):
+        with dg.build_sensor_context(instance=instance, resources=lake_defs.resources) as context:
+            tick = sensor.evaluate_tick(context)
+        assert tick.asset_events
+        for event in tick.asset_events:
+            instance.report_runless_asset_event(event)
+        time.sleep(1.1)  # distinct timestamps: three points on the plot
+
+
+def test_asset_page_shows_and_plots_the_tables_health(observed, webserver: str, browser: Browser) -> None:
+    # The events tab lists the observations with the health metadata...
+    browser.open(f"{webserver}/assets/db/orders_compaction?view=events")
+    browser.wait_for_text("Observed", "max_sorted_runs", timeout=120)
+    _dismiss_welcome(browser)
+    time.sleep(1)
+    assert browser.screenshot(ARTIFACTS / "health_events.png").stat().st_size > 10_000
+    # ...and the overview's metadata section has a Plots toggle drawing every numeric key over them.
+    browser.open(f"{webserver}/assets/db/orders_compaction?view=overview")
+    browser.wait_for_text("Plots", timeout=120)
+    assert browser.click_text("Plots")
+    browser.wait_for_text("small_files", "max_sorted_runs", "max_size_amplification_percent",
+                          "snapshots_retained", "oldest_snapshot_age_s", "max_consumer_lag", timeout=120)
+    canvases = "document.querySelectorAll('canvas').length"
+    deadline = time.monotonic() + 60
+    while browser.call("Runtime.evaluate", expression=canvases, returnByValue=True)["result"]["value"] < 1:
+        assert time.monotonic() < deadline, "no plot was drawn"
+        time.sleep(0.5)
+    _dismiss_welcome(browser)
+    browser.scroll_to_text("Plots")
+    time.sleep(2)
+    assert browser.screenshot(ARTIFACTS / "health_plots.png").stat().st_size > 10_000
+    # The checks tab: the checks were evaluated with the observation (the current state).
+    browser.open(f"{webserver}/assets/db/orders_compaction?view=checks")
+    browser.wait_for_text("small_files", "level0_age", timeout=120)
+    time.sleep(1)
+    assert browser.screenshot(ARTIFACTS / "health_checks.png").stat().st_size > 10_000

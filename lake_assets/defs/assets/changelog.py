@@ -2,7 +2,13 @@
 
 import dagster as dg
 
-from lake_assets.defs.assets.metadata import job_details, summary_metadata, table_location
+from lake_assets.defs.assets.metadata import (
+    job_details,
+    summary_metadata,
+    table_definition_metadata,
+    table_location,
+    table_state_metadata,
+)
 from lake_assets.defs.config import TableConfig
 from lake_assets.defs.names import TableNames
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
@@ -35,7 +41,7 @@ def build_changelog_asset(spec: TableConfig) -> dg.AssetsDefinition:
         kinds={"spark", "paimon"},
         description=f"Produces the changelog of {spec.identifier} "
         f"({spec.options.get('changelog-producer')}) and exports it to {destination}.",
-        metadata={"table": spec.identifier, "consumer_id": consumer_id(spec)},
+        metadata={"table": spec.identifier, "consumer_id": consumer_id(spec), **table_definition_metadata(spec)},
     )
     def changelog_asset(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource, spark: SparkJobResource
@@ -49,6 +55,7 @@ def build_changelog_asset(spec: TableConfig) -> dg.AssetsDefinition:
             "consumer_id": dg.MetadataValue.text(consumer_id(spec)),
             "destination": dg.MetadataValue.text(destination),
             "table_path": table_location(warehouse.url, warehouse.table_path(spec.identifier)),
+            **table_state_metadata(table, spec, table_location(warehouse.url, warehouse.table_path(spec.identifier))),
             **job_details(summary),
         })
 

@@ -10,7 +10,9 @@ from lake_assets.defs.assets.metadata import (
     health_totals,
     job_details,
     summary_metadata,
+    table_definition_metadata,
     table_location,
+    table_state_metadata,
 )
 from lake_assets.defs.config import TableConfig
 from lake_assets.defs.health import needs_full, partition_values, partitions_to_compact
@@ -64,7 +66,7 @@ def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
         kinds={"spark", "paimon"},
         retry_policy=dg.RetryPolicy(max_retries=2, delay=15),  # commit conflicts only (Failure.allow_retries)
         description=f"Compacts {spec.identifier} (universal compaction of the chosen partitions, or full).",
-        metadata={"table": spec.identifier},
+        metadata={"table": spec.identifier, **table_definition_metadata(spec)},
     )
     def compaction_asset(
         context: dg.AssetExecutionContext,
@@ -93,6 +95,7 @@ def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
             "health": health_table(after),
             "file_sizes": dg.MetadataValue.md(size_chart(sizes_before, file_sizes(table))),
             "table_path": table_location(warehouse.url, warehouse.table_path(spec.identifier)),
+            **table_state_metadata(table, spec, table_location(warehouse.url, warehouse.table_path(spec.identifier))),
             **job_details(summary),
         }
         snapshot = table.latest_snapshot()

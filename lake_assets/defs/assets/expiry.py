@@ -2,7 +2,13 @@
 
 import dagster as dg
 
-from lake_assets.defs.assets.metadata import job_details, summary_metadata, table_location
+from lake_assets.defs.assets.metadata import (
+    job_details,
+    summary_metadata,
+    table_definition_metadata,
+    table_location,
+    table_state_metadata,
+)
 from lake_assets.defs.config import MaintenancePolicy, TableConfig
 from lake_assets.defs.names import TableNames
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
@@ -34,7 +40,7 @@ def build_expiry_asset(spec: TableConfig) -> dg.AssetsDefinition:
         kinds={"spark", "paimon"},
         description=f"Expires snapshots of {spec.identifier}: keeps {policy.retain_min}..{policy.retain_max}"
         f" snapshots and those younger than {policy.time_retained or 'the table option'}.",
-        metadata={"table": spec.identifier},
+        metadata={"table": spec.identifier, **table_definition_metadata(spec)},
     )
     def expiry_asset(
         context: dg.AssetExecutionContext,
@@ -55,6 +61,7 @@ def build_expiry_asset(spec: TableConfig) -> dg.AssetsDefinition:
             "snapshots_after": dg.MetadataValue.int(len(snapshots)),
             "earliest_snapshot_id": dg.MetadataValue.int(snapshots[0].id if snapshots else 0),
             "table_path": table_location(warehouse.url, warehouse.table_path(spec.identifier)),
+            **table_state_metadata(table, spec, table_location(warehouse.url, warehouse.table_path(spec.identifier))),
             **job_details(summary),
         })
 

@@ -9,6 +9,8 @@ import dagster as dg
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lake_assets.defs.config import TableConfig
+from lake_assets.defs.observations import observe_table
 from lake_assets.defs.resources.spark import PIPES_METADATA
 from lake_assets.table import Table
 
@@ -112,3 +114,29 @@ def _column_type(t: pa.DataType) -> str:
 
 def _finite(v: Any) -> Any:
     return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def table_definition_metadata(spec: TableConfig) -> dict[str, Any]:
+    """Dagster's standard table metadata known from lake.yaml: ``dagster/table_name`` and
+    ``dagster/column_schema`` (primary-key columns not nullable, as Paimon makes them)."""
+    keys = set(spec.primary_keys)
+    columns = [
+        dg.TableColumn(name, str(kind), constraints=dg.TableColumnConstraints(nullable=name not in keys))
+        for name, kind in spec.columns.items()
+    ]
+    return {
+        "dagster/table_name": spec.identifier,
+        "dagster/column_schema": dg.TableSchema(
+            columns=columns, constraints=dg.TableConstraints(
+                other=[f"primary key ({', '.join(spec.primary_keys)})"] if spec.primary_keys else [])),
+    }
+
+
+def table_state_metadata(table: Table, spec: TableConfig, uri: dg.MetadataValue) -> dict[str, Any]:
+    """Standard metadata of a materialization: ``dagster/uri`` and, when the files' record count is
+    the table's row count (see `TableObservation.row_count_exact`), ``dagster/row_count``."""
+    md: dict[str, Any] = {"dagster/uri": uri}
+    obs = observe_table(table, spec)
+    if obs.snapshot_id is not None and obs.row_count_exact:
+        md["dagster/row_count"] = dg.MetadataValue.int(obs.records_in_files)
+    return md

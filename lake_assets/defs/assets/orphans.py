@@ -2,7 +2,13 @@
 
 import dagster as dg
 
-from lake_assets.defs.assets.metadata import job_details, summary_metadata, table_location
+from lake_assets.defs.assets.metadata import (
+    job_details,
+    summary_metadata,
+    table_definition_metadata,
+    table_location,
+    table_state_metadata,
+)
 from lake_assets.defs.config import OrphanPolicy, TableConfig
 from lake_assets.defs.names import TableNames
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
@@ -29,7 +35,7 @@ def build_orphans_asset(spec: TableConfig) -> dg.AssetsDefinition:
         kinds={"spark", "paimon"},
         description=f"Finds files of {spec.identifier} no snapshot references (older than {policy.older_than}); "
         + ("deletes them." if policy.enabled else "dry run: reports only."),
-        metadata={"table": spec.identifier, "deletes_enabled": policy.enabled},
+        metadata={"table": spec.identifier, "deletes_enabled": policy.enabled, **table_definition_metadata(spec)},
     )
     def orphans_asset(
         context: dg.AssetExecutionContext,
@@ -49,6 +55,7 @@ def build_orphans_asset(spec: TableConfig) -> dg.AssetsDefinition:
             "orphan_files": dg.MetadataValue.int(int(summary.get("orphan_files") or 0)),
             "orphan_bytes": dg.MetadataValue.int(int(summary.get("orphan_bytes") or 0)),
             "table_path": table_location(warehouse.url, warehouse.table_path(spec.identifier)),
+            **table_state_metadata(table, spec, table_location(warehouse.url, warehouse.table_path(spec.identifier))),
             **job_details(summary),
         })
 

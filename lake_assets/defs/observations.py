@@ -1,0 +1,225 @@
+"""A table's health at a glance: one observation per table from metadata only (manifests, snapshot,
+consumer and changelog files; no data file is read), emitted by the health sensor as an
+`AssetObservation` on the table's compaction asset, together with the current evaluation of the
+table's asset checks. Numeric observation metadata is what Dagster plots over time per asset.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import dagster as dg
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lake_assets.defs.config import LakeConfig, TableConfig, parse_duration
+from lake_assets.defs.names import TableNames
+from lake_assets.defs.resources import WarehouseResource
+from lake_assets.ops import table_health
+from lake_assets.options import parse_duration_ms
+from lake_assets.table import Table
+
+HEALTH_SENSOR = "lake_health_sensor"
+HEALTH_INTERVAL_SECONDS = 300
+# Java DateTimeFormatter letters of partition.timestamp-formatter → strftime (the common subset).
+_JAVA_TO_STRFTIME = (("yyyy", "%Y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"), ("mm", "%M"), ("ss", "%S"))
+
+
+@dataclass(frozen=True)
+class TableObservation:
+    """What the health sensor records about one table (all from metadata)."""
+
+    snapshot_id: int | None
+    data_files: int = 0
+    small_files: int = 0
+    buckets: int = 0
+    total_bytes: int = 0
+    max_small_files_per_bucket: int = 0
+    max_sorted_runs: int = 0
+    level0_files: int = 0
+    oldest_level0_age_ms: int = 0
+    max_size_amplification_percent: float = 0.0
+    records_in_files: int = 0
+    delete_records: int = 0
+    deleted_row_ratio: float = 0.0
+    snapshots_retained: int = 0
+    oldest_snapshot_age_s: float = 0.0
+    changelogs_retained: int = 0
+    consumers: int = 0
+    max_consumer_lag: int = 0
+    consumer_lag: dict[str, int] = field(default_factory=dict)
+    partitions: int = 0
+    partitions_past_expiration: int | None = None
+
+    @property
+    def row_count_exact(self) -> bool:
+        """Whether ``records_in_files`` is the table's row count: every key appears once when no
+        bucket has more than one sorted run and no file holds deletes (append tables always)."""
+        return self.max_sorted_runs <= 1 and self.delete_records == 0
+
+
+def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) -> TableObservation:
+    """The table's health from its latest snapshot's manifests and its metadata files.
+
+    ``now_ms`` is the local wall clock encoded as UTC (as partition times and file creation times
+    are), used for partitions past expiration; defaults to now."""
+    snapshot = table.latest_snapshot()
+    if snapshot is None:
+        return TableObservation(snapshot_id=None)
+    now_ms = table_health.local_now_as_utc_ms() if now_ms is None else now_ms
+    health = table.health(snapshot_id=snapshot.id, small_file_threshold=spec.maintenance.small_file_bytes)
+    snapshots = table.snapshots()
+    lag = {cid: max(0, snapshot.id + 1 - c.next_snapshot)
+           for cid, c in sorted(table.consumer_manager().consumers().items())}
+    records = int(snapshot.total_record_count or 0)  # records in live files, deletes included
+    deletes = _sum(health, "delete_row_count")
+    partitions = sorted(set(health.column("partition").to_pylist()))
+    return TableObservation(
+        snapshot_id=snapshot.id,
+        data_files=_sum(health, "file_count"),
+        small_files=_sum(health, "small_file_count"),
+        buckets=health.num_rows,
+        total_bytes=_sum(health, "total_bytes"),
+        max_small_files_per_bucket=_max(health, "small_file_count"),
+        max_sorted_runs=_max(health, "sorted_runs"),
+        level0_files=_sum(health, "level0_file_count"),
+        oldest_level0_age_ms=_max(health, "oldest_level0_age_ms"),
+        max_size_amplification_percent=float(_max(health, "size_amplification_percent")),
+        records_in_files=records,
+        delete_records=deletes,
+        deleted_row_ratio=round(deletes / records, 6) if records else 0.0,
+        snapshots_retained=len(snapshots),
+        # Snapshot times are epoch milliseconds (System.currentTimeMillis in Paimon), not local time.
+        oldest_snapshot_age_s=round(max(0.0, time.time() - snapshots[0].time_millis / 1000), 1) if snapshots else 0.0,
+        changelogs_retained=len(table.changelog_manager().ids()),
+        consumers=len(lag),
+        max_consumer_lag=max(lag.values(), default=0),
+        consumer_lag=lag,
+        partitions=len(partitions),
+        partitions_past_expiration=partitions_past_expiration(table.options, table.partition_keys, partitions,
+                                                              now_ms),
+    )
+
+
+def partitions_past_expiration(options: dict[str, str], partition_keys: tuple[str, ...] | list[str],
+                               partitions: list[str], now_ms: int) -> int | None:
+    """Partitions whose time (values-time strategy: the partition value read with
+    ``partition.timestamp-formatter``) is older than ``partition.expiration-time``; None when the
+    table sets no expiration time or uses a strategy or pattern this count cannot evaluate."""
+    expiration = options.get("partition.expiration-time")
+    if not expiration or options.get("partition.expiration-strategy", "values-time") != "values-time":
+        return None
+    if options.get("partition.timestamp-pattern") or not partition_keys:
+        return None  # a pattern combining fields: left to the expiry itself
+    fmt = options.get("partition.timestamp-formatter", "yyyy-MM-dd")
+    for java, py in _JAVA_TO_STRFTIME:
+        fmt = fmt.replace(java, py)
+    if re.search(r"[A-Za-z]", re.sub(r"%[YmdHMS]", "", fmt)):
+        return None  # letters this count does not translate
+    keep_ms = parse_duration_ms(expiration, "partition.expiration-time")
+    limit = dt.datetime.fromtimestamp((now_ms - keep_ms) / 1000, dt.UTC).replace(tzinfo=None)
+    key = partition_keys[0] + "="
+    count = 0
+    for path in partitions:
+        value = next((p[len(key):] for p in path.split("/") if p.startswith(key)), None)
+        try:
+            count += value is not None and dt.datetime.strptime(value, fmt) < limit
+        except ValueError:
+            continue  # not a time: never expires (as Paimon skips unparsable partitions)
+    return count
+
+
+def observation_metadata(obs: TableObservation) -> dict[str, dg.MetadataValue]:
+    """Numeric metadata (plotted by Dagster across observations) plus the consumers' lag."""
+    md: dict[str, dg.MetadataValue] = {}
+    for key, value in asdict(obs).items():
+        if key == "consumer_lag":
+            md[key] = dg.MetadataValue.json(value)
+        elif isinstance(value, bool) or value is None:
+            continue
+        elif isinstance(value, int):
+            md[key] = dg.MetadataValue.int(value)
+        elif isinstance(value, float):
+            md[key] = dg.MetadataValue.float(value)
+    if obs.snapshot_id is not None and obs.row_count_exact:
+        md["dagster/row_count"] = dg.MetadataValue.int(obs.records_in_files)
+    return md
+
+
+def check_results(spec: TableConfig, obs: TableObservation) -> dict[str, tuple[bool, dict[str, Any]]]:
+    """The state checks of a table from one observation: check name → (passed, metadata).
+
+    Shared by the asset checks and the health sensor so both judge the current state alike."""
+    policy = spec.maintenance
+    limit_ms = int(parse_duration(policy.max_level0_age).total_seconds() * 1000)
+    return {
+        "small_files": (obs.max_small_files_per_bucket <= policy.small_file_threshold, {
+            "max_small_files_per_bucket": obs.max_small_files_per_bucket,
+            "threshold": policy.small_file_threshold}),
+        "level0_age": (obs.oldest_level0_age_ms <= limit_ms, {
+            "oldest_level0_age_s": round(obs.oldest_level0_age_ms / 1000, 1), "limit_s": limit_ms / 1000}),
+        "snapshot_retention": (obs.snapshots_retained <= policy.retain_max, {
+            "snapshots": obs.snapshots_retained, "retain_min": policy.retain_min,
+            "retain_max": policy.retain_max}),
+    }
+
+
+CHECK_ASSET = {"small_files": "compaction", "level0_age": "compaction", "snapshot_retention": "expiry"}
+CHECK_SEVERITY = {"small_files": dg.AssetCheckSeverity.WARN, "level0_age": dg.AssetCheckSeverity.ERROR,
+                  "snapshot_retention": dg.AssetCheckSeverity.ERROR}
+
+
+def health_events(spec: TableConfig, obs: TableObservation) -> list[dg.AssetObservation | dg.AssetCheckEvaluation]:
+    """The observation of the table (on its compaction asset) and its checks' current evaluations."""
+    names = TableNames(spec.identifier)
+    events: list[dg.AssetObservation | dg.AssetCheckEvaluation] = [
+        dg.AssetObservation(asset_key=names.key("compaction"), metadata=observation_metadata(obs),
+                            description=f"Health of {spec.identifier} at snapshot {obs.snapshot_id}"),
+    ]
+    if obs.snapshot_id is None:
+        return events  # nothing to judge yet (the checks themselves warn that the table is missing)
+    for name, (passed, metadata) in check_results(spec, obs).items():
+        events.append(dg.AssetCheckEvaluation(
+            asset_key=names.key(CHECK_ASSET[name]), check_name=name, passed=passed,
+            severity=CHECK_SEVERITY[name], metadata={**metadata, "observed_snapshot_id": obs.snapshot_id},
+        ))
+    return events
+
+
+def build_health_sensor(config: LakeConfig) -> dg.SensorDefinition:
+    """Every HEALTH_INTERVAL_SECONDS: observe each existing table and evaluate its checks.
+
+    It observes on every tick, not only after new commits: level-0 age, snapshot age and consumer
+    lag grow while nothing is committed, and the plot over time is the point."""
+    running = config.automation.default_status == "running"
+
+    @dg.sensor(
+        name=HEALTH_SENSOR,
+        minimum_interval_seconds=HEALTH_INTERVAL_SECONDS,
+        default_status=dg.DefaultSensorStatus.RUNNING if running else dg.DefaultSensorStatus.STOPPED,
+        description="Records each table's health (manifests only) as an observation and evaluates its "
+        "checks on the current state.",
+    )
+    def health_sensor(context: dg.SensorEvaluationContext, warehouse: WarehouseResource) -> dg.SensorResult:
+        events: list[dg.AssetObservation | dg.AssetCheckEvaluation] = []
+        for spec in config.tables:
+            table = warehouse.table_if_exists(spec.identifier)
+            if table is not None:
+                events += health_events(spec, observe_table(table, spec))
+        return dg.SensorResult(asset_events=events,
+                               skip_reason=None if events else "no table exists yet")
+
+    return health_sensor
+
+
+def _sum(health: pa.Table, column: str) -> int:
+    return int(pc.sum(health[column]).as_py() or 0) if health.num_rows else 0
+
+
+def _max(health: pa.Table, column: str) -> Any:
+    values = [v for v in health.column(column).to_pylist() if v is not None]
+    return max(values, default=0)
