@@ -151,14 +151,16 @@ def _story(args: argparse.Namespace, root: Path, config: Path, home: Path, start
     _say(f"    before: {sum(health.column('file_count').to_pylist())} files, "
           f"max {max(health.column('sorted_runs').to_pylist())} sorted runs in a bucket")
     sensor = defs.get_sensor_def("lake_small_file_sensor")
-    tick = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, resources=defs.resources))
+    # sensor contexts are context managers: the I/O manager's nested warehouse resource opens in it
+    with dg.build_sensor_context(instance=instance, resources=defs.resources) as context:
+        tick = sensor.evaluate_tick(context)
     _say(f"    sensor requested {len(tick.run_requests)} run(s): {[r.run_key for r in tick.run_requests]}")
     for request in tick.run_requests:
         result = defs.get_job_def(request.job_name).execute_in_process(
             run_config=request.run_config, tags=request.tags, instance=instance)
         _say(f"    {request.job_name}: {'success' if result.success else 'FAILED'}")
-    again = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, resources=defs.resources,
-                                                         cursor=tick.cursor))
+    with dg.build_sensor_context(instance=instance, resources=defs.resources, cursor=tick.cursor) as context:
+        again = sensor.evaluate_tick(context)
     _say(f"    a second tick requests {len(again.run_requests)} run(s) (run keys and cursor prevent repeats)")
     health = table.health()
     _say(f"    after: {sum(health.column('file_count').to_pylist())} files, "
