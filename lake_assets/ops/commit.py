@@ -57,6 +57,10 @@ def _abs_files(table: Table, messages: Sequence[CommitMessage]) -> list[str]:
     """Files the messages' writers created (upgraded files are not theirs to delete)."""
     return [table.data_file_path(m.partition, m.bucket, f) for m in messages for f in m.all_written_files()]
 
+# Files written up to this long after the earliest retained snapshot still get the (costly) look
+# for an expired commit of theirs: clocks of writers and committers differ.
+_REPLAY_MARGIN_MS = 15 * 60 * 1000
+
 
 class TableCommitter:
     """Commits the messages of one commit user; see `commit`."""
@@ -150,6 +154,9 @@ class TableCommitter:
         writes = overwrite is not None or any(m.new_files or m.new_changelog for m in messages)
         self.table.require(Op.WRITE if writes else Op.COMPACT)
         self._check_files_exist(messages)
+        if check_committed and self._landed_before_expiry(messages):
+            self._seen_committed = True
+            return []
         total = self.table.schema.core_options.bucket if self.table.primary_keys else -1
         append: list[ManifestEntry] = []
         changelog: list[ManifestEntry] = []
@@ -267,6 +274,43 @@ class TableCommitter:
                 f"probably committed before and its snapshot expired); {len(missing)} file(s) missing, "
                 "nothing committed, nothing deleted"
             )
+
+    def _landed_before_expiry(self, messages: Sequence[CommitMessage]) -> bool:
+        """Whether these messages were committed by a snapshot that has since expired.
+
+        Identifier dedup only sees retained snapshots. When none of this commit user is retained
+        but some snapshots expired, a replayed checkpoint whose files still exist (a retained
+        snapshot or tag still holds them) would be committed twice. Files written before the
+        earliest retained snapshot are the only candidates (a replay's files are always older
+        than it); for those, look for them in what the table references.
+        """
+        from lake_assets.formats.data_file import local_now_ms
+        from lake_assets.ops.orphans import referenced_files  # orphans imports the scan stack
+
+        sm = self.table.snapshot_manager
+        earliest_id = sm.earliest_id()
+        if earliest_id is None or earliest_id <= 1 or self.last_committed_identifier() is not None:
+            return False
+        earliest = sm.try_snapshot(earliest_id)
+        files = [
+            (m, f) for m in messages
+            for f in (*m.new_files, *m.new_changelog, *m.compact_after, *m.compact_changelog)
+        ]
+        if earliest is None or not files:
+            return bool(files)  # the earliest expired while we looked: be safe, look anyway
+        # creation times are the writer's local wall clock as if UTC; compare on that clock, with
+        # a margin for writers in other time zones or with skewed clocks (a wider net only costs a look)
+        local_offset_ms = local_now_ms() - int(time.time() * 1000)
+        cutoff = earliest.time_millis + local_offset_ms + _REPLAY_MARGIN_MS
+        if all(f.creation_time_ms is not None and f.creation_time_ms >= cutoff for _, f in files):
+            return False
+        live = referenced_files(self.table)
+        landed = [f.file_name for m, f in files if self.table.data_file_path(m.partition, m.bucket, f) in live]
+        if landed:
+            log.warning("Not committing to %s: file %s is already referenced by the table (commit user %s "
+                        "committed these messages in a snapshot that has since expired)",
+                        self.table.name, landed[0], self.commit_user)
+        return bool(landed)
 
     # -------------------------------------------------------------- internals
     def _commit_with_retry(

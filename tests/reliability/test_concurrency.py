@@ -411,7 +411,7 @@ def test_a_replay_after_its_snapshot_expired_never_breaks_the_table(tmp_path):
     for i in range(3):
         t.write_arrow(pa.table({"k": [2], "v": [i], "op": ["+I"]}, schema=t.arrow_schema))
     t.compact(full=True)
-    assert t.expire_snapshots(retain_min=1, older_than=timedelta(0)).expired_snapshots
+    assert t.expire_snapshots(retain_min=1, retain_max=1, older_than=timedelta(0)).expired_snapshots
     before = t.latest_snapshot().id
 
     restarted = Catalog(wh).get_table("db.t").new_committer("job")
@@ -421,6 +421,31 @@ def test_a_replay_after_its_snapshot_expired_never_breaks_the_table(tmp_path):
         replayed = []
     assert replayed == [] and t.latest_snapshot().id == before
     assert _state(t.to_arrow()) == {"1": 1, "2": 2}
+
+
+def test_a_replay_whose_expired_snapshot_files_are_still_live_is_a_no_op(tmp_path):
+    """The replayed checkpoint's snapshot expired but its files are still live (nothing compacted
+    them): identifier dedup cannot see it, the files exist, and committing them again would add a
+    live file twice. The committer must find them in the table and commit nothing."""
+    wh = str(tmp_path / "wh")
+    _create(wh, {})
+    t = Catalog(wh).get_table("db.t")
+    writer = t.new_writer("job", write_only=True)
+    writer.write_arrow(pa.table({"k": [1], "v": [1], "op": ["+I"]}, schema=t.arrow_schema))
+    checkpoint = json.dumps([m.to_json() for m in writer.prepare_commit()])
+    assert t.new_committer("job").commit([CommitMessage.from_json(m) for m in json.loads(checkpoint)], 7)
+    t.write_arrow(pa.table({"k": [2], "v": [2], "op": ["+I"]}, schema=t.arrow_schema))
+    t.write_arrow(pa.table({"k": [3], "v": [3], "op": ["+I"]}, schema=t.arrow_schema))
+    assert 1 in t.expire_snapshots(retain_min=2, retain_max=2, older_than=timedelta(0)).expired_snapshots
+    before = t.latest_snapshot().id
+
+    restarted = Catalog(wh).get_table("db.t").new_committer("job")
+    assert restarted.commit([CommitMessage.from_json(m) for m in json.loads(checkpoint)], 7) == []
+    assert t.latest_snapshot().id == before
+    assert _state(t.to_arrow()) == {"1": 1, "2": 2, "3": 3}
+    # its files are the live ones: abort after such a replay deletes nothing
+    restarted.abort([CommitMessage.from_json(m) for m in json.loads(checkpoint)])
+    assert _state(Catalog(wh).get_table("db.t").to_arrow()) == {"1": 1, "2": 2, "3": 3}
 
 
 def test_consumers_started_on_the_earliest_snapshot_keep_their_files(tmp_path):

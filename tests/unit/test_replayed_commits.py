@@ -47,7 +47,7 @@ def test_replay_after_compaction_and_expiry_is_refused_and_changes_nothing(t):
     for i in range(3):
         t.write_arrow(pa.table({"k": [2], "v": [i]}, schema=t.arrow_schema))
     t.compact(full=True)
-    assert t.expire_snapshots(retain_min=1, older_than=timedelta(0)).expired_snapshots
+    assert t.expire_snapshots(retain_min=1, retain_max=1, older_than=timedelta(0)).expired_snapshots
     assert not any(os.path.exists(p) for p in _files(t, _load(cp)))  # compacted away, then deleted
     before = t.latest_snapshot().id
 
