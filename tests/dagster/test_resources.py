@@ -99,3 +99,12 @@ def test_maintenance_on_a_missing_table_fails_without_retries(tmp_path) -> None:
     with pytest.raises(dg.Failure, match=r"db\.nope does not exist yet: ingest first") as info:
         warehouse.existing_table("db.nope")
     assert info.value.allow_retries is False
+
+
+def test_the_pipes_launcher_finds_the_shipped_jobs_from_any_working_directory(tmp_path, monkeypatch) -> None:
+    """Without spark.jobs_dir the scripts are lake_assets' own jobs/, not ./jobs of wherever the
+    code location happens to run (a lake.yaml outside the repository failed at its first ingest)."""
+    monkeypatch.chdir(tmp_path)
+    cmd = SparkJobResource(launcher="pipes").command("ingest", ["--table", "db.t"])
+    script = Path(cmd[cmd.index("--table") - 1])
+    assert script.is_absolute() and script == REPO / "jobs" / "ingest.py" and script.is_file()

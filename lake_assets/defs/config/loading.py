@@ -90,7 +90,8 @@ def _resolve_paths(config: LakeConfig, base_dir: Path) -> LakeConfig:
     updates: dict[str, Any] = {}
     if config.warehouse.kind == "local":
         updates["warehouse"] = config.warehouse.model_copy(update={"path": _resolve(base_dir, config.warehouse.path)})
-    updates["spark"] = config.spark.model_copy(update={"jobs_dir": _resolve(base_dir, config.spark.jobs_dir)})
+    if config.spark.jobs_dir is not None:
+        updates["spark"] = config.spark.model_copy(update={"jobs_dir": _resolve(base_dir, config.spark.jobs_dir)})
     updates["tables"] = [_resolve_table(t, base_dir) for t in config.tables]
     return config.model_copy(update=updates)
 

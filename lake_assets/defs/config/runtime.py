@@ -20,7 +20,9 @@ class SparkConfig(_Strict):
     launcher: Literal["pipes", "python"] = "pipes"
     conf: dict[str, str] = Field(default_factory=dict, description="Spark conf passed as --conf k=v.")
     spark_submit: str = Field(default="spark-submit", description="spark-submit executable (pipes launcher).")
-    jobs_dir: str = Field(default="jobs", description="Folder of the job scripts (pipes launcher).")
+    jobs_dir: str | None = Field(
+        default=None, description="Folder of the job scripts (pipes launcher); default: lake_assets's jobs/."
+    )
     jobs_module: str = Field(default="lake_assets.spark.jobs", description="Package of the jobs (python launcher).")
     timeout: Duration = Field(default="2h", description="A job running longer is stopped and fails.")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment of the job processes.")

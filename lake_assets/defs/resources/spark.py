@@ -21,6 +21,21 @@ EXIT_CODES = {0: "ok", 1: "unexpected error", 2: "bad arguments or config", 3: "
               4: "commit conflict"}
 
 
+def default_jobs_dir() -> str:
+    """The spark-submit scripts of this lake_assets (``jobs/`` beside the package), wherever the
+    Dagster code location runs from: a relative ``jobs`` would depend on the working directory."""
+    import lake_assets
+    from lake_assets.defs.config.loading import LakeConfigError  # config imports the resources
+
+    jobs = Path(lake_assets.__file__).resolve().parents[1] / "jobs"
+    if not (jobs / "ingest.py").is_file():
+        raise LakeConfigError(
+            f"spark.jobs_dir is not set and {jobs} has no job scripts (lake_assets installed without its "
+            "jobs/ folder): set spark.jobs_dir to a copy of jobs/, or use spark.launcher: python"
+        )
+    return str(jobs)
+
+
 class SparkJobResource(dg.ConfigurableResource):
     """How the jobs of ``jobs/`` are launched.
 
@@ -33,7 +48,9 @@ class SparkJobResource(dg.ConfigurableResource):
     conf: dict[str, str] = Field(default_factory=dict, description="Spark conf, passed as --conf k=v.")
     launcher: Literal["pipes", "python"] = Field(default="pipes", description="spark-submit or python -m.")
     spark_submit: str = Field(default="spark-submit", description="spark-submit executable.")
-    jobs_dir: str = Field(default="jobs", description="Folder of the job scripts (pipes launcher).")
+    jobs_dir: str | None = Field(
+        default=None, description="Folder of the job scripts (pipes launcher); default: lake_assets's jobs/."
+    )
     jobs_module: str = Field(default="lake_assets.spark.jobs", description="Package of the jobs (python).")
     timeout_seconds: float = Field(default=7200.0, gt=0, description="Longer runs are stopped and fail.")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment of the jobs.")
@@ -45,7 +62,7 @@ class SparkJobResource(dg.ConfigurableResource):
             return [sys.executable, "-m", f"{self.jobs_module}.{job_name}", "--master", self.master,
                     *args, *conf]
         # spark-submit applies --conf before the driver starts (driver memory, JVM options).
-        script = str(Path(self.jobs_dir) / f"{job_name}.py")
+        script = str(Path(self.jobs_dir or default_jobs_dir()) / f"{job_name}.py")
         return [self._spark_submit(), "--master", self.master, *conf, script, *args]
 
     def _spark_submit(self) -> str:
