@@ -34,9 +34,9 @@ from lake_assets.errors import (
 )
 from lake_assets.io.file_io import FileIO
 from lake_assets.lsm.bucket import assign_buckets
-from lake_assets.lsm.engines import make_merge_function
 from lake_assets.lsm.key_compare import values_equal
-from lake_assets.lsm.merge import Deduplicate, FirstRow, MergeFunction
+from lake_assets.lsm.merge_engine.function import MergeFunction
+from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.ops.changelog_manager import ChangelogManager
 from lake_assets.ops.commit import Overwrite, TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
@@ -233,28 +233,21 @@ class Table:
 
     def merge_function(self, schema: TableSchema | None = None) -> MergeFunction:
         schema = schema or self.schema
-        opts = schema.core_options
-        engine = opts.merge_engine
-        if engine == "deduplicate":
-            return Deduplicate(opts.ignore_delete)
-        if engine == "first-row":
-            return FirstRow(opts.ignore_delete)
-        if engine in ("partial-update", "aggregation"):
-            fields = [(f.name, to_arrow(f.type)) for f in schema.fields]
-            return make_merge_function(engine, fields, list(schema.trimmed_primary_keys), schema.options)
-        raise UnsupportedFeatureError(f"Table {self.name}: merge-engine {engine!r} is not supported")
+        engine = engine_of(schema.core_options, f"Table {self.name}")
+        fields = [(f.name, to_arrow(f.type)) for f in schema.fields]
+        return engine.create(fields, list(schema.trimmed_primary_keys), schema.options)
 
     def merge_extra_columns(self, schema: TableSchema) -> list[str]:
         """Columns a merge needs beyond keys and sequence fields: engines that combine the columns
         of several records (partial-update, aggregation) need every column, e.g. sequence groups."""
-        if schema.core_options.merge_engine in ("partial-update", "aggregation"):
+        if engine_of(schema.core_options, f"Table {self.name}").needs_all_columns:
             return list(schema.field_names)
         return []
 
     def visible_files(self, files: Sequence[DataFileMeta], schema: TableSchema) -> list[DataFileMeta]:
         # Paimon's batch scan skips level 0 of first-row tables: their level-0 files are only
         # visible after compaction (readers elsewhere would disagree otherwise).
-        if schema.core_options.merge_engine == "first-row":
+        if not engine_of(schema.core_options, f"Table {self.name}").level0_in_batch_reads:
             return [f for f in files if f.level > 0]
         return list(files)
 

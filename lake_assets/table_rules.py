@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from lake_assets.errors import OptionError, UnsupportedFeatureError
+from lake_assets.lsm.merge_engine.registry import DEFAULT_MERGE_ENGINE, engine_of
 from lake_assets.options import CoreOptions
 from lake_assets.spec.types import DataField, VarCharType, to_arrow
 
@@ -25,7 +26,7 @@ def check_options(
     check_engine_producer(what, core)
     if not primary_keys:
         for k in ("merge-engine", "sequence.field", "rowkind.field"):
-            if k in options and not (k == "merge-engine" and core.merge_engine == "deduplicate"):
+            if k in options and not (k == "merge-engine" and core.merge_engine == DEFAULT_MERGE_ENGINE):
                 raise OptionError(f"{what}: option {k!r} needs a primary key")
         if core.changelog_producer != "none":
             raise OptionError(f"{what}: option 'changelog-producer' needs a primary key")
@@ -46,12 +47,9 @@ def check_options(
             raise OptionError(f"{what}: rowkind.field {rk!r} is not a column")
         if not isinstance(by_name[rk].type, VarCharType):
             raise OptionError(f"{what}: rowkind.field {rk!r} must be a string column")
-    if core.merge_engine in ("partial-update", "aggregation"):
-        # aggregate functions and sequence groups must fit the columns' types
-        from lake_assets.lsm.engines import validate_engine_options
-
-        trimmed = [k for k in primary_keys if k not in partition_keys]
-        validate_engine_options([(f.name, to_arrow(f.type)) for f in fields], trimmed, dict(options))
+    # the engine's options (aggregate functions, sequence groups) must fit the columns' types
+    trimmed = [k for k in primary_keys if k not in partition_keys]
+    engine_of(core, what).create([(f.name, to_arrow(f.type)) for f in fields], trimmed, dict(options))
     return core
 
 
@@ -60,8 +58,10 @@ def check_engine_producer(what: str, core: CoreOptions) -> None:
     (SchemaValidation: "Only support 'none' and 'lookup' changelog-producer on FIRST_MERGE merge
     engine"), at create and ALTER; we refuse those and any write or compaction of a table that
     carries the pair anyway (reads still work: the files are valid)."""
-    if core.merge_engine == "first-row" and core.changelog_producer not in ("none", "lookup"):
+    engine = engine_of(core, what)
+    allowed = engine.changelog_producers
+    if allowed is not None and core.changelog_producer not in allowed:
         raise UnsupportedFeatureError(
             f"{what}: changelog-producer={core.changelog_producer!r} is not supported with "
-            "merge-engine='first-row' (only 'none' and 'lookup', as in Paimon)"
+            f"merge-engine={engine.name!r} (only {' and '.join(map(repr, allowed))}, as in Paimon)"
         )

@@ -1,29 +1,24 @@
-"""Merge functions: how the records of one key collapse into one, vectorized over Arrow tables.
+"""Merging the records of a bucket: key groups, the merge sort order, sort-and-merge, and the
+sort-free winner search of row-selecting engines, vectorized over Arrow tables.
 
-Every function takes a table sorted by key and then by sequence (oldest first) that holds the
-value columns plus ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``, and returns one row per key, still
-sorted by key. Retract rows (-U/-D) survive the merge so that, written to a file, they can
-cancel rows in older files; readers drop them at the end.
+The merge functions themselves - one per merge engine - and their contract live in
+`lake_assets.lsm.merge_engine`: a function takes a table sorted by key and then by sequence
+(oldest first) that holds the value columns plus ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``, and
+returns one row per key, still sorted by key. Retract rows (-U/-D) survive the merge so that,
+written to a file, they can cancel rows in older files; readers drop them at the end.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_assets.errors import InvalidDataError
 from lake_assets.formats.data_file import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
 from lake_assets.lsm.key_compare import float_order_codes, key_view
-
-
-class MergeFunction(Protocol):
-    """Collapses the records of each key into one record."""
-
-    def merge(self, table: pa.Table, key_names: Sequence[str]) -> pa.Table: ...
+from lake_assets.lsm.merge_engine.function import MergeFunction, RowSelectingMergeFunction
 
 
 def key_change_mask(table: pa.Table, key_names: Sequence[str]) -> np.ndarray:
@@ -139,11 +134,11 @@ def sort_and_merge(
 ) -> pa.Table:
     """Sort and merge in one pass; row-selecting engines move the wide columns only once.
 
-    Deduplicate and first-row pick whole rows, so the winners are found on the key columns and
-    only the winning rows of the full table are gathered. Other engines get the sorted table.
+    Row-selecting functions (deduplicate, first-row) pick whole rows, so the winners are found on
+    the key columns and only the winning rows of the full table are gathered. Other engines get
+    the sorted table.
     """
-    select = getattr(merge_function, "select_rows", None)
-    if select is None:
+    if not isinstance(merge_function, RowSelectingMergeFunction):
         if not presorted:
             table = sort_for_merge(table, key_names, sequence_fields, sequence_descending)
         return merge_function.merge(table, key_names)
@@ -151,7 +146,7 @@ def sort_and_merge(
     narrow = table.select([*key_names, VALUE_KIND])
     if order is not None:
         narrow = narrow.take(pa.array(order))
-    picked = select(narrow, key_names)
+    picked = merge_function.select_rows(narrow, key_names)
     if picked is None:  # every row survives in this order
         return table if order is None else table.take(pa.array(order))
     rows = picked if order is None else order[picked]
@@ -159,63 +154,13 @@ def sort_and_merge(
 
 
 def is_retract(kinds: np.ndarray) -> np.ndarray:
+    """True where a ``_VALUE_KIND`` is a retraction (-U or -D)."""
     return (kinds == UPDATE_BEFORE) | (kinds == DELETE)
 
 
 def kinds_of(table: pa.Table) -> np.ndarray:
+    """The ``_VALUE_KIND`` column of a merge input as a numpy array."""
     return table.column(VALUE_KIND).to_numpy()
-
-
-class Deduplicate:
-    """The last record of a key wins (a retract deletes the key)."""
-
-    def __init__(self, ignore_delete: bool = False) -> None:
-        self.ignore_delete = ignore_delete
-
-    def merge(self, table: pa.Table, key_names: Sequence[str]) -> pa.Table:
-        rows = self.select_rows(table, key_names)
-        return table if rows is None else table.take(pa.array(rows))
-
-    def select_rows(self, table: pa.Table, key_names: Sequence[str]) -> np.ndarray | None:
-        """Positions of the winning rows of a key-sorted table (None: all rows win)."""
-        keep = None
-        if self.ignore_delete:
-            retract = is_retract(kinds_of(table))
-            if retract.any():
-                keep = np.flatnonzero(~retract)
-                table = table.take(pa.array(keep))
-        _, ends = group_bounds(table, key_names)
-        if keep is None:
-            return None if len(ends) == table.num_rows else ends
-        return keep[ends]
-
-
-class FirstRow:
-    """The first inserted record of a key wins; later records of the key are ignored."""
-
-    def __init__(self, ignore_delete: bool = False) -> None:
-        self.ignore_delete = ignore_delete
-
-    def merge(self, table: pa.Table, key_names: Sequence[str]) -> pa.Table:
-        rows = self.select_rows(table, key_names)
-        return table if rows is None else table.take(pa.array(rows))
-
-    def select_rows(self, table: pa.Table, key_names: Sequence[str]) -> np.ndarray | None:
-        """Positions of the first row of each key in a key-sorted table (None: all rows win)."""
-        retract = is_retract(kinds_of(table))
-        keep = None
-        if retract.any():
-            if not self.ignore_delete:
-                raise InvalidDataError(
-                    "The first-row merge engine does not accept -U/-D records; "
-                    "set 'ignore-delete' = 'true' to drop them"
-                )
-            keep = np.flatnonzero(~retract)
-            table = table.take(pa.array(keep))
-        starts, _ = group_bounds(table, key_names)
-        if keep is None:
-            return None if len(starts) == table.num_rows else starts
-        return keep[starts]
 
 
 # ------------------------------------------------------------------ row-selecting merge without a sort
@@ -278,7 +223,7 @@ def winner_masks(
     fields, or keys plus sequence numbers that do not pack into 63 bits; callers then fall back to
     `sort_and_merge`.
     """
-    if sequence_fields or type(merge_function) not in (Deduplicate, FirstRow):
+    if sequence_fields or not isinstance(merge_function, RowSelectingMergeFunction):
         return None
     sizes = [run.num_rows for run in runs]
     total = sum(sizes)
@@ -303,14 +248,10 @@ def winner_masks(
     packed = (packed << s_bits) | (seq - s_lo)
     retract = is_retract(_numpy_column(runs, VALUE_KIND, np.int8))
     ignore_delete = merge_function.ignore_delete
-    first = isinstance(merge_function, FirstRow)
+    first = merge_function.keeps_first
     candidates: np.ndarray | None = None
     if retract.any():
-        if first and not ignore_delete:
-            raise InvalidDataError(
-                "The first-row merge engine does not accept -U/-D records; "
-                "set 'ignore-delete' = 'true' to drop them"
-            )
+        merge_function.check_retracts(retract)
         if ignore_delete:  # retracts never take part: an older version of the key still wins
             candidates = np.flatnonzero(~retract)
             packed = packed[candidates]

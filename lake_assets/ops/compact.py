@@ -45,10 +45,11 @@ from lake_assets.lsm.compact_strategy import (
     plan_rewrite,
     should_drop_delete,
 )
-from lake_assets.lsm.first_row import drop_known_keys, lookup_files
 from lake_assets.lsm.key_compare import key_view
 from lake_assets.lsm.levels import Levels
 from lake_assets.lsm.merge import is_retract, sort_and_merge
+from lake_assets.lsm.merge_engine.first_row import drop_known_keys, lookup_files
+from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.read import SplitReader
@@ -78,7 +79,7 @@ class CompactionTask:
     # changelog production: "lookup" or "full-compaction", and the files of the state before
     changelog_producer: str | None = None
     before_files: tuple[DataFileMeta, ...] = ()
-    # first-row: older files whose keys the output drops (see lsm/first_row.py)
+    # first-row: older files whose keys the output drops (see lsm/merge_engine/first_row.py)
     lookup_files: tuple[DataFileMeta, ...] = ()
 
     @property
@@ -149,7 +150,7 @@ def needs_level0_compaction(opts: CoreOptions) -> bool:
     reads, so a writer compacts it on every commit to make rows visible at once) - and when
     ``compaction.force-up-level-0`` is set.
     """
-    return (opts.changelog_producer == "lookup" or opts.merge_engine == "first-row"
+    return (opts.changelog_producer == "lookup" or engine_of(opts).needs_lookup
             or opts.compaction_force_up_level0)
 
 
@@ -193,7 +194,7 @@ def plan_bucket(
     drop = should_drop_delete(unit.output_level, levels)
     sections = plan_rewrite(unit, key_types, opts.target_file_size, opts.small_file_ratio, drop_delete=drop)
     lookup: tuple[DataFileMeta, ...] = ()
-    if opts.merge_engine == "first-row":
+    if engine_of(opts).drops_known_keys:
         lookup = lookup_files(unit.files, split.files, key_types)
         if lookup:
             # a level-0 file may repeat keys of the lookup files: rewrite it through the filter
@@ -480,7 +481,7 @@ def _produce_changelog(table: Table, task: CompactionTask, split: Split, reader:
     dedupe = opts.raw.get("changelog-producer.row-deduplicate", "false").lower() == "true"
     # Keys with new records get a -U/+U pair even when the old record wins (Java's lookup and
     # full-compaction wrappers); first-row's wrapper emits only the +I of a new key.
-    touched = None if opts.merge_engine == "first-row" else fresh.select(keys)
+    touched = fresh.select(keys) if engine_of(opts).changelog_for_unchanged_keys else None
     changes = diff_states(before_state, after_state, keys, values, row_deduplicate=dedupe, touched_keys=touched)
     if changes.num_rows == 0:
         return []

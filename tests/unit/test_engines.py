@@ -13,13 +13,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from lake_assets.errors import InvalidDataError, OptionError, UnsupportedFeatureError
-from lake_assets.lsm.engines import (
-    Aggregation,
-    PartialUpdate,
-    make_merge_function,
-    validate_engine_options,
-)
-from lake_assets.lsm.merge import MergeFunction, sort_for_merge
+from lake_assets.lsm.merge import sort_for_merge
+from lake_assets.lsm.merge_engine.aggregation import Aggregation
+from lake_assets.lsm.merge_engine.function import MergeFunction
+from lake_assets.lsm.merge_engine.partial_update import PartialUpdate
+from lake_assets.lsm.merge_engine.registry import merge_engine
 from tests.vectors import VECTORS_DIR, load_json
 
 INS, UB, UA, DEL = 0, 1, 2, 3
@@ -265,22 +263,17 @@ def test_aggregation_option_errors_at_construction() -> None:
         agg(s, {"fields.i.ignore-retract": "yes"})
 
 
-def test_validate_engine_options_and_registry() -> None:
+def test_registry_checks_engine_options() -> None:
     s = int_schema("v")
-    validate_engine_options(fields_of(s), ["k"], {"fields.v.aggregate-function": "nonsense"})  # deduplicate
+    merge_engine("deduplicate").create(fields_of(s), ["k"], {"fields.v.aggregate-function": "nonsense"})
     with pytest.raises(UnsupportedFeatureError):
-        validate_engine_options(fields_of(s), ["k"], {"merge-engine": "aggregation",
-                                                      "fields.v.aggregate-function": "nonsense"})
+        merge_engine("aggregation").create(fields_of(s), ["k"], {"fields.v.aggregate-function": "nonsense"})
     with pytest.raises(OptionError):
-        validate_engine_options(fields_of(s), ["k"], {"merge-engine": "partial-update",
-                                                      "fields.v.sequence-group": "k"})
+        merge_engine("partial-update").create(fields_of(s), ["k"], {"fields.v.sequence-group": "k"})
     with pytest.raises(OptionError):
-        validate_engine_options(fields_of(s), ["k"], {"merge-engine": "partial-update",
-                                                      "fields.zz.sequence-group": "v"})
-    assert isinstance(make_merge_function("aggregation", fields_of(s), ["k"], {}), Aggregation)
-    assert isinstance(make_merge_function("Partial-Update", fields_of(s), ["k"], {}), PartialUpdate)
-    with pytest.raises(UnsupportedFeatureError):
-        make_merge_function("first-row", fields_of(s), ["k"], {})
+        merge_engine("partial-update").create(fields_of(s), ["k"], {"fields.zz.sequence-group": "v"})
+    assert isinstance(merge_engine("aggregation").create(fields_of(s), ["k"], {}), Aggregation)
+    assert isinstance(merge_engine("Partial-Update").create(fields_of(s), ["k"], {}), PartialUpdate)
 
 
 # ---------------------------------------------------------------- partial-update
@@ -439,7 +432,7 @@ def test_vector_04_partial_update() -> None:
         {"id": [1, 2, 4], "a": [None, 20, 4], "b": ["y", None, None], "c": [1.5, None, None]},
         {"id": [1, 3], "a": [100, None], "b": [None, "z"], "c": [None, None]},
     ])
-    fn = make_merge_function("partial-update", fields_of(schema), ["id"], {"bucket": "2"})
+    fn = merge_engine("partial-update").create(fields_of(schema), ["id"], {"bucket": "2"})
     out = run(fn, schema, records, keys=["id"]).drop_columns([SEQ, KIND])
     assert out.to_pylist() == _expected("04_partial_update")
 
@@ -454,7 +447,7 @@ def test_vector_05_aggregation() -> None:
         {"k": ["apple", "cherry-long-key", "date"], "total": [-1.0, 7.25, 0.0], "cnt": [1, 1, 1],
          "mx": [7, 2, 0], "label": ["third", None, "d"]},
     ])
-    fn = make_merge_function("aggregation", fields_of(schema), ["k"], {
+    fn = merge_engine("aggregation").create(fields_of(schema), ["k"], {
         "fields.total.aggregate-function": "sum", "fields.cnt.aggregate-function": "sum",
         "fields.mx.aggregate-function": "max"})
     out = run(fn, schema, records).drop_columns([SEQ, KIND])

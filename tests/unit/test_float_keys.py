@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lake_assets import Catalog
-from lake_assets.lsm.first_row import drop_known_keys
 from lake_assets.lsm.key_compare import compare_keys, float_order_codes
+from lake_assets.lsm.merge_engine.first_row import drop_known_keys
 
 KEYS = [math.nan, math.nan, 0.0, -0.0, math.inf, -math.inf]
 

@@ -8,7 +8,8 @@ import pyarrow.compute as pc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lake_assets.lsm.merge import Deduplicate, sort_and_merge, sort_order
+from lake_assets.lsm.merge import sort_and_merge, sort_order
+from lake_assets.lsm.merge_engine.deduplicate import Deduplicate
 
 
 @settings(max_examples=200, deadline=None)

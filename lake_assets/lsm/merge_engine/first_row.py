@@ -1,4 +1,7 @@
-"""first-row compaction: new records of keys that older levels already hold are dropped.
+"""The first-row merge engine (``merge-engine = first-row``) and its compaction lookup.
+
+The first inserted record of a key wins; later records of the key are ignored. Retractions raise
+`InvalidDataError` unless ``ignore-delete`` (alias ``first-row.ignore-delete``) drops them.
 
 Paimon keeps every key of a first-row table at most once across levels 1..max: compacting level 0
 (its FirstRowMergeFunctionWrapper) looks each merged key up in the levels above the output level
@@ -14,10 +17,47 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lake_assets.errors import InvalidDataError
 from lake_assets.lsm.key_compare import compare_keys, key_view
+from lake_assets.lsm.merge import group_bounds, is_retract, kinds_of
 from lake_assets.lsm.sorted_run import key_range
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.types import DataType
+
+
+class FirstRow:
+    """The first inserted record of a key wins; later records of the key are ignored."""
+
+    keeps_first = True
+
+    def __init__(self, ignore_delete: bool = False) -> None:
+        self.ignore_delete = ignore_delete
+
+    def merge(self, table: pa.Table, key_names: Sequence[str]) -> pa.Table:
+        """The first record of each key of a key-sorted table."""
+        rows = self.select_rows(table, key_names)
+        return table if rows is None else table.take(pa.array(rows))
+
+    def select_rows(self, table: pa.Table, key_names: Sequence[str]) -> np.ndarray | None:
+        """Positions of the first row of each key in a key-sorted table (None: all rows win)."""
+        retract = is_retract(kinds_of(table))
+        keep = None
+        if retract.any():
+            self.check_retracts(retract)
+            keep = np.flatnonzero(~retract)
+            table = table.take(pa.array(keep))
+        starts, _ = group_bounds(table, key_names)
+        if keep is None:
+            return None if len(starts) == table.num_rows else starts
+        return keep[starts]
+
+    def check_retracts(self, retract: np.ndarray) -> None:
+        """Retractions are refused unless ``ignore-delete`` drops them."""
+        if retract.any() and not self.ignore_delete:
+            raise InvalidDataError(
+                "The first-row merge engine does not accept -U/-D records; "
+                "set 'ignore-delete' = 'true' to drop them"
+            )
 
 
 def lookup_files(

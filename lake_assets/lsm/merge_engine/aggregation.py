@@ -1,0 +1,102 @@
+"""The aggregation merge engine (``merge-engine = aggregation``), vectorized over Arrow tables.
+
+Follows docs/format.md §10.1-§10.2 and Paimon's documented behaviour; a key's only record comes
+out unchanged (see the package docstring). The functions themselves: `aggregate_functions`.
+
+- Function per column: ``fields.<c>.aggregate-function``, else ``fields.default-aggregate-function``,
+  else last_non_null_value. Key columns are kept; ``sequence.field`` columns use last_value.
+- ``aggregation.remove-record-on-delete``: a -D resets the key; the result is -D unless records
+  follow it. ``ignore-delete`` drops retracts before merging.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from lake_assets.errors import OptionError
+from lake_assets.formats.data_file import DELETE
+from lake_assets.lsm.merge import is_retract, kinds_of
+from lake_assets.lsm.merge_engine.aggregate_functions import FieldFunction, check_retractable, fold
+from lake_assets.lsm.merge_engine.engine_options import (
+    bool_option,
+    check_aggregate_options,
+    field_function,
+    sequence_fields_option,
+)
+from lake_assets.lsm.merge_engine.function import SchemaFields
+from lake_assets.lsm.merge_engine.grouping import all_single, group_keys, keep_singles, last_true, one_row_per_group
+
+
+class Aggregation:
+    """The aggregation merge engine (see the module docstring for the exact semantics)."""
+
+    def __init__(self, schema_fields: SchemaFields, key_names: Sequence[str], options: Mapping[str, str]) -> None:
+        self.types = {name: dtype for name, dtype in schema_fields}
+        self.key_names = tuple(key_names)
+        names = set(self.types)
+        for k in self.key_names:
+            if k not in names:
+                raise OptionError(f"Primary-key column {k!r} is not a table column")
+        check_aggregate_options(options, names)
+        self.ignore_delete = bool_option(options, "ignore-delete")
+        self.remove_on_delete = bool_option(options, "aggregation.remove-record-on-delete")
+        sequence_fields = set(sequence_fields_option(options, names))
+        default = options.get("fields.default-aggregate-function") or "last_non_null_value"
+        self.functions: dict[str, FieldFunction] = {}
+        for name, dtype in schema_fields:
+            if name in self.key_names:
+                continue
+            if name in sequence_fields:
+                self.functions[name] = FieldFunction(
+                    name, "last_value", bool_option(options, f"fields.{name}.ignore-retract")
+                )
+                continue
+            raw = options.get(f"fields.{name}.aggregate-function") or default
+            self.functions[name] = field_function(options, name, dtype, raw)
+
+    def merge(self, table: pa.Table, key_names: Sequence[str]) -> pa.Table:
+        if table.num_rows == 0:
+            return table
+        kinds = kinds_of(table)
+        retract = is_retract(kinds)
+        if self.ignore_delete and retract.any():
+            table = table.filter(pa.array(~retract))
+            if table.num_rows == 0:
+                return table
+            kinds = kinds_of(table)
+            retract = is_retract(kinds)
+        grouping = group_keys(table, key_names)
+        if all_single(grouping, table.num_rows):
+            # every key has one record: emitted as it is (see keep_singles); a retraction a
+            # function cannot take still fails now rather than when it meets an older record
+            if retract.any():
+                for fn in self.functions.values():
+                    check_retractable(fn, retract & (kinds != DELETE) if self.remove_on_delete else retract)
+            return table
+        starts, ends, gid, n_groups = grouping.starts, grouping.ends, grouping.gid, grouping.count
+        if self.remove_on_delete:
+            # Records before a reset are dropped unfolded, yet a -U among them is still an error
+            # for a function that cannot retract (Paimon applies records one by one).
+            retract_events = retract & (kinds != DELETE)
+            if retract_events.any():
+                for fn in self.functions.values():
+                    check_retractable(fn, retract_events)
+            # A -D resets the key: only the records after the group's last -D are folded.
+            lower = np.maximum(starts, last_true(kinds == DELETE, ends, starts) + 1)
+            deleted = lower > ends
+            rows = np.flatnonzero(np.arange(table.num_rows) >= lower[gid])
+        else:
+            deleted = np.zeros(n_groups, dtype=bool)
+            rows = np.arange(table.num_rows, dtype=np.int64)
+        rows_gid, rows_retract = gid[rows], retract[rows]
+
+        def merged(name: str, col: pa.Array) -> pa.Array | None:
+            fn = self.functions.get(name)
+            return None if fn is None else fold(fn, col, rows, rows_retract, rows_gid, n_groups)
+
+        merged_rows = one_row_per_group(table, set(key_names) | set(self.key_names), starts, ends, deleted, merged)
+        return keep_singles(table, grouping, merged_rows)
+

@@ -1,0 +1,59 @@
+"""The merge-function contract: what a merge engine's function offers the code that merges.
+
+Paimon's MergeFunction, vectorized: a function takes a table sorted by key and then by sequence
+(oldest first) holding the value columns plus ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``, and returns
+one row per key, still sorted by key. Retract rows (-U/-D) survive the merge so that, written to a
+file, they can cancel rows in older files; readers drop them at the end. Writes, reads (merge on
+read), compaction and changelog production all merge through this contract; the registry
+(`lake_assets.lsm.merge_engine.registry`) makes the function of a table's ``merge-engine``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import pyarrow as pa
+
+# (column name, Arrow type) of every table column, in schema order
+SchemaFields = Sequence[tuple[str, pa.DataType]]
+
+
+class MergeFunction(Protocol):
+    """Collapses the records of each key into one record."""
+
+    # Whether -U/-D records are dropped before merging (``ignore-delete`` and its aliases), so a
+    # key's older record wins over a retraction.
+    ignore_delete: bool
+
+    def merge(self, table: pa.Table, key_names: Sequence[str]) -> pa.Table:
+        """One row per key of a table sorted by key and sequence (see the module docstring)."""
+        ...
+
+
+@runtime_checkable
+class RowSelectingMergeFunction(MergeFunction, Protocol):
+    """A merge function whose result is one whole input row per key (deduplicate, first-row).
+
+    Callers find the winners on the key columns alone and gather the wide columns once
+    (`lake_assets.lsm.merge.sort_and_merge`), or find them without sorting at all
+    (`lake_assets.lsm.merge.winner_masks`).
+    """
+
+    # True: a key's oldest record wins (first-row); False: its newest (deduplicate).
+    keeps_first: bool
+
+    def select_rows(self, table: pa.Table, key_names: Sequence[str]) -> np.ndarray | None:
+        """Positions of the winning rows of a key-sorted table (None: every row wins)."""
+        ...
+
+    def check_retracts(self, retract: np.ndarray) -> None:
+        """Raise `InvalidDataError` when the function cannot take the flagged -U/-D records."""
+        ...
+
+
+# Builds a table's merge function from its columns, its (trimmed) primary key and its options;
+# raises `OptionError`/`UnsupportedFeatureError` for options the engine cannot honour (Paimon's
+# MergeFunctionFactory).
+MergeFunctionFactory = Callable[[SchemaFields, Sequence[str], Mapping[str, str]], MergeFunction]

@@ -1,0 +1,213 @@
+"""The partial-update merge engine (``merge-engine = partial-update``), vectorized over Arrow tables.
+
+Follows docs/format.md §10.1 and Paimon's documented behaviour; a key's only record comes out
+unchanged (see the package docstring).
+
+- A newer record overwrites only its non-null fields. -U/-D records raise ``InvalidDataError``
+  unless ``ignore-delete`` (alias ``partial-update.ignore-delete``) drops them,
+  ``partial-update.remove-record-on-delete`` makes a -D delete the whole row, or sequence groups are
+  configured. The two delete options conflict with each other, and remove-on-delete conflicts with
+  sequence groups, as in Paimon (``OptionError``).
+- remove-on-delete: a -D resets the row and the result is -D unless inserts follow it; those start a
+  new row. A -U does nothing at all (Paimon lets a trailing -U flip the result back to an empty +I
+  row; we keep the -D).
+- ``fields.<s1>[,<s2>].sequence-group = <a>,<b>``: a record whose group sequence is all-null leaves
+  the group alone. A record whose sequence tuple (nulls smallest) is not older than the group's
+  current one wins the group: an insert sets every column of the group (nulls included), a retract
+  nulls them. Retracts compare with ``>=`` like inserts (as Paimon's code does), so a -D carrying
+  the current sequence deletes the group. The group's sequence columns keep the largest sequence.
+- Aggregate functions are allowed on grouped columns only (Paimon rejects any other function than
+  last_non_null_value outside a group). Inside a group they fold the group's records in
+  group-sequence order, ties in arrival order. That equals Paimon for plain columns, last_value and
+  the order-free functions (sum, product, min, max, bool_*), and for every function when group
+  sequences arrive in non-decreasing order; Paimon releases disagree among themselves about
+  out-of-order first_value/last_non_null_value/listagg, so we keep the plain definition.
+- Result kind: +I when the key saw an insert; -D when it saw only retracts (Paimon: "no insert
+  seen"). With sequence groups that -D row carries each group's largest sequence and the *retracted
+  amounts* (e.g. the sum of retracted values), so merging it again later as a retract has the same
+  effect as the original retracts: merge(merge(A) + B) == merge(A + B).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from lake_assets.errors import InvalidDataError, OptionError, UnsupportedFeatureError
+from lake_assets.formats.data_file import DELETE, UPDATE_BEFORE
+from lake_assets.lsm.merge import is_retract, kinds_of
+from lake_assets.lsm.merge_engine.aggregate_functions import FieldFunction, fold
+from lake_assets.lsm.merge_engine.engine_options import (
+    bool_option,
+    check_aggregate_options,
+    field_function,
+    parse_sequence_groups,
+    sequence_fields_option,
+)
+from lake_assets.lsm.merge_engine.function import SchemaFields
+from lake_assets.lsm.merge_engine.grouping import (
+    Grouping,
+    all_single,
+    columns_of,
+    group_keys,
+    keep_singles,
+    last_true,
+    one_row_per_group,
+    segment_bounds,
+    sequence_rank,
+    take_or_null,
+    valid_mask,
+)
+
+
+class PartialUpdate:
+    """The partial-update merge engine (see the module docstring for the exact semantics)."""
+
+    def __init__(self, schema_fields: SchemaFields, key_names: Sequence[str], options: Mapping[str, str]) -> None:
+        self.types = {name: dtype for name, dtype in schema_fields}
+        self.key_names = tuple(key_names)
+        names = [name for name, _ in schema_fields]
+        for k in self.key_names:
+            if k not in self.types:
+                raise OptionError(f"Primary-key column {k!r} is not a table column")
+        check_aggregate_options(options, set(names))
+        self.ignore_delete = bool_option(options, "ignore-delete") or bool_option(
+            options, "partial-update.ignore-delete"
+        )
+        self.remove_on_delete = bool_option(options, "partial-update.remove-record-on-delete")
+        if options.get("partial-update.remove-record-on-sequence-group"):
+            raise UnsupportedFeatureError(
+                "Option 'partial-update.remove-record-on-sequence-group' is not implemented by lake_assets"
+            )
+        self.groups = parse_sequence_groups(options, names, self.key_names)
+        if self.ignore_delete and self.remove_on_delete:
+            raise OptionError(
+                "Options 'ignore-delete' and 'partial-update.remove-record-on-delete' conflict; set only one"
+            )
+        if self.remove_on_delete and self.groups:
+            raise OptionError(
+                "Sequence groups and 'partial-update.remove-record-on-delete' conflict; set only one"
+            )
+        seq_fields = {f for g in self.groups for f in g.sequence_fields}
+        seq_fields |= set(sequence_fields_option(options, set(names)))
+        grouped = {m for g in self.groups for m in g.members}
+        default = options.get("fields.default-aggregate-function")
+        self.functions: dict[str, FieldFunction] = {}
+        for name, dtype in schema_fields:
+            if name in self.key_names or name in seq_fields:
+                continue  # Paimon aggregates neither keys nor sequence fields
+            raw = options.get(f"fields.{name}.aggregate-function") or default
+            if raw is None:
+                if name in grouped:
+                    self.functions[name] = FieldFunction(name, "last_value")
+                continue
+            fn = field_function(options, name, dtype, raw)
+            if name not in grouped:
+                if fn.function != "last_non_null_value":
+                    raise OptionError(
+                        f"Aggregate function {fn.function!r} of column {name!r} needs a sequence group: "
+                        "partial-update allows aggregation only on columns of a "
+                        "'fields.<seq>.sequence-group' (except last_non_null_value)"
+                    )
+                continue  # last_non_null_value is what partial-update does anyway
+            self.functions[name] = fn
+
+    def merge(self, table: pa.Table, key_names: Sequence[str]) -> pa.Table:
+        if table.num_rows == 0:
+            return table
+        kinds = kinds_of(table)
+        retract = is_retract(kinds)
+        if retract.any():
+            if self.ignore_delete:
+                table = table.filter(pa.array(~retract))
+            elif self.remove_on_delete:
+                # A -U has no effect under remove-record-on-delete; only -D resets the row.
+                table = table.filter(pa.array(kinds != UPDATE_BEFORE))
+            elif not self.groups:
+                raise InvalidDataError(
+                    "The partial-update merge engine got a -U/-D record, which it cannot apply by "
+                    "default: set 'ignore-delete' = 'true' (or 'partial-update.ignore-delete') to drop "
+                    "them, 'partial-update.remove-record-on-delete' = 'true' to delete the whole row on "
+                    "-D, or configure 'fields.<seq>.sequence-group' to retract groups of columns"
+                )
+            if table.num_rows == 0:
+                return table
+            kinds = kinds_of(table)
+            retract = is_retract(kinds)
+        grouping = group_keys(table, key_names)
+        if not self.groups and all_single(grouping, table.num_rows):
+            return table  # every key has one record: emitted as it is (see keep_singles)
+        if self.groups:
+            # merged even when every key has one record: a retraction a grouped function cannot
+            # take fails now rather than when it meets an older record
+            merged = self._merge_groups(table, key_names, grouping, retract)
+        else:
+            merged = self._merge_plain(table, key_names, grouping, kinds)
+        return keep_singles(table, grouping, merged)
+
+    def _merge_plain(
+        self, table: pa.Table, key_names: Sequence[str], grouping: Grouping, kinds: np.ndarray
+    ) -> pa.Table:
+        starts, ends = grouping.starts, grouping.ends
+        last_delete = last_true(kinds == DELETE, ends, starts)
+        # Rows after a group's last -D are all inserts; they build the row from scratch.
+        lower = np.maximum(starts, last_delete + 1)
+        deleted = lower > ends
+
+        def merged(name: str, col: pa.Array) -> pa.Array | None:
+            # the last non-null value after the last reset
+            return take_or_null(col, last_true(valid_mask(col), ends, lower)) if name in self.types else None
+
+        return one_row_per_group(table, set(key_names) | set(self.key_names), starts, ends, deleted, merged)
+
+    def _merge_groups(
+        self, table: pa.Table, key_names: Sequence[str], grouping: Grouping, retract: np.ndarray
+    ) -> pa.Table:
+        starts, ends, gid, n_groups = grouping.starts, grouping.ends, grouping.gid, grouping.count
+        cols = columns_of(table)
+        insert = ~retract
+        has_insert = last_true(insert, ends, starts) >= 0
+        results: dict[str, pa.Array] = {}
+        for group in self.groups:
+            missing = [f for f in group.sequence_fields if f not in cols]
+            present = [m for m in group.members if m in cols]
+            if missing:
+                if present:
+                    raise InvalidDataError(
+                        f"Columns {present} need their sequence fields {list(group.sequence_fields)} to merge"
+                    )
+                continue
+            seq_cols = [cols[f] for f in group.sequence_fields]
+            empty = np.ones(table.num_rows, dtype=bool)
+            for c in seq_cols:
+                empty &= ~valid_mask(c)
+            entries = np.flatnonzero(~empty)
+            # Group-sequence order, ties in arrival order (lexsort is stable).
+            rank = sequence_rank(seq_cols)
+            order = np.lexsort((rank[entries], gid[entries]))
+            rows = entries[order]
+            rows_gid, rows_retract = gid[rows], retract[rows]
+            # Keys that saw only retracts give a -D whose row is the retract image.
+            as_insert = ~has_insert[rows_gid]
+            _, last = segment_bounds(rows_gid)
+            seq_idx = np.full(n_groups, -1, dtype=np.int64)
+            seq_idx[rows_gid[last]] = rows[last]
+            for f in group.sequence_fields:
+                results[f] = take_or_null(cols[f], seq_idx)
+            for m in present:
+                fn = self.functions.get(m) or FieldFunction(m, "last_value")
+                results[m] = fold(fn, cols[m], rows, rows_retract, rows_gid, n_groups, as_insert)
+
+        def merged(name: str, col: pa.Array) -> pa.Array | None:
+            if name in results:
+                return results[name]
+            if name in self.types:
+                # Ungrouped columns: last non-null value of an insert; retracts never touch them.
+                return take_or_null(col, last_true(valid_mask(col) & insert, ends, starts))
+            return None
+
+        keys = (set(key_names) | set(self.key_names)) - set(results)
+        return one_row_per_group(table, keys, starts, ends, ~has_insert, merged)
+

@@ -1,0 +1,96 @@
+"""One registry of the merge engines: what each ``merge-engine`` value builds and needs.
+
+Paimon's CoreOptions.MergeEngine with each engine's MergeFunctionFactory, plus the properties of
+an engine that the LSM tree around the merge function must honour (which files batch reads see,
+what compaction looks up, which changelog producers combine with it). Every caller - the write
+path, merge on read, compaction, changelog producers, option validation, `Table` - asks the
+registry; none dispatches on an engine's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from lake_assets.errors import UnsupportedFeatureError
+from lake_assets.lsm.merge_engine.aggregation import Aggregation
+from lake_assets.lsm.merge_engine.deduplicate import Deduplicate
+from lake_assets.lsm.merge_engine.first_row import FirstRow
+from lake_assets.lsm.merge_engine.function import MergeFunction, MergeFunctionFactory, SchemaFields
+from lake_assets.lsm.merge_engine.partial_update import PartialUpdate
+from lake_assets.options import CoreOptions
+
+
+@dataclass(frozen=True)
+class MergeEngine:
+    """A ``merge-engine`` value: how its merge function is made and what the LSM tree must do for it."""
+
+    name: str
+    factory: MergeFunctionFactory
+    # A merge combines the columns of several records (sequence groups, aggregates): reads load
+    # every column, not only the projected ones.
+    needs_all_columns: bool = False
+    # Batch reads see level-0 files. Paimon's batch scan of a first-row table skips them: its rows
+    # become visible once compaction moves them up.
+    level0_in_batch_reads: bool = True
+    # Paimon's CoreOptions.needLookup for the engine: every compaction takes all of level 0
+    # (ForceUpLevel0Compaction), so a writer makes its rows visible at once.
+    needs_lookup: bool = False
+    # Keys are unique across levels 1..max: compaction drops a level-0 record whose key an older
+    # level holds (Paimon's FirstRowMergeFunctionWrapper looks it up; `first_row.lookup_files`).
+    drops_known_keys: bool = False
+    # A key whose new records lose to its old row (e.g. an older sequence.field) still gets an
+    # unchanged -U/+U pair in a compaction's changelog, as Paimon's lookup and full-compaction
+    # changelog wrappers emit it; first-row's wrapper emits only the +I of a new key.
+    changelog_for_unchanged_keys: bool = True
+    # The only changelog producers Paimon accepts with the engine (its SchemaValidation); None: any.
+    changelog_producers: tuple[str, ...] | None = None
+
+    def create(self, fields: SchemaFields, key_names: Sequence[str], options: Mapping[str, str]) -> MergeFunction:
+        """The merge function for a table with these columns, trimmed primary key and options;
+        raises `OptionError`/`UnsupportedFeatureError` for options the engine cannot honour."""
+        return self.factory(fields, key_names, options)
+
+
+def _deduplicate(fields: SchemaFields, key_names: Sequence[str], options: Mapping[str, str]) -> MergeFunction:
+    # ignore-delete and its aliases are table options (CoreOptions), read by the writer too
+    return Deduplicate(CoreOptions(dict(options)).ignore_delete)
+
+
+def _first_row(fields: SchemaFields, key_names: Sequence[str], options: Mapping[str, str]) -> MergeFunction:
+    return FirstRow(CoreOptions(dict(options)).ignore_delete)
+
+
+DEFAULT_MERGE_ENGINE = "deduplicate"
+
+MERGE_ENGINES: Mapping[str, MergeEngine] = {
+    engine.name: engine
+    for engine in (
+        MergeEngine(DEFAULT_MERGE_ENGINE, _deduplicate),
+        MergeEngine("partial-update", PartialUpdate, needs_all_columns=True),
+        MergeEngine("aggregation", Aggregation, needs_all_columns=True),
+        MergeEngine(
+            "first-row", _first_row,
+            level0_in_batch_reads=False, needs_lookup=True, drops_known_keys=True,
+            changelog_for_unchanged_keys=False, changelog_producers=("none", "lookup"),
+        ),
+    )
+}
+
+
+def merge_engine(name: str, what: str = "") -> MergeEngine:
+    """The engine of ``merge-engine = name`` (case and surrounding blanks ignored, as Paimon's enum
+    parsing); `UnsupportedFeatureError` for any other value, its message starting with ``what``
+    (e.g. "Table db.t") when given."""
+    engine = MERGE_ENGINES.get(name.strip().lower())
+    if engine is None:
+        prefix = f"{what}: " if what else ""
+        raise UnsupportedFeatureError(
+            f"{prefix}merge-engine {name!r} is not supported (supported: {', '.join(sorted(MERGE_ENGINES))})"
+        )
+    return engine
+
+
+def engine_of(options: CoreOptions, what: str = "") -> MergeEngine:
+    """The engine a table's options select (``merge-engine``, default deduplicate)."""
+    return merge_engine(options.merge_engine, what)
