@@ -58,6 +58,7 @@ class Aggregation:
             self.functions[name] = field_function(options, name, dtype, raw)
 
     def merge(self, table: pa.Table, key_names: Sequence[str]) -> pa.Table:
+        """One row per key of a table sorted by key and sequence (see the module docstring)."""
         if table.num_rows == 0:
             return table
         kinds = kinds_of(table)

@@ -115,6 +115,7 @@ class PartialUpdate:
             self.functions[name] = fn
 
     def merge(self, table: pa.Table, key_names: Sequence[str]) -> pa.Table:
+        """One row per key of a table sorted by key and sequence (see the module docstring)."""
         if table.num_rows == 0:
             return table
         kinds = kinds_of(table)
