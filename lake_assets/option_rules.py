@@ -1,43 +1,18 @@
-"""The table of option rules: every table option this package knows, its type, default and bounds.
+"""The option registry: every table option lake_assets knows, one declarative row each.
 
-One declarative row per option (`OptionRule`). `CoreOptions.validate` checks every value a table
-carries against its row when the table is created or altered (and, leniently, when it is opened),
-and the typed accessors of `CoreOptions` parse through the same rows, so an option is parsed and
-bounded in exactly one way. Types follow Paimon's ``CoreOptions``: Java ``int`` options must fit 32
-bits and ``long`` options 64, memory sizes and durations use Paimon's text forms.
+Each row (`OptionRule`, `lake_assets.option_types`) gives the key, type, default, description,
+validator and how lake_assets supports it. Everything else derives from these rows: the known
+key sets and refused values (`lake_assets.options`), the typed accessors of `CoreOptions`, which
+parse through them once per schema, `CoreOptions.validate` at create and ALTER, the per-operation
+refusals of `lake_assets.table_support`, and ``docs/options.md`` (`lake_assets.option_docs`).
+Per-field options (``fields.<column>.<suffix>``) are rows of `FIELD_RULES`, keyed by suffix.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
-from lake_assets.errors import OptionError, UnsupportedFeatureError
-
-INT_MAX = 2**31 - 1
-LakeErrorLike = OptionError | UnsupportedFeatureError
-LONG_MAX = 2**63 - 1
-
-
-@dataclass(frozen=True)
-class OptionRule:
-    """How one option's value is parsed and bounded.
-
-    ``kind`` is one of ``int`` (Java int), ``long``, ``size`` (MemorySize), ``duration``,
-    ``bool``, ``enum`` (one of ``choices``, case-insensitive), ``ratio`` (a number in [0, 1]) and
-    ``string`` (free text). ``minimum`` bounds numbers; ``check`` returns a problem (text) for a
-    parsed value that is well-formed but not acceptable, or None.
-    """
-
-    key: str
-    kind: str
-    default: object = None
-    minimum: int | None = None
-    choices: tuple[str, ...] = ()
-    check: Callable[[object], str | None] | None = None
-    lake_assets_only: bool = False  # an option of this package that Paimon does not have
+from lake_assets.option_types import DATA_OPS, INT_MAX, PATH_OPS, WRITE_OPS, MiB, OptionRule
 
 
 def _bucket(n: object) -> str | None:
@@ -83,172 +58,168 @@ def _rules(*rows: OptionRule) -> dict[str, OptionRule]:
     return {r.key: r for r in rows}
 
 
+# Values of option texts that Paimon takes and lake_assets implements (lower case).
+MERGE_ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
+CHANGELOG_PRODUCERS = ("none", "input", "lookup", "full-compaction")
+COMPRESSIONS = ("zstd", "snappy", "gzip", "lz4", "lz4_raw", "none", "uncompressed", "brotli")
+MANIFEST_COMPRESSIONS = ("zstd", "zstandard", "none", "null", "deflate", "snappy")
+# Codecs of the writer's local spill files (ops/spill.py): Paimon's zstd and lzo, plus lz4 and none.
+SPILL_COMPRESSIONS = ("zstd", "lzo", "lz4", "none")
+_STATS_NOTE = ("accepted; lake_assets writes truncate(16) column stats whatever the mode (stats only prune "
+               "reads, and every reader takes any mode's stats)")
+
 R = OptionRule
 RULES: dict[str, OptionRule] = _rules(
     # ---- layout
-    R("bucket", "int", -1, check=_bucket),
-    R("bucket-key", "string"),
-    R("bucket-function.type", "string", "default"),
-    R("file.format", "string", "parquet"),
-    R("file.compression", "string", "zstd"),
-    R("file.compression.zstd-level", "int", 1),
-    R("manifest.compression", "string", "zstd"),
-    R("manifest.target-file-size", "size", 8 * 1024 * 1024, minimum=1),
-    R("manifest.merge-min-count", "int", 30, minimum=1),
-    R("manifest.full-compaction-threshold-size", "size", 16 * 1024 * 1024, minimum=1),
-    R("target-file-size", "size", None, minimum=1),
-    R("target-file-row-num", "long", None, minimum=1),
-    R("write-buffer-size", "size", 256 * 1024 * 1024, minimum=1),
-    R("write-buffer-spillable", "bool"),
-    R("write-buffer-spill.max-disk-size", "size", None, minimum=1),
-    R("spill-compression", "string", "zstd"),
-    R("spill-compression.zstd-level", "int", 1),
-    R("local-sort.max-num-file-handles", "int", 128, minimum=2),
-    R("page-size", "size", 64 * 1024, minimum=1),
-    R("write-only", "bool", False),
-    R("data-file.prefix", "string", "data-", check=_path_part),
-    R("changelog-file.prefix", "string", "changelog-", check=_path_part),
-    R("file.suffix.include.compression", "bool", False),
-    R("partition.default-name", "string", "__DEFAULT_PARTITION__"),
-    R("partition.legacy-name", "bool", True),
-    R("metadata.stats-mode", "string", "truncate(16)", check=_stats_mode),
-    R("dynamic-partition-overwrite", "bool", True),
-    R("deletion-vectors.enabled", "bool", False),
-    R("bucket-append-ordered", "bool", True),
-    R("write.sequence-number-init-mode", "string"),
-    R("path", "string"),
-    R("type", "string"),
+    R("bucket", "int", -1, "Buckets per partition; -1 dynamic (primary key) or unaware (append).", check=_bucket),
+    R("bucket-key", "string", None, "Columns hashed to pick the bucket (default: the primary key)."),
+    R("bucket-function.type", "string", "default", "Bucket hash function.", supported=("default",),
+      refuses=DATA_OPS, why="only the default bucket function is implemented"),
+    R("file.format", "string", "parquet", "Data file format.", supported=("parquet",), refuses=DATA_OPS,
+      why="only Parquet data files are implemented"),
+    R("file.compression", "string", "zstd", "Parquet codec (Java's writer spells none 'uncompressed').",
+      supported=COMPRESSIONS),
+    R("file.compression.zstd-level", "int", 1, "Zstandard level of data files."),
+    R("manifest.compression", "string", "zstd", "Avro codec of manifests (Java's spelling of none: 'null').",
+      supported=MANIFEST_COMPRESSIONS),
+    R("manifest.target-file-size", "size", 8 * MiB, "Size manifests are merged up to.", minimum=1),
+    R("manifest.merge-min-count", "int", 30, "Small manifests that trigger a merge.", minimum=1),
+    R("manifest.full-compaction-threshold-size", "size", 16 * MiB, "Delta size that triggers a full manifest "
+      "merge.", minimum=1, note="accepted; lake_assets merges manifests by manifest.merge-min-count only "
+      "(the layout of manifests never changes what is read)"),
+    R("target-file-size", "size", None, "Target data file size (128 mb with a primary key, else 256 mb).",
+      minimum=1),
+    R("target-file-row-num", "long", None, "Rows after which writers roll a new file.", minimum=1,
+      note="accepted; lake_assets rolls files by target-file-size only (file sizes never change what is read)"),
+    R("write-buffer-size", "size", 256 * MiB, "Memory a writer buffers before it sorts and spills or flushes.",
+      minimum=1),
+    R("write-buffer-spillable", "bool", None, "Whether the write buffer spills to local disk (default: the "
+      "writer picks)."),
+    R("write-buffer-spill.max-disk-size", "size", None, "Local disk a spilling writer may use (unbounded).",
+      minimum=1),
+    R("spill-compression", "string", "zstd", "Codec of local spill files.", supported=SPILL_COMPRESSIONS),
+    R("spill-compression.zstd-level", "int", 1, "Zstandard level of spill files."),
+    R("local-sort.max-num-file-handles", "int", 128, "Spill files merged at once.", minimum=2),
+    R("page-size", "size", 64 * 1024, "Parquet page size.", minimum=1),
+    R("write-only", "bool", False, "Writers skip compaction (a separate job compacts)."),
+    R("data-file.prefix", "string", "data-", "File name prefix of data files.", check=_path_part),
+    R("changelog-file.prefix", "string", "changelog-", "File name prefix of changelog files.", check=_path_part),
+    R("file.suffix.include.compression", "bool", False, "Whether file names carry the codec.",
+      supported=("false",), refuses=WRITE_OPS, why="compression suffixes in file names are not implemented"),
+    R("partition.default-name", "string", "__DEFAULT_PARTITION__", "Partition value of null and empty keys."),
+    R("partition.legacy-name", "bool", True, "Partition directory names from toString of the values.",
+      supported=("true",), refuses=PATH_OPS, why="only legacy partition directory names are implemented"),
+    R("metadata.stats-mode", "string", "truncate(16)", "Column stats mode: none, counts, full, truncate(N).",
+      check=_stats_mode, note=_STATS_NOTE),
+    R("dynamic-partition-overwrite", "bool", True, "Overwrite replaces only the partitions written."),
+    R("deletion-vectors.enabled", "bool", False, "Deletion vectors mark deleted rows.", supported=("false",),
+      refuses=DATA_OPS, why="deletion vectors are not implemented (reads would return deleted rows)"),
+    R("bucket-append-ordered", "bool", True, "Append tables keep write order per bucket.",
+      note="accepted; lake_assets keeps write order per bucket either way"),
+    R("write.sequence-number-init-mode", "string", None, "Where writers start sequence numbers.",
+      note="accepted; lake_assets starts after the highest sequence number of the bucket's files, "
+      "which every mode's readers order correctly"),
+    R("path", "string", None, "Table path as a catalog records it.", note="catalog metadata; not read"),
+    R("type", "string", None, "Table type as a catalog records it.", note="catalog metadata; not read"),
     # ---- merging
-    R("merge-engine", "string", "deduplicate"),
-    R("changelog-producer", "string", "none"),
-    R("changelog-producer.row-deduplicate", "bool", False),
-    R("sequence.field", "string"),
-    R("sequence.field.sort-order", "enum", "ascending", choices=("ascending", "descending")),
-    R("rowkind.field", "string"),
-    R("ignore-delete", "bool", False),
-    R("partial-update.ignore-delete", "bool", False),
-    R("first-row.ignore-delete", "bool", False),
-    R("deduplicate.ignore-delete", "bool", False),
-    R("fields.default-aggregate-function", "string"),
-    R("aggregation.remove-record-on-delete", "bool", False),
-    R("partial-update.remove-record-on-delete", "bool", False),
+    R("merge-engine", "string", "deduplicate", "How rows of one key merge.", supported=MERGE_ENGINES),
+    R("changelog-producer", "string", "none", "What produces changelog files.", supported=CHANGELOG_PRODUCERS),
+    R("changelog-producer.row-deduplicate", "bool", False, "Drop -U/+U pairs of identical rows."),
+    R("sequence.field", "string", None, "Columns that order rows of one key (before the sequence number)."),
+    R("sequence.field.sort-order", "enum", "ascending", "Order of sequence.field.",
+      choices=("ascending", "descending")),
+    R("rowkind.field", "string", None, "Column holding each row's kind (+I, -U, +U, -D)."),
+    R("ignore-delete", "bool", False, "Drop deletes and update-befores on write."),
+    R("partial-update.ignore-delete", "bool", False, "Fallback key of ignore-delete."),
+    R("first-row.ignore-delete", "bool", False, "Fallback key of ignore-delete."),
+    R("deduplicate.ignore-delete", "bool", False, "Fallback key of ignore-delete."),
+    R("fields.default-aggregate-function", "string", None, "Aggregate function of columns without their own."),
+    R("aggregation.remove-record-on-delete", "bool", False, "A delete removes the aggregated row."),
+    R("partial-update.remove-record-on-delete", "bool", False, "A delete removes the partial-update row."),
     # ---- compaction
-    R("num-sorted-run.compaction-trigger", "int", 5, minimum=1),
-    R("num-sorted-run.stop-trigger", "int", None, minimum=1),
-    R("num-levels", "int", None, minimum=2),
-    R("compaction.max-size-amplification-percent", "int", 200, minimum=0),
-    R("compaction.size-ratio", "int", 1, minimum=0),
-    R("compaction.small-file-ratio", "ratio", 0.7),
-    R("compaction.min.file-num", "int", 5, minimum=1),
-    R("compaction.force-up-level-0", "bool", False),
-    R("full-compaction.delta-commits", "int", None, minimum=1),
-    R("compaction.parallelism", "int", None, minimum=1, lake_assets_only=True),
+    R("num-sorted-run.compaction-trigger", "int", 5, "Sorted runs that trigger a compaction.", minimum=1),
+    R("num-sorted-run.stop-trigger", "int", None, "Sorted runs that stop writes (compaction-trigger + 3).",
+      minimum=1, note="accepted; lake_assets writers compact level 0 at every commit unless write-only, "
+      "so runs never pile up behind a writer"),
+    R("num-levels", "int", None, "LSM levels (compaction-trigger + 1).", minimum=2),
+    R("compaction.max-size-amplification-percent", "int", 200, "Size amplification that triggers a full "
+      "compaction.", minimum=0),
+    R("compaction.size-ratio", "int", 1, "Percentage flexibility of the size ratio of universal compaction.",
+      minimum=0),
+    R("compaction.small-file-ratio", "ratio", 0.7, "Files below this share of target-file-size are small "
+      "(append compaction)."),
+    R("compaction.min.file-num", "int", 5, "Small files that trigger an append compaction.", minimum=1),
+    R("compaction.force-up-level-0", "bool", False, "Compaction always picks level 0 up."),
+    R("full-compaction.delta-commits", "int", None, "Commits between forced full compactions.", minimum=1),
+    R("compaction.parallelism", "int", None, "Compaction units run at once in one process (lake_assets only; "
+      "Paimon engines ignore it).", minimum=1, lake_assets_only=True),
     # ---- retention
-    R("snapshot.num-retained.min", "int", 10, minimum=1),
-    R("snapshot.num-retained.max", "int", INT_MAX, minimum=1),
-    R("snapshot.time-retained", "duration", 3_600_000),
-    R("snapshot.expire.limit", "int", 50, minimum=1),
-    R("snapshot.clean-empty-directories", "bool", False),
-    R("changelog.num-retained.min", "int", None, minimum=1),
-    R("changelog.num-retained.max", "int", None, minimum=1),
-    R("changelog.time-retained", "duration"),
-    R("consumer.expiration-time", "duration"),
-    R("consumer-id", "string", check=_path_part),
+    R("snapshot.num-retained.min", "int", 10, "Snapshots expiry always keeps.", minimum=1),
+    R("snapshot.num-retained.max", "int", INT_MAX, "Snapshots expiry keeps at most.", minimum=1),
+    R("snapshot.time-retained", "duration", 3_600_000, "Age after which snapshots expire."),
+    R("snapshot.expire.limit", "int", 50, "Snapshots one expiry removes at most.", minimum=1),
+    R("snapshot.clean-empty-directories", "bool", False, "Expiry removes emptied partition/bucket directories."),
+    R("changelog.num-retained.min", "int", None, "Changelogs kept at least (snapshot.num-retained.min).",
+      minimum=1),
+    R("changelog.num-retained.max", "int", None, "Changelogs kept at most (snapshot.num-retained.max).",
+      minimum=1),
+    R("changelog.time-retained", "duration", None, "Age after which changelogs expire (snapshot.time-retained)."),
+    R("consumer.expiration-time", "duration", None, "Idle consumers expire after this (never)."),
+    R("consumer-id", "string", None, "Consumer id of streaming reads.", check=_path_part),
     # ---- lifecycle (ops/partition_expire.py, ops/tag_auto.py)
-    R("partition.expiration-time", "duration"),
-    R("partition.expiration-check-interval", "duration", 3_600_000),
-    R("partition.expiration-strategy", "enum", "values-time", choices=("values-time", "update-time")),
-    R("partition.expiration-max-num", "int", 100, minimum=1),
-    R("partition.timestamp-formatter", "string", check=_timestamp_formatter),
-    R("partition.timestamp-pattern", "string"),
-    R("tag.automatic-creation", "enum", "none", choices=("none", "process-time", "watermark", "batch"),
-      check=_tag_mode),
-    R("tag.creation-period", "enum", "daily", choices=("daily", "hourly", "two-hours")),
-    R("tag.creation-delay", "duration", 0),
-    R("tag.period-formatter", "enum", "with_dashes", choices=("with_dashes", "without_dashes")),
-    R("tag.num-retained-max", "int", None, minimum=1),
-    R("tag.default-time-retained", "duration"),
-    R("tag.automatic-completion", "bool", False),
+    R("partition.expiration-time", "duration", None, "Age after which partitions are dropped at commit."),
+    R("partition.expiration-check-interval", "duration", 3_600_000, "How often commits check partition ages."),
+    R("partition.expiration-strategy", "enum", "values-time", "Where a partition's time comes from.",
+      choices=("values-time", "update-time")),
+    R("partition.expiration-max-num", "int", 100, "Partitions one check drops at most.", minimum=1),
+    R("partition.timestamp-formatter", "string", None, "Pattern parsing a partition's time.",
+      check=_timestamp_formatter),
+    R("partition.timestamp-pattern", "string", None, "How partition values form the time text ($dt ...)."),
+    R("tag.automatic-creation", "enum", "none", "When commits create tags.",
+      choices=("none", "process-time", "watermark", "batch"), check=_tag_mode),
+    R("tag.creation-period", "enum", "daily", "Period one automatic tag covers.",
+      choices=("daily", "hourly", "two-hours")),
+    R("tag.creation-delay", "duration", 0, "Delay after a period ends before its tag."),
+    R("tag.period-formatter", "enum", "with_dashes", "Name format of automatic tags.",
+      choices=("with_dashes", "without_dashes")),
+    R("tag.num-retained-max", "int", None, "Automatic tags kept at most.", minimum=1),
+    R("tag.default-time-retained", "duration", None, "Age after which tags expire."),
+    R("tag.automatic-completion", "bool", False, "Create tags of missed periods too."),
     # ---- commit
-    R("commit.max-retries", "int", 10, minimum=0),
-    R("commit.min-retry-wait", "duration", 10),
-    R("commit.max-retry-wait", "duration", 10_000),
-    R("commit.timeout", "duration"),
-    R("commit.force-create-snapshot", "bool", False),
-    R("snapshot.ignore-empty-commit", "bool", True),
-    # ---- scans
-    R("scan.mode", "enum", "default", choices=(
+    R("commit.max-retries", "int", 10, "Retries of a commit that lost the race for a snapshot id.", minimum=0),
+    R("commit.min-retry-wait", "duration", 10, "First wait between commit retries."),
+    R("commit.max-retry-wait", "duration", 10_000, "Longest wait between commit retries."),
+    R("commit.timeout", "duration", None, "Time after which a retrying commit gives up (never).",
+      note="accepted; lake_assets bounds retries by commit.max-retries only"),
+    R("commit.force-create-snapshot", "bool", False, "Streaming commits without changes still create a "
+      "snapshot.", supported=("false",), refuses=("WRITE",),
+      why="lake_assets never commits a snapshot without changes"),
+    R("snapshot.ignore-empty-commit", "bool", True, "Commits without changes create no snapshot.",
+      supported=("true",), refuses=("WRITE",), why="lake_assets never commits a snapshot without changes"),
+    # ---- scans (refused per read by table_support: Paimon readers start where these say)
+    R("scan.mode", "enum", "default", "Where Paimon readers start.", choices=(
         "default", "latest-full", "full", "latest", "compacted-full", "from-timestamp", "from-snapshot",
         "from-snapshot-full", "incremental", "from-file-creation-time")),
-    R("scan.snapshot-id", "long", None, minimum=1),
-    R("scan.timestamp-millis", "long", None, minimum=0),
-    R("scan.tag-name", "string"),
-    R("streaming-read-overwrite", "bool", False),
+    R("scan.snapshot-id", "long", None, "Snapshot Paimon readers start from.", minimum=1),
+    R("scan.timestamp-millis", "long", None, "Time Paimon readers start from.", minimum=0),
+    R("scan.tag-name", "string", None, "Tag Paimon readers read."),
+    R("streaming-read-overwrite", "bool", False, "Streaming reads also emit OVERWRITE snapshots."),
+)
+
+# Per-field options ``fields.<column>[,<column>...].<suffix>``, keyed by suffix (the key of a
+# row is a pattern). `lake_assets.options.FIELD_OPTION` matches them.
+FIELD_RULES: dict[str, OptionRule] = _rules(
+    R("aggregate-function", "string", None, "Aggregate function of the column (aggregation, partial-update)."),
+    R("ignore-retract", "bool", False, "The column ignores retractions (-U/-D)."),
+    R("sequence-group", "string", None, "Columns this sequence field orders (partial-update)."),
+    R("list-agg-delimiter", "string", ",", "Delimiter of listagg."),
+    R("distinct", "bool", False, "listagg/collect keep distinct values.", supported=("false",),
+      refuses=WRITE_OPS, why="distinct aggregation is not implemented"),
+    R("stats-mode", "string", None, "Column stats mode of the column.", check=_stats_mode, note=_STATS_NOTE),
+    R("nested-key", "string", None, "Keys of nested_update (the function is refused where unsupported).",
+      note="read with aggregate-function nested_update, which lake_assets refuses"),
+    R("default-value", "string", None, "Default value of the column.", supported=(),
+      refuses=DATA_OPS, why="column default values are not implemented"),
 )
 del R
-
-
-def parse_value(rule: OptionRule, text: object) -> object:
-    """The typed value of ``text`` under ``rule``; OptionError naming the key when it does not fit."""
-    # late import: options.py holds the text parsers and imports this module
-    from lake_assets.options import parse_duration_ms, parse_memory_size
-
-    key, kind, s = rule.key, rule.kind, str(text)
-    value: object
-    if kind in ("int", "long"):
-        try:
-            value = int(s.strip())
-        except ValueError:
-            raise OptionError(f"Option {key!r}: {s!r} is not an integer") from None
-        top = INT_MAX if kind == "int" else LONG_MAX
-        if not -top - 1 <= value <= top:
-            raise OptionError(f"Option {key!r}: {s!r} does not fit a {'32' if kind == 'int' else '64'}-bit integer")
-    elif kind == "size":
-        value = parse_memory_size(s, key)
-    elif kind == "duration":
-        value = parse_duration_ms(s, key)
-    elif kind == "bool":
-        v = s.strip().lower()
-        if v not in ("true", "false"):
-            raise OptionError(f"Option {key!r}: {s!r} is not 'true' or 'false'")
-        value = v == "true"
-    elif kind == "enum":
-        value = s.strip().lower()
-        if value not in rule.choices:
-            raise OptionError(f"Option {key!r}: {s!r} is not one of {list(rule.choices)}")
-    elif kind == "ratio":
-        try:
-            value = float(s.strip())
-        except ValueError:
-            raise OptionError(f"Option {key!r}: {s!r} is not a number") from None
-        if not 0.0 <= value <= 1.0:  # also false for NaN
-            raise OptionError(f"Option {key!r}: {s!r} must be a ratio between 0 and 1")
-    else:
-        value = s
-    if rule.minimum is not None and isinstance(value, int) and not isinstance(value, bool) and value < rule.minimum:
-        raise OptionError(f"Option {key!r}: {s!r} must be at least {rule.minimum}")
-    if rule.check is not None:
-        problem = rule.check(value)
-        if problem:
-            cls = UnsupportedFeatureError if "not supported" in problem else OptionError
-            raise cls(f"Option {key!r}: {s!r}: {problem}")
-    return value
-
-
-def suggest(key: str, known: Iterable[str]) -> str:
-    """`` (did you mean 'x'?)`` for a close known option name, else ``""``."""
-    close = difflib.get_close_matches(key, list(known), n=3, cutoff=0.75)
-    if not close:
-        return ""
-    return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
-
-
-def raise_all(problems: list[LakeErrorLike]) -> None:
-    """Raise one error for every problem found: OptionError unless all are unsupported features."""
-    if not problems:
-        return
-    if len(problems) == 1:
-        raise problems[0]
-    cls = UnsupportedFeatureError if all(isinstance(p, UnsupportedFeatureError) for p in problems) else OptionError
-    raise cls(f"{len(problems)} problems with table options: " + "; ".join(str(p) for p in problems))
-
+FIELD_KEY_FORMAT = "fields.<column>.{suffix}"

@@ -1,7 +1,10 @@
-"""Table options (Paimon's CoreOptions) with defaults, typed accessors and validation.
+"""Table options (Paimon's CoreOptions): typed accessors parsed once, and validation.
 
-Options are stored as strings in the schema file exactly as Paimon stores them. Anything this
-package does not implement fails loudly before a byte is written, so that no Paimon reader is
+Options are stored as strings in the schema file exactly as Paimon stores them. What each key
+means, its type, default and validator are rows of the option registry
+(`lake_assets.option_rules`); this module derives the known key sets from it and gives the typed
+view `CoreOptions`, which parses every option a schema carries once, through those rows. Anything
+this package does not implement fails loudly before a byte is written, so that no Paimon reader is
 ever handed a table it would misread.
 """
 
@@ -10,14 +13,48 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
+from lake_assets.durations import parse_duration_ms
 from lake_assets.errors import OptionError, UnsupportedFeatureError
-from lake_assets.option_rules import RULES, LakeErrorLike, parse_value, raise_all, suggest
+from lake_assets.option_rules import (
+    CHANGELOG_PRODUCERS,
+    COMPRESSIONS,
+    FIELD_RULES,
+    MERGE_ENGINES,
+    RULES,
+    SPILL_COMPRESSIONS,
+)
+from lake_assets.option_types import (
+    LakeErrorLike,
+    MiB,
+    OptionRule,
+    parse_memory_size,
+    parse_value,
+    raise_all,
+    suggest,
+    unsupported_value,
+)
 
-MiB = 1024 * 1024
+__all__ = [
+    "CHANGELOG_PRODUCERS",
+    "COMPRESSIONS",
+    "FIELD_OPTION",
+    "KNOWN_OPTIONS",
+    "LAKE_ASSETS_OPTIONS",
+    "MERGE_ENGINES",
+    "SPILL_COMPRESSIONS",
+    "UNSUPPORTED_VALUES",
+    "CoreOptions",
+    "MiB",
+    "parse_duration_ms",
+    "parse_memory_size",
+    "per_operation_rule",
+    "rule_for",
+]
 
 # Options whose every documented value we honour, or that do not change what is written: the
-# rows of the option table (lake_assets/option_rules.py) that Paimon has.
+# rows of the registry that Paimon has.
 KNOWN_OPTIONS: frozenset[str] = frozenset(k for k, r in RULES.items() if not r.lake_assets_only)
 
 # Options of this package that Paimon does not have. Paimon engines (Java and pypaimon) keep
@@ -26,76 +63,33 @@ KNOWN_OPTIONS: frozenset[str] = frozenset(k for k, r in RULES.items() if not r.l
 # at once in one process, memory one unit each).
 LAKE_ASSETS_OPTIONS: frozenset[str] = frozenset(k for k, r in RULES.items() if r.lake_assets_only)
 
-# Per-field options (fields.<name>.<suffix>); the engines module interprets them.
+# Per-field options (fields.<name>.<suffix>), one registry row per suffix.
 FIELD_OPTION = re.compile(
-    r"^fields\.(?P<field>[^.]+(?:,[^.]+)*)\.(?P<suffix>aggregate-function|ignore-retract|sequence-group|"
-    r"list-agg-delimiter|distinct|stats-mode|nested-key|default-value)$"
+    r"^fields\.(?P<field>[^.]+(?:,[^.]+)*)\.(?P<suffix>" + "|".join(re.escape(s) for s in FIELD_RULES) + r")$"
 )
 
-# Options Paimon has that we recognise but cannot honour yet, with why it matters.
+# Options whose refused values are refused per operation on tables that carry them (table_support),
+# with the values we implement and why the others are refused.
 UNSUPPORTED_VALUES: dict[str, tuple[set[str], str]] = {
-    "file.format": ({"parquet"}, "only Parquet data files are implemented"),
-    "deletion-vectors.enabled": ({"false"}, "deletion vectors are not implemented"),
-    "partition.legacy-name": ({"true"}, "only legacy partition directory names are implemented"),
-    "file.suffix.include.compression": ({"false"}, "compression suffixes in file names are not implemented"),
-    "bucket-function.type": ({"default"}, "only the default bucket function is implemented"),
+    k: (set(r.supported or ()), r.why) for k, r in RULES.items() if r.refuses
 }
-
-SUPPORTED_MERGE_ENGINES = {"deduplicate", "partial-update", "aggregation", "first-row"}
-SUPPORTED_CHANGELOG_PRODUCERS = {"none", "input", "lookup", "full-compaction"}
-# Codecs of the writer's local spill files (ops/spill.py): Paimon's zstd and lzo, plus lz4 and none.
-SPILL_COMPRESSIONS = {"zstd", "lzo", "lz4", "none"}
-COMPRESSIONS = {"zstd", "snappy", "gzip", "lz4", "lz4_raw", "none", "uncompressed", "brotli"}
-
-# Options whose value must be one we implement, checked with the others (all problems at once).
-_SUPPORTED_VALUES: dict[str, set[str]] = {
-    "merge-engine": SUPPORTED_MERGE_ENGINES,
-    "changelog-producer": SUPPORTED_CHANGELOG_PRODUCERS,
-    "file.compression": COMPRESSIONS,
-    "manifest.compression": {"zstd", "zstandard", "none", "null", "deflate", "snappy"},
-    "spill-compression": SPILL_COMPRESSIONS,
-}
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
-_SIZE_UNITS = {
-    "": 1, "b": 1, "bytes": 1,
-    "k": 1024, "kb": 1024, "kib": 1024,
-    "m": MiB, "mb": MiB, "mib": MiB,
-    "g": 1024 * MiB, "gb": 1024 * MiB, "gib": 1024 * MiB,
-    "t": 1024**4, "tb": 1024**4, "tib": 1024**4,
-}
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([a-zA-Z]+)")
-_DURATION_UNITS_MS = {
-    "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
-    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
-    "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000, "m": 60_000,
-    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
-    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
-}
+SUPPORTED_MERGE_ENGINES = set(MERGE_ENGINES)
+SUPPORTED_CHANGELOG_PRODUCERS = set(CHANGELOG_PRODUCERS)
 
 
-def parse_memory_size(text: str, key: str = "") -> int:
-    """Parse Paimon's MemorySize text (``128 mb``, ``64kb``, ``1024``) into bytes."""
-    m = _SIZE.match(str(text))
-    if not m or m.group(2).lower() not in _SIZE_UNITS:
-        raise OptionError(f"Option {key!r}: {text!r} is not a memory size (e.g. '128 mb')")
-    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
+def rule_for(key: str) -> OptionRule | None:
+    """The registry row of ``key``: a plain option's, or a per-field option's by its suffix."""
+    rule = RULES.get(key)
+    if rule is not None:
+        return rule
+    m = FIELD_OPTION.match(key)
+    return FIELD_RULES[m.group("suffix")] if m else None
 
 
-def parse_duration_ms(text: str, key: str = "") -> int:
-    """Parse Paimon's Duration text (``1 h``, ``30 min``, ``10s``, ``500 ms``) into milliseconds."""
-    s = str(text).strip()
-    if s.isdigit():
-        return int(s)
-    parts = _DURATION.findall(s)
-    if not parts or "".join(a + b for a, b in parts) != re.sub(r"\s+", "", s):
-        raise OptionError(f"Option {key!r}: {text!r} is not a duration (e.g. '1 h', '30 min')")
-    total = 0.0
-    for num, unit in parts:
-        if unit.lower() not in _DURATION_UNITS_MS:
-            raise OptionError(f"Option {key!r}: unknown duration unit {unit!r} in {text!r}")
-        total += float(num) * _DURATION_UNITS_MS[unit.lower()]
-    return int(total)
+def per_operation_rule(key: str) -> OptionRule | None:
+    """The row of ``key`` when a table carrying a refused value of it is refused per operation."""
+    rule = rule_for(key)
+    return rule if rule is not None and rule.refuses else None
 
 
 @dataclass(frozen=True)
@@ -108,22 +102,91 @@ class CoreOptions:
     def get(self, key: str, default: str | None = None) -> str | None:
         return self.raw.get(key, default)
 
-    def _typed(self, key: str, default: object) -> object:
-        """The option's value parsed and bounded by its rule (option_rules.RULES), or ``default``."""
+    @cached_property
+    def values(self) -> dict[str, object]:
+        """Every option of the registry this map carries, parsed once through its row.
+
+        Raises one `OptionError` naming every key and value that does not parse: a table's schema
+        is validated at create and ALTER, so this fails only for a schema another engine wrote.
+        """
+        out: dict[str, object] = {}
+        problems: list[LakeErrorLike] = []
+        for key, text in self.raw.items():
+            rule = rule_for(key)
+            if rule is None:
+                continue
+            try:
+                out[key] = parse_value(rule, text)
+            except (OptionError, UnsupportedFeatureError) as exc:
+                problems.append(exc)
+        raise_all(problems)
+        return out
+
+    def _typed(self, key: str, default: object = None) -> object:
+        """The option's parsed value; unset: ``default``, or the registry's default when None."""
+        if key in self.raw:
+            return self.values[key]
+        return RULES[key].default if default is None else default
+
+    def _int(self, key: str, default: int | None = None) -> int:
+        return self._typed(key, default)  # type: ignore[return-value]
+
+    def _bool(self, key: str, default: bool | None = None) -> bool:
+        return self._typed(key, default)  # type: ignore[return-value]
+
+    def _size(self, key: str, default: int | None = None) -> int:
+        return self._typed(key, default)  # type: ignore[return-value]
+
+    def _duration(self, key: str, default: int | None = None) -> int:
+        return self._typed(key, default)  # type: ignore[return-value]
+
+    def _choice(self, key: str) -> str:
+        """A string option with a set of supported values, normalised as they are checked."""
+        return str(self._typed(key)).strip().lower()
+
+    def _list(self, key: str) -> tuple[str, ...]:
         v = self.raw.get(key)
-        return default if v is None else parse_value(RULES[key], v)
+        return tuple(s.strip() for s in v.split(",") if s.strip()) if v else ()
 
-    def _int(self, key: str, default: int) -> int:
-        return self._typed(key, default)  # type: ignore[return-value]
+    # ---- per-field options (fields.<column>.<suffix>): what the merge engines read
+    def field_option(self, column: str, suffix: str) -> object:
+        """``fields.<column>.<suffix>`` parsed, or the row's default when unset."""
+        key = f"fields.{column}.{suffix}"
+        return self.values[key] if key in self.raw else FIELD_RULES[suffix].default
 
-    def _bool(self, key: str, default: bool) -> bool:
-        return self._typed(key, default)  # type: ignore[return-value]
+    def aggregate_function(self, column: str) -> str | None:
+        """``fields.<column>.aggregate-function``, else ``fields.default-aggregate-function`` (or None)."""
+        own = self.field_option(column, "aggregate-function")
+        return str(own) if own is not None else self.default_aggregate_function
 
-    def _size(self, key: str, default: int) -> int:
-        return self._typed(key, default)  # type: ignore[return-value]
+    @property
+    def default_aggregate_function(self) -> str | None:
+        return self.raw.get("fields.default-aggregate-function") or None
 
-    def _duration(self, key: str, default: int) -> int:
-        return self._typed(key, default)  # type: ignore[return-value]
+    def ignore_retract(self, column: str) -> bool:
+        return bool(self.field_option(column, "ignore-retract"))
+
+    def list_agg_delimiter(self, column: str) -> str:
+        return str(self.field_option(column, "list-agg-delimiter"))
+
+    @property
+    def sequence_groups(self) -> dict[tuple[str, ...], tuple[str, ...]]:
+        """``fields.<seq>[,<seq>...].sequence-group``: sequence fields → the columns they order."""
+        out: dict[tuple[str, ...], tuple[str, ...]] = {}
+        for key in sorted(self.raw):
+            m = FIELD_OPTION.match(key)
+            if m and m.group("suffix") == "sequence-group":
+                members = tuple(s.strip() for s in str(self.raw[key]).split(",") if s.strip())
+                out[tuple(m.group("field").split(","))] = members
+        return out
+
+    @property
+    def aggregation_remove_record_on_delete(self) -> bool:
+        return self._bool("aggregation.remove-record-on-delete")
+
+    @property
+    def partial_update_remove_record_on_delete(self) -> bool:
+        return self._bool("partial-update.remove-record-on-delete")
 
     # ---- layout
     @property
@@ -132,12 +195,11 @@ class CoreOptions:
 
     @property
     def bucket_key(self) -> tuple[str, ...]:
-        v = self.raw.get("bucket-key")
-        return tuple(s.strip() for s in v.split(",") if s.strip()) if v else ()
+        return self._list("bucket-key")
 
     @property
     def file_compression(self) -> str:
-        return (self.raw.get("file.compression") or "zstd").lower()
+        return self._choice("file.compression")
 
     @property
     def zstd_level(self) -> int:
@@ -145,7 +207,7 @@ class CoreOptions:
 
     @property
     def manifest_compression(self) -> str:
-        return (self.raw.get("manifest.compression") or "zstd").lower()
+        return self._choice("manifest.compression")
 
     @property
     def manifest_target_file_size(self) -> int:
@@ -175,7 +237,7 @@ class CoreOptions:
 
     @property
     def spill_compression(self) -> str:
-        return (self.raw.get("spill-compression") or "zstd").lower()
+        return self._choice("spill-compression")
 
     @property
     def spill_zstd_level(self) -> int:
@@ -195,15 +257,15 @@ class CoreOptions:
 
     @property
     def data_file_prefix(self) -> str:
-        return self.raw.get("data-file.prefix", "data-")
+        return str(self._typed("data-file.prefix"))
 
     @property
     def changelog_file_prefix(self) -> str:
-        return self.raw.get("changelog-file.prefix", "changelog-")
+        return str(self._typed("changelog-file.prefix"))
 
     @property
     def partition_default_name(self) -> str:
-        return self.raw.get("partition.default-name", "__DEFAULT_PARTITION__")
+        return str(self._typed("partition.default-name"))
 
     @property
     def dynamic_partition_overwrite(self) -> bool:
@@ -212,20 +274,19 @@ class CoreOptions:
     # ---- merging
     @property
     def merge_engine(self) -> str:
-        return (self.raw.get("merge-engine") or "deduplicate").lower()
+        return self._choice("merge-engine")
 
     @property
     def changelog_producer(self) -> str:
-        return (self.raw.get("changelog-producer") or "none").lower()
+        return self._choice("changelog-producer")
 
     @property
     def sequence_fields(self) -> tuple[str, ...]:
-        v = self.raw.get("sequence.field")
-        return tuple(s.strip() for s in v.split(",") if s.strip()) if v else ()
+        return self._list("sequence.field")
 
     @property
     def sequence_descending(self) -> bool:
-        return (self.raw.get("sequence.field.sort-order") or "ascending").lower() == "descending"
+        return self._typed("sequence.field.sort-order") == "descending"
 
     @property
     def rowkind_field(self) -> str | None:
@@ -397,31 +458,28 @@ class CoreOptions:
     def validate(self, *, field_names: tuple[str, ...] = (), strict: bool = True) -> None:
         """Reject unknown, malformed, out-of-range and unsupported options, naming each key.
 
-        Every value is checked against its row of the option table (option_rules.RULES), and all
-        problems are reported at once. ``strict`` (creating or altering a table, writing) also
-        rejects keys we do not know, suggesting close names; reading a table another engine wrote
-        only rejects options that would change what a read returns.
+        Every value is checked against its row of the registry (option_rules), and all problems
+        are reported at once. ``strict`` (creating or altering a table, writing) also rejects keys
+        we do not know, suggesting close names; reading a table another engine wrote only rejects
+        options that would change what a read returns.
         """
         problems: list[LakeErrorLike] = []
         for key, value in self.raw.items():
-            if key in UNSUPPORTED_VALUES:
-                allowed, why = UNSUPPORTED_VALUES[key]
-                if str(value).lower() not in allowed:
-                    problems.append(UnsupportedFeatureError(f"Option {key}={value!r} is not supported: {why}"))
-                    continue
-            rule = RULES.get(key)
-            if rule is not None:
-                try:
-                    parse_value(rule, value)
-                except (OptionError, UnsupportedFeatureError) as exc:
-                    problems.append(exc)
-                    continue
-                supported = _SUPPORTED_VALUES.get(key)
-                if supported is not None and str(value).strip().lower() not in supported:
-                    # name the values we take (and the closest one): the user should not have to guess
-                    problems.append(UnsupportedFeatureError(
-                        f"Option {key}={value!r} is not supported{suggest(str(value).strip().lower(), supported)}; "
-                        f"supported values: {', '.join(sorted(supported))}"))
+            rule = rule_for(key)
+            if rule is None:
+                if strict:
+                    problems.append(OptionError(
+                        f"Unknown table option {key!r} (value {value!r}){suggest(key, RULES)}"))
+                continue
+            try:
+                parse_value(rule, value)
+            except (OptionError, UnsupportedFeatureError) as exc:
+                problems.append(exc)
+                continue
+            refused = unsupported_value(rule, value)
+            if refused is not None:
+                # name the values we take (and the closest one): the user should not have to guess
+                problems.append(refused)
                 continue
             m = FIELD_OPTION.match(key)
             if m:
@@ -430,31 +488,13 @@ class CoreOptions:
                         problems.append(OptionError(
                             f"Option {key!r} names column {f!r}, which the table does not have"
                             f"{suggest(f, field_names)}"))
-                continue
-            if strict:
-                problems.append(OptionError(
-                    f"Unknown table option {key!r} (value {value!r}){suggest(key, RULES)}"))
         raise_all(problems)
-        # Every value parses: now the supported values and the options' relations to each other.
+        # Every value parses: now the options' relations to each other.
         if strict:
             try:
                 _check_java_spellings(self)
             except (OptionError, UnsupportedFeatureError) as exc:
                 problems.append(exc)
-        if self.merge_engine not in SUPPORTED_MERGE_ENGINES:
-            problems.append(UnsupportedFeatureError(f"Option merge-engine={self.merge_engine!r} is not supported"))
-        if self.changelog_producer not in SUPPORTED_CHANGELOG_PRODUCERS:
-            problems.append(UnsupportedFeatureError(
-                f"Option changelog-producer={self.changelog_producer!r} is not supported"))
-        if self.file_compression not in COMPRESSIONS:
-            problems.append(UnsupportedFeatureError(
-                f"Option file.compression={self.file_compression!r} is not supported"))
-        if self.manifest_compression not in {"zstd", "zstandard", "none", "null", "deflate", "snappy"}:
-            problems.append(UnsupportedFeatureError(
-                f"Option manifest.compression={self.manifest_compression!r} is not supported"))
-        if self.spill_compression not in SPILL_COMPRESSIONS:
-            problems.append(UnsupportedFeatureError(
-                f"Option spill-compression={self.spill_compression!r} is not supported"))
         if self.snapshot_num_retained_max < self.snapshot_num_retained_min:
             problems.append(OptionError(
                 f"Contradictory options: snapshot.num-retained.max={self.snapshot_num_retained_max} "

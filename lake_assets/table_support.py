@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from lake_assets.errors import UnsupportedFeatureError
-from lake_assets.options import FIELD_OPTION, KNOWN_OPTIONS, LAKE_ASSETS_OPTIONS, UNSUPPORTED_VALUES, CoreOptions
+from lake_assets.option_types import unsupported_value
+from lake_assets.options import FIELD_OPTION, KNOWN_OPTIONS, LAKE_ASSETS_OPTIONS, CoreOptions, per_operation_rule
 from lake_assets.spec.manifest import IndexManifestEntry, ManifestEntry
 from lake_assets.spec.schema import TableSchema
 
@@ -144,22 +145,11 @@ def _is_true(value: str | None) -> bool:
 
 def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
     out: list[Refusal] = []
-    for key, (allowed, why) in UNSUPPORTED_VALUES.items():
-        value = options.get(key)
-        if value is None or str(value).strip().lower() in allowed:
-            continue
-        if key == "file.format":
-            ops = DATA
-        elif key == "deletion-vectors.enabled":
-            ops = DATA
-            why = "deletion vectors are not implemented (reads would return deleted rows)"
-        elif key == "partition.legacy-name":
-            ops = PATHS  # partition directories would be computed wrongly: orphans would delete live files
-        elif key == "file.suffix.include.compression":
-            ops = frozenset({Op.WRITE, Op.COMPACT})
-        else:
-            ops = DATA
-        out.append(Refusal(f"option {key} = {value!r}", why, ops))
+    # values the option registry refuses per operation, with the operations they block
+    for key, value in options.items():
+        rule = per_operation_rule(key)
+        if rule is not None and unsupported_value(rule, value) is not None:
+            out.append(Refusal(f"option {key} = {value!r}", rule.why, frozenset(Op[n] for n in rule.refuses)))
     feature = {
         "row-tracking.enabled": (_is_true, "row tracking is not implemented (writes and compaction must "
                                  "assign and keep row ids)", frozenset({Op.WRITE, Op.COMPACT})),
@@ -201,8 +191,7 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
 
 def is_known_option(key: str) -> bool:
     """Whether lake_assets implements (or deliberately refuses) this option key."""
-    return (key in KNOWN_OPTIONS or key in LAKE_ASSETS_OPTIONS or key in UNSUPPORTED_VALUES
-            or FIELD_OPTION.match(key) is not None)
+    return key in KNOWN_OPTIONS or key in LAKE_ASSETS_OPTIONS or FIELD_OPTION.match(key) is not None
 
 
 def is_read_harmless(key: str) -> bool:
@@ -221,7 +210,7 @@ def validate_open(schema: TableSchema) -> None:
     """Checks that make a table unusable for every operation: malformed option values, engines and
     changelog producers we do not implement (raised as before). Options handled per operation here
     are left out, so that e.g. an ORC table can still be tagged or expired."""
-    rest = {k: v for k, v in schema.options.items() if k not in UNSUPPORTED_VALUES}
+    rest = {k: v for k, v in schema.options.items() if per_operation_rule(k) is None}
     CoreOptions(rest, has_primary_key=bool(schema.primary_keys)).validate(
         field_names=schema.field_names, strict=False
     )

@@ -2,26 +2,25 @@
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 from typing import Annotated
 
 import pyarrow as pa
 from pydantic import AfterValidator
 
+from lake_assets import durations
 from lake_assets.errors import LakeError
 from lake_assets.spec.types import parse_type, to_arrow
 
-_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)\s*$")
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
-
 
 def parse_duration(text: str) -> timedelta:
-    """``"90s"``, ``"15m"``, ``"1h"``, ``"7d"`` → timedelta (the jobs' ``--older-than`` syntax)."""
-    m = _DURATION.match(text)
-    if m is None:
-        raise ValueError(f"{text!r} is not a duration such as 30s, 15m, 1h or 7d")
-    return timedelta(seconds=int(m.group(1)) * _UNITS[m.group(2)])
+    """``"90s"``, ``"15 min"``, ``"1h"``, ``"7d"`` → timedelta: Paimon's duration grammar, the one
+    table options and the jobs' ``--older-than`` use (`lake_assets.durations`)."""
+    try:
+        return durations.parse_duration(text)
+    except LakeError as exc:
+        # pydantic turns ValueError (not LakeError) into a validation error naming the field
+        raise ValueError(str(exc)) from None
 
 
 def _check_duration(text: str) -> str:

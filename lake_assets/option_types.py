@@ -1,0 +1,167 @@
+"""What one table option is: its rule (`OptionRule`) and how its text becomes a typed value.
+
+The rows of the registry (`lake_assets.option_rules.RULES`) are `OptionRule`s. `parse_value` is the
+only place an option's text is parsed: `CoreOptions` parses through it once per schema, and
+`CoreOptions.validate` reports every value that does not parse at create and ALTER, so a bad value
+fails there with a `LakeError` naming key and value, never later with a bare ``ValueError``.
+Types follow Paimon's ``CoreOptions``: Java ``int`` options fit 32 bits and ``long`` options 64,
+durations use Paimon's ``TimeUtils`` grammar (`lake_assets.durations`), memory sizes ``MemorySize``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from lake_assets.durations import parse_duration_ms
+from lake_assets.errors import OptionError, UnsupportedFeatureError
+
+INT_MAX = 2**31 - 1
+LONG_MAX = 2**63 - 1
+MiB = 1024 * 1024
+LakeErrorLike = OptionError | UnsupportedFeatureError
+
+KINDS = ("int", "long", "size", "duration", "bool", "enum", "ratio", "string")
+
+# Operations (names of `lake_assets.table_support.Op`) a refused value blocks on a table that
+# already carries it; create and ALTER refuse it outright.
+DATA_OPS = ("READ", "STREAM", "WRITE", "COMPACT")
+PATH_OPS = (*DATA_OPS, "EXPIRE", "ORPHANS")
+WRITE_OPS = ("WRITE", "COMPACT")
+
+
+@dataclass(frozen=True)
+class OptionRule:
+    """One option of the registry: how its value is parsed and bounded, and what we do with it.
+
+    ``kind`` is one of `KINDS`: ``int`` (Java int), ``long``, ``size`` (MemorySize), ``duration``,
+    ``bool``, ``enum`` (one of ``choices``, case-insensitive), ``ratio`` (a number in [0, 1]) and
+    ``string`` (free text). ``minimum`` bounds numbers; ``check`` returns a problem (text) for a
+    parsed value that is well-formed but not acceptable, or None.
+
+    ``supported`` lists the values (lower case) lake_assets implements when that is fewer than the
+    valid ones (``()``: none, the option is refused whenever set): any other value is refused at
+    create and ALTER with `UnsupportedFeatureError`. For a table that already carries such a value,
+    ``refuses`` names the operations refused (`lake_assets.table_support`), with ``why``; without
+    ``refuses`` every operation is refused when the table is opened. ``note`` says how an accepted
+    option is honoured when that is not simply "as in Paimon" (e.g. accepted with no effect on what
+    lake_assets writes, and why that is safe).
+    """
+
+    key: str
+    kind: str
+    default: object = None
+    description: str = ""
+    minimum: int | None = None
+    choices: tuple[str, ...] = ()
+    check: Callable[[object], str | None] | None = None
+    lake_assets_only: bool = False  # an option of this package that Paimon does not have
+    supported: tuple[str, ...] | None = None
+    refuses: tuple[str, ...] = ()
+    why: str = ""
+    note: str = ""
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+_SIZE_UNITS = {
+    "": 1, "b": 1, "bytes": 1,
+    "k": 1024, "kb": 1024, "kib": 1024,
+    "m": MiB, "mb": MiB, "mib": MiB,
+    "g": 1024 * MiB, "gb": 1024 * MiB, "gib": 1024 * MiB,
+    "t": 1024**4, "tb": 1024**4, "tib": 1024**4,
+}
+
+
+def parse_memory_size(text: object, key: str = "") -> int:
+    """Parse Paimon's MemorySize text (``128 mb``, ``64kb``, ``1024``) into bytes."""
+    m = _SIZE.match(str(text))
+    if not m or m.group(2).lower() not in _SIZE_UNITS:
+        raise OptionError(f"Option {key!r}: {text!r} is not a memory size (e.g. '128 mb')")
+    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
+
+
+def _parse_int(key: str, s: str, kind: str) -> int:
+    try:
+        value = int(s.strip())
+    except ValueError:
+        raise OptionError(f"Option {key!r}: {s!r} is not an integer") from None
+    top = INT_MAX if kind == "int" else LONG_MAX
+    if not -top - 1 <= value <= top:
+        raise OptionError(f"Option {key!r}: {s!r} does not fit a {'32' if kind == 'int' else '64'}-bit integer")
+    return value
+
+
+def _parse_kind(rule: OptionRule, s: str) -> object:
+    key, kind = rule.key, rule.kind
+    if kind in ("int", "long"):
+        return _parse_int(key, s, kind)
+    if kind == "size":
+        return parse_memory_size(s, key)
+    if kind == "duration":
+        return parse_duration_ms(s, key)
+    if kind == "bool":
+        v = s.strip().lower()
+        if v not in ("true", "false"):
+            raise OptionError(f"Option {key!r}: {s!r} is not 'true' or 'false'")
+        return v == "true"
+    if kind == "enum":
+        v = s.strip().lower()
+        if v not in rule.choices:
+            raise OptionError(f"Option {key!r}: {s!r} is not one of {list(rule.choices)}")
+        return v
+    if kind == "ratio":
+        try:
+            f = float(s.strip())
+        except ValueError:
+            raise OptionError(f"Option {key!r}: {s!r} is not a number") from None
+        if not 0.0 <= f <= 1.0:  # also false for NaN
+            raise OptionError(f"Option {key!r}: {s!r} must be a ratio between 0 and 1")
+        return f
+    return s
+
+
+def parse_value(rule: OptionRule, text: object) -> object:
+    """The typed value of ``text`` under ``rule``; OptionError naming the key when it does not fit."""
+    s = str(text)
+    value = _parse_kind(rule, s)
+    if rule.minimum is not None and isinstance(value, int) and not isinstance(value, bool) and value < rule.minimum:
+        raise OptionError(f"Option {rule.key!r}: {s!r} must be at least {rule.minimum}")
+    if rule.check is not None:
+        problem = rule.check(value)
+        if problem:
+            cls = UnsupportedFeatureError if "not supported" in problem else OptionError
+            raise cls(f"Option {rule.key!r}: {s!r}: {problem}")
+    return value
+
+
+def unsupported_value(rule: OptionRule, text: object) -> UnsupportedFeatureError | None:
+    """The refusal of a valid value lake_assets does not implement (``rule.supported``), or None."""
+    if rule.supported is None:
+        return None
+    v = str(text).strip().lower()
+    if v in rule.supported:
+        return None
+    why = f": {rule.why}" if rule.why else ""
+    return UnsupportedFeatureError(
+        f"Option {rule.key}={text!r} is not supported{suggest(v, rule.supported)}{why}"
+        + (f"; supported values: {', '.join(sorted(rule.supported))}" if rule.supported else ""))
+
+
+def suggest(key: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for a close known option name, else ``""``."""
+    close = difflib.get_close_matches(key, list(known), n=3, cutoff=0.75)
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
+
+
+def raise_all(problems: list[LakeErrorLike]) -> None:
+    """Raise one error for every problem found: OptionError unless all are unsupported features."""
+    if not problems:
+        return
+    if len(problems) == 1:
+        raise problems[0]
+    cls = UnsupportedFeatureError if all(isinstance(p, UnsupportedFeatureError) for p in problems) else OptionError
+    raise cls(f"{len(problems)} problems with table options: " + "; ".join(str(p) for p in problems))
