@@ -21,20 +21,11 @@ from lake_assets.errors import (
 from lake_assets.io.file_io import FileIO
 from lake_assets.options import CoreOptions
 from lake_assets.paths import TablePaths
+from lake_assets.schema_rules import check_column_names, check_fields, check_keys
 from lake_assets.spec.schema import TableSchema
-from lake_assets.spec.types import (
-    ArrayType,
-    LocalZonedTimestampType,
-    MapType,
-    MultisetType,
-    RowType,
-    TimestampType,
-    fields_from_arrow_schema,
-)
+from lake_assets.spec.types import fields_from_arrow_schema
 from lake_assets.table import Table
 from lake_assets.table_rules import check_options
-
-_NESTED = (ArrayType, MapType, MultisetType, RowType)
 
 
 class Catalog:
@@ -163,62 +154,33 @@ def build_schema(
     """Validate a create-table request and build schema-0, rejecting what we cannot write."""
     if not isinstance(schema, pa.Schema):
         raise SchemaError(f"Cannot create {name}: schema must be a pyarrow.Schema, got {type(schema).__name__}")
+    what = f"Cannot create {name}"
     names = schema.names
-    if len(set(names)) != len(names):
-        raise SchemaError(f"Cannot create {name}: duplicate column names in {names}")
-    for col in names:
-        if not col or col.startswith("_KEY_") or col in ("_SEQUENCE_NUMBER", "_VALUE_KIND"):
-            raise SchemaError(f"Cannot create {name}: column name {col!r} is reserved or empty")
-    for keys, what in ((primary_keys, "primary key"), (partition_keys, "partition key")):
-        missing = [k for k in keys if k not in names]
-        if missing:
-            raise SchemaError(f"Cannot create {name}: {what} columns {missing} are not in the schema")
-        if len(set(keys)) != len(keys):
-            raise SchemaError(f"Cannot create {name}: duplicate {what} columns {list(keys)}")
+    check_column_names(what, names)
+    fields, highest = fields_from_arrow_schema(schema)
+    check_keys(what, fields, primary_keys, partition_keys)
     opts = {str(k): str(v) for k, v in (options or {}).items()}
     for k in ("primary-key", "partition"):
         if k in opts:
-            raise OptionError(f"Cannot create {name}: pass {k!r} as an argument, not as an option")
+            raise OptionError(f"{what}: pass {k!r} as an argument, not as an option")
     # Every option's value first, all problems in one error, before the checks of the table's shape
     # that read single options (bucket), so that one bad option does not hide the others.
     CoreOptions({"bucket": "-1", **opts}, has_primary_key=bool(primary_keys)).validate(
         field_names=tuple(names), strict=True)
-    if primary_keys:
-        outside = [p for p in partition_keys if p not in primary_keys]
-        if outside:
-            raise SchemaError(
-                f"Cannot create {name}: primary key {list(primary_keys)} must include the partition keys {outside}"
-            )
-        if not [k for k in primary_keys if k not in partition_keys]:
-            raise SchemaError(f"Cannot create {name}: the primary key must have a column that is not a partition key")
-        bucket = opts.setdefault("bucket", "-1")
-        if bucket.strip() in ("-1", "-2"):
-            raise UnsupportedFeatureError(
-                f"Cannot create {name}: bucket = {bucket} (dynamic or postpone bucket mode) is not supported "
-                "for primary-key tables; set options={'bucket': 'N'} with N > 0"
-            )
-    else:
-        bucket = opts.setdefault("bucket", "-1")
-        if bucket.strip() != "-1":
-            raise UnsupportedFeatureError(
-                f"Cannot create {name}: append tables with bucket = {bucket} are not supported; use -1"
-            )
+    bucket = opts.setdefault("bucket", "-1")
+    if primary_keys and bucket.strip() in ("-1", "-2"):
+        raise UnsupportedFeatureError(
+            f"{what}: bucket = {bucket} (dynamic or postpone bucket mode) is not supported "
+            "for primary-key tables; set options={'bucket': 'N'} with N > 0"
+        )
+    if not primary_keys and bucket.strip() != "-1":
+        raise UnsupportedFeatureError(f"{what}: append tables with bucket = {bucket} are not supported; use -1")
     opts.setdefault("file.format", "parquet")
-    fields, highest = fields_from_arrow_schema(schema)
     # Primary-key columns are NOT NULL, as Paimon makes them.
     fields = [f if f.name not in primary_keys else type(f)(f.id, f.name, f.type.copy(nullable=False),
                                                           f.description, f.default_value)
               for f in fields]
-    by_name = {f.name: f for f in fields}
-    for f in fields:
-        if isinstance(f.type, (TimestampType, LocalZonedTimestampType)) and f.type.precision > 6:
-            raise UnsupportedFeatureError(
-                f"Cannot create {name}: column {f.name!r} is {f.type.to_json()}; nanosecond timestamps "
-                "(precision > 6, stored as INT96) are not supported"
-            )
-    for k in (*primary_keys, *partition_keys):
-        if isinstance(by_name[k].type, _NESTED):
-            raise SchemaError(f"Cannot create {name}: key column {k!r} has a nested type")
+    check_fields(what, fields)
     table_schema = TableSchema(
         id=0,
         fields=tuple(fields),
@@ -229,5 +191,5 @@ def build_schema(
         comment=comment,
         time_millis=int(time.time() * 1000),
     )
-    check_options(f"Cannot create {name}", fields, primary_keys, partition_keys, opts)
+    check_options(what, fields, primary_keys, partition_keys, opts)
     return table_schema

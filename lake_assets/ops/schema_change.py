@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
@@ -26,6 +26,7 @@ from lake_assets.errors import (
     UnsupportedFeatureError,
 )
 from lake_assets.options import FIELD_OPTION
+from lake_assets.schema_rules import NESTED_TYPES, check_column_name, check_column_type, check_keys
 from lake_assets.spec.schema import SCHEMA_VERSION, TableSchema
 from lake_assets.spec.types import (
     ArrayType,
@@ -82,10 +83,6 @@ IMMUTABLE_OPTIONS: frozenset[str] = frozenset(
 """Options Paimon never lets ALTER change (docs/format.md §2.3)."""
 
 MAX_COMMIT_ATTEMPTS = 10
-MAX_SUPPORTED_TIMESTAMP_PRECISION = 6
-
-_SYSTEM_NAMES = frozenset({"_SEQUENCE_NUMBER", "_VALUE_KIND"})
-_NESTED = (ArrayType, MapType, MultisetType, RowType)
 _INT_RANK = {TinyIntType: 0, SmallIntType: 1, IntType: 2, BigIntType: 3}
 
 
@@ -218,36 +215,6 @@ def _reassign_ids(dt: DataType, ids: FieldIdCounter) -> DataType:
     return dt
 
 
-def _max_timestamp_precision(dt: DataType) -> int:
-    match dt:
-        case TimestampType(precision=p) | LocalZonedTimestampType(precision=p):
-            return p
-        case RowType(fields=fs):
-            return max((_max_timestamp_precision(f.type) for f in fs), default=0)
-        case ArrayType(element=e) | MultisetType(element=e):
-            return _max_timestamp_precision(e)
-        case MapType(key=k, value=v):
-            return max(_max_timestamp_precision(k), _max_timestamp_precision(v))
-    return 0
-
-
-def _check_timestamp_precision(dt: DataType, what: str) -> None:
-    if _max_timestamp_precision(dt) > MAX_SUPPORTED_TIMESTAMP_PRECISION:
-        raise UnsupportedFeatureError(
-            f"{what}: type {dt} has a timestamp precision above 6; nanosecond timestamps "
-            "(stored as INT96) are not supported by lake_assets"
-        )
-
-
-def _check_new_name(name: str, names: Sequence[str], what: str) -> None:
-    if not isinstance(name, str) or not name:
-        raise SchemaError(f"{what}: a column name must be a non-empty string, got {name!r}")
-    if name.startswith("_KEY_") or name in _SYSTEM_NAMES:
-        raise SchemaError(f"{what}: column name {name!r} is reserved for Paimon system columns")
-    if name in names:
-        raise SchemaError(f"{what}: a column named {name!r} already exists")
-
-
 def _split_list(value: str | None) -> list[str]:
     return [s.strip() for s in (value or "").split(",") if s.strip()]
 
@@ -366,13 +333,13 @@ class _Draft:
 
     def add_column(self, c: AddColumn) -> None:
         what = f"Cannot add column {c.name!r} to {self.table}"
-        _check_new_name(c.name, self.names(), what)
+        check_column_name(what, c.name, self.names())
         if not c.nullable:
             raise SchemaError(f"{what}: a new column must be nullable, because rows already written have no value")
         dt = _to_data_type(c.arrow_type, what)
         if not dt.nullable:
             raise SchemaError(f"{what}: a new column must be nullable, because rows already written have no value")
-        _check_timestamp_precision(dt, what)
+        check_column_type(what, c.name, dt)
         at = self.insert_index(c.position, what)
         ids = FieldIdCounter(self.highest + 1)
         fid = ids.take()
@@ -386,7 +353,7 @@ class _Draft:
         i = self.index(c.old, what)
         if c.old == c.new:
             return
-        _check_new_name(c.new, self.names(), what)
+        check_column_name(what, c.new, self.names())
         if c.old in self.partition_keys:
             raise SchemaError(f"{what}: it is a partition column (partition directories are named after it)")
         refs = self.references(c.old)
@@ -419,8 +386,8 @@ class _Draft:
         if c.name in self.primary_keys:
             raise SchemaError(f"{what}: it is a primary-key column")
         new = _to_data_type(c.arrow_type, what).copy(nullable=old.nullable)
-        _check_timestamp_precision(new, what)
-        if isinstance(old, _NESTED) or isinstance(new, _NESTED):
+        check_column_type(what, c.name, new)
+        if isinstance(old, NESTED_TYPES) or isinstance(new, NESTED_TYPES):
             if old == new:
                 return
             raise SchemaError(f"{what} from {old} to {new}: nested types cannot be changed")
@@ -489,9 +456,12 @@ class _Draft:
 
     # --------------------------------------------------------------- result
     def validate_options(self) -> None:
-        """Options must still make sense for the final columns (the rules `create_table` applies)."""
-        check_options(f"Cannot alter {self.table}", self.fields, self.primary_keys, self.partition_keys,
-                      self.options)
+        """The final schema must satisfy the rules `create_table` applies: keys and options (column
+        types are checked where a change introduces them, so that a table another engine created
+        with a type lake_assets cannot write can still have its options changed)."""
+        what = f"Cannot alter {self.table}"
+        check_keys(what, self.fields, self.primary_keys, self.partition_keys)
+        check_options(what, self.fields, self.primary_keys, self.partition_keys, self.options)
 
 
 def _same_int(a: str | None, b: str | None) -> bool:
