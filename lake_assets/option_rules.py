@@ -77,11 +77,12 @@ RULES: dict[str, OptionRule] = _rules(
       refuses=DATA_OPS, why="only the default bucket function is implemented"),
     R("file.format", "string", "parquet", "Data file format.", supported=("parquet",), refuses=DATA_OPS,
       why="only Parquet data files are implemented"),
-    R("file.compression", "string", "zstd", "Parquet codec (Java's writer spells none 'uncompressed').",
-      supported=COMPRESSIONS),
+    R("file.compression", "string", "zstd", "Parquet codec of data files.", supported=COMPRESSIONS,
+      note="create and ALTER refuse 'none' (Java's writer spells it 'uncompressed') and 'brotli' "
+      "(Java cannot read it); tables carrying them stay readable and writable"),
     R("file.compression.zstd-level", "int", 1, "Zstandard level of data files."),
-    R("manifest.compression", "string", "zstd", "Avro codec of manifests (Java's spelling of none: 'null').",
-      supported=MANIFEST_COMPRESSIONS),
+    R("manifest.compression", "string", "zstd", "Avro codec of manifests.", supported=MANIFEST_COMPRESSIONS,
+      note="create and ALTER refuse 'none' (Java's writer spells it 'null')"),
     R("manifest.target-file-size", "size", 8 * MiB, "Size manifests are merged up to.", minimum=1),
     R("manifest.merge-min-count", "int", 30, "Small manifests that trigger a merge.", minimum=1),
     R("manifest.full-compaction-threshold-size", "size", 16 * MiB, "Delta size that triggers a full manifest "

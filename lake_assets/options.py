@@ -10,10 +10,11 @@ ever handed a table it would misread.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from lake_assets.durations import parse_duration_ms
 from lake_assets.errors import OptionError, UnsupportedFeatureError
@@ -83,7 +84,13 @@ def rule_for(key: str) -> OptionRule | None:
     if rule is not None:
         return rule
     m = FIELD_OPTION.match(key)
-    return FIELD_RULES[m.group("suffix")] if m else None
+    return _field_rule(key, m.group("suffix")) if m else None
+
+
+@lru_cache(maxsize=1024)
+def _field_rule(key: str, suffix: str) -> OptionRule:
+    # the suffix's row under the full key, so that every message names the key the table carries
+    return dataclasses.replace(FIELD_RULES[suffix], key=key)
 
 
 def per_operation_rule(key: str) -> OptionRule | None:

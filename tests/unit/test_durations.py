@@ -1,0 +1,52 @@
+"""One duration grammar, Paimon's TimeUtils.parseDuration, for table options, lake.yaml and jobs."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from lake_assets.defs.config.fields import parse_duration as config_duration
+from lake_assets.durations import parse_duration, parse_duration_ms, parse_duration_ns
+from lake_assets.errors import OptionError
+from lake_assets.options import CoreOptions
+
+
+@pytest.mark.parametrize(("text", "ms"), [
+    ("500", 500), ("500 ms", 500), ("10s", 10_000), (" 10 SEC ", 10_000), ("2 seconds", 2_000),
+    ("15 min", 900_000), ("15m", 900_000), ("1 minute", 60_000), ("3 minutes", 180_000),
+    ("1 h", 3_600_000), ("2 hours", 7_200_000), ("7d", 604_800_000), ("1 day", 86_400_000),
+    ("1500 micros", 1), ("999999 ns", 0), ("0 s", 0),
+])
+def test_java_forms(text, ms):
+    assert parse_duration_ms(text) == ms
+
+
+@pytest.mark.parametrize("text", [
+    "1.5 h",      # Java takes whole numbers only
+    "1h 30min",   # no compound durations
+    "-1 s",       # no sign
+    "10 mins",    # "min" has no plural form in Java, "minutes" has
+    "h", "", "soon", "1 fortnight", "99999999999999999999 ms",
+])
+def test_what_java_rejects_is_rejected(text):
+    with pytest.raises(OptionError, match="is not a duration"):
+        parse_duration_ms(text, "snapshot.time-retained")
+
+
+def test_nanoseconds_and_timedelta():
+    assert parse_duration_ns("3 ns") == 3
+    assert parse_duration("90s") == timedelta(seconds=90)
+
+
+def test_every_layer_uses_the_one_grammar():
+    # lake.yaml fields and table options (the jobs' arguments call parse_duration_ms) agree on every text
+    for text in ("90s", "15 min", "1 h", "7 d", "250"):
+        ms = parse_duration_ms(text)
+        assert config_duration(text) == timedelta(milliseconds=ms)
+        assert CoreOptions({"snapshot.time-retained": text}).snapshot_time_retained_ms == ms
+    for text in ("1.5h", "1h30min"):
+        with pytest.raises(ValueError, match="is not a duration"):  # pydantic needs a ValueError
+            config_duration(text)
+        with pytest.raises(OptionError):
+            CoreOptions({"snapshot.time-retained": text}).validate()
