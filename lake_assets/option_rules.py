@@ -166,7 +166,9 @@ RULES: dict[str, OptionRule] = _rules(
       minimum=1),
     R("changelog.time-retained", "duration", None, "Age after which changelogs expire (snapshot.time-retained)."),
     R("consumer.expiration-time", "duration", None, "Idle consumers expire after this (never)."),
-    R("consumer-id", "string", None, "Consumer id of streaming reads.", check=_path_part),
+    R("consumer-id", "string", None, "Consumer id of streaming reads.", check=_path_part,
+      note="accepted; lake_assets streams take the consumer id as an argument (Table.stream, the Spark "
+      "source's read option), and expiry keeps every consumer's snapshots either way"),
     # ---- lifecycle (ops/partition_expire.py, ops/tag_auto.py)
     R("partition.expiration-time", "duration", None, "Age after which partitions are dropped at commit."),
     R("partition.expiration-check-interval", "duration", 3_600_000, "How often commits check partition ages."),

@@ -288,6 +288,14 @@ class CoreOptions:
         return self._choice("changelog-producer")
 
     @property
+    def changelog_row_deduplicate(self) -> bool:
+        return self._bool("changelog-producer.row-deduplicate")
+
+    @property
+    def streaming_read_overwrite(self) -> bool:
+        return self._bool("streaming-read-overwrite")
+
+    @property
     def sequence_fields(self) -> tuple[str, ...]:
         return self._list("sequence.field")
 

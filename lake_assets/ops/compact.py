@@ -478,7 +478,7 @@ def _produce_changelog(table: Table, task: CompactionTask, split: Split, reader:
     before_state = _merged_state(table, before_rows)
     after_state = _merged_state(table, after_rows)
     opts = table.schema.core_options
-    dedupe = opts.raw.get("changelog-producer.row-deduplicate", "false").lower() == "true"
+    dedupe = opts.changelog_row_deduplicate
     # Keys with new records get a -U/+U pair even when the old record wins (Java's lookup and
     # full-compaction wrappers); first-row's wrapper emits only the +I of a new key.
     touched = fresh.select(keys) if engine_of(opts).changelog_for_unchanged_keys else None

@@ -90,7 +90,7 @@ def snapshot_changes(table: Table, snap: Snapshot, source: ChangeSource = "auto"
         return _group(snap.id, scan.changelog_entries(snap), "changelog", scan)
     if snap.commit_kind == CommitKind.COMPACT:
         return []
-    if snap.commit_kind == CommitKind.OVERWRITE and table.schema.options.get("streaming-read-overwrite") != "true":
+    if snap.commit_kind == CommitKind.OVERWRITE and not table.schema.core_options.streaming_read_overwrite:
         return []
     return _group(snap.id, scan.delta_entries(snap), "delta", scan)
 
