@@ -124,6 +124,11 @@ def test_engine_accessors_read_the_per_field_rows():
     assert opts.partial_update_remove_record_on_delete is False
 
 
+def test_boolean_options_read_raw_before_parse_case_insensitively():
+    opts = CoreOptions({"streaming-read-overwrite": "TRUE", "changelog-producer.row-deduplicate": "True"})
+    assert opts.streaming_read_overwrite is True and opts.changelog_row_deduplicate is True
+
+
 def test_values_are_parsed_once_and_defaults_come_from_the_registry():
     opts = CoreOptions({"snapshot.time-retained": "2 h", "fields.x.ignore-retract": "true"})
     assert opts.values is opts.values  # one parse per options map (a schema's is cached too)
