@@ -10,7 +10,9 @@ Per-field options (``fields.<column>.<suffix>``) are rows of `FIELD_RULES`, keye
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from functools import lru_cache
 
 from lake_assets.option_types import DATA_OPS, INT_MAX, PATH_OPS, WRITE_OPS, MiB, OptionRule
 
@@ -225,4 +227,29 @@ FIELD_RULES: dict[str, OptionRule] = _rules(
       refuses=DATA_OPS, why="column default values are not implemented"),
 )
 del R
-FIELD_KEY_FORMAT = "fields.<column>.{suffix}"
+
+# Per-field options (fields.<name>.<suffix>), one registry row per suffix.
+FIELD_OPTION = re.compile(
+    r"^fields\.(?P<field>[^.]+(?:,[^.]+)*)\.(?P<suffix>" + "|".join(re.escape(s) for s in FIELD_RULES) + r")$"
+)
+
+
+def rule_for(key: str) -> OptionRule | None:
+    """The registry row of ``key``: a plain option's, or a per-field option's by its suffix."""
+    rule = RULES.get(key)
+    if rule is not None:
+        return rule
+    m = FIELD_OPTION.match(key)
+    return _field_rule(key, m.group("suffix")) if m else None
+
+
+@lru_cache(maxsize=1024)
+def _field_rule(key: str, suffix: str) -> OptionRule:
+    # the suffix's row under the full key, so that every message names the key the table carries
+    return dataclasses.replace(FIELD_RULES[suffix], key=key)
+
+
+def per_operation_rule(key: str) -> OptionRule | None:
+    """The row of ``key`` when a table carrying a refused value of it is refused per operation."""
+    rule = rule_for(key)
+    return rule if rule is not None and rule.refuses else None

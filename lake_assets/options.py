@@ -10,31 +10,29 @@ ever handed a table it would misread.
 
 from __future__ import annotations
 
-import dataclasses
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
 
 from lake_assets.durations import parse_duration_ms
 from lake_assets.errors import OptionError, UnsupportedFeatureError
 from lake_assets.option_rules import (
     CHANGELOG_PRODUCERS,
     COMPRESSIONS,
+    FIELD_OPTION,
     FIELD_RULES,
     MERGE_ENGINES,
     RULES,
     SPILL_COMPRESSIONS,
+    per_operation_rule,
+    rule_for,
 )
 from lake_assets.option_types import (
     LakeErrorLike,
     MiB,
-    OptionRule,
     parse_memory_size,
     parse_value,
     raise_all,
-    suggest,
-    unsupported_value,
 )
 
 __all__ = [
@@ -54,8 +52,7 @@ __all__ = [
     "rule_for",
 ]
 
-# Options whose every documented value we honour, or that do not change what is written: the
-# rows of the registry that Paimon has.
+# The rows of the registry that Paimon has (how lake_assets supports each: its row, docs/options.md).
 KNOWN_OPTIONS: frozenset[str] = frozenset(k for k, r in RULES.items() if not r.lake_assets_only)
 
 # Options of this package that Paimon does not have. Paimon engines (Java and pypaimon) keep
@@ -64,39 +61,11 @@ KNOWN_OPTIONS: frozenset[str] = frozenset(k for k, r in RULES.items() if not r.l
 # at once in one process, memory one unit each).
 LAKE_ASSETS_OPTIONS: frozenset[str] = frozenset(k for k, r in RULES.items() if r.lake_assets_only)
 
-# Per-field options (fields.<name>.<suffix>), one registry row per suffix.
-FIELD_OPTION = re.compile(
-    r"^fields\.(?P<field>[^.]+(?:,[^.]+)*)\.(?P<suffix>" + "|".join(re.escape(s) for s in FIELD_RULES) + r")$"
-)
-
 # Options whose refused values are refused per operation on tables that carry them (table_support),
 # with the values we implement and why the others are refused.
 UNSUPPORTED_VALUES: dict[str, tuple[set[str], str]] = {
     k: (set(r.supported or ()), r.why) for k, r in RULES.items() if r.refuses
 }
-SUPPORTED_MERGE_ENGINES = set(MERGE_ENGINES)
-SUPPORTED_CHANGELOG_PRODUCERS = set(CHANGELOG_PRODUCERS)
-
-
-def rule_for(key: str) -> OptionRule | None:
-    """The registry row of ``key``: a plain option's, or a per-field option's by its suffix."""
-    rule = RULES.get(key)
-    if rule is not None:
-        return rule
-    m = FIELD_OPTION.match(key)
-    return _field_rule(key, m.group("suffix")) if m else None
-
-
-@lru_cache(maxsize=1024)
-def _field_rule(key: str, suffix: str) -> OptionRule:
-    # the suffix's row under the full key, so that every message names the key the table carries
-    return dataclasses.replace(FIELD_RULES[suffix], key=key)
-
-
-def per_operation_rule(key: str) -> OptionRule | None:
-    """The row of ``key`` when a table carrying a refused value of it is refused per operation."""
-    rule = rule_for(key)
-    return rule if rule is not None and rule.refuses else None
 
 
 @dataclass(frozen=True)
@@ -471,84 +440,8 @@ class CoreOptions:
 
     # ------------------------------------------------------------ validation
     def validate(self, *, field_names: tuple[str, ...] = (), strict: bool = True) -> None:
-        """Reject unknown, malformed, out-of-range and unsupported options, naming each key.
+        """Reject unknown, malformed, out-of-range and unsupported options, naming each key
+        (all problems in one error; see `lake_assets.option_validation.validate_options`)."""
+        from lake_assets.option_validation import validate_options
 
-        Every value is checked against its row of the registry (option_rules), and all problems
-        are reported at once. ``strict`` (creating or altering a table, writing) also rejects keys
-        we do not know, suggesting close names; reading a table another engine wrote only rejects
-        options that would change what a read returns.
-        """
-        problems: list[LakeErrorLike] = []
-        for key, value in self.raw.items():
-            rule = rule_for(key)
-            if rule is None:
-                if strict:
-                    problems.append(OptionError(
-                        f"Unknown table option {key!r} (value {value!r}){suggest(key, RULES)}"))
-                continue
-            try:
-                parse_value(rule, value)
-            except (OptionError, UnsupportedFeatureError) as exc:
-                problems.append(exc)
-                continue
-            refused = unsupported_value(rule, value)
-            if refused is not None:
-                # name the values we take (and the closest one): the user should not have to guess
-                problems.append(refused)
-                continue
-            m = FIELD_OPTION.match(key)
-            if m:
-                for f in m.group("field").split(","):
-                    if field_names and f not in field_names:
-                        problems.append(OptionError(
-                            f"Option {key!r} names column {f!r}, which the table does not have"
-                            f"{suggest(f, field_names)}"))
-        raise_all(problems)
-        # Every value parses: now the options' relations to each other.
-        if strict:
-            try:
-                _check_java_spellings(self)
-            except (OptionError, UnsupportedFeatureError) as exc:
-                problems.append(exc)
-        if self.snapshot_num_retained_max < self.snapshot_num_retained_min:
-            problems.append(OptionError(
-                f"Contradictory options: snapshot.num-retained.max={self.snapshot_num_retained_max} "
-                f"is below snapshot.num-retained.min={self.snapshot_num_retained_min}"))
-        cmin, cmax, _ = self.changelog_retention()
-        if cmax < cmin:
-            problems.append(OptionError(
-                f"Contradictory options: changelog.num-retained.max={cmax} is below changelog.num-retained.min={cmin}"))
-        if self.num_sorted_run_stop_trigger < self.num_sorted_run_compaction_trigger:
-            problems.append(OptionError(
-                "Contradictory options: num-sorted-run.stop-trigger is below num-sorted-run.compaction-trigger"))
-        raise_all(problems)
-
-
-# Values we would write that Paimon Java's writers reject: its Parquet writer takes the codec names
-# of parquet-mr's CompressionCodecName, its Avro manifest writer Avro's codec names.
-_JAVA_SPELLINGS = {
-    ("file.compression", "none"): "uncompressed",
-    ("manifest.compression", "none"): "null",
-}
-# Codecs we could write but Paimon Java cannot read (its bundle has no Hadoop Brotli codec).
-_JAVA_UNREADABLE = {("file.compression", "brotli"): "Paimon Java has no Brotli codec to read the files"}
-
-
-def _check_java_spellings(opts: CoreOptions) -> None:
-    """Reject, when a table is created or altered, values a Paimon Java writer could not use.
-
-    Tables that already carry them stay readable and writable here (the files are valid).
-    """
-    for key, value in (("file.compression", opts.file_compression),
-                       ("manifest.compression", opts.manifest_compression)):
-        if key not in opts.raw:
-            continue
-        java = _JAVA_SPELLINGS.get((key, value))
-        if java is not None:
-            raise OptionError(
-                f"Option {key}={opts.raw[key]!r} is not a value Paimon's Java writer accepts; "
-                f"use {key}={java!r}"
-            )
-        why = _JAVA_UNREADABLE.get((key, value))
-        if why is not None:
-            raise UnsupportedFeatureError(f"Option {key}={opts.raw[key]!r} is not supported: {why}")
+        validate_options(self, field_names=field_names, strict=strict)
