@@ -146,10 +146,10 @@ def _is_true(value: str | None) -> bool:
 def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
     out: list[Refusal] = []
     # values the option registry refuses per operation, with the operations they block
-    for key, value in options.items():
-        rule = per_operation_rule(key)
-        if rule is not None and unsupported_value(rule, value) is not None:
-            out.append(Refusal(f"option {key} = {value!r}", rule.why, frozenset(Op[n] for n in rule.refuses)))
+    for option, text in options.items():
+        rule = per_operation_rule(option)
+        if rule is not None and unsupported_value(rule, text) is not None:
+            out.append(Refusal(f"option {option} = {text!r}", rule.why, frozenset(Op[n] for n in rule.refuses)))
     feature = {
         "row-tracking.enabled": (_is_true, "row tracking is not implemented (writes and compaction must "
                                  "assign and keep row ids)", frozenset({Op.WRITE, Op.COMPACT})),
