@@ -11,7 +11,6 @@ durations use Paimon's ``TimeUtils`` grammar (`lake_assets.durations`), memory s
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -64,22 +63,28 @@ class OptionRule:
     note: str = ""
 
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
-_SIZE_UNITS = {
-    "": 1, "b": 1, "bytes": 1,
-    "k": 1024, "kb": 1024, "kib": 1024,
-    "m": MiB, "mb": MiB, "mib": MiB,
-    "g": 1024 * MiB, "gb": 1024 * MiB, "gib": 1024 * MiB,
-    "t": 1024**4, "tb": 1024**4, "tib": 1024**4,
-}
+# Paimon's MemorySize units (Flink's MemoryUnit): the labels each multiplier takes.
+_SIZE_UNITS: dict[str, int] = {}
+for _labels, _bytes in ((("b", "bytes"), 1), (("k", "kb", "kibibytes"), 1024), (("m", "mb", "mebibytes"), MiB),
+                        (("g", "gb", "gibibytes"), 1024 * MiB), (("t", "tb", "tebibytes"), 1024**4)):
+    _SIZE_UNITS.update(dict.fromkeys(_labels, _bytes))
+del _labels, _bytes
 
 
 def parse_memory_size(text: object, key: str = "") -> int:
-    """Parse Paimon's MemorySize text (``128 mb``, ``64kb``, ``1024``) into bytes."""
-    m = _SIZE.match(str(text))
-    if not m or m.group(2).lower() not in _SIZE_UNITS:
-        raise OptionError(f"Option {key!r}: {text!r} is not a memory size (e.g. '128 mb')")
-    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
+    """Bytes of Paimon's MemorySize text (``128 mb``, ``64kb``, ``1024``), in Java's grammar: a
+    whole number and an optional unit (none: bytes); fractions such as ``1.5 mb`` are not sizes."""
+    s = str(text).strip()
+    digits = len(s) - len(s.lstrip("0123456789"))
+    number, label = s[:digits], s[digits:].strip().lower()
+    unit = _SIZE_UNITS.get(label or "b")
+    if not number or unit is None:
+        units = ", ".join(_SIZE_UNITS)
+        raise OptionError(f"Option {key!r}: {text!r} is not a memory size (e.g. '128 mb'; units: {units})")
+    value = int(number) * unit
+    if value > LONG_MAX:
+        raise OptionError(f"Option {key!r}: {text!r} does not fit a 64-bit number of bytes")
+    return value
 
 
 def _parse_int(key: str, s: str, kind: str) -> int:

@@ -1,4 +1,5 @@
-"""One duration grammar, Paimon's TimeUtils.parseDuration, for table options, lake.yaml and jobs."""
+"""One duration grammar (Paimon's TimeUtils.parseDuration) and Java's MemorySize grammar, for table
+options, lake.yaml and jobs."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 from lake_assets.defs.config.fields import parse_duration as config_duration
 from lake_assets.durations import parse_duration, parse_duration_ms, parse_duration_ns
 from lake_assets.errors import OptionError
+from lake_assets.option_types import parse_memory_size
 from lake_assets.options import CoreOptions
 
 
@@ -50,3 +52,15 @@ def test_every_layer_uses_the_one_grammar():
             config_duration(text)
         with pytest.raises(OptionError):
             CoreOptions({"snapshot.time-retained": text}).validate()
+
+
+@pytest.mark.parametrize(("text", "size"), [("1024", 1024), ("64kb", 65536), (" 128 MB ", 128 * 2**20),
+                                            ("2 gibibytes", 2 * 2**30), ("1 t", 2**40), ("7 bytes", 7)])
+def test_memory_sizes_follow_java(text, size):
+    assert parse_memory_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["1.5 mb", "mb", "-1 kb", "1 kib", "64 kilobytes", "9999999999 tb"])
+def test_memory_sizes_java_rejects_are_rejected(text):
+    with pytest.raises(OptionError, match="write-buffer-size"):
+        parse_memory_size(text, "write-buffer-size")
