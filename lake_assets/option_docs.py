@@ -11,7 +11,7 @@ from pathlib import Path
 
 from lake_assets.durations import UNIT_LABELS
 from lake_assets.option_rules import FIELD_RULES, RULES
-from lake_assets.option_types import INT_MAX, MiB, OptionRule
+from lake_assets.option_types import INT_MAX, SIZE_UNIT_LABELS, MiB, OptionRule
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "options.md"
 
@@ -83,7 +83,8 @@ def render() -> str:
         "",
         "Durations use Paimon's grammar: a whole number and an optional unit (none: milliseconds),",
         "units " + ", ".join(f"`{u}`" for u in UNIT_LABELS) + ".",
-        "Memory sizes: a number and an optional unit (`b`, `kb`, `mb`, `gb`, `tb`).",
+        "Memory sizes use Paimon's grammar too: a whole number and an optional unit (none: bytes),",
+        "units " + ", ".join(f"`{u}`" for u in SIZE_UNIT_LABELS) + ".",
         "",
         "| Key | Type | Default | Description | Support |",
         "|---|---|---|---|---|",

@@ -69,6 +69,7 @@ for _labels, _bytes in ((("b", "bytes"), 1), (("k", "kb", "kibibytes"), 1024), (
                         (("g", "gb", "gibibytes"), 1024 * MiB), (("t", "tb", "tebibytes"), 1024**4)):
     _SIZE_UNITS.update(dict.fromkeys(_labels, _bytes))
 del _labels, _bytes
+SIZE_UNIT_LABELS: tuple[str, ...] = tuple(_SIZE_UNITS)
 
 
 def parse_memory_size(text: object, key: str = "") -> int:
