@@ -15,7 +15,14 @@ from lake_assets.spec.types import parse_type, to_arrow
 
 def parse_duration(text: str) -> timedelta:
     """``"90s"``, ``"15 min"``, ``"1h"``, ``"7d"`` → timedelta: Paimon's duration grammar, the one
-    table options and the jobs' ``--older-than`` use (`lake_assets.durations`)."""
+    table options and the jobs' ``--older-than`` use (`lake_assets.durations`).
+
+    One difference: a bare number is refused here. Paimon reads it as milliseconds, which in a
+    config file (``timeout: 7200``) is almost never what its author meant.
+    """
+    bare = str(text).strip()
+    if bare.isdigit():
+        raise ValueError(f"{bare!r} has no unit: write e.g. '{bare}s' or '{bare}min'")
     try:
         return durations.parse_duration(text)
     except LakeError as exc:
