@@ -34,7 +34,7 @@ SCAN_MODE = ("scan.mode",)
 FILTER_PUSHDOWN = ("filter-pushdown",)
 
 
-def _storage_value(text: str) -> Any:
+def storage_value(text: str) -> Any:
     """Storage option text → value: JSON objects, arrays and booleans are decoded (fsspec wants
     ``client_kwargs`` as a dict and ``anon`` as a bool); anything else stays text, so that a key
     such as ``12345`` is not turned into a number."""
@@ -48,7 +48,7 @@ def _storage_value(text: str) -> Any:
 
 
 def storage_option_text(value: Any) -> str:
-    """The inverse of `_storage_value`, for passing Python storage options through Spark options."""
+    """The inverse of `storage_value`, for passing Python storage options through Spark options."""
     return value if isinstance(value, str) else json.dumps(value)
 
 
@@ -74,7 +74,7 @@ class SourceOptions:
         warehouse = raw.get("warehouse")
         if not warehouse:
             raise OptionError(f"The lake data source needs option('warehouse', <url>) to find table {identifier}")
-        storage = {k[len(STORAGE_PREFIX):]: _storage_value(v) for k, v in raw.items() if k.startswith(STORAGE_PREFIX)}
+        storage = {k[len(STORAGE_PREFIX):]: storage_value(v) for k, v in raw.items() if k.startswith(STORAGE_PREFIX)}
         return cls(identifier, warehouse, storage, raw)
 
     def get(self, keys: tuple[str, ...], default: str | None = None) -> str | None:

@@ -15,18 +15,18 @@ import pytest
 
 from lake_assets import Catalog, Table
 from lake_assets.errors import CommitConflictError, NoSuchTableError
-from lake_assets.spark.jobs import common, compact, expire
-from lake_assets.spark.jobs.common import (
+from lake_assets.spark.jobs import compact, expire
+from lake_assets.spark.jobs.args import storage_value
+from lake_assets.spark.jobs.errors import (
     EXIT_CONFIG,
     EXIT_CONFLICT,
     EXIT_DATA,
     EXIT_OK,
     EXIT_UNEXPECTED,
-    SUMMARY_KEYS,
     UsageError,
     classify,
-    storage_value,
 )
+from lake_assets.spark.jobs.summary import SUMMARY_KEYS, emit
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -134,7 +134,7 @@ def test_storage_values():
 
 
 def test_json_summary_is_strict_json(capsys):
-    common.emit({"a": float("inf"), "b": [float("nan")], "c": {"d": 1}})
+    emit({"a": float("inf"), "b": [float("nan")], "c": {"d": 1}})
     assert json.loads(capsys.readouterr().out) == {"a": None, "b": [None], "c": {"d": 1}}
 
 

@@ -10,7 +10,7 @@ import pytest
 from lake_assets import Catalog
 from lake_assets.ops import compact as core_compact
 from lake_assets.spark.jobs import compact
-from lake_assets.spark.jobs.common import EXIT_CONFLICT, EXIT_OK
+from lake_assets.spark.jobs.errors import EXIT_CONFLICT, EXIT_OK
 from tests.spark.test_jobs_common import make_pk_table, run_job_main, sorted_rows, write_batches
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

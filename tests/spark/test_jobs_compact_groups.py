@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from lake_assets.spark.jobs import compact
-from lake_assets.spark.jobs.common import EXIT_OK
+from lake_assets.spark.jobs.errors import EXIT_OK
 from tests.spark.test_jobs_common import make_pk_table, run_job_main, sorted_rows, write_batches
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

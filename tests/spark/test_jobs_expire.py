@@ -7,7 +7,7 @@ import os
 import pytest
 
 from lake_assets.spark.jobs import expire
-from lake_assets.spark.jobs.common import EXIT_CONFIG, EXIT_OK
+from lake_assets.spark.jobs.errors import EXIT_CONFIG, EXIT_OK
 from tests.spark.test_jobs_common import make_pk_table, run_job_main, sorted_rows, write_batches
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -9,7 +9,7 @@ import pytest
 
 from lake_assets import Catalog
 from lake_assets.spark.jobs import expire_partitions
-from lake_assets.spark.jobs.common import EXIT_CONFIG, EXIT_OK
+from lake_assets.spark.jobs.errors import EXIT_CONFIG, EXIT_OK
 from tests.spark.test_jobs_common import run_job_main
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

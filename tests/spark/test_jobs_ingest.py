@@ -11,7 +11,7 @@ import pytest
 
 from lake_assets import Catalog, Table
 from lake_assets.spark.jobs import ingest
-from lake_assets.spark.jobs.common import EXIT_CONFIG, EXIT_DATA, EXIT_OK
+from lake_assets.spark.jobs.errors import EXIT_CONFIG, EXIT_DATA, EXIT_OK
 from tests.spark.test_jobs_common import run_job_main
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

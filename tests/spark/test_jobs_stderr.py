@@ -15,9 +15,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 CHILD = """
 import logging, sys
-from lake_assets.spark.jobs.common import separate_stderr, _setup_logging
+from lake_assets.spark.jobs.logs import setup_logging
+from lake_assets.spark.jobs.stderr import separate_stderr
 separate_stderr()
-_setup_logging()
+setup_logging()
 for i in range(5):
     logging.getLogger("lake_assets.jobs").info("job log line %d", i)
 sys.stderr.flush()

@@ -14,7 +14,7 @@ exactly one JSON summary line on stdout (logs go to stderr) and exits with:
 Each module's ``main(argv)`` returns the exit code and reuses an active SparkSession.
 """
 
-from lake_assets.spark.jobs.common import EXIT_CONFIG, EXIT_CONFLICT, EXIT_DATA, EXIT_OK, EXIT_UNEXPECTED
+from lake_assets.spark.jobs.errors import EXIT_CONFIG, EXIT_CONFLICT, EXIT_DATA, EXIT_OK, EXIT_UNEXPECTED
 
 JOBS = ("ingest", "compact", "expire", "changelog", "remove_orphans")
 

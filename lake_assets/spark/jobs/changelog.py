@@ -33,17 +33,12 @@ from lake_assets.errors import OptionError, SchemaError
 from lake_assets.io.file_io import FileIO
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.stream import ROW_KIND
-from lake_assets.spark.jobs.common import (
-    JobContext,
-    UsageError,
-    base_parser,
-    log,
-    main_entry,
-    non_negative_int,
-    positive_int,
-    run_job,
-)
+from lake_assets.spark.jobs.args import base_parser, non_negative_int, positive_int
 from lake_assets.spark.jobs.compact import distributed_compact
+from lake_assets.spark.jobs.context import JobContext
+from lake_assets.spark.jobs.errors import UsageError
+from lake_assets.spark.jobs.logs import log
+from lake_assets.spark.jobs.runner import main_entry, run_job
 from lake_assets.table import Table
 
 JOB = "changelog"

@@ -20,18 +20,12 @@ from lake_assets import errors as lake_errors
 from lake_assets.errors import LakeError
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact import CompactionTask, plan_compaction, run_compaction_task, summarize
-from lake_assets.spark.jobs.common import (
-    JobContext,
-    TableRef,
-    base_parser,
-    health_summary,
-    log,
-    main_entry,
-    partition_arg,
-    positive_int,
-    run_job,
-    typed_partition,
-)
+from lake_assets.spark.jobs.args import base_parser, partition_arg, positive_int, typed_partition
+from lake_assets.spark.jobs.context import JobContext
+from lake_assets.spark.jobs.logs import log
+from lake_assets.spark.jobs.runner import main_entry, run_job
+from lake_assets.spark.jobs.summary import health_summary
+from lake_assets.spark.jobs.table_ref import TableRef
 
 JOB = "compact"
 

@@ -13,17 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from lake_assets.ops.expire import expire_snapshots
-from lake_assets.spark.jobs.common import (
-    DISTRIBUTED_DELETE_MIN,
-    JobContext,
-    UsageError,
-    base_parser,
-    duration_ms,
-    main_entry,
-    non_negative_int,
-    positive_int,
-    run_job,
-)
+from lake_assets.spark.jobs.args import base_parser, duration_ms, non_negative_int, positive_int
+from lake_assets.spark.jobs.context import DISTRIBUTED_DELETE_MIN, JobContext
+from lake_assets.spark.jobs.errors import UsageError
+from lake_assets.spark.jobs.runner import main_entry, run_job
 
 JOB = "expire"
 SAMPLE_PATHS = 20

@@ -13,15 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from lake_assets.ops.partition_expire import STRATEGIES, expire_partitions
-from lake_assets.spark.jobs.common import (
-    JobContext,
-    UsageError,
-    base_parser,
-    duration_ms,
-    main_entry,
-    positive_int,
-    run_job,
-)
+from lake_assets.spark.jobs.args import base_parser, duration_ms, positive_int
+from lake_assets.spark.jobs.context import JobContext
+from lake_assets.spark.jobs.errors import UsageError
+from lake_assets.spark.jobs.runner import main_entry, run_job
 
 JOB = "expire_partitions"
 

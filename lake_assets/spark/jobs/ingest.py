@@ -33,20 +33,12 @@ from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 from lake_assets.errors import SchemaError
-from lake_assets.spark.jobs.common import (
-    JobContext,
-    UsageError,
-    base_parser,
-    delta_stats,
-    key_value,
-    log,
-    main_entry,
-    partition_arg,
-    partition_spec,
-    run_job,
-    snapshot_fields,
-    typed_partition,
-)
+from lake_assets.spark.jobs.args import base_parser, key_value, partition_arg, partition_spec, typed_partition
+from lake_assets.spark.jobs.context import JobContext
+from lake_assets.spark.jobs.errors import UsageError
+from lake_assets.spark.jobs.logs import log
+from lake_assets.spark.jobs.runner import main_entry, run_job
+from lake_assets.spark.jobs.summary import delta_stats, snapshot_fields
 from lake_assets.table import Table
 
 if TYPE_CHECKING:

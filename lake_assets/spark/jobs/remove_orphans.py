@@ -13,15 +13,9 @@ from datetime import timedelta
 from typing import Any
 
 from lake_assets.ops.orphans import remove_orphan_files
-from lake_assets.spark.jobs.common import (
-    DISTRIBUTED_DELETE_MIN,
-    JobContext,
-    base_parser,
-    duration_ms,
-    main_entry,
-    non_negative_int,
-    run_job,
-)
+from lake_assets.spark.jobs.args import base_parser, duration_ms, non_negative_int
+from lake_assets.spark.jobs.context import DISTRIBUTED_DELETE_MIN, JobContext
+from lake_assets.spark.jobs.runner import main_entry, run_job
 
 JOB = "remove-orphans"
 SAMPLE_PATHS = 20
