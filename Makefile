@@ -2,8 +2,8 @@
 #
 #   make venv         .venv: lake_assets (editable) + dev tools
 #   make venv-paimon  .venv-paimon: pypaimon and pypaimon-rust (pins an old pyarrow; driven by subprocess from tests)
-#   make test         lint + pytest (needs both venvs; interop tests fail instead of skipping when CI is set)
-#   make lint         ruff check
+#   make test         lint (ruff + mypy) + pytest (needs both venvs; interop tests fail instead of skipping when CI is set)
+#   make lint         ruff check, then mypy (configured in pyproject.toml; fails on any error)
 #   make java-oracle  fetch Paimon Java 0.9 (pinned sdist) and compile the test oracle into .cache/paimon-java
 #   make demo         the main job: end-to-end demo (Dagster + Spark + a Paimon table under ./warehouse)
 #   make dagster      the Dagster UI (dagster dev) on the same definitions, http://127.0.0.1:3000
@@ -66,14 +66,14 @@ $(PAIMON_STAMP): | $(VENV_PAIMON)/bin/python
 
 lint: venv
 	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/mypy
 
 # Paimon Java as the differential tests' oracle (tests/java/build.py: cached, a no-op when up to date;
 # under CI=true a missing JDK or jar fails here, elsewhere the differential tests skip saying why).
 java-oracle: venv
 	$(VENV)/bin/python -m tests.java.build
 
-test: venv venv-paimon java-oracle browser
-	$(VENV)/bin/ruff check $(LINT_PATHS)
+test: lint venv-paimon java-oracle browser
 	$(VENV)/bin/python -m pytest -q
 
 # Headless Chromium for the Dagster UI test (Debian's package; installed when missing and root).

@@ -40,7 +40,11 @@ def compaction_condition() -> dg.AutomationCondition:
 
     ``newly_true`` makes one failure one request: a check that still fails after the compaction
     does not start compactions in a loop."""
-    failing = dg.AutomationCondition.any_checks_match(dg.AutomationCondition.check_failed()).newly_true()
+    # Typed as the base class: dagster types since_last_handled's self as AutomationCondition[AssetKey |
+    # AssetCheckKey], which an asset-keyed condition is not to mypy (the parameter is invariant).
+    failing: dg.AutomationCondition = dg.AutomationCondition.any_checks_match(
+        dg.AutomationCondition.check_failed()
+    ).newly_true()
     return (
         failing.since_last_handled()
         & ~dg.AutomationCondition.in_progress()
@@ -51,8 +55,9 @@ def compaction_condition() -> dg.AutomationCondition:
 def cron_condition(cron: str, timezone: str) -> dg.AutomationCondition:
     """Once per tick of ``cron`` (unlike ``on_cron``, not waiting for the upstream assets to update:
     expiry and orphan removal are due on time whether or not anything was written)."""
+    tick: dg.AutomationCondition = dg.AutomationCondition.cron_tick_passed(cron, timezone)  # see compaction_condition
     return (
-        dg.AutomationCondition.cron_tick_passed(cron, timezone).since_last_handled()
+        tick.since_last_handled()
         & ~dg.AutomationCondition.in_progress()
     ).with_label(f"on {cron} ({timezone})")
 

@@ -5,6 +5,8 @@ three judge a `TableObservation` with `check_results`, as the health sensor does
 observation, so a check's status always reflects the current state, not only the last repair.
 """
 
+from typing import Any
+
 import dagster as dg
 
 from lake_assets.defs.config import TableConfig, parse_duration
@@ -27,7 +29,7 @@ def build_table_checks(spec: TableConfig) -> list[dg.AssetChecksDefinition]:
     policy = spec.maintenance
     ident = spec.identifier
 
-    def _evaluate(name: str, table: Table, **extra: object) -> dg.AssetCheckResult:
+    def _evaluate(name: str, table: Table, **extra: Any) -> dg.AssetCheckResult:
         # The same judgement as the health sensor's, on the table's current state.
         passed, metadata = check_results(spec, observe_table(table, spec))[name]
         return dg.AssetCheckResult(passed=passed, severity=CHECK_SEVERITY[name], metadata={**metadata, **extra})

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from lake_assets.defs.jobs import AssetJob
 
 
-def build_resources(config: LakeConfig) -> dict[str, dg.ConfigurableResource]:
+def build_resources(config: LakeConfig) -> dict[str, dg.ConfigurableResource | dg.ConfigurableIOManager]:
     spark = config.spark
     return {
         "warehouse": WarehouseResource(storage=config.warehouse),

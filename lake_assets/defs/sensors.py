@@ -69,7 +69,7 @@ def build_small_file_sensor(config: LakeConfig, jobs: "list[AssetJob]") -> dg.Se
         for spec in config.tables:
             table = warehouse.table_if_exists(spec.identifier)
             snapshot = table.latest_snapshot() if table is not None else None
-            if snapshot is None or cursor.get(spec.identifier) == snapshot.id:
+            if table is None or snapshot is None or cursor.get(spec.identifier) == snapshot.id:
                 continue
             if compaction_active(context.instance, spec):
                 notes.append(f"{spec.identifier}: compaction already queued or running")

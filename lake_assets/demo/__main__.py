@@ -131,7 +131,8 @@ def _story(args: argparse.Namespace, root: Path, config: Path, home: Path, start
 
     warehouse = str(root / cfg.warehouse.path) if cfg.warehouse.kind == "local" else cfg.warehouse.url
     table = Catalog(warehouse).get_table(spec.identifier)
-    _say(f"    snapshot {table.latest_snapshot().id}: {table.to_arrow().num_rows} rows, "
+    snapshot = table.latest_snapshot()
+    _say(f"    snapshot {snapshot.id if snapshot else None}: {table.to_arrow().num_rows} rows, "
           f"{table.to_arrow(filter=[('status', '=', 'on time')]).num_rows} with a status so far")
     _job(defs, instance, f"{db}_{name}_changelog_job")
 
@@ -154,14 +155,16 @@ def _story(args: argparse.Namespace, root: Path, config: Path, home: Path, start
     # sensor contexts are context managers: the I/O manager's nested warehouse resource opens in it
     with dg.build_sensor_context(instance=instance, resources=defs.resources) as context:
         tick = sensor.evaluate_tick(context)
-    _say(f"    sensor requested {len(tick.run_requests)} run(s): {[r.run_key for r in tick.run_requests]}")
-    for request in tick.run_requests:
+    requests = tick.run_requests or []
+    _say(f"    sensor requested {len(requests)} run(s): {[r.run_key for r in requests]}")
+    for request in requests:
+        assert request.job_name is not None  # the sensor targets several jobs: each request names its own
         result = defs.get_job_def(request.job_name).execute_in_process(
             run_config=request.run_config, tags=request.tags, instance=instance)
         _say(f"    {request.job_name}: {'success' if result.success else 'FAILED'}")
     with dg.build_sensor_context(instance=instance, resources=defs.resources, cursor=tick.cursor) as context:
         again = sensor.evaluate_tick(context)
-    _say(f"    a second tick requests {len(again.run_requests)} run(s) (run keys and cursor prevent repeats)")
+    _say(f"    a second tick requests {len(again.run_requests or [])} run(s) (run keys and cursor prevent repeats)")
     health = table.health()
     _say(f"    after: {sum(health.column('file_count').to_pylist())} files, "
           f"max {max(health.column('sorted_runs').to_pylist())} sorted runs in a bucket")

@@ -68,6 +68,8 @@ def _quiet_glob_warning(spark: SparkSession) -> None:
 
     with contextlib.suppress(Exception):  # another logging backend: keep the noise, never fail a session
         jvm = spark.sparkContext._jvm  # py4j view of the driver JVM; pyspark has no per-logger API
+        if jvm is None:  # no gateway to the driver JVM: nothing to quiet
+            return
         error = jvm.org.apache.logging.log4j.Level.ERROR
         for name in _GLOB_NOISE_LOGGERS:
             jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, error)

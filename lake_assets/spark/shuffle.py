@@ -78,7 +78,9 @@ def repartition_by_bucket(
         return df
     keys = list(schema.bucket_keys)
     assigner = _BucketAssigner(schema.types(keys), schema.core_options.bucket)
-    bucket_of = arrow_udf(assigner.bucket, returnType=IntegerType())
+    # pyspark's stubs know only the forms with functionType; at run time it is inferred from the hints
+    # (passing it warns), so the typed form is not spelled out.
+    bucket_of = arrow_udf(assigner.bucket, returnType=IntegerType())  # type: ignore[call-overload]
     routed = df.withColumn(BUCKET_COLUMN, bucket_of(*[F.col(k) for k in keys]))
     if num_partitions is None and not schema.partition_keys:
         shuffle = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200")

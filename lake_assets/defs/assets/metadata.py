@@ -68,7 +68,7 @@ def merge_summaries(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         return summaries[0]
     out: dict[str, Any] = dict(summaries[-1]) if summaries else {}
     for key in (*SUMMARY_INTS[1:], "duration_s"):
-        values = [s.get(key) for s in summaries if isinstance(s.get(key), (int, float))]
+        values = [s[key] for s in summaries if isinstance(s.get(key), (int, float))]
         total = sum(values) if values else None
         # float sums show binary noise (52.672999999999995): durations keep the jobs' millisecond precision
         out[key] = round(total, 3) if key == "duration_s" and total is not None else total
