@@ -53,7 +53,7 @@ class Catalog:
                 return
             raise AlreadyExistsError(f"Database {name} already exists")
         self.file_io.mkdirs(path)
-        if not self.file_io.is_local:
+        if not self.file_io.keeps_empty_directories:
             # Object stores have no directories: a marker keeps an empty database listable.
             self.file_io.write_bytes(f"{path}/.database", b"")
 

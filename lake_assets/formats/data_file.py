@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import os
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -208,19 +207,7 @@ class _OpenFile:
         self.name = name
         self.path = f"{owner.bucket_dir}/{name}"
         fio = owner.file_io
-        if fio.is_local:
-            # A native Arrow file, never a Python file object: the Parquet writer then reports a
-            # failed write (ENOSPC) as a plain Arrow status, without carrying a Python exception
-            # object through C++ on a worker thread (that path crashed the interpreter when the
-            # disk filled during the parallel level-0 flush). The bucket directory exists for all
-            # but a bucket's first file: try the open first rather than pay a makedirs per file.
-            try:
-                self.sink = pa.OSFile(self.path, "wb")
-            except FileNotFoundError:
-                os.makedirs(owner.bucket_dir, exist_ok=True)
-                self.sink = pa.OSFile(self.path, "wb")
-        else:
-            self.sink = fio.fs.open(self.path, "wb")
+        self.sink = fio.open_output(self.path)
         try:
             self.writer = pq.ParquetWriter(self.sink, owner.arrow_schema, **owner.parquet_options())
         except BaseException:
@@ -387,10 +374,7 @@ def read_data_file(
     files at once turn it off.
     """
     try:
-        # A local file is opened directly: a path string would make pyarrow resolve a filesystem
-        # on every open, which adds up over thousands of small files.
-        source = pa.OSFile(path) if file_io.is_local else file_io.fs.open(path, "rb")
-        with source:
+        with file_io.open_input(path) as source:
             pf = pq.ParquetFile(source)
             return pf.read(columns=list(columns) if columns is not None else None, use_threads=use_threads)
     except FileNotFoundError:
@@ -402,9 +386,10 @@ def read_data_file(
 def iter_data_file(file_io: FileIO, path: str, columns: Sequence[str] | None = None) -> Iterator[pa.Table]:
     """Read a data file one row group at a time."""
     try:
-        pf = pq.ParquetFile(path) if file_io.is_local else pq.ParquetFile(file_io.fs.open(path, "rb"))
-        for i in range(pf.num_row_groups):
-            yield pf.read_row_group(i, columns=list(columns) if columns is not None else None)
+        with file_io.open_input(path) as source:
+            pf = pq.ParquetFile(source)
+            for i in range(pf.num_row_groups):
+                yield pf.read_row_group(i, columns=list(columns) if columns is not None else None)
     except FileNotFoundError:
         raise MissingDataFileError(f"Data file {path} is missing") from None
     except (pa.ArrowInvalid, OSError) as exc:

@@ -520,7 +520,7 @@ def _ensure_inside(table: Table, *groups: list[str]) -> None:
     """Raise `UnsafePathError` before any delete unless every path is inside the table (on a
     local disk also through symlinked directories)."""
     for group in groups:
-        table.paths.ensure_inside(group, resolve_links=table.file_io.is_local)
+        table.paths.ensure_inside(group, resolve_links=table.file_io.has_symlinks)
 
 
 def _extra_paths(table: Table, e: ManifestEntry) -> list[str]:

@@ -152,7 +152,7 @@ class ManifestIO:
 
     def read_manifests(self, metas: Sequence[ManifestFileMeta]) -> list[list[ManifestEntry]]:
         """Read several manifests, in parallel on remote storage, preserving order."""
-        if len(metas) <= 1 or self.file_io.is_local:
+        if len(metas) <= 1 or not self.file_io.parallel_reads_pay_off:
             return [self.read_manifest(m.file_name, m.file_size) for m in metas]
         with ThreadPoolExecutor(max_workers=min(16, len(metas))) as pool:
             return list(pool.map(lambda m: self.read_manifest(m.file_name, m.file_size), metas))

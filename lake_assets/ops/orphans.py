@@ -142,7 +142,7 @@ def remove_orphan_files(
         result.bytes += st.size
     if not dry_run:
         # Only paths proven inside the table (through symlinks too, on a local disk) are deleted.
-        table.paths.ensure_inside(result.paths, resolve_links=table.file_io.is_local)
+        table.paths.ensure_inside(result.paths, resolve_links=table.file_io.has_symlinks)
         # in batches, so that an interrupted cleanup has made progress and a re-run finishes it
         for i in range(0, len(result.paths), 100):
             table.file_io.delete_many(result.paths[i : i + 100])

@@ -86,13 +86,13 @@ class ParquetSink:
     def start(self, first: int, last: int) -> None:
         self._final = f"{self.root}/changelog-{first:012d}-{last:012d}.parquet"
         # Object stores publish an object on close (atomic); a local file needs write-then-rename.
-        self._write_path = (f"{self.root}/.changelog-{uuid.uuid4().hex}.parquet.tmp" if self.file_io.is_local
-                            else self._final)
+        self._write_path = (self._final if self.file_io.publishes_on_close
+                            else f"{self.root}/.changelog-{uuid.uuid4().hex}.parquet.tmp")
 
     def write(self, data: pa.Table) -> None:
         if self._writer is None:
             self.file_io.mkdirs(self.root)
-            self._stream = self.file_io.fs.open(self._write_path, "wb")
+            self._stream = self.file_io.open_output(self._write_path)
             self._writer = pq.ParquetWriter(self._stream, self.schema, compression="zstd")
         self._writer.write_table(data.cast(self.schema))
 
@@ -102,9 +102,8 @@ class ParquetSink:
         self._writer.close()
         self._stream.close()
         if self._write_path != self._final:
-            self.file_io.fs.mv(self._write_path, self._final)
-        prefix = "" if self.file_io.is_local else f"{self.file_io.protocol}://"
-        return {"file": prefix + self._final}
+            self.file_io.rename(self._write_path, self._final)
+        return {"file": self.file_io.uri(self._final)}
 
     def abort(self) -> None:
         if self._writer is not None:

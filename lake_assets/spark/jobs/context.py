@@ -64,7 +64,7 @@ class JobContext:
         if not paths:
             return 0
         # Every delete of a job is proven inside the table first (through symlinks on a local disk).
-        self.table.paths.ensure_inside(paths, resolve_links=self.table.file_io.is_local)
+        self.table.paths.ensure_inside(paths, resolve_links=self.table.file_io.has_symlinks)
         if len(paths) < self.distributed_delete_min:
             return self.table.file_io.delete_many(paths)
         batches = [paths[i:i + DELETE_BATCH] for i in range(0, len(paths), DELETE_BATCH)]

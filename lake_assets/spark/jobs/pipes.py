@@ -52,16 +52,12 @@ def pipes_metadata(summary: dict[str, Any], table: Table | None) -> dict[str, An
         else:
             meta[k] = {"raw_value": str(v), "type": "text"}
     if table is not None:
-        meta["table_path"] = {"raw_value": f"{_protocol_prefix(table)}{table.paths.root}", "type": "path"}
+        meta["table_path"] = {"raw_value": table.file_io.uri(table.paths.root), "type": "path"}
         try:
             meta["health"] = {"raw_value": health_markdown(table), "type": "md"}
         except Exception as exc:  # metadata is best effort: never fail a finished job over it
             log.warning("could not compute health for Dagster metadata: %s", exc)
     return meta
-
-
-def _protocol_prefix(table: Table) -> str:
-    return "" if table.file_io.is_local else f"{table.file_io.protocol}://"
 
 
 def report_to_pipes(context: PipesContext, summary: dict[str, Any], table: Table | None) -> None:

@@ -1,0 +1,76 @@
+"""From a warehouse URI and storage options to the `FileIO` backend of its scheme.
+
+Only schemes with a real put-if-absent are served: without one, two concurrent commits could both
+"create" snapshot N and one would silently overwrite the other. A scheme fsspec knows but no
+backend serves (``gs://``, ``abfs://``, ``hdfs://``, ...) is refused with `UnsupportedFeatureError`
+when the warehouse is opened, not at its first commit.
+
+Adding a backend (e.g. GCS or Azure): subclass `FsspecFileIO` (``lake_assets/io/gcs.py``) and
+implement `try_create` with the store's own conditional create - on GCS an upload with
+``ifGenerationMatch=0`` (HTTP 412 when the object exists), on Azure Blob a put with
+``If-None-Match: *`` (HTTP 409 BlobAlreadyExists). Detect "exists" from the client's error
+code, never from message text, and settle "exists" and every open outcome by reading the object
+back with `FileIO._decide` (the clients retry, and a retried create meets its own object). Then
+register its schemes in `_BACKENDS` below and add a subclass of the contract suite in
+``tests/unit/io`` (an emulator on loopback: fake-gcs-server, Azurite).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import fsspec
+
+from lake_assets.errors import UnsupportedFeatureError
+from lake_assets.io.file_io import FileIO
+from lake_assets.io.local import LocalFileIO
+from lake_assets.io.memory import MemoryFileIO
+from lake_assets.io.s3 import S3FileIO
+
+
+def _local(protocol: str, root: str, options: dict[str, Any]) -> tuple[FileIO, str]:
+    if options:
+        raise TypeError(f"a local warehouse takes no storage options, got {sorted(options)}")
+    return LocalFileIO(), os.path.abspath(root).rstrip("/") or "/"
+
+
+def _memory(protocol: str, root: str, options: dict[str, Any]) -> tuple[FileIO, str]:
+    fs, path = fsspec.core.url_to_fs(f"memory://{root}", **options)
+    return MemoryFileIO(fs), path.rstrip("/") or "/"
+
+
+def _s3(protocol: str, root: str, options: dict[str, Any]) -> tuple[FileIO, str]:
+    # s3a:// (Hadoop's spelling) is the same store; paths are handed on as s3://
+    fio = S3FileIO.from_options("s3", options)
+    return fio, fio.fs._strip_protocol(f"s3://{root}").rstrip("/") or "/"
+
+
+#: scheme -> (scheme, path without scheme, storage options) -> (FileIO, root path)
+_BACKENDS: dict[str, Callable[[str, str, dict[str, Any]], tuple[FileIO, str]]] = {
+    "file": _local,
+    "local": _local,
+    "memory": _memory,
+    "s3": _s3,
+    "s3a": _s3,
+}
+
+
+def file_io_for_url(url: str, **storage_options: Any) -> tuple[FileIO, str]:
+    """The FileIO for warehouse ``url`` and the root path inside it (no scheme prefix).
+
+    Raises `UnsupportedFeatureError` for a scheme without a backend, ValueError for a scheme
+    nobody knows, TypeError for storage options the backend does not take.
+    """
+    protocol, path = fsspec.core.split_protocol(url)
+    scheme = (protocol or "file").lower()
+    backend = _BACKENDS.get(scheme)
+    if backend is not None:
+        return backend(scheme, path, dict(storage_options))
+    if scheme in fsspec.available_protocols():
+        raise UnsupportedFeatureError(
+            f"Storage scheme {scheme!r} ({url}) has no put-if-absent known to lake_assets: concurrent "
+            f"commits could overwrite each other. Supported: {', '.join(sorted(_BACKENDS))}."
+        )
+    raise ValueError(f"Protocol not known: {scheme}")

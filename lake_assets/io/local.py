@@ -1,0 +1,176 @@
+"""`LocalFileIO`: a local (or NFS-like POSIX) disk through the os module and native Arrow files."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import uuid
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from lake_assets.io.file_io import FileIO, FileStatus
+
+
+class LocalFileIO(FileIO):
+    """Plain files; put-if-absent is a hard link from a fully written temporary file."""
+
+    protocol = "file"
+    has_symlinks = True
+    keeps_empty_directories = True
+
+    def __init__(self) -> None:
+        self._arrow_fs = pafs.LocalFileSystem()
+
+    # ------------------------------------------------------------------ reads
+    def read_bytes(self, path: str) -> bytes:
+        with open(path, "rb") as fh:
+            return fh.read()
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def size(self, path: str) -> int:
+        return os.path.getsize(path)
+
+    def list_status(self, path: str) -> list[FileStatus]:
+        try:
+            it = os.scandir(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        out = []
+        with it:
+            for e in it:
+                try:
+                    st = e.stat()
+                except FileNotFoundError:
+                    # Removed between readdir and stat (a temporary file renamed or unlinked,
+                    # a tag withdrawn): skip it. Never let one vanished entry empty the whole
+                    # listing - expiry would then see no tags and delete what they keep.
+                    continue
+                out.append(FileStatus(e.path, st.st_size, e.is_dir(), int(st.st_mtime * 1000)))
+        return out
+
+    def _list_for_walk(self, path: str) -> list[FileStatus]:
+        # Symlinks are left out (see FileIO.walk_files), and never followed to stat their target.
+        try:
+            with os.scandir(path) as it:
+                out = []
+                for e in it:
+                    if e.is_symlink():
+                        continue
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue
+                    out.append(FileStatus(e.path, st.st_size, e.is_dir(follow_symlinks=False),
+                                          int(st.st_mtime * 1000)))
+                return out
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def open_input(self, path: str) -> pa.NativeFile:
+        # A native file, not a path string: a path would make pyarrow resolve a filesystem on
+        # every open, which adds up over thousands of small files.
+        return pa.OSFile(path, "rb")
+
+    # ----------------------------------------------------------------- writes
+    def mkdirs(self, path: str) -> None:
+        os.makedirs(path, exist_ok=True)
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as fh:
+            fh.write(data)
+
+    def overwrite_atomic(self, path: str, data: bytes) -> None:
+        tmp = self._temp_beside(path)
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+
+    def try_create(self, path: str, data: bytes) -> bool:
+        # A link is never retried, so "exists" here is a lost race, never our own earlier attempt.
+        tmp = self._temp_beside(path)
+        try:
+            # A failure while writing the temporary file (ENOSPC) is a proven "not created".
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            try:
+                os.link(tmp, path)  # link(2) never replaces an existing name
+            except FileExistsError:
+                return False
+            except OSError as exc:
+                if exc.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+                    return self._create_exclusive(path, data)
+                raise  # link(2) is atomic: it failed, so nothing was created
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        return True
+
+    @staticmethod
+    def _create_exclusive(path: str, data: bytes) -> bool:
+        # Filesystems without hard links: O_EXCL create is atomic, but a crash mid-write could leave
+        # a torn file; readers treat an unparsable newest snapshot as corrupt, which the caller tests.
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        return True
+
+    @staticmethod
+    def _temp_beside(path: str) -> str:
+        directory = os.path.dirname(path)
+        os.makedirs(directory, exist_ok=True)
+        return os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+
+    def open_output(self, path: str) -> pa.NativeFile:
+        # A native Arrow file, never a Python file object: the Parquet writer then reports a
+        # failed write (ENOSPC) as a plain Arrow status, without carrying a Python exception
+        # object through C++ on a worker thread (that path crashed the interpreter when the
+        # disk filled during the parallel level-0 flush). The directory exists for all but a
+        # bucket's first file: try the open first rather than pay a makedirs per file.
+        try:
+            return pa.OSFile(path, "wb")
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            return pa.OSFile(path, "wb")
+
+    def rename(self, src: str, dst: str) -> None:
+        os.replace(src, dst)
+
+    # ---------------------------------------------------------------- deletes
+    def delete(self, path: str) -> bool:
+        try:
+            os.unlink(path)
+            return True
+        except FileNotFoundError:
+            return False
+
+    def delete_dir_if_empty(self, path: str) -> bool:
+        try:
+            os.rmdir(path)
+            return True
+        except OSError:
+            return False
+
+    def delete_tree(self, path: str) -> None:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.unlink(path)
+
+    # ------------------------------------------------------------ pyarrow view
+    @property
+    def arrow_fs(self) -> pafs.FileSystem:
+        return self._arrow_fs
+
+    def uri(self, path: str) -> str:
+        return path
