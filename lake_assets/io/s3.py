@@ -62,6 +62,13 @@ class S3FileIO(FsspecFileIO):
             return True
         return self._decide(path, data, None)
 
+    def delete(self, path: str) -> bool:
+        # S3 answers a DELETE of an absent key with 204 as well: only a look first tells whether it
+        # existed (deleting a tag that is not there must say so, not succeed silently).
+        if not self.fs.exists(path):
+            return False
+        return super().delete(path)
+
     def delete_many(self, paths: Any) -> int:
         """One DeleteObjects request per 1000 paths (s3fs batches)."""
         paths = list(paths)

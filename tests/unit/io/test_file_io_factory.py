@@ -1,0 +1,45 @@
+"""Which backend a warehouse URI gets, and the refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from lake_assets import Catalog
+from lake_assets.errors import InvalidArgumentError, UnsupportedFeatureError
+from lake_assets.io import FileIO, LocalFileIO, MemoryFileIO, S3FileIO
+
+
+@pytest.mark.parametrize(("url", "kind", "root"), [
+    ("/tmp/wh/", LocalFileIO, "/tmp/wh"),
+    ("file:///tmp/wh", LocalFileIO, "/tmp/wh"),
+    ("memory://wh", MemoryFileIO, "/wh"),
+    ("s3://bucket/wh/", S3FileIO, "bucket/wh"),
+    ("s3a://bucket/wh", S3FileIO, "bucket/wh"),
+])
+def test_each_scheme_gets_its_backend(url: str, kind: type, root: str) -> None:
+    fio, got_root = FileIO.for_url(url)
+    assert type(fio) is kind and got_root == root
+
+
+def test_a_relative_path_becomes_absolute(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    _, root = FileIO.for_url("wh")
+    assert root == str(tmp_path / "wh")
+
+
+@pytest.mark.parametrize("url", ["gs://bucket/wh", "abfs://container/wh", "hdfs://nn/wh"])
+def test_a_scheme_without_put_if_absent_is_refused_when_opened(url: str) -> None:
+    with pytest.raises(UnsupportedFeatureError, match="no put-if-absent"):
+        FileIO.for_url(url)
+    with pytest.raises(UnsupportedFeatureError, match=url.split(":")[0]):
+        Catalog(url)
+
+
+def test_an_unknown_scheme_is_an_invalid_warehouse() -> None:
+    with pytest.raises(InvalidArgumentError, match="Cannot open warehouse 'nosuchproto://x'"):
+        Catalog("nosuchproto://x")
+
+
+def test_a_local_warehouse_refuses_storage_options(tmp_path) -> None:
+    with pytest.raises(InvalidArgumentError, match="no storage options"):
+        Catalog(str(tmp_path), key="x")
