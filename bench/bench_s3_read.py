@@ -1,0 +1,179 @@
+"""Parquet data files on S3: pyarrow's native S3FileSystem against pyarrow over s3fs.
+
+Starts moto's S3 server on loopback, writes data files shaped like the table's (sorted int64 key,
+system columns, strings and doubles), then reads and writes them through:
+
+- ``s3fs``: ``pq.ParquetFile(pa.PythonFile(s3fs.open(path)))`` - what `S3FileIO` did before;
+- ``pyfs``: ``PyFileSystem(FSSpecHandler(s3fs)).open_input_file(path)`` - pyarrow over s3fs;
+- ``native``: ``pyarrow.fs.S3FileSystem`` configured from the same storage options
+  (`lake_assets.io.s3.native_arrow_s3`);
+- ``whole`` (reads only): one GET of the whole object into memory (``s3fs.cat_file``).
+
+Best of ``--repeat`` runs per step. moto is a Python server, so absolute numbers are far below
+real S3; what matters is the ratio measured side by side (the request pattern: how many GETs of
+which size each client issues for a footer, a projection, a whole file).
+
+    .venv/bin/python bench/bench_s3_read.py [--rows 200000] [--files 6] [--small 40] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import boto3
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from lake_assets.io.s3 import native_arrow_s3
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_moto() -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    exe = Path(sys.executable).with_name("moto_server")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "moto.server"]
+    proc = subprocess.Popen([*cmd, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return proc, f"http://127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise SystemExit("moto server did not start")
+
+
+def data_file(rows: int, seed: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    keys = np.sort(rng.choice(rows * 4, rows, replace=False)).astype(np.int64)
+    return pa.table({
+        "_KEY_id": keys,
+        "_SEQUENCE_NUMBER": np.arange(rows, dtype=np.int64),
+        "_VALUE_KIND": np.zeros(rows, dtype=np.int8),
+        "id": keys,
+        "name": pa.array([f"name-{k % 10007}" for k in keys]),
+        "amount": rng.random(rows),
+        "note": pa.array([f"note {k} {'x' * (k % 37)}" for k in keys]),
+    })
+
+
+def interleaved(repeat: int, kinds: list[str], step: Callable[[str], None]) -> dict[str, float]:
+    """Best seconds per kind; the kinds take turns in every round, so that load from other
+    processes on a shared machine hits all of them alike."""
+    times: dict[str, list[float]] = {k: [] for k in kinds}
+    for r in range(repeat):
+        for k in kinds[r % len(kinds):] + kinds[: r % len(kinds)]:
+            t0 = time.perf_counter()
+            step(k)
+            times[k].append(time.perf_counter() - t0)
+    return {k: min(v) for k, v in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=200_000, help="rows per big data file")
+    parser.add_argument("--files", type=int, default=6, help="big data files")
+    parser.add_argument("--small", type=int, default=40, help="small data files (1,000 rows each)")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    proc, endpoint = start_moto()
+    try:
+        bucket = f"bench-{uuid.uuid4().hex[:8]}"
+        boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing",
+                     region_name="us-east-1").create_bucket(Bucket=bucket)
+        options = {"key": "testing", "secret": "testing", "use_listings_cache": False,
+                   "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
+        s3fs = fsspec.filesystem("s3", **options)
+        native = native_arrow_s3(options)
+        assert native is not None
+        pyfs = pafs.PyFileSystem(pafs.FSSpecHandler(s3fs))
+
+        opens: dict[str, Callable[[str], pa.NativeFile]] = {
+            "s3fs": lambda p: pa.PythonFile(s3fs.open(p, "rb"), mode="r"),
+            "pyfs": pyfs.open_input_file,
+            "native": native.open_input_file,
+            "whole": lambda p: pa.BufferReader(s3fs.cat_file(p)),
+        }
+        creates: dict[str, Callable[[str], Any]] = {
+            "s3fs": lambda p: pa.PythonFile(s3fs.open(p, "wb"), mode="w"),
+            "pyfs": pyfs.open_output_stream,
+            "native": native.open_output_stream,
+        }
+
+        big = [data_file(args.rows, i) for i in range(args.files)]
+        small = [data_file(1000, 100 + i) for i in range(args.small)]
+        big_paths = [f"{bucket}/t/bucket-{i}/data-{i}.parquet" for i in range(args.files)]
+        small_paths = [f"{bucket}/t/bucket-s/data-s{i}.parquet" for i in range(args.small)]
+        opts = {"compression": "zstd", "write_statistics": True}
+
+        def write_all(kind: str, tables: list[pa.Table], paths: list[str]) -> None:
+            for t, p in zip(tables, paths, strict=True):
+                sink = creates[kind](p)
+                with pq.ParquetWriter(sink, t.schema, **opts) as w:
+                    w.write_table(t)
+                sink.close()
+
+        def read_full(kind: str, paths: list[str]) -> None:
+            for p in paths:
+                with opens[kind](p) as src:
+                    pq.ParquetFile(src).read()
+
+        def read_cols(kind: str, paths: list[str]) -> None:
+            for p in paths:
+                with opens[kind](p) as src:
+                    pq.ParquetFile(src).read(columns=["_KEY_id", "_SEQUENCE_NUMBER", "_VALUE_KIND", "amount"])
+
+        def read_parallel(kind: str, paths: list[str]) -> None:
+            def one(p: str) -> None:
+                with opens[kind](p) as src:
+                    pq.ParquetFile(src).read(use_threads=False)
+            with ThreadPoolExecutor(4) as pool:
+                list(pool.map(one, paths))
+
+        write_all("native", big, big_paths)
+        write_all("native", small, small_paths)
+        mib = sum(s3fs.size(p) for p in big_paths) / 2**20
+        print(f"moto at {endpoint}; {args.files} files of {args.rows:,} rows ({mib:.1f} MiB), "
+              f"{args.small} files of 1,000 rows; best of {args.repeat}")
+        steps: list[tuple[str, Callable[[str], None]]] = [
+            ("write big files", lambda k: write_all(k, big, [p + f".{k}" for p in big_paths])),
+            ("write small files", lambda k: write_all(k, small, [p + f".{k}" for p in small_paths])),
+            ("read big files, all columns", lambda k: read_full(k, big_paths)),
+            ("read big files, 4 of 7 columns", lambda k: read_cols(k, big_paths)),
+            ("read small files one by one", lambda k: read_full(k, small_paths)),
+            ("read small files, 4 threads", lambda k: read_parallel(k, small_paths)),
+        ]
+        kinds = list(opens)
+        print("| step | " + " | ".join(f"{k} s" for k in kinds) + " | s3fs/native |")
+        print("|---|" + "---:|" * (len(kinds) + 1))
+        for name, step in steps:
+            secs = interleaved(args.repeat, [k for k in kinds if name.startswith("read") or k in creates], step)
+            cells = " | ".join(f"{secs[k]:.3f}" if k in secs else "—" for k in kinds)
+            print(f"| {name} | {cells} | {secs['s3fs'] / secs['native']:.2f}x |", flush=True)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
