@@ -7,6 +7,7 @@ pyarrow's native `S3FileSystem` when the storage options translate to it (see
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import fsspec
@@ -34,7 +35,10 @@ class S3FileIO(FsspecFileIO):
                  *, protocol: str = "s3") -> None:
         super().__init__(fs)
         self.protocol = protocol
-        self._native = native_arrow_s3(storage_options or {})
+        self._options = dict(storage_options or {})
+        self._native_built = False
+        self._native_fs: pafs.S3FileSystem | None = None
+        self._native_lock = threading.Lock()
 
     @classmethod
     def from_options(cls, protocol: str, storage_options: dict[str, Any]) -> S3FileIO:
@@ -81,14 +85,40 @@ class S3FileIO(FsspecFileIO):
                 self.delete(p)
         return len(paths)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Picklable (Spark ships tables to executors): the lock and the native client are rebuilt there.
+        state = dict(self.__dict__)
+        state.update(_native_lock=None, _native_fs=None, _native_built=False)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._native_lock = threading.Lock()
+
+    @property
+    def _native(self) -> pafs.S3FileSystem | None:
+        # Built on first use: a catalog that never reads a data file (an executor deleting a
+        # batch of files) never pays for a second S3 client.
+        if not self._native_built:
+            with self._native_lock:
+                if not self._native_built:
+                    self._native_fs = native_arrow_s3(self._options)
+                    self._native_built = True
+        return self._native_fs
+
     def open_input(self, path: str) -> pa.NativeFile:
-        if self._native is None:
-            return super().open_input(path)
-        return self._native.open_input_file(path)
+        native = self._native
+        return super().open_input(path) if native is None else native.open_input_file(path)
+
+    def open_output(self, path: str) -> Any:
+        # Writes stay on s3fs: bench/bench_s3_read.py measured the native output stream no faster
+        # for big files and slower for small ones (bench/RESULTS.md).
+        return super().open_output(path)
 
     @property
     def arrow_fs(self) -> pafs.FileSystem:
-        return self._native if self._native is not None else super().arrow_fs
+        native = self._native
+        return super().arrow_fs if native is None else native
 
 
 def s3_error_code(exc: BaseException) -> str | None:

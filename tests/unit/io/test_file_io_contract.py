@@ -110,3 +110,32 @@ def test_deleting_a_tag_that_is_not_there_says_so_on_s3(s3_warehouse) -> None:
     t.delete_tag("v1")
     with pytest.raises(SnapshotNotFoundError, match="no tag 'v1'"):
         t.delete_tag("v1")
+
+
+@pytest.mark.parametrize("kind", ["memory", "local"])
+def test_a_file_io_survives_pickling(kind: str, tmp_path) -> None:
+    # Spark ships tables (and their FileIO) to executors
+    import pickle
+
+    fio, root = FileIO.for_url(f"memory://pickled-{uuid.uuid4().hex}" if kind == "memory" else str(tmp_path))
+    fio.write_bytes(f"{root}/p", b"1")
+    clone = pickle.loads(pickle.dumps(fio))
+    assert type(clone) is type(fio) and clone.read_bytes(f"{root}/p") == b"1"
+    fio.delete_tree(root)
+
+
+def test_an_s3_file_io_survives_pickling_and_reads_natively_after(s3_warehouse) -> None:
+    import pickle
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    wh, opts = s3_warehouse
+    fio, root = FileIO.for_url(wh, **opts)
+    sink = fio.open_output(f"{root}/d.parquet")
+    pq.write_table(pa.table({"k": [1, 2]}), sink)
+    sink.close()
+    assert fio.open_input(f"{root}/d.parquet").size() > 0  # the native client is built
+    clone = pickle.loads(pickle.dumps(fio))
+    with clone.open_input(f"{root}/d.parquet") as src:
+        assert pq.ParquetFile(src).read().column("k").to_pylist() == [1, 2]
