@@ -1,7 +1,7 @@
 """lake_assets: keeps Apache Paimon lakehouse tables healthy.
 
 The core (this package without ``spark`` and ``defs``) reads, writes and maintains Paimon tables
-on any fsspec filesystem, without Spark or Dagster.
+on a local disk, in memory or on S3 (`lake_assets.io`), without Spark or Dagster.
 """
 
 from lake_assets.catalog import Catalog

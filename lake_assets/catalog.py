@@ -37,7 +37,7 @@ class Catalog:
         try:
             self.file_io, self.root = FileIO.for_url(warehouse, **storage_options)
         except (ValueError, ImportError, TypeError) as exc:
-            # fsspec's "Protocol not known", a missing s3fs, an unknown storage option
+            # an unknown scheme, a missing s3fs, storage options the backend does not take
             raise InvalidArgumentError(f"Cannot open warehouse {warehouse!r}: {exc}") from exc
 
     # -------------------------------------------------------------- databases
