@@ -29,10 +29,14 @@ from lake_assets.io.local import LocalFileIO
 from lake_assets.io.memory import MemoryFileIO
 from lake_assets.io.s3 import S3FileIO
 
+# fsspec's local filesystem option that LocalFileIO always honours: it creates parent directories.
+_LOCAL_OPTIONS = {"auto_mkdir"}
+
 
 def _local(protocol: str, root: str, options: dict[str, Any]) -> tuple[FileIO, str]:
-    if options:
-        raise TypeError(f"a local warehouse takes no storage options, got {sorted(options)}")
+    unknown = sorted(set(options) - _LOCAL_OPTIONS)
+    if unknown:
+        raise TypeError(f"a local warehouse takes no storage options {unknown} (only {sorted(_LOCAL_OPTIONS)})")
     return LocalFileIO(), os.path.abspath(root).rstrip("/") or "/"
 
 
