@@ -101,9 +101,9 @@ def split_target_size(table: Table, options: SourceOptions) -> int:
 
 
 def split_open_file_cost(table: Table, options: SourceOptions) -> int:
-    wh = options.warehouse
-    local = "://" not in wh or wh.startswith("file://")
-    default = DEFAULT_LOCAL_SPLIT_OPEN_FILE_COST if local else DEFAULT_SPLIT_OPEN_FILE_COST
+    # opening a file costs a request round trip where parallel reads pay off (object stores)
+    remote = table.file_io.parallel_reads_pay_off
+    default = DEFAULT_SPLIT_OPEN_FILE_COST if remote else DEFAULT_LOCAL_SPLIT_OPEN_FILE_COST
     return _memory_option(table, options, SPLIT_OPEN_FILE_COST, default)
 
 
