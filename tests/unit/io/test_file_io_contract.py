@@ -139,3 +139,32 @@ def test_an_s3_file_io_survives_pickling_and_reads_natively_after(s3_warehouse) 
     clone = pickle.loads(pickle.dumps(fio))
     with clone.open_input(f"{root}/d.parquet") as src:
         assert pq.ParquetFile(src).read().column("k").to_pylist() == [1, 2]
+
+
+def test_a_conflicting_conditional_put_in_flight_is_retried(s3_warehouse) -> None:
+    # AWS answers 409 ConditionalRequestConflict when another conditional PUT of the key is in
+    # flight: nothing was written, so the create is tried again (moto never answers 409: the
+    # first answer is injected, as s3fs raises it; the retry goes to the real server)
+    from botocore.exceptions import ClientError
+    from s3fs.errors import translate_boto_error
+
+    wh, opts = s3_warehouse
+    fio, root = FileIO.for_url(wh, **opts)
+    assert isinstance(fio, S3FileIO)
+    real = fio.fs.pipe_file
+    calls: list[str] = []
+
+    def conflict_once(path: str, data: bytes, **kwargs: object) -> None:
+        calls.append(path)
+        if len(calls) == 1:
+            error = ClientError({"Error": {"Code": "ConditionalRequestConflict", "Message": "in flight"},
+                                 "ResponseMetadata": {"HTTPStatusCode": 409}}, "PutObject")
+            raise translate_boto_error(error)
+        real(path, data, **kwargs)
+
+    fio.fs.pipe_file = conflict_once  # fsspec caches filesystems: undone below for other tests
+    try:
+        assert fio.try_create(f"{root}/snapshot/snapshot-1", b"mine") is True
+    finally:
+        del fio.fs.pipe_file
+    assert len(calls) == 2 and fio.read_bytes(f"{root}/snapshot/snapshot-1") == b"mine"
