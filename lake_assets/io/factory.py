@@ -47,7 +47,7 @@ def _memory(protocol: str, root: str, options: dict[str, Any]) -> tuple[FileIO, 
 
 def _s3(protocol: str, root: str, options: dict[str, Any]) -> tuple[FileIO, str]:
     # s3a:// (Hadoop's spelling) is the same store; paths are handed on as s3://
-    fio = S3FileIO.from_options("s3", options)
+    fio = S3FileIO.from_options("s3", options, bucket=root.lstrip("/").split("/", 1)[0] or None)
     return fio, fio.fs._strip_protocol(f"s3://{root}").rstrip("/") or "/"
 
 

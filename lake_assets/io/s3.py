@@ -32,20 +32,23 @@ class S3FileIO(FsspecFileIO):
     parallel_reads_pay_off = True
 
     def __init__(self, fs: fsspec.AbstractFileSystem, storage_options: dict[str, Any] | None = None,
-                 *, protocol: str = "s3") -> None:
+                 *, protocol: str = "s3", bucket: str | None = None) -> None:
         super().__init__(fs)
         self.protocol = protocol
         self._options = dict(storage_options or {})
+        self._bucket = bucket
         self._native_built = False
         self._native_fs: pafs.S3FileSystem | None = None
         self._native_lock = threading.Lock()
 
     @classmethod
-    def from_options(cls, protocol: str, storage_options: dict[str, Any]) -> S3FileIO:
+    def from_options(cls, protocol: str, storage_options: dict[str, Any], bucket: str | None = None) -> S3FileIO:
+        """``bucket``: the warehouse's bucket, whose region the native client needs when the
+        options name none (s3fs follows region redirects by itself; pyarrow does not)."""
         options = dict(storage_options)
         # Listings drive snapshot and schema discovery: a cached listing would hide new commits.
         options.setdefault("use_listings_cache", False)
-        return cls(fsspec.filesystem("s3", **options), storage_options, protocol=protocol)
+        return cls(fsspec.filesystem("s3", **options), storage_options, protocol=protocol, bucket=bucket)
 
     def try_create(self, path: str, data: bytes) -> bool:
         """A conditional PUT (``If-None-Match: *``). The client retries a PUT whose response was
@@ -102,7 +105,7 @@ class S3FileIO(FsspecFileIO):
         if not self._native_built:
             with self._native_lock:
                 if not self._native_built:
-                    self._native_fs = native_arrow_s3(self._options)
+                    self._native_fs = native_arrow_s3(self._options, self._bucket)
                     self._native_built = True
         return self._native_fs
 
@@ -145,11 +148,12 @@ _S3FS_ONLY = {"use_listings_cache", "listings_expiry_time", "max_paths", "skip_i
               "default_block_size", "default_fill_cache", "default_cache_type", "asynchronous", "loop"}
 
 
-def native_arrow_s3(options: dict[str, Any]) -> pafs.S3FileSystem | None:
+def native_arrow_s3(options: dict[str, Any], bucket: str | None = None) -> pafs.S3FileSystem | None:
     """pyarrow's own S3 client configured from the same s3fs storage options (credentials,
     endpoint, region, retries, timeouts), or None when an option has no native equivalent: then
     data files go through s3fs like everything else, rather than through a client configured
-    differently from the one the options describe."""
+    differently from the one the options describe. On AWS without a region in the options, the
+    region is ``bucket``'s (asked once); None when that cannot be found out."""
     kwargs: dict[str, Any] = {}
     client = dict(options.get("client_kwargs") or {})
     config = dict(options.get("config_kwargs") or {})
@@ -190,4 +194,13 @@ def native_arrow_s3(options: dict[str, Any]) -> pafs.S3FileSystem | None:
             return None
     if ("access_key" in kwargs) != ("secret_key" in kwargs):
         return None  # s3fs would complete the pair from the environment; pyarrow refuses half a pair
+    if "region" not in kwargs and "endpoint_override" not in kwargs:
+        # pyarrow would assume the environment's region (else us-east-1) and fail on a bucket
+        # elsewhere, where s3fs follows the redirect
+        if not bucket:
+            return None
+        try:
+            kwargs["region"] = pafs.resolve_s3_region(bucket)
+        except (OSError, ValueError):
+            return None
     return pafs.S3FileSystem(**kwargs)

@@ -44,3 +44,19 @@ def test_a_local_warehouse_refuses_storage_options_it_would_ignore(tmp_path) -> 
     with pytest.raises(InvalidArgumentError, match=r"no storage options \['key'\]"):
         Catalog(str(tmp_path), key="x")
     Catalog(str(tmp_path), auto_mkdir=True).create_database("db")  # fsspec's, always honoured
+
+
+def test_the_native_s3_client_takes_its_settings_from_the_same_options() -> None:
+    from lake_assets.io.s3 import native_arrow_s3
+
+    opts = {"key": "k", "secret": "s", "use_listings_cache": False,
+            "client_kwargs": {"endpoint_url": "http://127.0.0.1:9", "region_name": "eu-west-3"},
+            "config_kwargs": {"retries": {"max_attempts": 1}, "connect_timeout": 2}}
+    fs = native_arrow_s3(opts)
+    assert fs is not None and fs.region == "eu-west-3"
+    # an option without a native equivalent keeps data files on s3fs
+    assert native_arrow_s3({**opts, "requester_pays": True}) is None
+    assert native_arrow_s3({**opts, "client_kwargs": {**opts["client_kwargs"], "verify": False}}) is None
+    assert native_arrow_s3({"key": "k"}) is None  # half a key pair
+    # AWS without a region and no bucket to ask: pyarrow would guess the region, s3fs follows redirects
+    assert native_arrow_s3({"key": "k", "secret": "s"}) is None
