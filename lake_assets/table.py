@@ -32,6 +32,7 @@ from lake_assets.errors import (
     SnapshotNotFoundError,
     UnsupportedFeatureError,
 )
+from lake_assets.formats.manifest_codec import decode_index_manifest
 from lake_assets.io.file_io import FileIO
 from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.lsm.key_compare import values_equal
@@ -58,7 +59,7 @@ from lake_assets.ops.write import TableWriter
 from lake_assets.paths import TablePaths
 from lake_assets.predicate import Predicate
 from lake_assets.spec.binary_row import deserialize_row
-from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry, ManifestEntry, decode_index_manifest
+from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry, ManifestEntry
 from lake_assets.spec.partition import partition_path
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, Tag

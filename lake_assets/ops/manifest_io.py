@@ -12,22 +12,18 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from lake_assets.errors import CorruptMetadataError
-from lake_assets.io.file_io import FileIO
-from lake_assets.lsm.key_compare import float_code
-from lake_assets.paths import TablePaths
-from lake_assets.spec.binary_row import deserialize_row, serialize_row
-from lake_assets.spec.manifest import (
-    FileKind,
-    ManifestEntry,
-    ManifestFileMeta,
-    SimpleStats,
+from lake_assets.formats.manifest_codec import (
     avro_codec,
     decode_manifest_entries,
     decode_manifest_list,
     encode_manifest_entries,
     encode_manifest_list,
-    summarize_entries,
 )
+from lake_assets.io.file_io import FileIO
+from lake_assets.lsm.key_compare import float_code
+from lake_assets.paths import TablePaths
+from lake_assets.spec.binary_row import deserialize_row, serialize_row
+from lake_assets.spec.manifest import FileKind, ManifestEntry, ManifestFileMeta, SimpleStats, summarize_entries
 from lake_assets.spec.types import DataType
 
 

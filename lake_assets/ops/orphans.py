@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
-from lake_assets.spec.manifest import decode_index_manifest
+from lake_assets.formats.manifest_codec import decode_index_manifest
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:

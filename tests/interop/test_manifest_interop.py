@@ -12,14 +12,13 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from lake_assets.spec.manifest import (
-    MANIFEST_ENTRY_SCHEMA,
-    MANIFEST_FILE_META_SCHEMA,
+from lake_assets.formats.manifest_codec import (
     decode_manifest_entries,
     decode_manifest_list,
     encode_manifest_entries,
     encode_manifest_list,
 )
+from lake_assets.formats.manifest_schemas import MANIFEST_ENTRY_SCHEMA, MANIFEST_FILE_META_SCHEMA
 from tests.vectors import VECTORS_DIR
 
 REPO = Path(__file__).resolve().parents[2]

@@ -22,9 +22,9 @@ from lake_assets import (
     SchemaError,
     UnsupportedFeatureError,
 )
+from lake_assets.formats.manifest_codec import decode_manifest_entries, decode_manifest_list
 from lake_assets.ops import manifest_io
 from lake_assets.spec.binary_row import deserialize_row
-from lake_assets.spec.manifest import decode_manifest_entries, decode_manifest_list
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import Snapshot
 from lake_assets.spec.types import BigIntType, DecimalType, IntType, TimestampType, VarCharType

@@ -24,10 +24,11 @@ import pytest
 
 from lake_assets import Catalog, CorruptMetadataError, InvalidIdentifierError, LakeError, OptionError
 from lake_assets.errors import InvalidCommitMessageError, UnsafePathError, UnsupportedFeatureError
+from lake_assets.formats.manifest_codec import encode_index_manifest
 from lake_assets.ops import manifest_io
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.spec.binary_row import serialize_row
-from lake_assets.spec.manifest import FileKind, IndexManifestEntry, ManifestEntry, encode_index_manifest
+from lake_assets.spec.manifest import FileKind, IndexManifestEntry, ManifestEntry
 from lake_assets.spec.snapshot import CommitKind, Snapshot
 from lake_assets.spec.types import VarCharType
 

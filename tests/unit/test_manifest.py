@@ -17,11 +17,22 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lake_assets.errors import CorruptMetadataError, OptionError
-from lake_assets.spec.manifest import (
-    EMPTY_ROW,
+from lake_assets.formats.manifest_codec import (
+    avro_codec,
+    decode_index_manifest,
+    decode_manifest_entries,
+    decode_manifest_list,
+    encode_index_manifest,
+    encode_manifest_entries,
+    encode_manifest_list,
+)
+from lake_assets.formats.manifest_schemas import (
     INDEX_MANIFEST_ENTRY_SCHEMA,
     MANIFEST_ENTRY_SCHEMA,
     MANIFEST_FILE_META_SCHEMA,
+)
+from lake_assets.spec.manifest import (
+    EMPTY_ROW,
     DataFileMeta,
     DeletionVectorRange,
     EntryIdentifier,
@@ -30,13 +41,6 @@ from lake_assets.spec.manifest import (
     ManifestEntry,
     ManifestFileMeta,
     SimpleStats,
-    avro_codec,
-    decode_index_manifest,
-    decode_manifest_entries,
-    decode_manifest_list,
-    encode_index_manifest,
-    encode_manifest_entries,
-    encode_manifest_list,
     manifest_file_meta_for,
     summarize_entries,
 )
