@@ -286,15 +286,63 @@ def _first_null(value: Any, schema: Any, path: tuple[str, ...]) -> tuple[str, ..
     return None
 
 
-def _explain(plain: bytes, reader: Any, error: Exception) -> str:
-    """Why resolution failed, naming the record and field where a null met a required field."""
+# Writer/reader types fastavro resolves into each other, by family (for messages only).
+_FAMILY = {"int": "number", "long": "number", "float": "number", "double": "number", "string": "text",
+           "bytes": "text"}
+
+
+def _type_name(schema: Any) -> str:
+    if isinstance(schema, list):
+        branches = [b for b in schema if b != "null"]
+        return _type_name(branches[0]) if len(branches) == 1 else "union"
+    return str(schema["type"] if isinstance(schema, dict) else schema)
+
+
+def _family(schema: Any) -> str:
+    kind = _type_name(schema)
+    return _FAMILY.get(kind, kind)
+
+
+def _dotted(path: tuple[str, ...]) -> str:
+    return ".".join(path).replace(".[]", "[]")
+
+
+def _first_type_mismatch(writer: Any, reader: Any, path: tuple[str, ...]) -> str | None:
+    """Where the writer's type cannot resolve to the reader's, as "field has X, expected Y"."""
+    wf, rf = _family(writer), _family(reader)
+    if "union" in (wf, rf):
+        return None  # several branches: fastavro's own message says which
+    if wf != rf:
+        where = _dotted(path) or "the top-level record"
+        return f"{where} has Avro type {_type_name(writer)}, expected {_type_name(reader)}"
+    w = next(b for b in writer if b != "null") if isinstance(writer, list) else writer
+    r = next(b for b in reader if b != "null") if isinstance(reader, list) else reader
+    if rf == "record":
+        by_name = {f["name"]: f["type"] for f in w["fields"]}
+        for field in r["fields"]:
+            if field["name"] in by_name:
+                found = _first_type_mismatch(by_name[field["name"]], field["type"], (*path, field["name"]))
+                if found is not None:
+                    return found
+    elif rf in ("array", "map"):
+        key = "items" if rf == "array" else "values"
+        return _first_type_mismatch(w[key], r[key], (*path, "[]"))
+    return None
+
+
+def _explain(plain: bytes, writer: Any, reader: Any, error: Exception) -> str:
+    """Why resolution failed, naming the field whose type differs or where a null met a required
+    field (fastavro's messages name only types)."""
+    mismatch = _first_type_mismatch(writer, reader, ())
+    if mismatch is not None:
+        return mismatch
     try:
         for i, rec in enumerate(fastavro.reader(io.BytesIO(plain))):
             where = _first_null(rec, reader, ())
             if where == ():
                 return f"record {i} is null"
             if where is not None:
-                return f"record {i} has null required field {'.'.join(where)}"
+                return f"record {i} has null required field {_dotted(where)}"
     except Exception:  # the resolution error below says enough
         pass
     return f"writer schema does not match: {error}"
@@ -305,13 +353,15 @@ def read_records(data: bytes, name: str, schema: AvroSchema) -> list[dict[str, A
     labels errors (CorruptMetadataError)."""
     try:
         writer, plain = read_container(data, _path_named)
-        if _path_named(writer) == schema.same_as_writer:
+        writer = _path_named(writer)
+        if writer == schema.same_as_writer:
             # Resolving a schema against itself changes nothing and costs as much as decoding.
             records = list(fastavro.reader(io.BytesIO(plain)))
         else:
             records = list(fastavro.reader(io.BytesIO(plain), reader_schema=schema.reader))
     except SchemaResolutionError as exc:
-        raise CorruptMetadataError(f"Cannot decode Avro file {name}: {_explain(plain, schema.reader, exc)}") from exc
+        why = _explain(plain, writer, schema.reader, exc)
+        raise CorruptMetadataError(f"Cannot decode Avro file {name}: {why}") from exc
     except CorruptMetadataError:
         raise
     except Exception as exc:  # fastavro, codecs and json raise many types; callers get one

@@ -37,6 +37,7 @@ from lake_assets.spec.manifest import (
     DeletionVectorRange,
     EntryIdentifier,
     FileKind,
+    FileSource,
     IndexManifestEntry,
     ManifestEntry,
     ManifestFileMeta,
@@ -668,6 +669,44 @@ def test_decodes_named_type_references() -> None:
     file_fields[6]["type"] = "some.ns.Stats"
     e = _entry(3, value_stats=_stats(2))
     assert decode_manifest_entries(_raw_avro(schema, [_raw_entry_record(e)]), "refs") == [e]
+
+
+def test_long_written_for_an_int_field_decodes() -> None:
+    """Writers differ in int/long widths; both read as Python ints (reader-schema resolution)."""
+    schema = _plain_entry_schema()
+    schema["fields"][3]["type"] = "long"  # _BUCKET
+    schema["fields"][5]["type"]["fields"][10]["type"] = "long"  # _FILE._LEVEL
+    e = _entry(2, bucket=3, level=4)
+    assert decode_manifest_entries(_raw_avro(schema, [_raw_entry_record(e)]), "wide") == [e]
+
+
+def test_missing_nested_required_field_names_its_path() -> None:
+    schema = _plain_entry_schema()
+    stats = schema["fields"][5]["type"]["fields"][5]["type"]  # _FILE._KEY_STATS
+    stats["fields"] = [f for f in stats["fields"] if f["name"] != "_MAX_VALUES"]
+    rec = _raw_entry_record(_entry())
+    del rec["_FILE"]["_KEY_STATS"]["_MAX_VALUES"]
+    with pytest.raises(CorruptMetadataError, match=r"manifest-nomax.*_MAX_VALUES.*_FILE\._KEY_STATS"):
+        decode_manifest_entries(_raw_avro(schema, [rec]), "manifest-nomax")
+
+
+def test_wrong_field_type_names_the_field() -> None:
+    schema = _plain_entry_schema()
+    schema["fields"][5]["type"]["fields"][11]["type"] = {"type": "array", "items": "long"}  # _EXTRA_FILES
+    rec = _raw_entry_record(_entry())
+    rec["_FILE"]["_EXTRA_FILES"] = [1]
+    with pytest.raises(CorruptMetadataError, match=r"manifest-t.*_FILE\._EXTRA_FILES\[\] has Avro type long"):
+        decode_manifest_entries(_raw_avro(schema, [rec]), "manifest-t")
+
+
+def test_file_source_is_an_enum_and_unknown_sources_are_corrupt() -> None:
+    data = encode_manifest_entries([_entry(file_source=FileSource.COMPACT), _entry(1, file_source=None)])
+    first, second = decode_manifest_entries(data, "sources")
+    assert first.file.file_source is FileSource.COMPACT and second.file.file_source is None
+    rec = _raw_entry_record(_entry())
+    rec["_FILE"]["_FILE_SOURCE"] = 5  # Java's FileSource.fromByteValue rejects it too
+    with pytest.raises(CorruptMetadataError, match=r"manifest-src.*_FILE_SOURCE 5"):
+        decode_manifest_entries(_raw_avro(_plain_entry_schema(), [rec]), "manifest-src")
 
 
 def test_decodes_pypaimon_named_index_manifest() -> None:
