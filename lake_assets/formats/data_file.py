@@ -20,7 +20,8 @@ from lake_assets.errors import CorruptMetadataError, MissingDataFileError
 from lake_assets.formats.stats import StatsAccumulator
 from lake_assets.io.file_io import FileIO
 from lake_assets.spec.binary_row import serialize_row
-from lake_assets.spec.manifest import DataFileMeta, SimpleStats
+from lake_assets.spec.manifest import DataFileMeta, FileSource, SimpleStats
+from lake_assets.spec.row_kind import RowKind
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.types import DataType, to_arrow_field
 
@@ -31,9 +32,12 @@ KEY_FIELD_ID_START = 1073741823
 SEQUENCE_FIELD_ID = 2147483646
 VALUE_KIND_FIELD_ID = 2147483645
 
-# Row kinds, as stored in _VALUE_KIND.
-INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
-FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT = 0, 1
+# The enum members under their former names, for the modules other branches are moving while
+# this changes (issue 16: lsm/merge_engine, ops/compact); new code uses RowKind and FileSource.
+INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = (
+    RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE,
+)  # fmt: skip
+FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT = FileSource.APPEND, FileSource.COMPACT
 
 ROWS_PER_ROW_GROUP_CHECK = 256 * 1024  # also the largest row group: bounds merge memory per file
 _PARQUET_CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4",
@@ -162,7 +166,7 @@ class DataFileWriter:
         data: pa.Table,
         *,
         level: int,
-        file_source: int = FILE_SOURCE_APPEND,
+        file_source: FileSource = FileSource.APPEND,
         sequence_range: tuple[int, int] | None = None,
     ) -> list[DataFileMeta]:
         """Write ``data`` (already sorted by key and merged for PK tables) into rolled files.
@@ -180,7 +184,7 @@ class DataFileWriter:
             raise
 
     def rolling(
-        self, *, level: int, file_source: int = FILE_SOURCE_APPEND, sequence_range: tuple[int, int] | None = None
+        self, *, level: int, file_source: FileSource = FileSource.APPEND, sequence_range: tuple[int, int] | None = None
     ) -> RollingFileWriter:
         """A writer that keeps one file open across `write` calls and rolls at the target size."""
         return RollingFileWriter(self, level, file_source, sequence_range)
@@ -232,7 +236,7 @@ class RollingFileWriter:
     next; stats are accumulated per chunk so memory holds one chunk, not one file."""
 
     def __init__(
-        self, owner: DataFileWriter, level: int, file_source: int, sequence_range: tuple[int, int] | None
+        self, owner: DataFileWriter, level: int, file_source: FileSource, sequence_range: tuple[int, int] | None
     ) -> None:
         self.owner = owner
         self.level = level
@@ -278,7 +282,7 @@ class RollingFileWriter:
             f.last_key = [c[-1].as_py() for c in keys]
             f.key_stats.update(keys)
             kinds = chunk.column(VALUE_KIND).to_numpy()
-            f.deletes += int(((kinds == UPDATE_BEFORE) | (kinds == DELETE)).sum())
+            f.deletes += int(((kinds == RowKind.UPDATE_BEFORE) | (kinds == RowKind.DELETE)).sum())
             seq = chunk.column(SEQUENCE_NUMBER)
         else:
             seq = append_seq

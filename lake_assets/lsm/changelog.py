@@ -12,9 +12,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_assets.formats.data_file import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_AFTER, UPDATE_BEFORE, VALUE_KIND
+from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.lsm.key_compare import key_view
 from lake_assets.lsm.merge import group_bounds
+from lake_assets.spec.row_kind import RowKind
 
 _SIDE = "__side"
 
@@ -92,20 +93,20 @@ def diff_states(
         pair_b, pair_a = pair_b[~same], pair_a[~same]
     idx = np.concatenate([only_before, only_after, pair_b, pair_a])
     kinds = np.concatenate([
-        np.full(len(only_before), DELETE, np.int8),
-        np.full(len(only_after), INSERT, np.int8),
-        np.full(len(pair_b), UPDATE_BEFORE, np.int8),
-        np.full(len(pair_a), UPDATE_AFTER, np.int8),
+        np.full(len(only_before), RowKind.DELETE, np.int8),
+        np.full(len(only_after), RowKind.INSERT, np.int8),
+        np.full(len(pair_b), RowKind.UPDATE_BEFORE, np.int8),
+        np.full(len(pair_a), RowKind.UPDATE_AFTER, np.int8),
     ])
     # -U before +U of the same key: order by position (before sorts before after), then kind
-    out_order = np.lexsort((kinds == UPDATE_AFTER, idx))
+    out_order = np.lexsort((kinds == RowKind.UPDATE_AFTER, idx))
     idx, kinds = idx[out_order], kinds[out_order]
     out = both.take(pa.array(idx)).drop_columns([_SIDE])
     kind_pos = out.column_names.index(VALUE_KIND)
     out = out.set_column(kind_pos, pa.field(VALUE_KIND, pa.int8(), nullable=False), pa.array(kinds, pa.int8()))
     # +U must sort after its -U by sequence (streaming readers order a file's rows by sequence)
     seq = out.column(SEQUENCE_NUMBER).to_numpy().copy()
-    bumped = np.flatnonzero(kinds == UPDATE_AFTER)
+    bumped = np.flatnonzero(kinds == RowKind.UPDATE_AFTER)
     if len(bumped):
         seq[bumped] = np.maximum(seq[bumped], seq[bumped - 1] + 1)
     seq_pos = out.column_names.index(SEQUENCE_NUMBER)

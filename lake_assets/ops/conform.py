@@ -7,10 +7,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.errors import InvalidDataError, SchemaError
+from lake_assets.spec.row_kind import ROW_KIND_NAMES, RowKind
 from lake_assets.spec.schema import TableSchema
-
-ROW_KINDS = ("+I", "-U", "+U", "-D")
-
 
 _STRINGS = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
 _BINARIES = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_fixed_size_binary, pa.types.is_binary_view)
@@ -191,18 +189,18 @@ def conform(data: pa.Table, schema: TableSchema, table_name: str) -> pa.Table:
 
 
 def row_kinds(data: pa.Table, schema: TableSchema, table_name: str) -> np.ndarray:
-    """Row kind per input row (0..3) from ``rowkind.field``, or all +I without it."""
+    """RowKind value per input row (``int8``) from ``rowkind.field``, or all +I without it."""
     field = schema.core_options.rowkind_field
     n = data.num_rows
     if field is None:
-        return np.zeros(n, dtype=np.int8)
+        return np.full(n, RowKind.INSERT, dtype=np.int8)
     if not schema.has_field(field):
         raise SchemaError(f"Table {table_name}: rowkind.field {field!r} is not a column")
-    idx = pc.index_in(data.column(field), value_set=pa.array(ROW_KINDS))
+    idx = pc.index_in(data.column(field), value_set=pa.array(ROW_KIND_NAMES))
     if idx.null_count:
         bad = pc.unique(pc.filter(data.column(field), pc.is_null(idx))).to_pylist()[:5]
         raise InvalidDataError(
             f"Cannot write to {table_name}: column {field!r} holds row kinds {bad}; "
-            f"expected one of {list(ROW_KINDS)}"
+            f"expected one of {list(ROW_KIND_NAMES)}"
         )
     return idx.to_numpy(zero_copy_only=False).astype(np.int8)

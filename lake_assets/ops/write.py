@@ -35,6 +35,7 @@ from lake_assets.ops.spill import SpillDirectory, SpillRun, key_batches
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.partition import partition_path
+from lake_assets.spec.row_kind import RowKind
 from lake_assets.table_rules import check_engine_producer
 from lake_assets.table_support import Op
 
@@ -173,7 +174,7 @@ class TableWriter:
                 kinds = kinds[keep]
                 if data.num_rows == 0:
                     return  # only retractions: nothing to buffer (Java's writer drops them all too)
-        if not self.is_pk and (kinds != 0).any():
+        if not self.is_pk and (kinds != RowKind.INSERT).any():
             raise UnsupportedFeatureError(
                 f"Cannot write to {self.table.name}: append tables only take +I rows; "
                 "updates and deletes need a primary key"
