@@ -8,6 +8,7 @@ is already gone, overlapping levels) raises `CommitConflictError` after removing
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import random
@@ -505,7 +506,7 @@ class TableCommitter:
                      tuple(deserialize_row(e.file.max_key, key_types)), e.file.file_name)
                     for e in files
                 ),
-                key=lambda r: _KeyOrder(r[0], key_types),
+                key=functools.cmp_to_key(lambda x, y: compare_keys(x[0], y[0], key_types)),
             )
             for a, b in itertools.pairwise(ranges):
                 if compare_keys(a[1], b[0], key_types) >= 0:
@@ -513,17 +514,6 @@ class TableCommitter:
                         f"Cannot commit to {name}: level {level} of bucket {bucket} in partition "
                         f"{scan.partition_values(part)} would have overlapping files {a[2]} and {b[2]}"
                     )
-
-
-class _KeyOrder:
-    __slots__ = ("key", "types")
-
-    def __init__(self, key: tuple, types: list) -> None:
-        self.key = key
-        self.types = types
-
-    def __lt__(self, other: _KeyOrder) -> bool:
-        return compare_keys(self.key, other.key, self.types) < 0
 
 
 __all__ = ["Overwrite", "TableCommitter", "merge_entries"]

@@ -5,9 +5,9 @@ Manifest files never change once written, so decoded entries are cached by file 
 
 from __future__ import annotations
 
+import functools
 import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -27,29 +27,20 @@ from lake_assets.spec.manifest import FileKind, ManifestEntry, ManifestFileMeta,
 from lake_assets.spec.types import DataType
 
 
-class _LRU:
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._data: OrderedDict[str, list] = OrderedDict()
-        self._lock = threading.Lock()
+class _Slot:
+    """The decoded records of one manifest file, once read or written (the file never changes)."""
 
-    def get(self, key: str) -> list | None:
-        with self._lock:
-            v = self._data.get(key)
-            if v is not None:
-                self._data.move_to_end(key)
-            return v
+    __slots__ = ("records",)
 
-    def put(self, key: str, value: list) -> None:
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.capacity:
-                self._data.popitem(last=False)
+    def __init__(self) -> None:
+        self.records: list | None = None
 
 
-# Shared across tables of a process: keys are full paths, values immutable lists.
-_MANIFEST_CACHE = _LRU(2048)
+# Shared across tables of a process: keys are full paths. The slot (not the records) is cached so
+# that writes can fill it too; lru_cache bounds the slots kept, least recently used first out.
+@functools.lru_cache(maxsize=2048)
+def _cache_slot(path: str) -> _Slot:
+    return _Slot()
 
 
 def compare_values(a: object, b: object) -> int:
@@ -114,9 +105,9 @@ class ManifestIO:
     # ----------------------------------------------------------------- reads
     def read_manifest_list(self, name: str) -> list[ManifestFileMeta]:
         path = self.paths.manifest_file(name)
-        cached = _MANIFEST_CACHE.get(path)
-        if cached is not None:
-            return cached
+        slot = _cache_slot(path)
+        if slot.records is not None:
+            return slot.records
         try:
             data = self.file_io.read_bytes(path)
         except FileNotFoundError:
@@ -124,14 +115,14 @@ class ManifestIO:
                 f"Table {self.table_name}: manifest list {name} is missing"
             ) from None
         metas = decode_manifest_list(data, name)
-        _MANIFEST_CACHE.put(path, metas)
+        slot.records = metas
         return metas
 
     def read_manifest(self, name: str, expected_size: int | None = None) -> list[ManifestEntry]:
         path = self.paths.manifest_file(name)
-        cached = _MANIFEST_CACHE.get(path)
-        if cached is not None:
-            return cached
+        slot = _cache_slot(path)
+        if slot.records is not None:
+            return slot.records
         try:
             data = self.file_io.read_bytes(path)
         except FileNotFoundError:
@@ -143,7 +134,7 @@ class ManifestIO:
                 f"{expected_size} (truncated or replaced)"
             )
         entries = decode_manifest_entries(data, name)
-        _MANIFEST_CACHE.put(path, entries)
+        slot.records = entries
         return entries
 
     def read_manifests(self, metas: Sequence[ManifestFileMeta]) -> list[list[ManifestEntry]]:
@@ -166,7 +157,7 @@ class ManifestIO:
             name = self._new_name("manifest-")
             data = encode_manifest_entries(chunk, self.codec)
             self.file_io.write_bytes(self.paths.manifest_file(name), data)
-            _MANIFEST_CACHE.put(self.paths.manifest_file(name), chunk)
+            _cache_slot(self.paths.manifest_file(name)).records = chunk
             summary = summarize_entries(chunk)
             metas.append(
                 ManifestFileMeta(
@@ -188,7 +179,7 @@ class ManifestIO:
         name = self._new_name("manifest-list-")
         data = encode_manifest_list(list(metas), self.codec)
         self.file_io.write_bytes(self.paths.manifest_file(name), data)
-        _MANIFEST_CACHE.put(self.paths.manifest_file(name), list(metas))
+        _cache_slot(self.paths.manifest_file(name)).records = list(metas)
         return name, len(data)
 
     def delete(self, names: Iterable[str]) -> None:

@@ -40,7 +40,7 @@ def t(catalog):
     )
     table.write_arrow(pa.table({"k": [1, 2], "dt": ["d1", "d2"], "v": ["a", "b"], "n": [1, 2]},
                                schema=table.arrow_schema))
-    manifest_io._MANIFEST_CACHE._data.clear()  # corruption tests must hit storage
+    manifest_io._cache_slot.cache_clear()  # corruption tests must hit storage
     return table
 
 
@@ -162,7 +162,7 @@ def test_corrupt_state_is_named_and_older_snapshots_stay_readable(t, warehouse, 
         fio.delete(data_path)
     elif case == "corrupt schema":
         fio.overwrite_atomic(t.paths.schema_file(0), b'{"version": 3, "id": 0, "fields": [{"id": 0')
-    manifest_io._MANIFEST_CACHE._data.clear()
+    manifest_io._cache_slot.cache_clear()
     fresh = Catalog(warehouse)
     if case == "corrupt schema":
         with pytest.raises(CorruptMetadataError, match="schema-0"):

@@ -68,7 +68,7 @@ def test_expiry_stops_when_the_first_kept_snapshot_lists_are_unreadable(tmp_path
         path.write_bytes(b"not avro at all")
     else:
         path.unlink()
-    manifest_io._MANIFEST_CACHE._data.clear()  # the damage must be seen on storage
+    manifest_io._cache_slot.cache_clear()  # the damage must be seen on storage
     before = _files(wh)
     with pytest.raises(CorruptMetadataError, match=r"first one kept.*nothing was deleted"):
         t.expire_snapshots(retain_min=2, older_than=FUTURE)
@@ -78,7 +78,7 @@ def test_expiry_stops_when_the_first_kept_snapshot_lists_are_unreadable(tmp_path
     t.delete_tag("still-whole")
     # repaired, the expiry runs and every retained snapshot still reads
     path.write_bytes(good)
-    manifest_io._MANIFEST_CACHE._data.clear()
+    manifest_io._cache_slot.cache_clear()
     t.expire_snapshots(retain_min=2, older_than=FUTURE)
     assert [s.id for s in t.snapshots()] == [6, 7]
     for s in t.snapshots():

@@ -89,7 +89,7 @@ class Env:
 
 @pytest.fixture
 def env(tmp_path: Path) -> Env:
-    manifest_io._MANIFEST_CACHE._data.clear()
+    manifest_io._cache_slot.cache_clear()
     return Env(tmp_path)
 
 
@@ -312,7 +312,7 @@ def _craft_snapshot(env: Env, delta: list[ManifestEntry], base_of: int | None = 
     snap = dataclasses.replace(snap, **overrides)
     assert t.snapshot_manager.try_commit(snap)
     t.snapshot_manager.write_latest_hint(snap.id)
-    manifest_io._MANIFEST_CACHE._data.clear()  # as another process: decode from storage
+    manifest_io._cache_slot.cache_clear()  # as another process: decode from storage
     return snap
 
 
@@ -374,7 +374,7 @@ def test_manifest_list_naming_a_manifest_outside_is_corrupt(env: Env) -> None:
     name, size = mio.write_manifest_list(bad)
     _craft_snapshot(env, [], delta_manifest_list=name, delta_manifest_list_size=size)
     _craft_snapshot(env, [], base_of=1)  # snapshot 2 (the crafted list) can expire now
-    manifest_io._MANIFEST_CACHE._data.clear()
+    manifest_io._cache_slot.cache_clear()
     with pytest.raises(CorruptMetadataError, match="Unsafe file name"):
         t.remove_orphan_files(older_than=timedelta(0), dry_run=False)
     with contextlib.suppress(LakeError):  # stopping is fine; deleting outside is not

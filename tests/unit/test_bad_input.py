@@ -123,7 +123,7 @@ def test_corrupt_manifest_is_named(kv):
     kv.file_io.write_bytes(kv.paths.manifest_file(name), b"Obj\x01garbage")
     from lake_assets.ops import manifest_io
 
-    manifest_io._MANIFEST_CACHE._data.clear()
+    manifest_io._cache_slot.cache_clear()
     with pytest.raises(CorruptMetadataError, match=name):
         kv.to_arrow()
 
