@@ -255,7 +255,7 @@ def read_container(data: bytes, plain_schema: Callable[[Any], Any]) -> tuple[Any
 
 
 def write_container(
-    parsed: dict[str, Any], schema_json: bytes, records: list[dict[str, Any]], codec: str, zstd_level: int
+    parsed: Any, schema_json: bytes, records: list[dict[str, Any]], codec: str, zstd_level: int
 ) -> bytes:
     """Container bytes of ``records``: ``parsed`` is the fastavro-parsed schema without logical
     types, ``schema_json`` the declared schema the header carries; ``codec`` is an Avro codec name."""

@@ -180,7 +180,6 @@ INDEX_MANIFEST_ENTRY_SCHEMA: dict[str, Any] = {
 """Writer schema of an index manifest."""
 
 
-
 # ------------------------------------------------------------------------------- schema resolution
 
 _PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
@@ -220,7 +219,7 @@ def _by_path(schema: Any, path: str, named: dict[str, Any], *, reader: bool, see
         if schema in _PRIMITIVES:
             return "long" if reader and schema == "int" else schema
         ref = named.get(schema)
-        if ref is None or schema in seen:  # unknown or recursive: fastavro reports it
+        if ref is None or schema in seen:  # manifests have no recursive types
             raise AvroError(f"unknown or recursive named type {schema!r} at {path}")
         return _by_path(ref, path, named, reader=reader, seen=seen | {schema})
     if not isinstance(schema, dict):
@@ -259,9 +258,9 @@ class AvroSchema:
         self.version = version
         self.json = json.dumps(schema, separators=(",", ":")).encode()
         # Parsed once: encoding must not redo schema work per call or per entry.
-        self.parsed = fastavro.parse_schema(strip_logical_types(schema))
+        self.parsed: Any = fastavro.parse_schema(strip_logical_types(schema))
         self.same_as_writer = _path_named(schema)
-        self.reader = fastavro.parse_schema(_path_named(schema, reader=True))
+        self.reader: Any = fastavro.parse_schema(_path_named(schema, reader=True))
 
 
 def _first_null(value: Any, schema: Any, path: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -351,6 +350,7 @@ def _explain(plain: bytes, writer: Any, reader: Any, error: Exception) -> str:
 def read_records(data: bytes, name: str, schema: AvroSchema) -> list[dict[str, Any]]:
     """Records of a container read as ``schema``, with their ``_VERSION`` checked; ``name`` only
     labels errors (CorruptMetadataError)."""
+    records: list[Any]
     try:
         writer, plain = read_container(data, _path_named)
         writer = _path_named(writer)
