@@ -32,11 +32,8 @@ KEY_FIELD_ID_START = 1073741823
 SEQUENCE_FIELD_ID = 2147483646
 VALUE_KIND_FIELD_ID = 2147483645
 
-# The enum members under their former names, for the modules other branches are moving while
-# this changes (issue 16: lsm/merge_engine, ops/compact); new code uses RowKind and FileSource.
-INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = (
-    RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE,
-)  # fmt: skip
+# The FileSource members under their former names, for ops/compact and ops/expire while another
+# branch restructures them (issue 16: the FileStore seam); new code uses FileSource.
 FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT = FileSource.APPEND, FileSource.COMPACT
 
 ROWS_PER_ROW_GROUP_CHECK = 256 * 1024  # also the largest row group: bounds merge memory per file

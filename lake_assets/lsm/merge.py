@@ -16,9 +16,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_assets.formats.data_file import DELETE, SEQUENCE_NUMBER, UPDATE_BEFORE, VALUE_KIND
+from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.lsm.key_compare import float_order_codes, key_view
 from lake_assets.lsm.merge_engine.function import MergeFunction, RowSelectingMergeFunction
+from lake_assets.spec.row_kind import RowKind
 
 
 def key_change_mask(table: pa.Table, key_names: Sequence[str]) -> np.ndarray:
@@ -155,7 +156,7 @@ def sort_and_merge(
 
 def is_retract(kinds: np.ndarray) -> np.ndarray:
     """True where a ``_VALUE_KIND`` is a retraction (-U or -D)."""
-    return (kinds == UPDATE_BEFORE) | (kinds == DELETE)
+    return (kinds == RowKind.UPDATE_BEFORE) | (kinds == RowKind.DELETE)
 
 
 def kinds_of(table: pa.Table) -> np.ndarray:

@@ -13,7 +13,7 @@ import pytest
 
 from lake_assets import Catalog
 from lake_assets.errors import OptionError, UnsupportedFeatureError
-from lake_assets.formats.data_file import DELETE, UPDATE_BEFORE
+from lake_assets.spec.row_kind import RowKind
 from lake_assets.spec.snapshot import CommitKind
 
 # ---------------------------------------------------------------------------------------------
@@ -55,7 +55,7 @@ def test_aggregation_lone_retraction_is_kept_as_written(catalog: Catalog, write_
     expected = [{"k": 1, "s": 7, "p": 3, "lnn": None}]
     assert _rows(t, ["k", "s", "p", "lnn"]) == expected
     if write_only:
-        assert UPDATE_BEFORE in _level0_kinds(t)  # stored as written, kind -U
+        assert RowKind.UPDATE_BEFORE in _level0_kinds(t)  # stored as written, kind -U
     t.compact(full=True)
     assert _rows(t, ["k", "s", "p", "lnn"]) == expected
 
@@ -73,7 +73,7 @@ def test_deduplicate_lone_delete_is_kept_as_delete(catalog: Catalog):
                              options={"bucket": "1", "rowkind.field": "op", "write-only": "true"})
     t.write_arrow(pa.table({"k": [1, 2], "v": ["a", "b"], "op": ["+I", "+I"]}, schema=schema))
     t.write_arrow(pa.table({"k": [1], "v": ["a"], "op": ["-D"]}, schema=schema))
-    assert DELETE in _level0_kinds(t)
+    assert RowKind.DELETE in _level0_kinds(t)
     assert _rows(t, ["k", "v"]) == [{"k": 2, "v": "b"}]
 
 
@@ -84,7 +84,7 @@ def test_partial_update_lone_delete_with_remove_record_on_delete(catalog: Catalo
         "partial-update.remove-record-on-delete": "true", "write-only": "true"})
     t.write_arrow(pa.table({"k": [1, 2], "a": ["x", "y"], "b": [None, "z"], "op": ["+I", "+I"]}, schema=schema))
     t.write_arrow(pa.table({"k": [1], "a": [None], "b": [None], "op": ["-D"]}, schema=schema))
-    assert DELETE in _level0_kinds(t)
+    assert RowKind.DELETE in _level0_kinds(t)
     assert _rows(t, ["k", "a", "b"]) == [{"k": 2, "a": "y", "b": "z"}]
     t.compact(full=True)
     assert _rows(t, ["k", "a", "b"]) == [{"k": 2, "a": "y", "b": "z"}]
@@ -97,7 +97,7 @@ def test_partial_update_sequence_group_lone_retraction(catalog: Catalog):
         "fields.g.sequence-group": "a", "fields.a.aggregate-function": "sum", "write-only": "true"})
     t.write_arrow(pa.table({"k": [1], "g": [1], "a": [10], "op": ["+I"]}, schema=schema))
     t.write_arrow(pa.table({"k": [1], "g": [2], "a": [4], "op": ["-U"]}, schema=schema))
-    assert UPDATE_BEFORE in _level0_kinds(t)
+    assert RowKind.UPDATE_BEFORE in _level0_kinds(t)
     assert _rows(t, ["k", "g", "a"]) == [{"k": 1, "g": 2, "a": 6}]
     t.compact(full=True)
     assert _rows(t, ["k", "g", "a"]) == [{"k": 1, "g": 2, "a": 6}]

@@ -16,13 +16,14 @@ import pytest
 
 from lake_assets import Catalog
 from lake_assets.errors import InvalidDataError
-from lake_assets.formats.data_file import DELETE, INSERT, SEQUENCE_NUMBER, UPDATE_AFTER, UPDATE_BEFORE, VALUE_KIND
+from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.lsm.merge import is_retract, sort_for_merge, winner_masks
 from lake_assets.lsm.merge_engine.deduplicate import Deduplicate
 from lake_assets.lsm.merge_engine.first_row import FirstRow
 from lake_assets.lsm.merge_engine.registry import merge_engine
+from lake_assets.spec.row_kind import RowKind
 
-KINDS = np.array([INSERT, UPDATE_AFTER, UPDATE_BEFORE, DELETE], dtype=np.int8)
+KINDS = np.array([RowKind.INSERT, RowKind.UPDATE_AFTER, RowKind.UPDATE_BEFORE, RowKind.DELETE], dtype=np.int8)
 
 
 def _naive(runs: list[pa.Table], keys: list[str], fn: object) -> pa.Table:
@@ -105,15 +106,16 @@ def test_winner_masks_equal_naive_sort_merge(key_kind, engine):
 
 def test_winner_masks_first_row_rejects_retracts():
     t = pa.table({"k": [1, 1], SEQUENCE_NUMBER: pa.array([0, 1], pa.int64()),
-                  VALUE_KIND: pa.array([INSERT, DELETE], pa.int8())})
+                  VALUE_KIND: pa.array([RowKind.INSERT, RowKind.DELETE], pa.int8())})
     with pytest.raises(InvalidDataError):
         winner_masks([t], ["k"], FirstRow())
 
 
 def test_winner_masks_keep_retracts_for_compaction():
     t1 = pa.table({"k": [1, 2], SEQUENCE_NUMBER: pa.array([0, 1], pa.int64()),
-                   VALUE_KIND: pa.array([INSERT, INSERT], pa.int8())})
-    t2 = pa.table({"k": [2], SEQUENCE_NUMBER: pa.array([5], pa.int64()), VALUE_KIND: pa.array([DELETE], pa.int8())})
+                   VALUE_KIND: pa.array([RowKind.INSERT, RowKind.INSERT], pa.int8())})
+    t2 = pa.table({"k": [2], SEQUENCE_NUMBER: pa.array([5], pa.int64()),
+                   VALUE_KIND: pa.array([RowKind.DELETE], pa.int8())})
     masks = winner_masks([t1, t2], ["k"], Deduplicate(), drop_retract=False)
     assert [None if m is None else m.tolist() for m in masks] == [[True, False], None]
     masks = winner_masks([t1, t2], ["k"], Deduplicate())

@@ -17,7 +17,6 @@ import numpy as np
 import pyarrow as pa
 
 from lake_assets.errors import OptionError
-from lake_assets.formats.data_file import DELETE
 from lake_assets.lsm.merge import is_retract, kinds_of
 from lake_assets.lsm.merge_engine.aggregate_functions import FieldFunction, check_retractable, fold
 from lake_assets.lsm.merge_engine.engine_options import (
@@ -28,6 +27,7 @@ from lake_assets.lsm.merge_engine.engine_options import (
 )
 from lake_assets.lsm.merge_engine.function import SchemaFields
 from lake_assets.lsm.merge_engine.grouping import all_single, group_keys, keep_singles, last_true, one_row_per_group
+from lake_assets.spec.row_kind import RowKind
 
 
 class Aggregation:
@@ -75,18 +75,18 @@ class Aggregation:
             # function cannot take still fails now rather than when it meets an older record
             if retract.any():
                 for fn in self.functions.values():
-                    check_retractable(fn, retract & (kinds != DELETE) if self.remove_on_delete else retract)
+                    check_retractable(fn, retract & (kinds != RowKind.DELETE) if self.remove_on_delete else retract)
             return table
         starts, ends, gid, n_groups = grouping.starts, grouping.ends, grouping.gid, grouping.count
         if self.remove_on_delete:
             # Records before a reset are dropped unfolded, yet a -U among them is still an error
             # for a function that cannot retract (Paimon applies records one by one).
-            retract_events = retract & (kinds != DELETE)
+            retract_events = retract & (kinds != RowKind.DELETE)
             if retract_events.any():
                 for fn in self.functions.values():
                     check_retractable(fn, retract_events)
             # A -D resets the key: only the records after the group's last -D are folded.
-            lower = np.maximum(starts, last_true(kinds == DELETE, ends, starts) + 1)
+            lower = np.maximum(starts, last_true(kinds == RowKind.DELETE, ends, starts) + 1)
             deleted = lower > ends
             rows = np.flatnonzero(np.arange(table.num_rows) >= lower[gid])
         else:

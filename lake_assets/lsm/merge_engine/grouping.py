@@ -14,9 +14,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_assets.formats.data_file import DELETE, INSERT, SEQUENCE_NUMBER, VALUE_KIND
+from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.lsm.key_compare import float_order_codes
 from lake_assets.lsm.merge import key_change_mask
+from lake_assets.spec.row_kind import RowKind
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,7 @@ def one_row_per_group(
         elif name == SEQUENCE_NUMBER:
             arr = group_seq_max(col.to_numpy(), starts)
         elif name == VALUE_KIND:
-            arr = pa.array(np.where(deleted, DELETE, INSERT).astype(np.int8), type=pa.int8())
+            arr = pa.array(np.where(deleted, RowKind.DELETE, RowKind.INSERT).astype(np.int8), type=pa.int8())
         else:
             folded = merged(name, col)
             arr = col.take(pa.array(ends)) if folded is None else folded

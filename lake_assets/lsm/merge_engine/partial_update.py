@@ -36,7 +36,6 @@ import numpy as np
 import pyarrow as pa
 
 from lake_assets.errors import InvalidDataError, OptionError, UnsupportedFeatureError
-from lake_assets.formats.data_file import DELETE, UPDATE_BEFORE
 from lake_assets.lsm.merge import is_retract, kinds_of
 from lake_assets.lsm.merge_engine.aggregate_functions import FieldFunction, fold
 from lake_assets.lsm.merge_engine.engine_options import (
@@ -60,6 +59,7 @@ from lake_assets.lsm.merge_engine.grouping import (
     take_or_null,
     valid_mask,
 )
+from lake_assets.spec.row_kind import RowKind
 
 
 class PartialUpdate:
@@ -125,7 +125,7 @@ class PartialUpdate:
                 table = table.filter(pa.array(~retract))
             elif self.remove_on_delete:
                 # A -U has no effect under remove-record-on-delete; only -D resets the row.
-                table = table.filter(pa.array(kinds != UPDATE_BEFORE))
+                table = table.filter(pa.array(kinds != RowKind.UPDATE_BEFORE))
             elif not self.groups:
                 raise InvalidDataError(
                     "The partial-update merge engine got a -U/-D record, which it cannot apply by "
@@ -152,7 +152,7 @@ class PartialUpdate:
         self, table: pa.Table, key_names: Sequence[str], grouping: Grouping, kinds: np.ndarray
     ) -> pa.Table:
         starts, ends = grouping.starts, grouping.ends
-        last_delete = last_true(kinds == DELETE, ends, starts)
+        last_delete = last_true(kinds == RowKind.DELETE, ends, starts)
         # Rows after a group's last -D are all inserts; they build the row from scratch.
         lower = np.maximum(starts, last_delete + 1)
         deleted = lower > ends
