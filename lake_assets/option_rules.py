@@ -14,6 +14,7 @@ import dataclasses
 import re
 from functools import lru_cache
 
+from lake_assets.lsm.merge_engine.names import DEFAULT_MERGE_ENGINE, MERGE_ENGINE_NAMES
 from lake_assets.option_types import DATA_OPS, INT_MAX, PATH_OPS, WRITE_OPS, MiB, OptionRule
 
 
@@ -61,7 +62,7 @@ def _rules(*rows: OptionRule) -> dict[str, OptionRule]:
 
 
 # Values of option texts that Paimon takes and lake_assets implements (lower case).
-MERGE_ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
+MERGE_ENGINES = MERGE_ENGINE_NAMES  # the engine registry's names (one list, no import cycle)
 CHANGELOG_PRODUCERS = ("none", "input", "lookup", "full-compaction")
 COMPRESSIONS = ("zstd", "snappy", "gzip", "lz4", "lz4_raw", "none", "uncompressed", "brotli")
 MANIFEST_COMPRESSIONS = ("zstd", "zstandard", "none", "null", "deflate", "snappy")
@@ -125,7 +126,7 @@ RULES: dict[str, OptionRule] = _rules(
     R("path", "string", None, "Table path as a catalog records it.", note="catalog metadata; not read"),
     R("type", "string", None, "Table type as a catalog records it.", note="catalog metadata; not read"),
     # ---- merging
-    R("merge-engine", "string", "deduplicate", "How rows of one key merge.", supported=MERGE_ENGINES),
+    R("merge-engine", "string", DEFAULT_MERGE_ENGINE, "How rows of one key merge.", supported=MERGE_ENGINES),
     R("changelog-producer", "string", "none", "What produces changelog files.", supported=CHANGELOG_PRODUCERS),
     R("changelog-producer.row-deduplicate", "bool", False, "Drop -U/+U pairs of identical rows."),
     R("sequence.field", "string", None, "Columns that order rows of one key (before the sequence number)."),
@@ -139,6 +140,9 @@ RULES: dict[str, OptionRule] = _rules(
     R("fields.default-aggregate-function", "string", None, "Aggregate function of columns without their own."),
     R("aggregation.remove-record-on-delete", "bool", False, "A delete removes the aggregated row."),
     R("partial-update.remove-record-on-delete", "bool", False, "A delete removes the partial-update row."),
+    R("partial-update.remove-record-on-sequence-group", "string", None, "Sequence groups whose deletes remove "
+      "the partial-update row (Paimon 1.x).", supported=(), refuses=DATA_OPS,
+      why="removing the row on a sequence group's delete is not implemented (merges would keep the row)"),
     # ---- compaction
     R("num-sorted-run.compaction-trigger", "int", 5, "Sorted runs that trigger a compaction.", minimum=1),
     R("num-sorted-run.stop-trigger", "int", None, "Sorted runs that stop writes (compaction-trigger + 3).",

@@ -3,42 +3,36 @@
 Options are stored as strings in the schema file exactly as Paimon stores them. What each key
 means, its type, default and validator are rows of the option registry
 (`lake_assets.option_rules`); this module derives the known key sets from it and gives the typed
-view `CoreOptions`, which parses every option a schema carries once, through those rows. Anything
+view `CoreOptions`, which parses every option a schema carries once, through those rows (the
+parsing in `lake_assets.option_access`, the merge engines' options in `lake_assets.option_merge`,
+the table's layout, compaction, retention, lifecycle and commit options here). Anything
 this package does not implement fails loudly before a byte is written, so that no Paimon reader is
 ever handed a table it would misread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
 
 from lake_assets.durations import parse_duration_ms
-from lake_assets.errors import OptionError, UnsupportedFeatureError
+from lake_assets.option_merge import IGNORE_DELETE_KEYS, MergeOptions
 from lake_assets.option_rules import (
     CHANGELOG_PRODUCERS,
     COMPRESSIONS,
     FIELD_OPTION,
-    FIELD_RULES,
     MERGE_ENGINES,
     RULES,
     SPILL_COMPRESSIONS,
     per_operation_rule,
     rule_for,
 )
-from lake_assets.option_types import (
-    LakeErrorLike,
-    MiB,
-    parse_memory_size,
-    parse_value,
-    raise_all,
-)
+from lake_assets.option_types import MiB, parse_memory_size
 
 __all__ = [
     "CHANGELOG_PRODUCERS",
     "COMPRESSIONS",
     "FIELD_OPTION",
+    "IGNORE_DELETE_KEYS",
     "KNOWN_OPTIONS",
     "LAKE_ASSETS_OPTIONS",
     "MERGE_ENGINES",
@@ -69,100 +63,8 @@ UNSUPPORTED_VALUES: dict[str, tuple[set[str], str]] = {
 
 
 @dataclass(frozen=True)
-class CoreOptions:
-    """Typed, validated view over a table's option map."""
-
-    raw: Mapping[str, str]
-    has_primary_key: bool = True
-
-    def get(self, key: str, default: str | None = None) -> str | None:
-        return self.raw.get(key, default)
-
-    @cached_property
-    def values(self) -> dict[str, object]:
-        """Every option of the registry this map carries, parsed once through its row.
-
-        Raises one `OptionError` naming every key and value that does not parse: a table's schema
-        is validated at create and ALTER, so this fails only for a schema another engine wrote.
-        """
-        out: dict[str, object] = {}
-        problems: list[LakeErrorLike] = []
-        for key, text in self.raw.items():
-            rule = rule_for(key)
-            if rule is None:
-                continue
-            try:
-                out[key] = parse_value(rule, text)
-            except (OptionError, UnsupportedFeatureError) as exc:
-                problems.append(exc)
-        raise_all(problems)
-        return out
-
-    def _typed(self, key: str, default: object = None) -> object:
-        """The option's parsed value; unset: ``default``, or the registry's default when None."""
-        if key in self.raw:
-            return self.values[key]
-        return RULES[key].default if default is None else default
-
-    def _int(self, key: str, default: int | None = None) -> int:
-        return self._typed(key, default)  # type: ignore[return-value]
-
-    def _bool(self, key: str, default: bool | None = None) -> bool:
-        return self._typed(key, default)  # type: ignore[return-value]
-
-    def _size(self, key: str, default: int | None = None) -> int:
-        return self._typed(key, default)  # type: ignore[return-value]
-
-    def _duration(self, key: str, default: int | None = None) -> int:
-        return self._typed(key, default)  # type: ignore[return-value]
-
-    def _choice(self, key: str) -> str:
-        """A string option with a set of supported values, normalised as they are checked."""
-        return str(self._typed(key)).strip().lower()
-
-    def _list(self, key: str) -> tuple[str, ...]:
-        v = self.raw.get(key)
-        return tuple(s.strip() for s in v.split(",") if s.strip()) if v else ()
-
-    # ---- per-field options (fields.<column>.<suffix>): what the merge engines read
-    def field_option(self, column: str, suffix: str) -> object:
-        """``fields.<column>.<suffix>`` parsed, or the row's default when unset."""
-        key = f"fields.{column}.{suffix}"
-        return self.values[key] if key in self.raw else FIELD_RULES[suffix].default
-
-    def aggregate_function(self, column: str) -> str | None:
-        """``fields.<column>.aggregate-function``, else ``fields.default-aggregate-function`` (or None)."""
-        own = self.field_option(column, "aggregate-function")
-        return str(own) if own is not None else self.default_aggregate_function
-
-    @property
-    def default_aggregate_function(self) -> str | None:
-        return self.raw.get("fields.default-aggregate-function") or None
-
-    def ignore_retract(self, column: str) -> bool:
-        return bool(self.field_option(column, "ignore-retract"))
-
-    def list_agg_delimiter(self, column: str) -> str:
-        return str(self.field_option(column, "list-agg-delimiter"))
-
-    @property
-    def sequence_groups(self) -> dict[tuple[str, ...], tuple[str, ...]]:
-        """``fields.<seq>[,<seq>...].sequence-group``: sequence fields → the columns they order."""
-        out: dict[tuple[str, ...], tuple[str, ...]] = {}
-        for key in sorted(self.raw):
-            m = FIELD_OPTION.match(key)
-            if m and m.group("suffix") == "sequence-group":
-                members = tuple(s.strip() for s in str(self.raw[key]).split(",") if s.strip())
-                out[tuple(m.group("field").split(","))] = members
-        return out
-
-    @property
-    def aggregation_remove_record_on_delete(self) -> bool:
-        return self._bool("aggregation.remove-record-on-delete")
-
-    @property
-    def partial_update_remove_record_on_delete(self) -> bool:
-        return self._bool("partial-update.remove-record-on-delete")
+class CoreOptions(MergeOptions):
+    """Typed, validated view over a table's option map (Paimon's CoreOptions)."""
 
     # ---- layout
     @property
@@ -246,44 +148,6 @@ class CoreOptions:
     @property
     def dynamic_partition_overwrite(self) -> bool:
         return self._bool("dynamic-partition-overwrite", True)
-
-    # ---- merging
-    @property
-    def merge_engine(self) -> str:
-        return self._choice("merge-engine")
-
-    @property
-    def changelog_producer(self) -> str:
-        return self._choice("changelog-producer")
-
-    @property
-    def changelog_row_deduplicate(self) -> bool:
-        return self._bool("changelog-producer.row-deduplicate")
-
-    @property
-    def streaming_read_overwrite(self) -> bool:
-        return self._bool("streaming-read-overwrite")
-
-    @property
-    def sequence_fields(self) -> tuple[str, ...]:
-        return self._list("sequence.field")
-
-    @property
-    def sequence_descending(self) -> bool:
-        return self._typed("sequence.field.sort-order") == "descending"
-
-    @property
-    def rowkind_field(self) -> str | None:
-        return self.raw.get("rowkind.field") or None
-
-    @property
-    def ignore_delete(self) -> bool:
-        return (
-            self._bool("ignore-delete", False)
-            or self._bool("partial-update.ignore-delete", False)
-            or self._bool("first-row.ignore-delete", False)
-            or self._bool("deduplicate.ignore-delete", False)
-        )
 
     # ---- compaction
     @property

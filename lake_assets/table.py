@@ -236,7 +236,7 @@ class Table:
         schema = schema or self.schema
         engine = engine_of(schema.core_options, f"Table {self.name}")
         fields = [(f.name, to_arrow(f.type)) for f in schema.fields]
-        return engine.create(fields, list(schema.trimmed_primary_keys), schema.options)
+        return engine.create(fields, list(schema.trimmed_primary_keys), schema.core_options)
 
     def merge_extra_columns(self, schema: TableSchema) -> list[str]:
         """Columns a merge needs beyond keys and sequence fields: engines that combine the columns

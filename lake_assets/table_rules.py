@@ -49,7 +49,7 @@ def check_options(
             raise OptionError(f"{what}: rowkind.field {rk!r} must be a string column")
     # the engine's options (aggregate functions, sequence groups) must fit the columns' types
     trimmed = [k for k in primary_keys if k not in partition_keys]
-    engine_of(core, what).create([(f.name, to_arrow(f.type)) for f in fields], trimmed, dict(options))
+    engine_of(core, what).create([(f.name, to_arrow(f.type)) for f in fields], trimmed, core)
     return core
 
 

@@ -18,6 +18,7 @@ from lake_assets.lsm.merge_engine.aggregation import Aggregation
 from lake_assets.lsm.merge_engine.function import MergeFunction
 from lake_assets.lsm.merge_engine.partial_update import PartialUpdate
 from lake_assets.lsm.merge_engine.registry import merge_engine
+from lake_assets.options import CoreOptions
 from tests.vectors import VECTORS_DIR, load_json
 
 INS, UB, UA, DEL = 0, 1, 2, 3
@@ -61,11 +62,11 @@ def one(table: pa.Table) -> dict[str, Any]:
 
 
 def agg(schema: pa.Schema, options: Mapping[str, str], keys: Sequence[str] = ("k",)) -> Aggregation:
-    return Aggregation(fields_of(schema), keys, options)
+    return Aggregation(fields_of(schema), keys, CoreOptions(options))
 
 
 def pu(schema: pa.Schema, options: Mapping[str, str], keys: Sequence[str] = ("k",)) -> PartialUpdate:
-    return PartialUpdate(fields_of(schema), keys, options)
+    return PartialUpdate(fields_of(schema), keys, CoreOptions(options))
 
 
 def int_schema(*cols: str, dtype: pa.DataType | None = None) -> pa.Schema:
@@ -265,15 +266,16 @@ def test_aggregation_option_errors_at_construction() -> None:
 
 def test_registry_checks_engine_options() -> None:
     s = int_schema("v")
-    merge_engine("deduplicate").create(fields_of(s), ["k"], {"fields.v.aggregate-function": "nonsense"})
+    nonsense = CoreOptions({"fields.v.aggregate-function": "nonsense"})
+    merge_engine("deduplicate").create(fields_of(s), ["k"], nonsense)
     with pytest.raises(UnsupportedFeatureError):
-        merge_engine("aggregation").create(fields_of(s), ["k"], {"fields.v.aggregate-function": "nonsense"})
+        merge_engine("aggregation").create(fields_of(s), ["k"], nonsense)
     with pytest.raises(OptionError):
-        merge_engine("partial-update").create(fields_of(s), ["k"], {"fields.v.sequence-group": "k"})
+        merge_engine("partial-update").create(fields_of(s), ["k"], CoreOptions({"fields.v.sequence-group": "k"}))
     with pytest.raises(OptionError):
-        merge_engine("partial-update").create(fields_of(s), ["k"], {"fields.zz.sequence-group": "v"})
-    assert isinstance(merge_engine("aggregation").create(fields_of(s), ["k"], {}), Aggregation)
-    assert isinstance(merge_engine("Partial-Update").create(fields_of(s), ["k"], {}), PartialUpdate)
+        merge_engine("partial-update").create(fields_of(s), ["k"], CoreOptions({"fields.zz.sequence-group": "v"}))
+    assert isinstance(merge_engine("aggregation").create(fields_of(s), ["k"], CoreOptions({})), Aggregation)
+    assert isinstance(merge_engine("Partial-Update").create(fields_of(s), ["k"], CoreOptions({})), PartialUpdate)
 
 
 # ---------------------------------------------------------------- partial-update
@@ -432,7 +434,7 @@ def test_vector_04_partial_update() -> None:
         {"id": [1, 2, 4], "a": [None, 20, 4], "b": ["y", None, None], "c": [1.5, None, None]},
         {"id": [1, 3], "a": [100, None], "b": [None, "z"], "c": [None, None]},
     ])
-    fn = merge_engine("partial-update").create(fields_of(schema), ["id"], {"bucket": "2"})
+    fn = merge_engine("partial-update").create(fields_of(schema), ["id"], CoreOptions({"bucket": "2"}))
     out = run(fn, schema, records, keys=["id"]).drop_columns([SEQ, KIND])
     assert out.to_pylist() == _expected("04_partial_update")
 
@@ -447,9 +449,9 @@ def test_vector_05_aggregation() -> None:
         {"k": ["apple", "cherry-long-key", "date"], "total": [-1.0, 7.25, 0.0], "cnt": [1, 1, 1],
          "mx": [7, 2, 0], "label": ["third", None, "d"]},
     ])
-    fn = merge_engine("aggregation").create(fields_of(schema), ["k"], {
+    fn = merge_engine("aggregation").create(fields_of(schema), ["k"], CoreOptions({
         "fields.total.aggregate-function": "sum", "fields.cnt.aggregate-function": "sum",
-        "fields.mx.aggregate-function": "max"})
+        "fields.mx.aggregate-function": "max"}))
     out = run(fn, schema, records).drop_columns([SEQ, KIND])
     assert out.to_pylist() == _expected("05_aggregation")
 

@@ -15,6 +15,7 @@ from lake_assets.lsm.merge_engine.first_row import FirstRow
 from lake_assets.lsm.merge_engine.function import RowSelectingMergeFunction
 from lake_assets.lsm.merge_engine.partial_update import PartialUpdate
 from lake_assets.lsm.merge_engine.registry import DEFAULT_MERGE_ENGINE, MERGE_ENGINES, merge_engine
+from lake_assets.options import CoreOptions
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.int64())])
 FIELDS = [(f.name, f.type) for f in SCHEMA]
@@ -29,7 +30,7 @@ def test_registry_holds_the_four_paimon_engines() -> None:
     assert set(MERGE_ENGINES) == set(EXPECTED)
     assert DEFAULT_MERGE_ENGINE == "deduplicate"  # Paimon's default
     for name, cls in EXPECTED.items():
-        fn = merge_engine(name).create(FIELDS, ["k"], {})
+        fn = merge_engine(name).create(FIELDS, ["k"], CoreOptions({}))
         assert type(fn) is cls
         assert fn.ignore_delete is False
         # deduplicate and first-row pick whole rows: the merge drivers take their fast paths
@@ -42,7 +43,7 @@ def test_registry_holds_the_four_paimon_engines() -> None:
     ("partial-update", "partial-update.ignore-delete"), ("aggregation", "ignore-delete"),
 ])
 def test_factories_read_ignore_delete(name: str, option: str) -> None:
-    assert merge_engine(name).create(FIELDS, ["k"], {option: "true"}).ignore_delete is True
+    assert merge_engine(name).create(FIELDS, ["k"], CoreOptions({option: "true"})).ignore_delete is True
 
 
 def test_unknown_engine_names_itself_and_the_supported_ones() -> None:

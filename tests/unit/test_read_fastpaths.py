@@ -21,6 +21,7 @@ from lake_assets.lsm.merge import is_retract, sort_for_merge, winner_masks
 from lake_assets.lsm.merge_engine.deduplicate import Deduplicate
 from lake_assets.lsm.merge_engine.first_row import FirstRow
 from lake_assets.lsm.merge_engine.registry import merge_engine
+from lake_assets.options import CoreOptions
 from lake_assets.spec.row_kind import RowKind
 
 KINDS = np.array([RowKind.INSERT, RowKind.UPDATE_AFTER, RowKind.UPDATE_BEFORE, RowKind.DELETE], dtype=np.int8)
@@ -127,7 +128,7 @@ def test_winner_masks_decline_what_they_cannot_do():
                   SEQUENCE_NUMBER: pa.array([0, 1], pa.int64()), VALUE_KIND: pa.array([0, 0], pa.int8())})
     assert winner_masks([t], ["a", "b"], Deduplicate()) is None  # keys do not pack into 63 bits
     assert winner_masks([t], ["a"], Deduplicate(), sequence_fields=["b"]) is None
-    partial = merge_engine("partial-update").create([("a", pa.int64()), ("b", pa.int64())], ["a"], {})
+    partial = merge_engine("partial-update").create([("a", pa.int64()), ("b", pa.int64())], ["a"], CoreOptions({}))
     assert winner_masks([t], ["a"], partial) is None
     nulls = t.set_column(0, "a", pa.array([None, 1], pa.int64()))
     assert winner_masks([nulls], ["a"], Deduplicate()) is None

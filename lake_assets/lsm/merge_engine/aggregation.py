@@ -6,12 +6,14 @@ out unchanged (see the package docstring). The functions themselves: `aggregate_
 - Function per column: ``fields.<c>.aggregate-function``, else ``fields.default-aggregate-function``,
   else last_non_null_value. Key columns are kept; ``sequence.field`` columns use last_value.
 - ``aggregation.remove-record-on-delete``: a -D resets the key; the result is -D unless records
-  follow it. ``ignore-delete`` drops retracts before merging.
+  follow it. ``ignore-delete`` (or a fallback key: ``first-row.ignore-delete``,
+  ``deduplicate.ignore-delete``, ``partial-update.ignore-delete``) drops retracts before merging,
+  as the writer does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -20,20 +22,20 @@ from lake_assets.errors import OptionError
 from lake_assets.lsm.merge import is_retract, kinds_of
 from lake_assets.lsm.merge_engine.aggregate_functions import FieldFunction, check_retractable, fold
 from lake_assets.lsm.merge_engine.engine_options import (
-    bool_option,
     check_aggregate_options,
+    checked_sequence_fields,
     field_function,
-    sequence_fields_option,
 )
 from lake_assets.lsm.merge_engine.function import SchemaFields
 from lake_assets.lsm.merge_engine.grouping import all_single, group_keys, keep_singles, last_true, one_row_per_group
+from lake_assets.options import CoreOptions
 from lake_assets.spec.row_kind import RowKind
 
 
 class Aggregation:
     """The aggregation merge engine (see the module docstring for the exact semantics)."""
 
-    def __init__(self, schema_fields: SchemaFields, key_names: Sequence[str], options: Mapping[str, str]) -> None:
+    def __init__(self, schema_fields: SchemaFields, key_names: Sequence[str], options: CoreOptions) -> None:
         self.types = {name: dtype for name, dtype in schema_fields}
         self.key_names = tuple(key_names)
         names = set(self.types)
@@ -41,21 +43,19 @@ class Aggregation:
             if k not in names:
                 raise OptionError(f"Primary-key column {k!r} is not a table column")
         check_aggregate_options(options, names)
-        self.ignore_delete = bool_option(options, "ignore-delete")
-        self.remove_on_delete = bool_option(options, "aggregation.remove-record-on-delete")
-        sequence_fields = set(sequence_fields_option(options, names))
-        default = options.get("fields.default-aggregate-function") or "last_non_null_value"
+        # ignore-delete with its fallback keys, as the writer reads it (Paimon's CoreOptions)
+        self.ignore_delete = options.ignore_delete
+        self.remove_on_delete = options.aggregation_remove_record_on_delete
+        sequence_fields = set(checked_sequence_fields(options, names))
         self.functions: dict[str, FieldFunction] = {}
         for name, dtype in schema_fields:
             if name in self.key_names:
                 continue
             if name in sequence_fields:
-                self.functions[name] = FieldFunction(
-                    name, "last_value", bool_option(options, f"fields.{name}.ignore-retract")
-                )
+                self.functions[name] = FieldFunction(name, "last_value", options.ignore_retract(name))
                 continue
-            raw = options.get(f"fields.{name}.aggregate-function") or default
-            self.functions[name] = field_function(options, name, dtype, raw)
+            function = options.aggregate_function(name) or "last_non_null_value"
+            self.functions[name] = field_function(options, name, dtype, function)
 
     def merge(self, table: pa.Table, key_names: Sequence[str]) -> pa.Table:
         """One row per key of a table sorted by key and sequence (see the module docstring)."""

@@ -10,11 +10,14 @@ read), compaction and changelog production all merge through this contract; the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 import pyarrow as pa
+
+if TYPE_CHECKING:  # the contract needs no part of lake_assets at run time
+    from lake_assets.options import CoreOptions
 
 # (column name, Arrow type) of every table column, in schema order
 SchemaFields = Sequence[tuple[str, pa.DataType]]
@@ -53,7 +56,7 @@ class RowSelectingMergeFunction(MergeFunction, Protocol):
         ...
 
 
-# Builds a table's merge function from its columns, its (trimmed) primary key and its options;
-# raises `OptionError`/`UnsupportedFeatureError` for options the engine cannot honour (Paimon's
-# MergeFunctionFactory).
-MergeFunctionFactory = Callable[[SchemaFields, Sequence[str], Mapping[str, str]], MergeFunction]
+# Builds a table's merge function from its columns, its (trimmed) primary key and its typed
+# options (``schema.core_options``); raises `OptionError`/`UnsupportedFeatureError` for options
+# the engine cannot honour (Paimon's MergeFunctionFactory).
+MergeFunctionFactory = Callable[[SchemaFields, Sequence[str], "CoreOptions"], MergeFunction]

@@ -4,7 +4,7 @@ Follows docs/format.md §10.1 and Paimon's documented behaviour; a key's only re
 unchanged (see the package docstring).
 
 - A newer record overwrites only its non-null fields. -U/-D records raise ``InvalidDataError``
-  unless ``ignore-delete`` (alias ``partial-update.ignore-delete``) drops them,
+  unless ``ignore-delete`` (or a fallback key, e.g. ``partial-update.ignore-delete``) drops them,
   ``partial-update.remove-record-on-delete`` makes a -D delete the whole row, or sequence groups are
   configured. The two delete options conflict with each other, and remove-on-delete conflicts with
   sequence groups, as in Paimon (``OptionError``).
@@ -30,7 +30,7 @@ unchanged (see the package docstring).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -39,11 +39,10 @@ from lake_assets.errors import InvalidDataError, OptionError, UnsupportedFeature
 from lake_assets.lsm.merge import is_retract, kinds_of
 from lake_assets.lsm.merge_engine.aggregate_functions import FieldFunction, fold
 from lake_assets.lsm.merge_engine.engine_options import (
-    bool_option,
     check_aggregate_options,
+    checked_sequence_fields,
+    checked_sequence_groups,
     field_function,
-    parse_sequence_groups,
-    sequence_fields_option,
 )
 from lake_assets.lsm.merge_engine.function import SchemaFields
 from lake_assets.lsm.merge_engine.grouping import (
@@ -59,13 +58,14 @@ from lake_assets.lsm.merge_engine.grouping import (
     take_or_null,
     valid_mask,
 )
+from lake_assets.options import CoreOptions
 from lake_assets.spec.row_kind import RowKind
 
 
 class PartialUpdate:
     """The partial-update merge engine (see the module docstring for the exact semantics)."""
 
-    def __init__(self, schema_fields: SchemaFields, key_names: Sequence[str], options: Mapping[str, str]) -> None:
+    def __init__(self, schema_fields: SchemaFields, key_names: Sequence[str], options: CoreOptions) -> None:
         self.types = {name: dtype for name, dtype in schema_fields}
         self.key_names = tuple(key_names)
         names = [name for name, _ in schema_fields]
@@ -73,15 +73,15 @@ class PartialUpdate:
             if k not in self.types:
                 raise OptionError(f"Primary-key column {k!r} is not a table column")
         check_aggregate_options(options, set(names))
-        self.ignore_delete = bool_option(options, "ignore-delete") or bool_option(
-            options, "partial-update.ignore-delete"
-        )
-        self.remove_on_delete = bool_option(options, "partial-update.remove-record-on-delete")
-        if options.get("partial-update.remove-record-on-sequence-group"):
+        # ignore-delete with its fallback keys, as the writer reads it (Paimon's CoreOptions)
+        self.ignore_delete = options.ignore_delete
+        self.remove_on_delete = options.partial_update_remove_record_on_delete
+        if options.partial_update_remove_record_on_sequence_group:
+            # the option registry refuses it too (create, ALTER, and per operation)
             raise UnsupportedFeatureError(
                 "Option 'partial-update.remove-record-on-sequence-group' is not implemented by lake_assets"
             )
-        self.groups = parse_sequence_groups(options, names, self.key_names)
+        self.groups = checked_sequence_groups(options, names, self.key_names)
         if self.ignore_delete and self.remove_on_delete:
             raise OptionError(
                 "Options 'ignore-delete' and 'partial-update.remove-record-on-delete' conflict; set only one"
@@ -91,19 +91,18 @@ class PartialUpdate:
                 "Sequence groups and 'partial-update.remove-record-on-delete' conflict; set only one"
             )
         seq_fields = {f for g in self.groups for f in g.sequence_fields}
-        seq_fields |= set(sequence_fields_option(options, set(names)))
+        seq_fields |= set(checked_sequence_fields(options, set(names)))
         grouped = {m for g in self.groups for m in g.members}
-        default = options.get("fields.default-aggregate-function")
         self.functions: dict[str, FieldFunction] = {}
         for name, dtype in schema_fields:
             if name in self.key_names or name in seq_fields:
                 continue  # Paimon aggregates neither keys nor sequence fields
-            raw = options.get(f"fields.{name}.aggregate-function") or default
-            if raw is None:
+            function = options.aggregate_function(name)
+            if function is None:
                 if name in grouped:
                     self.functions[name] = FieldFunction(name, "last_value")
                 continue
-            fn = field_function(options, name, dtype, raw)
+            fn = field_function(options, name, dtype, function)
             if name not in grouped:
                 if fn.function != "last_non_null_value":
                     raise OptionError(

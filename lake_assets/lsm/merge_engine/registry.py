@@ -17,6 +17,13 @@ from lake_assets.lsm.merge_engine.aggregation import Aggregation
 from lake_assets.lsm.merge_engine.deduplicate import Deduplicate
 from lake_assets.lsm.merge_engine.first_row import FirstRow
 from lake_assets.lsm.merge_engine.function import MergeFunction, MergeFunctionFactory, SchemaFields
+from lake_assets.lsm.merge_engine.names import (
+    AGGREGATION,
+    DEFAULT_MERGE_ENGINE,
+    FIRST_ROW,
+    MERGE_ENGINE_NAMES,
+    PARTIAL_UPDATE,
+)
 from lake_assets.lsm.merge_engine.partial_update import PartialUpdate
 from lake_assets.options import CoreOptions
 
@@ -46,36 +53,39 @@ class MergeEngine:
     # The only changelog producers Paimon accepts with the engine (its SchemaValidation); None: any.
     changelog_producers: tuple[str, ...] | None = None
 
-    def create(self, fields: SchemaFields, key_names: Sequence[str], options: Mapping[str, str]) -> MergeFunction:
-        """The merge function for a table with these columns, trimmed primary key and options;
-        raises `OptionError`/`UnsupportedFeatureError` for options the engine cannot honour."""
+    def create(self, fields: SchemaFields, key_names: Sequence[str], options: CoreOptions) -> MergeFunction:
+        """The merge function for a table with these columns, trimmed primary key and typed options
+        (``schema.core_options``); raises `OptionError`/`UnsupportedFeatureError` for options the
+        engine cannot honour."""
         return self.factory(fields, key_names, options)
 
 
-def _deduplicate(fields: SchemaFields, key_names: Sequence[str], options: Mapping[str, str]) -> MergeFunction:
-    # ignore-delete and its aliases are table options (CoreOptions), read by the writer too
-    return Deduplicate(CoreOptions(dict(options)).ignore_delete)
+def _deduplicate(fields: SchemaFields, key_names: Sequence[str], options: CoreOptions) -> MergeFunction:
+    # ignore-delete and its fallback keys are table options, read by the writer too
+    return Deduplicate(options.ignore_delete)
 
 
-def _first_row(fields: SchemaFields, key_names: Sequence[str], options: Mapping[str, str]) -> MergeFunction:
-    return FirstRow(CoreOptions(dict(options)).ignore_delete)
+def _first_row(fields: SchemaFields, key_names: Sequence[str], options: CoreOptions) -> MergeFunction:
+    return FirstRow(options.ignore_delete)
 
-
-DEFAULT_MERGE_ENGINE = "deduplicate"
 
 MERGE_ENGINES: Mapping[str, MergeEngine] = {
     engine.name: engine
     for engine in (
         MergeEngine(DEFAULT_MERGE_ENGINE, _deduplicate),
-        MergeEngine("partial-update", PartialUpdate, needs_all_columns=True),
-        MergeEngine("aggregation", Aggregation, needs_all_columns=True),
+        MergeEngine(PARTIAL_UPDATE, PartialUpdate, needs_all_columns=True),
+        MergeEngine(AGGREGATION, Aggregation, needs_all_columns=True),
         MergeEngine(
-            "first-row", _first_row,
+            FIRST_ROW, _first_row,
             level0_in_batch_reads=False, needs_lookup=True, drops_known_keys=True,
             changelog_for_unchanged_keys=False, changelog_producers=("none", "lookup"),
         ),
     )
 }
+# The option registry accepts the values of `names`: an engine missing here (or extra) would be
+# accepted at create and then fail at the first write, so refuse to import instead.
+if tuple(MERGE_ENGINES) != MERGE_ENGINE_NAMES:
+    raise RuntimeError(f"merge-engine registry {tuple(MERGE_ENGINES)} differs from names {MERGE_ENGINE_NAMES}")
 
 
 def merge_engine(name: str, what: str = "") -> MergeEngine:
