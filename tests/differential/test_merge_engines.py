@@ -366,6 +366,34 @@ def test_first_row_ignore_delete(java: PaimonJava, wh: str) -> None:
     assert_agree(sc.run_all(), what=("states",))
 
 
+# ``ignore-delete`` is one option of every engine with three fallback keys; Paimon's Options.get
+# takes the key when set, else the first fallback key set (so the key set to false wins).
+IGNORE_DELETE_CASES = {
+    "dedup-key-false-wins": ({}, {"ignore-delete": "false", "deduplicate.ignore-delete": "true"}),
+    "dedup-other-engines-key": ({}, {"partial-update.ignore-delete": "true"}),
+    "agg-key-false-wins": ({"merge-engine": "aggregation", "fields.v.aggregate-function": "sum"},
+                           {"ignore-delete": "false", "partial-update.ignore-delete": "true"}),
+    "agg-first-row-key": ({"merge-engine": "aggregation", "fields.v.aggregate-function": "sum"},
+                          {"first-row.ignore-delete": "true"}),
+    "agg-first-fallback-wins": ({"merge-engine": "aggregation", "fields.v.aggregate-function": "sum"},
+                                {"first-row.ignore-delete": "false", "deduplicate.ignore-delete": "true"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(IGNORE_DELETE_CASES))
+def test_ignore_delete_fallback_keys(java: PaimonJava, wh: str, case: str) -> None:
+    engine, ignore = IGNORE_DELETE_CASES[case]
+    schema = pa.schema([KEY, ("v", pa.int64()), OP])
+    steps = [
+        _w("+I", {"k": 1, "v": 5}, {"k": 2, "v": 7}, {"k": 3, "v": 1}),
+        _mixed(("-D", {"k": 1, "v": 5}), ("-U", {"k": 2, "v": 7}), ("+U", {"k": 2, "v": 8})),
+        C(),
+        _mixed(("-D", {"k": 3, "v": 1}), ("+I", {"k": 4, "v": 2})),
+    ]
+    sc = Scenario(java, wh, schema, ["k"], {**engine, **ignore, **RK}, steps)
+    assert_agree(sc.run_all(), what=("states",))
+
+
 def test_first_row_rows_visible_after_each_commit(java: PaimonJava, wh: str) -> None:
     """Without ``write-only`` the writer compacts level 0 on every commit, so rows are visible at
     once (known disagreement 3, fixed)."""

@@ -9,13 +9,14 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog, UnsupportedFeatureError
+from lake_assets.formats.data_file import DELETE, INSERT
 from lake_assets.lsm.merge_engine.aggregation import Aggregation
 from lake_assets.lsm.merge_engine.deduplicate import Deduplicate
 from lake_assets.lsm.merge_engine.first_row import FirstRow
 from lake_assets.lsm.merge_engine.function import RowSelectingMergeFunction
 from lake_assets.lsm.merge_engine.partial_update import PartialUpdate
 from lake_assets.lsm.merge_engine.registry import DEFAULT_MERGE_ENGINE, MERGE_ENGINES, merge_engine
-from lake_assets.options import CoreOptions
+from lake_assets.options import IGNORE_DELETE_KEYS, CoreOptions
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.int64())])
 FIELDS = [(f.name, f.type) for f in SCHEMA]
@@ -37,13 +38,25 @@ def test_registry_holds_the_four_paimon_engines() -> None:
         assert isinstance(fn, RowSelectingMergeFunction) == (name in ("deduplicate", "first-row"))
 
 
-@pytest.mark.parametrize("name,option", [
-    ("deduplicate", "ignore-delete"), ("deduplicate", "deduplicate.ignore-delete"),
-    ("first-row", "ignore-delete"), ("first-row", "first-row.ignore-delete"),
-    ("partial-update", "partial-update.ignore-delete"), ("aggregation", "ignore-delete"),
-])
-def test_factories_read_ignore_delete(name: str, option: str) -> None:
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+@pytest.mark.parametrize("option", IGNORE_DELETE_KEYS)
+def test_factories_read_ignore_delete_and_every_fallback_key(name: str, option: str) -> None:
+    """Every engine's merge honours the key and all its fallback keys, as the writer does (Paimon's
+    IGNORE_DELETE is one option for every engine); the key itself set to false wins."""
     assert merge_engine(name).create(FIELDS, ["k"], CoreOptions({option: "true"})).ignore_delete is True
+    if option != "ignore-delete":
+        both = CoreOptions({"ignore-delete": "false", option: "true"})
+        assert merge_engine(name).create(FIELDS, ["k"], both).ignore_delete is False
+
+
+def test_aggregation_merge_drops_retractions_under_a_fallback_key() -> None:
+    """The writer drops -U/-D under ``partial-update.ignore-delete`` on any engine; so does the
+    aggregation merge of retractions already in files (e.g. written before the option was set)."""
+    rows = pa.table({"k": [1, 1, 2], "v": [5, 3, 4], "_SEQUENCE_NUMBER": pa.array([0, 1, 2], pa.int64()),
+                     "_VALUE_KIND": pa.array([INSERT, DELETE, DELETE], pa.int8())})
+    fn = merge_engine("aggregation").create(FIELDS, ["k"], CoreOptions({
+        "fields.v.aggregate-function": "sum", "partial-update.ignore-delete": "true"}))
+    assert fn.merge(rows, ["k"]).select(["k", "v"]).to_pylist() == [{"k": 1, "v": 5}]
 
 
 def test_unknown_engine_names_itself_and_the_supported_ones() -> None:

@@ -96,7 +96,8 @@ def test_nested_nanosecond_timestamps_are_refused_at_create_as_on_alter(catalog:
 # ----------------------------------------------------------------------- accepted-and-ignored audit
 @pytest.mark.parametrize(("key", "value"), [("commit.force-create-snapshot", "true"),
                                             ("fields.v.distinct", "true"),
-                                            ("fields.v.default-value", "x")])
+                                            ("fields.v.default-value", "x"),
+                                            ("partial-update.remove-record-on-sequence-group", "v")])
 def test_options_we_cannot_honour_are_refused(catalog: Catalog, key, value):
     with pytest.raises(UnsupportedFeatureError, match=key.replace(".", r"\.")):
         catalog.create_table("db.t", SCHEMA, primary_keys=["k"], options={"bucket": "1", key: value})
@@ -142,3 +143,17 @@ def test_pattern_keys_are_registry_rows():
     assert rule is not None and rule.key == "fields.x.aggregate-function"
     assert rule.description == FIELD_RULES["aggregate-function"].description
     assert rule_for("fields.x.unknown-suffix") is None
+
+
+@pytest.mark.parametrize(("options", "expected"), [
+    ({}, False),
+    ({"partial-update.ignore-delete": "true"}, True),
+    ({"first-row.ignore-delete": "TRUE"}, True),
+    # Paimon's Options.get: the key itself decides when set, else the first fallback key set
+    ({"ignore-delete": "false", "deduplicate.ignore-delete": "true"}, False),
+    ({"ignore-delete": "true", "first-row.ignore-delete": "false"}, True),
+    ({"first-row.ignore-delete": "false", "partial-update.ignore-delete": "true"}, False),
+    ({"deduplicate.ignore-delete": "true", "partial-update.ignore-delete": "false"}, True),
+])
+def test_ignore_delete_takes_the_first_key_set_as_paimon(options, expected):
+    assert CoreOptions(options).ignore_delete is expected
