@@ -35,8 +35,9 @@ def _key_in(keys: pa.Table, candidates: pa.Table, key_names: Sequence[str]) -> n
     """Per row of ``keys``: whether its key occurs in ``candidates``."""
     names = list(key_names)
     if len(names) == 1:
-        return pc.is_in(keys.column(names[0]), value_set=pc.unique(candidates.column(names[0]))).to_numpy(
-            zero_copy_only=False)
+        found: np.ndarray = pc.is_in(keys.column(names[0]), value_set=pc.unique(candidates.column(names[0])))\
+            .to_numpy(zero_copy_only=False)
+        return found
     pos = "__pos"
     indexed = keys.append_column(pos, pa.array(np.arange(keys.num_rows, dtype=np.int64)))
     distinct = candidates.select(names).group_by(names, use_threads=False).aggregate([])

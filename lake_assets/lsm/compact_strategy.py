@@ -229,9 +229,12 @@ def interval_partition(files: Iterable[DataFileMeta], key_types: Sequence[DataTy
     Files are sorted by (min key, max key); a new section starts when a file's min key is above
     every max key seen in the current section. Touching ranges (max == next min) overlap.
     """
-    decoded = [(*key_range(f, key_types), f) for f in files]
+    decoded: list[tuple[tuple[object, ...], tuple[object, ...], DataFileMeta]] = [
+        (*key_range(f, key_types), f) for f in files
+    ]
 
-    def order(a: tuple, b: tuple) -> int:
+    def order(a: tuple[tuple[object, ...], tuple[object, ...], DataFileMeta],
+              b: tuple[tuple[object, ...], tuple[object, ...], DataFileMeta]) -> int:
         return compare_keys(a[0], b[0], key_types) or compare_keys(a[1], b[1], key_types)
 
     decoded.sort(key=cmp_to_key(order))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -69,7 +70,9 @@ def _cmp(a: object, b: object) -> int:
     if isinstance(a, float) and isinstance(b, float):
         a, b = float_code(a), float_code(b)
     # Unsigned byte order of UTF-8 equals code point order, which Python's str compare uses.
-    return (a > b) - (a < b)  # type: ignore[operator]
+    x: Any = a  # two values of one key column: Python orders them as Paimon does
+    y: Any = b
+    return int(x > y) - int(x < y)
 
 
 def compare_keys(a: Sequence[object], b: Sequence[object], types: Sequence[DataType] = ()) -> int:

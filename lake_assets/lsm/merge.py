@@ -89,7 +89,8 @@ def sort_order(
     sort_keys.append((SEQUENCE_NUMBER, "ascending", "at_start"))
     cols = list(dict.fromkeys([*prefix, *key_names, *sequence_fields, SEQUENCE_NUMBER]))
     view = key_view(table.select(cols), [*key_names, *sequence_fields])  # Double.compare, as in sort_for_merge
-    return pc.sort_indices(view, sort_keys=sort_keys).to_numpy()
+    order: np.ndarray = pc.sort_indices(view, sort_keys=sort_keys).to_numpy()
+    return order
 
 
 def _single_int_key_order(
@@ -156,12 +157,14 @@ def sort_and_merge(
 
 def is_retract(kinds: np.ndarray) -> np.ndarray:
     """True where a ``_VALUE_KIND`` is a retraction (-U or -D)."""
-    return (kinds == RowKind.UPDATE_BEFORE) | (kinds == RowKind.DELETE)
+    retract: np.ndarray = (kinds == RowKind.UPDATE_BEFORE) | (kinds == RowKind.DELETE)
+    return retract
 
 
 def kinds_of(table: pa.Table) -> np.ndarray:
     """The ``_VALUE_KIND`` column of a merge input as a numpy array."""
-    return table.column(VALUE_KIND).to_numpy()
+    kinds: np.ndarray = table.column(VALUE_KIND).to_numpy()
+    return kinds
 
 
 # ------------------------------------------------------------------ row-selecting merge without a sort

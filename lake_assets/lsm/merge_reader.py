@@ -15,12 +15,14 @@ import pyarrow.compute as pc
 
 from lake_assets.lsm.key_compare import compare_keys, float_code, key_view
 
+Key = tuple[object, ...]
 
-def _last_key(table: pa.Table, key_names: Sequence[str]) -> tuple:
+
+def _last_key(table: pa.Table, key_names: Sequence[str]) -> Key:
     return tuple(table.column(k)[table.num_rows - 1].as_py() for k in key_names)
 
 
-def count_at_most(table: pa.Table, key_names: Sequence[str], frontier: tuple) -> int:
+def count_at_most(table: pa.Table, key_names: Sequence[str], frontier: Key) -> int:
     """Number of leading rows of a key-sorted table whose key is <= ``frontier`` (lexicographic)."""
     n = table.num_rows
     if n == 0:
@@ -30,7 +32,7 @@ def count_at_most(table: pa.Table, key_names: Sequence[str], frontier: tuple) ->
     view = key_view(table.select(list(key_names)), key_names)  # float keys compare as in Java
     for name, value in zip(key_names, frontier, strict=True):
         col = view.column(name)
-        if pa.types.is_floating(table.schema.field(name).type):
+        if isinstance(value, float) and pa.types.is_floating(table.schema.field(name).type):
             value = float_code(value)
         scalar = pa.scalar(value, type=col.type)
         lt = pc.less(col, scalar).to_numpy(zero_copy_only=False)
@@ -57,25 +59,27 @@ def merge_sorted(
     done = [False] * len(iters)
 
     def refill(i: int) -> None:
-        while not done[i] and (buffers[i] is None or buffers[i].num_rows == 0):
+        buf = buffers[i]
+        while not done[i] and (buf is None or buf.num_rows == 0):
             try:
-                buffers[i] = next(iters[i])
+                buf = next(iters[i])
             except StopIteration:
                 done[i] = True
-                buffers[i] = None
+                buf = None
+        buffers[i] = buf
 
     for i in range(len(iters)):
         refill(i)
     pending: list[pa.Table] = []
     pending_rows = 0
     while any(b is not None and b.num_rows for b in buffers):
-        frontier: tuple | None = None
-        lasts: list[tuple | None] = [None] * len(buffers)
+        frontier: Key | None = None
+        lasts: list[Key | None] = [None] * len(buffers)
         for i, buf in enumerate(buffers):
             if buf is not None and buf.num_rows and not done[i]:
-                last = lasts[i] = _last_key(buf, key_names)
-                if frontier is None or compare_keys(last, frontier) < 0:
-                    frontier = last
+                key = lasts[i] = _last_key(buf, key_names)
+                if frontier is None or compare_keys(key, frontier) < 0:
+                    frontier = key
         for i, buf in enumerate(buffers):
             if buf is None or buf.num_rows == 0:
                 continue

@@ -40,8 +40,11 @@ class SortedRun:
     def from_files(cls, files: Iterable[DataFileMeta], key_types: Sequence[DataType]) -> SortedRun:
         """A run of ``files`` sorted by decoded min key."""
         decoded = [(tuple(deserialize_row(f.min_key, key_types)), f) for f in files]
-        order = cmp_to_key(lambda a, b: compare_keys(a[0], b[0], key_types))
-        decoded.sort(key=order)
+
+        def order(a: tuple[tuple[object, ...], DataFileMeta], b: tuple[tuple[object, ...], DataFileMeta]) -> int:
+            return compare_keys(a[0], b[0], key_types)
+
+        decoded.sort(key=cmp_to_key(order))
         return cls(f for _, f in decoded)
 
     @property

@@ -66,15 +66,15 @@ class FieldFunction:
 
 
 def _is_numeric(dtype: pa.DataType) -> bool:
-    return pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_decimal(dtype)
+    return bool(pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_decimal(dtype))
 
 
 def _is_string(dtype: pa.DataType) -> bool:
-    return pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_string_view(dtype)
+    return bool(pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_string_view(dtype))
 
 
 def _is_nested(dtype: pa.DataType) -> bool:
-    return pa.types.is_nested(dtype) or pa.types.is_dictionary(dtype)
+    return bool(pa.types.is_nested(dtype) or pa.types.is_dictionary(dtype))
 
 
 def resolve_function(column: str, dtype: pa.DataType, name: str) -> str:
@@ -116,7 +116,8 @@ def _overflowed_int64(wrapped: np.ndarray, approx: np.ndarray) -> np.ndarray:
     mag = np.abs(approx)
     big = mag > limit * (1 + 1e-6)
     band = (mag >= limit * (1 - 1e-6)) & ~big
-    return big | (band & (np.sign(wrapped) != np.sign(approx)))
+    overflowed: np.ndarray = big | (band & (np.sign(wrapped) != np.sign(approx)))
+    return overflowed
 
 
 def _int_product(col: str, v: np.ndarray, first: np.ndarray, n_seg: int) -> np.ndarray:

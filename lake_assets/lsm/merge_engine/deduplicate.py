@@ -36,7 +36,8 @@ class Deduplicate:
         _, ends = group_bounds(table, key_names)
         if keep is None:
             return None if len(ends) == table.num_rows else ends
-        return keep[ends]
+        picked: np.ndarray = keep[ends]
+        return picked
 
     def check_retracts(self, retract: np.ndarray) -> None:
         """Deduplicate takes every retraction: it deletes its key (or is dropped)."""

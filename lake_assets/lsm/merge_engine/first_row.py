@@ -49,7 +49,8 @@ class FirstRow:
         starts, _ = group_bounds(table, key_names)
         if keep is None:
             return None if len(starts) == table.num_rows else starts
-        return keep[starts]
+        picked: np.ndarray = keep[starts]
+        return picked
 
     def check_retracts(self, retract: np.ndarray) -> None:
         """Retractions are refused unless ``ignore-delete`` drops them."""

@@ -27,6 +27,8 @@ from lake_assets.lsm.merge_engine.names import (
 from lake_assets.lsm.merge_engine.partial_update import PartialUpdate
 from lake_assets.options import CoreOptions
 
+__all__ = ["DEFAULT_MERGE_ENGINE", "MERGE_ENGINES", "MergeEngine", "engine_of", "merge_engine"]
+
 
 @dataclass(frozen=True)
 class MergeEngine:
