@@ -133,6 +133,7 @@ class Predicate:
             raise FilterError(f"A filter is a list of (column, op, value) tuples, got {filters!r}")
         if not filters:
             return None
+        clauses: tuple[tuple[Any, ...], ...]
         if all(isinstance(t, tuple) for t in filters):
             clauses = (tuple(filters),)
         elif all(isinstance(c, (list, tuple)) and all(isinstance(t, tuple) for t in c) for c in filters):

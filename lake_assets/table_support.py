@@ -31,7 +31,7 @@ allowed: a tag only copies a snapshot, and a schema change is how a user removes
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
@@ -150,7 +150,8 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
         rule = per_operation_rule(option)
         if rule is not None and unsupported_value(rule, text) is not None:
             out.append(Refusal(f"option {option} = {text!r}", rule.why, frozenset(Op[n] for n in rule.refuses)))
-    feature = {
+    # key -> (whether a stored value is the unimplemented feature, why it is refused, what it blocks)
+    feature: dict[str, tuple[Callable[[str], bool], str, frozenset[Op]]] = {
         "row-tracking.enabled": (_is_true, "row tracking is not implemented (writes and compaction must "
                                  "assign and keep row ids)", frozenset({Op.WRITE, Op.COMPACT})),
         "data-evolution.enabled": (_is_true, "data evolution is not implemented (rows are spread over "
