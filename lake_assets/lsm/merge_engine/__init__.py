@@ -1,10 +1,12 @@
 """The merge engines of primary-key tables: how the records of one key collapse into one.
 
 One module per engine - `deduplicate`, `partial_update`, `aggregation` (its functions in
-`aggregate_functions`, the option parsing it shares with partial-update in `engine_options`),
+`aggregate_functions`, the option checks it shares with partial-update in `engine_options`),
 `first_row` - over the contract of `function` and the vectorized key-group helpers of `grouping`.
-`registry` maps each ``merge-engine`` value to its factory and properties; every caller goes
-through it. (This module imports nothing, so `lake_assets.lsm.merge` can use the contract.)
+`registry` maps each ``merge-engine`` value (the names of `names`) to its factory and
+properties; every caller goes through it. Factories read the table's typed options
+(`lake_assets.options.CoreOptions`, parsed once by the option registry), never raw strings.
+(This module imports nothing, so `lake_assets.lsm.merge` can use the contract.)
 
 Every merge is group-wise numpy/Arrow work over a table sorted by key and sequence: no Python loop
 over rows or keys. A key with a single record comes out as that record, unchanged - kind

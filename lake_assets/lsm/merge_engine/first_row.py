@@ -1,7 +1,8 @@
 """The first-row merge engine (``merge-engine = first-row``) and its compaction lookup.
 
 The first inserted record of a key wins; later records of the key are ignored. Retractions raise
-`InvalidDataError` unless ``ignore-delete`` (alias ``first-row.ignore-delete``) drops them.
+`InvalidDataError` unless ``ignore-delete`` (or a fallback key, e.g. ``first-row.ignore-delete``)
+drops them.
 
 Paimon keeps every key of a first-row table at most once across levels 1..max: compacting level 0
 (its FirstRowMergeFunctionWrapper) looks each merged key up in the levels above the output level

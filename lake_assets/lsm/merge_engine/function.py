@@ -26,7 +26,7 @@ SchemaFields = Sequence[tuple[str, pa.DataType]]
 class MergeFunction(Protocol):
     """Collapses the records of each key into one record."""
 
-    # Whether -U/-D records are dropped before merging (``ignore-delete`` and its aliases), so a
+    # Whether -U/-D records are dropped before merging (``ignore-delete`` or a fallback key), so a
     # key's older record wins over a retraction.
     ignore_delete: bool
 
