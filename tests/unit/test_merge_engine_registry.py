@@ -9,7 +9,6 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog, UnsupportedFeatureError
-from lake_assets.formats.data_file import DELETE, INSERT
 from lake_assets.lsm.merge_engine.aggregation import Aggregation
 from lake_assets.lsm.merge_engine.deduplicate import Deduplicate
 from lake_assets.lsm.merge_engine.first_row import FirstRow
@@ -17,6 +16,7 @@ from lake_assets.lsm.merge_engine.function import RowSelectingMergeFunction
 from lake_assets.lsm.merge_engine.partial_update import PartialUpdate
 from lake_assets.lsm.merge_engine.registry import DEFAULT_MERGE_ENGINE, MERGE_ENGINES, merge_engine
 from lake_assets.options import IGNORE_DELETE_KEYS, CoreOptions
+from lake_assets.spec.row_kind import RowKind
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.int64())])
 FIELDS = [(f.name, f.type) for f in SCHEMA]
@@ -53,7 +53,7 @@ def test_aggregation_merge_drops_retractions_under_a_fallback_key() -> None:
     """The writer drops -U/-D under ``partial-update.ignore-delete`` on any engine; so does the
     aggregation merge of retractions already in files (e.g. written before the option was set)."""
     rows = pa.table({"k": [1, 1, 2], "v": [5, 3, 4], "_SEQUENCE_NUMBER": pa.array([0, 1, 2], pa.int64()),
-                     "_VALUE_KIND": pa.array([INSERT, DELETE, DELETE], pa.int8())})
+                     "_VALUE_KIND": pa.array([RowKind.INSERT, RowKind.DELETE, RowKind.DELETE], pa.int8())})
     fn = merge_engine("aggregation").create(FIELDS, ["k"], CoreOptions({
         "fields.v.aggregate-function": "sum", "partial-update.ignore-delete": "true"}))
     assert fn.merge(rows, ["k"]).select(["k", "v"]).to_pylist() == [{"k": 1, "v": 5}]
