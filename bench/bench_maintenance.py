@@ -147,7 +147,7 @@ def build_runs_table(warehouse: str, runs: list[pa.Table]) -> tuple[Table, list[
                                  options={"bucket": "1", "write-only": "true"})
     for run in runs:
         table.write_arrow(run)
-    paths = [table.data_file_path(sp.partition, sp.bucket, f) for sp in table.plan() for f in sp.files]
+    paths = [table.store.data_file_path(sp.partition, sp.bucket, f) for sp in table.plan() for f in sp.files]
     if len(paths) != len(runs):
         raise SystemExit(f"expected {len(runs)} level-0 files, the table has {len(paths)}")
     return catalog.get_table("bench.compact"), paths
@@ -378,11 +378,12 @@ def referenced_files(table: Table) -> set[str]:
     sm = table.snapshot_manager
     earliest, latest = sm.earliest_id(), sm.latest_id()
     assert earliest is not None and latest is not None
-    scan = table.file_store_scan()
-    files = {table.data_file_path(e.partition, e.bucket, e.file) for e in scan.live_entries(sm.snapshot(earliest))}
+    scan = table.store.file_store_scan()
+    store = table.store
+    files = {store.data_file_path(e.partition, e.bucket, e.file) for e in scan.live_entries(sm.snapshot(earliest))}
     for sid in range(earliest + 1, latest + 1):
         for e in scan.delta_entries(sm.snapshot(sid)):
-            files.add(table.data_file_path(e.partition, e.bucket, e.file))
+            files.add(table.store.data_file_path(e.partition, e.bucket, e.file))
     return files
 
 
@@ -406,7 +407,7 @@ def expire_and_verify(name: str, build: ExpireBuild, warehouse: str, limit: int,
                       f"the real run {len(result.deleted_data_files)}")
     verify_started = time.perf_counter()
     table = Catalog(warehouse).get_table("bench.expire")
-    missing = [p for p in referenced_files(table) if not os.path.exists(p)]
+    missing = [p for p in referenced_files(table.store) if not os.path.exists(p)]
     if missing:
         errors.append(f"{name}: {len(missing)} files of retained snapshots are missing, e.g. {missing[0]}")
     got = table.to_arrow().sort_by(KEY)

@@ -6,139 +6,86 @@ invalidate except the schema, which `refresh` reloads.
 
 from __future__ import annotations
 
-import contextlib
-import itertools
-import os
-import posixpath
-import re
 import time
 import uuid
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-import pendulum
 import pyarrow as pa
 
 from lake_assets import arguments as args
 from lake_assets.errors import (
     CommitStateUnknownError,
-    CorruptMetadataError,
     InvalidArgumentError,
-    NoSuchTableError,
     SchemaError,
-    SnapshotNotFoundError,
-    UnsupportedFeatureError,
 )
-from lake_assets.formats.manifest_codec import decode_index_manifest
 from lake_assets.io.file_io import FileIO
-from lake_assets.lsm.bucket import assign_buckets
-from lake_assets.lsm.key_compare import values_equal
-from lake_assets.lsm.merge_engine.function import MergeFunction
-from lake_assets.lsm.merge_engine.registry import engine_of
-from lake_assets.ops.changelog_manager import ChangelogManager
-from lake_assets.ops.commit import Overwrite, TableCommitter
+from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact import CompactResult, compact
-from lake_assets.ops.consumers import ConsumerManager
 from lake_assets.ops.expire import ExpireResult, expire_snapshots
-from lake_assets.ops.manifest_io import ManifestIO
 from lake_assets.ops.orphans import OrphanResult, remove_orphan_files
-from lake_assets.ops.overwrite import overwrite_of_whole_table
+from lake_assets.ops.overwrite import check_inside_partition, overwrite_of_whole_table, overwrite_spec
 from lake_assets.ops.partition_expire import PartitionExpireResult, expire_partitions
-from lake_assets.ops.read import SplitReader
-from lake_assets.ops.scan import FileStoreScan, Split
+from lake_assets.ops.plan import plan_splits, resolve_snapshot, to_epoch_ms
+from lake_assets.ops.read import SplitReader, read_splits_ahead
+from lake_assets.ops.scan import Split
 from lake_assets.ops.schema_change import SchemaUpdate
-from lake_assets.ops.snapshot_manager import SnapshotManager
 from lake_assets.ops.stream import ChangeReader, StreamEnumerator, read_changes
 from lake_assets.ops.table_health import table_health
-from lake_assets.ops.tags import TagManager
+from lake_assets.ops.tagging import create_tag, rollback_to
 from lake_assets.ops.write import TableWriter
-from lake_assets.paths import TablePaths
 from lake_assets.predicate import Predicate
-from lake_assets.spec.binary_row import deserialize_row
-from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry, ManifestEntry
-from lake_assets.spec.partition import partition_path
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, Tag
-from lake_assets.spec.types import BinaryType, VarBinaryType, to_arrow
+from lake_assets.store.file_store import FaultHook, FileStore
 from lake_assets.table_support import (
     Op,
-    Refusal,
-    branch_refusals,
-    entry_refusals,
-    index_refusals,
-    refuse,
-    schema_refusals,
-    validate_open,
 )
 
 _STREAM_MODES = ("latest-full", "earliest-full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp")
-_SCHEMA_NAME = re.compile(r"schema-([0-9]+)")  # fullmatch: `$` would accept a final newline
-
-# Test hook: a callable that is told each named step of a commit (the crash-injection harness
-# kills the process there). None in production.
-FaultHook = Callable[[str], None]
 
 
 class Table:
-    """A Paimon table in a filesystem catalog."""
+    """A Paimon table in a filesystem catalog: the user-facing verbs over its `FileStore`.
+
+    ``store`` is what the operations in `lake_assets.ops` work on; ``name``, ``file_io``,
+    ``paths`` and ``snapshot_manager`` are the store's.
+    """
 
     def __init__(self, name: str, file_io: FileIO, root: str, schema: TableSchema | None = None) -> None:
+        self.store = FileStore(name, file_io, root, schema)
         self.name = name
         self.file_io = file_io
-        self.paths = TablePaths(root)
-        self.snapshot_manager = SnapshotManager(file_io, self.paths, name)
-        self._schemas: dict[int, TableSchema] = {}
-        self._partition_paths: dict[bytes, str] = {}
-        self.fault_hook: FaultHook | None = None
-        self.schema = schema if schema is not None else self._load_latest_schema()
-        self._schemas[self.schema.id] = self.schema
-        # Malformed options fail now; unsupported features are refused per operation (`require`).
-        validate_open(self.schema)
-        self._support: tuple[TableSchema, list[Refusal]] | None = None
-        self._index_entries: dict[str, list[IndexManifestEntry]] = {}
+        self.paths = self.store.paths
+        self.snapshot_manager = self.store.snapshot_manager
 
     # ----------------------------------------------------------------- schema
-    def _load_latest_schema(self) -> TableSchema:
-        ids = [int(m.group(1)) for n in self.file_io.list_names(self.paths.schema_dir)
-               if (m := _SCHEMA_NAME.fullmatch(n))]
-        if not ids:
-            raise NoSuchTableError(f"Table {self.name} does not exist (no schema files under {self.paths.root})")
-        return self.schema_by_id(max(ids))
+    @property
+    def schema(self) -> TableSchema:
+        """The current schema (`refresh` reloads it)."""
+        return self.store.schema
 
-    def schema_by_id(self, schema_id: int) -> TableSchema:
-        s = self._schemas.get(schema_id)
-        if s is None:
-            try:
-                data = self.file_io.read_bytes(self.paths.schema_file(schema_id))
-            except FileNotFoundError:
-                raise CorruptMetadataError(f"Table {self.name}: schema-{schema_id} is missing") from None
-            s = TableSchema.from_json(data, f"schema-{schema_id} of {self.name}")
-            self._schemas[schema_id] = s
-        return s
+    @schema.setter
+    def schema(self, schema: TableSchema) -> None:
+        self.store.schema = schema
+
+    @property
+    def fault_hook(self) -> FaultHook | None:
+        """Test hook told each named step of a commit (see `FileStore.fault_hook`)."""
+        return self.store.fault_hook
+
+    @fault_hook.setter
+    def fault_hook(self, hook: FaultHook | None) -> None:
+        self.store.fault_hook = hook
 
     def _read_schema(self, snap: Snapshot | None, *, travel: bool) -> TableSchema:
         """Time travel reads with the schema the snapshot was committed under, as Paimon does;
         a read of the latest state uses the table's current schema."""
         if not travel or snap is None or snap.schema_id == self.schema.id:
             return self.schema
-        return self.schema_by_id(snap.schema_id)
-
-    def _require_exists(self) -> None:
-        """Raise `NoSuchTableError` when the table was dropped under this handle (its schema files
-        are gone): reads and maintenance would otherwise see an empty table."""
-        if not self.file_io.list_names(self.paths.schema_dir):
-            raise NoSuchTableError(f"Table {self.name} does not exist (dropped?): no schema files under "
-                                   f"{self.paths.root}")
-
-    def latest_schema_id(self) -> int:
-        """The newest schema id on storage (a snapshot records it, as Java does at commit time)."""
-        ids = [int(m.group(1)) for n in self.file_io.list_names(self.paths.schema_dir)
-               if (m := _SCHEMA_NAME.fullmatch(n))]
-        return max(ids) if ids else self.schema.id
+        return self.store.schema_by_id(snap.schema_id)
 
     def update_schema(self) -> SchemaUpdate:
         """Evolve the schema: ``table.update_schema().add_column("x", pa.int64()).commit()``.
@@ -146,14 +93,12 @@ class Table:
         Old files keep reading by field id: renamed columns follow their id, added ones read as null,
         widened types are cast. Key and partition columns are protected (see `SchemaUpdate`).
         """
-        self.require(Op.SCHEMA_CHANGE)
-        return SchemaUpdate(self)
+        self.store.require(Op.SCHEMA_CHANGE)
+        return SchemaUpdate(self.store)
 
     def refresh(self) -> Table:
         """Reload the latest schema (after schema changes by another process)."""
-        schema = self._load_latest_schema()
-        validate_open(schema)
-        self.schema = schema
+        self.store.refresh()
         return self
 
     @property
@@ -172,122 +117,7 @@ class Table:
     def arrow_schema(self) -> pa.Schema:
         return self.schema.arrow_schema
 
-    # ------------------------------------------------------------ support
-    def refusals(self) -> list[Refusal]:
-        """What the current schema refuses, per operation (see `lake_assets.table_support`)."""
-        if self._support is None or self._support[0] is not self.schema:
-            self._support = (self.schema, schema_refusals(self.schema))
-        return self._support[1]
-
-    def require(self, op: Op) -> None:
-        """Raise `UnsupportedFeatureError` naming the property if the table refuses ``op``: its
-        schema, and for operations that delete files by what the snapshots reference, its branches."""
-        refusals = self.refusals()
-        if op in (Op.EXPIRE, Op.ORPHANS):
-            names = self.file_io.list_names(posixpath.join(self.paths.root, "branch"))
-            refusals = refusals + branch_refusals(n[len("branch-"):] for n in names if n.startswith("branch-"))
-        refuse(self.name, op, refusals)
-
-    def _check_scanned(self, op: Op, snap: Snapshot, entries: Sequence[ManifestEntry]) -> None:
-        """What a scan for ``op`` found (files, index files) must not refuse ``op``."""
-        found = entry_refusals(entries)
-        if snap.index_manifest:
-            found += index_refusals(self.index_entries(snap.index_manifest), self.schema)
-        refuse(self.name, op, found)
-
-    def index_entries(self, index_manifest: str) -> list[IndexManifestEntry]:
-        """The entries of an index manifest (cached: manifests never change)."""
-        got = self._index_entries.get(index_manifest)
-        if got is None:
-            path = self.paths.manifest_file(index_manifest)
-            try:
-                data = self.file_io.read_bytes(path)
-            except FileNotFoundError:
-                raise CorruptMetadataError(f"Table {self.name}: index manifest {index_manifest} is missing") from None
-            got = self._index_entries[index_manifest] = decode_index_manifest(data, index_manifest)
-        return got
-
-    # --------------------------------------------------------------- plumbing
-    def manifest_io(self) -> ManifestIO:
-        opts = self.schema.core_options
-        return ManifestIO(
-            self.file_io,
-            self.paths,
-            self.schema.types(list(self.schema.partition_keys)),
-            compression=opts.manifest_compression,
-            target_file_size=opts.manifest_target_file_size,
-            table_name=self.name,
-        )
-
-    def file_store_scan(self, op: Op | None = None) -> FileStoreScan:
-        """A manifest scan; for an ``op``, the schema is checked now and what it scans before use."""
-        types = self.schema.types(list(self.schema.partition_keys))
-        if op is None:
-            return FileStoreScan(self.manifest_io(), types, self.name)
-        self.require(op)
-        postpone = bool(self.schema.primary_keys) and self.schema.core_options.bucket == -2
-        return FileStoreScan(
-            self.manifest_io(), types, self.name,
-            guard=lambda snap, entries: self._check_scanned(op, snap, entries),
-            real_buckets_only=postpone and op is Op.READ,
-        )
-
-    def merge_function(self, schema: TableSchema | None = None) -> MergeFunction:
-        schema = schema or self.schema
-        engine = engine_of(schema.core_options, f"Table {self.name}")
-        fields = [(f.name, to_arrow(f.type)) for f in schema.fields]
-        return engine.create(fields, list(schema.trimmed_primary_keys), schema.core_options)
-
-    def merge_extra_columns(self, schema: TableSchema) -> list[str]:
-        """Columns a merge needs beyond keys and sequence fields: engines that combine the columns
-        of several records (partial-update, aggregation) need every column, e.g. sequence groups."""
-        if engine_of(schema.core_options, f"Table {self.name}").needs_all_columns:
-            return list(schema.field_names)
-        return []
-
-    def visible_files(self, files: Sequence[DataFileMeta], schema: TableSchema) -> list[DataFileMeta]:
-        # Paimon's batch scan skips level 0 of first-row tables: their level-0 files are only
-        # visible after compaction (readers elsewhere would disagree otherwise).
-        if not engine_of(schema.core_options, f"Table {self.name}").level0_in_batch_reads:
-            return [f for f in files if f.level > 0]
-        return list(files)
-
-    def partition_path_of(self, partition: bytes) -> str:
-        p = self._partition_paths.get(partition)
-        if p is None:
-            types = self.schema.types(list(self.schema.partition_keys))
-            values = deserialize_row(partition, types)
-            p = partition_path(
-                self.schema.partition_keys, values, types, self.schema.core_options.partition_default_name
-            )
-            self._partition_paths[partition] = p
-        return p
-
-    def data_file_path(self, partition: bytes, bucket: int, meta: DataFileMeta) -> str:
-        """Where a data or changelog file lives; always inside the table (see `TablePaths`)."""
-        if meta.external_path:
-            # Paimon 1.x `data-file.external-paths`: acting on such a path (reading, deleting)
-            # would leave the table directory; not implemented, so refuse rather than follow it.
-            raise UnsupportedFeatureError(
-                f"Table {self.name}: file {meta.file_name} has an external path {meta.external_path!r}; "
-                "external data paths (data-file.external-paths) are not supported"
-            )
-        return self.paths.data_file(self.partition_path_of(partition), bucket, meta.file_name)
-
-    def fault_point(self, step: str) -> None:
-        if self.fault_hook is not None:
-            self.fault_hook(step)
-
     # ------------------------------------------------------ tags, consumers
-    def tag_manager(self) -> TagManager:
-        return TagManager(self.file_io, self.paths, self.name)
-
-    def consumer_manager(self) -> ConsumerManager:
-        return ConsumerManager(self.file_io, self.paths)
-
-    def changelog_manager(self) -> ChangelogManager:
-        return ChangelogManager(self.file_io, self.paths, self.name)
-
     def create_tag(self, name: str, snapshot_id: int | None = None, *, time_retained: timedelta | None = None) -> Tag:
         """Tag a snapshot (default: the latest). Tagged snapshots' files survive expiration.
 
@@ -297,32 +127,19 @@ class Table:
         args.text("name", name, optional=False, empty=True)  # check_tag_name judges it
         args.integer("snapshot_id", snapshot_id, minimum=0)
         args.duration("time_retained", time_retained)
-        self.require(Op.TAG)
+        self.store.require(Op.TAG)
         snap = self.resolve_snapshot(snapshot_id)
-        if snap is None:
-            raise SnapshotNotFoundError(f"Cannot tag {self.name}: the table has no snapshot yet")
-        tags = self.tag_manager()
-        tag = tags.create(name, snap, None if time_retained is None else time_retained.total_seconds())
-        try:
-            # The tag is published; now make sure no expiration is removing the snapshot's files
-            # (the expiry handshake in SnapshotManager). If one is, or we cannot tell, withdraw it.
-            self.snapshot_manager.check_retained(snap.id, f"tag snapshot {snap.id} as {name!r}")
-        except BaseException:
-            with contextlib.suppress(Exception):
-                tags.delete(name)
-            raise
-        self.fault_point("tag.after_create")
-        return tag
+        return create_tag(self.store, name, snap, None if time_retained is None else time_retained.total_seconds())
 
     def delete_tag(self, name: str) -> None:
         """Remove a tag; files only it kept become orphans (see `remove_orphan_files`)."""
         args.text("name", name, optional=False, empty=True)  # check_tag_name judges it
-        self.require(Op.TAG)
-        self.tag_manager().delete(name)
+        self.store.require(Op.TAG)
+        self.store.tag_manager().delete(name)
 
     def tags(self) -> dict[str, Snapshot]:
         """Tag name → tagged snapshot."""
-        return {n: t.snapshot for n, t in self.tag_manager().tags().items()}
+        return {n: t.snapshot for n, t in self.store.tag_manager().tags().items()}
 
     # -------------------------------------------------------------- maintenance
     def expire_snapshots(
@@ -350,15 +167,14 @@ class Table:
         if retain_min is not None and retain_max is not None and retain_max < retain_min:
             raise InvalidArgumentError(f"Cannot expire {self.name}: retain_max ({retain_max}) must not be less "
                                        f"than retain_min ({retain_min})")
-        self._require_exists()
+        self.store.require_exists()
         older_ms = None
         if isinstance(older_than, timedelta):
             older_ms = int(time.time() * 1000) - int(older_than.total_seconds() * 1000)
         elif isinstance(older_than, datetime):
-            older_ms = _to_epoch_ms(older_than)
-        return expire_snapshots(
-            self, retain_min=retain_min, retain_max=retain_max, older_than_ms=older_ms, limit=limit, dry_run=dry_run
-        )
+            older_ms = to_epoch_ms(older_than)
+        return expire_snapshots(self.store, retain_min=retain_min, retain_max=retain_max, older_than_ms=older_ms,
+                                limit=limit, dry_run=dry_run)
 
     def expire_partitions(
         self,
@@ -375,7 +191,7 @@ class Table:
         ``partition.timestamp-pattern`` / ``-formatter`` and ``partition.expiration-max-num``
         (arguments override); see `lake_assets.ops.partition_expire`."""
         return expire_partitions(
-            self, expiration_time=expiration_time, strategy=strategy, timestamp_pattern=timestamp_pattern,
+            self.store, expiration_time=expiration_time, strategy=strategy, timestamp_pattern=timestamp_pattern,
             timestamp_formatter=timestamp_formatter, max_expires=max_expires, dry_run=dry_run,
         )
 
@@ -397,15 +213,15 @@ class Table:
         args.mappings("partitions", partitions)
         args.integer("max_units", max_units, minimum=1)
         args.integer("parallelism", parallelism, minimum=1)
-        self._require_exists()
-        return compact(self, full=full, partitions=partitions, max_units=max_units, parallelism=parallelism)
+        self.store.require_exists()
+        return compact(self.store, full=full, partitions=partitions, max_units=max_units, parallelism=parallelism)
 
     def health(self, *, snapshot_id: int | None = None, small_file_threshold: int | None = None) -> pa.Table:
         """Per (partition, bucket) LSM health from manifests only (no data files are read)."""
         args.integer("snapshot_id", snapshot_id, minimum=0)
         args.integer("small_file_threshold", small_file_threshold, minimum=0)
-        self._require_exists()
-        return table_health(self, snapshot_id=snapshot_id, small_file_threshold=small_file_threshold)
+        self.store.require_exists()
+        return table_health(self.store, snapshot_id=snapshot_id, small_file_threshold=small_file_threshold)
 
     def read_changes(
         self,
@@ -421,8 +237,8 @@ class Table:
         args.snapshot_or_tag("end", end)
         args.one_of("source", source, ("auto", "delta", "changelog"))
         args.names("columns", columns)
-        self.require(Op.STREAM)
-        return read_changes(self, start, end, source=source, columns=list(columns) if columns else None)  # type: ignore[arg-type]
+        self.store.require(Op.STREAM)
+        return read_changes(self.store, start, end, source=source, columns=list(columns) if columns else None)  # type: ignore[arg-type]
 
     def stream(
         self,
@@ -444,16 +260,16 @@ class Table:
             raise InvalidArgumentError(f"timestamp needs mode 'from-timestamp', not {mode!r}")
         args.text("consumer_id", consumer_id, empty=True)
         args.integer("position", position, minimum=0)
-        self.require(Op.STREAM)
-        ts = None if timestamp is None else _to_epoch_ms(timestamp)
-        return StreamEnumerator(self, mode=mode, snapshot_id=snapshot_id, timestamp_ms=ts,  # type: ignore[arg-type]
+        self.store.require(Op.STREAM)
+        ts = None if timestamp is None else to_epoch_ms(timestamp)
+        return StreamEnumerator(self.store, mode=mode, snapshot_id=snapshot_id, timestamp_ms=ts,  # type: ignore[arg-type]
                                 consumer_id=consumer_id, position=position)
 
     def change_reader(self, columns: Sequence[str] | None = None) -> ChangeReader:
         """A reader of the change splits a `stream` plans, projecting ``columns``."""
         args.names("columns", columns)
-        self.require(Op.STREAM)
-        return ChangeReader(self, list(columns) if columns else None)
+        self.store.require(Op.STREAM)
+        return ChangeReader(self.store, list(columns) if columns else None)
 
     def remove_orphan_files(
         self, *, older_than: timedelta = timedelta(days=1), dry_run: bool = True
@@ -461,8 +277,8 @@ class Table:
         """List (and with ``dry_run=False`` delete) files no snapshot or tag references, older than the bound."""
         args.duration("older_than", older_than, optional=False)
         args.flag("dry_run", dry_run)
-        self._require_exists()
-        return remove_orphan_files(self, older_than=older_than, dry_run=dry_run)
+        self.store.require_exists()
+        return remove_orphan_files(self.store, older_than=older_than, dry_run=dry_run)
 
     def rollback_to(self, *, snapshot_id: int | None = None, tag: str | None = None) -> Snapshot:
         """Make a snapshot (or a tag's snapshot) the latest again; newer snapshots are removed.
@@ -473,25 +289,8 @@ class Table:
         args.text("tag", tag, empty=True)
         if (snapshot_id is None) == (tag is None):
             raise InvalidArgumentError("rollback_to needs exactly one of snapshot_id or tag")
-        self.require(Op.ROLLBACK)
-        sm = self.snapshot_manager
-        if tag is not None:
-            target = self.tag_manager().get(tag).snapshot
-            if not sm.exists(target.id):
-                # the tagged snapshot was expired: bring its file back from the tag
-                sm.file_io.try_create(self.paths.snapshot_file(target.id), target.to_json().encode())
-        else:
-            target = sm.snapshot(snapshot_id)  # type: ignore[arg-type]
-        latest = sm.latest_id() or target.id
-        # newest first, so a crash leaves a contiguous range ending at a valid snapshot
-        for sid in range(latest, target.id, -1):
-            self.file_io.delete(self.paths.snapshot_file(sid))
-            self.fault_point("rollback.after_snapshot_delete")
-        sm.write_latest_hint(target.id)
-        earliest_hint = sm._read_hint("EARLIEST")
-        if earliest_hint is not None and earliest_hint > target.id:
-            sm.write_earliest_hint(target.id)
-        return target
+        self.store.require(Op.ROLLBACK)
+        return rollback_to(self.store, snapshot_id=snapshot_id, tag=tag)
 
     # -------------------------------------------------------------- snapshots
     def snapshots(self) -> list[Snapshot]:
@@ -518,12 +317,12 @@ class Table:
         args.text("commit_user", commit_user, optional=False)
         args.flag("write_only", write_only)
         args.flag("ignore_previous_files", ignore_previous_files)
-        return TableWriter(self, commit_user, write_only=write_only, ignore_previous_files=ignore_previous_files)
+        return TableWriter(self.store, commit_user, write_only=write_only, ignore_previous_files=ignore_previous_files)
 
     def new_committer(self, commit_user: str) -> TableCommitter:
         """The committer of ``commit_user``: `commit(messages, commit_identifier)` is exactly-once."""
         args.text("commit_user", commit_user, optional=False)
-        return TableCommitter(self, commit_user)
+        return TableCommitter(self.store, commit_user)
 
     def write_arrow(
         self,
@@ -540,7 +339,7 @@ class Table:
         outside them).
         """
         user = str(uuid.uuid4())
-        ow = self._overwrite_spec(overwrite)
+        ow = overwrite_spec(self.store, overwrite)
         # Like Paimon's overwrite writer: the replaced partitions' files are not compacted with
         # the new data (the commit deletes them) nor looked up for changelog.
         writer = self.new_writer(user, ignore_previous_files=ow is not None)
@@ -550,9 +349,9 @@ class Table:
             writer.write_arrow(data)
             messages = writer.prepare_commit()
             if isinstance(overwrite, dict) and overwrite:
-                self._check_inside_partition(messages, ow)
+                check_inside_partition(self.store, messages, ow)
             elif ow is not None:
-                ow = overwrite_of_whole_table(self, messages)
+                ow = overwrite_of_whole_table(self.store, messages)
             ids = committer.commit(messages, BATCH_COMMIT_IDENTIFIER, overwrite=ow, check_committed=False)
         except CommitStateUnknownError:
             raise  # the files may be referenced by a snapshot that did land: never delete them
@@ -565,43 +364,6 @@ class Table:
         finally:
             writer.close()
         return ids[-1] if ids else None
-
-    def _overwrite_spec(self, overwrite: bool | dict[str, str]) -> Overwrite | None:
-        if overwrite is False or overwrite is None:
-            return None
-        if overwrite is True or overwrite == {}:
-            return Overwrite(None)
-        if not isinstance(overwrite, dict):
-            raise SchemaError(f"overwrite must be a bool or a dict of partition values, got {overwrite!r}")
-        keys = list(self.schema.partition_keys)
-        wanted: dict[int, Any] = {}
-        for k, v in overwrite.items():
-            if k not in keys:
-                raise SchemaError(f"Cannot overwrite {self.name}: {k!r} is not a partition key (keys: {keys})")
-            t = to_arrow(self.schema.field(k).type)
-            try:
-                wanted[keys.index(k)] = None if v is None else pa.scalar(v).cast(t).as_py()
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise SchemaError(f"Cannot overwrite {self.name}: {k}={v!r} is not a {t}: {exc}") from exc
-
-        def matcher(values: tuple) -> bool:
-            # float partitions match as Paimon's partition predicate does (Double.compare):
-            # NaN matches NaN, and -0.0 is another partition than 0.0
-            return all(values_equal(values[i], v) for i, v in wanted.items())
-
-        return Overwrite(matcher)
-
-    def _check_inside_partition(self, messages: list[CommitMessage], ow: Overwrite | None) -> None:
-        if ow is None:
-            return
-        types = self.schema.types(list(self.schema.partition_keys))
-        for m in messages:
-            values = tuple(deserialize_row(m.partition, types))
-            if not ow.matches(values):
-                raise SchemaError(
-                    f"Cannot overwrite {self.name}: input has rows in partition "
-                    f"{dict(zip(self.schema.partition_keys, values, strict=True))} outside the overwritten one"
-                )
 
     # ------------------------------------------------------------------- read
     def resolve_snapshot(
@@ -617,20 +379,8 @@ class Table:
         given = [x is not None for x in (snapshot_id, tag, timestamp)]
         if sum(given) > 1:
             raise InvalidArgumentError("Pass at most one of snapshot_id, tag and timestamp")
-        if tag is not None:
-            return self.tag_manager().get(tag).snapshot
-        if timestamp is not None:
-            ms = _to_epoch_ms(timestamp)
-            snap = self.snapshot_manager.newer_than_or_equal_time(ms)
-            if snap is None:
-                raise SnapshotNotFoundError(f"Table {self.name} has no snapshot committed at or before {timestamp}")
-            return snap
-        if snapshot_id is None:
-            latest = self.snapshot_manager.latest()
-            if latest is None:
-                self._require_exists()  # a dropped table is no empty table
-            return latest
-        return self.snapshot_manager.snapshot(snapshot_id)
+        ms = None if timestamp is None else to_epoch_ms(timestamp)
+        return resolve_snapshot(self.store, snapshot_id, tag=tag, timestamp_ms=ms, timestamp_label=timestamp)
 
     def plan(
         self,
@@ -644,89 +394,14 @@ class Table:
 
         ``op`` is the operation the plan is for (a compaction plans with `Op.COMPACT`): the table and
         the files planned are checked for it (`lake_assets.table_support`)."""
-        self.require(op)
+        self.store.require(op)
         snap = snapshot if snapshot is not None else self.resolve_snapshot(snapshot_id)
         if snap is None:
             return []
         pred = Predicate.of(filter)
         if pred is not None:
             pred.check(self.schema.arrow_schema, self.name)
-        return self._plan(snap, pred, op)
-
-    def _plan(self, snap: Snapshot, pred: Predicate | None, op: Op = Op.READ) -> list[Split]:
-        scan = self.file_store_scan(op)
-        schema = self.schema
-        pkeys = list(schema.partition_keys)
-        partition_filter = None
-        partition_range = None
-        buckets: set[int] | None = None
-        if pred is not None and pred.clauses:
-            if pkeys and set(pkeys) & pred.columns:
-                def partition_filter(values: tuple) -> bool:
-                    return pred.test_values(dict(zip(pkeys, values, strict=True)))
-
-                def partition_range(lo: Sequence, hi: Sequence) -> bool:
-                    return pred.test_ranges(dict(zip(pkeys, lo, strict=True)), dict(zip(pkeys, hi, strict=True)))
-            bucket_keys = list(schema.bucket_keys)
-            nb = schema.core_options.bucket
-            if schema.primary_keys and nb > 0 and bucket_keys:
-                combos = pred.equality_values(bucket_keys)
-                if combos:
-                    buckets = self._buckets_of(combos, bucket_keys, nb)
-        entries = scan.live_entries(
-            snap, partition_filter=partition_filter, partition_range=partition_range, buckets=buckets
-        )
-        if pred is not None and pred.clauses:
-            entries = [e for e in entries if self._file_may_match(e.file, pred)]
-        return scan.splits(entries)
-
-    def _buckets_of(self, combos: list[dict[str, Any]], keys: list[str], nb: int) -> set[int] | None:
-        if any(isinstance(v, float) and v != v for c in combos for v in c.values()):
-            # NaN equals every NaN (Double.compare) but NaNs differ in bits, so in bucket hash:
-            # a NaN literal cannot name one bucket.
-            return None
-        try:
-            cols = [pa.array([c[k] for c in combos], to_arrow(self.schema.field(k).type)) for k in keys]
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
-            return None
-        return {int(b) for b in assign_buckets(cols, self.schema.types(keys), nb)}
-
-    def _file_may_match(self, meta: DataFileMeta, pred: Predicate) -> bool:
-        """Prune by file stats: key stats for PK tables (values may be superseded), value stats otherwise."""
-        file_schema = self.schema_by_id(meta.schema_id)
-        if self.schema.primary_keys:
-            names = list(file_schema.trimmed_primary_keys)
-            stats = meta.key_stats
-        else:
-            names = list(meta.value_stats_cols) if meta.value_stats_cols is not None else list(
-                file_schema.field_names
-            )
-            stats = meta.value_stats
-        if not names or not (set(names) & pred.columns | self._renamed(file_schema, names, pred)):
-            return True
-        types = file_schema.types(names)
-        try:
-            lo = deserialize_row(stats.min_values, types)
-            hi = deserialize_row(stats.max_values, types)
-        except CorruptMetadataError:
-            return True
-        # Stats are by the file's column names; map them to the current names by field id.
-        cur = {}
-        for n, a, b in zip(names, lo, hi, strict=True):
-            f = self.schema.field_by_id(file_schema.field(n).id)
-            # Binary bounds are never trusted: Java writes none, and older lake_assets files carry
-            # some whose order another reader may not share (signed vs unsigned bytes).
-            if f is not None and not isinstance(f.type, (BinaryType, VarBinaryType)):
-                cur[f.name] = (a, b)
-        return pred.test_ranges({k: v[0] for k, v in cur.items()}, {k: v[1] for k, v in cur.items()})
-
-    def _renamed(self, file_schema: TableSchema, names: list[str], pred: Predicate) -> set[str]:
-        out = set()
-        for n in names:
-            f = self.schema.field_by_id(file_schema.field(n).id)
-            if f is not None and f.name in pred.columns:
-                out.add(f.name)
-        return out
+        return plan_splits(self.store, snap, pred, op)
 
     def to_batches(
         self,
@@ -757,7 +432,7 @@ class Table:
         tag: str | None = None,
         timestamp: datetime | int | str | None = None,
     ) -> Iterator[pa.Table]:
-        self.require(Op.READ)
+        self.store.require(Op.READ)
         snap = self.resolve_snapshot(snapshot_id, tag=tag, timestamp=timestamp)
         schema = self._read_schema(snap, travel=(snapshot_id, tag, timestamp) != (None, None, None))
         if columns is not None:
@@ -769,29 +444,10 @@ class Table:
         pred = Predicate.of(filter)
         if pred is not None:
             pred.check(schema.arrow_schema, self.name)
-        reader = SplitReader(self, schema, columns, pred)
+        reader = SplitReader(self.store, schema, columns, pred)
         reader.snapshot_id = snap.id  # a file removed by expiry meanwhile: a race, not corruption
-        splits = self._plan(snap, pred)
-        if len(splits) <= 1:
-            for split in splits:
-                yield from reader.read_split(split)
-            return
-        # Splits are independent and pyarrow releases the GIL: read a few ahead in threads,
-        # yielding in plan order; memory stays bounded by the number in flight. Twice as many
-        # splits as workers are queued, so a worker that finishes early picks up the next split
-        # instead of idling until the oldest one (the one yielded next) is done.
-        workers = min(len(splits), max(2, os.cpu_count() or 2))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            pending = deque()
-            it = iter(splits)
-            for split in itertools.islice(it, 2 * workers):
-                pending.append(pool.submit(lambda sp: list(reader.read_split(sp)), split))
-            while pending:
-                tables = pending.popleft().result()
-                nxt = next(it, None)
-                if nxt is not None:
-                    pending.append(pool.submit(lambda sp: list(reader.read_split(sp)), nxt))
-                yield from tables
+        splits = plan_splits(self.store, snap, pred)
+        yield from read_splits_ahead(reader, splits)
 
     def to_arrow(
         self,
@@ -818,24 +474,3 @@ class Table:
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, schema_id={self.schema.id})"
-
-
-
-def _to_epoch_ms(value: datetime | int | str) -> int:
-    if isinstance(value, bool):
-        raise InvalidArgumentError("timestamp must be epoch milliseconds, a datetime or ISO-8601 text")
-    if isinstance(value, int):
-        return args.integer("timestamp", value)  # type: ignore[return-value]
-    if isinstance(value, str):
-        try:
-            value = pendulum.parse(value)  # type: ignore[assignment]
-        except (ValueError, OverflowError) as exc:  # pendulum's ParserError is a ValueError
-            raise InvalidArgumentError(f"timestamp {value!r} is not ISO-8601 text: {exc}") from None
-    if isinstance(value, datetime):
-        try:
-            if value.tzinfo is None:
-                value = value.astimezone()  # naive = the machine's local time, as users mean it
-            return int(value.timestamp() * 1000)
-        except (ValueError, OverflowError, OSError) as exc:  # year 1 or 9999 near the platform's limits
-            raise InvalidArgumentError(f"timestamp {value!r} is out of range: {exc}") from None
-    raise InvalidArgumentError(f"timestamp must be epoch milliseconds, a datetime or ISO-8601 text, got {value!r}")

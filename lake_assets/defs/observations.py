@@ -74,7 +74,7 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
     health = table.health(snapshot_id=snapshot.id, small_file_threshold=spec.maintenance.small_file_bytes)
     snapshots = table.snapshots()
     lag = {cid: max(0, snapshot.id + 1 - c.next_snapshot)
-           for cid, c in sorted(table.consumer_manager().consumers().items())}
+           for cid, c in sorted(table.store.consumer_manager().consumers().items())}
     records = int(snapshot.total_record_count or 0)  # records in live files, deletes included
     deletes = _sum(health, "delete_row_count")
     partitions = sorted(set(health.column("partition").to_pylist()))
@@ -95,7 +95,7 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
         snapshots_retained=len(snapshots),
         # Snapshot times are epoch milliseconds (System.currentTimeMillis in Paimon), not local time.
         oldest_snapshot_age_s=round(max(0.0, time.time() - snapshots[0].time_millis / 1000), 1) if snapshots else 0.0,
-        changelogs_retained=len(table.changelog_manager().ids()),
+        changelogs_retained=len(table.store.changelog_manager().ids()),
         consumers=len(lag),
         max_consumer_lag=max(lag.values(), default=0),
         consumer_lag=lag,

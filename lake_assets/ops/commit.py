@@ -36,7 +36,7 @@ from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snaps
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
-    from lake_assets.table import Table
+    from lake_assets.store.file_store import FileStore
 
 WRITER_VERSION = "lake_assets-0.1.0"
 log = logging.getLogger(__name__)
@@ -54,9 +54,9 @@ class Overwrite:
         return self.matcher is None or self.matcher(values)
 
 
-def _abs_files(table: Table, messages: Sequence[CommitMessage]) -> list[str]:
+def _abs_files(store: FileStore, messages: Sequence[CommitMessage]) -> list[str]:
     """Files the messages' writers created (upgraded files are not theirs to delete)."""
-    return [table.data_file_path(m.partition, m.bucket, f) for m in messages for f in m.all_written_files()]
+    return [store.data_file_path(m.partition, m.bucket, f) for m in messages for f in m.all_written_files()]
 
 # Files written up to this long after the earliest retained snapshot still get the (costly) look
 # for an expired commit of theirs: clocks of writers and committers differ.
@@ -66,10 +66,10 @@ _REPLAY_MARGIN_MS = 15 * 60 * 1000
 class TableCommitter:
     """Commits the messages of one commit user; see `commit`."""
 
-    def __init__(self, table: Table, commit_user: str) -> None:
-        self.table = table
+    def __init__(self, store: FileStore, commit_user: str) -> None:
+        self.store = store
         self.commit_user = commit_user
-        self.options = table.schema.core_options
+        self.options = store.schema.core_options
         self._checked_upto: tuple[int, int | None] | None = None
         # Outcome of the last `commit` call, for callers deciding whether they may clean up:
         # snapshots known to have landed, and whether a snapshot put was cut off mid-flight.
@@ -91,7 +91,7 @@ class TableCommitter:
     # ----------------------------------------------------------- idempotence
     def last_committed_identifier(self) -> int | None:
         """The highest commit identifier this commit user has committed, scanning back from latest."""
-        sm = self.table.snapshot_manager
+        sm = self.store.snapshot_manager
         latest = sm.latest_id()
         if latest is None:
             return None
@@ -146,19 +146,19 @@ class TableCommitter:
         self._seen_committed = False
         # Messages come from other processes: check them all before acting on any (raises
         # InvalidCommitMessageError; nothing committed, nothing deleted).
-        validate_messages(self.table, messages, "commit to")
+        validate_messages(self.store, messages, "commit to")
         if check_committed and self.is_committed(commit_identifier):
             self._seen_committed = True
             return []
         messages = [m for m in messages if not m.is_empty()]
         # what the messages do must be allowed on this table (its writers and plans checked too)
         writes = overwrite is not None or any(m.new_files or m.new_changelog for m in messages)
-        self.table.require(Op.WRITE if writes else Op.COMPACT)
+        self.store.require(Op.WRITE if writes else Op.COMPACT)
         self._check_files_exist(messages)
         if check_committed and self._landed_before_expiry(messages):
             self._seen_committed = True
             return []
-        total = self.table.schema.core_options.bucket if self.table.primary_keys else -1
+        total = self.store.schema.core_options.bucket if self.store.primary_keys else -1
         append: list[ManifestEntry] = []
         changelog: list[ManifestEntry] = []
         compact: list[ManifestEntry] = []
@@ -176,8 +176,8 @@ class TableCommitter:
             # Paimon's FileStoreCommit commits no changelog with an overwrite ("Overwrite mode
             # currently does not commit any changelog"): streams see no change for it. Nothing
             # references these files then: remove them instead of leaving orphans.
-            self.table.file_io.delete_many(
-                self.table.data_file_path(m.partition, m.bucket, f)
+            self.store.file_io.delete_many(
+                self.store.data_file_path(m.partition, m.bucket, f)
                 for m in messages for f in (*m.new_changelog, *m.compact_changelog)
             )
             changelog, compact_changelog = [], []
@@ -200,9 +200,9 @@ class TableCommitter:
                     # snapshot (lost against another compactor, or a storage error while writing
                     # its manifests). Its outputs are unreferenced: remove them, report the data.
                     log.warning("Data of %s landed as snapshot %s; its compaction did not: %s",
-                                self.table.name, landed_before, exc)
-                    self.table.file_io.delete_many(
-                        self.table.data_file_path(m.partition, m.bucket, f)
+                                self.store.name, landed_before, exc)
+                    self.store.file_io.delete_many(
+                        self.store.data_file_path(m.partition, m.bucket, f)
                         for m in messages
                         for f in (*m.compact_after, *m.compact_changelog)
                         if f.file_name not in {b.file_name for b in m.compact_before}
@@ -212,7 +212,7 @@ class TableCommitter:
                 raise  # not reachable today (conflicts are found before a put); never clean up then
             # Files of a rejected commit are referenced by nothing: remove them (upgraded files keep
             # their name and are still referenced at their old level).
-            self.table.file_io.delete_many(_abs_files(self.table, messages))
+            self.store.file_io.delete_many(_abs_files(self.store, messages))
             raise
         except CommitStateUnknownError:
             raise
@@ -220,13 +220,13 @@ class TableCommitter:
             if not self.may_have_landed:
                 raise  # proven: no snapshot of this call exists; the caller may retry or abort
             raise CommitStateUnknownError(
-                f"Commit to {self.table.name} failed after snapshot(s) {self._landed or '(in flight)'} "
+                f"Commit to {self.store.name} failed after snapshot(s) {self._landed or '(in flight)'} "
                 f"may have landed: {exc!r}. Retry with the same commit user and identifier; never "
                 "clean up its files."
             ) from exc
         # KeyboardInterrupt / SystemExit pass through unchanged: callers check `may_have_landed`.
         if self._landed:
-            _after_commit(self.table, self._landed[-1])
+            _after_commit(self.store, self._landed[-1])
         return list(self._landed)
 
     def abort(self, messages: Sequence[CommitMessage], commit_identifier: int | None = None) -> None:
@@ -240,38 +240,38 @@ class TableCommitter:
         """
         from lake_assets.ops.orphans import referenced_files  # orphans imports the scan stack
 
-        validate_messages(self.table, messages, "abort a commit to")
+        validate_messages(self.store, messages, "abort a commit to")
         if self.may_have_landed or self._seen_committed:
             log.warning("Not deleting files of %s: the last commit may have landed or had landed before",
-                        self.table.name)
+                        self.store.name)
             return
         if commit_identifier is not None and self.is_committed(commit_identifier):
-            log.warning("Not deleting files of %s: commit %s of %s was committed", self.table.name,
+            log.warning("Not deleting files of %s: commit %s of %s was committed", self.store.name,
                         commit_identifier, self.commit_user)
             return
-        files = _abs_files(self.table, messages)
-        live = referenced_files(self.table) if files else set()
+        files = _abs_files(self.store, messages)
+        live = referenced_files(self.store) if files else set()
         kept = [f for f in files if f in live]
         if kept:
             log.warning("Not deleting %d file(s) of %s that a snapshot or tag references, e.g. %s",
-                        len(kept), self.table.name, kept[0])
-        self.table.file_io.delete_many(f for f in files if f not in live)
+                        len(kept), self.store.name, kept[0])
+        self.store.file_io.delete_many(f for f in files if f not in live)
 
     def _check_files_exist(self, messages: Sequence[CommitMessage]) -> None:
         """Refuse messages adding a file that is gone: after its snapshot expired, a replayed
         checkpoint is no longer recognised as committed, and committing it again would name files
         that compaction replaced and expiry deleted - a snapshot that cannot be read."""
         added = [
-            self.table.data_file_path(m.partition, m.bucket, f)
+            self.store.data_file_path(m.partition, m.bucket, f)
             for m in messages
             for f in (*m.new_files, *m.new_changelog, *m.compact_after, *m.compact_changelog)
         ]
-        missing = self.table.file_io.missing(added)
+        missing = self.store.file_io.missing(added)
         if missing:
             self._seen_committed = True
             name = missing[0].rsplit("/", 1)[-1]
             raise CommitFileMissingError(
-                f"Cannot commit to {self.table.name}: file {name} was already deleted (the checkpoint was "
+                f"Cannot commit to {self.store.name}: file {name} was already deleted (the checkpoint was "
                 f"probably committed before and its snapshot expired); {len(missing)} file(s) missing, "
                 "nothing committed, nothing deleted"
             )
@@ -288,7 +288,7 @@ class TableCommitter:
         from lake_assets.formats.data_file import local_now_ms
         from lake_assets.ops.orphans import referenced_files  # orphans imports the scan stack
 
-        sm = self.table.snapshot_manager
+        sm = self.store.snapshot_manager
         earliest_id = sm.earliest_id()
         if earliest_id is None or earliest_id <= 1 or self.last_committed_identifier() is not None:
             return False
@@ -305,12 +305,12 @@ class TableCommitter:
         cutoff = earliest.time_millis + local_offset_ms + _REPLAY_MARGIN_MS
         if all(f.creation_time_ms is not None and f.creation_time_ms >= cutoff for _, f in files):
             return False
-        live = referenced_files(self.table)
-        landed = [f.file_name for m, f in files if self.table.data_file_path(m.partition, m.bucket, f) in live]
+        live = referenced_files(self.store)
+        landed = [f.file_name for m, f in files if self.store.data_file_path(m.partition, m.bucket, f) in live]
         if landed:
             log.warning("Not committing to %s: file %s is already referenced by the table (commit user %s "
                         "committed these messages in a snapshot that has since expired)",
-                        self.table.name, landed[0], self.commit_user)
+                        self.store.name, landed[0], self.commit_user)
         return bool(landed)
 
     # -------------------------------------------------------------- internals
@@ -323,8 +323,8 @@ class TableCommitter:
         overwrite: Overwrite | None,
         properties: dict[str, str] | None,
     ) -> int | None:
-        sm = self.table.snapshot_manager
-        mio = self.table.manifest_io()
+        sm = self.store.snapshot_manager
+        mio = self.store.manifest_io()
         max_retries = self.options.commit_max_retries
         wait_ms = self.options.commit_min_retry_wait_ms
         attempt = 0
@@ -349,14 +349,14 @@ class TableCommitter:
                 # The snapshot landed: from here on nothing this commit wrote may be cleaned up.
                 self._landed.append(sid)
                 self._in_doubt = False
-                self.table.fault_point("commit.after_snapshot")
+                self.store.fault_point("commit.after_snapshot")
                 sm.write_latest_hint(sid)
                 return sid
             mio.delete(written)
             attempt += 1
             if attempt > max_retries:
                 raise CommitConflictError(
-                    f"Cannot commit to {self.table.name}: gave up after {max_retries} retries "
+                    f"Cannot commit to {self.store.name}: gave up after {max_retries} retries "
                     "racing other committers for the next snapshot id"
                 )
             time.sleep(min(wait_ms, self.options.commit_max_retry_wait_ms) / 1000 * (1 + random.random()))
@@ -384,23 +384,23 @@ class TableCommitter:
         written += [m.file_name for m in delta_metas]
         changelog_metas = mio.write_manifests(changelog)
         written += [m.file_name for m in changelog_metas]
-        self.table.fault_point("commit.after_manifests")
+        self.store.fault_point("commit.after_manifests")
         base_name, base_size = mio.write_manifest_list(base_metas)
         written.append(base_name)
-        self.table.fault_point("commit.after_base_list")
+        self.store.fault_point("commit.after_base_list")
         delta_name, delta_size = mio.write_manifest_list(delta_metas)
         written.append(delta_name)
-        self.table.fault_point("commit.after_delta_list")
+        self.store.fault_point("commit.after_delta_list")
         cl_name = cl_size = None
         if changelog_metas:
             cl_name, cl_size = mio.write_manifest_list(changelog_metas)
             written.append(cl_name)
-            self.table.fault_point("commit.after_changelog_list")
+            self.store.fault_point("commit.after_changelog_list")
         delta_records = sum(e.file.row_count if e.kind == FileKind.ADD else -e.file.row_count for e in delta)
         prev_total = (latest.total_record_count or 0) if latest is not None else 0
         snapshot = Snapshot(
             id=(latest.id + 1) if latest is not None else 1,
-            schema_id=self.table.latest_schema_id(),
+            schema_id=self.store.latest_schema_id(),
             base_manifest_list=base_name,
             base_manifest_list_size=base_size,
             delta_manifest_list=delta_name,
@@ -422,16 +422,16 @@ class TableCommitter:
             properties=properties or None,
             uuid=str(uuid.uuid4()),
         )
-        if not self.table.file_io.exists(self.table.paths.schema_file(self.table.schema.id)):
-            raise NoSuchTableError(f"Cannot commit to {self.table.name}: the table was dropped")
-        self.table.fault_point("commit.before_snapshot")
+        if not self.store.file_io.exists(self.store.paths.schema_file(self.store.schema.id)):
+            raise NoSuchTableError(f"Cannot commit to {self.store.name}: the table was dropped")
+        self.store.fault_point("commit.before_snapshot")
         # From here until the put answers, an interrupt leaves the snapshot's existence open.
         self._in_doubt = True
         try:
-            created = self.table.snapshot_manager.try_commit(snapshot)
+            created = self.store.snapshot_manager.try_commit(snapshot)
         except CommitStateUnknownError as exc:
             raise CommitStateUnknownError(
-                f"Commit to {self.table.name} may or may not have created snapshot {snapshot.id}: {exc}. "
+                f"Commit to {self.store.name} may or may not have created snapshot {snapshot.id}: {exc}. "
                 "Retry with the same commit user and identifier to resolve it."
             ) from exc
         except Exception:
@@ -447,15 +447,15 @@ class TableCommitter:
     def _overwrite_deletes(self, latest: Snapshot | None, overwrite: Overwrite) -> list[ManifestEntry]:
         if latest is None:
             return []
-        scan = self.table.file_store_scan()
+        scan = self.store.file_store_scan()
         live = scan.live_entries(latest, partition_filter=overwrite.matcher)
         return [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in live]
 
     def _check_conflicts(self, latest: Snapshot | None, delta: list[ManifestEntry], kind: CommitKind) -> None:
         """Paimon's checks for COMPACT and OVERWRITE commits, against the latest snapshot."""
-        name = self.table.name
+        name = self.store.name
         touched = {e.partition for e in delta}
-        scan = self.table.file_store_scan()
+        scan = self.store.file_store_scan()
         base: list[ManifestEntry] = []
         if latest is not None and touched:
             base = scan.live_entries(latest, partition_filter=None)
@@ -490,9 +490,9 @@ class TableCommitter:
                     "by a concurrent commit (e.g. another compaction); giving up this commit"
                 )
         # 4. no overlapping key ranges within a level >= 1 of a bucket
-        if not self.table.primary_keys:
+        if not self.store.primary_keys:
             return
-        key_types = self.table.schema.types(list(self.table.schema.trimmed_primary_keys))
+        key_types = self.store.schema.types(list(self.store.schema.trimmed_primary_keys))
         groups: dict[tuple[bytes, int, int], list[ManifestEntry]] = defaultdict(list)
         for e in live.values():
             if e.file.level > 0 and e.partition in touched:
@@ -519,11 +519,11 @@ class TableCommitter:
 __all__ = ["Overwrite", "TableCommitter", "merge_entries"]
 
 
-def _after_commit(table: Table, snapshot_id: int) -> None:
+def _after_commit(store: FileStore, snapshot_id: int) -> None:
     """Commit-time lifecycle, as Paimon's TableCommitImpl runs it: automatic tags, tag expiry and
     (every ``partition.expiration-check-interval``) partition expiry. The commit has landed: a
     failure here is logged, never reported as a failed commit (the caller would redo landed work)."""
-    opts = table.schema.core_options
+    opts = store.schema.core_options
     tags_off = str(opts.get("tag.automatic-creation", "none")).strip().lower() == "none"
     if tags_off and "tag.default-time-retained" not in opts.raw and "partition.expiration-time" not in opts.raw:
         return  # the common case: nothing to do, no listing
@@ -531,9 +531,9 @@ def _after_commit(table: Table, snapshot_id: int) -> None:
     from lake_assets.ops.tag_auto import run_tag_automation
 
     try:
-        snap = table.snapshot_manager.try_snapshot(snapshot_id)
+        snap = store.snapshot_manager.try_snapshot(snapshot_id)
         if snap is not None:
-            run_tag_automation(table, snap)
-        expire_partitions_after_commit(table)
+            run_tag_automation(store, snap)
+        expire_partitions_after_commit(store)
     except Exception as exc:  # storage errors too: the commit stands, the next commit tries again
-        log.warning("Commit %s of %s landed; its lifecycle step failed: %s", snapshot_id, table.name, exc)
+        log.warning("Commit %s of %s landed; its lifecycle step failed: %s", snapshot_id, store.name, exc)

@@ -20,7 +20,7 @@ from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.manifest import DataFileMeta, SimpleStats
 
 if TYPE_CHECKING:
-    from lake_assets.table import Table
+    from lake_assets.store.file_store import FileStore
 
 _FILE_FIELDS = ("new_files", "compact_before", "compact_after", "new_changelog", "compact_changelog")
 
@@ -92,9 +92,9 @@ class CommitMessage:
             raise InvalidCommitMessageError(f"Invalid commit message JSON: {exc!r}") from None
         return cls(**kwargs)
 
-    def validate_for(self, table: Table, action: str = "commit to") -> None:
+    def validate_for(self, store: FileStore, action: str = "commit to") -> None:
         """Check that this message fits ``table`` (see `validate_messages`)."""
-        validate_messages(table, [self], action)
+        validate_messages(store, [self], action)
 
 
 def _bad(msg: str) -> InvalidCommitMessageError:
@@ -149,7 +149,7 @@ def check_message_shape(m: CommitMessage) -> None:
             _check_file(f, f"{name} of bucket {m.bucket}")
 
 
-def validate_messages(table: Table, messages: Sequence[CommitMessage], action: str = "commit to") -> None:
+def validate_messages(store: FileStore, messages: Sequence[CommitMessage], action: str = "commit to") -> None:
     """Check every message against ``table`` before anything acts on any of them.
 
     Bucket in range for the table's bucket mode (0..N-1 for N fixed buckets, 0 for an append table with
@@ -158,8 +158,8 @@ def validate_messages(table: Table, messages: Sequence[CommitMessage], action: s
     [0, num-levels - 1], schema ids the table has. Raises `InvalidCommitMessageError` naming the
     table and the problem; nothing has been committed or deleted then.
     """
-    name = table.name
-    schema = table.schema
+    name = store.name
+    schema = store.schema
     opts = schema.core_options
     n_buckets = opts.bucket
     part_types = schema.types(list(schema.partition_keys))
@@ -196,7 +196,7 @@ def validate_messages(table: Table, messages: Sequence[CommitMessage], action: s
             raise InvalidCommitMessageError(f"Cannot {action} {name}: bucket = {n_buckets} is not supported")
         try:
             deserialize_row(m.partition, part_types)
-            table.partition_path_of(m.partition)
+            store.partition_path_of(m.partition)
         except (CorruptMetadataError, UnsafePathError, ValueError, TypeError, UnicodeDecodeError) as exc:
             raise InvalidCommitMessageError(
                 f"Cannot {action} {name}: partition bytes do not decode as the table's partition "
@@ -210,14 +210,14 @@ def validate_messages(table: Table, messages: Sequence[CommitMessage], action: s
                         f"above the table's highest level {max_level} (num-levels = {opts.num_levels})"
                     )
                 if f.schema_id not in known_schemas:
-                    latest_schema = table.latest_schema_id()
+                    latest_schema = store.latest_schema_id()
                     if f.schema_id > latest_schema:
                         raise InvalidCommitMessageError(
                             f"Cannot {action} {name}: file {f.file_name} has schema id {f.schema_id}, "
                             f"which the table does not have (latest {latest_schema})"
                         )
                     try:
-                        table.schema_by_id(f.schema_id)
+                        store.schema_by_id(f.schema_id)
                     except CorruptMetadataError as exc:
                         raise InvalidCommitMessageError(
                             f"Cannot {action} {name}: file {f.file_name} has schema id {f.schema_id}: {exc}"

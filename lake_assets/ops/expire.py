@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING
 
 from lake_assets.errors import CorruptMetadataError, InvalidArgumentError
 from lake_assets.formats.data_file import FILE_SOURCE_APPEND
-from lake_assets.ops.changelog_manager import snapshot_or_changelog
 from lake_assets.spec.manifest import FileKind, ManifestEntry
 from lake_assets.spec.snapshot import Snapshot
+from lake_assets.store.changelog_manager import snapshot_or_changelog
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
-    from lake_assets.table import Table
+    from lake_assets.store.file_store import FileStore
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def _appended_by_writer(e: ManifestEntry) -> bool:
 
 
 def expire_snapshots(
-    table: Table,
+    store: FileStore,
     *,
     retain_min: int | None = None,
     retain_max: int | None = None,
@@ -138,9 +138,9 @@ def expire_snapshots(
     ``delete_files`` replaces the batched deletes of data, changelog and manifest files (a Spark
     job spreads them over executors); it must delete all it is given before returning.
     """
-    table.require(Op.EXPIRE)
-    opts = table.schema.core_options
-    sm = table.snapshot_manager
+    store.require(Op.EXPIRE)
+    opts = store.schema.core_options
+    sm = store.snapshot_manager
     result = ExpireResult(dry_run=dry_run)
     latest = sm.latest_id()
     earliest = sm.earliest_id()
@@ -153,7 +153,7 @@ def expire_snapshots(
         raise InvalidArgumentError("retain_min must be at least 1: the latest snapshot is never expired")
     cutoff = now_ms - opts.snapshot_time_retained_ms if older_than_ms is None else older_than_ms
     limit = opts.snapshot_expire_limit if limit is None else limit
-    consumers = table.consumer_manager()
+    consumers = store.consumer_manager()
     if opts.consumer_expiration_ms is not None and not dry_run:
         consumers.expire(opts.consumer_expiration_ms, now_ms)
     candidate_hi = min(latest - retain_min + 1, earliest + limit)
@@ -185,9 +185,9 @@ def expire_snapshots(
     result.earliest = earliest
     try:
         if plan:
-            _apply(table, plan, result, dry_run, delete_files, decoupled=decoupled)
+            _apply(store, plan, result, dry_run, delete_files, decoupled=decoupled)
             result.earliest = plan.end
-        elif not dry_run and sm._read_hint("EARLIEST") is None:
+        elif not dry_run and sm.read_hint("EARLIEST") is None:
             sm.write_earliest_hint(earliest)
     except BaseException:
         if marker is not None and not result.deletion_started:
@@ -199,7 +199,7 @@ def expire_snapshots(
         retain_min=retain_min, retain_max=retain_max, time_retained_ms=snapshot_time_ms
     )
     expire_changelogs(
-        table, retain_min=cmin, retain_max=cmax, older_than_ms=now_ms - ctime, limit=limit, dry_run=dry_run,
+        store, retain_min=cmin, retain_max=cmax, older_than_ms=now_ms - ctime, limit=limit, dry_run=dry_run,
         delete_files=delete_files, result=result,
     )
     return result
@@ -208,12 +208,12 @@ def expire_snapshots(
 class _Protection:
     """What tags keep: every tag's lists and data manifests, and the live files of tags below an id."""
 
-    def __init__(self, table: Table, below: int) -> None:
-        scan = table.file_store_scan()
+    def __init__(self, store: FileStore, below: int) -> None:
+        scan = store.file_store_scan()
         mio = scan.manifest_io
         self.files: set[str] = set()
         self.manifests: set[str] = set()
-        for tag in table.tag_manager().tags().values():
+        for tag in store.tag_manager().tags().values():
             tsnap = tag.snapshot
             self.manifests.update(_lists_of(tsnap))
             for meta in mio.read_manifest_list(tsnap.base_manifest_list) + mio.read_manifest_list(
@@ -223,19 +223,19 @@ class _Protection:
             # A superset of Paimon's nearest-earlier-tag rule: any tag below keeps its files.
             if tsnap.id < below:
                 for e in scan.live_entries(tsnap):
-                    self.files.add(table.data_file_path(e.partition, e.bucket, e.file))
-                    self.files.update(_extra_paths(table, e))
+                    self.files.add(store.data_file_path(e.partition, e.bucket, e.file))
+                    self.files.update(_extra_paths(store, e))
 
 
 def _files_deleted_by(
-    table: Table, snaps: list[Snapshot], keep_entry: Callable[[ManifestEntry], bool] | None = None
+    store: FileStore, snaps: list[Snapshot], keep_entry: Callable[[ManifestEntry], bool] | None = None
 ) -> dict[str, None]:
     """Data files the deltas of ``snaps`` (in id order) deleted and did not add back.
 
     A file deleted in snapshot k was last live in k-1, so once every snapshot before k is gone no
     retained snapshot needs it. ``keep_entry`` exempts DELETE entries whose file must stay anyway.
     """
-    scan = table.file_store_scan(Op.EXPIRE)  # refuses files it must not delete (external paths)
+    scan = store.file_store_scan(Op.EXPIRE)  # refuses files it must not delete (external paths)
     paths: dict[str, None] = {}
     for snap in snaps:
         try:
@@ -243,7 +243,7 @@ def _files_deleted_by(
         except CorruptMetadataError:
             continue  # cannot tell what it deleted: keep the files (orphan cleanup may remove them)
         for e in entries:
-            names = [table.data_file_path(e.partition, e.bucket, e.file), *_extra_paths(table, e)]
+            names = [store.data_file_path(e.partition, e.bucket, e.file), *_extra_paths(store, e)]
             if e.kind == FileKind.DELETE:
                 if keep_entry is not None and keep_entry(e):
                     continue
@@ -254,36 +254,36 @@ def _files_deleted_by(
     return paths
 
 
-def _changelog_files_of(table: Table, snaps: list[Snapshot]) -> list[str]:
-    scan = table.file_store_scan()
+def _changelog_files_of(store: FileStore, snaps: list[Snapshot]) -> list[str]:
+    scan = store.file_store_scan()
     out: list[str] = []
     for snap in snaps:
         if not snap.changelog_manifest_list:
             continue
         try:
-            out.extend(table.data_file_path(e.partition, e.bucket, e.file) for e in scan.changelog_entries(snap))
+            out.extend(store.data_file_path(e.partition, e.bucket, e.file) for e in scan.changelog_entries(snap))
         except CorruptMetadataError:
             continue
     return out
 
 
-def _manifests_kept_by(table: Table, snap: Snapshot, *, lists_may_be_gone: bool = False) -> set[str]:
+def _manifests_kept_by(store: FileStore, snap: Snapshot, *, lists_may_be_gone: bool = False) -> set[str]:
     """``snap``'s lists and every manifest they name.
 
     ``snap`` is the first retained snapshot: expired snapshots share manifests with it, and only its
     lists tell which. A list that cannot be read therefore stops the expiration before anything is
     deleted. Only a long-lived changelog (``lists_may_be_gone``) may lack lists expiry removed on purpose.
     """
-    mio = table.file_store_scan().manifest_io
+    mio = store.file_store_scan().manifest_io
     keep = set(_lists_of(snap))
     for name in _lists_of(snap):
-        if lists_may_be_gone and not table.file_io.exists(table.paths.manifest_file(name)):
+        if lists_may_be_gone and not store.file_io.exists(store.paths.manifest_file(name)):
             continue
         try:
             keep.update(m.file_name for m in mio.read_manifest_list(name))
         except CorruptMetadataError as exc:
             raise CorruptMetadataError(
-                f"Cannot expire snapshots of {table.name}: manifest list {name} of snapshot {snap.id}, "
+                f"Cannot expire snapshots of {store.name}: manifest list {name} of snapshot {snap.id}, "
                 f"the first one kept, cannot be read ({exc}); without it the manifests it shares with "
                 "expired snapshots cannot be told apart, so nothing was deleted"
             ) from exc
@@ -291,9 +291,9 @@ def _manifests_kept_by(table: Table, snap: Snapshot, *, lists_may_be_gone: bool 
 
 
 def _unused_manifests(
-    table: Table, snaps: list[Snapshot], lists_of: Callable[[Snapshot], list[str]], keep: set[str]
+    store: FileStore, snaps: list[Snapshot], lists_of: Callable[[Snapshot], list[str]], keep: set[str]
 ) -> list[str]:
-    mio = table.file_store_scan().manifest_io
+    mio = store.file_store_scan().manifest_io
     doomed: dict[str, None] = {}
     for snap in snaps:
         for list_name in lists_of(snap):
@@ -310,7 +310,7 @@ def _unused_manifests(
 
 
 def _apply(
-    table: Table,
+    store: FileStore,
     plan: ExpirePlan,
     result: ExpireResult,
     dry_run: bool,
@@ -318,21 +318,21 @@ def _apply(
     *,
     decoupled: bool = False,
 ) -> None:
-    sm = table.snapshot_manager
+    sm = store.snapshot_manager
     end_snapshot = sm.snapshot(plan.end)
     expired = [s for s in (sm.try_snapshot(i) for i in plan.snapshot_ids) if s is not None]
-    protection = _Protection(table, plan.end)
+    protection = _Protection(store, plan.end)
     # Decoupled with changelog-producer=none: the data files writers added are the changelog, so they
     # and the base/delta lists naming them stay until the changelog expires.
-    changelog_in_data = decoupled and table.schema.core_options.changelog_producer == "none"
+    changelog_in_data = decoupled and store.schema.core_options.changelog_producer == "none"
     # 1. data files deleted by snapshots (begin, end]: live only in expired snapshots
     deleting = [s for s in (sm.try_snapshot(i) for i in range(plan.begin + 1, plan.end + 1)) if s is not None]
-    data_paths = _files_deleted_by(table, deleting, _appended_by_writer if changelog_in_data else None)
+    data_paths = _files_deleted_by(store, deleting, _appended_by_writer if changelog_in_data else None)
     doomed_data = [p for p in data_paths if p not in protection.files]
     # 2. changelog files of expired snapshots (kept while a long-lived changelog needs them)
-    doomed_changelog = [] if decoupled else _changelog_files_of(table, expired)
+    doomed_changelog = [] if decoupled else _changelog_files_of(store, expired)
     # 4. manifests and lists of expired snapshots that the new earliest or a tag does not use
-    keep = protection.manifests | _manifests_kept_by(table, end_snapshot)
+    keep = protection.manifests | _manifests_kept_by(store, end_snapshot)
 
     def lists_to_drop(snap: Snapshot) -> list[str]:
         if changelog_in_data:
@@ -341,7 +341,7 @@ def _apply(
             return [n for n in (snap.base_manifest_list, snap.delta_manifest_list) if n]
         return _lists_of(snap)
 
-    doomed_manifests = _unused_manifests(table, expired, lists_to_drop, keep)
+    doomed_manifests = _unused_manifests(store, expired, lists_to_drop, keep)
     result.deleted_data_files = doomed_data
     result.deleted_changelog_files = doomed_changelog
     result.deleted_manifests = doomed_manifests
@@ -350,39 +350,39 @@ def _apply(
         result.long_lived_changelogs = [s.id for s in expired]
     if dry_run:
         return
-    fio = table.file_io
+    fio = store.file_io
     delete = delete_files or fio.delete_many
-    manifest_paths = [table.paths.manifest_file(n) for n in doomed_manifests]
-    _ensure_inside(table, doomed_data, doomed_changelog, manifest_paths)
+    manifest_paths = [store.paths.manifest_file(n) for n in doomed_manifests]
+    _ensure_inside(store, doomed_data, doomed_changelog, manifest_paths)
     result.deletion_started = True
     delete(doomed_data)
-    table.fault_point("expire.after_data")
+    store.fault_point("expire.after_data")
     delete(doomed_changelog)
-    table.fault_point("expire.after_changelog")
+    store.fault_point("expire.after_changelog")
     delete(manifest_paths)
-    table.fault_point("expire.after_manifests")
-    changelogs = table.changelog_manager()
+    store.fault_point("expire.after_manifests")
+    changelogs = store.changelog_manager()
     expired_by_id = {s.id: s for s in expired}
     for sid in plan.snapshot_ids:
         snap = expired_by_id.get(sid)
         if decoupled and snap is not None:
             # the copy exists before the snapshot goes: a crash in between leaves both, never neither
             changelogs.write(snap)
-            table.fault_point("expire.after_changelog_copy")
-        fio.delete(table.paths.snapshot_file(sid))
-        table.fault_point("expire.after_snapshot_file")
+            store.fault_point("expire.after_changelog_copy")
+        fio.delete(store.paths.snapshot_file(sid))
+        store.fault_point("expire.after_snapshot_file")
     if decoupled and expired:
         changelogs.write_latest_hint(expired[-1].id)
-        if changelogs._read_hint("EARLIEST") is None:
+        if changelogs.read_hint("EARLIEST") is None:
             changelogs.write_earliest_hint(changelogs.earliest_id() or expired[0].id)
     sm.write_earliest_hint(plan.end)
-    if table.schema.core_options.clean_empty_directories:
+    if store.schema.core_options.clean_empty_directories:
         for p in {d.rsplit("/", 1)[0] for d in doomed_data}:
             fio.delete_dir_if_empty(p)
 
 
 def expire_changelogs(
-    table: Table,
+    store: FileStore,
     *,
     retain_min: int | None = None,
     retain_max: int | None = None,
@@ -402,12 +402,12 @@ def expire_changelogs(
     later snapshots deleted), then unused lists and manifests, then the changelog files, then the hint.
     ``expire_snapshots`` calls this after expiring snapshots.
     """
-    table.require(Op.EXPIRE)
+    store.require(Op.EXPIRE)
     result = result if result is not None else ExpireResult(dry_run=dry_run)
-    opts = table.schema.core_options
-    changelogs = table.changelog_manager()
+    opts = store.schema.core_options
+    changelogs = store.changelog_manager()
     earliest = changelogs.earliest_id()
-    sm = table.snapshot_manager
+    sm = store.snapshot_manager
     latest_snapshot = sm.latest_id()
     earliest_snapshot = sm.earliest_id()
     if earliest is None or latest_snapshot is None or earliest_snapshot is None:
@@ -429,7 +429,7 @@ def expire_changelogs(
         return plan_expire(
             earliest=earliest, latest=latest_snapshot, retain_min=retain_min, retain_max=retain_max,
             expire_limit=limit, older_than_ms=older_than_ms, time_of=time_of,
-            consumer_min=table.consumer_manager().min_next_snapshot(), protected_min=protected_min,
+            consumer_min=store.consumer_manager().min_next_snapshot(), protected_min=protected_min,
             own_time=True,
         )
 
@@ -447,7 +447,7 @@ def expire_changelogs(
     started = result.deletion_started
     result.deletion_started = False
     try:
-        _expire_changelog_plan(table, plan, result, dry_run, delete_files)
+        _expire_changelog_plan(store, plan, result, dry_run, delete_files)
     except BaseException:
         if marker is not None and not result.deletion_started:
             sm.end_expiry(marker)
@@ -460,19 +460,19 @@ def expire_changelogs(
 
 
 def _expire_changelog_plan(
-    table: Table,
+    store: FileStore,
     plan: ExpirePlan,
     result: ExpireResult,
     dry_run: bool,
     delete_files: Callable[[list[str]], object] | None,
 ) -> None:
-    opts = table.schema.core_options
-    changelogs = table.changelog_manager()
-    sm = table.snapshot_manager
+    opts = store.schema.core_options
+    changelogs = store.changelog_manager()
+    sm = store.snapshot_manager
     end = snapshot_or_changelog(sm, changelogs, plan.end)
     expired = [s for s in (changelogs.try_changelog(i) for i in plan.snapshot_ids) if s is not None]
-    protection = _Protection(table, plan.end)
-    doomed_changelog = _changelog_files_of(table, expired)
+    protection = _Protection(store, plan.end)
+    doomed_changelog = _changelog_files_of(store, expired)
     doomed_data: list[str] = []
     if opts.changelog_producer == "none":
         # snapshot expiration skipped the writer-added files that later snapshots deleted
@@ -480,7 +480,7 @@ def _expire_changelog_plan(
             s for s in (snapshot_or_changelog(sm, changelogs, i) for i in range(plan.begin + 1, plan.end + 1))
             if s is not None
         ]
-        paths = _files_deleted_by(table, deleting, lambda e: not _appended_by_writer(e))
+        paths = _files_deleted_by(store, deleting, lambda e: not _appended_by_writer(e))
         doomed_data = [p for p in paths if p not in protection.files]
     # Without the first retained id's lists, shared manifests cannot be told apart: keep them all.
     # A long-lived changelog's base/delta lists may be gone, so they alone do not name what the
@@ -490,9 +490,9 @@ def _expire_changelog_plan(
     doomed_manifests = (
         [] if end is None
         else _unused_manifests(
-            table, expired, _lists_of,
-            protection.manifests | _manifests_kept_by(table, end, lists_may_be_gone=not sm.exists(end.id))
-            | (_manifests_kept_by(table, earliest) if earliest is not None else set()),
+            store, expired, _lists_of,
+            protection.manifests | _manifests_kept_by(store, end, lists_may_be_gone=not sm.exists(end.id))
+            | (_manifests_kept_by(store, earliest) if earliest is not None else set()),
         )
     )
     result.expired_changelogs = list(plan.snapshot_ids)
@@ -501,30 +501,30 @@ def _expire_changelog_plan(
     result.deleted_manifests = [*result.deleted_manifests, *doomed_manifests]
     if dry_run:
         return
-    fio = table.file_io
+    fio = store.file_io
     delete = delete_files or fio.delete_many
-    manifest_paths = [table.paths.manifest_file(n) for n in doomed_manifests]
-    _ensure_inside(table, doomed_data, doomed_changelog, manifest_paths)
+    manifest_paths = [store.paths.manifest_file(n) for n in doomed_manifests]
+    _ensure_inside(store, doomed_data, doomed_changelog, manifest_paths)
     result.deletion_started = True
     delete(doomed_data)
     delete(doomed_changelog)
-    table.fault_point("expire_changelog.after_files")
+    store.fault_point("expire_changelog.after_files")
     delete(manifest_paths)
-    table.fault_point("expire_changelog.after_manifests")
+    store.fault_point("expire_changelog.after_manifests")
     for cid in plan.snapshot_ids:
         changelogs.delete(cid)
     changelogs.write_earliest_hint(plan.end)
 
 
-def _ensure_inside(table: Table, *groups: list[str]) -> None:
+def _ensure_inside(store: FileStore, *groups: list[str]) -> None:
     """Raise `UnsafePathError` before any delete unless every path is inside the table (on a
     local disk also through symlinked directories)."""
     for group in groups:
-        table.paths.ensure_inside(group, resolve_links=table.file_io.has_symlinks)
+        store.paths.ensure_inside(group, resolve_links=store.file_io.has_symlinks)
 
 
-def _extra_paths(table: Table, e: ManifestEntry) -> list[str]:
+def _extra_paths(store: FileStore, e: ManifestEntry) -> list[str]:
     if not e.file.extra_files:
         return []
-    ppath = table.partition_path_of(e.partition)
-    return [table.paths.data_file(ppath, e.bucket, x) for x in e.file.extra_files]
+    ppath = store.partition_path_of(e.partition)
+    return [store.paths.data_file(ppath, e.bucket, x) for x in e.file.extra_files]

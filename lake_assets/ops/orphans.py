@@ -16,7 +16,7 @@ from lake_assets.formats.manifest_codec import decode_index_manifest
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
-    from lake_assets.table import Table
+    from lake_assets.store.file_store import FileStore
 
 # Directories whose files are metadata managed elsewhere (never orphan-collected here).
 _PROTECTED_DIRS = ("schema", "snapshot", "tag", "consumer", "branch", "changelog")
@@ -34,7 +34,7 @@ class OrphanResult:
         return {"orphan_files": len(self.paths), "orphan_bytes": self.bytes, "dry_run": self.dry_run}
 
 
-def referenced_files(table: Table) -> set[str]:
+def referenced_files(store: FileStore) -> set[str]:
     """Every file path a retained snapshot, tag or long-lived changelog may reference (data,
     changelog, manifests, lists).
 
@@ -43,34 +43,34 @@ def referenced_files(table: Table) -> set[str]:
     skipped when missing: a long-lived changelog's base and delta lists (changelog producers other
     than ``none``) and a tagged snapshot's changelog list. Anything present but unreadable raises.
     """
-    sm = table.snapshot_manager
-    changelogs = table.changelog_manager()
-    scan = table.file_store_scan()
+    sm = store.snapshot_manager
+    changelogs = store.changelog_manager()
+    scan = store.file_store_scan()
     mio = scan.manifest_io
-    fio = table.file_io
+    fio = store.file_io
     refs: set[str] = set()
     seen_manifests: set[str] = set()
 
     def add_list(list_name: str, *, may_be_gone: bool) -> None:
-        path = table.paths.manifest_file(list_name)
+        path = store.paths.manifest_file(list_name)
         refs.add(path)
         if may_be_gone and not fio.exists(path):
             return
         for meta in mio.read_manifest_list(list_name):
-            refs.add(table.paths.manifest_file(meta.file_name))
+            refs.add(store.paths.manifest_file(meta.file_name))
             if meta.file_name in seen_manifests:
                 continue
             seen_manifests.add(meta.file_name)
-            if may_be_gone and not fio.exists(table.paths.manifest_file(meta.file_name)):
+            if may_be_gone and not fio.exists(store.paths.manifest_file(meta.file_name)):
                 continue
             for e in mio.read_manifest(meta.file_name, meta.file_size):
-                path = table.data_file_path(e.partition, e.bucket, e.file)
+                path = store.data_file_path(e.partition, e.bucket, e.file)
                 refs.add(path)
-                ppath = table.partition_path_of(e.partition)
-                refs.update(table.paths.data_file(ppath, e.bucket, x) for x in e.file.extra_files)
+                ppath = store.partition_path_of(e.partition)
+                refs.update(store.paths.data_file(ppath, e.bucket, x) for x in e.file.extra_files)
 
     holders = [(s, "snapshot") for s in sm.snapshots()]
-    holders += [(t.snapshot, "tag") for t in table.tag_manager().tags().values()]
+    holders += [(t.snapshot, "tag") for t in store.tag_manager().tags().values()]
     holders += [(c, "changelog") for c in (changelogs.try_changelog(i) for i in changelogs.ids()) if c is not None]
     for snap, kind in holders:
         for list_name in (snap.base_manifest_list, snap.delta_manifest_list):
@@ -79,54 +79,54 @@ def referenced_files(table: Table) -> set[str]:
         if snap.changelog_manifest_list:
             add_list(snap.changelog_manifest_list, may_be_gone=kind != "snapshot")
         if snap.index_manifest:
-            refs.add(table.paths.manifest_file(snap.index_manifest))
-            refs.update(_index_files(table, snap.index_manifest, may_be_gone=kind != "snapshot"))
+            refs.add(store.paths.manifest_file(snap.index_manifest))
+            refs.update(_index_files(store, snap.index_manifest, may_be_gone=kind != "snapshot"))
         if snap.statistics:
-            refs.add(table.paths.statistics_file(snap.statistics))
+            refs.add(store.paths.statistics_file(snap.statistics))
     return refs
 
 
-def _index_files(table: Table, name: str, *, may_be_gone: bool) -> list[str]:
+def _index_files(store: FileStore, name: str, *, may_be_gone: bool) -> list[str]:
     """Paths of the index files (``index/``: hash indexes, deletion vectors) an index manifest names.
 
     Written by Paimon engines for modes lake_assets does not write; they are still referenced by
     the snapshot and must never be collected as orphans."""
     try:
-        data = table.file_io.read_bytes(table.paths.manifest_file(name))
+        data = store.file_io.read_bytes(store.paths.manifest_file(name))
     except FileNotFoundError:
         if may_be_gone:
             return []
-        raise CorruptMetadataError(f"Table {table.name}: index manifest {name} is missing") from None
+        raise CorruptMetadataError(f"Table {store.name}: index manifest {name} is missing") from None
     out = []
     for e in decode_index_manifest(data, name):
         if e.external_path:
             raise UnsupportedFeatureError(
-                f"Table {table.name}: index file {e.file_name} has an external path {e.external_path!r}; "
+                f"Table {store.name}: index file {e.file_name} has an external path {e.external_path!r}; "
                 "external paths are not supported"
             )
-        out.append(table.paths.index_file(e.file_name))
+        out.append(store.paths.index_file(e.file_name))
     return out
 
 
 def remove_orphan_files(
-    table: Table, *, older_than: timedelta = timedelta(days=1), dry_run: bool = True, now_ms: int | None = None
+    store: FileStore, *, older_than: timedelta = timedelta(days=1), dry_run: bool = True, now_ms: int | None = None
 ) -> OrphanResult:
     """Find files under the table referenced by nothing and older than ``older_than``; delete unless dry run.
 
     If any manifest cannot be read, nothing is deleted (a file that only an unreadable manifest
     names would otherwise look like an orphan).
     """
-    table.require(Op.ORPHANS)
+    store.require(Op.ORPHANS)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     cutoff = now_ms - int(older_than.total_seconds() * 1000)
-    refs = referenced_files(table)  # raises CorruptMetadataError: then we delete nothing
+    refs = referenced_files(store)  # raises CorruptMetadataError: then we delete nothing
     # File names (uuid-based, unique per table) that manifests name, wherever the file sits: a path
     # rebuilt from partition values can miss a live file (e.g. a partition directory written under
     # another partition.default-name); never delete a file a manifest names, whatever its directory.
     referenced_names = {p.rsplit("/", 1)[-1] for p in refs}
-    root = table.paths.root.rstrip("/")
+    root = store.paths.root.rstrip("/")
     result = OrphanResult(dry_run=dry_run)
-    for st in table.file_io.walk_files(root):
+    for st in store.file_io.walk_files(root):
         if not st.path.startswith(root + "/"):
             continue  # a listing that names something outside the table: never ours to delete
         rel = st.path[len(root) + 1 :]
@@ -142,11 +142,11 @@ def remove_orphan_files(
         result.bytes += st.size
     if not dry_run:
         # Only paths proven inside the table (through symlinks too, on a local disk) are deleted.
-        table.paths.ensure_inside(result.paths, resolve_links=table.file_io.has_symlinks)
+        store.paths.ensure_inside(result.paths, resolve_links=store.file_io.has_symlinks)
         # in batches, so that an interrupted cleanup has made progress and a re-run finishes it
         for i in range(0, len(result.paths), 100):
-            table.file_io.delete_many(result.paths[i : i + 100])
-            table.fault_point("orphans.after_delete_batch")
+            store.file_io.delete_many(result.paths[i : i + 100])
+            store.fault_point("orphans.after_delete_batch")
     return result
 
 

@@ -3,27 +3,32 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
+from lake_assets.errors import SchemaError
+from lake_assets.lsm.key_compare import values_equal
 from lake_assets.ops.commit import Overwrite
 from lake_assets.ops.commit_message import CommitMessage
-from lake_assets.spec.binary_row import serialize_row
+from lake_assets.spec.binary_row import deserialize_row, serialize_row
+from lake_assets.spec.types import to_arrow
 
 if TYPE_CHECKING:
-    from lake_assets.table import Table
+    from lake_assets.store.file_store import FileStore
 
 
-def dynamic_overwrite(table: Table, messages: Sequence[CommitMessage]) -> Overwrite | None:
+def dynamic_overwrite(store: FileStore, messages: Sequence[CommitMessage]) -> Overwrite | None:
     """Replace exactly the partitions the messages wrote (None: nothing written, nothing replaced).
 
     An unpartitioned table has one partition: it is replaced whole, as in Paimon.
     """
-    if not table.partition_keys:
+    if not store.partition_keys:
         return Overwrite(None)
     written = {m.partition for m in messages if not m.is_empty()}
     if not written:
         return None
-    types = table.schema.types(list(table.partition_keys))
+    types = store.schema.types(list(store.partition_keys))
 
     def matcher(values: tuple) -> bool:
         # compare the binary form: it is what the messages carry, and NaN or -0.0 compare oddly
@@ -32,12 +37,54 @@ def dynamic_overwrite(table: Table, messages: Sequence[CommitMessage]) -> Overwr
     return Overwrite(matcher)
 
 
-def overwrite_of_whole_table(table: Table, messages: Sequence[CommitMessage]) -> Overwrite | None:
+def overwrite_of_whole_table(store: FileStore, messages: Sequence[CommitMessage]) -> Overwrite | None:
     """What ``overwrite=True`` (no partition named) replaces, per ``dynamic-partition-overwrite``.
 
     Paimon's default (true) replaces only the partitions present in the new data, and nothing when
     there is none; false replaces the whole table.
     """
-    if table.schema.core_options.dynamic_partition_overwrite:
-        return dynamic_overwrite(table, messages)
+    if store.schema.core_options.dynamic_partition_overwrite:
+        return dynamic_overwrite(store, messages)
     return Overwrite(None)
+
+
+def overwrite_spec(store: FileStore, overwrite: bool | dict[str, str]) -> Overwrite | None:
+    """The `Overwrite` of `Table.write_arrow`'s ``overwrite`` argument (None: no overwrite); a dict
+    of partition values matches those partitions (`values_equal`: as Paimon's predicates compare)."""
+    if overwrite is False or overwrite is None:
+        return None
+    if overwrite is True or overwrite == {}:
+        return Overwrite(None)
+    if not isinstance(overwrite, dict):
+        raise SchemaError(f"overwrite must be a bool or a dict of partition values, got {overwrite!r}")
+    keys = list(store.schema.partition_keys)
+    wanted: dict[int, Any] = {}
+    for k, v in overwrite.items():
+        if k not in keys:
+            raise SchemaError(f"Cannot overwrite {store.name}: {k!r} is not a partition key (keys: {keys})")
+        t = to_arrow(store.schema.field(k).type)
+        try:
+            wanted[keys.index(k)] = None if v is None else pa.scalar(v).cast(t).as_py()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise SchemaError(f"Cannot overwrite {store.name}: {k}={v!r} is not a {t}: {exc}") from exc
+
+    def matcher(values: tuple) -> bool:
+        # float partitions match as Paimon's partition predicate does (Double.compare):
+        # NaN matches NaN, and -0.0 is another partition than 0.0
+        return all(values_equal(values[i], v) for i, v in wanted.items())
+
+    return Overwrite(matcher)
+
+
+def check_inside_partition(store: FileStore, messages: list[CommitMessage], ow: Overwrite | None) -> None:
+    """Refuse messages with rows outside the partitions ``ow`` replaces."""
+    if ow is None:
+        return
+    types = store.schema.types(list(store.schema.partition_keys))
+    for m in messages:
+        values = tuple(deserialize_row(m.partition, types))
+        if not ow.matches(values):
+            raise SchemaError(
+                f"Cannot overwrite {store.name}: input has rows in partition "
+                f"{dict(zip(store.schema.partition_keys, values, strict=True))} outside the overwritten one"
+            )

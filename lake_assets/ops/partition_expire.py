@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lake_assets.errors import InvalidArgumentError, OptionError
-from lake_assets.ops.commit import Overwrite
+from lake_assets.ops.commit import Overwrite, TableCommitter
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
 
 if TYPE_CHECKING:
-    from lake_assets.table import Table
+    from lake_assets.store.file_store import FileStore
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ def _from_local_ms(ms: int) -> dt.datetime:
 
 
 def expire_partitions(
-    table: Table,
+    store: FileStore,
     *,
     expiration_time: dt.timedelta | None = None,
     strategy: str | None = None,
@@ -149,15 +149,15 @@ def expire_partitions(
 
     Raises `InvalidArgumentError` for an unpartitioned table or when no expiration time is set.
     """
-    opts = table.schema.core_options
-    keys = tuple(table.partition_keys)
+    opts = store.schema.core_options
+    keys = tuple(store.partition_keys)
     if not keys:
-        raise InvalidArgumentError(f"Cannot expire partitions of {table.name}: the table is not partitioned")
+        raise InvalidArgumentError(f"Cannot expire partitions of {store.name}: the table is not partitioned")
     if expiration_time is None:
         ms = opts.partition_expiration_time_ms
         if ms is None:
             raise InvalidArgumentError(
-                f"Cannot expire partitions of {table.name}: set option 'partition.expiration-time' "
+                f"Cannot expire partitions of {store.name}: set option 'partition.expiration-time' "
                 "or pass expiration_time")
         expiration_time = dt.timedelta(milliseconds=ms)
     strategy = (strategy or opts.partition_expiration_strategy).lower()
@@ -173,11 +173,11 @@ def expire_partitions(
     if limit < 1:
         raise InvalidArgumentError(f"max_expires must be at least 1, got {limit}")
     result = PartitionExpireResult(dry_run=dry_run)
-    snap = table.latest_snapshot()
+    snap = store.snapshot_manager.latest()
     if snap is None:
         return result
     cutoff = (now or _local_now()) - expiration_time
-    scan = table.file_store_scan()
+    scan = store.file_store_scan()
     newest_file: dict[bytes, int] = {}
     for e in scan.live_entries(snap):
         t = e.file.creation_time_ms if e.file.creation_time_ms is not None else 0
@@ -197,7 +197,7 @@ def expire_partitions(
                 when = extractor.extract(keys, values)
             except ValueError as exc:
                 log.warning("Partition %s of %s: cannot read a time from its values (%s); it is kept",
-                            spec, table.name, exc)
+                            spec, store.name, exc)
                 result.unparseable.append(spec)
                 continue
         if when < cutoff:
@@ -207,14 +207,14 @@ def expire_partitions(
     result.expired = [dict(zip(keys, v, strict=True)) for v in chosen]
     if dry_run or not chosen:
         return result
-    types = table.schema.types(list(keys))
+    types = store.schema.types(list(keys))
     doomed = {serialize_row(list(v), types) for v in chosen}
 
     def matcher(values: tuple) -> bool:
         return serialize_row(list(values), types) in doomed
 
     user = f"expire-partitions-{time.time_ns()}"
-    ids = table.new_committer(user).commit(
+    ids = TableCommitter(store, user).commit(
         [], BATCH_COMMIT_IDENTIFIER, overwrite=Overwrite(matcher), check_committed=False
     )
     result.snapshot_id = ids[-1] if ids else None
@@ -226,14 +226,14 @@ _last_check: dict[str, float] = {}
 _last_check_lock = threading.Lock()
 
 
-def expire_partitions_after_commit(table: Table) -> PartitionExpireResult | None:
+def expire_partitions_after_commit(store: FileStore) -> PartitionExpireResult | None:
     """Commit-time expiration: when ``partition.expiration-time`` is set and
     ``partition.expiration-check-interval`` has passed since this process last checked the table."""
-    opts = table.schema.core_options
-    if opts.partition_expiration_time_ms is None or not table.partition_keys:
+    opts = store.schema.core_options
+    if opts.partition_expiration_time_ms is None or not store.partition_keys:
         return None
     interval_s = opts.partition_expiration_check_interval_ms / 1000
-    key = table.paths.root
+    key = store.paths.root
     now = time.monotonic()
     with _last_check_lock:
         last = _last_check.get(key)
@@ -241,7 +241,7 @@ def expire_partitions_after_commit(table: Table) -> PartitionExpireResult | None
             return None
         # recorded before expiring: the expiry's own commit must not expire again
         _last_check[key] = now
-    return expire_partitions(table)
+    return expire_partitions(store)
 
 
 __all__ = [

@@ -8,7 +8,11 @@ Files written under older schemas are mapped to the current schema by field id.
 
 from __future__ import annotations
 
+import itertools
+import os
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -26,14 +30,14 @@ from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.types import to_arrow_field
 
 if TYPE_CHECKING:
-    from lake_assets.table import Table
+    from lake_assets.store.file_store import FileStore
 
 
 _SEQ_FIELD = pa.field(SEQUENCE_NUMBER, pa.int64(), nullable=False)
 _KIND_FIELD = pa.field(VALUE_KIND, pa.int8(), nullable=False)
 
 
-def missing_file_error(table: Table, exc: MissingDataFileError, snapshot_id: int | None) -> LakeError:
+def missing_file_error(store: FileStore, exc: MissingDataFileError, snapshot_id: int | None) -> LakeError:
     """What a data file missing under a read of ``snapshot_id`` means.
 
     When the planned snapshot (and any long-lived changelog of it) is gone too, compaction
@@ -41,12 +45,12 @@ def missing_file_error(table: Table, exc: MissingDataFileError, snapshot_id: int
     plan resolves, reported as `ConcurrentMaintenanceError`. When the snapshot is still there, the
     table lost a file it references: that stays a `MissingDataFileError` (corruption).
     """
-    if snapshot_id is None or table.snapshot_manager.exists(snapshot_id):
+    if snapshot_id is None or store.snapshot_manager.exists(snapshot_id):
         return exc
-    if table.changelog_manager().exists(snapshot_id):  # a long-lived changelog keeps its files
+    if store.changelog_manager().exists(snapshot_id):  # a long-lived changelog keeps its files
         return exc
     return ConcurrentMaintenanceError(
-        f"Cannot read {table.name}: snapshot {snapshot_id} was expired while the read ran, and its "
+        f"Cannot read {store.name}: snapshot {snapshot_id} was expired while the read ran, and its "
         f"files were removed by compaction and expiry ({exc}); plan the read again and retry"
     )
 
@@ -120,12 +124,12 @@ class SplitReader:
 
     def __init__(
         self,
-        table: Table,
+        store: FileStore,
         schema: TableSchema,
         columns: Sequence[str] | None = None,
         predicate: Predicate | None = None,
     ) -> None:
-        self.table = table
+        self.store = store
         self.schema = schema
         self.columns = list(columns) if columns is not None else list(schema.field_names)
         self.predicate = predicate
@@ -135,21 +139,21 @@ class SplitReader:
         opts = schema.core_options
         self.sequence_fields = list(opts.sequence_fields)
         self.sequence_descending = opts.sequence_descending
-        self.merge_function = table.merge_function(schema)
+        self.merge_function = store.merge_function(schema)
         filter_cols = sorted(predicate.columns) if predicate is not None and predicate.expression is None else []
         needed = list(self.columns)
         for c in filter_cols:
             if c not in needed and schema.has_field(c):
                 needed.append(c)
         if self.is_pk:
-            for c in (*self.key_names, *self.sequence_fields, *table.merge_extra_columns(schema)):
+            for c in (*self.key_names, *self.sequence_fields, *store.merge_extra_columns(schema)):
                 if c not in needed:
                     needed.append(c)
         self.read_columns = needed
         self.output_schema = pa.schema([to_arrow_field(schema.field(c)) for c in self.columns])
         # Partition columns only output (not merged on) are not decoded from the files: every row
         # of a split holds the split's partition value, so `_finish` adds them as constants.
-        merge_needs = {*self.key_names, *self.sequence_fields, *table.merge_extra_columns(schema)}
+        merge_needs = {*self.key_names, *self.sequence_fields, *store.merge_extra_columns(schema)}
         self._constants: dict[str, int] = {
             name: i for i, name in enumerate(schema.partition_keys)
             if name in needed and name not in merge_needs and _exact_constant(to_arrow_field(schema.field(name)).type)
@@ -172,7 +176,7 @@ class SplitReader:
         cols = tuple(self.read_columns if columns is None else columns)
         layout = self._layouts.get((schema_id, cols))
         if layout is None:
-            file_schema = self.table.schema_by_id(schema_id)
+            file_schema = self.store.schema_by_id(schema_id)
             wanted: list[tuple[str, str | None]] = []
             for name in cols:
                 old = file_schema.field_by_id(self.schema.field(name).id)
@@ -206,7 +210,7 @@ class SplitReader:
             fields += [_SEQ_FIELD, _KIND_FIELD]
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
-    def _read_file(
+    def read_file(
         self, split: Split, meta: DataFileMeta, with_system: bool, columns: Sequence[str] | None = None
     ) -> pa.Table:
         """Read one file as the current schema's ``columns`` (default: the read columns, matched
@@ -215,11 +219,11 @@ class SplitReader:
         file_cols = layout.file_columns
         if with_system:
             file_cols = [*file_cols, SEQUENCE_NUMBER, VALUE_KIND]
-        path = self.table.data_file_path(split.partition, split.bucket, meta)
+        path = self.store.data_file_path(split.partition, split.bucket, meta)
         try:
-            raw = read_data_file(self.table.file_io, path, file_cols, meta.file_size, use_threads=self.file_threads)
+            raw = read_data_file(self.store.file_io, path, file_cols, meta.file_size, use_threads=self.file_threads)
         except MissingDataFileError as exc:
-            raise missing_file_error(self.table, exc, self.snapshot_id) from None
+            raise missing_file_error(self.store, exc, self.snapshot_id) from None
         data = self._to_current(raw, layout, with_system)
         if self.key_filter is not None and data.num_rows:
             # Every version of a key shares its key columns, so dropping keys the filter rejects
@@ -228,33 +232,33 @@ class SplitReader:
         return data
 
     def iter_file(self, split: Split, meta: DataFileMeta, with_system: bool = True) -> Iterator[pa.Table]:
-        """Read one file row group by row group (bounded memory), as `_read_file` does."""
+        """Read one file row group by row group (bounded memory), as `read_file` does."""
         layout = self._layout(meta.schema_id)
         file_cols = layout.file_columns
         if with_system:
             file_cols = [*file_cols, SEQUENCE_NUMBER, VALUE_KIND]
-        path = self.table.data_file_path(split.partition, split.bucket, meta)
+        path = self.store.data_file_path(split.partition, split.bucket, meta)
         try:
-            for raw in iter_data_file(self.table.file_io, path, file_cols):
+            for raw in iter_data_file(self.store.file_io, path, file_cols):
                 yield self._to_current(raw, layout, with_system)
         except MissingDataFileError as exc:
-            raise missing_file_error(self.table, exc, self.snapshot_id) from None
+            raise missing_file_error(self.store, exc, self.snapshot_id) from None
 
     # ------------------------------------------------------------------ reads
     def read_split(self, split: Split) -> Iterator[pa.Table]:
         """Yield the merged rows of one split, one section at a time."""
         if not self.is_pk:
             for meta in sorted(split.files, key=lambda f: f.min_sequence_number):
-                yield self._finish(self._read_file(split, meta, False, self.split_columns), split)
+                yield self._finish(self.read_file(split, meta, False, self.split_columns), split)
             return
-        files = self.table.visible_files(split.files, self.schema)
+        files = self.store.visible_files(split.files, self.schema)
         for section in sections(files, self.key_types):
             yield self._finish(self._merge_section(split, section), split)
 
     def _merge_section(self, split: Split, section: list[DataFileMeta]) -> pa.Table:
         if len(section) == 1 and section[0].delete_row_count == 0:
-            return self._read_file(split, section[0], False, self.split_columns)
-        runs = [self._read_file(split, f, True, self.split_columns) for f in section]
+            return self.read_file(split, section[0], False, self.split_columns)
+        runs = [self.read_file(split, f, True, self.split_columns) for f in section]
         masks = winner_masks(runs, self.key_names, self.merge_function, self.sequence_fields)
         if masks is not None:
             # Deduplicate / first-row: filter each run by its winners; no sort, no take. Rows come
@@ -286,6 +290,30 @@ class SplitReader:
         if self.predicate is not None and data.num_rows:
             data = self.predicate.filter_table(data)
         return data.select(self.columns).cast(self.output_schema)
+
+
+def read_splits_ahead(reader: SplitReader, splits: Sequence[Split]) -> Iterator[pa.Table]:
+    """The rows of ``splits`` in plan order, read a few splits ahead in threads."""
+    if len(splits) <= 1:
+        for split in splits:
+            yield from reader.read_split(split)
+        return
+    # Splits are independent and pyarrow releases the GIL: read a few ahead in threads,
+    # yielding in plan order; memory stays bounded by the number in flight. Twice as many
+    # splits as workers are queued, so a worker that finishes early picks up the next split
+    # instead of idling until the oldest one (the one yielded next) is done.
+    workers = min(len(splits), max(2, os.cpu_count() or 2))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending: deque[Future[list[pa.Table]]] = deque()
+        it = iter(splits)
+        for split in itertools.islice(it, 2 * workers):
+            pending.append(pool.submit(lambda sp: list(reader.read_split(sp)), split))
+        while pending:
+            tables = pending.popleft().result()
+            nxt = next(it, None)
+            if nxt is not None:
+                pending.append(pool.submit(lambda sp: list(reader.read_split(sp)), nxt))
+            yield from tables
 
 
 def concat_or_empty(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:

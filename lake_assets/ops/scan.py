@@ -11,11 +11,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from lake_assets.errors import CorruptMetadataError
-from lake_assets.ops.manifest_io import ManifestIO
 from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.manifest import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta
 from lake_assets.spec.snapshot import Snapshot
 from lake_assets.spec.types import DataType
+from lake_assets.store.manifest_io import ManifestIO
 
 # A predicate over decoded partition values (one tuple per partition), True = may match.
 PartitionPredicate = Callable[[tuple], bool]

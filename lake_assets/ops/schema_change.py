@@ -53,7 +53,7 @@ from lake_assets.spec.types import (
 from lake_assets.table_rules import check_options
 
 if TYPE_CHECKING:
-    from lake_assets.table import Table
+    from lake_assets.store.file_store import FileStore
 
 TypeLike: TypeAlias = pa.DataType | DataType | str
 """A column type: an Arrow type, a Paimon `DataType`, or Paimon type text such as ``"VARCHAR(20)"``.
@@ -501,8 +501,8 @@ class SchemaUpdate:
     >>> SchemaUpdate(table).add_column("note", pa.string()).rename_column("amt", "amount").commit()
     """
 
-    def __init__(self, table: Table) -> None:
-        self.table = table
+    def __init__(self, store: FileStore) -> None:
+        self.store = store
         self.changes: list[SchemaChange] = []
 
     def _add(self, change: SchemaChange) -> SchemaUpdate:
@@ -571,22 +571,22 @@ class SchemaUpdate:
         Each attempt re-applies the changes to the latest schema, so a change that a concurrent
         schema commit made invalid (e.g. the column was renamed meanwhile) raises instead of landing.
         """
-        table = self.table
+        store = self.store
         for _ in range(MAX_COMMIT_ATTEMPTS):
-            table.refresh()
+            store.refresh()
             if not self.changes:
-                return table.schema
-            new = apply_changes(table.schema, self.changes, table_name=table.name)
-            _check_default_partition_name(table, new)
-            if table.file_io.try_create(table.paths.schema_file(new.id), new.to_json().encode()):
-                table.refresh()
+                return store.schema
+            new = apply_changes(store.schema, self.changes, table_name=store.name)
+            _check_default_partition_name(store, new)
+            if store.file_io.try_create(store.paths.schema_file(new.id), new.to_json().encode()):
+                store.refresh()
                 return new
         raise CommitConflictError(
-            f"Cannot alter {table.name}: other schema changes kept winning for {MAX_COMMIT_ATTEMPTS} attempts"
+            f"Cannot alter {store.name}: other schema changes kept winning for {MAX_COMMIT_ATTEMPTS} attempts"
         )
 
 
-def _check_default_partition_name(table: Table, new: TableSchema) -> None:
+def _check_default_partition_name(store: FileStore, new: TableSchema) -> None:
     """Refuse to change ``partition.default-name`` of a partitioned table that has data.
 
     Data file paths are not stored: readers (Paimon's too) rebuild them from the partition values
@@ -595,17 +595,17 @@ def _check_default_partition_name(table: Table, new: TableSchema) -> None:
     once any snapshot, tag or long-lived changelog exists (set it before the first write).
     """
     key = "partition.default-name"
-    old_value, new_value = table.schema.options.get(key), new.options.get(key)
-    if not table.schema.partition_keys or old_value == new_value:
+    old_value, new_value = store.schema.options.get(key), new.options.get(key)
+    if not store.schema.partition_keys or old_value == new_value:
         return
     has_data = (
-        table.snapshot_manager.latest_id() is not None
-        or bool(table.tag_manager().names())
-        or bool(table.changelog_manager().ids())
+        store.snapshot_manager.latest_id() is not None
+        or bool(store.tag_manager().names())
+        or bool(store.changelog_manager().ids())
     )
     if has_data:
         raise SchemaError(
-            f"Cannot change option {key!r} of {table.name} from {old_value!r} to {new_value!r}: the table "
+            f"Cannot change option {key!r} of {store.name} from {old_value!r} to {new_value!r}: the table "
             "already has data, and files of null partitions live under the directory the current name gives; "
             "set it before the first write"
         )

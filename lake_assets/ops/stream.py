@@ -29,15 +29,16 @@ import pyarrow.compute as pc
 from lake_assets import arguments as args
 from lake_assets.errors import InvalidArgumentError, MissingDataFileError, SchemaError, SnapshotNotFoundError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
-from lake_assets.ops.changelog_manager import snapshot_or_changelog
+from lake_assets.ops.plan import plan_splits
 from lake_assets.ops.read import SplitReader, missing_file_error
 from lake_assets.ops.scan import Split
 from lake_assets.spec.manifest import DataFileMeta, FileKind
 from lake_assets.spec.snapshot import CommitKind, Snapshot
+from lake_assets.store.changelog_manager import snapshot_or_changelog
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
-    from lake_assets.table import Table
+    from lake_assets.store.file_store import FileStore
 
 ROW_KIND = "_row_kind"
 ROW_KIND_NAMES = pa.array(["+I", "-U", "+U", "-D"])
@@ -81,16 +82,16 @@ def _group(snapshot_id: int, entries: list, kind: str, scan) -> list[ChangeSplit
     ]
 
 
-def snapshot_changes(table: Table, snap: Snapshot, source: ChangeSource = "auto") -> list[ChangeSplit]:
+def snapshot_changes(store: FileStore, snap: Snapshot, source: ChangeSource = "auto") -> list[ChangeSplit]:
     """The change splits one snapshot contributes (see the module docstring)."""
-    scan = table.file_store_scan(Op.STREAM)
-    producer = table.schema.core_options.changelog_producer
+    scan = store.file_store_scan(Op.STREAM)
+    producer = store.schema.core_options.changelog_producer
     use_changelog = source == "changelog" or (source == "auto" and producer != "none")
     if use_changelog:
         return _group(snap.id, scan.changelog_entries(snap), "changelog", scan)
     if snap.commit_kind == CommitKind.COMPACT:
         return []
-    if snap.commit_kind == CommitKind.OVERWRITE and not table.schema.core_options.streaming_read_overwrite:
+    if snap.commit_kind == CommitKind.OVERWRITE and not store.schema.core_options.streaming_read_overwrite:
         return []
     return _group(snap.id, scan.delta_entries(snap), "delta", scan)
 
@@ -111,14 +112,14 @@ def check_row_kind_free(names: Iterable[str], table_name: str) -> None:
 class ChangeReader:
     """Reads change splits into Arrow tables with the table's columns plus ``_row_kind``."""
 
-    def __init__(self, table: Table, columns: list[str] | None = None) -> None:
-        check_row_kind_free(table.schema.field_names, table.name)
-        unknown = [c for c in columns or () if not table.schema.has_field(c)]
+    def __init__(self, store: FileStore, columns: list[str] | None = None) -> None:
+        check_row_kind_free(store.schema.field_names, store.name)
+        unknown = [c for c in columns or () if not store.schema.has_field(c)]
         if unknown:
-            raise SchemaError(f"Table {table.name} has no columns {unknown}")
-        self.table = table
+            raise SchemaError(f"Table {store.name} has no columns {unknown}")
+        self.store = store
         self.columns = columns
-        self._reader = SplitReader(table, table.schema, columns)
+        self._reader = SplitReader(store, store.schema, columns)
 
     @property
     def schema(self) -> pa.Schema:
@@ -133,7 +134,7 @@ class ChangeReader:
         try:
             return self._read(split)
         except MissingDataFileError as exc:
-            raise missing_file_error(self.table, exc, split.snapshot_id) from None
+            raise missing_file_error(self.store, exc, split.snapshot_id) from None
 
     def _read(self, split: ChangeSplit) -> pa.Table:
         sp = Split(split.partition, split.partition_values, split.bucket, -1, list(split.files))
@@ -144,8 +145,8 @@ class ChangeReader:
         out = []
         # Files are read as written (no merge across files): each row is one change.
         for meta in sorted(split.files, key=lambda f: f.min_sequence_number):
-            raw = self._reader._read_file(sp, meta, with_system=True)
-            if self.table.primary_keys:
+            raw = self._reader.read_file(sp, meta, with_system=True)
+            if self.store.primary_keys:
                 # within a commit, changes of a key are ordered by sequence number
                 raw = raw.take(pc.sort_indices(raw, sort_keys=[(SEQUENCE_NUMBER, "ascending")]))
                 kinds = pc.take(ROW_KIND_NAMES, raw.column(VALUE_KIND).cast(pa.int32()))
@@ -166,7 +167,7 @@ class StreamEnumerator:
 
     def __init__(
         self,
-        table: Table,
+        store: FileStore,
         *,
         mode: StartMode = "latest-full",
         snapshot_id: int | None = None,
@@ -174,12 +175,12 @@ class StreamEnumerator:
         consumer_id: str | None = None,
         position: int | None = None,
     ) -> None:
-        self.table = table
+        self.store = store
         self.consumer_id = consumer_id
         self.mode = mode
         self._needs_full: Snapshot | None = None
-        sm = table.snapshot_manager
-        saved = table.consumer_manager().get(consumer_id) if consumer_id else None
+        sm = store.snapshot_manager
+        saved = store.consumer_manager().get(consumer_id) if consumer_id else None
         if position is not None:
             self.position = position
         elif saved is not None:
@@ -214,7 +215,7 @@ class StreamEnumerator:
     def _first_changelog_after(self, time_ms: int) -> int | None:
         """The oldest long-lived changelog committed after ``time_ms`` (streams starting before the
         earliest snapshot read those first)."""
-        changelogs = self.table.changelog_manager()
+        changelogs = self.store.changelog_manager()
         for cid in changelogs.ids():
             snap = changelogs.try_changelog(cid)
             if snap is not None and snap.time_millis > time_ms:
@@ -229,23 +230,23 @@ class StreamEnumerator:
             snap = self._needs_full
             splits = [
                 ChangeSplit(snap.id, sp.partition, sp.partition_values, sp.bucket, tuple(sp.files), "full")
-                for sp in self.table.plan(snapshot=snap)
+                for sp in plan_splits(self.store, snap, None)
             ]
             self._needs_full = None
             batches.append(ChangeBatch(snap.id, splits, self.position))
             max_snapshots -= 1
-        sm = self.table.snapshot_manager
-        changelogs = self.table.changelog_manager()
+        sm = self.store.snapshot_manager
+        changelogs = self.store.changelog_manager()
         latest = sm.latest_id()
         while max_snapshots > 0 and latest is not None and self.position <= latest:
             snap = snapshot_or_changelog(sm, changelogs, self.position)
             if snap is None:
                 earliest = min(x for x in (sm.earliest_id(), changelogs.earliest_id(), latest) if x is not None)
                 raise SnapshotNotFoundError(
-                    f"Table {self.table.name}: snapshot {self.position} expired before this stream read it "
+                    f"Table {self.store.name}: snapshot {self.position} expired before this stream read it "
                     f"(earliest is {earliest}); use a consumer id to protect unread snapshots"
                 )
-            batches.append(ChangeBatch(snap.id, snapshot_changes(self.table, snap), snap.id + 1))
+            batches.append(ChangeBatch(snap.id, snapshot_changes(self.store, snap), snap.id + 1))
             self.position = snap.id + 1
             max_snapshots -= 1
         return batches
@@ -255,39 +256,39 @@ class StreamEnumerator:
         args.integer("position", position, minimum=0)
         pos = self.position if position is None else position
         if self.consumer_id:
-            self.table.consumer_manager().record(self.consumer_id, pos)
+            self.store.consumer_manager().record(self.consumer_id, pos)
 
 
 def change_splits_between(
-    table: Table, start: int | str, end: int | str | None = None, source: ChangeSource = "auto"
+    store: FileStore, start: int | str, end: int | str | None = None, source: ChangeSource = "auto"
 ) -> list[ChangeSplit]:
     """The change splits of snapshots in ``(start, end]`` (ids or tag names; ``end`` defaults to the
     latest), read from long-lived changelogs where the snapshot expired."""
     def resolve(x: int | str) -> int:
-        return table.tag_manager().get(x).snapshot.id if isinstance(x, str) else int(x)
+        return store.tag_manager().get(x).snapshot.id if isinstance(x, str) else int(x)
 
     lo = resolve(start)
-    latest = table.snapshot_manager.latest_id() or 0
+    latest = store.snapshot_manager.latest_id() or 0
     hi = resolve(end) if end is not None else latest
     if hi < lo:
-        raise InvalidArgumentError(f"Cannot read changes of {table.name}: end {end!r} (snapshot {hi}) is before "
+        raise InvalidArgumentError(f"Cannot read changes of {store.name}: end {end!r} (snapshot {hi}) is before "
                                    f"start {start!r} (snapshot {lo})")
     if hi > latest:
-        raise SnapshotNotFoundError(f"Cannot read changes of {table.name} up to snapshot {hi}: the latest is {latest}")
-    changelogs = table.changelog_manager()
+        raise SnapshotNotFoundError(f"Cannot read changes of {store.name} up to snapshot {hi}: the latest is {latest}")
+    changelogs = store.changelog_manager()
     splits: list[ChangeSplit] = []
     for sid in range(lo + 1, hi + 1):
-        snap = snapshot_or_changelog(table.snapshot_manager, changelogs, sid)
+        snap = snapshot_or_changelog(store.snapshot_manager, changelogs, sid)
         if snap is None:
             raise SnapshotNotFoundError(
-                f"Table {table.name}: snapshot {sid} expired and no long-lived changelog keeps its changes"
+                f"Table {store.name}: snapshot {sid} expired and no long-lived changelog keeps its changes"
             )
-        splits += snapshot_changes(table, snap, source)
+        splits += snapshot_changes(store, snap, source)
     return splits
 
 
 def read_changes(
-    table: Table,
+    store: FileStore,
     start: int | str,
     end: int | str | None = None,
     *,
@@ -299,8 +300,8 @@ def read_changes(
     ``source="delta"`` reads the data files new snapshots added; ``"changelog"`` the changelog files
     (tables with a changelog producer); ``"auto"`` picks by the table's producer.
     """
-    reader = ChangeReader(table, columns)
-    parts = [reader.read(split) for split in change_splits_between(table, start, end, source)]
+    reader = ChangeReader(store, columns)
+    parts = [reader.read(split) for split in change_splits_between(store, start, end, source)]
     return pa.concat_tables(parts) if parts else reader.schema.empty_table()
 
 

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from lake_assets.ops.health import bucket_health
+from lake_assets.ops.plan import resolve_snapshot
 from lake_assets.spec.manifest import DataFileMeta
 
 if TYPE_CHECKING:
-    from lake_assets.table import Table
+    from lake_assets.store.file_store import FileStore
 
 HEALTH_SCHEMA = pa.schema(
     [
@@ -38,16 +39,18 @@ def local_now_as_utc_ms() -> int:
     return int(now.replace(tzinfo=dt.UTC).timestamp() * 1000)
 
 
-def table_health(table: Table, *, snapshot_id: int | None = None, small_file_threshold: int | None = None) -> pa.Table:
+def table_health(
+    store: FileStore, *, snapshot_id: int | None = None, small_file_threshold: int | None = None
+) -> pa.Table:
     """One row per (partition, bucket) with file counts, level-0 runs, small files, amplification."""
-    snap = table.resolve_snapshot(snapshot_id)
+    snap = resolve_snapshot(store, snapshot_id)
     if snap is None:
         return HEALTH_SCHEMA.empty_table()
-    scan = table.file_store_scan()
+    scan = store.file_store_scan()
     groups: dict[tuple[str, int], list[DataFileMeta]] = defaultdict(list)
     for e in scan.live_entries(snap):
-        groups[(table.partition_path_of(e.partition), e.bucket)].append(e.file)
-    opts = table.schema.core_options
+        groups[(store.partition_path_of(e.partition), e.bucket)].append(e.file)
+    opts = store.schema.core_options
     rows = bucket_health(
         dict(sorted(groups.items())), num_levels=opts.num_levels, options=opts, now_ms=local_now_as_utc_ms(),
         small_file_threshold=small_file_threshold,

@@ -21,10 +21,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lake_assets.errors import AlreadyExistsError, SnapshotNotFoundError
+from lake_assets.ops.tagging import create_tag
 from lake_assets.spec.snapshot import Snapshot
+from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
-    from lake_assets.table import Table
+    from lake_assets.store.file_store import FileStore
 
 log = logging.getLogger(__name__)
 
@@ -94,13 +96,13 @@ def _local_create_time(parts: list[int] | None) -> dt.datetime | None:
     return dt.datetime(p[0], p[1], p[2], p[3], p[4], p[5], p[6] // 1000)
 
 
-def run_tag_automation(table: Table, snap: Snapshot, *, now: dt.datetime | None = None) -> list[str]:
+def run_tag_automation(store: FileStore, snap: Snapshot, *, now: dt.datetime | None = None) -> list[str]:
     """After ``snap`` was committed: create the due automatic tag, then drop tags past their
     retention or beyond ``tag.num-retained-max``. Returns the names of tags created."""
-    opts = table.schema.core_options
+    opts = store.schema.core_options
     created: list[str] = []
     mode = opts.tag_automatic_creation
-    tags = table.tag_manager()
+    tags = store.tag_manager()
     if mode != "none":
         handler = PeriodHandler(opts.tag_creation_period, opts.tag_period_formatter)
         time = _snapshot_time(mode, snap)
@@ -118,38 +120,40 @@ def run_tag_automation(table: Table, snap: Snapshot, *, now: dt.datetime | None 
                 if name not in all_tags:
                     retained = opts.tag_default_time_retained_ms
                     try:
-                        table.create_tag(name, snap.id, time_retained=None if retained is None
-                                         else dt.timedelta(milliseconds=retained))
+                        store.require(Op.TAG)
+                        create_tag(store, name, store.snapshot_manager.snapshot(snap.id),
+                                   None if retained is None else dt.timedelta(milliseconds=retained).total_seconds())
                         created.append(name)
                         auto[name] = tags.get(name)
                     except (AlreadyExistsError, SnapshotNotFoundError) as exc:
                         # another committer tagged the period, or expiry took the snapshot: next commit
-                        log.info("Automatic tag %s of %s not created: %s", name, table.name, exc)
+                        log.info("Automatic tag %s of %s not created: %s", name, store.name, exc)
         keep = opts.tag_num_retained_max
         if keep is not None and len(auto) > keep:
             oldest = sorted(auto.items(), key=lambda kv: (kv[1].snapshot.id, kv[0]))
             for name, _ in oldest[: len(auto) - keep]:
-                _delete_quietly(table, name)
-    expire_tags(table, now=now)
+                _delete_quietly(store, name)
+    expire_tags(store, now=now)
     return created
 
 
-def expire_tags(table: Table, *, now: dt.datetime | None = None) -> list[str]:
+def expire_tags(store: FileStore, *, now: dt.datetime | None = None) -> list[str]:
     """Delete tags whose ``tagTimeRetained`` has passed since their creation (Paimon's TagTimeExpire).
 
     Tags without a creation time or retention (manual tags, tags of older writers) are kept."""
     now = now or dt.datetime.now()
     gone = []
-    for name, tag in table.tag_manager().tags().items():
+    for name, tag in store.tag_manager().tags().items():
         created = _local_create_time(tag.create_time)
         if created is None or tag.time_retained_s is None:
             continue
         if created + dt.timedelta(seconds=tag.time_retained_s) < now:
-            _delete_quietly(table, name)
+            _delete_quietly(store, name)
             gone.append(name)
     return gone
 
 
-def _delete_quietly(table: Table, name: str) -> None:
+def _delete_quietly(store: FileStore, name: str) -> None:
     with contextlib.suppress(SnapshotNotFoundError):  # deleted meanwhile by another committer
-        table.delete_tag(name)
+        store.require(Op.TAG)
+        store.tag_manager().delete(name)

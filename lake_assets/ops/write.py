@@ -24,7 +24,6 @@ from lake_assets.formats.data_file import (
     SEQUENCE_NUMBER,
     VALUE_KIND,
     DataFileWriter,
-    DataFileWriterConfig,
 )
 from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.lsm.merge import is_retract, sort_and_merge, sort_for_merge, sort_order
@@ -41,7 +40,7 @@ from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
     from lake_assets.options import CoreOptions
-    from lake_assets.table import Table
+    from lake_assets.store.file_store import FileStore
 
 
 # Fewest rows routed at a time when a big input is cut to fit the write buffer.
@@ -85,13 +84,13 @@ class TableWriter:
     """Writes Arrow data into new level-0 files of one table; see `prepare_commit`."""
 
     def __init__(
-        self, table: Table, commit_user: str, *, write_only: bool = False, ignore_previous_files: bool = False
+        self, store: FileStore, commit_user: str, *, write_only: bool = False, ignore_previous_files: bool = False
     ) -> None:
-        table.require(Op.WRITE)
-        self.table = table
+        store.require(Op.WRITE)
+        self.store = store
         # Paimon's ignorePreviousFiles (set for overwrites): buckets start without their live files
         self.ignore_previous_files = ignore_previous_files
-        self.schema = table.schema
+        self.schema = store.schema
         self.commit_user = commit_user
         opts = self.schema.core_options
         self.write_only = write_only or opts.write_only
@@ -101,16 +100,16 @@ class TableWriter:
         if self.is_pk and self.num_buckets <= 0:
             mode = "dynamic bucket (bucket = -1)" if self.num_buckets == -1 else f"bucket = {self.num_buckets}"
             raise UnsupportedFeatureError(
-                f"Table {table.name}: primary-key tables with {mode} are not supported; set 'bucket' to N > 0"
+                f"Table {store.name}: primary-key tables with {mode} are not supported; set 'bucket' to N > 0"
             )
         if not self.is_pk and self.num_buckets not in (-1,):
             raise UnsupportedFeatureError(
-                f"Table {table.name}: append tables with bucket = {self.num_buckets} are not supported; "
+                f"Table {store.name}: append tables with bucket = {self.num_buckets} are not supported; "
                 "use bucket = -1 (unaware)"
             )
-        if not table.file_io.exists(table.paths.schema_file(self.schema.id)):
-            raise NoSuchTableError(f"Cannot write to {table.name}: the table does not exist (dropped?)")
-        check_engine_producer(f"Cannot write to {table.name}", opts)
+        if not store.file_io.exists(store.paths.schema_file(self.schema.id)):
+            raise NoSuchTableError(f"Cannot write to {store.name}: the table does not exist (dropped?)")
+        check_engine_producer(f"Cannot write to {store.name}", opts)
         self.partition_types = self.schema.types(list(self.schema.partition_keys))
         self.bucket_types = self.schema.types(list(self.schema.bucket_keys))
         self._buffers: dict[tuple[bytes, int], _BucketBuffer] = {}
@@ -118,16 +117,10 @@ class TableWriter:
         self._max_sequences: dict[tuple[bytes, int], int] | None = None
         self._live_files: dict[tuple[bytes, int], list[DataFileMeta]] = {}
         self._closed = False
-        self._merge_function = table.merge_function()
+        self._merge_function = store.merge_function()
         self._base_snapshot = None
         # one config for every bucket's file writer (a round can touch hundreds of buckets)
-        self._file_config = DataFileWriterConfig(
-            compression=opts.file_compression,
-            zstd_level=opts.zstd_level,
-            target_file_size=opts.target_file_size,
-            page_size=opts.page_size,
-            prefix=opts.data_file_prefix,
-        )
+        self._file_config = store.data_file_config()
         self._spill = self._spill_directory(opts)
 
     def _spill_directory(self, opts: CoreOptions) -> SpillDirectory | None:
@@ -156,17 +149,17 @@ class TableWriter:
     def write_arrow(self, data: pa.Table | pa.RecordBatch | pa.RecordBatchReader) -> None:
         """Buffer rows; flushes level-0 files when ``write-buffer-size`` is exceeded."""
         if self._closed:
-            raise LakeError(f"Writer of {self.table.name} is closed")
+            raise LakeError(f"Writer of {self.store.name} is closed")
         if isinstance(data, pa.RecordBatchReader):
             for batch in data:
                 self.write_arrow(batch)
             return
-        data = as_table(data, self.table.name)  # anything else is refused by name, not by AttributeError
+        data = as_table(data, self.store.name)  # anything else is refused by name, not by AttributeError
         if data.num_rows == 0:
-            conform(data, self.schema, self.table.name)
+            conform(data, self.schema, self.store.name)
             return
-        data = conform(data, self.schema, self.table.name)
-        kinds = row_kinds(data, self.schema, self.table.name)
+        data = conform(data, self.schema, self.store.name)
+        kinds = row_kinds(data, self.schema, self.store.name)
         if self.options.ignore_delete and self.is_pk:
             keep = ~is_retract(kinds)
             if not keep.all():
@@ -176,7 +169,7 @@ class TableWriter:
                     return  # only retractions: nothing to buffer (Java's writer drops them all too)
         if not self.is_pk and (kinds != RowKind.INSERT).any():
             raise UnsupportedFeatureError(
-                f"Cannot write to {self.table.name}: append tables only take +I rows; "
+                f"Cannot write to {self.store.name}: append tables only take +I rows; "
                 "updates and deletes need a primary key"
             )
         # The whole batch is validated above; it is routed in slices so that the sorted copies the
@@ -246,12 +239,12 @@ class TableWriter:
 
     def _restore(self) -> None:
         """Sequence numbers continue from each bucket's live files (Paimon's "scan" init mode)."""
-        snap = self.table.snapshot_manager.latest()
+        snap = self.store.snapshot_manager.latest()
         self._base_snapshot = snap
         self._max_sequences = defaultdict(lambda: -1)
         if snap is None:
             return
-        for e in self.table.file_store_scan(Op.WRITE).live_entries(snap):
+        for e in self.store.file_store_scan(Op.WRITE).live_entries(snap):
             k = (e.partition, e.bucket)
             if not self.ignore_previous_files:
                 self._live_files.setdefault(k, []).append(e.file)
@@ -265,7 +258,7 @@ class TableWriter:
             if buf.changelog_writer is None:
                 data_writer = self._file_writer(buf)
                 cfg = dataclasses.replace(data_writer.config, prefix=self.options.changelog_file_prefix)
-                buf.changelog_writer = DataFileWriter(self.table.file_io, data_writer.bucket_dir, self.schema, cfg)
+                buf.changelog_writer = DataFileWriter(self.store.file_io, data_writer.bucket_dir, self.schema, cfg)
             return buf.changelog_writer
         if buf.writer is None:
             ppath = partition_path(
@@ -273,7 +266,7 @@ class TableWriter:
                 self.options.partition_default_name,
             )
             buf.writer = DataFileWriter(
-                self.table.file_io, self.table.paths.bucket_dir(ppath, buf.bucket), self.schema, self._file_config
+                self.store.file_io, self.store.paths.bucket_dir(ppath, buf.bucket), self.schema, self._file_config
             )
         return buf.writer
 
@@ -312,7 +305,7 @@ class TableWriter:
                 data = sort_and_merge(raw, keys, self._merge_function, self.options.sequence_fields,
                                       self.options.sequence_descending, presorted=True)
         buf.new_files.extend(self._file_writer(buf).write(data, level=0, file_source=FILE_SOURCE_APPEND))
-        self.table.fault_point("write.after_data_files")
+        self.store.fault_point("write.after_data_files")
 
     # ----------------------------------------------------------------- spills
     def _merge_chunk(self, chunk: pa.Table) -> pa.Table:
@@ -369,7 +362,7 @@ class TableWriter:
         buf.new_files.extend(files)
         runs, buf.runs = buf.runs, []
         self._spill.delete(runs)
-        self.table.fault_point("write.after_data_files")
+        self.store.fault_point("write.after_data_files")
 
     def _each(self, fn: Callable[[_BucketBuffer], None], bufs: list[_BucketBuffer]) -> None:
         """Run ``fn`` over buckets in parallel (pyarrow frees the GIL)."""
@@ -421,17 +414,18 @@ class TableWriter:
 
     def _compact_inline(self, key: tuple[bytes, int], buf: _BucketBuffer, msg: CommitMessage) -> CommitMessage:
         """Paimon writers without ``write-only`` compact their bucket when universal compaction says so."""
-        from lake_assets.ops.compact import commits_since_last_compaction, plan_bucket, run_compaction_task
+        from lake_assets.ops.compact.plan import commits_since_last_compaction, plan_bucket
+        from lake_assets.ops.compact.rewrite import run_compaction_task
         from lake_assets.ops.scan import Split
 
         files = [*self._live_files.get(key, []), *buf.new_files]
         split = Split(buf.partition, buf.partition_values, buf.bucket, self.num_buckets, files)
-        commits = commits_since_last_compaction(self.table, self._base_snapshot) + 1
-        task = plan_bucket(self.table, split, full=False, commits_since_full=commits)
+        commits = commits_since_last_compaction(self.store, self._base_snapshot) + 1
+        task = plan_bucket(self.store, split, full=False, commits_since_full=commits)
         if task is None:
             self._live_files[key] = files
             return msg
-        result = run_compaction_task(self.table, task)
+        result = run_compaction_task(self.store, task)
         removed = {f.file_name for f in result.compact_before}
         self._live_files[key] = [f for f in files if f.file_name not in removed] + [
             f for f in result.compact_after
@@ -448,7 +442,7 @@ class TableWriter:
         or names a file outside the table, raises `InvalidCommitMessageError` and nothing is deleted."""
         messages = list(messages)
         if messages:
-            validate_messages(self.table, messages, "abort a write to")
+            validate_messages(self.store, messages, "abort a write to")
         paths = []
         for buf in self._buffers.values():
             if buf.writer is not None:
@@ -462,8 +456,8 @@ class TableWriter:
         if self._spill is not None:
             self._spill.cleanup()
         for m in messages:
-            paths += [self.table.data_file_path(m.partition, m.bucket, f) for f in m.all_written_files()]
-        self.table.file_io.delete_many(paths)
+            paths += [self.store.data_file_path(m.partition, m.bucket, f) for f in m.all_written_files()]
+        self.store.file_io.delete_many(paths)
 
     def close(self) -> None:
         """Drop buffered rows; files already returned by `prepare_commit` are left to the committer."""

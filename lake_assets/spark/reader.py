@@ -73,7 +73,7 @@ def divide_split(table: Table, split: Split, target_size: int) -> list[Split]:
     if table.primary_keys:
         schema = table.schema
         key_types = schema.types(list(schema.trimmed_primary_keys))
-        visible = table.visible_files(split.files, schema)
+        visible = table.store.visible_files(split.files, schema)
         units = sections(visible, key_types)
     else:
         units = [[f] for f in sorted(split.files, key=lambda f: f.min_sequence_number)]
@@ -172,7 +172,7 @@ def plan_read(table: Table, options: SourceOptions, filters: Clauses | None = No
 def plan_changes(table: Table, options: SourceOptions) -> list[ChangeSplit]:
     """Change splits of the snapshots in ``(start, end]`` of ``incremental-between``."""
     start, end = options.incremental_range()
-    return change_splits_between(table, start, end, options.incremental_source())  # type: ignore[arg-type]
+    return change_splits_between(table.store, start, end, options.incremental_source())  # type: ignore[arg-type]
 
 
 class LakeReader(DataSourceReader):
@@ -213,10 +213,10 @@ class LakeReader(DataSourceReader):
         target = spark_arrow_schema(self.schema)
         table = self._table()
         if isinstance(partition, ChangePartition):
-            changes = ChangeReader(table, self._columns(table, with_row_kind=True)).read(partition.split)
+            changes = ChangeReader(table.store, self._columns(table, with_row_kind=True)).read(partition.split)
             yield from to_spark_batches(changes, target)
             return
-        reader = SplitReader(table, table.schema, self._columns(table), Predicate.of(self.filters() or None))
+        reader = SplitReader(table.store, table.schema, self._columns(table), Predicate.of(self.filters() or None))
         reader.snapshot_id = partition.snapshot_id
         for split in partition.splits:  # one after another: memory stays bounded by one split
             for data in reader.read_split(split):

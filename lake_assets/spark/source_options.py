@@ -106,7 +106,7 @@ class SourceOptions:
         table = Catalog(self.warehouse, **dict(self.storage)).get_table(self.identifier)
         if schema_id is not None and schema_id != table.schema.id:
             # Spark planned against this schema; reading another would break the declared columns.
-            table.schema = table.schema_by_id(schema_id)
+            table.schema = table.store.schema_by_id(schema_id)
         return table
 
     @property

@@ -177,7 +177,7 @@ class LakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         assert isinstance(partition, ChangePartition)
         table = self._table()
         names = [n for n in self.schema.names if n != ROW_KIND]
-        data = ChangeReader(table, names).read(partition.split)
+        data = ChangeReader(table.store, names).read(partition.split)
         if ROW_KIND not in self.schema.names and table.primary_keys:
             data = data.filter(pc.is_in(data.column(ROW_KIND), pa.array(["+I", "+U"])))
         yield from to_spark_batches(data, spark_arrow_schema(self.schema))
@@ -194,7 +194,7 @@ class LakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.consumer_id:
             # a pending full scan still needs its snapshot: protect it too
             nxt = position["snapshot"] - 1 if position["full"] else position["snapshot"]
-            self._table().consumer_manager().record(self.consumer_id, max(nxt, 1))
+            self._table().store.consumer_manager().record(self.consumer_id, max(nxt, 1))
 
 
 class _Budget:

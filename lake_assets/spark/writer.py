@@ -279,7 +279,7 @@ class LakeBatchWriter(DataSourceArrowWriter):
                 ow = static_overwrite(table, self.partition_spec)
                 check_inside(table, decoded, ow)
             elif self.dynamic:
-                ow = dynamic_overwrite(table, decoded)
+                ow = dynamic_overwrite(table.store, decoded)
             elif self.overwrite:
                 ow = Overwrite(None)
         except LakeError:

@@ -65,7 +65,7 @@ def test_observation_reads_the_tables_health(lake) -> None:
         _write(warehouse, config, 100 * i)
     _write(warehouse, config, 500, day="2024-01-02")
     table = warehouse.table("db.orders")
-    table.consumer_manager().record("dashboard", 2)  # has read snapshots 1; 3 is latest: lag 2
+    table.store.consumer_manager().record("dashboard", 2)  # has read snapshots 1; 3 is latest: lag 2
 
     data = _tick(defs, instance)
     [observation] = [e for e in data.asset_events if isinstance(e, dg.AssetObservation)]

@@ -67,7 +67,7 @@ def rows_by_bucket(table: Any, snapshot_id: int | None = None) -> dict[tuple[tup
     """lake_assets' merged rows of every (partition values, bucket) of a snapshot."""
     from lake_assets.ops.read import SplitReader
 
-    reader = SplitReader(table, table.schema, None, None)
+    reader = SplitReader(table.store, table.schema, None, None)
     out = {}
     for split in table.plan(snapshot_id=snapshot_id):
         parts = list(reader.read_split(split))

@@ -98,7 +98,7 @@ class Engines:
         root = os.path.join(self.wh, "db.db", self.name.split(".")[1])
         on_disk = sorted(int(n.split("-")[1]) for n in os.listdir(os.path.join(root, "changelog"))
                          if n.startswith("changelog-")) if os.path.isdir(os.path.join(root, "changelog")) else []
-        assert on_disk == table.changelog_manager().ids()
+        assert on_disk == table.store.changelog_manager().ids()
         java_ids = sorted(s["id"] for s in self.java.snapshots(self.wh, self.name))
         assert java_ids == [s.id for s in table.snapshots()]
         return {"snapshots": java_ids, "changelogs": on_disk}

@@ -162,13 +162,13 @@ def test_consumers_both_directions_hold_back_expiry(java: PaimonJava, wh: str, p
         java.write(wh, "db.t", rows(range(k * 5, k * 5 + 8), f"w{k}"))
     java.reset_consumer(wh, "db.t", "java-reader", 3)
     t = pk.refresh()
-    assert {c: v.next_snapshot for c, v in t.consumer_manager().consumers().items()} == {"java-reader": 3}
+    assert {c: v.next_snapshot for c, v in t.store.consumer_manager().consumers().items()} == {"java-reader": 3}
     latest = t.latest_snapshot().id  # Java's writer may have added a COMPACT snapshot
     t.expire_snapshots(retain_min=1, retain_max=1, older_than=timedelta(0))
     assert [s["id"] for s in java.snapshots(wh, "db.t")] == list(range(3, latest + 1))
     assert_same_table(java.read(wh, "db.t", snapshot_id=3), t.to_arrow(snapshot_id=3))
 
-    t.consumer_manager().record("lake-reader", 5)
+    t.store.consumer_manager().record("lake-reader", 5)
     java.delete_consumer(wh, "db.t", "java-reader")
     assert java.consumers(wh, "db.t") == {"lake-reader": 5}
     java.expire_snapshots(wh, "db.t", options={"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
@@ -183,7 +183,7 @@ def test_java_stream_consumer_position_is_ours_to_resume(java: PaimonJava, wh: s
     stream.notify_checkpoint_complete()
     stream.close()
     t = pk.refresh()
-    assert t.consumer_manager().get("shared").next_snapshot == 2
+    assert t.store.consumer_manager().get("shared").next_snapshot == 2
     java.write(wh, "db.t", rows([2, 9], "b"))
     # We resume where Java's consumer stopped: only snapshot 2's changes.
     enum = t.refresh().stream(consumer_id="shared")

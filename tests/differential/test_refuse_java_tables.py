@@ -91,9 +91,9 @@ def test_java_deletion_vectors_are_refused(java: PaimonJava, wh: str, lake: Cata
     # the index manifest Java wrote shows deletion vectors too: refused even without the option
     t = lake.get_table("db.dv")
     snap = t.latest_snapshot()
-    kinds = {e.index_type for e in t.index_entries(snap.index_manifest)}
+    kinds = {e.index_type for e in t.store.index_entries(snap.index_manifest)}
     assert "DELETION_VECTORS" in kinds
-    found = index_refusals(t.index_entries(snap.index_manifest), t.schema)
+    found = index_refusals(t.store.index_entries(snap.index_manifest), t.schema)
     assert {op for op in Op if any(r.blocks(op) for r in found)} == DATA
 
 

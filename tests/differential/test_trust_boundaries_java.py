@@ -35,8 +35,8 @@ def test_java_tags_we_would_not_create_still_protect_their_files(java: PaimonJav
     with pytest.raises(InvalidIdentifierError):
         t.create_tag("release\n")  # we do not create such names
     assert set(t.tags()) == {"release\n", "v1.0"}
-    tagged = [Path(t.data_file_path(e.partition, e.bucket, e.file))
-              for e in t.file_store_scan().live_entries(t.snapshot(1))]
+    tagged = [Path(t.store.data_file_path(e.partition, e.bucket, e.file))
+              for e in t.store.file_store_scan().live_entries(t.snapshot(1))]
     java.write(wh, "db.t", _batch([1, 2, 3], "b"))
     java.compact(wh, "db.t")  # snapshot 1's files are now deleted by later snapshots
     t.expire_snapshots(retain_min=1, retain_max=1)
@@ -61,7 +61,7 @@ def test_java_consumer_with_a_newline_holds_its_snapshots(java: PaimonJava, wh: 
     java.reset_consumer(wh, "db.t", "reader\n", 1)
     java.write(wh, "db.t", _batch([1, 2, 3], "b"))
     t = lake.get_table("db.t")
-    assert t.consumer_manager().consumers()["reader\n"].next_snapshot == 1
+    assert t.store.consumer_manager().consumers()["reader\n"].next_snapshot == 1
     t.expire_snapshots(retain_min=1, retain_max=1)
     assert t.snapshot_manager.earliest_id() == 1
 

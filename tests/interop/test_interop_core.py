@@ -176,7 +176,7 @@ def test_pypaimon_reads_our_table_with_long_lived_changelogs(pypaimon, tmp_wareh
                                schema=schema))
     t.expire_snapshots(retain_min=1, older_than=datetime.now() + timedelta(days=1))
     latest = t.latest_snapshot().id
-    assert len(t.snapshots()) == 1 and t.changelog_manager().ids() == list(range(1, latest))
+    assert len(t.snapshots()) == 1 and t.store.changelog_manager().ids() == list(range(1, latest))
     _same(t.to_arrow(), pypaimon.read(tmp_warehouse, "db.cl"), ["k"])
 
 

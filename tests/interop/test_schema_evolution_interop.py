@@ -38,15 +38,15 @@ def _evolved(warehouse: str) -> Table:
         "price": [0.5, 1.25, None, -2.0], "amount": [D("1.10"), None, D("-3.30"), D("99999999.99")],
         "gone": ["g1", "g2", "g3", "g4"],
     }, schema=t.arrow_schema))
-    (SchemaUpdate(t).add_column("note", pa.string(), position=("after", "name")).rename_column("name", "title")
+    (SchemaUpdate(t.store).add_column("note", pa.string(), position=("after", "name")).rename_column("name", "title")
      .rename_column("id", "key").update_column_type("qty", pa.int64()).update_column_type("price", pa.float64())
      .update_column_type("amount", pa.decimal128(12, 2)).commit())
     t.write_arrow(pa.table({
         "key": [2, 5], "dt": ["a", "b"], "title": ["X", "v"], "note": ["upd", "new"], "qty": [2**40, 5],
         "price": [1e200, 5.5], "amount": [D("9999999999.99"), D("5.00")], "gone": [None, "g5"],
     }, schema=t.arrow_schema))
-    SchemaUpdate(t).drop_column("gone").commit()
-    SchemaUpdate(t).add_column("gone", pa.string()).move_column("amount", "first").commit()
+    SchemaUpdate(t.store).drop_column("gone").commit()
+    SchemaUpdate(t.store).add_column("gone", pa.string()).move_column("amount", "first").commit()
     t.write_arrow(pa.table({
         "amount": [D("6.00")], "key": [6], "dt": ["a"], "title": ["s"], "note": [None], "qty": [6], "price": [6.0],
         "gone": ["back"],
@@ -75,10 +75,10 @@ def test_pypaimon_reads_evolved_append_table(pypaimon, tmp_warehouse):
     cat.create_database("db")
     t = cat.create_table("db.app", pa.schema([("a", pa.int8()), ("b", pa.float32()), ("c", pa.string())]))
     t.write_arrow(pa.table({"a": [1, -128], "b": [0.25, None], "c": ["x", "y"]}, schema=t.arrow_schema))
-    (SchemaUpdate(t).update_column_type("a", pa.int32()).update_column_type("b", pa.float64())
+    (SchemaUpdate(t.store).update_column_type("a", pa.int32()).update_column_type("b", pa.float64())
      .rename_column("c", "cc").add_column("d", pa.decimal128(5, 1), position="first").commit())
     t.write_arrow(pa.table({"d": [D("1.5")], "a": [2**30], "b": [1e100], "cc": ["z"]}, schema=t.arrow_schema))
-    SchemaUpdate(t).update_column_type("a", pa.float64()).commit()
+    SchemaUpdate(t.store).update_column_type("a", pa.float64()).commit()
     _same(t.to_arrow(), pypaimon.read(tmp_warehouse, "db.app"), ["a"])
 
 

@@ -69,10 +69,10 @@ def test_every_retained_snapshot_and_tag_reads_its_state(steps):
             for name, state in tags.items():
                 assert {r["k"]: r["v"] for r in t.to_arrow(tag=name).to_pylist()} == state
             # no retained snapshot or tag references a missing file
-            scan = t.file_store_scan()
+            scan = t.store.file_store_scan()
             for snap in [*t.snapshots(), *t.tags().values()]:
                 for e in scan.live_entries(snap):
-                    assert t.file_io.exists(t.data_file_path(e.partition, e.bucket, e.file)), (snap.id, i, kind)
+                    assert t.file_io.exists(t.store.data_file_path(e.partition, e.bucket, e.file)), (snap.id, i, kind)
 
 
 CHANGELOG_STEP = st.one_of(
@@ -106,7 +106,7 @@ def test_long_lived_changelogs_read_what_their_snapshots_read(producer, steps):
                      "num-sorted-run.compaction-trigger": "3", "changelog.num-retained.min": "6"},
         )
         recorded: dict[int, list[tuple]] = {}
-        changelogs = t.changelog_manager()
+        changelogs = t.store.changelog_manager()
         for i, (kind, arg) in enumerate(steps):
             if kind == "write":
                 t.write_arrow(pa.table({"k": [a[0] for a in arg], "op": [a[1] for a in arg],
@@ -116,7 +116,7 @@ def test_long_lived_changelogs_read_what_their_snapshots_read(producer, steps):
             elif kind == "expire":
                 t.expire_snapshots(retain_min=arg, older_than=FUTURE)
             elif kind == "expire_changelogs":
-                expire_changelogs(t, retain_min=1, retain_max=arg, older_than_ms=0)
+                expire_changelogs(t.store, retain_min=1, retain_max=arg, older_than_ms=0)
             elif kind == "tag" and t.latest_snapshot() is not None:
                 t.create_tag(f"t{i}")
             elif kind == "orphans":
@@ -127,15 +127,15 @@ def test_long_lived_changelogs_read_what_their_snapshots_read(producer, steps):
                     recorded[sid] = _changes_of(t, sid)
                 else:
                     assert _changes_of(t, sid) == recorded[sid], f"changes of {sid} after step {i} {kind}"
-            scan = t.file_store_scan()
+            scan = t.store.file_store_scan()
             for cid in changelogs.ids():
                 snap = changelogs.changelog(cid)
                 entries = scan.changelog_entries(snap) if producer != "none" else (
                     [] if snap.commit_kind.name != "APPEND" else scan.delta_entries(snap))
                 for e in entries:
                     if e.kind == FileKind.ADD:
-                        path = t.data_file_path(e.partition, e.bucket, e.file)
+                        path = t.store.data_file_path(e.partition, e.bucket, e.file)
                         assert t.file_io.exists(path), (cid, i, kind)
             for snap in t.snapshots():
                 for e in scan.live_entries(snap):
-                    assert t.file_io.exists(t.data_file_path(e.partition, e.bucket, e.file)), (snap.id, i, kind)
+                    assert t.file_io.exists(t.store.data_file_path(e.partition, e.bucket, e.file)), (snap.id, i, kind)

@@ -84,7 +84,7 @@ def old_reader(warehouse: str, opts: dict, p: dict) -> dict:
         _pause(p, 0.05)
     # the latest snapshot can not be in an expiry planned before this record: see the module doc
     pinned = t.latest_snapshot().id
-    t.consumer_manager().record("old-reader", pinned)
+    t.store.consumer_manager().record("old-reader", pinned)
     first = t.to_arrow(snapshot_id=pinned).sort_by("k").to_pylist()
     deadline = time.time() + p["seconds"]
     reads = 0
@@ -93,7 +93,7 @@ def old_reader(warehouse: str, opts: dict, p: dict) -> dict:
     while time.time() < deadline and reads < MAX_ITERATIONS:
         if time.time() > release:
             # done with it: the pin goes and expiry may catch up (reads of it would now be unprotected)
-            t.consumer_manager().delete("old-reader")
+            t.store.consumer_manager().delete("old-reader")
             break
         try:
             if t.to_arrow(snapshot_id=pinned).sort_by("k").to_pylist() != first:
@@ -168,7 +168,7 @@ def consumer(warehouse: str, opts: dict, p: dict) -> dict:
     while t.latest_snapshot() is None and time.time() < deadline:
         _pause(p, 0.05)
     start = t.latest_snapshot().id
-    t.consumer_manager().record(cid, start)  # pinned before reading (see the module doc)
+    t.store.consumer_manager().record(cid, start)  # pinned before reading (see the module doc)
     state = _state(t.to_arrow(snapshot_id=start))
     stream = t.stream(consumer_id=cid)
     change_reader = t.change_reader()
@@ -194,7 +194,7 @@ def early_consumer(warehouse: str, opts: dict, p: dict) -> dict:
     position is saved and the snapshot still exists, expiry must keep it: reading it then works."""
     t = _table(warehouse, opts)
     sm = t.snapshot_manager
-    consumers = t.consumer_manager()
+    consumers = t.store.consumer_manager()
     deadline = time.time() + p["seconds"]
     started: dict[str, int] = {}
     errors: list[str] = []
@@ -227,7 +227,7 @@ def early_consumer(warehouse: str, opts: dict, p: dict) -> dict:
 def recorder(warehouse: str, opts: dict, p: dict) -> dict:
     """A consumer that saves its position after every tiny batch (as fast as it can)."""
     t = _table(warehouse, opts)
-    consumers = t.consumer_manager()
+    consumers = t.store.consumer_manager()
     deadline = time.time() + p["seconds"]
     n = 0
     while time.time() < deadline and n < 100_000:

@@ -48,7 +48,7 @@ def main() -> None:
         from lake_assets.ops.expire import expire_changelogs
 
         # older_than_ms=0: only the retain_max rule expires changelogs
-        expire_changelogs(table, retain_min=1, retain_max=params_d["retain_max"], older_than_ms=0)
+        expire_changelogs(table.store, retain_min=1, retain_max=params_d["retain_max"], older_than_ms=0)
     elif op == "tag":
         table.create_tag(params_d["name"])
     elif op == "rollback":

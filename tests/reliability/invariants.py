@@ -49,9 +49,9 @@ class TableInvariants:
         """Every retained snapshot, every tag, and the snapshot each consumer reads next."""
         t = self.table
         out = [Holder("snapshot", str(s.id), s) for s in t.snapshots()]
-        out += [Holder("tag", name, tag.snapshot) for name, tag in t.tag_manager().tags().items()]
+        out += [Holder("tag", name, tag.snapshot) for name, tag in t.store.tag_manager().tags().items()]
         sm = t.snapshot_manager
-        for cid, consumer in t.consumer_manager().consumers().items():
+        for cid, consumer in t.store.consumer_manager().consumers().items():
             snap = sm.try_snapshot(consumer.next_snapshot)
             if snap is not None:
                 out.append(Holder("consumer", cid, snap))
@@ -70,7 +70,7 @@ class TableInvariants:
         sm = self.table.snapshot_manager
         latest = sm.latest_id() or 0
         out = []
-        for cid, consumer in self.table.consumer_manager().consumers().items():
+        for cid, consumer in self.table.store.consumer_manager().consumers().items():
             nxt = consumer.next_snapshot
             if nxt != latest + 1 and sm.try_snapshot(nxt) is None:
                 out.append(f"consumer {cid} is at snapshot {nxt}, which is gone (latest {latest})")
@@ -143,7 +143,7 @@ class TableInvariants:
 
     def _problems(self, snap: Snapshot) -> list[str]:
         t = self.table
-        mio = t.manifest_io()
+        mio = t.store.manifest_io()
         out: list[str] = []
         live: dict = {}
 
@@ -179,7 +179,7 @@ class TableInvariants:
         return out
 
     def _check_file(self, e, what: str, out: list[str]) -> None:
-        path = self.table.data_file_path(e.partition, e.bucket, e.file)
+        path = self.table.store.data_file_path(e.partition, e.bucket, e.file)
         if not self._exists(path):
             out.append(f"{what} file {path} is missing")
         base = path.rsplit("/", 1)[0]

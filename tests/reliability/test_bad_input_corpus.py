@@ -23,11 +23,11 @@ from lake_assets import (
     UnsupportedFeatureError,
 )
 from lake_assets.formats.manifest_codec import decode_manifest_entries, decode_manifest_list
-from lake_assets.ops import manifest_io
 from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import Snapshot
 from lake_assets.spec.types import BigIntType, DecimalType, IntType, TimestampType, VarCharType
+from lake_assets.store import manifest_io
 
 SCHEMA = pa.schema([("k", pa.int32()), ("dt", pa.string()), ("v", pa.string()), ("n", pa.int64())])
 
@@ -127,10 +127,10 @@ CORRUPTIONS = ["truncated snapshot", "garbage snapshot", "snapshot wrong id", "m
 def test_corrupt_state_is_named_and_older_snapshots_stay_readable(t, warehouse, case):
     t.write_arrow(pa.table({"k": [5], "dt": ["d1"], "v": ["e"], "n": [5]}, schema=t.arrow_schema))
     snap = t.latest_snapshot()
-    mio = t.manifest_io()
+    mio = t.store.manifest_io()
     delta = mio.read_manifest_list(snap.delta_manifest_list)[0]
     entry = mio.read_manifest(delta.file_name)[0]
-    data_path = t.data_file_path(entry.partition, entry.bucket, entry.file)
+    data_path = t.store.data_file_path(entry.partition, entry.bucket, entry.file)
     snap_path = t.paths.snapshot_file(snap.id)
     fio = t.file_io
     if case == "truncated snapshot":

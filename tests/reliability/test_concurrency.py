@@ -330,7 +330,7 @@ def test_listings_miss_nothing_while_other_processes_commit(tmp_path):
     for i in range(3):
         t.write_arrow(pa.table({"k": [i], "v": [i], "op": ["+I"]}, schema=t.arrow_schema))
     t.create_tag("kept", 1)
-    t.consumer_manager().record("pinned", 2)
+    t.store.consumer_manager().record("pinned", 2)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     params = {"seconds": 20, "worker": 1}
     procs = [subprocess.Popen([sys.executable, str(WORKERS), role, wh, "{}", json.dumps(params),
@@ -338,7 +338,7 @@ def test_listings_miss_nothing_while_other_processes_commit(tmp_path):
              for role in ("appender", "recorder")]
     misses: list[str] = []
     try:
-        while "busy" not in t.consumer_manager().consumers() and all(p.poll() is None for p in procs):
+        while "busy" not in t.store.consumer_manager().consumers() and all(p.poll() is None for p in procs):
             time.sleep(0.01)
         deadline = time.time() + 15
         listings = 0
@@ -347,7 +347,7 @@ def test_listings_miss_nothing_while_other_processes_commit(tmp_path):
             ids = [s.id for s in t.snapshots()]
             if ids[:3] != [1, 2, 3]:
                 misses.append(f"listing {listings} of snapshot/ returned {ids[:5]}")
-            if "pinned" not in t.consumer_manager().consumers():
+            if "pinned" not in t.store.consumer_manager().consumers():
                 misses.append(f"listing {listings} of consumer/ lost consumer 'pinned'")
     finally:
         for p in procs:
@@ -382,12 +382,12 @@ def test_invariants_report_missing_files_and_outside_changes(tmp_path):
     for i in range(3):
         t.write_arrow(pa.table({"k": [i], "v": [i], "op": ["+I"]}, schema=t.arrow_schema))
     t.create_tag("first", 1)
-    t.consumer_manager().record("c", 2)
+    t.store.consumer_manager().record("c", 2)
     assert TableInvariants(t).check_all() == []
     before = tree_digest(str(tmp_path / "lake"), exclude="wh")
 
-    first_file = next(e for e in t.file_store_scan().live_entries(t.snapshot(1)))
-    os.unlink(t.data_file_path(first_file.partition, first_file.bucket, first_file.file))
+    first_file = next(e for e in t.store.file_store_scan().live_entries(t.snapshot(1)))
+    os.unlink(t.store.data_file_path(first_file.partition, first_file.bucket, first_file.file))
     os.unlink(t.paths.manifest_file(t.snapshot(3).delta_manifest_list))
     problems = TableInvariants(t).check_all()
     assert any(p.startswith("tag first (snapshot 1): data file") for p in problems), problems

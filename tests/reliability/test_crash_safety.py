@@ -70,8 +70,8 @@ def _every_snapshot_reads(t) -> None:
 
 def _orphans_only_dead(t, expected: dict) -> None:
     referenced_before = {
-        t.data_file_path(e.partition, e.bucket, e.file)
-        for s in t.snapshots() for e in t.file_store_scan().live_entries(s)
+        t.store.data_file_path(e.partition, e.bucket, e.file)
+        for s in t.snapshots() for e in t.store.file_store_scan().live_entries(s)
     }
     removed = t.remove_orphan_files(older_than=timedelta(0), dry_run=False).paths
     assert not (set(removed) & referenced_before)
@@ -202,7 +202,7 @@ def test_kill_during_decoupled_expiration(tmp_path, point, occurrence):
     assert t.read_changes(0).to_pylist() == changes  # from snapshots or their changelog copies
     t.expire_snapshots(retain_min=2, older_than=datetime.now() + timedelta(days=1))
     assert [s.id for s in t.snapshots()] == [7, 8]
-    assert t.changelog_manager().ids() == list(range(1, 7))
+    assert t.store.changelog_manager().ids() == list(range(1, 7))
     assert t.read_changes(0).to_pylist() == changes
     _orphans_only_dead(t, expected)
     assert t.read_changes(0).to_pylist() == changes
@@ -220,8 +220,8 @@ def test_kill_during_changelog_expiration(tmp_path, point):
     assert later == [r for r in changes if r["v"] >= 4]
     from lake_assets.ops.expire import expire_changelogs
 
-    expire_changelogs(t, retain_min=1, retain_max=4, older_than_ms=0)
-    assert t.changelog_manager().ids() == [5, 6]
+    expire_changelogs(t.store, retain_min=1, retain_max=4, older_than_ms=0)
+    assert t.store.changelog_manager().ids() == [5, 6]
     assert t.read_changes(4).to_pylist() == later
     _orphans_only_dead(t, expected)
     assert t.read_changes(4).to_pylist() == later

@@ -90,7 +90,7 @@ def test_storage_error_after_the_append_landed_keeps_the_data(tmp_path):
     wh = str(tmp_path / "wh")
     t = _table(wh, **{"num-sorted-run.compaction-trigger": "2"})
     t.write_arrow(_batch(range(5), 0))
-    real = t.manifest_io
+    real = t.store.manifest_io
 
     def failing_manifest_io():
         mio = real()
@@ -104,7 +104,7 @@ def test_storage_error_after_the_append_landed_keeps_the_data(tmp_path):
         mio.write_manifests = write_manifests
         return mio
 
-    t.manifest_io = failing_manifest_io  # type: ignore[method-assign]
+    t.store.manifest_io = failing_manifest_io  # type: ignore[method-assign]
     sid = t.write_arrow(_batch(range(3, 8), 1))
     fresh = Catalog(wh).get_table("db.t")
     assert sid == fresh.latest_snapshot().id == 2  # the data is reported, and is there

@@ -85,7 +85,7 @@ def test_unanswered_snapshot_put_is_state_unknown_and_deletes_nothing(faulty_s3)
         committer.commit(msgs, 1)
     proxy.clear()
     # nothing was deleted: the retry with the same identifier lands the very same files
-    assert all(t.file_io.exists(t.data_file_path(m.partition, m.bucket, f)) for m in msgs for f in m.new_files)
+    assert all(t.file_io.exists(t.store.data_file_path(m.partition, m.bucket, f)) for m in msgs for f in m.new_files)
     assert t.new_committer("job-2").commit(msgs, 1) == [2]
     assert _rows(Catalog(wh, **opts).get_table("db.t")) == [(1, "a"), (2, "b")]
 

@@ -20,8 +20,8 @@ import pytest
 
 from lake_assets import Catalog
 from lake_assets.errors import CorruptMetadataError, SchemaError, SnapshotNotFoundError
-from lake_assets.ops import manifest_io
 from lake_assets.ops.expire import expire_snapshots
+from lake_assets.store import manifest_io
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
 FUTURE = datetime.now() + timedelta(days=1)
@@ -101,7 +101,7 @@ def test_tag_created_while_expiry_deletes_is_refused(tmp_path):
                 outcome["tag"] = exc
         t.file_io.delete_many(paths)
 
-    expire_snapshots(t, retain_min=2, older_than_ms=int(FUTURE.timestamp() * 1000), delete_files=delete_files)
+    expire_snapshots(t.store, retain_min=2, older_than_ms=int(FUTURE.timestamp() * 1000), delete_files=delete_files)
     assert isinstance(outcome["tag"], SnapshotNotFoundError), outcome
     assert "being expired" in str(outcome["tag"])
     assert "old" not in Catalog(wh).get_table("db.t").tags()  # withdrawn
@@ -133,21 +133,21 @@ def test_consumer_recorded_while_expiry_deletes_is_refused_and_restored(tmp_path
     wh, t = _table(tmp_path)
     _history(t)
     other = Catalog(wh).get_table("db.t")
-    other.consumer_manager().record("reader", 7)
+    other.store.consumer_manager().record("reader", 7)
     outcome: dict[str, object] = {}
 
     def delete_files(paths: list[str]) -> None:
         if "consumer" not in outcome:
             try:
-                other.consumer_manager().record("reader", 2)
+                other.store.consumer_manager().record("reader", 2)
                 outcome["consumer"] = "recorded"
             except SnapshotNotFoundError as exc:
                 outcome["consumer"] = exc
         t.file_io.delete_many(paths)
 
-    expire_snapshots(t, retain_min=2, older_than_ms=int(FUTURE.timestamp() * 1000), delete_files=delete_files)
+    expire_snapshots(t.store, retain_min=2, older_than_ms=int(FUTURE.timestamp() * 1000), delete_files=delete_files)
     assert isinstance(outcome["consumer"], SnapshotNotFoundError), outcome
-    assert other.consumer_manager().get("reader").next_snapshot == 7  # the previous position is back
+    assert other.store.consumer_manager().get("reader").next_snapshot == 7  # the previous position is back
 
 
 def test_snapshots_of_a_killed_expiry_cannot_be_tagged(tmp_path):

@@ -25,12 +25,12 @@ import pytest
 from lake_assets import Catalog, CorruptMetadataError, InvalidIdentifierError, LakeError, OptionError
 from lake_assets.errors import InvalidCommitMessageError, UnsafePathError, UnsupportedFeatureError
 from lake_assets.formats.manifest_codec import encode_index_manifest
-from lake_assets.ops import manifest_io
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.manifest import FileKind, IndexManifestEntry, ManifestEntry
 from lake_assets.spec.snapshot import CommitKind, Snapshot
 from lake_assets.spec.types import VarCharType
+from lake_assets.store import manifest_io
 
 SCHEMA = pa.schema([("k", pa.int64()), ("dt", pa.string()), ("v", pa.string())])
 STRING = VarCharType(2**31 - 1)
@@ -103,7 +103,7 @@ def _messages(env: Env) -> list[CommitMessage]:
 
 
 def _written_paths(env: Env, msgs: list[CommitMessage]) -> list[Path]:
-    return [Path(env.table.data_file_path(m.partition, m.bucket, f)) for m in msgs for f in m.all_written_files()]
+    return [Path(env.table.store.data_file_path(m.partition, m.bucket, f)) for m in msgs for f in m.all_written_files()]
 
 
 def _craft(msg: CommitMessage, **changes) -> CommitMessage:
@@ -297,7 +297,7 @@ def _craft_snapshot(env: Env, delta: list[ManifestEntry], base_of: int | None = 
     """Commit a snapshot whose delta holds ``delta`` as-is (as a buggy or hostile writer would);
     its base is the live state of snapshot ``base_of`` (default: the latest)."""
     t = env.table
-    mio = t.manifest_io()
+    mio = t.store.manifest_io()
     latest = t.snapshot_manager.latest()
     of = latest if base_of is None else t.snapshot_manager.snapshot(base_of)
     base = mio.read_manifest_list(of.base_manifest_list) + mio.read_manifest_list(of.delta_manifest_list)
@@ -317,14 +317,14 @@ def _craft_snapshot(env: Env, delta: list[ManifestEntry], base_of: int | None = 
 
 
 def _live_entry(env: Env) -> ManifestEntry:
-    return env.table.file_store_scan().live_entries(env.table.snapshot_manager.latest())[0]
+    return env.table.store.file_store_scan().live_entries(env.table.snapshot_manager.latest())[0]
 
 
 @pytest.mark.parametrize("case", ["parent", "external"])
 def test_expiry_never_deletes_a_file_a_crafted_manifest_names_outside(env: Env, case: str) -> None:
     e = _live_entry(env)
     if case == "parent":
-        rel = os.path.relpath(env.victim, env.table.paths.bucket_dir(env.table.partition_path_of(e.partition),
+        rel = os.path.relpath(env.victim, env.table.paths.bucket_dir(env.table.store.partition_path_of(e.partition),
                                                                       e.bucket))
         f = dataclasses.replace(e.file, file_name=rel)
     else:
@@ -367,7 +367,7 @@ def test_snapshot_naming_a_list_outside_the_table_stops_expiry(env: Env, field: 
 
 def test_manifest_list_naming_a_manifest_outside_is_corrupt(env: Env) -> None:
     t = env.table
-    mio = t.manifest_io()
+    mio = t.store.manifest_io()
     latest = t.snapshot_manager.latest()
     metas = mio.read_manifest_list(latest.delta_manifest_list)
     bad = [dataclasses.replace(metas[0], file_name=os.path.relpath(env.victim, t.paths.manifest_dir))]
@@ -402,8 +402,8 @@ def test_expiry_does_not_delete_through_a_symlinked_bucket_directory(env: Env) -
     t.write_arrow(_batch([1, 2, 3], v="b"))  # replaces every row: snapshot 1's files become expirable
     t.compact(full=True)
     # relocate one bucket directory out of the table, leaving a symlink behind
-    e = t.file_store_scan().live_entries(t.snapshot_manager.snapshot(1))[0]
-    bucket_dir = Path(t.paths.bucket_dir(t.partition_path_of(e.partition), e.bucket))
+    e = t.store.file_store_scan().live_entries(t.snapshot_manager.snapshot(1))[0]
+    bucket_dir = Path(t.paths.bucket_dir(t.store.partition_path_of(e.partition), e.bucket))
     moved = env.tmp / "moved-bucket"
     bucket_dir.rename(moved)
     bucket_dir.symlink_to(moved, target_is_directory=True)
@@ -467,7 +467,7 @@ def test_identifiers_are_fully_matched_and_bounded(env: Env, bad: str) -> None:
         with pytest.raises(InvalidIdentifierError):
             env.table.stream(consumer_id=bad)
     with pytest.raises(InvalidIdentifierError):
-        env.table.consumer_manager().record(bad, 1)
+        env.table.store.consumer_manager().record(bad, 1)
     env.assert_outside_untouched()
     assert env.table.tags() == {}
 
@@ -479,7 +479,7 @@ def test_long_names_fail_with_a_clear_error_not_oserror(env: Env) -> None:
     env.catalog.create_database(ok)
     env.catalog.create_table(f"{ok}.{ok}", SCHEMA).write_arrow(_batch([1]))
     env.table.create_tag(ok)
-    env.table.consumer_manager().record(ok, 1)
+    env.table.store.consumer_manager().record(ok, 1)
     assert ok in env.table.tags()
 
 
@@ -501,8 +501,8 @@ def test_a_tag_named_with_a_newline_on_storage_still_protects_its_data(env: Env)
     t = env.table
     tag = t.create_tag("release")
     Path(t.paths.tag_file("release")).rename(Path(t.paths.tag_dir) / "tag-release\n")
-    tagged = [Path(t.data_file_path(e.partition, e.bucket, e.file))
-              for e in t.file_store_scan().live_entries(tag.snapshot)]
+    tagged = [Path(t.store.data_file_path(e.partition, e.bucket, e.file))
+              for e in t.store.file_store_scan().live_entries(tag.snapshot)]
     assert t.tags() == {"release\n": tag.snapshot}
     _supersede_snapshot_1(t)
     res = t.expire_snapshots(retain_min=1, retain_max=1)
@@ -533,7 +533,7 @@ def test_a_consumer_named_with_a_newline_on_storage_still_holds_its_snapshots(en
     t = env.table
     Path(t.paths.consumer_dir).mkdir(parents=True)
     (Path(t.paths.consumer_dir) / "consumer-reader\n").write_text(json.dumps({"nextSnapshot": 1}))
-    assert t.consumer_manager().consumers()["reader\n"].next_snapshot == 1
+    assert t.store.consumer_manager().consumers()["reader\n"].next_snapshot == 1
     _supersede_snapshot_1(t)
     t.expire_snapshots(retain_min=1, retain_max=1)
     assert t.snapshot_manager.earliest_id() == 1

@@ -201,7 +201,7 @@ def test_big_pk_bucket_is_split_by_sections(catalog: Catalog, warehouse: str) ->
     assert sorted(len(s.files) for p in parts for s in p.splits) == [1, 1, 3]  # {0, 1, update}; 2; 3
     from lake_assets.ops.read import SplitReader
 
-    reader = SplitReader(table, table.schema)
+    reader = SplitReader(table.store, table.schema)
     got = pa.concat_tables(t for p in parts for s in p.splits for t in reader.read_split(s))
     assert _sorted(got, "id") == _sorted(table.to_arrow(), "id")
 
@@ -280,6 +280,6 @@ def test_incremental_between_reads_long_lived_changelogs(spark, catalog: Catalog
         table.write_arrow(pa.table({"id": ids, "v": [f"v{i}"] * len(ids), "op": [op] * len(ids)}))
     expected = sorted((r["id"], r["v"], r["_row_kind"]) for r in table.read_changes(0, 4).to_pylist())
     table.expire_snapshots(retain_min=1, older_than=dt.timedelta(0))
-    assert [s.id for s in table.snapshots()] == [4] and table.changelog_manager().ids() == [1, 2, 3]
+    assert [s.id for s in table.snapshots()] == [4] and table.store.changelog_manager().ids() == [1, 2, 3]
     df = _load(spark, warehouse, "db.cl", **{"incremental-between": "0,4"})
     assert sorted((r.id, r.v, r._row_kind) for r in df.collect()) == expected

@@ -140,7 +140,7 @@ def test_stream_source_resumes_from_checkpoint(spark, catalog: Catalog, warehous
     assert rows == initial
     assert batches == 1
     # recorded at the start: snapshot 1 is protected from expiry while its full scan is read
-    assert table.consumer_manager().get(consumer).next_snapshot == 1
+    assert table.store.consumer_manager().get(consumer).next_snapshot == 1
 
     # more commits: an update and a delete, a compaction (no new changes), two inserts
     table.write_arrow(pa.table({"id": [1, 2], "v": ["b", "a"], "op": ["+U", "-D"]}))
@@ -154,13 +154,13 @@ def test_stream_source_resumes_from_checkpoint(spark, catalog: Catalog, warehous
     assert rows == sorted(initial + changes)
     assert batches == 3
     # Spark commits a batch's end when it starts the next batch: the consumer trails by one
-    assert table.consumer_manager().get(consumer).next_snapshot == 5
+    assert table.store.consumer_manager().get(consumer).next_snapshot == 5
 
     # run 3: nothing new, nothing delivered
     rows, batches = _run_source(spark, warehouse, checkpoint, **opts)
     assert rows == sorted(initial + changes)
     assert batches == 0
-    assert table.consumer_manager().get(consumer).next_snapshot in (5, 6)
+    assert table.store.consumer_manager().get(consumer).next_snapshot in (5, 6)
 
     # without read.changelog the stream is upserts only (no _row_kind, retractions dropped)
     rows, _ = _run_source(spark, warehouse, tmp_path / "ck-upsert",

@@ -93,7 +93,7 @@ def test_export_to_tables_replays_changes_and_resumes_without_duplicates(capsys,
     kinds = Counter(r["_row_kind"] for r in audit.to_arrow().to_pylist())
     assert kinds == Counter({"+I": 3, "-U": 1, "+U": 1, "-D": 1})
     # a crash after the export committed but before the position was saved: the re-run skips it
-    src.consumer_manager().record("audit", 1)
+    src.store.consumer_manager().record("audit", 1)
     code, out = run_job_main(capsys, changelog.main, *to_audit)
     assert code == EXIT_OK and out["export"]["rows"] == 0 and out["consumer_position"] == 5, out
     assert audit.to_arrow().num_rows == 6

@@ -42,7 +42,7 @@ def test_rows_land_in_the_cores_bucket(spark, catalog: Catalog, warehouse: str) 
     assert got == list(expected)
 
     write_table(spark.createDataFrame(data.to_pandas()), warehouse, "db.t")
-    reader = SplitReader(table, table.schema)
+    reader = SplitReader(table.store, table.schema)
     for split in table.plan():  # every file's rows hash to the bucket it was written to
         rows = pa.concat_tables(reader.read_split(split))
         buckets = assign_buckets([rows.column(k).combine_chunks() for k in keys], table.schema.types(keys), 5)

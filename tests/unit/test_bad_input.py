@@ -118,10 +118,10 @@ def test_corrupt_snapshot_json_is_named(kv):
 
 def test_corrupt_manifest_is_named(kv):
     snap = kv.latest_snapshot()
-    mio = kv.manifest_io()
+    mio = kv.store.manifest_io()
     name = mio.read_manifest_list(snap.delta_manifest_list)[0].file_name
     kv.file_io.write_bytes(kv.paths.manifest_file(name), b"Obj\x01garbage")
-    from lake_assets.ops import manifest_io
+    from lake_assets.store import manifest_io
 
     manifest_io._cache_slot.cache_clear()
     with pytest.raises(CorruptMetadataError, match=name):
@@ -130,7 +130,7 @@ def test_corrupt_manifest_is_named(kv):
 
 def test_missing_data_file_is_named(kv):
     sp = kv.plan()[0]
-    path = kv.data_file_path(sp.partition, sp.bucket, sp.files[0])
+    path = kv.store.data_file_path(sp.partition, sp.bucket, sp.files[0])
     kv.file_io.delete(path)
     with pytest.raises(CorruptMetadataError, match="missing"):
         kv.to_arrow()

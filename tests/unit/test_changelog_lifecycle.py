@@ -53,15 +53,15 @@ def _assert_nothing_dangles(t) -> None:
     fio = t.file_io
     for snap in t.snapshots():
         t.to_arrow(snapshot_id=snap.id)
-    scan = t.file_store_scan()
-    changelogs = t.changelog_manager()
+    scan = t.store.file_store_scan()
+    changelogs = t.store.changelog_manager()
     producer = t.schema.core_options.changelog_producer
     for cid in changelogs.ids():
         snap = changelogs.changelog(cid)
         entries = scan.changelog_entries(snap) if producer != "none" else scan.delta_entries(snap)
         for e in entries:
             if e.kind == FileKind.ADD and (producer != "none" or e.file.file_source in (None, 0)):
-                path = t.data_file_path(e.partition, e.bucket, e.file)
+                path = t.store.data_file_path(e.partition, e.bucket, e.file)
                 assert fio.exists(path), f"changelog-{cid} names missing {path}"
 
 
@@ -76,7 +76,7 @@ def test_changelog_outlives_snapshots_and_streams_read_it(catalog, producer):
     result = t.expire_snapshots(older_than=None)
     snapshots = [s.id for s in t.snapshots()]
     assert snapshots == [latest - 2, latest - 1, latest]
-    long_lived = t.changelog_manager().ids()
+    long_lived = t.store.changelog_manager().ids()
     # changelog.num-retained.max = 8: the newest 8 ids keep their changes
     assert long_lived == list(range(latest - 7, latest - 2))
     assert result.long_lived_changelogs == list(range(1, latest - 2))
@@ -114,7 +114,7 @@ def test_stream_resumes_from_a_long_lived_changelog(catalog):
     t.file_io.delete(t.paths.consumer_file("slow"))
     t.expire_snapshots()
     assert t.snapshot_manager.earliest_id() > position
-    assert position in t.changelog_manager().ids()
+    assert position in t.store.changelog_manager().ids()
     enum = t.stream(position=position)
     drain()
     assert seen == {r["k"]: r["v"] for r in t.to_arrow().to_pylist()}
@@ -125,14 +125,14 @@ def test_changelog_expiry_honours_consumers_tags_and_limits(catalog):
     _commits(t, 12, seed=3, producer="input")
     t.create_tag("keep", 2)
     t.expire_snapshots()
-    ids = t.changelog_manager().ids()
+    ids = t.store.changelog_manager().ids()
     assert ids and ids[0] == 1
-    t.consumer_manager().record("reader", 4)
-    result = expire_changelogs(t, retain_max=1, limit=2)
+    t.store.consumer_manager().record("reader", 4)
+    result = expire_changelogs(t.store, retain_max=1, limit=2)
     assert result.expired_changelogs == [1, 2]  # the limit
-    result = expire_changelogs(t, retain_max=1)
+    result = expire_changelogs(t.store, retain_max=1)
     assert result.expired_changelogs == [3]  # the consumer still needs 4
-    assert t.changelog_manager().ids()[0] == 4
+    assert t.store.changelog_manager().ids()[0] == 4
     assert t.to_arrow(tag="keep").num_rows > 0  # the tag's files survive
     _assert_nothing_dangles(t)
 
@@ -155,8 +155,8 @@ def test_not_decoupled_deletes_changelog_with_snapshots(catalog):
     _commits(t, 5, seed=5, producer="input")
     result = t.expire_snapshots()
     assert result.deleted_changelog_files and not result.long_lived_changelogs
-    assert t.changelog_manager().ids() == []
-    assert referenced_files(t)
+    assert t.store.changelog_manager().ids() == []
+    assert referenced_files(t.store)
 
 
 def test_changelog_expires_with_its_own_time_retention(catalog):
@@ -164,11 +164,11 @@ def test_changelog_expires_with_its_own_time_retention(catalog):
                                                  "changelog.time-retained": "1 h"})
     _commits(t, 6, seed=6, producer="input")
     t.expire_snapshots()
-    assert t.changelog_manager().ids() == [1, 2, 3]  # younger than an hour: kept
-    later = t.changelog_manager().changelog(3).time_millis + 1
-    result = expire_changelogs(t, older_than_ms=later)
+    assert t.store.changelog_manager().ids() == [1, 2, 3]  # younger than an hour: kept
+    later = t.store.changelog_manager().changelog(3).time_millis + 1
+    result = expire_changelogs(t.store, older_than_ms=later)
     assert result.expired_changelogs == [1, 2, 3]
-    assert t.changelog_manager().ids() == []
+    assert t.store.changelog_manager().ids() == []
     assert not any(t.file_io.exists(p) for p in result.deleted_changelog_files)
 
 
@@ -176,8 +176,8 @@ def test_after_changelog_expiry_producer_none_frees_compacted_input(catalog):
     t = _table(catalog, "none", "db.none_free")
     _commits(t, 10, seed=8, producer="none")
     t.expire_snapshots()
-    kept_inputs = [p for p in referenced_files(t) if "/bucket-" in p]
-    result = expire_changelogs(t, retain_max=1)
+    kept_inputs = [p for p in referenced_files(t.store) if "/bucket-" in p]
+    result = expire_changelogs(t.store, retain_max=1)
     assert result.expired_changelogs and result.deleted_data_files
     assert not any(t.file_io.exists(p) for p in result.deleted_data_files)
     assert set(result.deleted_data_files) <= set(kept_inputs)

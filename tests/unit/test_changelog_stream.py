@@ -88,7 +88,7 @@ def test_stream_resumes_from_consumer_after_restart_without_loss_or_repeat(catal
     # "restart": a new enumerator with the same consumer id continues where the last one stopped
     drain(t.stream(mode="latest-full", consumer_id="job"))
     assert sorted(seen) == list(range(6)) and len(seen) == 6
-    assert t.consumer_manager().get("job").next_snapshot == 7
+    assert t.store.consumer_manager().get("job").next_snapshot == 7
 
 
 def test_stream_start_modes_and_compact_snapshots_skipped(catalog):

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import lake_assets.ops.compact as compact_mod
+import lake_assets.ops.compact.rewrite as compact_mod
 from lake_assets import Catalog
 from lake_assets.formats.data_file import read_data_file
 from lake_assets.lsm.key_compare import compare_keys
@@ -78,7 +78,7 @@ def _fill(t, rng: np.random.Generator, deletes: bool, ties: bool) -> None:
 
 
 def _contents(t, part: bytes, bucket: int, files) -> list[pa.Table]:
-    return [read_data_file(t.file_io, t.data_file_path(part, bucket, f)) for f in files]
+    return [read_data_file(t.file_io, t.store.data_file_path(part, bucket, f)) for f in files]
 
 
 def _stat_fields(f) -> tuple:
@@ -95,7 +95,7 @@ def _run(t, tasks, monkeypatch, whole_read_rows: int):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(compact_mod, "merge_sorted", spy)
-    messages = [run_compaction_task(t, task, whole_read_rows=whole_read_rows) for task in tasks]
+    messages = [run_compaction_task(t.store, task, whole_read_rows=whole_read_rows) for task in tasks]
     monkeypatch.setattr(compact_mod, "merge_sorted", real)
     return messages, len(calls)
 
@@ -106,7 +106,7 @@ def _assert_sorted_runs(t, messages) -> None:
     for m in messages:
         by_level: dict[int, list] = {}
         for f in m.compact_after:
-            data = read_data_file(t.file_io, t.data_file_path(m.partition, m.bucket, f))
+            data = read_data_file(t.file_io, t.store.data_file_path(m.partition, m.bucket, f))
             rows = list(zip(*[data.column("_KEY_" + k).to_pylist() for k in key_names], strict=True))
             assert all(compare_keys(x, y) < 0 for x, y in itertools.pairwise(rows)), "file not key-sorted"
             assert tuple(deserialize_row(f.min_key, key_types)) == rows[0]
@@ -132,7 +132,7 @@ def test_whole_read_equals_streaming_merge(catalog, monkeypatch, engine, single_
     # interval win on both paths. For a single integer key `sort_and_merge` breaks (key, sequence)
     # ties with an unstable numpy sort, so the tied winner depends on how the rows were arranged.
     _fill(t, rng, deletes, ties=not single_key)
-    plan = plan_compaction(t, full=full)
+    plan = plan_compaction(t.store, full=full)
     assert plan.tasks, "nothing to compact: the fixture must leave work"
     slow, slow_calls = _run(t, plan.tasks, monkeypatch, whole_read_rows=0)
     fast, fast_calls = _run(t, plan.tasks, monkeypatch, whole_read_rows=10**9)
@@ -156,7 +156,7 @@ def test_whole_read_equals_streaming_merge(catalog, monkeypatch, engine, single_
         return  # batch reads hide first-row's level 0, so the content before is not comparable
     # The fast run's messages commit to the same table content as before the compaction.
     before = t.to_arrow().sort_by([(k, "ascending") for k in t.schema.trimmed_primary_keys])
-    compact_mod._discard(t, slow)
+    compact_mod.discard_outputs(t.store, slow)
     t.new_committer("compactor").commit([m for m in fast if not m.is_empty()], check_committed=False)
     after = t.to_arrow().sort_by([(k, "ascending") for k in t.schema.trimmed_primary_keys])
     assert after.equals(before)
@@ -168,14 +168,14 @@ def test_default_threshold_is_chunk_rows(catalog, monkeypatch):
     rng = np.random.default_rng(3)
     for _ in range(3):
         t.write_arrow(_batch(t, rng, 300, True))
-    tasks = plan_compaction(t, full=True).tasks
+    tasks = plan_compaction(t.store, full=True).tasks
     calls = []
     real = compact_mod.merge_sorted
     monkeypatch.setattr(compact_mod, "merge_sorted", lambda *a, **k: calls.append(1) or real(*a, **k))
-    small = [run_compaction_task(t, task, chunk_rows=16) for task in tasks]
+    small = [run_compaction_task(t.store, task, chunk_rows=16) for task in tasks]
     assert calls
     calls.clear()
-    big = [run_compaction_task(t, task) for task in tasks]
+    big = [run_compaction_task(t.store, task) for task in tasks]
     assert not calls
     for s, b in zip(small, big, strict=True):
         merged_s = pa.concat_tables(_contents(t, s.partition, s.bucket, s.compact_after))

@@ -10,7 +10,7 @@ import time
 import pyarrow as pa
 import pytest
 
-import lake_assets.ops.compact as compact_mod
+import lake_assets.ops.compact.rewrite as compact_mod
 from lake_assets import Catalog, OptionError
 from lake_assets.ops.compact import (
     compaction_parallelism,
@@ -43,7 +43,7 @@ def _files_on_disk(wh: str) -> set[str]:
 
 
 def _live_files(t) -> set[str]:
-    return {os.path.abspath(t.data_file_path(s.partition, s.bucket, f)) for s in t.plan() for f in s.files}
+    return {os.path.abspath(t.store.data_file_path(s.partition, s.bucket, f)) for s in t.plan() for f in s.files}
 
 
 def _sorted(t) -> pa.Table:
@@ -70,20 +70,20 @@ def test_parallel_compaction_gives_the_serial_result(tmp_path):
 
 def test_messages_come_back_in_task_order_whatever_finishes_first(tmp_path, monkeypatch):
     t = _table(str(tmp_path))
-    tasks = plan_compaction(t, full=True).tasks
+    tasks = plan_compaction(t.store, full=True).tasks
     delay = {id(task): 0.02 * (len(tasks) - i) for i, task in enumerate(tasks)}  # the first finishes last
     finished: list[int] = []
     lock = threading.Lock()
 
-    def slow(table, task, **kw):
+    def slow(store, task, **kw):
         time.sleep(delay[id(task)])
-        msg = run_compaction_task(table, task, **kw)
+        msg = run_compaction_task(store, task, **kw)
         with lock:
             finished.append(id(task))
         return msg
 
     monkeypatch.setattr(compact_mod, "run_compaction_task", slow)
-    messages = run_compaction_tasks(t, tasks, parallelism=4)
+    messages = run_compaction_tasks(t.store, tasks, parallelism=4)
     assert finished != [id(task) for task in tasks]  # the pool really reordered completions
     assert [(m.partition, m.bucket) for m in messages] == [(task.partition, task.bucket) for task in tasks]
     for m, task in zip(messages, tasks, strict=True):
@@ -96,15 +96,15 @@ def test_a_failed_unit_leaves_no_files_and_no_snapshot(tmp_path, monkeypatch, pa
     t = _table(wh)
     before = _sorted(t)
     snapshot = t.latest_snapshot().id
-    tasks = plan_compaction(t, full=True).tasks
+    tasks = plan_compaction(t.store, full=True).tasks
     doomed = (tasks[len(tasks) // 2].partition, tasks[len(tasks) // 2].bucket)  # compact() plans anew
     written = []
 
-    def failing(table, task, **kw):
+    def failing(store, task, **kw):
         if (task.partition, task.bucket) == doomed:
             time.sleep(0.05)  # let units in other threads finish and write their files first
             raise RuntimeError("unit failed")
-        msg = run_compaction_task(table, task, **kw)
+        msg = run_compaction_task(store, task, **kw)
         written.extend(msg.all_written_files())
         return msg
 
@@ -120,10 +120,10 @@ def test_a_failed_unit_leaves_no_files_and_no_snapshot(tmp_path, monkeypatch, pa
 
 def test_parallelism_option(tmp_path):
     t = _table(str(tmp_path / "a"), **{"compaction.parallelism": "3"})
-    assert compaction_parallelism(t) == 3
-    assert compaction_parallelism(t, 1) == 1
+    assert compaction_parallelism(t.store) == 3
+    assert compaction_parallelism(t.store, 1) == 1
     with pytest.raises(ValueError, match="at least 1"):
-        compaction_parallelism(t, 0)
+        compaction_parallelism(t.store, 0)
     assert t.compact(full=True).tasks == 12
     cat = Catalog(str(tmp_path / "b"))
     cat.create_database("db")

@@ -92,8 +92,8 @@ def test_compaction_with_small_chunks_bounds_memory_and_rolls_files(catalog):
     model: dict[int, int] = {}
     for i in range(6):
         _write_random(t, rng, model, i, n=3000, keys=20000)
-    plan = plan_compaction(t, full=True)
-    msgs = [run_compaction_task(t, task, chunk_rows=500) for task in plan.tasks]
+    plan = plan_compaction(t.store, full=True)
+    msgs = [run_compaction_task(t.store, task, chunk_rows=500) for task in plan.tasks]
     assert sum(len(m.compact_after) for m in msgs) > 3
     t.new_committer("c").commit(msgs)
     assert _state(t) == model
@@ -129,16 +129,16 @@ def test_second_compaction_of_same_files_conflicts_and_cleans_up(catalog):
     model: dict[int, int] = {}
     for i in range(5):
         _write_random(t, rng, model, i)
-    plan_a = plan_compaction(t, full=True)
-    plan_b = plan_compaction(t, full=True)
-    msgs_a = [run_compaction_task(t, task) for task in plan_a.tasks]
-    msgs_b = [run_compaction_task(t, task) for task in plan_b.tasks]
+    plan_a = plan_compaction(t.store, full=True)
+    plan_b = plan_compaction(t.store, full=True)
+    msgs_a = [run_compaction_task(t.store, task) for task in plan_a.tasks]
+    msgs_b = [run_compaction_task(t.store, task) for task in plan_b.tasks]
     t.new_committer("a").commit(msgs_a)
     before = t.latest_snapshot().id
     with pytest.raises(CommitConflictError, match="already deleted"):
         t.new_committer("b").commit(msgs_b)
     assert t.latest_snapshot().id == before
-    assert not any(t.file_io.exists(t.data_file_path(m.partition, m.bucket, f)) for m in msgs_b
+    assert not any(t.file_io.exists(t.store.data_file_path(m.partition, m.bucket, f)) for m in msgs_b
                    for f in m.compact_after)
     assert _state(t) == model
 
@@ -149,8 +149,8 @@ def test_append_during_compaction_does_not_conflict(catalog):
     model: dict[int, int] = {}
     for i in range(5):
         _write_random(t, rng, model, i)
-    plan = plan_compaction(t, full=True)
-    msgs = [run_compaction_task(t, task) for task in plan.tasks]
+    plan = plan_compaction(t.store, full=True)
+    msgs = [run_compaction_task(t.store, task) for task in plan.tasks]
     _write_random(t, rng, model, 99)  # lands between planning and committing
     assert t.new_committer("compactor").commit(msgs)
     assert _state(t) == model

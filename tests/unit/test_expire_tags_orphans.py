@@ -81,7 +81,7 @@ def test_expire_keeps_retained_snapshots_readable_and_deletes_dead_files(kv):
     assert res.deleted_manifests
     for sp in kv.plan(snapshot_id=6):
         for f in sp.files:
-            assert kv.file_io.exists(kv.data_file_path(sp.partition, sp.bucket, f))
+            assert kv.file_io.exists(kv.store.data_file_path(sp.partition, sp.bucket, f))
     assert not any(p in _all_files(kv) for p in res.deleted_data_files)
     # nothing left that nobody references
     assert kv.remove_orphan_files(older_than=timedelta(0)).paths == []
@@ -111,12 +111,12 @@ def test_tags_protect_files_and_time_travel(kv):
 def test_consumer_protects_unread_snapshots(kv):
     for i in range(6):
         _write(kv, [i], i)
-    kv.consumer_manager().record("reader-1", 3)
+    kv.store.consumer_manager().record("reader-1", 3)
     time.sleep(0.01)
     kv.expire_snapshots(retain_min=1, older_than=_EVERYTHING)
     assert kv.snapshot_manager.earliest_id() == 3
     assert _state(kv, snapshot_id=3) == {0: 0, 1: 1, 2: 2}
-    kv.consumer_manager().delete("reader-1")
+    kv.store.consumer_manager().delete("reader-1")
     time.sleep(0.01)
     kv.expire_snapshots(retain_min=1, older_than=_EVERYTHING)
     assert kv.snapshot_manager.earliest_id() == 6
@@ -128,13 +128,13 @@ def test_consumer_expiration_time(catalog: Catalog):
                                       "snapshot.time-retained": "1 ms", "write-only": "true"})
     for i in range(4):
         _write(t, [i], i)
-    t.consumer_manager().record("abandoned", 1)
+    t.store.consumer_manager().record("abandoned", 1)
     path = t.paths.consumer_file("abandoned")
     old = time.time() - 7200
     os.utime(path, (old, old))
     time.sleep(0.01)  # let the newest snapshot age past snapshot.time-retained = 1 ms
     t.expire_snapshots(retain_min=1, older_than=_EVERYTHING)
-    assert t.consumer_manager().consumers() == {}
+    assert t.store.consumer_manager().consumers() == {}
     assert t.snapshot_manager.earliest_id() == 4
 
 

@@ -40,7 +40,7 @@ def _level0_kinds(t) -> list[int]:
     for split in t.plan():
         for f in split.files:
             if f.level == 0:
-                path = t.data_file_path(split.partition, split.bucket, f)
+                path = t.store.data_file_path(split.partition, split.bucket, f)
                 kinds += pq.read_table(path, columns=["_VALUE_KIND"]).column(0).to_pylist()
     return kinds
 
@@ -264,7 +264,7 @@ def test_first_row_levels_never_repeat_a_key(catalog: Catalog, keys: list[str]):
     for split in t.plan():
         for f in split.files:
             assert f.level > 0
-            raw = pq.read_table(t.data_file_path(split.partition, split.bucket, f),
+            raw = pq.read_table(t.store.data_file_path(split.partition, split.bucket, f),
                                 columns=[f"_KEY_{k}" for k in keys])
             seen += list(zip(*[raw.column(c).to_pylist() for c in raw.column_names], strict=True))
     assert len(seen) == len(set(seen)) == 6

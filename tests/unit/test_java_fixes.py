@@ -137,7 +137,7 @@ def test_compaction_changelog_files_carry_the_output_level(tmp_path) -> None:
         t.write_arrow(pa.table({"k": [1, 2], "a": ["x", "y"]}, schema=schema))
         t.compact(full=True)
         snap = t.latest_snapshot()
-        entries = t.file_store_scan().changelog_entries(snap)
+        entries = t.store.file_store_scan().changelog_entries(snap)
         assert entries, engine
         top = t.schema.core_options.num_levels - 1
         assert {e.file.level for e in entries} == {top}, engine

@@ -79,7 +79,7 @@ def test_update_time_strategy_uses_newest_file(tmp_path):
     assert t.expire_partitions(dt.timedelta(hours=1)).expired == []
     later = dt.datetime.now() + dt.timedelta(hours=2)
     from lake_assets.ops.partition_expire import expire_partitions
-    assert len(expire_partitions(t, expiration_time=dt.timedelta(hours=1), now=later).expired) == 2
+    assert len(expire_partitions(t.store, expiration_time=dt.timedelta(hours=1), now=later).expired) == 2
 
 
 def test_commit_time_expiry_from_options(tmp_path):
@@ -140,13 +140,13 @@ def test_automatic_tags_per_period_and_retention(tmp_path):
     snap = t.latest_snapshot()
     for days_later in (1, 2, 3):
         later = replace(snap, time_millis=snap.time_millis + days_later * 86_400_000)
-        run_tag_automation(t, later)
+        run_tag_automation(t.store, later)
     auto = sorted(n for n in t.tags() if n != "manual")
     # num-retained-max=2 keeps the two newest automatic tags; the manual tag is never counted
     assert len(auto) == 2 and "manual" in t.tags()
     assert auto[-1] == (dt.date.today() + dt.timedelta(days=2)).isoformat()
     # tag.default-time-retained: automatic tags expire an hour after creation; manual ones stay
-    run_tag_automation(t, snap, now=dt.datetime.now() + dt.timedelta(hours=2))
+    run_tag_automation(t.store, snap, now=dt.datetime.now() + dt.timedelta(hours=2))
     assert list(t.tags()) == ["manual"]
 
 

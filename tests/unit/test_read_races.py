@@ -40,7 +40,7 @@ def test_batch_read_racing_expiry_is_retryable(t):
 
 
 def test_change_read_racing_expiry_is_retryable(t):
-    splits = change_splits_between(t, 0, 3)
+    splits = change_splits_between(t.store, 0, 3)
     reader = t.change_reader()
     _compact_and_expire(t)
     with pytest.raises(ConcurrentMaintenanceError, match="snapshot 1 was expired"):
@@ -49,7 +49,7 @@ def test_change_read_racing_expiry_is_retryable(t):
 
 def test_file_missing_under_a_live_snapshot_is_corruption(t):
     split = t.plan()[0]
-    os.remove(t.data_file_path(split.partition, split.bucket, split.files[0]))
+    os.remove(t.store.data_file_path(split.partition, split.bucket, split.files[0]))
     with pytest.raises(CorruptMetadataError, match="is missing") as info:
         t.to_arrow()
     assert not isinstance(info.value, ConcurrentMaintenanceError)

@@ -38,7 +38,7 @@ def _load(checkpoint: str) -> list[CommitMessage]:
 
 
 def _files(t, msgs: list[CommitMessage]) -> list[str]:
-    return [t.data_file_path(m.partition, m.bucket, f) for m in msgs for f in m.new_files]
+    return [t.store.data_file_path(m.partition, m.bucket, f) for m in msgs for f in m.new_files]
 
 
 def test_replay_after_compaction_and_expiry_is_refused_and_changes_nothing(t):

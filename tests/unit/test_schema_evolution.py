@@ -62,7 +62,7 @@ def _schema_files(t: Table) -> list[str]:
 def test_add_column_old_rows_read_null_and_new_rows_have_values(catalog):
     t = _table(catalog)
     _write_v0(t)
-    s = SchemaUpdate(t).add_column("note", pa.string(), comment="free text").commit()
+    s = SchemaUpdate(t.store).add_column("note", pa.string(), comment="free text").commit()
     assert s.id == 1 and t.schema.id == 1
     note = s.field("note")
     assert (note.id, note.description, s.highest_field_id) == (6, "free text", 6)
@@ -86,7 +86,7 @@ def test_add_nested_row_column_consumes_ids_pre_order(catalog):
     t = _table(catalog)
     _write_v0(t)
     struct = pa.struct([("a", pa.int32()), ("b", pa.struct([("c", pa.string())]))])
-    s = SchemaUpdate(t).add_column("nested", struct, position="first").add_column("z", pa.int8()).commit()
+    s = SchemaUpdate(t.store).add_column("nested", struct, position="first").add_column("z", pa.int8()).commit()
     nested = s.field("nested")
     assert nested.id == 6
     assert [f.id for f in nested.type.fields] == [7, 8]
@@ -104,7 +104,7 @@ def test_add_nested_row_column_consumes_ids_pre_order(catalog):
 def test_rename_value_and_primary_key_columns(catalog):
     t = _table(catalog)
     _write_v0(t)
-    s = SchemaUpdate(t).rename_column("name", "title").rename_column("id", "key").commit()
+    s = SchemaUpdate(t.store).rename_column("name", "title").rename_column("id", "key").commit()
     assert s.primary_keys == ("key", "dt")
     assert s.field("key").id == 0 and s.field("title").id == 2
     assert not s.field("key").type.nullable
@@ -118,7 +118,7 @@ def test_rename_value_and_primary_key_columns(catalog):
     assert t.to_arrow(filter=[("key", "=", 1), ("dt", "=", "a")]).column("title").to_pylist() == ["x"]
     assert t.to_arrow(filter=[("title", "=", "x")]).column("key").to_pylist() == [1]
     # renaming back and forth is fine; the id stays
-    s = SchemaUpdate(t).rename_column("title", "name").commit()
+    s = SchemaUpdate(t.store).rename_column("title", "name").commit()
     assert s.field("name").id == 2
     assert rows(t.to_arrow(), "dt", "key")[1]["name"] == "Y"
 
@@ -127,10 +127,10 @@ def test_rename_value_and_primary_key_columns(catalog):
 def test_drop_then_readd_same_name_gets_new_id_and_old_values_stay_gone(catalog):
     t = _table(catalog)
     _write_v0(t)
-    s = SchemaUpdate(t).drop_column("qty").commit()
+    s = SchemaUpdate(t.store).drop_column("qty").commit()
     assert "qty" not in s.field_names and s.highest_field_id == 5
     assert all("qty" not in r for r in t.to_arrow().to_pylist())
-    s = SchemaUpdate(t).add_column("qty", pa.int32()).commit()
+    s = SchemaUpdate(t.store).add_column("qty", pa.int32()).commit()
     assert s.field("qty").id == 6 and s.highest_field_id == 6
     assert t.to_arrow().column("qty").to_pylist() == [None, None, None]
     _write(t, id=[5], dt=["a"], name=["e"], price=[5.0], amount=[D("5.00")], qty=[55])
@@ -141,7 +141,7 @@ def test_drop_then_readd_same_name_gets_new_id_and_old_values_stay_gone(catalog)
 def test_widen_types_old_files_are_cast(catalog):
     t = _table(catalog)
     _write_v0(t)
-    s = (SchemaUpdate(t).update_column_type("qty", pa.int64()).update_column_type("price", pa.float64())
+    s = (SchemaUpdate(t.store).update_column_type("qty", pa.int64()).update_column_type("price", pa.float64())
          .update_column_type("amount", pa.decimal128(12, 2)).commit())
     assert [str(s.field(c).type) for c in ("qty", "price", "amount")] == ["BIGINT", "DOUBLE", "DECIMAL(12, 2)"]
     assert t.arrow_schema.field("qty").type == pa.int64()
@@ -154,7 +154,7 @@ def test_widen_types_old_files_are_cast(catalog):
     by_id = {r["id"]: r for r in t.to_arrow().to_pylist()}
     assert by_id[7]["qty"] == 2**40 and by_id[7]["price"] == 1e300 and by_id[7]["amount"] == D("9999999999.99")
     # decimal scale up with precision up by as much
-    SchemaUpdate(t).update_column_type("amount", pa.decimal128(14, 4)).commit()
+    SchemaUpdate(t.store).update_column_type("amount", pa.decimal128(14, 4)).commit()
     assert {r["id"]: r["amount"] for r in t.to_arrow().to_pylist()}[1] == D("1.2500")
 
 
@@ -164,10 +164,10 @@ def test_widen_chains_and_type_text(catalog):
     t = catalog.create_table("db.w", schema, primary_keys=["k"], options={"bucket": "1"})
     t0 = dt.datetime(2024, 1, 2, 3, 4, 5, 678000)
     _write(t, k=[1], i8=[-128], i16=[-32768], ts=[t0], s=["abc"])
-    SchemaUpdate(t).update_column_type("i8", pa.int16()).update_column_type("ts", "TIMESTAMP(6)").commit()
-    SchemaUpdate(t).update_column_type("i8", pa.int32()).update_column_type("i16", pa.float64()).commit()
+    SchemaUpdate(t.store).update_column_type("i8", pa.int16()).update_column_type("ts", "TIMESTAMP(6)").commit()
+    SchemaUpdate(t.store).update_column_type("i8", pa.int32()).update_column_type("i16", pa.float64()).commit()
     # retyping to the same type is accepted as no change
-    s = SchemaUpdate(t).update_column_type("i8", pa.float64()).update_column_type("s", pa.large_string()).commit()
+    s = SchemaUpdate(t.store).update_column_type("i8", pa.float64()).update_column_type("s", pa.large_string()).commit()
     assert [str(s.field(c).type) for c in ("i8", "i16", "ts")] == ["DOUBLE", "DOUBLE", "TIMESTAMP(6)"]
     assert t.to_arrow().to_pylist() == [{"k": 1, "i8": -128.0, "i16": -32768.0, "ts": t0, "s": "abc"}]
     assert t.arrow_schema.field("ts").type == pa.timestamp("us")
@@ -207,37 +207,37 @@ def test_apply_changes_is_pure(catalog):
 def test_move_columns(catalog):
     t = _table(catalog)
     _write_v0(t)
-    SchemaUpdate(t).move_column("amount", "first").move_column("id", ("after", "name")).commit()
+    SchemaUpdate(t.store).move_column("amount", "first").move_column("id", ("after", "name")).commit()
     assert t.arrow_schema.names == ["amount", "dt", "name", "id", "qty", "price"]
-    SchemaUpdate(t).move_column("dt", "last").move_column("price", ("before", "amount")).commit()
+    SchemaUpdate(t.store).move_column("dt", "last").move_column("price", ("before", "amount")).commit()
     names = ["price", "amount", "name", "id", "qty", "dt"]
     got = t.to_arrow()
     assert got.schema.names == names
     assert rows(got, "dt", "id")[0] == {"price": 1.5, "amount": D("1.25"), "name": "x", "id": 1, "qty": 10,
                                         "dt": "a"}
-    SchemaUpdate(t).add_column("mid", pa.int8(), position=("after", "price")).commit()
+    SchemaUpdate(t.store).add_column("mid", pa.int8(), position=("after", "price")).commit()
     assert t.arrow_schema.names[:3] == ["price", "mid", "amount"]
 
 
 def test_comments_and_options(catalog):
     t = _table(catalog)
-    s = (SchemaUpdate(t).update_comment("orders").update_column_comment("qty", "how many")
+    s = (SchemaUpdate(t.store).update_comment("orders").update_column_comment("qty", "how many")
          .set_option("snapshot.num-retained.min", "2").commit())
     assert s.comment == "orders" and s.field("qty").description == "how many"
     assert t.schema.core_options.snapshot_num_retained_min == 2
-    s = SchemaUpdate(t).update_comment(None).update_column_comment("qty", None).remove_option(
+    s = SchemaUpdate(t.store).update_comment(None).update_column_comment("qty", None).remove_option(
         "snapshot.num-retained.min").commit()
     assert s.comment is None and s.field("qty").description is None
     assert "snapshot.num-retained.min" not in s.options
     assert "comment" not in json.loads(t.file_io.read_bytes(t.paths.schema_file(2)))
     # setting an immutable option to its current value is no change
-    SchemaUpdate(t).set_option("bucket", "2").commit()
+    SchemaUpdate(t.store).set_option("bucket", "2").commit()
 
 
 def test_nullability_relaxed_but_not_tightened(catalog):
     t = catalog.create_table("db.n", pa.schema([pa.field("k", pa.int32()), pa.field("v", pa.int32(), False)]),
                              primary_keys=["k"], options={"bucket": "1"})
-    s = SchemaUpdate(t).update_column_nullability("v", True).commit()
+    s = SchemaUpdate(t.store).update_column_nullability("v", True).commit()
     assert s.field("v").type.nullable
     _write(t, k=[1], v=[None])
     assert t.to_arrow().to_pylist() == [{"k": 1, "v": None}]
@@ -250,7 +250,7 @@ def test_time_travel_reads_old_snapshot_with_its_own_schema(catalog):
     t = _table(catalog)
     _write_v0(t)
     v0 = t.arrow_schema
-    SchemaUpdate(t).rename_column("name", "title").drop_column("price").add_column("note", pa.string()) \
+    SchemaUpdate(t.store).rename_column("name", "title").drop_column("price").add_column("note", pa.string()) \
         .update_column_type("qty", pa.int64()).commit()
     # the latest state (still snapshot 1, written under schema 0) reads with the current schema
     cur = t.to_arrow()
@@ -267,14 +267,14 @@ def test_time_travel_reads_old_snapshot_with_its_own_schema(catalog):
 def test_compaction_rewrites_old_files_under_the_current_schema(catalog):
     t = _table(catalog)
     _write_v0(t)
-    SchemaUpdate(t).rename_column("name", "title").add_column("note", pa.string()) \
+    SchemaUpdate(t.store).rename_column("name", "title").add_column("note", pa.string()) \
         .update_column_type("qty", pa.int64()).commit()
     _write(t, id=[2], dt=["a"], title=["Y"], qty=[2], price=[2.0], amount=[D("2.00")], note=["n"])
     before = rows(t.to_arrow(), "dt", "id")
     t.compact(full=True)
     assert rows(t.to_arrow(), "dt", "id") == before
     # merged buckets are rewritten under schema 1; a lone file may just be moved up a level
-    entries = t.file_store_scan().live_entries(t.latest_snapshot())
+    entries = t.store.file_store_scan().live_entries(t.latest_snapshot())
     assert 1 in {e.file.schema_id for e in entries}
 
 
@@ -382,7 +382,7 @@ REJECTIONS = [
 def test_rejected_changes_write_nothing(guarded, change, error, match):
     before = guarded.schema
     with pytest.raises(error, match=match):
-        change(SchemaUpdate(guarded)).commit()
+        change(SchemaUpdate(guarded.store)).commit()
     assert _schema_files(guarded) == ["schema-0"]
     assert guarded.refresh().schema == before
 
@@ -390,30 +390,31 @@ def test_rejected_changes_write_nothing(guarded, change, error, match):
 def test_rejections_on_append_table(catalog):
     t = catalog.create_table("db.app", pa.schema([("a", pa.int32()), ("p", pa.string())]), partition_keys=["p"])
     with pytest.raises(OptionError, match=r"'sequence\.field' needs a primary key"):
-        SchemaUpdate(t).set_option("sequence.field", "a").commit()
+        SchemaUpdate(t.store).set_option("sequence.field", "a").commit()
     with pytest.raises(SchemaError, match=r"merge-engine.*immutable"):
-        SchemaUpdate(t).set_option("merge-engine", "first-row").commit()
+        SchemaUpdate(t.store).set_option("merge-engine", "first-row").commit()
     with pytest.raises(SchemaError, match=r"drop column 'p'.*partition column"):
-        SchemaUpdate(t).drop_column("a").drop_column("p").commit()
+        SchemaUpdate(t.store).drop_column("a").drop_column("p").commit()
     single = catalog.create_table("db.one", pa.schema([("a", pa.int32())]))
     with pytest.raises(SchemaError, match="only column"):
-        SchemaUpdate(single).add_column("x", pa.int8()).drop_column("a").drop_column("x").commit()
+        SchemaUpdate(single.store).add_column("x", pa.int8()).drop_column("a").drop_column("x").commit()
     with pytest.raises(SchemaError, match="nested types cannot be changed"):
-        SchemaUpdate(t).add_column("l", pa.list_(pa.int32())).update_column_type("l", pa.list_(pa.int64())).commit()
+        (SchemaUpdate(t.store).add_column("l", pa.list_(pa.int32()))
+         .update_column_type("l", pa.list_(pa.int64())).commit())
 
 
 def test_rename_column_in_bucket_key_rejected(catalog):
     schema = pa.schema([("a", pa.int32()), ("b", pa.int32()), ("v", pa.string())])
     t = catalog.create_table("db.bk", schema, primary_keys=["a", "b"], options={"bucket": "2", "bucket-key": "a"})
     with pytest.raises(SchemaError, match=r"options \['bucket-key'\] refer to it"):
-        SchemaUpdate(t).rename_column("a", "a2").commit()
+        SchemaUpdate(t.store).rename_column("a", "a2").commit()
     # the other key column can be renamed
-    assert SchemaUpdate(t).rename_column("b", "b2").commit().primary_keys == ("a", "b2")
+    assert SchemaUpdate(t.store).rename_column("b", "b2").commit().primary_keys == ("a", "b2")
 
 
 def test_empty_update_writes_nothing(catalog):
     t = _table(catalog)
-    assert SchemaUpdate(t).commit() is t.schema
+    assert SchemaUpdate(t.store).commit() is t.schema
     assert _schema_files(t) == ["schema-0"]
 
 
@@ -440,8 +441,8 @@ class _RacingFileIO:
 def test_stale_copies_land_as_consecutive_ids(catalog):
     _table(catalog)
     a, b = catalog.get_table("db.t"), catalog.get_table("db.t")
-    ua = SchemaUpdate(a).add_column("note", pa.string())
-    ub = SchemaUpdate(b).rename_column("name", "title")
+    ua = SchemaUpdate(a.store).add_column("note", pa.string())
+    ub = SchemaUpdate(b.store).rename_column("name", "title")
     assert ua.commit().id == 1
     s2 = ub.commit()  # b's copy still says schema 0: commit reloads first
     assert s2.id == 2 and b.schema.id == 2
@@ -452,27 +453,27 @@ def test_stale_copies_land_as_consecutive_ids(catalog):
 def test_concurrent_commit_retries_on_the_winner_and_revalidates(catalog):
     _table(catalog)
     a, b = catalog.get_table("db.t"), catalog.get_table("db.t")
-    racing = _RacingFileIO(b.file_io, lambda: SchemaUpdate(a).add_column("note", pa.string()).commit())
+    racing = _RacingFileIO(b.file_io, lambda: SchemaUpdate(a.store).add_column("note", pa.string()).commit())
     b.file_io = racing
-    s = SchemaUpdate(b).add_column("extra", pa.int64()).commit()
+    s = SchemaUpdate(b.store).add_column("extra", pa.int64()).commit()
     # b computed schema-1 too, lost the put-if-absent, reloaded and landed as schema-2
     assert racing.creates == ["schema-1", "schema-2"]
     assert s.id == 2 and s.field("note").id == 6 and s.field("extra").id == 7 and s.highest_field_id == 7
 
     # a racing rename makes b's change invalid: b's retry re-validates and raises, writing nothing
-    racing = _RacingFileIO(racing._inner, lambda: SchemaUpdate(a).rename_column("qty", "n").commit())
+    racing = _RacingFileIO(racing._inner, lambda: SchemaUpdate(a.store).rename_column("qty", "n").commit())
     b.file_io = racing
     with pytest.raises(SchemaError, match="no column 'qty'"):
-        SchemaUpdate(b).drop_column("qty").commit()
+        SchemaUpdate(b.store).drop_column("qty").commit()
     assert racing.creates == ["schema-3"]
     assert _schema_files(b) == [f"schema-{i}" for i in range(4)]
     assert "n" in b.refresh().schema.field_names
 
     # another race: both add the same name; the loser's retry sees the duplicate
-    racing = _RacingFileIO(racing._inner, lambda: SchemaUpdate(a).add_column("dup", pa.int8()).commit())
+    racing = _RacingFileIO(racing._inner, lambda: SchemaUpdate(a.store).add_column("dup", pa.int8()).commit())
     b.file_io = racing
     with pytest.raises(SchemaError, match="'dup' already exists"):
-        SchemaUpdate(b).add_column("dup", pa.int8()).commit()
+        SchemaUpdate(b.store).add_column("dup", pa.int8()).commit()
 
 
 def test_commit_gives_up_after_bounded_retries(catalog):
@@ -485,7 +486,7 @@ def test_commit_gives_up_after_bounded_retries(catalog):
 
     t.file_io = AlwaysTaken(t.file_io, None)
     with pytest.raises(CommitConflictError, match="10 attempts"):
-        SchemaUpdate(t).add_column("x", pa.int8()).commit()
+        SchemaUpdate(t.store).add_column("x", pa.int8()).commit()
     assert len(t.file_io.creates) == 10
 
 
@@ -586,18 +587,18 @@ def _step(draw: Any, t: Table, m: Model) -> None:
     elif op == "add":
         name, kind = draw(st.sampled_from(free)), draw(st.sampled_from(sorted(KINDS)))
         pos = _position(draw, m.columns)
-        SchemaUpdate(t).add_column(name, KINDS[kind], position=pos).commit()
+        SchemaUpdate(t.store).add_column(name, KINDS[kind], position=pos).commit()
         m.columns = _place(m.columns, name, pos)
         m.kinds[name] = kind
         for r in m.rows.values():
             r[name] = None
     elif op == "rename":
         old, new = draw(st.sampled_from(m.columns)), draw(st.sampled_from(free))
-        SchemaUpdate(t).rename_column(old, new).commit()
+        SchemaUpdate(t.store).rename_column(old, new).commit()
         m.rename(old, new)
     elif op == "drop":
         name = draw(st.sampled_from(values))
-        SchemaUpdate(t).drop_column(name).commit()
+        SchemaUpdate(t.store).drop_column(name).commit()
         m.columns.remove(name)
         del m.kinds[name]
         for r in m.rows.values():
@@ -605,12 +606,12 @@ def _step(draw: Any, t: Table, m: Model) -> None:
     elif op == "widen":
         name = draw(st.sampled_from([c for c in values if m.kinds[c] in WIDER]))
         kind = draw(st.sampled_from(WIDER[m.kinds[name]]))
-        SchemaUpdate(t).update_column_type(name, KINDS[kind]).commit()
+        SchemaUpdate(t.store).update_column_type(name, KINDS[kind]).commit()
         m.kinds[name] = kind  # old values are exact in the wider type: the model keeps them
     else:
         name = draw(st.sampled_from(m.columns))
         pos = _position(draw, m.columns, exclude=name)
-        SchemaUpdate(t).move_column(name, pos).commit()
+        SchemaUpdate(t.store).move_column(name, pos).commit()
         m.columns = _place(m.columns, name, pos)
 
 

@@ -229,12 +229,12 @@ def test_files_in_another_format_are_refused_where_scanned(crafted):
     cat, table_dir, s = crafted
     t = cat.get_table("db.t")
     snap = t.latest_snapshot()
-    live = t.file_store_scan().live_entries(snap)
+    live = t.store.file_store_scan().live_entries(snap)
     renamed = [dataclasses.replace(e, file=dataclasses.replace(e.file, file_name=e.file.file_name[:-8] + ".avro"))
                if i == 0 else e for i, e in enumerate(live)]
-    metas = t.manifest_io().write_manifests(renamed)
-    base, _ = t.manifest_io().write_manifest_list(metas)
-    empty, _ = t.manifest_io().write_manifest_list([])
+    metas = t.store.manifest_io().write_manifests(renamed)
+    base, _ = t.store.manifest_io().write_manifest_list(metas)
+    empty, _ = t.store.manifest_io().write_manifest_list([])
     forged = dataclasses.replace(snap, id=snap.id + 1, base_manifest_list=base, delta_manifest_list=empty)
     (table_dir / "snapshot" / f"snapshot-{snap.id + 1}").write_text(forged.to_json())
     before = tree(table_dir)

@@ -44,7 +44,7 @@ def test_delete_only_commit_hides_key_and_writes_delete_count(orders):
     orders.write_arrow(_orders([1, 2], ["d1", "d1"], ["a", "b"], [1.0, 2.0], ["+I", "+I"]))
     orders.write_arrow(_orders([1], ["d1"], [None], [None], ["-D"]))
     assert orders.to_arrow().column("id").to_pylist() == [2]
-    entries = orders.file_store_scan().delta_entries(orders.latest_snapshot())
+    entries = orders.store.file_store_scan().delta_entries(orders.latest_snapshot())
     # Readers take single-file sections raw when the delete count is 0: it must be exact.
     assert [e.file.delete_row_count for e in entries] == [1]
 
@@ -129,7 +129,7 @@ def test_append_rolls_files_at_target_size(catalog: Catalog):
 
     data = pa.table({"x": np.arange(n), "s": pa.array([f"value-{i}" for i in range(n)])})
     t.write_arrow(data)
-    files = [e.file for e in t.file_store_scan().live_entries(t.latest_snapshot())]
+    files = [e.file for e in t.store.file_store_scan().live_entries(t.latest_snapshot())]
     assert len(files) > 3
     assert sum(f.row_count for f in files) == n
     assert t.to_arrow().sort_by("x").equals(data)
@@ -172,7 +172,7 @@ def test_composite_string_key_and_bucket_key(catalog: Catalog):
     # bucket-key = k: both rows of k = "a" are hashed on k alone, so they share one bucket
     from lake_assets.ops.read import SplitReader
 
-    reader = SplitReader(t, t.schema)
+    reader = SplitReader(t.store, t.schema)
     buckets_of_a = {sp.bucket for sp in t.plan() for part in reader.read_split(sp)
                     if "a" in part.column("k").to_pylist()}
     assert len(buckets_of_a) == 1

@@ -73,7 +73,7 @@ def test_abort_removes_uncommitted_files(kv):
     w = kv.new_writer("aborted")
     w.write_arrow(_data(kv, [1, 2, 3], ["a", "b", "c"]))
     msgs = w.prepare_commit()
-    paths = [kv.data_file_path(m.partition, m.bucket, f) for m in msgs for f in m.new_files]
+    paths = [kv.store.data_file_path(m.partition, m.bucket, f) for m in msgs for f in m.new_files]
     assert all(kv.file_io.exists(p) for p in paths)
     w.abort(msgs)
     assert not any(kv.file_io.exists(p) for p in paths)
@@ -108,7 +108,7 @@ def test_concurrent_committers_never_lose_a_commit(kv):
 
 def test_compact_commit_conflicts_when_file_already_gone(kv):
     kv.write_arrow(_data(kv, [1, 2, 3, 4], list("abcd")))
-    live = kv.file_store_scan().live_entries(kv.latest_snapshot())
+    live = kv.store.file_store_scan().live_entries(kv.latest_snapshot())
     victim = live[0]
     stale = CommitMessage(victim.partition, victim.bucket, 4, compact_before=(victim.file,),
                           compact_after=(victim.file.upgrade(5),))

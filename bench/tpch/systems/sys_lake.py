@@ -50,7 +50,7 @@ def live_files(table: Any) -> list[str]:
     out = []
     for split in table.plan():
         for meta in split.files:
-            path = table.data_file_path(split.partition, split.bucket, meta)
+            path = table.store.data_file_path(split.partition, split.bucket, meta)
             out.append(path if os.path.isabs(path) else os.path.abspath(path))
     return out
 

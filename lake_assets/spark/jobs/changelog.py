@@ -186,7 +186,7 @@ def export_changes(ctx: JobContext, sink: ParquetSink | TableSink) -> dict[str, 
     table = ctx.table
     sm = table.snapshot_manager
     latest = sm.latest_id()
-    saved = table.consumer_manager().get(args.consumer_id) if args.consumer_id else None
+    saved = table.store.consumer_manager().get(args.consumer_id) if args.consumer_id else None
     # a saved position wins over --start-snapshot, which only places a new consumer
     position = saved.next_snapshot if saved is not None else (args.start_snapshot or sm.earliest_id() or 1)
     done = sink.last_exported() if args.consumer_id else None
@@ -198,7 +198,7 @@ def export_changes(ctx: JobContext, sink: ParquetSink | TableSink) -> dict[str, 
     out: dict[str, Any] = {"from_snapshot": position, "to_snapshot": None, "rows": 0, "rows_by_kind": {}}
     if end is None or position > end:
         if args.consumer_id and (saved is None or saved.next_snapshot != position):
-            table.consumer_manager().record(args.consumer_id, position)
+            table.store.consumer_manager().record(args.consumer_id, position)
         out["consumer_position"] = position if args.consumer_id else None
         return out
     ctx.describe(f"export changes of snapshots {position}..{end}")

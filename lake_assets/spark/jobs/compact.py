@@ -11,21 +11,22 @@ checks: if a concurrent commit removed an input file, nothing is committed (exit
 from __future__ import annotations
 
 import argparse
-import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from lake_assets import errors as lake_errors
 from lake_assets.errors import LakeError
+from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
-from lake_assets.ops.compact import CompactionTask, plan_compaction, run_compaction_task, summarize
+from lake_assets.ops.compact import CompactionPlan, CompactionTask, compact, run_compaction_task
 from lake_assets.spark.jobs.args import base_parser, partition_arg, positive_int, typed_partition
 from lake_assets.spark.jobs.context import JobContext
 from lake_assets.spark.jobs.logs import log
 from lake_assets.spark.jobs.runner import main_entry, run_job
 from lake_assets.spark.jobs.summary import health_summary
 from lake_assets.spark.jobs.table_ref import TableRef
+from lake_assets.store.file_store import FileStore
 
 JOB = "compact"
 
@@ -49,7 +50,7 @@ def run_unit(ref: TableRef, task: CompactionTask) -> tuple[str, Any]:
     """
     table = ref.open()
     try:
-        return "ok", run_compaction_task(table, task)
+        return "ok", run_compaction_task(table.store, task)
     except LakeError as exc:
         return "error", (type(exc).__name__, str(exc))
 
@@ -78,22 +79,24 @@ def group_units(tasks: Sequence[CompactionTask], slots: int,
     return groups
 
 
-def distributed_compact(
-    ctx: JobContext,
-    *,
-    full: bool,
-    partitions: Sequence[dict[str, Any]] | None = None,
-    max_units: int | None = None,
-) -> dict[str, Any]:
-    """Plan, run the units on executors, commit once; the summary fields of the run."""
-    table = ctx.table
-    started = time.perf_counter()
-    plan = plan_compaction(table, full=full, partitions=partitions, max_units=max_units)
-    log.info("planned %d compaction units from snapshot %s", len(plan.tasks), plan.snapshot_id)
-    messages: list[CommitMessage] = []
-    groups: list[list[CompactionTask]] = []
-    if plan.tasks:
+class SparkUnits:
+    """The ``run_tasks`` of `compact` in a Spark job: the plan's units run in Spark tasks
+    (`group_units`), each reopening the table; what it ran is kept for the job's summary."""
+
+    def __init__(self, ctx: JobContext) -> None:
+        self.ctx = ctx
+        self.plan_snapshot_id: int | None = None
+        self.spark_tasks = 0
+        self.messages: list[CommitMessage] = []
+
+    def __call__(self, store: FileStore, plan: CompactionPlan) -> list[CommitMessage]:
+        ctx = self.ctx
+        self.plan_snapshot_id = plan.snapshot_id
+        log.info("planned %d compaction units from snapshot %s", len(plan.tasks), plan.snapshot_id)
+        if not plan.tasks:
+            return []
         groups = group_units(plan.tasks, max(1, ctx.sc.defaultParallelism))
+        self.spark_tasks = len(groups)
         ctx.describe(f"compact {len(plan.tasks)} units ({sum(t.input_bytes for t in plan.tasks)} bytes) "
                      f"in {len(groups)} tasks")
         ref = ctx.ref
@@ -105,21 +108,34 @@ def distributed_compact(
         messages = [r for status, r in results if status == "ok"]
         failed = [r for status, r in results if status == "error"]
         if failed:
-            # Never committed: their files would be orphans; delete them now.
-            table.new_committer(f"compact-abort-{uuid.uuid4()}").abort(messages)
+            # Never committed: their files would be orphans; delete them now (abort validates the
+            # messages that came back from executors before deleting anything).
+            TableCommitter(store, f"compact-abort-{uuid.uuid4()}").abort(messages)
             name, text = failed[0]
             cls = getattr(lake_errors, name, LakeError)
             more = f" ({len(failed) - 1} more units failed)" if len(failed) > 1 else ""
             raise cls(f"{text}{more}")
-    messages = [m for m in messages if not m.is_empty()]
-    ids: list[int] = []
-    if messages:
+        self.messages = messages
         ctx.describe("commit")
-        ids = table.new_committer(f"compact-{uuid.uuid4()}").commit(messages, check_committed=False)
-    result = summarize(messages, ids[-1] if ids else None, len(plan.tasks), started).to_dict()
-    result["commit_kind"] = "COMPACT" if ids else None
-    result["spark_tasks"] = len(groups)
-    result["plan_snapshot_id"] = plan.snapshot_id
+        return messages
+
+
+def distributed_compact(
+    ctx: JobContext,
+    *,
+    full: bool,
+    partitions: Sequence[dict[str, Any]] | None = None,
+    max_units: int | None = None,
+) -> dict[str, Any]:
+    """Plan, run the units on executors, commit once (`compact` with `SparkUnits`); the summary
+    fields of the run."""
+    units = SparkUnits(ctx)
+    result = compact(ctx.table.store, full=full, partitions=partitions, max_units=max_units,
+                     run_tasks=units).to_dict()
+    messages = [m for m in units.messages if not m.is_empty()]
+    result["commit_kind"] = "COMPACT" if result["snapshot_id"] is not None else None
+    result["spark_tasks"] = units.spark_tasks
+    result["plan_snapshot_id"] = units.plan_snapshot_id
     result["changelog_files"] = sum(len(m.compact_changelog) for m in messages)
     result["changelog_rows"] = sum(f.row_count for m in messages for f in m.compact_changelog)
     return result

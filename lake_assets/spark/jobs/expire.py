@@ -57,7 +57,7 @@ def body(ctx: JobContext) -> dict[str, Any]:
 
     ctx.describe("plan expiration" + (" (dry run)" if args.dry_run else ""))
     result = expire_snapshots(
-        table, retain_min=args.retain_min, retain_max=args.retain_max, older_than_ms=older_than_ms,
+        table.store, retain_min=args.retain_min, retain_max=args.retain_max, older_than_ms=older_than_ms,
         limit=args.limit, dry_run=args.dry_run, delete_files=delete,
     )
     files = [*result.deleted_data_files, *result.deleted_changelog_files, *result.deleted_manifests]

@@ -47,7 +47,7 @@ def body(ctx: JobContext) -> dict[str, Any]:
     ctx.start_run()
     ctx.describe("expire partitions" + (" (dry run)" if args.dry_run else ""))
     result = expire_partitions(
-        ctx.table,
+        ctx.table.store,
         expiration_time=None if args.expiration_time is None else dt.timedelta(milliseconds=args.expiration_time),
         strategy=args.strategy, timestamp_pattern=args.timestamp_pattern,
         timestamp_formatter=args.timestamp_formatter, max_expires=args.max_expires, dry_run=args.dry_run,

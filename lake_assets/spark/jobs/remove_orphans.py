@@ -37,7 +37,7 @@ def body(ctx: JobContext) -> dict[str, Any]:
     ctx.start_run()
     ctx.describe("find orphan files")
     # Listing only; the deletes below may run on executors.
-    found = remove_orphan_files(ctx.table, older_than=timedelta(milliseconds=args.older_than), dry_run=True)
+    found = remove_orphan_files(ctx.table.store, older_than=timedelta(milliseconds=args.older_than), dry_run=True)
     deleted = 0
     if not args.dry_run and found.paths:
         ctx.delete_files(found.paths)

@@ -37,7 +37,7 @@ def delta_stats(table: Table, before: int | None) -> dict[str, int]:
     out = {"files_out": 0, "rows_out": 0, "bytes_out": 0, "files_removed": 0, "rows_removed": 0}
     if latest is None:
         return out
-    scan = table.file_store_scan()
+    scan = table.store.file_store_scan()
     for sid in range((before or 0) + 1, latest + 1):
         snap = sm.try_snapshot(sid)
         if snap is None:

@@ -52,7 +52,9 @@ class SnapshotManager:
                 ids.append(int(m.group(1)))
         return sorted(ids)
 
-    def _read_hint(self, name: str) -> int | None:
+    def read_hint(self, name: str) -> int | None:
+        """The id in the snapshot directory's ``EARLIEST`` or ``LATEST`` hint file, or None when the
+        file is missing or not a number (a hint may lag: callers check the id exists)."""
         try:
             text = self.file_io.read_text(f"{self.paths.snapshot_dir}/{name}")
         except FileNotFoundError:
@@ -61,7 +63,7 @@ class SnapshotManager:
 
     def latest_id(self) -> int | None:
         """Id of the newest snapshot, or None for an empty table."""
-        hint = self._read_hint("LATEST")
+        hint = self.read_hint("LATEST")
         if hint is not None and self.exists(hint) and not self.exists(hint + 1):
             # The hint may lag behind a commit that crashed before updating it: walk forward.
             return hint
@@ -74,7 +76,7 @@ class SnapshotManager:
         return ids[-1] if ids else None
 
     def earliest_id(self) -> int | None:
-        hint = self._read_hint("EARLIEST")
+        hint = self.read_hint("EARLIEST")
         if hint is not None and self.exists(hint):
             return hint
         ids = self.snapshot_ids()

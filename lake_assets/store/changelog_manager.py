@@ -15,9 +15,9 @@ import re
 
 from lake_assets.errors import SnapshotNotFoundError
 from lake_assets.io.file_io import FileIO
-from lake_assets.ops.snapshot_manager import SnapshotManager, read_snapshot_file
 from lake_assets.paths import TablePaths
 from lake_assets.spec.snapshot import Snapshot
+from lake_assets.store.snapshot_manager import SnapshotManager, read_snapshot_file
 
 # fullmatch with ASCII digits: `$` accepts a final newline and `\\d` other scripts' digits
 _CHANGELOG_NAME = re.compile(r"changelog-([0-9]+)")
@@ -43,7 +43,9 @@ class ChangelogManager:
     def exists(self, snapshot_id: int) -> bool:
         return self.file_io.exists(self.paths.changelog_file(snapshot_id))
 
-    def _read_hint(self, name: str) -> int | None:
+    def read_hint(self, name: str) -> int | None:
+        """The id in the changelog directory's ``EARLIEST`` or ``LATEST`` hint file, or None when the
+        file is missing or not a number (a hint may lag: callers check the id exists)."""
         try:
             text = self.file_io.read_text(f"{self.paths.changelog_dir}/{name}")
         except FileNotFoundError:
@@ -52,7 +54,7 @@ class ChangelogManager:
 
     def earliest_id(self) -> int | None:
         """Oldest long-lived changelog, or None when there is none."""
-        hint = self._read_hint("EARLIEST")
+        hint = self.read_hint("EARLIEST")
         if hint is not None and self.exists(hint) and not self.exists(hint - 1):
             return hint
         ids = self.ids()
@@ -60,7 +62,7 @@ class ChangelogManager:
 
     def latest_id(self) -> int | None:
         """Newest long-lived changelog, or None when there is none."""
-        hint = self._read_hint("LATEST")
+        hint = self.read_hint("LATEST")
         if hint is not None and self.exists(hint) and not self.exists(hint + 1):
             return hint
         ids = self.ids()

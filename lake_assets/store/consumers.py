@@ -8,9 +8,9 @@ import time
 from lake_assets.catalog_names import check_name
 from lake_assets.errors import SnapshotNotFoundError
 from lake_assets.io.file_io import FileIO
-from lake_assets.ops.snapshot_manager import SnapshotManager
 from lake_assets.paths import TablePaths, list_prefixed
 from lake_assets.spec.snapshot import Consumer
+from lake_assets.store.snapshot_manager import SnapshotManager
 
 _CONSUMER_PREFIX = "consumer-"
 

@@ -1,0 +1,221 @@
+"""Compaction planning: which files of each (partition, bucket) to compact, from manifests only.
+
+A plan is a list of independent, serializable `CompactionTask` units (one partition and bucket
+each), biggest first; `lake_assets.ops.compact.rewrite` runs them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from lake_assets.errors import InvalidArgumentError
+from lake_assets.lsm.compact_strategy import (
+    CompactUnit,
+    RewriteSection,
+    UniversalCompaction,
+    pick_append_full,
+    pick_append_small_files,
+    pick_full,
+    plan_rewrite,
+    should_drop_delete,
+)
+from lake_assets.lsm.levels import Levels
+from lake_assets.lsm.merge_engine.first_row import lookup_files
+from lake_assets.lsm.merge_engine.registry import engine_of
+from lake_assets.ops.plan import plan_splits
+from lake_assets.ops.scan import Split
+from lake_assets.predicate import Predicate
+from lake_assets.spec.manifest import DataFileMeta
+from lake_assets.spec.snapshot import CommitKind, Snapshot
+from lake_assets.table_rules import check_engine_producer
+from lake_assets.table_support import Op
+
+if TYPE_CHECKING:
+    from lake_assets.options import CoreOptions
+    from lake_assets.store.file_store import FileStore
+
+
+@dataclass(frozen=True)
+class CompactionTask:
+    """One independent unit of compaction work: some files of one (partition, bucket)."""
+
+    partition: bytes
+    partition_values: tuple
+    bucket: int
+    total_buckets: int
+    sections: tuple[RewriteSection, ...] = ()  # primary-key tables
+    append_groups: tuple[tuple[DataFileMeta, ...], ...] = ()  # append tables
+    full: bool = False
+    # changelog production: "lookup" or "full-compaction", and the files of the state before
+    changelog_producer: str | None = None
+    before_files: tuple[DataFileMeta, ...] = ()
+    # first-row: older files whose keys the output drops (see lsm/merge_engine/first_row.py)
+    lookup_files: tuple[DataFileMeta, ...] = ()
+
+    @property
+    def input_files(self) -> list[DataFileMeta]:
+        files = [f for s in self.sections if s.kind != "keep" for f in s.files]
+        return files + [f for g in self.append_groups for f in g]
+
+    @property
+    def output_level(self) -> int:
+        """The unit's output level (Paimon's CompactUnit has one; upgrades and keeps share it)."""
+        return max((s.output_level for s in self.sections), default=0)
+
+    @property
+    def input_bytes(self) -> int:
+        return sum(f.file_size for f in self.input_files)
+
+    @property
+    def input_rows(self) -> int:
+        return sum(f.row_count for f in self.input_files)
+
+
+@dataclass
+class CompactionPlan:
+    """The tasks of one compaction run, planned from ``snapshot``."""
+
+    snapshot_id: int | None
+    tasks: list[CompactionTask] = field(default_factory=list)
+
+
+def commits_since_last_compaction(store: FileStore, latest: Snapshot | None, cap: int = 1000) -> int:
+    """APPEND/OVERWRITE snapshots since the newest COMPACT one (for full-compaction.delta-commits)."""
+    if latest is None:
+        return 0
+    n = 0
+    sm = store.snapshot_manager
+    for sid in range(latest.id, max(latest.id - cap, 0), -1):
+        snap = sm.try_snapshot(sid)
+        if snap is None or snap.commit_kind == CommitKind.COMPACT:
+            break
+        n += 1
+    return n
+
+
+def needs_level0_compaction(opts: CoreOptions) -> bool:
+    """Whether every compaction takes all of level 0, as Paimon's ForceUpLevel0Compaction does.
+
+    Paimon uses it when the table "needs lookup" - ``changelog-producer=lookup`` (changelog comes
+    from compacting level-0 data) and ``merge-engine=first-row`` (level 0 is invisible to batch
+    reads, so a writer compacts it on every commit to make rows visible at once) - and when
+    ``compaction.force-up-level-0`` is set.
+    """
+    return (opts.changelog_producer == "lookup" or engine_of(opts).needs_lookup
+            or opts.compaction_force_up_level0)
+
+
+def plan_bucket(
+    store: FileStore, split: Split, *, full: bool, commits_since_full: int | None = None
+) -> CompactionTask | None:
+    """Choose what to compact in one (partition, bucket) (pure: file metadata only)."""
+    schema = store.schema
+    opts = schema.core_options
+    if not schema.primary_keys:
+        target = opts.target_file_size
+        if full:
+            files = pick_append_full(split.files, target)
+            groups = [files] if files else []
+        else:
+            groups = pick_append_small_files(split.files, target, opts.compaction_min_file_num,
+                                             small_file_ratio=opts.small_file_ratio)
+        if not groups:
+            return None
+        return CompactionTask(split.partition, split.partition_values, split.bucket, split.total_buckets,
+                              append_groups=tuple(tuple(g) for g in groups), full=full)
+    key_types = schema.types(list(schema.trimmed_primary_keys))
+    levels = Levels(split.files, opts.num_levels)
+    runs = levels.level_sorted_runs()
+    producer = opts.changelog_producer
+    unit: CompactUnit | None
+    if full:
+        unit = pick_full(opts.num_levels, runs)
+    else:
+        unit = UniversalCompaction.from_options(opts).pick(
+            opts.num_levels, runs, commits_since_full=commits_since_full
+        )
+        n_level0 = len(levels.level0)
+        if needs_level0_compaction(opts) and n_level0 and (
+            unit is None or not all(f in unit.files for f in levels.level0)
+        ):
+            # Paimon's ForceUpLevel0Compaction: take all of level 0 now
+            unit = UniversalCompaction.create_unit(runs, levels.max_level, n_level0)
+    if unit is None or not unit.files:
+        return None
+    drop = should_drop_delete(unit.output_level, levels)
+    sections = plan_rewrite(unit, key_types, opts.target_file_size, opts.small_file_ratio, drop_delete=drop)
+    lookup: tuple[DataFileMeta, ...] = ()
+    if engine_of(opts).drops_known_keys:
+        lookup = lookup_files(unit.files, split.files, key_types)
+        if lookup:
+            # a level-0 file may repeat keys of the lookup files: rewrite it through the filter
+            sections = [RewriteSection("rewrite", s.output_level, s.intervals, s.drop_delete)
+                        if s.kind == "upgrade" and s.files[0].level == 0 else s for s in sections]
+    if all(s.kind == "keep" for s in sections):
+        return None
+    changelog: str | None = None
+    before: tuple[DataFileMeta, ...] = ()
+    if producer == "lookup" and any(f.level == 0 for f in unit.files):
+        changelog = "lookup"
+        before = tuple(f for f in split.files if f.level > 0)
+    elif producer == "full-compaction" and unit.full:
+        changelog = "full-compaction"
+        before = tuple(f for f in split.files if f.level == levels.max_level)
+    return CompactionTask(split.partition, split.partition_values, split.bucket, split.total_buckets,
+                          sections=tuple(sections), full=unit.full, changelog_producer=changelog,
+                          before_files=before, lookup_files=lookup)
+
+
+def plan_compaction(
+    store: FileStore,
+    *,
+    full: bool = False,
+    partitions: Iterable[dict[str, Any]] | None = None,
+    max_units: int | None = None,
+    snapshot: Snapshot | None = None,
+) -> CompactionPlan:
+    """Plan compaction units for every (partition, bucket) that needs one, from manifests only."""
+    check_engine_producer(f"Cannot compact {store.name}", store.schema.core_options)
+    store.require(Op.COMPACT)
+    snap = snapshot if snapshot is not None else store.snapshot_manager.latest()
+    if snap is None:
+        return CompactionPlan(None)
+    filters = None
+    if partitions is not None:
+        specs = [dict(p) for p in partitions]
+        keys = set(store.schema.partition_keys)
+        for spec in specs:
+            # A filter on another column would prune files inside a bucket by their stats and
+            # compact some of its files only (breaking the level invariants): refuse it.
+            unknown = sorted(set(spec) - keys)
+            if unknown:
+                raise InvalidArgumentError(
+                    f"Cannot compact {store.name}: {unknown} are not partition keys "
+                    f"(partition keys: {sorted(keys)})"
+                )
+        filters = [[(k, "=", v) for k, v in spec.items()] for spec in specs] or None
+    pred = Predicate.of(filters)
+    if pred is not None:
+        pred.check(store.schema.arrow_schema, store.name)
+    splits = plan_splits(store, snap, pred, Op.COMPACT)
+    commits = commits_since_last_compaction(store, snap) if not full else None
+    tasks = []
+    for split in splits:
+        task = plan_bucket(store, split, full=full, commits_since_full=commits)
+        if task is not None:
+            tasks.append(task)
+    # biggest units first: with a cap, they buy the most
+    tasks.sort(key=lambda t: -t.input_bytes)
+    if max_units is not None:
+        tasks = tasks[:max_units]
+    return CompactionPlan(snap.id, tasks)
+
+
+def group_by_bucket(entries: Iterable[Any]) -> dict[tuple[bytes, int], list[DataFileMeta]]:
+    out: dict[tuple[bytes, int], list[DataFileMeta]] = defaultdict(list)
+    for e in entries:
+        out[(e.partition, e.bucket)].append(e.file)
+    return out

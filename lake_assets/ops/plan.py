@@ -1,0 +1,157 @@
+"""Batch read planning: which snapshot a read sees, and its splits pruned by a predicate.
+
+Partition filters prune manifests and partitions, equality on the whole bucket key prunes buckets,
+key ranges prune files of primary-key tables and value ranges files of append tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import pendulum
+import pyarrow as pa
+
+from lake_assets import arguments as args
+from lake_assets.errors import CorruptMetadataError, InvalidArgumentError, SnapshotNotFoundError
+from lake_assets.lsm.bucket import assign_buckets
+from lake_assets.ops.scan import Split
+from lake_assets.predicate import Predicate
+from lake_assets.spec.binary_row import deserialize_row
+from lake_assets.spec.manifest import DataFileMeta
+from lake_assets.spec.schema import TableSchema
+from lake_assets.spec.snapshot import Snapshot
+from lake_assets.spec.types import BinaryType, VarBinaryType, to_arrow
+from lake_assets.store.file_store import FileStore
+from lake_assets.table_support import Op
+
+
+def resolve_snapshot(
+    store: FileStore,
+    snapshot_id: int | None = None,
+    *,
+    tag: str | None = None,
+    timestamp_ms: int | None = None,
+    timestamp_label: object = None,
+) -> Snapshot | None:
+    """The snapshot a read sees: by id, by tag, the newest committed at or before ``timestamp_ms``
+    (``timestamp_label`` is how the caller gave it, for the message), or the latest."""
+    if tag is not None:
+        return store.tag_manager().get(tag).snapshot
+    if timestamp_ms is not None:
+        snap = store.snapshot_manager.newer_than_or_equal_time(timestamp_ms)
+        if snap is None:
+            label = timestamp_ms if timestamp_label is None else timestamp_label
+            raise SnapshotNotFoundError(f"Table {store.name} has no snapshot committed at or before {label}")
+        return snap
+    if snapshot_id is None:
+        latest = store.snapshot_manager.latest()
+        if latest is None:
+            store.require_exists()  # a dropped table is no empty table
+        return latest
+    return store.snapshot_manager.snapshot(snapshot_id)
+
+
+def plan_splits(store: FileStore, snap: Snapshot, pred: Predicate | None, op: Op = Op.READ) -> list[Split]:
+    """The splits (one per partition and bucket) of ``snap`` that may hold rows ``pred`` accepts;
+    the table and the files planned are checked for ``op`` (`lake_assets.table_support`)."""
+    scan = store.file_store_scan(op)
+    schema = store.schema
+    pkeys = list(schema.partition_keys)
+    partition_filter = None
+    partition_range = None
+    buckets: set[int] | None = None
+    if pred is not None and pred.clauses:
+        if pkeys and set(pkeys) & pred.columns:
+            def partition_filter(values: tuple) -> bool:
+                return pred.test_values(dict(zip(pkeys, values, strict=True)))
+
+            def partition_range(lo: Sequence, hi: Sequence) -> bool:
+                return pred.test_ranges(dict(zip(pkeys, lo, strict=True)), dict(zip(pkeys, hi, strict=True)))
+        bucket_keys = list(schema.bucket_keys)
+        nb = schema.core_options.bucket
+        if schema.primary_keys and nb > 0 and bucket_keys:
+            combos = pred.equality_values(bucket_keys)
+            if combos:
+                buckets = _buckets_of(schema, combos, bucket_keys, nb)
+    entries = scan.live_entries(
+        snap, partition_filter=partition_filter, partition_range=partition_range, buckets=buckets
+    )
+    if pred is not None and pred.clauses:
+        entries = [e for e in entries if _file_may_match(store, e.file, pred)]
+    return scan.splits(entries)
+
+
+def _buckets_of(schema: TableSchema, combos: list[dict[str, Any]], keys: list[str], nb: int) -> set[int] | None:
+    if any(isinstance(v, float) and v != v for c in combos for v in c.values()):
+        # NaN equals every NaN (Double.compare) but NaNs differ in bits, so in bucket hash:
+        # a NaN literal cannot name one bucket.
+        return None
+    try:
+        cols = [pa.array([c[k] for c in combos], to_arrow(schema.field(k).type)) for k in keys]
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    return {int(b) for b in assign_buckets(cols, schema.types(keys), nb)}
+
+
+def _file_may_match(store: FileStore, meta: DataFileMeta, pred: Predicate) -> bool:
+    """Prune by file stats: key stats for PK tables (values may be superseded), value stats otherwise."""
+    schema = store.schema
+    file_schema = store.schema_by_id(meta.schema_id)
+    if schema.primary_keys:
+        names = list(file_schema.trimmed_primary_keys)
+        stats = meta.key_stats
+    else:
+        names = list(meta.value_stats_cols) if meta.value_stats_cols is not None else list(
+            file_schema.field_names
+        )
+        stats = meta.value_stats
+    if not names or not (set(names) & pred.columns | _renamed(schema, file_schema, names, pred)):
+        return True
+    types = file_schema.types(names)
+    try:
+        lo = deserialize_row(stats.min_values, types)
+        hi = deserialize_row(stats.max_values, types)
+    except CorruptMetadataError:
+        return True
+    # Stats are by the file's column names; map them to the current names by field id.
+    cur = {}
+    for n, a, b in zip(names, lo, hi, strict=True):
+        f = schema.field_by_id(file_schema.field(n).id)
+        # Binary bounds are never trusted: Java writes none, and older lake_assets files carry
+        # some whose order another reader may not share (signed vs unsigned bytes).
+        if f is not None and not isinstance(f.type, (BinaryType, VarBinaryType)):
+            cur[f.name] = (a, b)
+    return pred.test_ranges({k: v[0] for k, v in cur.items()}, {k: v[1] for k, v in cur.items()})
+
+
+def _renamed(schema: TableSchema, file_schema: TableSchema, names: list[str], pred: Predicate) -> set[str]:
+    out = set()
+    for n in names:
+        f = schema.field_by_id(file_schema.field(n).id)
+        if f is not None and f.name in pred.columns:
+            out.add(f.name)
+    return out
+
+
+def to_epoch_ms(value: datetime | int | str) -> int:
+    """A time-travel timestamp (epoch ms, datetime - naive is local time - or ISO-8601 text) in
+    epoch milliseconds; `InvalidArgumentError` for anything else."""
+    if isinstance(value, bool):
+        raise InvalidArgumentError("timestamp must be epoch milliseconds, a datetime or ISO-8601 text")
+    if isinstance(value, int):
+        return args.integer("timestamp", value)  # type: ignore[return-value]
+    if isinstance(value, str):
+        try:
+            value = pendulum.parse(value)  # type: ignore[assignment]
+        except (ValueError, OverflowError) as exc:  # pendulum's ParserError is a ValueError
+            raise InvalidArgumentError(f"timestamp {value!r} is not ISO-8601 text: {exc}") from None
+    if isinstance(value, datetime):
+        try:
+            if value.tzinfo is None:
+                value = value.astimezone()  # naive = the machine's local time, as users mean it
+            return int(value.timestamp() * 1000)
+        except (ValueError, OverflowError, OSError) as exc:  # year 1 or 9999 near the platform's limits
+            raise InvalidArgumentError(f"timestamp {value!r} is out of range: {exc}") from None
+    raise InvalidArgumentError(f"timestamp must be epoch milliseconds, a datetime or ISO-8601 text, got {value!r}")

@@ -1,0 +1,269 @@
+"""`FileStore`: what the operations in `lake_assets.ops` work on (Paimon's name for it).
+
+A `FileStore` holds a table's identity and storage - its name, file IO, paths, schemas and
+options - and hands out the metadata stores (snapshots, manifests, changelogs, tags, consumers),
+the scan, the merge function and file paths. It has no user-facing verbs: `lake_assets.table.Table`
+holds one and turns its verbs into operations on it. Like `Table`, it holds no state a concurrent
+writer could invalidate except the current schema, which `refresh` reloads.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Sequence
+
+from lake_assets.errors import CorruptMetadataError, NoSuchTableError, UnsupportedFeatureError
+from lake_assets.formats.data_file import DataFileWriterConfig
+from lake_assets.formats.manifest_codec import decode_index_manifest
+from lake_assets.io.file_io import FileIO
+from lake_assets.lsm.merge_engine.function import MergeFunction
+from lake_assets.lsm.merge_engine.registry import engine_of
+from lake_assets.ops.scan import FileStoreScan
+from lake_assets.paths import TablePaths
+from lake_assets.spec.binary_row import deserialize_row
+from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry, ManifestEntry
+from lake_assets.spec.partition import partition_path
+from lake_assets.spec.schema import TableSchema
+from lake_assets.spec.snapshot import Snapshot
+from lake_assets.spec.types import to_arrow
+from lake_assets.store.changelog_manager import ChangelogManager
+from lake_assets.store.consumers import ConsumerManager
+from lake_assets.store.manifest_io import ManifestIO
+from lake_assets.store.snapshot_manager import SnapshotManager
+from lake_assets.store.tags import TagManager
+from lake_assets.table_support import (
+    Op,
+    Refusal,
+    branch_refusals,
+    entry_refusals,
+    index_refusals,
+    refuse,
+    schema_refusals,
+    validate_open,
+)
+
+_SCHEMA_NAME = re.compile(r"schema-([0-9]+)")  # fullmatch: `$` would accept a final newline
+
+# Test hook: a callable that is told each named step of a commit (the crash-injection harness
+# kills the process there). None in production.
+FaultHook = Callable[[str], None]
+
+
+class FileStore:
+    """One table's storage and metadata stores, as the operations see them.
+
+    Public members: ``name`` (``db.table``), ``file_io``, ``paths``, ``schema`` (the current
+    schema; `refresh` reloads it), ``snapshot_manager`` and ``fault_hook``; the methods below.
+    """
+
+    def __init__(self, name: str, file_io: FileIO, root: str, schema: TableSchema | None = None) -> None:
+        self.name = name
+        self.file_io = file_io
+        self.paths = TablePaths(root)
+        self.snapshot_manager = SnapshotManager(file_io, self.paths, name)
+        self.fault_hook: FaultHook | None = None
+        self._schemas: dict[int, TableSchema] = {}
+        self._partition_paths: dict[bytes, str] = {}
+        self._support: tuple[TableSchema, list[Refusal]] | None = None
+        self._index_entries: dict[str, list[IndexManifestEntry]] = {}
+        self.schema = schema if schema is not None else self.load_latest_schema()
+        self._schemas[self.schema.id] = self.schema
+        # Malformed options fail now; unsupported features are refused per operation (`require`).
+        validate_open(self.schema)
+
+    # ----------------------------------------------------------------- schema
+    def _schema_ids(self) -> list[int]:
+        return [int(m.group(1)) for n in self.file_io.list_names(self.paths.schema_dir)
+                if (m := _SCHEMA_NAME.fullmatch(n))]
+
+    def load_latest_schema(self) -> TableSchema:
+        """The newest schema on storage (`NoSuchTableError` when there is none)."""
+        ids = self._schema_ids()
+        if not ids:
+            raise NoSuchTableError(f"Table {self.name} does not exist (no schema files under {self.paths.root})")
+        return self.schema_by_id(max(ids))
+
+    def refresh(self) -> None:
+        """Reload the latest schema (after schema changes by another process)."""
+        schema = self.load_latest_schema()
+        validate_open(schema)
+        self.schema = schema
+
+    def schema_by_id(self, schema_id: int) -> TableSchema:
+        """The schema of this id (cached: schema files never change)."""
+        s = self._schemas.get(schema_id)
+        if s is None:
+            try:
+                data = self.file_io.read_bytes(self.paths.schema_file(schema_id))
+            except FileNotFoundError:
+                raise CorruptMetadataError(f"Table {self.name}: schema-{schema_id} is missing") from None
+            s = TableSchema.from_json(data, f"schema-{schema_id} of {self.name}")
+            self._schemas[schema_id] = s
+        return s
+
+    def latest_schema_id(self) -> int:
+        """The newest schema id on storage (a snapshot records it, as Java does at commit time)."""
+        ids = self._schema_ids()
+        return max(ids) if ids else self.schema.id
+
+    def require_exists(self) -> None:
+        """Raise `NoSuchTableError` when the table was dropped under this handle (its schema files
+        are gone): reads and maintenance would otherwise see an empty table."""
+        if not self.file_io.list_names(self.paths.schema_dir):
+            raise NoSuchTableError(f"Table {self.name} does not exist (dropped?): no schema files under "
+                                   f"{self.paths.root}")
+
+    @property
+    def primary_keys(self) -> tuple[str, ...]:
+        """The current schema's primary keys (empty for an append table)."""
+        return self.schema.primary_keys
+
+    @property
+    def partition_keys(self) -> tuple[str, ...]:
+        """The current schema's partition keys."""
+        return self.schema.partition_keys
+
+    # ------------------------------------------------------------ support
+    def refusals(self) -> list[Refusal]:
+        """What the current schema refuses, per operation (see `lake_assets.table_support`)."""
+        if self._support is None or self._support[0] is not self.schema:
+            self._support = (self.schema, schema_refusals(self.schema))
+        return self._support[1]
+
+    def require(self, op: Op) -> None:
+        """Raise `UnsupportedFeatureError` naming the property if the table refuses ``op``: its
+        schema, and for operations that delete files by what the snapshots reference, its branches."""
+        refusals = self.refusals()
+        if op in (Op.EXPIRE, Op.ORPHANS):
+            names = self.file_io.list_names(posixpath.join(self.paths.root, "branch"))
+            refusals = refusals + branch_refusals(n[len("branch-"):] for n in names if n.startswith("branch-"))
+        refuse(self.name, op, refusals)
+
+    def check_scanned(self, op: Op, snap: Snapshot, entries: Sequence[ManifestEntry]) -> None:
+        """What a scan for ``op`` found (files, index files) must not refuse ``op``."""
+        found = entry_refusals(entries)
+        if snap.index_manifest:
+            found += index_refusals(self.index_entries(snap.index_manifest), self.schema)
+        refuse(self.name, op, found)
+
+    def index_entries(self, index_manifest: str) -> list[IndexManifestEntry]:
+        """The entries of an index manifest (cached: manifests never change)."""
+        got = self._index_entries.get(index_manifest)
+        if got is None:
+            path = self.paths.manifest_file(index_manifest)
+            try:
+                data = self.file_io.read_bytes(path)
+            except FileNotFoundError:
+                raise CorruptMetadataError(f"Table {self.name}: index manifest {index_manifest} is missing") from None
+            got = self._index_entries[index_manifest] = decode_index_manifest(data, index_manifest)
+        return got
+
+    # ------------------------------------------------------- metadata stores
+    def manifest_io(self) -> ManifestIO:
+        """Reads and writes manifests and manifest lists with the table's manifest options."""
+        opts = self.schema.core_options
+        return ManifestIO(
+            self.file_io,
+            self.paths,
+            self.schema.types(list(self.schema.partition_keys)),
+            compression=opts.manifest_compression,
+            target_file_size=opts.manifest_target_file_size,
+            table_name=self.name,
+        )
+
+    def file_store_scan(self, op: Op | None = None) -> FileStoreScan:
+        """A manifest scan; for an ``op``, the schema is checked now and what it scans before use."""
+        types = self.schema.types(list(self.schema.partition_keys))
+        if op is None:
+            return FileStoreScan(self.manifest_io(), types, self.name)
+        self.require(op)
+        postpone = bool(self.schema.primary_keys) and self.schema.core_options.bucket == -2
+        return FileStoreScan(
+            self.manifest_io(), types, self.name,
+            guard=lambda snap, entries: self.check_scanned(op, snap, entries),
+            real_buckets_only=postpone and op is Op.READ,
+        )
+
+    def tag_manager(self) -> TagManager:
+        """The table's tags (``tag/tag-<name>``)."""
+        return TagManager(self.file_io, self.paths, self.name)
+
+    def consumer_manager(self) -> ConsumerManager:
+        """The streaming consumers' positions (``consumer/consumer-<id>``)."""
+        return ConsumerManager(self.file_io, self.paths)
+
+    def changelog_manager(self) -> ChangelogManager:
+        """Long-lived changelogs (``changelog/changelog-<id>``) of expired snapshots."""
+        return ChangelogManager(self.file_io, self.paths, self.name)
+
+    # ------------------------------------------------------------- merging
+    def merge_function(self, schema: TableSchema | None = None) -> MergeFunction:
+        """The merge function of ``schema``'s merge engine (default: the current schema)."""
+        schema = schema or self.schema
+        engine = engine_of(schema.core_options, f"Table {self.name}")
+        fields = [(f.name, to_arrow(f.type)) for f in schema.fields]
+        return engine.create(fields, list(schema.trimmed_primary_keys), schema.core_options)
+
+    def merge_extra_columns(self, schema: TableSchema) -> list[str]:
+        """Columns a merge needs beyond keys and sequence fields: engines that combine the columns
+        of several records (partial-update, aggregation) need every column, e.g. sequence groups."""
+        if engine_of(schema.core_options, f"Table {self.name}").needs_all_columns:
+            return list(schema.field_names)
+        return []
+
+    def visible_files(self, files: Sequence[DataFileMeta], schema: TableSchema) -> list[DataFileMeta]:
+        """The files a batch read of a bucket reads."""
+        # Paimon's batch scan skips level 0 of first-row tables: their level-0 files are only
+        # visible after compaction (readers elsewhere would disagree otherwise).
+        if not engine_of(schema.core_options, f"Table {self.name}").level0_in_batch_reads:
+            return [f for f in files if f.level > 0]
+        return list(files)
+
+    # --------------------------------------------------------------- files
+    def data_file_config(self, *, changelog: bool = False) -> DataFileWriterConfig:
+        """How data files (or with ``changelog``, changelog files) are written, from the options:
+        the one place the writer, compaction and changelog production take it from."""
+        opts = self.schema.core_options
+        return DataFileWriterConfig(
+            compression=opts.file_compression,
+            zstd_level=opts.zstd_level,
+            target_file_size=opts.target_file_size,
+            page_size=opts.page_size,
+            prefix=opts.changelog_file_prefix if changelog else opts.data_file_prefix,
+        )
+
+    def partition_path_of(self, partition: bytes) -> str:
+        """The directory (``k=v/...``) of a serialized partition, relative to the table."""
+        p = self._partition_paths.get(partition)
+        if p is None:
+            types = self.schema.types(list(self.schema.partition_keys))
+            values = deserialize_row(partition, types)
+            p = partition_path(
+                self.schema.partition_keys, values, types, self.schema.core_options.partition_default_name
+            )
+            self._partition_paths[partition] = p
+        return p
+
+    def bucket_dir(self, partition: bytes, bucket: int) -> str:
+        """The directory of one (partition, bucket)."""
+        return self.paths.bucket_dir(self.partition_path_of(partition), bucket)
+
+    def data_file_path(self, partition: bytes, bucket: int, meta: DataFileMeta) -> str:
+        """Where a data or changelog file lives; always inside the table (see `TablePaths`)."""
+        if meta.external_path:
+            # Paimon 1.x `data-file.external-paths`: acting on such a path (reading, deleting)
+            # would leave the table directory; not implemented, so refuse rather than follow it.
+            raise UnsupportedFeatureError(
+                f"Table {self.name}: file {meta.file_name} has an external path {meta.external_path!r}; "
+                "external data paths (data-file.external-paths) are not supported"
+            )
+        return self.paths.data_file(self.partition_path_of(partition), bucket, meta.file_name)
+
+    def fault_point(self, step: str) -> None:
+        """Tell the test hook (if any) that a named step of an operation is reached."""
+        if self.fault_hook is not None:
+            self.fault_hook(step)
+
+    def __repr__(self) -> str:
+        return f"FileStore({self.name!r}, schema_id={self.schema.id})"
