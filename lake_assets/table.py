@@ -207,7 +207,7 @@ class Table:
         per (partition, bucket), committed as one COMPACT snapshot with conflict checks.
 
         Up to ``parallelism`` units run at once (default: option ``compaction.parallelism``).
-        For distributed runs use the pieces in `lake_assets.ops.compact` (plan → run a unit → commit).
+        For distributed runs pass a unit runner to `lake_assets.ops.compact.compact` (``run_tasks``).
         """
         args.flag("full", full)
         args.mappings("partitions", partitions)

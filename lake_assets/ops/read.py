@@ -162,7 +162,7 @@ class SplitReader:
         self.key_filter = key_terms(predicate, self.key_names) if self.is_pk else None
         self._layouts: dict[tuple[int, tuple[str, ...]], _FileLayout] = {}
         # Whether pyarrow decodes a file's columns in its own thread pool. Turning it off saves
-        # a little CPU on small files, but Table._tables keeps it on: measured on 2 shared cores,
+        # a little CPU on small files, but read_splits_ahead keeps it on: measured on 2 shared cores,
         # the inner threads still shortened its wall time although the splits run in a pool.
         self.file_threads = True
         # The snapshot the splits were planned from: a file missing because that snapshot was
