@@ -36,10 +36,12 @@ from lake_assets.ops.stream import ChangeReader, StreamEnumerator, read_changes
 from lake_assets.ops.table_health import table_health
 from lake_assets.ops.tagging import create_tag, rollback_to
 from lake_assets.ops.write import TableWriter
+from lake_assets.paths import TablePaths
 from lake_assets.predicate import Predicate
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, Tag
 from lake_assets.store.file_store import FaultHook, FileStore
+from lake_assets.store.snapshot_manager import SnapshotManager
 from lake_assets.table_support import (
     Op,
 )
@@ -56,10 +58,30 @@ class Table:
 
     def __init__(self, name: str, file_io: FileIO, root: str, schema: TableSchema | None = None) -> None:
         self.store = FileStore(name, file_io, root, schema)
-        self.name = name
-        self.file_io = file_io
-        self.paths = self.store.paths
-        self.snapshot_manager = self.store.snapshot_manager
+
+    @property
+    def name(self) -> str:
+        """``db.table``."""
+        return self.store.name
+
+    @property
+    def file_io(self) -> FileIO:
+        """The table's storage (tests wrap it to inject faults: the setter swaps the store's)."""
+        return self.store.file_io
+
+    @file_io.setter
+    def file_io(self, file_io: FileIO) -> None:
+        self.store.file_io = file_io
+
+    @property
+    def paths(self) -> TablePaths:
+        """Where the table's files live (`TablePaths`)."""
+        return self.store.paths
+
+    @property
+    def snapshot_manager(self) -> SnapshotManager:
+        """The table's snapshots (`SnapshotManager`)."""
+        return self.store.snapshot_manager
 
     # ----------------------------------------------------------------- schema
     @property

@@ -79,7 +79,7 @@ def plan_splits(store: FileStore, snap: Snapshot, pred: Predicate | None, op: Op
         snap, partition_filter=partition_filter, partition_range=partition_range, buckets=buckets
     )
     if pred is not None and pred.clauses:
-        entries = [e for e in entries if _file_may_match(store, e.file, pred)]
+        entries = [e for e in entries if file_may_match(store, e.file, pred)]
     return scan.splits(entries)
 
 
@@ -95,7 +95,7 @@ def _buckets_of(schema: TableSchema, combos: list[dict[str, Any]], keys: list[st
     return {int(b) for b in assign_buckets(cols, schema.types(keys), nb)}
 
 
-def _file_may_match(store: FileStore, meta: DataFileMeta, pred: Predicate) -> bool:
+def file_may_match(store: FileStore, meta: DataFileMeta, pred: Predicate) -> bool:
     """Prune by file stats: key stats for PK tables (values may be superseded), value stats otherwise."""
     schema = store.schema
     file_schema = store.schema_by_id(meta.schema_id)
