@@ -70,9 +70,9 @@ def test_unknown_engine_names_itself_and_the_supported_ones() -> None:
 def test_tables_take_their_merge_function_from_the_registry(catalog: Catalog, name: str) -> None:
     """Every registered engine is accepted by table creation and its table merges with its function."""
     t = catalog.create_table("db.t", SCHEMA, primary_keys=["k"], options={"bucket": "1", "merge-engine": name})
-    assert type(t.merge_function()) is EXPECTED[name]
+    assert type(t.store.merge_function()) is EXPECTED[name]
     plain = catalog.create_table("db.plain", SCHEMA, primary_keys=["k"], options={"bucket": "1"})
-    assert type(plain.merge_function()) is EXPECTED[DEFAULT_MERGE_ENGINE]
+    assert type(plain.store.merge_function()) is EXPECTED[DEFAULT_MERGE_ENGINE]
 
 
 def _engine_name_literals(path: Path) -> list[tuple[int, str]]:
