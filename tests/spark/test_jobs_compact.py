@@ -8,7 +8,6 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog
-from lake_assets.ops import compact as core_compact
 from lake_assets.spark.jobs import compact
 from lake_assets.spark.jobs.errors import EXIT_CONFLICT, EXIT_OK
 from tests.spark.test_jobs_common import make_pk_table, run_job_main, sorted_rows, write_batches
@@ -75,14 +74,13 @@ def test_concurrent_compaction_is_a_conflict(capsys, spark, tmp_path, monkeypatc
     table = make_pk_table(wh)
     write_batches(table, 6)
     expected = sorted_rows(table)
-    real_plan = core_compact.plan_compaction
+    run_units = compact.SparkUnits.__call__
 
-    def plan_then_lose_the_race(t, **kw):
-        plan = real_plan(t, **kw)
-        Catalog(wh).get_table("db.t").compact(full=True)  # another job rewrites the same files first
-        return plan
+    def lose_the_race(self, store, plan):
+        Catalog(wh).get_table("db.t").compact(full=True)  # another job rewrites the planned files first
+        return run_units(self, store, plan)
 
-    monkeypatch.setattr(compact, "plan_compaction", plan_then_lose_the_race)
+    monkeypatch.setattr(compact.SparkUnits, "__call__", lose_the_race)
     latest = table.latest_snapshot().id
     code, out = run_job_main(capsys, compact.main, "--warehouse", wh, "--table", "db.t")
     assert code == EXIT_CONFLICT, out
