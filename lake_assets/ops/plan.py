@@ -64,10 +64,10 @@ def plan_splits(store: FileStore, snap: Snapshot, pred: Predicate | None, op: Op
     buckets: set[int] | None = None
     if pred is not None and pred.clauses:
         if pkeys and set(pkeys) & pred.columns:
-            def partition_filter(values: tuple) -> bool:
+            def partition_filter(values: tuple[Any, ...]) -> bool:
                 return pred.test_values(dict(zip(pkeys, values, strict=True)))
 
-            def partition_range(lo: Sequence, hi: Sequence) -> bool:
+            def partition_range(lo: Sequence[Any], hi: Sequence[Any]) -> bool:
                 return pred.test_ranges(dict(zip(pkeys, lo, strict=True)), dict(zip(pkeys, hi, strict=True)))
         bucket_keys = list(schema.bucket_keys)
         nb = schema.core_options.bucket

@@ -43,7 +43,7 @@ class CompactionTask:
     """One independent unit of compaction work: some files of one (partition, bucket)."""
 
     partition: bytes
-    partition_values: tuple
+    partition_values: tuple[Any, ...]
     bucket: int
     total_buckets: int
     sections: tuple[RewriteSection, ...] = ()  # primary-key tables
