@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from lake_assets import Catalog
-from lake_assets.ops import manifest_io
+from lake_assets.store import manifest_io
 
 
 def test_written_manifests_are_served_from_the_cache_and_the_cache_is_bounded(catalog: Catalog) -> None:
