@@ -1,4 +1,4 @@
-"""The process-wide cache of decoded manifest files (ops/manifest_io.py)."""
+"""The process-wide cache of decoded manifest files (store/manifest_io.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def test_written_manifests_are_served_from_the_cache_and_the_cache_is_bounded(ca
     t = catalog.create_table("db.cached", pa.schema([("k", pa.int64())]), primary_keys=["k"],
                              options={"bucket": "1"})
     t.write_arrow(pa.table({"k": [1, 2]}))
-    mio = t.manifest_io()
+    mio = t.store.manifest_io()
     snap = t.latest_snapshot()
     metas = mio.read_manifest_list(snap.delta_manifest_list)
     (entry,) = mio.read_manifest(metas[0].file_name, metas[0].file_size)
