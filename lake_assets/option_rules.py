@@ -116,8 +116,16 @@ RULES: dict[str, OptionRule] = _rules(
     R("metadata.stats-mode", "string", "truncate(16)", "Column stats mode: none, counts, full, truncate(N).",
       check=_stats_mode, note=_STATS_NOTE),
     R("dynamic-partition-overwrite", "bool", True, "Overwrite replaces only the partitions written."),
-    R("deletion-vectors.enabled", "bool", False, "Deletion vectors mark deleted rows.", supported=("false",),
-      refuses=DATA_OPS, why="deletion vectors are not implemented (reads would return deleted rows)"),
+    R("deletion-vectors.enabled", "bool", False, "Deletion vectors mark deleted rows.",
+      note="reads (batch, and the full phase of streams) apply them; compaction writes them for deduplicate "
+      "tables without sequence.field, ignore-delete or changelog production (others refuse writes and "
+      "compaction, lake_assets/table_support.py)"),
+    R("deletion-vectors.merge-on-read", "bool", False, "Batch reads of a deletion-vector table also merge "
+      "level-0 files in (Paimon 2.x)."),
+    R("deletion-vectors.bitmap64", "bool", False, "64-bit deletion vectors.", supported=("false",),
+      refuses=DATA_OPS, why="only 32-bit deletion vectors are implemented"),
+    R("deletion-vectors.index-file.target-size", "size", 2 * MiB, "Target size of deletion-vector index files.",
+      minimum=1, note="accepted; lake_assets writes one index file per bucket (readers follow any number)"),
     R("bucket-append-ordered", "bool", True, "Append tables keep write order per bucket.",
       note="accepted; lake_assets keeps write order per bucket either way"),
     R("write.sequence-number-init-mode", "string", None, "Where writers start sequence numbers.",
@@ -157,6 +165,9 @@ RULES: dict[str, OptionRule] = _rules(
       "(append compaction)."),
     R("compaction.min.file-num", "int", 5, "Small files that trigger an append compaction.", minimum=1),
     R("compaction.force-up-level-0", "bool", False, "Compaction always picks level 0 up."),
+    R("compaction.delete-ratio-threshold", "ratio", 0.2, "Files whose deletion vector hides this share of "
+      "their rows are rewritten by compaction.", note="lake_assets applies it to deletion-vector primary-key "
+      "tables (Paimon 1.x to append tables)"),
     R("full-compaction.delta-commits", "int", None, "Commits between forced full compactions.", minimum=1),
     R("compaction.parallelism", "int", None, "Compaction units run at once in one process (lake_assets only; "
       "Paimon engines ignore it).", minimum=1, lake_assets_only=True),

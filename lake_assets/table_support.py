@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from lake_assets.errors import UnsupportedFeatureError
+from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.option_types import unsupported_value
 from lake_assets.options import FIELD_OPTION, KNOWN_OPTIONS, LAKE_ASSETS_OPTIONS, CoreOptions, per_operation_rule
 from lake_assets.spec.manifest import IndexManifestEntry, ManifestEntry
@@ -74,7 +75,6 @@ _COMPRESSION_SUFFIXES = frozenset({"zstd", "snappy", "gzip", "gz", "lz4", "lzo",
 # refuse reads too (see the module docstring).
 READ_HARMLESS_KEYS: frozenset[str] = frozenset({
     "owner", "comment", "bucket-append-ordered", "lookup-compact", "lookup-wait", "sequence.snapshot-ordering",
-    "deletion-vectors.bitmap64", "deletion-vectors.merge-on-read", "deletion-vectors.index-file.target-size",
     "metadata.stats-dense-store", "metadata.stats-keep-first-n-columns", "target-file-row-num",
     "record-level.expire-time", "write-manifest-cache", "force-lookup", "async-file-write",
 })
@@ -190,6 +190,40 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
     return out
 
 
+def _dv_refusals(schema: TableSchema) -> list[Refusal]:
+    """What deletion-vector tables refuse: reads (batch, and the full phase of streams) apply the
+    vectors and compaction of deduplicate tables writes them (ops/deletion_vectors.py,
+    ops/dv_compact.py); other engines (they would need the old values looked up) are refused for
+    writes and compaction. 64-bit vectors are refused by the option registry (bitmap64)."""
+    options = schema.options
+    if not _is_true(options.get("deletion-vectors.enabled")):
+        return []
+    out: list[Refusal] = []
+    opts = schema.core_options
+    if not schema.primary_keys:
+        # Paimon deletes rows of append tables through vectors too; our append compaction would
+        # rewrite such files with their deleted rows
+        out.append(Refusal("deletion vectors on an append table",
+                           "append compaction does not apply or carry deletion vectors", frozenset({Op.COMPACT})))
+        return out
+    if not engine_of(opts).deletion_vectors_by_key:
+        out.append(Refusal(f"deletion vectors with merge-engine {opts.merge_engine!r}",
+                           "compaction writes deletion vectors for the deduplicate engine only",
+                           frozenset({Op.WRITE, Op.COMPACT})))
+    if opts.sequence_fields or opts.ignore_delete:
+        # the rows the output replaces are decided by sequence.field values (or kept against a
+        # delete): compaction would have to look the old values up, not only their keys
+        what = "sequence.field" if opts.sequence_fields else "ignore-delete"
+        out.append(Refusal(f"deletion vectors with {what}",
+                           "compaction writes deletion vectors when the newest row of a key always wins only",
+                           frozenset({Op.WRITE, Op.COMPACT})))
+    if opts.changelog_producer not in ("none", "input"):
+        out.append(Refusal(f"deletion vectors with changelog-producer {opts.changelog_producer!r}",
+                           "compaction writes deletion vectors without changelog production only",
+                           frozenset({Op.WRITE, Op.COMPACT})))
+    return out
+
+
 def is_known_option(key: str) -> bool:
     """Whether lake_assets implements (or deliberately refuses) this option key."""
     return key in KNOWN_OPTIONS or key in LAKE_ASSETS_OPTIONS or FIELD_OPTION.match(key) is not None
@@ -204,7 +238,7 @@ def schema_refusals(schema: TableSchema) -> list[Refusal]:
     """The refusals that follow from the schema alone (options, bucket mode). Pure."""
     options = schema.options
     bucket = schema.core_options.bucket
-    return _bucket_refusals(schema, bucket) + _option_refusals(options)
+    return _bucket_refusals(schema, bucket) + _option_refusals(options) + _dv_refusals(schema)
 
 
 def validate_open(schema: TableSchema) -> None:
@@ -291,8 +325,12 @@ def index_refusals(entries: Iterable[IndexManifestEntry], schema: TableSchema) -
             found[t] = Refusal("hash index files (HASH)", why,
                                frozenset({Op.WRITE}) if dynamic else frozenset({Op.WRITE, Op.COMPACT}))
         elif t == "DELETION_VECTORS":
-            found[t] = Refusal("deletion vector index files (DELETION_VECTORS)",
-                               "deletion vectors are not implemented (reads would return deleted rows)", DATA)
+            # batch reads apply them (ops/deletion_vectors.py)
+            if not _is_true(schema.options.get("deletion-vectors.enabled")):
+                # Java ignores them then; a compaction of ours would carry stale vectors forward
+                found[t] = Refusal("deletion vector index files (DELETION_VECTORS) without "
+                                   "deletion-vectors.enabled", "compaction would keep vectors of rows it rewrites",
+                                   frozenset({Op.WRITE, Op.COMPACT}))
         else:
             found[t] = Refusal(f"index type {t!r}", "this index type is not implemented", DATA)
     return list(found.values())

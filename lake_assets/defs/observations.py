@@ -76,7 +76,8 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
     lag = {cid: max(0, snapshot.id + 1 - c.next_snapshot)
            for cid, c in sorted(table.store.consumer_manager().consumers().items())}
     records = int(snapshot.total_record_count or 0)  # records in live files, deletes included
-    deletes = _sum(health, "delete_row_count")
+    # retract rows in files, and rows deletion vectors hide (both are in the files, neither is live)
+    deletes = _sum(health, "delete_row_count") + _sum(health, "deletion_vector_rows")
     partitions = sorted(set(health.column("partition").to_pylist()))
     return TableObservation(
         snapshot_id=snapshot.id,

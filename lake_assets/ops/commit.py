@@ -29,6 +29,7 @@ from lake_assets.errors import (
 )
 from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
+from lake_assets.ops.index_commit import IndexChange, index_changes, next_index_manifest
 from lake_assets.ops.scan import merge_entries
 from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.manifest import FileKind, ManifestEntry, ManifestFileMeta
@@ -55,8 +56,11 @@ class Overwrite:
 
 
 def _abs_files(store: FileStore, messages: Sequence[CommitMessage]) -> list[str]:
-    """Files the messages' writers created (upgraded files are not theirs to delete)."""
-    return [store.data_file_path(m.partition, m.bucket, f) for m in messages for f in m.all_written_files()]
+    """Files the messages' writers created (upgraded files are not theirs to delete), with the
+    deletion-vector index files their compactions wrote."""
+    return [store.data_file_path(m.partition, m.bucket, f) for m in messages for f in m.all_written_files()] + [
+        store.paths.index_file(e.file_name) for m in messages for e in m.index_after
+    ]
 
 # Files written up to this long after the earliest retained snapshot still get the (costly) look
 # for an expired commit of theirs: clocks of writers and committers differ.
@@ -172,6 +176,7 @@ class TableCommitter:
             compact_changelog += [
                 ManifestEntry(FileKind.ADD, m.partition, m.bucket, tb, f) for f in m.compact_changelog
             ]
+        indexes = index_changes(messages)
         if overwrite is not None and (changelog or compact_changelog):
             # Paimon's FileStoreCommit commits no changelog with an overwrite ("Overwrite mode
             # currently does not commit any changelog"): streams see no change for it. Nothing
@@ -187,11 +192,12 @@ class TableCommitter:
                                         properties)
             elif append or changelog:
                 self._commit_with_retry(CommitKind.APPEND, append, changelog, commit_identifier, None, properties)
-            if compact or compact_changelog:
+            if compact or compact_changelog or indexes:
                 landed_before = list(self._landed)
                 try:
                     self._commit_with_retry(
-                        CommitKind.COMPACT, compact, compact_changelog, commit_identifier, None, properties
+                        CommitKind.COMPACT, compact, compact_changelog, commit_identifier, None, properties,
+                        indexes,
                     )
                 except Exception as exc:
                     if not landed_before or self._in_doubt or isinstance(exc, CommitStateUnknownError):
@@ -206,6 +212,9 @@ class TableCommitter:
                         for m in messages
                         for f in (*m.compact_after, *m.compact_changelog)
                         if f.file_name not in {b.file_name for b in m.compact_before}
+                    )
+                    self.store.file_io.delete_many(
+                        self.store.paths.index_file(e.file_name) for m in messages for e in m.index_after
                     )
         except CommitConflictError:
             if self.may_have_landed:
@@ -322,6 +331,7 @@ class TableCommitter:
         identifier: int,
         overwrite: Overwrite | None,
         properties: dict[str, str] | None,
+        indexes: Sequence[IndexChange] = (),
     ) -> int | None:
         sm = self.store.snapshot_manager
         mio = self.store.manifest_io()
@@ -339,7 +349,8 @@ class TableCommitter:
                 self._check_conflicts(latest, delta, kind)
             written: list[str] = []
             try:
-                sid = self._try_commit_once(mio, latest, kind, delta, changelog, identifier, properties, written)
+                sid = self._try_commit_once(mio, latest, kind, delta, changelog, identifier, properties, written,
+                                            indexes, overwrite)
             except BaseException:
                 # Manifests go only when the snapshot put is proven not to have happened.
                 if not self._in_doubt:
@@ -372,7 +383,14 @@ class TableCommitter:
         identifier: int,
         properties: dict[str, str] | None,
         written: list[str],
+        indexes: Sequence[IndexChange] = (),
+        overwrite: Overwrite | None = None,
     ) -> int | None:
+        # the index manifest first: a deletion-vector conflict is found before anything else is written
+        scan = self.store.file_store_scan()
+        overwritten = (None if overwrite is None
+                       else lambda part: overwrite.matches(scan.partition_values(part)))
+        index_manifest = next_index_manifest(self.store, mio, latest, indexes, overwritten, written)
         base_metas: list[ManifestFileMeta] = []
         if latest is not None:
             base_metas = mio.read_manifest_list(latest.base_manifest_list) + mio.read_manifest_list(
@@ -407,7 +425,7 @@ class TableCommitter:
             delta_manifest_list_size=delta_size,
             changelog_manifest_list=cl_name,
             changelog_manifest_list_size=cl_size,
-            index_manifest=latest.index_manifest if latest is not None else None,
+            index_manifest=index_manifest,
             commit_user=self.commit_user,
             writer_version=WRITER_VERSION,
             commit_identifier=identifier,

@@ -17,12 +17,13 @@ from lake_assets.errors import (
 )
 from lake_assets.paths import check_file_name
 from lake_assets.spec.binary_row import deserialize_row
-from lake_assets.spec.manifest import DataFileMeta, SimpleStats
+from lake_assets.spec.manifest import DataFileMeta, DeletionVectorRange, FileKind, IndexManifestEntry, SimpleStats
 
 if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
 
 _FILE_FIELDS = ("new_files", "compact_before", "compact_after", "new_changelog", "compact_changelog")
+_INDEX_FIELDS = ("index_before", "index_after")
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,10 @@ class CommitMessage:
     compact_after: tuple[DataFileMeta, ...] = ()
     new_changelog: tuple[DataFileMeta, ...] = ()
     compact_changelog: tuple[DataFileMeta, ...] = ()
+    # Deletion vectors (ops/dv_compact.py): the bucket's index files a compaction replaces, and
+    # the ones replacing them; the committer swaps them in the index manifest atomically.
+    index_before: tuple[IndexManifestEntry, ...] = ()
+    index_after: tuple[IndexManifestEntry, ...] = ()
 
     def __post_init__(self) -> None:
         # Messages cross process boundaries (Spark tasks, JSON, pickle): every one is checked on
@@ -58,7 +63,7 @@ class CommitMessage:
     def is_empty(self) -> bool:
         return not (
             self.new_files or self.compact_before or self.compact_after or self.new_changelog
-            or self.compact_changelog
+            or self.compact_changelog or self.index_before or self.index_after
         )
 
     def all_written_files(self) -> list[DataFileMeta]:
@@ -88,6 +93,8 @@ class CommitMessage:
             }
             for name in _FILE_FIELDS:
                 kwargs[name] = tuple(_file_from_dict(x) for x in d.get(name, []))
+            for name in _INDEX_FIELDS:
+                kwargs[name] = tuple(_index_from_dict(x) for x in d.get(name, []))
         except (ValueError, TypeError, KeyError, AttributeError, binascii.Error) as exc:
             raise InvalidCommitMessageError(f"Invalid commit message JSON: {exc!r}") from None
         return cls(**kwargs)
@@ -134,6 +141,19 @@ def _check_file(f: object, where: str) -> None:
         raise _bad(f"{where}: file {f.file_name} has keys that are not bytes")
 
 
+def _check_index(e: object, where: str, m: CommitMessage) -> None:
+    if not isinstance(e, IndexManifestEntry):
+        raise _bad(f"{where} holds {type(e).__name__}, not an IndexManifestEntry")
+    try:
+        check_file_name(e.file_name, where)
+    except UnsafePathError as exc:
+        raise _bad(str(exc)) from None
+    if e.partition != m.partition or e.bucket != m.bucket or e.kind != FileKind.ADD:
+        raise _bad(f"{where}: index file {e.file_name} belongs to another bucket or is not an ADD entry")
+    if e.external_path is not None:
+        raise _bad(f"{where}: index file {e.file_name} has an external path")
+
+
 def check_message_shape(m: CommitMessage) -> None:
     """What a message must satisfy for any table: plain file names, no external paths, integers
     where integers belong, sane sequence ranges. Raises `InvalidCommitMessageError`."""
@@ -147,6 +167,12 @@ def check_message_shape(m: CommitMessage) -> None:
             raise _bad(f"{name} is {type(files).__name__}, not a tuple")
         for f in files:
             _check_file(f, f"{name} of bucket {m.bucket}")
+    for name in _INDEX_FIELDS:
+        entries = getattr(m, name)
+        if not isinstance(entries, tuple):
+            raise _bad(f"{name} is {type(entries).__name__}, not a tuple")
+        for e in entries:
+            _check_index(e, f"{name} of bucket {m.bucket}", m)
 
 
 def validate_messages(store: FileStore, messages: Sequence[CommitMessage], action: str = "commit to") -> None:
@@ -245,6 +271,23 @@ def _stats_from_dict(d: dict) -> SimpleStats:
 
 
 _DATA_FILE_FIELDS = frozenset(f.name for f in fields(DataFileMeta))
+_INDEX_ENTRY_FIELDS = frozenset(f.name for f in fields(IndexManifestEntry))
+
+
+def _index_from_dict(d: dict) -> IndexManifestEntry:
+    if not isinstance(d, dict):
+        raise TypeError(f"an index entry is {type(d).__name__}, not an object")
+    unknown = d.keys() - _INDEX_ENTRY_FIELDS
+    if unknown:
+        raise ValueError(f"unknown index entry fields {sorted(unknown)}")
+    kw = dict(d)
+    kw["kind"] = FileKind(kw["kind"])
+    kw["partition"] = base64.b64decode(kw["partition"], validate=True)
+    if kw.get("dv_ranges") is not None:
+        kw["dv_ranges"] = tuple(DeletionVectorRange(*r) for r in kw["dv_ranges"])
+    if kw.get("global_index") is not None:
+        raise ValueError("global index entries are not carried by commit messages")
+    return IndexManifestEntry(**kw)
 
 
 def _file_from_dict(d: dict) -> DataFileMeta:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from lake_assets.errors import CorruptMetadataError, InvalidArgumentError
 from lake_assets.formats.data_file import FILE_SOURCE_APPEND
+from lake_assets.ops.expire_index import index_files_to_expire
 from lake_assets.spec.manifest import FileKind, ManifestEntry
 from lake_assets.spec.snapshot import Snapshot
 from lake_assets.store.changelog_manager import snapshot_or_changelog
@@ -93,6 +94,7 @@ class ExpireResult:
     deleted_data_files: list[str] = field(default_factory=list)
     deleted_changelog_files: list[str] = field(default_factory=list)
     deleted_manifests: list[str] = field(default_factory=list)
+    deleted_index_files: list[str] = field(default_factory=list)
     earliest: int | None = None
     dry_run: bool = False
     deletion_started: bool = False  # whether a failure may have left snapshots without files
@@ -342,6 +344,10 @@ def _apply(
         return _lists_of(snap)
 
     doomed_manifests = _unused_manifests(store, expired, lists_to_drop, keep)
+    # 3. index files and index manifests (deletion vectors, hash indexes) only expired snapshots use
+    doomed_index, index_manifests = ([], []) if decoupled else index_files_to_expire(
+        store, expired, end_snapshot, [t.snapshot for t in store.tag_manager().tags().values()])
+    result.deleted_index_files = doomed_index
     result.deleted_data_files = doomed_data
     result.deleted_changelog_files = doomed_changelog
     result.deleted_manifests = doomed_manifests
@@ -352,13 +358,14 @@ def _apply(
         return
     fio = store.file_io
     delete = delete_files or fio.delete_many
-    manifest_paths = [store.paths.manifest_file(n) for n in doomed_manifests]
-    _ensure_inside(store, doomed_data, doomed_changelog, manifest_paths)
+    manifest_paths = [store.paths.manifest_file(n) for n in doomed_manifests] + index_manifests
+    _ensure_inside(store, doomed_data, doomed_changelog, manifest_paths, doomed_index)
     result.deletion_started = True
     delete(doomed_data)
     store.fault_point("expire.after_data")
     delete(doomed_changelog)
     store.fault_point("expire.after_changelog")
+    delete(doomed_index)
     delete(manifest_paths)
     store.fault_point("expire.after_manifests")
     changelogs = store.changelog_manager()

@@ -16,6 +16,7 @@ import pyarrow as pa
 from lake_assets import arguments as args
 from lake_assets.errors import CorruptMetadataError, InvalidArgumentError, SnapshotNotFoundError
 from lake_assets.lsm.bucket import assign_buckets
+from lake_assets.ops import deletion_vectors
 from lake_assets.ops.scan import Split
 from lake_assets.predicate import Predicate
 from lake_assets.spec.binary_row import deserialize_row
@@ -80,7 +81,7 @@ def plan_splits(store: FileStore, snap: Snapshot, pred: Predicate | None, op: Op
     )
     if pred is not None and pred.clauses:
         entries = [e for e in entries if file_may_match(store, e.file, pred)]
-    return scan.splits(entries)
+    return deletion_vectors.attach(store, snap, scan.splits(entries))
 
 
 def _buckets_of(schema: TableSchema, combos: list[dict[str, Any]], keys: list[str], nb: int) -> set[int] | None:
@@ -95,11 +96,14 @@ def _buckets_of(schema: TableSchema, combos: list[dict[str, Any]], keys: list[st
     return {int(b) for b in assign_buckets(cols, schema.types(keys), nb)}
 
 
-def file_may_match(store: FileStore, meta: DataFileMeta, pred: Predicate) -> bool:
-    """Prune by file stats: key stats for PK tables (values may be superseded), value stats otherwise."""
+def file_may_match(store: FileStore, meta: DataFileMeta, pred: Predicate, *, by_values: bool = False) -> bool:
+    """Prune by file stats: key stats for PK tables (values may be superseded), value stats otherwise.
+
+    ``by_values``: value stats of a PK table's file, for files read on their own (a deletion-vector
+    bucket read without a merge: no row of another file depends on this one's rows)."""
     schema = store.schema
     file_schema = store.schema_by_id(meta.schema_id)
-    if schema.primary_keys:
+    if schema.primary_keys and not by_values:
         names = list(file_schema.trimmed_primary_keys)
         stats = meta.key_stats
     else:

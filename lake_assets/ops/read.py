@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -22,9 +23,12 @@ from lake_assets.errors import ConcurrentMaintenanceError, LakeError, MissingDat
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND, iter_data_file, read_data_file
 from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.lsm.merge import is_retract, sort_and_merge, winner_masks
+from lake_assets.ops.deletion_vectors import VectorLoader, hides_level0, raw_readable
+from lake_assets.ops.plan import file_may_match
 from lake_assets.ops.scan import Split
 from lake_assets.predicate import Predicate
 from lake_assets.spec.binary_row import deserialize_row
+from lake_assets.spec.deletion_vector import deleted_mask
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.types import to_arrow_field
@@ -168,6 +172,9 @@ class SplitReader:
         # The snapshot the splits were planned from: a file missing because that snapshot was
         # expired meanwhile is a retryable race, not corruption (see `missing_file_error`).
         self.snapshot_id: int | None = None
+        # Deletion vectors of the splits' buckets (tables with deletion-vectors.enabled).
+        self.vectors = VectorLoader(store)
+        self.dv_raw = self.is_pk and hides_level0(schema)
 
     # ------------------------------------------------------------ file access
     def _layout(self, schema_id: int, columns: Sequence[str] | None = None) -> _FileLayout:
@@ -224,6 +231,9 @@ class SplitReader:
             raw = read_data_file(self.store.file_io, path, file_cols, meta.file_size, use_threads=self.file_threads)
         except MissingDataFileError as exc:
             raise missing_file_error(self.store, exc, self.snapshot_id) from None
+        keep = self._kept_rows(split, meta, raw.num_rows)
+        if keep is not None:
+            raw = raw.filter(pa.array(keep))
         data = self._to_current(raw, layout, with_system)
         if self.key_filter is not None and data.num_rows:
             # Every version of a key shares its key columns, so dropping keys the filter rejects
@@ -238,11 +248,24 @@ class SplitReader:
         if with_system:
             file_cols = [*file_cols, SEQUENCE_NUMBER, VALUE_KIND]
         path = self.store.data_file_path(split.partition, split.bucket, meta)
+        keep = self._kept_rows(split, meta, meta.row_count)
+        start = 0
         try:
             for raw in iter_data_file(self.store.file_io, path, file_cols):
+                if keep is not None:
+                    n = raw.num_rows
+                    raw = raw.filter(pa.array(keep[start:start + n]))
+                    start += n
                 yield self._to_current(raw, layout, with_system)
         except MissingDataFileError as exc:
             raise missing_file_error(self.store, exc, self.snapshot_id) from None
+
+    def _kept_rows(self, split: Split, meta: DataFileMeta, num_rows: int) -> np.ndarray | None:
+        """The rows of a file its deletion vector keeps (None: all of them)."""
+        if not split.dv_entries:
+            return None
+        vector = self.vectors.vectors(split.dv_entries).get(meta.file_name)
+        return deleted_mask(vector, num_rows, meta.file_name)
 
     # ------------------------------------------------------------------ reads
     def read_split(self, split: Split) -> Iterator[pa.Table]:
@@ -252,6 +275,15 @@ class SplitReader:
                 yield self._finish(self.read_file(split, meta, False, self.split_columns), split)
             return
         files = self.store.visible_files(split.files, self.schema)
+        if self.dv_raw and raw_readable(files):
+            # Deletion vectors leave each key one live row above level 0: no merge at all, and a
+            # file whose value stats exclude the filter holds no row the read returns.
+            pred = self.predicate if self.predicate is not None and self.predicate.clauses else None
+            for meta in files:
+                if pred is not None and not file_may_match(self.store, meta, pred, by_values=True):
+                    continue
+                yield self._finish(self.read_file(split, meta, False, self.split_columns), split)
+            return
         for section in sections(files, self.key_types):
             yield self._finish(self._merge_section(split, section), split)
 

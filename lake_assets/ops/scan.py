@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from lake_assets.errors import CorruptMetadataError
 from lake_assets.spec.binary_row import deserialize_row
-from lake_assets.spec.manifest import DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta
+from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta
 from lake_assets.spec.snapshot import Snapshot
 from lake_assets.spec.types import DataType
 from lake_assets.store.manifest_io import ManifestIO
@@ -35,6 +35,8 @@ class Split:
     bucket: int
     total_buckets: int
     files: list[DataFileMeta] = field(default_factory=list)
+    # the bucket's deletion-vector index files, for tables with deletion vectors (ops/deletion_vectors.py)
+    dv_entries: tuple[IndexManifestEntry, ...] = ()
 
     @property
     def row_count(self) -> int:

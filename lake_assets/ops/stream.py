@@ -32,7 +32,7 @@ from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.ops.plan import plan_splits
 from lake_assets.ops.read import SplitReader, missing_file_error
 from lake_assets.ops.scan import Split
-from lake_assets.spec.manifest import DataFileMeta, FileKind
+from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry
 from lake_assets.spec.snapshot import CommitKind, Snapshot
 from lake_assets.store.changelog_manager import snapshot_or_changelog
 from lake_assets.table_support import Op
@@ -56,6 +56,8 @@ class ChangeSplit:
     bucket: int
     files: tuple[DataFileMeta, ...]
     kind: Literal["delta", "changelog", "full"]
+    # a full split of a deletion-vector table: its bucket's index files (ops/deletion_vectors.py)
+    dv_entries: tuple[IndexManifestEntry, ...] = ()
 
     @property
     def row_count(self) -> int:
@@ -137,7 +139,7 @@ class ChangeReader:
             raise missing_file_error(self.store, exc, split.snapshot_id) from None
 
     def _read(self, split: ChangeSplit) -> pa.Table:
-        sp = Split(split.partition, split.partition_values, split.bucket, -1, list(split.files))
+        sp = Split(split.partition, split.partition_values, split.bucket, -1, list(split.files), split.dv_entries)
         if split.kind == "full":
             parts = list(self._reader.read_split(sp))
             data = pa.concat_tables(parts) if parts else self._reader.output_schema.empty_table()
@@ -229,7 +231,8 @@ class StreamEnumerator:
         if self._needs_full is not None:
             snap = self._needs_full
             splits = [
-                ChangeSplit(snap.id, sp.partition, sp.partition_values, sp.bucket, tuple(sp.files), "full")
+                ChangeSplit(snap.id, sp.partition, sp.partition_values, sp.bucket, tuple(sp.files), "full",
+                            sp.dv_entries)
                 for sp in plan_splits(self.store, snap, None)
             ]
             self._needs_full = None

@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from lake_assets.ops import deletion_vectors
 from lake_assets.ops.health import bucket_health
 from lake_assets.ops.plan import resolve_snapshot
 from lake_assets.spec.manifest import DataFileMeta
+from lake_assets.spec.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
@@ -29,6 +31,9 @@ HEALTH_SCHEMA = pa.schema(
         ("oldest_level0_age_ms", pa.int64()),
         ("delete_row_count", pa.int64()),
         ("compaction_would_trigger", pa.bool_()),
+        # rows the bucket's deletion vectors hide, and their share of its rows (0 without vectors)
+        ("deletion_vector_rows", pa.int64()),
+        ("deleted_row_ratio", pa.float64()),
     ]
 )
 
@@ -55,6 +60,30 @@ def table_health(
         dict(sorted(groups.items())), num_levels=opts.num_levels, options=opts, now_ms=local_now_as_utc_ms(),
         small_file_threshold=small_file_threshold,
     )
-    return pa.Table.from_pylist(
-        [r.to_dict() for r in rows], schema=HEALTH_SCHEMA
-    )
+    deleted = _deleted_rows(store, snap, groups)
+    out = []
+    for r in rows:
+        d = r.to_dict()
+        files = groups[(r.partition, r.bucket)]  # type: ignore[index]
+        n = deleted.get((r.partition, r.bucket), 0)  # type: ignore[arg-type]
+        total = sum(f.row_count for f in files)
+        d["deletion_vector_rows"] = n
+        d["deleted_row_ratio"] = n / total if total else 0.0
+        out.append(d)
+    return pa.Table.from_pylist(out, schema=HEALTH_SCHEMA)
+
+
+def _deleted_rows(
+    store: FileStore, snap: Snapshot, groups: dict[tuple[str, int], list[DataFileMeta]]
+) -> dict[tuple[str, int], int]:
+    """Per (partition path, bucket), the live files' rows their deletion vectors hide."""
+    if not deletion_vectors.enabled(store.schema) or not snap.index_manifest:
+        return {}
+    loader = deletion_vectors.VectorLoader(store)
+    out: dict[tuple[str, int], int] = {}
+    for (partition, bucket), entries in deletion_vectors.snapshot_index(store, snap).items():
+        key = (store.partition_path_of(partition), bucket)
+        live = {f.file_name for f in groups.get(key, ())}
+        counts = deletion_vectors.deleted_rows(store, entries, loader)
+        out[key] = sum(n for name, n in counts.items() if name in live)
+    return out

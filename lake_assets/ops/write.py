@@ -28,11 +28,12 @@ from lake_assets.formats.data_file import (
 from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.lsm.merge import is_retract, sort_and_merge, sort_for_merge, sort_order
 from lake_assets.lsm.merge_reader import merge_sorted
+from lake_assets.ops import deletion_vectors
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.spill import SpillDirectory, SpillRun, key_batches
 from lake_assets.spec.binary_row import serialize_row
-from lake_assets.spec.manifest import DataFileMeta
+from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
 from lake_assets.spec.partition import partition_path
 from lake_assets.spec.row_kind import RowKind
 from lake_assets.table_rules import check_engine_producer
@@ -116,6 +117,8 @@ class TableWriter:
         self._buffered_bytes = 0
         self._max_sequences: dict[tuple[bytes, int], int] | None = None
         self._live_files: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+        # per bucket, its live deletion-vector index files (tables with deletion vectors)
+        self._live_dv: dict[tuple[bytes, int], tuple[IndexManifestEntry, ...]] = {}
         self._closed = False
         self._merge_function = store.merge_function()
         self._base_snapshot = None
@@ -244,6 +247,8 @@ class TableWriter:
         self._max_sequences = defaultdict(lambda: -1)
         if snap is None:
             return
+        if not self.ignore_previous_files:
+            self._live_dv = dict(deletion_vectors.snapshot_index(self.store, snap))
         for e in self.store.file_store_scan(Op.WRITE).live_entries(snap):
             k = (e.partition, e.bucket)
             if not self.ignore_previous_files:
@@ -400,17 +405,24 @@ class TableWriter:
         if self._spill is not None:
             self._spill.cleanup()  # every run is merged now; the next spill makes a new directory
         total = self.num_buckets if self.is_pk else -1
-        messages = []
+        pending = []
         for key, buf in self._buffers.items():
             if buf.new_files or buf.new_changelog:
                 msg = CommitMessage(buf.partition, buf.bucket, total, new_files=tuple(buf.new_files),
                                     new_changelog=tuple(buf.new_changelog))
-                if self.is_pk and not self.write_only:
-                    msg = self._compact_inline(key, buf, msg)
-                messages.append(msg)
-                buf.new_files = []
-                buf.new_changelog = []
-        return messages
+                pending.append((key, buf, msg))
+        if self.is_pk and not self.write_only:
+            # buckets compact independently (pyarrow frees the GIL); messages keep bucket order
+            if len(pending) > 1:
+                with ThreadPoolExecutor(max_workers=min(len(pending), os.cpu_count() or 2)) as pool:
+                    futures = [pool.submit(self._compact_inline, key, buf, msg) for key, buf, msg in pending]
+                    pending = [(key, buf, f.result()) for (key, buf, _), f in zip(pending, futures, strict=True)]
+            else:
+                pending = [(key, buf, self._compact_inline(key, buf, msg)) for key, buf, msg in pending]
+        for _, buf, _ in pending:
+            buf.new_files = []
+            buf.new_changelog = []
+        return [msg for _, _, msg in pending]
 
     def _compact_inline(self, key: tuple[bytes, int], buf: _BucketBuffer, msg: CommitMessage) -> CommitMessage:
         """Paimon writers without ``write-only`` compact their bucket when universal compaction says so."""
@@ -419,7 +431,8 @@ class TableWriter:
         from lake_assets.ops.scan import Split
 
         files = [*self._live_files.get(key, []), *buf.new_files]
-        split = Split(buf.partition, buf.partition_values, buf.bucket, self.num_buckets, files)
+        split = Split(buf.partition, buf.partition_values, buf.bucket, self.num_buckets, files,
+                      self._live_dv.get(key, ()))
         commits = commits_since_last_compaction(self.store, self._base_snapshot) + 1
         task = plan_bucket(self.store, split, full=False, commits_since_full=commits)
         if task is None:
@@ -430,10 +443,13 @@ class TableWriter:
         self._live_files[key] = [f for f in files if f.file_name not in removed] + [
             f for f in result.compact_after
         ]
+        if result.index_before or result.index_after:
+            self._live_dv[key] = result.index_after
         # The unit's changelog (lookup; full-compaction) goes into the COMPACT snapshot as with a
         # dedicated compaction: Java's writer commits it there, and dropped it would be orphaned.
         return dataclasses.replace(msg, compact_before=result.compact_before, compact_after=result.compact_after,
-                                   compact_changelog=result.compact_changelog)
+                                   compact_changelog=result.compact_changelog, index_before=result.index_before,
+                                   index_after=result.index_after)
 
     def abort(self, messages: Iterable[CommitMessage] = ()) -> None:
         """Delete files written but not committed (buffered files and those in ``messages``).
@@ -457,6 +473,7 @@ class TableWriter:
             self._spill.cleanup()
         for m in messages:
             paths += [self.store.data_file_path(m.partition, m.bucket, f) for f in m.all_written_files()]
+            paths += [self.store.paths.index_file(e.file_name) for e in m.index_after]  # deletion vectors
         self.store.file_io.delete_many(paths)
 
     def close(self) -> None:

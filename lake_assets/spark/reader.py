@@ -15,6 +15,7 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
 from lake_assets.errors import OptionError, SchemaError
+from lake_assets.ops.deletion_vectors import hides_level0, raw_readable
 from lake_assets.ops.read import SplitReader, sections
 from lake_assets.ops.scan import Split
 from lake_assets.ops.stream import ROW_KIND, ChangeReader, ChangeSplit, change_splits_between
@@ -74,7 +75,9 @@ def divide_split(table: Table, split: Split, target_size: int) -> list[Split]:
         schema = table.schema
         key_types = schema.types(list(schema.trimmed_primary_keys))
         visible = table.store.visible_files(split.files, schema)
-        units = sections(visible, key_types)
+        # deletion vectors leave one live row per key above level 0: files are independent then
+        units = ([[f] for f in visible] if hides_level0(schema) and raw_readable(visible)
+                 else sections(visible, key_types))
     else:
         units = [[f] for f in sorted(split.files, key=lambda f: f.min_sequence_number)]
     parts: list[list[DataFileMeta]] = []
@@ -87,7 +90,8 @@ def divide_split(table: Table, split: Split, target_size: int) -> list[Split]:
         else:
             parts.append(list(unit))
             size = unit_size
-    return [Split(split.partition, split.partition_values, split.bucket, split.total_buckets, p) for p in parts]
+    return [Split(split.partition, split.partition_values, split.bucket, split.total_buckets, p, split.dv_entries)
+            for p in parts]
 
 
 def _memory_option(table: Table, options: SourceOptions, keys: tuple[str, ...], default: int) -> int:

@@ -47,7 +47,7 @@ def offset(snapshot: int, full: bool = False) -> dict:
 def _full_splits(table: Table, snapshot_id: int) -> list[ChangeSplit]:
     snap = table.snapshot_manager.snapshot(snapshot_id)
     return [
-        ChangeSplit(snap.id, s.partition, s.partition_values, s.bucket, tuple(s.files), "full")
+        ChangeSplit(snap.id, s.partition, s.partition_values, s.bucket, tuple(s.files), "full", s.dv_entries)
         for s in table.plan(snapshot=snap)
     ]
 

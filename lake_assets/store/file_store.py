@@ -19,6 +19,7 @@ from lake_assets.formats.manifest_codec import decode_index_manifest
 from lake_assets.io.file_io import FileIO
 from lake_assets.lsm.merge_engine.function import MergeFunction
 from lake_assets.lsm.merge_engine.registry import engine_of
+from lake_assets.ops import deletion_vectors
 from lake_assets.ops.scan import FileStoreScan
 from lake_assets.paths import TablePaths
 from lake_assets.spec.binary_row import deserialize_row
@@ -216,7 +217,9 @@ class FileStore:
         """The files a batch read of a bucket reads."""
         # Paimon's batch scan skips level 0 of first-row tables: their level-0 files are only
         # visible after compaction (readers elsewhere would disagree otherwise).
-        if not engine_of(schema.core_options, f"Table {self.name}").level0_in_batch_reads:
+        # Deletion-vector tables likewise, unless deletion-vectors.merge-on-read.
+        if (not engine_of(schema.core_options, f"Table {self.name}").level0_in_batch_reads
+                or deletion_vectors.hides_level0(schema)):
             return [f for f in files if f.level > 0]
         return list(files)
 

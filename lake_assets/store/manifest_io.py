@@ -96,6 +96,10 @@ class ManifestIO:
         self._counter = 0
         self._lock = threading.Lock()
 
+    def new_name(self, prefix: str) -> str:
+        """A fresh file name ``<prefix><uuid>-<n>`` (manifests, lists, index manifests)."""
+        return self._new_name(prefix)
+
     def _new_name(self, prefix: str) -> str:
         with self._lock:
             n = self._counter

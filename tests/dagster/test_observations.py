@@ -157,3 +157,21 @@ def test_an_observation_that_fails_a_check_requests_a_compaction(lake) -> None:
     assert ticks(T0 + dt.timedelta(seconds=30)) == set()  # not observed yet
     assert not _checks(_tick(defs, instance))["small_files"].passed
     assert ticks(T0 + dt.timedelta(seconds=60)) == {"db/orders_compaction"}
+
+
+def test_deleted_row_ratio_counts_rows_deletion_vectors_hide(lake, tmp_path) -> None:
+    """A deletion-vector table keeps replaced rows in its files: they count as deleted, and the
+    file row count is no longer the table's row count."""
+    from lake_assets import Catalog
+
+    config = lake[0]
+    cat = Catalog(str(tmp_path / "dv"))
+    cat.create_database("db")
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    table = cat.create_table("db.dv", schema, primary_keys=["id"],
+                             options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    table.write_arrow(pa.table({"id": range(100), "v": ["a"] * 100}, schema=schema))
+    table.write_arrow(pa.table({"id": range(25), "v": ["b"] * 25}, schema=schema))
+    obs = observe_table(table, config.table("db.orders"))
+    assert obs.delete_records == 25 and obs.records_in_files == 125
+    assert obs.deleted_row_ratio == pytest.approx(25 / 125)

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog, UnsupportedFeatureError
-from lake_assets.table_support import DATA, Op, index_refusals
+from lake_assets.table_support import index_refusals
 from tests.java.oracle import PaimonJava, paimon_fields
 
 from .helpers import assert_same_rows
@@ -76,9 +76,10 @@ def test_java_orc_table_is_refused_for_data(java: PaimonJava, wh: str, lake: Cat
     assert java.read(wh, "db.orc").num_rows == 30
 
 
-def test_java_deletion_vectors_are_refused(java: PaimonJava, wh: str, lake: Catalog) -> None:
-    """Java compacts a deletion-vector table into level-1 files plus DELETION_VECTORS index files;
-    reading those files without the vectors would return deleted rows."""
+def test_java_deletion_vectors_are_read_not_refused(java: PaimonJava, wh: str, lake: Catalog) -> None:
+    """Java compacts a deletion-vector table into level-1 files plus DELETION_VECTORS index files:
+    reads apply the vectors and compaction maintains them (tests/differential/test_deletion_vectors_java.py);
+    neither the option nor the index files refuse anything."""
     java.create_table(wh, "db.dv", SCHEMA, primary_keys=["id"],
                       options={"bucket": "1", "deletion-vectors.enabled": "true"})
     java.write(wh, "db.dv", rows(range(20), "a"))
@@ -87,14 +88,13 @@ def test_java_deletion_vectors_are_refused(java: PaimonJava, wh: str, lake: Cata
     java.compact(wh, "db.dv", full=False)
     expected = java.read(wh, "db.dv")
     assert expected.num_rows == 15
-    refused_everywhere(lake, wh, "dv", DATA_CALLS, r"deletion-vectors\.enabled = 'true' is not supported")
-    # the index manifest Java wrote shows deletion vectors too: refused even without the option
     t = lake.get_table("db.dv")
+    assert_same_rows(t.to_arrow(), expected)
+    assert t.read_changes(1).num_rows > 0
     snap = t.latest_snapshot()
     kinds = {e.index_type for e in t.store.index_entries(snap.index_manifest)}
     assert "DELETION_VECTORS" in kinds
-    found = index_refusals(t.store.index_entries(snap.index_manifest), t.schema)
-    assert {op for op in Op if any(r.blocks(op) for r in found)} == DATA
+    assert not index_refusals(t.store.index_entries(snap.index_manifest), t.schema)
 
 
 def test_java_table_with_an_option_we_do_not_know_is_not_maintained(java: PaimonJava, wh: str,

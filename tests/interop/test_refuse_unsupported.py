@@ -231,13 +231,15 @@ def test_fixed_bucket_append_table_reads_but_is_not_written_or_compacted(table_c
 
 
 # ----------------------------------------------------------------------- deletion vectors, rows ids
-def test_deletion_vector_table_is_refused_for_data(table_copy, pypaimon):
+def test_deletion_vector_table_reads_and_compacts_like_paimon(table_copy, pypaimon):
     warehouse = table_copy("dv")
-    # pypaimon returns no rows (level 0 is invisible until a compaction writes deletion vectors);
-    # a read that ignored the option would return 45
+    # pypaimon returns no rows (level 0 is invisible until a compaction writes deletion vectors),
+    # and so do we
     assert pypaimon.read(warehouse, "db.dv").num_rows == 0
-    assert_refused(warehouse, "dv", ["read", "read_changes", "compact", "write"],
-                   r"option deletion-vectors\.enabled = 'true' is not supported")
+    assert assert_reads_like_paimon(warehouse, "dv", pypaimon).num_rows == 0
+    t, _ = open_table(warehouse, "dv")
+    t.compact()
+    assert assert_reads_like_paimon(warehouse, "dv", pypaimon).num_rows == 45
 
 
 def test_row_tracking_table_reads_but_is_not_rewritten(table_copy, pypaimon):

@@ -467,6 +467,12 @@ class PaimonJava:
 
     # -- snapshots, maintenance
 
+    def deletion_vectors(self, warehouse: str, table: str) -> list[dict[str, Any]]:
+        """The latest snapshot's splits as Java plans them, each with ``bucket``, ``raw_convertible``
+        and ``files``: ``name``, ``level`` and, for a file with a deletion vector, ``index_file``,
+        ``offset``, ``length`` and the ``deleted`` positions Java's own reader finds."""
+        return self.call("deletion_vectors", warehouse=warehouse, table=table)
+
     def snapshots(self, warehouse: str, table: str) -> list[dict[str, Any]]:
         """Every snapshot file's JSON, oldest first."""
         return self.call("snapshots", warehouse=warehouse, table=table)

@@ -283,3 +283,26 @@ def test_incremental_between_reads_long_lived_changelogs(spark, catalog: Catalog
     assert [s.id for s in table.snapshots()] == [4] and table.store.changelog_manager().ids() == [1, 2, 3]
     df = _load(spark, warehouse, "db.cl", **{"incremental-between": "0,4"})
     assert sorted((r.id, r.v, r._row_kind) for r in df.collect()) == expected
+
+
+def test_deletion_vector_bucket_is_split_per_file_and_read_without_deleted_rows(
+    spark, catalog: Catalog, warehouse: str
+) -> None:
+    """A compacted deletion-vector bucket has one live row per key: every file is its own Spark
+    task, each dropping the rows its vector deletes, and a value filter needs no merge first."""
+    table = catalog.create_table("db.t", pa.schema([("id", pa.int64()), ("v", pa.string())]),
+                                 primary_keys=["id"], options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    table.write_arrow(pa.table({"id": range(400), "v": ["a"] * 400}))
+    for i in range(3):  # each commit compacts its level 0 above and marks the rows it replaced
+        table.write_arrow(pa.table({"id": range(i * 50, i * 50 + 120), "v": [f"u{i}"] * 120}))
+    files = table.plan()[0].files
+    assert len(files) > 1 and all(f.level > 0 for f in files)
+    size = max(f.file_size for f in files)
+    df = _load(spark, warehouse, "db.t", **{"source.split.target-size": str(size),
+                                            "source.split.open-file-cost": "0"})
+    assert df.rdd.getNumPartitions() == len(files)
+    expected = table.to_arrow()
+    assert expected.num_rows == 400
+    assert _sorted(_spark_rows(df), "id") == _sorted(expected, "id")
+    got = _spark_rows(df.filter("v = 'u1'"))
+    assert sorted(got.column("id").to_pylist()) == list(range(50, 100))

@@ -101,3 +101,25 @@ def test_full_compaction_combines_small_non_overlapping_files(tmp_path):
     health = table.health().to_pylist()
     files_after = sum(r["file_count"] for r in health)
     assert files_after == len(health) < files_before  # small key-disjoint files combine: one per bucket
+
+
+def test_deletion_vectors_from_the_dedicated_job(capsys, spark, tmp_path):
+    """Write-only writers leave level 0 (invisible in a deletion-vector table); the job compacts it
+    on executors, the vectors travel back in the commit messages, one COMPACT commit swaps them in."""
+    wh = str(tmp_path)
+    cat = Catalog(wh)
+    cat.create_database("db")
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    table = cat.create_table("db.dv", schema, primary_keys=["id"],
+                             options={"bucket": "2", "deletion-vectors.enabled": "true", "write-only": "true"})
+    table.write_arrow(pa.table({"id": range(100), "v": ["a"] * 100}, schema=schema))
+    code, out = run_job_main(capsys, compact.main, "--warehouse", wh, "--table", "db.dv")
+    assert code == EXIT_OK and out["commit_kind"] == "COMPACT", out
+    table.write_arrow(pa.table({"id": range(0, 100, 4), "v": ["b"] * 25}, schema=schema))
+    assert table.to_arrow().column("v").to_pylist().count("b") == 0  # still in level 0
+    code, out = run_job_main(capsys, compact.main, "--warehouse", wh, "--table", "db.dv")
+    assert code == EXIT_OK and out["commit_kind"] == "COMPACT", out
+    rows = {r["id"]: r["v"] for r in table.to_arrow().to_pylist()}
+    assert rows == {i: "b" if i % 4 == 0 else "a" for i in range(100)}
+    assert sum(r["deletion_vector_rows"] for r in table.health().to_pylist()) == 25
+    assert table.remove_orphan_files(older_than=timedelta(0), dry_run=True).paths == []

@@ -65,7 +65,6 @@ def test_unknown_row_kind(catalog: Catalog):
     [
         ({"options": {"bucket": "2", "no.such.option": "1"}}, OptionError, "Unknown table option 'no.such.option'"),
         ({"options": {"bucket": "2", "file.format": "orc"}}, UnsupportedFeatureError, "file.format"),
-        ({"options": {"bucket": "2", "deletion-vectors.enabled": "true"}}, UnsupportedFeatureError, "deletion"),
         ({"options": {"bucket": "2", "merge-engine": "magic"}}, UnsupportedFeatureError, "merge-engine"),
         ({"options": {}}, UnsupportedFeatureError, "dynamic or postpone bucket"),
         ({"options": {"bucket": "two"}}, OptionError, "'bucket'"),

@@ -64,7 +64,15 @@ def test_supported_tables_refuse_nothing():
     ({"bucket": "3"}, False, {Op.WRITE, Op.COMPACT}, "append tables with bucket = 3"),
     ({"bucket": "2", "file.format": "orc"}, True, DATA, "option file.format = 'orc'"),
     ({"bucket": "2", "file.format": "avro"}, True, DATA, "option file.format = 'avro'"),
-    ({"bucket": "2", "deletion-vectors.enabled": "true"}, True, DATA, "option deletion-vectors.enabled"),
+    ({"bucket": "2", "deletion-vectors.enabled": "true", "merge-engine": "partial-update"}, True,
+     {Op.WRITE, Op.COMPACT}, "merge-engine 'partial-update'"),
+    ({"bucket": "2", "deletion-vectors.enabled": "true", "deletion-vectors.bitmap64": "true"}, True,
+     DATA, "bitmap64"),
+    ({"bucket": "-1", "deletion-vectors.enabled": "true"}, False, {Op.COMPACT}, "append table"),
+    ({"bucket": "2", "deletion-vectors.enabled": "true", "sequence.field": "v"}, True,
+     {Op.WRITE, Op.COMPACT}, "sequence.field"),
+    ({"bucket": "2", "deletion-vectors.enabled": "true", "ignore-delete": "true"}, True,
+     {Op.WRITE, Op.COMPACT}, "ignore-delete"),
     # wrong partition paths would make orphan removal delete live files
     ({"bucket": "2", "partition.legacy-name": "false"}, True, DATA | {Op.EXPIRE, Op.ORPHANS},
      "partition.legacy-name"),
@@ -82,6 +90,11 @@ def test_schema_refusals_per_operation(options, pk, refused, named):
     refusals = schema_refusals(schema(options, pk=pk))
     assert blocked(refusals) == frozenset(refused)
     assert any(named in r.property for r in refusals)
+
+
+def test_deletion_vector_tables_of_deduplicate_refuse_nothing():
+    """Reads, streams, writes, compaction and maintenance all handle deletion vectors."""
+    assert schema_refusals(schema({"bucket": "2", "deletion-vectors.enabled": "true"})) == []
 
 
 def test_java_09_schema_without_file_format_means_orc():
@@ -139,7 +152,11 @@ def test_index_refusals():
     dynamic, fixed = schema({"bucket": "-1"}), schema({"bucket": "2"})
     assert blocked(index_refusals([index("HASH")], dynamic)) == {Op.WRITE}
     assert blocked(index_refusals([index("HASH")], fixed)) == {Op.WRITE, Op.COMPACT}
-    assert blocked(index_refusals([index("DELETION_VECTORS")], fixed)) == DATA
+    # applied by reads and maintained by compaction when the option is on; without it Java
+    # ignores them, and compacting would keep vectors of rewritten rows
+    assert blocked(index_refusals([index("DELETION_VECTORS")], fixed)) == {Op.WRITE, Op.COMPACT}
+    dv = schema({"bucket": "2", "deletion-vectors.enabled": "true"})
+    assert blocked(index_refusals([index("DELETION_VECTORS")], dv)) == set()
     assert blocked(index_refusals([index("BTREE_GLOBAL")], fixed)) == DATA
 
 

@@ -54,6 +54,9 @@ class MergeEngine:
     changelog_for_unchanged_keys: bool = True
     # The only changelog producers Paimon accepts with the engine (its SchemaValidation); None: any.
     changelog_producers: tuple[str, ...] | None = None
+    # The newest record of a key replaces its older rows whatever their values, so compaction can
+    # write deletion vectors from keys alone (ops/dv_compact.py); other engines need old values.
+    deletion_vectors_by_key: bool = False
 
     def create(self, fields: SchemaFields, key_names: Sequence[str], options: CoreOptions) -> MergeFunction:
         """The merge function for a table with these columns, trimmed primary key and typed options
@@ -74,7 +77,7 @@ def _first_row(fields: SchemaFields, key_names: Sequence[str], options: CoreOpti
 MERGE_ENGINES: Mapping[str, MergeEngine] = {
     engine.name: engine
     for engine in (
-        MergeEngine(DEFAULT_MERGE_ENGINE, _deduplicate),
+        MergeEngine(DEFAULT_MERGE_ENGINE, _deduplicate, deletion_vectors_by_key=True),
         MergeEngine(PARTIAL_UPDATE, PartialUpdate, needs_all_columns=True),
         MergeEngine(AGGREGATION, Aggregation, needs_all_columns=True),
         MergeEngine(

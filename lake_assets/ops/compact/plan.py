@@ -25,10 +25,11 @@ from lake_assets.lsm.compact_strategy import (
 from lake_assets.lsm.levels import Levels
 from lake_assets.lsm.merge_engine.first_row import lookup_files
 from lake_assets.lsm.merge_engine.registry import engine_of
+from lake_assets.ops.dv_compact import delete_heavy_files
 from lake_assets.ops.plan import plan_splits
 from lake_assets.ops.scan import Split
 from lake_assets.predicate import Predicate
-from lake_assets.spec.manifest import DataFileMeta
+from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
 from lake_assets.spec.snapshot import CommitKind, Snapshot
 from lake_assets.table_rules import check_engine_producer
 from lake_assets.table_support import Op
@@ -54,11 +55,18 @@ class CompactionTask:
     before_files: tuple[DataFileMeta, ...] = ()
     # first-row: older files whose keys the output drops (see lsm/merge_engine/first_row.py)
     lookup_files: tuple[DataFileMeta, ...] = ()
+    # deletion vectors (ops/dv_compact.py): the bucket's index files, and the files above the
+    # unit whose rows the output supersedes
+    deletion_vectors: bool = False
+    dv_entries: tuple[IndexManifestEntry, ...] = ()
+    dv_lookup_files: tuple[DataFileMeta, ...] = ()
+    # files past compaction.delete-ratio-threshold, rewritten at their level without their dead rows
+    dv_rewrite_files: tuple[DataFileMeta, ...] = ()
 
     @property
     def input_files(self) -> list[DataFileMeta]:
         files = [f for s in self.sections if s.kind != "keep" for f in s.files]
-        return files + [f for g in self.append_groups for f in g]
+        return files + [f for g in self.append_groups for f in g] + list(self.dv_rewrite_files)
 
     @property
     def output_level(self) -> int:
@@ -105,7 +113,12 @@ def needs_level0_compaction(opts: CoreOptions) -> bool:
     ``compaction.force-up-level-0`` is set.
     """
     return (opts.changelog_producer == "lookup" or engine_of(opts).needs_lookup
-            or opts.compaction_force_up_level0)
+            or opts.compaction_force_up_level0 or _dv_enabled(opts))
+
+
+def _dv_enabled(opts: CoreOptions) -> bool:
+    """``deletion-vectors.enabled``: Paimon's writer then "needs lookup" as well."""
+    return str(opts.raw.get("deletion-vectors.enabled", "false")).strip().lower() == "true"
 
 
 def plan_bucket(
@@ -143,18 +156,32 @@ def plan_bucket(
         ):
             # Paimon's ForceUpLevel0Compaction: take all of level 0 now
             unit = UniversalCompaction.create_unit(runs, levels.max_level, n_level0)
+    dv = _dv_enabled(opts)
+    # files whose vectors hide too many rows: rewritten in place (compaction.delete-ratio-threshold)
+    heavy = delete_heavy_files(store, split) if dv else []
     if unit is None or not unit.files:
-        return None
+        if not heavy:
+            return None
+        unit = CompactUnit(levels.max_level, ())
     drop = should_drop_delete(unit.output_level, levels)
     sections = plan_rewrite(unit, key_types, opts.target_file_size, opts.small_file_ratio, drop_delete=drop)
     lookup: tuple[DataFileMeta, ...] = ()
+    if dv:
+        # Every level-0 row is looked up above (a relabelled level-0 file has its keys read for
+        # that), and retract rows go: the vectors hide what they retracted, and raw reads must
+        # never meet one. So a level-0 file that may hold retracts is rewritten, not relabelled.
+        sections = [RewriteSection("rewrite", s.output_level, s.intervals, True)
+                    if s.kind == "rewrite" or (s.files[0].level == 0 and s.files[0].delete_row_count != 0)
+                    else s for s in sections]
+        in_unit = {f.file_name for f in unit.files}
+        heavy = [f for f in heavy if f.file_name not in in_unit]
     if engine_of(opts).drops_known_keys:
         lookup = lookup_files(unit.files, split.files, key_types)
         if lookup:
             # a level-0 file may repeat keys of the lookup files: rewrite it through the filter
             sections = [RewriteSection("rewrite", s.output_level, s.intervals, s.drop_delete)
                         if s.kind == "upgrade" and s.files[0].level == 0 else s for s in sections]
-    if all(s.kind == "keep" for s in sections):
+    if all(s.kind == "keep" for s in sections) and not heavy:
         return None
     changelog: str | None = None
     before: tuple[DataFileMeta, ...] = ()
@@ -164,9 +191,16 @@ def plan_bucket(
     elif producer == "full-compaction" and unit.full:
         changelog = "full-compaction"
         before = tuple(f for f in split.files if f.level == levels.max_level)
+    dv_lookup: tuple[DataFileMeta, ...] = ()
+    if dv:
+        rewritten = {f.file_name for s in sections if s.kind == "rewrite" for f in s.files}
+        rewritten |= {f.file_name for f in heavy}
+        dv_lookup = tuple(f for f in split.files if f.level > 0 and f.file_name not in rewritten)
     return CompactionTask(split.partition, split.partition_values, split.bucket, split.total_buckets,
                           sections=tuple(sections), full=unit.full, changelog_producer=changelog,
-                          before_files=before, lookup_files=lookup)
+                          before_files=before, lookup_files=lookup, deletion_vectors=dv,
+                          dv_entries=split.dv_entries if dv else (), dv_lookup_files=dv_lookup,
+                          dv_rewrite_files=tuple(heavy))
 
 
 def plan_compaction(

@@ -21,9 +21,10 @@ from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact.changelog import produce_changelog
 from lake_assets.ops.compact.plan import CompactionTask
+from lake_assets.ops.dv_compact import VectorUpdate
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
-from lake_assets.spec.manifest import DataFileMeta
+from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
 
 if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
@@ -45,12 +46,15 @@ def run_compaction_task(
     through the streaming k-way merge. Both give the same rows in the same write calls.
     """
     whole_rows = chunk_rows if whole_read_rows is None else whole_read_rows
-    split = Split(task.partition, task.partition_values, task.bucket, task.total_buckets, list(task.input_files))
+    split = Split(task.partition, task.partition_values, task.bucket, task.total_buckets, list(task.input_files),
+                  task.dv_entries)
     reader = SplitReader(store, store.schema)
     writer = _writer(store, task)
     before: list[DataFileMeta] = []
     after: list[DataFileMeta] = []
     rollings = []
+    vectors = VectorUpdate(store, split, reader, task.dv_lookup_files) if task.deletion_vectors else None
+    index_paths: list[str] = []
     try:
         if task.append_groups:
             for group in task.append_groups:
@@ -75,12 +79,16 @@ def run_compaction_task(
                 continue
             if section.kind == "upgrade":
                 f = section.files[0]
+                if vectors is not None and f.level == 0:
+                    vectors.note_relabelled(f)
                 before.append(f)
                 after.append(f.upgrade(section.output_level))
                 continue
 
             def merge(chunk: pa.Table, drop: bool = section.drop_delete) -> pa.Table:
                 merged = sort_and_merge(chunk, key_names, merge_fn, opts.sequence_fields, opts.sequence_descending)
+                if vectors is not None:
+                    vectors.note(merged)
                 if known is not None:
                     merged = drop_known_keys(merged, known, key_names)
                 if drop:
@@ -104,16 +112,30 @@ def run_compaction_task(
                         rolling.write(merged)
                 before += interval
             after += rolling.close()
+        for f in task.dv_rewrite_files:
+            # after the sections: rows their output supersedes must not come back in the rewrite
+            assert vectors is not None
+            rolling = writer.rolling(level=f.level, file_source=FILE_SOURCE_COMPACT)
+            rollings.append(rolling)
+            rolling.write(vectors.without_superseded(reader.read_file(split, f, with_system=True)))
+            before.append(f)
+            after += rolling.close()
         changelog = produce_changelog(store, task, split, reader) if task.changelog_producer else []
+        index_before: tuple[IndexManifestEntry, ...] = ()
+        index_after: tuple[IndexManifestEntry, ...] = ()
+        if vectors is not None:
+            gone = {f.file_name for f in before} - {f.file_name for f in after}
+            index_before, index_after, index_paths = vectors.finish(gone)
     except BaseException:
         for rolling in rollings:
             rolling.abort()
         store.file_io.delete_many(writer.bucket_dir + "/" + f.file_name for f in after
                                   if f.file_name not in {b.file_name for b in before})
+        store.file_io.delete_many(index_paths)
         raise
     return CommitMessage(task.partition, task.bucket, task.total_buckets,
                          compact_before=tuple(before), compact_after=tuple(after),
-                         compact_changelog=tuple(changelog))
+                         compact_changelog=tuple(changelog), index_before=index_before, index_after=index_after)
 
 
 def _merge_whole(
@@ -197,3 +219,4 @@ def discard_outputs(store: FileStore, messages: Sequence[CommitMessage]) -> None
     store.file_io.delete_many(
         store.data_file_path(m.partition, m.bucket, f) for m in messages for f in m.all_written_files()
     )
+    store.file_io.delete_many(store.paths.index_file(e.file_name) for m in messages for e in m.index_after)

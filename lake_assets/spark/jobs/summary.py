@@ -64,6 +64,7 @@ def health_summary(table: Table) -> dict[str, Any]:
         "level0_files": sum(r["level0_file_count"] for r in h),
         "max_sorted_runs": max((r["sorted_runs"] for r in h), default=0),
         "buckets_needing_compaction": sum(1 for r in h if r["compaction_would_trigger"]),
+        "deletion_vector_rows": sum(r["deletion_vector_rows"] for r in h),
     }
 
 

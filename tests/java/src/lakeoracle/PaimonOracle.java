@@ -230,6 +230,8 @@ public final class PaimonOracle {
                 return splits(a);
             case "bucket_of":
                 return bucketOf(a);
+            case "deletion_vectors":
+                return DeletionVectorOps.deletionVectors(table(a));
             case "snapshots":
                 return snapshots(a);
             case "expire_snapshots":

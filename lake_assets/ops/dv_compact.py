@@ -1,0 +1,234 @@
+"""Deletion vectors written by compaction, as Paimon's lookup compaction writes them.
+
+With ``deletion-vectors.enabled``, a compaction unit of a bucket takes all of level 0 (Paimon's
+ForceUpLevel0Compaction) and rewrites every level-0 file. Every key of its merged output is newer
+than any row of the bucket's files above the unit (universal compaction picks the newest runs),
+so each such row is superseded: its position goes into the deletion vector of its file. Retract
+rows are dropped from the output at every level, since the vectors now hide the rows they
+retracted. After the commit, every key of the bucket has one live row above level 0, and reads
+need no merge (`ops/deletion_vectors.py`).
+
+The bucket's vectors live in one index file: the unit writes a new one holding the vectors of
+files that stay live (old marks plus new ones; rewritten files' vectors go with them) and the
+commit message swaps it for the old one (`CommitMessage.index_before` / ``index_after``).
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyroaring import BitMap
+
+from lake_assets.lsm.key_compare import compare_keys, key_view
+from lake_assets.ops.deletion_vectors import DELETION_VECTORS_INDEX, deleted_rows
+from lake_assets.ops.scan import Split
+from lake_assets.spec.binary_row import deserialize_row
+from lake_assets.spec.deletion_vector import encode_index_file, new_vector
+from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry
+from lake_assets.spec.types import DataType, DoubleType, FloatType
+
+if TYPE_CHECKING:
+    from lake_assets.ops.read import SplitReader
+    from lake_assets.store.file_store import FileStore
+
+_ROW = "__dv_row"
+
+
+DELETE_RATIO_THRESHOLD = "compaction.delete-ratio-threshold"
+
+
+class _KeyCache:
+    """The key columns of data files that compactions looked up, by path and size (data files
+    never change), within a byte budget, least recently used out first. A writer compacting every
+    commit looks up the same upper-level files again and again; Paimon keeps a lookup file cache
+    for the same reason."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[tuple[str, int, tuple[str, ...]], pa.Table] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, int, tuple[str, ...]]) -> pa.Table | None:
+        with self._lock:
+            got = self._items.get(key)
+            if got is not None:
+                self._items.move_to_end(key)
+            return got
+
+    def put(self, key: tuple[str, int, tuple[str, ...]], value: pa.Table) -> None:
+        size = value.nbytes
+        if size > self.max_bytes // 4:
+            return
+        with self._lock:
+            if key in self._items:
+                return
+            self._items[key] = value
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, old = self._items.popitem(last=False)
+                self._bytes -= old.nbytes
+
+
+_KEY_CACHE = _KeyCache(128 * 1024 * 1024)
+
+
+def delete_heavy_files(store: FileStore, split: Split) -> list[DataFileMeta]:
+    """Files above level 0 whose deletion vector hides at least ``compaction.delete-ratio-threshold``
+    of their rows (Paimon's option, default 0.2): compaction rewrites them in place, so their
+    dead rows stop costing reads and storage."""
+    if not split.dv_entries:
+        return []
+    threshold = float(store.schema.core_options.raw.get(DELETE_RATIO_THRESHOLD, "0.2"))
+    if threshold <= 0:
+        return []
+    deleted = deleted_rows(store, split.dv_entries)
+    return [f for f in split.files
+            if f.level > 0 and f.row_count and deleted.get(f.file_name, 0) / f.row_count >= threshold]
+
+
+class VectorUpdate:
+    """Collects the keys a compaction unit outputs, then writes the bucket's new vectors."""
+
+    def __init__(
+        self,
+        store: FileStore,
+        split: Split,
+        reader: SplitReader,
+        lookup_files: Sequence[DataFileMeta],
+    ) -> None:
+        self.store = store
+        self.split = split
+        self.reader = reader
+        self.lookup_files = list(lookup_files)
+        self.key_names = list(store.schema.trimmed_primary_keys)
+        self.key_types: list[DataType] = store.schema.types(self.key_names)
+        self._keys: list[pa.Table] = []
+        self._wanted: tuple[pa.Table, np.ndarray] | None = None
+
+    def note(self, merged: pa.Table) -> None:
+        """Record the keys of merged output rows (retract rows included: they supersede too)."""
+        if merged.num_rows:
+            self._keys.append(merged.select(self.key_names))
+
+    def note_relabelled(self, meta: DataFileMeta) -> None:
+        """Record the keys of a level-0 file the unit relabels up (rows unchanged). The next
+        compaction looks this very file up, so its keys go into the lookup cache too."""
+        keys = self._file_keys(meta)
+        self.note(keys)
+
+    def _file_keys(self, meta: DataFileMeta) -> pa.Table:
+        """``meta``'s key columns, every row in file order (no deletion vector applied), cached."""
+        path = self.store.data_file_path(self.split.partition, self.split.bucket, meta)
+        cache_key = (path, meta.file_size, tuple(self.key_names))
+        keys = _KEY_CACHE.get(cache_key)
+        if keys is None:
+            whole = Split(self.split.partition, self.split.partition_values, self.split.bucket,
+                          self.split.total_buckets, [meta])
+            keys = self.reader.read_file(whole, meta, False, self.key_names)
+            _KEY_CACHE.put(cache_key, keys)
+        return keys
+
+    def without_superseded(self, rows: pa.Table) -> pa.Table:
+        """``rows`` of a file rewritten beside the unit, minus those whose key the unit output
+        (they would otherwise have been marked in that file's vector)."""
+        if not self._keys or not rows.num_rows:
+            return rows
+        mask = np.zeros(rows.num_rows, dtype=bool)
+        mask[self._matching(rows.select(self.key_names), pa.concat_tables(self._keys))] = True
+        return rows.filter(pa.array(~mask)) if mask.any() else rows
+
+    def finish(
+        self, rewritten: set[str]
+    ) -> tuple[tuple[IndexManifestEntry, ...], tuple[IndexManifestEntry, ...], list[str]]:
+        """Write the bucket's new index file if its vectors change; returns the index files to
+        remove and to add, and the paths written (for cleanup on failure). ``rewritten`` names
+        the unit's input files that are gone after it (upgraded files keep their name)."""
+        old = self.reader.vectors.vectors(self.split.dv_entries) if self.split.dv_entries else {}
+        vectors = {name: BitMap(v) for name, v in old.items() if name not in rewritten}
+        changed = len(vectors) != len(old)
+        if self._keys:
+            keys = pa.concat_tables(self._keys).combine_chunks()
+            for meta in self.lookup_files:
+                if meta.file_name in rewritten or not self._may_hold(meta, keys):
+                    continue
+                positions = self._positions(meta, keys)
+                if positions.size:
+                    vector = vectors.setdefault(meta.file_name, new_vector())
+                    before = len(vector)
+                    vector.update(positions.astype(np.uint32))
+                    changed = changed or len(vector) != before
+        if not changed:
+            return (), (), []
+        vectors = {name: v for name, v in vectors.items() if v}
+        if not vectors:
+            return self.split.dv_entries, (), []
+        data, ranges = encode_index_file(vectors)
+        name = f"index-{uuid.uuid4()}-0"
+        path = self.store.paths.index_file(name)
+        self.store.file_io.write_bytes(path, data)
+        entry = IndexManifestEntry(FileKind.ADD, self.split.partition, self.split.bucket, DELETION_VECTORS_INDEX,
+                                   name, len(data), len(ranges), ranges)
+        return self.split.dv_entries, (entry,), [path]
+
+    def _may_hold(self, meta: DataFileMeta, keys: pa.Table) -> bool:
+        """Whether ``meta``'s key range can hold an output key (by the first key column; float
+        keys are not pruned, their order differs from the stored one)."""
+        typ = self.key_types[0]
+        if isinstance(typ, (FloatType, DoubleType)):
+            return True
+        column = keys.column(self.key_names[0])
+        bounds = pc.min_max(column)
+        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+        file_lo = deserialize_row(meta.min_key, self.key_types)[0]
+        file_hi = deserialize_row(meta.max_key, self.key_types)[0]
+        first = [typ]
+        return compare_keys((file_lo,), (hi,), first) <= 0 and compare_keys((lo,), (file_hi,), first) <= 0
+
+    def _sorted_keys(self, keys: pa.Table) -> np.ndarray:
+        """The distinct values of a single integer key column, sorted (computed once per table)."""
+        if self._wanted is None or self._wanted[0] is not keys:
+            values = keys.column(0).to_numpy()
+            # sections are noted in key order, one row per key: usually sorted already
+            if values.size > 1 and not bool(np.all(values[1:] > values[:-1])):
+                values = np.unique(values)
+            self._wanted = (keys, values)
+        return self._wanted[1]
+
+    def _positions(self, meta: DataFileMeta, keys: pa.Table) -> np.ndarray:
+        """Row positions of ``meta`` whose key is among ``keys`` (the file read whole, in order,
+        without its deletion vector: positions count every row)."""
+        return self._matching(self._file_keys(meta), keys)
+
+    def _matching(self, candidates: pa.Table, keys: pa.Table) -> np.ndarray:
+        """Sorted positions of ``candidates`` rows whose key is among ``keys``. ``candidates`` are
+        one data file's rows in file order: sorted by key, one row per key."""
+        if len(self.key_names) == 1 and pa.types.is_integer(candidates.schema.field(0).type):
+            # an integer key: binary search in the sorted file, no hash table over its keys
+            file_keys: np.ndarray = candidates.column(0).to_numpy()
+            wanted = self._sorted_keys(keys)
+            at: np.ndarray = np.searchsorted(file_keys, wanted)
+            inside = at < file_keys.size
+            at, wanted = at[inside], wanted[inside]
+            found: np.ndarray = at[file_keys[at] == wanted]
+            return found
+        rows = key_view(candidates, self.key_names)
+        new = key_view(keys, self.key_names)
+        if len(self.key_names) == 1:
+            k = self.key_names[0]
+            mask = pc.is_in(rows.column(k), value_set=pc.unique(new.column(k)))
+            return np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+        touched = new.group_by(self.key_names, use_threads=False).aggregate([])
+        numbered = rows.append_column(_ROW, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+        joined = numbered.join(touched, keys=self.key_names, join_type="left semi", use_threads=False)
+        return np.sort(joined.column(_ROW).to_numpy())
+
+
+__all__ = ["DELETE_RATIO_THRESHOLD", "VectorUpdate", "delete_heavy_files"]

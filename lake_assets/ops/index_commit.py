@@ -1,0 +1,96 @@
+"""The index manifest a commit writes (docs/format.md §4.6, §8.1 step 5).
+
+A snapshot's ``indexManifest`` names the complete set of its index files. A commit that changes
+index files - a compaction replacing a bucket's deletion-vector file, an overwrite dropping the
+files of the partitions it replaces - reads the latest snapshot's set, applies its changes and
+writes a new index manifest; otherwise the latest one's name is carried forward. This runs inside
+the committer's retry loop, against whatever snapshot is latest at that attempt, so the new set is
+never computed from a stale base.
+
+Conflicts: a compaction replaces the deletion vectors of a bucket as it planned them. If the
+latest snapshot's deletion-vector files of that bucket are not exactly those (another compaction
+committed meanwhile), its vectors would lose marks or mark rows of files it never saw: the commit
+fails with `CommitConflictError`, as Paimon's deletion-vector conflict check does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lake_assets.errors import CommitConflictError
+from lake_assets.formats.manifest_codec import encode_index_manifest
+from lake_assets.ops.deletion_vectors import DELETION_VECTORS_INDEX
+from lake_assets.spec.manifest import FileKind, IndexManifestEntry
+from lake_assets.spec.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from lake_assets.ops.commit_message import CommitMessage
+    from lake_assets.ops.manifest_io import ManifestIO
+    from lake_assets.store.file_store import FileStore
+
+
+@dataclass(frozen=True)
+class IndexChange:
+    """One bucket's index files a commit removes and adds."""
+
+    partition: bytes
+    bucket: int
+    before: tuple[IndexManifestEntry, ...]
+    after: tuple[IndexManifestEntry, ...]
+
+
+def index_changes(messages: Sequence[CommitMessage]) -> list[IndexChange]:
+    """The index changes the messages carry (one per message that has any)."""
+    return [IndexChange(m.partition, m.bucket, m.index_before, m.index_after)
+            for m in messages if m.index_before or m.index_after]
+
+
+def _identity(e: IndexManifestEntry) -> tuple[bytes, int, str, str]:
+    return (e.partition, e.bucket, e.index_type, e.file_name)
+
+
+def next_index_manifest(
+    store: FileStore,
+    mio: ManifestIO,
+    latest: Snapshot | None,
+    changes: Sequence[IndexChange],
+    overwritten: Callable[[bytes], bool] | None,
+    written: list[str],
+) -> str | None:
+    """The ``indexManifest`` of the snapshot following ``latest``: its name carried forward when
+    nothing changes, else a new manifest (its name appended to ``written``).
+
+    ``overwritten`` tells which partitions (serialized) an OVERWRITE replaces: their
+    deletion-vector files go with their data files. Raises `CommitConflictError` when a bucket's
+    deletion vectors changed since the compaction that replaces them was planned.
+    """
+    current = list(store.index_entries(latest.index_manifest)) if latest is not None and latest.index_manifest else []
+    live = [e for e in current if e.kind == FileKind.ADD]
+    keep = list(live)
+    if overwritten is not None:
+        keep = [e for e in keep if not (e.index_type == DELETION_VECTORS_INDEX and overwritten(e.partition))]
+    for change in changes:
+        found = {_identity(e) for e in keep
+                 if (e.partition, e.bucket, e.index_type) == (change.partition, change.bucket, DELETION_VECTORS_INDEX)}
+        expected = {_identity(e) for e in change.before}
+        if found != expected:
+            raise CommitConflictError(
+                f"Cannot commit to {store.name}: the deletion vectors of bucket {change.bucket} changed since "
+                "this compaction was planned (a concurrent compaction?); giving up this commit"
+            )
+        keep = [e for e in keep if _identity(e) not in expected]
+        keep += [e for e in change.after]
+    if len(keep) == len(live) and {_identity(e) for e in keep} == {_identity(e) for e in live}:
+        return latest.index_manifest if latest is not None else None
+    if not keep and latest is not None and not latest.index_manifest:
+        return None
+    name = mio.new_name("index-manifest-")
+    data = encode_index_manifest(keep, mio.codec)
+    written.append(name)  # before the write: a partial file is cleaned up with the rest
+    store.file_io.write_bytes(store.paths.manifest_file(name), data)
+    return name
+
+
+__all__ = ["IndexChange", "index_changes", "next_index_manifest"]
