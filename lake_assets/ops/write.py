@@ -16,21 +16,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lake_assets.errors import LakeError, NoSuchTableError, UnsupportedFeatureError
 from lake_assets.formats.data_file import (
     FILE_SOURCE_APPEND,
     SEQUENCE_NUMBER,
-    VALUE_KIND,
     DataFileWriter,
 )
-from lake_assets.lsm.bucket import assign_buckets
-from lake_assets.lsm.merge import is_retract, sort_and_merge, sort_for_merge, sort_order
+from lake_assets.lsm.merge import is_retract, sort_and_merge, sort_for_merge
 from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.ops import deletion_vectors
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
+from lake_assets.ops.route import RouteSpec, route
 from lake_assets.ops.spill import SpillDirectory, SpillRun, key_batches
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
@@ -63,22 +61,6 @@ class _BucketBuffer:
     writer: DataFileWriter | None = None
     changelog_writer: DataFileWriter | None = None
     runs: list[SpillRun] = field(default_factory=list)  # spilled since the last prepare_commit, oldest first
-
-
-def partition_groups(data: pa.Table, keys: tuple[str, ...]) -> tuple[np.ndarray, list[tuple]]:
-    """Group id per row and the distinct partition value tuples, in first-seen order."""
-    n = data.num_rows
-    if not keys:
-        return np.zeros(n, dtype=np.int64), [()]
-    code = np.zeros(n, dtype=np.int64)
-    for k in keys:
-        enc = pc.dictionary_encode(data.column(k), null_encoding="encode").combine_chunks()
-        idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        code = code * (len(enc.dictionary) + 1) + idx
-    uniq, first, inverse = np.unique(code, return_index=True, return_inverse=True)
-    del uniq
-    values = [tuple(data.column(k)[int(i)].as_py() for k in keys) for i in first]
-    return inverse.astype(np.int64), values
 
 
 class TableWriter:
@@ -125,6 +107,15 @@ class TableWriter:
         # one config for every bucket's file writer (a round can touch hundreds of buckets)
         self._file_config = store.data_file_config()
         self._spill = self._spill_directory(opts)
+        self._route_spec = RouteSpec(
+            partition_keys=tuple(self.schema.partition_keys),
+            bucket_keys=tuple(self.schema.bucket_keys),
+            bucket_types=tuple(self.bucket_types),
+            num_buckets=self.num_buckets if self.is_pk else 1,
+            primary_keys=tuple(self.schema.trimmed_primary_keys) if self.is_pk else (),
+            sequence_fields=tuple(self.options.sequence_fields),
+            sequence_descending=self.options.sequence_descending,
+        )
 
     def _spill_directory(self, opts: CoreOptions) -> SpillDirectory | None:
         """The local spill directory when the write buffer spills, else None.
@@ -188,42 +179,15 @@ class TableWriter:
                 self.flush()
 
     def _route(self, data: pa.Table, kinds: np.ndarray) -> None:
-        part_ids, part_values = partition_groups(data, self.schema.partition_keys)
-        if self.is_pk:
-            cols = [data.column(k) for k in self.schema.bucket_keys]
-            buckets = assign_buckets(cols, self.bucket_types, self.num_buckets).astype(np.int64)
-            nb = self.num_buckets
-        else:
-            buckets = np.zeros(data.num_rows, dtype=np.int64)
-            nb = 1
-        group = part_ids * nb + buckets
-        by_group = np.argsort(group, kind="stable")  # arrival order within each group
-        sorted_groups = group[by_group]
-        bounds = np.flatnonzero(np.diff(sorted_groups)) + 1
-        starts = np.concatenate(([0], bounds)).tolist()
-        ends = np.concatenate((bounds, [len(by_group)])).tolist()
-        # Sequence numbers follow arrival order per bucket (Paimon numbers records as they come).
-        seq = np.empty(data.num_rows, dtype=np.int64)
-        targets = []
-        for s, e in zip(starts, ends, strict=True):
-            g = int(sorted_groups[s])
-            buf = self._buffer(part_values[g // nb], g % nb)
-            seq[by_group[s:e]] = np.arange(buf.next_sequence, buf.next_sequence + (e - s), dtype=np.int64)
-            buf.next_sequence += e - s
-            targets.append(buf)
-        data = data.append_column(VALUE_KIND, pa.array(kinds, pa.int8()))
-        data = data.append_column(SEQUENCE_NUMBER, pa.array(seq))
-        if self.is_pk:
-            # one sort by (bucket, key, sequence): each bucket's slice arrives sorted for the flush
-            narrow = data.select([*self.schema.trimmed_primary_keys, *self.options.sequence_fields,
-                                  SEQUENCE_NUMBER]).append_column("__group", pa.array(group))
-            order = sort_order(narrow, self.schema.trimmed_primary_keys, self.options.sequence_fields,
-                               self.options.sequence_descending, prefix=("__group",))
-        else:
-            order = by_group
-        data = data.take(pa.array(order))
-        for s, e, buf in zip(starts, ends, targets, strict=True):
-            chunk = data.slice(s, e - s)
+        for group in route(data, kinds, self._route_spec):
+            buf = self._buffer(group.partition, group.bucket)
+            n = group.rows.num_rows
+            # Sequence numbers follow the group's merge order, (key, arrival): a key's versions
+            # keep their arrival order, which is all a merge reads from them (Paimon numbers
+            # records as they come; across keys the numbering carries no meaning).
+            seq = pa.array(np.arange(buf.next_sequence, buf.next_sequence + n, dtype=np.int64))
+            buf.next_sequence += n
+            chunk = group.rows.append_column(SEQUENCE_NUMBER, seq)
             buf.tables.append(chunk)
             nbytes = chunk.nbytes
             buf.nbytes += nbytes
