@@ -3,13 +3,14 @@
 One batch of input becomes one slice per group, rows sorted by (key, arrival) for primary-key
 tables and in arrival order for append tables, so that a bucket's slice can be flushed without
 another sort. The cost is what decides the write path's speed (it runs before any file is
-written), so every step is O(rows) or one sort over a single integer array:
+written), so the single-threaded part is linear in the rows and everything else runs per group
+on a thread pool (numpy's sorts and pyarrow's kernels release the GIL):
 
 - partitions: a hash dictionary-encode per partition column (pyarrow), never a sort of all rows;
-- the order: one stable sort of a single int64 that packs (group, key) when the table has one
-  integer key (the common case), else pyarrow's multi-column sort with the group as first key;
-- the gather: one ``take`` per group on a thread pool (pyarrow releases the GIL); partition
-  columns are not gathered at all but rebuilt as the group's constant value.
+- groups: a stable radix sort of the small group numbers (partition x bucket);
+- per group, in parallel: the key sort (`sort_order`: numpy's SIMD sort for one integer key,
+  pyarrow's multi-column sort otherwise) and one ``take``; partition columns are not gathered
+  at all but rebuilt as the group's constant value.
 """
 
 from __future__ import annotations
@@ -88,39 +89,20 @@ def partition_groups(data: pa.Table, keys: Sequence[str]) -> tuple[np.ndarray, l
     return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False), values
 
 
-def _packed_key_order(data: pa.Table, key: str, group: np.ndarray, groups: int) -> np.ndarray | None:
-    """Rows ordered by (group, key, arrival) with one stable sort of a packed int64, when the
-    table has a single non-null integer key whose range fits beside the group bits."""
-    col = data.column(key)
-    if not pa.types.is_integer(col.type) or col.null_count or data.num_rows == 0:
-        return None
-    keys = col.to_numpy()
-    lo, hi = int(keys.min()), int(keys.max())
-    key_bits = max(1, (hi - lo).bit_length())
-    group_bits = max(0, (groups - 1).bit_length())
-    if key_bits + group_bits > 63:
-        return None
-    # int64 arithmetic wraps, but every true difference lies in [0, 2**63): it comes out exact
-    packed = keys.astype(np.int64, copy=False) - np.int64(lo)
-    if group_bits:
-        packed = packed | (group << np.int64(key_bits))
-    return np.argsort(packed, kind="stable")  # stable: a key's versions stay in arrival order
+def _group_order(group: np.ndarray, groups: int) -> np.ndarray:
+    """Rows grouped, in arrival order within each group: a stable sort of small integers, which
+    numpy does as a radix sort (linear) for 16-bit values."""
+    narrow = np.uint16 if groups <= 1 << 16 else np.int64
+    return np.argsort(group.astype(narrow, copy=False), kind="stable")
 
 
-def _order(data: pa.Table, group: np.ndarray, groups: int, spec: RouteSpec) -> np.ndarray:
-    if not spec.primary_keys:
-        # arrival order within each group; a narrow integer makes numpy's stable sort a radix sort
-        narrow = np.uint16 if groups <= 1 << 16 else np.int64
-        return np.argsort(group.astype(narrow, copy=False), kind="stable")
-    if len(spec.primary_keys) == 1 and not spec.sequence_fields:
-        fast = _packed_key_order(data, spec.primary_keys[0], group, groups)
-        if fast is not None:
-            return fast
-    cols = list(dict.fromkeys([*spec.primary_keys, *spec.sequence_fields]))
-    narrow = data.select(cols).append_column(_GROUP_COLUMN, pa.array(group))
-    narrow = narrow.append_column(SEQUENCE_NUMBER, pa.array(np.arange(data.num_rows, dtype=np.int64)))
-    return sort_order(narrow, spec.primary_keys, spec.sequence_fields, spec.sequence_descending,
-                      prefix=(_GROUP_COLUMN,))
+def _merge_order(keys: pa.Table, rows: np.ndarray, spec: RouteSpec) -> np.ndarray:
+    """``rows`` (one group's row numbers, ascending) reordered by (key, user sequence, arrival).
+
+    The row number stands in for the sequence number: sort_order breaks ties on it, and it
+    follows arrival. A single integer key takes sort_order's numpy fast path."""
+    sub = keys.take(pa.array(rows)).append_column(SEQUENCE_NUMBER, pa.array(rows))
+    return rows[sort_order(sub, spec.primary_keys, spec.sequence_fields, spec.sequence_descending)]
 
 
 def route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec) -> list[RoutedGroup]:
@@ -134,23 +116,27 @@ def route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec) -> list[RoutedGrou
     else:
         group = part_ids
     groups = len(part_values) * nb
-    order = _order(data, group, groups, spec)
-    sorted_groups = group[order]
+    by_group = _group_order(group, groups)
+    sorted_groups = group[by_group]
     bounds = np.flatnonzero(np.diff(sorted_groups)) + 1
     starts = np.concatenate(([0], bounds)).astype(np.int64)
-    ends = np.concatenate((bounds, [len(order)])).astype(np.int64)
+    ends = np.concatenate((bounds, [len(by_group)])).astype(np.int64)
     part_cols = set(spec.partition_keys)
     payload = data.append_column(VALUE_KIND, pa.array(kinds, pa.int8()))
     gathered = payload.drop_columns(list(part_cols)) if part_cols else payload
     names = payload.column_names
+    keys = data.select(list(dict.fromkeys([*spec.primary_keys, *spec.sequence_fields])))
 
     def gather(s: int, e: int) -> RoutedGroup:
         g = int(sorted_groups[s])
-        rows = gathered.take(pa.array(order[s:e]))
+        order = by_group[s:e]
+        if spec.primary_keys:
+            order = _merge_order(keys, order, spec)  # sorted here, so groups sort in parallel
+        rows = gathered.take(pa.array(order))
         if part_cols:
             # a group holds one partition value: repeat it (the exact scalar of one of its rows)
             # instead of gathering the column
-            first = int(order[s])
+            first = int(order[0])
             cols = [rows.column(c) if c not in part_cols
                     else pa.chunked_array([pa.repeat(payload.column(c)[first], e - s)])
                     for c in names]
