@@ -36,7 +36,6 @@ VALUE_KIND_FIELD_ID = 2147483645
 # branch restructures them (issue 16: the FileStore seam); new code uses FileSource.
 FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT = FileSource.APPEND, FileSource.COMPACT
 
-ROWS_PER_ROW_GROUP_CHECK = 256 * 1024  # also the largest row group: bounds merge memory per file
 _PARQUET_CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4",
                    "brotli": "brotli", "none": "none", "uncompressed": "none",
                    "lz4_raw": "lz4"}  # pyarrow's "lz4" writes Parquet's LZ4_RAW codec
@@ -99,6 +98,12 @@ class _FileLayout:
             if pa.types.is_string(f.type) or pa.types.is_binary(f.type) or pa.types.is_boolean(f.type)
             or pa.types.is_int8(f.type) or pa.types.is_dictionary(f.type)
         ]
+        # ...but a string column only when its values repeat: checked per file on its first rows
+        self.sampled_dictionary_columns = frozenset(
+            f.name for f in self.arrow_schema
+            if pa.types.is_string(f.type) or pa.types.is_binary(f.type)
+            or pa.types.is_large_string(f.type) or pa.types.is_large_binary(f.type)
+        )
 
 
 # Layouts by schema object. A flush opens one writer per bucket (hundreds for a partitioned
@@ -140,6 +145,7 @@ class DataFileWriter:
         self.value_types = layout.value_types
         self.value_names = layout.value_names
         self._dictionary_columns = layout.dictionary_columns
+        self._sampled_dictionary_columns = layout.sampled_dictionary_columns
         self._uuid = uuid.uuid4()
         self._counter = 0
 
@@ -186,11 +192,25 @@ class DataFileWriter:
         """A writer that keeps one file open across `write` calls and rolls at the target size."""
         return RollingFileWriter(self, level, file_source, sequence_range)
 
-    def parquet_options(self) -> dict[str, object]:
+    def dictionary_columns(self, first_rows: pa.Table | None = None, rows: int = 0) -> list[str]:
+        """The columns of a new file that get dictionary pages, given the file's first rows and
+        how many rows it is expected to hold.
+
+        A string column is dictionary-encoded only when its values repeat enough for the
+        dictionary to pay and stay within one dictionary page: past the page limit pyarrow falls
+        back to plain encoding in the middle of the column chunk, so the file pays for both, and
+        readers decode both (parquet-java falls back likewise, per column, when the dictionary
+        does not compress)."""
+        if first_rows is None:
+            return list(self._dictionary_columns)
+        return [c for c in self._dictionary_columns
+                if c not in self._sampled_dictionary_columns or _dictionary_pays(first_rows.column(c), rows)]
+
+    def parquet_options(self, first_rows: pa.Table | None = None, rows: int = 0) -> dict[str, object]:
         cfg = self.config
         codec = _PARQUET_CODECS[cfg.compression]
         kwargs: dict[str, object] = {
-            "use_dictionary": self._dictionary_columns,
+            "use_dictionary": self.dictionary_columns(first_rows, rows),
             "compression": codec,
             "store_decimal_as_integer": True,
             "data_page_size": cfg.page_size,
@@ -204,13 +224,13 @@ class DataFileWriter:
 class _OpenFile:
     """The file a rolling writer is filling, and what its manifest entry will say."""
 
-    def __init__(self, owner: DataFileWriter, name: str) -> None:
+    def __init__(self, owner: DataFileWriter, name: str, first_rows: pa.Table | None = None, rows: int = 0) -> None:
         self.name = name
         self.path = f"{owner.bucket_dir}/{name}"
         fio = owner.file_io
         self.sink = fio.open_output(self.path)
         try:
-            self.writer = pq.ParquetWriter(self.sink, owner.arrow_schema, **owner.parquet_options())
+            self.writer = pq.ParquetWriter(self.sink, owner.arrow_schema, **owner.parquet_options(first_rows, rows))
         except BaseException:
             # the file exists but no rolling writer knows it yet (e.g. the disk filled while the
             # header was written): remove it here or nothing ever will
@@ -228,6 +248,33 @@ class _OpenFile:
         self.deletes = 0
 
 
+# Largest row group, in Arrow (uncompressed) bytes: parquet-java's default block size, which
+# Paimon's writers use, so that a file up to the target size is one row group as Java's are.
+ROW_GROUP_MAX_BYTES = 128 * 1024 * 1024
+# Smallest row group a rolling writer starts when it estimates the room left in a file.
+MIN_ROW_GROUP_ROWS = 1024
+# First rows of a new file that decide whether a string column's dictionary pays.
+DICTIONARY_SAMPLE_ROWS = 4096
+# pyarrow's dictionary page limit (its default): a bigger dictionary falls back mid-chunk.
+DICTIONARY_PAGE_BYTES = 1024 * 1024
+
+
+def _dictionary_pays(column: pa.ChunkedArray | pa.Array, rows: int) -> bool:
+    """Whether a string column repeats enough for a dictionary, judged on a sample of it:
+    at most half of the sampled values distinct, and the dictionary of the ``rows`` the file
+    will hold within one page. A sample whose values repeat 16 times over has seen its domain;
+    otherwise the distinct values are extrapolated linearly (an upper bound)."""
+    n = len(column) - column.null_count
+    if n <= 0:
+        return True
+    distinct = len(pc.unique(column.drop_null()))
+    if distinct * 2 > n:
+        return False
+    value_bytes = pc.sum(pc.binary_length(column)).as_py() or 0
+    expected = distinct if distinct * 16 <= n else distinct * max(rows, n) // n
+    return value_bytes * expected // n <= DICTIONARY_PAGE_BYTES
+
+
 class RollingFileWriter:
     """Appends sorted chunks to one Parquet file until it reaches the target size, then starts the
     next; stats are accumulated per chunk so memory holds one chunk, not one file."""
@@ -241,6 +288,9 @@ class RollingFileWriter:
         self.sequence_range = sequence_range
         self.current: _OpenFile | None = None
         self.done: list[DataFileMeta] = []
+        # size and rows of the files finished so far: their bytes per row size the next row group
+        self._finished_bytes = 0
+        self._finished_rows = 0
 
     def write(self, data: pa.Table) -> None:
         if data.num_rows == 0:
@@ -250,20 +300,27 @@ class RollingFileWriter:
         append_seq = data.column(SEQUENCE_NUMBER) if (
             not owner.schema.primary_keys and SEQUENCE_NUMBER in data.column_names) else None
         n = laid_out.num_rows
-        # Check the file size every `step` rows: about a quarter of the target at a guessed 4x
-        # compression, so files end close to the target without tiny row groups.
+        # One row group per call and per file, as parquet-java writes files up to its block size:
+        # a row group ends where the file reaches the target size (estimated from the bytes per
+        # row of the files finished so far, footers included, and before the first one from the
+        # Arrow size, which compression only shrinks) or at ROW_GROUP_MAX_BYTES of Arrow data,
+        # which bounds what a reader decodes at once.
         row_bytes = max(1, laid_out.nbytes // max(1, n))
-        step_rows = int(min(ROWS_PER_ROW_GROUP_CHECK, max(1024, owner.config.target_file_size // row_bytes)))
+        max_rows = max(MIN_ROW_GROUP_ROWS, ROW_GROUP_MAX_BYTES // row_bytes)
+        target = owner.config.target_file_size
         start = 0
         while start < n:
             if self.current is None:
-                self.current = _OpenFile(owner, owner._next_name())
-            step = min(step_rows, n - start)
+                self.current = _OpenFile(owner, owner._next_name(), laid_out.slice(start, DICTIONARY_SAMPLE_ROWS),
+                                         min(n - start, max_rows))
+            per_row = self._finished_bytes // self._finished_rows if self._finished_rows else row_bytes
+            room = max(MIN_ROW_GROUP_ROWS, (target - self.current.sink.tell()) // max(1, per_row))
+            step = int(min(n - start, room, max_rows))
             chunk = laid_out.slice(start, step)
             self.current.writer.write_table(chunk, row_group_size=step)
             self._account(chunk, append_seq.slice(start, step) if append_seq is not None else None)
             start += step
-            if self.current.sink.tell() >= owner.config.target_file_size:
+            if self.current.sink.tell() >= target:
                 self._finish()
 
     def _account(self, chunk: pa.Table, append_seq: pa.ChunkedArray | None) -> None:
@@ -306,6 +363,8 @@ class RollingFileWriter:
                 f.sink.close()
             self.owner.file_io.delete(f.path)
             raise
+        self._finished_bytes += size
+        self._finished_rows += f.rows
         owner = self.owner
         if owner.schema.primary_keys:
             min_key = serialize_row(f.first_key or [], owner.key_types)
