@@ -302,9 +302,9 @@ class RollingFileWriter:
         n = laid_out.num_rows
         # One row group per call and per file, as parquet-java writes files up to its block size:
         # a row group ends where the file reaches the target size (estimated from the bytes per
-        # row of the files finished so far, footers included, and before the first one from the
-        # Arrow size, which compression only shrinks) or at ROW_GROUP_MAX_BYTES of Arrow data,
-        # which bounds what a reader decodes at once.
+        # row of the files finished so far, footers included, else of this file's first row
+        # group, else from the Arrow size, which compression only shrinks) or at
+        # ROW_GROUP_MAX_BYTES of Arrow data, which bounds what a reader decodes at once.
         row_bytes = max(1, laid_out.nbytes // max(1, n))
         max_rows = max(MIN_ROW_GROUP_ROWS, ROW_GROUP_MAX_BYTES // row_bytes)
         target = owner.config.target_file_size
@@ -313,9 +313,18 @@ class RollingFileWriter:
             if self.current is None:
                 self.current = _OpenFile(owner, owner._next_name(), laid_out.slice(start, DICTIONARY_SAMPLE_ROWS),
                                          min(n - start, max_rows))
-            per_row = self._finished_bytes // self._finished_rows if self._finished_rows else row_bytes
-            room = max(MIN_ROW_GROUP_ROWS, (target - self.current.sink.tell()) // max(1, per_row))
-            step = int(min(n - start, room, max_rows))
+            written = self.current.sink.tell()
+            if self._finished_rows:
+                per_row = self._finished_bytes // self._finished_rows
+            elif self.current.rows:
+                per_row = written // self.current.rows
+            else:
+                per_row = row_bytes
+            room = (target - written) // max(1, per_row)
+            if room < MIN_ROW_GROUP_ROWS and self.current.rows:
+                self._finish()  # nearly full: a tiny last row group would only slow readers down
+                continue
+            step = int(min(n - start, max(room, MIN_ROW_GROUP_ROWS), max_rows))
             chunk = laid_out.slice(start, step)
             self.current.writer.write_table(chunk, row_group_size=step)
             self._account(chunk, append_seq.slice(start, step) if append_seq is not None else None)

@@ -66,27 +66,25 @@ def partition_groups(data: pa.Table, keys: Sequence[str]) -> tuple[np.ndarray, l
     n = data.num_rows
     if not keys:
         return np.zeros(n, dtype=np.int64), [()]
-    dictionaries: list[list] = []
-    codes: list[np.ndarray] = []
+    ids: np.ndarray | None = None
     for k in keys:
         enc = pc.dictionary_encode(data.column(k), null_encoding="encode").combine_chunks()
-        dictionaries.append(enc.dictionary.to_pylist())
-        codes.append(enc.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False))
-    if len(keys) == 1:
-        return codes[0], [(v,) for v in dictionaries[0]]
-    combined = np.zeros(n, dtype=np.int64)
-    for d, c in zip(dictionaries, codes, strict=True):
-        combined = combined * len(d) + c  # mixed radix: exact while the product of sizes fits
-    enc = pc.dictionary_encode(pa.array(combined)).combine_chunks()
-    distinct = enc.dictionary.to_numpy()
-    values: list[tuple] = []
-    for code in distinct.tolist():
-        digits = []
-        for d in reversed(dictionaries):
-            code, i = divmod(code, len(d))
-            digits.append(d[i])
-        values.append(tuple(reversed(digits)))
-    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False), values
+        codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        if ids is None:
+            if len(keys) == 1:
+                return codes, [(v,) for v in enc.dictionary.to_pylist()]
+            ids = codes
+            continue
+        # combine with the groups so far and renumber them densely (first seen first), so the
+        # combined code never exceeds rows x distinct values of one column
+        combined = pa.array(ids * len(enc.dictionary) + codes)
+        ids = pc.dictionary_encode(combined).indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    assert ids is not None
+    # groups are numbered in first-seen order: the running maximum steps up at each first row
+    first_rows = np.flatnonzero(np.diff(np.maximum.accumulate(ids), prepend=-1))
+    columns = [data.column(k) for k in keys]
+    values = [tuple(c[int(i)].as_py() for c in columns) for i in first_rows]
+    return ids, values
 
 
 def _group_order(group: np.ndarray, groups: int) -> np.ndarray:

@@ -1,0 +1,63 @@
+"""Data files are laid out to decode fast: a flush up to the target size is one row group, and a
+string column gets dictionary pages only when its values repeat (a mostly-distinct column would
+be dictionary-encoded, then fall back to plain mid-chunk, and readers would decode both)."""
+
+from __future__ import annotations
+
+import glob
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SCHEMA = pa.schema([("k", pa.int64()), ("name", pa.string()), ("status", pa.string()), ("v", pa.float64())])
+
+
+def _rows(n: int, seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    names = [f"name-{x:012d}" for x in rng.permutation(n * 10)[:n]]
+    return pa.table({"k": np.arange(n), "name": names, "status": rng.choice(["new", "open", "done"], n),
+                     "v": rng.standard_normal(n)}, schema=SCHEMA)
+
+
+def _data_files(warehouse: str) -> list[pq.ParquetFile]:
+    return [pq.ParquetFile(p) for p in sorted(glob.glob(f"{warehouse}/db.db/t/bucket-*/data-*.parquet"))]
+
+
+def _encodings(pf: pq.ParquetFile, column: str) -> set[str]:
+    out: set[str] = set()
+    for rg in range(pf.num_row_groups):
+        md = pf.metadata.row_group(rg)
+        for c in range(md.num_columns):
+            if md.column(c).path_in_schema == column:
+                out |= set(md.column(c).encodings)
+                out |= {"DICT_PAGE"} if md.column(c).has_dictionary_page else set()
+    return out
+
+
+def test_a_flush_within_the_target_size_is_one_row_group(catalog, warehouse) -> None:
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["k"], options={"bucket": "1"})
+    t.write_arrow(_rows(300_000))  # more than the former fixed 256K-row row groups
+    (pf,) = _data_files(warehouse)
+    assert pf.metadata.num_rows == 300_000
+    assert pf.num_row_groups == 1
+
+
+def test_rolled_files_are_one_row_group_after_the_first(catalog, warehouse) -> None:
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["k"],
+                             options={"bucket": "1", "target-file-size": "1 mb"})
+    t.write_arrow(_rows(200_000))
+    files = _data_files(warehouse)
+    assert len(files) >= 3
+    # the first file sizes its row groups from the Arrow size, later ones from the bytes per row
+    # of the files before them; the last holds what is left
+    assert all(pf.num_row_groups == 1 for pf in files[1:])
+    assert t.to_arrow().sort_by("k").column("name").equals(_rows(200_000).column("name"))
+
+
+def test_only_repeating_strings_get_a_dictionary(catalog, warehouse) -> None:
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["k"], options={"bucket": "1"})
+    t.write_arrow(_rows(50_000))
+    (pf,) = _data_files(warehouse)
+    assert "DICT_PAGE" not in _encodings(pf, "name")  # all distinct: plain, no mid-chunk fallback
+    assert "DICT_PAGE" in _encodings(pf, "status")  # three values: dictionary
