@@ -14,7 +14,8 @@ Peers, measured in the same run on the same rows:
   table of the same layout, fully compacted, so its files can be cross-read next to ours.
 
 Cross-read: both tables are fully compacted, then every data file of each is decoded by the same
-readers (pyarrow ``read_table``, and lake_assets' own ``to_arrow`` of the table). Times are best of
+readers (pyarrow ``read_table`` and polars ``read_parquet`` per file, lake_assets' own ``to_arrow``
+of the table), best of ``2 * --repeat + 1``. Other times are best of
 ``--repeat``; the wall clock and this process's CPU time are both printed (the machine is shared:
 the CPU time is the steadier figure). ``--profile STEP`` writes a cProfile of that step.
 """
@@ -186,7 +187,7 @@ def run_java(base: pa.Table, res: Results, work: str, rows: int) -> str | None:
         t0 = time.perf_counter()
         for start in range(0, rows, 100_000):
             java.write(wh, TABLE, data.slice(start, 100_000))
-        java.compact(wh, TABLE, full=True)
+        java.compact(wh, TABLE, full=True, options={"write-only": "false"})
         print(f"Paimon Java wrote and compacted {rows} rows in {time.perf_counter() - t0:.1f} s "
               "(JSON transport: not a timing)", flush=True)
     finally:
@@ -198,14 +199,23 @@ def cross_read(res: Results, tables: dict[str, str], repeat: int) -> None:
     """Decode every data file of each (fully compacted) table with the same readers."""
     for label, wh in tables.items():
         t = Catalog(wh).get_table(TABLE)
-        files = sorted(glob.glob(f"{wh}/db.db/t/*/bucket-*/data-*.parquet"))
-        live = {f.file_name for f in t.health().files} if hasattr(t.health(), "files") else None
-        if live is not None:
-            files = [f for f in files if os.path.basename(f) in live]
+        live = {f.file_name for split in t.plan() for f in split.files}
+        files = [f for f in sorted(glob.glob(f"{wh}/db.db/t/*/bucket-*/data-*.parquet"))
+                 if os.path.basename(f) in live]
+        groups = sum(pq.ParquetFile(f).num_row_groups for f in files)
+        print(f"{label}: {len(files)} live data files, {groups} row groups, "
+              f"{sum(os.path.getsize(f) for f in files) / 2**20:.1f} MiB", flush=True)
+        try:
+            import polars as pl
+        except ImportError:
+            pl = None
         for _ in range(repeat):
             res.add(f"read {label} files: pyarrow", "reader",
                     *timed(lambda files=files: [pq.read_table(f) for f in files]))
             res.add(f"read {label} files: lake_assets", "reader", *timed(t.to_arrow))
+            if pl is not None:
+                res.add(f"read {label} files: polars", "reader",
+                        *timed(lambda files=files, pl=pl: [pl.read_parquet(f) for f in files]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -224,11 +234,10 @@ def main(argv: list[str] | None = None) -> int:
     print({k: v for k, v in versions().items()}, flush=True)
     base, ups = make_workload(args.rows, args.rounds)
     res = Results()
-    lake_wh = None
     try:
         for r in range(args.repeat):
             if "lake" in systems:
-                lake_wh = run_lake(base, ups, res, work, args.profile if r == args.repeat - 1 else "")
+                run_lake(base, ups, res, work, args.profile if r == args.repeat - 1 else "")
             if "pyarrow" in systems:
                 run_pyarrow(base, ups, res, work)
             if "delta" in systems and r == 0:
@@ -239,13 +248,13 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|" + "---:|" * (len(names) + 1))
         for step in ("load", "upsert round"):
             print(res.row(step, names, "pyarrow"))
-        if args.java_rows and lake_wh is not None:
+        if args.java_rows:
             java_wh = run_java(base, res, work, args.java_rows)
             if java_wh is not None:
                 ours = tempfile.mkdtemp(prefix="lake-x-", dir=work)
                 lake_table(ours).write_arrow(base.slice(0, args.java_rows))
                 Catalog(ours).get_table(TABLE).compact(full=True)
-                cross_read(res, {"lake_assets": ours, "Paimon Java": java_wh}, args.repeat + 1)
+                cross_read(res, {"lake_assets": ours, "Paimon Java": java_wh}, 2 * args.repeat + 1)
                 for (step, _), (w, c) in sorted(res.best.items()):
                     if step.startswith("read"):
                         print(f"| {step} | {w:.3f} s | {c:.3f} cpu |")

@@ -104,7 +104,7 @@ RULES: dict[str, OptionRule] = _rules(
     R("spill-compression", "string", "zstd", "Codec of local spill files.", supported=SPILL_COMPRESSIONS),
     R("spill-compression.zstd-level", "int", 1, "Zstandard level of spill files."),
     R("local-sort.max-num-file-handles", "int", 128, "Spill files merged at once.", minimum=2),
-    R("page-size", "size", 64 * 1024, "Parquet page size.", minimum=1),
+    R("page-size", "size", 64 * 1024, "Memory page size (write buffer), not the Parquet page.", minimum=1),
     R("write-only", "bool", False, "Writers skip compaction (a separate job compacts)."),
     R("data-file.prefix", "string", "data-", "File name prefix of data files.", check=_path_part),
     R("changelog-file.prefix", "string", "changelog-", "File name prefix of changelog files.", check=_path_part),
