@@ -170,8 +170,11 @@ class TableWriter:
         # routing makes stay within about half the write buffer, whatever size the input has.
         # The floor only keeps per-slice overhead sane for tiny buffers; it must stay small, or wide
         # rows would overshoot the buffer (64k rows of 1 KiB are 64 MiB whatever the setting).
+        # A batch that fits in the room the buffer has left is routed whole: its copy stays within
+        # the buffer, and each bucket then holds one sorted slice, which flushes without a re-sort.
         slice_bytes = max(1, self.options.write_buffer_size // 2)
-        rows = data.num_rows if data.nbytes <= slice_bytes else max(
+        room = self.options.write_buffer_size - self._buffered_bytes
+        rows = data.num_rows if data.nbytes <= max(slice_bytes, room) else max(
             MIN_ROUTED_ROWS, data.num_rows * slice_bytes // data.nbytes)
         for start in range(0, data.num_rows, rows):
             self._route(data.slice(start, rows), kinds[start : start + rows])
