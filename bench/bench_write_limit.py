@@ -225,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--systems", default="lake,pyarrow,delta")
     ap.add_argument("--java-rows", type=int, default=0, help="cross-read against Paimon Java's files of N rows")
+    ap.add_argument("--read", action="append", default=[], metavar="LABEL=WAREHOUSE",
+                    help="also cross-read this warehouse's table (e.g. files an older lake_assets wrote)")
     ap.add_argument("--profile", default="", help="cProfile the lake_assets step starting with this (load, upsert)")
     ap.add_argument("--work", default=None, help="scratch directory (default: a temp dir, removed after)")
     args = ap.parse_args(argv)
@@ -248,16 +250,19 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|" + "---:|" * (len(names) + 1))
         for step in ("load", "upsert round"):
             print(res.row(step, names, "pyarrow"))
+        readers = dict(r.split("=", 1) for r in args.read)
         if args.java_rows:
             java_wh = run_java(base, res, work, args.java_rows)
             if java_wh is not None:
                 ours = tempfile.mkdtemp(prefix="lake-x-", dir=work)
                 lake_table(ours).write_arrow(base.slice(0, args.java_rows))
                 Catalog(ours).get_table(TABLE).compact(full=True)
-                cross_read(res, {"lake_assets": ours, "Paimon Java": java_wh}, 2 * args.repeat + 1)
-                for (step, _), (w, c) in sorted(res.best.items()):
-                    if step.startswith("read"):
-                        print(f"| {step} | {w:.3f} s | {c:.3f} cpu |")
+                readers = {"lake_assets": ours, "Paimon Java": java_wh, **readers}
+        if readers:
+            cross_read(res, readers, 2 * args.repeat + 1)
+            for (step, _), (w, c) in sorted(res.best.items()):
+                if step.startswith("read"):
+                    print(f"| {step} | {w:.3f} s | {c:.3f} cpu |")
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
