@@ -31,7 +31,6 @@ from lake_assets.spec.types import DataType
 
 # Below this many rows a batch is gathered on the calling thread: a pool costs more than it saves.
 PARALLEL_GATHER_ROWS = 64 * 1024
-_GROUP_COLUMN = "__group"
 
 
 @dataclass(frozen=True)
