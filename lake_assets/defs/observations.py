@@ -7,7 +7,6 @@ table's asset checks. Numeric observation metadata is what Dagster plots over ti
 from __future__ import annotations
 
 import datetime as dt
-import re
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -20,13 +19,10 @@ from lake_assets.defs.config import LakeConfig, TableConfig, parse_duration
 from lake_assets.defs.names import TableNames
 from lake_assets.defs.resources import WarehouseResource
 from lake_assets.ops import table_health
-from lake_assets.options import parse_duration_ms
+from lake_assets.ops.partition_expire import partitions_past_expiration
 from lake_assets.table import Table
 
 HEALTH_SENSOR = "lake_health_sensor"
-HEALTH_INTERVAL_SECONDS = 300
-# Java DateTimeFormatter letters of partition.timestamp-formatter → strftime (the common subset).
-_JAVA_TO_STRFTIME = (("yyyy", "%Y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"), ("mm", "%M"), ("ss", "%S"))
 
 
 @dataclass(frozen=True)
@@ -101,37 +97,14 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
         max_consumer_lag=max(lag.values(), default=0),
         consumer_lag=lag,
         partitions=len(partitions),
-        partitions_past_expiration=partitions_past_expiration(table.options, table.partition_keys, partitions,
-                                                              now_ms),
+        # Paimon's own rule (strategy, pattern, formatter) as the partition expiry applies it.
+        partitions_past_expiration=partitions_past_expiration(table, _local_datetime(now_ms)),
     )
 
 
-def partitions_past_expiration(options: dict[str, str], partition_keys: tuple[str, ...] | list[str],
-                               partitions: list[str], now_ms: int) -> int | None:
-    """Partitions whose time (values-time strategy: the partition value read with
-    ``partition.timestamp-formatter``) is older than ``partition.expiration-time``; None when the
-    table sets no expiration time or uses a strategy or pattern this count cannot evaluate."""
-    expiration = options.get("partition.expiration-time")
-    if not expiration or options.get("partition.expiration-strategy", "values-time") != "values-time":
-        return None
-    if options.get("partition.timestamp-pattern") or not partition_keys:
-        return None  # a pattern combining fields: left to the expiry itself
-    fmt = options.get("partition.timestamp-formatter", "yyyy-MM-dd")
-    for java, py in _JAVA_TO_STRFTIME:
-        fmt = fmt.replace(java, py)
-    if re.search(r"[A-Za-z]", re.sub(r"%[YmdHMS]", "", fmt)):
-        return None  # letters this count does not translate
-    keep_ms = parse_duration_ms(expiration, "partition.expiration-time")
-    limit = dt.datetime.fromtimestamp((now_ms - keep_ms) / 1000, dt.UTC).replace(tzinfo=None)
-    key = partition_keys[0] + "="
-    count = 0
-    for path in partitions:
-        value = next((p[len(key):] for p in path.split("/") if p.startswith(key)), None)
-        try:
-            count += value is not None and dt.datetime.strptime(value, fmt) < limit
-        except ValueError:
-            continue  # not a time: never expires (as Paimon skips unparsable partitions)
-    return count
+def _local_datetime(local_ms: int) -> dt.datetime:
+    """The naive local date-time of a local-clock-as-UTC millisecond value."""
+    return dt.datetime.fromtimestamp(local_ms / 1000, dt.UTC).replace(tzinfo=None)
 
 
 def observation_metadata(obs: TableObservation) -> dict[str, dg.MetadataValue]:
@@ -192,7 +165,7 @@ def health_events(spec: TableConfig, obs: TableObservation) -> list[dg.AssetObse
 
 
 def build_health_sensor(config: LakeConfig) -> dg.SensorDefinition:
-    """Every HEALTH_INTERVAL_SECONDS: observe each existing table and evaluate its checks.
+    """Every ``automation.health_sensor_interval_seconds``: observe each existing table and evaluate its checks.
 
     It observes on every tick, not only after new commits: level-0 age, snapshot age and consumer
     lag grow while nothing is committed, and the plot over time is the point."""
@@ -200,7 +173,7 @@ def build_health_sensor(config: LakeConfig) -> dg.SensorDefinition:
 
     @dg.sensor(
         name=HEALTH_SENSOR,
-        minimum_interval_seconds=HEALTH_INTERVAL_SECONDS,
+        minimum_interval_seconds=config.automation.health_sensor_interval_seconds,
         default_status=dg.DefaultSensorStatus.RUNNING if running else dg.DefaultSensorStatus.STOPPED,
         description="Records each table's health (manifests only) as an observation and evaluates its "
         "checks on the current state.",

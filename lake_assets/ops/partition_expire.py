@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -221,6 +222,17 @@ def expire_partitions(
     return result
 
 
+def partitions_past_expiration(table: Table, now: dt.datetime | None = None) -> int | None:
+    """How many partitions are past ``partition.expiration-time`` now, by the table's own strategy,
+    pattern and formatter (what `expire_partitions` would drop without ``partition.expiration-max-num``).
+
+    None when the table is unpartitioned or sets no expiration time. Reads manifests only."""
+    if not table.partition_keys or table.schema.core_options.partition_expiration_time_ms is None:
+        return None
+    # The cap of one expiry run does not bound what is past expiration: count them all.
+    return len(expire_partitions(table, now=now, max_expires=sys.maxsize, dry_run=True).expired)
+
+
 # Last commit-time check per table location in this process (Paimon keeps it per committer).
 _last_check: dict[str, float] = {}
 _last_check_lock = threading.Lock()
@@ -246,5 +258,5 @@ def expire_partitions_after_commit(store: FileStore) -> PartitionExpireResult | 
 
 __all__ = [
     "PartitionExpireResult", "PartitionTimeExtractor", "expire_partitions", "expire_partitions_after_commit",
-    "java_formatter_to_strptime",
+    "java_formatter_to_strptime", "partitions_past_expiration",
 ]

@@ -8,12 +8,9 @@ import dagster as dg
 import pyarrow as pa
 import pytest
 
+from lake_assets import Catalog
 from lake_assets.defs.config import LakeConfig
-from lake_assets.defs.observations import (
-    HEALTH_SENSOR,
-    observe_table,
-    partitions_past_expiration,
-)
+from lake_assets.defs.observations import HEALTH_SENSOR, observe_table
 from lake_assets.defs.resources import WarehouseResource
 
 COMPACTION = dg.AssetKey(["db", "orders_compaction"])
@@ -125,20 +122,41 @@ def test_observe_table_before_any_commit(lake) -> None:
     assert obs.snapshot_id is None and obs.data_files == 0
 
 
-NOW = int(dt.datetime(2024, 3, 1, 12, 0, tzinfo=dt.UTC).timestamp() * 1000)
-PARTS = ["dt=2024-01-01", "dt=2024-02-20", "dt=2024-02-29", "dt=__DEFAULT_PARTITION__"]
+NOW = int(dt.datetime(2024, 3, 1, 12, 0, tzinfo=dt.UTC).timestamp() * 1000)  # local clock as UTC
+PARTS = ["2024-01-01", "2024-02-20", "2024-02-29", None]  # None: __DEFAULT_PARTITION__, never expires
 
 
 @pytest.mark.parametrize(("options", "expected"), [
     ({}, None),
     ({"partition.expiration-time": "7 d"}, 2),
     ({"partition.expiration-time": "30 d"}, 1),
-    ({"partition.expiration-time": "7 d", "partition.expiration-strategy": "update-time"}, None),
-    ({"partition.expiration-time": "7 d", "partition.timestamp-pattern": "$dt"}, None),
+    ({"partition.expiration-time": "7 d", "partition.expiration-max-num": "1"}, 2),  # one run's cap only
+    # update-time: the files were written now, after NOW (2024): none is past expiration
+    ({"partition.expiration-time": "7 d", "partition.expiration-strategy": "update-time"}, 0),
+    ({"partition.expiration-time": "7 d", "partition.timestamp-pattern": "$dt"}, 2),
     ({"partition.expiration-time": "1 d", "partition.timestamp-formatter": "yyyyMMdd"}, 0),  # unparsable
 ])
-def test_partitions_past_expiration(options: dict[str, str], expected: int | None) -> None:
-    assert partitions_past_expiration(options, ["dt"], PARTS, NOW) == expected
+def test_partitions_past_expiration_follow_the_partition_expiry(
+    lake, tmp_path, options: dict[str, str], expected: int | None
+) -> None:
+    """The observation counts what the core's partition expiry would drop at that time (its
+    strategy, pattern and formatter), without the per-run `partition.expiration-max-num` cap."""
+    config, _, _, _ = lake
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    schema = pa.schema([("id", pa.int64()), ("dt", pa.string())])
+    table = catalog.create_table("db.t", schema, partition_keys=["dt"])
+    table.write_arrow(pa.table({"id": list(range(len(PARTS))), "dt": PARTS}, schema=schema))
+    # set after the write: a commit under partition.expiration-time would expire them at once
+    update = table.update_schema()
+    for key, value in options.items():
+        update = update.set_option(key, value)
+    update.commit()
+    table = catalog.get_table("db.t")
+    obs = observe_table(table, config.table("db.orders"), now_ms=NOW)
+    assert obs.partitions == 4
+    assert obs.partitions_past_expiration == expected
+    assert table.to_arrow().num_rows == 4  # counting drops nothing
 
 
 def test_an_observation_that_fails_a_check_requests_a_compaction(lake) -> None:
