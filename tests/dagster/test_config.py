@@ -88,6 +88,10 @@ def test_s3_secrets_come_from_the_environment(tmp_path: Path) -> None:
          "warehouse: Input tag 'gcs' found using 'kind' does not match any of the expected tags"),
         (lambda d: d["spark"].update(launcher="yarn"),
          "spark.launcher: Input should be 'pipes' or 'python'"),
+        (lambda d: d["automation"].update(health_sensor_interval_seconds=0),
+         "automation.health_sensor_interval_seconds: Input should be greater than or equal to 1"),
+        (lambda d: d["automation"].update(health_sensor_interval_seconds="often"),
+         "automation.health_sensor_interval_seconds: Input should be a valid integer"),
     ],
 )
 def test_bad_config_names_the_entry_and_field(tmp_path: Path, edit, expected: str) -> None:
@@ -103,6 +107,18 @@ def test_every_problem_is_listed(tmp_path: Path) -> None:
     message = _error(tmp_path, data)
     assert message.startswith("lake.yaml is invalid (2 problems):")
     assert "tables[1] (db.events).maintenance.level0_runs: Input should be greater than or equal to 1" in message
+
+
+def test_health_sensor_interval_is_a_setting(tmp_path: Path) -> None:
+    """automation.health_sensor_interval_seconds is the health sensor's period (default 5 minutes)."""
+    from lake_assets.defs.factory import build_definitions
+    from lake_assets.defs.observations import HEALTH_SENSOR
+
+    data = _data(tmp_path)
+    assert parse_config(data, base_dir=tmp_path, source="lake.yaml").automation.health_sensor_interval_seconds == 300
+    data["automation"]["health_sensor_interval_seconds"] = 120
+    defs = build_definitions(parse_config(data, base_dir=tmp_path, source="lake.yaml"))
+    assert defs.resolve_sensor_def(HEALTH_SENSOR).minimum_interval_seconds == 120
 
 
 def test_missing_and_malformed_files(tmp_path: Path) -> None:

@@ -40,6 +40,9 @@ class AutomationConfig(_Strict):
     automation_sensor_interval_seconds: int = Field(
         default=30, ge=1, description="Period of the sensors evaluating the assets' automation conditions."
     )
+    health_sensor_interval_seconds: int = Field(
+        default=300, ge=1, description="Period of the health sensor's observations (what Dagster plots over time)."
+    )
     default_status: Literal["running", "stopped"] = Field(
         default="running", description="Whether sensors and schedules start on when the code location loads."
     )
