@@ -10,7 +10,8 @@ from lake_assets.defs.config import TableConfig
 from lake_assets.defs.names import TableNames
 
 if TYPE_CHECKING:
-    # What define_asset_job returns (not exported by dagster's top level).
+    # What define_asset_job returns. Dagster exports no public name for it (1.13: neither `dagster`
+    # nor `dagster.components`); imported for type checking only, never at run time.
     from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition as AssetJob
 
 # Asset step → the Spark job it runs (the ``lake/job`` tag value).

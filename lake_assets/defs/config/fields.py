@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Annotated
 
+import dagster as dg
 import pyarrow as pa
 from pydantic import AfterValidator
 
@@ -36,10 +37,12 @@ def _check_duration(text: str) -> str:
 
 
 def is_valid_cron(text: str) -> bool:
-    """Dagster's own cron check (the one `ScheduleDefinition` applies)."""
-    from dagster._utils.schedules import is_valid_cron_string
-
-    return is_valid_cron_string(text)
+    """Dagster's own cron check: whether a `ScheduleDefinition` accepts ``text`` (public API only)."""
+    try:
+        dg.ScheduleDefinition(name="lake_cron_check", cron_schedule=text, target=dg.AssetSelection.all())
+    except dg.DagsterInvalidDefinitionError:
+        return False
+    return True
 
 
 def _check_cron(text: str) -> str:

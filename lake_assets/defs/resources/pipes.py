@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import dagster as dg
-from dagster._core.errors import DagsterExecutionInterruptedError
 
 
 @dataclass(frozen=True)
@@ -66,7 +65,7 @@ class CapturingPipesSubprocessClient(dg.PipesSubprocessClient):
                 timed_out = True
                 context.log.error(f"Job exceeded {self.timeout_seconds:.0f}s; stopping it")
                 _stop(process, self.termination_timeout_seconds)
-            except (DagsterExecutionInterruptedError, KeyboardInterrupt):
+            except (dg.DagsterExecutionInterruptedError, KeyboardInterrupt):
                 context.log.info("[pipes] execution interrupted, stopping the job")
                 _stop(process, self.termination_timeout_seconds)
                 raise
