@@ -6,8 +6,12 @@ import glob
 from datetime import date, timedelta
 
 import dagster as dg
+import pyarrow as pa
 
 from lake_assets.defs.config import IngestConfig
+from lake_assets.spec.partition import partition_value_text
+from lake_assets.spec.types import to_arrow
+from lake_assets.table import Table
 
 DAY_FORMAT = "%Y-%m-%d"
 
@@ -32,6 +36,14 @@ def column_value(ingest: IngestConfig, partition_key: str) -> str:
 def partition_spec(ingest: IngestConfig, partition_key: str) -> str:
     """``dt=2024-01-01``: the ``--partition`` argument that selects (and overwrites) the day."""
     return f"{ingest.partition_column}={column_value(ingest, partition_key)}"
+
+
+def path_value(table: Table, column: str, value: str) -> str:
+    """How the table's partition paths spell ``value`` of ``column`` (Paimon's legacy partition names:
+    a DATE partition ``2024-01-01`` is the path value ``19723``), to find a day among health rows."""
+    dtype = table.schema.types([column])[0]
+    typed = pa.array([value], pa.string()).cast(to_arrow(dtype)).to_pylist()[0]
+    return partition_value_text(typed, dtype, table.schema.core_options.partition_default_name)
 
 
 def source_glob(ingest: IngestConfig, partition_key: str) -> str:

@@ -30,6 +30,12 @@ def test_materialize_one_partition(ingested: dg.ExecuteInProcessResult, lake_def
     assert md["bytes_out"] > 0 and md["duration_s"] > 0
     assert md["partitions"] == "dt=2024-01-01"
     assert md["table_path"].endswith("/warehouse/db.db/orders")
+    # Dagster's standard table metadata, as on the other assets; the day's rows are its partition's
+    assert md["dagster/uri"] == md["table_path"]
+    assert md["dagster/partition_row_count"] == 20 and md["dagster/row_count"] == 20
+    definition = lake_defs.resolve_asset_graph().get(INGEST).metadata
+    assert definition["dagster/table_name"] == "db.orders"
+    assert [c.name for c in definition["dagster/column_schema"].columns] == ["id", "dt", "name", "amount"]
     health = md["health"]
     assert [r.data["partition"] for r in health.records] == ["dt=2024-01-01", "dt=2024-01-01"]
     assert {c.name for c in health.schema.columns} >= {"bucket", "small_file_count", "sorted_runs",
@@ -65,6 +71,8 @@ def test_backfill_a_range_from_the_cli(
         assert md["partitions"] == "dt=2024-01-01, dt=2024-01-02"
         assert md["commit_kind"] == "OVERWRITE" and md["rows_in"] == md["rows_out"] == 20 and md["files_in"] == 2
     assert day1["partition"] == "dt=2024-01-01" and day2["partition"] == "dt=2024-01-02"
+    assert day1["dagster/partition_row_count"] == day2["dagster/partition_row_count"] == 20  # each its own day
+    assert day1["dagster/row_count"] == day2["dagster/row_count"] == 40  # the table after the run
     assert day1["rows_removed"] >= 20 and day2["rows_removed"] == 0  # day 1 replaced, day 2 new
     assert day2["snapshot_id"] == day1["snapshot_id"] + 1  # a commit per day, oldest first
     assert {r.data["partition"] for r in day1["health"].records} == {"dt=2024-01-01"}

@@ -19,13 +19,24 @@ from lake_assets.defs.assets.metadata import (
     SUMMARY_INTS,
     health_metadata,
     job_details,
+    partition_row_counts,
+    rows_where,
     summary_metadata,
+    table_definition_metadata,
     table_location,
+    table_state_metadata,
 )
 from lake_assets.defs.config import TableConfig
 from lake_assets.defs.health import partition_values
 from lake_assets.defs.names import TableNames
-from lake_assets.defs.partitions import column_value, daily_partitions, missing_sources, partition_spec, source_glob
+from lake_assets.defs.partitions import (
+    column_value,
+    daily_partitions,
+    missing_sources,
+    partition_spec,
+    path_value,
+    source_glob,
+)
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
 from lake_assets.defs.resources.spark import PIPES_METADATA
 
@@ -46,18 +57,21 @@ def ingest_args(spec: TableConfig, partition_keys: Sequence[str] | str) -> list[
     return [*args, "--overwrite"]
 
 
-def _day_metadata(day: dict[str, Any], health: pa.Table) -> dict[str, Any]:
-    """One day's materialization metadata: its commit's numbers and its buckets' health."""
+def _day_metadata(day: dict[str, Any], health: pa.Table, rows: int | None) -> dict[str, Any]:
+    """One day's materialization metadata: its commit's numbers, its buckets' health and (when the
+    files' records are its rows) its row count."""
     md = summary_metadata(day)
     md["partition"] = dg.MetadataValue.text(str(day.get("partition")))
     for key in ("rows_removed", "files_removed"):
         if isinstance(day.get(key), int):
             md[key] = dg.MetadataValue.int(day[key])
+    if rows is not None:
+        md["dagster/partition_row_count"] = dg.MetadataValue.int(rows)
     return {**md, **health_metadata(health)}
 
 
 def days_health(health: pa.Table, column: str, values: set[str]) -> pa.Table:
-    """Health rows of the given values of the day column."""
+    """Health rows of the given values of the day column (as the partition paths spell them)."""
     keep = [partition_values(p).get(column) in values for p in health.column("partition").to_pylist()]
     return health.filter(pa.array(keep, pa.bool_()))
 
@@ -77,7 +91,7 @@ def build_ingest_asset(spec: TableConfig, timezone: str) -> dg.AssetsDefinition:
         # in backticks: the UI renders descriptions as Markdown, where a bare <day> is an (empty) HTML tag
         description=f"Loads `{ingest.source}` ({ingest.format}) into {spec.identifier}, replacing partition "
         f"`{ingest.partition_column}=<day>`.",
-        metadata={"table": spec.identifier, "source": ingest.source},
+        metadata={"table": spec.identifier, "source": ingest.source, **table_definition_metadata(spec)},
     )
     def ingest_asset(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource, spark: SparkJobResource
@@ -102,22 +116,27 @@ def build_ingest_asset(spec: TableConfig, timezone: str) -> dg.AssetsDefinition:
         table = warehouse.table(spec.identifier)
         per_day = {d.get("partition"): d for d in summary.pop("partitions", None) or []}
         health = table.health(small_file_threshold=spec.maintenance.small_file_bytes)
+        day_rows = partition_row_counts(table)
         for key in keys:
             day = per_day.get(partition_spec(ingest, key))
             if day is None:  # the job reported no numbers for it: say so rather than show the range's
                 raise dg.Failure(description=f"The ingest job reported nothing for {partition_spec(ingest, key)}")
-            day_health = days_health(health, ingest.partition_column, {column_value(ingest, key)})
-            context.add_asset_metadata(_day_metadata(day, day_health), partition_key=key)
+            value = path_value(table, ingest.partition_column, column_value(ingest, key))
+            day_health = days_health(health, ingest.partition_column, {value})
+            rows = rows_where(day_rows, ingest.partition_column, value)
+            context.add_asset_metadata(_day_metadata(day, day_health, rows), partition_key=key)
         # Shared by every partition of the run: where the table is, which days the run loaded, the job
         # (less its totals over the range, which would read as one day's numbers).
         job = {k: v for k, v in summary.items() if k not in RANGE_TOTALS}
         job[PIPES_METADATA] = {k: v for k, v in (summary.get(PIPES_METADATA) or {}).items() if k not in RANGE_TOTALS}
+        uri = table_location(warehouse.url, warehouse.table_path(spec.identifier))
         metadata = {
             "partitions": dg.MetadataValue.text(", ".join(partition_spec(ingest, k) for k in keys)),
             "job_runs": dg.MetadataValue.int(1),
             **({"job.duration_s": dg.MetadataValue.float(float(summary["duration_s"]))}
                if isinstance(summary.get("duration_s"), (int, float)) else {}),
-            "table_path": table_location(warehouse.url, warehouse.table_path(spec.identifier)),
+            "table_path": uri,
+            **table_state_metadata(table, spec, uri),  # dagster/uri; dagster/row_count of the whole table
             **job_details(job),
         }
         snapshot = table.latest_snapshot()

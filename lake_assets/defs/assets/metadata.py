@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.defs.config import TableConfig
+from lake_assets.defs.health import partition_values
 from lake_assets.defs.observations import observe_table
 from lake_assets.defs.resources.spark import PIPES_METADATA
 from lake_assets.table import Table
@@ -140,3 +141,34 @@ def table_state_metadata(table: Table, spec: TableConfig, uri: dg.MetadataValue)
     if obs.snapshot_id is not None and obs.row_count_exact:
         md["dagster/row_count"] = dg.MetadataValue.int(obs.records_in_files)
     return md
+
+
+def partition_row_counts(table: Table, snapshot_id: int | None = None) -> dict[str, int | None]:
+    """Rows per partition path (``dt=2024-01-01``), None where the files' record count is not the
+    row count. It is for append tables, and for primary-key tables where every bucket of the
+    partition is one sorted run without deletes (the `TableObservation.row_count_exact` rule, per
+    partition): counting merged rows would need the data files. Reads manifests only."""
+    snapshot = table.resolve_snapshot(snapshot_id)
+    if snapshot is None:
+        return {}
+    records: dict[str, int | None] = {}
+    for entry in table.file_store_scan().live_entries(snapshot):
+        path = table.partition_path_of(entry.partition)
+        records[path] = (records.get(path) or 0) + entry.file.row_count
+    if table.primary_keys:
+        for row in table.health(snapshot_id=snapshot.id).select(
+                ["partition", "sorted_runs", "delete_row_count"]).to_pylist():
+            if row["sorted_runs"] > 1 or (row["delete_row_count"] or 0) > 0:
+                records[row["partition"]] = None
+    return records
+
+
+def rows_where(counts: dict[str, int | None], column: str, value: str) -> int | None:
+    """Rows of the partitions whose ``column`` is ``value`` (None when one of them is not exact)."""
+    total = 0
+    for path, rows in counts.items():
+        if partition_values(path).get(column) == value:
+            if rows is None:
+                return None
+            total += rows
+    return total
