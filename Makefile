@@ -21,6 +21,7 @@ PYTHON ?= python3
 PAIMON_VERSION ?= 2.1.0
 PAIMON_PYARROW ?= 19.0.1
 PAIMON_RUST_VERSION ?= 0.4.0
+MAINTENANCE_SLOTS ?= 2
 
 VENV := .venv
 VENV_PAIMON := .venv-paimon
@@ -90,6 +91,9 @@ demo: venv
 # The Dagster UI on the same definitions (lake.yaml), instance under ./dagster_home.
 dagster: venv
 	mkdir -p dagster_home && cp dagster.yaml dagster_home/dagster.yaml
+	# The global cap on Spark maintenance runs (pool lake_maintenance; dagster.yaml explains the pools).
+	DAGSTER_HOME=$(CURDIR)/dagster_home $(VENV)/bin/dagster instance concurrency set lake_maintenance \
+		$(MAINTENANCE_SLOTS)
 	# From DAGSTER_HOME: in any other folder holding a dagster.yaml (the repo root) `dagster dev` warns
 	# that the file "will not be used". lake.yaml paths resolve against lake.yaml's folder.
 	cd dagster_home && DAGSTER_HOME=$(CURDIR)/dagster_home LAKE_CONFIG=$(CURDIR)/lake.yaml PYTHONPATH=$(CURDIR) \

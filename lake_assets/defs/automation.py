@@ -16,7 +16,8 @@ What stays a schedule or a custom sensor, and why:
 - the small-file sensor stays: it reads the manifests at every new snapshot (no observation needed)
   and requests a compaction of exactly the breaching partitions, full or universal, keyed by
   snapshot; a condition can neither read the table nor pass that run config. Both triggers skip a
-  table whose compaction is in progress, and the table's compaction pool runs one at a time.
+  table whose compaction is in progress, and the table's compaction pool runs one at a time
+  (the ``lake_maintenance`` pool caps Spark maintenance runs overall).
 
 Ingest carries a freshness policy when lake.yaml sets ``ingest.freshness``.
 """
@@ -129,9 +130,9 @@ def build_automation_sensors(config: LakeConfig) -> list[dg.AutomationConditionS
     """The sensors that evaluate every table's conditions (on unless ``automation.default_status``
     says stopped, like the other sensors).
 
-    Compactions have their own sensor so their runs carry ``lake/job=compact``: the run queue's
-    global cap on compactions (dagster.yaml) then counts them as it counts the sensor's and the
-    schedule's; one per table is the compaction pool's limit (and the condition's ``~in_progress``)."""
+    Compactions have their own sensor so their runs carry ``lake/job=compact`` like the small-file
+    sensor's and the schedule's. The pools limit them (one per table, the global maintenance cap;
+    dagster.yaml), and the condition's ``~in_progress`` skips a table whose compaction runs."""
     running = config.automation.default_status == "running"
     status = dg.DefaultSensorStatus.RUNNING if running else dg.DefaultSensorStatus.STOPPED
     interval = config.automation.automation_sensor_interval_seconds

@@ -13,6 +13,11 @@ JOB_TAG = "lake/job"
 TABLE_TAG = "lake/table"
 PARTITIONS_TAG = "lake/partitions"
 
+# Concurrency pool shared by the steps that run a Spark maintenance job (compaction, expiry, orphan
+# removal, changelog, partition expiry): its limit is the global cap (`dagster instance concurrency
+# set lake_maintenance N`; unset: dagster.yaml's pools.default_limit).
+MAINTENANCE_POOL = "lake_maintenance"
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 
 
@@ -58,7 +63,8 @@ class TableNames:
 
     @property
     def compaction_pool(self) -> str:
-        """Concurrency pool of the table's compaction step (dagster.yaml: default pool limit 1)."""
+        """Concurrency pool of the table's compaction plan step: one compaction of the table at a time
+        (dagster.yaml: pools.default_limit 1, run granularity)."""
         return f"lake_compaction_{self.group}"
 
     def tags(self, job: str) -> dict[str, str]:

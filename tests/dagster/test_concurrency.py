@@ -1,5 +1,7 @@
-"""The run queue of the repo's dagster.yaml holds a second compaction of a table while the first runs
-(by run tag, and by the table's compaction pool for runs without tags), and caps compactions overall.
+"""The run queue of the repo's dagster.yaml, through pools only: a second compaction of a table waits
+while the first runs (the table's compaction pool, also for runs without tags), and the Spark
+maintenance runs of all tables share a global cap (pool lake_maintenance, its limit set with
+`dagster instance concurrency set` as `make dagster` does).
 
 Runs of the code location loaded from workspace.yaml are submitted to the real instance
 (QueuedRunCoordinator, SQLite in a temp DAGSTER_HOME); the queue daemon's own dequeue evaluation
@@ -7,6 +9,8 @@ decides what it would launch (the daemon is not running, so nothing is launched)
 """
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +22,7 @@ from dagster._core.workspace.load_target import WorkspaceFileTarget
 from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import QueuedRunCoordinatorDaemon
 
 from lake_assets.defs.config import LakeConfig
-from lake_assets.defs.names import COMPACTION_TABLE_TAG, JOB_TAG
+from lake_assets.defs.names import COMPACTION_TABLE_TAG, MAINTENANCE_POOL
 from lake_assets.defs.sensors import compaction_request
 from tests.dagster.helpers import REPO
 
@@ -90,19 +94,31 @@ def queue(instance: dg.DagsterInstance):
 
 def test_instance_is_configured_from_the_repo_yaml(queue: dg.DagsterInstance) -> None:
     assert type(queue.run_coordinator).__name__ == "QueuedRunCoordinator"
-    limits = queue.get_concurrency_config().run_queue_config.tag_concurrency_limits
-    assert {"key": COMPACTION_TABLE_TAG, "value": {"applyLimitPerUniqueValue": True}, "limit": 1} in limits
-    assert {"key": JOB_TAG, "value": "compact", "limit": 2} in limits
-    assert queue.get_concurrency_config().pool_config.default_pool_limit == 1
-    assert queue.get_concurrency_config().pool_config.pool_granularity.value == "run"
+    config = queue.get_concurrency_config()
+    assert config.run_queue_config.tag_concurrency_limits == []  # pools do it, whatever launched the run
+    assert config.pool_config.default_pool_limit == 1
+    assert config.pool_config.pool_granularity.value == "run"
     assert not queue.telemetry_enabled
 
 
+def _set_cap(dagster_home: Path, slots: int) -> None:
+    """The documented command (docs/dagster.md, `make dagster`) against the test instance."""
+    cli = str(Path(sys.executable).parent / "dagster")
+    done = subprocess.run([cli, "instance", "concurrency", "set", MAINTENANCE_POOL, str(slots)],
+                          env={**os.environ, "DAGSTER_HOME": str(dagster_home)}, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_second_compaction_of_a_table_stays_queued(
-    queue: dg.DagsterInstance, workspace: Location, lake_config: LakeConfig
+    queue: dg.DagsterInstance, workspace: Location, lake_config: LakeConfig, dagster_home: Path
 ) -> None:
+    _set_cap(dagster_home, 2)
     request = compaction_request(lake_config.table("db.orders"), 7, ["dt=2024-01-01"], full=False)  # sensor's
     first = _submit(queue, workspace, "db_orders_compaction_job", request.tags)
+    # Dagster 1.13 gives a pool its default limit on the first queue pass that sees it, and enforces
+    # it from the next pass on (the pass reads the configured pools before initializing new ones).
+    assert _would_launch(queue) == [first]
     second = _submit(queue, workspace, "db_orders_compaction_job", {})
     assert _would_launch(queue) == [first]  # of two queued compactions of db.orders, one may go
 
@@ -112,23 +128,36 @@ def test_second_compaction_of_a_table_stays_queued(
 
     other = _submit(queue, workspace, "db_events_compaction_job", {})
     assert _would_launch(queue) == [other]  # another table's compaction is not held back
+    assert queue.event_log_storage.get_concurrency_info("lake_compaction_db_orders").slot_count == 1
 
     queue.report_run_canceled(queue.get_run_by_id(first))  # (finished)
     assert set(_would_launch(queue)) == {second, other}
 
 
-def test_at_most_two_compactions_overall(queue: dg.DagsterInstance, workspace: Location) -> None:
+def test_global_cap_on_maintenance_runs(queue: dg.DagsterInstance, workspace: Location, dagster_home: Path) -> None:
+    _set_cap(dagster_home, 2)
     a = _submit(queue, workspace, "db_orders_compaction_job", {})
     b = _submit(queue, workspace, "db_events_compaction_job", {})
     _start(queue, a)
     _start(queue, b)
-    # a third compaction (of another table, so only the global limit applies) waits
-    third = _submit(queue, workspace, "db_orders_expiry_job", {COMPACTION_TABLE_TAG: "db.other", JOB_TAG: "compact"})
-    assert _would_launch(queue) == []  # lake/job=compact: limit 2
+    # Two maintenance runs in progress: a third one (another table's, another step) waits, also when
+    # launched without tags from the UI; ingest is not maintenance and goes.
     expiry = _submit(queue, workspace, "db_orders_expiry_job", {})
-    assert _would_launch(queue) == [expiry]  # other jobs are not limited
-    assert queue.get_run_by_id(third).status == QUEUED
+    orphans = _submit_materialize(queue, workspace, "db/events_orphans")
+    ingest = _submit(queue, workspace, "db_events_ingest_job", {"dagster/partition": "2024-01-01"})
+    assert _would_launch(queue) == [ingest]
+    queue.report_run_canceled(queue.get_run_by_id(a))  # (finished): one slot frees, the oldest waiting takes it
+    assert set(_would_launch(queue)) == {expiry, ingest}
+    queue.report_run_canceled(queue.get_run_by_id(b))
+    assert set(_would_launch(queue)) == {expiry, orphans, ingest}
 
+    # The cap is the instance's setting: at 1, one maintenance run at a time.
+    _set_cap(dagster_home, 1)
+    try:
+        _start(queue, expiry)
+        assert _would_launch(queue) == [ingest]
+    finally:
+        _set_cap(dagster_home, 2)
 
 
 def _submit_materialize(instance: dg.DagsterInstance, location: Location, key: str) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from lake_assets.defs.names import COMPACTION_TABLE_TAG, JOB_TAG
+from lake_assets.defs.names import COMPACTION_TABLE_TAG, JOB_TAG, MAINTENANCE_POOL
 from tests.dagster.helpers import REPO
 
 
@@ -47,7 +47,14 @@ def test_lineage_groups_and_partitions(lake_defs: dg.Definitions) -> None:
     ingest = lake_defs.get_assets_def(key("db/orders_ingest"))
     assert ingest.backfill_policy == dg.BackfillPolicy.single_run()
     assert ingest.partitions_def.get_first_partition_key() == "2024-01-01"
-    assert lake_defs.get_assets_def(key("db/orders_compaction")).op.pool == "lake_compaction_db_orders"
+    # Pools: a compaction's steps use the table's pool and the shared maintenance pool; the other
+    # Spark maintenance steps the shared one; ingest none.
+    compaction = lake_defs.get_assets_def(key("db/orders_compaction")).node_def
+    assert {n.name: n.definition.pool for n in compaction.nodes} == {
+        "db_orders_compaction_plan": "lake_compaction_db_orders", "db_orders_compact": MAINTENANCE_POOL}
+    for step in ("expiry", "orphans", "changelog"):
+        assert lake_defs.get_assets_def(key(f"db/orders_{step}")).op.pool == MAINTENANCE_POOL
+    assert ingest.op.pool is None
 
 
 def test_compaction_jobs_carry_the_queue_tags(lake_defs: dg.Definitions) -> None:

@@ -10,7 +10,7 @@ from lake_assets.defs.assets.metadata import (
     table_state_metadata,
 )
 from lake_assets.defs.config import TableConfig
-from lake_assets.defs.names import TableNames
+from lake_assets.defs.names import MAINTENANCE_POOL, TableNames
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
 
 
@@ -39,6 +39,7 @@ def build_changelog_asset(spec: TableConfig) -> dg.AssetsDefinition:
         group_name=names.group,
         deps=[names.key("ingest")] if spec.ingest else [],
         kinds={"spark", "paimon"},
+        pool=MAINTENANCE_POOL,  # the global cap on Spark maintenance jobs
         description=f"Produces the changelog of {spec.identifier} "
         f"({spec.options.get('changelog-producer')}) and exports it to {destination}.",
         metadata={"table": spec.identifier, "consumer_id": consumer_id(spec), **table_definition_metadata(spec)},

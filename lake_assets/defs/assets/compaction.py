@@ -1,5 +1,8 @@
 """``<table>_compaction``: the compact job, for chosen partitions or (``full``) the whole table."""
 
+from dataclasses import dataclass
+from typing import Any
+
 import dagster as dg
 import pyarrow as pa
 from pydantic import Field
@@ -16,7 +19,7 @@ from lake_assets.defs.assets.metadata import (
 )
 from lake_assets.defs.config import TableConfig
 from lake_assets.defs.health import needs_full, partition_values, partitions_to_compact
-from lake_assets.defs.names import TableNames
+from lake_assets.defs.names import MAINTENANCE_POOL, TableNames
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
 
 
@@ -52,55 +55,83 @@ def policy_config(config: CompactionConfig, health: pa.Table, spec: TableConfig)
     return config.model_copy(update={"partitions": partitions, "full": needs_full(health, spec.maintenance)})
 
 
-def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
-    """Compaction of one table; one at a time per table (pool and run-queue tag)."""
-    names = TableNames(spec.identifier)
-    deps = [names.key("ingest")] if spec.ingest else []
-    small_bytes = spec.maintenance.small_file_bytes
+@dataclass(frozen=True)
+class CompactionPlan:
+    """What the plan step hands the compact step: the resolved config and the state before."""
 
-    @dg.asset(
-        key=names.key("compaction"),
-        group_name=names.group,
-        deps=deps,
-        pool=names.compaction_pool,
-        kinds={"spark", "paimon"},
-        retry_policy=dg.RetryPolicy(max_retries=2, delay=15),  # commit conflicts only (Failure.allow_retries)
-        description=f"Compacts {spec.identifier} (universal compaction of the chosen partitions, or full).",
-        metadata={"table": spec.identifier, **table_definition_metadata(spec)},
-    )
-    def compaction_asset(
-        context: dg.AssetExecutionContext,
-        config: CompactionConfig,
-        warehouse: WarehouseResource,
-        spark: SparkJobResource,
-    ) -> dg.MaterializeResult:
+    config: dict[str, Any]
+    totals_before: dict[str, int]
+    sizes_before: list[int]
+
+
+def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
+    """Compaction of one table: a plan step in the table's pool, then the Spark step in the shared
+    maintenance pool.
+
+    Two steps so that a compaction run needs a slot of both pools: with ``granularity: run``
+    (dagster.yaml) the run queue launches a run only when every pool its steps use has a free slot,
+    and counts the run against each of them until it ends. So one compaction per table (the table's
+    pool, limit 1) and a global cap on heavy maintenance (`MAINTENANCE_POOL`) hold however the run
+    was launched. The run config stays ``ops: {<asset op>: {config: ...}}`` (a config mapping)."""
+    names = TableNames(spec.identifier)
+    small_bytes = spec.maintenance.small_file_bytes
+    plan_name, compact_name = f"{names.group}_compaction_plan", f"{names.group}_compact"
+
+    @dg.op(name=plan_name, pool=names.compaction_pool, ins={"after": dg.In(dg.Nothing)},
+           description=f"Reads {spec.identifier}'s health (manifests) and resolves what to compact.")
+    def plan_op(context: dg.OpExecutionContext, config: CompactionConfig, warehouse: WarehouseResource
+                ) -> CompactionPlan:
         table = warehouse.existing_table(spec.identifier)
         before = table.health(small_file_threshold=small_bytes)
-        sizes_before = file_sizes(table)
         if not config.full and not config.partitions:
             # Runs from an automation condition (or the UI) carry the default config: compact what
             # the policy names, as the small-file sensor would request it.
             config = policy_config(config, before, spec)
+        return CompactionPlan(config.model_dump(), health_totals(before), file_sizes(table))
+
+    @dg.op(name=compact_name, pool=MAINTENANCE_POOL, out=dg.Out(dg.Nothing),
+           retry_policy=dg.RetryPolicy(max_retries=2, delay=15),  # commit conflicts only (Failure.allow_retries)
+           description=f"Runs the compact Spark job on {spec.identifier}.")
+    def compact_op(context: dg.OpExecutionContext, plan: CompactionPlan, warehouse: WarehouseResource,
+                   spark: SparkJobResource) -> dg.Output[None]:
+        config = CompactionConfig(**plan.config)
         summary = spark.run_job(context, "compact", warehouse.job_args(spec.identifier) + compact_args(config),
                                 env=warehouse.job_env())
         table = warehouse.table(spec.identifier)
         after = table.health(small_file_threshold=small_bytes)
-        totals_before, totals_after = health_totals(before), health_totals(after)
+        location = table_location(warehouse.url, warehouse.table_path(spec.identifier))
         metadata = {
             **summary_metadata(summary, table),
             "full": dg.MetadataValue.bool(config.full),
             "partitions": dg.MetadataValue.text(", ".join(config.partitions) or "all"),
-            **{f"{k}_before": dg.MetadataValue.int(v) for k, v in totals_before.items()},
-            **{f"{k}_after": dg.MetadataValue.int(v) for k, v in totals_after.items()},
+            **{f"{k}_before": dg.MetadataValue.int(v) for k, v in plan.totals_before.items()},
+            **{f"{k}_after": dg.MetadataValue.int(v) for k, v in health_totals(after).items()},
             "health": health_table(after),
-            "file_sizes": dg.MetadataValue.md(size_chart(sizes_before, file_sizes(table))),
-            "table_path": table_location(warehouse.url, warehouse.table_path(spec.identifier)),
-            **table_state_metadata(table, spec, table_location(warehouse.url, warehouse.table_path(spec.identifier))),
+            "file_sizes": dg.MetadataValue.md(size_chart(plan.sizes_before, file_sizes(table))),
+            "table_path": location,
+            **table_state_metadata(table, spec, location),
             **job_details(summary),
         }
         snapshot = table.latest_snapshot()
-        return dg.MaterializeResult(
-            metadata=metadata, data_version=dg.DataVersion(str(snapshot.id)) if snapshot else None
-        )
+        return dg.Output(None, metadata=metadata,
+                         data_version=dg.DataVersion(str(snapshot.id)) if snapshot else None)
 
-    return compaction_asset
+    def to_ops(config: dict[str, Any]) -> dict[str, Any]:
+        return {plan_name: {"config": config}}
+
+    decorate = dg.graph_asset(
+        key=names.key("compaction"),
+        group_name=names.group,
+        ins={"ingest": dg.AssetIn(key=names.key("ingest"), dagster_type=dg.Nothing)} if spec.ingest else None,
+        config=dg.ConfigMapping(config_fn=to_ops, config_schema=CompactionConfig.to_config_schema()),
+        kinds={"spark", "paimon"},
+        description=f"Compacts {spec.identifier} (universal compaction of the chosen partitions, or full).",
+        metadata={"table": spec.identifier, **table_definition_metadata(spec)},
+    )
+    if spec.ingest:
+        def compaction_asset(ingest: None) -> None:
+            return compact_op(plan_op(ingest))
+    else:
+        def compaction_asset() -> None:  # type: ignore[misc]  # the other branch's signature
+            return compact_op(plan_op())
+    return decorate(compaction_asset)

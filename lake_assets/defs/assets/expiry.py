@@ -10,7 +10,7 @@ from lake_assets.defs.assets.metadata import (
     table_state_metadata,
 )
 from lake_assets.defs.config import MaintenancePolicy, TableConfig
-from lake_assets.defs.names import TableNames
+from lake_assets.defs.names import MAINTENANCE_POOL, TableNames
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
 
 
@@ -38,6 +38,7 @@ def build_expiry_asset(spec: TableConfig) -> dg.AssetsDefinition:
         group_name=names.group,
         deps=[names.key("compaction")],
         kinds={"spark", "paimon"},
+        pool=MAINTENANCE_POOL,  # the global cap on Spark maintenance jobs
         description=f"Expires snapshots of {spec.identifier}: keeps {policy.retain_min}..{policy.retain_max}"
         f" snapshots and those younger than {policy.time_retained or 'the table option'}.",
         metadata={"table": spec.identifier, **table_definition_metadata(spec)},

@@ -10,7 +10,7 @@ from lake_assets.defs.assets.metadata import (
     table_state_metadata,
 )
 from lake_assets.defs.config import OrphanPolicy, TableConfig
-from lake_assets.defs.names import TableNames
+from lake_assets.defs.names import MAINTENANCE_POOL, TableNames
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
 
 
@@ -33,6 +33,7 @@ def build_orphans_asset(spec: TableConfig) -> dg.AssetsDefinition:
         group_name=names.group,
         deps=[names.key("expiry")],
         kinds={"spark", "paimon"},
+        pool=MAINTENANCE_POOL,  # the global cap on Spark maintenance jobs
         description=f"Finds files of {spec.identifier} no snapshot references (older than {policy.older_than}); "
         + ("deletes them." if policy.enabled else "dry run: reports only."),
         metadata={"table": spec.identifier, "deletes_enabled": policy.enabled, **table_definition_metadata(spec)},

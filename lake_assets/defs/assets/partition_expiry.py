@@ -5,7 +5,7 @@ import dagster as dg
 
 from lake_assets.defs.assets.metadata import job_details, summary_metadata, table_location
 from lake_assets.defs.config import TableConfig
-from lake_assets.defs.names import TableNames
+from lake_assets.defs.names import MAINTENANCE_POOL, TableNames
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
 
 
@@ -31,6 +31,7 @@ def build_partition_expiry_asset(spec: TableConfig) -> dg.AssetsDefinition:
         group_name=names.group,
         deps=deps,
         kinds={"spark", "paimon"},
+        pool=MAINTENANCE_POOL,  # the global cap on Spark maintenance jobs
         description=f"Drops partitions of {spec.identifier} older than {opts['partition.expiration-time']} "
         f"({strategy}) in one OVERWRITE snapshot; their files go with snapshot expiry.",
         metadata={"table": spec.identifier, "partition.expiration-time": opts["partition.expiration-time"],
