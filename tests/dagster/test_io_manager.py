@@ -173,3 +173,37 @@ def test_table_resource(warehouse: WarehouseResource) -> None:
     assert isinstance(frame, pd.DataFrame) and sorted(frame["n"]) == [2, 2, 3, 3]
     with pytest.raises(InvalidArgumentError, match=r"Cannot upsert into shop\.events: it has no primary key"):
         events.write(pa.table({"n": [1], "dt": ["2024-01-01"]}), "upsert")
+
+
+def test_polars_frames_are_stored_and_loaded(warehouse: WarehouseResource) -> None:
+    """An asset returning a polars DataFrame is written (overwrite of its partition, then upsert);
+    a downstream asset annotated with ``pl.DataFrame`` loads its partition as one."""
+    pl = pytest.importorskip("polars", reason="polars is a dev dependency (pyproject.toml)")
+
+    @dg.asset(key=["shop", "visits"], partitions_def=DAYS,
+              metadata={"lake/write_mode": "overwrite", "lake/primary_keys": ["id", "dt"],
+                        "lake/partition_keys": ["dt"], "lake/options": {"bucket": 1}})
+    def visits(context: dg.AssetExecutionContext) -> pl.DataFrame:
+        day = context.partition_key
+        return pl.DataFrame({"id": [1, 2], "dt": [day, day], "page": ["home", "cart"]})
+
+    @dg.asset(partitions_def=DAYS, ins={"visits": dg.AssetIn(key=["shop", "visits"])})
+    def day_pages(visits: pl.DataFrame) -> None:
+        SEEN["day_pages"] = visits
+
+    @dg.asset(key=["shop", "visits"], partitions_def=DAYS, metadata={"lake/write_mode": "upsert"})
+    def corrected(context: dg.AssetExecutionContext) -> pl.DataFrame:
+        return pl.DataFrame({"id": [2], "dt": [context.partition_key], "page": ["checkout"]})
+
+    for day in ("2024-01-01", "2024-01-02", "2024-01-01"):  # day 1 twice: replaced, not duplicated
+        assert _run([visits], warehouse, partition_key=day).success
+    assert _run([corrected], warehouse, partition_key="2024-01-02").success
+    stored = sorted((r["dt"], r["id"], r["page"]) for r in warehouse.table("shop.visits").to_arrow().to_pylist())
+    assert stored == [("2024-01-01", 1, "home"), ("2024-01-01", 2, "cart"),
+                      ("2024-01-02", 1, "home"), ("2024-01-02", 2, "checkout")]
+
+    assert _run([visits, day_pages], warehouse, partition_key="2024-01-02", selection=[day_pages.key]).success
+    loaded = SEEN["day_pages"]
+    assert isinstance(loaded, pl.DataFrame)
+    assert sorted(loaded.select("id", "page").rows()) == [(1, "home"), (2, "checkout")]
+    assert loaded["dt"].unique().to_list() == ["2024-01-02"]
