@@ -98,7 +98,7 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
         consumer_lag=lag,
         partitions=len(partitions),
         # Paimon's own rule (strategy, pattern, formatter) as the partition expiry applies it.
-        partitions_past_expiration=partitions_past_expiration(table, _local_datetime(now_ms)),
+        partitions_past_expiration=partitions_past_expiration(table.store, _local_datetime(now_ms)),
     )
 
 

@@ -222,25 +222,32 @@ def expire_partitions(
     return result
 
 
-def partitions_past_expiration(table: Table, now: dt.datetime | None = None) -> int | None:
+def partitions_past_expiration(store: FileStore, now: dt.datetime | None = None) -> int | None:
     """How many partitions are past ``partition.expiration-time`` now, by the table's own strategy,
     pattern and formatter (what `expire_partitions` would drop without ``partition.expiration-max-num``).
 
     None when the table is unpartitioned or sets no expiration time. Reads manifests only."""
-    if not table.partition_keys or table.schema.core_options.partition_expiration_time_ms is None:
+    if not store.partition_keys or store.schema.core_options.partition_expiration_time_ms is None:
         return None
     # The cap of one expiry run does not bound what is past expiration: count them all.
-    return len(expire_partitions(table, now=now, max_expires=sys.maxsize, dry_run=True).expired)
+    return len(expire_partitions(store, now=now, max_expires=sys.maxsize, dry_run=True).expired)
 
 
-# Last commit-time check per table location in this process (Paimon keeps it per committer).
+# Commit-time checks per table location in this process: when the interval started (Paimon keeps
+# it per committer, starting when the committer is created).
 _last_check: dict[str, float] = {}
 _last_check_lock = threading.Lock()
 
 
 def expire_partitions_after_commit(store: FileStore) -> PartitionExpireResult | None:
-    """Commit-time expiration: when ``partition.expiration-time`` is set and
-    ``partition.expiration-check-interval`` has passed since this process last checked the table."""
+    """Commit-time expiration when ``partition.expiration-time`` is set, as Paimon's committer runs
+    it: once ``partition.expiration-check-interval`` has passed since the interval started.
+
+    Paimon's `PartitionExpire` starts the interval when its committer is created, so a one-off
+    batch commit expires nothing unless the interval is zero; here the interval starts at the
+    process's first commit to the table (a Spark job's one commit expires nothing, a long-lived
+    writer expires once an interval). The expire_partitions procedure, job and asset expire at once.
+    """
     opts = store.schema.core_options
     if opts.partition_expiration_time_ms is None or not store.partition_keys:
         return None
@@ -248,8 +255,8 @@ def expire_partitions_after_commit(store: FileStore) -> PartitionExpireResult | 
     key = store.paths.root
     now = time.monotonic()
     with _last_check_lock:
-        last = _last_check.get(key)
-        if last is not None and now - last < interval_s:
+        started = _last_check.setdefault(key, now)
+        if interval_s > 0 and now - started <= interval_s:
             return None
         # recorded before expiring: the expiry's own commit must not expire again
         _last_check[key] = now

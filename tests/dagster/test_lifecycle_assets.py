@@ -43,11 +43,10 @@ def test_partition_expiry_asset(tmp_path: Path) -> None:
     # created from lake.yaml, options stored in the schema
     table = defs.resources["warehouse"].ensure_table(config.table("db.days"))
     days = [(dt.date.today() - dt.timedelta(days=i)).strftime("%Y%m%d") for i in range(6)]
-    # the first commit of this process checks at once (commit-time expiry, as Paimon's committer)
+    # commit-time expiry waits for partition.expiration-check-interval (1 d), which starts with the
+    # writer, as in Paimon's committer: these commits leave the old days
     table.write_arrow(pa.table({"id": range(6), "dt": days}))
-    assert sorted(table.to_arrow().column("dt").to_pylist()) == sorted(days[:3])
     assert list(table.tags()) == [(dt.date.today() - dt.timedelta(days=1)).isoformat()]  # automatic tag
-    # within partition.expiration-check-interval commits do not check again: the old days stay
     table.write_arrow(pa.table({"id": range(6), "dt": days}))
     assert table.to_arrow().num_rows == 6
     result = defs.resolve_job_def("db_days_partition_expiry_job").execute_in_process()

@@ -515,6 +515,24 @@ class PaimonJava:
         self.call("delete_consumer", warehouse=warehouse, table=table, consumer_id=consumer_id)
 
 
+    def expire_partitions(self, warehouse: str, table: str, expiration_time: str | None = None,
+                          options: Mapping[str, str] | None = None) -> list[dict[str, str]]:
+        """Paimon's ``expire_partitions`` procedure now (the table's options, no check interval):
+        the expired partitions as {key: value text}. ``options`` are dynamic table options."""
+        return self.call("lifecycle", action="expire_partitions", warehouse=warehouse, table=table,
+                         expiration_time=expiration_time, options=options)
+
+    def commit_watermark(self, warehouse: str, table: str, rows: Sequence[Sequence[Any]], *,
+                         commit_identifier: int, watermark: int | None, commit_user: str | None = None,
+                         options: Mapping[str, str] | None = None) -> int:
+        """Write ``rows`` (JSON values in the table's column order; fixed-bucket or append tables)
+        and commit them with ``watermark`` (epoch ms) as Flink's sink does; the latest snapshot id.
+        ``options`` are dynamic table options of the write."""
+        return self.call("lifecycle", action="commit_watermark", warehouse=warehouse, table=table,
+                         rows=[list(r) for r in rows], commit_identifier=commit_identifier,
+                         watermark=watermark, commit_user=commit_user, options=options)["snapshot_id"]
+
+
 class JavaWriter:
     """An open Java stream writer (see :meth:`PaimonJava.open_writer`)."""
 

@@ -10,6 +10,7 @@ import pytest
 
 from lake_assets import Catalog
 from lake_assets.errors import InvalidArgumentError, OptionError, SnapshotNotFoundError, UnsupportedFeatureError
+from lake_assets.ops import partition_expire
 from lake_assets.ops.partition_expire import PartitionTimeExtractor
 from lake_assets.ops.tag_auto import PeriodHandler, run_tag_automation
 from lake_assets.spec.snapshot import CommitKind
@@ -83,11 +84,21 @@ def test_update_time_strategy_uses_newest_file(tmp_path):
 
 
 def test_commit_time_expiry_from_options(tmp_path):
+    """As Paimon's committer: the check interval starts with the writer (here the process's first
+    commit to the table), so the first commit expires nothing unless the interval is 0."""
     t = _table(tmp_path, {"partition.expiration-time": "2 d", "partition.timestamp-formatter": "yyyyMMdd"})
     days = _days(5, "%Y%m%d")
     t.write_arrow(pa.table({"id": range(5), "dt": days}))
-    assert sorted(t.to_arrow().column("dt").to_pylist()) == sorted(days[:2])
+    assert sorted(t.to_arrow().column("dt").to_pylist()) == sorted(days)
+    partition_expire._last_check[t.paths.root] -= 3601  # an hour (the default interval) later
+    t.write_arrow(pa.table({"id": [9], "dt": days[:1]}))
+    assert sorted(t.to_arrow().column("dt").to_pylist()) == sorted([*days[:2], days[0]])
     assert [s.commit_kind for s in t.snapshots()][-1] == CommitKind.OVERWRITE
+
+    zero = _table(tmp_path / "zero", {"partition.expiration-time": "2 d", "partition.expiration-check-interval": "0 s",
+                                      "partition.timestamp-formatter": "yyyyMMdd"})
+    zero.write_arrow(pa.table({"id": range(5), "dt": days}))
+    assert sorted(zero.to_arrow().column("dt").to_pylist()) == sorted(days[:2])
 
 
 def test_errors(tmp_path):

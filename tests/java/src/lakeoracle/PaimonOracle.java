@@ -258,6 +258,7 @@ public final class PaimonOracle {
                 consumers(a).resetConsumer(
                         a.get("consumer_id").asText(), new Consumer(a.get("next_snapshot").asLong()));
                 return null;
+            case "lifecycle": return Lifecycle.run(table(a), a); // partition expiry, watermark commits
             case "delete_consumer":
                 consumers(a).deleteConsumer(a.get("consumer_id").asText());
                 return null;
