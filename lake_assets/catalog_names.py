@@ -30,10 +30,16 @@ def check_name(name: str, context: str | None = None) -> str:
     return name
 
 
+# Paimon names its hourly automatic tags "2024-01-01 09": tag names may hold single inner spaces
+# (a space cannot leave a directory; leading, trailing and repeated ones stay refused).
+_INNER_SPACES = re.compile(r"(?<=[A-Za-z0-9_\-$]) (?=[A-Za-z0-9_\-$])")
+
+
 def check_tag_name(name: str, table_name: str) -> str:
-    """A tag name: `check_name`, and not all digits (as Paimon: "5" would read as a snapshot id
-    wherever an id or a tag is accepted, e.g. `read_changes`)."""
-    check_name(name, f"tag of {table_name}")
+    """A tag name: `check_name` (single inner spaces allowed, as in Paimon's hourly tags), and not
+    all digits (as Paimon: "5" would read as a snapshot id wherever an id or a tag is accepted,
+    e.g. `read_changes`)."""
+    check_name(_INNER_SPACES.sub("_", name) if isinstance(name, str) else name, f"tag of {table_name}")
     if name.isdigit():
         raise InvalidIdentifierError(
             f"Invalid tag name {name!r} for {table_name}: a tag name cannot be a number "

@@ -17,12 +17,13 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lake_assets.errors import AlreadyExistsError, SnapshotNotFoundError
 from lake_assets.ops.tagging import create_tag
-from lake_assets.spec.snapshot import Snapshot
+from lake_assets.spec.snapshot import Snapshot, Tag
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
@@ -96,45 +97,98 @@ def _local_create_time(parts: list[int] | None) -> dt.datetime | None:
     return dt.datetime(p[0], p[1], p[2], p[3], p[4], p[5], p[6] // 1000)
 
 
+# Per table location in this process: (the settings and last automatic tag, last snapshot
+# examined). Whether a snapshot's tag is due depends on its time and on these only: with the same
+# ones the snapshots examined need not be read again (Java's committer keeps this in memory too).
+_examined: dict[str, tuple[tuple[object, ...], int]] = {}
+_examined_lock = threading.Lock()
+
+
 def run_tag_automation(store: FileStore, snap: Snapshot, *, now: dt.datetime | None = None) -> list[str]:
-    """After ``snap`` was committed: create the due automatic tag, then drop tags past their
-    retention or beyond ``tag.num-retained-max``. Returns the names of tags created."""
+    """After ``snap`` was committed: create the due automatic tags, then drop tags past their
+    retention. Returns the names of tags created.
+
+    As Paimon's ``TagAutoCreation``: every snapshot from the one after the newest automatic tag
+    (without automatic tags: the earliest) up to ``snap`` is looked at in order, and a snapshot whose
+    time completes the next period (``tag.creation-delay`` included) is tagged with the last
+    period completed at its time; ``tag.num-retained-max`` then deletes the oldest automatic tags."""
     opts = store.schema.core_options
     created: list[str] = []
-    mode = opts.tag_automatic_creation
-    tags = store.tag_manager()
-    if mode != "none":
-        handler = PeriodHandler(opts.tag_creation_period, opts.tag_period_formatter)
-        time = _snapshot_time(mode, snap)
-        all_tags = tags.tags()
-        auto = {n: t for n, t in all_tags.items() if handler.tag_time(n) is not None}
-        if time is not None:
-            next_tag = None
-            if auto:
-                next_tag = max(handler.tag_time(n) for n in auto) + handler.one_period  # type: ignore[operator]
-            delay = dt.timedelta(milliseconds=opts.tag_creation_delay_ms)
-            if next_tag is None or time - delay >= next_tag + handler.one_period:
-                this_tag = handler.previous_period(time - delay) if next_tag is None or not (
-                    opts.tag_automatic_completion) else next_tag
-                name = handler.tag_name(this_tag)
-                if name not in all_tags:
-                    retained = opts.tag_default_time_retained_ms
-                    try:
-                        store.require(Op.TAG)
-                        create_tag(store, name, store.snapshot_manager.snapshot(snap.id),
-                                   None if retained is None else dt.timedelta(milliseconds=retained).total_seconds())
-                        created.append(name)
-                        auto[name] = tags.get(name)
-                    except (AlreadyExistsError, SnapshotNotFoundError) as exc:
-                        # another committer tagged the period, or expiry took the snapshot: next commit
-                        log.info("Automatic tag %s of %s not created: %s", name, store.name, exc)
-        keep = opts.tag_num_retained_max
-        if keep is not None and len(auto) > keep:
-            oldest = sorted(auto.items(), key=lambda kv: (kv[1].snapshot.id, kv[0]))
-            for name, _ in oldest[: len(auto) - keep]:
-                _delete_quietly(store, name)
+    if opts.tag_automatic_creation != "none":
+        created = _create_due_tags(store, snap)
     expire_tags(store, now=now)
     return created
+
+
+def _create_due_tags(store: FileStore, snap: Snapshot) -> list[str]:
+    opts = store.schema.core_options
+    mode = opts.tag_automatic_creation
+    handler = PeriodHandler(opts.tag_creation_period, opts.tag_period_formatter)
+    delay = dt.timedelta(milliseconds=opts.tag_creation_delay_ms)
+    retained = opts.tag_default_time_retained_ms
+    all_tags = store.tag_manager().tags()
+    auto = {n: t for n, t in all_tags.items() if handler.tag_time(n) is not None}
+    last_auto: str | None = None
+    next_tag: dt.datetime | None = None
+    if auto:
+        last_auto = max(auto, key=lambda n: (auto[n].snapshot.id, n))  # Java: the newest by snapshot
+        next_tag = handler.tag_time(last_auto) + handler.one_period  # type: ignore[operator]
+        sid = auto[last_auto].snapshot.id + 1
+    else:
+        sid = store.snapshot_manager.earliest_id() or snap.id
+    key = store.paths.root
+
+    def state() -> tuple[object, ...]:
+        return (mode, handler, delay, opts.tag_automatic_completion, last_auto)
+
+    with _examined_lock:
+        seen = _examined.get(key)
+    if seen is not None and seen[0] == state():
+        sid = max(sid, seen[1] + 1)
+    created: list[str] = []
+    while sid <= snap.id:
+        current = snap if sid == snap.id else store.snapshot_manager.try_snapshot(sid)
+        if current is None:  # expired meanwhile: continue from the earliest, as Java does
+            earliest = store.snapshot_manager.earliest_id()
+            if earliest is None or earliest <= sid:
+                break
+            sid = earliest
+            continue
+        time = _snapshot_time(mode, current)
+        if time is not None and (next_tag is None or time - delay >= next_tag + handler.one_period):
+            this_tag = next_tag if opts.tag_automatic_completion and next_tag is not None else (
+                handler.previous_period(time))  # the period before the snapshot's time (delay aside)
+            name = handler.tag_name(this_tag)
+            if name not in all_tags:
+                try:
+                    store.require(Op.TAG)
+                    # the stored snapshot (``snap`` may be the caller's copy)
+                    stored = store.snapshot_manager.try_snapshot(current.id)
+                    all_tags[name] = create_tag(store, name, stored, None if retained is None else retained / 1000)
+                    created.append(name)
+                except (AlreadyExistsError, SnapshotNotFoundError) as exc:
+                    # another committer tagged the period, or expiry took the snapshot
+                    log.info("Automatic tag %s of %s not created: %s", name, store.name, exc)
+                    all_tags = store.tag_manager().tags()
+            if name in all_tags:
+                auto[name] = all_tags[name]
+                last_auto = name
+            next_tag = this_tag + handler.one_period
+            _trim(store, auto, opts.tag_num_retained_max)
+        sid += 1
+    with _examined_lock:
+        _examined[key] = (state(), snap.id)
+    return created
+
+
+def _trim(store: FileStore, auto: dict[str, Tag], keep: int | None) -> None:
+    """``tag.num-retained-max``: delete the oldest automatic tags (by snapshot) beyond ``keep``."""
+    if keep is None or len(auto) <= keep:
+        return
+    oldest = sorted(auto, key=lambda n: (auto[n].snapshot.id, n))
+    for name in oldest[: len(auto) - keep]:
+        _delete_quietly(store, name)
+        del auto[name]
 
 
 def expire_tags(store: FileStore, *, now: dt.datetime | None = None) -> list[str]:

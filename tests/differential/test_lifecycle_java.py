@@ -202,33 +202,41 @@ def _ms(text: str) -> int:
     return int(dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC).timestamp() * 1000)
 
 
-# Watermarks (UTC) of successive commits and the daily tag each one creates (None: none due).
-WATERMARKS = [
+# Watermarks (UTC) of successive commits and the tag each one creates (None: none due).
+DAILY = [
     ("2024-01-01T10:00", "2023-12-31"),  # first: the last completed day
     ("2024-01-01T20:00", None),  # 2024-01-01 is not complete yet
     ("2024-01-02T01:00", "2024-01-01"),
     ("2024-01-05T03:00", "2024-01-04"),  # days without commits are skipped (no tag.automatic-completion)
     ("2024-01-06T00:00", "2024-01-05"),  # exactly at the period's end
 ]
-WATERMARK_OPTIONS = {"tag.automatic-creation": "watermark", "tag.creation-period": "daily",
-                     "tag.num-retained-max": "3"}
+HOURLY_DELAYED = [  # tag.creation-delay 30 min: due 30 min after the period; named by the snapshot's time
+    ("2024-01-01T10:10", "2024-01-01 09"),
+    ("2024-01-01T11:20", None),  # 10:50 is before 11:00 (the end of the next period, 10:00-11:00)
+    ("2024-01-01T11:40", "2024-01-01 10"),
+    ("2024-01-01T13:20", "2024-01-01 12"),  # the period before 13:20 (not before 12:50, the delayed time)
+]
+WATERMARK_OPTIONS = {"tag.automatic-creation": "watermark", "tag.num-retained-max": "3"}
+SEQUENCES = {"daily": ({"tag.creation-period": "daily"}, DAILY),
+             "hourly-delayed": ({"tag.creation-period": "hourly", "tag.creation-delay": "30 min"}, HOURLY_DELAYED)}
 
 
 def _row(i: int) -> list[Any]:
     return [i, "a"]
 
 
-def test_watermark_tags_same_names_and_survivors(java: PaimonJava, lake: Catalog, wh: str) -> None:
+@pytest.mark.parametrize("sequence", sorted(SEQUENCES))
+def test_watermark_tags_same_names_and_survivors(java: PaimonJava, lake: Catalog, wh: str, sequence: str) -> None:
     """Java tags its own watermark commits (table j); on table l Java commits the same watermarks
     without tagging (dynamic option none) and each following lake_assets commit, which carries the
     watermark forward, tags for us. Same names, same survivors of tag.num-retained-max."""
-    java.create_table(wh, "db.j", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
-                      options={"bucket": "1", **WATERMARK_OPTIONS})
-    lake.create_table("db.l", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
-                      options={"bucket": "1", **WATERMARK_OPTIONS})
+    extra, marks = SEQUENCES[sequence]
+    options = {"bucket": "1", **WATERMARK_OPTIONS, **extra}
+    java.create_table(wh, "db.j", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options=options)
+    lake.create_table("db.l", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options=options)
     created_java: list[str] = []
     created_lake: list[str] = []
-    for i, (mark, _) in enumerate(WATERMARKS, start=1):
+    for i, (mark, _) in enumerate(marks, start=1):
         before = set(_tags(java, lake, wh, "db.j"))
         java.commit_watermark(wh, "db.j", [_row(i)], commit_identifier=i, watermark=_ms(mark))
         created_java += sorted(set(_tags(java, lake, wh, "db.j")) - before)
@@ -240,7 +248,7 @@ def test_watermark_tags_same_names_and_survivors(java: PaimonJava, lake: Catalog
         lake.get_table("db.l").write_arrow(pa.table({"id": [100 + i], "dt": ["a"]}, schema=SCHEMA))
         created_lake += sorted(set(_tags(java, lake, wh, "db.l")) - before)
         assert lake.get_table("db.l").latest_snapshot().watermark == _ms(mark)  # carried forward
-    expected = [due for _, due in WATERMARKS if due]
+    expected = [due for _, due in marks if due]
     assert created_java == created_lake == expected
     assert sorted(_tags(java, lake, wh, "db.j")) == sorted(_tags(java, lake, wh, "db.l")) == expected[-3:]
 
@@ -248,10 +256,27 @@ def test_watermark_tags_same_names_and_survivors(java: PaimonJava, lake: Catalog
 def test_watermark_tags_continue_across_engines(java: PaimonJava, lake: Catalog, wh: str) -> None:
     """Java's watermark tags are where ours continue from, and ours where Java's continue from."""
     java.create_table(wh, "db.t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
-                      options={"bucket": "1", **WATERMARK_OPTIONS})
+                      options={"bucket": "1", **WATERMARK_OPTIONS, "tag.creation-period": "daily"})
     java.commit_watermark(wh, "db.t", [_row(1)], commit_identifier=1, watermark=_ms("2024-01-01T10:00"))
     assert _tags(java, lake, wh, "db.t") == {"2023-12-31": 1}
     lake.get_table("db.t").write_arrow(pa.table({"id": [2], "dt": ["a"]}, schema=SCHEMA))  # same watermark
     assert _tags(java, lake, wh, "db.t") == {"2023-12-31": 1}
     java.commit_watermark(wh, "db.t", [_row(3)], commit_identifier=2, watermark=_ms("2024-01-02T01:00"))
     assert _tags(java, lake, wh, "db.t") == {"2023-12-31": 1, "2024-01-01": 3}
+
+
+@pytest.mark.parametrize("tagger", ENGINES)
+def test_tags_enabled_on_a_table_with_history(java: PaimonJava, lake: Catalog, wh: str, tagger: str) -> None:
+    """Automatic tags switched on for a table that already has snapshots: the next commit looks at
+    every snapshot since the last automatic tag (none: from the earliest), as Java's
+    TagAutoCreation does, and tags the first one whose time completes a period."""
+    java.create_table(wh, "db.t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "1"})
+    for i, mark in enumerate(["2024-01-01T10:00", "2024-01-02T10:00", "2024-01-02T11:00"], start=1):
+        java.commit_watermark(wh, "db.t", [_row(i)], commit_identifier=i, watermark=_ms(mark))
+    lake.get_table("db.t").update_schema().set_option("tag.automatic-creation", "watermark").commit()
+    if tagger == "java":
+        java.commit_watermark(wh, "db.t", [_row(9)], commit_identifier=9, watermark=_ms("2024-01-02T12:00"))
+    else:
+        lake.get_table("db.t").write_arrow(pa.table({"id": [9], "dt": ["a"]}, schema=SCHEMA))
+    # snapshot 1 (Jan 1) completes Dec 31, snapshot 2 (Jan 2) Jan 1; the tagger's own commit none
+    assert _tags(java, lake, wh, "db.t") == {"2023-12-31": 1, "2024-01-01": 2}

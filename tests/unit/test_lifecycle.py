@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import replace
 
 import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog
 from lake_assets.errors import InvalidArgumentError, OptionError, SnapshotNotFoundError, UnsupportedFeatureError
-from lake_assets.ops import partition_expire
+from lake_assets.ops import partition_expire, tag_auto
 from lake_assets.ops.partition_expire import PartitionTimeExtractor
 from lake_assets.ops.tag_auto import PeriodHandler, run_tag_automation
 from lake_assets.spec.snapshot import CommitKind
@@ -138,7 +137,7 @@ def test_period_handler_names():
     assert hourly.tag_name(hourly.previous_period(dt.datetime(2024, 1, 2, 10, 30))) == "20240102 09"
 
 
-def test_automatic_tags_per_period_and_retention(tmp_path):
+def test_automatic_tags_per_period_and_retention(tmp_path, monkeypatch):
     t = _table(tmp_path, {"tag.automatic-creation": "process-time", "tag.num-retained-max": "2",
                           "tag.default-time-retained": "1 h"})
     t.write_arrow(pa.table({"id": [1], "dt": ["a"]}))
@@ -147,17 +146,19 @@ def test_automatic_tags_per_period_and_retention(tmp_path):
     t.create_tag("manual")
     t.write_arrow(pa.table({"id": [2], "dt": ["a"]}))
     assert sorted(t.tags()) == sorted([yesterday, "manual"])  # the next period has not completed
-    # commits on the following days (simulated by the snapshot time): one tag per completed period
-    snap = t.latest_snapshot()
+    # commits on the following days (their snapshots' times shifted): one tag per completed period
+    real, shift = tag_auto._snapshot_time, {}
+    monkeypatch.setattr(tag_auto, "_snapshot_time",
+                        lambda mode, snap: real(mode, snap) + dt.timedelta(days=shift.get(snap.id, 0)))
     for days_later in (1, 2, 3):
-        later = replace(snap, time_millis=snap.time_millis + days_later * 86_400_000)
-        run_tag_automation(t.store, later)
+        shift[t.latest_snapshot().id + 1] = days_later
+        t.write_arrow(pa.table({"id": [10 + days_later], "dt": ["a"]}))
     auto = sorted(n for n in t.tags() if n != "manual")
     # num-retained-max=2 keeps the two newest automatic tags; the manual tag is never counted
     assert len(auto) == 2 and "manual" in t.tags()
     assert auto[-1] == (dt.date.today() + dt.timedelta(days=2)).isoformat()
     # tag.default-time-retained: automatic tags expire an hour after creation; manual ones stay
-    run_tag_automation(t.store, snap, now=dt.datetime.now() + dt.timedelta(hours=2))
+    run_tag_automation(t.store, t.latest_snapshot(), now=dt.datetime.now() + dt.timedelta(hours=2))
     assert list(t.tags()) == ["manual"]
 
 
