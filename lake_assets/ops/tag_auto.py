@@ -1,9 +1,10 @@
 """Automatic tags at commit time (Paimon's ``TagAutoManager``: ``TagAutoCreation`` + ``TagTimeExpire``).
 
 With ``tag.automatic-creation`` = ``process-time`` (the snapshot's commit time on the local clock)
-or ``watermark`` (the snapshot's watermark, UTC), every commit checks whether a period of
-``tag.creation-period`` (daily, hourly, two-hours) has completed, ``tag.creation-delay`` included,
-and tags the new snapshot with the completed period's name: ``2024-01-01`` (daily) or
+or ``watermark`` (the snapshot's watermark, UTC), every commit looks at the snapshots since the
+newest automatic tag (none yet: from the earliest) in order; a snapshot whose time completes the
+next period of ``tag.creation-period`` (daily, hourly, two-hours), ``tag.creation-delay`` included,
+is tagged with the name of the period before its time: ``2024-01-01`` (daily) or
 ``2024-01-01 10`` (hourly), without dashes under ``tag.period-formatter`` = ``without_dashes``.
 As in Paimon the next period to tag follows the newest automatic tag, periods missed while nothing
 was committed are skipped (unless ``tag.automatic-completion``), and ``tag.num-retained-max``
