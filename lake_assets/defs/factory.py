@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 
 from lake_assets.defs.assets import build_table_assets
+from lake_assets.defs.assets.compaction import STEP_IO_MANAGER
 from lake_assets.defs.automation import automate_table, build_automation_sensors
 from lake_assets.defs.checks import build_table_checks
 from lake_assets.defs.config import LakeConfig, parse_duration
@@ -21,9 +22,12 @@ if TYPE_CHECKING:
     from lake_assets.defs.jobs import AssetJob
 
 
-def build_resources(config: LakeConfig) -> dict[str, dg.ConfigurableResource | dg.ConfigurableIOManager]:
+def build_resources(
+    config: LakeConfig,
+) -> dict[str, dg.ConfigurableResource | dg.ConfigurableIOManager | dg.ConfigurableIOManagerFactory]:
     spark = config.spark
     return {
+        STEP_IO_MANAGER: dg.FilesystemIOManager(),  # the compaction plan between its two steps
         "warehouse": WarehouseResource(storage=config.warehouse),
         "lake_io_manager": LakeIOManager(warehouse=WarehouseResource(storage=config.warehouse)),
         "spark": SparkJobResource(

@@ -33,7 +33,7 @@ def test_definitions_validate(lake_defs: dg.Definitions) -> None:
     assert {s.name for s in repo.schedule_defs} == {  # expiry and orphans: automation conditions
         "db_orders_full_compaction_schedule", "db_events_full_compaction_schedule",
     }
-    assert set(lake_defs.resources) == {"warehouse", "spark", "lake_io_manager"}
+    assert set(lake_defs.resources) == {"warehouse", "spark", "lake_io_manager", "lake_step_io_manager"}
 
 
 def test_lineage_groups_and_partitions(lake_defs: dg.Definitions) -> None:
@@ -52,6 +52,9 @@ def test_lineage_groups_and_partitions(lake_defs: dg.Definitions) -> None:
     compaction = lake_defs.get_assets_def(key("db/orders_compaction")).node_def
     assert {n.name: n.definition.pool for n in compaction.nodes} == {
         "db_orders_compaction_plan": "lake_compaction_db_orders", "db_orders_compact": MAINTENANCE_POOL}
+    # the plan reaches the Spark step through its own IO manager, whatever a project binds as io_manager
+    plan = next(n.definition for n in compaction.nodes if n.name == "db_orders_compaction_plan")
+    assert plan.outs["result"].io_manager_key == "lake_step_io_manager"
     for step in ("expiry", "orphans", "changelog"):
         assert lake_defs.get_assets_def(key(f"db/orders_{step}")).op.pool == MAINTENANCE_POOL
     assert ingest.op.pool is None

@@ -55,6 +55,11 @@ def policy_config(config: CompactionConfig, health: pa.Table, spec: TableConfig)
     return config.model_copy(update={"partitions": partitions, "full": needs_full(health, spec.maintenance)})
 
 
+# The plan travels between the two steps (separate processes) through this resource, a plain
+# filesystem pickle: not the `io_manager` key, which a project may bind to `LakeIOManager`.
+STEP_IO_MANAGER = "lake_step_io_manager"
+
+
 @dataclass(frozen=True)
 class CompactionPlan:
     """What the plan step hands the compact step: the resolved config and the state before."""
@@ -78,6 +83,7 @@ def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
     plan_name, compact_name = f"{names.group}_compaction_plan", f"{names.group}_compact"
 
     @dg.op(name=plan_name, pool=names.compaction_pool, ins={"after": dg.In(dg.Nothing)},
+           out=dg.Out(CompactionPlan, io_manager_key=STEP_IO_MANAGER),
            description=f"Reads {spec.identifier}'s health (manifests) and resolves what to compact.")
     def plan_op(context: dg.OpExecutionContext, config: CompactionConfig, warehouse: WarehouseResource
                 ) -> CompactionPlan:
