@@ -133,7 +133,9 @@ def _create_due_tags(store: FileStore, snap: Snapshot) -> list[str]:
     next_tag: dt.datetime | None = None
     if auto:
         last_auto = max(auto, key=lambda n: (auto[n].snapshot.id, n))  # Java: the newest by snapshot
-        next_tag = handler.tag_time(last_auto) + handler.one_period  # type: ignore[operator]
+        last_time = handler.tag_time(last_auto)
+        assert last_time is not None  # an automatic tag's name is a period's time
+        next_tag = last_time + handler.one_period
         sid = auto[last_auto].snapshot.id + 1
     else:
         sid = store.snapshot_manager.earliest_id() or snap.id
