@@ -152,8 +152,8 @@ def partition_row_counts(table: Table, snapshot_id: int | None = None) -> dict[s
     if snapshot is None:
         return {}
     records: dict[str, int | None] = {}
-    for entry in table.file_store_scan().live_entries(snapshot):
-        path = table.partition_path_of(entry.partition)
+    for entry in table.store.file_store_scan().live_entries(snapshot):
+        path = table.store.partition_path_of(entry.partition)
         records[path] = (records.get(path) or 0) + entry.file.row_count
     if table.primary_keys:
         for row in table.health(snapshot_id=snapshot.id).select(
