@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import traceback
 from typing import Any
@@ -103,4 +104,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Leave without interpreter teardown: the peer's native thread pools can abort the process
+    # there ("terminate called without an active exception") after the work is done and flushed.
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)
