@@ -27,6 +27,7 @@ duplicating keys.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ import pyarrow as pa
 from lake_assets.errors import CorruptMetadataError, OptionError
 from lake_assets.io.file_io import FileIO
 from lake_assets.lsm.bucket import hash_scalar, murmur_hash_words
+from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.paths import TablePaths
 from lake_assets.spec.binary_row import encode_rows
 from lake_assets.spec.hash_index import HASH_INDEX, INDEX_FILE_PREFIX, decode_hashes, encode_hashes
@@ -50,9 +52,12 @@ from lake_assets.spec.types import DataType
 MAX_BUCKETS = 32767
 
 
-def key_hashes(columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequence[DataType]) -> np.ndarray:
-    """Murmur hash of the trimmed-primary-key BinaryRow of every row, as int32 (vectorized)."""
-    data, offsets = encode_rows(columns, types)
+def key_hashes(
+    columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequence[DataType], num_rows: int | None = None
+) -> np.ndarray:
+    """Murmur hash of the trimmed-primary-key BinaryRow of every row, as int32 (vectorized).
+    ``num_rows`` is needed when there is no column (a primary key of partition fields only)."""
+    data, offsets = encode_rows(columns, types, num_rows)
     return murmur_hash_words(data, offsets)
 
 
@@ -231,6 +236,18 @@ class DynamicBucketAssigner:
             if len(merged) != len(state.hashes):
                 state.hashes, state.modified = merged, True
 
+    def assign_rows(self, data: pa.Table, schema: TableSchema, part_ids: np.ndarray,
+                    partitions: Sequence[bytes]) -> np.ndarray:
+        """The bucket of every row of ``data`` (int64), whose partition is ``partitions[part_ids[i]]``."""
+        keys = list(schema.trimmed_primary_keys)
+        hashes = key_hashes([data.column(k) for k in keys], schema.types(keys), data.num_rows)
+        out = np.empty(data.num_rows, dtype=np.int64)
+        for g, partition in enumerate(partitions):
+            rows = np.flatnonzero(part_ids == g)
+            if len(rows):
+                out[rows] = self.assign(partition, hashes[rows])
+        return out
+
     def prepare_commit(self, write_file: Callable[[str, bytes], None]) -> dict[
             tuple[bytes, int], tuple[tuple[IndexManifestEntry, ...], tuple[IndexManifestEntry, ...]]]:
         """Write a new hash index file for every bucket whose keys changed since the last call.
@@ -251,6 +268,25 @@ class DynamicBucketAssigner:
             out[key] = ((state.base,) if state.base is not None else (), (entry,))
             state.base, state.modified = entry, False
         return out
+
+
+def attach_index_changes(
+    messages: Sequence[CommitMessage],
+    changes: dict[tuple[bytes, int], tuple[tuple[IndexManifestEntry, ...], tuple[IndexManifestEntry, ...]]],
+    total_buckets: int,
+) -> list[CommitMessage]:
+    """``messages`` with each bucket's hash index change (`DynamicBucketAssigner.prepare_commit`)
+    added to ``index_before``/``index_after`` (next to a compaction's deletion-vector files); a
+    change without a message gets a message of its own."""
+    out = []
+    left = dict(changes)
+    for m in messages:
+        change = left.pop((m.partition, m.bucket), None)
+        out.append(m if change is None else dataclasses.replace(
+            m, index_before=m.index_before + change[0], index_after=m.index_after + change[1]))
+    for (partition, bucket), (before, after) in left.items():
+        out.append(CommitMessage(partition, bucket, total_buckets, index_before=before, index_after=after))
+    return out
 
 
 class _Store(Protocol):
@@ -287,5 +323,12 @@ def assigner_for(store: _Store, snapshot: Snapshot | None, *, ignore_previous: b
                                  opts.dynamic_bucket_assigners, ignore_previous)
 
 
-__all__ = ["MAX_BUCKETS", "DynamicBucketAssigner", "assigner_for", "assigner_ids", "key_hashes",
-           "partition_hash"]
+__all__ = [
+    "MAX_BUCKETS",
+    "DynamicBucketAssigner",
+    "assigner_for",
+    "assigner_ids",
+    "attach_index_changes",
+    "key_hashes",
+    "partition_hash",
+]

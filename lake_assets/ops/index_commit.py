@@ -59,6 +59,20 @@ def index_changes(messages: Sequence[CommitMessage]) -> list[IndexChange]:
             for m in messages if m.index_before or m.index_after]
 
 
+def _only(change: IndexChange, hash_index: bool) -> IndexChange | None:
+    before = tuple(e for e in change.before if (e.index_type == HASH_INDEX) == hash_index)
+    after = tuple(e for e in change.after if (e.index_type == HASH_INDEX) == hash_index)
+    return IndexChange(change.partition, change.bucket, before, after) if before or after else None
+
+
+def split_hash_changes(changes: Sequence[IndexChange]) -> tuple[list[IndexChange], list[IndexChange]]:
+    """(HASH changes, all other changes): Paimon commits a writer's new HASH files with its data
+    (APPEND or OVERWRITE snapshot) and a compaction's deletion vectors with its COMPACT snapshot."""
+    hashes = [c for c in (_only(c, True) for c in changes) if c is not None]
+    others = [c for c in (_only(c, False) for c in changes) if c is not None]
+    return hashes, others
+
+
 def _identity(e: IndexManifestEntry) -> tuple[bytes, int, str, str]:
     return (e.partition, e.bucket, e.index_type, e.file_name)
 
@@ -117,4 +131,4 @@ def next_index_manifest(
     return name
 
 
-__all__ = ["IndexChange", "index_changes", "next_index_manifest"]
+__all__ = ["IndexChange", "index_changes", "next_index_manifest", "split_hash_changes"]
