@@ -15,12 +15,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lake_assets import Catalog
+from lake_assets import Catalog, Table
 from lake_assets.ops.dynamic_bucket import assigner_for, key_hashes, partition_hash
 from lake_assets.spec.binary_row import serialize_row
 from tests.java.oracle import PaimonJava
 
-from .helpers import assert_same_table, compare_every_snapshot
+from .helpers import compare_every_snapshot, rows_by_bucket
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string(), nullable=False),
                     ("v", pa.string())])
@@ -30,6 +30,10 @@ def rows(ids: range | list[int], tag: str) -> pa.Table:
     ids = list(ids)
     return pa.table({"id": pa.array(ids, pa.int64()), "dt": ["a" if i % 2 else "b" for i in ids],
                      "v": [f"{tag}{i}" for i in ids]}, schema=SCHEMA)
+
+
+def with_op(data: pa.Table, op: str = "+I") -> pa.Table:
+    return data.append_column("op", pa.array([op] * data.num_rows, pa.string()))
 
 
 PARTITIONED = pytest.mark.parametrize("partitioned", [False, True], ids=["unpartitioned", "partitioned"])
@@ -104,3 +108,112 @@ def test_we_assign_buckets_as_javas_assigner(
         if not partitioned:
             break
     assert got.tolist() == expected
+
+
+def _index_of(java: PaimonJava, wh: str, name: str) -> dict[tuple, set[int]]:
+    """Java's view of the latest hash index: (partition values, bucket) -> hashes."""
+    return {(tuple(e["partition"]), e["bucket"]): set(e["hashes"])
+            for e in java.dynamic_bucket(wh, name, "hash_index")}
+
+
+def _assert_index_matches_data(java: PaimonJava, wh: str, name: str, table: Table) -> None:
+    """Every key Java reads sits in the bucket whose hash index (read by Java) holds its hash."""
+    index = _index_of(java, wh, name)
+    keys = list(table.schema.trimmed_primary_keys)
+    for part_bucket, data in _rows_per_bucket(table).items():
+        hashes = key_hashes([data.column(k) for k in keys], table.schema.types(keys), data.num_rows)
+        assert set(hashes.tolist()) <= index[part_bucket], part_bucket
+    # and no hash is in two buckets of a partition
+    seen: dict[tuple, set[int]] = {}
+    for (part, _), hashes in index.items():
+        assert not hashes & seen.get(part, set()), part
+        seen.setdefault(part, set()).update(hashes)
+
+
+def _rows_per_bucket(table: Table) -> dict[tuple, pa.Table]:
+    return {k: v for k, v in rows_by_bucket(table).items() if v.num_rows}
+
+
+@PARTITIONED
+def test_we_write_java_reads_and_writes_on_top(java: PaimonJava, wh: str, lake: Catalog, partitioned: bool) -> None:
+    name = "db.ours"
+    t = lake.create_table(name, SCHEMA.append(pa.field("op", pa.string())), primary_keys=["id", "dt"],
+                          partition_keys=["dt"] if partitioned else [],
+                          options={"bucket": "-1", "dynamic-bucket.target-row-num": "8", "rowkind.field": "op"})
+    t.write_arrow(with_op(rows(range(40), "a")))
+    t.write_arrow(with_op(rows(range(30, 60), "b")))
+    t.write_arrow(with_op(rows([1, 2, 3, 200], "x"), "-D"))  # 200: a retraction of a key never written
+    t = t.refresh()
+    assert len({s.bucket for s in t.plan()}) > 1
+    compare_every_snapshot(java, wh, name, t)
+    _assert_index_matches_data(java, wh, name, t)
+    # Java's own assigner, loaded from our index, keeps our keys where we put them
+    java.write(wh, name, with_op(rows(range(50, 70), "c")))
+    java.write(wh, name, with_op(rows(range(0, 70, 7), "d")))
+    t = t.refresh()
+    compare_every_snapshot(java, wh, name, t)
+    got = t.to_arrow()
+    assert sorted(got.column("id").to_pylist()) == [i for i in range(70) if i not in (1, 2, 3)]
+    _assert_index_matches_data(java, wh, name, t)
+    # and compaction by either engine keeps the index
+    t.compact(full=True)
+    java.compact(wh, name, full=True)
+    compare_every_snapshot(java, wh, name, t.refresh())
+
+
+@PARTITIONED
+def test_java_writes_we_write_on_top(java: PaimonJava, wh: str, lake: Catalog, partitioned: bool) -> None:
+    name = "db.theirs"
+    _java_table(java, wh, name, partitioned, **{"dynamic-bucket.target-row-num": "8"})
+    java.write(wh, name, rows(range(40), "a"))
+    java.write(wh, name, rows(range(30, 60), "b"))
+    t = lake.get_table(name)
+    t.write_arrow(rows(range(20, 80), "ours"))  # updates of Java's keys and new keys
+    t.write_arrow(rows(range(75, 90), "again"))
+    t = t.refresh()
+    compare_every_snapshot(java, wh, name, t)
+    got = java.read(wh, name)
+    assert sorted(got.column("id").to_pylist()) == list(range(90))
+    assert dict(zip(got.column("id").to_pylist(), got.column("v").to_pylist(), strict=True))[25] == "ours25"
+    _assert_index_matches_data(java, wh, name, t)
+    java.write(wh, name, rows(range(85, 95), "java"))
+    compare_every_snapshot(java, wh, name, t.refresh())
+    assert sorted(java.read(wh, name).column("id").to_pylist()) == list(range(95))
+
+
+def test_initial_buckets_as_javas_assigners(java: PaimonJava, wh: str, lake: Catalog) -> None:
+    """With dynamic-bucket.initial-buckets our writer's buckets are the ones Java's assigners pick."""
+    name = "db.init"
+    opts = {"bucket": "-1", "dynamic-bucket.target-row-num": "5", "dynamic-bucket.initial-buckets": "3"}
+    t = lake.create_table(name, SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options=opts)
+    first = rows(range(30), "a")
+    expected = java.dynamic_bucket(wh, name, "assign", first, num_assigners=3)
+    t.write_arrow(first)
+    t = t.refresh()
+    by_key = {}
+    for (part, bucket), data in _rows_per_bucket(t).items():
+        for i in data.column("id").to_pylist():
+            by_key[(i, part[0])] = bucket
+    assert [by_key[(i, d)] for i, d in zip(first.column("id").to_pylist(), first.column("dt").to_pylist(),
+                                            strict=True)] == expected
+    assert len({s.bucket for s in t.plan()}) >= 3
+    compare_every_snapshot(java, wh, name, t)
+
+
+def test_overwrite_replaces_the_partitions_index(java: PaimonJava, wh: str, lake: Catalog) -> None:
+    name = "db.ow"
+    t = lake.create_table(name, SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                          options={"bucket": "-1", "dynamic-bucket.target-row-num": "4"})
+    t.write_arrow(rows(range(40), "a"))
+    t.write_arrow(rows([1, 3, 101, 103], "new"), overwrite={"dt": "a"})
+    t = t.refresh()
+    compare_every_snapshot(java, wh, name, t)
+    index = _index_of(java, wh, name)
+    in_a = set().union(*(h for (p, _), h in index.items() if p == ("a",)))
+    keys = list(t.schema.trimmed_primary_keys)
+    a_rows = t.to_arrow(filter=[("dt", "=", "a")])
+    assert in_a == set(key_hashes([a_rows.column(k) for k in keys], t.schema.types(keys)).tolist())
+    # Java writes the overwritten partition again: its keys stay unique
+    java.write(wh, name, rows([1, 3, 5, 101], "java"))
+    compare_every_snapshot(java, wh, name, t.refresh())
+    assert sorted(t.refresh().to_arrow(filter=[("dt", "=", "a")]).column("id").to_pylist()) == [1, 3, 5, 101, 103]
