@@ -279,7 +279,7 @@ class TableCommitter:
             self.store.data_file_path(m.partition, m.bucket, f)
             for m in messages
             for f in (*m.new_files, *m.new_changelog, *m.compact_after, *m.compact_changelog)
-        ]
+        ] + [self.store.paths.index_file(e.file_name) for m in messages for e in m.index_after]
         missing = self.store.file_io.missing(added)
         if missing:
             self._seen_committed = True
