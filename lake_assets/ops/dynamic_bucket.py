@@ -31,22 +31,23 @@ import dataclasses
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from lake_assets.errors import CorruptMetadataError, OptionError
-from lake_assets.io.file_io import FileIO
 from lake_assets.lsm.bucket import hash_scalar, murmur_hash_words
 from lake_assets.ops.commit_message import CommitMessage
-from lake_assets.paths import TablePaths
 from lake_assets.spec.binary_row import encode_rows
 from lake_assets.spec.hash_index import HASH_INDEX, INDEX_FILE_PREFIX, decode_hashes, encode_hashes
 from lake_assets.spec.manifest import FileKind, IndexManifestEntry
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import Snapshot
 from lake_assets.spec.types import DataType
+
+if TYPE_CHECKING:
+    from lake_assets.store.file_store import FileStore
 
 # Paimon's PartitionIndex opens buckets below Short.MAX_VALUE only (bucket ids are shorts there).
 MAX_BUCKETS = 32767
@@ -289,18 +290,9 @@ def attach_index_changes(
     return out
 
 
-class _Store(Protocol):
-    """What `assigner_for` needs of a table (a `Table` or its `FileStore`)."""
-
-    name: str
-    file_io: FileIO
-    paths: TablePaths
-    schema: TableSchema
-
-    def index_entries(self, index_manifest: str) -> list[IndexManifestEntry]: ...
-
-
-def assigner_for(store: _Store, snapshot: Snapshot | None, *, ignore_previous: bool = False) -> DynamicBucketAssigner:
+def assigner_for(
+    store: FileStore, snapshot: Snapshot | None, *, ignore_previous: bool = False
+) -> DynamicBucketAssigner:
     """The assigner of a writer of ``store`` that starts from ``snapshot`` (None: an empty table).
 
     ``dynamic-bucket.initial-buckets`` sets the number of assigners (Paimon's Flink and Spark

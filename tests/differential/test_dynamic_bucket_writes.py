@@ -84,7 +84,7 @@ def test_we_assign_buckets_as_javas_assigner(
     probe = rows(list(range(100, 40, -1)) + list(range(0, 100, 5)), "p")
     expected = java.dynamic_bucket(wh, "db.d", "assign", probe, num_assigners=assigners)
     table = lake.get_table("db.d")
-    assigner = assigner_for(table, table.snapshot_manager.latest())
+    assigner = assigner_for(table.store, table.snapshot_manager.latest())
     assert assigner.num_assigners == assigners
     ours: list[int] = []
     types = table.schema.types(["dt"] if partitioned else [])
@@ -96,7 +96,7 @@ def test_we_assign_buckets_as_javas_assigner(
         ours += assigner.assign(part, hashes).tolist()
     assert ours == expected
     # and all at once (vectorized, per partition) gives the same buckets
-    batch = assigner_for(table, table.snapshot_manager.latest())
+    batch = assigner_for(table.store, table.snapshot_manager.latest())
     got = np.zeros(probe.num_rows, dtype=np.int32)
     dts = probe.column("dt").to_pylist()
     for value in dict.fromkeys(dts):

@@ -46,13 +46,13 @@ def table(catalog: Catalog) -> Table:
 def index(t: Table) -> dict[tuple[bytes, int], IndexManifestEntry]:
     snap = t.snapshot_manager.latest()
     assert snap is not None and snap.index_manifest
-    return {(e.partition, e.bucket): e for e in t.index_entries(snap.index_manifest)}
+    return {(e.partition, e.bucket): e for e in t.store.index_entries(snap.index_manifest)}
 
 
 def bucket_of_keys(t: Table) -> dict[tuple[int, str], int]:
     from lake_assets.ops.read import SplitReader
 
-    reader = SplitReader(t, t.schema)
+    reader = SplitReader(t.store, t.schema)
     out = {}
     for split in t.plan():
         for part in reader.read_split(split):
@@ -68,7 +68,7 @@ def check_index(t: Table) -> None:
     keys = list(t.schema.trimmed_primary_keys)
     from lake_assets.ops.read import SplitReader
 
-    reader = SplitReader(t, t.schema)
+    reader = SplitReader(t.store, t.schema)
     for split in t.plan():
         data = pa.concat_tables(reader.read_split(split))
         entry = idx[(split.partition, split.bucket)]
