@@ -97,20 +97,20 @@ class _PartitionIndex:
         return found, self.buckets[clipped]
 
     def add(self, hashes: np.ndarray, buckets: np.ndarray) -> None:
-        """Record new (hash, bucket) pairs (hashes not yet in the index)."""
-        all_h = np.concatenate((self.hashes, hashes))
-        all_b = np.concatenate((self.buckets, buckets.astype(np.int32)))
-        order = np.argsort(all_h, kind="stable")
-        self.hashes, self.buckets = all_h[order], all_b[order]
+        """Record new (hash, bucket) pairs: ``hashes`` sorted, none of them in the index yet
+        (a merge by insertion points, linear in the index size)."""
+        at = np.searchsorted(self.hashes, hashes)
+        self.hashes = np.insert(self.hashes, at, hashes)
+        self.buckets = np.insert(self.buckets, at, buckets.astype(np.int32))
 
 
 @dataclass
 class _BucketIndex:
     """One bucket's hash index as this writer will leave it."""
 
-    base: IndexManifestEntry | None  # the file the new one replaces (None: ignored or none yet)
-    hashes: np.ndarray  # sorted unique int32: the base file's hashes plus those written since
-    modified: bool = False
+    base: IndexManifestEntry | None  # the file the new one replaces (None: none yet)
+    hashes: np.ndarray  # sorted unique int32: what the next file starts from (the base file's hashes)
+    pending: list[np.ndarray] = field(default_factory=list)  # hashes written since, merged at prepare
 
 
 @dataclass
@@ -223,19 +223,20 @@ class DynamicBucketAssigner:
 
     # --------------------------------------------------------------- the index
     def _note_written(self, partition: bytes, hashes: np.ndarray, buckets: np.ndarray) -> None:
-        """Every written key's hash joins its bucket's index (retractions too, as in Paimon)."""
-        for b in np.unique(buckets).tolist():
-            key = (partition, int(b))
+        """Every written key's hash joins its bucket's index (retractions too, as in Paimon).
+        Cost is linear in the rows: the bucket's set is merged once, at `prepare_commit`."""
+        order = np.argsort(buckets, kind="stable")
+        bounds = np.flatnonzero(np.diff(buckets[order])) + 1
+        for rows in np.split(order, bounds):
+            b = int(buckets[rows[0]])
+            key = (partition, b)
             state = self._buckets.get(key)
             if state is None:
                 base = next((e for e in self._by_partition.get(partition, []) if e.bucket == b), None)
                 kept = (np.zeros(0, dtype=np.int32) if base is None or self.ignore_previous
                         else np.unique(self._file_hashes(base)))
                 state = self._buckets[key] = _BucketIndex(base, kept)
-            mine = np.unique(hashes[buckets == b])
-            merged = np.union1d(state.hashes, mine)
-            if len(merged) != len(state.hashes):
-                state.hashes, state.modified = merged, True
+            state.pending.append(hashes[rows])
 
     def assign_rows(self, data: pa.Table, schema: TableSchema, part_ids: np.ndarray,
                     partitions: Sequence[bytes]) -> np.ndarray:
@@ -259,15 +260,18 @@ class DynamicBucketAssigner:
         """
         out = {}
         for key, state in self._buckets.items():
-            if not state.modified:
+            if not state.pending:
                 continue
+            merged = np.union1d(state.hashes, np.concatenate(state.pending))
+            state.pending = []
+            if len(merged) == len(state.hashes):
+                continue  # only keys the bucket's file has (with ignore_previous it starts empty)
             name = f"{INDEX_FILE_PREFIX}{uuid.uuid4()}-0"
-            data = encode_hashes(state.hashes)
+            data = encode_hashes(merged)
             write_file(name, data)
-            entry = IndexManifestEntry(FileKind.ADD, key[0], key[1], HASH_INDEX, name, len(data),
-                                       len(state.hashes))
+            entry = IndexManifestEntry(FileKind.ADD, key[0], key[1], HASH_INDEX, name, len(data), len(merged))
             out[key] = ((state.base,) if state.base is not None else (), (entry,))
-            state.base, state.modified = entry, False
+            state.base, state.hashes = entry, merged
         return out
 
 
