@@ -80,3 +80,24 @@ def test_write_table_routes_to_one_task_and_plain_multi_task_writes_are_refused(
     table = table.refresh()
     assert [s.id for s in table.snapshots()] == before
     assert _keys_once(table) == list(range(80))
+
+
+def test_streaming_ingest_of_a_dynamic_bucket_table(capsys, spark, tmp_path) -> None:
+    """The streaming sink: each micro-batch is routed to one writer and committed once."""
+    wh = str(tmp_path / "wh")
+    table = _table(wh)
+    land = tmp_path / "land"
+    land.mkdir()
+    args = ["--warehouse", wh, "--table", "db.orders", "--source", str(land), "--format", "parquet",
+            "--mode", "stream", "--trigger", "availableNow", "--checkpoint", str(tmp_path / "ck")]
+    for n, start in enumerate(range(0, 90, 30)):
+        pq.write_table(_orders(range(start, start + 30), 0.0), land / f"a-{n}.parquet")
+    code, out = run_job_main(capsys, ingest.main, *args)
+    assert code == EXIT_OK, out
+    for n, start in enumerate(range(60, 120, 30)):
+        pq.write_table(_orders(range(start, start + 30), 500.0), land / f"b-{n}.parquet")
+    code, out = run_job_main(capsys, ingest.main, *args)
+    assert code == EXIT_OK, out
+    table = table.refresh()
+    assert _keys_once(table) == list(range(120))
+    assert len({s.bucket for s in table.plan()}) >= 3
