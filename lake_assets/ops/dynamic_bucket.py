@@ -232,9 +232,11 @@ class DynamicBucketAssigner:
             key = (partition, b)
             state = self._buckets.get(key)
             if state is None:
-                base = next((e for e in self._by_partition.get(partition, []) if e.bucket == b), None)
-                kept = (np.zeros(0, dtype=np.int32) if base is None or self.ignore_previous
-                        else np.unique(self._file_hashes(base)))
+                # ignoring previous files (an overwrite), the bucket's index starts empty and replaces
+                # nothing: the overwrite drops the old file; any other commit of it conflicts
+                base = None if self.ignore_previous else next(
+                    (e for e in self._by_partition.get(partition, []) if e.bucket == b), None)
+                kept = np.zeros(0, dtype=np.int32) if base is None else np.unique(self._file_hashes(base))
                 state = self._buckets[key] = _BucketIndex(base, kept)
             state.pending.append(hashes[rows])
 

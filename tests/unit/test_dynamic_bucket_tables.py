@@ -201,3 +201,17 @@ def test_expiry_and_orphan_removal_keep_the_live_index(table: Table) -> None:
     table.write_arrow(rows(range(20, 30), "after"))
     assert sorted(table.to_arrow().column("id").to_pylist()) == list(range(30))
     check_index(table)
+
+
+def test_an_overwrite_writers_index_is_refused_outside_an_overwrite(table: Table) -> None:
+    """A writer that ignores previous files starts its buckets' index empty (as Paimon's overwrite
+    writers): committed without the overwrite it would drop the old keys from the index, so the
+    commit is refused and the table is unchanged."""
+    table.write_arrow(rows(range(5), "a"))
+    before = index(table)
+    w = table.new_writer("job", ignore_previous_files=True)
+    w.write_arrow(rows([1, 7], "b"))
+    with pytest.raises(CommitConflictError, match="hash index of bucket 0 changed"):
+        table.new_committer("job").commit(w.prepare_commit(), 1)
+    assert index(table) == before
+    assert sorted(table.to_arrow().column("id").to_pylist()) == list(range(5))
