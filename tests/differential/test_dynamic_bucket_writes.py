@@ -239,3 +239,25 @@ def test_cross_partition_upsert_tables_refuse_writes_clearly(java: PaimonJava, w
         t.write_arrow(rows(range(3), "a"))
     assert java.snapshots(wh, "db.cross") == []
     assert t.to_arrow().num_rows == 0
+
+
+def test_dynamic_buckets_with_deletion_vectors(java: PaimonJava, wh: str, lake: Catalog) -> None:
+    """A dynamic-bucket table with deletion vectors: a write's HASH files land with its data, its
+    compaction's vectors with the COMPACT snapshot; Java reads every snapshot alike and writes on top."""
+    name = "db.dvdyn"
+    t = lake.create_table(name, SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                          options={"bucket": "-1", "dynamic-bucket.target-row-num": "6",
+                                   "deletion-vectors.enabled": "true"})
+    t.write_arrow(rows(range(20), "a"))
+    t.write_arrow(rows(range(10, 30), "b"))
+    t.write_arrow(rows(range(0, 30, 3), "c"))
+    t = t.refresh()
+    types = {e.index_type for e in t.store.index_entries(t.snapshot_manager.latest().index_manifest)}
+    assert types == {"HASH", "DELETION_VECTORS"}
+    compare_every_snapshot(java, wh, name, t)
+    _assert_index_matches_data(java, wh, name, t)
+    java.write(wh, name, rows(range(25, 35), "java"))
+    java.compact(wh, name, full=True)
+    t = t.refresh()
+    compare_every_snapshot(java, wh, name, t)
+    assert sorted(java.read(wh, name).column("id").to_pylist()) == list(range(35))
