@@ -116,6 +116,14 @@ RULES: dict[str, OptionRule] = _rules(
     R("metadata.stats-mode", "string", "truncate(16)", "Column stats mode: none, counts, full, truncate(N).",
       check=_stats_mode, note=_STATS_NOTE),
     R("dynamic-partition-overwrite", "bool", True, "Overwrite replaces only the partitions written."),
+    R("dynamic-bucket.target-row-num", "long", 2_000_000, "Keys per bucket of a dynamic-bucket primary-key "
+      "table before its writer opens another bucket.", minimum=1),
+    R("dynamic-bucket.initial-buckets", "int", None, "Assigners of a dynamic-bucket writer, so buckets a new "
+      "partition starts with.", minimum=1, note="lake_assets runs this many assigners in its one writer "
+      "(ops/dynamic_bucket.py)"),
+    R("dynamic-bucket.assigner-parallelism", "int", None, "Assigners of a dynamic-bucket writer when "
+      "dynamic-bucket.initial-buckets is unset.", minimum=1, note="lake_assets runs this many assigners in its "
+      "one writer (ops/dynamic_bucket.py)"),
     R("deletion-vectors.enabled", "bool", False, "Deletion vectors mark deleted rows.",
       note="reads (batch, and the full phase of streams) apply them; compaction writes them for deduplicate "
       "tables without sequence.field, ignore-delete or changelog production (others refuse writes and "

@@ -109,6 +109,20 @@ class CoreOptions(MergeOptions):
         return self._typed("write-buffer-spillable", None)  # type: ignore[return-value]
 
     @property
+    def dynamic_bucket_target_row_num(self) -> int:
+        """``dynamic-bucket.target-row-num``: keys per bucket in dynamic bucket mode."""
+        return self._typed("dynamic-bucket.target-row-num")  # type: ignore[return-value]
+
+    @property
+    def dynamic_bucket_assigners(self) -> int:
+        """How many assigners a dynamic-bucket writer runs: ``dynamic-bucket.initial-buckets``, else
+        ``dynamic-bucket.assigner-parallelism``, else one (ops/dynamic_bucket.py)."""
+        for key in ("dynamic-bucket.initial-buckets", "dynamic-bucket.assigner-parallelism"):
+            if key in self.raw:
+                return self._typed(key)  # type: ignore[return-value]
+        return 1
+
+    @property
     def write_buffer_spill_max_disk_size(self) -> int | None:
         """``write-buffer-spill.max-disk-size``; None is Paimon's default, unbounded."""
         return self._typed("write-buffer-spill.max-disk-size", None)  # type: ignore[return-value]

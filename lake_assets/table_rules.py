@@ -30,6 +30,10 @@ def check_options(
                 raise OptionError(f"{what}: option {k!r} needs a primary key")
         if core.changelog_producer != "none":
             raise OptionError(f"{what}: option 'changelog-producer' needs a primary key")
+    if core.bucket_key and core.bucket == -1:
+        # Paimon's SchemaValidation refuses it too: dynamic-bucket writers hash the trimmed primary
+        # key whatever bucket-key says, and unaware-bucket tables hash nothing
+        raise OptionError(f"{what}: 'bucket-key' cannot be set with bucket = -1; set a bucket number N > 0")
     if core.bucket_key:
         bad = [k for k in core.bucket_key
                if k not in names or k in partition_keys or (primary_keys and k not in primary_keys)]

@@ -124,9 +124,14 @@ def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
             frozenset({Op.WRITE, Op.COMPACT, Op.STREAM}),
         )]
     if pk and bucket == -1:
+        missing = cross_partition_fields(schema)
+        if not missing:
+            return []  # dynamic bucket mode: writers keep the hash index (ops/dynamic_bucket.py)
         return [Refusal(
-            "dynamic bucket (bucket = -1) mode of primary-key tables",
-            "writing needs the hash index that assigns keys to buckets; reads and compaction are supported",
+            f"cross-partition upsert (bucket = -1 with primary key ({', '.join(schema.primary_keys)}) not "
+            f"containing partition field(s) {', '.join(missing)})",
+            "a key may move between partitions, which needs Paimon's global key index; reads and "
+            "compaction are supported",
             frozenset({Op.WRITE}),
         )]
     if not pk and bucket > 0:
@@ -137,6 +142,12 @@ def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
         )]
     kind = "primary-key" if pk else "append"
     return [Refusal(f"bucket = {bucket} on a {kind} table", "this bucket mode is not implemented", DATA)]
+
+
+def cross_partition_fields(schema: TableSchema) -> list[str]:
+    """Partition fields a primary key lacks: with ``bucket = -1`` Paimon's cross-partition upsert
+    mode (a key may move between partitions), where writes need a global key index."""
+    return [k for k in schema.partition_keys if k not in schema.primary_keys]
 
 
 def _is_true(value: str | None) -> bool:
@@ -320,10 +331,12 @@ def index_refusals(entries: Iterable[IndexManifestEntry], schema: TableSchema) -
         if t in found:
             continue
         if t == "HASH":
-            # the dynamic-bucket key index: reads and compaction leave keys in their buckets
-            why = "writes would have to maintain the hash index of dynamic bucket mode"
-            found[t] = Refusal("hash index files (HASH)", why,
-                               frozenset({Op.WRITE}) if dynamic else frozenset({Op.WRITE, Op.COMPACT}))
+            # the dynamic-bucket key index: writers keep it (ops/dynamic_bucket.py), reads and
+            # compaction leave keys in their buckets
+            if not dynamic:
+                found[t] = Refusal("hash index files (HASH) in a table without dynamic bucket mode",
+                                   "writes would have to maintain a hash index this bucket mode does not have",
+                                   frozenset({Op.WRITE, Op.COMPACT}))
         elif t == "DELETION_VECTORS":
             # batch reads apply them (ops/deletion_vectors.py)
             if not _is_true(schema.options.get("deletion-vectors.enabled")):
@@ -352,6 +365,7 @@ __all__ = [
     "Op",
     "Refusal",
     "branch_refusals",
+    "cross_partition_fields",
     "data_file_format",
     "entry_refusals",
     "index_refusals",

@@ -29,9 +29,10 @@ from lake_assets.errors import (
 )
 from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
-from lake_assets.ops.index_commit import IndexChange, index_changes, next_index_manifest
+from lake_assets.ops.index_commit import IndexChange, index_changes, next_index_manifest, split_hash_changes
 from lake_assets.ops.scan import merge_entries
 from lake_assets.spec.binary_row import deserialize_row
+from lake_assets.spec.hash_index import HASH_INDEX
 from lake_assets.spec.manifest import FileKind, ManifestEntry, ManifestFileMeta
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from lake_assets.table_support import Op
@@ -57,7 +58,7 @@ class Overwrite:
 
 def _abs_files(store: FileStore, messages: Sequence[CommitMessage]) -> list[str]:
     """Files the messages' writers created (upgraded files are not theirs to delete), with the
-    deletion-vector index files their compactions wrote."""
+    index files they wrote (a dynamic-bucket writer's HASH files, a compaction's deletion vectors)."""
     return [store.data_file_path(m.partition, m.bucket, f) for m in messages for f in m.all_written_files()] + [
         store.paths.index_file(e.file_name) for m in messages for e in m.index_after
     ]
@@ -176,7 +177,9 @@ class TableCommitter:
             compact_changelog += [
                 ManifestEntry(FileKind.ADD, m.partition, m.bucket, tb, f) for f in m.compact_changelog
             ]
-        indexes = index_changes(messages)
+        # a dynamic-bucket writer's HASH files go with its data (Paimon's APPEND snapshot), a
+        # compaction's deletion vectors with its COMPACT snapshot
+        hash_changes, other_changes = split_hash_changes(index_changes(messages))
         if overwrite is not None and (changelog or compact_changelog):
             # Paimon's FileStoreCommit commits no changelog with an overwrite ("Overwrite mode
             # currently does not commit any changelog"): streams see no change for it. Nothing
@@ -189,15 +192,16 @@ class TableCommitter:
         try:
             if overwrite is not None:
                 self._commit_with_retry(CommitKind.OVERWRITE, append, changelog, commit_identifier, overwrite,
-                                        properties)
-            elif append or changelog:
-                self._commit_with_retry(CommitKind.APPEND, append, changelog, commit_identifier, None, properties)
-            if compact or compact_changelog or indexes:
+                                        properties, hash_changes)
+            elif append or changelog or hash_changes:
+                self._commit_with_retry(CommitKind.APPEND, append, changelog, commit_identifier, None, properties,
+                                        hash_changes)
+            if compact or compact_changelog or other_changes:
                 landed_before = list(self._landed)
                 try:
                     self._commit_with_retry(
                         CommitKind.COMPACT, compact, compact_changelog, commit_identifier, None, properties,
-                        indexes,
+                        other_changes,
                     )
                 except Exception as exc:
                     if not landed_before or self._in_doubt or isinstance(exc, CommitStateUnknownError):
@@ -213,8 +217,9 @@ class TableCommitter:
                         for f in (*m.compact_after, *m.compact_changelog)
                         if f.file_name not in {b.file_name for b in m.compact_before}
                     )
-                    self.store.file_io.delete_many(
+                    self.store.file_io.delete_many(  # the compaction's; HASH files landed with the data
                         self.store.paths.index_file(e.file_name) for m in messages for e in m.index_after
+                        if e.index_type != HASH_INDEX
                     )
         except CommitConflictError:
             if self.may_have_landed:
@@ -274,7 +279,7 @@ class TableCommitter:
             self.store.data_file_path(m.partition, m.bucket, f)
             for m in messages
             for f in (*m.new_files, *m.new_changelog, *m.compact_after, *m.compact_changelog)
-        ]
+        ] + [self.store.paths.index_file(e.file_name) for m in messages for e in m.index_after]
         missing = self.store.file_io.missing(added)
         if missing:
             self._seen_committed = True
@@ -386,7 +391,7 @@ class TableCommitter:
         indexes: Sequence[IndexChange] = (),
         overwrite: Overwrite | None = None,
     ) -> int | None:
-        # the index manifest first: a deletion-vector conflict is found before anything else is written
+        # the index manifest first: a conflict on a bucket's index is found before anything else is written
         scan = self.store.file_store_scan()
         overwritten = (None if overwrite is None
                        else lambda part: overwrite.matches(scan.partition_values(part)))

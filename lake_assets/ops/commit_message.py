@@ -17,6 +17,7 @@ from lake_assets.errors import (
 )
 from lake_assets.paths import check_file_name
 from lake_assets.spec.binary_row import deserialize_row
+from lake_assets.spec.hash_index import HASH_INDEX
 from lake_assets.spec.manifest import DataFileMeta, DeletionVectorRange, FileKind, IndexManifestEntry, SimpleStats
 
 if TYPE_CHECKING:
@@ -42,8 +43,9 @@ class CommitMessage:
     compact_after: tuple[DataFileMeta, ...] = ()
     new_changelog: tuple[DataFileMeta, ...] = ()
     compact_changelog: tuple[DataFileMeta, ...] = ()
-    # Deletion vectors (ops/dv_compact.py): the bucket's index files a compaction replaces, and
-    # the ones replacing them; the committer swaps them in the index manifest atomically.
+    # The bucket's index files this message replaces and the ones replacing them: a dynamic-bucket
+    # writer's new HASH file (ops/dynamic_bucket.py), a compaction's deletion vectors
+    # (ops/dv_compact.py); the committer swaps them in the index manifest atomically.
     index_before: tuple[IndexManifestEntry, ...] = ()
     index_after: tuple[IndexManifestEntry, ...] = ()
 
@@ -152,6 +154,10 @@ def _check_index(e: object, where: str, m: CommitMessage) -> None:
         raise _bad(f"{where}: index file {e.file_name} belongs to another bucket or is not an ADD entry")
     if e.external_path is not None:
         raise _bad(f"{where}: index file {e.file_name} has an external path")
+    for attr in ("file_size", "row_count"):
+        v = getattr(e, attr)
+        if not _is_int(v) or v < 0:
+            raise _bad(f"{where}: index file {e.file_name} has {attr} = {v!r} (a non-negative integer is required)")
 
 
 def check_message_shape(m: CommitMessage) -> None:
@@ -220,6 +226,12 @@ def validate_messages(store: FileStore, messages: Sequence[CommitMessage], actio
                 )
         else:
             raise InvalidCommitMessageError(f"Cannot {action} {name}: bucket = {n_buckets} is not supported")
+        hashes = [e for e in (*m.index_before, *m.index_after) if e.index_type == HASH_INDEX]
+        if hashes and not (n_buckets == -1 and schema.primary_keys):
+            raise InvalidCommitMessageError(
+                f"Cannot {action} {name}: message carries hash index file {hashes[0].file_name}, but only "
+                "dynamic-bucket primary-key tables (bucket = -1) have a hash index"
+            )
         try:
             deserialize_row(m.partition, part_types)
             store.partition_path_of(m.partition)

@@ -1,16 +1,24 @@
 """The index manifest a commit writes (docs/format.md §4.6, §8.1 step 5).
 
 A snapshot's ``indexManifest`` names the complete set of its index files. A commit that changes
-index files - a compaction replacing a bucket's deletion-vector file, an overwrite dropping the
-files of the partitions it replaces - reads the latest snapshot's set, applies its changes and
-writes a new index manifest; otherwise the latest one's name is carried forward. This runs inside
-the committer's retry loop, against whatever snapshot is latest at that attempt, so the new set is
-never computed from a stale base.
+index files - a dynamic-bucket writer replacing a bucket's HASH file, a compaction replacing a
+bucket's deletion-vector file, an overwrite dropping the files of the partitions it replaces -
+reads the latest snapshot's set, applies its changes and writes a new index manifest; otherwise
+the latest one's name is carried forward. An OVERWRITE drops every index file of the partitions it
+replaces, as Paimon's ``FileStoreCommitImpl`` does. This runs inside the committer's retry loop,
+against whatever snapshot is latest at that attempt, so the new set is never computed from a stale
+base.
 
-Conflicts: a compaction replaces the deletion vectors of a bucket as it planned them. If the
-latest snapshot's deletion-vector files of that bucket are not exactly those (another compaction
-committed meanwhile), its vectors would lose marks or mark rows of files it never saw: the commit
-fails with `CommitConflictError`, as Paimon's deletion-vector conflict check does.
+Each change names the files of its (partition, bucket) it replaces (``before``, per index type) and
+the ones replacing them (``after``): Paimon's per-bucket combine. Where the latest snapshot's files
+of that bucket and type (after an overwrite's drop) are not exactly ``before``, someone else
+changed them meanwhile, and the commit fails with `CommitConflictError` before anything is written:
+
+* deletion vectors: a compaction replaces the vectors of a bucket as it planned them; another
+  compaction committed meanwhile would leave marks lost or on rows of files it never saw, as
+  Paimon's deletion-vector conflict check says;
+* HASH: a second writer of a dynamic-bucket table (Paimon supports one) committed keys meanwhile;
+  replacing its file would lose them, and both writers may have given one new key two buckets.
 """
 
 from __future__ import annotations
@@ -21,14 +29,14 @@ from typing import TYPE_CHECKING
 
 from lake_assets.errors import CommitConflictError
 from lake_assets.formats.manifest_codec import encode_index_manifest
-from lake_assets.ops.deletion_vectors import DELETION_VECTORS_INDEX
+from lake_assets.spec.hash_index import HASH_INDEX
 from lake_assets.spec.manifest import FileKind, IndexManifestEntry
 from lake_assets.spec.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from lake_assets.ops.commit_message import CommitMessage
-    from lake_assets.ops.manifest_io import ManifestIO
     from lake_assets.store.file_store import FileStore
+    from lake_assets.store.manifest_io import ManifestIO
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,10 @@ class IndexChange:
     before: tuple[IndexManifestEntry, ...]
     after: tuple[IndexManifestEntry, ...]
 
+    @property
+    def index_types(self) -> frozenset[str]:
+        return frozenset(e.index_type for e in (*self.before, *self.after))
+
 
 def index_changes(messages: Sequence[CommitMessage]) -> list[IndexChange]:
     """The index changes the messages carry (one per message that has any)."""
@@ -47,8 +59,35 @@ def index_changes(messages: Sequence[CommitMessage]) -> list[IndexChange]:
             for m in messages if m.index_before or m.index_after]
 
 
+def _only(change: IndexChange, hash_index: bool) -> IndexChange | None:
+    before = tuple(e for e in change.before if (e.index_type == HASH_INDEX) == hash_index)
+    after = tuple(e for e in change.after if (e.index_type == HASH_INDEX) == hash_index)
+    return IndexChange(change.partition, change.bucket, before, after) if before or after else None
+
+
+def split_hash_changes(changes: Sequence[IndexChange]) -> tuple[list[IndexChange], list[IndexChange]]:
+    """(HASH changes, all other changes): Paimon commits a writer's new HASH files with its data
+    (APPEND or OVERWRITE snapshot) and a compaction's deletion vectors with its COMPACT snapshot."""
+    hashes = [c for c in (_only(c, True) for c in changes) if c is not None]
+    others = [c for c in (_only(c, False) for c in changes) if c is not None]
+    return hashes, others
+
+
 def _identity(e: IndexManifestEntry) -> tuple[bytes, int, str, str]:
     return (e.partition, e.bucket, e.index_type, e.file_name)
+
+
+def _conflict(store: FileStore, change: IndexChange, index_type: str) -> CommitConflictError:
+    if index_type == HASH_INDEX:
+        return CommitConflictError(
+            f"Cannot commit to {store.name}: the hash index of bucket {change.bucket} changed since this writer "
+            "loaded it (another writer of this dynamic-bucket table committed meanwhile; Paimon supports one "
+            "writer per table); nothing was committed, write again"
+        )
+    return CommitConflictError(
+        f"Cannot commit to {store.name}: the deletion vectors of bucket {change.bucket} changed since "
+        "this compaction was planned (a concurrent compaction?); giving up this commit"
+    )
 
 
 def next_index_manifest(
@@ -62,24 +101,23 @@ def next_index_manifest(
     """The ``indexManifest`` of the snapshot following ``latest``: its name carried forward when
     nothing changes, else a new manifest (its name appended to ``written``).
 
-    ``overwritten`` tells which partitions (serialized) an OVERWRITE replaces: their
-    deletion-vector files go with their data files. Raises `CommitConflictError` when a bucket's
-    deletion vectors changed since the compaction that replaces them was planned.
+    ``overwritten`` tells which partitions (serialized) an OVERWRITE replaces: their index files
+    go with their data files. Raises `CommitConflictError` when a bucket's files of a type a change
+    replaces are not the ones it names in ``before``.
     """
     current = list(store.index_entries(latest.index_manifest)) if latest is not None and latest.index_manifest else []
     live = [e for e in current if e.kind == FileKind.ADD]
     keep = list(live)
     if overwritten is not None:
-        keep = [e for e in keep if not (e.index_type == DELETION_VECTORS_INDEX and overwritten(e.partition))]
+        # an overwrite writer starts the replaced partitions' buckets empty: ``before`` is empty there
+        keep = [e for e in keep if not overwritten(e.partition)]
     for change in changes:
-        found = {_identity(e) for e in keep
-                 if (e.partition, e.bucket, e.index_type) == (change.partition, change.bucket, DELETION_VECTORS_INDEX)}
+        for index_type in change.index_types:
+            found = {_identity(e) for e in keep
+                     if (e.partition, e.bucket, e.index_type) == (change.partition, change.bucket, index_type)}
+            if found != {_identity(e) for e in change.before if e.index_type == index_type}:
+                raise _conflict(store, change, index_type)
         expected = {_identity(e) for e in change.before}
-        if found != expected:
-            raise CommitConflictError(
-                f"Cannot commit to {store.name}: the deletion vectors of bucket {change.bucket} changed since "
-                "this compaction was planned (a concurrent compaction?); giving up this commit"
-            )
         keep = [e for e in keep if _identity(e) not in expected]
         keep += [e for e in change.after]
     if len(keep) == len(live) and {_identity(e) for e in keep} == {_identity(e) for e in live}:
@@ -93,4 +131,4 @@ def next_index_manifest(
     return name
 
 
-__all__ = ["IndexChange", "index_changes", "next_index_manifest"]
+__all__ = ["IndexChange", "index_changes", "next_index_manifest", "split_hash_changes"]

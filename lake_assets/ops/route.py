@@ -16,7 +16,7 @@ on a thread pool (numpy's sorts and pyarrow's kernels release the GIL):
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -102,12 +102,22 @@ def _merge_order(keys: pa.Table, rows: np.ndarray, spec: RouteSpec) -> np.ndarra
     return rows[sort_order(sub, spec.primary_keys, spec.sequence_fields, spec.sequence_descending)]
 
 
-def route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec) -> list[RoutedGroup]:
+# Buckets of a batch's rows (int64) from (rows, partition id per row, partition values): how a
+# dynamic-bucket writer's assigner routes (ops/dynamic_bucket.py).
+BucketAssign = Callable[[pa.Table, np.ndarray, list[tuple]], np.ndarray]
+
+
+def route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAssign | None = None) -> list[RoutedGroup]:
     """Split ``data`` (conformed to the table, row kinds ``kinds``) into its groups, each sorted
-    for the merge; groups come in (partition first seen, bucket) order."""
+    for the merge; groups come in (partition first seen, bucket) order. ``assign`` gives the
+    buckets instead of the fixed-bucket hash (dynamic bucket mode)."""
     part_ids, part_values = partition_groups(data, spec.partition_keys)
     nb = spec.num_buckets
-    if spec.primary_keys:
+    if assign is not None:
+        buckets = assign(data, part_ids, part_values)
+        nb = int(buckets.max()) + 1 if len(buckets) else 1
+        group = part_ids * nb + buckets
+    elif spec.primary_keys:
         cols = [data.column(k) for k in spec.bucket_keys]
         group = part_ids * nb + assign_buckets(cols, spec.bucket_types, nb).astype(np.int64)
     else:

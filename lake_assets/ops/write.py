@@ -28,6 +28,7 @@ from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.ops import deletion_vectors
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
+from lake_assets.ops.dynamic_bucket import DynamicBucketAssigner, assigner_for, attach_index_changes
 from lake_assets.ops.route import RouteSpec, route
 from lake_assets.ops.spill import SpillDirectory, SpillRun, key_batches
 from lake_assets.spec.binary_row import serialize_row
@@ -80,7 +81,10 @@ class TableWriter:
         self.options = opts
         self.is_pk = bool(self.schema.primary_keys)
         self.num_buckets = opts.bucket
-        if self.is_pk and self.num_buckets <= 0:
+        # dynamic bucket mode: an assigner and the table's hash index decide each key's bucket
+        self.dynamic = self.is_pk and self.num_buckets == -1
+        self._assigner: DynamicBucketAssigner | None = None
+        if self.is_pk and self.num_buckets <= 0 and not self.dynamic:
             mode = "dynamic bucket (bucket = -1)" if self.num_buckets == -1 else f"bucket = {self.num_buckets}"
             raise UnsupportedFeatureError(
                 f"Table {store.name}: primary-key tables with {mode} are not supported; set 'bucket' to N > 0"
@@ -182,7 +186,8 @@ class TableWriter:
                 self.flush()
 
     def _route(self, data: pa.Table, kinds: np.ndarray) -> None:
-        for group in route(data, kinds, self._route_spec):
+        assign = self._assign_dynamic if self.dynamic else None
+        for group in route(data, kinds, self._route_spec, assign):
             buf = self._buffer(group.partition, group.bucket)
             n = group.rows.num_rows
             # Sequence numbers follow the group's merge order, (key, arrival): a key's versions
@@ -206,6 +211,20 @@ class TableWriter:
             buf = _BucketBuffer(partition, pvals, bucket, self._max_sequences[key] + 1)
             self._buffers[key] = buf
         return buf
+
+    def _assign_dynamic(self, data: pa.Table, part_ids: np.ndarray, part_values: list[tuple]) -> np.ndarray:
+        """Buckets of rows of a dynamic-bucket table, from the writer's assigner (`route`'s hook)."""
+        partitions = [serialize_row(list(p), self.partition_types) for p in part_values]
+        return self._dynamic_assigner().assign_rows(data, self.schema, part_ids, partitions)
+
+    def _dynamic_assigner(self) -> DynamicBucketAssigner:
+        """The writer's bucket assigner, loaded from the snapshot the writer starts from."""
+        if self._assigner is None:
+            if self._max_sequences is None:
+                self._restore()
+            self._assigner = assigner_for(self.store, self._base_snapshot,
+                                          ignore_previous=self.ignore_previous_files)
+        return self._assigner
 
     def _restore(self) -> None:
         """Sequence numbers continue from each bucket's live files (Paimon's "scan" init mode)."""
@@ -389,7 +408,12 @@ class TableWriter:
         for _, buf, _ in pending:
             buf.new_files = []
             buf.new_changelog = []
-        return [msg for _, _, msg in pending]
+        messages = [msg for _, _, msg in pending]
+        if self._assigner is not None:
+            changes = self._assigner.prepare_commit(
+                lambda name, data: self.store.file_io.write_bytes(self.store.paths.index_file(name), data))
+            messages = attach_index_changes(messages, changes, total)
+        return messages
 
     def _compact_inline(self, key: tuple[bytes, int], buf: _BucketBuffer, msg: CommitMessage) -> CommitMessage:
         """Paimon writers without ``write-only`` compact their bucket when universal compaction says so."""
@@ -440,7 +464,7 @@ class TableWriter:
             self._spill.cleanup()
         for m in messages:
             paths += [self.store.data_file_path(m.partition, m.bucket, f) for f in m.all_written_files()]
-            paths += [self.store.paths.index_file(e.file_name) for e in m.index_after]  # deletion vectors
+            paths += [self.store.paths.index_file(e.file_name) for e in m.index_after]  # HASH, deletion vectors
         self.store.file_io.delete_many(paths)
 
     def close(self) -> None:

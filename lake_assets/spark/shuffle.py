@@ -65,7 +65,8 @@ def repartition_by_bucket(
     ``spark.sql.shuffle.partitions``, which adaptive execution coalesces for small inputs (a
     small commit then runs one writer task, not one per shuffle partition; coalescing joins whole
     shuffle partitions, so a bucket still has one writer); an unpartitioned table uses at most
-    one partition per bucket.
+    one partition per bucket. A dynamic-bucket table (``bucket = -1``) has one writer: its rows go
+    to one task, whose writer assigns their buckets (``num_partitions`` does not apply).
     """
     args.integer("num_partitions", num_partitions, minimum=1)
     args.mapping("storage_options", storage_options)
@@ -76,6 +77,10 @@ def repartition_by_bucket(
     schema = table.schema
     if not schema.primary_keys:
         return df
+    if schema.core_options.bucket == -1:
+        # dynamic bucket mode: one assigner decides every key's bucket from the table's hash index,
+        # so all rows go to one task, whose writer runs it (Paimon's one writer per table)
+        return df.repartition(1)
     keys = list(schema.bucket_keys)
     assigner = _BucketAssigner(schema.types(keys), schema.core_options.bucket)
     # pyspark's stubs know only the forms with functionType; at run time it is inferred from the hints

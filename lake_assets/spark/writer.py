@@ -9,7 +9,8 @@ bucket's current maximum sequence number, so two tasks writing one bucket produc
 sequence numbers and the merge could keep either row. `check_one_writer_per_bucket` refuses such
 a commit (and deletes its files) instead of committing it. Plain ``df.write.format("lake")`` on a
 primary-key table therefore needs input partitioned by bucket: use
-`lake_assets.spark.write_table` or `lake_assets.spark.repartition_by_bucket`.
+`lake_assets.spark.write_table` or `lake_assets.spark.repartition_by_bucket`. A dynamic-bucket
+table (``bucket = -1``) needs one writer in all, its bucket assigner (`check_one_dynamic_bucket_writer`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ FAIL_COMMIT_MARKER = "test.fail-commit-marker"
 
 class BucketWriterConflictError(LakeError):
     """Two tasks wrote the same bucket of a primary-key table in one commit."""
+
+
+class DynamicBucketWriterConflictError(BucketWriterConflictError):
+    """Several tasks wrote a dynamic-bucket table in one commit (each with its own bucket assigner)."""
 
 
 class InjectedCommitFailure(LakeError):
@@ -115,6 +120,27 @@ def commit_user_of(messages: Sequence[WriterCommitMessage | None]) -> str | None
     if len(users) > 1:
         raise LakeError(f"Commit messages of one Spark write carry several commit users: {sorted(users)}")
     return next(iter(users), None)
+
+
+def check_one_dynamic_bucket_writer(table: Table, tasks: Sequence[WriterCommitMessage | None]) -> None:
+    """Refuse a write of a dynamic-bucket table by more than one task.
+
+    Each task's writer assigns buckets from the hash index it loaded, without seeing the other
+    tasks' new keys: two of them could give one new key two buckets, and a read would return it
+    twice. Paimon supports one writer (assigner) per dynamic-bucket table; `write_table` and
+    `repartition_by_bucket` send such a table's rows to one task.
+    """
+    if table.schema.core_options.bucket != -1 or not table.primary_keys:
+        return
+    writers = [m for m in tasks if isinstance(m, LakeCommitMessage) and m.messages]
+    if len(writers) > 1:
+        raise DynamicBucketWriterConflictError(
+            f"Cannot commit to {table.name}: {len(writers)} Spark tasks wrote this dynamic-bucket table "
+            "(bucket = -1) in one commit, each assigning buckets on its own, so a new key could land in "
+            "two buckets. Nothing was committed. Paimon supports one writer per dynamic-bucket table: "
+            "write with lake_assets.spark.write_table(...), or repartition the input with "
+            "lake_assets.spark.repartition_by_bucket(...) (one task) before df.write / df.writeStream."
+        )
 
 
 def check_one_writer_per_bucket(table: Table, messages: Sequence[CommitMessage]) -> None:
@@ -274,6 +300,7 @@ class LakeBatchWriter(DataSourceArrowWriter):
         decoded = decode(messages)
         ow: Overwrite | None = None
         try:
+            check_one_dynamic_bucket_writer(table, messages)
             check_one_writer_per_bucket(table, decoded)
             if self.partition_spec is not None:
                 ow = static_overwrite(table, self.partition_spec)
@@ -331,6 +358,7 @@ class LakeStreamWriter(DataSourceStreamArrowWriter):
             committer.abort(decoded)  # a replay of a committed batch: its new files are spare
             return
         try:
+            check_one_dynamic_bucket_writer(table, messages)
             check_one_writer_per_bucket(table, decoded)
         except BucketWriterConflictError:
             committer.abort(decoded)

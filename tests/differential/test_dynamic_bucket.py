@@ -1,5 +1,6 @@
-"""Java's dynamic-bucket primary-key tables (``bucket = -1``): we read and compact what Java's
-hash-index writer produced, Java reads and writes on top; we refuse to write rows ourselves."""
+"""Java's dynamic-bucket primary-key tables (``bucket = -1``): we read, compact and write on top of
+what Java's hash-index writer produced, Java reads and writes on top (more in
+test_dynamic_bucket_writes.py)."""
 
 from __future__ import annotations
 
@@ -36,16 +37,16 @@ PARTITIONED = pytest.mark.parametrize("partitioned", [False, True], ids=["unpart
 
 
 @PARTITIONED
-def test_java_dynamic_bucket_table_we_read_and_refuse_to_write(
+def test_java_dynamic_bucket_table_we_read_and_write(
     java: PaimonJava, wh: str, lake: Catalog, partitioned: bool
 ) -> None:
     name = "db.dyn"
     _java_dynamic_table(java, wh, name, partitioned)
     t = lake.get_table(name)
     compare_every_snapshot(java, wh, name, t)
-    with pytest.raises(UnsupportedFeatureError, match=r"dynamic bucket \(bucket = -1\)"):
-        t.refresh().write_arrow(rows([1000], "ours"))
+    t.refresh().write_arrow(rows([1000, 5, 6], "ours"))
     compare_every_snapshot(java, wh, name, t.refresh())
+    assert java.read(wh, name).num_rows == 58
 
 
 @PARTITIONED

@@ -256,14 +256,12 @@ def test_data_evolution_table_is_refused(table_copy):
 
 
 # ------------------------------------------------------------------------------- dynamic bucket
-def test_dynamic_bucket_table_reads_and_compacts_but_is_not_written(table_copy, pypaimon):
+def test_dynamic_bucket_table_reads_compacts_and_is_written(table_copy, pypaimon):
     warehouse = table_copy("dynamic")
     t, table_dir = open_table(warehouse, "dynamic")
     index_files = sorted((table_dir / "index").iterdir())
     assert index_files  # pypaimon's HASH index
     assert_reads_like_paimon(warehouse, "dynamic", pypaimon)
-    assert_refused(warehouse, "dynamic", ["write", "writer"],
-                   r"dynamic bucket \(bucket = -1\) mode of primary-key tables is not supported")
     assert t.compact(full=True).snapshot_id is not None
     assert_reads_like_paimon(warehouse, "dynamic", pypaimon)
     # the snapshots' index manifest names the hash index files: orphan removal keeps them
@@ -271,6 +269,14 @@ def test_dynamic_bucket_table_reads_and_compacts_but_is_not_written(table_copy, 
     assert not [p for p in removed if "/index/" in p]
     assert sorted((table_dir / "index").iterdir()) == index_files
     assert_reads_like_paimon(warehouse, "dynamic", pypaimon)
+    # we write on top with pypaimon's hash index: its keys are updated in place, new keys added
+    t.refresh().write_arrow(batch(range(40, 50), "c"))
+    assert_reads_like_paimon(warehouse, "dynamic", pypaimon)
+    got = pypaimon.read(warehouse, "db.dynamic")
+    assert sorted(got.column("id").to_pylist()) == list(range(50))
+    pypaimon.write(warehouse, "db.dynamic", batch(range(45, 55), "d"))  # and pypaimon on top of ours
+    assert_reads_like_paimon(warehouse, "dynamic", pypaimon)
+    assert sorted(pypaimon.read(warehouse, "db.dynamic").column("id").to_pylist()) == list(range(55))
 
 
 # ------------------------------------------------------------------------------ unknown options

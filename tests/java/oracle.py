@@ -465,6 +465,19 @@ class PaimonJava:
         columns, rows = encode_rows(data, schema)
         return self.call("bucket_of", warehouse=warehouse, table=table, columns=columns, rows=rows)
 
+    def dynamic_bucket(
+        self, warehouse: str, table: str, what: str,
+        data: pa.Table | Sequence[Mapping[str, Any]] = (), *, num_assigners: int = 1,
+    ) -> Any:
+        """Dynamic-bucket facts as Paimon itself computes them (``DynamicBucketOps.java``):
+        ``what="hash_index"``: the latest snapshot's HASH entries (``partition``, ``bucket``,
+        ``file_name``, ``row_count``, ``hashes``); ``"key_hashes"``: per row of ``data`` its
+        ``key_hash`` and ``partition_hash``; ``"assign"``: the bucket of each row of ``data`` from
+        ``num_assigners`` fresh assigners loaded from the latest snapshot (nothing is committed)."""
+        columns, rows = encode_rows(data) if len(data) else ([], [])
+        return self.call("dynamic_bucket", warehouse=warehouse, table=table, what=what, columns=columns,
+                         rows=rows, num_assigners=num_assigners)
+
     # -- snapshots, maintenance
 
     def deletion_vectors(self, warehouse: str, table: str) -> list[dict[str, Any]]:

@@ -58,9 +58,9 @@ def test_supported_tables_refuse_nothing():
 @pytest.mark.parametrize(("options", "pk", "refused", "named"), [
     # postpone: batch reads skip bucket-postpone (as Paimon readers); writes, compaction, streams refused
     ({"bucket": "-2"}, True, {Op.WRITE, Op.COMPACT, Op.STREAM}, "bucket mode postpone (bucket = -2)"),
-    # Java's dynamic-bucket PK tables are read and compacted; writes need the hash index
-    ({"bucket": "-1"}, True, {Op.WRITE}, "dynamic bucket (bucket = -1)"),
-    ({}, True, {Op.WRITE}, "dynamic bucket (bucket = -1)"),  # bucket defaults to -1
+    # dynamic-bucket PK tables are read, compacted and written (with their hash index), and so is
+    # a table carrying the dynamic-bucket options lake_assets knows; others refuse writes
+    ({"bucket": "-1", "dynamic-bucket.max-buckets": "4"}, True, {Op.WRITE}, "dynamic-bucket.max-buckets"),
     ({"bucket": "3"}, False, {Op.WRITE, Op.COMPACT}, "append tables with bucket = 3"),
     ({"bucket": "2", "file.format": "orc"}, True, DATA, "option file.format = 'orc'"),
     ({"bucket": "2", "file.format": "avro"}, True, DATA, "option file.format = 'avro'"),
@@ -114,9 +114,9 @@ def test_unknown_option_refuses_maintenance_and_reads_unless_harmless():
     # a key that never changes which rows a read returns leaves reads alone, but still no maintenance
     harmless = schema_refusals(schema({"bucket": "2", "lookup.cache-rows": "4"}))
     assert blocked(harmless) == {Op.WRITE, Op.COMPACT, Op.EXPIRE, Op.ORPHANS, Op.ROLLBACK}
-    # keys that only steer how writers place new rows refuse writes only (Java's dynamic-bucket tables
-    # carry dynamic-bucket.target-row-num and are compacted)
-    for key in ("dynamic-bucket.target-row-num", "sink.parallelism", "postpone.default-bucket-num"):
+    # keys that only steer how writers place new rows refuse writes only (a newer Paimon's
+    # dynamic-bucket.max-buckets; dynamic-bucket.target-row-num is known and honoured)
+    for key in ("dynamic-bucket.max-buckets", "sink.parallelism", "postpone.default-bucket-num"):
         assert blocked(schema_refusals(schema({"bucket": "2", key: "8"}))) == {Op.WRITE}
     # tags and schema changes (the way to remove the option) stay allowed
     assert Op.TAG not in blocked(future) and Op.SCHEMA_CHANGE not in blocked(future)
@@ -148,9 +148,22 @@ def test_entry_refusals():
     assert blocked(entry_refusals([entry(external_path="s3://elsewhere/data-a-0.parquet")])) == {Op.EXPIRE}
 
 
+def test_dynamic_bucket_tables_refuse_only_cross_partition_writes():
+    for options in ({"bucket": "-1"}, {}, {"dynamic-bucket.target-row-num": "10",
+                                         "dynamic-bucket.initial-buckets": "2"}):
+        assert schema_refusals(schema(options)) == []
+    fields = (DataField(0, "id", BigIntType(nullable=False)), DataField(1, "dt", VarCharType(STRING_LENGTH)))
+    cross = TableSchema(0, fields, 1, ("dt",), ("id",), {"bucket": "-1"}, version=3)
+    refusals = schema_refusals(cross)
+    assert blocked(refusals) == {Op.WRITE}
+    assert "cross-partition upsert" in refusals[0].property and "dt" in refusals[0].property
+    within = TableSchema(0, fields, 1, ("dt",), ("id", "dt"), {"bucket": "-1"}, version=3)
+    assert schema_refusals(within) == []
+
+
 def test_index_refusals():
     dynamic, fixed = schema({"bucket": "-1"}), schema({"bucket": "2"})
-    assert blocked(index_refusals([index("HASH")], dynamic)) == {Op.WRITE}
+    assert blocked(index_refusals([index("HASH")], dynamic)) == frozenset()
     assert blocked(index_refusals([index("HASH")], fixed)) == {Op.WRITE, Op.COMPACT}
     # applied by reads and maintained by compaction when the option is on; without it Java
     # ignores them, and compacting would keep vectors of rewritten rows

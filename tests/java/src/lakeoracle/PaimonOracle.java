@@ -232,6 +232,8 @@ public final class PaimonOracle {
                 return bucketOf(a);
             case "deletion_vectors":
                 return DeletionVectorOps.deletionVectors(table(a));
+            case "dynamic_bucket":
+                return DynamicBucketOps.run(table(a), rows(table(a), a), a);
             case "snapshots":
                 return snapshots(a);
             case "expire_snapshots":

@@ -1,0 +1,103 @@
+"""Dynamic-bucket tables (``bucket = -1``) through Spark: the ingest job and `write_table` send the
+rows to one task, whose writer runs the table's one assigner; a write by several tasks is refused."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from lake_assets import Catalog, Table
+from lake_assets.spark import write_table
+from lake_assets.spark.jobs import ingest
+from lake_assets.spark.jobs.errors import EXIT_OK
+from tests.spark.test_jobs_common import run_job_main
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+ORDERS = pa.schema([pa.field("order_id", pa.int64(), nullable=False), pa.field("dt", pa.string(), nullable=False),
+                    ("amount", pa.float64())])
+
+
+def _table(wh: str) -> Table:
+    cat = Catalog(wh)
+    cat.create_database("db")
+    return cat.create_table("db.orders", ORDERS, primary_keys=["order_id", "dt"], partition_keys=["dt"],
+                            options={"bucket": "-1", "dynamic-bucket.target-row-num": "20"})
+
+
+def _orders(ids: range, amount: float) -> pa.Table:
+    ids = list(ids)
+    return pa.table({"order_id": ids, "dt": [f"2024-01-0{1 + i % 2}" for i in ids],
+                     "amount": [amount + i for i in ids]}, schema=ORDERS)
+
+
+def _keys_once(table: Table) -> list[int]:
+    ids = table.to_arrow().column("order_id").to_pylist()
+    assert len(ids) == len(set(ids)), "a key is in two buckets"
+    return sorted(ids)
+
+
+def test_ingest_job_writes_a_dynamic_bucket_table_through_one_assigner(capsys, spark, tmp_path) -> None:
+    wh = str(tmp_path / "wh")
+    table = _table(wh)
+    land = tmp_path / "land"
+    land.mkdir()
+    # several input files: Spark reads them in several tasks, the job routes all rows to one writer
+    for n, start in enumerate(range(0, 120, 30)):
+        pq.write_table(_orders(range(start, start + 30), 0.0), land / f"part-{n}.parquet")
+    code, out = run_job_main(capsys, ingest.main, "--warehouse", wh, "--table", "db.orders",
+                             "--source", str(land), "--format", "parquet")
+    assert code == EXIT_OK, out
+    assert _keys_once(table) == list(range(120))
+    assert len({s.bucket for s in table.plan()}) >= 3  # 60 keys per partition, 20 per bucket
+    # updates of existing keys and new keys in a second run: existing keys stay in their buckets
+    for p in land.iterdir():
+        p.unlink()
+    for n, start in enumerate(range(100, 160, 20)):
+        pq.write_table(_orders(range(start, start + 20), 1000.0), land / f"again-{n}.parquet")
+    code, out = run_job_main(capsys, ingest.main, "--warehouse", wh, "--table", "db.orders",
+                             "--source", str(land), "--format", "parquet")
+    assert code == EXIT_OK, out
+    table = table.refresh()
+    assert _keys_once(table) == list(range(160))
+    amounts = dict(zip(*[table.to_arrow().column(c).to_pylist() for c in ("order_id", "amount")], strict=True))
+    assert amounts[99] == 99.0 and amounts[100] == 1100.0
+
+
+def test_write_table_routes_to_one_task_and_plain_multi_task_writes_are_refused(spark, tmp_path) -> None:
+    wh = str(tmp_path / "wh")
+    table = _table(wh)
+    df = spark.createDataFrame(_orders(range(80), 0.0).to_pandas()).repartition(4)
+    write_table(df, wh, "db.orders")
+    assert _keys_once(table) == list(range(80))
+    before = [s.id for s in table.snapshots()]
+    # df.write on its own has four tasks, each with an assigner of its own: refused, nothing committed
+    many = spark.createDataFrame(_orders(range(60, 140), 5.0).to_pandas()).repartition(4)
+    # (Spark wraps the Python data source's error; the message is ours)
+    with pytest.raises(Exception, match="Paimon supports one writer per dynamic-bucket table"):
+        many.write.format("lake").mode("append").option("warehouse", wh).save("db.orders")
+    table = table.refresh()
+    assert [s.id for s in table.snapshots()] == before
+    assert _keys_once(table) == list(range(80))
+
+
+def test_streaming_ingest_of_a_dynamic_bucket_table(capsys, spark, tmp_path) -> None:
+    """The streaming sink: each micro-batch is routed to one writer and committed once."""
+    wh = str(tmp_path / "wh")
+    table = _table(wh)
+    land = tmp_path / "land"
+    land.mkdir()
+    args = ["--warehouse", wh, "--table", "db.orders", "--source", str(land), "--format", "parquet",
+            "--mode", "stream", "--trigger", "availableNow", "--checkpoint", str(tmp_path / "ck")]
+    for n, start in enumerate(range(0, 90, 30)):
+        pq.write_table(_orders(range(start, start + 30), 0.0), land / f"a-{n}.parquet")
+    code, out = run_job_main(capsys, ingest.main, *args)
+    assert code == EXIT_OK, out
+    for n, start in enumerate(range(60, 120, 30)):
+        pq.write_table(_orders(range(start, start + 30), 500.0), land / f"b-{n}.parquet")
+    code, out = run_job_main(capsys, ingest.main, *args)
+    assert code == EXIT_OK, out
+    table = table.refresh()
+    assert _keys_once(table) == list(range(120))
+    assert len({s.bucket for s in table.plan()}) >= 3
