@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         source = work / "input.parquet"
         expected = generate(args.rows, source)
-        spark = build_session("bench-spark", master="local[2]", conf=SPARK_CONF, log_level="ERROR")
+        conf = {**SPARK_CONF, **dict(kv.split("=", 1) for kv in args.conf)}
+        spark = build_session("bench-spark", master="local[2]", conf=conf, log_level="ERROR")
         wh = str(work / "warehouse")
         catalog = Catalog(wh)
         catalog.create_database("db")
@@ -151,8 +152,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if args.profile:
             profiles = profile(spark, df, catalog, wh, expected.schema, work)
         spark.stop()
-        return {"rows": args.rows, "input_splits": splits, "best_seconds": best, "load_average": loads,
-                "problems": problems, "profiles": profiles}
+        return {"rows": args.rows, "input_splits": splits, "conf": args.conf, "best_seconds": best,
+                "load_average": loads, "problems": problems, "profiles": profiles}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -203,7 +204,7 @@ def report(result: dict[str, Any]) -> str:
     best = result["best_seconds"]
     rows = result["rows"]
     lines = [
-        f"rows {rows:,}, input splits {result['input_splits']}; load average during the run: "
+        f"rows {rows:,}, input splits {result['input_splits']}, extra conf {result['conf']}; load average: "
         + " | ".join(result["load_average"]),
         "",
         "| step | seconds (best) | M rows/s |",
@@ -230,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--work", default=None, help="directory for the temporary files (default: $TMPDIR)")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="an extra Spark conf (e.g. spark.python.unix.domain.socket.enabled=true)")
     parser.add_argument("--json", type=Path, default=None, help="also write the result as JSON here")
     args = parser.parse_args(argv)
     result = run(args)
