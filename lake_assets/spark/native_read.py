@@ -12,7 +12,8 @@ unions the ``lake`` source reading the other sections of the same snapshot
 
 Files qualify when Spark can read them as the table's columns by name: written under a schema
 with the same fields (names, types) as the read schema, of flat types, on a local path (Spark
-cannot read ``memory://`` and names S3 differently). Anything else goes through the source.
+cannot read ``memory://`` and names S3 differently), in a bucket without deletion vectors. Anything
+else goes through the source.
 """
 
 from __future__ import annotations
@@ -67,19 +68,21 @@ class NativeFiles:
         """Files of ``schema_id`` hold the read schema's columns under the same names and types."""
         ok = self._readable.get(schema_id)
         if ok is None:
-            other = self.table.schema_by_id(schema_id)
+            other = self.table.store.schema_by_id(schema_id)
             ok = self.flat and [(f.id, f.name, f.type) for f in other.fields] == self._fields
             self._readable[schema_id] = ok
         return ok
 
     def split_files(self, split: Split) -> SplitFiles:
         """Which files of ``split`` Spark reads as they are; the others stay whole merge sections."""
-        if not self.schema.primary_keys:
+        if not self.schema.primary_keys and not split.dv_entries:
             return SplitFiles([f for f in split.files if self.readable(f.schema_id)],
                               [f for f in split.files if not self.readable(f.schema_id)])
+        if split.dv_entries:
+            return SplitFiles([], list(split.files))  # deletion vectors hide rows: the source applies them
         native: list[DataFileMeta] = []
         merged: list[DataFileMeta] = []
-        for section in sections(self.table.visible_files(split.files, self.schema), self.key_types):
+        for section in sections(self.table.store.visible_files(split.files, self.schema), self.key_types):
             f = section[0]
             if len(section) == 1 and f.delete_row_count == 0 and self.readable(f.schema_id):
                 native.append(f)
@@ -136,14 +139,14 @@ def read_table(
     snap = table.resolve_snapshot(**travel)
     if snap is None:
         return source({})
-    schema = table.schema_by_id(snap.schema_id) if travel else table.schema
+    schema = table.store.schema_by_id(snap.schema_id) if travel else table.schema
     table.schema = schema
     files = NativeFiles(table, schema)
     paths: list[str] = []
     merging = False
     for split in table.plan(snapshot=snap):
         parts = files.split_files(split)
-        paths += [table.data_file_path(split.partition, split.bucket, f) for f in parts.native]
+        paths += [table.store.data_file_path(split.partition, split.bucket, f) for f in parts.native]
         merging = merging or bool(parts.merged)
     pinned = {PLANNED_SNAPSHOT[0]: str(snap.id)}  # a commit meanwhile must not change what the source reads
     if not paths:

@@ -9,11 +9,12 @@ So a task writing unrouted input takes a slot, its Spark partition id, and numbe
 rows ``base + slot``, ``base + slot + TASK_SLOTS``, ... (`TableWriter.interleave_sequences`):
 tasks never share a number, and every Paimon reader orders the versions of a key the same way.
 Which version wins when one write holds a key several times: within one input partition the
-later row; across partitions the row with the higher rank within its partition's rows of that
-bucket (then the higher partition id). Spark defines no order across partitions, and Paimon's
-own Spark writer, which shuffles rows to one writer per bucket, keeps whichever version arrives
-last at that writer - so a write holding a key several times is equally undefined there; write
-one version per key, or order them with ``sequence.field``.
+later row; across partitions the version with the higher number, which depends on the key's place
+among its task's rows of that bucket (the writer numbers a routed batch in key order) - fixed for a
+given input partitioning, but not an order a user can rely on. Spark defines no order across
+partitions, and Paimon's own Spark writer, which shuffles rows to one writer per bucket, keeps
+whichever version arrives last at that writer - so a write holding a key several times is equally
+undefined there; write one version per key, or order them with ``sequence.field``.
 
 Input routed by `lake_assets.spark.repartition_by_bucket` (it carries the bucket column) has one
 task per bucket and numbers rows densely, as an in-process writer does.
