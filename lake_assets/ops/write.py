@@ -106,6 +106,9 @@ class TableWriter:
         # per bucket, its live deletion-vector index files (tables with deletion vectors)
         self._live_dv: dict[tuple[bytes, int], tuple[IndexManifestEntry, ...]] = {}
         self._closed = False
+        # Sequence numbers of a bucket are next, next + stride, ... (see `interleave_sequences`)
+        self._sequence_stride = 1
+        self._sequence_offset = 0
         self._merge_function = store.merge_function()
         self._base_snapshot = None
         # one config for every bucket's file writer (a round can touch hundreds of buckets)
@@ -142,6 +145,19 @@ class TableWriter:
     def spilling(self) -> bool:
         """Whether a full write buffer spills to local disk instead of writing level-0 files."""
         return self._spill is not None
+
+    def interleave_sequences(self, slot: int, slots: int) -> None:
+        """Number each bucket's records ``base + slot``, ``base + slot + slots``, ... (base = the
+        bucket's maximum sequence number + 1) instead of ``base``, ``base + 1``, ...
+
+        Writers of one commit that share a bucket (Spark tasks over unrouted input) and hold
+        distinct slots then never share a sequence number, so every reader orders the versions of
+        a key the same way; within one writer, later rows still win. Call before the first write.
+        """
+        if self._buffers or not 0 <= slot < slots:
+            raise LakeError(f"Writer of {self.store.name}: sequence slot {slot} of {slots} is out of range "
+                            "or set after the first write")
+        self._sequence_offset, self._sequence_stride = slot, slots
 
     # ----------------------------------------------------------------- input
     def write_arrow(self, data: pa.Table | pa.RecordBatch | pa.RecordBatchReader) -> None:
@@ -193,8 +209,9 @@ class TableWriter:
             # Sequence numbers follow the group's merge order, (key, arrival): a key's versions
             # keep their arrival order, which is all a merge reads from them (Paimon numbers
             # records as they come; across keys the numbering carries no meaning).
-            seq = pa.array(np.arange(buf.next_sequence, buf.next_sequence + n, dtype=np.int64))
-            buf.next_sequence += n
+            step = self._sequence_stride
+            seq = pa.array(buf.next_sequence + np.arange(n, dtype=np.int64) * step)
+            buf.next_sequence += n * step
             chunk = group.rows.append_column(SEQUENCE_NUMBER, seq)
             buf.tables.append(chunk)
             nbytes = chunk.nbytes
@@ -208,7 +225,7 @@ class TableWriter:
         if buf is None:
             if self._max_sequences is None:
                 self._restore()
-            buf = _BucketBuffer(partition, pvals, bucket, self._max_sequences[key] + 1)
+            buf = _BucketBuffer(partition, pvals, bucket, self._max_sequences[key] + 1 + self._sequence_offset)
             self._buffers[key] = buf
         return buf
 

@@ -22,6 +22,7 @@ from lake_assets.ops.stream import ROW_KIND, ChangeReader, ChangeSplit, change_s
 from lake_assets.options import parse_memory_size
 from lake_assets.predicate import Predicate
 from lake_assets.spark.filters import Clauses, Term, parse_filter_option, push_filters
+from lake_assets.spark.native_read import MERGE_SECTIONS_ONLY, PLANNED_SNAPSHOT, NativeFiles
 from lake_assets.spark.schema import spark_arrow_schema, to_spark_batches
 from lake_assets.spark.source_options import (
     FILTER,
@@ -163,10 +164,13 @@ def plan_read(table: Table, options: SourceOptions, filters: Clauses | None = No
     """The Spark partitions of a read: a snapshot (time travel or latest) or an incremental range."""
     if options.is_incremental:
         return [ChangePartition(s) for s in plan_changes(table, options)]
-    snap = table.resolve_snapshot(**options.time_travel())
+    planned = options.get_int(PLANNED_SNAPSHOT)
+    snap = table.snapshot(planned) if planned is not None else table.resolve_snapshot(**options.time_travel())
     if snap is None:
         return []
     splits = table.plan(snapshot=snap, filter=filters or None)
+    if options.get_bool(MERGE_SECTIONS_ONLY):
+        splits = NativeFiles(table, table.schema).merge_only(splits)  # read_table reads the rest
     target = split_target_size(table, options)
     parts = [part for s in splits for part in divide_split(table, s, target)]
     groups = pack_splits(parts, target, split_open_file_cost(table, options), min_partitions(options))

@@ -4,22 +4,19 @@ Every task writes with a write-only `TableWriter` (no inline compaction) and ret
 messages as JSON inside a `LakeCommitMessage`. ``commit`` runs once, in yet another Python
 process, and turns all messages into one snapshot.
 
-Primary-key tables need one writer per bucket per commit: every writer numbers its rows from the
-bucket's current maximum sequence number, so two tasks writing one bucket produce the same
-sequence numbers and the merge could keep either row. `check_one_writer_per_bucket` refuses such
-a commit (and deletes its files) instead of committing it. Plain ``df.write.format("lake")`` on a
-primary-key table therefore needs input partitioned by bucket: use
-`lake_assets.spark.write_table` or `lake_assets.spark.repartition_by_bucket`. A dynamic-bucket
-table (``bucket = -1``) needs one writer in all, its bucket assigner (`check_one_dynamic_bucket_writer`).
+Primary-key tables take any input partitioning: tasks of unrouted input write each bucket they
+hold rows of, with sequence numbers interleaved by task (`lake_assets.spark.task_sequences`, which
+also says which version of a key wins); `lake_assets.spark.write_table` routes each bucket to one
+task, which writes one file per bucket instead of one per task and bucket.
+A dynamic-bucket table (``bucket = -1``) needs one writer in all, its bucket assigner
+(`check_one_dynamic_bucket_writer`).
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import uuid
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,8 +29,15 @@ from lake_assets.lsm.key_compare import values_equal
 from lake_assets.ops.commit import Overwrite, TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.overwrite import dynamic_overwrite
-from lake_assets.spark.schema import from_spark
+from lake_assets.spark.schema import BUCKET_COLUMN, from_spark
 from lake_assets.spark.source_options import OVERWRITE_PARTITION, PARTITION_OVERWRITE_MODE, SourceOptions
+from lake_assets.spark.task_sequences import (
+    TASK_SLOTS,
+    BucketWriterConflictError,
+    TaskFiles,
+    check_sequences_disjoint,
+    current_task_slot,
+)
 from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
 from lake_assets.table import Table
@@ -49,10 +53,6 @@ FAIL_COMMIT = "test.fail-commit"
 FAIL_COMMIT_MARKER = "test.fail-commit-marker"
 
 
-class BucketWriterConflictError(LakeError):
-    """Two tasks wrote the same bucket of a primary-key table in one commit."""
-
-
 class DynamicBucketWriterConflictError(BucketWriterConflictError):
     """Several tasks wrote a dynamic-bucket table in one commit (each with its own bucket assigner)."""
 
@@ -63,10 +63,12 @@ class InjectedCommitFailure(LakeError):
 
 @dataclass
 class LakeCommitMessage(WriterCommitMessage):
-    """What one Spark task wrote: its commit user and its core commit messages as JSON."""
+    """What one Spark task wrote: its commit user, its core commit messages as JSON, and the
+    stride of its sequence numbers (`lake_assets.spark.task_sequences`)."""
 
     commit_user: str
     messages: tuple[str, ...] = ()
+    sequence_stride: int = 1
 
 
 # Spark hands writers batches of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows (10,000 by
@@ -90,12 +92,20 @@ def gather(batches: Iterator[pa.RecordBatch], rows: int = WRITE_CHUNK_ROWS) -> I
 
 
 def write_task(options: SourceOptions, commit_user: str, batches: Iterator[pa.RecordBatch]) -> LakeCommitMessage:
-    """Write one task's input into new files; on failure delete them and re-raise."""
+    """Write one task's input into new files; on failure delete them and re-raise.
+
+    Rows of a primary-key table that did not come routed by bucket (no bucket column) are
+    numbered in this task's sequence slot, so other tasks may write the same buckets.
+    """
     table = options.table()
     writer = table.new_writer(commit_user, write_only=True)
     target = table.arrow_schema
+    stride = 1
     try:
         for group in gather(batches):
+            if stride == 1 and table.primary_keys and BUCKET_COLUMN not in group[0].schema.names:
+                stride = TASK_SLOTS
+                writer.interleave_sequences(current_task_slot(), TASK_SLOTS)
             writer.write_arrow(from_spark(group, target))
         messages = writer.prepare_commit()
     except BaseException:
@@ -103,7 +113,7 @@ def write_task(options: SourceOptions, commit_user: str, batches: Iterator[pa.Re
         raise
     finally:
         writer.close()
-    return LakeCommitMessage(commit_user, tuple(m.to_json() for m in messages))
+    return LakeCommitMessage(commit_user, tuple(m.to_json() for m in messages), stride)
 
 
 def decode(messages: Sequence[WriterCommitMessage | None]) -> list[CommitMessage]:
@@ -113,6 +123,12 @@ def decode(messages: Sequence[WriterCommitMessage | None]) -> list[CommitMessage
         if isinstance(m, LakeCommitMessage):
             out += [CommitMessage.from_json(text) for text in m.messages]
     return out
+
+
+def task_files(messages: Sequence[WriterCommitMessage | None]) -> list[TaskFiles]:
+    """The core messages of each task that finished, with its sequence stride."""
+    return [TaskFiles([CommitMessage.from_json(text) for text in m.messages], m.sequence_stride)
+            for m in messages if isinstance(m, LakeCommitMessage)]
 
 
 def commit_user_of(messages: Sequence[WriterCommitMessage | None]) -> str | None:
@@ -141,32 +157,6 @@ def check_one_dynamic_bucket_writer(table: Table, tasks: Sequence[WriterCommitMe
             "write with lake_assets.spark.write_table(...), or repartition the input with "
             "lake_assets.spark.repartition_by_bucket(...) (one task) before df.write / df.writeStream."
         )
-
-
-def check_one_writer_per_bucket(table: Table, messages: Sequence[CommitMessage]) -> None:
-    """Refuse messages of a primary-key table whose sequence numbers overlap within a bucket."""
-    if not table.primary_keys:
-        return
-    ranges: dict[tuple[bytes, int], list[tuple[int, int]]] = defaultdict(list)
-    for m in messages:
-        files = [*m.new_files, *m.new_changelog]
-        if files:
-            lo = min(f.min_sequence_number for f in files)
-            hi = max(f.max_sequence_number for f in files)
-            ranges[(m.partition, m.bucket)].append((lo, hi))
-    for (partition, bucket), spans in ranges.items():
-        spans.sort()
-        for (_, prev_hi), (lo, _) in itertools.pairwise(spans):
-            if lo <= prev_hi:
-                values = deserialize_row(partition, table.schema.types(list(table.partition_keys)))
-                where = dict(zip(table.partition_keys, values, strict=True))
-                raise BucketWriterConflictError(
-                    f"Cannot commit to {table.name}: bucket {bucket} of partition {where} was written by "
-                    f"{len(spans)} Spark tasks in one commit and their sequence numbers overlap, so the "
-                    "merge could keep any of the rows of a key. Nothing was committed. Route each bucket "
-                    "to one task: write with lake_assets.spark.write_table(...), or repartition the input "
-                    "with lake_assets.spark.repartition_by_bucket(...) before df.write / df.writeStream."
-                )
 
 
 def commit_with_retry(
@@ -301,7 +291,7 @@ class LakeBatchWriter(DataSourceArrowWriter):
         ow: Overwrite | None = None
         try:
             check_one_dynamic_bucket_writer(table, messages)
-            check_one_writer_per_bucket(table, decoded)
+            check_sequences_disjoint(table, task_files(messages))
             if self.partition_spec is not None:
                 ow = static_overwrite(table, self.partition_spec)
                 check_inside(table, decoded, ow)
@@ -359,7 +349,7 @@ class LakeStreamWriter(DataSourceStreamArrowWriter):
             return
         try:
             check_one_dynamic_bucket_writer(table, messages)
-            check_one_writer_per_bucket(table, decoded)
+            check_sequences_disjoint(table, task_files(messages))
         except BucketWriterConflictError:
             committer.abort(decoded)
             raise

@@ -1,4 +1,4 @@
-"""Spark batch writes: what the core and pypaimon read back, overwrites, and one writer per bucket."""
+"""Spark batch writes: what the core and pypaimon read back, overwrites, routed and unrouted input."""
 
 from __future__ import annotations
 
@@ -87,20 +87,19 @@ def test_write_table_routes_each_bucket_to_one_task(spark, catalog: Catalog, war
     assert routed.rdd.getNumPartitions() == 3
 
 
-def test_plain_write_of_a_bucket_from_two_tasks_is_refused(spark, catalog: Catalog, warehouse: str) -> None:
-    catalog.create_table("db.orders", ORDERS, primary_keys=["id", "dt"], partition_keys=["dt"],
-                         options={"bucket": "1"})
+def test_plain_write_of_a_bucket_from_two_tasks(spark, catalog: Catalog, warehouse: str) -> None:
+    table = catalog.create_table("db.orders", ORDERS, primary_keys=["id", "dt"], partition_keys=["dt"],
+                                 options={"bucket": "1"})
     rows = _rows(range(20), dt_of=lambda i: "2024-01-01")
     df = spark.createDataFrame(rows, SPARK_ORDERS).repartition(2)  # both tasks hit bucket 0
-    with pytest.raises((Py4JJavaError, PySparkException), match=r"BucketWriterConflictError|written by 2 Spark tasks"):
-        _writer(df, warehouse).save("db.orders")
-    table = catalog.get_table("db.orders")
-    assert table.latest_snapshot() is None
-    assert _data_files(warehouse) == []  # the refused commit deleted its files
-
-    # one task per bucket is fine, also through the plain writer
-    _writer(repartition_by_bucket(df, table), warehouse).save("db.orders")
+    _writer(df, warehouse).save("db.orders")  # tasks take sequence slots (tests/spark/test_unrouted_pk_write.py)
     assert table.to_arrow().num_rows == 20
+    assert len(_data_files(warehouse)) == 2
+
+    # routed, one task per bucket: one file
+    _writer(repartition_by_bucket(df, table), warehouse, "overwrite").save("db.orders")
+    assert table.to_arrow().num_rows == 20
+    assert len(table.plan()[0].files) == 1
 
 
 def test_failed_task_leaves_no_snapshot_only_orphans(spark, catalog: Catalog, warehouse: str) -> None:

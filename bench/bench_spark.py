@@ -1,0 +1,250 @@
+"""The Spark path against Spark's own Parquet, in one Spark session (issue 17 §3).
+
+    .venv/bin/python bench/bench_spark.py [--rows 2000000] [--repeat 2] [--profile]
+
+Workload (issue 17): an int64 primary key and six value columns (int64, int32, two doubles, two
+strings), 2 partitions x 4 buckets, ``--rows`` rows generated once into an input Parquet file that
+Spark reads in 2 splits. One ``local[2]`` session runs, each ``--repeat`` times (best kept):
+
+* ``parquet_write``: ``df.write.parquet`` of the input DataFrame (Spark's default snappy), and
+  ``parquet_write_zstd`` with zstd (the lake table's codec, Paimon's default);
+* ``lake_write``: ``df.write.format("lake")`` into a fresh primary-key table (each task writes
+  the buckets its rows fall in, no shuffle), and ``lake_write_table``: `write_table` (rows
+  routed so that each bucket has one writer: bucket column plus a shuffle);
+* ``parquet_read`` / ``lake_read``: every column of every row into Spark's ``noop`` sink, of the
+  snappy Parquet output and of the table ``lake_write`` made (merge-on-read: level-0 files of two
+  tasks per bucket), ``lake_read_routed`` of the table `write_table` made (one file per bucket),
+  ``lake_read_compacted`` after a full compaction (files that need no merge); ``read_table_*`` the
+  same tables through `lake_assets.spark.read_table` (Spark's Parquet reader for the files that
+  need no merge).
+
+Ratios are lake / Parquet of the same run (target: ≤ 1.3x). The table contents are checked
+against the input (untimed). ``--profile`` wraps the driver in cProfile for one extra run of
+each lake step (the Python workers are separate processes: it shows planning and commit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import pstats
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))  # run as `python bench/bench_spark.py` from a checkout
+
+from bench.tpch.machine import describe, versions  # noqa: E402
+from lake_assets import Catalog  # noqa: E402
+
+PARTITIONS = ("2024-01-01", "2024-01-02")
+BUCKETS = 4
+TARGET = 1.3
+SPARK_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.driver.memory": "3g",
+}
+
+
+def generate(rows: int, path: Path) -> pa.Table:
+    """The input rows (unique keys in random order) as a Parquet file Spark reads in 2+ splits."""
+    rng = np.random.default_rng(17)
+    ids = rng.permutation(rows).astype(np.int64)
+    words = np.array([f"w{i:07d}" for i in range(4096)], dtype=object)
+    data = pa.table({
+        "id": ids,
+        "dt": pa.array(np.array(PARTITIONS, dtype=object)[ids % len(PARTITIONS)], pa.string()),
+        "v_long": rng.integers(0, 1 << 40, rows),
+        "v_int": rng.integers(0, 1 << 20, rows).astype(np.int32),
+        "v_double": rng.random(rows),
+        "v_price": np.round(rng.random(rows) * 1000, 2),
+        "v_code": pa.array(words[rng.integers(0, len(words), rows)], pa.string()),
+        "v_text": pa.array([f"text {i}" for i in ids.tolist()], pa.string()),
+    })
+    pq.write_table(data, path, row_group_size=max(1, rows // 8))
+    return data
+
+
+def create_table(catalog: Catalog, name: str, schema: pa.Schema) -> None:
+    catalog.create_table(name, schema, primary_keys=["id", "dt"], partition_keys=["dt"],
+                         options={"bucket": str(BUCKETS)})
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from lake_assets.spark import read_table, write_table
+    from lake_assets.spark.session import build_session
+
+    work = Path(tempfile.mkdtemp(prefix="bench-spark-", dir=args.work))
+    try:
+        source = work / "input.parquet"
+        expected = generate(args.rows, source)
+        conf = {**SPARK_CONF, **dict(kv.split("=", 1) for kv in args.conf)}
+        spark = build_session("bench-spark", master="local[2]", conf=conf, log_level="ERROR")
+        wh = str(work / "warehouse")
+        catalog = Catalog(wh)
+        catalog.create_database("db")
+        df = spark.read.parquet(str(source))
+        splits = df.rdd.getNumPartitions()
+        best: dict[str, float] = {}
+        loads: list[str] = [load_average()]
+
+        def keep(step: str, seconds: float) -> None:
+            best[step] = min(best.get(step, float("inf")), seconds)
+
+        def one_round(r: int) -> str:
+            out, zstd = str(work / f"parquet-{r}"), str(work / f"parquet-zstd-{r}")
+            direct, routed = f"db.direct_{r}", f"db.routed_{r}"
+            create_table(catalog, direct, expected.schema)
+            create_table(catalog, routed, expected.schema)
+            keep("parquet_write", timed(lambda: df.write.mode("overwrite").parquet(out)))
+            keep("parquet_write_zstd", timed(lambda: df.write.mode("overwrite").option("compression", "zstd")
+                                             .parquet(zstd)))
+            keep("lake_write", timed(lambda: df.write.format("lake").option("warehouse", wh)
+                                     .mode("append").save(direct)))
+            keep("lake_write_table", timed(lambda: write_table(df, wh, routed)))
+            keep("parquet_read", timed(lambda: spark.read.parquet(out).write.format("noop")
+                                       .mode("overwrite").save()))
+            keep("lake_read", timed(lambda: spark.read.format("lake").option("warehouse", wh).load(direct)
+                                    .write.format("noop").mode("overwrite").save()))
+            keep("lake_read_routed", timed(lambda: spark.read.format("lake").option("warehouse", wh)
+                                           .load(routed).write.format("noop").mode("overwrite").save()))
+            keep("read_table_routed", timed(lambda: read_table(spark, wh, routed).write.format("noop")
+                                            .mode("overwrite").save()))
+            loads.append(load_average())
+            return direct
+
+        warm_up(spark, df.limit(10_000), catalog, wh, expected.schema, work)
+        tables = [one_round(r) for r in range(args.repeat)]
+        compacted = tables[-1]
+        catalog.get_table(compacted).compact(full=True)
+        for _ in range(args.repeat):
+            keep("lake_read_compacted", timed(lambda: spark.read.format("lake").option("warehouse", wh)
+                                              .load(compacted).write.format("noop").mode("overwrite").save()))
+            keep("read_table_compacted", timed(lambda: read_table(spark, wh, compacted).write.format("noop")
+                                               .mode("overwrite").save()))
+        loads.append(load_average())
+        problems = check(catalog, expected, [*tables, f"db.routed_{args.repeat - 1}"])
+        profiles: dict[str, str] = {}
+        if args.profile:
+            profiles = profile(spark, df, catalog, wh, expected.schema, work)
+        spark.stop()
+        return {"rows": args.rows, "input_splits": splits, "conf": args.conf, "best_seconds": best,
+                "load_average": loads, "problems": problems, "profiles": profiles}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def warm_up(spark: Any, df: Any, catalog: Catalog, wh: str, schema: pa.Schema, work: Path) -> None:
+    """Run every step once on a few rows: the JVM's JIT and Spark's Python workers start here,
+    not in the first timed step."""
+    from lake_assets.spark import write_table
+
+    create_table(catalog, "db.warm_up", schema)
+    df.write.mode("overwrite").parquet(str(work / "warm-up"))
+    df.write.format("lake").option("warehouse", wh).mode("append").save("db.warm_up")
+    write_table(df, wh, "db.warm_up")
+    spark.read.parquet(str(work / "warm-up")).write.format("noop").mode("overwrite").save()
+    spark.read.format("lake").option("warehouse", wh).load("db.warm_up").write.format("noop").mode("overwrite").save()
+
+
+def check(catalog: Catalog, expected: pa.Table, names: list[str]) -> list[str]:
+    """Each table holds exactly the input rows."""
+    want = expected.sort_by("id")
+    problems = []
+    for name in names:
+        got = catalog.get_table(name).to_arrow().select(want.column_names).sort_by("id")
+        if got.num_rows != want.num_rows or not all(got.column(c).equals(want.column(c)) for c in want.column_names):
+            problems.append(f"{name}: {got.num_rows} rows differ from the {want.num_rows} input rows")
+    return problems
+
+
+def profile(spark: Any, df: Any, catalog: Catalog, wh: str, schema: pa.Schema, work: Path) -> dict[str, str]:
+    """The driver's cProfile of one lake write and one lake read (top functions by cumulative time)."""
+    create_table(catalog, "db.profiled", schema)
+    out = {}
+    for step, fn in (
+        ("lake_write", lambda: df.write.format("lake").option("warehouse", wh).mode("append").save("db.profiled")),
+        ("lake_read", lambda: spark.read.format("lake").option("warehouse", wh).load("db.profiled")
+         .write.format("noop").mode("overwrite").save()),
+    ):
+        prof = cProfile.Profile()
+        prof.runcall(fn)
+        text = work / f"{step}.txt"
+        with open(text, "w") as fh:
+            pstats.Stats(prof, stream=fh).sort_stats("cumulative").print_stats(12)
+        out[step] = text.read_text()
+    return out
+
+
+def report(result: dict[str, Any]) -> str:
+    best = result["best_seconds"]
+    rows = result["rows"]
+    lines = [
+        f"rows {rows:,}, input splits {result['input_splits']}, extra conf {result['conf']}; load average: "
+        + " | ".join(result["load_average"]),
+        "",
+        "| step | seconds (best) | M rows/s |",
+        "|---|---:|---:|",
+    ]
+    lines += [f"| {k} | {v:.2f} | {rows / v / 1e6:.2f} |" for k, v in best.items()]
+    lines += ["", "| target | ratio | result |", "|---|---:|---|"]
+    for lake, ref in (("lake_write", "parquet_write"), ("lake_write_table", "parquet_write"),
+                      ("lake_write", "parquet_write_zstd"), ("lake_read", "parquet_read"),
+                      ("lake_read_routed", "parquet_read"), ("read_table_routed", "parquet_read"),
+                      ("lake_read_compacted", "parquet_read"), ("read_table_compacted", "parquet_read")):
+        ratio = best[lake] / best[ref]
+        lines.append(f"| {lake} / {ref} ≤ {TARGET}x | {ratio:.2f}x | {'PASS' if ratio <= TARGET else 'MISS'} |")
+    if result["problems"]:
+        lines += ["", "WRONG RESULTS:", *result["problems"]]
+    for step, text in result["profiles"].items():
+        lines += ["", f"driver profile of {step}:", text]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--work", default=None, help="directory for the temporary files (default: $TMPDIR)")
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="an extra Spark conf (e.g. spark.python.unix.domain.socket.enabled=true)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the result as JSON here")
+    args = parser.parse_args(argv)
+    result = run(args)
+    result["machine"] = describe()
+    result["versions"] = versions()
+    print(report(result))
+    print("\nMachine:", result["machine"])
+    print("Versions:", ", ".join(f"{k} {v}" for k, v in result["versions"].items()))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+    return 1 if result["problems"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
