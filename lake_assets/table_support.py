@@ -119,9 +119,10 @@ def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
     if pk and bucket == POSTPONE_BUCKET:
         return [Refusal(
             "bucket mode postpone (bucket = -2)",
-            "rows wait in bucket-postpone until a Paimon compaction assigns their bucket, which lake_assets "
-            "cannot do; batch reads skip them as Paimon readers do",
-            frozenset({Op.WRITE, Op.COMPACT, Op.STREAM}),
+            "rows wait in bucket-postpone until a compaction assigns their bucket (lake_assets' compact "
+            "does, ops/postpone.py); writing into bucket-postpone and streaming reads are not implemented; "
+            "batch reads skip them as Paimon readers do",
+            frozenset({Op.WRITE, Op.STREAM}),
         )]
     if pk and bucket == -1:
         missing = cross_partition_fields(schema)
@@ -307,7 +308,7 @@ def entry_refusals(entries: Iterable[ManifestEntry]) -> list[Refusal]:
                 "only Parquet data files are implemented", DATA)
         if e.bucket == POSTPONE_BUCKET:
             add("postpone", f"postpone bucket files (bucket-postpone, e.g. {f.file_name})",
-                "their rows wait for a Paimon compaction to assign buckets", DATA)
+                "their rows wait for a compaction to assign buckets", frozenset({Op.WRITE, Op.STREAM}))
         elif e.bucket < 0:
             add("bucket", f"bucket {e.bucket} (file {f.file_name})", "negative buckets are not implemented", DATA)
         if f.write_cols is not None:

@@ -224,6 +224,13 @@ def validate_messages(store: FileStore, messages: Sequence[CommitMessage], actio
                     f"Cannot {action} {name}: message names bucket {m.bucket} of {m.total_buckets}; "
                     "an append table with bucket = -1 keeps its files in bucket 0"
                 )
+        elif n_buckets == -2 and schema.primary_keys:
+            # postpone bucket mode: bucket-postpone, or a real bucket of the partition's own count
+            if not (m.bucket == -2 or 0 <= m.bucket < m.total_buckets):
+                raise InvalidCommitMessageError(
+                    f"Cannot {action} {name}: message names bucket {m.bucket} of {m.total_buckets}; "
+                    "a postpone-bucket table has bucket-postpone (-2) and buckets 0..N-1 of N per partition"
+                )
         else:
             raise InvalidCommitMessageError(f"Cannot {action} {name}: bucket = {n_buckets} is not supported")
         hashes = [e for e in (*m.index_before, *m.index_after) if e.index_type == HASH_INDEX]

@@ -68,9 +68,13 @@ class TableWriter:
     """Writes Arrow data into new level-0 files of one table; see `prepare_commit`."""
 
     def __init__(
-        self, store: FileStore, commit_user: str, *, write_only: bool = False, ignore_previous_files: bool = False
+        self, store: FileStore, commit_user: str, *, write_only: bool = False, ignore_previous_files: bool = False,
+        real_buckets: int | None = None,
     ) -> None:
-        store.require(Op.WRITE)
+        # ``real_buckets``: the postpone compaction (ops/postpone.py) writes a postpone table's rows
+        # into that many real buckets; it runs as a compaction, which the table allows.
+        self._op = Op.WRITE if real_buckets is None else Op.COMPACT
+        store.require(self._op)
         self.store = store
         # Paimon's ignorePreviousFiles (set for overwrites): buckets start without their live files
         self.ignore_previous_files = ignore_previous_files
@@ -80,7 +84,7 @@ class TableWriter:
         self.write_only = write_only or opts.write_only
         self.options = opts
         self.is_pk = bool(self.schema.primary_keys)
-        self.num_buckets = opts.bucket
+        self.num_buckets = opts.bucket if real_buckets is None else real_buckets
         # dynamic bucket mode: an assigner and the table's hash index decide each key's bucket
         self.dynamic = self.is_pk and self.num_buckets == -1
         self._assigner: DynamicBucketAssigner | None = None
@@ -160,8 +164,13 @@ class TableWriter:
         self._sequence_offset, self._sequence_stride = slot, slots
 
     # ----------------------------------------------------------------- input
-    def write_arrow(self, data: pa.Table | pa.RecordBatch | pa.RecordBatchReader) -> None:
-        """Buffer rows; flushes level-0 files when ``write-buffer-size`` is exceeded."""
+    def write_arrow(
+        self, data: pa.Table | pa.RecordBatch | pa.RecordBatchReader, *, kinds: np.ndarray | None = None
+    ) -> None:
+        """Buffer rows; flushes level-0 files when ``write-buffer-size`` is exceeded.
+
+        ``kinds`` (int8 RowKind per row) gives the rows' kinds when they come from data files
+        rather than from ``rowkind.field`` (the postpone compaction); a Table only."""
         if self._closed:
             raise LakeError(f"Writer of {self.store.name} is closed")
         if isinstance(data, pa.RecordBatchReader):
@@ -173,7 +182,8 @@ class TableWriter:
             conform(data, self.schema, self.store.name)
             return
         data = conform(data, self.schema, self.store.name)
-        kinds = row_kinds(data, self.schema, self.store.name)
+        if kinds is None:
+            kinds = row_kinds(data, self.schema, self.store.name)
         if self.options.ignore_delete and self.is_pk:
             keep = ~is_retract(kinds)
             if not keep.all():
@@ -252,7 +262,7 @@ class TableWriter:
             return
         if not self.ignore_previous_files:
             self._live_dv = dict(deletion_vectors.snapshot_index(self.store, snap))
-        for e in self.store.file_store_scan(Op.WRITE).live_entries(snap):
+        for e in self.store.file_store_scan(self._op).live_entries(snap):
             k = (e.partition, e.bucket)
             if not self.ignore_previous_files:
                 self._live_files.setdefault(k, []).append(e.file)

@@ -17,10 +17,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lake_assets.errors import UnsupportedFeatureError
 from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact.plan import CompactionPlan, plan_compaction
 from lake_assets.ops.compact.rewrite import run_compaction_tasks
+from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
@@ -85,6 +87,17 @@ def compact(
     ``run_tasks`` runs the planned units (default: `run_compaction_tasks` in this process, up to
     ``parallelism`` at once, default the table's ``compaction.parallelism``).
     """
+    from lake_assets.ops.postpone import compact_postpone, is_postpone_table  # postpone imports this module
+
+    if is_postpone_table(store):
+        # the dedicated compaction of a postpone table moves its postponed rows into real buckets
+        store.require(Op.COMPACT)
+        if full or partitions is not None or max_units is not None or run_tasks is not None:
+            raise UnsupportedFeatureError(
+                f"Cannot compact {store.name}: a postpone-bucket table's compaction moves every postponed "
+                "row into real buckets; full, partitions, max_units and run_tasks are not implemented for it"
+            )
+        return compact_postpone(store, commit_user=commit_user)
     started = time.perf_counter()
     plan = plan_compaction(store, full=full, partitions=partitions, max_units=max_units)
     if run_tasks is None:

@@ -1,0 +1,149 @@
+"""The dedicated compaction of postpone-bucket tables (``bucket = -2``, Paimon 1.1+).
+
+Writers of a postpone table leave rows unsorted in ``bucket-postpone``; batch readers skip those
+files until a compaction assigns the rows to real buckets. This module is that compaction, as
+Paimon's (``PostponeBucketCompactOperator``, ``PostponeUtils``, ``BucketFiles``) does it:
+
+* per partition, the bucket count is the one the partition's real-bucket files record in their
+  manifest entries' ``totalBuckets``; a partition without real buckets yet gets
+  ``postpone.default-bucket-num`` (default 1);
+* each partition's postpone files are replayed in order: grouped by writer (the file-name prefix),
+  each writer's files by creation time, each file by sequence number; the rows, with their row
+  kinds, go through the fixed-bucket writer of that bucket count, which numbers them after what
+  the bucket holds, so they supersede it through the table's merge engine;
+* one COMPACT snapshot deletes the postpone files and adds the new files (``compact_after``, at
+  level 0, as Java's ``BucketFiles`` turns a writer's new files into compaction output).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import defaultdict
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lake_assets.errors import UnsupportedFeatureError
+from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
+from lake_assets.ops.commit import TableCommitter
+from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.ops.compact.run import CompactResult, summarize
+from lake_assets.ops.write import TableWriter
+from lake_assets.spec.manifest import ManifestEntry
+from lake_assets.store.file_store import FileStore
+from lake_assets.table_support import POSTPONE_BUCKET, Op
+
+DEFAULT_BUCKET_NUM_KEY = "postpone.default-bucket-num"
+
+
+def is_postpone_table(store: FileStore) -> bool:
+    """Whether ``store`` is a primary-key table in postpone bucket mode."""
+    return bool(store.schema.primary_keys) and store.schema.core_options.bucket == POSTPONE_BUCKET
+
+
+def default_bucket_num(store: FileStore) -> int:
+    """``postpone.default-bucket-num``: real buckets of a partition compacted for the first time."""
+    raw = store.schema.options.get(DEFAULT_BUCKET_NUM_KEY, "1")
+    try:
+        n = int(str(raw).strip())
+    except ValueError:
+        n = 0
+    if n <= 0:
+        raise UnsupportedFeatureError(
+            f"Cannot compact {store.name}: {DEFAULT_BUCKET_NUM_KEY} = {raw!r} is not a positive integer"
+        )
+    return n
+
+
+def _writer_prefix(file_name: str) -> str:
+    """The writer a postpone file comes from: its name up to the file counter (``data-<uuid>-``)."""
+    head, _, _ = file_name.rpartition("-")
+    return head
+
+
+def _replay_order(entries: list[ManifestEntry]) -> list[ManifestEntry]:
+    """Writers in the order they first appear; each writer's files by creation time (stable)."""
+    by_writer: dict[str, list[ManifestEntry]] = defaultdict(list)
+    for e in entries:
+        by_writer[_writer_prefix(e.file.file_name)].append(e)
+    out: list[ManifestEntry] = []
+    for files in by_writer.values():
+        out.extend(sorted(files, key=lambda e: e.file.creation_time_ms or 0))
+    return out
+
+
+def _file_rows(store: FileStore, e: ManifestEntry) -> tuple[pa.Table, np.ndarray]:
+    """A postpone file's rows (the table's columns) and their row kinds, in sequence order."""
+    if e.file.schema_id != store.schema.id:
+        raise UnsupportedFeatureError(
+            f"Cannot compact {store.name}: postpone file {e.file.file_name} was written with schema "
+            f"{e.file.schema_id}, the table is at schema {store.schema.id}; compacting postpone files "
+            "across schema changes is not implemented"
+        )
+    path = store.data_file_path(e.partition, e.bucket, e.file)
+    raw = read_data_file(store.file_io, path, file_size=e.file.file_size)
+    raw = raw.take(pc.sort_indices(raw.column(SEQUENCE_NUMBER), sort_keys=[(SEQUENCE_NUMBER, "ascending")]))
+    kinds = raw.column(VALUE_KIND).to_numpy(zero_copy_only=False).astype(np.int8)
+    return raw.select(list(store.schema.field_names)), kinds
+
+
+def _as_compaction(m: CommitMessage) -> CommitMessage:
+    """A writer's new files become compaction output (Java's ``BucketFiles.makeMessage``)."""
+    return CommitMessage(
+        m.partition, m.bucket, m.total_buckets,
+        compact_before=m.compact_before, compact_after=m.new_files + m.compact_after,
+        compact_changelog=m.new_changelog + m.compact_changelog,
+        index_before=m.index_before, index_after=m.index_after,
+    )
+
+
+def postpone_messages(store: FileStore, commit_user: str) -> tuple[list[CommitMessage], int]:
+    """Write every postponed row of the latest snapshot into real buckets; the commit messages
+    (not committed) and how many partitions were compacted."""
+    snap = store.snapshot_manager.latest()
+    if snap is None:
+        return [], 0
+    entries = store.file_store_scan(Op.COMPACT).live_entries(snap)
+    known: dict[bytes, int] = {}
+    postponed: dict[bytes, list[ManifestEntry]] = defaultdict(list)
+    for e in entries:
+        if e.bucket == POSTPONE_BUCKET:
+            postponed[e.partition].append(e)
+        elif e.bucket >= 0 and e.total_buckets > 0:
+            known[e.partition] = e.total_buckets
+    messages: list[CommitMessage] = []
+    for partition, files in postponed.items():
+        buckets = known.get(partition) or default_bucket_num(store)
+        # write-only: the new files land at level 0; the table's regular compaction merges them later
+        writer = TableWriter(store, commit_user, write_only=True, real_buckets=buckets)
+        try:
+            for e in _replay_order(files):
+                rows, kinds = _file_rows(store, e)
+                if rows.num_rows:
+                    writer.write_arrow(rows, kinds=kinds)
+            written = writer.prepare_commit()
+        except BaseException:
+            writer.abort()
+            raise
+        finally:
+            writer.close()
+        messages.extend(_as_compaction(m) for m in written)
+        messages.append(CommitMessage(partition, POSTPONE_BUCKET, POSTPONE_BUCKET,
+                                      compact_before=tuple(e.file for e in files)))
+    return messages, len(postponed)
+
+
+def compact_postpone(store: FileStore, *, commit_user: str | None = None) -> CompactResult:
+    """Move every postponed row into real buckets in one COMPACT snapshot (none if nothing waits)."""
+    started = time.perf_counter()
+    user = commit_user or f"compact-{uuid.uuid4()}"
+    messages, partitions = postpone_messages(store, user)
+    ids: list[int] = []
+    if messages:
+        store.fault_point("compact.before_commit")
+        # as the regular compaction: a failed commit leaves its new files to orphan removal, since
+        # the outcome may be unknown and they may be referenced
+        ids = TableCommitter(store, user).commit(messages, check_committed=False)
+    return summarize(messages, ids[-1] if ids else None, partitions, started)
