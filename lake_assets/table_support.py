@@ -117,6 +117,13 @@ def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
     if not pk and bucket == -1:
         return []
     if pk and bucket == POSTPONE_BUCKET:
+        if _is_true(schema.options.get("postpone.merge-on-read")):
+            return [Refusal(
+                "postpone.merge-on-read = true",
+                "batch reads would have to merge bucket-postpone into the real buckets; lake_assets' "
+                "reads skip bucket-postpone (compact the table first)",
+                frozenset({Op.READ, Op.WRITE, Op.STREAM}),
+            )]
         return [Refusal(
             "bucket mode postpone (bucket = -2)",
             "rows wait in bucket-postpone until a compaction assigns their bucket (lake_assets' compact "

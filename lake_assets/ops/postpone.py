@@ -6,7 +6,7 @@ Paimon's (``PostponeBucketCompactOperator``, ``PostponeUtils``, ``BucketFiles``)
 
 * per partition, the bucket count is the one the partition's real-bucket files record in their
   manifest entries' ``totalBuckets``; a partition without real buckets yet gets
-  ``postpone.default-bucket-num`` (default 1);
+  ``postpone.default-bucket-num``, or a count estimated from its postpone files (`new_bucket_num`);
 * each partition's postpone files are replayed in order: grouped by writer (the file-name prefix),
   each writer's files by creation time, each file by sequence number; the rows, with their row
   kinds, go through the fixed-bucket writer of that bucket count, which numbers them after what
@@ -20,22 +20,26 @@ from __future__ import annotations
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_assets.errors import UnsupportedFeatureError
+from lake_assets.errors import LakeError, OptionError, UnsupportedFeatureError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
 from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact.run import CompactResult, summarize
 from lake_assets.ops.write import TableWriter
+from lake_assets.option_types import parse_memory_size
 from lake_assets.spec.manifest import ManifestEntry
 from lake_assets.store.file_store import FileStore
 from lake_assets.table_support import POSTPONE_BUCKET, Op
 
 DEFAULT_BUCKET_NUM_KEY = "postpone.default-bucket-num"
+TARGET_ROWS_KEY = "postpone.target-row-num-per-bucket"
+TARGET_SIZE_KEY = "postpone.target-size-per-bucket"
 
 
 def is_postpone_table(store: FileStore) -> bool:
@@ -43,31 +47,51 @@ def is_postpone_table(store: FileStore) -> bool:
     return bool(store.schema.primary_keys) and store.schema.core_options.bucket == POSTPONE_BUCKET
 
 
-def default_bucket_num(store: FileStore) -> int:
-    """``postpone.default-bucket-num``: real buckets of a partition compacted for the first time."""
-    raw = store.schema.options.get(DEFAULT_BUCKET_NUM_KEY, "1")
+def _positive(store: FileStore, key: str, raw: object, parse: Callable[[object], int]) -> int:
     try:
-        n = int(str(raw).strip())
-    except ValueError:
+        n = parse(raw)
+    except (ValueError, LakeError):
         n = 0
     if n <= 0:
-        raise UnsupportedFeatureError(
-            f"Cannot compact {store.name}: {DEFAULT_BUCKET_NUM_KEY} = {raw!r} is not a positive integer"
-        )
+        raise OptionError(f"Cannot compact {store.name}: {key} = {raw!r} must be a positive number")
     return n
 
 
-def _writer_prefix(file_name: str) -> str:
-    """The writer a postpone file comes from: its name up to the file counter (``data-<uuid>-``)."""
-    head, _, _ = file_name.rpartition("-")
-    return head
+def new_bucket_num(store: FileStore, files: list[ManifestEntry]) -> int:
+    """The bucket count of a partition getting real buckets for the first time, as Paimon's
+    ``PostponeUtils`` decides it: ``postpone.default-bucket-num`` if set, else estimated from its
+    postpone files, ceil(rows / ``postpone.target-row-num-per-bucket``) if that is set, else
+    ceil(bytes / ``postpone.target-size-per-bucket``) (default 1 GiB); at least 1."""
+    opts = store.schema.options
+    if DEFAULT_BUCKET_NUM_KEY in opts:
+        return _positive(store, DEFAULT_BUCKET_NUM_KEY, opts[DEFAULT_BUCKET_NUM_KEY], lambda v: int(str(v).strip()))
+    if TARGET_ROWS_KEY in opts:
+        target = _positive(store, TARGET_ROWS_KEY, opts[TARGET_ROWS_KEY], lambda v: int(str(v).strip()))
+        value = sum(e.file.row_count for e in files)
+    else:
+        raw = opts.get(TARGET_SIZE_KEY, "1 gb")
+        target = _positive(store, TARGET_SIZE_KEY, raw, lambda v: parse_memory_size(v, TARGET_SIZE_KEY))
+        value = sum(e.file.file_size for e in files)
+    return 1 if value <= 0 else (value - 1) // target + 1
 
 
-def _replay_order(entries: list[ManifestEntry]) -> list[ManifestEntry]:
+def _writer_prefix(store: FileStore, file_name: str) -> str:
+    """The writer a postpone file comes from: its name up to ``-w-`` (Paimon's postpone writers name
+    files ``<prefix>-u-<commit user>-s-<write id>-w-<uuid>-<n>``)."""
+    at = file_name.rfind("-w-")
+    if at < 0:
+        raise UnsupportedFeatureError(
+            f"Cannot compact {store.name}: postpone file {file_name} does not name its writer (-w-), "
+            "so the order of its rows cannot be known"
+        )
+    return file_name[: at + 3]
+
+
+def _replay_order(store: FileStore, entries: list[ManifestEntry]) -> list[ManifestEntry]:
     """Writers in the order they first appear; each writer's files by creation time (stable)."""
     by_writer: dict[str, list[ManifestEntry]] = defaultdict(list)
     for e in entries:
-        by_writer[_writer_prefix(e.file.file_name)].append(e)
+        by_writer[_writer_prefix(store, e.file.file_name)].append(e)
     out: list[ManifestEntry] = []
     for files in by_writer.values():
         out.extend(sorted(files, key=lambda e: e.file.creation_time_ms or 0))
@@ -115,11 +139,11 @@ def postpone_messages(store: FileStore, commit_user: str) -> tuple[list[CommitMe
             known[e.partition] = e.total_buckets
     messages: list[CommitMessage] = []
     for partition, files in postponed.items():
-        buckets = known.get(partition) or default_bucket_num(store)
+        buckets = known.get(partition) or new_bucket_num(store, files)
         # write-only: the new files land at level 0; the table's regular compaction merges them later
         writer = TableWriter(store, commit_user, write_only=True, real_buckets=buckets)
         try:
-            for e in _replay_order(files):
+            for e in _replay_order(store, files):
                 rows, kinds = _file_rows(store, e)
                 if rows.num_rows:
                     writer.write_arrow(rows, kinds=kinds)

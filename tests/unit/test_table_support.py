@@ -56,8 +56,12 @@ def test_supported_tables_refuse_nothing():
 
 
 @pytest.mark.parametrize(("options", "pk", "refused", "named"), [
-    # postpone: batch reads skip bucket-postpone (as Paimon readers); writes, compaction, streams refused
-    ({"bucket": "-2"}, True, {Op.WRITE, Op.COMPACT, Op.STREAM}, "bucket mode postpone (bucket = -2)"),
+    # postpone: batch reads skip bucket-postpone (as Paimon readers), compaction moves it into real
+    # buckets (ops/postpone.py); writes and streams refused
+    ({"bucket": "-2"}, True, {Op.WRITE, Op.STREAM}, "bucket mode postpone (bucket = -2)"),
+    # ... unless Paimon readers merge bucket-postpone into their batch reads
+    ({"bucket": "-2", "postpone.merge-on-read": "true"}, True, {Op.READ, Op.WRITE, Op.STREAM},
+     "postpone.merge-on-read = true"),
     # dynamic-bucket PK tables are read, compacted and written (with their hash index), and so is
     # a table carrying the dynamic-bucket options lake_assets knows; others refuse writes
     ({"bucket": "-1", "dynamic-bucket.max-buckets": "4"}, True, {Op.WRITE}, "dynamic-bucket.max-buckets"),
@@ -142,7 +146,7 @@ def test_entry_refusals():
     avro = entry_refusals([entry("data-a-0.avro"), entry("data-b-0.avro")])
     assert len(avro) == 1 and blocked(avro) == DATA and "'avro'" in avro[0].property
     postpone = entry_refusals([entry(bucket=-2)])
-    assert blocked(postpone) == DATA and "bucket-postpone" in postpone[0].property
+    assert blocked(postpone) == {Op.WRITE, Op.STREAM} and "bucket-postpone" in postpone[0].property
     assert blocked(entry_refusals([entry(write_cols=("v",))])) == DATA
     assert blocked(entry_refusals([entry(first_row_id=0)])) == {Op.WRITE, Op.COMPACT}
     assert blocked(entry_refusals([entry(external_path="s3://elsewhere/data-a-0.parquet")])) == {Op.EXPIRE}
@@ -177,8 +181,8 @@ def test_refuse_names_table_operation_and_property():
     refusals = schema_refusals(schema({"bucket": "-2"}))
     refuse("db.t", Op.READ, refusals)  # allowed: no error
     with pytest.raises(UnsupportedFeatureError,
-                       match=r"^Cannot compact db\.t: bucket mode postpone \(bucket = -2\) is not supported; "):
-        refuse("db.t", Op.COMPACT, refusals)
+                       match=r"^Cannot write to db\.t: bucket mode postpone \(bucket = -2\) is not supported; "):
+        refuse("db.t", Op.WRITE, refusals)
 
 
 # ------------------------------------------------------------------ the Table refuses before acting
