@@ -20,19 +20,21 @@ from __future__ import annotations
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_assets.errors import LakeError, OptionError, UnsupportedFeatureError
+from lake_assets.errors import InvalidArgumentError, LakeError, OptionError, UnsupportedFeatureError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
 from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact.run import CompactResult, summarize
 from lake_assets.ops.write import TableWriter
 from lake_assets.option_types import parse_memory_size
+from lake_assets.predicate import Predicate
 from lake_assets.spec.manifest import ManifestEntry
 from lake_assets.store.file_store import FileStore
 from lake_assets.table_support import POSTPONE_BUCKET, Op
@@ -123,13 +125,39 @@ def _as_compaction(m: CommitMessage) -> CommitMessage:
     )
 
 
-def postpone_messages(store: FileStore, commit_user: str) -> tuple[list[CommitMessage], int]:
-    """Write every postponed row of the latest snapshot into real buckets; the commit messages
-    (not committed) and how many partitions were compacted."""
+def _partition_predicate(store: FileStore, partitions: Iterable[dict[str, Any]] | None) -> Predicate | None:
+    """``partitions`` (``[{"dt": "2024-01-01"}, ...]``, any of them) as a predicate on partition keys."""
+    if partitions is None:
+        return None
+    specs = [dict(p) for p in partitions]
+    keys = set(store.schema.partition_keys)
+    for spec in specs:
+        unknown = sorted(set(spec) - keys)
+        if unknown:
+            raise InvalidArgumentError(
+                f"Cannot compact {store.name}: {unknown} are not partition keys (partition keys: {sorted(keys)})"
+            )
+    pred = Predicate.of([[(k, "=", v) for k, v in spec.items()] for spec in specs] or None)
+    if pred is not None:
+        pred.check(store.schema.arrow_schema, store.name)
+    return pred
+
+
+def postpone_messages(
+    store: FileStore, commit_user: str, partitions: Iterable[dict[str, Any]] | None = None
+) -> tuple[list[CommitMessage], int]:
+    """Write the postponed rows of the latest snapshot (of ``partitions`` only, if given) into real
+    buckets; the commit messages (not committed) and how many partitions were compacted."""
+    pred = _partition_predicate(store, partitions)
     snap = store.snapshot_manager.latest()
     if snap is None:
         return [], 0
-    entries = store.file_store_scan(Op.COMPACT).live_entries(snap)
+    scan = store.file_store_scan(Op.COMPACT)
+    entries = scan.live_entries(snap)
+    if pred is not None and pred.clauses:
+        pkeys = list(store.schema.partition_keys)
+        entries = [e for e in entries
+                   if pred.test_values(dict(zip(pkeys, scan.partition_values(e.partition), strict=True)))]
     known: dict[bytes, int] = {}
     postponed: dict[bytes, list[ManifestEntry]] = defaultdict(list)
     for e in entries:
@@ -159,15 +187,18 @@ def postpone_messages(store: FileStore, commit_user: str) -> tuple[list[CommitMe
     return messages, len(postponed)
 
 
-def compact_postpone(store: FileStore, *, commit_user: str | None = None) -> CompactResult:
-    """Move every postponed row into real buckets in one COMPACT snapshot (none if nothing waits)."""
+def compact_postpone(
+    store: FileStore, *, partitions: Iterable[dict[str, Any]] | None = None, commit_user: str | None = None
+) -> CompactResult:
+    """Move every postponed row (of ``partitions``, if given) into real buckets in one COMPACT
+    snapshot (none if nothing waits)."""
     started = time.perf_counter()
     user = commit_user or f"compact-{uuid.uuid4()}"
-    messages, partitions = postpone_messages(store, user)
+    messages, moved = postpone_messages(store, user, partitions)
     ids: list[int] = []
     if messages:
         store.fault_point("compact.before_commit")
         # as the regular compaction: a failed commit leaves its new files to orphan removal, since
         # the outcome may be unknown and they may be referenced
         ids = TableCommitter(store, user).commit(messages, check_committed=False)
-    return summarize(messages, ids[-1] if ids else None, partitions, started)
+    return summarize(messages, ids[-1] if ids else None, moved, started)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 import tests.interop.test_refuse_unsupported as engines
@@ -81,3 +82,41 @@ def test_compact_refuses_avro_postpone_files(table_copy):
     with pytest.raises(UnsupportedFeatureError, match="avro"):
         t.compact()
     assert sorted(p.name for p in table_dir.rglob("*")) == before
+
+
+def test_health_counts_postponed_files_as_backlog(table_copy):
+    """The small-file sensor reads `Table.health`: files waiting in bucket-postpone show there, as
+    bucket -2, until the postpone compaction moves them."""
+    warehouse = table_copy("postpone_parquet")
+    t, _ = open_table(warehouse, "postpone_parquet")
+    waiting = [r for r in t.health().to_pylist() if r["bucket"] == -2]
+    assert len(waiting) == 1 and waiting[0]["file_count"] == 2 and waiting[0]["small_file_count"] == 2
+    t.compact()
+    assert all(r["bucket"] >= 0 for r in open_table(warehouse, "postpone_parquet")[0].health().to_pylist())
+
+
+def test_compact_some_partitions_with_their_own_bucket_counts(tmp_path, pypaimon, rust):
+    """A partitioned table: compaction of one partition moves only its postponed rows (the Dagster
+    sensor asks per partition); each new partition gets postpone.default-bucket-num buckets."""
+    schema = pa.schema([pa.field("dt", pa.string(), nullable=False), pa.field("id", pa.int64(), nullable=False),
+                        ("v", pa.string())])
+    wh = tmp_path / "warehouse"
+    pypaimon.create_table(wh, "db.parts", schema, primary_keys=["dt", "id"], partition_keys=["dt"],
+                          options={"bucket": "-2", "file.format": "parquet", "postpone.default-bucket-num": "2"})
+
+    def data(dt: str, ids: range, tag: str) -> pa.Table:
+        return pa.table({"dt": [dt] * len(ids), "id": list(ids), "v": [f"{tag}{i}" for i in ids]}, schema=schema)
+
+    pypaimon.write(wh, "db.parts", pa.concat_tables([data("a", range(10), "x"), data("b", range(10), "x")]))
+    pypaimon.write(wh, "db.parts", data("a", range(5, 15), "y"))
+    t, _ = open_table(wh, "parts")
+    assert t.compact(partitions=[{"dt": "a"}]).snapshot_id is not None
+    expected_a = [{"dt": "a", "id": i, "v": f"{'x' if i < 5 else 'y'}{i}"} for i in range(15)]
+    t, _ = open_table(wh, "parts")
+    assert canonical(t.to_arrow(), ["dt", "id"]) == expected_a
+    assert canonical(pypaimon.read(wh, "db.parts").select(["dt", "id", "v"]), ["dt", "id"]) == expected_a
+    waiting = {(r["partition"], r["bucket"]) for r in t.health().to_pylist()}
+    assert waiting == {("dt=a", 0), ("dt=a", 1), ("dt=b", -2)}
+    t.compact()
+    expected = expected_a + [{"dt": "b", "id": i, "v": f"x{i}"} for i in range(10)]
+    assert canonical(pypaimon.read(wh, "db.parts").select(["dt", "id", "v"]), ["dt", "id"]) == expected

@@ -92,12 +92,12 @@ def compact(
     if is_postpone_table(store):
         # the dedicated compaction of a postpone table moves its postponed rows into real buckets
         store.require(Op.COMPACT)
-        if full or partitions is not None or max_units is not None or run_tasks is not None:
+        if full or max_units is not None or run_tasks is not None:
             raise UnsupportedFeatureError(
                 f"Cannot compact {store.name}: a postpone-bucket table's compaction moves every postponed "
-                "row into real buckets; full, partitions, max_units and run_tasks are not implemented for it"
+                "row into real buckets; full, max_units and run_tasks are not implemented for it"
             )
-        return compact_postpone(store, commit_user=commit_user)
+        return compact_postpone(store, partitions=partitions, commit_user=commit_user)
     started = time.perf_counter()
     plan = plan_compaction(store, full=full, partitions=partitions, max_units=max_units)
     if run_tasks is None:
