@@ -120,3 +120,13 @@ def test_compact_some_partitions_with_their_own_bucket_counts(tmp_path, pypaimon
     t.compact()
     expected = expected_a + [{"dt": "b", "id": i, "v": f"x{i}"} for i in range(10)]
     assert canonical(pypaimon.read(wh, "db.parts").select(["dt", "id", "v"]), ["dt", "id"]) == expected
+
+
+def test_plan_compaction_refuses_postpone_tables(table_copy):
+    """The unit planner treats buckets as LSM trees; bucket-postpone is none, so planning directly
+    (not through compact) is refused."""
+    from lake_assets.ops.compact import plan_compaction
+
+    t, _ = open_table(table_copy("postpone_parquet"), "postpone_parquet")
+    with pytest.raises(UnsupportedFeatureError, match="postpone-bucket table"):
+        plan_compaction(t.store)

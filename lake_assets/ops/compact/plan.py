@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lake_assets.errors import InvalidArgumentError
+from lake_assets.errors import InvalidArgumentError, UnsupportedFeatureError
 from lake_assets.lsm.compact_strategy import (
     CompactUnit,
     RewriteSection,
@@ -214,6 +214,12 @@ def plan_compaction(
     """Plan compaction units for every (partition, bucket) that needs one, from manifests only."""
     check_engine_producer(f"Cannot compact {store.name}", store.schema.core_options)
     store.require(Op.COMPACT)
+    if store.schema.primary_keys and store.schema.core_options.bucket == -2:
+        # bucket-postpone is no LSM bucket: its files move into real buckets (ops/postpone.py)
+        raise UnsupportedFeatureError(
+            f"Cannot plan a compaction of {store.name}: it is a postpone-bucket table (bucket = -2); "
+            "compact() moves its postponed rows into real buckets"
+        )
     snap = snapshot if snapshot is not None else store.snapshot_manager.latest()
     if snap is None:
         return CompactionPlan(None)
