@@ -52,13 +52,13 @@ def _truncate_max(v: object, n: int) -> object:
             nxt = 0xE000
         return prefix[:-1] + chr(nxt)
     if isinstance(v, bytes) and len(v) > n:
-        prefix = bytearray(v[:n])
-        while prefix and prefix[-1] == 0xFF:
-            prefix.pop()
-        if not prefix:
+        raw = bytearray(v[:n])
+        while raw and raw[-1] == 0xFF:
+            raw.pop()
+        if not raw:
             return None
-        prefix[-1] += 1
-        return bytes(prefix)
+        raw[-1] += 1
+        return bytes(raw)
     return v
 
 
@@ -93,9 +93,9 @@ class StatsAccumulator:
                 continue
             mm = pc.min_max(col)
             lo, hi = mm["min"].as_py(), mm["max"].as_py()
-            if self.mins[i] is None or lo < self.mins[i]:  # type: ignore[operator]
+            if self.mins[i] is None or lo < self.mins[i]:
                 self.mins[i] = lo
-            if self.maxs[i] is None or hi > self.maxs[i]:  # type: ignore[operator]
+            if self.maxs[i] is None or hi > self.maxs[i]:
                 self.maxs[i] = hi
 
     def result(self) -> SimpleStats:

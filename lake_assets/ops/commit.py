@@ -17,7 +17,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lake_assets import arguments as args
 from lake_assets.errors import (
@@ -35,15 +35,19 @@ from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.hash_index import HASH_INDEX
 from lake_assets.spec.manifest import FileKind, ManifestEntry, ManifestFileMeta
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from lake_assets.spec.types import DataType
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
+    from lake_assets.store.manifest_io import ManifestIO
 
 WRITER_VERSION = "lake_assets-0.1.0"
 log = logging.getLogger(__name__)
 
-PartitionMatcher = Callable[[tuple], bool]
+PartitionMatcher = Callable[[tuple[Any, ...]], bool]
+# One file's key range in the level-overlap check: (min key, max key, file name).
+_KeyRange = tuple[tuple[Any, ...], tuple[Any, ...], str]
 
 
 @dataclass(frozen=True)
@@ -52,8 +56,17 @@ class Overwrite:
 
     matcher: PartitionMatcher | None = None  # None = the whole table
 
-    def matches(self, values: tuple) -> bool:
+    def matches(self, values: tuple[Any, ...]) -> bool:
         return self.matcher is None or self.matcher(values)
+
+
+def _by_min_key(key_types: list[DataType]) -> Callable[[_KeyRange, _KeyRange], int]:
+    """Three-way comparison of two (min key, max key, file name) ranges by their min keys."""
+
+    def compare(x: _KeyRange, y: _KeyRange) -> int:
+        return compare_keys(x[0], y[0], key_types)
+
+    return compare
 
 
 def _abs_files(store: FileStore, messages: Sequence[CommitMessage]) -> list[str]:
@@ -380,7 +393,7 @@ class TableCommitter:
 
     def _try_commit_once(
         self,
-        mio,
+        mio: ManifestIO,
         latest: Snapshot | None,
         kind: CommitKind,
         delta: list[ManifestEntry],
@@ -529,7 +542,7 @@ class TableCommitter:
                      tuple(deserialize_row(e.file.max_key, key_types)), e.file.file_name)
                     for e in files
                 ),
-                key=functools.cmp_to_key(lambda x, y: compare_keys(x[0], y[0], key_types)),
+                key=functools.cmp_to_key(_by_min_key(key_types)),
             )
             for a, b in itertools.pairwise(ranges):
                 if compare_keys(a[1], b[0], key_types) >= 0:

@@ -280,7 +280,7 @@ def _encode(v: Any) -> Any:
     return v
 
 
-def _stats_from_dict(d: dict) -> SimpleStats:
+def _stats_from_dict(d: dict[str, Any]) -> SimpleStats:
     nulls = d["null_counts"]
     return SimpleStats(
         base64.b64decode(d["min_values"], validate=True),
@@ -293,7 +293,7 @@ _DATA_FILE_FIELDS = frozenset(f.name for f in fields(DataFileMeta))
 _INDEX_ENTRY_FIELDS = frozenset(f.name for f in fields(IndexManifestEntry))
 
 
-def _index_from_dict(d: dict) -> IndexManifestEntry:
+def _index_from_dict(d: dict[str, Any]) -> IndexManifestEntry:
     if not isinstance(d, dict):
         raise TypeError(f"an index entry is {type(d).__name__}, not an object")
     unknown = d.keys() - _INDEX_ENTRY_FIELDS
@@ -309,7 +309,7 @@ def _index_from_dict(d: dict) -> IndexManifestEntry:
     return IndexManifestEntry(**kw)
 
 
-def _file_from_dict(d: dict) -> DataFileMeta:
+def _file_from_dict(d: dict[str, Any]) -> DataFileMeta:
     if not isinstance(d, dict):
         raise TypeError(f"a file entry is {type(d).__name__}, not an object")
     unknown = d.keys() - _DATA_FILE_FIELDS

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,7 +25,7 @@ _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _DAY_MS = 86_400_000
 
 
-def _any(preds: tuple, t: pa.DataType) -> bool:
+def _any(preds: tuple[Any, ...], t: pa.DataType) -> bool:
     return any(p(t) for p in preds)
 
 
@@ -203,4 +205,5 @@ def row_kinds(data: pa.Table, schema: TableSchema, table_name: str) -> np.ndarra
             f"Cannot write to {table_name}: column {field!r} holds row kinds {bad}; "
             f"expected one of {list(ROW_KIND_NAMES)}"
         )
-    return idx.to_numpy(zero_copy_only=False).astype(np.int8)
+    kinds: np.ndarray = idx.to_numpy(zero_copy_only=False).astype(np.int8)
+    return kinds

@@ -156,7 +156,9 @@ class DynamicBucketAssigner:
     def _partition(self, partition: bytes) -> _PartitionIndex:
         index = self._partitions.get(partition)
         if index is None:
-            hashes, buckets, counts = [], [], {}
+            hashes: list[np.ndarray] = []
+            buckets: list[np.ndarray] = []
+            counts: dict[int, int] = {}
             for e in self._by_partition.get(partition, []):
                 h = self._file_hashes(e)
                 hashes.append(h)
@@ -260,7 +262,7 @@ class DynamicBucketAssigner:
         any) and the new one. ``write_file(name, data)`` stores a file under ``index/``. The new
         files become the base of the next round (a writer spans several commits).
         """
-        out = {}
+        out: dict[tuple[bytes, int], tuple[tuple[IndexManifestEntry, ...], tuple[IndexManifestEntry, ...]]] = {}
         for key, state in self._buckets.items():
             if not state.pending:
                 continue

@@ -30,7 +30,7 @@ def dynamic_overwrite(store: FileStore, messages: Sequence[CommitMessage]) -> Ov
         return None
     types = store.schema.types(list(store.partition_keys))
 
-    def matcher(values: tuple) -> bool:
+    def matcher(values: tuple[Any, ...]) -> bool:
         # compare the binary form: it is what the messages carry, and NaN or -0.0 compare oddly
         return serialize_row(list(values), types) in written
 
@@ -68,7 +68,7 @@ def overwrite_spec(store: FileStore, overwrite: bool | dict[str, str]) -> Overwr
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise SchemaError(f"Cannot overwrite {store.name}: {k}={v!r} is not a {t}: {exc}") from exc
 
-    def matcher(values: tuple) -> bool:
+    def matcher(values: tuple[Any, ...]) -> bool:
         # float partitions match as Paimon's partition predicate does (Double.compare):
         # NaN matches NaN, and -0.0 is another partition than 0.0
         return all(values_equal(values[i], v) for i, v in wanted.items())

@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lake_assets.errors import InvalidArgumentError, OptionError
 from lake_assets.ops.commit import Overwrite, TableCommitter
@@ -94,7 +94,7 @@ class PartitionTimeExtractor:
     pattern: str | None = None
     formatter: str | None = None
 
-    def extract(self, keys: tuple[str, ...], values: tuple) -> dt.datetime:
+    def extract(self, keys: tuple[str, ...], values: tuple[Any, ...]) -> dt.datetime:
         """The partition's local date-time; ValueError when the values do not form one."""
         if self.pattern is None:
             text = str(values[0])
@@ -184,7 +184,7 @@ def expire_partitions(
         t = e.file.creation_time_ms if e.file.creation_time_ms is not None else 0
         newest_file[e.partition] = max(newest_file.get(e.partition, t), t)
     default_name = opts.partition_default_name
-    candidates: list[tuple[dt.datetime, tuple]] = []
+    candidates: list[tuple[dt.datetime, tuple[Any, ...]]] = []
     for part, newest in newest_file.items():
         values = scan.partition_values(part)
         spec = dict(zip(keys, values, strict=True))
@@ -211,7 +211,7 @@ def expire_partitions(
     types = store.schema.types(list(keys))
     doomed = {serialize_row(list(v), types) for v in chosen}
 
-    def matcher(values: tuple) -> bool:
+    def matcher(values: tuple[Any, ...]) -> bool:
         return serialize_row(list(values), types) in doomed
 
     user = f"expire-partitions-{time.time_ns()}"

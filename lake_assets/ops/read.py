@@ -13,7 +13,7 @@ import os
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -59,7 +59,7 @@ def missing_file_error(store: FileStore, exc: MissingDataFileError, snapshot_id:
     )
 
 
-def sections(files: Sequence[DataFileMeta], key_types: list) -> list[list[DataFileMeta]]:
+def sections(files: Sequence[DataFileMeta], key_types: list[Any]) -> list[list[DataFileMeta]]:
     """Group files into runs of overlapping key intervals (Paimon's interval partition)."""
     decoded = [
         (tuple(deserialize_row(f.min_key, key_types)), tuple(deserialize_row(f.max_key, key_types)), f)
@@ -67,12 +67,12 @@ def sections(files: Sequence[DataFileMeta], key_types: list) -> list[list[DataFi
     ]
     import functools
 
-    def order(a: tuple, b: tuple) -> int:
+    def order(a: tuple[Any, ...], b: tuple[Any, ...]) -> int:
         return compare_keys(a[0], b[0], key_types) or compare_keys(a[1], b[1], key_types)
 
     decoded.sort(key=functools.cmp_to_key(order))
     out: list[list[DataFileMeta]] = []
-    bound: tuple | None = None
+    bound: tuple[Any, ...] | None = None
     for lo, hi, f in decoded:
         if bound is None or compare_keys(lo, bound, key_types) > 0:
             out.append([f])
@@ -89,9 +89,9 @@ def _exact_constant(typ: pa.DataType) -> bool:
 
     Floats and timestamps are left out: their partition encoding could differ in the last bit or
     in sub-millisecond precision, so those columns are still decoded from the files."""
-    return (pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_integer(typ)
-            or pa.types.is_date32(typ) or pa.types.is_boolean(typ) or pa.types.is_binary(typ)
-            or pa.types.is_decimal(typ))
+    return bool(pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_integer(typ)
+                or pa.types.is_date32(typ) or pa.types.is_boolean(typ) or pa.types.is_binary(typ)
+                or pa.types.is_decimal(typ))
 
 
 class _FileLayout:

@@ -19,6 +19,7 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -51,12 +52,12 @@ class RoutedGroup:
     """The rows of one batch that go to one (partition, bucket), in merge order, with
     ``_VALUE_KIND`` appended (sequence numbers are the buffer's to give)."""
 
-    partition: tuple
+    partition: tuple[Any, ...]
     bucket: int
     rows: pa.Table
 
 
-def partition_groups(data: pa.Table, keys: Sequence[str]) -> tuple[np.ndarray, list[tuple]]:
+def partition_groups(data: pa.Table, keys: Sequence[str]) -> tuple[np.ndarray, list[tuple[Any, ...]]]:
     """Group id per row (int64) and the distinct partition value tuples, in first-seen order.
 
     Hash-based: one dictionary-encode per partition column, and for several columns one more
@@ -99,12 +100,13 @@ def _merge_order(keys: pa.Table, rows: np.ndarray, spec: RouteSpec) -> np.ndarra
     The row number stands in for the sequence number: sort_order breaks ties on it, and it
     follows arrival. A single integer key takes sort_order's numpy fast path."""
     sub = keys.take(pa.array(rows)).append_column(SEQUENCE_NUMBER, pa.array(rows))
-    return rows[sort_order(sub, spec.primary_keys, spec.sequence_fields, spec.sequence_descending)]
+    order: np.ndarray = rows[sort_order(sub, spec.primary_keys, spec.sequence_fields, spec.sequence_descending)]
+    return order
 
 
 # Buckets of a batch's rows (int64) from (rows, partition id per row, partition values): how a
 # dynamic-bucket writer's assigner routes (ops/dynamic_bucket.py).
-BucketAssign = Callable[[pa.Table, np.ndarray, list[tuple]], np.ndarray]
+BucketAssign = Callable[[pa.Table, np.ndarray, list[tuple[Any, ...]]], np.ndarray]
 
 
 def route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAssign | None = None) -> list[RoutedGroup]:

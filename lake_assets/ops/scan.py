@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from lake_assets.errors import CorruptMetadataError
 from lake_assets.spec.binary_row import deserialize_row
@@ -18,7 +19,7 @@ from lake_assets.spec.types import DataType
 from lake_assets.store.manifest_io import ManifestIO
 
 # A predicate over decoded partition values (one tuple per partition), True = may match.
-PartitionPredicate = Callable[[tuple], bool]
+PartitionPredicate = Callable[[tuple[Any, ...]], bool]
 # A predicate over a (min, max) range per column, True = may match.
 RangePredicate = Callable[[Sequence[object], Sequence[object]], bool]
 # Told every list of entries a scan returns, with their snapshot, before the caller sees them: it
@@ -31,7 +32,7 @@ class Split:
     """All live files of one (partition, bucket): the unit a reader merges."""
 
     partition: bytes
-    partition_values: tuple
+    partition_values: tuple[Any, ...]
     bucket: int
     total_buckets: int
     files: list[DataFileMeta] = field(default_factory=list)
@@ -49,8 +50,8 @@ class Split:
 
 def merge_entries(entry_lists: Sequence[Sequence[ManifestEntry]], table_name: str = "table") -> list[ManifestEntry]:
     """Apply ADD and DELETE entries in order: the live ADD entries that remain."""
-    live: dict[tuple, ManifestEntry] = {}
-    deleted: set[tuple] = set()
+    live: dict[tuple[Any, ...], ManifestEntry] = {}
+    deleted: set[tuple[Any, ...]] = set()
     for entries in entry_lists:
         for e in entries:
             ident = e.identifier()
@@ -88,9 +89,9 @@ class FileStoreScan:
         # Batch reads of postpone-bucket tables skip bucket -2 files, as Paimon readers do: their
         # rows are not visible until a compaction assigns them a bucket.
         self.real_buckets_only = real_buckets_only
-        self._partition_cache: dict[bytes, tuple] = {}
+        self._partition_cache: dict[bytes, tuple[Any, ...]] = {}
 
-    def partition_values(self, partition: bytes) -> tuple:
+    def partition_values(self, partition: bytes) -> tuple[Any, ...]:
         v = self._partition_cache.get(partition)
         if v is None:
             v = tuple(deserialize_row(partition, self.partition_types))
@@ -185,5 +186,5 @@ class FileStoreScan:
         return out
 
 
-def _sort_key(values: tuple) -> tuple:
+def _sort_key(values: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple((v is None, v if v is not None else 0) for v in values)

@@ -260,7 +260,7 @@ def _is_lossless_widening(old: DataType, new: DataType) -> bool:
     if isinstance(old_n, VarCharType):
         return isinstance(new_n, VarCharType) and new_n.length >= old_n.length
     if isinstance(old_n, TimestampType | LocalZonedTimestampType):
-        return type(new_n) is type(old_n) and new_n.precision >= old_n.precision  # type: ignore[attr-defined]
+        return type(new_n) is type(old_n) and new_n.precision >= old_n.precision
     return False
 
 

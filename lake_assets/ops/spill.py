@@ -114,7 +114,7 @@ class SpillDirectory:
         self.max_disk_bytes = max_disk_bytes
         self.disk_bytes = 0
         self._path: str | None = None
-        self._finalizer: weakref.finalize | None = None
+        self._finalizer: weakref.finalize[[str], SpillDirectory] | None = None
         self._lock = threading.Lock()  # buckets spill from a thread pool
 
     @property

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,12 +32,13 @@ from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.ops.plan import plan_splits
 from lake_assets.ops.read import SplitReader, missing_file_error
 from lake_assets.ops.scan import Split
-from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry
+from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry
 from lake_assets.spec.snapshot import CommitKind, Snapshot
 from lake_assets.store.changelog_manager import snapshot_or_changelog
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
+    from lake_assets.ops.scan import FileStoreScan
     from lake_assets.store.file_store import FileStore
 
 ROW_KIND = "_row_kind"
@@ -52,7 +53,7 @@ class ChangeSplit:
 
     snapshot_id: int
     partition: bytes
-    partition_values: tuple
+    partition_values: tuple[Any, ...]
     bucket: int
     files: tuple[DataFileMeta, ...]
     kind: Literal["delta", "changelog", "full"]
@@ -73,7 +74,7 @@ class ChangeBatch:
     next_position: int = 0
 
 
-def _group(snapshot_id: int, entries: list, kind: str, scan) -> list[ChangeSplit]:
+def _group(snapshot_id: int, entries: list[ManifestEntry], kind: str, scan: FileStoreScan) -> list[ChangeSplit]:
     groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
     for e in entries:
         if e.kind == FileKind.ADD:
@@ -188,8 +189,9 @@ class StreamEnumerator:
         elif saved is not None:
             self.position = saved.next_snapshot
         elif mode in ("latest-full", "earliest-full"):
+            earliest = sm.earliest_id()
             snap = sm.latest() if mode == "latest-full" else (
-                sm.try_snapshot(sm.earliest_id()) if sm.earliest_id() is not None else None)
+                sm.try_snapshot(earliest) if earliest is not None else None)
             self._needs_full = snap
             self.position = (snap.id + 1) if snap is not None else (sm.earliest_id() or 1)
         elif mode == "latest":
@@ -229,14 +231,14 @@ class StreamEnumerator:
         args.integer("max_snapshots", max_snapshots, minimum=1, optional=False)
         batches: list[ChangeBatch] = []
         if self._needs_full is not None:
-            snap = self._needs_full
+            full = self._needs_full
             splits = [
-                ChangeSplit(snap.id, sp.partition, sp.partition_values, sp.bucket, tuple(sp.files), "full",
+                ChangeSplit(full.id, sp.partition, sp.partition_values, sp.bucket, tuple(sp.files), "full",
                             sp.dv_entries)
-                for sp in plan_splits(self.store, snap, None)
+                for sp in plan_splits(self.store, full, None)
             ]
             self._needs_full = None
-            batches.append(ChangeBatch(snap.id, splits, self.position))
+            batches.append(ChangeBatch(full.id, splits, self.position))
             max_snapshots -= 1
         sm = self.store.snapshot_manager
         changelogs = self.store.changelog_manager()

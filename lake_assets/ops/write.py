@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -35,6 +35,7 @@ from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
 from lake_assets.spec.partition import partition_path
 from lake_assets.spec.row_kind import RowKind
+from lake_assets.spec.snapshot import Snapshot
 from lake_assets.table_rules import check_engine_producer
 from lake_assets.table_support import Op
 
@@ -52,7 +53,7 @@ SPILL_MERGE_ROWS = 64 * 1024
 @dataclass
 class _BucketBuffer:
     partition: bytes
-    partition_values: tuple
+    partition_values: tuple[Any, ...]
     bucket: int
     next_sequence: int
     tables: list[pa.Table] = field(default_factory=list)
@@ -114,7 +115,7 @@ class TableWriter:
         self._sequence_stride = 1
         self._sequence_offset = 0
         self._merge_function = store.merge_function()
-        self._base_snapshot = None
+        self._base_snapshot: Snapshot | None = None
         # one config for every bucket's file writer (a round can touch hundreds of buckets)
         self._file_config = store.data_file_config()
         self._spill = self._spill_directory(opts)
@@ -228,18 +229,17 @@ class TableWriter:
             buf.nbytes += nbytes
             self._buffered_bytes += nbytes
 
-    def _buffer(self, pvals: tuple, bucket: int) -> _BucketBuffer:
+    def _buffer(self, pvals: tuple[Any, ...], bucket: int) -> _BucketBuffer:
         partition = serialize_row(list(pvals), self.partition_types)
         key = (partition, bucket)
         buf = self._buffers.get(key)
         if buf is None:
-            if self._max_sequences is None:
-                self._restore()
-            buf = _BucketBuffer(partition, pvals, bucket, self._max_sequences[key] + 1 + self._sequence_offset)
+            sequences = self._max_sequences if self._max_sequences is not None else self._restore()
+            buf = _BucketBuffer(partition, pvals, bucket, sequences[key] + 1 + self._sequence_offset)
             self._buffers[key] = buf
         return buf
 
-    def _assign_dynamic(self, data: pa.Table, part_ids: np.ndarray, part_values: list[tuple]) -> np.ndarray:
+    def _assign_dynamic(self, data: pa.Table, part_ids: np.ndarray, part_values: list[tuple[Any, ...]]) -> np.ndarray:
         """Buckets of rows of a dynamic-bucket table, from the writer's assigner (`route`'s hook)."""
         partitions = [serialize_row(list(p), self.partition_types) for p in part_values]
         return self._dynamic_assigner().assign_rows(data, self.schema, part_ids, partitions)
@@ -253,13 +253,15 @@ class TableWriter:
                                           ignore_previous=self.ignore_previous_files)
         return self._assigner
 
-    def _restore(self) -> None:
-        """Sequence numbers continue from each bucket's live files (Paimon's "scan" init mode)."""
+    def _restore(self) -> dict[tuple[bytes, int], int]:
+        """Sequence numbers continue from each bucket's live files (Paimon's "scan" init mode);
+        returns the restored ``_max_sequences``."""
         snap = self.store.snapshot_manager.latest()
         self._base_snapshot = snap
-        self._max_sequences = defaultdict(lambda: -1)
+        sequences: dict[tuple[bytes, int], int] = defaultdict(lambda: -1)
+        self._max_sequences = sequences
         if snap is None:
-            return
+            return sequences
         if not self.ignore_previous_files:
             self._live_dv = dict(deletion_vectors.snapshot_index(self.store, snap))
         for e in self.store.file_store_scan(self._op).live_entries(snap):
@@ -269,6 +271,7 @@ class TableWriter:
             # sequence numbers still continue: they never need to restart, and an overwrite that
             # loses a race to a newer commit is retried against it
             self._max_sequences[k] = max(self._max_sequences[k], e.file.max_sequence_number)
+        return sequences
 
     # ---------------------------------------------------------------- flushes
     def _file_writer(self, buf: _BucketBuffer, changelog: bool = False) -> DataFileWriter:

@@ -134,7 +134,7 @@ def _encode_value(i: int, t: DataType, v: object, var_off: int) -> tuple[int, by
         if isinstance(v, bool):
             raise _bad(i, t, v, "expected int")
         try:
-            iv = operator.index(v)
+            iv = operator.index(v)  # type: ignore[arg-type]  # a non-integer raises TypeError, handled below
         except TypeError:
             raise _bad(i, t, v, "expected int") from None
         if not lo <= iv <= hi:
@@ -456,18 +456,20 @@ class _BytesColumn(_Column):
         inline |= (np.uint64(_INLINE_FLAG) | short_len) << np.uint64(56)
         if nulls is not None:
             inline[nulls] = 0
-        self._inline = inline
+        self._inline: np.ndarray = inline
 
     def var_sizes(self) -> np.ndarray | int:
         if not self._any_long:
             return 0
-        return np.where(self._long, (self._lengths + 7) & ~7, 0)
+        sizes: np.ndarray = np.where(self._long, (self._lengths + 7) & ~7, 0)
+        return sizes
 
     def slots(self, rel_off: np.ndarray | int) -> np.ndarray:
         if not self._any_long:
             return self._inline
         far = (np.asarray(rel_off, dtype=np.uint64) << np.uint64(32)) | self._lengths.astype(np.uint64)
-        return np.where(self._long, far, self._inline)
+        out: np.ndarray = np.where(self._long, far, self._inline)
+        return out
 
     def write_var(self, words: np.ndarray, abs_off: np.ndarray) -> None:
         if not self._any_long:
@@ -509,7 +511,8 @@ def _cast(arr: pa.Array, target: pa.DataType, i: int, t: DataType) -> pa.Array:
 def _null_mask(arr: pa.Array) -> np.ndarray | None:
     if arr.null_count == 0:
         return None
-    return arr.is_null().to_numpy(zero_copy_only=False)
+    mask: np.ndarray = arr.is_null().to_numpy(zero_copy_only=False)
+    return mask
 
 
 def _filled(arr: pa.Array, storage: pa.DataType) -> np.ndarray:
@@ -517,7 +520,8 @@ def _filled(arr: pa.Array, storage: pa.DataType) -> np.ndarray:
     view = arr.view(storage)
     if view.null_count:
         view = pc.fill_null(view, pa.scalar(0, storage))
-    return view.to_numpy(zero_copy_only=False)
+    values: np.ndarray = view.to_numpy(zero_copy_only=False)
+    return values
 
 
 _FIXED_STORAGE: dict[type[DataType], tuple[pa.DataType, type[np.unsignedinteger]]] = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
+from typing import Any
 
 from lake_assets.spec.types import (
     BigIntType,
@@ -94,8 +95,8 @@ def partition_value_text(value: object, dtype: DataType, default_name: str) -> s
     if isinstance(dtype, (FloatType, DoubleType)):
         return _java_float_text(float(value))  # type: ignore[arg-type]
     if isinstance(dtype, DecimalType):
-        d = decimal.Decimal(value)  # type: ignore[arg-type]
-        return format(d.quantize(decimal.Decimal(1).scaleb(-dtype.scale)), "f")
+        dec = decimal.Decimal(value)  # type: ignore[arg-type]
+        return format(dec.quantize(decimal.Decimal(1).scaleb(-dtype.scale)), "f")
     if isinstance(dtype, DateType):
         d = value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value))
         return str((d - _EPOCH).days)
@@ -113,7 +114,7 @@ def partition_value_text(value: object, dtype: DataType, default_name: str) -> s
 
 
 def partition_path(
-    keys: tuple[str, ...] | list[str], values: tuple | list, types: list[DataType], default_name: str
+    keys: tuple[str, ...] | list[str], values: tuple[Any, ...] | list[Any], types: list[DataType], default_name: str
 ) -> str:
     """``k1=v1/k2=v2`` for one partition (empty string for an unpartitioned table)."""
     return "/".join(

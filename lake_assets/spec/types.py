@@ -49,7 +49,7 @@ class DataType:
         return self._base() + self._suffix()
 
     def __str__(self) -> str:
-        return self.to_json()
+        return str(self.to_json())
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import threading
 import uuid
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from lake_assets.errors import CorruptMetadataError
 from lake_assets.formats.manifest_codec import (
@@ -33,7 +34,7 @@ class _Slot:
     __slots__ = ("records",)
 
     def __init__(self) -> None:
-        self.records: list | None = None
+        self.records: list[Any] | None = None  # manifest-list metas or manifest entries, by path
 
 
 # Shared across tables of a process: keys are full paths. The slot (not the records) is cached so
@@ -49,7 +50,7 @@ def compare_values(a: object, b: object) -> int:
     (IEEE comparisons made a NaN partition's stats depend on the order partitions came in)."""
     if isinstance(a, float) and isinstance(b, float):
         a, b = float_code(a), float_code(b)
-    return (a > b) - (a < b)  # type: ignore[operator]
+    return int((a > b) - (a < b))  # type: ignore[operator]  # callers pass two values of one stats type
 
 
 def partition_stats(partitions: Iterable[bytes], types: Sequence[DataType]) -> SimpleStats:
@@ -205,7 +206,7 @@ class ManifestIO:
         # Merge a prefix of the list: entries keep their relative order, so semantics hold.
         first_small = next(i for i, m in enumerate(metas) if m.file_size < self.target_file_size)
         group = metas[first_small:]
-        live: dict[tuple, ManifestEntry] = {}
+        live: dict[tuple[Any, ...], ManifestEntry] = {}
         pending_deletes: list[ManifestEntry] = []
         for entries in self.read_manifests(group):
             for e in entries:
