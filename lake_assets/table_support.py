@@ -8,7 +8,7 @@ engine, so each operation first asks this module, and an operation that is refus
 
 The rules are pure functions of what the table carries:
 
-* `schema_refusals` - the schema: options, bucket mode. Checked per operation (`Table.require`),
+* `schema_refusals` - the schema: options, bucket mode. Checked per operation (`FileStore.require`),
   at no I/O cost beyond the schema the table already loaded.
 * `entry_refusals` - the manifest entries an operation scans: data file formats (by extension, as
   Paimon readers choose the format), ``bucket-postpone`` files, row-tracking and data-evolution

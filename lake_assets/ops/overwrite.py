@@ -65,7 +65,8 @@ def overwrite_spec(store: FileStore, overwrite: bool | dict[str, str]) -> Overwr
         t = to_arrow(store.schema.field(k).type)
         try:
             wanted[keys.index(k)] = None if v is None else pa.scalar(v).cast(t).as_py()
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError) as exc:
+            # OverflowError: an int too large for any Arrow integer (pa.scalar raises it as is)
             raise SchemaError(f"Cannot overwrite {store.name}: {k}={v!r} is not a {t}: {exc}") from exc
 
     def matcher(values: tuple[Any, ...]) -> bool:
@@ -77,13 +78,14 @@ def overwrite_spec(store: FileStore, overwrite: bool | dict[str, str]) -> Overwr
 
 
 def check_inside_partition(store: FileStore, messages: list[CommitMessage], ow: Overwrite | None) -> None:
-    """Refuse messages with rows outside the partitions ``ow`` replaces."""
+    """Refuse messages with rows outside the partitions ``ow`` replaces (a message without files
+    adds no rows anywhere)."""
     if ow is None:
         return
     types = store.schema.types(list(store.schema.partition_keys))
     for m in messages:
         values = tuple(deserialize_row(m.partition, types))
-        if not ow.matches(values):
+        if not m.is_empty() and not ow.matches(values):
             raise SchemaError(
                 f"Cannot overwrite {store.name}: input has rows in partition "
                 f"{dict(zip(store.schema.partition_keys, values, strict=True))} outside the overwritten one"

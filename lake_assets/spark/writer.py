@@ -24,11 +24,11 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
-from lake_assets.errors import CommitStateUnknownError, LakeError, OptionError, SchemaError
-from lake_assets.lsm.key_compare import values_equal
+from lake_assets.errors import CommitStateUnknownError, LakeError, OptionError
 from lake_assets.ops.commit import Overwrite, TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
-from lake_assets.ops.overwrite import dynamic_overwrite
+from lake_assets.ops.overwrite import check_inside_partition, dynamic_overwrite
+from lake_assets.ops.overwrite import overwrite_spec as partition_overwrite
 from lake_assets.spark.schema import BUCKET_COLUMN, from_spark
 from lake_assets.spark.source_options import OVERWRITE_PARTITION, PARTITION_OVERWRITE_MODE, SourceOptions
 from lake_assets.spark.task_sequences import (
@@ -38,7 +38,6 @@ from lake_assets.spark.task_sequences import (
     check_sequences_disjoint,
     current_task_slot,
 )
-from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
 from lake_assets.table import Table
 
@@ -223,41 +222,6 @@ def overwrite_spec(options: SourceOptions) -> dict[str, Any] | None:
     return spec
 
 
-def static_overwrite(table: Table, spec: dict[str, Any]) -> Overwrite:
-    """Replace the partitions whose values equal ``spec`` (some or all partition keys)."""
-    keys = list(table.partition_keys)
-    unknown = [k for k in spec if k not in keys]
-    if unknown:
-        raise SchemaError(f"Cannot overwrite {table.name}: {unknown} are not partition keys (keys: {keys})")
-    wanted: dict[int, Any] = {}
-    for k, v in spec.items():
-        t = table.arrow_schema.field(k).type
-        try:
-            # text from JSON is parsed as the key's type ("2024-01-01" for a date)
-            wanted[keys.index(k)] = None if v is None else pa.array([v]).cast(t).to_pylist()[0]
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-            raise SchemaError(f"Cannot overwrite {table.name}: {k}={v!r} is not a {t}: {exc}") from None
-
-    def matcher(values: tuple) -> bool:
-        # floats as Paimon's partition predicate compares them (NaN matches NaN, -0.0 is not 0.0)
-        return all(values_equal(values[i], v) for i, v in wanted.items())
-
-    return Overwrite(matcher)
-
-
-def check_inside(table: Table, messages: Sequence[CommitMessage], overwrite: Overwrite) -> None:
-    """A static partition overwrite takes no rows outside the partition it replaces."""
-    types = table.schema.types(list(table.partition_keys))
-    for m in messages:
-        values = tuple(deserialize_row(m.partition, types))
-        if not m.is_empty() and not overwrite.matches(values):
-            where = dict(zip(table.partition_keys, values, strict=True))
-            raise SchemaError(
-                f"Cannot overwrite {table.name}: input has rows in partition {where}, outside the "
-                "overwritten one; nothing was committed"
-            )
-
-
 class LakeBatchWriter(DataSourceArrowWriter):
     """``df.write.format("lake").mode("append" | "overwrite")``: all tasks → one snapshot.
 
@@ -293,8 +257,8 @@ class LakeBatchWriter(DataSourceArrowWriter):
             check_one_dynamic_bucket_writer(table, messages)
             check_sequences_disjoint(table, task_files(messages))
             if self.partition_spec is not None:
-                ow = static_overwrite(table, self.partition_spec)
-                check_inside(table, decoded, ow)
+                ow = partition_overwrite(table.store, self.partition_spec)
+                check_inside_partition(table.store, decoded, ow)
             elif self.dynamic:
                 ow = dynamic_overwrite(table.store, decoded)
             elif self.overwrite:

@@ -84,6 +84,10 @@ def test_overwrite_partition_and_whole_table(orders):
         orders.write_arrow(_orders([5], ["d2"], ["q"], [1.0], ["+I"]), overwrite={"dt": "d1"})
     with pytest.raises(SchemaError, match="not a partition key"):
         orders.write_arrow(_orders([5], ["d2"], ["q"], [1.0], ["+I"]), overwrite={"name": "x"})
+    before = orders.latest_snapshot().id
+    with pytest.raises(SchemaError, match="is not a string"):  # no Arrow integer holds it
+        orders.write_arrow(_orders([5], ["d1"], ["q"], [1.0], ["+I"]), overwrite={"dt": 2**70})
+    assert orders.latest_snapshot().id == before
     # dynamic-partition-overwrite (Paimon's default): only the partitions the data has rows in
     orders.write_arrow(_orders([4, 8], ["d3", "d2"], ["w", "y"], [4.0, 8.0], ["+I"] * 2), overwrite=True)
     assert sorted(orders.to_arrow().column("id").to_pylist()) == [4, 8, 9]
