@@ -8,13 +8,10 @@ is already gone, overlapping levels) raises `CommitConflictError` after removing
 
 from __future__ import annotations
 
-import functools
-import itertools
 import logging
 import random
 import time
 import uuid
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -27,15 +24,13 @@ from lake_assets.errors import (
     InvalidArgumentError,
     NoSuchTableError,
 )
-from lake_assets.lsm.key_compare import compare_keys
+from lake_assets.ops.commit_conflicts import check_conflicts
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.index_commit import IndexChange, index_changes, next_index_manifest, split_hash_changes
 from lake_assets.ops.scan import merge_entries
-from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.hash_index import HASH_INDEX
 from lake_assets.spec.manifest import FileKind, ManifestEntry, ManifestFileMeta
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
-from lake_assets.spec.types import DataType
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
@@ -46,8 +41,6 @@ WRITER_VERSION = "lake_assets-0.1.0"
 log = logging.getLogger(__name__)
 
 PartitionMatcher = Callable[[tuple[Any, ...]], bool]
-# One file's key range in the level-overlap check: (min key, max key, file name).
-_KeyRange = tuple[tuple[Any, ...], tuple[Any, ...], str]
 
 
 @dataclass(frozen=True)
@@ -58,15 +51,6 @@ class Overwrite:
 
     def matches(self, values: tuple[Any, ...]) -> bool:
         return self.matcher is None or self.matcher(values)
-
-
-def _by_min_key(key_types: list[DataType]) -> Callable[[_KeyRange, _KeyRange], int]:
-    """Three-way comparison of two (min key, max key, file name) ranges by their min keys."""
-
-    def compare(x: _KeyRange, y: _KeyRange) -> int:
-        return compare_keys(x[0], y[0], key_types)
-
-    return compare
 
 
 def _abs_files(store: FileStore, messages: Sequence[CommitMessage]) -> list[str]:
@@ -364,7 +348,7 @@ class TableCommitter:
                 if not delta and not changelog:
                     return None
             if kind != CommitKind.APPEND:
-                self._check_conflicts(latest, delta, kind)
+                check_conflicts(self.store, latest, delta, kind)
             written: list[str] = []
             try:
                 sid = self._try_commit_once(mio, latest, kind, delta, changelog, identifier, properties, written,
@@ -486,70 +470,6 @@ class TableCommitter:
         scan = self.store.file_store_scan()
         live = scan.live_entries(latest, partition_filter=overwrite.matcher)
         return [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in live]
-
-    def _check_conflicts(self, latest: Snapshot | None, delta: list[ManifestEntry], kind: CommitKind) -> None:
-        """Paimon's checks for COMPACT and OVERWRITE commits, against the latest snapshot."""
-        name = self.store.name
-        touched = {e.partition for e in delta}
-        scan = self.store.file_store_scan()
-        base: list[ManifestEntry] = []
-        if latest is not None and touched:
-            base = scan.live_entries(latest, partition_filter=None)
-            base = [e for e in base if e.partition in touched]
-        # 1. bucket count unchanged within a partition (not for OVERWRITE, which may rescale)
-        if kind != CommitKind.OVERWRITE:
-            totals: dict[bytes, set[int]] = defaultdict(set)
-            for e in (*base, *delta):
-                if e.total_buckets > 0:
-                    totals[e.partition].add(e.total_buckets)
-            for part, ts in totals.items():
-                if len(ts) > 1:
-                    raise CommitConflictError(
-                        f"Cannot commit to {name}: total buckets of partition "
-                        f"{scan.partition_values(part)} changed ({sorted(ts)}) without overwrite"
-                    )
-        # 2+3. every deleted file must still be live; the delta alone must be consistent
-        live = {e.identifier(): e for e in base}
-        for e in delta:
-            ident = e.identifier()
-            if e.kind == FileKind.ADD:
-                if ident in live:
-                    raise CommitConflictError(
-                        f"Cannot commit to {name}: file {e.file.file_name} would be added twice"
-                    )
-                live[ident] = e
-            elif ident in live:
-                del live[ident]
-            else:
-                raise CommitConflictError(
-                    f"Cannot commit to {name}: file {e.file.file_name} was already deleted "
-                    "by a concurrent commit (e.g. another compaction); giving up this commit"
-                )
-        # 4. no overlapping key ranges within a level >= 1 of a bucket
-        if not self.store.primary_keys:
-            return
-        key_types = self.store.schema.types(list(self.store.schema.trimmed_primary_keys))
-        groups: dict[tuple[bytes, int, int], list[ManifestEntry]] = defaultdict(list)
-        for e in live.values():
-            if e.file.level > 0 and e.partition in touched:
-                groups[(e.partition, e.bucket, e.file.level)].append(e)
-        for (part, bucket, level), files in groups.items():
-            if len(files) < 2:
-                continue
-            ranges = sorted(
-                (
-                    (tuple(deserialize_row(e.file.min_key, key_types)),
-                     tuple(deserialize_row(e.file.max_key, key_types)), e.file.file_name)
-                    for e in files
-                ),
-                key=functools.cmp_to_key(_by_min_key(key_types)),
-            )
-            for a, b in itertools.pairwise(ranges):
-                if compare_keys(a[1], b[0], key_types) >= 0:
-                    raise CommitConflictError(
-                        f"Cannot commit to {name}: level {level} of bucket {bucket} in partition "
-                        f"{scan.partition_values(part)} would have overlapping files {a[2]} and {b[2]}"
-                    )
 
 
 __all__ = ["Overwrite", "TableCommitter", "merge_entries"]
