@@ -36,71 +36,25 @@ from lake_assets.ops.stream import ChangeReader, StreamEnumerator, read_changes
 from lake_assets.ops.table_health import table_health
 from lake_assets.ops.tagging import create_tag, rollback_to
 from lake_assets.ops.write import TableWriter
-from lake_assets.paths import TablePaths
 from lake_assets.predicate import Predicate
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, Tag
-from lake_assets.store.file_store import FaultHook, FileStore
-from lake_assets.store.snapshot_manager import SnapshotManager
-from lake_assets.table_support import (
-    Op,
-)
+from lake_assets.store.file_store import FileStore
+from lake_assets.table_store_view import StoreView
+from lake_assets.table_support import Op
 
 _STREAM_MODES = ("latest-full", "earliest-full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp")
 
 
-class Table:
+class Table(StoreView):
     """A Paimon table in a filesystem catalog: the user-facing verbs over its `FileStore`.
 
     ``store`` is what the operations in `lake_assets.ops` work on; ``name``, ``file_io``,
-    ``paths`` and ``snapshot_manager`` are the store's.
+    ``paths``, ``snapshot_manager``, ``schema`` and the key properties are the store's (`StoreView`).
     """
 
     def __init__(self, name: str, file_io: FileIO, root: str, schema: TableSchema | None = None) -> None:
         self.store = FileStore(name, file_io, root, schema)
-
-    @property
-    def name(self) -> str:
-        """``db.table``."""
-        return self.store.name
-
-    @property
-    def file_io(self) -> FileIO:
-        """The table's storage (tests wrap it to inject faults: the setter swaps the store's)."""
-        return self.store.file_io
-
-    @file_io.setter
-    def file_io(self, file_io: FileIO) -> None:
-        self.store.file_io = file_io
-
-    @property
-    def paths(self) -> TablePaths:
-        """Where the table's files live (`TablePaths`)."""
-        return self.store.paths
-
-    @property
-    def snapshot_manager(self) -> SnapshotManager:
-        """The table's snapshots (`SnapshotManager`)."""
-        return self.store.snapshot_manager
-
-    # ----------------------------------------------------------------- schema
-    @property
-    def schema(self) -> TableSchema:
-        """The current schema (`refresh` reloads it)."""
-        return self.store.schema
-
-    @schema.setter
-    def schema(self, schema: TableSchema) -> None:
-        self.store.schema = schema
-
-    @property
-    def fault_hook(self) -> FaultHook | None:
-        """Test hook told each named step of a commit (see `FileStore.fault_hook`)."""
-        return self.store.fault_hook
-
-    @fault_hook.setter
-    def fault_hook(self, hook: FaultHook | None) -> None:
-        self.store.fault_hook = hook
 
     def _read_schema(self, snap: Snapshot | None, *, travel: bool) -> TableSchema:
         """Time travel reads with the schema the snapshot was committed under, as Paimon does;
@@ -122,22 +76,6 @@ class Table:
         """Reload the latest schema (after schema changes by another process)."""
         self.store.refresh()
         return self
-
-    @property
-    def primary_keys(self) -> tuple[str, ...]:
-        return self.schema.primary_keys
-
-    @property
-    def partition_keys(self) -> tuple[str, ...]:
-        return self.schema.partition_keys
-
-    @property
-    def options(self) -> dict[str, str]:
-        return dict(self.schema.options)
-
-    @property
-    def arrow_schema(self) -> pa.Schema:
-        return self.schema.arrow_schema
 
     # ------------------------------------------------------ tags, consumers
     def create_tag(self, name: str, snapshot_id: int | None = None, *, time_retained: timedelta | None = None) -> Tag:
