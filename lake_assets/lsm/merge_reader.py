@@ -42,7 +42,7 @@ def count_at_most(table: pa.Table, key_names: Sequence[str], frontier: Key) -> i
     Binary search with Paimon's key order (`compare_keys`: floats as ``Double.compare``), the
     order the merge sorted the table in; O(log n) scalar reads instead of a pass over the rows.
     """
-    n = table.num_rows
+    n: int = table.num_rows
     if n == 0 or compare_keys(_key_at(table, key_names, n - 1), frontier) <= 0:
         return n
     lo, hi = 0, n - 1  # the answer is in [lo, hi]: row hi is known to be > frontier
