@@ -12,10 +12,11 @@ whole-section read (`SplitReader.read_split`) holds the section.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import pyarrow as pa
 
@@ -30,7 +31,7 @@ from lake_assets.spec.manifest import DataFileMeta
 if TYPE_CHECKING:
     from lake_assets.ops.read import SplitReader
 
-__all__ = ["DEFAULT_BATCH_ROWS", "DEFAULT_READ_AHEAD", "read_ahead", "stream_split"]
+__all__ = ["DEFAULT_BATCH_ROWS", "DEFAULT_READ_AHEAD", "read_ahead_of", "stream_split", "stream_splits"]
 
 T = TypeVar("T")
 I = TypeVar("I")  # noqa: E741 - an item to produce from
@@ -75,7 +76,7 @@ def stream_split(
                 yield reader._finish(merged, split)
 
 
-def read_ahead(
+def read_ahead_of(
     items: Sequence[I], produce: Callable[[I], Iterator[T]], *, workers: int, depth: int
 ) -> Iterator[T]:
     """Everything ``produce`` yields for each item, in item order, produced by ``workers`` threads.
@@ -130,8 +131,19 @@ def read_ahead(
                 if kind == "error":
                     assert isinstance(value, BaseException)
                     raise value
-                yield value  # type: ignore[misc]  # "item" messages carry a T
+                yield cast(T, value)  # "item" messages carry what `produce` yielded
     finally:
         stop.set()
         for t in threads:
             t.join()
+
+
+def stream_splits(
+    reader: SplitReader, splits: Sequence[Split], *, batch_rows: int, read_ahead: int, workers: int | None = None
+) -> Iterator[pa.Table]:
+    """The rows of ``splits`` in plan order, each split streamed (`stream_split` via
+    `SplitReader.stream_split`) by one of ``workers`` threads (default: the CPU count, at least
+    2) that each queue at most ``read_ahead`` batches: in memory at once are at most
+    ``workers * (read_ahead + 1)`` batches plus one merge per worker, whatever the table."""
+    count = workers if workers is not None else max(2, os.cpu_count() or 2)
+    return read_ahead_of(splits, lambda split: reader.stream_split(split, batch_rows), workers=count, depth=read_ahead)
