@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog
+from lake_assets.errors import InvalidArgumentError
 from lake_assets.lsm.merge import sort_and_merge
 from lake_assets.lsm.merge_engine.deduplicate import Deduplicate
 from lake_assets.lsm.merge_reader import count_at_most, merge_sorted
@@ -18,6 +19,7 @@ from lake_assets.lsm.run_partition import split_into_runs
 from lake_assets.ops import read as read_mod
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.spill import key_batches
+from lake_assets.ops.streaming_read import read_ahead_of
 
 
 def _run(rng: np.random.Generator, n: int, seq_start: int, dups: bool) -> pa.Table:
@@ -124,3 +126,55 @@ def test_split_into_runs_chains_disjoint_files(catalog: Catalog) -> None:
     key_types = table.schema.types(["k"])
     runs = split_into_runs(split.files, key_types)
     assert len(runs) == 3 and sorted(len(r) for r in runs) == [1, 1, 1]
+
+
+def test_read_ahead_holds_workers_times_depth() -> None:
+    import threading
+
+    produced = 0
+    consumed = 0
+    peak = 0
+    lock = threading.Lock()
+
+    def produce(item: int) -> Iterator[int]:
+        nonlocal produced, peak
+        for j in range(50):
+            with lock:
+                produced += 1
+                peak = max(peak, produced - consumed)
+            yield item * 100 + j
+
+    out = []
+    for v in read_ahead_of(list(range(12)), produce, workers=3, depth=2):
+        out.append(v)
+        with lock:
+            consumed += 1
+    assert out == [i * 100 + j for i in range(12) for j in range(50)]  # plan order
+    # each worker: `depth` queued plus the one it waits to put, plus the one the caller holds
+    assert peak <= 3 * (2 + 1) + 1
+
+
+def test_read_ahead_stops_early_and_raises_at_the_item() -> None:
+    def produce(item: int) -> Iterator[int]:
+        if item == 3:
+            raise ValueError("bad item 3")
+        yield from range(item * 10, item * 10 + 10)
+
+    it = read_ahead_of(list(range(6)), produce, workers=2, depth=1)
+    assert [next(it) for _ in range(5)] == list(range(5))
+    it.close()  # workers stop; nothing hangs
+    with pytest.raises(ValueError, match="bad item 3"):
+        list(read_ahead_of(list(range(6)), produce, workers=2, depth=1))
+
+
+def test_to_batches_streams_in_batch_size(catalog: Catalog) -> None:
+    table = _overlapping(catalog, 3, 5_000)
+    want = table.to_arrow().sort_by("k")
+    batches = list(table.to_batches(batch_size=700, read_ahead=1))
+    assert max(b.num_rows for b in batches) <= 700
+    assert pa.Table.from_batches(batches).sort_by("k").equals(want)
+    filtered = pa.Table.from_batches(list(table.to_batches(batch_size=300, filter=[("k", "<", 900)],
+                                                           columns=["k", "s"])))
+    assert filtered.sort_by("k").equals(want.filter(pa.compute.less(want["k"], 900)).select(["k", "s"]))
+    with pytest.raises(InvalidArgumentError, match="batch_size"):
+        table.to_batches(batch_size=0)
