@@ -22,7 +22,7 @@ from lake_assets.lsm.sorted_run import key_range
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.types import DataType
 
-__all__ = ["chained", "split_into_runs"]
+__all__ = ["chained", "run_inputs", "split_into_runs"]
 
 T = TypeVar("T")
 _Key = tuple[object, ...]
@@ -76,3 +76,10 @@ def chained(items: Sequence[T], open_item: Callable[[T], Iterator[pa.Table]]) ->
     so a run holds one open file and one chunk at a time."""
     for item in items:
         yield from open_item(item)
+
+
+def run_inputs(
+    files: Sequence[DataFileMeta], key_types: Sequence[DataType], open_file: Callable[[DataFileMeta], Iterator[pa.Table]]
+) -> list[Iterator[pa.Table]]:
+    """One input of key-sorted chunks per sorted run of ``files``, for `merge_reader.merge_sorted`."""
+    return [chained(run, open_file) for run in split_into_runs(files, key_types)]
