@@ -79,7 +79,9 @@ def chained(items: Sequence[T], open_item: Callable[[T], Iterator[pa.Table]]) ->
 
 
 def run_inputs(
-    files: Sequence[DataFileMeta], key_types: Sequence[DataType], open_file: Callable[[DataFileMeta], Iterator[pa.Table]]
+    files: Sequence[DataFileMeta],
+    key_types: Sequence[DataType],
+    open_file: Callable[[DataFileMeta], Iterator[pa.Table]],
 ) -> list[Iterator[pa.Table]]:
     """One input of key-sorted chunks per sorted run of ``files``, for `merge_reader.merge_sorted`."""
     return [chained(run, open_file) for run in split_into_runs(files, key_types)]
