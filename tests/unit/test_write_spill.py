@@ -352,3 +352,27 @@ def test_tiny_run_batches_and_merge_steps_give_the_same_content(tmp_path, monkey
     _commit(whole, batches, 1)
     assert spills and all(len(m.new_files) == 1 for m in msgs)
     assert _content(spilled) == _content(whole)
+
+
+def test_commit_time_merge_of_many_runs_is_bounded_per_chunk(tmp_path, spills, monkeypatch):
+    """The merge of a bucket's spilled runs gathers at most about two steps of rows per merge call,
+    however many runs there are (it used to take a batch-sized slice of every run per step)."""
+    from lake_assets.ops import write as write_mod
+
+    monkeypatch.setattr(write_mod, "SPILL_MERGE_ROWS", 500)
+    sizes: list[int] = []
+    original = TableWriter._merge_chunk
+
+    def merge_chunk(self, chunk):
+        sizes.append(chunk.num_rows)
+        return original(self, chunk)
+
+    monkeypatch.setattr(TableWriter, "_merge_chunk", merge_chunk)
+    t = _table(tmp_path, "many_runs")
+    batches = _batches(11, 24, 1500, "deduplicate", keys=20_000)
+    _commit(t, batches, 1)
+    assert len(spills) >= 16  # many runs per bucket
+    runs_per_bucket = len(spills) // 2 + 1
+    # min rows + step rows, plus the frontier key's other versions (a few per run: spill runs keep raw records)
+    assert sizes and max(sizes) <= 2 * 500 + 4 * runs_per_bucket
+    assert {(k, p): (v, s) for k, p, v, s in (r.values() for r in _content(t))} == _model(batches)
