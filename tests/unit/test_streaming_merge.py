@@ -105,8 +105,8 @@ def test_streaming_split_read_holds_runs_times_batch(catalog: Catalog, monkeypat
         return counted.wrap(original(*a, **kw))
 
     monkeypatch.setattr(read_mod, "iter_data_file", iter_data_file)
-    reader = SplitReader(table, table.schema)
-    (split,) = table._plan(table.latest_snapshot(), None)
+    reader = SplitReader(table.store, table.schema)
+    (split,) = table.plan()
     assert len(split.files) == rounds
     out, in_flight = [], []
     seen = 0
@@ -122,7 +122,7 @@ def test_streaming_split_read_holds_runs_times_batch(catalog: Catalog, monkeypat
 
 def test_split_into_runs_chains_disjoint_files(catalog: Catalog) -> None:
     table = _overlapping(catalog, 3, 1_000)
-    (split,) = table._plan(table.latest_snapshot(), None)
+    (split,) = table.plan()
     key_types = table.schema.types(["k"])
     runs = split_into_runs(split.files, key_types)
     assert len(runs) == 3 and sorted(len(r) for r in runs) == [1, 1, 1]
