@@ -178,3 +178,36 @@ def test_to_batches_streams_in_batch_size(catalog: Catalog) -> None:
     assert filtered.sort_by("k").equals(want.filter(pa.compute.less(want["k"], 900)).select(["k", "s"]))
     with pytest.raises(InvalidArgumentError, match="batch_size"):
         table.to_batches(batch_size=0)
+
+
+def test_compaction_merge_is_bounded_by_chunk_rows_whatever_the_runs(catalog: Catalog, monkeypatch) -> None:
+    """A full compaction of many overlapping runs gives the merge engine chunks of about
+    ``chunk_rows`` (twice at most, plus the frontier key's versions), one input per sorted run."""
+    from lake_assets.ops.compact import rewrite
+    from lake_assets.ops.compact.plan import plan_compaction
+    from lake_assets.ops.compact.rewrite import run_compaction_task
+
+    rounds = 8
+    table = _overlapping(catalog, rounds, 3_000)
+    want = table.to_arrow().sort_by("k")
+    sizes: list[int] = []
+    inputs: list[int] = []
+    original_merge, original_inputs = rewrite.sort_and_merge, rewrite.run_inputs
+
+    def counting_merge(chunk, *a, **kw):
+        sizes.append(chunk.num_rows)
+        return original_merge(chunk, *a, **kw)
+
+    def counting_inputs(files, *a):
+        got = original_inputs(files, *a)
+        inputs.append(len(got))
+        return got
+
+    monkeypatch.setattr(rewrite, "sort_and_merge", counting_merge)
+    monkeypatch.setattr(rewrite, "run_inputs", counting_inputs)
+    plan = plan_compaction(table.store, full=True)
+    msgs = [run_compaction_task(table.store, task, chunk_rows=300, whole_read_rows=0) for task in plan.tasks]
+    table.new_committer("c").commit(msgs)
+    assert inputs == [rounds]
+    assert max(sizes) <= 2 * 300 + rounds
+    assert table.to_arrow().sort_by("k").equals(want)
