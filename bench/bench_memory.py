@@ -21,8 +21,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -88,6 +90,39 @@ def _write(table, batches: Iterator[pa.Table], user: str) -> int:
     return written
 
 
+class ArrowPeak:
+    """Samples the bytes Arrow's memory pool holds (live Arrow data, without the allocator's
+    retained pages that RSS also counts) every millisecond in a background thread."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, pa.total_allocated_bytes())
+            self._stop.wait(0.001)
+
+    def __enter__(self) -> ArrowPeak:
+        self.peak = pa.total_allocated_bytes()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@contextmanager
+def step(meter: Meter, name: str, rows: int = 0) -> Iterator[dict[str, object]]:
+    """`Meter.step` plus the sampled peak of Arrow's pool above its start, in MiB."""
+    with meter.step(name, rows) as extra, ArrowPeak() as arrow:
+        start = pa.total_allocated_bytes()
+        yield extra
+        extra["arrow_peak_above_start_mib"] = round((arrow.peak - start) / 2**20, 1)
+
+
 def run_size(rows: int, warehouse: Path, out: Path, batch_rows: int, read_ahead: int) -> None:
     """All steps at one size, in this process."""
     meter = Meter("lake_assets", out)
@@ -95,15 +130,15 @@ def run_size(rows: int, warehouse: Path, out: Path, batch_rows: int, read_ahead:
     catalog.create_database("db")
     table = catalog.create_table("db.t", SCHEMA, primary_keys=["id", "part"], partition_keys=["part"],
                                  options=OPTIONS)
-    with meter.step(f"load@{rows}", rows) as x:
+    with step(meter, f"load@{rows}", rows) as x:
         x["rows"] = _write(table, _load_batches(rows, 1), "load")
-    with meter.step(f"upsert@{rows}", int(rows * UPSERT_FRACTION)) as x:
+    with step(meter, f"upsert@{rows}", int(rows * UPSERT_FRACTION)) as x:
         x["rows"] = _write(table, _upsert_batches(rows, 2), "upsert")
     for phase in ("before-compaction", "after-compaction"):
         if phase == "after-compaction":
-            with meter.step(f"compact@{rows}", rows):
+            with step(meter, f"compact@{rows}", rows):
                 table.compact(full=True)
-        with meter.step(f"read-stream {phase}@{rows}") as x:
+        with step(meter, f"read-stream {phase}@{rows}") as x:
             n = 0
             largest = 0
             for b in table.to_batches(batch_size=batch_rows, read_ahead=read_ahead):
@@ -158,13 +193,16 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             shutil.rmtree(wh, ignore_errors=True)
     print("bounds:", json.dumps(bounds(a.batch_rows, a.read_ahead)))
-    print("| step | rows | s per M rows | peak above start (MiB) | load avg (start/end) |")
-    print("|---|---:|---:|---:|---|")
+    print(f"allocator: {pa.default_memory_pool().backend_name}")
+    print("| step | rows | s per M rows | peak RSS above start (MiB) | Arrow pool peak above start (MiB) "
+          "| load avg (start/end) |")
+    print("|---|---:|---:|---:|---:|---|")
     for _rows, l0, l1, steps in results:
         for s in steps:
             per_m = s["seconds"] / max(1, s["rows"]) * 1e6
             above = max(0.0, s["peak_rss_mib"] - s["start_rss_mib"])
-            print(f"| {s['step']} | {s['rows']:,} | {per_m:.2f} | {above:.0f} | {l0:.1f}/{l1:.1f} |")
+            arrow = s["extra"].get("arrow_peak_above_start_mib", "")
+            print(f"| {s['step']} | {s['rows']:,} | {per_m:.2f} | {above:.0f} | {arrow} | {l0:.1f}/{l1:.1f} |")
     (a.out / "summary.json").write_text(json.dumps({"bounds": bounds(a.batch_rows, a.read_ahead),
                                                     "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                                     "results": results}, indent=1))
