@@ -156,7 +156,7 @@ def bounds(batch_rows: int, read_ahead: int) -> dict[str, object]:
     return {
         "write-buffer-size": OPTIONS["write-buffer-size"],
         "local-sort.max-num-file-handles": OPTIONS["local-sort.max-num-file-handles"],
-        "spill batch bytes": spill.SPILL_BATCH_BYTES,
+        "spill batch bytes": spill.spill_batch_bytes(64 * 2**20, int(OPTIONS["local-sort.max-num-file-handles"])),
         "spill merge rows (min/step)": write.SPILL_MERGE_ROWS,
         "read batch rows": batch_rows,
         "read-ahead batches per worker": read_ahead,
