@@ -24,6 +24,8 @@ from lake_assets.formats.data_file import VALUE_KIND
 from lake_assets.lsm.merge import is_retract, sort_and_merge
 from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.lsm.run_partition import chained, split_into_runs
+from lake_assets.ops.deletion_vectors import raw_readable
+from lake_assets.ops.plan import file_may_match
 from lake_assets.ops.read import sections
 from lake_assets.ops.scan import Split
 from lake_assets.spec.manifest import DataFileMeta
@@ -48,6 +50,16 @@ def stream_split(
     columns = reader.split_columns
     if not reader.is_pk:
         for meta in sorted(files, key=lambda f: f.min_sequence_number):
+            for part in reader.iter_file(split, meta, False, columns, batch_rows):
+                yield reader._finish(part, split)
+        return
+    if reader.dv_raw and raw_readable(files):
+        # Deletion vectors leave each key one live row above level 0: no merge (as `read_split`),
+        # and a file whose value stats exclude the filter holds no row the read returns.
+        pred = reader.predicate if reader.predicate is not None and reader.predicate.clauses else None
+        for meta in files:
+            if pred is not None and not file_may_match(reader.store, meta, pred, by_values=True):
+                continue
             for part in reader.iter_file(split, meta, False, columns, batch_rows):
                 yield reader._finish(part, split)
         return

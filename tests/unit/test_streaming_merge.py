@@ -211,3 +211,20 @@ def test_compaction_merge_is_bounded_by_chunk_rows_whatever_the_runs(catalog: Ca
     assert inputs == [rounds]
     assert max(sizes) <= 2 * 300 + rounds
     assert table.to_arrow().sort_by("k").equals(want)
+
+
+@pytest.mark.parametrize("dv", ["true", "false"])
+def test_to_batches_reads_what_to_arrow_reads_with_and_without_deletion_vectors(catalog: Catalog, dv: str) -> None:
+    schema = pa.schema([("k", pa.int64()), ("v", pa.int64()), ("s", pa.string())])
+    table = catalog.create_table("db.dv", schema, primary_keys=["k"],
+                                 options={"bucket": "2", "deletion-vectors.enabled": dv})
+    rng = np.random.default_rng(5)
+    for r in range(4):  # upserts over a shared key range: vectors (or merges) hide the old rows
+        keys = rng.choice(6_000, 3_000, replace=False)
+        table.write_arrow(pa.table({"k": keys, "v": np.full(3_000, r), "s": [f"r{r}"] * 3_000}, schema=schema))
+    want = table.to_arrow().sort_by("k")
+    got = pa.Table.from_batches(list(table.to_batches(batch_size=500))).sort_by("k")
+    assert got.equals(want)
+    flt = [("v", ">=", 2)]
+    got = pa.Table.from_batches(list(table.to_batches(batch_size=500, filter=flt))).sort_by("k")
+    assert got.equals(table.to_arrow(filter=flt).sort_by("k"))
