@@ -33,6 +33,7 @@ from lake_assets.ops.read import SplitReader, read_splits_ahead
 from lake_assets.ops.scan import Split
 from lake_assets.ops.schema_change import SchemaUpdate
 from lake_assets.ops.stream import ChangeReader, StreamEnumerator, read_changes
+from lake_assets.ops.streaming_read import DEFAULT_BATCH_ROWS, DEFAULT_READ_AHEAD, stream_splits
 from lake_assets.ops.table_health import table_health
 from lake_assets.ops.tagging import create_tag, rollback_to
 from lake_assets.ops.write import TableWriter
@@ -371,17 +372,26 @@ class Table(StoreView):
         timestamp: datetime | int | str | None = None,
         columns: Sequence[str] | None = None,
         filter: Any = None,
+        batch_size: int = DEFAULT_BATCH_ROWS,
+        read_ahead: int = DEFAULT_READ_AHEAD,
     ) -> Iterator[pa.RecordBatch]:
-        """Stream the table's rows as record batches; memory is bounded by one merge section.
+        """Stream the table's rows as record batches of at most ``batch_size`` rows.
 
-        Arguments are checked at the call, not at the first batch."""
+        Memory is set by ``batch_size`` and ``read_ahead`` (batches each reading thread may hold
+        ready), not by the table: a bucket's sorted runs are merged batch by batch (see
+        `lake_assets.ops.streaming_read`). Arguments are checked at the call, not at the first batch."""
         args.names("columns", columns)
-        return self._batches(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp, columns=columns, filter=filter)
+        args.integer("batch_size", batch_size, minimum=1, optional=False)
+        args.integer("read_ahead", read_ahead, minimum=1, optional=False)
+        return self._batches(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp, columns=columns, filter=filter,
+                             stream=(batch_size, read_ahead))
 
     def _batches(self, *, snapshot_id: int | None, tag: str | None, timestamp: datetime | int | str | None,
-                 columns: Sequence[str] | None, filter: Any) -> Iterator[pa.RecordBatch]:
-        for t in self._tables(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp, columns=columns, filter=filter):
-            yield from t.to_batches()
+                 columns: Sequence[str] | None, filter: Any,
+                 stream: tuple[int, int] = (DEFAULT_BATCH_ROWS, DEFAULT_READ_AHEAD)) -> Iterator[pa.RecordBatch]:
+        for t in self._tables(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp, columns=columns, filter=filter,
+                              stream=stream):
+            yield from t.to_batches(max_chunksize=stream[0])
 
     def _tables(
         self,
@@ -391,7 +401,10 @@ class Table(StoreView):
         filter: Any,
         tag: str | None = None,
         timestamp: datetime | int | str | None = None,
+        stream: tuple[int, int] | None = None,
     ) -> Iterator[pa.Table]:
+        """The rows of a read, table by table: whole merge sections read splits ahead, or with
+        ``stream`` = (batch rows, read-ahead) bounded batches (`ops.streaming_read`)."""
         self.store.require(Op.READ)
         snap = self.resolve_snapshot(snapshot_id, tag=tag, timestamp=timestamp)
         schema = self._read_schema(snap, travel=(snapshot_id, tag, timestamp) != (None, None, None))
@@ -407,6 +420,9 @@ class Table(StoreView):
         reader = SplitReader(self.store, schema, columns, pred)
         reader.snapshot_id = snap.id  # a file removed by expiry meanwhile: a race, not corruption
         splits = plan_splits(self.store, snap, pred)
+        if stream is not None:
+            yield from stream_splits(reader, splits, batch_rows=stream[0], read_ahead=stream[1])
+            return
         yield from read_splits_ahead(reader, splits)
 
     def to_arrow(

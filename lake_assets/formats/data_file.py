@@ -457,13 +457,25 @@ def read_data_file(
         raise CorruptMetadataError(f"Data file {path} is corrupt: {exc}") from exc
 
 
-def iter_data_file(file_io: FileIO, path: str, columns: Sequence[str] | None = None) -> Iterator[pa.Table]:
-    """Read a data file one row group at a time."""
+def iter_data_file(
+    file_io: FileIO, path: str, columns: Sequence[str] | None = None, batch_rows: int | None = None
+) -> Iterator[pa.Table]:
+    """Read a data file one row group at a time, or in batches of at most ``batch_rows`` rows."""
     try:
         with file_io.open_input(path) as source:
             pf = pq.ParquetFile(source)
+            cols = list(columns) if columns is not None else None
+            if batch_rows is not None:
+                # One row group per `iter_batches` call: over the whole file, pyarrow's batch
+                # reader holds more of the file the larger it is (measured: 26 MiB against 11 MiB
+                # for a 14 MiB file), row group by row group it holds one row group's pages.
+                for i in range(pf.num_row_groups):
+                    for batch in pf.iter_batches(batch_size=batch_rows, row_groups=[i], columns=cols,
+                                                 use_threads=False):
+                        yield pa.Table.from_batches([batch])
+                return
             for i in range(pf.num_row_groups):
-                yield pf.read_row_group(i, columns=list(columns) if columns is not None else None)
+                yield pf.read_row_group(i, columns=cols)
     except FileNotFoundError:
         raise MissingDataFileError(f"Data file {path} is missing") from None
     except (pa.ArrowInvalid, OSError) as exc:

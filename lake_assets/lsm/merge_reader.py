@@ -1,46 +1,58 @@
-"""A k-way merge of key-sorted files with bounded memory, vectorized per chunk.
+"""A k-way merge of key-sorted inputs with memory bounded by its arguments, vectorized per chunk.
 
-Each input yields key-sorted chunks (e.g. Parquet row groups). The reader only merges rows whose
-key is at most the *frontier* - the smallest last-buffered key among inputs that still have data -
-because every later row of every input is larger. Memory is one chunk per input plus the output.
+Each input yields key-sorted chunks (Parquet batches of one sorted run, spill-run batches). The
+merge only takes rows whose key is at most the *frontier*, because every row an input has not
+yielded yet is larger than its buffered rows. The frontier is the smallest of: each input's key
+at position ``cap`` of its buffer (``cap = max_step_rows / inputs``) and, for inputs not yet
+exhausted, its last buffered key. So one step takes at most about ``max_step_rows`` rows however
+many inputs there are and however large their chunks - the step size is set by the caller, not
+by the fan-in or the table. Cut points are found by binary search on the sorted buffers (a few
+scalar compares per input and step); the rows between them are merged with one Arrow sort by
+``merge``, never row by row in Python.
+
+Precondition (what makes each merged chunk hold *every* version of its keys): an input's chunk
+never ends inside a key, i.e. a key's rows of one input never continue into that input's next
+chunk. Sorted runs of data files hold each key once; spill runs cut their batches at key
+boundaries (`ops.spill.key_batches`).
+
+Memory: one chunk per input (as the input yields it) plus the pending rows of at most
+``min_rows + max_step_rows`` (plus the rows of the frontier key itself) and ``merge``'s output.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from lake_assets.lsm.key_compare import compare_keys, float_code, key_view
+from lake_assets.lsm.key_compare import compare_keys
+
+__all__ = ["Key", "count_at_most", "merge_sorted"]
 
 Key = tuple[object, ...]
 
 
-def _last_key(table: pa.Table, key_names: Sequence[str]) -> Key:
-    return tuple(table.column(k)[table.num_rows - 1].as_py() for k in key_names)
+def _key_at(table: pa.Table, key_names: Sequence[str], row: int) -> Key:
+    return tuple(table.column(k)[row].as_py() for k in key_names)
 
 
 def count_at_most(table: pa.Table, key_names: Sequence[str], frontier: Key) -> int:
-    """Number of leading rows of a key-sorted table whose key is <= ``frontier`` (lexicographic)."""
-    n = table.num_rows
-    if n == 0:
-        return 0
-    result = np.zeros(n, dtype=bool)
-    equal_prefix = np.ones(n, dtype=bool)
-    view = key_view(table.select(list(key_names)), key_names)  # float keys compare as in Java
-    for name, value in zip(key_names, frontier, strict=True):
-        col = view.column(name)
-        if isinstance(value, float) and pa.types.is_floating(table.schema.field(name).type):
-            value = float_code(value)
-        scalar = pa.scalar(value, type=col.type)
-        lt = pc.less(col, scalar).to_numpy(zero_copy_only=False)
-        eq = pc.equal(col, scalar).to_numpy(zero_copy_only=False)
-        result |= equal_prefix & lt
-        equal_prefix &= eq
-    result |= equal_prefix
-    return int(result.sum())
+    """Number of leading rows of a key-sorted table whose key is <= ``frontier``.
+
+    Binary search with Paimon's key order (`compare_keys`: floats as ``Double.compare``), the
+    order the merge sorted the table in; O(log n) scalar reads instead of a pass over the rows.
+    """
+    n: int = table.num_rows
+    if n == 0 or compare_keys(_key_at(table, key_names, n - 1), frontier) <= 0:
+        return n
+    lo, hi = 0, n - 1  # the answer is in [lo, hi]: row hi is known to be > frontier
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if compare_keys(_key_at(table, key_names, mid), frontier) <= 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def merge_sorted(
@@ -48,52 +60,63 @@ def merge_sorted(
     key_names: Sequence[str],
     merge: Callable[[pa.Table], pa.Table],
     min_rows: int = 64 * 1024,
+    max_step_rows: int | None = None,
 ) -> Iterator[pa.Table]:
     """Yield ``merge(chunk)`` over key-disjoint chunks covering all inputs, in key order.
 
     ``merge`` gets the rows of every input for a key range (unsorted across inputs) and must sort
-    and collapse them. Chunks are gathered until at least ``min_rows`` rows to amortize the merge.
+    and collapse them. Rows are gathered until at least ``min_rows`` to amortize the merge; one
+    step gathers at most about ``max_step_rows`` (default ``min_rows``), so a chunk holds at most
+    about ``min_rows + max_step_rows`` rows whatever the number of inputs.
     """
+    if min_rows < 1:
+        raise ValueError(f"min_rows must be at least 1, got {min_rows}")
+    step_rows = min_rows if max_step_rows is None else max_step_rows
+    if step_rows < 1:
+        raise ValueError(f"max_step_rows must be at least 1, got {step_rows}")
     iters = list(inputs)
-    buffers: list[pa.Table | None] = [None] * len(iters)
+    heads: list[pa.Table | None] = [None] * len(iters)
     done = [False] * len(iters)
 
     def refill(i: int) -> None:
-        buf = buffers[i]
-        while not done[i] and (buf is None or buf.num_rows == 0):
+        head = heads[i]
+        while not done[i] and (head is None or head.num_rows == 0):
             try:
-                buf = next(iters[i])
+                head = next(iters[i])
             except StopIteration:
                 done[i] = True
-                buf = None
-        buffers[i] = buf
+                head = None
+        heads[i] = head if head is not None and head.num_rows else None
 
     for i in range(len(iters)):
         refill(i)
     pending: list[pa.Table] = []
     pending_rows = 0
-    while any(b is not None and b.num_rows for b in buffers):
+    while True:
+        active = [i for i, head in enumerate(heads) if head is not None]
+        if not active:
+            break
+        cap = max(1, step_rows // len(active))
         frontier: Key | None = None
-        lasts: list[Key | None] = [None] * len(buffers)
-        for i, buf in enumerate(buffers):
-            if buf is not None and buf.num_rows and not done[i]:
-                key = lasts[i] = _last_key(buf, key_names)
-                if frontier is None or compare_keys(key, frontier) < 0:
-                    frontier = key
-        for i, buf in enumerate(buffers):
-            if buf is None or buf.num_rows == 0:
-                continue
-            last = lasts[i]
-            if frontier is None or (last is not None and compare_keys(last, frontier) <= 0):
-                # The whole buffer is at most the frontier (always so for the input that set it):
-                # no need to compare every row.
-                cut = buf.num_rows
+        for i in active:
+            head = heads[i]
+            assert head is not None
+            if head.num_rows > cap:
+                bound = _key_at(head, key_names, cap - 1)
+            elif not done[i]:
+                bound = _key_at(head, key_names, head.num_rows - 1)  # later chunks hold larger keys
             else:
-                cut = count_at_most(buf, key_names, frontier)
+                continue  # the input's last rows, fewer than cap: no bound needed
+            if frontier is None or compare_keys(bound, frontier) < 0:
+                frontier = bound
+        for i in active:
+            head = heads[i]
+            assert head is not None
+            cut = head.num_rows if frontier is None else count_at_most(head, key_names, frontier)
             if cut:
-                pending.append(buf.slice(0, cut))
+                pending.append(head.slice(0, cut))
                 pending_rows += cut
-                buffers[i] = buf.slice(cut)
+                heads[i] = head.slice(cut) if cut < head.num_rows else None
             refill(i)
         if pending_rows >= min_rows:
             yield merge(pa.concat_tables(pending))

@@ -241,9 +241,17 @@ class SplitReader:
             data = self.key_filter.filter_table(data)
         return data
 
-    def iter_file(self, split: Split, meta: DataFileMeta, with_system: bool = True) -> Iterator[pa.Table]:
-        """Read one file row group by row group (bounded memory), as `read_file` does."""
-        layout = self._layout(meta.schema_id)
+    def iter_file(
+        self,
+        split: Split,
+        meta: DataFileMeta,
+        with_system: bool = True,
+        columns: Sequence[str] | None = None,
+        batch_rows: int | None = None,
+    ) -> Iterator[pa.Table]:
+        """Read one file row group by row group, or in batches of at most ``batch_rows`` rows
+        (bounded memory), as `read_file` does (key filter included)."""
+        layout = self._layout(meta.schema_id, columns)
         file_cols = layout.file_columns
         if with_system:
             file_cols = [*file_cols, SEQUENCE_NUMBER, VALUE_KIND]
@@ -251,12 +259,15 @@ class SplitReader:
         keep = self._kept_rows(split, meta, meta.row_count)
         start = 0
         try:
-            for raw in iter_data_file(self.store.file_io, path, file_cols):
-                if keep is not None:
+            for raw in iter_data_file(self.store.file_io, path, file_cols, batch_rows):
+                if keep is not None:  # the deletion vector's rows, batch by batch
                     n = raw.num_rows
                     raw = raw.filter(pa.array(keep[start:start + n]))
                     start += n
-                yield self._to_current(raw, layout, with_system)
+                data = self._to_current(raw, layout, with_system)
+                if self.key_filter is not None and data.num_rows:
+                    data = self.key_filter.filter_table(data)  # as in `read_file`
+                yield data
         except MissingDataFileError as exc:
             raise missing_file_error(self.store, exc, self.snapshot_id) from None
 
@@ -286,6 +297,14 @@ class SplitReader:
             return
         for section in sections(files, self.key_types):
             yield self._finish(self._merge_section(split, section), split)
+
+    def stream_split(self, split: Split, batch_rows: int) -> Iterator[pa.Table]:
+        """Yield the merged rows of one split in batches of about ``batch_rows`` rows (at most
+        twice that): a streaming k-way merge of the split's sorted runs, whatever their size."""
+        from lake_assets.ops.streaming_read import stream_split  # it builds on this module
+
+        files = split.files if not self.is_pk else self.store.visible_files(split.files, self.schema)
+        yield from stream_split(self, split, files, batch_rows)
 
     def _merge_section(self, split: Split, section: list[DataFileMeta]) -> pa.Table:
         if len(section) == 1 and section[0].delete_row_count == 0:

@@ -35,9 +35,11 @@ import pyarrow.ipc as ipc
 
 from lake_assets.lsm.merge import key_change_mask
 
-# Uncompressed bytes per record batch in a run file. A merge holds one batch per run (plus its
-# output chunk), so this times the fan-in bounds the merge's extra memory per bucket.
+# Uncompressed bytes per record batch in a run file, at most. A merge holds one batch per run (plus
+# its output chunk), so the batch size times the fan-in bounds the merge's extra memory per bucket:
+# `spill_batch_bytes` sizes batches from the options so that this is about one write buffer.
 SPILL_BATCH_BYTES = 2 * 1024 * 1024
+MIN_SPILL_BATCH_BYTES = 64 * 1024  # Paimon's default page size: the batch floor
 MIN_BATCH_ROWS = 1024
 MAX_BATCH_ROWS = 64 * 1024
 
@@ -51,11 +53,19 @@ def ipc_codec(name: str) -> str | None:
     return _IPC_CODECS[name.lower()]
 
 
-def batch_rows(table: pa.Table) -> int:
-    """Rows per run batch so that a batch holds about `SPILL_BATCH_BYTES`."""
+def spill_batch_bytes(write_buffer_size: int, max_num_file_handles: int) -> int:
+    """Bytes per run batch so that a merge of ``local-sort.max-num-file-handles`` runs holds about
+    one ``write-buffer-size`` of batches, whatever the number of runs: the commit-time merge's
+    memory is set by those two options (between `MIN_SPILL_BATCH_BYTES` and `SPILL_BATCH_BYTES`
+    per batch)."""
+    return int(min(SPILL_BATCH_BYTES, max(MIN_SPILL_BATCH_BYTES, write_buffer_size // max(1, max_num_file_handles))))
+
+
+def batch_rows(table: pa.Table, batch_bytes: int = SPILL_BATCH_BYTES) -> int:
+    """Rows per run batch so that a batch holds about ``batch_bytes``."""
     n = table.num_rows
     per_row = max(1, table.nbytes // max(1, n))
-    return int(min(MAX_BATCH_ROWS, max(MIN_BATCH_ROWS, SPILL_BATCH_BYTES // per_row)))
+    return int(min(MAX_BATCH_ROWS, max(MIN_BATCH_ROWS, batch_bytes // per_row)))
 
 
 def key_batches(table: pa.Table, key_names: Sequence[str], rows: int | None = None) -> Iterator[pa.Table]:
@@ -106,7 +116,15 @@ class SpillDirectory:
     killed process can leave it behind, and then only under the system temp directory.
     """
 
-    def __init__(self, *, compression: str = "zstd", zstd_level: int = 1, max_disk_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        compression: str = "zstd",
+        zstd_level: int = 1,
+        max_disk_bytes: int | None = None,
+        batch_bytes: int = SPILL_BATCH_BYTES,
+    ) -> None:
+        self.batch_bytes = batch_bytes  # per record batch of a run (see `spill_batch_bytes`)
         codec: pa.Codec | str | None = ipc_codec(compression)
         if codec == "zstd":
             codec = pa.Codec("zstd", compression_level=zstd_level)
@@ -145,7 +163,7 @@ class SpillDirectory:
                         continue
                     if chunk.schema != schema:
                         chunk = chunk.cast(schema)
-                    for part in key_batches(chunk, key_names):
+                    for part in key_batches(chunk, key_names, batch_rows(chunk, self.batch_bytes)):
                         # one record batch per part: a batch must not end inside a key
                         writer.write_batch(part.combine_chunks().to_batches()[0])
                     rows += chunk.num_rows

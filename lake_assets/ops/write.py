@@ -30,7 +30,7 @@ from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.dynamic_bucket import DynamicBucketAssigner, assigner_for, attach_index_changes
 from lake_assets.ops.route import RouteSpec, route
-from lake_assets.ops.spill import SpillDirectory, SpillRun, key_batches
+from lake_assets.ops.spill import SpillDirectory, SpillRun, key_batches, spill_batch_bytes
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
 from lake_assets.spec.partition import partition_path
@@ -144,7 +144,9 @@ class TableWriter:
         if not self.is_pk or opts.changelog_producer == "input" or opts.write_buffer_spillable is False:
             return None
         return SpillDirectory(compression=opts.spill_compression, zstd_level=opts.spill_zstd_level,
-                              max_disk_bytes=opts.write_buffer_spill_max_disk_size)
+                              max_disk_bytes=opts.write_buffer_spill_max_disk_size,
+                              batch_bytes=spill_batch_bytes(opts.write_buffer_size,
+                                                            opts.local_sort_max_num_file_handles))
 
     @property
     def spilling(self) -> bool:

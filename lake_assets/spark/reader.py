@@ -23,7 +23,7 @@ from lake_assets.options import parse_memory_size
 from lake_assets.predicate import Predicate
 from lake_assets.spark.filters import Clauses, Term, parse_filter_option, push_filters
 from lake_assets.spark.native_read import MERGE_SECTIONS_ONLY, PLANNED_SNAPSHOT, NativeFiles
-from lake_assets.spark.schema import spark_arrow_schema, to_spark_batches
+from lake_assets.spark.schema import MAX_BATCH_ROWS, spark_arrow_schema, to_spark_batches
 from lake_assets.spark.source_options import (
     FILTER,
     SPLIT_MIN_PARTITIONS,
@@ -226,8 +226,8 @@ class LakeReader(DataSourceReader):
             return
         reader = SplitReader(table.store, table.schema, self._columns(table), Predicate.of(self.filters() or None))
         reader.snapshot_id = partition.snapshot_id
-        for split in partition.splits:  # one after another: memory stays bounded by one split
-            for data in reader.read_split(split):
+        for split in partition.splits:  # one after another, each streamed in bounded batches
+            for data in reader.stream_split(split, MAX_BATCH_ROWS):
                 yield from to_spark_batches(data, target)
 
     def _columns(self, table: Table, with_row_kind: bool = False) -> list[str]:

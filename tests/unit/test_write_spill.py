@@ -352,3 +352,51 @@ def test_tiny_run_batches_and_merge_steps_give_the_same_content(tmp_path, monkey
     _commit(whole, batches, 1)
     assert spills and all(len(m.new_files) == 1 for m in msgs)
     assert _content(spilled) == _content(whole)
+
+
+def test_commit_time_merge_of_many_runs_is_bounded_per_chunk(tmp_path, spills, monkeypatch):
+    """The merge of a bucket's spilled runs gathers at most about two steps of rows per merge call,
+    however many runs there are (it used to take a batch-sized slice of every run per step)."""
+    from lake_assets.ops import write as write_mod
+
+    monkeypatch.setattr(write_mod, "SPILL_MERGE_ROWS", 500)
+    sizes: list[int] = []
+    original = TableWriter._merge_chunk
+
+    def merge_chunk(self, chunk):
+        sizes.append(chunk.num_rows)
+        return original(self, chunk)
+
+    monkeypatch.setattr(TableWriter, "_merge_chunk", merge_chunk)
+    t = _table(tmp_path, "many_runs")
+    batches = _batches(11, 24, 1500, "deduplicate", keys=20_000)
+    _commit(t, batches, 1)
+    assert len(spills) >= 16  # many runs per bucket
+    runs_per_bucket = len(spills) // 2 + 1
+    # min rows + step rows, plus the frontier key's other versions (a few per run: spill runs keep raw records)
+    assert sizes and max(sizes) <= 2 * 500 + 4 * runs_per_bucket
+    assert {(k, p): (v, s) for k, p, v, s in (r.values() for r in _content(t))} == _model(batches)
+
+
+def test_run_batches_are_sized_so_a_full_fan_in_holds_one_write_buffer(tmp_path, monkeypatch):
+    """Each spilled batch holds about write-buffer-size / local-sort.max-num-file-handles bytes, so
+    the commit-time merge (one batch per run, at most that many runs) holds about one buffer."""
+    from lake_assets.ops.spill import MIN_SPILL_BATCH_BYTES, SPILL_BATCH_BYTES, spill_batch_bytes
+
+    assert spill_batch_bytes(256 * 2**20, 128) == SPILL_BATCH_BYTES
+    assert spill_batch_bytes(64 * 2**20, 128) == 512 * 1024
+    assert spill_batch_bytes(2**20, 128) == MIN_SPILL_BATCH_BYTES
+    seen: list[int] = []
+    original = spill_mod.SpillRun.batches
+
+    def batches(self):
+        for b in original(self):
+            seen.append(b.nbytes)
+            yield b
+
+    monkeypatch.setattr(spill_mod.SpillRun, "batches", batches)
+    t = _table(tmp_path, "sized", **{"write-buffer-size": "2 mb", "local-sort.max-num-file-handles": "8"})
+    batches_in = _batches(5, 6, 20_000, "deduplicate", keys=200_000)
+    _commit(t, batches_in, 1)
+    assert seen and max(seen) <= 2 * 256 * 1024  # 2 mb / 8 handles, plus a row group's rounding
+    assert {(k, p): (v, s) for k, p, v, s in (r.values() for r in _content(t))} == _model(batches_in)

@@ -18,6 +18,7 @@ from lake_assets.formats.data_file import FILE_SOURCE_COMPACT, DataFileWriter
 from lake_assets.lsm.merge import is_retract, sort_and_merge
 from lake_assets.lsm.merge_engine.first_row import drop_known_keys
 from lake_assets.lsm.merge_reader import merge_sorted
+from lake_assets.lsm.run_partition import run_inputs
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact.changelog import produce_changelog
 from lake_assets.ops.compact.plan import CompactionTask
@@ -107,7 +108,9 @@ def run_compaction_task(
                     # anyway; reading whole files skips its per-row-group frontier bookkeeping.
                     rolling.write(_merge_whole(reader, split, interval, merge))
                 else:
-                    inputs: list[Iterator[pa.Table]] = [reader.iter_file(split, f) for f in interval]
+                    # one input per sorted run (files of a level chain): the merge holds a chunk per run
+                    inputs: list[Iterator[pa.Table]] = run_inputs(
+                        interval, reader.key_types, lambda f: reader.iter_file(split, f))
                     for merged in merge_sorted(inputs, key_names, merge, min_rows=chunk_rows):
                         rolling.write(merged)
                 before += interval

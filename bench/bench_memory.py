@@ -1,0 +1,213 @@
+"""Memory bounded by configuration at any size (issue 17 §2): load, upsert, streaming read and
+compaction of a generated table at several sizes, with time per million rows and the peak RSS
+of each step next to the configured bounds.
+
+Each size runs in its own worker process (fresh warehouse, fresh allocator) so one size's peak
+never hides in another's. Input rows are generated batch by batch inside the step, never held
+whole. Peak memory per step is the kernel's high-water mark reset before the step
+(`bench.tpch.measure.Meter`). The table is the issue's layout: an int64 key and six value columns,
+2 partitions x 4 buckets, ``write-only`` (compaction is its own step), a spilling write buffer.
+Example::
+
+    .venv/bin/python bench/bench_memory.py --rows 1000000,16000000 --out bench/out/memory
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.tpch.measure import Meter
+from lake_assets import Catalog
+from lake_assets.ops import spill, write
+from lake_assets.ops.streaming_read import DEFAULT_BATCH_ROWS, DEFAULT_READ_AHEAD
+
+SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("a", pa.int64()), ("b", pa.float64()),
+                    ("c", pa.string()), ("d", pa.int32()), ("e", pa.timestamp("us")), ("f", pa.bool_())])
+GEN_ROWS = 256 * 1024  # rows generated per write call
+OPTIONS = {"bucket": "4", "write-only": "true", "write-buffer-spillable": "true",
+           "write-buffer-size": "64 mb", "local-sort.max-num-file-handles": "128"}
+UPSERT_FRACTION = 0.1
+
+
+def _batch(rng: np.random.Generator, keys: np.ndarray, round_: int) -> pa.Table:
+    n = len(keys)
+    words = np.array([f"value-{i:04d}-{'x' * (i % 9)}" for i in range(512)], dtype=object)
+    return pa.table({
+        "id": keys.astype(np.int64),
+        "part": np.where(keys % 2 == 0, "p0", "p1"),
+        "a": rng.integers(0, 1 << 40, n),
+        "b": rng.random(n) + round_,
+        "c": words[rng.integers(0, len(words), n)],
+        "d": rng.integers(0, 1 << 30, n).astype(np.int32),
+        "e": pa.array(rng.integers(1_600_000_000_000_000, 1_700_000_000_000_000, n), pa.timestamp("us")),
+        "f": rng.random(n) < 0.5,
+    }, schema=SCHEMA)
+
+
+def _load_batches(rows: int, seed: int) -> Iterator[pa.Table]:
+    """Every key in [0, rows) once, shuffled within each generated batch."""
+    rng = np.random.default_rng(seed)
+    for start in range(0, rows, GEN_ROWS):
+        n = min(GEN_ROWS, rows - start)
+        yield _batch(rng, start + rng.permutation(n), 0)
+
+
+def _upsert_batches(rows: int, seed: int) -> Iterator[pa.Table]:
+    """``UPSERT_FRACTION`` of the keys, drawn at random, new values."""
+    rng = np.random.default_rng(seed)
+    total = int(rows * UPSERT_FRACTION)
+    for start in range(0, total, GEN_ROWS):
+        n = min(GEN_ROWS, total - start)
+        yield _batch(rng, rng.integers(0, rows, n), 1)
+
+
+def _write(table, batches: Iterator[pa.Table], user: str) -> int:
+    writer = table.new_writer(user)
+    written = 0
+    try:
+        for b in batches:
+            writer.write_arrow(b)
+            written += b.num_rows
+        table.new_committer(user).commit(writer.prepare_commit(), commit_identifier=1)
+    finally:
+        writer.close()
+    return written
+
+
+class ArrowPeak:
+    """Samples the bytes Arrow's memory pool holds (live Arrow data, without the allocator's
+    retained pages that RSS also counts) every millisecond in a background thread."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, pa.total_allocated_bytes())
+            self._stop.wait(0.001)
+
+    def __enter__(self) -> ArrowPeak:
+        self.peak = pa.total_allocated_bytes()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@contextmanager
+def step(meter: Meter, name: str, rows: int = 0) -> Iterator[dict[str, object]]:
+    """`Meter.step` plus the sampled peak of Arrow's pool above its start, in MiB."""
+    with meter.step(name, rows) as extra, ArrowPeak() as arrow:
+        start = pa.total_allocated_bytes()
+        yield extra
+        extra["arrow_peak_above_start_mib"] = round((arrow.peak - start) / 2**20, 1)
+
+
+def run_size(rows: int, warehouse: Path, out: Path, batch_rows: int, read_ahead: int) -> None:
+    """All steps at one size, in this process."""
+    meter = Meter("lake_assets", out)
+    catalog = Catalog(str(warehouse))
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", SCHEMA, primary_keys=["id", "part"], partition_keys=["part"],
+                                 options=OPTIONS)
+    with step(meter, f"load@{rows}", rows) as x:
+        x["rows"] = _write(table, _load_batches(rows, 1), "load")
+    with step(meter, f"upsert@{rows}", int(rows * UPSERT_FRACTION)) as x:
+        x["rows"] = _write(table, _upsert_batches(rows, 2), "upsert")
+    for phase in ("before-compaction", "after-compaction"):
+        if phase == "after-compaction":
+            with step(meter, f"compact@{rows}", rows):
+                table.compact(full=True)
+        with step(meter, f"read-stream {phase}@{rows}") as x:
+            n = 0
+            largest = 0
+            for b in table.to_batches(batch_size=batch_rows, read_ahead=read_ahead):
+                n += b.num_rows
+                largest = max(largest, b.num_rows)
+            x["rows"] = n
+            x["largest_batch"] = largest
+        if n != rows:
+            raise SystemExit(f"read {n} rows, expected {rows}")
+
+
+def bounds(batch_rows: int, read_ahead: int) -> dict[str, object]:
+    """The configured numbers that bound each step's memory."""
+    workers = max(2, os.cpu_count() or 2)
+    return {
+        "write-buffer-size": OPTIONS["write-buffer-size"],
+        "local-sort.max-num-file-handles": OPTIONS["local-sort.max-num-file-handles"],
+        "spill batch bytes": spill.spill_batch_bytes(64 * 2**20, int(OPTIONS["local-sort.max-num-file-handles"])),
+        "spill merge rows (min/step)": write.SPILL_MERGE_ROWS,
+        "read batch rows": batch_rows,
+        "read-ahead batches per worker": read_ahead,
+        "read workers": workers,
+        "compaction chunk rows": 256 * 1024,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rows", default="1000000,16000000", help="comma-separated sizes")
+    p.add_argument("--out", type=Path, default=Path("bench/out/memory"))
+    p.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS)
+    p.add_argument("--read-ahead", type=int, default=DEFAULT_READ_AHEAD)
+    p.add_argument("--worker", type=int, help=argparse.SUPPRESS)  # one size, in this process
+    p.add_argument("--warehouse", type=Path, help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    a.out.mkdir(parents=True, exist_ok=True)
+    if a.worker is not None:
+        run_size(a.worker, a.warehouse, a.out / f"size-{a.worker}.json", a.batch_rows, a.read_ahead)
+        return 0
+    sizes = [int(s) for s in a.rows.split(",")]
+    results = []
+    for rows in sizes:
+        wh = Path(tempfile.mkdtemp(prefix="bench-memory-"))
+        (a.out / f"size-{rows}.json").unlink(missing_ok=True)
+        try:
+            load_before = os.getloadavg()[0]
+            subprocess.run([sys.executable, __file__, "--worker", str(rows), "--warehouse", str(wh),
+                            "--out", str(a.out), "--batch-rows", str(a.batch_rows),
+                            "--read-ahead", str(a.read_ahead)], check=True)
+            data = json.loads((a.out / f"size-{rows}.json").read_text())
+            results.append((rows, load_before, os.getloadavg()[0], data["steps"]))
+        finally:
+            shutil.rmtree(wh, ignore_errors=True)
+    print("bounds:", json.dumps(bounds(a.batch_rows, a.read_ahead)))
+    print(f"allocator: {pa.default_memory_pool().backend_name}")
+    print("| step | rows | s per M rows | peak RSS above start (MiB) | Arrow pool peak above start (MiB) "
+          "| load avg (start/end) |")
+    print("|---|---:|---:|---:|---:|---|")
+    for _rows, l0, l1, steps in results:
+        for s in steps:
+            per_m = s["seconds"] / max(1, s["rows"]) * 1e6
+            above = max(0.0, s["peak_rss_mib"] - s["start_rss_mib"])
+            arrow = s["extra"].get("arrow_peak_above_start_mib", "")
+            print(f"| {s['step']} | {s['rows']:,} | {per_m:.2f} | {above:.0f} | {arrow} | {l0:.1f}/{l1:.1f} |")
+    (a.out / "summary.json").write_text(json.dumps({"bounds": bounds(a.batch_rows, a.read_ahead),
+                                                    "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                                    "results": results}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

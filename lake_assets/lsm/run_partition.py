@@ -1,0 +1,87 @@
+"""Splitting a section of overlapping files into the fewest sorted runs (Paimon's
+``IntervalPartition``), so a streaming merge reads one input per run instead of one per file.
+
+A bucket's files form sections of overlapping key ranges; inside a section, files of one LSM
+level (or of any chain of key-disjoint files) can be read one after the other as a single sorted
+input. Fewer inputs mean fewer open files and fewer buffered chunks: the merge holds one chunk per
+run, and the number of runs is bounded by how deeply files overlap, not by how many files there
+are.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator, Sequence
+from functools import cmp_to_key
+from typing import TypeVar
+
+import pyarrow as pa
+
+from lake_assets.lsm.key_compare import compare_keys
+from lake_assets.lsm.sorted_run import key_range
+from lake_assets.spec.manifest import DataFileMeta
+from lake_assets.spec.types import DataType
+
+__all__ = ["chained", "run_inputs", "split_into_runs"]
+
+T = TypeVar("T")
+_Key = tuple[object, ...]
+
+
+class _RunEnd:
+    """A run under construction, ordered in the heap by the max key of its last file."""
+
+    __slots__ = ("files", "index", "max_key", "types")
+
+    def __init__(self, index: int, file: DataFileMeta, max_key: _Key, types: Sequence[DataType]) -> None:
+        self.index = index
+        self.files = [file]
+        self.max_key = max_key
+        self.types = types
+
+    def __lt__(self, other: _RunEnd) -> bool:
+        c = compare_keys(self.max_key, other.max_key, self.types)
+        return c < 0 or (c == 0 and self.index < other.index)
+
+
+def split_into_runs(files: Sequence[DataFileMeta], key_types: Sequence[DataType]) -> list[list[DataFileMeta]]:
+    """``files`` as the fewest lists of key-disjoint files, each in key order.
+
+    Files are taken by (min key, max key); each goes to the run whose last file ends lowest, if
+    that file ends below this one's min key, else it starts a new run (greedy interval colouring:
+    optimal, as in Paimon). Runs are returned in the order they were started.
+    """
+    decoded = [(*key_range(f, key_types), f) for f in files]
+
+    def order(a: tuple[_Key, _Key, DataFileMeta], b: tuple[_Key, _Key, DataFileMeta]) -> int:
+        return compare_keys(a[0], b[0], key_types) or compare_keys(a[1], b[1], key_types)
+
+    decoded.sort(key=cmp_to_key(order))
+    heap: list[_RunEnd] = []
+    runs: list[_RunEnd] = []
+    for lo, hi, f in decoded:
+        if heap and compare_keys(heap[0].max_key, lo, key_types) < 0:
+            run = heapq.heappop(heap)
+            run.files.append(f)
+            run.max_key = hi
+        else:
+            run = _RunEnd(len(runs), f, hi, key_types)
+            runs.append(run)
+        heapq.heappush(heap, run)
+    return [run.files for run in runs]
+
+
+def chained(items: Sequence[T], open_item: Callable[[T], Iterator[pa.Table]]) -> Iterator[pa.Table]:
+    """The chunks of every item in turn; an item is opened only when the previous one is done,
+    so a run holds one open file and one chunk at a time."""
+    for item in items:
+        yield from open_item(item)
+
+
+def run_inputs(
+    files: Sequence[DataFileMeta],
+    key_types: Sequence[DataType],
+    open_file: Callable[[DataFileMeta], Iterator[pa.Table]],
+) -> list[Iterator[pa.Table]]:
+    """One input of key-sorted chunks per sorted run of ``files``, for `merge_reader.merge_sorted`."""
+    return [chained(run, open_file) for run in split_into_runs(files, key_types)]

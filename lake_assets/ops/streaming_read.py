@@ -1,0 +1,161 @@
+"""Streaming reads: a split's merged rows in bounded batches, and bounded read-ahead of splits.
+
+Memory of a streaming read is set by two numbers, never by the table: ``batch_rows`` (rows per
+file batch and per merge step) and ``read_ahead`` (batches a worker may queue). A split's files
+are grouped into sections of overlapping keys and each section into sorted runs
+(`lsm.run_partition.split_into_runs`); runs are read batch by batch and merged by the bounded
+k-way merge (`lsm.merge_reader.merge_sorted`), which hands the merge engine key ranges holding
+every version of their keys. So a read holds, per split being read, one batch per sorted run of
+the current section plus about two batches of merge input - with overlapping runs too, where the
+whole-section read (`SplitReader.read_split`) holds the section.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, TypeVar, cast
+
+import pyarrow as pa
+
+from lake_assets.formats.data_file import VALUE_KIND
+from lake_assets.lsm.merge import is_retract, sort_and_merge
+from lake_assets.lsm.merge_reader import merge_sorted
+from lake_assets.lsm.run_partition import chained, split_into_runs
+from lake_assets.ops.deletion_vectors import raw_readable
+from lake_assets.ops.plan import file_may_match
+from lake_assets.ops.read import sections
+from lake_assets.ops.scan import Split
+from lake_assets.spec.manifest import DataFileMeta
+
+if TYPE_CHECKING:
+    from lake_assets.ops.read import SplitReader
+
+__all__ = ["DEFAULT_BATCH_ROWS", "DEFAULT_READ_AHEAD", "read_ahead_of", "stream_split", "stream_splits"]
+
+T = TypeVar("T")
+I = TypeVar("I")  # noqa: E741 - an item to produce from
+
+DEFAULT_BATCH_ROWS = 64 * 1024
+DEFAULT_READ_AHEAD = 2
+
+
+def stream_split(
+    reader: SplitReader, split: Split, files: Sequence[DataFileMeta], batch_rows: int
+) -> Iterator[pa.Table]:
+    """The merged, filtered and projected rows of ``files`` (the split's visible files) in
+    batches of at most about ``2 * batch_rows`` rows."""
+    columns = reader.split_columns
+    if not reader.is_pk:
+        for meta in sorted(files, key=lambda f: f.min_sequence_number):
+            for part in reader.iter_file(split, meta, False, columns, batch_rows):
+                yield reader._finish(part, split)
+        return
+    if reader.dv_raw and raw_readable(files):
+        # Deletion vectors leave each key one live row above level 0: no merge (as `read_split`),
+        # and a file whose value stats exclude the filter holds no row the read returns.
+        pred = reader.predicate if reader.predicate is not None and reader.predicate.clauses else None
+        for meta in files:
+            if pred is not None and not file_may_match(reader.store, meta, pred, by_values=True):
+                continue
+            for part in reader.iter_file(split, meta, False, columns, batch_rows):
+                yield reader._finish(part, split)
+        return
+    key_names = reader.key_names
+
+    def merge(chunk: pa.Table) -> pa.Table:
+        merged = sort_and_merge(chunk, key_names, reader.merge_function, reader.sequence_fields,
+                                reader.sequence_descending)
+        retract = is_retract(merged.column(VALUE_KIND).to_numpy())
+        if retract.any():  # retractions only cancel older rows; readers never see them
+            merged = merged.filter(pa.array(~retract))
+        return merged.select(columns)
+
+    def open_file(meta: DataFileMeta) -> Iterator[pa.Table]:
+        return reader.iter_file(split, meta, True, columns, batch_rows)
+
+    for section in sections(files, reader.key_types):
+        if len(section) == 1 and section[0].delete_row_count == 0:
+            # one file, no retractions: its rows are the result, batch by batch
+            for part in reader.iter_file(split, section[0], False, columns, batch_rows):
+                yield reader._finish(part, split)
+            continue
+        inputs = [chained(run, open_file) for run in split_into_runs(section, reader.key_types)]
+        for merged in merge_sorted(inputs, key_names, merge, min_rows=batch_rows, max_step_rows=batch_rows):
+            if merged.num_rows:
+                yield reader._finish(merged, split)
+
+
+def read_ahead_of(
+    items: Sequence[I], produce: Callable[[I], Iterator[T]], *, workers: int, depth: int
+) -> Iterator[T]:
+    """Everything ``produce`` yields for each item, in item order, produced by ``workers`` threads.
+
+    Worker ``w`` produces items ``w, w + workers, ...`` in turn into its own queue of at most
+    ``depth`` results, so at most ``workers * (depth + 1)`` results are in memory beyond the one
+    the caller holds, however many items there are. Closing the iterator early stops the
+    workers; an exception in a worker is raised here, at the item it belongs to.
+    """
+    if workers < 1 or depth < 1:
+        raise ValueError(f"workers and depth must be at least 1, got {workers} and {depth}")
+    workers = min(workers, len(items))
+    if workers <= 1:
+        for item in items:
+            yield from produce(item)
+        return
+    stop = threading.Event()
+    queues: list[queue.Queue[tuple[str, object]]] = [queue.Queue(maxsize=depth) for _ in range(workers)]
+
+    def put(q: queue.Queue[tuple[str, object]], message: tuple[str, object]) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(message, timeout=0.05)  # wake up now and then to notice `stop`
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work(w: int) -> None:
+        q = queues[w]
+        try:
+            for index in range(w, len(items), workers):
+                for result in produce(items[index]):
+                    if not put(q, ("item", result)):
+                        return
+                if not put(q, ("end", None)):
+                    return
+        except BaseException as exc:  # handed to the consumer, raised at its item
+            put(q, ("error", exc))
+
+    threads = [threading.Thread(target=work, args=(w,), name=f"read-ahead-{w}", daemon=True)
+               for w in range(workers)]
+    for t in threads:
+        t.start()
+    try:
+        for index in range(len(items)):
+            q = queues[index % workers]
+            while True:
+                kind, value = q.get()
+                if kind == "end":
+                    break
+                if kind == "error":
+                    assert isinstance(value, BaseException)
+                    raise value
+                yield cast(T, value)  # "item" messages carry what `produce` yielded
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+
+
+def stream_splits(
+    reader: SplitReader, splits: Sequence[Split], *, batch_rows: int, read_ahead: int, workers: int | None = None
+) -> Iterator[pa.Table]:
+    """The rows of ``splits`` in plan order, each split streamed (`stream_split` via
+    `SplitReader.stream_split`) by one of ``workers`` threads (default: the CPU count, at least
+    2) that each queue at most ``read_ahead`` batches: in memory at once are at most
+    ``workers * (read_ahead + 1)`` batches plus one merge per worker, whatever the table."""
+    count = workers if workers is not None else max(2, os.cpu_count() or 2)
+    return read_ahead_of(splits, lambda split: reader.stream_split(split, batch_rows), workers=count, depth=read_ahead)
