@@ -78,8 +78,8 @@ RULES: dict[str, OptionRule] = _rules(
     R("bucket-key", "string", None, "Columns hashed to pick the bucket (default: the primary key)."),
     R("bucket-function.type", "string", "default", "Bucket hash function.", supported=("default",),
       refuses=DATA_OPS, why="only the default bucket function is implemented"),
-    R("file.format", "string", "parquet", "Data file format.", supported=("parquet",), refuses=DATA_OPS,
-      why="only Parquet data files are implemented"),
+    R("file.format", "string", "parquet", "Data file format.", supported=("parquet", "orc", "avro"),
+      refuses=DATA_OPS, why="only Parquet, ORC and Avro data files are implemented"),
     R("file.compression", "string", "zstd", "Parquet codec of data files.", supported=COMPRESSIONS,
       note="create and ALTER refuse 'none' (Java's writer spells it 'uncompressed') and 'brotli' "
       "(Java cannot read it); tables carrying them stay readable and writable"),

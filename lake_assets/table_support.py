@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from lake_assets.errors import UnsupportedFeatureError
+from lake_assets.formats.file_format import format_of_file
+from lake_assets.formats.orc_format import ORC_CODECS
 from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.option_types import unsupported_value
 from lake_assets.options import FIELD_OPTION, KNOWN_OPTIONS, LAKE_ASSETS_OPTIONS, CoreOptions, per_operation_rule
@@ -66,9 +68,8 @@ MAINTENANCE = frozenset({Op.WRITE, Op.COMPACT, Op.EXPIRE, Op.ORPHANS, Op.ROLLBAC
 PATHS = DATA | {Op.EXPIRE, Op.ORPHANS}
 
 POSTPONE_BUCKET = -2
-DATA_FILE_FORMAT = "parquet"
-# Compression suffixes Paimon may put before the format extension (file.suffix.include.compression).
-_COMPRESSION_SUFFIXES = frozenset({"zstd", "snappy", "gzip", "gz", "lz4", "lzo", "brotli", "zst"})
+# Data file formats read, written, compacted and maintained (lake_assets.formats.file_format).
+DATA_FILE_FORMATS = frozenset({"parquet", "orc", "avro"})
 
 # Options a newer Paimon may carry that never change which rows a read returns: they steer
 # writers, compaction, retention, lookups, catalogs or engines. Unknown keys outside these lists
@@ -177,12 +178,18 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
                                    "files of column subsets)", DATA),
         "file.format.per.level": (bool, "per-level file formats are not implemented",
                                   frozenset({Op.WRITE, Op.COMPACT})),
-        "changelog-file.format": (lambda v: str(v).strip().lower() != DATA_FILE_FORMAT,
-                                  "only Parquet changelog files are implemented", frozenset({Op.WRITE, Op.COMPACT})),
+        "changelog-file.format": (lambda v: str(v).strip().lower() != _table_format(options),
+                                  "changelog files are written in the table's file.format only",
+                                  frozenset({Op.WRITE, Op.COMPACT})),
         "data-file.path-directory": (bool, "data files in a sub-directory are not implemented", PATHS),
         "data-file.external-paths": (bool, "writing data files to external paths is not implemented",
                                      frozenset({Op.WRITE, Op.COMPACT})),
     }
+    if _table_format(options) == "orc" and options.get("file.compression", "zstd").strip().lower() not in ORC_CODECS:
+        out.append(Refusal(
+            f"option file.compression = {options['file.compression']!r} with file.format = 'orc'",
+            f"it names no ORC compression (Paimon Java's ORC writer fails on it); ORC takes "
+            f"{', '.join(sorted(ORC_CODECS))}", frozenset({Op.WRITE, Op.COMPACT})))
     for key in SCAN_POSITION_KEYS:
         feature[key] = (bool, "Paimon readers start from this stored position, lake_assets' reads do not",
                         READS)
@@ -243,6 +250,10 @@ def _dv_refusals(schema: TableSchema) -> list[Refusal]:
     return out
 
 
+def _table_format(options: Mapping[str, str]) -> str:
+    return (options.get("file.format") or "parquet").strip().lower()
+
+
 def is_known_option(key: str) -> bool:
     """Whether lake_assets implements (or deliberately refuses) this option key."""
     return key in KNOWN_OPTIONS or key in LAKE_ASSETS_OPTIONS or FIELD_OPTION.match(key) is not None
@@ -287,12 +298,10 @@ def branch_refusals(branches: Iterable[str]) -> list[Refusal]:
 def data_file_format(file_name: str) -> str:
     """The format Paimon readers pick for a data file: its last extension, or the one before a
     compression suffix (docs/format.md §1)."""
-    parts = file_name.lower().split(".")
-    if len(parts) < 2:
-        return ""
-    if parts[-1] in _COMPRESSION_SUFFIXES and len(parts) >= 3:
-        return parts[-2]
-    return parts[-1]
+    return format_of_file(file_name)
+
+
+_COMMON_SUFFIXES = tuple(f".{f}" for f in sorted(DATA_FILE_FORMATS))
 
 
 def entry_refusals(entries: Iterable[ManifestEntry]) -> list[Refusal]:
@@ -306,13 +315,13 @@ def entry_refusals(entries: Iterable[ManifestEntry]) -> list[Refusal]:
     for e in entries:
         f = e.file
         # the common case first: this runs over every entry a read plans
-        if (e.bucket >= 0 and f.file_name.endswith(".parquet") and f.write_cols is None
+        if (e.bucket >= 0 and f.file_name.endswith(_COMMON_SUFFIXES) and f.write_cols is None
                 and f.first_row_id is None and not f.external_path):
             continue
         fmt = data_file_format(f.file_name)
-        if fmt != DATA_FILE_FORMAT:
+        if fmt not in DATA_FILE_FORMATS:
             add(f"format:{fmt}", f"data file format {fmt or '(none)'!r} (file {f.file_name})",
-                "only Parquet data files are implemented", DATA)
+                f"only {', '.join(sorted(DATA_FILE_FORMATS))} data files are implemented", DATA)
         if e.bucket == POSTPONE_BUCKET:
             add("postpone", f"postpone bucket files (bucket-postpone, e.g. {f.file_name})",
                 "their rows wait for a compaction to assign buckets", frozenset({Op.WRITE, Op.STREAM}))

@@ -1,7 +1,9 @@
-"""Parquet data files in Paimon's layouts, written with rolling at the target size.
+"""Data files in Paimon's layouts, written with rolling at the target size.
 
 Primary-key files hold ``_KEY_<k>...``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND`` and then every table
-column; append files hold the table columns only. Field ids are written as Java does.
+column; append files hold the table columns only. Field ids are written as Java does. The file
+format (Parquet, ORC, Avro: `lake_assets.formats.file_format`) is the table's ``file.format`` for
+new files, and each existing file's own (its extension) for reads.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from lake_assets.errors import CorruptMetadataError, MissingDataFileError
+from lake_assets.errors import CorruptMetadataError, MissingDataFileError, UnsupportedFeatureError
+from lake_assets.formats.file_format import FileFormat, WriteOptions, file_format, format_of_file, table_format
 from lake_assets.formats.stats import StatsAccumulator
 from lake_assets.io.file_io import FileIO
 from lake_assets.spec.binary_row import serialize_row
@@ -79,6 +81,8 @@ class DataFileWriterConfig:
     target_file_size: int = 128 * 1024 * 1024
     page_size: int = 64 * 1024
     prefix: str = "data-"
+    # None: the table's file.format (what Paimon writers use for new files)
+    file_format: str | None = None
 
 
 class _FileLayout:
@@ -125,7 +129,7 @@ def _layout_of(schema: TableSchema) -> _FileLayout:
 
 
 class DataFileWriter:
-    """Writes sorted, merged tables of one bucket into rolled Parquet files and describes them."""
+    """Writes sorted, merged tables of one bucket into rolled data files and describes them."""
 
     def __init__(
         self,
@@ -146,11 +150,14 @@ class DataFileWriter:
         self.value_names = layout.value_names
         self._dictionary_columns = layout.dictionary_columns
         self._sampled_dictionary_columns = layout.sampled_dictionary_columns
+        self.format: FileFormat = file_format(config.file_format or table_format(schema))
+        # refused here, before any file exists (an option value Java's writer of the format rejects)
+        self.format.check_writable(schema, bucket_dir)
         self._uuid = uuid.uuid4()
         self._counter = 0
 
     def _next_name(self) -> str:
-        name = f"{self.config.prefix}{self._uuid}-{self._counter}.parquet"
+        name = f"{self.config.prefix}{self._uuid}-{self._counter}.{self.format.name}"
         self._counter += 1
         return name
 
@@ -206,6 +213,13 @@ class DataFileWriter:
         return [c for c in self._dictionary_columns
                 if c not in self._sampled_dictionary_columns or _dictionary_pays(first_rows.column(c), rows)]
 
+    def write_options(self, first_rows: pa.Table | None = None, rows: int = 0) -> WriteOptions:
+        """What the format writer of a new file takes (Parquet: `parquet_options`)."""
+        cfg = self.config
+        parquet = self.parquet_options(first_rows, rows) if self.format.name == "parquet" else {}
+        return WriteOptions(compression=cfg.compression, zstd_level=cfg.zstd_level,
+                            target_file_size=cfg.target_file_size, parquet=parquet)
+
     def parquet_options(self, first_rows: pa.Table | None = None, rows: int = 0) -> dict[str, object]:
         cfg = self.config
         codec = _PARQUET_CODECS[cfg.compression]
@@ -233,7 +247,8 @@ class _OpenFile:
         fio = owner.file_io
         self.sink = fio.open_output(self.path)
         try:
-            self.writer = pq.ParquetWriter(self.sink, owner.arrow_schema, **owner.parquet_options(first_rows, rows))
+            self.writer = owner.format.open_writer(self.sink, owner.arrow_schema, owner.schema,
+                                                   owner.write_options(first_rows, rows))
         except BaseException:
             # the file exists but no rolling writer knows it yet (e.g. the disk filled while the
             # header was written): remove it here or nothing ever will
@@ -331,7 +346,7 @@ class RollingFileWriter:
                 continue
             step = int(min(n - start, max(room, MIN_ROW_GROUP_ROWS), max_rows))
             chunk = laid_out.slice(start, step)
-            self.current.writer.write_table(chunk, row_group_size=step)
+            self.current.writer.write(chunk)  # one row group (Parquet) per call
             self._account(chunk, append_seq.slice(start, step) if append_seq is not None else None)
             start += step
             if self.current.sink.tell() >= target:
@@ -434,6 +449,27 @@ class RollingFileWriter:
         self.done = []
 
 
+def _system_types(data: pa.Table) -> pa.Table:
+    """System columns as every format's reader hands them on: Avro stores _VALUE_KIND (TINYINT)
+    as an ``int``, which merges must see as the int8 Parquet and ORC files give."""
+    i = data.schema.get_field_index(VALUE_KIND)
+    if i >= 0 and data.schema.field(i).type != pa.int8():
+        data = data.set_column(i, pa.field(VALUE_KIND, pa.int8(), nullable=False), data.column(i).cast(pa.int8()))
+    return data
+
+
+@contextlib.contextmanager
+def _read_errors(path: str) -> Iterator[None]:
+    try:
+        yield
+    except FileNotFoundError:
+        raise MissingDataFileError(f"Data file {path} is missing") from None
+    except (pa.ArrowInvalid, OSError, CorruptMetadataError) as exc:
+        raise CorruptMetadataError(f"Data file {path} is corrupt: {exc}") from exc
+    except UnsupportedFeatureError as exc:
+        raise UnsupportedFeatureError(f"Cannot read data file {path}: {exc}") from exc
+
+
 def read_data_file(
     file_io: FileIO,
     path: str,
@@ -442,44 +478,26 @@ def read_data_file(
     *,
     use_threads: bool = True,
 ) -> pa.Table:
-    """Read columns of one Parquet data file; corrupt or missing files raise CorruptMetadataError.
+    """Read columns of one data file in the format its name says; corrupt files raise
+    CorruptMetadataError, missing ones MissingDataFileError.
 
     ``use_threads`` lets pyarrow decode columns in parallel; callers that already read several
     files at once turn it off.
     """
-    try:
-        with file_io.open_input(path) as source:
-            pf = pq.ParquetFile(source)
-            return pf.read(columns=list(columns) if columns is not None else None, use_threads=use_threads)
-    except FileNotFoundError:
-        raise MissingDataFileError(f"Data file {path} is missing") from None
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise CorruptMetadataError(f"Data file {path} is corrupt: {exc}") from exc
+    with _read_errors(path), file_io.open_input(path) as source:
+        fmt = file_format(format_of_file(path))
+        return _system_types(fmt.read(source, columns, use_threads=use_threads))
 
 
 def iter_data_file(
     file_io: FileIO, path: str, columns: Sequence[str] | None = None, batch_rows: int | None = None
 ) -> Iterator[pa.Table]:
-    """Read a data file one row group at a time, or in batches of at most ``batch_rows`` rows."""
-    try:
-        with file_io.open_input(path) as source:
-            pf = pq.ParquetFile(source)
-            cols = list(columns) if columns is not None else None
-            if batch_rows is not None:
-                # One row group per `iter_batches` call: over the whole file, pyarrow's batch
-                # reader holds more of the file the larger it is (measured: 26 MiB against 11 MiB
-                # for a 14 MiB file), row group by row group it holds one row group's pages.
-                for i in range(pf.num_row_groups):
-                    for batch in pf.iter_batches(batch_size=batch_rows, row_groups=[i], columns=cols,
-                                                 use_threads=False):
-                        yield pa.Table.from_batches([batch])
-                return
-            for i in range(pf.num_row_groups):
-                yield pf.read_row_group(i, columns=cols)
-    except FileNotFoundError:
-        raise MissingDataFileError(f"Data file {path} is missing") from None
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise CorruptMetadataError(f"Data file {path} is corrupt: {exc}") from exc
+    """Read a data file a piece at a time (Parquet row groups, ORC stripes, Avro blocks), or in
+    batches of at most ``batch_rows`` rows."""
+    with _read_errors(path), file_io.open_input(path) as source:
+        fmt = file_format(format_of_file(path))
+        for piece in fmt.iter_batches(source, columns, batch_rows):
+            yield _system_types(piece)
 
 
 def file_column_names(key_names: Sequence[str]) -> list[str]:

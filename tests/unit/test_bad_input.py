@@ -64,7 +64,7 @@ def test_unknown_row_kind(catalog: Catalog):
     ("kwargs", "error", "match"),
     [
         ({"options": {"bucket": "2", "no.such.option": "1"}}, OptionError, "Unknown table option 'no.such.option'"),
-        ({"options": {"bucket": "2", "file.format": "orc"}}, UnsupportedFeatureError, "file.format"),
+        ({"options": {"bucket": "2", "file.format": "csv"}}, UnsupportedFeatureError, "file.format"),
         ({"options": {"bucket": "2", "merge-engine": "magic"}}, UnsupportedFeatureError, "merge-engine"),
         ({"options": {"bucket": "-2"}}, UnsupportedFeatureError, "postpone bucket"),
         ({"options": {"bucket-key": "k"}}, OptionError, "'bucket-key' cannot be set with bucket = -1"),

@@ -368,7 +368,7 @@ REJECTIONS = [
     (lambda u: u.set_option("bucket", "-1"), UnsupportedFeatureError, r"rescale"),
     (lambda u: u.remove_option("bucket"), UnsupportedFeatureError, r"rescale"),
     (lambda u: u.remove_option("file.format"), SchemaError, r"file.format"),
-    (lambda u: u.set_option("file.format", "orc"), UnsupportedFeatureError, r"file.format"),
+    (lambda u: u.set_option("file.format", "csv"), UnsupportedFeatureError, r"file.format"),
     (lambda u: u.set_option("changelog-producer", "bogus"), (UnsupportedFeatureError, OptionError),
      r"changelog-producer"),
     (lambda u: u.set_option("no.such.option", "1"), OptionError, r"Unknown table option 'no.such.option'"),

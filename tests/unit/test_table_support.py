@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog, UnsupportedFeatureError
+from lake_assets.formats.file_format import table_format
 from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry, SimpleStats
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.types import STRING_LENGTH, BigIntType, DataField, VarCharType
@@ -66,8 +67,12 @@ def test_supported_tables_refuse_nothing():
     # a table carrying the dynamic-bucket options lake_assets knows; others refuse writes
     ({"bucket": "-1", "dynamic-bucket.max-buckets": "4"}, True, {Op.WRITE}, "dynamic-bucket.max-buckets"),
     ({"bucket": "3"}, False, {Op.WRITE, Op.COMPACT}, "append tables with bucket = 3"),
-    ({"bucket": "2", "file.format": "orc"}, True, DATA, "option file.format = 'orc'"),
-    ({"bucket": "2", "file.format": "avro"}, True, DATA, "option file.format = 'avro'"),
+    ({"bucket": "2", "file.format": "csv"}, True, DATA, "option file.format = 'csv'"),
+    # ORC files take ORC's compression kinds only: Java's ORC writer fails on the others
+    ({"bucket": "2", "file.format": "orc", "file.compression": "gzip"}, True, {Op.WRITE, Op.COMPACT},
+     "file.compression = 'gzip' with file.format = 'orc'"),
+    ({"bucket": "2", "file.format": "parquet", "changelog-file.format": "avro"}, True, {Op.WRITE, Op.COMPACT},
+     "changelog-file.format"),
     ({"bucket": "2", "deletion-vectors.enabled": "true", "merge-engine": "partial-update"}, True,
      {Op.WRITE, Op.COMPACT}, "merge-engine 'partial-update'"),
     ({"bucket": "2", "deletion-vectors.enabled": "true", "deletion-vectors.bitmap64": "true"}, True,
@@ -101,14 +106,23 @@ def test_deletion_vector_tables_of_deduplicate_refuse_nothing():
     assert schema_refusals(schema({"bucket": "2", "deletion-vectors.enabled": "true"})) == []
 
 
+@pytest.mark.parametrize("options", [
+    {"bucket": "2", "file.format": "orc"}, {"bucket": "2", "file.format": "avro"},
+    {"bucket": "2", "file.format": "orc", "file.compression": "lz4"},
+    {"bucket": "2", "file.format": "avro", "changelog-file.format": "avro"},
+])
+def test_orc_and_avro_tables_are_supported(options):
+    assert schema_refusals(schema(options)) == []
+
+
 def test_java_09_schema_without_file_format_means_orc():
     # Paimon 0.9 wrote schema version 2 and defaulted to ORC: such a table's data is ORC
     text = json.dumps({"version": 2, "id": 0, "fields": [{"id": 0, "name": "id", "type": "BIGINT NOT NULL"}],
                        "highestFieldId": 0, "partitionKeys": [], "primaryKeys": ["id"],
                        "options": {"bucket": "1"}, "timeMillis": 0})
-    refusals = schema_refusals(TableSchema.from_json(text.encode(), "schema-0"))
-    assert blocked(refusals) == DATA
-    assert "file.format = 'orc'" in refusals[0].property
+    old = TableSchema.from_json(text.encode(), "schema-0")
+    assert table_format(old) == "orc"
+    assert schema_refusals(old) == []
 
 
 def test_unknown_option_refuses_maintenance_and_reads_unless_harmless():
@@ -143,8 +157,10 @@ def test_data_file_format_is_the_extension_paimon_readers_use(name, fmt):
 
 def test_entry_refusals():
     assert entry_refusals([entry(), entry("data-b-0.parquet", bucket=3)]) == []
-    avro = entry_refusals([entry("data-a-0.avro"), entry("data-b-0.avro")])
-    assert len(avro) == 1 and blocked(avro) == DATA and "'avro'" in avro[0].property
+    # a table may hold files of every format it had (file.format changed over time)
+    assert entry_refusals([entry("data-a-0.avro"), entry("data-b-0.orc"), entry("data-c-0.parquet")]) == []
+    csv = entry_refusals([entry("data-a-0.csv"), entry("data-b-0.csv")])
+    assert len(csv) == 1 and blocked(csv) == DATA and "'csv'" in csv[0].property
     postpone = entry_refusals([entry(bucket=-2)])
     assert blocked(postpone) == {Op.WRITE, Op.STREAM} and "bucket-postpone" in postpone[0].property
     assert blocked(entry_refusals([entry(write_cols=("v",))])) == DATA
@@ -242,14 +258,14 @@ def test_read_harmless_unknown_option_reads_but_does_not_compact(crafted):
     assert tree(table_dir) == before
 
 
-def test_orc_table_is_refused_for_data_but_can_be_tagged_and_expired(crafted):
+def test_csv_table_is_refused_for_data_but_can_be_tagged_and_expired(crafted):
     cat, table_dir, _s = crafted
-    _set_options(table_dir, {"file.format": "orc"})
+    _set_options(table_dir, {"file.format": "csv"})
     t = cat.get_table("db.t")
     before = tree(table_dir)
     for op in (lambda: t.to_arrow(), lambda: list(t.to_batches()), lambda: t.compact(),
                lambda: t.read_changes(1), lambda: t.new_writer("u")):
-        with pytest.raises(UnsupportedFeatureError, match=r"file\.format = 'orc' is not supported"):
+        with pytest.raises(UnsupportedFeatureError, match=r"file\.format = 'csv' is not supported"):
             op()
     assert tree(table_dir) == before
     # metadata-only operations do not depend on the data format
@@ -258,13 +274,13 @@ def test_orc_table_is_refused_for_data_but_can_be_tagged_and_expired(crafted):
 
 
 def test_files_in_another_format_are_refused_where_scanned(crafted):
-    """A table whose schema says Parquet but whose manifests list Avro files (an engine writing
-    with a dynamic file.format): refused when a scan finds them, before acting."""
+    """A table whose manifests list files of a format lake_assets does not implement (CSV, which a
+    newer Paimon writes): refused when a scan finds them, before acting."""
     cat, table_dir, s = crafted
     t = cat.get_table("db.t")
     snap = t.latest_snapshot()
     live = t.store.file_store_scan().live_entries(snap)
-    renamed = [dataclasses.replace(e, file=dataclasses.replace(e.file, file_name=e.file.file_name[:-8] + ".avro"))
+    renamed = [dataclasses.replace(e, file=dataclasses.replace(e.file, file_name=e.file.file_name[:-8] + ".csv"))
                if i == 0 else e for i, e in enumerate(live)]
     metas = t.store.manifest_io().write_manifests(renamed)
     base, _ = t.store.manifest_io().write_manifest_list(metas)
@@ -275,7 +291,7 @@ def test_files_in_another_format_are_refused_where_scanned(crafted):
     t = cat.get_table("db.t")
     for op in (lambda: t.to_arrow(), lambda: t.compact(full=True),
                lambda: t.write_arrow(pa.table({"id": [100], "v": ["z"]}, schema=s))):
-        with pytest.raises(UnsupportedFeatureError, match=r"data file format 'avro' \(file data-.*\.avro\)"):
+        with pytest.raises(UnsupportedFeatureError, match=r"data file format 'csv' \(file data-.*\.csv\)"):
             op()
     assert tree(table_dir) == before
     # an older snapshot has only Parquet files: time travel to it still reads

@@ -1,0 +1,134 @@
+"""Data file formats (Paimon's ``FileFormat``): one writer and one reader per format.
+
+A table names the format its writers use (``file.format``), but Paimon readers pick the format of
+each file from its name, so a table whose ``file.format`` changed holds files of several formats
+at once and every read, compaction and maintenance operation must take each file as it is
+(docs/format.md §1). `format_of_file` is that rule; `file_format` gives the implementation.
+
+Every format writes the same Arrow layout (`lake_assets.formats.data_file.file_arrow_schema`) and
+reads back Arrow tables whose columns have the layout's names; types may come back in the
+format's own physical spelling (ORC timestamps in nanoseconds, TIME as milliseconds in an INT),
+which readers cast to the table's types as they do for evolved schemas.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from lake_assets.errors import UnsupportedFeatureError
+from lake_assets.spec.schema import TableSchema
+
+# Compression suffixes Paimon may put before the format extension (file.suffix.include.compression).
+_COMPRESSION_SUFFIXES = frozenset({"zstd", "snappy", "gzip", "gz", "lz4", "lzo", "brotli", "zst"})
+
+
+def format_of_file(file_name: str) -> str:
+    """The format Paimon readers pick for a data file: its last extension, or the one before a
+    compression suffix (docs/format.md §1); ``""`` for a name without one."""
+    parts = file_name.lower().split(".")
+    if len(parts) < 2:
+        return ""
+    if parts[-1] in _COMPRESSION_SUFFIXES and len(parts) >= 3:
+        return parts[-2]
+    return parts[-1]
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """What a format writer of one new file takes from the table's options and the file's rows."""
+
+    compression: str
+    zstd_level: int
+    target_file_size: int
+    # pq.ParquetWriter's keyword arguments (`DataFileWriter.parquet_options`: codec, dictionary
+    # columns sampled from the file's first rows, page size); empty for other formats
+    parquet: dict[str, object] = field(default_factory=dict)
+
+
+class FormatWriter(ABC):
+    """An open data file: Arrow tables in the file layout go in, `close` writes the footer."""
+
+    @abstractmethod
+    def write(self, chunk: pa.Table) -> None:
+        """Append rows (one row group / stripe / block batch per call or as the format buffers)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Finish the file (footer, last block); the sink stays open for the caller."""
+
+
+class FileFormat(ABC):
+    """One data file format: its name (also the file extension), a writer and a reader."""
+
+    name: str
+
+    def check_writable(self, schema: TableSchema, table: str) -> None:  # noqa: B027 - optional hook
+        """Raise `UnsupportedFeatureError` when files of this format cannot be written for the table
+        (an option value the format does not implement); by default every table is writable."""
+
+    @abstractmethod
+    def open_writer(self, sink: Any, arrow_schema: pa.Schema, schema: TableSchema,
+                    options: WriteOptions) -> FormatWriter:
+        """A writer of one file into ``sink`` (a writable Arrow or Python file object)."""
+
+    @abstractmethod
+    def read(self, source: Any, columns: Sequence[str] | None, *, use_threads: bool) -> pa.Table:
+        """Read ``columns`` (all when None) of the file open as ``source``."""
+
+    @abstractmethod
+    def iter_batches(self, source: Any, columns: Sequence[str] | None,
+                     batch_rows: int | None = None) -> Iterator[pa.Table]:
+        """Read the file in pieces of bounded size (row groups, stripes, blocks), each of at most
+        ``batch_rows`` rows when given."""
+
+
+def sliced(pieces: Iterator[pa.Table], batch_rows: int | None) -> Iterator[pa.Table]:
+    """``pieces`` cut into tables of at most ``batch_rows`` rows (unchanged when None)."""
+    for piece in pieces:
+        if batch_rows is None or piece.num_rows <= batch_rows:
+            yield piece
+            continue
+        for start in range(0, piece.num_rows, batch_rows):
+            yield piece.slice(start, batch_rows)
+
+
+_FORMATS: dict[str, FileFormat] = {}
+
+
+def register(fmt: FileFormat) -> FileFormat:
+    """Add a format to the registry (each format module registers itself on import)."""
+    _FORMATS[fmt.name] = fmt
+    return fmt
+
+
+def file_format(name: str) -> FileFormat:
+    """The implementation of format ``name`` (``parquet``, ``orc``, ``avro``)."""
+    _load_builtin()
+    fmt = _FORMATS.get(name.strip().lower())
+    if fmt is None:
+        raise UnsupportedFeatureError(
+            f"Data file format {name!r} is not supported; supported: {', '.join(sorted(_FORMATS))}"
+        )
+    return fmt
+
+
+def supported_formats() -> frozenset[str]:
+    """Names of the formats lake_assets reads and writes."""
+    _load_builtin()
+    return frozenset(_FORMATS)
+
+
+def table_format(schema: TableSchema) -> str:
+    """The format a table's writers use: its ``file.format`` (schema loading fills in Paimon's
+    pre-0.9 ORC default for old schema versions), Parquet when unset."""
+    return (schema.options.get("file.format") or "parquet").strip().lower()
+
+
+def _load_builtin() -> None:
+    # imported here: the format modules import this one for the base classes (a no-op once loaded)
+    from lake_assets.formats import avro_format, orc_format, parquet_format  # noqa: F401

@@ -1,0 +1,178 @@
+"""ORC data files through pyarrow's ORC adapter, in the layout Paimon Java writes.
+
+Paimon stores TIME as milliseconds in an ORC INT and every other type as ORC's own; columns are
+matched by name. ``file.compression`` becomes the ORC compression kind by its upper-cased name, as
+Java does (``CompressionKind.valueOf``): ``zstd``, ``snappy``, ``lz4`` and ``none`` (and ``zlib``)
+exist, other names fail in Java's writer and are refused here before anything is written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.orc as orc
+
+from lake_assets.errors import InvalidDataError, UnsupportedFeatureError
+from lake_assets.formats.file_format import FileFormat, FormatWriter, WriteOptions, register, sliced
+from lake_assets.spec.schema import TableSchema
+
+# file.compression -> pyarrow's name of the ORC compression kind Java picks for it
+ORC_CODECS = {"zstd": "zstd", "snappy": "snappy", "lz4": "lz4", "none": "uncompressed", "zlib": "zlib"}
+# Java's ORC writer default stripe size; smaller targets flush stripes at the target so the
+# rolling writer sees the file grow
+_STRIPE_SIZE = 64 * 1024 * 1024
+_NS_RANGE = re.compile(r"out of range for nanosecond", re.IGNORECASE)
+
+
+def _physical(t: pa.DataType) -> pa.DataType:
+    """The Arrow type pyarrow's ORC writer gets for a layout type (TIME as its milliseconds)."""
+    if pa.types.is_time(t):
+        return pa.int32()
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_physical(t.value_type)))
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(_physical(t.key_type)), t.item_field.with_type(_physical(t.item_type)))
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_physical(f.type)) for f in t])
+    return t
+
+
+def _has_time(t: pa.DataType) -> bool:
+    return _physical(t) != t
+
+
+def _to_physical(arr: pa.ChunkedArray, t: pa.DataType) -> pa.ChunkedArray:
+    if pa.types.is_time(t):
+        # time32[ms] and int32 share their buffers: a reinterpretation, not a conversion
+        return pa.chunked_array([c.view(pa.int32()) for c in arr.chunks], pa.int32())
+    return arr.cast(_physical(t))
+
+
+def _has_timestamp(t: pa.DataType) -> bool:
+    if pa.types.is_timestamp(t):
+        return True
+    if pa.types.is_list(t):
+        return _has_timestamp(t.value_type)
+    if pa.types.is_map(t):
+        return _has_timestamp(t.key_type) or _has_timestamp(t.item_type)
+    if pa.types.is_struct(t):
+        return any(_has_timestamp(f.type) for f in t)
+    return False
+
+
+def _timestamp_leaves(arr: pa.Array) -> Iterator[pa.Array]:
+    t = arr.type
+    if pa.types.is_timestamp(t):
+        yield arr
+    elif pa.types.is_map(t):
+        yield from _timestamp_leaves(arr.keys)
+        yield from _timestamp_leaves(arr.items)
+    elif pa.types.is_list(t):
+        yield from _timestamp_leaves(arr.values)
+    elif pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            yield from _timestamp_leaves(arr.field(i))
+
+
+def _check_timestamp_range(name: str, column: pa.ChunkedArray) -> None:
+    """Refuse timestamps pyarrow's ORC reader could not read back (it holds them in nanoseconds):
+    a file we wrote but cannot read would stop every later read and compaction of the table."""
+    for chunk in column.chunks:
+        for leaf in _timestamp_leaves(chunk):
+            if leaf.null_count == len(leaf):
+                continue
+            try:
+                leaf.cast(pa.timestamp("ns", leaf.type.tz))
+            except pa.ArrowInvalid:
+                raise InvalidDataError(
+                    f"Column {name} holds a timestamp outside 1677-09-21..2262-04-11, which ORC files "
+                    "written by lake_assets cannot hold (pyarrow's ORC reader reads them in nanoseconds); "
+                    "use file.format parquet or avro for such values"
+                ) from None
+
+
+def _unsliced(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """The column copied into buffers that start at its first row. pyarrow's ORC writer reads the
+    children of a sliced STRUCT from their start, not from the slice's (it wrote the wrong rows);
+    a rolling writer slices every chunk it writes."""
+    return pa.chunked_array([pa.concat_arrays([c, c.slice(0, 0)]) if c.offset else c for c in column.chunks],
+                            column.type)
+
+
+class _OrcWriter(FormatWriter):
+    def __init__(self, sink: Any, arrow_schema: pa.Schema, options: WriteOptions) -> None:
+        self._converted = [i for i, f in enumerate(arrow_schema) if _has_time(f.type)]
+        self._timestamps = [i for i, f in enumerate(arrow_schema) if _has_timestamp(f.type)]
+        self._nested = [i for i, f in enumerate(arrow_schema) if pa.types.is_nested(f.type)]
+        self._writer = orc.ORCWriter(
+            sink,
+            compression=ORC_CODECS[options.compression],
+            stripe_size=max(1024 * 1024, min(_STRIPE_SIZE, options.target_file_size)),
+        )
+
+    def write(self, chunk: pa.Table) -> None:
+        for i in self._timestamps:
+            _check_timestamp_range(chunk.schema.field(i).name, chunk.column(i))
+        for i in self._converted:
+            f = chunk.schema.field(i)
+            chunk = chunk.set_column(i, f.with_type(_physical(f.type)), _to_physical(chunk.column(i), f.type))
+        for i in self._nested:
+            column = chunk.column(i)
+            if any(c.offset for c in column.chunks):
+                chunk = chunk.set_column(i, chunk.schema.field(i), _unsliced(column))
+        self._writer.write(chunk)
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+def _read_error(exc: pa.ArrowInvalid) -> Exception:
+    if _NS_RANGE.search(str(exc)):
+        return UnsupportedFeatureError(
+            "ORC file holds a timestamp outside 1677-09-21..2262-04-11, which pyarrow's ORC reader "
+            f"cannot represent (it reads ORC timestamps in nanoseconds): {exc}"
+        )
+    return exc
+
+
+class OrcFormat(FileFormat):
+    """Apache ORC (``file.format = orc``)."""
+
+    name = "orc"
+
+    def check_writable(self, schema: TableSchema, table: str) -> None:
+        codec = schema.core_options.file_compression
+        if codec not in ORC_CODECS:
+            raise UnsupportedFeatureError(
+                f"Cannot write ORC files of {table}: file.compression = {codec!r} is not an ORC compression "
+                f"(Paimon Java's ORC writer fails on it); use one of {', '.join(sorted(ORC_CODECS))}"
+            )
+
+    def open_writer(self, sink: Any, arrow_schema: pa.Schema, schema: TableSchema,
+                    options: WriteOptions) -> FormatWriter:
+        return _OrcWriter(sink, arrow_schema, options)
+
+    def read(self, source: Any, columns: Sequence[str] | None, *, use_threads: bool) -> pa.Table:
+        try:
+            return orc.ORCFile(source).read(columns=list(columns) if columns is not None else None)
+        except pa.ArrowInvalid as exc:
+            raise _read_error(exc) from exc
+
+    def iter_batches(self, source: Any, columns: Sequence[str] | None,
+                     batch_rows: int | None = None) -> Iterator[pa.Table]:
+        yield from sliced(self._pieces(source, columns), batch_rows)
+
+    def _pieces(self, source: Any, columns: Sequence[str] | None) -> Iterator[pa.Table]:
+        try:
+            f = orc.ORCFile(source)
+            for i in range(f.nstripes):
+                batch = f.read_stripe(i, columns=list(columns) if columns is not None else None)
+                yield pa.Table.from_batches([batch])
+        except pa.ArrowInvalid as exc:
+            raise _read_error(exc) from exc
+
+
+ORC = register(OrcFormat())

@@ -1,0 +1,56 @@
+"""Parquet data files: pyarrow's Parquet writer and reader, field ids as Java writes them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lake_assets.formats.file_format import FileFormat, FormatWriter, WriteOptions, register
+from lake_assets.spec.schema import TableSchema
+
+
+class _ParquetWriter(FormatWriter):
+    def __init__(self, sink: Any, arrow_schema: pa.Schema, options: WriteOptions) -> None:
+        self._writer = pq.ParquetWriter(sink, arrow_schema, **options.parquet)
+
+    def write(self, chunk: pa.Table) -> None:
+        # one row group per chunk: the rolling writer sizes them (as parquet-java sizes blocks)
+        self._writer.write_table(chunk, row_group_size=max(1, chunk.num_rows))
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+class ParquetFormat(FileFormat):
+    """Apache Parquet (``file.format = parquet``)."""
+
+    name = "parquet"
+
+    def open_writer(self, sink: Any, arrow_schema: pa.Schema, schema: TableSchema,
+                    options: WriteOptions) -> FormatWriter:
+        return _ParquetWriter(sink, arrow_schema, options)
+
+    def read(self, source: Any, columns: Sequence[str] | None, *, use_threads: bool) -> pa.Table:
+        pf = pq.ParquetFile(source)
+        return pf.read(columns=list(columns) if columns is not None else None, use_threads=use_threads)
+
+    def iter_batches(self, source: Any, columns: Sequence[str] | None,
+                     batch_rows: int | None = None) -> Iterator[pa.Table]:
+        pf = pq.ParquetFile(source)
+        cols = list(columns) if columns is not None else None
+        if batch_rows is not None:
+            # One row group per `iter_batches` call: over the whole file, pyarrow's batch reader
+            # holds more of the file the larger it is (measured: 26 MiB against 11 MiB for a
+            # 14 MiB file), row group by row group it holds one row group's pages.
+            for i in range(pf.num_row_groups):
+                for batch in pf.iter_batches(batch_size=batch_rows, row_groups=[i], columns=cols, use_threads=False):
+                    yield pa.Table.from_batches([batch])
+            return
+        for i in range(pf.num_row_groups):
+            yield pf.read_row_group(i, columns=cols)
+
+
+PARQUET = register(ParquetFormat())
