@@ -12,7 +12,9 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.orc as orc
 
 from lake_assets.errors import InvalidDataError, UnsupportedFeatureError
@@ -77,9 +79,17 @@ def _timestamp_leaves(arr: pa.Array) -> Iterator[pa.Array]:
             yield from _timestamp_leaves(arr.field(i))
 
 
+_PER_MILLI = {"s": 1, "ms": 1, "us": 1000, "ns": 1_000_000}
+
+
 def _check_timestamp_range(name: str, column: pa.ChunkedArray) -> None:
-    """Refuse timestamps pyarrow's ORC reader could not read back (it holds them in nanoseconds):
-    a file we wrote but cannot read would stop every later read and compaction of the table."""
+    """Refuse timestamps an ORC file written through pyarrow cannot carry to every reader:
+
+    * outside 1677-09-21..2262-04-11: pyarrow's ORC reader holds timestamps in nanoseconds, and a
+      file we wrote but cannot read would stop every later read and compaction of the table;
+    * before 1970 with a fraction finer than a millisecond: ORC's C++ writer encodes their
+      nanoseconds differently from ORC Java, whose reader (Paimon Java's) then fails on the file.
+    """
     for chunk in column.chunks:
         for leaf in _timestamp_leaves(chunk):
             if leaf.null_count == len(leaf):
@@ -92,14 +102,54 @@ def _check_timestamp_range(name: str, column: pa.ChunkedArray) -> None:
                     "written by lake_assets cannot hold (pyarrow's ORC reader reads them in nanoseconds); "
                     "use file.format parquet or avro for such values"
                 ) from None
+            per_milli = _PER_MILLI[leaf.type.unit]
+            if per_milli > 1:
+                raw = pc.fill_null(leaf.cast(pa.int64()), 0)
+                odd = pc.and_(pc.less(raw, 0), pc.not_equal(pc.remainder(raw, per_milli), 0))
+                if pc.any(odd).as_py():
+                    raise InvalidDataError(
+                        f"Column {name} holds a timestamp before 1970 with a fraction finer than a millisecond, "
+                        "which ORC files written by lake_assets cannot hold (ORC's C++ writer encodes it in a way "
+                        "Paimon Java's ORC reader fails on); use file.format parquet or avro for such values"
+                    )
 
 
-def _unsliced(column: pa.ChunkedArray) -> pa.ChunkedArray:
-    """The column copied into buffers that start at its first row. pyarrow's ORC writer reads the
-    children of a sliced STRUCT from their start, not from the slice's (it wrote the wrong rows);
-    a rolling writer slices every chunk it writes."""
-    return pa.chunked_array([pa.concat_arrays([c, c.slice(0, 0)]) if c.offset else c for c in column.chunks],
-                            column.type)
+def _kept_entries(arr: pa.ListArray | pa.MapArray) -> tuple[pa.Array, pa.Array]:
+    """(offsets from 0, positions in the child array) of the entries of non-NULL slots of a list
+    or map array, in order."""
+    starts = arr.offsets.to_numpy()
+    lengths = np.diff(starts)
+    if arr.null_count:
+        lengths = np.where(arr.is_valid().to_numpy(zero_copy_only=False), lengths, 0)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    # position j of the output is starts[slot] + (j - offsets[slot])
+    slot_of = np.repeat(np.arange(len(lengths)), lengths)
+    positions = starts[:-1][slot_of] + (np.arange(offsets[-1]) - offsets[:-1][slot_of])
+    return pa.array(offsets), pa.array(positions.astype(np.int64))
+
+
+def _normalized(arr: pa.Array) -> pa.Array:
+    """A nested column rebuilt so that no array in it has an offset (starts inside its buffers).
+
+    pyarrow's ORC writer (Arrow's ORC adapter) normalizes only the top-level array: a sliced array
+    below a STRUCT, LIST or MAP is read from the start of its buffers, so the file got the wrong
+    values (a rolling writer slices every chunk it writes, and flattening a sliced STRUCT gives
+    sliced children).
+    """
+    t = arr.type
+    mask = pc.is_null(arr) if arr.null_count else None
+    if pa.types.is_struct(t):
+        children = [_normalized(c) for c in arr.flatten()]
+        return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
+    if pa.types.is_map(t):
+        offsets, kept = _kept_entries(arr)
+        return pa.MapArray.from_arrays(offsets, _normalized(arr.keys.take(kept)), _normalized(arr.items.take(kept)),
+                                       type=t, mask=mask)
+    if pa.types.is_list(t):
+        offsets, kept = _kept_entries(arr)
+        return pa.ListArray.from_arrays(offsets, _normalized(arr.values.take(kept)), type=t, mask=mask)
+    return arr if not arr.offset else arr.take(pa.array(np.arange(len(arr))))
 
 
 class _OrcWriter(FormatWriter):
@@ -121,8 +171,8 @@ class _OrcWriter(FormatWriter):
             chunk = chunk.set_column(i, f.with_type(_physical(f.type)), _to_physical(chunk.column(i), f.type))
         for i in self._nested:
             column = chunk.column(i)
-            if any(c.offset for c in column.chunks):
-                chunk = chunk.set_column(i, chunk.schema.field(i), _unsliced(column))
+            chunk = chunk.set_column(i, chunk.schema.field(i),
+                                     pa.chunked_array([_normalized(c) for c in column.chunks], column.type))
         self._writer.write(chunk)
 
     def close(self) -> None:
