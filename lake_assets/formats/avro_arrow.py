@@ -61,15 +61,17 @@ def bytes_to_decimal(arr: pa.Array, t: pa.Decimal128Type) -> pa.Array:
         arr = arr.cast(pa.binary())
     offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset:arr.offset + n + 1].astype(np.int64)
     lengths = np.diff(offsets)
-    if n and lengths.max(initial=0) > _DEC_BYTES:
-        raise CorruptMetadataError(f"Avro decimal value longer than {_DEC_BYTES} bytes for {t}")
     data = np.frombuffer(arr.buffers()[2], dtype=np.uint8) if arr.buffers()[2] is not None else np.zeros(0, np.uint8)
+    for row in np.flatnonzero(lengths > _DEC_BYTES):  # sign-extended beyond 16 bytes: rare, checked one by one
+        value = int.from_bytes(data[offsets[row]:offsets[row + 1]].tobytes(), "big", signed=True)
+        if not -(1 << 127) <= value < (1 << 127):
+            raise CorruptMetadataError(f"Avro decimal value does not fit {t}")
     if not len(data):
         data = np.zeros(1, np.uint8)
     cols = np.arange(_DEC_BYTES)[None, :]
     present = cols >= (_DEC_BYTES - lengths)[:, None]
     idx = np.clip(offsets[1:, None] - _DEC_BYTES + cols, 0, len(data) - 1)
-    first = data[np.clip(offsets[:-1], 0, len(data) - 1)]
+    first = data[np.clip(offsets[1:] - np.minimum(lengths, _DEC_BYTES), 0, len(data) - 1)]
     sign = np.where((lengths > 0) & (first >= 0x80), 0xFF, 0x00).astype(np.uint8)
     be = np.where(present, data[idx], sign[:, None]).astype(np.uint8)
     le = np.ascontiguousarray(be[:, ::-1])
