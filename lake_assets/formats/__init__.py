@@ -1,1 +1,1 @@
-"""Data file formats: Parquet files in Paimon's key-value and append layouts."""
+"""Data files in Paimon's key-value and append layouts (Parquet, ORC, Avro), their statistics."""

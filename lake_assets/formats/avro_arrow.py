@@ -21,7 +21,7 @@ def _needs_conversion(t: pa.DataType) -> bool:
     if pa.types.is_temporal(t) or pa.types.is_decimal(t):
         return True
     if pa.types.is_map(t):
-        return not pa.types.is_string(t.key_type) or _needs_conversion(t.item_type)
+        return True  # written as a list of {key, value} records (avro_schema.maps_as_arrays)
     if pa.types.is_list(t):
         return _needs_conversion(t.value_type)
     if pa.types.is_struct(t):
@@ -98,8 +98,6 @@ def to_raw(arr: pa.Array, t: pa.DataType) -> pa.Array:
     if pa.types.is_map(t):
         keys = to_raw(arr.keys, t.key_type)
         items = to_raw(arr.items, t.item_type)
-        if pa.types.is_string(t.key_type):
-            return pa.MapArray.from_arrays(arr.offsets, keys, items, mask=_mask(arr))
         entries = pa.StructArray.from_arrays([keys, items], names=["key", "value"])
         return pa.ListArray.from_arrays(arr.offsets, entries, mask=_mask(arr))
     if pa.types.is_list(t):
@@ -118,14 +116,10 @@ def from_raw(arr: pa.Array, raw: pa.DataType, logical: pa.DataType) -> pa.Array:
         return bytes_to_decimal(arr, logical)
     if pa.types.is_temporal(logical):
         return arr.cast(logical) if not pa.types.is_time(logical) else arr.view(logical)
-    if pa.types.is_map(logical):
-        if pa.types.is_map(raw):
-            items = from_raw(arr.items, raw.item_type, logical.item_type)
-            keys = arr.keys
-        else:  # an array of {key, value} records
-            entries = arr.values
-            keys = from_raw(entries.field(0), raw.value_type[0].type, logical.key_type)
-            items = from_raw(entries.field(1), raw.value_type[1].type, logical.item_type)
+    if pa.types.is_map(logical):  # decoded as an array of {key, value} records
+        entries = arr.values
+        keys = from_raw(entries.field(0), raw.value_type[0].type, logical.key_type)
+        items = from_raw(entries.field(1), raw.value_type[1].type, logical.item_type)
         return pa.MapArray.from_arrays(arr.offsets, keys, items, type=logical, mask=_mask(arr))
     if pa.types.is_list(logical):
         values = from_raw(arr.values, raw.value_type, logical.value_type)

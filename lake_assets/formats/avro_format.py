@@ -4,8 +4,9 @@ bulk by fastavro.
 A write turns each chunk into raw columns (`avro_arrow.to_raw`), lets fastavro encode the rows
 into uncompressed blocks and compresses each block with pyarrow's codecs (no optional Python
 compression packages); a read reverses that. The Avro object container framing is shared with
-manifests. Codec: ``avro.codec`` when the table sets it, else what Paimon Java 0.9 picks from
-``file.compression``: ``zstandard`` for ``zstd``, ``snappy`` for every other value.
+manifests. The codec is the one Paimon Java 0.9 picks from ``file.compression``: ``zstandard`` for
+``zstd``, ``snappy`` for every other value (a table carrying Java's ``avro.codec`` is an unknown
+option to lake_assets: writes refuse it, `lake_assets.table_support`).
 """
 
 from __future__ import annotations
@@ -18,10 +19,19 @@ from typing import Any
 
 import fastavro
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
 from lake_assets.formats.avro_arrow import from_raw, to_raw
-from lake_assets.formats.avro_schema import arrow_types, file_schema, strip_logical_types
+from lake_assets.formats.avro_schema import (
+    BRANCH_FIELD,
+    RECORD_BRANCH,
+    arrow_types,
+    file_schema,
+    maps_as_arrays,
+    strip_logical_types,
+    with_branch_field,
+)
 from lake_assets.formats.file_format import FileFormat, FormatWriter, WriteOptions, register, sliced
 
 # The container framing lives with the manifest codec (one implementation of the Avro blocks).
@@ -37,7 +47,6 @@ from lake_assets.spec.manifest import (
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.types import DataType
 
-AVRO_CODECS = ("null", "deflate", "snappy", "zstandard")
 _SYNC_SIZE = 16
 # rows fastavro encodes per block: about Java's 64 KB sync interval for narrow rows
 _BLOCK_ROWS = 4096
@@ -45,9 +54,6 @@ _BLOCK_ROWS = 4096
 
 def avro_codec_of(schema: TableSchema) -> str:
     """The Avro codec Paimon Java writes data files of this table with."""
-    explicit = schema.options.get("avro.codec")
-    if explicit is not None:
-        return explicit.strip().lower()
     return "zstandard" if schema.core_options.file_compression == "zstd" else "snappy"
 
 
@@ -73,7 +79,8 @@ class _AvroWriter(FormatWriter):
     def __init__(self, sink: Any, arrow_schema: pa.Schema, schema: TableSchema, options: WriteOptions) -> None:
         self._sink = sink
         declared = file_schema(layout_types(schema, arrow_schema))
-        self._plain = fastavro.parse_schema(strip_logical_types(declared))
+        self._record = with_branch_field(maps_as_arrays(strip_logical_types(declared[1])))
+        self._encoders: dict[tuple[bool, ...], Any] = {}
         self._codec = avro_codec_of(schema)
         self._compress = _compressor(self._codec, options.zstd_level)
         self._sync = os.urandom(_SYNC_SIZE)
@@ -81,14 +88,39 @@ class _AvroWriter(FormatWriter):
         sink.write(_encode_header({"avro.schema": json.dumps(declared).encode(),
                                    "avro.codec": self._codec.encode()}, self._sync))
 
+    def _encoder(self, dense: tuple[bool, ...]) -> Any:
+        """The schema fastavro encodes a piece with: a nullable column without NULLs in the piece
+        becomes an int field (its union index, always 1) and a plain field, which encode to the
+        same bytes as the union but spare fastavro resolving the union value by value."""
+        parsed = self._encoders.get(dense)
+        if parsed is None:
+            fields = [self._record["fields"][0]]
+            for f, is_dense in zip(self._record["fields"][1:], dense, strict=True):
+                if is_dense and isinstance(f["type"], list):
+                    fields += [{"name": _index_name(f["name"]), "type": "int"},
+                               {"name": f["name"], "type": f["type"][1]}]
+                else:
+                    fields.append(f)
+            parsed = fastavro.parse_schema({**self._record, "fields": fields})
+            self._encoders[dense] = parsed
+        return parsed
+
     def write(self, chunk: pa.Table) -> None:
         for start in range(0, chunk.num_rows, _BLOCK_ROWS):
             piece = chunk.slice(start, _BLOCK_ROWS)
-            raw = pa.table([to_raw(c.combine_chunks(), t) for c, t in zip(piece.columns, self._types, strict=True)],
-                           names=piece.column_names)
-            records = raw.to_pylist(maps_as_pydicts="strict")
+            n = piece.num_rows
+            one = pa.repeat(pa.scalar(RECORD_BRANCH, pa.int32()), n)
+            dense = tuple(c.null_count == 0 for c in piece.columns)
+            columns, names = [one], [BRANCH_FIELD]
+            for c, t, name, is_dense in zip(piece.columns, self._types, piece.column_names, dense, strict=True):
+                if is_dense:
+                    columns.append(one)
+                    names.append(_index_name(name))
+                columns.append(to_raw(c.combine_chunks(), t))  # one chunk: a slice of the file layout
+                names.append(name)
+            records = pa.StructArray.from_arrays(columns, names=names).to_pylist()
             buf = io.BytesIO()
-            fastavro.writer(buf, self._plain, records, codec="null", sync_interval=1 << 30,
+            fastavro.writer(buf, self._encoder(dense), records, codec="null", sync_interval=1 << 30,
                             sync_marker=self._sync)
             encoded = buf.getvalue()
             _, _, pos = _parse_header(encoded)
@@ -100,6 +132,10 @@ class _AvroWriter(FormatWriter):
         """Blocks are complete as written: an Avro container has no footer."""
 
 
+def _index_name(column: str) -> str:
+    return f"{BRANCH_FIELD}_{column}"
+
+
 def _decode(data: bytes, columns: Sequence[str] | None) -> Iterator[pa.Table]:
     """The file's blocks as Arrow tables of ``columns`` (all when None), a few blocks at a time."""
     try:
@@ -109,17 +145,21 @@ def _decode(data: bytes, columns: Sequence[str] | None) -> Iterator[pa.Table]:
         decompress = _DECOMPRESSORS.get(codec)
         if decompress is None:
             raise UnsupportedFeatureError(f"Avro codec {codec!r} of data files is not supported")
-        record = declared[1] if isinstance(declared, list) else declared
+        union = isinstance(declared, list)
+        record = declared[1] if union and declared[0] == "null" and len(declared) == 2 else declared
         if not isinstance(record, dict) or record.get("type") != "record":
-            raise CorruptMetadataError("an Avro data file's schema must be a record")
-        plain_header = _encode_header({"avro.schema": json.dumps(strip_logical_types(declared)).encode(),
-                                       "avro.codec": b"null"}, sync)
+            raise CorruptMetadataError("an Avro data file's schema must be a record or ['null', record]")
+        plain = maps_as_arrays(strip_logical_types(record))
+        plain_header = _encode_header({"avro.schema": json.dumps(with_branch_field(plain) if union else plain)
+                                       .encode(), "avro.codec": b"null"}, sync)
         raw_type, logical_type = arrow_types(record)
         wanted = list(columns) if columns is not None else [f.name for f in raw_type]
         for name in wanted:
             if raw_type.get_field_index(name) < 0:
                 raise CorruptMetadataError(f"column {name} is not in the Avro data file")
         raw_schema = pa.schema(list(raw_type))
+        if union:
+            raw_schema = raw_schema.insert(0, pa.field(BRANCH_FIELD, pa.int32()))
         parts: list[bytes] = []
         rows = 0
         blocks = list(_iter_blocks(data, pos, sync))
@@ -136,11 +176,15 @@ def _decode(data: bytes, columns: Sequence[str] | None) -> Iterator[pa.Table]:
 
 
 def _to_arrow(records: list[Any], raw_schema: pa.Schema, logical: pa.StructType, wanted: list[str]) -> pa.Table:
-    raw = pa.Table.from_pylist(records, schema=raw_schema)
+    # one C++ conversion of the dicts into a STRUCT array, then its columns
+    raw = pa.Table.from_struct_array(pa.array(records, type=pa.struct(list(raw_schema))))
+    has_branch = raw_schema.get_field_index(BRANCH_FIELD) >= 0 and raw.num_rows
+    if has_branch and not pc.all(pc.equal(raw.column(BRANCH_FIELD), RECORD_BRANCH)).as_py():
+        raise CorruptMetadataError("an Avro data file holds a NULL row (Paimon never writes one)")
     arrays, fields = [], []
     for name in wanted:
         i = raw_schema.get_field_index(name)
-        f = logical[i]
+        f = logical.field(name)
         arrays.append(from_raw(raw.column(i).combine_chunks(), raw_schema.field(i).type, f.type))
         fields.append(f)
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
@@ -159,14 +203,6 @@ class AvroFormat(FileFormat):
     """Apache Avro (``file.format = avro``)."""
 
     name = "avro"
-
-    def check_writable(self, schema: TableSchema, table: str) -> None:
-        codec = avro_codec_of(schema)
-        if codec not in AVRO_CODECS:
-            raise UnsupportedFeatureError(
-                f"Cannot write Avro files of {table}: avro.codec = {codec!r} is not supported; "
-                f"use one of {', '.join(AVRO_CODECS)}"
-            )
 
     def open_writer(self, sink: Any, arrow_schema: pa.Schema, schema: TableSchema,
                     options: WriteOptions) -> FormatWriter:

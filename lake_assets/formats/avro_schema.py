@@ -119,6 +119,20 @@ def file_schema(fields: list[tuple[str, DataType]]) -> list[Any]:
     return ["null", record_schema(fields)]
 
 
+# The union index of a row: the file's schema is ["null", record], and every row Paimon writes is
+# the record (branch 1), encoded as the int 1 before the record's fields.
+BRANCH_FIELD = "_lake_assets_union_branch"
+RECORD_BRANCH = 1
+
+
+def with_branch_field(record: dict[str, Any]) -> dict[str, Any]:
+    """The record with a leading int field that stands for the union index: encoding a row of this
+    record with the field set to 1 gives exactly the bytes of the row as ``["null", record]``,
+    without fastavro resolving the union row by row (it validates the whole row against each
+    branch, which cost more than the encoding)."""
+    return {**record, "fields": [{"name": BRANCH_FIELD, "type": "int"}, *record["fields"]]}
+
+
 # ------------------------------------------------------------------ Avro -> Arrow (what a file holds)
 
 _PRIMITIVES = {
@@ -169,9 +183,11 @@ def arrow_types(avro: Any) -> tuple[pa.DataType, pa.DataType]:
         return (pa.list_(pa.field("element", i_raw, nullable=item_null)),
                 pa.list_(pa.field("element", i_log, nullable=item_null)))
     elif kind == "map":
+        # decoded through `maps_as_arrays`: a list of {key, value} records
         v_type, v_null = _unwrap(avro["values"])
         v_raw, v_log = arrow_types(v_type)
-        return (pa.map_(pa.string(), pa.field("value", v_raw, nullable=v_null)),
+        entry = pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", v_raw, nullable=v_null)])
+        return (pa.list_(pa.field("element", entry, nullable=False)),
                 pa.map_(pa.string(), pa.field("value", v_log, nullable=v_null)))
     elif kind == "record":
         raws, logs = [], []
@@ -203,3 +219,27 @@ def strip_logical_types(avro: Any) -> Any:
             return out["type"] if out.get("type") != "fixed" else out
         return out
     return avro
+
+
+def maps_as_arrays(avro: Any, prefix: str = "lake_assets_map_entry") -> Any:
+    """The schema with every ``map`` spelled as an ``array`` of ``{key: string, value}`` records.
+
+    Both encode to the same bytes (blocks of a count and that many items, ended by 0; an item is
+    the key string then the value), and as arrays fastavro reads and writes lists of records,
+    which Arrow converts in bulk, instead of one Python dict per map.
+    """
+    counter = [0]
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(n) for n in node]
+        if not isinstance(node, dict):
+            return node
+        if node.get("type") == "map":
+            counter[0] += 1
+            entry = {"type": "record", "name": f"{prefix}_{counter[0]}",
+                     "fields": [{"name": "key", "type": "string"}, {"name": "value", "type": walk(node["values"])}]}
+            return {"type": "array", "items": entry}
+        return {k: walk(v) for k, v in node.items()}
+
+    return walk(avro)
