@@ -80,7 +80,8 @@ RULES: dict[str, OptionRule] = _rules(
       refuses=DATA_OPS, why="only the default bucket function is implemented"),
     R("file.format", "string", "parquet", "Data file format.", supported=("parquet", "orc", "avro"),
       refuses=DATA_OPS, why="only Parquet, ORC and Avro data files are implemented"),
-    R("file.compression", "string", "zstd", "Parquet codec of data files.", supported=COMPRESSIONS,
+    R("file.compression", "string", "zstd", "Codec of data files (ORC: zstd, snappy, lz4 or none; Avro: "
+      "zstandard for zstd, else snappy, as Java writes).", supported=COMPRESSIONS,
       note="create and ALTER refuse 'none' (Java's writer spells it 'uncompressed') and 'brotli' "
       "(Java cannot read it); tables carrying them stay readable and writable"),
     R("file.compression.zstd-level", "int", 1, "Zstandard level of data files."),
