@@ -43,7 +43,7 @@ def _physical(t: pa.DataType) -> pa.DataType:
 
 
 def _has_time(t: pa.DataType) -> bool:
-    return _physical(t) != t
+    return bool(_physical(t) != t)
 
 
 def _to_physical(arr: pa.ChunkedArray, t: pa.DataType) -> pa.ChunkedArray:
@@ -179,7 +179,7 @@ class _OrcWriter(FormatWriter):
         self._writer.close()
 
 
-def _read_error(exc: pa.ArrowInvalid) -> Exception:
+def _read_error(exc: Exception) -> Exception:
     if _NS_RANGE.search(str(exc)):
         return UnsupportedFeatureError(
             "ORC file holds a timestamp outside 1677-09-21..2262-04-11, which pyarrow's ORC reader "
