@@ -63,19 +63,6 @@ def test_java_09_without_file_format_writes_parquet(java: PaimonJava, wh: str, l
     assert_same_rows(java.read(wh, "db.nofmt"), t.to_arrow())
 
 
-def test_java_orc_table_is_refused_for_data(java: PaimonJava, wh: str, lake: Catalog) -> None:
-    """ORC files (Paimon 0.9 writes them when asked): refused at the first operation that touches
-    data; a tag only copies a snapshot and stays allowed."""
-    java.create_table(wh, "db.orc", SCHEMA, primary_keys=["id"], options={"bucket": "2", "file.format": "orc"})
-    java.write(wh, "db.orc", rows(range(20), "a"))
-    java.write(wh, "db.orc", rows(range(10, 30), "b"))
-    assert list((Path(wh) / "db.db" / "orc").rglob("*.orc"))
-    refused_everywhere(lake, wh, "orc", DATA_CALLS, r"file\.format = 'orc' is not supported")
-    lake.get_table("db.orc").create_tag("t1")
-    assert java.tags(wh, "db.orc") == {"t1": 2}
-    assert java.read(wh, "db.orc").num_rows == 30
-
-
 def test_java_deletion_vectors_are_read_not_refused(java: PaimonJava, wh: str, lake: Catalog) -> None:
     """Java compacts a deletion-vector table into level-1 files plus DELETION_VECTORS index files:
     reads apply the vectors and compaction maintains them (tests/differential/test_deletion_vectors_java.py);
