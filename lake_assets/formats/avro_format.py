@@ -23,6 +23,17 @@ import pyarrow.compute as pc
 
 from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
 from lake_assets.formats.avro_arrow import from_raw, to_raw
+
+# One implementation of the Avro container framing and block codecs, shared with manifests.
+from lake_assets.formats.avro_container import (
+    _DECOMPRESSORS,
+    AvroError,
+    _compressor,
+    _encode_header,
+    _iter_blocks,
+    _parse_header,
+    _write_long,
+)
 from lake_assets.formats.avro_schema import (
     BRANCH_FIELD,
     RECORD_BRANCH,
@@ -33,17 +44,6 @@ from lake_assets.formats.avro_schema import (
     with_branch_field,
 )
 from lake_assets.formats.file_format import FileFormat, FormatWriter, WriteOptions, register, sliced
-
-# The container framing lives with the manifest codec (one implementation of the Avro blocks).
-from lake_assets.spec.manifest import (
-    _DECOMPRESSORS,
-    _AvroError,
-    _compressor,
-    _encode_header,
-    _iter_blocks,
-    _parse_header,
-    _write_long,
-)
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.types import DataType
 
@@ -171,7 +171,7 @@ def _decode(data: bytes, columns: Sequence[str] | None) -> Iterator[pa.Table]:
                 records = list(fastavro.reader(io.BytesIO(plain_header + b"".join(parts))))
                 parts, rows = [], 0
                 yield _to_arrow(records, raw_schema, logical_type, wanted)
-    except (_AvroError, KeyError, ValueError, TypeError, EOFError) as exc:
+    except (AvroError, KeyError, ValueError, TypeError, EOFError) as exc:
         raise CorruptMetadataError(f"bad Avro data file: {exc}") from exc
 
 

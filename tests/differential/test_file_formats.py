@@ -113,7 +113,7 @@ def _stats(table: Table) -> list[dict[str, object]]:
     """Per file (in key order of the first key): value stats min, max and null counts, decoded."""
     types = [f.type for f in table.schema.fields]
     out = []
-    for e in table.file_store_scan().live_entries(table.latest_snapshot()):
+    for e in table.store.file_store_scan().live_entries(table.latest_snapshot()):
         s = e.file.value_stats
         out.append({"min": deserialize_row(s.min_values, types), "max": deserialize_row(s.max_values, types),
                     "nulls": s.null_counts, "rows": e.file.row_count, "key_min": e.file.min_key,

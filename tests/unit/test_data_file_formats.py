@@ -153,14 +153,14 @@ def test_table_holding_every_format_reads_each_file_as_its_own(tmp_path: Path) -
         t.update_schema().set_option("file.format", fmt).commit()
         t = t.refresh()
         t.write_arrow(pa.table({"id": [i, 10], "v": [fmt, fmt]}, schema=schema))
-    names = {e.file.file_name.rsplit(".", 1)[-1] for e in t.file_store_scan().live_entries(t.latest_snapshot())}
+    names = {e.file.file_name.rsplit(".", 1)[-1] for e in t.store.file_store_scan().live_entries(t.latest_snapshot())}
     assert names == set(FORMATS)
     assert sorted(t.to_arrow().to_pylist(), key=lambda r: r["id"]) == [
         {"id": 0, "v": "parquet"}, {"id": 1, "v": "orc"}, {"id": 2, "v": "avro"}, {"id": 10, "v": "avro"}]
     t.compact(full=True)
     t = t.refresh()
     assert {e.file.file_name.rsplit(".", 1)[-1]
-            for e in t.file_store_scan().live_entries(t.latest_snapshot())} == {"avro"}
+            for e in t.store.file_store_scan().live_entries(t.latest_snapshot())} == {"avro"}
     assert t.to_arrow().num_rows == 4
 
 
