@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from lake_assets.formats.file_format import format_of_file
 from lake_assets.ops.read import sections
 from lake_assets.ops.scan import Split
 from lake_assets.spark.schema import spark_schema
@@ -73,18 +74,23 @@ class NativeFiles:
             self._readable[schema_id] = ok
         return ok
 
+    def spark_reads(self, f: DataFileMeta) -> bool:
+        """Spark's Parquet reader takes the file as it is: a Parquet file (ORC and Avro files of a
+        table whose file.format is or was another go through the source) of a readable schema."""
+        return format_of_file(f.file_name) == "parquet" and self.readable(f.schema_id)
+
     def split_files(self, split: Split) -> SplitFiles:
         """Which files of ``split`` Spark reads as they are; the others stay whole merge sections."""
         if not self.schema.primary_keys and not split.dv_entries:
-            return SplitFiles([f for f in split.files if self.readable(f.schema_id)],
-                              [f for f in split.files if not self.readable(f.schema_id)])
+            return SplitFiles([f for f in split.files if self.spark_reads(f)],
+                              [f for f in split.files if not self.spark_reads(f)])
         if split.dv_entries:
             return SplitFiles([], list(split.files))  # deletion vectors hide rows: the source applies them
         native: list[DataFileMeta] = []
         merged: list[DataFileMeta] = []
         for section in sections(self.table.store.visible_files(split.files, self.schema), self.key_types):
             f = section[0]
-            if len(section) == 1 and f.delete_row_count == 0 and self.readable(f.schema_id):
+            if len(section) == 1 and f.delete_row_count == 0 and self.spark_reads(f):
                 native.append(f)
             else:
                 merged += section

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog
-from lake_assets.spark import write_table
+from lake_assets.spark import read_table, write_table
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -87,4 +87,18 @@ def test_spark_reads_a_table_holding_every_format(spark, catalog: Catalog, wareh
     assert _extensions(warehouse, "t") == {".parquet", ".orc", ".avro"}
     got = spark.read.format("lake").option("warehouse", warehouse).load("db.t").toArrow()
     assert got.num_rows == 40
+    assert _sorted(got) == _sorted(t.to_arrow().cast(got.schema))
+
+
+def test_read_table_leaves_orc_and_avro_files_to_the_source(spark, catalog: Catalog, warehouse: str) -> None:
+    """`read_table` hands Spark's Parquet reader the files that need no merge: only Parquet ones;
+    a table whose file.format changed has ORC and Avro files too, which the source reads."""
+    flat = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    t = catalog.create_table("db.flat", flat)
+    for i, fmt in enumerate(["parquet", "orc", "avro"]):
+        t.update_schema().set_option("file.format", fmt).commit()
+        t = t.refresh()
+        t.write_arrow(pa.table({"id": list(range(i * 10, i * 10 + 10)), "v": [fmt] * 10}, schema=flat))
+    assert _extensions(warehouse, "flat") == {".parquet", ".orc", ".avro"}
+    got = read_table(spark, warehouse, "db.flat").toArrow()
     assert _sorted(got) == _sorted(t.to_arrow().cast(got.schema))
