@@ -461,8 +461,12 @@ def test_identifiers_are_fully_matched_and_bounded(env: Env, bad: str) -> None:
         env.catalog.create_table(f"db.{bad}", SCHEMA)
     with pytest.raises(InvalidIdentifierError):
         env.catalog.create_database(bad)
-    with pytest.raises(InvalidIdentifierError):
+    if bad == "t x":  # tag names may hold single inner spaces: Paimon's hourly tags ("2024-01-01 09")
         env.table.create_tag(bad)
+        env.table.delete_tag(bad)
+    else:
+        with pytest.raises(InvalidIdentifierError):
+            env.table.create_tag(bad)
     if bad:  # an empty consumer id means "no consumer"
         with pytest.raises(InvalidIdentifierError):
             env.table.stream(consumer_id=bad)
