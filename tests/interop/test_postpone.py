@@ -73,15 +73,12 @@ def test_compact_merges_into_the_partitions_real_buckets(table_copy, pypaimon, r
     compact_and_check(warehouse, "rust_postpone_fixed", pypaimon, rust, expected, buckets=3)
 
 
-def test_compact_refuses_avro_postpone_files(table_copy):
-    """pypaimon writes postpone files as Avro by default: not readable here yet, so compaction
-    refuses, naming the format, and changes nothing."""
+def test_compact_pypaimon_avro_postpone_table(table_copy, pypaimon, rust):
+    """pypaimon writes postpone files as Avro by default: compaction reads them (Avro data files)
+    and moves their rows into real buckets like the Parquet ones."""
     warehouse = table_copy("postpone_avro")
-    t, table_dir = open_table(warehouse, "postpone_avro")
-    before = sorted(p.name for p in table_dir.rglob("*"))
-    with pytest.raises(UnsupportedFeatureError, match="avro"):
-        t.compact()
-    assert sorted(p.name for p in table_dir.rglob("*")) == before
+    expected = rows({range(15): "a", range(15, 45): "b"})
+    compact_and_check(warehouse, "postpone_avro", pypaimon, rust, expected, buckets=1)
 
 
 def test_health_counts_postponed_files_as_backlog(table_copy):
