@@ -35,6 +35,7 @@ from lake_assets.ops.schema_change import SchemaUpdate
 from lake_assets.ops.stream import ChangeReader, StreamEnumerator, read_changes
 from lake_assets.ops.streaming_read import DEFAULT_BATCH_ROWS, DEFAULT_READ_AHEAD, stream_splits
 from lake_assets.ops.table_health import table_health
+from lake_assets.ops.tag_deletion import TagDeletionResult, delete_tag
 from lake_assets.ops.tagging import create_tag, rollback_to
 from lake_assets.ops.write import TableWriter
 from lake_assets.predicate import Predicate
@@ -92,11 +93,12 @@ class Table(StoreView):
         snap = self.resolve_snapshot(snapshot_id)
         return create_tag(self.store, name, snap, None if time_retained is None else time_retained.total_seconds())
 
-    def delete_tag(self, name: str) -> None:
-        """Remove a tag; files only it kept become orphans (see `remove_orphan_files`)."""
+    def delete_tag(self, name: str) -> TagDeletionResult:
+        """Remove a tag and, as Paimon does, the files only it kept alive (its snapshot expired):
+        data files, manifests, index files nothing retained references (see `ops.tag_deletion`)."""
         args.text("name", name, optional=False, empty=True)  # check_tag_name judges it
         self.store.require(Op.TAG)
-        self.store.tag_manager().delete(name)
+        return delete_tag(self.store, name)
 
     def tags(self) -> dict[str, Snapshot]:
         """Tag name → tagged snapshot."""

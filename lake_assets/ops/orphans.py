@@ -7,6 +7,7 @@ expirations. Only files older than a bound are considered, so files of commits i
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -34,9 +35,9 @@ class OrphanResult:
         return {"orphan_files": len(self.paths), "orphan_bytes": self.bytes, "dry_run": self.dry_run}
 
 
-def referenced_files(store: FileStore) -> set[str]:
-    """Every file path a retained snapshot, tag or long-lived changelog may reference (data,
-    changelog, manifests, lists).
+def referenced_files(store: FileStore, *, ignore_tags: Collection[str] = ()) -> set[str]:
+    """Every file path a retained snapshot, tag (other than ``ignore_tags``) or long-lived changelog
+    may reference (data, changelog, manifests, lists).
 
     A superset: files named by ADD entries that a later DELETE cancelled count too, which only
     keeps more (snapshot expiration removes those). Lists that expiration removed on purpose are
@@ -70,7 +71,7 @@ def referenced_files(store: FileStore) -> set[str]:
                 refs.update(store.paths.data_file(ppath, e.bucket, x) for x in e.file.extra_files)
 
     holders = [(s, "snapshot") for s in sm.snapshots()]
-    holders += [(t.snapshot, "tag") for t in store.tag_manager().tags().values()]
+    holders += [(t.snapshot, "tag") for n, t in store.tag_manager().tags().items() if n not in ignore_tags]
     holders += [(c, "changelog") for c in (changelogs.try_changelog(i) for i in changelogs.ids()) if c is not None]
     for snap, kind in holders:
         for list_name in (snap.base_manifest_list, snap.delta_manifest_list):
@@ -80,13 +81,13 @@ def referenced_files(store: FileStore) -> set[str]:
             add_list(snap.changelog_manifest_list, may_be_gone=kind != "snapshot")
         if snap.index_manifest:
             refs.add(store.paths.manifest_file(snap.index_manifest))
-            refs.update(_index_files(store, snap.index_manifest, may_be_gone=kind != "snapshot"))
+            refs.update(index_file_paths(store, snap.index_manifest, may_be_gone=kind != "snapshot"))
         if snap.statistics:
             refs.add(store.paths.statistics_file(snap.statistics))
     return refs
 
 
-def _index_files(store: FileStore, name: str, *, may_be_gone: bool) -> list[str]:
+def index_file_paths(store: FileStore, name: str, *, may_be_gone: bool) -> list[str]:
     """Paths of the index files (``index/``: hash indexes, deletion vectors) an index manifest names.
 
     Written by Paimon engines for modes lake_assets does not write; they are still referenced by

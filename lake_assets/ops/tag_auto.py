@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lake_assets.errors import AlreadyExistsError, SnapshotNotFoundError
+from lake_assets.ops.tag_deletion import delete_tag
 from lake_assets.ops.tagging import create_tag
 from lake_assets.spec.snapshot import Snapshot, Tag
 from lake_assets.table_support import Op
@@ -213,4 +214,4 @@ def expire_tags(store: FileStore, *, now: dt.datetime | None = None) -> list[str
 def _delete_quietly(store: FileStore, name: str) -> None:
     with contextlib.suppress(SnapshotNotFoundError):  # deleted meanwhile by another committer
         store.require(Op.TAG)
-        store.tag_manager().delete(name)
+        delete_tag(store, name)  # as Paimon's TagTimeExpire: the files only the tag kept go too
