@@ -22,8 +22,8 @@ from lake_assets.io.file_io import FileIO
 from lake_assets.options import CoreOptions
 from lake_assets.paths import TablePaths
 from lake_assets.schema_rules import check_column_names, check_fields, check_keys
+from lake_assets.spec.arrow_types import fields_from_arrow_schema
 from lake_assets.spec.schema import TableSchema
-from lake_assets.spec.types import fields_from_arrow_schema
 from lake_assets.table import Table
 from lake_assets.table_rules import check_options
 

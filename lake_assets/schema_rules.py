@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from lake_assets.errors import SchemaError, UnsupportedFeatureError
-from lake_assets.spec.types import (
+from lake_assets.spec.data_types import (
     ArrayType,
     DataField,
     DataType,

@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from lake_assets.errors import OptionError, UnsupportedFeatureError
 from lake_assets.lsm.merge_engine.registry import DEFAULT_MERGE_ENGINE, engine_of
 from lake_assets.options import CoreOptions
-from lake_assets.spec.types import DataField, VarCharType, to_arrow
+from lake_assets.spec.arrow_types import to_arrow
+from lake_assets.spec.data_types import DataField, VarCharType
 
 
 def check_options(

@@ -9,8 +9,8 @@ import dagster as dg
 import pyarrow as pa
 
 from lake_assets.defs.config import IngestConfig
+from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.partition import partition_value_text
-from lake_assets.spec.types import to_arrow
 from lake_assets.table import Table
 
 DAY_FORMAT = "%Y-%m-%d"

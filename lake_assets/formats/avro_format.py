@@ -44,8 +44,8 @@ from lake_assets.formats.avro_schema import (
     with_branch_field,
 )
 from lake_assets.formats.file_format import FileFormat, FormatWriter, WriteOptions, register, sliced
+from lake_assets.spec.data_types import DataType
 from lake_assets.spec.schema import TableSchema
-from lake_assets.spec.types import DataType
 
 _SYNC_SIZE = 16
 # rows fastavro encodes per block: about Java's 64 KB sync interval for narrow rows
@@ -60,7 +60,7 @@ def avro_codec_of(schema: TableSchema) -> str:
 def layout_types(schema: TableSchema, arrow_schema: pa.Schema) -> list[tuple[str, DataType]]:
     """(column, Paimon type) of every column of the file layout: keys NOT NULL, system columns."""
     from lake_assets.formats.data_file import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
-    from lake_assets.spec.types import BigIntType, TinyIntType
+    from lake_assets.spec.data_types import BigIntType, TinyIntType
 
     out: list[tuple[str, DataType]] = []
     for f in arrow_schema:

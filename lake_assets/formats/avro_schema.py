@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
-from lake_assets.spec.types import (
+from lake_assets.spec.data_types import (
     ArrayType,
     BigIntType,
     BinaryType,

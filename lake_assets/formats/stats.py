@@ -12,8 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.spec.binary_row import serialize_row
-from lake_assets.spec.manifest import SimpleStats
-from lake_assets.spec.types import (
+from lake_assets.spec.data_types import (
     ArrayType,
     BinaryType,
     CharType,
@@ -26,6 +25,7 @@ from lake_assets.spec.types import (
     VarBinaryType,
     VarCharType,
 )
+from lake_assets.spec.manifest import SimpleStats
 
 DEFAULT_TRUNCATE = 16
 _NESTED = (ArrayType, MapType, MultisetType, RowType)

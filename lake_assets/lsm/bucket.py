@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from lake_assets.spec.binary_row import encode_rows
-from lake_assets.spec.types import DataType
+from lake_assets.spec.data_types import DataType
 
 SEED = 42
 _C1 = 0xCC9E2D51

@@ -14,8 +14,8 @@ from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.lsm.levels import Levels, LevelSortedRun
 from lake_assets.lsm.sorted_run import key_range
 from lake_assets.options import CoreOptions
+from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import DataFileMeta
-from lake_assets.spec.types import DataType
 
 __all__ = [
     "CompactUnit",

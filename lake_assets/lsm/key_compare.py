@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lake_assets.spec.types import DataType
+from lake_assets.spec.data_types import DataType
 
 _SIGN64 = np.uint64(1 << 63)
 _NAN64 = np.uint64(0x7FF8000000000000)  # Double.doubleToLongBits collapses every NaN to this

@@ -6,8 +6,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from lake_assets.lsm.sorted_run import SortedRun
+from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import DataFileMeta
-from lake_assets.spec.types import DataType
 
 __all__ = ["LevelSortedRun", "Levels"]
 

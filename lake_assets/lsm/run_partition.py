@@ -19,8 +19,8 @@ import pyarrow as pa
 
 from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.lsm.sorted_run import key_range
+from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import DataFileMeta
-from lake_assets.spec.types import DataType
 
 __all__ = ["chained", "run_inputs", "split_into_runs"]
 

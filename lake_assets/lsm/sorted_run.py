@@ -7,8 +7,8 @@ from functools import cmp_to_key
 
 from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.spec.binary_row import deserialize_row
+from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import DataFileMeta
-from lake_assets.spec.types import DataType
 
 __all__ = ["SortedRun", "key_range"]
 

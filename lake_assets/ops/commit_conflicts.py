@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 from lake_assets.errors import CommitConflictError
 from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.spec.binary_row import deserialize_row
+from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import FileKind, ManifestEntry
 from lake_assets.spec.snapshot import CommitKind, Snapshot
-from lake_assets.spec.types import DataType
 
 if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore

@@ -30,9 +30,9 @@ from lake_assets.lsm.key_compare import compare_keys, key_view
 from lake_assets.ops.deletion_vectors import DELETION_VECTORS_INDEX, deleted_rows
 from lake_assets.ops.scan import Split
 from lake_assets.spec.binary_row import deserialize_row
+from lake_assets.spec.data_types import DataType, DoubleType, FloatType
 from lake_assets.spec.deletion_vector import encode_index_file, new_vector
 from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry
-from lake_assets.spec.types import DataType, DoubleType, FloatType
 
 if TYPE_CHECKING:
     from lake_assets.ops.read import SplitReader

@@ -11,8 +11,8 @@ from lake_assets.errors import SchemaError
 from lake_assets.lsm.key_compare import values_equal
 from lake_assets.ops.commit import Overwrite
 from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.binary_row import deserialize_row, serialize_row
-from lake_assets.spec.types import to_arrow
 
 if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore

@@ -19,11 +19,12 @@ from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.ops import deletion_vectors
 from lake_assets.ops.scan import Split
 from lake_assets.predicate import Predicate
+from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.binary_row import deserialize_row
+from lake_assets.spec.data_types import BinaryType, VarBinaryType
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import Snapshot
-from lake_assets.spec.types import BinaryType, VarBinaryType, to_arrow
 from lake_assets.store.file_store import FileStore
 from lake_assets.table_support import Op
 

@@ -27,11 +27,11 @@ from lake_assets.ops.deletion_vectors import VectorLoader, hides_level0, raw_rea
 from lake_assets.ops.plan import file_may_match
 from lake_assets.ops.scan import Split
 from lake_assets.predicate import Predicate
+from lake_assets.spec.arrow_types import to_arrow_field
 from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.deletion_vector import deleted_mask
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.schema import TableSchema
-from lake_assets.spec.types import to_arrow_field
 
 if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.lsm.merge import sort_order
-from lake_assets.spec.types import DataType
+from lake_assets.spec.data_types import DataType
 
 # Below this many rows a batch is gathered on the calling thread: a pool costs more than it saves.
 PARALLEL_GATHER_ROWS = 64 * 1024

@@ -13,9 +13,9 @@ from typing import Any
 
 from lake_assets.errors import CorruptMetadataError
 from lake_assets.spec.binary_row import deserialize_row
+from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta
 from lake_assets.spec.snapshot import Snapshot
-from lake_assets.spec.types import DataType
 from lake_assets.store.manifest_io import ManifestIO
 
 # A predicate over decoded partition values (one tuple per partition), True = may match.

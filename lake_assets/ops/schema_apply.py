@@ -34,8 +34,8 @@ from lake_assets.ops.schema_change_model import (
 )
 from lake_assets.options import FIELD_OPTION
 from lake_assets.schema_rules import NESTED_TYPES, check_column_name, check_column_type, check_keys
-from lake_assets.spec.schema import SCHEMA_VERSION, TableSchema
-from lake_assets.spec.types import (
+from lake_assets.spec.arrow_types import FieldIdCounter, from_arrow
+from lake_assets.spec.data_types import (
     ArrayType,
     BigIntType,
     CharType,
@@ -43,7 +43,6 @@ from lake_assets.spec.types import (
     DataType,
     DecimalType,
     DoubleType,
-    FieldIdCounter,
     FloatType,
     IntType,
     LocalZonedTimestampType,
@@ -54,9 +53,9 @@ from lake_assets.spec.types import (
     TimestampType,
     TinyIntType,
     VarCharType,
-    from_arrow,
-    parse_type,
 )
+from lake_assets.spec.schema import SCHEMA_VERSION, TableSchema
+from lake_assets.spec.type_parser import parse_type
 from lake_assets.table_rules import check_options
 
 IMMUTABLE_OPTIONS: frozenset[str] = frozenset(

@@ -9,7 +9,7 @@ from typing import Literal, TypeAlias
 
 import pyarrow as pa
 
-from lake_assets.spec.types import DataType
+from lake_assets.spec.data_types import DataType
 
 TypeLike: TypeAlias = pa.DataType | DataType | str
 """A column type: an Arrow type, a Paimon `DataType`, or Paimon type text such as ``"VARCHAR(20)"``.

@@ -27,7 +27,8 @@ from lake_assets.errors import OptionError
 from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.spark.schema import BUCKET_COLUMN
 from lake_assets.spark.source_options import STORAGE_PREFIX, storage_option_text
-from lake_assets.spec.types import DataType, to_arrow
+from lake_assets.spec.arrow_types import to_arrow
+from lake_assets.spec.data_types import DataType
 from lake_assets.table import Table
 
 if TYPE_CHECKING:

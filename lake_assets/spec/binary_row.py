@@ -19,7 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.errors import CorruptMetadataError, InvalidDataError, SchemaError, UnsupportedFeatureError
-from lake_assets.spec.types import (
+from lake_assets.spec.arrow_types import to_arrow
+from lake_assets.spec.data_types import (
     MAX_COMPACT_DECIMAL_PRECISION,
     MAX_COMPACT_TIMESTAMP_PRECISION,
     ArrayType,
@@ -43,7 +44,6 @@ from lake_assets.spec.types import (
     TinyIntType,
     VarBinaryType,
     VarCharType,
-    to_arrow,
 )
 
 _EPOCH_DATE = dt.date(1970, 1, 1)

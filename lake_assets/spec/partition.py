@@ -7,7 +7,7 @@ import decimal
 import math
 from typing import Any
 
-from lake_assets.spec.types import (
+from lake_assets.spec.data_types import (
     BigIntType,
     BooleanType,
     DataType,

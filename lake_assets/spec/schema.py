@@ -11,7 +11,8 @@ import pyarrow as pa
 
 from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
 from lake_assets.options import CoreOptions
-from lake_assets.spec.types import DataField, DataType, to_arrow_field
+from lake_assets.spec.arrow_types import to_arrow_field
+from lake_assets.spec.data_types import DataField, DataType
 
 SCHEMA_VERSION = 3
 

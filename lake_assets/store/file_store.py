@@ -22,12 +22,12 @@ from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.ops import deletion_vectors
 from lake_assets.ops.scan import FileStoreScan
 from lake_assets.paths import TablePaths
+from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry, ManifestEntry
 from lake_assets.spec.partition import partition_path
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import Snapshot
-from lake_assets.spec.types import to_arrow
 from lake_assets.store.changelog_manager import ChangelogManager
 from lake_assets.store.consumers import ConsumerManager
 from lake_assets.store.manifest_io import ManifestIO

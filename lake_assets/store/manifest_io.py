@@ -24,8 +24,8 @@ from lake_assets.io.file_io import FileIO
 from lake_assets.lsm.key_compare import float_code
 from lake_assets.paths import TablePaths
 from lake_assets.spec.binary_row import deserialize_row, serialize_row
+from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import FileKind, ManifestEntry, ManifestFileMeta, SimpleStats, summarize_entries
-from lake_assets.spec.types import DataType
 
 
 class _Slot:

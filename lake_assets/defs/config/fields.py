@@ -11,7 +11,8 @@ from pydantic import AfterValidator
 
 from lake_assets import durations
 from lake_assets.errors import LakeError
-from lake_assets.spec.types import parse_type, to_arrow
+from lake_assets.spec.arrow_types import to_arrow
+from lake_assets.spec.type_parser import parse_type
 
 
 def parse_duration(text: str) -> timedelta:

@@ -22,8 +22,8 @@ from lake_assets.errors import InvalidDataError
 from lake_assets.lsm.key_compare import compare_keys, key_view
 from lake_assets.lsm.merge import group_bounds, is_retract, kinds_of
 from lake_assets.lsm.sorted_run import key_range
+from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import DataFileMeta
-from lake_assets.spec.types import DataType
 
 
 class FirstRow:

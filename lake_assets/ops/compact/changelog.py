@@ -17,8 +17,8 @@ from lake_assets.lsm.merge import is_retract, sort_and_merge
 from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
+from lake_assets.spec.arrow_types import to_arrow_field
 from lake_assets.spec.manifest import DataFileMeta
-from lake_assets.spec.types import to_arrow_field
 
 if TYPE_CHECKING:
     from lake_assets.ops.compact.plan import CompactionTask

@@ -17,7 +17,7 @@ from lake_assets.errors import OptionError, SchemaError
 from lake_assets.options import parse_duration_ms
 from lake_assets.spark import source_options
 from lake_assets.spark.jobs.errors import UsageError
-from lake_assets.spec.types import to_arrow
+from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.table import Table
 
 PartitionSpec = tuple[tuple[str, str], ...]
