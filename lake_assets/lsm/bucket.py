@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from lake_assets.spec.binary_row import encode_rows
+from lake_assets.spec.binary_row_vectorized import encode_rows
 from lake_assets.spec.data_types import DataType
 
 SEED = 42

@@ -39,7 +39,7 @@ import pyarrow as pa
 from lake_assets.errors import CorruptMetadataError, OptionError
 from lake_assets.lsm.bucket import hash_scalar, murmur_hash_words
 from lake_assets.ops.commit_message import CommitMessage
-from lake_assets.spec.binary_row import encode_rows
+from lake_assets.spec.binary_row_vectorized import encode_rows
 from lake_assets.spec.data_types import DataType
 from lake_assets.spec.hash_index import HASH_INDEX, INDEX_FILE_PREFIX, decode_hashes, encode_hashes
 from lake_assets.spec.manifest import FileKind, IndexManifestEntry
