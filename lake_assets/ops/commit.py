@@ -4,6 +4,8 @@ Order of writes (Paimon's protocol): data files (already written by writers) →
 manifest lists → ``snapshot-<id>`` created only if absent → the LATEST hint. Losing the race
 for an id re-reads the latest snapshot and retries; a real conflict (a file this commit deletes
 is already gone, overlapping levels) raises `CommitConflictError` after removing what it wrote.
+Whether messages were committed before (a replayed checkpoint) is `commit_replay`'s question;
+what runs after a landed commit (tags, partition expiry) is `commit_lifecycle`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from lake_assets.errors import (
     NoSuchTableError,
 )
 from lake_assets.ops.commit_conflicts import check_conflicts
+from lake_assets.ops.commit_lifecycle import after_commit
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
+from lake_assets.ops.commit_replay import CommitReplay, check_files_exist
 from lake_assets.ops.index_commit import IndexChange, index_changes, next_index_manifest, split_hash_changes
 from lake_assets.ops.scan import merge_entries
 from lake_assets.spec.hash_index import HASH_INDEX
@@ -60,10 +64,6 @@ def _abs_files(store: FileStore, messages: Sequence[CommitMessage]) -> list[str]
         store.paths.index_file(e.file_name) for m in messages for e in m.index_after
     ]
 
-# Files written up to this long after the earliest retained snapshot still get the (costly) look
-# for an expired commit of theirs: clocks of writers and committers differ.
-_REPLAY_MARGIN_MS = 15 * 60 * 1000
-
 
 class TableCommitter:
     """Commits the messages of one commit user; see `commit`."""
@@ -72,7 +72,7 @@ class TableCommitter:
         self.store = store
         self.commit_user = commit_user
         self.options = store.schema.core_options
-        self._checked_upto: tuple[int, int | None] | None = None
+        self._replay = CommitReplay(store, commit_user)
         # Outcome of the last `commit` call, for callers deciding whether they may clean up:
         # snapshots known to have landed, and whether a snapshot put was cut off mid-flight.
         self._landed: list[int] = []
@@ -93,32 +93,12 @@ class TableCommitter:
     # ----------------------------------------------------------- idempotence
     def last_committed_identifier(self) -> int | None:
         """The highest commit identifier this commit user has committed, scanning back from latest."""
-        sm = self.store.snapshot_manager
-        latest = sm.latest_id()
-        if latest is None:
-            return None
-        earliest = sm.earliest_id() or 1
-        found: int | None = None
-        stop = earliest
-        if self._checked_upto is not None:
-            # Snapshots up to this id were scanned already: only look at the new ones.
-            stop = self._checked_upto[0] + 1
-            found = self._checked_upto[1]
-        for sid in range(latest, stop - 1, -1):
-            snap = sm.try_snapshot(sid)
-            if snap is None:
-                continue  # expired while we were looking
-            if snap.commit_user == self.commit_user:
-                found = snap.commit_identifier if found is None else max(found, snap.commit_identifier)
-                break
-        self._checked_upto = (latest, found)
-        return found
+        return self._replay.last_committed_identifier()
 
     def is_committed(self, commit_identifier: int) -> bool:
         """Whether this commit user already committed ``commit_identifier`` (or a later one)."""
         args.integer("commit_identifier", commit_identifier, optional=False)
-        last = self.last_committed_identifier()
-        return last is not None and last >= commit_identifier
+        return self._replay.is_committed(commit_identifier)
 
     # ---------------------------------------------------------------- commit
     def commit(
@@ -156,8 +136,13 @@ class TableCommitter:
         # what the messages do must be allowed on this table (its writers and plans checked too)
         writes = overwrite is not None or any(m.new_files or m.new_changelog for m in messages)
         self.store.require(Op.WRITE if writes else Op.COMPACT)
-        self._check_files_exist(messages)
-        if check_committed and self._landed_before_expiry(messages):
+        try:
+            check_files_exist(self.store, messages)
+        except CommitFileMissingError:
+            # committed before (its snapshot expired): the files may be live, `abort` must keep them
+            self._seen_committed = True
+            raise
+        if check_committed and self._replay.landed_before_expiry(messages):
             self._seen_committed = True
             return []
         total = self.store.schema.core_options.bucket if self.store.primary_keys else -1
@@ -237,7 +222,7 @@ class TableCommitter:
             ) from exc
         # KeyboardInterrupt / SystemExit pass through unchanged: callers check `may_have_landed`.
         if self._landed:
-            _after_commit(self.store, self._landed[-1])
+            after_commit(self.store, self._landed[-1])
         return list(self._landed)
 
     def abort(self, messages: Sequence[CommitMessage], commit_identifier: int | None = None) -> None:
@@ -267,62 +252,6 @@ class TableCommitter:
             log.warning("Not deleting %d file(s) of %s that a snapshot or tag references, e.g. %s",
                         len(kept), self.store.name, kept[0])
         self.store.file_io.delete_many(f for f in files if f not in live)
-
-    def _check_files_exist(self, messages: Sequence[CommitMessage]) -> None:
-        """Refuse messages adding a file that is gone: after its snapshot expired, a replayed
-        checkpoint is no longer recognised as committed, and committing it again would name files
-        that compaction replaced and expiry deleted - a snapshot that cannot be read."""
-        added = [
-            self.store.data_file_path(m.partition, m.bucket, f)
-            for m in messages
-            for f in (*m.new_files, *m.new_changelog, *m.compact_after, *m.compact_changelog)
-        ] + [self.store.paths.index_file(e.file_name) for m in messages for e in m.index_after]
-        missing = self.store.file_io.missing(added)
-        if missing:
-            self._seen_committed = True
-            name = missing[0].rsplit("/", 1)[-1]
-            raise CommitFileMissingError(
-                f"Cannot commit to {self.store.name}: file {name} was already deleted (the checkpoint was "
-                f"probably committed before and its snapshot expired); {len(missing)} file(s) missing, "
-                "nothing committed, nothing deleted"
-            )
-
-    def _landed_before_expiry(self, messages: Sequence[CommitMessage]) -> bool:
-        """Whether these messages were committed by a snapshot that has since expired.
-
-        Identifier dedup only sees retained snapshots. When none of this commit user is retained
-        but some snapshots expired, a replayed checkpoint whose files still exist (a retained
-        snapshot or tag still holds them) would be committed twice. Files written before the
-        earliest retained snapshot are the only candidates (a replay's files are always older
-        than it); for those, look for them in what the table references.
-        """
-        from lake_assets.formats.data_file import local_now_ms
-        from lake_assets.ops.orphans import referenced_files  # orphans imports the scan stack
-
-        sm = self.store.snapshot_manager
-        earliest_id = sm.earliest_id()
-        if earliest_id is None or earliest_id <= 1 or self.last_committed_identifier() is not None:
-            return False
-        earliest = sm.try_snapshot(earliest_id)
-        files = [
-            (m, f) for m in messages
-            for f in (*m.new_files, *m.new_changelog, *m.compact_after, *m.compact_changelog)
-        ]
-        if earliest is None or not files:
-            return bool(files)  # the earliest expired while we looked: be safe, look anyway
-        # creation times are the writer's local wall clock as if UTC; compare on that clock, with
-        # a margin for writers in other time zones or with skewed clocks (a wider net only costs a look)
-        local_offset_ms = local_now_ms() - int(time.time() * 1000)
-        cutoff = earliest.time_millis + local_offset_ms + _REPLAY_MARGIN_MS
-        if all(f.creation_time_ms is not None and f.creation_time_ms >= cutoff for _, f in files):
-            return False
-        live = referenced_files(self.store)
-        landed = [f.file_name for m, f in files if self.store.data_file_path(m.partition, m.bucket, f) in live]
-        if landed:
-            log.warning("Not committing to %s: file %s is already referenced by the table (commit user %s "
-                        "committed these messages in a snapshot that has since expired)",
-                        self.store.name, landed[0], self.commit_user)
-        return bool(landed)
 
     # -------------------------------------------------------------- internals
     def _commit_with_retry(
@@ -473,23 +402,3 @@ class TableCommitter:
 
 
 __all__ = ["Overwrite", "TableCommitter", "merge_entries"]
-
-
-def _after_commit(store: FileStore, snapshot_id: int) -> None:
-    """Commit-time lifecycle, as Paimon's TableCommitImpl runs it: automatic tags, tag expiry and
-    (every ``partition.expiration-check-interval``) partition expiry. The commit has landed: a
-    failure here is logged, never reported as a failed commit (the caller would redo landed work)."""
-    opts = store.schema.core_options
-    tags_off = str(opts.get("tag.automatic-creation", "none")).strip().lower() == "none"
-    if tags_off and "tag.default-time-retained" not in opts.raw and "partition.expiration-time" not in opts.raw:
-        return  # the common case: nothing to do, no listing
-    from lake_assets.ops.partition_expire import expire_partitions_after_commit
-    from lake_assets.ops.tag_auto import run_tag_automation
-
-    try:
-        snap = store.snapshot_manager.try_snapshot(snapshot_id)
-        if snap is not None:
-            run_tag_automation(store, snap)
-        expire_partitions_after_commit(store)
-    except Exception as exc:  # storage errors too: the commit stands, the next commit tries again
-        log.warning("Commit %s of %s landed; its lifecycle step failed: %s", snapshot_id, store.name, exc)
