@@ -10,20 +10,13 @@ import numpy as np
 import pyarrow as pa
 
 from lake_assets.lsm.merge import group_bounds, is_retract, kinds_of
+from lake_assets.lsm.merge_engine.function import RowSelectingMerge
 
 
-class Deduplicate:
+class Deduplicate(RowSelectingMerge):
     """The last record of a key wins (a retract deletes the key)."""
 
     keeps_first = False
-
-    def __init__(self, ignore_delete: bool = False) -> None:
-        self.ignore_delete = ignore_delete
-
-    def merge(self, table: pa.Table, key_names: Sequence[str]) -> pa.Table:
-        """The last record of each key of a key-sorted table."""
-        rows = self.select_rows(table, key_names)
-        return table if rows is None else table.take(pa.array(rows))
 
     def select_rows(self, table: pa.Table, key_names: Sequence[str]) -> np.ndarray | None:
         """Positions of the winning rows of a key-sorted table (None: all rows win)."""

@@ -21,23 +21,16 @@ import pyarrow.compute as pc
 from lake_assets.errors import InvalidDataError
 from lake_assets.lsm.key_compare import compare_keys, key_view
 from lake_assets.lsm.merge import group_bounds, is_retract, kinds_of
+from lake_assets.lsm.merge_engine.function import RowSelectingMerge
 from lake_assets.lsm.sorted_run import key_range
 from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import DataFileMeta
 
 
-class FirstRow:
+class FirstRow(RowSelectingMerge):
     """The first inserted record of a key wins; later records of the key are ignored."""
 
     keeps_first = True
-
-    def __init__(self, ignore_delete: bool = False) -> None:
-        self.ignore_delete = ignore_delete
-
-    def merge(self, table: pa.Table, key_names: Sequence[str]) -> pa.Table:
-        """The first record of each key of a key-sorted table."""
-        rows = self.select_rows(table, key_names)
-        return table if rows is None else table.take(pa.array(rows))
 
     def select_rows(self, table: pa.Table, key_names: Sequence[str]) -> np.ndarray | None:
         """Positions of the first row of each key in a key-sorted table (None: all rows win)."""

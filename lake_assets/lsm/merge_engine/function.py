@@ -10,6 +10,7 @@ read), compaction and changelog production all merge through this contract; the 
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -55,6 +56,30 @@ class RowSelectingMergeFunction(MergeFunction, Protocol):
         """Raise `InvalidDataError` when the function cannot take the flagged -U/-D records."""
         ...
 
+
+
+class RowSelectingMerge(ABC):
+    """Shared base of the row-selecting engines (deduplicate, first-row): `merge` takes the rows
+    `select_rows` picks, so the merged result and the winners callers find on key columns alone
+    (`RowSelectingMergeFunction`) cannot disagree."""
+
+    keeps_first: bool
+
+    def __init__(self, ignore_delete: bool = False) -> None:
+        self.ignore_delete = ignore_delete
+
+    def merge(self, table: pa.Table, key_names: Sequence[str]) -> pa.Table:
+        """The winning record of each key of a key-sorted table."""
+        rows = self.select_rows(table, key_names)
+        return table if rows is None else table.take(pa.array(rows))
+
+    @abstractmethod
+    def select_rows(self, table: pa.Table, key_names: Sequence[str]) -> np.ndarray | None:
+        """Positions of the winning rows of a key-sorted table (None: every row wins)."""
+
+    @abstractmethod
+    def check_retracts(self, retract: np.ndarray) -> None:
+        """Raise `InvalidDataError` when the function cannot take the flagged -U/-D records."""
 
 # Builds a table's merge function from its columns, its (trimmed) primary key and its typed
 # options (``schema.core_options``); raises `OptionError`/`UnsupportedFeatureError` for options
