@@ -6,10 +6,9 @@ invalidate except the schema, which `refresh` reloads.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
@@ -23,36 +22,30 @@ from lake_assets.errors import (
 from lake_assets.io.file_io import FileIO
 from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
-from lake_assets.ops.compact import CompactResult, compact
-from lake_assets.ops.expire import ExpireResult, expire_snapshots
-from lake_assets.ops.orphans import OrphanResult, remove_orphan_files
 from lake_assets.ops.overwrite import check_inside_partition, overwrite_of_whole_table, overwrite_spec
-from lake_assets.ops.partition_expire import PartitionExpireResult, expire_partitions
 from lake_assets.ops.plan import plan_splits, resolve_snapshot, to_epoch_ms
 from lake_assets.ops.read import SplitReader, read_splits_ahead
 from lake_assets.ops.scan import Split
 from lake_assets.ops.schema_change import SchemaUpdate
 from lake_assets.ops.stream import ChangeReader, StreamEnumerator, read_changes
 from lake_assets.ops.streaming_read import DEFAULT_BATCH_ROWS, DEFAULT_READ_AHEAD, stream_splits
-from lake_assets.ops.table_health import table_health
-from lake_assets.ops.tag_deletion import TagDeletionResult, delete_tag
-from lake_assets.ops.tagging import create_tag, rollback_to
 from lake_assets.ops.write import TableWriter
 from lake_assets.predicate import Predicate
 from lake_assets.spec.schema import TableSchema
-from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot, Tag
+from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from lake_assets.store.file_store import FileStore
-from lake_assets.table_store_view import StoreView
+from lake_assets.table_maintenance import TableMaintenance
 from lake_assets.table_support import Op
 
 _STREAM_MODES = ("latest-full", "earliest-full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp")
 
 
-class Table(StoreView):
+class Table(TableMaintenance):
     """A Paimon table in a filesystem catalog: the user-facing verbs over its `FileStore`.
 
     ``store`` is what the operations in `lake_assets.ops` work on; ``name``, ``file_io``,
-    ``paths``, ``snapshot_manager``, ``schema`` and the key properties are the store's (`StoreView`).
+    ``paths``, ``snapshot_manager``, ``schema`` and the key properties are the store's (`StoreView`);
+    tags and maintenance (expiry, compaction, health, orphans, rollback) are `TableMaintenance`'s.
     """
 
     def __init__(self, name: str, file_io: FileIO, root: str, schema: TableSchema | None = None) -> None:
@@ -79,113 +72,7 @@ class Table(StoreView):
         self.store.refresh()
         return self
 
-    # ------------------------------------------------------ tags, consumers
-    def create_tag(self, name: str, snapshot_id: int | None = None, *, time_retained: timedelta | None = None) -> Tag:
-        """Tag a snapshot (default: the latest). Tagged snapshots' files survive expiration.
-
-        Raises `SnapshotNotFoundError` (and leaves no tag) when an expiration is removing, or has
-        removed, the snapshot; `AlreadyExistsError` when another tag has the name.
-        """
-        args.text("name", name, optional=False, empty=True)  # check_tag_name judges it
-        args.integer("snapshot_id", snapshot_id, minimum=0)
-        args.duration("time_retained", time_retained)
-        self.store.require(Op.TAG)
-        snap = self.resolve_snapshot(snapshot_id)
-        return create_tag(self.store, name, snap, None if time_retained is None else time_retained.total_seconds())
-
-    def delete_tag(self, name: str) -> TagDeletionResult:
-        """Remove a tag and, as Paimon does, the files only it kept alive (its snapshot expired):
-        data files, manifests, index files nothing retained references (see `ops.tag_deletion`)."""
-        args.text("name", name, optional=False, empty=True)  # check_tag_name judges it
-        self.store.require(Op.TAG)
-        return delete_tag(self.store, name)
-
-    def tags(self) -> dict[str, Snapshot]:
-        """Tag name → tagged snapshot."""
-        return {n: t.snapshot for n, t in self.store.tag_manager().tags().items()}
-
-    # -------------------------------------------------------------- maintenance
-    def expire_snapshots(
-        self,
-        *,
-        retain_min: int | None = None,
-        retain_max: int | None = None,
-        older_than: datetime | timedelta | None = None,
-        limit: int | None = None,
-        dry_run: bool = False,
-    ) -> ExpireResult:
-        """Expire old snapshots per ``snapshot.num-retained.*``, ``snapshot.time-retained`` and
-        ``snapshot.expire.limit`` (arguments override). Tags, live consumers and the latest snapshot
-        are always kept.
-
-        When ``changelog.num-retained.*`` / ``changelog.time-retained`` exceed the snapshot settings,
-        expired snapshots leave long-lived changelogs that streams and `read_changes` still read;
-        those expire here too, per the changelog settings."""
-        args.integer("retain_min", retain_min, minimum=1)  # the latest snapshot is never expired
-        args.integer("retain_max", retain_max, minimum=1)
-        args.age_or_time("older_than", older_than)
-        args.flag("dry_run", dry_run)
-        args.integer("limit", limit, minimum=1)
-        # Both given: they contradict each other (one given bounds the other option, as before).
-        if retain_min is not None and retain_max is not None and retain_max < retain_min:
-            raise InvalidArgumentError(f"Cannot expire {self.name}: retain_max ({retain_max}) must not be less "
-                                       f"than retain_min ({retain_min})")
-        self.store.require_exists()
-        older_ms = None
-        if isinstance(older_than, timedelta):
-            older_ms = int(time.time() * 1000) - int(older_than.total_seconds() * 1000)
-        elif isinstance(older_than, datetime):
-            older_ms = to_epoch_ms(older_than)
-        return expire_snapshots(self.store, retain_min=retain_min, retain_max=retain_max, older_than_ms=older_ms,
-                                limit=limit, dry_run=dry_run)
-
-    def expire_partitions(
-        self,
-        expiration_time: timedelta | None = None,
-        *,
-        strategy: str | None = None,
-        timestamp_pattern: str | None = None,
-        timestamp_formatter: str | None = None,
-        max_expires: int | None = None,
-        dry_run: bool = False,
-    ) -> PartitionExpireResult:
-        """Drop partitions older than ``expiration_time`` (default: option ``partition.expiration-time``)
-        in one OVERWRITE snapshot, per ``partition.expiration-strategy`` (values-time, update-time),
-        ``partition.timestamp-pattern`` / ``-formatter`` and ``partition.expiration-max-num``
-        (arguments override); see `lake_assets.ops.partition_expire`."""
-        return expire_partitions(
-            self.store, expiration_time=expiration_time, strategy=strategy, timestamp_pattern=timestamp_pattern,
-            timestamp_formatter=timestamp_formatter, max_expires=max_expires, dry_run=dry_run,
-        )
-
-    def compact(
-        self,
-        *,
-        full: bool = False,
-        partitions: Sequence[dict[str, Any]] | None = None,
-        max_units: int | None = None,
-        parallelism: int | None = None,
-    ) -> CompactResult:
-        """Compact in this process: Paimon's universal compaction (or everything with ``full=True``)
-        per (partition, bucket), committed as one COMPACT snapshot with conflict checks.
-
-        Up to ``parallelism`` units run at once (default: option ``compaction.parallelism``).
-        For distributed runs pass a unit runner to `lake_assets.ops.compact.compact` (``run_tasks``).
-        """
-        args.flag("full", full)
-        args.mappings("partitions", partitions)
-        args.integer("max_units", max_units, minimum=1)
-        args.integer("parallelism", parallelism, minimum=1)
-        self.store.require_exists()
-        return compact(self.store, full=full, partitions=partitions, max_units=max_units, parallelism=parallelism)
-
-    def health(self, *, snapshot_id: int | None = None, small_file_threshold: int | None = None) -> pa.Table:
-        """Per (partition, bucket) LSM health from manifests only (no data files are read)."""
-        args.integer("snapshot_id", snapshot_id, minimum=0)
-        args.integer("small_file_threshold", small_file_threshold, minimum=0)
-        self.store.require_exists()
-        return table_health(self.store, snapshot_id=snapshot_id, small_file_threshold=small_file_threshold)
-
+    # ---------------------------------------------------------------- changes
     def read_changes(
         self,
         start: int | str,
@@ -233,27 +120,6 @@ class Table(StoreView):
         args.names("columns", columns)
         self.store.require(Op.STREAM)
         return ChangeReader(self.store, list(columns) if columns else None)
-
-    def remove_orphan_files(
-        self, *, older_than: timedelta = timedelta(days=1), dry_run: bool = True
-    ) -> OrphanResult:
-        """List (and with ``dry_run=False`` delete) files no snapshot or tag references, older than the bound."""
-        args.duration("older_than", older_than, optional=False)
-        args.flag("dry_run", dry_run)
-        self.store.require_exists()
-        return remove_orphan_files(self.store, older_than=older_than, dry_run=dry_run)
-
-    def rollback_to(self, *, snapshot_id: int | None = None, tag: str | None = None) -> Snapshot:
-        """Make a snapshot (or a tag's snapshot) the latest again; newer snapshots are removed.
-
-        Their files become unreferenced and are cleaned by `remove_orphan_files`.
-        """
-        args.integer("snapshot_id", snapshot_id, minimum=0)
-        args.text("tag", tag, empty=True)
-        if (snapshot_id is None) == (tag is None):
-            raise InvalidArgumentError("rollback_to needs exactly one of snapshot_id or tag")
-        self.store.require(Op.ROLLBACK)
-        return rollback_to(self.store, snapshot_id=snapshot_id, tag=tag)
 
     # -------------------------------------------------------------- snapshots
     def snapshots(self) -> list[Snapshot]:
