@@ -2,6 +2,7 @@
 drift between the assets and the jobs' CLI shows here rather than as exit code 2 in production."""
 
 import importlib
+import re
 
 import pytest
 
@@ -12,6 +13,8 @@ from lake_assets.defs.assets.ingest import ingest_args
 from lake_assets.defs.assets.orphans import orphans_args
 from lake_assets.defs.config import LakeConfig
 from lake_assets.defs.resources import LocalStorage, S3Storage, WarehouseResource
+from lake_assets.defs.resources.pipes import CompletedJob
+from lake_assets.defs.resources.spark import EXIT_CODES, job_failure
 
 
 def _parse(job: str, args: list[str]):
@@ -60,3 +63,21 @@ def test_remove_orphans(lake_config: LakeConfig) -> None:
 def test_changelog(lake_config: LakeConfig, base: list[str]) -> None:
     ns = _parse("changelog", base + changelog_args(lake_config.table("db.orders")))
     assert ns.consumer_id == "dagster-db-orders" and ns.export_path.endswith("export/orders")
+
+
+def test_exit_codes_are_the_jobs_own() -> None:
+    """The resource explains every exit code the jobs return, with the jobs' meaning, and retries
+    only a commit conflict: a code added to (or renumbered in) the jobs shows here."""
+    import lake_assets.spark.jobs as jobs_package
+    from lake_assets.spark.jobs import errors as job_errors
+
+    job_codes = {name: value for name, value in vars(job_errors).items() if name.startswith("EXIT_")}
+    assert set(job_codes.values()) == set(EXIT_CODES)
+    assert len(job_codes) == len(EXIT_CODES)  # no two names for one code
+    # the codes the jobs package documents are the same set
+    documented = {int(c) for c in re.findall(r"^\* (\d+) —", jobs_package.__doc__ or "", re.MULTILINE)}
+    assert documented == set(EXIT_CODES)
+    for name, code in job_codes.items():
+        failure = job_failure("compact", CompletedJob(code, "", []), {})
+        assert f"exit code {code} ({EXIT_CODES[code]})" in (failure.description or ""), name
+        assert failure.allow_retries == (code == job_errors.EXIT_CONFLICT), name

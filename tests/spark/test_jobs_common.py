@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog, Table
-from lake_assets.errors import CommitConflictError, NoSuchTableError
+from lake_assets.errors import CommitConflictError, LakeError, NoSuchTableError
 from lake_assets.spark.jobs import compact, expire
 from lake_assets.spark.jobs.args import storage_value
 from lake_assets.spark.jobs.errors import (
@@ -110,6 +110,9 @@ def test_help_exits_0_without_summary(capsys):
 
 def test_classify_local_and_remote_errors():
     assert classify(UsageError("x"), "run")[0] == EXIT_CONFIG
+    # a usage error is one of lake_assets's errors, and keeps exit code 2 in either phase
+    assert isinstance(UsageError("x"), LakeError)
+    assert classify(UsageError("x"), "setup") == (EXIT_CONFIG, "x")
     assert classify(NoSuchTableError("x"), "setup")[0] == EXIT_CONFIG
     assert classify(NoSuchTableError("x"), "run")[0] == EXIT_DATA
     assert classify(CommitConflictError("x"), "run")[0] == EXIT_CONFLICT

@@ -14,11 +14,12 @@ import dagster as dg
 from pydantic import Field
 
 from lake_assets.defs.resources.pipes import CapturingPipesSubprocessClient, CompletedJob
+from lake_assets.exit_codes import EXIT_CODE_MEANINGS, EXIT_CONFLICT
 
 PIPES_METADATA = "pipes_metadata"
 """Summary key holding the metadata the job reported through Pipes (MetadataValue objects)."""
-EXIT_CODES = {0: "ok", 1: "unexpected error", 2: "bad arguments or config", 3: "data or table error",
-              4: "commit conflict"}
+EXIT_CODES = EXIT_CODE_MEANINGS
+"""Exit code of a job → its meaning: the jobs' own table (`lake_assets.exit_codes`)."""
 
 
 def default_jobs_dir() -> str:
@@ -115,7 +116,7 @@ def parse_summary(stdout: str) -> dict[str, Any]:
 
 
 def job_failure(job_name: str, done: CompletedJob, summary: dict[str, Any]) -> dg.Failure:
-    """A Failure naming the exit code's meaning; commit conflicts (4) may be retried."""
+    """A Failure naming the exit code's meaning; commit conflicts (`EXIT_CONFLICT`) may be retried."""
     if done.timed_out:
         reason = "timed out"
     else:
@@ -128,5 +129,5 @@ def job_failure(job_name: str, done: CompletedJob, summary: dict[str, Any]) -> d
     return dg.Failure(
         description=f"Spark job {job_name} failed, {reason}: {error}",
         metadata=metadata,
-        allow_retries=done.returncode == 4,
+        allow_retries=done.returncode == EXIT_CONFLICT,
     )

@@ -14,17 +14,18 @@ from typing import Literal
 from lake_assets import errors as lake_errors
 from lake_assets.errors import CatalogError, CommitConflictError, LakeError, OptionError, SchemaError
 
-EXIT_OK = 0
-EXIT_UNEXPECTED = 1
-EXIT_CONFIG = 2
-EXIT_DATA = 3
-EXIT_CONFLICT = 4
+# The codes themselves are the core's single table (the Dagster resource reads it too).
+from lake_assets.exit_codes import EXIT_CONFIG as EXIT_CONFIG
+from lake_assets.exit_codes import EXIT_CONFLICT as EXIT_CONFLICT
+from lake_assets.exit_codes import EXIT_DATA as EXIT_DATA
+from lake_assets.exit_codes import EXIT_OK as EXIT_OK
+from lake_assets.exit_codes import EXIT_UNEXPECTED as EXIT_UNEXPECTED
 
 Phase = Literal["setup", "run"]
 
 
-class UsageError(Exception):
-    """Bad command-line arguments or job configuration (exit code 2)."""
+class UsageError(LakeError):
+    """Bad command-line arguments or job configuration (exit code 2, whatever the phase)."""
 
 
 _REMOTE_LAKE_ERROR = re.compile(r"lake_assets\.(?:errors|spark\.\w+)\.(\w+): ([^\n]*)")
