@@ -11,28 +11,40 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import uuid
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_assets.errors import CorruptMetadataError, MissingDataFileError, UnsupportedFeatureError
-from lake_assets.formats.file_format import FileFormat, WriteOptions, file_format, format_of_file, table_format
+from lake_assets.formats.data_file_read import file_column_names, iter_data_file, read_data_file, row_types_of
+from lake_assets.formats.file_format import FileFormat, WriteOptions, file_format, table_format
+from lake_assets.formats.file_layout import (
+    DICTIONARY_SAMPLE_ROWS,
+    KEY_FIELD_ID_START,
+    KEY_PREFIX,
+    PARQUET_PAGE_BYTES,
+    SEQUENCE_FIELD_ID,
+    SEQUENCE_NUMBER,
+    VALUE_KIND,
+    VALUE_KIND_FIELD_ID,
+    dictionary_pays,
+    file_arrow_schema,
+    layout_of,
+)
 from lake_assets.formats.stats import StatsAccumulator
 from lake_assets.io.file_io import FileIO
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.manifest import DataFileMeta, FileSource, SimpleStats
 from lake_assets.spec.row_kind import RowKind
 from lake_assets.spec.schema import TableSchema
-from lake_assets.spec.types import DataType, to_arrow_field
 
-KEY_PREFIX = "_KEY_"
-SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
-VALUE_KIND = "_VALUE_KIND"
-KEY_FIELD_ID_START = 1073741823
-SEQUENCE_FIELD_ID = 2147483646
-VALUE_KIND_FIELD_ID = 2147483645
+# Moved to file_layout / data_file_read; importable from here as before.
+__all__ = [
+    "FILE_SOURCE_APPEND", "FILE_SOURCE_COMPACT", "KEY_FIELD_ID_START", "KEY_PREFIX", "SEQUENCE_FIELD_ID",
+    "SEQUENCE_NUMBER", "VALUE_KIND", "VALUE_KIND_FIELD_ID", "DataFileWriter", "DataFileWriterConfig",
+    "RollingFileWriter", "file_arrow_schema", "file_column_names", "iter_data_file", "local_now_ms",
+    "read_data_file", "row_types_of",
+]
 
 # The FileSource members under their former names, for ops/compact and ops/expire while another
 # branch restructures them (issue 16: the FileStore seam); new code uses FileSource.
@@ -41,31 +53,6 @@ FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT = FileSource.APPEND, FileSource.COMPACT
 _PARQUET_CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4",
                    "brotli": "brotli", "none": "none", "uncompressed": "none",
                    "lz4_raw": "lz4"}  # pyarrow's "lz4" writes Parquet's LZ4_RAW codec
-
-
-def _with_id(field: pa.Field, field_id: int) -> pa.Field:
-    return field.with_metadata({b"PARQUET:field_id": str(field_id).encode()})
-
-
-def file_arrow_schema(schema: TableSchema) -> pa.Schema:
-    """Arrow schema of a data file written under ``schema`` (with Parquet field ids)."""
-    value_fields = [_with_id(to_arrow_field(f), f.id) for f in schema.fields]
-    if not schema.primary_keys:
-        return pa.schema(value_fields)
-    key_fields = []
-    for name in schema.trimmed_primary_keys:
-        f = schema.field(name)
-        key_fields.append(
-            _with_id(pa.field(KEY_PREFIX + name, to_arrow_field(f).type, nullable=False), KEY_FIELD_ID_START + f.id)
-        )
-    return pa.schema(
-        [
-            *key_fields,
-            _with_id(pa.field(SEQUENCE_NUMBER, pa.int64(), nullable=False), SEQUENCE_FIELD_ID),
-            _with_id(pa.field(VALUE_KIND, pa.int8(), nullable=False), VALUE_KIND_FIELD_ID),
-            *value_fields,
-        ]
-    )
 
 
 def local_now_ms() -> int:
@@ -85,49 +72,6 @@ class DataFileWriterConfig:
     file_format: str | None = None
 
 
-class _FileLayout:
-    """What every data file of one schema shares: its Arrow schema, key and value types, and
-    which columns get dictionary pages. Built once per schema, not once per bucket writer."""
-
-    def __init__(self, schema: TableSchema) -> None:
-        self.arrow_schema = file_arrow_schema(schema)
-        self.key_names = list(schema.trimmed_primary_keys)
-        self.key_types = schema.types(self.key_names)
-        self.value_types = [f.type for f in schema.fields]
-        self.value_names = [f.name for f in schema.fields]
-        # Dictionary pages pay off for strings and tiny domains; on wide numeric columns they cost
-        # more CPU than they save bytes (pyarrow gives up on them once the dictionary is full anyway).
-        self.dictionary_columns = [
-            f.name for f in self.arrow_schema
-            if pa.types.is_string(f.type) or pa.types.is_binary(f.type) or pa.types.is_boolean(f.type)
-            or pa.types.is_int8(f.type) or pa.types.is_dictionary(f.type)
-        ]
-        # ...but a string column only when its values repeat: checked per file on its first rows
-        self.sampled_dictionary_columns = frozenset(
-            f.name for f in self.arrow_schema
-            if pa.types.is_string(f.type) or pa.types.is_binary(f.type)
-            or pa.types.is_large_string(f.type) or pa.types.is_large_binary(f.type)
-        )
-
-
-# Layouts by schema object. A flush opens one writer per bucket (hundreds for a partitioned
-# table), and the layout costs more than the small file it describes. The entry holds the schema
-# itself, so its id cannot be reused by another object while it is cached.
-_LAYOUTS: dict[int, tuple[TableSchema, _FileLayout]] = {}
-_LAYOUTS_MAX = 64
-
-
-def _layout_of(schema: TableSchema) -> _FileLayout:
-    hit = _LAYOUTS.get(id(schema))
-    if hit is not None and hit[0] is schema:
-        return hit[1]
-    layout = _FileLayout(schema)
-    if len(_LAYOUTS) >= _LAYOUTS_MAX:
-        _LAYOUTS.clear()
-    _LAYOUTS[id(schema)] = (schema, layout)
-    return layout
-
-
 class DataFileWriter:
     """Writes sorted, merged tables of one bucket into rolled data files and describes them."""
 
@@ -142,7 +86,7 @@ class DataFileWriter:
         self.bucket_dir = bucket_dir
         self.schema = schema
         self.config = config
-        layout = _layout_of(schema)
+        layout = layout_of(schema)
         self.arrow_schema = layout.arrow_schema
         self.key_names = layout.key_names
         self.key_types = layout.key_types
@@ -211,7 +155,7 @@ class DataFileWriter:
         if first_rows is None:
             return list(self._dictionary_columns)
         return [c for c in self._dictionary_columns
-                if c not in self._sampled_dictionary_columns or _dictionary_pays(first_rows.column(c), rows)]
+                if c not in self._sampled_dictionary_columns or dictionary_pays(first_rows.column(c), rows)]
 
     def write_options(self, first_rows: pa.Table | None = None, rows: int = 0) -> WriteOptions:
         """What the format writer of a new file takes (Parquet: `parquet_options`)."""
@@ -271,29 +215,6 @@ class _OpenFile:
 ROW_GROUP_MAX_BYTES = 128 * 1024 * 1024
 # Smallest row group a rolling writer starts when it estimates the room left in a file.
 MIN_ROW_GROUP_ROWS = 1024
-# First rows of a new file that decide whether a string column's dictionary pays.
-DICTIONARY_SAMPLE_ROWS = 4096
-# pyarrow's dictionary page limit (its default): a bigger dictionary falls back mid-chunk.
-DICTIONARY_PAGE_BYTES = 1024 * 1024
-# Data page size: parquet-java's default ``parquet.page.size``.
-PARQUET_PAGE_BYTES = 1024 * 1024
-
-
-def _dictionary_pays(column: pa.ChunkedArray | pa.Array, rows: int) -> bool:
-    """Whether a string column repeats enough for a dictionary, judged on a sample of it:
-    at most half of the sampled values distinct, and the dictionary of the ``rows`` the file
-    will hold within one page. A sample whose values repeat 16 times over has seen its domain;
-    otherwise the distinct values are extrapolated linearly (an upper bound)."""
-    n = len(column) - column.null_count
-    if n <= 0:
-        return True
-    distinct = len(pc.unique(column.drop_null()))
-    if distinct * 2 > n:
-        return False
-    value_bytes = pc.sum(pc.binary_length(column)).as_py() or 0
-    expected = distinct if distinct * 16 <= n else distinct * max(rows, n) // n
-    return value_bytes * expected // n <= DICTIONARY_PAGE_BYTES
-
 
 class RollingFileWriter:
     """Appends sorted chunks to one Parquet file until it reaches the target size, then starts the
@@ -447,62 +368,3 @@ class RollingFileWriter:
             self.owner.file_io.delete(f.path)
         self.owner.file_io.delete_many(f"{self.owner.bucket_dir}/{m.file_name}" for m in self.done)
         self.done = []
-
-
-def _system_types(data: pa.Table) -> pa.Table:
-    """System columns as every format's reader hands them on: Avro stores _VALUE_KIND (TINYINT)
-    as an ``int``, which merges must see as the int8 Parquet and ORC files give."""
-    i = data.schema.get_field_index(VALUE_KIND)
-    if i >= 0 and data.schema.field(i).type != pa.int8():
-        data = data.set_column(i, pa.field(VALUE_KIND, pa.int8(), nullable=False), data.column(i).cast(pa.int8()))
-    return data
-
-
-@contextlib.contextmanager
-def _read_errors(path: str) -> Iterator[None]:
-    try:
-        yield
-    except FileNotFoundError:
-        raise MissingDataFileError(f"Data file {path} is missing") from None
-    except (pa.ArrowInvalid, OSError, CorruptMetadataError) as exc:
-        raise CorruptMetadataError(f"Data file {path} is corrupt: {exc}") from exc
-    except UnsupportedFeatureError as exc:
-        raise UnsupportedFeatureError(f"Cannot read data file {path}: {exc}") from exc
-
-
-def read_data_file(
-    file_io: FileIO,
-    path: str,
-    columns: Sequence[str] | None = None,
-    file_size: int | None = None,
-    *,
-    use_threads: bool = True,
-) -> pa.Table:
-    """Read columns of one data file in the format its name says; corrupt files raise
-    CorruptMetadataError, missing ones MissingDataFileError.
-
-    ``use_threads`` lets pyarrow decode columns in parallel; callers that already read several
-    files at once turn it off.
-    """
-    with _read_errors(path), file_io.open_input(path) as source:
-        fmt = file_format(format_of_file(path))
-        return _system_types(fmt.read(source, columns, use_threads=use_threads))
-
-
-def iter_data_file(
-    file_io: FileIO, path: str, columns: Sequence[str] | None = None, batch_rows: int | None = None
-) -> Iterator[pa.Table]:
-    """Read a data file a piece at a time (Parquet row groups, ORC stripes, Avro blocks), or in
-    batches of at most ``batch_rows`` rows."""
-    with _read_errors(path), file_io.open_input(path) as source:
-        fmt = file_format(format_of_file(path))
-        for piece in fmt.iter_batches(source, columns, batch_rows):
-            yield _system_types(piece)
-
-
-def file_column_names(key_names: Sequence[str]) -> list[str]:
-    return [KEY_PREFIX + k for k in key_names] + [SEQUENCE_NUMBER, VALUE_KIND]
-
-
-def row_types_of(schema: TableSchema, names: Sequence[str]) -> list[DataType]:
-    return schema.types(list(names))

@@ -5,7 +5,7 @@ each file from its name, so a table whose ``file.format`` changed holds files of
 at once and every read, compaction and maintenance operation must take each file as it is
 (docs/format.md §1). `format_of_file` is that rule; `file_format` gives the implementation.
 
-Every format writes the same Arrow layout (`lake_assets.formats.data_file.file_arrow_schema`) and
+Every format writes the same Arrow layout (`lake_assets.formats.file_layout.file_arrow_schema`) and
 reads back Arrow tables whose columns have the layout's names; types may come back in the
 format's own physical spelling (ORC timestamps in nanoseconds, TIME as milliseconds in an INT),
 which readers cast to the table's types as they do for evolved schemas.

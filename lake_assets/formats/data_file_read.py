@@ -1,0 +1,74 @@
+"""Reading data files in any of their formats, system columns typed as every merge expects."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+
+from lake_assets.errors import CorruptMetadataError, MissingDataFileError, UnsupportedFeatureError
+from lake_assets.formats.file_format import file_format, format_of_file
+from lake_assets.formats.file_layout import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
+from lake_assets.io.file_io import FileIO
+from lake_assets.spec.schema import TableSchema
+from lake_assets.spec.types import DataType
+
+
+def _system_types(data: pa.Table) -> pa.Table:
+    """System columns as every format's reader hands them on: Avro stores _VALUE_KIND (TINYINT)
+    as an ``int``, which merges must see as the int8 Parquet and ORC files give."""
+    i = data.schema.get_field_index(VALUE_KIND)
+    if i >= 0 and data.schema.field(i).type != pa.int8():
+        data = data.set_column(i, pa.field(VALUE_KIND, pa.int8(), nullable=False), data.column(i).cast(pa.int8()))
+    return data
+
+
+@contextlib.contextmanager
+def _read_errors(path: str) -> Iterator[None]:
+    try:
+        yield
+    except FileNotFoundError:
+        raise MissingDataFileError(f"Data file {path} is missing") from None
+    except (pa.ArrowInvalid, OSError, CorruptMetadataError) as exc:
+        raise CorruptMetadataError(f"Data file {path} is corrupt: {exc}") from exc
+    except UnsupportedFeatureError as exc:
+        raise UnsupportedFeatureError(f"Cannot read data file {path}: {exc}") from exc
+
+
+def read_data_file(
+    file_io: FileIO,
+    path: str,
+    columns: Sequence[str] | None = None,
+    file_size: int | None = None,
+    *,
+    use_threads: bool = True,
+) -> pa.Table:
+    """Read columns of one data file in the format its name says; corrupt files raise
+    CorruptMetadataError, missing ones MissingDataFileError.
+
+    ``use_threads`` lets pyarrow decode columns in parallel; callers that already read several
+    files at once turn it off.
+    """
+    with _read_errors(path), file_io.open_input(path) as source:
+        fmt = file_format(format_of_file(path))
+        return _system_types(fmt.read(source, columns, use_threads=use_threads))
+
+
+def iter_data_file(
+    file_io: FileIO, path: str, columns: Sequence[str] | None = None, batch_rows: int | None = None
+) -> Iterator[pa.Table]:
+    """Read a data file a piece at a time (Parquet row groups, ORC stripes, Avro blocks), or in
+    batches of at most ``batch_rows`` rows."""
+    with _read_errors(path), file_io.open_input(path) as source:
+        fmt = file_format(format_of_file(path))
+        for piece in fmt.iter_batches(source, columns, batch_rows):
+            yield _system_types(piece)
+
+
+def file_column_names(key_names: Sequence[str]) -> list[str]:
+    return [KEY_PREFIX + k for k in key_names] + [SEQUENCE_NUMBER, VALUE_KIND]
+
+
+def row_types_of(schema: TableSchema, names: Sequence[str]) -> list[DataType]:
+    return schema.types(list(names))

@@ -1,0 +1,113 @@
+"""The column layout of data files: system columns, Parquet field ids, dictionary choices.
+
+Primary-key files hold ``_KEY_<k>...``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND`` and then every table
+column; append files hold the table columns only. Field ids are written as Java does.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lake_assets.spec.schema import TableSchema
+from lake_assets.spec.types import to_arrow_field
+
+KEY_PREFIX = "_KEY_"
+SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
+VALUE_KIND = "_VALUE_KIND"
+KEY_FIELD_ID_START = 1073741823
+SEQUENCE_FIELD_ID = 2147483646
+VALUE_KIND_FIELD_ID = 2147483645
+
+
+def _with_id(field: pa.Field, field_id: int) -> pa.Field:
+    return field.with_metadata({b"PARQUET:field_id": str(field_id).encode()})
+
+
+def file_arrow_schema(schema: TableSchema) -> pa.Schema:
+    """Arrow schema of a data file written under ``schema`` (with Parquet field ids)."""
+    value_fields = [_with_id(to_arrow_field(f), f.id) for f in schema.fields]
+    if not schema.primary_keys:
+        return pa.schema(value_fields)
+    key_fields = []
+    for name in schema.trimmed_primary_keys:
+        f = schema.field(name)
+        key_fields.append(
+            _with_id(pa.field(KEY_PREFIX + name, to_arrow_field(f).type, nullable=False), KEY_FIELD_ID_START + f.id)
+        )
+    return pa.schema(
+        [
+            *key_fields,
+            _with_id(pa.field(SEQUENCE_NUMBER, pa.int64(), nullable=False), SEQUENCE_FIELD_ID),
+            _with_id(pa.field(VALUE_KIND, pa.int8(), nullable=False), VALUE_KIND_FIELD_ID),
+            *value_fields,
+        ]
+    )
+
+
+class FileLayout:
+    """What every data file of one schema shares: its Arrow schema, key and value types, and
+    which columns get dictionary pages. Built once per schema, not once per bucket writer."""
+
+    def __init__(self, schema: TableSchema) -> None:
+        self.arrow_schema = file_arrow_schema(schema)
+        self.key_names = list(schema.trimmed_primary_keys)
+        self.key_types = schema.types(self.key_names)
+        self.value_types = [f.type for f in schema.fields]
+        self.value_names = [f.name for f in schema.fields]
+        # Dictionary pages pay off for strings and tiny domains; on wide numeric columns they cost
+        # more CPU than they save bytes (pyarrow gives up on them once the dictionary is full anyway).
+        self.dictionary_columns = [
+            f.name for f in self.arrow_schema
+            if pa.types.is_string(f.type) or pa.types.is_binary(f.type) or pa.types.is_boolean(f.type)
+            or pa.types.is_int8(f.type) or pa.types.is_dictionary(f.type)
+        ]
+        # ...but a string column only when its values repeat: checked per file on its first rows
+        self.sampled_dictionary_columns = frozenset(
+            f.name for f in self.arrow_schema
+            if pa.types.is_string(f.type) or pa.types.is_binary(f.type)
+            or pa.types.is_large_string(f.type) or pa.types.is_large_binary(f.type)
+        )
+
+
+# Layouts by schema object. A flush opens one writer per bucket (hundreds for a partitioned
+# table), and the layout costs more than the small file it describes. The entry holds the schema
+# itself, so its id cannot be reused by another object while it is cached.
+_LAYOUTS: dict[int, tuple[TableSchema, FileLayout]] = {}
+_LAYOUTS_MAX = 64
+
+
+def layout_of(schema: TableSchema) -> FileLayout:
+    """The layout of the data files of ``schema`` (cached per schema object)."""
+    hit = _LAYOUTS.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    layout = FileLayout(schema)
+    if len(_LAYOUTS) >= _LAYOUTS_MAX:
+        _LAYOUTS.clear()
+    _LAYOUTS[id(schema)] = (schema, layout)
+    return layout
+
+
+# First rows of a new file that decide whether a string column's dictionary pays.
+DICTIONARY_SAMPLE_ROWS = 4096
+# pyarrow's dictionary page limit (its default): a bigger dictionary falls back mid-chunk.
+DICTIONARY_PAGE_BYTES = 1024 * 1024
+# Data page size: parquet-java's default ``parquet.page.size``.
+PARQUET_PAGE_BYTES = 1024 * 1024
+
+
+def dictionary_pays(column: pa.ChunkedArray | pa.Array, rows: int) -> bool:
+    """Whether a string column repeats enough for a dictionary, judged on a sample of it:
+    at most half of the sampled values distinct, and the dictionary of the ``rows`` the file
+    will hold within one page. A sample whose values repeat 16 times over has seen its domain;
+    otherwise the distinct values are extrapolated linearly (an upper bound)."""
+    n = len(column) - column.null_count
+    if n <= 0:
+        return True
+    distinct = len(pc.unique(column.drop_null()))
+    if distinct * 2 > n:
+        return False
+    value_bytes = pc.sum(pc.binary_length(column)).as_py() or 0
+    expected = distinct if distinct * 16 <= n else distinct * max(rows, n) // n
+    return value_bytes * expected // n <= DICTIONARY_PAGE_BYTES
