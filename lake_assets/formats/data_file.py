@@ -31,6 +31,7 @@ from lake_assets.formats.file_layout import (
     file_arrow_schema,
     layout_of,
 )
+from lake_assets.formats.footer_stats import DeferredRanges, FooterColumns, needed_leaves
 from lake_assets.formats.stats import StatsAccumulator
 from lake_assets.io.file_io import FileIO
 from lake_assets.spec.binary_row import serialize_row
@@ -95,6 +96,10 @@ class DataFileWriter:
         self._dictionary_columns = layout.dictionary_columns
         self._sampled_dictionary_columns = layout.sampled_dictionary_columns
         self.format: FileFormat = file_format(config.file_format or table_format(schema))
+        # Parquet's footer holds the ranges of these columns: no min/max pass over them
+        footer = self.format.name == "parquet"
+        self._key_footer = layout.key_footer if footer else FooterColumns({}, frozenset())
+        self._value_footer = layout.value_footer if footer else FooterColumns({}, frozenset())
         # refused here, before any file exists (an option value Java's writer of the format rejects)
         self.format.check_writable(schema, bucket_dir)
         self._uuid = uuid.uuid4()
@@ -203,8 +208,8 @@ class _OpenFile:
         self.rows = 0
         self.first_key: list | None = None
         self.last_key: list | None = None
-        self.key_stats = StatsAccumulator(owner.key_types, truncate=128)
-        self.value_stats = StatsAccumulator(owner.value_types)
+        self.key_stats = DeferredRanges(StatsAccumulator(owner.key_types, truncate=128), owner._key_footer)
+        self.value_stats = DeferredRanges(StatsAccumulator(owner.value_types), owner._value_footer)
         self.min_seq: int | None = None
         self.max_seq: int | None = None
         self.deletes = 0
@@ -303,6 +308,11 @@ class RollingFileWriter:
         self.current = None
         try:
             f.writer.close()
+            leaves = needed_leaves(f.key_stats, f.value_stats)
+            if leaves:
+                groups = f.writer.row_group_ranges(leaves)
+                f.key_stats.fold(groups, leaves)
+                f.value_stats.fold(groups, leaves)
             # The footer is written: the sink's position is the file size (no stat / HEAD request).
             size = f.sink.tell()
             f.sink.close()
@@ -319,7 +329,7 @@ class RollingFileWriter:
         if owner.schema.primary_keys:
             min_key = serialize_row(f.first_key or [], owner.key_types)
             max_key = serialize_row(f.last_key or [], owner.key_types)
-            key_stats = f.key_stats.result()
+            key_stats = f.key_stats.acc.result()
         else:
             min_key = max_key = serialize_row([], [])
             key_stats = SimpleStats.EMPTY
@@ -334,7 +344,7 @@ class RollingFileWriter:
             min_key=min_key,
             max_key=max_key,
             key_stats=key_stats,
-            value_stats=f.value_stats.result(),
+            value_stats=f.value_stats.acc.result(),
             min_sequence_number=min_seq,
             max_sequence_number=max_seq,
             schema_id=owner.schema.id,

@@ -61,6 +61,13 @@ class FormatWriter(ABC):
     def close(self) -> None:
         """Finish the file (footer, last block); the sink stays open for the caller."""
 
+    def row_group_ranges(self, leaves: Sequence[int]) -> list[tuple[int, list[tuple[Any, Any] | None]]] | None:
+        """After `close`, from the format's own footer statistics: per row group, its row count
+        and, per leaf column in ``leaves``, (min, max) of its non-null values, None where it has
+        none, (None, None) where the footer has no range for them. None when the format keeps no
+        such statistics (the default)."""
+        return None
+
 
 class FileFormat(ABC):
     """One data file format: its name (also the file extension), a writer and a reader."""

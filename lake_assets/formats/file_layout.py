@@ -9,6 +9,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lake_assets.formats.footer_stats import FooterColumns
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.types import to_arrow_field
 
@@ -62,6 +63,10 @@ class FileLayout:
             if pa.types.is_string(f.type) or pa.types.is_binary(f.type) or pa.types.is_boolean(f.type)
             or pa.types.is_int8(f.type) or pa.types.is_dictionary(f.type)
         ]
+        # columns whose manifest range a Parquet file's footer gives (formats/footer_stats.py)
+        self.key_footer = FooterColumns.of(
+            self.arrow_schema, [KEY_PREFIX + k for k in self.key_names], self.key_types)
+        self.value_footer = FooterColumns.of(self.arrow_schema, self.value_names, self.value_types)
         # ...but a string column only when its values repeat: checked per file on its first rows
         self.sampled_dictionary_columns = frozenset(
             f.name for f in self.arrow_schema

@@ -23,6 +23,23 @@ class _ParquetWriter(FormatWriter):
     def close(self) -> None:
         self._writer.close()
 
+    def row_group_ranges(self, leaves: Sequence[int]) -> list[tuple[int, list[tuple[Any, Any] | None]]] | None:
+        # the statistics parquet-cpp computed while encoding (write_statistics), read back from
+        # the footer it just wrote: no second pass over the data
+        meta = self._writer.writer.metadata
+        groups = []
+        for r in range(meta.num_row_groups):
+            rg = meta.row_group(r)
+            ranges: list[tuple[Any, Any] | None] = []
+            for leaf in leaves:
+                st = rg.column(leaf).statistics
+                if st is not None and st.has_min_max:
+                    ranges.append((st.min, st.max))
+                else:  # no values (all null: nothing to fold) or values without a range (unknown)
+                    ranges.append(None if st is not None and st.num_values == 0 else (None, None))
+            groups.append((rg.num_rows, ranges))
+        return groups
+
 
 class ParquetFormat(FileFormat):
     """Apache Parquet (``file.format = parquet``)."""

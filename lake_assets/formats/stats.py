@@ -6,7 +6,8 @@ to a prefix with its last character incremented for the maximum, as Paimon's tru
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -83,10 +84,12 @@ class StatsAccumulator:
         self.nulls = [0] * n
         self.unknown = [isinstance(t, _NO_MIN_MAX) for t in self.types]  # no min/max for these
 
-    def update(self, columns: Sequence[pa.Array | pa.ChunkedArray]) -> None:
+    def update(self, columns: Sequence[pa.Array | pa.ChunkedArray], defer: Container[int] = ()) -> None:
+        """Count nulls and fold in the min/max of every column, except those in ``defer`` whose
+        range the caller folds later (`fold`, from the file format's footer statistics)."""
         for i, (col, dtype) in enumerate(zip(columns, self.types, strict=True)):
             self.nulls[i] += int(col.null_count)
-            if self.unknown[i] or len(col) == col.null_count:
+            if self.unknown[i] or len(col) == col.null_count or i in defer:
                 continue
             if isinstance(dtype, (FloatType, DoubleType)) and pc.any(pc.is_nan(col)).as_py():
                 self.unknown[i] = True  # NaN has no place in a min/max range
@@ -97,6 +100,18 @@ class StatsAccumulator:
                 self.mins[i] = lo
             if self.maxs[i] is None or hi > self.maxs[i]:
                 self.maxs[i] = hi
+
+    def fold(self, i: int, lo: Any, hi: Any) -> None:
+        """Widen column ``i``'s range to cover ``lo``..``hi``; None for either: the range of some
+        values is not known, so the column gets no min/max at all (never a range that excludes
+        a value)."""
+        if lo is None or hi is None:
+            self.unknown[i] = True
+            return
+        if self.mins[i] is None or lo < self.mins[i]:
+            self.mins[i] = lo
+        if self.maxs[i] is None or hi > self.maxs[i]:
+            self.maxs[i] = hi
 
     def result(self) -> SimpleStats:
         if not self.types:
