@@ -107,6 +107,10 @@ def _single_int_key_order(
     if not pa.types.is_integer(col.type) or col.null_count:
         return None
     keys = col.to_numpy().astype(np.int64, copy=False)
+    if not prefix and bool(np.all(keys[1:] > keys[:-1])):
+        # already in key order with unique keys (sorted sources, upserts of sorted keys): one
+        # linear check instead of a sort, and callers can keep the rows where they are
+        return np.arange(len(keys), dtype=np.int64)
     order = np.argsort(keys)
     sorted_keys = keys[order]
     if len(keys) > 1 and bool(np.any(sorted_keys[1:] == sorted_keys[:-1])):

@@ -104,6 +104,10 @@ def _merge_order(keys: pa.Table, rows: np.ndarray, spec: RouteSpec) -> np.ndarra
     return order
 
 
+def _ascending(order: np.ndarray) -> bool:
+    return bool(np.all(order[1:] > order[:-1]))
+
+
 # Buckets of a batch's rows (int64) from (rows, partition id per row, partition values): how a
 # dynamic-bucket writer's assigner routes (ops/dynamic_bucket.py).
 BucketAssign = Callable[[pa.Table, np.ndarray, list[tuple[Any, ...]]], np.ndarray]
@@ -141,7 +145,10 @@ def route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAssi
         order = by_group[s:e]
         if spec.primary_keys:
             order = _merge_order(keys, order, spec)  # sorted here, so groups sort in parallel
-        rows = gathered.take(pa.array(order))
+        # rows already in order and adjacent (one group of sorted input): a zero-copy slice
+        lo = int(order[0])
+        rows = (gathered.slice(lo, e - s) if int(order[-1]) - lo == e - s - 1 and _ascending(order)
+                else gathered.take(pa.array(order)))
         if part_cols:
             # a group holds one partition value: repeat it (the exact scalar of one of its rows)
             # instead of gathering the column

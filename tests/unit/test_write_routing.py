@@ -111,3 +111,22 @@ def test_a_key_written_twice_in_one_big_batch_keeps_its_last_version(catalog) ->
     got = t.to_arrow()
     assert got.num_rows == len(last)
     assert dict(zip(got.column("k").to_pylist(), got.column("v").to_pylist(), strict=True)) == last
+
+
+@pytest.mark.parametrize("buckets", [1, 3])
+def test_input_already_in_key_order_is_routed_without_a_sort_or_copy(buckets: int) -> None:
+    """Sorted unique keys (a sorted source, an upsert of sorted keys) skip the key sort; a group
+    that is the whole batch is a zero-copy slice of it, the rest are still in key order."""
+    n = PARALLEL_GATHER_ROWS + 5
+    data = pa.table({"k": pa.array(np.arange(n, dtype=np.int64) * 3 - 7),
+                     "v": pa.array([f"v{i}" for i in range(n)])})
+    groups = route(data, np.zeros(n, np.int8), _spec(data, ("k",), (), buckets))
+    assert sum(g.rows.num_rows for g in groups) == n
+    for g in groups:
+        ks = g.rows.column("k").to_numpy()
+        assert (np.diff(ks) > 0).all()
+        want = assign_buckets([pa.array(ks)], [from_arrow(pa.int64())], buckets)
+        assert (want == g.bucket).all()
+    if buckets == 1:
+        (g,) = groups
+        assert g.rows.column("v").chunk(0).buffers()[2].address == data.column("v").chunk(0).buffers()[2].address
