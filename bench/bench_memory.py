@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.tpch.measure import Meter
 from lake_assets import Catalog
-from lake_assets.ops import spill, write
+from lake_assets.ops import spill, write_spill
 from lake_assets.ops.streaming_read import DEFAULT_BATCH_ROWS, DEFAULT_READ_AHEAD
 
 SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("a", pa.int64()), ("b", pa.float64()),
@@ -157,7 +157,7 @@ def bounds(batch_rows: int, read_ahead: int) -> dict[str, object]:
         "write-buffer-size": OPTIONS["write-buffer-size"],
         "local-sort.max-num-file-handles": OPTIONS["local-sort.max-num-file-handles"],
         "spill batch bytes": spill.spill_batch_bytes(64 * 2**20, int(OPTIONS["local-sort.max-num-file-handles"])),
-        "spill merge rows (min/step)": write.SPILL_MERGE_ROWS,
+        "spill merge rows (min/step)": write_spill.SPILL_MERGE_ROWS,
         "read batch rows": batch_rows,
         "read-ahead batches per worker": read_ahead,
         "read workers": workers,

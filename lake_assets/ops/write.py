@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,48 +22,27 @@ from lake_assets.formats.data_file import (
     DataFileWriter,
 )
 from lake_assets.lsm.merge import is_retract, sort_and_merge, sort_for_merge
-from lake_assets.lsm.merge_reader import merge_sorted
-from lake_assets.ops import deletion_vectors
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.dynamic_bucket import DynamicBucketAssigner, assigner_for, attach_index_changes
 from lake_assets.ops.route import RouteSpec, route
-from lake_assets.ops.spill import SpillDirectory, SpillRun, key_batches, spill_batch_bytes
+from lake_assets.ops.write_spill import SpillingWriter
+from lake_assets.ops.writer_state import BucketBuffer, WriterBase, compact_inline
 from lake_assets.spec.binary_row import serialize_row
-from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
 from lake_assets.spec.partition import partition_path
 from lake_assets.spec.row_kind import RowKind
-from lake_assets.spec.snapshot import Snapshot
 from lake_assets.table_rules import check_engine_producer
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
-    from lake_assets.options import CoreOptions
     from lake_assets.store.file_store import FileStore
 
 
 # Fewest rows routed at a time when a big input is cut to fit the write buffer.
 MIN_ROUTED_ROWS = 1024
-# Rows gathered per merge step when spilled runs are merged into level-0 files.
-SPILL_MERGE_ROWS = 64 * 1024
 
 
-@dataclass
-class _BucketBuffer:
-    partition: bytes
-    partition_values: tuple[Any, ...]
-    bucket: int
-    next_sequence: int
-    tables: list[pa.Table] = field(default_factory=list)
-    nbytes: int = 0
-    new_files: list[DataFileMeta] = field(default_factory=list)
-    new_changelog: list[DataFileMeta] = field(default_factory=list)
-    writer: DataFileWriter | None = None
-    changelog_writer: DataFileWriter | None = None
-    runs: list[SpillRun] = field(default_factory=list)  # spilled since the last prepare_commit, oldest first
-
-
-class TableWriter:
+class TableWriter(SpillingWriter):
     """Writes Arrow data into new level-0 files of one table; see `prepare_commit`."""
 
     def __init__(
@@ -104,18 +81,15 @@ class TableWriter:
         check_engine_producer(f"Cannot write to {store.name}", opts)
         self.partition_types = self.schema.types(list(self.schema.partition_keys))
         self.bucket_types = self.schema.types(list(self.schema.bucket_keys))
-        self._buffers: dict[tuple[bytes, int], _BucketBuffer] = {}
+        self._buffers: dict[tuple[bytes, int], BucketBuffer] = {}
         self._buffered_bytes = 0
-        self._max_sequences: dict[tuple[bytes, int], int] | None = None
-        self._live_files: dict[tuple[bytes, int], list[DataFileMeta]] = {}
-        # per bucket, its live deletion-vector index files (tables with deletion vectors)
-        self._live_dv: dict[tuple[bytes, int], tuple[IndexManifestEntry, ...]] = {}
+        # the latest snapshot's state of every bucket, read when the first rows are buffered
+        self._base: WriterBase | None = None
         self._closed = False
         # Sequence numbers of a bucket are next, next + stride, ... (see `interleave_sequences`)
         self._sequence_stride = 1
         self._sequence_offset = 0
         self._merge_function = store.merge_function()
-        self._base_snapshot: Snapshot | None = None
         # one config for every bucket's file writer (a round can touch hundreds of buckets)
         self._file_config = store.data_file_config()
         self._spill = self._spill_directory(opts)
@@ -128,30 +102,6 @@ class TableWriter:
             sequence_fields=tuple(self.options.sequence_fields),
             sequence_descending=self.options.sequence_descending,
         )
-
-    def _spill_directory(self, opts: CoreOptions) -> SpillDirectory | None:
-        """The local spill directory when the write buffer spills, else None.
-
-        Paimon leaves ``write-buffer-spillable`` unset and spills for bounded (batch) writes and on
-        object stores. Writes through this class are bounded jobs that end in `prepare_commit`,
-        and a spill only happens when one commit overflows the buffer, so unset means on. Kept
-        off, with today's flush-to-level-0 behaviour:
-        - append tables: their files are unsorted arrival order, there is nothing to merge (Paimon
-          has a separate ``write-buffer-for-append`` for them);
-        - ``changelog-producer=input``: every flush must write its unmerged input as changelog
-          files, and the changelog of a commit is that input, not a merge of spilled runs.
-        """
-        if not self.is_pk or opts.changelog_producer == "input" or opts.write_buffer_spillable is False:
-            return None
-        return SpillDirectory(compression=opts.spill_compression, zstd_level=opts.spill_zstd_level,
-                              max_disk_bytes=opts.write_buffer_spill_max_disk_size,
-                              batch_bytes=spill_batch_bytes(opts.write_buffer_size,
-                                                            opts.local_sort_max_num_file_handles))
-
-    @property
-    def spilling(self) -> bool:
-        """Whether a full write buffer spills to local disk instead of writing level-0 files."""
-        return self._spill is not None
 
     def interleave_sequences(self, slot: int, slots: int) -> None:
         """Number each bucket's records ``base + slot``, ``base + slot + slots``, ... (base = the
@@ -231,13 +181,13 @@ class TableWriter:
             buf.nbytes += nbytes
             self._buffered_bytes += nbytes
 
-    def _buffer(self, pvals: tuple[Any, ...], bucket: int) -> _BucketBuffer:
+    def _buffer(self, pvals: tuple[Any, ...], bucket: int) -> BucketBuffer:
         partition = serialize_row(list(pvals), self.partition_types)
         key = (partition, bucket)
         buf = self._buffers.get(key)
         if buf is None:
-            sequences = self._max_sequences if self._max_sequences is not None else self._restore()
-            buf = _BucketBuffer(partition, pvals, bucket, sequences[key] + 1 + self._sequence_offset)
+            start = self._restore().max_sequences[key] + 1
+            buf = BucketBuffer(partition, pvals, bucket, start + self._sequence_offset)
             self._buffers[key] = buf
         return buf
 
@@ -249,34 +199,18 @@ class TableWriter:
     def _dynamic_assigner(self) -> DynamicBucketAssigner:
         """The writer's bucket assigner, loaded from the snapshot the writer starts from."""
         if self._assigner is None:
-            if self._max_sequences is None:
-                self._restore()
-            self._assigner = assigner_for(self.store, self._base_snapshot,
+            self._assigner = assigner_for(self.store, self._restore().snapshot,
                                           ignore_previous=self.ignore_previous_files)
         return self._assigner
 
-    def _restore(self) -> dict[tuple[bytes, int], int]:
-        """Sequence numbers continue from each bucket's live files (Paimon's "scan" init mode);
-        returns the restored ``_max_sequences``."""
-        snap = self.store.snapshot_manager.latest()
-        self._base_snapshot = snap
-        sequences: dict[tuple[bytes, int], int] = defaultdict(lambda: -1)
-        self._max_sequences = sequences
-        if snap is None:
-            return sequences
-        if not self.ignore_previous_files:
-            self._live_dv = dict(deletion_vectors.snapshot_index(self.store, snap))
-        for e in self.store.file_store_scan(self._op).live_entries(snap):
-            k = (e.partition, e.bucket)
-            if not self.ignore_previous_files:
-                self._live_files.setdefault(k, []).append(e.file)
-            # sequence numbers still continue: they never need to restart, and an overwrite that
-            # loses a race to a newer commit is retried against it
-            self._max_sequences[k] = max(self._max_sequences[k], e.file.max_sequence_number)
-        return sequences
+    def _restore(self) -> WriterBase:
+        """Sequence numbers continue from each bucket's live files (Paimon's "scan" init mode)."""
+        if self._base is None:
+            self._base = WriterBase.restore(self.store, self._op, self.ignore_previous_files)
+        return self._base
 
     # ---------------------------------------------------------------- flushes
-    def _file_writer(self, buf: _BucketBuffer, changelog: bool = False) -> DataFileWriter:
+    def _file_writer(self, buf: BucketBuffer, changelog: bool = False) -> DataFileWriter:
         if changelog:
             if buf.changelog_writer is None:
                 data_writer = self._file_writer(buf)
@@ -296,7 +230,7 @@ class TableWriter:
     def _keys(self) -> list[str]:
         return list(self.schema.trimmed_primary_keys)
 
-    def _take_merged(self, buf: _BucketBuffer) -> pa.Table:
+    def _take_merged(self, buf: BucketBuffer) -> pa.Table:
         """The bucket's buffered rows sorted and merged (one copy, as a flush makes); the buffer
         lets go of them."""
         presorted = len(buf.tables) == 1  # one routed slice is already in key order
@@ -306,7 +240,7 @@ class TableWriter:
         return sort_and_merge(data, self._keys(), self._merge_function, self.options.sequence_fields,
                               self.options.sequence_descending, presorted=presorted)
 
-    def _flush_buffer(self, buf: _BucketBuffer) -> None:
+    def _flush_buffer(self, buf: BucketBuffer) -> None:
         if buf.runs:
             self._merge_runs(buf)
             return
@@ -330,64 +264,7 @@ class TableWriter:
         buf.new_files.extend(self._file_writer(buf).write(data, level=0, file_source=FILE_SOURCE_APPEND))
         self.store.fault_point("write.after_data_files")
 
-    # ----------------------------------------------------------------- spills
-    def _merge_chunk(self, chunk: pa.Table) -> pa.Table:
-        return sort_and_merge(chunk, self._keys(), self._merge_function, self.options.sequence_fields,
-                              self.options.sequence_descending)
-
-    def _sort_chunk(self, chunk: pa.Table) -> pa.Table:
-        return sort_for_merge(chunk, self._keys(), self.options.sequence_fields, self.options.sequence_descending)
-
-    def _take_sorted(self, buf: _BucketBuffer) -> pa.Table:
-        """The bucket's buffered rows in merge order, unmerged (the buffer lets go of them)."""
-        presorted = len(buf.tables) == 1  # one routed slice is already in key order
-        data = buf.tables[0] if presorted else self._sort_chunk(pa.concat_tables(buf.tables))
-        buf.tables.clear()
-        buf.nbytes = 0
-        return data
-
-    def _merged(self, inputs: list[Iterator[pa.Table]], merge: Callable[[pa.Table], pa.Table]) -> Iterator[pa.Table]:
-        """``merge`` over key-ranged chunks of all inputs, in key order; memory holds one batch
-        per input plus the chunk. The merge engine sees each key's records of every run at once,
-        in sequence order: one merge over the commit's records, as without spilling."""
-        return merge_sorted(inputs, self._keys(), merge, min_rows=SPILL_MERGE_ROWS)
-
-    def _spill_buffer(self, buf: _BucketBuffer) -> None:
-        """Write the bucket's buffer as one sorted run of raw records to local disk."""
-        assert self._spill is not None
-        data = self._take_sorted(buf)
-        keys = self._keys()
-        buf.runs.append(self._spill.write_run([data], data.schema, keys))
-        if len(buf.runs) >= self.options.local_sort_max_num_file_handles:
-            # local-sort.max-num-file-handles bounds the fan-in of the final merge (an open file
-            # and a batch per run): sort the runs into one now, as Paimon's external sort does.
-            runs = buf.runs
-            folded = self._spill.write_run(self._merged([r.batches() for r in runs], self._sort_chunk),
-                                           data.schema, keys)
-            buf.runs = [folded]
-            self._spill.delete(runs)
-
-    def _merge_runs(self, buf: _BucketBuffer) -> None:
-        """Merge the bucket's spilled runs and buffered rows into level-0 files (rolled at the
-        target file size), then drop the runs."""
-        assert self._spill is not None
-        inputs = [run.batches() for run in buf.runs]
-        if buf.tables:
-            inputs.append(key_batches(self._take_sorted(buf), self._keys()))
-        rolling = self._file_writer(buf).rolling(level=0, file_source=FILE_SOURCE_APPEND)
-        try:
-            for chunk in self._merged(inputs, self._merge_chunk):
-                rolling.write(chunk)
-            files = rolling.close()
-        except BaseException:
-            rolling.abort()
-            raise
-        buf.new_files.extend(files)
-        runs, buf.runs = buf.runs, []
-        self._spill.delete(runs)
-        self.store.fault_point("write.after_data_files")
-
-    def _each(self, fn: Callable[[_BucketBuffer], None], bufs: list[_BucketBuffer]) -> None:
+    def _each(self, fn: Callable[[BucketBuffer], None], bufs: list[BucketBuffer]) -> None:
         """Run ``fn`` over buckets in parallel (pyarrow frees the GIL)."""
         if len(bufs) <= 1:
             for buf in bufs:
@@ -447,32 +324,8 @@ class TableWriter:
             messages = attach_index_changes(messages, changes, total)
         return messages
 
-    def _compact_inline(self, key: tuple[bytes, int], buf: _BucketBuffer, msg: CommitMessage) -> CommitMessage:
-        """Paimon writers without ``write-only`` compact their bucket when universal compaction says so."""
-        from lake_assets.ops.compact.plan import commits_since_last_compaction, plan_bucket
-        from lake_assets.ops.compact.rewrite import run_compaction_task
-        from lake_assets.ops.scan import Split
-
-        files = [*self._live_files.get(key, []), *buf.new_files]
-        split = Split(buf.partition, buf.partition_values, buf.bucket, self.num_buckets, files,
-                      self._live_dv.get(key, ()))
-        commits = commits_since_last_compaction(self.store, self._base_snapshot) + 1
-        task = plan_bucket(self.store, split, full=False, commits_since_full=commits)
-        if task is None:
-            self._live_files[key] = files
-            return msg
-        result = run_compaction_task(self.store, task)
-        removed = {f.file_name for f in result.compact_before}
-        self._live_files[key] = [f for f in files if f.file_name not in removed] + [
-            f for f in result.compact_after
-        ]
-        if result.index_before or result.index_after:
-            self._live_dv[key] = result.index_after
-        # The unit's changelog (lookup; full-compaction) goes into the COMPACT snapshot as with a
-        # dedicated compaction: Java's writer commits it there, and dropped it would be orphaned.
-        return dataclasses.replace(msg, compact_before=result.compact_before, compact_after=result.compact_after,
-                                   compact_changelog=result.compact_changelog, index_before=result.index_before,
-                                   index_after=result.index_after)
+    def _compact_inline(self, key: tuple[bytes, int], buf: BucketBuffer, msg: CommitMessage) -> CommitMessage:
+        return compact_inline(self.store, self._restore(), self.num_buckets, key, buf, msg)
 
     def abort(self, messages: Iterable[CommitMessage] = ()) -> None:
         """Delete files written but not committed (buffered files and those in ``messages``).

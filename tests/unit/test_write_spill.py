@@ -340,7 +340,7 @@ def test_key_batches_never_split_a_key():
 def test_tiny_run_batches_and_merge_steps_give_the_same_content(tmp_path, monkeypatch, spills, engine):
     """Runs of many small batches (keys with several records straddle would-be cuts) and a merge
     that yields often: the k-way merge must still see all of a key's records at once."""
-    import lake_assets.ops.write as write_mod
+    import lake_assets.ops.write_spill as write_mod
 
     monkeypatch.setattr(spill_mod, "MIN_BATCH_ROWS", 1)
     monkeypatch.setattr(spill_mod, "MAX_BATCH_ROWS", 7)
@@ -357,7 +357,7 @@ def test_tiny_run_batches_and_merge_steps_give_the_same_content(tmp_path, monkey
 def test_commit_time_merge_of_many_runs_is_bounded_per_chunk(tmp_path, spills, monkeypatch):
     """The merge of a bucket's spilled runs gathers at most about two steps of rows per merge call,
     however many runs there are (it used to take a batch-sized slice of every run per step)."""
-    from lake_assets.ops import write as write_mod
+    from lake_assets.ops import write_spill as write_mod
 
     monkeypatch.setattr(write_mod, "SPILL_MERGE_ROWS", 500)
     sizes: list[int] = []

@@ -1,0 +1,103 @@
+"""A table writer's per-bucket state: the rows it buffers, and what it starts from.
+
+`BucketBuffer` holds one (partition, bucket)'s buffered rows, spilled runs and files written
+since the last commit; `WriterBase` is what the writer restores from the latest snapshot when it
+first buffers rows (Paimon's "scan" init mode): each bucket's highest sequence number, live files
+and deletion-vector index files, which the writer's inline compaction (`compact_inline`) keeps
+current across commits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from lake_assets.formats.data_file import DataFileWriter
+from lake_assets.ops import deletion_vectors
+from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.ops.spill import SpillRun
+from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
+from lake_assets.spec.snapshot import Snapshot
+from lake_assets.table_support import Op
+
+if TYPE_CHECKING:
+    from lake_assets.store.file_store import FileStore
+
+BucketKey = tuple[bytes, int]  # (serialized partition, bucket)
+
+
+@dataclass
+class BucketBuffer:
+    """One bucket's buffered rows (routed slices, each in merge order) and what it wrote."""
+
+    partition: bytes
+    partition_values: tuple[Any, ...]
+    bucket: int
+    next_sequence: int
+    tables: list[pa.Table] = field(default_factory=list)
+    nbytes: int = 0
+    new_files: list[DataFileMeta] = field(default_factory=list)
+    new_changelog: list[DataFileMeta] = field(default_factory=list)
+    writer: DataFileWriter | None = None
+    changelog_writer: DataFileWriter | None = None
+    runs: list[SpillRun] = field(default_factory=list)  # spilled since the last prepare_commit, oldest first
+
+
+@dataclass
+class WriterBase:
+    """The snapshot a writer started from and, per bucket, its state in that snapshot."""
+
+    snapshot: Snapshot | None
+    max_sequences: dict[BucketKey, int]  # -1 for a bucket without files
+    live_files: dict[BucketKey, list[DataFileMeta]]
+    live_dv: dict[BucketKey, tuple[IndexManifestEntry, ...]]
+
+    @staticmethod
+    def restore(store: FileStore, op: Op, ignore_previous_files: bool) -> WriterBase:
+        """Read the latest snapshot. ``ignore_previous_files`` (overwrites): buckets start without
+        their live files, but sequence numbers still continue from them."""
+        snap = store.snapshot_manager.latest()
+        base = WriterBase(snap, defaultdict(lambda: -1), {}, {})
+        if snap is None:
+            return base
+        if not ignore_previous_files:
+            base.live_dv = dict(deletion_vectors.snapshot_index(store, snap))
+        for e in store.file_store_scan(op).live_entries(snap):
+            k = (e.partition, e.bucket)
+            if not ignore_previous_files:
+                base.live_files.setdefault(k, []).append(e.file)
+            # sequence numbers never need to restart, and an overwrite that loses a race to a
+            # newer commit is retried against it
+            base.max_sequences[k] = max(base.max_sequences[k], e.file.max_sequence_number)
+        return base
+
+
+def compact_inline(store: FileStore, base: WriterBase, num_buckets: int, key: BucketKey, buf: BucketBuffer,
+                   msg: CommitMessage) -> CommitMessage:
+    """Paimon writers without ``write-only`` compact their bucket when universal compaction says
+    so: ``msg`` with the compaction added, and ``base`` updated to the bucket's files after it."""
+    from lake_assets.ops.compact.plan import commits_since_last_compaction, plan_bucket
+    from lake_assets.ops.compact.rewrite import run_compaction_task
+    from lake_assets.ops.scan import Split
+
+    files = [*base.live_files.get(key, []), *buf.new_files]
+    split = Split(buf.partition, buf.partition_values, buf.bucket, num_buckets, files, base.live_dv.get(key, ()))
+    commits = commits_since_last_compaction(store, base.snapshot) + 1
+    task = plan_bucket(store, split, full=False, commits_since_full=commits)
+    if task is None:
+        base.live_files[key] = files
+        return msg
+    result = run_compaction_task(store, task)
+    removed = {f.file_name for f in result.compact_before}
+    base.live_files[key] = [f for f in files if f.file_name not in removed] + list(result.compact_after)
+    if result.index_before or result.index_after:
+        base.live_dv[key] = result.index_after
+    # The unit's changelog (lookup; full-compaction) goes into the COMPACT snapshot as with a
+    # dedicated compaction: Java's writer commits it there, and dropped it would be orphaned.
+    return dataclasses.replace(msg, compact_before=result.compact_before, compact_after=result.compact_after,
+                               compact_changelog=result.compact_changelog, index_before=result.index_before,
+                               index_after=result.index_after)
