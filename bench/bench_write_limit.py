@@ -10,13 +10,16 @@ Peers, measured in the same run on the same rows:
 - pyarrow: ``pq.write_table`` of the same rows (zstd level 1, the table's codec), the physical
   reference of the load and of a round (one file, no routing, no sort);
 - delta-rs (when ``deltalake`` imports): ``write_deltalake`` for the load, one MERGE per round;
+- the floor (`run_floor`): pyarrow writing the same rows in our files' 10 columns, sorted by key,
+  with our Parquet options: encoding alone, and with the sort and gather unsorted input needs;
 - Paimon Java 0.9 (``--java-rows N``, the repository's oracle JVM): writes the same rows into a
   table of the same layout, fully compacted, so its files can be cross-read next to ours.
 
 Cross-read: both tables are fully compacted, then every data file of each is decoded by the same
 readers (pyarrow ``read_table`` and polars ``read_parquet`` per file, lake_assets' own ``to_arrow``
 of the table), best of ``2 * --repeat + 1``. Other times are best of
-``--repeat``; the wall clock and this process's CPU time are both printed (the machine is shared:
+``--repeat``. ``--sorted`` hands every system its rows sorted by key. The wall clock and this
+process's CPU time are both printed (the machine is shared:
 the CPU time is the steadier figure). ``--profile STEP`` writes a cProfile of that step.
 """
 
@@ -154,6 +157,37 @@ def run_pyarrow(base: pa.Table, ups: list[pa.Table], res: Results, work: str) ->
             u, f"{d}/round{i}.parquet", compression="zstd", compression_level=1)))
 
 
+def _file_layout(rows: pa.Table, order: np.ndarray | None) -> pa.Table:
+    """``rows`` as our files hold them: sorted by ``order`` (None: as they are), the key copied
+    to ``_KEY_id``, sequence numbers and all-insert ``_VALUE_KIND`` in front."""
+    if order is not None:
+        rows = rows.take(pa.array(order))
+    n = rows.num_rows
+    system = [rows.column(KEY), pa.array(np.arange(n, dtype=np.int64)), pa.array(np.zeros(n, np.int8))]
+    return pa.Table.from_arrays([*system, *rows.columns], names=[f"_KEY_{KEY}", "_SEQUENCE_NUMBER", "_VALUE_KIND",
+                                                               *rows.column_names])
+
+
+def _floor_write(rows: pa.Table, path: str) -> None:
+    # the options our Parquet files use (formats/data_file.py): zstd 1, 1 MiB pages, dictionaries
+    # on the low-cardinality strings and _VALUE_KIND only
+    pq.write_table(rows, path, compression="zstd", compression_level=1, data_page_size=1 << 20,
+                   use_dictionary=["_VALUE_KIND", PART, "status"], write_statistics=True)
+
+
+def run_floor(base: pa.Table, ups: list[pa.Table], res: Results, work: str) -> None:
+    """The physical floor of our files with pyarrow alone, one thread: "floor encode" writes the
+    rows already sorted by key with the 10 columns of our files (the encoding our files cost
+    whatever the writer does); "floor sort+encode" also sorts the unsorted input and gathers
+    every column (numpy argsort of the key, one take), which a writer of unsorted input must do."""
+    d = tempfile.mkdtemp(prefix="floor-", dir=work)
+    for step, rows in [("load", base), *(("upsert round", u) for u in ups)]:
+        laid_out = _file_layout(rows, np.argsort(rows.column(KEY).to_numpy()))
+        res.add(step, "floor encode", *timed(lambda laid_out=laid_out: _floor_write(laid_out, f"{d}/enc.parquet")))
+        res.add(step, "floor sort+encode", *timed(lambda rows=rows: _floor_write(
+            _file_layout(rows, np.argsort(rows.column(KEY).to_numpy())), f"{d}/sort.parquet")))
+
+
 def run_delta(base: pa.Table, ups: list[pa.Table], res: Results, work: str) -> None:
     try:
         import deltalake
@@ -223,7 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--systems", default="lake,pyarrow,delta")
+    ap.add_argument("--systems", default="lake,pyarrow,delta,floor")
+    ap.add_argument("--sorted", action="store_true",
+                    help="hand every system its rows sorted by key (a sorted source; upserts of sorted keys)")
     ap.add_argument("--java-rows", type=int, default=0, help="cross-read against Paimon Java's files of N rows")
     ap.add_argument("--read", action="append", default=[], metavar="LABEL=WAREHOUSE",
                     help="also cross-read this warehouse's table (e.g. files an older lake_assets wrote)")
@@ -235,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{describe()}; load average at start {os.getloadavg()}", flush=True)
     print({k: v for k, v in versions().items()}, flush=True)
     base, ups = make_workload(args.rows, args.rounds)
+    if args.sorted:
+        base, ups = base.sort_by(KEY), [u.sort_by(KEY) for u in ups]
     res = Results()
     try:
         for r in range(args.repeat):
@@ -242,9 +280,11 @@ def main(argv: list[str] | None = None) -> int:
                 run_lake(base, ups, res, work, args.profile if r == args.repeat - 1 else "")
             if "pyarrow" in systems:
                 run_pyarrow(base, ups, res, work)
+            if "floor" in systems:
+                run_floor(base, ups, res, work)
             if "delta" in systems and r == 0:
                 run_delta(base, ups, res, work)
-        names = ["lake_assets", "pyarrow", "delta-rs"]
+        names = ["lake_assets", "pyarrow", "delta-rs", "floor encode", "floor sort+encode"]
         print(f"\nload average at end {os.getloadavg()}")
         print("| step | " + " | ".join(names) + " | lake/pyarrow (wall / cpu) |")
         print("|---|" + "---:|" * (len(names) + 1))
