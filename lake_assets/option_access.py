@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from lake_assets.errors import OptionError, UnsupportedFeatureError
+from lake_assets.formats.format_options import is_format_option
 from lake_assets.option_rules import RULES, rule_for
 from lake_assets.option_types import LakeErrorLike, parse_value, raise_all
 
@@ -39,7 +40,9 @@ class OptionAccess:
         problems: list[LakeErrorLike] = []
         for key, text in self.raw.items():
             rule = rule_for(key)
-            if rule is None:
+            if rule is None or is_format_option(key):
+                # format writers' options are parsed where files are written; a bad value of one
+                # refuses writes only (table_support), not every option access
                 continue
             try:
                 out[key] = parse_value(rule, text)

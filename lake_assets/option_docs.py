@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from lake_assets.durations import UNIT_LABELS
-from lake_assets.option_rules import FIELD_RULES, RULES
+from lake_assets.option_rules import COLUMN_FORMAT_RULES, FIELD_RULES, RULES
 from lake_assets.option_types import INT_MAX, SIZE_UNIT_LABELS, MiB, OptionRule
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "options.md"
@@ -78,7 +78,9 @@ def render() -> str:
         "altered, all problems in one error (`OptionError`, or `UnsupportedFeatureError` for a",
         "value lake_assets does not implement). A key not listed here is refused at create and",
         "ALTER; on a table another engine wrote, it refuses writes and maintenance (see",
-        "`lake_assets/table_support.py`). *Support* says how lake_assets honours an option when",
+        "`lake_assets/table_support.py`), except unlisted `parquet.*`, `orc.*` and `avro.*` keys",
+        "(options of a format's writer), which refuse only writes and compaction of tables writing",
+        "that format. *Support* says how lake_assets honours an option when",
         "that is not simply as Paimon does (\"yes\").",
         "",
         "Durations use Paimon's grammar: a whole number and an optional unit (none: milliseconds),",
@@ -101,7 +103,8 @@ def render() -> str:
         "|---|---|---|---|---|",
     ]
     field_rows = [_row(f"fields.<column>.{suffix}", rule) for suffix, rule in FIELD_RULES.items()]
-    return "\n".join([*head, *rows, *fields, *field_rows]) + "\n"
+    column_rows = [_row(f"{key}#<column>", rule) for key, rule in COLUMN_FORMAT_RULES.items()]
+    return "\n".join([*head, *rows, *fields, *field_rows, *column_rows]) + "\n"
 
 
 def main() -> int:

@@ -19,7 +19,10 @@ The rules are pure functions of what the table carries:
 Each refusal lists the operations it blocks: what lake_assets implements is allowed, anything else
 is refused. Reads stay allowed where their result is provably what Paimon readers return.
 
-Options a table carries that lake_assets does not know (a newer Paimon's, say) follow one rule:
+Keys of the data file formats' writers (``parquet.*``, ``orc.*``, ``avro.*``) that the registry does
+not list refuse writes and compaction only, and only when the table writes that format: Paimon hands
+them to the format's writer, so they shape nothing but new files (`lake_assets.formats.format_options`).
+Other options a table carries that lake_assets does not know (a newer Paimon's, say) follow one rule:
 writes and every maintenance operation (compact, expire, orphan removal, rollback) are refused,
 because we cannot know what the option means for the files they create or delete; reads are
 allowed only for keys listed in `READ_HARMLESS_KEYS` / `READ_HARMLESS_PREFIXES` (options that steer
@@ -35,12 +38,26 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from lake_assets.errors import UnsupportedFeatureError
+from lake_assets.errors import OptionError, UnsupportedFeatureError
 from lake_assets.formats.file_format import format_of_file
+from lake_assets.formats.format_options import (
+    COMPRESSION_PER_LEVEL,
+    FORMAT_PER_LEVEL,
+    FORMAT_PREFIXES,
+    formats_written,
+    parse_level_map,
+)
 from lake_assets.formats.orc_format import ORC_CODECS
 from lake_assets.lsm.merge_engine.registry import engine_of
-from lake_assets.option_types import unsupported_value
-from lake_assets.options import FIELD_OPTION, KNOWN_OPTIONS, LAKE_ASSETS_OPTIONS, CoreOptions, per_operation_rule
+from lake_assets.option_types import parse_value, unsupported_value
+from lake_assets.options import (
+    COMPRESSIONS,
+    KNOWN_OPTIONS,
+    LAKE_ASSETS_OPTIONS,
+    CoreOptions,
+    per_operation_rule,
+    rule_for,
+)
 from lake_assets.spec.manifest import IndexManifestEntry, ManifestEntry
 from lake_assets.spec.schema import TableSchema
 
@@ -165,19 +182,27 @@ def _is_true(value: str | None) -> bool:
 
 def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
     out: list[Refusal] = []
-    # values the option registry refuses per operation, with the operations they block
+    # values the option registry refuses per operation (unsupported, or not parsing at all), with
+    # the operations they block
     for option, text in options.items():
         rule = per_operation_rule(option)
-        if rule is not None and unsupported_value(rule, text) is not None:
+        if rule is None:
+            continue
+        try:
+            parse_value(rule, text)
+        except (OptionError, UnsupportedFeatureError) as exc:
+            out.append(Refusal(f"option {option} = {text!r}", f"the value is not valid ({exc})",
+                               frozenset(Op[n] for n in rule.refuses)))
+            continue
+        if unsupported_value(rule, text) is not None:
             out.append(Refusal(f"option {option} = {text!r}", rule.why, frozenset(Op[n] for n in rule.refuses)))
+    out += _per_level_refusals(options)
     # key -> (whether a stored value is the unimplemented feature, why it is refused, what it blocks)
     feature: dict[str, tuple[Callable[[str], bool], str, frozenset[Op]]] = {
         "row-tracking.enabled": (_is_true, "row tracking is not implemented (writes and compaction must "
                                  "assign and keep row ids)", frozenset({Op.WRITE, Op.COMPACT})),
         "data-evolution.enabled": (_is_true, "data evolution is not implemented (rows are spread over "
                                    "files of column subsets)", DATA),
-        "file.format.per.level": (bool, "per-level file formats are not implemented",
-                                  frozenset({Op.WRITE, Op.COMPACT})),
         "changelog-file.format": (lambda v: str(v).strip().lower() != _table_format(options),
                                   "changelog files are written in the table's file.format only",
                                   frozenset({Op.WRITE, Op.COMPACT})),
@@ -200,8 +225,18 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
         value = options.get(key)
         if value is not None and active(value):
             out.append(Refusal(f"option {key} = {value!r}", why, ops))
+    written = _formats_written(options)
     for key, value in options.items():
         if is_known_option(key) or key in feature:
+            continue
+        if key.startswith(FORMAT_PREFIXES):
+            # a key the format's writer takes (Paimon passes them through): it can shape only the
+            # files of that format we would write; reads and maintenance never depend on it
+            if key.split(".", 1)[0] in written:
+                out.append(Refusal(
+                    f"option {key} = {value!r}",
+                    f"lake_assets does not know this {key.split('.', 1)[0]} writer option and cannot tell "
+                    "whether the files it writes would honour it", frozenset({Op.WRITE, Op.COMPACT})))
             continue
         if key.startswith(WRITER_ONLY_PREFIXES):
             ops = frozenset({Op.WRITE})
@@ -213,6 +248,34 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
             "the files it would write or delete",
             ops,
         ))
+    return out
+
+
+def _formats_written(options: Mapping[str, str]) -> set[str]:
+    try:
+        return formats_written(options, _table_format(options))
+    except OptionError:
+        return {_table_format(options)}  # a malformed per-level value is refused on its own
+
+
+def _per_level_refusals(options: Mapping[str, str]) -> list[Refusal]:
+    """Per-level formats and codecs (file.format.per.level, file.compression.per.level) that name a
+    format or codec lake_assets does not write: writes and compaction of the table are refused."""
+    out: list[Refusal] = []
+    for key, known, what in ((FORMAT_PER_LEVEL, DATA_FILE_FORMATS, "formats"),
+                             (COMPRESSION_PER_LEVEL, frozenset(COMPRESSIONS), "codecs")):
+        text = options.get(key)
+        if not text:
+            continue
+        try:
+            levels = parse_level_map(text, key)
+        except OptionError:
+            continue  # refused as a malformed value above
+        bad = sorted(f"{lvl}:{v}" for lvl, v in levels.items() if v not in known)
+        if bad:
+            out.append(Refusal(f"option {key} = {text!r}",
+                               f"level(s) {', '.join(bad)} name {what} lake_assets does not write "
+                               f"(it writes {', '.join(sorted(known))})", frozenset({Op.WRITE, Op.COMPACT})))
     return out
 
 
@@ -256,7 +319,7 @@ def _table_format(options: Mapping[str, str]) -> str:
 
 def is_known_option(key: str) -> bool:
     """Whether lake_assets implements (or deliberately refuses) this option key."""
-    return key in KNOWN_OPTIONS or key in LAKE_ASSETS_OPTIONS or FIELD_OPTION.match(key) is not None
+    return key in KNOWN_OPTIONS or key in LAKE_ASSETS_OPTIONS or rule_for(key) is not None
 
 
 def is_read_harmless(key: str) -> bool:

@@ -4,9 +4,8 @@ bulk by fastavro.
 A write turns each chunk into raw columns (`avro_arrow.to_raw`), lets fastavro encode the rows
 into uncompressed blocks and compresses each block with pyarrow's codecs (no optional Python
 compression packages); a read reverses that. The Avro object container framing is shared with
-manifests. The codec is the one Paimon Java 0.9 picks from ``file.compression``: ``zstandard`` for
-``zstd``, ``snappy`` for every other value (a table carrying Java's ``avro.codec`` is an unknown
-option to lake_assets: writes refuse it, `lake_assets.table_support`).
+manifests. The codec is the one Paimon Java 0.9 picks: ``avro.codec`` when the table sets it, else
+``zstandard`` for ``file.compression`` (or its level's) ``zstd``, ``snappy`` for every other value.
 """
 
 from __future__ import annotations
@@ -44,6 +43,7 @@ from lake_assets.formats.avro_schema import (
     with_branch_field,
 )
 from lake_assets.formats.file_format import FileFormat, FormatWriter, WriteOptions, register, sliced
+from lake_assets.formats.format_options import avro_codec
 from lake_assets.spec.data_types import DataType
 from lake_assets.spec.schema import TableSchema
 
@@ -52,9 +52,10 @@ _SYNC_SIZE = 16
 _BLOCK_ROWS = 4096
 
 
-def avro_codec_of(schema: TableSchema) -> str:
-    """The Avro codec Paimon Java writes data files of this table with."""
-    return "zstandard" if schema.core_options.file_compression == "zstd" else "snappy"
+def avro_codec_of(schema: TableSchema, compression: str | None = None) -> str:
+    """The Avro codec Paimon Java writes data files of this table with, for files compressed with
+    ``compression`` (default: the table's ``file.compression``)."""
+    return avro_codec(schema.options, compression or schema.core_options.file_compression)
 
 
 def layout_types(schema: TableSchema, arrow_schema: pa.Schema) -> list[tuple[str, DataType]]:
@@ -81,7 +82,7 @@ class _AvroWriter(FormatWriter):
         declared = file_schema(layout_types(schema, arrow_schema))
         self._record = with_branch_field(maps_as_arrays(strip_logical_types(declared[1])))
         self._encoders: dict[tuple[bool, ...], Any] = {}
-        self._codec = avro_codec_of(schema)
+        self._codec = avro_codec_of(schema, options.compression)
         self._compress = _compressor(self._codec, options.zstd_level)
         self._sync = os.urandom(_SYNC_SIZE)
         self._types = [f.type for f in arrow_schema]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -31,6 +31,7 @@ from lake_assets.formats.file_layout import (
     file_arrow_schema,
     layout_of,
 )
+from lake_assets.formats.format_options import level_format_and_codec
 from lake_assets.formats.footer_stats import DeferredRanges, FooterColumns, needed_leaves
 from lake_assets.formats.stats import StatsAccumulator
 from lake_assets.io.file_io import FileIO
@@ -104,6 +105,7 @@ class DataFileWriter:
         self.format.check_writable(schema, bucket_dir)
         self._uuid = uuid.uuid4()
         self._counter = 0
+        self._per_level: dict[int, DataFileWriter] = {}
 
     def _next_name(self) -> str:
         name = f"{self.config.prefix}{self._uuid}-{self._counter}.{self.format.name}"
@@ -146,7 +148,21 @@ class DataFileWriter:
         self, *, level: int, file_source: FileSource = FileSource.APPEND, sequence_range: tuple[int, int] | None = None
     ) -> RollingFileWriter:
         """A writer that keeps one file open across `write` calls and rolls at the target size."""
-        return RollingFileWriter(self, level, file_source, sequence_range)
+        return RollingFileWriter(self.for_level(level), level, file_source, sequence_range)
+
+    def for_level(self, level: int) -> DataFileWriter:
+        """The writer of files of ``level``: this one, or one with the format and codec that
+        ``file.format.per.level`` / ``file.compression.per.level`` give the level."""
+        fmt, codec = level_format_and_codec(self.schema.options, bool(self.schema.primary_keys), level,
+                                            self.format.name, self.config.compression)
+        if fmt == self.format.name and codec == self.config.compression:
+            return self
+        writer = self._per_level.get(level)
+        if writer is None:
+            writer = DataFileWriter(self.file_io, self.bucket_dir, self.schema,
+                                    replace(self.config, file_format=fmt, compression=codec))
+            self._per_level[level] = writer
+        return writer
 
     def dictionary_columns(self, first_rows: pa.Table | None = None, rows: int = 0) -> list[str]:
         """The columns of a new file that get dictionary pages, given the file's first rows and

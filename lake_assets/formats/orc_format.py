@@ -18,7 +18,13 @@ import pyarrow.compute as pc
 import pyarrow.orc as orc
 
 from lake_assets.errors import InvalidDataError, UnsupportedFeatureError
-from lake_assets.formats.file_format import FileFormat, FormatWriter, WriteOptions, register, sliced
+from lake_assets.formats.file_format import FileFormat, FormatWriter, WriteOptions, register, sliced, table_format
+from lake_assets.formats.format_options import (
+    COMPRESSION_PER_LEVEL,
+    format_of_level,
+    orc_writer_kwargs,
+    parse_level_map,
+)
 from lake_assets.spec.schema import TableSchema
 
 # file.compression -> pyarrow's name of the ORC compression kind Java picks for it
@@ -153,15 +159,17 @@ def _normalized(arr: pa.Array) -> pa.Array:
 
 
 class _OrcWriter(FormatWriter):
-    def __init__(self, sink: Any, arrow_schema: pa.Schema, options: WriteOptions) -> None:
+    def __init__(self, sink: Any, arrow_schema: pa.Schema, schema: TableSchema, options: WriteOptions) -> None:
         self._converted = [i for i, f in enumerate(arrow_schema) if _has_time(f.type)]
         self._timestamps = [i for i, f in enumerate(arrow_schema) if _has_timestamp(f.type)]
         self._nested = [i for i, f in enumerate(arrow_schema) if pa.types.is_nested(f.type)]
-        self._writer = orc.ORCWriter(
-            sink,
-            compression=ORC_CODECS[options.compression],
-            stripe_size=max(1024 * 1024, min(_STRIPE_SIZE, options.target_file_size)),
-        )
+        kwargs: dict[str, Any] = {
+            "compression": ORC_CODECS[options.compression],
+            "stripe_size": max(1024 * 1024, min(_STRIPE_SIZE, options.target_file_size)),
+        }
+        # the table's orc.* options (stripe and block sizes, bloom filters, ...) as OrcConf takes them
+        kwargs.update(orc_writer_kwargs(schema.options, arrow_schema))
+        self._writer = orc.ORCWriter(sink, **kwargs)
 
     def write(self, chunk: pa.Table) -> None:
         for i in self._timestamps:
@@ -179,6 +187,22 @@ class _OrcWriter(FormatWriter):
         self._writer.close()
 
 
+def orc_compressions(schema: TableSchema) -> dict[str, str]:
+    """The codecs ORC files of the table are written with, by the option that names each:
+    ``file.compression`` and the ``file.compression.per.level`` entries of levels written as ORC."""
+    options = schema.options
+    default_format = table_format(schema)
+    out: dict[str, str] = {}
+    if default_format == "orc":
+        out["file.compression"] = schema.core_options.file_compression
+    per_level = options.get(COMPRESSION_PER_LEVEL)
+    levels = parse_level_map(per_level, COMPRESSION_PER_LEVEL) if per_level else {}
+    for level, codec in levels.items():
+        if format_of_level(options, level, default_format) == "orc":
+            out[f"{COMPRESSION_PER_LEVEL} (level {level})"] = codec
+    return out
+
+
 def _read_error(exc: Exception) -> Exception:
     if _NS_RANGE.search(str(exc)):
         return UnsupportedFeatureError(
@@ -194,16 +218,16 @@ class OrcFormat(FileFormat):
     name = "orc"
 
     def check_writable(self, schema: TableSchema, table: str) -> None:
-        codec = schema.core_options.file_compression
-        if codec not in ORC_CODECS:
-            raise UnsupportedFeatureError(
-                f"Cannot write ORC files of {table}: file.compression = {codec!r} is not an ORC compression "
-                f"(Paimon Java's ORC writer fails on it); use one of {', '.join(sorted(ORC_CODECS))}"
-            )
+        for key, codec in orc_compressions(schema).items():
+            if codec not in ORC_CODECS:
+                raise UnsupportedFeatureError(
+                    f"Cannot write ORC files of {table}: {key} = {codec!r} is not an ORC compression "
+                    f"(Paimon Java's ORC writer fails on it); use one of {', '.join(sorted(ORC_CODECS))}"
+                )
 
     def open_writer(self, sink: Any, arrow_schema: pa.Schema, schema: TableSchema,
                     options: WriteOptions) -> FormatWriter:
-        return _OrcWriter(sink, arrow_schema, options)
+        return _OrcWriter(sink, arrow_schema, schema, options)
 
     def read(self, source: Any, columns: Sequence[str] | None, *, use_threads: bool) -> pa.Table:
         try:

@@ -1,4 +1,9 @@
-"""Parquet data files: pyarrow's Parquet writer and reader, field ids as Java writes them."""
+"""Parquet data files: pyarrow's Parquet writer and reader, field ids as Java writes them.
+
+The table's ``parquet.*`` options (page and dictionary page sizes, dictionaries, writer version,
+zstd level, bloom filters, ``parquet.block.size``) override the writer's defaults as they do
+parquet-hadoop's (`lake_assets.formats.format_options`).
+"""
 
 from __future__ import annotations
 
@@ -9,16 +14,23 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lake_assets.formats.file_format import FileFormat, FormatWriter, WriteOptions, register
+from lake_assets.formats.format_options import parquet_overrides, parquet_row_group_bytes
 from lake_assets.spec.schema import TableSchema
 
 
 class _ParquetWriter(FormatWriter):
-    def __init__(self, sink: Any, arrow_schema: pa.Schema, options: WriteOptions) -> None:
-        self._writer = pq.ParquetWriter(sink, arrow_schema, **options.parquet)
+    def __init__(self, sink: Any, arrow_schema: pa.Schema, schema: TableSchema, options: WriteOptions) -> None:
+        kwargs = {**options.parquet, **parquet_overrides(schema.options, arrow_schema, options.compression)}
+        self._writer = pq.ParquetWriter(sink, arrow_schema, **kwargs)
+        self._row_group_bytes = parquet_row_group_bytes(schema.options)
 
     def write(self, chunk: pa.Table) -> None:
-        # one row group per chunk: the rolling writer sizes them (as parquet-java sizes blocks)
-        self._writer.write_table(chunk, row_group_size=max(1, chunk.num_rows))
+        # one row group per chunk: the rolling writer sizes them (as parquet-java sizes blocks),
+        # unless parquet.block.size asks for smaller ones
+        rows = max(1, chunk.num_rows)
+        if self._row_group_bytes is not None and chunk.num_rows:
+            rows = max(1, min(rows, self._row_group_bytes * chunk.num_rows // max(1, chunk.nbytes)))
+        self._writer.write_table(chunk, row_group_size=rows)
 
     def close(self) -> None:
         self._writer.close()
@@ -48,7 +60,7 @@ class ParquetFormat(FileFormat):
 
     def open_writer(self, sink: Any, arrow_schema: pa.Schema, schema: TableSchema,
                     options: WriteOptions) -> FormatWriter:
-        return _ParquetWriter(sink, arrow_schema, options)
+        return _ParquetWriter(sink, arrow_schema, schema, options)
 
     def read(self, source: Any, columns: Sequence[str] | None, *, use_threads: bool) -> pa.Table:
         pf = pq.ParquetFile(source)

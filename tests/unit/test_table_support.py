@@ -88,7 +88,17 @@ def test_supported_tables_refuse_nothing():
     ({"bucket": "-1", "row-tracking.enabled": "true"}, False, {Op.WRITE, Op.COMPACT}, "row-tracking.enabled"),
     ({"bucket": "-1", "row-tracking.enabled": "true", "data-evolution.enabled": "true"}, False, DATA,
      "data-evolution.enabled"),
-    ({"bucket": "2", "file.format.per.level": "0:avro"}, True, {Op.WRITE, Op.COMPACT}, "file.format.per.level"),
+    # per-level formats are written; a level naming a format we do not write refuses writes only
+    ({"bucket": "2", "file.format.per.level": "0:lance"}, True, {Op.WRITE, Op.COMPACT}, "file.format.per.level"),
+    ({"bucket": "2", "file.compression.per.level": "0:lzo"}, True, {Op.WRITE, Op.COMPACT},
+     "file.compression.per.level"),
+    # format writer options: a malformed value, or a key we do not know of a format the table
+    # writes, refuses writes and compaction only (never reads, expiry, orphans or rollback)
+    ({"bucket": "2", "parquet.page.size": "big"}, True, {Op.WRITE, Op.COMPACT}, "parquet.page.size"),
+    ({"bucket": "2", "avro.codec": "xz", "file.format": "avro"}, True, {Op.WRITE, Op.COMPACT}, "avro.codec"),
+    ({"bucket": "2", "orc.compress": "ZLIB", "file.format": "orc"}, True, {Op.WRITE, Op.COMPACT}, "orc.compress"),
+    ({"bucket": "2", "parquet.page.row.count.limit": "100", "file.format.per.level": "0:avro,3:parquet",
+      "file.format": "orc"}, True, {Op.WRITE, Op.COMPACT}, "parquet.page.row.count.limit"),
     ({"bucket": "2", "data-file.path-directory": "data"}, True, DATA | {Op.EXPIRE, Op.ORPHANS},
      "data-file.path-directory"),
     # a merge option we do not implement: merges would differ, file paths do not
