@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from lake_assets.errors import OptionError, UnsupportedFeatureError
-from lake_assets.formats.format_options import is_format_option
 from lake_assets.option_rules import RULES, rule_for
 from lake_assets.option_types import LakeErrorLike, parse_value, raise_all
 
@@ -40,7 +39,7 @@ class OptionAccess:
         problems: list[LakeErrorLike] = []
         for key, text in self.raw.items():
             rule = rule_for(key)
-            if rule is None or is_format_option(key):
+            if rule is None or rule.writer_only:
                 # format writers' options are parsed where files are written; a bad value of one
                 # refuses writes only (table_support), not every option access
                 continue

@@ -61,6 +61,9 @@ class OptionRule:
     refuses: tuple[str, ...] = ()
     why: str = ""
     note: str = ""
+    # read only by the writers of data files (format options): a carried value that does not
+    # parse refuses writes and compaction (`WRITE_OPS`), never opening the table
+    writer_only: bool = False
 
 
 # Paimon's MemorySize units (Flink's MemoryUnit): the labels each multiplier takes.

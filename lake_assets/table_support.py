@@ -49,7 +49,7 @@ from lake_assets.formats.format_options import (
 )
 from lake_assets.formats.orc_format import ORC_CODECS
 from lake_assets.lsm.merge_engine.registry import engine_of
-from lake_assets.option_types import parse_value, unsupported_value
+from lake_assets.option_types import WRITE_OPS, parse_value, unsupported_value
 from lake_assets.options import (
     COMPRESSIONS,
     KNOWN_OPTIONS,
@@ -192,7 +192,7 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
             parse_value(rule, text)
         except (OptionError, UnsupportedFeatureError) as exc:
             out.append(Refusal(f"option {option} = {text!r}", f"the value is not valid ({exc})",
-                               frozenset(Op[n] for n in rule.refuses)))
+                               frozenset(Op[n] for n in rule.refuses or WRITE_OPS)))
             continue
         if unsupported_value(rule, text) is not None:
             out.append(Refusal(f"option {option} = {text!r}", rule.why, frozenset(Op[n] for n in rule.refuses)))

@@ -57,11 +57,6 @@ AVRO_JAVA_CODECS = ("null", "deflate", "snappy", "zstandard")
 _DEFAULT_BLOOM_NDV = 1024 * 1024
 
 
-def is_format_option(key: str) -> bool:
-    """Whether ``key`` is read by the format writers only (never by `CoreOptions`' accessors)."""
-    return key.startswith(FORMAT_PREFIXES) or key in (FORMAT_PER_LEVEL, COMPRESSION_PER_LEVEL)
-
-
 def parse_level_map(text: object, key: str) -> dict[int, str]:
     """``0:avro, 3:parquet`` as {level: value} (Paimon's map option grammar, values lower case);
     `OptionError` naming ``key`` when an entry is not ``<level>:<value>``."""
