@@ -153,7 +153,8 @@ RULES: dict[str, OptionRule] = _rules(
       note="honoured by writes and compaction (changelog files follow their level, as in Paimon); "
       "append tables use file.format as Paimon's append writers do"),
     R("file.compression.per.level", "string", None, "Codec of data files per LSM level of primary-key tables "
-      "(e.g. '0:lz4,3:zstd'); other levels use file.compression.", check=level_map_problem, writer_only=True, note="honoured by writes and compaction"),
+      "(e.g. '0:lz4,3:zstd'); other levels use file.compression.", check=level_map_problem, writer_only=True,
+      note="honoured by writes and compaction"),
     R("parquet.block.size", "long", None, "Parquet row group size in bytes (parquet-java: 128 MiB).", minimum=1,
       writer_only=True, note="honoured: row groups are cut at this many (Arrow) bytes"),
     R("parquet.page.size", "int", None, "Parquet data page size in bytes (1 MiB).", minimum=1, writer_only=True,
