@@ -106,3 +106,34 @@ def check_keys(
     for k in (*primary_keys, *partition_keys):
         if isinstance(by_name[k].type, NESTED_TYPES):
             raise SchemaError(f"{what}: key column {k!r} has a nested type")
+
+
+# Boolean options an ALTER may turn on but never off again (Paimon 1.x SchemaManager
+# .checkAlterTableOption): rows dropped or kept while one was true cannot be brought back.
+ONE_WAY_OPTIONS = ("ignore-delete", "ignore-update-before")
+DV_ENABLED = "deletion-vectors.enabled"
+DV_MODIFIABLE = "deletion-vectors.modifiable"
+
+
+def _is_true(value: str | None) -> bool:
+    return value is not None and value.strip().lower() == "true"
+
+
+def check_option_change(what: str, options: dict[str, str], key: str, old: str | None, new: str | None) -> None:
+    """An ALTER that sets (``new``) or removes (``new`` None) option ``key`` of a table whose
+    options are ``options``, refused as Paimon refuses it:
+
+    * ``ignore-delete`` / ``ignore-update-before`` set from true to false (removing them is allowed,
+      as in Paimon: only SET is checked);
+    * ``deletion-vectors.enabled`` changed or removed unless ``deletion-vectors.modifiable`` is
+      true (without a full compaction, files written in the other mode would be misread).
+
+    Paimon 0.9 predates these rules (its ALTER accepts every such change)."""
+    if key in ONE_WAY_OPTIONS and new is not None and _is_true(old) and not _is_true(new):
+        raise SchemaError(f"{what}: cannot change {key} from true to false (rows it dropped cannot come back)")
+    if key == DV_ENABLED and not _is_true(options.get(DV_MODIFIABLE)):
+        before, after = _is_true(old), _is_true(new)
+        if before != after:
+            raise SchemaError(
+                f"{what}: cannot change deletion vectors mode from {str(before).lower()} to {str(after).lower()} "
+                f"without a full compaction (set {DV_MODIFIABLE} = 'true' to allow it)")

@@ -33,7 +33,13 @@ from lake_assets.ops.schema_change_model import (
     UpdateComment,
 )
 from lake_assets.options import FIELD_OPTION
-from lake_assets.schema_rules import NESTED_TYPES, check_column_name, check_column_type, check_keys
+from lake_assets.schema_rules import (
+    NESTED_TYPES,
+    check_column_name,
+    check_column_type,
+    check_keys,
+    check_option_change,
+)
 from lake_assets.spec.arrow_types import FieldIdCounter, from_arrow
 from lake_assets.spec.data_types import (
     ArrayType,
@@ -338,6 +344,7 @@ class _Draft:
             )
         if key == "file.format" and new is None:
             raise SchemaError(f"Cannot remove option 'file.format' of {self.table}: it is always written explicitly")
+        check_option_change(f"Cannot alter {self.table}", self.original_options, key, old, new)
 
     def set_option(self, c: SetOption) -> None:
         if not isinstance(c.key, str) or not c.key or not isinstance(c.value, str):

@@ -633,3 +633,29 @@ def test_random_evolution_matches_model(data):
         # ids are never reused, whatever the history
         ids = [f.id for f in t.schema.fields]
         assert len(set(ids)) == len(ids) and max(ids) <= t.schema.highest_field_id
+
+
+@pytest.mark.parametrize("key", ["ignore-delete"])
+def test_ignore_delete_cannot_be_turned_off_again(tmp_path, key):
+    """Paimon 1.x refuses SET ignore-delete from true to false (0.9 predates the rule); turning it
+    on, and removing it, stay allowed as in Paimon."""
+    cat = Catalog(str(tmp_path))
+    cat.create_database("db")
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
+    t = cat.create_table("db.t", schema, primary_keys=["k"], options={"bucket": "1"})
+    t.update_schema().set_option(key, "true").commit()
+    with pytest.raises(SchemaError, match=rf"cannot change {key} from true to false"):
+        t.update_schema().set_option(key, "false").commit()
+    assert t.schema.options[key] == "true"
+    t.update_schema().set_option(key, "TRUE").commit()  # true again is no change of mode
+    t.update_schema().remove_option(key).commit()
+
+
+def test_deletion_vectors_mode_cannot_change_without_modifiable(tmp_path):
+    cat = Catalog(str(tmp_path))
+    cat.create_database("db")
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
+    t = cat.create_table("db.t", schema, primary_keys=["k"], options={"bucket": "1"})
+    with pytest.raises(SchemaError, match=r"deletion vectors mode from false to true"):
+        t.update_schema().set_option("deletion-vectors.enabled", "true").commit()
+    t.update_schema().set_option("deletion-vectors.enabled", "false").commit()  # no change
