@@ -165,7 +165,9 @@ RULES: dict[str, OptionRule] = _rules(
       writer_only=True, note="honoured: false writes no dictionary pages; true keeps lake_assets' "
       "per-column choice (dictionaries where values repeat, as parquet-java falls back where they do not)"),
     R("parquet.writer.version", "enum", "v1", "Parquet data page version.", choices=("v1", "v2"),
-      writer_only=True, note="honoured (pyarrow data_page_version 1.0 / 2.0)"),
+      supported=("v1",), refuses=WRITE_OPS,
+      why="Paimon Java 0.9's Parquet reader fails on the v2 data pages pyarrow writes (checked: "
+      "'Unsupported encoding: RLE')"),
     R("parquet.compression.codec.zstd.level", "int", None, "Zstandard level of Parquet files "
       "(file.compression.zstd-level).", writer_only=True, note="honoured"),
     R("parquet.bloom.filter.enabled", "bool", False, "Bloom filters for every Parquet column "
@@ -180,7 +182,7 @@ RULES: dict[str, OptionRule] = _rules(
     R("orc.compress.size", "int", None, "ORC compression block size in bytes (256 KiB).", minimum=1,
       writer_only=True, note="honoured (pyarrow compression_block_size), rounded up to a multiple of 64 KiB, "
       "the ORC C++ writer's memory block (chunk sizes never change what a reader reads)"),
-    R("orc.row.index.stride", "int", None, "Rows between ORC row index entries (10000).", minimum=1,
+    R("orc.row.index.stride", "int", None, "Rows between ORC row index entries (10000).", minimum=1000,
       writer_only=True, note="honoured (pyarrow row_index_stride)"),
     R("orc.bloom.filter.columns", "string", None, "Columns that get ORC bloom filters (comma-separated).",
       writer_only=True, note="honoured (pyarrow bloom_filter_columns)"),

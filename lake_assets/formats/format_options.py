@@ -27,7 +27,6 @@ PARQUET_BLOCK_SIZE = "parquet.block.size"
 PARQUET_PAGE_SIZE = "parquet.page.size"
 PARQUET_DICTIONARY_PAGE_SIZE = "parquet.dictionary.page.size"
 PARQUET_ENABLE_DICTIONARY = "parquet.enable.dictionary"
-PARQUET_WRITER_VERSION = "parquet.writer.version"
 PARQUET_ZSTD_LEVEL = "parquet.compression.codec.zstd.level"
 PARQUET_BLOOM_ENABLED = "parquet.bloom.filter.enabled"
 PARQUET_BLOOM_NDV = "parquet.bloom.filter.expected.ndv"
@@ -145,9 +144,8 @@ def parquet_overrides(options: Mapping[str, str], arrow_schema: pa.Schema, compr
         kw["dictionary_pagesize_limit"] = dict_page
     if _bool(options, PARQUET_ENABLE_DICTIONARY) is False:
         kw["use_dictionary"] = False
-    version = options.get(PARQUET_WRITER_VERSION)
-    if version is not None:
-        kw["data_page_version"] = "2.0" if version.strip().lower() in ("v2", "parquet_2_0") else "1.0"
+    # parquet.writer.version: v1 (pyarrow's default data pages) is the one value written; v2 is
+    # refused for writes by its registry row
     level = _int(options, PARQUET_ZSTD_LEVEL)
     if level is not None and compression == "zstd":
         kw["compression_level"] = level

@@ -94,6 +94,13 @@ def test_avro_codecs_java_cannot_read_are_refused_for_writes_only(tmp_path: Path
         _table(tmp_path, {"file.format": "avro", "avro.codec": "xz"})
 
 
+def test_parquet_v2_pages_java_cannot_read_are_refused(tmp_path: Path) -> None:
+    """Paimon Java 0.9 fails on pyarrow's v2 data pages (tests/differential/test_format_options_java.py
+    found it): refused by name at create, and for writes of a table carrying it."""
+    with pytest.raises(UnsupportedFeatureError, match=r"parquet.writer.version='v2' is not supported"):
+        _table(tmp_path, {"parquet.writer.version": "v2"})
+
+
 def test_malformed_format_option_is_refused_by_name(tmp_path: Path) -> None:
     with pytest.raises(OptionError, match=r"parquet.page.size"):
         _table(tmp_path, {"parquet.page.size": "big"})
