@@ -40,13 +40,7 @@ from enum import Enum
 
 from lake_assets.errors import OptionError, UnsupportedFeatureError
 from lake_assets.formats.file_format import format_of_file
-from lake_assets.formats.format_options import (
-    COMPRESSION_PER_LEVEL,
-    FORMAT_PER_LEVEL,
-    FORMAT_PREFIXES,
-    formats_written,
-    parse_level_map,
-)
+from lake_assets.formats.format_options import FORMAT_PREFIXES, formats_written, unwritten_per_level
 from lake_assets.formats.orc_format import ORC_CODECS
 from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.option_types import WRITE_OPS, parse_value, unsupported_value
@@ -259,24 +253,9 @@ def _formats_written(options: Mapping[str, str]) -> set[str]:
 
 
 def _per_level_refusals(options: Mapping[str, str]) -> list[Refusal]:
-    """Per-level formats and codecs (file.format.per.level, file.compression.per.level) that name a
-    format or codec lake_assets does not write: writes and compaction of the table are refused."""
-    out: list[Refusal] = []
-    for key, known, what in ((FORMAT_PER_LEVEL, DATA_FILE_FORMATS, "formats"),
-                             (COMPRESSION_PER_LEVEL, frozenset(COMPRESSIONS), "codecs")):
-        text = options.get(key)
-        if not text:
-            continue
-        try:
-            levels = parse_level_map(text, key)
-        except OptionError:
-            continue  # refused as a malformed value above
-        bad = sorted(f"{lvl}:{v}" for lvl, v in levels.items() if v not in known)
-        if bad:
-            out.append(Refusal(f"option {key} = {text!r}",
-                               f"level(s) {', '.join(bad)} name {what} lake_assets does not write "
-                               f"(it writes {', '.join(sorted(known))})", frozenset({Op.WRITE, Op.COMPACT})))
-    return out
+    """Per-level formats and codecs lake_assets does not write refuse writes and compaction."""
+    return [Refusal(f"option {key} = {options[key]!r}", why, frozenset({Op.WRITE, Op.COMPACT}))
+            for key, why in unwritten_per_level(options, DATA_FILE_FORMATS, COMPRESSIONS)]
 
 
 def _dv_refusals(schema: TableSchema) -> list[Refusal]:

@@ -12,7 +12,7 @@ themselves, so readers read them whatever the values.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
 
@@ -110,6 +110,25 @@ def formats_written(options: Mapping[str, str], default: str) -> set[str]:
     per_level = options.get(FORMAT_PER_LEVEL)
     levels = parse_level_map(per_level, FORMAT_PER_LEVEL) if per_level else {}
     return {default, *levels.values()}
+
+
+def unwritten_per_level(options: Mapping[str, str], formats: Iterable[str],
+                        codecs: Iterable[str]) -> list[tuple[str, str]]:
+    """(key, problem) for each per-level option naming a format or codec outside ``formats`` /
+    ``codecs`` (what lake_assets writes); malformed values are left to their registry rows."""
+    out: list[tuple[str, str]] = []
+    for key, known, what in ((FORMAT_PER_LEVEL, frozenset(formats), "formats"),
+                             (COMPRESSION_PER_LEVEL, frozenset(codecs), "codecs")):
+        text = options.get(key)
+        try:
+            levels = parse_level_map(text, key) if text else {}
+        except OptionError:
+            continue
+        bad = sorted(f"{lvl}:{v}" for lvl, v in levels.items() if v not in known)
+        if bad:
+            out.append((key, f"level(s) {', '.join(bad)} name {what} lake_assets does not write "
+                             f"(it writes {', '.join(sorted(known))})"))
+    return out
 
 
 def _int(options: Mapping[str, str], key: str) -> int | None:
