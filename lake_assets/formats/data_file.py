@@ -31,8 +31,8 @@ from lake_assets.formats.file_layout import (
     file_arrow_schema,
     layout_of,
 )
-from lake_assets.formats.format_options import level_format_and_codec
 from lake_assets.formats.footer_stats import DeferredRanges, FooterColumns, needed_leaves
+from lake_assets.formats.format_options import level_format_and_codec
 from lake_assets.formats.stats import StatsAccumulator
 from lake_assets.io.file_io import FileIO
 from lake_assets.spec.binary_row import serialize_row
