@@ -53,6 +53,8 @@ def _support(rule: OptionRule) -> str:
         parts.append("lake_assets option")
     if rule.note:
         parts.append(rule.note)
+    if rule.writer_only:
+        parts.append("a carried value that does not parse refuses write, compact only")
     return "; ".join(parts) or "yes"
 
 
