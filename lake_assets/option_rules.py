@@ -135,7 +135,9 @@ RULES: dict[str, OptionRule] = _rules(
     R("deletion-vectors.bitmap64", "bool", False, "64-bit deletion vectors.", supported=("false",),
       refuses=DATA_OPS, why="only 32-bit deletion vectors are implemented"),
     R("deletion-vectors.index-file.target-size", "size", 2 * MiB, "Target size of deletion-vector index files.",
-      minimum=1, note="accepted; lake_assets writes one index file per bucket (readers follow any number)"),
+      minimum=1, note="Paimon applies it to bucket-unaware (append) tables only, whose vectors lake_assets "
+      "does not write; a bucket of a primary-key table keeps its vectors in one index file whatever the "
+      "size (Java 0.9 to 1.x), as lake_assets writes them; readers follow any number"),
     R("bucket-append-ordered", "bool", True, "Append tables keep write order per bucket.",
       note="accepted; lake_assets keeps write order per bucket either way"),
     R("write.sequence-number-init-mode", "string", None, "Where writers start sequence numbers.",

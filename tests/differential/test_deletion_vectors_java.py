@@ -13,6 +13,7 @@ import pytest
 
 from lake_assets import Catalog
 from lake_assets.ops.deletion_vectors import VectorLoader, snapshot_index
+from lake_assets.spec.manifest import IndexManifestEntry
 from tests.differential.helpers import assert_same_rows
 
 SCHEMA = pa.schema([("k", pa.int64()), ("dt", pa.string()), ("v", pa.string()), ("n", pa.int64())])
@@ -226,4 +227,54 @@ def test_random_turns_of_both_engines_agree(java, wh: str, lake: Catalog) -> Non
         assert_same_rows(table.to_arrow(), java.read(wh, "db.ours"))
         _assert_vectors_agree(java, wh, table)
     table.compact()
+    assert_same_rows(table.to_arrow(), java.read(wh, "db.ours"))
+
+
+# ------------------------------------------------------------ deletion-vectors.index-file.target-size
+TINY_TARGET = {"deletion-vectors.index-file.target-size": "1 b"}  # would close a file after every vector
+# Rounds much smaller than what is below them, so universal compaction (size ratio 1%) moves each
+# round's level 0 up on its own and marks rows in the files above instead of merging them, and
+# under compaction.delete-ratio-threshold (20%), so our compaction keeps those files' vectors:
+# after round c a bucket has vectors for two files.
+LOADED = 5000
+ROUND_B = range(0, LOADED, 10)
+ROUND_C = [*range(0, LOADED, 100), *range(5, LOADED, 100)]  # half of them replace round b's rows
+
+
+def _index_files(table) -> list[tuple[IndexManifestEntry, ...]]:
+    """The deletion-vector index files of each bucket of the latest snapshot."""
+    return list(snapshot_index(table.store, table.latest_snapshot()).values())
+
+
+def test_index_file_target_size_rolls_no_bucket_of_a_primary_key_table(java, wh: str, lake: Catalog) -> None:
+    """Paimon Java (0.9 to 1.x) applies ``deletion-vectors.index-file.target-size`` to bucket-unaware
+    tables only (AbstractFileStore gives bucketed stores an unbounded target): a bucket keeps all
+    its vectors in one index file however small the target. We write the same, and each engine
+    reads the other's."""
+    java.create_table(wh, "db.t", SCHEMA, primary_keys=["k", "dt"], partition_keys=["dt"],
+                      options={**DV, **TINY_TARGET})
+    java.write(wh, "db.t", pa.concat_tables([_rows(range(LOADED), "d1", "a"), _rows(range(30), "d2", "a")]))
+    java.write(wh, "db.t", _rows(ROUND_B, "d1", "b"))
+    java.write(wh, "db.t", _rows(ROUND_C, "d1", "c"))
+    theirs = Catalog(wh).get_table("db.t")
+    buckets = _index_files(theirs)
+    assert max(len(files[0].dv_ranges or ()) for files in buckets) >= 2, "the scenario tests nothing"
+    assert all(len(files) == 1 for files in buckets)  # Java: one file per bucket, target or not
+    assert_same_rows(theirs.to_arrow(), java.read(wh, "db.t"))
+    ours: dict[str, list[int]] = {}
+    loader = VectorLoader(theirs.store)
+    for files in buckets:
+        ours.update({name: list(v) for name, v in loader.vectors(files).items()})
+    assert ours == {f["name"]: f["deleted"] for s in java.deletion_vectors(wh, "db.t") for f in s["files"]
+                    if "deleted" in f}
+
+    table = _our_table(lake, **TINY_TARGET)
+    table.write_arrow(pa.concat_tables([_ops(range(LOADED), "d1", "a"), _ops(range(30), "d2", "a")]))
+    table.write_arrow(_ops(ROUND_B, "d1", "b"))
+    table.write_arrow(_ops(ROUND_C, "d1", "c"))
+    table = lake.get_table("db.ours")
+    buckets = _index_files(table)
+    assert max(len(files[0].dv_ranges or ()) for files in buckets) >= 2
+    assert all(len(files) == 1 for files in buckets)  # as Java's
+    assert _assert_vectors_agree(java, wh, table) >= 2
     assert_same_rows(table.to_arrow(), java.read(wh, "db.ours"))
