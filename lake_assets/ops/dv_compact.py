@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from lake_assets.lsm.key_compare import compare_keys, key_view
+from lake_assets.ops import deletion_vectors
 from lake_assets.ops.deletion_vectors import DELETION_VECTORS_INDEX, deleted_rows
 from lake_assets.ops.scan import Split
 from lake_assets.spec.binary_row import deserialize_row
@@ -78,6 +79,26 @@ class _KeyCache:
 
 
 _KEY_CACHE = _KeyCache(128 * 1024 * 1024)
+
+
+def remember_written_keys(
+    store: FileStore, partition: bytes, bucket: int, files: Sequence[DataFileMeta], rows: pa.Table
+) -> None:
+    """Put the key columns of level-0 ``files`` a writer has just written from ``rows`` (in file
+    order, one file after another) into the lookup cache, for deletion-vector tables: the writer's
+    own compaction looks them up next (`VectorUpdate.note_relabelled`, and later units the files
+    above them), and would otherwise read back what it has just written."""
+    if not files or not deletion_vectors.enabled(store.schema):
+        return
+    names = tuple(store.schema.trimmed_primary_keys)
+    if sum(f.row_count for f in files) != rows.num_rows or not set(names) <= set(rows.column_names):
+        return  # not the rows of these files: leave it to a read
+    keys = rows.select(list(names))
+    start = 0
+    for meta in files:
+        path = store.data_file_path(partition, bucket, meta)
+        _KEY_CACHE.put((path, meta.file_size, names), keys.slice(start, meta.row_count))
+        start += meta.row_count
 
 
 def delete_heavy_files(store: FileStore, split: Split) -> list[DataFileMeta]:
@@ -163,7 +184,7 @@ class VectorUpdate:
                 if positions.size:
                     vector = vectors.setdefault(meta.file_name, new_vector())
                     before = len(vector)
-                    vector.update(positions.astype(np.uint32))
+                    vector |= new_vector(positions)  # in bulk (BitMap.update adds one by one)
                     changed = changed or len(vector) != before
         if not changed:
             return (), (), []
@@ -231,4 +252,4 @@ class VectorUpdate:
         return np.sort(joined.column(_ROW).to_numpy())
 
 
-__all__ = ["DELETE_RATIO_THRESHOLD", "VectorUpdate", "delete_heavy_files"]
+__all__ = ["DELETE_RATIO_THRESHOLD", "VectorUpdate", "delete_heavy_files", "remember_written_keys"]

@@ -24,6 +24,7 @@ from lake_assets.formats.data_file import (
 from lake_assets.lsm.merge import is_retract, sort_and_merge, sort_for_merge
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
+from lake_assets.ops.dv_compact import remember_written_keys
 from lake_assets.ops.dynamic_bucket import DynamicBucketAssigner, assigner_for, attach_index_changes
 from lake_assets.ops.route import RouteSpec, route
 from lake_assets.ops.write_spill import SpillingWriter
@@ -261,7 +262,10 @@ class TableWriter(SpillingWriter):
                 buf.new_changelog.extend(self._file_writer(buf, changelog=True).write(raw, level=0))
                 data = sort_and_merge(raw, keys, self._merge_function, self.options.sequence_fields,
                                       self.options.sequence_descending, presorted=True)
-        buf.new_files.extend(self._file_writer(buf).write(data, level=0, file_source=FILE_SOURCE_APPEND))
+        files = self._file_writer(buf).write(data, level=0, file_source=FILE_SOURCE_APPEND)
+        if not self.write_only:  # the inline compaction looks these keys up next (deletion vectors)
+            remember_written_keys(self.store, buf.partition, buf.bucket, files, data)
+        buf.new_files.extend(files)
         self.store.fault_point("write.after_data_files")
 
     def _each(self, fn: Callable[[BucketBuffer], None], bufs: list[BucketBuffer]) -> None:

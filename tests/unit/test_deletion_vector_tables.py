@@ -16,8 +16,10 @@ import pyarrow as pa
 import pytest
 
 import lake_assets.ops.read as read_mod
+import lake_assets.ops.write as write_mod
 from lake_assets import Catalog
 from lake_assets.errors import CommitConflictError
+from lake_assets.ops import dv_compact
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact import plan_compaction, run_compaction_task
 from lake_assets.ops.deletion_vectors import VectorLoader, snapshot_index
@@ -307,3 +309,62 @@ def test_aborting_a_writers_messages_removes_its_index_files(catalog: Catalog) -
     writer.abort(messages)
     assert index_files(table) == before
     assert table.remove_orphan_files(older_than=timedelta(0), dry_run=True).paths == []
+
+
+def test_a_writer_looks_up_the_keys_it_wrote_without_reading_its_files_back(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each commit's level 0 goes up and its keys are looked up in the files above: the writer
+    # hands the keys of the level-0 files it writes to the lookup, so neither the files it
+    # relabels nor, later, the files above them (its own earlier level 0) are read back. (Rounds
+    # much smaller than the load: universal compaction moves each level 0 up alone, no merge
+    # writes files of its own.)
+    table = make(catalog)
+    misses: list[str] = []  # lookups that had to read a file's keys
+    real_get = dv_compact._KEY_CACHE.get
+
+    def get(key):
+        got = real_get(key)
+        if got is None:
+            misses.append(key[0])
+        return got
+
+    monkeypatch.setattr(dv_compact._KEY_CACHE, "get", get)
+    model: dict[tuple[int, str], str] = {}
+    rng = random.Random(3)
+    for round_ in range(4):
+        keys = sorted(rng.sample(range(2000), 2000 if round_ == 0 else 40))
+        table.write_arrow(rows(keys, "a", f"r{round_}-"))
+        model.update({(k, "a"): f"r{round_}-{k}" for k in keys})
+    assert misses == []
+    assert max(len(s.files) for s in table.plan()) > 2, "no bucket holds several levels: the test proves less"
+    assert vectors(table), "no deletion vectors were written: the test proves nothing"
+    assert as_model(table.to_arrow()) == model
+    # a fresh process's compaction reads the files and finds the same rows superseded
+    table.compact(full=True)
+    assert as_model(table.to_arrow()) == model
+
+
+def test_keys_of_rolled_level0_files_mark_the_right_rows(catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A small target-file-size rolls each commit's level 0 into several files: the keys the
+    # writer hands on are cut file by file, and every vector built from them hides exactly the
+    # replaced rows (a read without merge shows the model).
+    table = make(catalog, **{"target-file-size": "2 kb"})
+    handed: list[int] = []  # files per hand-over
+
+    def remember(store, partition, bucket, files, data):
+        handed.append(len(files))
+        dv_compact.remember_written_keys(store, partition, bucket, files, data)
+
+    monkeypatch.setattr(write_mod, "remember_written_keys", remember)
+    model: dict[tuple[int, str], str] = {}
+    rng = random.Random(5)
+    for round_ in range(6):
+        keys = sorted(rng.sample(range(6000), 6000 if round_ == 0 else 2500))
+        table.write_arrow(rows(keys, "a", f"r{round_}-"))
+        model.update({(k, "a"): f"r{round_}-{k}" for k in keys})
+        with monkeypatch.context() as m:
+            no_merge(m)
+            assert as_model(table.to_arrow()) == model
+    assert vectors(table), "no deletion vectors were written: the test proves nothing"
+    assert max(handed) > 1, "no level 0 was rolled into several files: the test proves nothing"
