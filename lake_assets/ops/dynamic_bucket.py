@@ -79,6 +79,33 @@ def assigner_ids(partition_hash_: int, hashes: np.ndarray, num_assigners: int) -
     return (start + _java_abs_mod(hashes, num_assigners)) % num_assigners
 
 
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values of ``values``, sorted; ``values`` itself when it is already so.
+
+    Sort-based on purpose: a plain ``np.unique`` takes numpy 2.x's hash-table path, measured at
+    20x a sort for 250,000 int32 key hashes (and a bucket's hash index is sorted already)."""
+    if values.size < 2 or bool(np.all(values[1:] > values[:-1])):
+        return values
+    ordered = np.sort(values, kind="stable")  # a merge when ``values`` are sorted runs
+    keep = np.empty(ordered.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
+
+
+def merge_sorted_unique(base: np.ndarray, more: np.ndarray) -> np.ndarray:
+    """The sorted union of ``base`` (sorted, distinct) and ``more`` (any order): linear in
+    ``base`` plus a sort of ``more``; ``base`` itself when ``more`` adds nothing."""
+    more = sorted_unique(more)
+    if not base.size:
+        return more
+    at = np.searchsorted(base, more)
+    present = (at < base.size) & (base[np.minimum(at, base.size - 1)] == more)
+    if present.all():
+        return base
+    return np.insert(base, at[~present], more[~present])
+
+
 @dataclass
 class _PartitionIndex:
     """What one partition's hash index says: key hash -> bucket, and keys per bucket."""
@@ -166,9 +193,14 @@ class DynamicBucketAssigner:
                 counts[e.bucket] = counts.get(e.bucket, 0) + len(h)
             all_h = np.concatenate(hashes) if hashes else np.zeros(0, dtype=np.int32)
             all_b = np.concatenate(buckets) if buckets else np.zeros(0, dtype=np.int32)
-            # a hash in two files (a table two writers wrote): the later file wins, as in Paimon's loader
-            last = len(all_h) - 1 - np.unique(all_h[::-1], return_index=True)[1]
-            index = self._partitions[partition] = _PartitionIndex(all_h[last], all_b[last], counts)
+            # a hash in two files (a table two writers wrote): the later file wins, as in Paimon's
+            # loader. A stable sort keeps equal hashes in file order, so the last of each run is
+            # the later file's (and the files' sorted runs make the sort a merge).
+            order = np.argsort(all_h, kind="stable")
+            ordered = all_h[order]
+            last = np.ones(len(ordered), dtype=bool)
+            np.not_equal(ordered[1:], ordered[:-1], out=last[:-1])
+            index = self._partitions[partition] = _PartitionIndex(ordered[last], all_b[order[last]], counts)
         return index
 
     # --------------------------------------------------------------- assignment
@@ -238,7 +270,7 @@ class DynamicBucketAssigner:
                 # nothing: the overwrite drops the old file; any other commit of it conflicts
                 base = None if self.ignore_previous else next(
                     (e for e in self._by_partition.get(partition, []) if e.bucket == b), None)
-                kept = np.zeros(0, dtype=np.int32) if base is None else np.unique(self._file_hashes(base))
+                kept = np.zeros(0, dtype=np.int32) if base is None else sorted_unique(self._file_hashes(base))
                 state = self._buckets[key] = _BucketIndex(base, kept)
             state.pending.append(hashes[rows])
 
@@ -266,7 +298,7 @@ class DynamicBucketAssigner:
         for key, state in self._buckets.items():
             if not state.pending:
                 continue
-            merged = np.union1d(state.hashes, np.concatenate(state.pending))
+            merged = merge_sorted_unique(state.hashes, np.concatenate(state.pending))
             state.pending = []
             if len(merged) == len(state.hashes):
                 continue  # only keys the bucket's file has (with ignore_previous it starts empty)
@@ -330,5 +362,7 @@ __all__ = [
     "assigner_ids",
     "attach_index_changes",
     "key_hashes",
+    "merge_sorted_unique",
     "partition_hash",
+    "sorted_unique",
 ]

@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from lake_assets.errors import CorruptMetadataError, OptionError
-from lake_assets.ops.dynamic_bucket import DynamicBucketAssigner, assigner_ids, partition_hash
+from lake_assets.ops.dynamic_bucket import (
+    DynamicBucketAssigner,
+    assigner_ids,
+    merge_sorted_unique,
+    partition_hash,
+    sorted_unique,
+)
 from lake_assets.spec.binary_row import EMPTY_ROW
 from lake_assets.spec.hash_index import HASH_INDEX, decode_hashes, encode_hashes
 from lake_assets.spec.manifest import FileKind, IndexManifestEntry
@@ -97,3 +103,28 @@ def test_bad_targets_and_too_many_buckets_are_refused() -> None:
     a = DynamicBucketAssigner("db.t", [], lambda n: b"", target_row_num=1, num_assigners=16000)
     with pytest.raises(OptionError, match="more than 32767 buckets"):
         a.assign(P, h(*range(100_000)))
+
+
+def test_sorted_sets_of_hashes_match_numpys_set_operations() -> None:
+    rng = np.random.default_rng(14)
+    for n, m in ((0, 0), (0, 5), (5, 0), (1, 1), (1000, 300), (300, 1000)):
+        base = np.unique(rng.integers(-50, 2000, n, dtype=np.int64).astype(np.int32))
+        more = rng.integers(-60, 2100, m, dtype=np.int64).astype(np.int32)  # repeats, any order
+        assert np.array_equal(sorted_unique(more), np.unique(more))
+        merged = merge_sorted_unique(base, more)
+        assert merged.dtype == np.int32 and np.array_equal(merged, np.union1d(base, more))
+    base = h(-5, 1, 9)
+    assert sorted_unique(base) is base  # sorted and distinct already: no copy
+    assert merge_sorted_unique(base, h(9, 1, 1)) is base  # nothing new: the same array
+
+
+def test_a_hash_in_two_files_takes_the_later_files_bucket() -> None:
+    # two writers each recorded hash 7 (and 3): Paimon's loader lets the later file win
+    store = {"i0": encode_hashes(h(3, 7, 9)), "i1": encode_hashes(h(1, 3, 7))}
+    entries = [IndexManifestEntry(FileKind.ADD, P, 0, HASH_INDEX, "i0", 12, 3),
+               IndexManifestEntry(FileKind.ADD, P, 4, HASH_INDEX, "i1", 12, 3)]
+    a = DynamicBucketAssigner("db.t", entries, store.__getitem__, target_row_num=100)
+    assert a.assign(P, h(9, 7, 3, 1)).tolist() == [0, 4, 4, 4]
+    later_first = [entries[1], entries[0]]
+    b = DynamicBucketAssigner("db.t", later_first, store.__getitem__, target_row_num=100)
+    assert b.assign(P, h(9, 7, 3, 1)).tolist() == [0, 0, 0, 4]
