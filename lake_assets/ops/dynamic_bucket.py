@@ -39,6 +39,7 @@ import pyarrow as pa
 from lake_assets.errors import CorruptMetadataError, OptionError
 from lake_assets.lsm.bucket import hash_scalar, murmur_hash_words
 from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.ops.hash_index_cache import LOADED_INDEXES
 from lake_assets.spec.binary_row_vectorized import encode_rows
 from lake_assets.spec.data_types import DataType
 from lake_assets.spec.hash_index import HASH_INDEX, INDEX_FILE_PREFIX, decode_hashes, encode_hashes
@@ -156,6 +157,9 @@ class DynamicBucketAssigner:
     target_row_num: int
     num_assigners: int = 1
     ignore_previous: bool = False
+    # the table's index directory: what this writer loads is shared with the process's next
+    # writers of the table through `hash_index_cache` (None: not shared)
+    cache_scope: str | None = None
     _by_partition: dict[bytes, list[IndexManifestEntry]] = field(default_factory=dict, init=False)
     _partitions: dict[bytes, _PartitionIndex] = field(default_factory=dict, init=False)
     _bucket_hashes: dict[tuple[bytes, int], np.ndarray] = field(default_factory=dict, init=False)
@@ -177,30 +181,48 @@ class DynamicBucketAssigner:
         key = (entry.partition, entry.bucket)
         got = self._bucket_hashes.get(key)
         if got is None:
-            got = self._bucket_hashes[key] = decode_hashes(self.read_index(entry.file_name), entry.file_name)
+            shared = (self.cache_scope, entry.file_name)
+            cached = LOADED_INDEXES.get(shared) if self.cache_scope is not None else None
+            if cached is not None:
+                got = cached[0][0]
+            else:
+                got = decode_hashes(self.read_index(entry.file_name), entry.file_name)
+                if self.cache_scope is not None:
+                    LOADED_INDEXES.put(shared, (got,))
+            self._bucket_hashes[key] = got
         return got
 
     def _partition(self, partition: bytes) -> _PartitionIndex:
         index = self._partitions.get(partition)
-        if index is None:
-            hashes: list[np.ndarray] = []
-            buckets: list[np.ndarray] = []
-            counts: dict[int, int] = {}
-            for e in self._by_partition.get(partition, []):
-                h = self._file_hashes(e)
-                hashes.append(h)
-                buckets.append(np.full(len(h), e.bucket, dtype=np.int32))
-                counts[e.bucket] = counts.get(e.bucket, 0) + len(h)
-            all_h = np.concatenate(hashes) if hashes else np.zeros(0, dtype=np.int32)
-            all_b = np.concatenate(buckets) if buckets else np.zeros(0, dtype=np.int32)
-            # a hash in two files (a table two writers wrote): the later file wins, as in Paimon's
-            # loader. A stable sort keeps equal hashes in file order, so the last of each run is
-            # the later file's (and the files' sorted runs make the sort a merge).
-            order = np.argsort(all_h, kind="stable")
-            ordered = all_h[order]
-            last = np.ones(len(ordered), dtype=bool)
-            np.not_equal(ordered[1:], ordered[:-1], out=last[:-1])
-            index = self._partitions[partition] = _PartitionIndex(ordered[last], all_b[order[last]], counts)
+        if index is not None:
+            return index
+        files = self._by_partition.get(partition, [])
+        shared = (self.cache_scope, partition, tuple((e.bucket, e.file_name) for e in files))
+        cached = LOADED_INDEXES.get(shared) if self.cache_scope is not None else None
+        if cached is not None:
+            (all_h, all_b), counts = cached
+            index = self._partitions[partition] = _PartitionIndex(all_h, all_b, counts)
+            return index
+        hashes: list[np.ndarray] = []
+        buckets: list[np.ndarray] = []
+        counts = {}
+        for e in files:
+            h = self._file_hashes(e)
+            hashes.append(h)
+            buckets.append(np.full(len(h), e.bucket, dtype=np.int32))
+            counts[e.bucket] = counts.get(e.bucket, 0) + len(h)
+        all_h = np.concatenate(hashes) if hashes else np.zeros(0, dtype=np.int32)
+        all_b = np.concatenate(buckets) if buckets else np.zeros(0, dtype=np.int32)
+        # a hash in two files (a table two writers wrote): the later file wins, as in Paimon's
+        # loader. A stable sort keeps equal hashes in file order, so the last of each run is
+        # the later file's (and the files' sorted runs make the sort a merge).
+        order = np.argsort(all_h, kind="stable")
+        ordered = all_h[order]
+        last = np.ones(len(ordered), dtype=bool)
+        np.not_equal(ordered[1:], ordered[:-1], out=last[:-1])
+        index = self._partitions[partition] = _PartitionIndex(ordered[last], all_b[order[last]], counts)
+        if self.cache_scope is not None:
+            LOADED_INDEXES.put(shared, (index.hashes, index.buckets), counts)
         return index
 
     # --------------------------------------------------------------- assignment
@@ -305,6 +327,8 @@ class DynamicBucketAssigner:
             name = f"{INDEX_FILE_PREFIX}{uuid.uuid4()}-0"
             data = encode_hashes(merged)
             write_file(name, data)
+            if self.cache_scope is not None:  # the next writer of the table loads this very file
+                LOADED_INDEXES.put((self.cache_scope, name), (merged.copy(),))
             entry = IndexManifestEntry(FileKind.ADD, key[0], key[1], HASH_INDEX, name, len(data), len(merged))
             out[key] = ((state.base,) if state.base is not None else (), (entry,))
             state.base, state.hashes = entry, merged
@@ -352,7 +376,7 @@ def assigner_for(
             ) from None
 
     return DynamicBucketAssigner(store.name, entries, read_index, opts.dynamic_bucket_target_row_num,
-                                 opts.dynamic_bucket_assigners, ignore_previous)
+                                 opts.dynamic_bucket_assigners, ignore_previous, cache_scope=store.paths.index_dir)
 
 
 __all__ = [

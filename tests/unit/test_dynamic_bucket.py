@@ -128,3 +128,36 @@ def test_a_hash_in_two_files_takes_the_later_files_bucket() -> None:
     later_first = [entries[1], entries[0]]
     b = DynamicBucketAssigner("db.t", later_first, store.__getitem__, target_row_num=100)
     assert b.assign(P, h(9, 7, 3, 1)).tolist() == [0, 0, 0, 4]
+
+
+def test_writers_of_a_table_share_what_they_loaded_and_see_every_new_file(tmp_path) -> None:
+    # Index files never change: a second writer starting from the same files reuses the loaded
+    # index (no read), and one starting from the files the first wrote reads none back either.
+    store = {"i0": encode_hashes(h(5, 6, 7)), "i1": encode_hashes(h(8))}
+    entries = [IndexManifestEntry(FileKind.ADD, P, 0, HASH_INDEX, "i0", 12, 3),
+               IndexManifestEntry(FileKind.ADD, P, 1, HASH_INDEX, "i1", 4, 1)]
+    reads: list[str] = []
+
+    def read(name: str) -> bytes:
+        reads.append(name)
+        return store[name]
+
+    def writer(files: list[IndexManifestEntry]) -> DynamicBucketAssigner:
+        return DynamicBucketAssigner("db.t", files, read, target_row_num=3, cache_scope=str(tmp_path))
+
+    first = writer(entries)
+    assert first.assign(P, h(8, 100, 6)).tolist() == [1, 1, 0]
+    assert sorted(reads) == ["i0", "i1"]
+    out = first.prepare_commit(_files(store))
+    second = writer(entries)  # the same files: nothing read again, same answers, own counts
+    assert second.assign(P, h(8, 100, 6, 101, 102)).tolist() == [1, 1, 0, 1, 2]
+    assert writer(entries).assign(P, h(101)).tolist() == [1]  # the second's new keys stayed its own
+    assert sorted(reads) == ["i0", "i1"]
+    after = [entries[0], *out[(P, 1)][1]]  # the first writer's commit replaced bucket 1's file
+    third = writer(after)
+    assert third.assign(P, h(100, 101, 8)).tolist() == [1, 1, 1]  # bucket 1 holds 8 and 100: room for 101
+    assert sorted(reads) == ["i0", "i1"]  # the new file came from the first writer, not from disk
+    # another table's writer with the same file names shares nothing
+    other = DynamicBucketAssigner("db.u", entries, read, target_row_num=3, cache_scope=str(tmp_path / "u"))
+    other.assign(P, h(1))
+    assert sorted(reads) == ["i0", "i0", "i1", "i1"]
