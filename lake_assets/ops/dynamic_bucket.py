@@ -239,7 +239,7 @@ class DynamicBucketAssigner:
             by_arrival = np.argsort(first, kind="stable")  # new keys take buckets in arrival order
             new_buckets = np.empty(len(uniq), dtype=np.int32)
             owner = assigner_ids(partition_hash(partition), uniq[by_arrival], self.num_assigners)
-            for a in np.unique(owner).tolist():
+            for a in np.flatnonzero(np.bincount(owner)).tolist():  # the assigners owning new keys
                 sel = by_arrival[owner == a]
                 new_buckets[sel] = self._fill(partition, index, int(a), len(sel))
             index.add(uniq, new_buckets)
