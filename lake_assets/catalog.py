@@ -168,11 +168,6 @@ def build_schema(
     CoreOptions({"bucket": "-1", **opts}, has_primary_key=bool(primary_keys)).validate(
         field_names=tuple(names), strict=True)
     bucket = opts.setdefault("bucket", "-1")
-    if primary_keys and bucket.strip() == "-2":
-        raise UnsupportedFeatureError(
-            f"{what}: bucket = {bucket} (postpone bucket mode) is not supported "
-            "for primary-key tables; set options={'bucket': 'N'} with N > 0, or -1 (dynamic)"
-        )
     if not primary_keys and bucket.strip() != "-1":
         raise UnsupportedFeatureError(f"{what}: append tables with bucket = {bucket} are not supported; use -1")
     opts.setdefault("file.format", "parquet")

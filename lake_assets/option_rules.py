@@ -20,8 +20,8 @@ from lake_assets.option_types import DATA_OPS, INT_MAX, PATH_OPS, WRITE_OPS, MiB
 
 
 def _bucket(n: object) -> str | None:
-    # -2 (postpone bucket mode) is a valid Paimon value: create_table refuses it, and what tables
-    # carrying it may do is decided per operation (lake_assets/table_support.py; batch reads work)
+    # -2 (postpone bucket mode) is a valid Paimon value for primary-key tables; what tables carrying
+    # it may do is decided per operation (lake_assets/table_support.py)
     if n == 0 or (isinstance(n, int) and n < -2):
         return "must be -1 (dynamic for primary-key tables, unaware for append tables) or a bucket count >= 1"
     return None
@@ -126,6 +126,15 @@ RULES: dict[str, OptionRule] = _rules(
     R("dynamic-bucket.assigner-parallelism", "int", None, "Assigners of a dynamic-bucket writer when "
       "dynamic-bucket.initial-buckets is unset.", minimum=1, note="lake_assets runs this many assigners in its "
       "one writer (ops/dynamic_bucket.py)"),
+    R("postpone.default-bucket-num", "int", None, "Buckets a partition of a postpone-bucket table (bucket = -2) "
+      "gets when compaction first moves its rows into real buckets.", minimum=1,
+      note="read by the postpone compaction (ops/postpone.py)"),
+    R("postpone.target-row-num-per-bucket", "long", None, "Rows per bucket a postpone partition's first "
+      "compaction aims at when postpone.default-bucket-num is unset.", minimum=1,
+      note="read by the postpone compaction (ops/postpone.py)"),
+    R("postpone.target-size-per-bucket", "size", 1024 * MiB, "Bytes per bucket a postpone partition's first "
+      "compaction aims at when neither postpone.default-bucket-num nor postpone.target-row-num-per-bucket "
+      "is set.", minimum=1, note="read by the postpone compaction (ops/postpone.py)"),
     R("deletion-vectors.enabled", "bool", False, "Deletion vectors mark deleted rows.",
       note="reads (batch, and the full phase of streams) apply them; compaction writes them for deduplicate "
       "tables without sequence.field, ignore-delete or changelog production (others refuse writes and "

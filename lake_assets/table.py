@@ -24,6 +24,7 @@ from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.overwrite import check_inside_partition, overwrite_of_whole_table, overwrite_spec
 from lake_assets.ops.plan import plan_splits, resolve_snapshot, to_epoch_ms
+from lake_assets.ops.postpone_write import PostponeWriter, new_table_writer
 from lake_assets.ops.read import SplitReader, read_splits_ahead
 from lake_assets.ops.scan import Split
 from lake_assets.ops.schema_change import SchemaUpdate
@@ -137,7 +138,7 @@ class Table(TableMaintenance):
     # ------------------------------------------------------------------ write
     def new_writer(
         self, commit_user: str, *, write_only: bool = False, ignore_previous_files: bool = False
-    ) -> TableWriter:
+    ) -> TableWriter | PostponeWriter:
         """A writer for the two-phase commit: `write_arrow`, then `prepare_commit` → messages.
 
         ``ignore_previous_files``: the writer's buckets start empty (for an overwrite, whose commit
@@ -146,7 +147,8 @@ class Table(TableMaintenance):
         args.text("commit_user", commit_user, optional=False)
         args.flag("write_only", write_only)
         args.flag("ignore_previous_files", ignore_previous_files)
-        return TableWriter(self.store, commit_user, write_only=write_only, ignore_previous_files=ignore_previous_files)
+        return new_table_writer(self.store, commit_user, write_only=write_only,
+                                ignore_previous_files=ignore_previous_files)
 
     def new_committer(self, commit_user: str) -> TableCommitter:
         """The committer of ``commit_user``: `commit(messages, commit_identifier)` is exactly-once."""

@@ -134,14 +134,15 @@ def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
                 "postpone.merge-on-read = true",
                 "batch reads would have to merge bucket-postpone into the real buckets; lake_assets' "
                 "reads skip bucket-postpone (compact the table first)",
-                frozenset({Op.READ, Op.WRITE, Op.STREAM}),
+                READS,
             )]
         return [Refusal(
             "bucket mode postpone (bucket = -2)",
-            "rows wait in bucket-postpone until a compaction assigns their bucket (lake_assets' compact "
-            "does, ops/postpone.py); writing into bucket-postpone and streaming reads are not implemented; "
-            "batch reads skip them as Paimon readers do",
-            frozenset({Op.WRITE, Op.STREAM}),
+            "streaming reads are not implemented: Paimon's stream scans read only real buckets, where "
+            "postponed rows arrive through COMPACT snapshots that a changelog-producer none stream skips "
+            "(writes go to bucket-postpone, ops/postpone_write.py; compaction moves them, ops/postpone.py; "
+            "batch reads skip bucket-postpone as Paimon readers do)",
+            frozenset({Op.STREAM}),
         )]
     if pk and bucket == -1:
         missing = cross_partition_fields(schema)
@@ -366,7 +367,7 @@ def entry_refusals(entries: Iterable[ManifestEntry]) -> list[Refusal]:
                 f"only {', '.join(sorted(DATA_FILE_FORMATS))} data files are implemented", DATA)
         if e.bucket == POSTPONE_BUCKET:
             add("postpone", f"postpone bucket files (bucket-postpone, e.g. {f.file_name})",
-                "their rows wait for a compaction to assign buckets", frozenset({Op.WRITE, Op.STREAM}))
+                "their rows wait for a compaction to assign buckets", frozenset({Op.STREAM}))
         elif e.bucket < 0:
             add("bucket", f"bucket {e.bucket} (file {f.file_name})", "negative buckets are not implemented", DATA)
         if f.write_cols is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from lake_assets import Catalog, OptionError, UnsupportedFeatureError
+from lake_assets import Catalog, OptionError
 from lake_assets.option_rules import RULES
 from lake_assets.options import KNOWN_OPTIONS, LAKE_ASSETS_OPTIONS, CoreOptions
 
@@ -38,9 +38,13 @@ def test_bad_option_values_fail_at_create(catalog: Catalog, options, error, matc
     assert not catalog.table_exists("db.t")
 
 
-def test_postpone_bucket_is_unsupported(catalog: Catalog):
-    with pytest.raises(UnsupportedFeatureError, match="postpone"):
-        catalog.create_table("db.t", SCHEMA, primary_keys=["k"], options={"bucket": "-2"})
+def test_postpone_bucket_tables_are_created_with_their_options(catalog: Catalog):
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["k"],
+                             options={"bucket": "-2", "postpone.default-bucket-num": "3"})
+    assert t.schema.core_options.bucket == -2
+    with pytest.raises(OptionError, match=r"postpone\.default-bucket-num"):
+        catalog.create_table("db.u", SCHEMA, primary_keys=["k"],
+                             options={"bucket": "-2", "postpone.default-bucket-num": "0"})
 
 
 def test_all_problems_reported_at_once_with_suggestions(catalog: Catalog):

@@ -58,8 +58,8 @@ def test_supported_tables_refuse_nothing():
 
 @pytest.mark.parametrize(("options", "pk", "refused", "named"), [
     # postpone: batch reads skip bucket-postpone (as Paimon readers), compaction moves it into real
-    # buckets (ops/postpone.py); writes and streams refused
-    ({"bucket": "-2"}, True, {Op.WRITE, Op.STREAM}, "bucket mode postpone (bucket = -2)"),
+    # buckets (ops/postpone.py); writes go to bucket-postpone (ops/postpone_write.py); streams refused
+    ({"bucket": "-2"}, True, {Op.STREAM}, "bucket mode postpone (bucket = -2)"),
     # ... unless Paimon readers merge bucket-postpone into their batch reads
     ({"bucket": "-2", "postpone.merge-on-read": "true"}, True, {Op.READ, Op.WRITE, Op.STREAM},
      "postpone.merge-on-read = true"),
@@ -144,7 +144,7 @@ def test_unknown_option_refuses_maintenance_and_reads_unless_harmless():
     assert blocked(harmless) == {Op.WRITE, Op.COMPACT, Op.EXPIRE, Op.ORPHANS, Op.ROLLBACK}
     # keys that only steer how writers place new rows refuse writes only (a newer Paimon's
     # dynamic-bucket.max-buckets; dynamic-bucket.target-row-num is known and honoured)
-    for key in ("dynamic-bucket.max-buckets", "sink.parallelism", "postpone.default-bucket-num"):
+    for key in ("dynamic-bucket.max-buckets", "sink.parallelism", "postpone.batch-write-fixed-bucket"):
         assert blocked(schema_refusals(schema({"bucket": "2", key: "8"}))) == {Op.WRITE}
     # tags and schema changes (the way to remove the option) stay allowed
     assert Op.TAG not in blocked(future) and Op.SCHEMA_CHANGE not in blocked(future)
@@ -172,7 +172,7 @@ def test_entry_refusals():
     csv = entry_refusals([entry("data-a-0.csv"), entry("data-b-0.csv")])
     assert len(csv) == 1 and blocked(csv) == DATA and "'csv'" in csv[0].property
     postpone = entry_refusals([entry(bucket=-2)])
-    assert blocked(postpone) == {Op.WRITE, Op.STREAM} and "bucket-postpone" in postpone[0].property
+    assert blocked(postpone) == {Op.STREAM} and "bucket-postpone" in postpone[0].property
     assert blocked(entry_refusals([entry(write_cols=("v",))])) == DATA
     assert blocked(entry_refusals([entry(first_row_id=0)])) == {Op.WRITE, Op.COMPACT}
     assert blocked(entry_refusals([entry(external_path="s3://elsewhere/data-a-0.parquet")])) == {Op.EXPIRE}
@@ -206,9 +206,10 @@ def test_index_refusals():
 def test_refuse_names_table_operation_and_property():
     refusals = schema_refusals(schema({"bucket": "-2"}))
     refuse("db.t", Op.READ, refusals)  # allowed: no error
+    refuse("db.t", Op.WRITE, refusals)
     with pytest.raises(UnsupportedFeatureError,
-                       match=r"^Cannot write to db\.t: bucket mode postpone \(bucket = -2\) is not supported; "):
-        refuse("db.t", Op.WRITE, refusals)
+                       match=r"^Cannot stream from db\.t: bucket mode postpone \(bucket = -2\) is not supported; "):
+        refuse("db.t", Op.STREAM, refusals)
 
 
 # ------------------------------------------------------------------ the Table refuses before acting
