@@ -30,6 +30,7 @@ from lake_assets.spark.source_options import STORAGE_PREFIX, storage_option_text
 from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.data_types import DataType
 from lake_assets.table import Table
+from lake_assets.table_support import POSTPONE_BUCKET
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -77,6 +78,9 @@ def repartition_by_bucket(
         table = Catalog(warehouse, **dict(storage_options or {})).get_table(table)
     schema = table.schema
     if not schema.primary_keys:
+        return df
+    if schema.core_options.bucket == POSTPONE_BUCKET:
+        # postpone bucket mode: every task writes its own bucket-postpone files, no routing
         return df
     if schema.core_options.bucket == -1:
         # dynamic bucket mode: one assigner decides every key's bucket from the table's hash index,
