@@ -138,10 +138,11 @@ def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
             )]
         return [Refusal(
             "bucket mode postpone (bucket = -2)",
-            "streaming reads are not implemented: Paimon's stream scans read only real buckets, where "
-            "postponed rows arrive through COMPACT snapshots that a changelog-producer none stream skips "
-            "(writes go to bucket-postpone, ops/postpone_write.py; compaction moves them, ops/postpone.py; "
-            "batch reads skip bucket-postpone as Paimon readers do)",
+            "streaming reads are not implemented: Paimon's stream scans of these tables read the "
+            "bucket-postpone files of each snapshot as they come with changelog-producer none, and only "
+            "real buckets (the compaction's changelog) with a changelog producer (writes go to "
+            "bucket-postpone, ops/postpone_write.py; compaction moves them, ops/postpone.py; batch reads "
+            "skip bucket-postpone as Paimon readers do)",
             frozenset({Op.STREAM}),
         )]
     if pk and bucket == -1:
