@@ -41,7 +41,8 @@ def build_table_checks(spec: TableConfig) -> list[dg.AssetChecksDefinition]:
         if table is None:
             return _no_table(ident)
         health = table.health(small_file_threshold=policy.small_file_bytes)
-        over = [b for b in breaches(health, policy) if any("small files" in r for r in b.reasons)]
+        over = [b for b in breaches(health, policy)
+                if any("small files" in r or "postponed files" in r for r in b.reasons)]
         return _evaluate("small_files", table, buckets_over=len(over),
                          partitions_over=", ".join(sorted({b.partition for b in over})) or "none")
 

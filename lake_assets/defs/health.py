@@ -8,6 +8,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 
 from lake_assets.defs.config import MaintenancePolicy
+from lake_assets.table_support import POSTPONE_BUCKET
 
 
 @dataclass(frozen=True)
@@ -23,10 +24,17 @@ def breaches(health: pa.Table, policy: MaintenancePolicy) -> list[Breach]:
     """Buckets whose small files, sorted runs or size amplification exceed the policy.
 
     Sorted runs are what Paimon's ``num-sorted-run.compaction-trigger`` bounds: every level-0 file
-    is one run, every non-empty higher level another."""
+    is one run, every non-empty higher level another. Files waiting in ``bucket-postpone`` (bucket
+    -2 of a postpone-bucket table) are backlog whatever their size: readers do not see their rows
+    until the postpone compaction moves them, so they count against ``small_file_threshold``."""
     out = []
     for row in health.to_pylist():
         reasons = []
+        if row["bucket"] == POSTPONE_BUCKET:
+            if row["file_count"] > policy.small_file_threshold:
+                out.append(Breach(row["partition"], row["bucket"], (
+                    f"{row['file_count']} postponed files > {policy.small_file_threshold}",)))
+            continue
         if row["small_file_count"] > policy.small_file_threshold:
             reasons.append(f"{row['small_file_count']} small files > {policy.small_file_threshold}")
         if row["sorted_runs"] > policy.level0_runs:
@@ -61,6 +69,19 @@ def max_of(health: pa.Table, column: str) -> float:
 
 def needs_full(health: pa.Table, policy: MaintenancePolicy) -> bool:
     """Whether a breach is one universal compaction would not pick (small files, typically): then
-    only a full compaction of the partition fixes it."""
+    only a full compaction of the partition fixes it. Postponed files never need one: the postpone
+    compaction moves them all."""
     triggers = {(r["partition"], r["bucket"]): r["compaction_would_trigger"] for r in health.to_pylist()}
-    return any(not triggers[(b.partition, b.bucket)] for b in breaches(health, policy))
+    return any(not triggers[(b.partition, b.bucket)] for b in breaches(health, policy) if b.bucket != POSTPONE_BUCKET)
+
+
+def postponed_files(health: pa.Table) -> int:
+    """Files waiting in ``bucket-postpone`` (0 but in postpone-bucket tables)."""
+    return sum(r["file_count"] for r in health.select(["bucket", "file_count"]).to_pylist()
+               if r["bucket"] == POSTPONE_BUCKET)
+
+
+def max_small_files(health: pa.Table) -> int:
+    """The most small files of one bucket, every postponed file counted as one (see `breaches`)."""
+    return max((r["file_count"] if r["bucket"] == POSTPONE_BUCKET else r["small_file_count"]
+                for r in health.select(["bucket", "file_count", "small_file_count"]).to_pylist()), default=0)

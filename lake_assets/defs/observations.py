@@ -16,11 +16,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.defs.config import LakeConfig, TableConfig, parse_duration
+from lake_assets.defs.health import max_small_files, postponed_files
 from lake_assets.defs.names import TableNames
 from lake_assets.defs.resources import WarehouseResource
 from lake_assets.ops import table_health
 from lake_assets.ops.partition_expire import partitions_past_expiration
+from lake_assets.spec.snapshot import Snapshot
 from lake_assets.table import Table
+from lake_assets.table_support import POSTPONE_BUCKET
 
 HEALTH_SENSOR = "lake_health_sensor"
 
@@ -50,12 +53,16 @@ class TableObservation:
     consumer_lag: dict[str, int] = field(default_factory=dict)
     partitions: int = 0
     partitions_past_expiration: int | None = None
+    # postpone-bucket tables: files and rows in bucket-postpone, which readers do not see yet
+    postponed_files: int = 0
+    postponed_rows: int = 0
 
     @property
     def row_count_exact(self) -> bool:
         """Whether ``records_in_files`` is the table's row count: every key appears once when no
-        bucket has more than one sorted run and no file holds deletes (append tables always)."""
-        return self.max_sorted_runs <= 1 and self.delete_records == 0
+        bucket has more than one sorted run, no file holds deletes (append tables always) and no
+        rows wait in bucket-postpone."""
+        return self.max_sorted_runs <= 1 and self.delete_records == 0 and self.postponed_files == 0
 
 
 def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) -> TableObservation:
@@ -75,13 +82,14 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
     # retract rows in files, and rows deletion vectors hide (both are in the files, neither is live)
     deletes = _sum(health, "delete_row_count") + _sum(health, "deletion_vector_rows")
     partitions = sorted(set(health.column("partition").to_pylist()))
+    postponed = postponed_files(health)
     return TableObservation(
         snapshot_id=snapshot.id,
         data_files=_sum(health, "file_count"),
         small_files=_sum(health, "small_file_count"),
         buckets=health.num_rows,
         total_bytes=_sum(health, "total_bytes"),
-        max_small_files_per_bucket=_max(health, "small_file_count"),
+        max_small_files_per_bucket=max_small_files(health),
         max_sorted_runs=_max(health, "sorted_runs"),
         level0_files=_sum(health, "level0_file_count"),
         oldest_level0_age_ms=_max(health, "oldest_level0_age_ms"),
@@ -99,7 +107,15 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
         partitions=len(partitions),
         # Paimon's own rule (strategy, pattern, formatter) as the partition expiry applies it.
         partitions_past_expiration=partitions_past_expiration(table.store, _local_datetime(now_ms)),
+        postponed_files=postponed,
+        postponed_rows=_postponed_rows(table, snapshot) if postponed else 0,
     )
+
+
+def _postponed_rows(table: Table, snapshot: Snapshot) -> int:
+    """Rows in the snapshot's bucket-postpone files (their record counts, from the manifests)."""
+    return sum(e.file.row_count for e in table.store.file_store_scan().live_entries(snapshot)
+               if e.bucket == POSTPONE_BUCKET)
 
 
 def _local_datetime(local_ms: int) -> dt.datetime:

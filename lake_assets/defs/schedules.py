@@ -24,7 +24,8 @@ def build_table_schedules(
         else dg.DefaultScheduleStatus.STOPPED
     # step → (cron, run config of the step's asset, Spark job tag value)
     plans: dict[str, tuple[str | None, dg.Config, str]] = {
-        "compaction": (policy.compaction_cron, CompactionConfig(full=True), "compact"),
+        # a postpone-bucket table's scheduled compaction moves all postponed rows (full does not apply)
+        "compaction": (policy.compaction_cron, CompactionConfig(full=not spec.postpone), "compact"),
     }
     return [
         _schedule(names, step, cron, run_config, tag, jobs[step], config.timezone, status)

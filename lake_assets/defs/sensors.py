@@ -13,6 +13,7 @@ from lake_assets.defs.config import LakeConfig, TableConfig
 from lake_assets.defs.health import needs_full, partitions_to_compact
 from lake_assets.defs.names import COMPACTION_TABLE_TAG, PARTITIONS_TAG, TableNames
 from lake_assets.defs.resources import WarehouseResource
+from lake_assets.ops.postpone import is_postpone_table
 
 if TYPE_CHECKING:
     from lake_assets.defs.jobs import AssetJob
@@ -34,10 +35,15 @@ def compaction_active(instance: dg.DagsterInstance, spec: TableConfig) -> bool:
     return False
 
 
-def compaction_request(spec: TableConfig, snapshot_id: int, partitions: list[str], full: bool) -> dg.RunRequest:
-    """A compaction run of the breaching partitions, keyed by table and snapshot (never twice)."""
+def compaction_request(spec: TableConfig, snapshot_id: int, partitions: list[str], full: bool,
+                       postpone: bool = False) -> dg.RunRequest:
+    """A compaction run of the breaching partitions, keyed by table and snapshot (never twice).
+
+    A postpone-bucket table's compaction moves all postponed rows of the partitions: no full, no
+    unit limit (the compact job refuses both for it)."""
     names = TableNames(spec.identifier)
-    config = CompactionConfig(full=full, partitions=partitions, max_units=spec.maintenance.compaction_max_units)
+    config = CompactionConfig(full=full and not postpone, partitions=partitions,
+                              max_units=None if postpone else spec.maintenance.compaction_max_units)
     shown = ",".join(partitions) or "all"
     return dg.RunRequest(
         run_key=f"{spec.identifier}@{snapshot_id}",
@@ -60,8 +66,8 @@ def build_small_file_sensor(config: LakeConfig, jobs: "list[AssetJob]") -> dg.Se
         jobs=jobs,
         minimum_interval_seconds=config.automation.small_file_sensor_interval_seconds,
         default_status=_status(config),
-        description="Requests a compaction of the partitions whose small files, sorted runs or size "
-        "amplification exceed the table's policy.",
+        description="Requests a compaction of the partitions whose small files, sorted runs, size "
+        "amplification or postponed files (postpone-bucket tables) exceed the table's policy.",
     )
     def small_file_sensor(context: dg.SensorEvaluationContext, warehouse: WarehouseResource) -> dg.SensorResult:
         cursor: dict[str, int] = json.loads(context.cursor) if context.cursor else {}
@@ -79,7 +85,8 @@ def build_small_file_sensor(config: LakeConfig, jobs: "list[AssetJob]") -> dg.Se
             partitions = partitions_to_compact(health, spec.maintenance)
             if partitions:
                 full = needs_full(health, spec.maintenance)
-                requests.append(compaction_request(spec, snapshot.id, partitions, full))
+                postpone = is_postpone_table(table.store)
+                requests.append(compaction_request(spec, snapshot.id, partitions, full, postpone))
         skip = None if requests else ("; ".join(notes) or "no table over its thresholds")
         return dg.SensorResult(run_requests=requests, cursor=json.dumps(cursor, sort_keys=True),
                                skip_reason=skip)

@@ -21,6 +21,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -143,15 +144,36 @@ def _partition_predicate(store: FileStore, partitions: Iterable[dict[str, Any]] 
     return pred
 
 
-def postpone_messages(
-    store: FileStore, commit_user: str, partitions: Iterable[dict[str, Any]] | None = None
-) -> tuple[list[CommitMessage], int]:
-    """Write the postponed rows of the latest snapshot (of ``partitions`` only, if given) into real
-    buckets; the commit messages (not committed) and how many partitions were compacted."""
+@dataclass(frozen=True)
+class PostponeUnit:
+    """One partition's postponed files (in replay order) and the real bucket count they go into:
+    independent of other partitions, so a distributed job runs each unit in its own task."""
+
+    partition: bytes
+    buckets: int
+    files: tuple[ManifestEntry, ...]
+
+    @property
+    def input_bytes(self) -> int:
+        return sum(e.file.file_size for e in self.files)
+
+    @property
+    def input_rows(self) -> int:
+        return sum(e.file.row_count for e in self.files)
+
+
+RunPostponeUnits = Callable[[FileStore, list[PostponeUnit]], list[CommitMessage]]
+"""Runs postpone units (`run_postpone_unit` each); returns their messages. On failure it deletes
+what the units wrote and raises, as `lake_assets.ops.compact.RunTasks`."""
+
+
+def plan_postpone(store: FileStore, partitions: Iterable[dict[str, Any]] | None = None) -> list[PostponeUnit]:
+    """The postpone units of the latest snapshot (of ``partitions`` only, if given); reads
+    manifests only."""
     pred = _partition_predicate(store, partitions)
     snap = store.snapshot_manager.latest()
     if snap is None:
-        return [], 0
+        return []
     scan = store.file_store_scan(Op.COMPACT)
     entries = scan.live_entries(snap)
     if pred is not None and pred.clauses:
@@ -165,40 +187,62 @@ def postpone_messages(
             postponed[e.partition].append(e)
         elif e.bucket >= 0 and e.total_buckets > 0:
             known[e.partition] = e.total_buckets
-    messages: list[CommitMessage] = []
-    for partition, files in postponed.items():
-        buckets = known.get(partition) or new_bucket_num(store, files)
-        # write-only: the new files land at level 0; the table's regular compaction merges them later
-        writer = TableWriter(store, commit_user, write_only=True, real_buckets=buckets)
-        try:
-            for e in _replay_order(store, files):
-                rows, kinds = _file_rows(store, e)
-                if rows.num_rows:
-                    writer.write_arrow(rows, kinds=kinds)
-            written = writer.prepare_commit()
-        except BaseException:
-            writer.abort()
-            raise
-        finally:
-            writer.close()
-        messages.extend(_as_compaction(m) for m in written)
-        messages.append(CommitMessage(partition, POSTPONE_BUCKET, POSTPONE_BUCKET,
-                                      compact_before=tuple(e.file for e in files)))
-    return messages, len(postponed)
+    return [PostponeUnit(partition, known.get(partition) or new_bucket_num(store, files),
+                         tuple(_replay_order(store, files)))
+            for partition, files in postponed.items()]
+
+
+def run_postpone_unit(store: FileStore, unit: PostponeUnit, commit_user: str) -> list[CommitMessage]:
+    """Write one unit's postponed rows into its real buckets; the messages (not committed): the
+    new files as compaction output, the postpone files as compaction input."""
+    # write-only: the new files land at level 0; the table's regular compaction merges them later
+    writer = TableWriter(store, commit_user, write_only=True, real_buckets=unit.buckets)
+    try:
+        for e in unit.files:
+            rows, kinds = _file_rows(store, e)
+            if rows.num_rows:
+                writer.write_arrow(rows, kinds=kinds)
+        written = writer.prepare_commit()
+    except BaseException:
+        writer.abort()
+        raise
+    finally:
+        writer.close()
+    messages = [_as_compaction(m) for m in written]
+    messages.append(CommitMessage(unit.partition, POSTPONE_BUCKET, POSTPONE_BUCKET,
+                                  compact_before=tuple(e.file for e in unit.files)))
+    return messages
 
 
 def compact_postpone(
-    store: FileStore, *, partitions: Iterable[dict[str, Any]] | None = None, commit_user: str | None = None
+    store: FileStore,
+    *,
+    partitions: Iterable[dict[str, Any]] | None = None,
+    commit_user: str | None = None,
+    run_units: RunPostponeUnits | None = None,
 ) -> CompactResult:
     """Move every postponed row (of ``partitions``, if given) into real buckets in one COMPACT
-    snapshot (none if nothing waits)."""
+    snapshot (none if nothing waits). ``run_units`` runs the planned units (default: one after
+    another in this process; a Spark job passes its own, one Spark task per unit)."""
     started = time.perf_counter()
     user = commit_user or f"compact-{uuid.uuid4()}"
-    messages, moved = postpone_messages(store, user, partitions)
+    units = plan_postpone(store, partitions)
+    if run_units is None:
+        messages: list[CommitMessage] = []
+        try:
+            for unit in units:
+                messages.extend(run_postpone_unit(store, unit, user))
+        except BaseException:
+            # never committed: the finished units' files would be orphans (abort deletes only
+            # files no snapshot or tag references)
+            TableCommitter(store, f"compact-abort-{uuid.uuid4()}").abort(messages)
+            raise
+    else:
+        messages = run_units(store, units) if units else []
     ids: list[int] = []
     if messages:
         store.fault_point("compact.before_commit")
         # as the regular compaction: a failed commit leaves its new files to orphan removal, since
         # the outcome may be unknown and they may be referenced
         ids = TableCommitter(store, user).commit(messages, check_committed=False)
-    return summarize(messages, ids[-1] if ids else None, moved, started)
+    return summarize(messages, ids[-1] if ids else None, len(units), started)

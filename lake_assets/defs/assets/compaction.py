@@ -1,4 +1,5 @@
-"""``<table>_compaction``: the compact job, for chosen partitions or (``full``) the whole table."""
+"""``<table>_compaction``: the compact job, for chosen partitions or (``full``) the whole table;
+on a postpone-bucket table (``bucket = -2``) it moves the postponed rows into real buckets."""
 
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ from lake_assets.defs.config import TableConfig
 from lake_assets.defs.health import needs_full, partition_values, partitions_to_compact
 from lake_assets.defs.names import MAINTENANCE_POOL, TableNames
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
+from lake_assets.ops.postpone import is_postpone_table
 
 
 class CompactionConfig(dg.Config):
@@ -47,12 +49,15 @@ def compact_args(config: CompactionConfig) -> list[str]:
     return args
 
 
-def policy_config(config: CompactionConfig, health: pa.Table, spec: TableConfig) -> CompactionConfig:
-    """The config that fixes the table's breaches of its policy (``config`` when there are none)."""
+def policy_config(config: CompactionConfig, health: pa.Table, spec: TableConfig,
+                  postpone: bool = False) -> CompactionConfig:
+    """The config that fixes the table's breaches of its policy (``config`` when there are none);
+    never full for a postpone-bucket table (its compaction moves the postponed rows)."""
     partitions = partitions_to_compact(health, spec.maintenance)
     if not partitions:
         return config
-    return config.model_copy(update={"partitions": partitions, "full": needs_full(health, spec.maintenance)})
+    full = needs_full(health, spec.maintenance) and not postpone
+    return config.model_copy(update={"partitions": partitions, "full": full})
 
 
 # The plan travels between the two steps (separate processes) through this resource, a plain
@@ -92,7 +97,7 @@ def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
         if not config.full and not config.partitions:
             # Runs from an automation condition (or the UI) carry the default config: compact what
             # the policy names, as the small-file sensor would request it.
-            config = policy_config(config, before, spec)
+            config = policy_config(config, before, spec, is_postpone_table(table.store))
         return CompactionPlan(config.model_dump(), health_totals(before), file_sizes(table))
 
     @dg.op(name=compact_name, pool=MAINTENANCE_POOL, out=dg.Out(dg.Nothing),

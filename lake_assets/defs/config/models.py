@@ -82,6 +82,9 @@ class TableConfig(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> TableConfig:
+        if self.postpone and self.maintenance.compaction_max_units is not None:
+            raise ValueError("maintenance.compaction_max_units does not apply to a postpone-bucket table "
+                             "(bucket: -2): its compaction moves every postponed row of the partitions")
         try:
             build_schema(self.identifier, self.arrow_schema, tuple(self.primary_keys),
                          tuple(self.partition_keys), dict(self.options))
@@ -98,6 +101,12 @@ class TableConfig(_Strict):
     @cached_property
     def arrow_schema(self) -> pa.Schema:
         return pa.schema([arrow_field(n, t) for n, t in self.columns.items()])
+
+    @property
+    def postpone(self) -> bool:
+        """Whether the table is declared in postpone bucket mode (``bucket: -2``, primary key): the
+        mode for write-only ingest plus the dedicated compaction (docs/dagster.md)."""
+        return bool(self.primary_keys) and self.options.get("bucket", "").strip() == "-2"
 
     @property
     def has_changelog_producer(self) -> bool:

@@ -95,7 +95,8 @@ def compact(
         if full or max_units is not None or run_tasks is not None:
             raise UnsupportedFeatureError(
                 f"Cannot compact {store.name}: a postpone-bucket table's compaction moves every postponed "
-                "row into real buckets; full, max_units and run_tasks are not implemented for it"
+                "row into real buckets; full and max_units are not implemented for it, and a distributed "
+                "runner goes to lake_assets.ops.postpone.compact_postpone (run_units), not run_tasks"
             )
         return compact_postpone(store, partitions=partitions, commit_user=commit_user)
     started = time.perf_counter()

@@ -16,12 +16,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from lake_assets import errors as lake_errors
-from lake_assets.errors import LakeError
+from lake_assets.errors import LakeError, UnsupportedFeatureError
 from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact import CompactionPlan, CompactionTask, compact, run_compaction_task
+from lake_assets.ops.postpone import is_postpone_table
 from lake_assets.spark.jobs.args import base_parser, partition_arg, positive_int, typed_partition
+from lake_assets.spark.jobs.compact_postpone import distributed_postpone_compact
 from lake_assets.spark.jobs.context import JobContext
+from lake_assets.spark.jobs.errors import UsageError
 from lake_assets.spark.jobs.logs import log
 from lake_assets.spark.jobs.runner import main_entry, run_job
 from lake_assets.spark.jobs.summary import health_summary
@@ -129,6 +132,13 @@ def distributed_compact(
 ) -> dict[str, Any]:
     """Plan, run the units on executors, commit once (`compact` with `SparkUnits`); the summary
     fields of the run."""
+    if is_postpone_table(ctx.table.store):
+        if full or max_units is not None:
+            raise UnsupportedFeatureError(
+                f"Cannot compact {ctx.table.name}: a postpone-bucket table's compaction moves every "
+                "postponed row into real buckets; --full and --max-units are not implemented for it"
+            )
+        return distributed_postpone_compact(ctx, partitions)
     units = SparkUnits(ctx)
     result = compact(ctx.table.store, full=full, partitions=partitions, max_units=max_units,
                      run_tasks=units).to_dict()
@@ -144,6 +154,9 @@ def distributed_compact(
 def body(ctx: JobContext) -> dict[str, Any]:
     args = ctx.args
     partitions = [typed_partition(ctx.table, spec) for spec in args.partitions] or None
+    if is_postpone_table(ctx.table.store) and (args.full or args.max_units is not None):
+        raise UsageError(f"{ctx.table.name} is a postpone-bucket table (bucket = -2): its compaction moves "
+                         "every postponed row into real buckets; --full and --max-units do not apply")
     ctx.start_run()
     before = health_summary(ctx.table)
     out = distributed_compact(ctx, full=args.full, partitions=partitions, max_units=args.max_units)

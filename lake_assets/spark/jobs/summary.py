@@ -9,6 +9,7 @@ from typing import Any
 
 from lake_assets.spec.manifest import FileKind
 from lake_assets.table import Table
+from lake_assets.table_support import POSTPONE_BUCKET
 
 # Keys every summary has, in this order (None where a job has nothing to say).
 SUMMARY_KEYS = (
@@ -65,6 +66,8 @@ def health_summary(table: Table) -> dict[str, Any]:
         "max_sorted_runs": max((r["sorted_runs"] for r in h), default=0),
         "buckets_needing_compaction": sum(1 for r in h if r["compaction_would_trigger"]),
         "deletion_vector_rows": sum(r["deletion_vector_rows"] for r in h),
+        # files waiting in bucket-postpone (postpone-bucket tables) until the dedicated compaction
+        "postponed_files": sum(r["file_count"] for r in h if r["bucket"] == POSTPONE_BUCKET),
     }
 
 

@@ -1,0 +1,89 @@
+"""End to end on a postpone-bucket table declared in lake.yaml (``bucket: -2``): the ingest asset
+(the real ingest job) writes the day into bucket-postpone, readers see nothing yet, the small-file
+sensor sees the backlog, the compaction asset moves the rows into real buckets and they are visible.
+
+Needs the core's writes into postpone tables (``ops/postpone_write.py``): until they are in, the
+catalog refuses to create a ``bucket = -2`` table and lake.yaml refuses to declare one, and this
+test skips saying so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from lake_assets.defs.config import LakeConfigError, load_config
+from lake_assets.defs.factory import build_definitions
+from lake_assets.defs.observations import observe_table
+from lake_assets.defs.sensors import SMALL_FILE_SENSOR
+from tests.dagster.helpers import DAYS, REPO, materialization_metadata
+
+CONFIG = f"""
+warehouse: {{kind: local, path: warehouse}}
+spark:
+  master: local[1]
+  launcher: python
+  jobs_dir: {REPO / "jobs"}
+  conf:
+    spark.ui.enabled: false
+    spark.sql.shuffle.partitions: 1
+    spark.default.parallelism: 1
+    spark.driver.extraJavaOptions: -XX:TieredStopAtLevel=1 -XX:+UseSerialGC
+  timeout: 10m
+automation: {{default_status: stopped}}
+tables:
+  - identifier: db.p
+    schema: {{id: BIGINT NOT NULL, dt: STRING NOT NULL, v: STRING}}
+    primary_keys: [id, dt]
+    partition_keys: [dt]
+    options: {{bucket: -2}}
+    ingest: {{source: "landing/{{date}}/*.parquet", format: parquet, start_date: 2024-01-01, partition_column: dt}}
+    maintenance: {{small_file_threshold: 1, compaction_cron: null, expiry_cron: null}}
+"""
+
+
+def test_ingest_into_postpone_then_sensor_and_compaction(tmp_path: Path) -> None:
+    landing = tmp_path / "landing" / DAYS[0]
+    landing.mkdir(parents=True)
+    for part in range(2):
+        ids = range(10 * part, 10 * part + 10)
+        pq.write_table(pa.table({"id": pa.array(ids, pa.int64()), "v": [f"a{i}" for i in ids]}),
+                       landing / f"part-{part}.parquet")
+    (tmp_path / "lake.yaml").write_text(CONFIG)
+    try:
+        config = load_config(tmp_path / "lake.yaml")
+    except LakeConfigError as exc:
+        if "bucket = -2" in str(exc) and "not supported" in str(exc):
+            pytest.skip("the core cannot create postpone-bucket tables yet (ops/postpone_write.py not merged)")
+        raise
+    defs = build_definitions(config)
+    warehouse = defs.resources["warehouse"]
+    with dg.instance_for_test() as instance:
+        ingest = defs.resolve_job_def("db_p_ingest_job").execute_in_process(partition_key=DAYS[0], instance=instance)
+        assert ingest.success
+        table = warehouse.table("db.p")
+        assert table.to_arrow().num_rows == 0  # all 20 rows wait in bucket-postpone
+        # a second write-only commit (updates) makes the backlog 2 files > small_file_threshold 1
+        writer = table.new_writer("late", write_only=True)
+        writer.write_arrow(pa.table({"id": pa.array(range(5), pa.int64()), "dt": [DAYS[0]] * 5,
+                                     "v": [f"b{i}" for i in range(5)]}))
+        table.new_committer("late").commit(writer.prepare_commit(), 1)
+        writer.close()
+        obs = observe_table(table, config.table("db.p"))
+        assert obs.postponed_files >= 2 and obs.postponed_rows == 25
+        sensor = defs.resolve_sensor_def(SMALL_FILE_SENSOR)
+        with dg.build_sensor_context(instance=instance, resources=defs.resources) as context:
+            [request] = sensor.evaluate_tick(context).run_requests
+        op_config = request.run_config["ops"]["db__p_compaction"]["config"]
+        assert op_config["partitions"] == [f"dt={DAYS[0]}"] and op_config["full"] is False
+        result = defs.resolve_job_def(request.job_name).execute_in_process(
+            run_config=request.run_config, tags=request.tags, instance=instance)
+    assert result.success
+    md = materialization_metadata(result)
+    assert md["commit_kind"] == "COMPACT" and md["postponed_files_after"] == 0
+    assert md["job.postponed_rows"] == 25
+    rows = {r["id"]: r["v"] for r in warehouse.table("db.p").to_arrow().to_pylist()}
+    assert rows == {i: f"b{i}" if i < 5 else f"a{i}" for i in range(20)}
