@@ -11,8 +11,14 @@ Paimon's (``PostponeBucketCompactOperator``, ``PostponeUtils``, ``BucketFiles``)
   each writer's files by creation time, each file by sequence number; the rows, with their row
   kinds, go through the fixed-bucket writer of that bucket count, which numbers them after what
   the bucket holds, so they supersede it through the table's merge engine;
-* one COMPACT snapshot deletes the postpone files and adds the new files (``compact_after``, at
-  level 0, as Java's ``BucketFiles`` turns a writer's new files into compaction output).
+* the writer then compacts every bucket it wrote and every real bucket of the partition holding
+  level-0 files (Java's ``getLevel0Buckets``; the table's ``write-only`` does not apply, as in
+  Java's ``tableForPostponeRewrite``): postpone writers never compact, so without this level 0
+  would pile up, and first-row, lookup and deletion-vector readers, which skip level 0, would
+  never see the rows;
+* one COMPACT snapshot deletes the postpone files and adds the new files, as Java's
+  ``BucketFiles`` turns a writer's messages into one compaction per bucket (new files the same
+  pass compacted away are deleted, never committed).
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from lake_assets.ops.compact.run import CompactResult, summarize
 from lake_assets.ops.write import TableWriter
 from lake_assets.option_types import parse_memory_size
 from lake_assets.predicate import Predicate
-from lake_assets.spec.manifest import ManifestEntry
+from lake_assets.spec.manifest import DataFileMeta, ManifestEntry
 from lake_assets.store.file_store import FileStore
 from lake_assets.table_support import POSTPONE_BUCKET, Op
 
@@ -103,11 +109,12 @@ def _replay_order(store: FileStore, entries: list[ManifestEntry]) -> list[Manife
 
 def _file_rows(store: FileStore, e: ManifestEntry) -> tuple[pa.Table, np.ndarray]:
     """A postpone file's rows (the table's columns) and their row kinds, in sequence order."""
-    if e.file.schema_id != store.schema.id:
+    if e.file.schema_id != store.schema.id and store.schema_by_id(e.file.schema_id).fields != store.schema.fields:
+        # an ALTER of options only makes a new schema with the same columns: those files read as is
         raise UnsupportedFeatureError(
             f"Cannot compact {store.name}: postpone file {e.file.file_name} was written with schema "
-            f"{e.file.schema_id}, the table is at schema {store.schema.id}; compacting postpone files "
-            "across schema changes is not implemented"
+            f"{e.file.schema_id}, the table is at schema {store.schema.id} with other columns; compacting "
+            "postpone files across column changes is not implemented"
         )
     path = store.data_file_path(e.partition, e.bucket, e.file)
     raw = read_data_file(store.file_io, path, file_size=e.file.file_size)
@@ -116,14 +123,22 @@ def _file_rows(store: FileStore, e: ManifestEntry) -> tuple[pa.Table, np.ndarray
     return raw.select(list(store.schema.field_names)), kinds
 
 
-def _as_compaction(m: CommitMessage) -> CommitMessage:
-    """A writer's new files become compaction output (Java's ``BucketFiles.makeMessage``)."""
-    return CommitMessage(
+def _as_compaction(m: CommitMessage) -> tuple[CommitMessage, list[DataFileMeta]]:
+    """A writer's message as one compaction (Java's ``BucketFiles``): its new files become
+    compaction output, except those its own compaction already replaced, which no snapshot will
+    ever name; those are returned to be deleted (a file the compaction only moved up a level
+    stays: it is in the output)."""
+    new = {f.file_name for f in m.new_files}
+    replaced = {f.file_name for f in m.compact_before if f.file_name in new}
+    kept = {f.file_name for f in m.compact_after}
+    message = CommitMessage(
         m.partition, m.bucket, m.total_buckets,
-        compact_before=m.compact_before, compact_after=m.new_files + m.compact_after,
+        compact_before=tuple(f for f in m.compact_before if f.file_name not in replaced),
+        compact_after=tuple(f for f in m.new_files if f.file_name not in replaced) + m.compact_after,
         compact_changelog=m.new_changelog + m.compact_changelog,
         index_before=m.index_before, index_after=m.index_after,
     )
+    return message, [f for f in m.new_files if f.file_name in replaced and f.file_name not in kept]
 
 
 def _partition_predicate(store: FileStore, partitions: Iterable[dict[str, Any]] | None) -> Predicate | None:
@@ -152,6 +167,8 @@ class PostponeUnit:
     partition: bytes
     buckets: int
     files: tuple[ManifestEntry, ...]
+    # real buckets of the partition holding level-0 files: compacted too (Java's getLevel0Buckets)
+    level0_buckets: tuple[int, ...] = ()
 
     @property
     def input_bytes(self) -> int:
@@ -182,35 +199,52 @@ def plan_postpone(store: FileStore, partitions: Iterable[dict[str, Any]] | None 
                    if pred.test_values(dict(zip(pkeys, scan.partition_values(e.partition), strict=True)))]
     known: dict[bytes, int] = {}
     postponed: dict[bytes, list[ManifestEntry]] = defaultdict(list)
+    level0: dict[bytes, set[int]] = defaultdict(set)
     for e in entries:
         if e.bucket == POSTPONE_BUCKET:
             postponed[e.partition].append(e)
         elif e.bucket >= 0 and e.total_buckets > 0:
             known[e.partition] = e.total_buckets
-    return [PostponeUnit(partition, known.get(partition) or new_bucket_num(store, files),
-                         tuple(_replay_order(store, files)))
-            for partition, files in postponed.items()]
+            if e.file.level == 0:
+                level0[e.partition].add(e.bucket)
+    # As Java's postpone compaction: every partition with postponed rows or with real buckets
+    # holding level-0 files (which only a compaction ever lifts: postpone writers never compact).
+    touched = list(postponed) + [p for p in level0 if p not in postponed]
+    return [PostponeUnit(p, known.get(p) or new_bucket_num(store, postponed[p]),
+                         tuple(_replay_order(store, postponed[p])), tuple(sorted(level0.get(p, ()))))
+            for p in touched]
 
 
 def run_postpone_unit(store: FileStore, unit: PostponeUnit, commit_user: str) -> list[CommitMessage]:
     """Write one unit's postponed rows into its real buckets; the messages (not committed): the
     new files as compaction output, the postpone files as compaction input."""
-    # write-only: the new files land at level 0; the table's regular compaction merges them later
-    writer = TableWriter(store, commit_user, write_only=True, real_buckets=unit.buckets)
+    # Java's PostponeBucketCompactOperator: the rows go through the bucket's writer, which then
+    # compacts every bucket it wrote and every bucket holding level-0 files (universal compaction,
+    # so first-row, lookup and deletion-vector tables lift level 0 as their readers need), and the
+    # result is one compaction per bucket.
+    writer = TableWriter(store, commit_user, real_buckets=unit.buckets)
     try:
         for e in unit.files:
             rows, kinds = _file_rows(store, e)
             if rows.num_rows:
                 writer.write_arrow(rows, kinds=kinds)
+        values = store.file_store_scan(Op.COMPACT).partition_values(unit.partition)
+        for bucket in unit.level0_buckets:
+            writer.request_compaction(values, bucket)
         written = writer.prepare_commit()
     except BaseException:
         writer.abort()
         raise
     finally:
         writer.close()
-    messages = [_as_compaction(m) for m in written]
-    messages.append(CommitMessage(unit.partition, POSTPONE_BUCKET, POSTPONE_BUCKET,
-                                  compact_before=tuple(e.file for e in unit.files)))
+    messages: list[CommitMessage] = []
+    for m in written:
+        message, unused = _as_compaction(m)
+        messages.append(message)
+        store.file_io.delete_many([store.data_file_path(m.partition, m.bucket, f) for f in unused])
+    if unit.files:
+        messages.append(CommitMessage(unit.partition, POSTPONE_BUCKET, POSTPONE_BUCKET,
+                                      compact_before=tuple(e.file for e in unit.files)))
     return messages
 
 

@@ -60,7 +60,9 @@ class TableWriter(SpillingWriter):
         self.schema = store.schema
         self.commit_user = commit_user
         opts = self.schema.core_options
-        self.write_only = write_only or opts.write_only
+        # The postpone compaction always compacts what it writes, whatever the table's write-only
+        # says (Java's PostponeUtils.tableForPostponeRewrite sets write-only = false).
+        self.write_only = write_only or (opts.write_only and real_buckets is None)
         self.options = opts
         self.is_pk = bool(self.schema.primary_keys)
         self.num_buckets = opts.bucket if real_buckets is None else real_buckets
@@ -83,6 +85,7 @@ class TableWriter(SpillingWriter):
         self.partition_types = self.schema.types(list(self.schema.partition_keys))
         self.bucket_types = self.schema.types(list(self.schema.bucket_keys))
         self._buffers: dict[tuple[bytes, int], BucketBuffer] = {}
+        self._compact_requested: set[tuple[bytes, int]] = set()  # see `request_compaction`
         self._buffered_bytes = 0
         # the latest snapshot's state of every bucket, read when the first rows are buffered
         self._base: WriterBase | None = None
@@ -306,7 +309,7 @@ class TableWriter(SpillingWriter):
         total = self.num_buckets if self.is_pk else -1
         pending = []
         for key, buf in self._buffers.items():
-            if buf.new_files or buf.new_changelog:
+            if buf.new_files or buf.new_changelog or key in self._compact_requested:
                 msg = CommitMessage(buf.partition, buf.bucket, total, new_files=tuple(buf.new_files),
                                     new_changelog=tuple(buf.new_changelog))
                 pending.append((key, buf, msg))
@@ -321,12 +324,20 @@ class TableWriter(SpillingWriter):
         for _, buf, _ in pending:
             buf.new_files = []
             buf.new_changelog = []
-        messages = [msg for _, _, msg in pending]
+        self._compact_requested.clear()
+        messages = [msg for _, _, msg in pending if not msg.is_empty()]
         if self._assigner is not None:
             changes = self._assigner.prepare_commit(
                 lambda name, data: self.store.file_io.write_bytes(self.store.paths.index_file(name), data))
             messages = attach_index_changes(messages, changes, total)
         return messages
+
+    def request_compaction(self, partition_values: tuple[Any, ...], bucket: int) -> None:
+        """Have the next `prepare_commit` run the bucket's compaction even if nothing was written
+        to it (Java's ``write.compact(partition, bucket, false)``, which the postpone compaction
+        calls for real buckets holding level-0 files). A write-only writer ignores it."""
+        buf = self._buffer(partition_values, bucket)
+        self._compact_requested.add((buf.partition, buf.bucket))
 
     def _compact_inline(self, key: tuple[bytes, int], buf: BucketBuffer, msg: CommitMessage) -> CommitMessage:
         return compact_inline(self.store, self._restore(), self.num_buckets, key, buf, msg)
