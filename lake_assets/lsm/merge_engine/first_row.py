@@ -125,6 +125,17 @@ def _count_below(table: pa.Table, key_names: Sequence[str], key: Key) -> int:
     return lo
 
 
+def sorted_key_mask(rows: pa.Table, known: pa.Table, key_names: Sequence[str]) -> np.ndarray:
+    """`known_mask` of key-sorted ``rows`` against key-sorted ``known``, matching only the slice
+    of ``known`` inside the key range of ``rows`` (two binary searches): O(rows + that slice)."""
+    n = rows.num_rows
+    if n == 0 or known.num_rows == 0:
+        return np.zeros(n, dtype=bool)
+    a = _count_below(known, key_names, _key_at(rows, key_names, 0))
+    b = count_at_most(known, key_names, _key_at(rows, key_names, n - 1))
+    return known_mask(rows, known.slice(a, b - a), key_names) if b > a else np.zeros(n, dtype=bool)
+
+
 class _RunCursor:
     """Key chunks of one sorted run of lookup files, read forward once; one chunk held at a time."""
 
