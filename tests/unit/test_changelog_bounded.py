@@ -55,3 +55,28 @@ def test_changelog_reads_the_old_state_in_batches_and_only_for_new_keys(catalog:
     want = sorted([(k, "-U", 0) for k in b[:29]] + [(k, "+U", 1) for k in b[:29]]
                   + [(b[29], "-D", 0), (60_001, "+I", 1), (60_002, "+I", 1)])
     assert got == want
+
+
+def test_lookup_changelog_of_a_large_level0_streams_it_in_batches(catalog: Catalog, monkeypatch) -> None:
+    # a first compaction after a load: the unit's level 0 is the whole bucket
+    t = catalog.create_table("db.l", SCHEMA, primary_keys=["k"], options={
+        "bucket": "1", "rowkind.field": "op", "changelog-producer": "lookup", "write-only": "true",
+        "read.batch-size": "900"})
+    t.write_arrow(pa.table({"k": np.arange(12_000), "v": np.arange(12_000), "op": ["+I"] * 12_000}, schema=SCHEMA))
+    start = t.latest_snapshot().id
+    batches: list[int] = []
+    original_iter = SplitReader.iter_file
+
+    def iter_file(self, split, meta, with_system=True, columns=None, batch_rows=None):
+        for part in original_iter(self, split, meta, with_system, columns, batch_rows):
+            if batch_rows == 900:
+                batches.append(part.num_rows)
+            yield part
+
+    monkeypatch.setattr(SplitReader, "iter_file", iter_file)
+    t.compact()
+    monkeypatch.undo()
+    assert sum(batches) == 12_000 and max(batches) <= 900  # the new rows, streamed
+    changes = t.read_changes(start)
+    assert changes.num_rows == 12_000 and set(changes.column("_row_kind").to_pylist()) == {"+I"}
+    assert changes.column("k").to_pylist() == list(range(12_000))

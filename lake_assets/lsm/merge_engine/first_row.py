@@ -23,7 +23,7 @@ from lake_assets.lsm.key_compare import compare_keys, key_view
 from lake_assets.lsm.merge import group_bounds, is_retract, kinds_of
 from lake_assets.lsm.merge_engine.function import RowSelectingMerge
 from lake_assets.lsm.merge_reader import Key, count_at_most
-from lake_assets.lsm.run_partition import chained, split_into_runs
+from lake_assets.lsm.run_partition import RunCursor, count_below, key_at, split_into_runs
 from lake_assets.lsm.sorted_run import key_range
 from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import DataFileMeta
@@ -108,58 +108,15 @@ def known_mask(rows: pa.Table, known: pa.Table, key_names: Sequence[str]) -> np.
     return mask
 
 
-def _key_at(table: pa.Table, key_names: Sequence[str], row: int) -> Key:
-    return tuple(table.column(k)[row].as_py() for k in key_names)
-
-
-def _count_below(table: pa.Table, key_names: Sequence[str], key: Key) -> int:
-    """Number of leading rows of a key-sorted table whose key is < ``key`` (binary search in
-    Paimon's key order, as `merge_reader.count_at_most`)."""
-    lo, hi = 0, table.num_rows  # the answer is in [lo, hi]
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if compare_keys(_key_at(table, key_names, mid), key) < 0:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
 def sorted_key_mask(rows: pa.Table, known: pa.Table, key_names: Sequence[str]) -> np.ndarray:
     """`known_mask` of key-sorted ``rows`` against key-sorted ``known``, matching only the slice
     of ``known`` inside the key range of ``rows`` (two binary searches): O(rows + that slice)."""
     n = rows.num_rows
     if n == 0 or known.num_rows == 0:
         return np.zeros(n, dtype=bool)
-    a = _count_below(known, key_names, _key_at(rows, key_names, 0))
-    b = count_at_most(known, key_names, _key_at(rows, key_names, n - 1))
+    a = count_below(known, key_names, key_at(rows, key_names, 0))
+    b = count_at_most(known, key_names, key_at(rows, key_names, n - 1))
     return known_mask(rows, known.slice(a, b - a), key_names) if b > a else np.zeros(n, dtype=bool)
-
-
-class _RunCursor:
-    """Key chunks of one sorted run of lookup files, read forward once; one chunk held at a time."""
-
-    def __init__(self, files: Sequence[DataFileMeta], open_keys: Callable[[DataFileMeta], Iterator[pa.Table]]) -> None:
-        self._chunks = chained(files, open_keys)
-        self._pending: pa.Table | None = None
-
-    def visit(self, lo: Key, hi: Key, key_names: Sequence[str], each: Callable[[pa.Table], None]) -> None:
-        """Hand ``each`` the run's keys up to ``hi`` not handed out yet, chunk by chunk; keys below
-        ``lo`` are skipped (no later, ascending, call can need them)."""
-        while True:
-            if self._pending is None:
-                self._pending = next((c for c in self._chunks if c.num_rows), None)
-                if self._pending is None:
-                    return
-            chunk = self._pending
-            start = _count_below(chunk, key_names, lo)
-            upto = count_at_most(chunk, key_names, hi)
-            if upto > start:
-                each(chunk.slice(start, upto - start))
-            if upto < chunk.num_rows:
-                self._pending = chunk.slice(upto)
-                return
-            self._pending = None
 
 
 class KnownKeys:
@@ -186,8 +143,8 @@ class KnownKeys:
         self._cursors = self._start()
         self._last: Key | None = None
 
-    def _start(self) -> list[_RunCursor]:
-        return [_RunCursor(run, self._open_keys) for run in self._runs]
+    def _start(self) -> list[RunCursor]:
+        return [RunCursor(run, self._open_keys) for run in self._runs]
 
     def drop(self, merged: pa.Table) -> pa.Table:
         """``merged`` (key-sorted) without the rows whose key a lookup file holds."""
@@ -195,7 +152,7 @@ class KnownKeys:
         if n == 0 or not self._runs:
             return merged
         names = self._key_names
-        lo, hi = _key_at(merged, names, 0), _key_at(merged, names, n - 1)
+        lo, hi = key_at(merged, names, 0), key_at(merged, names, n - 1)
         if self._last is not None and compare_keys(lo, self._last) <= 0:
             self._cursors = self._start()
         self._last = hi
@@ -203,8 +160,8 @@ class KnownKeys:
 
         def mark(keys: pa.Table) -> None:
             # only the output rows inside this chunk's key range can match it
-            a = _count_below(merged, names, _key_at(keys, names, 0))
-            b = count_at_most(merged, names, _key_at(keys, names, keys.num_rows - 1))
+            a = count_below(merged, names, key_at(keys, names, 0))
+            b = count_at_most(merged, names, key_at(keys, names, keys.num_rows - 1))
             if b > a:
                 hit[a:b] |= known_mask(merged.slice(a, b - a), keys, names)
 
