@@ -7,9 +7,15 @@ never hides in another's. Input rows are generated batch by batch inside the ste
 whole. Peak memory per step is the kernel's high-water mark reset before the step
 (`bench.tpch.measure.Meter`). The table is the issue's layout: an int64 key and six value columns,
 2 partitions x 4 buckets, ``write-only`` (compaction is its own step), a spilling write buffer.
-Example::
+
+``--table first-row`` (``merge-engine = first-row``) and ``--table lookup-changelog``
+(``changelog-producer = lookup``) measure the compactions that look older levels up: after the
+load and a full compaction (the bucket at the top level), the upsert's level 0 is compacted
+(``compact-level0``), which drops the keys already present (first-row) or produces the -U/+U
+changelog of the upserted keys (lookup). Example::
 
     .venv/bin/python bench/bench_memory.py --rows 1000000,16000000 --out bench/out/memory
+    .venv/bin/python bench/bench_memory.py --table first-row --rows 1000000,4000000 --out bench/out/memory-fr
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from bench.tpch.measure import Meter
 from lake_assets import Catalog
 from lake_assets.ops import spill, write_spill
 from lake_assets.ops.streaming_read import DEFAULT_BATCH_ROWS, DEFAULT_READ_AHEAD
+from lake_assets.option_rules import RULES
 
 SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("a", pa.int64()), ("b", pa.float64()),
                     ("c", pa.string()), ("d", pa.int32()), ("e", pa.timestamp("us")), ("f", pa.bool_())])
@@ -43,6 +50,12 @@ GEN_ROWS = 256 * 1024  # rows generated per write call
 OPTIONS = {"bucket": "4", "write-only": "true", "write-buffer-spillable": "true",
            "write-buffer-size": "64 mb", "local-sort.max-num-file-handles": "128"}
 UPSERT_FRACTION = 0.1
+# the tables --table picks: extra options over OPTIONS
+TABLES: dict[str, dict[str, str]] = {
+    "deduplicate": {},
+    "first-row": {"merge-engine": "first-row"},
+    "lookup-changelog": {"changelog-producer": "lookup"},
+}
 
 
 def _batch(rng: np.random.Generator, keys: np.ndarray, round_: int) -> pa.Table:
@@ -123,15 +136,36 @@ def step(meter: Meter, name: str, rows: int = 0) -> Iterator[dict[str, object]]:
         extra["arrow_peak_above_start_mib"] = round((arrow.peak - start) / 2**20, 1)
 
 
-def run_size(rows: int, warehouse: Path, out: Path, batch_rows: int, read_ahead: int) -> None:
+def run_size(
+    rows: int, warehouse: Path, out: Path, batch_rows: int, read_ahead: int, kind: str = "deduplicate"
+) -> None:
     """All steps at one size, in this process."""
     meter = Meter("lake_assets", out)
     catalog = Catalog(str(warehouse))
     catalog.create_database("db")
+    # the read bounds as table options (they also bound changelog production's reads); checked
+    # against the registry so the script still measures commits from before these options
+    read_options = ({"read.batch-size": str(batch_rows), "read.read-ahead": str(read_ahead)}
+                    if "read.read-ahead" in RULES else {})
     table = catalog.create_table("db.t", SCHEMA, primary_keys=["id", "part"], partition_keys=["part"],
-                                 options=OPTIONS)
+                                 options={**OPTIONS, **TABLES[kind], **read_options})
     with step(meter, f"load@{rows}", rows) as x:
         x["rows"] = _write(table, _load_batches(rows, 1), "load")
+    if kind != "deduplicate":
+        # the bucket at the top level, then the upsert's level 0 compacted against it
+        with step(meter, f"compact@{rows}", rows):
+            table.compact(full=True)
+        with step(meter, f"upsert@{rows}", int(rows * UPSERT_FRACTION)) as x:
+            x["rows"] = _write(table, _upsert_batches(rows, 2), "upsert")
+        with step(meter, f"compact-level0@{rows}", int(rows * UPSERT_FRACTION)) as x:
+            table.compact()
+            x["rows"] = int(rows * UPSERT_FRACTION)
+        with step(meter, f"read-stream@{rows}") as x:
+            n = sum(b.num_rows for b in table.to_batches(batch_size=batch_rows, read_ahead=read_ahead))
+            x["rows"] = n
+        if n != rows:
+            raise SystemExit(f"read {n} rows, expected {rows}")
+        return
     with step(meter, f"upsert@{rows}", int(rows * UPSERT_FRACTION)) as x:
         x["rows"] = _write(table, _upsert_batches(rows, 2), "upsert")
     for phase in ("before-compaction", "after-compaction"):
@@ -162,6 +196,8 @@ def bounds(batch_rows: int, read_ahead: int) -> dict[str, object]:
         "read-ahead batches per worker": read_ahead,
         "read workers": workers,
         "compaction chunk rows": 256 * 1024,
+        "first-row lookup key chunk rows (per sorted run)": 256 * 1024,
+        "changelog old-state read batch rows (read.batch-size)": batch_rows,
     }
 
 
@@ -171,12 +207,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("bench/out/memory"))
     p.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS)
     p.add_argument("--read-ahead", type=int, default=DEFAULT_READ_AHEAD)
+    p.add_argument("--table", choices=sorted(TABLES), default="deduplicate", help="which table to measure")
     p.add_argument("--worker", type=int, help=argparse.SUPPRESS)  # one size, in this process
     p.add_argument("--warehouse", type=Path, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     if a.worker is not None:
-        run_size(a.worker, a.warehouse, a.out / f"size-{a.worker}.json", a.batch_rows, a.read_ahead)
+        run_size(a.worker, a.warehouse, a.out / f"size-{a.worker}.json", a.batch_rows, a.read_ahead, a.table)
         return 0
     sizes = [int(s) for s in a.rows.split(",")]
     results = []
@@ -187,11 +224,12 @@ def main(argv: list[str] | None = None) -> int:
             load_before = os.getloadavg()[0]
             subprocess.run([sys.executable, __file__, "--worker", str(rows), "--warehouse", str(wh),
                             "--out", str(a.out), "--batch-rows", str(a.batch_rows),
-                            "--read-ahead", str(a.read_ahead)], check=True)
+                            "--read-ahead", str(a.read_ahead), "--table", a.table], check=True)
             data = json.loads((a.out / f"size-{rows}.json").read_text())
             results.append((rows, load_before, os.getloadavg()[0], data["steps"]))
         finally:
             shutil.rmtree(wh, ignore_errors=True)
+    print("table:", a.table, json.dumps(TABLES[a.table]))
     print("bounds:", json.dumps(bounds(a.batch_rows, a.read_ahead)))
     print(f"allocator: {pa.default_memory_pool().backend_name}")
     print("| step | rows | s per M rows | peak RSS above start (MiB) | Arrow pool peak above start (MiB) "

@@ -299,6 +299,14 @@ RULES: dict[str, OptionRule] = _rules(
     R("scan.snapshot-id", "long", None, "Snapshot Paimon readers start from.", minimum=1),
     R("scan.timestamp-millis", "long", None, "Time Paimon readers start from.", minimum=0),
     R("scan.tag-name", "string", None, "Tag Paimon readers read."),
+    # ---- read tuning: the bounds of a streaming read
+    R("read.batch-size", "int", None, "Rows per batch of the file readers (Paimon's default: 1024).", minimum=1,
+      note="lake_assets reads files, merges sorted runs and yields batches of this many rows (65536 when "
+      "unset; Table.to_batches(batch_size=...) overrides it): with read.read-ahead it bounds a streaming "
+      "read's memory"),
+    R("read.read-ahead", "int", None, "Batches each reading thread of a streaming read queues ahead of the "
+      "consumer (lake_assets only; default 2; Table.to_batches(read_ahead=...) overrides it).", minimum=1,
+      lake_assets_only=True),
     R("streaming-read-overwrite", "bool", False, "Streaming reads also emit OVERWRITE snapshots."),
 )
 

@@ -198,6 +198,16 @@ class CoreOptions(MergeOptions):
         return self._typed("compaction.parallelism", None)  # type: ignore[return-value]
 
     @property
+    def read_batch_size(self) -> int | None:
+        """Rows per batch of streaming reads (``read.batch-size``; None: the reader's default)."""
+        return self._typed("read.batch-size", None)  # type: ignore[return-value]
+
+    @property
+    def read_ahead(self) -> int | None:
+        """Batches a streaming read's thread queues ahead (``read.read-ahead``; None: the default)."""
+        return self._typed("read.read-ahead", None)  # type: ignore[return-value]
+
+    @property
     def compaction_force_up_level0(self) -> bool:
         return self._bool("compaction.force-up-level-0", False)
 

@@ -29,7 +29,7 @@ from lake_assets.ops.read import SplitReader, read_splits_ahead
 from lake_assets.ops.scan import Split
 from lake_assets.ops.schema_change import SchemaUpdate
 from lake_assets.ops.stream import ChangeReader, StreamEnumerator, read_changes
-from lake_assets.ops.streaming_read import DEFAULT_BATCH_ROWS, DEFAULT_READ_AHEAD, stream_splits
+from lake_assets.ops.streaming_read import DEFAULT_BATCH_ROWS, DEFAULT_READ_AHEAD, stream_bounds, stream_splits
 from lake_assets.ops.write import TableWriter
 from lake_assets.predicate import Predicate
 from lake_assets.spec.schema import TableSchema
@@ -242,19 +242,21 @@ class Table(TableMaintenance):
         timestamp: datetime | int | str | None = None,
         columns: Sequence[str] | None = None,
         filter: Any = None,
-        batch_size: int = DEFAULT_BATCH_ROWS,
-        read_ahead: int = DEFAULT_READ_AHEAD,
+        batch_size: int | None = None,
+        read_ahead: int | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """Stream the table's rows as record batches of at most ``batch_size`` rows.
 
         Memory is set by ``batch_size`` and ``read_ahead`` (batches each reading thread may hold
         ready), not by the table: a bucket's sorted runs are merged batch by batch (see
-        `lake_assets.ops.streaming_read`). Arguments are checked at the call, not at the first batch."""
+        `lake_assets.ops.streaming_read`). Unset, they are the table's options ``read.batch-size``
+        and ``read.read-ahead`` (defaults 65536 and 2). Arguments are checked at the call, not at
+        the first batch."""
         args.names("columns", columns)
-        args.integer("batch_size", batch_size, minimum=1, optional=False)
-        args.integer("read_ahead", read_ahead, minimum=1, optional=False)
+        args.integer("batch_size", batch_size, minimum=1)
+        args.integer("read_ahead", read_ahead, minimum=1)
         return self._batches(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp, columns=columns, filter=filter,
-                             stream=(batch_size, read_ahead))
+                             stream=stream_bounds(self.schema.core_options, batch_size, read_ahead))
 
     def _batches(self, *, snapshot_id: int | None, tag: str | None, timestamp: datetime | int | str | None,
                  columns: Sequence[str] | None, filter: Any,

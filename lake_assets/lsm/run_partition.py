@@ -5,7 +5,7 @@ A bucket's files form sections of overlapping key ranges; inside a section, file
 level (or of any chain of key-disjoint files) can be read one after the other as a single sorted
 input. Fewer inputs mean fewer open files and fewer buffered chunks: the merge holds one chunk per
 run, and the number of runs is bounded by how deeply files overlap, not by how many files there
-are.
+are. `RunCursor` reads one such run forward by ascending key ranges (lookups of older levels).
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from typing import TypeVar
 import pyarrow as pa
 
 from lake_assets.lsm.key_compare import compare_keys
+from lake_assets.lsm.merge_reader import Key, count_at_most
 from lake_assets.lsm.sorted_run import key_range
 from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import DataFileMeta
 
-__all__ = ["chained", "run_inputs", "split_into_runs"]
+__all__ = ["RunCursor", "chained", "count_below", "key_at", "run_inputs", "split_into_runs"]
 
 T = TypeVar("T")
 _Key = tuple[object, ...]
@@ -85,3 +86,48 @@ def run_inputs(
 ) -> list[Iterator[pa.Table]]:
     """One input of key-sorted chunks per sorted run of ``files``, for `merge_reader.merge_sorted`."""
     return [chained(run, open_file) for run in split_into_runs(files, key_types)]
+
+
+def key_at(table: pa.Table, key_names: Sequence[str], row: int) -> Key:
+    """The key of one row, as Python values (`key_compare.compare_keys` orders them)."""
+    return tuple(table.column(k)[row].as_py() for k in key_names)
+
+
+def count_below(table: pa.Table, key_names: Sequence[str], key: Key) -> int:
+    """Number of leading rows of a key-sorted table whose key is < ``key`` (binary search in
+    Paimon's key order, as `merge_reader.count_at_most`)."""
+    lo, hi = 0, table.num_rows  # the answer is in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if compare_keys(key_at(table, key_names, mid), key) < 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+class RunCursor:
+    """The chunks of one sorted run of files, read forward once by ascending key ranges; one
+    chunk held at a time (`first_row.KnownKeys`, changelog production's older versions)."""
+
+    def __init__(self, files: Sequence[DataFileMeta], open_file: Callable[[DataFileMeta], Iterator[pa.Table]]) -> None:
+        self._chunks = chained(files, open_file)
+        self._pending: pa.Table | None = None
+
+    def visit(self, lo: Key, hi: Key, key_names: Sequence[str], each: Callable[[pa.Table], None]) -> None:
+        """Hand ``each`` the run's rows with keys up to ``hi`` not handed out yet, chunk by chunk;
+        rows below ``lo`` are skipped (no later, ascending, call can need them)."""
+        while True:
+            if self._pending is None:
+                self._pending = next((c for c in self._chunks if c.num_rows), None)
+                if self._pending is None:
+                    return
+            chunk = self._pending
+            start = count_below(chunk, key_names, lo)
+            upto = count_at_most(chunk, key_names, hi)
+            if upto > start:
+                each(chunk.slice(start, upto - start))
+            if upto < chunk.num_rows:
+                self._pending = chunk.slice(upto)
+                return
+            self._pending = None

@@ -130,22 +130,35 @@ class ChangeReader:
 
     def read(self, split: ChangeSplit) -> pa.Table:
         """The changes in one split that `StreamEnumerator.poll` planned, with a ``_row_kind`` column."""
+        parts = list(self.read_batches(split))
+        return pa.concat_tables(parts) if parts else self.schema.empty_table()
+
+    def read_batches(self, split: ChangeSplit) -> Iterator[pa.Table]:
+        """The changes of one split as tables: a full split streamed in batches of the table's
+        ``read.batch-size`` rows (`ops.streaming_read`), a delta split one table per file."""
         if not isinstance(split, ChangeSplit):
             raise InvalidArgumentError(
                 f"split must be a ChangeSplit from StreamEnumerator.poll, got {type(split).__name__}"
             )
+        return self._guarded(split)  # the split is checked at the call, not at the first batch
+
+    def _guarded(self, split: ChangeSplit) -> Iterator[pa.Table]:
         try:
-            return self._read(split)
+            yield from self._read(split)
         except MissingDataFileError as exc:
             raise missing_file_error(self.store, exc, split.snapshot_id) from None
 
-    def _read(self, split: ChangeSplit) -> pa.Table:
+    def _read(self, split: ChangeSplit) -> Iterator[pa.Table]:
+        from lake_assets.ops.streaming_read import stream_bounds  # it builds on ops.read, as this module
+
         sp = Split(split.partition, split.partition_values, split.bucket, -1, list(split.files), split.dv_entries)
         if split.kind == "full":
-            parts = list(self._reader.read_split(sp))
-            data = pa.concat_tables(parts) if parts else self._reader.output_schema.empty_table()
-            return data.append_column(ROW_KIND, pa.array(["+I"] * data.num_rows, pa.string()))
-        out = []
+            batch_rows, _ = stream_bounds(self.store.schema.core_options)
+            for merged in self._reader.stream_split(sp, batch_rows):  # up to about twice batch_rows
+                for start in range(0, merged.num_rows, batch_rows):
+                    data = merged.slice(start, batch_rows)
+                    yield data.append_column(ROW_KIND, pa.array(["+I"] * data.num_rows, pa.string()))
+            return
         # Files are read as written (no merge across files): each row is one change.
         for meta in sorted(split.files, key=lambda f: f.min_sequence_number):
             raw = self._reader.read_file(sp, meta, with_system=True)
@@ -156,8 +169,7 @@ class ChangeReader:
             else:
                 kinds = pa.array(["+I"] * raw.num_rows, pa.string())
             data = raw.select(self._reader.columns).cast(self._reader.output_schema)
-            out.append(data.append_column(ROW_KIND, kinds))
-        return pa.concat_tables(out) if out else self.schema.empty_table()
+            yield data.append_column(ROW_KIND, kinds)
 
 
 class StreamEnumerator:

@@ -32,14 +32,29 @@ from lake_assets.spec.manifest import DataFileMeta
 
 if TYPE_CHECKING:
     from lake_assets.ops.read import SplitReader
+    from lake_assets.options import CoreOptions
 
-__all__ = ["DEFAULT_BATCH_ROWS", "DEFAULT_READ_AHEAD", "read_ahead_of", "stream_split", "stream_splits"]
+__all__ = ["DEFAULT_BATCH_ROWS", "DEFAULT_READ_AHEAD", "read_ahead_of", "stream_bounds", "stream_split",
+           "stream_splits"]
 
 T = TypeVar("T")
 I = TypeVar("I")  # noqa: E741 - an item to produce from
 
 DEFAULT_BATCH_ROWS = 64 * 1024
 DEFAULT_READ_AHEAD = 2
+
+
+def stream_bounds(
+    options: CoreOptions, batch_size: int | None = None, read_ahead: int | None = None
+) -> tuple[int, int]:
+    """(batch rows, read-ahead) of a streaming read: the arguments, else the table's options
+    ``read.batch-size`` and ``read.read-ahead``, else `DEFAULT_BATCH_ROWS` and `DEFAULT_READ_AHEAD`.
+
+    Paimon's own default batch (1024 rows) is not taken when the option is unset: it suits a JVM's
+    row-at-a-time readers, while here each batch pays a fixed Python cost per merge step."""
+    rows = batch_size if batch_size is not None else options.read_batch_size
+    ahead = read_ahead if read_ahead is not None else options.read_ahead
+    return (DEFAULT_BATCH_ROWS if rows is None else rows, DEFAULT_READ_AHEAD if ahead is None else ahead)
 
 
 def stream_split(

@@ -19,11 +19,12 @@ from lake_assets.ops.deletion_vectors import hides_level0, raw_readable
 from lake_assets.ops.read import SplitReader, sections
 from lake_assets.ops.scan import Split
 from lake_assets.ops.stream import ROW_KIND, ChangeReader, ChangeSplit, change_splits_between
+from lake_assets.ops.streaming_read import stream_bounds
 from lake_assets.options import parse_memory_size
 from lake_assets.predicate import Predicate
 from lake_assets.spark.filters import Clauses, Term, parse_filter_option, push_filters
 from lake_assets.spark.native_read import MERGE_SECTIONS_ONLY, PLANNED_SNAPSHOT, NativeFiles
-from lake_assets.spark.schema import MAX_BATCH_ROWS, spark_arrow_schema, to_spark_batches
+from lake_assets.spark.schema import spark_arrow_schema, to_spark_batches
 from lake_assets.spark.source_options import (
     FILTER,
     SPLIT_MIN_PARTITIONS,
@@ -221,13 +222,15 @@ class LakeReader(DataSourceReader):
         target = spark_arrow_schema(self.schema)
         table = self._table()
         if isinstance(partition, ChangePartition):
-            changes = ChangeReader(table.store, self._columns(table, with_row_kind=True)).read(partition.split)
-            yield from to_spark_batches(changes, target)
+            changes = ChangeReader(table.store, self._columns(table, with_row_kind=True))
+            for part in changes.read_batches(partition.split):  # bounded by read.batch-size
+                yield from to_spark_batches(part, target)
             return
         reader = SplitReader(table.store, table.schema, self._columns(table), Predicate.of(self.filters() or None))
         reader.snapshot_id = partition.snapshot_id
+        batch_rows, _ = stream_bounds(table.schema.core_options)  # the table's read.batch-size
         for split in partition.splits:  # one after another, each streamed in bounded batches
-            for data in reader.stream_split(split, MAX_BATCH_ROWS):
+            for data in reader.stream_split(split, batch_rows):
                 yield from to_spark_batches(data, target)
 
     def _columns(self, table: Table, with_row_kind: bool = False) -> list[str]:

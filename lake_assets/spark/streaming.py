@@ -177,10 +177,11 @@ class LakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         assert isinstance(partition, ChangePartition)
         table = self._table()
         names = [n for n in self.schema.names if n != ROW_KIND]
-        data = ChangeReader(table.store, names).read(partition.split)
-        if ROW_KIND not in self.schema.names and table.primary_keys:
-            data = data.filter(pc.is_in(data.column(ROW_KIND), pa.array(["+I", "+U"])))
-        yield from to_spark_batches(data, spark_arrow_schema(self.schema))
+        target = spark_arrow_schema(self.schema)
+        for data in ChangeReader(table.store, names).read_batches(partition.split):  # read.batch-size
+            if ROW_KIND not in self.schema.names and table.primary_keys:
+                data = data.filter(pc.is_in(data.column(ROW_KIND), pa.array(["+I", "+U"])))
+            yield from to_spark_batches(data, target)
 
     def commit(self, end: dict) -> None:
         """Spark processed everything up to ``end``: move the consumer there.

@@ -12,7 +12,7 @@ readers rely on it: a batch read of a first-row table reads levels 1..max withou
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +22,8 @@ from lake_assets.errors import InvalidDataError
 from lake_assets.lsm.key_compare import compare_keys, key_view
 from lake_assets.lsm.merge import group_bounds, is_retract, kinds_of
 from lake_assets.lsm.merge_engine.function import RowSelectingMerge
+from lake_assets.lsm.merge_reader import Key, count_at_most
+from lake_assets.lsm.run_partition import RunCursor, count_below, key_at, split_into_runs
 from lake_assets.lsm.sorted_run import key_range
 from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import DataFileMeta
@@ -81,21 +83,88 @@ def lookup_files(
 
 def drop_known_keys(merged: pa.Table, known: pa.Table, key_names: Sequence[str]) -> pa.Table:
     """``merged`` without the rows whose key is in ``known`` (row order kept: output stays sorted)."""
-    n = merged.num_rows
-    if n == 0 or known.num_rows == 0:
+    if merged.num_rows == 0 or known.num_rows == 0:
         return merged
+    return merged.filter(pa.array(~known_mask(merged, known, key_names)))
+
+
+def known_mask(rows: pa.Table, known: pa.Table, key_names: Sequence[str]) -> np.ndarray:
+    """Which of ``rows`` have a key that is in ``known`` (a bool per row)."""
+    n = rows.num_rows
+    if n == 0 or known.num_rows == 0:
+        return np.zeros(n, dtype=bool)
     # keys match as Paimon compares them (float keys: NaN = NaN, -0.0 != 0.0), not IEEE-style
-    mine = key_view(merged.select(list(key_names)), key_names)
+    mine = key_view(rows.select(list(key_names)), key_names)
     theirs = key_view(known.select(list(key_names)), key_names)
     if len(key_names) == 1:
         name = key_names[0]
         hit = pc.is_in(mine.column(name), value_set=theirs.column(name).combine_chunks())
-        keep = pc.invert(hit.fill_null(False))
-    else:
-        rows = mine.append_column("__row", pa.array(np.arange(n, dtype=np.int64)))
-        found = rows.join(theirs, keys=list(key_names), join_type="left semi",
+        return np.asarray(hit.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+    numbered = mine.append_column("__row", pa.array(np.arange(n, dtype=np.int64)))
+    found = numbered.join(theirs, keys=list(key_names), join_type="left semi",
                           use_threads=False).column("__row").to_numpy()
-        mask = np.ones(n, dtype=bool)
-        mask[found] = False
-        keep = pa.array(mask)
-    return merged.filter(keep)
+    mask = np.zeros(n, dtype=bool)
+    mask[found] = True
+    return mask
+
+
+def sorted_key_mask(rows: pa.Table, known: pa.Table, key_names: Sequence[str]) -> np.ndarray:
+    """`known_mask` of key-sorted ``rows`` against key-sorted ``known``, matching only the slice
+    of ``known`` inside the key range of ``rows`` (two binary searches): O(rows + that slice)."""
+    n = rows.num_rows
+    if n == 0 or known.num_rows == 0:
+        return np.zeros(n, dtype=bool)
+    a = count_below(known, key_names, key_at(rows, key_names, 0))
+    b = count_at_most(known, key_names, key_at(rows, key_names, n - 1))
+    return known_mask(rows, known.slice(a, b - a), key_names) if b > a else np.zeros(n, dtype=bool)
+
+
+class KnownKeys:
+    """The keys of a first-row compaction's lookup files, streamed against its key-sorted output.
+
+    Instead of holding every key of the lookup files (the bucket's keys, for a unit of level 0
+    below a large bucket), each sorted run of them is read forward in key chunks alongside the
+    merged output, which the compaction produces in ascending key order: memory is one key chunk
+    per run (``open_keys`` sets its size) whatever the bucket holds, and every file is read once.
+    A call that goes back in key order (not made by compaction, handled for safety) starts the
+    runs over.
+    """
+
+    def __init__(
+        self,
+        files: Sequence[DataFileMeta],
+        key_names: Sequence[str],
+        key_types: Sequence[DataType],
+        open_keys: Callable[[DataFileMeta], Iterator[pa.Table]],
+    ) -> None:
+        self._runs = split_into_runs(files, key_types)
+        self._key_names = list(key_names)
+        self._open_keys = open_keys
+        self._cursors = self._start()
+        self._last: Key | None = None
+
+    def _start(self) -> list[RunCursor]:
+        return [RunCursor(run, self._open_keys) for run in self._runs]
+
+    def drop(self, merged: pa.Table) -> pa.Table:
+        """``merged`` (key-sorted) without the rows whose key a lookup file holds."""
+        n = merged.num_rows
+        if n == 0 or not self._runs:
+            return merged
+        names = self._key_names
+        lo, hi = key_at(merged, names, 0), key_at(merged, names, n - 1)
+        if self._last is not None and compare_keys(lo, self._last) <= 0:
+            self._cursors = self._start()
+        self._last = hi
+        hit = np.zeros(n, dtype=bool)
+
+        def mark(keys: pa.Table) -> None:
+            # only the output rows inside this chunk's key range can match it
+            a = count_below(merged, names, key_at(keys, names, 0))
+            b = count_at_most(merged, names, key_at(keys, names, keys.num_rows - 1))
+            if b > a:
+                hit[a:b] |= known_mask(merged.slice(a, b - a), keys, names)
+
+        for cursor in self._cursors:
+            cursor.visit(lo, hi, names, mark)
+        return merged.filter(pa.array(~hit)) if hit.any() else merged

@@ -3,21 +3,23 @@ of the bucket's merged states before and after the unit, written as changelog fi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_assets.formats.data_file import FILE_SOURCE_COMPACT, SEQUENCE_NUMBER, VALUE_KIND, DataFileWriter
+from lake_assets.formats.data_file import FILE_SOURCE_COMPACT, VALUE_KIND, DataFileWriter
 from lake_assets.lsm.changelog import diff_states
 from lake_assets.lsm.key_compare import key_view
 from lake_assets.lsm.merge import is_retract, sort_and_merge
+from lake_assets.lsm.merge_engine.first_row import sorted_key_mask
 from lake_assets.lsm.merge_engine.registry import engine_of
+from lake_assets.lsm.merge_reader import merge_sorted
+from lake_assets.lsm.run_partition import RunCursor, key_at, run_inputs, split_into_runs
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
-from lake_assets.spec.arrow_types import to_arrow_field
+from lake_assets.ops.streaming_read import stream_bounds
 from lake_assets.spec.manifest import DataFileMeta
 
 if TYPE_CHECKING:
@@ -35,54 +37,67 @@ def _merged_state(store: FileStore, data: pa.Table) -> pa.Table:
 
 
 def produce_changelog(store: FileStore, task: CompactionTask, split: Split, reader: SplitReader) -> list[DataFileMeta]:
-    """Changelog files of a lookup or full-compaction unit (the diff of the bucket's states)."""
+    """Changelog files of a lookup or full-compaction unit (the diff of the bucket's states).
+
+    Only keys with new records can change. The new records (the unit's level 0 for ``lookup``,
+    everything below the top level for ``full-compaction``) are streamed through the bounded
+    k-way merge (`merge_reader.merge_sorted`) in ascending key chunks of ``read.batch-size``
+    rows; each chunk's older versions come from the older files, read forward once per sorted
+    run (`run_partition.RunCursor`), and the chunk's diff is written at once. Memory is a few
+    batches, not the bucket nor the unit, as in Paimon's per-key changelog wrappers.
+    """
     keys = list(store.schema.trimmed_primary_keys)
     values = [n for n in store.schema.field_names if n not in keys]
-
-    def read_all(files: Sequence[DataFileMeta]) -> pa.Table:
-        parts = [reader.read_file(split, f, with_system=True) for f in files]
-        return pa.concat_tables(parts) if parts else _state_schema(reader).empty_table()
-
-    before_rows = read_all(task.before_files)
     if task.changelog_producer == "lookup":
-        fresh = read_all([f for f in task.input_files if f.level == 0])
-        if fresh.num_rows == 0:
-            return []
-        # Keys are matched in key_view form: float keys equal as Paimon compares them.
-        old_keys = key_view(before_rows.select(keys), keys)
-        new_keys = key_view(fresh.select(keys), keys)
-        if len(keys) == 1:
-            touched = pc.unique(new_keys.column(keys[0]))
-            before_rows = before_rows.filter(pc.is_in(old_keys.column(keys[0]), value_set=touched))
-        else:
-            # composite keys: a semi join keeps the old rows of keys the new data touches
-            touched_keys = new_keys.group_by(keys, use_threads=False).aggregate([])
-            rows = old_keys.append_column("__row", pa.array(np.arange(before_rows.num_rows, dtype=np.int64)))
-            joined = rows.join(touched_keys, keys=keys, join_type="left semi", use_threads=False)
-            before_rows = before_rows.take(np.sort(joined.column("__row").to_numpy()))
-        after_rows = pa.concat_tables([before_rows, fresh])
+        fresh_files = [f for f in task.input_files if f.level == 0]
     else:
         before_names = {f.file_name for f in task.before_files}
-        fresh = read_all([f for f in split.files if f.file_name not in before_names])
-        after_rows = pa.concat_tables([before_rows, fresh])
-    before_state = _merged_state(store, before_rows)
-    after_state = _merged_state(store, after_rows)
+        fresh_files = [f for f in split.files if f.file_name not in before_names]
+    if not fresh_files:
+        return []
     opts = store.schema.core_options
-    dedupe = opts.changelog_row_deduplicate
+    batch_rows, _ = stream_bounds(opts)
+
+    def open_file(meta: DataFileMeta) -> Iterator[pa.Table]:
+        return reader.iter_file(split, meta, True, None, batch_rows)
+
+    older = [RunCursor(run, open_file) for run in split_into_runs(task.before_files, reader.key_types)]
     # Keys with new records get a -U/+U pair even when the old record wins (Java's lookup and
     # full-compaction wrappers); first-row's wrapper emits only the +I of a new key.
-    touched = fresh.select(keys) if engine_of(opts).changelog_for_unchanged_keys else None
-    changes = diff_states(before_state, after_state, keys, values, row_deduplicate=dedupe, touched_keys=touched)
-    if changes.num_rows == 0:
-        return []
+    unchanged_pairs = engine_of(opts).changelog_for_unchanged_keys
+
+    def diff(fresh: pa.Table) -> pa.Table:
+        # the chunk holds every new version of its keys (merge_sorted); older ones from the runs
+        new_keys = fresh.select(keys)
+        new_keys = new_keys.take(pc.sort_indices(key_view(new_keys, keys),
+                                                 sort_keys=[(k, "ascending") for k in keys]))
+        parts: list[pa.Table] = []
+
+        def keep(rows: pa.Table) -> None:
+            hit = sorted_key_mask(rows, new_keys, keys)
+            if hit.any():
+                parts.append(rows.filter(pa.array(hit)))
+
+        lo, hi = key_at(new_keys, keys, 0), key_at(new_keys, keys, new_keys.num_rows - 1)
+        for cursor in older:
+            cursor.visit(lo, hi, keys, keep)
+        before_rows = pa.concat_tables(parts) if parts else fresh.schema.empty_table()
+        before_state = _merged_state(store, before_rows)
+        after_state = _merged_state(store, pa.concat_tables([before_rows, fresh]))
+        return diff_states(before_state, after_state, keys, values, row_deduplicate=opts.changelog_row_deduplicate,
+                           touched_keys=new_keys if unchanged_pairs else None)
+
     writer = DataFileWriter(store.file_io, store.bucket_dir(task.partition, task.bucket), store.schema,
                             store.data_file_config(changelog=True))
     # Java writes a compaction's changelog with the unit's output level (createRollingChangelogFileWriter
     # (outputLevel)); Java 0.9's batch reads of first-row tables skip level-0 files, changelog too.
-    return writer.write(changes, level=task.output_level, file_source=FILE_SOURCE_COMPACT)
-
-
-def _state_schema(reader: SplitReader) -> pa.Schema:
-    fields = [to_arrow_field(reader.schema.field(c)) for c in reader.read_columns]
-    return pa.schema([*fields, pa.field(SEQUENCE_NUMBER, pa.int64(), nullable=False),
-                      pa.field(VALUE_KIND, pa.int8(), nullable=False)])
+    rolling = writer.rolling(level=task.output_level, file_source=FILE_SOURCE_COMPACT)
+    try:
+        inputs = run_inputs(fresh_files, reader.key_types, open_file)
+        for changes in merge_sorted(inputs, keys, diff, min_rows=batch_rows, max_step_rows=batch_rows):
+            if changes.num_rows:
+                rolling.write(changes)
+    except BaseException:
+        rolling.abort()
+        raise
+    return rolling.close()

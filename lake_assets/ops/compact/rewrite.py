@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from lake_assets.formats.data_file import FILE_SOURCE_COMPACT, DataFileWriter
 from lake_assets.lsm.merge import is_retract, sort_and_merge
-from lake_assets.lsm.merge_engine.first_row import drop_known_keys
+from lake_assets.lsm.merge_engine.first_row import KnownKeys
 from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.lsm.run_partition import run_inputs
 from lake_assets.ops.commit_message import CommitMessage
@@ -72,9 +72,9 @@ def run_compaction_task(
         opts = store.schema.core_options
         merge_fn = store.merge_function()
         known = None
-        if task.lookup_files:
-            known = pa.concat_tables([reader.read_file(split, f, with_system=False, columns=key_names)
-                                      for f in task.lookup_files])
+        if task.lookup_files:  # streamed in key chunks along the output (memory: a chunk per run)
+            known = KnownKeys(task.lookup_files, key_names, reader.key_types,
+                              lambda f: reader.iter_file(split, f, False, key_names, chunk_rows))
         for section in task.sections:
             if section.kind == "keep":
                 continue
@@ -91,7 +91,7 @@ def run_compaction_task(
                 if vectors is not None:
                     vectors.note(merged)
                 if known is not None:
-                    merged = drop_known_keys(merged, known, key_names)
+                    merged = known.drop(merged)
                 if drop:
                     keep = ~is_retract(merged.column("_VALUE_KIND").to_numpy())
                     if not keep.all():
