@@ -102,15 +102,15 @@ def test_concurrent_postpone_compaction_is_a_conflict(capsys, spark, tmp_path, p
 
 
 def test_a_failed_partition_commits_nothing_and_leaves_no_files(capsys, spark, tmp_path, pypaimon):
-    """Partition a's postpone file predates a schema change (not compactable: an error on its
+    """Partition a's postpone file predates a column change (not compactable: an error on its
     executor), partition b's is compacted on another: the driver deletes b's output, commits
     nothing and exits 3."""
     wh = tmp_path / "warehouse"
     pypaimon.create_table(wh, "db.p", SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"],
                           options={"bucket": "-2", "file.format": "parquet"})
     pypaimon.write(wh, "db.p", data("a", range(5), "x"))
-    Catalog(str(wh)).get_table("db.p").update_schema().set_option("snapshot.num-retained.min", "5").commit()
-    pypaimon.write(wh, "db.p", data("b", range(5), "x"))
+    Catalog(str(wh)).get_table("db.p").update_schema().add_column("w", pa.int64()).commit()
+    pypaimon.write(wh, "db.p", data("b", range(5), "x").append_column("w", pa.array(range(5), pa.int64())))
     table = Catalog(str(wh)).get_table("db.p")
     latest = table.latest_snapshot().id
     code, out = run_job_main(capsys, compact.main, "--warehouse", str(wh), "--table", "db.p")
