@@ -407,7 +407,7 @@ def expire_and_verify(name: str, build: ExpireBuild, warehouse: str, limit: int,
                       f"the real run {len(result.deleted_data_files)}")
     verify_started = time.perf_counter()
     table = Catalog(warehouse).get_table("bench.expire")
-    missing = [p for p in referenced_files(table.store) if not os.path.exists(p)]
+    missing = [p for p in referenced_files(table) if not os.path.exists(p)]
     if missing:
         errors.append(f"{name}: {len(missing)} files of retained snapshots are missing, e.g. {missing[0]}")
     got = table.to_arrow().sort_by(KEY)

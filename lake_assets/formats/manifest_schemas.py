@@ -2,9 +2,12 @@
 
 The ``*_SCHEMA`` constants are the writer schemas (Java's names, field order and types). Files of
 other writers (Java 0.9 and 1.x, pypaimon, paimon-rust) differ in record names, optional fields and
-nullable wrappers; they are read through fastavro's schema resolution against a reader schema
+nullable wrappers; they are read by the rules of Avro schema resolution against a reader schema
 derived from ours: fields match by name, writer fields we do not know are skipped, optional fields
-a writer lacks read as None, and a missing or null required field fails.
+a writer lacks read as None, and a missing or null required field fails. Resolution is worked out
+once per writer schema (``avro_resolution``) where it needs no per-value work beyond null checks
+and defaults; other writer schemas go through fastavro's per-record resolution, whose failure is
+the error naming the file.
 
 Two things fastavro's resolution cannot express, kept here as small custom parts:
 
@@ -26,6 +29,7 @@ from fastavro.read import SchemaResolutionError
 
 from lake_assets.errors import CorruptMetadataError
 from lake_assets.formats.avro_container import AvroError, read_container, strip_logical_types
+from lake_assets.formats.avro_resolution import UnexpectedNull, projection_for
 
 __all__ = [
     "INDEX_MANIFEST_ENTRY_SCHEMA",
@@ -259,8 +263,9 @@ class AvroSchema:
         self.json = json.dumps(schema, separators=(",", ":")).encode()
         # Parsed once: encoding must not redo schema work per call or per entry.
         self.parsed: Any = fastavro.parse_schema(strip_logical_types(schema))
-        self.same_as_writer = _path_named(schema)
-        self.reader: Any = fastavro.parse_schema(_path_named(schema, reader=True))
+        reader = _path_named(schema, reader=True)
+        self.reader_json = json.dumps(reader, sort_keys=True)
+        self.reader: Any = fastavro.parse_schema(reader)
 
 
 def _first_null(value: Any, schema: Any, path: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -347,23 +352,45 @@ def _explain(plain: bytes, writer: Any, reader: Any, error: Exception) -> str:
     return f"writer schema does not match: {error}"
 
 
-def read_records(data: bytes, name: str, schema: AvroSchema) -> list[dict[str, Any]]:
+class _Unreadable(Exception):
+    """The writer schema or a record cannot be read as the reader schema (the message says why)."""
+
+
+def _resolved(plain: bytes, writer: Any, schema: AvroSchema) -> list[Any]:
+    """Records resolved one by one by fastavro against the reader schema (its messages explained)."""
+    try:
+        return list(fastavro.reader(io.BytesIO(plain), reader_schema=schema.reader))
+    except SchemaResolutionError as exc:
+        raise _Unreadable(_explain(plain, writer, schema.reader, exc)) from exc
+
+
+def _decoded(plain: bytes, writer: Any, schema: AvroSchema, resolve_each_record: bool) -> list[Any]:
+    if resolve_each_record:
+        return _resolved(plain, writer, schema)
+    projection = projection_for(writer, schema.reader_json)
+    if projection is None:
+        return _resolved(plain, writer, schema)
+    # Decoded with the writer schema alone, then projected by a plan made once per writer schema:
+    # fastavro's resolution per record costs as much as the decoding itself.
+    records = list(fastavro.reader(io.BytesIO(plain)))
+    try:
+        return projection.apply(records)
+    except UnexpectedNull:
+        return _resolved(plain, writer, schema)  # fails, naming the record and the field
+
+
+def read_records(
+    data: bytes, name: str, schema: AvroSchema, *, resolve_each_record: bool = False
+) -> list[dict[str, Any]]:
     """Records of a container read as ``schema``, with their ``_VERSION`` checked; ``name`` only
-    labels errors (CorruptMetadataError)."""
+    labels errors (CorruptMetadataError). ``resolve_each_record`` reads through fastavro's
+    per-record resolution instead of the plan (the reference the plan is tested against)."""
     records: list[Any]
     try:
         writer, plain = read_container(data, _path_named)
-        writer = _path_named(writer)
-        if writer == schema.same_as_writer:
-            # Resolving a schema against itself changes nothing and costs as much as decoding.
-            records = list(fastavro.reader(io.BytesIO(plain)))
-        else:
-            records = list(fastavro.reader(io.BytesIO(plain), reader_schema=schema.reader))
-    except SchemaResolutionError as exc:
-        why = _explain(plain, writer, schema.reader, exc)
-        raise CorruptMetadataError(f"Cannot decode Avro file {name}: {why}") from exc
-    except CorruptMetadataError:
-        raise
+        records = _decoded(plain, _path_named(writer), schema, resolve_each_record)
+    except _Unreadable as exc:
+        raise CorruptMetadataError(f"Cannot decode Avro file {name}: {exc}") from exc
     except Exception as exc:  # fastavro, codecs and json raise many types; callers get one
         raise CorruptMetadataError(f"Cannot decode Avro file {name}: {exc}") from exc
     for rec in records:
