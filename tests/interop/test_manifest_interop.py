@@ -19,10 +19,10 @@ from lake_assets.formats.manifest_codec import (
     encode_manifest_list,
 )
 from lake_assets.formats.manifest_schemas import MANIFEST_ENTRY_SCHEMA, MANIFEST_FILE_META_SCHEMA
+from tests.interop.paimon import Pypaimon
 from tests.vectors import VECTORS_DIR
 
-REPO = Path(__file__).resolve().parents[2]
-PAIMON_PYTHON = REPO / ".venv-paimon" / "bin" / "python"
+PAIMON_PYTHON = Pypaimon().python  # .venv-paimon, or $PYPAIMON_PYTHON (worktrees, other layouts)
 VECTOR = VECTORS_DIR / "02_pk_partitioned"
 
 pytestmark = [
