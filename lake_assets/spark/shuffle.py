@@ -1,12 +1,15 @@
 """Routing rows so that each bucket of a primary-key table has one writer, and `write_table`.
 
-Rows get their bucket (Paimon's hash, computed vectorized per Arrow batch) in a helper column and
-are repartitioned by (partition keys, bucket): every (partition, bucket) then lands in exactly one
-Spark task. The writer drops the helper column.
+Rows get their bucket (Paimon's hash) in a helper column and are repartitioned by (partition
+keys, bucket): every (partition, bucket) then lands in exactly one Spark task. The writer drops
+the helper column.
 
-The bucket is a scalar Arrow UDF of the bucket-key columns: only those columns travel to Python
-and one int column comes back, while the other columns stay in the JVM. (A ``mapInArrow`` over
-whole rows sent every column through Python and back, which cost about as much as the write.)
+The bucket is computed in the JVM when Spark expressions can spell the bucket key's BinaryRow
+(`bucket_column`: integer, boolean, date, compact decimal, string and binary keys): no Python
+round trip. Other key types use a scalar Arrow UDF of the bucket-key columns: only those columns
+travel to Python and one int column comes back, while the other columns stay in the JVM. (A
+``mapInArrow`` over whole rows sent every column through Python and back, which cost about as
+much as the write.)
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from lake_assets import arguments as args
 from lake_assets.catalog import Catalog
 from lake_assets.errors import OptionError
 from lake_assets.lsm.bucket import assign_buckets
+from lake_assets.spark.bucket_column import bucket_column
 from lake_assets.spark.schema import BUCKET_COLUMN
 from lake_assets.spark.source_options import STORAGE_PREFIX, storage_option_text
 from lake_assets.spec.arrow_types import to_arrow
@@ -87,11 +91,15 @@ def repartition_by_bucket(
         # so all rows go to one task, whose writer runs it (Paimon's one writer per table)
         return df.repartition(1)
     keys = list(schema.bucket_keys)
-    assigner = _BucketAssigner(schema.types(keys), schema.core_options.bucket)
-    # pyspark's stubs know only the forms with functionType; at run time it is inferred from the hints
-    # (passing it warns), so the typed form is not spelled out.
-    bucket_of = arrow_udf(assigner.bucket, returnType=IntegerType())  # type: ignore[call-overload]
-    routed = df.withColumn(BUCKET_COLUMN, bucket_of(*[F.col(k) for k in keys]))
+    types = schema.types(keys)
+    bucket = bucket_column([F.col(k) for k in keys], types, schema.core_options.bucket)
+    if bucket is None:  # a key type the JVM expression cannot spell: hash in Python
+        assigner = _BucketAssigner(types, schema.core_options.bucket)
+        # pyspark's stubs know only the forms with functionType; at run time it is inferred from the
+        # hints (passing it warns), so the typed form is not spelled out.
+        bucket_of = arrow_udf(assigner.bucket, returnType=IntegerType())  # type: ignore[call-overload]
+        bucket = bucket_of(*[F.col(k) for k in keys])
+    routed = df.withColumn(BUCKET_COLUMN, bucket)
     if num_partitions is None and not schema.partition_keys:
         shuffle = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200")
         num_partitions = min(shuffle, schema.core_options.bucket)

@@ -1,4 +1,4 @@
-"""Rows routed by `repartition_by_bucket` (an Arrow UDF of the bucket keys) land in the bucket the
+"""Rows routed by `repartition_by_bucket` (the bucket computed in the JVM) land in the bucket the
 core computes for them, whatever Spark types the key columns have."""
 
 from __future__ import annotations

@@ -1,0 +1,133 @@
+"""The bucket of a row as a Spark expression: Paimon's bucket hash computed in the JVM (docs/format.md §6).
+
+Paimon's bucket is ``abs(hashBytesByWords(row) % n)`` over the bucket key's BinaryRow bytes (a
+multiple of 8 bytes long). Spark's ``hash()`` of a BINARY value whose length is a multiple of 4 is
+the same function: Murmur3 x86-32 over little-endian 4-byte words with seed 42, finalised with the
+byte length. So a key whose BinaryRow bytes can be spelled with Spark expressions gets its bucket
+without sending the key columns to a Python worker and back.
+
+The bytes are spelled as hexadecimal text in memory order and turned into BINARY with ``unhex``:
+the 8-byte header (RowKind +I, then the null bits of fields 0..55), one 8-byte little-endian slot
+per field, then the variable part of strings/binaries longer than 7 bytes, each padded to 8 bytes.
+Only types whose slot Spark can produce exactly are encoded (`encodable`); for any other key type
+`bucket_column` returns None and the caller routes with the Python hash instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from lake_assets.spec.types import (
+    BigIntType,
+    BinaryType,
+    BooleanType,
+    CharType,
+    DataType,
+    DateType,
+    DecimalType,
+    IntType,
+    SmallIntType,
+    TinyIntType,
+    VarBinaryType,
+    VarCharType,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+# The header holds the RowKind byte and one null bit per field: one 8-byte word up to 56 fields.
+_MAX_ARITY = 56
+# A decimal of precision up to 18 is stored as its unscaled long in the slot (compact decimal).
+_MAX_COMPACT_DECIMAL = 18
+# Strings and binaries of up to 7 bytes live in the slot itself, flagged in its last byte.
+_MAX_INLINE = 7
+# Fixed-width types: the Spark type the column is cast to and the mask of the slot's bits.
+_INT_WIDTHS: dict[type[DataType], tuple[str, int]] = {
+    TinyIntType: ("tinyint", 0xFF),
+    SmallIntType: ("smallint", 0xFFFF),
+    IntType: ("int", 0xFFFFFFFF),
+}
+_BYTES_TYPES = (CharType, VarCharType, BinaryType, VarBinaryType)
+
+
+def encodable(types: Sequence[DataType]) -> bool:
+    """Whether `bucket_column` spells the BinaryRow of keys of these types exactly.
+
+    Floating point keys are not (Spark has no expression for a double's raw bits), nor
+    timestamps (Spark's TIMESTAMP / TIMESTAMP_NTZ mapping of Paimon's types is the writer's
+    business), nor wide decimals (their BigInteger bytes) and nested types.
+    """
+    if not 0 < len(types) <= _MAX_ARITY:
+        return False
+    for t in types:
+        if isinstance(t, DecimalType):
+            if t.precision > _MAX_COMPACT_DECIMAL:
+                return False
+        elif not isinstance(t, (BigIntType, BooleanType, DateType, *_INT_WIDTHS, *_BYTES_TYPES)):
+            return False
+    return True
+
+
+def _le_hex(value: Column, nbytes: int) -> Column:
+    """The low ``nbytes`` bytes of a non-negative bigint ``value`` as hex in little-endian order."""
+    from pyspark.sql import functions as F
+
+    big_endian = F.lpad(F.hex(value), 2 * nbytes, "0")
+    return F.concat(*[F.substring(big_endian, 2 * i + 1, 2) for i in reversed(range(nbytes))])
+
+
+def _slot_value(column: Column, t: DataType) -> Column:
+    """The 8-byte slot of a fixed-width value as a bigint (its bit pattern, not its number)."""
+    from pyspark.sql import functions as F
+
+    if isinstance(t, BigIntType):
+        return column.cast("bigint")
+    if isinstance(t, BooleanType):
+        return F.when(column.cast("boolean"), F.lit(1)).otherwise(F.lit(0)).cast("bigint")
+    if isinstance(t, DateType):
+        # days since the epoch as an int, stored in the low 4 bytes
+        return F.unix_date(column.cast("date")).cast("bigint").bitwiseAND(F.lit(0xFFFFFFFF))
+    if isinstance(t, DecimalType):
+        # the unscaled value: exact, since precision + scale + 1 <= 38 for a compact decimal
+        scaled = column.cast(f"decimal({t.precision},{t.scale})") * F.lit(10**t.scale)
+        return scaled.cast("bigint")
+    spark_type, mask = _INT_WIDTHS[type(t)]
+    return column.cast(spark_type).cast("bigint").bitwiseAND(F.lit(mask))
+
+
+def bucket_column(columns: Sequence[Column], types: Sequence[DataType], num_buckets: int) -> Column | None:
+    """The bucket (an int column) of rows whose bucket-key ``columns`` have the table's ``types``.
+
+    Each column is cast to its table type first (an int key hashes differently from a bigint
+    one, so a wider Spark column must not be hashed as it is). None when `encodable` says no.
+    """
+    from pyspark.sql import functions as F
+
+    if len(columns) != len(types) or not encodable(types):
+        return None
+    arity = len(types)
+    null_bits: Column = F.lit(0).cast("bigint")
+    slots: list[Column] = []
+    var_parts: list[Column] = []
+    var_offset: Column = F.lit(8 + 8 * arity)  # where the next variable part starts
+    for i, (column, t) in enumerate(zip(columns, types, strict=True)):
+        null_bits = null_bits + F.when(column.isNull(), F.lit(1 << (i + 8))).otherwise(F.lit(0))
+        if isinstance(t, _BYTES_TYPES):
+            value = column.cast("string" if isinstance(t, CharType | VarCharType) else "binary")
+            size = F.coalesce(F.octet_length(value), F.lit(0))
+            text = F.coalesce(F.hex(value), F.lit(""))
+            inline = F.concat(F.rpad(text, 2 * _MAX_INLINE, "0"), _le_hex((F.lit(0x80) + size).cast("bigint"), 1))
+            padded = F.floor((size + 7) / 8).cast("int") * 8
+            pointer = F.concat(_le_hex(size.cast("bigint"), 4), _le_hex(var_offset.cast("bigint"), 4))
+            long_value = size > _MAX_INLINE
+            slot = F.when(column.isNull(), F.lit("0" * 16)).when(long_value, pointer).otherwise(inline)
+            var_parts.append(F.when(long_value, F.rpad(text, padded * 2, "0")).otherwise(F.lit("")))
+            var_offset = var_offset + F.when(long_value, padded).otherwise(F.lit(0))
+        else:
+            slot = _le_hex(F.coalesce(_slot_value(column, t), F.lit(0).cast("bigint")), 8)
+            slot = F.when(column.isNull(), F.lit("0" * 16)).otherwise(slot)
+        slots.append(slot)
+    row = F.unhex(F.concat(_le_hex(null_bits, 8), *slots, *var_parts))
+    # Java's Math.abs(hash % n): Spark's % truncates toward zero like Java's
+    return F.abs(F.hash(row) % F.lit(num_buckets)).cast("int")
