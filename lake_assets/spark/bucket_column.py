@@ -6,8 +6,7 @@ the same function: Murmur3 x86-32 over little-endian 4-byte words with seed 42, 
 byte length. So a key whose BinaryRow bytes can be spelled with Spark expressions gets its bucket
 without sending the key columns to a Python worker and back.
 
-The bytes are spelled as hexadecimal text in memory order and turned into BINARY with ``unhex``:
-the 8-byte header (RowKind +I, then the null bits of fields 0..55), one 8-byte little-endian slot
+The bytes are concatenated as BINARY in memory order: the 8-byte header (RowKind +I, then the null bits of fields 0..55), one 8-byte little-endian slot
 per field, then the variable part of strings/binaries longer than 7 bytes, each padded to 8 bytes.
 Only types whose slot Spark can produce exactly are encoded (`encodable`); for any other key type
 `bucket_column` returns None and the caller routes with the Python hash instead.
@@ -69,12 +68,22 @@ def encodable(types: Sequence[DataType]) -> bool:
     return True
 
 
-def _le_hex(value: Column, nbytes: int) -> Column:
-    """The low ``nbytes`` bytes of a non-negative bigint ``value`` as hex in little-endian order."""
+def _le_bytes(value: Column) -> Column:
+    """The 8 bytes of a bigint ``value`` in little-endian order, as BINARY.
+
+    The bytes are swapped with shifts and masks (no string work per byte), then the swapped
+    value goes through one ``hex``/``unhex`` pair: Spark has no bigint-to-binary expression
+    under ANSI mode.
+    """
     from pyspark.sql import functions as F
 
-    big_endian = F.lpad(F.hex(value), 2 * nbytes, "0")
-    return F.concat(*[F.substring(big_endian, 2 * i + 1, 2) for i in reversed(range(nbytes))])
+    swapped: Column | None = None
+    for i in range(8):
+        byte = F.shiftright(value, 8 * i).bitwiseAND(F.lit(0xFF))
+        term = F.shiftleft(byte, 8 * (7 - i))
+        swapped = term if swapped is None else swapped.bitwiseOR(term)
+    assert swapped is not None
+    return F.unhex(F.lpad(F.hex(swapped), 16, "0"))
 
 
 def _slot_value(column: Column, t: DataType) -> Column:
@@ -110,24 +119,27 @@ def bucket_column(columns: Sequence[Column], types: Sequence[DataType], num_buck
     null_bits: Column = F.lit(0).cast("bigint")
     slots: list[Column] = []
     var_parts: list[Column] = []
-    var_offset: Column = F.lit(8 + 8 * arity)  # where the next variable part starts
+    var_offset: Column = F.lit(8 + 8 * arity).cast("bigint")  # where the next variable part starts
+    zero_slot = F.unhex(F.lit("0" * 16))
     for i, (column, t) in enumerate(zip(columns, types, strict=True)):
         null_bits = null_bits + F.when(column.isNull(), F.lit(1 << (i + 8))).otherwise(F.lit(0))
         if isinstance(t, _BYTES_TYPES):
-            value = column.cast("string" if isinstance(t, CharType | VarCharType) else "binary")
-            size = F.coalesce(F.octet_length(value), F.lit(0))
-            text = F.coalesce(F.hex(value), F.lit(""))
-            inline = F.concat(F.rpad(text, 2 * _MAX_INLINE, "0"), _le_hex((F.lit(0x80) + size).cast("bigint"), 1))
-            padded = F.floor((size + 7) / 8).cast("int") * 8
-            pointer = F.concat(_le_hex(size.cast("bigint"), 4), _le_hex(var_offset.cast("bigint"), 4))
+            # a string's bytes are its UTF-8 encoding (cast to BINARY)
+            value = F.coalesce(column.cast("string" if isinstance(t, CharType | VarCharType) else "binary")
+                               .cast("binary"), F.unhex(F.lit("")))
+            size = F.octet_length(value).cast("bigint")
+            inline = F.concat(F.rpad(value, _MAX_INLINE, F.unhex(F.lit("00"))),
+                              F.unhex(F.hex(F.lit(0x80) + size)))
+            padded = F.shiftleft(F.shiftright(size + F.lit(7), 3), 3)
+            pointer = _le_bytes(F.shiftleft(var_offset, 32).bitwiseOR(size))
             long_value = size > _MAX_INLINE
-            slot = F.when(column.isNull(), F.lit("0" * 16)).when(long_value, pointer).otherwise(inline)
-            var_parts.append(F.when(long_value, F.rpad(text, padded * 2, "0")).otherwise(F.lit("")))
+            slot = F.when(column.isNull(), zero_slot).when(long_value, pointer).otherwise(inline)
+            var_parts.append(F.when(long_value, F.rpad(value, padded.cast("int"), F.unhex(F.lit("00"))))
+                             .otherwise(F.unhex(F.lit(""))))
             var_offset = var_offset + F.when(long_value, padded).otherwise(F.lit(0))
         else:
-            slot = _le_hex(F.coalesce(_slot_value(column, t), F.lit(0).cast("bigint")), 8)
-            slot = F.when(column.isNull(), F.lit("0" * 16)).otherwise(slot)
+            slot = F.when(column.isNull(), zero_slot).otherwise(_le_bytes(_slot_value(column, t)))
         slots.append(slot)
-    row = F.unhex(F.concat(_le_hex(null_bits, 8), *slots, *var_parts))
+    row = F.concat(_le_bytes(null_bits), *slots, *var_parts)
     # Java's Math.abs(hash % n): Spark's % truncates toward zero like Java's
     return F.abs(F.hash(row) % F.lit(num_buckets)).cast("int")
