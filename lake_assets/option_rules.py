@@ -135,6 +135,16 @@ RULES: dict[str, OptionRule] = _rules(
     R("postpone.target-size-per-bucket", "size", 1024 * MiB, "Bytes per bucket a postpone partition's first "
       "compaction aims at when neither postpone.default-bucket-num nor postpone.target-row-num-per-bucket "
       "is set.", minimum=1, note="read by the postpone compaction (ops/postpone.py)"),
+    R("postpone.batch-write-fixed-bucket", "bool", True, "Whether batch writes of a postpone-bucket table "
+      "(bucket = -2) go into real buckets (each partition's recorded bucket count, or for a new partition "
+      "postpone.default-bucket-num or the postpone.target-* estimate on the batch) instead of bucket-postpone.",
+      note="Paimon's Flink and Spark batch sinks read it; its core writers (and pypaimon's) always postpone, "
+      "as lake_assets' Table.write_arrow and streaming writes do. lake_assets' Spark batch writes do not yet "
+      "write real buckets: they postpone when the option is unset or false and refuse an explicit true "
+      "(the bucket-count decision is ops/postpone_batch.py)"),
+    R("postpone.batch-write-fixed-bucket.max-parallelism", "int", 2048, "Largest bucket count a batch write "
+      "into real buckets of a postpone table estimates for a new partition.", minimum=1,
+      note="read by the batch bucket planner (ops/postpone_batch.py)"),
     R("deletion-vectors.enabled", "bool", False, "Deletion vectors mark deleted rows.",
       note="reads (batch, and the full phase of streams) apply them; compaction writes them for deduplicate "
       "tables without sequence.field, ignore-delete or changelog production (others refuse writes and "

@@ -68,19 +68,25 @@ def _positive(store: FileStore, key: str, raw: object, parse: Callable[[object],
 
 def new_bucket_num(store: FileStore, files: list[ManifestEntry]) -> int:
     """The bucket count of a partition getting real buckets for the first time, as Paimon's
-    ``PostponeUtils`` decides it: ``postpone.default-bucket-num`` if set, else estimated from its
-    postpone files, ceil(rows / ``postpone.target-row-num-per-bucket``) if that is set, else
-    ceil(bytes / ``postpone.target-size-per-bucket``) (default 1 GiB); at least 1."""
+    ``PostponeUtils`` decides it, measured on its postpone files (`estimate_bucket_num`)."""
+    return estimate_bucket_num(store, sum(e.file.row_count for e in files), sum(e.file.file_size for e in files))
+
+
+def estimate_bucket_num(store: FileStore, rows: int, nbytes: int) -> int:
+    """The bucket count of a partition without real buckets yet holding ``rows`` rows of ``nbytes``
+    bytes: ``postpone.default-bucket-num`` if set, else ceil(rows /
+    ``postpone.target-row-num-per-bucket``) if that is set, else ceil(bytes /
+    ``postpone.target-size-per-bucket``) (default 1 GiB); at least 1."""
     opts = store.schema.options
     if DEFAULT_BUCKET_NUM_KEY in opts:
         return _positive(store, DEFAULT_BUCKET_NUM_KEY, opts[DEFAULT_BUCKET_NUM_KEY], lambda v: int(str(v).strip()))
     if TARGET_ROWS_KEY in opts:
         target = _positive(store, TARGET_ROWS_KEY, opts[TARGET_ROWS_KEY], lambda v: int(str(v).strip()))
-        value = sum(e.file.row_count for e in files)
+        value = rows
     else:
         raw = opts.get(TARGET_SIZE_KEY, "1 gb")
         target = _positive(store, TARGET_SIZE_KEY, raw, lambda v: parse_memory_size(v, TARGET_SIZE_KEY))
-        value = sum(e.file.file_size for e in files)
+        value = nbytes
     return 1 if value <= 0 else (value - 1) // target + 1
 
 
