@@ -83,3 +83,17 @@ def test_streaming_sink_writes_bucket_postpone_then_compact(spark, tmp_path: Pat
     amounts = _amounts(table.refresh())
     assert sorted(amounts) == list(range(60))
     assert (amounts[19], amounts[20], amounts[44], amounts[45]) == (19.0, 120.0, 144.0, 245.0)
+
+
+def test_batch_write_into_real_buckets_is_refused_by_name_until_implemented(spark, tmp_path) -> None:
+    # postpone.batch-write-fixed-bucket = true asks for Paimon's batch sinks' real-bucket writes,
+    # which lake_assets does not implement: refused, nothing committed (unset, rows are postponed)
+    wh = str(tmp_path / "wh")
+    cat = Catalog(wh)
+    cat.create_database("db")
+    table = cat.create_table("db.orders", ORDERS, primary_keys=["order_id", "dt"], partition_keys=["dt"],
+                             options={"bucket": "-2", "postpone.batch-write-fixed-bucket": "true"})
+    df = spark.createDataFrame(_orders(range(4), 0.0).to_pandas())
+    with pytest.raises(Exception, match=r"postpone\.batch-write-fixed-bucket = true"):
+        df.write.format("lake").mode("append").option("warehouse", wh).save("db.orders")
+    assert table.refresh().snapshots() == []
