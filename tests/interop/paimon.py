@@ -134,9 +134,11 @@ class Pypaimon:
         *,
         overwrite: bool | Mapping[str, Any] = False,
         options: Mapping[str, str] | None = None,
+        fixed_bucket: bool = False,
     ) -> None:
-        """One batch write + commit. ``overwrite``: True for a (dynamic/whole-table) overwrite, or a
-        static partition spec ``{key: value}`` (``None`` values mean the default partition)."""
+        """One batch write + commit (``fixed_bucket``: a postpone table's rows into real buckets through
+        pypaimon's ``new_postpone_fixed_bucket_write_builder``). ``overwrite``: True for a
+        (dynamic/whole-table) overwrite, or a static partition spec ``{key: value}`` (``None`` values mean the default partition)."""
         with tempfile.TemporaryDirectory(prefix="pypaimon-") as tmp:
             path = Path(tmp) / "data.arrow"
             write_ipc(data, path)
@@ -149,6 +151,8 @@ class Pypaimon:
                 ]
             elif overwrite is True or isinstance(overwrite, Mapping):
                 args.append("--overwrite")
+            if fixed_bucket:
+                args.append("--fixed-bucket")
             args += _option_args(options)
             self.run(*args)
 

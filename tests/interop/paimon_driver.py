@@ -143,7 +143,8 @@ def cmd_write(args: argparse.Namespace) -> None:
     options = parse_kv(args.option, "--option")
     if options:
         table = table.copy(options)
-    builder = table.new_batch_write_builder()
+    # --fixed-bucket: a postpone table's batch write into real buckets (PostponeFixedBucketWriteBuilder)
+    builder = table.new_postpone_fixed_bucket_write_builder() if args.fixed_bucket else table.new_batch_write_builder()
     spec = parse_kv(args.overwrite_partition, "--overwrite-partition")
     if spec:
         fields = {f.name: f for f in table.fields}
@@ -217,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = common("write", cmd_write)
     p.add_argument("--data", required=True)
     p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--fixed-bucket", action="store_true")
     p.add_argument("--overwrite-partition", action="extend", nargs="+", help="static partition k=v")
     p.add_argument("--option", action="extend", nargs="+", help="dynamic table options k=v")
 
