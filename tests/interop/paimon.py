@@ -138,7 +138,8 @@ class Pypaimon:
     ) -> None:
         """One batch write + commit (``fixed_bucket``: a postpone table's rows into real buckets through
         pypaimon's ``new_postpone_fixed_bucket_write_builder``). ``overwrite``: True for a
-        (dynamic/whole-table) overwrite, or a static partition spec ``{key: value}`` (``None`` values mean the default partition)."""
+        (dynamic/whole-table) overwrite, or a static partition spec ``{key: value}`` (``None``
+        values mean the default partition)."""
         with tempfile.TemporaryDirectory(prefix="pypaimon-") as tmp:
             path = Path(tmp) / "data.arrow"
             write_ipc(data, path)
