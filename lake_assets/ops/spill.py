@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from lake_assets.lsm.merge import key_change_mask
+from lake_assets.ops.dynamic_bucket import sorted_unique
 
 # Uncompressed bytes per record batch in a run file, at most. A merge holds one batch per run (plus
 # its output chunk), so the batch size times the fan-in bounds the merge's extra memory per bucket:
@@ -79,7 +80,8 @@ def key_batches(table: pa.Table, key_names: Sequence[str], rows: int | None = No
     starts = np.flatnonzero(key_change_mask(table, key_names))
     # cut at the first key start at or after every multiple of `step` (duplicates collapse)
     at = np.searchsorted(starts, np.arange(step, n, step))
-    cuts = np.unique(np.append(np.where(at < len(starts), starts[np.minimum(at, len(starts) - 1)], n), n))
+    # already sorted: a sort-based unique (plain np.unique takes numpy 2.x's slow hash path)
+    cuts = sorted_unique(np.append(np.where(at < len(starts), starts[np.minimum(at, len(starts) - 1)], n), n))
     prev = 0
     for cut in cuts.tolist():
         if cut > prev:
