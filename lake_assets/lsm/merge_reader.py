@@ -6,9 +6,9 @@ yielded yet is larger than its buffered rows. The frontier is the smallest of: e
 at position ``cap`` of its buffer (``cap = max_step_rows / inputs``) and, for inputs not yet
 exhausted, its last buffered key. So one step takes at most about ``max_step_rows`` rows however
 many inputs there are and however large their chunks - the step size is set by the caller, not
-by the fan-in or the table. Cut points are found by binary search on the sorted buffers (a few
-scalar compares per input and step); the rows between them are merged with one Arrow sort by
-``merge``, never row by row in Python.
+by the fan-in or the table. Cut points are found by `count_at_most` (``np.searchsorted`` on integer
+key columns, a binary search of decoded keys otherwise: no per-row work in Python); the rows
+between them are merged with one Arrow sort by ``merge``, never row by row in Python.
 
 Precondition (what makes each merged chunk hold *every* version of its keys): an input's chunk
 never ends inside a key, i.e. a key's rows of one input never continue into that input's next
