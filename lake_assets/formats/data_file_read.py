@@ -11,8 +11,8 @@ from lake_assets.errors import CorruptMetadataError, MissingDataFileError, Unsup
 from lake_assets.formats.file_format import file_format, format_of_file
 from lake_assets.formats.file_layout import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.io.file_io import FileIO
+from lake_assets.spec.data_types import DataType
 from lake_assets.spec.schema import TableSchema
-from lake_assets.spec.types import DataType
 
 
 def _system_types(data: pa.Table) -> pa.Table:

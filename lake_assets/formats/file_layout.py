@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.formats.footer_stats import FooterColumns
+from lake_assets.spec.arrow_types import to_arrow_field
 from lake_assets.spec.schema import TableSchema
-from lake_assets.spec.types import to_arrow_field
 
 KEY_PREFIX = "_KEY_"
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"

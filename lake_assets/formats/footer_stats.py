@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.formats.stats import StatsAccumulator
-from lake_assets.spec.types import (
+from lake_assets.spec.data_types import (
     BigIntType,
     BooleanType,
     CharType,
