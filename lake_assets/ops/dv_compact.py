@@ -184,7 +184,7 @@ class VectorUpdate:
                 if positions.size:
                     vector = vectors.setdefault(meta.file_name, new_vector())
                     before = len(vector)
-                    vector |= new_vector(positions)  # in bulk (BitMap.update adds one by one)
+                    vector |= new_vector(positions, meta.file_name)  # in bulk (BitMap.update adds one by one)
                     changed = changed or len(vector) != before
         if not changed:
             return (), (), []

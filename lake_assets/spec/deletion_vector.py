@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 from pyroaring import BitMap
 
-from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
+from lake_assets.errors import CorruptMetadataError, InvalidDataError, UnsupportedFeatureError
 from lake_assets.spec.manifest import DeletionVectorRange
 
 DV_FILE_VERSION = 1
@@ -40,21 +40,36 @@ _UINT32_ARRAY = array.array("I").itemsize == 4
 _UINT = struct.Struct(">I")
 
 
-def new_vector(positions: Iterable[int] | np.ndarray = ()) -> BitMap:
-    """A deletion vector holding ``positions`` (row numbers in a data file, from 0)."""
+def new_vector(positions: Iterable[int] | np.ndarray = (), where: str = "") -> BitMap:
+    """A deletion vector holding ``positions`` (row numbers in a data file, from 0).
+
+    ``where`` names the data file in errors. A negative position raises `InvalidDataError`, one
+    past ``MAX_POSITION`` `UnsupportedFeatureError`, before anything is cast or added.
+    """
+    of = f" of {where}" if where else ""
     if isinstance(positions, np.ndarray):
+        if positions.size:
+            # checked on the original values: after the cast to uint32 a negative one wraps silently
+            low, high = int(positions.min()), int(positions.max())
+            _check_positions(low, high, of)
         arr = positions.astype(np.uint32, copy=False)
-        if arr.size and int(positions.max()) > MAX_POSITION:
-            raise UnsupportedFeatureError(f"Row position {int(positions.max())} does not fit a 32-bit deletion vector")
         if _UINT32_ARRAY:
             # pyroaring copies an array.array of 32-bit unsigned ints in bulk; from a numpy array
             # it adds element by element (measured: 7x the time for 25,000 positions)
             return BitMap(array.array("I", np.ascontiguousarray(arr).tobytes()))
         return BitMap(arr)
-    bm = BitMap(positions)
-    if bm and bm.max() > MAX_POSITION:
-        raise UnsupportedFeatureError(f"Row position {bm.max()} does not fit a 32-bit deletion vector")
-    return bm
+    values = positions if isinstance(positions, (list, tuple, range)) else list(positions)
+    if len(values):
+        _check_positions(min(values), max(values), of)
+    return BitMap(values)
+
+
+def _check_positions(low: int, high: int, of: str) -> None:
+    """Refuse a row position a 32-bit deletion vector cannot hold (``of`` names the file)."""
+    if low < 0:
+        raise InvalidDataError(f"Row position {low}{of} is negative: a deletion vector holds positions from 0")
+    if high > MAX_POSITION:
+        raise UnsupportedFeatureError(f"Row position {high}{of} does not fit a 32-bit deletion vector")
 
 
 def serialize_vector(vector: BitMap) -> bytes:

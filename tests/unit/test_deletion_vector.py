@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
+from lake_assets.errors import CorruptMetadataError, InvalidDataError, UnsupportedFeatureError
 from lake_assets.spec.deletion_vector import (
     deleted_mask,
     encode_index_file,
@@ -71,3 +71,14 @@ def test_mask_and_limits() -> None:
     with pytest.raises(UnsupportedFeatureError):
         new_vector([2**31])
     assert serialize_vector(new_vector([1]))[:4] == (1581511376).to_bytes(4, "big")
+
+
+def test_negative_positions_are_refused_before_the_uint32_cast() -> None:
+    # -1 cast to uint32 is 4294967295 and -2**32 + 5 is 5: both used to slip through silently
+    for positions in (np.array([3, -1], dtype=np.int64), np.array([-(2**32) + 5], dtype=np.int64), [0, -1]):
+        with pytest.raises(InvalidDataError, match=r"Row position -\d+ of data-7\.parquet is negative"):
+            new_vector(positions, "data-7.parquet")
+    with pytest.raises(UnsupportedFeatureError, match=r"2147483648 of data-7\.parquet"):
+        new_vector(np.array([0, 2**31], dtype=np.int64), "data-7.parquet")
+    assert list(new_vector(np.array([5, 0, 2**31 - 1], dtype=np.int64))) == [0, 5, 2**31 - 1]
+    assert list(new_vector(iter([4, 2]))) == [2, 4]
