@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lake_assets.errors import InvalidDataError
-from lake_assets.lsm.key_compare import compare_keys, key_view
+from lake_assets.lsm.key_compare import compare_keys
+from lake_assets.lsm.key_membership import known_mask
 from lake_assets.lsm.merge import group_bounds, is_retract, kinds_of
 from lake_assets.lsm.merge_engine.function import RowSelectingMerge
 from lake_assets.lsm.merge_reader import Key, count_at_most
@@ -86,37 +86,6 @@ def drop_known_keys(merged: pa.Table, known: pa.Table, key_names: Sequence[str])
     if merged.num_rows == 0 or known.num_rows == 0:
         return merged
     return merged.filter(pa.array(~known_mask(merged, known, key_names)))
-
-
-def known_mask(rows: pa.Table, known: pa.Table, key_names: Sequence[str]) -> np.ndarray:
-    """Which of ``rows`` have a key that is in ``known`` (a bool per row)."""
-    n = rows.num_rows
-    if n == 0 or known.num_rows == 0:
-        return np.zeros(n, dtype=bool)
-    # keys match as Paimon compares them (float keys: NaN = NaN, -0.0 != 0.0), not IEEE-style
-    mine = key_view(rows.select(list(key_names)), key_names)
-    theirs = key_view(known.select(list(key_names)), key_names)
-    if len(key_names) == 1:
-        name = key_names[0]
-        hit = pc.is_in(mine.column(name), value_set=theirs.column(name).combine_chunks())
-        return np.asarray(hit.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
-    numbered = mine.append_column("__row", pa.array(np.arange(n, dtype=np.int64)))
-    found = numbered.join(theirs, keys=list(key_names), join_type="left semi",
-                          use_threads=False).column("__row").to_numpy()
-    mask = np.zeros(n, dtype=bool)
-    mask[found] = True
-    return mask
-
-
-def sorted_key_mask(rows: pa.Table, known: pa.Table, key_names: Sequence[str]) -> np.ndarray:
-    """`known_mask` of key-sorted ``rows`` against key-sorted ``known``, matching only the slice
-    of ``known`` inside the key range of ``rows`` (two binary searches): O(rows + that slice)."""
-    n = rows.num_rows
-    if n == 0 or known.num_rows == 0:
-        return np.zeros(n, dtype=bool)
-    a = count_below(known, key_names, key_at(rows, key_names, 0))
-    b = count_at_most(known, key_names, key_at(rows, key_names, n - 1))
-    return known_mask(rows, known.slice(a, b - a), key_names) if b > a else np.zeros(n, dtype=bool)
 
 
 class KnownKeys:

@@ -12,8 +12,8 @@ import pyarrow.compute as pc
 from lake_assets.formats.data_file import FILE_SOURCE_COMPACT, VALUE_KIND, DataFileWriter
 from lake_assets.lsm.changelog import diff_states
 from lake_assets.lsm.key_compare import key_view
+from lake_assets.lsm.key_membership import sorted_key_mask
 from lake_assets.lsm.merge import is_retract, sort_and_merge
-from lake_assets.lsm.merge_engine.first_row import sorted_key_mask
 from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.lsm.run_partition import RunCursor, key_at, run_inputs, split_into_runs
