@@ -14,9 +14,8 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from lake_assets import arguments as args
 from lake_assets.errors import (
@@ -31,6 +30,7 @@ from lake_assets.ops.commit_lifecycle import after_commit
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.commit_replay import CommitReplay, check_files_exist
 from lake_assets.ops.index_commit import IndexChange, index_changes, next_index_manifest, split_hash_changes
+from lake_assets.ops.overwrite import Overwrite, overwritten_entries
 from lake_assets.ops.scan import merge_entries
 from lake_assets.spec.hash_index import HASH_INDEX
 from lake_assets.spec.manifest import FileKind, ManifestEntry, ManifestFileMeta
@@ -43,19 +43,6 @@ if TYPE_CHECKING:
 
 WRITER_VERSION = "lake_assets-0.1.0"
 log = logging.getLogger(__name__)
-
-PartitionMatcher = Callable[[tuple[Any, ...]], bool]
-
-
-@dataclass(frozen=True)
-class Overwrite:
-    """Which live files an OVERWRITE commit replaces: all of them, or those whose partition matches."""
-
-    matcher: PartitionMatcher | None = None  # None = the whole table
-
-    def matches(self, values: tuple[Any, ...]) -> bool:
-        return self.matcher is None or self.matcher(values)
-
 
 def _abs_files(store: FileStore, messages: Sequence[CommitMessage]) -> list[str]:
     """Files the messages' writers created (upgraded files are not theirs to delete), with the
@@ -273,7 +260,7 @@ class TableCommitter:
             latest = sm.latest()
             delta = list(entries)
             if overwrite is not None:
-                delta = self._overwrite_deletes(latest, overwrite) + delta
+                delta = overwritten_entries(self.store, latest, overwrite) + delta
                 if not delta and not changelog:
                     return None
             if kind != CommitKind.APPEND:
@@ -392,13 +379,6 @@ class TableCommitter:
             self._in_doubt = False  # proven: another committer owns this id
             return None
         return snapshot.id  # still "in doubt" until the caller has recorded it as landed
-
-    def _overwrite_deletes(self, latest: Snapshot | None, overwrite: Overwrite) -> list[ManifestEntry]:
-        if latest is None:
-            return []
-        scan = self.store.file_store_scan()
-        live = scan.live_entries(latest, partition_filter=overwrite.matcher)
-        return [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in live]
 
 
 __all__ = ["Overwrite", "TableCommitter", "merge_entries"]

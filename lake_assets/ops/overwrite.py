@@ -1,21 +1,46 @@
-"""Which partitions an overwrite replaces when the writer names none (Paimon's dynamic overwrite)."""
+"""What an OVERWRITE commit replaces: the `Overwrite` spec (all live files, or those of matching
+partitions), its forms from `Table.write_arrow`'s argument and Paimon's dynamic overwrite (the
+partitions the writer wrote), and the DELETE entries it adds to a commit."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from lake_assets.errors import SchemaError
 from lake_assets.lsm.key_compare import values_equal
-from lake_assets.ops.commit import Overwrite
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.binary_row import deserialize_row, serialize_row
+from lake_assets.spec.manifest import FileKind, ManifestEntry
 
 if TYPE_CHECKING:
+    from lake_assets.spec.snapshot import Snapshot
     from lake_assets.store.file_store import FileStore
+
+PartitionMatcher = Callable[[tuple[Any, ...]], bool]
+
+
+@dataclass(frozen=True)
+class Overwrite:
+    """Which live files an OVERWRITE commit replaces: all of them, or those whose partition matches."""
+
+    matcher: PartitionMatcher | None = None  # None = the whole table
+
+    def matches(self, values: tuple[Any, ...]) -> bool:
+        """Whether the partition with these values is replaced."""
+        return self.matcher is None or self.matcher(values)
+
+
+def overwritten_entries(store: FileStore, latest: Snapshot | None, overwrite: Overwrite) -> list[ManifestEntry]:
+    """DELETE entries for every live file of ``latest`` that ``overwrite`` replaces."""
+    if latest is None:
+        return []
+    live = store.file_store_scan().live_entries(latest, partition_filter=overwrite.matcher)
+    return [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in live]
 
 
 def dynamic_overwrite(store: FileStore, messages: Sequence[CommitMessage]) -> Overwrite | None:

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lake_assets.errors import InvalidArgumentError, OptionError
-from lake_assets.ops.commit import Overwrite, TableCommitter
+from lake_assets.ops.commit import TableCommitter
+from lake_assets.ops.overwrite import Overwrite
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
 
