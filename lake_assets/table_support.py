@@ -16,6 +16,10 @@ The rules are pure functions of what the table carries:
   it acts (`FileStoreScan`'s guard).
 * `index_refusals` - the snapshot's index manifest: deletion vectors, hash indexes, other types.
 
+`Op`, `Refusal` and `refuse` live in `lake_assets.refusal`, the two file rules in
+`lake_assets.file_refusals`, the classes of option keys in `lake_assets.option_classification`;
+this module computes the schema's refusals and re-exports the rest, the one place operations ask.
+
 Each refusal lists the operations it blocks: what lake_assets implements is allowed, anything else
 is refused. Reads stay allowed where their result is provably what Paimon readers return.
 
@@ -35,91 +39,32 @@ allowed: a tag only copies a snapshot, and a schema change is how a user removes
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from enum import Enum
 
 from lake_assets.errors import OptionError, UnsupportedFeatureError
-from lake_assets.formats.file_format import format_of_file
+from lake_assets.file_refusals import (
+    DATA_FILE_FORMATS,
+    POSTPONE_BUCKET,
+    data_file_format,
+    entry_refusals,
+    index_refusals,
+)
 from lake_assets.formats.format_options import FORMAT_PREFIXES, formats_written, unwritten_per_level
 from lake_assets.formats.orc_format import ORC_CODECS
 from lake_assets.lsm.merge_engine.registry import engine_of
+from lake_assets.option_classification import (
+    READ_HARMLESS_KEYS,
+    READ_HARMLESS_PREFIXES,
+    SCAN_MODES_READ_AS_LATEST,
+    SCAN_POSITION_KEYS,
+    WRITER_ONLY_PREFIXES,
+    is_known_option,
+    is_read_harmless,
+    is_true,
+)
 from lake_assets.option_types import WRITE_OPS, parse_value, unsupported_value
-from lake_assets.options import (
-    COMPRESSIONS,
-    KNOWN_OPTIONS,
-    LAKE_ASSETS_OPTIONS,
-    CoreOptions,
-    per_operation_rule,
-    rule_for,
-)
-from lake_assets.spec.manifest import IndexManifestEntry, ManifestEntry
+from lake_assets.options import COMPRESSIONS, CoreOptions, per_operation_rule
+from lake_assets.refusal import DATA, MAINTENANCE, PATHS, READS, Op, Refusal, refuse
 from lake_assets.spec.schema import TableSchema
-
-
-class Op(Enum):
-    """Operations a table is checked for; the value is the verb of the error message."""
-
-    READ = "read"
-    STREAM = "stream from"
-    WRITE = "write to"
-    COMPACT = "compact"
-    EXPIRE = "expire snapshots of"
-    ORPHANS = "remove orphan files of"
-    TAG = "tag"
-    ROLLBACK = "roll back"
-    SCHEMA_CHANGE = "alter"
-
-
-READS = frozenset({Op.READ, Op.STREAM})
-# Operations that read or write data files.
-DATA = frozenset({Op.READ, Op.STREAM, Op.WRITE, Op.COMPACT})
-# Operations that create or delete files from what the table's metadata says.
-MAINTENANCE = frozenset({Op.WRITE, Op.COMPACT, Op.EXPIRE, Op.ORPHANS, Op.ROLLBACK})
-# Data operations plus those that compute data file paths to delete or keep.
-PATHS = DATA | {Op.EXPIRE, Op.ORPHANS}
-
-POSTPONE_BUCKET = -2
-# Data file formats read, written, compacted and maintained (lake_assets.formats.file_format).
-DATA_FILE_FORMATS = frozenset({"parquet", "orc", "avro"})
-
-# Options a newer Paimon may carry that never change which rows a read returns: they steer
-# writers, compaction, retention, lookups, catalogs or engines. Unknown keys outside these lists
-# refuse reads too (see the module docstring).
-READ_HARMLESS_KEYS: frozenset[str] = frozenset({
-    "owner", "comment", "bucket-append-ordered", "lookup-compact", "lookup-wait", "sequence.snapshot-ordering",
-    "metadata.stats-dense-store", "metadata.stats-keep-first-n-columns", "target-file-row-num",
-    "record-level.expire-time", "write-manifest-cache", "force-lookup", "async-file-write",
-})
-READ_HARMLESS_PREFIXES: tuple[str, ...] = (
-    "sink.", "lookup.", "dynamic-bucket.", "postpone.", "tag.", "partition.expiration", "partition.timestamp",
-    "partition.mark-done", "snapshot.", "consumer.", "compaction.", "changelog.", "manifest.", "commit.",
-    "write-", "parquet.", "orc.", "avro.", "file-index.", "full-compaction.", "num-sorted-run.", "local-merge",
-    "cross-partition-upsert.", "metastore.", "client-pool", "cache-", "spill-", "sort-", "page-",
-    "read.batch-size", "source.", "continuous.",
-)
-# Options that only steer how writers place new rows (bucket assignment, sink parallelism, postpone
-# staging): refused for writes, which would ignore them, but compaction, expiry and orphan removal
-# never depend on them (compaction keeps every row in its bucket).
-WRITER_ONLY_PREFIXES: tuple[str, ...] = ("dynamic-bucket.", "sink.", "postpone.")
-
-# Start positions a table may store for its readers: Paimon readers honour them by default (a batch
-# read of a table carrying scan.snapshot-id reads that snapshot), lake_assets' reads do not.
-SCAN_POSITION_KEYS = ("scan.snapshot-id", "scan.tag-name", "scan.timestamp-millis", "scan.timestamp",
-                      "scan.file-creation-time-millis", "scan.bounded.watermark", "scan.version",
-                      "scan.creation-time-millis")
-SCAN_MODES_READ_AS_LATEST = frozenset({"default", "latest-full", "full"})
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """A property of a table that blocks some operations."""
-
-    property: str
-    why: str
-    ops: frozenset[Op]
-
-    def blocks(self, op: Op) -> bool:
-        return op in self.ops
 
 
 def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
@@ -129,7 +74,7 @@ def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
     if not pk and bucket == -1:
         return []
     if pk and bucket == POSTPONE_BUCKET:
-        if _is_true(schema.options.get("postpone.merge-on-read")):
+        if is_true(schema.options.get("postpone.merge-on-read")):
             return [Refusal(
                 "postpone.merge-on-read = true",
                 "batch reads would have to merge bucket-postpone into the real buckets; lake_assets' "
@@ -172,10 +117,6 @@ def cross_partition_fields(schema: TableSchema) -> list[str]:
     return [k for k in schema.partition_keys if k not in schema.primary_keys]
 
 
-def _is_true(value: str | None) -> bool:
-    return str(value).strip().lower() == "true"
-
-
 def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
     out: list[Refusal] = []
     # values the option registry refuses per operation (unsupported, or not parsing at all), with
@@ -195,9 +136,9 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
     out += _per_level_refusals(options)
     # key -> (whether a stored value is the unimplemented feature, why it is refused, what it blocks)
     feature: dict[str, tuple[Callable[[str], bool], str, frozenset[Op]]] = {
-        "row-tracking.enabled": (_is_true, "row tracking is not implemented (writes and compaction must "
+        "row-tracking.enabled": (is_true, "row tracking is not implemented (writes and compaction must "
                                  "assign and keep row ids)", frozenset({Op.WRITE, Op.COMPACT})),
-        "data-evolution.enabled": (_is_true, "data evolution is not implemented (rows are spread over "
+        "data-evolution.enabled": (is_true, "data evolution is not implemented (rows are spread over "
                                    "files of column subsets)", DATA),
         "changelog-file.format": (lambda v: str(v).strip().lower() != _table_format(options),
                                   "changelog files are written in the table's file.format only",
@@ -266,7 +207,7 @@ def _dv_refusals(schema: TableSchema) -> list[Refusal]:
     ops/dv_compact.py); other engines (they would need the old values looked up) are refused for
     writes and compaction. 64-bit vectors are refused by the option registry (bitmap64)."""
     options = schema.options
-    if not _is_true(options.get("deletion-vectors.enabled")):
+    if not is_true(options.get("deletion-vectors.enabled")):
         return []
     out: list[Refusal] = []
     opts = schema.core_options
@@ -296,16 +237,6 @@ def _dv_refusals(schema: TableSchema) -> list[Refusal]:
 
 def _table_format(options: Mapping[str, str]) -> str:
     return (options.get("file.format") or "parquet").strip().lower()
-
-
-def is_known_option(key: str) -> bool:
-    """Whether lake_assets implements (or deliberately refuses) this option key."""
-    return key in KNOWN_OPTIONS or key in LAKE_ASSETS_OPTIONS or rule_for(key) is not None
-
-
-def is_read_harmless(key: str) -> bool:
-    """Whether an option we do not implement provably leaves batch and streaming reads unchanged."""
-    return key in READ_HARMLESS_KEYS or key.startswith(READ_HARMLESS_PREFIXES)
 
 
 def schema_refusals(schema: TableSchema) -> list[Refusal]:
@@ -339,90 +270,16 @@ def branch_refusals(branches: Iterable[str]) -> list[Refusal]:
                     "delete without knowing they are used", frozenset({Op.EXPIRE, Op.ORPHANS}))]
 
 
-def data_file_format(file_name: str) -> str:
-    """The format Paimon readers pick for a data file: its last extension, or the one before a
-    compression suffix (docs/format.md §1)."""
-    return format_of_file(file_name)
-
-
-_COMMON_SUFFIXES = tuple(f".{f}" for f in sorted(DATA_FILE_FORMATS))
-
-
-def entry_refusals(entries: Iterable[ManifestEntry]) -> list[Refusal]:
-    """Refusals for what manifest entries show (one per kind, naming the first file). Pure."""
-    found: dict[str, Refusal] = {}
-
-    def add(kind: str, prop: str, why: str, ops: frozenset[Op]) -> None:
-        if kind not in found:
-            found[kind] = Refusal(prop, why, ops)
-
-    for e in entries:
-        f = e.file
-        # the common case first: this runs over every entry a read plans
-        if (e.bucket >= 0 and f.file_name.endswith(_COMMON_SUFFIXES) and f.write_cols is None
-                and f.first_row_id is None and not f.external_path):
-            continue
-        fmt = data_file_format(f.file_name)
-        if fmt not in DATA_FILE_FORMATS:
-            add(f"format:{fmt}", f"data file format {fmt or '(none)'!r} (file {f.file_name})",
-                f"only {', '.join(sorted(DATA_FILE_FORMATS))} data files are implemented", DATA)
-        if e.bucket == POSTPONE_BUCKET:
-            add("postpone", f"postpone bucket files (bucket-postpone, e.g. {f.file_name})",
-                "their rows wait for a compaction to assign buckets", frozenset({Op.STREAM}))
-        elif e.bucket < 0:
-            add("bucket", f"bucket {e.bucket} (file {f.file_name})", "negative buckets are not implemented", DATA)
-        if f.write_cols is not None:
-            add("write_cols", f"data-evolution files (_WRITE_COLS, e.g. {f.file_name})",
-                "files holding a subset of the columns are not implemented", DATA)
-        if f.first_row_id is not None:
-            add("row_id", f"row tracking (_FIRST_ROW_ID, e.g. {f.file_name})",
-                "writes and compaction would not keep row ids", frozenset({Op.WRITE, Op.COMPACT}))
-        if f.external_path:
-            add("external", f"external data file paths (_EXTERNAL_PATH, e.g. {f.external_path})",
-                "lake_assets never deletes outside the table directory", frozenset({Op.EXPIRE}))
-    return list(found.values())
-
-
-def index_refusals(entries: Iterable[IndexManifestEntry], schema: TableSchema) -> list[Refusal]:
-    """Refusals for the index files a snapshot carries. Pure."""
-    found: dict[str, Refusal] = {}
-    dynamic = bool(schema.primary_keys) and schema.core_options.bucket == -1
-    for e in entries:
-        t = e.index_type
-        if t in found:
-            continue
-        if t == "HASH":
-            # the dynamic-bucket key index: writers keep it (ops/dynamic_bucket.py), reads and
-            # compaction leave keys in their buckets
-            if not dynamic:
-                found[t] = Refusal("hash index files (HASH) in a table without dynamic bucket mode",
-                                   "writes would have to maintain a hash index this bucket mode does not have",
-                                   frozenset({Op.WRITE, Op.COMPACT}))
-        elif t == "DELETION_VECTORS":
-            # batch reads apply them (ops/deletion_vectors.py)
-            if not _is_true(schema.options.get("deletion-vectors.enabled")):
-                # Java ignores them then; a compaction of ours would carry stale vectors forward
-                found[t] = Refusal("deletion vector index files (DELETION_VECTORS) without "
-                                   "deletion-vectors.enabled", "compaction would keep vectors of rows it rewrites",
-                                   frozenset({Op.WRITE, Op.COMPACT}))
-        else:
-            found[t] = Refusal(f"index type {t!r}", "this index type is not implemented", DATA)
-    return list(found.values())
-
-
-def refuse(name: str, op: Op, refusals: Iterable[Refusal]) -> None:
-    """Raise `UnsupportedFeatureError` if any refusal blocks ``op`` on table ``name``."""
-    blocking = [r for r in refusals if r.blocks(op)]
-    if not blocking:
-        return
-    text = "; also ".join(f"{r.property} is not supported; {r.why}" for r in blocking)
-    raise UnsupportedFeatureError(f"Cannot {op.value} {name}: {text}")
-
-
 __all__ = [
     "DATA",
+    "DATA_FILE_FORMATS",
     "MAINTENANCE",
+    "PATHS",
+    "POSTPONE_BUCKET",
     "READS",
+    "READ_HARMLESS_KEYS",
+    "READ_HARMLESS_PREFIXES",
+    "WRITER_ONLY_PREFIXES",
     "Op",
     "Refusal",
     "branch_refusals",

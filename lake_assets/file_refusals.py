@@ -1,0 +1,92 @@
+"""Refusals that follow from the files a snapshot lists (see `lake_assets.table_support`):
+`entry_refusals` for its manifest entries (data file formats by extension, as Paimon readers choose
+the format, ``bucket-postpone`` files, row-tracking and data-evolution fields, external paths) and
+`index_refusals` for its index manifest (deletion vectors, hash indexes, other types). Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from lake_assets.formats.file_format import format_of_file
+from lake_assets.option_classification import is_true
+from lake_assets.refusal import DATA, Op, Refusal
+from lake_assets.spec.manifest import IndexManifestEntry, ManifestEntry
+from lake_assets.spec.schema import TableSchema
+
+POSTPONE_BUCKET = -2
+# Data file formats read, written, compacted and maintained (lake_assets.formats.file_format).
+DATA_FILE_FORMATS = frozenset({"parquet", "orc", "avro"})
+
+
+def data_file_format(file_name: str) -> str:
+    """The format Paimon readers pick for a data file: its last extension, or the one before a
+    compression suffix (docs/format.md §1)."""
+    return format_of_file(file_name)
+
+
+_COMMON_SUFFIXES = tuple(f".{f}" for f in sorted(DATA_FILE_FORMATS))
+
+
+def entry_refusals(entries: Iterable[ManifestEntry]) -> list[Refusal]:
+    """Refusals for what manifest entries show (one per kind, naming the first file). Pure."""
+    found: dict[str, Refusal] = {}
+
+    def add(kind: str, prop: str, why: str, ops: frozenset[Op]) -> None:
+        if kind not in found:
+            found[kind] = Refusal(prop, why, ops)
+
+    for e in entries:
+        f = e.file
+        # the common case first: this runs over every entry a read plans
+        if (e.bucket >= 0 and f.file_name.endswith(_COMMON_SUFFIXES) and f.write_cols is None
+                and f.first_row_id is None and not f.external_path):
+            continue
+        fmt = data_file_format(f.file_name)
+        if fmt not in DATA_FILE_FORMATS:
+            add(f"format:{fmt}", f"data file format {fmt or '(none)'!r} (file {f.file_name})",
+                f"only {', '.join(sorted(DATA_FILE_FORMATS))} data files are implemented", DATA)
+        if e.bucket == POSTPONE_BUCKET:
+            add("postpone", f"postpone bucket files (bucket-postpone, e.g. {f.file_name})",
+                "their rows wait for a compaction to assign buckets", frozenset({Op.STREAM}))
+        elif e.bucket < 0:
+            add("bucket", f"bucket {e.bucket} (file {f.file_name})", "negative buckets are not implemented", DATA)
+        if f.write_cols is not None:
+            add("write_cols", f"data-evolution files (_WRITE_COLS, e.g. {f.file_name})",
+                "files holding a subset of the columns are not implemented", DATA)
+        if f.first_row_id is not None:
+            add("row_id", f"row tracking (_FIRST_ROW_ID, e.g. {f.file_name})",
+                "writes and compaction would not keep row ids", frozenset({Op.WRITE, Op.COMPACT}))
+        if f.external_path:
+            add("external", f"external data file paths (_EXTERNAL_PATH, e.g. {f.external_path})",
+                "lake_assets never deletes outside the table directory", frozenset({Op.EXPIRE}))
+    return list(found.values())
+
+
+def index_refusals(entries: Iterable[IndexManifestEntry], schema: TableSchema) -> list[Refusal]:
+    """Refusals for the index files a snapshot carries. Pure."""
+    found: dict[str, Refusal] = {}
+    dynamic = bool(schema.primary_keys) and schema.core_options.bucket == -1
+    for e in entries:
+        t = e.index_type
+        if t in found:
+            continue
+        if t == "HASH":
+            # the dynamic-bucket key index: writers keep it (ops/dynamic_bucket.py), reads and
+            # compaction leave keys in their buckets
+            if not dynamic:
+                found[t] = Refusal("hash index files (HASH) in a table without dynamic bucket mode",
+                                   "writes would have to maintain a hash index this bucket mode does not have",
+                                   frozenset({Op.WRITE, Op.COMPACT}))
+        elif t == "DELETION_VECTORS":
+            # batch reads apply them (ops/deletion_vectors.py)
+            if not is_true(schema.options.get("deletion-vectors.enabled")):
+                # Java ignores them then; a compaction of ours would carry stale vectors forward
+                found[t] = Refusal("deletion vector index files (DELETION_VECTORS) without "
+                                   "deletion-vectors.enabled", "compaction would keep vectors of rows it rewrites",
+                                   frozenset({Op.WRITE, Op.COMPACT}))
+        else:
+            found[t] = Refusal(f"index type {t!r}", "this index type is not implemented", DATA)
+    return list(found.values())
+
+
+__all__ = ["DATA_FILE_FORMATS", "POSTPONE_BUCKET", "data_file_format", "entry_refusals", "index_refusals"]
