@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from lake_assets.spec.types import (
+from lake_assets.spec.data_types import (
     BigIntType,
     BinaryType,
     BooleanType,

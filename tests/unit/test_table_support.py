@@ -143,8 +143,9 @@ def test_unknown_option_refuses_maintenance_and_reads_unless_harmless():
     harmless = schema_refusals(schema({"bucket": "2", "lookup.cache-rows": "4"}))
     assert blocked(harmless) == {Op.WRITE, Op.COMPACT, Op.EXPIRE, Op.ORPHANS, Op.ROLLBACK}
     # keys that only steer how writers place new rows refuse writes only (a newer Paimon's
-    # dynamic-bucket.max-buckets; dynamic-bucket.target-row-num is known and honoured)
-    for key in ("dynamic-bucket.max-buckets", "sink.parallelism", "postpone.batch-write-fixed-bucket"):
+    # dynamic-bucket.max-buckets; dynamic-bucket.target-row-num and postpone.batch-write-fixed-bucket
+    # are known)
+    for key in ("dynamic-bucket.max-buckets", "sink.parallelism", "postpone.future-writer-knob"):
         assert blocked(schema_refusals(schema({"bucket": "2", key: "8"}))) == {Op.WRITE}
     # tags and schema changes (the way to remove the option) stay allowed
     assert Op.TAG not in blocked(future) and Op.SCHEMA_CHANGE not in blocked(future)
