@@ -151,8 +151,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         profiles: dict[str, str] = {}
         if args.profile:
             profiles = profile(spark, df, catalog, wh, expected.schema, work)
+        # What the session really ran with (build_session defaults to the unix socket).
+        uds = spark.sparkContext.getConf().get("spark.python.unix.domain.socket.enabled", "false")
         spark.stop()
-        return {"rows": args.rows, "input_splits": splits, "conf": args.conf, "best_seconds": best,
+        return {"rows": args.rows, "input_splits": splits, "conf": args.conf,
+                "worker_transport": "unix socket" if uds == "true" else "TCP", "best_seconds": best,
                 "load_average": loads, "problems": problems, "profiles": profiles}
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -204,7 +207,8 @@ def report(result: dict[str, Any]) -> str:
     best = result["best_seconds"]
     rows = result["rows"]
     lines = [
-        f"rows {rows:,}, input splits {result['input_splits']}, extra conf {result['conf']}; load average: "
+        f"rows {rows:,}, input splits {result['input_splits']}, extra conf {result['conf']}, "
+        f"Python worker transport {result['worker_transport']}; load average: "
         + " | ".join(result["load_average"]),
         "",
         "| step | seconds (best) | M rows/s |",
@@ -232,7 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", default=None, help="directory for the temporary files (default: $TMPDIR)")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="an extra Spark conf (e.g. spark.python.unix.domain.socket.enabled=true)")
+                        help="an extra Spark conf (e.g. spark.python.unix.domain.socket.enabled=false "
+                        "for the TCP worker transport; the unix socket is build_session's default)")
     parser.add_argument("--json", type=Path, default=None, help="also write the result as JSON here")
     args = parser.parse_args(argv)
     result = run(args)
