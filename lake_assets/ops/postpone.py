@@ -7,8 +7,8 @@ Paimon's (``PostponeBucketCompactOperator``, ``PostponeUtils``, ``BucketFiles``)
 * per partition, the bucket count is the one the partition's real-bucket files record in their
   manifest entries' ``totalBuckets``; a partition without real buckets yet gets
   ``postpone.default-bucket-num``, or a count estimated from its postpone files (`new_bucket_num`);
-* each partition's postpone files are replayed in order: grouped by writer (the file-name prefix),
-  each writer's files by creation time, each file by sequence number; the rows, with their row
+* each partition's postpone files are replayed in order: by creation time (Java's order; ties
+  keep manifest order), each file by sequence number; the rows, with their row
   kinds, go through the fixed-bucket writer of that bucket count, which numbers them after what
   the bucket holds, so they supersede it through the table's merge engine;
 * the writer then compacts every bucket it wrote and every real bucket of the partition holding
@@ -103,14 +103,12 @@ def _writer_prefix(store: FileStore, file_name: str) -> str:
 
 
 def _replay_order(store: FileStore, entries: list[ManifestEntry]) -> list[ManifestEntry]:
-    """Writers in the order they first appear; each writer's files by creation time (stable)."""
-    by_writer: dict[str, list[ManifestEntry]] = defaultdict(list)
+    """Files by creation time, as Java's ``PostponeBucketCompactSplitSource`` replays them ("we must
+    replay the written records in exact order"); ties keep manifest order (a writer's rolled files
+    share a millisecond). Every file must name its writer (`_writer_prefix`)."""
     for e in entries:
-        by_writer[_writer_prefix(store, e.file.file_name)].append(e)
-    out: list[ManifestEntry] = []
-    for files in by_writer.values():
-        out.extend(sorted(files, key=lambda e: e.file.creation_time_ms or 0))
-    return out
+        _writer_prefix(store, e.file.file_name)
+    return sorted(entries, key=lambda e: e.file.creation_time_ms or 0)
 
 
 def _file_rows(store: FileStore, e: ManifestEntry) -> tuple[pa.Table, np.ndarray]:

@@ -4,6 +4,7 @@ then moves them into real buckets."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -69,6 +70,9 @@ def test_streaming_sink_writes_bucket_postpone_then_compact(spark, tmp_path: Pat
     landing.mkdir()
     for n, (ids, amount) in enumerate([(range(0, 30), 0.0), (range(20, 50), 100.0), (range(45, 60), 200.0)]):
         pq.write_table(_orders(ids, amount), landing / f"part-{n}.parquet")
+        # Spark's file source takes files oldest first by millisecond modification time: files
+        # written in the same millisecond would come in any order, and the batches with them
+        os.utime(landing / f"part-{n}.parquet", (1_700_000_000 + n, 1_700_000_000 + n))
     df = (spark.readStream.schema("order_id long, dt string, amount double")
           .option("maxFilesPerTrigger", 1).parquet(str(landing)))
     query = (df.writeStream.format("lake").option("warehouse", wh)
