@@ -10,7 +10,8 @@
 #   make clean        remove venvs, ./warehouse and caches
 #
 # Both venvs are guarded by stamp files, so the targets are fast no-ops once installed;
-# .venv is reinstalled when pyproject.toml changes, .venv-paimon when PAIMON_VERSION changes.
+# .venv is reinstalled when pyproject.toml or constraints.txt changes, .venv-paimon when PAIMON_VERSION
+# changes. constraints*.txt pin the versions the suite last passed with (fast, reproducible installs).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -53,15 +54,15 @@ $(VENV)/bin/python:
 $(VENV_PAIMON)/bin/python:
 	$(call make_venv,$(VENV_PAIMON))
 
-$(VENV_STAMP): pyproject.toml | $(VENV)/bin/python
+$(VENV_STAMP): pyproject.toml constraints.txt | $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install --upgrade pip
-	$(VENV)/bin/python -m pip install -e '.[dev]'
+	$(VENV)/bin/python -m pip install -e '.[dev]' -c constraints.txt
 	touch $@
 
 $(PAIMON_STAMP): | $(VENV_PAIMON)/bin/python
 	$(VENV_PAIMON)/bin/python -m pip install --upgrade pip
 	$(VENV_PAIMON)/bin/python -m pip install 'pypaimon==$(PAIMON_VERSION)' 'pyarrow==$(PAIMON_PYARROW)' \
-		'pypaimon-rust==$(PAIMON_RUST_VERSION)'
+		'pypaimon-rust==$(PAIMON_RUST_VERSION)' -c constraints-paimon.txt
 	rm -f $(VENV_PAIMON)/.installed-pypaimon-*
 	touch $@
 
