@@ -94,7 +94,12 @@ def murmur_hash_words(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         for j, c in enumerate(active):
             _mix_word(hs[:c], words[sorted_start[:c] + j])
         h[order] = hs
-    h ^= lengths.astype(np.uint32)
+    return _finalize(h, lengths.astype(np.uint32))
+
+
+def _finalize(h: np.ndarray, lengths: np.ndarray | np.uint32) -> np.ndarray:
+    """Murmur3's finalisation of running hashes ``h`` (uint32, in place) with the byte lengths."""
+    h ^= lengths
     h ^= h >> np.uint32(16)
     h *= np.uint32(_F1)
     h ^= h >> np.uint32(13)
@@ -134,10 +139,4 @@ def _bigint_row_hashes(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     h = np.full(len(values), h0[0], dtype=np.uint32)
     _mix_word(h, values[:, 0].copy())
     _mix_word(h, values[:, 1].copy())
-    h ^= np.uint32(16)
-    h ^= h >> np.uint32(16)
-    h *= np.uint32(_F1)
-    h ^= h >> np.uint32(13)
-    h *= np.uint32(_F2)
-    h ^= h >> np.uint32(16)
-    return h.view(np.int32)
+    return _finalize(h, np.uint32(16))

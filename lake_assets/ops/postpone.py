@@ -34,14 +34,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_assets.errors import InvalidArgumentError, LakeError, OptionError, UnsupportedFeatureError
+from lake_assets.errors import LakeError, OptionError, UnsupportedFeatureError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
 from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.ops.compact.plan import partition_predicate
 from lake_assets.ops.compact.run import CompactResult, summarize
 from lake_assets.ops.write import TableWriter
 from lake_assets.option_types import parse_memory_size
-from lake_assets.predicate import Predicate
 from lake_assets.spec.manifest import DataFileMeta, ManifestEntry
 from lake_assets.store.file_store import FileStore
 from lake_assets.table_support import POSTPONE_BUCKET, Op
@@ -145,24 +145,6 @@ def _as_compaction(m: CommitMessage) -> tuple[CommitMessage, list[DataFileMeta]]
     return message, [f for f in m.new_files if f.file_name in replaced and f.file_name not in kept]
 
 
-def _partition_predicate(store: FileStore, partitions: Iterable[dict[str, Any]] | None) -> Predicate | None:
-    """``partitions`` (``[{"dt": "2024-01-01"}, ...]``, any of them) as a predicate on partition keys."""
-    if partitions is None:
-        return None
-    specs = [dict(p) for p in partitions]
-    keys = set(store.schema.partition_keys)
-    for spec in specs:
-        unknown = sorted(set(spec) - keys)
-        if unknown:
-            raise InvalidArgumentError(
-                f"Cannot compact {store.name}: {unknown} are not partition keys (partition keys: {sorted(keys)})"
-            )
-    pred = Predicate.of([[(k, "=", v) for k, v in spec.items()] for spec in specs] or None)
-    if pred is not None:
-        pred.check(store.schema.arrow_schema, store.name)
-    return pred
-
-
 @dataclass(frozen=True)
 class PostponeUnit:
     """One partition's postponed files (in replay order) and the real bucket count they go into:
@@ -191,7 +173,7 @@ what the units wrote and raises, as `lake_assets.ops.compact.RunTasks`."""
 def plan_postpone(store: FileStore, partitions: Iterable[dict[str, Any]] | None = None) -> list[PostponeUnit]:
     """The postpone units of the latest snapshot (of ``partitions`` only, if given); reads
     manifests only."""
-    pred = _partition_predicate(store, partitions)
+    pred = partition_predicate(store, partitions)
     snap = store.snapshot_manager.latest()
     if snap is None:
         return []

@@ -42,6 +42,7 @@ from lake_assets.formats.data_file import (
 from lake_assets.lsm.merge import is_retract
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
+from lake_assets.ops.postpone import is_postpone_table
 from lake_assets.ops.route import partition_groups
 from lake_assets.ops.write import TableWriter
 from lake_assets.spec.binary_row import serialize_row
@@ -249,16 +250,11 @@ class PostponeWriter:
         self.close()
 
 
-def is_postpone_bucket_table(store: FileStore) -> bool:
-    """Whether ``store`` is a primary-key table in postpone bucket mode (``bucket = -2``)."""
-    return bool(store.schema.primary_keys) and store.schema.core_options.bucket == POSTPONE_BUCKET
-
-
 def new_table_writer(
     store: FileStore, commit_user: str, *, write_only: bool = False, ignore_previous_files: bool = False
 ) -> TableWriter | PostponeWriter:
     """The writer of a table: a `PostponeWriter` for postpone-bucket tables (it never compacts
     and never looks at previous files, so both flags are moot), else a `TableWriter`."""
-    if is_postpone_bucket_table(store):
+    if is_postpone_table(store):
         return PostponeWriter(store, commit_user)
     return TableWriter(store, commit_user, write_only=write_only, ignore_previous_files=ignore_previous_files)

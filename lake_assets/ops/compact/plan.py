@@ -223,23 +223,7 @@ def plan_compaction(
     snap = snapshot if snapshot is not None else store.snapshot_manager.latest()
     if snap is None:
         return CompactionPlan(None)
-    filters = None
-    if partitions is not None:
-        specs = [dict(p) for p in partitions]
-        keys = set(store.schema.partition_keys)
-        for spec in specs:
-            # A filter on another column would prune files inside a bucket by their stats and
-            # compact some of its files only (breaking the level invariants): refuse it.
-            unknown = sorted(set(spec) - keys)
-            if unknown:
-                raise InvalidArgumentError(
-                    f"Cannot compact {store.name}: {unknown} are not partition keys "
-                    f"(partition keys: {sorted(keys)})"
-                )
-        filters = [[(k, "=", v) for k, v in spec.items()] for spec in specs] or None
-    pred = Predicate.of(filters)
-    if pred is not None:
-        pred.check(store.schema.arrow_schema, store.name)
+    pred = partition_predicate(store, partitions)
     splits = plan_splits(store, snap, pred, Op.COMPACT)
     commits = commits_since_last_compaction(store, snap) if not full else None
     tasks = []
@@ -252,6 +236,27 @@ def plan_compaction(
     if max_units is not None:
         tasks = tasks[:max_units]
     return CompactionPlan(snap.id, tasks)
+
+
+def partition_predicate(store: FileStore, partitions: Iterable[dict[str, Any]] | None) -> Predicate | None:
+    """``partitions`` (``[{"dt": "2024-01-01"}, ...]``, any of them) as a predicate on partition
+    keys, for the compactions (LSM and postpone). A filter on another column would prune files
+    inside a bucket by their stats and compact some of its files only, breaking the level
+    invariants: refused by name."""
+    if partitions is None:
+        return None
+    specs = [dict(p) for p in partitions]
+    keys = set(store.schema.partition_keys)
+    for spec in specs:
+        unknown = sorted(set(spec) - keys)
+        if unknown:
+            raise InvalidArgumentError(
+                f"Cannot compact {store.name}: {unknown} are not partition keys (partition keys: {sorted(keys)})"
+            )
+    pred = Predicate.of([[(k, "=", v) for k, v in spec.items()] for spec in specs] or None)
+    if pred is not None:
+        pred.check(store.schema.arrow_schema, store.name)
+    return pred
 
 
 def group_by_bucket(entries: Iterable[Any]) -> dict[tuple[bytes, int], list[DataFileMeta]]:

@@ -11,13 +11,10 @@ checks: if a concurrent commit removed an input file, nothing is committed (exit
 from __future__ import annotations
 
 import argparse
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from lake_assets import errors as lake_errors
 from lake_assets.errors import LakeError, UnsupportedFeatureError
-from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact import CompactionPlan, CompactionTask, compact, run_compaction_task
 from lake_assets.ops.postpone import is_postpone_table
@@ -29,6 +26,7 @@ from lake_assets.spark.jobs.logs import log
 from lake_assets.spark.jobs.runner import main_entry, run_job
 from lake_assets.spark.jobs.summary import health_summary
 from lake_assets.spark.jobs.table_ref import TableRef
+from lake_assets.spark.jobs.unit_failures import abort_and_raise
 from lake_assets.store.file_store import FileStore
 
 JOB = "compact"
@@ -111,13 +109,7 @@ class SparkUnits:
         messages = [r for status, r in results if status == "ok"]
         failed = [r for status, r in results if status == "error"]
         if failed:
-            # Never committed: their files would be orphans; delete them now (abort validates the
-            # messages that came back from executors before deleting anything).
-            TableCommitter(store, f"compact-abort-{uuid.uuid4()}").abort(messages)
-            name, text = failed[0]
-            cls = getattr(lake_errors, name, LakeError)
-            more = f" ({len(failed) - 1} more units failed)" if len(failed) > 1 else ""
-            raise cls(f"{text}{more}")
+            abort_and_raise(store, messages, failed, "units")
         self.messages = messages
         ctx.describe("commit")
         return messages

@@ -15,14 +15,13 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from lake_assets import errors as lake_errors
 from lake_assets.errors import LakeError
-from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.postpone import PostponeUnit, compact_postpone, run_postpone_unit
 from lake_assets.spark.jobs.context import JobContext
 from lake_assets.spark.jobs.logs import log
 from lake_assets.spark.jobs.table_ref import TableRef
+from lake_assets.spark.jobs.unit_failures import abort_and_raise
 from lake_assets.store.file_store import FileStore
 
 
@@ -70,13 +69,7 @@ class SparkPostponeUnits:
         messages = [m for status, r in results if status == "ok" for m in r]
         failed = [r for status, r in results if status == "error"]
         if failed:
-            # never committed: their files would be orphans (abort validates the executors'
-            # messages and deletes only files no snapshot or tag references)
-            TableCommitter(store, f"compact-abort-{uuid.uuid4()}").abort(messages)
-            name, text = failed[0]
-            cls = getattr(lake_errors, name, LakeError)
-            more = f" ({len(failed) - 1} more partitions failed)" if len(failed) > 1 else ""
-            raise cls(f"{text}{more}")
+            abort_and_raise(store, messages, failed, "partitions")
         self.messages = messages
         ctx.describe("commit")
         return messages
