@@ -52,6 +52,14 @@ def _abs_files(store: FileStore, messages: Sequence[CommitMessage]) -> list[str]
     ]
 
 
+def _adds_real_buckets_of_postpone_table(store: FileStore, delta: Sequence[ManifestEntry]) -> bool:
+    """Whether an APPEND delta adds real-bucket files to a postpone-bucket table (a batch write
+    into real buckets): Paimon commits those with ``appendCommitCheckConflict``, so that two
+    writers choosing different bucket counts for a new partition cannot both land."""
+    return (bool(store.primary_keys) and store.schema.core_options.bucket == -2
+            and any(e.bucket >= 0 for e in delta))
+
+
 class TableCommitter:
     """Commits the messages of one commit user; see `commit`."""
 
@@ -263,7 +271,7 @@ class TableCommitter:
                 delta = overwritten_entries(self.store, latest, overwrite) + delta
                 if not delta and not changelog:
                     return None
-            if kind != CommitKind.APPEND:
+            if kind != CommitKind.APPEND or _adds_real_buckets_of_postpone_table(self.store, delta):
                 check_conflicts(self.store, latest, delta, kind)
             written: list[str] = []
             try:

@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_assets.errors import LakeError, OptionError, UnsupportedFeatureError
+from lake_assets.errors import CorruptMetadataError, LakeError, OptionError, UnsupportedFeatureError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
 from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
@@ -68,8 +68,31 @@ def _positive(store: FileStore, key: str, raw: object, parse: Callable[[object],
 
 def new_bucket_num(store: FileStore, files: list[ManifestEntry]) -> int:
     """The bucket count of a partition getting real buckets for the first time, as Paimon's
-    ``PostponeUtils`` decides it, measured on its postpone files (`estimate_bucket_num`)."""
+    ``PostponeUtils`` decides it, measured on its postpone files (`estimate_bucket_num`).
+
+    The size is the files' stored (compressed) size: that is what Java's compaction measures
+    (``PostponeUtils.getPostponeFileSizes`` sums ``fileSize``; its docs: "ceil(postpone_file_size /
+    postpone.target-size-per-bucket)"), since a postpone file records no uncompressed size. Batch
+    writes into real buckets measure the staged rows instead (`lake_assets.ops.postpone_batch`),
+    as Java's Spark writer and pypaimon's planner do."""
     return estimate_bucket_num(store, sum(e.file.row_count for e in files), sum(e.file.file_size for e in files))
+
+
+def record_bucket_count(store: FileStore, counts: dict[bytes, int], e: ManifestEntry) -> None:
+    """Record the ``totalBuckets`` of real-bucket entry ``e`` as its partition's count in ``counts``.
+
+    A partition whose files record different counts raises `CorruptMetadataError` naming the
+    table and partition, as Java's ``PostponeUtils.getKnownNumBuckets`` ("Partition ... has
+    different totalBuckets") and pypaimon's planner do: writing or compacting it with either
+    count would put keys in the wrong bucket for the other files."""
+    known = counts.setdefault(e.partition, e.total_buckets)
+    if known != e.total_buckets:
+        values = store.file_store_scan(Op.COMPACT).partition_values(e.partition)
+        where = dict(zip(store.schema.partition_keys, values, strict=True))
+        raise CorruptMetadataError(
+            f"Cannot plan the buckets of {store.name}: partition {where} has files recording different "
+            f"bucket counts (totalBuckets {known} and {e.total_buckets}, e.g. {e.file.file_name})"
+        )
 
 
 def estimate_bucket_num(store: FileStore, rows: int, nbytes: int) -> int:
@@ -190,7 +213,7 @@ def plan_postpone(store: FileStore, partitions: Iterable[dict[str, Any]] | None 
         if e.bucket == POSTPONE_BUCKET:
             postponed[e.partition].append(e)
         elif e.bucket >= 0 and e.total_buckets > 0:
-            known[e.partition] = e.total_buckets
+            record_bucket_count(store, known, e)
             if e.file.level == 0:
                 level0[e.partition].add(e.bucket)
     # As Java's postpone compaction: every partition with postponed rows or with real buckets

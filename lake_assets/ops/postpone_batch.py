@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from lake_assets.errors import OptionError, UnsupportedFeatureError
-from lake_assets.ops.postpone import DEFAULT_BUCKET_NUM_KEY, estimate_bucket_num
+from lake_assets.errors import OptionError
+from lake_assets.ops.postpone import DEFAULT_BUCKET_NUM_KEY, estimate_bucket_num, record_bucket_count
 from lake_assets.store.file_store import FileStore
 from lake_assets.table_support import POSTPONE_BUCKET, Op
 
@@ -60,7 +60,7 @@ def bucket_metadata(store: FileStore) -> BucketMetadata:
             if e.bucket == POSTPONE_BUCKET:
                 postponed[e.partition] = postponed.get(e.partition, 0) + e.file.row_count
             elif e.bucket >= 0 and e.total_buckets > 0:
-                counts[e.partition] = e.total_buckets
+                record_bucket_count(store, counts, e)
     return BucketMetadata(counts, postponed)
 
 
@@ -111,17 +111,12 @@ def batch_write_fixed_bucket(store: FileStore) -> bool:
     return str(raw).strip().lower() == "true"
 
 
-def check_batch_write_supported(store: FileStore) -> None:
-    """Refuse a batch write (Spark's ``df.write``) into a postpone table that explicitly asks for
-    ``postpone.batch-write-fixed-bucket = true``: writing real buckets from a batch job is not
-    implemented yet, and postponing the rows instead would ignore what the table asks for. Left
-    unset, batch writes postpone as before (a known difference from Paimon's batch sinks)."""
+def fixed_bucket_batch_writes(store: FileStore) -> bool:
+    """Whether a batch write of ``store`` (Spark's ``df.write``, the ingest job) goes into real
+    buckets: a postpone-bucket table whose ``postpone.batch-write-fixed-bucket`` is true or unset
+    (Paimon's default, as its Flink and Spark batch sinks do). Streaming sinks and the core's
+    `write_arrow` postpone whatever it says (Paimon's streaming sinks and pypaimon's default
+    batch writer do too)."""
     if store.schema.core_options.bucket != POSTPONE_BUCKET or not store.schema.primary_keys:
-        return
-    raw = store.schema.options.get(BATCH_WRITE_FIXED_BUCKET_KEY)
-    if raw is not None and str(raw).strip().lower() == "true":
-        raise UnsupportedFeatureError(
-            f"Cannot batch-write to {store.name}: {BATCH_WRITE_FIXED_BUCKET_KEY} = true (batch writes into "
-            f"real buckets of a postpone table) is not implemented; set it to false to write the rows into "
-            "bucket-postpone for the postpone compaction"
-        )
+        return False
+    return batch_write_fixed_bucket(store)

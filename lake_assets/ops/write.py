@@ -51,8 +51,9 @@ class TableWriter(SpillingWriter):
         real_buckets: int | None = None,
     ) -> None:
         # ``real_buckets``: the postpone compaction (ops/postpone.py) writes a postpone table's rows
-        # into that many real buckets; it runs as a compaction, which the table allows.
-        self._op = Op.WRITE if real_buckets is None else Op.COMPACT
+        # into that many real buckets; it runs as a compaction, which the table allows. With
+        # ``write_only`` it is a batch write into real buckets (ops/postpone_fixed_bucket.py).
+        self._op = Op.WRITE if real_buckets is None or write_only else Op.COMPACT
         store.require(self._op)
         self.store = store
         # Paimon's ignorePreviousFiles (set for overwrites): buckets start without their live files

@@ -29,7 +29,6 @@ from lake_assets.ops.commit import Overwrite, TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.overwrite import check_inside_partition, dynamic_overwrite
 from lake_assets.ops.overwrite import overwrite_spec as partition_overwrite
-from lake_assets.ops.postpone_batch import check_batch_write_supported
 from lake_assets.spark.schema import BUCKET_COLUMN, from_spark
 from lake_assets.spark.source_options import OVERWRITE_PARTITION, PARTITION_OVERWRITE_MODE, SourceOptions
 from lake_assets.spark.task_sequences import (
@@ -245,7 +244,6 @@ class LakeBatchWriter(DataSourceArrowWriter):
         # one fresh user per write: the committer's exactly-once key is (user, identifier)
         self.commit_user = str(uuid.uuid4())
         table = options.table()
-        check_batch_write_supported(table.store)
         self.base_snapshot = table.snapshot_manager.latest_id()
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LakeCommitMessage:

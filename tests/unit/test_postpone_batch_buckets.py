@@ -1,22 +1,26 @@
 """The bucket counts a batch write into real buckets of a postpone table would use
 (ops/postpone_batch.py, Paimon's ``postpone.batch-write-fixed-bucket``): known partitions keep the
 count their files record, new ones get ``postpone.default-bucket-num`` or an estimate measured on
-the staged batch; and the Spark batch path's refusal of an explicit ``true`` (not implemented)."""
+the staged batch; which batch writes go to real buckets; one count per partition."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
 
-from lake_assets import Catalog, UnsupportedFeatureError
+from lake_assets import Catalog
+from lake_assets.errors import CommitConflictError, CorruptMetadataError
+from lake_assets.ops import commit as commit_module
+from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.postpone_batch import (
     BucketMetadata,
     StagedPartition,
     batch_write_fixed_bucket,
     bucket_metadata,
-    check_batch_write_supported,
+    fixed_bucket_batch_writes,
     plan_batch_buckets,
 )
+from lake_assets.ops.postpone_fixed_bucket import PostponeFixedBucketWriter, write_fixed_buckets
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.table import Table
 
@@ -89,20 +93,45 @@ def test_option_defaults_to_true_as_in_paimon(catalog: Catalog):
     assert not batch_write_fixed_bucket(t.store)
 
 
-@pytest.mark.parametrize("value", [None, "false"])
-def test_batch_writes_postpone_when_unset_or_false(catalog: Catalog, value: str | None):
+@pytest.mark.parametrize(("value", "fixed"), [(None, True), ("true", True), ("false", False)])
+def test_batch_writes_go_to_real_buckets_unless_false(catalog: Catalog, value: str | None, fixed: bool):
     opts = {} if value is None else {"postpone.batch-write-fixed-bucket": value}
     t = make(catalog, **opts)
-    check_batch_write_supported(t.store)  # no error: today's behaviour
-    t.write_arrow(rows([1, 2], "d1"))  # the core writer postpones, as Java's BatchWriteBuilder does
+    assert fixed_bucket_batch_writes(t.store) is fixed
+    t.write_arrow(rows([1, 2], "d1"))  # the core writer postpones, as pypaimon's batch writer does
     assert t.to_arrow().num_rows == 0
 
 
-def test_explicit_true_is_refused_by_name_for_batch_writes_only(catalog: Catalog):
-    t = make(catalog, **{"postpone.batch-write-fixed-bucket": "true"})
-    with pytest.raises(UnsupportedFeatureError, match=r"postpone\.batch-write-fixed-bucket"):
-        check_batch_write_supported(t.store)
-    # the core writer (Java's and pypaimon's batch writers postpone regardless) still writes
-    t.write_arrow(rows([1, 2], "d1"))
-    t.compact()
-    assert t.to_arrow().num_rows == 2
+def test_a_second_count_for_a_partition_fails_the_commit(catalog: Catalog):
+    """Paimon commits batch writes into real buckets with appendCommitCheckConflict: a writer that
+    planned another count for a partition (from an older snapshot) fails, nothing lands."""
+    t = make(catalog, **{"postpone.default-bucket-num": "2"})
+    late = PostponeFixedBucketWriter(t.store, "late", {part(t, "d1"): 3})  # planned before d1 had buckets
+    write_fixed_buckets(t.store, rows([1, 2, 3], "d1"))
+    late.write_arrow(rows([4], "d1"))
+    messages = late.prepare_commit()
+    before = t.snapshot_manager.latest_id()
+    with pytest.raises(CommitConflictError, match=r"total buckets of partition \('d1',\) changed \(\[2, 3\]\)"):
+        TableCommitter(t.store, "late").commit(messages)
+    assert t.snapshot_manager.latest_id() == before
+    assert sorted(t.to_arrow()["id"].to_pylist()) == [1, 2, 3]
+
+
+def test_partition_with_two_recorded_counts_is_refused_by_name(catalog: Catalog, monkeypatch: pytest.MonkeyPatch):
+    """Java's PostponeUtils.getKnownNumBuckets throws on a partition whose files record different
+    totalBuckets (pypaimon's planner too): the batch planner and the postpone compaction name the
+    table and the partition instead of keeping whichever count came last."""
+    t = make(catalog, **{"postpone.default-bucket-num": "2"})
+    write_fixed_buckets(t.store, rows([1, 2, 3], "d1"))
+    # a writer without the append conflict check (what lake_assets had before) leaves both counts
+    monkeypatch.setattr(commit_module, "_adds_real_buckets_of_postpone_table", lambda store, delta: False)
+    with PostponeFixedBucketWriter(t.store, "other", {part(t, "d1"): 3}) as w:
+        w.write_arrow(rows([4], "d1"))
+        TableCommitter(t.store, "other").commit(w.prepare_commit())
+    monkeypatch.undo()
+    t.write_arrow(rows([5], "d1"))  # postponed: the compaction has to plan d1
+    with pytest.raises(CorruptMetadataError, match=r"db\.p: partition \{'dt': 'd1'\} has files recording "
+                                                   r"different bucket counts"):
+        bucket_metadata(t.store)
+    with pytest.raises(CorruptMetadataError, match=r"db\.p: partition \{'dt': 'd1'\}"):
+        t.compact()

@@ -1,0 +1,202 @@
+"""Batch writes of a postpone-bucket table straight into real buckets (``postpone.batch-write-fixed-bucket``).
+
+Paimon's Flink and Spark *batch* sinks (``PostponeFixedBucketSink``, ``PaimonSparkWriter``;
+``postpone.batch-write-fixed-bucket``, default true) do not leave a postpone table's rows in
+``bucket-postpone``: each partition is written as a fixed-bucket table of the partition's bucket
+count (`lake_assets.ops.postpone_batch.plan_batch_buckets`), so readers see the rows at once.
+What Paimon does, and this writer with it (``KeyValueFileStore.newPostponeFixedBucketWrite``):
+
+* a regular merge-tree writer per bucket, ``write-only`` (no inline compaction): sorted, merged
+  level-0 files whose sequence numbers continue from the bucket's live files;
+* the commit messages record the partition's bucket count as ``totalBuckets``, and the APPEND
+  commit checks conflicts (``appendCommitCheckConflict``: a concurrent writer that gave a new
+  partition another count fails the commit, `lake_assets.ops.commit`);
+* rows already waiting in ``bucket-postpone`` are left there. Paimon's postpone compaction later
+  writes them through the bucket's writer after what the bucket holds, so they supersede these
+  rows even when they are older (Paimon's ``PostponeBucketTableITCase
+  .testWritePostponeBucketThenWriteFixedBucket`` pins that outcome; we do the same).
+
+The level-0 files stay until a compaction; the postpone compaction compacts every real bucket
+holding level-0 files (`lake_assets.ops.postpone.plan_postpone`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import pyarrow as pa
+
+from lake_assets.errors import LakeError, UnsupportedFeatureError
+from lake_assets.ops.commit import TableCommitter
+from lake_assets.ops.commit_message import CommitMessage, validate_messages
+from lake_assets.ops.conform import as_table, conform, row_kinds
+from lake_assets.ops.postpone import is_postpone_table
+from lake_assets.ops.postpone_batch import StagedPartition, bucket_metadata, plan_batch_buckets
+from lake_assets.ops.postpone_write import PostponeWriter
+from lake_assets.ops.route import partition_groups
+from lake_assets.ops.write import TableWriter
+from lake_assets.spec.binary_row import serialize_row
+from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
+from lake_assets.store.file_store import FileStore
+from lake_assets.table_support import Op
+
+
+def staged_partitions(store: FileStore, data: pa.Table) -> dict[bytes, StagedPartition]:
+    """What ``data`` (conformed to the table) holds per partition: rows and Arrow bytes, the
+    input of `plan_batch_buckets`."""
+    keys = list(store.schema.partition_keys)
+    types = store.schema.types(keys)
+    ids, values = partition_groups(data, keys)
+    out: dict[bytes, StagedPartition] = {}
+    for gid, pvals in enumerate(values):
+        rows = data if len(values) == 1 else data.take(pa.array(np.flatnonzero(ids == gid)))
+        out[serialize_row(list(pvals), types)] = StagedPartition(rows.num_rows, rows.nbytes)
+    return out
+
+
+class PostponeFixedBucketWriter:
+    """Writes a postpone table's rows into real buckets, each partition with its planned bucket
+    count; the two-phase interface of `TableWriter` (`write_arrow`, `prepare_commit`, `abort`,
+    `close`).
+
+    ``bucket_counts`` maps serialized partitions to their counts. A partition missing from it
+    raises, unless ``stage_unplanned``: then its rows go into uncommitted ``bucket-postpone``
+    files (a `PostponeWriter`'s messages, bucket -2), for a caller that plans their counts once
+    every writer has finished (the Spark data source's unrouted writes)."""
+
+    def __init__(
+        self,
+        store: FileStore,
+        commit_user: str,
+        bucket_counts: Mapping[bytes, int],
+        *,
+        ignore_previous_files: bool = False,
+        stage_unplanned: bool = False,
+    ) -> None:
+        store.require(Op.WRITE)
+        if not is_postpone_table(store):
+            raise UnsupportedFeatureError(
+                f"Cannot write to {store.name} into planned real buckets: it is not a postpone-bucket table")
+        bad = {n for n in bucket_counts.values() if not isinstance(n, int) or n <= 0}
+        if bad:
+            raise LakeError(f"Cannot write to {store.name}: bucket counts must be positive, got {sorted(bad)}")
+        self.store = store
+        self.commit_user = commit_user
+        self.counts = dict(bucket_counts)
+        self.ignore_previous_files = ignore_previous_files
+        self.stage_unplanned = stage_unplanned
+        self._writers: dict[int, TableWriter] = {}
+        self._stage: PostponeWriter | None = None
+        self._slot: tuple[int, int] | None = None
+        self._partition_types = store.schema.types(list(store.schema.partition_keys))
+
+    def interleave_sequences(self, slot: int, slots: int) -> None:
+        """As `TableWriter.interleave_sequences`, for every bucket count's writer."""
+        if self._writers or not 0 <= slot < slots:
+            raise LakeError(f"Writer of {self.store.name}: sequence slot {slot} of {slots} is out of range "
+                            "or set after the first write")
+        self._slot = (slot, slots)
+
+    def _writer(self, buckets: int) -> TableWriter:
+        writer = self._writers.get(buckets)
+        if writer is None:
+            writer = TableWriter(self.store, self.commit_user, write_only=True, real_buckets=buckets,
+                                 ignore_previous_files=self.ignore_previous_files)
+            if self._slot is not None:
+                writer.interleave_sequences(*self._slot)
+            self._writers[buckets] = writer
+        return writer
+
+    def _stage_writer(self) -> PostponeWriter:
+        if self._stage is None:
+            self._stage = PostponeWriter(self.store, self.commit_user)
+        return self._stage
+
+    def write_arrow(
+        self, data: pa.Table | pa.RecordBatch | pa.RecordBatchReader, *, kinds: np.ndarray | None = None
+    ) -> None:
+        """Route rows by partition to the writer of the partition's bucket count."""
+        if isinstance(data, pa.RecordBatchReader):
+            for batch in data:
+                self.write_arrow(batch)
+            return
+        table = conform(as_table(data, self.store.name), self.store.schema, self.store.name)
+        if table.num_rows == 0:
+            return
+        if kinds is None:
+            kinds = row_kinds(table, self.store.schema, self.store.name)
+        ids, values = partition_groups(table, list(self.store.schema.partition_keys))
+        for gid, pvals in enumerate(values):
+            rows = np.arange(table.num_rows) if len(values) == 1 else np.flatnonzero(ids == gid)
+            part = table if len(values) == 1 else table.take(pa.array(rows))
+            n = self.counts.get(serialize_row(list(pvals), self._partition_types))
+            if n is not None:
+                self._writer(n).write_arrow(part, kinds=kinds[rows])
+            elif self.stage_unplanned:
+                self._stage_writer().write_arrow(part, kinds=kinds[rows])
+            else:
+                where = dict(zip(self.store.schema.partition_keys, pvals, strict=True))
+                raise LakeError(f"Cannot write to {self.store.name}: no bucket count was planned for "
+                                f"partition {where}")
+
+    def prepare_commit(self) -> list[CommitMessage]:
+        """The messages of every bucket written since the last call (staged ones with bucket -2)."""
+        messages = [m for n in sorted(self._writers) for m in self._writers[n].prepare_commit()]
+        if self._stage is not None:
+            messages += self._stage.prepare_commit()
+        return messages
+
+    def abort(self, messages: Iterable[CommitMessage] = ()) -> None:
+        """Delete files written but not committed (every writer's and those in ``messages``)."""
+        messages = list(messages)
+        if messages:
+            validate_messages(self.store, messages, "abort a write to")
+        for writer in self._writers.values():
+            writer.abort()
+        if self._stage is not None:
+            self._stage.abort()
+        if messages:
+            self.store.file_io.delete_many(
+                [self.store.data_file_path(m.partition, m.bucket, f) for m in messages for f in m.all_written_files()])
+
+    def close(self) -> None:
+        """Drop buffered rows; files returned by `prepare_commit` are left to the committer."""
+        for writer in self._writers.values():
+            writer.close()
+        if self._stage is not None:
+            self._stage.close()
+
+    def __enter__(self) -> PostponeFixedBucketWriter:
+        return self
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        if exc_type is not None:
+            self.abort()
+        self.close()
+
+
+def write_fixed_buckets(
+    store: FileStore,
+    data: pa.Table | pa.RecordBatch,
+    *,
+    commit_user: str | None = None,
+) -> int | None:
+    """Write ``data`` into real buckets of postpone table ``store`` and commit it (one APPEND
+    snapshot; its id, None when there is nothing to write), as Paimon's batch sinks do with
+    ``postpone.batch-write-fixed-bucket`` (pypaimon's ``new_postpone_fixed_bucket_write_builder``).
+    Each partition's count comes from `plan_batch_buckets` over ``data`` and the latest snapshot.
+    `lake_assets.table.Table.write_arrow` keeps writing ``bucket-postpone``, as pypaimon's default
+    batch writer does."""
+    import uuid
+
+    table = conform(as_table(data, store.name), store.schema, store.name)
+    if table.num_rows == 0:
+        return None
+    plan = plan_batch_buckets(store, staged_partitions(store, table), bucket_metadata(store))
+    user = commit_user or f"fixed-bucket-{uuid.uuid4()}"
+    with PostponeFixedBucketWriter(store, user, plan) as writer:
+        writer.write_arrow(table)
+        messages = writer.prepare_commit()
+    ids = TableCommitter(store, user).commit(messages, BATCH_COMMIT_IDENTIFIER, check_committed=False)
+    return ids[-1] if ids else None

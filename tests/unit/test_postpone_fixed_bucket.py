@@ -1,0 +1,90 @@
+"""Batch writes of a postpone table into real buckets (ops/postpone_fixed_bucket.py), as Paimon's
+``postpone.batch-write-fixed-bucket`` sinks write them: write-only level-0 files of the planned
+count, visible at once, sequence numbers after the bucket's; rows waiting in bucket-postpone are
+left there and, as in Paimon, supersede them at the postpone compaction."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from lake_assets import Catalog
+from lake_assets.lsm.bucket import assign_buckets
+from lake_assets.ops.postpone_fixed_bucket import write_fixed_buckets
+from lake_assets.spec.snapshot import CommitKind
+from lake_assets.table import Table
+from lake_assets.table_support import Op
+
+SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("dt", pa.string(), nullable=False),
+                    ("v", pa.string())])
+
+
+def make(catalog: Catalog, **options: str) -> Table:
+    return catalog.create_table("db.p", SCHEMA, primary_keys=["k", "dt"], partition_keys=["dt"],
+                                options={"bucket": "-2", **options})
+
+
+def rows(ks: list[int], dt: str, v: str) -> pa.Table:
+    return pa.table({"k": ks, "dt": [dt] * len(ks), "v": [f"{v}{k}" for k in ks]}, schema=SCHEMA)
+
+
+def entries(t: Table) -> list:
+    snap = t.snapshot_manager.latest()
+    assert snap is not None
+    return t.store.file_store_scan(Op.COMPACT).live_entries(snap)
+
+
+def values(t: Table) -> dict[tuple[int, str], str]:
+    out = t.to_arrow().to_pylist()
+    return {(r["k"], r["dt"]): r["v"] for r in out}
+
+
+def test_rows_land_in_planned_real_buckets_visible_at_once(catalog: Catalog):
+    t = make(catalog, **{"postpone.default-bucket-num": "3"})
+    sid = write_fixed_buckets(t.store, rows(list(range(12)), "d1", "a"))
+    snap = t.snapshot_manager.snapshot(sid)
+    assert snap.commit_kind == CommitKind.APPEND
+    es = entries(t)
+    assert {e.total_buckets for e in es} == {3}
+    assert all(e.file.level == 0 for e in es)  # write-only: no inline compaction
+    # each bucket holds the keys Paimon's fixed-bucket hash gives it among 3
+    expect = assign_buckets([pa.array(list(range(12)), pa.int64())], t.schema.types(["k"]), 3)
+    want: dict[int, int] = {}
+    for b in expect:
+        want[int(b)] = want.get(int(b), 0) + 1
+    assert {e.bucket: e.file.row_count for e in es} == want
+    assert values(t) == {(k, "d1"): f"a{k}" for k in range(12)}
+
+
+def test_existing_partition_keeps_its_count_sequence_numbers_continue(catalog: Catalog):
+    t = make(catalog, **{"postpone.default-bucket-num": "2"})
+    write_fixed_buckets(t.store, rows([1, 2, 3], "d1", "a"))
+    first = {e.bucket: e.file.max_sequence_number for e in entries(t)}
+    t.update_schema().set_option("postpone.default-bucket-num", "5").commit()
+    t = catalog.get_table("db.p")
+    write_fixed_buckets(t.store, rows([1, 2, 3], "d1", "b"))
+    write_fixed_buckets(t.store, rows([7], "d2", "b"))
+    es = entries(t)
+    assert {e.total_buckets for e in es if e.partition == es[0].partition} == {2}
+    assert {e.total_buckets for e in es if e.file.row_count and e.bucket >= 0} == {2, 5}
+    for e in es:
+        if e.bucket in first and e.file.min_sequence_number > first[e.bucket]:
+            break
+    else:
+        raise AssertionError("the second write did not number after the bucket's files")
+    assert values(t)[(1, "d1")] == "b1"
+
+
+def test_postponed_rows_supersede_a_later_batch_write_at_compaction_as_in_paimon(catalog: Catalog):
+    """Paimon's PostponeBucketTableITCase.testWritePostponeBucketThenWriteFixedBucket: rows
+    postponed first, then a batch write into real buckets: readers see the batch write at once;
+    the postpone compaction then replays the postponed rows after what the buckets hold, so the
+    postponed (older) values are the ones left."""
+    t = make(catalog)
+    t.write_arrow(rows(list(range(1, 9)), "d1", "a"))  # postponed
+    assert t.to_arrow().num_rows == 0
+    write_fixed_buckets(t.store, rows(list(range(1, 17)), "d1", "B"))
+    assert values(t) == {(k, "d1"): f"B{k}" for k in range(1, 17)}
+    t.compact()
+    want = {(k, "d1"): (f"a{k}" if k <= 8 else f"B{k}") for k in range(1, 17)}
+    assert values(t) == want
+    assert {e.bucket for e in entries(t)} == {0}  # the partition keeps the batch write's count
