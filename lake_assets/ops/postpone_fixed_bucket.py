@@ -22,7 +22,7 @@ holding level-0 files (`lake_assets.ops.postpone.plan_postpone`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -31,15 +31,16 @@ from lake_assets.errors import LakeError, UnsupportedFeatureError
 from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
-from lake_assets.ops.postpone import is_postpone_table
+from lake_assets.ops.postpone import _file_rows, is_postpone_table
 from lake_assets.ops.postpone_batch import StagedPartition, bucket_metadata, plan_batch_buckets
 from lake_assets.ops.postpone_write import PostponeWriter
 from lake_assets.ops.route import partition_groups
 from lake_assets.ops.write import TableWriter
 from lake_assets.spec.binary_row import serialize_row
+from lake_assets.spec.manifest import FileKind, ManifestEntry
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
 from lake_assets.store.file_store import FileStore
-from lake_assets.table_support import Op
+from lake_assets.table_support import POSTPONE_BUCKET, Op
 
 
 def staged_partitions(store: FileStore, data: pa.Table) -> dict[bytes, StagedPartition]:
@@ -60,10 +61,11 @@ class PostponeFixedBucketWriter:
     count; the two-phase interface of `TableWriter` (`write_arrow`, `prepare_commit`, `abort`,
     `close`).
 
-    ``bucket_counts`` maps serialized partitions to their counts. A partition missing from it
-    raises, unless ``stage_unplanned``: then its rows go into uncommitted ``bucket-postpone``
-    files (a `PostponeWriter`'s messages, bucket -2), for a caller that plans their counts once
-    every writer has finished (the Spark data source's unrouted writes)."""
+    ``bucket_counts`` maps serialized partitions to their counts; a partition missing from it
+    gets ``default_count`` when given (``postpone.default-bucket-num``). Else it raises, unless
+    ``stage_unplanned``: then its rows go into uncommitted ``bucket-postpone`` files (a
+    `PostponeWriter`'s messages, bucket -2), which `resolve_staged` writes into real buckets once
+    every writer has finished and their size is known (the Spark data source's unrouted writes)."""
 
     def __init__(
         self,
@@ -71,6 +73,7 @@ class PostponeFixedBucketWriter:
         commit_user: str,
         bucket_counts: Mapping[bytes, int],
         *,
+        default_count: int | None = None,
         ignore_previous_files: bool = False,
         stage_unplanned: bool = False,
     ) -> None:
@@ -78,12 +81,14 @@ class PostponeFixedBucketWriter:
         if not is_postpone_table(store):
             raise UnsupportedFeatureError(
                 f"Cannot write to {store.name} into planned real buckets: it is not a postpone-bucket table")
-        bad = {n for n in bucket_counts.values() if not isinstance(n, int) or n <= 0}
+        bad = {n for n in (*bucket_counts.values(), *([] if default_count is None else [default_count]))
+               if not isinstance(n, int) or n <= 0}
         if bad:
             raise LakeError(f"Cannot write to {store.name}: bucket counts must be positive, got {sorted(bad)}")
         self.store = store
         self.commit_user = commit_user
         self.counts = dict(bucket_counts)
+        self.default_count = default_count
         self.ignore_previous_files = ignore_previous_files
         self.stage_unplanned = stage_unplanned
         self._writers: dict[int, TableWriter] = {}
@@ -130,7 +135,7 @@ class PostponeFixedBucketWriter:
         for gid, pvals in enumerate(values):
             rows = np.arange(table.num_rows) if len(values) == 1 else np.flatnonzero(ids == gid)
             part = table if len(values) == 1 else table.take(pa.array(rows))
-            n = self.counts.get(serialize_row(list(pvals), self._partition_types))
+            n = self.counts.get(serialize_row(list(pvals), self._partition_types), self.default_count)
             if n is not None:
                 self._writer(n).write_arrow(part, kinds=kinds[rows])
             elif self.stage_unplanned:
@@ -200,3 +205,36 @@ def write_fixed_buckets(
         messages = writer.prepare_commit()
     ids = TableCommitter(store, user).commit(messages, BATCH_COMMIT_IDENTIFIER, check_committed=False)
     return ids[-1] if ids else None
+
+
+def resolve_staged(store: FileStore, commit_user: str, staged: Sequence[CommitMessage]) -> list[CommitMessage]:
+    """Write the rows of uncommitted ``bucket-postpone`` files (``staged``, the messages of
+    `PostponeFixedBucketWriter` with ``stage_unplanned``, in writer order) into real buckets and
+    delete those files; the new messages (not committed).
+
+    Each partition's count is planned now that its whole batch is known (`plan_batch_buckets`
+    over its rows and their Arrow bytes, read file by file: memory stays one file). Rows are
+    replayed in the order of ``staged``, each file by sequence number, through one write-only
+    fixed-bucket writer per count, which numbers them after what the buckets hold. On failure
+    the new files are deleted; the staged files always are (no snapshot names them)."""
+    staged = [m for m in staged if m.bucket == POSTPONE_BUCKET]
+    files = [ManifestEntry(FileKind.ADD, m.partition, m.bucket, m.total_buckets, f)
+             for m in staged for f in m.new_files]
+    try:
+        if not files:
+            return []
+        sizes: dict[bytes, list[int]] = {}
+        for e in files:
+            rows, _ = _file_rows(store, e)
+            acc = sizes.setdefault(e.partition, [0, 0])
+            acc[0] += rows.num_rows
+            acc[1] += rows.nbytes
+        plan = plan_batch_buckets(store, {p: StagedPartition(r, b) for p, (r, b) in sizes.items()},
+                                  bucket_metadata(store))
+        with PostponeFixedBucketWriter(store, commit_user, plan) as writer:
+            for e in files:
+                rows, kinds = _file_rows(store, e)
+                writer.write_arrow(rows, kinds=kinds)
+            return writer.prepare_commit()
+    finally:
+        store.file_io.delete_many([store.data_file_path(e.partition, e.bucket, e.file) for e in files])

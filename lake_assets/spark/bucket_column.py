@@ -107,8 +107,11 @@ def _slot_value(column: Column, t: DataType) -> Column:
     return column.cast(spark_type).cast("bigint").bitwiseAND(F.lit(mask))
 
 
-def bucket_column(columns: Sequence[Column], types: Sequence[DataType], num_buckets: int) -> Column | None:
+def bucket_column(columns: Sequence[Column], types: Sequence[DataType], num_buckets: int | Column) -> Column | None:
     """The bucket (an int column) of rows whose bucket-key ``columns`` have the table's ``types``.
+
+    ``num_buckets`` is the table's count, or a column of each row's count (a postpone table's
+    partitions have counts of their own); a null count gives a null bucket.
 
     Each column is cast to its table type first (an int key hashes differently from a bigint
     one, so a wider Spark column must not be hashed as it is). None when `encodable` says no.
@@ -144,4 +147,5 @@ def bucket_column(columns: Sequence[Column], types: Sequence[DataType], num_buck
         slots.append(slot)
     row = F.concat(_le_bytes(null_bits), *slots, *var_parts)
     # Java's Math.abs(hash % n): Spark's % truncates toward zero like Java's
-    return F.abs(F.hash(row) % F.lit(num_buckets)).cast("int")
+    count = F.lit(num_buckets) if isinstance(num_buckets, int) else num_buckets
+    return F.abs(F.hash(row) % count).cast("int")

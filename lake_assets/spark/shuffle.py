@@ -28,7 +28,9 @@ from lake_assets import arguments as args
 from lake_assets.catalog import Catalog
 from lake_assets.errors import OptionError
 from lake_assets.lsm.bucket import assign_buckets
+from lake_assets.ops.postpone_batch import fixed_bucket_batch_writes
 from lake_assets.spark.bucket_column import bucket_column
+from lake_assets.spark.postpone_routing import PLAN_OPTION, plan_dataframe, route_by_planned_bucket
 from lake_assets.spark.schema import BUCKET_COLUMN
 from lake_assets.spark.source_options import STORAGE_PREFIX, storage_option_text
 from lake_assets.spec.arrow_types import to_arrow
@@ -84,7 +86,8 @@ def repartition_by_bucket(
     if not schema.primary_keys:
         return df
     if schema.core_options.bucket == POSTPONE_BUCKET:
-        # postpone bucket mode: every task writes its own bucket-postpone files, no routing
+        # postpone bucket mode: every task writes its own bucket-postpone files, no routing (a
+        # batch write into real buckets is routed by write_table, spark/postpone_routing.py)
         return df
     if schema.core_options.bucket == -1:
         # dynamic bucket mode: one assigner decides every key's bucket from the table's hash index,
@@ -168,11 +171,17 @@ def write_table(
         raise OptionError("Pass either overwrite_partitions (static) or dynamic=True, not both")
     storage = dict(storage_options or {})
     table = Catalog(warehouse, **storage).get_table(identifier)
+    # a postpone table's batch write goes into real buckets of planned counts (postpone_routing)
+    plan = plan_dataframe(df, table) if fixed_bucket_batch_writes(table.store) else None
     if num_partitions is None and table.primary_keys and single_task_input(df):
         routed = df  # one task writes every bucket: nothing to route
+    elif plan is not None:
+        routed = route_by_planned_bucket(df, table, plan, num_partitions)
     else:
         routed = repartition_by_bucket(df, table, num_partitions=num_partitions)
     writer = routed.write.format("lake").mode(mode).option("warehouse", warehouse)
+    if plan is not None:
+        writer = writer.option(PLAN_OPTION, plan.to_json())
     for k, v in storage.items():
         writer = writer.option(STORAGE_PREFIX + k, storage_option_text(v))
     if mode == "overwrite":

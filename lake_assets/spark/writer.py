@@ -29,6 +29,11 @@ from lake_assets.ops.commit import Overwrite, TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.overwrite import check_inside_partition, dynamic_overwrite
 from lake_assets.ops.overwrite import overwrite_spec as partition_overwrite
+from lake_assets.ops.postpone_batch import fixed_bucket_batch_writes
+from lake_assets.ops.postpone_fixed_bucket import PostponeFixedBucketWriter, resolve_staged
+from lake_assets.ops.postpone_write import PostponeWriter
+from lake_assets.ops.write import TableWriter
+from lake_assets.spark.postpone_routing import PLAN_OPTION, BucketPlan, base_plan
 from lake_assets.spark.schema import BUCKET_COLUMN, from_spark
 from lake_assets.spark.source_options import OVERWRITE_PARTITION, PARTITION_OVERWRITE_MODE, SourceOptions
 from lake_assets.spark.task_sequences import (
@@ -40,6 +45,7 @@ from lake_assets.spark.task_sequences import (
 )
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
 from lake_assets.table import Table
+from lake_assets.table_support import POSTPONE_BUCKET
 
 STREAMING_USER_PREFIX = "spark-"
 # A commit whose outcome is unknown (storage error while creating the snapshot) is retried with
@@ -90,14 +96,22 @@ def gather(batches: Iterator[pa.RecordBatch], rows: int = WRITE_CHUNK_ROWS) -> I
         yield group
 
 
-def write_task(options: SourceOptions, commit_user: str, batches: Iterator[pa.RecordBatch]) -> LakeCommitMessage:
+def write_task(options: SourceOptions, commit_user: str, batches: Iterator[pa.RecordBatch],
+               plan: BucketPlan | None = None) -> LakeCommitMessage:
     """Write one task's input into new files; on failure delete them and re-raise.
 
     Rows of a primary-key table that did not come routed by bucket (no bucket column) are
-    numbered in this task's sequence slot, so other tasks may write the same buckets.
+    numbered in this task's sequence slot, so other tasks may write the same buckets. With a
+    ``plan`` (a batch write of a postpone table into real buckets) each partition is written with
+    its planned bucket count, and rows of partitions the plan lacks are staged (`LakeBatchWriter`).
     """
     table = options.table()
-    writer = table.new_writer(commit_user, write_only=True)
+    writer: TableWriter | PostponeWriter | PostponeFixedBucketWriter
+    if plan is not None:
+        writer = PostponeFixedBucketWriter(table.store, commit_user, plan.counts, default_count=plan.default,
+                                           stage_unplanned=True)
+    else:
+        writer = table.new_writer(commit_user, write_only=True)
     target = table.arrow_schema
     stride = 1
     try:
@@ -245,18 +259,35 @@ class LakeBatchWriter(DataSourceArrowWriter):
         self.commit_user = str(uuid.uuid4())
         table = options.table()
         self.base_snapshot = table.snapshot_manager.latest_id()
+        # a postpone table's batch writes go into real buckets (postpone.batch-write-fixed-bucket,
+        # true or unset): with write_table's plan, else the counts the table alone decides
+        self.plan: BucketPlan | None = None
+        if fixed_bucket_batch_writes(table.store):
+            text = options.get((PLAN_OPTION,))
+            self.plan = BucketPlan.from_json(text) if text is not None else base_plan(table)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LakeCommitMessage:
-        return write_task(self.options, self.commit_user, iterator)
+        return write_task(self.options, self.commit_user, iterator, self.plan)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         table = self.options.table()
         committer = table.new_committer(self.commit_user)
         decoded = decode(messages)
+        tasks = task_files(messages)
+        if self.plan is not None and any(m.bucket == POSTPONE_BUCKET for m in decoded):
+            # rows of partitions no count was planned for: plan them now, write them into real buckets
+            try:
+                resolved = resolve_staged(table.store, self.commit_user, decoded)
+            except BaseException:
+                committer.abort([m for m in decoded if m.bucket != POSTPONE_BUCKET])
+                raise
+            decoded = [m for m in decoded if m.bucket != POSTPONE_BUCKET] + resolved
+            tasks = [TaskFiles([m for m in t.messages if m.bucket != POSTPONE_BUCKET], t.stride) for t in tasks]
+            tasks.append(TaskFiles(resolved))
         ow: Overwrite | None = None
         try:
             check_one_dynamic_bucket_writer(table, messages)
-            check_sequences_disjoint(table, task_files(messages))
+            check_sequences_disjoint(table, tasks)
             if self.partition_spec is not None:
                 ow = partition_overwrite(table.store, self.partition_spec)
                 check_inside_partition(table.store, decoded, ow)

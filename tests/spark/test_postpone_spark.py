@@ -1,6 +1,8 @@
-"""Postpone-bucket tables (``bucket = -2``) through Spark: batch writes and the streaming sink write
-each task's rows into bucket-postpone files of its own, without routing; the postpone compaction
-then moves them into real buckets."""
+"""Postpone-bucket tables (``bucket = -2``) through Spark: the streaming sink (whatever
+``postpone.batch-write-fixed-bucket`` says, as Paimon's) and batch writes with that option false
+write each task's rows into bucket-postpone files of its own, without routing; the postpone
+compaction then moves them into real buckets. Batch writes into real buckets (the option true or
+unset): test_postpone_batch_spark.py."""
 
 from __future__ import annotations
 
@@ -20,11 +22,11 @@ ORDERS = pa.schema([pa.field("order_id", pa.int64(), nullable=False), pa.field("
                     ("amount", pa.float64())])
 
 
-def _table(wh: str) -> Table:
+def _table(wh: str, **options: str) -> Table:
     cat = Catalog(wh)
     cat.create_database("db")
     return cat.create_table("db.orders", ORDERS, primary_keys=["order_id", "dt"], partition_keys=["dt"],
-                            options={"bucket": "-2", "postpone.default-bucket-num": "2"})
+                            options={"bucket": "-2", "postpone.default-bucket-num": "2", **options})
 
 
 def _orders(ids: range, amount: float) -> pa.Table:
@@ -45,7 +47,7 @@ def _amounts(table: Table) -> dict[int, float]:
 
 def test_batch_writes_go_to_bucket_postpone_per_task_then_compact(spark, tmp_path) -> None:
     wh = str(tmp_path / "wh")
-    table = _table(wh)
+    table = _table(wh, **{"postpone.batch-write-fixed-bucket": "false"})
     df = spark.createDataFrame(_orders(range(80), 0.0).to_pandas()).repartition(4)
     df.write.format("lake").mode("append").option("warehouse", wh).save("db.orders")
     table = table.refresh()
@@ -87,17 +89,3 @@ def test_streaming_sink_writes_bucket_postpone_then_compact(spark, tmp_path: Pat
     amounts = _amounts(table.refresh())
     assert sorted(amounts) == list(range(60))
     assert (amounts[19], amounts[20], amounts[44], amounts[45]) == (19.0, 120.0, 144.0, 245.0)
-
-
-def test_batch_write_into_real_buckets_is_refused_by_name_until_implemented(spark, tmp_path) -> None:
-    # postpone.batch-write-fixed-bucket = true asks for Paimon's batch sinks' real-bucket writes,
-    # which lake_assets does not implement: refused, nothing committed (unset, rows are postponed)
-    wh = str(tmp_path / "wh")
-    cat = Catalog(wh)
-    cat.create_database("db")
-    table = cat.create_table("db.orders", ORDERS, primary_keys=["order_id", "dt"], partition_keys=["dt"],
-                             options={"bucket": "-2", "postpone.batch-write-fixed-bucket": "true"})
-    df = spark.createDataFrame(_orders(range(4), 0.0).to_pandas())
-    with pytest.raises(Exception, match=r"postpone\.batch-write-fixed-bucket = true"):
-        df.write.format("lake").mode("append").option("warehouse", wh).save("db.orders")
-    assert table.refresh().snapshots() == []

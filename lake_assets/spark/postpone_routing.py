@@ -1,0 +1,206 @@
+"""Spark batch writes of postpone-bucket tables into real buckets (``postpone.batch-write-fixed-bucket``).
+
+Paimon's Spark and Flink batch sinks write a postpone table (``bucket = -2``) as a fixed-bucket
+table whose count is per partition (`lake_assets.ops.postpone_fixed_bucket`). Here:
+
+* the driver plans the counts (`plan_dataframe`): the partitions' recorded counts and
+  ``postpone.default-bucket-num`` need no look at the data; only when a new partition's count
+  must be estimated does one aggregate over the input measure each partition's rows and bytes
+  (Java's Spark writer runs the same statistics stage) for `plan_batch_buckets`;
+* `route_by_planned_bucket` gives each row its bucket under its partition's count (the JVM
+  bucket expression with a per-row count column, else a scalar Arrow UDF) and repartitions by
+  (partition, bucket), so each bucket has one writer, as for fixed-bucket tables;
+* the plan travels to the writer tasks as the ``postpone-bucket-plan`` option (`BucketPlan`);
+  rows of a partition it lacks (``df.write`` of unrouted input, which no driver step measured)
+  are staged in uncommitted bucket-postpone files and written into real buckets at the commit
+  (`lake_assets.ops.postpone_fixed_bucket.resolve_staged`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import functions as F
+from pyspark.sql.functions import arrow_udf
+from pyspark.sql.types import IntegerType
+
+from lake_assets.errors import OptionError
+from lake_assets.lsm.bucket import assign_buckets
+from lake_assets.ops.postpone import DEFAULT_BUCKET_NUM_KEY, TARGET_ROWS_KEY, estimate_bucket_num
+from lake_assets.ops.postpone_batch import StagedPartition, bucket_metadata, plan_batch_buckets
+from lake_assets.spark.bucket_column import bucket_column
+from lake_assets.spark.schema import BUCKET_COLUMN
+from lake_assets.spec.arrow_types import to_arrow
+from lake_assets.spec.binary_row import deserialize_row, serialize_row
+from lake_assets.spec.data_types import (
+    BigIntType,
+    BinaryType,
+    BooleanType,
+    CharType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntType,
+    LocalZonedTimestampType,
+    SmallIntType,
+    TimestampType,
+    TimeType,
+    TinyIntType,
+    VarBinaryType,
+    VarCharType,
+)
+from lake_assets.table import Table
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+PLAN_OPTION = "postpone-bucket-plan"
+
+# Arrow's in-memory bytes per value of fixed-width types (the measure `plan_batch_buckets` takes)
+_FIXED_WIDTH: dict[type[DataType], int] = {
+    BooleanType: 1, TinyIntType: 1, SmallIntType: 2, IntType: 4, DateType: 4, TimeType: 4, FloatType: 4,
+    BigIntType: 8, DoubleType: 8, TimestampType: 8, LocalZonedTimestampType: 8, DecimalType: 16,
+}
+_BYTES = (CharType, VarCharType, BinaryType, VarBinaryType)
+
+
+@dataclass(frozen=True)
+class BucketPlan:
+    """The bucket count per serialized partition, and the count of partitions not listed
+    (``postpone.default-bucket-num``; None: such rows are staged and planned at the commit)."""
+
+    counts: dict[bytes, int] = field(default_factory=dict)
+    default: int | None = None
+
+    def to_json(self) -> str:
+        return json.dumps({"counts": {k.hex(): v for k, v in self.counts.items()}, "default": self.default})
+
+    @staticmethod
+    def from_json(text: str) -> BucketPlan:
+        try:
+            raw = json.loads(text)
+            counts = {bytes.fromhex(k): int(v) for k, v in raw["counts"].items()}
+            default = raw.get("default")
+            plan = BucketPlan(counts, None if default is None else int(default))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise OptionError(f"Option '{PLAN_OPTION}' is not a bucket plan: {exc}") from None
+        if any(n <= 0 for n in counts.values()) or (plan.default is not None and plan.default <= 0):
+            raise OptionError(f"Option '{PLAN_OPTION}' holds a bucket count that is not positive")
+        return plan
+
+
+def base_plan(table: Table) -> BucketPlan:
+    """What the table alone decides: the recorded count of every partition with real buckets,
+    and ``postpone.default-bucket-num`` for the others when it is set."""
+    store = table.store
+    default = estimate_bucket_num(store, 0, 0) if DEFAULT_BUCKET_NUM_KEY in store.schema.options else None
+    return BucketPlan(dict(bucket_metadata(store).bucket_counts), default)
+
+
+def _value_bytes(column: Column, t: DataType) -> Column:
+    width = _FIXED_WIDTH.get(type(t))
+    if width is not None:
+        return F.lit(width)
+    if isinstance(t, _BYTES):
+        # the bytes themselves and a 4-byte offset; a null string costs its offset only
+        value = column.cast("string" if isinstance(t, CharType | VarCharType) else "binary")
+        return F.coalesce(F.octet_length(value), F.lit(0)) + F.lit(4)
+    # nested values: their JSON text is a close enough measure of their size
+    return F.coalesce(F.octet_length(F.to_json(F.struct(column))), F.lit(0))
+
+
+def _row_bytes(table: Table) -> Column:
+    total: Column = F.lit(0).cast("bigint")
+    for f in table.schema.fields:
+        total = total + _value_bytes(F.col(f.name), f.type).cast("bigint")
+    return total
+
+
+def plan_dataframe(df: DataFrame, table: Table) -> BucketPlan:
+    """The bucket plan of writing ``df`` into postpone table ``table`` (see the module doc)."""
+    plan = base_plan(table)
+    store = table.store
+    pkeys = list(table.partition_keys)
+    if plan.default is not None or (not pkeys and plan.counts):
+        return plan  # nothing to estimate: no statistics stage
+    by_rows = TARGET_ROWS_KEY in store.schema.options
+    stats = df.groupBy(*[F.col(k) for k in pkeys]).agg(
+        F.count(F.lit(1)).alias("__rows"),
+        (F.lit(0).cast("bigint") if by_rows else F.sum(_row_bytes(table))).alias("__bytes"))
+    result = stats.toArrow()
+    types = table.schema.types(pkeys)
+    columns = [pc.cast(result.column(k), to_arrow(t)).to_pylist() for k, t in zip(pkeys, types, strict=True)]
+    rows = result.column("__rows").to_pylist()
+    nbytes = result.column("__bytes").to_pylist()
+    staged = {serialize_row([c[i] for c in columns], types): StagedPartition(int(rows[i]), int(nbytes[i] or 0))
+              for i in range(result.num_rows)}
+    planned = plan_batch_buckets(store, staged, bucket_metadata(store))
+    return BucketPlan({**plan.counts, **planned}, None)
+
+
+def _count_column(table: Table, plan: BucketPlan) -> Column:
+    """Each row's bucket count: its partition's, else the plan's default (null: none planned)."""
+    pkeys = list(table.partition_keys)
+    types = table.schema.types(pkeys)
+    count: Column = F.lit(plan.default).cast("int")
+    if not pkeys:
+        n = plan.counts.get(serialize_row([], []), plan.default)
+        return F.lit(n).cast("int")
+    for partition, n in plan.counts.items():
+        values = deserialize_row(partition, types)
+        match: Column | None = None
+        for k, t, v in zip(pkeys, types, values, strict=True):
+            term = F.col(k).cast(_spark_type(t)).eqNullSafe(F.lit(v).cast(_spark_type(t)))
+            match = term if match is None else match & term
+        assert match is not None
+        count = F.when(match, F.lit(n)).otherwise(count)
+    return count
+
+
+def _spark_type(t: DataType) -> str:
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    return str(from_arrow_type(to_arrow(t)).simpleString())
+
+
+class _CountedBucketAssigner:
+    """The bucket of key arrays under each row's count, as a scalar Arrow UDF (the last argument
+    is the count; a null count gives a null bucket)."""
+
+    def __init__(self, types: list[DataType]) -> None:
+        self.types = types
+
+    def bucket(self, *columns: pa.Array) -> pa.Array:
+        *keys, counts = columns
+        cols = [pc.cast(k, to_arrow(t)) for k, t in zip(keys, self.types, strict=True)]
+        n = np.asarray(counts.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+        out = np.zeros(len(n), dtype=np.int32)
+        for count in np.unique(n[n > 0]):
+            rows = np.flatnonzero(n == count)
+            out[rows] = assign_buckets([c.take(pa.array(rows)) for c in cols], self.types, int(count))
+        return pa.array(out, type=pa.int32(), mask=n <= 0)
+
+
+def route_by_planned_bucket(df: DataFrame, table: Table, plan: BucketPlan,
+                            num_partitions: int | None = None) -> DataFrame:
+    """``df`` with each row's bucket under its partition's planned count, repartitioned so that
+    each (partition, bucket) is in one task (rows of unplanned partitions: a null bucket)."""
+    keys = list(table.schema.bucket_keys)
+    types = table.schema.types(keys)
+    count = _count_column(table, plan)
+    bucket = bucket_column([F.col(k) for k in keys], types, count)
+    if bucket is None:
+        assigner = _CountedBucketAssigner(types)
+        # as in shuffle.py: pyspark infers the UDF kind from the hints at run time
+        bucket_of = arrow_udf(assigner.bucket, returnType=IntegerType())  # type: ignore[call-overload]
+        bucket = bucket_of(*[F.col(k) for k in keys], count)
+    routed = df.withColumn(BUCKET_COLUMN, bucket)
+    cols = [*table.schema.partition_keys, BUCKET_COLUMN]
+    return routed.repartition(num_partitions, *cols) if num_partitions else routed.repartition(*cols)
