@@ -142,3 +142,50 @@ def test_option_false_still_postpones(spark, tmp_path) -> None:
     assert counts(t) == {"d1": {-2}} and values(t) == {}
     t.refresh().compact()
     assert counts(t) == {"d1": {2}} and len(values(t)) == 10
+
+
+def test_ingest_job_partition_sources_land_in_real_buckets(capsys, spark, tmp_path, readers) -> None:
+    """The ingest job (write_table per --partition-source, with --overwrite) writes each day into
+    real buckets of its planned count; a re-run replaces the day and keeps its count."""
+    import pyarrow.parquet as pq
+
+    from lake_assets.spark.jobs import ingest
+    from lake_assets.spark.jobs.errors import EXIT_OK
+    from tests.spark.test_jobs_common import run_job_main
+
+    wh = str(tmp_path / "wh")
+    t = make(wh, **{"postpone.target-row-num-per-bucket": "4"})
+    for day, n in (("d1", 10), ("d2", 3)):
+        (tmp_path / day).mkdir()
+        pq.write_table(rows(range(n), day, "a"), tmp_path / day / "part.parquet")
+    args = ["--warehouse", wh, "--table", "db.p", "--format", "parquet", "--overwrite"]
+    for day in ("d1", "d2"):
+        args += ["--partition-source", f"dt={day}", str(tmp_path / day / "*.parquet")]
+    code, out = run_job_main(capsys, ingest.main, *args)
+    assert code == EXIT_OK, out
+    assert counts(t) == {"d1": {3}, "d2": {1}}  # ceil(10 / 4), ceil(3 / 4)
+    assert len(values(t)) == 13
+    pq.write_table(rows(range(2), "d1", "b"), tmp_path / "d1" / "part.parquet")
+    code, out = run_job_main(capsys, ingest.main, "--warehouse", wh, "--table", "db.p", "--format", "parquet",
+                             "--overwrite", "--partition", "dt=d1", "--source", str(tmp_path / "d1" / "*.parquet"))
+    assert code == EXIT_OK, out
+    assert counts(t) == {"d1": {3}, "d2": {1}}
+    assert values(t) == {(0, "d1"): "b0", (1, "d1"): "b1", **{(k, "d2"): f"a{k}" for k in range(3)}}
+    read_alike(wh, t, readers)
+
+
+def test_keys_the_jvm_cannot_hash_route_through_the_counted_udf(spark, tmp_path) -> None:
+    """A DOUBLE key has no JVM bucket expression: the per-row count goes to the Arrow UDF, which
+    must give every row the bucket the writer gives it (one file per bucket)."""
+    wh = str(tmp_path / "wh")
+    cat = Catalog(wh)
+    cat.create_database("db")
+    schema = pa.schema([pa.field("k", pa.float64(), nullable=False), pa.field("dt", pa.string(), nullable=False)])
+    t = cat.create_table("db.d", schema, primary_keys=["k", "dt"], partition_keys=["dt"],
+                         options={"bucket": "-2", "postpone.target-row-num-per-bucket": "5"})
+    data = pa.table({"k": [k + 0.5 for k in range(30)], "dt": ["d1"] * 20 + ["d2"] * 10}, schema=schema)
+    write_table(spark.createDataFrame(data.to_pandas()).repartition(3), wh, "db.d")
+    entries = live(t)
+    assert {e.total_buckets for e in entries} == {4, 2}
+    assert len(entries) == len({(e.partition, e.bucket) for e in entries}) == 6
+    assert t.refresh().to_arrow().num_rows == 30
