@@ -1,6 +1,8 @@
 """End to end on a postpone-bucket table declared in lake.yaml (``bucket: -2``): the ingest asset
-(the real ingest job) writes the day into bucket-postpone, readers see nothing yet, the small-file
-sensor sees the backlog, the compaction asset moves the rows into real buckets and they are visible.
+(the real ingest job, a Spark batch write) writes the day into real buckets as Paimon's batch sinks
+do (``postpone.batch-write-fixed-bucket`` unset: true), so readers see it at once; later write-only
+updates wait in bucket-postpone, the small-file sensor sees that backlog, and the compaction asset
+moves them into the real buckets, where they are visible.
 
 Needs the core's writes into postpone tables (``ops/postpone_write.py``): until they are in, the
 catalog refuses to create a ``bucket = -2`` table and lake.yaml refuses to declare one, and this
@@ -65,15 +67,18 @@ def test_ingest_into_postpone_then_sensor_and_compaction(tmp_path: Path) -> None
         ingest = defs.resolve_job_def("db_p_ingest_job").execute_in_process(partition_key=DAYS[0], instance=instance)
         assert ingest.success
         table = warehouse.table("db.p")
-        assert table.to_arrow().num_rows == 0  # all 20 rows wait in bucket-postpone
-        # a second write-only commit (updates) makes the backlog 2 files > small_file_threshold 1
-        writer = table.new_writer("late", write_only=True)
-        writer.write_arrow(pa.table({"id": pa.array(range(5), pa.int64()), "dt": [DAYS[0]] * 5,
-                                     "v": [f"b{i}" for i in range(5)]}))
-        table.new_committer("late").commit(writer.prepare_commit(), 1)
-        writer.close()
+        assert table.to_arrow().num_rows == 20  # in real buckets (write-only level 0), visible at once
         obs = observe_table(table, config.table("db.p"))
-        assert obs.postponed_files >= 2 and obs.postponed_rows == 25
+        assert obs.postponed_files == 0 and obs.level0_files >= 1
+        # two write-only commits of updates wait in bucket-postpone: 2 files > small_file_threshold 1
+        for n, (tag, count) in enumerate((("b", 5), ("c", 3)), start=1):
+            writer = table.new_writer("late", write_only=True)
+            writer.write_arrow(pa.table({"id": pa.array(range(count), pa.int64()), "dt": [DAYS[0]] * count,
+                                         "v": [f"{tag}{i}" for i in range(count)]}))
+            table.new_committer("late").commit(writer.prepare_commit(), n)
+            writer.close()
+        obs = observe_table(table, config.table("db.p"))
+        assert obs.postponed_files == 2 and obs.postponed_rows == 8
         sensor = defs.resolve_sensor_def(SMALL_FILE_SENSOR)
         with dg.build_sensor_context(instance=instance, resources=defs.resources) as context:
             [request] = sensor.evaluate_tick(context).run_requests
@@ -84,6 +89,6 @@ def test_ingest_into_postpone_then_sensor_and_compaction(tmp_path: Path) -> None
     assert result.success
     md = materialization_metadata(result)
     assert md["commit_kind"] == "COMPACT" and md["postponed_files_after"] == 0
-    assert md["job.postponed_rows"] == 25
+    assert md["job.postponed_rows"] == 8
     rows = {r["id"]: r["v"] for r in warehouse.table("db.p").to_arrow().to_pylist()}
-    assert rows == {i: f"b{i}" if i < 5 else f"a{i}" for i in range(20)}
+    assert rows == {i: f"c{i}" if i < 3 else f"b{i}" if i < 5 else f"a{i}" for i in range(20)}
