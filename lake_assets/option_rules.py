@@ -128,20 +128,26 @@ RULES: dict[str, OptionRule] = _rules(
       "one writer (ops/dynamic_bucket.py)"),
     R("postpone.default-bucket-num", "int", None, "Buckets a partition of a postpone-bucket table (bucket = -2) "
       "gets when compaction first moves its rows into real buckets.", minimum=1,
-      note="read by the postpone compaction (ops/postpone.py)"),
+      note="read by the postpone compaction (ops/postpone.py) and by batch writes into real buckets "
+      "(ops/postpone_batch.py)"),
     R("postpone.target-row-num-per-bucket", "long", None, "Rows per bucket a postpone partition's first "
       "compaction aims at when postpone.default-bucket-num is unset.", minimum=1,
-      note="read by the postpone compaction (ops/postpone.py)"),
+      note="read by the postpone compaction (ops/postpone.py) and by batch writes into real buckets "
+      "(ops/postpone_batch.py, with the rows already postponed in the partition)"),
     R("postpone.target-size-per-bucket", "size", 1024 * MiB, "Bytes per bucket a postpone partition's first "
       "compaction aims at when neither postpone.default-bucket-num nor postpone.target-row-num-per-bucket "
-      "is set.", minimum=1, note="read by the postpone compaction (ops/postpone.py)"),
+      "is set.", minimum=1, note="the postpone compaction measures the postpone files' stored size, as Java's "
+      "(ops/postpone.py); batch writes into real buckets the batch's Arrow bytes, as Java's Spark writer and "
+      "pypaimon measure uncompressed rows (ops/postpone_batch.py)"),
     R("postpone.batch-write-fixed-bucket", "bool", True, "Whether batch writes of a postpone-bucket table "
       "(bucket = -2) go into real buckets (each partition's recorded bucket count, or for a new partition "
       "postpone.default-bucket-num or the postpone.target-* estimate on the batch) instead of bucket-postpone.",
-      note="Paimon's Flink and Spark batch sinks read it; its core writers (and pypaimon's) always postpone, "
-      "as lake_assets' Table.write_arrow and streaming writes do. lake_assets' Spark batch writes do not yet "
-      "write real buckets: they postpone when the option is unset or false and refuse an explicit true "
-      "(the bucket-count decision is ops/postpone_batch.py)"),
+      note="as Paimon's Flink and Spark batch sinks, lake_assets' Spark batch writes (df.write, write_table, "
+      "the ingest job) write real buckets when it is true or unset (write-only level-0 files, planned per "
+      "partition by ops/postpone_batch.py, written by ops/postpone_fixed_bucket.py) and postpone when false; "
+      "streaming writes and the core's Table.write_arrow always postpone, as Paimon's streaming sinks and "
+      "pypaimon's default batch writer do (ops.postpone_fixed_bucket.write_fixed_buckets is the core's "
+      "explicit real-bucket write)"),
     R("postpone.batch-write-fixed-bucket.max-parallelism", "int", 2048, "Largest bucket count a batch write "
       "into real buckets of a postpone table estimates for a new partition.", minimum=1,
       note="read by the batch bucket planner (ops/postpone_batch.py)"),
