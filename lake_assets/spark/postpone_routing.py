@@ -149,10 +149,11 @@ def _count_column(table: Table, plan: BucketPlan) -> Column:
     """Each row's bucket count: its partition's, else the plan's default (null: none planned)."""
     pkeys = list(table.partition_keys)
     types = table.schema.types(pkeys)
-    count: Column = F.lit(plan.default).cast("int")
+    default = F.lit(plan.default).cast("int")
     if not pkeys:
-        n = plan.counts.get(serialize_row([], []), plan.default)
-        return F.lit(n).cast("int")
+        return F.lit(plan.counts.get(serialize_row([], []), plan.default)).cast("int")
+    # one flat CASE WHEN (a backfill plans hundreds of partitions; nested ones would grow deep)
+    case: Column | None = None
     for partition, n in plan.counts.items():
         values = deserialize_row(partition, types)
         match: Column | None = None
@@ -160,8 +161,8 @@ def _count_column(table: Table, plan: BucketPlan) -> Column:
             term = F.col(k).cast(_spark_type(t)).eqNullSafe(F.lit(v).cast(_spark_type(t)))
             match = term if match is None else match & term
         assert match is not None
-        count = F.when(match, F.lit(n)).otherwise(count)
-    return count
+        case = F.when(match, F.lit(n)) if case is None else case.when(match, F.lit(n))
+    return default if case is None else case.otherwise(default).cast("int")
 
 
 def _spark_type(t: DataType) -> str:
