@@ -5,11 +5,15 @@ left there and, as in Paimon, supersede them at the postpone compaction."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
+import pytest
 
 from lake_assets import Catalog
 from lake_assets.lsm.bucket import assign_buckets
-from lake_assets.ops.postpone_fixed_bucket import write_fixed_buckets
+from lake_assets.ops.commit import TableCommitter
+from lake_assets.ops.postpone_fixed_bucket import PostponeFixedBucketWriter, resolve_staged, write_fixed_buckets
 from lake_assets.spec.snapshot import CommitKind
 from lake_assets.table import Table
 from lake_assets.table_support import Op
@@ -88,3 +92,39 @@ def test_postponed_rows_supersede_a_later_batch_write_at_compaction_as_in_paimon
     want = {(k, "d1"): (f"a{k}" if k <= 8 else f"B{k}") for k in range(1, 17)}
     assert values(t) == want
     assert {e.bucket for e in entries(t)} == {0}  # the partition keeps the batch write's count
+
+
+def test_staged_partitions_are_planned_on_the_whole_batch_then_written(catalog: Catalog, tmp_path):
+    """Two writers (Spark tasks of unrouted input) stage a new partition they have no count for;
+    `resolve_staged` plans it on both writers' rows together, writes real buckets in writer order
+    and deletes the staged files, which no snapshot ever names."""
+    t = make(catalog, **{"postpone.target-row-num-per-bucket": "10"})
+    staged = []
+    for n, (ks, tag) in enumerate(((range(0, 8), "a"), (range(4, 12), "b"))):
+        w = PostponeFixedBucketWriter(t.store, "job", {}, stage_unplanned=True)
+        w.interleave_sequences(n, 2)
+        w.write_arrow(rows(list(ks), "d1", tag))
+        staged += w.prepare_commit()
+        w.close()
+    assert {m.bucket for m in staged} == {-2}
+    paths = [t.store.data_file_path(m.partition, m.bucket, f) for m in staged for f in m.new_files]
+    assert all(t.store.file_io.exists(p) for p in paths)
+    messages = resolve_staged(t.store, "job", staged)
+    assert not any(t.store.file_io.exists(p) for p in paths)
+    assert {m.total_buckets for m in messages} == {2}  # 16 rows over 10 per bucket, not 8 of one writer
+    TableCommitter(t.store, "job").commit(messages)
+    assert values(t) == {(k, "d1"): (f"a{k}" if k < 4 else f"b{k}") for k in range(12)}
+
+
+def test_a_failed_resolve_leaves_no_file(catalog: Catalog):
+    t = make(catalog, **{"postpone.target-row-num-per-bucket": "10"})
+    w = PostponeFixedBucketWriter(t.store, "job", {}, stage_unplanned=True)
+    w.write_arrow(rows(list(range(5)), "d1", "a"))
+    w.write_arrow(rows(list(range(5)), "d2", "a"))
+    staged = w.prepare_commit()
+    # one staged file vanished (a lost task's cleanup): the resolve fails, writes nothing lasting
+    gone = staged[-1]
+    t.store.file_io.delete_many([t.store.data_file_path(gone.partition, gone.bucket, f) for f in gone.new_files])
+    with pytest.raises(Exception, match=gone.new_files[0].file_name):
+        resolve_staged(t.store, "job", staged)
+    assert [p for p in Path(t.store.paths.root).rglob("bucket-*/*")] == []
