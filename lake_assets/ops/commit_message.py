@@ -48,6 +48,9 @@ class CommitMessage:
     # (ops/dv_compact.py); the committer swaps them in the index manifest atomically.
     index_before: tuple[IndexManifestEntry, ...] = ()
     index_after: tuple[IndexManifestEntry, ...] = ()
+    # With a HASH change: the writer's view of the partition's hash index, which the commit checks
+    # (ops/index_commit.py, hash_index_view).
+    hash_index_view: str = ""
 
     def __post_init__(self) -> None:
         # Messages cross process boundaries (Spark tasks, JSON, pickle): every one is checked on
@@ -97,6 +100,7 @@ class CommitMessage:
                 kwargs[name] = tuple(_file_from_dict(x) for x in d.get(name, []))
             for name in _INDEX_FIELDS:
                 kwargs[name] = tuple(_index_from_dict(x) for x in d.get(name, []))
+            kwargs["hash_index_view"] = d.get("hash_index_view", "")
         except (ValueError, TypeError, KeyError, AttributeError, binascii.Error) as exc:
             raise InvalidCommitMessageError(f"Invalid commit message JSON: {exc!r}") from None
         return cls(**kwargs)
@@ -179,6 +183,12 @@ def check_message_shape(m: CommitMessage) -> None:
             raise _bad(f"{name} is {type(entries).__name__}, not a tuple")
         for e in entries:
             _check_index(e, f"{name} of bucket {m.bucket}", m)
+    if not isinstance(m.hash_index_view, str):
+        raise _bad(f"hash_index_view is {type(m.hash_index_view).__name__}, not a str")
+    hashes = [e for e in (*m.index_before, *m.index_after) if e.index_type == HASH_INDEX]
+    if hashes and not m.hash_index_view:
+        raise _bad(f"bucket {m.bucket} carries hash index file {hashes[0].file_name} without its writer's view of "
+                   "the partition's hash index (hash_index_view), which the commit checks")
 
 
 def validate_messages(store: FileStore, messages: Sequence[CommitMessage], action: str = "commit to") -> None:

@@ -18,11 +18,21 @@ writers take it (``trimmedPrimaryKey(row).hashCode()``). Two keys with equal has
 which is what keeps a key in one bucket.
 
 Paimon supports one writer per dynamic-bucket table: two writers that both started from the same
-index would each give a new key a bucket of its own. lake_assets runs one assigner per writer (the
-Spark ingest assigns on the driver), and the commit refuses a bucket whose hash index changed
-since the writer loaded it (`lake_assets.ops.index_commit`), which is what a second writer adding
-keys from the same snapshot does: its commit fails with `CommitConflictError` instead of
-duplicating keys.
+index would each give a new key a bucket of its own. lake_assets runs one assigner per writer (a
+Spark write sends a dynamic-bucket table's rows to one task, whose writer assigns them; the
+driver refuses messages of several tasks), and every HASH change a writer hands to the committer
+carries the writer's view of the partition's hash index (`index_commit.hash_index_view`): the
+commit fails with `CommitConflictError` unless the partition's HASH files are still the ones the
+writer assigned from. So a second writer adding keys from the same snapshot fails instead of
+duplicating keys, also when the two gave a new key different buckets and each changed only its own.
+
+Where this is stricter than Paimon (Java 0.9 and later): Paimon's commit checks no index at all;
+``FileStoreCommitImpl`` combines HASH files per bucket, the later writer's file replacing the
+bucket's, and the one-writer rule is the user's to keep (``HashBucketAssigner`` loads a
+partition's index from the latest snapshot when it first meets the partition,
+``HashIndexMaintainer`` a bucket's from the writer's restore snapshot). Here a second writer's
+commit is refused; a writer whose base snapshot expired meanwhile still commits (the view names
+files, not a snapshot).
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ from lake_assets.errors import CorruptMetadataError, OptionError
 from lake_assets.lsm.bucket import hash_scalar, murmur_hash_words
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.hash_index_cache import LOADED_INDEXES
+from lake_assets.ops.index_commit import IndexChange, hash_index_view
 from lake_assets.spec.binary_row_vectorized import encode_rows
 from lake_assets.spec.data_types import DataType
 from lake_assets.spec.hash_index import HASH_INDEX, INDEX_FILE_PREFIX, decode_hashes, encode_hashes
@@ -164,6 +175,9 @@ class DynamicBucketAssigner:
     _partitions: dict[bytes, _PartitionIndex] = field(default_factory=dict, init=False)
     _bucket_hashes: dict[tuple[bytes, int], np.ndarray] = field(default_factory=dict, init=False)
     _buckets: dict[tuple[bytes, int], _BucketIndex] = field(default_factory=dict, init=False)
+    # per partition, the HASH files the next commit of this writer expects there (its view)
+    _views: dict[bytes, list[IndexManifestEntry]] = field(default_factory=dict, init=False)
+    _writer_id: str = field(default_factory=lambda: uuid.uuid4().hex, init=False)
 
     def __post_init__(self) -> None:
         if self.target_row_num < 1:
@@ -308,15 +322,25 @@ class DynamicBucketAssigner:
                 out[rows] = self.assign(partition, hashes[rows])
         return out
 
-    def prepare_commit(self, write_file: Callable[[str, bytes], None]) -> dict[
-            tuple[bytes, int], tuple[tuple[IndexManifestEntry, ...], tuple[IndexManifestEntry, ...]]]:
+    def _view(self, partition: bytes) -> list[IndexManifestEntry]:
+        """The partition's HASH files as this writer's next commit expects them: the snapshot's
+        (none when ignoring previous files: the overwrite drops them), then its own rounds'."""
+        view = self._views.get(partition)
+        if view is None:
+            view = self._views[partition] = [] if self.ignore_previous else list(self._by_partition.get(partition, []))
+        return view
+
+    def prepare_commit(self, write_file: Callable[[str, bytes], None]) -> dict[tuple[bytes, int], IndexChange]:
         """Write a new hash index file for every bucket whose keys changed since the last call.
 
-        Returns per (partition, bucket) the index entries the commit replaces (the base file, if
-        any) and the new one. ``write_file(name, data)`` stores a file under ``index/``. The new
-        files become the base of the next round (a writer spans several commits).
+        Returns per (partition, bucket) the change: the index entry the commit replaces (the base
+        file, if any), the new one, and this writer's view of the partition's hash index, which
+        the commit checks (`index_commit.hash_index_view`). ``write_file(name, data)`` stores a
+        file under ``index/``. The new files become the base of the next round (a writer spans
+        several commits).
         """
-        out: dict[tuple[bytes, int], tuple[tuple[IndexManifestEntry, ...], tuple[IndexManifestEntry, ...]]] = {}
+        out: dict[tuple[bytes, int], IndexChange] = {}
+        views: dict[bytes, str] = {}
         for key, state in self._buckets.items():
             if not state.pending:
                 continue
@@ -330,27 +354,34 @@ class DynamicBucketAssigner:
             if self.cache_scope is not None:  # the next writer of the table loads this very file
                 LOADED_INDEXES.put((self.cache_scope, name), (merged.copy(),))
             entry = IndexManifestEntry(FileKind.ADD, key[0], key[1], HASH_INDEX, name, len(data), len(merged))
-            out[key] = ((state.base,) if state.base is not None else (), (entry,))
+            view = views.get(key[0])
+            if view is None:  # before any of this round's files joins the view
+                view = views[key[0]] = hash_index_view(self._writer_id, self._view(key[0]))
+            out[key] = IndexChange(key[0], key[1], (state.base,) if state.base is not None else (), (entry,), view)
             state.base, state.hashes = entry, merged
+        for change in out.values():  # the next round expects this round's files
+            replaced = {e.file_name for e in change.before}
+            view_files = self._view(change.partition)
+            view_files[:] = [e for e in view_files if e.file_name not in replaced] + list(change.after)
         return out
 
 
 def attach_index_changes(
-    messages: Sequence[CommitMessage],
-    changes: dict[tuple[bytes, int], tuple[tuple[IndexManifestEntry, ...], tuple[IndexManifestEntry, ...]]],
-    total_buckets: int,
+    messages: Sequence[CommitMessage], changes: dict[tuple[bytes, int], IndexChange], total_buckets: int,
 ) -> list[CommitMessage]:
     """``messages`` with each bucket's hash index change (`DynamicBucketAssigner.prepare_commit`)
-    added to ``index_before``/``index_after`` (next to a compaction's deletion-vector files); a
-    change without a message gets a message of its own."""
+    added to ``index_before``/``index_after`` (next to a compaction's deletion-vector files) and
+    the writer's view in ``hash_index_view``; a change without a message gets a message of its own."""
     out = []
     left = dict(changes)
     for m in messages:
         change = left.pop((m.partition, m.bucket), None)
         out.append(m if change is None else dataclasses.replace(
-            m, index_before=m.index_before + change[0], index_after=m.index_after + change[1]))
-    for (partition, bucket), (before, after) in left.items():
-        out.append(CommitMessage(partition, bucket, total_buckets, index_before=before, index_after=after))
+            m, index_before=m.index_before + change.before, index_after=m.index_after + change.after,
+            hash_index_view=change.view))
+    for (partition, bucket), change in left.items():
+        out.append(CommitMessage(partition, bucket, total_buckets, index_before=change.before,
+                                 index_after=change.after, hash_index_view=change.view))
     return out
 
 

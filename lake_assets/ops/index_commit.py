@@ -19,11 +19,26 @@ changed them meanwhile, and the commit fails with `CommitConflictError` before a
   Paimon's deletion-vector conflict check says;
 * HASH: a second writer of a dynamic-bucket table (Paimon supports one) committed keys meanwhile;
   replacing its file would lose them, and both writers may have given one new key two buckets.
+
+The per-bucket check alone does not see the worst case of two writers: both start from one
+snapshot, both see a new key, one gives it bucket 0 and the other bucket 1 (a different
+``dynamic-bucket.target-row-num``, or other keys written first), and each replaces only its own
+bucket's file. So a HASH change also carries its writer's *view* (`hash_index_view`): who wrote
+it and a digest of the partition's HASH files the writer assigned buckets from. The commit
+conflicts unless the partition's HASH files are still exactly those when it applies the first
+change of that view: any other writer's index change in the partition since (another bucket
+too) fails it. Two writers' messages in one commit have two views, so the second fails as well;
+a writer's later rounds name the files its earlier rounds wrote, so its rounds may be committed
+one by one or together, in order. The view names files, not a snapshot: a writer whose base
+snapshot expired meanwhile still commits when nobody changed the partition's index. Cross-partition
+upsert (a key moving between partitions, which would need a table-wide view) is refused for
+writes (`table_support`), so a partition is the whole scope of a key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -47,6 +62,8 @@ class IndexChange:
     bucket: int
     before: tuple[IndexManifestEntry, ...]
     after: tuple[IndexManifestEntry, ...]
+    # of a HASH change: its writer's view of the partition's hash index (`hash_index_view`)
+    view: str = ""
 
     @property
     def index_types(self) -> frozenset[str]:
@@ -55,14 +72,30 @@ class IndexChange:
 
 def index_changes(messages: Sequence[CommitMessage]) -> list[IndexChange]:
     """The index changes the messages carry (one per message that has any)."""
-    return [IndexChange(m.partition, m.bucket, m.index_before, m.index_after)
+    return [IndexChange(m.partition, m.bucket, m.index_before, m.index_after, m.hash_index_view)
             for m in messages if m.index_before or m.index_after]
+
+
+def _view_digest(entries: Iterable[IndexManifestEntry]) -> str:
+    """A digest of a set of HASH files (by bucket and name; their order does not matter)."""
+    digest = hashlib.sha256()
+    for bucket, name in sorted((e.bucket, e.file_name) for e in entries):
+        digest.update(f"{bucket}/{name}\n".encode())
+    return digest.hexdigest()[:32]
+
+
+def hash_index_view(writer: str, entries: Iterable[IndexManifestEntry]) -> str:
+    """The view a dynamic-bucket writer attaches to its HASH changes of one partition: ``writer``
+    (an id unique to the writer) and a digest of ``entries``, the partition's HASH files its
+    bucket assignment started from (see the module doc)."""
+    return f"{writer}:{_view_digest(entries)}"
 
 
 def _only(change: IndexChange, hash_index: bool) -> IndexChange | None:
     before = tuple(e for e in change.before if (e.index_type == HASH_INDEX) == hash_index)
     after = tuple(e for e in change.after if (e.index_type == HASH_INDEX) == hash_index)
-    return IndexChange(change.partition, change.bucket, before, after) if before or after else None
+    view = change.view if hash_index else ""
+    return IndexChange(change.partition, change.bucket, before, after, view) if before or after else None
 
 
 def split_hash_changes(changes: Sequence[IndexChange]) -> tuple[list[IndexChange], list[IndexChange]]:
@@ -75,6 +108,29 @@ def split_hash_changes(changes: Sequence[IndexChange]) -> tuple[list[IndexChange
 
 def _identity(e: IndexManifestEntry) -> tuple[bytes, int, str, str]:
     return (e.partition, e.bucket, e.index_type, e.file_name)
+
+
+def _check_view(store: FileStore, change: IndexChange, keep: Sequence[IndexManifestEntry],
+                verified: set[tuple[bytes, str]]) -> None:
+    """Raise `CommitConflictError` unless the partition's HASH files in ``keep`` are the ones the
+    change's writer assigned from (checked once per partition and view: the view's other changes
+    follow it, and then ``keep`` holds them)."""
+    if (change.partition, change.view) in verified:
+        return
+    digest = change.view.rpartition(":")[2]
+    current = [e for e in keep if e.partition == change.partition and e.index_type == HASH_INDEX]
+    if not change.view or _view_digest(current) != digest:
+        raise CommitConflictError(
+            f"Cannot commit to {store.name}: the hash index of partition {_partition_name(store, change.partition)} "
+            "changed since this writer loaded it (another writer of this dynamic-bucket table committed "
+            "meanwhile, or its messages are in this commit; Paimon supports one writer per table, and two "
+            "could give one new key two buckets); nothing was committed, write again"
+        )
+    verified.add((change.partition, change.view))
+
+
+def _partition_name(store: FileStore, partition: bytes) -> str:
+    return store.partition_path_of(partition).rstrip("/") or "(unpartitioned)"
 
 
 def _conflict(store: FileStore, change: IndexChange, index_type: str) -> CommitConflictError:
@@ -111,12 +167,15 @@ def next_index_manifest(
     if overwritten is not None:
         # an overwrite writer starts the replaced partitions' buckets empty: ``before`` is empty there
         keep = [e for e in keep if not overwritten(e.partition)]
+    verified: set[tuple[bytes, str]] = set()  # (partition, view) of HASH changes found current
     for change in changes:
         for index_type in change.index_types:
             found = {_identity(e) for e in keep
                      if (e.partition, e.bucket, e.index_type) == (change.partition, change.bucket, index_type)}
             if found != {_identity(e) for e in change.before if e.index_type == index_type}:
                 raise _conflict(store, change, index_type)
+        if HASH_INDEX in change.index_types:
+            _check_view(store, change, keep, verified)
         expected = {_identity(e) for e in change.before}
         keep = [e for e in keep if _identity(e) not in expected]
         keep += [e for e in change.after]
@@ -131,4 +190,4 @@ def next_index_manifest(
     return name
 
 
-__all__ = ["IndexChange", "index_changes", "next_index_manifest", "split_hash_changes"]
+__all__ = ["IndexChange", "hash_index_view", "index_changes", "next_index_manifest", "split_hash_changes"]

@@ -59,15 +59,15 @@ def test_loaded_index_decides_known_keys_and_counts_toward_the_target() -> None:
     assert a.assign(P, h(8, 100, 6, 101, 102)).tolist() == [1, 1, 0, 1, 2]
     out = a.prepare_commit(_files(store))
     assert set(out) == {(P, 1), (P, 2)}  # bucket 0 got only known keys: its index is unchanged
-    before1, after1 = out[(P, 1)]
+    before1, after1 = out[(P, 1)].before, out[(P, 1)].after
     assert [e.file_name for e in before1] == ["i1"]
     assert after1[0].row_count == 3 and decode_hashes(store[after1[0].file_name], "x").tolist() == [8, 100, 101]
-    assert out[(P, 2)][0] == ()
+    assert out[(P, 2)].before == ()
     # the new files are the next round's base
     a.assign(P, h(102, 103))
     again = a.prepare_commit(_files(store))
-    assert again[(P, 2)][0] == out[(P, 2)][1]
-    assert decode_hashes(store[again[(P, 2)][1][0].file_name], "x").tolist() == [102, 103]
+    assert again[(P, 2)].before == out[(P, 2)].after
+    assert decode_hashes(store[again[(P, 2)].after[0].file_name], "x").tolist() == [102, 103]
 
 
 def test_ignore_previous_writes_only_the_new_keys_but_assigns_by_the_old_index() -> None:
@@ -76,8 +76,8 @@ def test_ignore_previous_writes_only_the_new_keys_but_assigns_by_the_old_index()
     a = DynamicBucketAssigner("db.t", entries, store.__getitem__, target_row_num=2, ignore_previous=True)
     assert a.assign(P, h(6, 9)).tolist() == [0, 1]
     out = a.prepare_commit(_files(store))
-    assert decode_hashes(store[out[(P, 0)][1][0].file_name], "x").tolist() == [6]
-    assert out[(P, 0)][0] == ()  # replaces nothing: the overwrite's commit drops i0 with the partition
+    assert decode_hashes(store[out[(P, 0)].after[0].file_name], "x").tolist() == [6]
+    assert out[(P, 0)].before == ()  # replaces nothing: the overwrite's commit drops i0 with the partition
 
 
 def test_several_assigners_own_interleaved_buckets() -> None:
@@ -153,7 +153,7 @@ def test_writers_of_a_table_share_what_they_loaded_and_see_every_new_file(tmp_pa
     assert second.assign(P, h(8, 100, 6, 101, 102)).tolist() == [1, 1, 0, 1, 2]
     assert writer(entries).assign(P, h(101)).tolist() == [1]  # the second's new keys stayed its own
     assert sorted(reads) == ["i0", "i1"]
-    after = [entries[0], *out[(P, 1)][1]]  # the first writer's commit replaced bucket 1's file
+    after = [entries[0], *out[(P, 1)].after]  # the first writer's commit replaced bucket 1's file
     third = writer(after)
     assert third.assign(P, h(100, 101, 8)).tolist() == [1, 1, 1]  # bucket 1 holds 8 and 100: room for 101
     assert sorted(reads) == ["i0", "i1"]  # the new file came from the first writer, not from disk
