@@ -48,6 +48,7 @@ import pyarrow as pa
 
 from lake_assets.errors import CorruptMetadataError, OptionError
 from lake_assets.lsm.bucket import hash_scalar, murmur_hash_words
+from lake_assets.lsm.sorted_sets import merge_sorted_unique, sorted_unique
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.hash_index_cache import LOADED_INDEXES
 from lake_assets.ops.index_commit import IndexChange, hash_index_view
@@ -89,33 +90,6 @@ def assigner_ids(partition_hash_: int, hashes: np.ndarray, num_assigners: int) -
     with as many channels as assigners: one process runs them all)."""
     start = int(_java_abs_mod(partition_hash_, num_assigners))
     return (start + _java_abs_mod(hashes, num_assigners)) % num_assigners
-
-
-def sorted_unique(values: np.ndarray) -> np.ndarray:
-    """The distinct values of ``values``, sorted; ``values`` itself when it is already so.
-
-    Sort-based on purpose: a plain ``np.unique`` takes numpy 2.x's hash-table path, measured at
-    20x a sort for 250,000 int32 key hashes (and a bucket's hash index is sorted already)."""
-    if values.size < 2 or bool(np.all(values[1:] > values[:-1])):
-        return values
-    ordered = np.sort(values, kind="stable")  # a merge when ``values`` are sorted runs
-    keep = np.empty(ordered.size, dtype=bool)
-    keep[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
-    return ordered[keep]
-
-
-def merge_sorted_unique(base: np.ndarray, more: np.ndarray) -> np.ndarray:
-    """The sorted union of ``base`` (sorted, distinct) and ``more`` (any order): linear in
-    ``base`` plus a sort of ``more``; ``base`` itself when ``more`` adds nothing."""
-    more = sorted_unique(more)
-    if not base.size:
-        return more
-    at = np.searchsorted(base, more)
-    present = (at < base.size) & (base[np.minimum(at, base.size - 1)] == more)
-    if present.all():
-        return base
-    return np.insert(base, at[~present], more[~present])
 
 
 @dataclass
@@ -417,7 +391,5 @@ __all__ = [
     "assigner_ids",
     "attach_index_changes",
     "key_hashes",
-    "merge_sorted_unique",
     "partition_hash",
-    "sorted_unique",
 ]

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from lake_assets.lsm.merge import key_change_mask
-from lake_assets.ops.dynamic_bucket import sorted_unique
+from lake_assets.lsm.sorted_sets import sorted_unique
 
 # Uncompressed bytes per record batch in a run file, at most. A merge holds one batch per run (plus
 # its output chunk), so the batch size times the fan-in bounds the merge's extra memory per bucket:

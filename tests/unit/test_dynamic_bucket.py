@@ -8,13 +8,8 @@ import numpy as np
 import pytest
 
 from lake_assets.errors import CorruptMetadataError, OptionError
-from lake_assets.ops.dynamic_bucket import (
-    DynamicBucketAssigner,
-    assigner_ids,
-    merge_sorted_unique,
-    partition_hash,
-    sorted_unique,
-)
+from lake_assets.lsm.sorted_sets import merge_sorted_unique, sorted_unique
+from lake_assets.ops.dynamic_bucket import DynamicBucketAssigner, assigner_ids, partition_hash
 from lake_assets.spec.binary_row import EMPTY_ROW
 from lake_assets.spec.hash_index import HASH_INDEX, decode_hashes, encode_hashes
 from lake_assets.spec.manifest import FileKind, IndexManifestEntry
