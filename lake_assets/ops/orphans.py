@@ -35,9 +35,10 @@ class OrphanResult:
         return {"orphan_files": len(self.paths), "orphan_bytes": self.bytes, "dry_run": self.dry_run}
 
 
-def referenced_files(store: FileStore, *, ignore_tags: Collection[str] = ()) -> set[str]:
+def referenced_files(store: FileStore, *, ignore_tags: Collection[str] = (), data_files: bool = True) -> set[str]:
     """Every file path a retained snapshot, tag (other than ``ignore_tags``) or long-lived changelog
-    may reference (data, changelog, manifests, lists).
+    may reference (data, changelog, manifests, lists). ``data_files=False``: the metadata files only
+    (manifests, lists, index and statistics files), which reads no manifest.
 
     A superset: files named by ADD entries that a later DELETE cancelled count too, which only
     keeps more (snapshot expiration removes those). Lists that expiration removed on purpose are
@@ -51,6 +52,7 @@ def referenced_files(store: FileStore, *, ignore_tags: Collection[str] = ()) -> 
     fio = store.file_io
     refs: set[str] = set()
     seen_manifests: set[str] = set()
+    seen_indexes: set[str] = set()  # index manifests read (holders share them: read each once)
 
     def add_list(list_name: str, *, may_be_gone: bool) -> None:
         path = store.paths.manifest_file(list_name)
@@ -59,7 +61,7 @@ def referenced_files(store: FileStore, *, ignore_tags: Collection[str] = ()) -> 
             return
         for meta in mio.read_manifest_list(list_name):
             refs.add(store.paths.manifest_file(meta.file_name))
-            if meta.file_name in seen_manifests:
+            if not data_files or meta.file_name in seen_manifests:
                 continue
             seen_manifests.add(meta.file_name)
             if may_be_gone and not fio.exists(store.paths.manifest_file(meta.file_name)):
@@ -79,9 +81,12 @@ def referenced_files(store: FileStore, *, ignore_tags: Collection[str] = ()) -> 
                 add_list(list_name, may_be_gone=kind == "changelog")
         if snap.changelog_manifest_list:
             add_list(snap.changelog_manifest_list, may_be_gone=kind != "snapshot")
-        if snap.index_manifest:
+        if snap.index_manifest and snap.index_manifest not in seen_indexes:
             refs.add(store.paths.manifest_file(snap.index_manifest))
-            refs.update(index_file_paths(store, snap.index_manifest, may_be_gone=kind != "snapshot"))
+            named = index_file_paths(store, snap.index_manifest, may_be_gone=kind != "snapshot")
+            refs.update(named)
+            if named or kind == "snapshot":  # read (an empty answer of a holder that may lack it: maybe gone)
+                seen_indexes.add(snap.index_manifest)
         if snap.statistics:
             refs.add(store.paths.statistics_file(snap.statistics))
     return refs

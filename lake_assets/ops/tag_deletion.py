@@ -17,10 +17,18 @@ Manifests, lists, index and statistics files are spared when any holder names th
 as deleted (a DELETE entry, or an ADD that a later DELETE cancels) is not spared: no reader opens
 it, and snapshot expiry would delete it too (deleting a missing file is a no-op there).
 
+Cost: each distinct manifest is read at most once per call (`_Needed`), not once per holder
+that lists it (retained snapshots share most manifests), and only while some file of the tag is
+still without a holder: the latest snapshot is asked first, and a tag whose files it all keeps
+reads no other holder's manifests. Every holder's manifest lists, index manifests and statistics
+are still read (what spares the metadata files, `referenced_files`).
+
 Order and failure, as in the rest of the maintenance plane:
 
-* every file the tag holds and every reference is read before anything changes; metadata that
-  cannot be read raises `CorruptMetadataError` and the tag stays (nothing deleted);
+* every file the tag holds and every reference that could keep one of them is read before
+  anything changes; metadata that cannot be read raises `CorruptMetadataError` and the tag stays
+  (nothing deleted). A manifest left unread once every data file of the tag has a holder could
+  only name more holders of those files: it cannot change what is deleted;
 * the tag file goes first: a crash after it leaves files nothing references, which
   `remove_orphan_files` collects; never a tag naming deleted files;
 * the references are read again after the tag file is gone (a rollback to another tag or a new
@@ -35,17 +43,21 @@ goes, its files stay, and the result says why.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
 from lake_assets.ops.expire_files import ensure_inside, extra_paths
 from lake_assets.ops.orphans import index_file_paths, referenced_files
+from lake_assets.ops.scan import merge_entries
+from lake_assets.spec.manifest import ManifestEntry, ManifestFileMeta
 from lake_assets.spec.snapshot import Snapshot
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
+    from lake_assets.store.manifest_io import ManifestIO
 
 __all__ = ["TagDeletionResult", "delete_tag"]
 
@@ -106,8 +118,8 @@ def delete_tag(store: FileStore, name: str) -> TagDeletionResult:
         result.files_kept = str(exc)
         return result
     try:
-        held = _held_by(store, snap)
-        spared = _Spared.of(store, ignore_tag=name)
+        held, needed = _held_by(store, snap)
+        meta_names = needed.look(store, ignore_tag=name)
     except CorruptMetadataError as exc:
         raise CorruptMetadataError(
             f"Cannot delete tag {name!r} of {store.name}: {exc}; the tag was kept and nothing was deleted"
@@ -115,15 +127,15 @@ def delete_tag(store: FileStore, name: str) -> TagDeletionResult:
     tags.delete(name)
     store.fault_point("tag_delete.after_tag_file")
     try:
-        spared.add(_Spared.of(store))  # again: what changed while we read (a rollback, a new tag)
+        meta_names |= needed.look(store)  # again: what changed while we read (a rollback, a new tag)
     except CorruptMetadataError as exc:
         raise CorruptMetadataError(
             f"Deleted tag {name!r} of {store.name} but kept its files: the table's references cannot be "
             f"read again ({exc}); remove_orphan_files collects them once the metadata is readable"
         ) from exc
-    result.deleted_data_files = _doomed(held.data, spared.data_names)
-    result.deleted_index_files = _doomed(held.index, spared.meta_names)
-    result.deleted_manifests = _doomed(held.manifests, spared.meta_names)
+    result.deleted_data_files = list(dict.fromkeys(p for p in held.data if _name(p) in needed.unneeded))
+    result.deleted_index_files = _doomed(held.index, meta_names)
+    result.deleted_manifests = _doomed(held.manifests, meta_names)
     ensure_inside(store, result.deleted_data_files, result.deleted_index_files, result.deleted_manifests)
     fio = store.file_io
     fio.delete_many(result.deleted_data_files)
@@ -145,67 +157,109 @@ def _doomed(paths: list[str], spared_names: set[str]) -> list[str]:
     return list(dict.fromkeys(p for p in paths if _name(p) not in spared_names))
 
 
-@dataclass
-class _Spared:
-    """Names of files something other than the tag being deleted still needs."""
+class _Needed:
+    """Which of the tag's data files some other holder needs, found by reading each distinct
+    manifest once per `delete_tag` call.
 
-    data_names: set[str]
-    meta_names: set[str]
+    Holders share most manifests (each snapshot's base list repeats its predecessor's), so a
+    manifest is read once, reduced to its entries about files still ``unneeded``, and the reduction
+    kept by name (manifests never change). A holder's live files are merged from the reductions of
+    its manifests; what it keeps leaves ``unneeded``, and the reductions shrink with it. The latest
+    snapshot is asked first (it keeps whatever of the tag is still live), and once nothing is left
+    to find no further manifest is read. Merging only some files' entries gives those files
+    exactly the liveness a full merge gives them: entries of different files never interact.
+    """
 
-    @classmethod
-    def of(cls, store: FileStore, ignore_tag: str | None = None) -> _Spared:
-        """What every retained snapshot, every tag but ``ignore_tag`` and every long-lived
-        changelog needs (see the module doc)."""
-        scan = store.file_store_scan()
-        mio = scan.manifest_io
-        names: set[str] = set()
+    def __init__(self, mio: ManifestIO, table_name: str, candidates: set[str]) -> None:
+        self._mio = mio
+        self._table_name = table_name
+        self.unneeded = set(candidates)  # file names no holder was found to need (yet)
+        # manifest name -> (len(unneeded) when reduced, its entries about unneeded files)
+        self._reduced: dict[str, tuple[int, list[ManifestEntry]]] = {}
 
-        def named_in(list_name: str | None, *, may_be_gone: bool) -> None:
-            if not list_name or (may_be_gone and not store.file_io.exists(store.paths.manifest_file(list_name))):
-                return
-            for entries in mio.read_manifests(mio.read_manifest_list(list_name)):
-                for e in entries:
-                    names.add(e.file.file_name)
-                    names.update(e.file.extra_files)
+    def _about_unneeded(self, e: ManifestEntry) -> bool:
+        extra = e.file.extra_files
+        return e.file.file_name in self.unneeded or (bool(extra) and not self.unneeded.isdisjoint(extra))
 
-        def live_in(snap: Snapshot) -> None:
-            for e in scan.live_entries(snap):
-                names.add(e.file.file_name)
-                names.update(e.file.extra_files)
+    def reduce(self, name: str, entries: Sequence[ManifestEntry]) -> list[ManifestEntry]:
+        """Keep ``entries`` (manifest ``name``'s, or a reduction of them) about unneeded files."""
+        reduced = [e for e in entries if self._about_unneeded(e)]
+        self._reduced[name] = (len(self.unneeded), reduced)  # ``unneeded`` only shrinks: its size dates it
+        return reduced
 
-        for snap in store.snapshot_manager.snapshots():
-            live_in(snap)
-            named_in(snap.changelog_manifest_list, may_be_gone=False)
+    def _entry_lists(self, metas: Sequence[ManifestFileMeta]) -> list[list[ManifestEntry]]:
+        """The reduced entries of each of ``metas``; manifests not read yet are read now (in
+        parallel on remote storage), once each."""
+        unseen = list({m.file_name: m for m in metas if m.file_name not in self._reduced}.values())
+        for meta, entries in zip(unseen, self._mio.read_manifests(unseen), strict=True):
+            self.reduce(meta.file_name, entries)
+        out = []
+        for meta in metas:
+            size, reduced = self._reduced[meta.file_name]
+            out.append(reduced if size == len(self.unneeded) else self.reduce(meta.file_name, reduced))
+        return out
+
+    def _needed(self, entries: Iterable[ManifestEntry]) -> None:
+        for e in entries:
+            self.unneeded.discard(e.file.file_name)
+            self.unneeded.difference_update(e.file.extra_files)
+
+    def _live_in(self, snap: Snapshot) -> None:
+        if self.unneeded:
+            metas = self._mio.read_manifest_list(snap.base_manifest_list) + self._mio.read_manifest_list(
+                snap.delta_manifest_list)
+            self._needed(merge_entries(self._entry_lists(metas), self._table_name))
+
+    def _named_in(self, store: FileStore, list_name: str | None, *, may_be_gone: bool) -> None:
+        if not self.unneeded or not list_name:
+            return
+        if may_be_gone and not store.file_io.exists(store.paths.manifest_file(list_name)):
+            return
+        for entries in self._entry_lists(self._mio.read_manifest_list(list_name)):
+            self._needed(entries)
+
+    def look(self, store: FileStore, ignore_tag: str | None = None) -> set[str]:
+        """Take out of ``unneeded`` what every retained snapshot, tag but ``ignore_tag`` and
+        long-lived changelog needs (see the module doc); returns the names of the metadata files
+        they reference."""
+        sm = store.snapshot_manager
+        for sid in reversed(sm.snapshot_ids()):
+            snap = sm.try_snapshot(sid) if self.unneeded else None  # None: expired while listing
+            if snap is not None:
+                self._live_in(snap)
+                self._named_in(store, snap.changelog_manifest_list, may_be_gone=False)
         for tag_name, tag in store.tag_manager().tags().items():
             if tag_name != ignore_tag:
-                live_in(tag.snapshot)
-                named_in(tag.snapshot.changelog_manifest_list, may_be_gone=True)
+                self._live_in(tag.snapshot)
+                self._named_in(store, tag.snapshot.changelog_manifest_list, may_be_gone=True)
         changelogs = store.changelog_manager()
-        for cid in changelogs.ids():
+        for cid in changelogs.ids() if self.unneeded else ():
             changelog = changelogs.try_changelog(cid)
             if changelog is not None:
                 for list_name in (changelog.base_manifest_list, changelog.delta_manifest_list,
                                   changelog.changelog_manifest_list):
-                    named_in(list_name, may_be_gone=True)
-        meta = referenced_files(store, ignore_tags=() if ignore_tag is None else {ignore_tag})
-        return cls(names, {_name(p) for p in meta})
-
-    def add(self, other: _Spared) -> None:
-        self.data_names |= other.data_names
-        self.meta_names |= other.meta_names
+                    self._named_in(store, list_name, may_be_gone=True)
+        meta = referenced_files(store, ignore_tags=() if ignore_tag is None else {ignore_tag}, data_files=False)
+        return {_name(p) for p in meta}
 
 
-def _held_by(store: FileStore, snap: Snapshot) -> _Held:
-    """Everything the tagged snapshot ``snap`` holds that tag deletion may free (see the module doc)."""
-    scan = store.file_store_scan()
-    mio = scan.manifest_io
+def _held_by(store: FileStore, snap: Snapshot) -> tuple[_Held, _Needed]:
+    """Everything the tagged snapshot ``snap`` holds that tag deletion may free (see the module
+    doc), and the search for its data files in other holders, which starts from the manifests
+    read here."""
+    mio = store.manifest_io()
     paths = store.paths
     held = _Held()
-    entries = scan.live_entries(snap)
+    metas = mio.read_manifest_list(snap.base_manifest_list) + mio.read_manifest_list(snap.delta_manifest_list)
+    entry_lists = mio.read_manifests(metas)
+    entries = merge_entries(entry_lists, store.name)
     store.check_scanned(Op.EXPIRE, snap, entries)
     for e in entries:
         held.data.append(store.data_file_path(e.partition, e.bucket, e.file))
         held.data.extend(extra_paths(store, e))
+    needed = _Needed(mio, store.name, {_name(p) for p in held.data})
+    for meta, listed in zip(metas, entry_lists, strict=True):
+        needed.reduce(meta.file_name, listed)
     for list_name in (snap.base_manifest_list, snap.delta_manifest_list):
         if list_name:
             held.manifests.extend(paths.manifest_file(m.file_name) for m in mio.read_manifest_list(list_name))
@@ -215,4 +269,4 @@ def _held_by(store: FileStore, snap: Snapshot) -> _Held:
         held.manifests.append(paths.manifest_file(snap.index_manifest))
     if snap.statistics:
         held.manifests.append(paths.statistics_file(snap.statistics))
-    return held
+    return held, needed
