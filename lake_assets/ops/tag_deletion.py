@@ -50,14 +50,13 @@ from typing import TYPE_CHECKING
 from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
 from lake_assets.ops.expire_files import ensure_inside, extra_paths
 from lake_assets.ops.orphans import index_file_paths, referenced_files
-from lake_assets.ops.scan import merge_entries
+from lake_assets.ops.scan import FileStoreScan, merge_entries
 from lake_assets.spec.manifest import ManifestEntry, ManifestFileMeta
 from lake_assets.spec.snapshot import Snapshot
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
-    from lake_assets.store.manifest_io import ManifestIO
 
 __all__ = ["TagDeletionResult", "delete_tag"]
 
@@ -170,9 +169,9 @@ class _Needed:
     exactly the liveness a full merge gives them: entries of different files never interact.
     """
 
-    def __init__(self, mio: ManifestIO, table_name: str, candidates: set[str]) -> None:
-        self._mio = mio
-        self._table_name = table_name
+    def __init__(self, scan: FileStoreScan, candidates: set[str]) -> None:
+        self._scan = scan
+        self._mio = scan.manifest_io
         self.unneeded = set(candidates)  # file names no holder was found to need (yet)
         # manifest name -> (len(unneeded) when reduced, its entries about unneeded files)
         self._reduced: dict[str, tuple[int, list[ManifestEntry]]] = {}
@@ -206,9 +205,8 @@ class _Needed:
 
     def _live_in(self, snap: Snapshot) -> None:
         if self.unneeded:
-            metas = self._mio.read_manifest_list(snap.base_manifest_list) + self._mio.read_manifest_list(
-                snap.delta_manifest_list)
-            self._needed(merge_entries(self._entry_lists(metas), self._table_name))
+            entry_lists = self._entry_lists(self._scan.data_manifests(snap))
+            self._needed(merge_entries(entry_lists, self._scan.table_name))
 
     def _named_in(self, store: FileStore, list_name: str | None, *, may_be_gone: bool) -> None:
         if not self.unneeded or not list_name:
@@ -247,17 +245,18 @@ def _held_by(store: FileStore, snap: Snapshot) -> tuple[_Held, _Needed]:
     """Everything the tagged snapshot ``snap`` holds that tag deletion may free (see the module
     doc), and the search for its data files in other holders, which starts from the manifests
     read here."""
-    mio = store.manifest_io()
+    scan = store.file_store_scan()
+    mio = scan.manifest_io
     paths = store.paths
     held = _Held()
-    metas = mio.read_manifest_list(snap.base_manifest_list) + mio.read_manifest_list(snap.delta_manifest_list)
+    metas = scan.data_manifests(snap)
     entry_lists = mio.read_manifests(metas)
     entries = merge_entries(entry_lists, store.name)
     store.check_scanned(Op.EXPIRE, snap, entries)
     for e in entries:
         held.data.append(store.data_file_path(e.partition, e.bucket, e.file))
         held.data.extend(extra_paths(store, e))
-    needed = _Needed(mio, store.name, {_name(p) for p in held.data})
+    needed = _Needed(scan, {_name(p) for p in held.data})
     for meta, listed in zip(metas, entry_lists, strict=True):
         needed.reduce(meta.file_name, listed)
     for list_name in (snap.base_manifest_list, snap.delta_manifest_list):
