@@ -110,16 +110,51 @@ def _identity(e: IndexManifestEntry) -> tuple[bytes, int, str, str]:
     return (e.partition, e.bucket, e.index_type, e.file_name)
 
 
-def _check_view(store: FileStore, change: IndexChange, keep: Sequence[IndexManifestEntry],
-                verified: set[tuple[bytes, str]]) -> None:
+class _Kept:
+    """The index files a commit builds its manifest from, in manifest order, with the per-bucket
+    and per-partition questions of the conflict checks answered from indexes (a commit of many
+    buckets over a large index costs per change, not per change and index file)."""
+
+    def __init__(self, entries: Iterable[IndexManifestEntry]) -> None:
+        self._entries: dict[tuple[bytes, int, str, str], IndexManifestEntry] = {}  # insertion order
+        self._slots: dict[tuple[bytes, int, str], set[tuple[bytes, int, str, str]]] = {}
+        self._hash_files: dict[bytes, dict[tuple[bytes, int, str, str], IndexManifestEntry]] = {}
+        for e in entries:
+            self.add(e)
+
+    def add(self, e: IndexManifestEntry) -> None:
+        ident = _identity(e)
+        self._entries.pop(ident, None)  # re-added: it moves to the end, as in a list
+        self._entries[ident] = e
+        self._slots.setdefault(ident[:3], set()).add(ident)
+        if e.index_type == HASH_INDEX:
+            self._hash_files.setdefault(e.partition, {})[ident] = e
+
+    def remove(self, e: IndexManifestEntry) -> None:
+        ident = _identity(e)
+        if self._entries.pop(ident, None) is not None:
+            self._slots[ident[:3]].discard(ident)
+            self._hash_files.get(e.partition, {}).pop(ident, None)
+
+    def slot(self, partition: bytes, bucket: int, index_type: str) -> set[tuple[bytes, int, str, str]]:
+        """Identities of the bucket's files of one index type."""
+        return self._slots.get((partition, bucket, index_type), set())
+
+    def hash_files(self, partition: bytes) -> Iterable[IndexManifestEntry]:
+        return self._hash_files.get(partition, {}).values()
+
+    def entries(self) -> list[IndexManifestEntry]:
+        return list(self._entries.values())
+
+
+def _check_view(store: FileStore, change: IndexChange, keep: _Kept, verified: set[tuple[bytes, str]]) -> None:
     """Raise `CommitConflictError` unless the partition's HASH files in ``keep`` are the ones the
     change's writer assigned from (checked once per partition and view: the view's other changes
     follow it, and then ``keep`` holds them)."""
     if (change.partition, change.view) in verified:
         return
     digest = change.view.rpartition(":")[2]
-    current = [e for e in keep if e.partition == change.partition and e.index_type == HASH_INDEX]
-    if not change.view or _view_digest(current) != digest:
+    if not change.view or _view_digest(keep.hash_files(change.partition)) != digest:
         raise CommitConflictError(
             f"Cannot commit to {store.name}: the hash index of partition {_partition_name(store, change.partition)} "
             "changed since this writer loaded it (another writer of this dynamic-bucket table committed "
@@ -163,22 +198,21 @@ def next_index_manifest(
     """
     current = list(store.index_entries(latest.index_manifest)) if latest is not None and latest.index_manifest else []
     live = [e for e in current if e.kind == FileKind.ADD]
-    keep = list(live)
-    if overwritten is not None:
-        # an overwrite writer starts the replaced partitions' buckets empty: ``before`` is empty there
-        keep = [e for e in keep if not overwritten(e.partition)]
+    # an overwrite writer starts the replaced partitions' buckets empty: ``before`` is empty there
+    kept = _Kept(e for e in live if overwritten is None or not overwritten(e.partition))
     verified: set[tuple[bytes, str]] = set()  # (partition, view) of HASH changes found current
     for change in changes:
         for index_type in change.index_types:
-            found = {_identity(e) for e in keep
-                     if (e.partition, e.bucket, e.index_type) == (change.partition, change.bucket, index_type)}
-            if found != {_identity(e) for e in change.before if e.index_type == index_type}:
+            if kept.slot(change.partition, change.bucket, index_type) != {
+                    _identity(e) for e in change.before if e.index_type == index_type}:
                 raise _conflict(store, change, index_type)
         if HASH_INDEX in change.index_types:
-            _check_view(store, change, keep, verified)
-        expected = {_identity(e) for e in change.before}
-        keep = [e for e in keep if _identity(e) not in expected]
-        keep += [e for e in change.after]
+            _check_view(store, change, kept, verified)
+        for e in change.before:
+            kept.remove(e)
+        for e in change.after:
+            kept.add(e)
+    keep = kept.entries()
     if len(keep) == len(live) and {_identity(e) for e in keep} == {_identity(e) for e in live}:
         return latest.index_manifest if latest is not None else None
     if not keep and latest is not None and not latest.index_manifest:
