@@ -97,21 +97,23 @@ def gather(batches: Iterator[pa.RecordBatch], rows: int = WRITE_CHUNK_ROWS) -> I
 
 
 def write_task(options: SourceOptions, commit_user: str, batches: Iterator[pa.RecordBatch],
-               plan: BucketPlan | None = None) -> LakeCommitMessage:
+               plan: BucketPlan | None = None, *, overwrite: bool = False) -> LakeCommitMessage:
     """Write one task's input into new files; on failure delete them and re-raise.
 
     Rows of a primary-key table that did not come routed by bucket (no bucket column) are
     numbered in this task's sequence slot, so other tasks may write the same buckets. With a
     ``plan`` (a batch write of a postpone table into real buckets) each partition is written with
     its planned bucket count, and rows of partitions the plan lacks are staged (`LakeBatchWriter`).
+    An ``overwrite`` writes as the core's overwrite does: buckets start empty (the commit drops the
+    replaced files and their hash index, so a dynamic-bucket assigner must not start from them).
     """
     table = options.table()
     writer: TableWriter | PostponeWriter | PostponeFixedBucketWriter
     if plan is not None:
         writer = PostponeFixedBucketWriter(table.store, commit_user, plan.counts, default_count=plan.default,
-                                           stage_unplanned=True)
+                                           stage_unplanned=True, ignore_previous_files=overwrite)
     else:
-        writer = table.new_writer(commit_user, write_only=True)
+        writer = table.new_writer(commit_user, write_only=True, ignore_previous_files=overwrite)
     target = table.arrow_schema
     stride = 1
     try:
@@ -267,7 +269,7 @@ class LakeBatchWriter(DataSourceArrowWriter):
             self.plan = BucketPlan.from_json(text) if text is not None else base_plan(table)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LakeCommitMessage:
-        return write_task(self.options, self.commit_user, iterator, self.plan)
+        return write_task(self.options, self.commit_user, iterator, self.plan, overwrite=self.overwrite)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         table = self.options.table()
@@ -331,7 +333,7 @@ class LakeStreamWriter(DataSourceStreamArrowWriter):
         query_id = ctx.getLocalProperty("sql.streaming.queryId") if ctx is not None else None
         if not query_id:
             raise LakeError("A streaming write to the lake source runs without a streaming query id")
-        return write_task(self.options, STREAMING_USER_PREFIX + query_id, iterator)
+        return write_task(self.options, STREAMING_USER_PREFIX + query_id, iterator, overwrite=self.overwrite)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         user = commit_user_of(messages)

@@ -101,3 +101,30 @@ def test_streaming_ingest_of_a_dynamic_bucket_table(capsys, spark, tmp_path) -> 
     table = table.refresh()
     assert _keys_once(table) == list(range(120))
     assert len({s.bucket for s in table.plan()}) >= 3
+
+
+def test_overwrite_of_a_dynamic_bucket_table_replaces_the_rows_and_their_index(spark, tmp_path) -> None:
+    """An overwrite starts from empty buckets, as the core's overwrite does: the writer must not
+    assign buckets from the hash index the commit drops (that raised a bogus conflict)."""
+    wh = str(tmp_path / "wh")
+    table = _table(wh)
+    write_table(spark.createDataFrame(_orders(range(80), 0.0).to_pandas()), wh, "db.orders")
+    # whole table
+    write_table(spark.createDataFrame(_orders(range(40, 100), 7.0).to_pandas()), wh, "db.orders", mode="overwrite")
+    table = table.refresh()
+    assert _keys_once(table) == list(range(40, 100))
+    assert set(table.to_arrow().column("amount").to_pylist()) == {7.0 + i for i in range(40, 100)}
+    # one partition (dynamic): the other partition keeps its rows and its index
+    again = _orders(range(200, 230), 9.0).filter(pa.compute.equal(_orders(range(200, 230), 9.0).column("dt"),
+                                                                   "2024-01-01"))
+    write_table(spark.createDataFrame(again.to_pandas()), wh, "db.orders", mode="overwrite", dynamic=True)
+    table = table.refresh()
+    rows = table.to_arrow()
+    by_dt = {d: sorted(i for i, dd in zip(rows.column("order_id").to_pylist(), rows.column("dt").to_pylist(),
+                                            strict=True) if dd == d) for d in ("2024-01-01", "2024-01-02")}
+    assert by_dt["2024-01-01"] == list(range(200, 230, 2))
+    assert by_dt["2024-01-02"] == list(range(41, 100, 2))
+    # new keys after the overwrite still find one bucket each, next to the kept index
+    write_table(spark.createDataFrame(_orders(range(90, 130), 3.0).to_pandas()), wh, "db.orders")
+    assert _keys_once(table.refresh()) == sorted(set(range(200, 230, 2)) | set(range(41, 100, 2)) |
+                                                 set(range(90, 130)))
