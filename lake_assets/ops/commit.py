@@ -112,6 +112,12 @@ class TableCommitter:
         call `abort` for a replay whose files are new, or let orphan removal collect them.
         New files become an APPEND (or OVERWRITE) snapshot; compaction results a COMPACT snapshot
         with the same identifier.
+
+        ``check_committed=False`` skips the look for an earlier landing of this identifier: only for
+        messages that were never committed (a fresh writer's). An APPEND is not checked against the
+        latest snapshot (as Paimon's APPEND commits are not), so new files committed twice that way
+        would be added twice; a COMPACT or OVERWRITE replayed that way fails its conflict check and
+        deletes none of the files a snapshot references.
         """
         args.integer("commit_identifier", commit_identifier, optional=False)
         args.flag("check_committed", check_committed)
@@ -201,9 +207,11 @@ class TableCommitter:
         except CommitConflictError:
             if self.may_have_landed:
                 raise  # not reachable today (conflicts are found before a put); never clean up then
-            # Files of a rejected commit are referenced by nothing: remove them (upgraded files keep
-            # their name and are still referenced at their old level).
-            self.store.file_io.delete_many(_abs_files(self.store, messages))
+            # Files of a rejected commit are normally referenced by nothing: remove them. But the
+            # messages may be a replay of a commit that landed (``check_committed=False``), whose
+            # files a retained snapshot or tag references, and upgraded files keep their name and
+            # are still referenced at their old level: delete only what nothing references.
+            self._delete_unreferenced(messages)
             raise
         except CommitStateUnknownError:
             raise
@@ -229,8 +237,6 @@ class TableCommitter:
         has committed it. Otherwise deletes only files that no retained snapshot or tag references
         (messages handed to a fresh committer may be the very ones a snapshot committed).
         """
-        from lake_assets.ops.orphans import referenced_files  # orphans imports the scan stack
-
         validate_messages(self.store, messages, "abort a commit to")
         if self.may_have_landed or self._seen_committed:
             log.warning("Not deleting files of %s: the last commit may have landed or had landed before",
@@ -240,6 +246,12 @@ class TableCommitter:
             log.warning("Not deleting files of %s: commit %s of %s was committed", self.store.name,
                         commit_identifier, self.commit_user)
             return
+        self._delete_unreferenced(messages)
+
+    def _delete_unreferenced(self, messages: Sequence[CommitMessage]) -> None:
+        """Delete the messages' files that no retained snapshot or tag references."""
+        from lake_assets.ops.orphans import referenced_files  # orphans imports the scan stack
+
         files = _abs_files(self.store, messages)
         live = referenced_files(self.store) if files else set()
         kept = [f for f in files if f in live]

@@ -87,3 +87,28 @@ def test_abort_still_deletes_files_that_never_landed(t):
     t.new_committer("job").abort(_load(cp), 1)
     assert not any(os.path.exists(p) for p in paths)
     assert t.latest_snapshot() is None
+
+
+def test_a_replayed_compaction_conflicts_and_keeps_the_files_that_landed(t):
+    """A compaction's messages committed again without the landed-before look (``check_committed=False``,
+    as the compaction's own commit does) fail the conflict check; the conflict cleanup must not
+    delete the outputs the first commit landed."""
+    from lake_assets.errors import CommitConflictError
+    from lake_assets.ops.compact import compact
+    from lake_assets.ops.compact.rewrite import run_compaction_tasks
+
+    for v in (1, 2, 3):
+        t.write_arrow(pa.table({"k": [1, 2], "v": [v, v]}, schema=t.arrow_schema))
+    captured: list[CommitMessage] = []
+
+    def run_tasks(store, plan):
+        captured.extend(run_compaction_tasks(store, plan.tasks))
+        return captured
+
+    assert compact(t.store, full=True, run_tasks=run_tasks).snapshot_id is not None
+    outputs = [t.store.data_file_path(m.partition, m.bucket, f) for m in captured for f in m.compact_after]
+    assert outputs
+    with pytest.raises(CommitConflictError, match="already deleted"):
+        t.new_committer("replay").commit(captured, check_committed=False)
+    assert all(os.path.exists(p) for p in outputs)
+    assert _state(t.refresh()) == {1: 3, 2: 3}
