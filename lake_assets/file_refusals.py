@@ -1,6 +1,6 @@
 """Refusals that follow from the files a snapshot lists (see `lake_assets.table_support`):
 `entry_refusals` for its manifest entries (data file formats by extension, as Paimon readers choose
-the format, ``bucket-postpone`` files, row-tracking and data-evolution fields, external paths) and
+the format, negative buckets other than ``bucket-postpone``, row-tracking and data-evolution fields, external paths) and
 `index_refusals` for its index manifest (deletion vectors, hash indexes, other types). Pure."""
 
 from __future__ import annotations
@@ -45,10 +45,9 @@ def entry_refusals(entries: Iterable[ManifestEntry]) -> list[Refusal]:
         if fmt not in DATA_FILE_FORMATS:
             add(f"format:{fmt}", f"data file format {fmt or '(none)'!r} (file {f.file_name})",
                 f"only {', '.join(sorted(DATA_FILE_FORMATS))} data files are implemented", DATA)
-        if e.bucket == POSTPONE_BUCKET:
-            add("postpone", f"postpone bucket files (bucket-postpone, e.g. {f.file_name})",
-                "their rows wait for a compaction to assign buckets", frozenset({Op.STREAM}))
-        elif e.bucket < 0:
+        # bucket-postpone files: every operation handles them (batch scans skip them, change reads
+        # follow Paimon's stream scans, ops/stream.py; compaction moves them, ops/postpone.py)
+        if e.bucket < 0 and e.bucket != POSTPONE_BUCKET:
             add("bucket", f"bucket {e.bucket} (file {f.file_name})", "negative buckets are not implemented", DATA)
         if f.write_cols is not None:
             add("write_cols", f"data-evolution files (_WRITE_COLS, e.g. {f.file_name})",

@@ -81,15 +81,10 @@ def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
                 "reads skip bucket-postpone (compact the table first)",
                 READS,
             )]
-        return [Refusal(
-            "bucket mode postpone (bucket = -2)",
-            "streaming reads are not implemented: Paimon's stream scans of these tables read the "
-            "bucket-postpone files of each snapshot as they come with changelog-producer none, and only "
-            "real buckets (the compaction's changelog) with a changelog producer (writes go to "
-            "bucket-postpone, ops/postpone_write.py; compaction moves them, ops/postpone.py; batch reads "
-            "skip bucket-postpone as Paimon readers do)",
-            frozenset({Op.STREAM}),
-        )]
+        # postpone bucket mode: writes go to bucket-postpone (ops/postpone_write.py), compaction
+        # moves them (ops/postpone.py), batch reads skip bucket-postpone and change reads see what
+        # Paimon's scans see (ops/stream.py)
+        return []
     if pk and bucket == -1:
         missing = cross_partition_fields(schema)
         if not missing:

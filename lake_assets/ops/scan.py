@@ -87,7 +87,8 @@ class FileStoreScan:
         self.table_name = table_name
         self.guard = guard
         # Batch reads of postpone-bucket tables skip bucket -2 files, as Paimon readers do: their
-        # rows are not visible until a compaction assigns them a bucket.
+        # rows are not visible until a compaction assigns them a bucket. As Paimon's bucket filter,
+        # it applies to every manifest the scan reads: live, delta and changelog entries.
         self.real_buckets_only = real_buckets_only
         self._partition_cache: dict[bytes, tuple[Any, ...]] = {}
 
@@ -143,11 +144,11 @@ class FileStoreScan:
                 for entries in entry_lists
             ]
         live = merge_entries(entry_lists, self.table_name)
-        if self.real_buckets_only:
-            live = [e for e in live if e.bucket >= 0]
         return self._guarded(snapshot, live)
 
     def _guarded(self, snapshot: Snapshot, entries: list[ManifestEntry]) -> list[ManifestEntry]:
+        if self.real_buckets_only:
+            entries = [e for e in entries if e.bucket >= 0]
         if self.guard is not None:
             self.guard(snapshot, entries)
         return entries

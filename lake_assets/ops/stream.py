@@ -15,6 +15,10 @@ What a snapshot contributes depends on the table's ``changelog-producer``:
 
 Once a snapshot expired, its long-lived changelog (``changelog/changelog-<id>``, kept when the
 changelog lifecycle is decoupled from snapshots) serves the same reads.
+
+Postpone-bucket tables: which scans see the rows waiting in ``bucket-postpone`` is in
+`lake_assets.ops.stream_postpone` (streams without a changelog producer read them as written;
+everything else reads real buckets only).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.ops.plan import plan_splits
 from lake_assets.ops.read import SplitReader, missing_file_error
 from lake_assets.ops.scan import Split
+from lake_assets.ops.stream_postpone import postponed_entries, read_order, sees_postponed, skips_postponed
 from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry
 from lake_assets.spec.snapshot import CommitKind, Snapshot
 from lake_assets.store.changelog_manager import snapshot_or_changelog
@@ -85,9 +90,12 @@ def _group(snapshot_id: int, entries: list[ManifestEntry], kind: str, scan: File
     ]
 
 
-def snapshot_changes(store: FileStore, snap: Snapshot, source: ChangeSource = "auto") -> list[ChangeSplit]:
-    """The change splits one snapshot contributes (see the module docstring)."""
-    scan = store.file_store_scan(Op.STREAM)
+def snapshot_changes(
+    store: FileStore, snap: Snapshot, source: ChangeSource = "auto", *, streaming: bool = True
+) -> list[ChangeSplit]:
+    """The change splits one snapshot contributes (see the module docstring): to a stream, or
+    with ``streaming=False`` to an incremental batch read (which never sees ``bucket-postpone``)."""
+    scan = store.file_store_scan(Op.STREAM, real_buckets_only=skips_postponed(store, streaming=streaming))
     producer = store.schema.core_options.changelog_producer
     use_changelog = source == "changelog" or (source == "auto" and producer != "none")
     if use_changelog:
@@ -97,6 +105,20 @@ def snapshot_changes(store: FileStore, snap: Snapshot, source: ChangeSource = "a
     if snap.commit_kind == CommitKind.OVERWRITE and not store.schema.core_options.streaming_read_overwrite:
         return []
     return _group(snap.id, scan.delta_entries(snap), "delta", scan)
+
+
+def full_splits(store: FileStore, snap: Snapshot) -> list[ChangeSplit]:
+    """The full phase of a stream at ``snap``: its merged real buckets, and, where the stream sees
+    them (`stream_postpone.sees_postponed`), the files still waiting in ``bucket-postpone``, read
+    as written (Java reads bucket -2 splits without a merge)."""
+    splits = [
+        ChangeSplit(snap.id, sp.partition, sp.partition_values, sp.bucket, tuple(sp.files), "full", sp.dv_entries)
+        for sp in plan_splits(store, snap, None)
+    ]
+    if sees_postponed(store, streaming=True):
+        scan = store.file_store_scan(Op.STREAM, real_buckets_only=False)
+        splits += _group(snap.id, postponed_entries(store, snap), "delta", scan)
+    return splits
 
 
 def check_row_kind_free(names: Iterable[str], table_name: str) -> None:
@@ -160,7 +182,7 @@ class ChangeReader:
                     yield data.append_column(ROW_KIND, pa.array(["+I"] * data.num_rows, pa.string()))
             return
         # Files are read as written (no merge across files): each row is one change.
-        for meta in sorted(split.files, key=lambda f: f.min_sequence_number):
+        for meta in read_order(split.bucket, split.files):
             raw = self._reader.read_file(sp, meta, with_system=True)
             if self.store.primary_keys:
                 # within a commit, changes of a key are ordered by sequence number
@@ -244,11 +266,7 @@ class StreamEnumerator:
         batches: list[ChangeBatch] = []
         if self._needs_full is not None:
             full = self._needs_full
-            splits = [
-                ChangeSplit(full.id, sp.partition, sp.partition_values, sp.bucket, tuple(sp.files), "full",
-                            sp.dv_entries)
-                for sp in plan_splits(self.store, full, None)
-            ]
+            splits = full_splits(self.store, full)
             self._needs_full = None
             batches.append(ChangeBatch(full.id, splits, self.position))
             max_snapshots -= 1
@@ -300,7 +318,7 @@ def change_splits_between(
             raise SnapshotNotFoundError(
                 f"Table {store.name}: snapshot {sid} expired and no long-lived changelog keeps its changes"
             )
-        splits += snapshot_changes(store, snap, source)
+        splits += snapshot_changes(store, snap, source, streaming=False)
     return splits
 
 

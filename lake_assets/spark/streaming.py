@@ -27,7 +27,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from lake_assets.errors import OptionError
-from lake_assets.ops.stream import ROW_KIND, ChangeReader, ChangeSplit
+from lake_assets.ops.stream import ROW_KIND, ChangeReader, ChangeSplit, full_splits
 from lake_assets.spark.reader import ChangePartition
 from lake_assets.spark.schema import spark_arrow_schema, to_spark_batches
 from lake_assets.spark.source_options import SCAN_MODE, SNAPSHOT_ID, TIMESTAMP, SourceOptions
@@ -45,11 +45,9 @@ def offset(snapshot: int, full: bool = False) -> dict:
 
 
 def _full_splits(table: Table, snapshot_id: int) -> list[ChangeSplit]:
-    snap = table.snapshot_manager.snapshot(snapshot_id)
-    return [
-        ChangeSplit(snap.id, s.partition, s.partition_values, s.bucket, tuple(s.files), "full", s.dv_entries)
-        for s in table.plan(snapshot=snap)
-    ]
+    # the core's full phase: the same splits a core stream plans (postponed files included where
+    # Paimon's streams read them, ops/stream_postpone.py)
+    return full_splits(table.store, table.snapshot_manager.snapshot(snapshot_id))
 
 
 def plan_between(table: Table, start: dict, end: dict) -> list[ChangeSplit]:

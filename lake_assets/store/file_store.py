@@ -173,17 +173,23 @@ class FileStore:
             table_name=self.name,
         )
 
-    def file_store_scan(self, op: Op | None = None) -> FileStoreScan:
-        """A manifest scan; for an ``op``, the schema is checked now and what it scans before use."""
+    def file_store_scan(self, op: Op | None = None, *, real_buckets_only: bool | None = None) -> FileStoreScan:
+        """A manifest scan; for an ``op``, the schema is checked now and what it scans before use.
+
+        ``real_buckets_only``: whether the scan skips ``bucket-postpone`` files (default: for
+        `Op.READ` of a postpone-bucket table, as Paimon's batch scans; change reads decide for
+        themselves, `lake_assets.ops.stream`)."""
         types = self.schema.types(list(self.schema.partition_keys))
         if op is None:
             return FileStoreScan(self.manifest_io(), types, self.name)
         self.require(op)
-        postpone = bool(self.schema.primary_keys) and self.schema.core_options.bucket == -2
+        if real_buckets_only is None:
+            postpone = bool(self.schema.primary_keys) and self.schema.core_options.bucket == -2
+            real_buckets_only = postpone and op is Op.READ
         return FileStoreScan(
             self.manifest_io(), types, self.name,
             guard=lambda snap, entries: self.check_scanned(op, snap, entries),
-            real_buckets_only=postpone and op is Op.READ,
+            real_buckets_only=real_buckets_only,
         )
 
     def tag_manager(self) -> TagManager:

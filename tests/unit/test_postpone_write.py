@@ -15,7 +15,7 @@ from datetime import timedelta
 import pyarrow as pa
 import pytest
 
-from lake_assets import Catalog, UnsupportedFeatureError
+from lake_assets import Catalog
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
 from lake_assets.ops.postpone_write import PostponeWriter
 from lake_assets.spec.snapshot import CommitKind
@@ -159,13 +159,6 @@ def test_overwrite_replaces_the_partition_with_postponed_rows(catalog: Catalog):
     assert [r["id"] for r in content(t)] == [3]
     t.compact()
     assert [(r["id"], r["dt"]) for r in content(t)] == [(5, "d1"), (3, "d2")]
-
-
-def test_streaming_reads_stay_refused_by_name(catalog: Catalog):
-    t = make(catalog, "p", "-2")
-    t.write_arrow(rows([1], "d1", "a"))
-    with pytest.raises(UnsupportedFeatureError, match=r"^Cannot stream from db\.p: bucket mode postpone"):
-        t.stream(mode="latest-full")
 
 
 def test_maintenance_keeps_what_postpone_files_need(catalog: Catalog):

@@ -54,13 +54,14 @@ def test_supported_tables_refuse_nothing():
     # lake_assets' own options and per-field options are known
     assert schema_refusals(schema({"bucket": "2", "compaction.parallelism": "2",
                                    "fields.v.aggregate-function": "sum"})) == []
+    # postpone: batch reads skip bucket-postpone (as Paimon readers), compaction moves it into real
+    # buckets (ops/postpone.py), writes go to bucket-postpone (ops/postpone_write.py) and streams
+    # read what Paimon's stream scans read (ops/stream_postpone.py)
+    assert schema_refusals(schema({"bucket": "-2"})) == []
 
 
 @pytest.mark.parametrize(("options", "pk", "refused", "named"), [
-    # postpone: batch reads skip bucket-postpone (as Paimon readers), compaction moves it into real
-    # buckets (ops/postpone.py); writes go to bucket-postpone (ops/postpone_write.py); streams refused
-    ({"bucket": "-2"}, True, {Op.STREAM}, "bucket mode postpone (bucket = -2)"),
-    # ... unless Paimon readers merge bucket-postpone into their batch reads
+    # postpone tables whose Paimon readers merge bucket-postpone into their batch reads
     ({"bucket": "-2", "postpone.merge-on-read": "true"}, True, {Op.READ, Op.WRITE, Op.STREAM},
      "postpone.merge-on-read = true"),
     # dynamic-bucket PK tables are read, compacted and written (with their hash index), and so is
@@ -172,8 +173,10 @@ def test_entry_refusals():
     assert entry_refusals([entry("data-a-0.avro"), entry("data-b-0.orc"), entry("data-c-0.parquet")]) == []
     csv = entry_refusals([entry("data-a-0.csv"), entry("data-b-0.csv")])
     assert len(csv) == 1 and blocked(csv) == DATA and "'csv'" in csv[0].property
-    postpone = entry_refusals([entry(bucket=-2)])
-    assert blocked(postpone) == {Op.STREAM} and "bucket-postpone" in postpone[0].property
+    # bucket-postpone files: every operation handles them (ops/stream_postpone.py for change reads)
+    assert entry_refusals([entry(bucket=-2)]) == []
+    other = entry_refusals([entry(bucket=-3)])
+    assert blocked(other) == DATA and "bucket -3" in other[0].property
     assert blocked(entry_refusals([entry(write_cols=("v",))])) == DATA
     assert blocked(entry_refusals([entry(first_row_id=0)])) == {Op.WRITE, Op.COMPACT}
     assert blocked(entry_refusals([entry(external_path="s3://elsewhere/data-a-0.parquet")])) == {Op.EXPIRE}
@@ -205,12 +208,13 @@ def test_index_refusals():
 
 
 def test_refuse_names_table_operation_and_property():
-    refusals = schema_refusals(schema({"bucket": "-2"}))
+    refusals = schema_refusals(schema({"bucket": "3"}, pk=False))
     refuse("db.t", Op.READ, refusals)  # allowed: no error
-    refuse("db.t", Op.WRITE, refusals)
+    refuse("db.t", Op.STREAM, refusals)
     with pytest.raises(UnsupportedFeatureError,
-                       match=r"^Cannot stream from db\.t: bucket mode postpone \(bucket = -2\) is not supported; "):
-        refuse("db.t", Op.STREAM, refusals)
+                       match=r"^Cannot write to db\.t: fixed-bucket mode of append tables with bucket = 3 is not "
+                             r"supported; "):
+        refuse("db.t", Op.WRITE, refusals)
 
 
 # ------------------------------------------------------------------ the Table refuses before acting
