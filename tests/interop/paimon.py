@@ -104,6 +104,16 @@ class Pypaimon:
             self.run(*args)
             return read_ipc(out)
 
+    def stream_follow(self, warehouse: str | os.PathLike[str], identifier: str, start: int) -> pa.Table:
+        """What pypaimon's streaming scan emits for snapshots ``start``..latest (its follow-up
+        phase: delta or changelog per snapshot by the table's changelog producer), with
+        ``_row_kind`` and the ``_snapshot`` each row came from."""
+        with tempfile.TemporaryDirectory(prefix="pypaimon-") as tmp:
+            out = Path(tmp) / "rows.arrow"
+            self.run("stream-follow", "--warehouse", str(warehouse), "--table", identifier,
+                     "--from", str(start), "--out", str(out))
+            return read_ipc(out)
+
     def create_table(
         self,
         warehouse: str | os.PathLike[str],

@@ -14,6 +14,9 @@ Subcommands::
     create-tag --warehouse W --table db.t --name NAME [--snapshot-id N]
     create-branch --warehouse W --table db.t --name NAME [--tag TAG]   (write to it as db.t$branch_NAME)
     snapshots  --warehouse W --table db.t          (prints JSON: {"snapshots": [...], "tags": [...]})
+    stream-follow --warehouse W --table db.t --from N --out rows.arrow
+               (the follow-up phase of pypaimon's streaming scan over snapshots N..latest: each
+               snapshot its follow-up scanner reads, rows with _row_kind and a _snapshot column)
 
 Errors go to stderr with exit code 1 (2 for bad arguments).
 """
@@ -190,6 +193,36 @@ def cmd_snapshots(args: argparse.Namespace) -> None:
     print(json.dumps({"snapshots": snapshots, "tags": tags}))
 
 
+def cmd_stream_follow(args: argparse.Namespace) -> None:
+    """What pypaimon's streaming scan emits for snapshots ``--from`` to the latest, one follow-up
+    plan per snapshot its scanner reads (the scan's own per-snapshot planning, without its
+    polling loop, which never returns once it is caught up)."""
+    table = catalog(args.warehouse).get_table(args.table)
+    builder = table.new_stream_read_builder().with_include_row_kind(True)
+    scan = builder.new_streaming_scan()
+    read = builder.new_read()
+    manager = table.snapshot_manager()
+    latest = manager.get_latest_snapshot()
+    parts = []
+    for sid in range(args.start, (latest.id if latest else 0) + 1):
+        snapshot = manager.get_snapshot_by_id(sid)
+        if snapshot is None or not scan.follow_up_scanner.should_scan(snapshot):
+            continue
+        splits = scan._create_follow_up_plan(snapshot).splits()
+        rows = read.to_arrow(splits) if splits else None
+        if rows is not None and rows.num_rows:
+            parts.append(rows.append_column("_snapshot", pa.array([sid] * rows.num_rows, pa.int64())))
+    if parts:
+        result = pa.concat_tables(parts)
+    else:
+        from pypaimon.schema.data_types import PyarrowFieldParser
+
+        empty = PyarrowFieldParser.from_paimon_schema(builder.read_type()).empty_table()
+        result = empty.add_column(0, "_row_kind", pa.array([], pa.string())).append_column(
+            "_snapshot", pa.array([], pa.int64()))
+    write_ipc(result, args.out)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line."""
     parser = argparse.ArgumentParser(description="pypaimon driver for lake_assets interop tests")
@@ -231,6 +264,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tag")
 
     common("snapshots", cmd_snapshots)
+
+    p = common("stream-follow", cmd_stream_follow)
+    p.add_argument("--from", dest="start", type=int, required=True)
+    p.add_argument("--out", required=True)
     return parser
 
 

@@ -164,22 +164,18 @@ def assert_reads_like_paimon(warehouse: Path, name: str, pypaimon: Pypaimon) -> 
 
 
 # ------------------------------------------------------------------------------------- postpone
-POSTPONE = r"bucket mode postpone \(bucket = -2\) is not supported"
-
-
 @pytest.mark.parametrize("name", ["postpone_avro", "postpone_parquet", "rust_postpone"])
 def test_postpone_bucket_tables(table_copy, name, pypaimon, rust):
     """Rows in bucket-postpone wait for a Paimon compaction to assign their buckets: Paimon readers
     do not see them (pypaimon skips bucket -2 in batch scans, and so does pypaimon-rust), so a batch
-    read returns exactly that; streaming reads are refused (compaction: test_postpone.py; writes:
-    test_postpone_write_interop.py)."""
+    read returns exactly that (compaction: test_postpone.py; writes: test_postpone_write_interop.py;
+    change reads: test_postpone_stream_interop.py)."""
     warehouse = table_copy(name)
     table_dir = warehouse / "db.db" / name
     assert any((table_dir / "bucket-postpone").iterdir())
     ours = assert_reads_like_paimon(warehouse, name, pypaimon)
     assert ours.num_rows == 0
     assert rust.read_rows(warehouse, f"db.{name}") == []
-    assert_refused(warehouse, name, ["read_changes", "stream"], POSTPONE)
     # expiring and orphan removal keep what the table needs: the postpone files are referenced
     t, _ = open_table(warehouse, name)
     assert t.remove_orphan_files(older_than=timedelta(0), dry_run=True).paths == []
@@ -196,13 +192,6 @@ def test_postpone_table_with_real_buckets_reads_like_paimon(table_copy, pypaimon
     expected = [{"id": i, "v": f"{'a' if i < 15 else 'b'}{i}"} for i in range(45)]
     assert canonical(ours, ["id"]) == expected
     assert sorted(rust.read_rows(warehouse, "db.rust_postpone_fixed"), key=lambda r: r["id"]) == expected
-    assert_refused(warehouse, "rust_postpone_fixed", ["read_changes"], POSTPONE)
-
-
-def test_postpone_stream_refusal_names_the_operation(table_copy):
-    t, _ = open_table(table_copy("postpone_avro"), "postpone_avro")
-    with pytest.raises(UnsupportedFeatureError, match=r"^Cannot stream from db\.postpone_avro: bucket mode postpone"):
-        t.stream(mode="latest-full")
 
 
 # ---------------------------------------------------------------------------------- file formats
