@@ -88,6 +88,10 @@ class LakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.consumer_id = options.get(CONSUMER_ID)
         self._target: int | None = None  # availableNow: the last snapshot this query may read
         self._table_handle: Table | None = None
+        # Spark asks for the initial offset more than once (availableNow's preparation, then the
+        # first batch); the first answer stands: a later call would find the consumer position the
+        # first one recorded and resume from it, losing a pending full phase
+        self._initial: dict | None = None
 
     def __getstate__(self) -> dict:
         # pickled into tasks: an open table (file system handles) stays behind
@@ -102,6 +106,8 @@ class LakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # ------------------------------------------------------------- offsets
     def initialOffset(self) -> dict:
+        if self._initial is not None:
+            return self._initial
         table = self._table()
         ts = self.options.get(TIMESTAMP)
         enumerator = table.stream(
@@ -116,6 +122,7 @@ class LakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         full = bool(batches) and batches[0].next_position == start
         initial = offset(start, full)
         self._record_consumer(initial)  # protect what this stream will read from its first batch on
+        self._initial = initial
         return initial
 
     def getDefaultReadLimit(self) -> ReadLimit:
