@@ -1,7 +1,8 @@
 """Refusals that follow from the files a snapshot lists (see `lake_assets.table_support`):
 `entry_refusals` for its manifest entries (data file formats by extension, as Paimon readers choose
-the format, negative buckets other than ``bucket-postpone``, row-tracking and data-evolution fields, external paths) and
-`index_refusals` for its index manifest (deletion vectors, hash indexes, other types). Pure."""
+the format, negative buckets other than ``bucket-postpone``, row-tracking and data-evolution
+fields, external paths) and `index_refusals` for its index manifest (deletion vectors, hash
+indexes, other types). Pure."""
 
 from __future__ import annotations
 

@@ -11,8 +11,8 @@ The rules are pure functions of what the table carries:
 * `schema_refusals` - the schema: options, bucket mode. Checked per operation (`FileStore.require`),
   at no I/O cost beyond the schema the table already loaded.
 * `entry_refusals` - the manifest entries an operation scans: data file formats (by extension, as
-  Paimon readers choose the format), ``bucket-postpone`` files, row-tracking and data-evolution
-  fields of DataFileMeta, external paths. Checked where the operation scans its manifests, before
+  Paimon readers choose the format), negative buckets other than ``bucket-postpone``, row-tracking
+  and data-evolution fields of DataFileMeta, external paths. Checked where the operation scans its manifests, before
   it acts (`FileStoreScan`'s guard).
 * `index_refusals` - the snapshot's index manifest: deletion vectors, hash indexes, other types.
 
