@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from lake_assets.ops.postpone import is_postpone_table
 from lake_assets.refusal import Op
 from lake_assets.spec.manifest import DataFileMeta, ManifestEntry
 from lake_assets.spec.snapshot import Snapshot
@@ -39,22 +40,17 @@ if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
 
 
-def is_postpone(store: FileStore) -> bool:
-    """Whether ``store`` is a primary-key table in postpone bucket mode."""
-    return bool(store.schema.primary_keys) and store.schema.core_options.bucket == POSTPONE_BUCKET
-
-
 def sees_postponed(store: FileStore, *, streaming: bool) -> bool:
     """Whether a change read of ``store`` reads ``bucket-postpone`` files: only a streaming read
     of a postpone table without a changelog producer does (Paimon's ``DataTableStreamScan``);
     every other scan of a postpone table skips them (``onlyReadRealBuckets``)."""
-    return streaming and is_postpone(store) and store.schema.core_options.changelog_producer == "none"
+    return streaming and is_postpone_table(store) and store.schema.core_options.changelog_producer == "none"
 
 
 def skips_postponed(store: FileStore, *, streaming: bool) -> bool:
     """Whether a change read's manifest scan of ``store`` must drop ``bucket-postpone`` entries
     (`FileStoreScan.real_buckets_only`); False for tables of other bucket modes."""
-    return is_postpone(store) and not sees_postponed(store, streaming=streaming)
+    return is_postpone_table(store) and not sees_postponed(store, streaming=streaming)
 
 
 def postponed_entries(store: FileStore, snap: Snapshot) -> list[ManifestEntry]:
@@ -76,4 +72,4 @@ def read_order(bucket: int, files: Sequence[DataFileMeta]) -> list[DataFileMeta]
     return sorted(files, key=lambda f: f.min_sequence_number)
 
 
-__all__ = ["is_postpone", "postponed_entries", "read_order", "sees_postponed", "skips_postponed"]
+__all__ = ["postponed_entries", "read_order", "sees_postponed", "skips_postponed"]
