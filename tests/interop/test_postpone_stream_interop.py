@@ -140,3 +140,22 @@ def test_producers_stream_the_compactions_changelog_of_pypaimons_rows(tmp_wareho
     got += [(b.snapshot_id, sorted(r["id"] for s in b.splits for r in reader.read(s).to_pylist()))
             for b in restarted.poll(max_snapshots=10)]
     assert [g for g in got if g[1]] == [(second, sorted(c[2] for c in changes if c[0] == second))]
+
+
+@pytest.mark.parametrize("producer", ["none", "lookup"])
+def test_pypaimons_stream_of_our_postpone_table_emits_what_ours_does(tmp_warehouse, pypaimon, producer):
+    """Our writer's bucket-postpone files and our compaction's output, streamed by pypaimon: the
+    same changes per snapshot as our stream (none: each commit as written, lookup: the changelog)."""
+    cat = Catalog(tmp_warehouse)
+    cat.create_database("db")
+    t = cat.create_table("db.o", engines.SCHEMA, primary_keys=["id"],
+                         options={"bucket": "-2", "changelog-producer": producer})
+    t.write_arrow(batch(range(5), "a"))
+    t.write_arrow(batch(range(3, 8), "b"))
+    t.compact()
+    t.write_arrow(batch(range(6, 9), "c"))
+    t.compact()
+    changes = assert_streams_alike(t, pypaimon, tmp_warehouse, "o")
+    kinds = Counter(c[1] for c in changes)
+    # none: the three commits' 5 + 5 + 3 rows; lookup: 8 new keys, then keys 6 and 7 updated, 8 new
+    assert kinds == ({"+I": 13} if producer == "none" else {"+I": 9, "-U": 2, "+U": 2})
