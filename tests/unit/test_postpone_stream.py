@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog
+from lake_assets.ops.postpone_fixed_bucket import write_fixed_buckets
 from lake_assets.ops.stream import StreamEnumerator
 from lake_assets.spec.snapshot import CommitKind
 from lake_assets.table import Table
@@ -206,3 +207,28 @@ def test_consumer_restart_resumes_after_the_last_committed_snapshot(catalog: Cat
         mode="latest-full", consumer_id="etl")
     assert emitted(t, restarted) == [("+I", 2, 20), ("+I", 1, 11)]
     assert t.store.consumer_manager().get("etl").next_snapshot == t.snapshot_manager.latest_id() + 1
+
+
+@pytest.mark.parametrize("producer", ["none", "lookup"])
+def test_batch_writes_into_real_buckets_and_postponed_writes_in_one_stream(catalog: Catalog, producer: str):
+    """A batch write into real buckets (Paimon's postpone.batch-write-fixed-bucket: write-only
+    level-0 files, an APPEND snapshot) then a postponed write. With none both APPEND snapshots come
+    as written and the compaction adds nothing; with lookup neither comes (no changelog yet), and
+    the postpone compaction, which also compacts the real buckets' level 0, commits the changelog
+    of both, the postponed value of key 1 last (Paimon's testWriteFixedBucketThenWritePostponeBucket)."""
+    t = make(catalog, producer, **{"postpone.default-bucket-num": "2"})
+    stream = t.stream(mode="latest")
+    fixed = write_fixed_buckets(t.store, rows((1, 10), (2, 20)))
+    assert fixed is not None
+    assert {e.bucket for e in t.store.file_store_scan().delta_entries(t.snapshot(fixed))} <= {0, 1}
+    postponed = t.write_arrow(rows((1, 11), (3, 30)))
+    if producer == "none":
+        got = by_snapshot(t, stream)
+        assert {k: sorted(v) for k, v in got.items()} == {fixed: [("+I", 1, 10), ("+I", 2, 20)],
+                                                         postponed: [("+I", 1, 11), ("+I", 3, 30)]}
+        t.compact()
+        assert emitted(t, stream) == []
+    else:
+        assert emitted(t, stream) == []
+        t.compact()
+        assert sorted(emitted(t, stream)) == [("+I", 1, 11), ("+I", 2, 20), ("+I", 3, 30)]
