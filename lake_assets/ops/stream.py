@@ -23,7 +23,7 @@ everything else reads real buckets only).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -107,14 +107,31 @@ def snapshot_changes(
     return _group(snap.id, scan.delta_entries(snap), "delta", scan)
 
 
+def _full_phase_levels(store: FileStore) -> Callable[[int], bool] | None:
+    """The levels a stream's full phase reads (Java's ``DataTableStreamScan.tryFirstPlan``, 0.9 to
+    2.x): with ``lookup`` levels above 0, with ``full-compaction`` the top level only, as the
+    changelog of the files below is still to come (the next compaction's); else every level."""
+    opts = store.schema.core_options
+    if opts.changelog_producer == "lookup":
+        return lambda level: level > 0
+    if opts.changelog_producer == "full-compaction":
+        top = opts.num_levels - 1
+        return lambda level: level == top
+    return None
+
+
 def full_splits(store: FileStore, snap: Snapshot) -> list[ChangeSplit]:
-    """The full phase of a stream at ``snap``: its merged real buckets, and, where the stream sees
-    them (`stream_postpone.sees_postponed`), the files still waiting in ``bucket-postpone``, read
-    as written (Java reads bucket -2 splits without a merge)."""
-    splits = [
-        ChangeSplit(snap.id, sp.partition, sp.partition_values, sp.bucket, tuple(sp.files), "full", sp.dv_entries)
-        for sp in plan_splits(store, snap, None)
-    ]
+    """The full phase of a stream at ``snap``: its merged real buckets (of the levels
+    `_full_phase_levels` keeps), and, where the stream sees them (`stream_postpone.sees_postponed`),
+    the files still waiting in ``bucket-postpone``, read as written (Java reads bucket -2 splits
+    without a merge)."""
+    keep = _full_phase_levels(store)
+    splits: list[ChangeSplit] = []
+    for sp in plan_splits(store, snap, None):
+        files = tuple(f for f in sp.files if keep is None or keep(f.level))
+        if files:
+            splits.append(ChangeSplit(snap.id, sp.partition, sp.partition_values, sp.bucket, files, "full",
+                                      sp.dv_entries))
     if sees_postponed(store, streaming=True):
         scan = store.file_store_scan(Op.STREAM, real_buckets_only=False)
         splits += _group(snap.id, postponed_entries(store, snap), "delta", scan)

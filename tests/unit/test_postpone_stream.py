@@ -232,3 +232,15 @@ def test_batch_writes_into_real_buckets_and_postponed_writes_in_one_stream(catal
         assert emitted(t, stream) == []
         t.compact()
         assert sorted(emitted(t, stream)) == [("+I", 1, 11), ("+I", 2, 20), ("+I", 3, 30)]
+
+
+def test_lookup_full_phase_leaves_a_batch_writes_level_0_to_the_compactions_changelog(catalog: Catalog):
+    """A batch write into real buckets leaves write-only level-0 files; a lookup stream's full
+    phase reads levels above 0 only (Java's tryFirstPlan), so those rows come once, with the
+    postpone compaction's changelog, not in the full phase and again after it."""
+    t = make(catalog, "lookup", **{"postpone.default-bucket-num": "2"})
+    write_fixed_buckets(t.store, rows((1, 10), (2, 20)))
+    stream = t.stream(mode="latest-full")
+    assert emitted(t, stream) == []
+    t.compact()
+    assert sorted(emitted(t, stream)) == [("+I", 1, 10), ("+I", 2, 20)]
