@@ -1,0 +1,235 @@
+"""The files Spark's Parquet writer staged for a native write, described and moved into the table.
+
+Spark writes ``<staging>/__lake_part_0=<v>/.../__lake_bucket=<n>/part-....parquet`` (its
+``partitionBy`` directories name the copies of the partition columns; the files keep the
+partition columns themselves, as Paimon's do). The driver reads each file's footer, finds its
+partition from the partition columns in the file (one value per file: Spark starts a new file
+when the value changes) and its bucket from the last directory name, and moves the file to
+``<partition path>/bucket-<n>/<data-file.prefix><uuid>-0.parquet`` - the partition path built by
+lake_assets' own escaping, never from Spark's directory names, and checked to stay inside the
+table. Its `DataFileMeta` is level 0 with key and value statistics taken as the core's writer
+takes them: the key columns are read (first and last key, their ranges, truncated to 128
+characters) and the value ranges come from the footer for the types whose Parquet statistics
+are exact (`formats.footer_stats`), from the values for the others (floats: NaN has no range).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lake_assets.errors import LakeError
+from lake_assets.formats.data_file import local_now_ms
+from lake_assets.formats.file_layout import KEY_PREFIX, SEQUENCE_NUMBER
+from lake_assets.formats.footer_stats import FOOTER_STRING_BYTES
+from lake_assets.formats.stats import StatsAccumulator
+from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.spec.binary_row import serialize_row
+from lake_assets.spec.data_types import (
+    BigIntType,
+    BooleanType,
+    CharType,
+    DataType,
+    DateType,
+    IntType,
+    SmallIntType,
+    TinyIntType,
+    VarCharType,
+)
+from lake_assets.spec.manifest import DataFileMeta, FileSource
+from lake_assets.spec.schema import TableSchema
+from lake_assets.store.file_store import FileStore
+
+PARTITION_COPY_PREFIX = "__lake_part_"
+BUCKET_DIR_COLUMN = "__lake_bucket"
+_BUCKET_DIR = re.compile(re.escape(BUCKET_DIR_COLUMN) + r"=(\d+)")
+# Key statistics are truncated as the core's writer truncates them (formats/data_file.py).
+KEY_STATS_TRUNCATE = 128
+# Types whose footer min/max is the exact range (formats/footer_stats.py: parquet-java's
+# statistics of these are by value, strings bytewise as UTF-8).
+_FOOTER_TYPES = (BooleanType, TinyIntType, SmallIntType, IntType, BigIntType, DateType, CharType, VarCharType)
+_STRING_TYPES = (CharType, VarCharType)
+
+
+class NativeWriteError(LakeError):
+    """Spark's output for a native write is not what the driver planned (a bug, never user data)."""
+
+
+@dataclass(frozen=True)
+class StagedFile:
+    """One Parquet file Spark wrote, and its bucket."""
+
+    path: str
+    bucket: int
+
+
+def staged_files(staging: str) -> list[StagedFile]:
+    """The data files under ``staging`` (Spark's markers and temporary directories skipped)."""
+    out = []
+    for directory, dirs, names in os.walk(staging):
+        dirs[:] = [d for d in dirs if not d.startswith(("_temporary", "."))]
+        for name in sorted(names):
+            if name.startswith(("_", ".")) or not name.endswith(".parquet"):
+                continue
+            m = _BUCKET_DIR.fullmatch(os.path.basename(directory))
+            if m is None:
+                raise NativeWriteError(f"Spark wrote {name} outside a bucket directory: {directory}")
+            out.append(StagedFile(os.path.join(directory, name), int(m.group(1))))
+    return out
+
+
+def _leaf_of(pf: pq.ParquetFile) -> dict[str, int]:
+    return {pf.schema.column(i).name: i for i in range(len(pf.schema))}
+
+
+def _footer_range(pf: pq.ParquetFile, leaf: int) -> tuple[int, list[tuple[Any, Any] | None]] | None:
+    """(null count, per row group: (min, max), None for no values, (None, None) for unknown);
+    None when a row group has no null count (then the values are read)."""
+    nulls = 0
+    ranges: list[tuple[Any, Any] | None] = []
+    meta = pf.metadata
+    for r in range(meta.num_row_groups):
+        st = meta.row_group(r).column(leaf).statistics
+        if st is None or not st.has_null_count:
+            return None
+        nulls += st.null_count
+        if st.has_min_max:
+            ranges.append((st.min, st.max))
+        else:
+            ranges.append(None if st.num_values == 0 else (None, None))
+    return nulls, ranges
+
+
+def column_stats(pf: pq.ParquetFile, names: Sequence[str], types: Sequence[DataType], truncate: int,
+                 read: dict[str, pa.ChunkedArray] | None = None) -> Any:
+    """SimpleStats of columns ``names`` of the file: from the footer where it is exact, else from
+    the values (``read`` may hold columns already read)."""
+    acc = StatsAccumulator(types, truncate)
+    leaf = _leaf_of(pf)
+    values: list[int] = []
+    for i, (name, t) in enumerate(zip(names, types, strict=True)):
+        got = _footer_range(pf, leaf[name]) if isinstance(t, _FOOTER_TYPES) and name not in (read or {}) else None
+        if got is None:
+            values.append(i)
+            continue
+        nulls, ranges = got
+        acc.nulls[i] += nulls
+        for r in ranges:
+            if r is None:
+                continue
+            lo, hi = r
+            if isinstance(t, _STRING_TYPES) and isinstance(hi, str) and len(hi.encode()) > FOOTER_STRING_BYTES:
+                lo = hi = None  # as the core: long strings take the computed path (here: no range)
+            acc.fold(i, lo, hi)
+    if values:
+        missing = [names[i] for i in values if names[i] not in (read or {})]
+        table = pf.read(columns=missing, use_threads=False) if missing else None
+        sub = StatsAccumulator([types[i] for i in values], truncate)
+        sub.update([(read or {}).get(names[i]) or table.column(names[i]) for i in values])  # type: ignore[union-attr]
+        for j, i in enumerate(values):
+            acc.nulls[i] += sub.nulls[j]
+            acc.mins[i], acc.maxs[i], acc.unknown[i] = sub.mins[j], sub.maxs[j], sub.unknown[j]
+    return acc.result()
+
+
+def _partition_values(pf: pq.ParquetFile, schema: TableSchema, path: str) -> list[Any]:
+    """The one partition of a file's rows, from its partition columns."""
+    names = list(schema.partition_keys)
+    if not names:
+        return []
+    leaf = _leaf_of(pf)
+    values: list[Any] = []
+    unread = []
+    for name, t in zip(names, schema.types(names), strict=True):
+        got = _footer_range(pf, leaf[name]) if isinstance(t, _FOOTER_TYPES) else None
+        ranges = {r for r in got[1] if r is not None} if got is not None and got[0] == 0 else set()
+        lo, hi = ranges.pop() if len(ranges) == 1 else (None, None)
+        if lo is not None and lo == hi:
+            values.append(lo)  # the footer says: one value in every row group, no nulls
+        else:
+            values.append(None)
+            unread.append(name)
+    if not unread:
+        return values
+    data = pf.read(columns=unread, use_threads=False)
+    for name in unread:
+        distinct = data.column(name).unique()
+        if len(distinct) != 1:
+            raise NativeWriteError(f"Spark wrote {path} with {len(distinct)} values of partition key {name!r}")
+        values[names.index(name)] = distinct[0].as_py()
+    return values
+
+
+def describe(path: str, schema: TableSchema, file_name: str) -> tuple[list[Any], DataFileMeta]:
+    """The partition values of a staged file and the `DataFileMeta` it gets under ``file_name``."""
+    pf = pq.ParquetFile(path)
+    keys = list(schema.trimmed_primary_keys)
+    key_types = schema.types(keys)
+    key_cols = [KEY_PREFIX + k for k in keys]
+    key_data = pf.read(columns=[*key_cols, SEQUENCE_NUMBER], use_threads=False)
+    rows = key_data.num_rows
+    if rows == 0:
+        raise NativeWriteError(f"Spark wrote an empty file {path}")
+    first = [key_data.column(c)[0].as_py() for c in key_cols]
+    last = [key_data.column(c)[rows - 1].as_py() for c in key_cols]
+    key_stats = column_stats(pf, key_cols, key_types, KEY_STATS_TRUNCATE,
+                             {c: key_data.column(c) for c in key_cols})
+    value_names = [f.name for f in schema.fields]
+    value_stats = column_stats(pf, value_names, [f.type for f in schema.fields], 16)
+    seq = key_data.column(SEQUENCE_NUMBER)
+    meta = DataFileMeta(
+        file_name=file_name,
+        file_size=os.path.getsize(path),
+        row_count=rows,
+        min_key=serialize_row(first, key_types),
+        max_key=serialize_row(last, key_types),
+        key_stats=key_stats,
+        value_stats=value_stats,
+        min_sequence_number=int(pc.min(seq).as_py()),
+        max_sequence_number=int(pc.max(seq).as_py()),
+        schema_id=schema.id,
+        level=0,
+        extra_files=(),
+        creation_time_ms=local_now_ms(),
+        delete_row_count=0,  # the native write writes +I records only
+        embedded_file_index=None,
+        file_source=FileSource.APPEND,
+        value_stats_cols=None,
+        external_path=None,
+        first_row_id=None,
+        write_cols=None,
+        write_cols_sequences=None,
+    )
+    return _partition_values(pf, schema, path), meta
+
+
+def move_into_table(store: FileStore, staged: Sequence[StagedFile], prefix: str,
+                    moved: list[str]) -> list[CommitMessage]:
+    """Describe every staged file, move it into its bucket directory, and group the files into
+    commit messages. Each destination is appended to ``moved`` before the move, so that a caller
+    cleaning up after a failure finds every file (a move that did not happen deletes nothing)."""
+    schema = store.schema
+    types = schema.types(list(schema.partition_keys))
+    by_bucket: dict[tuple[bytes, int], list[DataFileMeta]] = defaultdict(list)
+    for s in staged:
+        name = f"{prefix}{uuid.uuid4()}-0.parquet"
+        values, meta = describe(s.path, schema, name)
+        partition = serialize_row(values, types)
+        dest = store.data_file_path(partition, s.bucket, meta)
+        store.paths.ensure_inside([dest])  # lexically inside before any directory is made
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        store.paths.ensure_inside([dest], resolve_links=True)  # and not through a symlink out
+        moved.append(dest)
+        os.rename(s.path, dest)
+        by_bucket[(partition, s.bucket)].append(meta)
+    total = schema.core_options.bucket
+    return [CommitMessage(partition, bucket, total, tuple(files)) for (partition, bucket), files in by_bucket.items()]
