@@ -1,0 +1,173 @@
+"""`write_table_native`: Spark's own Parquet writer writes a primary-key table's files.
+
+The natively written table must be the table the Python path (`write_table`) writes from the
+same input - the same rows for every reader (the core, Paimon Java 0.9, pypaimon 2.1), the same
+file layout and the same manifest statistics per (partition, bucket) - and every table or input
+the native path cannot honour must go through the Python path unchanged.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from lake_assets import Catalog
+from lake_assets.errors import UnsupportedFeatureError
+from lake_assets.spark import write_table
+from lake_assets.spark.native_write import STAGING_PREFIX, write_table_native
+from lake_assets.spark.schema import spark_schema
+from tests.differential.conftest import java  # noqa: F401  (the Paimon Java oracle fixture)
+from tests.java.oracle import PaimonJava
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+# a long and a string key, a string partition, nulls, a timestamp, a float and a decimal
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("code", pa.string(), nullable=False),
+                    pa.field("dt", pa.string(), nullable=False), ("name", pa.string()), ("qty", pa.int32()),
+                    ("price", pa.float64()), ("amount", pa.decimal128(12, 2)), ("ts", pa.timestamp("us"))])
+KEYS = ["id", "code", "dt"]
+DAYS = ("2024-01-01", "2024-01-02", "2024-01-03")
+
+
+def _rows(ids: range, version: int) -> list[tuple]:
+    from decimal import Decimal
+
+    return [(i, f"c{i % 5}-{'x' * (i % 3)}", DAYS[i % 3], None if i % 4 == 0 else f"name-{i}-v{version}",
+             None if i % 6 == 0 else i * version, float(i) / 3 + version, Decimal(f"{i}.{version:02d}"),
+             dt.datetime(2024, 1, 1) + dt.timedelta(seconds=i * 7 + version, microseconds=i))
+            for i in ids]
+
+
+def _create(catalog: Catalog, name: str, options: dict[str, str] | None = None):
+    return catalog.create_table(name, SCHEMA, primary_keys=KEYS, partition_keys=["dt"],
+                                options={"bucket": "3", **(options or {})})
+
+
+def _frame(spark, table, rows: list[tuple], partitions: int = 1):
+    return spark.createDataFrame(rows, spark_schema(table.arrow_schema)).repartition(partitions) \
+        if partitions > 1 else spark.createDataFrame(rows, spark_schema(table.arrow_schema)).coalesce(1)
+
+
+def _files(table) -> dict[tuple[tuple, int], list]:
+    return {(tuple(s.partition_values), s.bucket): sorted(s.files, key=lambda f: f.min_sequence_number)
+            for s in table.plan()}
+
+
+def _sorted(t: pa.Table) -> pa.Table:
+    return t.sort_by([(k, "ascending") for k in KEYS])
+
+
+def test_native_write_equals_python_path_for_every_reader(spark, catalog: Catalog, warehouse: str,
+                                                          java: PaimonJava) -> None:  # noqa: F811
+    from tests.interop.paimon import Pypaimon, canonical
+
+    native = _create(catalog, "db.native")
+    python = _create(catalog, "db.python")
+    # one input partition holding every key twice (the later version must win), then a second
+    # write onto the existing table: an update of a third of the keys and new keys
+    first = _rows(range(90), 1) + _rows(range(0, 90, 2), 2)
+    second = _rows(range(0, 120, 3), 3)
+    for rows in (first, second):
+        df = _frame(spark, native, rows)
+        assert write_table_native(df, warehouse, "db.native", require_native=True).native
+        write_table(df, warehouse, "db.python")
+    native, python = catalog.get_table("db.native"), catalog.get_table("db.python")
+    ours = _sorted(native.to_arrow())
+    assert ours.num_rows == 100
+    assert ours.equals(_sorted(python.to_arrow()))
+    assert _sorted(java.read(warehouse, "db.native")).equals(ours)
+    driver = Pypaimon()
+    if driver.available():
+        assert canonical(driver.read(warehouse, "db.native"), KEYS) == canonical(ours, KEYS)
+    # the second write (every third key: one partition) numbers above the first in its buckets
+    files = _files(native)
+    assert sum(len(fs) == 2 for fs in files.values()) == 3 and all(len(fs) <= 2 for fs in files.values())
+    assert all(fs[0].max_sequence_number < fs[-1].min_sequence_number for fs in files.values() if len(fs) == 2)
+    # per (partition, bucket): the manifest says of our files what the core says of its own
+    py_files = _files(python)
+    assert files.keys() == py_files.keys()
+    for k, fs in files.items():
+        for ours_f, core_f in zip(fs, py_files[k], strict=True):
+            assert (ours_f.row_count, ours_f.min_key, ours_f.max_key, ours_f.level, ours_f.delete_row_count) == \
+                   (core_f.row_count, core_f.min_key, core_f.max_key, core_f.level, core_f.delete_row_count)
+            assert ours_f.key_stats == core_f.key_stats
+            assert ours_f.value_stats == core_f.value_stats
+    # the file layout of the core's files: columns, physical and logical types, repetition, field ids
+    part = native.plan()[0]
+    ours_path = native.store.data_file_path(part.partition, part.bucket, part.files[0])
+    core_split = next(s for s in python.plan() if s.partition == part.partition and s.bucket == part.bucket)
+    core_path = python.store.data_file_path(core_split.partition, core_split.bucket, core_split.files[0])
+    assert _layout(ours_path) == _layout(core_path)
+    assert pq.ParquetFile(ours_path).metadata.row_group(0).column(0).compression == "ZSTD"
+    # Java compacts the natively written buckets and still reads the same rows
+    java.compact(warehouse, "db.native")
+    assert _sorted(java.read(warehouse, "db.native")).equals(ours)
+    assert not [n for n in os.listdir(native.store.paths.root) if n.startswith(STAGING_PREFIX)]
+
+
+def _layout(path: str) -> list[tuple]:
+    schema = pq.ParquetFile(path).schema
+    out = []
+    for i in range(len(schema)):
+        c = schema.column(i)
+        out.append((c.name, c.physical_type, str(c.logical_type), c.max_definition_level))
+    arrow = pq.ParquetFile(path).schema_arrow
+    out.append(tuple((f.name, (f.metadata or {}).get(b"PARQUET:field_id")) for f in arrow))
+    return out
+
+
+def test_native_write_many_input_partitions_and_overwrite(spark, catalog: Catalog, warehouse: str) -> None:
+    table = _create(catalog, "db.t")
+    # keys spread over 4 input partitions, each key once: every bucket's rows come from several tasks
+    df = _frame(spark, table, _rows(range(200), 1), partitions=4)
+    assert write_table_native(df, warehouse, "db.t", require_native=True).native
+    table = catalog.get_table("db.t")
+    assert table.to_arrow().num_rows == 200
+    assert all(len(fs) == 1 for fs in _files(table).values())  # one file per (partition, bucket)
+    # overwrite one partition: the other two stay
+    day = _frame(spark, table, [r for r in _rows(range(0, 30), 5) if r[2] == DAYS[0]])
+    result = write_table_native(day, warehouse, "db.t", mode="overwrite", overwrite_partitions={"dt": DAYS[0]})
+    assert result.native and len(result.snapshot_ids) == 1
+    got = catalog.get_table("db.t").to_arrow()
+    assert got.num_rows == 10 + sum(1 for i in range(200) if i % 3 != 0)
+    assert set(got.filter(pa.compute.equal(got["dt"], DAYS[0]))["qty"].to_pylist()) <= {None, *range(0, 150, 5)}
+
+
+def test_null_key_fails_and_leaves_nothing(spark, catalog: Catalog, warehouse: str) -> None:
+    table = _create(catalog, "db.t")
+    rows = _rows(range(10), 1)
+    schema = spark_schema(table.arrow_schema)
+    loose = schema.__class__([f.__class__(f.name, f.dataType, True) for f in schema.fields])
+    df = spark.createDataFrame([*rows, (None, "c", DAYS[0], None, None, None, None, None)], loose).coalesce(1)
+    with pytest.raises(Exception, match="primary key column 'id' is NOT NULL"):
+        write_table_native(df, warehouse, "db.t", require_native=True)
+    root = Path(catalog.get_table("db.t").store.paths.root)
+    assert catalog.get_table("db.t").latest_snapshot() is None
+    assert not [p for p in root.rglob("*") if p.is_file() and "schema" not in p.parts]
+
+
+def test_refused_table_falls_back_to_python_path(spark, catalog: Catalog, warehouse: str) -> None:
+    table = _create(catalog, "db.t", {"merge-engine": "partial-update"})
+    df = _frame(spark, table, _rows(range(20), 1))
+    with pytest.raises(UnsupportedFeatureError, match="merge-engine = partial-update"):
+        write_table_native(df, warehouse, "db.t", require_native=True)
+    result = write_table_native(df, warehouse, "db.t")
+    assert not result.native and "merge-engine = partial-update" in result.refusals[0]
+    assert catalog.get_table("db.t").to_arrow().num_rows == 20
+    # an input whose types are not the table's: the Python path checks and casts it
+    plain = _create(catalog, "db.u")
+    cast = _frame(spark, plain, _rows(range(5), 1)).withColumn("qty", pa_long("qty"))
+    result = write_table_native(cast, warehouse, "db.u")
+    assert not result.native and "input column 'qty'" in result.refusals[0]
+    assert catalog.get_table("db.u").to_arrow().num_rows == 5
+
+
+def pa_long(name: str):
+    from pyspark.sql import functions as F
+
+    return F.col(name).cast("long")
