@@ -10,7 +10,9 @@ Spark reads in 2 splits. One ``local[2]`` session runs, each ``--repeat`` times 
   ``parquet_write_zstd`` with zstd (the lake table's codec, Paimon's default);
 * ``lake_write``: ``df.write.format("lake")`` into a fresh primary-key table (each task writes
   the buckets its rows fall in, no shuffle), and ``lake_write_table``: `write_table` (rows
-  routed so that each bucket has one writer: bucket column plus a shuffle);
+  routed so that each bucket has one writer: bucket column plus a shuffle), and
+  ``lake_write_native``: `write_table_native` (Spark's own Parquet writer writes the table's
+  files after the same shuffle, the driver commits them);
 * ``parquet_read`` / ``lake_read``: every column of every row into Spark's ``noop`` sink, of the
   snappy Parquet output and of the table ``lake_write`` made (merge-on-read: level-0 files of two
   tasks per bucket), ``lake_read_routed`` of the table `write_table` made (one file per bucket),
@@ -18,8 +20,11 @@ Spark reads in 2 splits. One ``local[2]`` session runs, each ``--repeat`` times 
   same tables through `lake_assets.spark.read_table` (Spark's Parquet reader for the files that
   need no merge).
 
-Ratios are lake / Parquet of the same run (target: ≤ 1.3x). The table contents are checked
-against the input (untimed). ``--profile`` wraps the driver in cProfile for one extra run of
+Ratios are lake / Parquet of the same run (target: ≤ 1.3x), of wall time and of CPU time (the
+driver, the JVM and its Python workers: every process of the JVM's tree, read from /proc, so a
+busy machine's waiting does not count). Steps alternate within each round. ``--writes-only``
+skips the reads. The table contents are checked against the input (untimed). ``--profile`` wraps the
+driver in cProfile for one extra run of
 each lake step (the Python workers are separate processes: it shows planning and commit).
 """
 
@@ -84,10 +89,45 @@ def create_table(catalog: Catalog, name: str, schema: pa.Schema) -> None:
                          options={"bucket": str(BUCKETS)})
 
 
-def timed(fn: Callable[[], Any]) -> float:
-    start = time.perf_counter()
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_JVM_PID: list[int] = []
+
+
+def _tree_cpu(root: int) -> float:
+    """CPU seconds (user + system) of ``root`` and its live descendants (Linux /proc)."""
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / _TICKS
+    total = 0.0
+    for pid, seconds in cpu.items():
+        p = pid
+        while p and p != root and p in parents:
+            p = parents[p]
+        if p == root:
+            total += seconds
+    return total
+
+
+def process_cpu() -> float:
+    """CPU seconds so far of this driver process plus the JVM's process tree (Python workers)."""
+    own = time.process_time()
+    return own + (_tree_cpu(_JVM_PID[0]) if _JVM_PID else 0.0)
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of ``fn``."""
+    start, cpu = time.perf_counter(), process_cpu()
     fn()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, process_cpu() - cpu
 
 
 def load_average() -> str:
@@ -95,7 +135,7 @@ def load_average() -> str:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from lake_assets.spark import read_table, write_table
+    from lake_assets.spark import read_table, write_table, write_table_native
     from lake_assets.spark.session import build_session
 
     work = Path(tempfile.mkdtemp(prefix="bench-spark-", dir=args.work))
@@ -104,28 +144,35 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         expected = generate(args.rows, source)
         conf = {**SPARK_CONF, **dict(kv.split("=", 1) for kv in args.conf)}
         spark = build_session("bench-spark", master="local[2]", conf=conf, log_level="ERROR")
+        _JVM_PID[:] = [int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())]
         wh = str(work / "warehouse")
         catalog = Catalog(wh)
         catalog.create_database("db")
         df = spark.read.parquet(str(source))
         splits = df.rdd.getNumPartitions()
         best: dict[str, float] = {}
+        best_cpu: dict[str, float] = {}
         loads: list[str] = [load_average()]
 
-        def keep(step: str, seconds: float) -> None:
-            best[step] = min(best.get(step, float("inf")), seconds)
+        def keep(step: str, measured: tuple[float, float]) -> None:
+            best[step] = min(best.get(step, float("inf")), measured[0])
+            best_cpu[step] = min(best_cpu.get(step, float("inf")), measured[1])
 
         def one_round(r: int) -> str:
             out, zstd = str(work / f"parquet-{r}"), str(work / f"parquet-zstd-{r}")
-            direct, routed = f"db.direct_{r}", f"db.routed_{r}"
-            create_table(catalog, direct, expected.schema)
-            create_table(catalog, routed, expected.schema)
+            direct, routed, native = f"db.direct_{r}", f"db.routed_{r}", f"db.native_{r}"
+            for name in (direct, routed, native):
+                create_table(catalog, name, expected.schema)
             keep("parquet_write", timed(lambda: df.write.mode("overwrite").parquet(out)))
             keep("parquet_write_zstd", timed(lambda: df.write.mode("overwrite").option("compression", "zstd")
                                              .parquet(zstd)))
             keep("lake_write", timed(lambda: df.write.format("lake").option("warehouse", wh)
                                      .mode("append").save(direct)))
             keep("lake_write_table", timed(lambda: write_table(df, wh, routed)))
+            keep("lake_write_native", timed(lambda: write_table_native(df, wh, native, require_native=True)))
+            if args.writes_only:
+                loads.append(load_average())
+                return direct
             keep("parquet_read", timed(lambda: spark.read.parquet(out).write.format("noop")
                                        .mode("overwrite").save()))
             keep("lake_read", timed(lambda: spark.read.format("lake").option("warehouse", wh).load(direct)
@@ -140,14 +187,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         warm_up(spark, df.limit(10_000), catalog, wh, expected.schema, work)
         tables = [one_round(r) for r in range(args.repeat)]
         compacted = tables[-1]
-        catalog.get_table(compacted).compact(full=True)
-        for _ in range(args.repeat):
+        if not args.writes_only:
+            catalog.get_table(compacted).compact(full=True)
+        for _ in range(0 if args.writes_only else args.repeat):
             keep("lake_read_compacted", timed(lambda: spark.read.format("lake").option("warehouse", wh)
                                               .load(compacted).write.format("noop").mode("overwrite").save()))
             keep("read_table_compacted", timed(lambda: read_table(spark, wh, compacted).write.format("noop")
                                                .mode("overwrite").save()))
         loads.append(load_average())
-        problems = check(catalog, expected, [*tables, f"db.routed_{args.repeat - 1}"])
+        problems = check(catalog, expected, [*tables, f"db.routed_{args.repeat - 1}",
+                                             *[f"db.native_{r}" for r in range(args.repeat)]])
         profiles: dict[str, str] = {}
         if args.profile:
             profiles = profile(spark, df, catalog, wh, expected.schema, work)
@@ -156,6 +205,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         spark.stop()
         return {"rows": args.rows, "input_splits": splits, "conf": args.conf,
                 "worker_transport": "unix socket" if uds == "true" else "TCP", "best_seconds": best,
+                "best_cpu_seconds": best_cpu,
                 "load_average": loads, "problems": problems, "profiles": profiles}
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -164,12 +214,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def warm_up(spark: Any, df: Any, catalog: Catalog, wh: str, schema: pa.Schema, work: Path) -> None:
     """Run every step once on a few rows: the JVM's JIT and Spark's Python workers start here,
     not in the first timed step."""
-    from lake_assets.spark import write_table
+    from lake_assets.spark import write_table, write_table_native
 
     create_table(catalog, "db.warm_up", schema)
+    create_table(catalog, "db.warm_up_native", schema)
     df.write.mode("overwrite").parquet(str(work / "warm-up"))
     df.write.format("lake").option("warehouse", wh).mode("append").save("db.warm_up")
     write_table(df, wh, "db.warm_up")
+    write_table_native(df, wh, "db.warm_up_native", require_native=True)
     spark.read.parquet(str(work / "warm-up")).write.format("noop").mode("overwrite").save()
     spark.read.format("lake").option("warehouse", wh).load("db.warm_up").write.format("noop").mode("overwrite").save()
 
@@ -187,10 +239,14 @@ def check(catalog: Catalog, expected: pa.Table, names: list[str]) -> list[str]:
 
 def profile(spark: Any, df: Any, catalog: Catalog, wh: str, schema: pa.Schema, work: Path) -> dict[str, str]:
     """The driver's cProfile of one lake write and one lake read (top functions by cumulative time)."""
+    from lake_assets.spark import write_table_native
+
     create_table(catalog, "db.profiled", schema)
+    create_table(catalog, "db.profiled_native", schema)
     out = {}
     for step, fn in (
         ("lake_write", lambda: df.write.format("lake").option("warehouse", wh).mode("append").save("db.profiled")),
+        ("lake_write_native", lambda: write_table_native(df, wh, "db.profiled_native", require_native=True)),
         ("lake_read", lambda: spark.read.format("lake").option("warehouse", wh).load("db.profiled")
          .write.format("noop").mode("overwrite").save()),
     ):
@@ -211,17 +267,22 @@ def report(result: dict[str, Any]) -> str:
         f"Python worker transport {result['worker_transport']}; load average: "
         + " | ".join(result["load_average"]),
         "",
-        "| step | seconds (best) | M rows/s |",
-        "|---|---:|---:|",
+        "| step | seconds (best) | CPU seconds (best) | M rows/s |",
+        "|---|---:|---:|---:|",
     ]
-    lines += [f"| {k} | {v:.2f} | {rows / v / 1e6:.2f} |" for k, v in best.items()]
-    lines += ["", "| target | ratio | result |", "|---|---:|---|"]
+    cpu = result["best_cpu_seconds"]
+    lines += [f"| {k} | {v:.2f} | {cpu[k]:.2f} | {rows / v / 1e6:.2f} |" for k, v in best.items()]
+    lines += ["", "| target | ratio (wall) | ratio (CPU) | result (wall) |", "|---|---:|---:|---|"]
     for lake, ref in (("lake_write", "parquet_write"), ("lake_write_table", "parquet_write"),
+                      ("lake_write_native", "parquet_write"), ("lake_write_native", "parquet_write_zstd"),
                       ("lake_write", "parquet_write_zstd"), ("lake_read", "parquet_read"),
                       ("lake_read_routed", "parquet_read"), ("read_table_routed", "parquet_read"),
                       ("lake_read_compacted", "parquet_read"), ("read_table_compacted", "parquet_read")):
+        if lake not in best or ref not in best:
+            continue
         ratio = best[lake] / best[ref]
-        lines.append(f"| {lake} / {ref} ≤ {TARGET}x | {ratio:.2f}x | {'PASS' if ratio <= TARGET else 'MISS'} |")
+        lines.append(f"| {lake} / {ref} ≤ {TARGET}x | {ratio:.2f}x | {cpu[lake] / cpu[ref]:.2f}x | "
+                     f"{'PASS' if ratio <= TARGET else 'MISS'} |")
     if result["problems"]:
         lines += ["", "WRONG RESULTS:", *result["problems"]]
     for step, text in result["profiles"].items():
@@ -235,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--work", default=None, help="directory for the temporary files (default: $TMPDIR)")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--writes-only", action="store_true", help="only the write steps")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="an extra Spark conf (e.g. spark.python.unix.domain.socket.enabled=false "
                         "for the TCP worker transport; the unix socket is build_session's default)")

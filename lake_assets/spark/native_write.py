@@ -152,7 +152,7 @@ def _bucket(table: Table) -> Column:
         return column
     assigner = _BucketAssigner(types, schema.core_options.bucket)
     bucket_of = arrow_udf(assigner.bucket, returnType=IntegerType())  # type: ignore[call-overload]
-    return bucket_of(*[_col(k) for k in keys])  # type: ignore[no-any-return]
+    return bucket_of(*[_col(k) for k in keys])
 
 
 def native_frame(df: DataFrame, table: Table, base: int, num_partitions: int | None) -> DataFrame:
@@ -210,11 +210,11 @@ def _session_conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None
     try:
         yield
     finally:
-        for k, v in before.items():
-            if v is None:
+        for k, old in before.items():
+            if old is None:
                 spark.conf.unset(k)
             else:
-                spark.conf.set(k, v)
+                spark.conf.set(k, old)
 
 
 def _spark_write(frame: DataFrame, table: Table, staging: str) -> None:
