@@ -52,7 +52,7 @@ _HARMLESS = frozenset({
     "bucket", "bucket-key", "path", "type", "file.format", "file.compression", "file.compression.zstd-level",
     "merge-engine", "changelog-producer", "deletion-vectors.enabled", "metadata.stats-mode", "data-file.prefix",
     "changelog-file.prefix", "partition.default-name", "partition.legacy-name", "dynamic-partition-overwrite",
-    "write-only", "target-file-size", "page-size", "num-levels", "streaming-read-overwrite",
+    "write-only", "page-size", "num-levels", "streaming-read-overwrite",
     "bucket-append-ordered", "file.suffix.include.compression",
     # the native write writes +I records only: options about deletes change nothing in them
     "ignore-delete", "deduplicate.ignore-delete",

@@ -47,6 +47,7 @@ def test_a_plain_deduplicate_table_qualifies(catalog: Catalog) -> None:
     ({"parquet.enable.dictionary": "false"}, "option parquet.enable.dictionary"),
     ({"file.format.per.level": "0:avro"}, "option file.format.per.level"),
     ({"target-file-row-num": "100"}, "option target-file-row-num"),
+    ({"target-file-size": "64 mb"}, "option target-file-size"),
 ])
 def test_options_the_native_write_cannot_honour_are_named(catalog: Catalog, options: dict[str, str],
                                                           named: str) -> None:
