@@ -118,18 +118,17 @@ def column_stats(pf: pq.ParquetFile, names: Sequence[str], types: Sequence[DataT
     values: list[int] = []
     for i, (name, t) in enumerate(zip(names, types, strict=True)):
         got = _footer_range(pf, leaf[name]) if isinstance(t, _FOOTER_TYPES) and name not in (read or {}) else None
+        if got is not None and isinstance(t, _STRING_TYPES) and any(
+                r is not None and (r[1] is None or len(str(r[1]).encode()) > FOOTER_STRING_BYTES) for r in got[1]):
+            got = None  # long strings (parquet-java drops ranges over 4 KiB): computed, as the core does
         if got is None:
             values.append(i)
             continue
         nulls, ranges = got
         acc.nulls[i] += nulls
         for r in ranges:
-            if r is None:
-                continue
-            lo, hi = r
-            if isinstance(t, _STRING_TYPES) and isinstance(hi, str) and len(hi.encode()) > FOOTER_STRING_BYTES:
-                lo = hi = None  # as the core: long strings take the computed path (here: no range)
-            acc.fold(i, lo, hi)
+            if r is not None:
+                acc.fold(i, r[0], r[1])
     if values:
         missing = [names[i] for i in values if names[i] not in (read or {})]
         table = pf.read(columns=missing, use_threads=False) if missing else None

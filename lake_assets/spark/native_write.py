@@ -225,7 +225,7 @@ def _spark_write(frame: DataFrame, table: Table, staging: str) -> None:
               .option("parquet.compression.codec.zstd.level", str(opts.zstd_level))
               .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false"))
     with _session_conf(frame.sparkSession, _SESSION_CONF):
-        writer.parquet("file://" + staging)
+        writer.parquet("file://" + os.path.abspath(staging))
 
 
 def _overwrite(table: Table, messages: list[CommitMessage], mode: str, spec: Mapping[str, Any] | None,
@@ -252,8 +252,7 @@ def _write(df: DataFrame, table: Table, mode: str, spec: Mapping[str, Any] | Non
            num_partitions: int | None) -> tuple[int, ...]:
     store = table.store
     planned, base = sequence_base(store)
-    root = os.path.abspath(store.paths.root)
-    staging = os.path.join(root, STAGING_PREFIX + str(uuid.uuid4()))
+    staging = os.path.join(store.paths.root, STAGING_PREFIX + str(uuid.uuid4()))
     store.paths.ensure_inside([staging])
     user = str(uuid.uuid4())
     committer = table.new_committer(user)

@@ -37,7 +37,9 @@ DAYS = ("2024-01-01", "2024-01-02", "2024-01-03")
 def _rows(ids: range, version: int) -> list[tuple]:
     from decimal import Decimal
 
-    return [(i, f"c{i % 5}-{'x' * (i % 3)}", DAYS[i % 3], None if i % 4 == 0 else f"name-{i}-v{version}",
+    # name: nulls, and one value longer than parquet-java keeps in a footer's statistics (4 KiB)
+    return [(i, f"c{i % 5}-{'x' * (i % 3)}", DAYS[i % 3],
+             None if i % 4 == 0 else f"name-{i}-v{version}" + ("z" * 5000 if i == 7 else ""),
              None if i % 6 == 0 else i * version, float(i) / 3 + version, Decimal(f"{i}.{version:02d}"),
              dt.datetime(2024, 1, 1) + dt.timedelta(seconds=i * 7 + version, microseconds=i))
             for i in ids]
