@@ -215,9 +215,8 @@ def _check_overwrite(table: Table, spec: dict[str, Any], overwrite: bool) -> Non
 
 
 def _write_batch(ctx: JobContext, df: DataFrame, spec: dict[str, Any]) -> int | None:
-    """Write through `write_table_native` (Spark's Parquet writer when the table qualifies, else
-    `write_table`); the number of input rows."""
-    from lake_assets.spark import write_table_native
+    """Write through `write_table`; the number of input rows."""
+    from lake_assets.spark import write_table
 
     args = ctx.args
     kwargs: dict[str, Any] = {"mode": "overwrite" if args.overwrite else "append",
@@ -233,10 +232,8 @@ def _write_batch(ctx: JobContext, df: DataFrame, spec: dict[str, Any]) -> int | 
             kwargs["partition_overwrite_mode"] = "dynamic"
             static_fallback = bool(spec)
     observation = Observation(f"lake_ingest_{uuid.uuid4().hex}")
-    result = write_table_native(df.observe(observation, F.count(F.lit(1)).alias("rows")), ctx.ref.warehouse,
-                                ctx.ref.identifier, **kwargs)
-    log.info("wrote %s %s", ctx.table.name, "natively (Spark's Parquet writer)" if result.native
-             else f"through Python workers ({'; '.join(result.refusals)})")
+    write_table(df.observe(observation, F.count(F.lit(1)).alias("rows")), ctx.ref.warehouse, ctx.ref.identifier,
+                **kwargs)
     rows = _observed_rows(observation)
     if static_fallback and rows == 0:
         # An empty delivery of the partition still replaces it: commit the partition's removal.
