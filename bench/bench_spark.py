@@ -94,7 +94,7 @@ _JVM_PID: list[int] = []
 
 
 def _tree_cpu(root: int) -> float:
-    """CPU seconds (user + system) of ``root`` and its live descendants (Linux /proc)."""
+    """CPU seconds (user + system) of ``root`` and its descendants, live or reaped (Linux /proc)."""
     parents: dict[int, int] = {}
     cpu: dict[int, float] = {}
     for entry in os.listdir("/proc"):
@@ -106,7 +106,9 @@ def _tree_cpu(root: int) -> float:
         except OSError:
             continue
         parents[int(entry)] = int(fields[1])
-        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / _TICKS
+        # utime, stime, and cutime, cstime: the CPU of its children that exited and were reaped
+        # (Python workers that ended); a child alive is counted by itself, never twice
+        cpu[int(entry)] = sum(int(x) for x in fields[11:15]) / _TICKS
     total = 0.0
     for pid, seconds in cpu.items():
         p = pid
