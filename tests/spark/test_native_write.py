@@ -145,6 +145,12 @@ def test_native_write_many_input_partitions_and_overwrite(spark, catalog: Catalo
     got = catalog.get_table("db.t").to_arrow()
     assert got.num_rows == 10 + sum(1 for i in range(200) if i % 3 != 0)
     assert set(got.filter(pa.compute.equal(got["dt"], DAYS[0]))["qty"].to_pylist()) <= {None, *range(0, 150, 5)}
+    # an empty delivery of a partition replaces it too (one OVERWRITE snapshot); an empty append commits nothing
+    empty = _frame(spark, table, [])
+    assert write_table_native(empty, warehouse, "db.t", require_native=True).snapshot_ids == ()
+    result = write_table_native(empty, warehouse, "db.t", mode="overwrite", overwrite_partitions={"dt": DAYS[1]})
+    assert result.native and len(result.snapshot_ids) == 1
+    assert DAYS[1] not in catalog.get_table("db.t").to_arrow()["dt"].to_pylist()
 
 
 def test_null_key_fails_and_leaves_nothing(spark, catalog: Catalog, warehouse: str) -> None:
