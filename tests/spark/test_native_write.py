@@ -186,3 +186,42 @@ def pa_long(name: str):
     from pyspark.sql import functions as F
 
     return F.col(name).cast("long")
+
+
+def test_unknown_commit_outcome_is_resolved_by_looking(spark, catalog: Catalog, warehouse: str) -> None:
+    from lake_assets.spark.native_write import _write
+
+    _create(catalog, "db.t")
+    table = catalog.get_table("db.t")
+    df = _frame(spark, table, _rows(range(30), 1))
+    lost: list[str] = []
+
+    def lose_the_answer(step: str) -> None:  # the snapshot landed, its answer did not arrive
+        if step == "commit.after_snapshot" and not lost:
+            lost.append(step)
+            raise OSError("connection reset after the snapshot put")
+
+    table.store.fault_hook = lose_the_answer
+    _write(df, table, "append", None, False, None)  # retried with the same user: found committed
+    fresh = catalog.get_table("db.t")
+    assert lost and [s.id for s in fresh.snapshots()] == [1]
+    assert fresh.to_arrow().num_rows == 30  # its files were kept
+
+
+def test_failed_commit_removes_its_files(spark, catalog: Catalog, warehouse: str) -> None:
+    from lake_assets.spark.native_write import _write
+
+    _create(catalog, "db.t")
+    table = catalog.get_table("db.t")
+    df = _frame(spark, table, _rows(range(30), 1))
+
+    def fail_before_the_snapshot(step: str) -> None:
+        if step == "commit.before_snapshot":
+            raise OSError("disk full")
+
+    table.store.fault_hook = fail_before_the_snapshot
+    with pytest.raises(OSError, match="disk full"):
+        _write(df, table, "append", None, False, None)
+    root = Path(table.store.paths.root)
+    assert catalog.get_table("db.t").latest_snapshot() is None
+    assert not [p for p in root.rglob("*") if p.is_file() and "schema" not in p.parts]
