@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,19 +113,41 @@ def _ascending(order: np.ndarray) -> bool:
 BucketAssign = Callable[[pa.Table, np.ndarray, list[tuple[Any, ...]]], np.ndarray]
 
 
-def route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAssign | None = None) -> list[RoutedGroup]:
+def route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAssign | None = None,
+          pool: Executor | None = None) -> list[RoutedGroup]:
     """Split ``data`` (conformed to the table, row kinds ``kinds``) into its groups, each sorted
     for the merge; groups come in (partition first seen, bucket) order. ``assign`` gives the
-    buckets instead of the fixed-bucket hash (dynamic bucket mode)."""
+    buckets instead of the fixed-bucket hash (dynamic bucket mode).
+
+    A batch of `PARALLEL_GATHER_ROWS` or more runs on ``pool`` (a pool of its own without one):
+    the bucket hash beside the partition grouping, then each group's sort and gather (numpy and
+    pyarrow release the GIL in all of them)."""
+    if data.num_rows < PARALLEL_GATHER_ROWS:
+        return _route(data, kinds, spec, assign, None)
+    if pool is not None:
+        return _route(data, kinds, spec, assign, pool)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as own:
+        return _route(data, kinds, spec, assign, own)
+
+
+def _fixed_buckets(data: pa.Table, spec: RouteSpec) -> np.ndarray:
+    """The fixed-bucket hash's bucket of every row, as int64."""
+    cols = [data.column(k) for k in spec.bucket_keys]
+    return assign_buckets(cols, spec.bucket_types, spec.num_buckets).astype(np.int64)
+
+
+def _route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAssign | None,
+           pool: Executor | None) -> list[RoutedGroup]:
+    fixed = assign is None and bool(spec.primary_keys)
+    hashing = pool.submit(_fixed_buckets, data, spec) if fixed and pool is not None else None
     part_ids, part_values = partition_groups(data, spec.partition_keys)
     nb = spec.num_buckets
     if assign is not None:
         buckets = assign(data, part_ids, part_values)
         nb = int(buckets.max()) + 1 if len(buckets) else 1
         group = part_ids * nb + buckets
-    elif spec.primary_keys:
-        cols = [data.column(k) for k in spec.bucket_keys]
-        group = part_ids * nb + assign_buckets(cols, spec.bucket_types, nb).astype(np.int64)
+    elif fixed:
+        group = part_ids * nb + (hashing.result() if hashing is not None else _fixed_buckets(data, spec))
     else:
         group = part_ids
     groups = len(part_values) * nb
@@ -160,7 +182,6 @@ def route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAssi
         return RoutedGroup(part_values[g // nb], g % nb, rows)
 
     spans = list(zip(starts.tolist(), ends.tolist(), strict=True))
-    if len(spans) <= 1 or data.num_rows < PARALLEL_GATHER_ROWS:
+    if len(spans) <= 1 or pool is None:
         return [gather(s, e) for s, e in spans]
-    with ThreadPoolExecutor(max_workers=min(len(spans), os.cpu_count() or 2)) as pool:
-        return list(pool.map(lambda span: gather(*span), spans))
+    return list(pool.map(lambda span: gather(*span), spans))
