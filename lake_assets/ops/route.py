@@ -105,7 +105,7 @@ def _merge_order(keys: pa.Table, rows: np.ndarray, spec: RouteSpec) -> np.ndarra
 
 
 def _fixed_width(t: pa.DataType) -> bool:
-    return pa.types.is_primitive(t) or pa.types.is_decimal(t) or pa.types.is_fixed_size_binary(t)
+    return bool(pa.types.is_primitive(t) or pa.types.is_decimal(t) or pa.types.is_fixed_size_binary(t))
 
 
 def _gather(table: pa.Table, members: np.ndarray, local: np.ndarray) -> pa.Table:
