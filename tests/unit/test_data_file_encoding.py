@@ -97,3 +97,20 @@ def test_data_pages_use_only_encodings_paimon_java_0_9_decodes(catalog, warehous
             md = pf.metadata.row_group(rg)
             for c in range(md.num_columns):
                 assert set(md.column(c).encodings) <= {"PLAIN", "RLE", "RLE_DICTIONARY", "PLAIN_DICTIONARY"}
+
+
+def test_a_string_partition_column_gets_a_dictionary_without_sampling(catalog, warehouse) -> None:
+    from lake_assets.formats.file_layout import layout_of
+
+    schema = pa.schema([*SCHEMA, ("dt", pa.string())])
+    t = catalog.create_table("db.t", schema, primary_keys=["k", "dt"], partition_keys=["dt"], options={"bucket": "1"})
+    layout = layout_of(t.store.schema)
+    assert "dt" in layout.dictionary_columns and "dt" not in layout.sampled_dictionary_columns
+    assert "name" in layout.sampled_dictionary_columns
+    rows = _rows(20_000)
+    t.write_arrow(rows.append_column("dt", pa.array(["2024-01-01"] * 10_000 + ["2024-01-02"] * 10_000)))
+    files = [pq.ParquetFile(p) for p in sorted(glob.glob(f"{warehouse}/db.db/t/dt=*/bucket-0/data-*.parquet"))]
+    assert len(files) == 2
+    for pf in files:
+        assert "DICT_PAGE" in _encodings(pf, "dt")
+        assert "DICT_PAGE" not in _encodings(pf, "name")  # mostly distinct: plain
