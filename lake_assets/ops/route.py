@@ -174,18 +174,16 @@ def _route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAss
         group = part_ids
     groups = len(part_values) * nb
     by_group = _group_order(group, groups)
-    sorted_groups = group[by_group]
-    bounds = np.flatnonzero(np.diff(sorted_groups)) + 1
-    starts = np.concatenate(([0], bounds)).astype(np.int64)
-    ends = np.concatenate((bounds, [len(by_group)])).astype(np.int64)
+    # each group's span of by_group, from the group sizes (one pass, no gather of the group ids)
+    counts = np.bincount(group, minlength=groups)
+    ends = np.cumsum(counts)
     part_cols = set(spec.partition_keys)
     payload = data.append_column(VALUE_KIND, pa.array(kinds, pa.int8()))
     gathered = payload.drop_columns(list(part_cols)) if part_cols else payload
     names = payload.column_names
     keys = data.select(list(dict.fromkeys([*spec.primary_keys, *spec.sequence_fields])))
 
-    def gather(s: int, e: int) -> RoutedGroup:
-        g = int(sorted_groups[s])
+    def gather(g: int, s: int, e: int) -> RoutedGroup:
         members = by_group[s:e]
         # sorted here, so groups sort in parallel; append tables keep arrival order
         local = _merge_order(keys, members, spec) if spec.primary_keys else None
@@ -208,7 +206,7 @@ def _route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAss
             rows = pa.Table.from_arrays(cols, schema=payload.schema)
         return RoutedGroup(part_values[g // nb], g % nb, rows)
 
-    spans = list(zip(starts.tolist(), ends.tolist(), strict=True))
+    spans = [(g, e - n, e) for g, (n, e) in enumerate(zip(counts.tolist(), ends.tolist(), strict=True)) if n]
     if len(spans) <= 1 or pool is None:
-        return [gather(s, e) for s, e in spans]
+        return [gather(*span) for span in spans]
     return list(pool.map(lambda span: gather(*span), spans))
