@@ -6,11 +6,14 @@ another sort. The cost is what decides the write path's speed (it runs before an
 written), so the single-threaded part is linear in the rows and everything else runs per group
 on a thread pool (numpy's sorts and pyarrow's kernels release the GIL):
 
-- partitions: a hash dictionary-encode per partition column (pyarrow), never a sort of all rows;
-- groups: a stable radix sort of the small group numbers (partition x bucket);
+- partitions: a hash dictionary-encode per partition column (pyarrow), never a sort of all rows,
+  while the bucket hash runs beside it on the pool;
+- groups: a stable radix sort of the small group numbers (partition x bucket), or, for a few
+  groups, a scan of the group numbers by each group's task;
 - per group, in parallel: the key sort (`sort_order`: numpy's SIMD sort for one integer key,
-  pyarrow's multi-column sort otherwise) and one ``take``; partition columns are not gathered
-  at all but rebuilt as the group's constant value.
+  pyarrow's multi-column sort otherwise) and the gather (variable-width columns in two steps,
+  see `_gather`); partition columns are not gathered at all but rebuilt as the group's constant
+  value.
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ from lake_assets.spec.data_types import DataType
 
 # Below this many rows a batch is gathered on the calling thread: a pool costs more than it saves.
 PARALLEL_GATHER_ROWS = 64 * 1024
+# Up to this many (partition, bucket) groups in a batch, each group's task scans the group ids
+# for its rows rather than waiting for one grouping sort of the batch (see `_route`).
+SCAN_GROUPS = 8
 
 
 @dataclass(frozen=True)
@@ -173,9 +179,14 @@ def _route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAss
     else:
         group = part_ids
     groups = len(part_values) * nb
-    by_group = _group_order(group, groups)
-    # each group's span of by_group, from the group sizes (one pass, no gather of the group ids)
     counts = np.bincount(group, minlength=groups)
+    present = int(np.count_nonzero(counts))
+    # Few groups on a pool: each task finds its own rows with one scan of the group ids (as
+    # much CPU in all as the grouping sort for SCAN_GROUPS groups, but shared by the threads
+    # instead of run before them). Otherwise one stable sort groups the rows, and each group
+    # is a span of it, given by the group sizes.
+    scan = pool is not None and present <= SCAN_GROUPS
+    by_group = None if scan else _group_order(group, groups)
     ends = np.cumsum(counts)
     part_cols = set(spec.partition_keys)
     payload = data.append_column(VALUE_KIND, pa.array(kinds, pa.int8()))
@@ -184,7 +195,7 @@ def _route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAss
     keys = data.select(list(dict.fromkeys([*spec.primary_keys, *spec.sequence_fields])))
 
     def gather(g: int, s: int, e: int) -> RoutedGroup:
-        members = by_group[s:e]
+        members = np.flatnonzero(group == g) if by_group is None else by_group[s:e]
         # sorted here, so groups sort in parallel; append tables keep arrival order
         local = _merge_order(keys, members, spec) if spec.primary_keys else None
         order = members if local is None else members[local]

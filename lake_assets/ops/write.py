@@ -186,7 +186,8 @@ class TableWriter(SpillingWriter):
             # keep their arrival order, which is all a merge reads from them (Paimon numbers
             # records as they come; across keys the numbering carries no meaning).
             step = self._sequence_stride
-            seq = pa.array(buf.next_sequence + np.arange(n, dtype=np.int64) * step)
+            first = buf.next_sequence
+            seq = pa.array(np.arange(first, first + n * step, step, dtype=np.int64))
             buf.next_sequence += n * step
             chunk = group.rows.append_column(SEQUENCE_NUMBER, seq)
             buf.tables.append(chunk)
