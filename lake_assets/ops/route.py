@@ -195,7 +195,10 @@ def _route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAss
     keys = data.select(list(dict.fromkeys([*spec.primary_keys, *spec.sequence_fields])))
 
     def gather(g: int, s: int, e: int) -> RoutedGroup:
-        members = np.flatnonzero(group == g) if by_group is None else by_group[s:e]
+        if by_group is not None:
+            members = by_group[s:e]
+        else:  # every row, or the rows a scan of the group ids finds
+            members = np.arange(e - s, dtype=np.int64) if present == 1 else np.flatnonzero(group == g)
         # sorted here, so groups sort in parallel; append tables keep arrival order
         local = _merge_order(keys, members, spec) if spec.primary_keys else None
         order = members if local is None else members[local]
