@@ -67,11 +67,14 @@ class FileLayout:
         self.key_footer = FooterColumns.of(
             self.arrow_schema, [KEY_PREFIX + k for k in self.key_names], self.key_types)
         self.value_footer = FooterColumns.of(self.arrow_schema, self.value_names, self.value_types)
-        # ...but a string column only when its values repeat: checked per file on its first rows
+        # ...but a string column only when its values repeat: checked per file on its first rows.
+        # Not the partition columns: a data file belongs to one partition, so each is one value
+        # repeated, whose dictionary always pays (the sample would say so, at a cost per file).
         self.sampled_dictionary_columns = frozenset(
             f.name for f in self.arrow_schema
-            if pa.types.is_string(f.type) or pa.types.is_binary(f.type)
-            or pa.types.is_large_string(f.type) or pa.types.is_large_binary(f.type)
+            if (pa.types.is_string(f.type) or pa.types.is_binary(f.type)
+                or pa.types.is_large_string(f.type) or pa.types.is_large_binary(f.type))
+            and f.name not in schema.partition_keys
         )
 
 
@@ -110,7 +113,7 @@ def dictionary_pays(column: pa.ChunkedArray | pa.Array, rows: int) -> bool:
     n = len(column) - column.null_count
     if n <= 0:
         return True
-    distinct = len(pc.unique(column.drop_null()))
+    distinct = pc.count_distinct(column, mode="only_valid").as_py()
     if distinct * 2 > n:
         return False
     value_bytes = pc.sum(pc.binary_length(column)).as_py() or 0

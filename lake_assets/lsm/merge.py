@@ -111,8 +111,7 @@ def _single_int_key_order(
         # already in key order with unique keys (sorted sources, upserts of sorted keys): one
         # linear check instead of a sort, and callers can keep the rows where they are
         return np.arange(len(keys), dtype=np.int64)
-    order = np.argsort(keys)
-    sorted_keys = keys[order]
+    order, sorted_keys = _int_key_sort(keys)
     if len(keys) > 1 and bool(np.any(sorted_keys[1:] == sorted_keys[:-1])):
         seq = table.column(SEQUENCE_NUMBER).to_numpy()
         k_lo, k_hi = int(sorted_keys[0]), int(sorted_keys[-1])
@@ -127,6 +126,28 @@ def _single_int_key_order(
         groups = table.column(prefix[0]).to_numpy()[order]
         order = order[np.argsort(groups, kind="stable")]
     return order
+
+
+def _int_key_sort(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order, keys[order]) of int64 ``keys``; ties in no particular order.
+
+    When the key range and the row numbers fit one uint64 together (nearly always: a bucket's
+    keys rarely span more than 2**40), each key is packed above its row number and the packed
+    values sorted by value, which numpy's SIMD sort does in about 0.8x the time of an argsort;
+    the row numbers come back out of the low bits."""
+    n = len(keys)
+    if n > 1:
+        lo, hi = int(keys.min()), int(keys.max())
+        row_bits = (n - 1).bit_length()
+        if (hi - lo).bit_length() + row_bits <= 64:
+            packed = (keys - np.int64(lo)).astype(np.uint64) << np.uint64(row_bits)
+            packed |= np.arange(n, dtype=np.uint64)
+            packed.sort()
+            order = (packed & np.uint64((1 << row_bits) - 1)).astype(np.int64)
+            sorted_keys = (packed >> np.uint64(row_bits)).astype(np.int64) + np.int64(lo)
+            return order, sorted_keys
+    order = np.argsort(keys)
+    return order, keys[order]
 
 
 def sort_and_merge(

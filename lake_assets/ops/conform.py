@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from typing import Any
 
 import numpy as np
@@ -133,11 +134,14 @@ def as_table(data: object, table_name: str) -> pa.Table:
     )
 
 
-def conform(data: pa.Table, schema: TableSchema, table_name: str) -> pa.Table:
+def conform(data: pa.Table, schema: TableSchema, table_name: str, pool: Executor | None = None) -> pa.Table:
     """Return ``data`` with exactly the table's columns, order and types, or raise naming the problem.
 
     Values are never changed: a cast that would lose or invent information is refused with
-    `SchemaError` (types) or `InvalidDataError` (values), naming the column.
+    `SchemaError` (types) or `InvalidDataError` (values), naming the column. With ``pool`` the
+    columns are checked on it side by side (the full validation of a string column is a UTF-8
+    pass over its bytes, which pyarrow runs without the GIL); the error raised is still the one
+    of the first bad column in the table's order.
     """
     data = as_table(data, table_name)
     target = schema.arrow_schema
@@ -154,40 +158,49 @@ def conform(data: pa.Table, schema: TableSchema, table_name: str) -> pa.Table:
         if extra:
             parts.append(f"unknown columns {extra}")
         raise SchemaError(f"Cannot write to {table_name}: input has {' and '.join(parts)}")
-    arrays = []
-    for field in target:
-        col = data.column(field.name)
-        why = _castable(col.type, field.type)
-        if why:
-            raise SchemaError(
-                f"Cannot write to {table_name}: column {field.name!r} has type {col.type}, "
-                f"table expects {field.type} ({why})"
-            )
-        try:
-            for chunk in col.chunks:
-                # Full validation also checks that strings are UTF-8: a reader would fail on them.
-                chunk.validate(full=True)
-                bad = _bad_values(chunk, field.type)
-                if bad:
-                    raise InvalidDataError(
-                        f"Cannot write to {table_name}: column {field.name!r} has values that do not fit "
-                        f"{field.type}: {bad}"
-                    )
-            if col.type != field.type:
-                col = pc.cast(col, field.type, safe=True)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            raise InvalidDataError(
-                f"Cannot write to {table_name}: column {field.name!r} has values that do not fit "
-                f"{field.type}: {exc}"
-            ) from exc
-        if not field.nullable and col.null_count:
-            role = "primary key " if field.name in schema.primary_keys else ""
-            raise InvalidDataError(
-                f"Cannot write to {table_name}: {role}column {field.name!r} is NOT NULL "
-                f"but {col.null_count} input rows are null"
-            )
-        arrays.append(col)
+    columns = [data.column(field.name) for field in target]
+
+    def check(field: pa.Field, col: pa.ChunkedArray) -> pa.ChunkedArray:
+        return _conform_column(field, col, schema, table_name)
+
+    fields = list(target)
+    arrays = list(pool.map(check, fields, columns)) if pool is not None else [
+        check(f, c) for f, c in zip(fields, columns, strict=True)]
     return pa.Table.from_arrays(arrays, schema=target)
+
+
+def _conform_column(field: pa.Field, col: pa.ChunkedArray, schema: TableSchema, table_name: str) -> pa.ChunkedArray:
+    """``col`` checked and (losslessly) cast to ``field``'s type."""
+    why = _castable(col.type, field.type)
+    if why:
+        raise SchemaError(
+            f"Cannot write to {table_name}: column {field.name!r} has type {col.type}, "
+            f"table expects {field.type} ({why})"
+        )
+    try:
+        for chunk in col.chunks:
+            # Full validation also checks that strings are UTF-8: a reader would fail on them.
+            chunk.validate(full=True)
+            bad = _bad_values(chunk, field.type)
+            if bad:
+                raise InvalidDataError(
+                    f"Cannot write to {table_name}: column {field.name!r} has values that do not fit "
+                    f"{field.type}: {bad}"
+                )
+        if col.type != field.type:
+            col = pc.cast(col, field.type, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise InvalidDataError(
+            f"Cannot write to {table_name}: column {field.name!r} has values that do not fit "
+            f"{field.type}: {exc}"
+        ) from exc
+    if not field.nullable and col.null_count:
+        role = "primary key " if field.name in schema.primary_keys else ""
+        raise InvalidDataError(
+            f"Cannot write to {table_name}: {role}column {field.name!r} is NOT NULL "
+            f"but {col.null_count} input rows are null"
+        )
+    return col
 
 
 def row_kinds(data: pa.Table, schema: TableSchema, table_name: str) -> np.ndarray:

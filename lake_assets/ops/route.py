@@ -6,18 +6,21 @@ another sort. The cost is what decides the write path's speed (it runs before an
 written), so the single-threaded part is linear in the rows and everything else runs per group
 on a thread pool (numpy's sorts and pyarrow's kernels release the GIL):
 
-- partitions: a hash dictionary-encode per partition column (pyarrow), never a sort of all rows;
-- groups: a stable radix sort of the small group numbers (partition x bucket);
+- partitions: a hash dictionary-encode per partition column (pyarrow), never a sort of all rows,
+  while the bucket hash runs beside it on the pool;
+- groups: a stable radix sort of the small group numbers (partition x bucket), or, for a few
+  groups, a scan of the group numbers by each group's task;
 - per group, in parallel: the key sort (`sort_order`: numpy's SIMD sort for one integer key,
-  pyarrow's multi-column sort otherwise) and one ``take``; partition columns are not gathered
-  at all but rebuilt as the group's constant value.
+  pyarrow's multi-column sort otherwise) and the gather (variable-width columns in two steps,
+  see `_gather`); partition columns are not gathered at all but rebuilt as the group's constant
+  value.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +35,9 @@ from lake_assets.spec.data_types import DataType
 
 # Below this many rows a batch is gathered on the calling thread: a pool costs more than it saves.
 PARALLEL_GATHER_ROWS = 64 * 1024
+# Up to this many (partition, bucket) groups in a batch, each group's task scans the group ids
+# for its rows rather than waiting for one grouping sort of the batch (see `_route`).
+SCAN_GROUPS = 8
 
 
 @dataclass(frozen=True)
@@ -95,13 +101,35 @@ def _group_order(group: np.ndarray, groups: int) -> np.ndarray:
 
 
 def _merge_order(keys: pa.Table, rows: np.ndarray, spec: RouteSpec) -> np.ndarray:
-    """``rows`` (one group's row numbers, ascending) reordered by (key, user sequence, arrival).
+    """The positions in ``rows`` (one group's row numbers, ascending) in (key, user sequence,
+    arrival) order.
 
     The row number stands in for the sequence number: sort_order breaks ties on it, and it
     follows arrival. A single integer key takes sort_order's numpy fast path."""
     sub = keys.take(pa.array(rows)).append_column(SEQUENCE_NUMBER, pa.array(rows))
-    order: np.ndarray = rows[sort_order(sub, spec.primary_keys, spec.sequence_fields, spec.sequence_descending)]
-    return order
+    return sort_order(sub, spec.primary_keys, spec.sequence_fields, spec.sequence_descending)
+
+
+def _fixed_width(t: pa.DataType) -> bool:
+    return bool(pa.types.is_primitive(t) or pa.types.is_decimal(t) or pa.types.is_fixed_size_binary(t))
+
+
+def _gather(table: pa.Table, members: np.ndarray, local: np.ndarray) -> pa.Table:
+    """Rows ``members[local]`` of ``table``: one group's rows (``members``, ascending) in merge
+    order (``local``, positions in ``members``).
+
+    Fixed-width columns are taken at once. Variable-width ones (strings, binaries, nested) take
+    two steps: the group's rows in arrival order (a forward scan of the batch), then that copy
+    reordered, so the random reads stay within the group's rows instead of the whole batch's
+    (measured on 2M rows in 8 groups, the strings' gather CPU went from 0.21 s to 0.14 s)."""
+    wide = [f.name for f in table.schema if not _fixed_width(f.type)]
+    order = pa.array(members[local])
+    if not wide:
+        return table.take(order)
+    narrow = table.drop_columns(wide).take(order)
+    spread = table.select(wide).take(pa.array(members)).take(pa.array(local))
+    cols = [spread.column(f.name) if f.name in wide else narrow.column(f.name) for f in table.schema]
+    return pa.Table.from_arrays(cols, schema=table.schema)
 
 
 def _ascending(order: np.ndarray) -> bool:
@@ -113,42 +141,75 @@ def _ascending(order: np.ndarray) -> bool:
 BucketAssign = Callable[[pa.Table, np.ndarray, list[tuple[Any, ...]]], np.ndarray]
 
 
-def route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAssign | None = None) -> list[RoutedGroup]:
+def route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAssign | None = None,
+          pool: Executor | None = None) -> list[RoutedGroup]:
     """Split ``data`` (conformed to the table, row kinds ``kinds``) into its groups, each sorted
     for the merge; groups come in (partition first seen, bucket) order. ``assign`` gives the
-    buckets instead of the fixed-bucket hash (dynamic bucket mode)."""
+    buckets instead of the fixed-bucket hash (dynamic bucket mode).
+
+    A batch of `PARALLEL_GATHER_ROWS` or more runs on ``pool`` (a pool of its own without one):
+    the bucket hash beside the partition grouping, then each group's sort and gather (numpy and
+    pyarrow release the GIL in all of them)."""
+    if data.num_rows < PARALLEL_GATHER_ROWS:
+        return _route(data, kinds, spec, assign, None)
+    if pool is not None:
+        return _route(data, kinds, spec, assign, pool)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as own:
+        return _route(data, kinds, spec, assign, own)
+
+
+def _fixed_buckets(data: pa.Table, spec: RouteSpec) -> np.ndarray:
+    """The fixed-bucket hash's bucket of every row, as int64."""
+    cols = [data.column(k) for k in spec.bucket_keys]
+    return assign_buckets(cols, spec.bucket_types, spec.num_buckets).astype(np.int64)
+
+
+def _route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAssign | None,
+           pool: Executor | None) -> list[RoutedGroup]:
+    fixed = assign is None and bool(spec.primary_keys)
+    hashing = pool.submit(_fixed_buckets, data, spec) if fixed and pool is not None else None
     part_ids, part_values = partition_groups(data, spec.partition_keys)
     nb = spec.num_buckets
     if assign is not None:
         buckets = assign(data, part_ids, part_values)
         nb = int(buckets.max()) + 1 if len(buckets) else 1
         group = part_ids * nb + buckets
-    elif spec.primary_keys:
-        cols = [data.column(k) for k in spec.bucket_keys]
-        group = part_ids * nb + assign_buckets(cols, spec.bucket_types, nb).astype(np.int64)
+    elif fixed:
+        group = part_ids * nb + (hashing.result() if hashing is not None else _fixed_buckets(data, spec))
     else:
         group = part_ids
     groups = len(part_values) * nb
-    by_group = _group_order(group, groups)
-    sorted_groups = group[by_group]
-    bounds = np.flatnonzero(np.diff(sorted_groups)) + 1
-    starts = np.concatenate(([0], bounds)).astype(np.int64)
-    ends = np.concatenate((bounds, [len(by_group)])).astype(np.int64)
+    counts = np.bincount(group, minlength=groups)
+    present = int(np.count_nonzero(counts))
+    # Few groups on a pool: each task finds its own rows with one scan of the group ids (as
+    # much CPU in all as the grouping sort for SCAN_GROUPS groups, but shared by the threads
+    # instead of run before them). Otherwise one stable sort groups the rows, and each group
+    # is a span of it, given by the group sizes.
+    scan = pool is not None and present <= SCAN_GROUPS
+    by_group = None if scan else _group_order(group, groups)
+    ends = np.cumsum(counts)
     part_cols = set(spec.partition_keys)
     payload = data.append_column(VALUE_KIND, pa.array(kinds, pa.int8()))
     gathered = payload.drop_columns(list(part_cols)) if part_cols else payload
     names = payload.column_names
     keys = data.select(list(dict.fromkeys([*spec.primary_keys, *spec.sequence_fields])))
 
-    def gather(s: int, e: int) -> RoutedGroup:
-        g = int(sorted_groups[s])
-        order = by_group[s:e]
-        if spec.primary_keys:
-            order = _merge_order(keys, order, spec)  # sorted here, so groups sort in parallel
+    def gather(g: int, s: int, e: int) -> RoutedGroup:
+        if by_group is not None:
+            members = by_group[s:e]
+        else:  # every row, or the rows a scan of the group ids finds
+            members = np.arange(e - s, dtype=np.int64) if present == 1 else np.flatnonzero(group == g)
+        # sorted here, so groups sort in parallel; append tables keep arrival order
+        local = _merge_order(keys, members, spec) if spec.primary_keys else None
+        order = members if local is None else members[local]
         # rows already in order and adjacent (one group of sorted input): a zero-copy slice
         lo = int(order[0])
-        rows = (gathered.slice(lo, e - s) if int(order[-1]) - lo == e - s - 1 and _ascending(order)
-                else gathered.take(pa.array(order)))
+        if int(order[-1]) - lo == e - s - 1 and _ascending(order):
+            rows = gathered.slice(lo, e - s)
+        elif local is None or _ascending(local):
+            rows = gathered.take(pa.array(order))
+        else:
+            rows = _gather(gathered, members, local)
         if part_cols:
             # a group holds one partition value: repeat it (the exact scalar of one of its rows)
             # instead of gathering the column
@@ -159,8 +220,7 @@ def route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAssi
             rows = pa.Table.from_arrays(cols, schema=payload.schema)
         return RoutedGroup(part_values[g // nb], g % nb, rows)
 
-    spans = list(zip(starts.tolist(), ends.tolist(), strict=True))
-    if len(spans) <= 1 or data.num_rows < PARALLEL_GATHER_ROWS:
-        return [gather(s, e) for s, e in spans]
-    with ThreadPoolExecutor(max_workers=min(len(spans), os.cpu_count() or 2)) as pool:
-        return list(pool.map(lambda span: gather(*span), spans))
+    spans = [(g, e - n, e) for g, (n, e) in enumerate(zip(counts.tolist(), ends.tolist(), strict=True)) if n]
+    if len(spans) <= 1 or pool is None:
+        return [gather(*span) for span in spans]
+    return list(pool.map(lambda span: gather(*span), spans))

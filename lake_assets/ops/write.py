@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,7 +26,7 @@ from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.dv_compact import remember_written_keys
 from lake_assets.ops.dynamic_bucket import DynamicBucketAssigner, assigner_for, attach_index_changes
-from lake_assets.ops.route import RouteSpec, route
+from lake_assets.ops.route import PARALLEL_GATHER_ROWS, RouteSpec, route
 from lake_assets.ops.write_spill import SpillingWriter
 from lake_assets.ops.writer_state import BucketBuffer, WriterBase, compact_inline
 from lake_assets.spec.binary_row import serialize_row
@@ -136,10 +136,18 @@ class TableWriter(SpillingWriter):
                 self.write_arrow(batch)
             return
         data = as_table(data, self.store.name)  # anything else is refused by name, not by AttributeError
+        if data.num_rows < PARALLEL_GATHER_ROWS:
+            self._write_table(data, kinds, None)
+            return
+        # a big batch is checked and routed on one pool (see conform and route)
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            self._write_table(data, kinds, pool)
+
+    def _write_table(self, data: pa.Table, kinds: np.ndarray | None, pool: Executor | None) -> None:
         if data.num_rows == 0:
             conform(data, self.schema, self.store.name)
             return
-        data = conform(data, self.schema, self.store.name)
+        data = conform(data, self.schema, self.store.name, pool)
         if kinds is None:
             kinds = row_kinds(data, self.schema, self.store.name)
         if self.options.ignore_delete and self.is_pk:
@@ -165,20 +173,21 @@ class TableWriter(SpillingWriter):
         rows = data.num_rows if data.nbytes <= max(slice_bytes, room) else max(
             MIN_ROUTED_ROWS, data.num_rows * slice_bytes // data.nbytes)
         for start in range(0, data.num_rows, rows):
-            self._route(data.slice(start, rows), kinds[start : start + rows])
+            self._route(data.slice(start, rows), kinds[start : start + rows], pool)
             if self._buffered_bytes >= self.options.write_buffer_size:
                 self.flush()
 
-    def _route(self, data: pa.Table, kinds: np.ndarray) -> None:
+    def _route(self, data: pa.Table, kinds: np.ndarray, pool: Executor | None = None) -> None:
         assign = self._assign_dynamic if self.dynamic else None
-        for group in route(data, kinds, self._route_spec, assign):
+        for group in route(data, kinds, self._route_spec, assign, pool):
             buf = self._buffer(group.partition, group.bucket)
             n = group.rows.num_rows
             # Sequence numbers follow the group's merge order, (key, arrival): a key's versions
             # keep their arrival order, which is all a merge reads from them (Paimon numbers
             # records as they come; across keys the numbering carries no meaning).
             step = self._sequence_stride
-            seq = pa.array(buf.next_sequence + np.arange(n, dtype=np.int64) * step)
+            first = buf.next_sequence
+            seq = pa.array(np.arange(first, first + n * step, step, dtype=np.int64))
             buf.next_sequence += n * step
             chunk = group.rows.append_column(SEQUENCE_NUMBER, seq)
             buf.tables.append(chunk)

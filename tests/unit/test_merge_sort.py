@@ -14,7 +14,8 @@ from lake_assets.lsm.merge_engine.deduplicate import Deduplicate
 
 @settings(max_examples=200, deadline=None)
 @given(
-    keys=st.lists(st.integers(-(2**62), 2**62) | st.integers(-5, 5), min_size=0, max_size=60),
+    keys=st.lists(st.integers(-(2**62), 2**62) | st.integers(-5, 5) | st.sampled_from([-(2**63), 2**63 - 1]),
+                  min_size=0, max_size=60),
     groups=st.booleans(),
 )
 def test_fast_order_equals_general_order(keys, groups):

@@ -130,3 +130,27 @@ def test_input_already_in_key_order_is_routed_without_a_sort_or_copy(buckets: in
     if buckets == 1:
         (g,) = groups
         assert g.rows.column("v").chunk(0).buffers()[2].address == data.column("v").chunk(0).buffers()[2].address
+
+
+def test_variable_width_columns_gathered_in_two_steps_equal_one_take() -> None:
+    """Strings, binaries and nested columns (with nulls) come out of a group's two-step gather
+    exactly as one ``take`` of the group's merge order would give them."""
+    rng = np.random.default_rng(11)
+    n = PARALLEL_GATHER_ROWS * 2 + 3
+    keys = rng.permutation(n).astype(np.int64)
+    words = np.array(["", "a", "bb", "héllo", None], dtype=object)[rng.integers(0, 5, n)]
+    data = pa.table({
+        "k": pa.array(keys),
+        "s": pa.array(words, pa.string()),
+        "b": pa.array([None if w is None else str(w).encode() for w in words], pa.binary()),
+        "l": pa.array([None if i % 7 == 0 else list(range(i % 4)) for i in range(n)], pa.list_(pa.int32())),
+        "st": pa.array([{"x": i, "y": str(i)} for i in range(n)]),
+        "d": pa.array([None if i % 5 == 0 else i / 4 for i in range(n)], pa.float64()),
+    })
+    groups = route(data, np.zeros(n, np.int8), _spec(data, ("k",), (), 4))
+    expected = data.append_column(VALUE_KIND, pa.array(np.zeros(n, np.int8)))
+    by_key = {int(k): i for i, k in enumerate(keys)}
+    for g in groups:
+        rows = [by_key[int(k)] for k in g.rows.column("k").to_pylist()]
+        assert g.rows.equals(expected.take(pa.array(rows)))
+        assert g.rows.column("k").to_pylist() == sorted(g.rows.column("k").to_pylist())
