@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -67,12 +68,18 @@ def max_of(health: pa.Table, column: str) -> float:
     return max(values, default=0)
 
 
-def needs_full(health: pa.Table, policy: MaintenancePolicy) -> bool:
+def needs_full(health: pa.Table, policy: MaintenancePolicy, postpone: bool = False) -> bool:
     """Whether a breach is one universal compaction would not pick (small files, typically): then
     only a full compaction of the partition fixes it. Postponed files never need one: the postpone
-    compaction moves them all."""
-    triggers = {(r["partition"], r["bucket"]): r["compaction_would_trigger"] for r in health.to_pylist()}
-    return any(not triggers[(b.partition, b.bucket)] for b in breaches(health, policy) if b.bucket != POSTPONE_BUCKET)
+    compaction moves them all. In a postpone-bucket table (``postpone``) that compaction runs
+    universal compaction only on the real buckets holding level-0 files (as Paimon's), so a
+    breaching real bucket without level-0 files needs a full one too (`compact_postpone` with
+    ``full``); asking for less would request a compaction that changes nothing there."""
+    def fixed_without_full(r: dict[str, Any]) -> bool:
+        return bool(r["compaction_would_trigger"]) and (not postpone or r["level0_file_count"] > 0)
+
+    fixed = {(r["partition"], r["bucket"]): fixed_without_full(r) for r in health.to_pylist()}
+    return any(not fixed[(b.partition, b.bucket)] for b in breaches(health, policy) if b.bucket != POSTPONE_BUCKET)
 
 
 def postponed_files(health: pa.Table) -> int:

@@ -24,7 +24,8 @@ def build_table_schedules(
         else dg.DefaultScheduleStatus.STOPPED
     # step → (cron, run config of the step's asset, Spark job tag value)
     plans: dict[str, tuple[str | None, dg.Config, str]] = {
-        # a postpone-bucket table's scheduled compaction moves all postponed rows (full does not apply)
+        # a postpone-bucket table's scheduled compaction moves all postponed rows and compacts the real
+        # buckets holding level-0 files (Paimon's postpone compaction); the sensor asks for full when needed
         "compaction": (policy.compaction_cron, CompactionConfig(full=not spec.postpone), "compact"),
     }
     return [

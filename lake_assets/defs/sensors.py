@@ -39,10 +39,10 @@ def compaction_request(spec: TableConfig, snapshot_id: int, partitions: list[str
                        postpone: bool = False) -> dg.RunRequest:
     """A compaction run of the breaching partitions, keyed by table and snapshot (never twice).
 
-    A postpone-bucket table's compaction moves all postponed rows of the partitions: no full, no
-    unit limit (the compact job refuses both for it)."""
+    A postpone-bucket table's compaction moves all postponed rows of the partitions (no unit
+    limit: the compact job refuses one for it); ``full`` also compacts their real buckets fully."""
     names = TableNames(spec.identifier)
-    config = CompactionConfig(full=full and not postpone, partitions=partitions,
+    config = CompactionConfig(full=full, partitions=partitions,
                               max_units=None if postpone else spec.maintenance.compaction_max_units)
     shown = ",".join(partitions) or "all"
     return dg.RunRequest(
@@ -84,8 +84,8 @@ def build_small_file_sensor(config: LakeConfig, jobs: "list[AssetJob]") -> dg.Se
             health = table.health(small_file_threshold=spec.maintenance.small_file_bytes)
             partitions = partitions_to_compact(health, spec.maintenance)
             if partitions:
-                full = needs_full(health, spec.maintenance)
                 postpone = is_postpone_table(table.store)
+                full = needs_full(health, spec.maintenance, postpone)
                 requests.append(compaction_request(spec, snapshot.id, partitions, full, postpone))
         skip = None if requests else ("; ".join(notes) or "no table over its thresholds")
         return dg.SensorResult(run_requests=requests, cursor=json.dumps(cursor, sort_keys=True),

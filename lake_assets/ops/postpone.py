@@ -30,16 +30,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from lake_assets.errors import CorruptMetadataError, LakeError, OptionError, UnsupportedFeatureError
-from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND, read_data_file
 from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact.plan import partition_predicate
 from lake_assets.ops.compact.run import CompactResult, summarize
+from lake_assets.ops.postpone_files import read_postpone_file
 from lake_assets.ops.write import TableWriter
 from lake_assets.option_types import parse_memory_size
 from lake_assets.spec.manifest import DataFileMeta, ManifestEntry
@@ -134,22 +130,6 @@ def _replay_order(store: FileStore, entries: list[ManifestEntry]) -> list[Manife
     return sorted(entries, key=lambda e: e.file.creation_time_ms or 0)
 
 
-def _file_rows(store: FileStore, e: ManifestEntry) -> tuple[pa.Table, np.ndarray]:
-    """A postpone file's rows (the table's columns) and their row kinds, in sequence order."""
-    if e.file.schema_id != store.schema.id and store.schema_by_id(e.file.schema_id).fields != store.schema.fields:
-        # an ALTER of options only makes a new schema with the same columns: those files read as is
-        raise UnsupportedFeatureError(
-            f"Cannot compact {store.name}: postpone file {e.file.file_name} was written with schema "
-            f"{e.file.schema_id}, the table is at schema {store.schema.id} with other columns; compacting "
-            "postpone files across column changes is not implemented"
-        )
-    path = store.data_file_path(e.partition, e.bucket, e.file)
-    raw = read_data_file(store.file_io, path, file_size=e.file.file_size)
-    raw = raw.take(pc.sort_indices(raw.column(SEQUENCE_NUMBER), sort_keys=[(SEQUENCE_NUMBER, "ascending")]))
-    kinds = raw.column(VALUE_KIND).to_numpy(zero_copy_only=False).astype(np.int8)
-    return raw.select(list(store.schema.field_names)), kinds
-
-
 def _as_compaction(m: CommitMessage) -> tuple[CommitMessage, list[DataFileMeta]]:
     """A writer's message as one compaction (Java's ``BucketFiles``): its new files become
     compaction output, except those its own compaction already replaced, which no snapshot will
@@ -178,6 +158,9 @@ class PostponeUnit:
     files: tuple[ManifestEntry, ...]
     # real buckets of the partition holding level-0 files: compacted too (Java's getLevel0Buckets)
     level0_buckets: tuple[int, ...] = ()
+    # a full compaction (`compact_postpone` with full): every real bucket of the partition, the
+    # ones written included, is compacted into the top level
+    full: bool = False
 
     @property
     def input_bytes(self) -> int:
@@ -193,9 +176,12 @@ RunPostponeUnits = Callable[[FileStore, list[PostponeUnit]], list[CommitMessage]
 what the units wrote and raises, as `lake_assets.ops.compact.RunTasks`."""
 
 
-def plan_postpone(store: FileStore, partitions: Iterable[dict[str, Any]] | None = None) -> list[PostponeUnit]:
+def plan_postpone(
+    store: FileStore, partitions: Iterable[dict[str, Any]] | None = None, *, full: bool = False
+) -> list[PostponeUnit]:
     """The postpone units of the latest snapshot (of ``partitions`` only, if given); reads
-    manifests only."""
+    manifests only. With ``full`` every partition holding real buckets is a unit too, all of
+    whose buckets are compacted fully."""
     pred = partition_predicate(store, partitions)
     snap = store.snapshot_manager.latest()
     if snap is None:
@@ -217,10 +203,11 @@ def plan_postpone(store: FileStore, partitions: Iterable[dict[str, Any]] | None 
             if e.file.level == 0:
                 level0[e.partition].add(e.bucket)
     # As Java's postpone compaction: every partition with postponed rows or with real buckets
-    # holding level-0 files (which only a compaction ever lifts: postpone writers never compact).
-    touched = list(postponed) + [p for p in level0 if p not in postponed]
+    # holding level-0 files (which only a compaction ever lifts: postpone writers never compact);
+    # a full compaction takes every partition with real buckets as well.
+    touched = list(dict.fromkeys([*postponed, *level0, *(known if full else ())]))
     return [PostponeUnit(p, known.get(p) or new_bucket_num(store, postponed[p]),
-                         tuple(_replay_order(store, postponed[p])), tuple(sorted(level0.get(p, ()))))
+                         tuple(_replay_order(store, postponed[p])), tuple(sorted(level0.get(p, ()))), full)
             for p in touched]
 
 
@@ -230,16 +217,20 @@ def run_postpone_unit(store: FileStore, unit: PostponeUnit, commit_user: str) ->
     # Java's PostponeBucketCompactOperator: the rows go through the bucket's writer, which then
     # compacts every bucket it wrote and every bucket holding level-0 files (universal compaction,
     # so first-row, lookup and deletion-vector tables lift level 0 as their readers need), and the
-    # result is one compaction per bucket.
+    # result is one compaction per bucket. A full compaction (which Paimon's postpone compaction
+    # does not offer: its Flink action and Spark procedure ignore full for this mode) compacts
+    # every bucket of the partition into the top level instead, as a fixed-bucket table's full
+    # compaction with the partition's bucket count: nothing else lifts small files out of real
+    # buckets that hold no level-0 file.
     writer = TableWriter(store, commit_user, real_buckets=unit.buckets)
     try:
         for e in unit.files:
-            rows, kinds = _file_rows(store, e)
+            rows, kinds = read_postpone_file(store, e)
             if rows.num_rows:
                 writer.write_arrow(rows, kinds=kinds)
         values = store.file_store_scan(Op.COMPACT).partition_values(unit.partition)
-        for bucket in unit.level0_buckets:
-            writer.request_compaction(values, bucket)
+        for bucket in range(unit.buckets) if unit.full else unit.level0_buckets:
+            writer.request_compaction(values, bucket, full=unit.full)
         written = writer.prepare_commit()
     except BaseException:
         writer.abort()
@@ -263,13 +254,16 @@ def compact_postpone(
     partitions: Iterable[dict[str, Any]] | None = None,
     commit_user: str | None = None,
     run_units: RunPostponeUnits | None = None,
+    full: bool = False,
 ) -> CompactResult:
     """Move every postponed row (of ``partitions``, if given) into real buckets in one COMPACT
-    snapshot (none if nothing waits). ``run_units`` runs the planned units (default: one after
-    another in this process; a Spark job passes its own, one Spark task per unit)."""
+    snapshot (none if nothing waits). ``full`` then also compacts every real bucket of those
+    partitions into the top level (`run_postpone_unit`). ``run_units`` runs the planned units
+    (default: one after another in this process; a Spark job passes its own, one Spark task per
+    unit)."""
     started = time.perf_counter()
     user = commit_user or f"compact-{uuid.uuid4()}"
-    units = plan_postpone(store, partitions)
+    units = plan_postpone(store, partitions, full=full)
     if run_units is None:
         messages: list[CommitMessage] = []
         try:

@@ -48,11 +48,13 @@ class TableWriter(SpillingWriter):
 
     def __init__(
         self, store: FileStore, commit_user: str, *, write_only: bool = False, ignore_previous_files: bool = False,
-        real_buckets: int | None = None,
+        real_buckets: int | None = None, base: WriterBase | None = None,
     ) -> None:
         # ``real_buckets``: the postpone compaction (ops/postpone.py) writes a postpone table's rows
         # into that many real buckets; it runs as a compaction, which the table allows. With
         # ``write_only`` it is a batch write into real buckets (ops/postpone_fixed_bucket.py).
+        # ``base``: the snapshot state to start from, restored once and shared by write-only
+        # writers of disjoint buckets (one per bucket count there); else read at the first write.
         self._op = Op.WRITE if real_buckets is None or write_only else Op.COMPACT
         store.require(self._op)
         self.store = store
@@ -87,9 +89,10 @@ class TableWriter(SpillingWriter):
         self.bucket_types = self.schema.types(list(self.schema.bucket_keys))
         self._buffers: dict[tuple[bytes, int], BucketBuffer] = {}
         self._compact_requested: set[tuple[bytes, int]] = set()  # see `request_compaction`
+        self._full_requested: set[tuple[bytes, int]] = set()  # ... with full=True
         self._buffered_bytes = 0
         # the latest snapshot's state of every bucket, read when the first rows are buffered
-        self._base: WriterBase | None = None
+        self._base: WriterBase | None = base
         self._closed = False
         # Sequence numbers of a bucket are next, next + stride, ... (see `interleave_sequences`)
         self._sequence_stride = 1
@@ -150,6 +153,16 @@ class TableWriter(SpillingWriter):
         data = conform(data, self.schema, self.store.name, pool)
         if kinds is None:
             kinds = row_kinds(data, self.schema, self.store.name)
+        self.write_conformed(data, kinds)
+
+    def write_conformed(self, data: pa.Table, kinds: np.ndarray) -> None:
+        """Buffer rows already conformed to the table (`conform`: its columns, order and types)
+        with their kinds (int8 RowKind per row): `write_arrow` after its checks, for writers that
+        conform a batch once and hand its parts on (`PostponeFixedBucketWriter`)."""
+        if self._closed:
+            raise LakeError(f"Writer of {self.store.name} is closed")
+        if data.num_rows == 0:
+            return
         if self.options.ignore_delete and self.is_pk:
             keep = ~is_retract(kinds)
             if not keep.all():
@@ -335,6 +348,7 @@ class TableWriter(SpillingWriter):
             buf.new_files = []
             buf.new_changelog = []
         self._compact_requested.clear()
+        self._full_requested.clear()
         messages = [msg for _, _, msg in pending if not msg.is_empty()]
         if self._assigner is not None:
             changes = self._assigner.prepare_commit(
@@ -342,15 +356,19 @@ class TableWriter(SpillingWriter):
             messages = attach_index_changes(messages, changes, total)
         return messages
 
-    def request_compaction(self, partition_values: tuple[Any, ...], bucket: int) -> None:
+    def request_compaction(self, partition_values: tuple[Any, ...], bucket: int, *, full: bool = False) -> None:
         """Have the next `prepare_commit` run the bucket's compaction even if nothing was written
-        to it (Java's ``write.compact(partition, bucket, false)``, which the postpone compaction
-        calls for real buckets holding level-0 files). A write-only writer ignores it."""
+        to it (Java's ``write.compact(partition, bucket, full)``, which the postpone compaction
+        calls for real buckets holding level-0 files, or for every real bucket with ``full``: all
+        of the bucket's files, old and new, into the top level). A write-only writer ignores it."""
         buf = self._buffer(partition_values, bucket)
         self._compact_requested.add((buf.partition, buf.bucket))
+        if full:
+            self._full_requested.add((buf.partition, buf.bucket))
 
     def _compact_inline(self, key: tuple[bytes, int], buf: BucketBuffer, msg: CommitMessage) -> CommitMessage:
-        return compact_inline(self.store, self._restore(), self.num_buckets, key, buf, msg)
+        return compact_inline(self.store, self._restore(), self.num_buckets, key, buf, msg,
+                              full=key in self._full_requested)
 
     def abort(self, messages: Iterable[CommitMessage] = ()) -> None:
         """Delete files written but not committed (buffered files and those in ``messages``).

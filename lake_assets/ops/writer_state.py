@@ -77,9 +77,10 @@ class WriterBase:
 
 
 def compact_inline(store: FileStore, base: WriterBase, num_buckets: int, key: BucketKey, buf: BucketBuffer,
-                   msg: CommitMessage) -> CommitMessage:
+                   msg: CommitMessage, *, full: bool = False) -> CommitMessage:
     """Paimon writers without ``write-only`` compact their bucket when universal compaction says
-    so: ``msg`` with the compaction added, and ``base`` updated to the bucket's files after it."""
+    so (every file into the top level with ``full``): ``msg`` with the compaction added, and
+    ``base`` updated to the bucket's files after it."""
     from lake_assets.ops.compact.plan import commits_since_last_compaction, plan_bucket
     from lake_assets.ops.compact.rewrite import run_compaction_task
     from lake_assets.ops.scan import Split
@@ -87,7 +88,7 @@ def compact_inline(store: FileStore, base: WriterBase, num_buckets: int, key: Bu
     files = [*base.live_files.get(key, []), *buf.new_files]
     split = Split(buf.partition, buf.partition_values, buf.bucket, num_buckets, files, base.live_dv.get(key, ()))
     commits = commits_since_last_compaction(store, base.snapshot) + 1
-    task = plan_bucket(store, split, full=False, commits_since_full=commits)
+    task = plan_bucket(store, split, full=full, commits_since_full=None if full else commits)
     if task is None:
         base.live_files[key] = files
         return msg

@@ -52,11 +52,11 @@ def compact_args(config: CompactionConfig) -> list[str]:
 def policy_config(config: CompactionConfig, health: pa.Table, spec: TableConfig,
                   postpone: bool = False) -> CompactionConfig:
     """The config that fixes the table's breaches of its policy (``config`` when there are none);
-    never full for a postpone-bucket table (its compaction moves the postponed rows)."""
+    full where the (postpone) compaction would not fix them (`needs_full`)."""
     partitions = partitions_to_compact(health, spec.maintenance)
     if not partitions:
         return config
-    full = needs_full(health, spec.maintenance) and not postpone
+    full = needs_full(health, spec.maintenance, postpone)
     return config.model_copy(update={"partitions": partitions, "full": full})
 
 

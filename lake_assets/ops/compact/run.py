@@ -90,15 +90,16 @@ def compact(
     from lake_assets.ops.postpone import compact_postpone, is_postpone_table  # postpone imports this module
 
     if is_postpone_table(store):
-        # the dedicated compaction of a postpone table moves its postponed rows into real buckets
+        # the dedicated compaction of a postpone table moves its postponed rows into real buckets;
+        # full then compacts every real bucket of the partitions into the top level
         store.require(Op.COMPACT)
-        if full or max_units is not None or run_tasks is not None:
+        if max_units is not None or run_tasks is not None:
             raise UnsupportedFeatureError(
                 f"Cannot compact {store.name}: a postpone-bucket table's compaction moves every postponed "
-                "row into real buckets; full and max_units are not implemented for it, and a distributed "
-                "runner goes to lake_assets.ops.postpone.compact_postpone (run_units), not run_tasks"
+                "row into real buckets; max_units is not implemented for it, and a distributed runner "
+                "goes to lake_assets.ops.postpone.compact_postpone (run_units), not run_tasks"
             )
-        return compact_postpone(store, partitions=partitions, commit_user=commit_user)
+        return compact_postpone(store, partitions=partitions, commit_user=commit_user, full=full)
     started = time.perf_counter()
     plan = plan_compaction(store, full=full, partitions=partitions, max_units=max_units)
     if run_tasks is None:

@@ -125,12 +125,12 @@ def distributed_compact(
     """Plan, run the units on executors, commit once (`compact` with `SparkUnits`); the summary
     fields of the run."""
     if is_postpone_table(ctx.table.store):
-        if full or max_units is not None:
+        if max_units is not None:
             raise UnsupportedFeatureError(
                 f"Cannot compact {ctx.table.name}: a postpone-bucket table's compaction moves every "
-                "postponed row into real buckets; --full and --max-units are not implemented for it"
+                "postponed row into real buckets; --max-units is not implemented for it"
             )
-        return distributed_postpone_compact(ctx, partitions)
+        return distributed_postpone_compact(ctx, partitions, full=full)
     units = SparkUnits(ctx)
     result = compact(ctx.table.store, full=full, partitions=partitions, max_units=max_units,
                      run_tasks=units).to_dict()
@@ -146,9 +146,9 @@ def distributed_compact(
 def body(ctx: JobContext) -> dict[str, Any]:
     args = ctx.args
     partitions = [typed_partition(ctx.table, spec) for spec in args.partitions] or None
-    if is_postpone_table(ctx.table.store) and (args.full or args.max_units is not None):
+    if is_postpone_table(ctx.table.store) and args.max_units is not None:
         raise UsageError(f"{ctx.table.name} is a postpone-bucket table (bucket = -2): its compaction moves "
-                         "every postponed row into real buckets; --full and --max-units do not apply")
+                         "every postponed row into real buckets; --max-units does not apply")
     ctx.start_run()
     before = health_summary(ctx.table)
     out = distributed_compact(ctx, full=args.full, partitions=partitions, max_units=args.max_units)

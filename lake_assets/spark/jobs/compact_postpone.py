@@ -54,7 +54,7 @@ class SparkPostponeUnits:
     def __call__(self, store: FileStore, units: list[PostponeUnit]) -> list[CommitMessage]:
         ctx = self.ctx
         self.units = list(units)
-        log.info("planned %d postpone units (partitions with postponed files)", len(units))
+        log.info("planned %d postpone units (partitions with postponed files or buckets to compact)", len(units))
         if not units:
             return []
         self.spark_tasks = len(units)
@@ -89,12 +89,14 @@ def postpone_summary(store: FileStore, units: Sequence[PostponeUnit]) -> dict[st
     }
 
 
-def distributed_postpone_compact(ctx: JobContext, partitions: Sequence[dict[str, Any]] | None) -> dict[str, Any]:
-    """Plan, run the partitions on executors, commit once; the summary fields of the run."""
+def distributed_postpone_compact(ctx: JobContext, partitions: Sequence[dict[str, Any]] | None,
+                                 *, full: bool = False) -> dict[str, Any]:
+    """Plan, run the partitions on executors, commit once; the summary fields of the run. ``full``
+    also compacts every real bucket of the partitions into the top level (`compact_postpone`)."""
     store = ctx.table.store
     user = f"compact-{uuid.uuid4()}"
     units = SparkPostponeUnits(ctx, user)
-    result = compact_postpone(store, partitions=partitions, commit_user=user, run_units=units).to_dict()
+    result = compact_postpone(store, partitions=partitions, commit_user=user, run_units=units, full=full).to_dict()
     result["commit_kind"] = "COMPACT" if result["snapshot_id"] is not None else None
     result["spark_tasks"] = units.spark_tasks
     result["changelog_files"] = sum(len(m.compact_changelog) for m in units.messages)
