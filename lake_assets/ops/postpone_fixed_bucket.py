@@ -22,7 +22,9 @@ holding level-0 files (`lake_assets.ops.postpone.plan_postpone`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -31,11 +33,13 @@ from lake_assets.errors import LakeError, UnsupportedFeatureError
 from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
-from lake_assets.ops.postpone import _file_rows, is_postpone_table
+from lake_assets.ops.postpone import DEFAULT_BUCKET_NUM_KEY, TARGET_ROWS_KEY, is_postpone_table
 from lake_assets.ops.postpone_batch import StagedPartition, bucket_metadata, plan_batch_buckets
+from lake_assets.ops.postpone_files import read_postpone_file
 from lake_assets.ops.postpone_write import PostponeWriter
-from lake_assets.ops.route import partition_groups
+from lake_assets.ops.route import PARALLEL_GATHER_ROWS, partition_groups
 from lake_assets.ops.write import TableWriter
+from lake_assets.ops.writer_state import WriterBase
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.manifest import FileKind, ManifestEntry
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
@@ -65,7 +69,12 @@ class PostponeFixedBucketWriter:
     gets ``default_count`` when given (``postpone.default-bucket-num``). Else it raises, unless
     ``stage_unplanned``: then its rows go into uncommitted ``bucket-postpone`` files (a
     `PostponeWriter`'s messages, bucket -2), which `resolve_staged` writes into real buckets once
-    every writer has finished and their size is known (the Spark data source's unrouted writes)."""
+    every writer has finished and their size is known (the Spark data source's unrouted writes).
+
+    Each batch is conformed to the table once, here; its parts go to the writers as they are. The
+    writers of the different counts hold disjoint buckets and share one state of the latest
+    snapshot (`WriterBase`), restored at the first write: the manifests are read once per writer,
+    not once per bucket count."""
 
     def __init__(
         self,
@@ -92,6 +101,7 @@ class PostponeFixedBucketWriter:
         self.ignore_previous_files = ignore_previous_files
         self.stage_unplanned = stage_unplanned
         self._writers: dict[int, TableWriter] = {}
+        self._base: WriterBase | None = None
         self._stage: PostponeWriter | None = None
         self._slot: tuple[int, int] | None = None
         self._partition_types = store.schema.types(list(store.schema.partition_keys))
@@ -106,8 +116,11 @@ class PostponeFixedBucketWriter:
     def _writer(self, buckets: int) -> TableWriter:
         writer = self._writers.get(buckets)
         if writer is None:
+            if self._base is None:
+                # write-only writers never change it (no inline compaction), so one serves them all
+                self._base = WriterBase.restore(self.store, Op.WRITE, self.ignore_previous_files)
             writer = TableWriter(self.store, self.commit_user, write_only=True, real_buckets=buckets,
-                                 ignore_previous_files=self.ignore_previous_files)
+                                 ignore_previous_files=self.ignore_previous_files, base=self._base)
             if self._slot is not None:
                 writer.interleave_sequences(*self._slot)
             self._writers[buckets] = writer
@@ -126,7 +139,16 @@ class PostponeFixedBucketWriter:
             for batch in data:
                 self.write_arrow(batch)
             return
-        table = conform(as_table(data, self.store.name), self.store.schema, self.store.name)
+        table = as_table(data, self.store.name)
+        if table.num_rows < PARALLEL_GATHER_ROWS:
+            self._write_table(table, kinds, None)
+            return
+        # a big batch is checked and routed on one pool, as `TableWriter.write_arrow` does
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            self._write_table(table, kinds, pool)
+
+    def _write_table(self, data: pa.Table, kinds: np.ndarray | None, pool: ThreadPoolExecutor | None) -> None:
+        table = conform(data, self.store.schema, self.store.name, pool)
         if table.num_rows == 0:
             return
         if kinds is None:
@@ -137,9 +159,9 @@ class PostponeFixedBucketWriter:
             part = table if len(values) == 1 else table.take(pa.array(rows))
             n = self.counts.get(serialize_row(list(pvals), self._partition_types), self.default_count)
             if n is not None:
-                self._writer(n).write_arrow(part, kinds=kinds[rows])
+                self._writer(n).write_conformed(part, kinds[rows], pool)
             elif self.stage_unplanned:
-                self._stage_writer().write_arrow(part, kinds=kinds[rows])
+                self._stage_writer().write_conformed(part, kinds[rows])
             else:
                 where = dict(zip(self.store.schema.partition_keys, pvals, strict=True))
                 raise LakeError(f"Cannot write to {self.store.name}: no bucket count was planned for "
@@ -207,34 +229,82 @@ def write_fixed_buckets(
     return ids[-1] if ids else None
 
 
-def resolve_staged(store: FileStore, commit_user: str, staged: Sequence[CommitMessage]) -> list[CommitMessage]:
+def resolve_staged(
+    store: FileStore, commit_user: str, staged: Sequence[CommitMessage], *, parallelism: int | None = None
+) -> list[CommitMessage]:
     """Write the rows of uncommitted ``bucket-postpone`` files (``staged``, the messages of
     `PostponeFixedBucketWriter` with ``stage_unplanned``, in writer order) into real buckets and
     delete those files; the new messages (not committed).
 
     Each partition's count is planned now that its whole batch is known (`plan_batch_buckets`
-    over its rows and their Arrow bytes, read file by file: memory stays one file). Rows are
-    replayed in the order of ``staged``, each file by sequence number, through one write-only
-    fixed-bucket writer per count, which numbers them after what the buckets hold. On failure
-    the new files are deleted; the staged files always are (no snapshot names them)."""
+    over its rows and their Arrow bytes: the rows from the files' metadata, the bytes, when the
+    plan needs them, from the files read one at a time per thread). The partitions are then
+    written independently, up to ``parallelism`` at once (default: the CPUs; each its own
+    write-only writer, so memory is up to that many write buffers plus one staged file each):
+    a partition's rows are replayed in the order of ``staged``, each file by sequence number,
+    through a fixed-bucket writer of its count, which numbers them after what the buckets hold.
+    On failure the new files are deleted; the staged files always are (no snapshot names them)."""
     staged = [m for m in staged if m.bucket == POSTPONE_BUCKET]
     files = [ManifestEntry(FileKind.ADD, m.partition, m.bucket, m.total_buckets, f)
              for m in staged for f in m.new_files]
     try:
         if not files:
             return []
-        sizes: dict[bytes, list[int]] = {}
+        by_partition: dict[bytes, list[ManifestEntry]] = {}
         for e in files:
-            rows, _ = _file_rows(store, e)
-            acc = sizes.setdefault(e.partition, [0, 0])
-            acc[0] += rows.num_rows
-            acc[1] += rows.nbytes
-        plan = plan_batch_buckets(store, {p: StagedPartition(r, b) for p, (r, b) in sizes.items()},
-                                  bucket_metadata(store))
-        with PostponeFixedBucketWriter(store, commit_user, plan) as writer:
-            for e in files:
-                rows, kinds = _file_rows(store, e)
-                writer.write_arrow(rows, kinds=kinds)
-            return writer.prepare_commit()
+            by_partition.setdefault(e.partition, []).append(e)
+        workers = max(1, min(len(by_partition), parallelism or os.cpu_count() or 2))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            metadata = bucket_metadata(store)
+            sizes = _staged_sizes(store, by_partition, metadata.bucket_counts, pool)
+            plan = plan_batch_buckets(store, sizes, metadata)
+            base = WriterBase.restore(store, Op.WRITE, False)
+            futures = [pool.submit(_rewrite_partition, store, commit_user, plan[p], entries, base)
+                       for p, entries in by_partition.items()]
+            done: list[CommitMessage] = []
+            failure: BaseException | None = None
+            for f in futures:
+                try:
+                    done += f.result()
+                except BaseException as exc:  # the first failure wins; the others' files go too
+                    failure = failure or exc
+            if failure is not None:
+                store.file_io.delete_many([store.data_file_path(m.partition, m.bucket, f)
+                                           for m in done for f in m.all_written_files()])
+                raise failure
+            return done
     finally:
         store.file_io.delete_many([store.data_file_path(e.partition, e.bucket, e.file) for e in files])
+
+
+def _staged_sizes(store: FileStore, by_partition: Mapping[bytes, list[ManifestEntry]],
+                  known: Mapping[bytes, int], pool: ThreadPoolExecutor) -> dict[bytes, StagedPartition]:
+    """The rows (file metadata) and Arrow bytes of each partition's staged files; the bytes are
+    read only when a count is estimated from them (no default count, no row target, a partition
+    without a recorded count)."""
+    opts = store.schema.options
+    need_bytes = (DEFAULT_BUCKET_NUM_KEY not in opts and TARGET_ROWS_KEY not in opts
+                  and any(p not in known for p in by_partition))
+    nbytes: dict[bytes, int] = dict.fromkeys(by_partition, 0)
+    if need_bytes:
+        entries = [e for es in by_partition.values() for e in es]
+        for e, n in zip(entries, pool.map(lambda e: read_postpone_file(store, e, "write to")[0].nbytes, entries),
+                        strict=True):
+            nbytes[e.partition] += n
+    return {p: StagedPartition(sum(e.file.row_count for e in es), nbytes[p]) for p, es in by_partition.items()}
+
+
+def _rewrite_partition(store: FileStore, commit_user: str, buckets: int, entries: Sequence[ManifestEntry],
+                       base: WriterBase) -> list[CommitMessage]:
+    """One partition's staged files, in order, into ``buckets`` real buckets; its messages."""
+    writer = TableWriter(store, commit_user, write_only=True, real_buckets=buckets, base=base)
+    try:
+        for e in entries:
+            rows, kinds = read_postpone_file(store, e, "write to")
+            writer.write_arrow(rows, kinds=kinds)
+        return writer.prepare_commit()
+    except BaseException:
+        writer.abort()
+        raise
+    finally:
+        writer.close()

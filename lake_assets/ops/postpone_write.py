@@ -137,6 +137,14 @@ class PostponeWriter:
             return
         if kinds is None:
             kinds = row_kinds(data, self.schema, self.store.name)
+        self.write_conformed(data, kinds)
+
+    def write_conformed(self, data: pa.Table, kinds: np.ndarray) -> None:
+        """Buffer rows already conformed to the table (`conform`) with their kinds (int8 RowKind
+        per row): `write_arrow` after its checks, for writers that conform a batch once and hand
+        its parts on (`lake_assets.ops.postpone_fixed_bucket.PostponeFixedBucketWriter`)."""
+        if self._closed:
+            raise LakeError(f"Writer of {self.store.name} is closed")
         if self.options.ignore_delete:
             # Java's writer drops retractions of ignore-delete tables before they reach a file
             keep = ~is_retract(kinds)

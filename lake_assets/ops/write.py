@@ -153,12 +153,13 @@ class TableWriter(SpillingWriter):
         data = conform(data, self.schema, self.store.name, pool)
         if kinds is None:
             kinds = row_kinds(data, self.schema, self.store.name)
-        self.write_conformed(data, kinds)
+        self.write_conformed(data, kinds, pool)
 
-    def write_conformed(self, data: pa.Table, kinds: np.ndarray) -> None:
+    def write_conformed(self, data: pa.Table, kinds: np.ndarray, pool: Executor | None = None) -> None:
         """Buffer rows already conformed to the table (`conform`: its columns, order and types)
         with their kinds (int8 RowKind per row): `write_arrow` after its checks, for writers that
-        conform a batch once and hand its parts on (`PostponeFixedBucketWriter`)."""
+        conform a batch once and hand its parts on (`PostponeFixedBucketWriter`). ``pool`` routes
+        a big batch on its threads (`write_arrow`'s)."""
         if self._closed:
             raise LakeError(f"Writer of {self.store.name} is closed")
         if data.num_rows == 0:
