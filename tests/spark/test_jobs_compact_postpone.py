@@ -76,9 +76,20 @@ def test_postpone_table_moves_into_real_buckets(capsys, spark, tmp_path, pypaimo
         {"partition": "dt=b", "buckets": 2, "files": 1, "rows": 4}], out
     expected = [r if r["dt"] == "a" or r["id"] >= 4 else r | {"v": f"z{r['id']}"} for r in expected]
     assert canonical(pypaimon.read(wh, "db.p").select(["dt", "id", "v"]), ["dt", "id"]) == expected
-    # --full has no meaning here: refused, nothing written
+    # dt=b's buckets now hold two runs each (the first compaction's, and level 0 lifted by the
+    # second): --full compacts every real bucket into one top-level file, nothing postponed moves
     code, out = run_job_main(capsys, compact.main, "--warehouse", str(wh), "--table", "db.p", "--full")
+    assert code == EXIT_OK and out["full"] and out["commit_kind"] == "COMPACT" and out["postponed_files"] == 0, out
+    entries = table.store.file_store_scan().live_entries(table.store.snapshot_manager.latest())
+    top = table.store.schema.core_options.num_levels - 1
+    per_bucket = [(e.partition, e.bucket) for e in entries]
+    assert len(per_bucket) == len(set(per_bucket)) and all(e.file.level == top for e in entries)
+    assert canonical(pypaimon.read(wh, "db.p").select(["dt", "id", "v"]), ["dt", "id"]) == expected
+    # a unit limit has no meaning here: refused, nothing written
+    latest = table.latest_snapshot().id
+    code, out = run_job_main(capsys, compact.main, "--warehouse", str(wh), "--table", "db.p", "--max-units", "1")
     assert code == EXIT_CONFIG and "postpone" in out["error"], out
+    assert table.latest_snapshot().id == latest
 
 
 def test_concurrent_postpone_compaction_is_a_conflict(capsys, spark, tmp_path, pypaimon, monkeypatch):
