@@ -88,7 +88,11 @@ class PostponeWriter:
     """Writes Arrow data of a postpone-bucket table into ``bucket-postpone`` files; the same
     two-phase interface as `TableWriter` (`write_arrow`, `prepare_commit`, `abort`, `close`)."""
 
-    def __init__(self, store: FileStore, commit_user: str, *, write_id: int | None = None) -> None:
+    def __init__(self, store: FileStore, commit_user: str, *, write_id: int | None = None,
+                 file_format: str | None = None) -> None:
+        """``file_format`` overrides the format of the files (Avro, as Java's, by default): only
+        for files no snapshot will name, such as a Spark batch write's staged rows
+        (`lake_assets.ops.postpone_fixed_bucket`), which Parquet writes and reads far faster."""
         store.require(Op.WRITE)
         if not store.file_io.exists(store.paths.schema_file(store.schema.id)):
             raise NoSuchTableError(f"Cannot write to {store.name}: the table does not exist (dropped?)")
@@ -99,10 +103,10 @@ class PostponeWriter:
         check_engine_producer(f"Cannot write to {store.name}", self.options)
         self.write_id = random.randrange(MAX_WRITE_ID) if write_id is None else write_id
         config = store.data_file_config()
-        self._avro = _avro_mappable(store)
+        self._avro = _avro_mappable(store) if file_format is None else file_format == "avro"
         self._config = dataclasses.replace(
             config, prefix=postpone_file_prefix(self.options.data_file_prefix, commit_user, self.write_id),
-            file_format="avro" if self._avro else config.file_format)
+            file_format=file_format or ("avro" if self._avro else config.file_format))
         self._partition_types = self.schema.types(list(self.schema.partition_keys))
         self._partitions: dict[bytes, _PartitionFiles] = {}
         self._buffered_bytes = 0
