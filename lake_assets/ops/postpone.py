@@ -16,6 +16,10 @@ Paimon's (``PostponeBucketCompactOperator``, ``PostponeUtils``, ``BucketFiles``)
   Java's ``tableForPostponeRewrite``): postpone writers never compact, so without this level 0
   would pile up, and first-row, lookup and deletion-vector readers, which skip level 0, would
   never see the rows;
+* ``full`` (not in Paimon, whose postpone compaction ignores it) then compacts every real bucket
+  of the partitions into the top level with the partition's bucket count, as a fixed-bucket
+  table's full compaction: universal compaction alone leaves small files in buckets it does not
+  pick, and in buckets without level-0 files it never runs;
 * one COMPACT snapshot deletes the postpone files and adds the new files, as Java's
   ``BucketFiles`` turns a writer's messages into one compaction per bucket (new files the same
   pass compacted away are deleted, never committed).
