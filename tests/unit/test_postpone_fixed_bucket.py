@@ -128,3 +128,20 @@ def test_a_failed_resolve_leaves_no_file(catalog: Catalog):
     with pytest.raises(Exception, match=gone.new_files[0].file_name):
         resolve_staged(t.store, "job", staged)
     assert [p for p in Path(t.store.paths.root).rglob("bucket-*/*")] == []
+
+
+def test_staged_rows_wait_in_parquet_files_which_no_snapshot_names(catalog: Catalog):
+    """Staged files are never committed (`resolve_staged` reads and deletes them), so they are
+    Parquet, not the Avro of Paimon's postpone files: fastavro's row-by-row encoding and decoding
+    was most of a big unrouted write's commit."""
+    t = make(catalog, **{"postpone.target-row-num-per-bucket": "10"})
+    t.write_arrow(rows([1], "d0", "p"))  # a committed postpone file stays Avro, as Java writes it
+    assert [e.file.file_name.rsplit(".", 1)[1] for e in entries(t)] == ["avro"]
+    with PostponeFixedBucketWriter(t.store, "job", {}, stage_unplanned=True) as w:
+        w.write_arrow(rows(list(range(12)), "d1", "a"))
+        staged = w.prepare_commit()
+    assert {f.file_name.rsplit(".", 1)[1] for m in staged for f in m.new_files} == {"parquet"}
+    messages = resolve_staged(t.store, "job", staged)
+    assert {m.total_buckets for m in messages} == {2}
+    TableCommitter(t.store, "job").commit(messages)
+    assert values(t) == {(k, "d1"): f"a{k}" for k in range(12)}
