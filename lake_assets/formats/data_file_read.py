@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from lake_assets.errors import CorruptMetadataError, MissingDataFileError, UnsupportedFeatureError
@@ -43,16 +44,20 @@ def read_data_file(
     file_size: int | None = None,
     *,
     use_threads: bool = True,
+    keep: np.ndarray | None = None,
 ) -> pa.Table:
     """Read columns of one data file in the format its name says; corrupt files raise
     CorruptMetadataError, missing ones MissingDataFileError.
 
     ``use_threads`` lets pyarrow decode columns in parallel; callers that already read several
-    files at once turn it off.
+    files at once turn it off. ``keep`` (a bool per row: what a deletion vector keeps) drops the
+    other rows, as early as the format can (`FileFormat.read_rows`).
     """
     with _read_errors(path), file_io.open_input(path) as source:
         fmt = file_format(format_of_file(path))
-        return _system_types(fmt.read(source, columns, use_threads=use_threads))
+        if keep is None:
+            return _system_types(fmt.read(source, columns, use_threads=use_threads))
+        return _system_types(fmt.read_rows(source, columns, keep, use_threads=use_threads))
 
 
 def iter_data_file(

@@ -18,9 +18,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
-from lake_assets.errors import UnsupportedFeatureError
+from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
+from lake_assets.formats.row_mask import arrow_mask
 from lake_assets.spec.schema import TableSchema
 
 # Compression suffixes Paimon may put before the format extension (file.suffix.include.compression).
@@ -86,6 +88,17 @@ class FileFormat(ABC):
     @abstractmethod
     def read(self, source: Any, columns: Sequence[str] | None, *, use_threads: bool) -> pa.Table:
         """Read ``columns`` (all when None) of the file open as ``source``."""
+
+    def read_rows(self, source: Any, columns: Sequence[str] | None, keep: np.ndarray, *,
+                  use_threads: bool) -> pa.Table:
+        """`read`, holding only the rows ``keep`` (a bool per row of the file) marks: the rows a
+        deletion vector keeps. By default the whole file is read, then filtered; formats that can
+        drop rows earlier override it."""
+        data = self.read(source, columns, use_threads=use_threads)
+        if len(keep) != data.num_rows:
+            raise CorruptMetadataError(f"a selection of {len(keep)} rows was asked for, but the file has "
+                                       f"{data.num_rows} rows")
+        return data.filter(arrow_mask(keep))
 
     @abstractmethod
     def iter_batches(self, source: Any, columns: Sequence[str] | None,

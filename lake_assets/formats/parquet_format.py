@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lake_assets.formats.file_format import FileFormat, FormatWriter, WriteOptions, register
 from lake_assets.formats.format_options import parquet_overrides, parquet_row_group_bytes
+from lake_assets.formats.parquet_read import iter_parquet, read_parquet
 from lake_assets.spec.schema import TableSchema
 
 
@@ -63,23 +65,15 @@ class ParquetFormat(FileFormat):
         return _ParquetWriter(sink, arrow_schema, schema, options)
 
     def read(self, source: Any, columns: Sequence[str] | None, *, use_threads: bool) -> pa.Table:
-        pf = pq.ParquetFile(source)
-        return pf.read(columns=list(columns) if columns is not None else None, use_threads=use_threads)
+        return read_parquet(source, columns, use_threads=use_threads)
+
+    def read_rows(self, source: Any, columns: Sequence[str] | None, keep: np.ndarray, *,
+                  use_threads: bool) -> pa.Table:
+        return read_parquet(source, columns, use_threads=use_threads, keep=keep)
 
     def iter_batches(self, source: Any, columns: Sequence[str] | None,
                      batch_rows: int | None = None) -> Iterator[pa.Table]:
-        pf = pq.ParquetFile(source)
-        cols = list(columns) if columns is not None else None
-        if batch_rows is not None:
-            # One row group per `iter_batches` call: over the whole file, pyarrow's batch reader
-            # holds more of the file the larger it is (measured: 26 MiB against 11 MiB for a
-            # 14 MiB file), row group by row group it holds one row group's pages.
-            for i in range(pf.num_row_groups):
-                for batch in pf.iter_batches(batch_size=batch_rows, row_groups=[i], columns=cols, use_threads=False):
-                    yield pa.Table.from_batches([batch])
-            return
-        for i in range(pf.num_row_groups):
-            yield pf.read_row_group(i, columns=cols)
+        return iter_parquet(source, columns, batch_rows)
 
 
 PARQUET = register(ParquetFormat())

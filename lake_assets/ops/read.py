@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from lake_assets.errors import ConcurrentMaintenanceError, LakeError, MissingDataFileError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND, iter_data_file, read_data_file
+from lake_assets.formats.row_mask import arrow_mask
 from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.lsm.merge import is_retract, sort_and_merge, winner_masks
 from lake_assets.ops.deletion_vectors import VectorLoader, hides_level0, raw_readable
@@ -227,13 +228,14 @@ class SplitReader:
         if with_system:
             file_cols = [*file_cols, SEQUENCE_NUMBER, VALUE_KIND]
         path = self.store.data_file_path(split.partition, split.bucket, meta)
+        keep = self._kept_rows(split, meta, meta.row_count)
         try:
-            raw = read_data_file(self.store.file_io, path, file_cols, meta.file_size, use_threads=self.file_threads)
+            # the format reader drops the rows the deletion vector deletes before it builds strings
+            # (`FileFormat.read_rows`)
+            raw = read_data_file(self.store.file_io, path, file_cols, meta.file_size, use_threads=self.file_threads,
+                                 keep=keep)
         except MissingDataFileError as exc:
             raise missing_file_error(self.store, exc, self.snapshot_id) from None
-        keep = self._kept_rows(split, meta, raw.num_rows)
-        if keep is not None:
-            raw = raw.filter(pa.array(keep))
         data = self._to_current(raw, layout, with_system)
         if self.key_filter is not None and data.num_rows:
             # Every version of a key shares its key columns, so dropping keys the filter rejects
@@ -262,7 +264,7 @@ class SplitReader:
             for raw in iter_data_file(self.store.file_io, path, file_cols, batch_rows):
                 if keep is not None:  # the deletion vector's rows, batch by batch
                     n = raw.num_rows
-                    raw = raw.filter(pa.array(keep[start:start + n]))
+                    raw = raw.filter(arrow_mask(keep[start:start + n]))
                     start += n
                 data = self._to_current(raw, layout, with_system)
                 if self.key_filter is not None and data.num_rows:

@@ -1,0 +1,141 @@
+"""Reading Parquet data files: string columns through their dictionaries, row selections early.
+
+pyarrow decodes a dictionary-encoded string column into a plain string array value by value;
+reading the same pages as a dictionary array (``read_dictionary``) and expanding it with one
+``take`` gives the same array for about two thirds of the CPU (measured on the deletion-vector
+benchmark's files: 14 ms against 22 ms for 1,000,000 strings). It only pays when every data page of
+the column chunk is dictionary-encoded: pages that fell back to plain encoding (a dictionary
+grown past the writer's limit) make pyarrow hash each value into a new dictionary, several times
+slower than the plain read. `parquet_footer` tells the two apart; columns with fallback pages, or
+whose writer recorded no page encodings, are read as before.
+
+A row selection (the rows a deletion vector keeps) is applied before the expansion: on the
+dictionary indices and the other columns, so the dropped rows' strings are never built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lake_assets.errors import CorruptMetadataError
+from lake_assets.formats.parquet_footer import file_page_encodings, only_dictionary_pages
+from lake_assets.formats.row_mask import arrow_mask
+
+
+def _stringlike(t: pa.DataType) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t)
+                or pa.types.is_binary(t) or pa.types.is_large_binary(t))
+
+
+def dictionary_columns(pf: pq.ParquetFile, columns: Sequence[str] | None) -> list[str]:
+    """The top-level string and binary columns among ``columns`` (all when None) whose every
+    column chunk holds dictionary-encoded data pages only (see the module docstring)."""
+    md = pf.metadata
+    if md.num_row_groups == 0:
+        return []
+    arrow_schema = pf.schema_arrow
+    wanted = None if columns is None else set(columns)
+    candidates: dict[int, str] = {}
+    first = md.row_group(0)
+    for j in range(md.num_columns):
+        path = md.schema.column(j).path
+        if "." in path or (wanted is not None and path not in wanted):
+            continue
+        k = arrow_schema.get_field_index(path)
+        if k < 0 or not _stringlike(arrow_schema.field(k).type):
+            continue
+        if first.column(j).has_dictionary_page:
+            candidates[j] = path
+    if not candidates:
+        return []
+    groups = file_page_encodings(md)
+    if len(groups) != md.num_row_groups:
+        return []
+    out = []
+    for j, name in candidates.items():
+        if all(j < len(g) and g[j] is not None and only_dictionary_pages(g[j]) for g in groups):  # type: ignore[arg-type]
+            out.append(name)
+    return out
+
+
+def _chunk_masks(column: pa.ChunkedArray, keep: pa.BooleanArray) -> list[pa.BooleanArray]:
+    """``keep`` (over the whole column) cut into one slice per chunk of ``column`` (zero-copy)."""
+    out = []
+    start = 0
+    for chunk in column.chunks:
+        out.append(keep.slice(start, len(chunk)))
+        start += len(chunk)
+    return out
+
+
+def _expand(column: pa.ChunkedArray, keep: pa.BooleanArray | None) -> pa.ChunkedArray:
+    """A column holding only the rows ``keep`` marks (None: all), dictionary chunks expanded to
+    their values; fixed-width columns are filtered, not taken (filter is the cheaper of the two)."""
+    is_dictionary = pa.types.is_dictionary(column.type)
+    if keep is None:
+        if not is_dictionary:
+            return column
+        return pa.chunked_array([c.dictionary.take(c.indices) for c in column.chunks], type=column.type.value_type)
+    if not is_dictionary:
+        return column.filter(keep)
+    masks = [keep] if column.num_chunks == 1 else _chunk_masks(column, keep)
+    # the indices first: the dropped rows' values are never built
+    chunks = [c.dictionary.take(c.indices.filter(m)) for c, m in zip(column.chunks, masks, strict=True)]
+    return pa.chunked_array(chunks, type=column.type.value_type)
+
+
+def _finish(data: pa.Table, dense: pa.Schema, keep: pa.BooleanArray | None) -> pa.Table:
+    """``data`` (string columns possibly read as dictionaries) as a plain read gives it (the
+    fields of ``dense``), holding only the rows ``keep`` marks when given."""
+    columns = [_expand(data.column(i), keep) for i in range(data.num_columns)]
+    fields = [dense.field(name) for name in data.column_names]
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields, metadata=data.schema.metadata))
+
+
+def read_parquet(source: Any, columns: Sequence[str] | None, *, use_threads: bool,
+                 keep: np.ndarray | None = None) -> pa.Table:
+    """Read ``columns`` (all when None) of a Parquet file, as `pq.ParquetFile.read` gives them;
+    with ``keep`` (a bool per row of the file) only the rows it marks."""
+    pf = pq.ParquetFile(source)
+    if keep is not None and len(keep) != pf.metadata.num_rows:
+        raise CorruptMetadataError(f"a selection of {len(keep)} rows was asked for, but the file has "
+                                   f"{pf.metadata.num_rows} rows")
+    mask = None if keep is None else arrow_mask(keep)
+    cols = list(columns) if columns is not None else None
+    decoded = dictionary_columns(pf, cols)
+    if not decoded:
+        data = pf.read(columns=cols, use_threads=use_threads)
+        return data if mask is None else data.filter(mask)
+    dense = pf.schema_arrow
+    pf = pq.ParquetFile(source, metadata=pf.metadata, read_dictionary=decoded)
+    return _finish(pf.read(columns=cols, use_threads=use_threads), dense, mask)
+
+
+def iter_parquet(source: Any, columns: Sequence[str] | None, batch_rows: int | None = None) -> Iterator[pa.Table]:
+    """Read a Parquet file row group by row group, or in batches of at most ``batch_rows`` rows,
+    dictionary-encoded string columns expanded as `read_parquet` does."""
+    pf = pq.ParquetFile(source)
+    cols = list(columns) if columns is not None else None
+    decoded = dictionary_columns(pf, cols)
+    dense = pf.schema_arrow
+    if decoded:
+        pf = pq.ParquetFile(source, metadata=pf.metadata, read_dictionary=decoded)
+    for i in range(pf.num_row_groups):
+        if batch_rows is None:
+            pieces: Iterator[pa.Table] = iter((pf.read_row_group(i, columns=cols),))
+        else:
+            # One row group per `iter_batches` call: over the whole file, pyarrow's batch reader
+            # holds more of the file the larger it is (measured: 26 MiB against 11 MiB for a
+            # 14 MiB file), row group by row group it holds one row group's pages.
+            batches = pf.iter_batches(batch_size=batch_rows, row_groups=[i], columns=cols, use_threads=False)
+            pieces = (pa.Table.from_batches([b]) for b in batches)
+        for piece in pieces:
+            yield _finish(piece, dense, None) if decoded else piece
+
+
+__all__ = ["dictionary_columns", "iter_parquet", "read_parquet"]
