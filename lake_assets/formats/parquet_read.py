@@ -32,25 +32,33 @@ def _stringlike(t: pa.DataType) -> bool:
                 or pa.types.is_binary(t) or pa.types.is_large_binary(t))
 
 
-def dictionary_columns(pf: pq.ParquetFile, columns: Sequence[str] | None) -> list[str]:
+def _leaf_index(md: pq.FileMetaData, name: str) -> int | None:
+    """The leaf column index of top-level column ``name`` in a schema with nested columns."""
+    for j in range(md.num_columns):
+        if md.schema.column(j).path == name:
+            return j
+    return None
+
+
+def dictionary_columns(pf: pq.ParquetFile, columns: Sequence[str] | None,
+                       arrow_schema: pa.Schema | None = None) -> list[str]:
     """The top-level string and binary columns among ``columns`` (all when None) whose every
-    column chunk holds dictionary-encoded data pages only (see the module docstring)."""
+    column chunk holds dictionary-encoded data pages only (see the module docstring).
+    ``arrow_schema`` is ``pf.schema_arrow`` when the caller has it (pyarrow builds it per call)."""
     md = pf.metadata
     if md.num_row_groups == 0:
         return []
-    arrow_schema = pf.schema_arrow
+    arrow_schema = pf.schema_arrow if arrow_schema is None else arrow_schema
     wanted = None if columns is None else set(columns)
+    flat = md.num_columns == len(arrow_schema)  # then leaf column j is field j
     candidates: dict[int, str] = {}
     first = md.row_group(0)
-    for j in range(md.num_columns):
-        path = md.schema.column(j).path
-        if "." in path or (wanted is not None and path not in wanted):
+    for k, field in enumerate(arrow_schema):
+        if not _stringlike(field.type) or (wanted is not None and field.name not in wanted):
             continue
-        k = arrow_schema.get_field_index(path)
-        if k < 0 or not _stringlike(arrow_schema.field(k).type):
-            continue
-        if first.column(j).has_dictionary_page:
-            candidates[j] = path
+        j = k if flat else _leaf_index(md, field.name)
+        if j is not None and first.column(j).has_dictionary_page:
+            candidates[j] = field.name
     if not candidates:
         return []
     groups = file_page_encodings(md)
@@ -92,9 +100,14 @@ def _expand(column: pa.ChunkedArray, keep: pa.BooleanArray | None) -> pa.Chunked
 def _finish(data: pa.Table, dense: pa.Schema, keep: pa.BooleanArray | None) -> pa.Table:
     """``data`` (string columns possibly read as dictionaries) as a plain read gives it (the
     fields of ``dense``), holding only the rows ``keep`` marks when given."""
-    columns = [_expand(data.column(i), keep) for i in range(data.num_columns)]
-    fields = [dense.field(name) for name in data.column_names]
-    return pa.Table.from_arrays(columns, schema=pa.schema(fields, metadata=data.schema.metadata))
+    if keep is not None:
+        columns = [_expand(data.column(i), keep) for i in range(data.num_columns)]
+        fields = [dense.field(name) for name in data.column_names]
+        return pa.Table.from_arrays(columns, schema=pa.schema(fields, metadata=data.schema.metadata))
+    for i, field in enumerate(data.schema):
+        if pa.types.is_dictionary(field.type):
+            data = data.set_column(i, dense.field(field.name), _expand(data.column(i), None))
+    return data
 
 
 def read_parquet(source: Any, columns: Sequence[str] | None, *, use_threads: bool,
@@ -107,11 +120,11 @@ def read_parquet(source: Any, columns: Sequence[str] | None, *, use_threads: boo
                                    f"{pf.metadata.num_rows} rows")
     mask = None if keep is None else arrow_mask(keep)
     cols = list(columns) if columns is not None else None
-    decoded = dictionary_columns(pf, cols)
+    dense = pf.schema_arrow
+    decoded = dictionary_columns(pf, cols, dense)
     if not decoded:
         data = pf.read(columns=cols, use_threads=use_threads)
         return data if mask is None else data.filter(mask)
-    dense = pf.schema_arrow
     pf = pq.ParquetFile(source, metadata=pf.metadata, read_dictionary=decoded)
     return _finish(pf.read(columns=cols, use_threads=use_threads), dense, mask)
 
@@ -121,8 +134,8 @@ def iter_parquet(source: Any, columns: Sequence[str] | None, batch_rows: int | N
     dictionary-encoded string columns expanded as `read_parquet` does."""
     pf = pq.ParquetFile(source)
     cols = list(columns) if columns is not None else None
-    decoded = dictionary_columns(pf, cols)
     dense = pf.schema_arrow
+    decoded = dictionary_columns(pf, cols, dense)
     if decoded:
         pf = pq.ParquetFile(source, metadata=pf.metadata, read_dictionary=decoded)
     for i in range(pf.num_row_groups):
