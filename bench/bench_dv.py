@@ -72,6 +72,24 @@ def build(root: Path, rows: int, upsert_rows: int, rounds: int, buckets: int, dv
     return table
 
 
+def profile_read(table: Any, repeat: int, top: int) -> None:
+    """cProfile of ``repeat`` serial reads of ``table`` (what `to_arrow` does per split), to stderr."""
+    import cProfile
+    import pstats
+
+    from lake_assets.ops.read import SplitReader
+
+    splits = table.plan()
+    profiler = cProfile.Profile()
+    for _ in range(repeat):
+        reader = SplitReader(table.store, table.schema)
+        reader.file_threads = False
+        profiler.enable()
+        pa.concat_tables([part for split in splits for part in reader.read_split(split)])
+        profiler.disable()
+    pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(top)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -80,6 +98,9 @@ def main() -> None:
     ap.add_argument("--buckets", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--work", type=Path, default=None)
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="print the N costliest functions (own time) of the timed reads, read serially "
+                         "(split pool and pyarrow's threads off: cProfile sees one thread)")
     args = ap.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-dv-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -94,6 +115,8 @@ def main() -> None:
         health = dv_table.health().to_pylist()
         deleted = sum(r["deletion_vector_rows"] for r in health)
         lake_s, lake_cpu, got = best_of(args.repeat, dv_table.to_arrow)
+        if args.profile:
+            profile_read(dv_table, args.repeat, args.profile)
         ref = work / "plain.parquet"
         pq.write_table(got, ref, compression="zstd")
         arrow_s, arrow_cpu, ref_rows = best_of(args.repeat, lambda: pq.read_table(ref))
