@@ -6,9 +6,10 @@ yielded yet is larger than its buffered rows. The frontier is the smallest of: e
 at position ``cap`` of its buffer (``cap = max_step_rows / inputs``) and, for inputs not yet
 exhausted, its last buffered key. So one step takes at most about ``max_step_rows`` rows however
 many inputs there are and however large their chunks - the step size is set by the caller, not
-by the fan-in or the table. Cut points are found by `count_at_most` (``np.searchsorted`` on integer
-key columns, a binary search of decoded keys otherwise: no per-row work in Python); the rows
-between them are merged with one Arrow sort by ``merge``, never row by row in Python.
+by the fan-in or the table. Cut points are found by `count_at_most` (a search of each key column's
+buffers, `key_search.equal_range`; a binary search of decoded keys for other column types: no
+per-row work in Python); the rows between them are merged with one Arrow sort by ``merge``,
+never row by row in Python.
 
 Precondition (what makes each merged chunk hold *every* version of its keys): an input's chunk
 never ends inside a key, i.e. a key's rows of one input never continue into that input's next
@@ -23,10 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
-import numpy as np
 import pyarrow as pa
 
 from lake_assets.lsm.key_compare import compare_keys
+from lake_assets.lsm.key_search import equal_range
 
 __all__ = ["Key", "count_at_most", "merge_sorted"]
 
@@ -35,16 +36,6 @@ Key = tuple[object, ...]
 
 def _key_at(table: pa.Table, key_names: Sequence[str], row: int) -> Key:
     return tuple(table.column(k)[row].as_py() for k in key_names)
-
-
-def _integer_column(table: pa.Table, name: str) -> np.ndarray | None:
-    """The key column as a zero-copy numpy array when it is a single-chunk integer column without
-    nulls (numpy's order is then Paimon's), else None (the column takes the scalar search)."""
-    col = table.column(name)
-    if col.num_chunks != 1 or not pa.types.is_integer(col.type) or col.null_count:
-        return None
-    values: np.ndarray = col.chunk(0).to_numpy(zero_copy_only=True)
-    return values
 
 
 def _scalar_count(table: pa.Table, key_names: Sequence[str], frontier: Key, lo: int, hi: int) -> int:
@@ -65,27 +56,23 @@ def _scalar_count(table: pa.Table, key_names: Sequence[str], frontier: Key, lo: 
 def count_at_most(table: pa.Table, key_names: Sequence[str], frontier: Key) -> int:
     """Number of leading rows of a key-sorted table whose key is <= ``frontier``.
 
-    Paimon's key order (`compare_keys`: floats as ``Double.compare``), the order the merge sorted
-    the table in. Leading integer key columns narrow the range with one ``np.searchsorted`` each
-    (the rows equal to the frontier in the columns before are sorted by the next column); the
-    rest, if any rows are left, is a binary search of decoded keys. So the common integer key
-    costs a few vectorised calls per step instead of O(log n) Python-level key decodes, which
-    grew with rows x runs in the merge of spilled runs.
+    Paimon's key order (`compare_keys`: nulls first, floats as ``Double.compare``), the order the
+    merge sorted the table in. Each key column narrows the range to the rows equal to the
+    frontier so far with one search of the column's buffers (`key_search.equal_range`: integer,
+    temporal, float, decimal, string and binary columns; the rows equal in the columns before are
+    sorted by the next one). A column type without such a search takes a binary search of
+    decoded keys over the rows left. So a step costs a few vectorised calls per input instead
+    of O(log n) Python-level key decodes, which grew with rows x runs in the merge of spilled runs.
     """
-    lo, hi = 0, table.num_rows
+    lo, hi = 0, int(table.num_rows)
     for depth, name in enumerate(key_names):
         if lo >= hi:
             return lo
-        values = _integer_column(table, name)
-        value = frontier[depth]
-        if values is None or not isinstance(value, (int, np.integer)):
+        found = equal_range(table.column(name).slice(lo, hi - lo), frontier[depth])
+        if found is None:
             return _scalar_count(table, key_names[depth:], frontier[depth:], lo, hi)
-        window = values[lo:hi]
-        left = lo + int(np.searchsorted(window, value, side="left"))
-        right = lo + int(np.searchsorted(window, value, side="right"))
-        lo, hi = left, right  # rows before `left` are smaller; rows from `right` on are larger
-    answer: int = hi
-    return answer
+        lo, hi = lo + found[0], lo + found[1]  # rows before are smaller; rows after are larger
+    return hi
 
 
 def merge_sorted(
