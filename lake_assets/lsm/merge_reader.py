@@ -29,7 +29,7 @@ import pyarrow as pa
 from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.lsm.key_search import equal_range
 
-__all__ = ["Key", "count_at_most", "merge_sorted"]
+__all__ = ["Key", "count_at_most", "count_below", "merge_sorted"]
 
 Key = tuple[object, ...]
 
@@ -38,41 +38,59 @@ def _key_at(table: pa.Table, key_names: Sequence[str], row: int) -> Key:
     return tuple(table.column(k)[row].as_py() for k in key_names)
 
 
-def _scalar_count(table: pa.Table, key_names: Sequence[str], frontier: Key, lo: int, hi: int) -> int:
-    """``lo`` plus the number of rows in ``[lo, hi)`` whose key is <= ``frontier`` (binary search
-    with `compare_keys`, one decoded key per probe)."""
-    if lo >= hi or compare_keys(_key_at(table, key_names, hi - 1), frontier) <= 0:
+def _scalar_count(table: pa.Table, key_names: Sequence[str], key: Key, lo: int, hi: int, below: bool) -> int:
+    """``lo`` plus the number of rows in ``[lo, hi)`` whose key is < ``key`` (``below``) or <=
+    ``key`` (binary search with `compare_keys`, one decoded key per probe)."""
+
+    def before(row: int) -> bool:
+        c = compare_keys(_key_at(table, key_names, row), key)
+        return c < 0 if below else c <= 0
+
+    if lo >= hi or before(hi - 1):
         return hi
-    hi -= 1  # the answer is in [lo, hi]: row hi is known to be > frontier
+    hi -= 1  # the answer is in [lo, hi]: row hi is known not to come before
     while lo < hi:
         mid = (lo + hi) // 2
-        if compare_keys(_key_at(table, key_names, mid), frontier) <= 0:
+        if before(mid):
             lo = mid + 1
         else:
             hi = mid
     return lo
 
 
-def count_at_most(table: pa.Table, key_names: Sequence[str], frontier: Key) -> int:
-    """Number of leading rows of a key-sorted table whose key is <= ``frontier``.
+def _count(table: pa.Table, key_names: Sequence[str], key: Key, below: bool) -> int:
+    """Leading rows of a key-sorted table whose key is < ``key`` (``below``) or <= ``key``.
 
-    Paimon's key order (`compare_keys`: nulls first, floats as ``Double.compare``), the order the
-    merge sorted the table in. Each key column narrows the range to the rows equal to the
-    frontier so far with one search of the column's buffers (`key_search.equal_range`: integer,
-    temporal, float, decimal, string and binary columns; the rows equal in the columns before are
-    sorted by the next one). A column type without such a search takes a binary search of
-    decoded keys over the rows left. So a step costs a few vectorised calls per input instead
-    of O(log n) Python-level key decodes, which grew with rows x runs in the merge of spilled runs.
+    Each key column narrows the range to the rows equal to ``key`` so far with one search of the
+    column's buffers (`key_search.equal_range`: integer, temporal, float, decimal, string and
+    binary columns; the rows equal in the columns before are sorted by the next one). A column
+    type without such a search takes a binary search of decoded keys over the rows left.
     """
     lo, hi = 0, int(table.num_rows)
     for depth, name in enumerate(key_names):
         if lo >= hi:
             return lo
-        found = equal_range(table.column(name).slice(lo, hi - lo), frontier[depth])
+        found = equal_range(table.column(name).slice(lo, hi - lo), key[depth])
         if found is None:
-            return _scalar_count(table, key_names[depth:], frontier[depth:], lo, hi)
+            return _scalar_count(table, key_names[depth:], key[depth:], lo, hi, below)
         lo, hi = lo + found[0], lo + found[1]  # rows before are smaller; rows after are larger
-    return hi
+    return lo if below else hi
+
+
+def count_at_most(table: pa.Table, key_names: Sequence[str], frontier: Key) -> int:
+    """Number of leading rows of a key-sorted table whose key is <= ``frontier``.
+
+    Paimon's key order (`compare_keys`: nulls first, floats as ``Double.compare``), the order the
+    merge sorted the table in; vectorised per key column (see `_count`). So a step of the merge
+    costs a few vectorised calls per input instead of O(log n) Python-level key decodes, which
+    grew with rows x runs in the merge of spilled runs.
+    """
+    return _count(table, key_names, frontier, below=False)
+
+
+def count_below(table: pa.Table, key_names: Sequence[str], key: Key) -> int:
+    """Number of leading rows of a key-sorted table whose key is < ``key`` (as `count_at_most`)."""
+    return _count(table, key_names, key, below=True)
 
 
 def merge_sorted(

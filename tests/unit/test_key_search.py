@@ -1,8 +1,8 @@
-"""The merge frontier's column search (`key_search.equal_range`, used by `count_at_most`) orders
-every key type as the merge's comparator (`compare_keys`) does: randomized equivalence on sorted
-columns with nulls, NaN, -0.0, infinities, empty and multibyte strings, large decimals, multiple
-chunks and sliced offsets, single- and multi-column keys; and the search is the vectorised one,
-not the scalar fallback, for every type it claims."""
+"""The merge frontier's column search (`key_search.equal_range`, used by `count_at_most` and
+`count_below`) orders every key type as the merge's comparator (`compare_keys`) does: randomized
+equivalence on sorted columns with nulls, NaN, -0.0, infinities, empty and multibyte strings,
+large decimals, multiple chunks and sliced offsets, single- and multi-column keys; and the search
+is the vectorised one, not the scalar fallback, for every type it claims."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from lake_assets.lsm import merge_reader
 from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.lsm.key_search import equal_range
-from lake_assets.lsm.merge_reader import count_at_most
+from lake_assets.lsm.merge_reader import count_at_most, count_below
 
 _UTC = datetime.UTC
 _FLOATS = (st.sampled_from([-0.0, 0.0, float("nan")])
@@ -109,9 +109,9 @@ def _draw_case(data: st.DataObject, types: list[tuple[pa.DataType, st.SearchStra
 
 @settings(max_examples=600, deadline=None)
 @given(data=st.data())
-def test_count_at_most_equals_the_comparator_for_every_key_type(data: st.DataObject) -> None:
+def test_count_below_and_at_most_equal_the_comparator_for_every_key_type(data: st.DataObject) -> None:
     table, names, key = _draw_case(data, _TYPES + _FALLBACK)
-    assert count_at_most(table, names, key) == _counts(table, names, key)[1]
+    assert (count_below(table, names, key), count_at_most(table, names, key)) == _counts(table, names, key)
 
 
 @settings(max_examples=600, deadline=None)
