@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import math
 from typing import Any
 
 import numpy as np
@@ -38,18 +39,37 @@ _NO_VALUE = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, Ty
              OverflowError)
 
 
-def equal_range(column: pa.Array | pa.ChunkedArray, value: object) -> Range | None:
-    """``(left, right)``: the number of rows of ``column`` ordered before ``value`` and the number
-    ordered before or equal to it, for a column sorted in Paimon's key order with nulls first; or
-    None when this column type or value has no vectorised search.
+def equal_range(column: pa.Array | pa.ChunkedArray, value: object, lo: int = 0, hi: int | None = None) -> Range | None:
+    """``(left, right)``: the number of rows of ``column[lo:hi]`` ordered before ``value`` and the
+    number ordered before or equal to it, for a column sorted in Paimon's key order with nulls
+    first; or None when this column type or value has no vectorised search.
 
     A sorted column cut into chunks is sorted within each chunk, and a count of rows below a
     value is the sum of the chunks' counts, so chunks are searched one by one without combining.
+    The common column (one chunk, no nulls) is searched in place, without slicing it in Arrow.
     """
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    end = len(column) if hi is None else hi
+    if isinstance(column, pa.ChunkedArray):
+        if column.num_chunks != 1:
+            return _chunks_range(column.slice(lo, end - lo).chunks, value)
+        column = column.chunk(0)
+    if column.null_count:
+        return _chunks_range([column.slice(lo, end - lo)], value)
+    if value is None:
+        return 0, 0  # nulls first: no row of a column without nulls is ordered before a null
+    return _search(column, lo, end, value)
+
+
+def _chunks_range(chunks: list[pa.Array], value: object) -> Range | None:
     left = right = 0
     for chunk in chunks:
-        found = _chunk_range(chunk, value)
+        nulls = chunk.null_count  # sorted nulls first: the chunk's nulls are its first rows
+        if value is None:
+            found: Range | None = (0, nulls)
+        else:
+            rest = chunk.slice(nulls) if nulls else chunk
+            found = _search(rest, 0, len(rest), value)
+            found = None if found is None else (nulls + found[0], nulls + found[1])
         if found is None:
             return None
         left += found[0]
@@ -57,69 +77,68 @@ def equal_range(column: pa.Array | pa.ChunkedArray, value: object) -> Range | No
     return left, right
 
 
-def _chunk_range(chunk: pa.Array, value: object) -> Range | None:
-    nulls = chunk.null_count  # sorted nulls first: the chunk's nulls are its first rows
-    if value is None:
-        return 0, nulls
-    found = _search(chunk.slice(nulls) if nulls else chunk, value)
-    return None if found is None else (nulls + found[0], nulls + found[1])
-
-
-def _search(values: pa.Array, value: object) -> Range | None:
-    """`equal_range` of a chunk without nulls, by the column's type."""
+def _search(values: pa.Array, lo: int, hi: int, value: object) -> Range | None:
+    """`equal_range` of ``values[lo:hi]``, a window without nulls, by the column's type."""
     typ = values.type
-    if len(values) == 0:
+    if lo >= hi:
         return 0, 0
     if pa.types.is_integer(typ):
-        return _integer_range(values.to_numpy(zero_copy_only=True), value)
-    if pa.types.is_floating(typ) and typ != pa.float16():
-        return _float_range(values.to_numpy(zero_copy_only=True), value)
+        return _integer_range(values.to_numpy(zero_copy_only=True)[lo:hi], value)
+    if pa.types.is_floating(typ) and typ.bit_width > 16:
+        return _float_range(values.to_numpy(zero_copy_only=True)[lo:hi], value)
     physical = _physical_integer(typ, value)
     if physical is not None:
         try:
             code = pa.array([value], typ).view(physical)[0].as_py()
         except _NO_VALUE:
             return None
-        return _integer_range(values.view(physical).to_numpy(zero_copy_only=True), code)
+        return _integer_range(values.view(physical).to_numpy(zero_copy_only=True)[lo:hi], code)
     if pa.types.is_decimal128(typ) or pa.types.is_decimal256(typ):
-        return _decimal_range(values, value)
+        return _decimal_range(values, lo, hi, value)
     if _SEARCH_SORTED is not None and _is_bytes_like(typ, value):
         try:
             needle = pa.scalar(value, typ)
         except _NO_VALUE:
             return None
-        left = _SEARCH_SORTED(values, needle, side="left").as_py()
-        right = _SEARCH_SORTED(values, needle, side="right").as_py()
+        window = values.slice(lo, hi - lo)
+        left = _SEARCH_SORTED(window, needle, side="left").as_py()
+        right = _SEARCH_SORTED(window, needle, side="right").as_py()
         return int(left), int(right)
     return None
+
+
+_LIMITS: dict[np.dtype[Any], tuple[int, int]] = {}
 
 
 def _integer_range(values: np.ndarray, value: object) -> Range | None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         return None  # a bool or a float against integers: the scalar search decides
-    info = np.iinfo(values.dtype)
-    if value < info.min:
+    limits = _LIMITS.get(values.dtype)
+    if limits is None:
+        info = np.iinfo(values.dtype)
+        limits = _LIMITS[values.dtype] = (int(info.min), int(info.max))
+    needle = int(value)
+    if needle < limits[0]:
         return 0, 0
-    if value > info.max:
+    if needle > limits[1]:
         return len(values), len(values)
-    needle = values.dtype.type(value)  # in range: exact, and no mixed-type promotion copy
-    return int(np.searchsorted(values, needle, "left")), int(np.searchsorted(values, needle, "right"))
+    # a Python int in the dtype's range compares exactly, without a mixed-type promotion copy
+    return int(values.searchsorted(needle, "left")), int(values.searchsorted(needle, "right"))
 
 
 def _float_range(values: np.ndarray, value: object) -> Range | None:
     if not isinstance(value, float):
         return None  # compare_keys orders an int against a float by value, not Double.compare
-    needle = values.dtype.type(value)
-    if not np.isnan(value) and float(needle) != value:
+    if values.dtype == np.float32 and not np.isnan(value) and float(np.float32(value)) != value:
         values = values.astype(np.float64)  # a double between two floats: compare as doubles
-        needle = np.float64(value)
-    # NaN: numpy's sort puts every NaN last and searchsorted finds them as one block, as Java does
-    left = int(np.searchsorted(values, needle, "left"))
-    right = int(np.searchsorted(values, needle, "right"))
+    # a Python float against float32 converts exactly (checked above) or is NaN; NaN: numpy's
+    # sort puts every NaN last and searchsorted finds them as one block, as Java does
+    left = int(values.searchsorted(value, "left"))
+    right = int(values.searchsorted(value, "right"))
     if value == 0.0 and right > left:
         # numpy's block holds -0.0 and 0.0; Java orders -0.0 first and apart
         negative = int(np.count_nonzero(np.signbit(values[left:right])))
-        return (left, left + negative) if np.signbit(value) else (left + negative, right)
+        return (left, left + negative) if math.copysign(1.0, value) < 0 else (left + negative, right)
     return left, right
 
 
@@ -141,7 +160,7 @@ def _physical_integer(typ: pa.DataType, value: object) -> pa.DataType | None:
     return pa.int32() if typ.bit_width == 32 else pa.int64()
 
 
-def _decimal_range(values: pa.Array, value: object) -> Range | None:
+def _decimal_range(values: pa.Array, lo: int, hi: int, value: object) -> Range | None:
     if not isinstance(value, decimal.Decimal) or not value.is_finite():
         return None
     typ = values.type
@@ -159,15 +178,15 @@ def _decimal_range(values: pa.Array, value: object) -> Range | None:
         return int.from_bytes(buffer[at:at + width], "little", signed=True)
 
     def first(after_equal: bool) -> int:
-        lo, hi = 0, len(values)
-        while lo < hi:
-            mid = (lo + hi) // 2
+        a, b = lo, hi
+        while a < b:
+            mid = (a + b) // 2
             probe = unscaled(mid)
             if probe < needle or (after_equal and probe == needle):
-                lo = mid + 1
+                a = mid + 1
             else:
-                hi = mid
-        return lo
+                b = mid
+        return a - lo
 
     return first(False), first(True)
 

@@ -70,7 +70,7 @@ def _count(table: pa.Table, key_names: Sequence[str], key: Key, below: bool) -> 
     for depth, name in enumerate(key_names):
         if lo >= hi:
             return lo
-        found = equal_range(table.column(name).slice(lo, hi - lo), key[depth])
+        found = equal_range(table.column(name), key[depth], lo, hi)
         if found is None:
             return _scalar_count(table, key_names[depth:], key[depth:], lo, hi, below)
         lo, hi = lo + found[0], lo + found[1]  # rows before are smaller; rows after are larger

@@ -120,9 +120,12 @@ def test_equal_range_is_the_comparators_block_and_vectorised(data: st.DataObject
     typ, values = data.draw(st.sampled_from(_TYPES))
     table, _, key = _draw_case(data, [(typ, values)])
     column = table.column("k0")
-    got = equal_range(column, key[0])
+    # a window of the column, as the search of a later key column gets it
+    lo = data.draw(st.integers(0, table.num_rows))
+    hi = data.draw(st.integers(lo, table.num_rows))
+    got = equal_range(column, key[0], lo, hi)
     assert got is not None, f"{typ} took the scalar fallback"
-    assert got == _counts(table.select(["k0"]), ["k0"], key[:1])
+    assert got == _counts(table.select(["k0"]).slice(lo, hi - lo), ["k0"], key[:1])
 
 
 @pytest.mark.parametrize("typ, value", [(pa.bool_(), True), (pa.time64("ns"), 5), (pa.binary(2), b"ab")])
@@ -170,3 +173,32 @@ def test_float_blocks_split_zero_by_sign_and_join_every_nan(typ: pa.DataType, nu
     table = pa.table({"k0": column})
     for value in [None, float("-inf"), -0.0, 0.0, 1e-45, 0.1, float("inf"), float("nan")]:
         assert equal_range(column, value) == _counts(table, ["k0"], (value,)), value
+
+
+_D = decimal.Decimal
+_DAY = datetime.date(2020, 1, 1)
+_NOON = datetime.datetime(2020, 1, 1, 12)
+# per type, values in the comparator's order (each twice in the column), searched in every window
+_LADDERS: list[tuple[pa.DataType, list[object]]] = [
+    (pa.int64(), [-(2**63), -1, 0, 2**63 - 1]), (pa.uint8(), [0, 1, 200, 255]),
+    (pa.float64(), [float("-inf"), -0.0, 0.0, float("nan")]), (pa.float32(), [-1.5, -0.0, 0.0, 2.5]),
+    (pa.string(), ["", "a", "é", "\U0001f600"]), (pa.binary(), [b"", b"\x00", b"\x7f", b"\xff"]),
+    (pa.decimal128(38, 2), [_D("-1e35"), _D("-0.01"), _D("0.00"), _D("1e35")]),
+    (pa.decimal256(60, 0), [_D("-1e58"), _D(-1), _D(2**70), _D("1e58")]),
+    (pa.date32(), [_DAY - datetime.timedelta(days=1), _DAY, _DAY + datetime.timedelta(days=400), datetime.date.max]),
+    (pa.timestamp("us", tz="UTC"), [_NOON.replace(tzinfo=_UTC) + datetime.timedelta(microseconds=i)
+                                    for i in (-1, 0, 1, 10**9)]),
+]
+
+
+@pytest.mark.parametrize("nulls", [0, 1])
+@pytest.mark.parametrize("typ, ladder", _LADDERS, ids=[str(t) for t, _ in _LADDERS])
+def test_every_window_of_every_type(typ: pa.DataType, ladder: list[object], nulls: int) -> None:
+    # without nulls the window is searched in place, with them in an Arrow slice
+    column = pa.array([None] * nulls + [v for v in ladder for _ in range(2)], typ)
+    table = pa.table({"k0": column})
+    for lo in range(len(column) + 1):
+        for hi in range(lo, len(column) + 1):
+            window = table.slice(lo, hi - lo)
+            for value in [None, *ladder]:
+                assert equal_range(column, value, lo, hi) == _counts(window, ["k0"], (value,)), (lo, hi, value)
