@@ -40,7 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.tpch.measure import Meter
 from lake_assets import Catalog
+from lake_assets.formats.data_file import ROW_GROUP_MAX_BYTES
 from lake_assets.ops import spill, write_spill
+from lake_assets.ops.compact.rewrite import COMPACTION_CHUNK_ROWS
 from lake_assets.ops.streaming_read import DEFAULT_BATCH_ROWS, DEFAULT_READ_AHEAD
 from lake_assets.option_rules import RULES
 
@@ -195,9 +197,14 @@ def bounds(batch_rows: int, read_ahead: int) -> dict[str, object]:
         "read batch rows": batch_rows,
         "read-ahead batches per worker": read_ahead,
         "read workers": workers,
-        "compaction chunk rows": 256 * 1024,
-        "first-row lookup key chunk rows (per sorted run)": 256 * 1024,
+        "compaction chunk rows (rewrite.COMPACTION_CHUNK_ROWS; <= 2x per merge call)": COMPACTION_CHUNK_ROWS,
+        "compaction units at once (compaction.parallelism, default CPUs, at least 2)": workers,
+        "first-row lookup key chunk rows (per sorted run)": COMPACTION_CHUNK_ROWS,
         "changelog old-state read batch rows (read.batch-size)": batch_rows,
+        # a file is decoded a row group at a time: its size bounds every file read (the
+        # older levels read by changelog production and first-row lookups included)
+        "row group max Arrow bytes (data_file.ROW_GROUP_MAX_BYTES)": ROW_GROUP_MAX_BYTES,
+        "target-file-size (primary-key default)": "128 mb",
     }
 
 
