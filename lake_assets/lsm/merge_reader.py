@@ -3,13 +3,16 @@
 Each input yields key-sorted chunks (Parquet batches of one sorted run, spill-run batches). The
 merge only takes rows whose key is at most the *frontier*, because every row an input has not
 yielded yet is larger than its buffered rows. The frontier is the smallest of: each input's key
-at position ``cap`` of its buffer (``cap = max_step_rows / inputs``) and, for inputs not yet
-exhausted, its last buffered key. So one step takes at most about ``max_step_rows`` rows however
-many inputs there are and however large their chunks - the step size is set by the caller, not
-by the fan-in or the table. Cut points are found by `count_at_most` (a search of each key column's
-buffers, `key_search.equal_range`; a binary search of decoded keys for other column types: no
-per-row work in Python); the rows between them are merged with one Arrow sort by ``merge``,
-never row by row in Python.
+at position ``cap`` of its buffer and, for inputs not yet exhausted, its last buffered key, where
+``cap = max_step_rows / giving`` and the *giving* inputs are those whose first buffered key is at
+most the frontier computed with the whole step per input (the others give no rows this step).
+So one step takes at most about ``max_step_rows`` rows however many inputs there are and however
+large their chunks - the step size is set by the caller, not by the fan-in or the table - and
+inputs that barely overlap (a load's spilled runs) give whole steps, not 1/inputs of one. Cut
+points are found by `count_at_most` (a search of each key column's buffers,
+`key_search.equal_range`; a binary search of decoded keys for other column types: no per-row
+work in Python); the rows between them are merged with one Arrow sort by ``merge``, never row by
+row in Python.
 
 Precondition (what makes each merged chunk hold *every* version of its keys): an input's chunk
 never ends inside a key, i.e. a key's rows of one input never continue into that input's next
@@ -114,6 +117,7 @@ def merge_sorted(
         raise ValueError(f"max_step_rows must be at least 1, got {step_rows}")
     iters = list(inputs)
     heads: list[pa.Table | None] = [None] * len(iters)
+    firsts: list[Key | None] = [None] * len(iters)  # each head's first key, decoded once per head
     done = [False] * len(iters)
 
     def refill(i: int) -> None:
@@ -126,6 +130,24 @@ def merge_sorted(
                 head = None
         heads[i] = head if head is not None and head.num_rows else None
 
+    def bound_at(i: int, cap: int) -> Key | None:
+        """A key no larger than input ``i``'s key at row ``cap`` - 1 and its last buffered key
+        (None: the input's last rows, at most ``cap``, need no bound)."""
+        head = heads[i]
+        assert head is not None
+        if head.num_rows > cap:
+            return _key_at(head, key_names, cap - 1)
+        if not done[i]:
+            return _key_at(head, key_names, head.num_rows - 1)  # later chunks hold larger keys
+        return None
+
+    def smallest(keys: Iterator[Key | None], start: Key | None) -> Key | None:
+        least = start
+        for key in keys:
+            if key is not None and (least is None or compare_keys(key, least) < 0):
+                least = key
+        return least
+
     for i in range(len(iters)):
         refill(i)
     pending: list[pa.Table] = []
@@ -134,20 +156,26 @@ def merge_sorted(
         active = [i for i, head in enumerate(heads) if head is not None]
         if not active:
             break
-        cap = max(1, step_rows // len(active))
-        frontier: Key | None = None
-        for i in active:
-            head = heads[i]
-            assert head is not None
-            if head.num_rows > cap:
-                bound = _key_at(head, key_names, cap - 1)
-            elif not done[i]:
-                bound = _key_at(head, key_names, head.num_rows - 1)  # later chunks hold larger keys
-            else:
-                continue  # the input's last rows, fewer than cap: no bound needed
-            if frontier is None or compare_keys(bound, frontier) < 0:
-                frontier = bound
-        for i in active:
+        # The frontier with the whole step per input; only inputs starting at or below it can
+        # give rows, so the step is shared among those. Sorted runs that barely overlap (a load's
+        # spilled runs) then give a whole step at once instead of 1/len(active) of it, which made
+        # the steps per row, and the searches per step, both grow with the number of runs.
+        whole = smallest((bound_at(i, step_rows) for i in active), None)
+        if whole is None:
+            giving = active
+        else:
+            giving = []
+            for i in active:
+                first = firsts[i]
+                if first is None:
+                    head = heads[i]
+                    assert head is not None
+                    first = firsts[i] = _key_at(head, key_names, 0)
+                if compare_keys(first, whole) <= 0:
+                    giving.append(i)
+        cap = max(1, step_rows // len(giving))
+        frontier = smallest((bound_at(i, cap) for i in giving), whole)
+        for i in giving:
             head = heads[i]
             assert head is not None
             cut = head.num_rows if frontier is None else count_at_most(head, key_names, frontier)
@@ -155,6 +183,7 @@ def merge_sorted(
                 pending.append(head.slice(0, cut))
                 pending_rows += cut
                 heads[i] = head.slice(cut) if cut < head.num_rows else None
+                firsts[i] = None
             refill(i)
         if pending_rows >= min_rows:
             yield merge(pa.concat_tables(pending))
