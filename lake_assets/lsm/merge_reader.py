@@ -118,6 +118,7 @@ def merge_sorted(
     iters = list(inputs)
     heads: list[pa.Table | None] = [None] * len(iters)
     firsts: list[Key | None] = [None] * len(iters)  # each head's first key, decoded once per head
+    lasts: list[Key | None] = [None] * len(iters)  # each chunk's last key: a head's until refilled
     done = [False] * len(iters)
 
     def refill(i: int) -> None:
@@ -128,6 +129,8 @@ def merge_sorted(
             except StopIteration:
                 done[i] = True
                 head = None
+        if head is not heads[i]:
+            lasts[i] = None
         heads[i] = head if head is not None and head.num_rows else None
 
     def bound_at(i: int, cap: int) -> Key | None:
@@ -138,7 +141,10 @@ def merge_sorted(
         if head.num_rows > cap:
             return _key_at(head, key_names, cap - 1)
         if not done[i]:
-            return _key_at(head, key_names, head.num_rows - 1)  # later chunks hold larger keys
+            last = lasts[i]
+            if last is None:  # later chunks hold larger keys
+                last = lasts[i] = _key_at(head, key_names, head.num_rows - 1)
+            return last
         return None
 
     def smallest(keys: Iterator[Key | None], start: Key | None) -> Key | None:
