@@ -40,7 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.tpch.measure import Meter
 from lake_assets import Catalog
+from lake_assets.formats.data_file import ROW_GROUP_MAX_BYTES
 from lake_assets.ops import spill, write_spill
+from lake_assets.ops.compact.rewrite import COMPACTION_CHUNK_ROWS
 from lake_assets.ops.streaming_read import DEFAULT_BATCH_ROWS, DEFAULT_READ_AHEAD
 from lake_assets.option_rules import RULES
 
@@ -129,10 +131,14 @@ class ArrowPeak:
 
 @contextmanager
 def step(meter: Meter, name: str, rows: int = 0) -> Iterator[dict[str, object]]:
-    """`Meter.step` plus the sampled peak of Arrow's pool above its start, in MiB."""
+    """`Meter.step` plus the sampled peak of Arrow's pool above its start, in MiB, and the
+    process's CPU seconds (all threads): on a machine shared with other jobs wall time per row
+    follows their load, CPU time much less so."""
     with meter.step(name, rows) as extra, ArrowPeak() as arrow:
         start = pa.total_allocated_bytes()
+        cpu = time.process_time()
         yield extra
+        extra["cpu_s"] = round(time.process_time() - cpu, 2)
         extra["arrow_peak_above_start_mib"] = round((arrow.peak - start) / 2**20, 1)
 
 
@@ -195,9 +201,14 @@ def bounds(batch_rows: int, read_ahead: int) -> dict[str, object]:
         "read batch rows": batch_rows,
         "read-ahead batches per worker": read_ahead,
         "read workers": workers,
-        "compaction chunk rows": 256 * 1024,
-        "first-row lookup key chunk rows (per sorted run)": 256 * 1024,
+        "compaction chunk rows (rewrite.COMPACTION_CHUNK_ROWS; <= 2x per merge call)": COMPACTION_CHUNK_ROWS,
+        "compaction units at once (compaction.parallelism, default CPUs, at least 2)": workers,
+        "first-row lookup key chunk rows (per sorted run)": COMPACTION_CHUNK_ROWS,
         "changelog old-state read batch rows (read.batch-size)": batch_rows,
+        # a file is decoded a row group at a time: its size bounds every file read (the
+        # older levels read by changelog production and first-row lookups included)
+        "row group max Arrow bytes (data_file.ROW_GROUP_MAX_BYTES)": ROW_GROUP_MAX_BYTES,
+        "target-file-size (primary-key default)": "128 mb",
     }
 
 
@@ -232,15 +243,18 @@ def main(argv: list[str] | None = None) -> int:
     print("table:", a.table, json.dumps(TABLES[a.table]))
     print("bounds:", json.dumps(bounds(a.batch_rows, a.read_ahead)))
     print(f"allocator: {pa.default_memory_pool().backend_name}")
-    print("| step | rows | s per M rows | peak RSS above start (MiB) | Arrow pool peak above start (MiB) "
-          "| load avg (start/end) |")
-    print("|---|---:|---:|---:|---:|---|")
+    print("| step | rows | s per M rows | CPU s per M rows | peak RSS above start (MiB) "
+          "| Arrow pool peak above start (MiB) | load avg (start/end) |")
+    print("|---|---:|---:|---:|---:|---:|---|")
     for _rows, l0, l1, steps in results:
         for s in steps:
             per_m = s["seconds"] / max(1, s["rows"]) * 1e6
+            cpu = s["extra"].get("cpu_s")
+            cpu_per_m = "" if cpu is None else f"{cpu / max(1, s['rows']) * 1e6:.2f}"
             above = max(0.0, s["peak_rss_mib"] - s["start_rss_mib"])
             arrow = s["extra"].get("arrow_peak_above_start_mib", "")
-            print(f"| {s['step']} | {s['rows']:,} | {per_m:.2f} | {above:.0f} | {arrow} | {l0:.1f}/{l1:.1f} |")
+            print(f"| {s['step']} | {s['rows']:,} | {per_m:.2f} | {cpu_per_m} | {above:.0f} | {arrow} "
+                  f"| {l0:.1f}/{l1:.1f} |")
     (a.out / "summary.json").write_text(json.dumps({"bounds": bounds(a.batch_rows, a.read_ahead),
                                                     "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                                     "results": results}, indent=1))

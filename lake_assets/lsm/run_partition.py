@@ -18,7 +18,7 @@ from typing import TypeVar
 import pyarrow as pa
 
 from lake_assets.lsm.key_compare import compare_keys
-from lake_assets.lsm.merge_reader import Key, count_at_most
+from lake_assets.lsm.merge_reader import Key, count_at_most, count_below
 from lake_assets.lsm.sorted_run import key_range
 from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import DataFileMeta
@@ -91,19 +91,6 @@ def run_inputs(
 def key_at(table: pa.Table, key_names: Sequence[str], row: int) -> Key:
     """The key of one row, as Python values (`key_compare.compare_keys` orders them)."""
     return tuple(table.column(k)[row].as_py() for k in key_names)
-
-
-def count_below(table: pa.Table, key_names: Sequence[str], key: Key) -> int:
-    """Number of leading rows of a key-sorted table whose key is < ``key`` (binary search in
-    Paimon's key order, as `merge_reader.count_at_most`)."""
-    lo, hi = 0, table.num_rows  # the answer is in [lo, hi]
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if compare_keys(key_at(table, key_names, mid), key) < 0:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 class RunCursor:

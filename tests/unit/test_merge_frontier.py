@@ -117,3 +117,28 @@ def test_key_batches_cut_at_key_starts_without_np_unique(monkeypatch: pytest.Mon
         for before, after in itertools.pairwise(parts):
             assert before.column("k")[-1].as_py() != after.column("k")[0].as_py()  # never inside a key
         assert all(p.num_rows >= min(rows, 1) for p in parts)
+
+
+def test_key_disjoint_runs_search_only_the_runs_at_the_frontier(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a load's spilled runs barely overlap: a step shared among all 40 runs took 1/40 of a step
+    # from the one run giving rows and searched all 40, so searches per row grew with runs^2
+    runs, per_run, batch = 40, 1_000, 100
+    tables = [_sorted_table([(r * per_run + i, "x", 0.5) for i in range(per_run)], r * per_run)
+              for r in range(runs)]
+    inputs = [iter(_batches(t, batch)) for t in tables]
+    searches = 0
+    real = merge_reader.count_at_most
+
+    def counted(table: pa.Table, key_names: list[str], frontier: tuple[object, ...]) -> int:
+        nonlocal searches
+        searches += 1
+        return real(table, key_names, frontier)
+
+    monkeypatch.setattr(merge_reader, "count_at_most", counted)
+
+    def merge(chunk: pa.Table) -> pa.Table:
+        return sort_and_merge(chunk, _KEYS, Deduplicate())
+
+    out = pa.concat_tables(list(merge_sorted(inputs, _KEYS, merge, min_rows=4_000, max_step_rows=4_000)))
+    assert out.column("a").to_pylist() == list(range(runs * per_run))
+    assert searches <= 2 * runs * per_run // batch  # about one per batch (8,000+ before)

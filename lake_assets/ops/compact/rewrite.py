@@ -31,13 +31,22 @@ if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
 
 
+# Rows per merge step of a compaction unit (a merge call holds at most about twice this; a unit's
+# interval of up to this many rows is read whole), also the first-row lookup's key chunk per run.
+COMPACTION_CHUNK_ROWS = 256 * 1024
+
+
 def _writer(store: FileStore, task: CompactionTask) -> DataFileWriter:
     return DataFileWriter(store.file_io, store.bucket_dir(task.partition, task.bucket), store.schema,
                           store.data_file_config())
 
 
 def run_compaction_task(
-    store: FileStore, task: CompactionTask, *, chunk_rows: int = 256 * 1024, whole_read_rows: int | None = None
+    store: FileStore,
+    task: CompactionTask,
+    *,
+    chunk_rows: int = COMPACTION_CHUNK_ROWS,
+    whole_read_rows: int | None = None,
 ) -> CommitMessage:
     """Run one unit: merge and rewrite its sections, relabel upgrades; returns its commit message.
 
