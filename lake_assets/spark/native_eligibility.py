@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from lake_assets.lsm.merge_engine.names import DEFAULT_MERGE_ENGINE
 from lake_assets.spec.data_types import (
     BigIntType,
     BinaryType,
@@ -83,7 +84,7 @@ def option_refusals(options: Mapping[str, str]) -> list[str]:
     out = []
     for key, raw in sorted(options.items()):
         value = str(raw).strip().lower()
-        if key == "merge-engine" and value != "deduplicate":
+        if key == "merge-engine" and value != DEFAULT_MERGE_ENGINE:
             out.append(f"merge-engine = {raw} (needs the core's merge function)")
         elif key == "changelog-producer" and value != "none":
             out.append(f"changelog-producer = {raw}")
