@@ -69,7 +69,8 @@ class LakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     Options: ``scan.mode`` (latest-full, latest, from-snapshot, from-snapshot-full, earliest-full,
     from-timestamp with ``scan.snapshot-id`` / ``scan.timestamp-millis``), ``consumer-id`` (stores
     the committed position in the table, which protects unread snapshots from expiry, and is where
-    a new checkpoint starts), ``max-snapshots-per-trigger`` (always applied), and
+    a new checkpoint starts; recorded as Spark commits batches, and at the start unless a full phase
+    is pending, which a restart must plan again), ``max-snapshots-per-trigger`` (always applied), and
     ``max-files-per-trigger`` / ``max-rows-per-trigger`` (Spark's read limits).
     """
 
@@ -121,7 +122,12 @@ class LakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         batches = enumerator.poll(1)
         full = bool(batches) and batches[0].next_position == start
         initial = offset(start, full)
-        self._record_consumer(initial)  # protect what this stream will read from its first batch on
+        if not full:
+            # protect what this stream will read from its first batch on. Not with a pending full
+            # phase: a consumer position means "resume with the changes after it", so a query that
+            # died before Spark wrote its first offset would restart without its full phase
+            # (Paimon's consumers move at checkpoints only; `commit` records this one then).
+            self._record_consumer(initial)
         self._initial = initial
         return initial
 

@@ -94,3 +94,25 @@ def test_latest_full_with_a_consumer_id_reads_the_full_state(spark, catalog: Cat
     rows = _run(spark, warehouse, "db.f", tmp_path / "ck", **{"read.changelog": "true",
                                                                "consumer-id": f"c{uuid.uuid4().hex[:8]}"})
     assert rows == [(1, "b", "+U", "+I"), (3, "a", "+I", "+I")]
+
+
+def test_a_query_that_died_before_its_first_batch_restarts_with_the_full_phase(catalog: Catalog,
+                                                                                 warehouse: str) -> None:
+    """A stream with a consumer id whose first query died before Spark wrote its first offset:
+    the restart must plan the full phase again. The source used to record the consumer when it
+    answered the initial offset, so the restart resumed from that position as plain changes and
+    read only the latest snapshot's delta (Paimon's consumers move at checkpoints only)."""
+    from lake_assets.spark.datasource import LakeDataSource
+
+    table = catalog.create_table("db.r", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    table.write_arrow(_rows((1, "a", "+I"), (2, "a", "+I")))
+    table.write_arrow(_rows((3, "a", "+I")))
+    options = {"path": "db.r", "warehouse": warehouse, "consumer-id": "dies-early", "scan.mode": "latest-full"}
+
+    def initial() -> dict:
+        source = LakeDataSource(options)
+        return source.streamReader(source.schema()).initialOffset()
+
+    first = initial()
+    assert first["full"]
+    assert initial() == first  # the dead query left nothing that changes where a restart starts
