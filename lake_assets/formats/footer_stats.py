@@ -33,8 +33,10 @@ from lake_assets.spec.data_types import (
     VarCharType,
 )
 
-_FOOTER_TYPES = (BooleanType, TinyIntType, SmallIntType, IntType, BigIntType, DateType, CharType, VarCharType)
-_STRING_TYPES = (CharType, VarCharType)
+# Types whose footer min/max is the exact range (parquet-java's statistics of these are by value,
+# strings bytewise as UTF-8); the native Spark write reads its files' stats by the same rule.
+FOOTER_RANGE_TYPES = (BooleanType, TinyIntType, SmallIntType, IntType, BigIntType, DateType, CharType, VarCharType)
+FOOTER_STRING_TYPES = (CharType, VarCharType)
 # Longest string value whose chunk range is left to the footer (parquet-cpp keeps up to 4 KiB).
 FOOTER_STRING_BYTES = 1024
 
@@ -67,8 +69,8 @@ class FooterColumns:
             starts[f.name] = leaf
             leaf += _leaf_count(f.type)
         covered = {i: starts[n] for i, (n, t) in enumerate(zip(names, types, strict=True))
-                   if isinstance(t, _FOOTER_TYPES)}
-        return FooterColumns(covered, frozenset(i for i in covered if isinstance(types[i], _STRING_TYPES)))
+                   if isinstance(t, FOOTER_RANGE_TYPES)}
+        return FooterColumns(covered, frozenset(i for i in covered if isinstance(types[i], FOOTER_STRING_TYPES)))
 
     def deferrable(self, columns: Sequence[pa.Array | pa.ChunkedArray]) -> tuple[int, ...]:
         """Positions of ``columns`` (one chunk) whose range the footer will hold."""

@@ -30,21 +30,11 @@ import pyarrow.parquet as pq
 from lake_assets.errors import LakeError
 from lake_assets.formats.data_file import local_now_ms
 from lake_assets.formats.file_layout import KEY_PREFIX, SEQUENCE_NUMBER
-from lake_assets.formats.footer_stats import FOOTER_STRING_BYTES
+from lake_assets.formats.footer_stats import FOOTER_RANGE_TYPES, FOOTER_STRING_BYTES, FOOTER_STRING_TYPES
 from lake_assets.formats.stats import StatsAccumulator
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.spec.binary_row import serialize_row
-from lake_assets.spec.data_types import (
-    BigIntType,
-    BooleanType,
-    CharType,
-    DataType,
-    DateType,
-    IntType,
-    SmallIntType,
-    TinyIntType,
-    VarCharType,
-)
+from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import DataFileMeta, FileSource
 from lake_assets.spec.schema import TableSchema
 from lake_assets.store.file_store import FileStore
@@ -54,10 +44,6 @@ BUCKET_DIR_COLUMN = "__lake_bucket"
 _BUCKET_DIR = re.compile(re.escape(BUCKET_DIR_COLUMN) + r"=(\d+)")
 # Key statistics are truncated as the core's writer truncates them (formats/data_file.py).
 KEY_STATS_TRUNCATE = 128
-# Types whose footer min/max is the exact range (formats/footer_stats.py: parquet-java's
-# statistics of these are by value, strings bytewise as UTF-8).
-_FOOTER_TYPES = (BooleanType, TinyIntType, SmallIntType, IntType, BigIntType, DateType, CharType, VarCharType)
-_STRING_TYPES = (CharType, VarCharType)
 
 
 class NativeWriteError(LakeError):
@@ -117,8 +103,8 @@ def column_stats(pf: pq.ParquetFile, names: Sequence[str], types: Sequence[DataT
     leaf = _leaf_of(pf)
     values: list[int] = []
     for i, (name, t) in enumerate(zip(names, types, strict=True)):
-        got = _footer_range(pf, leaf[name]) if isinstance(t, _FOOTER_TYPES) and name not in (read or {}) else None
-        if got is not None and isinstance(t, _STRING_TYPES) and any(
+        got = _footer_range(pf, leaf[name]) if isinstance(t, FOOTER_RANGE_TYPES) and name not in (read or {}) else None
+        if got is not None and isinstance(t, FOOTER_STRING_TYPES) and any(
                 r is not None and (r[1] is None or len(str(r[1]).encode()) > FOOTER_STRING_BYTES) for r in got[1]):
             got = None  # long strings (parquet-java drops ranges over 4 KiB): computed, as the core does
         if got is None:
@@ -149,7 +135,7 @@ def _partition_values(pf: pq.ParquetFile, schema: TableSchema, path: str) -> lis
     values: list[Any] = []
     unread = []
     for name, t in zip(names, schema.types(names), strict=True):
-        got = _footer_range(pf, leaf[name]) if isinstance(t, _FOOTER_TYPES) else None
+        got = _footer_range(pf, leaf[name]) if isinstance(t, FOOTER_RANGE_TYPES) else None
         ranges = {r for r in got[1] if r is not None} if got is not None and got[0] == 0 else set()
         lo, hi = ranges.pop() if len(ranges) == 1 else (None, None)
         if lo is not None and lo == hi:

@@ -12,6 +12,23 @@ import pyarrow.parquet as pq
 REPO = Path(__file__).resolve().parents[2]
 DAYS = ("2024-01-01", "2024-01-02", "2024-01-03")
 
+# The warehouse, Spark (a short local[1] JVM) and automation (stopped) sections of the one-table
+# lake.yaml files of single-feature tests; they append their own ``tables:`` section.
+ONE_TABLE_SPARK = f"""
+warehouse: {{kind: local, path: warehouse}}
+spark:
+  master: local[1]
+  launcher: python
+  jobs_dir: {REPO / "jobs"}
+  conf:
+    spark.ui.enabled: false
+    spark.sql.shuffle.partitions: 1
+    spark.default.parallelism: 1
+    spark.driver.extraJavaOptions: -XX:TieredStopAtLevel=1 -XX:+UseSerialGC
+  timeout: 10m
+automation: {{default_status: stopped}}
+"""
+
 CONFIG = """
 warehouse: {{kind: local, path: warehouse}}
 spark:

@@ -17,31 +17,19 @@ from lake_assets.defs.config import TableConfig, load_config
 from lake_assets.defs.factory import build_definitions
 from lake_assets.defs.observations import observation_metadata, observe_table
 from lake_assets.defs.sensors import SMALL_FILE_SENSOR
-from tests.dagster.helpers import REPO, materialization_metadata
+from tests.dagster.helpers import ONE_TABLE_SPARK, materialization_metadata
 from tests.interop.paimon import Pypaimon, canonical
 
 SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False), pa.field("id", pa.int64(), nullable=False),
                     ("v", pa.string())])
 
-CONFIG = f"""
-warehouse: {{kind: local, path: warehouse}}
-spark:
-  master: local[1]
-  launcher: python
-  jobs_dir: {REPO / "jobs"}
-  conf:
-    spark.ui.enabled: false
-    spark.sql.shuffle.partitions: 1
-    spark.default.parallelism: 1
-    spark.driver.extraJavaOptions: -XX:TieredStopAtLevel=1 -XX:+UseSerialGC
-  timeout: 10m
-automation: {{default_status: stopped}}
+CONFIG = ONE_TABLE_SPARK + """
 tables:
   - identifier: db.p
-    schema: {{dt: STRING NOT NULL, id: BIGINT NOT NULL, v: STRING}}
+    schema: {dt: STRING NOT NULL, id: BIGINT NOT NULL, v: STRING}
     primary_keys: [dt, id]
     partition_keys: [dt]
-    maintenance: {{small_file_threshold: 1, small_file_bytes: 1, compaction_cron: null, expiry_cron: null}}
+    maintenance: {small_file_threshold: 1, small_file_bytes: 1, compaction_cron: null, expiry_cron: null}
 """
 
 

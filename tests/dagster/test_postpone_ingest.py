@@ -21,29 +21,17 @@ from lake_assets.defs.config import LakeConfigError, load_config
 from lake_assets.defs.factory import build_definitions
 from lake_assets.defs.observations import observe_table
 from lake_assets.defs.sensors import SMALL_FILE_SENSOR
-from tests.dagster.helpers import DAYS, REPO, materialization_metadata
+from tests.dagster.helpers import DAYS, ONE_TABLE_SPARK, materialization_metadata
 
-CONFIG = f"""
-warehouse: {{kind: local, path: warehouse}}
-spark:
-  master: local[1]
-  launcher: python
-  jobs_dir: {REPO / "jobs"}
-  conf:
-    spark.ui.enabled: false
-    spark.sql.shuffle.partitions: 1
-    spark.default.parallelism: 1
-    spark.driver.extraJavaOptions: -XX:TieredStopAtLevel=1 -XX:+UseSerialGC
-  timeout: 10m
-automation: {{default_status: stopped}}
+CONFIG = ONE_TABLE_SPARK + """
 tables:
   - identifier: db.p
-    schema: {{id: BIGINT NOT NULL, dt: STRING NOT NULL, v: STRING}}
+    schema: {id: BIGINT NOT NULL, dt: STRING NOT NULL, v: STRING}
     primary_keys: [id, dt]
     partition_keys: [dt]
-    options: {{bucket: -2}}
-    ingest: {{source: "landing/{{date}}/*.parquet", format: parquet, start_date: 2024-01-01, partition_column: dt}}
-    maintenance: {{small_file_threshold: 1, compaction_cron: null, expiry_cron: null}}
+    options: {bucket: -2}
+    ingest: {source: "landing/{date}/*.parquet", format: parquet, start_date: 2024-01-01, partition_column: dt}
+    maintenance: {small_file_threshold: 1, compaction_cron: null, expiry_cron: null}
 """
 
 
