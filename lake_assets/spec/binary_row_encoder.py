@@ -141,7 +141,7 @@ def _integer(i: int, t: DataType, bits: int, lo: int, hi: int) -> ValueEncoder:
         if isinstance(v, bool):
             raise _bad(i, t, v, "expected int")
         try:
-            iv = operator.index(v)  # type: ignore[call-overload]  # a non-integer raises TypeError
+            iv = operator.index(v)  # type: ignore[arg-type]  # a non-integer raises TypeError, handled below
         except TypeError:
             raise _bad(i, t, v, "expected int") from None
         if not lo <= iv <= hi:
