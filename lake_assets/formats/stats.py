@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Container, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_assets.spec.binary_row import serialize_row
+from lake_assets.spec.binary_row_encoder import row_encoder
 from lake_assets.spec.data_types import (
     ArrayType,
     BinaryType,
@@ -91,11 +92,17 @@ class StatsAccumulator:
             self.nulls[i] += int(col.null_count)
             if self.unknown[i] or len(col) == col.null_count or i in defer:
                 continue
-            if isinstance(dtype, (FloatType, DoubleType)) and pc.any(pc.is_nan(col)).as_py():
-                self.unknown[i] = True  # NaN has no place in a min/max range
-                continue
-            mm = pc.min_max(col)
-            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            lo: Any
+            hi: Any
+            if isinstance(dtype, (FloatType, DoubleType)):
+                found = _float_range(col)
+                if found is None:
+                    self.unknown[i] = True  # NaN has no place in a min/max range
+                    continue
+                lo, hi = found
+            else:
+                mm = pc.min_max(col)
+                lo, hi = mm["min"].as_py(), mm["max"].as_py()
             if self.mins[i] is None or lo < self.mins[i]:
                 self.mins[i] = lo
             if self.maxs[i] is None or hi > self.maxs[i]:
@@ -127,4 +134,32 @@ class StatsAccumulator:
                     lo = None
             mins.append(lo)
             maxs.append(hi)
-        return SimpleStats(serialize_row(mins, self.types), serialize_row(maxs, self.types), tuple(self.nulls))
+        encoder = row_encoder(self.types)
+        return SimpleStats(encoder.serialize(mins), encoder.serialize(maxs), tuple(self.nulls))
+
+
+def _float_range(col: pa.Array | pa.ChunkedArray) -> tuple[float, float] | None:
+    """(min, max) of a float column with values, or None when it holds a NaN.
+
+    Without nulls, numpy's vectorised min and max find both (a NaN anywhere makes them NaN) in
+    a fraction of the time of Arrow's NaN check plus min_max, whose float path is branchy. When a
+    bound is zero, -0.0 and 0.0 compare equal and which one Arrow reports is its own business:
+    those columns, and columns with nulls, keep Arrow's kernels so the stats stay exactly theirs."""
+    if col.null_count == 0:
+        chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+        lo = hi = None
+        for chunk in chunks:
+            if not len(chunk):
+                continue
+            values = chunk.to_numpy(zero_copy_only=True)
+            c_lo, c_hi = values.min(), values.max()
+            if np.isnan(c_lo) or np.isnan(c_hi):
+                return None
+            lo = c_lo if lo is None else min(lo, c_lo)
+            hi = c_hi if hi is None else max(hi, c_hi)
+        if lo is not None and hi is not None and lo != 0 and hi != 0:
+            return float(lo), float(hi)
+    if pc.any(pc.is_nan(col)).as_py():
+        return None
+    mm = pc.min_max(col)
+    return mm["min"].as_py(), mm["max"].as_py()
