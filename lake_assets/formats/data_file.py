@@ -13,6 +13,7 @@ import datetime as dt
 import uuid
 from dataclasses import dataclass, replace
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -231,6 +232,8 @@ class _OpenFile:
         self.deletes = 0
 
 
+_UPDATE_BEFORE, _DELETE = int(RowKind.UPDATE_BEFORE), int(RowKind.DELETE)
+
 # Largest row group, in Arrow (uncompressed) bytes: parquet-java's default block size, which
 # Paimon's writers use, so that a file up to the target size is one row group as Java's are.
 ROW_GROUP_MAX_BYTES = 128 * 1024 * 1024
@@ -307,7 +310,8 @@ class RollingFileWriter:
             f.last_key = [c[-1].as_py() for c in keys]
             f.key_stats.update(keys)
             kinds = chunk.column(VALUE_KIND).to_numpy()
-            f.deletes += int(((kinds == RowKind.UPDATE_BEFORE) | (kinds == RowKind.DELETE)).sum())
+            # plain ints: numpy compares an int8 array with an IntEnum member six times slower
+            f.deletes += int(np.count_nonzero((kinds == _UPDATE_BEFORE) | (kinds == _DELETE)))
             seq = chunk.column(SEQUENCE_NUMBER)
         else:
             seq = append_seq
