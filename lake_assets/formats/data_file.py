@@ -36,7 +36,8 @@ from lake_assets.formats.footer_stats import DeferredRanges, FooterColumns, need
 from lake_assets.formats.format_options import level_format_and_codec
 from lake_assets.formats.stats import StatsAccumulator
 from lake_assets.io.file_io import FileIO
-from lake_assets.spec.binary_row import serialize_row
+from lake_assets.spec.binary_row import EMPTY_ROW
+from lake_assets.spec.binary_row_encoder import row_encoder
 from lake_assets.spec.manifest import DataFileMeta, FileSource, SimpleStats
 from lake_assets.spec.row_kind import RowKind
 from lake_assets.spec.schema import TableSchema
@@ -95,6 +96,8 @@ class DataFileWriter:
         self.key_types = layout.key_types
         self.value_types = layout.value_types
         self.value_names = layout.value_names
+        # min/max keys of every file: the key row type's encoder, looked up once per writer
+        self.key_encoder = row_encoder(self.key_types)
         self._dictionary_columns = layout.dictionary_columns
         self._sampled_dictionary_columns = layout.sampled_dictionary_columns
         self.format: FileFormat = file_format(config.file_format or table_format(schema))
@@ -347,11 +350,12 @@ class RollingFileWriter:
         self._finished_rows += f.rows
         owner = self.owner
         if owner.schema.primary_keys:
-            min_key = serialize_row(f.first_key or [], owner.key_types)
-            max_key = serialize_row(f.last_key or [], owner.key_types)
+            keys = owner.key_encoder
+            min_key = keys.serialize(f.first_key or [])
+            max_key = keys.serialize(f.last_key or [])
             key_stats = f.key_stats.acc.result()
         else:
-            min_key = max_key = serialize_row([], [])
+            min_key = max_key = EMPTY_ROW
             key_stats = SimpleStats.EMPTY
         min_seq, max_seq = f.min_seq or 0, f.max_seq or 0
         if self.sequence_range is not None and not owner.schema.primary_keys:
