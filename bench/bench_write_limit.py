@@ -20,7 +20,9 @@ readers (pyarrow ``read_table`` and polars ``read_parquet`` per file, lake_asset
 of the table), best of ``2 * --repeat + 1``. Other times are best of
 ``--repeat``. ``--sorted`` hands every system its rows sorted by key. The wall clock and this
 process's CPU time are both printed (the machine is shared:
-the CPU time is the steadier figure). ``--profile STEP`` writes a cProfile of that step.
+the CPU time is the steadier figure). ``--profile STEP`` writes a cProfile of that step;
+``--breakdown`` prints the upsert rounds' CPU per part of the write without a profiler
+(`bench.cpu_breakdown`: cProfile inflates Python-heavy parts several times over).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))  # run as `python bench/bench_write_limit.py` from a checkout
 
+from bench.cpu_breakdown import cpu_by_part  # noqa: E402
 from bench.tpch.machine import describe, versions  # noqa: E402
 from lake_assets import Catalog  # noqa: E402
 
@@ -169,6 +172,18 @@ def run_lake(base: pa.Table, ups: list[pa.Table], res: Results, work: str, profi
     for i, u in enumerate(ups, 1):
         step("upsert round", lambda u=u: t.write_arrow(u), _prof(profile, f"upsert{i}"))
     return wh
+
+
+def run_breakdown(base: pa.Table, ups: list[pa.Table], work: str) -> None:
+    """The upsert rounds' CPU per part of the write (`cpu_by_part`: no profiler, pools inline)."""
+    t = lake_table(tempfile.mkdtemp(prefix="lake-parts-", dir=work))
+    t.write_arrow(base)
+    with cpu_by_part() as totals:
+        for u in ups:
+            t.write_arrow(u)
+    print("\nupsert round CPU by part (ms a round, pools inline, nested parts count in their callers too):")
+    for part, seconds in totals.items():
+        print(f"| {part} | {seconds / len(ups) * 1000:.2f} |")
 
 
 def _prof(profile: str, step: str) -> str | None:
@@ -304,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--read", action="append", default=[], metavar="LABEL=WAREHOUSE",
                     help="also cross-read this warehouse's table (e.g. files an older lake_assets wrote)")
     ap.add_argument("--profile", default="", help="cProfile the lake_assets step starting with this (load, upsert)")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="also print the upsert rounds' CPU per part of the write, measured without a profiler")
     ap.add_argument("--work", default=None, help="scratch directory (default: a temp dir, removed after)")
     args = ap.parse_args(argv)
     systems = args.systems.split(",")
@@ -334,6 +351,8 @@ def main(argv: list[str] | None = None) -> int:
             note = res.serial_note(step, os.cpu_count() or 1)
             if note:
                 print(note)
+        if args.breakdown and ups:
+            run_breakdown(base, ups, work)
         readers = dict(r.split("=", 1) for r in args.read)
         if args.java_rows:
             java_wh = run_java(base, res, work, args.java_rows)
