@@ -13,7 +13,6 @@ import contextlib
 import functools
 import importlib
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
 from typing import Any
@@ -70,9 +69,9 @@ def _patched(owner: Any, name: str, value: Any) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def cpu_by_part(parts: list[tuple[str, str]] = WRITE_PARTS) -> Iterator[Counter[str]]:
+def cpu_by_part(parts: list[tuple[str, str]] = WRITE_PARTS) -> Iterator[dict[str, float]]:
     """Within the block, the pools run inline and the counter adds up each part's CPU seconds."""
-    totals: Counter[str] = Counter({path: 0.0 for _, path in parts})  # printed in the parts' order
+    totals = {path: 0.0 for _, path in parts}  # in the parts' order
     with contextlib.ExitStack() as stack:
         for module in POOL_MODULES:
             stack.enter_context(_patched(importlib.import_module(module), "ThreadPoolExecutor", InlineExecutor))
@@ -85,7 +84,7 @@ def cpu_by_part(parts: list[tuple[str, str]] = WRITE_PARTS) -> Iterator[Counter[
         yield totals
 
 
-def _timed(fn: Callable[..., Any], label: str, totals: Counter[str]) -> Callable[..., Any]:
+def _timed(fn: Callable[..., Any], label: str, totals: dict[str, float]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         start = time.thread_time()
