@@ -45,6 +45,7 @@ from lake_assets.ops import spill, write_spill
 from lake_assets.ops.compact.rewrite import COMPACTION_CHUNK_ROWS
 from lake_assets.ops.streaming_read import DEFAULT_BATCH_ROWS, DEFAULT_READ_AHEAD
 from lake_assets.option_rules import RULES
+from lake_assets.option_types import parse_memory_size
 
 SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("a", pa.int64()), ("b", pa.float64()),
                     ("c", pa.string()), ("d", pa.int32()), ("e", pa.timestamp("us")), ("f", pa.bool_())])
@@ -92,7 +93,9 @@ def _upsert_batches(rows: int, seed: int) -> Iterator[pa.Table]:
         yield _batch(rng, rng.integers(0, rows, n), 1)
 
 
-def _write(table, batches: Iterator[pa.Table], user: str) -> int:
+def _write(table, batches: Iterator[pa.Table], user: str, extra: dict[str, object] | None = None) -> int:
+    """Write and commit ``batches``; ``extra`` gets the writer's spill counts (runs, spilled rows,
+    the largest merge fan-in) when it spills."""
     writer = table.new_writer(user)
     written = 0
     try:
@@ -100,6 +103,10 @@ def _write(table, batches: Iterator[pa.Table], user: str) -> int:
             writer.write_arrow(b)
             written += b.num_rows
         table.new_committer(user).commit(writer.prepare_commit(), commit_identifier=1)
+        stats = getattr(writer, "spill_stats", None)  # absent before round 4's counters
+        if extra is not None and stats is not None:
+            extra.update(spill_runs=stats.runs, spilled_rows=stats.rows, spill_merges=stats.merges,
+                         spill_max_fan_in=stats.max_fan_in)
     finally:
         writer.close()
     return written
@@ -143,9 +150,10 @@ def step(meter: Meter, name: str, rows: int = 0) -> Iterator[dict[str, object]]:
 
 
 def run_size(
-    rows: int, warehouse: Path, out: Path, batch_rows: int, read_ahead: int, kind: str = "deduplicate"
+    rows: int, warehouse: Path, out: Path, batch_rows: int, read_ahead: int, kind: str = "deduplicate",
+    load_only: bool = False, write_buffer: str = OPTIONS["write-buffer-size"],
 ) -> None:
-    """All steps at one size, in this process."""
+    """All steps at one size (only the load with ``load_only``), in this process."""
     meter = Meter("lake_assets", out)
     catalog = Catalog(str(warehouse))
     catalog.create_database("db")
@@ -154,15 +162,18 @@ def run_size(
     read_options = ({"read.batch-size": str(batch_rows), "read.read-ahead": str(read_ahead)}
                     if "read.read-ahead" in RULES else {})
     table = catalog.create_table("db.t", SCHEMA, primary_keys=["id", "part"], partition_keys=["part"],
-                                 options={**OPTIONS, **TABLES[kind], **read_options})
+                                 options={**OPTIONS, "write-buffer-size": write_buffer, **TABLES[kind],
+                                          **read_options})
     with step(meter, f"load@{rows}", rows) as x:
-        x["rows"] = _write(table, _load_batches(rows, 1), "load")
+        x["rows"] = _write(table, _load_batches(rows, 1), "load", x)
+    if load_only:
+        return
     if kind != "deduplicate":
         # the bucket at the top level, then the upsert's level 0 compacted against it
         with step(meter, f"compact@{rows}", rows):
             table.compact(full=True)
         with step(meter, f"upsert@{rows}", int(rows * UPSERT_FRACTION)) as x:
-            x["rows"] = _write(table, _upsert_batches(rows, 2), "upsert")
+            x["rows"] = _write(table, _upsert_batches(rows, 2), "upsert", x)
         with step(meter, f"compact-level0@{rows}", int(rows * UPSERT_FRACTION)) as x:
             table.compact()
             x["rows"] = int(rows * UPSERT_FRACTION)
@@ -173,7 +184,7 @@ def run_size(
             raise SystemExit(f"read {n} rows, expected {rows}")
         return
     with step(meter, f"upsert@{rows}", int(rows * UPSERT_FRACTION)) as x:
-        x["rows"] = _write(table, _upsert_batches(rows, 2), "upsert")
+        x["rows"] = _write(table, _upsert_batches(rows, 2), "upsert", x)
     for phase in ("before-compaction", "after-compaction"):
         if phase == "after-compaction":
             with step(meter, f"compact@{rows}", rows):
@@ -190,13 +201,15 @@ def run_size(
             raise SystemExit(f"read {n} rows, expected {rows}")
 
 
-def bounds(batch_rows: int, read_ahead: int) -> dict[str, object]:
+def bounds(batch_rows: int, read_ahead: int, write_buffer: str = OPTIONS["write-buffer-size"]) -> dict[str, object]:
     """The configured numbers that bound each step's memory."""
     workers = max(2, os.cpu_count() or 2)
+    buffer_bytes = parse_memory_size(write_buffer)
+    handles = int(OPTIONS["local-sort.max-num-file-handles"])
     return {
-        "write-buffer-size": OPTIONS["write-buffer-size"],
-        "local-sort.max-num-file-handles": OPTIONS["local-sort.max-num-file-handles"],
-        "spill batch bytes": spill.spill_batch_bytes(64 * 2**20, int(OPTIONS["local-sort.max-num-file-handles"])),
+        "write-buffer-size": write_buffer,
+        "local-sort.max-num-file-handles": handles,
+        **spill_merge_bounds(buffer_bytes, handles),
         "spill merge rows (min/step)": write_spill.SPILL_MERGE_ROWS,
         "read batch rows": batch_rows,
         "read-ahead batches per worker": read_ahead,
@@ -212,6 +225,19 @@ def bounds(batch_rows: int, read_ahead: int) -> dict[str, object]:
     }
 
 
+def spill_merge_bounds(buffer_bytes: int, handles: int) -> dict[str, object]:
+    """The commit-time merge of spilled runs holds one run batch per merged run: at most
+    ``handles`` runs per bucket (more are folded into one first), in as many buckets at once as
+    the writer merges in parallel."""
+    batch = spill.spill_batch_bytes(buffer_bytes, handles)
+    threads = write_spill.spill_merge_threads() if hasattr(write_spill, "spill_merge_threads") else 1
+    return {
+        "spill batch bytes (spill_batch_bytes)": batch,
+        "buckets merged at once": threads,
+        "spill merge run batches, MiB (batch x handles x buckets at once)": round(batch * handles * threads / 2**20, 1),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", default="1000000,16000000", help="comma-separated sizes")
@@ -219,12 +245,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS)
     p.add_argument("--read-ahead", type=int, default=DEFAULT_READ_AHEAD)
     p.add_argument("--table", choices=sorted(TABLES), default="deduplicate", help="which table to measure")
+    p.add_argument("--write-buffer-size", default=OPTIONS["write-buffer-size"],
+                   help="a smaller buffer gives a smaller table the spilled runs per bucket of a larger one")
+    p.add_argument("--load-only", action="store_true", help="measure the load step only")
     p.add_argument("--worker", type=int, help=argparse.SUPPRESS)  # one size, in this process
     p.add_argument("--warehouse", type=Path, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     if a.worker is not None:
-        run_size(a.worker, a.warehouse, a.out / f"size-{a.worker}.json", a.batch_rows, a.read_ahead, a.table)
+        run_size(a.worker, a.warehouse, a.out / f"size-{a.worker}.json", a.batch_rows, a.read_ahead, a.table,
+                 a.load_only, a.write_buffer_size)
         return 0
     sizes = [int(s) for s in a.rows.split(",")]
     results = []
@@ -235,17 +265,20 @@ def main(argv: list[str] | None = None) -> int:
             load_before = os.getloadavg()[0]
             subprocess.run([sys.executable, __file__, "--worker", str(rows), "--warehouse", str(wh),
                             "--out", str(a.out), "--batch-rows", str(a.batch_rows),
-                            "--read-ahead", str(a.read_ahead), "--table", a.table], check=True)
+                            "--read-ahead", str(a.read_ahead), "--table", a.table,
+                            "--write-buffer-size", a.write_buffer_size, *(["--load-only"] if a.load_only else [])],
+                           check=True)
             data = json.loads((a.out / f"size-{rows}.json").read_text())
             results.append((rows, load_before, os.getloadavg()[0], data["steps"]))
         finally:
             shutil.rmtree(wh, ignore_errors=True)
     print("table:", a.table, json.dumps(TABLES[a.table]))
-    print("bounds:", json.dumps(bounds(a.batch_rows, a.read_ahead)))
+    print("bounds:", json.dumps(bounds(a.batch_rows, a.read_ahead, a.write_buffer_size)))
     print(f"allocator: {pa.default_memory_pool().backend_name}")
     print("| step | rows | s per M rows | CPU s per M rows | peak RSS above start (MiB) "
-          "| Arrow pool peak above start (MiB) | load avg (start/end) |")
-    print("|---|---:|---:|---:|---:|---:|---|")
+          "| Arrow pool peak above start (MiB) | spilled runs; rows spilled per row; largest merge fan-in "
+          "| load avg (start/end) |")
+    print("|---|---:|---:|---:|---:|---:|---|---|")
     for _rows, l0, l1, steps in results:
         for s in steps:
             per_m = s["seconds"] / max(1, s["rows"]) * 1e6
@@ -253,9 +286,12 @@ def main(argv: list[str] | None = None) -> int:
             cpu_per_m = "" if cpu is None else f"{cpu / max(1, s['rows']) * 1e6:.2f}"
             above = max(0.0, s["peak_rss_mib"] - s["start_rss_mib"])
             arrow = s["extra"].get("arrow_peak_above_start_mib", "")
+            runs = s["extra"].get("spill_runs")
+            spilled = "" if runs is None else (f"{runs}; {s['extra']['spilled_rows'] / max(1, s['rows']):.2f}; "
+                                               f"{s['extra']['spill_max_fan_in']}")
             print(f"| {s['step']} | {s['rows']:,} | {per_m:.2f} | {cpu_per_m} | {above:.0f} | {arrow} "
-                  f"| {l0:.1f}/{l1:.1f} |")
-    (a.out / "summary.json").write_text(json.dumps({"bounds": bounds(a.batch_rows, a.read_ahead),
+                  f"| {spilled} | {l0:.1f}/{l1:.1f} |")
+    (a.out / "summary.json").write_text(json.dumps({"bounds": bounds(a.batch_rows, a.read_ahead, a.write_buffer_size),
                                                     "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                                     "results": results}, indent=1))
     return 0

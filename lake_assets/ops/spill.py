@@ -90,6 +90,24 @@ def key_batches(table: pa.Table, key_names: Sequence[str], rows: int | None = No
 
 
 @dataclass
+class SpillStats:
+    """What one writer spilled over its lifetime: counted, so the memory bound of its commit-time
+    merges (one batch per merged run, `SpillDirectory.batch_bytes` each) can be checked against
+    the runs actually merged, and the share of rows that took the disk round trip is known."""
+
+    runs: int = 0  # run files written (folds included)
+    rows: int = 0  # rows written to run files (a fold writes its rows again)
+    file_bytes: int = 0  # compressed bytes written
+    merges: int = 0  # merges of runs (commit-time merges and folds)
+    max_fan_in: int = 0  # most inputs of one merge (its runs, plus the in-memory rows)
+
+    def merged(self, fan_in: int) -> None:
+        """Count one merge of ``fan_in`` inputs."""
+        self.merges += 1
+        self.max_fan_in = max(self.max_fan_in, fan_in)
+
+
+@dataclass
 class SpillRun:
     """One spilled, key-sorted and merged run of a bucket."""
 
@@ -136,6 +154,7 @@ class SpillDirectory:
         self._path: str | None = None
         self._finalizer: weakref.finalize[[str], SpillDirectory] | None = None
         self._lock = threading.Lock()  # buckets spill from a thread pool
+        self.stats = SpillStats()  # cumulative over cleanups: the writer's lifetime
 
     @property
     def path(self) -> str | None:
@@ -175,7 +194,15 @@ class SpillDirectory:
         size = os.path.getsize(path)
         with self._lock:
             self.disk_bytes += size
+            self.stats.runs += 1
+            self.stats.rows += rows
+            self.stats.file_bytes += size
         return SpillRun(path, rows, size)
+
+    def count_merge(self, fan_in: int) -> None:
+        """Count a merge of ``fan_in`` inputs into `stats` (merges run in a thread pool)."""
+        with self._lock:
+            self.stats.merged(fan_in)
 
     def delete(self, runs: Iterable[SpillRun]) -> None:
         """Remove runs that were merged into files (or are being dropped)."""

@@ -16,7 +16,7 @@ from lake_assets.formats.data_file import FILE_SOURCE_APPEND, DataFileWriter
 from lake_assets.lsm.merge import sort_and_merge, sort_for_merge
 from lake_assets.lsm.merge_engine.function import MergeFunction
 from lake_assets.lsm.merge_reader import merge_sorted
-from lake_assets.ops.spill import SpillDirectory, key_batches, spill_batch_bytes
+from lake_assets.ops.spill import SpillDirectory, SpillStats, key_batches, spill_batch_bytes
 from lake_assets.ops.writer_state import BucketBuffer
 
 if TYPE_CHECKING:
@@ -62,6 +62,11 @@ class SpillingWriter:
                                                             opts.local_sort_max_num_file_handles))
 
     @property
+    def spill_stats(self) -> SpillStats | None:
+        """What this writer spilled and merged so far (None when it does not spill)."""
+        return None if self._spill is None else self._spill.stats
+
+    @property
     def spilling(self) -> bool:
         """Whether a full write buffer spills to local disk instead of writing level-0 files."""
         return self._spill is not None
@@ -97,6 +102,7 @@ class SpillingWriter:
             # local-sort.max-num-file-handles bounds the fan-in of the final merge (an open file
             # and a batch per run): sort the runs into one now, as Paimon's external sort does.
             runs = buf.runs
+            self._spill.count_merge(len(runs))
             folded = self._spill.write_run(self._merged([r.batches() for r in runs], self._sort_chunk),
                                            data.schema, keys)
             buf.runs = [folded]
@@ -109,6 +115,7 @@ class SpillingWriter:
         inputs = [run.batches() for run in buf.runs]
         if buf.tables:
             inputs.append(key_batches(self._take_sorted(buf), self._keys()))
+        self._spill.count_merge(len(inputs))
         rolling = self._file_writer(buf).rolling(level=0, file_source=FILE_SOURCE_APPEND)
         try:
             for chunk in self._merged(inputs, self._merge_chunk):
