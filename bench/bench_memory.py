@@ -228,14 +228,13 @@ def bounds(batch_rows: int, read_ahead: int, write_buffer: str = OPTIONS["write-
 def spill_merge_bounds(buffer_bytes: int, handles: int) -> dict[str, object]:
     """The commit-time merge of spilled runs holds one run batch per merged run: at most
     ``handles`` runs per bucket (more are folded into one first), in as many buckets at once as
-    the writer merges in parallel."""
-    batch = spill.spill_batch_bytes(buffer_bytes, handles)
-    threads = write_spill.spill_merge_threads() if hasattr(write_spill, "spill_merge_threads") else 1
-    return {
-        "spill batch bytes (spill_batch_bytes)": batch,
-        "buckets merged at once": threads,
-        "spill merge run batches, MiB (batch x handles x buckets at once)": round(batch * handles * threads / 2**20, 1),
-    }
+    the writer merges in parallel. Compare the printed largest fan-in of each step."""
+    out: dict[str, object] = {"spill batch bytes (spill_batch_bytes)": spill.spill_batch_bytes(buffer_bytes, handles)}
+    if hasattr(write_spill, "spill_merge_bound_bytes"):  # from round 4 on
+        out["buckets merged at once (write_spill.bucket_flush_threads)"] = write_spill.bucket_flush_threads()
+        out["spill merge run batches at most, MiB (batch x handles x buckets at once)"] = round(
+            write_spill.spill_merge_bound_bytes(buffer_bytes, handles) / 2**20, 1)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

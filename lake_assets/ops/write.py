@@ -27,7 +27,7 @@ from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.dv_compact import remember_written_keys
 from lake_assets.ops.dynamic_bucket import DynamicBucketAssigner, assigner_for, attach_index_changes
 from lake_assets.ops.route import PARALLEL_GATHER_ROWS, RouteSpec, route
-from lake_assets.ops.write_spill import SpillingWriter
+from lake_assets.ops.write_spill import SpillingWriter, bucket_flush_threads
 from lake_assets.ops.writer_state import BucketBuffer, WriterBase, compact_inline
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.partition import partition_path
@@ -301,7 +301,7 @@ class TableWriter(SpillingWriter):
             for buf in bufs:
                 fn(buf)
             return
-        with ThreadPoolExecutor(max_workers=min(len(bufs), os.cpu_count() or 2)) as pool:
+        with ThreadPoolExecutor(max_workers=min(len(bufs), bucket_flush_threads())) as pool:
             for f in [pool.submit(fn, buf) for buf in bufs]:
                 f.result()
 

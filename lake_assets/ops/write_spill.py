@@ -7,6 +7,7 @@ run at once, in sequence order: one merge over the commit's records, as without 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ from lake_assets.formats.data_file import FILE_SOURCE_APPEND, DataFileWriter
 from lake_assets.lsm.merge import sort_and_merge, sort_for_merge
 from lake_assets.lsm.merge_engine.function import MergeFunction
 from lake_assets.lsm.merge_reader import merge_sorted
+from lake_assets.ops.allocator import release_thread_memory
 from lake_assets.ops.spill import SpillDirectory, SpillStats, key_batches, spill_batch_bytes
 from lake_assets.ops.writer_state import BucketBuffer
 
@@ -25,6 +27,21 @@ if TYPE_CHECKING:
 
 # Rows gathered per merge step when spilled runs are merged into level-0 files.
 SPILL_MERGE_ROWS = 64 * 1024
+
+
+def bucket_flush_threads() -> int:
+    """Buckets the writer spills or merges into level-0 files at once (`TableWriter._each`)."""
+    return os.cpu_count() or 2
+
+
+def spill_merge_bound_bytes(write_buffer_size: int, max_num_file_handles: int) -> int:
+    """The most bytes of run batches the writer's commit-time merges hold at once: one batch per
+    merged run, at most ``local-sort.max-num-file-handles`` runs per bucket (a bucket that
+    reaches it folds its runs into one first), in `bucket_flush_threads` buckets at once. A
+    function of the options and the CPUs, not of the data: a merge's fan-in grows with the rows
+    one commit writes to a bucket (one run per buffer fill) until it reaches that option."""
+    batch = spill_batch_bytes(write_buffer_size, max_num_file_handles)
+    return batch * max(1, max_num_file_handles) * bucket_flush_threads()
 
 
 class SpillingWriter:
@@ -94,6 +111,13 @@ class SpillingWriter:
 
     def _spill_buffer(self, buf: BucketBuffer) -> None:
         """Write the bucket's buffer as one sorted run of raw records to local disk."""
+        try:
+            self._write_spill_run(buf)
+        finally:
+            # a pool thread runs this; the sorted copy and the run's batches are freed by now
+            release_thread_memory()
+
+    def _write_spill_run(self, buf: BucketBuffer) -> None:
         assert self._spill is not None
         data = self._take_sorted(buf)
         keys = self._keys()
@@ -111,6 +135,12 @@ class SpillingWriter:
     def _merge_runs(self, buf: BucketBuffer) -> None:
         """Merge the bucket's spilled runs and buffered rows into level-0 files (rolled at the
         target file size), then drop the runs."""
+        try:
+            self._merge_runs_into_files(buf)
+        finally:
+            release_thread_memory()  # as after a spill: the merge's batches and chunks are freed
+
+    def _merge_runs_into_files(self, buf: BucketBuffer) -> None:
         assert self._spill is not None
         inputs = [run.batches() for run in buf.runs]
         if buf.tables:

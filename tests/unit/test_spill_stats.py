@@ -1,0 +1,130 @@
+"""The spilling writer's counts (`SpillStats`), the bound of its commit-time merges, and the
+release of each pool task's freed allocator pages (issue 17 §2, round 4)."""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from lake_assets import Catalog
+from lake_assets.ops import spill as spill_mod
+from lake_assets.ops import write_spill
+
+SCHEMA = pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.int64()), ("s", pa.string())])
+
+
+@pytest.fixture(autouse=True)
+def private_tmp(tmp_path, monkeypatch):
+    root = tmp_path / "spill-root"
+    root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(root))
+
+
+def _table(tmp_path, **opts: str):
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    return cat.create_table("db.t", SCHEMA, primary_keys=["k", "p"], partition_keys=["p"],
+                            options={"bucket": "2", "write-only": "true", "write-buffer-size": "64 kb", **opts})
+
+
+def _batches(n: int, rows: int, keys: int) -> list[pa.Table]:
+    rng = np.random.default_rng(7)
+    out = []
+    for _ in range(n):
+        k = rng.integers(0, keys, rows)
+        s = np.array([f"s{x:05d}" for x in rng.integers(0, 50_000, rows)], dtype=object)
+        out.append(pa.table({"k": k, "p": np.array(["a", "b"], dtype=object)[k % 2],
+                             "v": rng.integers(0, 1000, rows), "s": s}, schema=SCHEMA))
+    return out
+
+
+def _write(t, batches: list[pa.Table]):
+    w = t.new_writer("u")
+    try:
+        for b in batches:
+            w.write_arrow(b)
+        t.new_committer("u").commit(w.prepare_commit(), 1)
+        return w.spill_stats
+    finally:
+        w.close()
+
+
+def test_spill_stats_count_runs_rows_and_the_largest_merge_fan_in(tmp_path, monkeypatch):
+    """Every run written is counted with its rows; every merge of runs with its inputs, which
+    local-sort.max-num-file-handles bounds (a bucket at the limit folds its runs first)."""
+    written: list[int] = []
+    fan_ins: list[int] = []
+    original_write = spill_mod.SpillDirectory.write_run
+    original_merged = write_spill.SpillingWriter._merged
+
+    def write_run(self, chunks, schema, key_names):
+        run = original_write(self, chunks, schema, key_names)
+        written.append(run.rows)
+        return run
+
+    def merged(self, inputs, merge):
+        fan_ins.append(len(inputs))
+        return original_merged(self, inputs, merge)
+
+    monkeypatch.setattr(spill_mod.SpillDirectory, "write_run", write_run)
+    monkeypatch.setattr(write_spill.SpillingWriter, "_merged", merged)
+    t = _table(tmp_path, **{"local-sort.max-num-file-handles": "4"})
+    batches = _batches(20, 2000, 30_000)
+    stats = _write(t, batches)
+    assert stats is not None
+    assert len(written) > 8  # runs per bucket beyond the limit: folds happened
+    assert (stats.runs, stats.rows) == (len(written), sum(written))
+    assert stats.merges == len(fan_ins) and stats.max_fan_in == max(fan_ins)
+    assert stats.max_fan_in == 4  # a fold merges exactly the limit; a commit merges at most that
+    assert t.to_arrow().num_rows == len({(k, k % 2) for b in batches for k in b["k"].to_pylist()})
+
+
+def test_a_writer_that_does_not_spill_has_no_spill_stats(tmp_path):
+    t = _table(tmp_path, **{"write-buffer-spillable": "false"})
+    assert _write(t, _batches(2, 500, 1000)) is None
+
+
+def test_spill_merge_bound_is_batch_times_handles_times_buckets_at_once(monkeypatch):
+    monkeypatch.setattr(write_spill, "bucket_flush_threads", lambda: 2)
+    batch = spill_mod.spill_batch_bytes(64 * 2**20, 128)
+    assert batch == 512 * 1024
+    assert write_spill.spill_merge_bound_bytes(64 * 2**20, 128) == 2 * 64 * 2**20
+    # the batch floor makes the bound larger than a buffer for tiny buffers; still options only
+    assert write_spill.spill_merge_bound_bytes(2**20, 128) == 2 * 128 * spill_mod.MIN_SPILL_BATCH_BYTES
+
+
+def test_each_spill_and_merge_task_releases_its_threads_freed_pages(tmp_path, monkeypatch):
+    """The allocator keeps a pool thread's freed pages in that thread's heap; the writer's spill
+    and merge tasks run on short-lived pool threads, so each releases them when it ends, on its
+    own thread, after the buffers it made are dropped."""
+    events: list[tuple[str, int]] = []  # list.append is atomic: threads may interleave
+    original_spill = write_spill.SpillingWriter._write_spill_run
+    original_merge = write_spill.SpillingWriter._merge_runs_into_files
+
+    def release() -> None:
+        events.append(("release", threading.get_ident()))
+
+    def spill_task(self, buf):
+        original_spill(self, buf)
+        events.append(("spill", threading.get_ident()))
+
+    def merge_task(self, buf):
+        original_merge(self, buf)
+        events.append(("merge", threading.get_ident()))
+
+    monkeypatch.setattr(write_spill, "release_thread_memory", release)
+    monkeypatch.setattr(write_spill.SpillingWriter, "_write_spill_run", spill_task)
+    monkeypatch.setattr(write_spill.SpillingWriter, "_merge_runs_into_files", merge_task)
+    t = _table(tmp_path)
+    stats = _write(t, _batches(6, 2000, 30_000))
+    assert stats is not None and stats.runs > 2
+    assert {kind for kind, _ in events} == {"spill", "merge", "release"}
+    # on every thread, each task is followed by a release before anything else runs there
+    for ident in {i for _, i in events}:
+        kinds = [kind for kind, i in events if i == ident]
+        assert kinds[1::2] == ["release"] * (len(kinds) // 2) and len(kinds) % 2 == 0, kinds
+        assert all(kind in ("spill", "merge") for kind in kinds[0::2]), kinds
