@@ -128,3 +128,30 @@ def test_each_spill_and_merge_task_releases_its_threads_freed_pages(tmp_path, mo
         kinds = [kind for kind, i in events if i == ident]
         assert kinds[1::2] == ["release"] * (len(kinds) // 2) and len(kinds) % 2 == 0, kinds
         assert all(kind in ("spill", "merge") for kind in kinds[0::2]), kinds
+
+
+def test_the_writer_keeps_one_set_of_threads_for_all_its_spills_and_ends_them_at_close(tmp_path, monkeypatch):
+    """Routing, spills and flushes run on the writer's own threads for its whole life (a thread
+    that ends leaves its freed allocator pages behind, so a fresh pool per flush grew the
+    resident memory with the number of flushes); `close` ends them."""
+    names: set[str] = set()
+    original_spill = write_spill.SpillingWriter._write_spill_run
+
+    def spill_task(self, buf):
+        names.add(threading.current_thread().name)
+        original_spill(self, buf)
+
+    monkeypatch.setattr(write_spill.SpillingWriter, "_write_spill_run", spill_task)
+    t = _table(tmp_path)
+    w = t.new_writer("u")
+    try:
+        for b in _batches(8, 2000, 30_000):
+            w.write_arrow(b)
+        stats = w.spill_stats
+        assert stats is not None and stats.runs >= 3 * 2  # several flushes of both buckets
+        assert 1 <= len(names) <= write_spill.bucket_flush_threads()
+        t.new_committer("u").commit(w.prepare_commit(), 1)
+        threads = [th for th in threading.enumerate() if th.name in names]
+    finally:
+        w.close()
+    assert threads and not any(th.is_alive() for th in threads)
