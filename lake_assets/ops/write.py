@@ -22,6 +22,7 @@ from lake_assets.formats.data_file import (
     DataFileWriter,
 )
 from lake_assets.lsm.merge import is_retract, sort_and_merge, sort_for_merge
+from lake_assets.ops.allocator import release_pool_threads
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.dv_compact import remember_written_keys
@@ -316,6 +317,9 @@ class TableWriter(SpillingWriter):
         pool = self._worker_pool()
         futures = [pool.submit(fn, buf) for buf in bufs]
         wait(futures)  # every task has ended before a failure is raised (and files are cleaned up)
+        # each task dropped a bucket's sorted copy or merge batches: give what the threads' heaps
+        # keep back (see `ops.allocator`), so it does not add up above Arrow's live bytes
+        release_pool_threads(pool, min(len(bufs), bucket_flush_threads()))
         for f in futures:
             f.result()
 

@@ -17,7 +17,6 @@ from lake_assets.formats.data_file import FILE_SOURCE_APPEND, DataFileWriter
 from lake_assets.lsm.merge import sort_and_merge, sort_for_merge
 from lake_assets.lsm.merge_engine.function import MergeFunction
 from lake_assets.lsm.merge_reader import merge_sorted
-from lake_assets.ops.allocator import release_thread_memory
 from lake_assets.ops.spill import SpillDirectory, SpillStats, key_batches, spill_batch_bytes
 from lake_assets.ops.writer_state import BucketBuffer
 
@@ -111,13 +110,6 @@ class SpillingWriter:
 
     def _spill_buffer(self, buf: BucketBuffer) -> None:
         """Write the bucket's buffer as one sorted run of raw records to local disk."""
-        try:
-            self._write_spill_run(buf)
-        finally:
-            # a pool thread runs this; the sorted copy and the run's batches are freed by now
-            release_thread_memory()
-
-    def _write_spill_run(self, buf: BucketBuffer) -> None:
         assert self._spill is not None
         data = self._take_sorted(buf)
         keys = self._keys()
@@ -135,12 +127,6 @@ class SpillingWriter:
     def _merge_runs(self, buf: BucketBuffer) -> None:
         """Merge the bucket's spilled runs and buffered rows into level-0 files (rolled at the
         target file size), then drop the runs."""
-        try:
-            self._merge_runs_into_files(buf)
-        finally:
-            release_thread_memory()  # as after a spill: the merge's batches and chunks are freed
-
-    def _merge_runs_into_files(self, buf: BucketBuffer) -> None:
         assert self._spill is not None
         inputs = [run.batches() for run in buf.runs]
         if buf.tables:
