@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from concurrent.futures import Executor, wait
+from concurrent.futures import Executor, ThreadPoolExecutor, wait
 
 import pyarrow as pa
 
@@ -35,7 +35,12 @@ def release_pool_threads(pool: Executor, threads: int) -> None:
     task per thread, each held until all have started, so no thread takes two. Once per round of
     per-bucket tasks rather than after each task: a release gives the pages back to the system
     and the next task faults them in again, which after every spill of a load cost about 6% of
-    its CPU time; a thread reuses its own freed pages between the tasks of one round."""
+    its CPU time; a thread reuses its own freed pages between the tasks of one round. Any other
+    executor (one that runs tasks on the calling thread, as `bench.cpu_breakdown`'s) releases on
+    the calling thread: tasks meeting at a barrier there would wait for each other in vain."""
+    if not isinstance(pool, ThreadPoolExecutor):
+        release_thread_memory()
+        return
     meet = threading.Barrier(threads)
 
     def release() -> None:

@@ -170,3 +170,23 @@ def test_the_writer_keeps_one_set_of_threads_for_all_its_spills_and_ends_them_at
     finally:
         w.close()
     assert threads and not any(th.is_alive() for th in threads)
+
+
+def test_an_executor_that_runs_tasks_inline_releases_on_the_calling_thread(monkeypatch):
+    """`bench.cpu_breakdown` swaps the writer's pools for an inline executor: the per-thread
+    release must not hold its tasks at a barrier there (they would wait for each other)."""
+    from concurrent.futures import Executor, Future
+
+    from lake_assets.ops import allocator
+
+    class Inline(Executor):
+        def submit(self, fn, /, *args, **kwargs):
+            future: Future = Future()
+            future.set_result(fn(*args, **kwargs))
+            return future
+
+    calls: list[str] = []
+    monkeypatch.setattr(allocator, "release_thread_memory", lambda: calls.append(threading.current_thread().name))
+    monkeypatch.setattr(allocator, "_RELEASE_MEET_S", 60.0)  # a barrier here would hang the test
+    allocator.release_pool_threads(Inline(), 2)
+    assert calls == [threading.current_thread().name]
