@@ -142,9 +142,11 @@ def _float_range(col: pa.Array | pa.ChunkedArray) -> tuple[float, float] | None:
     """(min, max) of a float column with values, or None when it holds a NaN.
 
     Without nulls, numpy's vectorised min and max find both (a NaN anywhere makes them NaN) in
-    a fraction of the time of Arrow's NaN check plus min_max, whose float path is branchy. When a
-    bound is zero, -0.0 and 0.0 compare equal and which one Arrow reports is its own business:
-    those columns, and columns with nulls, keep Arrow's kernels so the stats stay exactly theirs."""
+    a fraction of the time of Arrow's NaN check plus min_max, whose float path is branchy. A zero
+    bound is written as Parquet's statistics write it (parquet-mr, PARQUET-1222, which Paimon Java
+    reads its stats from): a zero min as -0.0 and a zero max as +0.0, so the bytes do not depend on
+    which signed zero a kernel happens to meet first in which chunk."""
+    found: tuple[Any, Any] | None = None
     if col.null_count == 0:
         chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
         lo = hi = None
@@ -157,9 +159,12 @@ def _float_range(col: pa.Array | pa.ChunkedArray) -> tuple[float, float] | None:
                 return None
             lo = c_lo if lo is None else min(lo, c_lo)
             hi = c_hi if hi is None else max(hi, c_hi)
-        if lo is not None and hi is not None and lo != 0 and hi != 0:
-            return float(lo), float(hi)
-    if pc.any(pc.is_nan(col)).as_py():
-        return None
-    mm = pc.min_max(col)
-    return mm["min"].as_py(), mm["max"].as_py()
+        if lo is not None and hi is not None:
+            found = (float(lo), float(hi))
+    if found is None:
+        if pc.any(pc.is_nan(col)).as_py():
+            return None
+        mm = pc.min_max(col)
+        found = (mm["min"].as_py(), mm["max"].as_py())
+    lo, hi = found
+    return (-0.0 if lo == 0 else lo), (0.0 if hi == 0 else hi)

@@ -1,6 +1,7 @@
 """Float and double column stats take numpy's min/max when they can; the stats bytes stay those of
-Arrow's NaN check plus min_max (the former path) on every input: nulls, NaN, signed zeros,
-infinities, several chunks, float32."""
+Arrow's NaN check plus min_max (the former path) on every input: nulls, NaN, infinities, several
+chunks, float32. Signed zeros: a zero min is -0.0 and a zero max +0.0 (Parquet's rule), whatever
+the chunking (Arrow's min_max reports either zero depending on the chunks it meets)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,10 @@ def reference_stats(chunks: list[list[float | None]], arrow_type: pa.DataType, t
         hi = c_hi if hi is None or c_hi > hi else hi
     if unknown:
         lo = hi = None
+    if lo == 0:
+        lo = -0.0
+    if hi == 0:
+        hi = 0.0
     return SimpleStats(serialize_row([lo], [t]), serialize_row([hi], [t]), (nulls,))
 
 
@@ -72,3 +77,13 @@ def test_signed_zeros_and_nan_cases() -> None:
         for split in range(len(values) + 1):
             assert ours([values], pa.float64(), DoubleType(), split) == reference_stats(
                 [values], pa.float64(), DoubleType())
+
+
+def test_zero_bounds_are_written_as_parquet_writes_them() -> None:
+    """A zero min is -0.0 and a zero max +0.0 for every chunking, as Parquet's statistics (and so
+    Paimon Java's stats read from them) say, whichever zero the column holds."""
+    for values in ([0.0, 0.0], [-0.0, -0.0], [None, 0.0, -0.0], [-0.0, 0.0]):
+        for split in range(len(values) + 1):
+            got = ours([values], pa.float64(), DoubleType(), split)
+            assert got.min_values == serialize_row([-0.0], [DoubleType()])
+            assert got.max_values == serialize_row([0.0], [DoubleType()])
