@@ -46,6 +46,15 @@ def file_arrow_schema(schema: TableSchema) -> pa.Schema:
     )
 
 
+def _sampled_fixed_width(t: pa.DataType) -> bool:
+    """Fixed-width types whose dictionary is decided on a sample of each file (int8 and
+    booleans always get one: their indices are never wider than their values)."""
+    return bool(
+        (pa.types.is_integer(t) and not pa.types.is_int8(t) and not pa.types.is_uint8(t))
+        or pa.types.is_floating(t) or pa.types.is_temporal(t) or pa.types.is_decimal(t)
+    )
+
+
 class FileLayout:
     """What every data file of one schema shares: its Arrow schema, key and value types, and
     which columns get dictionary pages. Built once per schema, not once per bucket writer."""
@@ -56,27 +65,33 @@ class FileLayout:
         self.key_types = schema.types(self.key_names)
         self.value_types = [f.type for f in schema.fields]
         self.value_names = [f.name for f in schema.fields]
-        # Dictionary pages pay off for strings and tiny domains; on wide numeric columns they cost
-        # more CPU than they save bytes (pyarrow gives up on them once the dictionary is full anyway).
+        # Dictionary pages always for strings, booleans, int8 and each file's one partition value;
+        # for the other fixed-width columns (ints, floats, dates, times, timestamps, decimals) when
+        # a file's values repeat (sampled below): pyarrow decodes a few bit-packed indices into a
+        # small dictionary faster than it decompresses and copies PLAIN values (issue 14: a
+        # 100-value int32 column decoded in 2.4 ms against 8.3 ms PLAIN), and parquet-java writes every
+        # column with dictionary pages first too (`parquet.enable.dictionary`, default true).
         self.dictionary_columns = [
             f.name for f in self.arrow_schema
             if pa.types.is_string(f.type) or pa.types.is_binary(f.type) or pa.types.is_boolean(f.type)
             or pa.types.is_int8(f.type) or pa.types.is_dictionary(f.type)
+            or (_sampled_fixed_width(f.type) and f.name != SEQUENCE_NUMBER)
         ]
         # columns whose manifest range a Parquet file's footer gives (formats/footer_stats.py)
         self.key_footer = FooterColumns.of(
             self.arrow_schema, [KEY_PREFIX + k for k in self.key_names], self.key_types)
         self.value_footer = FooterColumns.of(self.arrow_schema, self.value_names, self.value_types)
-        # ...but a string column only when its values repeat: checked per file on its first rows.
-        # Not the partition columns: a data file belongs to one partition, so each is one value
-        # repeated, whose dictionary always pays (the sample would say so, at a cost per file).
+        # ...but a string or other sampled column only when its values repeat: checked per file on
+        # its first rows. Not the partition columns: a data file belongs to one partition, so each
+        # is one value repeated, whose dictionary always pays (the sample would say so, at a cost
+        # per file). `_SEQUENCE_NUMBER` is never sampled: it never repeats within a file.
         self.sampled_dictionary_columns = frozenset(
             f.name for f in self.arrow_schema
             if (pa.types.is_string(f.type) or pa.types.is_binary(f.type)
-                or pa.types.is_large_string(f.type) or pa.types.is_large_binary(f.type))
+                or pa.types.is_large_string(f.type) or pa.types.is_large_binary(f.type)
+                or _sampled_fixed_width(f.type))
             and f.name not in schema.partition_keys
         )
-
 
 # Layouts by schema object. A flush opens one writer per bucket (hundreds for a partitioned
 # table), and the layout costs more than the small file it describes. The entry holds the schema
@@ -106,16 +121,20 @@ PARQUET_PAGE_BYTES = 1024 * 1024
 
 
 def dictionary_pays(column: pa.ChunkedArray | pa.Array, rows: int) -> bool:
-    """Whether a string column repeats enough for a dictionary, judged on a sample of it:
-    at most half of the sampled values distinct, and the dictionary of the ``rows`` the file
-    will hold within one page. A sample whose values repeat 16 times over has seen its domain;
-    otherwise the distinct values are extrapolated linearly (an upper bound)."""
+    """Whether a column repeats enough for a dictionary, judged on a sample of it: at most half
+    of the sampled values distinct, and the dictionary of the ``rows`` the file will hold within
+    one page. A sample whose values repeat 16 times over has seen its domain; otherwise the
+    distinct values are extrapolated linearly (an upper bound). Fixed-width values count their
+    width; strings and binaries their bytes."""
     n = len(column) - column.null_count
     if n <= 0:
         return True
     distinct = pc.count_distinct(column, mode="only_valid").as_py()
     if distinct * 2 > n:
         return False
-    value_bytes = pc.sum(pc.binary_length(column)).as_py() or 0
+    if _sampled_fixed_width(column.type):
+        value_bytes = n * (column.type.bit_width // 8)
+    else:
+        value_bytes = pc.sum(pc.binary_length(column)).as_py() or 0
     expected = distinct if distinct * 16 <= n else distinct * max(rows, n) // n
     return value_bytes * expected // n <= DICTIONARY_PAGE_BYTES

@@ -114,3 +114,54 @@ def test_a_string_partition_column_gets_a_dictionary_without_sampling(catalog, w
     for pf in files:
         assert "DICT_PAGE" in _encodings(pf, "dt")
         assert "DICT_PAGE" not in _encodings(pf, "name")  # mostly distinct: plain
+
+
+NUMERIC = pa.schema([("k", pa.int64()), ("i16", pa.int16()), ("i32", pa.int32()), ("u64", pa.int64()),
+                     ("f32", pa.float32()), ("f64", pa.float64()), ("d", pa.date32()), ("t", pa.time32("ms")),
+                     ("ts", pa.timestamp("us")), ("dec", pa.decimal128(10, 2)), ("wide", pa.decimal128(38, 9))])
+
+
+def _numeric_rows(n: int, distinct: int) -> pa.Table:
+    """Every value column cycles through ``distinct`` values; ``k`` never repeats."""
+    c = np.arange(n) % distinct
+    return pa.table({"k": np.arange(n), "i16": c.astype(np.int16), "i32": c.astype(np.int32),
+                     "u64": c * 1_000_003, "f32": c.astype(np.float32) / 4, "f64": c * 0.5,
+                     "d": pa.array(c.astype(np.int32), pa.int32()).cast(pa.date32()),
+                     "t": pa.array(c.astype(np.int32), pa.int32()).cast(pa.time32("ms")),
+                     "ts": pa.array(c * 1_000_000, pa.int64()).cast(pa.timestamp("us")),
+                     "dec": pa.array(c, pa.int64()).cast(pa.decimal128(21, 2)).cast(pa.decimal128(10, 2)),
+                     "wide": pa.array(c, pa.int64()).cast(pa.decimal128(38, 9))}, schema=NUMERIC)
+
+
+def test_repeating_fixed_width_columns_get_a_dictionary(catalog, warehouse) -> None:
+    """Issue 14: fixed-width columns whose values repeat are dictionary-encoded (they decode
+    faster than PLAIN pages), every data page within the dictionary (no fallback mid-chunk);
+    the unique key, its copy and ``_SEQUENCE_NUMBER`` stay PLAIN."""
+    t = catalog.create_table("db.t", NUMERIC, primary_keys=["k"], options={"bucket": "1"})
+    t.write_arrow(_numeric_rows(200_000, 100))
+    (pf,) = _data_files(warehouse)
+    for name in NUMERIC.names[1:]:
+        assert _encodings(pf, name) == {"DICT_PAGE", "PLAIN", "RLE", "RLE_DICTIONARY"}, name
+    for name in ("k", "_KEY_k", "_SEQUENCE_NUMBER"):
+        assert "DICT_PAGE" not in _encodings(pf, name), name
+    assert t.to_arrow().sort_by("k").cast(NUMERIC).equals(_numeric_rows(200_000, 100))
+
+
+def test_mostly_distinct_fixed_width_columns_stay_plain(catalog, warehouse) -> None:
+    t = catalog.create_table("db.t", NUMERIC, primary_keys=["k"], options={"bucket": "1"})
+    t.write_arrow(_numeric_rows(50_000, 40_000))
+    (pf,) = _data_files(warehouse)
+    for name in NUMERIC.names:
+        assert "DICT_PAGE" not in _encodings(pf, name), name
+
+
+def test_a_fixed_width_dictionary_stays_within_one_dictionary_page() -> None:
+    """Values that repeat in the sample but whose dictionary over the whole file would outgrow
+    pyarrow's dictionary page (where it falls back to PLAIN mid-chunk) get none."""
+    from lake_assets.formats.file_layout import DICTIONARY_PAGE_BYTES, dictionary_pays
+
+    sample = pa.array(np.arange(4096) // 2)  # 2048 distinct int64 in 4096 rows
+    assert dictionary_pays(sample, 4096)
+    too_many = DICTIONARY_PAGE_BYTES // 8 * 2 + 4096  # rows whose extrapolated dictionary > 1 page
+    assert not dictionary_pays(sample, too_many)
+    assert dictionary_pays(pa.array(np.arange(4096) % 100), 10_000_000)  # domain seen: 100 values
