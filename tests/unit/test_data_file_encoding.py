@@ -165,3 +165,15 @@ def test_a_fixed_width_dictionary_stays_within_one_dictionary_page() -> None:
     too_many = DICTIONARY_PAGE_BYTES // 8 * 2 + 4096  # rows whose extrapolated dictionary > 1 page
     assert not dictionary_pays(sample, too_many)
     assert dictionary_pays(pa.array(np.arange(4096) % 100), 10_000_000)  # domain seen: 100 values
+
+
+def test_the_quick_reject_of_distinct_numbers_keeps_small_random_domains() -> None:
+    """A look at the first rows rejects never-repeating numbers cheaply; values drawn at random
+    from a domain the full sample accepts still repeat within those rows, so still get one."""
+    from lake_assets.formats.file_layout import dictionary_pays
+
+    rng = np.random.default_rng(3)
+    assert dictionary_pays(pa.array(rng.integers(0, 1500, 4096)), 100_000)
+    assert dictionary_pays(pa.array(rng.integers(0, 1500, 4096).astype(np.float64)), 100_000)
+    assert not dictionary_pays(pa.array(rng.integers(0, 10**9, 4096)), 100_000)
+    assert not dictionary_pays(pa.array(np.arange(4096)), 100_000)
