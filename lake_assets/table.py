@@ -261,25 +261,32 @@ class Table(TableMaintenance):
     def _batches(self, *, snapshot_id: int | None, tag: str | None, timestamp: datetime | int | str | None,
                  columns: Sequence[str] | None, filter: Any,
                  stream: tuple[int, int] = (DEFAULT_BATCH_ROWS, DEFAULT_READ_AHEAD)) -> Iterator[pa.RecordBatch]:
-        for t in self._tables(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp, columns=columns, filter=filter,
-                              stream=stream):
+        # Resolved at the first batch (a generator), once: the schema and the files come from it.
+        snap, schema = self._read_point(snapshot_id, tag=tag, timestamp=timestamp)
+        for t in self._tables(snap, schema, columns=columns, filter=filter, stream=stream):
             yield from t.to_batches(max_chunksize=stream[0])
+
+    def _read_point(
+        self, snapshot_id: int | None, *, tag: str | None, timestamp: datetime | int | str | None
+    ) -> tuple[Snapshot | None, TableSchema]:
+        """The snapshot a read sees and the schema it reads with, resolved once: a read that looked
+        the snapshot up twice could pair one snapshot's schema with another's files."""
+        self.store.require(Op.READ)
+        snap = self.resolve_snapshot(snapshot_id, tag=tag, timestamp=timestamp)
+        return snap, self._read_schema(snap, travel=(snapshot_id, tag, timestamp) != (None, None, None))
 
     def _tables(
         self,
+        snap: Snapshot | None,
+        schema: TableSchema,
         *,
-        snapshot_id: int | None,
         columns: Sequence[str] | None,
         filter: Any,
-        tag: str | None = None,
-        timestamp: datetime | int | str | None = None,
         stream: tuple[int, int] | None = None,
     ) -> Iterator[pa.Table]:
-        """The rows of a read, table by table: whole merge sections read splits ahead, or with
-        ``stream`` = (batch rows, read-ahead) bounded batches (`ops.streaming_read`)."""
-        self.store.require(Op.READ)
-        snap = self.resolve_snapshot(snapshot_id, tag=tag, timestamp=timestamp)
-        schema = self._read_schema(snap, travel=(snapshot_id, tag, timestamp) != (None, None, None))
+        """The rows of ``snap`` read with ``schema`` (from `_read_point`), table by table: whole merge
+        sections read splits ahead, or with ``stream`` = (batch rows, read-ahead) bounded batches
+        (`ops.streaming_read`)."""
         if columns is not None:
             unknown = [c for c in columns if not schema.has_field(c)]
             if unknown:
@@ -308,14 +315,11 @@ class Table(TableMaintenance):
     ) -> pa.Table:
         """Read the table into one Arrow table: latest, or as of a snapshot id, tag or point in time."""
         args.names("columns", columns)
-        snap = self.resolve_snapshot(snapshot_id, tag=tag, timestamp=timestamp)
-        table_schema = self._read_schema(snap, travel=(snapshot_id, tag, timestamp) != (None, None, None))
+        snap, table_schema = self._read_point(snapshot_id, tag=tag, timestamp=timestamp)
         schema = table_schema.arrow_schema
         if columns is not None:
             schema = pa.schema([schema.field(c) for c in columns if table_schema.has_field(c)])
-        tables = list(
-            self._tables(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp, columns=columns, filter=filter)
-        )
+        tables = list(self._tables(snap, table_schema, columns=columns, filter=filter))
         if not tables:
             return schema.empty_table()
         return pa.concat_tables(tables)
