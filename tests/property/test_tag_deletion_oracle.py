@@ -9,17 +9,15 @@ its state afterwards.
 
 from __future__ import annotations
 
-import tempfile
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-import pyarrow as pa
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from lake_assets import Catalog, Table
+from lake_assets import Table
+from tests.property.history import ModelledHistory, kv_table, write_step
 
-WRITE = st.tuples(st.just("write"), st.lists(st.tuples(st.integers(0, 8), st.sampled_from(["+I", "-D"]),
-                                                       st.integers(0, 99)), min_size=1, max_size=15))
+WRITE = write_step(8)
 # tags of snapshots that expiry removes and compaction rewrites, so that deleting one has files
 # to free and files other tags keep
 STEP = st.one_of(
@@ -29,7 +27,6 @@ STEP = st.one_of(
     st.tuples(st.just("tag"), st.none()), st.tuples(st.just("tag"), st.none()),
     st.tuples(st.just("delete_tag"), st.integers(0, 5)),
 )
-FUTURE = datetime.now() + timedelta(days=1)
 
 
 def _live_names(t: Table, snap) -> set[str]:
@@ -54,46 +51,16 @@ def _oracle(t: Table, name: str) -> set[str]:
 @example(steps=[("write", [(1, "+I", 1), (2, "+I", 2)]), ("tag", None), ("write", [(3, "+I", 3)]), ("tag", None),
                 ("compact", True), ("write", [(4, "+I", 4)]), ("expire", 1), ("delete_tag", 0), ("delete_tag", 0)])
 def test_delete_tag_frees_exactly_what_no_other_holder_keeps(steps):
-    with tempfile.TemporaryDirectory() as wh:
-        cat = Catalog(wh)
-        cat.create_database("db")
-        t = cat.create_table(
-            "db.t", pa.schema([("k", pa.int64()), ("op", pa.string()), ("v", pa.int64())]), primary_keys=["k"],
-            options={"bucket": "1", "rowkind.field": "op", "write-only": "true",
-                     "num-sorted-run.compaction-trigger": "3", "manifest.merge-min-count": "4"},
-        )
-        model: dict[int, int] = {}
-        states: dict[int, dict[int, int]] = {}
-        tags: dict[str, dict[int, int]] = {}
+    with kv_table({"bucket": "1", "num-sorted-run.compaction-trigger": "3", "manifest.merge-min-count": "4"}) as t:
+        history = ModelledHistory(t, expire_retain_max=True)
         for i, (kind, arg) in enumerate(steps):
-            if kind == "write":
-                t.write_arrow(pa.table({"k": [a[0] for a in arg], "op": [a[1] for a in arg],
-                                        "v": [a[2] for a in arg]}, schema=t.arrow_schema))
-                for k, op, v in arg:
-                    if op == "-D":
-                        model.pop(k, None)
-                    else:
-                        model[k] = v
-            elif kind == "compact":
-                t.compact(full=arg)
-            elif kind == "expire":
-                t.expire_snapshots(retain_min=arg, retain_max=arg, older_than=FUTURE)
-            elif kind == "tag" and t.latest_snapshot() is not None:
-                name = f"t{i}"
-                t.create_tag(name)
-                tags[name] = states[t.latest_snapshot().id]
-            elif kind == "delete_tag" and tags:
-                name = sorted(tags)[arg % len(tags)]
+            if kind == "delete_tag" and history.tags:
+                name = sorted(history.tags)[arg % len(history.tags)]
                 expected = _oracle(t, name)
                 result = t.delete_tag(name)
                 assert {p.rsplit("/", 1)[-1] for p in result.deleted_data_files} == expected, (i, name)
-                del tags[name]
-            latest = t.latest_snapshot()
-            if latest is not None:
-                states.setdefault(latest.id, dict(model))
-            for snap in t.snapshots():
-                got = {r["k"]: r["v"] for r in t.to_arrow(snapshot_id=snap.id).to_pylist()}
-                assert got == states[snap.id], f"snapshot {snap.id} after step {i} {kind}"
-            for name, state in tags.items():
-                assert {r["k"]: r["v"] for r in t.to_arrow(tag=name).to_pylist()} == state
+                del history.tags[name]
+            else:
+                history.apply(i, kind, arg)
+            history.record_and_check(i, kind)
         assert t.remove_orphan_files(older_than=timedelta(0)).paths == []
