@@ -15,7 +15,6 @@ Java reads deletion vectors only when the option is on; so do we.
 
 from __future__ import annotations
 
-import threading
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING
 from pyroaring import BitMap
 
 from lake_assets.errors import CorruptMetadataError
+from lake_assets.ops.deletion_vector_cache import INDEX_FILE_CACHE
 from lake_assets.ops.scan import Split
 from lake_assets.spec.deletion_vector import read_vector
 from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry
@@ -105,25 +105,23 @@ def deleted_rows(
 
 
 class VectorLoader:
-    """Loads the deletion vectors of splits, caching index files by name (they never change).
-
-    Thread-safe: readers of several splits share one loader; a race reads a file twice at worst.
-    """
+    """Loads the deletion vectors of splits through the process-wide cache of decoded index files
+    (`deletion_vector_cache`: they never change). Thread-safe: readers of several splits share
+    one loader; a race reads a file twice at worst."""
 
     def __init__(self, store: FileStore) -> None:
         self.store = store
-        self._vectors: dict[str, dict[str, BitMap]] = {}
-        self._lock = threading.Lock()
 
     def vectors(self, entries: Sequence[IndexManifestEntry]) -> dict[str, BitMap]:
-        """Data file name -> deletion vector, over the index files ``entries`` of one bucket."""
+        """Data file name -> deletion vector, over the index files ``entries`` of one bucket.
+        The vectors are shared: callers copy before changing one."""
         out: dict[str, BitMap] = {}
         for e in entries:
-            got = self._vectors.get(e.file_name)
+            key = (self.store.paths.root, e.file_name, e.file_size)
+            got = INDEX_FILE_CACHE.get(key)
             if got is None:
                 got = self._load(e)
-                with self._lock:
-                    self._vectors[e.file_name] = got
+                INDEX_FILE_CACHE.put(key, got, e.file_size)
             for name, vector in got.items():
                 if name in out:
                     raise CorruptMetadataError(

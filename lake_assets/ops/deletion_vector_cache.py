@@ -1,0 +1,67 @@
+"""A process-wide, byte-bounded cache of decoded deletion-vector index files.
+
+Index files are immutable and their names unique (``index-<uuid>-<n>``), so a decoded file stays
+valid for the life of the process: repeated reads of a table (streaming polls, Spark tasks in one
+worker, health checks) need not fetch and decode the same files again. The key is the table's
+root, the file name and the file's size as its index manifest records it: a table directory
+deleted and created again under the same root writes files of new names, and a name reused with
+other content would have to match the size too. Entries are evicted least recently used first
+once their sizes (the index files' sizes: the serialized vectors, about their decoded size) pass
+`DV_CACHE_MAX_BYTES`. Callers must not mutate the vectors they get (copy first, as compaction does).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from pyroaring import BitMap
+
+# Bytes of index files the cache keeps decoded; a file larger than this is never cached.
+DV_CACHE_MAX_BYTES = 64 * 1024 * 1024
+
+CacheKey = tuple[str, str, int]  # (table root, index file name, file size)
+
+
+class IndexFileCache:
+    """LRU of index file -> (data file name -> deletion vector), bounded by ``max_bytes``. Thread-safe."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[CacheKey, tuple[dict[str, BitMap], int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: CacheKey) -> dict[str, BitMap] | None:
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is None:
+                return None
+            self._entries.move_to_end(key)
+            return hit[0]
+
+    def put(self, key: CacheKey, vectors: dict[str, BitMap], nbytes: int) -> None:
+        if nbytes > self.max_bytes:
+            return
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._entries[key] = (vectors, nbytes)
+            self._bytes += nbytes
+            while self._bytes > self.max_bytes:
+                _, (_, size) = self._entries.popitem(last=False)
+                self._bytes -= size
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes (of index files) held now."""
+        return self._bytes
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+INDEX_FILE_CACHE = IndexFileCache(DV_CACHE_MAX_BYTES)
