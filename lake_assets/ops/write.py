@@ -403,19 +403,14 @@ class TableWriter(SpillingWriter):
                 paths += [f"{buf.writer.bucket_dir}/{f.file_name}" for f in (*buf.new_files, *buf.new_changelog)]
             buf.new_files = []
             buf.new_changelog = []
-            buf.tables.clear()
-            buf.nbytes = 0
-            buf.runs = []
-        self._buffered_bytes = 0
-        if self._spill is not None:
-            self._spill.cleanup()
+        self._drop_buffered()
         for m in messages:
             paths += [self.store.data_file_path(m.partition, m.bucket, f) for f in m.all_written_files()]
             paths += [self.store.paths.index_file(e.file_name) for e in m.index_after]  # HASH, deletion vectors
         self.store.file_io.delete_many(paths)
 
-    def close(self) -> None:
-        """Drop buffered rows; files already returned by `prepare_commit` are left to the committer."""
+    def _drop_buffered(self) -> None:
+        """Forget every bucket's buffered rows and spilled runs, and remove the local spill files."""
         for buf in self._buffers.values():
             buf.tables.clear()
             buf.nbytes = 0
@@ -423,6 +418,10 @@ class TableWriter(SpillingWriter):
         self._buffered_bytes = 0
         if self._spill is not None:
             self._spill.cleanup()
+
+    def close(self) -> None:
+        """Drop buffered rows; files already returned by `prepare_commit` are left to the committer."""
+        self._drop_buffered()
         if self._threads is not None:
             self._threads.shutdown()
             self._threads = None
