@@ -24,9 +24,11 @@ def build_table_schedules(
         else dg.DefaultScheduleStatus.STOPPED
     # step → (cron, run config of the step's asset, Spark job tag value)
     plans: dict[str, tuple[str | None, dg.Config, str]] = {
-        # a postpone-bucket table's scheduled compaction moves all postponed rows and compacts the real
-        # buckets holding level-0 files (Paimon's postpone compaction); the sensor asks for full when needed
-        "compaction": (policy.compaction_cron, CompactionConfig(full=not spec.postpone), "compact"),
+        # full for every table, postpone-bucket ones included (there it moves every postponed row of every
+        # partition and fully compacts the real buckets): the cron is the unconditional periodic full
+        # compaction, and a non-full run without partitions would be narrowed to the breaching partitions
+        # (`policy_config`), leaving the others' postponed rows; the sensor asks for the minimal fix
+        "compaction": (policy.compaction_cron, CompactionConfig(full=True), "compact"),
     }
     return [
         _schedule(names, step, cron, run_config, tag, jobs[step], config.timezone, status)

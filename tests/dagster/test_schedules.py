@@ -47,3 +47,27 @@ def test_scheduled_run_config_is_valid_for_the_job(lake_defs: dg.Definitions) ->
         [request] = _requests(lake_defs, name)
         job = lake_defs.resolve_job_def(schedule.job_name)
         assert dg.validate_run_config(job, request.run_config)
+
+
+def test_postpone_table_schedule_is_the_full_compaction(tmp_path) -> None:
+    """A postpone-bucket table's ``compaction_cron`` runs the full compaction, as any table's: every
+    partition's postponed rows moved and the real buckets fully compacted. A non-full run without
+    partitions would be narrowed by the plan step to the breaching partitions (`policy_config`), so
+    the cron would leave the other partitions' postponed rows; the sensor asks for the minimal fix."""
+    from lake_assets.defs.config import load_config
+    from lake_assets.defs.factory import build_definitions
+    from tests.dagster.helpers import ONE_TABLE_SPARK
+
+    (tmp_path / "lake.yaml").write_text(ONE_TABLE_SPARK + """
+tables:
+  - identifier: db.p
+    schema: {id: BIGINT NOT NULL, v: STRING}
+    primary_keys: [id]
+    options: {bucket: -2}
+    maintenance: {compaction_cron: "0 4 * * *", expiry_cron: null}
+""")
+    defs = build_definitions(load_config(tmp_path / "lake.yaml"))
+    [request] = _requests(defs, "db_p_full_compaction_schedule")
+    assert request.run_config["ops"]["db__p_compaction"]["config"]["full"] is True
+    job = defs.resolve_job_def(defs.resolve_schedule_def("db_p_full_compaction_schedule").job_name)
+    assert dg.validate_run_config(job, request.run_config)
