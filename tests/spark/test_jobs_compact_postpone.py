@@ -128,3 +128,27 @@ def test_a_failed_partition_commits_nothing_and_leaves_no_files(capsys, spark, t
     assert code == EXIT_DATA and "UnsupportedFeatureError" in out["error"] and "schema" in out["error"], out
     assert table.latest_snapshot().id == latest
     assert table.remove_orphan_files(older_than=timedelta(0), dry_run=True).paths == []
+
+
+def test_changelog_job_on_full_compaction_producer_runs_the_full_postpone_compaction(capsys, spark, tmp_path,
+                                                                                     pypaimon):
+    """``changelog-producer = full-compaction`` on a postpone-bucket table: the changelog job asks for
+    the full compaction (postponed rows moved, then every real bucket compacted into one top-level
+    file), not the plain postpone one, which would leave the second run's files beside the first's."""
+    from lake_assets.spark.jobs import changelog
+
+    wh = tmp_path / "warehouse"
+    pypaimon.create_table(wh, "db.p", SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"],
+                          options={"bucket": "-2", "file.format": "parquet", "postpone.default-bucket-num": "2",
+                                   "changelog-producer": "full-compaction"})
+    table = Catalog(str(wh)).get_table("db.p")
+    args = ("--warehouse", str(wh), "--table", "db.p")
+    for tag in ("x", "y"):
+        pypaimon.write(wh, "db.p", data("a", range(10), tag))
+        code, out = run_job_main(capsys, changelog.main, *args)
+        assert code == EXIT_OK and out["compaction"] == "full" and out["commit_kind"] == "COMPACT", out
+        assert out["postponed_files"] == 1, out
+    entries = table.store.file_store_scan().live_entries(table.store.snapshot_manager.latest())
+    top = table.store.schema.core_options.num_levels - 1
+    assert sorted((e.bucket, e.file.level) for e in entries) == [(0, top), (1, top)]
+    assert canonical(table.to_arrow(), ["dt", "id"]) == [{"dt": "a", "id": i, "v": f"y{i}"} for i in range(10)]
