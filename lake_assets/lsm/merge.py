@@ -11,6 +11,7 @@ written to a file, they can cancel rows in older files; readers drop them at the
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeGuard
 
 import numpy as np
 import pyarrow as pa
@@ -18,8 +19,22 @@ import pyarrow.compute as pc
 
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.lsm.key_compare import float_order_codes, key_view
-from lake_assets.lsm.merge_engine.function import MergeFunction, RowSelectingMergeFunction
+from lake_assets.lsm.merge_engine.function import MergeFunction, RowSelectingMerge, RowSelectingMergeFunction
 from lake_assets.spec.row_kind import RowKind
+
+# Plain ints: numpy compares an array with an IntEnum member through the enum's slower path.
+_UPDATE_BEFORE = int(RowKind.UPDATE_BEFORE)
+_DELETE = int(RowKind.DELETE)
+
+
+def _selects_rows(merge_function: MergeFunction) -> TypeGuard[RowSelectingMergeFunction]:
+    """Whether ``merge_function`` is a `RowSelectingMergeFunction`.
+
+    The built-in engines derive from the `RowSelectingMerge` base class, which an ordinary
+    ``isinstance`` answers at once; only other functions take the structural check of the
+    runtime-checkable protocol, which looks up every member of the protocol on each call.
+    """
+    return isinstance(merge_function, (RowSelectingMerge, RowSelectingMergeFunction))  # checked in this order
 
 
 def key_change_mask(table: pa.Table, key_names: Sequence[str]) -> np.ndarray:
@@ -165,7 +180,7 @@ def sort_and_merge(
     the key columns and only the winning rows of the full table are gathered. Other engines get
     the sorted table.
     """
-    if not isinstance(merge_function, RowSelectingMergeFunction):
+    if not _selects_rows(merge_function):
         if not presorted:
             table = sort_for_merge(table, key_names, sequence_fields, sequence_descending)
         return merge_function.merge(table, key_names)
@@ -182,7 +197,7 @@ def sort_and_merge(
 
 def is_retract(kinds: np.ndarray) -> np.ndarray:
     """True where a ``_VALUE_KIND`` is a retraction (-U or -D)."""
-    retract: np.ndarray = (kinds == RowKind.UPDATE_BEFORE) | (kinds == RowKind.DELETE)
+    retract: np.ndarray = (kinds == _UPDATE_BEFORE) | (kinds == _DELETE)
     return retract
 
 
@@ -252,7 +267,7 @@ def winner_masks(
     fields, or keys plus sequence numbers that do not pack into 63 bits; callers then fall back to
     `sort_and_merge`.
     """
-    if sequence_fields or not isinstance(merge_function, RowSelectingMergeFunction):
+    if sequence_fields or not _selects_rows(merge_function):
         return None
     sizes = [run.num_rows for run in runs]
     total = sum(sizes)

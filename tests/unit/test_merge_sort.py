@@ -8,7 +8,7 @@ import pyarrow.compute as pc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lake_assets.lsm.merge import sort_and_merge, sort_order
+from lake_assets.lsm.merge import is_retract, sort_and_merge, sort_order
 from lake_assets.lsm.merge_engine.deduplicate import Deduplicate
 
 
@@ -35,3 +35,36 @@ def test_sort_and_merge_keeps_latest_version():
                   "_VALUE_KIND": pa.array([0] * 5, pa.int8()), "v": ["a", "b", "c", "d", "e"]})
     out = sort_and_merge(t, ["k"], Deduplicate())
     assert out.column("v").to_pylist() == ["e", "d", "c"]
+
+
+class _StructuralLastRow:
+    """A row-selecting function that only matches the protocol (no `RowSelectingMerge` base)."""
+
+    ignore_delete = False
+    keeps_first = False
+
+    def __init__(self) -> None:
+        self.selected = 0
+
+    def merge(self, table: pa.Table, key_names) -> pa.Table:
+        raise AssertionError("a row-selecting function is asked for its rows, not to merge")
+
+    def select_rows(self, table: pa.Table, key_names):
+        self.selected += 1
+        return Deduplicate().select_rows(table, key_names)
+
+    def check_retracts(self, retract: np.ndarray) -> None:
+        return None
+
+
+def test_a_protocol_only_row_selecting_function_still_selects_rows():
+    t = pa.table({"k": [3, 1, 3, 2, 1], "_SEQUENCE_NUMBER": [0, 1, 5, 3, 4],
+                  "_VALUE_KIND": pa.array([0] * 5, pa.int8()), "v": ["a", "b", "c", "d", "e"]})
+    fn = _StructuralLastRow()
+    assert sort_and_merge(t, ["k"], fn).column("v").to_pylist() == ["e", "d", "c"]
+    assert fn.selected == 1
+
+
+def test_is_retract_marks_update_before_and_delete():
+    kinds = np.array([0, 1, 2, 3, 1, 0], dtype=np.int8)
+    assert is_retract(kinds).tolist() == [False, True, False, True, True, False]
