@@ -190,3 +190,18 @@ def test_an_executor_that_runs_tasks_inline_releases_on_the_calling_thread(monke
     monkeypatch.setattr(allocator, "_RELEASE_MEET_S", 60.0)  # a barrier here would hang the test
     allocator.release_pool_threads(Inline(), 2)
     assert calls == [threading.current_thread().name]
+
+
+def test_a_commit_of_a_small_buffer_releases_nothing(tmp_path, monkeypatch):
+    """A round that neither spills nor merges spilled runs (an upsert that fits the write buffer)
+    frees little, and a release would only make the next round fault its pages in again."""
+    from lake_assets.ops import allocator
+
+    releases: list[str] = []
+    monkeypatch.setattr(allocator, "release_thread_memory",
+                        lambda: releases.append(threading.current_thread().name))
+    t = _table(tmp_path, **{"write-buffer-size": "64 mb"})
+    stats = _write(t, _batches(2, 2000, 30_000))  # four buckets flushed in one round
+    assert stats is None or stats.runs == 0  # no spill
+    assert releases == []
+    assert t.to_arrow().num_rows > 0
