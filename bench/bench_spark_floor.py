@@ -1,0 +1,100 @@
+"""The floor of a Python-side Spark write, against Spark's own Parquet write (issue 17 §3).
+
+    PYSPARK_PYTHON=.venv/bin/python PYTHONPATH=. .venv/bin/python bench/bench_spark_floor.py \
+        [--rows 2000000] [--repeat 3]
+
+Same input and session as `bench_spark.py` (``local[2]``, its Spark conf, CPU of the driver and the
+JVM's whole process tree). Steps, alternated in each round, best kept:
+
+* ``noop``: Spark reads and projects the rows into its ``noop`` sink (the scan's own cost);
+* ``parquet_zstd``: ``df.write.parquet`` with zstd (the reference);
+* ``py_null``: the rows handed to a Python data source writer that drops them: the Arrow transport
+  from the JVM to the Python workers, which every Python-side write pays;
+* ``py_parquet``: the same writer writing each task's batches with ``pq.write_table``: the cheapest
+  Python-side write (unsorted, no system columns, no buckets);
+* ``lake_write``: ``df.write.format("lake")`` into a primary-key table (unrouted);
+* ``repartition_parquet`` / ``repartition_py_null``: a hash repartition into 8 partitions, then
+  Spark's Parquet write / the dropping Python writer: the floor of any routed write;
+* ``write_table``: `lake_assets.spark.write_table` (routed: one writer per bucket).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.bench_spark import _JVM_PID, SPARK_CONF, create_table, generate, load_average, timed
+from bench.spark_floor_sinks import NullSink, ParquetSink
+from lake_assets import Catalog
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    from lake_assets.spark import write_table
+    from lake_assets.spark.session import build_session
+
+    work = Path(tempfile.mkdtemp(prefix="bench-spark-floor-"))
+    try:
+        expected = generate(args.rows, work / "input.parquet")
+        spark = build_session("bench-spark-floor", master="local[2]", conf=dict(SPARK_CONF), log_level="ERROR")
+        _JVM_PID[:] = [int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())]
+        spark.dataSource.register(NullSink)
+        spark.dataSource.register(ParquetSink)
+        wh = str(work / "warehouse")
+        catalog = Catalog(wh)
+        catalog.create_database("db")
+        df = spark.read.parquet(str(work / "input.parquet"))
+        best: dict[str, tuple[float, float]] = {}
+        loads = [load_average()]
+
+        def keep(step: str, measured: tuple[float, float]) -> None:
+            wall, cpu = best.get(step, (float("inf"), float("inf")))
+            best[step] = (min(wall, measured[0]), min(cpu, measured[1]))
+
+        def routed() -> Any:
+            return df.repartition(8, "dt", "id")
+
+        # warm-up: the Python workers start and import pyarrow once
+        df.limit(10_000).write.format("floor_null").mode("append").save()
+        df.limit(10_000).write.format("floor_parquet").option("path", str(work / "warm")).mode("append").save()
+        def one_round(r: int) -> None:
+            keep("noop", timed(lambda: df.write.format("noop").mode("overwrite").save()))
+            keep("parquet_zstd", timed(lambda: df.write.mode("overwrite").option("compression", "zstd")
+                                       .parquet(str(work / f"parquet-{r}"))))
+            keep("py_null", timed(lambda: df.write.format("floor_null").mode("append").save()))
+            keep("py_parquet", timed(lambda: df.write.format("floor_parquet").option("path", str(work / f"py-{r}"))
+                                     .mode("append").save()))
+            create_table(catalog, f"db.direct_{r}", expected.schema)
+            keep("lake_write", timed(lambda: df.write.format("lake").option("warehouse", wh).mode("append")
+                                     .save(f"db.direct_{r}")))
+            keep("repartition_parquet", timed(lambda: routed().write.mode("overwrite").option("compression", "zstd")
+                                              .parquet(str(work / f"routed-{r}"))))
+            keep("repartition_py_null", timed(lambda: routed().write.format("floor_null").mode("append").save()))
+            create_table(catalog, f"db.routed_{r}", expected.schema)
+            keep("write_table", timed(lambda: write_table(df, wh, f"db.routed_{r}")))
+            loads.append(load_average())
+
+        for r in range(args.repeat):
+            one_round(r)
+        spark.stop()
+        ref_wall, ref_cpu = best["parquet_zstd"]
+        print(f"rows {args.rows}, best of {args.repeat}; load average {' | '.join(loads)}")
+        print("| step | wall s (CPU s) | vs parquet_zstd, wall / CPU |")
+        print("|---|---:|---:|")
+        for step, (wall, cpu) in best.items():
+            print(f"| {step} | {wall:.2f} ({cpu:.2f}) | {wall / ref_wall:.2f}x / {cpu / ref_cpu:.2f}x |")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
