@@ -324,6 +324,11 @@ RULES: dict[str, OptionRule] = _rules(
       "consumer (lake_assets only; default 2; Table.to_batches(read_ahead=...) overrides it).", minimum=1,
       lake_assets_only=True),
     R("streaming-read-overwrite", "bool", False, "Streaming reads also emit OVERWRITE snapshots."),
+    R("source.split.target-size", "size", 128 * MiB, "Bytes of files Paimon's batch planner packs into one "
+      "split of a bucket.", minimum=1, note="lake_assets plans one split per bucket; a stream's full phase "
+      "packs as Java does to give each row the kind Java's reader gives it (ops/full_phase_kinds.py)"),
+    R("source.split.open-file-cost", "size", 4 * MiB, "Bytes each file (or section) weighs at least when "
+      "Paimon's batch planner packs splits.", minimum=1, note="as source.split.target-size"),
 )
 
 # Per-field options ``fields.<column>[,<column>...].<suffix>``, keyed by suffix (the key of a

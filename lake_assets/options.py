@@ -208,6 +208,16 @@ class CoreOptions(MergeOptions):
         return self._typed("read.read-ahead", None)  # type: ignore[return-value]
 
     @property
+    def split_target_size(self) -> int:
+        """Bytes Paimon's batch planner packs into one split (``source.split.target-size``)."""
+        return self._int("source.split.target-size", 128 * 1024 * 1024)
+
+    @property
+    def split_open_file_cost(self) -> int:
+        """Least weight of a file when packing splits (``source.split.open-file-cost``)."""
+        return self._int("source.split.open-file-cost", 4 * 1024 * 1024)
+
+    @property
     def compaction_force_up_level0(self) -> bool:
         return self._bool("compaction.force-up-level-0", False)
 

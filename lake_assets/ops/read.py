@@ -300,13 +300,14 @@ class SplitReader:
         for section in sections(files, self.key_types):
             yield self._finish(self._merge_section(split, section), split)
 
-    def stream_split(self, split: Split, batch_rows: int) -> Iterator[pa.Table]:
+    def stream_split(self, split: Split, batch_rows: int, *, with_kind: bool = False) -> Iterator[pa.Table]:
         """Yield the merged rows of one split in batches of about ``batch_rows`` rows (at most
-        twice that): a streaming k-way merge of the split's sorted runs, whatever their size."""
+        twice that): a streaming k-way merge of the split's sorted runs, whatever their size;
+        ``with_kind`` (primary-key tables) adds each merged row's ``_VALUE_KIND``."""
         from lake_assets.ops.streaming_read import stream_split  # it builds on this module
 
         files = split.files if not self.is_pk else self.store.visible_files(split.files, self.schema)
-        yield from stream_split(self, split, files, batch_rows)
+        yield from stream_split(self, split, files, batch_rows, with_kind=with_kind)
 
     def _merge_section(self, split: Split, section: list[DataFileMeta]) -> pa.Table:
         if len(section) == 1 and section[0].delete_row_count == 0:
@@ -333,7 +334,7 @@ class SplitReader:
             merged = merged.filter(pa.array(~retract))
         return merged
 
-    def _finish(self, data: pa.Table, split: Split) -> pa.Table:
+    def _finish(self, data: pa.Table, split: Split, with_kind: bool = False) -> pa.Table:
         for name, i in self._constants.items():
             field = to_arrow_field(self.schema.field(name))
             value = split.partition_values[i]
@@ -342,7 +343,8 @@ class SplitReader:
             data = data.append_column(field.with_nullable(value is None or field.nullable), column)
         if self.predicate is not None and data.num_rows:
             data = self.predicate.filter_table(data)
-        return data.select(self.columns).cast(self.output_schema)
+        out = data.select(self.columns).cast(self.output_schema)
+        return out.append_column(_KIND_FIELD, data.column(VALUE_KIND)) if with_kind else out
 
 
 def read_splits_ahead(reader: SplitReader, splits: Sequence[Split]) -> Iterator[pa.Table]:

@@ -187,16 +187,34 @@ class ChangeReader:
         except MissingDataFileError as exc:
             raise missing_file_error(self.store, exc, split.snapshot_id) from None
 
-    def _read(self, split: ChangeSplit) -> Iterator[pa.Table]:
+    def _read_full(self, sp: Split) -> Iterator[pa.Table]:
+        """A full split's merged rows with the kinds Java's reader gives them
+        (`ops.full_phase_kinds`): +I where Java reads raw (and in append tables), else the merged
+        record's kind."""
+        from lake_assets.ops.full_phase_kinds import full_phase_groups
         from lake_assets.ops.streaming_read import stream_bounds  # it builds on ops.read, as this module
 
-        sp = Split(split.partition, split.partition_values, split.bucket, -1, list(split.files), split.dv_entries)
-        if split.kind == "full":
-            batch_rows, _ = stream_bounds(self.store.schema.core_options)
-            for merged in self._reader.stream_split(sp, batch_rows):  # up to about twice batch_rows
+        batch_rows, _ = stream_bounds(self.store.schema.core_options)
+        if self.store.primary_keys:
+            groups = [(list(g.files), not g.raw) for g in full_phase_groups(self.store, sp.files)]
+        else:
+            groups = [(sp.files, False)]
+        for files, with_kind in groups:
+            part = Split(sp.partition, sp.partition_values, sp.bucket, -1, files, sp.dv_entries)
+            for merged in self._reader.stream_split(part, batch_rows, with_kind=with_kind):  # <= ~2 * batch_rows
                 for start in range(0, merged.num_rows, batch_rows):
                     data = merged.slice(start, batch_rows)
-                    yield data.append_column(ROW_KIND, pa.array(["+I"] * data.num_rows, pa.string()))
+                    if with_kind:
+                        kinds = pc.take(ROW_KIND_NAMES, data.column(VALUE_KIND).cast(pa.int32()))
+                        data = data.drop_columns([VALUE_KIND])
+                    else:
+                        kinds = pa.array(["+I"] * data.num_rows, pa.string())
+                    yield data.append_column(ROW_KIND, kinds)
+
+    def _read(self, split: ChangeSplit) -> Iterator[pa.Table]:
+        sp = Split(split.partition, split.partition_values, split.bucket, -1, list(split.files), split.dv_entries)
+        if split.kind == "full":
+            yield from self._read_full(sp)
             return
         # Files are read as written (no merge across files): each row is one change.
         for meta in read_order(split.bucket, split.files):

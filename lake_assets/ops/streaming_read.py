@@ -58,11 +58,13 @@ def stream_bounds(
 
 
 def stream_split(
-    reader: SplitReader, split: Split, files: Sequence[DataFileMeta], batch_rows: int
+    reader: SplitReader, split: Split, files: Sequence[DataFileMeta], batch_rows: int, *, with_kind: bool = False
 ) -> Iterator[pa.Table]:
     """The merged, filtered and projected rows of ``files`` (the split's visible files) in
-    batches of at most about ``2 * batch_rows`` rows."""
+    batches of at most about ``2 * batch_rows`` rows; ``with_kind`` (primary-key tables) adds the
+    ``_VALUE_KIND`` of each row: a merged key's result kind, an unmerged row's stored kind."""
     columns = reader.split_columns
+    with_kind = with_kind and reader.is_pk
     if not reader.is_pk:
         for meta in sorted(files, key=lambda f: f.min_sequence_number):
             for part in reader.iter_file(split, meta, False, columns, batch_rows):
@@ -75,10 +77,11 @@ def stream_split(
         for meta in files:
             if pred is not None and not file_may_match(reader.store, meta, pred, by_values=True):
                 continue
-            for part in reader.iter_file(split, meta, False, columns, batch_rows):
-                yield reader._finish(part, split)
+            for part in reader.iter_file(split, meta, with_kind, columns, batch_rows):
+                yield reader._finish(part, split, with_kind)
         return
     key_names = reader.key_names
+    merged_columns = [*columns, VALUE_KIND] if with_kind else columns
 
     def merge(chunk: pa.Table) -> pa.Table:
         merged = sort_and_merge(chunk, key_names, reader.merge_function, reader.sequence_fields,
@@ -86,7 +89,7 @@ def stream_split(
         retract = is_retract(merged.column(VALUE_KIND).to_numpy())
         if retract.any():  # retractions only cancel older rows; readers never see them
             merged = merged.filter(pa.array(~retract))
-        return merged.select(columns)
+        return merged.select(merged_columns)
 
     def open_file(meta: DataFileMeta) -> Iterator[pa.Table]:
         return reader.iter_file(split, meta, True, columns, batch_rows)
@@ -94,13 +97,13 @@ def stream_split(
     for section in sections(files, reader.key_types):
         if len(section) == 1 and section[0].delete_row_count == 0:
             # one file, no retractions: its rows are the result, batch by batch
-            for part in reader.iter_file(split, section[0], False, columns, batch_rows):
-                yield reader._finish(part, split)
+            for part in reader.iter_file(split, section[0], with_kind, columns, batch_rows):
+                yield reader._finish(part, split, with_kind)
             continue
         inputs = [chained(run, open_file) for run in split_into_runs(section, reader.key_types)]
         for merged in merge_sorted(inputs, key_names, merge, min_rows=batch_rows, max_step_rows=batch_rows):
             if merged.num_rows:
-                yield reader._finish(merged, split)
+                yield reader._finish(merged, split, with_kind)
 
 
 def read_ahead_of(
