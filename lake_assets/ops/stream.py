@@ -13,6 +13,11 @@ What a snapshot contributes depends on the table's ``changelog-producer``:
 * ``input``, ``lookup``, ``full-compaction``: the changelog files in the snapshot's changelog
   manifest list, whatever the commit kind.
 
+The full phase (the starting scan of ``latest-full`` / ``from-snapshot-full`` / ``earliest-full``)
+emits the merged state with the row kinds Paimon Java's reader gives it (`lake_assets.ops.full_phase_kinds`):
+the merged record's kind (a key last written as ``+U`` comes out ``+U``), ``+I`` where Java reads
+a split raw.
+
 Once a snapshot expired, its long-lived changelog (``changelog/changelog-<id>``, kept when the
 changelog lifecycle is decoupled from snapshots) serves the same reads.
 
@@ -122,9 +127,9 @@ def _full_phase_levels(store: FileStore) -> Callable[[int], bool] | None:
 
 def full_splits(store: FileStore, snap: Snapshot) -> list[ChangeSplit]:
     """The full phase of a stream at ``snap``: its merged real buckets (of the levels
-    `_full_phase_levels` keeps), and, where the stream sees them (`stream_postpone.sees_postponed`),
-    the files still waiting in ``bucket-postpone``, read as written (Java reads bucket -2 splits
-    without a merge)."""
+    `_full_phase_levels` keeps; `ChangeReader` gives their rows Java's kinds), and, where the
+    stream sees them (`stream_postpone.sees_postponed`), the files still waiting in
+    ``bucket-postpone``, read as written (Java reads bucket -2 splits without a merge)."""
     keep = _full_phase_levels(store)
     splits: list[ChangeSplit] = []
     for sp in plan_splits(store, snap, None):
