@@ -312,6 +312,11 @@ RULES: dict[str, OptionRule] = _rules(
     R("scan.mode", "enum", "default", "Where Paimon readers start.", choices=(
         "default", "latest-full", "full", "latest", "compacted-full", "from-timestamp", "from-snapshot",
         "from-snapshot-full", "incremental", "from-file-creation-time")),
+    R("incremental-between-scan-mode", "enum", "auto", "What an incremental read of snapshot ids reads: "
+      "auto (changelog files with a changelog producer, else delta), delta, changelog, or diff (the two "
+      "snapshots' files diffed; Paimon 1.x). Between two tags Paimon diffs the tags' files whatever it says.",
+      choices=("auto", "delta", "changelog", "diff"),
+      note="read by Table.read_changes when its source argument is unset"),
     R("scan.snapshot-id", "long", None, "Snapshot Paimon readers start from.", minimum=1),
     R("scan.timestamp-millis", "long", None, "Time Paimon readers start from.", minimum=0),
     R("scan.tag-name", "string", None, "Tag Paimon readers read."),

@@ -79,14 +79,17 @@ class Table(TableMaintenance):
         start: int | str,
         end: int | str | None = None,
         *,
-        source: str = "auto",
+        source: str | None = None,
         columns: Sequence[str] | None = None,
     ) -> pa.Table:
-        """Incremental read: the changes of snapshots in ``(start, end]`` (ids or tag names), with a
-        ``_row_kind`` column (+I, -U, +U, -D). ``source``: "delta", "changelog" or "auto"."""
+        """Incremental read with a ``_row_kind`` column (+I, -U, +U, -D): between two tags the net
+        change of each key (the tags' files diffed, as Paimon), else the changes of snapshots in
+        ``(start, end]``. ``source``: "delta", "changelog", "auto" or "diff"; unset, the table's
+        ``incremental-between-scan-mode`` (see `lake_assets.ops.stream.read_changes`)."""
         args.snapshot_or_tag("start", start, optional=False)
         args.snapshot_or_tag("end", end)
-        args.one_of("source", source, ("auto", "delta", "changelog"))
+        if source is not None:
+            args.one_of("source", source, ("auto", "delta", "changelog", "diff"))
         args.names("columns", columns)
         self.store.require(Op.STREAM)
         return read_changes(self.store, start, end, source=source, columns=list(columns) if columns else None)  # type: ignore[arg-type]

@@ -55,6 +55,7 @@ ROW_KIND = "_row_kind"
 ROW_KIND_NAMES = pa.array(["+I", "-U", "+U", "-D"])
 StartMode = Literal["latest-full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp", "earliest-full"]
 ChangeSource = Literal["delta", "changelog", "auto"]
+DiffSource = Literal["diff"]
 
 
 @dataclass(frozen=True)
@@ -367,17 +368,59 @@ def read_changes(
     start: int | str,
     end: int | str | None = None,
     *,
-    source: ChangeSource = "auto",
+    source: ChangeSource | DiffSource | None = None,
     columns: list[str] | None = None,
 ) -> pa.Table:
-    """Changes of snapshots in ``(start, end]`` (ids or tag names) with a ``_row_kind`` column.
+    """Changes between ``start`` and ``end`` (ids or tag names) with a ``_row_kind`` column.
 
-    ``source="delta"`` reads the data files new snapshots added; ``"changelog"`` the changelog files
-    (tables with a changelog producer); ``"auto"`` picks by the table's producer.
+    Between two tags, as Paimon's ``incremental-between = 'tag1,tag2'``: the difference of the
+    tags' files, the net change of each key (`lake_assets.ops.tag_diff`), which needs no snapshot in
+    between. Otherwise the changes of each snapshot in ``(start, end]``: ``source="delta"`` reads
+    the data files new snapshots added; ``"changelog"`` the changelog files (tables with a changelog
+    producer); ``"auto"`` picks by the table's producer; ``"diff"`` diffs the two snapshots' files as
+    between tags (Paimon 1.x). Unset, ``source`` is the table's ``incremental-between-scan-mode``.
     """
+    both_tags = isinstance(start, str) and isinstance(end, str)
+    mode = source if source is not None else _scan_mode(store)
+    if both_tags and source is not None and source not in ("auto", "diff"):
+        raise InvalidArgumentError(
+            f"Cannot read changes of {store.name} between tags {start!r} and {end!r} with source={source!r}: "
+            f"Paimon diffs two tags' files (incremental-between-scan-mode applies to snapshot ids only)"
+        )
+    if both_tags or mode == "diff":
+        return _read_diff(store, start, end, columns)
     reader = ChangeReader(store, columns)
-    parts = [reader.read(split) for split in change_splits_between(store, start, end, source)]
+    parts = [reader.read(split) for split in change_splits_between(store, start, end, mode)]  # type: ignore[arg-type]
     return pa.concat_tables(parts) if parts else reader.schema.empty_table()
+
+
+def _scan_mode(store: FileStore) -> str:
+    """The table's ``incremental-between-scan-mode`` (auto, delta, changelog or diff)."""
+    return store.schema.core_options._choice("incremental-between-scan-mode")
+
+
+def _read_diff(store: FileStore, start: int | str, end: int | str | None, columns: list[str] | None) -> pa.Table:
+    """Paimon's diff read (`lake_assets.ops.tag_diff`) of two tags or snapshots, as one table."""
+    from lake_assets.ops.tag_diff import DiffReader, diff_splits
+
+    check_row_kind_free(store.schema.field_names, store.name)
+    unknown = [c for c in columns or () if not store.schema.has_field(c)]
+    if unknown:
+        raise SchemaError(f"Table {store.name} has no columns {unknown}")
+
+    def resolve(x: int | str) -> Snapshot:
+        return store.tag_manager().get(x).snapshot if isinstance(x, str) else store.snapshot_manager.snapshot(int(x))
+
+    before = resolve(start)
+    after = resolve(end) if end is not None else store.snapshot_manager.latest()
+    reader = DiffReader(store, columns, ROW_KIND)
+    if after is None or after.id == before.id:
+        return reader.schema.empty_table()
+    if after.id < before.id:
+        raise InvalidArgumentError(f"Cannot read changes of {store.name}: end {end!r} (snapshot {after.id}) is "
+                                   f"before start {start!r} (snapshot {before.id})")
+    parts = [t for split in diff_splits(store, before, after) for t in reader.read(split)]
+    return pa.concat_tables(parts).cast(reader.schema) if parts else reader.schema.empty_table()
 
 
 def iter_stream(
