@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog, SnapshotNotFoundError
+from lake_assets.errors import InvalidArgumentError
 from lake_assets.ops.stream import iter_stream
 
 
@@ -127,9 +128,14 @@ def test_read_changes_between_tags_and_delta_source(catalog):
     t.create_tag("a")
     t.write_arrow(pa.table({"k": [1, 1], "v": [2, 3], "op": ["+U", "+U"]}, schema=t.arrow_schema))
     t.create_tag("b")
+    a, b = t.store.tag_manager().get("a").snapshot.id, t.store.tag_manager().get("b").snapshot.id
     # the input changelog keeps both updates; the data delta holds the merged result only
-    assert [r["v"] for r in t.read_changes("a", "b").to_pylist()] == [2, 3]
-    assert [r["v"] for r in t.read_changes("a", "b", source="delta").to_pylist()] == [3]
+    assert [r["v"] for r in t.read_changes(a, b).to_pylist()] == [2, 3]
+    assert [r["v"] for r in t.read_changes(a, b, source="delta").to_pylist()] == [3]
+    # between two tags Paimon diffs the tags' files: the net change of the key, whatever the producer
+    assert [(r["v"], r["_row_kind"]) for r in t.read_changes("a", "b").to_pylist()] == [(3, "+U")]
+    with pytest.raises(InvalidArgumentError, match="source='delta'"):
+        t.read_changes("a", "b", source="delta")
 
 
 def test_lookup_changelog_with_composite_key(catalog):
