@@ -36,7 +36,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets import arguments as args
-from lake_assets.errors import InvalidArgumentError, MissingDataFileError, SchemaError, SnapshotNotFoundError
+from lake_assets.errors import (
+    InvalidArgumentError,
+    MissingDataFileError,
+    SchemaError,
+    SnapshotNotFoundError,
+    UnsupportedFeatureError,
+)
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.ops.plan import plan_splits
 from lake_assets.ops.read import SplitReader, missing_file_error
@@ -339,7 +345,16 @@ def change_splits_between(
     store: FileStore, start: int | str, end: int | str | None = None, source: ChangeSource = "auto"
 ) -> list[ChangeSplit]:
     """The change splits of snapshots in ``(start, end]`` (ids or tag names; ``end`` defaults to the
-    latest), read from long-lived changelogs where the snapshot expired."""
+    latest), read from long-lived changelogs where the snapshot expired.
+
+    Not between two tags: Paimon diffs two tags' files instead (`read_changes`,
+    `lake_assets.ops.tag_diff`), an answer per-snapshot splits cannot give."""
+    if isinstance(start, str) and isinstance(end, str):
+        raise UnsupportedFeatureError(
+            f"Cannot plan the changes of {store.name} between tags {start!r} and {end!r} snapshot by snapshot: "
+            f"Paimon diffs the two tags' files; read them with Table.read_changes({start!r}, {end!r})"
+        )
+
     def resolve(x: int | str) -> int:
         return store.tag_manager().get(x).snapshot.id if isinstance(x, str) else int(x)
 
@@ -388,7 +403,9 @@ def read_changes(
             f"Paimon diffs two tags' files (incremental-between-scan-mode applies to snapshot ids only)"
         )
     if both_tags or mode == "diff":
-        return _read_diff(store, start, end, columns)
+        from lake_assets.ops.tag_diff import read_diff  # it builds on this module
+
+        return read_diff(store, start, end, columns)
     reader = ChangeReader(store, columns)
     parts = [reader.read(split) for split in change_splits_between(store, start, end, mode)]  # type: ignore[arg-type]
     return pa.concat_tables(parts) if parts else reader.schema.empty_table()
@@ -397,30 +414,6 @@ def read_changes(
 def _scan_mode(store: FileStore) -> str:
     """The table's ``incremental-between-scan-mode`` (auto, delta, changelog or diff)."""
     return store.schema.core_options._choice("incremental-between-scan-mode")
-
-
-def _read_diff(store: FileStore, start: int | str, end: int | str | None, columns: list[str] | None) -> pa.Table:
-    """Paimon's diff read (`lake_assets.ops.tag_diff`) of two tags or snapshots, as one table."""
-    from lake_assets.ops.tag_diff import DiffReader, diff_splits
-
-    check_row_kind_free(store.schema.field_names, store.name)
-    unknown = [c for c in columns or () if not store.schema.has_field(c)]
-    if unknown:
-        raise SchemaError(f"Table {store.name} has no columns {unknown}")
-
-    def resolve(x: int | str) -> Snapshot:
-        return store.tag_manager().get(x).snapshot if isinstance(x, str) else store.snapshot_manager.snapshot(int(x))
-
-    before = resolve(start)
-    after = resolve(end) if end is not None else store.snapshot_manager.latest()
-    reader = DiffReader(store, columns, ROW_KIND)
-    if after is None or after.id == before.id:
-        return reader.schema.empty_table()
-    if after.id < before.id:
-        raise InvalidArgumentError(f"Cannot read changes of {store.name}: end {end!r} (snapshot {after.id}) is "
-                                   f"before start {start!r} (snapshot {before.id})")
-    parts = [t for split in diff_splits(store, before, after) for t in reader.read(split)]
-    return pa.concat_tables(parts).cast(reader.schema) if parts else reader.schema.empty_table()
 
 
 def iter_stream(

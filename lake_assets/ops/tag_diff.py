@@ -28,11 +28,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lake_assets.errors import InvalidArgumentError, SchemaError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.lsm.merge import is_retract, sort_and_merge
 from lake_assets.ops.plan import plan_splits
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
+from lake_assets.ops.stream import ROW_KIND, check_row_kind_free
 from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
 from lake_assets.spec.snapshot import Snapshot
 from lake_assets.table_support import Op
@@ -77,6 +79,29 @@ def diff_splits(store: FileStore, before: Snapshot, after: Snapshot) -> list[Dif
         out.append(DiffSplit(key[0], some.partition_values, key[1], b_left, a_left,
                              b.dv_entries if b else (), a.dv_entries if a else ()))
     return out
+
+
+def read_diff(store: FileStore, start: int | str, end: int | str | None, columns: list[str] | None) -> pa.Table:
+    """The changes between two tags or snapshots (ids; ``end`` defaults to the latest) as Paimon's
+    diff read gives them (see the module docstring), as one table with a ``_row_kind`` column."""
+    check_row_kind_free(store.schema.field_names, store.name)
+    unknown = [c for c in columns or () if not store.schema.has_field(c)]
+    if unknown:
+        raise SchemaError(f"Table {store.name} has no columns {unknown}")
+
+    def resolve(x: int | str) -> Snapshot:
+        return store.tag_manager().get(x).snapshot if isinstance(x, str) else store.snapshot_manager.snapshot(int(x))
+
+    before = resolve(start)
+    after = resolve(end) if end is not None else store.snapshot_manager.latest()
+    reader = DiffReader(store, columns, ROW_KIND)
+    if after is None or after.id == before.id:
+        return reader.schema.empty_table()
+    if after.id < before.id:
+        raise InvalidArgumentError(f"Cannot read changes of {store.name}: end {end!r} (snapshot {after.id}) is "
+                                   f"before start {start!r} (snapshot {before.id})")
+    parts = [t for split in diff_splits(store, before, after) for t in reader.read(split)]
+    return pa.concat_tables(parts).cast(reader.schema) if parts else reader.schema.empty_table()
 
 
 class DiffReader:

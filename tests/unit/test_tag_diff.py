@@ -92,3 +92,15 @@ def test_append_table_reads_the_files_the_later_tag_added(tmp_path) -> None:
     got = t.read_changes("A", "B")
     assert sorted(zip(got.column("k").to_pylist(), got.column("_row_kind").to_pylist(), strict=True)) == [
         (3, "+I"), (4, "+I")]
+
+
+def test_per_snapshot_planning_refuses_two_tags(table) -> None:
+    """The Spark source plans per-snapshot change splits: between two tags that would not be
+    Paimon's answer, so it is refused (naming the tags) rather than given."""
+    from lake_assets.errors import UnsupportedFeatureError
+    from lake_assets.ops.stream import change_splits_between
+
+    _history(table)
+    with pytest.raises(UnsupportedFeatureError, match="between tags 'A' and 'B'"):
+        change_splits_between(table.store, "A", "B")
+    assert change_splits_between(table.store, "A", table.store.tag_manager().get("B").snapshot.id)  # mixed: as before
