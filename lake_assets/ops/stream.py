@@ -230,7 +230,8 @@ class ChangeReader:
             return
         # Files are read as written (no merge across files): each row is one change.
         for meta in read_order(split.bucket, split.files):
-            raw = self._reader.read_file(sp, meta, with_system=True)
+            # append files carry no system columns: every row is an insert
+            raw = self._reader.read_file(sp, meta, with_system=bool(self.store.primary_keys))
             if self.store.primary_keys:
                 # within a commit, changes of a key are ordered by sequence number
                 raw = raw.take(pc.sort_indices(raw, sort_keys=[(SEQUENCE_NUMBER, "ascending")]))
