@@ -63,3 +63,34 @@ def test_append_table_per_snapshot_changes(java: PaimonJava, wh: str, lake: Cata
     latest = t.store.snapshot_manager.latest_id()
     assert latest is not None
     assert_same_rows(t.read_changes(latest - 1, latest), java.read_changes(wh, "db.t", latest - 1, latest))
+
+
+@pytest.mark.parametrize("options", [
+    {"bucket": "1", "deletion-vectors.enabled": "true"},
+    {"bucket": "2", "merge-engine": "partial-update", "ignore-delete": "true"},
+    {"bucket": "2", "changelog-producer": "input"},
+], ids=["deletion-vectors", "partial-update", "input-changelog"])
+def test_partitioned_tables_diff_between_tags(java: PaimonJava, wh: str, lake: Catalog, options: dict) -> None:
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("p", pa.string(), nullable=False),
+                        ("v", pa.string()), ("n", pa.float64())])
+
+    def data(ids: list[int], p: str, v: str | None, n: float | None) -> pa.Table:
+        return pa.table({"id": ids, "p": [p] * len(ids), "v": [v] * len(ids), "n": [n] * len(ids)}, schema=schema)
+
+    java.create_table(wh, "db.t", schema, primary_keys=["id", "p"], partition_keys=["p"], options=options)
+    java.write(wh, "db.t", data([1, 2, 3], "x", "a", 1.0))
+    java.write(wh, "db.t", data([1, 2], "y", "a", float("nan")))
+    java.create_tag(wh, "db.t", "A")
+    java.write(wh, "db.t", data([1], "x", "b", None))
+    java.write(wh, "db.t", data([2], "y", None, float("nan")))  # partial-update: no change; else v -> null
+    java.write(wh, "db.t", data([3], "x", None, None), kinds=["-D"])
+    java.compact(wh, "db.t")
+    java.write(wh, "db.t", data([4], "z", "c", 4.0))
+    java.create_tag(wh, "db.t", "B")
+    # Java 0.9 reads the deletion vectors of the earlier tag from its snapshot file (by id), which
+    # expiry removes (it then fails): its answer is taken before; lake_assets reads them from the tag
+    expected = java.read_changes(wh, "db.t", "A", "B")
+    java.expire_snapshots(wh, "db.t", {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
+    if "deletion-vectors.enabled" not in options:
+        assert_same_rows(java.read_changes(wh, "db.t", "A", "B"), expected)
+    assert_same_rows(lake.get_table("db.t").read_changes("A", "B"), expected)
