@@ -37,7 +37,7 @@ from lake_assets.ops.scan import Split
 from lake_assets.ops.stream import ROW_KIND, check_row_kind_free
 from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
 from lake_assets.spec.snapshot import Snapshot
-from lake_assets.table_support import Op
+from lake_assets.table_support import POSTPONE_BUCKET, Op
 
 if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
@@ -62,8 +62,13 @@ class DiffSplit:
 
 def diff_splits(store: FileStore, before: Snapshot, after: Snapshot) -> list[DiffSplit]:
     """The buckets whose files differ between ``before`` and ``after``, shared files dropped."""
-    old = {(s.partition, s.bucket): s for s in plan_splits(store, before, None, Op.STREAM)}
-    new = {(s.partition, s.bucket): s for s in plan_splits(store, after, None, Op.STREAM)}
+    # Real buckets only: files waiting in ``bucket-postpone`` are not part of a batch incremental
+    # read (Paimon's batch scans skip them, `lake_assets.ops.stream_postpone`).
+    def buckets(snap: Snapshot) -> dict[tuple[bytes, int], Split]:
+        splits = plan_splits(store, snap, None, Op.STREAM)
+        return {(s.partition, s.bucket): s for s in splits if s.bucket != POSTPONE_BUCKET}
+
+    old, new = buckets(before), buckets(after)
     out: list[DiffSplit] = []
     for key in sorted(old.keys() | new.keys()):
         b, a = old.get(key), new.get(key)

@@ -104,3 +104,23 @@ def test_per_snapshot_planning_refuses_two_tags(table) -> None:
     with pytest.raises(UnsupportedFeatureError, match="between tags 'A' and 'B'"):
         change_splits_between(table.store, "A", "B")
     assert change_splits_between(table.store, "A", table.store.tag_manager().get("B").snapshot.id)  # mixed: as before
+
+
+def test_postponed_rows_are_not_part_of_a_tag_diff(tmp_path) -> None:
+    """Batch incremental reads see real buckets only (`lake_assets.ops.stream_postpone`): rows still
+    waiting in ``bucket-postpone`` at the later tag are no change yet; moved by compaction, they are."""
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.int64())])
+    t = cat.create_table("db.p", schema, primary_keys=["k"], options={"bucket": "-2"})
+    t.write_arrow(pa.table({"k": [1], "v": [10]}, schema=schema))
+    t.compact()
+    t.create_tag("A")
+    t.write_arrow(pa.table({"k": [1, 2], "v": [11, 20]}, schema=schema))
+    t.create_tag("B")
+    t.compact()
+    t.create_tag("C")
+    assert t.read_changes("A", "B").num_rows == 0
+    got = t.read_changes("A", "C")
+    assert sorted(zip(got.column("k").to_pylist(), got.column("_row_kind").to_pylist(), strict=True)) == [
+        (1, "+I"), (2, "+I")]
