@@ -1,8 +1,8 @@
 """Postpone-bucket tables (``bucket = -2``) in Dagster: the small-file sensor counts the files
 waiting in bucket-postpone as backlog, the health observation shows them, and the compaction asset
 (the real compact Spark job) moves them into real buckets. The table is written by pypaimon 2.1
-(the core cannot write postpone tables yet), so lake.yaml declares it without ``bucket``: the
-assets look at the table itself."""
+(a peer's postpone table; ours: test_postpone_ingest.py), and lake.yaml declares it without
+``bucket``: the assets look at the table itself."""
 
 from __future__ import annotations
 

@@ -2,11 +2,7 @@
 (the real ingest job, a Spark batch write) writes the day into real buckets as Paimon's batch sinks
 do (``postpone.batch-write-fixed-bucket`` unset: true), so readers see it at once; later write-only
 updates wait in bucket-postpone, the small-file sensor sees that backlog, and the compaction asset
-moves them into the real buckets, where they are visible.
-
-Needs the core's writes into postpone tables (``ops/postpone_write.py``): until they are in, the
-catalog refuses to create a ``bucket = -2`` table and lake.yaml refuses to declare one, and this
-test skips saying so."""
+moves them into the real buckets, where they are visible."""
 
 from __future__ import annotations
 
@@ -15,9 +11,8 @@ from pathlib import Path
 import dagster as dg
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
-from lake_assets.defs.config import LakeConfigError, load_config
+from lake_assets.defs.config import load_config
 from lake_assets.defs.factory import build_definitions
 from lake_assets.defs.observations import observe_table
 from lake_assets.defs.sensors import SMALL_FILE_SENSOR
@@ -43,12 +38,7 @@ def test_ingest_into_postpone_then_sensor_and_compaction(tmp_path: Path) -> None
         pq.write_table(pa.table({"id": pa.array(ids, pa.int64()), "v": [f"a{i}" for i in ids]}),
                        landing / f"part-{part}.parquet")
     (tmp_path / "lake.yaml").write_text(CONFIG)
-    try:
-        config = load_config(tmp_path / "lake.yaml")
-    except LakeConfigError as exc:
-        if "bucket = -2" in str(exc) and "not supported" in str(exc):
-            pytest.skip("the core cannot create postpone-bucket tables yet (ops/postpone_write.py not merged)")
-        raise
+    config = load_config(tmp_path / "lake.yaml")
     defs = build_definitions(config)
     warehouse = defs.resources["warehouse"]
     with dg.instance_for_test() as instance:
