@@ -127,30 +127,46 @@ RULES: dict[str, OptionRule] = _rules(
       "dynamic-bucket.initial-buckets is unset.", minimum=1, note="lake_assets runs this many assigners in its "
       "one writer (ops/dynamic_bucket.py)"),
     R("postpone.default-bucket-num", "int", None, "Buckets a partition of a postpone-bucket table (bucket = -2) "
-      "gets when compaction first moves its rows into real buckets.", minimum=1,
+      "gets when it first receives real buckets (compaction or batch write), and, exactly, the count of every "
+      "partition a batch overwrite into real buckets replaces.", minimum=1,
       note="read by the postpone compaction (ops/postpone.py) and by batch writes into real buckets "
-      "(ops/postpone_batch.py)"),
+      "(ops/postpone_batch.py); a write may override it (a Spark write option or spark.paimon.* conf)"),
     R("postpone.target-row-num-per-bucket", "long", None, "Rows per bucket a postpone partition's first "
-      "compaction aims at when postpone.default-bucket-num is unset.", minimum=1,
-      note="read by the postpone compaction (ops/postpone.py) and by batch writes into real buckets "
-      "(ops/postpone_batch.py, with the rows already postponed in the partition)"),
+      "compaction or batch write aims at when postpone.default-bucket-num is unset.", minimum=1,
+      note="read by the postpone compaction (ops/postpone.py, over the partition's postpone files) and by "
+      "batch writes into real buckets (ops/postpone_batch.py, over the batch alone, rounded up to a power of "
+      "two, as Paimon HEAD's PostponeUtils.decideFixedBucketNum)"),
     R("postpone.target-size-per-bucket", "size", 1024 * MiB, "Bytes per bucket a postpone partition's first "
-      "compaction aims at when neither postpone.default-bucket-num nor postpone.target-row-num-per-bucket "
-      "is set.", minimum=1, note="the postpone compaction measures the postpone files' stored size, as Java's "
-      "(ops/postpone.py); batch writes into real buckets the batch's Arrow bytes, as Java's Spark writer and "
-      "pypaimon measure uncompressed rows (ops/postpone_batch.py)"),
+      "compaction or batch write aims at when neither postpone.default-bucket-num nor "
+      "postpone.target-row-num-per-bucket is set.", minimum=1, note="the postpone compaction measures the "
+      "postpone files' stored size, as Java's (ops/postpone.py); batch writes into real buckets measure the "
+      "batch's Arrow bytes before writing (Paimon HEAD: its staged postpone files' stored size) and round "
+      "the estimate up to a power of two (ops/postpone_batch.py)"),
     R("postpone.batch-write-fixed-bucket", "bool", True, "Whether batch writes of a postpone-bucket table "
-      "(bucket = -2) go into real buckets (each partition's recorded bucket count, or for a new partition "
-      "postpone.default-bucket-num or the postpone.target-* estimate on the batch) instead of bucket-postpone.",
+      "(bucket = -2) go into real buckets (each partition's recorded bucket count, or for a new or overwritten "
+      "partition postpone.default-bucket-num or the postpone.target-* estimate on the batch) instead of "
+      "bucket-postpone.",
       note="as Paimon's Flink and Spark batch sinks, lake_assets' Spark batch writes (df.write, write_table, "
       "the ingest job) write real buckets when it is true or unset (write-only level-0 files, planned per "
       "partition by ops/postpone_batch.py, written by ops/postpone_fixed_bucket.py) and postpone when false; "
-      "streaming writes and the core's Table.write_arrow always postpone, as Paimon's streaming sinks and "
-      "pypaimon's default batch writer do (ops.postpone_fixed_bucket.write_fixed_buckets is the core's "
-      "explicit real-bucket write)"),
+      "as in Paimon's Spark connector a write may override it: a write option (df.write.option, write_table's "
+      "options=, the ingest job's --write-option) over the spark.paimon.<key> conf (write_table, the ingest "
+      "job) over the table's; streaming writes and the core's Table.write_arrow always postpone, as Paimon's "
+      "streaming sinks and pypaimon's default batch writer do (ops.postpone_fixed_bucket.write_fixed_buckets "
+      "is the core's explicit real-bucket write)"),
     R("postpone.batch-write-fixed-bucket.max-parallelism", "int", 2048, "Largest bucket count a batch write "
-      "into real buckets of a postpone table estimates for a new partition.", minimum=1,
+      "into real buckets of a postpone table estimates for a partition (the estimate is rounded up to a power "
+      "of two, then capped).", minimum=1,
       note="read by the batch bucket planner (ops/postpone_batch.py)"),
+    R("postpone.batch-write-fixed-bucket.rescale-load-factor", "int", 32, "How many times its recorded "
+      "bucket count a batch may need before a batch write into real buckets rescales a partition (Paimon "
+      "HEAD rewrites the partition's real buckets into the larger count first).", minimum=1,
+      note="lake_assets does not rescale: a batch write that Paimon would rescale is refused with an error "
+      "naming this option, before anything is committed (ops/postpone_batch.py)"),
+    R("postpone.merge-on-read", "bool", False, "Batch reads of a postpone-bucket table merge the rows waiting "
+      "in bucket-postpone into the real buckets.",
+      note="lake_assets' reads skip bucket-postpone: reads and streams of a postpone table carrying true are "
+      "refused (lake_assets/table_support.py); writes and compaction are unaffected"),
     R("deletion-vectors.enabled", "bool", False, "Deletion vectors mark deleted rows.",
       note="reads (batch, and the full phase of streams) apply them; compaction writes them for deduplicate "
       "tables without sequence.field, ignore-delete or changelog production (others refuse writes and "

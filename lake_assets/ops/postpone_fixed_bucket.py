@@ -33,8 +33,8 @@ from lake_assets.errors import LakeError, UnsupportedFeatureError
 from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
-from lake_assets.ops.postpone import DEFAULT_BUCKET_NUM_KEY, TARGET_ROWS_KEY, is_postpone_table
-from lake_assets.ops.postpone_batch import StagedPartition, bucket_metadata, plan_batch_buckets
+from lake_assets.ops.postpone import is_postpone_table
+from lake_assets.ops.postpone_batch import BatchBucketOptions, StagedPartition, bucket_metadata, plan_batch_buckets
 from lake_assets.ops.postpone_files import read_postpone_file
 from lake_assets.ops.postpone_write import PostponeWriter
 from lake_assets.ops.route import PARALLEL_GATHER_ROWS, partition_groups
@@ -236,15 +236,22 @@ def write_fixed_buckets(
 
 
 def resolve_staged(
-    store: FileStore, commit_user: str, staged: Sequence[CommitMessage], *, parallelism: int | None = None
+    store: FileStore,
+    commit_user: str,
+    staged: Sequence[CommitMessage],
+    *,
+    parallelism: int | None = None,
+    options: BatchBucketOptions | None = None,
+    overwrite: bool = False,
 ) -> list[CommitMessage]:
     """Write the rows of uncommitted ``bucket-postpone`` files (``staged``, the messages of
     `PostponeFixedBucketWriter` with ``stage_unplanned``, in writer order) into real buckets and
     delete those files; the new messages (not committed).
 
     Each partition's count is planned now that its whole batch is known (`plan_batch_buckets`
-    over its rows and their Arrow bytes: the rows from the files' metadata, the bytes, when the
-    plan needs them, from the files read one at a time per thread). The partitions are then
+    with the write's ``options`` and ``overwrite`` over its rows and their Arrow bytes: the rows
+    from the files' metadata, the bytes, when the plan needs them, from the files read one at a
+    time per thread). The partitions are then
     written independently, up to ``parallelism`` at once (default: the CPUs; each its own
     write-only writer, so memory is up to that many write buffers plus one staged file each):
     a partition's rows are replayed in the order of ``staged``, each file by sequence number,
@@ -260,10 +267,12 @@ def resolve_staged(
         for e in files:
             by_partition.setdefault(e.partition, []).append(e)
         workers = max(1, min(len(by_partition), parallelism or os.cpu_count() or 2))
+        opts = BatchBucketOptions.of(store) if options is None else options
         with ThreadPoolExecutor(max_workers=workers) as pool:
             metadata = bucket_metadata(store)
-            sizes = _staged_sizes(store, by_partition, metadata.bucket_counts, pool)
-            plan = plan_batch_buckets(store, sizes, metadata)
+            known = {} if overwrite else metadata.bucket_counts
+            sizes = _staged_sizes(store, by_partition, known, opts, pool)
+            plan = plan_batch_buckets(store, sizes, metadata, options=opts, overwrite=overwrite)
             base = WriterBase.restore(store, Op.WRITE, False)
             futures = [pool.submit(_rewrite_partition, store, commit_user, plan[p], entries, base)
                        for p, entries in by_partition.items()]
@@ -284,13 +293,13 @@ def resolve_staged(
 
 
 def _staged_sizes(store: FileStore, by_partition: Mapping[bytes, list[ManifestEntry]],
-                  known: Mapping[bytes, int], pool: ThreadPoolExecutor) -> dict[bytes, StagedPartition]:
+                  known: Mapping[bytes, int], opts: BatchBucketOptions,
+                  pool: ThreadPoolExecutor) -> dict[bytes, StagedPartition]:
     """The rows (file metadata) and Arrow bytes of each partition's staged files; the bytes are
-    read only when a count is estimated from them (no default count, no row target, a partition
-    without a recorded count)."""
-    opts = store.schema.options
-    need_bytes = (DEFAULT_BUCKET_NUM_KEY not in opts and TARGET_ROWS_KEY not in opts
-                  and any(p not in known for p in by_partition))
+    read only when a decision measures them (no row target, and a partition with a recorded
+    count, which a big batch would rescale, or one without a count or default count)."""
+    need_bytes = opts.target_rows is None and any(
+        p in known or opts.default_bucket_num is None for p in by_partition)
     nbytes: dict[bytes, int] = dict.fromkeys(by_partition, 0)
     if need_bytes:
         entries = [e for es in by_partition.values() for e in es]

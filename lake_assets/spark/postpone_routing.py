@@ -19,6 +19,7 @@ table whose count is per partition (`lake_assets.ops.postpone_fixed_bucket`). He
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -29,10 +30,15 @@ from pyspark.sql import functions as F
 from pyspark.sql.functions import arrow_udf
 from pyspark.sql.types import IntegerType
 
-from lake_assets.errors import OptionError
+from lake_assets.errors import InvalidArgumentError, OptionError
 from lake_assets.lsm.bucket import assign_buckets
-from lake_assets.ops.postpone import DEFAULT_BUCKET_NUM_KEY, TARGET_ROWS_KEY, estimate_bucket_num
-from lake_assets.ops.postpone_batch import StagedPartition, bucket_metadata, plan_batch_buckets
+from lake_assets.ops.postpone_batch import (
+    BATCH_OPTION_KEYS,
+    BatchBucketOptions,
+    StagedPartition,
+    bucket_metadata,
+    plan_batch_buckets,
+)
 from lake_assets.spark.bucket_column import bucket_column
 from lake_assets.spark.schema import BUCKET_COLUMN
 from lake_assets.spec.arrow_types import to_arrow
@@ -59,9 +65,12 @@ from lake_assets.spec.data_types import (
 from lake_assets.table import Table
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 PLAN_OPTION = "postpone-bucket-plan"
+# Paimon's Spark connector takes every SQL conf key with this prefix as a dynamic table option
+# (OptionUtils.scala:39, mergeSQLConf), below the write's own options
+SPARK_CONF_PREFIX = "spark.paimon."
 
 # Arrow's in-memory bytes per value of fixed-width types (the measure `plan_batch_buckets` takes)
 _FIXED_WIDTH: dict[type[DataType], int] = {
@@ -74,13 +83,17 @@ _BYTES = (CharType, VarCharType, BinaryType, VarBinaryType)
 @dataclass(frozen=True)
 class BucketPlan:
     """The bucket count per serialized partition, and the count of partitions not listed
-    (``postpone.default-bucket-num``; None: such rows are staged and planned at the commit)."""
+    (``postpone.default-bucket-num``; None: such rows are staged and planned at the commit).
+    ``measured``: every listed count was decided on the batch's measured rows and bytes, so no
+    partition needs the commit's rescale check (`refuse_rescales_of_written`)."""
 
     counts: dict[bytes, int] = field(default_factory=dict)
     default: int | None = None
+    measured: bool = False
 
     def to_json(self) -> str:
-        return json.dumps({"counts": {k.hex(): v for k, v in self.counts.items()}, "default": self.default})
+        return json.dumps({"counts": {k.hex(): v for k, v in self.counts.items()}, "default": self.default,
+                           "measured": self.measured})
 
     @staticmethod
     def from_json(text: str) -> BucketPlan:
@@ -88,7 +101,7 @@ class BucketPlan:
             raw = json.loads(text)
             counts = {bytes.fromhex(k): int(v) for k, v in raw["counts"].items()}
             default = raw.get("default")
-            plan = BucketPlan(counts, None if default is None else int(default))
+            plan = BucketPlan(counts, None if default is None else int(default), raw.get("measured") is True)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise OptionError(f"Option '{PLAN_OPTION}' is not a bucket plan: {exc}") from None
         if any(n <= 0 for n in counts.values()) or (plan.default is not None and plan.default <= 0):
@@ -96,12 +109,38 @@ class BucketPlan:
         return plan
 
 
-def base_plan(table: Table) -> BucketPlan:
-    """What the table alone decides: the recorded count of every partition with real buckets,
-    and ``postpone.default-bucket-num`` for the others when it is set."""
-    store = table.store
-    default = estimate_bucket_num(store, 0, 0) if DEFAULT_BUCKET_NUM_KEY in store.schema.options else None
-    return BucketPlan(dict(bucket_metadata(store).bucket_counts), default)
+def write_options(options: Mapping[str, str]) -> dict[str, str]:
+    """The postpone options among a write's options (`BATCH_OPTION_KEYS`, matched in lower case
+    as Spark hands them to a data source): the dynamic options of `BatchBucketOptions.of`."""
+    lowered = {str(k).strip().lower(): str(v) for k, v in options.items()}
+    return {k: lowered[k] for k in BATCH_OPTION_KEYS if k in lowered}
+
+
+def session_write_options(spark: SparkSession, options: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The dynamic postpone options of a write from the driver: ``spark.paimon.<key>`` of the
+    session's conf, overridden by the write's own ``options`` (Paimon's order: the write's options
+    win, ``OptionUtils.mergeSQLConf``). A Python data source cannot see the session's conf, so
+    `write_table` passes these on as write options. An explicit option that is not one of
+    `BATCH_OPTION_KEYS` raises `InvalidArgumentError` (it would otherwise be ignored)."""
+    unknown = sorted(k for k in (options or {}) if str(k).strip().lower() not in BATCH_OPTION_KEYS)
+    if unknown:
+        raise InvalidArgumentError(f"options: {unknown} are not write options of a postpone table; "
+                                   f"the options a write may override are {list(BATCH_OPTION_KEYS)}")
+    conf = {}
+    for key in BATCH_OPTION_KEYS:
+        value = spark.conf.get(SPARK_CONF_PREFIX + key, None)
+        if value is not None:
+            conf[key] = str(value)
+    return {**conf, **write_options(options or {})}
+
+
+def base_plan(table: Table, options: BatchBucketOptions | None = None, *, overwrite: bool = False) -> BucketPlan:
+    """What the table alone decides: the recorded count of every partition with real buckets
+    (none for an overwrite, which replaces them: HEAD's SparkPostponeStagedCommitter), and
+    ``postpone.default-bucket-num`` for the others when it is set."""
+    opts = BatchBucketOptions.of(table.store) if options is None else options
+    counts = {} if overwrite else dict(bucket_metadata(table.store).bucket_counts)
+    return BucketPlan(counts, opts.default_bucket_num)
 
 
 def _value_bytes(column: Column, t: DataType) -> Column:
@@ -123,14 +162,19 @@ def _row_bytes(table: Table) -> Column:
     return total
 
 
-def plan_dataframe(df: DataFrame, table: Table) -> BucketPlan:
-    """The bucket plan of writing ``df`` into postpone table ``table`` (see the module doc)."""
-    plan = base_plan(table)
+def plan_dataframe(df: DataFrame, table: Table, options: BatchBucketOptions | None = None, *,
+                   overwrite: bool = False) -> BucketPlan:
+    """The bucket plan of writing ``df`` into postpone table ``table`` (see the module doc) with
+    the write's ``options``; ``overwrite``: the partitions written are replaced."""
     store = table.store
+    opts = BatchBucketOptions.of(store) if options is None else options
+    plan = base_plan(table, opts, overwrite=overwrite)
     pkeys = list(table.partition_keys)
     if plan.default is not None or (not pkeys and plan.counts):
-        return plan  # nothing to estimate: no statistics stage
-    by_rows = TARGET_ROWS_KEY in store.schema.options
+        # nothing to estimate: no statistics stage (the commit checks the recorded partitions
+        # against a rescale on what was written)
+        return plan
+    by_rows = opts.target_rows is not None
     stats = df.groupBy(*[F.col(k) for k in pkeys]).agg(
         F.count(F.lit(1)).alias("__rows"),
         (F.lit(0).cast("bigint") if by_rows else F.sum(_row_bytes(table))).alias("__bytes"))
@@ -141,8 +185,8 @@ def plan_dataframe(df: DataFrame, table: Table) -> BucketPlan:
     nbytes = result.column("__bytes").to_pylist()
     staged = {serialize_row([c[i] for c in columns], types): StagedPartition(int(rows[i]), int(nbytes[i] or 0))
               for i in range(result.num_rows)}
-    planned = plan_batch_buckets(store, staged, bucket_metadata(store))
-    return BucketPlan({**plan.counts, **planned}, None)
+    planned = plan_batch_buckets(store, staged, bucket_metadata(store), options=opts, overwrite=overwrite)
+    return BucketPlan({**plan.counts, **planned}, None, measured=True)
 
 
 def _count_column(table: Table, plan: BucketPlan) -> Column:

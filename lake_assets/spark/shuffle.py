@@ -26,11 +26,17 @@ from pyspark.sql.types import IntegerType
 
 from lake_assets import arguments as args
 from lake_assets.catalog import Catalog
-from lake_assets.errors import OptionError
+from lake_assets.errors import InvalidArgumentError, OptionError
 from lake_assets.lsm.bucket import assign_buckets
-from lake_assets.ops.postpone_batch import fixed_bucket_batch_writes
+from lake_assets.ops.postpone import is_postpone_table
+from lake_assets.ops.postpone_batch import BatchBucketOptions, fixed_bucket_batch_writes
 from lake_assets.spark.bucket_column import bucket_column
-from lake_assets.spark.postpone_routing import PLAN_OPTION, plan_dataframe, route_by_planned_bucket
+from lake_assets.spark.postpone_routing import (
+    PLAN_OPTION,
+    plan_dataframe,
+    route_by_planned_bucket,
+    session_write_options,
+)
 from lake_assets.spark.schema import BUCKET_COLUMN
 from lake_assets.spark.source_options import STORAGE_PREFIX, storage_option_text
 from lake_assets.spec.arrow_types import to_arrow
@@ -141,6 +147,7 @@ def write_table(
     dynamic: bool | None = None,
     partition_overwrite_mode: str | None = None,
     num_partitions: int | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> None:
     """Write ``df`` into a table in one snapshot, routing each bucket of a primary-key table to one task.
 
@@ -151,6 +158,10 @@ def write_table(
     ``df`` is empty; rows outside fail the write), the partitions ``df`` has rows in when
     ``dynamic`` is true, or the whole table. ``dynamic=None`` follows ``partition_overwrite_mode``,
     else the session's ``spark.sql.sources.partitionOverwriteMode``.
+
+    ``options`` are the write's options, as ``df.write.option``: the postpone options
+    (``postpone.batch-write-fixed-bucket`` and the count options) override the table's for this
+    write, over the session's ``spark.paimon.<key>`` conf, as in Paimon's Spark connector.
     """
     if mode not in ("append", "overwrite"):
         raise OptionError(f"write_table mode must be 'append' or 'overwrite', got {mode!r}")
@@ -165,6 +176,7 @@ def write_table(
                     if isinstance(partition_overwrite_mode, str) else partition_overwrite_mode,
                     ("static", "dynamic"))
     args.integer("num_partitions", num_partitions, minimum=1)
+    args.mapping("options", options)
     if mode == "append" and (overwrite_partitions or dynamic):
         raise OptionError("overwrite_partitions and dynamic need mode='overwrite'")
     if overwrite_partitions and dynamic:
@@ -172,7 +184,16 @@ def write_table(
     storage = dict(storage_options or {})
     table = Catalog(warehouse, **storage).get_table(identifier)
     # a postpone table's batch write goes into real buckets of planned counts (postpone_routing)
-    plan = plan_dataframe(df, table) if fixed_bucket_batch_writes(table.store) else None
+    postpone_options: dict[str, str] = {}
+    if is_postpone_table(table.store):
+        postpone_options = session_write_options(df.sparkSession, options)
+    elif options:
+        raise InvalidArgumentError(f"options {sorted(options)}: {table.name} is not a postpone-bucket table "
+                                   "(bucket = -2), the only tables whose writes take options")
+    plan = None
+    if fixed_bucket_batch_writes(table.store, postpone_options):
+        plan = plan_dataframe(df, table, BatchBucketOptions.of(table.store, postpone_options),
+                              overwrite=mode == "overwrite")
     if num_partitions is None and table.primary_keys and single_task_input(df):
         routed = df  # one task writes every bucket: nothing to route
     elif plan is not None:
@@ -182,6 +203,8 @@ def write_table(
     writer = routed.write.format("lake").mode(mode).option("warehouse", warehouse)
     if plan is not None:
         writer = writer.option(PLAN_OPTION, plan.to_json())
+    for k, v in postpone_options.items():
+        writer = writer.option(k, v)
     for k, v in storage.items():
         writer = writer.option(STORAGE_PREFIX + k, storage_option_text(v))
     if mode == "overwrite":

@@ -29,11 +29,11 @@ from lake_assets.ops.commit import Overwrite, TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.overwrite import check_inside_partition, dynamic_overwrite
 from lake_assets.ops.overwrite import overwrite_spec as partition_overwrite
-from lake_assets.ops.postpone_batch import fixed_bucket_batch_writes
+from lake_assets.ops.postpone_batch import BatchBucketOptions, fixed_bucket_batch_writes, refuse_rescales_of_written
 from lake_assets.ops.postpone_fixed_bucket import PostponeFixedBucketWriter, resolve_staged
 from lake_assets.ops.postpone_write import PostponeWriter
 from lake_assets.ops.write import TableWriter
-from lake_assets.spark.postpone_routing import PLAN_OPTION, BucketPlan, base_plan
+from lake_assets.spark.postpone_routing import PLAN_OPTION, BucketPlan, base_plan, write_options
 from lake_assets.spark.schema import BUCKET_COLUMN, from_spark
 from lake_assets.spark.source_options import OVERWRITE_PARTITION, PARTITION_OVERWRITE_MODE, SourceOptions
 from lake_assets.spark.task_sequences import (
@@ -262,11 +262,16 @@ class LakeBatchWriter(DataSourceArrowWriter):
         table = options.table()
         self.base_snapshot = table.snapshot_manager.latest_id()
         # a postpone table's batch writes go into real buckets (postpone.batch-write-fixed-bucket,
-        # true or unset): with write_table's plan, else the counts the table alone decides
+        # true or unset; this write's options override the table's, as in Paimon's connector): with
+        # write_table's plan, else the counts the table alone decides
         self.plan: BucketPlan | None = None
-        if fixed_bucket_batch_writes(table.store):
+        self.batch_options: BatchBucketOptions | None = None
+        dynamic = write_options(options.raw)
+        if fixed_bucket_batch_writes(table.store, dynamic):
+            self.batch_options = BatchBucketOptions.of(table.store, dynamic)
             text = options.get((PLAN_OPTION,))
-            self.plan = BucketPlan.from_json(text) if text is not None else base_plan(table)
+            self.plan = (BucketPlan.from_json(text) if text is not None
+                         else base_plan(table, self.batch_options, overwrite=overwrite))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LakeCommitMessage:
         return write_task(self.options, self.commit_user, iterator, self.plan, overwrite=self.overwrite)
@@ -279,7 +284,8 @@ class LakeBatchWriter(DataSourceArrowWriter):
         if self.plan is not None and any(m.bucket == POSTPONE_BUCKET for m in decoded):
             # rows of partitions no count was planned for: plan them now, write them into real buckets
             try:
-                resolved = resolve_staged(table.store, self.commit_user, decoded)
+                resolved = resolve_staged(table.store, self.commit_user, decoded, options=self.batch_options,
+                                          overwrite=self.overwrite)
             except BaseException:
                 committer.abort([m for m in decoded if m.bucket != POSTPONE_BUCKET])
                 raise
@@ -290,6 +296,9 @@ class LakeBatchWriter(DataSourceArrowWriter):
         try:
             check_one_dynamic_bucket_writer(table, messages)
             check_sequences_disjoint(table, tasks)
+            if self.plan is not None and self.batch_options is not None and not (self.plan.measured or self.overwrite):
+                # partitions written with their recorded counts unmeasured: a batch Paimon would rescale fails
+                refuse_rescales_of_written(table.store, decoded, self.batch_options)
             if self.partition_spec is not None:
                 ow = partition_overwrite(table.store, self.partition_spec)
                 check_inside_partition(table.store, decoded, ow)
