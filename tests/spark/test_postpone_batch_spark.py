@@ -74,17 +74,18 @@ def test_write_table_plans_counts_existing_keep_new_estimated(spark, tmp_path, r
     t.compact()
     assert counts(t) == {"d1": {2}}
     before = {e.file.file_name for e in live(t)}
-    # d1 keeps its 2 buckets whatever the batch holds; new d2: 25 rows of 10 per bucket -> 3
+    # d1 keeps its 2 buckets (50 rows are well within 32 x 2 buckets); new d2: 25 rows of 10 per
+    # bucket -> 3, rounded up to a power of two as Paimon HEAD's decideFixedBucketNum -> 4
     data = pa.concat_tables([rows(range(10, 60), "d1", "b"), rows(range(25), "d2", "b")])
     write_table(spark.createDataFrame(data.to_pandas()).repartition(3), wh, "db.p")
-    assert counts(t) == {"d1": {2}, "d2": {3}}
+    assert counts(t) == {"d1": {2}, "d2": {4}}
     got = values(t)  # visible at once, no compaction
     assert got == {**{(k, "d1"): "a" + str(k) for k in range(10)}, **{(k, "d1"): f"b{k}" for k in range(10, 60)},
                    **{(k, "d2"): f"b{k}" for k in range(25)}}
     # one writer per bucket: each bucket got one level-0 file
     new = [e for e in live(t) if e.file.file_name not in before]
     assert all(e.file.level == 0 for e in new)  # write-only, as Paimon's fixed-bucket batch sink
-    assert len(new) == len({(e.partition, e.bucket) for e in new}) == 5
+    assert len(new) == len({(e.partition, e.bucket) for e in new}) == 6
     read_alike(wh, t, readers)
 
 
@@ -105,14 +106,14 @@ def test_unrouted_df_write_stages_new_partitions_then_plans_them(spark, tmp_path
     data = pa.concat_tables([rows(range(20), "d1", "a"), rows(range(5), "d2", "a")])
     df = spark.createDataFrame(data.to_pandas()).repartition(3)
     df.write.format("lake").mode("append").option("warehouse", wh).save("db.p")
-    assert counts(t) == {"d1": {3}, "d2": {1}}  # ceil(20 / 8), ceil(5 / 8)
+    assert counts(t) == {"d1": {4}, "d2": {1}}  # ceil(20 / 8) = 3 -> 4, ceil(5 / 8)
     assert len(t.refresh().snapshots()) == 1
     assert values(t) == {(k, dt): f"a{k}" for dt, n in (("d1", 20), ("d2", 5)) for k in range(n)}
     assert list((tmp_path / "wh").rglob("bucket-postpone/*")) == []  # the staged files are gone
     # a second unrouted write keeps the recorded counts (planned on the driver, nothing staged)
     df2 = spark.createDataFrame(rows(range(10, 30), "d1", "b").to_pandas()).repartition(2)
     df2.write.format("lake").mode("append").option("warehouse", wh).save("db.p")
-    assert counts(t) == {"d1": {3}, "d2": {1}}
+    assert counts(t) == {"d1": {4}, "d2": {1}}
     assert values(t)[(15, "d1")] == "b15" and values(t)[(5, "d1")] == "a5"
     read_alike(wh, t, readers)
 
@@ -146,7 +147,8 @@ def test_option_false_still_postpones(spark, tmp_path) -> None:
 
 def test_ingest_job_partition_sources_land_in_real_buckets(capsys, spark, tmp_path, readers) -> None:
     """The ingest job (write_table per --partition-source, with --overwrite) writes each day into
-    real buckets of its planned count; a re-run replaces the day and keeps its count."""
+    real buckets of its planned count; a re-run replaces the day with the count its new batch
+    gets, as Paimon HEAD's overwrite (the replaced layout does not bind)."""
     import pyarrow.parquet as pq
 
     from lake_assets.spark.jobs import ingest
@@ -163,13 +165,13 @@ def test_ingest_job_partition_sources_land_in_real_buckets(capsys, spark, tmp_pa
         args += ["--partition-source", f"dt={day}", str(tmp_path / day / "*.parquet")]
     code, out = run_job_main(capsys, ingest.main, *args)
     assert code == EXIT_OK, out
-    assert counts(t) == {"d1": {3}, "d2": {1}}  # ceil(10 / 4), ceil(3 / 4)
+    assert counts(t) == {"d1": {4}, "d2": {1}}  # ceil(10 / 4) = 3 -> 4, ceil(3 / 4)
     assert len(values(t)) == 13
     pq.write_table(rows(range(2), "d1", "b"), tmp_path / "d1" / "part.parquet")
     code, out = run_job_main(capsys, ingest.main, "--warehouse", wh, "--table", "db.p", "--format", "parquet",
                              "--overwrite", "--partition", "dt=d1", "--source", str(tmp_path / "d1" / "*.parquet"))
     assert code == EXIT_OK, out
-    assert counts(t) == {"d1": {3}, "d2": {1}}
+    assert counts(t) == {"d1": {1}, "d2": {1}}  # 2 rows: one bucket
     assert values(t) == {(0, "d1"): "b0", (1, "d1"): "b1", **{(k, "d2"): f"a{k}" for k in range(3)}}
     read_alike(wh, t, readers)
 
@@ -189,3 +191,101 @@ def test_keys_the_jvm_cannot_hash_route_through_the_counted_udf(spark, tmp_path)
     assert {e.total_buckets for e in entries} == {4, 2}
     assert len(entries) == len({(e.partition, e.bucket) for e in entries}) == 6
     assert t.refresh().to_arrow().num_rows == 30
+
+
+def test_write_table_overwrite_gives_replaced_partitions_the_batchs_count(spark, tmp_path, readers) -> None:
+    """Paimon HEAD's SparkPostponeStagedCommitter decides an overwritten partition as a new one
+    (postpone.default-bucket-num, else the estimate on the batch), not with its recorded count."""
+    wh = str(tmp_path / "wh")
+    t = make(wh, **{"postpone.target-row-num-per-bucket": "10"})
+    write_table(spark.createDataFrame(rows(range(40), "d1", "a").to_pandas()).repartition(2), wh, "db.p")
+    t.write_arrow(rows([100], "d1", "p"))  # waits in bucket-postpone; the overwrite drops it too
+    assert counts(t) == {"d1": {4, -2}}
+    write_table(spark.createDataFrame(rows(range(5), "d1", "b").to_pandas()).repartition(2), wh, "db.p",
+                mode="overwrite", dynamic=True)
+    assert counts(t) == {"d1": {1}}
+    assert values(t) == {(k, "d1"): f"b{k}" for k in range(5)}
+    # with a default count, the default, exactly
+    t.update_schema().set_option("postpone.default-bucket-num", "3").commit()
+    df = spark.createDataFrame(rows(range(7), "d1", "c").to_pandas())
+    df.write.format("lake").mode("overwrite").option("warehouse", wh).option("partitionOverwriteMode", "dynamic") \
+        .save("db.p")
+    assert counts(t) == {"d1": {3}}
+    assert values(t) == {(k, "d1"): f"c{k}" for k in range(7)}
+    read_alike(wh, t, readers)
+
+
+def test_a_write_option_overrides_batch_write_fixed_bucket(spark, tmp_path) -> None:
+    """As Paimon's Spark connector (write options over spark.paimon.* conf over the table's
+    options): false postpones the rows, true writes real buckets, whatever the table says."""
+    wh = str(tmp_path / "wh")
+    t = make(wh, **{"postpone.default-bucket-num": "2"})
+    df = spark.createDataFrame(rows(range(10), "d1", "a").to_pandas())
+    key = "postpone.batch-write-fixed-bucket"
+    df.write.format("lake").mode("append").option("warehouse", wh).option(key, "false").save("db.p")
+    write_table(df, wh, "db.p", options={key: "false"})
+    assert counts(t) == {"d1": {-2}} and values(t) == {}
+    t.update_schema().set_option(key, "false").commit()
+    df2 = spark.createDataFrame(rows(range(10, 20), "d2", "b").to_pandas())
+    df2.write.format("lake").mode("append").option("warehouse", wh).option(key, "true").save("db.p")
+    assert counts(t) == {"d1": {-2}, "d2": {2}} and len(values(t)) == 10
+    write_table(spark.createDataFrame(rows(range(5), "d3", "c").to_pandas()), wh, "db.p", options={key: "TRUE"})
+    assert counts(t)["d3"] == {2}
+    with pytest.raises(Exception, match=r"postpone\.batch-write-fixed-bucket.*'perhaps'"):
+        df.write.format("lake").mode("append").option("warehouse", wh).option(key, "perhaps").save("db.p")
+    from lake_assets.errors import InvalidArgumentError
+    with pytest.raises(InvalidArgumentError, match="bucket-num"):
+        write_table(df, wh, "db.p", options={"bucket-num": "2"})
+
+
+def test_spark_paimon_conf_overrides_the_table_below_the_write_option(spark, tmp_path) -> None:
+    wh = str(tmp_path / "wh")
+    t = make(wh, **{"postpone.default-bucket-num": "2"})
+    key = "postpone.batch-write-fixed-bucket"
+    spark.conf.set("spark.paimon." + key, "false")
+    try:
+        write_table(spark.createDataFrame(rows(range(4), "d1", "a").to_pandas()), wh, "db.p")
+        assert counts(t) == {"d1": {-2}}
+        write_table(spark.createDataFrame(rows(range(4), "d2", "a").to_pandas()), wh, "db.p",
+                    options={key: "true"})
+        assert counts(t) == {"d1": {-2}, "d2": {2}}
+    finally:
+        spark.conf.unset("spark.paimon." + key)
+
+
+def test_ingest_job_write_option(capsys, spark, tmp_path) -> None:
+    import pyarrow.parquet as pq
+
+    from lake_assets.spark.jobs import ingest
+    from lake_assets.spark.jobs.errors import EXIT_OK
+    from tests.spark.test_jobs_common import run_job_main
+
+    wh = str(tmp_path / "wh")
+    t = make(wh, **{"postpone.default-bucket-num": "2"})
+    pq.write_table(rows(range(6), "d1", "a"), tmp_path / "in.parquet")
+    base = ["--warehouse", wh, "--table", "db.p", "--format", "parquet", "--source", str(tmp_path / "in.parquet")]
+    code, out = run_job_main(capsys, ingest.main, *base, "--write-option", "postpone.batch-write-fixed-bucket=false")
+    assert code == EXIT_OK, out
+    assert counts(t) == {"d1": {-2}}
+    code, out = run_job_main(capsys, ingest.main, *base, "--write-option", "postpone.default-bucket-num=4",
+                             "--overwrite")
+    assert code == EXIT_OK, out
+    assert counts(t) == {"d1": {4}} and len(values(t)) == 6
+
+
+def test_a_batch_paimon_would_rescale_the_partition_for_fails_the_commit(spark, tmp_path) -> None:
+    """A partition planned with its recorded count without measuring the batch (a default count
+    set): the commit measures what was written and refuses a batch Paimon HEAD would rescale the
+    partition for; nothing lands and the written files are gone."""
+    wh = str(tmp_path / "wh")
+    t = make(wh, **{"postpone.default-bucket-num": "1", "postpone.target-row-num-per-bucket": "1"})
+    write_table(spark.createDataFrame(rows(range(2), "d1", "a").to_pandas()), wh, "db.p")
+    before = t.refresh().snapshot_manager.latest_id()
+    files = set((tmp_path / "wh").rglob("data-*"))
+    with pytest.raises(Exception, match=r"rescale-load-factor = 32"):
+        write_table(spark.createDataFrame(rows(range(40), "d1", "b").to_pandas()), wh, "db.p")
+    assert t.refresh().snapshot_manager.latest_id() == before
+    assert set((tmp_path / "wh").rglob("data-*")) == files
+    write_table(spark.createDataFrame(rows(range(40), "d1", "b").to_pandas()), wh, "db.p",
+                options={"postpone.batch-write-fixed-bucket.rescale-load-factor": "64"})
+    assert counts(t) == {"d1": {1}} and len(values(t)) == 40

@@ -64,6 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--format", choices=FORMATS, default=None, help="format of --source files")
     parser.add_argument("--read-option", dest="read_options", action="append", type=key_value, default=[],
                         metavar="K=V", help="Spark reader option (repeatable), e.g. header=false, samplingRatio=0.1")
+    parser.add_argument("--write-option", dest="write_options", action="append", type=key_value, default=[],
+                        metavar="K=V", help="option of this write over the table's (repeatable; postpone-bucket "
+                        "tables: postpone.batch-write-fixed-bucket and the postpone.* count options, as a "
+                        "Spark write option in Paimon); spark.paimon.<key> conf works too")
     partition_arg(parser, "the data belongs to this partition (repeatable for several keys); "
                   "with --overwrite it is replaced")
     parser.add_argument("--overwrite", action="store_true",
@@ -221,6 +225,8 @@ def _write_batch(ctx: JobContext, df: DataFrame, spec: dict[str, Any]) -> int | 
     args = ctx.args
     kwargs: dict[str, Any] = {"mode": "overwrite" if args.overwrite else "append",
                               "storage_options": ctx.ref.storage}
+    if args.write_options:
+        kwargs["options"] = dict(args.write_options)
     static_fallback = False
     if args.overwrite:  # one commit replaces exactly ``spec`` (or the partitions rows fall in)
         if _partition_overwrite_supported():
@@ -357,6 +363,9 @@ def body(ctx: JobContext) -> dict[str, Any]:
             raise UsageError("--overwrite is not supported with --mode stream")
         if args.partition_sources:
             raise UsageError("--partition-source is not supported with --mode stream")
+        if args.write_options:
+            raise UsageError("--write-option applies to batch writes (streaming writes of a postpone table "
+                             "always postpone)")
         trigger = _trigger(args.trigger)
     elif args.checkpoint:
         raise UsageError("--checkpoint applies to --mode stream only")
