@@ -3,10 +3,13 @@
 Paimon's Spark and Flink batch sinks write a postpone table (``bucket = -2``) as a fixed-bucket
 table whose count is per partition (`lake_assets.ops.postpone_fixed_bucket`). Here:
 
-* the driver plans the counts (`plan_dataframe`): the partitions' recorded counts and
-  ``postpone.default-bucket-num`` need no look at the data; only when a new partition's count
-  must be estimated does one aggregate over the input measure each partition's rows and bytes
-  (Java's Spark writer runs the same statistics stage) for `plan_batch_buckets`;
+* the driver plans the counts (`plan_dataframe`, with the write's options: `session_write_options`
+  over the table's, as Paimon's connector): the partitions' recorded counts (none for an
+  overwrite) and ``postpone.default-bucket-num`` need no look at the data; only when a partition's
+  count must be estimated does one aggregate over the input measure each partition's rows and
+  bytes for `plan_batch_buckets` (Java's Spark writer stages the rows and measures the staged
+  files); partitions written into their recorded counts unmeasured are checked against a rescale
+  at the commit, on what was written (`refuse_rescales_of_written`);
 * `route_by_planned_bucket` gives each row its bucket under its partition's count (the JVM
   bucket expression with a per-row count column, else a scalar Arrow UDF) and repartitions by
   (partition, bucket), so each bucket has one writer, as for fixed-bucket tables;
