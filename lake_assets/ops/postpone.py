@@ -72,9 +72,10 @@ def new_bucket_num(store: FileStore, files: list[ManifestEntry]) -> int:
 
     The size is the files' stored (compressed) size: that is what Java's compaction measures
     (``PostponeUtils.getPostponeFileSizes`` sums ``fileSize``; its docs: "ceil(postpone_file_size /
-    postpone.target-size-per-bucket)"), since a postpone file records no uncompressed size. Batch
-    writes into real buckets measure the staged rows instead (`lake_assets.ops.postpone_batch`),
-    as Java's Spark writer and pypaimon's planner do."""
+    postpone.target-size-per-bucket)"), since a postpone file records no uncompressed size; the
+    plain ceiling, uncapped (``PostponeUtils.computeBucketNum``). Batch writes into real buckets
+    decide otherwise (`lake_assets.ops.postpone_batch.decide_bucket_num`: the batch alone,
+    rounded up to a power of two, as HEAD's ``decideFixedBucketNum``)."""
     return estimate_bucket_num(store, sum(e.file.row_count for e in files), sum(e.file.file_size for e in files))
 
 
