@@ -100,6 +100,7 @@ class DataFileWriter:
         self.key_encoder = row_encoder(self.key_types)
         self._dictionary_columns = layout.dictionary_columns
         self._sampled_dictionary_columns = layout.sampled_dictionary_columns
+        self._same_values = layout.same_values
         self.format: FileFormat = file_format(config.file_format or table_format(schema))
         # Parquet's footer holds the ranges of these columns: no min/max pass over them
         footer = self.format.name == "parquet"
@@ -179,8 +180,18 @@ class DataFileWriter:
         does not compress)."""
         if first_rows is None:
             return list(self._dictionary_columns)
-        return [c for c in self._dictionary_columns
-                if c not in self._sampled_dictionary_columns or dictionary_pays(first_rows.column(c), rows)]
+        decided: dict[str, bool] = {}
+        chosen = []
+        for c in self._dictionary_columns:
+            if c in self._sampled_dictionary_columns:
+                source = self._same_values.get(c, c)
+                pays = decided.get(source)
+                if pays is None:
+                    pays = decided[source] = dictionary_pays(first_rows.column(source), rows)
+                if not pays:
+                    continue
+            chosen.append(c)
+        return chosen
 
     def write_options(self, first_rows: pa.Table | None = None, rows: int = 0) -> WriteOptions:
         """What the format writer of a new file takes (Parquet: `parquet_options`)."""
