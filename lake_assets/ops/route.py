@@ -6,8 +6,9 @@ another sort. The cost is what decides the write path's speed (it runs before an
 written), so the single-threaded part is linear in the rows and everything else runs per group
 on a thread pool (numpy's sorts and pyarrow's kernels release the GIL):
 
-- partitions: a hash dictionary-encode per partition column (pyarrow), never a sort of all rows,
-  while the bucket hash runs beside it on the pool;
+- partitions: per partition column, numpy compares when it holds a few values, else a hash
+  dictionary-encode (pyarrow), never a sort of all rows, while the bucket hash runs beside it on
+  the pool;
 - groups: a stable radix sort of the small group numbers (partition x bucket), or, for a few
   groups, a scan of the group numbers by each group's task;
 - per group, in parallel: the key sort (`sort_order`: numpy's SIMD sort for one integer key,
@@ -31,6 +32,7 @@ import pyarrow.compute as pc
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.lsm.merge import sort_order
+from lake_assets.ops.few_values import few_value_codes
 from lake_assets.spec.data_types import DataType
 
 # Below this many rows a batch is gathered on the calling thread: a pool costs more than it saves.
@@ -74,16 +76,15 @@ def partition_groups(data: pa.Table, keys: Sequence[str]) -> tuple[np.ndarray, l
         return np.zeros(n, dtype=np.int64), [()]
     ids: np.ndarray | None = None
     for k in keys:
-        enc = pc.dictionary_encode(data.column(k), null_encoding="encode").combine_chunks()
-        codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        codes, distinct = _column_codes(data.column(k))
         if ids is None:
             if len(keys) == 1:
-                return codes, [(v,) for v in enc.dictionary.to_pylist()]
+                return codes, [(v,) for v in distinct]
             ids = codes
             continue
         # combine with the groups so far and renumber them densely (first seen first), so the
         # combined code never exceeds rows x distinct values of one column
-        combined = pa.array(ids * len(enc.dictionary) + codes)
+        combined = pa.array(ids * len(distinct) + codes)
         ids = pc.dictionary_encode(combined).indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     assert ids is not None
     # groups are numbered in first-seen order: the running maximum steps up at each first row
@@ -91,6 +92,18 @@ def partition_groups(data: pa.Table, keys: Sequence[str]) -> tuple[np.ndarray, l
     columns = [data.column(k) for k in keys]
     values = [tuple(c[int(i)].as_py() for c in columns) for i in first_rows]
     return ids, values
+
+
+def _column_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
+    """Code per row (int64, values numbered in first-seen order, null a value of its own) and the
+    distinct values: by numpy compares for a column of a few values (`few_value_codes`: most
+    batches hold one or two partitions), else by Arrow's hash kernel."""
+    few = few_value_codes(column)
+    if few is not None:
+        codes, firsts = few
+        return codes, [column[i].as_py() for i in firsts]
+    enc = pc.dictionary_encode(column, null_encoding="encode").combine_chunks()
+    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False), enc.dictionary.to_pylist()
 
 
 def _group_order(group: np.ndarray, groups: int) -> np.ndarray:
