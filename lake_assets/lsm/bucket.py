@@ -48,13 +48,19 @@ def _fmix(h: int) -> int:
     return h ^ (h >> 16)
 
 
-def _mix_word(h: np.ndarray, k: np.ndarray) -> None:
-    """Fold one word of every row into ``h`` (in place); ``k`` is consumed as scratch space."""
+def _mix_word(h: np.ndarray, k: np.ndarray, scratch: np.ndarray | None = None) -> None:
+    """Fold one word of every row into ``h`` (in place); ``k`` is consumed as scratch space, and
+    so is ``scratch`` (uint32, as long as ``h``) when given. Every step writes into arrays it
+    already has: a fresh temporary of a batch's size costs its page faults each time."""
     k *= np.uint32(_C1)
-    k[...] = (k << np.uint32(15)) | (k >> np.uint32(17))
+    high = np.right_shift(k, np.uint32(17), out=scratch)
+    k <<= np.uint32(15)
+    k |= high
     k *= np.uint32(_C2)
     h ^= k
-    h[...] = (h << np.uint32(13)) | (h >> np.uint32(19))
+    np.right_shift(h, np.uint32(19), out=high)
+    h <<= np.uint32(13)
+    h |= high
     h *= np.uint32(5)
     h += np.uint32(_M)
 
@@ -78,12 +84,15 @@ def murmur_hash_words(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     word_start = (offsets[:-1] - start) // 4
     nwords = lengths // 4
     h = np.full(n, SEED, dtype=np.uint32)
+    scratch = np.empty_like(h)
     if n and (nwords == nwords[0]).all():
         # Equal lengths (the usual case for fixed-width keys): read word columns through a 2-D view.
         k_count = int(nwords[0])
         grid = words[: n * k_count].reshape(n, k_count)
+        word = np.empty_like(h)
         for j in range(k_count):
-            _mix_word(h, grid[:, j].copy())
+            word[...] = grid[:, j]
+            _mix_word(h, word, scratch)
     else:
         order = np.argsort(-nwords, kind="stable")
         sorted_start = word_start[order]
@@ -92,19 +101,21 @@ def murmur_hash_words(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         active = np.searchsorted(-sorted_count, -np.arange(int(sorted_count[0])), side="left")
         hs = h[order]
         for j, c in enumerate(active):
-            _mix_word(hs[:c], words[sorted_start[:c] + j])
+            _mix_word(hs[:c], words[sorted_start[:c] + j], scratch[:c])
         h[order] = hs
-    return _finalize(h, lengths.astype(np.uint32))
+    return _finalize(h, lengths.astype(np.uint32), scratch)
 
 
-def _finalize(h: np.ndarray, lengths: np.ndarray | np.uint32) -> np.ndarray:
-    """Murmur3's finalisation of running hashes ``h`` (uint32, in place) with the byte lengths."""
+def _finalize(h: np.ndarray, lengths: np.ndarray | np.uint32, scratch: np.ndarray | None = None) -> np.ndarray:
+    """Murmur3's finalisation of running hashes ``h`` (uint32, in place) with the byte lengths;
+    ``scratch`` as in `_mix_word`."""
     h ^= lengths
-    h ^= h >> np.uint32(16)
+    shifted = np.right_shift(h, np.uint32(16), out=scratch)
+    h ^= shifted
     h *= np.uint32(_F1)
-    h ^= h >> np.uint32(13)
+    h ^= np.right_shift(h, np.uint32(13), out=shifted)
     h *= np.uint32(_F2)
-    h ^= h >> np.uint32(16)
+    h ^= np.right_shift(h, np.uint32(16), out=shifted)
     return h.view(np.int32)
 
 
@@ -112,8 +123,19 @@ def bucket_of_hashes(hashes: np.ndarray, num_buckets: int) -> np.ndarray:
     """Java's ``Math.abs(hash % numBuckets)`` with a truncating remainder (§6.3), as int32."""
     if num_buckets <= 0:
         raise ValueError(f"num_buckets must be positive, got {num_buckets}")
+    hashes = np.asarray(hashes)
+    if hashes.dtype == np.int32:
+        # |h % n| with Java's truncating % is |h| mod n. |h| of every int32 fits a uint32 (numpy's
+        # abs of -2**31 wraps to the same bits as 2**31), and a uint32 remainder costs a fifth of
+        # an int64 one; a power of two is a mask.
+        magnitude: np.ndarray = np.abs(hashes).view(np.uint32)
+        if num_buckets & (num_buckets - 1) == 0:
+            magnitude &= np.uint32(num_buckets - 1)
+        else:
+            magnitude %= np.uint32(num_buckets)
+        return magnitude.view(np.int32)
     # fmod on integers truncates toward zero like Java's %, unlike Python's floor-based %.
-    rem = np.fmod(np.asarray(hashes, dtype=np.int64), num_buckets)
+    rem = np.fmod(hashes.astype(np.int64), num_buckets)
     return np.abs(rem).astype(np.int32)
 
 
@@ -137,6 +159,9 @@ def _bigint_row_hashes(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     for _ in range(2):
         _mix_word(h0, np.zeros(1, dtype=np.uint32))
     h = np.full(len(values), h0[0], dtype=np.uint32)
-    _mix_word(h, values[:, 0].copy())
-    _mix_word(h, values[:, 1].copy())
-    return _finalize(h, np.uint32(16))
+    word = values[:, 0].copy()
+    scratch = np.empty_like(h)
+    _mix_word(h, word, scratch)
+    word[...] = values[:, 1]
+    _mix_word(h, word, scratch)
+    return _finalize(h, np.uint32(16), scratch)

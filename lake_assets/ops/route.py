@@ -172,9 +172,10 @@ def route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAssi
 
 
 def _fixed_buckets(data: pa.Table, spec: RouteSpec) -> np.ndarray:
-    """The fixed-bucket hash's bucket of every row, as int64."""
+    """The fixed-bucket hash's bucket of every row, as int32 (the group number's sum with the
+    int64 partition ids is int64)."""
     cols = [data.column(k) for k in spec.bucket_keys]
-    return assign_buckets(cols, spec.bucket_types, spec.num_buckets).astype(np.int64)
+    return assign_buckets(cols, spec.bucket_types, spec.num_buckets)
 
 
 def _route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAssign | None,
