@@ -48,8 +48,12 @@ def test_strings_code_as_arrow_does(pool: list[str], picks: list[int], skip: int
     arr = pa.array(values, pa.binary() if binary else pa.string())
     _check(arr)
     _check(pa.chunked_array([arr.slice(min(skip, len(arr) - 1))]))  # a slice: offsets not from 0
+    _check(pa.chunked_array([arr.slice(0, skip), pa.array([], arr.type), arr.slice(skip)]))  # chunks
     same_width = [v.encode()[:1].ljust(1, b"x") * (3 + len(pool[0])) for v in values]
     assert _check(pa.array(same_width, pa.binary())) == (len(set(same_width)) <= FEW_VALUES)
+    cut = len(same_width) // 2
+    chunked = pa.chunked_array([pa.array(same_width[:cut], pa.binary()), pa.array(same_width[cut:], pa.binary())])
+    assert _check(chunked) == (len(set(same_width)) <= FEW_VALUES)
 
 
 @pytest.mark.parametrize("width", [1, 2, 3, 5, 7, 8, 9, 10, 13, 16, 17, 24, 31, 32])
@@ -60,7 +64,8 @@ def test_strings_of_every_width_up_to_32_bytes_are_coded(width: int) -> None:
     positions = list(dict.fromkeys([0, width - 1, *range(1, width - 1)]))[:FEW_VALUES - 1]
     pool = [base, *(base[:i] + "e" + base[i + 1:] for i in positions)]
     values = [pool[i] for i in rng.integers(0, len(pool), 5000)]
-    for arr in (pa.array(values), pa.array(values).slice(7), pa.chunked_array([pa.array(values)])):
+    chunks = pa.chunked_array([pa.array(values[:1234]), pa.array(values[1234:]).slice(3)])
+    for arr in (pa.array(values), pa.array(values).slice(7), pa.chunked_array([pa.array(values)]), chunks):
         assert _check(arr)
 
 
@@ -69,7 +74,8 @@ def test_strings_of_every_width_up_to_32_bytes_are_coded(width: int) -> None:
     pa.array(["2024-01-01", "2024-1-2", "2024-01-01"]),          # several lengths
     pa.array(["x" * 33, "y" * 33]),                              # longer than four words
     pa.array(["", ""]),                                          # empty strings: no bytes to compare
-    pa.chunked_array([pa.array(["a", "b"]), pa.array(["a"])]),  # several chunks
+    pa.chunked_array([pa.array(["ab", "cd"]), pa.array(["abc"])]),  # another length in another chunk
+    pa.chunked_array([pa.array([1, 2]), pa.array([1, None])]),  # a null in another chunk
     pa.array([1.5, 2.5, 1.5]),                                   # floats: -0.0 and NaN differ by bits
     pa.array([True, False]),
     pa.array([str(i % (FEW_VALUES + 1)) for i in range(1000)]),  # more values than FEW_VALUES
@@ -89,10 +95,11 @@ def test_other_columns_are_left_to_the_hash_kernel(arr: pa.Array | pa.ChunkedArr
     pa.array([dt.datetime(2024, 1, 1, 3), dt.datetime(2025, 1, 1)], pa.timestamp("ms", tz="UTC")),
     pa.array([dt.time(1, 2), dt.time(1, 3), dt.time(1, 2)], pa.time32("ms")),
     pa.array([10**9, 10**9 + 1] * 3, pa.time64("us")),
+    pa.chunked_array([pa.array([4, 5], pa.int16()), pa.array([], pa.int16()), pa.array([6, 4], pa.int16())]),
     # the one value of a batch after FEW_VALUES - 1 others, seen last
     pa.array(list(range(FEW_VALUES - 1)) * 100 + [99], pa.int64()),
 ])
-def test_numbers_dates_and_times_code_as_arrow_does(arr: pa.Array) -> None:
+def test_numbers_dates_and_times_code_as_arrow_does(arr: pa.Array | pa.ChunkedArray) -> None:
     assert _check(arr)
 
 
