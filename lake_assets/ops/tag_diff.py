@@ -34,7 +34,7 @@ from lake_assets.lsm.merge import is_retract, sort_and_merge
 from lake_assets.ops.plan import plan_splits
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
-from lake_assets.ops.stream import ROW_KIND, check_row_kind_free
+from lake_assets.ops.stream import ROW_KIND, ROW_KIND_NAMES, check_row_kind_free
 from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
 from lake_assets.spec.snapshot import Snapshot
 from lake_assets.table_support import POSTPONE_BUCKET, Op
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
 
 _SIDE = "_diff_side"
-_KIND_NAMES = pa.array(["+I", "-U", "+U", "-D"])
 _DELETE = 3
 
 
@@ -178,7 +177,7 @@ class DiffReader:
     def _out(self, data: pa.Table, kinds: np.ndarray) -> pa.Table:
         if self.columns is not None:
             data = data.select(self.columns)
-        names = pc.take(_KIND_NAMES, pa.array(kinds.astype(np.int32)))
+        names = pc.take(ROW_KIND_NAMES, pa.array(kinds.astype(np.int32)))
         return data.append_column(pa.field(self.row_kind, pa.string(), nullable=False), names)
 
     def _diff(self, before: pa.Table, before_sp: Split, after: pa.Table, after_sp: Split) -> Iterator[pa.Table]:
