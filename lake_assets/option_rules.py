@@ -279,6 +279,11 @@ RULES: dict[str, OptionRule] = _rules(
     R("full-compaction.delta-commits", "int", None, "Commits between forced full compactions.", minimum=1),
     R("compaction.parallelism", "int", None, "Compaction units run at once in one process (lake_assets only; "
       "Paimon engines ignore it).", minimum=1, lake_assets_only=True),
+    R("compaction.merge-rows", "int", None, "Rows a compaction unit gathers per merge step (lake_assets "
+      "only; default 262144; Paimon engines ignore it): a unit holds at most about twice this many input "
+      "rows and their merged rows, plus one read batch per sorted run (read.batch-size, less when many "
+      "runs share this bound), and compaction.parallelism units run at once.", minimum=1,
+      lake_assets_only=True),
     # ---- retention
     R("snapshot.num-retained.min", "int", 10, "Snapshots expiry always keeps.", minimum=1),
     R("snapshot.num-retained.max", "int", INT_MAX, "Snapshots expiry keeps at most.", minimum=1),

@@ -198,6 +198,11 @@ class CoreOptions(MergeOptions):
         return self._typed("compaction.parallelism", None)  # type: ignore[return-value]
 
     @property
+    def compaction_merge_rows(self) -> int | None:
+        """Rows a compaction unit gathers per merge step (None: `ops.compact.memory`'s default)."""
+        return self._typed("compaction.merge-rows", None)  # type: ignore[return-value]
+
+    @property
     def read_batch_size(self) -> int | None:
         """Rows per batch of streaming reads (``read.batch-size``; None: the reader's default)."""
         return self._typed("read.batch-size", None)  # type: ignore[return-value]

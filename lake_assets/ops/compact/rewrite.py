@@ -18,9 +18,11 @@ from lake_assets.formats.data_file import FILE_SOURCE_COMPACT, DataFileWriter
 from lake_assets.lsm.merge import is_retract, sort_and_merge
 from lake_assets.lsm.merge_engine.first_row import KnownKeys
 from lake_assets.lsm.merge_reader import merge_sorted
-from lake_assets.lsm.run_partition import run_inputs
+from lake_assets.lsm.run_partition import run_inputs, split_into_runs
+from lake_assets.ops.allocator import release_thread_memory
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact.changelog import produce_changelog
+from lake_assets.ops.compact.memory import DEFAULT_MERGE_ROWS, merge_rows, read_batch_rows, run_batch_rows
 from lake_assets.ops.compact.plan import CompactionTask
 from lake_assets.ops.dv_compact import VectorUpdate
 from lake_assets.ops.read import SplitReader
@@ -31,9 +33,10 @@ if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
 
 
-# Rows per merge step of a compaction unit (a merge call holds at most about twice this; a unit's
-# interval of up to this many rows is read whole), also the first-row lookup's key chunk per run.
-COMPACTION_CHUNK_ROWS = 256 * 1024
+# ``compaction.merge-rows`` when unset (`ops.compact.memory`): rows per merge step of a unit (a
+# merge call holds at most about twice this; an interval of up to this many rows is read whole),
+# also the first-row lookup's key chunk per run.
+COMPACTION_CHUNK_ROWS = DEFAULT_MERGE_ROWS
 
 
 def _writer(store: FileStore, task: CompactionTask) -> DataFileWriter:
@@ -45,16 +48,19 @@ def run_compaction_task(
     store: FileStore,
     task: CompactionTask,
     *,
-    chunk_rows: int = COMPACTION_CHUNK_ROWS,
+    chunk_rows: int | None = None,
     whole_read_rows: int | None = None,
 ) -> CommitMessage:
     """Run one unit: merge and rewrite its sections, relabel upgrades; returns its commit message.
 
-    Memory is bounded by ``chunk_rows`` plus one row group per input file, not by the bucket size.
-    An interval of at most ``whole_read_rows`` input rows (default ``chunk_rows``, so the bound
-    holds either way) is read file by file whole and merged once (`_merge_whole`); larger ones go
-    through the streaming k-way merge. Both give the same rows in the same write calls.
+    Memory is bounded by ``chunk_rows`` (default: option ``compaction.merge-rows``) and the read
+    batches of the sorted runs merged (`ops.compact.memory`), not by the bucket size. An interval
+    of at most ``whole_read_rows`` input rows (default ``chunk_rows``, so the bound holds either
+    way) is read file by file whole and merged once (`_merge_whole`); larger ones go through the
+    streaming k-way merge. Both give the same rows in the same write calls.
     """
+    opts = store.schema.core_options
+    chunk_rows = merge_rows(opts) if chunk_rows is None else chunk_rows
     whole_rows = chunk_rows if whole_read_rows is None else whole_read_rows
     split = Split(task.partition, task.partition_values, task.bucket, task.total_buckets, list(task.input_files),
                   task.dv_entries)
@@ -67,18 +73,22 @@ def run_compaction_task(
     index_paths: list[str] = []
     try:
         if task.append_groups:
+            batch_rows = min(chunk_rows, read_batch_rows(opts))
             for group in task.append_groups:
-                data = pa.concat_tables(
-                    [reader.read_file(split, f, with_system=False)
-                     for f in sorted(group, key=lambda f: f.min_sequence_number)]
-                )
                 seq_range = (min(f.min_sequence_number for f in group), max(f.max_sequence_number for f in group))
-                after += writer.write(data, level=0, file_source=FILE_SOURCE_COMPACT, sequence_range=seq_range)
+                rolling = writer.rolling(level=0, file_source=FILE_SOURCE_COMPACT, sequence_range=seq_range)
+                rollings.append(rolling)
+                # the files in sequence order, streamed: a row group per ``chunk_rows`` rows,
+                # never the group whole (its files add up to the target file size)
+                pieces = (piece for f in sorted(group, key=lambda f: f.min_sequence_number)
+                          for piece in reader.iter_file(split, f, False, None, batch_rows))
+                for chunk in _gathered(pieces, chunk_rows):
+                    rolling.write(chunk)
+                after += rolling.close()
                 before += group
             return CommitMessage(task.partition, task.bucket, task.total_buckets,
                                  compact_before=tuple(before), compact_after=tuple(after))
         key_names = list(store.schema.trimmed_primary_keys)
-        opts = store.schema.core_options
         merge_fn = store.merge_function()
         known = None
         if task.lookup_files:  # streamed in key chunks along the output (memory: a chunk per run)
@@ -117,9 +127,13 @@ def run_compaction_task(
                     # anyway; reading whole files skips its per-row-group frontier bookkeeping.
                     rolling.write(_merge_whole(reader, split, interval, merge))
                 else:
-                    # one input per sorted run (files of a level chain): the merge holds a chunk per run
+                    # one input per sorted run (files of a level chain), each read in batches
+                    # that together stay within the merge's bound: never a whole row group, and
+                    # on this thread, not Arrow's pool (ops/compact/memory.py)
+                    runs = len(split_into_runs(interval, reader.key_types))
+                    batch = run_batch_rows(chunk_rows, read_batch_rows(opts), runs)
                     inputs: list[Iterator[pa.Table]] = run_inputs(
-                        interval, reader.key_types, lambda f: reader.iter_file(split, f))
+                        interval, reader.key_types, lambda f, b=batch: reader.iter_file(split, f, True, None, b))
                     for merged in merge_sorted(inputs, key_names, merge, min_rows=chunk_rows):
                         rolling.write(merged)
                 before += interval
@@ -148,6 +162,20 @@ def run_compaction_task(
     return CommitMessage(task.partition, task.bucket, task.total_buckets,
                          compact_before=tuple(before), compact_after=tuple(after),
                          compact_changelog=tuple(changelog), index_before=index_before, index_after=index_after)
+
+
+def _gathered(pieces: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
+    """``pieces`` regrouped into tables of at least ``rows`` rows (the last may hold fewer)."""
+    held: list[pa.Table] = []
+    count = 0
+    for piece in pieces:
+        held.append(piece)
+        count += piece.num_rows
+        if count >= rows:
+            yield pa.concat_tables(held)
+            held, count = [], 0
+    if held:
+        yield pa.concat_tables(held)
 
 
 def _merge_whole(
@@ -193,7 +221,7 @@ def run_compaction_tasks(
         done: list[CommitMessage] = []
         try:
             for task in tasks:
-                done.append(run_compaction_task(store, task))
+                done.append(_run_and_release(store, task))
         except BaseException:
             discard_outputs(store, done)
             raise
@@ -201,7 +229,7 @@ def run_compaction_tasks(
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="compact")
     futures: list[Future[CommitMessage]] = []
     try:
-        futures = [pool.submit(run_compaction_task, store, t) for t in tasks]
+        futures = [pool.submit(_run_and_release, store, t) for t in tasks]
         wait(futures, return_when=FIRST_EXCEPTION)
     except BaseException:  # interrupted while waiting: treat like a failed unit
         _stop_and_discard(store, futures)
@@ -213,6 +241,20 @@ def run_compaction_tasks(
         raise errors[0]
     # plan order, whatever order the units finished in: the commit and its summary are deterministic
     return [f.result() for f in futures]
+
+
+def _run_and_release(store: FileStore, task: CompactionTask) -> CommitMessage:
+    """`run_compaction_task`, then the thread's freed allocator pages go back to the system.
+
+    A unit allocates and drops hundreds of merge steps' buffers; the allocator keeps the freed
+    pages in the thread's heap (mimalloc), where they stayed after the last unit, and after the
+    pool's threads ended (issue 17 §2 round 5: 165 of a 16M-row full compaction's 246 MiB peak
+    were still resident at its end, 21 with this). Once per unit: a unit is a bucket's worth of
+    work, so the pages faulted in again by the next one cost nothing measurable."""
+    try:
+        return run_compaction_task(store, task)
+    finally:
+        release_thread_memory()
 
 
 def _stop_and_discard(store: FileStore, futures: Sequence[Future[CommitMessage]]) -> list[BaseException]:

@@ -1,0 +1,83 @@
+"""What bounds a compaction unit's memory, from the table's options (issue 17 §2).
+
+A unit that streams (an interval of more than ``compaction.merge-rows`` input rows) holds:
+
+- its merge step: rows gathered until at least ``compaction.merge-rows``, one step at most that
+  many more (`lsm.merge_reader.merge_sorted`), so at most about twice ``compaction.merge-rows``,
+  and the merged rows of that step (no more rows than its input) while they are written;
+- one batch per sorted run it merges: ``read.batch-size`` rows (65,536 when unset), fewer when
+  the unit merges many runs, so that the runs' batches together stay within
+  ``compaction.merge-rows`` down to `MIN_RUN_BATCH_ROWS` rows per run (`run_batch_rows`).
+
+Files are read batch by batch on the unit's own thread (not Arrow's thread pool, whose heaps
+keep what they freed where no release reaches them), and each unit gives its thread's freed
+allocator pages back when it ends (`ops.allocator.release_thread_memory`). Up to
+``compaction.parallelism`` units run at once: `compaction_rows_bound` multiplies. Measured in
+`bench/bench_memory.py`, which prints these bounds beside the peaks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lake_assets.ops.streaming_read import DEFAULT_BATCH_ROWS
+
+if TYPE_CHECKING:
+    from lake_assets.options import CoreOptions
+
+# ``compaction.merge-rows`` when unset: large enough that the merge's per-step work (a sort, a
+# gather, one Parquet row group per step) is amortized, small enough for two units at once to
+# stay within about 200 MiB of Arrow data at ~80 bytes a row.
+DEFAULT_MERGE_ROWS = 256 * 1024
+# The fewest rows a sorted run is read in when many runs share the merge: below this, per-batch
+# overheads (a reader call, a frontier search) dominate; the runs' batches then exceed
+# ``compaction.merge-rows`` (runs x this), which `compaction_rows_bound` says.
+MIN_RUN_BATCH_ROWS = 1024
+
+
+def merge_rows(options: CoreOptions) -> int:
+    """``compaction.merge-rows``: rows a unit gathers per merge step (and the input rows up to
+    which an interval is read whole), `DEFAULT_MERGE_ROWS` when unset."""
+    configured = options.compaction_merge_rows
+    return DEFAULT_MERGE_ROWS if configured is None else configured
+
+
+def read_batch_rows(options: CoreOptions) -> int:
+    """``read.batch-size``: the most rows a sorted run is read in (`DEFAULT_BATCH_ROWS` unset)."""
+    configured = options.read_batch_size
+    return DEFAULT_BATCH_ROWS if configured is None else configured
+
+
+def run_batch_rows(chunk_rows: int, batch_rows: int, runs: int) -> int:
+    """Rows per read batch of each of ``runs`` sorted runs merged with steps of ``chunk_rows``:
+    ``batch_rows``, or an equal share of ``chunk_rows`` when that is smaller, but at least
+    `MIN_RUN_BATCH_ROWS` (never more than ``batch_rows``)."""
+    share = max(MIN_RUN_BATCH_ROWS, chunk_rows // max(1, runs))
+    return max(1, min(batch_rows, share))
+
+
+@dataclass(frozen=True)
+class UnitRowsBound:
+    """The rows one streaming unit holds at most, by what holds them."""
+
+    merge_input: int  # rows gathered for one merge step
+    merge_output: int  # that step's merged rows, while they are written
+    run_batches: int  # one read batch per sorted run
+
+    @property
+    def total(self) -> int:
+        return self.merge_input + self.merge_output + self.run_batches
+
+
+def unit_rows_bound(options: CoreOptions, runs: int) -> UnitRowsBound:
+    """The rows a streaming unit merging ``runs`` sorted runs holds at most (a step also takes
+    the frontier key's other versions, at most one per run)."""
+    chunk = merge_rows(options)
+    step = 2 * chunk + runs
+    return UnitRowsBound(step, step, runs * run_batch_rows(chunk, read_batch_rows(options), runs))
+
+
+def compaction_rows_bound(options: CoreOptions, runs: int, units: int) -> int:
+    """The rows ``units`` streaming units at once, each merging ``runs`` sorted runs, hold at most."""
+    return units * unit_rows_bound(options, runs).total
