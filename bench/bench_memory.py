@@ -41,8 +41,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.tpch.measure import Meter
 from lake_assets import Catalog
 from lake_assets.formats.data_file import ROW_GROUP_MAX_BYTES
+from lake_assets.lsm.run_partition import split_into_runs
 from lake_assets.ops import spill, write_spill
-from lake_assets.ops.compact.rewrite import COMPACTION_CHUNK_ROWS
+from lake_assets.ops.compact import memory as compact_memory
+from lake_assets.ops.compact.plan import plan_compaction
+from lake_assets.ops.compact.rewrite import compaction_parallelism
 from lake_assets.ops.streaming_read import DEFAULT_BATCH_ROWS, DEFAULT_READ_AHEAD
 from lake_assets.option_rules import RULES
 from lake_assets.option_types import parse_memory_size
@@ -112,6 +115,23 @@ def _write(table, batches: Iterator[pa.Table], user: str, extra: dict[str, objec
     return written
 
 
+def compaction_bound(table, full: bool) -> dict[str, object]:
+    """The configured bound of the compaction about to run, printed beside its peak: rows that
+    the units at once hold at most (`ops.compact.memory`), and those rows in MiB at this table's
+    Arrow bytes per row (its columns plus the sequence number and row kind)."""
+    store = table.store
+    opts = store.schema.core_options
+    plan = plan_compaction(store, full=full)
+    runs = max((len(split_into_runs(iv, store.schema.types(list(store.schema.trimmed_primary_keys))))
+                for t in plan.tasks for s in t.sections if s.kind == "rewrite" for iv in s.intervals), default=0)
+    units = min(len(plan.tasks), compaction_parallelism(store))
+    rows = compact_memory.compaction_rows_bound(opts, runs, units)
+    sample = _batch(np.random.default_rng(0), np.arange(65536), 0)
+    row_bytes = sample.nbytes / sample.num_rows + 9
+    return {"compaction_runs_per_unit": runs, "compaction_units_at_once": units,
+            "compaction_bound_rows": rows, "bound_mib": round(rows * row_bytes / 2**20, 1)}
+
+
 class ArrowPeak:
     """Samples the bytes Arrow's memory pool holds (live Arrow data, without the allocator's
     retained pages that RSS also counts) every millisecond in a background thread."""
@@ -170,12 +190,16 @@ def run_size(
         return
     if kind != "deduplicate":
         # the bucket at the top level, then the upsert's level 0 compacted against it
-        with step(meter, f"compact@{rows}", rows):
+        bound = compaction_bound(table, True)
+        with step(meter, f"compact@{rows}", rows) as x:
             table.compact(full=True)
+            x.update(bound)
         with step(meter, f"upsert@{rows}", int(rows * UPSERT_FRACTION)) as x:
             x["rows"] = _write(table, _upsert_batches(rows, 2), "upsert", x)
+        bound = compaction_bound(table, False)
         with step(meter, f"compact-level0@{rows}", int(rows * UPSERT_FRACTION)) as x:
             table.compact()
+            x.update(bound)
             x["rows"] = int(rows * UPSERT_FRACTION)
         with step(meter, f"read-stream@{rows}") as x:
             n = sum(b.num_rows for b in table.to_batches(batch_size=batch_rows, read_ahead=read_ahead))
@@ -187,8 +211,10 @@ def run_size(
         x["rows"] = _write(table, _upsert_batches(rows, 2), "upsert", x)
     for phase in ("before-compaction", "after-compaction"):
         if phase == "after-compaction":
-            with step(meter, f"compact@{rows}", rows):
+            bound = compaction_bound(table, True)
+            with step(meter, f"compact@{rows}", rows) as x:
                 table.compact(full=True)
+                x.update(bound)
         with step(meter, f"read-stream {phase}@{rows}") as x:
             n = 0
             largest = 0
@@ -214,9 +240,12 @@ def bounds(batch_rows: int, read_ahead: int, write_buffer: str = OPTIONS["write-
         "read batch rows": batch_rows,
         "read-ahead batches per worker": read_ahead,
         "read workers": workers,
-        "compaction chunk rows (rewrite.COMPACTION_CHUNK_ROWS; <= 2x per merge call)": COMPACTION_CHUNK_ROWS,
+        "compaction.merge-rows (unset: memory.DEFAULT_MERGE_ROWS; <= 2x per merge call)":
+            compact_memory.DEFAULT_MERGE_ROWS,
+        "compaction read batch rows per sorted run, 2 runs (memory.run_batch_rows)":
+            compact_memory.run_batch_rows(compact_memory.DEFAULT_MERGE_ROWS, batch_rows, 2),
         "compaction units at once (compaction.parallelism, default CPUs, at least 2)": workers,
-        "first-row lookup key chunk rows (per sorted run)": COMPACTION_CHUNK_ROWS,
+        "first-row lookup key chunk rows (per sorted run; compaction.merge-rows)": compact_memory.DEFAULT_MERGE_ROWS,
         "changelog old-state read batch rows (read.batch-size)": batch_rows,
         # a file is decoded a row group at a time: its size bounds every file read (the
         # older levels read by changelog production and first-row lookups included)
@@ -275,9 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     print("bounds:", json.dumps(bounds(a.batch_rows, a.read_ahead, a.write_buffer_size)))
     print(f"allocator: {pa.default_memory_pool().backend_name}")
     print("| step | rows | s per M rows | CPU s per M rows | peak RSS above start (MiB) "
-          "| Arrow pool peak above start (MiB) | spilled runs; rows spilled per row; largest merge fan-in "
-          "| load avg (start/end) |")
-    print("|---|---:|---:|---:|---:|---:|---|---|")
+          "| Arrow pool peak above start (MiB) | configured bound (MiB; rows) "
+          "| spilled runs; rows spilled per row; largest merge fan-in | load avg (start/end) |")
+    print("|---|---:|---:|---:|---:|---:|---|---|---|")
     for _rows, l0, l1, steps in results:
         for s in steps:
             per_m = s["seconds"] / max(1, s["rows"]) * 1e6
@@ -288,8 +317,12 @@ def main(argv: list[str] | None = None) -> int:
             runs = s["extra"].get("spill_runs")
             spilled = "" if runs is None else (f"{runs}; {s['extra']['spilled_rows'] / max(1, s['rows']):.2f}; "
                                                f"{s['extra']['spill_max_fan_in']}")
+            bound = s["extra"].get("bound_mib")
+            bound_txt = "" if bound is None else (
+                f"{bound} ({s['extra']['compaction_units_at_once']} units x {s['extra']['compaction_runs_per_unit']} "
+                f"runs; {s['extra']['compaction_bound_rows']:,} rows)")
             print(f"| {s['step']} | {s['rows']:,} | {per_m:.2f} | {cpu_per_m} | {above:.0f} | {arrow} "
-                  f"| {spilled} | {l0:.1f}/{l1:.1f} |")
+                  f"| {bound_txt} | {spilled} | {l0:.1f}/{l1:.1f} |")
     (a.out / "summary.json").write_text(json.dumps({"bounds": bounds(a.batch_rows, a.read_ahead, a.write_buffer_size),
                                                     "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                                     "results": results}, indent=1))
