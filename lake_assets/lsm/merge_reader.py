@@ -96,6 +96,15 @@ def count_below(table: pa.Table, key_names: Sequence[str], key: Key) -> int:
     return _count(table, key_names, key, below=True)
 
 
+def _merged(merge: Callable[[pa.Table], pa.Table], pending: list[pa.Table]) -> pa.Table:
+    """``merge`` of the ``pending`` rows, emptying ``pending`` first: while the caller consumes
+    the merged rows (a compaction writes them) the merge's input is no longer held - a generator
+    suspended at ``yield merge(concat(pending))`` would keep both alive until it resumes."""
+    chunk = pa.concat_tables(pending)
+    pending.clear()
+    return merge(chunk)
+
+
 def merge_sorted(
     inputs: Sequence[Iterator[pa.Table]],
     key_names: Sequence[str],
@@ -192,7 +201,7 @@ def merge_sorted(
                 firsts[i] = None
             refill(i)
         if pending_rows >= min_rows:
-            yield merge(pa.concat_tables(pending))
-            pending, pending_rows = [], 0
+            yield _merged(merge, pending)
+            pending_rows = 0
     if pending:
-        yield merge(pa.concat_tables(pending))
+        yield _merged(merge, pending)
