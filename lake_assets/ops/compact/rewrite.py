@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from functools import partial
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -133,7 +134,7 @@ def run_compaction_task(
                     runs = len(split_into_runs(interval, reader.key_types))
                     batch = run_batch_rows(chunk_rows, read_batch_rows(opts), runs)
                     inputs: list[Iterator[pa.Table]] = run_inputs(
-                        interval, reader.key_types, lambda f, b=batch: reader.iter_file(split, f, True, None, b))
+                        interval, reader.key_types, partial(_batches, reader, split, batch))
                     for merged in merge_sorted(inputs, key_names, merge, min_rows=chunk_rows):
                         rolling.write(merged)
                 before += interval
@@ -162,6 +163,11 @@ def run_compaction_task(
     return CommitMessage(task.partition, task.bucket, task.total_buckets,
                          compact_before=tuple(before), compact_after=tuple(after),
                          compact_changelog=tuple(changelog), index_before=index_before, index_after=index_after)
+
+
+def _batches(reader: SplitReader, split: Split, batch_rows: int, meta: DataFileMeta) -> Iterator[pa.Table]:
+    """One file of a streamed interval, with its system columns, ``batch_rows`` at a time."""
+    return reader.iter_file(split, meta, True, None, batch_rows)
 
 
 def _gathered(pieces: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
