@@ -7,7 +7,9 @@ writer's per-bucket tasks (sorting a full buffer and writing it as a spill run, 
 level-0 files) each allocate and drop about a bucket's share of the write buffer, so what the
 heaps kept stood above Arrow's live bytes: a 16M-row load peaked at 372-382 MiB RSS with about
 89 MiB of Arrow data (jemalloc: no excess), 347-348 MiB with a release per round of tasks; a
-6.4M-row upsert 365-381 against 341-364 (issue 17 §2 round 4, bench/RESULTS.md).
+6.4M-row upsert 365-381 against 341-364 (issue 17 §2 round 4, bench/RESULTS.md). Compaction
+releases once per unit on the thread that ran it (`ops.compact.rewrite`, round 5): a unit is a
+bucket's worth of merge steps, and what its thread kept stayed resident after the last one.
 """
 
 from __future__ import annotations
