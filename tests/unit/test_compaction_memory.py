@@ -6,6 +6,7 @@ each unit - all counted in-process, never measured in time or RSS."""
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Iterator
 from typing import ClassVar
 
@@ -216,3 +217,24 @@ def test_a_merge_steps_input_is_dropped_before_its_output_is_consumed() -> None:
     assert len(out) > 3 and sum(t.num_rows for t in out) == len(distinct)
     # each input's current batch (allocations round up to 64 bytes per buffer)
     assert max(held) <= runs * (max(batch_bytes) + 3 * 64)
+
+
+def test_a_steps_merged_rows_are_not_held_while_the_next_step_merges(catalog: Catalog, monkeypatch) -> None:
+    """Once written, a step's merged rows are dropped before the next step gathers and merges
+    (the write loop's variable kept them: a third step's worth of rows at the merge's peak)."""
+    table = _overlapping(catalog, 4, 6_000, **{"compaction.merge-rows": "2000"})
+    want = table.to_arrow().sort_by("k")
+    outputs: list[weakref.ref[pa.Table]] = []
+    alive_at_merge: list[int] = []
+    original = rewrite.sort_and_merge
+
+    def tracking_merge(chunk, *a, **kw):
+        alive_at_merge.append(sum(ref() is not None for ref in outputs))
+        merged = original(chunk, *a, **kw)
+        outputs.append(weakref.ref(merged))
+        return merged
+
+    monkeypatch.setattr(rewrite, "sort_and_merge", tracking_merge)
+    table.compact(full=True)
+    assert len(alive_at_merge) > 3 and max(alive_at_merge) == 0
+    assert table.to_arrow().sort_by("k").equals(want)

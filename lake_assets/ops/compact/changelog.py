@@ -97,6 +97,7 @@ def produce_changelog(store: FileStore, task: CompactionTask, split: Split, read
         for changes in merge_sorted(inputs, keys, diff, min_rows=batch_rows, max_step_rows=batch_rows):
             if changes.num_rows:
                 rolling.write(changes)
+            del changes  # not held while the next chunk is diffed (as in rewrite)
     except BaseException:
         rolling.abort()
         raise

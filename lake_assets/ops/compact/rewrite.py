@@ -137,6 +137,9 @@ def run_compaction_task(
                         interval, reader.key_types, partial(_batches, reader, split, batch))
                     for merged in merge_sorted(inputs, key_names, merge, min_rows=chunk_rows):
                         rolling.write(merged)
+                        # written: not held while the next step gathers and merges (the loop
+                        # variable would keep a whole step's output alive until next() returns)
+                        del merged
                 before += interval
             after += rolling.close()
         for f in task.dv_rewrite_files:
