@@ -9,6 +9,9 @@ A unit that streams (an interval of more than ``compaction.merge-rows`` input ro
   the unit merges many runs, so that the runs' batches together stay within
   ``compaction.merge-rows`` down to `MIN_RUN_BATCH_ROWS` rows per run (`run_batch_rows`).
 
+An append table's unit reads its files ``read.batch-size`` rows at a time and writes them in
+row groups of ``compaction.merge-rows`` rows (at most one read batch more).
+
 Files are read batch by batch on the unit's own thread (not Arrow's thread pool, whose heaps
 keep what they freed where no release reaches them), and each unit gives its thread's freed
 allocator pages back when it ends (`ops.allocator.release_thread_memory`). Up to

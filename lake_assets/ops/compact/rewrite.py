@@ -85,6 +85,7 @@ def run_compaction_task(
                           for piece in reader.iter_file(split, f, False, None, batch_rows))
                 for chunk in _gathered(pieces, chunk_rows):
                     rolling.write(chunk)
+                    del chunk  # written: not held while the next one is read
                 after += rolling.close()
                 before += group
             return CommitMessage(task.partition, task.bucket, task.total_buckets,
