@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lake_assets import Catalog
-from lake_assets.errors import OptionError
+from lake_assets.errors import MissingDataFileError, OptionError
 from lake_assets.ops.compact import memory, rewrite
 from lake_assets.ops.read import SplitReader
 
@@ -238,3 +238,37 @@ def test_a_steps_merged_rows_are_not_held_while_the_next_step_merges(catalog: Ca
     table.compact(full=True)
     assert len(alive_at_merge) > 3 and max(alive_at_merge) == 0
     assert table.to_arrow().sort_by("k").equals(want)
+
+
+def test_spark_units_give_the_reused_workers_pages_back(catalog: Catalog, tmp_path, monkeypatch) -> None:
+    """A Spark task's unit (compact and postpone jobs) releases on its worker's thread, as the
+    in-process units do: Spark reuses the Python worker for the next task, which would otherwise
+    stay at the unit's peak; a unit that fails with a lake error releases too."""
+    from lake_assets.ops.compact import plan_compaction
+    from lake_assets.ops.postpone import plan_postpone
+    from lake_assets.spark.jobs import compact as job
+    from lake_assets.spark.jobs import compact_postpone as job_postpone
+    from lake_assets.spark.jobs.table_ref import TableRef
+
+    releases: list[str] = []
+    for module in (job, job_postpone):
+        monkeypatch.setattr(module, "release_thread_memory", lambda m=module.__name__: releases.append(m))
+    table = catalog.create_table("db.s", SCHEMA, primary_keys=["k"], options={"bucket": "2", "write-only": "true"})
+    post = catalog.create_table("db.p", SCHEMA, primary_keys=["k"], options={"bucket": "-2"})
+    for t in (table, post):
+        for r in range(2):
+            t.write_arrow(pa.table({"k": np.arange(500), "v": np.full(500, r), "s": ["x"] * 500}, schema=SCHEMA))
+    warehouse = str(tmp_path / "wh")
+    task = plan_compaction(table.store, full=True).tasks[0]
+    assert job.run_unit(TableRef(warehouse, "db.s"), task)[0] == "ok"
+    unit = plan_postpone(post.store)[0]
+    assert job_postpone.run_unit(TableRef(warehouse, "db.p"), unit, "u")[0] == "ok"
+    assert releases == [job.__name__, job_postpone.__name__]
+
+    def damaged(*_a: object) -> None:
+        raise MissingDataFileError("Cannot compact db.s: file x is missing")
+
+    monkeypatch.setattr(job, "run_compaction_task", damaged)
+    assert job.run_unit(TableRef(warehouse, "db.s"), task) == ("error", ("MissingDataFileError",
+                                                                         "Cannot compact db.s: file x is missing"))
+    assert releases[2:] == [job.__name__]

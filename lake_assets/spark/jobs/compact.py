@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lake_assets.errors import LakeError, UnsupportedFeatureError
+from lake_assets.ops.allocator import release_thread_memory
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact import CompactionPlan, CompactionTask, compact, run_compaction_task
 from lake_assets.ops.postpone import is_postpone_table
@@ -54,6 +55,11 @@ def run_unit(ref: TableRef, task: CompactionTask) -> tuple[str, Any]:
         return "ok", run_compaction_task(table.store, task)
     except LakeError as exc:
         return "error", (type(exc).__name__, str(exc))
+    finally:
+        # Spark reuses a Python worker for the next task: give back the pages this unit's merge
+        # freed, or the worker stays at its peak between tasks (`ops/compact/rewrite` does the
+        # same per unit in-process)
+        release_thread_memory()
 
 
 # A Spark task takes units up to this much input (more only for a single larger unit), so a big

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lake_assets.errors import LakeError
+from lake_assets.ops.allocator import release_thread_memory
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.postpone import PostponeUnit, compact_postpone, run_postpone_unit
 from lake_assets.spark.jobs.context import JobContext
@@ -38,6 +39,11 @@ def run_unit(ref: TableRef, unit: PostponeUnit, commit_user: str) -> tuple[str, 
         return "ok", run_postpone_unit(table.store, unit, commit_user)
     except LakeError as exc:
         return "error", (type(exc).__name__, str(exc))
+    finally:
+        # Spark reuses a Python worker for the next task: give back the pages this unit's merge
+        # freed, or the worker stays at its peak between tasks (`ops/compact/rewrite` does the
+        # same per unit in-process)
+        release_thread_memory()
 
 
 class SparkPostponeUnits:
