@@ -16,12 +16,18 @@ JVM's whole process tree). Steps, alternated in each round, best kept:
 * ``repartition_parquet`` / ``repartition_py_null``: a hash repartition into 8 partitions, then
   Spark's Parquet write / the dropping Python writer: the floor of any routed write;
 * ``write_table``: `lake_assets.spark.write_table` (routed: one writer per bucket).
+
+``--task-cpu`` also prints the CPU each write task of ``py_parquet`` and ``lake_write`` spent in its
+Python worker (all its threads; the lake write then goes through ``format("floor_lake")``, the same
+source with a timer around each task, `spark_floor_lake.py`): on a shared machine the steadier
+figure, as it leaves out the JVM and other processes.
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -30,7 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench_spark import _JVM_PID, SPARK_CONF, create_table, generate, load_average, timed
-from bench.spark_floor_sinks import NullSink, ParquetSink
+from bench.spark_floor_sinks import TASK_CPU_DIR, NullSink, ParquetSink, task_cpu
 from lake_assets import Catalog
 
 
@@ -38,6 +44,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--task-cpu", action="store_true", help="also report each write task's Python worker CPU")
     args = ap.parse_args()
     from lake_assets.spark import write_table
     from lake_assets.spark.session import build_session
@@ -49,6 +56,16 @@ def main() -> None:
         _JVM_PID[:] = [int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())]
         spark.dataSource.register(NullSink)
         spark.dataSource.register(ParquetSink)
+        cpu_dir = work / "task-cpu"
+        cpu_dir.mkdir()
+        # the timed lake source only with --task-cpu: the plain step measures format("lake") itself
+        lake_format = "lake"
+        if args.task_cpu:
+            from bench.spark_floor_lake import TimedLakeSource
+
+            spark.dataSource.register(TimedLakeSource)
+            lake_format = "floor_lake"
+        timing = {TASK_CPU_DIR: str(cpu_dir)} if args.task_cpu else {}
         wh = str(work / "warehouse")
         catalog = Catalog(wh)
         catalog.create_database("db")
@@ -72,10 +89,10 @@ def main() -> None:
                                        .parquet(str(work / f"parquet-{r}"))))
             keep("py_null", timed(lambda: df.write.format("floor_null").mode("append").save()))
             keep("py_parquet", timed(lambda: df.write.format("floor_parquet").option("path", str(work / f"py-{r}"))
-                                     .mode("append").save()))
+                                     .options(**timing).mode("append").save()))
             create_table(catalog, f"db.direct_{r}", expected.schema)
-            keep("lake_write", timed(lambda: df.write.format("lake").option("warehouse", wh).mode("append")
-                                     .save(f"db.direct_{r}")))
+            keep("lake_write", timed(lambda: df.write.format(lake_format).option("warehouse", wh).options(**timing)
+                                     .mode("append").save(f"db.direct_{r}")))
             keep("repartition_parquet", timed(lambda: routed().write.mode("overwrite").option("compression", "zstd")
                                               .parquet(str(work / f"routed-{r}"))))
             keep("repartition_py_null", timed(lambda: routed().write.format("floor_null").mode("append").save()))
@@ -92,6 +109,14 @@ def main() -> None:
         print("|---|---:|---:|")
         for step, (wall, cpu) in best.items():
             print(f"| {step} | {wall:.2f} ({cpu:.2f}) | {wall / ref_wall:.2f}x / {cpu / ref_cpu:.2f}x |")
+        if args.task_cpu:
+            print("\nPython worker CPU s per write task, all rounds:\n")
+            print("| step | tasks | least | median | all |\n|---|---:|---:|---:|---|")
+            for step in ("py_parquet", "lake_write"):
+                found = sorted(task_cpu(str(cpu_dir), step))
+                if found:
+                    print(f"| {step} | {len(found)} | {found[0]:.3f} | {statistics.median(found):.3f} | "
+                          + " ".join(f"{x:.2f}" for x in found) + " |")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -5,13 +5,42 @@ name (the workers inherit ``PYTHONPATH``)."""
 from __future__ import annotations
 
 import os
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+
+# Option of the Parquet sink here (and of `spark_floor_lake.TimedLakeSource`): a directory where each
+# write task leaves the CPU seconds its Python worker spent in it (all threads), one file a task.
+TASK_CPU_DIR = "task-cpu-dir"
+
+
+def recorded(directory: str | None, step: str, write: Callable[[], WriterCommitMessage]) -> WriterCommitMessage:
+    """Run one task's ``write``; with a directory, record the worker's CPU seconds for it there.
+
+    A Python worker runs one task at a time, so the process's CPU over the call is the task's,
+    including threads the write starts (the lake writer's encode threads)."""
+    if not directory:
+        return write()
+    start = time.process_time()
+    out = write()
+    with open(os.path.join(directory, f"{step}-{uuid.uuid4().hex}.cpu"), "w") as fh:
+        fh.write(f"{time.process_time() - start}\n")
+    return out
+
+
+def task_cpu(directory: str, step: str) -> list[float]:
+    """The CPU seconds of every task of ``step`` recorded in ``directory``."""
+    out = []
+    for name in os.listdir(directory):
+        if name.startswith(step + "-") and name.endswith(".cpu"):
+            with open(os.path.join(directory, name)) as fh:
+                out.append(float(fh.read()))
+    return out
 
 
 class NullSink(DataSource):
@@ -41,14 +70,18 @@ class ParquetSink(DataSource):
         return "floor_parquet"
 
     def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
-        return _ParquetWriter(self.options["path"])
+        return _ParquetWriter(self.options["path"], self.options.get(TASK_CPU_DIR))
 
 
 class _ParquetWriter(DataSourceArrowWriter):
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, cpu_dir: str | None = None) -> None:
         self.path = path
+        self.cpu_dir = cpu_dir
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        return recorded(self.cpu_dir, "py_parquet", lambda: self._write(iterator))
+
+    def _write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         batches = list(iterator)
         if batches:
             os.makedirs(self.path, exist_ok=True)
