@@ -84,8 +84,9 @@ def gather_bytes(table: Table) -> int:
     by default). Routing sorts each write by key per bucket, and a flush re-sorts a bucket that
     got several routed slices; a task whose rows fit in one slice is routed once, and each bucket
     flushes its one sorted slice as it is (issue 17 §3 round 6: 0.08-0.15 CPU s less per million
-    rows than 128K-row writes). The batches held meanwhile are no more than a caller of
-    ``write_arrow`` with a big table holds: memory stays bounded by the option."""
+    rows than 128K-row writes). A task bigger than one slice holds, while a group is routed, the
+    buffer, the group and its routed copy: up to about 1.5x ``write-buffer-size`` of Arrow data,
+    still set by the option (a caller of ``write_arrow`` with a big table holds all of it)."""
     return max(1, table.schema.core_options.write_buffer_size // 2)
 
 
