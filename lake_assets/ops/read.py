@@ -8,11 +8,7 @@ Files written under older schemas are mapped to the current schema by field id.
 
 from __future__ import annotations
 
-import itertools
-import os
-from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,6 +22,7 @@ from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.lsm.merge import is_retract, sort_and_merge, winner_masks
 from lake_assets.ops.deletion_vectors import VectorLoader, hides_level0, raw_readable
 from lake_assets.ops.plan import file_may_match
+from lake_assets.ops.read_ahead import read_splits_ahead as read_splits_ahead  # Table's import
 from lake_assets.ops.scan import Split
 from lake_assets.predicate import Predicate
 from lake_assets.spec.arrow_types import to_arrow_field
@@ -167,8 +164,8 @@ class SplitReader:
         self.key_filter = key_terms(predicate, self.key_names) if self.is_pk else None
         self._layouts: dict[tuple[int, tuple[str, ...]], _FileLayout] = {}
         # Whether pyarrow decodes a file's columns in its own thread pool. Turning it off saves
-        # a little CPU on small files, but read_splits_ahead keeps it on: measured on 2 shared cores,
-        # the inner threads still shortened its wall time although the splits run in a pool.
+        # a little CPU on small files; `read_splits_ahead` turns it off for files that are a small
+        # share of a pooled read (see `ops.read_ahead`), and keeps it for merges and large files.
         self.file_threads = True
         # The snapshot the splits were planned from: a file missing because that snapshot was
         # expired meanwhile is a retryable race, not corruption (see `missing_file_error`).
@@ -219,10 +216,12 @@ class SplitReader:
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
     def read_file(
-        self, split: Split, meta: DataFileMeta, with_system: bool, columns: Sequence[str] | None = None
+        self, split: Split, meta: DataFileMeta, with_system: bool, columns: Sequence[str] | None = None,
+        *, use_threads: bool | None = None,
     ) -> pa.Table:
         """Read one file as the current schema's ``columns`` (default: the read columns, matched
-        by field id), plus system columns."""
+        by field id), plus system columns; ``use_threads`` (default `file_threads`) lets pyarrow
+        decode the file's columns in its own threads."""
         layout = self._layout(meta.schema_id, columns)
         file_cols = layout.file_columns
         if with_system:
@@ -232,8 +231,8 @@ class SplitReader:
         try:
             # the format reader drops the rows the deletion vector deletes before it builds strings
             # (`FileFormat.read_rows`)
-            raw = read_data_file(self.store.file_io, path, file_cols, meta.file_size, use_threads=self.file_threads,
-                                 keep=keep)
+            threads = self.file_threads if use_threads is None else use_threads
+            raw = read_data_file(self.store.file_io, path, file_cols, meta.file_size, use_threads=threads, keep=keep)
         except MissingDataFileError as exc:
             raise missing_file_error(self.store, exc, self.snapshot_id) from None
         data = self._to_current(raw, layout, with_system)
@@ -281,22 +280,37 @@ class SplitReader:
         return deleted_mask(vector, num_rows, meta.file_name)
 
     # ------------------------------------------------------------------ reads
-    def read_split(self, split: Split) -> Iterator[pa.Table]:
-        """Yield the merged rows of one split, one section at a time."""
+    def raw_files(self, split: Split) -> list[DataFileMeta] | None:
+        """The files of ``split`` whose rows a read returns file by file, with no merge, in the
+        order `read_split` yields them; None when the split needs a merge.
+
+        Append tables, and deletion-vector tables whose visible files are all above level 0
+        (each key then has one live row: `raw_readable`); for the latter a file whose value stats
+        exclude the filter is left out, as it holds no row the read returns."""
         if not self.is_pk:
-            for meta in sorted(split.files, key=lambda f: f.min_sequence_number):
-                yield self._finish(self.read_file(split, meta, False, self.split_columns), split)
+            return sorted(split.files, key=lambda f: f.min_sequence_number)
+        if not self.dv_raw:
+            return None
+        files = self.store.visible_files(split.files, self.schema)
+        if not raw_readable(files):
+            return None
+        pred = self.predicate if self.predicate is not None and self.predicate.clauses else None
+        if pred is None:
+            return files
+        return [meta for meta in files if file_may_match(self.store, meta, pred, by_values=True)]
+
+    def read_raw_file(self, split: Split, meta: DataFileMeta, *, use_threads: bool | None = None) -> pa.Table:
+        """The rows one of the `raw_files` of ``split`` contributes to the read."""
+        return self._finish(self.read_file(split, meta, False, self.split_columns, use_threads=use_threads), split)
+
+    def read_split(self, split: Split) -> Iterator[pa.Table]:
+        """Yield the merged rows of one split, one section (or unmerged file) at a time."""
+        raw = self.raw_files(split)
+        if raw is not None:
+            for meta in raw:
+                yield self.read_raw_file(split, meta)
             return
         files = self.store.visible_files(split.files, self.schema)
-        if self.dv_raw and raw_readable(files):
-            # Deletion vectors leave each key one live row above level 0: no merge at all, and a
-            # file whose value stats exclude the filter holds no row the read returns.
-            pred = self.predicate if self.predicate is not None and self.predicate.clauses else None
-            for meta in files:
-                if pred is not None and not file_may_match(self.store, meta, pred, by_values=True):
-                    continue
-                yield self._finish(self.read_file(split, meta, False, self.split_columns), split)
-            return
         for section in sections(files, self.key_types):
             yield self._finish(self._merge_section(split, section), split)
 
@@ -345,30 +359,6 @@ class SplitReader:
             data = self.predicate.filter_table(data)
         out = data.select(self.columns).cast(self.output_schema)
         return out.append_column(_KIND_FIELD, data.column(VALUE_KIND)) if with_kind else out
-
-
-def read_splits_ahead(reader: SplitReader, splits: Sequence[Split]) -> Iterator[pa.Table]:
-    """The rows of ``splits`` in plan order, read a few splits ahead in threads."""
-    if len(splits) <= 1:
-        for split in splits:
-            yield from reader.read_split(split)
-        return
-    # Splits are independent and pyarrow releases the GIL: read a few ahead in threads,
-    # yielding in plan order; memory stays bounded by the number in flight. Twice as many
-    # splits as workers are queued, so a worker that finishes early picks up the next split
-    # instead of idling until the oldest one (the one yielded next) is done.
-    workers = min(len(splits), max(2, os.cpu_count() or 2))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        pending: deque[Future[list[pa.Table]]] = deque()
-        it = iter(splits)
-        for split in itertools.islice(it, 2 * workers):
-            pending.append(pool.submit(lambda sp: list(reader.read_split(sp)), split))
-        while pending:
-            tables = pending.popleft().result()
-            nxt = next(it, None)
-            if nxt is not None:
-                pending.append(pool.submit(lambda sp: list(reader.read_split(sp)), nxt))
-            yield from tables
 
 
 def concat_or_empty(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
