@@ -71,42 +71,23 @@ def dictionary_columns(pf: pq.ParquetFile, columns: Sequence[str] | None,
     return out
 
 
-def _chunk_masks(column: pa.ChunkedArray, keep: pa.BooleanArray) -> list[pa.BooleanArray]:
-    """``keep`` (over the whole column) cut into one slice per chunk of ``column`` (zero-copy)."""
-    out = []
-    start = 0
-    for chunk in column.chunks:
-        out.append(keep.slice(start, len(chunk)))
-        start += len(chunk)
-    return out
-
-
-def _expand(column: pa.ChunkedArray, keep: pa.BooleanArray | None) -> pa.ChunkedArray:
-    """A column holding only the rows ``keep`` marks (None: all), dictionary chunks expanded to
-    their values; fixed-width columns are filtered, not taken (filter is the cheaper of the two)."""
-    is_dictionary = pa.types.is_dictionary(column.type)
-    if keep is None:
-        if not is_dictionary:
-            return column
-        return pa.chunked_array([c.dictionary.take(c.indices) for c in column.chunks], type=column.type.value_type)
-    if not is_dictionary:
-        return column.filter(keep)
-    masks = [keep] if column.num_chunks == 1 else _chunk_masks(column, keep)
-    # the indices first: the dropped rows' values are never built
-    chunks = [c.dictionary.take(c.indices.filter(m)) for c, m in zip(column.chunks, masks, strict=True)]
-    return pa.chunked_array(chunks, type=column.type.value_type)
+def _expand(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A dictionary-encoded column as the plain column of its values (one ``take`` per chunk)."""
+    return pa.chunked_array([c.dictionary.take(c.indices) for c in column.chunks], type=column.type.value_type)
 
 
 def _finish(data: pa.Table, dense: pa.Schema, keep: pa.BooleanArray | None) -> pa.Table:
     """``data`` (string columns possibly read as dictionaries) as a plain read gives it (the
     fields of ``dense``), holding only the rows ``keep`` marks when given."""
     if keep is not None:
-        columns = [_expand(data.column(i), keep) for i in range(data.num_columns)]
-        fields = [dense.field(name) for name in data.column_names]
-        return pa.Table.from_arrays(columns, schema=pa.schema(fields, metadata=data.schema.metadata))
+        # Dictionary columns filter their indices: the dropped rows' strings are never built.
+        # One filter of the whole table, not one per column: pyarrow's fixed cost per call
+        # (about 25 us) is a good part of filtering a small file's column (measured on the
+        # deletion-vector benchmark's files: 0.8 ms against 1.5 ms for 8 files of 25,000 rows).
+        data = data.filter(keep)
     for i, field in enumerate(data.schema):
         if pa.types.is_dictionary(field.type):
-            data = data.set_column(i, dense.field(field.name), _expand(data.column(i), None))
+            data = data.set_column(i, dense.field(field.name), _expand(data.column(i)))
     return data
 
 
