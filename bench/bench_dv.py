@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -45,15 +47,18 @@ def batch(ids: np.ndarray, round_: int) -> pa.Table:
     }, schema=SCHEMA)
 
 
-def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, float, Any]:
+def best_of(repeat: int, fn: Callable[[], Any], walls: list[float] | None = None) -> tuple[float, float, Any]:
     """Best wall and best CPU seconds (all threads) of ``repeat`` calls, and the last result: on a
-    shared machine the CPU time is the steadier of the two."""
+    shared machine the CPU time is the steadier of the two. ``walls`` collects every call's wall time."""
     best, best_cpu, out = float("inf"), float("inf"), None
     for _ in range(repeat):
         t0, c0 = time.perf_counter(), time.process_time()
         out = fn()
-        best = min(best, time.perf_counter() - t0)
+        wall = time.perf_counter() - t0
+        best = min(best, wall)
         best_cpu = min(best_cpu, time.process_time() - c0)
+        if walls is not None:
+            walls.append(wall)
     return best, best_cpu, out
 
 
@@ -114,12 +119,16 @@ def main() -> None:
         levels = sorted({f.level for f in files})
         health = dv_table.health().to_pylist()
         deleted = sum(r["deletion_vector_rows"] for r in health)
-        lake_s, lake_cpu, got = best_of(args.repeat, dv_table.to_arrow)
+        load_before = os.getloadavg()
+        lake_walls: list[float] = []
+        arrow_walls: list[float] = []
+        lake_s, lake_cpu, got = best_of(args.repeat, dv_table.to_arrow, lake_walls)
         if args.profile:
             profile_read(dv_table, args.repeat, args.profile)
         ref = work / "plain.parquet"
         pq.write_table(got, ref, compression="zstd")
-        arrow_s, arrow_cpu, ref_rows = best_of(args.repeat, lambda: pq.read_table(ref))
+        arrow_s, arrow_cpu, ref_rows = best_of(args.repeat, lambda: pq.read_table(ref), arrow_walls)
+        load_after = os.getloadavg()
         assert got.num_rows == ref_rows.num_rows == args.rows
         read_ratio = arrow_s / lake_s
         read_cpu_ratio = arrow_cpu / lake_cpu
@@ -147,6 +156,11 @@ def main() -> None:
         "files": len(files), "levels": levels, "deleted_rows": deleted,
         "read_lake_s": round(lake_s, 4), "read_pyarrow_s": round(arrow_s, 4), "read_ratio": round(read_ratio, 3),
         "read_cpu_ratio": round(read_cpu_ratio, 3),
+        # the median of the timed reads beside the best, and the 1-minute load average around them
+        # (2 shared cores: a wall ratio means little when others were running)
+        "read_lake_median_s": round(statistics.median(lake_walls), 4),
+        "read_pyarrow_median_s": round(statistics.median(arrow_walls), 4),
+        "read_load_average": [round(load_before[0], 2), round(load_after[0], 2)],
         "upsert_plain_s": round(times["plain"], 4), "upsert_dv_s": round(times["dv"], 4),
         "upsert_ratio": round(upsert_ratio, 3), "upsert_cpu_ratio": round(upsert_cpu_ratio, 3),
         "python": platform.python_version(), "pyarrow": pa.__version__,
