@@ -12,7 +12,8 @@ pyarrow can decode one file's columns in its own threads. When the read has enou
 worker the files already keep every core busy, and the inner threads only add hand-offs
 (measured on the deletion-vector benchmark's 16 files: about 4 ms more CPU for a 48 ms read). A
 file uses them only when it is a large share of the read (more than ``1 / (2 * workers)`` of its
-bytes), where nothing else could fill the other cores; merge tasks keep the reader's setting.
+bytes), where nothing else could fill the other cores; merge tasks keep the reader's setting, and
+so does every file on storage where parallel reads pay off (a round trip per request).
 
 Every task is submitted at once: the caller holds the whole result anyway, and what is in
 flight beyond it (a merge's sorted copy) is bounded by the number of workers, not of tasks.
@@ -69,7 +70,9 @@ def read_splits_ahead(reader: SplitReader, splits: Sequence[Split]) -> Iterator[
             yield from task.run(reader, None)
         return
     workers = min(len(tasks), max(2, os.cpu_count() or 2))
-    large = sum(t.size for t in tasks) / (2 * workers)
+    # Remote storage: pyarrow's threads fetch a file's column chunks side by side, which pays
+    # more than saving their hand-offs; they stay on for every file.
+    large = -1.0 if reader.store.file_io.parallel_reads_pay_off else sum(t.size for t in tasks) / (2 * workers)
     # pyarrow releases the GIL while it decodes, so threads read in parallel
     pool = ThreadPoolExecutor(max_workers=workers)
     futures: dict[int, Future[list[pa.Table]]] = {}

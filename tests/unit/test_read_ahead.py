@@ -175,6 +175,16 @@ def test_pyarrow_threads_only_for_files_that_are_a_large_share_of_the_read(catal
     assert {threads for _, threads in recorder.started} == {False}
 
 
+def test_remote_storage_keeps_pyarrow_threads_for_every_file(catalog: Catalog) -> None:
+    table = dv_table(catalog)
+    table.store.file_io.parallel_reads_pay_off = True  # as S3: a round trip per request
+    reader = SplitReader(table.store, table.schema)
+    recorder = Recorder(reader)
+    got = pa.concat_tables(list(read_splits_ahead(reader, table.plan())))
+    assert got.equals(serial(table))
+    assert len(recorder.started) > 2 and {threads for _, threads in recorder.started} == {True}
+
+
 def test_a_read_of_one_file_keeps_the_readers_setting(catalog: Catalog) -> None:
     table = catalog.create_table("db.one", SCHEMA, primary_keys=["k", "p"],
                                  options={"bucket": "1", "deletion-vectors.enabled": "true"})
