@@ -126,19 +126,23 @@ def test_append_table_files_read_in_the_serial_order(catalog: Catalog) -> None:
 
 
 class Recorder:
-    """Wraps `SplitReader.read_raw_file` (which still reads): the order tasks start in, and
-    whether each asked pyarrow for its inner threads."""
+    """Wraps `SplitReader.read_raw_file` (which still reads): the order tasks start in."""
 
     def __init__(self, reader: SplitReader) -> None:
-        self.started: list[tuple[str, bool | None]] = []
+        self.started: list[str] = []
+        self.finished = 0
         self.lock = threading.Lock()
         self.real = reader.read_raw_file
         reader.read_raw_file = self.read  # type: ignore[method-assign]
 
-    def read(self, split, meta, *, use_threads=None):
+    def read(self, split, meta):
         with self.lock:
-            self.started.append((meta.file_name, use_threads))
-        return self.real(split, meta, use_threads=use_threads)
+            self.started.append(meta.file_name)
+        try:
+            return self.real(split, meta)
+        finally:
+            with self.lock:
+                self.finished += 1
 
 
 def test_tasks_start_largest_first_and_yield_in_plan_order(catalog: Catalog) -> None:
@@ -150,51 +154,11 @@ def test_tasks_start_largest_first_and_yield_in_plan_order(catalog: Catalog) -> 
     assert got.equals(serial(table))
     tasks = read_tasks(reader, splits)
     sizes = {t.file.file_name: t.file.file_size for t in tasks if t.file is not None}
-    started = [sizes[name] for name, _ in recorder.started]
+    started = [sizes[name] for name in recorder.started]
     # submitted largest first: two workers take them in that order, give or take a swap of neighbours
     assert len(started) == len(tasks)
     assert max(started[:2]) == max(sizes.values())
     assert min(started[-2:]) == min(sizes.values())
-
-
-def test_pyarrow_threads_only_for_files_that_are_a_large_share_of_the_read(catalog: Catalog) -> None:
-    table = dv_table(catalog)
-    reader = SplitReader(table.store, table.schema)
-    splits = table.plan()
-    tasks = read_tasks(reader, splits)
-    workers = min(len(tasks), max(2, os.cpu_count() or 2))
-    large = sum(t.size for t in tasks) / (2 * workers)
-    recorder = Recorder(reader)
-    list(read_splits_ahead(reader, splits))
-    sizes = {t.file.file_name: t.file.file_size for t in tasks if t.file is not None}
-    assert {name: threads for name, threads in recorder.started} == {
-        name: size > large for name, size in sizes.items()}
-    reader.file_threads = False  # the reader's own setting still wins
-    recorder.started.clear()
-    list(read_splits_ahead(reader, splits))
-    assert {threads for _, threads in recorder.started} == {False}
-
-
-def test_remote_storage_keeps_pyarrow_threads_for_every_file(catalog: Catalog) -> None:
-    table = dv_table(catalog)
-    table.store.file_io.parallel_reads_pay_off = True  # as S3: a round trip per request
-    reader = SplitReader(table.store, table.schema)
-    recorder = Recorder(reader)
-    got = pa.concat_tables(list(read_splits_ahead(reader, table.plan())))
-    assert got.equals(serial(table))
-    assert len(recorder.started) > 2 and {threads for _, threads in recorder.started} == {True}
-
-
-def test_a_read_of_one_file_keeps_the_readers_setting(catalog: Catalog) -> None:
-    table = catalog.create_table("db.one", SCHEMA, primary_keys=["k", "p"],
-                                 options={"bucket": "1", "deletion-vectors.enabled": "true"})
-    table.write_arrow(rows(range(100), "a", "x"))
-    reader = SplitReader(table.store, table.schema)
-    splits = table.plan()
-    assert len(read_tasks(reader, splits)) == 1
-    recorder = Recorder(reader)
-    got = pa.concat_tables(list(read_splits_ahead(reader, splits)))
-    assert got.num_rows == 100 and [threads for _, threads in recorder.started] == [None]  # file_threads: on
 
 
 def test_a_missing_file_fails_the_read_with_its_error(catalog: Catalog) -> None:
@@ -210,10 +174,10 @@ def test_a_caller_that_stops_early_leaves_no_task_running(catalog: Catalog) -> N
     table = dv_table(catalog)
     reader = SplitReader(table.store, table.schema)
     recorder = Recorder(reader)
+    before = set(threading.enumerate())
     gen = read_splits_ahead(reader, table.plan())
     first = next(gen)
+    assert set(threading.enumerate()) - before  # the pool's workers
     gen.close()  # cancels what has not started and waits for what has
-    n = len(recorder.started)
-    assert first.num_rows and n <= len(read_tasks(reader, table.plan()))
-    assert threading.active_count() == 1 or all(
-        not t.name.startswith("ThreadPoolExecutor") for t in threading.enumerate())
+    assert first.num_rows and recorder.finished == len(recorder.started)
+    assert not set(threading.enumerate()) - before
