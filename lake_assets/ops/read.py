@@ -355,7 +355,10 @@ class SplitReader:
             data = data.append_column(field.with_nullable(value is None or field.nullable), column)
         if self.predicate is not None and data.num_rows:
             data = self.predicate.filter_table(data)
-        out = data.select(self.columns).cast(self.output_schema)
+        out = data.select(self.columns)
+        if not out.schema.equals(self.output_schema, check_metadata=True):
+            # a cast per column otherwise: pyarrow's fixed cost of each call adds up over many files
+            out = out.cast(self.output_schema)
         return out.append_column(_KIND_FIELD, data.column(VALUE_KIND)) if with_kind else out
 
 
