@@ -161,7 +161,9 @@ def _column_chunk(b: bytes, i: int) -> tuple[PageStats | None, int]:
                 i = _skip(b, i, mt)
 
 
-def _row_group(b: bytes, i: int) -> tuple[list[PageStats | None], int]:
+def _row_group(b: bytes, i: int, upto: int | None = None) -> tuple[list[PageStats | None], int]:
+    """The chunks' page stats of the row group at ``i``, and the index after it; with ``upto``
+    the walk stops after that column chunk (the index returned is then -1)."""
     chunks: list[PageStats | None] = []
     fid = 0
     while True:
@@ -172,15 +174,18 @@ def _row_group(b: bytes, i: int) -> tuple[list[PageStats | None], int]:
             i = _skip(b, i, t)
             continue
         n, _, i = _list_header(b, i)
-        for _ in range(n):
+        for k in range(n):
             stats, i = _column_chunk(b, i)
             chunks.append(stats)
+            if k == upto:
+                return chunks, -1
 
 
-def page_encodings(footer: bytes) -> list[list[PageStats | None]]:
+def page_encodings(footer: bytes, upto: int | None = None) -> list[list[PageStats | None]]:
     """Per row group, per column chunk (in leaf column order): the (page type, encoding) pairs
     of its ``encoding_stats``, None where the writer recorded none. ``footer`` is the Thrift
-    ``FileMetaData``."""
+    ``FileMetaData``. ``upto``: the last leaf column the caller needs; the last row group's list
+    then ends there (the walk of a row group's later columns is most of a one-row-group file's)."""
     i, fid = 0, 0
     while True:
         fid, t, i = _field(footer, i, fid)
@@ -191,8 +196,8 @@ def page_encodings(footer: bytes) -> list[list[PageStats | None]]:
             continue
         n, _, i = _list_header(footer, i)
         groups = []
-        for _ in range(n):
-            chunks, i = _row_group(footer, i)
+        for r in range(n):
+            chunks, i = _row_group(footer, i, upto if r == n - 1 else None)
             groups.append(chunks)
         return groups  # what follows (key-value metadata, created_by, ...) is not needed
 
@@ -205,11 +210,11 @@ def footer_bytes(metadata: pq.FileMetaData) -> bytes:
     return data[4:-8]
 
 
-def file_page_encodings(metadata: pq.FileMetaData) -> list[list[PageStats | None]]:
+def file_page_encodings(metadata: pq.FileMetaData, upto: int | None = None) -> list[list[PageStats | None]]:
     """`page_encodings` of a file's footer; a footer the walk cannot follow raises
     `CorruptMetadataError` (pyarrow parsed it, so that would be a bug here)."""
     try:
-        return page_encodings(footer_bytes(metadata))
+        return page_encodings(footer_bytes(metadata), upto)
     except (IndexError, ValueError) as exc:
         raise CorruptMetadataError(f"Cannot read the page encodings of a Parquet footer: {exc}") from exc
 

@@ -61,7 +61,7 @@ def dictionary_columns(pf: pq.ParquetFile, columns: Sequence[str] | None,
             candidates[j] = field.name
     if not candidates:
         return []
-    groups = file_page_encodings(md)
+    groups = file_page_encodings(md, upto=max(candidates))
     if len(groups) != md.num_row_groups:
         return []
     out = []

@@ -55,6 +55,19 @@ def test_footer_walk_tells_fallback_pages_from_dictionary_pages(tmp_path: Path) 
     assert dictionary_columns(pf, ["id", "raw"]) == ["raw"]
 
 
+def test_footer_walk_can_stop_after_the_last_column_needed(tmp_path: Path) -> None:
+    path = _write(tmp_path / "f.parquet", _mixed(20_000), dictionary_pagesize_limit=4096, row_group_size=7_000)
+    md = pq.ParquetFile(path).metadata
+    whole = file_page_encodings(md)
+    for upto in range(md.num_columns):
+        cut = file_page_encodings(md, upto=upto)
+        assert cut[:-1] == whole[:-1]                 # earlier row groups: every column
+        assert cut[-1] == whole[-1][:upto + 1]        # the last one ends at the column asked for
+    single = _write(tmp_path / "one.parquet", _mixed(3_000))
+    assert file_page_encodings(pq.ParquetFile(single).metadata, upto=1) == [
+        file_page_encodings(pq.ParquetFile(single).metadata)[0][:2]]
+
+
 def test_files_without_dictionaries_or_without_strings_read_plainly(tmp_path: Path) -> None:
     table = _mixed(3_000)
     assert dictionary_columns(pq.ParquetFile(_write(tmp_path / "a.parquet", table, use_dictionary=False)), None) == []
