@@ -71,9 +71,15 @@ def dictionary_columns(pf: pq.ParquetFile, columns: Sequence[str] | None,
     return out
 
 
-def _expand(column: pa.ChunkedArray) -> pa.ChunkedArray:
-    """A dictionary-encoded column as the plain column of its values (one ``take`` per chunk)."""
-    return pa.chunked_array([c.dictionary.take(c.indices) for c in column.chunks], type=column.type.value_type)
+def _expand(column: pa.ChunkedArray, value_type: pa.DataType) -> pa.ChunkedArray:
+    """A dictionary-encoded column as the plain column of its values, of type ``value_type`` (one
+    ``take`` per chunk). pyarrow reads a large_string or large_binary column as a dictionary of
+    string or binary values: the dictionary (a few values) is cast, not the expanded column."""
+    chunks = []
+    for c in column.chunks:
+        values = c.dictionary if c.dictionary.type == value_type else c.dictionary.cast(value_type)
+        chunks.append(values.take(c.indices))
+    return pa.chunked_array(chunks, type=value_type)
 
 
 def _finish(data: pa.Table, dense: pa.Schema, keep: pa.BooleanArray | None) -> pa.Table:
@@ -87,7 +93,8 @@ def _finish(data: pa.Table, dense: pa.Schema, keep: pa.BooleanArray | None) -> p
         data = data.filter(keep)
     for i, field in enumerate(data.schema):
         if pa.types.is_dictionary(field.type):
-            data = data.set_column(i, dense.field(field.name), _expand(data.column(i)))
+            target = dense.field(field.name)
+            data = data.set_column(i, target, _expand(data.column(i), target.type))
     return data
 
 

@@ -131,3 +131,26 @@ def test_deletion_vector_table_projections_and_schema_versions(tmp_path: Path) -
     assert sorted(table.to_arrow(columns=["label"]).column(0).to_pylist()) == sorted(v[0] for v in want.values())
     streamed = pa.concat_tables(pa.Table.from_batches([b]) for b in table.to_batches(batch_size=500))
     assert streamed.sort_by("k").equals(got.sort_by("k"))
+
+
+def test_large_string_and_binary_columns_keep_their_type(tmp_path: Path) -> None:
+    # pyarrow reads a large_string (large_binary) column as a dictionary of string (binary) values;
+    # expanding it must give back the file's type (a valid file was reported corrupt before)
+    n = 5_000
+    table = pa.table({
+        "k": pa.array(np.arange(n, dtype=np.int64)),
+        "ls": pa.array([None if i % 13 == 0 else f"v{i % 17}" for i in range(n)], pa.large_string()),
+        "lb": pa.array([bytes([i % 3]) * 2 for i in range(n)], pa.large_binary()),
+    })
+    path = _write(tmp_path / "large.parquet", table, row_group_size=2_000)
+    assert dictionary_columns(pq.ParquetFile(path), None) == ["ls", "lb"]
+    plain = pq.ParquetFile(path).read()
+    assert plain.schema.field("ls").type == pa.large_string()
+    keep = np.ones(n, dtype=bool)
+    keep[::7] = False
+    got = read_parquet(path, None, use_threads=False)
+    assert got.equals(plain) and got.schema == plain.schema
+    got = read_parquet(path, ["lb", "ls"], use_threads=True, keep=keep)
+    want = plain.select(["lb", "ls"])
+    assert got.equals(want.filter(pa.array(keep))) and got.schema == want.schema
+    assert pa.concat_tables(iter_parquet(path, None, batch_rows=1_500)).equals(plain)
