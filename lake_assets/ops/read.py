@@ -164,8 +164,8 @@ class SplitReader:
         self.key_filter = key_terms(predicate, self.key_names) if self.is_pk else None
         self._layouts: dict[tuple[int, tuple[str, ...]], _FileLayout] = {}
         # Whether pyarrow decodes a file's columns in its own thread pool. Turning it off saves
-        # a little CPU on small files, but read_splits_ahead keeps it on: measured on 2 shared cores,
-        # the inner threads still shortened its wall time although the splits run in a pool.
+        # a little CPU on small files; `read_splits_ahead` turns it off for files that are a small
+        # share of a pooled read (see `ops.read_ahead`), and keeps it for merges and large files.
         self.file_threads = True
         # The snapshot the splits were planned from: a file missing because that snapshot was
         # expired meanwhile is a retryable race, not corruption (see `missing_file_error`).
@@ -216,10 +216,12 @@ class SplitReader:
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
     def read_file(
-        self, split: Split, meta: DataFileMeta, with_system: bool, columns: Sequence[str] | None = None
+        self, split: Split, meta: DataFileMeta, with_system: bool, columns: Sequence[str] | None = None,
+        *, use_threads: bool | None = None,
     ) -> pa.Table:
         """Read one file as the current schema's ``columns`` (default: the read columns, matched
-        by field id), plus system columns."""
+        by field id), plus system columns; ``use_threads`` (default `file_threads`) lets pyarrow
+        decode the file's columns in its own threads."""
         layout = self._layout(meta.schema_id, columns)
         file_cols = layout.file_columns
         if with_system:
@@ -229,8 +231,8 @@ class SplitReader:
         try:
             # the format reader drops the rows the deletion vector deletes before it builds strings
             # (`FileFormat.read_rows`)
-            raw = read_data_file(self.store.file_io, path, file_cols, meta.file_size, use_threads=self.file_threads,
-                                 keep=keep)
+            threads = self.file_threads if use_threads is None else use_threads
+            raw = read_data_file(self.store.file_io, path, file_cols, meta.file_size, use_threads=threads, keep=keep)
         except MissingDataFileError as exc:
             raise missing_file_error(self.store, exc, self.snapshot_id) from None
         data = self._to_current(raw, layout, with_system)
@@ -297,9 +299,9 @@ class SplitReader:
             return files
         return [meta for meta in files if file_may_match(self.store, meta, pred, by_values=True)]
 
-    def read_raw_file(self, split: Split, meta: DataFileMeta) -> pa.Table:
+    def read_raw_file(self, split: Split, meta: DataFileMeta, *, use_threads: bool | None = None) -> pa.Table:
         """The rows one of the `raw_files` of ``split`` contributes to the read."""
-        return self._finish(self.read_file(split, meta, False, self.split_columns), split)
+        return self._finish(self.read_file(split, meta, False, self.split_columns, use_threads=use_threads), split)
 
     def read_split(self, split: Split) -> Iterator[pa.Table]:
         """Yield the merged rows of one split, one section (or unmerged file) at a time."""

@@ -126,20 +126,23 @@ def test_append_table_files_read_in_the_serial_order(catalog: Catalog) -> None:
 
 
 class Recorder:
-    """Wraps `SplitReader.read_raw_file` (which still reads): the order tasks start in."""
+    """Wraps `SplitReader.read_raw_file` (which still reads): the order tasks start in, and
+    whether each asked pyarrow for its inner threads."""
 
     def __init__(self, reader: SplitReader) -> None:
         self.started: list[str] = []
+        self.threads: dict[str, bool | None] = {}
         self.finished = 0
         self.lock = threading.Lock()
         self.real = reader.read_raw_file
         reader.read_raw_file = self.read  # type: ignore[method-assign]
 
-    def read(self, split, meta):
+    def read(self, split, meta, *, use_threads=None):
         with self.lock:
             self.started.append(meta.file_name)
+            self.threads[meta.file_name] = use_threads
         try:
-            return self.real(split, meta)
+            return self.real(split, meta, use_threads=use_threads)
         finally:
             with self.lock:
                 self.finished += 1
@@ -159,6 +162,62 @@ def test_tasks_start_largest_first_and_yield_in_plan_order(catalog: Catalog) -> 
     assert len(started) == len(tasks)
     assert max(started[:2]) == max(sizes.values())
     assert min(started[-2:]) == min(sizes.values())
+
+
+def test_pyarrow_threads_only_for_files_that_are_a_large_share_of_the_read(catalog: Catalog) -> None:
+    table = dv_table(catalog)
+    reader = SplitReader(table.store, table.schema)
+    splits = table.plan()
+    tasks = read_tasks(reader, splits)
+    workers = min(len(tasks), max(2, os.cpu_count() or 2))
+    large = sum(t.size for t in tasks) / (2 * workers)
+    recorder = Recorder(reader)
+    got = pa.concat_tables(list(read_splits_ahead(reader, splits)))
+    assert got.equals(serial(table))
+    sizes = {t.file.file_name: t.file.file_size for t in tasks if t.file is not None}
+    assert recorder.threads == {name: size > large for name, size in sizes.items()}
+    reader.file_threads = False  # the reader's own setting still wins
+    recorder.threads.clear()
+    list(read_splits_ahead(reader, splits))
+    assert set(recorder.threads.values()) == {False}
+
+
+def test_a_file_that_is_most_of_the_read_keeps_pyarrow_threads(catalog: Catalog) -> None:
+    table = catalog.create_table("db.big", SCHEMA, primary_keys=["k", "p"],
+                                 options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    table.write_arrow(rows(range(20_000), "a", "x"))
+    table.write_arrow(rows(range(20_000, 20_010), "a", "y"))
+    reader = SplitReader(table.store, table.schema)
+    splits = table.plan()
+    tasks = read_tasks(reader, splits)
+    assert len(tasks) == 2
+    recorder = Recorder(reader)
+    assert pa.concat_tables(list(read_splits_ahead(reader, splits))).equals(serial(table))
+    biggest = max(tasks, key=lambda t: t.size).file
+    assert biggest is not None
+    assert recorder.threads == {t.file.file_name: t.file is biggest for t in tasks if t.file is not None}
+
+
+def test_remote_storage_keeps_pyarrow_threads_for_every_file(catalog: Catalog) -> None:
+    table = dv_table(catalog)
+    table.store.file_io.parallel_reads_pay_off = True  # as S3: a round trip per request
+    reader = SplitReader(table.store, table.schema)
+    recorder = Recorder(reader)
+    got = pa.concat_tables(list(read_splits_ahead(reader, table.plan())))
+    assert got.equals(serial(table))
+    assert len(recorder.threads) > 2 and set(recorder.threads.values()) == {True}
+
+
+def test_a_read_of_one_file_keeps_the_readers_setting(catalog: Catalog) -> None:
+    table = catalog.create_table("db.one", SCHEMA, primary_keys=["k", "p"],
+                                 options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    table.write_arrow(rows(range(100), "a", "x"))
+    reader = SplitReader(table.store, table.schema)
+    splits = table.plan()
+    assert len(read_tasks(reader, splits)) == 1
+    recorder = Recorder(reader)
+    got = pa.concat_tables(list(read_splits_ahead(reader, splits)))
+    assert got.num_rows == 100 and list(recorder.threads.values()) == [None]  # file_threads: on
 
 
 def test_a_missing_file_fails_the_read_with_its_error(catalog: Catalog) -> None:
