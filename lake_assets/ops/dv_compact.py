@@ -237,6 +237,13 @@ class VectorUpdate:
             # an integer key: binary search in the sorted file, no hash table over its keys
             file_keys: np.ndarray = candidates.column(0).to_numpy()
             wanted = self._sorted_keys(keys)
+            if file_keys.size == 0:
+                return np.empty(0, dtype=np.intp)
+            # only the wanted keys within the file's range: the unit's keys spread over the
+            # sorted run's files, each file is searched for its own share
+            lo, hi = np.searchsorted(wanted, (file_keys[0], file_keys[-1]), side="left")
+            hi += int(hi < wanted.size and wanted[hi] == file_keys[-1])
+            wanted = wanted[lo:hi]
             at: np.ndarray = np.searchsorted(file_keys, wanted)
             inside = at < file_keys.size
             at, wanted = at[inside], wanted[inside]

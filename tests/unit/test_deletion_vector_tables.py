@@ -23,6 +23,7 @@ from lake_assets.ops import dv_compact
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact import plan_compaction, run_compaction_task
 from lake_assets.ops.deletion_vectors import VectorLoader, snapshot_index
+from lake_assets.spec.binary_row import deserialize_row
 
 SCHEMA = pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.string()), ("op", pa.string())])
 
@@ -368,3 +369,25 @@ def test_keys_of_rolled_level0_files_mark_the_right_rows(catalog: Catalog, monke
             assert as_model(table.to_arrow()) == model
     assert vectors(table), "no deletion vectors were written: the test proves nothing"
     assert max(handed) > 1, "no level 0 was rolled into several files: the test proves nothing"
+
+
+def test_keys_at_the_edges_of_each_top_level_file_are_marked(catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    # The lookup searches each file of a sorted run only for the unit's keys inside its key range:
+    # a key equal to a file's first or last key, or between two files, must be found or skipped
+    # exactly (a vector marks precisely the replaced rows; the read without merge shows the model).
+    table = make(catalog, **{"target-file-size": "4 kb", "bucket": "1"})
+    table.write_arrow(rows(range(0, 6000, 2), "a", "r0-"))
+    table.compact(full=True)
+    top = [e.file for e in table.store.file_store_scan().live_entries(table.latest_snapshot())]
+    assert len(top) > 2, "the top level is one file: the test proves nothing"
+    types = table.store.schema.types(["k"])
+    edges = sorted({deserialize_row(b, types)[0] for f in top for b in (f.min_key, f.max_key)}
+                   | {1, 5999, 6001})  # odd keys fall between rows and files: new rows only
+    table.write_arrow(rows(edges, "a", "r1-"))
+    model = {(k, "a"): f"r0-{k}" for k in range(0, 6000, 2)} | {(k, "a"): f"r1-{k}" for k in edges}
+    with monkeypatch.context() as m:
+        no_merge(m)
+        assert as_model(table.to_arrow()) == model
+    marked = sum(len(v) for v in vectors(table).values())
+    assert marked == len([k for k in edges if k % 2 == 0 and k < 6000])
