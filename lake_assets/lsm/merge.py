@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.lsm.key_compare import float_order_codes, key_view
 from lake_assets.lsm.merge_engine.function import MergeFunction, RowSelectingMerge, RowSelectingMergeFunction
+from lake_assets.lsm.radix_sort import radix_applies, radix_order
 from lake_assets.spec.row_kind import RowKind
 
 # Plain ints: numpy compares an array with an IntEnum member through the enum's slower path.
@@ -136,7 +137,9 @@ def _single_int_key_order(
         if k_bits + s_bits > 63:
             return None  # does not pack: the general multi-column sort handles it
         packed = ((keys - k_lo).astype(np.uint64) << np.uint64(s_bits)) | (seq - s_lo).astype(np.uint64)
-        order = np.argsort(packed, kind="stable")  # equal (key, sequence): input order wins, as the general sort
+        # equal (key, sequence): input order wins, as the general sort (both orders are stable)
+        bits = k_bits + s_bits
+        order = radix_order(packed, bits) if radix_applies(len(packed), bits) else np.argsort(packed, kind="stable")
     if prefix:
         groups = table.column(prefix[0]).to_numpy()[order]
         order = order[np.argsort(groups, kind="stable")]
@@ -153,8 +156,12 @@ def _int_key_sort(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n = len(keys)
     if n > 1:
         lo, hi = int(keys.min()), int(keys.max())
+        key_bits = (hi - lo).bit_length()
+        if radix_applies(n, key_bits):  # linear passes over 16-bit digits (lsm/radix_sort.py)
+            order = radix_order((keys - np.int64(lo)).astype(np.uint64), key_bits)
+            return order, keys[order]
         row_bits = (n - 1).bit_length()
-        if (hi - lo).bit_length() + row_bits <= 64:
+        if key_bits + row_bits <= 64:
             packed = (keys - np.int64(lo)).astype(np.uint64) << np.uint64(row_bits)
             packed |= np.arange(n, dtype=np.uint64)
             packed.sort()
