@@ -54,8 +54,11 @@ class Table(TableMaintenance):
 
     def _read_schema(self, snap: Snapshot | None, *, travel: bool) -> TableSchema:
         """Time travel reads with the schema the snapshot was committed under, as Paimon does;
-        a read of the latest state uses the table's current schema."""
-        if not travel or snap is None or snap.schema_id == self.schema.id:
+        a read of the latest state uses the handle's schema, moved on to the snapshot's when another
+        handle evolved the schema since (`FileStore.schema_at`)."""
+        if not travel:
+            return self.store.schema_at(snap)
+        if snap is None or snap.schema_id == self.schema.id:
             return self.schema
         return self.store.schema_by_id(snap.schema_id)
 
@@ -150,6 +153,9 @@ class Table(TableMaintenance):
         args.text("commit_user", commit_user, optional=False)
         args.flag("write_only", write_only)
         args.flag("ignore_previous_files", ignore_previous_files)
+        # A writer takes the schema of the latest snapshot when another handle evolved it since
+        # this one loaded: its merges, lookups and inline compaction read the files under it.
+        self.store.schema_at(self.snapshot_manager.latest())
         return new_table_writer(self.store, commit_user, write_only=write_only,
                                 ignore_previous_files=ignore_previous_files)
 

@@ -58,6 +58,7 @@ def resolve_snapshot(
 def plan_splits(store: FileStore, snap: Snapshot, pred: Predicate | None, op: Op = Op.READ) -> list[Split]:
     """The splits (one per partition and bucket) of ``snap`` that may hold rows ``pred`` accepts;
     the table and the files planned are checked for ``op`` (`lake_assets.table_support`)."""
+    store.schema_at(snap)  # a snapshot committed under a newer schema is planned with it
     scan = store.file_store_scan(op)
     schema = store.schema
     pkeys = list(schema.partition_keys)

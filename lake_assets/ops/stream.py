@@ -107,6 +107,7 @@ def snapshot_changes(
 ) -> list[ChangeSplit]:
     """The change splits one snapshot contributes (see the module docstring): to a stream, or
     with ``streaming=False`` to an incremental batch read (which never sees ``bucket-postpone``)."""
+    store.schema_at(snap)  # a snapshot committed under a newer schema is read with it
     scan = store.file_store_scan(Op.STREAM, real_buckets_only=skips_postponed(store, streaming=streaming))
     producer = store.schema.core_options.changelog_producer
     use_changelog = source == "changelog" or (source == "auto" and producer != "none")
@@ -224,6 +225,14 @@ class ChangeReader:
                     yield data.append_column(ROW_KIND, kinds)
 
     def _read(self, split: ChangeSplit) -> Iterator[pa.Table]:
+        if self._reader.schema.id != self.store.schema.id:
+            # planning moved the store to a newer schema (`FileStore.schema_at`): the splits' files
+            # may hold columns the older one lacks, so the reader follows (its output too)
+            gone = [c for c in self.columns or () if not self.store.schema.has_field(c)]
+            if gone:
+                raise SchemaError(f"Cannot read changes of {self.store.name}: columns {gone} were renamed or "
+                                  f"dropped by schema {self.store.schema.id}, which later snapshots were written under")
+            self._reader = SplitReader(self.store, self.store.schema, self.columns)
         sp = Split(split.partition, split.partition_values, split.bucket, -1, list(split.files), split.dv_entries)
         if split.kind == "full":
             yield from self._read_full(sp)
@@ -407,8 +416,9 @@ def read_changes(
         from lake_assets.ops.tag_diff import read_diff  # it builds on this module
 
         return read_diff(store, start, end, columns)
-    reader = ChangeReader(store, columns)
-    parts = [reader.read(split) for split in change_splits_between(store, start, end, mode)]  # type: ignore[arg-type]
+    splits = change_splits_between(store, start, end, mode)  # type: ignore[arg-type]
+    reader = ChangeReader(store, columns)  # after planning: with the newest schema the splits need
+    parts = [reader.read(split) for split in splits]
     return pa.concat_tables(parts) if parts else reader.schema.empty_table()
 
 

@@ -91,6 +91,23 @@ class FileStore:
         validate_open(schema)
         self.schema = schema
 
+    def schema_at(self, snap: Snapshot | None) -> TableSchema:
+        """The schema an operation on the latest state, as of ``snap``, works with: the handle's
+        schema, or ``snap``'s when that is newer.
+
+        A snapshot records the latest schema when it was committed (as Java's committer does), so a
+        snapshot newer than this handle's schema means another handle or process evolved the schema
+        and wrote under it. Reading such files with the older schema would drop, misname or narrow
+        their columns, and a writer or compaction would write that loss back: the store moves to the
+        snapshot's schema (never back), so plans, predicates, merges and writers of this handle agree."""
+        if snap is None or snap.schema_id <= self.schema.id:
+            return self.schema
+        schema = self.schema_by_id(snap.schema_id)
+        validate_open(schema)
+        if schema.id > self.schema.id:  # a racing thread may have moved it already
+            self.schema = schema
+        return self.schema
+
     def schema_by_id(self, schema_id: int) -> TableSchema:
         """The schema of this id (cached: schema files never change)."""
         s = self._schemas.get(schema_id)
