@@ -320,8 +320,7 @@ class SplitReader:
         ``with_kind`` (primary-key tables) adds each merged row's ``_VALUE_KIND``."""
         from lake_assets.ops.streaming_read import stream_split  # it builds on this module
 
-        files = split.files if not self.is_pk else self.store.visible_files(split.files, self.schema)
-        yield from stream_split(self, split, files, batch_rows, with_kind=with_kind)
+        yield from stream_split(self, split, batch_rows, with_kind=with_kind)
 
     def _merge_section(self, split: Split, section: list[DataFileMeta]) -> pa.Table:
         if len(section) == 1 and section[0].delete_row_count == 0:

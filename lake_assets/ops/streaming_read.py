@@ -24,8 +24,6 @@ from lake_assets.formats.data_file import VALUE_KIND
 from lake_assets.lsm.merge import is_retract, sort_and_merge
 from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.lsm.run_partition import chained, split_into_runs
-from lake_assets.ops.deletion_vectors import raw_readable
-from lake_assets.ops.plan import file_may_match
 from lake_assets.ops.read import sections
 from lake_assets.ops.scan import Split
 from lake_assets.spec.manifest import DataFileMeta
@@ -57,29 +55,21 @@ def stream_bounds(
     return (DEFAULT_BATCH_ROWS if rows is None else rows, DEFAULT_READ_AHEAD if ahead is None else ahead)
 
 
-def stream_split(
-    reader: SplitReader, split: Split, files: Sequence[DataFileMeta], batch_rows: int, *, with_kind: bool = False
-) -> Iterator[pa.Table]:
-    """The merged, filtered and projected rows of ``files`` (the split's visible files) in
-    batches of at most about ``2 * batch_rows`` rows; ``with_kind`` (primary-key tables) adds the
+def stream_split(reader: SplitReader, split: Split, batch_rows: int, *, with_kind: bool = False) -> Iterator[pa.Table]:
+    """The merged, filtered and projected rows of ``split`` (its visible files) in batches of at
+    most about ``2 * batch_rows`` rows; ``with_kind`` (primary-key tables) adds the
     ``_VALUE_KIND`` of each row: a merged key's result kind, an unmerged row's stored kind."""
     columns = reader.split_columns
     with_kind = with_kind and reader.is_pk
-    if not reader.is_pk:
-        for meta in sorted(files, key=lambda f: f.min_sequence_number):
-            for part in reader.iter_file(split, meta, False, columns, batch_rows):
-                yield reader._finish(part, split)
-        return
-    if reader.dv_raw and raw_readable(files):
-        # Deletion vectors leave each key one live row above level 0: no merge (as `read_split`),
-        # and a file whose value stats exclude the filter holds no row the read returns.
-        pred = reader.predicate if reader.predicate is not None and reader.predicate.clauses else None
-        for meta in files:
-            if pred is not None and not file_may_match(reader.store, meta, pred, by_values=True):
-                continue
+    raw = reader.raw_files(split)
+    if raw is not None:
+        # the files a batch read returns file by file, with no merge (`SplitReader.raw_files`, the
+        # one definition both readers use): append tables, deletion-vector buckets above level 0
+        for meta in raw:
             for part in reader.iter_file(split, meta, with_kind, columns, batch_rows):
                 yield reader._finish(part, split, with_kind)
         return
+    files = reader.store.visible_files(split.files, reader.schema)
     key_names = reader.key_names
     merged_columns = [*columns, VALUE_KIND] if with_kind else columns
 
