@@ -8,6 +8,12 @@ deleted and created again under the same root writes files of new names, and a n
 other content would have to match the size too. Entries are evicted least recently used first
 once their sizes (the index files' sizes: the serialized vectors, about their decoded size) pass
 `DV_CACHE_MAX_BYTES`. Callers must not mutate the vectors they get (copy first, as compaction does).
+
+A cached file is still checked on storage, once per loader (one read's plan): the cache saves
+fetching and decoding, never the answer a fresh process would give. A file that is gone (its
+snapshot was expired, or the table lost it) or whose size is not the one its index manifest
+records fails as its read would (`check_index_file`), cached or not. Damage that keeps the size
+(an in-place rewrite of an immutable file) is only found by reading it, which a cache hit skips.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ import threading
 from collections import OrderedDict
 
 from pyroaring import BitMap
+
+from lake_assets.errors import CorruptMetadataError, MissingDataFileError
 
 # Bytes of index files the cache keeps decoded; a file larger than this is never cached.
 DV_CACHE_MAX_BYTES = 64 * 1024 * 1024
@@ -62,6 +70,22 @@ class IndexFileCache:
         with self._lock:
             self._entries.clear()
             self._bytes = 0
+
+
+def check_index_file(table: str, file_name: str, recorded_size: int, actual_size: int | None) -> None:
+    """Raise what reading deletion-vector index file ``file_name`` of ``table`` gives when its
+    size on storage (None: the file is missing) is not the ``recorded_size`` of its index manifest
+    entry: the one check of both a fresh read and a cache hit, so both fail alike.
+
+    A missing file is a `MissingDataFileError` (a read maps it to `ConcurrentMaintenanceError`
+    when the snapshot it planned was expired meanwhile, as for data files)."""
+    if actual_size is None:
+        raise MissingDataFileError(f"Table {table}: deletion vector index file {file_name} is missing")
+    if actual_size != recorded_size:
+        raise CorruptMetadataError(
+            f"Table {table}: deletion vector index file {file_name} has {actual_size} bytes, but its index "
+            f"manifest records {recorded_size}"
+        )
 
 
 INDEX_FILE_CACHE = IndexFileCache(DV_CACHE_MAX_BYTES)

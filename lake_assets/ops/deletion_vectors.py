@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from pyroaring import BitMap
 
 from lake_assets.errors import CorruptMetadataError
-from lake_assets.ops.deletion_vector_cache import INDEX_FILE_CACHE
+from lake_assets.ops.deletion_vector_cache import INDEX_FILE_CACHE, check_index_file
 from lake_assets.ops.scan import Split
 from lake_assets.spec.deletion_vector import read_vector
 from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry
@@ -111,6 +111,9 @@ class VectorLoader:
 
     def __init__(self, store: FileStore) -> None:
         self.store = store
+        # index files this loader found on storage as their manifest entries record them: a
+        # cache hit is checked once per loader (see `deletion_vector_cache`)
+        self._checked: set[str] = set()
 
     def vectors(self, entries: Sequence[IndexManifestEntry]) -> dict[str, BitMap]:
         """Data file name -> deletion vector, over the index files ``entries`` of one bucket.
@@ -122,6 +125,9 @@ class VectorLoader:
             if got is None:
                 got = self._load(e)
                 INDEX_FILE_CACHE.put(key, got, e.file_size)
+            elif e.file_name not in self._checked:
+                self._check_on_storage(e)
+            self._checked.add(e.file_name)  # a racing thread checks it twice at worst
             for name, vector in got.items():
                 if name in out:
                     raise CorruptMetadataError(
@@ -129,6 +135,14 @@ class VectorLoader:
                     )
                 out[name] = vector
         return out
+
+    def _check_on_storage(self, entry: IndexManifestEntry) -> None:
+        """A cached file must still be there, as its manifest entry records it."""
+        try:
+            size: int | None = self.store.file_io.size(self.store.paths.index_file(entry.file_name))
+        except FileNotFoundError:
+            size = None
+        check_index_file(self.store.name, entry.file_name, entry.file_size, size)
 
     def _load(self, entry: IndexManifestEntry) -> dict[str, BitMap]:
         if entry.external_path:
@@ -139,9 +153,9 @@ class VectorLoader:
         try:
             data = self.store.file_io.read_bytes(path)
         except FileNotFoundError:
-            raise CorruptMetadataError(
-                f"Table {self.store.name}: deletion vector index file {entry.file_name} is missing"
-            ) from None
+            data = None
+        check_index_file(self.store.name, entry.file_name, entry.file_size, None if data is None else len(data))
+        assert data is not None
         return {r.data_file: read_vector(data, r, entry.file_name) for r in entry.dv_ranges or ()}
 
 

@@ -227,8 +227,9 @@ class SplitReader:
         if with_system:
             file_cols = [*file_cols, SEQUENCE_NUMBER, VALUE_KIND]
         path = self.store.data_file_path(split.partition, split.bucket, meta)
-        keep = self._kept_rows(split, meta, meta.row_count)
         try:
+            # a missing index file is mapped as a missing data file is (`missing_file_error`)
+            keep = self._kept_rows(split, meta, meta.row_count)
             # the format reader drops the rows the deletion vector deletes before it builds strings
             # (`FileFormat.read_rows`)
             threads = self.file_threads if use_threads is None else use_threads
@@ -257,9 +258,9 @@ class SplitReader:
         if with_system:
             file_cols = [*file_cols, SEQUENCE_NUMBER, VALUE_KIND]
         path = self.store.data_file_path(split.partition, split.bucket, meta)
-        keep = self._kept_rows(split, meta, meta.row_count)
         start = 0
         try:
+            keep = self._kept_rows(split, meta, meta.row_count)  # mapped as in `read_file`
             for raw in iter_data_file(self.store.file_io, path, file_cols, batch_rows):
                 if keep is not None:  # the deletion vector's rows, batch by batch
                     n = raw.num_rows
