@@ -50,12 +50,15 @@ class StoreView:
 
     @property
     def schema(self) -> TableSchema:
-        """The current schema (`refresh` reloads it)."""
+        """The current schema (`refresh` reloads it; reads and writers move it on to a newer one a
+        snapshot was committed under, `FileStore.schema_at`)."""
         return self.store.schema
 
     @schema.setter
     def schema(self, schema: TableSchema) -> None:
-        self.store.schema = schema
+        """Pin the handle to ``schema`` (`FileStore.pin_schema`), as Spark does with the schema it
+        declared to a query."""
+        self.store.pin_schema(schema)
 
     @property
     def fault_hook(self) -> FaultHook | None:

@@ -68,6 +68,8 @@ class FileStore:
         self._partition_paths: dict[bytes, str] = {}
         self._support: tuple[TableSchema, list[Refusal]] | None = None
         self._index_entries: dict[str, list[IndexManifestEntry]] = {}
+        # set by `pin_schema`: the handle keeps that schema (`schema_at` does not move it)
+        self._schema_pinned = False
         self.schema = schema if schema is not None else self.load_latest_schema()
         self._schemas[self.schema.id] = self.schema
         # Malformed options fail now; unsupported features are refused per operation (`require`).
@@ -90,6 +92,15 @@ class FileStore:
         schema = self.load_latest_schema()
         validate_open(schema)
         self.schema = schema
+        self._schema_pinned = False
+
+    def pin_schema(self, schema: TableSchema) -> None:
+        """Read and write with ``schema`` from now on, whatever schema later snapshots carry (Spark
+        pins the schema it declared to a query: files of newer schemas are read by field id into
+        it); `refresh` unpins."""
+        self.schema = schema
+        self._schemas.setdefault(schema.id, schema)
+        self._schema_pinned = True
 
     def schema_at(self, snap: Snapshot | None) -> TableSchema:
         """The schema an operation on the latest state, as of ``snap``, works with: the handle's
@@ -99,8 +110,9 @@ class FileStore:
         snapshot newer than this handle's schema means another handle or process evolved the schema
         and wrote under it. Reading such files with the older schema would drop, misname or narrow
         their columns, and a writer or compaction would write that loss back: the store moves to the
-        snapshot's schema (never back), so plans, predicates, merges and writers of this handle agree."""
-        if snap is None or snap.schema_id <= self.schema.id:
+        snapshot's schema (never back), so plans, predicates, merges and writers of this handle agree.
+        A schema pinned by `pin_schema` stays."""
+        if snap is None or snap.schema_id <= self.schema.id or self._schema_pinned:
             return self.schema
         schema = self.schema_by_id(snap.schema_id)
         validate_open(schema)

@@ -127,3 +127,16 @@ def test_change_reads_of_a_projected_column_that_was_renamed_fail_clearly(handle
     splits = [s for b in stream.poll(max_snapshots=10) for s in b.splits]
     with pytest.raises(SchemaError, match="renamed or dropped"):
         reader.read(splits[0])
+
+
+def test_a_pinned_schema_stays_as_spark_declared_it(handles: tuple[Table, Table]) -> None:
+    """Spark pins the schema it declared to a query (``table.schema = ...``): files of a newer
+    schema are read by field id into it; `refresh` unpins."""
+    old, new = handles
+    old.schema = old.store.schema_by_id(0)
+    new.update_schema().rename_column("amount", "total").add_column("note", pa.string()).commit()
+    new.write_arrow(pa.table({"id": [2], "qty": [2], "total": [2.5], "note": ["n2"]},
+                             schema=EVOLVED.set(1, pa.field("qty", pa.int32()))))
+    assert rows(old.to_arrow(), "id") == [{"id": 1, "qty": 1, "amount": 1.5}, {"id": 2, "qty": 2, "amount": 2.5}]
+    assert old.schema.id == 0
+    assert old.refresh().to_arrow().schema.names == ["id", "qty", "total", "note"]
