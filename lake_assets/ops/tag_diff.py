@@ -98,6 +98,7 @@ def read_diff(store: FileStore, start: int | str, end: int | str | None, columns
 
     before = resolve(start)
     after = resolve(end) if end is not None else store.snapshot_manager.latest()
+    store.schema_at(after)  # files committed under a newer schema are read with it
     reader = DiffReader(store, columns, ROW_KIND)
     if after is None or after.id == before.id:
         return reader.schema.empty_table()

@@ -8,6 +8,12 @@ the snapshot was committed under, not the one ``old`` cached (`FileStore.schema_
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 
@@ -140,3 +146,32 @@ def test_a_pinned_schema_stays_as_spark_declared_it(handles: tuple[Table, Table]
     assert rows(old.to_arrow(), "id") == [{"id": 1, "qty": 1, "amount": 1.5}, {"id": 2, "qty": 2, "amount": 2.5}]
     assert old.schema.id == 0
     assert old.refresh().to_arrow().schema.names == ["id", "qty", "total", "note"]
+
+
+def test_a_diff_between_tags_through_a_stale_handle_uses_the_newer_schema(handles: tuple[Table, Table]) -> None:
+    old, new = handles
+    new.create_tag("before")
+    _evolve_and_write(new)
+    new.create_tag("after")
+    got = old.read_changes("before", "after")
+    assert got.to_pylist() == [{"id": 2, "qty": 2**40, "total": 2.5, "note": "n2", "_row_kind": "+I"}]
+
+
+def test_a_schema_evolved_and_written_by_another_process_is_read_and_compacted_with_it(
+    handles: tuple[Table, Table], warehouse: str
+) -> None:
+    old, _ = handles
+    code = textwrap.dedent(f"""
+        import pyarrow as pa
+        from lake_assets import Catalog
+        t = Catalog({warehouse!r}).get_table("db.t")
+        (t.update_schema().rename_column("amount", "total").update_column_type("qty", pa.int64())
+         .add_column("note", pa.string()).commit())
+        t.write_arrow(pa.table({{"id": [2], "qty": [2**40], "total": [2.5], "note": ["n2"]}}))
+    """)
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
+    assert rows(old.to_arrow(), "id") == EXPECTED
+    old.compact(full=True)
+    assert rows(Catalog(warehouse).get_table("db.t").to_arrow(), "id") == EXPECTED
