@@ -238,9 +238,10 @@ class Table(TableMaintenance):
         snap = snapshot if snapshot is not None else self.resolve_snapshot(snapshot_id)
         if snap is None:
             return []
+        schema = self.store.schema_at(snap)  # the filter may name a column as a newer schema does
         pred = Predicate.of(filter)
         if pred is not None:
-            pred.check(self.schema.arrow_schema, self.name)
+            pred.check(schema.arrow_schema, self.name)
         return plan_splits(self.store, snap, pred, op)
 
     def to_batches(

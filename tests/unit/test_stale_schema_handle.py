@@ -175,3 +175,10 @@ def test_a_schema_evolved_and_written_by_another_process_is_read_and_compacted_w
     assert rows(old.to_arrow(), "id") == EXPECTED
     old.compact(full=True)
     assert rows(Catalog(warehouse).get_table("db.t").to_arrow(), "id") == EXPECTED
+
+
+def test_a_plan_through_a_stale_handle_takes_a_filter_on_a_renamed_column(handles: tuple[Table, Table]) -> None:
+    old, new = handles
+    _evolve_and_write(new)
+    splits = old.plan(filter=[("total", ">", 2.0)])
+    assert sum(len(s.files) for s in splits) >= 1
