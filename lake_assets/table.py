@@ -1,7 +1,8 @@
 """The table facade: reads, writes, two-phase commit, snapshots.
 
 A `Table` is a handle on a table directory; it holds no state that a concurrent writer could
-invalidate except the schema, which `refresh` reloads.
+invalidate except the schema, which `refresh` reloads and which reads, plans and new writers move
+on to the schema of the snapshot they work on when another handle evolved it (`FileStore.schema_at`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ A `FileStore` holds a table's identity and storage - its name, file IO, paths, s
 options - and hands out the metadata stores (snapshots, manifests, changelogs, tags, consumers),
 the scan, the merge function and file paths. It has no user-facing verbs: `lake_assets.table.Table`
 holds one and turns its verbs into operations on it. Like `Table`, it holds no state a concurrent
-writer could invalidate except the current schema, which `refresh` reloads.
+writer could invalidate except the current schema, which `refresh` reloads and `schema_at` moves on
+to a newer one a snapshot was committed under.
 """
 
 from __future__ import annotations
