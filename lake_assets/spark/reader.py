@@ -15,7 +15,6 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
 from lake_assets.errors import OptionError, SchemaError
-from lake_assets.ops.deletion_vectors import hides_level0, raw_readable
 from lake_assets.ops.read import SplitReader, sections
 from lake_assets.ops.scan import Split
 from lake_assets.ops.stream import ROW_KIND, ChangeReader, ChangeSplit, change_splits_between
@@ -73,15 +72,15 @@ def divide_split(table: Table, split: Split, target_size: int) -> list[Split]:
     """
     if split.size_bytes <= target_size:
         return [split]
-    if table.primary_keys:
-        schema = table.schema
-        key_types = schema.types(list(schema.trimmed_primary_keys))
-        visible = table.store.visible_files(split.files, schema)
-        # deletion vectors leave one live row per key above level 0: files are independent then
-        units = ([[f] for f in visible] if hides_level0(schema) and raw_readable(visible)
-                 else sections(visible, key_types))
+    schema = table.schema
+    # files a read returns one by one, without a merge (append tables, deletion-vector buckets
+    # above level 0: `SplitReader.raw_files`, the decision every reader takes) are independent
+    raw = SplitReader(table.store, schema).raw_files(split)
+    if raw is not None:
+        units = [[f] for f in raw]
     else:
-        units = [[f] for f in sorted(split.files, key=lambda f: f.min_sequence_number)]
+        key_types = schema.types(list(schema.trimmed_primary_keys))
+        units = sections(table.store.visible_files(split.files, schema), key_types)
     parts: list[list[DataFileMeta]] = []
     size = 0
     for unit in units:

@@ -130,3 +130,26 @@ def test_the_streaming_reader_takes_the_merge_decision_from_raw_files(tmp_path: 
     got = pa.concat_tables([t for s in splits for t in reader.stream_split(s, 7)])
     assert got.num_rows == 25
     assert set(reader.raw) == {(s.partition, s.bucket) for s in splits}
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from(sorted(KINDS)), compact=st.sampled_from(["none", "each", "full"]))
+def test_spark_divides_a_split_by_the_same_decision(kind: str, compact: str) -> None:
+    """Spark's planner cuts a large split into files where the readers read file by file, and
+    into whole key sections where they merge."""
+    from lake_assets.ops.read import sections
+    from lake_assets.spark.reader import divide_split
+
+    with tempfile.TemporaryDirectory() as tmp:
+        catalog = Catalog(tmp)
+        catalog.create_database("db")
+        table = _build(catalog, kind, [(0, 30), (10, 30), (50, 5)], compact)
+        for split in table.plan():
+            parts = divide_split(table, split, 1)  # every unit its own part
+            raw = SplitReader(table.store, table.schema).raw_files(split)
+            if raw is not None:
+                assert [[f.file_name for f in p.files] for p in parts] == [[f.file_name] for f in raw]
+            else:
+                visible = table.store.visible_files(split.files, table.schema)
+                units = sections(visible, table.schema.types(list(table.schema.trimmed_primary_keys)))
+                assert [[f.file_name for f in p.files] for p in parts] == [[f.file_name for f in u] for u in units]
