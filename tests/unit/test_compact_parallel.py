@@ -99,13 +99,17 @@ def test_a_failed_unit_leaves_no_files_and_no_snapshot(tmp_path, monkeypatch, pa
     tasks = plan_compaction(t.store, full=True).tasks
     doomed = (tasks[len(tasks) // 2].partition, tasks[len(tasks) // 2].bucket)  # compact() plans anew
     written = []
+    one_unit_done = threading.Event()
 
     def failing(store, task, **kw):
         if (task.partition, task.bucket) == doomed:
-            time.sleep(0.05)  # let units in other threads finish and write their files first
+            # fail only after another unit wrote its files (a sleep flaked on a loaded machine);
+            # with parallelism 1 the units before this one have already finished
+            assert one_unit_done.wait(timeout=60)
             raise RuntimeError("unit failed")
         msg = run_compaction_task(store, task, **kw)
         written.extend(msg.all_written_files())
+        one_unit_done.set()
         return msg
 
     monkeypatch.setattr(compact_mod, "run_compaction_task", failing)
