@@ -25,11 +25,14 @@ resolve the same way.
 Local disk: a unit's spill runs live in one private directory (`SpillDirectory`) removed after
 each interval, on failure and on interrupt. ``write-buffer-spill.max-disk-size`` bounds it: a
 run that would exceed it is dropped and the remaining inputs are merged at once (the disk budget
-wins over the fan-in, as the writer flushes to level 0 when its spill disk is full).
+wins over the fan-in, as the writer flushes to level 0 when its spill disk is full); so does a
+run the local disk has no room for (ENOSPC): spilling saves memory, it never fails a compaction
+that would succeed without it.
 """
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -44,6 +47,9 @@ from lake_assets.spec.manifest import DataFileMeta
 
 if TYPE_CHECKING:
     from lake_assets.options import CoreOptions
+
+# a full local disk or quota while a fold is written: the fold is dropped, not the compaction
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 __all__ = ["bounded_inputs", "fold_window", "sort_spill_threshold", "spill_directory"]
 
@@ -117,6 +123,10 @@ def bounded_inputs(
             run = _fold(window, open_file, spill, key_names, sort_chunk, step_rows, batch_rows)
         except SpillDiskFull:
             break  # the budget is reached: what is left is merged at once
+        except OSError as exc:
+            if exc.errno not in _DISK_FULL:
+                raise
+            break  # the local disk is full (the partial run is removed): likewise
         spill.delete(item.run for item in window if item.run is not None)
         items[start:start + width] = [] if run is None else [_Input(run.file_bytes, run=run)]
     return [item.open(open_file) for item in items]
