@@ -16,6 +16,14 @@ changelog of the upserted keys (lookup). Example::
 
     .venv/bin/python bench/bench_memory.py --rows 1000000,16000000 --out bench/out/memory
     .venv/bin/python bench/bench_memory.py --table first-row --rows 1000000,4000000 --out bench/out/memory-fr
+
+``--many-runs N`` (round 6, issue 17 §2: compaction's fan-in) loads the rows in N commits that
+each cover the whole key range instead of one load, so each bucket holds N overlapping level-0
+runs, and measures the full compaction that merges them; ``--fan-in`` lists the
+``sort-spill-threshold`` values to run it with, each size and value in its own process
+(``unset``: the default, num-sorted-run.stop-trigger + 1). Example::
+
+    .venv/bin/python bench/bench_memory.py --many-runs 200 --fan-in 1000000,unset --rows 4000000,16000000
 """
 
 from __future__ import annotations
@@ -43,12 +51,15 @@ from lake_assets import Catalog
 from lake_assets.formats.data_file import ROW_GROUP_MAX_BYTES
 from lake_assets.lsm.run_partition import split_into_runs
 from lake_assets.ops import spill, write_spill
+from lake_assets.ops.compact import fan_in as compact_fan_in
 from lake_assets.ops.compact import memory as compact_memory
+from lake_assets.ops.compact import rewrite as compact_rewrite
 from lake_assets.ops.compact.plan import plan_compaction
 from lake_assets.ops.compact.rewrite import compaction_parallelism
 from lake_assets.ops.streaming_read import DEFAULT_BATCH_ROWS, DEFAULT_READ_AHEAD
 from lake_assets.option_rules import RULES
 from lake_assets.option_types import parse_memory_size
+from lake_assets.options import CoreOptions
 
 SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("a", pa.int64()), ("b", pa.float64()),
                     ("c", pa.string()), ("d", pa.int32()), ("e", pa.timestamp("us")), ("f", pa.bool_())])
@@ -134,6 +145,7 @@ def compaction_bound(table, full: bool) -> dict[str, object]:
     # which this sum of the merge's rows does not include
     changelog = any(t.changelog_producer for t in plan.tasks)
     return {"compaction_runs_per_unit": runs, "compaction_units_at_once": units,
+            "sort_spill_threshold": compact_fan_in.sort_spill_threshold(opts),
             "compaction_bound_rows": rows, "bound_mib": round(rows * row_bytes / 2**20, 1),
             "bound_excludes_changelog": changelog}
 
@@ -175,11 +187,60 @@ def step(meter: Meter, name: str, rows: int = 0) -> Iterator[dict[str, object]]:
         extra["arrow_peak_above_start_mib"] = round((arrow.peak - start) / 2**20, 1)
 
 
+@contextmanager
+def collected_spills() -> Iterator[list[spill.SpillDirectory]]:
+    """The spill directories of the compaction's units (`ops.compact.fan_in`), collected while
+    the block runs (`spill_counts` sums what they spilled)."""
+    made: list[spill.SpillDirectory] = []
+    original = compact_rewrite.spill_directory  # type: ignore[attr-defined]
+
+    def collecting(options: CoreOptions) -> spill.SpillDirectory:
+        directory = original(options)
+        made.append(directory)
+        return directory
+
+    compact_rewrite.spill_directory = collecting  # type: ignore[attr-defined]
+    try:
+        yield made
+    finally:
+        compact_rewrite.spill_directory = original  # type: ignore[attr-defined]
+
+
+def spill_counts(made: list[spill.SpillDirectory]) -> dict[str, object]:
+    """Runs and rows the units spilled, their merges and the largest fan-in of those merges."""
+    return {"spill_runs": sum(d.stats.runs for d in made), "spilled_rows": sum(d.stats.rows for d in made),
+            "spill_merges": sum(d.stats.merges for d in made),
+            "spill_max_fan_in": max((d.stats.max_fan_in for d in made), default=0)}
+
+
+def run_many_runs(rows: int, table, meter: Meter, rounds: int, batch_rows: int, read_ahead: int) -> None:
+    """``rounds`` commits of ``rows / rounds`` keys drawn from the whole key range (so every
+    bucket gets ``rounds`` overlapping level-0 runs), then the full compaction that merges them."""
+    rng = np.random.default_rng(3)
+    per_round = rows // rounds
+    with step(meter, f"load {rounds} commits@{rows}", rows) as x:
+        written = 0
+        for r in range(rounds):
+            keys = np.unique(rng.integers(0, rows, per_round))  # a key at most once per commit
+            written += _write(table, iter([_batch(rng, keys, r)]), f"round-{r}")
+        x["rows"] = written
+    bound = compaction_bound(table, True)
+    with step(meter, f"compact {rounds} runs@{rows}", written) as x, collected_spills() as made:
+        table.compact(full=True)
+        x.update(bound)
+        x.update(spill_counts(made))
+    n = sum(b.num_rows for b in table.to_batches(batch_size=batch_rows, read_ahead=read_ahead))
+    if n > written or n == 0:
+        raise SystemExit(f"read {n} rows after compaction, wrote {written}")
+
+
 def run_size(
     rows: int, warehouse: Path, out: Path, batch_rows: int, read_ahead: int, kind: str = "deduplicate",
-    load_only: bool = False, write_buffer: str = OPTIONS["write-buffer-size"],
+    load_only: bool = False, write_buffer: str = OPTIONS["write-buffer-size"], many_runs: int = 0,
+    fan_in: str = "unset",
 ) -> None:
-    """All steps at one size (only the load with ``load_only``), in this process."""
+    """All steps at one size (only the load with ``load_only``), in this process; with
+    ``many_runs``, the many-runs compaction with ``sort-spill-threshold`` ``fan_in`` instead."""
     meter = Meter("lake_assets", out)
     catalog = Catalog(str(warehouse))
     catalog.create_database("db")
@@ -187,9 +248,13 @@ def run_size(
     # against the registry so the script still measures commits from before these options
     read_options = ({"read.batch-size": str(batch_rows), "read.read-ahead": str(read_ahead)}
                     if "read.read-ahead" in RULES else {})
+    fan_in_options = {} if fan_in == "unset" else {"sort-spill-threshold": fan_in}
     table = catalog.create_table("db.t", SCHEMA, primary_keys=["id", "part"], partition_keys=["part"],
                                  options={**OPTIONS, "write-buffer-size": write_buffer, **TABLES[kind],
-                                          **read_options})
+                                          **read_options, **fan_in_options})
+    if many_runs:
+        run_many_runs(rows, table, meter, many_runs, batch_rows, read_ahead)
+        return
     with step(meter, f"load@{rows}", rows) as x:
         x["rows"] = _write(table, _load_batches(rows, 1), "load", x)
     if load_only:
@@ -282,30 +347,38 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--write-buffer-size", default=OPTIONS["write-buffer-size"],
                    help="a smaller buffer gives a smaller table the spilled runs per bucket of a larger one")
     p.add_argument("--load-only", action="store_true", help="measure the load step only")
+    p.add_argument("--many-runs", type=int, default=0,
+                   help="load in this many commits over the whole key range, then measure the full compaction")
+    p.add_argument("--fan-in", default="unset",
+                   help="with --many-runs: comma-separated sort-spill-threshold values, 'unset' for the default")
     p.add_argument("--worker", type=int, help=argparse.SUPPRESS)  # one size, in this process
     p.add_argument("--warehouse", type=Path, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     if a.worker is not None:
-        run_size(a.worker, a.warehouse, a.out / f"size-{a.worker}.json", a.batch_rows, a.read_ahead, a.table,
-                 a.load_only, a.write_buffer_size)
+        run_size(a.worker, a.warehouse, a.out / f"size-{a.worker}-{a.fan_in}.json", a.batch_rows, a.read_ahead,
+                 a.table, a.load_only, a.write_buffer_size, a.many_runs, a.fan_in)
         return 0
     sizes = [int(s) for s in a.rows.split(",")]
+    fan_ins = a.fan_in.split(",") if a.many_runs else ["unset"]
     results = []
     for rows in sizes:
-        wh = Path(tempfile.mkdtemp(prefix="bench-memory-"))
-        (a.out / f"size-{rows}.json").unlink(missing_ok=True)
-        try:
-            load_before = os.getloadavg()[0]
-            subprocess.run([sys.executable, __file__, "--worker", str(rows), "--warehouse", str(wh),
-                            "--out", str(a.out), "--batch-rows", str(a.batch_rows),
-                            "--read-ahead", str(a.read_ahead), "--table", a.table,
-                            "--write-buffer-size", a.write_buffer_size, *(["--load-only"] if a.load_only else [])],
-                           check=True)
-            data = json.loads((a.out / f"size-{rows}.json").read_text())
-            results.append((rows, load_before, os.getloadavg()[0], data["steps"]))
-        finally:
-            shutil.rmtree(wh, ignore_errors=True)
+        for fan_in in fan_ins:
+            wh = Path(tempfile.mkdtemp(prefix="bench-memory-"))
+            result = a.out / f"size-{rows}-{fan_in}.json"
+            result.unlink(missing_ok=True)
+            try:
+                load_before = os.getloadavg()[0]
+                subprocess.run([sys.executable, __file__, "--worker", str(rows), "--warehouse", str(wh),
+                                "--out", str(a.out), "--batch-rows", str(a.batch_rows),
+                                "--read-ahead", str(a.read_ahead), "--table", a.table,
+                                "--write-buffer-size", a.write_buffer_size, "--many-runs", str(a.many_runs),
+                                "--fan-in", fan_in, *(["--load-only"] if a.load_only else [])],
+                               check=True)
+                data = json.loads(result.read_text())
+                results.append((rows, load_before, os.getloadavg()[0], data["steps"]))
+            finally:
+                shutil.rmtree(wh, ignore_errors=True)
     print("table:", a.table, json.dumps(TABLES[a.table]))
     print("bounds:", json.dumps(bounds(a.batch_rows, a.read_ahead, a.write_buffer_size)))
     print(f"allocator: {pa.default_memory_pool().backend_name}")
@@ -324,9 +397,11 @@ def main(argv: list[str] | None = None) -> int:
             spilled = "" if runs is None else (f"{runs}; {s['extra']['spilled_rows'] / max(1, s['rows']):.2f}; "
                                                f"{s['extra']['spill_max_fan_in']}")
             bound = s["extra"].get("bound_mib")
+            threshold = s["extra"].get("sort_spill_threshold")
             bound_txt = "" if bound is None else (
                 f"{bound} ({s['extra']['compaction_units_at_once']} units x {s['extra']['compaction_runs_per_unit']} "
-                f"runs; {s['extra']['compaction_bound_rows']:,} rows"
+                f"runs{'' if threshold is None else f', sort-spill-threshold {threshold}'}; "
+                f"{s['extra']['compaction_bound_rows']:,} rows"
                 f"{'; merge only, not changelog production' if s['extra'].get('bound_excludes_changelog') else ''})")
             print(f"| {s['step']} | {s['rows']:,} | {per_m:.2f} | {cpu_per_m} | {above:.0f} | {arrow} "
                   f"| {bound_txt} | {spilled} | {l0:.1f}/{l1:.1f} |")

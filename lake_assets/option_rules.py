@@ -284,6 +284,10 @@ RULES: dict[str, OptionRule] = _rules(
       "rows and their merged rows, plus one read batch per sorted run (read.batch-size, less when many "
       "runs share this bound), and compaction.parallelism units run at once.", minimum=1,
       lake_assets_only=True),
+    R("sort-spill-threshold", "int", None, "Sorted runs a compaction merge reads at once "
+      "(num-sorted-run.stop-trigger + 1, as Paimon); more are first merged at most this many at a time "
+      "into local spill files (spill-compression, within write-buffer-spill.max-disk-size).", minimum=2,
+      note="applies to compaction; reads bound their memory by read.batch-size and read.read-ahead"),
     # ---- retention
     R("snapshot.num-retained.min", "int", 10, "Snapshots expiry always keeps.", minimum=1),
     R("snapshot.num-retained.max", "int", INT_MAX, "Snapshots expiry keeps at most.", minimum=1),

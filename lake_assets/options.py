@@ -203,6 +203,12 @@ class CoreOptions(MergeOptions):
         return self._typed("compaction.merge-rows", None)  # type: ignore[return-value]
 
     @property
+    def sort_spill_threshold(self) -> int | None:
+        """``sort-spill-threshold``: sorted runs a compaction merge reads at once (None: unset,
+        `ops.compact.fan_in.sort_spill_threshold` derives it as Paimon does)."""
+        return self._typed("sort-spill-threshold", None)  # type: ignore[return-value]
+
+    @property
     def read_batch_size(self) -> int | None:
         """Rows per batch of streaming reads (``read.batch-size``; None: the reader's default)."""
         return self._typed("read.batch-size", None)  # type: ignore[return-value]

@@ -128,6 +128,12 @@ class SpillRun:
                 yield pa.Table.from_batches([reader.get_batch(i)])
 
 
+class SpillDiskFull(Exception):
+    """A run would not fit ``write-buffer-spill.max-disk-size`` (`SpillDirectory.write_run` with
+    ``within_budget``); its partial file is already removed. Internal: callers that spill to save
+    memory catch it and go on without that run (compaction then merges more runs at once)."""
+
+
 def _remove_tree(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
@@ -176,9 +182,22 @@ class SpillDirectory:
         """Whether ``nbytes`` more (an uncompressed estimate, so an upper bound) fit the budget."""
         return self.max_disk_bytes is None or self.disk_bytes + nbytes <= self.max_disk_bytes
 
-    def write_run(self, chunks: Iterable[pa.Table], schema: pa.Schema, key_names: Sequence[str]) -> SpillRun:
+    def write_run(
+        self,
+        chunks: Iterable[pa.Table],
+        schema: pa.Schema,
+        key_names: Sequence[str],
+        *,
+        rows_per_batch: int | None = None,
+        within_budget: bool = False,
+    ) -> SpillRun:
         """Write key-sorted chunks (whole keys each) as one run file, batch by batch, each batch
-        ending at a key boundary; memory holds one batch beyond the input, not a run copy."""
+        ending at a key boundary; memory holds one batch beyond the input, not a run copy.
+
+        Batches hold about `batch_bytes` (`batch_rows`), or about ``rows_per_batch`` rows when
+        given. With ``within_budget`` the file's bytes are checked against ``max_disk_bytes`` as
+        they are written and `SpillDiskFull` is raised (the partial file removed) before the
+        directory exceeds it; without, the caller checks `has_room` beforehand."""
         path = os.path.join(self._directory(), f"run-{uuid.uuid4().hex}.arrow")
         rows = 0
         try:
@@ -188,14 +207,20 @@ class SpillDirectory:
                         continue
                     if chunk.schema != schema:
                         chunk = chunk.cast(schema)
-                    for part in key_batches(chunk, key_names, batch_rows(chunk, self.batch_bytes)):
+                    step = rows_per_batch or batch_rows(chunk, self.batch_bytes)
+                    for part in key_batches(chunk, key_names, step):
                         # one record batch per part: a batch must not end inside a key
                         writer.write_batch(part.combine_chunks().to_batches()[0])
+                        if within_budget and not self.has_room(sink.tell()):
+                            raise SpillDiskFull(f"spill run {path} exceeds write-buffer-spill.max-disk-size")
                     rows += chunk.num_rows
         except BaseException:
             _unlink(path)
             raise
         size = os.path.getsize(path)
+        if within_budget and not self.has_room(size):  # the footer written at close tipped it
+            _unlink(path)
+            raise SpillDiskFull(f"spill run {path} exceeds write-buffer-spill.max-disk-size")
         with self._lock:
             self.disk_bytes += size
             self.stats.runs += 1

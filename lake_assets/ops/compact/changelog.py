@@ -13,10 +13,11 @@ from lake_assets.formats.data_file import FILE_SOURCE_COMPACT, VALUE_KIND, DataF
 from lake_assets.lsm.changelog import diff_states
 from lake_assets.lsm.key_compare import key_view
 from lake_assets.lsm.key_membership import sorted_key_mask
-from lake_assets.lsm.merge import is_retract, sort_and_merge
+from lake_assets.lsm.merge import is_retract, sort_and_merge, sort_for_merge
 from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.lsm.merge_reader import merge_sorted
-from lake_assets.lsm.run_partition import RunCursor, key_at, run_inputs, split_into_runs
+from lake_assets.lsm.run_partition import RunCursor, key_at, split_into_runs
+from lake_assets.ops.compact.fan_in import bounded_inputs, sort_spill_threshold, spill_directory
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
 from lake_assets.ops.streaming_read import stream_bounds
@@ -92,8 +93,15 @@ def produce_changelog(store: FileStore, task: CompactionTask, split: Split, read
     # Java writes a compaction's changelog with the unit's output level (createRollingChangelogFileWriter
     # (outputLevel)); Java 0.9's batch reads of first-row tables skip level-0 files, changelog too.
     rolling = writer.rolling(level=task.output_level, file_source=FILE_SOURCE_COMPACT)
+    spill = spill_directory(opts)
     try:
-        inputs = run_inputs(fresh_files, reader.key_types, open_file)
+        # many level-0 runs are merged at most sort-spill-threshold at a time (fan_in.py), as
+        # the unit's own merge: spill runs keep raw records, so `diff` sees the same chunks' rows
+        inputs = bounded_inputs(split_into_runs(fresh_files, reader.key_types), open_file,
+                                threshold=sort_spill_threshold(opts), spill=spill, key_names=keys,
+                                sort_chunk=lambda c: sort_for_merge(c, keys, opts.sequence_fields,
+                                                                    opts.sequence_descending),
+                                step_rows=batch_rows, batch_rows=batch_rows)
         for changes in merge_sorted(inputs, keys, diff, min_rows=batch_rows, max_step_rows=batch_rows):
             if changes.num_rows:
                 rolling.write(changes)
@@ -101,4 +109,6 @@ def produce_changelog(store: FileStore, task: CompactionTask, split: Split, read
     except BaseException:
         rolling.abort()
         raise
+    finally:
+        spill.cleanup()
     return rolling.close()

@@ -7,7 +7,9 @@ A unit that streams (an interval of more than ``compaction.merge-rows`` input ro
   and the merged rows of that step (no more rows than its input) while they are written;
 - one batch per sorted run it merges: ``read.batch-size`` rows (65,536 when unset), fewer when
   the unit merges many runs, so that the runs' batches together stay within
-  ``compaction.merge-rows`` down to `MIN_RUN_BATCH_ROWS` rows per run (`run_batch_rows`).
+  ``compaction.merge-rows`` down to `MIN_RUN_BATCH_ROWS` rows per run (`run_batch_rows`);
+  at most ``sort-spill-threshold`` runs at once (`ops.compact.fan_in`: the excess is merged
+  into local spill runs first, in merges of at most that many inputs).
 
 An append table's unit reads its files ``read.batch-size`` rows at a time and writes them in
 row groups of ``compaction.merge-rows`` rows (at most one read batch more).
@@ -24,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from lake_assets.ops.compact.fan_in import sort_spill_threshold
 from lake_assets.ops.streaming_read import DEFAULT_BATCH_ROWS
 
 if TYPE_CHECKING:
@@ -75,7 +78,10 @@ class UnitRowsBound:
 
 def unit_rows_bound(options: CoreOptions, runs: int) -> UnitRowsBound:
     """The rows a streaming unit merging ``runs`` sorted runs holds at most (a step also takes
-    the frontier key's other versions, at most one per run)."""
+    the frontier key's other versions, at most one per run). Beyond ``sort-spill-threshold``
+    runs the excess is merged into spill runs first, each merge with at most that many inputs
+    (`ops.compact.fan_in`), so the bound stops growing there (unless the spill disk is full)."""
+    runs = min(runs, sort_spill_threshold(options))
     chunk = merge_rows(options)
     step = 2 * chunk + runs
     return UnitRowsBound(step, step, runs * run_batch_rows(chunk, read_batch_rows(options), runs))

@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from lake_assets.formats.data_file import FILE_SOURCE_COMPACT, DataFileWriter
-from lake_assets.lsm.merge import is_retract, sort_and_merge
+from lake_assets.lsm.merge import is_retract, sort_and_merge, sort_for_merge
 from lake_assets.lsm.merge_engine.first_row import KnownKeys
 from lake_assets.lsm.merge_reader import merge_sorted
-from lake_assets.lsm.run_partition import run_inputs, split_into_runs
+from lake_assets.lsm.run_partition import split_into_runs
 from lake_assets.ops.allocator import release_thread_memory
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact.changelog import produce_changelog
+from lake_assets.ops.compact.fan_in import bounded_inputs, sort_spill_threshold, spill_directory
 from lake_assets.ops.compact.memory import DEFAULT_MERGE_ROWS, merge_rows, read_batch_rows, run_batch_rows
 from lake_assets.ops.compact.plan import CompactionTask
 from lake_assets.ops.dv_compact import VectorUpdate
@@ -72,6 +73,7 @@ def run_compaction_task(
     rollings = []
     vectors = VectorUpdate(store, split, reader, task.dv_lookup_files) if task.deletion_vectors else None
     index_paths: list[str] = []
+    spill = spill_directory(opts)  # created on a unit's first spill only
     try:
         if task.append_groups:
             batch_rows = min(chunk_rows, read_batch_rows(opts))
@@ -92,6 +94,10 @@ def run_compaction_task(
                                  compact_before=tuple(before), compact_after=tuple(after))
         key_names = list(store.schema.trimmed_primary_keys)
         merge_fn = store.merge_function()
+        fan_in = sort_spill_threshold(opts)
+
+        def sort_chunk(chunk: pa.Table) -> pa.Table:
+            return sort_for_merge(chunk, key_names, opts.sequence_fields, opts.sequence_descending)
         known = None
         if task.lookup_files:  # streamed in key chunks along the output (memory: a chunk per run)
             known = KnownKeys(task.lookup_files, key_names, reader.key_types,
@@ -129,18 +135,23 @@ def run_compaction_task(
                     # anyway; reading whole files skips its per-row-group frontier bookkeeping.
                     rolling.write(_merge_whole(reader, split, interval, merge))
                 else:
-                    # one input per sorted run (files of a level chain), each read in batches
-                    # that together stay within the merge's bound: never a whole row group, and
-                    # on this thread, not Arrow's pool (ops/compact/memory.py)
-                    runs = len(split_into_runs(interval, reader.key_types))
-                    batch = run_batch_rows(chunk_rows, read_batch_rows(opts), runs)
-                    inputs: list[Iterator[pa.Table]] = run_inputs(
-                        interval, reader.key_types, partial(_batches, reader, split, batch))
+                    # one input per sorted run (files of a level chain), at most
+                    # sort-spill-threshold of them (the excess first merged into local spill
+                    # runs, ops/compact/fan_in.py), each read in batches that together stay
+                    # within the merge's bound: never a whole row group, and on this thread, not
+                    # Arrow's pool (ops/compact/memory.py)
+                    runs = split_into_runs(interval, reader.key_types)
+                    batch = run_batch_rows(chunk_rows, read_batch_rows(opts), min(len(runs), fan_in))
+                    inputs = bounded_inputs(runs, partial(_batches, reader, split, batch), threshold=fan_in,
+                                            spill=spill, key_names=key_names, sort_chunk=sort_chunk,
+                                            step_rows=chunk_rows, batch_rows=batch)
                     for merged in merge_sorted(inputs, key_names, merge, min_rows=chunk_rows):
                         rolling.write(merged)
                         # written: not held while the next step gathers and merges (the loop
                         # variable would keep a whole step's output alive until next() returns)
                         del merged
+                    del inputs
+                    spill.cleanup()  # this interval's spill runs are merged
                 before += interval
             after += rolling.close()
         for f in task.dv_rewrite_files:
@@ -164,6 +175,8 @@ def run_compaction_task(
                                   if f.file_name not in {b.file_name for b in before})
         store.file_io.delete_many(index_paths)
         raise
+    finally:
+        spill.cleanup()
     return CommitMessage(task.partition, task.bucket, task.total_buckets,
                          compact_before=tuple(before), compact_after=tuple(after),
                          compact_changelog=tuple(changelog), index_before=index_before, index_after=index_after)
