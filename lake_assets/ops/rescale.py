@@ -1,0 +1,138 @@
+"""Rescale: rewrite partitions of a postpone-bucket table's real buckets into a new bucket count.
+
+Paimon HEAD's Spark batch writer (``SparkPostponeStagedCommitter.commit``, ``rewriteRealBuckets``
+and ``commitRescale``) rescales a partition before writing a batch that needs more than
+``postpone.batch-write-fixed-bucket.rescale-load-factor`` times its buckets
+(`lake_assets.ops.postpone_batch.decide_bucket_num`). What it does, and `rescale_partitions` with it:
+
+* it reads the partitions' **real buckets only** as of the snapshot the decision was made on
+  (``onlyReadRealBuckets`` of that snapshot), each bucket merged as a batch read merges it (the
+  merge engine applied, deleted keys dropped, each row with its merged row kind);
+* it writes the rows into the new count through a fixed-bucket writer that ignores the previous
+  files (``withIgnorePreviousFiles``): write-only level-0 files, sequence numbers from 0 in each
+  new bucket, ``_TOTAL_BUCKETS`` = the new count, no changelog (``changelog-producer = none``);
+* it commits them as one OVERWRITE snapshot of exactly those partitions
+  (``withOverwriteStaticPartitions``) on a table copy with a positive ``bucket``, so the overwrite
+  deletes the partitions' real-bucket files only: rows waiting in ``bucket-postpone`` stay and
+  are merged by a later postpone compaction after the rescaled rows, as before;
+* the commit runs in strict mode from that snapshot (``commit.strict-mode.last-safe-snapshot``,
+  ``StrictModeChecker``): it fails when another commit user landed, on one of the partitions, a
+  COMPACT or OVERWRITE snapshot, or an APPEND snapshot adding real-bucket files - rows the
+  rewrite did not read and the overwrite would delete. A concurrent writer into
+  ``bucket-postpone`` is no conflict (the overwrite keeps those files). The check runs on every
+  retry of the commit (`lake_assets.ops.overwrite.Overwrite.check`), so no snapshot can slip in
+  between the check and the commit.
+
+The batch itself is written afterwards, in its own APPEND snapshot, into the new count.
+Memory is bounded: the buckets are read by the streaming merge (``read.batch-size`` rows per
+step) and written by the rolling, spilling writer (``write-buffer-size``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from lake_assets.errors import CommitConflictError, LakeError
+from lake_assets.formats.data_file import VALUE_KIND
+from lake_assets.ops import deletion_vectors
+from lake_assets.ops.commit import TableCommitter
+from lake_assets.ops.overwrite import Overwrite
+from lake_assets.ops.postpone import is_postpone_table
+from lake_assets.ops.read import SplitReader
+from lake_assets.ops.streaming_read import stream_bounds
+from lake_assets.spec.binary_row import serialize_row
+from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from lake_assets.store.file_store import FileStore
+from lake_assets.table_support import Op
+
+__all__ = ["rescale_partitions", "strict_mode_check"]
+
+
+def rescale_partitions(
+    store: FileStore,
+    counts: Mapping[bytes, int],
+    *,
+    base: Snapshot | None = None,
+    commit_user: str | None = None,
+) -> int | None:
+    """Rewrite the real buckets of each partition in ``counts`` (serialized partition row → new
+    bucket count) as of ``base`` (default: the latest snapshot; the snapshot the counts were
+    decided on) into that many buckets, committed as one OVERWRITE snapshot of those partitions
+    (see the module doc); its id, or None when ``counts`` is empty or nothing was replaced.
+
+    Raises `CommitConflictError` (nothing committed, the new files deleted) when another writer
+    changed a partition's real buckets after ``base``."""
+    from lake_assets.ops.postpone_fixed_bucket import PostponeFixedBucketWriter  # it imports this module
+
+    if not counts:
+        return None
+    store.require(Op.WRITE)
+    if not is_postpone_table(store):
+        raise LakeError(f"Cannot rescale {store.name}: it is not a postpone-bucket table")
+    bad = sorted(n for n in counts.values() if not isinstance(n, int) or n <= 0)
+    if bad:
+        raise LakeError(f"Cannot rescale {store.name}: bucket counts must be positive, got {bad}")
+    snap = store.snapshot_manager.latest() if base is None else base
+    if snap is None:
+        raise LakeError(f"Cannot rescale {store.name}: the table has no snapshot")
+    user = commit_user or f"rescale-{uuid.uuid4()}"
+    wanted = set(counts)
+    types = store.schema.types(list(store.schema.partition_keys))
+
+    def in_rescale(values: tuple[Any, ...]) -> bool:
+        return serialize_row(list(values), types) in wanted
+
+    scan = store.file_store_scan(Op.READ, real_buckets_only=True)
+    splits = deletion_vectors.attach(store, snap, scan.splits(scan.live_entries(snap, partition_filter=in_rescale)))
+    reader = SplitReader(store, store.schema)
+    reader.snapshot_id = snap.id
+    batch_rows = stream_bounds(store.schema.core_options)[0]
+    columns = list(store.schema.field_names)
+    with PostponeFixedBucketWriter(store, user, counts, ignore_previous_files=True) as writer:
+        for split in splits:
+            for part in reader.stream_split(split, batch_rows, with_kind=True):
+                if part.num_rows:
+                    kinds = np.asarray(part.column(VALUE_KIND).to_numpy(), dtype=np.int8)
+                    writer.write_arrow(part.select(columns), kinds=kinds)
+        messages = writer.prepare_commit()
+    overwrite = Overwrite(in_rescale, real_buckets_only=True,
+                          check=strict_mode_check(store, snap.id, user, wanted))
+    ids = TableCommitter(store, user).commit(messages, BATCH_COMMIT_IDENTIFIER, overwrite=overwrite,
+                                             check_committed=False)
+    return ids[-1] if ids else None
+
+
+def strict_mode_check(store: FileStore, last_safe: int, commit_user: str,
+                      partitions: set[bytes]) -> Callable[[Snapshot | None], None]:
+    """Paimon's ``StrictModeChecker`` for an OVERWRITE of ``partitions`` (serialized) planned on
+    snapshot ``last_safe``: a check of the snapshot the commit is about to follow that raises
+    `CommitConflictError` when a snapshot after ``last_safe`` by another commit user is a COMPACT
+    or OVERWRITE with files of those partitions, or an APPEND with real-bucket files of them."""
+
+    def check(latest: Snapshot | None) -> None:
+        if latest is None:
+            return
+        sm = store.snapshot_manager
+        scan = store.file_store_scan()
+        for sid in range(last_safe + 1, latest.id + 1):
+            snap = sm.snapshot(sid)
+            if snap.commit_user == commit_user:
+                continue
+            if snap.commit_kind in (CommitKind.COMPACT, CommitKind.OVERWRITE):
+                hit = any(e.partition in partitions for e in scan.delta_entries(snap))
+            elif snap.commit_kind == CommitKind.APPEND:
+                hit = any(e.partition in partitions and e.bucket >= 0 for e in scan.delta_entries(snap))
+            else:
+                hit = False
+            if hit:
+                values = ", ".join(str(scan.partition_values(p)) for p in sorted(partitions))
+                raise CommitConflictError(
+                    f"Cannot rescale {store.name}: snapshot {sid} ({snap.commit_kind.name} by {snap.commit_user}) "
+                    f"changed the real buckets of partition(s) {values} after snapshot {last_safe} the rescale "
+                    "read; giving up rather than overwrite rows it did not read")
+
+    return check
