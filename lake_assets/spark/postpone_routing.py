@@ -8,8 +8,12 @@ table whose count is per partition (`lake_assets.ops.postpone_fixed_bucket`). He
   overwrite) and ``postpone.default-bucket-num`` need no look at the data; only when a partition's
   count must be estimated does one aggregate over the input measure each partition's rows and
   bytes for `plan_batch_buckets` (Java's Spark writer stages the rows and measures the staged
-  files); partitions written into their recorded counts unmeasured are checked against a rescale
-  at the commit, on what was written (`refuse_rescales_of_written`);
+  files); so does any partition with a recorded count, which a big batch outgrows: then, as
+  HEAD, the driver rescales the partition (`lake_assets.ops.rescale`, an OVERWRITE snapshot)
+  before the write job, which writes into the new count. Partitions written into their recorded
+  counts unmeasured (``df.write`` of unrouted input) are checked at the commit, on what was
+  written, and a batch HEAD would rescale for is refused there (`refuse_rescales_of_written`):
+  its rows are already in files of the old count;
 * `route_by_planned_bucket` gives each row its bucket under its partition's count (the JVM
   bucket expression with a per-row count column, else a scalar Arrow UDF) and repartitions by
   (partition, bucket), so each bucket has one writer, as for fixed-bucket tables;
@@ -173,9 +177,8 @@ def plan_dataframe(df: DataFrame, table: Table, options: BatchBucketOptions | No
     opts = BatchBucketOptions.of(store) if options is None else options
     plan = base_plan(table, opts, overwrite=overwrite)
     pkeys = list(table.partition_keys)
-    if plan.default is not None or (not pkeys and plan.counts):
-        # nothing to estimate: no statistics stage (the commit checks the recorded partitions
-        # against a rescale on what was written)
+    if plan.default is not None and not plan.counts:
+        # nothing to estimate and no recorded count a big batch could outgrow: no statistics stage
         return plan
     by_rows = opts.target_rows is not None
     stats = df.groupBy(*[F.col(k) for k in pkeys]).agg(

@@ -5,7 +5,6 @@ and so does the postpone compaction that then merges the waiting rows into the r
 
 from __future__ import annotations
 
-import pyarrow as pa
 import pytest
 
 import tests.interop.test_refuse_unsupported as engines

@@ -273,19 +273,28 @@ def test_ingest_job_write_option(capsys, spark, tmp_path) -> None:
     assert counts(t) == {"d1": {4}} and len(values(t)) == 6
 
 
-def test_a_batch_paimon_would_rescale_the_partition_for_fails_the_commit(spark, tmp_path) -> None:
-    """A partition planned with its recorded count without measuring the batch (a default count
-    set): the commit measures what was written and refuses a batch Paimon HEAD would rescale the
-    partition for; nothing lands and the written files are gone."""
+def test_a_batch_that_outgrows_a_partition_rescales_it_unrouted_input_is_refused(spark, tmp_path) -> None:
+    """write_table measures a batch for a partition with a recorded count and, where Paimon HEAD
+    rescales (more than rescale-load-factor x its buckets), rescales the partition first (an
+    OVERWRITE snapshot) and writes the batch into the new count. ``df.write`` of unrouted input
+    writes into the recorded count unmeasured: its commit measures what was written and refuses
+    such a batch; nothing lands and the written files are gone."""
+    from lake_assets.spec.snapshot import CommitKind
+
     wh = str(tmp_path / "wh")
     t = make(wh, **{"postpone.default-bucket-num": "1", "postpone.target-row-num-per-bucket": "1"})
     write_table(spark.createDataFrame(rows(range(2), "d1", "a").to_pandas()), wh, "db.p")
     before = t.refresh().snapshot_manager.latest_id()
+    write_table(spark.createDataFrame(rows(range(1, 41), "d1", "b").to_pandas()), wh, "db.p")
+    sm = t.refresh().snapshot_manager
+    assert [sm.snapshot(i).commit_kind for i in range(before + 1, sm.latest_id() + 1)] == [
+        CommitKind.OVERWRITE, CommitKind.APPEND]
+    assert counts(t) == {"d1": {64}}
+    assert values(t) == {(0, "d1"): "a0", **{(k, "d1"): f"b{k}" for k in range(1, 41)}}
+    before = t.refresh().snapshot_manager.latest_id()
     files = set((tmp_path / "wh").rglob("data-*"))
+    big = spark.createDataFrame(rows(range(3000), "d1", "c").to_pandas())  # needs 4096 > 32 x 64
     with pytest.raises(Exception, match=r"rescale-load-factor = 32"):
-        write_table(spark.createDataFrame(rows(range(40), "d1", "b").to_pandas()), wh, "db.p")
+        big.write.format("lake").mode("append").option("warehouse", wh).save("db.p")
     assert t.refresh().snapshot_manager.latest_id() == before
     assert set((tmp_path / "wh").rglob("data-*")) == files
-    write_table(spark.createDataFrame(rows(range(40), "d1", "b").to_pandas()), wh, "db.p",
-                options={"postpone.batch-write-fixed-bucket.rescale-load-factor": "64"})
-    assert counts(t) == {"d1": {1}} and len(values(t)) == 40
