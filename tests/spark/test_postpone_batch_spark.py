@@ -298,3 +298,23 @@ def test_a_batch_that_outgrows_a_partition_rescales_it_unrouted_input_is_refused
         big.write.format("lake").mode("append").option("warehouse", wh).save("db.p")
     assert t.refresh().snapshot_manager.latest_id() == before
     assert set((tmp_path / "wh").rglob("data-*")) == files
+
+
+def test_partition_sink_strategy_hash_clusters_postponed_writes_by_partition(spark, tmp_path) -> None:
+    """``partition.sink-strategy`` (Paimon's Spark write requirement): hash gives each partition
+    one writer task, so one postponed file per partition; none leaves the rows where they are
+    (here every one of 4 tasks writes every partition)."""
+    import pandas as pd
+
+    data = pd.concat([rows(range(40), dt, "a").to_pandas() for dt in ("d1", "d2", "d3")])
+    files: dict[str, int] = {}
+    for strategy in ("none", "hash"):
+        wh = str(tmp_path / strategy)
+        t = make(wh, **{"postpone.batch-write-fixed-bucket": "false", "partition.sink-strategy": strategy})
+        write_table(spark.createDataFrame(data).repartition(4), wh, "db.p")
+        per_partition: dict[bytes, int] = {}
+        for e in live(t):
+            per_partition[e.partition] = per_partition.get(e.partition, 0) + 1
+        assert len(per_partition) == 3 and len(values(t.refresh())) == 0
+        files[strategy] = max(per_partition.values())
+    assert files == {"none": 4, "hash": 1}
