@@ -78,6 +78,9 @@ PLAN_OPTION = "postpone-bucket-plan"
 # Paimon's Spark connector takes every SQL conf key with this prefix as a dynamic table option
 # (OptionUtils.scala:39, mergeSQLConf), below the write's own options
 SPARK_CONF_PREFIX = "spark.paimon."
+# The catalog segment of table-scoped conf keys, spark.paimon.<catalog>.<db>.<table>.<key>
+# (OptionUtils.mergeSQLConfWithIdentifier): our tables are written through the "lake" source
+CATALOG_NAME = "lake"
 
 # Arrow's in-memory bytes per value of fixed-width types (the measure `plan_batch_buckets` takes)
 _FIXED_WIDTH: dict[type[DataType], int] = {
@@ -123,22 +126,53 @@ def write_options(options: Mapping[str, str]) -> dict[str, str]:
     return {k: lowered[k] for k in BATCH_OPTION_KEYS if k in lowered}
 
 
-def session_write_options(spark: SparkSession, options: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The dynamic postpone options of a write from the driver: ``spark.paimon.<key>`` of the
-    session's conf, overridden by the write's own ``options`` (Paimon's order: the write's options
-    win, ``OptionUtils.mergeSQLConf``). A Python data source cannot see the session's conf, so
+def session_write_options(spark: SparkSession, options: Mapping[str, str] | None = None,
+                          identifier: str | None = None) -> dict[str, str]:
+    """The dynamic postpone options of a write from the driver to table ``identifier``
+    (``db.table``): the session's ``spark.paimon.*`` conf (`conf_write_options`), overridden by
+    the write's own ``options`` (Paimon's order: the write's options win,
+    ``OptionUtils.mergeSQLConf``). A Python data source cannot see the session's conf, so
     `write_table` passes these on as write options. An explicit option that is not one of
     `BATCH_OPTION_KEYS` raises `InvalidArgumentError` (it would otherwise be ignored)."""
     unknown = sorted(k for k in (options or {}) if str(k).strip().lower() not in BATCH_OPTION_KEYS)
     if unknown:
         raise InvalidArgumentError(f"options: {unknown} are not write options of a postpone table; "
                                    f"the options a write may override are {list(BATCH_OPTION_KEYS)}")
-    conf = {}
-    for key in BATCH_OPTION_KEYS:
-        value = spark.conf.get(SPARK_CONF_PREFIX + key, None)
-        if value is not None:
-            conf[key] = str(value)
-    return {**conf, **write_options(options or {})}
+    conf = {str(k): str(v) for k, v in spark.conf.getAll.items() if str(k).startswith(SPARK_CONF_PREFIX)}
+    return {**conf_write_options(conf, identifier), **write_options(options or {})}
+
+
+def conf_write_options(conf: Mapping[str, str], identifier: str | None = None) -> dict[str, str]:
+    """The `BATCH_OPTION_KEYS` a session's ``spark.paimon.*`` ``conf`` sets for a write to table
+    ``identifier`` (``db.table``), as Paimon HEAD's ``OptionUtils.mergeSQLConfWithIdentifier``
+    (``OptionsUtils.convertToDynamicTableProperties``) reads them:
+
+    * ``spark.paimon.<key>`` sets ``key`` for every table;
+    * ``spark.paimon.<catalog>.<db>.<table>.<key>`` sets it for one table, over the global form;
+      each of the three may be ``*``. Our data source has no catalog: the catalog segment is
+      `CATALOG_NAME` (``lake``, the source's name) or ``*``. Where two table-scoped keys match (a
+      name and a ``*``), HEAD takes whichever its hash map yields last; here the more specific one
+      wins (catalog, then database, then table named over ``*``).
+
+    Keys are matched in lower case, as Paimon names databases and tables."""
+    db, _, name = (identifier or "").lower().partition(".")
+    global_opts: dict[str, str] = {}
+    scoped: dict[str, tuple[tuple[bool, bool, bool], str]] = {}
+    for raw, value in conf.items():
+        if not raw.startswith(SPARK_CONF_PREFIX):
+            continue
+        rest = raw[len(SPARK_CONF_PREFIX):]
+        parts = rest.split(".", 3)
+        if (identifier and len(parts) == 4 and parts[0].lower() in (CATALOG_NAME, "*")
+                and parts[1].lower() in (db, "*") and parts[2].lower() in (name, "*")):
+            key = parts[3].strip().lower()
+            rank = (parts[0] != "*", parts[1] != "*", parts[2] != "*")
+            if key not in scoped or rank > scoped[key][0]:
+                scoped[key] = (rank, value)
+        else:
+            global_opts[rest.strip().lower()] = value
+    global_opts.update({k: v for k, (_, v) in scoped.items()})
+    return {k: global_opts[k] for k in BATCH_OPTION_KEYS if k in global_opts}
 
 
 def base_plan(table: Table, options: BatchBucketOptions | None = None, *, overwrite: bool = False) -> BucketPlan:

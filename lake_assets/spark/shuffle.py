@@ -176,7 +176,8 @@ def write_table(
 
     ``options`` are the write's options, as ``df.write.option``: the postpone options
     (``postpone.batch-write-fixed-bucket`` and the count options) override the table's for this
-    write, over the session's ``spark.paimon.<key>`` conf, as in Paimon's Spark connector.
+    write, over the session's ``spark.paimon.<catalog>.<db>.<table>.<key>`` conf (catalog ``lake``
+    or ``*``), over its ``spark.paimon.<key>`` conf, as in Paimon's Spark connector.
     """
     if mode not in ("append", "overwrite"):
         raise OptionError(f"write_table mode must be 'append' or 'overwrite', got {mode!r}")
@@ -201,7 +202,7 @@ def write_table(
     # a postpone table's batch write goes into real buckets of planned counts (postpone_routing)
     postpone_options: dict[str, str] = {}
     if is_postpone_table(table.store):
-        postpone_options = session_write_options(df.sparkSession, options)
+        postpone_options = session_write_options(df.sparkSession, options, table.name)
     elif options:
         raise InvalidArgumentError(f"options {sorted(options)}: {table.name} is not a postpone-bucket table "
                                    "(bucket = -2), the only tables whose writes take options")

@@ -249,8 +249,35 @@ def test_spark_paimon_conf_overrides_the_table_below_the_write_option(spark, tmp
         write_table(spark.createDataFrame(rows(range(4), "d2", "a").to_pandas()), wh, "db.p",
                     options={key: "true"})
         assert counts(t) == {"d1": {-2}, "d2": {2}}
+        # HEAD's table-scoped form spark.paimon.<catalog>.<db>.<table>.<key> wins over the global
+        # one for its table only (catalog: "lake" or *), below the write option
+        spark.conf.set(f"spark.paimon.*.db.p.{key}", "true")
+        spark.conf.set(f"spark.paimon.lake.db.other.{key}", "false")
+        write_table(spark.createDataFrame(rows(range(4), "d3", "a").to_pandas()), wh, "db.p")
+        assert counts(t)["d3"] == {2}
+        write_table(spark.createDataFrame(rows(range(4), "d4", "a").to_pandas()), wh, "db.p",
+                    options={key: "false"})
+        assert counts(t)["d4"] == {-2}
     finally:
-        spark.conf.unset("spark.paimon." + key)
+        for k in (key, f"*.db.p.{key}", f"lake.db.other.{key}"):
+            spark.conf.unset("spark.paimon." + k)
+
+
+def test_table_scoped_conf_keys_follow_paimon_heads_shape_and_precedence() -> None:
+    """OptionUtils.mergeSQLConfWithIdentifier: spark.paimon.<catalog>.<db>.<table>.<key> (each
+    segment a name or *) over spark.paimon.<key>; our catalog segment is "lake" or *; the more
+    specific of two matching scoped keys wins; other tables' and catalogs' keys do not apply."""
+    from lake_assets.spark.postpone_routing import conf_write_options
+
+    n, f = "postpone.default-bucket-num", "postpone.batch-write-fixed-bucket"
+    conf = {f"spark.paimon.{n}": "1", f"spark.paimon.*.*.*.{n}": "2", f"spark.paimon.lake.db.*.{n}": "3",
+            f"spark.paimon.*.db.p.{n}": "4", f"spark.paimon.lake.db.q.{f}": "false",
+            f"spark.paimon.paimon.db.p.{f}": "false", f"spark.paimon.{f}": "true", "spark.sql.x": "y"}
+    assert conf_write_options(conf, "db.p") == {n: "3", f: "true"}
+    assert conf_write_options({k: v for k, v in conf.items() if "lake.db.*" not in k}, "db.p") == {n: "4", f: "true"}
+    assert conf_write_options(conf, "db.q") == {n: "3", f: "false"}
+    assert conf_write_options(conf, "other.t") == {n: "2", f: "true"}
+    assert conf_write_options(conf) == {n: "1", f: "true"}
 
 
 def test_ingest_job_write_option(capsys, spark, tmp_path) -> None:
