@@ -23,7 +23,9 @@ and ``commitRescale``) rescales a partition before writing a batch that needs mo
   retry of the commit (`lake_assets.ops.overwrite.Overwrite.check`), so no snapshot can slip in
   between the check and the commit.
 
-The batch itself is written afterwards, in its own APPEND snapshot, into the new count.
+The batch itself is written afterwards, in its own APPEND snapshot, into the new count. With
+deletion vectors, batch reads skip level-0 files, so (as in HEAD) the rescaled partition reads
+empty until a compaction, as every batch write into real buckets of such a table does.
 Memory is bounded: the buckets are read by the streaming merge (``read.batch-size`` rows per
 step) and written by the rolling, spilling writer (``write-buffer-size``).
 """
@@ -111,7 +113,8 @@ def strict_mode_check(store: FileStore, last_safe: int, commit_user: str,
     """Paimon's ``StrictModeChecker`` for an OVERWRITE of ``partitions`` (serialized) planned on
     snapshot ``last_safe``: a check of the snapshot the commit is about to follow that raises
     `CommitConflictError` when a snapshot after ``last_safe`` by another commit user is a COMPACT
-    or OVERWRITE with files of those partitions, or an APPEND with real-bucket files of them."""
+    or OVERWRITE with data or index files of those partitions, or an APPEND with real-bucket files
+    of them."""
 
     def check(latest: Snapshot | None) -> None:
         if latest is None:
@@ -123,7 +126,8 @@ def strict_mode_check(store: FileStore, last_safe: int, commit_user: str,
             if snap.commit_user == commit_user:
                 continue
             if snap.commit_kind in (CommitKind.COMPACT, CommitKind.OVERWRITE):
-                hit = any(e.partition in partitions for e in scan.delta_entries(snap))
+                hit = (any(e.partition in partitions for e in scan.delta_entries(snap))
+                       or _index_changed(store, snap, partitions))
             elif snap.commit_kind == CommitKind.APPEND:
                 hit = any(e.partition in partitions and e.bucket >= 0 for e in scan.delta_entries(snap))
             else:
@@ -136,3 +140,16 @@ def strict_mode_check(store: FileStore, last_safe: int, commit_user: str,
                     "read; giving up rather than overwrite rows it did not read")
 
     return check
+
+
+def _index_changed(store: FileStore, snap: Snapshot, partitions: set[bytes]) -> bool:
+    """Whether ``snap`` may have changed index files (deletion vectors) of ``partitions``: its
+    index manifest differs from its parent's and lists one of them (``StrictModeChecker
+    .hasOverlappedIndexPartition``; a compaction that only adds deletion vectors deletes rows
+    the rewrite would otherwise bring back)."""
+    if not snap.index_manifest:
+        return False
+    parent = store.snapshot_manager.try_snapshot(snap.id - 1)
+    if parent is not None and parent.index_manifest == snap.index_manifest:
+        return False
+    return any(e.partition in partitions for e in store.index_entries(snap.index_manifest))

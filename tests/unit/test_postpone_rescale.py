@@ -142,3 +142,34 @@ def test_a_concurrent_real_bucket_write_fails_the_rescale_a_postponed_one_does_n
     files_after = sorted(p.name for p in Path(warehouse).rglob("data-*"))
     assert files_after == files_before                               # the rescale's files were removed
     assert values(t)[(9, "d1")] == "w9"
+
+
+def test_a_concurrent_postpone_compaction_fails_the_rescale(catalog: Catalog):
+    """The compaction moves postponed rows into the partition's real buckets after the snapshot
+    the rescale read: an overwrite would delete them, so the rescale gives up."""
+    t = make(catalog)
+    write_fixed_buckets(t.store, rows(range(4), "d1", "a"))
+    base = t.refresh().snapshot_manager.latest()
+    t.refresh().write_arrow(rows([8], "d1", "p"))
+    t.refresh().compact()
+    with pytest.raises(CommitConflictError, match=r"snapshot \d+ \(COMPACT by"):
+        rescale_partitions(t.refresh().store, {part(t, "d1"): 4}, base=base)
+    assert values(t)[(8, "d1")] == "p8"
+    assert bucket_metadata(t.refresh().store) == BucketMetadata({part(t, "d1"): 1})
+
+
+def test_deletion_vector_table_rescaled_rows_are_back_after_the_compaction(catalog: Catalog):
+    """With deletion vectors, HEAD's rescale writes level-0 files as every batch write into real
+    buckets does, which batch reads skip until a compaction; the compaction brings the merged rows
+    back in the new count."""
+    t = make(catalog, **{"deletion-vectors.enabled": "true"})
+    write_fixed_buckets(t.store, rows(range(5), "d1", "a"))
+    write_fixed_buckets(t.refresh().store, rows([1, 2], "d1", "b"))
+    t.refresh().compact(full=True)
+    assert len(values(t)) == 5
+    write_fixed_buckets(t.refresh().store, rows(range(10, 50), "d1", "c"))
+    assert bucket_metadata(t.refresh().store) == BucketMetadata({part(t, "d1"): 64})
+    assert values(t) == {}                                  # level 0 only, as in Paimon
+    t.refresh().compact()
+    assert values(t) == {(0, "d1"): "a0", (1, "d1"): "b1", (2, "d1"): "b2", (3, "d1"): "a3", (4, "d1"): "a4",
+                         **{(k, "d1"): f"c{k}" for k in range(10, 50)}}
