@@ -88,7 +88,9 @@ def rescale_partitions(
     def in_rescale(values: tuple[Any, ...]) -> bool:
         return serialize_row(list(values), types) in wanted
 
-    scan = store.file_store_scan(Op.READ, real_buckets_only=True)
+    # the files are checked as a write reads them (a read-only refusal such as
+    # postpone.merge-on-read does not apply: the rewrite reads real buckets only, as HEAD)
+    scan = store.file_store_scan(Op.WRITE, real_buckets_only=True)
     splits = deletion_vectors.attach(store, snap, scan.splits(scan.live_entries(snap, partition_filter=in_rescale)))
     reader = SplitReader(store, store.schema)
     reader.snapshot_id = snap.id
