@@ -164,8 +164,8 @@ RULES: dict[str, OptionRule] = _rules(
       note="as Paimon HEAD, a batch write into real buckets (ops.postpone_fixed_bucket.write_fixed_buckets, "
       "write_table, the ingest job) first rewrites such a partition's real buckets, merged, into the larger "
       "count in an OVERWRITE snapshot (ops/rescale.py) and then writes the batch; df.write of unrouted input, "
-      "whose rows are written into the recorded count before they are measured, is refused at its commit "
-      "with an error naming this option"),
+      "whose rows are written into the recorded count before they are measured, rescales at its commit and "
+      "replays the written rows into the new count"),
     R("partition.sink-strategy", "enum", "none", "How a write distributes a partitioned append or postpone "
       "table's rows to its tasks: none (as they come), hash (clustered by partition, fewer partitions per "
       "task), partition_dynamic (Flink: balanced by partition traffic).",

@@ -30,11 +30,10 @@ files; callers here measure Arrow bytes before writing, see docs/format.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from lake_assets.errors import UnsupportedFeatureError
-from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.postpone import DEFAULT_BUCKET_NUM_KEY, TARGET_ROWS_KEY, TARGET_SIZE_KEY, record_bucket_count
 from lake_assets.option_types import parse_value
 from lake_assets.options import rule_for
@@ -51,8 +50,8 @@ BATCH_OPTION_KEYS = (BATCH_WRITE_FIXED_BUCKET_KEY, MAX_PARALLELISM_KEY, RESCALE_
 
 class RescaleRefusedError(UnsupportedFeatureError):
     """A batch needs so many more buckets than a partition has that Paimon HEAD would rescale the
-    partition's real buckets first, and the write cannot: its rows were already written into the
-    partition's recorded count (a Spark write that did not measure the batch before writing)."""
+    partition's real buckets first, and the caller asked not to (`plan_batch_buckets` with
+    ``rescale=False``)."""
 
 
 @dataclass(frozen=True)
@@ -216,32 +215,10 @@ def refuse_rescales(store: FileStore, rescales: Mapping[bytes, tuple[int, int, S
     raise RescaleRefusedError(
         f"Cannot write to {store.name} into real buckets: {what}, more than {RESCALE_LOAD_FACTOR_KEY} = "
         f"{opts.rescale_load_factor} times the existing count, so Paimon would first rescale the partition's "
-        "real buckets, but this write already wrote its rows into the existing count without measuring them "
-        "first; rescale the partition first (lake_assets.ops.rescale.rescale_partitions), raise that option, "
-        f"or write with {BATCH_WRITE_FIXED_BUCKET_KEY} = false (postponed, then compacted)"
+        "real buckets, and this plan was made without rescaling; rescale the partition "
+        "(lake_assets.ops.rescale.rescale_partitions), raise that option, or write with "
+        f"{BATCH_WRITE_FIXED_BUCKET_KEY} = false (postponed, then compacted)"
     )
-
-
-def refuse_rescales_of_written(store: FileStore, messages: Iterable[CommitMessage],
-                               opts: BatchBucketOptions) -> None:
-    """`refuse_rescales` for a batch already written into partitions' recorded counts (a plan
-    made without measuring the batch): each partition's rows and bytes are those of its new
-    real-bucket files (the stored size, as HEAD measures its staged files)."""
-    written: dict[bytes, StagedPartition] = {}
-    for m in messages:
-        if m.bucket < 0:
-            continue
-        s = written.get(m.partition, StagedPartition(0, 0))
-        written[m.partition] = StagedPartition(s.rows + sum(f.row_count for f in m.new_files),
-                                               s.nbytes + sum(f.file_size for f in m.new_files))
-    if not written:
-        return
-    known = bucket_metadata(store).bucket_counts
-    rescales = {}
-    for p, s in written.items():
-        if p in known and (d := decide_bucket_num(s, known[p], opts)).requires_rescale:
-            rescales[p] = (known[p], d.buckets, s)
-    refuse_rescales(store, rescales, opts)
 
 
 def batch_write_fixed_bucket(store: FileStore, dynamic: Mapping[str, str] | None = None) -> bool:

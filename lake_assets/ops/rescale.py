@@ -33,25 +33,32 @@ step) and written by the rolling, spilling writer (``write-buffer-size``).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from lake_assets.errors import CommitConflictError, LakeError
-from lake_assets.formats.data_file import VALUE_KIND
+from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
+from lake_assets.lsm.merge_reader import merge_sorted
+from lake_assets.lsm.run_partition import chained, split_into_runs
 from lake_assets.ops import deletion_vectors
 from lake_assets.ops.commit import TableCommitter
+from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.overwrite import Overwrite
 from lake_assets.ops.postpone import is_postpone_table
+from lake_assets.ops.postpone_batch import BatchBucketOptions, StagedPartition, bucket_metadata, decide_bucket_num
 from lake_assets.ops.read import SplitReader
+from lake_assets.ops.scan import Split
 from lake_assets.ops.streaming_read import stream_bounds
 from lake_assets.spec.binary_row import serialize_row
+from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from lake_assets.store.file_store import FileStore
 from lake_assets.table_support import Op
 
-__all__ = ["rescale_partitions", "strict_mode_check"]
+__all__ = ["rescale_partitions", "rescale_written", "strict_mode_check"]
 
 
 def rescale_partitions(
@@ -155,3 +162,67 @@ def _index_changed(store: FileStore, snap: Snapshot, partitions: set[bytes]) -> 
     if parent is not None and parent.index_manifest == snap.index_manifest:
         return False
     return any(e.partition in partitions for e in store.index_entries(snap.index_manifest))
+
+
+def rescale_written(store: FileStore, commit_user: str, messages: Sequence[CommitMessage],
+                    opts: BatchBucketOptions) -> list[CommitMessage]:
+    """For uncommitted ``messages`` that wrote partitions into their recorded counts before the
+    batch was measured (a Spark ``df.write`` of unrouted input): measure each partition's new
+    real-bucket files (rows, stored bytes: HEAD measures its staged files' stored size) and, where
+    HEAD rescales (`decide_bucket_num`), rescale the partitions (`rescale_partitions` as
+    ``commit_user``, one OVERWRITE snapshot), then replay their written files into the new count
+    and delete them. Returns the messages to commit (the others unchanged, the replayed ones
+    new); ``messages`` as they are when nothing needs a rescale.
+
+    The replay keeps what the batch says: each old bucket's files are merged as sorted runs
+    (`merge_sorted`, bounded memory) without collapsing versions, and each key range is written
+    in sequence order, so every key's versions reach the new writer in the order they were
+    numbered (the writer numbers them after the rescaled rows)."""
+    from lake_assets.ops.postpone_fixed_bucket import PostponeFixedBucketWriter  # it imports this module
+
+    written: dict[bytes, StagedPartition] = {}
+    for m in messages:
+        if m.bucket >= 0 and m.new_files:
+            s = written.get(m.partition, StagedPartition(0, 0))
+            written[m.partition] = StagedPartition(s.rows + sum(f.row_count for f in m.new_files),
+                                                   s.nbytes + sum(f.file_size for f in m.new_files))
+    meta = bucket_metadata(store)
+    counts = {p: d.buckets for p, s in written.items()
+              if p in meta.bucket_counts and (d := decide_bucket_num(s, meta.bucket_counts[p], opts)).requires_rescale}
+    if not counts:
+        return list(messages)
+    base = None if meta.snapshot_id is None else store.snapshot_manager.snapshot(meta.snapshot_id)
+    rescale_partitions(store, counts, base=base, commit_user=commit_user)
+    replayed = [m for m in messages if m.partition in counts and m.bucket >= 0]
+    reader = SplitReader(store, store.schema)
+    batch_rows = stream_bounds(store.schema.core_options)[0]
+    columns = list(store.schema.field_names)
+    scan = store.file_store_scan()
+    by_bucket: dict[tuple[bytes, int], list[CommitMessage]] = {}
+    for m in replayed:
+        by_bucket.setdefault((m.partition, m.bucket), []).append(m)
+    with PostponeFixedBucketWriter(store, commit_user, counts) as writer:
+        for (partition, bucket), ms in by_bucket.items():
+            split = Split(partition, scan.partition_values(partition), bucket, ms[0].total_buckets,
+                          [f for m in ms for f in m.new_files])
+            for part in _in_sequence_order(reader, split, columns, batch_rows):
+                writer.write_arrow(part.select(columns),
+                                   kinds=np.asarray(part.column(VALUE_KIND).to_numpy(), dtype=np.int8))
+        new = writer.prepare_commit()
+    store.file_io.delete_many([store.data_file_path(m.partition, m.bucket, f)
+                               for m in replayed for f in m.all_written_files()])
+    return [m for m in messages if not (m.partition in counts and m.bucket >= 0)] + new
+
+
+def _in_sequence_order(reader: SplitReader, split: Split, columns: list[str], batch_rows: int) -> Iterator[pa.Table]:
+    """Every row of ``split``'s files (none collapsed), in key ranges that hold all versions of
+    their keys, each range sorted by sequence number."""
+
+    def open_file(meta: DataFileMeta) -> Iterator[pa.Table]:
+        return reader.iter_file(split, meta, True, columns, batch_rows)
+
+    runs = [chained(run, open_file) for run in split_into_runs(split.files, reader.key_types)]
+    for chunk in merge_sorted(runs, reader.key_names, lambda c: c.sort_by([(SEQUENCE_NUMBER, "ascending")]),
+                              min_rows=batch_rows, max_step_rows=batch_rows):
+        if chunk.num_rows:
+            yield chunk

@@ -11,9 +11,9 @@ table whose count is per partition (`lake_assets.ops.postpone_fixed_bucket`). He
   files); so does any partition with a recorded count, which a big batch outgrows: then, as
   HEAD, the driver rescales the partition (`lake_assets.ops.rescale`, an OVERWRITE snapshot)
   before the write job, which writes into the new count. Partitions written into their recorded
-  counts unmeasured (``df.write`` of unrouted input) are checked at the commit, on what was
-  written, and a batch HEAD would rescale for is refused there (`refuse_rescales_of_written`):
-  its rows are already in files of the old count;
+  counts unmeasured (``df.write`` of unrouted input) are measured at the commit, on what was
+  written: a partition HEAD would rescale is rescaled there and the written rows replayed into
+  the new count (`lake_assets.ops.rescale.rescale_written`);
 * `route_by_planned_bucket` gives each row its bucket under its partition's count (the JVM
   bucket expression with a per-row count column, else a scalar Arrow UDF) and repartitions by
   (partition, bucket), so each bucket has one writer, as for fixed-bucket tables;
@@ -95,7 +95,7 @@ class BucketPlan:
     """The bucket count per serialized partition, and the count of partitions not listed
     (``postpone.default-bucket-num``; None: such rows are staged and planned at the commit).
     ``measured``: every listed count was decided on the batch's measured rows and bytes, so no
-    partition needs the commit's rescale check (`refuse_rescales_of_written`)."""
+    partition needs the commit's rescale check (`lake_assets.ops.rescale.rescale_written`)."""
 
     counts: dict[bytes, int] = field(default_factory=dict)
     default: int | None = None

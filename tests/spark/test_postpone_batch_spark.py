@@ -300,31 +300,36 @@ def test_ingest_job_write_option(capsys, spark, tmp_path) -> None:
     assert counts(t) == {"d1": {4}} and len(values(t)) == 6
 
 
-def test_a_batch_that_outgrows_a_partition_rescales_it_unrouted_input_is_refused(spark, tmp_path) -> None:
-    """write_table measures a batch for a partition with a recorded count and, where Paimon HEAD
-    rescales (more than rescale-load-factor x its buckets), rescales the partition first (an
-    OVERWRITE snapshot) and writes the batch into the new count. ``df.write`` of unrouted input
-    writes into the recorded count unmeasured: its commit measures what was written and refuses
-    such a batch; nothing lands and the written files are gone."""
+def test_a_batch_that_outgrows_a_partition_rescales_it_routed_or_not(spark, tmp_path) -> None:
+    """Where Paimon HEAD rescales (a batch needing more than rescale-load-factor x a partition's
+    buckets), the partition is rescaled first (an OVERWRITE snapshot) and the batch lands in the
+    new count: write_table measures the batch on the driver and rescales before writing; df.write
+    of unrouted input writes into the recorded count, and its commit rescales and replays the
+    written rows into the new count (the old files gone)."""
     from lake_assets.spec.snapshot import CommitKind
 
     wh = str(tmp_path / "wh")
     t = make(wh, **{"postpone.default-bucket-num": "1", "postpone.target-row-num-per-bucket": "1"})
-    write_table(spark.createDataFrame(rows(range(2), "d1", "a").to_pandas()), wh, "db.p")
-    before = t.refresh().snapshot_manager.latest_id()
-    write_table(spark.createDataFrame(rows(range(1, 41), "d1", "b").to_pandas()), wh, "db.p")
-    sm = t.refresh().snapshot_manager
-    assert [sm.snapshot(i).commit_kind for i in range(before + 1, sm.latest_id() + 1)] == [
-        CommitKind.OVERWRITE, CommitKind.APPEND]
-    assert counts(t) == {"d1": {64}}
-    assert values(t) == {(0, "d1"): "a0", **{(k, "d1"): f"b{k}" for k in range(1, 41)}}
-    before = t.refresh().snapshot_manager.latest_id()
-    files = set((tmp_path / "wh").rglob("data-*"))
-    big = spark.createDataFrame(rows(range(3000), "d1", "c").to_pandas())  # needs 4096 > 32 x 64
-    with pytest.raises(Exception, match=r"rescale-load-factor = 32"):
-        big.write.format("lake").mode("append").option("warehouse", wh).save("db.p")
-    assert t.refresh().snapshot_manager.latest_id() == before
-    assert set((tmp_path / "wh").rglob("data-*")) == files
+    write_table(spark.createDataFrame(pa.concat_tables([rows(range(2), "d1", "a"), rows(range(2), "d2", "a")])
+                                      .to_pandas()), wh, "db.p")
+    for dt, routed in (("d1", True), ("d2", False)):
+        before = t.refresh().snapshot_manager.latest_id()
+        df = spark.createDataFrame(rows(range(1, 41), dt, "b").to_pandas()).repartition(3)
+        if routed:
+            write_table(df, wh, "db.p")
+        else:
+            df.write.format("lake").mode("append").option("warehouse", wh).save("db.p")
+        sm = t.refresh().snapshot_manager
+        assert [sm.snapshot(i).commit_kind for i in range(before + 1, sm.latest_id() + 1)] == [
+            CommitKind.OVERWRITE, CommitKind.APPEND], dt
+        assert counts(t)[dt] == {64}
+        assert {k: v for k, v in values(t).items() if k[1] == dt} == {
+            (0, dt): "a0", **{(k, dt): f"b{k}" for k in range(1, 41)}}
+    from lake_assets.ops.orphans import referenced_files
+
+    # no file left that no snapshot references (the unrouted tasks' files were replayed, then deleted)
+    referenced = {f.rsplit("/", 1)[-1] for f in referenced_files(t.refresh().store)}
+    assert {p.name for p in (tmp_path / "wh").rglob("data-*")} <= referenced
 
 
 def test_partition_sink_strategy_hash_clusters_postponed_writes_by_partition(spark, tmp_path) -> None:

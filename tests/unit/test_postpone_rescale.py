@@ -173,3 +173,53 @@ def test_deletion_vector_table_rescaled_rows_are_back_after_the_compaction(catal
     t.refresh().compact()
     assert values(t) == {(0, "d1"): "a0", (1, "d1"): "b1", (2, "d1"): "b2", (3, "d1"): "a3", (4, "d1"): "a4",
                          **{(k, "d1"): f"c{k}" for k in range(10, 50)}}
+
+
+def _two_tasks_unmeasured(catalog: Catalog, name: str, **options: str) -> tuple[Table, list[CommitKind], set[str]]:
+    """Two tasks write d1 and d2 into their recorded counts (interleaved sequence numbers, a key
+    in both, a delete), as the unrouted df.write does; its commit step `rescale_written`, then the
+    commit. The table, the kinds of the new snapshots, d1's written file names."""
+    from lake_assets.ops.postpone_batch import BatchBucketOptions
+    from lake_assets.ops.rescale import rescale_written
+
+    t = catalog.create_table(name, SCHEMA, primary_keys=["k", "dt"], partition_keys=["dt"],
+                             options={"bucket": "-2", "postpone.default-bucket-num": "1",
+                                      "postpone.target-row-num-per-bucket": "1", **options})
+    write_fixed_buckets(t.store, rows(range(6), "d1", "a"))
+    write_fixed_buckets(t.refresh().store, rows(range(3), "d2", "a"))
+    store = t.refresh().store
+    counts = bucket_metadata(store).bucket_counts
+    messages = []
+    for slot, (ks, tag) in enumerate([(list(range(1, 41)), "x"), (list(range(2, 42)), "y")]):
+        with PostponeFixedBucketWriter(store, "job", counts) as w:
+            w.interleave_sequences(slot, 2)
+            w.write_arrow(rows(ks, "d1", tag))
+            if slot == 1:
+                w.write_arrow(rows([5], "d1", "z"), kinds=np.full(1, DELETE, dtype=np.int8))
+            w.write_arrow(rows([0], "d2", tag))
+            messages += w.prepare_commit()
+    d1 = {f.file_name for m in messages if m.partition == part(t, "d1") for f in m.new_files}
+    before = t.snapshot_manager.latest_id()
+    final = rescale_written(store, "job", messages, BatchBucketOptions.of(store))
+    TableCommitter(store, "job").commit(final, check_committed=False)
+    t = t.refresh()
+    kinds = [t.snapshot_manager.snapshot(i).commit_kind for i in range(before + 1, t.snapshot_manager.latest_id() + 1)]
+    return t, kinds, d1
+
+
+def test_rows_written_unmeasured_into_the_old_count_are_replayed_after_the_rescale(catalog: Catalog):
+    """The Spark data source's unrouted df.write: tasks write known partitions into their recorded
+    count before anything measures the batch; its commit (rescale_written) rescales where HEAD
+    would and replays the written rows into the new count, so that every key ends as it would
+    have without the rescale (two tasks' interleaved sequence numbers, a delete), and deletes the
+    written files."""
+    plain, plain_kinds, _ = _two_tasks_unmeasured(catalog, "db.plain",
+                                                  **{"postpone.batch-write-fixed-bucket.rescale-load-factor": "1000"})
+    assert plain_kinds == [CommitKind.APPEND]
+    t, kinds, d1_files = _two_tasks_unmeasured(catalog, "db.p")
+    assert kinds == [CommitKind.OVERWRITE, CommitKind.APPEND]
+    assert bucket_metadata(t.store) == BucketMetadata({part(t, "d1"): 128, part(t, "d2"): 1})
+    assert values(t) == values(plain)
+    assert (5, "d1") not in values(t) and values(t)[(41, "d1")] == "y41"
+    assert not {e.file.file_name for e in live(t)} & d1_files     # replayed, then deleted
+    assert not [p for p in Path(t.store.bucket_dir(part(t, "d1"), 0)).iterdir() if p.name in d1_files]
