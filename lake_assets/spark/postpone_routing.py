@@ -8,10 +8,10 @@ table whose count is per partition (`lake_assets.ops.postpone_fixed_bucket`). He
   overwrite) and ``postpone.default-bucket-num`` need no look at the data; only when a partition's
   count must be estimated does one aggregate over the input measure each partition's rows and
   bytes for `plan_batch_buckets` (Java's Spark writer stages the rows and measures the staged
-  files); so does any partition with a recorded count, which a big batch outgrows: then, as
-  HEAD, the driver rescales the partition (`lake_assets.ops.rescale`, an OVERWRITE snapshot)
-  before the write job, which writes into the new count. Partitions written into their recorded
-  counts unmeasured (``df.write`` of unrouted input) are measured at the commit, on what was
+  files); a measured partition with a recorded count that the batch outgrows is rescaled by the
+  driver before the write job, as HEAD (`lake_assets.ops.rescale`, an OVERWRITE snapshot), and
+  written into the new count. Partitions written into their recorded counts unmeasured (a
+  default count set, or ``df.write`` of unrouted input) are measured at the commit, on what was
   written: a partition HEAD would rescale is rescaled there and the written rows replayed into
   the new count (`lake_assets.ops.rescale.rescale_written`);
 * `route_by_planned_bucket` gives each row its bucket under its partition's count (the JVM
@@ -211,8 +211,9 @@ def plan_dataframe(df: DataFrame, table: Table, options: BatchBucketOptions | No
     opts = BatchBucketOptions.of(store) if options is None else options
     plan = base_plan(table, opts, overwrite=overwrite)
     pkeys = list(table.partition_keys)
-    if plan.default is not None and not plan.counts:
-        # nothing to estimate and no recorded count a big batch could outgrow: no statistics stage
+    if plan.default is not None or (not pkeys and plan.counts):
+        # nothing to estimate: no statistics stage (the commit measures what was written into
+        # recorded counts and rescales there where HEAD would, `rescale_written`)
         return plan
     by_rows = opts.target_rows is not None
     stats = df.groupBy(*[F.col(k) for k in pkeys]).agg(

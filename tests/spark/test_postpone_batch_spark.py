@@ -303,15 +303,17 @@ def test_ingest_job_write_option(capsys, spark, tmp_path) -> None:
 def test_a_batch_that_outgrows_a_partition_rescales_it_routed_or_not(spark, tmp_path) -> None:
     """Where Paimon HEAD rescales (a batch needing more than rescale-load-factor x a partition's
     buckets), the partition is rescaled first (an OVERWRITE snapshot) and the batch lands in the
-    new count: write_table measures the batch on the driver and rescales before writing; df.write
-    of unrouted input writes into the recorded count, and its commit rescales and replays the
-    written rows into the new count (the old files gone)."""
+    new count: write_table measures the batch on the driver (no default count) and rescales before
+    writing; df.write of unrouted input writes into the recorded count, and its commit rescales and
+    replays the written rows into the new count (the old files gone)."""
     from lake_assets.spec.snapshot import CommitKind
 
     wh = str(tmp_path / "wh")
-    t = make(wh, **{"postpone.default-bucket-num": "1", "postpone.target-row-num-per-bucket": "1"})
+    t = make(wh, **{"postpone.target-row-num-per-bucket": "1",
+                    "postpone.batch-write-fixed-bucket.rescale-load-factor": "4"})
     write_table(spark.createDataFrame(pa.concat_tables([rows(range(2), "d1", "a"), rows(range(2), "d2", "a")])
                                       .to_pandas()), wh, "db.p")
+    assert counts(t) == {"d1": {2}, "d2": {2}}  # 40 rows then need 40 > 4 x 2 buckets: 64
     for dt, routed in (("d1", True), ("d2", False)):
         before = t.refresh().snapshot_manager.latest_id()
         df = spark.createDataFrame(rows(range(1, 41), dt, "b").to_pandas()).repartition(3)
