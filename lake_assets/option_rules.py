@@ -161,8 +161,19 @@ RULES: dict[str, OptionRule] = _rules(
     R("postpone.batch-write-fixed-bucket.rescale-load-factor", "int", 32, "How many times its recorded "
       "bucket count a batch may need before a batch write into real buckets rescales a partition (Paimon "
       "HEAD rewrites the partition's real buckets into the larger count first).", minimum=1,
-      note="lake_assets does not rescale: a batch write that Paimon would rescale is refused with an error "
-      "naming this option, before anything is committed (ops/postpone_batch.py)"),
+      note="as Paimon HEAD, a batch write into real buckets (ops.postpone_fixed_bucket.write_fixed_buckets, "
+      "write_table, the ingest job) first rewrites such a partition's real buckets, merged, into the larger "
+      "count in an OVERWRITE snapshot (ops/rescale.py) and then writes the batch; df.write of unrouted input, "
+      "whose rows are written into the recorded count before they are measured, rescales at its commit and "
+      "replays the written rows into the new count"),
+    R("partition.sink-strategy", "enum", "none", "How a write distributes a partitioned append or postpone "
+      "table's rows to its tasks: none (as they come), hash (clustered by partition, fewer partitions per "
+      "task), partition_dynamic (Flink: balanced by partition traffic).",
+      choices=("none", "hash", "partition_dynamic"),
+      note="a distribution of rows to writer tasks, not a file layout; lake_assets' Spark write_table, "
+      "repartition_by_bucket and the ingest job cluster such a table's rows by partition for hash and "
+      "partition_dynamic (as Paimon's Spark write requirement does for every value but none; spark/shuffle.py); "
+      "df.write of the caller's DataFrame and the core's single-process writers take the rows as given"),
     R("postpone.merge-on-read", "bool", False, "Batch reads of a postpone-bucket table merge the rows waiting "
       "in bucket-postpone into the real buckets.",
       note="lake_assets' reads skip bucket-postpone: reads and streams of a postpone table carrying true are "
@@ -331,6 +342,14 @@ RULES: dict[str, OptionRule] = _rules(
     R("commit.force-create-snapshot", "bool", False, "Streaming commits without changes still create a "
       "snapshot.", supported=("false",), refuses=("WRITE",),
       why="lake_assets never commits a snapshot without changes"),
+    R("visibility-callback.enabled", "bool", False, "After a batch commit, wait until the rows it wrote "
+      "into bucket-postpone (or, with deletion vectors, at level 0) have been compacted by another job.",
+      supported=("false",), refuses=("WRITE",),
+      why="lake_assets' writers do not wait after a commit for a compaction that another job runs"),
+    R("visibility-callback.timeout", "duration", 1_800_000, "Longest wait of visibility-callback.enabled.",
+      note="read only with visibility-callback.enabled, which refuses writes"),
+    R("visibility-callback.check-interval", "duration", 10_000, "Interval of the checks of "
+      "visibility-callback.enabled.", note="read only with visibility-callback.enabled, which refuses writes"),
     R("snapshot.ignore-empty-commit", "bool", True, "Commits without changes create no snapshot.",
       supported=("true",), refuses=("WRITE",), why="lake_assets never commits a snapshot without changes"),
     # ---- scans (refused per read by table_support: Paimon readers start where these say)

@@ -29,6 +29,13 @@ class Overwrite:
     """Which live files an OVERWRITE commit replaces: all of them, or those whose partition matches."""
 
     matcher: PartitionMatcher | None = None  # None = the whole table
+    # Only files of real buckets (a postpone table's rescale keeps its `bucket-postpone` files, as
+    # Paimon's overwrite with a positive table bucket does).
+    real_buckets_only: bool = False
+    # Run against every snapshot the commit is about to replace from (each retry): raises
+    # `CommitConflictError` when the overwrite must not land on it (Paimon's strict mode,
+    # ``commit.strict-mode.last-safe-snapshot``; `lake_assets.ops.rescale`).
+    check: Callable[[Snapshot | None], None] | None = None
 
     def matches(self, values: tuple[Any, ...]) -> bool:
         """Whether the partition with these values is replaced."""
@@ -36,10 +43,15 @@ class Overwrite:
 
 
 def overwritten_entries(store: FileStore, latest: Snapshot | None, overwrite: Overwrite) -> list[ManifestEntry]:
-    """DELETE entries for every live file of ``latest`` that ``overwrite`` replaces."""
+    """DELETE entries for every live file of ``latest`` that ``overwrite`` replaces (after its
+    `Overwrite.check` of ``latest``)."""
+    if overwrite.check is not None:
+        overwrite.check(latest)
     if latest is None:
         return []
     live = store.file_store_scan().live_entries(latest, partition_filter=overwrite.matcher)
+    if overwrite.real_buckets_only:
+        live = [e for e in live if e.bucket >= 0]
     return [ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file) for e in live]
 
 

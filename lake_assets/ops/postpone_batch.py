@@ -8,9 +8,9 @@ bucket count for that, chosen as Paimon HEAD's Spark writer does (``PostponeUtil
 
 * a partition that already has real buckets keeps the count its files record (``totalBuckets``
   of its manifest entries), so its keys stay in their buckets - unless the batch needs more than
-  ``postpone.batch-write-fixed-bucket.rescale-load-factor`` times that many buckets, where HEAD
-  first rewrites the partition into more buckets; lake_assets does not implement that rescale
-  and refuses such a write, naming the option (`RescaleRefusedError`);
+  ``postpone.batch-write-fixed-bucket.rescale-load-factor`` times that many buckets: then, as
+  HEAD, the partition's real buckets are first rewritten into the larger count in an OVERWRITE
+  commit (`lake_assets.ops.rescale.rescale_partitions`) and the batch is written after it;
 * a new partition, and every partition an overwrite replaces (HEAD ignores the replaced layout),
   gets ``postpone.default-bucket-num`` exactly, else an estimate on the batch alone (rows already
   waiting in ``bucket-postpone`` are excluded): ceil(rows / ``postpone.target-row-num-per-bucket``),
@@ -30,11 +30,10 @@ files; callers here measure Arrow bytes before writing, see docs/format.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from lake_assets.errors import UnsupportedFeatureError
-from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.postpone import DEFAULT_BUCKET_NUM_KEY, TARGET_ROWS_KEY, TARGET_SIZE_KEY, record_bucket_count
 from lake_assets.option_types import parse_value
 from lake_assets.options import rule_for
@@ -51,7 +50,8 @@ BATCH_OPTION_KEYS = (BATCH_WRITE_FIXED_BUCKET_KEY, MAX_PARALLELISM_KEY, RESCALE_
 
 class RescaleRefusedError(UnsupportedFeatureError):
     """A batch needs so many more buckets than a partition has that Paimon HEAD would rescale the
-    partition's real buckets first, which lake_assets does not implement."""
+    partition's real buckets first, and the caller asked not to (`plan_batch_buckets` with
+    ``rescale=False``)."""
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,9 @@ class BucketMetadata:
     count (``totalBuckets`` of its real-bucket files)."""
 
     bucket_counts: Mapping[bytes, int]
+    # the snapshot the counts are read from (None: unknown), the base a rescale reads; not part
+    # of what the metadata says
+    snapshot_id: int | None = field(default=None, compare=False)
 
 
 def bucket_metadata(store: FileStore) -> BucketMetadata:
@@ -158,7 +161,7 @@ def bucket_metadata(store: FileStore) -> BucketMetadata:
         for e in store.file_store_scan(Op.COMPACT).live_entries(snap):
             if e.bucket >= 0 and e.total_buckets > 0:
                 record_bucket_count(store, counts, e)
-    return BucketMetadata(counts)
+    return BucketMetadata(counts, None if snap is None else snap.id)
 
 
 def plan_batch_buckets(
@@ -168,21 +171,33 @@ def plan_batch_buckets(
     *,
     options: BatchBucketOptions | None = None,
     overwrite: bool = False,
+    rescale: bool = True,
+    commit_user: str | None = None,
 ) -> dict[bytes, int]:
     """The bucket count each staged partition (serialized partition row) is written with
     (`decide_bucket_num`; the module doc). ``overwrite``: the partitions are replaced, so their
     recorded counts do not bind (HEAD's ``SparkPostponeStagedCommitter``: "Overwrite removes the
     previous partition contents, so its bucket layout must not constrain the replacement data").
-    A partition HEAD would rescale raises `RescaleRefusedError` (nothing is written yet).
+
+    A partition HEAD would rescale is rescaled now, before anything of the batch is written
+    (`lake_assets.ops.rescale.rescale_partitions` as ``commit_user``, from the snapshot
+    ``metadata`` was read on: one OVERWRITE snapshot for all of them), and gets the new count;
+    with ``rescale=False`` it raises `RescaleRefusedError` instead (nothing changed).
     ``metadata`` defaults to `bucket_metadata` of the latest snapshot, ``options`` to the
     table's."""
     opts = BatchBucketOptions.of(store) if options is None else options
-    known: Mapping[bytes, int] = {}
-    if not overwrite:
-        known = (bucket_metadata(store) if metadata is None else metadata).bucket_counts
+    meta = BucketMetadata({}) if overwrite else (bucket_metadata(store) if metadata is None else metadata)
+    known = meta.bucket_counts
     decisions = {p: decide_bucket_num(s, known.get(p), opts) for p, s in staged.items()}
-    refuse_rescales(store, {p: (known[p], d.buckets, s) for p, s in staged.items()
-                            if (d := decisions[p]).requires_rescale}, opts)
+    rescales = {p: (known[p], d.buckets, s) for p, s in staged.items() if (d := decisions[p]).requires_rescale}
+    if rescales and not rescale:
+        refuse_rescales(store, rescales, opts)
+    if rescales:
+        from lake_assets.ops.rescale import rescale_partitions  # it writes through this module's users
+
+        base = None if meta.snapshot_id is None else store.snapshot_manager.snapshot(meta.snapshot_id)
+        rescale_partitions(store, {p: new for p, (_, new, _) in rescales.items()}, base=base,
+                           commit_user=commit_user)
     return {p: d.buckets for p, d in decisions.items()}
 
 
@@ -200,31 +215,10 @@ def refuse_rescales(store: FileStore, rescales: Mapping[bytes, tuple[int, int, S
     raise RescaleRefusedError(
         f"Cannot write to {store.name} into real buckets: {what}, more than {RESCALE_LOAD_FACTOR_KEY} = "
         f"{opts.rescale_load_factor} times the existing count, so Paimon would first rescale the partition's "
-        "real buckets, which lake_assets does not implement; raise that option, write with "
-        f"{BATCH_WRITE_FIXED_BUCKET_KEY} = false (postponed, then compacted), or rescale the partition first"
+        "real buckets, and this plan was made without rescaling; rescale the partition "
+        "(lake_assets.ops.rescale.rescale_partitions), raise that option, or write with "
+        f"{BATCH_WRITE_FIXED_BUCKET_KEY} = false (postponed, then compacted)"
     )
-
-
-def refuse_rescales_of_written(store: FileStore, messages: Iterable[CommitMessage],
-                               opts: BatchBucketOptions) -> None:
-    """`refuse_rescales` for a batch already written into partitions' recorded counts (a plan
-    made without measuring the batch): each partition's rows and bytes are those of its new
-    real-bucket files (the stored size, as HEAD measures its staged files)."""
-    written: dict[bytes, StagedPartition] = {}
-    for m in messages:
-        if m.bucket < 0:
-            continue
-        s = written.get(m.partition, StagedPartition(0, 0))
-        written[m.partition] = StagedPartition(s.rows + sum(f.row_count for f in m.new_files),
-                                               s.nbytes + sum(f.file_size for f in m.new_files))
-    if not written:
-        return
-    known = bucket_metadata(store).bucket_counts
-    rescales = {}
-    for p, s in written.items():
-        if p in known and (d := decide_bucket_num(s, known[p], opts)).requires_rescale:
-            rescales[p] = (known[p], d.buckets, s)
-    refuse_rescales(store, rescales, opts)
 
 
 def batch_write_fixed_bucket(store: FileStore, dynamic: Mapping[str, str] | None = None) -> bool:

@@ -11,6 +11,8 @@ What Paimon does, and this writer with it (``KeyValueFileStore.newPostponeFixedB
 * the commit messages record the partition's bucket count as ``totalBuckets``, and the APPEND
   commit checks conflicts (``appendCommitCheckConflict``: a concurrent writer that gave a new
   partition another count fails the commit, `lake_assets.ops.commit`);
+* a partition the batch needs more than ``rescale-load-factor`` times its buckets for is first
+  rescaled in an OVERWRITE snapshot (`lake_assets.ops.rescale`), then written into the new count;
 * rows already waiting in ``bucket-postpone`` are left there. Paimon's postpone compaction later
   writes them through the bucket's writer after what the bucket holds, so they supersede these
   rows even when they are older (Paimon's ``PostponeBucketTableITCase
@@ -218,7 +220,8 @@ def write_fixed_buckets(
     """Write ``data`` into real buckets of postpone table ``store`` and commit it (one APPEND
     snapshot; its id, None when there is nothing to write), as Paimon's batch sinks do with
     ``postpone.batch-write-fixed-bucket`` (pypaimon's ``new_postpone_fixed_bucket_write_builder``).
-    Each partition's count comes from `plan_batch_buckets` over ``data`` and the latest snapshot.
+    Each partition's count comes from `plan_batch_buckets` over ``data`` and the latest snapshot;
+    partitions the batch outgrows are rescaled first (an OVERWRITE snapshot before the APPEND).
     `lake_assets.table.Table.write_arrow` keeps writing ``bucket-postpone``, as pypaimon's default
     batch writer does."""
     import uuid
@@ -226,8 +229,9 @@ def write_fixed_buckets(
     table = conform(as_table(data, store.name), store.schema, store.name)
     if table.num_rows == 0:
         return None
-    plan = plan_batch_buckets(store, staged_partitions(store, table), bucket_metadata(store))
     user = commit_user or f"fixed-bucket-{uuid.uuid4()}"
+    # a partition the batch outgrows is rescaled first, in its own OVERWRITE snapshot (HEAD's order)
+    plan = plan_batch_buckets(store, staged_partitions(store, table), bucket_metadata(store), commit_user=user)
     with PostponeFixedBucketWriter(store, user, plan) as writer:
         writer.write_arrow(table)
         messages = writer.prepare_commit()
@@ -272,7 +276,8 @@ def resolve_staged(
             metadata = bucket_metadata(store)
             known = {} if overwrite else metadata.bucket_counts
             sizes = _staged_sizes(store, by_partition, known, opts, pool)
-            plan = plan_batch_buckets(store, sizes, metadata, options=opts, overwrite=overwrite)
+            plan = plan_batch_buckets(store, sizes, metadata, options=opts, overwrite=overwrite,
+                                      commit_user=commit_user)
             base = WriterBase.restore(store, Op.WRITE, False)
             futures = [pool.submit(_rewrite_partition, store, commit_user, plan[p], entries, base)
                        for p, entries in by_partition.items()]

@@ -8,8 +8,12 @@ table whose count is per partition (`lake_assets.ops.postpone_fixed_bucket`). He
   overwrite) and ``postpone.default-bucket-num`` need no look at the data; only when a partition's
   count must be estimated does one aggregate over the input measure each partition's rows and
   bytes for `plan_batch_buckets` (Java's Spark writer stages the rows and measures the staged
-  files); partitions written into their recorded counts unmeasured are checked against a rescale
-  at the commit, on what was written (`refuse_rescales_of_written`);
+  files); a measured partition with a recorded count that the batch outgrows is rescaled by the
+  driver before the write job, as HEAD (`lake_assets.ops.rescale`, an OVERWRITE snapshot), and
+  written into the new count. Partitions written into their recorded counts unmeasured (a
+  default count set, or ``df.write`` of unrouted input) are measured at the commit, on what was
+  written: a partition HEAD would rescale is rescaled there and the written rows replayed into
+  the new count (`lake_assets.ops.rescale.rescale_written`);
 * `route_by_planned_bucket` gives each row its bucket under its partition's count (the JVM
   bucket expression with a per-row count column, else a scalar Arrow UDF) and repartitions by
   (partition, bucket), so each bucket has one writer, as for fixed-bucket tables;
@@ -74,6 +78,9 @@ PLAN_OPTION = "postpone-bucket-plan"
 # Paimon's Spark connector takes every SQL conf key with this prefix as a dynamic table option
 # (OptionUtils.scala:39, mergeSQLConf), below the write's own options
 SPARK_CONF_PREFIX = "spark.paimon."
+# The catalog segment of table-scoped conf keys, spark.paimon.<catalog>.<db>.<table>.<key>
+# (OptionUtils.mergeSQLConfWithIdentifier): our tables are written through the "lake" source
+CATALOG_NAME = "lake"
 
 # Arrow's in-memory bytes per value of fixed-width types (the measure `plan_batch_buckets` takes)
 _FIXED_WIDTH: dict[type[DataType], int] = {
@@ -88,7 +95,7 @@ class BucketPlan:
     """The bucket count per serialized partition, and the count of partitions not listed
     (``postpone.default-bucket-num``; None: such rows are staged and planned at the commit).
     ``measured``: every listed count was decided on the batch's measured rows and bytes, so no
-    partition needs the commit's rescale check (`refuse_rescales_of_written`)."""
+    partition needs the commit's rescale check (`lake_assets.ops.rescale.rescale_written`)."""
 
     counts: dict[bytes, int] = field(default_factory=dict)
     default: int | None = None
@@ -119,22 +126,53 @@ def write_options(options: Mapping[str, str]) -> dict[str, str]:
     return {k: lowered[k] for k in BATCH_OPTION_KEYS if k in lowered}
 
 
-def session_write_options(spark: SparkSession, options: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The dynamic postpone options of a write from the driver: ``spark.paimon.<key>`` of the
-    session's conf, overridden by the write's own ``options`` (Paimon's order: the write's options
-    win, ``OptionUtils.mergeSQLConf``). A Python data source cannot see the session's conf, so
+def session_write_options(spark: SparkSession, options: Mapping[str, str] | None = None,
+                          identifier: str | None = None) -> dict[str, str]:
+    """The dynamic postpone options of a write from the driver to table ``identifier``
+    (``db.table``): the session's ``spark.paimon.*`` conf (`conf_write_options`), overridden by
+    the write's own ``options`` (Paimon's order: the write's options win,
+    ``OptionUtils.mergeSQLConf``). A Python data source cannot see the session's conf, so
     `write_table` passes these on as write options. An explicit option that is not one of
     `BATCH_OPTION_KEYS` raises `InvalidArgumentError` (it would otherwise be ignored)."""
     unknown = sorted(k for k in (options or {}) if str(k).strip().lower() not in BATCH_OPTION_KEYS)
     if unknown:
         raise InvalidArgumentError(f"options: {unknown} are not write options of a postpone table; "
                                    f"the options a write may override are {list(BATCH_OPTION_KEYS)}")
-    conf = {}
-    for key in BATCH_OPTION_KEYS:
-        value = spark.conf.get(SPARK_CONF_PREFIX + key, None)
-        if value is not None:
-            conf[key] = str(value)
-    return {**conf, **write_options(options or {})}
+    conf = {str(k): str(v) for k, v in spark.conf.getAll.items() if str(k).startswith(SPARK_CONF_PREFIX)}
+    return {**conf_write_options(conf, identifier), **write_options(options or {})}
+
+
+def conf_write_options(conf: Mapping[str, str], identifier: str | None = None) -> dict[str, str]:
+    """The `BATCH_OPTION_KEYS` a session's ``spark.paimon.*`` ``conf`` sets for a write to table
+    ``identifier`` (``db.table``), as Paimon HEAD's ``OptionUtils.mergeSQLConfWithIdentifier``
+    (``OptionsUtils.convertToDynamicTableProperties``) reads them:
+
+    * ``spark.paimon.<key>`` sets ``key`` for every table;
+    * ``spark.paimon.<catalog>.<db>.<table>.<key>`` sets it for one table, over the global form;
+      each of the three may be ``*``. Our data source has no catalog: the catalog segment is
+      `CATALOG_NAME` (``lake``, the source's name) or ``*``. Where two table-scoped keys match (a
+      name and a ``*``), HEAD takes whichever its hash map yields last; here the more specific one
+      wins (catalog, then database, then table named over ``*``).
+
+    Keys are matched in lower case, as Paimon names databases and tables."""
+    db, _, name = (identifier or "").lower().partition(".")
+    global_opts: dict[str, str] = {}
+    scoped: dict[str, tuple[tuple[bool, bool, bool], str]] = {}
+    for raw, value in conf.items():
+        if not raw.startswith(SPARK_CONF_PREFIX):
+            continue
+        rest = raw[len(SPARK_CONF_PREFIX):]
+        parts = rest.split(".", 3)
+        if (identifier and len(parts) == 4 and parts[0].lower() in (CATALOG_NAME, "*")
+                and parts[1].lower() in (db, "*") and parts[2].lower() in (name, "*")):
+            key = parts[3].strip().lower()
+            rank = (parts[0] != "*", parts[1] != "*", parts[2] != "*")
+            if key not in scoped or rank > scoped[key][0]:
+                scoped[key] = (rank, value)
+        else:
+            global_opts[rest.strip().lower()] = value
+    global_opts.update({k: v for k, (_, v) in scoped.items()})
+    return {k: global_opts[k] for k in BATCH_OPTION_KEYS if k in global_opts}
 
 
 def base_plan(table: Table, options: BatchBucketOptions | None = None, *, overwrite: bool = False) -> BucketPlan:
@@ -174,8 +212,8 @@ def plan_dataframe(df: DataFrame, table: Table, options: BatchBucketOptions | No
     plan = base_plan(table, opts, overwrite=overwrite)
     pkeys = list(table.partition_keys)
     if plan.default is not None or (not pkeys and plan.counts):
-        # nothing to estimate: no statistics stage (the commit checks the recorded partitions
-        # against a rescale on what was written)
+        # nothing to estimate: no statistics stage (the commit measures what was written into
+        # recorded counts and rescales there where HEAD would, `rescale_written`)
         return plan
     by_rows = opts.target_rows is not None
     stats = df.groupBy(*[F.col(k) for k in pkeys]).agg(

@@ -47,6 +47,9 @@ from lake_assets.table_support import POSTPONE_BUCKET
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+# Paimon's write-distribution option of partitioned append and postpone tables (CoreOptions)
+PARTITION_SINK_STRATEGY_KEY = "partition.sink-strategy"
+
 PARTITION_OVERWRITE_CONF = "spark.sql.sources.partitionOverwriteMode"
 
 
@@ -61,6 +64,19 @@ class _BucketAssigner:
         # hash the key as the table types it (an int column hashes differently from a bigint)
         cols = [pc.cast(k, to_arrow(t)) for k, t in zip(keys, self.types, strict=True)]
         return pa.array(assign_buckets(cols, self.types, self.num_buckets), type=pa.int32())
+
+
+def cluster_by_partition(df: DataFrame, table: Table) -> DataFrame:
+    """``df`` hash-partitioned by the table's partition keys when its ``partition.sink-strategy``
+    is not ``none`` (a partitioned append or postpone table), so each task writes as few
+    partitions as possible: Paimon's Spark write requirement (``PaimonWriteRequirement``: a
+    clustered distribution by the partition fields for any strategy but ``none``; Flink's
+    ``partition_dynamic`` balancing is Flink's own). Else ``df`` unchanged."""
+    keys = list(table.schema.partition_keys)
+    strategy = str(table.schema.core_options.get(PARTITION_SINK_STRATEGY_KEY, "none")).strip().lower()
+    if not keys or strategy == "none":
+        return df
+    return df.repartition(*[F.col(k) for k in keys])
 
 
 def repartition_by_bucket(
@@ -89,12 +105,11 @@ def repartition_by_bucket(
             raise OptionError("repartition_by_bucket needs warehouse= when the table is given by name")
         table = Catalog(warehouse, **dict(storage_options or {})).get_table(table)
     schema = table.schema
-    if not schema.primary_keys:
-        return df
-    if schema.core_options.bucket == POSTPONE_BUCKET:
-        # postpone bucket mode: every task writes its own bucket-postpone files, no routing (a
-        # batch write into real buckets is routed by write_table, spark/postpone_routing.py)
-        return df
+    if not schema.primary_keys or schema.core_options.bucket == POSTPONE_BUCKET:
+        # append tables and postpone bucket mode: every task writes its own files, no routing (a
+        # batch write into real buckets is routed by write_table, spark/postpone_routing.py),
+        # unless partition.sink-strategy clusters the rows by partition
+        return cluster_by_partition(df, table)
     if schema.core_options.bucket == -1:
         # dynamic bucket mode: one assigner decides every key's bucket from the table's hash index,
         # so all rows go to one task, whose writer runs it (Paimon's one writer per table)
@@ -161,7 +176,8 @@ def write_table(
 
     ``options`` are the write's options, as ``df.write.option``: the postpone options
     (``postpone.batch-write-fixed-bucket`` and the count options) override the table's for this
-    write, over the session's ``spark.paimon.<key>`` conf, as in Paimon's Spark connector.
+    write, over the session's ``spark.paimon.<catalog>.<db>.<table>.<key>`` conf (catalog ``lake``
+    or ``*``), over its ``spark.paimon.<key>`` conf, as in Paimon's Spark connector.
     """
     if mode not in ("append", "overwrite"):
         raise OptionError(f"write_table mode must be 'append' or 'overwrite', got {mode!r}")
@@ -186,7 +202,7 @@ def write_table(
     # a postpone table's batch write goes into real buckets of planned counts (postpone_routing)
     postpone_options: dict[str, str] = {}
     if is_postpone_table(table.store):
-        postpone_options = session_write_options(df.sparkSession, options)
+        postpone_options = session_write_options(df.sparkSession, options, table.name)
     elif options:
         raise InvalidArgumentError(f"options {sorted(options)}: {table.name} is not a postpone-bucket table "
                                    "(bucket = -2), the only tables whose writes take options")

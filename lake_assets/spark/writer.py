@@ -29,9 +29,10 @@ from lake_assets.ops.commit import Overwrite, TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.overwrite import check_inside_partition, dynamic_overwrite
 from lake_assets.ops.overwrite import overwrite_spec as partition_overwrite
-from lake_assets.ops.postpone_batch import BatchBucketOptions, fixed_bucket_batch_writes, refuse_rescales_of_written
+from lake_assets.ops.postpone_batch import BatchBucketOptions, fixed_bucket_batch_writes
 from lake_assets.ops.postpone_fixed_bucket import PostponeFixedBucketWriter, resolve_staged
 from lake_assets.ops.postpone_write import PostponeWriter
+from lake_assets.ops.rescale import rescale_written
 from lake_assets.ops.write import TableWriter
 from lake_assets.spark.postpone_routing import PLAN_OPTION, BucketPlan, base_plan, write_options
 from lake_assets.spark.schema import BUCKET_COLUMN, from_spark
@@ -308,8 +309,9 @@ class LakeBatchWriter(DataSourceArrowWriter):
             check_one_dynamic_bucket_writer(table, messages)
             check_sequences_disjoint(table, tasks)
             if self.plan is not None and self.batch_options is not None and not (self.plan.measured or self.overwrite):
-                # partitions written with their recorded counts unmeasured: a batch Paimon would rescale fails
-                refuse_rescales_of_written(table.store, decoded, self.batch_options)
+                # partitions written with their recorded counts unmeasured: where Paimon rescales,
+                # rescale them (an OVERWRITE snapshot) and replay the written rows into the new count
+                decoded = rescale_written(table.store, self.commit_user, decoded, self.batch_options)
             if self.partition_spec is not None:
                 ow = partition_overwrite(table.store, self.partition_spec)
                 check_inside_partition(table.store, decoded, ow)

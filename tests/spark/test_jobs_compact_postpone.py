@@ -152,3 +152,31 @@ def test_changelog_job_on_full_compaction_producer_runs_the_full_postpone_compac
     top = table.store.schema.core_options.num_levels - 1
     assert sorted((e.bucket, e.file.level) for e in entries) == [(0, top), (1, top)]
     assert canonical(table.to_arrow(), ["dt", "id"]) == [{"dt": "a", "id": i, "v": f"y{i}"} for i in range(10)]
+
+
+def test_compact_job_merges_postponed_rows_into_a_rescaled_partition(capsys, spark, tmp_path, pypaimon):
+    """A partition rescaled by a batch that outgrew it (ops/rescale.py: 1 bucket to 64) and rows
+    pypaimon postponed before: the compact job writes them into the 64 buckets after the rescaled
+    rows, so they win, and pypaimon reads what we read."""
+    from lake_assets.ops.postpone_fixed_bucket import write_fixed_buckets
+
+    wh = tmp_path / "warehouse"
+    pypaimon.create_table(wh, "db.p", SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"],
+                          options={"bucket": "-2", "file.format": "parquet", "postpone.default-bucket-num": "1",
+                                   "postpone.target-row-num-per-bucket": "1"})
+    table = Catalog(str(wh)).get_table("db.p")
+    write_fixed_buckets(table.store, data("a", range(4), "x"))
+    pypaimon.write(wh, "db.p", data("a", range(2, 6), "p"))                     # postponed
+    write_fixed_buckets(table.refresh().store, data("a", range(10, 50), "y"))  # rescales a to 64
+    table = table.refresh()
+    assert {e.total_buckets for e in table.store.file_store_scan().live_entries(table.latest_snapshot())
+            if e.bucket >= 0} == {64}
+    code, out = run_job_main(capsys, compact.main, "--warehouse", str(wh), "--table", "db.p")
+    assert code == EXIT_OK, out
+    table = table.refresh()
+    expected = ([{"dt": "a", "id": i, "v": f"{'x' if i < 2 else 'p'}{i}"} for i in range(6)]
+                + [{"dt": "a", "id": i, "v": f"y{i}"} for i in range(10, 50)])
+    assert canonical(table.to_arrow(), ["dt", "id"]) == expected
+    assert canonical(pypaimon.read(wh, "db.p").select(SCHEMA.names), ["dt", "id"]) == expected
+    live = table.store.file_store_scan().live_entries(table.latest_snapshot())
+    assert {e.total_buckets for e in live} == {64}

@@ -249,8 +249,35 @@ def test_spark_paimon_conf_overrides_the_table_below_the_write_option(spark, tmp
         write_table(spark.createDataFrame(rows(range(4), "d2", "a").to_pandas()), wh, "db.p",
                     options={key: "true"})
         assert counts(t) == {"d1": {-2}, "d2": {2}}
+        # HEAD's table-scoped form spark.paimon.<catalog>.<db>.<table>.<key> wins over the global
+        # one for its table only (catalog: "lake" or *), below the write option
+        spark.conf.set(f"spark.paimon.*.db.p.{key}", "true")
+        spark.conf.set(f"spark.paimon.lake.db.other.{key}", "false")
+        write_table(spark.createDataFrame(rows(range(4), "d3", "a").to_pandas()), wh, "db.p")
+        assert counts(t)["d3"] == {2}
+        write_table(spark.createDataFrame(rows(range(4), "d4", "a").to_pandas()), wh, "db.p",
+                    options={key: "false"})
+        assert counts(t)["d4"] == {-2}
     finally:
-        spark.conf.unset("spark.paimon." + key)
+        for k in (key, f"*.db.p.{key}", f"lake.db.other.{key}"):
+            spark.conf.unset("spark.paimon." + k)
+
+
+def test_table_scoped_conf_keys_follow_paimon_heads_shape_and_precedence() -> None:
+    """OptionUtils.mergeSQLConfWithIdentifier: spark.paimon.<catalog>.<db>.<table>.<key> (each
+    segment a name or *) over spark.paimon.<key>; our catalog segment is "lake" or *; the more
+    specific of two matching scoped keys wins; other tables' and catalogs' keys do not apply."""
+    from lake_assets.spark.postpone_routing import conf_write_options
+
+    n, f = "postpone.default-bucket-num", "postpone.batch-write-fixed-bucket"
+    conf = {f"spark.paimon.{n}": "1", f"spark.paimon.*.*.*.{n}": "2", f"spark.paimon.lake.db.*.{n}": "3",
+            f"spark.paimon.*.db.p.{n}": "4", f"spark.paimon.lake.db.q.{f}": "false",
+            f"spark.paimon.paimon.db.p.{f}": "false", f"spark.paimon.{f}": "true", "spark.sql.x": "y"}
+    assert conf_write_options(conf, "db.p") == {n: "3", f: "true"}
+    assert conf_write_options({k: v for k, v in conf.items() if "lake.db.*" not in k}, "db.p") == {n: "4", f: "true"}
+    assert conf_write_options(conf, "db.q") == {n: "3", f: "false"}
+    assert conf_write_options(conf, "other.t") == {n: "2", f: "true"}
+    assert conf_write_options(conf) == {n: "1", f: "true"}
 
 
 def test_ingest_job_write_option(capsys, spark, tmp_path) -> None:
@@ -273,19 +300,55 @@ def test_ingest_job_write_option(capsys, spark, tmp_path) -> None:
     assert counts(t) == {"d1": {4}} and len(values(t)) == 6
 
 
-def test_a_batch_paimon_would_rescale_the_partition_for_fails_the_commit(spark, tmp_path) -> None:
-    """A partition planned with its recorded count without measuring the batch (a default count
-    set): the commit measures what was written and refuses a batch Paimon HEAD would rescale the
-    partition for; nothing lands and the written files are gone."""
+def test_a_batch_that_outgrows_a_partition_rescales_it_routed_or_not(spark, tmp_path) -> None:
+    """Where Paimon HEAD rescales (a batch needing more than rescale-load-factor x a partition's
+    buckets), the partition is rescaled first (an OVERWRITE snapshot) and the batch lands in the
+    new count: write_table measures the batch on the driver (no default count) and rescales before
+    writing; df.write of unrouted input writes into the recorded count, and its commit rescales and
+    replays the written rows into the new count (the old files gone)."""
+    from lake_assets.spec.snapshot import CommitKind
+
     wh = str(tmp_path / "wh")
-    t = make(wh, **{"postpone.default-bucket-num": "1", "postpone.target-row-num-per-bucket": "1"})
-    write_table(spark.createDataFrame(rows(range(2), "d1", "a").to_pandas()), wh, "db.p")
-    before = t.refresh().snapshot_manager.latest_id()
-    files = set((tmp_path / "wh").rglob("data-*"))
-    with pytest.raises(Exception, match=r"rescale-load-factor = 32"):
-        write_table(spark.createDataFrame(rows(range(40), "d1", "b").to_pandas()), wh, "db.p")
-    assert t.refresh().snapshot_manager.latest_id() == before
-    assert set((tmp_path / "wh").rglob("data-*")) == files
-    write_table(spark.createDataFrame(rows(range(40), "d1", "b").to_pandas()), wh, "db.p",
-                options={"postpone.batch-write-fixed-bucket.rescale-load-factor": "64"})
-    assert counts(t) == {"d1": {1}} and len(values(t)) == 40
+    t = make(wh, **{"postpone.target-row-num-per-bucket": "1",
+                    "postpone.batch-write-fixed-bucket.rescale-load-factor": "4"})
+    write_table(spark.createDataFrame(pa.concat_tables([rows(range(2), "d1", "a"), rows(range(2), "d2", "a")])
+                                      .to_pandas()), wh, "db.p")
+    assert counts(t) == {"d1": {2}, "d2": {2}}  # 40 rows then need 40 > 4 x 2 buckets: 64
+    for dt, routed in (("d1", True), ("d2", False)):
+        before = t.refresh().snapshot_manager.latest_id()
+        df = spark.createDataFrame(rows(range(1, 41), dt, "b").to_pandas()).repartition(3)
+        if routed:
+            write_table(df, wh, "db.p")
+        else:
+            df.write.format("lake").mode("append").option("warehouse", wh).save("db.p")
+        sm = t.refresh().snapshot_manager
+        assert [sm.snapshot(i).commit_kind for i in range(before + 1, sm.latest_id() + 1)] == [
+            CommitKind.OVERWRITE, CommitKind.APPEND], dt
+        assert counts(t)[dt] == {64}
+        assert {k: v for k, v in values(t).items() if k[1] == dt} == {
+            (0, dt): "a0", **{(k, dt): f"b{k}" for k in range(1, 41)}}
+    from lake_assets.ops.orphans import referenced_files
+
+    # no file left that no snapshot references (the unrouted tasks' files were replayed, then deleted)
+    referenced = {f.rsplit("/", 1)[-1] for f in referenced_files(t.refresh().store)}
+    assert {p.name for p in (tmp_path / "wh").rglob("data-*")} <= referenced
+
+
+def test_partition_sink_strategy_hash_clusters_postponed_writes_by_partition(spark, tmp_path) -> None:
+    """``partition.sink-strategy`` (Paimon's Spark write requirement): hash gives each partition
+    one writer task, so one postponed file per partition; none leaves the rows where they are
+    (here every one of 4 tasks writes every partition)."""
+    import pandas as pd
+
+    data = pd.concat([rows(range(40), dt, "a").to_pandas() for dt in ("d1", "d2", "d3")])
+    files: dict[str, int] = {}
+    for strategy in ("none", "hash"):
+        wh = str(tmp_path / strategy)
+        t = make(wh, **{"postpone.batch-write-fixed-bucket": "false", "partition.sink-strategy": strategy})
+        write_table(spark.createDataFrame(data).repartition(4), wh, "db.p")
+        per_partition: dict[bytes, int] = {}
+        for e in live(t):
+            per_partition[e.partition] = per_partition.get(e.partition, 0) + 1
+        assert len(per_partition) == 3 and len(values(t.refresh())) == 0
+        files[strategy] = max(per_partition.values())
+    assert files == {"none": 4, "hash": 1}

@@ -15,7 +15,6 @@ from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.postpone_batch import (
     BatchBucketOptions,
     BucketMetadata,
-    RescaleRefusedError,
     StagedPartition,
     batch_write_fixed_bucket,
     bucket_metadata,
@@ -113,20 +112,6 @@ def test_rows_already_postponed_do_not_count_as_in_paimon_head(catalog: Catalog)
     t.write_arrow(rows(list(range(100)), "d1"))  # 100 rows wait in bucket-postpone
     t = t.refresh()
     assert plan_batch_buckets(t.store, {part(t, "d1"): StagedPartition(15, 1)}) == {part(t, "d1"): 2}
-
-
-def test_a_batch_paimon_would_rescale_a_partition_for_is_refused_by_name(catalog: Catalog):
-    t = make(catalog, **{"postpone.default-bucket-num": "1", "postpone.target-row-num-per-bucket": "1"})
-    write_fixed_buckets(t.store, rows([1, 2], "d1"))
-    t = t.refresh()
-    before = t.snapshot_manager.latest_id()
-    with pytest.raises(RescaleRefusedError, match=r"db\.p.*partition \{'dt': 'd1'\}: 1 buckets, the batch "
-                                                  r"\(40 rows.*needs 64.*rescale-load-factor = 32"):
-        write_fixed_buckets(t.store, rows(list(range(40)), "d1"))
-    assert t.snapshot_manager.latest_id() == before
-    # up to 32 times the count is written into the recorded bucket
-    write_fixed_buckets(t.store, rows(list(range(32)), "d1"))
-    assert bucket_metadata(t.refresh().store) == BucketMetadata({part(t, "d1"): 1})
 
 
 def test_an_overwrite_ignores_the_recorded_count_as_paimon_head(catalog: Catalog):
