@@ -24,6 +24,9 @@ from lake_assets.formats.avro_container import (
 # Bytes asked of the source at a time (more when a block is bigger): about one of Java's blocks
 # (its sync interval is 64,000 bytes), so a file of small blocks costs few reads.
 READ_AHEAD_BYTES = 64 * 1024
+# The most bytes asked of the source at once: a corrupt block size must not make a reader
+# allocate it (pyarrow's files allocate what read(n) asks for); bigger blocks take several reads.
+MAX_READ_BYTES = 16 * 1024 * 1024
 # A varint of a long takes at most 10 bytes; a block starts with two.
 _BLOCK_PREFIX_MAX = 20
 
@@ -48,7 +51,7 @@ class AvroBlockStream:
         parts = [self._buf[self._pos :]]
         self._buf, self._pos = b"", 0
         while have < need and not self._eof:
-            chunk = self._source.read(max(need - have, self._read_ahead))
+            chunk = self._source.read(min(max(need - have, self._read_ahead), MAX_READ_BYTES))
             if not chunk:
                 self._eof = True
                 break

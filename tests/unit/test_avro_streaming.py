@@ -14,6 +14,7 @@ from lake_assets import Catalog
 from lake_assets.errors import CorruptMetadataError
 from lake_assets.formats import avro_block_stream, avro_format
 from lake_assets.formats.avro_block_stream import AvroBlockStream
+from lake_assets.formats.avro_container import _parse_header, _read_long, _write_long
 from lake_assets.formats.avro_format import AVRO
 from lake_assets.formats.data_file_read import iter_data_file, read_data_file
 
@@ -134,7 +135,16 @@ def test_a_header_bigger_than_the_read_ahead_is_read_whole(tmp_path: Path, monke
     assert pa.concat_tables(list(iter_data_file(io, str(path), batch_rows=300))).equals(whole)
 
 
-@pytest.mark.parametrize("damage", ["truncated-block", "truncated-header", "bad-sync", "bad-magic", "empty"])
+def _huge_block_size(data: bytes) -> bytes:
+    """``data`` with its first block claiming 2**60 bytes."""
+    _, _, pos = _parse_header(data)
+    count, after_count = _read_long(data, pos)
+    _, after_size = _read_long(data, after_count)
+    return data[:pos] + _write_long(count) + _write_long(2**60) + data[after_size:]
+
+
+@pytest.mark.parametrize("damage", ["truncated-block", "truncated-header", "bad-sync", "bad-magic", "empty",
+                                    "huge-block-size"])
 def test_broken_files_raise_corrupt_naming_the_file(tmp_path: Path, damage: str) -> None:
     path = _avro_file(tmp_path, 20_000)
     data = path.read_bytes()
@@ -144,6 +154,7 @@ def test_broken_files_raise_corrupt_naming_the_file(tmp_path: Path, damage: str)
         "bad-sync": data[:-1] + bytes([data[-1] ^ 0xFF]),
         "bad-magic": b"Obj\x02" + data[4:],
         "empty": b"",
+        "huge-block-size": _huge_block_size(data),  # read in bounded steps, never allocated
     }[damage]
     path.write_bytes(broken)
     io = Catalog(str(tmp_path / "wh")).file_io
