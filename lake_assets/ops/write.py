@@ -257,7 +257,8 @@ class TableWriter:
 
     # ---------------------------------------------------------------- flushes
     def _file_writer(self, buf: BucketBuffer, changelog: bool = False) -> DataFileWriter:
-        return bucket_file_writer(self.store, buf, self._file_config, self.partition_types, changelog=changelog)
+        return bucket_file_writer(self.store, self.schema, buf, self._file_config, self.partition_types,
+                                  changelog=changelog)
 
     def _keys(self) -> list[str]:
         return list(self.schema.trimmed_primary_keys)

@@ -30,6 +30,7 @@ from lake_assets.spec.snapshot import Snapshot
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
+    from lake_assets.spec.schema import TableSchema
     from lake_assets.store.file_store import FileStore
 
 BucketKey = tuple[bytes, int]  # (serialized partition, bucket)
@@ -109,18 +110,19 @@ def compact_inline(store: FileStore, base: WriterBase, num_buckets: int, key: Bu
                                index_after=result.index_after)
 
 
-def bucket_file_writer(store: FileStore, buf: BucketBuffer, config: DataFileWriterConfig,
+def bucket_file_writer(store: FileStore, schema: TableSchema, buf: BucketBuffer, config: DataFileWriterConfig,
                        partition_types: list[DataType], *, changelog: bool = False) -> DataFileWriter:
     """The bucket's data (or, with ``changelog``, changelog) file writer, made at first use.
-    ``config`` is the writer's one config for every bucket (a round can touch hundreds)."""
+    ``schema`` is the writer's (fixed when it was made: ``store.schema`` may move on, see
+    `FileStore.schema_at`); ``config`` its one config for every bucket (a round can touch
+    hundreds)."""
     if changelog:
         if buf.changelog_writer is None:
-            data_writer = bucket_file_writer(store, buf, config, partition_types)
-            cfg = dataclasses.replace(data_writer.config, prefix=store.schema.core_options.changelog_file_prefix)
-            buf.changelog_writer = DataFileWriter(store.file_io, data_writer.bucket_dir, store.schema, cfg)
+            data_writer = bucket_file_writer(store, schema, buf, config, partition_types)
+            cfg = dataclasses.replace(data_writer.config, prefix=schema.core_options.changelog_file_prefix)
+            buf.changelog_writer = DataFileWriter(store.file_io, data_writer.bucket_dir, schema, cfg)
         return buf.changelog_writer
     if buf.writer is None:
-        schema = store.schema
         ppath = partition_path(schema.partition_keys, buf.partition_values, partition_types,
                                schema.core_options.partition_default_name)
         buf.writer = DataFileWriter(store.file_io, store.paths.bucket_dir(ppath, buf.bucket), schema, config)
