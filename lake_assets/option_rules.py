@@ -232,7 +232,8 @@ RULES: dict[str, OptionRule] = _rules(
       writer_only=True, note="accepted; pyarrow sizes bloom filters by their NDV and FPP only (a filter's "
       "size never changes what a reader reads)"),
     R("orc.stripe.size", "long", None, "ORC stripe size in bytes (64 MiB).", minimum=1, writer_only=True,
-      note="honoured (pyarrow stripe_size)"),
+      note="honoured (pyarrow stripe_size); lake_assets reads ORC files a stripe at a time, so a streaming "
+      "read or compaction holds a whole stripe of each ORC file it reads, whatever read.batch-size says"),
     R("orc.compress.size", "int", None, "ORC compression block size in bytes (256 KiB).", minimum=1,
       writer_only=True, note="honoured (pyarrow compression_block_size), rounded up to a multiple of 64 KiB, "
       "the ORC C++ writer's memory block (chunk sizes never change what a reader reads)"),
@@ -293,7 +294,8 @@ RULES: dict[str, OptionRule] = _rules(
     R("compaction.merge-rows", "int", None, "Rows a compaction unit gathers per merge step (lake_assets "
       "only; default 262144; Paimon engines ignore it): a unit holds at most about twice this many input "
       "rows and their merged rows, plus one read batch per sorted run (read.batch-size, less when many "
-      "runs share this bound), and compaction.parallelism units run at once.", minimum=1,
+      "runs share this bound; of an ORC file a stripe, see orc.stripe.size), and compaction.parallelism "
+      "units run at once.", minimum=1,
       lake_assets_only=True),
     R("sort-spill-threshold", "int", None, "Sorted runs a compaction merge reads at once "
       "(num-sorted-run.stop-trigger + 1, as Paimon); more are first merged at most this many at a time "
@@ -368,7 +370,8 @@ RULES: dict[str, OptionRule] = _rules(
     R("read.batch-size", "int", None, "Rows per batch of the file readers (Paimon's default: 1024).", minimum=1,
       note="lake_assets reads files, merges sorted runs and yields batches of this many rows (65536 when "
       "unset; Table.to_batches(batch_size=...) overrides it): with read.read-ahead it bounds a streaming "
-      "read's memory"),
+      "read's memory. Parquet files are decoded a batch at a time, Avro files too (their source read a "
+      "block and a 64 KiB read-ahead at a time), ORC files a stripe at a time (see orc.stripe.size)"),
     R("read.read-ahead", "int", None, "Batches each reading thread of a streaming read queues ahead of the "
       "consumer (lake_assets only; default 2; Table.to_batches(read_ahead=...) overrides it).", minimum=1,
       lake_assets_only=True),

@@ -3,18 +3,23 @@ bulk by fastavro.
 
 A write turns each chunk into raw columns (`avro_arrow.to_raw`), lets fastavro encode the rows
 into uncompressed blocks and compresses each block with pyarrow's codecs (no optional Python
-compression packages); a read reverses that. The Avro object container framing is shared with
-manifests. The codec is the one Paimon Java 0.9 picks: ``avro.codec`` when the table sets it, else
-``zstandard`` for ``file.compression`` (or its level's) ``zstd``, ``snappy`` for every other value.
+compression packages); a read reverses that: `AvroFormat.read` from the whole file's bytes,
+`AvroFormat.iter_batches` a block and a batch of records at a time (`avro_block_stream`). The
+Avro object container framing is shared with manifests. The codec is the one Paimon Java 0.9
+picks: ``avro.codec`` when the table sets it, else ``zstandard`` for ``file.compression`` (or
+its level's) ``zstd``, ``snappy`` for every other value.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
+import itertools
 import json
 import os
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import IO, Any, cast
 
 import fastavro
 import pyarrow as pa
@@ -22,6 +27,7 @@ import pyarrow.compute as pc
 
 from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
 from lake_assets.formats.avro_arrow import from_raw, to_raw
+from lake_assets.formats.avro_block_stream import AvroBlockStream, PlainContainer, plain_header
 
 # One implementation of the Avro container framing and block codecs, shared with manifests.
 from lake_assets.formats.avro_container import (
@@ -42,7 +48,7 @@ from lake_assets.formats.avro_schema import (
     strip_logical_types,
     with_branch_field,
 )
-from lake_assets.formats.file_format import FileFormat, FormatWriter, WriteOptions, register, sliced
+from lake_assets.formats.file_format import FileFormat, FormatWriter, WriteOptions, register
 from lake_assets.formats.format_options import avro_codec
 from lake_assets.spec.data_types import DataType
 from lake_assets.spec.schema import TableSchema
@@ -50,6 +56,8 @@ from lake_assets.spec.schema import TableSchema
 _SYNC_SIZE = 16
 # rows fastavro encodes per block: about Java's 64 KB sync interval for narrow rows
 _BLOCK_ROWS = 4096
+# rows decoded at a time: by a whole-file read (at least), by `iter_batches` without batch rows
+_GROUP_ROWS = 16 * _BLOCK_ROWS
 
 
 def avro_codec_of(schema: TableSchema, compression: str | None = None) -> str:
@@ -137,47 +145,86 @@ def _index_name(column: str) -> str:
     return f"{BRANCH_FIELD}_{column}"
 
 
-def _decode(data: bytes, columns: Sequence[str] | None) -> Iterator[pa.Table]:
-    """The file's blocks as Arrow tables of ``columns`` (all when None), a few blocks at a time."""
+@dataclass(frozen=True)
+class _Layout:
+    """How a data file's blocks decode: fastavro reads them as an uncompressed container of
+    ``header`` (the schema without logical types), and `_to_arrow` turns its records into
+    ``wanted`` columns."""
+
+    header: bytes
+    decompress: Callable[[bytes], bytes]
+    raw_schema: pa.Schema
+    logical_type: pa.StructType
+    wanted: list[str]
+
+
+def _layout(meta: dict[str, bytes], sync: bytes, columns: Sequence[str] | None) -> _Layout:
+    declared = json.loads(meta["avro.schema"])
+    codec = meta.get("avro.codec", b"null").decode("ascii", "replace") or "null"
+    decompress = _DECOMPRESSORS.get(codec)
+    if decompress is None:
+        raise UnsupportedFeatureError(f"Avro codec {codec!r} of data files is not supported")
+    union = isinstance(declared, list)
+    record = declared[1] if union and declared[0] == "null" and len(declared) == 2 else declared
+    if not isinstance(record, dict) or record.get("type") != "record":
+        raise CorruptMetadataError("an Avro data file's schema must be a record or ['null', record]")
+    plain = maps_as_arrays(strip_logical_types(record))
+    header = plain_header(json.dumps(with_branch_field(plain) if union else plain).encode(), sync)
+    raw_type, logical_type = arrow_types(record)
+    wanted = list(columns) if columns is not None else [f.name for f in raw_type]
+    for name in wanted:
+        if raw_type.get_field_index(name) < 0:
+            raise CorruptMetadataError(f"column {name} is not in the Avro data file")
+    raw_schema = pa.schema(list(raw_type))
+    if union:
+        raw_schema = raw_schema.insert(0, pa.field(BRANCH_FIELD, pa.int32()))
+    return _Layout(header, decompress, raw_schema, logical_type, wanted)
+
+
+@contextlib.contextmanager
+def _decode_errors() -> Iterator[None]:
     try:
-        meta, sync, pos = _parse_header(data)
-        declared = json.loads(meta["avro.schema"])
-        codec = meta.get("avro.codec", b"null").decode("ascii", "replace") or "null"
-        decompress = _DECOMPRESSORS.get(codec)
-        if decompress is None:
-            raise UnsupportedFeatureError(f"Avro codec {codec!r} of data files is not supported")
-        union = isinstance(declared, list)
-        record = declared[1] if union and declared[0] == "null" and len(declared) == 2 else declared
-        if not isinstance(record, dict) or record.get("type") != "record":
-            raise CorruptMetadataError("an Avro data file's schema must be a record or ['null', record]")
-        plain = maps_as_arrays(strip_logical_types(record))
-        plain_header = _encode_header({"avro.schema": json.dumps(with_branch_field(plain) if union else plain)
-                                       .encode(), "avro.codec": b"null"}, sync)
-        raw_type, logical_type = arrow_types(record)
-        wanted = list(columns) if columns is not None else [f.name for f in raw_type]
-        for name in wanted:
-            if raw_type.get_field_index(name) < 0:
-                raise CorruptMetadataError(f"column {name} is not in the Avro data file")
-        raw_schema = pa.schema(list(raw_type))
-        if union:
-            raw_schema = raw_schema.insert(0, pa.field(BRANCH_FIELD, pa.int32()))
-        parts: list[bytes] = []
-        rows = 0
-        blocks = list(_iter_blocks(data, pos, sync))
-        for i, (count, block) in enumerate(blocks):
-            plain = decompress(block)
-            parts += [_write_long(count), _write_long(len(plain)), plain, sync]
-            rows += count
-            if rows >= _BLOCK_ROWS * 16 or i == len(blocks) - 1:
-                records = list(fastavro.reader(io.BytesIO(plain_header + b"".join(parts))))
-                parts, rows = [], 0
-                yield _to_arrow(records, raw_schema, logical_type, wanted)
+        yield
     except (AvroError, KeyError, ValueError, TypeError, EOFError) as exc:
         raise CorruptMetadataError(f"bad Avro data file: {exc}") from exc
 
 
-def _to_arrow(records: list[Any], raw_schema: pa.Schema, logical: pa.StructType, wanted: list[str]) -> pa.Table:
+def _decode(data: bytes, columns: Sequence[str] | None) -> Iterator[pa.Table]:
+    """The blocks of a whole file's bytes as Arrow tables of ``columns`` (all when None),
+    `_GROUP_ROWS` rows or more at a time: one fastavro reader per group of blocks."""
+    with _decode_errors():
+        meta, sync, pos = _parse_header(data)
+        layout = _layout(meta, sync, columns)
+        parts: list[bytes] = []
+        rows = 0
+        blocks = list(_iter_blocks(data, pos, sync))
+        for i, (count, block) in enumerate(blocks):
+            plain = layout.decompress(block)
+            parts += [_write_long(count), _write_long(len(plain)), plain, sync]
+            rows += count
+            if rows >= _GROUP_ROWS or i == len(blocks) - 1:
+                records = list(fastavro.reader(io.BytesIO(layout.header + b"".join(parts))))
+                parts, rows = [], 0
+                yield _to_arrow(records, layout)
+
+
+def _stream(source: Any, columns: Sequence[str] | None, batch_rows: int) -> Iterator[pa.Table]:
+    """A file's records as Arrow tables of ``columns`` of at most ``batch_rows`` rows, read from
+    ``source`` a block at a time: memory holds one block, a read-ahead and ``batch_rows``
+    records, whatever the file's size."""
+    with _decode_errors():
+        stream = AvroBlockStream(source)
+        meta, sync = stream.header()
+        layout = _layout(meta, sync, columns)
+        container = PlainContainer(layout.header, sync, stream.blocks(sync), layout.decompress)
+        records = fastavro.reader(cast(IO[bytes], container))  # fastavro only calls read(n)
+        while batch := list(itertools.islice(records, batch_rows)):
+            yield _to_arrow(batch, layout)
+
+
+def _to_arrow(records: list[Any], layout: _Layout) -> pa.Table:
     # one C++ conversion of the dicts into a STRUCT array, then its columns
+    raw_schema, logical, wanted = layout.raw_schema, layout.logical_type, layout.wanted
     raw = pa.Table.from_struct_array(pa.array(records, type=pa.struct(list(raw_schema))))
     has_branch = raw_schema.get_field_index(BRANCH_FIELD) >= 0 and raw.num_rows
     if has_branch and not pc.all(pc.equal(raw.column(BRANCH_FIELD), RECORD_BRANCH)).as_py():
@@ -216,10 +263,9 @@ class AvroFormat(FileFormat):
 
     def iter_batches(self, source: Any, columns: Sequence[str] | None,
                      batch_rows: int | None = None) -> Iterator[pa.Table]:
-        yield from sliced(self._pieces(source, columns), batch_rows)
-
-    def _pieces(self, source: Any, columns: Sequence[str] | None) -> Iterator[pa.Table]:
-        yield from _decode(source.read(), columns)
+        """Streams: the source is read a block at a time and at most ``batch_rows`` (default
+        `_GROUP_ROWS`) records are decoded at once (`_stream`)."""
+        yield from _stream(source, columns, batch_rows or _GROUP_ROWS)
 
 
 AVRO = register(AvroFormat())

@@ -237,6 +237,11 @@ class OrcFormat(FileFormat):
 
     def iter_batches(self, source: Any, columns: Sequence[str] | None,
                      batch_rows: int | None = None) -> Iterator[pa.Table]:
+        """A stripe at a time, cut into ``batch_rows``: a reader holds a whole stripe (the
+        writer's ``orc.stripe.size``, 64 MiB by default), whatever the batch size."""
+        # pyarrow's ORCFile reads whole stripes only. Its dataset fragments decode batches from
+        # column streams read in blocks, but a scan left unfinished over a Python file (the
+        # fsspec sources) aborts the interpreter at exit ("FATAL: exception not rethrown").
         yield from sliced(self._pieces(source, columns), batch_rows)
 
     def _pieces(self, source: Any, columns: Sequence[str] | None) -> Iterator[pa.Table]:

@@ -6,8 +6,6 @@ messages for a single committer. Everything on the row path is vectorized with p
 
 from __future__ import annotations
 
-import dataclasses
-import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
@@ -28,10 +26,16 @@ from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.dv_compact import remember_written_keys
 from lake_assets.ops.dynamic_bucket import DynamicBucketAssigner, assigner_for, attach_index_changes
 from lake_assets.ops.route import PARALLEL_GATHER_ROWS, RouteSpec, route
-from lake_assets.ops.write_spill import SpillingWriter, bucket_flush_threads
-from lake_assets.ops.writer_state import BucketBuffer, WriterBase, compact_inline
+from lake_assets.ops.spill import SpillStats
+from lake_assets.ops.write_spill import WriteBufferSpill, bucket_flush_threads, take_buffered
+from lake_assets.ops.writer_state import (
+    BucketBuffer,
+    WriterBase,
+    bucket_file_writer,
+    compact_buckets,
+    compact_inline,
+)
 from lake_assets.spec.binary_row import serialize_row
-from lake_assets.spec.partition import partition_path
 from lake_assets.spec.row_kind import RowKind
 from lake_assets.table_rules import check_engine_producer
 from lake_assets.table_support import Op
@@ -44,7 +48,7 @@ if TYPE_CHECKING:
 MIN_ROUTED_ROWS = 1024
 
 
-class TableWriter(SpillingWriter):
+class TableWriter:
     """Writes Arrow data into new level-0 files of one table; see `prepare_commit`."""
 
     def __init__(
@@ -101,7 +105,8 @@ class TableWriter(SpillingWriter):
         self._merge_function = store.merge_function()
         # one config for every bucket's file writer (a round can touch hundreds of buckets)
         self._file_config = store.data_file_config()
-        self._spill = self._spill_directory(opts)
+        # the write buffer's local spill (None: a full buffer flushes level-0 files)
+        self._spill = WriteBufferSpill.for_writer(opts, self.is_pk, self._keys())
         self._threads: ThreadPoolExecutor | None = None  # see `_worker_pool`
         self._route_spec = RouteSpec(
             partition_keys=tuple(self.schema.partition_keys),
@@ -252,34 +257,40 @@ class TableWriter(SpillingWriter):
 
     # ---------------------------------------------------------------- flushes
     def _file_writer(self, buf: BucketBuffer, changelog: bool = False) -> DataFileWriter:
-        if changelog:
-            if buf.changelog_writer is None:
-                data_writer = self._file_writer(buf)
-                cfg = dataclasses.replace(data_writer.config, prefix=self.options.changelog_file_prefix)
-                buf.changelog_writer = DataFileWriter(self.store.file_io, data_writer.bucket_dir, self.schema, cfg)
-            return buf.changelog_writer
-        if buf.writer is None:
-            ppath = partition_path(
-                self.schema.partition_keys, buf.partition_values, self.partition_types,
-                self.options.partition_default_name,
-            )
-            buf.writer = DataFileWriter(
-                self.store.file_io, self.store.paths.bucket_dir(ppath, buf.bucket), self.schema, self._file_config
-            )
-        return buf.writer
+        return bucket_file_writer(self.store, self.schema, buf, self._file_config, self.partition_types,
+                                  changelog=changelog)
 
     def _keys(self) -> list[str]:
         return list(self.schema.trimmed_primary_keys)
 
+    @property
+    def spill_stats(self) -> SpillStats | None:
+        """What this writer spilled and merged so far (None when it does not spill)."""
+        return None if self._spill is None else self._spill.stats
+
+    @property
+    def spilling(self) -> bool:
+        """Whether a full write buffer spills to local disk instead of writing level-0 files."""
+        return self._spill is not None
+
+    def _merge_chunk(self, chunk: pa.Table) -> pa.Table:
+        """The merge engine over ``chunk``'s records (all versions of each key it holds)."""
+        return sort_and_merge(chunk, self._keys(), self._merge_function, self.options.sequence_fields,
+                              self.options.sequence_descending)
+
     def _take_merged(self, buf: BucketBuffer) -> pa.Table:
         """The bucket's buffered rows sorted and merged (one copy, as a flush makes); the buffer
         lets go of them."""
-        presorted = len(buf.tables) == 1  # one routed slice is already in key order
-        data = buf.tables[0] if presorted else pa.concat_tables(buf.tables)
-        buf.tables.clear()
-        buf.nbytes = 0
+        data, presorted = take_buffered(buf)
         return sort_and_merge(data, self._keys(), self._merge_function, self.options.sequence_fields,
                               self.options.sequence_descending, presorted=presorted)
+
+    def _merge_runs(self, buf: BucketBuffer) -> None:
+        """Merge the bucket's spilled runs and buffered rows into level-0 files (rolled at the
+        target file size), then drop the runs."""
+        assert self._spill is not None
+        self._spill.merge_into(buf, self._merge_chunk, self._file_writer(buf))
+        self.store.fault_point("write.after_data_files")
 
     def _flush_buffer(self, buf: BucketBuffer) -> None:
         if buf.runs:
@@ -290,10 +301,7 @@ class TableWriter(SpillingWriter):
         if self.is_pk and self.options.changelog_producer != "input":
             data = self._take_merged(buf)
         else:
-            presorted = len(buf.tables) == 1
-            data = buf.tables[0] if presorted else pa.concat_tables(buf.tables)
-            buf.tables.clear()
-            buf.nbytes = 0
+            data, presorted = take_buffered(buf)
             if self.is_pk:
                 keys = self._keys()
                 # the input itself, unmerged and with its row kinds, is the changelog
@@ -308,8 +316,9 @@ class TableWriter(SpillingWriter):
         buf.new_files.extend(files)
         self.store.fault_point("write.after_data_files")
 
-    def _each(self, fn: Callable[[BucketBuffer], None], bufs: list[BucketBuffer]) -> None:
-        """Run ``fn`` over buckets in parallel (pyarrow frees the GIL)."""
+    def _each(self, fn: Callable[[BucketBuffer], None], bufs: list[BucketBuffer], *, spills: bool = False) -> None:
+        """Run ``fn`` over buckets in parallel (pyarrow frees the GIL); ``spills``: ``fn`` spills
+        each bucket's buffer."""
         if len(bufs) <= 1:
             for buf in bufs:
                 fn(buf)
@@ -319,7 +328,7 @@ class TableWriter(SpillingWriter):
         # above Arrow's live bytes (see `ops.allocator`). A commit of a small buffer frees little,
         # and releasing then costs more than it returns: the next round faults the pages in
         # again (7% of a 200K-row upsert round's CPU, issue 17 §1 round 5).
-        release = fn == self._spill_buffer or any(buf.runs for buf in bufs)
+        release = spills or any(buf.runs for buf in bufs)
         pool = self._worker_pool()
         futures = [pool.submit(fn, buf) for buf in bufs]
         wait(futures)  # every task has ended before a failure is raised (and files are cleaned up)
@@ -335,7 +344,7 @@ class TableWriter(SpillingWriter):
         nbytes = sum(buf.nbytes for buf in pending)
         if self._spill is not None and pending and self._spill.has_room(nbytes):
             self._buffered_bytes -= nbytes
-            self._each(self._spill_buffer, pending)
+            self._each(self._spill.spill, pending, spills=True)
             return
         # Not spilling, or write-buffer-spill.max-disk-size would be exceeded (the estimate is the
         # uncompressed size, an upper bound): like Paimon, fall back to a real flush - every bucket
@@ -361,13 +370,7 @@ class TableWriter(SpillingWriter):
                                     new_changelog=tuple(buf.new_changelog))
                 pending.append((key, buf, msg))
         if self.is_pk and not self.write_only:
-            # buckets compact independently (pyarrow frees the GIL); messages keep bucket order
-            if len(pending) > 1:
-                with ThreadPoolExecutor(max_workers=min(len(pending), os.cpu_count() or 2)) as pool:
-                    futures = [pool.submit(self._compact_inline, key, buf, msg) for key, buf, msg in pending]
-                    pending = [(key, buf, f.result()) for (key, buf, _), f in zip(pending, futures, strict=True)]
-            else:
-                pending = [(key, buf, self._compact_inline(key, buf, msg)) for key, buf, msg in pending]
+            pending = compact_buckets(pending, self._compact_inline)
         for _, buf, _ in pending:
             buf.new_files = []
             buf.new_changelog = []

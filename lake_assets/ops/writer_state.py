@@ -4,27 +4,33 @@
 since the last commit; `WriterBase` is what the writer restores from the latest snapshot when it
 first buffers rows (Paimon's "scan" init mode): each bucket's highest sequence number, live files
 and deletion-vector index files, which the writer's inline compaction (`compact_inline`) keeps
-current across commits.
+current across commits; `bucket_file_writer` makes each bucket's file writers.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from lake_assets.formats.data_file import DataFileWriter
+from lake_assets.formats.data_file import DataFileWriter, DataFileWriterConfig
 from lake_assets.ops import deletion_vectors
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.spill import SpillRun
+from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
+from lake_assets.spec.partition import partition_path
 from lake_assets.spec.snapshot import Snapshot
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
+    from lake_assets.spec.schema import TableSchema
     from lake_assets.store.file_store import FileStore
 
 BucketKey = tuple[bytes, int]  # (serialized partition, bucket)
@@ -102,3 +108,36 @@ def compact_inline(store: FileStore, base: WriterBase, num_buckets: int, key: Bu
     return dataclasses.replace(msg, compact_before=result.compact_before, compact_after=result.compact_after,
                                compact_changelog=result.compact_changelog, index_before=result.index_before,
                                index_after=result.index_after)
+
+
+def bucket_file_writer(store: FileStore, schema: TableSchema, buf: BucketBuffer, config: DataFileWriterConfig,
+                       partition_types: list[DataType], *, changelog: bool = False) -> DataFileWriter:
+    """The bucket's data (or, with ``changelog``, changelog) file writer, made at first use.
+    ``schema`` is the writer's (fixed when it was made: ``store.schema`` may move on, see
+    `FileStore.schema_at`); ``config`` its one config for every bucket (a round can touch
+    hundreds)."""
+    if changelog:
+        if buf.changelog_writer is None:
+            data_writer = bucket_file_writer(store, schema, buf, config, partition_types)
+            cfg = dataclasses.replace(data_writer.config, prefix=schema.core_options.changelog_file_prefix)
+            buf.changelog_writer = DataFileWriter(store.file_io, data_writer.bucket_dir, schema, cfg)
+        return buf.changelog_writer
+    if buf.writer is None:
+        ppath = partition_path(schema.partition_keys, buf.partition_values, partition_types,
+                               schema.core_options.partition_default_name)
+        buf.writer = DataFileWriter(store.file_io, store.paths.bucket_dir(ppath, buf.bucket), schema, config)
+    return buf.writer
+
+
+PendingMessage = tuple[BucketKey, BucketBuffer, CommitMessage]
+
+
+def compact_buckets(pending: list[PendingMessage],
+                    compact: Callable[[BucketKey, BucketBuffer, CommitMessage], CommitMessage]) -> list[PendingMessage]:
+    """``compact`` (the writer's inline compaction) over every pending bucket: in parallel, as
+    buckets compact independently (pyarrow frees the GIL); messages keep bucket order."""
+    if len(pending) <= 1:
+        return [(key, buf, compact(key, buf, msg)) for key, buf, msg in pending]
+    with ThreadPoolExecutor(max_workers=min(len(pending), os.cpu_count() or 2)) as pool:
+        futures = [pool.submit(compact, key, buf, msg) for key, buf, msg in pending]
+        return [(key, buf, f.result()) for (key, buf, _), f in zip(pending, futures, strict=True)]

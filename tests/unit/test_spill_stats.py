@@ -59,7 +59,7 @@ def test_spill_stats_count_runs_rows_and_the_largest_merge_fan_in(tmp_path, monk
     written: list[int] = []
     fan_ins: list[int] = []
     original_write = spill_mod.SpillDirectory.write_run
-    original_merged = write_spill.SpillingWriter._merged
+    original_merged = write_spill.WriteBufferSpill.merged
 
     def write_run(self, chunks, schema, key_names):
         run = original_write(self, chunks, schema, key_names)
@@ -71,7 +71,7 @@ def test_spill_stats_count_runs_rows_and_the_largest_merge_fan_in(tmp_path, monk
         return original_merged(self, inputs, merge)
 
     monkeypatch.setattr(spill_mod.SpillDirectory, "write_run", write_run)
-    monkeypatch.setattr(write_spill.SpillingWriter, "_merged", merged)
+    monkeypatch.setattr(write_spill.WriteBufferSpill, "merged", merged)
     t = _table(tmp_path, **{"local-sort.max-num-file-handles": "4"})
     batches = _batches(20, 2000, 30_000)
     stats = _write(t, batches)
@@ -106,12 +106,12 @@ def test_each_round_of_bucket_tasks_ends_with_one_release_on_each_thread(tmp_pat
 
     events: list[tuple[str, str]] = []  # list.append is atomic: threads may interleave
     original_each = TableWriter._each
-    original_spill = write_spill.SpillingWriter._spill_buffer
-    original_merge = write_spill.SpillingWriter._merge_runs
+    original_spill = write_spill.WriteBufferSpill.spill
+    original_merge = TableWriter._merge_runs
 
-    def each(self, fn, bufs):
+    def each(self, fn, bufs, **kwargs):
         events.append(("round", str(len(bufs))))
-        original_each(self, fn, bufs)
+        original_each(self, fn, bufs, **kwargs)
 
     def spill_task(self, buf):
         original_spill(self, buf)
@@ -124,8 +124,8 @@ def test_each_round_of_bucket_tasks_ends_with_one_release_on_each_thread(tmp_pat
     monkeypatch.setattr(allocator, "release_thread_memory",
                         lambda: events.append(("release", threading.current_thread().name)))
     monkeypatch.setattr(TableWriter, "_each", each)
-    monkeypatch.setattr(write_spill.SpillingWriter, "_spill_buffer", spill_task)
-    monkeypatch.setattr(write_spill.SpillingWriter, "_merge_runs", merge_task)
+    monkeypatch.setattr(write_spill.WriteBufferSpill, "spill", spill_task)
+    monkeypatch.setattr(TableWriter, "_merge_runs", merge_task)
     stats = _write(_table(tmp_path), _batches(6, 2000, 30_000))
     assert stats is not None and stats.runs > 2
     rounds: list[tuple[int, list[tuple[str, str]]]] = []
@@ -150,13 +150,13 @@ def test_the_writer_keeps_one_set_of_threads_for_all_its_spills_and_ends_them_at
     that ends leaves its freed allocator pages behind, so a fresh pool per flush grew the
     resident memory with the number of flushes); `close` ends them."""
     names: set[str] = set()
-    original_spill = write_spill.SpillingWriter._spill_buffer
+    original_spill = write_spill.WriteBufferSpill.spill
 
     def spill_task(self, buf):
         names.add(threading.current_thread().name)
         original_spill(self, buf)
 
-    monkeypatch.setattr(write_spill.SpillingWriter, "_spill_buffer", spill_task)
+    monkeypatch.setattr(write_spill.WriteBufferSpill, "spill", spill_task)
     t = _table(tmp_path)
     w = t.new_writer("u")
     try:
