@@ -7,7 +7,6 @@ messages for a single committer. Everything on the row path is vectorized with p
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ from lake_assets.ops.dynamic_bucket import DynamicBucketAssigner, assigner_for, 
 from lake_assets.ops.route import PARALLEL_GATHER_ROWS, RouteSpec, route
 from lake_assets.ops.write_spill import SpillingWriter, bucket_flush_threads
 from lake_assets.ops.writer_state import BucketBuffer, WriterBase, compact_inline
+from lake_assets.parallelism import usable_cpus
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.partition import partition_path
 from lake_assets.spec.row_kind import RowKind
@@ -363,7 +363,7 @@ class TableWriter(SpillingWriter):
         if self.is_pk and not self.write_only:
             # buckets compact independently (pyarrow frees the GIL); messages keep bucket order
             if len(pending) > 1:
-                with ThreadPoolExecutor(max_workers=min(len(pending), os.cpu_count() or 2)) as pool:
+                with ThreadPoolExecutor(max_workers=min(len(pending), usable_cpus())) as pool:
                     futures = [pool.submit(self._compact_inline, key, buf, msg) for key, buf, msg in pending]
                     pending = [(key, buf, f.result()) for (key, buf, _), f in zip(pending, futures, strict=True)]
             else:
