@@ -60,6 +60,7 @@ from lake_assets.ops.streaming_read import DEFAULT_BATCH_ROWS, DEFAULT_READ_AHEA
 from lake_assets.option_rules import RULES
 from lake_assets.option_types import parse_memory_size
 from lake_assets.options import CoreOptions
+from lake_assets.parallelism import usable_cpus
 
 SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("a", pa.int64()), ("b", pa.float64()),
                     ("c", pa.string()), ("d", pa.int32()), ("e", pa.timestamp("us")), ("f", pa.bool_())])
@@ -300,7 +301,7 @@ def run_size(
 
 def bounds(batch_rows: int, read_ahead: int, write_buffer: str = OPTIONS["write-buffer-size"]) -> dict[str, object]:
     """The configured numbers that bound each step's memory."""
-    workers = max(2, os.cpu_count() or 2)
+    workers = max(2, usable_cpus())
     buffer_bytes = parse_memory_size(write_buffer)
     handles = int(OPTIONS["local-sort.max-num-file-handles"])
     return {

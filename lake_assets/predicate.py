@@ -16,16 +16,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from lake_assets.errors import LakeError
 from lake_assets.lsm.key_compare import float_code, float_order_codes
+
+if TYPE_CHECKING:
+    # pyarrow.dataset imports pandas (~0.3 CPU s): a Spark Python worker that only writes never needs it
+    import pyarrow.dataset as ds
 
 _OPS = {"=", "==", "!=", "<", "<=", ">", ">=", "in", "not in"}
 Term = tuple[str, str, Any]

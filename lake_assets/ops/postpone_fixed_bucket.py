@@ -24,7 +24,6 @@ holding level-0 files (`lake_assets.ops.postpone.plan_postpone`).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -42,6 +41,7 @@ from lake_assets.ops.postpone_write import PostponeWriter
 from lake_assets.ops.route import PARALLEL_GATHER_ROWS, partition_groups
 from lake_assets.ops.write import TableWriter
 from lake_assets.ops.writer_state import WriterBase
+from lake_assets.parallelism import usable_cpus
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.manifest import FileKind, ManifestEntry
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
@@ -152,7 +152,7 @@ class PostponeFixedBucketWriter:
             self._write_table(table, kinds, None)
             return
         # a big batch is checked and routed on one pool, as `TableWriter.write_arrow` does
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        with ThreadPoolExecutor(max_workers=usable_cpus()) as pool:
             self._write_table(table, kinds, pool)
 
     def _write_table(self, data: pa.Table, kinds: np.ndarray | None, pool: ThreadPoolExecutor | None) -> None:
@@ -270,7 +270,7 @@ def resolve_staged(
         by_partition: dict[bytes, list[ManifestEntry]] = {}
         for e in files:
             by_partition.setdefault(e.partition, []).append(e)
-        workers = max(1, min(len(by_partition), parallelism or os.cpu_count() or 2))
+        workers = max(1, min(len(by_partition), parallelism or usable_cpus()))
         opts = BatchBucketOptions.of(store) if options is None else options
         with ThreadPoolExecutor(max_workers=workers) as pool:
             metadata = bucket_metadata(store)

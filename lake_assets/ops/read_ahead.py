@@ -22,7 +22,6 @@ flight beyond it (a merge's sorted copy) is bounded by the number of workers, no
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from lake_assets.ops.scan import Split
+from lake_assets.parallelism import usable_cpus
 from lake_assets.spec.manifest import DataFileMeta
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def read_splits_ahead(reader: SplitReader, splits: Sequence[Split]) -> Iterator[
         for task in tasks:
             yield from task.run(reader, None)
         return
-    workers = min(len(tasks), max(2, os.cpu_count() or 2))
+    workers = min(len(tasks), max(2, usable_cpus()))
     # Remote storage: pyarrow's threads fetch a file's column chunks side by side, which pays
     # more than saving their hand-offs; they stay on for every file.
     large = -1.0 if reader.store.file_io.parallel_reads_pay_off else sum(t.size for t in tasks) / (2 * workers)

@@ -19,7 +19,6 @@ on a thread pool (numpy's sorts and pyarrow's kernels release the GIL):
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.lsm.merge import sort_order
 from lake_assets.ops.few_values import few_value_codes
+from lake_assets.parallelism import usable_cpus
 from lake_assets.spec.data_types import DataType
 
 # Below this many rows a batch is gathered on the calling thread: a pool costs more than it saves.
@@ -167,7 +167,7 @@ def route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAssi
         return _route(data, kinds, spec, assign, None)
     if pool is not None:
         return _route(data, kinds, spec, assign, pool)
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as own:
+    with ThreadPoolExecutor(max_workers=usable_cpus()) as own:
         return _route(data, kinds, spec, assign, own)
 
 

@@ -12,7 +12,6 @@ whole-section read (`SplitReader.read_split`) holds the section.
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -26,6 +25,7 @@ from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.lsm.run_partition import chained, split_into_runs
 from lake_assets.ops.read import sections
 from lake_assets.ops.scan import Split
+from lake_assets.parallelism import usable_cpus
 from lake_assets.spec.manifest import DataFileMeta
 
 if TYPE_CHECKING:
@@ -165,5 +165,5 @@ def stream_splits(
     `SplitReader.stream_split`) by one of ``workers`` threads (default: the CPU count, at least
     2) that each queue at most ``read_ahead`` batches: in memory at once are at most
     ``workers * (read_ahead + 1)`` batches plus one merge per worker, whatever the table."""
-    count = workers if workers is not None else max(2, os.cpu_count() or 2)
+    count = workers if workers is not None else max(2, usable_cpus())
     return read_ahead_of(splits, lambda split: reader.stream_split(split, batch_rows), workers=count, depth=read_ahead)

@@ -8,7 +8,6 @@ every run at once, in sequence order: one merge over the commit's records, as wi
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -19,6 +18,7 @@ from lake_assets.lsm.merge import sort_for_merge
 from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.ops.spill import SpillDirectory, SpillStats, key_batches, spill_batch_bytes
 from lake_assets.ops.writer_state import BucketBuffer
+from lake_assets.parallelism import usable_cpus
 
 if TYPE_CHECKING:
     from lake_assets.options import CoreOptions
@@ -29,7 +29,7 @@ SPILL_MERGE_ROWS = 64 * 1024
 
 def bucket_flush_threads() -> int:
     """Buckets the writer spills or merges into level-0 files at once (`TableWriter._each`)."""
-    return os.cpu_count() or 2
+    return usable_cpus()
 
 
 def spill_merge_bound_bytes(write_buffer_size: int, max_num_file_handles: int) -> int:

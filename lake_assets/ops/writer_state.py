@@ -10,7 +10,6 @@ current across commits; `bucket_file_writer` makes each bucket's file writers.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +22,7 @@ from lake_assets.formats.data_file import DataFileWriter, DataFileWriterConfig
 from lake_assets.ops import deletion_vectors
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.spill import SpillRun
+from lake_assets.parallelism import usable_cpus
 from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
 from lake_assets.spec.partition import partition_path
@@ -138,6 +138,6 @@ def compact_buckets(pending: list[PendingMessage],
     buckets compact independently (pyarrow frees the GIL); messages keep bucket order."""
     if len(pending) <= 1:
         return [(key, buf, compact(key, buf, msg)) for key, buf, msg in pending]
-    with ThreadPoolExecutor(max_workers=min(len(pending), os.cpu_count() or 2)) as pool:
+    with ThreadPoolExecutor(max_workers=min(len(pending), usable_cpus())) as pool:
         futures = [pool.submit(compact, key, buf, msg) for key, buf, msg in pending]
         return [(key, buf, f.result()) for (key, buf, _), f in zip(pending, futures, strict=True)]

@@ -6,7 +6,6 @@ Spark will be asked to read without starting Spark.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -20,6 +19,7 @@ from lake_assets.ops.scan import Split
 from lake_assets.ops.stream import ROW_KIND, ChangeReader, ChangeSplit, change_splits_between
 from lake_assets.ops.streaming_read import stream_bounds
 from lake_assets.options import parse_memory_size
+from lake_assets.parallelism import usable_cpus
 from lake_assets.predicate import Predicate
 from lake_assets.spark.filters import Clauses, Term, parse_filter_option, push_filters
 from lake_assets.spark.native_read import MERGE_SECTIONS_ONLY, PLANNED_SNAPSHOT, NativeFiles
@@ -118,14 +118,15 @@ def min_partitions(options: SourceOptions) -> int:
     The planning worker runs on the driver and cannot see Spark's ``defaultParallelism``; in
     local mode the driver's CPUs are the executors' CPUs. On a cluster, set the option to the
     number of executor cores for small tables (large tables are cut by the target size anyway).
+    Spark sets ``OMP_NUM_THREADS`` for task workers only, not for planning workers, so
+    `usable_cpus` is the driver's affinity (and cgroup quota) here.
     """
     n = options.get_int(SPLIT_MIN_PARTITIONS)
     if n is not None:
         if n < 1:
             raise OptionError(f"Option 'source.split.min-partitions' must be at least 1, got {n}")
         return n
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return 2 * cpus
+    return 2 * usable_cpus()
 
 
 def split_weight(split: Split, open_file_cost: int) -> int:

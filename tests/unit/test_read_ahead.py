@@ -14,6 +14,7 @@ from lake_assets import Catalog
 from lake_assets.errors import CorruptMetadataError
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.read_ahead import read_splits_ahead, read_tasks
+from lake_assets.parallelism import usable_cpus
 from lake_assets.predicate import Predicate
 
 SCHEMA = pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.string()), ("n", pa.float64())])
@@ -169,7 +170,7 @@ def test_pyarrow_threads_only_for_files_that_are_a_large_share_of_the_read(catal
     reader = SplitReader(table.store, table.schema)
     splits = table.plan()
     tasks = read_tasks(reader, splits)
-    workers = min(len(tasks), max(2, os.cpu_count() or 2))
+    workers = min(len(tasks), max(2, usable_cpus()))
     large = sum(t.size for t in tasks) / (2 * workers)
     recorder = Recorder(reader)
     got = pa.concat_tables(list(read_splits_ahead(reader, splits)))

@@ -7,7 +7,6 @@ releases the GIL while it decodes, sorts and encodes) and returns their messages
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from functools import partial
@@ -29,6 +28,7 @@ from lake_assets.ops.compact.plan import CompactionTask
 from lake_assets.ops.dv_compact import VectorUpdate
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
+from lake_assets.parallelism import usable_cpus
 from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
 
 if TYPE_CHECKING:
@@ -226,7 +226,7 @@ def compaction_parallelism(store: FileStore, requested: int | None = None) -> in
             raise ValueError(f"parallelism must be at least 1, got {requested}")
         return requested
     configured = store.schema.core_options.compaction_parallelism
-    return configured if configured is not None else max(2, os.cpu_count() or 2)
+    return configured if configured is not None else max(2, usable_cpus())
 
 
 def run_compaction_tasks(
