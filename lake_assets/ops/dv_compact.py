@@ -26,12 +26,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
+from lake_assets.lsm.int_key_positions import IntKeyPositions
 from lake_assets.lsm.key_compare import compare_keys, key_view
 from lake_assets.ops import deletion_vectors
 from lake_assets.ops.deletion_vectors import DELETION_VECTORS_INDEX, deleted_rows
 from lake_assets.ops.scan import Split
 from lake_assets.spec.binary_row import deserialize_row
-from lake_assets.spec.data_types import DataType, DoubleType, FloatType
+from lake_assets.spec.data_types import BigIntType, DataType, DoubleType, FloatType, IntType, SmallIntType, TinyIntType
 from lake_assets.spec.deletion_vector import encode_index_file, new_vector
 from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry
 
@@ -40,31 +41,37 @@ if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
 
 _ROW = "__dv_row"
+_INTEGER_TYPES = (TinyIntType, SmallIntType, IntType, BigIntType)
 
 
 DELETE_RATIO_THRESHOLD = "compaction.delete-ratio-threshold"
 
 
+# (data file path, its size, key column names, what is held: "keys" or "positions")
+_CacheKey = tuple[str, int, tuple[str, ...], str]
+
+
 class _KeyCache:
-    """The key columns of data files that compactions looked up, by path and size (data files
-    never change), within a byte budget, least recently used out first. A writer compacting every
+    """The key columns of data files that compactions looked up (an Arrow table) and their
+    search-ready integer key index (`IntKeyPositions`), by path and size (data files never
+    change), within a byte budget, least recently used out first. A writer compacting every
     commit looks up the same upper-level files again and again; Paimon keeps a lookup file cache
     for the same reason."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
-        self._items: OrderedDict[tuple[str, int, tuple[str, ...]], pa.Table] = OrderedDict()
+        self._items: OrderedDict[_CacheKey, pa.Table | IntKeyPositions] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, int, tuple[str, ...]]) -> pa.Table | None:
+    def get(self, key: _CacheKey) -> pa.Table | IntKeyPositions | None:
         with self._lock:
             got = self._items.get(key)
             if got is not None:
                 self._items.move_to_end(key)
             return got
 
-    def put(self, key: tuple[str, int, tuple[str, ...]], value: pa.Table) -> None:
+    def put(self, key: _CacheKey, value: pa.Table | IntKeyPositions) -> None:
         size = value.nbytes
         if size > self.max_bytes // 4:
             return
@@ -97,7 +104,7 @@ def remember_written_keys(
     start = 0
     for meta in files:
         path = store.data_file_path(partition, bucket, meta)
-        _KEY_CACHE.put((path, meta.file_size, names), keys.slice(start, meta.row_count))
+        _KEY_CACHE.put((path, meta.file_size, names, "keys"), keys.slice(start, meta.row_count))
         start += meta.row_count
 
 
@@ -133,6 +140,8 @@ class VectorUpdate:
         self.key_types: list[DataType] = store.schema.types(self.key_names)
         self._keys: list[pa.Table] = []
         self._wanted: tuple[pa.Table, np.ndarray] | None = None
+        # one integer key column: files are searched through `IntKeyPositions`
+        self._int_key = len(self.key_types) == 1 and isinstance(self.key_types[0], _INTEGER_TYPES)
 
     def note(self, merged: pa.Table) -> None:
         """Record the keys of merged output rows (retract rows included: they supersede too)."""
@@ -148,14 +157,28 @@ class VectorUpdate:
     def _file_keys(self, meta: DataFileMeta) -> pa.Table:
         """``meta``'s key columns, every row in file order (no deletion vector applied), cached."""
         path = self.store.data_file_path(self.split.partition, self.split.bucket, meta)
-        cache_key = (path, meta.file_size, tuple(self.key_names))
+        cache_key = (path, meta.file_size, tuple(self.key_names), "keys")
         keys = _KEY_CACHE.get(cache_key)
-        if keys is None:
+        if not isinstance(keys, pa.Table):
             whole = Split(self.split.partition, self.split.partition_values, self.split.bucket,
                           self.split.total_buckets, [meta])
             keys = self.reader.read_file(whole, meta, False, self.key_names)
             _KEY_CACHE.put(cache_key, keys)
         return keys
+
+    def _file_index(self, meta: DataFileMeta) -> IntKeyPositions | None:
+        """The search-ready index of ``meta``'s single integer key column, cached beside its keys
+        (None when the column holds nulls: a primary key never does)."""
+        path = self.store.data_file_path(self.split.partition, self.split.bucket, meta)
+        cache_key = (path, meta.file_size, tuple(self.key_names), "positions")
+        index = _KEY_CACHE.get(cache_key)
+        if not isinstance(index, IntKeyPositions):
+            built = _int_index(self._file_keys(meta))
+            if built is None:
+                return None
+            index = built
+            _KEY_CACHE.put(cache_key, index)
+        return index
 
     def without_superseded(self, rows: pa.Table) -> pa.Table:
         """``rows`` of a file rewritten beside the unit, minus those whose key the unit output
@@ -205,9 +228,14 @@ class VectorUpdate:
         typ = self.key_types[0]
         if isinstance(typ, (FloatType, DoubleType)):
             return True
-        column = keys.column(self.key_names[0])
-        bounds = pc.min_max(column)
-        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+        if self._int_key:
+            wanted = self._sorted_keys(keys)  # sorted already: its ends are its bounds
+            lo, hi = (int(wanted[0]), int(wanted[-1])) if wanted.size else (None, None)
+        else:
+            bounds = pc.min_max(keys.column(self.key_names[0]))
+            lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+        if lo is None:
+            return False
         file_lo = deserialize_row(meta.min_key, self.key_types)[0]
         file_hi = deserialize_row(meta.max_key, self.key_types)[0]
         first = [typ]
@@ -228,27 +256,19 @@ class VectorUpdate:
     def _positions(self, meta: DataFileMeta, keys: pa.Table) -> np.ndarray:
         """Row positions of ``meta`` whose key is among ``keys`` (the file read whole, in order,
         without its deletion vector: positions count every row)."""
+        index = self._file_index(meta) if self._int_key else None
+        if index is not None:
+            return index.find(self._sorted_keys(keys))
         return self._matching(self._file_keys(meta), keys)
 
     def _matching(self, candidates: pa.Table, keys: pa.Table) -> np.ndarray:
         """Sorted positions of ``candidates`` rows whose key is among ``keys``. ``candidates`` are
         one data file's rows in file order: sorted by key, one row per key."""
-        if len(self.key_names) == 1 and pa.types.is_integer(candidates.schema.field(0).type):
-            # an integer key: binary search in the sorted file, no hash table over its keys
-            file_keys: np.ndarray = candidates.column(0).to_numpy()
-            wanted = self._sorted_keys(keys)
-            if file_keys.size == 0:
-                return np.empty(0, dtype=np.intp)
-            # only the wanted keys within the file's range: the unit's keys spread over the
-            # sorted run's files, each file is searched for its own share
-            lo, hi = np.searchsorted(wanted, (file_keys[0], file_keys[-1]), side="left")
-            hi += int(hi < wanted.size and wanted[hi] == file_keys[-1])
-            wanted = wanted[lo:hi]
-            at: np.ndarray = np.searchsorted(file_keys, wanted)
-            inside = at < file_keys.size
-            at, wanted = at[inside], wanted[inside]
-            found: np.ndarray = at[file_keys[at] == wanted]
-            return found
+        index = _int_index(candidates.select(self.key_names)) if self._int_key else None
+        if index is not None:
+            # no hash table over the file's keys: a rank bitmap or a binary search (its own share
+            # of the unit's keys only: they spread over the sorted run's files)
+            return index.find(self._sorted_keys(keys))
         rows = key_view(candidates, self.key_names)
         new = key_view(keys, self.key_names)
         if len(self.key_names) == 1:
@@ -259,6 +279,15 @@ class VectorUpdate:
         numbered = rows.append_column(_ROW, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
         joined = numbered.join(touched, keys=self.key_names, join_type="left semi", use_threads=False)
         return np.sort(joined.column(_ROW).to_numpy())
+
+
+def _int_index(keys: pa.Table) -> IntKeyPositions | None:
+    """The `IntKeyPositions` of a one-column integer key table (a file's keys in file order), or
+    None when the column has nulls (then the generic path decides, as for any key)."""
+    column = keys.column(0)
+    if column.null_count or not pa.types.is_integer(column.type):
+        return None
+    return IntKeyPositions(column.to_numpy())
 
 
 __all__ = ["DELETE_RATIO_THRESHOLD", "VectorUpdate", "delete_heavy_files", "remember_written_keys"]
