@@ -1,7 +1,8 @@
 """The deletion-vector lookup of a compaction (`ops.dv_compact`) for every kind of key it takes a
 different path for: one integer column with dense keys (the rank bitmap of
 `lsm.int_key_positions`), one integer column with sparse keys (its binary search), a 32-bit
-integer, a string key and a two-column key (Arrow's hash lookups). Each history is read without a
+integer, a double key (-0.0 and 0.0 two keys), a string key and a two-column key (a slice of each
+file by binary searches in Paimon's key order, then Arrow's hash lookups). Each history is read without a
 merge (the vectors alone hide replaced rows) against a dict model, with keys at the files' edges,
 a round replacing every key of the table (its files fully deleted) and deletes."""
 
@@ -27,6 +28,8 @@ KINDS: dict[str, tuple[pa.DataType, list[str], Any]] = {
     "int64 sparse": (pa.int64(), ["k"], lambda i: i * 1_000_003 - 2**40),
     "int32": (pa.int32(), ["k"], lambda i: i - 500),
     "string": (pa.string(), ["k"], lambda i: f"key-{i:05d}"),
+    # negative and positive, -0.0 and 0.0 as two keys (Paimon orders them apart)
+    "double": (pa.float64(), ["k"], lambda i: -0.0 if i == 1 else (i - 1500) / 4 if i != 1500 else 0.0),
     "two columns": (pa.int64(), ["k", "j"], lambda i: i // 3),
 }
 
