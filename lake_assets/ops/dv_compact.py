@@ -11,6 +11,12 @@ need no merge (`ops/deletion_vectors.py`).
 The bucket's vectors live in one index file: the unit writes a new one holding the vectors of
 files that stay live (old marks plus new ones; rewritten files' vectors go with them) and the
 commit message swaps it for the old one (`CommitMessage.index_before` / ``index_after``).
+
+The lookup runs as the unit merges: each merge step's output keys are found in the files above
+(`VectorUpdate.note`) and only the found row positions are kept, a bitmap per file. A single
+integer key is found through a per-file index (`lsm.int_key_positions`: a rank bitmap for dense
+keys, else a binary search) cached beside the file's keys; other keys through the slice of the
+file inside the step's key range (`lsm.key_membership.sorted_positions`).
 """
 
 from __future__ import annotations
@@ -151,14 +157,12 @@ class VectorUpdate:
         self._targets = {f.file_name: f for f in (*self.lookup_files, *rewrite_files)}
         self._found: dict[str, BitMap] = {}  # file name -> positions whose key the unit output
         self._bounds: dict[str, tuple[object, object]] = {}  # file name -> its first key column's range
-        self._noted = False
 
     def note(self, merged: pa.Table) -> None:
         """Look up the keys of merged output rows (retract rows included: they supersede too), one
         merge step's sorted output at a time; nothing of ``merged`` is kept."""
         if not merged.num_rows:
             return
-        self._noted = True
         keys = merged.select(self.key_names)
         wanted = _sorted_int_keys(keys) if self._int_key else None
         for meta in self._targets.values():
