@@ -135,6 +135,8 @@ def main() -> None:
 
         # ---- upsert: one round on a DV table vs the same round on a plain table
         times, cpus = {}, {}
+        upsert_walls: dict[str, list[float]] = {"plain": [], "dv": []}
+        upsert_load_before = os.getloadavg()
         for i in range(args.repeat):
             for dv in (False, True):  # interleaved: both see the same machine load
                 name = "dv" if dv else "plain"
@@ -142,10 +144,11 @@ def main() -> None:
                 table = build(root, args.rows, args.upsert_rows, 1, args.buckets, dv, 2)
                 ids = np.sort(np.random.default_rng(100 + i).choice(args.rows, args.upsert_rows, replace=False))
                 data = batch(ids, 99)
-                wall, cpu, _ = best_of(1, lambda t=table, d=data: t.write_arrow(d))
+                wall, cpu, _ = best_of(1, lambda t=table, d=data: t.write_arrow(d), upsert_walls[name])
                 times[name] = min(times.get(name, float("inf")), wall)
                 cpus[name] = min(cpus.get(name, float("inf")), cpu)
                 shutil.rmtree(root, ignore_errors=True)
+        upsert_load_after = os.getloadavg()
         upsert_ratio = times["dv"] / times["plain"]
         upsert_cpu_ratio = cpus["dv"] / cpus["plain"]
     finally:
@@ -163,6 +166,12 @@ def main() -> None:
         "read_load_average": [round(load_before[0], 2), round(load_after[0], 2)],
         "upsert_plain_s": round(times["plain"], 4), "upsert_dv_s": round(times["dv"], 4),
         "upsert_ratio": round(upsert_ratio, 3), "upsert_cpu_ratio": round(upsert_cpu_ratio, 3),
+        # the CPU seconds behind the CPU ratio, the median rounds beside the best, and the load
+        # average around the upsert rounds (a wall ratio means little when others were running)
+        "upsert_plain_cpu_s": round(cpus["plain"], 4), "upsert_dv_cpu_s": round(cpus["dv"], 4),
+        "upsert_median_ratio": round(
+            statistics.median(upsert_walls["dv"]) / statistics.median(upsert_walls["plain"]), 3),
+        "upsert_load_average": [round(upsert_load_before[0], 2), round(upsert_load_after[0], 2)],
         "python": platform.python_version(), "pyarrow": pa.__version__,
     }
     print(json.dumps(result))

@@ -1,6 +1,6 @@
 """Which rows of a table have a key that another table holds: the key lookups that compaction
 makes against older files (first-row's dropping of repeated keys, lookup changelog's "was this key
-there before").
+there before", deletion vectors' "which rows of this file did the unit supersede").
 
 Keys match as Paimon's key comparator matches them (through `lake_assets.lsm.key_compare`), not as
 Arrow's IEEE-style equality would.
@@ -48,3 +48,19 @@ def sorted_key_mask(rows: pa.Table, known: pa.Table, key_names: Sequence[str]) -
     a = count_below(known, key_names, key_at(rows, key_names, 0))
     b = count_at_most(known, key_names, key_at(rows, key_names, n - 1))
     return known_mask(rows, known.slice(a, b - a), key_names) if b > a else np.zeros(n, dtype=bool)
+
+
+def sorted_positions(rows: pa.Table, keys: pa.Table, key_names: Sequence[str]) -> np.ndarray:
+    """Ascending positions of the key-sorted ``rows`` (one data file's, one row per key) whose key
+    is in the key-sorted ``keys`` (one merge step's output): only the rows inside the key range
+    of ``keys`` (two binary searches) are matched, so a unit noting its output step by step
+    costs O(step + that slice) per file and step, not O(file) per step."""
+    n = keys.num_rows
+    if n == 0 or rows.num_rows == 0:
+        return np.empty(0, dtype=np.intp)
+    a = count_below(rows, key_names, key_at(keys, key_names, 0))
+    b = count_at_most(rows, key_names, key_at(keys, key_names, n - 1))
+    if b <= a:
+        return np.empty(0, dtype=np.intp)
+    found: np.ndarray = np.flatnonzero(known_mask(rows.slice(a, b - a), keys, key_names)) + a
+    return found

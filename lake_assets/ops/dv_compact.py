@@ -11,6 +11,12 @@ need no merge (`ops/deletion_vectors.py`).
 The bucket's vectors live in one index file: the unit writes a new one holding the vectors of
 files that stay live (old marks plus new ones; rewritten files' vectors go with them) and the
 commit message swaps it for the old one (`CommitMessage.index_before` / ``index_after``).
+
+The lookup runs as the unit merges: each merge step's output keys are found in the files above
+(`VectorUpdate.note`) and only the found row positions are kept, a bitmap per file. A single
+integer key is found through a per-file index (`lsm.int_key_positions`: a rank bitmap for dense
+keys, else a binary search) cached beside the file's keys; other keys through the slice of the
+file inside the step's key range (`lsm.key_membership.sorted_positions`).
 """
 
 from __future__ import annotations
@@ -26,45 +32,52 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
-from lake_assets.lsm.key_compare import compare_keys, key_view
+from lake_assets.lsm.int_key_positions import IntKeyPositions
+from lake_assets.lsm.key_compare import compare_keys
+from lake_assets.lsm.key_membership import sorted_positions
 from lake_assets.ops import deletion_vectors
 from lake_assets.ops.deletion_vectors import DELETION_VECTORS_INDEX, deleted_rows
 from lake_assets.ops.scan import Split
 from lake_assets.spec.binary_row import deserialize_row
-from lake_assets.spec.data_types import DataType, DoubleType, FloatType
-from lake_assets.spec.deletion_vector import encode_index_file, new_vector
+from lake_assets.spec.data_types import BigIntType, DataType, DoubleType, FloatType, IntType, SmallIntType, TinyIntType
+from lake_assets.spec.deletion_vector import deleted_mask, encode_index_file, new_vector
 from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry
 
 if TYPE_CHECKING:
     from lake_assets.ops.read import SplitReader
     from lake_assets.store.file_store import FileStore
 
-_ROW = "__dv_row"
+_INTEGER_TYPES = (TinyIntType, SmallIntType, IntType, BigIntType)
 
 
 DELETE_RATIO_THRESHOLD = "compaction.delete-ratio-threshold"
 
 
+# (data file path, its size, key column names, what is held: "keys" or "positions")
+_CacheKey = tuple[str, int, tuple[str, ...], str]
+
+
 class _KeyCache:
-    """The key columns of data files that compactions looked up, by path and size (data files
-    never change), within a byte budget, least recently used out first. A writer compacting every
+    """The key columns of data files that compactions looked up (an Arrow table) and their
+    search-ready integer key index (`IntKeyPositions`), by path and size (data files never
+    change), within a byte budget, least recently used out first. A writer compacting every
     commit looks up the same upper-level files again and again; Paimon keeps a lookup file cache
     for the same reason."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
-        self._items: OrderedDict[tuple[str, int, tuple[str, ...]], pa.Table] = OrderedDict()
+        self._items: OrderedDict[_CacheKey, pa.Table | IntKeyPositions] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, int, tuple[str, ...]]) -> pa.Table | None:
+    def get(self, key: _CacheKey) -> pa.Table | IntKeyPositions | None:
         with self._lock:
             got = self._items.get(key)
             if got is not None:
                 self._items.move_to_end(key)
             return got
 
-    def put(self, key: tuple[str, int, tuple[str, ...]], value: pa.Table) -> None:
+    def put(self, key: _CacheKey, value: pa.Table | IntKeyPositions) -> None:
         size = value.nbytes
         if size > self.max_bytes // 4:
             return
@@ -97,7 +110,7 @@ def remember_written_keys(
     start = 0
     for meta in files:
         path = store.data_file_path(partition, bucket, meta)
-        _KEY_CACHE.put((path, meta.file_size, names), keys.slice(start, meta.row_count))
+        _KEY_CACHE.put((path, meta.file_size, names, "keys"), keys.slice(start, meta.row_count))
         start += meta.row_count
 
 
@@ -116,7 +129,12 @@ def delete_heavy_files(store: FileStore, split: Split) -> list[DataFileMeta]:
 
 
 class VectorUpdate:
-    """Collects the keys a compaction unit outputs, then writes the bucket's new vectors."""
+    """Looks up the keys a compaction unit outputs in the bucket's files above it, batch by batch
+    as the unit merges them, then writes the bucket's new vectors.
+
+    Memory: what it holds between batches is one bitmap of found row positions per file (at
+    most a bit per row of the file), never the unit's output keys: a unit's output may be far
+    larger than one merge step (``compaction.merge-rows``)."""
 
     def __init__(
         self,
@@ -124,47 +142,95 @@ class VectorUpdate:
         split: Split,
         reader: SplitReader,
         lookup_files: Sequence[DataFileMeta],
+        rewrite_files: Sequence[DataFileMeta] = (),
     ) -> None:
+        """``lookup_files`` get new marks in their vectors; ``rewrite_files`` (rewritten beside
+        the unit, `without_superseded`) lose the rows the unit supersedes instead."""
         self.store = store
         self.split = split
         self.reader = reader
         self.lookup_files = list(lookup_files)
         self.key_names = list(store.schema.trimmed_primary_keys)
         self.key_types: list[DataType] = store.schema.types(self.key_names)
-        self._keys: list[pa.Table] = []
-        self._wanted: tuple[pa.Table, np.ndarray] | None = None
+        # one integer key column: files are searched through `IntKeyPositions`
+        self._int_key = len(self.key_types) == 1 and isinstance(self.key_types[0], _INTEGER_TYPES)
+        self._targets = {f.file_name: f for f in (*self.lookup_files, *rewrite_files)}
+        self._found: dict[str, BitMap] = {}  # file name -> positions whose key the unit output
+        self._bounds: dict[str, tuple[object, object]] = {}  # file name -> its first key column's range
 
     def note(self, merged: pa.Table) -> None:
-        """Record the keys of merged output rows (retract rows included: they supersede too)."""
-        if merged.num_rows:
-            self._keys.append(merged.select(self.key_names))
+        """Look up the keys of merged output rows (retract rows included: they supersede too), one
+        merge step's sorted output at a time; nothing of ``merged`` is kept."""
+        if not merged.num_rows:
+            return
+        keys = merged.select(self.key_names)
+        wanted = _sorted_int_keys(keys) if self._int_key else None
+        for meta in self._targets.values():
+            if not self._may_hold(meta, keys, wanted):
+                continue
+            positions = self._positions(meta, keys, wanted)
+            if positions.size:
+                found = self._found.get(meta.file_name)
+                batch = new_vector(positions, meta.file_name)
+                if found is None:
+                    self._found[meta.file_name] = batch
+                else:
+                    found |= batch
 
     def note_relabelled(self, meta: DataFileMeta) -> None:
         """Record the keys of a level-0 file the unit relabels up (rows unchanged). The next
         compaction looks this very file up, so its keys go into the lookup cache too."""
-        keys = self._file_keys(meta)
-        self.note(keys)
+        self.note(self._file_keys(meta))
 
     def _file_keys(self, meta: DataFileMeta) -> pa.Table:
         """``meta``'s key columns, every row in file order (no deletion vector applied), cached."""
         path = self.store.data_file_path(self.split.partition, self.split.bucket, meta)
-        cache_key = (path, meta.file_size, tuple(self.key_names))
+        cache_key = (path, meta.file_size, tuple(self.key_names), "keys")
         keys = _KEY_CACHE.get(cache_key)
-        if keys is None:
+        if not isinstance(keys, pa.Table):
             whole = Split(self.split.partition, self.split.partition_values, self.split.bucket,
                           self.split.total_buckets, [meta])
             keys = self.reader.read_file(whole, meta, False, self.key_names)
             _KEY_CACHE.put(cache_key, keys)
         return keys
 
-    def without_superseded(self, rows: pa.Table) -> pa.Table:
-        """``rows`` of a file rewritten beside the unit, minus those whose key the unit output
-        (they would otherwise have been marked in that file's vector)."""
-        if not self._keys or not rows.num_rows:
+    def _file_index(self, meta: DataFileMeta) -> IntKeyPositions | None:
+        """The search-ready index of ``meta``'s single integer key column, cached beside its keys
+        (None when the column holds nulls: a primary key never does)."""
+        path = self.store.data_file_path(self.split.partition, self.split.bucket, meta)
+        cache_key = (path, meta.file_size, tuple(self.key_names), "positions")
+        index = _KEY_CACHE.get(cache_key)
+        if not isinstance(index, IntKeyPositions):
+            built = _int_index(self._file_keys(meta))
+            if built is None:
+                return None
+            index = built
+            _KEY_CACHE.put(cache_key, index)
+        return index
+
+    def without_superseded(self, meta: DataFileMeta, rows: pa.Table) -> pa.Table:
+        """``rows`` of a file rewritten beside the unit (its live rows in file order: every row
+        its old vector keeps), minus those whose key the unit output (they would otherwise have
+        been marked in that file's vector). ``meta`` must be one of the ``rewrite_files``."""
+        if meta.file_name not in self._targets:
+            raise ValueError(f"{meta.file_name} was not named as a file rewritten beside the unit")
+        found = self._found.get(meta.file_name)
+        if not found or not rows.num_rows:
             return rows
-        mask = np.zeros(rows.num_rows, dtype=bool)
-        mask[self._matching(rows.select(self.key_names), pa.concat_tables(self._keys))] = True
-        return rows.filter(pa.array(~mask)) if mask.any() else rows
+        # positions count every row of the file; ``rows`` are those its old vector keeps
+        keep = deleted_mask(found, meta.row_count, meta.file_name)
+        assert keep is not None  # ``found`` is not empty
+        old = self._old_vectors().get(meta.file_name)
+        live = deleted_mask(old, meta.row_count, meta.file_name)
+        if live is not None:
+            keep = keep[live]
+        if keep.size != rows.num_rows:
+            raise ValueError(f"{rows.num_rows} rows of {meta.file_name} are not its {keep.size} live rows")
+        return rows.filter(pa.array(keep))
+
+    def _old_vectors(self) -> dict[str, BitMap]:
+        """The bucket's vectors before the unit (the loader caches them)."""
+        return self.reader.vectors.vectors(self.split.dv_entries) if self.split.dv_entries else {}
 
     def finish(
         self, rewritten: set[str]
@@ -172,20 +238,20 @@ class VectorUpdate:
         """Write the bucket's new index file if its vectors change; returns the index files to
         remove and to add, and the paths written (for cleanup on failure). ``rewritten`` names
         the unit's input files that are gone after it (upgraded files keep their name)."""
-        old = self.reader.vectors.vectors(self.split.dv_entries) if self.split.dv_entries else {}
-        vectors = {name: BitMap(v) for name, v in old.items() if name not in rewritten}
+        old = self._old_vectors()
+        vectors = {name: v for name, v in old.items() if name not in rewritten}  # not changed in place
         changed = len(vectors) != len(old)
-        if self._keys:
-            keys = pa.concat_tables(self._keys).combine_chunks()
-            for meta in self.lookup_files:
-                if meta.file_name in rewritten or not self._may_hold(meta, keys):
-                    continue
-                positions = self._positions(meta, keys)
-                if positions.size:
-                    vector = vectors.setdefault(meta.file_name, new_vector())
-                    before = len(vector)
-                    vector |= new_vector(positions, meta.file_name)  # in bulk (BitMap.update adds one by one)
-                    changed = changed or len(vector) != before
+        for meta in self.lookup_files:
+            found = self._found.get(meta.file_name)
+            if meta.file_name in rewritten or not found:
+                continue
+            before = vectors.get(meta.file_name)
+            if before is None:
+                vectors[meta.file_name] = found
+                changed = True
+            elif not found.issubset(before):
+                vectors[meta.file_name] = before | found
+                changed = True
         if not changed:
             return (), (), []
         vectors = {name: v for name, v in vectors.items() if v}
@@ -199,66 +265,62 @@ class VectorUpdate:
                                    name, len(data), len(ranges), ranges)
         return self.split.dv_entries, (entry,), [path]
 
-    def _may_hold(self, meta: DataFileMeta, keys: pa.Table) -> bool:
-        """Whether ``meta``'s key range can hold an output key (by the first key column; float
+    def _may_hold(self, meta: DataFileMeta, keys: pa.Table, wanted: np.ndarray | None) -> bool:
+        """Whether ``meta``'s key range can hold a key of ``keys`` (by the first key column; float
         keys are not pruned, their order differs from the stored one)."""
         typ = self.key_types[0]
         if isinstance(typ, (FloatType, DoubleType)):
             return True
-        column = keys.column(self.key_names[0])
-        bounds = pc.min_max(column)
-        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
-        file_lo = deserialize_row(meta.min_key, self.key_types)[0]
-        file_hi = deserialize_row(meta.max_key, self.key_types)[0]
+        if wanted is not None:  # sorted already: its ends are its bounds
+            lo, hi = (int(wanted[0]), int(wanted[-1])) if wanted.size else (None, None)
+        else:
+            bounds = pc.min_max(keys.column(self.key_names[0]))
+            lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+        if lo is None:
+            return False
+        file_bounds = self._bounds.get(meta.file_name)
+        if file_bounds is None:
+            file_bounds = self._bounds[meta.file_name] = (deserialize_row(meta.min_key, self.key_types)[0],
+                                                          deserialize_row(meta.max_key, self.key_types)[0])
         first = [typ]
-        return compare_keys((file_lo,), (hi,), first) <= 0 and compare_keys((lo,), (file_hi,), first) <= 0
+        return (compare_keys((file_bounds[0],), (hi,), first) <= 0
+                and compare_keys((lo,), (file_bounds[1],), first) <= 0)
 
-    def _sorted_keys(self, keys: pa.Table) -> np.ndarray:
-        """The distinct values of a single integer key column, sorted (computed once per table)."""
-        if self._wanted is None or self._wanted[0] is not keys:
-            values = keys.column(0).to_numpy()
-            # sections are noted in key order, one row per key: usually sorted already
-            if values.size > 1 and not bool(np.all(values[1:] > values[:-1])):
-                # by a sort: numpy 2.x's plain np.unique takes a hash path measured 20x slower
-                values = np.sort(values)
-                values = values[np.concatenate(([True], values[1:] != values[:-1]))]
-            self._wanted = (keys, values)
-        return self._wanted[1]
+    def _positions(self, meta: DataFileMeta, keys: pa.Table, wanted: np.ndarray | None) -> np.ndarray:
+        """Ascending row positions of ``meta`` whose key is among ``keys`` (the file read whole, in
+        order, without its deletion vector: positions count every row). ``keys`` are one merge
+        step's output, sorted by key, one row per key (``wanted``: their values as sorted
+        integers, for an integer key)."""
+        index = self._file_index(meta) if wanted is not None else None
+        if index is not None and wanted is not None:
+            # no hash table over the file's keys: a rank bitmap or a binary search of its own
+            # share of the keys (they spread over the sorted run's files)
+            return index.find(wanted)
+        return sorted_positions(self._file_keys(meta), keys, self.key_names)
 
-    def _positions(self, meta: DataFileMeta, keys: pa.Table) -> np.ndarray:
-        """Row positions of ``meta`` whose key is among ``keys`` (the file read whole, in order,
-        without its deletion vector: positions count every row)."""
-        return self._matching(self._file_keys(meta), keys)
 
-    def _matching(self, candidates: pa.Table, keys: pa.Table) -> np.ndarray:
-        """Sorted positions of ``candidates`` rows whose key is among ``keys``. ``candidates`` are
-        one data file's rows in file order: sorted by key, one row per key."""
-        if len(self.key_names) == 1 and pa.types.is_integer(candidates.schema.field(0).type):
-            # an integer key: binary search in the sorted file, no hash table over its keys
-            file_keys: np.ndarray = candidates.column(0).to_numpy()
-            wanted = self._sorted_keys(keys)
-            if file_keys.size == 0:
-                return np.empty(0, dtype=np.intp)
-            # only the wanted keys within the file's range: the unit's keys spread over the
-            # sorted run's files, each file is searched for its own share
-            lo, hi = np.searchsorted(wanted, (file_keys[0], file_keys[-1]), side="left")
-            hi += int(hi < wanted.size and wanted[hi] == file_keys[-1])
-            wanted = wanted[lo:hi]
-            at: np.ndarray = np.searchsorted(file_keys, wanted)
-            inside = at < file_keys.size
-            at, wanted = at[inside], wanted[inside]
-            found: np.ndarray = at[file_keys[at] == wanted]
-            return found
-        rows = key_view(candidates, self.key_names)
-        new = key_view(keys, self.key_names)
-        if len(self.key_names) == 1:
-            k = self.key_names[0]
-            mask = pc.is_in(rows.column(k), value_set=pc.unique(new.column(k)))
-            return np.flatnonzero(mask.to_numpy(zero_copy_only=False))
-        touched = new.group_by(self.key_names, use_threads=False).aggregate([])
-        numbered = rows.append_column(_ROW, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
-        joined = numbered.join(touched, keys=self.key_names, join_type="left semi", use_threads=False)
-        return np.sort(joined.column(_ROW).to_numpy())
+def _sorted_int_keys(keys: pa.Table) -> np.ndarray | None:
+    """The distinct values of a one-column integer key table, sorted; None with nulls (a key
+    never has them; the generic path then decides)."""
+    column = keys.column(0)
+    if column.null_count:
+        return None
+    values: np.ndarray = column.to_numpy()
+    # a merge step's output is sorted with one row per key: checked, not assumed
+    if values.size > 1 and not bool(np.all(values[1:] > values[:-1])):
+        # by a sort: numpy 2.x's plain np.unique takes a hash path measured 20x slower
+        values = np.sort(values)
+        values = values[np.concatenate(([True], values[1:] != values[:-1]))]
+    return values
+
+
+def _int_index(keys: pa.Table) -> IntKeyPositions | None:
+    """The `IntKeyPositions` of a one-column integer key table (a file's keys in file order), or
+    None when the column has nulls (then the generic path decides, as for any key)."""
+    column = keys.column(0)
+    if column.null_count or not pa.types.is_integer(column.type):
+        return None
+    return IntKeyPositions(column.to_numpy())
 
 
 __all__ = ["DELETE_RATIO_THRESHOLD", "VectorUpdate", "delete_heavy_files", "remember_written_keys"]

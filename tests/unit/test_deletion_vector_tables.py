@@ -326,7 +326,7 @@ def test_a_writer_looks_up_the_keys_it_wrote_without_reading_its_files_back(
 
     def get(key):
         got = real_get(key)
-        if got is None:
+        if got is None and key[3] == "keys":  # a search index missing is built from the keys
             misses.append(key[0])
         return got
 

@@ -71,7 +71,8 @@ def run_compaction_task(
     before: list[DataFileMeta] = []
     after: list[DataFileMeta] = []
     rollings = []
-    vectors = VectorUpdate(store, split, reader, task.dv_lookup_files) if task.deletion_vectors else None
+    vectors = (VectorUpdate(store, split, reader, task.dv_lookup_files, task.dv_rewrite_files)
+               if task.deletion_vectors else None)
     index_paths: list[str] = []
     spill = spill_directory(opts)  # created on a unit's first spill only
     try:
@@ -159,7 +160,7 @@ def run_compaction_task(
             assert vectors is not None
             rolling = writer.rolling(level=f.level, file_source=FILE_SOURCE_COMPACT)
             rollings.append(rolling)
-            rolling.write(vectors.without_superseded(reader.read_file(split, f, with_system=True)))
+            rolling.write(vectors.without_superseded(f, reader.read_file(split, f, with_system=True)))
             before.append(f)
             after += rolling.close()
         changelog = produce_changelog(store, task, split, reader) if task.changelog_producer else []
