@@ -11,6 +11,9 @@ whose writer recorded no page encodings, are read as before.
 
 A row selection (the rows a deletion vector keeps) is applied before the expansion: on the
 dictionary indices and the other columns, so the dropped rows' strings are never built.
+
+Given the path of the data file as ``footer_key``, a read takes the parsed footer and the dictionary
+decision from `parquet_footer_cache` when an earlier read of the file left them there.
 """
 
 from __future__ import annotations
