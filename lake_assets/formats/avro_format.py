@@ -256,7 +256,8 @@ class AvroFormat(FileFormat):
                     options: WriteOptions) -> FormatWriter:
         return _AvroWriter(sink, arrow_schema, schema, options)
 
-    def read(self, source: Any, columns: Sequence[str] | None, *, use_threads: bool) -> pa.Table:
+    def read(self, source: Any, columns: Sequence[str] | None, *, use_threads: bool,
+             footer_key: str | None = None) -> pa.Table:
         data = source.read()
         tables = list(_decode(data, columns))
         return pa.concat_tables(tables) if tables else _empty(data, columns)

@@ -55,9 +55,10 @@ def read_data_file(
     """
     with _read_errors(path), file_io.open_input(path) as source:
         fmt = file_format(format_of_file(path))
+        # data files never change: what a format parsed of one before may serve again
         if keep is None:
-            return _system_types(fmt.read(source, columns, use_threads=use_threads))
-        return _system_types(fmt.read_rows(source, columns, keep, use_threads=use_threads))
+            return _system_types(fmt.read(source, columns, use_threads=use_threads, footer_key=path))
+        return _system_types(fmt.read_rows(source, columns, keep, use_threads=use_threads, footer_key=path))
 
 
 def iter_data_file(

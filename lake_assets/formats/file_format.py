@@ -86,15 +86,17 @@ class FileFormat(ABC):
         """A writer of one file into ``sink`` (a writable Arrow or Python file object)."""
 
     @abstractmethod
-    def read(self, source: Any, columns: Sequence[str] | None, *, use_threads: bool) -> pa.Table:
-        """Read ``columns`` (all when None) of the file open as ``source``."""
+    def read(self, source: Any, columns: Sequence[str] | None, *, use_threads: bool,
+             footer_key: str | None = None) -> pa.Table:
+        """Read ``columns`` (all when None) of the file open as ``source``; ``footer_key`` (the
+        path of an immutable data file) lets a format reuse what it parsed of the file before."""
 
     def read_rows(self, source: Any, columns: Sequence[str] | None, keep: np.ndarray, *,
-                  use_threads: bool) -> pa.Table:
+                  use_threads: bool, footer_key: str | None = None) -> pa.Table:
         """`read`, holding only the rows ``keep`` (a bool per row of the file) marks: the rows a
         deletion vector keeps. By default the whole file is read, then filtered; formats that can
         drop rows earlier override it."""
-        data = self.read(source, columns, use_threads=use_threads)
+        data = self.read(source, columns, use_threads=use_threads, footer_key=footer_key)
         if len(keep) != data.num_rows:
             raise CorruptMetadataError(f"a selection of {len(keep)} rows was asked for, but the file has "
                                        f"{data.num_rows} rows")

@@ -229,7 +229,8 @@ class OrcFormat(FileFormat):
                     options: WriteOptions) -> FormatWriter:
         return _OrcWriter(sink, arrow_schema, schema, options)
 
-    def read(self, source: Any, columns: Sequence[str] | None, *, use_threads: bool) -> pa.Table:
+    def read(self, source: Any, columns: Sequence[str] | None, *, use_threads: bool,
+             footer_key: str | None = None) -> pa.Table:
         try:
             return orc.ORCFile(source).read(columns=list(columns) if columns is not None else None)
         except pa.ArrowInvalid as exc:

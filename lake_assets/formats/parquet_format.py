@@ -64,12 +64,13 @@ class ParquetFormat(FileFormat):
                     options: WriteOptions) -> FormatWriter:
         return _ParquetWriter(sink, arrow_schema, schema, options)
 
-    def read(self, source: Any, columns: Sequence[str] | None, *, use_threads: bool) -> pa.Table:
-        return read_parquet(source, columns, use_threads=use_threads)
+    def read(self, source: Any, columns: Sequence[str] | None, *, use_threads: bool,
+             footer_key: str | None = None) -> pa.Table:
+        return read_parquet(source, columns, use_threads=use_threads, footer_key=footer_key)
 
     def read_rows(self, source: Any, columns: Sequence[str] | None, keep: np.ndarray, *,
-                  use_threads: bool) -> pa.Table:
-        return read_parquet(source, columns, use_threads=use_threads, keep=keep)
+                  use_threads: bool, footer_key: str | None = None) -> pa.Table:
+        return read_parquet(source, columns, use_threads=use_threads, keep=keep, footer_key=footer_key)
 
     def iter_batches(self, source: Any, columns: Sequence[str] | None,
                      batch_rows: int | None = None) -> Iterator[pa.Table]:

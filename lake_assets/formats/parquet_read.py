@@ -11,6 +11,9 @@ whose writer recorded no page encodings, are read as before.
 
 A row selection (the rows a deletion vector keeps) is applied before the expansion: on the
 dictionary indices and the other columns, so the dropped rows' strings are never built.
+
+Given the path of the data file as ``footer_key``, a read takes the parsed footer and the dictionary
+decision from `parquet_footer_cache` when an earlier read of the file left them there.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import pyarrow.parquet as pq
 
 from lake_assets.errors import CorruptMetadataError
 from lake_assets.formats.parquet_footer import file_page_encodings, only_dictionary_pages
+from lake_assets.formats.parquet_footer_cache import FOOTER_CACHE, Footer
 from lake_assets.formats.row_mask import arrow_mask
 
 
@@ -45,10 +49,12 @@ def dictionary_columns(pf: pq.ParquetFile, columns: Sequence[str] | None,
     """The top-level string and binary columns among ``columns`` (all when None) whose every
     column chunk holds dictionary-encoded data pages only (see the module docstring).
     ``arrow_schema`` is ``pf.schema_arrow`` when the caller has it (pyarrow builds it per call)."""
-    md = pf.metadata
+    return _dictionary_columns(pf.metadata, pf.schema_arrow if arrow_schema is None else arrow_schema, columns)
+
+
+def _dictionary_columns(md: pq.FileMetaData, arrow_schema: pa.Schema, columns: Sequence[str] | None) -> list[str]:
     if md.num_row_groups == 0:
         return []
-    arrow_schema = pf.schema_arrow if arrow_schema is None else arrow_schema
     wanted = None if columns is None else set(columns)
     flat = md.num_columns == len(arrow_schema)  # then leaf column j is field j
     candidates: dict[int, str] = {}
@@ -99,22 +105,44 @@ def _finish(data: pa.Table, dense: pa.Schema, keep: pa.BooleanArray | None) -> p
 
 
 def read_parquet(source: Any, columns: Sequence[str] | None, *, use_threads: bool,
-                 keep: np.ndarray | None = None) -> pa.Table:
+                 keep: np.ndarray | None = None, footer_key: str | None = None) -> pa.Table:
     """Read ``columns`` (all when None) of a Parquet file, as `pq.ParquetFile.read` gives them;
-    with ``keep`` (a bool per row of the file) only the rows it marks."""
-    pf = pq.ParquetFile(source)
-    if keep is not None and len(keep) != pf.metadata.num_rows:
-        raise CorruptMetadataError(f"a selection of {len(keep)} rows was asked for, but the file has "
-                                   f"{pf.metadata.num_rows} rows")
-    mask = None if keep is None else arrow_mask(keep)
+    with ``keep`` (a bool per row of the file) only the rows it marks. ``footer_key`` (the path of
+    an immutable data file) lets the footer parsed by an earlier read of the file serve this one
+    (`parquet_footer_cache`)."""
     cols = list(columns) if columns is not None else None
-    dense = pf.schema_arrow
-    decoded = dictionary_columns(pf, cols, dense)
+    footer, opened = _footer(source, footer_key, cols)
+    md = footer.metadata
+    if keep is not None and len(keep) != md.num_rows:
+        raise CorruptMetadataError(f"a selection of {len(keep)} rows was asked for, but the file has "
+                                   f"{md.num_rows} rows")
+    mask = None if keep is None else arrow_mask(keep)
+    decoded = footer.dictionary_columns[None if cols is None else tuple(cols)]
     if not decoded:
+        pf = opened or pq.ParquetFile(source, metadata=md)
         data = pf.read(columns=cols, use_threads=use_threads)
         return data if mask is None else data.filter(mask)
-    pf = pq.ParquetFile(source, metadata=pf.metadata, read_dictionary=decoded)
-    return _finish(pf.read(columns=cols, use_threads=use_threads), dense, mask)
+    pf = pq.ParquetFile(source, metadata=md, read_dictionary=decoded)
+    return _finish(pf.read(columns=cols, use_threads=use_threads), footer.arrow_schema, mask)
+
+
+def _footer(source: Any, key: str | None, cols: list[str] | None) -> tuple[Footer, pq.ParquetFile | None]:
+    """The parsed footer of the file open as ``source``, with its dictionary columns among
+    ``cols`` decided: from the cache when ``key`` names a file parsed before at the same size;
+    and the `ParquetFile` opened to parse it (None on a cache hit)."""
+    size = source.size() if key is not None else -1
+    footer = FOOTER_CACHE.get(key, size) if key is not None else None
+    pf = None
+    if footer is None:
+        pf = pq.ParquetFile(source)
+        footer = Footer(size, pf.metadata, pf.schema_arrow)
+        if key is not None:
+            FOOTER_CACHE.put(key, footer)
+    col_key = None if cols is None else tuple(cols)
+    if col_key not in footer.dictionary_columns:
+        # a racing thread decides the same columns: the assignment of either is right
+        footer.dictionary_columns[col_key] = _dictionary_columns(footer.metadata, footer.arrow_schema, cols)
+    return footer, pf
 
 
 def iter_parquet(source: Any, columns: Sequence[str] | None, batch_rows: int | None = None) -> Iterator[pa.Table]:
