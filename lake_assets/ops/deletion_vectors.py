@@ -15,6 +15,7 @@ Java reads deletion vectors only when the option is on; so do we.
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -107,13 +108,14 @@ def deleted_rows(
 class VectorLoader:
     """Loads the deletion vectors of splits through the process-wide cache of decoded index files
     (`deletion_vector_cache`: they never change). Thread-safe: readers of several splits share
-    one loader; a race reads a file twice at worst."""
+    one loader; a race may read an uncached file twice, but a cached one is checked once."""
 
     def __init__(self, store: FileStore) -> None:
         self.store = store
         # index files this loader found on storage as their manifest entries record them: a
         # cache hit is checked once per loader (see `deletion_vector_cache`)
         self._checked: set[str] = set()
+        self._lock = threading.Lock()
 
     def vectors(self, entries: Sequence[IndexManifestEntry]) -> dict[str, BitMap]:
         """Data file name -> deletion vector, over the index files ``entries`` of one bucket.
@@ -125,9 +127,9 @@ class VectorLoader:
             if got is None:
                 got = self._load(e)
                 INDEX_FILE_CACHE.put(key, got, e.file_size)
-            elif e.file_name not in self._checked:
+            elif self._first_look(e.file_name):
                 self._check_on_storage(e)
-            self._checked.add(e.file_name)  # a racing thread checks it twice at worst
+            self._checked.add(e.file_name)
             for name, vector in got.items():
                 if name in out:
                     raise CorruptMetadataError(
@@ -135,6 +137,15 @@ class VectorLoader:
                     )
                 out[name] = vector
         return out
+
+    def _first_look(self, file_name: str) -> bool:
+        """Whether this is the loader's first look at a cached file (then it is checked). Under a
+        lock: the read's threads share the loader, and one check per file is the promise."""
+        with self._lock:
+            if file_name in self._checked:
+                return False
+            self._checked.add(file_name)
+            return True
 
     def _check_on_storage(self, entry: IndexManifestEntry) -> None:
         """A cached file must still be there, as its manifest entry records it."""
