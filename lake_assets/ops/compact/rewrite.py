@@ -286,7 +286,9 @@ def _stop_and_discard(store: FileStore, futures: Sequence[Future[CommitMessage]]
     the failures, in task order."""
     for f in futures:
         f.cancel()
-    wait(futures)
+    # only the running ones: a future cancelled before it ran (here, or by the pool's
+    # shutdown(cancel_futures=True)) stays CANCELLED, which `wait` never counts as done
+    wait([f for f in futures if not f.cancelled()])
     ok = [f for f in futures if not f.cancelled() and f.exception() is None]
     discard_outputs(store, [f.result() for f in ok])
     return [e for f in futures if not f.cancelled() and (e := f.exception()) is not None]
