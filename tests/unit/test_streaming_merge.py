@@ -182,7 +182,8 @@ def test_to_batches_streams_in_batch_size(catalog: Catalog) -> None:
 
 def test_compaction_merge_is_bounded_by_chunk_rows_whatever_the_runs(catalog: Catalog, monkeypatch) -> None:
     """A full compaction of many overlapping runs gives the merge engine chunks of about
-    ``chunk_rows`` (twice at most, plus the frontier key's versions), one input per sorted run."""
+    ``chunk_rows`` (twice at most, plus the frontier key's versions), one input per sorted run (8 runs:
+    under the default sort-spill-threshold, nothing is folded)."""
     from lake_assets.ops.compact import rewrite
     from lake_assets.ops.compact.plan import plan_compaction
     from lake_assets.ops.compact.rewrite import run_compaction_task
@@ -192,19 +193,19 @@ def test_compaction_merge_is_bounded_by_chunk_rows_whatever_the_runs(catalog: Ca
     want = table.to_arrow().sort_by("k")
     sizes: list[int] = []
     inputs: list[int] = []
-    original_merge, original_inputs = rewrite.sort_and_merge, rewrite.run_inputs
+    original_merge, original_inputs = rewrite.sort_and_merge, rewrite.bounded_inputs
 
     def counting_merge(chunk, *a, **kw):
         sizes.append(chunk.num_rows)
         return original_merge(chunk, *a, **kw)
 
-    def counting_inputs(files, *a):
-        got = original_inputs(files, *a)
+    def counting_inputs(runs, *a, **kw):
+        got = original_inputs(runs, *a, **kw)
         inputs.append(len(got))
         return got
 
     monkeypatch.setattr(rewrite, "sort_and_merge", counting_merge)
-    monkeypatch.setattr(rewrite, "run_inputs", counting_inputs)
+    monkeypatch.setattr(rewrite, "bounded_inputs", counting_inputs)
     plan = plan_compaction(table.store, full=True)
     msgs = [run_compaction_task(table.store, task, chunk_rows=300, whole_read_rows=0) for task in plan.tasks]
     table.new_committer("c").commit(msgs)
