@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_assets.errors import ConcurrentMaintenanceError, LakeError, MissingDataFileError
+from lake_assets.errors import ConcurrentMaintenanceError, LakeError, MissingDataFileError, SchemaError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND, iter_data_file, read_data_file
 from lake_assets.formats.row_mask import arrow_mask
 from lake_assets.lsm.key_compare import compare_keys
@@ -95,9 +95,10 @@ def _exact_constant(typ: pa.DataType) -> bool:
 class _FileLayout:
     """Read plan for files of one schema id: read columns to file columns, and target fields."""
 
-    __slots__ = ("fields", "file_columns", "wanted")
+    __slots__ = ("fields", "file_columns", "schema_id", "wanted")
 
-    def __init__(self, wanted: list[tuple[str, str | None]], fields: list[pa.Field]) -> None:
+    def __init__(self, schema_id: int, wanted: list[tuple[str, str | None]], fields: list[pa.Field]) -> None:
+        self.schema_id = schema_id  # the files' schema, named when a cast to the read schema fails
         self.wanted = wanted
         self.file_columns = [old for _, old in wanted if old is not None]
         self.fields = fields
@@ -186,7 +187,7 @@ class SplitReader:
             for name in cols:
                 old = file_schema.field_by_id(self.schema.field(name).id)
                 wanted.append((name, old.name if old is not None else None))
-            layout = _FileLayout(wanted, [to_arrow_field(self.schema.field(name)) for name, _ in wanted])
+            layout = _FileLayout(schema_id, wanted, [to_arrow_field(self.schema.field(name)) for name, _ in wanted])
             self._layouts[(schema_id, cols)] = layout  # a racing thread computes the same value
         return layout
 
@@ -199,14 +200,17 @@ class SplitReader:
         """Map a file's columns to the read columns: match by field id, cast, add missing as nulls."""
         arrays = []
         fields = []
-        for (_name, old), field in zip(layout.wanted, layout.fields, strict=True):
+        for (name, old), field in zip(layout.wanted, layout.fields, strict=True):
             target = field.type
             if old is None:
                 arr = pa.nulls(raw.num_rows, target)  # column added after this file was written
             else:
                 arr = raw.column(old)
                 if arr.type != target:
-                    arr = pc.cast(arr, target)
+                    try:
+                        arr = pc.cast(arr, target)
+                    except pa.ArrowInvalid:
+                        raise self._narrowing_error(layout, name, old) from None
             arrays.append(arr)
             # nullability as the file has it: old files may predate a NOT NULL in no way we check
             fields.append(field if field.nullable or not arr.null_count else field.with_nullable(True))
@@ -214,6 +218,17 @@ class SplitReader:
             arrays += [raw.column(SEQUENCE_NUMBER), raw.column(VALUE_KIND)]
             fields += [_SEQ_FIELD, _KIND_FIELD]
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+    def _narrowing_error(self, layout: _FileLayout, name: str, old: str) -> SchemaError:
+        """Why a file's column does not fit the read schema's type: the read schema is older than
+        the file's (a pinned or stale handle) and the table widened the column since (INT to
+        BIGINT, say), so a value the file holds is outside the older, narrower type."""
+        read_type = self.schema.field(name).type
+        file_field = self.store.schema_by_id(layout.schema_id).field(old)
+        return SchemaError(
+            f"Cannot read {self.store.name} with its schema-{self.schema.id}: column {name} holds a value "
+            f"outside {read_type} (schema-{layout.schema_id}, which wrote it, has {file_field.type}); "
+            "refresh the handle")
 
     def read_file(
         self, split: Split, meta: DataFileMeta, with_system: bool, columns: Sequence[str] | None = None,
