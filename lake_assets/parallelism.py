@@ -56,6 +56,16 @@ def usable_cpus() -> int:
     return max(1, min(counts))
 
 
+def validate_cpus_setting() -> None:
+    """Raise `InvalidArgumentError` now when ``LAKE_ASSETS_CPUS`` is set but not a positive integer.
+
+    Every operation that reads or writes data files calls it as it starts (`FileStore.require`):
+    the pools are sized lazily, so a bad value was otherwise found only when the first pool was,
+    after some files were written (a write then aborted), or never (a read of one split, a write
+    to one bucket: they run without a pool)."""
+    cpus_override()
+
+
 def cpus_override() -> int | None:
     """``LAKE_ASSETS_CPUS`` as a positive integer, None when unset or empty."""
     text = os.environ.get(CPUS_ENV, "").strip()

@@ -22,7 +22,9 @@ from lake_assets.lsm.merge_engine.function import MergeFunction
 from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.ops import deletion_vectors
 from lake_assets.ops.scan import FileStoreScan
+from lake_assets.parallelism import validate_cpus_setting
 from lake_assets.paths import TablePaths
+from lake_assets.refusal import DATA
 from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry, ManifestEntry
@@ -164,7 +166,10 @@ class FileStore:
 
     def require(self, op: Op) -> None:
         """Raise `UnsupportedFeatureError` naming the property if the table refuses ``op``: its
-        schema, and for operations that delete files by what the snapshots reference, its branches."""
+        schema, and for operations that delete files by what the snapshots reference, its branches.
+        Operations on data files also check ``LAKE_ASSETS_CPUS`` before they start."""
+        if op in DATA:
+            validate_cpus_setting()  # not when a pool is first sized, mid-way through the work
         refusals = self.refusals()
         if op in (Op.EXPIRE, Op.ORPHANS):
             names = self.file_io.list_names(posixpath.join(self.paths.root, "branch"))
