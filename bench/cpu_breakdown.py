@@ -26,7 +26,7 @@ WRITE_PARTS: list[tuple[str, str]] = [
     ("lake_assets.ops.route", "_fixed_buckets"),
     ("lake_assets.ops.route", "_merge_order"),
     ("lake_assets.ops.route", "_gather"),
-    ("lake_assets.ops.write", "sort_and_merge"),
+    ("lake_assets.ops.level0_flush", "sort_and_merge"),
     ("lake_assets.formats.data_file", "RollingFileWriter.write"),
     ("lake_assets.formats.parquet_format", "_ParquetWriter.write"),
     ("lake_assets.formats.data_file", "_OpenFile.__init__"),

@@ -14,27 +14,17 @@ import numpy as np
 import pyarrow as pa
 
 from lake_assets.errors import LakeError, NoSuchTableError, UnsupportedFeatureError
-from lake_assets.formats.data_file import (
-    FILE_SOURCE_APPEND,
-    SEQUENCE_NUMBER,
-    DataFileWriter,
-)
-from lake_assets.lsm.merge import is_retract, sort_and_merge, sort_for_merge
+from lake_assets.formats.data_file import SEQUENCE_NUMBER
+from lake_assets.lsm.merge import is_retract
 from lake_assets.ops.allocator import release_pool_threads
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
-from lake_assets.ops.dv_compact import remember_written_keys
 from lake_assets.ops.dynamic_bucket import DynamicBucketAssigner, assigner_for, attach_index_changes
+from lake_assets.ops.level0_flush import Level0Flush
 from lake_assets.ops.route import PARALLEL_GATHER_ROWS, RouteSpec, route
 from lake_assets.ops.spill import SpillStats
-from lake_assets.ops.write_spill import WriteBufferSpill, bucket_flush_threads, take_buffered
-from lake_assets.ops.writer_state import (
-    BucketBuffer,
-    WriterBase,
-    bucket_file_writer,
-    compact_buckets,
-    compact_inline,
-)
+from lake_assets.ops.write_spill import WriteBufferSpill, bucket_flush_threads
+from lake_assets.ops.writer_state import BucketBuffer, WriterBase, compact_buckets, compact_inline
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.row_kind import RowKind
 from lake_assets.table_rules import check_engine_producer
@@ -102,11 +92,9 @@ class TableWriter:
         # Sequence numbers of a bucket are next, next + stride, ... (see `interleave_sequences`)
         self._sequence_stride = 1
         self._sequence_offset = 0
-        self._merge_function = store.merge_function()
-        # one config for every bucket's file writer (a round can touch hundreds of buckets)
-        self._file_config = store.data_file_config()
         # the write buffer's local spill (None: a full buffer flushes level-0 files)
-        self._spill = WriteBufferSpill.for_writer(opts, self.is_pk, self._keys())
+        self._spill = WriteBufferSpill.for_writer(opts, self.is_pk, list(self.schema.trimmed_primary_keys))
+        self._level0 = Level0Flush(store, self.schema, self.partition_types, self._spill, write_only=self.write_only)
         self._threads: ThreadPoolExecutor | None = None  # see `_worker_pool`
         self._route_spec = RouteSpec(
             partition_keys=tuple(self.schema.partition_keys),
@@ -256,13 +244,6 @@ class TableWriter:
         return self._base
 
     # ---------------------------------------------------------------- flushes
-    def _file_writer(self, buf: BucketBuffer, changelog: bool = False) -> DataFileWriter:
-        return bucket_file_writer(self.store, self.schema, buf, self._file_config, self.partition_types,
-                                  changelog=changelog)
-
-    def _keys(self) -> list[str]:
-        return list(self.schema.trimmed_primary_keys)
-
     @property
     def spill_stats(self) -> SpillStats | None:
         """What this writer spilled and merged so far (None when it does not spill)."""
@@ -272,49 +253,6 @@ class TableWriter:
     def spilling(self) -> bool:
         """Whether a full write buffer spills to local disk instead of writing level-0 files."""
         return self._spill is not None
-
-    def _merge_chunk(self, chunk: pa.Table) -> pa.Table:
-        """The merge engine over ``chunk``'s records (all versions of each key it holds)."""
-        return sort_and_merge(chunk, self._keys(), self._merge_function, self.options.sequence_fields,
-                              self.options.sequence_descending)
-
-    def _take_merged(self, buf: BucketBuffer) -> pa.Table:
-        """The bucket's buffered rows sorted and merged (one copy, as a flush makes); the buffer
-        lets go of them."""
-        data, presorted = take_buffered(buf)
-        return sort_and_merge(data, self._keys(), self._merge_function, self.options.sequence_fields,
-                              self.options.sequence_descending, presorted=presorted)
-
-    def _merge_runs(self, buf: BucketBuffer) -> None:
-        """Merge the bucket's spilled runs and buffered rows into level-0 files (rolled at the
-        target file size), then drop the runs."""
-        assert self._spill is not None
-        self._spill.merge_into(buf, self._merge_chunk, self._file_writer(buf))
-        self.store.fault_point("write.after_data_files")
-
-    def _flush_buffer(self, buf: BucketBuffer) -> None:
-        if buf.runs:
-            self._merge_runs(buf)
-            return
-        if not buf.tables:
-            return
-        if self.is_pk and self.options.changelog_producer != "input":
-            data = self._take_merged(buf)
-        else:
-            data, presorted = take_buffered(buf)
-            if self.is_pk:
-                keys = self._keys()
-                # the input itself, unmerged and with its row kinds, is the changelog
-                raw = data if presorted else sort_for_merge(
-                    data, keys, self.options.sequence_fields, self.options.sequence_descending)
-                buf.new_changelog.extend(self._file_writer(buf, changelog=True).write(raw, level=0))
-                data = sort_and_merge(raw, keys, self._merge_function, self.options.sequence_fields,
-                                      self.options.sequence_descending, presorted=True)
-        files = self._file_writer(buf).write(data, level=0, file_source=FILE_SOURCE_APPEND)
-        if not self.write_only:  # the inline compaction looks these keys up next (deletion vectors)
-            remember_written_keys(self.store, buf.partition, buf.bucket, files, data)
-        buf.new_files.extend(files)
-        self.store.fault_point("write.after_data_files")
 
     def _each(self, fn: Callable[[BucketBuffer], None], bufs: list[BucketBuffer], *, spills: bool = False) -> None:
         """Run ``fn`` over buckets in parallel (pyarrow frees the GIL); ``spills``: ``fn`` spills
@@ -355,7 +293,7 @@ class TableWriter:
         """Every bucket's runs and buffered rows become level-0 files."""
         targets = [buf for buf in self._buffers.values() if buf.tables or buf.runs]
         self._buffered_bytes -= sum(buf.nbytes for buf in targets)
-        self._each(self._flush_buffer, targets)
+        self._each(self._level0.flush, targets)
 
     def prepare_commit(self) -> list[CommitMessage]:
         """Flush and return the commit messages of everything written since the last call."""

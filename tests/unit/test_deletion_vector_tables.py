@@ -15,8 +15,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+import lake_assets.ops.level0_flush as level0_mod
 import lake_assets.ops.read as read_mod
-import lake_assets.ops.write as write_mod
 from lake_assets import Catalog
 from lake_assets.errors import CommitConflictError
 from lake_assets.ops import dv_compact
@@ -357,7 +357,7 @@ def test_keys_of_rolled_level0_files_mark_the_right_rows(catalog: Catalog, monke
         handed.append(len(files))
         dv_compact.remember_written_keys(store, partition, bucket, files, data)
 
-    monkeypatch.setattr(write_mod, "remember_written_keys", remember)
+    monkeypatch.setattr(level0_mod, "remember_written_keys", remember)
     model: dict[tuple[int, str], str] = {}
     rng = random.Random(5)
     for round_ in range(6):

@@ -102,12 +102,13 @@ def test_each_round_of_bucket_tasks_ends_with_one_release_on_each_thread(tmp_pat
     per-bucket tasks (a spill of every bucket, the commit-time merges) every thread that ran them
     gives them back once - not after every task, which cost a load about 6% CPU in page faults."""
     from lake_assets.ops import allocator
+    from lake_assets.ops.level0_flush import Level0Flush
     from lake_assets.ops.write import TableWriter
 
     events: list[tuple[str, str]] = []  # list.append is atomic: threads may interleave
     original_each = TableWriter._each
     original_spill = write_spill.WriteBufferSpill.spill
-    original_merge = TableWriter._merge_runs
+    original_merge = Level0Flush._merge_runs
 
     def each(self, fn, bufs, **kwargs):
         events.append(("round", str(len(bufs))))
@@ -125,7 +126,7 @@ def test_each_round_of_bucket_tasks_ends_with_one_release_on_each_thread(tmp_pat
                         lambda: events.append(("release", threading.current_thread().name)))
     monkeypatch.setattr(TableWriter, "_each", each)
     monkeypatch.setattr(write_spill.WriteBufferSpill, "spill", spill_task)
-    monkeypatch.setattr(TableWriter, "_merge_runs", merge_task)
+    monkeypatch.setattr(Level0Flush, "_merge_runs", merge_task)
     stats = _write(_table(tmp_path), _batches(6, 2000, 30_000))
     assert stats is not None and stats.runs > 2
     rounds: list[tuple[int, list[tuple[str, str]]]] = []

@@ -15,6 +15,7 @@ import pytest
 
 from lake_assets import Catalog
 from lake_assets.ops import spill as spill_mod
+from lake_assets.ops.level0_flush import Level0Flush
 from lake_assets.ops.write import TableWriter
 
 SCHEMA = pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.int64()), ("s", pa.string()),
@@ -361,13 +362,13 @@ def test_commit_time_merge_of_many_runs_is_bounded_per_chunk(tmp_path, spills, m
 
     monkeypatch.setattr(write_mod, "SPILL_MERGE_ROWS", 500)
     sizes: list[int] = []
-    original = TableWriter._merge_chunk
+    original = Level0Flush._merge_chunk
 
     def merge_chunk(self, chunk):
         sizes.append(chunk.num_rows)
         return original(self, chunk)
 
-    monkeypatch.setattr(TableWriter, "_merge_chunk", merge_chunk)
+    monkeypatch.setattr(Level0Flush, "_merge_chunk", merge_chunk)
     t = _table(tmp_path, "many_runs")
     batches = _batches(11, 24, 1500, "deduplicate", keys=20_000)
     _commit(t, batches, 1)
