@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from lake_assets.formats.format_options import AVRO_JAVA_CODECS, level_map_problem
 from lake_assets.lsm.merge_engine.names import DEFAULT_MERGE_ENGINE, MERGE_ENGINE_NAMES
+from lake_assets.option_rules_engines import ENGINE_RULES, REFUSED_ENGINE_RULES
 from lake_assets.option_types import DATA_OPS, INT_MAX, PATH_OPS, WRITE_OPS, MiB, OptionRule
 
 
@@ -382,6 +383,14 @@ RULES: dict[str, OptionRule] = _rules(
     R("source.split.open-file-cost", "size", 4 * MiB, "Bytes each file (or section) weighs at least when "
       "Paimon's batch planner packs splits.", minimum=1, note="as source.split.target-size"),
 )
+
+# Other engines' runtime options (Flink's and Spark's connectors, Java jobs' caches), accepted
+# without effect, and the few connector keys refused by name: their own module.
+for _rows in (ENGINE_RULES, REFUSED_ENGINE_RULES):
+    if RULES.keys() & _rows.keys():
+        raise RuntimeError(f"option rows declared twice: {sorted(RULES.keys() & _rows.keys())}")
+    RULES.update(_rows)
+del _rows
 
 # Per-field options ``fields.<column>[,<column>...].<suffix>``, keyed by suffix (the key of a
 # row is a pattern). `lake_assets.options.FIELD_OPTION` matches them.

@@ -142,12 +142,12 @@ def test_unknown_option_refuses_maintenance_and_reads_unless_harmless():
     assert blocked(future) == {Op.WRITE, Op.COMPACT, Op.EXPIRE, Op.ORPHANS, Op.ROLLBACK, Op.READ, Op.STREAM}
     assert "option paimon.future-feature = 'on'" in future[0].property
     # a key that never changes which rows a read returns leaves reads alone, but still no maintenance
-    harmless = schema_refusals(schema({"bucket": "2", "lookup.cache-rows": "4"}))
+    harmless = schema_refusals(schema({"bucket": "2", "lookup.remote-file.enabled": "true"}))
     assert blocked(harmless) == {Op.WRITE, Op.COMPACT, Op.EXPIRE, Op.ORPHANS, Op.ROLLBACK}
     # keys that only steer how writers place new rows refuse writes only (a newer Paimon's
     # dynamic-bucket.max-buckets; dynamic-bucket.target-row-num and postpone.batch-write-fixed-bucket
     # are known)
-    for key in ("dynamic-bucket.max-buckets", "sink.parallelism", "postpone.future-writer-knob"):
+    for key in ("dynamic-bucket.max-buckets", "sink.watermark-time-zone", "postpone.future-writer-knob"):
         assert blocked(schema_refusals(schema({"bucket": "2", key: "8"}))) == {Op.WRITE}
     # tags and schema changes (the way to remove the option) stay allowed
     assert Op.TAG not in blocked(future) and Op.SCHEMA_CHANGE not in blocked(future)
@@ -266,11 +266,11 @@ def test_future_option_refuses_maintenance_before_touching_the_table(crafted, ca
 def test_read_harmless_unknown_option_reads_but_does_not_compact(crafted):
     cat, table_dir, _s = crafted
     expected = cat.get_table("db.t").to_arrow().sort_by("id")
-    _set_options(table_dir, {"lookup.cache-rows": "4"})
+    _set_options(table_dir, {"lookup.remote-file.enabled": "true"})
     t = cat.get_table("db.t")
     assert t.to_arrow().sort_by("id").equals(expected)
     before = tree(table_dir)
-    with pytest.raises(UnsupportedFeatureError, match=r"Cannot compact db\.t: option lookup\.cache-rows"):
+    with pytest.raises(UnsupportedFeatureError, match=r"Cannot compact db\.t: option lookup\.remote-file\.enabled"):
         t.compact(full=True)
     assert tree(table_dir) == before
 
