@@ -164,6 +164,12 @@ ENGINE_RULES: dict[str, OptionRule] = _rules(
     _flink("partition.idle-time-to-report-statistic", "Idle time after which Flink reports a partition's "
            "statistics to the metastore (duration; a CoreOptions key since 1.1).",
            "statistics in a metastore, not files of the table"),
+    _flink("partition.time-interval", "Time span of a partition for Flink's mark-done (duration).",
+           "read only with partition.idle-time-to-done or partition.end-input-to-done, which refuse orphan removal"),
+    _flink("partition.mark-done-action.mode", "When Flink marks partitions done (process-time or watermark).",
+           "read only with partition.idle-time-to-done or partition.end-input-to-done, which refuse orphan removal"),
+    _flink("partition.mark-done.recover-from-state", "Flink recovers its mark-done state (boolean).",
+           "read only with partition.idle-time-to-done or partition.end-input-to-done, which refuse orphan removal"),
     _flink("log.system", "Log system of the table (none or kafka; Paimon 1.3 and older).", _LOG),
     _flink("log.system.partitions", "Partitions of the log system's topic (int).", _LOG),
     _flink("log.system.replication", "Replication of the log system's topic (int).", _LOG),
@@ -183,7 +189,8 @@ ENGINE_RULES: dict[str, OptionRule] = _rules(
     _spark("write.data-evolution.update-conflict-retry.wait-ms", "Wait between those retries (long).",
            "Spark's retries; data evolution is refused anyway"),
     _spark("read.changelog", "Spark's streaming reads add a row-kind column (boolean).",
-           "the rows Spark's queries emit, not the table"),
+           "the columns Paimon's Spark queries emit, not the table: lake_assets' change reads always carry "
+           "_row_kind, and its Spark source adds it for its own read option read.changelog, not the table's"),
     _spark("read.stream.maxFilesPerTrigger", "Files per Spark micro-batch at most (int).", _SPARK_STREAM),
     _spark("read.stream.maxBytesPerTrigger", "Bytes per Spark micro-batch at most (long).", _SPARK_STREAM),
     _spark("read.stream.maxRowsPerTrigger", "Rows per Spark micro-batch at most (long).", _SPARK_STREAM),
@@ -317,12 +324,6 @@ REFUSED_ENGINE_RULES: dict[str, OptionRule] = _rules(
              ("READ", "STREAM"), _SCAN_PARTITIONS),
     _refused("partition.idle-time-to-done", "Idle time after which Flink marks a partition done (Flink "
              "connector, duration).", ("ORPHANS",), _MARK_DONE),
-    _refused("partition.time-interval", "Time span of a partition for Flink's mark-done (Flink connector, "
-             "duration).", ("ORPHANS",), _MARK_DONE),
-    _refused("partition.mark-done-action.mode", "When Flink marks partitions done (process-time or "
-             "watermark; Flink connector).", ("ORPHANS",), _MARK_DONE),
-    _refused("partition.mark-done.recover-from-state", "Flink recovers mark-done state (Flink connector, "
-             "boolean).", ("ORPHANS",), _MARK_DONE),
     _refused("partition.end-input-to-done", "Flink marks partitions done at end of input (Flink connector "
              "in 0.9, CoreOptions since 1.0; boolean).", ("ORPHANS",), _MARK_DONE),
 )
