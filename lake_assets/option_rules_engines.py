@@ -52,7 +52,8 @@ _LOOKUP = "Flink's lookup joins"
 _STREAM = "how Flink's streaming source plans and paces its reads"
 _SPARK_STREAM = "how Spark's streaming source paces its micro-batches"
 _LOOKUP_CACHE = "local caches of lookup joins and of Java's lookup compaction, not files of the table"
-_LOG = "the log system (log.system, Paimon 1.3 and older), which lake_assets does not read; the table's files hold every row"
+_LOG = ("the log system (log.system, Paimon 1.3 and older), which lake_assets does not read; the table's files "
+        "hold every row")
 
 ENGINE_RULES: dict[str, OptionRule] = _rules(
     # ---- Flink connector (paimon-flink-common FlinkConnectorOptions.java, Paimon 0.9 to HEAD)
