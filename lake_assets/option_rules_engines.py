@@ -189,9 +189,9 @@ ENGINE_RULES: dict[str, OptionRule] = _rules(
            "data-evolution tables (int, Paimon 2.x).", "Spark's retries; data evolution is refused anyway"),
     _spark("write.data-evolution.update-conflict-retry.wait-ms", "Wait between those retries (long).",
            "Spark's retries; data evolution is refused anyway"),
-    _spark("read.changelog", "Spark's streaming reads add a row-kind column (boolean).",
-           "the columns Paimon's Spark queries emit, not the table: lake_assets' change reads always carry "
-           "_row_kind, and its Spark source adds it for its own read option read.changelog, not the table's"),
+    _spark("read.changelog", "Spark's reads add a row-kind column (boolean).",
+           "Paimon's Spark source takes it from a read's own options, not the table's (SparkSource.loadTable), "
+           "as lake_assets' Spark source does"),
     _spark("read.stream.maxFilesPerTrigger", "Files per Spark micro-batch at most (int).", _SPARK_STREAM),
     _spark("read.stream.maxBytesPerTrigger", "Bytes per Spark micro-batch at most (long).", _SPARK_STREAM),
     _spark("read.stream.maxRowsPerTrigger", "Rows per Spark micro-batch at most (long).", _SPARK_STREAM),
