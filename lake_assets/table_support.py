@@ -26,7 +26,10 @@ is refused. Reads stay allowed where their result is provably what Paimon reader
 Keys of the data file formats' writers (``parquet.*``, ``orc.*``, ``avro.*``) that the registry does
 not list refuse writes and compaction only, and only when the table writes that format: Paimon hands
 them to the format's writer, so they shape nothing but new files (`lake_assets.formats.format_options`).
-Other options a table carries that lake_assets does not know (a newer Paimon's, say) follow one rule:
+Options that only steer another engine's runtime (Paimon's Flink and Spark connectors, Java's lookup
+caches: `lake_assets.option_rules_engines`) are rows of the registry and refuse nothing, except the few
+that module refuses by name. Other options a table carries that lake_assets does not know (a newer
+Paimon's, say) follow one rule:
 writes and every maintenance operation (compact, expire, orphan removal, rollback) are refused,
 because we cannot know what the option means for the files they create or delete; reads are
 allowed only for keys listed in `READ_HARMLESS_KEYS` / `READ_HARMLESS_PREFIXES` (options that steer
