@@ -239,11 +239,13 @@ class Table(TableMaintenance):
         snap = snapshot if snapshot is not None else self.resolve_snapshot(snapshot_id)
         if snap is None:
             return []
-        schema = self.store.schema_at(snap)  # the filter may name a column as a newer schema does
+        # the filter names columns as the read's schema does: a time travel's is its snapshot's,
+        # else the handle's, moved on when the snapshot was committed under a newer one
+        schema = self._read_schema(snap, travel=snapshot is None and snapshot_id is not None)
         pred = Predicate.of(filter)
         if pred is not None:
             pred.check(schema.arrow_schema, self.name)
-        return plan_splits(self.store, snap, pred, op)
+        return plan_splits(self.store, snap, pred, op, schema=schema)
 
     def to_batches(
         self,
@@ -309,7 +311,7 @@ class Table(TableMaintenance):
             pred.check(schema.arrow_schema, self.name)
         reader = SplitReader(self.store, schema, columns, pred)
         reader.snapshot_id = snap.id  # a file removed by expiry meanwhile: a race, not corruption
-        splits = plan_splits(self.store, snap, pred)
+        splits = plan_splits(self.store, snap, pred, schema=schema)
         if stream is not None:
             yield from stream_splits(reader, splits, batch_rows=stream[0], read_ahead=stream[1])
             return

@@ -21,7 +21,7 @@ from lake_assets.ops.scan import Split
 from lake_assets.predicate import Predicate
 from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.binary_row import deserialize_row
-from lake_assets.spec.data_types import BinaryType, VarBinaryType
+from lake_assets.spec.data_types import BinaryType, DataType, DoubleType, FloatType, VarBinaryType
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import Snapshot
@@ -55,12 +55,19 @@ def resolve_snapshot(
     return store.snapshot_manager.snapshot(snapshot_id)
 
 
-def plan_splits(store: FileStore, snap: Snapshot, pred: Predicate | None, op: Op = Op.READ) -> list[Split]:
+def plan_splits(
+    store: FileStore, snap: Snapshot, pred: Predicate | None, op: Op = Op.READ, *, schema: TableSchema | None = None
+) -> list[Split]:
     """The splits (one per partition and bucket) of ``snap`` that may hold rows ``pred`` accepts;
-    the table and the files planned are checked for ``op`` (`lake_assets.table_support`)."""
-    store.schema_at(snap)  # a snapshot committed under a newer schema is planned with it
+    the table and the files planned are checked for ``op`` (`lake_assets.table_support`).
+
+    ``schema`` is the schema the read works with, the one ``pred`` names columns in (a time-travel
+    read's is its snapshot's); unset, the handle's schema as of ``snap`` (`FileStore.schema_at`).
+    Each file's stats are evolved from the schema that wrote it into ``schema`` by field id
+    (`file_may_match`), never read through the handle's current names."""
+    moved = store.schema_at(snap)  # a snapshot committed under a newer schema is planned with it
+    schema = schema if schema is not None else moved
     scan = store.file_store_scan(op)
-    schema = store.schema
     pkeys = list(schema.partition_keys)
     partition_filter = None
     partition_range = None
@@ -82,7 +89,7 @@ def plan_splits(store: FileStore, snap: Snapshot, pred: Predicate | None, op: Op
         snap, partition_filter=partition_filter, partition_range=partition_range, buckets=buckets
     )
     if pred is not None and pred.clauses:
-        entries = [e for e in entries if file_may_match(store, e.file, pred)]
+        entries = [e for e in entries if file_may_match(store, e.file, pred, schema)]
     return deletion_vectors.attach(store, snap, scan.splits(entries))
 
 
@@ -98,12 +105,18 @@ def _buckets_of(schema: TableSchema, combos: list[dict[str, Any]], keys: list[st
     return {int(b) for b in assign_buckets(cols, schema.types(keys), nb)}
 
 
-def file_may_match(store: FileStore, meta: DataFileMeta, pred: Predicate, *, by_values: bool = False) -> bool:
+def file_may_match(
+    store: FileStore, meta: DataFileMeta, pred: Predicate, schema: TableSchema, *, by_values: bool = False
+) -> bool:
     """Prune by file stats: key stats for PK tables (values may be superseded), value stats otherwise.
 
-    ``by_values``: value stats of a PK table's file, for files read on their own (a deletion-vector
-    bucket read without a merge: no row of another file depends on this one's rows)."""
-    schema = store.schema
+    ``pred`` names columns as ``schema`` (the read's) does. The stats are the file's, per the
+    schema that wrote it (its ``schema_id``): each column is matched to ``schema`` by field id, as
+    Paimon's ``SimpleStatsEvolutions`` does - a renamed column keeps its stats, a dropped one (or
+    one dropped and added again under a new id) has none, and bounds of a widened column are cast
+    to the read type, the type the rows are filtered in. ``by_values``: value stats of a PK
+    table's file, for files read on their own (a deletion-vector bucket read without a merge: no
+    row of another file depends on this one's rows)."""
     file_schema = store.schema_by_id(meta.schema_id)
     if schema.primary_keys and not by_values:
         names = list(file_schema.trimmed_primary_keys)
@@ -113,7 +126,8 @@ def file_may_match(store: FileStore, meta: DataFileMeta, pred: Predicate, *, by_
             file_schema.field_names
         )
         stats = meta.value_stats
-    if not names or not (set(names) & pred.columns | _renamed(schema, file_schema, names, pred)):
+    read_fields = [schema.field_by_id(file_schema.field(n).id) for n in names]
+    if not any(f is not None and f.name in pred.columns for f in read_fields):
         return True
     types = file_schema.types(names)
     try:
@@ -121,24 +135,25 @@ def file_may_match(store: FileStore, meta: DataFileMeta, pred: Predicate, *, by_
         hi = deserialize_row(stats.max_values, types)
     except CorruptMetadataError:
         return True
-    # Stats are by the file's column names; map them to the current names by field id.
-    cur = {}
-    for n, a, b in zip(names, lo, hi, strict=True):
-        f = schema.field_by_id(file_schema.field(n).id)
+    mins: dict[str, Any] = {}
+    maxs: dict[str, Any] = {}
+    for f, a, b in zip(read_fields, lo, hi, strict=True):
         # Binary bounds are never trusted: Java writes none, and older lake_assets files carry
         # some whose order another reader may not share (signed vs unsigned bytes).
         if f is not None and not isinstance(f.type, (BinaryType, VarBinaryType)):
-            cur[f.name] = (a, b)
-    return pred.test_ranges({k: v[0] for k, v in cur.items()}, {k: v[1] for k, v in cur.items()})
+            mins[f.name] = _as_read_type(a, f.type)
+            maxs[f.name] = _as_read_type(b, f.type)
+    return pred.test_ranges(mins, maxs)
 
 
-def _renamed(schema: TableSchema, file_schema: TableSchema, names: list[str], pred: Predicate) -> set[str]:
-    out = set()
-    for n in names:
-        f = schema.field_by_id(file_schema.field(n).id)
-        if f is not None and f.name in pred.columns:
-            out.add(f.name)
-    return out
+def _as_read_type(value: Any, read_type: DataType) -> Any:
+    """A stats bound of a file's column in the column's read type. Every widening keeps the value
+    (schema_apply allows lossless ones only) and Python compares ints, Decimals and times exactly
+    across widths; an integer read as FLOAT/DOUBLE must become a float, though: filters compare
+    floats as ``Double.compare`` does (0.0 > -0.0), which an int bound would not."""
+    if isinstance(read_type, (FloatType, DoubleType)) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
 
 
 def to_epoch_ms(value: datetime | int | str) -> int:

@@ -313,7 +313,7 @@ class SplitReader:
         pred = self.predicate if self.predicate is not None and self.predicate.clauses else None
         if pred is None:
             return files
-        return [meta for meta in files if file_may_match(self.store, meta, pred, by_values=True)]
+        return [meta for meta in files if file_may_match(self.store, meta, pred, self.schema, by_values=True)]
 
     def read_raw_file(self, split: Split, meta: DataFileMeta, *, use_threads: bool | None = None) -> pa.Table:
         """The rows one of the `raw_files` of ``split`` contributes to the read."""
