@@ -30,7 +30,7 @@ from lake_assets.ops.read import SplitReader, read_splits_ahead
 from lake_assets.ops.scan import Split
 from lake_assets.ops.schema_change import SchemaUpdate
 from lake_assets.ops.stream import ChangeReader, StreamEnumerator, read_changes
-from lake_assets.ops.streaming_read import DEFAULT_BATCH_ROWS, DEFAULT_READ_AHEAD, stream_bounds, stream_splits
+from lake_assets.ops.streaming_read import stream_bounds, stream_splits
 from lake_assets.ops.write import TableWriter
 from lake_assets.predicate import Predicate
 from lake_assets.spec.schema import TableSchema
@@ -263,21 +263,28 @@ class Table(TableMaintenance):
         Memory is set by ``batch_size`` and ``read_ahead`` (batches each reading thread may hold
         ready), not by the table: a bucket's sorted runs are merged batch by batch (see
         `lake_assets.ops.streaming_read`). Unset, they are the table's options ``read.batch-size``
-        and ``read.read-ahead`` (defaults 65536 and 2). Arguments are checked at the call, not at
-        the first batch."""
+        and ``read.read-ahead`` (defaults 65536 and 2), taken once the snapshot is resolved from the
+        table's current schema - the handle's, moved on to the latest snapshot's when another handle
+        evolved it (`FileStore.schema_at`) - as Paimon's reads take options: a time-travel read
+        reads the old snapshot's columns with the current options (Java's time travel copies the
+        snapshot's schema with the table's options), not the options the old schema had.
+        Arguments are checked at the call, not at the first batch."""
         args.names("columns", columns)
         args.integer("batch_size", batch_size, minimum=1)
         args.integer("read_ahead", read_ahead, minimum=1)
         return self._batches(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp, columns=columns, filter=filter,
-                             stream=stream_bounds(self.schema.core_options, batch_size, read_ahead))
+                             stream=(batch_size, read_ahead))
 
     def _batches(self, *, snapshot_id: int | None, tag: str | None, timestamp: datetime | int | str | None,
                  columns: Sequence[str] | None, filter: Any,
-                 stream: tuple[int, int] = (DEFAULT_BATCH_ROWS, DEFAULT_READ_AHEAD)) -> Iterator[pa.RecordBatch]:
+                 stream: tuple[int | None, int | None] = (None, None),
+                 ) -> Iterator[pa.RecordBatch]:
         # Resolved at the first batch (a generator), once: the schema and the files come from it.
         snap, schema = self._read_point(snapshot_id, tag=tag, timestamp=timestamp)
-        for t in self._tables(snap, schema, columns=columns, filter=filter, stream=stream):
-            yield from t.to_batches(max_chunksize=stream[0])
+        # after `_read_point`: a read of the latest state has moved the store to its schema
+        bounds = stream_bounds(self.store.schema.core_options, *stream)
+        for t in self._tables(snap, schema, columns=columns, filter=filter, stream=bounds):
+            yield from t.to_batches(max_chunksize=bounds[0])
 
     def _read_point(
         self, snapshot_id: int | None, *, tag: str | None, timestamp: datetime | int | str | None
