@@ -10,7 +10,9 @@ and ``commitRescale``) rescales a partition before writing a batch that needs mo
   merge engine applied, deleted keys dropped, each row with its merged row kind);
 * it writes the rows into the new count through a fixed-bucket writer that ignores the previous
   files (``withIgnorePreviousFiles``): write-only level-0 files, sequence numbers from 0 in each
-  new bucket, ``_TOTAL_BUCKETS`` = the new count, no changelog (``changelog-producer = none``);
+  new bucket, ``_TOTAL_BUCKETS`` = the new count, no changelog (HEAD's ``rescaleWriteBuilder``
+  copies the table with ``changelog-producer = none``: an ``input`` table's rewrite writes no
+  changelog file, its rows are the partition as it was, not a change; `_rewrite_store`);
 * it commits them as one OVERWRITE snapshot of exactly those partitions
   (``withOverwriteStaticPartitions``) on a table copy with a positive ``bucket``, so the overwrite
   deletes the partitions' real-bucket files only: rows waiting in ``bucket-postpone`` stay and
@@ -103,7 +105,7 @@ def rescale_partitions(
     reader.snapshot_id = snap.id
     batch_rows = stream_bounds(store.schema.core_options)[0]
     columns = list(store.schema.field_names)
-    with PostponeFixedBucketWriter(store, user, counts, ignore_previous_files=True) as writer:
+    with PostponeFixedBucketWriter(_rewrite_store(store), user, counts, ignore_previous_files=True) as writer:
         for split in splits:
             for part in reader.stream_split(split, batch_rows, with_kind=True):
                 if part.num_rows:
@@ -115,6 +117,19 @@ def rescale_partitions(
     ids = TableCommitter(store, user).commit(messages, BATCH_COMMIT_IDENTIFIER, overwrite=overwrite,
                                              check_committed=False)
     return ids[-1] if ids else None
+
+
+def _rewrite_store(store: FileStore) -> FileStore:
+    """``store`` as the rewrite writes through it: the same table and schema with
+    ``changelog-producer = none`` (HEAD: ``fixedWriteTable.copy(changelog-producer -> none)``), so
+    an ``input`` table's writer writes no changelog files (nor keeps its buffer from spilling)."""
+    if store.schema.core_options.changelog_producer == "none":
+        return store
+    schema = store.schema.with_options({**store.schema.options, "changelog-producer": "none"})
+    copy = FileStore(store.name, store.file_io, store.paths.root, schema)
+    copy.pin_schema(schema)  # the files are written under this schema id, whatever lands meanwhile
+    copy.fault_hook = store.fault_hook
+    return copy
 
 
 def strict_mode_check(store: FileStore, last_safe: int, commit_user: str,
