@@ -195,8 +195,8 @@ def collected_spills() -> Iterator[list[spill.SpillDirectory]]:
     made: list[spill.SpillDirectory] = []
     original = compact_rewrite.spill_directory  # type: ignore[attr-defined]
 
-    def collecting(options: CoreOptions) -> spill.SpillDirectory:
-        directory = original(options)
+    def collecting(options: CoreOptions, spill_dir: str | None = None) -> spill.SpillDirectory:
+        directory = original(options, spill_dir)
         made.append(directory)
         return directory
 

@@ -7,6 +7,7 @@ on to the schema of the snapshot they work on when another handle evolved it (`F
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import datetime
@@ -144,12 +145,16 @@ class Table(TableMaintenance):
 
     # ------------------------------------------------------------------ write
     def new_writer(
-        self, commit_user: str, *, write_only: bool = False, ignore_previous_files: bool = False
+        self, commit_user: str, *, write_only: bool = False, ignore_previous_files: bool = False,
+        spill_dir: str | os.PathLike[str] | None = None,
     ) -> TableWriter | PostponeWriter:
         """A writer for the two-phase commit: `write_arrow`, then `prepare_commit` → messages.
 
         ``ignore_previous_files``: the writer's buckets start empty (for an overwrite, whose commit
         removes the files there): inline compaction and changelog see only the new data.
+        ``spill_dir``: the local directory its write buffer and inline compaction spill under
+        (default ``LAKE_ASSETS_SPILL_DIR``, in a Spark worker Spark's local dirs, else the system
+        temp; `lake_assets.ops.spill.spill_root`); it must exist.
         """
         args.text("commit_user", commit_user, optional=False)
         args.flag("write_only", write_only)
@@ -158,7 +163,7 @@ class Table(TableMaintenance):
         # this one loaded: its merges, lookups and inline compaction read the files under it.
         self.store.schema_at(self.snapshot_manager.latest())
         return new_table_writer(self.store, commit_user, write_only=write_only,
-                                ignore_previous_files=ignore_previous_files)
+                                ignore_previous_files=ignore_previous_files, spill_dir=spill_dir)
 
     def new_committer(self, commit_user: str) -> TableCommitter:
         """The committer of ``commit_user``: `commit(messages, commit_identifier)` is exactly-once."""
@@ -170,6 +175,7 @@ class Table(TableMaintenance):
         data: pa.Table | pa.RecordBatch | pa.RecordBatchReader,
         *,
         overwrite: bool | dict[str, str] = False,
+        spill_dir: str | os.PathLike[str] | None = None,
     ) -> int | None:
         """Write and commit in one call; returns the new snapshot id (None if nothing was written).
 
@@ -177,13 +183,13 @@ class Table(TableMaintenance):
         when it has none) under ``dynamic-partition-overwrite`` = true, the default, else the whole
         table (an unpartitioned table is always replaced whole); a dict such as
         ``{"dt": "2024-01-01"}`` replaces the partitions matching those values (and rejects rows
-        outside them).
+        outside them). ``spill_dir``: where the write spills (see `new_writer`).
         """
         user = str(uuid.uuid4())
         ow = overwrite_spec(self.store, overwrite)
         # Like Paimon's overwrite writer: the replaced partitions' files are not compacted with
         # the new data (the commit deletes them) nor looked up for changelog.
-        writer = self.new_writer(user, ignore_previous_files=ow is not None)
+        writer = self.new_writer(user, ignore_previous_files=ow is not None, spill_dir=spill_dir)
         committer = self.new_committer(user)
         messages: list[CommitMessage] = []
         try:

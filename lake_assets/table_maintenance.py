@@ -5,6 +5,7 @@ before delegating to its operation in `lake_assets.ops`. `Table` inherits them.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -116,11 +117,14 @@ class TableMaintenance(StoreView):
         partitions: Sequence[dict[str, Any]] | None = None,
         max_units: int | None = None,
         parallelism: int | None = None,
+        spill_dir: str | os.PathLike[str] | None = None,
     ) -> CompactResult:
         """Compact in this process: Paimon's universal compaction (or everything with ``full=True``)
         per (partition, bucket), committed as one COMPACT snapshot with conflict checks.
 
         Up to ``parallelism`` units run at once (default: option ``compaction.parallelism``).
+        Units spill under ``spill_dir`` (default ``LAKE_ASSETS_SPILL_DIR``, in a Spark worker
+        Spark's local dirs, else the system temp; `lake_assets.ops.spill.spill_root`).
         For distributed runs pass a unit runner to `lake_assets.ops.compact.compact` (``run_tasks``).
         """
         args.flag("full", full)
@@ -128,7 +132,8 @@ class TableMaintenance(StoreView):
         args.integer("max_units", max_units, minimum=1)
         args.integer("parallelism", parallelism, minimum=1)
         self.store.require_exists()
-        return compact(self.store, full=full, partitions=partitions, max_units=max_units, parallelism=parallelism)
+        return compact(self.store, full=full, partitions=partitions, max_units=max_units, parallelism=parallelism,
+                       spill_dir=spill_dir)
 
     def health(self, *, snapshot_id: int | None = None, small_file_threshold: int | None = None) -> pa.Table:
         """Per (partition, bucket) LSM health from manifests only (no data files are read)."""

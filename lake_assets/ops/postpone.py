@@ -216,9 +216,11 @@ def plan_postpone(
             for p in touched]
 
 
-def run_postpone_unit(store: FileStore, unit: PostponeUnit, commit_user: str) -> list[CommitMessage]:
+def run_postpone_unit(store: FileStore, unit: PostponeUnit, commit_user: str, *,
+                      spill_dir: str | None = None) -> list[CommitMessage]:
     """Write one unit's postponed rows into its real buckets; the messages (not committed): the
-    new files as compaction output, the postpone files as compaction input."""
+    new files as compaction output, the postpone files as compaction input. The writer spills
+    under ``spill_dir`` (`lake_assets.ops.spill.spill_root`)."""
     # Java's PostponeBucketCompactOperator: the rows go through the bucket's writer, which then
     # compacts every bucket it wrote and every bucket holding level-0 files (universal compaction,
     # so first-row, lookup and deletion-vector tables lift level 0 as their readers need), and the
@@ -227,7 +229,7 @@ def run_postpone_unit(store: FileStore, unit: PostponeUnit, commit_user: str) ->
     # every bucket of the partition into the top level instead, as a fixed-bucket table's full
     # compaction with the partition's bucket count: nothing else lifts small files out of real
     # buckets that hold no level-0 file.
-    writer = TableWriter(store, commit_user, real_buckets=unit.buckets)
+    writer = TableWriter(store, commit_user, real_buckets=unit.buckets, spill_dir=spill_dir)
     try:
         for e in unit.files:
             rows, kinds = read_postpone_file(store, e)
@@ -260,12 +262,13 @@ def compact_postpone(
     commit_user: str | None = None,
     run_units: RunPostponeUnits | None = None,
     full: bool = False,
+    spill_dir: str | None = None,
 ) -> CompactResult:
     """Move every postponed row (of ``partitions``, if given) into real buckets in one COMPACT
     snapshot (none if nothing waits). ``full`` then also compacts every real bucket of those
     partitions into the top level (`run_postpone_unit`). ``run_units`` runs the planned units
     (default: one after another in this process; a Spark job passes its own, one Spark task per
-    unit)."""
+    unit). The units' writers spill under ``spill_dir`` (`lake_assets.ops.spill.spill_root`)."""
     started = time.perf_counter()
     user = commit_user or f"compact-{uuid.uuid4()}"
     units = plan_postpone(store, partitions, full=full)
@@ -273,7 +276,7 @@ def compact_postpone(
         messages: list[CommitMessage] = []
         try:
             for unit in units:
-                messages.extend(run_postpone_unit(store, unit, user))
+                messages.extend(run_postpone_unit(store, unit, user, spill_dir=spill_dir))
         except BaseException:
             # never committed: the finished units' files would be orphans (abort deletes only
             # files no snapshot or tag references)

@@ -22,6 +22,7 @@ Changelog files are not written here (Java's postpone writer writes none either)
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.postpone import is_postpone_table
 from lake_assets.ops.route import partition_groups
+from lake_assets.ops.spill import spill_root
 from lake_assets.ops.write import TableWriter
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.manifest import DataFileMeta, SimpleStats
@@ -263,10 +265,14 @@ class PostponeWriter:
 
 
 def new_table_writer(
-    store: FileStore, commit_user: str, *, write_only: bool = False, ignore_previous_files: bool = False
+    store: FileStore, commit_user: str, *, write_only: bool = False, ignore_previous_files: bool = False,
+    spill_dir: str | os.PathLike[str] | None = None,
 ) -> TableWriter | PostponeWriter:
-    """The writer of a table: a `PostponeWriter` for postpone-bucket tables (it never compacts
-    and never looks at previous files, so both flags are moot), else a `TableWriter`."""
+    """The writer of a table: a `PostponeWriter` for postpone-bucket tables (it never compacts,
+    spills nor looks at previous files, so the flags are moot and ``spill_dir`` is only checked),
+    else a `TableWriter` spilling under ``spill_dir`` (`lake_assets.ops.spill.spill_root`)."""
     if is_postpone_table(store):
+        spill_root(spill_dir)  # a bad setting fails every writer alike, before it writes
         return PostponeWriter(store, commit_user)
-    return TableWriter(store, commit_user, write_only=write_only, ignore_previous_files=ignore_previous_files)
+    return TableWriter(store, commit_user, write_only=write_only, ignore_previous_files=ignore_previous_files,
+                       spill_dir=spill_dir)

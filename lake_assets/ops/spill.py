@@ -15,6 +15,15 @@ key, which is only complete when no key continues into an input's next batch.
 
 Runs never reach the table directory: they live in a private `tempfile` directory that is
 removed when the writer cleans up, is garbage collected, or the interpreter exits.
+
+Where that directory is made (`spill_root`): under the ``spill_dir`` an operation is given (the
+keyword of `Table.write_arrow`, `Table.new_writer`, `Table.compact`, `TableWriter`, the compaction
+runners), else under ``LAKE_ASSETS_SPILL_DIR`` (one setting for the process), else - in a Spark
+Python worker - under one of Spark's local directories (``SPARK_LOCAL_DIRS``, which Spark sets
+for its Python workers to the executor's block-manager directories, the ones Paimon's Spark
+writers spill into through their ``IOManager``), else under the system temp directory. A
+directory given (keyword or variable) must exist and be a directory: an operation checks it as it
+starts, before it writes anything, and raises `InvalidArgumentError` naming it.
 """
 
 from __future__ import annotations
@@ -33,8 +42,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from lake_assets.errors import InvalidArgumentError
 from lake_assets.lsm.merge import key_change_mask
 from lake_assets.lsm.sorted_sets import sorted_unique
+
+# The process-wide spill directory (see the module docstring), and Spark's for its Python workers.
+SPILL_DIR_ENV = "LAKE_ASSETS_SPILL_DIR"
+SPARK_LOCAL_DIRS_ENV = "SPARK_LOCAL_DIRS"
 
 # Uncompressed bytes per record batch in a run file, at most. A merge holds one batch per run (plus
 # its output chunk), so the batch size times the fan-in bounds the merge's extra memory per bucket:
@@ -47,6 +61,40 @@ MAX_BATCH_ROWS = 64 * 1024
 # Paimon's spill codecs are zstd and lzo; Arrow IPC has zstd and lz4. Runs are private to this
 # process, so the codec never affects what the table holds: lzo maps to the other fast codec.
 _IPC_CODECS = {"zstd": "zstd", "lz4": "lz4", "lzo": "lz4", "none": None}
+
+
+def spill_root(spill_dir: str | os.PathLike[str] | None = None) -> str | None:
+    """The directory spill directories are made under: ``spill_dir``, else ``LAKE_ASSETS_SPILL_DIR``,
+    else one of ``SPARK_LOCAL_DIRS`` (a Spark Python worker), else None (the system temp directory).
+
+    Raises `InvalidArgumentError` when ``spill_dir`` or ``LAKE_ASSETS_SPILL_DIR`` is not an
+    existing, writable directory: operations that may spill call it as they start, so a bad
+    setting fails them before anything is written, not at the first spill mid-way."""
+    if spill_dir is not None:
+        if isinstance(spill_dir, bool) or not isinstance(spill_dir, (str, os.PathLike)):
+            raise InvalidArgumentError(f"spill_dir must be a path, got {spill_dir!r}")
+        return _checked_dir(os.fspath(spill_dir), "spill_dir")
+    configured = os.environ.get(SPILL_DIR_ENV, "").strip()
+    if configured:
+        return _checked_dir(configured, SPILL_DIR_ENV)
+    # Spark's local dirs are Spark's to create (and to delete with the executor): one of them that
+    # exists, picked per process so that workers spread over several disks, as PySpark's own spill
+    spark_dirs = [d for d in os.environ.get(SPARK_LOCAL_DIRS_ENV, "").split(",") if d.strip() and os.path.isdir(d)]
+    if spark_dirs:
+        return spark_dirs[os.getpid() % len(spark_dirs)]
+    return None
+
+
+def _checked_dir(path: str, source: str) -> str:
+    if not path:
+        raise InvalidArgumentError(f"Cannot spill: {source} is empty")
+    if not os.path.exists(path):
+        raise InvalidArgumentError(f"Cannot spill to {path!r} ({source}): it does not exist")
+    if not os.path.isdir(path):
+        raise InvalidArgumentError(f"Cannot spill to {path!r} ({source}): it is not a directory")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise InvalidArgumentError(f"Cannot spill to {path!r} ({source}): it is not writable")
+    return path
 
 
 def ipc_codec(name: str) -> str | None:
@@ -141,9 +189,11 @@ def _remove_tree(path: str) -> None:
 class SpillDirectory:
     """The private local directory of one writer's spill runs, with its disk budget.
 
-    The directory is created on the first spill. ``weakref.finalize`` removes it if the writer is
-    dropped without `cleanup` (an exception the caller did not handle, interpreter exit); only a
-    killed process can leave it behind, and then only under the system temp directory.
+    The directory is created on the first spill, under ``parent`` (a `spill_root`; None: the
+    system temp directory). ``weakref.finalize`` removes it if the writer is dropped without
+    `cleanup` (an exception the caller did not handle, interpreter exit); only a killed process
+    can leave it behind, and then only under ``parent`` (Spark removes its local directories with
+    the executor).
     """
 
     def __init__(
@@ -153,7 +203,9 @@ class SpillDirectory:
         zstd_level: int = 1,
         max_disk_bytes: int | None = None,
         batch_bytes: int = SPILL_BATCH_BYTES,
+        parent: str | None = None,
     ) -> None:
+        self.parent = parent
         self.batch_bytes = batch_bytes  # per record batch of a run (see `spill_batch_bytes`)
         codec: pa.Codec | str | None = ipc_codec(compression)
         if codec == "zstd":
@@ -174,7 +226,7 @@ class SpillDirectory:
     def _directory(self) -> str:
         with self._lock:
             if self._path is None:
-                self._path = tempfile.mkdtemp(prefix="lake-assets-spill-")
+                self._path = tempfile.mkdtemp(prefix="lake-assets-spill-", dir=self.parent)
                 self._finalizer = weakref.finalize(self, _remove_tree, self._path)
             return self._path
 

@@ -6,6 +6,7 @@ messages for a single committer. Everything on the row path is vectorized with p
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,7 @@ from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.dynamic_bucket import DynamicBucketAssigner, assigner_for, attach_index_changes
 from lake_assets.ops.level0_flush import Level0Flush
 from lake_assets.ops.route import PARALLEL_GATHER_ROWS, RouteSpec, route
-from lake_assets.ops.spill import SpillStats
+from lake_assets.ops.spill import SpillStats, spill_root
 from lake_assets.ops.write_spill import WriteBufferSpill, bucket_flush_threads
 from lake_assets.ops.writer_state import BucketBuffer, WriterBase, compact_buckets, compact_inline
 from lake_assets.spec.binary_row import serialize_row
@@ -44,12 +45,15 @@ class TableWriter:
     def __init__(
         self, store: FileStore, commit_user: str, *, write_only: bool = False, ignore_previous_files: bool = False,
         real_buckets: int | None = None, base: WriterBase | None = None,
+        spill_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         # ``real_buckets``: the postpone compaction (ops/postpone.py) writes a postpone table's rows
         # into that many real buckets; it runs as a compaction, which the table allows. With
         # ``write_only`` it is a batch write into real buckets (ops/postpone_fixed_bucket.py).
         # ``base``: the snapshot state to start from, restored once and shared by write-only
         # writers of disjoint buckets (one per bucket count there); else read at the first write.
+        # ``spill_dir``: where the write buffer and inline compaction spill (`spill.spill_root`),
+        # checked now, before anything is written.
         self._op = Op.WRITE if real_buckets is None or write_only else Op.COMPACT
         store.require(self._op)
         self.store = store
@@ -93,7 +97,9 @@ class TableWriter:
         self._sequence_stride = 1
         self._sequence_offset = 0
         # the write buffer's local spill (None: a full buffer flushes level-0 files)
-        self._spill = WriteBufferSpill.for_writer(opts, self.is_pk, list(self.schema.trimmed_primary_keys))
+        self.spill_dir = spill_root(spill_dir)
+        self._spill = WriteBufferSpill.for_writer(opts, self.is_pk, list(self.schema.trimmed_primary_keys),
+                                                  self.spill_dir)
         self._level0 = Level0Flush(store, self.schema, self.partition_types, self._spill, write_only=self.write_only)
         self._threads: ThreadPoolExecutor | None = None  # see `_worker_pool`
         self._route_spec = RouteSpec(
@@ -333,7 +339,7 @@ class TableWriter:
 
     def _compact_inline(self, key: tuple[bytes, int], buf: BucketBuffer, msg: CommitMessage) -> CommitMessage:
         return compact_inline(self.store, self._restore(), self.num_buckets, key, buf, msg,
-                              full=key in self._full_requested)
+                              full=key in self._full_requested, spill_dir=self.spill_dir)
 
     def abort(self, messages: Iterable[CommitMessage] = ()) -> None:
         """Delete files written but not committed (buffered files and those in ``messages``).

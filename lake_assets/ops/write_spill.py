@@ -68,8 +68,11 @@ class WriteBufferSpill:
         self.max_runs = options.local_sort_max_num_file_handles
 
     @staticmethod
-    def for_writer(options: CoreOptions, is_pk: bool, keys: list[str]) -> WriteBufferSpill | None:
-        """The writer's spill when its write buffer spills, else None.
+    def for_writer(
+        options: CoreOptions, is_pk: bool, keys: list[str], spill_dir: str | None = None
+    ) -> WriteBufferSpill | None:
+        """The writer's spill when its write buffer spills, else None; its runs go under
+        ``spill_dir`` (a resolved `spill.spill_root`; None: the system temp directory).
 
         Paimon leaves ``write-buffer-spillable`` unset and spills for bounded (batch) writes and on
         object stores. Writes through `TableWriter` are bounded jobs that end in `prepare_commit`,
@@ -85,7 +88,8 @@ class WriteBufferSpill:
         directory = SpillDirectory(compression=options.spill_compression, zstd_level=options.spill_zstd_level,
                                    max_disk_bytes=options.write_buffer_spill_max_disk_size,
                                    batch_bytes=spill_batch_bytes(options.write_buffer_size,
-                                                                 options.local_sort_max_num_file_handles))
+                                                                 options.local_sort_max_num_file_handles),
+                                   parent=spill_dir)
         return WriteBufferSpill(directory, keys, options)
 
     @property

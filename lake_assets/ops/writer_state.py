@@ -83,7 +83,7 @@ class WriterBase:
 
 
 def compact_inline(store: FileStore, base: WriterBase, num_buckets: int, key: BucketKey, buf: BucketBuffer,
-                   msg: CommitMessage, *, full: bool = False) -> CommitMessage:
+                   msg: CommitMessage, *, full: bool = False, spill_dir: str | None = None) -> CommitMessage:
     """Paimon writers without ``write-only`` compact their bucket when universal compaction says
     so (every file into the top level with ``full``): ``msg`` with the compaction added, and
     ``base`` updated to the bucket's files after it."""
@@ -98,7 +98,7 @@ def compact_inline(store: FileStore, base: WriterBase, num_buckets: int, key: Bu
     if task is None:
         base.live_files[key] = files
         return msg
-    result = run_compaction_task(store, task)
+    result = run_compaction_task(store, task, spill_dir=spill_dir)
     removed = {f.file_name for f in result.compact_before}
     base.live_files[key] = [f for f in files if f.file_name not in removed] + list(result.compact_after)
     if result.index_before or result.index_after:

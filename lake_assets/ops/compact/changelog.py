@@ -37,8 +37,10 @@ def _merged_state(store: FileStore, data: pa.Table) -> pa.Table:
     return merged if keep.all() else merged.filter(pa.array(keep))
 
 
-def produce_changelog(store: FileStore, task: CompactionTask, split: Split, reader: SplitReader) -> list[DataFileMeta]:
-    """Changelog files of a lookup or full-compaction unit (the diff of the bucket's states).
+def produce_changelog(store: FileStore, task: CompactionTask, split: Split, reader: SplitReader,
+                      spill_dir: str | None = None) -> list[DataFileMeta]:
+    """Changelog files of a lookup or full-compaction unit (the diff of the bucket's states);
+    its fan-in spill goes under ``spill_dir`` (a resolved `lake_assets.ops.spill.spill_root`).
 
     Only keys with new records can change. The new records (the unit's level 0 for ``lookup``,
     everything below the top level for ``full-compaction``) are streamed through the bounded
@@ -93,7 +95,7 @@ def produce_changelog(store: FileStore, task: CompactionTask, split: Split, read
     # Java writes a compaction's changelog with the unit's output level (createRollingChangelogFileWriter
     # (outputLevel)); Java 0.9's batch reads of first-row tables skip level-0 files, changelog too.
     rolling = writer.rolling(level=task.output_level, file_source=FILE_SOURCE_COMPACT)
-    spill = spill_directory(opts)
+    spill = spill_directory(opts, spill_dir)
     try:
         # many level-0 runs are merged at most sort-spill-threshold at a time (fan_in.py), as
         # the unit's own merge: spill runs keep raw records, so `diff` sees the same chunks' rows

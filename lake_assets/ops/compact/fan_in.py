@@ -64,10 +64,11 @@ def sort_spill_threshold(options: CoreOptions) -> int:
     return options.num_sorted_run_stop_trigger + 1 if configured is None else configured
 
 
-def spill_directory(options: CoreOptions) -> SpillDirectory:
-    """A compaction unit's private spill directory, with the table's spill codec and disk budget."""
+def spill_directory(options: CoreOptions, spill_dir: str | None = None) -> SpillDirectory:
+    """A compaction unit's private spill directory, with the table's spill codec and disk budget,
+    made under ``spill_dir`` (a resolved `lake_assets.ops.spill.spill_root`; None: system temp)."""
     return SpillDirectory(compression=options.spill_compression, zstd_level=options.spill_zstd_level,
-                          max_disk_bytes=options.write_buffer_spill_max_disk_size)
+                          max_disk_bytes=options.write_buffer_spill_max_disk_size, parent=spill_dir)
 
 
 @dataclass

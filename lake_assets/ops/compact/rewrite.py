@@ -7,6 +7,7 @@ releases the GIL while it decodes, sorts and encodes) and returns their messages
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from functools import partial
@@ -28,6 +29,7 @@ from lake_assets.ops.compact.plan import CompactionTask
 from lake_assets.ops.dv_compact import VectorUpdate
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
+from lake_assets.ops.spill import spill_root
 from lake_assets.parallelism import usable_cpus
 from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
 
@@ -52,6 +54,7 @@ def run_compaction_task(
     *,
     chunk_rows: int | None = None,
     whole_read_rows: int | None = None,
+    spill_dir: str | os.PathLike[str] | None = None,
 ) -> CommitMessage:
     """Run one unit: merge and rewrite its sections, relabel upgrades; returns its commit message.
 
@@ -59,8 +62,11 @@ def run_compaction_task(
     batches of the sorted runs merged (`ops.compact.memory`), not by the bucket size. An interval
     of at most ``whole_read_rows`` input rows (default ``chunk_rows``, so the bound holds either
     way) is read file by file whole and merged once (`_merge_whole`); larger ones go through the
-    streaming k-way merge. Both give the same rows in the same write calls.
+    streaming k-way merge. Both give the same rows in the same write calls. Runs that do not fit
+    one merge spill under ``spill_dir`` (`lake_assets.ops.spill.spill_root`: else
+    ``LAKE_ASSETS_SPILL_DIR``, Spark's local dirs, the system temp), checked before anything is written.
     """
+    root = spill_root(spill_dir)
     opts = store.schema.core_options
     chunk_rows = merge_rows(opts) if chunk_rows is None else chunk_rows
     whole_rows = chunk_rows if whole_read_rows is None else whole_read_rows
@@ -74,7 +80,7 @@ def run_compaction_task(
     vectors = (VectorUpdate(store, split, reader, task.dv_lookup_files, task.dv_rewrite_files)
                if task.deletion_vectors else None)
     index_paths: list[str] = []
-    spill = spill_directory(opts)  # created on a unit's first spill only
+    spill = spill_directory(opts, root)  # created on a unit's first spill only
     try:
         if task.append_groups:
             batch_rows = min(chunk_rows, read_batch_rows(opts))
@@ -163,7 +169,7 @@ def run_compaction_task(
             rolling.write(vectors.without_superseded(f, reader.read_file(split, f, with_system=True)))
             before.append(f)
             after += rolling.close()
-        changelog = produce_changelog(store, task, split, reader) if task.changelog_producer else []
+        changelog = produce_changelog(store, task, split, reader, root) if task.changelog_producer else []
         index_before: tuple[IndexManifestEntry, ...] = ()
         index_after: tuple[IndexManifestEntry, ...] = ()
         if vectors is not None:
@@ -231,7 +237,8 @@ def compaction_parallelism(store: FileStore, requested: int | None = None) -> in
 
 
 def run_compaction_tasks(
-    store: FileStore, tasks: Sequence[CompactionTask], *, parallelism: int | None = None
+    store: FileStore, tasks: Sequence[CompactionTask], *, parallelism: int | None = None,
+    spill_dir: str | os.PathLike[str] | None = None,
 ) -> list[CommitMessage]:
     """Run ``tasks`` with at most ``parallelism`` in flight; their messages, in the order of ``tasks``.
 
@@ -240,12 +247,13 @@ def run_compaction_tasks(
     are deleted before the first failure (in task order) is raised: nothing is left for a commit
     that will never happen. A failing unit removes its own partial files itself.
     """
+    root = spill_root(spill_dir)  # checked before any unit writes (see `run_compaction_task`)
     workers = min(len(tasks), compaction_parallelism(store, parallelism))
     if workers <= 1:
         done: list[CommitMessage] = []
         try:
             for task in tasks:
-                done.append(_run_and_release(store, task))
+                done.append(_run_and_release(store, task, root))
         except BaseException:
             discard_outputs(store, done)
             raise
@@ -253,7 +261,7 @@ def run_compaction_tasks(
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="compact")
     futures: list[Future[CommitMessage]] = []
     try:
-        futures = [pool.submit(_run_and_release, store, t) for t in tasks]
+        futures = [pool.submit(_run_and_release, store, t, root) for t in tasks]
         wait(futures, return_when=FIRST_EXCEPTION)
     except BaseException:  # interrupted while waiting: treat like a failed unit
         _stop_and_discard(store, futures)
@@ -267,7 +275,7 @@ def run_compaction_tasks(
     return [f.result() for f in futures]
 
 
-def _run_and_release(store: FileStore, task: CompactionTask) -> CommitMessage:
+def _run_and_release(store: FileStore, task: CompactionTask, spill_dir: str | None) -> CommitMessage:
     """`run_compaction_task`, then the thread's freed allocator pages go back to the system.
 
     A unit allocates and drops hundreds of merge steps' buffers; the allocator keeps the freed
@@ -276,7 +284,7 @@ def _run_and_release(store: FileStore, task: CompactionTask) -> CommitMessage:
     were still resident at its end, 21 with this). Once per unit: a unit is a bucket's worth of
     work, so the pages faulted in again by the next one cost nothing measurable."""
     try:
-        return run_compaction_task(store, task)
+        return run_compaction_task(store, task, spill_dir=spill_dir)
     finally:
         release_thread_memory()
 

@@ -11,6 +11,7 @@ separate for callers that need them:
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -22,6 +23,7 @@ from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact.plan import CompactionPlan, plan_compaction
 from lake_assets.ops.compact.rewrite import run_compaction_tasks
+from lake_assets.ops.spill import spill_root
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
@@ -81,13 +83,17 @@ def compact(
     commit_user: str | None = None,
     parallelism: int | None = None,
     run_tasks: RunTasks | None = None,
+    spill_dir: str | os.PathLike[str] | None = None,
 ) -> CompactResult:
     """Plan, run and commit compaction; a COMPACT snapshot (or none if nothing to do).
 
     ``run_tasks`` runs the planned units (default: `run_compaction_tasks` in this process, up to
-    ``parallelism`` at once, default the table's ``compaction.parallelism``).
+    ``parallelism`` at once, default the table's ``compaction.parallelism``). Units spill under
+    ``spill_dir`` (`lake_assets.ops.spill.spill_root`), checked before anything is planned.
     """
     from lake_assets.ops.postpone import compact_postpone, is_postpone_table  # postpone imports this module
+
+    root = spill_root(spill_dir)
 
     if is_postpone_table(store):
         # the dedicated compaction of a postpone table moves its postponed rows into real buckets;
@@ -99,11 +105,11 @@ def compact(
                 "row into real buckets; max_units is not implemented for it, and a distributed runner "
                 "goes to lake_assets.ops.postpone.compact_postpone (run_units), not run_tasks"
             )
-        return compact_postpone(store, partitions=partitions, commit_user=commit_user, full=full)
+        return compact_postpone(store, partitions=partitions, commit_user=commit_user, full=full, spill_dir=root)
     started = time.perf_counter()
     plan = plan_compaction(store, full=full, partitions=partitions, max_units=max_units)
     if run_tasks is None:
-        messages = run_compaction_tasks(store, plan.tasks, parallelism=parallelism)
+        messages = run_compaction_tasks(store, plan.tasks, parallelism=parallelism, spill_dir=root)
     else:
         messages = run_tasks(store, plan)
     messages = [m for m in messages if not m.is_empty()]
