@@ -39,6 +39,7 @@ from lake_assets.spark.jobs.context import JobContext
 from lake_assets.spark.jobs.errors import UsageError
 from lake_assets.spark.jobs.logs import log
 from lake_assets.spark.jobs.runner import main_entry, run_job
+from lake_assets.spark.spill_dirs import driver_spill_dir
 from lake_assets.table import Table
 
 JOB = "changelog"
@@ -117,7 +118,7 @@ class ParquetSink:
 class TableSink:
     """Appends the changes to a lake table in one commit whose identifier is the last snapshot id."""
 
-    def __init__(self, source: Table, target: Table, consumer_id: str | None) -> None:
+    def __init__(self, source: Table, target: Table, consumer_id: str | None, spill_dir: str | None = None) -> None:
         self.target = target
         kind = target.schema.core_options.rowkind_field
         if kind is None and target.schema.has_field(ROW_KIND):
@@ -136,7 +137,7 @@ class TableSink:
                      else f"changelog-export-{uuid.uuid4()}")
         self.idempotent = consumer_id is not None
         self.committer = target.new_committer(self.user)
-        self.writer = target.new_writer(self.user)
+        self.writer = target.new_writer(self.user, spill_dir=spill_dir)  # runs on the driver
         self.dropped = 0
         self._last = 0
 
@@ -247,7 +248,7 @@ def body(ctx: JobContext) -> dict[str, Any]:
         target = ctx.ref.with_identifier(args.export_table).open()
         if target.paths.root == table.paths.root:
             raise UsageError("--export-table must not be the source table")
-        sink = TableSink(table, target, args.consumer_id)
+        sink = TableSink(table, target, args.consumer_id, driver_spill_dir(ctx.spark))
     elif args.export_path:
         sink = ParquetSink(args.export_path, ctx.ref.storage, table.change_reader().schema)
     if args.consumer_id is not None:
