@@ -84,7 +84,7 @@ def test_pruning_ignores_binary_stats_of_older_files(tmp_path) -> None:
     types = t.schema.types(["k"])
     signed = SimpleStats(serialize_row([b"\x80"], types), serialize_row([b"\x7f"], types), (0,))
     old = dataclasses.replace(meta, key_stats=signed)
-    assert file_may_match(t.store, old, Predicate.of([("k", "=", b"\x10")]))
+    assert file_may_match(t.store, old, Predicate.of([("k", "=", b"\x10")]), t.schema)
     assert sorted(t.to_arrow(filter=[("k", "=", b"\x10")]).column("k").to_pylist()) == [b"\x10"]
 
 
