@@ -1,0 +1,187 @@
+"""File indexes (``file-index.*``, docs/format.md §7.6): option validation, the container and bloom
+filter round trips, refusals of what we do not write, and the writer's cleanup of ``.index`` files.
+Hashes and bytes are checked against Paimon Java in tests/differential/test_file_index_java.py."""
+
+from __future__ import annotations
+
+import datetime as dt
+import errno
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from lake_assets.errors import OptionError, UnsupportedFeatureError
+from lake_assets.formats.bloom_filter import BloomFilter64
+from lake_assets.formats.data_file import DataFileWriter
+from lake_assets.formats.fast_hash import fast_hash, xxhash64
+from lake_assets.formats.file_index import bloom_filters, read_container, write_container
+from lake_assets.io.local import LocalFileIO
+from lake_assets.spec.types import from_arrow
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("flag", pa.bool_()), ("m", pa.map_(pa.string(),
+                                                                                                     pa.int32()))])
+BLOOM = "file-index.bloom-filter"
+
+
+def _rows(ids: range) -> pa.Table:
+    return pa.table({"id": list(ids), "name": [f"name-{i}" for i in ids], "flag": [i % 2 == 0 for i in ids],
+                     "m": [[("k", i)] for i in ids]}, schema=SCHEMA)
+
+
+# ---------------------------------------------------------------- validation at create and ALTER
+
+
+@pytest.mark.parametrize(("options", "error", "match"), [
+    ({f"{BLOOM}.columns": "id,nope"}, OptionError, "names column 'nope'"),
+    ({f"{BLOOM}.columns": "id,,name"}, OptionError, "empty column"),
+    ({f"{BLOOM}.columns": "id", f"{BLOOM}.name.fpp": "0.1"}, OptionError, "does not list"),
+    ({f"{BLOOM}.columns": "id", f"{BLOOM}.id.fpp": "0"}, OptionError, "between 0 and 1"),
+    ({f"{BLOOM}.columns": "id", f"{BLOOM}.id.fpp": "1"}, OptionError, "between 0 and 1"),
+    ({f"{BLOOM}.columns": "id", f"{BLOOM}.id.fpp": "x"}, OptionError, "not a number"),
+    ({f"{BLOOM}.columns": "id", f"{BLOOM}.id.items": "0"}, OptionError, "at least 1"),
+    ({"file-index.in-manifest-threshold": "lots"}, OptionError, "memory size"),
+    ({"file-index.bitmap.columns": "name"}, UnsupportedFeatureError, "file-index.bitmap.columns"),
+    ({"file-index.range-bitmap.columns": "id"}, UnsupportedFeatureError, "file-index.range-bitmap.columns"),
+])
+def test_create_refuses_bad_file_index_options(catalog, options, error, match) -> None:
+    with pytest.raises(error, match=match):
+        catalog.create_table("db.t", SCHEMA, options=options)
+
+
+def test_alter_validates_file_index_options_too(catalog) -> None:
+    t = catalog.create_table("db.t", SCHEMA, options={f"{BLOOM}.columns": "id"})
+    with pytest.raises(OptionError, match="names column 'gone'"):
+        t.update_schema().set_option(f"{BLOOM}.columns", "gone").commit()
+    t.update_schema().set_option(f"{BLOOM}.columns", "id,name").set_option(f"{BLOOM}.name.items", "10").commit()
+    assert t.refresh().schema.options[f"{BLOOM}.name.items"] == "10"
+
+
+@pytest.mark.parametrize(("column", "why"), [("flag", "no bloom-filter hash for type BOOLEAN"),
+                                             ("m[k]", "map values")])
+def test_unhashable_or_nested_columns_refuse_writes_and_compaction_only(catalog, column, why) -> None:
+    t = catalog.create_table("db.t", SCHEMA)
+    t.write_arrow(_rows(range(5)))
+    t.update_schema().set_option(f"{BLOOM}.columns", column).commit()
+    t = t.refresh()
+    with pytest.raises(UnsupportedFeatureError, match=why):
+        t.write_arrow(_rows(range(5, 6)))
+    with pytest.raises(UnsupportedFeatureError, match=f"{BLOOM}.columns"):
+        t.compact(full=True)
+    assert t.to_arrow().num_rows == 5
+    t.create_tag("kept")
+    t.expire_snapshots()
+    t.remove_orphan_files(dry_run=True)
+
+
+# ---------------------------------------------------------------- container and bloom filter
+
+
+def test_container_round_trips_names_java_writes_in_modified_utf8() -> None:
+    names = {"id": {"bloom-filter": b"\x00\x00\x00\x01\xff"}, "nul\x00é日😀": {"bloom-filter": None, "x": b""}}
+    data = write_container(names)
+    assert data[:8] == (1493475289347502).to_bytes(8, "big")
+    assert read_container(data) == names
+    # NUL is two bytes and a supplementary character two 3-byte surrogates in Java's writeUTF
+    assert b"\xc0\x80" in data and b"\xed\xa0\xbd\xed\xb8\x80" in data
+
+
+def test_bloom_filter_has_no_false_negatives_and_few_false_positives() -> None:
+    values = pa.array([f"v{i}" for i in range(2000)])
+    hashes = fast_hash(values, from_arrow(pa.string()))
+    bloom = BloomFilter64.sized(2000, 0.01)
+    bloom.add_hashes(hashes[:1000])
+    bloom.add_hashes(hashes[1000:])
+    again = bloom_filters(write_container({"c": {"bloom-filter": bloom.to_bytes()}}))["c"]
+    assert again.might_contain(hashes).all()
+    absent = fast_hash(pa.array([f"w{i}" for i in range(5000)]), from_arrow(pa.string()))
+    assert again.might_contain(absent).mean() < 0.03
+
+
+def test_xxhash64_known_vectors() -> None:
+    # XXH64 reference values for seed 0 (xxhash's sanity checks)
+    hashed = xxhash64(pa.array([b"", b"a", b"abc"], pa.binary())).tolist()
+    assert hashed == [0xEF46DB3751D8E999, 0xD24EC4F1A98C6E5B, 0x44BC2CF5AD770999]
+
+
+def test_nulls_are_not_hashed() -> None:
+    out = fast_hash(pa.chunked_array([pa.array([1, None, 3]), pa.array([None], pa.int64())]),
+                    from_arrow(pa.int64()))
+    assert len(out) == 2 and out.dtype == np.uint64
+
+
+# ---------------------------------------------------------------- what writes produce
+
+
+def _files(t) -> list:
+    return [f for s in t.plan() for f in s.files]
+
+
+def _paths(t) -> list[Path]:
+    """The live data files of ``t`` and their extra files, absolute."""
+    return [Path(p) for s in t.plan() for f in s.files for p in t.store.written_file_paths(s.partition, s.bucket, f)]
+
+
+def test_writes_embed_small_indexes_and_write_large_ones_beside_the_file(catalog) -> None:
+    small = catalog.create_table("db.small", SCHEMA, options={f"{BLOOM}.columns": "id", f"{BLOOM}.id.items": "10"})
+    small.write_arrow(_rows(range(10)))
+    (f,) = _files(small)
+    assert f.extra_files == () and f.embedded_file_index is not None
+    assert bloom_filters(f.embedded_file_index)["id"].might_contain(
+        fast_hash(pa.array(range(10), pa.int64()), from_arrow(pa.int64()))).all()
+    large = catalog.create_table("db.large", SCHEMA, options={f"{BLOOM}.columns": "id,name"})
+    large.write_arrow(_rows(range(10)))
+    (f,) = _files(large)
+    assert f.embedded_file_index is None and f.extra_files == (f.file_name + ".index",)
+    data_file, index_file = _paths(large)
+    assert index_file.name == f.extra_files[0] and index_file.parent == data_file.parent
+    assert index_file.stat().st_size > 500
+
+
+class _IndexFileFails(LocalFileIO):
+    """Local IO whose ``.index`` files cannot be written (the disk is full when the index goes out)."""
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        if path.endswith(".index"):
+            Path(path).write_bytes(data[:10])  # a partial file exists, as after a real ENOSPC
+            raise OSError(errno.ENOSPC, "No space left on device", path)
+        super().write_bytes(path, data)
+
+
+def test_a_failed_index_file_removes_the_data_file_and_every_earlier_file(catalog, tmp_path: Path) -> None:
+    t = catalog.create_table("db.t", SCHEMA, options={f"{BLOOM}.columns": "id"})
+    bucket = tmp_path / "bucket-0"
+    writer = DataFileWriter(_IndexFileFails(), str(bucket), t.store.schema, t.store.data_file_config())
+    with pytest.raises(OSError, match="No space"):
+        writer.write(_rows(range(100)).append_column("_SEQUENCE_NUMBER", pa.array(range(100), pa.int64())), level=0)
+    assert not bucket.exists() or list(bucket.iterdir()) == []
+
+
+# ---------------------------------------------------------------- maintenance
+
+
+def test_compaction_indexes_its_outputs_and_expiry_and_orphans_follow_index_files(catalog) -> None:
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", f"{BLOOM}.columns": "id,name"})
+    for k in range(3):
+        t.write_arrow(_rows(range(k * 10, k * 10 + 10)))
+    before = _paths(t)
+    assert len(before) == 6 and sum(p.suffix == ".index" for p in before) == 3
+    t.compact(full=True)
+    t = t.refresh()
+    after = _paths(t)
+    (out,) = _files(t)
+    assert out.extra_files == (out.file_name + ".index",)
+    assert bloom_filters(after[1].read_bytes())["name"].might_contain(
+        fast_hash(pa.array([f"name-{i}" for i in range(30)]), from_arrow(pa.string()))).all()
+    # orphan removal keeps every index file a snapshot references, and removes an unreferenced one
+    stray = after[0].parent / "data-stray.parquet.index"
+    stray.write_bytes(b"x")
+    removed = t.remove_orphan_files(older_than=dt.timedelta(0), dry_run=False)
+    assert all(p.exists() for p in before + after) and not stray.exists()
+    assert str(stray) in {str(Path(p)) for p in removed.paths}
+    # expiry deletes the compacted inputs with their index files, and nothing of the output
+    t.expire_snapshots(retain_min=1, older_than=dt.timedelta(0))
+    assert not any(p.exists() for p in before) and all(p.exists() for p in after)
+    assert t.to_arrow(filter=[("name", "=", "name-17")]).column("id").to_pylist() == [17]
