@@ -55,8 +55,9 @@ FILE_INDEX_RULES: dict[str, OptionRule] = {r.key: r for r in (
       "manifest entry (_EMBEDDED_FILE_INDEX), larger ones written to <data file>.index (_EXTRA_FILES).",
       minimum=0, writer_only=True),
     R("file-index.read.enabled", "bool", True, "Whether readers use file indexes to skip data files.",
-      note="accepted; lake_assets' reads do not consult file indexes (an index only skips files without a "
-      "match, so the rows read are the same)"),
+      note="honoured: batch reads of append tables skip files whose bloom filters rule out every = / in "
+      "literal of a clause (ops/file_index_prune.py); primary-key tables are never pruned by value indexes "
+      "(a file without the value may hold a newer version of a key)"),
     R(f"file-index.{BLOOM_FILTER}.columns", "string", None, "Columns whose data files get a bloom-filter index "
       "(comma-separated).", check=_column_list,
       note="honoured by writes and compaction for columns of types Paimon hashes (not BOOLEAN, DECIMAL or "

@@ -136,6 +136,10 @@ def test_we_read_javas_indexed_files_and_build_the_same_bytes(java: PaimonJava, 
     verdicts = java.file_index_test(wh, "db.j", [("name", "=", "name-105")])
     assert sorted(v["remain"] for v in verdicts) in ([False, True], [True, True])
     assert [v["remain"] for v in verdicts if "name-105" in str(pq_names(wh, v["name"]))] == [True]
+    # and our reads skip Java's file by Java's index: one file is opened, ours
+    planned = [f.file_name for sp in t.refresh().plan(filter=[("name", "=", "name-105")]) for f in sp.files]
+    assert planned == [v["name"] for v in verdicts if "name-105" in str(pq_names(wh, v["name"]))]
+    assert t.to_arrow(filter=[("name", "in", ["name-3", "name-105"])]).column("id").to_pylist() == [3, 105]
 
 
 def pq_names(wh: str, name: str) -> list[str]:

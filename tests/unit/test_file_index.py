@@ -185,3 +185,62 @@ def test_compaction_indexes_its_outputs_and_expiry_and_orphans_follow_index_file
     t.expire_snapshots(retain_min=1, older_than=dt.timedelta(0))
     assert not any(p.exists() for p in before) and all(p.exists() for p in after)
     assert t.to_arrow(filter=[("name", "=", "name-17")]).column("id").to_pylist() == [17]
+
+
+# ---------------------------------------------------------------- reads skip files by their indexes
+
+
+def _interleaved(t, files: int = 4, per_file: int = 50) -> None:
+    """``files`` files whose id and name ranges overlap (file k holds ids k, k + files, ...), so
+    that min/max stats prune none of them."""
+    for k in range(files):
+        t.write_arrow(_rows(range(k, files * per_file, files)))
+
+
+def _planned(t, filter) -> int:
+    return sum(len(s.files) for s in t.plan(filter=filter))
+
+
+@pytest.mark.parametrize("sizing", [{f"{BLOOM}.id.items": "60", f"{BLOOM}.name.items": "60",
+                                     f"{BLOOM}.id.fpp": "0.01", f"{BLOOM}.name.fpp": "0.01"}, {}],
+                         ids=["embedded", "index-file"])
+def test_reads_open_only_files_whose_index_may_hold_the_value(catalog, sizing) -> None:
+    t = catalog.create_table("db.t", SCHEMA, options={f"{BLOOM}.columns": "id,name", **sizing})
+    _interleaved(t)
+    assert _planned(t, None) == 4
+    assert all((f.embedded_file_index is not None) == bool(sizing) for f in _files(t))
+    opened = 0
+    for i in range(0, 200, 3):
+        for flt in ([("id", "=", i)], [("name", "in", [f"name-{i}", "absent"])],
+                    [("id", "=", i), ("name", "!=", "x")]):
+            opened += _planned(t, flt)
+            assert t.to_arrow(filter=flt).column("id").to_pylist() == [i]
+    queries = 3 * len(range(0, 200, 3))
+    assert queries <= opened < 1.2 * queries  # the file holding the value, rarely a false positive
+    # an OR opens the files of both values; a value no file holds opens (almost) none
+    assert _planned(t, [[("id", "=", 1)], [("id", "=", 2)]]) >= 2
+    assert sum(_planned(t, [("name", "=", f"nope-{i}")]) for i in range(50)) < 10
+    # file-index.read.enabled = false: every file is read
+    t.update_schema().set_option("file-index.read.enabled", "false").commit()
+    assert _planned(t.refresh(), [("id", "=", 5)]) == 4
+
+
+def test_primary_key_reads_never_skip_files_by_value_indexes(catalog) -> None:
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "write-only": "true", f"{BLOOM}.columns": "name"})
+    t.write_arrow(_rows(range(5)))
+    newer = _rows(range(5)).set_column(1, "name", pa.array([f"new-{i}" for i in range(5)]))
+    t.write_arrow(newer)
+    # the newer file lacks name-3, yet it replaces the older row: skipping it would resurrect name-3
+    assert _planned(t, [("name", "=", "name-3")]) == 2
+    assert t.to_arrow(filter=[("name", "=", "name-3")]).num_rows == 0
+
+
+def test_an_unreadable_index_prunes_nothing(catalog) -> None:
+    t = catalog.create_table("db.t", SCHEMA, options={f"{BLOOM}.columns": "id"})
+    _interleaved(t, files=2, per_file=5)
+    for p in _paths(t):
+        if p.suffix == ".index":
+            p.write_bytes(b"garbage")
+    assert _planned(t, [("id", "=", 3)]) == 2
+    assert t.to_arrow(filter=[("id", "=", 3)]).column("id").to_pylist() == [3]
