@@ -107,7 +107,8 @@ def _column_rule(key: str, index_type: str, option: str) -> OptionRule:
 def indexed_columns(options: Mapping[str, str], index_type: str) -> list[str]:
     """The columns ``file-index.<index_type>.columns`` names, trimmed, in order (``m[k]`` as written)."""
     text = options.get(f"file-index.{index_type}.columns")
-    return [] if text is None else [n.strip() for n in str(text).split(",") if n.strip()]
+    # a name listed twice is one index, as in Paimon's FileIndexOptions (computeIfAbsent)
+    return [] if text is None else list(dict.fromkeys(n.strip() for n in str(text).split(",") if n.strip()))
 
 
 def top_level_column(name: str) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lake_assets.errors import UnsupportedFeatureError
 from lake_assets.spec.data_types import (
@@ -54,6 +53,8 @@ def fast_hash(values: pa.Array | pa.ChunkedArray, dt: DataType) -> np.ndarray:
 
 
 def _hash_chunk(arr: pa.Array, dt: DataType) -> np.ndarray:
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
     if isinstance(dt, _BYTES):
         return xxhash64(arr)
     if isinstance(dt, FloatType):
@@ -85,8 +86,8 @@ def _epoch(arr: pa.Array, unit: str) -> np.ndarray:
     """Epoch values of a timestamp array in ``unit`` (ms or us), floored as Paimon's Timestamp."""
     have = _UNIT_NANOS[arr.type.unit]
     want = _UNIT_NANOS[unit]
-    raw = arr.view(pa.int64()) if arr.type.tz is None else pc.cast(arr, pa.timestamp(arr.type.unit)).view(pa.int64())
-    v = raw.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    # the int64 behind a timestamp is its epoch value in its unit, with or without a time zone
+    v = arr.view(pa.int64()).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     if have > want:
         return v * (have // want)
     return v // (want // have) if have < want else v
