@@ -244,3 +244,27 @@ def test_an_unreadable_index_prunes_nothing(catalog) -> None:
             p.write_bytes(b"garbage")
     assert _planned(t, [("id", "=", 3)]) == 2
     assert t.to_arrow(filter=[("id", "=", 3)]).column("id").to_pylist() == [3]
+
+
+def test_two_phase_commit_messages_carry_indexes_and_abort_removes_index_files(catalog) -> None:
+    from lake_assets.ops.commit_message import CommitMessage
+
+    small = {f"{BLOOM}.id.items": "10"}
+    for name, options in (("db.embedded", small), ("db.files", {})):
+        t = catalog.create_table(name, SCHEMA, options={f"{BLOOM}.columns": "id", **options})
+        writer = t.new_writer(commit_user="u", write_only=True)
+        writer.write_arrow(_rows(range(10)))
+        messages = [CommitMessage.from_json(m.to_json()) for m in writer.prepare_commit()]
+        (f,) = [f for m in messages for f in m.new_files]
+        assert (f.embedded_file_index is not None) == bool(options)
+        assert f.extra_files == (() if options else (f.file_name + ".index",))
+        t.new_committer("u").commit(messages, commit_identifier=1)
+        assert _files(t.refresh()) == [f]
+        # a second write aborted: its data and index files are gone, the committed ones stay
+        writer = t.new_writer(commit_user="u", write_only=True)
+        writer.write_arrow(_rows(range(10, 20)))
+        aborted = writer.prepare_commit()
+        on_disk = {p.name for p in _paths(t)}
+        writer.abort(aborted)
+        folder = _paths(t)[0].parent
+        assert {p.name for p in folder.iterdir()} == on_disk
