@@ -88,6 +88,10 @@ def _clause_may_match(schema: TableSchema, file_schema: TableSchema, filters: di
             values = pa.array(literals, to_arrow(field.type))
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
             continue  # the residual filter decides (or refuses) such a literal
+        if values.to_pylist() != literals:
+            # converted with a loss or a change of meaning (a zoned time for a naive column, a
+            # float narrowed, NaN): only the residual filter may decide, or refuse, such a literal
+            continue
         if not filters[file_field.name].might_contain(fast_hash(values, field.type)).any():
             return False
     return True

@@ -268,3 +268,15 @@ def test_two_phase_commit_messages_carry_indexes_and_abort_removes_index_files(c
         writer.abort(aborted)
         folder = _paths(t)[0].parent
         assert {p.name for p in folder.iterdir()} == on_disk
+
+
+def test_literals_that_do_not_convert_exactly_prune_nothing(catalog) -> None:
+    schema = pa.schema([("ts", pa.timestamp("us")), ("f", pa.float32())])
+    t = catalog.create_table("db.t", schema, options={f"{BLOOM}.columns": "ts,f"})
+    rows = pa.table({"ts": [dt.datetime(2024, 1, 1, 12)], "f": [0.1]}, schema=schema)
+    t.write_arrow(rows)
+    t.write_arrow(pa.table({"ts": [dt.datetime(2024, 1, 2)], "f": [0.5]}, schema=schema))
+    zoned = dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    assert _planned(t, [("ts", "=", zoned)]) == 2  # a zoned literal for a naive column: not ours to decide
+    assert _planned(t, [("ts", "=", dt.datetime(2024, 1, 1, 12))]) == 1
+    assert _planned(t, [("f", "=", 0.5)]) == 1
