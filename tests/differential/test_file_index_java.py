@@ -10,6 +10,7 @@ bytes we build from the same rows.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 from pathlib import Path
 
 import numpy as np
@@ -163,3 +164,21 @@ def test_javas_bitmap_index_is_read_and_maintained_but_not_written(java: PaimonJ
         t.write_arrow(_rows(range(30, 31)))
     with pytest.raises(UnsupportedFeatureError, match=r"file-index\.bitmap\.columns"):
         t.compact(full=True)
+
+
+def test_our_compaction_of_javas_indexed_table_indexes_its_outputs(java: PaimonJava, wh: str,
+                                                                   lake: Catalog) -> None:
+    java.create_table(wh, "db.c", SCHEMA, options={"file-index.bloom-filter.columns": "id,name"})
+    for k in range(3):
+        java.write(wh, "db.c", _rows(range(k, 60, 3)))
+    before = {Path(p).name for p in Path(wh).rglob("*.index")}
+    assert len(before) == 3
+    t = lake.get_table("db.c")
+    t.compact(full=True)
+    files = java.file_index_test(wh, "db.c", [("name", "=", "name-31")])
+    (out,) = files
+    assert out["extra_files"] == [out["name"] + ".index"] and out["remain"] is True
+    assert java.file_index_test(wh, "db.c", [("id", "in", [1000, 1001])])[0]["remain"] is False
+    t.expire_snapshots(retain_min=1, older_than=dt.timedelta(0))
+    assert {Path(p).name for p in Path(wh).rglob("*.index")} == {out["name"] + ".index"}
+    assert_same_table(java.read(wh, "db.c", filter=[("id", "in", [4, 31, 59])]), _rows(range(60)).take([4, 31, 59]))
