@@ -11,7 +11,7 @@ from pathlib import Path
 
 from lake_assets.durations import UNIT_LABELS
 from lake_assets.option_rules import COLUMN_FORMAT_RULES, FIELD_RULES, RULES
-from lake_assets.option_rules_file_index import FILE_INDEX_COLUMN_RULES
+from lake_assets.option_rules_file_index import FILE_INDEX_COLUMN_RULES, OTHER_TYPE_COLUMNS
 from lake_assets.option_types import INT_MAX, SIZE_UNIT_LABELS, MiB, OptionRule
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "options.md"
@@ -110,6 +110,7 @@ def render() -> str:
     ]
     field_rows = [_row(f"fields.<column>.{suffix}", rule) for suffix, rule in FIELD_RULES.items()]
     column_rows = [_row(f"{key}#<column>", rule) for key, rule in COLUMN_FORMAT_RULES.items()]
+    column_rows += [_row(OTHER_TYPE_COLUMNS.key, OTHER_TYPE_COLUMNS)]
     column_rows += [_row(f"file-index.{t}.<column>.{option}", rule)
                     for (t, option), rule in FILE_INDEX_COLUMN_RULES.items()]
     return "\n".join([*head, *rows, *fields, *field_rows, *column_rows]) + "\n"

@@ -81,27 +81,45 @@ FILE_INDEX_COLUMN_RULES: dict[tuple[str, str], OptionRule] = {
     ("range-bitmap", "chunk-size"): R("chunk-size", "size", None, "Dictionary chunk size of the column's "
                                       "range-bitmap index (Paimon 1.x).", supported=(), refuses=WRITE_OPS,
                                       why=_NOT_WRITTEN),
+    # any other option of a type lake_assets does not write: refused with the type
+    ("<type>", "<option>"): R("<option>", "string", None, "Options of an index type lake_assets does not "
+                              "write.", supported=(), refuses=WRITE_OPS, why=_NOT_WRITTEN),
 }
+# Index types no row above names (a newer Paimon's, or a plug-in FileIndexerFactory's): refused
+# for writes and compaction as bitmap is; reads and maintenance never depend on an index.
+OTHER_TYPE_COLUMNS = R("file-index.<type>.columns", "string", None, "Columns whose data files get an index of "
+                       "another type (a newer Paimon's or a plug-in's).", check=_column_list, supported=(),
+                       refuses=WRITE_OPS, why=_NOT_WRITTEN)
 del R
 
-FILE_INDEX_COLUMN_OPTION = re.compile(
-    r"^file-index\.(?P<type>" + "|".join(re.escape(t) for t in INDEX_TYPES) + r")\.(?P<column>[^.]+)"
-    r"\.(?P<option>[^.]+)$"
-)
+FILE_INDEX_COLUMN_OPTION = re.compile(r"^file-index\.(?P<type>[^.]+)\.(?P<column>[^.]+)\.(?P<option>[^.]+)$")
+_COLUMNS_KEY = re.compile(r"^file-index\.(?P<type>[^.]+)\.columns$")
 
 
 def file_index_rule(key: str) -> OptionRule | None:
-    """The row of a per-column file-index option (``file-index.<type>.<column>.<option>``), or None."""
+    """The row of a per-column file-index option (``file-index.<type>.<column>.<option>``) or of the
+    columns of an index type without a row of its own, or None (an unknown bloom-filter option)."""
     m = FILE_INDEX_COLUMN_OPTION.match(key)
-    if m is None or (m.group("type"), m.group("option")) not in FILE_INDEX_COLUMN_RULES:
-        return None
-    return _column_rule(key, m.group("type"), m.group("option"))
+    if m is not None:
+        index_type, option = m.group("type"), m.group("option")
+        if (index_type, option) in FILE_INDEX_COLUMN_RULES:
+            return _column_rule(key, index_type, option)
+        # Paimon's bloom filter reads fpp and items only: another key is a typo we do not guess at
+        return None if index_type == BLOOM_FILTER else _column_rule(key, "<type>", "<option>")
+    if _COLUMNS_KEY.match(key) and key not in FILE_INDEX_RULES:
+        return dataclasses.replace(OTHER_TYPE_COLUMNS, key=key)
+    return FILE_INDEX_RULES.get(key)
 
 
 @lru_cache(maxsize=256)
 def _column_rule(key: str, index_type: str, option: str) -> OptionRule:
     # the row under the full key, so that every message names the key the table carries
     return dataclasses.replace(FILE_INDEX_COLUMN_RULES[(index_type, option)], key=key)
+
+
+def index_types(options: Mapping[str, str]) -> list[str]:
+    """The index types a table's options turn on (``file-index.<type>.columns``), in key order."""
+    return [m.group("type") for key in options if (m := _COLUMNS_KEY.match(key))]
 
 
 def indexed_columns(options: Mapping[str, str], index_type: str) -> list[str]:
@@ -121,7 +139,7 @@ def file_index_problems(options: Mapping[str, str], field_names: tuple[str, ...]
     """What Paimon's writer would fail on that no single value shows: indexed columns the table
     does not have, and per-column options of a column its type's ``.columns`` does not list."""
     problems: list[OptionError] = []
-    for t in INDEX_TYPES:
+    for t in index_types(options):
         key = f"file-index.{t}.columns"
         for name in indexed_columns(options, t):
             if field_names and top_level_column(name) not in field_names:
@@ -146,9 +164,11 @@ __all__ = [
     "FILE_INDEX_PREFIX",
     "FILE_INDEX_RULES",
     "INDEX_TYPES",
+    "OTHER_TYPE_COLUMNS",
     "WRITTEN_INDEX_TYPES",
     "file_index_problems",
     "file_index_rule",
+    "index_types",
     "indexed_columns",
     "top_level_column",
 ]

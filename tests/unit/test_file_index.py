@@ -280,3 +280,60 @@ def test_literals_that_do_not_convert_exactly_prune_nothing(catalog) -> None:
     assert _planned(t, [("ts", "=", zoned)]) == 2  # a zoned literal for a naive column: not ours to decide
     assert _planned(t, [("ts", "=", dt.datetime(2024, 1, 1, 12))]) == 1
     assert _planned(t, [("f", "=", 0.5)]) == 1
+
+
+# ---------------------------------------------------------------- tables other engines indexed
+
+
+def _schema_with(options: dict[str, str]):
+    from lake_assets.spec.schema import TableSchema
+    from lake_assets.spec.types import STRING_LENGTH, BigIntType, DataField, VarCharType
+
+    fields = (DataField(0, "id", BigIntType(nullable=False)), DataField(1, "v", VarCharType(STRING_LENGTH)))
+    return TableSchema(0, fields, 1, (), (), dict(options))
+
+
+@pytest.mark.parametrize(("options", "refused"), [
+    ({f"{BLOOM}.columns": "id,v", f"{BLOOM}.v.fpp": "0.01", f"{BLOOM}.v.items": "7",
+      "file-index.in-manifest-threshold": "1 kb", "file-index.read.enabled": "false"}, set()),
+    ({"file-index.bitmap.columns": "v", "file-index.bitmap.v.index-block-size": "16 kb"}, {"WRITE", "COMPACT"}),
+    ({"file-index.bsi.columns": "id"}, {"WRITE", "COMPACT"}),
+    ({"file-index.range-bitmap.columns": "id", "file-index.range-bitmap.id.chunk-size": "8 kb"},
+     {"WRITE", "COMPACT"}),
+    # an index type of a newer Paimon or a plug-in, with an option of its own
+    ({"file-index.vector.columns": "v", "file-index.vector.v.dimension": "8"}, {"WRITE", "COMPACT"}),
+    ({f"{BLOOM}.columns": "id", f"{BLOOM}.id.fpp": "2"}, {"WRITE", "COMPACT"}),  # carried, not parsing
+    ({f"{BLOOM}.columns": "missing"}, {"WRITE", "COMPACT"}),
+])
+def test_carried_file_index_options_refuse_only_what_writes_files(options, refused) -> None:
+    from lake_assets.table_support import Op, schema_refusals, validate_open
+
+    validate_open(_schema_with(options))  # every operation may open the table
+    refusals = schema_refusals(_schema_with(options))
+    assert {op.name for op in Op if any(r.blocks(op) for r in refusals)} == refused
+    for r in refusals:
+        assert r.property.split(" ")[1].startswith("file-index.")
+
+
+def test_a_table_carrying_another_index_type_is_read_tagged_expired_and_cleaned(catalog) -> None:
+    import json
+
+    t = catalog.create_table("db.t", SCHEMA, options={"snapshot.num-retained.min": "1"})
+    for k in range(3):
+        t.write_arrow(_rows(range(k * 5, k * 5 + 5)))
+    # the schema as a newer Paimon would leave it (crafted metadata: create and ALTER refuse these)
+    schema_file = Path(t.store.paths.schema_file(0))
+    doc = json.loads(schema_file.read_text())
+    doc["options"].update({"file-index.bitmap.columns": "name", "file-index.vector.columns": "id"})
+    schema_file.write_text(json.dumps(doc))
+    t = catalog.get_table("db.t")
+    assert t.to_arrow(filter=[("name", "=", "name-7")]).column("id").to_pylist() == [7]
+    t.create_tag("t1")
+    t.rollback_to(tag="t1")
+    t.expire_snapshots(retain_min=1, older_than=dt.timedelta(0))
+    t.remove_orphan_files(older_than=dt.timedelta(0), dry_run=False)
+    t.delete_tag("t1")
+    with pytest.raises(UnsupportedFeatureError, match=r"file-index\.bitmap\.columns"):
+        t.write_arrow(_rows(range(20, 21)))
+    with pytest.raises(UnsupportedFeatureError, match=r"file-index\.vector\.columns"):
+        t.compact(full=True)
