@@ -3,12 +3,14 @@
 A table turns an index type on for columns with ``file-index.<type>.columns`` and tunes it per
 column with ``file-index.<type>.<column>.<option>`` (Paimon's FileIndexOptions: exactly three
 dot-separated parts after ``file-index.``). lake_assets writes ``bloom-filter`` indexes (the same
-bytes Java writes, `lake_assets.formats.file_index`); the other types (``bitmap``, and Paimon 1.x's
-``bsi`` and ``range-bitmap``) are refused at create and ALTER and, on a table that carries them,
-for writes and compaction only: Java's writers would index every new file, ours could not. Reads,
-streams, expiry, orphan removal, tags, rollback and health never depend on an index (an index only
-lets a reader skip files without a match; lake_assets keeps and deletes ``.index`` files with their
-data files), so they accept every type.
+bytes Java writes, `lake_assets.formats.file_index`); the other types (``bitmap``, Paimon 1.x's
+``bsi`` and ``range-bitmap``, and any type without a row of its own: a newer Paimon's or a
+plug-in's) are refused at create and ALTER and, on a table that carries them, for writes and
+compaction only: Java's writers would index every new file, ours could not. Reads, streams, expiry,
+orphan removal, tags, rollback and health never depend on an index (an index only lets a reader
+skip files without a match; lake_assets keeps and deletes ``.index`` files with their data files),
+so they accept every type. A bloom-filter per-column key other than ``fpp`` and ``items`` is not
+guessed at: it stays an unknown option (`lake_assets.table_support`).
 
 `FILE_INDEX_RULES` are plain rows merged into `lake_assets.option_rules.RULES`;
 `FILE_INDEX_COLUMN_RULES` are the per-column rows, keyed by (type, option), found by
