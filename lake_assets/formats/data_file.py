@@ -75,6 +75,8 @@ class DataFileWriterConfig:
     prefix: str = "data-"
     # None: the table's file.format (what Paimon writers use for new files)
     file_format: str | None = None
+    # changelog files: Paimon writes no file index for them (KeyValueFileWriterFactory)
+    changelog: bool = False
 
 
 class DataFileWriter:
@@ -110,7 +112,7 @@ class DataFileWriter:
         # refused here, before any file exists (an option value Java's writer of the format rejects)
         self.format.check_writable(schema, bucket_dir)
         # file-index.* (docs/format.md §7.6): every file written gets the table's bloom filters
-        self.index_plan = index_plan(schema)
+        self.index_plan = None if config.changelog else index_plan(schema)
         self._uuid = uuid.uuid4()
         self._counter = 0
         self._per_level: dict[int, DataFileWriter] = {}

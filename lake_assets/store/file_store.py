@@ -275,6 +275,7 @@ class FileStore:
             target_file_size=opts.target_file_size,
             page_size=opts.page_size,
             prefix=opts.changelog_file_prefix if changelog else opts.data_file_prefix,
+            changelog=changelog,
         )
 
     def partition_path_of(self, partition: bytes) -> str:

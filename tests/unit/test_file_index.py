@@ -362,3 +362,17 @@ def test_a_table_carrying_another_index_type_is_read_tagged_expired_and_cleaned(
         t.write_arrow(_rows(range(20, 21)))
     with pytest.raises(UnsupportedFeatureError, match=r"file-index\.vector\.columns"):
         t.compact(full=True)
+
+
+@pytest.mark.parametrize("producer", ["input", "lookup", "full-compaction"])
+def test_changelog_files_get_no_index_as_in_paimon(catalog, producer) -> None:
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={
+        "bucket": "1", "changelog-producer": producer, f"{BLOOM}.columns": "name", f"{BLOOM}.name.items": "10"})
+    t.write_arrow(_rows(range(5)))
+    t.write_arrow(_rows(range(3)))
+    t.compact(full=True)
+    scan = t.store.file_store_scan()
+    changelog = [e.file for snap in t.store.snapshot_manager.snapshots() for e in scan.changelog_entries(snap)]
+    assert changelog and all(f.file_name.startswith("changelog-") for f in changelog)
+    assert all(f.embedded_file_index is None and not f.extra_files for f in changelog)
+    assert all(f.embedded_file_index is not None for f in _files(t))
