@@ -22,7 +22,7 @@ from lake_assets import Catalog
 from lake_assets.errors import UnsupportedFeatureError
 from lake_assets.formats.fast_hash import fast_hash
 from lake_assets.formats.file_index import FileIndexBuilder, bloom_filters, index_plan, read_container
-from lake_assets.spec.types import from_arrow
+from lake_assets.spec.types import from_arrow, parse_type
 from tests.java.oracle import PaimonJava, _encode
 
 from .helpers import assert_same_table
@@ -51,6 +51,20 @@ def test_hash_of_every_hashed_type_is_javas(java: PaimonJava, values: pa.Array) 
     ours = fast_hash(values, paimon_type).view(np.int64).tolist()
     theirs = java.file_index_hash(paimon_type.to_json(), [v for v in _encode(values) if v is not None])
     assert ours == theirs
+
+
+@pytest.mark.parametrize(("paimon_type", "values"), [
+    ("CHAR(5)", pa.array(["ab   ", "abcde"])),
+    ("BINARY(3)", pa.array([b"\x00\x01\x02", b"abc"])),
+    ("TIMESTAMP(0)", pa.array([1_700_000_000_000, -1_000], pa.timestamp("ms"))),
+    ("TIMESTAMP(4)", pa.array([1_700_000_000_000_123, -7], pa.timestamp("us"))),
+    ("TIMESTAMP(9)", pa.array([1_700_000_000_000_123_999, -1], pa.timestamp("ns"))),
+    ("TIMESTAMP(3) WITH LOCAL TIME ZONE", pa.array([1_700_000_000_123, -1], pa.timestamp("ms", tz="UTC"))),
+    ("TIME(0)", pa.array([0, 3_600_000], pa.time32("ms"))),
+])
+def test_hash_by_declared_type_and_precision_is_javas(java: PaimonJava, paimon_type: str, values: pa.Array) -> None:
+    dt_ = parse_type(paimon_type)
+    assert fast_hash(values, dt_).view(np.int64).tolist() == java.file_index_hash(paimon_type, _encode(values))
 
 
 def test_stored_vectors_are_javas_answers(java: PaimonJava, wh: str) -> None:
