@@ -39,8 +39,10 @@ class BloomFilter64:
     @classmethod
     def sized(cls, items: int, fpp: float) -> BloomFilter64:
         """An empty filter sized as Java sizes one for ``items`` values at false positive rate ``fpp``."""
-        nb = int(-items * math.log(fpp) / (math.log(2) * math.log(2)))  # Java's (int) truncates
-        num_bits = nb + (8 - nb % 8)
+        num_bits = bloom_bits(items, fpp)
+        if num_bits > INT_MAX:
+            raise InvalidDataError(f"A bloom filter of {items} items at fpp {fpp} needs {num_bits} bits, more "
+                                   "than Paimon's BloomFilter64 holds (a Java int)")
         k = max(1, _java_round(num_bits / items * math.log(2)))
         return cls(k, np.zeros(num_bits // 8, np.uint8))
 
@@ -73,6 +75,17 @@ class BloomFilter64:
         if k < 1:
             raise InvalidDataError(f"{what} has {k} hash functions")
         return cls(k, np.frombuffer(payload, np.uint8, offset=4).copy())
+
+
+INT_MAX = 2**31 - 1
+
+
+def bloom_bits(items: int, fpp: float) -> int:
+    """BloomFilter64's bit count for ``items`` at ``fpp``: ``nb = (int)(-items ln fpp / ln² 2)``
+    rounded up past the next multiple of 8 (always 1..8 bits more). Java's int arithmetic fails
+    (a negative array size) when this exceeds `INT_MAX`."""
+    nb = int(-items * math.log(fpp) / (math.log(2) * math.log(2)))  # (int) truncates
+    return nb + (8 - nb % 8)
 
 
 def _java_round(x: float) -> int:

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from lake_assets.errors import InvalidDataError
-from lake_assets.formats.bloom_filter import BloomFilter64
+from lake_assets.errors import InvalidDataError, OptionError
+from lake_assets.formats.bloom_filter import INT_MAX, BloomFilter64, bloom_bits
 from lake_assets.formats.fast_hash import fast_hash, hashable
 from lake_assets.option_rules_file_index import BLOOM_FILTER, indexed_columns, top_level_column
 from lake_assets.option_types import parse_memory_size
@@ -163,7 +163,29 @@ def write_problems(schema: TableSchema) -> list[tuple[str, str]]:
             out.append((what, "bloom-filter indexes of map values (column[key]) are not implemented"))
         elif not hashable(field.type):
             out.append((what, f"Paimon has no bloom-filter hash for type {field.type} (its writer fails)"))
+        else:
+            items, fpp = _sizing(schema.options, name)
+            if items is not None and fpp is not None and bloom_bits(items, fpp) > INT_MAX:
+                out.append((f"options file-index.{BLOOM_FILTER}.{name}.items = {items} and .fpp = {fpp}",
+                            "the bloom filter would need more bits than a Java int counts (Paimon's writer "
+                            "fails on it)"))
     return out
+
+
+def _sizing(options: Mapping[str, str], name: str) -> tuple[int | None, float | None]:
+    """(items, fpp) of a column's bloom filter; None for a value that does not parse (the option
+    registry refuses it on its own)."""
+    prefix = f"file-index.{BLOOM_FILTER}.{name}."
+    try:
+        items = int(options.get(prefix + "items", DEFAULT_ITEMS))
+    except ValueError:
+        items = None
+    try:
+        fpp = float(options.get(prefix + "fpp", DEFAULT_FPP))
+    except ValueError:
+        fpp = None
+    ok = items is not None and items >= 1 and fpp is not None and 0.0 < fpp < 1.0
+    return (items, fpp) if ok else (None, None)
 
 
 def index_plan(schema: TableSchema) -> IndexPlan | None:
@@ -176,9 +198,9 @@ def index_plan(schema: TableSchema) -> IndexPlan | None:
         return None
     columns = []
     for name in names:
-        prefix = f"file-index.{BLOOM_FILTER}.{name}."
-        items = int(options.get(prefix + "items", DEFAULT_ITEMS))
-        fpp = float(options.get(prefix + "fpp", DEFAULT_FPP))
+        items, fpp = _sizing(options, name)
+        if items is None or fpp is None:
+            raise OptionError(f"Table options: the bloom-filter index of {name!r} has no valid items / fpp")
         columns.append(BloomColumn(name, schema.field(name).type, items, fpp))
     threshold_text = options.get("file-index.in-manifest-threshold")
     threshold = (DEFAULT_IN_MANIFEST_THRESHOLD if threshold_text is None

@@ -376,3 +376,11 @@ def test_changelog_files_get_no_index_as_in_paimon(catalog, producer) -> None:
     assert changelog and all(f.file_name.startswith("changelog-") for f in changelog)
     assert all(f.embedded_file_index is None and not f.extra_files for f in changelog)
     assert all(f.embedded_file_index is not None for f in _files(t))
+
+
+def test_a_bloom_filter_java_could_not_size_refuses_writes(catalog) -> None:
+    t = catalog.create_table("db.t", SCHEMA, options={f"{BLOOM}.columns": "id", f"{BLOOM}.id.items": "1000000000"})
+    with pytest.raises(UnsupportedFeatureError, match="more bits than a Java int"):
+        t.write_arrow(_rows(range(3)))
+    # Java's sizing, by hand: (int)(1e7 * ln 10 / ln² 2) = 47925291, then up past the next multiple of 8
+    assert BloomFilter64.sized(10_000_000, 0.1).num_bits == 47925296
