@@ -384,3 +384,20 @@ def test_a_bloom_filter_java_could_not_size_refuses_writes(catalog) -> None:
         t.write_arrow(_rows(range(3)))
     # Java's sizing, by hand: (int)(1e7 * ln 10 / ln² 2) = 47925291, then up past the next multiple of 8
     assert BloomFilter64.sized(10_000_000, 0.1).num_bits == 47925296
+
+
+def test_indexes_prune_by_field_id_across_a_rename_and_in_time_travel(catalog) -> None:
+    t = catalog.create_table("db.t", SCHEMA, options={f"{BLOOM}.columns": "name", f"{BLOOM}.name.items": "60",
+                                                      f"{BLOOM}.name.fpp": "0.01"})
+    _interleaved(t, files=4, per_file=20)
+    first = t.store.snapshot_manager.latest_id()
+    (t.update_schema().rename_column("name", "label").set_option(f"{BLOOM}.columns", "label")
+     .remove_option(f"{BLOOM}.name.items").remove_option(f"{BLOOM}.name.fpp").commit())
+    t = t.refresh()
+    # the files' indexes hold column "name"; the read's column "label" is the same field
+    assert _planned(t, [("label", "=", "name-9")]) == 1
+    assert t.to_arrow(filter=[("label", "=", "name-9")]).column("id").to_pylist() == [9]
+    # a time-travel read names columns as its snapshot's schema did
+    assert sum(len(s.files) for s in t.plan(snapshot_id=first, filter=[("name", "=", "name-10")])) == 1
+    old = t.to_arrow(snapshot_id=first, filter=[("name", "=", "name-10")])
+    assert old.column("id").to_pylist() == [10]
