@@ -11,6 +11,7 @@ from pathlib import Path
 
 from lake_assets.durations import UNIT_LABELS
 from lake_assets.option_rules import COLUMN_FORMAT_RULES, FIELD_RULES, RULES
+from lake_assets.option_rules_file_index import FILE_INDEX_COLUMN_RULES, OTHER_TYPE_COLUMNS
 from lake_assets.option_types import INT_MAX, SIZE_UNIT_LABELS, MiB, OptionRule
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "options.md"
@@ -28,7 +29,9 @@ def _default(rule: OptionRule) -> str:
     if isinstance(d, bool):
         return "true" if d else "false"
     if rule.kind == "size" and isinstance(d, int):
-        return f"{d // MiB} mb" if d % MiB == 0 else f"{d // 1024} kb"
+        if d % MiB == 0:
+            return f"{d // MiB} mb"
+        return f"{d // 1024} kb" if d % 1024 == 0 else f"{d} b"
     if rule.kind == "duration" and isinstance(d, int):
         for unit, ms in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
             if d and d % ms == 0:
@@ -99,13 +102,17 @@ def render() -> str:
         "## Per-field options",
         "",
         "Keys `fields.<column>.<suffix>` (`sequence-group` also `fields.<a>,<b>.sequence-group`); the",
-        "columns must exist.",
+        "columns must exist. Keys `file-index.<type>.<column>.<option>` tune the index of a column that",
+        "`file-index.<type>.columns` lists (docs/format.md §7.6).",
         "",
         "| Key | Type | Default | Description | Support |",
         "|---|---|---|---|---|",
     ]
     field_rows = [_row(f"fields.<column>.{suffix}", rule) for suffix, rule in FIELD_RULES.items()]
     column_rows = [_row(f"{key}#<column>", rule) for key, rule in COLUMN_FORMAT_RULES.items()]
+    column_rows += [_row(OTHER_TYPE_COLUMNS.key, OTHER_TYPE_COLUMNS)]
+    column_rows += [_row(f"file-index.{t}.<column>.{option}", rule)
+                    for (t, option), rule in FILE_INDEX_COLUMN_RULES.items()]
     return "\n".join([*head, *rows, *fields, *field_rows, *column_rows]) + "\n"
 
 

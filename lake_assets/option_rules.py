@@ -17,6 +17,7 @@ from functools import lru_cache
 from lake_assets.formats.format_options import AVRO_JAVA_CODECS, level_map_problem
 from lake_assets.lsm.merge_engine.names import DEFAULT_MERGE_ENGINE, MERGE_ENGINE_NAMES
 from lake_assets.option_rules_engines import ENGINE_RULES, REFUSED_ENGINE_RULES
+from lake_assets.option_rules_file_index import FILE_INDEX_RULES, file_index_rule
 from lake_assets.option_types import DATA_OPS, INT_MAX, PATH_OPS, WRITE_OPS, MiB, OptionRule
 
 
@@ -383,6 +384,7 @@ RULES: dict[str, OptionRule] = _rules(
     R("source.split.open-file-cost", "size", 4 * MiB, "Bytes each file (or section) weighs at least when "
       "Paimon's batch planner packs splits.", minimum=1, note="as source.split.target-size"),
 )
+RULES.update(FILE_INDEX_RULES)  # file-index.* (lake_assets/option_rules_file_index.py)
 
 # Other engines' runtime options (Flink's and Spark's connectors, Java jobs' caches), accepted
 # without effect, and the few connector keys refused by name: their own module.
@@ -439,7 +441,9 @@ def rule_for(key: str) -> OptionRule | None:
     if m:
         return _field_rule(key, m.group("suffix"))
     c = COLUMN_FORMAT_OPTION.match(key)
-    return dataclasses.replace(COLUMN_FORMAT_RULES[c.group("key")], key=key) if c else None
+    if c:
+        return dataclasses.replace(COLUMN_FORMAT_RULES[c.group("key")], key=key)
+    return file_index_rule(key)
 
 
 @lru_cache(maxsize=1024)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from lake_assets.errors import OptionError, UnsupportedFeatureError
 from lake_assets.option_rules import RULES
+from lake_assets.option_rules_file_index import file_index_problems
 from lake_assets.option_types import LakeErrorLike, parse_value, raise_all, suggest, unsupported_value
 from lake_assets.options import FIELD_OPTION, CoreOptions, rule_for
 
@@ -49,6 +50,7 @@ def validate_options(opts: CoreOptions, *, field_names: tuple[str, ...] = (), st
     raise_all(problems)
     # Every value parses: now the options' relations to each other.
     if strict:
+        problems += file_index_problems(opts.raw, field_names)
         try:
             _check_java_spellings(opts)
         except (OptionError, UnsupportedFeatureError) as exc:

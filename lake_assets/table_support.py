@@ -51,6 +51,7 @@ from lake_assets.file_refusals import (
     entry_refusals,
     index_refusals,
 )
+from lake_assets.formats.file_index import write_problems as file_index_write_problems
 from lake_assets.formats.format_options import FORMAT_PREFIXES, formats_written, unwritten_per_level
 from lake_assets.formats.orc_format import ORC_CODECS
 from lake_assets.lsm.merge_engine.registry import engine_of
@@ -241,7 +242,9 @@ def schema_refusals(schema: TableSchema) -> list[Refusal]:
     """The refusals that follow from the schema alone (options, bucket mode). Pure."""
     options = schema.options
     bucket = schema.core_options.bucket
-    return _bucket_refusals(schema, bucket) + _option_refusals(options) + _dv_refusals(schema)
+    # bloom-filter indexes our writers cannot build (docs/format.md §7.6) refuse what writes files
+    index = [Refusal(what, why, frozenset({Op.WRITE, Op.COMPACT})) for what, why in file_index_write_problems(schema)]
+    return _bucket_refusals(schema, bucket) + _option_refusals(options) + _dv_refusals(schema) + index
 
 
 def validate_open(schema: TableSchema) -> None:

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from lake_assets.formats.data_file_read import file_column_names, iter_data_file, read_data_file, row_types_of
 from lake_assets.formats.file_format import FileFormat, WriteOptions, file_format, table_format
+from lake_assets.formats.file_index import INDEX_FILE_SUFFIX, FileIndexBuilder, index_plan
 from lake_assets.formats.file_layout import (
     DICTIONARY_SAMPLE_ROWS,
     KEY_FIELD_ID_START,
@@ -74,6 +75,8 @@ class DataFileWriterConfig:
     prefix: str = "data-"
     # None: the table's file.format (what Paimon writers use for new files)
     file_format: str | None = None
+    # changelog files: Paimon writes no file index for them (KeyValueFileWriterFactory)
+    changelog: bool = False
 
 
 class DataFileWriter:
@@ -108,6 +111,8 @@ class DataFileWriter:
         self._value_footer = layout.value_footer if footer else FooterColumns({}, frozenset())
         # refused here, before any file exists (an option value Java's writer of the format rejects)
         self.format.check_writable(schema, bucket_dir)
+        # file-index.* (docs/format.md §7.6): every file written gets the table's bloom filters
+        self.index_plan = None if config.changelog else index_plan(schema)
         self._uuid = uuid.uuid4()
         self._counter = 0
         self._per_level: dict[int, DataFileWriter] = {}
@@ -254,6 +259,7 @@ class _OpenFile:
         self.min_seq: int | None = None
         self.max_seq: int | None = None
         self.deletes = 0
+        self.index = FileIndexBuilder(owner.index_plan) if owner.index_plan is not None else None
 
 
 _UPDATE_BEFORE, _DELETE = int(RowKind.UPDATE_BEFORE), int(RowKind.DELETE)
@@ -326,6 +332,8 @@ class RollingFileWriter:
         assert f is not None
         owner = self.owner
         f.rows += chunk.num_rows
+        if f.index is not None:
+            f.index.add(chunk)
         f.value_stats.update([chunk.column(n) for n in owner.value_names])
         if owner.schema.primary_keys:
             keys = [chunk.column(KEY_PREFIX + k) for k in owner.key_names]
@@ -367,6 +375,7 @@ class RollingFileWriter:
                 f.sink.close()
             self.owner.file_io.delete(f.path)
             raise
+        extra_files, embedded_index = self._write_index(f)
         self._finished_bytes += size
         self._finished_rows += f.rows
         owner = self.owner
@@ -394,10 +403,10 @@ class RollingFileWriter:
             max_sequence_number=max_seq,
             schema_id=owner.schema.id,
             level=self.level,
-            extra_files=(),
+            extra_files=extra_files,
             creation_time_ms=local_now_ms(),
             delete_row_count=f.deletes,
-            embedded_file_index=None,
+            embedded_file_index=embedded_index,
             file_source=self.file_source,
             value_stats_cols=None,
             external_path=None,
@@ -405,6 +414,24 @@ class RollingFileWriter:
             write_cols=None,
             write_cols_sequences=None,
         ))
+
+    def _write_index(self, f: _OpenFile) -> tuple[tuple[str, ...], bytes | None]:
+        """(extra files, embedded index) of a finished file: its index in the manifest entry, or
+        written beside it as ``<file>.index`` when larger than file-index.in-manifest-threshold."""
+        if f.index is None:
+            return (), None
+        fio = self.owner.file_io
+        try:
+            data, to_file = f.index.finish()
+            if not to_file:
+                return (), data
+            name = f.name + INDEX_FILE_SUFFIX
+            fio.write_bytes(f"{self.owner.bucket_dir}/{name}", data)
+            return (name,), None
+        except BaseException:
+            # the data file is finished but no description of it exists yet: remove both here
+            fio.delete_many([f.path, f.path + INDEX_FILE_SUFFIX])
+            raise
 
     def close(self) -> list[DataFileMeta]:
         """Finish the open file; the descriptions of every file written."""
@@ -421,5 +448,6 @@ class RollingFileWriter:
             with contextlib.suppress(Exception):
                 f.sink.close()
             self.owner.file_io.delete(f.path)
-        self.owner.file_io.delete_many(f"{self.owner.bucket_dir}/{m.file_name}" for m in self.done)
+        self.owner.file_io.delete_many(f"{self.owner.bucket_dir}/{name}"
+                                       for m in self.done for name in (m.file_name, *m.extra_files))
         self.done = []

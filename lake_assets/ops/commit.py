@@ -47,7 +47,8 @@ log = logging.getLogger(__name__)
 def _abs_files(store: FileStore, messages: Sequence[CommitMessage]) -> list[str]:
     """Files the messages' writers created (upgraded files are not theirs to delete), with the
     index files they wrote (a dynamic-bucket writer's HASH files, a compaction's deletion vectors)."""
-    return [store.data_file_path(m.partition, m.bucket, f) for m in messages for f in m.all_written_files()] + [
+    return [p for m in messages for f in m.all_written_files()
+            for p in store.written_file_paths(m.partition, m.bucket, f)] + [
         store.paths.index_file(e.file_name) for m in messages for e in m.index_after
     ]
 
@@ -168,8 +169,8 @@ class TableCommitter:
             # currently does not commit any changelog"): streams see no change for it. Nothing
             # references these files then: remove them instead of leaving orphans.
             self.store.file_io.delete_many(
-                self.store.data_file_path(m.partition, m.bucket, f)
-                for m in messages for f in (*m.new_changelog, *m.compact_changelog)
+                p for m in messages for f in (*m.new_changelog, *m.compact_changelog)
+                for p in self.store.written_file_paths(m.partition, m.bucket, f)
             )
             changelog, compact_changelog = [], []
         try:
@@ -195,10 +196,11 @@ class TableCommitter:
                     log.warning("Data of %s landed as snapshot %s; its compaction did not: %s",
                                 self.store.name, landed_before, exc)
                     self.store.file_io.delete_many(
-                        self.store.data_file_path(m.partition, m.bucket, f)
+                        p
                         for m in messages
                         for f in (*m.compact_after, *m.compact_changelog)
                         if f.file_name not in {b.file_name for b in m.compact_before}
+                        for p in self.store.written_file_paths(m.partition, m.bucket, f)
                     )
                     self.store.file_io.delete_many(  # the compaction's; HASH files landed with the data
                         self.store.paths.index_file(e.file_name) for m in messages for e in m.index_after

@@ -1,7 +1,8 @@
 """Batch read planning: which snapshot a read sees, and its splits pruned by a predicate.
 
 Partition filters prune manifests and partitions, equality on the whole bucket key prunes buckets,
-key ranges prune files of primary-key tables and value ranges files of append tables.
+key ranges prune files of primary-key tables and value ranges files of append tables, and bloom-filter
+file indexes files of append tables for = / in.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from lake_assets import arguments as args
 from lake_assets.errors import CorruptMetadataError, InvalidArgumentError, SnapshotNotFoundError
 from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.ops import deletion_vectors
+from lake_assets.ops.file_index_prune import index_may_match, prunes_by_index
 from lake_assets.ops.scan import Split
 from lake_assets.predicate import Predicate
 from lake_assets.spec.arrow_types import to_arrow
@@ -90,6 +92,9 @@ def plan_splits(
     )
     if pred is not None and pred.clauses:
         entries = [e for e in entries if file_may_match(store, e.file, pred, schema)]
+        if op is Op.READ and prunes_by_index(schema, pred):
+            # bloom-filter file indexes of append tables (ops/file_index_prune.py)
+            entries = [e for e in entries if index_may_match(store, e, pred, schema)]
     return deletion_vectors.attach(store, snap, scan.splits(entries))
 
 

@@ -248,7 +248,7 @@ def run_postpone_unit(store: FileStore, unit: PostponeUnit, commit_user: str, *,
     for m in written:
         message, unused = _as_compaction(m)
         messages.append(message)
-        store.file_io.delete_many([store.data_file_path(m.partition, m.bucket, f) for f in unused])
+        store.file_io.delete_many([p for f in unused for p in store.written_file_paths(m.partition, m.bucket, f)])
     if unit.files:
         messages.append(CommitMessage(unit.partition, POSTPONE_BUCKET, POSTPONE_BUCKET,
                                       compact_before=tuple(e.file for e in unit.files)))

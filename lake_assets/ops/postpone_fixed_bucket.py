@@ -193,7 +193,8 @@ class PostponeFixedBucketWriter:
             self._stage.abort()
         if messages:
             self.store.file_io.delete_many(
-                [self.store.data_file_path(m.partition, m.bucket, f) for m in messages for f in m.all_written_files()])
+                [p for m in messages for f in m.all_written_files()
+                 for p in self.store.written_file_paths(m.partition, m.bucket, f)])
 
     def close(self) -> None:
         """Drop buffered rows; files returned by `prepare_commit` are left to the committer."""
@@ -289,12 +290,12 @@ def resolve_staged(
                 except BaseException as exc:  # the first failure wins; the others' files go too
                     failure = failure or exc
             if failure is not None:
-                store.file_io.delete_many([store.data_file_path(m.partition, m.bucket, f)
-                                           for m in done for f in m.all_written_files()])
+                store.file_io.delete_many([p for m in done for f in m.all_written_files()
+                                           for p in store.written_file_paths(m.partition, m.bucket, f)])
                 raise failure
             return done
     finally:
-        store.file_io.delete_many([store.data_file_path(e.partition, e.bucket, e.file) for e in files])
+        store.file_io.delete_many([p for e in files for p in store.written_file_paths(e.partition, e.bucket, e.file)])
 
 
 def _staged_sizes(store: FileStore, by_partition: Mapping[bytes, list[ManifestEntry]],

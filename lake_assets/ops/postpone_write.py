@@ -234,7 +234,7 @@ class PostponeWriter:
             if part.rolling is not None:
                 rolling, part.rolling = part.rolling, None
                 rolling.abort()
-            paths += [f"{part.writer.bucket_dir}/{f.file_name}" for f in part.done]
+            paths += [f"{part.writer.bucket_dir}/{name}" for f in part.done for name in (f.file_name, *f.extra_files)]
             part.done = []
             part.tables = []
             part.nbytes = 0

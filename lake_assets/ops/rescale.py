@@ -224,8 +224,8 @@ def rescale_written(store: FileStore, commit_user: str, messages: Sequence[Commi
                 writer.write_arrow(part.select(columns),
                                    kinds=np.asarray(part.column(VALUE_KIND).to_numpy(), dtype=np.int8))
         new = writer.prepare_commit()
-    store.file_io.delete_many([store.data_file_path(m.partition, m.bucket, f)
-                               for m in replayed for f in m.all_written_files()])
+    store.file_io.delete_many([p for m in replayed for f in m.all_written_files()
+                               for p in store.written_file_paths(m.partition, m.bucket, f)])
     return [m for m in messages if not (m.partition in counts and m.bucket >= 0)] + new
 
 

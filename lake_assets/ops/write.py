@@ -352,12 +352,13 @@ class TableWriter:
         paths = []
         for buf in self._buffers.values():
             if buf.writer is not None:
-                paths += [f"{buf.writer.bucket_dir}/{f.file_name}" for f in (*buf.new_files, *buf.new_changelog)]
+                paths += [f"{buf.writer.bucket_dir}/{name}" for f in (*buf.new_files, *buf.new_changelog)
+                          for name in (f.file_name, *f.extra_files)]
             buf.new_files = []
             buf.new_changelog = []
         self._drop_buffered()
         for m in messages:
-            paths += [self.store.data_file_path(m.partition, m.bucket, f) for f in m.all_written_files()]
+            paths += [p for f in m.all_written_files() for p in self.store.written_file_paths(m.partition, m.bucket, f)]
             paths += [self.store.paths.index_file(e.file_name) for e in m.index_after]  # HASH, deletion vectors
         self.store.file_io.delete_many(paths)
 

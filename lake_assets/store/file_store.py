@@ -275,6 +275,7 @@ class FileStore:
             target_file_size=opts.target_file_size,
             page_size=opts.page_size,
             prefix=opts.changelog_file_prefix if changelog else opts.data_file_prefix,
+            changelog=changelog,
         )
 
     def partition_path_of(self, partition: bytes) -> str:
@@ -303,6 +304,13 @@ class FileStore:
                 "external data paths (data-file.external-paths) are not supported"
             )
         return self.paths.data_file(self.partition_path_of(partition), bucket, meta.file_name)
+
+    def written_file_paths(self, partition: bytes, bucket: int, meta: DataFileMeta) -> list[str]:
+        """A data or changelog file and its extra files (a ``.index`` file index): what removing a
+        file a writer created must remove (all inside the table, as `data_file_path`)."""
+        path = self.data_file_path(partition, bucket, meta)
+        folder = path.rsplit("/", 1)[0]
+        return [path, *(f"{folder}/{x}" for x in meta.extra_files)]
 
     def fault_point(self, step: str) -> None:
         """Tell the test hook (if any) that a named step of an operation is reached."""

@@ -486,6 +486,17 @@ class PaimonJava:
         ``offset``, ``length`` and the ``deleted`` positions Java's own reader finds."""
         return self.call("deletion_vectors", warehouse=warehouse, table=table)
 
+    def file_index_hash(self, paimon_type: Any, values: Sequence[Any]) -> list[int]:
+        """Paimon's bloom-filter ``FastHash`` of each value (the oracle's JSON encoding, see
+        ``Values.java``) under the Paimon type given (schema-file JSON)."""
+        return self.call("file_index_hash", type=paimon_type, values=list(values))
+
+    def file_index_test(self, warehouse: str, table: str, filter: Filter) -> list[dict[str, Any]]:
+        """Every data file of the latest snapshot with ``name``, ``bucket``, ``extra_files``,
+        ``embedded`` (base64, when the index is in the manifest) and ``remain``: what Java's
+        ``FileIndexPredicate`` decides for ``filter`` from the file's index (absent: no index)."""
+        return self.call("file_index_test", warehouse=warehouse, table=table, filter=_filter_json(filter))
+
     def snapshots(self, warehouse: str, table: str) -> list[dict[str, Any]]:
         """Every snapshot file's JSON, oldest first."""
         return self.call("snapshots", warehouse=warehouse, table=table)

@@ -178,8 +178,9 @@ def run_compaction_task(
     except BaseException:
         for rolling in rollings:
             rolling.abort()
-        store.file_io.delete_many(writer.bucket_dir + "/" + f.file_name for f in after
-                                  if f.file_name not in {b.file_name for b in before})
+        store.file_io.delete_many(writer.bucket_dir + "/" + name for f in after
+                                  if f.file_name not in {b.file_name for b in before}
+                                  for name in (f.file_name, *f.extra_files))
         store.file_io.delete_many(index_paths)
         raise
     finally:
@@ -305,6 +306,6 @@ def _stop_and_discard(store: FileStore, futures: Sequence[Future[CommitMessage]]
 def discard_outputs(store: FileStore, messages: Sequence[CommitMessage]) -> None:
     """Delete the files units wrote for a commit that will not happen (upgrades are not new files)."""
     store.file_io.delete_many(
-        store.data_file_path(m.partition, m.bucket, f) for m in messages for f in m.all_written_files()
+        p for m in messages for f in m.all_written_files() for p in store.written_file_paths(m.partition, m.bucket, f)
     )
     store.file_io.delete_many(store.paths.index_file(e.file_name) for m in messages for e in m.index_after)

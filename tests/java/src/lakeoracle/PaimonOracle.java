@@ -261,6 +261,12 @@ public final class PaimonOracle {
                         a.get("consumer_id").asText(), new Consumer(a.get("next_snapshot").asLong()));
                 return null;
             case "lifecycle": return Lifecycle.run(table(a), a); // partition expiry, watermark commits
+            case "file_index_hash":
+                return FileIndexOps.hash(a);
+            case "file_index_test": {
+                FileStoreTable t = table(a);
+                return FileIndexOps.test(t, t.rowType(), predicate(t.rowType(), a.get("filter")));
+            }
             case "delete_consumer":
                 consumers(a).deleteConsumer(a.get("consumer_id").asText());
                 return null;
@@ -609,7 +615,7 @@ public final class PaimonOracle {
 
     // ---------------------------------------------------------------- reading
 
-    private static Predicate predicate(RowType rowType, JsonNode filter) {
+    static Predicate predicate(RowType rowType, JsonNode filter) {
         if (filter == null || filter.isNull()) {
             return null;
         }

@@ -1,0 +1,240 @@
+"""Paimon's data-file indexes (docs/format.md §7.6): the container, what a table asks writers to
+index, and the index of one data file as its writer builds it.
+
+A table carrying ``file-index.bloom-filter.columns`` gets, for every data file a write or compaction
+creates, one bloom filter per listed column over the file's non-null values (Paimon HEAD indexes
+primary-key files too, over their value columns). The filters go into one `FileIndexFormat`
+container; a container larger than ``file-index.in-manifest-threshold`` is written next to the data
+file as ``<data file>.index`` and listed in its ``_EXTRA_FILES``, a smaller one is embedded in the
+manifest entry. `index_plan` reads the options, `write_problems` says what no writer of ours can
+index (refused for writes and compaction by `lake_assets.table_support`), `FileIndexBuilder`
+accumulates one file's filters chunk by chunk.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from lake_assets.errors import InvalidDataError, OptionError
+from lake_assets.formats.bloom_filter import INT_MAX, BloomFilter64, bloom_bits
+from lake_assets.formats.fast_hash import fast_hash, hashable
+from lake_assets.option_rules_file_index import BLOOM_FILTER, indexed_columns, top_level_column
+from lake_assets.option_types import parse_memory_size
+from lake_assets.spec.data_types import DataType
+from lake_assets.spec.schema import TableSchema
+
+MAGIC = 1493475289347502
+VERSION = 1
+EMPTY_INDEX_START = -1
+INDEX_FILE_SUFFIX = ".index"
+DEFAULT_ITEMS = 1_000_000
+DEFAULT_FPP = 0.1
+DEFAULT_IN_MANIFEST_THRESHOLD = 500
+
+
+# ---------------------------------------------------------------- the container (FileIndexFormat)
+
+
+def _java_utf(text: str) -> bytes:
+    """``DataOutputStream.writeUTF``: a 2-byte length, then modified UTF-8 (NUL and each UTF-16
+    surrogate of a supplementary character encoded on their own)."""
+    out = bytearray()
+    for unit in struct.unpack(f"<{len(text.encode('utf-16-le')) // 2}H", text.encode("utf-16-le")):
+        if 0 < unit < 0x80:
+            out.append(unit)
+        elif unit < 0x800:
+            out += bytes((0xC0 | unit >> 6, 0x80 | unit & 0x3F))
+        else:
+            out += bytes((0xE0 | unit >> 12, 0x80 | unit >> 6 & 0x3F, 0x80 | unit & 0x3F))
+    if len(out) > 0xFFFF:
+        raise InvalidDataError(f"Name {text[:40]!r}... is too long for a file index header")
+    return struct.pack(">H", len(out)) + bytes(out)
+
+
+def _read_java_utf(data: bytes, pos: int) -> tuple[str, int]:
+    (n,) = struct.unpack_from(">H", data, pos)
+    raw = data[pos + 2: pos + 2 + n]
+    if len(raw) != n:
+        raise InvalidDataError("file index header is truncated")
+    units: list[int] = []
+    i = 0
+    while i < n:
+        b = raw[i]
+        if b < 0x80:
+            units.append(b)
+            i += 1
+        elif b >> 5 == 0b110:
+            units.append((b & 0x1F) << 6 | raw[i + 1] & 0x3F)
+            i += 2
+        else:
+            units.append((b & 0x0F) << 12 | (raw[i + 1] & 0x3F) << 6 | raw[i + 2] & 0x3F)
+            i += 3
+    text = struct.pack(f"<{len(units)}H", *units).decode("utf-16-le", errors="surrogatepass")
+    return text, pos + 2 + n
+
+
+def write_container(indexes: Mapping[str, Mapping[str, bytes | None]]) -> bytes:
+    """The bytes of a file index holding ``indexes`` (column -> index type -> payload; None: an
+    empty index), laid out as Paimon's ``FileIndexFormat.Writer`` lays them out."""
+    names = b"".join(_java_utf(c) + b"".join(_java_utf(t) for t in types) for c, types in indexes.items())
+    entries = sum(len(types) for types in indexes.values())
+    head_length = 8 + 4 + 4 + 4 + 8 * entries + 4 * len(indexes) + 4 + len(names)
+    head = bytearray(struct.pack(">qiii", MAGIC, VERSION, head_length, len(indexes)))
+    body = bytearray()
+    for column, types in indexes.items():
+        head += _java_utf(column) + struct.pack(">i", len(types))
+        for index_type, payload in types.items():
+            head += _java_utf(index_type)
+            if payload is None:
+                head += struct.pack(">ii", EMPTY_INDEX_START, 0)
+            else:
+                head += struct.pack(">ii", head_length + len(body), len(payload))
+                body += payload
+    head += struct.pack(">i", 0)  # redundant length
+    assert len(head) == head_length
+    return bytes(head + body)
+
+
+def read_container(data: bytes, what: str = "file index") -> dict[str, dict[str, bytes | None]]:
+    """Column -> index type -> payload (None: empty) of a file index (Java's or ours)."""
+    try:
+        magic, version, head_length, columns = struct.unpack_from(">qiii", data)
+        if magic != MAGIC:
+            raise InvalidDataError(f"{what} is not a Paimon file index (magic {magic})")
+        if version != VERSION:
+            raise InvalidDataError(f"{what} has file index version {version}; lake_assets reads version {VERSION}")
+        pos = 20
+        out: dict[str, dict[str, bytes | None]] = {}
+        for _ in range(columns):
+            column, pos = _read_java_utf(data, pos)
+            (count,) = struct.unpack_from(">i", data, pos)
+            pos += 4
+            types = out.setdefault(column, {})
+            for _ in range(count):
+                index_type, pos = _read_java_utf(data, pos)
+                start, length = struct.unpack_from(">ii", data, pos)
+                pos += 8
+                if start == EMPTY_INDEX_START:
+                    types[index_type] = None
+                elif start < head_length or start + length > len(data) or length < 0:
+                    raise InvalidDataError(f"{what}: index {column}/{index_type} lies outside the file")
+                else:
+                    types[index_type] = data[start: start + length]
+    except struct.error as exc:
+        raise InvalidDataError(f"{what} is truncated ({exc})") from None
+    return out
+
+
+# ---------------------------------------------------------------- what a table asks writers to index
+
+
+@dataclass(frozen=True)
+class BloomColumn:
+    """One column's bloom-filter index: its name, Paimon type and sizing."""
+
+    name: str
+    type: DataType
+    items: int
+    fpp: float
+
+
+@dataclass(frozen=True)
+class IndexPlan:
+    """The indexes every new data file of a table gets, and where they go."""
+
+    bloom: tuple[BloomColumn, ...]
+    in_manifest_threshold: int
+
+
+def write_problems(schema: TableSchema) -> list[tuple[str, str]]:
+    """(what, why) of each bloom-filter index no writer of lake_assets can write for ``schema``:
+    columns the table lacks, map keys (``m[k]``), types Paimon's FastHash cannot hash."""
+    out: list[tuple[str, str]] = []
+    for name in indexed_columns(schema.options, BLOOM_FILTER):
+        what = f"option file-index.{BLOOM_FILTER}.columns names {name!r}"
+        field = schema.field(top_level_column(name)) if schema.has_field(top_level_column(name)) else None
+        if field is None:
+            out.append((what, "the table has no such column (Paimon's writer fails on it)"))
+        elif top_level_column(name) != name:
+            out.append((what, "bloom-filter indexes of map values (column[key]) are not implemented"))
+        elif not hashable(field.type):
+            out.append((what, f"Paimon has no bloom-filter hash for type {field.type} (its writer fails)"))
+        else:
+            items, fpp = _sizing(schema.options, name)
+            if items is not None and fpp is not None and bloom_bits(items, fpp) > INT_MAX:
+                out.append((f"options file-index.{BLOOM_FILTER}.{name}.items = {items} and .fpp = {fpp}",
+                            "the bloom filter would need more bits than a Java int counts (Paimon's writer "
+                            "fails on it)"))
+    return out
+
+
+def _sizing(options: Mapping[str, str], name: str) -> tuple[int | None, float | None]:
+    """(items, fpp) of a column's bloom filter; None for a value that does not parse (the option
+    registry refuses it on its own)."""
+    prefix = f"file-index.{BLOOM_FILTER}.{name}."
+    try:
+        items = int(options.get(prefix + "items", DEFAULT_ITEMS))
+    except ValueError:
+        items = None
+    try:
+        fpp = float(options.get(prefix + "fpp", DEFAULT_FPP))
+    except ValueError:
+        fpp = None
+    ok = items is not None and items >= 1 and fpp is not None and 0.0 < fpp < 1.0
+    return (items, fpp) if ok else (None, None)
+
+
+def index_plan(schema: TableSchema) -> IndexPlan | None:
+    """The bloom-filter indexes new data files of ``schema`` get, or None (no index).
+
+    Callers have been refused by `write_problems` (via table_support) when it finds anything."""
+    options = schema.options
+    names = indexed_columns(options, BLOOM_FILTER)
+    if not names:
+        return None
+    columns = []
+    for name in names:
+        items, fpp = _sizing(options, name)
+        if items is None or fpp is None:
+            raise OptionError(f"Table options: the bloom-filter index of {name!r} has no valid items / fpp")
+        columns.append(BloomColumn(name, schema.field(name).type, items, fpp))
+    threshold_text = options.get("file-index.in-manifest-threshold")
+    threshold = (DEFAULT_IN_MANIFEST_THRESHOLD if threshold_text is None
+                 else parse_memory_size(threshold_text, "file-index.in-manifest-threshold"))
+    return IndexPlan(tuple(columns), threshold)
+
+
+# ---------------------------------------------------------------- one data file's index
+
+
+class FileIndexBuilder:
+    """The index of one data file, fed with the file's chunks as they are written."""
+
+    def __init__(self, plan: IndexPlan) -> None:
+        self.plan = plan
+        self.filters = [BloomFilter64.sized(c.items, c.fpp) for c in plan.bloom]
+
+    def add(self, chunk: pa.Table) -> None:
+        """Add a chunk's values (a table holding the indexed columns under their names)."""
+        for column, bloom in zip(self.plan.bloom, self.filters, strict=True):
+            bloom.add_hashes(fast_hash(chunk.column(column.name), column.type))
+
+    def finish(self) -> tuple[bytes, bool]:
+        """(container bytes, whether they go to a ``.index`` file rather than the manifest)."""
+        data = write_container({c.name: {BLOOM_FILTER: f.to_bytes()}
+                                for c, f in zip(self.plan.bloom, self.filters, strict=True)})
+        return data, len(data) > self.plan.in_manifest_threshold
+
+
+def bloom_filters(data: bytes, what: str = "file index") -> dict[str, BloomFilter64]:
+    """Column -> bloom filter of a file index's container (other index types left out)."""
+    out = {}
+    for column, types in read_container(data, what).items():
+        payload = types.get(BLOOM_FILTER)
+        if payload is not None:
+            out[column] = BloomFilter64.from_bytes(payload, f"{what}: bloom filter of {column!r}")
+    return out

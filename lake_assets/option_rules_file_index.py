@@ -1,0 +1,176 @@
+"""Rows of the option registry for Paimon's data-file indexes (``file-index.*``, docs/format.md §7.6).
+
+A table turns an index type on for columns with ``file-index.<type>.columns`` and tunes it per
+column with ``file-index.<type>.<column>.<option>`` (Paimon's FileIndexOptions: exactly three
+dot-separated parts after ``file-index.``). lake_assets writes ``bloom-filter`` indexes (the same
+bytes Java writes, `lake_assets.formats.file_index`); the other types (``bitmap``, Paimon 1.x's
+``bsi`` and ``range-bitmap``, and any type without a row of its own: a newer Paimon's or a
+plug-in's) are refused at create and ALTER and, on a table that carries them, for writes and
+compaction only: Java's writers would index every new file, ours could not. Reads, streams, expiry,
+orphan removal, tags, rollback and health never depend on an index (an index only lets a reader
+skip files without a match; lake_assets keeps and deletes ``.index`` files with their data files),
+so they accept every type. A bloom-filter per-column key other than ``fpp`` and ``items`` is not
+guessed at: it stays an unknown option (`lake_assets.table_support`).
+
+`FILE_INDEX_RULES` are plain rows merged into `lake_assets.option_rules.RULES`;
+`FILE_INDEX_COLUMN_RULES` are the per-column rows, keyed by (type, option), found by
+`file_index_rule` through `FILE_INDEX_COLUMN_OPTION`. `file_index_problems` checks what one value
+cannot: that the columns named exist and that per-column options name indexed columns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from functools import lru_cache
+
+from lake_assets.errors import OptionError
+from lake_assets.option_types import WRITE_OPS, OptionRule
+
+FILE_INDEX_PREFIX = "file-index."
+BLOOM_FILTER = "bloom-filter"
+# Index types Paimon writers know (0.9: bloom-filter, bitmap; 1.x adds bsi, range-bitmap).
+INDEX_TYPES = (BLOOM_FILTER, "bitmap", "bsi", "range-bitmap")
+WRITTEN_INDEX_TYPES = (BLOOM_FILTER,)
+_NOT_WRITTEN = ("lake_assets writes bloom-filter file indexes only (Java's writers would index every new "
+                "file; reads, expiry, orphan removal, tags and rollback accept it)")
+
+
+def _column_list(v: object) -> str | None:
+    # Paimon's FileIndexOptions: a blank name fails the writer ("should not have empty column")
+    if any(not name.strip() for name in str(v).split(",")):
+        return "names an empty column (a comma-separated list of columns)"
+    return None
+
+
+def _fpp(v: object) -> str | None:
+    # BloomFilter64 takes ln(fpp): 0 and 1 give no filter Java could size
+    if isinstance(v, float) and 0.0 < v < 1.0:
+        return None
+    return "must be a false positive rate between 0 and 1 (exclusive)"
+
+
+R = OptionRule
+FILE_INDEX_RULES: dict[str, OptionRule] = {r.key: r for r in (
+    R("file-index.in-manifest-threshold", "size", 500, "File indexes up to this size are embedded in the "
+      "manifest entry (_EMBEDDED_FILE_INDEX), larger ones written to <data file>.index (_EXTRA_FILES).",
+      minimum=0, writer_only=True),
+    R("file-index.read.enabled", "bool", True, "Whether readers use file indexes to skip data files.",
+      note="honoured: batch reads of append tables skip files whose bloom filters rule out every = / in "
+      "literal of a clause (ops/file_index_prune.py); primary-key tables are never pruned by value indexes "
+      "(a file without the value may hold a newer version of a key)"),
+    R(f"file-index.{BLOOM_FILTER}.columns", "string", None, "Columns whose data files get a bloom-filter index "
+      "(comma-separated).", check=_column_list,
+      note="honoured by writes and compaction for columns of types Paimon hashes (not BOOLEAN, DECIMAL or "
+      "nested types; not map keys col[key]): those refuse writes and compaction"),
+    *(R(f"file-index.{t}.columns", "string", None, f"Columns whose data files get a {t} index "
+        f"(comma-separated){' (Paimon 1.x)' if t in ('bsi', 'range-bitmap') else ''}.", check=_column_list,
+        supported=(), refuses=WRITE_OPS, why=_NOT_WRITTEN)
+      for t in INDEX_TYPES if t not in WRITTEN_INDEX_TYPES),
+)}
+
+# Per-column options, keyed by (index type, option).
+FILE_INDEX_COLUMN_RULES: dict[tuple[str, str], OptionRule] = {
+    (BLOOM_FILTER, "fpp"): R("fpp", "ratio", 0.1, "False positive rate of the column's bloom-filter index.",
+                             check=_fpp, writer_only=True),
+    (BLOOM_FILTER, "items"): R("items", "int", 1_000_000, "Distinct values the column's bloom-filter index is "
+                               "sized for.", minimum=1, writer_only=True),
+    ("bitmap", "index-block-size"): R("index-block-size", "size", None, "Block size of the column's bitmap "
+                                      "index (Paimon 1.x).", supported=(), refuses=WRITE_OPS, why=_NOT_WRITTEN),
+    ("bitmap", "version"): R("version", "int", None, "Format version of the column's bitmap index.",
+                             supported=(), refuses=WRITE_OPS, why=_NOT_WRITTEN),
+    ("range-bitmap", "chunk-size"): R("chunk-size", "size", None, "Dictionary chunk size of the column's "
+                                      "range-bitmap index (Paimon 1.x).", supported=(), refuses=WRITE_OPS,
+                                      why=_NOT_WRITTEN),
+    # any other option of a type lake_assets does not write: refused with the type
+    ("<type>", "<option>"): R("<option>", "string", None, "Options of an index type lake_assets does not "
+                              "write.", supported=(), refuses=WRITE_OPS, why=_NOT_WRITTEN),
+}
+# Index types no row above names (a newer Paimon's, or a plug-in FileIndexerFactory's): refused
+# for writes and compaction as bitmap is; reads and maintenance never depend on an index.
+OTHER_TYPE_COLUMNS = R("file-index.<type>.columns", "string", None, "Columns whose data files get an index of "
+                       "another type (a newer Paimon's or a plug-in's).", check=_column_list, supported=(),
+                       refuses=WRITE_OPS, why=_NOT_WRITTEN)
+del R
+
+FILE_INDEX_COLUMN_OPTION = re.compile(r"^file-index\.(?P<type>[^.]+)\.(?P<column>[^.]+)\.(?P<option>[^.]+)$")
+_COLUMNS_KEY = re.compile(r"^file-index\.(?P<type>[^.]+)\.columns$")
+
+
+def file_index_rule(key: str) -> OptionRule | None:
+    """The row of a per-column file-index option (``file-index.<type>.<column>.<option>``) or of the
+    columns of an index type without a row of its own, or None (an unknown bloom-filter option)."""
+    m = FILE_INDEX_COLUMN_OPTION.match(key)
+    if m is not None:
+        index_type, option = m.group("type"), m.group("option")
+        if (index_type, option) in FILE_INDEX_COLUMN_RULES:
+            return _column_rule(key, index_type, option)
+        # Paimon's bloom filter reads fpp and items only: another key is a typo we do not guess at
+        return None if index_type == BLOOM_FILTER else _column_rule(key, "<type>", "<option>")
+    if _COLUMNS_KEY.match(key) and key not in FILE_INDEX_RULES:
+        return dataclasses.replace(OTHER_TYPE_COLUMNS, key=key)
+    return FILE_INDEX_RULES.get(key)
+
+
+@lru_cache(maxsize=256)
+def _column_rule(key: str, index_type: str, option: str) -> OptionRule:
+    # the row under the full key, so that every message names the key the table carries
+    return dataclasses.replace(FILE_INDEX_COLUMN_RULES[(index_type, option)], key=key)
+
+
+def index_types(options: Mapping[str, str]) -> list[str]:
+    """The index types a table's options turn on (``file-index.<type>.columns``), in key order."""
+    return [m.group("type") for key in options if (m := _COLUMNS_KEY.match(key))]
+
+
+def indexed_columns(options: Mapping[str, str], index_type: str) -> list[str]:
+    """The columns ``file-index.<index_type>.columns`` names, trimmed, in order (``m[k]`` as written)."""
+    text = options.get(f"file-index.{index_type}.columns")
+    # a name listed twice is one index, as in Paimon's FileIndexOptions (computeIfAbsent)
+    return [] if text is None else list(dict.fromkeys(n.strip() for n in str(text).split(",") if n.strip()))
+
+
+def top_level_column(name: str) -> str:
+    """The table column of an indexed name: ``m`` of a map key ``m[k]`` (Paimon's nested form)."""
+    start = name.find("[")
+    return name[:start] if start > 0 and name.endswith("]") else name
+
+
+def file_index_problems(options: Mapping[str, str], field_names: tuple[str, ...]) -> list[OptionError]:
+    """What Paimon's writer would fail on that no single value shows: indexed columns the table
+    does not have, and per-column options of a column its type's ``.columns`` does not list."""
+    problems: list[OptionError] = []
+    for t in index_types(options):
+        key = f"file-index.{t}.columns"
+        for name in indexed_columns(options, t):
+            if field_names and top_level_column(name) not in field_names:
+                problems.append(OptionError(
+                    f"Option {key!r} names column {name!r}, which the table does not have"))
+    for key in options:
+        m = FILE_INDEX_COLUMN_OPTION.match(key)
+        if m is None or file_index_rule(key) is None:
+            continue
+        t, column = m.group("type"), m.group("column")
+        if column not in indexed_columns(options, t):
+            problems.append(OptionError(
+                f"Option {key!r} tunes the {t} index of column {column!r}, which 'file-index.{t}.columns' "
+                "does not list (Paimon's writer fails on it)"))
+    return problems
+
+
+__all__ = [
+    "BLOOM_FILTER",
+    "FILE_INDEX_COLUMN_OPTION",
+    "FILE_INDEX_COLUMN_RULES",
+    "FILE_INDEX_PREFIX",
+    "FILE_INDEX_RULES",
+    "INDEX_TYPES",
+    "OTHER_TYPE_COLUMNS",
+    "WRITTEN_INDEX_TYPES",
+    "file_index_problems",
+    "file_index_rule",
+    "index_types",
+    "indexed_columns",
+    "top_level_column",
+]
