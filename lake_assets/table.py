@@ -11,7 +11,7 @@ import os
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -22,23 +22,25 @@ from lake_assets.errors import (
     SchemaError,
 )
 from lake_assets.io.file_io import FileIO
-from lake_assets.ops.commit import TableCommitter
-from lake_assets.ops.commit_message import CommitMessage
-from lake_assets.ops.overwrite import check_inside_partition, overwrite_of_whole_table, overwrite_spec
-from lake_assets.ops.plan import plan_splits, resolve_snapshot, to_epoch_ms
-from lake_assets.ops.postpone_write import PostponeWriter, new_table_writer
-from lake_assets.ops.read import SplitReader, read_splits_ahead
-from lake_assets.ops.scan import Split
-from lake_assets.ops.schema_change import SchemaUpdate
-from lake_assets.ops.stream import ChangeReader, StreamEnumerator, read_changes
 from lake_assets.ops.streaming_read import stream_bounds, stream_splits
-from lake_assets.ops.write import TableWriter
-from lake_assets.predicate import Predicate
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from lake_assets.store.file_store import FileStore
 from lake_assets.table_maintenance import TableMaintenance
 from lake_assets.table_support import Op
+
+# The verbs' modules are imported inside the methods that use them (the first lines of each), so that
+# loading a table (every Spark worker, Dagster code location and job does) imports only what reads and
+# writes need, and a verb's modules load at its first call (issue 17 §3). The names here are for
+# type checkers only.
+if TYPE_CHECKING:
+    from lake_assets.ops.commit import TableCommitter
+    from lake_assets.ops.commit_message import CommitMessage
+    from lake_assets.ops.postpone_write import PostponeWriter
+    from lake_assets.ops.scan import Split
+    from lake_assets.ops.schema_change import SchemaUpdate
+    from lake_assets.ops.stream import ChangeReader, StreamEnumerator
+    from lake_assets.ops.write import TableWriter
 
 _STREAM_MODES = ("latest-full", "earliest-full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp")
 
@@ -70,6 +72,8 @@ class Table(TableMaintenance):
         Old files keep reading by field id: renamed columns follow their id, added ones read as null,
         widened types are cast. Key and partition columns are protected (see `SchemaUpdate`).
         """
+        from lake_assets.ops.schema_change import SchemaUpdate
+
         self.store.require(Op.SCHEMA_CHANGE)
         return SchemaUpdate(self.store)
 
@@ -91,6 +95,8 @@ class Table(TableMaintenance):
         change of each key (the tags' files diffed, as Paimon), else the changes of snapshots in
         ``(start, end]``. ``source``: "delta", "changelog", "auto" or "diff"; unset, the table's
         ``incremental-between-scan-mode`` (see `lake_assets.ops.stream.read_changes`)."""
+        from lake_assets.ops.stream import read_changes
+
         args.snapshot_or_tag("start", start, optional=False)
         args.snapshot_or_tag("end", end)
         if source is not None:
@@ -109,6 +115,9 @@ class Table(TableMaintenance):
         position: int | None = None,
     ) -> StreamEnumerator:
         """A streaming read's enumerator (read its splits with `change_reader`)."""
+        from lake_assets.ops.plan import to_epoch_ms
+        from lake_assets.ops.stream import StreamEnumerator
+
         args.one_of("mode", mode, _STREAM_MODES)
         args.integer("snapshot_id", snapshot_id, minimum=0)
         # An argument the mode does not use would be ignored silently (Java refuses such options:
@@ -126,6 +135,8 @@ class Table(TableMaintenance):
 
     def change_reader(self, columns: Sequence[str] | None = None) -> ChangeReader:
         """A reader of the change splits a `stream` plans, projecting ``columns``."""
+        from lake_assets.ops.stream import ChangeReader
+
         args.names("columns", columns)
         self.store.require(Op.STREAM)
         return ChangeReader(self.store, list(columns) if columns else None)
@@ -156,6 +167,8 @@ class Table(TableMaintenance):
         (default ``LAKE_ASSETS_SPILL_DIR``, in a Spark worker Spark's local dirs, else the system
         temp; `lake_assets.ops.spill.spill_root`); it must exist.
         """
+        from lake_assets.ops.postpone_write import new_table_writer
+
         args.text("commit_user", commit_user, optional=False)
         args.flag("write_only", write_only)
         args.flag("ignore_previous_files", ignore_previous_files)
@@ -167,6 +180,8 @@ class Table(TableMaintenance):
 
     def new_committer(self, commit_user: str) -> TableCommitter:
         """The committer of ``commit_user``: `commit(messages, commit_identifier)` is exactly-once."""
+        from lake_assets.ops.commit import TableCommitter
+
         args.text("commit_user", commit_user, optional=False)
         return TableCommitter(self.store, commit_user)
 
@@ -185,6 +200,8 @@ class Table(TableMaintenance):
         ``{"dt": "2024-01-01"}`` replaces the partitions matching those values (and rejects rows
         outside them). ``spill_dir``: where the write spills (see `new_writer`).
         """
+        from lake_assets.ops.overwrite import check_inside_partition, overwrite_of_whole_table, overwrite_spec
+
         user = str(uuid.uuid4())
         ow = overwrite_spec(self.store, overwrite)
         # Like Paimon's overwrite writer: the replaced partitions' files are not compacted with
@@ -221,6 +238,8 @@ class Table(TableMaintenance):
         timestamp: datetime | int | str | None = None,
     ) -> Snapshot | None:
         """The snapshot a read sees: by id, by tag, as of a time (epoch ms, datetime or ISO text), or latest."""
+        from lake_assets.ops.plan import resolve_snapshot, to_epoch_ms
+
         args.integer("snapshot_id", snapshot_id)
         args.text("tag", tag, empty=True)
         given = [x is not None for x in (snapshot_id, tag, timestamp)]
@@ -241,6 +260,9 @@ class Table(TableMaintenance):
 
         ``op`` is the operation the plan is for (a compaction plans with `Op.COMPACT`): the table and
         the files planned are checked for it (`lake_assets.table_support`)."""
+        from lake_assets.ops.plan import plan_splits
+        from lake_assets.predicate import Predicate
+
         self.store.require(op)
         snap = snapshot if snapshot is not None else self.resolve_snapshot(snapshot_id)
         if snap is None:
@@ -313,6 +335,10 @@ class Table(TableMaintenance):
         """The rows of ``snap`` read with ``schema`` (from `_read_point`), table by table: whole merge
         sections read splits ahead, or with ``stream`` = (batch rows, read-ahead) bounded batches
         (`ops.streaming_read`)."""
+        from lake_assets.ops.plan import plan_splits
+        from lake_assets.ops.read import SplitReader, read_splits_ahead
+        from lake_assets.predicate import Predicate
+
         if columns is not None:
             unknown = [c for c in columns if not schema.has_field(c)]
             if unknown:

@@ -1,6 +1,10 @@
 """`TableMaintenance`: the tag and maintenance verbs of a `Table` (tags, snapshot and partition
 expiry, compaction, health, orphan removal, rollback), each checking its arguments and the table
 before delegating to its operation in `lake_assets.ops`. `Table` inherits them.
+
+Each verb imports its operation's modules in its first lines: a process that only reads and writes
+(a Spark worker, a Dagster code location that loads tables) does not import compaction, expiry,
+tags or orphan removal (issue 17 §3). The imports under ``TYPE_CHECKING`` are the return types'.
 """
 
 from __future__ import annotations
@@ -9,23 +13,22 @@ import os
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from lake_assets import arguments as args
 from lake_assets.errors import InvalidArgumentError
-from lake_assets.ops.compact import CompactResult, compact
-from lake_assets.ops.expire import ExpireResult, expire_snapshots
-from lake_assets.ops.orphans import OrphanResult, remove_orphan_files
-from lake_assets.ops.partition_expire import PartitionExpireResult, expire_partitions
-from lake_assets.ops.plan import resolve_snapshot, to_epoch_ms
-from lake_assets.ops.table_health import table_health
-from lake_assets.ops.tag_deletion import TagDeletionResult, delete_tag
-from lake_assets.ops.tagging import create_tag, rollback_to
 from lake_assets.spec.snapshot import Snapshot, Tag
 from lake_assets.table_store_view import StoreView
 from lake_assets.table_support import Op
+
+if TYPE_CHECKING:
+    from lake_assets.ops.compact import CompactResult
+    from lake_assets.ops.expire import ExpireResult
+    from lake_assets.ops.orphans import OrphanResult
+    from lake_assets.ops.partition_expire import PartitionExpireResult
+    from lake_assets.ops.tag_deletion import TagDeletionResult
 
 
 class TableMaintenance(StoreView):
@@ -38,6 +41,9 @@ class TableMaintenance(StoreView):
         Raises `SnapshotNotFoundError` (and leaves no tag) when an expiration is removing, or has
         removed, the snapshot; `AlreadyExistsError` when another tag has the name.
         """
+        from lake_assets.ops.plan import resolve_snapshot
+        from lake_assets.ops.tagging import create_tag
+
         args.text("name", name, optional=False, empty=True)  # check_tag_name judges it
         args.integer("snapshot_id", snapshot_id, minimum=0)
         args.duration("time_retained", time_retained)
@@ -48,6 +54,8 @@ class TableMaintenance(StoreView):
     def delete_tag(self, name: str) -> TagDeletionResult:
         """Remove a tag and, as Paimon does, the files only it kept alive (its snapshot expired):
         data files, manifests, index files nothing retained references (see `ops.tag_deletion`)."""
+        from lake_assets.ops.tag_deletion import delete_tag
+
         args.text("name", name, optional=False, empty=True)  # check_tag_name judges it
         self.store.require(Op.TAG)
         return delete_tag(self.store, name)
@@ -73,6 +81,9 @@ class TableMaintenance(StoreView):
         When ``changelog.num-retained.*`` / ``changelog.time-retained`` exceed the snapshot settings,
         expired snapshots leave long-lived changelogs that streams and `read_changes` still read;
         those expire here too, per the changelog settings."""
+        from lake_assets.ops.expire import expire_snapshots
+        from lake_assets.ops.plan import to_epoch_ms
+
         args.integer("retain_min", retain_min, minimum=1)  # the latest snapshot is never expired
         args.integer("retain_max", retain_max, minimum=1)
         args.age_or_time("older_than", older_than)
@@ -105,6 +116,8 @@ class TableMaintenance(StoreView):
         in one OVERWRITE snapshot, per ``partition.expiration-strategy`` (values-time, update-time),
         ``partition.timestamp-pattern`` / ``-formatter`` and ``partition.expiration-max-num``
         (arguments override); see `lake_assets.ops.partition_expire`."""
+        from lake_assets.ops.partition_expire import expire_partitions
+
         return expire_partitions(
             self.store, expiration_time=expiration_time, strategy=strategy, timestamp_pattern=timestamp_pattern,
             timestamp_formatter=timestamp_formatter, max_expires=max_expires, dry_run=dry_run,
@@ -127,6 +140,8 @@ class TableMaintenance(StoreView):
         Spark's local dirs, else the system temp; `lake_assets.ops.spill.spill_root`).
         For distributed runs pass a unit runner to `lake_assets.ops.compact.compact` (``run_tasks``).
         """
+        from lake_assets.ops.compact import compact
+
         args.flag("full", full)
         args.mappings("partitions", partitions)
         args.integer("max_units", max_units, minimum=1)
@@ -137,6 +152,8 @@ class TableMaintenance(StoreView):
 
     def health(self, *, snapshot_id: int | None = None, small_file_threshold: int | None = None) -> pa.Table:
         """Per (partition, bucket) LSM health from manifests only (no data files are read)."""
+        from lake_assets.ops.table_health import table_health
+
         args.integer("snapshot_id", snapshot_id, minimum=0)
         args.integer("small_file_threshold", small_file_threshold, minimum=0)
         self.store.require_exists()
@@ -146,6 +163,8 @@ class TableMaintenance(StoreView):
         self, *, older_than: timedelta = timedelta(days=1), dry_run: bool = True
     ) -> OrphanResult:
         """List (and with ``dry_run=False`` delete) files no snapshot or tag references, older than the bound."""
+        from lake_assets.ops.orphans import remove_orphan_files
+
         args.duration("older_than", older_than, optional=False)
         args.flag("dry_run", dry_run)
         self.store.require_exists()
@@ -156,6 +175,8 @@ class TableMaintenance(StoreView):
 
         Their files become unreferenced and are cleaned by `remove_orphan_files`.
         """
+        from lake_assets.ops.tagging import rollback_to
+
         args.integer("snapshot_id", snapshot_id, minimum=0)
         args.text("tag", tag, empty=True)
         if (snapshot_id is None) == (tag is None):

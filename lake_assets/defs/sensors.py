@@ -13,7 +13,7 @@ from lake_assets.defs.config import LakeConfig, TableConfig
 from lake_assets.defs.health import needs_full, partitions_to_compact
 from lake_assets.defs.names import COMPACTION_TABLE_TAG, PARTITIONS_TAG, TableNames
 from lake_assets.defs.resources import WarehouseResource
-from lake_assets.ops.postpone import is_postpone_table
+from lake_assets.ops.postpone_table import is_postpone_table
 
 if TYPE_CHECKING:
     from lake_assets.defs.jobs import AssetJob

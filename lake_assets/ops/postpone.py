@@ -34,26 +34,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from lake_assets.errors import CorruptMetadataError, LakeError, OptionError, UnsupportedFeatureError
+from lake_assets.errors import LakeError, OptionError, UnsupportedFeatureError
 from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact.plan import partition_predicate
 from lake_assets.ops.compact.run import CompactResult, summarize
 from lake_assets.ops.postpone_files import read_postpone_file
+from lake_assets.ops.postpone_table import DEFAULT_BUCKET_NUM_KEY, TARGET_ROWS_KEY, TARGET_SIZE_KEY, record_bucket_count
 from lake_assets.ops.write import TableWriter
 from lake_assets.option_types import parse_memory_size
 from lake_assets.spec.manifest import DataFileMeta, ManifestEntry
 from lake_assets.store.file_store import FileStore
 from lake_assets.table_support import POSTPONE_BUCKET, Op
-
-DEFAULT_BUCKET_NUM_KEY = "postpone.default-bucket-num"
-TARGET_ROWS_KEY = "postpone.target-row-num-per-bucket"
-TARGET_SIZE_KEY = "postpone.target-size-per-bucket"
-
-
-def is_postpone_table(store: FileStore) -> bool:
-    """Whether ``store`` is a primary-key table in postpone bucket mode."""
-    return bool(store.schema.primary_keys) and store.schema.core_options.bucket == POSTPONE_BUCKET
 
 
 def _positive(store: FileStore, key: str, raw: object, parse: Callable[[object], int]) -> int:
@@ -77,23 +69,6 @@ def new_bucket_num(store: FileStore, files: list[ManifestEntry]) -> int:
     decide otherwise (`lake_assets.ops.postpone_batch.decide_bucket_num`: the batch alone,
     rounded up to a power of two, as HEAD's ``decideFixedBucketNum``)."""
     return estimate_bucket_num(store, sum(e.file.row_count for e in files), sum(e.file.file_size for e in files))
-
-
-def record_bucket_count(store: FileStore, counts: dict[bytes, int], e: ManifestEntry) -> None:
-    """Record the ``totalBuckets`` of real-bucket entry ``e`` as its partition's count in ``counts``.
-
-    A partition whose files record different counts raises `CorruptMetadataError` naming the
-    table and partition, as Java's ``PostponeUtils.getKnownNumBuckets`` ("Partition ... has
-    different totalBuckets") and pypaimon's planner do: writing or compacting it with either
-    count would put keys in the wrong bucket for the other files."""
-    known = counts.setdefault(e.partition, e.total_buckets)
-    if known != e.total_buckets:
-        values = store.file_store_scan(Op.COMPACT).partition_values(e.partition)
-        where = dict(zip(store.schema.partition_keys, values, strict=True))
-        raise CorruptMetadataError(
-            f"Cannot plan the buckets of {store.name}: partition {where} has files recording different "
-            f"bucket counts (totalBuckets {known} and {e.total_buckets}, e.g. {e.file.file_name})"
-        )
 
 
 def estimate_bucket_num(store: FileStore, rows: int, nbytes: int) -> int:

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from lake_assets.errors import UnsupportedFeatureError
-from lake_assets.ops.postpone import DEFAULT_BUCKET_NUM_KEY, TARGET_ROWS_KEY, TARGET_SIZE_KEY, record_bucket_count
+from lake_assets.ops.postpone_table import DEFAULT_BUCKET_NUM_KEY, TARGET_ROWS_KEY, TARGET_SIZE_KEY, record_bucket_count
 from lake_assets.option_types import parse_value
 from lake_assets.options import rule_for
 from lake_assets.store.file_store import FileStore

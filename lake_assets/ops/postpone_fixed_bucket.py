@@ -34,9 +34,9 @@ from lake_assets.errors import LakeError, UnsupportedFeatureError
 from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
-from lake_assets.ops.postpone import is_postpone_table
 from lake_assets.ops.postpone_batch import BatchBucketOptions, StagedPartition, bucket_metadata, plan_batch_buckets
 from lake_assets.ops.postpone_files import read_postpone_file
+from lake_assets.ops.postpone_table import is_postpone_table
 from lake_assets.ops.postpone_write import PostponeWriter
 from lake_assets.ops.route import PARALLEL_GATHER_ROWS, partition_groups
 from lake_assets.ops.write import TableWriter

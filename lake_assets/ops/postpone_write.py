@@ -43,7 +43,7 @@ from lake_assets.formats.data_file import (
 from lake_assets.lsm.merge import is_retract
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
-from lake_assets.ops.postpone import is_postpone_table
+from lake_assets.ops.postpone_table import is_postpone_table
 from lake_assets.ops.route import partition_groups
 from lake_assets.ops.spill import spill_root
 from lake_assets.ops.write import TableWriter

@@ -49,8 +49,8 @@ from lake_assets.ops import deletion_vectors
 from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.overwrite import Overwrite
-from lake_assets.ops.postpone import is_postpone_table
 from lake_assets.ops.postpone_batch import BatchBucketOptions, StagedPartition, bucket_metadata, decide_bucket_num
+from lake_assets.ops.postpone_table import is_postpone_table
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
 from lake_assets.ops.streaming_read import stream_bounds

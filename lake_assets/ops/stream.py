@@ -28,7 +28,7 @@ everything else reads real buckets only).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -49,6 +49,7 @@ from lake_assets.ops.read import SplitReader, missing_file_error
 from lake_assets.ops.scan import Split
 from lake_assets.ops.stream_postpone import postponed_entries, read_order, sees_postponed, skips_postponed
 from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry
+from lake_assets.spec.row_kind import ROW_KIND, check_row_kind_free, row_kind_names_array
 from lake_assets.spec.snapshot import CommitKind, Snapshot
 from lake_assets.store.changelog_manager import snapshot_or_changelog
 from lake_assets.table_support import Op
@@ -57,8 +58,6 @@ if TYPE_CHECKING:
     from lake_assets.ops.scan import FileStoreScan
     from lake_assets.store.file_store import FileStore
 
-ROW_KIND = "_row_kind"
-ROW_KIND_NAMES = pa.array(["+I", "-U", "+U", "-D"])
 StartMode = Literal["latest-full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp", "earliest-full"]
 ChangeSource = Literal["delta", "changelog", "auto"]
 DiffSource = Literal["diff"]
@@ -151,19 +150,6 @@ def full_splits(store: FileStore, snap: Snapshot) -> list[ChangeSplit]:
     return splits
 
 
-def check_row_kind_free(names: Iterable[str], table_name: str) -> None:
-    """Refuse change reads of a table that has a column named like the row kind column.
-
-    As in Paimon, whose audit_log table adds its ``rowkind`` column and fails on a duplicate
-    name: the user column is neither dropped nor shadowed, the read fails naming it.
-    """
-    if ROW_KIND in names:
-        raise SchemaError(
-            f"Cannot read changes of {table_name}: its column {ROW_KIND!r} clashes with the row kind "
-            f"column change reads add; rename the column (ALTER TABLE ... RENAME COLUMN) to read its changes"
-        )
-
-
 class ChangeReader:
     """Reads change splits into Arrow tables with the table's columns plus ``_row_kind``."""
 
@@ -218,7 +204,7 @@ class ChangeReader:
                 for start in range(0, merged.num_rows, batch_rows):
                     data = merged.slice(start, batch_rows)
                     if with_kind:
-                        kinds = pc.take(ROW_KIND_NAMES, data.column(VALUE_KIND).cast(pa.int32()))
+                        kinds = pc.take(row_kind_names_array(), data.column(VALUE_KIND).cast(pa.int32()))
                         data = data.drop_columns([VALUE_KIND])
                     else:
                         kinds = pa.array(["+I"] * data.num_rows, pa.string())
@@ -244,7 +230,7 @@ class ChangeReader:
             if self.store.primary_keys:
                 # within a commit, changes of a key are ordered by sequence number
                 raw = raw.take(pc.sort_indices(raw, sort_keys=[(SEQUENCE_NUMBER, "ascending")]))
-                kinds = pc.take(ROW_KIND_NAMES, raw.column(VALUE_KIND).cast(pa.int32()))
+                kinds = pc.take(row_kind_names_array(), raw.column(VALUE_KIND).cast(pa.int32()))
             else:
                 kinds = pa.array(["+I"] * raw.num_rows, pa.string())
             data = raw.select(self._reader.columns).cast(self._reader.output_schema)

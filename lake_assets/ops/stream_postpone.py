@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from lake_assets.ops.postpone import is_postpone_table
+from lake_assets.ops.postpone_table import is_postpone_table
 from lake_assets.refusal import Op
 from lake_assets.spec.manifest import DataFileMeta, ManifestEntry
 from lake_assets.spec.snapshot import Snapshot

@@ -34,8 +34,8 @@ from lake_assets.lsm.merge import is_retract, sort_and_merge
 from lake_assets.ops.plan import plan_splits
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
-from lake_assets.ops.stream import ROW_KIND, ROW_KIND_NAMES, check_row_kind_free
 from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
+from lake_assets.spec.row_kind import ROW_KIND, check_row_kind_free, row_kind_names_array
 from lake_assets.spec.snapshot import Snapshot
 from lake_assets.table_support import POSTPONE_BUCKET, Op
 
@@ -178,7 +178,7 @@ class DiffReader:
     def _out(self, data: pa.Table, kinds: np.ndarray) -> pa.Table:
         if self.columns is not None:
             data = data.select(self.columns)
-        names = pc.take(ROW_KIND_NAMES, pa.array(kinds.astype(np.int32)))
+        names = pc.take(row_kind_names_array(), pa.array(kinds.astype(np.int32)))
         return data.append_column(pa.field(self.row_kind, pa.string(), nullable=False), names)
 
     def _diff(self, before: pa.Table, before_sp: Split, after: pa.Table, after_sp: Split) -> Iterator[pa.Table]:

@@ -16,7 +16,7 @@ from pyspark.sql.types import StructType
 from lake_assets.errors import OptionError, SchemaError
 from lake_assets.ops.read import SplitReader, sections
 from lake_assets.ops.scan import Split
-from lake_assets.ops.stream import ROW_KIND, ChangeReader, ChangeSplit, change_splits_between
+from lake_assets.ops.stream import ChangeReader, ChangeSplit, change_splits_between
 from lake_assets.ops.streaming_read import stream_bounds
 from lake_assets.options import parse_memory_size
 from lake_assets.parallelism import usable_cpus
@@ -32,6 +32,7 @@ from lake_assets.spark.source_options import (
     SourceOptions,
 )
 from lake_assets.spec.manifest import DataFileMeta
+from lake_assets.spec.row_kind import ROW_KIND
 from lake_assets.table import Table
 
 DEFAULT_SPLIT_TARGET_SIZE = 128 * 1024 * 1024

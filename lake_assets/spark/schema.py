@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
-from lake_assets.ops.stream import ROW_KIND, check_row_kind_free
+from lake_assets.spec.row_kind import ROW_KIND, check_row_kind_free
 
 # A column write_table adds for routing rows to one task per bucket; writers drop it.
 BUCKET_COLUMN = "__lake_bucket"

@@ -28,8 +28,8 @@ from lake_assets import arguments as args
 from lake_assets.catalog import Catalog
 from lake_assets.errors import InvalidArgumentError, OptionError
 from lake_assets.lsm.bucket import assign_buckets
-from lake_assets.ops.postpone import is_postpone_table
 from lake_assets.ops.postpone_batch import BatchBucketOptions, fixed_bucket_batch_writes
+from lake_assets.ops.postpone_table import is_postpone_table
 from lake_assets.spark.bucket_column import bucket_column
 from lake_assets.spark.postpone_routing import (
     PLAN_OPTION,

@@ -27,10 +27,11 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from lake_assets.errors import OptionError
-from lake_assets.ops.stream import ROW_KIND, ChangeReader, ChangeSplit, full_splits
+from lake_assets.ops.stream import ChangeReader, ChangeSplit, full_splits
 from lake_assets.spark.reader import ChangePartition
 from lake_assets.spark.schema import spark_arrow_schema, to_spark_batches
 from lake_assets.spark.source_options import SCAN_MODE, SNAPSHOT_ID, TIMESTAMP, SourceOptions
+from lake_assets.spec.row_kind import ROW_KIND
 from lake_assets.table import Table
 
 SCAN_MODES = ("latest-full", "latest", "from-snapshot", "from-snapshot-full", "earliest-full", "from-timestamp")

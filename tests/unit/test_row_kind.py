@@ -7,9 +7,8 @@ import pyarrow as pa
 
 from lake_assets.formats.data_file import VALUE_KIND
 from lake_assets.ops.conform import row_kinds
-from lake_assets.ops.stream import ROW_KIND_NAMES as STREAM_KIND_NAMES
 from lake_assets.spec.manifest import FileSource
-from lake_assets.spec.row_kind import ROW_KIND_NAMES, RowKind
+from lake_assets.spec.row_kind import ROW_KIND_NAMES, RowKind, row_kind_names_array
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.types import STRING_LENGTH, BigIntType, DataField, VarCharType
 
@@ -19,7 +18,7 @@ def test_values_and_short_strings_are_javas() -> None:
     java = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
     assert {k.short_string: int(k) for k in RowKind} == java
     assert [RowKind(i).short_string for i in range(4)] == list(ROW_KIND_NAMES)
-    assert STREAM_KIND_NAMES.to_pylist() == list(ROW_KIND_NAMES)
+    assert row_kind_names_array().to_pylist() == list(ROW_KIND_NAMES)
     # org.apache.paimon.manifest.FileSource: APPEND 0, COMPACT 1
     assert {s.name: int(s) for s in FileSource} == {"APPEND": 0, "COMPACT": 1}
 

@@ -22,7 +22,7 @@ from lake_assets.defs.config import TableConfig
 from lake_assets.defs.health import needs_full, partition_values, partitions_to_compact
 from lake_assets.defs.names import MAINTENANCE_POOL, TableNames
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
-from lake_assets.ops.postpone import is_postpone_table
+from lake_assets.ops.postpone_table import is_postpone_table
 
 
 class CompactionConfig(dg.Config):

@@ -3,23 +3,55 @@ the changelog of lookup / full-compaction units in `changelog`), commit the resu
 
 A distributed job plans on a driver, runs units on executors (each unit is independent and
 serializable) and commits once: it passes its runner to `compact` as ``run_tasks``.
+
+The names are imported on first use (`lake_assets.lazy_exports`): a writer's inline compaction
+imports `plan` and `rewrite` only, not the dedicated compaction's `run` (issue 17 §3).
 """
 
-from lake_assets.ops.compact.plan import (
-    CompactionPlan,
-    CompactionTask,
-    commits_since_last_compaction,
-    needs_level0_compaction,
-    plan_bucket,
-    plan_compaction,
-)
-from lake_assets.ops.compact.rewrite import (
-    compaction_parallelism,
-    discard_outputs,
-    run_compaction_task,
-    run_compaction_tasks,
-)
-from lake_assets.ops.compact.run import CompactResult, RunTasks, compact, summarize
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lake_assets.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from lake_assets.ops.compact.plan import (
+        CompactionPlan,
+        CompactionTask,
+        commits_since_last_compaction,
+        needs_level0_compaction,
+        plan_bucket,
+        plan_compaction,
+    )
+    from lake_assets.ops.compact.rewrite import (
+        compaction_parallelism,
+        discard_outputs,
+        run_compaction_task,
+        run_compaction_tasks,
+    )
+    from lake_assets.ops.compact.run import CompactResult, RunTasks, compact, summarize
+
+_PLAN = "lake_assets.ops.compact.plan"
+_REWRITE = "lake_assets.ops.compact.rewrite"
+_RUN = "lake_assets.ops.compact.run"
+
+# public name -> the module that defines it
+_EXPORTS = {
+    "CompactResult": _RUN,
+    "CompactionPlan": _PLAN,
+    "CompactionTask": _PLAN,
+    "RunTasks": _RUN,
+    "commits_since_last_compaction": _PLAN,
+    "compact": _RUN,
+    "compaction_parallelism": _REWRITE,
+    "discard_outputs": _REWRITE,
+    "needs_level0_compaction": _PLAN,
+    "plan_bucket": _PLAN,
+    "plan_compaction": _PLAN,
+    "run_compaction_task": _REWRITE,
+    "run_compaction_tasks": _REWRITE,
+    "summarize": _RUN,
+}
 
 __all__ = [
     "CompactResult",
@@ -37,3 +69,5 @@ __all__ = [
     "run_compaction_tasks",
     "summarize",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

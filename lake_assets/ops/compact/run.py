@@ -91,7 +91,8 @@ def compact(
     ``parallelism`` at once, default the table's ``compaction.parallelism``). Units spill under
     ``spill_dir`` (`lake_assets.ops.spill.spill_root`), checked before anything is planned.
     """
-    from lake_assets.ops.postpone import compact_postpone, is_postpone_table  # postpone imports this module
+    from lake_assets.ops.postpone import compact_postpone  # postpone imports this module
+    from lake_assets.ops.postpone_table import is_postpone_table
 
     root = spill_root(spill_dir)
 

@@ -32,7 +32,6 @@ from lake_assets.catalog_names import check_name
 from lake_assets.errors import OptionError, SchemaError
 from lake_assets.io.file_io import FileIO
 from lake_assets.ops.commit_message import CommitMessage
-from lake_assets.ops.stream import ROW_KIND
 from lake_assets.spark.jobs.args import base_parser, non_negative_int, positive_int
 from lake_assets.spark.jobs.compact import distributed_compact
 from lake_assets.spark.jobs.context import JobContext
@@ -40,6 +39,7 @@ from lake_assets.spark.jobs.errors import UsageError
 from lake_assets.spark.jobs.logs import log
 from lake_assets.spark.jobs.runner import main_entry, run_job
 from lake_assets.spark.spill_dirs import driver_spill_dir
+from lake_assets.spec.row_kind import ROW_KIND
 from lake_assets.table import Table
 
 JOB = "changelog"

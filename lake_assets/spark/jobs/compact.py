@@ -18,7 +18,7 @@ from lake_assets.errors import LakeError, UnsupportedFeatureError
 from lake_assets.ops.allocator import release_thread_memory
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact import CompactionPlan, CompactionTask, compact, run_compaction_task
-from lake_assets.ops.postpone import is_postpone_table
+from lake_assets.ops.postpone_table import is_postpone_table
 from lake_assets.spark.jobs.args import base_parser, partition_arg, positive_int, typed_partition
 from lake_assets.spark.jobs.compact_postpone import distributed_postpone_compact
 from lake_assets.spark.jobs.context import JobContext
