@@ -106,4 +106,5 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+if not TYPE_CHECKING:  # checkers see the imports above, and a name not among them stays an error
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -37,4 +37,5 @@ __all__ = ["LakeDataSource", "read_table", "register", "repartition_by_bucket", 
            "write_table_native"]
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+if not TYPE_CHECKING:  # checkers see the imports above, and a name not among them stays an error
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
@@ -16,7 +17,6 @@ from pyspark.sql.types import StructType
 from lake_assets.errors import OptionError, SchemaError
 from lake_assets.ops.read import SplitReader, sections
 from lake_assets.ops.scan import Split
-from lake_assets.ops.stream import ChangeReader, ChangeSplit, change_splits_between
 from lake_assets.ops.streaming_read import stream_bounds
 from lake_assets.options import parse_memory_size
 from lake_assets.parallelism import usable_cpus
@@ -34,6 +34,9 @@ from lake_assets.spark.source_options import (
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.row_kind import ROW_KIND
 from lake_assets.table import Table
+
+if TYPE_CHECKING:  # change reads are imported where they run: a batch read's worker needs none of them
+    from lake_assets.ops.stream import ChangeSplit
 
 DEFAULT_SPLIT_TARGET_SIZE = 128 * 1024 * 1024
 # What opening a file "weighs" when splits are packed into partitions. Paimon's and Spark's 4 MB
@@ -181,6 +184,8 @@ def plan_read(table: Table, options: SourceOptions, filters: Clauses | None = No
 
 def plan_changes(table: Table, options: SourceOptions) -> list[ChangeSplit]:
     """Change splits of the snapshots in ``(start, end]`` of ``incremental-between``."""
+    from lake_assets.ops.stream import change_splits_between
+
     start, end = options.incremental_range()
     return change_splits_between(table.store, start, end, options.incremental_source())  # type: ignore[arg-type]
 
@@ -223,6 +228,8 @@ class LakeReader(DataSourceReader):
         target = spark_arrow_schema(self.schema)
         table = self._table()
         if isinstance(partition, ChangePartition):
+            from lake_assets.ops.stream import ChangeReader
+
             changes = ChangeReader(table.store, self._columns(table, with_row_kind=True))
             for part in changes.read_batches(partition.split):  # bounded by read.batch-size
                 yield from to_spark_batches(part, target)

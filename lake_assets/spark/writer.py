@@ -32,7 +32,6 @@ from lake_assets.ops.overwrite import overwrite_spec as partition_overwrite
 from lake_assets.ops.postpone_batch import BatchBucketOptions, fixed_bucket_batch_writes
 from lake_assets.ops.postpone_fixed_bucket import PostponeFixedBucketWriter, resolve_staged
 from lake_assets.ops.postpone_write import PostponeWriter
-from lake_assets.ops.rescale import rescale_written
 from lake_assets.ops.write import TableWriter
 from lake_assets.spark.postpone_routing import PLAN_OPTION, BucketPlan, base_plan, write_options
 from lake_assets.spark.schema import BUCKET_COLUMN, from_spark
@@ -289,6 +288,8 @@ class LakeBatchWriter(DataSourceArrowWriter):
         return write_task(self.options, self.commit_user, iterator, self.plan, overwrite=self.overwrite)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        from lake_assets.ops.rescale import rescale_written  # the driver's: not in every worker
+
         table = self.options.table()
         committer = table.new_committer(self.commit_user)
         decoded = decode(messages)

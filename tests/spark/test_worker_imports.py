@@ -3,7 +3,8 @@
 Every Python worker Spark starts imports the module of the object it runs (`lake_assets.spark.writer`
 for a write task, `lake_assets.spark.reader` / `.streaming` for reads) before the task's first row:
 that import is paid once per worker process. Driver-side modules (the shuffle, the native write),
-the Dagster layer and ``pyarrow.dataset`` are not needed there.
+the Dagster layer and ``pyarrow.dataset`` are not needed there, nor the core's maintenance and
+change-read verbs (`tests.unit.test_import_cost.VERB_MODULES`) for a write or a batch read.
 
 pandas is not in the list: pyarrow imports it on its first ``pa.array`` call (its pandas shim asks
 whether the input is a pandas object), which every write and read makes, and pyspark's own
@@ -19,7 +20,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+
+from lake_assets import Catalog
+from tests.unit.test_import_cost import VERB_MODULES, modules_after
 
 REPO = Path(__file__).resolve().parents[2]
 WORKER_MODULES = ("lake_assets.spark.writer", "lake_assets.spark.reader", "lake_assets.spark.streaming")
@@ -54,6 +59,33 @@ def test_worker_side_modules_import_no_driver_or_dagster_modules(module: str) ->
     assert module in loaded
     unwanted = sorted(m for m in loaded for bad in NOT_ON_A_WORKER if m == bad or m.startswith(bad + "."))
     assert unwanted == []
+    verbs = set(VERB_MODULES)
+    if module == "lake_assets.spark.streaming":  # a stream's worker reads change splits
+        verbs -= {"lake_assets.ops.stream", "lake_assets.ops.stream_postpone", "lake_assets.ops.full_phase_kinds"}
+    assert sorted(loaded & verbs) == []
+
+
+@pytest.mark.parametrize("bucket", ["2", "-2"])
+def test_a_write_task_imports_no_verb_or_compaction_module(tmp_path: Path, bucket: str) -> None:
+    """A worker's whole write task (what `LakeBatchWriter.write` runs: unrouted rows of a fixed-bucket
+    table, and a postpone table's), after pyspark's own worker imports: the task writes write-only,
+    so no compaction module is imported, nor any verb's; the driver's commit is not part of it."""
+    schema = pa.schema([("k", pa.int64()), ("dt", pa.string()), ("v", pa.float64())])
+    catalog = Catalog(str(tmp_path))
+    catalog.create_database("db")
+    catalog.create_table("db.t", schema, primary_keys=["k", "dt"], partition_keys=["dt"], options={"bucket": bucket})
+    loaded = modules_after(f"""
+        import pyspark.worker, pyspark.sql.datasource
+        import pyarrow as pa
+        from lake_assets.spark.source_options import SourceOptions
+        from lake_assets.spark.writer import write_task
+        rows = pa.record_batch({{"k": [1, 2, 3], "dt": ["a", "a", "b"], "v": [1.0, 2.0, 3.0]}})
+        options = SourceOptions.parse({{"path": "db.t", "warehouse": {str(tmp_path)!r}}})
+        assert len(write_task(options, "user", iter([rows])).messages) == 2
+    """)
+    assert "lake_assets.spark.writer" in loaded and "lake_assets.ops.write" in loaded
+    assert sorted(loaded & set(VERB_MODULES)) == []
+    assert sorted(m for m in loaded if m.startswith("lake_assets.ops.compact")) == []
 
 
 def test_package_names_still_resolve_on_first_use() -> None:
