@@ -86,6 +86,7 @@ def test_a_write_task_imports_no_verb_or_compaction_module(tmp_path: Path, bucke
     assert "lake_assets.spark.writer" in loaded and "lake_assets.ops.write" in loaded
     assert sorted(loaded & set(VERB_MODULES)) == []
     assert sorted(m for m in loaded if m.startswith("lake_assets.ops.compact")) == []
+    assert "fsspec" not in loaded  # the warehouse is a local path
 
 
 def test_package_names_still_resolve_on_first_use() -> None:

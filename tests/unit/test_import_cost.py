@@ -16,11 +16,13 @@ import sys
 import textwrap
 from pathlib import Path
 
+import fsspec
 import pyarrow as pa
 import pytest
 
 import lake_assets
 from lake_assets import Catalog
+from lake_assets.io.factory import _split_protocol
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -118,6 +120,7 @@ def test_load_write_and_read_import_no_verb_modules(
     """)
     assert "lake_assets.ops.write" in loaded and "lake_assets.ops.read" in loaded
     assert sorted(loaded & set(VERB_MODULES)) == []
+    assert "fsspec" not in loaded  # a local warehouse needs no fsspec
     if primary_keys and not write_only:
         assert "lake_assets.ops.compact.rewrite" in loaded  # the inline compaction ran
     if write_only:
@@ -178,3 +181,10 @@ def test_public_names_resolve_in_a_fresh_interpreter() -> None:
         assert all(getattr(compact_pkg, n) is not None for n in compact_pkg.__all__)
         assert set(compact_pkg.__all__) <= set(dir(compact_pkg))
     """)
+
+
+@pytest.mark.parametrize("url", ["/tmp/wh", "wh", "./a/b", "C:\\wh", "file:///tmp/wh", "file://wh", "memory://x/y",
+                                 "s3://bucket/wh", "s3a://b/", "data:abc", "a://b", "weird:path", ""])
+def test_urls_split_as_fsspec_splits_them(url: str) -> None:
+    """The factory splits a warehouse URL without fsspec when it is a plain path: as fsspec would."""
+    assert _split_protocol(url) == tuple(fsspec.core.split_protocol(url))
