@@ -20,7 +20,9 @@ JVM's whole process tree). Steps, alternated in each round, best kept:
 ``--task-cpu`` also prints the CPU each write task of ``py_parquet`` and ``lake_write`` spent in its
 Python worker (all its threads; the lake write then goes through ``format("floor_lake")``, the same
 source with a timer around each task, `spark_floor_lake.py`): on a shared machine the steadier
-figure, as it leaves out the JVM and other processes.
+figure, as it leaves out the JVM and other processes. ``lake_import`` is a worker's import of
+`lake_assets.spark.writer` (before its first task; once per worker process) and ``lake_first_task``
+that import plus the worker's first task.
 """
 
 from __future__ import annotations
@@ -112,7 +114,7 @@ def main() -> None:
         if args.task_cpu:
             print("\nPython worker CPU s per write task, all rounds:\n")
             print("| step | tasks | least | median | all |\n|---|---:|---:|---:|---|")
-            for step in ("py_parquet", "lake_write"):
+            for step in ("py_parquet", "lake_write", "lake_import", "lake_first_task"):
                 found = sorted(task_cpu(str(cpu_dir), step))
                 if found:
                     print(f"| {step} | {len(found)} | {found[0]:.3f} | {statistics.median(found):.3f} | "
