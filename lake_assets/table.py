@@ -22,7 +22,6 @@ from lake_assets.errors import (
     SchemaError,
 )
 from lake_assets.io.file_io import FileIO
-from lake_assets.ops.streaming_read import stream_bounds, stream_splits
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from lake_assets.store.file_store import FileStore
@@ -307,6 +306,8 @@ class Table(TableMaintenance):
                  columns: Sequence[str] | None, filter: Any,
                  stream: tuple[int | None, int | None] = (None, None),
                  ) -> Iterator[pa.RecordBatch]:
+        from lake_assets.ops.streaming_read import stream_bounds
+
         # Resolved at the first batch (a generator), once: the schema and the files come from it.
         snap, schema = self._read_point(snapshot_id, tag=tag, timestamp=timestamp)
         # after `_read_point`: a read of the latest state has moved the store to its schema
@@ -337,6 +338,7 @@ class Table(TableMaintenance):
         (`ops.streaming_read`)."""
         from lake_assets.ops.plan import plan_splits
         from lake_assets.ops.read import SplitReader, read_splits_ahead
+        from lake_assets.ops.streaming_read import stream_splits
         from lake_assets.predicate import Predicate
 
         if columns is not None:

@@ -80,6 +80,16 @@ def test_importing_the_package_imports_none_of_its_modules() -> None:
     assert "pyarrow" not in loaded
 
 
+def test_the_table_facade_imports_no_operation() -> None:
+    """`Catalog` and `Table` import the store (which plans with the scan) but no operation: each
+    verb, reads and writes included, imports its modules when first called."""
+    loaded = modules_after("from lake_assets import Catalog, Table")
+    for name in ("lake_assets.ops.write", "lake_assets.ops.commit", "lake_assets.ops.read", "lake_assets.ops.plan",
+                 "lake_assets.ops.streaming_read", "lake_assets.ops.postpone_write", "lake_assets.ops.overwrite",
+                 "lake_assets.predicate", *VERB_MODULES):
+        assert name not in loaded
+
+
 def test_no_core_module_builds_arrow_arrays_at_import() -> None:
     """pyarrow imports pandas at its first ``pa.array`` of a Python sequence: a core module that
     built one at import (a constant array) made every process pay for pandas."""

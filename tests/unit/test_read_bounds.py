@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog, OptionError
-from lake_assets import table as table_mod
+from lake_assets.ops import streaming_read as streaming_mod
 from lake_assets.ops.streaming_read import DEFAULT_BATCH_ROWS, DEFAULT_READ_AHEAD, stream_bounds
 from lake_assets.options import CoreOptions
 
@@ -42,13 +42,13 @@ def test_read_batch_size_option_sets_the_batches_to_batches_yields(catalog: Cata
 def test_read_ahead_option_reaches_the_read_ahead_threads(catalog: Catalog, monkeypatch) -> None:
     table = _table(catalog, rows=500, **{"read.read-ahead": "5"})
     seen: list[tuple[int, int]] = []
-    original = table_mod.stream_splits
+    original = streaming_mod.stream_splits
 
     def spy(reader, splits, *, batch_rows: int, read_ahead: int, workers: int | None = None):
         seen.append((batch_rows, read_ahead))
         return original(reader, splits, batch_rows=batch_rows, read_ahead=read_ahead, workers=workers)
 
-    monkeypatch.setattr(table_mod, "stream_splits", spy)
+    monkeypatch.setattr(streaming_mod, "stream_splits", spy)  # Table._tables imports it at the call
     list(table.to_batches())
     list(table.to_batches(read_ahead=1, batch_size=7))
     assert seen == [(DEFAULT_BATCH_ROWS, 5), (7, 1)]
