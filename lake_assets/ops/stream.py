@@ -399,7 +399,7 @@ def read_changes(
             f"Paimon diffs two tags' files (incremental-between-scan-mode applies to snapshot ids only)"
         )
     if both_tags or mode == "diff":
-        from lake_assets.ops.tag_diff import read_diff  # it builds on this module
+        from lake_assets.ops.tag_diff import read_diff  # only diff reads need it
 
         return read_diff(store, start, end, columns)
     splits = change_splits_between(store, start, end, mode)  # type: ignore[arg-type]
