@@ -142,12 +142,17 @@ def compaction_bound(table, full: bool) -> dict[str, object]:
     rows = compact_memory.compaction_rows_bound(opts, runs, units)
     sample = _batch(np.random.default_rng(0), np.arange(65536), 0)
     row_bytes = sample.nbytes / sample.num_rows + 9
+    # the runs' Parquet readers beside their batches (round 7): key, system and value columns
+    columns = len(store.schema.trimmed_primary_keys) + 2 + len(store.schema.field_names)
+    readers = (compact_memory.compaction_reader_bytes(opts, runs, units, columns)
+               if hasattr(compact_memory, "compaction_reader_bytes") else 0)
     # changelog production (lookup, full-compaction) has its own read.batch-size bounds (round 2),
     # which this sum of the merge's rows does not include
     changelog = any(t.changelog_producer for t in plan.tasks)
     return {"compaction_runs_per_unit": runs, "compaction_units_at_once": units,
             "sort_spill_threshold": compact_fan_in.sort_spill_threshold(opts),
-            "compaction_bound_rows": rows, "bound_mib": round(rows * row_bytes / 2**20, 1),
+            "compaction_bound_rows": rows, "reader_bound_mib": round(readers / 2**20, 1),
+            "bound_mib": round((rows * row_bytes + readers) / 2**20, 1),
             "bound_excludes_changelog": changelog}
 
 
@@ -322,6 +327,9 @@ def bounds(batch_rows: int, read_ahead: int, write_buffer: str = OPTIONS["write-
         # a file is decoded a row group at a time: its size bounds every file read (the
         # older levels read by changelog production and first-row lookups included)
         "row group max Arrow bytes (data_file.ROW_GROUP_MAX_BYTES)": ROW_GROUP_MAX_BYTES,
+        # from round 7: a batched read holds this much of each column chunk, not the whole chunk
+        **({"read.parquet.buffer-size (per column; + a data page and a dictionary page)":
+            RULES["read.parquet.buffer-size"].default} if "read.parquet.buffer-size" in RULES else {}),
         "target-file-size (primary-key default)": "128 mb",
     }
 
@@ -399,10 +407,12 @@ def main(argv: list[str] | None = None) -> int:
                                                f"{s['extra']['spill_max_fan_in']}")
             bound = s["extra"].get("bound_mib")
             threshold = s["extra"].get("sort_spill_threshold")
+            readers = s["extra"].get("reader_bound_mib")
+            readers_txt = "" if readers is None else f"; of which Parquet readers {readers} MiB"
             bound_txt = "" if bound is None else (
                 f"{bound} ({s['extra']['compaction_units_at_once']} units x {s['extra']['compaction_runs_per_unit']} "
                 f"runs{'' if threshold is None else f', sort-spill-threshold {threshold}'}; "
-                f"{s['extra']['compaction_bound_rows']:,} rows"
+                f"{s['extra']['compaction_bound_rows']:,} rows{readers_txt}"
                 f"{'; merge only, not changelog production' if s['extra'].get('bound_excludes_changelog') else ''})")
             print(f"| {s['step']} | {s['rows']:,} | {per_m:.2f} | {cpu_per_m} | {above:.0f} | {arrow} "
                   f"| {bound_txt} | {spilled} | {l0:.1f}/{l1:.1f} |")
