@@ -24,6 +24,15 @@ runs, and measures the full compaction that merges them; ``--fan-in`` lists the
 (``unset``: the default, num-sorted-run.stop-trigger + 1). Example::
 
     .venv/bin/python bench/bench_memory.py --many-runs 200 --fan-in 1000000,unset --rows 4000000,16000000
+
+``--option KEY=VALUE`` adds table options (round 7, issue 17 §2: column chunks). With
+``compaction.merge-rows`` at least the rows of a bucket, the full compaction writes each bucket as
+one file of few row groups, as Java's writer does (one row group per file up to
+``parquet.block.size``); the read after it then shows what a batched read holds of a large row
+group, with ``read.parquet.buffer-size`` (default) or without it (``=0``). Example::
+
+    .venv/bin/python bench/bench_memory.py --rows 16000000 --option compaction.merge-rows=4194304 \
+        --option read.parquet.buffer-size=0
 """
 
 from __future__ import annotations
@@ -142,12 +151,17 @@ def compaction_bound(table, full: bool) -> dict[str, object]:
     rows = compact_memory.compaction_rows_bound(opts, runs, units)
     sample = _batch(np.random.default_rng(0), np.arange(65536), 0)
     row_bytes = sample.nbytes / sample.num_rows + 9
+    # the runs' Parquet readers beside their batches (round 7): key, system and value columns
+    columns = len(store.schema.trimmed_primary_keys) + 2 + len(store.schema.field_names)
+    readers = (compact_memory.compaction_reader_bytes(opts, runs, units, columns)
+               if hasattr(compact_memory, "compaction_reader_bytes") else 0)
     # changelog production (lookup, full-compaction) has its own read.batch-size bounds (round 2),
     # which this sum of the merge's rows does not include
     changelog = any(t.changelog_producer for t in plan.tasks)
     return {"compaction_runs_per_unit": runs, "compaction_units_at_once": units,
             "sort_spill_threshold": compact_fan_in.sort_spill_threshold(opts),
-            "compaction_bound_rows": rows, "bound_mib": round(rows * row_bytes / 2**20, 1),
+            "compaction_bound_rows": rows, "reader_bound_mib": round(readers / 2**20, 1),
+            "bound_mib": round((rows * row_bytes + readers) / 2**20, 1),
             "bound_excludes_changelog": changelog}
 
 
@@ -238,7 +252,7 @@ def run_many_runs(rows: int, table, meter: Meter, rounds: int, batch_rows: int, 
 def run_size(
     rows: int, warehouse: Path, out: Path, batch_rows: int, read_ahead: int, kind: str = "deduplicate",
     load_only: bool = False, write_buffer: str = OPTIONS["write-buffer-size"], many_runs: int = 0,
-    fan_in: str = "unset",
+    fan_in: str = "unset", extra_options: dict[str, str] | None = None,
 ) -> None:
     """All steps at one size (only the load with ``load_only``), in this process; with
     ``many_runs``, the many-runs compaction with ``sort-spill-threshold`` ``fan_in`` instead."""
@@ -252,7 +266,7 @@ def run_size(
     fan_in_options = {} if fan_in == "unset" else {"sort-spill-threshold": fan_in}
     table = catalog.create_table("db.t", SCHEMA, primary_keys=["id", "part"], partition_keys=["part"],
                                  options={**OPTIONS, "write-buffer-size": write_buffer, **TABLES[kind],
-                                          **read_options, **fan_in_options})
+                                          **read_options, **fan_in_options, **(extra_options or {})})
     if many_runs:
         run_many_runs(rows, table, meter, many_runs, batch_rows, read_ahead)
         return
@@ -322,6 +336,9 @@ def bounds(batch_rows: int, read_ahead: int, write_buffer: str = OPTIONS["write-
         # a file is decoded a row group at a time: its size bounds every file read (the
         # older levels read by changelog production and first-row lookups included)
         "row group max Arrow bytes (data_file.ROW_GROUP_MAX_BYTES)": ROW_GROUP_MAX_BYTES,
+        # from round 7: a batched read holds this much of each column chunk, not the whole chunk
+        **({"read.parquet.buffer-size (per column; + a data page and a dictionary page)":
+            RULES["read.parquet.buffer-size"].default} if "read.parquet.buffer-size" in RULES else {}),
         "target-file-size (primary-key default)": "128 mb",
     }
 
@@ -335,6 +352,17 @@ def spill_merge_bounds(buffer_bytes: int, handles: int) -> dict[str, object]:
         out["buckets merged at once (write_spill.bucket_flush_threads)"] = write_spill.bucket_flush_threads()
         out["spill merge run batches at most, MiB (batch x handles x buckets at once)"] = round(
             write_spill.spill_merge_bound_bytes(buffer_bytes, handles) / 2**20, 1)
+    return out
+
+
+def _options(pairs: list[str]) -> dict[str, str]:
+    """``--option KEY=VALUE`` pairs as table options."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"--option {pair!r} is not KEY=VALUE")
+        out[key.strip()] = value.strip()
     return out
 
 
@@ -352,13 +380,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="load in this many commits over the whole key range, then measure the full compaction")
     p.add_argument("--fan-in", default="unset",
                    help="with --many-runs: comma-separated sort-spill-threshold values, 'unset' for the default")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a table option over the bench's own (repeatable), e.g. read.parquet.buffer-size=0")
     p.add_argument("--worker", type=int, help=argparse.SUPPRESS)  # one size, in this process
     p.add_argument("--warehouse", type=Path, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     if a.worker is not None:
         run_size(a.worker, a.warehouse, a.out / f"size-{a.worker}-{a.fan_in}.json", a.batch_rows, a.read_ahead,
-                 a.table, a.load_only, a.write_buffer_size, a.many_runs, a.fan_in)
+                 a.table, a.load_only, a.write_buffer_size, a.many_runs, a.fan_in, _options(a.option))
         return 0
     sizes = [int(s) for s in a.rows.split(",")]
     fan_ins = a.fan_in.split(",") if a.many_runs else ["unset"]
@@ -374,13 +404,14 @@ def main(argv: list[str] | None = None) -> int:
                                 "--out", str(a.out), "--batch-rows", str(a.batch_rows),
                                 "--read-ahead", str(a.read_ahead), "--table", a.table,
                                 "--write-buffer-size", a.write_buffer_size, "--many-runs", str(a.many_runs),
-                                "--fan-in", fan_in, *(["--load-only"] if a.load_only else [])],
+                                "--fan-in", fan_in, *(["--load-only"] if a.load_only else []),
+                                *(f"--option={o}" for o in a.option)],
                                check=True)
                 data = json.loads(result.read_text())
                 results.append((rows, load_before, os.getloadavg()[0], data["steps"]))
             finally:
                 shutil.rmtree(wh, ignore_errors=True)
-    print("table:", a.table, json.dumps(TABLES[a.table]))
+    print("table:", a.table, json.dumps({**TABLES[a.table], **_options(a.option)}))
     print("bounds:", json.dumps(bounds(a.batch_rows, a.read_ahead, a.write_buffer_size)))
     print(f"allocator: {pa.default_memory_pool().backend_name}")
     print("| step | rows | s per M rows | CPU s per M rows | peak RSS above start (MiB) "
@@ -399,10 +430,12 @@ def main(argv: list[str] | None = None) -> int:
                                                f"{s['extra']['spill_max_fan_in']}")
             bound = s["extra"].get("bound_mib")
             threshold = s["extra"].get("sort_spill_threshold")
+            readers = s["extra"].get("reader_bound_mib")
+            readers_txt = "" if readers is None else f"; of which Parquet readers {readers} MiB"
             bound_txt = "" if bound is None else (
                 f"{bound} ({s['extra']['compaction_units_at_once']} units x {s['extra']['compaction_runs_per_unit']} "
                 f"runs{'' if threshold is None else f', sort-spill-threshold {threshold}'}; "
-                f"{s['extra']['compaction_bound_rows']:,} rows"
+                f"{s['extra']['compaction_bound_rows']:,} rows{readers_txt}"
                 f"{'; merge only, not changelog production' if s['extra'].get('bound_excludes_changelog') else ''})")
             print(f"| {s['step']} | {s['rows']:,} | {per_m:.2f} | {cpu_per_m} | {above:.0f} | {arrow} "
                   f"| {bound_txt} | {spilled} | {l0:.1f}/{l1:.1f} |")

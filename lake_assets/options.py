@@ -214,6 +214,11 @@ class CoreOptions(MergeOptions):
         return self._typed("read.batch-size", None)  # type: ignore[return-value]
 
     @property
+    def read_parquet_buffer_size(self) -> int:
+        """Bytes of each Parquet column chunk a batched read holds at a time (0: whole chunks)."""
+        return self._size("read.parquet.buffer-size")
+
+    @property
     def read_ahead(self) -> int | None:
         """Batches a streaming read's thread queues ahead (``read.read-ahead``; None: the default)."""
         return self._typed("read.read-ahead", None)  # type: ignore[return-value]

@@ -62,14 +62,17 @@ def read_data_file(
 
 
 def iter_data_file(
-    file_io: FileIO, path: str, columns: Sequence[str] | None = None, batch_rows: int | None = None
+    file_io: FileIO, path: str, columns: Sequence[str] | None = None, batch_rows: int | None = None,
+    buffer_bytes: int = 0,
 ) -> Iterator[pa.Table]:
     """Read a data file a piece at a time (Parquet row groups, ORC stripes, Avro groups of
     blocks), or in batches of at most ``batch_rows`` rows. Parquet and Avro files are decoded a
-    batch at a time (Avro's source read a block at a time); ORC files a stripe at a time."""
+    batch at a time (Avro's source read a block at a time), Parquet column chunks read
+    ``buffer_bytes`` at a time (0: whole); ORC files a stripe at a time."""
     with _read_errors(path), file_io.open_input(path) as source:
         fmt = file_format(format_of_file(path))
-        for piece in fmt.iter_batches(source, columns, batch_rows):
+        # data files never change: what a format parsed of one before may serve again
+        for piece in fmt.iter_batches(source, columns, batch_rows, footer_key=path, buffer_bytes=buffer_bytes):
             yield _system_types(piece)
 
 

@@ -103,10 +103,11 @@ class FileFormat(ABC):
         return data.filter(arrow_mask(keep))
 
     @abstractmethod
-    def iter_batches(self, source: Any, columns: Sequence[str] | None,
-                     batch_rows: int | None = None) -> Iterator[pa.Table]:
+    def iter_batches(self, source: Any, columns: Sequence[str] | None, batch_rows: int | None = None, *,
+                     footer_key: str | None = None, buffer_bytes: int = 0) -> Iterator[pa.Table]:
         """Read the file in pieces of bounded size (row groups, stripes, blocks), each of at most
-        ``batch_rows`` rows when given."""
+        ``batch_rows`` rows when given. ``footer_key`` as in `read`; ``buffer_bytes`` > 0: read
+        a column chunk that many bytes at a time where the format can (Parquet), not whole."""
 
 
 def sliced(pieces: Iterator[pa.Table], batch_rows: int | None) -> Iterator[pa.Table]:

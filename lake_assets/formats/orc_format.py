@@ -236,8 +236,8 @@ class OrcFormat(FileFormat):
         except pa.ArrowInvalid as exc:
             raise _read_error(exc) from exc
 
-    def iter_batches(self, source: Any, columns: Sequence[str] | None,
-                     batch_rows: int | None = None) -> Iterator[pa.Table]:
+    def iter_batches(self, source: Any, columns: Sequence[str] | None, batch_rows: int | None = None, *,
+                     footer_key: str | None = None, buffer_bytes: int = 0) -> Iterator[pa.Table]:
         """A stripe at a time, cut into ``batch_rows``: a reader holds a whole stripe (the
         writer's ``orc.stripe.size``, 64 MiB by default), whatever the batch size."""
         # pyarrow's ORCFile reads whole stripes only. Its dataset fragments decode batches from

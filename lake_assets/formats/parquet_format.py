@@ -72,9 +72,9 @@ class ParquetFormat(FileFormat):
                   use_threads: bool, footer_key: str | None = None) -> pa.Table:
         return read_parquet(source, columns, use_threads=use_threads, keep=keep, footer_key=footer_key)
 
-    def iter_batches(self, source: Any, columns: Sequence[str] | None,
-                     batch_rows: int | None = None) -> Iterator[pa.Table]:
-        return iter_parquet(source, columns, batch_rows)
+    def iter_batches(self, source: Any, columns: Sequence[str] | None, batch_rows: int | None = None, *,
+                     footer_key: str | None = None, buffer_bytes: int = 0) -> Iterator[pa.Table]:
+        return iter_parquet(source, columns, batch_rows, footer_key=footer_key, buffer_bytes=buffer_bytes)
 
 
 PARQUET = register(ParquetFormat())

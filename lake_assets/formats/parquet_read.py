@@ -13,7 +13,15 @@ A row selection (the rows a deletion vector keeps) is applied before the expansi
 dictionary indices and the other columns, so the dropped rows' strings are never built.
 
 Given the path of the data file as ``footer_key``, a read takes the parsed footer and the dictionary
-decision from `parquet_footer_cache` when an earlier read of the file left them there.
+decision from `parquet_footer_cache` when an earlier read of the file left them there: whole-file
+reads (`read_parquet`) and batched ones (`iter_parquet`) alike.
+
+pyarrow reads a column chunk whole (and, by default, every column chunk of a row group ahead of
+the first batch) unless the reader is buffered: a batched read of a one-row-group file - Java's
+files, and ours up to the target file size - then holds the whole compressed file while it yields
+its batches. `iter_parquet` reads through a buffered stream of ``buffer_bytes`` per column chunk
+instead (``read.parquet.buffer-size``); whole-file reads keep the unbuffered, pre-buffered path,
+as they hold every row anyway.
 """
 
 from __future__ import annotations
@@ -126,34 +134,54 @@ def read_parquet(source: Any, columns: Sequence[str] | None, *, use_threads: boo
     return _finish(pf.read(columns=cols, use_threads=use_threads), footer.arrow_schema, mask)
 
 
-def _footer(source: Any, key: str | None, cols: list[str] | None) -> tuple[Footer, pq.ParquetFile | None]:
+def _footer(source: Any, key: str | None, cols: list[str] | None,
+            open_options: dict[str, Any] | None = None) -> tuple[Footer, pq.ParquetFile | None]:
     """The parsed footer of the file open as ``source``, with its dictionary columns among
     ``cols`` decided: from the cache when ``key`` names a file parsed before at the same size;
-    and the `ParquetFile` opened to parse it (None on a cache hit)."""
+    and the `ParquetFile` opened (with ``open_options``) to parse it (None on a cache hit)."""
     size = source.size() if key is not None else -1
     footer = FOOTER_CACHE.get(key, size) if key is not None else None
     pf = None
     if footer is None:
-        pf = pq.ParquetFile(source)
+        pf = pq.ParquetFile(source, **(open_options or {}))
         footer = Footer(size, pf.metadata, pf.schema_arrow)
         if key is not None:
             FOOTER_CACHE.put(key, footer)
     col_key = None if cols is None else tuple(cols)
     if col_key not in footer.dictionary_columns:
-        # a racing thread decides the same columns: the assignment of either is right
-        footer.dictionary_columns[col_key] = _dictionary_columns(footer.metadata, footer.arrow_schema, cols)
+        FOOTER_CACHE.decide(key, footer, col_key, _dictionary_columns(footer.metadata, footer.arrow_schema, cols))
     return footer, pf
 
 
-def iter_parquet(source: Any, columns: Sequence[str] | None, batch_rows: int | None = None) -> Iterator[pa.Table]:
+def _chunk_options(buffer_bytes: int) -> dict[str, Any]:
+    """`pq.ParquetFile` options that make a batched read hold ``buffer_bytes`` of each column
+    chunk at a time (0: whole column chunks, read ahead for the row group: pyarrow's default)."""
+    if buffer_bytes <= 0:
+        return {}
+    # pre_buffer (pyarrow's default) reads the row group's column chunks whole, ahead of the
+    # batches: it must be off for the buffered stream to bound anything
+    return {"buffer_size": buffer_bytes, "pre_buffer": False}
+
+
+def iter_parquet(source: Any, columns: Sequence[str] | None, batch_rows: int | None = None, *,
+                 footer_key: str | None = None, buffer_bytes: int = 0) -> Iterator[pa.Table]:
     """Read a Parquet file row group by row group, or in batches of at most ``batch_rows`` rows,
-    dictionary-encoded string columns expanded as `read_parquet` does."""
-    pf = pq.ParquetFile(source)
+    dictionary-encoded string columns expanded as `read_parquet` does.
+
+    ``buffer_bytes`` > 0 reads each column chunk through a buffered stream of that many bytes
+    (the read then holds, per column, the buffer and the page being decoded, not the whole
+    compressed chunk: for a one-row-group file, the whole compressed file); 0 reads column
+    chunks whole. ``footer_key`` (the path of an immutable data file) lets a footer parsed by an
+    earlier read serve this one (`parquet_footer_cache`)."""
     cols = list(columns) if columns is not None else None
-    dense = pf.schema_arrow
-    decoded = dictionary_columns(pf, cols, dense)
-    if decoded:
-        pf = pq.ParquetFile(source, metadata=pf.metadata, read_dictionary=decoded)
+    chunking = _chunk_options(buffer_bytes)
+    footer, opened = _footer(source, footer_key, cols, chunking)
+    dense = footer.arrow_schema
+    decoded = footer.dictionary_columns[None if cols is None else tuple(cols)]
+    if decoded or opened is None:
+        pf = pq.ParquetFile(source, metadata=footer.metadata, read_dictionary=decoded or None, **chunking)
+    else:
+        pf = opened
     for i in range(pf.num_row_groups):
         if batch_rows is None:
             pieces: Iterator[pa.Table] = iter((pf.read_row_group(i, columns=cols),))

@@ -276,7 +276,8 @@ class SplitReader:
         start = 0
         try:
             keep = self._kept_rows(split, meta, meta.row_count)  # mapped as in `read_file`
-            for raw in iter_data_file(self.store.file_io, path, file_cols, batch_rows):
+            buffered = self.schema.core_options.read_parquet_buffer_size
+            for raw in iter_data_file(self.store.file_io, path, file_cols, batch_rows, buffered):
                 if keep is not None:  # the deletion vector's rows, batch by batch
                     n = raw.num_rows
                     raw = raw.filter(arrow_mask(keep[start:start + n]))

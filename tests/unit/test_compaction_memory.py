@@ -86,6 +86,24 @@ def test_unit_rows_bound_names_each_part(catalog: Catalog) -> None:
     assert memory.merge_rows(unset.store.schema.core_options) == memory.DEFAULT_MERGE_ROWS == 256 * 1024
 
 
+def test_the_runs_parquet_readers_are_bounded_in_bytes_by_read_parquet_buffer_size(catalog: Catalog) -> None:
+    table = catalog.create_table("db.r", SCHEMA, primary_keys=["k"],
+                                 options={"bucket": "1", "read.parquet.buffer-size": "256 kb",
+                                          "sort-spill-threshold": "5"})
+    opts = table.store.schema.core_options
+    per_column = 256 * 1024 + 2 * memory.PARQUET_PAGE_BYTES  # buffer, a data page, a dictionary
+    assert memory.run_reader_bytes(opts, columns=6) == 6 * per_column
+    # at most sort-spill-threshold runs' files open at once per unit (the rest are spilled first)
+    assert memory.compaction_reader_bytes(opts, runs=200, units=2, columns=6) == 2 * 5 * 6 * per_column
+    assert memory.compaction_reader_bytes(opts, runs=3, units=2, columns=6) == 2 * 3 * 6 * per_column
+    whole = catalog.create_table("db.w", SCHEMA, primary_keys=["k"],
+                                 options={"bucket": "1", "read.parquet.buffer-size": "0 b"})
+    # whole column chunks: a run holds its whole compressed file, up to target-file-size
+    assert memory.run_reader_bytes(whole.store.schema.core_options, 6) == 128 * 1024 * 1024
+    unset = catalog.create_table("db.d", SCHEMA, primary_keys=["k"], options={"bucket": "1"})
+    assert unset.store.schema.core_options.read_parquet_buffer_size == 1024 * 1024
+
+
 def test_merge_rows_option_bounds_the_merge_steps_of_compact(catalog: Catalog, counted) -> None:
     rounds = 6
     table = _overlapping(catalog, rounds, 4_000, **{"compaction.merge-rows": "1500"})

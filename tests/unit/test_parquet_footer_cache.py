@@ -18,7 +18,7 @@ import pytest
 
 from lake_assets import Catalog
 from lake_assets.errors import MissingDataFileError
-from lake_assets.formats.parquet_footer_cache import FOOTER_CACHE, Footer, FooterCache
+from lake_assets.formats.parquet_footer_cache import FOOTER_CACHE, Footer, FooterCache, decision_nbytes
 from lake_assets.formats.parquet_read import read_parquet
 
 
@@ -127,3 +127,40 @@ def test_a_footer_of_another_size_is_dropped() -> None:
     cache.put("a", footer)
     assert cache.get("a", footer.file_size + 1) is None
     assert len(cache) == 0 and cache.nbytes == 0
+
+
+def test_dictionary_decisions_count_against_the_byte_bound() -> None:
+    one = _footer(10)
+    decision = decision_nbytes(("id",), [])
+    cache = FooterCache(max_entries=100, max_bytes=one.nbytes + 3 * decision)
+    cache.put("a", one)
+    assert cache.nbytes == one.metadata.serialized_size
+    assert cache.decide("a", one, ("id",), []) == []
+    assert cache.decide("a", one, ("id",), ["racing"]) == []  # decided once: counted once
+    assert cache.nbytes == one.nbytes == one.metadata.serialized_size + decision
+    # an entry grown past the whole bound by its decisions is dropped, as `put` refuses one
+    for k in range(3):
+        cache.decide("a", one, (f"c{k}",), [])
+    assert len(cache) == 0 and cache.nbytes == 0
+
+    # decisions push older entries out of the bound
+    first, second = _footer(10), _footer(10)
+    lru = FooterCache(max_entries=100, max_bytes=first.nbytes + second.nbytes + decision)
+    lru.put("first", first)
+    lru.put("second", second)
+    lru.decide("second", second, ("id",), [])
+    assert lru.nbytes == first.nbytes + second.nbytes
+    lru.decide("second", second, ("x",), [])
+    assert lru.get("first", first.file_size) is None and lru.get("second", second.file_size) is second
+    assert lru.nbytes == second.nbytes <= lru.max_bytes
+
+
+def test_projections_of_a_read_grow_the_entry_within_the_bound(tmp_path: Path) -> None:
+    path = str(tmp_path / "f.parquet")
+    pq.write_table(_rows(np.arange(100), "x"), path)
+    for columns in (None, ["id"], ["name"], ["id", "name"]):
+        with pa.OSFile(path, "rb") as src:
+            read_parquet(src, columns, use_threads=False, footer_key=path)
+    footer = FOOTER_CACHE.get(path, os.path.getsize(path))
+    assert footer is not None and len(footer.dictionary_columns) == 4
+    assert FOOTER_CACHE.nbytes == footer.nbytes > footer.metadata.serialized_size + 4 * decision_nbytes(None, [])

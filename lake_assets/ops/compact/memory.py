@@ -11,14 +11,22 @@ A unit that streams (an interval of more than ``compaction.merge-rows`` input ro
   at most ``sort-spill-threshold`` runs at once (`ops.compact.fan_in`: the excess is merged
   into local spill runs first, in merges of at most that many inputs).
 
+- the Parquet file each of those runs is read from, beside its batch: per column read, the
+  ``read.parquet.buffer-size`` bytes of the column chunk it reads at a time plus the data page
+  it decodes and the column's decoded dictionary (`PARQUET_PAGE_BYTES` each), not the whole
+  compressed row group (`run_reader_bytes`; with the option 0 a whole compressed file per run,
+  up to ``target-file-size``). An ORC file holds a stripe (``orc.stripe.size``), an Avro file a
+  block: the Parquet figure is the one counted.
+
 An append table's unit reads its files ``read.batch-size`` rows at a time and writes them in
 row groups of ``compaction.merge-rows`` rows (at most one read batch more).
 
 Files are read batch by batch on the unit's own thread (not Arrow's thread pool, whose heaps
 keep what they freed where no release reaches them), and each unit gives its thread's freed
 allocator pages back when it ends (`ops.allocator.release_thread_memory`). Up to
-``compaction.parallelism`` units run at once: `compaction_rows_bound` multiplies. Measured in
-`bench/bench_memory.py`, which prints these bounds beside the peaks.
+``compaction.parallelism`` units run at once: `compaction_rows_bound` and
+`compaction_reader_bytes` multiply. Measured in `bench/bench_memory.py`, which prints these
+bounds beside the peaks.
 """
 
 from __future__ import annotations
@@ -40,6 +48,11 @@ DEFAULT_MERGE_ROWS = 256 * 1024
 # overheads (a reader call, a frontier search) dominate; the runs' batches then exceed
 # ``compaction.merge-rows`` (runs x this), which `compaction_rows_bound` says.
 MIN_RUN_BATCH_ROWS = 1024
+# A Parquet data page and a dictionary page: parquet-java's and pyarrow's writers cut both at
+# 1 MiB (``parquet.page.size``, ``parquet.dictionary.page.size``). A column reader holds one
+# decoded data page and the decoded dictionary beside its buffered bytes; files written with
+# larger pages hold more.
+PARQUET_PAGE_BYTES = 1024 * 1024
 
 
 def merge_rows(options: CoreOptions) -> int:
@@ -90,3 +103,21 @@ def unit_rows_bound(options: CoreOptions, runs: int) -> UnitRowsBound:
 def compaction_rows_bound(options: CoreOptions, runs: int, units: int) -> int:
     """The rows ``units`` streaming units at once, each merging ``runs`` sorted runs, hold at most."""
     return units * unit_rows_bound(options, runs).total
+
+
+def run_reader_bytes(options: CoreOptions, columns: int) -> int:
+    """Bytes the reader of one sorted run's Parquet file holds beside its read batch, reading
+    ``columns`` columns: per column the ``read.parquet.buffer-size`` bytes of its chunk read at a
+    time, a decoded data page and a decoded dictionary page (`PARQUET_PAGE_BYTES`); with the
+    option 0 (whole column chunks) a whole compressed file, up to ``target-file-size``."""
+    buffer = options.read_parquet_buffer_size
+    if buffer == 0:
+        return options.target_file_size
+    return columns * (buffer + 2 * PARQUET_PAGE_BYTES)
+
+
+def compaction_reader_bytes(options: CoreOptions, runs: int, units: int, columns: int) -> int:
+    """Bytes the file readers of ``units`` streaming units at once hold beside their batches,
+    each unit merging ``runs`` sorted runs of ``columns`` columns (at most
+    ``sort-spill-threshold`` runs open at once: the spill runs' readers hold one batch)."""
+    return units * min(runs, sort_spill_threshold(options)) * run_reader_bytes(options, columns)
