@@ -9,9 +9,10 @@ written and maintained as if they were absent. Paimon accepts any key at create 
 parses a connector's option only when that connector runs (``SchemaValidation.validateTableSchema``
 checks CoreOptions only), so these rows are free text: any value is accepted, as in Paimon.
 
-A few connector keys do matter to us and are refused by name for the operations they affect
-(`REFUSED_ENGINE_RULES`): a stored partition filter of Flink's reads, and the partition mark-done
-settings that make Flink write ``_SUCCESS`` files, which orphan removal would delete.
+A few keys do matter to us and are refused by name for the operations they affect
+(`REFUSED_ENGINE_RULES`): a stored partition filter of Flink's reads, and the action with which
+Java's writers mark partitions done (lake_assets' writes do not). The ``_SUCCESS`` files Flink's
+mark-done writes are left by orphan removal, as by Paimon's (`lake_assets.ops.orphan_scope`).
 `lake_assets.option_rules` merges both dicts into the registry.
 """
 
@@ -52,6 +53,10 @@ _LOOKUP = "Flink's lookup joins"
 _STREAM = "how Flink's streaming source plans and paces its reads"
 _SPARK_STREAM = "how Spark's streaming source paces its micro-batches"
 _LOOKUP_CACHE = "local caches of lookup joins and of Java's lookup compaction, not files of the table"
+_MARK_DONE = ("Flink's mark-done trigger; the _SUCCESS file it writes into a partition directory (the default "
+              "partition.mark-done-action) is left by orphan removal, which lists Paimon's directories only, as "
+              "Paimon's orphan clean does (docs/format.md §9.4)")
+_MARK_DONE_TUNING = "read only with partition.idle-time-to-done or partition.end-input-to-done (Flink's mark-done)"
 _LOG = ("the log system (log.system, Paimon 1.3 and older), which lake_assets does not read; the table's files "
         "hold every row")
 
@@ -165,12 +170,16 @@ ENGINE_RULES: dict[str, OptionRule] = _rules(
     _flink("partition.idle-time-to-report-statistic", "Idle time after which Flink reports a partition's "
            "statistics to the metastore (duration; a CoreOptions key since 1.1).",
            "statistics in a metastore, not files of the table"),
+    _flink("partition.idle-time-to-done", "Idle time after which Flink marks a partition done (duration).",
+           _MARK_DONE),
+    _flink("partition.end-input-to-done", "Flink marks partitions done at end of input (Flink connector in 0.9, "
+           "CoreOptions since 1.0; boolean).", _MARK_DONE),
     _flink("partition.time-interval", "Time span of a partition for Flink's mark-done (duration).",
-           "read only with partition.idle-time-to-done or partition.end-input-to-done, which refuse orphan removal"),
+           _MARK_DONE_TUNING),
     _flink("partition.mark-done-action.mode", "When Flink marks partitions done (process-time or watermark).",
-           "read only with partition.idle-time-to-done or partition.end-input-to-done, which refuse orphan removal"),
+           _MARK_DONE_TUNING),
     _flink("partition.mark-done.recover-from-state", "Flink recovers its mark-done state (boolean).",
-           "read only with partition.idle-time-to-done or partition.end-input-to-done, which refuse orphan removal"),
+           _MARK_DONE_TUNING),
     _flink("log.system", "Log system of the table (none or kafka; Paimon 1.3 and older).", _LOG),
     _flink("log.system.partitions", "Partitions of the log system's topic (int).", _LOG),
     _flink("log.system.replication", "Replication of the log system's topic (int).", _LOG),
@@ -307,9 +316,9 @@ ENGINE_RULES: dict[str, OptionRule] = _rules(
     _job("log.ignore-delete", "The log system drops deletes (Paimon 1.1 to 1.3).", _LOG),
 )
 
-_MARK_DONE = ("Flink marks partitions done by writing a _SUCCESS file into the partition directory (the default "
-              "partition.mark-done-action); lake_assets' orphan removal would delete it, Paimon's lists bucket "
-              "directories only (OrphanFilesClean.listPaimonFileDirs)")
+_MARK_DONE_ACTION = ("lake_assets' writes never mark partitions done, where Paimon's Flink writers (with "
+                     "partition.idle-time-to-done or partition.end-input-to-done) and, since 1.0, its Spark batch "
+                     "writes (partition.end-input-to-done) run these actions after their commits")
 _SCAN_PARTITIONS = ("Flink's batch and lookup reads of a table carrying it read only these partitions "
                     "(FlinkTableSource, PartitionLoader); lake_assets' reads read all")
 
@@ -323,10 +332,9 @@ REFUSED_ENGINE_RULES: dict[str, OptionRule] = _rules(
              "fallback lookup.dynamic-partition).", ("READ", "STREAM"), _SCAN_PARTITIONS),
     _refused("lookup.dynamic-partition", "Fallback key of scan.partitions (Flink connector).",
              ("READ", "STREAM"), _SCAN_PARTITIONS),
-    _refused("partition.idle-time-to-done", "Idle time after which Flink marks a partition done (Flink "
-             "connector, duration).", ("ORPHANS",), _MARK_DONE),
-    _refused("partition.end-input-to-done", "Flink marks partitions done at end of input (Flink connector "
-             "in 0.9, CoreOptions since 1.0; boolean).", ("ORPHANS",), _MARK_DONE),
+    _refused("partition.mark-done-action", "How Java's jobs mark a partition done: success-file (a _SUCCESS "
+             "file in the partition directory, the default), done-partition, mark-event, http-report, custom "
+             "(CoreOptions).", ("WRITE",), _MARK_DONE_ACTION),
 )
 
 __all__ = ["ENGINE_RULES", "REFUSED_ENGINE_RULES"]
