@@ -23,23 +23,24 @@ from lake_assets.option_types import OptionRule
 _ANY_VALUE = "any value is accepted at create and ALTER, as Paimon does"
 
 
-def _runtime(source: str, key: str, description: str, why: str) -> OptionRule:
+def _runtime(source: str, key: str, description: str, why: str, fallback_keys: tuple[str, ...] = ()) -> OptionRule:
     note = (f"{source} runtime setting with no effect on what lake_assets reads, writes or maintains "
             f"({why}); {_ANY_VALUE}")
-    return OptionRule(key, "string", None, description, note=note)
+    return OptionRule(key, "string", None, description, note=note, fallback_keys=fallback_keys)
 
 
-def _flink(key: str, description: str, why: str = "Flink's job only") -> OptionRule:
-    return _runtime("Flink connector", key, description, why)
+def _flink(key: str, description: str, why: str = "Flink's job only",
+           fallback_keys: tuple[str, ...] = ()) -> OptionRule:
+    return _runtime("Flink connector", key, description, why, fallback_keys)
 
 
 def _spark(key: str, description: str, why: str = "Spark's queries only") -> OptionRule:
     return _runtime("Spark connector", key, description, why)
 
 
-def _job(key: str, description: str, why: str) -> OptionRule:
+def _job(key: str, description: str, why: str, fallback_keys: tuple[str, ...] = ()) -> OptionRule:
     """A CoreOptions key that only Paimon Java's jobs (Flink and Spark writers, sources, lookups) read."""
-    return _runtime("Paimon Java job", key, description, why)
+    return _runtime("Paimon Java job", key, description, why, fallback_keys)
 
 
 def _rules(*rows: OptionRule) -> dict[str, OptionRule]:
@@ -87,16 +88,13 @@ ENGINE_RULES: dict[str, OptionRule] = _rules(
     _flink("scan.max-snapshot.count", "Snapshots one Flink streaming plan covers at most (int).", _STREAM),
     _flink("scan.bounded", "Whether Flink's source is bounded (boolean).", _STREAM),
     _flink("scan.dedicated-split-generation", "Flink plans splits in a dedicated operator (boolean).", _STREAM),
-    _flink("scan.remove-normalize", "Flink's planner drops its ChangelogNormalize step (boolean; fallback "
-           "log.scan.remove-normalize).", "the changelog Flink's query emits, not the table"),
-    _flink("log.scan.remove-normalize", "Fallback key of scan.remove-normalize (Paimon 0.9).",
-           "the changelog Flink's query emits, not the table"),
+    _flink("scan.remove-normalize", "Flink's planner drops its ChangelogNormalize step (boolean).",
+           "the changelog Flink's query emits, not the table", ("log.scan.remove-normalize",)),
     _flink("scan.push-down", "Whether Flink pushes filters into the source (boolean, Paimon 0.9).",
            "how Flink's planner runs a query, not its result"),
     _flink("read.shuffle-bucket-with-partition", "Flink's source shuffles splits by bucket and partition "
-           "(boolean; fallback streaming-read.shuffle-bucket-with-partition).", _STREAM),
-    _flink("streaming-read.shuffle-bucket-with-partition", "Fallback key of "
-           "read.shuffle-bucket-with-partition (Paimon 0.9 to 1.1).", _STREAM),
+           "(boolean; its own key in Paimon 0.9 to 1.1: streaming-read.shuffle-bucket-with-partition).", _STREAM,
+           ("streaming-read.shuffle-bucket-with-partition",)),
     _flink("source.checkpoint-align.enabled", "Flink's source aligns snapshots with checkpoints (boolean).",
            _STREAM),
     _flink("source.checkpoint-align.timeout", "Timeout of checkpoint alignment (duration).", _STREAM),
@@ -145,9 +143,8 @@ ENGINE_RULES: dict[str, OptionRule] = _rules(
     _flink("end-input.watermark", "Watermark Flink's batch writer commits at end of input (long).",
            "the watermark of Flink's own commits"),
     _flink("precommit-compact", "Flink merges small changelog and append files before commit (boolean; "
-           "fallback changelog.precommit-compact).", "how many files Flink writes, not which rows"),
-    _flink("changelog.precommit-compact", "Fallback key of precommit-compact (Paimon 1.0).",
-           "how many files Flink writes, not which rows"),
+           "its own key in Paimon 1.0: changelog.precommit-compact).", "how many files Flink writes, not which rows",
+           ("changelog.precommit-compact",)),
     _flink("changelog.precommit-compact.thread-num", "Threads of Flink's pre-commit compaction (int).",
            _PARALLELISM),
     _flink("changelog.precommit-compact.buffer-size", "Buffer of Flink's pre-commit compaction (memory size).",
@@ -233,10 +230,8 @@ ENGINE_RULES: dict[str, OptionRule] = _rules(
          "the order of splits; lake_assets' reads return rows in no particular order"),
     _job("file-reader-async-threshold", "File size above which Java reads asynchronously (memory size).",
          "how Java's readers do I/O"),
-    _job("file-operation.thread-num", "Threads of Java's file operations (int; fallback "
-         "delete-file.thread-num).", _PARALLELISM),
-    _job("delete-file.thread-num", "Threads that delete files in Java's expiry (int, Paimon 1.2 and older).",
-         _PARALLELISM),
+    _job("file-operation.thread-num", "Threads of Java's file operations (int; in Paimon 1.2 and older "
+         "delete-file.thread-num, the threads of Java's expiry deletes).", _PARALLELISM, ("delete-file.thread-num",)),
     _job("async-file-write", "Java's writers write files asynchronously (boolean).", "how Java's writers do I/O"),
     _job("cache-page-size", "Page size of Java's lookup caches (memory size).", _LOOKUP_CACHE),
     _job("lookup.cache-file-retention", "Retention of lookup cache files (duration).", _LOOKUP_CACHE),
@@ -258,11 +253,9 @@ ENGINE_RULES: dict[str, OptionRule] = _rules(
          "Paimon 2.x).", _LOOKUP),
     _job("lookup.blob-as-descriptor", "Lookup joins keep BLOB descriptors, not bytes (boolean, Paimon 2.x).",
          _LOOKUP),
-    _job("lookup-wait", "Flink's writer waits for lookup compaction before a checkpoint completes (boolean; "
-         "fallback changelog-producer.lookup-wait).",
-         "when Flink's commits happen; lake_assets' writers compact at commit unless write-only"),
-    _job("changelog-producer.lookup-wait", "Fallback key of lookup-wait.",
-         "when Flink's commits happen; lake_assets' writers compact at commit unless write-only"),
+    _job("lookup-wait", "Flink's writer waits for lookup compaction before a checkpoint completes (boolean).",
+         "when Flink's commits happen; lake_assets' writers compact at commit unless write-only",
+         ("changelog-producer.lookup-wait",)),
     _job("local-merge-buffer-size", "Buffer in which Flink pre-merges rows of a key before its writers "
          "(memory size).", "rows of one key merged earlier merge to the same row"),
     _job("sort-engine", "Algorithm of Java's sorted-run merge (min-heap or loser-tree).",
@@ -323,15 +316,16 @@ _SCAN_PARTITIONS = ("Flink's batch and lookup reads of a table carrying it read 
                     "(FlinkTableSource, PartitionLoader); lake_assets' reads read all")
 
 
-def _refused(key: str, description: str, refuses: tuple[str, ...], why: str) -> OptionRule:
-    return OptionRule(key, "string", None, description, supported=(), refuses=refuses, why=why)
+def _refused(key: str, description: str, refuses: tuple[str, ...], why: str,
+             fallback_keys: tuple[str, ...] = ()) -> OptionRule:
+    return OptionRule(key, "string", None, description, supported=(), refuses=refuses, why=why,
+                      fallback_keys=fallback_keys)
 
 
 REFUSED_ENGINE_RULES: dict[str, OptionRule] = _rules(
-    _refused("scan.partitions", "Partitions Flink's reads read (k=v,...;... or max_pt(); Flink connector, "
-             "fallback lookup.dynamic-partition).", ("READ", "STREAM"), _SCAN_PARTITIONS),
-    _refused("lookup.dynamic-partition", "Fallback key of scan.partitions (Flink connector).",
-             ("READ", "STREAM"), _SCAN_PARTITIONS),
+    _refused("scan.partitions", "Partitions Flink's reads read (k=v,...;... or max_pt(); Flink connector; "
+             "its own key in Paimon 0.9 to 1.0: lookup.dynamic-partition).", ("READ", "STREAM"), _SCAN_PARTITIONS,
+             ("lookup.dynamic-partition",)),
     _refused("partition.mark-done-action", "How Java's jobs mark a partition done: success-file (a _SUCCESS "
              "file in the partition directory, the default), done-partition, mark-event, http-report, custom "
              "(CoreOptions).", ("WRITE",), _MARK_DONE_ACTION),
