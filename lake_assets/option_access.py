@@ -4,7 +4,10 @@
 options of `lake_assets.option_merge.MergeOptions`): the raw map as the schema file stores it,
 its values parsed once by `lake_assets.option_types.parse_value`, and the small typed getters the
 accessors are written with. An unset option reads as its registry row's default unless the
-accessor gives its own (defaults that depend on other options, e.g. ``num-levels``).
+accessor gives its own (defaults that depend on other options, e.g. ``num-levels``). An option
+with fallback keys reads as Paimon's ``Options.get`` reads it: its own key when set, else the first
+of its fallback keys that is set (`lake_assets.option_rules.carried_key`); a fallback key shadowed
+by an earlier one is never read nor parsed, as in Java.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from lake_assets.errors import OptionError, UnsupportedFeatureError
-from lake_assets.option_rules import RULES, rule_for
+from lake_assets.option_rules import RULES, carried_key, is_shadowed, rule_for
 from lake_assets.option_types import LakeErrorLike, parse_value, raise_all
 
 
@@ -39,9 +42,10 @@ class OptionAccess:
         problems: list[LakeErrorLike] = []
         for key, text in self.raw.items():
             rule = rule_for(key)
-            if rule is None or rule.writer_only:
+            if rule is None or rule.writer_only or is_shadowed(self.raw, key):
                 # format writers' options are parsed where files are written; a bad value of one
-                # refuses writes only (table_support), not every option access
+                # refuses writes only (table_support), not every option access; a shadowed
+                # fallback key is never read
                 continue
             try:
                 out[key] = parse_value(rule, text)
@@ -50,10 +54,16 @@ class OptionAccess:
         raise_all(problems)
         return out
 
+    def carried_key(self, key: str) -> str | None:
+        """The key this map sets option ``key`` with (itself, else its first fallback key set), or None."""
+        return carried_key(self.raw, key)
+
     def _typed(self, key: str, default: object = None) -> object:
-        """The option's parsed value; unset: ``default``, or the registry's default when None."""
-        if key in self.raw:
-            return self.values[key]
+        """The option's parsed value (by its key, else its first fallback key set); unset:
+        ``default``, or the registry's default when None."""
+        carried = carried_key(self.raw, key)
+        if carried is not None:
+            return self.values[carried]
         return RULES[key].default if default is None else default
 
     def _int(self, key: str, default: int | None = None) -> int:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from lake_assets.durations import UNIT_LABELS
-from lake_assets.option_rules import COLUMN_FORMAT_RULES, FIELD_RULES, RULES
+from lake_assets.option_rules import COLUMN_FORMAT_RULES, FIELD_RULES, RULES, rule_for
 from lake_assets.option_rules_file_index import FILE_INDEX_COLUMN_RULES, OTHER_TYPE_COLUMNS
 from lake_assets.option_types import INT_MAX, SIZE_UNIT_LABELS, MiB, OptionRule
 
@@ -58,6 +58,10 @@ def _support(rule: OptionRule) -> str:
         parts.append(rule.note)
     if rule.writer_only:
         parts.append("a carried value that does not parse refuses write, compact only")
+    if rule.fallback_keys:
+        keys = ", ".join(f"`{k}`" for k in rule.fallback_keys)
+        parts.append(f"fallback keys {keys}: read when the key is unset, the first one set wins (Paimon's "
+                     "Options.get); each is validated and refused as the key")
     return "; ".join(parts) or "yes"
 
 
@@ -96,7 +100,8 @@ def render() -> str:
         "| Key | Type | Default | Description | Support |",
         "|---|---|---|---|---|",
     ]
-    rows = [_row(key, rule) for key, rule in RULES.items()]
+    # each fallback key right after its option's row, described as standing in for it
+    rows = [_row(k, rule_for(k) or rule) for key, rule in RULES.items() for k in (key, *rule.fallback_keys)]
     fields = [
         "",
         "## Per-field options",

@@ -1,7 +1,7 @@
 """The merge options of `CoreOptions`: what the merge engines and the LSM tree around them read.
 
-``merge-engine`` and its switches (``ignore-delete`` with Paimon's fallback keys, the
-remove-record-on-delete options), ``sequence.field``, ``rowkind.field``, the changelog producer,
+``merge-engine`` and its switches (``ignore-delete``, read through its fallback keys as every
+option, the remove-record-on-delete options), ``sequence.field``, ``rowkind.field``, the changelog producer,
 and the per-field options ``fields.<column>.<suffix>`` (aggregate functions, retraction handling,
 listagg delimiters, sequence groups). Typed accessors over the registry rows
 (`lake_assets.option_rules`); the engines check the columns they name
@@ -13,14 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lake_assets.option_access import OptionAccess
-from lake_assets.option_rules import FIELD_OPTION, FIELD_RULES
+from lake_assets.option_rules import FIELD_OPTION, FIELD_RULES, RULES
 
-# Paimon's CoreOptions.IGNORE_DELETE: its key, then its fallback keys in Paimon's order. Paimon's
-# Options.get takes the first of them the table sets (so ``ignore-delete = false`` wins over a
-# fallback key set to true), for every engine and in the writer alike.
-IGNORE_DELETE_KEYS: tuple[str, ...] = (
-    "ignore-delete", "first-row.ignore-delete", "deduplicate.ignore-delete", "partial-update.ignore-delete",
-)
+# Paimon's CoreOptions.IGNORE_DELETE: its key, then its fallback keys in Paimon's order (the
+# registry row's). Paimon's Options.get takes the first of them the table sets (so
+# ``ignore-delete = false`` wins over a fallback key set to true), for every engine and in the writer alike.
+IGNORE_DELETE_KEYS: tuple[str, ...] = ("ignore-delete", *RULES["ignore-delete"].fallback_keys)
 
 
 @dataclass(frozen=True)
@@ -68,10 +66,7 @@ class MergeOptions(OptionAccess):
     def ignore_delete(self) -> bool:
         """Whether -U/-D records are dropped (writer and merge alike): the first of
         `IGNORE_DELETE_KEYS` the table sets decides, as in Paimon."""
-        for key in IGNORE_DELETE_KEYS:
-            if key in self.raw:
-                return self._bool(key)
-        return False
+        return self._bool("ignore-delete")
 
     @property
     def aggregation_remove_record_on_delete(self) -> bool:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 
 from lake_assets.formats.format_options import AVRO_JAVA_CODECS, level_map_problem
 from lake_assets.lsm.merge_engine.names import DEFAULT_MERGE_ENGINE, MERGE_ENGINE_NAMES
 from lake_assets.option_rules_engines import ENGINE_RULES, REFUSED_ENGINE_RULES
 from lake_assets.option_rules_file_index import FILE_INDEX_RULES, file_index_rule
-from lake_assets.option_types import DATA_OPS, INT_MAX, PATH_OPS, WRITE_OPS, MiB, OptionRule
+from lake_assets.option_types import DATA_OPS, INT_MAX, PATH_OPS, WRITE_OPS, MiB, OptionRule, fallback_rule
 
 
 def _bucket(n: object) -> str | None:
@@ -109,7 +110,8 @@ RULES: dict[str, OptionRule] = _rules(
     R("spill-compression.zstd-level", "int", 1, "Zstandard level of spill files."),
     R("local-sort.max-num-file-handles", "int", 128, "Spill files merged at once.", minimum=2),
     R("page-size", "size", 64 * 1024, "Memory page size (write buffer), not the Parquet page.", minimum=1),
-    R("write-only", "bool", False, "Writers skip compaction (a separate job compacts)."),
+    R("write-only", "bool", False, "Writers skip compaction (a separate job compacts).",
+      fallback_keys=("write.compaction-skip",)),
     R("data-file.prefix", "string", "data-", "File name prefix of data files.", check=_path_part),
     R("changelog-file.prefix", "string", "changelog-", "File name prefix of changelog files.", check=_path_part),
     R("file.suffix.include.compression", "bool", False, "Whether file names carry the codec.",
@@ -263,10 +265,8 @@ RULES: dict[str, OptionRule] = _rules(
     R("sequence.field.sort-order", "enum", "ascending", "Order of sequence.field.",
       choices=("ascending", "descending")),
     R("rowkind.field", "string", None, "Column holding each row's kind (+I, -U, +U, -D)."),
-    R("ignore-delete", "bool", False, "Drop deletes and update-befores on write."),
-    R("partial-update.ignore-delete", "bool", False, "Fallback key of ignore-delete."),
-    R("first-row.ignore-delete", "bool", False, "Fallback key of ignore-delete."),
-    R("deduplicate.ignore-delete", "bool", False, "Fallback key of ignore-delete."),
+    R("ignore-delete", "bool", False, "Drop deletes and update-befores on write.",
+      fallback_keys=("first-row.ignore-delete", "deduplicate.ignore-delete", "partial-update.ignore-delete")),
     R("fields.default-aggregate-function", "string", None, "Aggregate function of columns without their own."),
     R("aggregation.remove-record-on-delete", "bool", False, "A delete removes the aggregated row."),
     R("partial-update.remove-record-on-delete", "bool", False, "A delete removes the partial-update row."),
@@ -308,7 +308,8 @@ RULES: dict[str, OptionRule] = _rules(
     R("snapshot.num-retained.max", "int", INT_MAX, "Snapshots expiry keeps at most.", minimum=1),
     R("snapshot.time-retained", "duration", 3_600_000, "Age after which snapshots expire."),
     R("snapshot.expire.limit", "int", 50, "Snapshots one expiry removes at most.", minimum=1),
-    R("snapshot.clean-empty-directories", "bool", False, "Expiry removes emptied partition/bucket directories."),
+    R("snapshot.clean-empty-directories", "bool", False, "Expiry removes emptied partition/bucket directories.",
+      fallback_keys=("snapshot.expire.clean-empty-directories",)),
     R("changelog.num-retained.min", "int", None, "Changelogs kept at least (snapshot.num-retained.min).",
       minimum=1),
     R("changelog.num-retained.max", "int", None, "Changelogs kept at most (snapshot.num-retained.max).",
@@ -359,14 +360,15 @@ RULES: dict[str, OptionRule] = _rules(
     # ---- scans (refused per read by table_support: Paimon readers start where these say)
     R("scan.mode", "enum", "default", "Where Paimon readers start.", choices=(
         "default", "latest-full", "full", "latest", "compacted-full", "from-timestamp", "from-snapshot",
-        "from-snapshot-full", "incremental", "from-file-creation-time")),
+        "from-snapshot-full", "incremental", "from-file-creation-time"), fallback_keys=("log.scan",)),
     R("incremental-between-scan-mode", "enum", "auto", "What an incremental read of snapshot ids reads: "
       "auto (changelog files with a changelog producer, else delta), delta, changelog, or diff (the two "
       "snapshots' files diffed; Paimon 1.x). Between two tags Paimon diffs the tags' files whatever it says.",
       choices=("auto", "delta", "changelog", "diff"),
       note="read by Table.read_changes when its source argument is unset"),
     R("scan.snapshot-id", "long", None, "Snapshot Paimon readers start from.", minimum=1),
-    R("scan.timestamp-millis", "long", None, "Time Paimon readers start from.", minimum=0),
+    R("scan.timestamp-millis", "long", None, "Time Paimon readers start from.", minimum=0,
+      fallback_keys=("log.scan.timestamp-millis",)),
     R("scan.tag-name", "string", None, "Tag Paimon readers read."),
     # ---- read tuning: the bounds of a streaming read
     R("read.batch-size", "int", None, "Rows per batch of the file readers (Paimon's default: 1024).", minimum=1,
@@ -398,6 +400,11 @@ for _rows in (ENGINE_RULES, REFUSED_ENGINE_RULES):
         raise RuntimeError(f"option rows declared twice: {sorted(RULES.keys() & _rows.keys())}")
     RULES.update(_rows)
 del _rows
+
+# Fallback keys (Paimon's withFallbackKeys) -> the key each stands in for; `rule_for` gives their rows.
+FALLBACK_OF: dict[str, str] = {fb: r.key for r in RULES.values() for fb in r.fallback_keys}
+if FALLBACK_OF.keys() & RULES.keys():
+    raise RuntimeError(f"fallback keys declared as rows too: {sorted(FALLBACK_OF.keys() & RULES.keys())}")
 
 # Per-field options ``fields.<column>[,<column>...].<suffix>``, keyed by suffix (the key of a
 # row is a pattern). `lake_assets.options.FIELD_OPTION` matches them.
@@ -437,11 +444,13 @@ COLUMN_FORMAT_OPTION = re.compile(
 
 
 def rule_for(key: str) -> OptionRule | None:
-    """The registry row of ``key``: a plain option's, a per-field option's by its suffix, or a
-    per-column format option's by its key."""
+    """The registry row of ``key``: a plain option's, a fallback key's (its primary's row under its
+    own key), a per-field option's by its suffix, or a per-column format option's by its key."""
     rule = RULES.get(key)
     if rule is not None:
         return rule
+    if key in FALLBACK_OF:
+        return _fallback_rule(key)
     m = FIELD_OPTION.match(key)
     if m:
         return _field_rule(key, m.group("suffix"))
@@ -449,6 +458,27 @@ def rule_for(key: str) -> OptionRule | None:
     if c:
         return dataclasses.replace(COLUMN_FORMAT_RULES[c.group("key")], key=key)
     return file_index_rule(key)
+
+
+@lru_cache(maxsize=64)
+def _fallback_rule(key: str) -> OptionRule:
+    return fallback_rule(RULES[FALLBACK_OF[key]], key)
+
+
+def carried_key(options: Mapping[str, str], key: str) -> str | None:
+    """Which key ``options`` sets ``key``'s value with, as Paimon's ``Options.get`` reads it: ``key``
+    itself when set, else the first of its fallback keys that is set; None when neither is."""
+    if key in options:
+        return key
+    rule = RULES.get(key)
+    return next((fb for fb in rule.fallback_keys if fb in options), None) if rule is not None else None
+
+
+def is_shadowed(options: Mapping[str, str], key: str) -> bool:
+    """Whether ``key`` is a fallback key that ``options`` also sets its option with by an earlier
+    key: Paimon never reads it then (nor does lake_assets: it is neither parsed nor validated)."""
+    primary = FALLBACK_OF.get(key)
+    return primary is not None and carried_key(options, primary) != key
 
 
 @lru_cache(maxsize=1024)

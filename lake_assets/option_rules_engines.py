@@ -9,9 +9,10 @@ written and maintained as if they were absent. Paimon accepts any key at create 
 parses a connector's option only when that connector runs (``SchemaValidation.validateTableSchema``
 checks CoreOptions only), so these rows are free text: any value is accepted, as in Paimon.
 
-A few connector keys do matter to us and are refused by name for the operations they affect
-(`REFUSED_ENGINE_RULES`): a stored partition filter of Flink's reads, and the partition mark-done
-settings that make Flink write ``_SUCCESS`` files, which orphan removal would delete.
+A few keys do matter to us and are refused by name for the operations they affect
+(`REFUSED_ENGINE_RULES`): a stored partition filter of Flink's reads, and the action with which
+Java's writers mark partitions done (lake_assets' writes do not). The ``_SUCCESS`` files Flink's
+mark-done writes are left by orphan removal, as by Paimon's (`lake_assets.ops.orphan_scope`).
 `lake_assets.option_rules` merges both dicts into the registry.
 """
 
@@ -22,23 +23,24 @@ from lake_assets.option_types import OptionRule
 _ANY_VALUE = "any value is accepted at create and ALTER, as Paimon does"
 
 
-def _runtime(source: str, key: str, description: str, why: str) -> OptionRule:
+def _runtime(source: str, key: str, description: str, why: str, fallback_keys: tuple[str, ...] = ()) -> OptionRule:
     note = (f"{source} runtime setting with no effect on what lake_assets reads, writes or maintains "
             f"({why}); {_ANY_VALUE}")
-    return OptionRule(key, "string", None, description, note=note)
+    return OptionRule(key, "string", None, description, note=note, fallback_keys=fallback_keys)
 
 
-def _flink(key: str, description: str, why: str = "Flink's job only") -> OptionRule:
-    return _runtime("Flink connector", key, description, why)
+def _flink(key: str, description: str, why: str = "Flink's job only",
+           fallback_keys: tuple[str, ...] = ()) -> OptionRule:
+    return _runtime("Flink connector", key, description, why, fallback_keys)
 
 
 def _spark(key: str, description: str, why: str = "Spark's queries only") -> OptionRule:
     return _runtime("Spark connector", key, description, why)
 
 
-def _job(key: str, description: str, why: str) -> OptionRule:
+def _job(key: str, description: str, why: str, fallback_keys: tuple[str, ...] = ()) -> OptionRule:
     """A CoreOptions key that only Paimon Java's jobs (Flink and Spark writers, sources, lookups) read."""
-    return _runtime("Paimon Java job", key, description, why)
+    return _runtime("Paimon Java job", key, description, why, fallback_keys)
 
 
 def _rules(*rows: OptionRule) -> dict[str, OptionRule]:
@@ -52,6 +54,10 @@ _LOOKUP = "Flink's lookup joins"
 _STREAM = "how Flink's streaming source plans and paces its reads"
 _SPARK_STREAM = "how Spark's streaming source paces its micro-batches"
 _LOOKUP_CACHE = "local caches of lookup joins and of Java's lookup compaction, not files of the table"
+_MARK_DONE = ("Flink's mark-done trigger; the _SUCCESS file it writes into a partition directory (the default "
+              "partition.mark-done-action) is left by orphan removal, which lists Paimon's directories only, as "
+              "Paimon's orphan clean does (docs/format.md §9.4)")
+_MARK_DONE_TUNING = "read only with partition.idle-time-to-done or partition.end-input-to-done (Flink's mark-done)"
 _LOG = ("the log system (log.system, Paimon 1.3 and older), which lake_assets does not read; the table's files "
         "hold every row")
 
@@ -82,16 +88,13 @@ ENGINE_RULES: dict[str, OptionRule] = _rules(
     _flink("scan.max-snapshot.count", "Snapshots one Flink streaming plan covers at most (int).", _STREAM),
     _flink("scan.bounded", "Whether Flink's source is bounded (boolean).", _STREAM),
     _flink("scan.dedicated-split-generation", "Flink plans splits in a dedicated operator (boolean).", _STREAM),
-    _flink("scan.remove-normalize", "Flink's planner drops its ChangelogNormalize step (boolean; fallback "
-           "log.scan.remove-normalize).", "the changelog Flink's query emits, not the table"),
-    _flink("log.scan.remove-normalize", "Fallback key of scan.remove-normalize (Paimon 0.9).",
-           "the changelog Flink's query emits, not the table"),
+    _flink("scan.remove-normalize", "Flink's planner drops its ChangelogNormalize step (boolean).",
+           "the changelog Flink's query emits, not the table", ("log.scan.remove-normalize",)),
     _flink("scan.push-down", "Whether Flink pushes filters into the source (boolean, Paimon 0.9).",
            "how Flink's planner runs a query, not its result"),
     _flink("read.shuffle-bucket-with-partition", "Flink's source shuffles splits by bucket and partition "
-           "(boolean; fallback streaming-read.shuffle-bucket-with-partition).", _STREAM),
-    _flink("streaming-read.shuffle-bucket-with-partition", "Fallback key of "
-           "read.shuffle-bucket-with-partition (Paimon 0.9 to 1.1).", _STREAM),
+           "(boolean; its own key in Paimon 0.9 to 1.1: streaming-read.shuffle-bucket-with-partition).", _STREAM,
+           ("streaming-read.shuffle-bucket-with-partition",)),
     _flink("source.checkpoint-align.enabled", "Flink's source aligns snapshots with checkpoints (boolean).",
            _STREAM),
     _flink("source.checkpoint-align.timeout", "Timeout of checkpoint alignment (duration).", _STREAM),
@@ -140,9 +143,8 @@ ENGINE_RULES: dict[str, OptionRule] = _rules(
     _flink("end-input.watermark", "Watermark Flink's batch writer commits at end of input (long).",
            "the watermark of Flink's own commits"),
     _flink("precommit-compact", "Flink merges small changelog and append files before commit (boolean; "
-           "fallback changelog.precommit-compact).", "how many files Flink writes, not which rows"),
-    _flink("changelog.precommit-compact", "Fallback key of precommit-compact (Paimon 1.0).",
-           "how many files Flink writes, not which rows"),
+           "its own key in Paimon 1.0: changelog.precommit-compact).", "how many files Flink writes, not which rows",
+           ("changelog.precommit-compact",)),
     _flink("changelog.precommit-compact.thread-num", "Threads of Flink's pre-commit compaction (int).",
            _PARALLELISM),
     _flink("changelog.precommit-compact.buffer-size", "Buffer of Flink's pre-commit compaction (memory size).",
@@ -165,12 +167,16 @@ ENGINE_RULES: dict[str, OptionRule] = _rules(
     _flink("partition.idle-time-to-report-statistic", "Idle time after which Flink reports a partition's "
            "statistics to the metastore (duration; a CoreOptions key since 1.1).",
            "statistics in a metastore, not files of the table"),
+    _flink("partition.idle-time-to-done", "Idle time after which Flink marks a partition done (duration).",
+           _MARK_DONE),
+    _flink("partition.end-input-to-done", "Flink marks partitions done at end of input (Flink connector in 0.9, "
+           "CoreOptions since 1.0; boolean).", _MARK_DONE),
     _flink("partition.time-interval", "Time span of a partition for Flink's mark-done (duration).",
-           "read only with partition.idle-time-to-done or partition.end-input-to-done, which refuse orphan removal"),
+           _MARK_DONE_TUNING),
     _flink("partition.mark-done-action.mode", "When Flink marks partitions done (process-time or watermark).",
-           "read only with partition.idle-time-to-done or partition.end-input-to-done, which refuse orphan removal"),
+           _MARK_DONE_TUNING),
     _flink("partition.mark-done.recover-from-state", "Flink recovers its mark-done state (boolean).",
-           "read only with partition.idle-time-to-done or partition.end-input-to-done, which refuse orphan removal"),
+           _MARK_DONE_TUNING),
     _flink("log.system", "Log system of the table (none or kafka; Paimon 1.3 and older).", _LOG),
     _flink("log.system.partitions", "Partitions of the log system's topic (int).", _LOG),
     _flink("log.system.replication", "Replication of the log system's topic (int).", _LOG),
@@ -224,10 +230,8 @@ ENGINE_RULES: dict[str, OptionRule] = _rules(
          "the order of splits; lake_assets' reads return rows in no particular order"),
     _job("file-reader-async-threshold", "File size above which Java reads asynchronously (memory size).",
          "how Java's readers do I/O"),
-    _job("file-operation.thread-num", "Threads of Java's file operations (int; fallback "
-         "delete-file.thread-num).", _PARALLELISM),
-    _job("delete-file.thread-num", "Threads that delete files in Java's expiry (int, Paimon 1.2 and older).",
-         _PARALLELISM),
+    _job("file-operation.thread-num", "Threads of Java's file operations (int; in Paimon 1.2 and older "
+         "delete-file.thread-num, the threads of Java's expiry deletes).", _PARALLELISM, ("delete-file.thread-num",)),
     _job("async-file-write", "Java's writers write files asynchronously (boolean).", "how Java's writers do I/O"),
     _job("cache-page-size", "Page size of Java's lookup caches (memory size).", _LOOKUP_CACHE),
     _job("lookup.cache-file-retention", "Retention of lookup cache files (duration).", _LOOKUP_CACHE),
@@ -249,11 +253,9 @@ ENGINE_RULES: dict[str, OptionRule] = _rules(
          "Paimon 2.x).", _LOOKUP),
     _job("lookup.blob-as-descriptor", "Lookup joins keep BLOB descriptors, not bytes (boolean, Paimon 2.x).",
          _LOOKUP),
-    _job("lookup-wait", "Flink's writer waits for lookup compaction before a checkpoint completes (boolean; "
-         "fallback changelog-producer.lookup-wait).",
-         "when Flink's commits happen; lake_assets' writers compact at commit unless write-only"),
-    _job("changelog-producer.lookup-wait", "Fallback key of lookup-wait.",
-         "when Flink's commits happen; lake_assets' writers compact at commit unless write-only"),
+    _job("lookup-wait", "Flink's writer waits for lookup compaction before a checkpoint completes (boolean).",
+         "when Flink's commits happen; lake_assets' writers compact at commit unless write-only",
+         ("changelog-producer.lookup-wait",)),
     _job("local-merge-buffer-size", "Buffer in which Flink pre-merges rows of a key before its writers "
          "(memory size).", "rows of one key merged earlier merge to the same row"),
     _job("sort-engine", "Algorithm of Java's sorted-run merge (min-heap or loser-tree).",
@@ -307,26 +309,26 @@ ENGINE_RULES: dict[str, OptionRule] = _rules(
     _job("log.ignore-delete", "The log system drops deletes (Paimon 1.1 to 1.3).", _LOG),
 )
 
-_MARK_DONE = ("Flink marks partitions done by writing a _SUCCESS file into the partition directory (the default "
-              "partition.mark-done-action); lake_assets' orphan removal would delete it, Paimon's lists bucket "
-              "directories only (OrphanFilesClean.listPaimonFileDirs)")
+_MARK_DONE_ACTION = ("lake_assets' writes never mark partitions done, where Paimon's Flink writers (with "
+                     "partition.idle-time-to-done or partition.end-input-to-done) and, since 1.0, its Spark batch "
+                     "writes (partition.end-input-to-done) run these actions after their commits")
 _SCAN_PARTITIONS = ("Flink's batch and lookup reads of a table carrying it read only these partitions "
                     "(FlinkTableSource, PartitionLoader); lake_assets' reads read all")
 
 
-def _refused(key: str, description: str, refuses: tuple[str, ...], why: str) -> OptionRule:
-    return OptionRule(key, "string", None, description, supported=(), refuses=refuses, why=why)
+def _refused(key: str, description: str, refuses: tuple[str, ...], why: str,
+             fallback_keys: tuple[str, ...] = ()) -> OptionRule:
+    return OptionRule(key, "string", None, description, supported=(), refuses=refuses, why=why,
+                      fallback_keys=fallback_keys)
 
 
 REFUSED_ENGINE_RULES: dict[str, OptionRule] = _rules(
-    _refused("scan.partitions", "Partitions Flink's reads read (k=v,...;... or max_pt(); Flink connector, "
-             "fallback lookup.dynamic-partition).", ("READ", "STREAM"), _SCAN_PARTITIONS),
-    _refused("lookup.dynamic-partition", "Fallback key of scan.partitions (Flink connector).",
-             ("READ", "STREAM"), _SCAN_PARTITIONS),
-    _refused("partition.idle-time-to-done", "Idle time after which Flink marks a partition done (Flink "
-             "connector, duration).", ("ORPHANS",), _MARK_DONE),
-    _refused("partition.end-input-to-done", "Flink marks partitions done at end of input (Flink connector "
-             "in 0.9, CoreOptions since 1.0; boolean).", ("ORPHANS",), _MARK_DONE),
+    _refused("scan.partitions", "Partitions Flink's reads read (k=v,...;... or max_pt(); Flink connector; "
+             "its own key in Paimon 0.9 to 1.0: lookup.dynamic-partition).", ("READ", "STREAM"), _SCAN_PARTITIONS,
+             ("lookup.dynamic-partition",)),
+    _refused("partition.mark-done-action", "How Java's jobs mark a partition done: success-file (a _SUCCESS "
+             "file in the partition directory, the default), done-partition, mark-event, http-report, custom "
+             "(CoreOptions).", ("WRITE",), _MARK_DONE_ACTION),
 )
 
 __all__ = ["ENGINE_RULES", "REFUSED_ENGINE_RULES"]

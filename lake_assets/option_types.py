@@ -10,6 +10,7 @@ durations use Paimon's ``TimeUtils`` grammar (`lake_assets.durations`), memory s
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -46,7 +47,8 @@ class OptionRule:
     ``refuses`` names the operations refused (`lake_assets.table_support`), with ``why``; without
     ``refuses`` every operation is refused when the table is opened. ``note`` says how an accepted
     option is honoured when that is not simply "as in Paimon" (e.g. accepted with no effect on what
-    lake_assets writes, and why that is safe).
+    lake_assets writes, and why that is safe). ``fallback_keys`` are the key's older spellings, as
+    Paimon's ``ConfigOption.withFallbackKeys`` declares them (see `fallback_rule`).
     """
 
     key: str
@@ -64,6 +66,11 @@ class OptionRule:
     # read only by the writers of data files (format options): a carried value that does not
     # parse refuses writes and compaction (`WRITE_OPS`), never opening the table
     writer_only: bool = False
+    # Paimon's ``withFallbackKeys``: older spellings read when ``key`` is unset, the first one set
+    # winning (Java's ``Options.get``); each parses and is refused as this row (`fallback_rule`)
+    fallback_keys: tuple[str, ...] = ()
+    # on a fallback key's row: the key it stands in for
+    fallback_of: str | None = None
 
 
 # Paimon's MemorySize units (Flink's MemoryUnit): the labels each multiplier takes.
@@ -129,6 +136,13 @@ def _parse_kind(rule: OptionRule, s: str) -> object:
             raise OptionError(f"Option {key!r}: {s!r} must be a ratio between 0 and 1")
         return f
     return s
+
+
+def fallback_rule(rule: OptionRule, key: str) -> OptionRule:
+    """The row of ``key``, a fallback key of ``rule``: parsed, bounded and refused as ``rule``, and
+    named by its own key in every message."""
+    description = f"Fallback key of {rule.key} (read when {rule.key} is unset)."
+    return dataclasses.replace(rule, key=key, description=description, fallback_keys=(), fallback_of=rule.key)
 
 
 def parse_value(rule: OptionRule, text: object) -> object:

@@ -8,7 +8,7 @@ need. `CoreOptions.validate` calls this.
 from __future__ import annotations
 
 from lake_assets.errors import OptionError, UnsupportedFeatureError
-from lake_assets.option_rules import RULES
+from lake_assets.option_rules import RULES, is_shadowed
 from lake_assets.option_rules_file_index import file_index_problems
 from lake_assets.option_types import LakeErrorLike, parse_value, raise_all, suggest, unsupported_value
 from lake_assets.options import FIELD_OPTION, CoreOptions, rule_for
@@ -30,6 +30,8 @@ def validate_options(opts: CoreOptions, *, field_names: tuple[str, ...] = (), st
                 problems.append(OptionError(
                     f"Unknown table option {key!r} (value {value!r}){suggest(key, RULES)}"))
             continue
+        if is_shadowed(opts.raw, key):
+            continue  # a fallback key behind its option's own key (or an earlier one): Paimon never reads it
         try:
             parse_value(rule, value)
         except (OptionError, UnsupportedFeatureError) as exc:

@@ -65,6 +65,7 @@ from lake_assets.option_classification import (
     is_read_harmless,
     is_true,
 )
+from lake_assets.option_rules import carried_key
 from lake_assets.option_types import WRITE_OPS, parse_value, unsupported_value
 from lake_assets.options import COMPRESSIONS, CoreOptions, per_operation_rule
 from lake_assets.refusal import DATA, MAINTENANCE, PATHS, READS, Op, Refusal, refuse
@@ -158,9 +159,10 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
                             "Paimon readers start where this stored scan mode says, lake_assets' reads do not",
                             READS)
     for key, (active, why, ops) in feature.items():
-        value = options.get(key)
+        carried = carried_key(options, key) or key  # log.scan for scan.mode, as Paimon reads it
+        value = options.get(carried)
         if value is not None and active(value):
-            out.append(Refusal(f"option {key} = {value!r}", why, ops))
+            out.append(Refusal(f"option {carried} = {value!r}", why, ops))
     written = _formats_written(options)
     for key, value in options.items():
         if is_known_option(key) or key in feature:

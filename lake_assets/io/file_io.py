@@ -105,6 +105,11 @@ class FileIO(ABC):
         """The listing `walk_files` descends by; backends with symlinks leave them out."""
         return self.list_status(path)
 
+    def list_without_links(self, path: str) -> list[FileStatus]:
+        """Entries directly under ``path`` as `walk_files` sees them: symlinks left out, never
+        followed (for callers that delete what they list, one directory level at a time)."""
+        return self._list_for_walk(path)
+
     @abstractmethod
     def open_input(self, path: str) -> pa.NativeFile:
         """A random-access stream over a file (for Parquet); FileNotFoundError when absent."""

@@ -81,7 +81,16 @@ class LocalFileIO(FileIO):
         os.makedirs(path, exist_ok=True)
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        # makedirs after a failed open, not before: orphan removal deletes empty data directories
+        # (as Paimon's does), so a directory seen to exist may be gone by the open
+        try:
+            self._write_new(path, data)
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            self._write_new(path, data)
+
+    @staticmethod
+    def _write_new(path: str, data: bytes) -> None:
         with open(path, "wb") as fh:
             fh.write(data)
 

@@ -1,7 +1,9 @@
-"""Orphan files: files under a table that no snapshot, tag or changelog references.
+"""Orphan files: files in Paimon's directories of a table that no snapshot, tag or changelog references.
 
 They come from failed or killed writers and commits, aborted Spark tasks and interrupted
 expirations. Only files older than a bound are considered, so files of commits in flight are safe.
+Which directories are looked at is Paimon's choice (`lake_assets.ops.orphan_scope`): files other
+tools keep in the table directory (Flink's ``_SUCCESS``, a README) are never touched.
 """
 
 from __future__ import annotations
@@ -14,14 +16,11 @@ from typing import TYPE_CHECKING
 
 from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
 from lake_assets.formats.manifest_codec import decode_index_manifest
+from lake_assets.ops.orphan_scope import list_scope
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
-
-# Directories whose files are metadata managed elsewhere (never orphan-collected here).
-_PROTECTED_DIRS = ("schema", "snapshot", "tag", "consumer", "branch", "changelog")
-
 
 @dataclass
 class OrphanResult:
@@ -30,6 +29,10 @@ class OrphanResult:
     paths: list[str] = field(default_factory=list)
     bytes: int = 0
     dry_run: bool = True
+    # directories Paimon's clean would remove once the files are gone (only if they are empty then):
+    # listed ones found empty and old enough, and the bucket directories of the files found
+    empty_dirs: list[str] = field(default_factory=list)
+    bucket_dirs: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, object]:
         return {"orphan_files": len(self.paths), "orphan_bytes": self.bytes, "dry_run": self.dry_run}
@@ -117,7 +120,9 @@ def index_file_paths(store: FileStore, name: str, *, may_be_gone: bool) -> list[
 def remove_orphan_files(
     store: FileStore, *, older_than: timedelta = timedelta(days=1), dry_run: bool = True, now_ms: int | None = None
 ) -> OrphanResult:
-    """Find files under the table referenced by nothing and older than ``older_than``; delete unless dry run.
+    """Find the files in Paimon's directories of the table (`lake_assets.ops.orphan_scope`) that
+    nothing references and that are older than ``older_than``; unless a dry run, delete them and
+    then the data directories they leave empty, as Paimon's orphan clean does.
 
     If any manifest cannot be read, nothing is deleted (a file that only an unreadable manifest
     names would otherwise look like an orphan).
@@ -131,21 +136,20 @@ def remove_orphan_files(
     # another partition.default-name); never delete a file a manifest names, whatever its directory.
     referenced_names = {p.rsplit("/", 1)[-1] for p in refs}
     root = store.paths.root.rstrip("/")
+    scope = list_scope(store)
     result = OrphanResult(dry_run=dry_run)
-    for st in store.file_io.walk_files(root):
+    for st in scope.files:
         if not st.path.startswith(root + "/"):
             continue  # a listing that names something outside the table: never ours to delete
-        rel = st.path[len(root) + 1 :]
-        top = rel.split("/", 1)[0]
-        name = rel.rsplit("/", 1)[-1]
-        # temp files of crashed atomic writes (".snapshot-3.<uuid>.tmp") are orphans anywhere
-        is_temp = name.startswith(".") and name.endswith(".tmp")
-        if (top in _PROTECTED_DIRS and not is_temp) or st.path in refs or name in referenced_names:
+        if st.path in refs or st.path.rsplit("/", 1)[-1] in referenced_names:
             continue
         if st.modified_ms is None or st.modified_ms > cutoff:
             continue
         result.paths.append(st.path)
         result.bytes += st.size
+    result.empty_dirs = [d.path for d in scope.empty_dirs
+                         if d.path.startswith(root + "/") and d.modified_ms is not None and d.modified_ms <= cutoff]
+    result.bucket_dirs = sorted({p.rsplit("/", 1)[0] for p in result.paths} & scope.bucket_dirs)
     if not dry_run:
         # Only paths proven inside the table (through symlinks too, on a local disk) are deleted.
         store.paths.ensure_inside(result.paths, resolve_links=store.file_io.has_symlinks)
@@ -153,7 +157,36 @@ def remove_orphan_files(
         for i in range(0, len(result.paths), 100):
             store.file_io.delete_many(result.paths[i : i + 100])
             store.fault_point("orphans.after_delete_batch")
+        remove_empty_directories(store, result)
     return result
 
 
-__all__ = ["OrphanResult", "referenced_files", "remove_orphan_files"]
+def remove_empty_directories(store: FileStore, found: OrphanResult) -> list[str]:
+    """After ``found``'s files were deleted: remove the directories Paimon's clean removes, each only
+    when it holds nothing (a directory is never removed with anything in it). Returns those removed.
+
+    As ``LocalOrphanFilesClean`` (HEAD): the listed directories that were empty and old enough, and
+    each removed one's parents up to (never) the table directory; then the bucket directories whose
+    files were deleted, and their partition directories, as many levels as the table has partition keys.
+    """
+    root = store.paths.root.rstrip("/")
+    fio = store.file_io
+    store.paths.ensure_inside([*found.empty_dirs, *found.bucket_dirs], resolve_links=fio.has_symlinks)
+    removed: list[str] = []
+
+    def remove(path: str) -> bool:
+        if path == root or not path.startswith(root + "/") or not fio.delete_dir_if_empty(path):
+            return False
+        removed.append(path)
+        return True
+
+    level = set(found.empty_dirs)
+    while level:
+        level = {d.rsplit("/", 1)[0] for d in level if remove(d)}
+    parents = {d.rsplit("/", 1)[0] for d in found.bucket_dirs if remove(d)}
+    for _ in range(len(store.schema.partition_keys)):
+        parents = {d.rsplit("/", 1)[0] for d in parents if remove(d)}
+    return removed
+
+
+__all__ = ["OrphanResult", "referenced_files", "remove_empty_directories", "remove_orphan_files"]

@@ -94,8 +94,8 @@ def test_java_table_with_engine_options_is_read_written_and_maintained(java: Pai
 
 def test_connector_keys_that_matter_refuse_only_what_they_affect(java: PaimonJava, wh: str, lake: Catalog) -> None:
     """scan.partitions (Flink's reads read only those partitions) refuses reads and streams;
-    partition.idle-time-to-done (Flink writes _SUCCESS files into partition directories, which
-    Paimon's orphan clean leaves) refuses orphan removal. Everything else runs."""
+    partition.idle-time-to-done (Flink writes _SUCCESS files into partition directories) refuses
+    nothing: orphan removal, like Paimon's, never looks at files beside the bucket directories."""
     ident = "db.marks"
     java.create_table(wh, ident, SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
                       options={"bucket": "1", "scan.partitions": "dt=2024-01-02", "partition.idle-time-to-done": "1 h",
@@ -103,23 +103,21 @@ def test_connector_keys_that_matter_refuse_only_what_they_affect(java: PaimonJav
     java.write(wh, ident, rows(range(10), "a"))
     java.write(wh, ident, rows(range(10), "b", "2024-01-02"))
     table_dir = Path(wh) / "db.db" / "marks"
-    plant_old_file(table_dir / "dt=2024-01-01" / "_SUCCESS")
+    success = plant_old_file(table_dir / "dt=2024-01-01" / "_SUCCESS")
     before = tree(table_dir)
     t = lake.get_table(ident)
     for call in (lambda: t.to_arrow(), lambda: t.read_changes(1)):
         with pytest.raises(UnsupportedFeatureError, match=r"option scan\.partitions = 'dt=2024-01-02' is not "
                            r"supported; Flink's batch and lookup reads of a table carrying it read only these"):
             call()
-    with pytest.raises(UnsupportedFeatureError,
-                       match=r"Cannot remove orphan files of db\.marks: option partition\.idle-time-to-done = "
-                       r"'1 h' is not supported; Flink marks partitions done by writing a _SUCCESS file"):
-        t.remove_orphan_files(older_than=timedelta(0), dry_run=True)
     assert tree(table_dir) == before
-    # writes, compaction and expiry do not depend on either key
+    # writes, compaction, expiry and orphan removal do not depend on either key
     t.write_arrow(rows(range(5), "c"))
     t.compact(full=True)
     assert t.refresh().expire_snapshots(retain_min=1, retain_max=1, older_than=timedelta(0)).expired_snapshots
-    assert (table_dir / "dt=2024-01-01" / "_SUCCESS").exists()
+    stray = plant_old_file(table_dir / "dt=2024-01-01" / "bucket-0" / "data-stray-0.parquet")
+    assert t.refresh().remove_orphan_files(older_than=timedelta(hours=1), dry_run=False).paths == [str(stray)]
+    assert success.exists() and success.read_bytes() == b"leftover"
     # Java's core reader does not read scan.partitions: it returns both days, with our writes
     got = java.read(wh, ident)
     assert sorted(set(got.column("dt").to_pylist())) == ["2024-01-01", "2024-01-02"]

@@ -546,6 +546,13 @@ class PaimonJava:
         return self.call("lifecycle", action="expire_partitions", warehouse=warehouse, table=table,
                          expiration_time=expiration_time, options=options)
 
+    def remove_orphan_files(self, warehouse: str, table: str, *, older_than_ms: int,
+                            dry_run: bool = False) -> list[str]:
+        """Paimon 0.9's ``OrphanFilesClean`` with the bound ``older_than_ms`` (epoch ms): the paths
+        it deleted (or, with ``dry_run``, would delete), files and directories alike."""
+        return self.call("lifecycle", action="remove_orphan_files", warehouse=warehouse, table=table,
+                         older_than_ms=older_than_ms, dry_run=dry_run)
+
     def commit_watermark(self, warehouse: str, table: str, rows: Sequence[Sequence[Any]], *,
                          commit_identifier: int, watermark: int | None, commit_user: str | None = None,
                          options: Mapping[str, str] | None = None) -> int:

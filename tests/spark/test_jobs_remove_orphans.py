@@ -46,3 +46,32 @@ def test_remove_orphans_dry_run_by_default_then_delete(capsys, spark, tmp_path):
     # with a zero age bound the in-flight file counts too
     code, out = run_job_main(capsys, remove_orphans.main, *args, "--older-than", "0s")
     assert code == EXIT_OK and out["orphan_files"] == 1, out
+
+
+def test_remove_orphans_looks_where_paimon_looks_and_removes_emptied_directories(capsys, spark, tmp_path):
+    """Files of other tools (Flink's _SUCCESS, a README, a staging directory) are never listed; a
+    crashed writer's partition goes with its directories once the executors deleted its files."""
+    wh = str(tmp_path)
+    table = make_pk_table(wh)
+    write_batches(table, 1)
+    expected = sorted_rows(table)
+    root = table.paths.root
+    old = time.time() - 3 * 86400
+
+    def plant(*parts: str) -> str:
+        path = os.path.join(root, *parts)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(b"x")
+        os.utime(path, (old, old))
+        return path
+
+    kept = [plant("dt=2024-01-01", "_SUCCESS"), plant("README.md"), plant(".staging", "part-0")]
+    crashed = plant("dt=2099-01-01", "bucket-3", "data-crashed-0.parquet")
+    args = ["--warehouse", wh, "--table", "db.t", "--no-dry-run", "--distributed-delete-min", "1"]
+    code, out = run_job_main(capsys, remove_orphans.main, *args)
+    assert code == EXIT_OK, out
+    assert out["sample_paths"] == [crashed] and out["deleted_files"] == 1
+    assert not os.path.exists(os.path.join(root, "dt=2099-01-01"))
+    assert all(os.path.exists(p) for p in kept)
+    assert sorted_rows(table) == expected

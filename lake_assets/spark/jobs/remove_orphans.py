@@ -1,8 +1,9 @@
-"""Orphan file removal: files under the table that no snapshot or tag references.
+"""Orphan file removal: files in Paimon's directories of the table that no snapshot or tag references.
 
 A dry run by default (it only lists); ``--no-dry-run`` deletes. Only files older than
 ``--older-than`` (default 1 day) count, so files of writes and commits in flight are safe. Many
-deletes are spread over executors.
+deletes are spread over executors. The files looked at are those Paimon's orphan clean looks at
+(`lake_assets.ops.orphan_scope`), and the data directories left empty go afterwards, as in Paimon.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from lake_assets.ops.orphans import remove_orphan_files
+from lake_assets.ops.orphans import remove_empty_directories, remove_orphan_files
 from lake_assets.spark.jobs.args import base_parser, duration_ms, non_negative_int
 from lake_assets.spark.jobs.context import DISTRIBUTED_DELETE_MIN, JobContext
 from lake_assets.spark.jobs.runner import main_entry, run_job
@@ -42,6 +43,8 @@ def body(ctx: JobContext) -> dict[str, Any]:
     if not args.dry_run and found.paths:
         ctx.delete_files(found.paths)
         deleted = len(found.paths)
+    if not args.dry_run:
+        remove_empty_directories(ctx.table.store, found)  # each only if it holds nothing by now
     out: dict[str, Any] = {
         "orphan_files": len(found.paths),
         "orphan_bytes": found.bytes,

@@ -1,13 +1,20 @@
 package lakeoracle;
 
 import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalDateTime;
+import java.time.ZoneId;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
 import org.apache.paimon.CoreOptions;
 import org.apache.paimon.FileStore;
+import org.apache.paimon.fs.Path;
 import org.apache.paimon.manifest.ManifestCommittable;
+import org.apache.paimon.operation.OrphanFilesClean;
 import org.apache.paimon.operation.PartitionExpire;
 import org.apache.paimon.partition.PartitionExpireStrategy;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.JsonNode;
@@ -29,7 +36,11 @@ import org.apache.paimon.utils.TimeUtils;
  *       run at the JVM's current time), optionally with another {@code expiration_time};
  *   <li>{@code commit_watermark}: rows (lists in the table's column order) written and committed
  *       with a watermark, as Flink's sink commits a checkpoint; the commit path then runs what a
- *       committer runs after each commit (snapshot expiry, partition expiry, automatic tags).
+ *       committer runs after each commit (snapshot expiry, partition expiry, automatic tags);
+ *   <li>{@code remove_orphan_files}: 0.9's {@code OrphanFilesClean} (what the remove_orphan_files
+ *       procedure and action run) with {@code older_than_ms} (epoch ms) as its bound; {@code
+ *       dry_run} replaces its file cleaner with one that only records. Answers every path it
+ *       deleted (or would delete), files and directories alike.
  * </ul>
  */
 final class Lifecycle {
@@ -44,6 +55,8 @@ final class Lifecycle {
                 return expirePartitions(table, a);
             case "commit_watermark":
                 return commitWatermark(table, a);
+            case "remove_orphan_files":
+                return removeOrphanFiles(table, a);
             default:
                 throw new IllegalArgumentException("unknown lifecycle action " + action);
         }
@@ -94,5 +107,23 @@ final class Lifecycle {
         ObjectNode result = JSON.createObjectNode();
         result.set("snapshot_id", JSON.valueToTree(table.snapshotManager().latestSnapshotId()));
         return result;
+    }
+
+    private static JsonNode removeOrphanFiles(FileStoreTable table, JsonNode a) throws Exception {
+        // 0.9 takes the bound as a timestamp text in the JVM's time zone (DateTimeUtils.parseTimestampData)
+        String olderThan =
+                LocalDateTime.ofInstant(
+                                Instant.ofEpochMilli(a.get("older_than_ms").asLong()),
+                                ZoneId.systemDefault())
+                        .format(DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.SSS"));
+        OrphanFilesClean clean = new OrphanFilesClean(table).olderThan(olderThan);
+        if (a.path("dry_run").asBoolean(false)) {
+            clean.fileCleaner(path -> {});
+        }
+        List<String> paths = new ArrayList<>();
+        for (Path path : clean.clean()) {
+            paths.add(path.toUri().getPath());
+        }
+        return JSON.valueToTree(paths);
     }
 }

@@ -1,0 +1,111 @@
+"""Where orphan removal looks: the directories Paimon's own orphan clean lists, and nothing else.
+
+Paimon (1.0 to HEAD, docs/format.md §9.4) lists, per table:
+
+- ``snapshot/`` and ``changelog/``: every file (not directory) that is not a ``snapshot-<id>`` /
+  ``changelog-<id>`` file nor an ``EARLIEST`` / ``LATEST`` hint is removed when old enough
+  (``OrphanFilesClean.cleanBranchSnapshotDir``); lake_assets also keeps its own expiry markers
+  there (``EXPIRING-<uuid>``, `lake_assets.store.snapshot_manager`), which guard tagging;
+- ``manifest/``, ``index/`` and ``statistics/``: the files directly inside;
+- the data directories: partition levels (directories whose name contains ``=``, as many levels as
+  the table has partition keys) down to the ``bucket-*`` directories (``bucket-postpone`` too), and
+  the files directly inside those; a partition directory without a bucket directory is listed itself
+  (HEAD, ``listFileDirs``). Anything else in the table directory - a Flink ``_SUCCESS`` mark-done
+  file in a partition directory, a README at the root, another tool's directory - is never looked at.
+
+``schema/``, ``tag/`` and ``consumer/`` are never listed by Paimon; lake_assets collects only the
+temporary files of crashed atomic writes there (``.<name>.<uuid>.tmp``), which no reader ever opens.
+Listings leave symlinks out (`FileIO.list_without_links`): a link is never followed nor deleted.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lake_assets.io.file_io import FileIO, FileStatus
+    from lake_assets.store.file_store import FileStore
+
+BUCKET_DIR_PREFIX = "bucket-"
+_HINTS = ("EARLIEST", "LATEST")
+_EXPIRY_MARKER_PREFIX = "EXPIRING-"  # lake_assets' expiry handshake (store/snapshot_manager.py)
+
+
+@dataclass
+class OrphanScope:
+    """What one listing of a table found: the files orphan removal may delete (if nothing
+    references them), the data directories they sit in, and the listed directories that are empty."""
+
+    files: list[FileStatus] = field(default_factory=list)
+    bucket_dirs: set[str] = field(default_factory=set)
+    empty_dirs: list[FileStatus] = field(default_factory=list)
+
+
+def is_temp_file(name: str) -> bool:
+    """A temporary file of an atomic write (``.snapshot-3.<uuid>.tmp``): garbage once its writer died."""
+    return name.startswith(".") and name.endswith(".tmp")
+
+
+def _is_metadata_file(name: str, prefix: str) -> bool:
+    """Files of ``snapshot/`` / ``changelog/`` Paimon's clean keeps (and lake_assets' expiry markers)."""
+    return name.startswith(prefix) or name in _HINTS or name.startswith(_EXPIRY_MARKER_PREFIX)
+
+
+def list_scope(store: FileStore) -> OrphanScope:
+    """List the files and directories of ``store``'s table that orphan removal considers (see the
+    module docstring); no reference or age is checked here."""
+    fio = store.file_io
+    paths = store.paths
+    root = paths.root.rstrip("/")
+    scope = OrphanScope()
+    top = {posixpath.basename(st.path): st for st in fio.list_without_links(root) if st.is_dir}
+
+    def files_of(directory: str, keep: str | None = None, *, temp_only: bool = False) -> None:
+        entries = fio.list_without_links(directory)
+        for st in entries:
+            name = posixpath.basename(st.path)
+            if st.is_dir:
+                continue
+            if temp_only and not is_temp_file(name):
+                continue
+            if keep is not None and _is_metadata_file(name, keep):
+                continue
+            scope.files.append(st)
+
+    for name, prefix in (("snapshot", "snapshot-"), ("changelog", "changelog-")):
+        if name in top:
+            files_of(top[name].path, prefix)
+    for name in ("schema", "tag", "consumer"):
+        if name in top:
+            files_of(top[name].path, temp_only=True)
+    listed = [top[n] for n in ("manifest", "index", "statistics") if n in top]
+    listed += _data_dirs(fio, root, len(store.schema.partition_keys))
+    for d in listed:
+        entries = fio.list_without_links(d.path)
+        if not entries:
+            scope.empty_dirs.append(d)
+            continue
+        if posixpath.basename(d.path).startswith(BUCKET_DIR_PREFIX):
+            scope.bucket_dirs.add(d.path)
+        scope.files.extend(st for st in entries if not st.is_dir)
+    return scope
+
+
+def _data_dirs(fio: FileIO, directory: str, levels: int) -> list[FileStatus]:
+    """Paimon's ``listFileDirs``: the ``bucket-*`` directories below ``levels`` partition levels
+    (directories whose name contains ``=``); a partition directory with none is returned itself."""
+    entries = [st for st in fio.list_without_links(directory) if st.is_dir]
+    if levels == 0:
+        return [st for st in entries if posixpath.basename(st.path).startswith(BUCKET_DIR_PREFIX)]
+    out: list[FileStatus] = []
+    for st in entries:
+        if "=" not in posixpath.basename(st.path):
+            continue  # not a partition directory: another tool's, never looked into
+        below = _data_dirs(fio, st.path, levels - 1)
+        out.extend(below or [st])
+    return out
+
+
+__all__ = ["BUCKET_DIR_PREFIX", "OrphanScope", "is_temp_file", "list_scope"]
