@@ -73,7 +73,7 @@ def plan_splits(
     pkeys = list(schema.partition_keys)
     partition_filter = None
     partition_range = None
-    buckets: set[int] | None = None
+    bucket_filter: BucketSelector | None = None
     if pred is not None and pred.clauses:
         if pkeys and set(pkeys) & pred.columns:
             def partition_filter(values: tuple[Any, ...]) -> bool:
@@ -82,13 +82,13 @@ def plan_splits(
             def partition_range(lo: Sequence[Any], hi: Sequence[Any]) -> bool:
                 return pred.test_ranges(dict(zip(pkeys, lo, strict=True)), dict(zip(pkeys, hi, strict=True)))
         bucket_keys = list(schema.bucket_keys)
-        nb = schema.core_options.bucket
-        if schema.primary_keys and nb > 0 and bucket_keys:
+        # any fixed count: the table's now, or the one a partition not rescaled since still has
+        if schema.primary_keys and schema.core_options.bucket > 0 and bucket_keys:
             combos = pred.equality_values(bucket_keys)
             if combos:
-                buckets = _buckets_of(schema, combos, bucket_keys, nb)
+                bucket_filter = BucketSelector.of(schema, combos, bucket_keys)
     entries = scan.live_entries(
-        snap, partition_filter=partition_filter, partition_range=partition_range, buckets=buckets
+        snap, partition_filter=partition_filter, partition_range=partition_range, bucket_filter=bucket_filter
     )
     if pred is not None and pred.clauses:
         entries = [e for e in entries if file_may_match(store, e.file, pred, schema)]
@@ -98,16 +98,42 @@ def plan_splits(
     return deletion_vectors.attach(store, snap, scan.splits(entries))
 
 
-def _buckets_of(schema: TableSchema, combos: list[dict[str, Any]], keys: list[str], nb: int) -> set[int] | None:
-    if any(isinstance(v, float) and v != v for c in combos for v in c.values()):
-        # NaN equals every NaN (Double.compare) but NaNs differ in bits, so in bucket hash:
-        # a NaN literal cannot name one bucket.
-        return None
-    try:
-        cols = [pa.array([c[k] for c in combos], to_arrow(schema.field(k).type)) for k in keys]
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return None
-    return {int(b) for b in assign_buckets(cols, schema.types(keys), nb)}
+class BucketSelector:
+    """The buckets rows with given bucket-key values hash to, per bucket count: Paimon's
+    total-aware bucket filter (0.9's ``ScanBucketSelector.select(bucket, totalBuckets)``).
+
+    After ``ALTER TABLE ... SET ('bucket' = 'N')`` only overwritten partitions are rewritten in
+    the new count; the others keep their files and the count recorded with each manifest entry
+    (``_TOTAL_BUCKETS``). A key's bucket is the same hash modulo the entry's own count, never the
+    schema's: pruning with the schema's count would drop rows of the partitions not rescaled."""
+
+    def __init__(self, columns: list[pa.Array], types: list[DataType]) -> None:
+        self._columns = columns
+        self._types = types
+        self._by_total: dict[int, frozenset[int]] = {}
+
+    @classmethod
+    def of(cls, schema: TableSchema, combos: list[dict[str, Any]], keys: list[str]) -> BucketSelector | None:
+        """The selector for these bucket-key value combinations; None when they cannot name
+        buckets (a NaN, or a literal the column's type cannot hold): no pruning then."""
+        if any(isinstance(v, float) and v != v for c in combos for v in c.values()):
+            # NaN equals every NaN (Double.compare) but NaNs differ in bits, so in bucket hash:
+            # a NaN literal cannot name one bucket.
+            return None
+        try:
+            cols = [pa.array([c[k] for c in combos], to_arrow(schema.field(k).type)) for k in keys]
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return None
+        return cls(cols, list(schema.types(keys)))
+
+    def __call__(self, bucket: int, total_buckets: int) -> bool:
+        if total_buckets <= 0:  # not a fixed count (postpone, dynamic): nothing to select by
+            return True
+        chosen = self._by_total.get(total_buckets)
+        if chosen is None:
+            buckets = assign_buckets(self._columns, self._types, total_buckets)
+            chosen = self._by_total[total_buckets] = frozenset(int(b) for b in buckets)
+        return bucket in chosen
 
 
 def file_may_match(

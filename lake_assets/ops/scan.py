@@ -22,6 +22,8 @@ from lake_assets.store.manifest_io import ManifestIO
 PartitionPredicate = Callable[[tuple[Any, ...]], bool]
 # A predicate over a (min, max) range per column, True = may match.
 RangePredicate = Callable[[Sequence[object], Sequence[object]], bool]
+# A predicate over an entry's (bucket, total buckets), True = may match.
+BucketFilter = Callable[[int, int], bool]
 # Told every list of entries a scan returns, with their snapshot, before the caller sees them: it
 # raises to refuse an operation whose files it cannot handle (see lake_assets/table_support.py).
 ScanGuard = Callable[[Snapshot, Sequence[ManifestEntry]], None]
@@ -129,16 +131,24 @@ class FileStoreScan:
         partition_filter: PartitionPredicate | None = None,
         partition_range: RangePredicate | None = None,
         buckets: set[int] | None = None,
+        bucket_filter: BucketFilter | None = None,
     ) -> list[ManifestEntry]:
-        """Live ADD entries of ``snapshot`` that may match the filters."""
+        """Live ADD entries of ``snapshot`` that may match the filters.
+
+        ``buckets``: these buckets only, whatever count wrote them. ``bucket_filter(bucket,
+        total_buckets)``: a selection per entry's own bucket count (Paimon's total-aware bucket
+        filter), for buckets computed from a key: after a bucket-count change, partitions not
+        rescaled keep the old count, so no one set of buckets (nor a manifest's bucket range)
+        holds for all entries."""
         metas = [m for m in self.data_manifests(snapshot) if self._keep_manifest(m, partition_range, buckets)]
         entry_lists = self.manifest_io.read_manifests(metas)
-        if partition_filter is not None or buckets is not None:
+        if partition_filter is not None or buckets is not None or bucket_filter is not None:
             entry_lists = [
                 [
                     e
                     for e in entries
                     if (buckets is None or e.bucket in buckets)
+                    and (bucket_filter is None or bucket_filter(e.bucket, e.total_buckets))
                     and (partition_filter is None or partition_filter(self.partition_values(e.partition)))
                 ]
                 for entries in entry_lists
