@@ -337,7 +337,9 @@ class _Draft:
             raise SchemaError(
                 f"Cannot change option {key!r} of {self.table} from {old!r} to {new!r}: it is immutable"
             )
-        if key == "bucket" and not _same_int(old, new):
+        if key == "bucket" and not _same_int(old, new) and not _fixed_to_fixed(old, new):
+            # Paimon allows N -> M (partitions keep their count until overwritten, see
+            # ops/bucket_count.py), not to or from dynamic / unaware / postpone modes
             raise UnsupportedFeatureError(
                 f"Cannot change option 'bucket' of {self.table} from {old!r} to {new!r}: that needs a rescale "
                 "(rewriting every bucket), which lake_assets does not implement"
@@ -367,6 +369,13 @@ class _Draft:
         what = f"Cannot alter {self.table}"
         check_keys(what, self.fields, self.primary_keys, self.partition_keys)
         check_options(what, self.fields, self.primary_keys, self.partition_keys, self.options)
+
+
+def _fixed_to_fixed(a: str | None, b: str | None) -> bool:
+    try:
+        return a is not None and b is not None and int(a.strip()) > 0 and int(b.strip()) > 0
+    except ValueError:
+        return False
 
 
 def _same_int(a: str | None, b: str | None) -> bool:

@@ -18,6 +18,7 @@ from lake_assets.errors import LakeError, NoSuchTableError, UnsupportedFeatureEr
 from lake_assets.formats.data_file import SEQUENCE_NUMBER
 from lake_assets.lsm.merge import is_retract
 from lake_assets.ops.allocator import release_pool_threads
+from lake_assets.ops.bucket_count import check_bucket_count
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.dynamic_bucket import DynamicBucketAssigner, assigner_for, attach_index_changes
@@ -68,6 +69,9 @@ class TableWriter:
         self.options = opts
         self.is_pk = bool(self.schema.primary_keys)
         self.num_buckets = opts.bucket if real_buckets is None else real_buckets
+        # the table's own fixed count (not a postpone table's per-partition one): a partition whose
+        # files another count wrote is refused (ops/bucket_count.py)
+        self._fixed_table_count = self.is_pk and real_buckets is None and self.num_buckets > 0
         # dynamic bucket mode: an assigner and the table's hash index decide each key's bucket
         self.dynamic = self.is_pk and self.num_buckets == -1
         self._assigner: DynamicBucketAssigner | None = None
@@ -226,7 +230,11 @@ class TableWriter:
         key = (partition, bucket)
         buf = self._buffers.get(key)
         if buf is None:
-            start = self._restore().max_sequences[key] + 1
+            base = self._restore()
+            if self._fixed_table_count:
+                check_bucket_count(self.store.name, self.schema.partition_keys, pvals,
+                                   base.bucket_counts.get(partition), self.num_buckets)
+            start = base.max_sequences[key] + 1
             buf = BucketBuffer(partition, pvals, bucket, start + self._sequence_offset)
             self._buffers[key] = buf
         return buf

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from lake_assets.formats.data_file import DataFileWriter, DataFileWriterConfig
 from lake_assets.ops import deletion_vectors
+from lake_assets.ops.bucket_count import partition_bucket_counts
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.spill import SpillRun
 from lake_assets.parallelism import usable_cpus
@@ -61,6 +62,8 @@ class WriterBase:
     max_sequences: dict[BucketKey, int]  # -1 for a bucket without files
     live_files: dict[BucketKey, list[DataFileMeta]]
     live_dv: dict[BucketKey, tuple[IndexManifestEntry, ...]]
+    # each partition's bucket count as its live files record it (none with ignore_previous_files)
+    bucket_counts: dict[bytes, int] = field(default_factory=dict)
 
     @staticmethod
     def restore(store: FileStore, op: Op, ignore_previous_files: bool) -> WriterBase:
@@ -72,7 +75,10 @@ class WriterBase:
             return base
         if not ignore_previous_files:
             base.live_dv = dict(deletion_vectors.snapshot_index(store, snap))
-        for e in store.file_store_scan(op).live_entries(snap):
+        entries = store.file_store_scan(op).live_entries(snap)
+        if not ignore_previous_files:
+            base.bucket_counts = partition_bucket_counts(entries)
+        for e in entries:
             k = (e.partition, e.bucket)
             if not ignore_previous_files:
                 base.live_files.setdefault(k, []).append(e.file)

@@ -364,7 +364,7 @@ REJECTIONS = [
     (lambda u: u.set_option("partial-update.remove-record-on-delete", "true"), SchemaError, r"immutable"),
     (lambda u: u.set_option("aggregation.remove-record-on-delete", "true"), SchemaError, r"immutable"),
     (lambda u: u.set_option("data-file.path-directory", "x"), SchemaError, r"immutable"),
-    (lambda u: u.set_option("bucket", "4"), UnsupportedFeatureError, r"'bucket'.*'2' to '4'.*rescale"),
+    (lambda u: u.set_option("bucket", "-2"), UnsupportedFeatureError, r"'bucket'.*'2' to '-2'.*rescale"),
     (lambda u: u.set_option("bucket", "-1"), UnsupportedFeatureError, r"rescale"),
     (lambda u: u.remove_option("bucket"), UnsupportedFeatureError, r"rescale"),
     (lambda u: u.remove_option("file.format"), SchemaError, r"file.format"),

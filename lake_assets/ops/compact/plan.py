@@ -25,6 +25,7 @@ from lake_assets.lsm.compact_strategy import (
 from lake_assets.lsm.levels import Levels
 from lake_assets.lsm.merge_engine.first_row import lookup_files
 from lake_assets.lsm.merge_engine.registry import engine_of
+from lake_assets.ops.bucket_count import check_bucket_count
 from lake_assets.ops.dv_compact import delete_heavy_files
 from lake_assets.ops.plan import plan_splits
 from lake_assets.ops.scan import Split
@@ -225,6 +226,10 @@ def plan_compaction(
         return CompactionPlan(None)
     pred = partition_predicate(store, partitions)
     splits = plan_splits(store, snap, pred, Op.COMPACT)
+    for split in splits:  # as Java's compaction writer, never into a partition of another count
+        if split.bucket >= 0 and split.total_buckets > 0:
+            check_bucket_count(store.name, store.schema.partition_keys, split.partition_values,
+                               split.total_buckets, store.schema.core_options.bucket)
     commits = commits_since_last_compaction(store, snap) if not full else None
     tasks = []
     for split in splits:
