@@ -56,14 +56,13 @@ class Table(TableMaintenance):
         self.store = FileStore(name, file_io, root, schema)
 
     def _read_schema(self, snap: Snapshot | None, *, travel: bool) -> TableSchema:
-        """Time travel reads with the schema the snapshot was committed under, as Paimon does;
-        a read of the latest state uses the handle's schema, moved on to the snapshot's when another
-        handle evolved the schema since (`FileStore.schema_at`)."""
+        """Time travel reads with the fields of the schema the snapshot was committed under and
+        the current options, as Paimon does (`FileStore.travel_schema`); a read of the latest state
+        uses the handle's schema, moved on to the snapshot's when another handle evolved the schema
+        since (`FileStore.schema_at`)."""
         if not travel:
             return self.store.schema_at(snap)
-        if snap is None or snap.schema_id == self.schema.id:
-            return self.schema
-        return self.store.schema_by_id(snap.schema_id)
+        return self.store.travel_schema(snap)
 
     def update_schema(self) -> SchemaUpdate:
         """Evolve the schema: ``table.update_schema().add_column("x", pa.int64()).commit()``.

@@ -67,7 +67,7 @@ class LakeDataSource(DataSource):
             # streams (scan.mode) and change reads follow the current schema
             snap = table.resolve_snapshot(**travel)
             if snap is not None:
-                schema = table.store.schema_by_id(snap.schema_id)
+                schema = table.store.travel_schema(snap)  # its fields, the current options
         self.schema_id = schema.id
         return spark_schema(schema.arrow_schema, with_row_kind=self.source.with_row_kind)
 

@@ -145,7 +145,7 @@ def read_table(
     snap = table.resolve_snapshot(**travel)
     if snap is None:
         return source({})
-    schema = table.store.schema_by_id(snap.schema_id) if travel else table.schema
+    schema = table.store.travel_schema(snap) if travel else table.schema
     table.schema = schema
     files = NativeFiles(table, schema)
     paths: list[str] = []

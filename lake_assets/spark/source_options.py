@@ -106,7 +106,9 @@ class SourceOptions:
         table = Catalog(self.warehouse, **dict(self.storage)).get_table(self.identifier)
         if schema_id is not None and schema_id != table.schema.id:
             # Spark planned against this schema; reading another would break the declared columns.
-            table.schema = table.store.schema_by_id(schema_id)
+            pinned = table.store.schema_by_id(schema_id)
+            # an older schema is a time travel's: its fields with the current options, as Paimon
+            table.schema = pinned.with_options(table.schema.options) if pinned.id < table.schema.id else pinned
         return table
 
     @property

@@ -123,6 +123,23 @@ class FileStore:
             self.schema = schema
         return self.schema
 
+    def travel_schema(self, snap: Snapshot | None) -> TableSchema:
+        """The schema a time-travel read of ``snap`` (by id, tag, timestamp) works with: the
+        snapshot's fields - names, ids, types, keys - with the table's current options, as Paimon's
+        ``AbstractFileStoreTable.tryTimeTravel`` (0.9 and 1.x: ``schema(snapshot.schemaId()).copy(
+        current options)``). Options describe how the table is read now (merge engine settings,
+        ``ignore-delete``, sequence fields, ...), not history: an old snapshot read with its own
+        options would merge the same files differently from Java. A snapshot committed under a
+        schema newer than this handle's is read with that schema whole (its options are the newer
+        ones); the handle does not move (`schema_at` does, for reads of the latest state)."""
+        current = self.schema
+        if snap is None or snap.schema_id == current.id:
+            return current
+        old = self.schema_by_id(snap.schema_id)
+        if old.id > current.id:
+            return old
+        return old.with_options(current.options)
+
     def schema_by_id(self, schema_id: int) -> TableSchema:
         """The schema of this id (cached: schema files never change)."""
         s = self._schemas.get(schema_id)
