@@ -34,15 +34,24 @@ del _unit, _singular, _plural, _label
 
 UNIT_LABELS: tuple[str, ...] = tuple(_LABELS)
 _LONG_MAX = 2**63 - 1
+_SECONDS_PER = {"min": 60, "h": 3600, "d": 86_400}
+# Java's String.trim(): every character up to U+0020 (all ASCII controls), nothing else - not
+# Python's str.strip(), which also strips U+00A0, U+2003, ... and keeps U+0000..U+0008.
+_JAVA_TRIMMED = "".join(map(chr, range(0x21)))
 EXAMPLES = "e.g. '500 ms', '30 s', '15 min', '1 h', '7 d'"
+
+
+def java_trim(text: str) -> str:
+    """``text`` as Java's ``String.trim()`` leaves it (what ``TimeUtils`` and ``MemorySize`` trim)."""
+    return text.strip(_JAVA_TRIMMED)
 
 
 def parse_duration_ns(text: object, key: str = "") -> int:
     """Nanoseconds of a Paimon duration text; `OptionError` naming ``key`` when it is not one."""
     where = f"Option {key!r}: " if key else ""
-    s = str(text).strip()
+    s = java_trim(str(text))
     digits = len(s) - len(s.lstrip("0123456789"))
-    number, label = s[:digits], s[digits:].strip().lower()
+    number, label = s[:digits], java_trim(s[digits:]).lower()
     if not number:
         raise OptionError(f"{where}{text!r} is not a duration: it does not start with a number ({EXAMPLES})")
     value = int(number)
@@ -53,12 +62,20 @@ def parse_duration_ns(text: object, key: str = "") -> int:
         raise OptionError(
             f"{where}{text!r} is not a duration: unknown unit {label!r} "
             f"(units: {', '.join(UNIT_LABELS)}; {EXAMPLES})")
+    if value * _SECONDS_PER.get(unit, 0) > _LONG_MAX:
+        # Java's Duration.of(value, unit) counts seconds in a long (Math.multiplyExact)
+        raise OptionError(f"{where}{text!r} is not a duration: it overflows a 64-bit number of seconds")
     return value * _NS_PER[unit]
 
 
 def parse_duration_ms(text: object, key: str = "") -> int:
-    """Milliseconds of a Paimon duration text (Java's ``Duration.toMillis``: truncated)."""
-    return parse_duration_ns(text, key) // 1_000_000
+    """Milliseconds of a Paimon duration text (Java's ``Duration.toMillis``: truncated; a
+    duration whose milliseconds overflow a long fails there, so it is refused here)."""
+    ms = parse_duration_ns(text, key) // 1_000_000
+    if ms > _LONG_MAX:
+        where = f"Option {key!r}: " if key else ""
+        raise OptionError(f"{where}{text!r} is not a duration: it overflows a 64-bit number of milliseconds")
+    return ms
 
 
 def parse_duration(text: object, key: str = "") -> timedelta:

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
+import re
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from lake_assets.durations import parse_duration_ms
+from lake_assets.durations import java_trim, parse_duration_ms
 from lake_assets.errors import OptionError, UnsupportedFeatureError
 
 INT_MAX = 2**31 - 1
@@ -85,9 +88,9 @@ SIZE_UNIT_LABELS: tuple[str, ...] = tuple(_SIZE_UNITS)
 def parse_memory_size(text: object, key: str = "") -> int:
     """Bytes of Paimon's MemorySize text (``128 mb``, ``64kb``, ``1024``), in Java's grammar: a
     whole number and an optional unit (none: bytes); fractions such as ``1.5 mb`` are not sizes."""
-    s = str(text).strip()
+    s = java_trim(str(text))
     digits = len(s) - len(s.lstrip("0123456789"))
-    number, label = s[:digits], s[digits:].strip().lower()
+    number, label = s[:digits], java_trim(s[digits:]).lower()
     unit = _SIZE_UNITS.get(label or "b")
     if not number or unit is None:
         units = ", ".join(_SIZE_UNITS)
@@ -98,11 +101,61 @@ def parse_memory_size(text: object, key: str = "") -> int:
     return value
 
 
+def java_parse_integer(s: str) -> int | None:
+    """What Java's ``Integer.parseInt`` / ``Long.parseLong`` (radix 10) read in ``s``, unbounded,
+    or None where they throw: an optional ``+`` or ``-``, then one or more characters
+    ``Character.digit(c, 10)`` takes - decimal digits (Unicode category Nd) of the Basic
+    Multilingual Plane, as a Java ``char`` holds. No trimming, no ``_`` separators: Python's
+    ``int()`` accepts both, and digits beyond the BMP, which Java rejects."""
+    body = s[1:] if s[:1] in ("+", "-") else s
+    if not body:
+        return None
+    value = 0
+    for c in body:
+        d = unicodedata.decimal(c, None) if ord(c) < 0x10000 else None
+        if d is None:
+            return None
+        value = value * 10 + d
+    return -value if s[:1] == "-" else value
+
+
+# Java's Double.parseDouble (FloatingDecimal.readJavaFormatString) after its trim: decimal or
+# hexadecimal floating literals with an optional type suffix, NaN and Infinity; ASCII only.
+_JAVA_DOUBLE = re.compile(
+    r"(?P<sign>[+-]?)(?:(?P<special>NaN|Infinity)"
+    r"|(?P<dec>(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)[fFdD]?"
+    r"|(?P<hex>0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+)[fFdD]?)"
+)
+
+
+def java_parse_double(s: str) -> float | None:
+    """What Java's ``Double.parseDouble`` reads in ``s``, or None where it throws (it trims as
+    ``String.trim``; ``1.5f``, ``0x1p-1`` and ``Infinity`` are numbers to it, ``1_0``, ``inf``
+    and non-ASCII digits are not, unlike Python's ``float()``)."""
+    m = _JAVA_DOUBLE.fullmatch(java_trim(s))
+    if m is None:
+        return None
+    sign = -1.0 if m["sign"] == "-" else 1.0
+    if m["special"]:
+        return math.nan if m["special"] == "NaN" else sign * math.inf
+    if m["hex"]:
+        return sign * float.fromhex(m["hex"])
+    return sign * float(m["dec"])
+
+
+def java_parse_boolean(s: str) -> bool | None:
+    """Paimon's ``OptionsUtils.convertToBoolean``: ``toUpperCase()`` equal to TRUE or FALSE, no
+    trimming (so ``' true'`` is no boolean); None otherwise."""
+    upper = s.upper()
+    return True if upper == "TRUE" else False if upper == "FALSE" else None
+
+
 def _parse_int(key: str, s: str, kind: str) -> int:
-    try:
-        value = int(s.strip())
-    except ValueError:
-        raise OptionError(f"Option {key!r}: {s!r} is not an integer") from None
+    """Paimon's ``OptionsUtils.convertToInt`` / ``convertToLong``: ``Integer.parseInt`` /
+    ``Long.parseLong`` of the text as it is (`java_parse_integer`), within 32 / 64 bits."""
+    value = java_parse_integer(s)
+    if value is None:
+        raise OptionError(f"Option {key!r}: {s!r} is not an integer")
     top = INT_MAX if kind == "int" else LONG_MAX
     if not -top - 1 <= value <= top:
         raise OptionError(f"Option {key!r}: {s!r} does not fit a {'32' if kind == 'int' else '64'}-bit integer")
@@ -118,20 +171,19 @@ def _parse_kind(rule: OptionRule, s: str) -> object:
     if kind == "duration":
         return parse_duration_ms(s, key)
     if kind == "bool":
-        v = s.strip().lower()
-        if v not in ("true", "false"):
+        flag = java_parse_boolean(s)
+        if flag is None:
             raise OptionError(f"Option {key!r}: {s!r} is not 'true' or 'false'")
-        return v == "true"
+        return flag
     if kind == "enum":
         v = s.strip().lower()
         if v not in rule.choices:
             raise OptionError(f"Option {key!r}: {s!r} is not one of {list(rule.choices)}")
         return v
     if kind == "ratio":
-        try:
-            f = float(s.strip())
-        except ValueError:
-            raise OptionError(f"Option {key!r}: {s!r} is not a number") from None
+        f = java_parse_double(s)
+        if f is None:
+            raise OptionError(f"Option {key!r}: {s!r} is not a number")
         if not 0.0 <= f <= 1.0:  # also false for NaN
             raise OptionError(f"Option {key!r}: {s!r} must be a ratio between 0 and 1")
         return f

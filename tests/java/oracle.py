@@ -486,6 +486,11 @@ class PaimonJava:
         ``offset``, ``length`` and the ``deleted`` positions Java's own reader finds."""
         return self.call("deletion_vectors", warehouse=warehouse, table=table)
 
+    def option_value(self, key: str, value: str) -> dict[str, str]:
+        """``{"type", "value"}``: what Paimon's ``Options.get`` reads from a ``CoreOptions`` key's
+        text (a Duration as milliseconds, a MemorySize as bytes); `JavaError` when it does not parse."""
+        return self.call("option_value", key=key, value=value)
+
     def file_index_hash(self, paimon_type: Any, values: Sequence[Any]) -> list[int]:
         """Paimon's bloom-filter ``FastHash`` of each value (the oracle's JSON encoding, see
         ``Values.java``) under the Paimon type given (schema-file JSON)."""

@@ -20,7 +20,8 @@ SCHEMA = pa.schema([("k", pa.int32()), ("v", pa.string())])
         ({"bucket": "99999999999"}, OptionError, r"32-bit"),
         ({"bucket": "2", "compaction.small-file-ratio": "lots"}, OptionError, r"small-file-ratio.*not a number"),
         ({"bucket": "2", "compaction.small-file-ratio": "1.5"}, OptionError, r"between 0 and 1"),
-        ({"bucket": "2", "compaction.small-file-ratio": "nan"}, OptionError, r"between 0 and 1"),
+        ({"bucket": "2", "compaction.small-file-ratio": "NaN"}, OptionError, r"between 0 and 1"),
+        ({"bucket": "2", "compaction.small-file-ratio": "nan"}, OptionError, r"not a number"),  # Java: NaN only
         ({"bucket": "2", "write-only": "yes"}, OptionError, r"'write-only'.*'true' or 'false'"),
         ({"bucket": "2", "snapshot.time-retained": "forever"}, OptionError, r"not a duration"),
         ({"bucket": "2", "write-buffer-size": "0 mb"}, OptionError, r"at least 1"),

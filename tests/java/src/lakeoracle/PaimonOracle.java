@@ -261,6 +261,8 @@ public final class PaimonOracle {
                         a.get("consumer_id").asText(), new Consumer(a.get("next_snapshot").asLong()));
                 return null;
             case "lifecycle": return Lifecycle.run(table(a), a); // partition expiry, watermark commits
+            case "option_value":
+                return OptionOps.parse(a);
             case "file_index_hash":
                 return FileIndexOps.hash(a);
             case "file_index_test": {
