@@ -15,10 +15,11 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 
-from lake_assets.formats.format_options import AVRO_JAVA_CODECS, level_map_problem
 from lake_assets.lsm.merge_engine.names import DEFAULT_MERGE_ENGINE, MERGE_ENGINE_NAMES
 from lake_assets.option_rules_engines import ENGINE_RULES, REFUSED_ENGINE_RULES
 from lake_assets.option_rules_file_index import FILE_INDEX_RULES, file_index_rule
+from lake_assets.option_rules_formats import COLUMN_FORMAT_OPTION, COLUMN_FORMAT_RULES, FORMAT_RULES
+from lake_assets.option_rules_lifecycle import LIFECYCLE_RULES
 from lake_assets.option_types import DATA_OPS, INT_MAX, PATH_OPS, WRITE_OPS, MiB, OptionRule, fallback_rule
 
 
@@ -47,18 +48,6 @@ def _path_part(v: object) -> str | None:
     except UnsafePathError as exc:
         return f"{exc} (it becomes part of file names inside the table)"
     return None
-
-
-def _timestamp_formatter(v: object) -> str | None:
-    from lake_assets.ops.partition_expire import check_formatter
-
-    return check_formatter(v)
-
-
-def _tag_mode(v: object) -> str | None:
-    from lake_assets.ops.tag_auto import check_mode
-
-    return check_mode(v)
 
 
 def _rules(*rows: OptionRule) -> dict[str, OptionRule]:
@@ -201,62 +190,10 @@ RULES: dict[str, OptionRule] = _rules(
       "which every mode's readers order correctly"),
     R("path", "string", None, "Table path as a catalog records it.", note="catalog metadata; not read"),
     R("type", "string", None, "Table type as a catalog records it.", note="catalog metadata; not read"),
-    # ---- data file formats (lake_assets/formats/format_options.py). Paimon hands every parquet.* /
-    # orc.* / avro.* key to that format's writer; these rows are the keys lake_assets honours or
-    # safely ignores. Each refuses only writes and compaction when its value does not parse (reads,
-    # expiry, orphan removal, rollback and tags never depend on them: files describe themselves).
-    # Other keys under these prefixes refuse writes and compaction of the format they belong to.
-    R("file.format.per.level", "string", None, "Data file format per LSM level of primary-key tables "
-      "(e.g. '0:avro,3:parquet'); other levels use file.format.", check=level_map_problem, writer_only=True,
-      note="honoured by writes and compaction (changelog files follow their level, as in Paimon); "
-      "append tables use file.format as Paimon's append writers do"),
-    R("file.compression.per.level", "string", None, "Codec of data files per LSM level of primary-key tables "
-      "(e.g. '0:lz4,3:zstd'); other levels use file.compression.", check=level_map_problem, writer_only=True,
-      note="honoured by writes and compaction"),
-    R("parquet.block.size", "long", None, "Parquet row group size in bytes (parquet-java: 128 MiB).", minimum=1,
-      writer_only=True, note="honoured: row groups are cut at this many (Arrow) bytes"),
-    R("parquet.page.size", "int", None, "Parquet data page size in bytes (1 MiB).", minimum=1, writer_only=True,
-      note="honoured (pyarrow data_page_size)"),
-    R("parquet.dictionary.page.size", "int", None, "Parquet dictionary page limit in bytes (1 MiB).", minimum=1,
-      writer_only=True, note="honoured (pyarrow dictionary_pagesize_limit)"),
-    R("parquet.enable.dictionary", "bool", True, "Whether Parquet columns get dictionary pages.",
-      writer_only=True, note="honoured: false writes no dictionary pages; true keeps lake_assets' "
-      "per-column choice (dictionaries where values repeat, as parquet-java falls back where they do not)"),
-    R("parquet.writer.version", "enum", "v1", "Parquet data page version.", choices=("v1", "v2"),
-      supported=("v1",), refuses=WRITE_OPS,
-      why="Paimon Java 0.9's Parquet reader fails on the v2 data pages pyarrow writes (checked: "
-      "'Unsupported encoding: RLE')"),
-    R("parquet.compression.codec.zstd.level", "int", None, "Zstandard level of Parquet files "
-      "(file.compression.zstd-level).", writer_only=True, note="honoured"),
-    R("parquet.bloom.filter.enabled", "bool", False, "Bloom filters for every Parquet column "
-      "(parquet.bloom.filter.enabled#<column> per column).", writer_only=True,
-      note="honoured for top-level columns of flat types (pyarrow bloom_filter_options); nested columns "
-      "get none, which readers only lose as a pruning aid"),
-    R("parquet.bloom.filter.max.bytes", "int", None, "Largest Parquet bloom filter in bytes.", minimum=1,
-      writer_only=True, note="accepted; pyarrow sizes bloom filters by their NDV and FPP only (a filter's "
-      "size never changes what a reader reads)"),
-    R("orc.stripe.size", "long", None, "ORC stripe size in bytes (64 MiB).", minimum=1, writer_only=True,
-      note="honoured (pyarrow stripe_size); lake_assets reads ORC files a stripe at a time, so a streaming "
-      "read or compaction holds a whole stripe of each ORC file it reads, whatever read.batch-size says"),
-    R("orc.compress.size", "int", None, "ORC compression block size in bytes (256 KiB).", minimum=1,
-      writer_only=True, note="honoured (pyarrow compression_block_size), rounded up to a multiple of 64 KiB, "
-      "the ORC C++ writer's memory block (chunk sizes never change what a reader reads)"),
-    R("orc.row.index.stride", "int", None, "Rows between ORC row index entries (10000).", minimum=1000,
-      writer_only=True, note="honoured (pyarrow row_index_stride)"),
-    R("orc.bloom.filter.columns", "string", None, "Columns that get ORC bloom filters (comma-separated).",
-      writer_only=True, note="honoured (pyarrow bloom_filter_columns)"),
-    R("orc.bloom.filter.fpp", "ratio", None, "False positive rate of ORC bloom filters (0.01).",
-      writer_only=True, note="honoured (pyarrow bloom_filter_fpp)"),
-    R("orc.dictionary.key.threshold", "ratio", None, "Distinct-value share below which ORC strings get a "
-      "dictionary (0.8).", writer_only=True, note="honoured (pyarrow dictionary_key_size_threshold)"),
-    R("orc.write.batch-size", "int", None, "Rows per ORC write batch (1024).", minimum=1, writer_only=True,
-      note="honoured (pyarrow batch_size)"),
-    R("orc.compression.zstd.level", "int", None, "Zstandard level of ORC files.", writer_only=True,
-      note="accepted; pyarrow's ORC writer has no zstd level (the level only changes the compression ratio)"),
-    R("avro.codec", "string", None, "Avro codec of data files (overrides file.compression).",
-      supported=AVRO_JAVA_CODECS, refuses=WRITE_OPS,
-      why="Paimon Java's bundle reads only the null, deflate, snappy and zstandard Avro codecs",
-      note="honoured"),
+)
+# ---- data file formats: their own module (lake_assets/option_rules_formats.py), in this place
+RULES.update(FORMAT_RULES)
+RULES.update(_rules(
     # ---- merging
     R("merge-engine", "string", DEFAULT_MERGE_ENGINE, "How rows of one key merge.", supported=MERGE_ENGINES),
     R("changelog-producer", "string", "none", "What produces changelog files.", supported=CHANGELOG_PRODUCERS),
@@ -319,25 +256,10 @@ RULES: dict[str, OptionRule] = _rules(
     R("consumer-id", "string", None, "Consumer id of streaming reads.", check=_path_part,
       note="accepted; lake_assets streams take the consumer id as an argument (Table.stream, the Spark "
       "source's read option), and expiry keeps every consumer's snapshots either way"),
-    # ---- lifecycle (ops/partition_expire.py, ops/tag_auto.py)
-    R("partition.expiration-time", "duration", None, "Age after which partitions are dropped at commit."),
-    R("partition.expiration-check-interval", "duration", 3_600_000, "How often commits check partition ages."),
-    R("partition.expiration-strategy", "enum", "values-time", "Where a partition's time comes from.",
-      choices=("values-time", "update-time")),
-    R("partition.expiration-max-num", "int", 100, "Partitions one check drops at most.", minimum=1),
-    R("partition.timestamp-formatter", "string", None, "Pattern parsing a partition's time.",
-      check=_timestamp_formatter),
-    R("partition.timestamp-pattern", "string", None, "How partition values form the time text ($dt ...)."),
-    R("tag.automatic-creation", "enum", "none", "When commits create tags.",
-      choices=("none", "process-time", "watermark", "batch"), check=_tag_mode),
-    R("tag.creation-period", "enum", "daily", "Period one automatic tag covers.",
-      choices=("daily", "hourly", "two-hours")),
-    R("tag.creation-delay", "duration", 0, "Delay after a period ends before its tag."),
-    R("tag.period-formatter", "enum", "with_dashes", "Name format of automatic tags.",
-      choices=("with_dashes", "without_dashes")),
-    R("tag.num-retained-max", "int", None, "Automatic tags kept at most.", minimum=1),
-    R("tag.default-time-retained", "duration", None, "Age after which tags expire."),
-    R("tag.automatic-completion", "bool", False, "Create tags of missed periods too."),
+))
+# ---- lifecycle: their own module (lake_assets/option_rules_lifecycle.py), in this place
+RULES.update(LIFECYCLE_RULES)
+RULES.update(_rules(
     # ---- commit
     R("commit.max-retries", "int", 10, "Retries of a commit that lost the race for a snapshot id.", minimum=0),
     R("commit.min-retry-wait", "duration", 10, "First wait between commit retries."),
@@ -390,7 +312,7 @@ RULES: dict[str, OptionRule] = _rules(
       "packs as Java does to give each row the kind Java's reader gives it (ops/full_phase_kinds.py)"),
     R("source.split.open-file-cost", "size", 4 * MiB, "Bytes each file (or section) weighs at least when "
       "Paimon's batch planner packs splits.", minimum=1, note="as source.split.target-size"),
-)
+))
 RULES.update(FILE_INDEX_RULES)  # file-index.* (lake_assets/option_rules_file_index.py)
 
 # Other engines' runtime options (Flink's and Spark's connectors, Java jobs' caches), accepted
@@ -426,20 +348,6 @@ del R
 # Per-field options (fields.<name>.<suffix>), one registry row per suffix.
 FIELD_OPTION = re.compile(
     r"^fields\.(?P<field>[^.]+(?:,[^.]+)*)\.(?P<suffix>" + "|".join(re.escape(s) for s in FIELD_RULES) + r")$"
-)
-
-
-# Per-column Parquet options ``<key>#<column>`` (parquet-hadoop's ColumnConfigParser), keyed by key.
-COLUMN_FORMAT_RULES: dict[str, OptionRule] = _rules(
-    OptionRule("parquet.bloom.filter.enabled", "bool", None, "Bloom filter of the column (Parquet).",
-               writer_only=True, note="honoured for top-level columns of flat types"),
-    OptionRule("parquet.bloom.filter.expected.ndv", "long", None, "Distinct values the column's Parquet bloom "
-               "filter is sized for.", minimum=1, writer_only=True, note="honoured"),
-    OptionRule("parquet.bloom.filter.fpp", "ratio", None, "False positive rate of the column's Parquet bloom "
-               "filter (0.05 for pyarrow).", writer_only=True, note="honoured"),
-)
-COLUMN_FORMAT_OPTION = re.compile(
-    r"^(?P<key>" + "|".join(re.escape(k) for k in COLUMN_FORMAT_RULES) + r")#(?P<field>.+)$"
 )
 
 

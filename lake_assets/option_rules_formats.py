@@ -1,0 +1,91 @@
+"""Registry rows of the data file formats' options (`lake_assets.formats.format_options`).
+
+Paimon hands every ``parquet.*`` / ``orc.*`` / ``avro.*`` key to that format's writer; these rows
+are the keys lake_assets honours or safely ignores, with the per-level format and codec maps. Each
+refuses only writes and compaction when its value does not parse (reads, expiry, orphan removal,
+rollback and tags never depend on them: files describe themselves). Other keys under these
+prefixes refuse writes and compaction of the format they belong to. `COLUMN_FORMAT_RULES` are the
+per-column Parquet options ``<key>#<column>``. `lake_assets.option_rules` merges them into the
+registry.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lake_assets.formats.format_options import AVRO_JAVA_CODECS, level_map_problem
+from lake_assets.option_types import WRITE_OPS, OptionRule
+
+
+def _rules(*rows: OptionRule) -> dict[str, OptionRule]:
+    return {r.key: r for r in rows}
+
+
+R = OptionRule
+FORMAT_RULES: dict[str, OptionRule] = _rules(
+    R("file.format.per.level", "string", None, "Data file format per LSM level of primary-key tables "
+      "(e.g. '0:avro,3:parquet'); other levels use file.format.", check=level_map_problem, writer_only=True,
+      note="honoured by writes and compaction (changelog files follow their level, as in Paimon); "
+      "append tables use file.format as Paimon's append writers do"),
+    R("file.compression.per.level", "string", None, "Codec of data files per LSM level of primary-key tables "
+      "(e.g. '0:lz4,3:zstd'); other levels use file.compression.", check=level_map_problem, writer_only=True,
+      note="honoured by writes and compaction"),
+    R("parquet.block.size", "long", None, "Parquet row group size in bytes (parquet-java: 128 MiB).", minimum=1,
+      writer_only=True, note="honoured: row groups are cut at this many (Arrow) bytes"),
+    R("parquet.page.size", "int", None, "Parquet data page size in bytes (1 MiB).", minimum=1, writer_only=True,
+      note="honoured (pyarrow data_page_size)"),
+    R("parquet.dictionary.page.size", "int", None, "Parquet dictionary page limit in bytes (1 MiB).", minimum=1,
+      writer_only=True, note="honoured (pyarrow dictionary_pagesize_limit)"),
+    R("parquet.enable.dictionary", "bool", True, "Whether Parquet columns get dictionary pages.",
+      writer_only=True, note="honoured: false writes no dictionary pages; true keeps lake_assets' "
+      "per-column choice (dictionaries where values repeat, as parquet-java falls back where they do not)"),
+    R("parquet.writer.version", "enum", "v1", "Parquet data page version.", choices=("v1", "v2"),
+      supported=("v1",), refuses=WRITE_OPS,
+      why="Paimon Java 0.9's Parquet reader fails on the v2 data pages pyarrow writes (checked: "
+      "'Unsupported encoding: RLE')"),
+    R("parquet.compression.codec.zstd.level", "int", None, "Zstandard level of Parquet files "
+      "(file.compression.zstd-level).", writer_only=True, note="honoured"),
+    R("parquet.bloom.filter.enabled", "bool", False, "Bloom filters for every Parquet column "
+      "(parquet.bloom.filter.enabled#<column> per column).", writer_only=True,
+      note="honoured for top-level columns of flat types (pyarrow bloom_filter_options); nested columns "
+      "get none, which readers only lose as a pruning aid"),
+    R("parquet.bloom.filter.max.bytes", "int", None, "Largest Parquet bloom filter in bytes.", minimum=1,
+      writer_only=True, note="accepted; pyarrow sizes bloom filters by their NDV and FPP only (a filter's "
+      "size never changes what a reader reads)"),
+    R("orc.stripe.size", "long", None, "ORC stripe size in bytes (64 MiB).", minimum=1, writer_only=True,
+      note="honoured (pyarrow stripe_size); lake_assets reads ORC files a stripe at a time, so a streaming "
+      "read or compaction holds a whole stripe of each ORC file it reads, whatever read.batch-size says"),
+    R("orc.compress.size", "int", None, "ORC compression block size in bytes (256 KiB).", minimum=1,
+      writer_only=True, note="honoured (pyarrow compression_block_size), rounded up to a multiple of 64 KiB, "
+      "the ORC C++ writer's memory block (chunk sizes never change what a reader reads)"),
+    R("orc.row.index.stride", "int", None, "Rows between ORC row index entries (10000).", minimum=1000,
+      writer_only=True, note="honoured (pyarrow row_index_stride)"),
+    R("orc.bloom.filter.columns", "string", None, "Columns that get ORC bloom filters (comma-separated).",
+      writer_only=True, note="honoured (pyarrow bloom_filter_columns)"),
+    R("orc.bloom.filter.fpp", "ratio", None, "False positive rate of ORC bloom filters (0.01).",
+      writer_only=True, note="honoured (pyarrow bloom_filter_fpp)"),
+    R("orc.dictionary.key.threshold", "ratio", None, "Distinct-value share below which ORC strings get a "
+      "dictionary (0.8).", writer_only=True, note="honoured (pyarrow dictionary_key_size_threshold)"),
+    R("orc.write.batch-size", "int", None, "Rows per ORC write batch (1024).", minimum=1, writer_only=True,
+      note="honoured (pyarrow batch_size)"),
+    R("orc.compression.zstd.level", "int", None, "Zstandard level of ORC files.", writer_only=True,
+      note="accepted; pyarrow's ORC writer has no zstd level (the level only changes the compression ratio)"),
+    R("avro.codec", "string", None, "Avro codec of data files (overrides file.compression).",
+      supported=AVRO_JAVA_CODECS, refuses=WRITE_OPS,
+      why="Paimon Java's bundle reads only the null, deflate, snappy and zstandard Avro codecs",
+      note="honoured"),
+)
+del R
+
+# Per-column Parquet options ``<key>#<column>`` (parquet-hadoop's ColumnConfigParser), keyed by key.
+COLUMN_FORMAT_RULES: dict[str, OptionRule] = _rules(
+    OptionRule("parquet.bloom.filter.enabled", "bool", None, "Bloom filter of the column (Parquet).",
+               writer_only=True, note="honoured for top-level columns of flat types"),
+    OptionRule("parquet.bloom.filter.expected.ndv", "long", None, "Distinct values the column's Parquet bloom "
+               "filter is sized for.", minimum=1, writer_only=True, note="honoured"),
+    OptionRule("parquet.bloom.filter.fpp", "ratio", None, "False positive rate of the column's Parquet bloom "
+               "filter (0.05 for pyarrow).", writer_only=True, note="honoured"),
+)
+COLUMN_FORMAT_OPTION = re.compile(
+    r"^(?P<key>" + "|".join(re.escape(k) for k in COLUMN_FORMAT_RULES) + r")#(?P<field>.+)$"
+)
