@@ -26,7 +26,15 @@ from lake_assets.ops.level0_flush import Level0Flush
 from lake_assets.ops.route import PARALLEL_GATHER_ROWS, RouteSpec, route
 from lake_assets.ops.spill import SpillStats, spill_root
 from lake_assets.ops.write_spill import WriteBufferSpill, bucket_flush_threads
-from lake_assets.ops.writer_state import BucketBuffer, WriterBase, compact_buckets, compact_inline
+from lake_assets.ops.writer_state import (
+    BucketBuffer,
+    BucketKey,
+    PendingMessage,
+    WriterBase,
+    bucket_message,
+    compact_inline,
+    discard_compactions,
+)
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.row_kind import RowKind
 from lake_assets.table_rules import check_engine_producer
@@ -311,18 +319,15 @@ class TableWriter:
 
     def prepare_commit(self) -> list[CommitMessage]:
         """Flush and return the commit messages of everything written since the last call."""
-        self._write_level0()
+        total = self.num_buckets if self.is_pk else -1
+        if self.is_pk and not self.write_only:
+            pending = self._flush_and_compact(total)
+        else:
+            self._write_level0()
+            pending = [(key, buf, msg) for key, buf in self._buffers.items()
+                       if (msg := bucket_message(buf, total, key in self._compact_requested)) is not None]
         if self._spill is not None:
             self._spill.cleanup()  # every run is merged now; the next spill makes a new directory
-        total = self.num_buckets if self.is_pk else -1
-        pending = []
-        for key, buf in self._buffers.items():
-            if buf.new_files or buf.new_changelog or key in self._compact_requested:
-                msg = CommitMessage(buf.partition, buf.bucket, total, new_files=tuple(buf.new_files),
-                                    new_changelog=tuple(buf.new_changelog))
-                pending.append((key, buf, msg))
-        if self.is_pk and not self.write_only:
-            pending = compact_buckets(pending, self._compact_inline)
         for _, buf, _ in pending:
             buf.new_files = []
             buf.new_changelog = []
@@ -334,6 +339,28 @@ class TableWriter:
                 lambda name, data: self.store.file_io.write_bytes(self.store.paths.index_file(name), data))
             messages = attach_index_changes(messages, changes, total)
         return messages
+
+    def _flush_and_compact(self, total: int) -> list[PendingMessage]:
+        """Each bucket's level-0 flush and, right after it on the same thread, its inline
+        compaction: a bucket compacts while others still flush (no barrier, no second pool: the
+        commit's critical path, issue 14). If any bucket fails, all have ended and the compaction
+        outputs of those that completed are deleted before the first failure is raised."""
+        done: dict[BucketKey, CommitMessage] = {}
+        targets = [buf for key, buf in self._buffers.items()
+                   if buf.tables or buf.runs or buf.new_files or buf.new_changelog or key in self._compact_requested]
+        self._buffered_bytes -= sum(buf.nbytes for buf in targets)
+
+        def run(buf: BucketBuffer) -> None:
+            self._level0.flush(buf)
+            key = (buf.partition, buf.bucket)
+            if (msg := bucket_message(buf, total, key in self._compact_requested)) is not None:
+                done[key] = self._compact_inline(key, buf, msg)
+        try:
+            self._each(run, targets)
+        except BaseException:
+            discard_compactions(self.store, done.values())
+            raise
+        return [(key, buf, done[key]) for key, buf in self._buffers.items() if key in done]
 
     def request_compaction(self, partition_values: tuple[Any, ...], bucket: int, *, full: bool = False) -> None:
         """Have the next `prepare_commit` run the bucket's compaction even if nothing was written

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +22,6 @@ from lake_assets.ops import deletion_vectors
 from lake_assets.ops.bucket_count import partition_bucket_counts
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.spill import SpillRun
-from lake_assets.parallelism import usable_cpus
 from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
 from lake_assets.spec.partition import partition_path
@@ -139,12 +137,20 @@ def bucket_file_writer(store: FileStore, schema: TableSchema, buf: BucketBuffer,
 PendingMessage = tuple[BucketKey, BucketBuffer, CommitMessage]
 
 
-def compact_buckets(pending: list[PendingMessage],
-                    compact: Callable[[BucketKey, BucketBuffer, CommitMessage], CommitMessage]) -> list[PendingMessage]:
-    """``compact`` (the writer's inline compaction) over every pending bucket: in parallel, as
-    buckets compact independently (pyarrow frees the GIL); messages keep bucket order."""
-    if len(pending) <= 1:
-        return [(key, buf, compact(key, buf, msg)) for key, buf, msg in pending]
-    with ThreadPoolExecutor(max_workers=min(len(pending), usable_cpus())) as pool:
-        futures = [pool.submit(compact, key, buf, msg) for key, buf, msg in pending]
-        return [(key, buf, f.result()) for (key, buf, _), f in zip(pending, futures, strict=True)]
+def bucket_message(buf: BucketBuffer, total_buckets: int, compact_requested: bool) -> CommitMessage | None:
+    """The bucket's message of the files it wrote since the last commit (None: none, and no
+    compaction requested)."""
+    if not (buf.new_files or buf.new_changelog or compact_requested):
+        return None
+    return CommitMessage(buf.partition, buf.bucket, total_buckets, new_files=tuple(buf.new_files),
+                         new_changelog=tuple(buf.new_changelog))
+
+
+def discard_compactions(store: FileStore, messages: Iterable[CommitMessage]) -> None:
+    """Delete what the inline compactions of ``messages`` wrote (their new data, changelog and
+    deletion-vector index files) for a commit that will not happen. Upgraded files keep their
+    names and stay referenced: never deleted; the level-0 files are left to the writer's abort."""
+    done = [dataclasses.replace(m, new_files=(), new_changelog=()) for m in messages]
+    store.file_io.delete_many(store.data_file_path(m.partition, m.bucket, f) for m in done
+                              for f in m.all_written_files())
+    store.file_io.delete_many(store.paths.index_file(e.file_name) for m in done for e in m.index_after)
