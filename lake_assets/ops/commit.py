@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import random
 import time
-import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -25,15 +24,17 @@ from lake_assets.errors import (
     InvalidArgumentError,
     NoSuchTableError,
 )
+from lake_assets.ops.commit_ahead import SnapshotAhead
 from lake_assets.ops.commit_conflicts import check_conflicts
 from lake_assets.ops.commit_lifecycle import after_commit
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.commit_replay import CommitReplay, check_files_exist
-from lake_assets.ops.index_commit import IndexChange, index_changes, next_index_manifest, split_hash_changes
+from lake_assets.ops.commit_snapshot import write_snapshot_files
+from lake_assets.ops.index_commit import IndexChange, index_changes, split_hash_changes
 from lake_assets.ops.overwrite import Overwrite, overwritten_entries
 from lake_assets.ops.scan import merge_entries
 from lake_assets.spec.hash_index import HASH_INDEX
-from lake_assets.spec.manifest import FileKind, ManifestEntry, ManifestFileMeta
+from lake_assets.spec.manifest import FileKind, ManifestEntry
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from lake_assets.table_support import Op
 
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
     from lake_assets.store.manifest_io import ManifestIO
 
-WRITER_VERSION = "lake_assets-0.1.0"
 log = logging.getLogger(__name__)
 
 def _abs_files(store: FileStore, messages: Sequence[CommitMessage]) -> list[str]:
@@ -173,19 +173,25 @@ class TableCommitter:
                 for p in self.store.written_file_paths(m.partition, m.bucket, f)
             )
             changelog, compact_changelog = [], []
+        compacts = bool(compact or compact_changelog or other_changes)
+        # An APPEND followed by a COMPACT: the COMPACT's files are written while the APPEND is put
+        ahead = (SnapshotAhead.for_compact(self.store, self.store.manifest_io(), compact, compact_changelog,
+                                           identifier=commit_identifier, commit_user=self.commit_user,
+                                           properties=properties, indexes=other_changes)
+                 if compacts and overwrite is None and (append or changelog or hash_changes) else None)
         try:
             if overwrite is not None:
                 self._commit_with_retry(CommitKind.OVERWRITE, append, changelog, commit_identifier, overwrite,
                                         properties, hash_changes)
             elif append or changelog or hash_changes:
                 self._commit_with_retry(CommitKind.APPEND, append, changelog, commit_identifier, None, properties,
-                                        hash_changes)
-            if compact or compact_changelog or other_changes:
+                                        hash_changes, start_ahead=ahead)
+            if compacts:
                 landed_before = list(self._landed)
                 try:
                     self._commit_with_retry(
                         CommitKind.COMPACT, compact, compact_changelog, commit_identifier, None, properties,
-                        other_changes,
+                        other_changes, prepared_by=ahead,
                     )
                 except Exception as exc:
                     if not landed_before or self._in_doubt or isinstance(exc, CommitStateUnknownError):
@@ -225,6 +231,9 @@ class TableCommitter:
                 f"may have landed: {exc!r}. Retry with the same commit user and identifier; never "
                 "clean up its files."
             ) from exc
+        finally:
+            if ahead is not None:
+                ahead.discard()  # files of a COMPACT snapshot never put (none once it was used)
         # KeyboardInterrupt / SystemExit pass through unchanged: callers check `may_have_landed`.
         if self._landed:
             after_commit(self.store, self._landed[-1])
@@ -272,7 +281,12 @@ class TableCommitter:
         overwrite: Overwrite | None,
         properties: dict[str, str] | None,
         indexes: Sequence[IndexChange] = (),
+        *,
+        start_ahead: SnapshotAhead | None = None,
+        prepared_by: SnapshotAhead | None = None,
     ) -> int | None:
+        """``start_ahead`` starts writing the next snapshot's files once this one's are written;
+        ``prepared_by`` holds this one's, used if they were written on top of the latest."""
         sm = self.store.snapshot_manager
         mio = self.store.manifest_io()
         max_retries = self.options.commit_max_retries
@@ -280,17 +294,25 @@ class TableCommitter:
         attempt = 0
         while True:
             latest = sm.latest()
+            # checked against ``latest`` and written on top of it already (the first attempt only)
+            prepared = prepared_by.take(latest) if prepared_by is not None and attempt == 0 else None
             delta = list(entries)
             if overwrite is not None:
                 delta = overwritten_entries(self.store, latest, overwrite) + delta
                 if not delta and not changelog:
                     return None
-            if kind != CommitKind.APPEND or _adds_real_buckets_of_postpone_table(self.store, delta):
+            if prepared is None and (kind != CommitKind.APPEND
+                                     or _adds_real_buckets_of_postpone_table(self.store, delta)):
                 check_conflicts(self.store, latest, delta, kind)
-            written: list[str] = []
+            written: list[str] = [] if prepared is None else prepared.written
             try:
-                sid = self._try_commit_once(mio, latest, kind, delta, changelog, identifier, properties, written,
-                                            indexes, overwrite)
+                if prepared is None:
+                    sid = self._try_commit_once(mio, latest, kind, delta, changelog, identifier, properties,
+                                                written, indexes, overwrite, start_ahead)
+                else:
+                    for step in prepared.faults:  # the steps its files passed, in order, on this thread
+                        self.store.fault_point(step)
+                    sid = self._put(prepared.snapshot)
             except BaseException:
                 # Manifests go only when the snapshot put is proven not to have happened.
                 if not self._in_doubt:
@@ -325,61 +347,18 @@ class TableCommitter:
         written: list[str],
         indexes: Sequence[IndexChange] = (),
         overwrite: Overwrite | None = None,
+        ahead: SnapshotAhead | None = None,
     ) -> int | None:
-        # the index manifest first: a conflict on a bucket's index is found before anything else is written
-        scan = self.store.file_store_scan()
-        overwritten = (None if overwrite is None
-                       else lambda part: overwrite.matches(scan.partition_values(part)))
-        index_manifest = next_index_manifest(self.store, mio, latest, indexes, overwritten, written)
-        base_metas: list[ManifestFileMeta] = []
-        if latest is not None:
-            base_metas = mio.read_manifest_list(latest.base_manifest_list) + mio.read_manifest_list(
-                latest.delta_manifest_list
-            )
-            base_metas, merged_names = mio.merge_manifests(base_metas, self.options.manifest_merge_min_count)
-            written += merged_names
-        delta_metas = mio.write_manifests(delta)
-        written += [m.file_name for m in delta_metas]
-        changelog_metas = mio.write_manifests(changelog)
-        written += [m.file_name for m in changelog_metas]
-        self.store.fault_point("commit.after_manifests")
-        base_name, base_size = mio.write_manifest_list(base_metas)
-        written.append(base_name)
-        self.store.fault_point("commit.after_base_list")
-        delta_name, delta_size = mio.write_manifest_list(delta_metas)
-        written.append(delta_name)
-        self.store.fault_point("commit.after_delta_list")
-        cl_name = cl_size = None
-        if changelog_metas:
-            cl_name, cl_size = mio.write_manifest_list(changelog_metas)
-            written.append(cl_name)
-            self.store.fault_point("commit.after_changelog_list")
-        delta_records = sum(e.file.row_count if e.kind == FileKind.ADD else -e.file.row_count for e in delta)
-        prev_total = (latest.total_record_count or 0) if latest is not None else 0
-        snapshot = Snapshot(
-            id=(latest.id + 1) if latest is not None else 1,
-            schema_id=self.store.latest_schema_id(),
-            base_manifest_list=base_name,
-            base_manifest_list_size=base_size,
-            delta_manifest_list=delta_name,
-            delta_manifest_list_size=delta_size,
-            changelog_manifest_list=cl_name,
-            changelog_manifest_list_size=cl_size,
-            index_manifest=index_manifest,
-            commit_user=self.commit_user,
-            writer_version=WRITER_VERSION,
-            commit_identifier=identifier,
-            commit_kind=kind,
-            time_millis=int(time.time() * 1000),
-            total_record_count=prev_total + delta_records,
-            delta_record_count=delta_records,
-            # Java writes 0 (not null) when the commit produced no changelog, and an empty logOffsets.
-            changelog_record_count=sum(e.file.row_count for e in changelog),
-            log_offsets={},
-            watermark=latest.watermark if latest is not None else None,
-            properties=properties or None,
-            uuid=str(uuid.uuid4()),
-        )
+        snapshot = write_snapshot_files(
+            self.store, mio, latest, kind, delta, changelog, identifier=identifier, commit_user=self.commit_user,
+            properties=properties, written=written, indexes=indexes, overwrite=overwrite,
+            fault=self.store.fault_point)
+        if ahead is not None:
+            ahead.start(snapshot)  # the next snapshot's files, written while this one is put
+        return self._put(snapshot)
+
+    def _put(self, snapshot: Snapshot) -> int | None:
+        """Create ``snapshot``'s file if its id is free: its id, None when another committer took it."""
         if not self.store.file_io.exists(self.store.paths.schema_file(self.store.schema.id)):
             raise NoSuchTableError(f"Cannot commit to {self.store.name}: the table was dropped")
         self.store.fault_point("commit.before_snapshot")

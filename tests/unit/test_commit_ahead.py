@@ -1,0 +1,154 @@
+"""The COMPACT snapshot of a writer's commit, written while its APPEND snapshot is put (issue 14):
+used only on top of that very snapshot, and never left behind when it is not used."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from lake_assets import Catalog
+from lake_assets.ops import commit_ahead
+from lake_assets.spec.snapshot import CommitKind
+
+SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.string())])
+
+
+def _table(tmp_path: Path, name: str = "t"):
+    cat = Catalog(str(tmp_path / "wh"))
+    if name == "t":
+        cat.create_database("db")
+        cat.create_table("db.t", SCHEMA, primary_keys=["k"],
+                         options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    return cat.get_table("db.t")
+
+
+def _rows(keys: range, tag: str) -> pa.Table:
+    return pa.table({"k": list(keys), "v": [f"{tag}{k}" for k in keys]}, schema=SCHEMA)
+
+
+def _state(t) -> dict[int, str]:
+    got = t.to_arrow().to_pylist()
+    state = {r["k"]: r["v"] for r in got}
+    assert len(state) == len(got), "a key appears twice"
+    return state
+
+
+def _unreferenced_metadata(t, dirs: tuple[str, ...] = ("/manifest/", "/index/")) -> list[str]:
+    """Manifests, lists (and index files) no snapshot references (what a commit must not leave)."""
+    paths = t.remove_orphan_files(older_than=timedelta(0), dry_run=True).paths
+    return [p for p in paths if any(d in p for d in dirs)]
+
+
+@pytest.fixture
+def ahead_threads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, CommitKind]]:
+    """(thread name, kind) of every snapshot whose files the ahead writer wrote."""
+    seen: list[tuple[str, CommitKind]] = []
+    real = commit_ahead.write_snapshot_files
+
+    def spy(store, mio, latest, kind, *args, **kwargs):
+        seen.append((threading.current_thread().name, kind))
+        return real(store, mio, latest, kind, *args, **kwargs)
+    monkeypatch.setattr(commit_ahead, "write_snapshot_files", spy)
+    return seen
+
+
+def test_the_compact_snapshot_is_written_while_the_append_is_put(tmp_path, ahead_threads) -> None:
+    t = _table(tmp_path)
+    t.write_arrow(_rows(range(100), "a"))
+    t.write_arrow(_rows(range(50, 150), "b"))
+    kinds = [s.commit_kind for s in t.snapshots()]
+    assert kinds == [CommitKind.APPEND, CommitKind.COMPACT, CommitKind.APPEND, CommitKind.COMPACT]
+    assert ahead_threads == [("lake-commit-ahead", CommitKind.COMPACT)] * 2
+    snaps = list(t.snapshots())
+    # the COMPACT snapshot follows its APPEND: same identifier, the APPEND's lists under its base
+    assert snaps[3].commit_identifier == snaps[2].commit_identifier
+    assert snaps[3].total_record_count == snaps[2].total_record_count + snaps[3].delta_record_count
+    assert _state(t) == {**{k: f"a{k}" for k in range(50)}, **{k: f"b{k}" for k in range(50, 150)}}
+    for s in snaps:
+        t.to_arrow(snapshot_id=s.id)
+    assert _unreferenced_metadata(t) == []
+
+
+def test_an_append_that_loses_the_race_drops_the_files_written_ahead(tmp_path, ahead_threads) -> None:
+    t = _table(tmp_path)
+    t.write_arrow(_rows(range(100), "a"))
+    other = _table(tmp_path, "other")
+    raced = []
+
+    def other_commits_first(step: str) -> None:
+        if step == "commit.before_snapshot" and not raced:
+            raced.append(True)  # another writer takes the APPEND's snapshot id
+            w = other.new_writer("other", write_only=True)
+            w.write_arrow(_rows(range(200, 210), "o"))
+            other.new_committer("other").commit(w.prepare_commit(), 1)
+
+    t.fault_hook = other_commits_first
+    t.write_arrow(_rows(range(50, 150), "b"))
+    t.fault_hook = None
+    kinds = [(s.commit_user == "other", s.commit_kind) for s in t.snapshots()][2:]
+    assert kinds == [(True, CommitKind.APPEND), (False, CommitKind.APPEND), (False, CommitKind.COMPACT)]
+    # written twice ahead: on top of the APPEND that lost, then of the one that landed
+    assert ahead_threads == [("lake-commit-ahead", CommitKind.COMPACT)] * 3
+    expected = {**{k: f"a{k}" for k in range(50)}, **{k: f"b{k}" for k in range(50, 150)}}
+    assert _state(t) == expected  # the other writer's rows sit in level 0, which a DV read skips
+    assert _unreferenced_metadata(t) == []
+    t.compact(full=True)
+    assert _state(t) == {**expected, **{k: f"o{k}" for k in range(200, 210)}}
+
+
+def test_a_failure_between_the_two_snapshots_keeps_the_append_and_leaves_nothing(tmp_path, ahead_threads) -> None:
+    t = _table(tmp_path)
+    t.write_arrow(_rows(range(100), "a"))
+    before = {s.id for s in t.snapshots()}
+    ahead_threads.clear()
+    manifests_seen = []
+
+    def fail_second_manifests(step: str) -> None:
+        if step == "commit.after_manifests":
+            manifests_seen.append(step)
+            if len(manifests_seen) == 2:  # the COMPACT snapshot's, replayed before its put
+                raise OSError("storage unavailable")
+
+    t.fault_hook = fail_second_manifests
+    sid = t.write_arrow(_rows(range(50, 150), "b"))
+    t.fault_hook = None
+    new = [s for s in t.snapshots() if s.id not in before]
+    assert [s.commit_kind for s in new] == [CommitKind.APPEND] and sid == new[0].id
+    assert ahead_threads == [("lake-commit-ahead", CommitKind.COMPACT)]
+    assert _unreferenced_metadata(t) == []  # the COMPACT's files written ahead are gone
+    # the landed rows sit in level 0 (a DV read skips it) until a compaction takes them up
+    assert _state(t) == {k: f"a{k}" for k in range(100)}
+    t.compact()
+    assert _state(t) == {**{k: f"a{k}" for k in range(50)}, **{k: f"b{k}" for k in range(50, 150)}}
+
+
+def test_a_commit_unknown_append_leaves_no_compact_files(tmp_path, ahead_threads) -> None:
+    from lake_assets.errors import CommitStateUnknownError
+
+    t = _table(tmp_path)
+    t.write_arrow(_rows(range(100), "a"))
+    w = t.new_writer("w")
+    w.write_arrow(_rows(range(50, 150), "b"))
+    messages = w.prepare_commit()
+    ahead_threads.clear()
+
+    def unknown(step: str) -> None:
+        if step == "commit.before_snapshot":
+            raise CommitStateUnknownError("the put of the snapshot was not answered")
+
+    t.fault_hook = unknown
+    with pytest.raises(CommitStateUnknownError):
+        t.new_committer("w").commit(messages, 7)
+    t.fault_hook = None
+    assert ahead_threads == [("lake-commit-ahead", CommitKind.COMPACT)]
+    # nothing of the COMPACT snapshot left (never put); the compaction's own index files stay:
+    # a snapshot of an unknown outcome may reference them
+    assert _unreferenced_metadata(t, ("/manifest/",)) == []
+    assert t.new_committer("w").commit(messages, 7) != []  # the retry lands both snapshots
+    assert [s.commit_kind for s in t.snapshots()][-2:] == [CommitKind.APPEND, CommitKind.COMPACT]
+    assert _unreferenced_metadata(t) == []
+    assert _state(t) == {**{k: f"a{k}" for k in range(50)}, **{k: f"b{k}" for k in range(50, 150)}}
