@@ -62,6 +62,9 @@ class WriterBase:
     live_dv: dict[BucketKey, tuple[IndexManifestEntry, ...]]
     # each partition's bucket count as its live files record it (none with ignore_previous_files)
     bucket_counts: dict[bytes, int] = field(default_factory=dict)
+    # APPEND/OVERWRITE snapshots since the newest COMPACT one up to ``snapshot``: read once, not
+    # once per bucket (`compact_inline`)
+    commits_since_compaction: int | None = None
 
     @staticmethod
     def restore(store: FileStore, op: Op, ignore_previous_files: bool) -> WriterBase:
@@ -97,7 +100,9 @@ def compact_inline(store: FileStore, base: WriterBase, num_buckets: int, key: Bu
 
     files = [*base.live_files.get(key, []), *buf.new_files]
     split = Split(buf.partition, buf.partition_values, buf.bucket, num_buckets, files, base.live_dv.get(key, ()))
-    commits = commits_since_last_compaction(store, base.snapshot) + 1
+    if base.commits_since_compaction is None:  # buckets racing here compute the same number
+        base.commits_since_compaction = commits_since_last_compaction(store, base.snapshot)
+    commits = base.commits_since_compaction + 1
     task = plan_bucket(store, split, full=full, commits_since_full=None if full else commits)
     if task is None:
         base.live_files[key] = files
