@@ -221,6 +221,7 @@ def next_index_manifest(
     data = encode_index_manifest(keep, mio.codec)
     written.append(name)  # before the write: a partial file is cleaned up with the rest
     store.file_io.write_bytes(store.paths.manifest_file(name), data)
+    store.remember_index_entries(name, keep)  # the next snapshot's commit and writers start from it
     return name
 
 

@@ -212,6 +212,11 @@ class FileStore:
             got = self._index_entries[index_manifest] = decode_index_manifest(data, index_manifest)
         return got
 
+    def remember_index_entries(self, index_manifest: str, entries: list[IndexManifestEntry]) -> None:
+        """Cache the entries of an index manifest this process has just written: the next writer's
+        restore and commit read them back (`index_entries`; manifests never change)."""
+        self._index_entries[index_manifest] = list(entries)
+
     # ------------------------------------------------------- metadata stores
     def manifest_io(self) -> ManifestIO:
         """Reads and writes manifests and manifest lists with the table's manifest options."""

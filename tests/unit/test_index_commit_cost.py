@@ -42,3 +42,30 @@ def test_the_index_manifest_of_a_commit_of_many_buckets_costs_per_change(
     assert calls < 1_000, calls
     assert len(t.store.index_entries(t.latest_snapshot().index_manifest)) == 300
     assert sorted(t.to_arrow().column("id").to_pylist()) == list(range(300))
+
+
+def test_an_index_manifest_a_commit_wrote_is_not_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next commit and the next writer's restore start from the index manifest the last commit
+    wrote: it is taken as written, not read back and decoded (a deletion-vector upsert round)."""
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["id"],
+                         options={"bucket": "2", "deletion-vectors.enabled": "true"})
+    t.write_arrow(pa.table({"id": list(range(100)), "v": ["a"] * 100}, schema=SCHEMA))
+    read: list[str] = []
+    real = type(t.store.file_io).read_bytes
+
+    def spy(self, path: str, *args, **kwargs):  # type: ignore[no-untyped-def]
+        read.append(path)
+        return real(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(type(t.store.file_io), "read_bytes", spy)
+    for round_ in range(3):
+        t.write_arrow(pa.table({"id": list(range(50, 150)), "v": [f"b{round_}"] * 100}, schema=SCHEMA))
+    assert [p for p in read if "/manifest/index-manifest-" in p] == []
+    monkeypatch.undo()
+    latest = t.latest_snapshot()
+    assert latest.index_manifest is not None
+    fresh = Catalog(str(tmp_path / "wh")).get_table("db.t")  # what was cached is what is stored
+    assert fresh.store.index_entries(latest.index_manifest) == t.store.index_entries(latest.index_manifest)
+    assert sorted(t.to_arrow().column("v").to_pylist()) == ["a"] * 50 + ["b2"] * 100
