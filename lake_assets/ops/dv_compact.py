@@ -36,6 +36,7 @@ from lake_assets.lsm.int_key_positions import IntKeyPositions
 from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.lsm.key_membership import sorted_positions
 from lake_assets.ops import deletion_vectors
+from lake_assets.ops.deletion_vector_cache import INDEX_FILE_CACHE
 from lake_assets.ops.deletion_vectors import DELETION_VECTORS_INDEX, deleted_rows
 from lake_assets.ops.scan import Split
 from lake_assets.spec.binary_row import deserialize_row
@@ -261,6 +262,9 @@ class VectorUpdate:
         name = f"index-{uuid.uuid4()}-0"
         path = self.store.paths.index_file(name)
         self.store.file_io.write_bytes(path, data)
+        # the bucket's next compaction (and reads) start from these vectors: cached as written,
+        # not read back and decoded (shared from here on: never changed in place)
+        INDEX_FILE_CACHE.put((self.store.paths.root, name, len(data)), vectors, len(data))
         entry = IndexManifestEntry(FileKind.ADD, self.split.partition, self.split.bucket, DELETION_VECTORS_INDEX,
                                    name, len(data), len(ranges), ranges)
         return self.split.dv_entries, (entry,), [path]
