@@ -33,6 +33,7 @@ from lake_assets.ops.commit_snapshot import write_snapshot_files
 from lake_assets.ops.index_commit import IndexChange, index_changes, split_hash_changes
 from lake_assets.ops.overwrite import Overwrite, overwritten_entries
 from lake_assets.ops.scan import merge_entries
+from lake_assets.parallelism import usable_cpus
 from lake_assets.spec.hash_index import HASH_INDEX
 from lake_assets.spec.manifest import FileKind, ManifestEntry
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
@@ -175,10 +176,12 @@ class TableCommitter:
             changelog, compact_changelog = [], []
         compacts = bool(compact or compact_changelog or other_changes)
         # An APPEND followed by a COMPACT: the COMPACT's files are written while the APPEND is put
+        # (on a second thread: not when the process may use one CPU only)
         ahead = (SnapshotAhead.for_compact(self.store, self.store.manifest_io(), compact, compact_changelog,
                                            identifier=commit_identifier, commit_user=self.commit_user,
                                            properties=properties, indexes=other_changes)
-                 if compacts and overwrite is None and (append or changelog or hash_changes) else None)
+                 if compacts and overwrite is None and (append or changelog or hash_changes) and usable_cpus() > 1
+                 else None)
         try:
             if overwrite is not None:
                 self._commit_with_retry(CommitKind.OVERWRITE, append, changelog, commit_identifier, overwrite,

@@ -45,7 +45,9 @@ def _unreferenced_metadata(t, dirs: tuple[str, ...] = ("/manifest/", "/index/"))
 
 @pytest.fixture
 def ahead_threads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, CommitKind]]:
-    """(thread name, kind) of every snapshot whose files the ahead writer wrote."""
+    """(thread name, kind) of every snapshot whose files the ahead writer wrote (with 2 usable
+    CPUs, whatever the machine has: one CPU writes them on the calling thread)."""
+    monkeypatch.setenv("LAKE_ASSETS_CPUS", "2")
     seen: list[tuple[str, CommitKind]] = []
     real = commit_ahead.write_snapshot_files
 
@@ -152,3 +154,15 @@ def test_a_commit_unknown_append_leaves_no_compact_files(tmp_path, ahead_threads
     assert [s.commit_kind for s in t.snapshots()][-2:] == [CommitKind.APPEND, CommitKind.COMPACT]
     assert _unreferenced_metadata(t) == []
     assert _state(t) == {**{k: f"a{k}" for k in range(50)}, **{k: f"b{k}" for k in range(50, 150)}}
+
+
+def test_one_usable_cpu_writes_the_compact_snapshot_on_the_calling_thread(
+        tmp_path, ahead_threads, monkeypatch) -> None:
+    monkeypatch.setenv("LAKE_ASSETS_CPUS", "1")
+    t = _table(tmp_path)
+    t.write_arrow(_rows(range(100), "a"))
+    t.write_arrow(_rows(range(50, 150), "b"))
+    assert ahead_threads == []
+    assert [s.commit_kind for s in t.snapshots()] == [CommitKind.APPEND, CommitKind.COMPACT] * 2
+    assert _state(t) == {**{k: f"a{k}" for k in range(50)}, **{k: f"b{k}" for k in range(50, 150)}}
+    assert _unreferenced_metadata(t) == []
