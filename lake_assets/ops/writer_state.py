@@ -155,7 +155,7 @@ def discard_compactions(store: FileStore, messages: Iterable[CommitMessage]) -> 
     """Delete what the inline compactions of ``messages`` wrote (their new data, changelog and
     deletion-vector index files) for a commit that will not happen. Upgraded files keep their
     names and stay referenced: never deleted; the level-0 files are left to the writer's abort."""
-    done = [dataclasses.replace(m, new_files=(), new_changelog=()) for m in messages]
-    store.file_io.delete_many(store.data_file_path(m.partition, m.bucket, f) for m in done
-                              for f in m.all_written_files())
-    store.file_io.delete_many(store.paths.index_file(e.file_name) for m in done for e in m.index_after)
+    from lake_assets.ops.compact.rewrite import discard_outputs  # the compaction stack, as in compact_inline
+
+    # their files' extra files (file indexes) too, as any unit's outputs
+    discard_outputs(store, [dataclasses.replace(m, new_files=(), new_changelog=()) for m in messages])
