@@ -57,7 +57,8 @@ def _support(rule: OptionRule) -> str:
     if rule.note:
         parts.append(rule.note)
     if rule.writer_only:
-        parts.append("a carried value that does not parse refuses write, compact only")
+        refused = ", ".join(n.lower() for n in rule.refuses or ("WRITE", "COMPACT"))
+        parts.append(f"a carried value that does not parse refuses {refused} only")
     if rule.fallback_keys:
         keys = ", ".join(f"`{k}`" for k in rule.fallback_keys)
         parts.append(f"fallback keys {keys}: read when the key is unset, the first one set wins (Paimon's "

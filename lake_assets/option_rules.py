@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 
 from lake_assets.lsm.merge_engine.names import DEFAULT_MERGE_ENGINE, MERGE_ENGINE_NAMES
-from lake_assets.option_rules_engines import ENGINE_RULES, REFUSED_ENGINE_RULES
+from lake_assets.option_rules_engines import ENGINE_RULES, MARK_DONE_RULES, REFUSED_ENGINE_RULES
 from lake_assets.option_rules_file_index import FILE_INDEX_RULES, file_index_rule
 from lake_assets.option_rules_formats import COLUMN_FORMAT_OPTION, COLUMN_FORMAT_RULES, FORMAT_RULES
 from lake_assets.option_rules_lifecycle import LIFECYCLE_RULES
@@ -69,7 +69,8 @@ RULES: dict[str, OptionRule] = _rules(
     # ---- layout
     R("bucket", "int", -1, "Buckets per partition; -1 dynamic (primary key) or unaware (append).", check=_bucket),
     R("bucket-key", "string", None, "Columns hashed to pick the bucket (default: the primary key)."),
-    R("bucket-function.type", "string", "default", "Bucket hash function.", supported=("default",),
+    R("bucket-function.type", "enum", "default", "Bucket hash function.", choices=("default", "mod", "hive"),
+      supported=("default",),
       refuses=DATA_OPS, why="only the default bucket function is implemented"),
     R("file.format", "string", "parquet", "Data file format.", supported=("parquet", "orc", "avro"),
       refuses=DATA_OPS, why="only Parquet, ORC and Avro data files are implemented"),
@@ -195,8 +196,8 @@ RULES: dict[str, OptionRule] = _rules(
 RULES.update(FORMAT_RULES)
 RULES.update(_rules(
     # ---- merging
-    R("merge-engine", "string", DEFAULT_MERGE_ENGINE, "How rows of one key merge.", supported=MERGE_ENGINES),
-    R("changelog-producer", "string", "none", "What produces changelog files.", supported=CHANGELOG_PRODUCERS),
+    R("merge-engine", "enum", DEFAULT_MERGE_ENGINE, "How rows of one key merge.", choices=MERGE_ENGINES),
+    R("changelog-producer", "enum", "none", "What produces changelog files.", choices=CHANGELOG_PRODUCERS),
     R("changelog-producer.row-deduplicate", "bool", False, "Drop -U/+U pairs of identical rows."),
     R("sequence.field", "string", None, "Columns that order rows of one key (before the sequence number)."),
     R("sequence.field.sort-order", "enum", "ascending", "Order of sequence.field.",
@@ -317,7 +318,7 @@ RULES.update(FILE_INDEX_RULES)  # file-index.* (lake_assets/option_rules_file_in
 
 # Other engines' runtime options (Flink's and Spark's connectors, Java jobs' caches), accepted
 # without effect, and the few connector keys refused by name: their own module.
-for _rows in (ENGINE_RULES, REFUSED_ENGINE_RULES):
+for _rows in (ENGINE_RULES, REFUSED_ENGINE_RULES, MARK_DONE_RULES):
     if RULES.keys() & _rows.keys():
         raise RuntimeError(f"option rows declared twice: {sorted(RULES.keys() & _rows.keys())}")
     RULES.update(_rows)

@@ -57,6 +57,7 @@ from lake_assets.formats.file_layout import (
 from lake_assets.io.local import LocalFileIO
 from lake_assets.ops.commit import Overwrite
 from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.ops.mark_done import mark_done_after_commit
 from lake_assets.ops.overwrite import check_inside_partition, dynamic_overwrite
 from lake_assets.ops.overwrite import overwrite_spec as partition_overwrite
 from lake_assets.spark.native_eligibility import SPARK_CODECS, native_refusals
@@ -264,7 +265,9 @@ def _write(df: DataFrame, table: Table, mode: str, spec: Mapping[str, Any] | Non
         ow = _overwrite(table, messages, mode, spec, dynamic)
         if mode == "overwrite" and dynamic and ow is None:
             return ()  # a dynamic overwrite of no rows replaces nothing
-        return tuple(commit_with_retry(committer, messages, BATCH_COMMIT_IDENTIFIER, ow, check_committed=False))
+        ids = tuple(commit_with_retry(committer, messages, BATCH_COMMIT_IDENTIFIER, ow, check_committed=False))
+        mark_done_after_commit(store, messages)  # partition.end-input-to-done, as Paimon's Spark writes
+        return ids
     except CommitStateUnknownError:
         raise  # a snapshot may reference the files: never delete them
     except BaseException:

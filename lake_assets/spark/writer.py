@@ -27,6 +27,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from lake_assets.errors import CommitStateUnknownError, LakeError, OptionError
 from lake_assets.ops.commit import Overwrite, TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.ops.mark_done import mark_done_after_commit
 from lake_assets.ops.overwrite import check_inside_partition, dynamic_overwrite
 from lake_assets.ops.overwrite import overwrite_spec as partition_overwrite
 from lake_assets.ops.postpone_batch import BatchBucketOptions, fixed_bucket_batch_writes
@@ -327,6 +328,7 @@ class LakeBatchWriter(DataSourceArrowWriter):
             return  # dynamic overwrite of no rows replaces nothing
         injected_failure(self.options, "before")
         commit_with_retry(committer, decoded, BATCH_COMMIT_IDENTIFIER, ow, check_committed=False)
+        mark_done_after_commit(table.store, decoded)  # partition.end-input-to-done, as Paimon's Spark writes
         injected_failure(self.options, "after")
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -377,6 +379,7 @@ class LakeStreamWriter(DataSourceStreamArrowWriter):
         injected_failure(self.options, "before")
         commit_with_retry(committer, decoded, batchId, Overwrite(None) if self.overwrite else None,
                           check_committed=True)
+        mark_done_after_commit(table.store, decoded)  # each micro-batch, as Paimon's Spark sink
         injected_failure(self.options, "after")
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:

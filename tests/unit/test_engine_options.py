@@ -61,15 +61,9 @@ def test_engine_options_leave_every_operation_allowed(value: str) -> None:
 def test_refused_engine_options_block_only_what_they_affect() -> None:
     for key in ("scan.partitions", "lookup.dynamic-partition"):
         assert _blocked({key: "dt=2024-01-01"}) == {Op.READ, Op.STREAM}
-    # Flink's mark-done triggers: their _SUCCESS files are outside what orphan removal lists
-    for key in ("partition.idle-time-to-done", "partition.end-input-to-done"):
-        assert _blocked({key: "1 h"}) == frozenset()
-    # the action Java's writers run to mark a partition done, which lake_assets' writes do not run
-    for action in ("success-file", "done-partition,success-file", "mark-event"):
-        assert _blocked({"partition.mark-done-action": action}) == {Op.WRITE}
-    (refusal,) = schema_refusals(_schema({"partition.mark-done-action": "success-file"}))
-    assert "partition.mark-done-action = 'success-file'" in refusal.property
-    assert "lake_assets' writes never mark partitions done" in refusal.why
+    # Flink's streaming mark-done trigger: its _SUCCESS files are outside what orphan removal lists
+    # (partition.end-input-to-done and the actions: tests/unit/test_mark_done_options.py)
+    assert _blocked({"partition.idle-time-to-done": "1 h"}) == frozenset()
     (refusal,) = schema_refusals(_schema({"scan.partitions": "max_pt()"}))
     assert "scan.partitions = 'max_pt()'" in refusal.property and "Flink" in refusal.why
 
