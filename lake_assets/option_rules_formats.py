@@ -21,6 +21,17 @@ def _rules(*rows: OptionRule) -> dict[str, OptionRule]:
     return {r.key: r for r in rows}
 
 
+# parquet-java's ParquetProperties.WriterVersion.fromString: the short name or the constant's name,
+# matched exactly (case-sensitive, untrimmed: 'V1' and ' v1' fail in Java's writer)
+_PARQUET_WRITER_VERSIONS = ("v1", "v2", "PARQUET_1_0", "PARQUET_2_0")
+
+
+def _parquet_writer_version(value: object) -> str | None:
+    if value in _PARQUET_WRITER_VERSIONS:
+        return None
+    return f"one of {', '.join(_PARQUET_WRITER_VERSIONS)}, exactly as parquet-java's WriterVersion.fromString reads it"
+
+
 R = OptionRule
 FORMAT_RULES: dict[str, OptionRule] = _rules(
     R("file.format.per.level", "string", None, "Data file format per LSM level of primary-key tables "
@@ -39,8 +50,8 @@ FORMAT_RULES: dict[str, OptionRule] = _rules(
     R("parquet.enable.dictionary", "bool", True, "Whether Parquet columns get dictionary pages.",
       writer_only=True, note="honoured: false writes no dictionary pages; true keeps lake_assets' "
       "per-column choice (dictionaries where values repeat, as parquet-java falls back where they do not)"),
-    R("parquet.writer.version", "enum", "v1", "Parquet data page version.", choices=("v1", "v2"),
-      supported=("v1",), refuses=WRITE_OPS,
+    R("parquet.writer.version", "string", "v1", "Parquet data page version (v1, v2, or the names "
+      "PARQUET_1_0, PARQUET_2_0).", check=_parquet_writer_version, supported=("v1", "parquet_1_0"), refuses=WRITE_OPS,
       why="Paimon Java 0.9's Parquet reader fails on the v2 data pages pyarrow writes (checked: "
       "'Unsupported encoding: RLE')"),
     R("parquet.compression.codec.zstd.level", "int", None, "Zstandard level of Parquet files "

@@ -40,7 +40,8 @@ class OptionRule:
     """One option of the registry: how its value is parsed and bounded, and what we do with it.
 
     ``kind`` is one of `KINDS`: ``int`` (Java int), ``long``, ``size`` (MemorySize), ``duration``,
-    ``bool``, ``enum`` (one of ``choices``, case-insensitive), ``ratio`` (a number in [0, 1]) and
+    ``bool``, ``enum`` (one of ``choices``, case-insensitive and untrimmed as Java's enum options,
+    `java_enum_choice`), ``ratio`` (a number in [0, 1]) and
     ``string`` (free text). ``minimum`` bounds numbers; ``check`` returns a problem (text) for a
     parsed value that is well-formed but not acceptable, or None.
 
@@ -150,6 +151,15 @@ def java_parse_boolean(s: str) -> bool | None:
     return True if upper == "TRUE" else False if upper == "FALSE" else None
 
 
+def java_enum_choice(s: str, choices: Iterable[str]) -> str | None:
+    """The choice Paimon's ``OptionsUtils.convertToEnum`` picks for ``s``, or None where it throws:
+    the constant whose ``toString()`` equals ``s`` after both are upper-cased (``Locale.ROOT``), so
+    case-insensitive but not trimmed (``' full'`` is no scan mode) - and, as upper-casing goes,
+    ``'ınput'`` (dotless i) is ``input``. ``choices`` are the constants' ``toString()``, lower case."""
+    upper = s.upper()
+    return next((c for c in choices if c.upper() == upper), None)
+
+
 def _parse_int(key: str, s: str, kind: str) -> int:
     """Paimon's ``OptionsUtils.convertToInt`` / ``convertToLong``: ``Integer.parseInt`` /
     ``Long.parseLong`` of the text as it is (`java_parse_integer`), within 32 / 64 bits."""
@@ -176,8 +186,8 @@ def _parse_kind(rule: OptionRule, s: str) -> object:
             raise OptionError(f"Option {key!r}: {s!r} is not 'true' or 'false'")
         return flag
     if kind == "enum":
-        v = s.strip().lower()
-        if v not in rule.choices:
+        v = java_enum_choice(s, rule.choices)
+        if v is None:
             raise OptionError(f"Option {key!r}: {s!r} is not one of {list(rule.choices)}")
         return v
     if kind == "ratio":
@@ -215,7 +225,8 @@ def unsupported_value(rule: OptionRule, text: object) -> UnsupportedFeatureError
     """The refusal of a valid value lake_assets does not implement (``rule.supported``), or None."""
     if rule.supported is None:
         return None
-    v = str(text).strip().lower()
+    # an enum's value as it parsed (Java's matching); other kinds as their readers normalise them
+    v = (java_enum_choice(str(text), rule.choices) if rule.kind == "enum" else None) or str(text).strip().lower()
     if v in rule.supported:
         return None
     why = f": {rule.why}" if rule.why else ""

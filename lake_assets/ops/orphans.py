@@ -143,12 +143,12 @@ def remove_orphan_files(
             continue  # a listing that names something outside the table: never ours to delete
         if st.path in refs or st.path.rsplit("/", 1)[-1] in referenced_names:
             continue
-        if st.modified_ms is None or st.modified_ms > cutoff:
-            continue
+        if st.modified_ms is None or st.modified_ms >= cutoff:
+            continue  # Paimon's oldEnough is strict: modificationTime < olderThanMillis
         result.paths.append(st.path)
         result.bytes += st.size
     result.empty_dirs = [d.path for d in scope.empty_dirs
-                         if d.path.startswith(root + "/") and d.modified_ms is not None and d.modified_ms <= cutoff]
+                         if d.path.startswith(root + "/") and d.modified_ms is not None and d.modified_ms < cutoff]
     result.bucket_dirs = sorted({p.rsplit("/", 1)[0] for p in result.paths} & scope.bucket_dirs)
     if not dry_run:
         # Only paths proven inside the table (through symlinks too, on a local disk) are deleted.
