@@ -491,6 +491,12 @@ class PaimonJava:
         text (a Duration as milliseconds, a MemorySize as bytes); `JavaError` when it does not parse."""
         return self.call("option_value", key=key, value=value)
 
+    def success_file(self, table_path: str, partition: str, *, mark: bool = False) -> dict[str, Any]:
+        """The ``_SUCCESS`` file of ``partition`` (``k=v/...``) under a table directory as Paimon's
+        ``SuccessFile.fromPath`` reads it: ``creation_time`` and ``modification_time``;
+        with ``mark``, Paimon's ``SuccessFileMarkDoneAction.markDone`` first."""
+        return self.call("success_file", table_path=table_path, partition=partition, mark=mark)
+
     def file_index_hash(self, paimon_type: Any, values: Sequence[Any]) -> list[int]:
         """Paimon's bloom-filter ``FastHash`` of each value (the oracle's JSON encoding, see
         ``Values.java``) under the Paimon type given (schema-file JSON)."""
