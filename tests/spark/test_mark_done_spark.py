@@ -1,0 +1,34 @@
+"""Spark batch writes mark the partitions they wrote done, as Paimon's Spark writes do with
+``partition.end-input-to-done``: a ``_SUCCESS`` file after the commit, in exactly those partitions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from lake_assets import Catalog
+from lake_assets.ops.mark_done import SUCCESS_FILE_NAME
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def test_df_write_marks_the_partitions_it_wrote(spark, catalog: Catalog, warehouse: str) -> None:
+    schema = pa.schema([("id", pa.int64()), ("dt", pa.string())])
+    table = catalog.create_table("db.t", schema, partition_keys=["dt"],
+                                 options={"bucket": "-1", "partition.end-input-to-done": "true"})
+    table.write_arrow(pa.table({"id": [0], "dt": ["2024-01-09"]}, schema=schema))  # the core's write: no marker
+    df = spark.createDataFrame([(i, f"2024-01-0{i % 2 + 1}") for i in range(6)], "id long, dt string").repartition(2)
+    df.write.format("lake").option("warehouse", warehouse).mode("append").save("db.t")
+    root = Path(table.store.paths.root)
+    assert sorted(p.parent.name for p in root.rglob(SUCCESS_FILE_NAME)) == ["dt=2024-01-01", "dt=2024-01-02"]
+    first = json.loads((root / "dt=2024-01-01" / SUCCESS_FILE_NAME).read_text())
+    assert first["creationTime"] == first["modificationTime"] > 0
+    # a second write into one of them keeps its creation time
+    spark.createDataFrame([(9, "2024-01-01")], "id long, dt string").write.format("lake") \
+        .option("warehouse", warehouse).mode("append").save("db.t")
+    again = json.loads((root / "dt=2024-01-01" / SUCCESS_FILE_NAME).read_text())
+    assert again["creationTime"] == first["creationTime"] and again["modificationTime"] >= first["modificationTime"]
+    assert table.refresh().to_arrow().num_rows == 8
