@@ -34,6 +34,7 @@ from lake_assets.errors import CorruptMetadataError
 from lake_assets.option_rules import rule_for
 from lake_assets.option_types import parse_value
 from lake_assets.paths import check_file_name
+from lake_assets.spec.manifest import FileKind
 
 if TYPE_CHECKING:
     from lake_assets.io.file_io import FileIO
@@ -148,6 +149,41 @@ def mark_done_after_commit(store: FileStore, messages: Iterable[CommitMessage], 
     return mark_partitions_done(store, touched_partitions(store, messages), now_ms=now_ms)
 
 
+def read_marker(store: FileStore, partition_dir: str) -> SuccessFile | None:
+    """The ``_SUCCESS`` file of a partition directory, or None when there is none."""
+    path = success_file_path(store, partition_dir)
+    try:
+        return SuccessFile.from_json(store.file_io.read_text(path), path)
+    except FileNotFoundError:
+        return None
+
+
+def marker_report(store: FileStore, since_snapshot: int | None, since_ms: int) -> dict[str, list[str]]:
+    """For a job's summary, when the table marks done: the partitions the snapshots after
+    ``since_snapshot`` added files to, split into those marked at or after ``since_ms`` and those
+    whose marker is missing or older (the write logged why). Empty when the option is off."""
+    if not end_input_to_done(store) or not store.schema.partition_keys:
+        return {}
+    sm = store.snapshot_manager
+    latest = sm.latest_id()
+    scan = store.file_store_scan()
+    partitions: dict[str, None] = {}
+    for sid in range((since_snapshot or 0) + 1, (latest or 0) + 1):
+        snap = sm.try_snapshot(sid)
+        for e in scan.delta_entries(snap) if snap is not None else ():
+            if e.kind == FileKind.ADD:
+                partitions.setdefault(store.partition_path_of(e.partition), None)
+    report: dict[str, list[str]] = {"marked_done": [], "mark_done_missing": []}
+    for pdir in sorted(partitions):
+        try:
+            marker = read_marker(store, pdir)
+        except Exception:  # a report: an unreadable marker counts as missing
+            marker = None
+        ok = marker is not None and marker.modification_time >= since_ms
+        report["marked_done" if ok else "mark_done_missing"].append(pdir)
+    return report
+
+
 __all__ = [
     "END_INPUT_TO_DONE",
     "SUCCESS_FILE_NAME",
@@ -157,6 +193,8 @@ __all__ = [
     "mark_done_after_commit",
     "mark_partitions_done",
     "mark_success_file",
+    "marker_report",
+    "read_marker",
     "success_file_path",
     "touched_partitions",
 ]

@@ -137,3 +137,20 @@ def test_orphan_removal_cutoff_is_strict_as_paimons(tmp_path: Path, offset_ms: i
     os.utime(stray, ns=(mtime_ns, mtime_ns))
     found = remove_orphan_files(table.store, older_than=timedelta(days=1), now_ms=cutoff_ms + 86_400_000)
     assert (str(stray) in found.paths) == (offset_ms < 0)
+
+
+def test_a_jobs_report_names_the_partitions_marked_and_missing(tmp_path: Path) -> None:
+    from lake_assets.ops.mark_done import marker_report
+
+    table = _table(tmp_path, DONE)
+    table.write_arrow(_rows("2024-01-03"))
+    before = table.snapshot_manager.latest_id()
+    messages = _commit(table, _rows("2024-01-01", "2024-01-02"))
+    _marker(table, "2024-01-02").parent.mkdir(parents=True, exist_ok=True)
+    _marker(table, "2024-01-02").mkdir()  # a directory where the marker goes: writing it fails
+    mark_done_after_commit(table.store, messages, now_ms=5_000)
+    assert marker_report(table.store, before, since_ms=5_000) == {
+        "marked_done": ["dt=2024-01-01"], "mark_done_missing": ["dt=2024-01-02"]}
+    # a marker older than the job does not count for it
+    assert marker_report(table.store, before, since_ms=5_001)["marked_done"] == []
+    assert marker_report(_table(tmp_path / "off", {}).store, None, since_ms=0) == {}

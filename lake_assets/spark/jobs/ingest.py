@@ -33,6 +33,7 @@ from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 from lake_assets.errors import SchemaError
+from lake_assets.ops.mark_done import marker_report
 from lake_assets.spark.jobs.args import base_parser, key_value, partition_arg, partition_spec, typed_partition
 from lake_assets.spark.jobs.context import JobContext
 from lake_assets.spark.jobs.errors import UsageError
@@ -375,10 +376,12 @@ def body(ctx: JobContext) -> dict[str, Any]:
         inputs = _partition_inputs(ctx, table_schema)
         ctx.start_run()
         before = table.snapshot_manager.latest_id()
+        started_ms = int(time.time() * 1000)
         out: dict[str, Any] = {"mode": args.mode, "overwrite": args.overwrite, "partition": None}
         out.update(_write_partitions(ctx, inputs))
         out.update(snapshot_fields(table, before))
         out.update(delta_stats(table, before))
+        out.update(marker_report(table.store, before, started_ms))  # partition.end-input-to-done
         return out
     spec = typed_partition(table, [pair for group in args.partitions for pair in group])
     _check_overwrite(table, spec, args.overwrite)
@@ -386,6 +389,7 @@ def body(ctx: JobContext) -> dict[str, Any]:
     df = conform_columns(raw, table, table_schema, spec)
     ctx.start_run()
     before = table.snapshot_manager.latest_id()
+    started_ms = int(time.time() * 1000)
     out = {"mode": args.mode, "overwrite": args.overwrite, "partition": spec or None}
     if args.mode == "stream":
         ctx.describe(f"stream {args.source or args.source_table}")
@@ -394,6 +398,7 @@ def body(ctx: JobContext) -> dict[str, Any]:
         out["files_in"], out["bytes_in"] = _input_size(raw)
         ctx.describe(f"write {args.source or args.source_table}" + (" (overwrite)" if args.overwrite else ""))
         out["rows_in"] = _write_batch(ctx, df, spec)
+        out.update(marker_report(table.store, before, started_ms))  # partition.end-input-to-done
     out.update(snapshot_fields(table, before))
     out.update(delta_stats(table, before))
     return out
