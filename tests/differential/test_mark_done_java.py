@@ -1,10 +1,12 @@
 """Partition mark-done against Paimon Java 0.9's own ``SuccessFileMarkDoneAction`` and
 ``SuccessFile``: the ``_SUCCESS`` files lake_assets writes are read by Java with the same times and
 are byte for byte what Java writes; each side keeps the other's creation time when it marks again.
-Enum options parse as Java's ``Options.get`` parses them (case-insensitive, untrimmed)."""
+Enum options parse as Java's ``Options.get`` parses them (case-insensitive, untrimmed), and orphan removal
+keeps a file modified exactly at the bound, as Java's strict ``oldEnough``."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -72,3 +74,28 @@ def test_enum_options_parse_as_java(java: PaimonJava, key: str) -> None:
         if ours != theirs:
             differ[text] = (ours, theirs)
     assert differ == {}
+
+
+def test_orphan_cutoff_is_strict_as_javas(java: PaimonJava, tmp_path: Path) -> None:
+    """``OrphanFilesClean.oldEnough`` is ``modificationTime < olderThanMillis``: a stray file
+    modified exactly at the bound stays with both engines, one a millisecond older goes."""
+    from datetime import timedelta
+
+    from lake_assets.ops.orphans import remove_orphan_files
+
+    wh = tmp_path / "wh"
+    cat = Catalog(str(wh))
+    cat.create_database("db")
+    table = cat.create_table("db.o", pa.schema([("id", pa.int64())]), options={"bucket": "-1"})
+    table.write_arrow(pa.table({"id": [1]}))
+    bucket = next(Path(table.store.paths.root).glob("bucket-*"))
+    bound = T0
+    strays = {}
+    for name, offset in (("data-at-bound.parquet", 0), ("data-before-bound.parquet", -1)):
+        path = bucket / name
+        path.write_bytes(b"x")
+        os.utime(path, ns=((bound + offset) * 1_000_000,) * 2)
+        strays[name] = str(path)
+    ours = remove_orphan_files(table.store, older_than=timedelta(days=1), now_ms=bound + 86_400_000).paths
+    theirs = java.remove_orphan_files(str(wh), "db.o", older_than_ms=bound, dry_run=True)
+    assert sorted(ours) == sorted(theirs) == [strays["data-before-bound.parquet"]]
