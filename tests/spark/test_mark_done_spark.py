@@ -32,3 +32,22 @@ def test_df_write_marks_the_partitions_it_wrote(spark, catalog: Catalog, warehou
     again = json.loads((root / "dt=2024-01-01" / SUCCESS_FILE_NAME).read_text())
     assert again["creationTime"] == first["creationTime"] and again["modificationTime"] >= first["modificationTime"]
     assert table.refresh().to_arrow().num_rows == 8
+
+
+def test_ingest_job_reports_the_partitions_it_marked(capsys, spark, tmp_path: Path) -> None:
+    from lake_assets.spark.jobs import ingest
+    from lake_assets.spark.jobs.errors import EXIT_OK
+    from tests.spark.test_jobs_common import run_job_main
+
+    wh = str(tmp_path / "wh")
+    cat = Catalog(wh)
+    cat.create_database("db")
+    table = cat.create_table("db.orders", pa.schema([("id", pa.int64()), ("dt", pa.string())]),
+                             partition_keys=["dt"], options={"partition.end-input-to-done": "true"})
+    src = tmp_path / "in.csv"
+    src.write_text("id,dt\n1,2024-02-01\n2,2024-02-02\n")
+    code, out = run_job_main(capsys, ingest.main, "--warehouse", wh, "--table", "db.orders",
+                             "--source", str(src), "--format", "csv")
+    assert code == EXIT_OK, out
+    assert out["marked_done"] == ["dt=2024-02-01", "dt=2024-02-02"] and out["mark_done_missing"] == []
+    assert (Path(table.store.paths.root) / "dt=2024-02-02" / SUCCESS_FILE_NAME).is_file()
