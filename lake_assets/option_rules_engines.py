@@ -327,7 +327,6 @@ REFUSED_ENGINE_RULES: dict[str, OptionRule] = _rules(
 
 # ---- partition mark-done (CoreOptions; Paimon's Spark writes since 1.0, Flink's sinks): docs/format.md §13.3
 MARK_DONE_ACTIONS = ("success-file", "done-partition", "mark-event", "http-report", "custom")
-_SUPPORTED_ACTIONS = frozenset({"SUCCESS_FILE"})
 
 
 def mark_done_actions(text: str) -> frozenset[str] | None:
