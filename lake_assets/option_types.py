@@ -188,7 +188,7 @@ def _parse_kind(rule: OptionRule, s: str) -> object:
     if kind == "enum":
         v = java_enum_choice(s, rule.choices)
         if v is None:
-            raise OptionError(f"Option {key!r}: {s!r} is not one of {list(rule.choices)}")
+            raise OptionError(f"Option {key!r}: {s!r} is not one of {list(rule.choices)}{suggest(s, rule.choices)}")
         return v
     if kind == "ratio":
         f = java_parse_double(s)

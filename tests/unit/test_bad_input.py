@@ -65,7 +65,7 @@ def test_unknown_row_kind(catalog: Catalog):
     [
         ({"options": {"bucket": "2", "no.such.option": "1"}}, OptionError, "Unknown table option 'no.such.option'"),
         ({"options": {"bucket": "2", "file.format": "csv"}}, UnsupportedFeatureError, "file.format"),
-        ({"options": {"bucket": "2", "merge-engine": "magic"}}, UnsupportedFeatureError, "merge-engine"),
+        ({"options": {"bucket": "2", "merge-engine": "magic"}}, OptionError, "merge-engine"),
         ({"options": {"bucket": "-3"}}, OptionError, "'bucket'"),
         ({"options": {"bucket-key": "k"}}, OptionError, "'bucket-key' cannot be set with bucket = -1"),
         ({"options": {"bucket": "two"}}, OptionError, "'bucket'"),

@@ -190,7 +190,7 @@ def test_every_bad_option_is_reported_at_once_with_the_valid_values(tmp_path):
             "bucket": "x", "changelog-producer": "lookp", "tag.creation-period": "weekly"})
     text = str(info.value)
     assert "3 problems" in text and "'bucket': 'x' is not an integer" in text
-    assert "did you mean 'lookup'" in text and "supported values: full-compaction, input, lookup, none" in text
+    assert "did you mean 'lookup'" in text and "is not one of ['none', 'input', 'lookup', 'full-compaction']" in text
     assert "['daily', 'hourly', 'two-hours']" in text
 
 
