@@ -9,16 +9,28 @@ system columns, strings and doubles), then reads and writes them through:
   (`lake_assets.io.s3.native_arrow_s3`);
 - ``whole`` (reads only): one GET of the whole object into memory (``s3fs.cat_file``).
 
+``--batched`` measures instead the batched read (`iter_parquet`, what ``Table.to_batches``, streams
+and compaction's run readers do) of one-row-group files at ``read.parquet.buffer-size`` 0 / 1 MiB /
+8 MiB through the native client and s3fs as opened before (s3fs with its read-ahead cache of
+``default_block_size``, 50 MiB), and through `S3FileIO.open_input_chunked` with either client
+(no cache beyond what the reader asks for, at least `S3FileIO.min_chunked_read` at a time):
+seconds (wall and CPU), the GET requests and bytes each makes (counted by a proxy in front of
+moto, in a separate pass: the proxy slows what it counts) and the most bytes held between batches
+(Arrow's pool, plus what s3fs's cache holds outside it; s3fs's answers to whole-chunk reads are
+Python bytes outside the pool and not counted).
+
 Best of ``--repeat`` runs per step. moto is a Python server, so absolute numbers are far below
 real S3; what matters is the ratio measured side by side (the request pattern: how many GETs of
 which size each client issues for a footer, a projection, a whole file).
 
     .venv/bin/python bench/bench_s3_read.py [--rows 200000] [--files 6] [--small 40] [--repeat 3]
+    PYTHONPATH=. .venv/bin/python bench/bench_s3_read.py --batched [--rows 500000] [--files 2] [--repeat 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import subprocess
 import sys
@@ -36,7 +48,11 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from lake_assets.io.s3 import native_arrow_s3
+from lake_assets.formats.parquet_read import iter_parquet
+from lake_assets.io.s3 import S3FileIO, native_arrow_s3
+
+MiB = 1024 * 1024
+BUFFERS = (0, MiB, 8 * MiB)  # read.parquet.buffer-size: whole chunks, the default, a larger buffer
 
 
 def _free_port() -> int:
@@ -88,12 +104,119 @@ def interleaved(repeat: int, kinds: list[str], step: Callable[[str], None]) -> d
     return {k: min(v) for k, v in times.items()}
 
 
+class _Counting:
+    """A proxy in front of moto that records each GET's path and body size (built on the
+    reliability suite's fault proxy: ``PYTHONPATH=.``)."""
+
+    def __init__(self, upstream: str) -> None:
+        from tests.reliability.fault_proxy import FaultProxy
+
+        gets: list[tuple[str, int]] = []
+
+        class Proxy(FaultProxy):
+            def _forward(self, method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, dict, bytes]:
+                status, head, data = super()._forward(method, path, headers, body)
+                if method == "GET":
+                    gets.append((path, len(data)))
+                return status, head, data
+
+        self.gets = gets
+        self.proxy = Proxy(upstream).start()
+
+
+def _held_outside_arrow(opened: list[Any]) -> int:
+    """Bytes the cache of the s3fs file opened last holds, outside Arrow's pool (s3fs without a
+    cache and the native client hold what they read in the pool)."""
+    if not opened:
+        return 0
+    held = getattr(getattr(opened[-1], "cache", None), "cache", None)
+    return len(held) if isinstance(held, (bytes, bytearray, memoryview)) else 0
+
+
+def batched(args: argparse.Namespace, endpoint: str, bucket: str, options: dict[str, Any]) -> None:
+    """The batched read of one-row-group files per client and ``read.parquet.buffer-size``."""
+    counting = _Counting(endpoint)
+    try:
+        clients: dict[str, Callable[[str, int], Any]] = {}
+        opened: list[Any] = []  # the s3fs file opened last
+        asks: dict[str, Callable[[int], int]] = {}  # the option -> the bytes a column asks for at once
+
+        def recording(open_file: Callable[..., Any]) -> Callable[..., Any]:
+            def open_and_record(*a: Any, **kw: Any) -> Any:
+                opened[:] = [open_file(*a, **kw)]
+                return opened[0]
+            return open_and_record
+
+        for name, ep in (("", endpoint), ("counted ", counting.proxy.endpoint)):
+            opts = {**options, "client_kwargs": {**options["client_kwargs"], "endpoint_url": ep}}
+            s3 = fsspec.filesystem("s3", skip_instance_cache=True, **opts)
+            s3.open = recording(s3.open)
+            native = native_arrow_s3(opts)
+            assert native is not None
+            io_native = S3FileIO(s3, opts)
+            io_s3fs = S3FileIO(s3, {**opts, "profile": None})  # no native equivalent: s3fs serves reads
+            clients[name + "native"] = lambda p, _b, n=native: n.open_input_file(p)  # type: ignore[misc]
+            clients[name + "s3fs"] = lambda p, _b, s3=s3: pa.PythonFile(s3.open(p, "rb"), mode="r")  # type: ignore[misc]
+            clients[name + "S3FileIO native"] = io_native.open_input_chunked
+            clients[name + "S3FileIO s3fs"] = io_s3fs.open_input_chunked
+            asks[name + "S3FileIO native"] = asks[name + "S3FileIO s3fs"] = io_native.chunked_read_bytes
+        s3 = fsspec.filesystem("s3", **options)
+        paths = [f"{bucket}/batched/data-{i}.parquet" for i in range(args.files)]
+        for i, p in enumerate(paths):
+            with s3.open(p, "wb") as f:
+                pq.write_table(data_file(args.rows, 500 + i), f, row_group_size=args.rows, compression="zstd")
+        mib = sum(s3.size(p) for p in paths) / MiB
+        print(f"moto at {endpoint}; {args.files} files of {args.rows:,} rows in one row group ({mib:.1f} MiB); "
+              f"iter_parquet(batch 65,536 rows); best of {args.repeat}; load {os.getloadavg()[0]:.1f}")
+
+        def read(client: str, buffer: int) -> int:
+            """Read every file; the most bytes held between batches (Arrow's pool + s3fs's cache)."""
+            most = 0
+            ask = asks.get(client, lambda b: b)(buffer)  # what iter_data_file passes on that store
+            for p in paths:
+                src = clients[client](p, ask)
+                start = pa.total_allocated_bytes()
+                for batch in iter_parquet(src, None, 65536, buffer_bytes=ask):
+                    most = max(most, pa.total_allocated_bytes() - start - batch.nbytes + _held_outside_arrow(opened))
+                    del batch
+                src.close()
+                opened.clear()
+            return most
+
+        buffers = [int(float(b) * MiB) for b in args.buffers.split(",")]
+        kinds = [f"{c}@{b}" for c in ("native", "s3fs", "S3FileIO native", "S3FileIO s3fs") for b in buffers]
+        wall: dict[str, list[float]] = {k: [] for k in kinds}
+        cpu: dict[str, list[float]] = {k: [] for k in kinds}
+        for r in range(args.repeat):
+            for k in kinds[r % len(kinds):] + kinds[: r % len(kinds)]:
+                client, buffer = k.split("@")
+                t0, c0 = time.perf_counter(), time.process_time()
+                read(client, int(buffer))
+                wall[k].append(time.perf_counter() - t0)
+                cpu[k].append(time.process_time() - c0)
+        print("| client | read.parquet.buffer-size | wall s | CPU s | GETs | MiB got | largest GET MiB "
+              "| most held MiB |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for k in kinds:
+            client, buffer = k.split("@")
+            counting.gets.clear()
+            held = read("counted " + client, int(buffer))
+            got = [n for _, n in counting.gets]
+            print(f"| {client} | {int(buffer) / MiB:g} MiB | {min(wall[k]):.3f} | {min(cpu[k]):.3f} | {len(got)} | "
+                  f"{sum(got) / MiB:.1f} | {max(got) / MiB:.2f} | {held / MiB:.1f} |", flush=True)
+    finally:
+        counting.proxy.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=200_000, help="rows per big data file")
     parser.add_argument("--files", type=int, default=6, help="big data files")
     parser.add_argument("--small", type=int, default=40, help="small data files (1,000 rows each)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--batched", action="store_true", help="the batched read only (see above)")
+    parser.add_argument("--buffers", default=",".join(str(b // MiB) for b in BUFFERS),
+                        help="--batched: read.parquet.buffer-size values, MiB")
     args = parser.parse_args()
 
     proc, endpoint = start_moto()
@@ -103,6 +226,9 @@ def main() -> None:
                      region_name="us-east-1").create_bucket(Bucket=bucket)
         options = {"key": "testing", "secret": "testing", "use_listings_cache": False,
                    "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
+        if args.batched:
+            batched(args, endpoint, bucket, options)
+            return
         s3fs = fsspec.filesystem("s3", **options)
         native = native_arrow_s3(options)
         assert native is not None

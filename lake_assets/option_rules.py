@@ -305,8 +305,9 @@ RULES.update(_rules(
     R("read.parquet.buffer-size", "size", 1 * MiB, "Bytes of each Parquet column chunk a batched read "
       "(Table.to_batches, streams, compaction) reads and holds at a time (lake_assets only; 0: whole column "
       "chunks, pyarrow's unbuffered read): per column a reader holds about this, the page it decodes and "
-      "the column's dictionary, not a whole compressed row group. Whole-file reads (to_arrow) read chunks "
-      "whole.", minimum=0, lake_assets_only=True),
+      "the column's dictionary, not a whole compressed row group. On S3 each read is one ranged GET, of "
+      "at least 8 MiB (smaller ones pay a round trip each), and the client caches nothing beyond it. "
+      "Whole-file reads (to_arrow) read chunks whole.", minimum=0, lake_assets_only=True),
     R("streaming-read-overwrite", "bool", False, "Streaming reads also emit OVERWRITE snapshots."),
     R("source.split.target-size", "size", 128 * MiB, "Bytes of files Paimon's batch planner packs into one "
       "split of a bucket.", minimum=1, note="lake_assets plans one split per bucket; a stream's full phase "

@@ -69,11 +69,16 @@ def iter_data_file(
     blocks), or in batches of at most ``batch_rows`` rows. Parquet and Avro files are decoded a
     batch at a time (Avro's source read a block at a time), Parquet column chunks read
     ``buffer_bytes`` at a time (0: whole); ORC files a stripe at a time."""
-    with _read_errors(path), file_io.open_input(path) as source:
+    with _read_errors(path):
         fmt = file_format(format_of_file(path))
-        # data files never change: what a format parsed of one before may serve again
-        for piece in fmt.iter_batches(source, columns, batch_rows, footer_key=path, buffer_bytes=buffer_bytes):
-            yield _system_types(piece)
+        # a Parquet reader asks for what it holds (``buffer_bytes`` of a column chunk or whole
+        # chunks): opened so that the store reads no further ahead (ORC and Avro as before)
+        chunked = fmt.name == "parquet"
+        buffer_bytes = file_io.chunked_read_bytes(buffer_bytes)  # object stores ask for more at once
+        with file_io.open_input_chunked(path, buffer_bytes) if chunked else file_io.open_input(path) as source:
+            # data files never change: what a format parsed of one before may serve again
+            for piece in fmt.iter_batches(source, columns, batch_rows, footer_key=path, buffer_bytes=buffer_bytes):
+                yield _system_types(piece)
 
 
 def file_column_names(key_names: Sequence[str]) -> list[str]:

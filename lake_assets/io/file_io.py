@@ -51,6 +51,9 @@ class FileIO(ABC):
     publishes_on_close: bool = False
     #: each request pays a network round trip: reading many small files in parallel pays off
     parallel_reads_pay_off: bool = False
+    #: the fewest bytes a batched Parquet read asks of a column chunk at once (`chunked_read_bytes`):
+    #: on an object store each ask is one ranged GET, whose round trip small asks pay again and again
+    min_chunked_read: int = 0
 
     @classmethod
     def for_url(cls, url: str, **storage_options: Any) -> tuple[FileIO, str]:
@@ -113,6 +116,18 @@ class FileIO(ABC):
     @abstractmethod
     def open_input(self, path: str) -> pa.NativeFile:
         """A random-access stream over a file (for Parquet); FileNotFoundError when absent."""
+
+    def open_input_chunked(self, path: str, buffer_bytes: int) -> pa.NativeFile:
+        """`open_input` for a reader that asks for ``buffer_bytes`` at a time (a batched Parquet
+        read, `formats.parquet_read.iter_parquet`; 0: whole column chunks): a backend that reads
+        ahead of what is asked (s3fs's cache) reads and holds no more than what is asked here."""
+        return self.open_input(path)
+
+    def chunked_read_bytes(self, buffer_bytes: int) -> int:
+        """The bytes of a column chunk a batched Parquet read with ``read.parquet.buffer-size`` =
+        ``buffer_bytes`` asks for and holds at a time on this store: the option, at least
+        `min_chunked_read`; 0 (whole column chunks) stays 0."""
+        return max(buffer_bytes, self.min_chunked_read) if buffer_bytes > 0 else 0
 
     # ----------------------------------------------------------------- writes
     @abstractmethod

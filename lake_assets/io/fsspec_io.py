@@ -71,6 +71,12 @@ class FsspecFileIO(FileIO):
     def open_input(self, path: str) -> pa.NativeFile:
         return pa.PythonFile(self.fs.open(path, "rb"), mode="r")
 
+    def open_input_chunked(self, path: str, buffer_bytes: int) -> pa.NativeFile:
+        # No cache of the filesystem's own: fsspec's default (s3fs: read-ahead of
+        # ``default_block_size``, 50 MiB) would hold up to a whole file beyond what the reader
+        # asked for, outside Arrow's pool; each read of the reader is then one ranged request.
+        return pa.PythonFile(self.fs.open(path, "rb", cache_type="none"), mode="r")
+
     # ----------------------------------------------------------------- writes
     def mkdirs(self, path: str) -> None:
         self.fs.makedirs(path, exist_ok=True)

@@ -15,8 +15,11 @@ A unit that streams (an interval of more than ``compaction.merge-rows`` input ro
   ``read.parquet.buffer-size`` bytes of the column chunk it reads at a time plus the data page
   it decodes and the column's decoded dictionary (`PARQUET_PAGE_BYTES` each), not the whole
   compressed row group (`run_reader_bytes`; with the option 0 a whole compressed file per run,
-  up to ``target-file-size``). An ORC file holds a stripe (``orc.stripe.size``), an Avro file a
-  block: the Parquet figure is the one counted.
+  up to ``target-file-size``). On an object store a column asks for at least
+  `FileIO.min_chunked_read` (8 MiB on S3: each ask is a GET) and the store's client caches
+  nothing beyond it (`FileIO.open_input_chunked`): the bound takes the store's figure. An ORC
+  file holds a stripe (``orc.stripe.size``), an Avro file a block: the Parquet figure is the
+  one counted.
 
 An append table's unit reads its files ``read.batch-size`` rows at a time and writes them in
 row groups of ``compaction.merge-rows`` rows (at most one read batch more).
@@ -38,6 +41,7 @@ from lake_assets.ops.compact.fan_in import sort_spill_threshold
 from lake_assets.ops.streaming_read import DEFAULT_BATCH_ROWS
 
 if TYPE_CHECKING:
+    from lake_assets.io.file_io import FileIO
     from lake_assets.options import CoreOptions
 
 # ``compaction.merge-rows`` when unset: large enough that the merge's per-step work (a sort, a
@@ -105,19 +109,24 @@ def compaction_rows_bound(options: CoreOptions, runs: int, units: int) -> int:
     return units * unit_rows_bound(options, runs).total
 
 
-def run_reader_bytes(options: CoreOptions, columns: int) -> int:
+def run_reader_bytes(options: CoreOptions, columns: int, file_io: FileIO | None = None) -> int:
     """Bytes the reader of one sorted run's Parquet file holds beside its read batch, reading
     ``columns`` columns: per column the ``read.parquet.buffer-size`` bytes of its chunk read at a
-    time, a decoded data page and a decoded dictionary page (`PARQUET_PAGE_BYTES`); with the
-    option 0 (whole column chunks) a whole compressed file, up to ``target-file-size``."""
+    time (on ``file_io``'s store: object stores read at least `FileIO.min_chunked_read`; None:
+    local disk), a decoded data page and a decoded dictionary page (`PARQUET_PAGE_BYTES`); with
+    the option 0 (whole column chunks) a whole compressed file, up to ``target-file-size``."""
     buffer = options.read_parquet_buffer_size
+    if file_io is not None:
+        buffer = file_io.chunked_read_bytes(buffer)
     if buffer == 0:
         return options.target_file_size
     return columns * (buffer + 2 * PARQUET_PAGE_BYTES)
 
 
-def compaction_reader_bytes(options: CoreOptions, runs: int, units: int, columns: int) -> int:
+def compaction_reader_bytes(options: CoreOptions, runs: int, units: int, columns: int,
+                            file_io: FileIO | None = None) -> int:
     """Bytes the file readers of ``units`` streaming units at once hold beside their batches,
     each unit merging ``runs`` sorted runs of ``columns`` columns (at most
-    ``sort-spill-threshold`` runs open at once: the spill runs' readers hold one batch)."""
-    return units * min(runs, sort_spill_threshold(options)) * run_reader_bytes(options, columns)
+    ``sort-spill-threshold`` runs open at once: the spill runs' readers hold one batch), on
+    ``file_io``'s store (`run_reader_bytes`)."""
+    return units * min(runs, sort_spill_threshold(options)) * run_reader_bytes(options, columns, file_io)
