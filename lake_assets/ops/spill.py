@@ -266,6 +266,8 @@ class SpillDirectory:
                         if within_budget and not self.has_room(sink.tell()):
                             raise SpillDiskFull(f"spill run {path} exceeds write-buffer-spill.max-disk-size")
                     rows += chunk.num_rows
+                    # written: the loop variables would hold this chunk while the next is made
+                    del chunk, part
         except BaseException:
             _unlink(path)
             raise

@@ -35,7 +35,6 @@ from __future__ import annotations
 import errno
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -148,5 +147,17 @@ def _fold(
     first = next(chunks, None)
     if first is None:
         return None
-    return spill.write_run(chain([first], chunks), first.schema, key_names, rows_per_batch=batch_rows,
-                           within_budget=True)
+    schema = first.schema
+    steps = _prepended(first, chunks)
+    # a local (or ``chain([first], ...)``, whose argument tuple lives as long as the chain) would
+    # hold the first step - up to twice compaction.merge-rows rows - until the whole fold is written
+    del first
+    return spill.write_run(steps, schema, key_names, rows_per_batch=batch_rows, within_budget=True)
+
+
+def _prepended(first: pa.Table, rest: Iterator[pa.Table]) -> Iterator[pa.Table]:
+    """``first`` then ``rest``, holding ``first`` only until the consumer asks for the next."""
+    holder = [first]
+    del first
+    yield holder.pop()
+    yield from rest
