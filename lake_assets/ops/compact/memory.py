@@ -9,7 +9,10 @@ A unit that streams (an interval of more than ``compaction.merge-rows`` input ro
   the unit merges many runs, so that the runs' batches together stay within
   ``compaction.merge-rows`` down to `MIN_RUN_BATCH_ROWS` rows per run (`run_batch_rows`);
   at most ``sort-spill-threshold`` runs at once (`ops.compact.fan_in`: the excess is merged
-  into local spill runs first, in merges of at most that many inputs).
+  into local spill runs first, in merges of at most that many inputs). A fold holds the same
+  as the unit's own merge - one step's input and its sorted output, one batch per input - as
+  each step is released once it is written to the spill run (before round 8 of issue 17 §2 the
+  fold also held its first step and the previous one: up to three steps).
 
 - the Parquet file each of those runs is read from, beside its batch: per column read, the
   ``read.parquet.buffer-size`` bytes of the column chunk it reads at a time plus the data page
@@ -20,6 +23,18 @@ A unit that streams (an interval of more than ``compaction.merge-rows`` input ro
   nothing beyond it (`FileIO.open_input_chunked`): the bound takes the store's figure. An ORC
   file holds a stripe (``orc.stripe.size``), an Avro file a block: the Parquet figure is the
   one counted.
+
+The output writer holds no rows between steps: each merged step is one row group of the open
+file, and parquet-cpp keeps about 16 bytes a row of the last one (its column writers), not the
+file's rows; so ``target-file-size`` does not enter the bound (Java's writer buffers a row group
+up to ``parquet.block.size`` instead).
+
+These are maxima that a unit reaches only with large enough inputs: a step is gathered up to
+twice ``compaction.merge-rows`` only when its inputs are that dense, a run's batch is its whole
+file when the file is smaller, and a reader's buffers hold a whole column chunk when it is below
+``read.parquet.buffer-size``. So the peak of the same layout grows with the files (level-0 files
+of 2,500 to 40,000 rows in `bench/bench_memory.py --many-runs 200` at 4M to 64M rows) towards
+the bound, not past it.
 
 An append table's unit reads its files ``read.batch-size`` rows at a time and writes them in
 row groups of ``compaction.merge-rows`` rows (at most one read batch more).
