@@ -21,7 +21,7 @@ from typing import Any
 WRITE_PARTS: list[tuple[str, str]] = [
     ("lake_assets.table", "Table.write_arrow"),
     ("lake_assets.ops.write", "conform"),
-    ("lake_assets.ops.write", "route"),
+    ("lake_assets.ops.bucket_router", "route"),
     ("lake_assets.ops.route", "partition_groups"),
     ("lake_assets.ops.route", "_fixed_buckets"),
     ("lake_assets.ops.route", "_merge_order"),
@@ -36,7 +36,7 @@ WRITE_PARTS: list[tuple[str, str]] = [
     ("lake_assets.formats.rolling_writer", "RollingFileWriter._account"),
     ("lake_assets.formats.rolling_writer", "RollingFileWriter._finish"),
     ("lake_assets.formats.parquet_format", "_ParquetWriter.close"),
-    ("lake_assets.ops.write", "TableWriter._restore"),
+    ("lake_assets.ops.bucket_router", "BucketRouter.restore"),
     ("lake_assets.ops.commit", "TableCommitter.commit"),
     ("lake_assets.store.manifest_io", "encode_manifest_entries"),
     ("lake_assets.store.manifest_io", "encode_manifest_list"),

@@ -1,7 +1,9 @@
 """The table writer: buffers rows per (partition, bucket), sorts, merges and flushes files.
 
 Like a Paimon/Flink sink writer it never commits: `prepare_commit` flushes and returns commit
-messages for a single committer. Everything on the row path is vectorized with pyarrow/numpy.
+messages for a single committer. Its `BucketRouter` (ops/bucket_router.py) puts each row in its
+bucket's buffer; here are the checks on input, when the buffer flushes or spills, and the commit
+messages. Everything on the row path is vectorized with pyarrow/numpy.
 """
 
 from __future__ import annotations
@@ -15,15 +17,14 @@ import numpy as np
 import pyarrow as pa
 
 from lake_assets.errors import LakeError, NoSuchTableError, UnsupportedFeatureError
-from lake_assets.formats.data_file import SEQUENCE_NUMBER
 from lake_assets.lsm.merge import is_retract
 from lake_assets.ops.allocator import release_pool_threads
-from lake_assets.ops.bucket_count import check_bucket_count
+from lake_assets.ops.bucket_router import BucketRouter
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
-from lake_assets.ops.dynamic_bucket import DynamicBucketAssigner, assigner_for, attach_index_changes
+from lake_assets.ops.dynamic_bucket import attach_index_changes
 from lake_assets.ops.level0_flush import Level0Flush
-from lake_assets.ops.route import PARALLEL_GATHER_ROWS, RouteSpec, route
+from lake_assets.ops.route import PARALLEL_GATHER_ROWS
 from lake_assets.ops.spill import SpillStats, spill_root
 from lake_assets.ops.write_spill import WriteBufferSpill, bucket_flush_threads
 from lake_assets.ops.writer_state import (
@@ -35,7 +36,6 @@ from lake_assets.ops.writer_state import (
     compact_inline,
     discard_compactions,
 )
-from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.row_kind import RowKind
 from lake_assets.table_rules import check_engine_producer
 from lake_assets.table_support import Op
@@ -77,12 +77,8 @@ class TableWriter:
         self.options = opts
         self.is_pk = bool(self.schema.primary_keys)
         self.num_buckets = opts.bucket if real_buckets is None else real_buckets
-        # the table's own fixed count (not a postpone table's per-partition one): a partition whose
-        # files another count wrote is refused (ops/bucket_count.py)
-        self._fixed_table_count = self.is_pk and real_buckets is None and self.num_buckets > 0
         # dynamic bucket mode: an assigner and the table's hash index decide each key's bucket
         self.dynamic = self.is_pk and self.num_buckets == -1
-        self._assigner: DynamicBucketAssigner | None = None
         if self.is_pk and self.num_buckets <= 0 and not self.dynamic:
             mode = "dynamic bucket (bucket = -1)" if self.num_buckets == -1 else f"bucket = {self.num_buckets}"
             raise UnsupportedFeatureError(
@@ -98,31 +94,22 @@ class TableWriter:
         check_engine_producer(f"Cannot write to {store.name}", opts)
         self.partition_types = self.schema.types(list(self.schema.partition_keys))
         self.bucket_types = self.schema.types(list(self.schema.bucket_keys))
-        self._buffers: dict[tuple[bytes, int], BucketBuffer] = {}
+        # the table's own fixed count (not a postpone table's per-partition one) is checked per partition
+        fixed_table_count = self.is_pk and real_buckets is None and self.num_buckets > 0
+        self._router = BucketRouter(
+            store, self._op, num_buckets=self.num_buckets, partition_types=self.partition_types,
+            bucket_types=self.bucket_types, ignore_previous_files=ignore_previous_files, base=base,
+            checked_count=self.num_buckets if fixed_table_count else None)
+        self._buffers = self._router.buffers  # the router fills them; flushes empty them
         self._compact_requested: set[tuple[bytes, int]] = set()  # see `request_compaction`
         self._full_requested: set[tuple[bytes, int]] = set()  # ... with full=True
-        self._buffered_bytes = 0
-        # the latest snapshot's state of every bucket, read when the first rows are buffered
-        self._base: WriterBase | None = base
         self._closed = False
-        # Sequence numbers of a bucket are next, next + stride, ... (see `interleave_sequences`)
-        self._sequence_stride = 1
-        self._sequence_offset = 0
         # the write buffer's local spill (None: a full buffer flushes level-0 files)
         self.spill_dir = spill_root(spill_dir)
         self._spill = WriteBufferSpill.for_writer(opts, self.is_pk, list(self.schema.trimmed_primary_keys),
                                                   self.spill_dir)
         self._level0 = Level0Flush(store, self.schema, self.partition_types, self._spill, write_only=self.write_only)
         self._threads: ThreadPoolExecutor | None = None  # see `_worker_pool`
-        self._route_spec = RouteSpec(
-            partition_keys=tuple(self.schema.partition_keys),
-            bucket_keys=tuple(self.schema.bucket_keys),
-            bucket_types=tuple(self.bucket_types),
-            num_buckets=self.num_buckets if self.is_pk else 1,
-            primary_keys=tuple(self.schema.trimmed_primary_keys) if self.is_pk else (),
-            sequence_fields=tuple(self.options.sequence_fields),
-            sequence_descending=self.options.sequence_descending,
-        )
 
     def interleave_sequences(self, slot: int, slots: int) -> None:
         """Number each bucket's records ``base + slot``, ``base + slot + slots``, ... (base = the
@@ -132,10 +119,7 @@ class TableWriter:
         distinct slots then never share a sequence number, so every reader orders the versions of
         a key the same way; within one writer, later rows still win. Call before the first write.
         """
-        if self._buffers or not 0 <= slot < slots:
-            raise LakeError(f"Writer of {self.store.name}: sequence slot {slot} of {slots} is out of range "
-                            "or set after the first write")
-        self._sequence_offset, self._sequence_stride = slot, slots
+        self._router.interleave_sequences(slot, slots)
 
     # ----------------------------------------------------------------- input
     def write_arrow(
@@ -207,65 +191,20 @@ class TableWriter:
         # A batch that fits in the room the buffer has left is routed whole: its copy stays within
         # the buffer, and each bucket then holds one sorted slice, which flushes without a re-sort.
         slice_bytes = max(1, self.options.write_buffer_size // 2)
-        room = self.options.write_buffer_size - self._buffered_bytes
+        room = self.options.write_buffer_size - self._router.buffered_bytes
         rows = data.num_rows if data.nbytes <= max(slice_bytes, room) else max(
             MIN_ROUTED_ROWS, data.num_rows * slice_bytes // data.nbytes)
         for start in range(0, data.num_rows, rows):
-            self._route(data.slice(start, rows), kinds[start : start + rows], pool)
-            if self._buffered_bytes >= self.options.write_buffer_size:
+            self._router.route(data.slice(start, rows), kinds[start : start + rows], pool)
+            if self._router.buffered_bytes >= self.options.write_buffer_size:
                 self.flush()
 
-    def _route(self, data: pa.Table, kinds: np.ndarray, pool: Executor | None = None) -> None:
-        assign = self._assign_dynamic if self.dynamic else None
-        for group in route(data, kinds, self._route_spec, assign, pool):
-            buf = self._buffer(group.partition, group.bucket)
-            n = group.rows.num_rows
-            # Sequence numbers follow the group's merge order, (key, arrival): a key's versions
-            # keep their arrival order, which is all a merge reads from them (Paimon numbers
-            # records as they come; across keys the numbering carries no meaning).
-            step = self._sequence_stride
-            first = buf.next_sequence
-            seq = pa.array(np.arange(first, first + n * step, step, dtype=np.int64))
-            buf.next_sequence += n * step
-            chunk = group.rows.append_column(SEQUENCE_NUMBER, seq)
-            buf.tables.append(chunk)
-            nbytes = chunk.nbytes
-            buf.nbytes += nbytes
-            self._buffered_bytes += nbytes
-
-    def _buffer(self, pvals: tuple[Any, ...], bucket: int) -> BucketBuffer:
-        partition = serialize_row(list(pvals), self.partition_types)
-        key = (partition, bucket)
-        buf = self._buffers.get(key)
-        if buf is None:
-            base = self._restore()
-            if self._fixed_table_count:
-                check_bucket_count(self.store.name, self.schema.partition_keys, pvals,
-                                   base.bucket_counts.get(partition), self.num_buckets)
-            start = base.max_sequences[key] + 1
-            buf = BucketBuffer(partition, pvals, bucket, start + self._sequence_offset)
-            self._buffers[key] = buf
-        return buf
-
-    def _assign_dynamic(self, data: pa.Table, part_ids: np.ndarray, part_values: list[tuple[Any, ...]]) -> np.ndarray:
-        """Buckets of rows of a dynamic-bucket table, from the writer's assigner (`route`'s hook)."""
-        partitions = [serialize_row(list(p), self.partition_types) for p in part_values]
-        return self._dynamic_assigner().assign_rows(data, self.schema, part_ids, partitions)
-
-    def _dynamic_assigner(self) -> DynamicBucketAssigner:
-        """The writer's bucket assigner, loaded from the snapshot the writer starts from."""
-        if self._assigner is None:
-            self._assigner = assigner_for(self.store, self._restore().snapshot,
-                                          ignore_previous=self.ignore_previous_files)
-        return self._assigner
-
-    def _restore(self) -> WriterBase:
-        """Sequence numbers continue from each bucket's live files (Paimon's "scan" init mode)."""
-        if self._base is None:
-            self._base = WriterBase.restore(self.store, self._op, self.ignore_previous_files)
-        return self._base
-
     # ---------------------------------------------------------------- flushes
+    @property
+    def buffered_bytes(self) -> int:
+        """The Arrow bytes the write buffer holds (``write-buffer-size`` bounds them)."""
+        return self._router.buffered_bytes
+
     @property
     def spill_stats(self) -> SpillStats | None:
         """What this writer spilled and merged so far (None when it does not spill)."""
@@ -303,7 +242,7 @@ class TableWriter:
         pending = [buf for buf in self._buffers.values() if buf.tables]
         nbytes = sum(buf.nbytes for buf in pending)
         if self._spill is not None and pending and self._spill.has_room(nbytes):
-            self._buffered_bytes -= nbytes
+            self._router.buffered_bytes -= nbytes
             self._each(self._spill.spill, pending, spills=True)
             return
         # Not spilling, or write-buffer-spill.max-disk-size would be exceeded (the estimate is the
@@ -314,7 +253,7 @@ class TableWriter:
     def _write_level0(self) -> None:
         """Every bucket's runs and buffered rows become level-0 files."""
         targets = [buf for buf in self._buffers.values() if buf.tables or buf.runs]
-        self._buffered_bytes -= sum(buf.nbytes for buf in targets)
+        self._router.buffered_bytes -= sum(buf.nbytes for buf in targets)
         self._each(self._level0.flush, targets)
 
     def prepare_commit(self) -> list[CommitMessage]:
@@ -334,8 +273,8 @@ class TableWriter:
         self._compact_requested.clear()
         self._full_requested.clear()
         messages = [msg for _, _, msg in pending if not msg.is_empty()]
-        if self._assigner is not None:
-            changes = self._assigner.prepare_commit(
+        if self._router.assigner is not None:
+            changes = self._router.assigner.prepare_commit(
                 lambda name, data: self.store.file_io.write_bytes(self.store.paths.index_file(name), data))
             messages = attach_index_changes(messages, changes, total)
         return messages
@@ -348,7 +287,7 @@ class TableWriter:
         done: dict[BucketKey, CommitMessage] = {}
         targets = [buf for key, buf in self._buffers.items()
                    if buf.tables or buf.runs or buf.new_files or buf.new_changelog or key in self._compact_requested]
-        self._buffered_bytes -= sum(buf.nbytes for buf in targets)
+        self._router.buffered_bytes -= sum(buf.nbytes for buf in targets)
 
         def run(buf: BucketBuffer) -> None:
             self._level0.flush(buf)
@@ -367,13 +306,13 @@ class TableWriter:
         to it (Java's ``write.compact(partition, bucket, full)``, which the postpone compaction
         calls for real buckets holding level-0 files, or for every real bucket with ``full``: all
         of the bucket's files, old and new, into the top level). A write-only writer ignores it."""
-        buf = self._buffer(partition_values, bucket)
+        buf = self._router.buffer(partition_values, bucket)
         self._compact_requested.add((buf.partition, buf.bucket))
         if full:
             self._full_requested.add((buf.partition, buf.bucket))
 
     def _compact_inline(self, key: tuple[bytes, int], buf: BucketBuffer, msg: CommitMessage) -> CommitMessage:
-        return compact_inline(self.store, self._restore(), self.num_buckets, key, buf, msg,
+        return compact_inline(self.store, self._router.restore(), self.num_buckets, key, buf, msg,
                               full=key in self._full_requested, spill_dir=self.spill_dir)
 
     def abort(self, messages: Iterable[CommitMessage] = ()) -> None:
@@ -403,7 +342,7 @@ class TableWriter:
             buf.tables.clear()
             buf.nbytes = 0
             buf.runs = []
-        self._buffered_bytes = 0
+        self._router.buffered_bytes = 0
         if self._spill is not None:
             self._spill.cleanup()
 

@@ -33,7 +33,7 @@ def _count_flushes(monkeypatch) -> list[int]:
     original = TableWriter.flush
 
     def flush(self: TableWriter) -> None:
-        seen.append(self._buffered_bytes)
+        seen.append(self.buffered_bytes)
         original(self)
 
     monkeypatch.setattr(TableWriter, "flush", flush)
@@ -58,7 +58,7 @@ def test_flushes_follow_the_configured_buffer(tmp_path, monkeypatch, buffer_kib)
     # so the number of flushes is set by the buffer: about total / buffer
     assert total / (1.5 * buffer + 64 * KiB) - 1 <= len(by_buffer) <= total / buffer
     # and every flushed byte was accounted (the final flush takes what is left)
-    assert w._buffered_bytes == 0
+    assert w.buffered_bytes == 0
 
 
 def test_a_bigger_buffer_means_fewer_level0_files(tmp_path):
@@ -78,8 +78,8 @@ def test_buffered_bytes_are_the_arrow_memory_the_buffer_holds(tmp_path):
     before = pa.total_allocated_bytes()
     w.write_arrow(data)
     held = pa.total_allocated_bytes() - before
-    assert w._buffered_bytes > 0
+    assert w.buffered_bytes > 0
     # the buffer keeps one sorted copy of the rows (plus the two system columns), not more
-    assert 0.7 * w._buffered_bytes <= held <= 1.3 * w._buffered_bytes + 256 * KiB
+    assert 0.7 * w.buffered_bytes <= held <= 1.3 * w.buffered_bytes + 256 * KiB
     w.close()
-    assert w._buffered_bytes == 0
+    assert w.buffered_bytes == 0

@@ -1,0 +1,127 @@
+"""A table writer's bucket routing: the (partition, bucket) buffer each row goes to, and its number.
+
+`BucketRouter` groups conformed rows by partition and bucket (`ops.route`; a dynamic-bucket
+table's buckets come from its assigner and hash index), numbers each bucket's records on from the
+bucket's live files, and appends them to that bucket's `BucketBuffer`. When the buffers are
+flushed, spilled or compacted is the `TableWriter`'s business (ops/write.py).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Executor
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from lake_assets.errors import LakeError
+from lake_assets.formats.data_file import SEQUENCE_NUMBER
+from lake_assets.ops.bucket_count import check_bucket_count
+from lake_assets.ops.dynamic_bucket import DynamicBucketAssigner, assigner_for
+from lake_assets.ops.route import RouteSpec, route
+from lake_assets.ops.writer_state import BucketBuffer, BucketKey, WriterBase
+from lake_assets.spec.binary_row import serialize_row
+from lake_assets.table_support import Op
+
+if TYPE_CHECKING:
+    from lake_assets.spec.data_types import DataType
+    from lake_assets.store.file_store import FileStore
+
+
+class BucketRouter:
+    """Routes a writer's rows into its per-bucket buffers (`buffers`), numbering them."""
+
+    def __init__(
+        self, store: FileStore, op: Op, *, num_buckets: int, partition_types: list[DataType],
+        bucket_types: list[DataType], ignore_previous_files: bool, base: WriterBase | None,
+        checked_count: int | None,
+    ) -> None:
+        # ``num_buckets``: the writer's count (-1: dynamic for a primary-key table, unaware for an
+        # append table); ``base``: the snapshot state to start from, else read at the first row;
+        # ``checked_count``: the table's own fixed count (not a postpone table's per-partition one),
+        # a partition whose live files another count wrote is refused (ops/bucket_count.py).
+        self.store = store
+        self.schema = store.schema
+        self._op = op
+        self._ignore_previous_files = ignore_previous_files
+        self.partition_types = partition_types
+        is_pk = bool(self.schema.primary_keys)
+        self.dynamic = is_pk and num_buckets == -1
+        self._checked_count = checked_count
+        self.buffers: dict[BucketKey, BucketBuffer] = {}
+        self.buffered_bytes = 0  # what `route` added to the buffers; the writer subtracts what it flushes
+        # the dynamic-bucket assigner, made at the first row of a dynamic-bucket table
+        self.assigner: DynamicBucketAssigner | None = None
+        self._base = base
+        # Sequence numbers of a bucket are next, next + stride, ... (see `interleave_sequences`)
+        self._sequence_stride = 1
+        self._sequence_offset = 0
+        self._spec = RouteSpec(
+            partition_keys=tuple(self.schema.partition_keys),
+            bucket_keys=tuple(self.schema.bucket_keys),
+            bucket_types=tuple(bucket_types),
+            num_buckets=num_buckets if is_pk else 1,
+            primary_keys=tuple(self.schema.trimmed_primary_keys) if is_pk else (),
+            sequence_fields=tuple(self.schema.core_options.sequence_fields),
+            sequence_descending=self.schema.core_options.sequence_descending,
+        )
+
+    def interleave_sequences(self, slot: int, slots: int) -> None:
+        """See `TableWriter.interleave_sequences`."""
+        if self.buffers or not 0 <= slot < slots:
+            raise LakeError(f"Writer of {self.store.name}: sequence slot {slot} of {slots} is out of range "
+                            "or set after the first write")
+        self._sequence_offset, self._sequence_stride = slot, slots
+
+    def route(self, data: pa.Table, kinds: np.ndarray, pool: Executor | None = None) -> None:
+        """Append conformed rows (with their int8 kinds) to their buckets' buffers, counting
+        their bytes in `buffered_bytes`. ``pool`` routes a big batch on its threads."""
+        assign = self._assign_dynamic if self.dynamic else None
+        for group in route(data, kinds, self._spec, assign, pool):
+            buf = self.buffer(group.partition, group.bucket)
+            n = group.rows.num_rows
+            # Sequence numbers follow the group's merge order, (key, arrival): a key's versions
+            # keep their arrival order, which is all a merge reads from them (Paimon numbers
+            # records as they come; across keys the numbering carries no meaning).
+            step = self._sequence_stride
+            first = buf.next_sequence
+            seq = pa.array(np.arange(first, first + n * step, step, dtype=np.int64))
+            buf.next_sequence += n * step
+            chunk = group.rows.append_column(SEQUENCE_NUMBER, seq)
+            buf.tables.append(chunk)
+            nbytes = chunk.nbytes
+            buf.nbytes += nbytes
+            self.buffered_bytes += nbytes
+
+    def buffer(self, pvals: tuple[Any, ...], bucket: int) -> BucketBuffer:
+        """The buffer of a partition (by its values) and bucket, made at its first use."""
+        partition = serialize_row(list(pvals), self.partition_types)
+        key = (partition, bucket)
+        buf = self.buffers.get(key)
+        if buf is None:
+            base = self.restore()
+            if self._checked_count is not None:
+                check_bucket_count(self.store.name, self.schema.partition_keys, pvals,
+                                   base.bucket_counts.get(partition), self._checked_count)
+            start = base.max_sequences[key] + 1
+            buf = BucketBuffer(partition, pvals, bucket, start + self._sequence_offset)
+            self.buffers[key] = buf
+        return buf
+
+    def _assign_dynamic(self, data: pa.Table, part_ids: np.ndarray, part_values: list[tuple[Any, ...]]) -> np.ndarray:
+        """Buckets of rows of a dynamic-bucket table, from the writer's assigner (`route`'s hook)."""
+        partitions = [serialize_row(list(p), self.partition_types) for p in part_values]
+        return self._dynamic_assigner().assign_rows(data, self.schema, part_ids, partitions)
+
+    def _dynamic_assigner(self) -> DynamicBucketAssigner:
+        """The writer's bucket assigner, loaded from the snapshot the writer starts from."""
+        if self.assigner is None:
+            self.assigner = assigner_for(self.store, self.restore().snapshot,
+                                         ignore_previous=self._ignore_previous_files)
+        return self.assigner
+
+    def restore(self) -> WriterBase:
+        """Sequence numbers continue from each bucket's live files (Paimon's "scan" init mode)."""
+        if self._base is None:
+            self._base = WriterBase.restore(self.store, self._op, self._ignore_previous_files)
+        return self._base
