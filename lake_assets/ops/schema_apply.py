@@ -1,6 +1,7 @@
-"""Schema evolution rules: `apply_changes` turns a schema plus changes into the next schema (pure), or
+"""Schema evolution: `apply_changes` turns a schema plus changes into the next schema (pure), or
 raises. Data files are never rewritten: readers map old files to the current schema by field id
-(docs/format.md §2.4), which is why only lossless type changes are allowed.
+(docs/format.md §2.4), which is why only lossless type changes are allowed
+(`schema_column_types`) and why some options may not change (`schema_option_change`).
 """
 
 from __future__ import annotations
@@ -9,14 +10,7 @@ import dataclasses
 import time
 from collections.abc import Iterable
 
-import pyarrow as pa
-
-from lake_assets.errors import (
-    CorruptMetadataError,
-    OptionError,
-    SchemaError,
-    UnsupportedFeatureError,
-)
+from lake_assets.errors import OptionError, SchemaError
 from lake_assets.ops.schema_change_model import (
     AddColumn,
     DropColumn,
@@ -26,155 +20,20 @@ from lake_assets.ops.schema_change_model import (
     RenameColumn,
     SchemaChange,
     SetOption,
-    TypeLike,
     UpdateColumnComment,
     UpdateColumnNullability,
     UpdateColumnType,
     UpdateComment,
 )
-from lake_assets.options import FIELD_OPTION
-from lake_assets.schema_rules import (
-    NESTED_TYPES,
-    check_column_name,
-    check_column_type,
-    check_keys,
-    check_option_change,
-)
-from lake_assets.spec.arrow_types import FieldIdCounter, from_arrow
-from lake_assets.spec.data_types import (
-    ArrayType,
-    BigIntType,
-    CharType,
-    DataField,
-    DataType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntType,
-    LocalZonedTimestampType,
-    MapType,
-    MultisetType,
-    RowType,
-    SmallIntType,
-    TimestampType,
-    TinyIntType,
-    VarCharType,
-)
+from lake_assets.ops.schema_column_types import WIDENINGS, is_lossless_widening, reassign_ids, to_data_type
+from lake_assets.ops.schema_option_change import IMMUTABLE_OPTIONS, check_option_mutable, option_references
+from lake_assets.schema_rules import NESTED_TYPES, check_column_name, check_column_type, check_keys
+from lake_assets.spec.arrow_types import FieldIdCounter
+from lake_assets.spec.data_types import DataField
 from lake_assets.spec.schema import SCHEMA_VERSION, TableSchema
-from lake_assets.spec.type_parser import parse_type
 from lake_assets.table_rules import check_options
 
-IMMUTABLE_OPTIONS: frozenset[str] = frozenset(
-    {
-        "bucket-key",
-        "merge-engine",
-        "sequence.snapshot-ordering",
-        "rowkind.field",
-        "partial-update.remove-record-on-delete",
-        "partial-update.remove-record-on-sequence-group",
-        "aggregation.remove-record-on-delete",
-        "primary-key",
-        "partition",
-        "data-file.path-directory",
-        "row-tracking.enabled",
-        "data-evolution.enabled",
-    }
-)
-"""Options Paimon never lets ALTER change (docs/format.md §2.3)."""
 
-_INT_RANK = {TinyIntType: 0, SmallIntType: 1, IntType: 2, BigIntType: 3}
-
-
-# ------------------------------------------------------------------------------------------ helpers
-def _to_data_type(t: TypeLike, what: str) -> DataType:
-    """Paimon type of a user-given type; nested ROW ids are placeholders, reassigned by the caller."""
-    if isinstance(t, DataType):
-        return t
-    if isinstance(t, pa.DataType):
-        return from_arrow(t)
-    if isinstance(t, str):
-        try:
-            return parse_type(t)
-        except CorruptMetadataError as exc:
-            raise SchemaError(f"{what}: {exc}") from None
-    raise SchemaError(f"{what}: expected a pyarrow type, a Paimon DataType or type text, got {t!r}")
-
-
-def _reassign_ids(dt: DataType, ids: FieldIdCounter) -> DataType:
-    """Give every nested ROW field a fresh id, pre-order (a field before its own children)."""
-    match dt:
-        case RowType(fields=fs):
-            out = []
-            for f in fs:
-                fid = ids.take()
-                out.append(dataclasses.replace(f, id=fid, type=_reassign_ids(f.type, ids)))
-            return dataclasses.replace(dt, fields=tuple(out))
-        case ArrayType(element=e):
-            return dataclasses.replace(dt, element=_reassign_ids(e, ids))
-        case MultisetType(element=e):
-            return dataclasses.replace(dt, element=_reassign_ids(e, ids))
-        case MapType(key=k, value=v):
-            key = _reassign_ids(k, ids)
-            return dataclasses.replace(dt, key=key, value=_reassign_ids(v, ids))
-    return dt
-
-
-def _split_list(value: str | None) -> list[str]:
-    return [s.strip() for s in (value or "").split(",") if s.strip()]
-
-
-def _option_references(options: dict[str, str]) -> dict[str, list[str]]:
-    """Column name → option keys that name it (renaming or dropping it would orphan them)."""
-    refs: dict[str, list[str]] = {}
-    for key, value in options.items():
-        cols: list[str] = []
-        if key in ("sequence.field", "bucket-key"):
-            cols = _split_list(value)
-        elif key == "rowkind.field":
-            cols = [value.strip()] if value and value.strip() else []
-        else:
-            m = FIELD_OPTION.match(key)
-            if m:
-                cols = m.group("field").split(",")
-                if m.group("suffix") == "sequence-group":
-                    cols += _split_list(value)
-        for c in cols:
-            refs.setdefault(c, []).append(key)
-    return refs
-
-
-def _is_lossless_widening(old: DataType, new: DataType) -> bool:
-    """True for the type changes every old value survives exactly (see module docs)."""
-    old_n, new_n = old.copy(nullable=True), new.copy(nullable=True)
-    if old_n == new_n:
-        return True
-    old_rank, new_rank = _INT_RANK.get(type(old_n)), _INT_RANK.get(type(new_n))
-    if old_rank is not None:
-        if new_rank is not None:
-            return new_rank > old_rank
-        # A double's 53-bit mantissa holds every INT exactly, but not every BIGINT.
-        return isinstance(new_n, DoubleType) and old_rank <= _INT_RANK[IntType]
-    if isinstance(old_n, FloatType):
-        return isinstance(new_n, DoubleType)
-    if isinstance(old_n, DecimalType) and isinstance(new_n, DecimalType):
-        # Neither the integer digits nor the fraction digits may shrink.
-        return new_n.scale >= old_n.scale and new_n.precision - new_n.scale >= old_n.precision - old_n.scale
-    if isinstance(old_n, CharType):
-        return isinstance(new_n, CharType | VarCharType) and new_n.length >= old_n.length
-    if isinstance(old_n, VarCharType):
-        return isinstance(new_n, VarCharType) and new_n.length >= old_n.length
-    if isinstance(old_n, TimestampType | LocalZonedTimestampType):
-        return type(new_n) is type(old_n) and new_n.precision >= old_n.precision
-    return False
-
-
-_WIDENINGS = (
-    "TINYINT→SMALLINT→INT→BIGINT, TINYINT/SMALLINT/INT→DOUBLE, FLOAT→DOUBLE, DECIMAL(p,s)→DECIMAL(p',s') "
-    "with s'≥s and p'-s'≥p-s, CHAR/VARCHAR length up (CHAR→VARCHAR too), TIMESTAMP precision up to 6"
-)
-
-
-# ----------------------------------------------------------------------------------------- applying
 class _Draft:
     """The mutable schema being built while changes are applied in order."""
 
@@ -215,7 +74,7 @@ class _Draft:
         )
 
     def references(self, name: str) -> list[str]:
-        return _option_references(self.options).get(name, [])
+        return option_references(self.options).get(name, [])
 
     # -------------------------------------------------------------- changes
     def apply(self, change: SchemaChange) -> None:
@@ -240,7 +99,7 @@ class _Draft:
         check_column_name(what, c.name, self.names())
         if not c.nullable:
             raise SchemaError(f"{what}: a new column must be nullable, because rows already written have no value")
-        dt = _to_data_type(c.arrow_type, what)
+        dt = to_data_type(c.arrow_type, what)
         if not dt.nullable:
             raise SchemaError(f"{what}: a new column must be nullable, because rows already written have no value")
         check_column_type(what, c.name, dt)
@@ -248,7 +107,7 @@ class _Draft:
         ids = FieldIdCounter(self.highest + 1)
         fid = ids.take()
         # The column takes its id before its nested ROW fields, as Paimon numbers them.
-        dt = _reassign_ids(dt, ids)
+        dt = reassign_ids(dt, ids)
         self.highest = ids.highest
         self.fields.insert(at, DataField(fid, c.name, dt, c.comment))
 
@@ -289,16 +148,16 @@ class _Draft:
             raise SchemaError(f"{what}: it is a partition column")
         if c.name in self.primary_keys:
             raise SchemaError(f"{what}: it is a primary-key column")
-        new = _to_data_type(c.arrow_type, what).copy(nullable=old.nullable)
+        new = to_data_type(c.arrow_type, what).copy(nullable=old.nullable)
         check_column_type(what, c.name, new)
         if isinstance(old, NESTED_TYPES) or isinstance(new, NESTED_TYPES):
             if old == new:
                 return
             raise SchemaError(f"{what} from {old} to {new}: nested types cannot be changed")
-        if not _is_lossless_widening(old, new):
+        if not is_lossless_widening(old, new):
             raise SchemaError(
                 f"{what} from {old} to {new}: not a lossless widening, so old files could not be read "
-                f"as the new type (allowed: {_WIDENINGS})"
+                f"as the new type (allowed: {WIDENINGS})"
             )
         self.fields[i] = dataclasses.replace(self.fields[i], type=new)
 
@@ -331,31 +190,14 @@ class _Draft:
         i = self.index(c.name, f"Cannot update the comment of column {c.name!r} of {self.table}")
         self.fields[i] = dataclasses.replace(self.fields[i], description=c.comment)
 
-    def _check_mutable(self, key: str, new: str | None) -> None:
-        old = self.original_options.get(key)
-        if key in IMMUTABLE_OPTIONS and new != old:
-            raise SchemaError(
-                f"Cannot change option {key!r} of {self.table} from {old!r} to {new!r}: it is immutable"
-            )
-        if key == "bucket" and not _same_int(old, new) and not _fixed_to_fixed(old, new):
-            # Paimon allows N -> M (partitions keep their count until overwritten, see
-            # ops/bucket_count.py), not to or from dynamic / unaware / postpone modes
-            raise UnsupportedFeatureError(
-                f"Cannot change option 'bucket' of {self.table} from {old!r} to {new!r}: that needs a rescale "
-                "(rewriting every bucket), which lake_assets does not implement"
-            )
-        if key == "file.format" and new is None:
-            raise SchemaError(f"Cannot remove option 'file.format' of {self.table}: it is always written explicitly")
-        check_option_change(f"Cannot alter {self.table}", self.original_options, key, old, new)
-
     def set_option(self, c: SetOption) -> None:
         if not isinstance(c.key, str) or not c.key or not isinstance(c.value, str):
             raise OptionError(f"Cannot set option on {self.table}: key and value must be strings, got {c!r}")
-        self._check_mutable(c.key, c.value)
+        check_option_mutable(self.table, self.original_options, c.key, c.value)
         self.options[c.key] = c.value
 
     def remove_option(self, c: RemoveOption) -> None:
-        self._check_mutable(c.key, None)
+        check_option_mutable(self.table, self.original_options, c.key, None)
         self.options.pop(c.key, None)
 
     def update_comment(self, c: UpdateComment) -> None:
@@ -370,19 +212,6 @@ class _Draft:
         check_keys(what, self.fields, self.primary_keys, self.partition_keys)
         check_options(what, self.fields, self.primary_keys, self.partition_keys, self.options)
 
-
-def _fixed_to_fixed(a: str | None, b: str | None) -> bool:
-    try:
-        return a is not None and b is not None and int(a.strip()) > 0 and int(b.strip()) > 0
-    except ValueError:
-        return False
-
-
-def _same_int(a: str | None, b: str | None) -> bool:
-    try:
-        return a is not None and b is not None and int(a.strip()) == int(b.strip())
-    except ValueError:
-        return a == b
 
 
 def apply_changes(schema: TableSchema, changes: Iterable[SchemaChange], *, table_name: str) -> TableSchema:
@@ -406,3 +235,6 @@ def apply_changes(schema: TableSchema, changes: Iterable[SchemaChange], *, table
         time_millis=int(time.time() * 1000),
         version=SCHEMA_VERSION,
     )
+
+
+__all__ = ["IMMUTABLE_OPTIONS", "apply_changes"]

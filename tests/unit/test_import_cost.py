@@ -50,6 +50,8 @@ VERB_MODULES = (
     "lake_assets.ops.schema_change",
     "lake_assets.ops.schema_change_model",
     "lake_assets.ops.schema_apply",
+    "lake_assets.ops.schema_column_types",
+    "lake_assets.ops.schema_option_change",
     "lake_assets.ops.partition_expire",
     "lake_assets.ops.table_health",
     "lake_assets.ops.health",
