@@ -14,7 +14,7 @@ into exactly what resolution would return:
 
 Anything else (other type changes, unions of several types, enums, maps) gets no plan (None): the
 caller resolves those files record by record, which also produces the error for a writer schema
-that cannot be read. Both schemas are in the form ``manifest_schemas`` gives them: named types
+that cannot be read. Both schemas are in the form ``avro_record_paths`` gives them: named types
 inlined, records named by path, logical types dropped.
 """
 

@@ -1,8 +1,8 @@
 """Avro codec of manifests, manifest lists and index manifests (docs/format.md §4).
 
-Converts between the model (`lake_assets.spec.manifest`) and Avro records; the schemas and their
-resolution are in `manifest_schemas`, the container framing in `avro_container`. Every function is
-pure: bytes in, bytes out, no filesystem.
+Converts between the model (`lake_assets.spec.manifest`) and Avro records; the schemas are in
+`manifest_schemas`, their resolution in `manifest_records`, the container framing in
+`avro_container`. Every function is pure: bytes in, bytes out, no filesystem.
 """
 
 from __future__ import annotations

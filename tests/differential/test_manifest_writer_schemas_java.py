@@ -11,8 +11,9 @@ import pyarrow as pa
 from lake_assets import Catalog
 from lake_assets.formats import manifest_codec as codec
 from lake_assets.formats.avro_container import read_container
+from lake_assets.formats.avro_record_paths import path_named
 from lake_assets.formats.avro_resolution import projection_for
-from lake_assets.formats.manifest_schemas import _path_named, read_records
+from lake_assets.formats.manifest_schemas import read_records
 from tests.java.oracle import PaimonJava
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string(), nullable=False),
@@ -35,8 +36,8 @@ def test_java_manifests_decode_through_a_plan_like_resolution(java: PaimonJava, 
             continue
         schema, convert = kinds[prefix]
         data = path.read_bytes()
-        writer, _ = read_container(data, _path_named)
-        projection = projection_for(_path_named(writer), schema.reader_json)
+        writer, _ = read_container(data, path_named)
+        projection = projection_for(path_named(writer), schema.reader_json)
         assert projection is not None and not projection.identity, path.name
         fast = read_records(data, path.name, schema)
         reference = read_records(data, path.name, schema, resolve_each_record=True)

@@ -21,8 +21,9 @@ import pytest
 from lake_assets.errors import CorruptMetadataError
 from lake_assets.formats import manifest_codec as codec
 from lake_assets.formats.avro_container import read_container, strip_logical_types, write_container
+from lake_assets.formats.avro_record_paths import path_named
 from lake_assets.formats.avro_resolution import projection_for
-from lake_assets.formats.manifest_schemas import AvroSchema, _path_named, read_records
+from lake_assets.formats.manifest_schemas import AvroSchema, read_records
 from lake_assets.spec.manifest import (
     DataFileMeta,
     FileKind,
@@ -80,8 +81,8 @@ def _both_ways(data: bytes, name: str, schema: AvroSchema, convert: Callable[[di
 
 def _planned(data: bytes, schema: AvroSchema) -> bool:
     """Whether ``data``'s writer schema is read by a plan (not by per-record resolution)."""
-    writer, _ = read_container(data, _path_named)
-    return projection_for(_path_named(writer), schema.reader_json) is not None
+    writer, _ = read_container(data, path_named)
+    return projection_for(path_named(writer), schema.reader_json) is not None
 
 
 # ---------------------------------------------------------------------------------- Paimon Java 0.9
@@ -206,10 +207,10 @@ def test_writer_schema_shapes_decode_like_resolution(shape: str) -> None:
 
 def test_plan_is_made_once_per_writer_schema() -> None:
     data = _as_writer(codec.encode_manifest_entries(_entries()), codec._ENTRY, _extra_fields(_java_entry()))
-    writer, _ = read_container(data, _path_named)
-    first = projection_for(_path_named(writer), codec._ENTRY.reader_json)
+    writer, _ = read_container(data, path_named)
+    first = projection_for(path_named(writer), codec._ENTRY.reader_json)
     assert first is not None and not first.identity
-    assert projection_for(_path_named(writer), codec._ENTRY.reader_json) is first
+    assert projection_for(path_named(writer), codec._ENTRY.reader_json) is first
 
 
 # --------------------------------------------------------------------------- refused, file named
