@@ -16,13 +16,15 @@ partition, so a retried range replaces every day again instead of duplicating an
 
 ``--mode stream`` follows a landing directory with Spark's file source and the data source's
 exactly-once streaming sink (the checkpoint keeps the source and sink positions).
+
+Here are the job's arguments, its batch writes and its summary; the input's reading and column
+matching are in `ingest_input`, the streaming query in `ingest_stream`.
 """
 
 from __future__ import annotations
 
 import argparse
 import inspect
-import signal
 import threading
 import time
 import uuid
@@ -32,25 +34,27 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
-from lake_assets.errors import SchemaError
 from lake_assets.ops.mark_done import marker_report
 from lake_assets.spark.jobs.args import base_parser, key_value, partition_arg, partition_spec, typed_partition
 from lake_assets.spark.jobs.context import JobContext
 from lake_assets.spark.jobs.errors import UsageError
-from lake_assets.spark.jobs.logs import log
+from lake_assets.spark.jobs.ingest_input import (
+    DEFAULT_READ_OPTIONS,
+    FORMATS,
+    conform_columns,
+    input_size,
+    read_input,
+)
+from lake_assets.spark.jobs.ingest_stream import stream_trigger, write_stream
 from lake_assets.spark.jobs.runner import main_entry, run_job
 from lake_assets.spark.jobs.summary import delta_stats, snapshot_fields
 from lake_assets.table import Table
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
 JOB = "ingest"
-FORMATS = ("parquet", "csv", "json")
-# Bad records fail the job instead of becoming nulls (Spark's default is PERMISSIVE).
-DEFAULT_READ_OPTIONS = {"csv": {"header": "true", "mode": "FAILFAST", "enforceSchema": "false"},
-                        "json": {"mode": "FAILFAST"}, "parquet": {}}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,113 +83,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="stream trigger: availableNow (default) or processingTime=<interval>")
     parser.add_argument("--checkpoint", default=None, metavar="DIR", help="stream checkpoint directory")
     return parser
-
-
-# ------------------------------------------------------------------ reading
-def _read_options(args: argparse.Namespace) -> dict[str, str]:
-    return {**DEFAULT_READ_OPTIONS.get(args.format or "", {}), **dict(args.read_options)}
-
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _input_columns(ctx: JobContext, fmt: str, options: dict[str, str], source: str) -> list[str] | None:
-    """Column names the input files have (Parquet footers, CSV header, JSON inference), None if
-    there are no files yet (a stream's landing directory may start empty)."""
-    reader = ctx.spark.read.options(**{k: v for k, v in options.items() if k != "enforceSchema"})
-    streaming = ctx.args.mode == "stream"
-    try:
-        columns = reader.format(fmt).load(source).columns
-    except Exception as exc:
-        if streaming and "UNABLE_TO_INFER_SCHEMA" in str(exc):
-            return None
-        raise
-    return columns if columns or not streaming else None
-
-
-def _file_schema(table: Table, table_schema: StructType, columns: list[str] | None,
-                 spec: dict[str, Any]) -> StructType:
-    """The reader schema: the table's type for each input column, in the input's order."""
-    from pyspark.sql.types import StructType
-
-    by_name = {f.name: f for f in table_schema.fields}
-    if columns is None:  # no files to look at: the table's columns, less those --partition supplies
-        return StructType([f for f in table_schema.fields if f.name not in spec])
-    _check_columns(table, columns, table_schema, spec)
-    return StructType([by_name[c] for c in columns])
-
-
-def _check_columns(table: Table, columns: Sequence[str], table_schema: StructType, spec: dict[str, Any]) -> None:
-    names = [f.name for f in table_schema.fields]
-    unknown = [c for c in columns if c not in names]
-    missing = [n for n in names if n not in columns and n not in spec]
-    if unknown or missing:
-        parts = []
-        if unknown:
-            parts.append(f"unknown columns {unknown}")
-        if missing:
-            parts.append(f"missing columns {missing}")
-        raise SchemaError(f"Cannot ingest into {table.name}: the input has {' and '.join(parts)} "
-                          f"(table columns: {names})")
-
-
-def read_input(ctx: JobContext, table_schema: StructType, spec: dict[str, Any], source: str | None = None) -> DataFrame:
-    """The input as a DataFrame, parsed with the table's types where the format allows (``source``:
-    files other than ``--source``, as each ``--partition-source`` has its own)."""
-    args = ctx.args
-    spark = ctx.spark
-    source = source or args.source
-    if args.source_table:
-        return spark.readStream.table(args.source_table) if args.mode == "stream" else spark.table(args.source_table)
-    fmt = args.format
-    options = _read_options(args)
-    if fmt == "parquet" and args.mode == "batch":
-        return spark.read.options(**options).parquet(source)  # typed already: cast by name below
-    if fmt == "csv" and options.get("header", "true").lower() == "false":
-        columns: list[str] | None = [f.name for f in table_schema.fields]  # no header: the table's order
-    else:
-        columns = _input_columns(ctx, fmt, options, source)
-    schema = _file_schema(ctx.table, table_schema, columns, spec)
-    if args.mode == "stream":
-        return spark.readStream.schema(schema).options(**options).format(fmt).load(source)
-    return spark.read.schema(schema).options(**options).format(fmt).load(source)
-
-
-def conform_columns(df: DataFrame, table: Table, table_schema: StructType, spec: dict[str, Any]) -> DataFrame:
-    """Select the table's columns by name, cast to its types, fill and check ``--partition`` columns."""
-    _check_columns(table, df.columns, table_schema, spec)
-    cols: list[Column] = []
-    for f in table_schema.fields:
-        if f.name in df.columns:
-            col = F.col(_quoted(f.name))
-            if df.schema[f.name].dataType != f.dataType:
-                col = col.cast(f.dataType)
-            if f.name in spec:
-                expected = F.lit(spec[f.name]).cast(f.dataType)
-                message = F.concat(
-                    F.lit(f"ingest into {table.name}: a row has {f.name}="),
-                    F.coalesce(col.cast("string"), F.lit("null")),
-                    F.lit(f", outside --partition {f.name}={spec[f.name]}"),
-                )
-                col = F.when(col == expected, col).otherwise(F.raise_error(message))
-        else:
-            col = F.lit(spec[f.name]).cast(f.dataType)
-        cols.append(col.alias(f.name))
-    return df.select(*cols)
-
-
-def _input_size(df: DataFrame) -> tuple[int | None, int | None]:
-    """(files, bytes) of a file-based input, from Spark's file index (no extra reads)."""
-    try:
-        files = len(df.inputFiles())
-    except Exception:
-        files = None
-    try:
-        size = int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
-    except Exception:
-        size = None
-    return (files or None), (size if files else None)
 
 
 # ------------------------------------------------------------------ writing
@@ -248,54 +145,6 @@ def _write_batch(ctx: JobContext, df: DataFrame, spec: dict[str, Any]) -> int | 
     return rows
 
 
-def _trigger(text: str) -> dict[str, Any]:
-    t = text.strip()
-    if t.lower() in ("availablenow", "available-now"):
-        return {"availableNow": True}
-    key, sep, value = t.partition("=")
-    if sep and key.strip().lower() in ("processingtime", "processing-time") and value.strip():
-        return {"processingTime": value.strip()}
-    raise UsageError(f"--trigger must be availableNow or processingTime=<interval>, got {text!r}")
-
-
-def _write_stream(ctx: JobContext, df: DataFrame, trigger: dict[str, Any]) -> dict[str, Any]:
-    from lake_assets.spark import repartition_by_bucket
-    from lake_assets.spark.source_options import STORAGE_PREFIX, storage_option_text
-
-    routed = repartition_by_bucket(df, ctx.table)
-    writer = (routed.writeStream.format("lake").outputMode("append")
-              .option("warehouse", ctx.ref.warehouse).option("checkpointLocation", ctx.args.checkpoint)
-              .queryName(f"lake_ingest_{ctx.table.name.replace('.', '_')}").trigger(**trigger))
-    for k, v in ctx.ref.storage.items():
-        writer = writer.option(STORAGE_PREFIX + k, storage_option_text(v))
-    query = writer.start(ctx.ref.identifier)
-    log.info("streaming into %s (query %s, trigger %s)", ctx.table.name, query.id, trigger)
-    stop_requested = threading.Event()
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        # spark-submit and Dagster stop a stream with SIGTERM. The handler only sets a flag: stopping
-        # the query from inside it would break the py4j call the main thread is waiting in.
-        def request_stop(signum: int, frame: Any) -> None:
-            stop_requested.set()
-
-        previous = signal.signal(signal.SIGTERM, request_stop)
-    try:
-        while not query.awaitTermination(1):  # raises if the query failed
-            if stop_requested.is_set():
-                log.info("SIGTERM: stopping the stream (a batch it interrupts is redone by the next run)")
-                query.stop()
-                break
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-    progress = [p for p in query.recentProgress if p is not None]
-    return {
-        "query_id": str(query.id),
-        "stopped_by_signal": stop_requested.is_set(),
-        "batches": sum(1 for p in progress if (p.numInputRows or 0) > 0),
-        "rows_in": sum(int(p.numInputRows or 0) for p in progress),
-    }
-
 
 PartitionInput = tuple[dict[str, Any], str, "DataFrame", "DataFrame"]
 """(partition, source, raw input, conformed input) of one ``--partition-source``."""
@@ -336,7 +185,7 @@ def _write_partitions(ctx: JobContext, inputs: list[PartitionInput]) -> dict[str
         started = time.perf_counter()
         rows_in = _write_batch(ctx, df, spec)
         entry: dict[str, Any] = {"partition": text, "source": source, "rows_in": rows_in}
-        entry["files_in"], entry["bytes_in"] = _input_size(raw)
+        entry["files_in"], entry["bytes_in"] = input_size(raw)
         entry.update(snapshot_fields(table, before))
         entry.update(delta_stats(table, before))
         entry["duration_s"] = round(time.perf_counter() - started, 3)
@@ -367,7 +216,7 @@ def body(ctx: JobContext) -> dict[str, Any]:
         if args.write_options:
             raise UsageError("--write-option applies to batch writes (streaming writes of a postpone table "
                              "always postpone)")
-        trigger = _trigger(args.trigger)
+        trigger = stream_trigger(args.trigger)
     elif args.checkpoint:
         raise UsageError("--checkpoint applies to --mode stream only")
     table = ctx.table
@@ -393,9 +242,9 @@ def body(ctx: JobContext) -> dict[str, Any]:
     out = {"mode": args.mode, "overwrite": args.overwrite, "partition": spec or None}
     if args.mode == "stream":
         ctx.describe(f"stream {args.source or args.source_table}")
-        out.update(_write_stream(ctx, df, trigger or {}))
+        out.update(write_stream(ctx, df, trigger or {}))
     else:
-        out["files_in"], out["bytes_in"] = _input_size(raw)
+        out["files_in"], out["bytes_in"] = input_size(raw)
         ctx.describe(f"write {args.source or args.source_table}" + (" (overwrite)" if args.overwrite else ""))
         out["rows_in"] = _write_batch(ctx, df, spec)
         out.update(marker_report(table.store, before, started_ms))  # partition.end-input-to-done
@@ -409,5 +258,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_job(JOB, argv, build_parser(), body)
 
 
+__all__ = ["DEFAULT_READ_OPTIONS", "FORMATS", "JOB", "PartitionInput", "body", "build_parser", "conform_columns",
+           "main", "read_input"]
+
+
 if __name__ == "__main__":
     main_entry(main)
+
