@@ -13,10 +13,10 @@ on min/max stats and on rows - compares floats through `float_code`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -25,10 +25,6 @@ import pyarrow.parquet as pq
 
 from lake_assets.errors import LakeError
 from lake_assets.lsm.key_compare import float_code, float_order_codes
-
-if TYPE_CHECKING:
-    # pyarrow.dataset imports pandas (~0.3 CPU s): a Spark Python worker that only writes never needs it
-    import pyarrow.dataset as ds
 
 _OPS = {"=", "==", "!=", "<", "<=", ">", ">=", "in", "not in"}
 Term = tuple[str, str, Any]
@@ -195,28 +191,39 @@ class Predicate:
         """The rows of ``data`` that match, float columns compared as ``Double.compare`` does
         (an Expression given by the caller is applied as it is: its semantics are Arrow's)."""
         if self.expression is not None:
+            # Only Arrow's expression engine evaluates an Expression, and its module imports
+            # pyarrow.dataset (and pandas): paid by reads given one, not by tuple filters.
             return data.filter(self.expression)
+        if not self.clauses:
+            return data
+        return data.filter(self.mask(data))
+
+    def mask(self, data: pa.Table) -> pa.ChunkedArray:
+        """Whether each row of ``data`` matches (null: it does not), for tuple filters.
+
+        Each term calls the compute kernel `to_expression`'s term names, with the same literal
+        conversion (`pa.scalar`, `pa.array`) and so the same implicit casts, and the terms combine
+        with Kleene AND/OR as an Expression's ``&``/``|`` do: the rows are `to_expression`'s. A
+        Table filtered by an Expression goes through Acero, whose module imports pyarrow.dataset
+        (~0.3 CPU s with pandas) into every process that reads with a filter; the kernels do not.
+        Float columns whose literals are numbers compare by `float_order_codes`."""
         coded = self._coded_columns(data.schema)
-        if not coded:
-            return data.filter(self.to_expression())
-        # Evaluate on a view whose float columns are their order codes and whose literals are
-        # codes too, then take the matching rows of the original.
-        view = data.select([c for c in data.column_names if c in self.columns])
-        for name in coded:
-            i = view.schema.get_field_index(name)
-            view = view.set_column(i, pa.field(name, pa.uint64()), float_order_codes(view.column(i)))
-        row = "__lake_row__"
-        while row in view.column_names:
-            row += "_"
-        view = view.append_column(row, pa.array(np.arange(data.num_rows, dtype=np.int64)))
-        expr = None
+        columns: dict[str, pa.ChunkedArray] = {}
+        matches: pa.ChunkedArray | None = None
         for clause in self.clauses:
-            part = None
-            for term in clause:
-                e = _coded_term(term) if term[0] in coded else pq.filters_to_expression([[term]])
-                part = e if part is None else part & e
-            expr = part if expr is None else expr | part
-        return data.take(view.filter(expr).column(row))
+            part: pa.ChunkedArray | None = None
+            for name, op, lit in clause:
+                if name not in columns:
+                    if name not in data.column_names:
+                        raise FilterError(f"Cannot filter on {name!r}: the rows read have no such column")
+                    column = data.column(name)
+                    columns[name] = float_order_codes(column) if name in coded else column
+                term_mask = _coded_term_mask if name in coded else _term_mask
+                term = term_mask(columns[name], op, lit)
+                part = term if part is None else pc.and_kleene(part, term)
+            matches = part if matches is None else pc.or_kleene(matches, part)
+        assert matches is not None  # a Predicate has at least one clause of at least one term
+        return matches
 
     def _coded_columns(self, schema: pa.Schema) -> set[str]:
         """Float columns whose literals are all numbers (or None): those compare by codes."""
@@ -295,27 +302,30 @@ class Predicate:
         return out if self.clauses else None
 
 
-def _coded_term(term: Term) -> pc.Expression:
-    """One term on a float column rewritten to its `float_order_codes` view."""
-    col, op, lit = term
-    field = pc.field(col)
+_COMPARISONS: dict[str, Callable[..., Any]] = {
+    "=": pc.equal, "==": pc.equal, "!=": pc.not_equal,
+    "<": pc.less, "<=": pc.less_equal, ">": pc.greater, ">=": pc.greater_equal,
+}
+
+
+def _term_mask(column: pa.ChunkedArray, op: str, lit: Any) -> pa.ChunkedArray:
+    """``column op lit`` as `pq.filters_to_expression`'s term computes it: ``pc.field(c) == lit``
+    binds ``pa.scalar(lit)`` to ``equal``, ``isin(lit)`` binds ``pa.array(lit)`` to ``is_in``."""
     if op in ("in", "not in"):
-        values = pa.array([_code(x) for x in lit], pa.uint64())
-        e = field.isin(values)
-        return ~e if op == "not in" else e
-    value = pa.scalar(_code(lit), pa.uint64())
-    if op in ("=", "=="):
-        return field == value
-    if op == "!=":
-        return field != value
-    if op == "<":
-        return field < value
-    if op == "<=":
-        return field <= value
-    if op == ">":
-        return field > value
-    return field >= value
+        hit = pc.is_in(column, value_set=lit if isinstance(lit, pa.Array) else pa.array(lit))
+        return pc.invert(hit) if op == "not in" else hit
+    compare = _COMPARISONS.get(op)
+    if compare is None:
+        raise FilterError(f"Unknown filter operator {op!r}")
+    return compare(column, lit if isinstance(lit, pa.Scalar) else pa.scalar(lit))
 
 
-def dataset_expression(pred: Predicate | None) -> ds.Expression | None:
+def _coded_term_mask(codes: pa.ChunkedArray, op: str, lit: Any) -> pa.ChunkedArray:
+    """One term on a float column, on its `float_order_codes` with the literal's codes."""
+    if op in ("in", "not in"):
+        return _term_mask(codes, op, pa.array([_code(x) for x in lit], pa.uint64()))
+    return _term_mask(codes, op, pa.scalar(_code(lit), pa.uint64()))
+
+
+def dataset_expression(pred: Predicate | None) -> pc.Expression | None:
     return None if pred is None else pred.to_expression()

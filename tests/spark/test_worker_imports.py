@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -87,6 +88,41 @@ def test_a_write_task_imports_no_verb_or_compaction_module(tmp_path: Path, bucke
     assert sorted(loaded & set(VERB_MODULES)) == []
     assert sorted(m for m in loaded if m.startswith("lake_assets.ops.compact")) == []
     assert "fsspec" not in loaded  # the warehouse is a local path
+
+
+def test_a_filtered_read_task_imports_no_dataset_module(tmp_path: Path) -> None:
+    """A worker's read task with the ``filter`` option (`LakeReader.read` of each planned partition,
+    unpickled as a worker receives them): the key, partition and float terms, OR of ANDs, are
+    applied without Arrow's expression engine, so neither ``pyarrow.dataset`` nor any verb or
+    driver module is imported."""
+    from lake_assets.spark.reader import LakeReader
+    from lake_assets.spark.schema import spark_schema
+    from lake_assets.spark.source_options import SourceOptions
+
+    schema = pa.schema([("k", pa.int64()), ("dt", pa.string()), ("v", pa.float64())])
+    catalog = Catalog(str(tmp_path))
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", schema, primary_keys=["k", "dt"], partition_keys=["dt"],
+                                 options={"bucket": "2"})
+    table.write_arrow(pa.table({"k": [1, 2, 3, 4], "dt": ["a", "a", "b", "b"], "v": [0.0, -0.0, 2.5, 9.0]},
+                               schema=schema))
+    where = [[["k", ">", 1], ["v", "<", 5.0]], [["dt", "=", "b"], ["v", "in", [9.0]]]]
+    options = SourceOptions.parse({"path": "db.t", "warehouse": str(tmp_path), "filter": json.dumps(where)})
+    reader = LakeReader(options, spark_schema(table.arrow_schema), None)
+    task = tmp_path / "task.pickle"
+    task.write_bytes(pickle.dumps((reader, reader.partitions())))
+    loaded = modules_after(f"""
+        import pickle
+        import pyspark.worker, pyspark.sql.datasource
+        with open({str(task)!r}, "rb") as f:
+            reader, partitions = pickle.load(f)
+        keys = sorted(k for p in partitions for batch in reader.read(p) for k in batch.column("k").to_pylist())
+        assert keys == [2, 3, 4], keys  # -0.0 < 5.0; 9.0 only by the second clause
+    """)
+    assert "lake_assets.spark.reader" in loaded and "lake_assets.ops.read" in loaded
+    unwanted = sorted(m for m in loaded for bad in NOT_ON_A_WORKER if m == bad or m.startswith(bad + "."))
+    assert unwanted == [] and "pyarrow.acero" not in loaded
+    assert sorted(loaded & set(VERB_MODULES)) == []
 
 
 def test_package_names_still_resolve_on_first_use() -> None:

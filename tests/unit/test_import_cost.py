@@ -111,9 +111,11 @@ def test_no_core_module_builds_arrow_arrays_at_import() -> None:
 def test_load_write_and_read_import_no_verb_modules(
     tmp_path: Path, write_only: bool, primary_keys: list[str]
 ) -> None:
-    """`Catalog.get_table`, two writes (the second compacts inline unless write-only), a
-    ``to_arrow``, a ``to_batches`` and a plan import none of `VERB_MODULES`; a write-only writer
-    imports no compaction module at all."""
+    """`Catalog.get_table`, two writes (the second compacts inline unless write-only), filtered
+    ``to_arrow`` reads, a ``to_batches`` and a plan import none of `VERB_MODULES`; a write-only
+    writer imports no compaction module at all. A tuple filter (on a partition, a key, a float
+    value; OR of ANDs, ``in``) is applied without Arrow's expression engine, whose module imports
+    ``pyarrow.dataset``."""
     options = {"bucket": "2" if primary_keys else "-1"}
     if write_only:
         options["write-only"] = "true"
@@ -127,16 +129,39 @@ def test_load_write_and_read_import_no_verb_modules(
         for v in (1.0, 2.0):
             t.write_arrow(pa.table({{"k": [1, 2], "dt": ["a", "b"], "v": [v, v]}}, schema=t.arrow_schema))
         assert t.to_arrow(filter=[("dt", "=", "a")]).num_rows == (1 if {bool(primary_keys)} else 2)
+        assert t.to_arrow(filter=[("k", ">", 1), ("v", ">=", 2.0)]).num_rows == 1
+        assert t.to_arrow(filter=[[("v", "in", [1.0])], [("dt", "not in", ["a"])]]).num_rows == (
+            1 if {bool(primary_keys)} else 3)
         assert sum(b.num_rows for b in t.to_batches(batch_size=1)) == (2 if {bool(primary_keys)} else 4)
         assert len(t.plan()) == 2 and t.latest_snapshot() is not None and t.snapshots()
     """)
     assert "lake_assets.ops.write" in loaded and "lake_assets.ops.read" in loaded
     assert sorted(loaded & set(VERB_MODULES)) == []
     assert "fsspec" not in loaded  # a local warehouse needs no fsspec
+    assert sorted(m for m in loaded if m.startswith(("pyarrow.dataset", "pyarrow.acero"))) == []
     if primary_keys and not write_only:
         assert "lake_assets.ops.compact.rewrite" in loaded  # the inline compaction ran
     if write_only:
         assert sorted(m for m in loaded if m.startswith("lake_assets.ops.compact")) == []
+
+
+def test_an_expression_filter_imports_arrow_s_expression_engine_when_used(tmp_path: Path) -> None:
+    """A read given a pyarrow Expression needs Arrow's engine (and so ``pyarrow.dataset``): it is
+    imported by that read, not by a tuple filter's before it."""
+    Catalog(str(tmp_path)).create_database("db")
+    Catalog(str(tmp_path)).create_table("db.t", SCHEMA, primary_keys=["k", "dt"], options={"bucket": "1"})
+    loaded = modules_after(f"""
+        import sys
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from lake_assets import Catalog
+        t = Catalog({str(tmp_path)!r}).get_table("db.t")
+        t.write_arrow(pa.table({{"k": [1, 2], "dt": ["a", "b"], "v": [0.0, -0.0]}}, schema=t.arrow_schema))
+        assert t.to_arrow(filter=[("v", "=", 0.0)]).num_rows == 1  # Double.compare: -0.0 is not 0.0
+        assert "pyarrow.dataset" not in sys.modules
+        assert t.to_arrow(filter=pc.field("v") == 0.0).num_rows == 2  # Arrow's semantics: IEEE
+    """)
+    assert "pyarrow.dataset" in loaded
 
 
 def test_a_verb_imports_its_modules_when_called(tmp_path: Path) -> None:
