@@ -13,6 +13,7 @@ on min/max stats and on rows - compares floats through `float_code`.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -68,25 +69,19 @@ def _codes(v: Any, lit: Any) -> tuple[Any, Any]:
     return v, lit
 
 
+_VALUE_TESTS: dict[str, Callable[[Any, Any], bool]] = {
+    "=": operator.eq, "==": operator.eq, "!=": operator.ne,
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "in": lambda v, lit: v in lit, "not in": lambda v, lit: v not in lit,
+}
+
+
 def _compare(op: str, v: Any, lit: Any) -> bool:
     v, lit = _codes(v, lit)
-    if op in ("=", "=="):
-        return v == lit
-    if op == "!=":
-        return v != lit
-    if op == "<":
-        return v < lit
-    if op == "<=":
-        return v <= lit
-    if op == ">":
-        return v > lit
-    if op == ">=":
-        return v >= lit
-    if op == "in":
-        return v in lit
-    if op == "not in":
-        return v not in lit
-    raise FilterError(f"Unknown filter operator {op!r}")
+    test = _VALUE_TESTS.get(op)
+    if test is None:
+        raise FilterError(f"Unknown filter operator {op!r}")
+    return test(v, lit)
 
 
 def _range_may_match(op: str, lo: Any, hi: Any, lit: Any) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import Executor
 from typing import Any
 
@@ -134,6 +135,12 @@ def as_table(data: object, table_name: str) -> pa.Table:
     )
 
 
+def listed_columns(*groups: tuple[str, Sequence[str]]) -> str:
+    """The non-empty groups of column names, in the order given, as an error names them:
+    ``missing columns ['a'] and unknown columns ['b']`` ('' when every group is empty)."""
+    return " and ".join(f"{what} columns {list(names)}" for what, names in groups if names)
+
+
 def conform(data: pa.Table, schema: TableSchema, table_name: str, pool: Executor | None = None) -> pa.Table:
     """Return ``data`` with exactly the table's columns, order and types, or raise naming the problem.
 
@@ -151,13 +158,8 @@ def conform(data: pa.Table, schema: TableSchema, table_name: str, pool: Executor
         raise SchemaError(f"Cannot write to {table_name}: duplicate columns {dup}")
     missing = [n for n in target.names if n not in names]
     extra = [n for n in names if not schema.has_field(n)]
-    if missing or extra:
-        parts = []
-        if missing:
-            parts.append(f"missing columns {missing}")
-        if extra:
-            parts.append(f"unknown columns {extra}")
-        raise SchemaError(f"Cannot write to {table_name}: input has {' and '.join(parts)}")
+    if problems := listed_columns(("missing", missing), ("unknown", extra)):
+        raise SchemaError(f"Cannot write to {table_name}: input has {problems}")
     columns = [data.column(field.name) for field in target]
 
     def check(field: pa.Field, col: pa.ChunkedArray) -> pa.ChunkedArray:

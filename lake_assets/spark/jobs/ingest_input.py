@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import functions as F
 
 from lake_assets.errors import SchemaError
+from lake_assets.ops.conform import listed_columns
 from lake_assets.spark.jobs.context import JobContext
 from lake_assets.table import Table
 
@@ -66,14 +67,8 @@ def _check_columns(table: Table, columns: Sequence[str], table_schema: StructTyp
     names = [f.name for f in table_schema.fields]
     unknown = [c for c in columns if c not in names]
     missing = [n for n in names if n not in columns and n not in spec]
-    if unknown or missing:
-        parts = []
-        if unknown:
-            parts.append(f"unknown columns {unknown}")
-        if missing:
-            parts.append(f"missing columns {missing}")
-        raise SchemaError(f"Cannot ingest into {table.name}: the input has {' and '.join(parts)} "
-                          f"(table columns: {names})")
+    if problems := listed_columns(("unknown", unknown), ("missing", missing)):
+        raise SchemaError(f"Cannot ingest into {table.name}: the input has {problems} (table columns: {names})")
 
 
 def read_input(ctx: JobContext, table_schema: StructType, spec: dict[str, Any], source: str | None = None) -> DataFrame:
