@@ -187,7 +187,7 @@ class Predicate:
         (an Expression given by the caller is applied as it is: its semantics are Arrow's)."""
         if self.expression is not None:
             # Only Arrow's expression engine evaluates an Expression, and its module imports
-            # pyarrow.dataset (and pandas): paid by reads given one, not by tuple filters.
+            # pyarrow.dataset: paid by reads given one, not by tuple filters.
             return data.filter(self.expression)
         if not self.clauses:
             return data
@@ -199,8 +199,10 @@ class Predicate:
         Each term calls the compute kernel `to_expression`'s term names, with the same literal
         conversion (`pa.scalar`, `pa.array`) and so the same implicit casts, and the terms combine
         with Kleene AND/OR as an Expression's ``&``/``|`` do: the rows are `to_expression`'s. A
-        Table filtered by an Expression goes through Acero, whose module imports pyarrow.dataset
-        (~0.3 CPU s with pandas) into every process that reads with a filter; the kernels do not.
+        Table filtered by an Expression goes through Acero: its module imports pyarrow.dataset
+        (and pandas, if nothing did before) into every process that reads with a filter, and each
+        call builds an execution plan (0.1-0.3 ms, paid per file and batch); the kernels do
+        neither, and take a third to two thirds of the CPU (bench/RESULTS.md, session 11).
         Float columns whose literals are numbers compare by `float_order_codes`."""
         coded = self._coded_columns(data.schema)
         columns: dict[str, pa.ChunkedArray] = {}
