@@ -219,7 +219,8 @@ class Predicate:
                 term = term_mask(columns[name], op, lit)
                 part = term if part is None else pc.and_kleene(part, term)
             matches = part if matches is None else pc.or_kleene(matches, part)
-        assert matches is not None  # a Predicate has at least one clause of at least one term
+        if matches is None:  # no clause: every row matches (as in `test_values`)
+            return pa.chunked_array([pa.array(np.ones(data.num_rows, dtype=bool))])
         return matches
 
     def _coded_columns(self, schema: pa.Schema) -> set[str]:

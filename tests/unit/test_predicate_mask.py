@@ -217,3 +217,9 @@ def test_filters_arrow_expressions_failed_on_read_rows(catalog) -> None:
     assert t.to_arrow(filter=[("price", "=", 0)]).column("k").to_pylist() == [1]
     assert sorted(t.to_arrow(filter=[[("price", "<", 0)], [("k", "<=", 1.0)]]).column("k").to_pylist()) == [
         1, 20_000_000]
+
+
+def test_no_clause_matches_every_row() -> None:
+    data = pa.table({"k": [1, None]})
+    assert Predicate(()).mask(data).to_pylist() == [True, True]
+    assert Predicate(()).filter_table(data).equals(data)
