@@ -28,6 +28,7 @@ everything else reads real buckets only).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Literal
 
@@ -48,6 +49,7 @@ from lake_assets.spec.snapshot import Snapshot
 from lake_assets.store.changelog_manager import snapshot_or_changelog
 
 if TYPE_CHECKING:
+    from lake_assets.spec.schema import TableSchema
     from lake_assets.store.file_store import FileStore
 
 StartMode = Literal["latest-full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp", "earliest-full"]
@@ -109,6 +111,31 @@ class StreamEnumerator:
                 self.position = self._first_changelog_after(timestamp_ms - 1) or sm.earliest_id() or 1
         else:
             raise InvalidArgumentError(f"unknown start mode {mode!r}")
+        travel = self._travel_snapshot(mode, snapshot_id, timestamp_ms)
+        # The schema the whole stream reads with when it starts from an old snapshot, fixed from
+        # here on; None: the table's, moving on with the snapshots (`FileStore.schema_at`).
+        self.read_schema: TableSchema | None = None if travel is None else store.travel_schema(travel)
+
+    def _travel_snapshot(self, mode: StartMode, snapshot_id: int | None, timestamp_ms: int | None) -> Snapshot | None:
+        """The snapshot a stream starting at a snapshot id or a time travels to, as Paimon Java's
+        table copied with ``scan.snapshot-id`` / ``scan.timestamp-millis`` does
+        (``AbstractFileStoreTable.tryTimeTravel``, 0.9 and 1.x): it reads - its full phase and
+        every later snapshot's changes - with that snapshot's fields and the current options
+        (`FileStore.travel_schema`), also after later snapshots evolve the schema. None where Java
+        does not travel: the other modes, a snapshot id that does not exist (expired, or not yet
+        written), a time before the earliest snapshot. A saved consumer position changes where the
+        stream resumes, not the schema (Java travels by the options alone)."""
+        sm = self.store.snapshot_manager
+        if mode in ("from-snapshot", "from-snapshot-full") and snapshot_id is not None:
+            return sm.try_snapshot(snapshot_id)
+        if mode == "from-timestamp" and timestamp_ms is not None:
+            return sm.newer_than_or_equal_time(timestamp_ms)  # Java: earlierOrEqualTimeMills
+        return None
+
+    def change_reader(self, columns: list[str] | None = None) -> ChangeReader:
+        """A reader of this stream's splits that starts with its schema (`read_schema`): its
+        `ChangeReader.schema` and ``columns`` are the start snapshot's names."""
+        return ChangeReader(self.store, columns, self.read_schema)
 
     def _first_changelog_after(self, time_ms: int) -> int | None:
         """The oldest long-lived changelog committed after ``time_ms`` (streams starting before the
@@ -126,7 +153,7 @@ class StreamEnumerator:
         batches: list[ChangeBatch] = []
         if self._needs_full is not None:
             full = self._needs_full
-            splits = full_splits(self.store, full)
+            splits = self._with_schema(full_splits(self.store, full))
             self._needs_full = None
             batches.append(ChangeBatch(full.id, splits, self.position))
             max_snapshots -= 1
@@ -141,10 +168,15 @@ class StreamEnumerator:
                     f"Table {self.store.name}: snapshot {self.position} expired before this stream read it "
                     f"(earliest is {earliest}); use a consumer id to protect unread snapshots"
                 )
-            batches.append(ChangeBatch(snap.id, snapshot_changes(self.store, snap), snap.id + 1))
+            batches.append(ChangeBatch(snap.id, self._with_schema(snapshot_changes(self.store, snap)), snap.id + 1))
             self.position = snap.id + 1
             max_snapshots -= 1
         return batches
+
+    def _with_schema(self, splits: list[ChangeSplit]) -> list[ChangeSplit]:
+        if self.read_schema is None:
+            return splits
+        return [dataclasses.replace(split, schema=self.read_schema) for split in splits]
 
     def commit(self, position: int | None = None) -> None:
         """Record that everything before ``position`` (default: the current one) was processed."""

@@ -20,20 +20,27 @@ from lake_assets.ops.stream_splits import ChangeSplit
 from lake_assets.spec.row_kind import ROW_KIND, check_row_kind_free, row_kind_names_array
 
 if TYPE_CHECKING:
+    from lake_assets.spec.schema import TableSchema
     from lake_assets.store.file_store import FileStore
 
 
 class ChangeReader:
     """Reads change splits into Arrow tables with the table's columns plus ``_row_kind``."""
 
-    def __init__(self, store: FileStore, columns: list[str] | None = None) -> None:
-        check_row_kind_free(store.schema.field_names, store.name)
-        unknown = [c for c in columns or () if not store.schema.has_field(c)]
+    def __init__(self, store: FileStore, columns: list[str] | None = None, schema: TableSchema | None = None) -> None:
+        """``schema``: the one the stream whose splits this reads starts with (its
+        `StreamEnumerator.read_schema`: a stream from an old snapshot reads with that snapshot's
+        fields, as Paimon Java's); by default the table's. Each split is read with the schema it
+        carries either way."""
+        start = store.schema if schema is None else schema
+        check_row_kind_free(start.field_names, store.name)
+        unknown = [c for c in columns or () if not start.has_field(c)]
         if unknown:
-            raise SchemaError(f"Table {store.name} has no columns {unknown}")
+            raise SchemaError(f"Table {store.name} has no columns {unknown}"
+                              + ("" if schema is None else f" in schema {schema.id}, which the stream reads with"))
         self.store = store
         self.columns = columns
-        self._reader = SplitReader(store, store.schema, columns)
+        self._reader = SplitReader(store, start, columns)
 
     @property
     def schema(self) -> pa.Schema:
@@ -58,6 +65,20 @@ class ChangeReader:
             yield from self._read(split)
         except MissingDataFileError as exc:
             raise missing_file_error(self.store, exc, split.snapshot_id) from None
+
+    def _read_with(self, schema: TableSchema) -> None:
+        """Read with the fixed schema of a time-travelling stream: files of later schemas by
+        field id into its fields (added columns left out, renamed ones under the old name), as
+        Paimon Java's table copied to the start snapshot reads them."""
+        current = self._reader.schema
+        if current.id == schema.id and current.options == schema.options:
+            return
+        missing = [c for c in self.columns or () if not schema.has_field(c)]
+        if missing:
+            raise SchemaError(f"Cannot read changes of {self.store.name}: the stream reads with the fields of "
+                              f"schema {schema.id} (its start snapshot's), which has no columns {missing}")
+        check_row_kind_free(schema.field_names, self.store.name)
+        self._reader = SplitReader(self.store, schema, self.columns)
 
     def _read_full(self, sp: Split) -> Iterator[pa.Table]:
         """A full split's merged rows with the kinds Java's reader gives them
@@ -84,7 +105,9 @@ class ChangeReader:
                     yield data.append_column(ROW_KIND, kinds)
 
     def _read(self, split: ChangeSplit) -> Iterator[pa.Table]:
-        if self._reader.schema.id != self.store.schema.id:
+        if split.schema is not None:
+            self._read_with(split.schema)
+        elif self._reader.schema.id != self.store.schema.id:
             # planning moved the store to a newer schema (`FileStore.schema_at`): the splits' files
             # may hold columns the older one lacks, so the reader follows (its output too)
             gone = [c for c in self.columns or () if not self.store.schema.has_field(c)]

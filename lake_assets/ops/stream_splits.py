@@ -19,6 +19,7 @@ from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
     from lake_assets.ops.scan import FileStoreScan
+    from lake_assets.spec.schema import TableSchema
     from lake_assets.store.file_store import FileStore
 
 ChangeSource = Literal["delta", "changelog", "auto"]
@@ -36,6 +37,9 @@ class ChangeSplit:
     kind: Literal["delta", "changelog", "full"]
     # a full split of a deletion-vector table: its bucket's index files (ops/deletion_vectors.py)
     dv_entries: tuple[IndexManifestEntry, ...] = ()
+    # the schema its stream reads with when it time-travelled (`StreamEnumerator.read_schema`);
+    # None: the table's, moving on with the snapshots (`FileStore.schema_at`)
+    schema: TableSchema | None = field(default=None, compare=False, repr=False)
 
     @property
     def row_count(self) -> int:
