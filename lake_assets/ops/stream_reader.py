@@ -101,8 +101,11 @@ class ChangeReader:
                         kinds = pc.take(row_kind_names_array(), data.column(VALUE_KIND).cast(pa.int32()))
                         data = data.drop_columns([VALUE_KIND])
                     else:
-                        kinds = pa.array(["+I"] * data.num_rows, pa.string())
+                        kinds = _inserts(data.num_rows)
                     yield data.append_column(ROW_KIND, kinds)
+                    del data, kinds
+                # emitted: the loop variable would hold this step while the next one is merged
+                del merged
 
     def _read(self, split: ChangeSplit) -> Iterator[pa.Table]:
         if split.schema is not None:
@@ -128,9 +131,14 @@ class ChangeReader:
                 raw = raw.take(pc.sort_indices(raw, sort_keys=[(SEQUENCE_NUMBER, "ascending")]))
                 kinds = pc.take(row_kind_names_array(), raw.column(VALUE_KIND).cast(pa.int32()))
             else:
-                kinds = pa.array(["+I"] * raw.num_rows, pa.string())
+                kinds = _inserts(raw.num_rows)
             data = raw.select(self._reader.columns).cast(self._reader.output_schema)
             yield data.append_column(ROW_KIND, kinds)
+
+
+def _inserts(rows: int) -> pa.Array:
+    """``+I`` for each of ``rows`` rows (append files and raw splits store no row kind)."""
+    return pa.repeat(pa.scalar("+I", pa.string()), rows)
 
 
 __all__ = ["ChangeReader"]

@@ -114,3 +114,50 @@ def test_a_fold_of_spilled_runs_holds_no_earlier_step(catalog: Catalog, monkeypa
     assert len(steps.made) > 20  # folds (and the spills' own sorts) made many steps
     assert steps.most_alive == 0
     assert table.to_arrow().sort_by("k").to_pylist() == expected.to_pylist()
+
+
+def test_a_streamed_full_phase_holds_no_earlier_step_while_it_merges_the_next(catalog: Catalog,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The full phase of a stream (`ChangeReader.read_batches`, `streaming_read.stream_split`)
+    merges a bucket in steps of ``read.batch-size`` rows: neither loop may keep the step it
+    emitted - nor the tables made from it - while the next one is merged."""
+    from lake_assets.ops import streaming_read
+
+    table = catalog.create_table("db.t", SCHEMA, primary_keys=["k"], options={
+        "bucket": "1", "write-only": "true", "read.batch-size": "100"})
+    rng = np.random.default_rng(8)
+    for b in range(4):  # four overlapping level-0 runs: a merged split
+        keys = rng.choice(3000, 1500, replace=False)
+        table.write_arrow(pa.table({"k": keys, "v": np.full(1500, b), "s": [f"v{b}-{k}" for k in keys]},
+                                   schema=SCHEMA))
+    made: list[weakref.ref[pa.Table]] = []
+    most_alive = 0
+    real_merge_sorted = streaming_read.merge_sorted
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal most_alive
+        steps = real_merge_sorted(*args, **kwargs)
+        while True:
+            most_alive = max(most_alive, sum(1 for ref in made if ref() is not None))
+            try:
+                step = next(steps)
+            except StopIteration:
+                return
+            made.append(weakref.ref(step))
+            yield step
+            del step
+
+    monkeypatch.setattr(streaming_read, "merge_sorted", counted)
+    stream = table.stream(mode="latest-full")
+    reader = table.change_reader()
+    rows = 0
+    gc.disable()
+    try:
+        for split in stream.poll(max_snapshots=1)[0].splits:
+            for batch in reader.read_batches(split):
+                rows += batch.num_rows
+                del batch
+    finally:
+        gc.enable()
+    assert len(made) > 20 and rows == table.to_arrow().num_rows
+    assert most_alive == 0  # before: the reader's and the stream_split loop's variables held one
