@@ -21,6 +21,13 @@ a split raw.
 Once a snapshot expired, its long-lived changelog (``changelog/changelog-<id>``, kept when the
 changelog lifecycle is decoupled from snapshots) serves the same reads.
 
+Schema: a stream started at a snapshot id or a time reads - its full phase and every later
+snapshot - with the fields of the schema that snapshot was written under and the current options,
+as Paimon Java's time-travelling table copy (`StreamEnumerator.read_schema`); other streams read
+with the table's schema, moving on to a newer one when a later snapshot was written under it.
+
+The splits are planned in `lake_assets.ops.stream_splits` and read in `lake_assets.ops.stream_reader`.
+
 Postpone-bucket tables: which scans see the rows waiting in ``bucket-postpone`` is in
 `lake_assets.ops.stream_postpone` (streams without a changelog producer read them as written;
 everything else reads real buckets only).
