@@ -131,13 +131,22 @@ class Table(TableMaintenance):
         return StreamEnumerator(self.store, mode=mode, snapshot_id=snapshot_id, timestamp_ms=ts,  # type: ignore[arg-type]
                                 consumer_id=consumer_id, position=position)
 
-    def change_reader(self, columns: Sequence[str] | None = None) -> ChangeReader:
-        """A reader of the change splits a `stream` plans, projecting ``columns``."""
-        from lake_assets.ops.stream import ChangeReader
+    def change_reader(
+        self, columns: Sequence[str] | None = None, *, stream: StreamEnumerator | None = None
+    ) -> ChangeReader:
+        """A reader of the change splits a `stream` plans, projecting ``columns``. With ``stream``
+        it starts with that stream's schema: one from an old snapshot reads with the snapshot's
+        fields (`StreamEnumerator.read_schema`), so ``columns`` and its `ChangeReader.schema`
+        are those names. Splits are read with the schema they carry either way."""
+        from lake_assets.ops.stream import ChangeReader, StreamEnumerator
 
         args.names("columns", columns)
+        if stream is not None and not isinstance(stream, StreamEnumerator):
+            raise InvalidArgumentError(f"stream must be a StreamEnumerator from Table.stream, got "
+                                       f"{type(stream).__name__}")
         self.store.require(Op.STREAM)
-        return ChangeReader(self.store, list(columns) if columns else None)
+        return ChangeReader(self.store, list(columns) if columns else None,
+                            None if stream is None else stream.read_schema)
 
     # -------------------------------------------------------------- snapshots
     def snapshots(self) -> list[Snapshot]:

@@ -12,11 +12,17 @@ and the fault points the files passed are replayed on the calling thread before 
 their order. Otherwise (the APPEND lost a race and was retried, another commit came in between,
 anything failed on the thread) they are deleted - nothing references files of a snapshot that
 was never put - and the committer writes the COMPACT snapshot the usual way.
+
+The thread starts once its base's files are written (only the base's snapshot file, which it
+does not read, is still to come). A run that is dropped is waited for before its files are
+deleted; if that wait is interrupted, the thread deletes them itself when it has written the
+last. A process that cannot start a thread commits without one.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -33,6 +39,8 @@ if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
     from lake_assets.store.manifest_io import ManifestIO
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class PreparedSnapshot:
@@ -41,6 +49,71 @@ class PreparedSnapshot:
     snapshot: Snapshot
     written: list[str]
     faults: list[str]
+
+
+class _AheadRun:
+    """One start of the ahead writer: its thread, the files it wrote and its snapshot.
+
+    Each run has its own lists, so a run that is still going can never add to another one's. A
+    dropped run's files are deleted by whoever sees it finished last: the dropping caller once
+    the thread ended, or the thread itself if it was still writing (the caller's wait for it was
+    interrupted) - never before the last file is written, never a file of another run."""
+
+    def __init__(self, mio: ManifestIO, base: Snapshot,
+                 prepare: Callable[[Snapshot, list[str], Callable[[str], None]], Snapshot]) -> None:
+        self.base = base
+        self.written: list[str] = []
+        self.faults: list[str] = []
+        self.result: Snapshot | None = None
+        self._mio = mio
+        self._prepare = prepare
+        self._lock = threading.Lock()
+        self._finished = False
+        self._dropped = False
+        self.thread = threading.Thread(target=self._main, name="lake-commit-ahead", daemon=True)
+
+    def start(self) -> bool:
+        """Start the thread; False (and nothing written) when the process cannot start one."""
+        try:
+            self.thread.start()
+        except RuntimeError:  # "can't start new thread": the committer writes the snapshot itself
+            self._finished = True
+            return False
+        return True
+
+    def _main(self) -> None:
+        try:
+            self.result = self._prepare(self.base, self.written, self.faults.append)
+        except BaseException:
+            self.result = None
+        finally:
+            with self._lock:
+                self._finished = True
+                dropped = self._dropped
+            if dropped:  # dropped while it was writing: its files go now that the last is written
+                self._delete()
+
+    def wait(self) -> None:
+        self.thread.join()
+
+    def drop(self) -> None:
+        """Delete what the run wrote (never put: nothing references it), waiting for it to end."""
+        with self._lock:
+            self._dropped = True
+            finished = self._finished
+        if finished:
+            self._delete()
+        else:
+            self.thread.join()  # it deletes them itself as it ends (also if this wait is interrupted)
+
+    def _delete(self) -> None:
+        # Best effort: files no snapshot references are orphans at worst (remove_orphan_files),
+        # while an error here would replace the commit's own outcome, landed or not.
+        try:
+            self._mio.delete(self.written)
+        except Exception as exc:
+            log.warning("Could not delete the %d unused file(s) of a snapshot written ahead, e.g. %s: %r",
+                        len(self.written), self.written[:1], exc)
 
 
 class SnapshotAhead:
@@ -56,11 +129,7 @@ class SnapshotAhead:
         self._store = store
         self._mio = mio
         self._prepare = prepare
-        self._thread: threading.Thread | None = None
-        self._base: Snapshot | None = None
-        self._written: list[str] = []
-        self._faults: list[str] = []
-        self._result: Snapshot | None = None
+        self._run: _AheadRun | None = None
 
     @staticmethod
     def for_compact(
@@ -83,52 +152,36 @@ class SnapshotAhead:
         return SnapshotAhead(store, mio, prepare)
 
     def start(self, base: Snapshot) -> None:
-        """Start writing on top of ``base`` (dropping what an earlier start wrote)."""
+        """Start writing on top of ``base``, whose files are written (its snapshot not yet put),
+        dropping what an earlier start wrote. Without a thread to run on, nothing is started:
+        `take` then finds nothing and the committer writes the snapshot the usual way."""
         self.discard()
-        self._base = base
-        self._thread = threading.Thread(target=self._run, args=(base,), name="lake-commit-ahead", daemon=True)
-        self._thread.start()
-
-    def _run(self, base: Snapshot) -> None:
-        try:
-            self._result = self._prepare(base, self._written, self._faults.append)
-        except BaseException:
-            self._result = None
+        run = _AheadRun(self._mio, base, self._prepare)
+        if run.start():
+            self._run = run
 
     def take(self, latest: Snapshot | None) -> PreparedSnapshot | None:
         """The prepared snapshot if it was written on top of ``latest`` exactly; its files are the
         caller's from here on. Else None, and what was written is deleted."""
-        self._join()
-        base, result = self._base, self._result
-        if (result is None or base is None or latest is None or latest.id != base.id
-                or latest.uuid != base.uuid):
+        run = self._run
+        if run is None:
+            return None
+        run.wait()
+        base, result = run.base, run.result
+        if result is None or latest is None or latest.id != base.id or latest.uuid != base.uuid:
             self.discard()
             return None
+        self._run = None  # the caller's now: a later discard must not delete them
         # stamped as of its put, as the committer stamps a snapshot it writes itself
         snapshot = dataclasses.replace(result, schema_id=self._store.latest_schema_id(),
                                        time_millis=int(time.time() * 1000))
-        prepared = PreparedSnapshot(snapshot, self._written, self._faults)
-        self._reset()
-        return prepared
+        return PreparedSnapshot(snapshot, run.written, run.faults)
 
     def discard(self) -> None:
         """Wait for the thread and delete what it wrote (never put: nothing references it)."""
-        self._join()
-        written = self._written
-        self._reset()
-        if written:
-            self._mio.delete(written)
-
-    def _join(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-
-    def _reset(self) -> None:
-        self._base = None
-        self._result = None
-        self._written = []
-        self._faults = []
+        run, self._run = self._run, None
+        if run is not None:
+            run.drop()
 
 
 __all__ = ["PreparedSnapshot", "SnapshotAhead"]

@@ -21,6 +21,13 @@ a split raw.
 Once a snapshot expired, its long-lived changelog (``changelog/changelog-<id>``, kept when the
 changelog lifecycle is decoupled from snapshots) serves the same reads.
 
+Schema: a stream started at a snapshot id or a time reads - its full phase and every later
+snapshot - with the fields of the schema that snapshot was written under and the current options,
+as Paimon Java's time-travelling table copy (`StreamEnumerator.read_schema`); other streams read
+with the table's schema, moving on to a newer one when a later snapshot was written under it.
+
+The splits are planned in `lake_assets.ops.stream_splits` and read in `lake_assets.ops.stream_reader`.
+
 Postpone-bucket tables: which scans see the rows waiting in ``bucket-postpone`` is in
 `lake_assets.ops.stream_postpone` (streams without a changelog producer read them as written;
 everything else reads real buckets only).
@@ -28,213 +35,32 @@ everything else reads real buckets only).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+import dataclasses
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lake_assets import arguments as args
-from lake_assets.errors import (
-    InvalidArgumentError,
-    MissingDataFileError,
-    SchemaError,
-    SnapshotNotFoundError,
-    UnsupportedFeatureError,
+from lake_assets.errors import InvalidArgumentError, SnapshotNotFoundError
+from lake_assets.ops.stream_reader import ChangeReader
+from lake_assets.ops.stream_splits import (
+    ChangeBatch,
+    ChangeSource,
+    ChangeSplit,
+    change_splits_between,
+    full_splits,
+    snapshot_changes,
 )
-from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
-from lake_assets.ops.plan import plan_splits
-from lake_assets.ops.read import SplitReader, missing_file_error
-from lake_assets.ops.scan import Split
-from lake_assets.ops.stream_postpone import postponed_entries, read_order, sees_postponed, skips_postponed
-from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry
-from lake_assets.spec.row_kind import ROW_KIND, check_row_kind_free, row_kind_names_array
-from lake_assets.spec.snapshot import CommitKind, Snapshot
+from lake_assets.spec.snapshot import Snapshot
 from lake_assets.store.changelog_manager import snapshot_or_changelog
-from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
-    from lake_assets.ops.scan import FileStoreScan
+    from lake_assets.spec.schema import TableSchema
     from lake_assets.store.file_store import FileStore
 
 StartMode = Literal["latest-full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp", "earliest-full"]
-ChangeSource = Literal["delta", "changelog", "auto"]
 DiffSource = Literal["diff"]
-
-
-@dataclass(frozen=True)
-class ChangeSplit:
-    """Files of one (partition, bucket) from one snapshot, or the full state of a bucket."""
-
-    snapshot_id: int
-    partition: bytes
-    partition_values: tuple[Any, ...]
-    bucket: int
-    files: tuple[DataFileMeta, ...]
-    kind: Literal["delta", "changelog", "full"]
-    # a full split of a deletion-vector table: its bucket's index files (ops/deletion_vectors.py)
-    dv_entries: tuple[IndexManifestEntry, ...] = ()
-
-    @property
-    def row_count(self) -> int:
-        return sum(f.row_count for f in self.files)
-
-
-@dataclass
-class ChangeBatch:
-    """The splits of one snapshot (or of the initial full state) and the position after them."""
-
-    snapshot_id: int
-    splits: list[ChangeSplit] = field(default_factory=list)
-    next_position: int = 0
-
-
-def _group(snapshot_id: int, entries: list[ManifestEntry], kind: str, scan: FileStoreScan) -> list[ChangeSplit]:
-    groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
-    for e in entries:
-        if e.kind == FileKind.ADD:
-            groups.setdefault((e.partition, e.bucket), []).append(e.file)
-    return [
-        ChangeSplit(snapshot_id, part, scan.partition_values(part), bucket, tuple(files), kind)  # type: ignore[arg-type]
-        for (part, bucket), files in groups.items()
-    ]
-
-
-def snapshot_changes(
-    store: FileStore, snap: Snapshot, source: ChangeSource = "auto", *, streaming: bool = True
-) -> list[ChangeSplit]:
-    """The change splits one snapshot contributes (see the module docstring): to a stream, or
-    with ``streaming=False`` to an incremental batch read (which never sees ``bucket-postpone``)."""
-    store.schema_at(snap)  # a snapshot committed under a newer schema is read with it
-    scan = store.file_store_scan(Op.STREAM, real_buckets_only=skips_postponed(store, streaming=streaming))
-    producer = store.schema.core_options.changelog_producer
-    use_changelog = source == "changelog" or (source == "auto" and producer != "none")
-    if use_changelog:
-        return _group(snap.id, scan.changelog_entries(snap), "changelog", scan)
-    if snap.commit_kind == CommitKind.COMPACT:
-        return []
-    if snap.commit_kind == CommitKind.OVERWRITE and not store.schema.core_options.streaming_read_overwrite:
-        return []
-    return _group(snap.id, scan.delta_entries(snap), "delta", scan)
-
-
-def _full_phase_levels(store: FileStore) -> Callable[[int], bool] | None:
-    """The levels a stream's full phase reads (Java's ``DataTableStreamScan.tryFirstPlan``, 0.9 to
-    2.x): with ``lookup`` levels above 0, with ``full-compaction`` the top level only, as the
-    changelog of the files below is still to come (the next compaction's); else every level."""
-    opts = store.schema.core_options
-    if opts.changelog_producer == "lookup":
-        return lambda level: level > 0
-    if opts.changelog_producer == "full-compaction":
-        top = opts.num_levels - 1
-        return lambda level: level == top
-    return None
-
-
-def full_splits(store: FileStore, snap: Snapshot) -> list[ChangeSplit]:
-    """The full phase of a stream at ``snap``: its merged real buckets (of the levels
-    `_full_phase_levels` keeps; `ChangeReader` gives their rows Java's kinds), and, where the
-    stream sees them (`stream_postpone.sees_postponed`), the files still waiting in
-    ``bucket-postpone``, read as written (Java reads bucket -2 splits without a merge)."""
-    keep = _full_phase_levels(store)
-    splits: list[ChangeSplit] = []
-    for sp in plan_splits(store, snap, None):
-        files = tuple(f for f in sp.files if keep is None or keep(f.level))
-        if files:
-            splits.append(ChangeSplit(snap.id, sp.partition, sp.partition_values, sp.bucket, files, "full",
-                                      sp.dv_entries))
-    if sees_postponed(store, streaming=True):
-        scan = store.file_store_scan(Op.STREAM, real_buckets_only=False)
-        splits += _group(snap.id, postponed_entries(store, snap), "delta", scan)
-    return splits
-
-
-class ChangeReader:
-    """Reads change splits into Arrow tables with the table's columns plus ``_row_kind``."""
-
-    def __init__(self, store: FileStore, columns: list[str] | None = None) -> None:
-        check_row_kind_free(store.schema.field_names, store.name)
-        unknown = [c for c in columns or () if not store.schema.has_field(c)]
-        if unknown:
-            raise SchemaError(f"Table {store.name} has no columns {unknown}")
-        self.store = store
-        self.columns = columns
-        self._reader = SplitReader(store, store.schema, columns)
-
-    @property
-    def schema(self) -> pa.Schema:
-        return self._reader.output_schema.append(pa.field(ROW_KIND, pa.string(), nullable=False))
-
-    def read(self, split: ChangeSplit) -> pa.Table:
-        """The changes in one split that `StreamEnumerator.poll` planned, with a ``_row_kind`` column."""
-        parts = list(self.read_batches(split))
-        return pa.concat_tables(parts) if parts else self.schema.empty_table()
-
-    def read_batches(self, split: ChangeSplit) -> Iterator[pa.Table]:
-        """The changes of one split as tables: a full split streamed in batches of the table's
-        ``read.batch-size`` rows (`ops.streaming_read`), a delta split one table per file."""
-        if not isinstance(split, ChangeSplit):
-            raise InvalidArgumentError(
-                f"split must be a ChangeSplit from StreamEnumerator.poll, got {type(split).__name__}"
-            )
-        return self._guarded(split)  # the split is checked at the call, not at the first batch
-
-    def _guarded(self, split: ChangeSplit) -> Iterator[pa.Table]:
-        try:
-            yield from self._read(split)
-        except MissingDataFileError as exc:
-            raise missing_file_error(self.store, exc, split.snapshot_id) from None
-
-    def _read_full(self, sp: Split) -> Iterator[pa.Table]:
-        """A full split's merged rows with the kinds Java's reader gives them
-        (`ops.full_phase_kinds`): +I where Java reads raw (and in append tables), else the merged
-        record's kind."""
-        from lake_assets.ops.full_phase_kinds import full_phase_groups
-        from lake_assets.ops.streaming_read import stream_bounds  # it builds on ops.read, as this module
-
-        batch_rows, _ = stream_bounds(self.store.schema.core_options)
-        if self.store.primary_keys:
-            groups = [(list(g.files), not g.raw) for g in full_phase_groups(self.store, sp.files)]
-        else:
-            groups = [(sp.files, False)]
-        for files, with_kind in groups:
-            part = Split(sp.partition, sp.partition_values, sp.bucket, -1, files, sp.dv_entries)
-            for merged in self._reader.stream_split(part, batch_rows, with_kind=with_kind):  # <= ~2 * batch_rows
-                for start in range(0, merged.num_rows, batch_rows):
-                    data = merged.slice(start, batch_rows)
-                    if with_kind:
-                        kinds = pc.take(row_kind_names_array(), data.column(VALUE_KIND).cast(pa.int32()))
-                        data = data.drop_columns([VALUE_KIND])
-                    else:
-                        kinds = pa.array(["+I"] * data.num_rows, pa.string())
-                    yield data.append_column(ROW_KIND, kinds)
-
-    def _read(self, split: ChangeSplit) -> Iterator[pa.Table]:
-        if self._reader.schema.id != self.store.schema.id:
-            # planning moved the store to a newer schema (`FileStore.schema_at`): the splits' files
-            # may hold columns the older one lacks, so the reader follows (its output too)
-            gone = [c for c in self.columns or () if not self.store.schema.has_field(c)]
-            if gone:
-                raise SchemaError(f"Cannot read changes of {self.store.name}: columns {gone} were renamed or "
-                                  f"dropped by schema {self.store.schema.id}, which later snapshots were written under")
-            self._reader = SplitReader(self.store, self.store.schema, self.columns)
-        sp = Split(split.partition, split.partition_values, split.bucket, -1, list(split.files), split.dv_entries)
-        if split.kind == "full":
-            yield from self._read_full(sp)
-            return
-        # Files are read as written (no merge across files): each row is one change.
-        for meta in read_order(split.bucket, split.files):
-            # append files carry no system columns: every row is an insert
-            raw = self._reader.read_file(sp, meta, with_system=bool(self.store.primary_keys))
-            if self.store.primary_keys:
-                # within a commit, changes of a key are ordered by sequence number
-                raw = raw.take(pc.sort_indices(raw, sort_keys=[(SEQUENCE_NUMBER, "ascending")]))
-                kinds = pc.take(row_kind_names_array(), raw.column(VALUE_KIND).cast(pa.int32()))
-            else:
-                kinds = pa.array(["+I"] * raw.num_rows, pa.string())
-            data = raw.select(self._reader.columns).cast(self._reader.output_schema)
-            yield data.append_column(ROW_KIND, kinds)
 
 
 class StreamEnumerator:
@@ -292,6 +118,31 @@ class StreamEnumerator:
                 self.position = self._first_changelog_after(timestamp_ms - 1) or sm.earliest_id() or 1
         else:
             raise InvalidArgumentError(f"unknown start mode {mode!r}")
+        travel = self._travel_snapshot(mode, snapshot_id, timestamp_ms)
+        # The schema the whole stream reads with when it starts from an old snapshot, fixed from
+        # here on; None: the table's, moving on with the snapshots (`FileStore.schema_at`).
+        self.read_schema: TableSchema | None = None if travel is None else store.travel_schema(travel)
+
+    def _travel_snapshot(self, mode: StartMode, snapshot_id: int | None, timestamp_ms: int | None) -> Snapshot | None:
+        """The snapshot a stream starting at a snapshot id or a time travels to, as Paimon Java's
+        table copied with ``scan.snapshot-id`` / ``scan.timestamp-millis`` does
+        (``AbstractFileStoreTable.tryTimeTravel``, 0.9 and 1.x): it reads - its full phase and
+        every later snapshot's changes - with that snapshot's fields and the current options
+        (`FileStore.travel_schema`), also after later snapshots evolve the schema. None where Java
+        does not travel: the other modes, a snapshot id that does not exist (expired, or not yet
+        written), a time before the earliest snapshot. A saved consumer position changes where the
+        stream resumes, not the schema (Java travels by the options alone)."""
+        sm = self.store.snapshot_manager
+        if mode in ("from-snapshot", "from-snapshot-full") and snapshot_id is not None:
+            return sm.try_snapshot(snapshot_id)
+        if mode == "from-timestamp" and timestamp_ms is not None:
+            return sm.newer_than_or_equal_time(timestamp_ms)  # Java: earlierOrEqualTimeMills
+        return None
+
+    def change_reader(self, columns: list[str] | None = None) -> ChangeReader:
+        """A reader of this stream's splits that starts with its schema (`read_schema`): its
+        `ChangeReader.schema` and ``columns`` are the start snapshot's names."""
+        return ChangeReader(self.store, columns, self.read_schema)
 
     def _first_changelog_after(self, time_ms: int) -> int | None:
         """The oldest long-lived changelog committed after ``time_ms`` (streams starting before the
@@ -309,7 +160,7 @@ class StreamEnumerator:
         batches: list[ChangeBatch] = []
         if self._needs_full is not None:
             full = self._needs_full
-            splits = full_splits(self.store, full)
+            splits = self._with_schema(full_splits(self.store, full))
             self._needs_full = None
             batches.append(ChangeBatch(full.id, splits, self.position))
             max_snapshots -= 1
@@ -324,10 +175,15 @@ class StreamEnumerator:
                     f"Table {self.store.name}: snapshot {self.position} expired before this stream read it "
                     f"(earliest is {earliest}); use a consumer id to protect unread snapshots"
                 )
-            batches.append(ChangeBatch(snap.id, snapshot_changes(self.store, snap), snap.id + 1))
+            batches.append(ChangeBatch(snap.id, self._with_schema(snapshot_changes(self.store, snap)), snap.id + 1))
             self.position = snap.id + 1
             max_snapshots -= 1
         return batches
+
+    def _with_schema(self, splits: list[ChangeSplit]) -> list[ChangeSplit]:
+        if self.read_schema is None:
+            return splits
+        return [dataclasses.replace(split, schema=self.read_schema) for split in splits]
 
     def commit(self, position: int | None = None) -> None:
         """Record that everything before ``position`` (default: the current one) was processed."""
@@ -335,43 +191,6 @@ class StreamEnumerator:
         pos = self.position if position is None else position
         if self.consumer_id:
             self.store.consumer_manager().record(self.consumer_id, pos)
-
-
-def change_splits_between(
-    store: FileStore, start: int | str, end: int | str | None = None, source: ChangeSource = "auto"
-) -> list[ChangeSplit]:
-    """The change splits of snapshots in ``(start, end]`` (ids or tag names; ``end`` defaults to the
-    latest), read from long-lived changelogs where the snapshot expired.
-
-    Not between two tags: Paimon diffs two tags' files instead (`read_changes`,
-    `lake_assets.ops.tag_diff`), an answer per-snapshot splits cannot give."""
-    if isinstance(start, str) and isinstance(end, str):
-        raise UnsupportedFeatureError(
-            f"Cannot plan the changes of {store.name} between tags {start!r} and {end!r} snapshot by snapshot: "
-            f"Paimon diffs the two tags' files; read them with Table.read_changes({start!r}, {end!r})"
-        )
-
-    def resolve(x: int | str) -> int:
-        return store.tag_manager().get(x).snapshot.id if isinstance(x, str) else int(x)
-
-    lo = resolve(start)
-    latest = store.snapshot_manager.latest_id() or 0
-    hi = resolve(end) if end is not None else latest
-    if hi < lo:
-        raise InvalidArgumentError(f"Cannot read changes of {store.name}: end {end!r} (snapshot {hi}) is before "
-                                   f"start {start!r} (snapshot {lo})")
-    if hi > latest:
-        raise SnapshotNotFoundError(f"Cannot read changes of {store.name} up to snapshot {hi}: the latest is {latest}")
-    changelogs = store.changelog_manager()
-    splits: list[ChangeSplit] = []
-    for sid in range(lo + 1, hi + 1):
-        snap = snapshot_or_changelog(store.snapshot_manager, changelogs, sid)
-        if snap is None:
-            raise SnapshotNotFoundError(
-                f"Table {store.name}: snapshot {sid} expired and no long-lived changelog keeps its changes"
-            )
-        splits += snapshot_changes(store, snap, source, streaming=False)
-    return splits
 
 
 def read_changes(
@@ -427,3 +246,20 @@ def iter_stream(
             yield b.next_position, (pa.concat_tables(parts) if parts else reader.schema.empty_table())
             enumerator.commit(b.next_position)
             done += 1
+
+
+# the planning and reading halves live in their own modules; callers import them from here too
+__all__ = [
+    "ChangeBatch",
+    "ChangeReader",
+    "ChangeSource",
+    "ChangeSplit",
+    "DiffSource",
+    "StartMode",
+    "StreamEnumerator",
+    "change_splits_between",
+    "full_splits",
+    "iter_stream",
+    "read_changes",
+    "snapshot_changes",
+]

@@ -94,6 +94,7 @@ def stream_split(reader: SplitReader, split: Split, batch_rows: int, *, with_kin
         for merged in merge_sorted(inputs, key_names, merge, min_rows=batch_rows, max_step_rows=batch_rows):
             if merged.num_rows:
                 yield reader._finish(merged, split, with_kind)
+            del merged  # emitted: not held while the next step is gathered and merged
 
 
 def read_ahead_of(

@@ -143,6 +143,9 @@ class WriteBufferSpill:
         try:
             for chunk in self.merged(inputs, merge):
                 rolling.write(chunk)
+                # written: the loop variable would hold this merge step while the generator
+                # gathers and merges the next one, two steps where the bound counts one
+                del chunk
             files = rolling.close()
         except BaseException:
             rolling.abort()

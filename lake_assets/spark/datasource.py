@@ -62,9 +62,10 @@ class LakeDataSource(DataSource):
         table = self.source.table()
         schema = table.schema
         travel = self.source.time_travel()
-        if travel and not (self.source.is_incremental or self.source.is_streaming_start):
-            # time travel reads with the schema the snapshot was committed under, as Paimon does;
-            # streams (scan.mode) and change reads follow the current schema
+        if travel and not self.source.is_incremental:
+            # time travel reads with the schema the snapshot was committed under, as Paimon does -
+            # a stream from a snapshot id or time too, for its whole run (its table copy travels:
+            # `StreamEnumerator.read_schema`); incremental change reads use the current schema
             snap = table.resolve_snapshot(**travel)
             if snap is not None:
                 schema = table.store.travel_schema(snap)  # its fields, the current options

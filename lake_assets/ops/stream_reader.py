@@ -1,0 +1,144 @@
+"""Reading a stream's change splits (`lake_assets.ops.stream_splits`) into Arrow tables with a
+``_row_kind`` column: delta and changelog files as written, a full split merged with the kinds
+Paimon Java's reader gives it (`lake_assets.ops.full_phase_kinds`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lake_assets.errors import InvalidArgumentError, MissingDataFileError, SchemaError
+from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
+from lake_assets.ops.read import SplitReader, missing_file_error
+from lake_assets.ops.scan import Split
+from lake_assets.ops.stream_postpone import read_order
+from lake_assets.ops.stream_splits import ChangeSplit
+from lake_assets.spec.row_kind import ROW_KIND, check_row_kind_free, row_kind_names_array
+
+if TYPE_CHECKING:
+    from lake_assets.spec.schema import TableSchema
+    from lake_assets.store.file_store import FileStore
+
+
+class ChangeReader:
+    """Reads change splits into Arrow tables with the table's columns plus ``_row_kind``."""
+
+    def __init__(self, store: FileStore, columns: list[str] | None = None, schema: TableSchema | None = None) -> None:
+        """``schema``: the one the stream whose splits this reads starts with (its
+        `StreamEnumerator.read_schema`: a stream from an old snapshot reads with that snapshot's
+        fields, as Paimon Java's); by default the table's. Each split is read with the schema it
+        carries either way."""
+        start = store.schema if schema is None else schema
+        check_row_kind_free(start.field_names, store.name)
+        unknown = [c for c in columns or () if not start.has_field(c)]
+        if unknown:
+            raise SchemaError(f"Table {store.name} has no columns {unknown}"
+                              + ("" if schema is None else f" in schema {schema.id}, which the stream reads with"))
+        self.store = store
+        self.columns = columns
+        self._reader = SplitReader(store, start, columns)
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._reader.output_schema.append(pa.field(ROW_KIND, pa.string(), nullable=False))
+
+    def read(self, split: ChangeSplit) -> pa.Table:
+        """The changes in one split that `StreamEnumerator.poll` planned, with a ``_row_kind`` column."""
+        parts = list(self.read_batches(split))
+        return pa.concat_tables(parts) if parts else self.schema.empty_table()
+
+    def read_batches(self, split: ChangeSplit) -> Iterator[pa.Table]:
+        """The changes of one split as tables: a full split streamed in batches of the table's
+        ``read.batch-size`` rows (`ops.streaming_read`), a delta split one table per file."""
+        if not isinstance(split, ChangeSplit):
+            raise InvalidArgumentError(
+                f"split must be a ChangeSplit from StreamEnumerator.poll, got {type(split).__name__}"
+            )
+        return self._guarded(split)  # the split is checked at the call, not at the first batch
+
+    def _guarded(self, split: ChangeSplit) -> Iterator[pa.Table]:
+        try:
+            yield from self._read(split)
+        except MissingDataFileError as exc:
+            raise missing_file_error(self.store, exc, split.snapshot_id) from None
+
+    def _read_with(self, schema: TableSchema) -> None:
+        """Read with the fixed schema of a time-travelling stream: files of later schemas by
+        field id into its fields (added columns left out, renamed ones under the old name), as
+        Paimon Java's table copied to the start snapshot reads them."""
+        current = self._reader.schema
+        if current.id == schema.id and current.options == schema.options:
+            return
+        missing = [c for c in self.columns or () if not schema.has_field(c)]
+        if missing:
+            raise SchemaError(f"Cannot read changes of {self.store.name}: the stream reads with the fields of "
+                              f"schema {schema.id} (its start snapshot's), which has no columns {missing}")
+        check_row_kind_free(schema.field_names, self.store.name)
+        self._reader = SplitReader(self.store, schema, self.columns)
+
+    def _read_full(self, sp: Split) -> Iterator[pa.Table]:
+        """A full split's merged rows with the kinds Java's reader gives them
+        (`ops.full_phase_kinds`): +I where Java reads raw (and in append tables), else the merged
+        record's kind."""
+        from lake_assets.ops.full_phase_kinds import full_phase_groups
+        from lake_assets.ops.streaming_read import stream_bounds  # it builds on ops.read, as this module
+
+        batch_rows, _ = stream_bounds(self.store.schema.core_options)
+        if self.store.primary_keys:
+            groups = [(list(g.files), not g.raw) for g in full_phase_groups(self.store, sp.files)]
+        else:
+            groups = [(sp.files, False)]
+        for files, with_kind in groups:
+            part = Split(sp.partition, sp.partition_values, sp.bucket, -1, files, sp.dv_entries)
+            for merged in self._reader.stream_split(part, batch_rows, with_kind=with_kind):  # <= ~2 * batch_rows
+                for start in range(0, merged.num_rows, batch_rows):
+                    data = merged.slice(start, batch_rows)
+                    if with_kind:
+                        kinds = pc.take(row_kind_names_array(), data.column(VALUE_KIND).cast(pa.int32()))
+                        data = data.drop_columns([VALUE_KIND])
+                    else:
+                        kinds = _inserts(data.num_rows)
+                    yield data.append_column(ROW_KIND, kinds)
+                    del data, kinds
+                # emitted: the loop variable would hold this step while the next one is merged
+                del merged
+
+    def _read(self, split: ChangeSplit) -> Iterator[pa.Table]:
+        if split.schema is not None:
+            self._read_with(split.schema)
+        elif self._reader.schema.id != self.store.schema.id:
+            # planning moved the store to a newer schema (`FileStore.schema_at`): the splits' files
+            # may hold columns the older one lacks, so the reader follows (its output too)
+            gone = [c for c in self.columns or () if not self.store.schema.has_field(c)]
+            if gone:
+                raise SchemaError(f"Cannot read changes of {self.store.name}: columns {gone} were renamed or "
+                                  f"dropped by schema {self.store.schema.id}, which later snapshots were written under")
+            self._reader = SplitReader(self.store, self.store.schema, self.columns)
+        sp = Split(split.partition, split.partition_values, split.bucket, -1, list(split.files), split.dv_entries)
+        if split.kind == "full":
+            yield from self._read_full(sp)
+            return
+        # Files are read as written (no merge across files): each row is one change.
+        for meta in read_order(split.bucket, split.files):
+            # append files carry no system columns: every row is an insert
+            raw = self._reader.read_file(sp, meta, with_system=bool(self.store.primary_keys))
+            if self.store.primary_keys:
+                # within a commit, changes of a key are ordered by sequence number
+                raw = raw.take(pc.sort_indices(raw, sort_keys=[(SEQUENCE_NUMBER, "ascending")]))
+                kinds = pc.take(row_kind_names_array(), raw.column(VALUE_KIND).cast(pa.int32()))
+            else:
+                kinds = _inserts(raw.num_rows)
+            data = raw.select(self._reader.columns).cast(self._reader.output_schema)
+            yield data.append_column(ROW_KIND, kinds)
+
+
+def _inserts(rows: int) -> pa.Array:
+    """``+I`` for each of ``rows`` rows (append files and raw splits store no row kind)."""
+    return pa.repeat(pa.scalar("+I", pa.string()), rows)
+
+
+__all__ = ["ChangeReader"]
