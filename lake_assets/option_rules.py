@@ -272,12 +272,17 @@ RULES.update(_rules(
       why="lake_assets never commits a snapshot without changes"),
     R("visibility-callback.enabled", "bool", False, "After a batch commit, wait until the rows it wrote "
       "into bucket-postpone (or, with deletion vectors, at level 0) have been compacted by another job.",
-      supported=("false",), refuses=("WRITE",),
-      why="lake_assets' writers do not wait after a commit for a compaction that another job runs"),
+      note="as Paimon HEAD's VisibilityWaitCallback, every batch commit of lake_assets' writers (Table.write_arrow "
+      "and the core commit API with BATCH_COMMIT_IDENTIFIER, write_table, df.write, the ingest job) to a "
+      "primary-key table in postpone bucket mode or with deletion vectors waits after it landed until a later "
+      "snapshot no longer lists the files it added there (ops/visibility_wait.py: each check reads only the "
+      "deltas of the snapshots committed since the last one); files its own inline compaction removed are not "
+      "waited for; streaming commits and compactions never wait; on timeout CommitNotVisibleError says the "
+      "commit landed (its snapshot ids)"),
     R("visibility-callback.timeout", "duration", 1_800_000, "Longest wait of visibility-callback.enabled.",
-      note="read only with visibility-callback.enabled, which refuses writes"),
+      note="read by the visibility wait (ops/visibility_wait.py); then CommitNotVisibleError"),
     R("visibility-callback.check-interval", "duration", 10_000, "Interval of the checks of "
-      "visibility-callback.enabled.", note="read only with visibility-callback.enabled, which refuses writes"),
+      "visibility-callback.enabled.", note="read by the visibility wait (ops/visibility_wait.py)"),
     R("snapshot.ignore-empty-commit", "bool", True, "Commits without changes create no snapshot.",
       supported=("true",), refuses=("WRITE",), why="lake_assets never commits a snapshot without changes"),
     # ---- scans (refused per read by table_support: Paimon readers start where these say)
