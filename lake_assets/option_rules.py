@@ -167,7 +167,10 @@ RULES: dict[str, OptionRule] = _rules(
       note="a distribution of rows to writer tasks, not a file layout; lake_assets' Spark write_table, "
       "repartition_by_bucket and the ingest job cluster such a table's rows by partition for hash and "
       "partition_dynamic (as Paimon's Spark write requirement does for every value but none; spark/shuffle.py); "
-      "df.write of the caller's DataFrame and the core's single-process writers take the rows as given"),
+      "a plain df.write cannot ask Spark for a distribution (pyspark 4.3's Python data sources have no "
+      "hook): it writes the caller's rows as given and its commit, when a partition's postponed (or an "
+      "unaware-bucket append table's) rows came from several tasks, lands and logs a warning naming the "
+      "option (spark/sink_distribution.py); the core's single-process writers have one task"),
     R("postpone.merge-on-read", "bool", False, "Batch reads of a postpone-bucket table merge the rows waiting "
       "in bucket-postpone into the real buckets.",
       note="lake_assets' reads skip bucket-postpone: reads and streams of a postpone table carrying true are "
