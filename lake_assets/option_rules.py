@@ -133,9 +133,11 @@ RULES: dict[str, OptionRule] = _rules(
     R("postpone.target-size-per-bucket", "size", 1024 * MiB, "Bytes per bucket a postpone partition's first "
       "compaction or batch write aims at when neither postpone.default-bucket-num nor "
       "postpone.target-row-num-per-bucket is set.", minimum=1, note="the postpone compaction measures the "
-      "postpone files' stored size, as Java's (ops/postpone.py); batch writes into real buckets measure the "
-      "batch's Arrow bytes before writing (Paimon HEAD: its staged postpone files' stored size) and round "
-      "the estimate up to a power of two (ops/postpone_batch.py)"),
+      "postpone files' stored size, as Java's (ops/postpone.py); batch writes into real buckets measure, as "
+      "Paimon HEAD (its staged postpone files' stored size), the bytes the batch takes as the table's "
+      "postpone files, encoded in memory as the postpone writer encodes them (ops/postpone_size.py; a "
+      "Spark write_table scales its per-partition value widths by a sample's encoding), and round the "
+      "estimate up to a power of two (ops/postpone_batch.py)"),
     R("postpone.batch-write-fixed-bucket", "bool", True, "Whether batch writes of a postpone-bucket table "
       "(bucket = -2) go into real buckets (each partition's recorded bucket count, or for a new or overwritten "
       "partition postpone.default-bucket-num or the postpone.target-* estimate on the batch) instead of "

@@ -36,6 +36,7 @@ from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.postpone_batch import BatchBucketOptions, StagedPartition, bucket_metadata, plan_batch_buckets
 from lake_assets.ops.postpone_files import read_postpone_file
+from lake_assets.ops.postpone_size import postpone_file_bytes
 from lake_assets.ops.postpone_table import is_postpone_table
 from lake_assets.ops.postpone_write import PostponeWriter
 from lake_assets.ops.route import PARALLEL_GATHER_ROWS, partition_groups
@@ -53,15 +54,16 @@ STAGE_FORMAT = "parquet"
 
 
 def staged_partitions(store: FileStore, data: pa.Table) -> dict[bytes, StagedPartition]:
-    """What ``data`` (conformed to the table) holds per partition: rows and Arrow bytes, the
-    input of `plan_batch_buckets`."""
+    """What ``data`` (conformed to the table) holds per partition: rows, and the bytes they take
+    as the table's postpone files (HEAD measures its staged postpone files, `postpone_file_bytes`),
+    the input of `plan_batch_buckets`."""
     keys = list(store.schema.partition_keys)
     types = store.schema.types(keys)
     ids, values = partition_groups(data, keys)
     out: dict[bytes, StagedPartition] = {}
     for gid, pvals in enumerate(values):
         rows = data if len(values) == 1 else data.take(pa.array(np.flatnonzero(ids == gid)))
-        out[serialize_row(list(pvals), types)] = StagedPartition(rows.num_rows, rows.nbytes)
+        out[serialize_row(list(pvals), types)] = StagedPartition(rows.num_rows, postpone_file_bytes(store, rows))
     return out
 
 
@@ -301,16 +303,21 @@ def resolve_staged(
 def _staged_sizes(store: FileStore, by_partition: Mapping[bytes, list[ManifestEntry]],
                   known: Mapping[bytes, int], opts: BatchBucketOptions,
                   pool: ThreadPoolExecutor) -> dict[bytes, StagedPartition]:
-    """The rows (file metadata) and Arrow bytes of each partition's staged files; the bytes are
-    read only when a decision measures them (no row target, and a partition with a recorded
-    count, which a big batch would rescale, or one without a count or default count)."""
+    """The rows (file metadata) and bytes of each partition's staged files as the table's postpone
+    files would store them (`postpone_file_bytes`: HEAD stages Avro postpone files and measures
+    their size; ours are staged as Parquet for speed); the files are read only when a decision
+    measures bytes (no row target, and a partition with a recorded count, which a big batch would
+    rescale, or one without a count or default count)."""
     need_bytes = opts.target_rows is None and any(
         p in known or opts.default_bucket_num is None for p in by_partition)
     nbytes: dict[bytes, int] = dict.fromkeys(by_partition, 0)
     if need_bytes:
         entries = [e for es in by_partition.values() for e in es]
-        for e, n in zip(entries, pool.map(lambda e: read_postpone_file(store, e, "write to")[0].nbytes, entries),
-                        strict=True):
+
+        def measure(e: ManifestEntry) -> int:
+            return postpone_file_bytes(store, *read_postpone_file(store, e, "write to"))
+
+        for e, n in zip(entries, pool.map(measure, entries), strict=True):
             nbytes[e.partition] += n
     return {p: StagedPartition(sum(e.file.row_count for e in es), nbytes[p]) for p, es in by_partition.items()}
 
