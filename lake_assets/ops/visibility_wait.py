@@ -48,18 +48,24 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def waits_for_visibility(store: FileStore, commit_identifier: int) -> bool:
-    """Whether a commit with ``commit_identifier`` to ``store`` waits (``visibility-callback.enabled``
-    on a primary-key table in postpone bucket mode or with deletion vectors, a batch commit)."""
+def table_waits_for_visibility(store: FileStore) -> bool:
+    """Whether batch writers of ``store`` wait for a compaction after their commits
+    (``visibility-callback.enabled`` on a primary-key table in postpone bucket mode or with
+    deletion vectors; Paimon's ``shouldWaitForVisibility``)."""
     opts = store.schema.core_options
-    if commit_identifier != BATCH_COMMIT_IDENTIFIER or not opts.visibility_callback_enabled:
+    if not opts.visibility_callback_enabled or not store.schema.primary_keys:
         return False
-    if not store.schema.primary_keys:
-        return False
-    return opts.bucket == POSTPONE_BUCKET or _deletion_vectors(store)
+    return opts.bucket == POSTPONE_BUCKET or deletion_vectors_enabled(store)
 
 
-def _deletion_vectors(store: FileStore) -> bool:
+def waits_for_visibility(store: FileStore, commit_identifier: int) -> bool:
+    """Whether a commit with ``commit_identifier`` to ``store`` waits: a batch commit of a table
+    whose writers wait (`table_waits_for_visibility`)."""
+    return commit_identifier == BATCH_COMMIT_IDENTIFIER and table_waits_for_visibility(store)
+
+
+def deletion_vectors_enabled(store: FileStore) -> bool:
+    """Whether the table carries ``deletion-vectors.enabled = true`` (its level-0 files are invisible)."""
     return str(store.schema.options.get("deletion-vectors.enabled", "false")).strip().lower() == "true"
 
 
@@ -69,7 +75,7 @@ def invisible_entries(
     """The identities of ``added`` entries that readers do not see yet (``bucket-postpone``, or with
     deletion vectors level 0; Paimon's ``shouldBeTracked``) and that ``removed`` (the same
     commit's compaction) does not already delete."""
-    dv = _deletion_vectors(store)
+    dv = deletion_vectors_enabled(store)
     tracked = {e.identifier() for e in added
                if e.kind is FileKind.ADD and (e.bucket == POSTPONE_BUCKET or (dv and e.file.level == 0))}
     return tracked - {e.identifier() for e in removed if e.kind is FileKind.DELETE}
@@ -112,7 +118,7 @@ def wait_for_visibility(
     raise CommitNotVisibleError(
         f"Commit to {store.name} landed as snapshot {', '.join(map(str, snapshot_ids))}, but "
         f"{len(left)} of its {len(pending)} file(s) written to bucket-postpone"
-        f"{' or level 0' if _deletion_vectors(store) else ''} were still not compacted after "
+        f"{' or level 0' if deletion_vectors_enabled(store) else ''} were still not compacted after "
         f"visibility-callback.timeout ({timeout_s:g} s; checked up to snapshot {checked}): its rows are not "
         "visible to readers yet. Do not write them again; run the table's compaction.",
         table=store.name, snapshot_ids=tuple(snapshot_ids), pending=len(left),
