@@ -103,6 +103,21 @@ class CommitStateUnknownError(CommitError):
     """
 
 
+class CommitNotVisibleError(LakeError):
+    """The commit LANDED (``snapshot_ids``), but ``visibility-callback.enabled`` waited
+    ``visibility-callback.timeout`` in vain for another job's compaction to make its rows visible
+    (``pending`` files still in ``bucket-postpone`` or, with deletion vectors, at level 0).
+
+    Not a failed commit: never write the rows again and never clean up its files; compact the table.
+    """
+
+    def __init__(self, message: str, *, table: str, snapshot_ids: tuple[int, ...], pending: int) -> None:
+        super().__init__(message)
+        self.table = table
+        self.snapshot_ids = snapshot_ids
+        self.pending = pending
+
+
 class InvalidArgumentError(LakeError, ValueError):
     """An argument of a call that is not well formed (a time that does not parse, an unknown mode);
     also a ValueError, which such mistakes raised before."""

@@ -133,9 +133,11 @@ RULES: dict[str, OptionRule] = _rules(
     R("postpone.target-size-per-bucket", "size", 1024 * MiB, "Bytes per bucket a postpone partition's first "
       "compaction or batch write aims at when neither postpone.default-bucket-num nor "
       "postpone.target-row-num-per-bucket is set.", minimum=1, note="the postpone compaction measures the "
-      "postpone files' stored size, as Java's (ops/postpone.py); batch writes into real buckets measure the "
-      "batch's Arrow bytes before writing (Paimon HEAD: its staged postpone files' stored size) and round "
-      "the estimate up to a power of two (ops/postpone_batch.py)"),
+      "postpone files' stored size, as Java's (ops/postpone.py); batch writes into real buckets measure, as "
+      "Paimon HEAD (its staged postpone files' stored size), the bytes the batch takes as the table's "
+      "postpone files, encoded in memory as the postpone writer encodes them (ops/postpone_size.py; a "
+      "Spark write_table scales its per-partition value widths by a sample's encoding), and round the "
+      "estimate up to a power of two (ops/postpone_batch.py)"),
     R("postpone.batch-write-fixed-bucket", "bool", True, "Whether batch writes of a postpone-bucket table "
       "(bucket = -2) go into real buckets (each partition's recorded bucket count, or for a new or overwritten "
       "partition postpone.default-bucket-num or the postpone.target-* estimate on the batch) instead of "
@@ -167,7 +169,10 @@ RULES: dict[str, OptionRule] = _rules(
       note="a distribution of rows to writer tasks, not a file layout; lake_assets' Spark write_table, "
       "repartition_by_bucket and the ingest job cluster such a table's rows by partition for hash and "
       "partition_dynamic (as Paimon's Spark write requirement does for every value but none; spark/shuffle.py); "
-      "df.write of the caller's DataFrame and the core's single-process writers take the rows as given"),
+      "a plain df.write cannot ask Spark for a distribution (pyspark 4.3's Python data sources have no "
+      "hook): it writes the caller's rows as given and its commit, when a partition's postponed (or an "
+      "unaware-bucket append table's) rows came from several tasks, lands and logs a warning naming the "
+      "option (spark/sink_distribution.py); the core's single-process writers have one task"),
     R("postpone.merge-on-read", "bool", False, "Batch reads of a postpone-bucket table merge the rows waiting "
       "in bucket-postpone into the real buckets.",
       note="lake_assets' reads skip bucket-postpone: reads and streams of a postpone table carrying true are "
@@ -272,12 +277,17 @@ RULES.update(_rules(
       why="lake_assets never commits a snapshot without changes"),
     R("visibility-callback.enabled", "bool", False, "After a batch commit, wait until the rows it wrote "
       "into bucket-postpone (or, with deletion vectors, at level 0) have been compacted by another job.",
-      supported=("false",), refuses=("WRITE",),
-      why="lake_assets' writers do not wait after a commit for a compaction that another job runs"),
+      note="as Paimon HEAD's VisibilityWaitCallback, every batch commit of lake_assets' writers (Table.write_arrow "
+      "and the core commit API with BATCH_COMMIT_IDENTIFIER, write_table, df.write, the ingest job) to a "
+      "primary-key table in postpone bucket mode or with deletion vectors waits after it landed until a later "
+      "snapshot no longer lists the files it added there (ops/visibility_wait.py: each check reads only the "
+      "deltas of the snapshots committed since the last one); files its own inline compaction removed are not "
+      "waited for; streaming commits and compactions never wait; on timeout CommitNotVisibleError says the "
+      "commit landed (its snapshot ids)"),
     R("visibility-callback.timeout", "duration", 1_800_000, "Longest wait of visibility-callback.enabled.",
-      note="read only with visibility-callback.enabled, which refuses writes"),
+      note="read by the visibility wait (ops/visibility_wait.py); then CommitNotVisibleError"),
     R("visibility-callback.check-interval", "duration", 10_000, "Interval of the checks of "
-      "visibility-callback.enabled.", note="read only with visibility-callback.enabled, which refuses writes"),
+      "visibility-callback.enabled.", note="read by the visibility wait (ops/visibility_wait.py)"),
     R("snapshot.ignore-empty-commit", "bool", True, "Commits without changes create no snapshot.",
       supported=("true",), refuses=("WRITE",), why="lake_assets never commits a snapshot without changes"),
     # ---- scans (refused per read by table_support: Paimon readers start where these say)

@@ -352,6 +352,18 @@ class CoreOptions(MergeOptions):
     def ignore_empty_commit(self) -> bool:
         return self._bool("snapshot.ignore-empty-commit", True)
 
+    @property
+    def visibility_callback_enabled(self) -> bool:
+        return self._bool("visibility-callback.enabled", False)
+
+    @property
+    def visibility_callback_timeout_ms(self) -> int:
+        return self._duration("visibility-callback.timeout", 1_800_000)
+
+    @property
+    def visibility_callback_check_interval_ms(self) -> int:
+        return self._duration("visibility-callback.check-interval", 10_000)
+
     # ------------------------------------------------------------ validation
     def validate(self, *, field_names: tuple[str, ...] = (), strict: bool = True) -> None:
         """Reject unknown, malformed, out-of-range and unsupported options, naming each key

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import pyarrow as pa
 
 from lake_assets.defs.config import MaintenancePolicy
+from lake_assets.ops.visibility_wait import deletion_vectors_enabled, table_waits_for_visibility
 from lake_assets.table_support import POSTPONE_BUCKET
+
+if TYPE_CHECKING:
+    from lake_assets.store.file_store import FileStore
 
 
 @dataclass(frozen=True)
@@ -21,13 +25,22 @@ class Breach:
     reasons: tuple[str, ...]
 
 
-def breaches(health: pa.Table, policy: MaintenancePolicy) -> list[Breach]:
+WAITING = "a writer waits until they are compacted (visibility-callback.enabled)"
+
+
+def breaches(health: pa.Table, policy: MaintenancePolicy, *, writers_wait: bool = False,
+             level0_invisible: bool = False) -> list[Breach]:
     """Buckets whose small files, sorted runs or size amplification exceed the policy.
 
     Sorted runs are what Paimon's ``num-sorted-run.compaction-trigger`` bounds: every level-0 file
     is one run, every non-empty higher level another. Files waiting in ``bucket-postpone`` (bucket
     -2 of a postpone-bucket table) are backlog whatever their size: readers do not see their rows
-    until the postpone compaction moves them, so they count against ``small_file_threshold``."""
+    until the postpone compaction moves them, so they count against ``small_file_threshold``.
+
+    ``writers_wait`` (the table's ``visibility-callback.enabled``, `table_waits_for_visibility`):
+    batch writers block after their commits until a compaction has made their rows visible, so
+    every postponed file, and with ``level0_invisible`` (deletion vectors) every level-0 file, is a
+    breach at once: under the threshold the writer would wait in vain until its timeout."""
     out = []
     for row in health.to_pylist():
         reasons = []
@@ -35,7 +48,12 @@ def breaches(health: pa.Table, policy: MaintenancePolicy) -> list[Breach]:
             if row["file_count"] > policy.small_file_threshold:
                 out.append(Breach(row["partition"], row["bucket"], (
                     f"{row['file_count']} postponed files > {policy.small_file_threshold}",)))
+            elif writers_wait and row["file_count"] > 0:
+                reason = f"{row['file_count']} postponed files: {WAITING}"
+                out.append(Breach(row["partition"], row["bucket"], (reason,)))
             continue
+        if writers_wait and level0_invisible and row["level0_file_count"] > 0:
+            reasons.append(f"{row['level0_file_count']} level-0 files: {WAITING}")
         if row["small_file_count"] > policy.small_file_threshold:
             reasons.append(f"{row['small_file_count']} small files > {policy.small_file_threshold}")
         if row["sorted_runs"] > policy.level0_runs:
@@ -48,9 +66,17 @@ def breaches(health: pa.Table, policy: MaintenancePolicy) -> list[Breach]:
     return out
 
 
-def partitions_to_compact(health: pa.Table, policy: MaintenancePolicy) -> list[str]:
-    """Sorted partition paths (``dt=2024-01-01``) with at least one breaching bucket."""
-    return sorted({b.partition for b in breaches(health, policy)})
+def partitions_to_compact(health: pa.Table, policy: MaintenancePolicy, *, writers_wait: bool = False,
+                          level0_invisible: bool = False) -> list[str]:
+    """Sorted partition paths (``dt=2024-01-01``) with at least one breaching bucket (`breaches`)."""
+    return sorted({b.partition for b in breaches(health, policy, writers_wait=writers_wait,
+                                                 level0_invisible=level0_invisible)})
+
+
+def waiting_flags(store: FileStore) -> dict[str, bool]:
+    """`breaches`' keyword arguments for a table: whether its writers wait for a compaction, and
+    whether its level-0 files are invisible (deletion vectors)."""
+    return {"writers_wait": table_waits_for_visibility(store), "level0_invisible": deletion_vectors_enabled(store)}
 
 
 def partition_values(partition_path: str) -> dict[str, str]:

@@ -33,6 +33,7 @@ from lake_assets.ops.commit_snapshot import write_snapshot_files
 from lake_assets.ops.index_commit import IndexChange, index_changes, split_hash_changes
 from lake_assets.ops.overwrite import Overwrite, overwritten_entries
 from lake_assets.ops.scan import merge_entries
+from lake_assets.ops.visibility_wait import invisible_entries, wait_for_visibility, waits_for_visibility
 from lake_assets.parallelism import usable_cpus
 from lake_assets.spec.hash_index import HASH_INDEX
 from lake_assets.spec.manifest import FileKind, ManifestEntry
@@ -240,6 +241,9 @@ class TableCommitter:
         # KeyboardInterrupt / SystemExit pass through unchanged: callers check `may_have_landed`.
         if self._landed:
             after_commit(self.store, self._landed[-1])
+            if writes and waits_for_visibility(self.store, commit_identifier):
+                # visibility-callback.enabled: the commit stands; raises CommitNotVisibleError on timeout
+                wait_for_visibility(self.store, self._landed, invisible_entries(self.store, append, compact))
         return list(self._landed)
 
     def abort(self, messages: Sequence[CommitMessage], commit_identifier: int | None = None) -> None:

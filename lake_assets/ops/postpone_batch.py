@@ -24,8 +24,8 @@ own options (``OptionUtils.copyWithSQLConf``, ``SparkSource.loadTable``), so a w
 
 This module is that decision only (no writing): `plan_batch_buckets` takes what the batch holds
 per partition and what the table records, and returns the count of each partition. The staged
-bytes are the caller's measure of the rows (HEAD measures the stored size of its staged postpone
-files; callers here measure Arrow bytes before writing, see docs/format.md).
+bytes are what the rows take as the table's postpone files, HEAD's measure (the stored size of its
+staged postpone files; `lake_assets.ops.postpone_size`, see docs/format.md).
 """
 
 from __future__ import annotations
@@ -94,7 +94,8 @@ def _int_or_none(v: object) -> int | None:
 
 @dataclass(frozen=True)
 class StagedPartition:
-    """What a batch holds for one partition: its rows and their bytes."""
+    """What a batch holds for one partition: its rows, and their bytes as the table's postpone files
+    would store them (HEAD's staged size; `lake_assets.ops.postpone_size`)."""
 
     rows: int
     nbytes: int

@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 from lake_assets.errors import LakeError, UnsupportedFeatureError
+from lake_assets.ops import postpone_size
 from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
@@ -52,16 +53,28 @@ from lake_assets.table_support import POSTPONE_BUCKET, Op
 STAGE_FORMAT = "parquet"
 
 
-def staged_partitions(store: FileStore, data: pa.Table) -> dict[bytes, StagedPartition]:
-    """What ``data`` (conformed to the table) holds per partition: rows and Arrow bytes, the
-    input of `plan_batch_buckets`."""
+def staged_partitions(store: FileStore, data: pa.Table, *, measure_bytes: bool = True) -> dict[bytes, StagedPartition]:
+    """What ``data`` (conformed to the table) holds per partition: rows, and the bytes they take
+    as the table's postpone files (HEAD measures its staged postpone files, `postpone_file_bytes`),
+    the input of `plan_batch_buckets`. ``measure_bytes=False``: rows only (bytes 0), for a
+    decision that reads no bytes."""
     keys = list(store.schema.partition_keys)
     types = store.schema.types(keys)
     ids, values = partition_groups(data, keys)
+    # one partition, or a batch small enough to encode whole: each partition measured itself;
+    # else one sample of the batch gives the ratio that scales each partition's Arrow size
+    ratio = (None if not measure_bytes or len(values) == 1 or data.num_rows <= postpone_size.SAMPLE_ROWS
+             else postpone_size.postpone_bytes_per_arrow_byte(store, data))
     out: dict[bytes, StagedPartition] = {}
     for gid, pvals in enumerate(values):
         rows = data if len(values) == 1 else data.take(pa.array(np.flatnonzero(ids == gid)))
-        out[serialize_row(list(pvals), types)] = StagedPartition(rows.num_rows, rows.nbytes)
+        if not measure_bytes:
+            nbytes = 0
+        elif ratio is None:
+            nbytes = postpone_size.postpone_file_bytes(store, rows)
+        else:
+            nbytes = int(-(-rows.nbytes * ratio // 1))
+        out[serialize_row(list(pvals), types)] = StagedPartition(rows.num_rows, nbytes)
     return out
 
 
@@ -232,7 +245,10 @@ def write_fixed_buckets(
         return None
     user = commit_user or f"fixed-bucket-{uuid.uuid4()}"
     # a partition the batch outgrows is rescaled first, in its own OVERWRITE snapshot (HEAD's order)
-    plan = plan_batch_buckets(store, staged_partitions(store, table), bucket_metadata(store), commit_user=user)
+    opts, meta = BatchBucketOptions.of(store), bucket_metadata(store)
+    # bytes decide only without a row target, for a partition without a default or with a recorded count
+    measure = opts.target_rows is None and (opts.default_bucket_num is None or bool(meta.bucket_counts))
+    plan = plan_batch_buckets(store, staged_partitions(store, table, measure_bytes=measure), meta, commit_user=user)
     with PostponeFixedBucketWriter(store, user, plan) as writer:
         writer.write_arrow(table)
         messages = writer.prepare_commit()
@@ -301,16 +317,21 @@ def resolve_staged(
 def _staged_sizes(store: FileStore, by_partition: Mapping[bytes, list[ManifestEntry]],
                   known: Mapping[bytes, int], opts: BatchBucketOptions,
                   pool: ThreadPoolExecutor) -> dict[bytes, StagedPartition]:
-    """The rows (file metadata) and Arrow bytes of each partition's staged files; the bytes are
-    read only when a decision measures them (no row target, and a partition with a recorded
-    count, which a big batch would rescale, or one without a count or default count)."""
+    """The rows (file metadata) and bytes of each partition's staged files as the table's postpone
+    files would store them (`postpone_file_bytes`: HEAD stages Avro postpone files and measures
+    their size; ours are staged as Parquet for speed); the files are read only when a decision
+    measures bytes (no row target, and a partition with a recorded count, which a big batch would
+    rescale, or one without a count or default count)."""
     need_bytes = opts.target_rows is None and any(
         p in known or opts.default_bucket_num is None for p in by_partition)
     nbytes: dict[bytes, int] = dict.fromkeys(by_partition, 0)
     if need_bytes:
         entries = [e for es in by_partition.values() for e in es]
-        for e, n in zip(entries, pool.map(lambda e: read_postpone_file(store, e, "write to")[0].nbytes, entries),
-                        strict=True):
+
+        def measure(e: ManifestEntry) -> int:
+            return postpone_size.postpone_file_bytes(store, *read_postpone_file(store, e, "write to"))
+
+        for e, n in zip(entries, pool.map(measure, entries), strict=True):
             nbytes[e.partition] += n
     return {p: StagedPartition(sum(e.file.row_count for e in es), nbytes[p]) for p, es in by_partition.items()}
 

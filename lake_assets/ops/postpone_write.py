@@ -63,7 +63,7 @@ def postpone_file_prefix(data_file_prefix: str, commit_user: str, write_id: int)
     return f"{data_file_prefix}-u-{commit_user}-s-{write_id}-w-"
 
 
-def _avro_mappable(store: FileStore) -> bool:
+def avro_mappable(store: FileStore) -> bool:
     """Whether every column has an Avro mapping (Java falls back to the table's format otherwise)."""
     try:
         record_schema([(f.name, f.type) for f in store.schema.fields])
@@ -105,7 +105,7 @@ class PostponeWriter:
         check_engine_producer(f"Cannot write to {store.name}", self.options)
         self.write_id = random.randrange(MAX_WRITE_ID) if write_id is None else write_id
         config = store.data_file_config()
-        self._avro = _avro_mappable(store) if file_format is None else file_format == "avro"
+        self._avro = avro_mappable(store) if file_format is None else file_format == "avro"
         self._config = dataclasses.replace(
             config, prefix=postpone_file_prefix(self.options.data_file_prefix, commit_user, self.write_id),
             file_format=file_format or ("avro" if self._avro else config.file_format))

@@ -39,6 +39,8 @@ from pyspark.sql.types import IntegerType
 
 from lake_assets.errors import InvalidArgumentError, OptionError
 from lake_assets.lsm.bucket import assign_buckets
+from lake_assets.ops import postpone_size
+from lake_assets.ops.conform import conform
 from lake_assets.ops.postpone_batch import (
     BATCH_OPTION_KEYS,
     BatchBucketOptions,
@@ -82,7 +84,8 @@ SPARK_CONF_PREFIX = "spark.paimon."
 # (OptionUtils.mergeSQLConfWithIdentifier): our tables are written through the "lake" source
 CATALOG_NAME = "lake"
 
-# Arrow's in-memory bytes per value of fixed-width types (the measure `plan_batch_buckets` takes)
+# Raw bytes per value of fixed-width types: `plan_dataframe` sums them per partition and scales the
+# sums by what a sample encodes to as postpone files (`postpone_bytes_per_value_byte`)
 _FIXED_WIDTH: dict[type[DataType], int] = {
     BooleanType: 1, TinyIntType: 1, SmallIntType: 2, IntType: 4, DateType: 4, TimeType: 4, FloatType: 4,
     BigIntType: 8, DoubleType: 8, TimestampType: 8, LocalZonedTimestampType: 8, DecimalType: 16,
@@ -203,6 +206,21 @@ def _row_bytes(table: Table) -> Column:
     return total
 
 
+def postpone_bytes_per_value_byte(df: DataFrame, table: Table) -> float:
+    """How many bytes of the table's postpone files (HEAD's staged size, `postpone_file_bytes`) one
+    byte of `_row_bytes` is: measured on the first `postpone_size.SAMPLE_ROWS` rows of ``df``,
+    encoded as the postpone writer encodes them (codec included). The aggregate over the whole
+    input sums the raw value widths per partition; this scales them to stored bytes."""
+    names = list(table.schema.field_names)
+    sample = df.select(*[F.col(n) for n in names], _row_bytes(table).alias("__width")) \
+        .limit(postpone_size.SAMPLE_ROWS).toArrow()
+    width = int(pc.sum(sample.column("__width")).as_py() or 0)
+    if width == 0:
+        return 1.0
+    data = conform(sample.select(names), table.schema, table.store.name)
+    return postpone_size.postpone_file_bytes(table.store, data) / width
+
+
 def plan_dataframe(df: DataFrame, table: Table, options: BatchBucketOptions | None = None, *,
                    overwrite: bool = False) -> BucketPlan:
     """The bucket plan of writing ``df`` into postpone table ``table`` (see the module doc) with
@@ -223,8 +241,9 @@ def plan_dataframe(df: DataFrame, table: Table, options: BatchBucketOptions | No
     types = table.schema.types(pkeys)
     columns = [pc.cast(result.column(k), to_arrow(t)).to_pylist() for k, t in zip(pkeys, types, strict=True)]
     rows = result.column("__rows").to_pylist()
-    nbytes = result.column("__bytes").to_pylist()
-    staged = {serialize_row([c[i] for c in columns], types): StagedPartition(int(rows[i]), int(nbytes[i] or 0))
+    ratio = 0.0 if by_rows else postpone_bytes_per_value_byte(df, table)
+    nbytes = [int(-(-int(b or 0) * ratio // 1)) for b in result.column("__bytes").to_pylist()]
+    staged = {serialize_row([c[i] for c in columns], types): StagedPartition(int(rows[i]), nbytes[i])
               for i in range(result.num_rows)}
     planned = plan_batch_buckets(store, staged, bucket_metadata(store), options=opts, overwrite=overwrite)
     return BucketPlan({**plan.counts, **planned}, None, measured=True)

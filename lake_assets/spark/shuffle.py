@@ -38,6 +38,7 @@ from lake_assets.spark.postpone_routing import (
     session_write_options,
 )
 from lake_assets.spark.schema import BUCKET_COLUMN
+from lake_assets.spark.sink_distribution import sink_strategy
 from lake_assets.spark.source_options import STORAGE_PREFIX, storage_option_text
 from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.data_types import DataType
@@ -46,9 +47,6 @@ from lake_assets.table_support import POSTPONE_BUCKET
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-
-# Paimon's write-distribution option of partitioned append and postpone tables (CoreOptions)
-PARTITION_SINK_STRATEGY_KEY = "partition.sink-strategy"
 
 PARTITION_OVERWRITE_CONF = "spark.sql.sources.partitionOverwriteMode"
 
@@ -73,8 +71,7 @@ def cluster_by_partition(df: DataFrame, table: Table) -> DataFrame:
     clustered distribution by the partition fields for any strategy but ``none``; Flink's
     ``partition_dynamic`` balancing is Flink's own). Else ``df`` unchanged."""
     keys = list(table.schema.partition_keys)
-    strategy = str(table.schema.core_options.get(PARTITION_SINK_STRATEGY_KEY, "none")).strip().lower()
-    if not keys or strategy == "none":
+    if not keys or sink_strategy(table.store) == "none":
         return df
     return df.repartition(*[F.col(k) for k in keys])
 

@@ -36,6 +36,7 @@ from lake_assets.ops.postpone_write import PostponeWriter
 from lake_assets.ops.write import TableWriter
 from lake_assets.spark.postpone_routing import PLAN_OPTION, BucketPlan, base_plan, write_options
 from lake_assets.spark.schema import BUCKET_COLUMN, from_spark
+from lake_assets.spark.sink_distribution import check_sink_distribution
 from lake_assets.spark.source_options import OVERWRITE_PARTITION, PARTITION_OVERWRITE_MODE, SourceOptions
 from lake_assets.spark.task_sequences import (
     TASK_SLOTS,
@@ -307,6 +308,8 @@ class LakeBatchWriter(DataSourceArrowWriter):
             tasks = [TaskFiles([m for m in t.messages if m.bucket != POSTPONE_BUCKET], t.stride) for t in tasks]
             tasks.append(TaskFiles(resolved))
         ow: Overwrite | None = None
+        if self.plan is None:  # rows written as given: did the caller cluster them as the table asks?
+            check_sink_distribution(table.store, tasks)
         try:
             check_one_dynamic_bucket_writer(table, messages)
             check_sequences_disjoint(table, tasks)
@@ -370,6 +373,7 @@ class LakeStreamWriter(DataSourceStreamArrowWriter):
         if committer.is_committed(batchId):
             committer.abort(decoded)  # a replay of a committed batch: its new files are spare
             return
+        check_sink_distribution(table.store, task_files(messages))  # rows as given, every micro-batch
         try:
             check_one_dynamic_bucket_writer(table, messages)
             check_sequences_disjoint(table, task_files(messages))

@@ -19,7 +19,7 @@ from lake_assets.defs.assets.metadata import (
     table_state_metadata,
 )
 from lake_assets.defs.config import TableConfig
-from lake_assets.defs.health import needs_full, partition_values, partitions_to_compact
+from lake_assets.defs.health import needs_full, partition_values, partitions_to_compact, waiting_flags
 from lake_assets.defs.names import MAINTENANCE_POOL, TableNames
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
 from lake_assets.ops.postpone_table import is_postpone_table
@@ -50,10 +50,11 @@ def compact_args(config: CompactionConfig) -> list[str]:
 
 
 def policy_config(config: CompactionConfig, health: pa.Table, spec: TableConfig,
-                  postpone: bool = False) -> CompactionConfig:
+                  postpone: bool = False, waiting: dict[str, bool] | None = None) -> CompactionConfig:
     """The config that fixes the table's breaches of its policy (``config`` when there are none);
-    full where the (postpone) compaction would not fix them (`needs_full`)."""
-    partitions = partitions_to_compact(health, spec.maintenance)
+    full where the (postpone) compaction would not fix them (`needs_full`). ``waiting``: the
+    table's `waiting_flags` (writers waiting for a compaction make every invisible file a breach)."""
+    partitions = partitions_to_compact(health, spec.maintenance, **(waiting or {}))
     if not partitions:
         return config
     full = needs_full(health, spec.maintenance, postpone)
@@ -97,7 +98,8 @@ def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
         if not config.full and not config.partitions:
             # Runs from an automation condition (or the UI) carry the default config: compact what
             # the policy names, as the small-file sensor would request it.
-            config = policy_config(config, before, spec, is_postpone_table(table.store))
+            config = policy_config(config, before, spec, is_postpone_table(table.store),
+                                   waiting_flags(table.store))
         return CompactionPlan(config.model_dump(), health_totals(before), file_sizes(table))
 
     @dg.op(name=compact_name, pool=MAINTENANCE_POOL, out=dg.Out(dg.Nothing),
