@@ -47,7 +47,10 @@ def _rows(ids: range) -> pa.Table:
     ({f"{BLOOM}.columns": "id", f"{BLOOM}.id.fpp": "x"}, OptionError, "not a number"),
     ({f"{BLOOM}.columns": "id", f"{BLOOM}.id.items": "0"}, OptionError, "at least 1"),
     ({"file-index.in-manifest-threshold": "lots"}, OptionError, "memory size"),
-    ({"file-index.bitmap.columns": "name"}, UnsupportedFeatureError, "file-index.bitmap.columns"),
+    ({"file-index.bitmap.columns": "name", "file-index.bitmap.name.version": "2"}, UnsupportedFeatureError,
+     "version 2"),
+    ({"file-index.bitmap.columns": "name", "file-index.bitmap.name.colour": "2"}, OptionError,
+     "Unknown table option 'file-index.bitmap.name.colour'"),
     ({"file-index.range-bitmap.columns": "id"}, UnsupportedFeatureError, "file-index.range-bitmap.columns"),
 ])
 def test_create_refuses_bad_file_index_options(catalog, options, error, match) -> None:
@@ -63,16 +66,19 @@ def test_alter_validates_file_index_options_too(catalog) -> None:
     assert t.refresh().schema.options[f"{BLOOM}.name.items"] == "10"
 
 
-@pytest.mark.parametrize(("column", "why"), [("flag", "no bloom-filter hash for type BOOLEAN"),
-                                             ("m[k]", "map values")])
-def test_unhashable_or_nested_columns_refuse_writes_and_compaction_only(catalog, column, why) -> None:
+@pytest.mark.parametrize(("index", "column", "why"), [
+    (BLOOM, "flag", "no bloom-filter hash for type BOOLEAN"), (BLOOM, "m[k]", "map values"),
+    ("file-index.bitmap", "flag", "no BOOLEAN layout"), ("file-index.bitmap", "m[k]", "map values"),
+    ("file-index.bitmap", "m", "does not support type MAP"),
+])
+def test_unhashable_or_nested_columns_refuse_writes_and_compaction_only(catalog, index, column, why) -> None:
     t = catalog.create_table("db.t", SCHEMA)
     t.write_arrow(_rows(range(5)))
-    t.update_schema().set_option(f"{BLOOM}.columns", column).commit()
+    t.update_schema().set_option(f"{index}.columns", column).commit()
     t = t.refresh()
     with pytest.raises(UnsupportedFeatureError, match=why):
         t.write_arrow(_rows(range(5, 6)))
-    with pytest.raises(UnsupportedFeatureError, match=f"{BLOOM}.columns"):
+    with pytest.raises(UnsupportedFeatureError, match=f"{index}.columns"):
         t.compact(full=True)
     assert t.to_arrow().num_rows == 5
     t.create_tag("kept")
@@ -324,7 +330,9 @@ def _schema_with(options: dict[str, str]):
 @pytest.mark.parametrize(("options", "refused"), [
     ({f"{BLOOM}.columns": "id,v", f"{BLOOM}.v.fpp": "0.01", f"{BLOOM}.v.items": "7",
       "file-index.in-manifest-threshold": "1 kb", "file-index.read.enabled": "false"}, set()),
-    ({"file-index.bitmap.columns": "v", "file-index.bitmap.v.index-block-size": "16 kb"}, {"WRITE", "COMPACT"}),
+    ({"file-index.bitmap.columns": "v", "file-index.bitmap.v.index-block-size": "16 kb",
+      "file-index.bitmap.v.version": "1"}, set()),
+    ({"file-index.bitmap.columns": "v", "file-index.bitmap.v.version": "2"}, {"WRITE", "COMPACT"}),
     ({"file-index.bsi.columns": "id"}, {"WRITE", "COMPACT"}),
     ({"file-index.range-bitmap.columns": "id", "file-index.range-bitmap.id.chunk-size": "8 kb"},
      {"WRITE", "COMPACT"}),
@@ -352,7 +360,7 @@ def test_a_table_carrying_another_index_type_is_read_tagged_expired_and_cleaned(
     # the schema as a newer Paimon would leave it (crafted metadata: create and ALTER refuse these)
     schema_file = Path(t.store.paths.schema_file(0))
     doc = json.loads(schema_file.read_text())
-    doc["options"].update({"file-index.bitmap.columns": "name", "file-index.vector.columns": "id"})
+    doc["options"].update({"file-index.bsi.columns": "id", "file-index.vector.columns": "id"})
     schema_file.write_text(json.dumps(doc))
     t = catalog.get_table("db.t")
     assert t.to_arrow(filter=[("name", "=", "name-7")]).column("id").to_pylist() == [7]
@@ -361,7 +369,7 @@ def test_a_table_carrying_another_index_type_is_read_tagged_expired_and_cleaned(
     t.expire_snapshots(retain_min=1, older_than=dt.timedelta(0))
     t.remove_orphan_files(older_than=dt.timedelta(0), dry_run=False)
     t.delete_tag("t1")
-    with pytest.raises(UnsupportedFeatureError, match=r"file-index\.bitmap\.columns"):
+    with pytest.raises(UnsupportedFeatureError, match=r"file-index\.bsi\.columns"):
         t.write_arrow(_rows(range(20, 21)))
     with pytest.raises(UnsupportedFeatureError, match=r"file-index\.vector\.columns"):
         t.compact(full=True)
