@@ -72,7 +72,8 @@ FILE_INDEX_RULES: dict[str, OptionRule] = {r.key: r for r in (
     R(f"file-index.{BLOOM_FILTER}.columns", "string", None, "Columns whose data files get a bloom-filter index "
       "(comma-separated).", check=_column_list,
       note="honoured by writes and compaction for columns of types Paimon hashes (not BOOLEAN, DECIMAL or "
-      "nested types; not map keys col[key]): those refuse writes and compaction"),
+      "nested types) and for the values of a key of a map column with CHAR / VARCHAR keys (col[key], sized by "
+      "col[key]'s options, else col's); others refuse writes and compaction"),
     R(f"file-index.{BITMAP}.columns", "string", None, "Columns whose data files get a bitmap index "
       "(comma-separated).", check=_column_list,
       note="honoured by writes and compaction (version 1, Java 0.9's bytes) for columns of the types Paimon 0.9's "
@@ -170,7 +171,10 @@ def file_index_problems(options: Mapping[str, str], field_names: tuple[str, ...]
         if m is None or file_index_rule(key) is None:
             continue
         t, column = m.group("type"), m.group("column")
-        if column not in indexed_columns(options, t):
+        listed = indexed_columns(options, t)
+        # a map column's own options size the indexes of its keys' values (m[k]) without their own
+        maps = {top_level_column(n) for n in listed if top_level_column(n) != n}
+        if column not in listed and column not in maps:
             problems.append(OptionError(
                 f"Option {key!r} tunes the {t} index of column {column!r}, which 'file-index.{t}.columns' "
                 "does not list (Paimon's writer fails on it)"))

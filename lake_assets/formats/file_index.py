@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lake_assets.errors import InvalidDataError, OptionError
 from lake_assets.formats.bitmap_index import BitmapIndexBuilder, unsupported_reason
@@ -29,7 +30,7 @@ from lake_assets.formats.fast_hash import fast_hash, hashable
 from lake_assets.formats.java_hash_map import hash_map_order, string_hash_code
 from lake_assets.option_rules_file_index import BITMAP, BLOOM_FILTER, indexed_columns, top_level_column
 from lake_assets.option_types import parse_memory_size
-from lake_assets.spec.data_types import DataType
+from lake_assets.spec.data_types import CharType, DataType, MapType, VarCharType
 from lake_assets.spec.schema import TableSchema
 
 MAGIC = 1493475289347502
@@ -95,9 +96,20 @@ def write_container(indexes: Mapping[str, Mapping[str, bytes | None]], java_orde
     columns and types in the iteration order of Java's ``HashMap`` s (``DataFileIndexWriter``)
     rather than as given."""
     if java_order:
-        # DataFileIndexWriter puts its per-column maintainers in a HashMap (in option order), then
-        # adds their columns to the container's map with computeIfAbsent, in the first map's order
-        columns = _java_map_order(_java_map_order(list(indexes)), compute_if_absent=True)
+        # DataFileIndexWriter puts one maintainer per table column in a HashMap (in option order);
+        # a map column's maintainer lists its keys' indexes in two HashMaps of its own (keys, then
+        # m[k] names); the container's map takes every name with computeIfAbsent in that order
+        by_top: dict[str, list[str]] = {}
+        for name in indexes:
+            by_top.setdefault(top_level_column(name), []).append(name)
+        sequence: list[str] = []
+        for top in _java_map_order(list(by_top)):
+            members = by_top[top]
+            if members != [top]:
+                keys = _java_map_order([n[len(top) + 1: -1] for n in members])
+                members = _java_map_order([f"{top}[{k}]" for k in keys])
+            sequence += members
+        columns = _java_map_order(sequence, compute_if_absent=True)
         indexes = {c: {t: indexes[c][t] for t in _java_map_order(list(indexes[c]))} for c in columns}
     names = b"".join(_java_utf(c) + b"".join(_java_utf(t) for t in types) for c, types in indexes.items())
     entries = sum(len(types) for types in indexes.values())
@@ -153,12 +165,14 @@ def read_container(data: bytes, what: str = "file index") -> dict[str, dict[str,
 
 @dataclass(frozen=True)
 class BloomColumn:
-    """One column's bloom-filter index: its name, Paimon type and sizing."""
+    """One column's bloom-filter index: its name (``m[k]`` for the values of key ``k`` of map
+    column ``m``), the Paimon type of the values it hashes, and its sizing."""
 
     name: str
     type: DataType
     items: int
     fpp: float
+    map_key: str | None = None  # the key of a map column's values (``name`` is ``m[k]``)
 
 
 @dataclass(frozen=True)
@@ -180,8 +194,9 @@ class IndexPlan:
 
 def write_problems(schema: TableSchema) -> list[tuple[str, str]]:
     """(what, why) of each bloom-filter or bitmap index no writer of lake_assets can write for
-    ``schema``: columns the table lacks, map keys (``m[k]``), types Paimon's FastHash cannot hash
-    or its bitmap index cannot key. (A bitmap ``version`` other than 1 is refused by its option row.)"""
+    ``schema``: columns the table lacks, map values (``m[k]``) of bitmaps and of maps whose keys
+    are not strings, types Paimon's FastHash cannot hash or its bitmap index cannot key. (A bitmap
+    ``version`` other than 1 is refused by its option row.)"""
     out: list[tuple[str, str]] = []
     for name in indexed_columns(schema.options, BITMAP):
         what = f"option file-index.{BITMAP}.columns names {name!r}"
@@ -197,10 +212,12 @@ def write_problems(schema: TableSchema) -> list[tuple[str, str]]:
         field = schema.field(top_level_column(name)) if schema.has_field(top_level_column(name)) else None
         if field is None:
             out.append((what, "the table has no such column (Paimon's writer fails on it)"))
-        elif top_level_column(name) != name:
-            out.append((what, "bloom-filter indexes of map values (column[key]) are not implemented"))
-        elif not hashable(field.type):
-            out.append((what, f"Paimon has no bloom-filter hash for type {field.type} (its writer fails)"))
+        elif top_level_column(name) != name and (
+                not isinstance(field.type, MapType) or not isinstance(field.type.key, (CharType, VarCharType))):
+            out.append((what, f"column {field.name!r} is {field.type}, not a map with CHAR / VARCHAR keys "
+                              "(Paimon's writer fails on it)"))
+        elif not hashable(hashed := field.type.value if isinstance(field.type, MapType) else field.type):
+            out.append((what, f"Paimon has no bloom-filter hash for type {hashed} (its writer fails)"))
         else:
             items, fpp = _sizing(schema.options, name)
             if items is not None and fpp is not None and bloom_bits(items, fpp) > INT_MAX:
@@ -212,14 +229,16 @@ def write_problems(schema: TableSchema) -> list[tuple[str, str]]:
 
 def _sizing(options: Mapping[str, str], name: str) -> tuple[int | None, float | None]:
     """(items, fpp) of a column's bloom filter; None for a value that does not parse (the option
-    registry refuses it on its own)."""
-    prefix = f"file-index.{BLOOM_FILTER}.{name}."
+    registry refuses it on its own). A map key's ``m[k]`` takes the map column's ``m`` options
+    where it has none of its own (0.9: ``DataFileIndexWriter.MapFileIndexMaintainer.add``)."""
+    own = f"file-index.{BLOOM_FILTER}.{name}."
+    top = f"file-index.{BLOOM_FILTER}.{top_level_column(name)}."
     try:
-        items = int(options.get(prefix + "items", DEFAULT_ITEMS))
+        items = int(options.get(own + "items", options.get(top + "items", DEFAULT_ITEMS)))
     except ValueError:
         items = None
     try:
-        fpp = float(options.get(prefix + "fpp", DEFAULT_FPP))
+        fpp = float(options.get(own + "fpp", options.get(top + "fpp", DEFAULT_FPP)))
     except ValueError:
         fpp = None
     ok = items is not None and items >= 1 and fpp is not None and 0.0 < fpp < 1.0
@@ -240,7 +259,12 @@ def index_plan(schema: TableSchema) -> IndexPlan | None:
         items, fpp = _sizing(options, name)
         if items is None or fpp is None:
             raise OptionError(f"Table options: the bloom-filter index of {name!r} has no valid items / fpp")
-        columns.append(BloomColumn(name, schema.field(name).type, items, fpp))
+        top = top_level_column(name)
+        column_type = schema.field(top).type
+        if top != name and isinstance(column_type, MapType):
+            columns.append(BloomColumn(name, column_type.value, items, fpp, name[len(top) + 1: -1]))
+        else:
+            columns.append(BloomColumn(name, column_type, items, fpp))
     threshold_text = options.get("file-index.in-manifest-threshold")
     threshold = (DEFAULT_IN_MANIFEST_THRESHOLD if threshold_text is None
                  else parse_memory_size(threshold_text, "file-index.in-manifest-threshold"))
@@ -261,7 +285,13 @@ class FileIndexBuilder:
     def add(self, chunk: pa.Table) -> None:
         """Add a chunk's values (a table holding the indexed columns under their names)."""
         for column, bloom in zip(self.plan.bloom, self.filters, strict=True):
-            bloom.add_hashes(fast_hash(chunk.column(column.name), column.type))
+            if column.map_key is None:
+                values = chunk.column(column.name)
+            else:
+                # every value of the key in each row's map (a map holding it twice adds both, as Java)
+                values = pc.list_flatten(pc.map_lookup(chunk.column(top_level_column(column.name)),
+                                                       pa.scalar(column.map_key, pa.string()), "all"))
+            bloom.add_hashes(fast_hash(values, column.type))
         for bitmap_column, bitmap in zip(self.plan.bitmap, self.bitmaps, strict=True):
             bitmap.add(chunk.column(bitmap_column.name))
 

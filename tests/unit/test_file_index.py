@@ -67,7 +67,7 @@ def test_alter_validates_file_index_options_too(catalog) -> None:
 
 
 @pytest.mark.parametrize(("index", "column", "why"), [
-    (BLOOM, "flag", "no bloom-filter hash for type BOOLEAN"), (BLOOM, "m[k]", "map values"),
+    (BLOOM, "flag", "no bloom-filter hash for type BOOLEAN"), (BLOOM, "name[k]", "not a map with CHAR / VARCHAR"),
     ("file-index.bitmap", "flag", "no BOOLEAN layout"), ("file-index.bitmap", "m[k]", "map values"),
     ("file-index.bitmap", "m", "does not support type MAP"),
 ])
@@ -84,6 +84,24 @@ def test_unhashable_or_nested_columns_refuse_writes_and_compaction_only(catalog,
     t.create_tag("kept")
     t.expire_snapshots()
     t.remove_orphan_files(dry_run=True)
+
+
+def test_bloom_filters_of_map_values_hash_each_rows_value_of_the_key(catalog) -> None:
+    # sized by the map column's options unless the key has its own (Paimon's MapFileIndexMaintainer)
+    t = catalog.create_table("db.t", SCHEMA, options={
+        f"{BLOOM}.columns": "m[k],m[other]", f"{BLOOM}.m.items": "64", f"{BLOOM}.m[other].items": "8",
+        "file-index.in-manifest-threshold": "1 mb"})
+    t.write_arrow(_rows(range(40)))
+    (meta,) = [f for sp in t.plan() for f in sp.files]
+    blooms = bloom_filters(meta.embedded_file_index)
+    assert set(blooms) == {"m[k]", "m[other]"}
+    assert blooms["m[k]"].num_bits == BloomFilter64.sized(64, 0.1).num_bits
+    assert blooms["m[other]"].num_bits == BloomFilter64.sized(8, 0.1).num_bits
+    int_type = parse_type("INT")
+    assert blooms["m[k]"].might_contain(fast_hash(pa.array(range(40), pa.int32()), int_type)).all()
+    misses = blooms["m[k]"].might_contain(fast_hash(pa.array(range(1000, 2000), pa.int32()), int_type))
+    assert misses.mean() < 0.5
+    assert not blooms["m[other]"].bits.any()  # no row has the key: an empty filter
 
 
 # ---------------------------------------------------------------- container and bloom filter
