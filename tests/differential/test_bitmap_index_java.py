@@ -26,7 +26,7 @@ from lake_assets.formats.bitmap_index import BitmapIndex, index_keys, write_bitm
 from lake_assets.formats.file_index import FileIndexBuilder, index_plan, read_container
 from lake_assets.ops.file_index_prune import index_may_match
 from lake_assets.predicate import Predicate
-from lake_assets.spec.types import from_arrow
+from lake_assets.spec.types import from_arrow, parse_type, to_arrow
 from tests.java.oracle import PaimonJava
 
 from .helpers import assert_same_table
@@ -251,3 +251,19 @@ def test_what_we_do_not_write_stays_refused(java: PaimonJava, wh: str, lake: Cat
     with pytest.raises(UnsupportedFeatureError, match=match):
         t.compact(full=True)
     assert t.to_arrow().num_rows == 0
+
+
+def test_stored_vectors_are_javas_payloads(java: PaimonJava, wh: str) -> None:
+    """tests/data/bitmap_index_java_vectors.json (the unit tests' Java-free check) holds what Java writes."""
+    import json
+
+    from tests.java.oracle import _decode
+
+    vectors = json.loads((Path(__file__).parents[1] / "data" / "bitmap_index_java_vectors.json").read_text())
+    for k, case in enumerate(vectors["bitmaps"]):
+        typ = to_arrow(parse_type(case["paimon_type"]))
+        java.create_table(wh, f"db.v{k}", pa.schema([("c", typ)]), options={
+            "file-index.bitmap.columns": "c", "bucket": "-1", "file-index.in-manifest-threshold": "10 mb"})
+        java.write(wh, f"db.v{k}", pa.table({"c": _decode(case["values"], typ)}))
+        (f,) = java.file_index_test(wh, f"db.v{k}", None)
+        assert read_container(_index_bytes(wh, f))["c"]["bitmap"] == base64.b64decode(case["payload"])
