@@ -130,6 +130,61 @@ def _roaring(rows: np.ndarray) -> bytes:
     return bytes(bm.serialize())
 
 
+def _bitmaps(grouped: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """(the serialized bitmaps of the row groups ``grouped[starts[i]: starts[i] + counts[i]]``,
+    one after another; each one's size).
+
+    A group whose containers (its rows by 65536-row block) all stay arrays after ``runOptimize``
+    (at most 4096 rows, and 2 * card <= 2 + 4 * runs) is laid out here in the portable format
+    without runs, for all such groups at once: cookie 12346, the container count, each container's
+    key and cardinality - 1, each one's offset, then each one's rows as 16-bit values, all
+    little-endian. Any other group (a run or a bitmap container) goes through pyroaring."""
+    g = len(starts)
+    if not g:
+        return b"", np.zeros(0, np.int64)
+    total = int(counts.sum())
+    before = np.cumsum(counts) - counts  # each group's first position in the concatenation
+    rows = grouped[np.repeat(starts - before, counts) + np.arange(total)]
+    gid = np.repeat(np.arange(g), counts)
+    high = rows >> 16
+    new_container = np.ones(total, bool)
+    new_container[1:] = (gid[1:] != gid[:-1]) | (high[1:] != high[:-1])
+    c_first = np.nonzero(new_container)[0]
+    c_card = np.diff(np.append(c_first, total))
+    breaks = np.zeros(total, np.int64)
+    breaks[1:] = (rows[1:] != rows[:-1] + 1) & ~new_container[1:]
+    c_runs = np.add.reduceat(breaks, c_first) + 1
+    c_gid = gid[c_first]
+    c_bad = (c_card > 4096) | (2 * c_card > 2 + 4 * c_runs)
+    simple = np.bincount(c_gid, weights=c_bad, minlength=g) == 0
+    k = np.bincount(c_gid, minlength=g)
+    sizes = np.where(simple, 8 + 8 * k + 2 * counts, 0).astype(np.int64)
+    others = {int(i): _roaring(rows[before[i]: before[i] + counts[i]]) for i in np.nonzero(~simple)[0]}
+    for i, blob in others.items():
+        sizes[i] = len(blob)
+    at = np.cumsum(sizes) - sizes
+    out = np.zeros(int(sizes.sum()), np.uint8)
+
+    def put_u32(pos: np.ndarray, value: np.ndarray) -> None:
+        out[pos[:, None] + np.arange(4)] = np.asarray(value, "<u4").view(np.uint8).reshape(-1, 4)
+
+    ok = np.nonzero(simple)[0]
+    put_u32(at[ok], np.full(len(ok), 12346))  # SERIAL_COOKIE_NO_RUNCONTAINER
+    put_u32(at[ok] + 4, k[ok])
+    cs = np.nonzero(simple[c_gid])[0]  # the containers of simple groups
+    j = cs - np.searchsorted(c_gid, c_gid[cs])  # each one's place in its group
+    cg = c_gid[cs]
+    key_card = np.stack([high[c_first[cs]], c_card[cs] - 1], axis=1).astype("<u2").view(np.uint8)
+    out[(at[cg] + 8 + 4 * j)[:, None] + np.arange(4)] = key_card.reshape(-1, 4)
+    put_u32(at[cg] + 8 + 4 * k[cg] + 4 * j, 8 + 8 * k[cg] + 2 * (c_first[cs] - before[cg]))
+    ps = np.nonzero(simple[gid])[0]  # the rows of simple groups
+    dst = at[gid[ps]] + 8 + 8 * k[gid[ps]] + 2 * (ps - before[gid[ps]])
+    out[dst[:, None] + np.arange(2)] = (rows[ps] & 0xFFFF).astype("<u2").view(np.uint8).reshape(-1, 2)
+    for i, blob in others.items():
+        out[at[i]: at[i] + len(blob)] = np.frombuffer(blob, np.uint8)
+    return out.tobytes(), sizes
+
+
 def write_bitmap_index(keys: pa.Array, dt: DataType) -> tuple[bytes, bool]:
     """(version-1 payload of a file whose column has the `index_keys` ``keys``, row by row;
     whether its value order is exactly Java's (see `hash_map_order`))."""
@@ -151,21 +206,17 @@ def write_bitmap_index(keys: pa.Array, dt: DataType) -> tuple[bytes, bool]:
     order, exact = hash_map_order(_hash_codes(distinct, dt), compute_if_absent=True,
                                   called_after_last=bool(len(rows)) and last_new < int(rows[-1]))
     null_bytes = _roaring(null_rows) if len(null_rows) > 1 else b""
-    blobs: list[bytes] = []
-    offsets = np.empty(m, np.int64)
-    at = len(null_bytes)
     multi = counts > 1
-    for i in order[multi[order]].tolist():
-        blob = _roaring(grouped[first[i]: first[i] + counts[i]])
-        offsets[i] = at
-        at += len(blob)
-        blobs.append(blob)
+    in_order = order[multi[order]]  # values with a bitmap, in the order their bitmaps are written
+    body, sizes = _bitmaps(grouped, first[in_order], counts[in_order])
+    offsets = np.empty(m, np.int64)
+    offsets[in_order] = len(null_bytes) + np.cumsum(sizes) - sizes
     offsets[~multi] = -1 - grouped[first[~multi]]
     head = struct.pack(">BiiB", VERSION_1, n, m, len(null_rows) > 0)
     if len(null_rows):
         head += struct.pack(">i", -1 - int(null_rows[0]) if len(null_rows) == 1 else 0)
-    body = _entries(distinct.take(pa.array(order)), dt, offsets[order])
-    return head + body + null_bytes + b"".join(blobs), exact
+    meta = _entries(distinct.take(pa.array(order)), dt, offsets[order])
+    return head + meta + null_bytes + body, exact
 
 
 class BitmapIndexBuilder:

@@ -252,3 +252,29 @@ def test_other_versions_and_truncated_payloads_are_not_read() -> None:
         BitmapIndex.parse(payload[:12], dt)
     with pytest.raises(InvalidDataError, match="empty"):
         BitmapIndex.parse(b"", dt)
+
+
+@settings(max_examples=80, deadline=None)
+@given(groups=st.lists(st.lists(st.integers(0, 300_000), min_size=2, max_size=60, unique=True)
+                       | st.integers(0, 200_000).flatmap(lambda a: st.integers(2, 5000).map(
+                           lambda n: list(range(a, a + n)))), min_size=1, max_size=12))
+def test_bitmaps_laid_out_at_once_are_roarings_serialization(groups: list[list[int]]) -> None:
+    """The vectorized layout of array containers equals pyroaring's run-optimized serialization
+    (which the differential tests check against Java) for rows in one or many 65536-row blocks,
+    sparse or in runs (those take pyroaring's path)."""
+    from pyroaring import BitMap
+
+    from lake_assets.formats.bitmap_index import _bitmaps
+
+    grouped = np.concatenate([np.sort(np.array(g, np.int64)) for g in groups])
+    counts = np.array([len(g) for g in groups], np.int64)
+    starts = np.cumsum(counts) - counts
+    order = np.arange(len(groups))[::-1]  # groups are written in any order
+    body, sizes = _bitmaps(grouped, starts[order], counts[order])
+    expected = []
+    for i in order.tolist():
+        bm = BitMap(sorted(groups[i]))
+        bm.run_optimize()
+        expected.append(bytes(bm.serialize()))
+    assert sizes.tolist() == [len(e) for e in expected]
+    assert body == b"".join(expected)
