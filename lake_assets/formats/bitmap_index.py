@@ -240,6 +240,36 @@ class BitmapIndexBuilder:
         return write_bitmap_index(keys, self.type)[0]
 
 
+_INT = struct.Struct(">i")
+
+
+def _string_entries(payload: bytes, pos: int, m: int) -> tuple[pa.Array, np.ndarray, int]:
+    """(keys, offsets, end) of ``m`` string entries (``int`` length, bytes, ``int`` offset) from
+    ``pos``. Each entry's start depends on the one before: only that walk is a Python step per
+    value; the keys and offsets are then gathered by numpy."""
+    unpack = _INT.unpack_from
+    walk: list[int] = []
+    step = walk.append
+    for _ in range(m):  # ~0.14 us a value: 430,000 values in 0.06 CPU s
+        step(pos)
+        pos += 8 + unpack(payload, pos)[0]
+    starts = np.array(walk, np.int64)
+    if pos > len(payload):
+        raise InvalidDataError(f"string entries run past the index ({pos} > {len(payload)} bytes)")
+    data = np.frombuffer(payload, np.uint8)
+    be = np.array([24, 16, 8, 0], np.uint32)
+    lengths = (data[starts[:, None] + np.arange(4)].astype(np.uint32) << be).sum(axis=1).astype(np.int64)
+    if (lengths < 0).any() or (lengths > len(payload)).any():
+        raise InvalidDataError("a string entry has a negative or oversized length")
+    ends = starts + 4 + lengths
+    offsets = (data[ends[:, None] + np.arange(4)].astype(np.uint32) << be).sum(axis=1).astype(np.uint32)
+    total = int(lengths.sum())
+    value_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    src = np.repeat(starts + 4 - value_offsets[:-1], lengths) + np.arange(total)
+    keys = pa.Array.from_buffers(pa.binary(), m, [None, pa.py_buffer(value_offsets), pa.py_buffer(data[src])])
+    return keys, offsets.view(np.int32).astype(np.int64), pos
+
+
 @dataclass(frozen=True)
 class BitmapIndex:
     """A parsed version-1 bitmap index: the rows of each value, looked up without a Python loop."""
@@ -250,6 +280,7 @@ class BitmapIndex:
     keys: pa.Array
     offsets: np.ndarray
     body: bytes
+    bitmap_starts: np.ndarray  # where each bitmap of the body starts, ascending
 
     @classmethod
     def parse(cls, payload: bytes, dt: DataType, what: str = "bitmap index") -> BitmapIndex:
@@ -270,13 +301,7 @@ class BitmapIndex:
             if m < 0 or rows < 0:
                 raise InvalidDataError(f"{what} has {m} values in {rows} rows")
             if isinstance(dt, _STRINGS):
-                values, offs = [], np.empty(m, np.int64)
-                for i in range(m):  # variable-length keys: one step per distinct value
-                    (length,) = struct.unpack_from(">i", payload, pos)
-                    values.append(payload[pos + 4: pos + 4 + length])
-                    (offs[i],) = struct.unpack_from(">i", payload, pos + 4 + length)
-                    pos += 8 + length
-                keys = pa.array(values, pa.binary())
+                keys, offs, pos = _string_entries(payload, pos, m)
             else:
                 rec = np.frombuffer(payload, np.dtype([("k", _FIXED[type(dt)]), ("o", ">i4")]), m, pos)
                 pos += rec.nbytes
@@ -284,14 +309,21 @@ class BitmapIndex:
                 offs = rec["o"].astype(np.int64)
         except (struct.error, ValueError) as exc:
             raise InvalidDataError(f"{what} is truncated ({exc})") from None
-        return cls(dt, rows, null_offset, keys, offs, payload[pos:])
+        return cls(dt, rows, null_offset, keys, offs, payload[pos:], np.unique(offs[offs >= 0]))
 
     def _bitmap(self, offset: int) -> BitMap:
         if offset < 0:
             return BitMap([-1 - offset])
         if offset >= len(self.body):
             raise InvalidDataError(f"bitmap at offset {offset} lies outside the index")
-        return BitMap.deserialize(self.body[offset:])
+        # version 1 records no lengths: a bitmap ends where the next one starts (the body holds
+        # them back to back), which spares copying the rest of the body for each lookup
+        at = int(np.searchsorted(self.bitmap_starts, offset, side="right"))
+        end = int(self.bitmap_starts[at]) if at < len(self.bitmap_starts) else len(self.body)
+        try:
+            return BitMap.deserialize(self.body[offset:end])
+        except (ValueError, OverflowError) as exc:
+            raise InvalidDataError(f"the bitmap at offset {offset} does not parse ({exc})") from None
 
     def rows_in(self, literals: pa.Array) -> BitMap:
         """The rows whose value is one of ``literals`` (an Arrow array of the column's type; a
