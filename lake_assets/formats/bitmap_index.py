@@ -309,7 +309,8 @@ class BitmapIndex:
                 offs = rec["o"].astype(np.int64)
         except (struct.error, ValueError) as exc:
             raise InvalidDataError(f"{what} is truncated ({exc})") from None
-        return cls(dt, rows, null_offset, keys, offs, payload[pos:], np.unique(offs[offs >= 0]))
+        # Java writes the bitmaps in entry order, so these are sorted already (a cheap sort then)
+        return cls(dt, rows, null_offset, keys, offs, payload[pos:], np.sort(offs[offs >= 0]))
 
     def _bitmap(self, offset: int) -> BitMap:
         if offset < 0:
