@@ -22,6 +22,7 @@ from lake_assets.formats.data_file import DataFileWriter
 from lake_assets.formats.fast_hash import fast_hash, xxhash64
 from lake_assets.formats.file_index import FileIndexBuilder, bloom_filters, index_plan, read_container, write_container
 from lake_assets.io.local import LocalFileIO
+from lake_assets.predicate import Predicate
 from lake_assets.spec.types import from_arrow, parse_type, to_arrow
 from tests.java.oracle import _decode
 
@@ -277,23 +278,47 @@ def test_reads_open_only_files_whose_index_may_hold_the_value(catalog, sizing) -
     assert _planned(t.refresh(), [("id", "=", 5)]) == 4
 
 
-def test_primary_key_reads_never_skip_files_by_value_indexes(catalog) -> None:
+def test_reads_skip_files_by_bitmaps_exactly(catalog) -> None:
+    # bitmaps have no false positives: a file is opened exactly when a row of it matches the clause
+    t = catalog.create_table("db.t", SCHEMA, options={"file-index.bitmap.columns": "id,name"})
+    _interleaved(t)  # file k holds ids k, k + 4, ...; name-i on row id i
+    full = t.to_arrow()
+    for flt in ([("id", "=", 9)], [("id", "in", [1, 2, 500])], [("name", "=", "nope")],
+                [("id", "=", 9), ("name", "=", "name-9")], [("id", "=", 9), ("name", "=", "name-13")],
+                [("id", "not in", list(range(0, 200, 4)))], [("name", "!=", "name-0")],
+                [[("id", "=", 3)], [("name", "in", ["name-4", "name-8"])]]):
+        pred = Predicate.of(flt)
+        assert pred is not None
+        expected = pred.filter_table(full)
+        holding = {i % 4 for i in expected.column("id").to_pylist()}
+        assert _planned(t, flt) == len(holding), flt
+        assert sorted(t.to_arrow(filter=flt).column("id").to_pylist()) == sorted(expected.column("id").to_pylist())
+
+
+@pytest.mark.parametrize("index", [BLOOM, "file-index.bitmap"])
+def test_primary_key_reads_never_skip_files_by_value_indexes(catalog, index) -> None:
     t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"],
-                             options={"bucket": "1", "write-only": "true", f"{BLOOM}.columns": "name"})
+                             options={"bucket": "1", "write-only": "true", f"{index}.columns": "name"})
     t.write_arrow(_rows(range(5)))
     newer = _rows(range(5)).set_column(1, "name", pa.array([f"new-{i}" for i in range(5)]))
     t.write_arrow(newer)
+    assert all(f.embedded_file_index is not None or f.extra_files for f in _files(t))  # indexed, as HEAD
     # the newer file lacks name-3, yet it replaces the older row: skipping it would resurrect name-3
     assert _planned(t, [("name", "=", "name-3")]) == 2
+    assert _planned(t, [("name", "!=", "new-3")]) == 2
     assert t.to_arrow(filter=[("name", "=", "name-3")]).num_rows == 0
 
 
-def test_an_unreadable_index_prunes_nothing(catalog) -> None:
-    t = catalog.create_table("db.t", SCHEMA, options={f"{BLOOM}.columns": "id"})
+@pytest.mark.parametrize("garbage", [b"garbage", None], ids=["container", "bitmap"])
+def test_an_unreadable_index_prunes_nothing(catalog, garbage) -> None:
+    options = ({f"{BLOOM}.columns": "id"} if garbage else
+               {"file-index.bitmap.columns": "id", "file-index.in-manifest-threshold": "0"})
+    t = catalog.create_table("db.t", SCHEMA, options=options)
     _interleaved(t, files=2, per_file=5)
     for p in _paths(t):
         if p.suffix == ".index":
-            p.write_bytes(b"garbage")
+            # the container itself, or a bitmap payload whose entries run past its end
+            p.write_bytes(garbage or write_container({"id": {"bitmap": b"\x01" + bytes(4) + b"\x7f\xff\xff\xff\x00"}}))
     assert _planned(t, [("id", "=", 3)]) == 2
     assert t.to_arrow(filter=[("id", "=", 3)]).column("id").to_pylist() == [3]
 
