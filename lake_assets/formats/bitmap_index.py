@@ -172,14 +172,15 @@ def _bitmaps(grouped: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> tup
     put_u32(at[ok], np.full(len(ok), 12346))  # SERIAL_COOKIE_NO_RUNCONTAINER
     put_u32(at[ok] + 4, k[ok])
     cs = np.nonzero(simple[c_gid])[0]  # the containers of simple groups
-    j = cs - np.searchsorted(c_gid, c_gid[cs])  # each one's place in its group
     cg = c_gid[cs]
-    key_card = np.stack([high[c_first[cs]], c_card[cs] - 1], axis=1).astype("<u2").view(np.uint8)
-    out[(at[cg] + 8 + 4 * j)[:, None] + np.arange(4)] = key_card.reshape(-1, 4)
+    j = cs - (np.cumsum(k) - k)[cg]  # each one's place in its group
+    put_u32(at[cg] + 8 + 4 * j, high[c_first[cs]] | (c_card[cs] - 1) << 16)  # key, cardinality - 1
     put_u32(at[cg] + 8 + 4 * k[cg] + 4 * j, 8 + 8 * k[cg] + 2 * (c_first[cs] - before[cg]))
     ps = np.nonzero(simple[gid])[0]  # the rows of simple groups
     dst = at[gid[ps]] + 8 + 8 * k[gid[ps]] + 2 * (ps - before[gid[ps]])
-    out[dst[:, None] + np.arange(2)] = (rows[ps] & 0xFFFF).astype("<u2").view(np.uint8).reshape(-1, 2)
+    low = rows[ps]
+    out[dst] = low & 0xFF  # each row's low 16 bits, little-endian
+    out[dst + 1] = (low >> 8) & 0xFF
     for i, blob in others.items():
         out[at[i]: at[i] + len(blob)] = np.frombuffer(blob, np.uint8)
     return out.tobytes(), sizes
@@ -198,7 +199,8 @@ def write_bitmap_index(keys: pa.Array, dt: DataType) -> tuple[bytes, bool]:
     c = codes.fill_null(0).to_numpy(zero_copy_only=False)[rows]
     m = len(distinct)
     counts = np.bincount(c, minlength=m)
-    grouped = rows[np.argsort(c, kind="stable")]  # each value's rows, ascending
+    # each value's rows, ascending (a stable sort of small codes is numpy's radix sort)
+    grouped = rows[np.argsort(c.astype(np.uint16) if m <= 0xFFFF else c, kind="stable")]
     first = (np.cumsum(counts) - counts).astype(np.int64)
     # Java's writer adds each non-null row with computeIfAbsent: a call after the last new value
     # grows a table whose threshold that value passed
