@@ -29,7 +29,7 @@ from lake_assets.formats.bloom_filter import BloomFilter64
 from lake_assets.formats.fast_hash import fast_hash, hashable
 from lake_assets.formats.file_index import INDEX_FILE_SUFFIX, read_container
 from lake_assets.option_classification import is_true
-from lake_assets.option_rules_file_index import BLOOM_FILTER
+from lake_assets.option_rules_file_index import BLOOM_FILTER, indexed_columns
 from lake_assets.predicate import Predicate
 from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.data_types import DataType
@@ -47,12 +47,14 @@ _BITMAP_OPS = ("=", "==", "in", "!=", "not in")
 def prunes_by_index(schema: TableSchema, pred: Predicate | None) -> bool:
     """Whether a read with ``pred`` under ``schema`` (the read's) consults file indexes: an append
     table, the option ``file-index.read.enabled`` (default true) on, and some term an index can
-    decide (= / in for bloom filters; also != / not in for bitmaps)."""
+    decide: = / in, or != / not in when the table writes bitmap indexes (only those decide them:
+    a table of bloom filters alone would read every ``.index`` file for nothing)."""
     if pred is None or schema.primary_keys:
         return False
     if not is_true(schema.options.get("file-index.read.enabled", "true")):
         return False
-    return any(op in _BITMAP_OPS for clause in pred.clauses for _, op, _ in clause)
+    ops = _BITMAP_OPS if indexed_columns(schema.options, BITMAP) else _EQUALITY
+    return any(op in ops for clause in pred.clauses for _, op, _ in clause)
 
 
 def index_may_match(store: FileStore, entry: ManifestEntry, pred: Predicate, schema: TableSchema) -> bool:
