@@ -2,14 +2,16 @@
 
 A table turns an index type on for columns with ``file-index.<type>.columns`` and tunes it per
 column with ``file-index.<type>.<column>.<option>`` (Paimon's FileIndexOptions: exactly three
-dot-separated parts after ``file-index.``). lake_assets writes ``bloom-filter`` indexes (the same
-bytes Java writes, `lake_assets.formats.file_index`); the other types (``bitmap``, Paimon 1.x's
-``bsi`` and ``range-bitmap``, and any type without a row of its own: a newer Paimon's or a
-plug-in's) are refused at create and ALTER and, on a table that carries them, for writes and
-compaction only: Java's writers would index every new file, ours could not. Reads, streams, expiry,
-orphan removal, tags, rollback and health never depend on an index (an index only lets a reader
-skip files without a match; lake_assets keeps and deletes ``.index`` files with their data files),
-so they accept every type. A bloom-filter per-column key other than ``fpp`` and ``items`` is not
+dot-separated parts after ``file-index.``). lake_assets writes ``bloom-filter`` and ``bitmap``
+indexes (the same bytes Java writes, `lake_assets.formats.file_index`; bitmap indexes in version 1,
+the one Paimon 0.9 reads); the other types (Paimon 1.x's ``bsi`` and ``range-bitmap``, and any type
+without a row of its own: a newer Paimon's or a plug-in's) are refused at create and ALTER and, on a
+table that carries them, for writes and compaction only: Java's writers would index every new file,
+ours could not, and no Paimon here writes or reads them to check our bytes against. Reads, streams,
+expiry, orphan removal, tags, rollback and health never depend on an index (an index only lets a
+reader skip files without a match; lake_assets keeps and deletes ``.index`` files with their data
+files), so they accept every type. A per-column key Paimon does not read (a bloom filter's other
+than ``fpp`` and ``items``, a bitmap's other than ``version`` and ``index-block-size``) is not
 guessed at: it stays an unknown option (`lake_assets.table_support`).
 
 `FILE_INDEX_RULES` are plain rows merged into `lake_assets.option_rules.RULES`;
@@ -31,10 +33,16 @@ from lake_assets.option_types import WRITE_OPS, OptionRule
 FILE_INDEX_PREFIX = "file-index."
 BLOOM_FILTER = "bloom-filter"
 # Index types Paimon writers know (0.9: bloom-filter, bitmap; 1.x adds bsi, range-bitmap).
-INDEX_TYPES = (BLOOM_FILTER, "bitmap", "bsi", "range-bitmap")
-WRITTEN_INDEX_TYPES = (BLOOM_FILTER,)
-_NOT_WRITTEN = ("lake_assets writes bloom-filter file indexes only (Java's writers would index every new "
-                "file; reads, expiry, orphan removal, tags and rollback accept it)")
+BITMAP = "bitmap"
+INDEX_TYPES = (BLOOM_FILTER, BITMAP, "bsi", "range-bitmap")
+WRITTEN_INDEX_TYPES = (BLOOM_FILTER, BITMAP)
+_NOT_WRITTEN = ("lake_assets writes bloom-filter and bitmap file indexes only: no Paimon here writes or reads "
+                "this type to check our bytes against (Java's writers would index every new file; reads, "
+                "expiry, orphan removal, tags and rollback accept it)")
+_BITMAP_VERSION = ("lake_assets writes bitmap index version 1, the layout Paimon 0.9 reads and 1.x reads too; "
+                   "version 2 (Paimon 1.x's default) is refused: Paimon 0.9 readers fail on it and no Paimon "
+                   "here writes or reads it to check our bytes against (reads, expiry, orphan removal, tags and "
+                   "rollback accept it)")
 
 
 def _column_list(v: object) -> str | None:
@@ -58,12 +66,19 @@ FILE_INDEX_RULES: dict[str, OptionRule] = {r.key: r for r in (
       minimum=0, writer_only=True),
     R("file-index.read.enabled", "bool", True, "Whether readers use file indexes to skip data files.",
       note="honoured: batch reads of append tables skip files whose bloom filters rule out every = / in "
-      "literal of a clause (ops/file_index_prune.py); primary-key tables are never pruned by value indexes "
+      "literal of a clause or whose bitmap indexes (version 1) leave no row matching all of a clause's = / in / "
+      "!= / not in terms (ops/file_index_prune.py); primary-key tables are never pruned by value indexes "
       "(a file without the value may hold a newer version of a key)"),
     R(f"file-index.{BLOOM_FILTER}.columns", "string", None, "Columns whose data files get a bloom-filter index "
       "(comma-separated).", check=_column_list,
       note="honoured by writes and compaction for columns of types Paimon hashes (not BOOLEAN, DECIMAL or "
-      "nested types; not map keys col[key]): those refuse writes and compaction"),
+      "nested types) and for the values of a key of a map column with CHAR / VARCHAR keys (col[key], sized by "
+      "col[key]'s options, else col's); others refuse writes and compaction"),
+    R(f"file-index.{BITMAP}.columns", "string", None, "Columns whose data files get a bitmap index "
+      "(comma-separated).", check=_column_list,
+      note="honoured by writes and compaction (version 1, Java 0.9's bytes) for columns of the types Paimon 0.9's "
+      "bitmap index keys (not BOOLEAN, BINARY, DECIMAL or nested types; not map keys col[key]): those refuse "
+      "writes and compaction"),
     *(R(f"file-index.{t}.columns", "string", None, f"Columns whose data files get a {t} index "
         f"(comma-separated){' (Paimon 1.x)' if t in ('bsi', 'range-bitmap') else ''}.", check=_column_list,
         supported=(), refuses=WRITE_OPS, why=_NOT_WRITTEN)
@@ -76,10 +91,14 @@ FILE_INDEX_COLUMN_RULES: dict[tuple[str, str], OptionRule] = {
                              check=_fpp, writer_only=True),
     (BLOOM_FILTER, "items"): R("items", "int", 1_000_000, "Distinct values the column's bloom-filter index is "
                                "sized for.", minimum=1, writer_only=True),
-    ("bitmap", "index-block-size"): R("index-block-size", "size", None, "Block size of the column's bitmap "
-                                      "index (Paimon 1.x).", supported=(), refuses=WRITE_OPS, why=_NOT_WRITTEN),
-    ("bitmap", "version"): R("version", "int", None, "Format version of the column's bitmap index.",
-                             supported=(), refuses=WRITE_OPS, why=_NOT_WRITTEN),
+    (BITMAP, "index-block-size"): R("index-block-size", "size", None, "Block size of the column's bitmap "
+                                    "index (Paimon 1.x, version 2 only).", writer_only=True,
+                                    note="accepted: it shapes version-2 indexes only; lake_assets writes version "
+                                    "1, which has no blocks (Java's version-1 writer ignores it too)"),
+    (BITMAP, "version"): R("version", "int", None, "Format version of the column's bitmap index (Paimon 0.9: 1 "
+                           "only; 1.x: 1 or 2, default 2).", writer_only=True, supported=("1",),
+                           refuses=WRITE_OPS, why=_BITMAP_VERSION,
+                           note="unset, lake_assets writes version 1 (Paimon 1.x would write 2; both read 1)"),
     ("range-bitmap", "chunk-size"): R("chunk-size", "size", None, "Dictionary chunk size of the column's "
                                       "range-bitmap index (Paimon 1.x).", supported=(), refuses=WRITE_OPS,
                                       why=_NOT_WRITTEN),
@@ -88,7 +107,7 @@ FILE_INDEX_COLUMN_RULES: dict[tuple[str, str], OptionRule] = {
                               "write.", supported=(), refuses=WRITE_OPS, why=_NOT_WRITTEN),
 }
 # Index types no row above names (a newer Paimon's, or a plug-in FileIndexerFactory's): refused
-# for writes and compaction as bitmap is; reads and maintenance never depend on an index.
+# for writes and compaction as bsi is; reads and maintenance never depend on an index.
 OTHER_TYPE_COLUMNS = R("file-index.<type>.columns", "string", None, "Columns whose data files get an index of "
                        "another type (a newer Paimon's or a plug-in's).", check=_column_list, supported=(),
                        refuses=WRITE_OPS, why=_NOT_WRITTEN)
@@ -106,8 +125,8 @@ def file_index_rule(key: str) -> OptionRule | None:
         index_type, option = m.group("type"), m.group("option")
         if (index_type, option) in FILE_INDEX_COLUMN_RULES:
             return _column_rule(key, index_type, option)
-        # Paimon's bloom filter reads fpp and items only: another key is a typo we do not guess at
-        return None if index_type == BLOOM_FILTER else _column_rule(key, "<type>", "<option>")
+        # Paimon's bloom filter and bitmap read the keys above only: another is a typo we do not guess at
+        return None if index_type in WRITTEN_INDEX_TYPES else _column_rule(key, "<type>", "<option>")
     if _COLUMNS_KEY.match(key) and key not in FILE_INDEX_RULES:
         return dataclasses.replace(OTHER_TYPE_COLUMNS, key=key)
     return FILE_INDEX_RULES.get(key)
@@ -152,7 +171,10 @@ def file_index_problems(options: Mapping[str, str], field_names: tuple[str, ...]
         if m is None or file_index_rule(key) is None:
             continue
         t, column = m.group("type"), m.group("column")
-        if column not in indexed_columns(options, t):
+        listed = indexed_columns(options, t)
+        # a map column's own options size the indexes of its keys' values (m[k]) without their own
+        maps = {top_level_column(n) for n in listed if top_level_column(n) != n}
+        if column not in listed and column not in maps:
             problems.append(OptionError(
                 f"Option {key!r} tunes the {t} index of column {column!r}, which 'file-index.{t}.columns' "
                 "does not list (Paimon's writer fails on it)"))
@@ -160,6 +182,7 @@ def file_index_problems(options: Mapping[str, str], field_names: tuple[str, ...]
 
 
 __all__ = [
+    "BITMAP",
     "BLOOM_FILTER",
     "FILE_INDEX_COLUMN_OPTION",
     "FILE_INDEX_COLUMN_RULES",

@@ -3,12 +3,14 @@ index, and the index of one data file as its writer builds it.
 
 A table carrying ``file-index.bloom-filter.columns`` gets, for every data file a write or compaction
 creates, one bloom filter per listed column over the file's non-null values (Paimon HEAD indexes
-primary-key files too, over their value columns). The filters go into one `FileIndexFormat`
-container; a container larger than ``file-index.in-manifest-threshold`` is written next to the data
-file as ``<data file>.index`` and listed in its ``_EXTRA_FILES``, a smaller one is embedded in the
-manifest entry. `index_plan` reads the options, `write_problems` says what no writer of ours can
-index (refused for writes and compaction by `lake_assets.table_support`), `FileIndexBuilder`
-accumulates one file's filters chunk by chunk.
+primary-key files too, over their value columns); ``file-index.bitmap.columns`` one bitmap index
+per listed column (`lake_assets.formats.bitmap_index`). The indexes go into one `FileIndexFormat`
+container, columns and index types in the order Java's HashMaps give them; a container larger
+than ``file-index.in-manifest-threshold`` is written next to the data file as ``<data file>.index``
+and listed in its ``_EXTRA_FILES``, a smaller one is embedded in the manifest entry.
+`index_plan` reads the options, `write_problems` says what no writer of ours can index (refused
+for writes and compaction by `lake_assets.table_support`), `FileIndexBuilder` accumulates one
+file's indexes chunk by chunk.
 """
 
 from __future__ import annotations
@@ -17,14 +19,18 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lake_assets.errors import InvalidDataError, OptionError
+from lake_assets.formats.bitmap_index import BitmapIndexBuilder, unsupported_reason
 from lake_assets.formats.bloom_filter import INT_MAX, BloomFilter64, bloom_bits
 from lake_assets.formats.fast_hash import fast_hash, hashable
-from lake_assets.option_rules_file_index import BLOOM_FILTER, indexed_columns, top_level_column
+from lake_assets.formats.java_hash_map import hash_map_order, string_hash_code
+from lake_assets.option_rules_file_index import BITMAP, BLOOM_FILTER, indexed_columns, top_level_column
 from lake_assets.option_types import parse_memory_size
-from lake_assets.spec.data_types import DataType
+from lake_assets.spec.data_types import CharType, DataType, MapType, VarCharType
 from lake_assets.spec.schema import TableSchema
 
 MAGIC = 1493475289347502
@@ -77,9 +83,34 @@ def _read_java_utf(data: bytes, pos: int) -> tuple[str, int]:
     return text, pos + 2 + n
 
 
-def write_container(indexes: Mapping[str, Mapping[str, bytes | None]]) -> bytes:
+def _java_map_order(names: list[str], compute_if_absent: bool = False) -> list[str]:
+    # names added to a HashMap<String, ...> in this order, in the order the map gives them back
+    hashes = np.array([string_hash_code(n) for n in names], np.int32)
+    order, _ = hash_map_order(hashes, compute_if_absent=compute_if_absent, called_after_last=False)
+    return [names[i] for i in order.tolist()]
+
+
+def write_container(indexes: Mapping[str, Mapping[str, bytes | None]], java_order: bool = False) -> bytes:
     """The bytes of a file index holding ``indexes`` (column -> index type -> payload; None: an
-    empty index), laid out as Paimon's ``FileIndexFormat.Writer`` lays them out."""
+    empty index), laid out as Paimon's ``FileIndexFormat.Writer`` lays them out; ``java_order``:
+    columns and types in the iteration order of Java's ``HashMap`` s (``DataFileIndexWriter``)
+    rather than as given."""
+    if java_order:
+        # DataFileIndexWriter puts one maintainer per table column in a HashMap (in option order);
+        # a map column's maintainer lists its keys' indexes in two HashMaps of its own (keys, then
+        # m[k] names); the container's map takes every name with computeIfAbsent in that order
+        by_top: dict[str, list[str]] = {}
+        for name in indexes:
+            by_top.setdefault(top_level_column(name), []).append(name)
+        sequence: list[str] = []
+        for top in _java_map_order(list(by_top)):
+            members = by_top[top]
+            if members != [top]:
+                keys = _java_map_order([n[len(top) + 1: -1] for n in members])
+                members = _java_map_order([f"{top}[{k}]" for k in keys])
+            sequence += members
+        columns = _java_map_order(sequence, compute_if_absent=True)
+        indexes = {c: {t: indexes[c][t] for t in _java_map_order(list(indexes[c]))} for c in columns}
     names = b"".join(_java_utf(c) + b"".join(_java_utf(t) for t in types) for c, types in indexes.items())
     entries = sum(len(types) for types in indexes.values())
     head_length = 8 + 4 + 4 + 4 + 8 * entries + 4 * len(indexes) + 4 + len(names)
@@ -134,12 +165,22 @@ def read_container(data: bytes, what: str = "file index") -> dict[str, dict[str,
 
 @dataclass(frozen=True)
 class BloomColumn:
-    """One column's bloom-filter index: its name, Paimon type and sizing."""
+    """One column's bloom-filter index: its name (``m[k]`` for the values of key ``k`` of map
+    column ``m``), the Paimon type of the values it hashes, and its sizing."""
 
     name: str
     type: DataType
     items: int
     fpp: float
+    map_key: str | None = None  # the key of a map column's values (``name`` is ``m[k]``)
+
+
+@dataclass(frozen=True)
+class BitmapColumn:
+    """One column's bitmap index: its name and Paimon type."""
+
+    name: str
+    type: DataType
 
 
 @dataclass(frozen=True)
@@ -148,21 +189,35 @@ class IndexPlan:
 
     bloom: tuple[BloomColumn, ...]
     in_manifest_threshold: int
+    bitmap: tuple[BitmapColumn, ...] = ()
 
 
 def write_problems(schema: TableSchema) -> list[tuple[str, str]]:
-    """(what, why) of each bloom-filter index no writer of lake_assets can write for ``schema``:
-    columns the table lacks, map keys (``m[k]``), types Paimon's FastHash cannot hash."""
+    """(what, why) of each bloom-filter or bitmap index no writer of lake_assets can write for
+    ``schema``: columns the table lacks, map values (``m[k]``) of bitmaps and of maps whose keys
+    are not strings, types Paimon's FastHash cannot hash or its bitmap index cannot key. (A bitmap
+    ``version`` other than 1 is refused by its option row.)"""
     out: list[tuple[str, str]] = []
+    for name in indexed_columns(schema.options, BITMAP):
+        what = f"option file-index.{BITMAP}.columns names {name!r}"
+        top = top_level_column(name)
+        if not schema.has_field(top):
+            out.append((what, "the table has no such column (Paimon's writer fails on it)"))
+        elif top != name:
+            out.append((what, "bitmap indexes of map values (column[key]) are not implemented"))
+        elif (why := unsupported_reason(schema.field(name).type)) is not None:
+            out.append((what, why))
     for name in indexed_columns(schema.options, BLOOM_FILTER):
         what = f"option file-index.{BLOOM_FILTER}.columns names {name!r}"
         field = schema.field(top_level_column(name)) if schema.has_field(top_level_column(name)) else None
         if field is None:
             out.append((what, "the table has no such column (Paimon's writer fails on it)"))
-        elif top_level_column(name) != name:
-            out.append((what, "bloom-filter indexes of map values (column[key]) are not implemented"))
-        elif not hashable(field.type):
-            out.append((what, f"Paimon has no bloom-filter hash for type {field.type} (its writer fails)"))
+        elif top_level_column(name) != name and (
+                not isinstance(field.type, MapType) or not isinstance(field.type.key, (CharType, VarCharType))):
+            out.append((what, f"column {field.name!r} is {field.type}, not a map with CHAR / VARCHAR keys "
+                              "(Paimon's writer fails on it)"))
+        elif not hashable(hashed := field.type.value if isinstance(field.type, MapType) else field.type):
+            out.append((what, f"Paimon has no bloom-filter hash for type {hashed} (its writer fails)"))
         else:
             items, fpp = _sizing(schema.options, name)
             if items is not None and fpp is not None and bloom_bits(items, fpp) > INT_MAX:
@@ -174,14 +229,16 @@ def write_problems(schema: TableSchema) -> list[tuple[str, str]]:
 
 def _sizing(options: Mapping[str, str], name: str) -> tuple[int | None, float | None]:
     """(items, fpp) of a column's bloom filter; None for a value that does not parse (the option
-    registry refuses it on its own)."""
-    prefix = f"file-index.{BLOOM_FILTER}.{name}."
+    registry refuses it on its own). A map key's ``m[k]`` takes the map column's ``m`` options
+    where it has none of its own (0.9: ``DataFileIndexWriter.MapFileIndexMaintainer.add``)."""
+    own = f"file-index.{BLOOM_FILTER}.{name}."
+    top = f"file-index.{BLOOM_FILTER}.{top_level_column(name)}."
     try:
-        items = int(options.get(prefix + "items", DEFAULT_ITEMS))
+        items = int(options.get(own + "items", options.get(top + "items", DEFAULT_ITEMS)))
     except ValueError:
         items = None
     try:
-        fpp = float(options.get(prefix + "fpp", DEFAULT_FPP))
+        fpp = float(options.get(own + "fpp", options.get(top + "fpp", DEFAULT_FPP)))
     except ValueError:
         fpp = None
     ok = items is not None and items >= 1 and fpp is not None and 0.0 < fpp < 1.0
@@ -194,18 +251,24 @@ def index_plan(schema: TableSchema) -> IndexPlan | None:
     Callers have been refused by `write_problems` (via table_support) when it finds anything."""
     options = schema.options
     names = indexed_columns(options, BLOOM_FILTER)
-    if not names:
+    bitmaps = tuple(BitmapColumn(n, schema.field(n).type) for n in indexed_columns(options, BITMAP))
+    if not names and not bitmaps:
         return None
     columns = []
     for name in names:
         items, fpp = _sizing(options, name)
         if items is None or fpp is None:
             raise OptionError(f"Table options: the bloom-filter index of {name!r} has no valid items / fpp")
-        columns.append(BloomColumn(name, schema.field(name).type, items, fpp))
+        top = top_level_column(name)
+        column_type = schema.field(top).type
+        if top != name and isinstance(column_type, MapType):
+            columns.append(BloomColumn(name, column_type.value, items, fpp, name[len(top) + 1: -1]))
+        else:
+            columns.append(BloomColumn(name, column_type, items, fpp))
     threshold_text = options.get("file-index.in-manifest-threshold")
     threshold = (DEFAULT_IN_MANIFEST_THRESHOLD if threshold_text is None
                  else parse_memory_size(threshold_text, "file-index.in-manifest-threshold"))
-    return IndexPlan(tuple(columns), threshold)
+    return IndexPlan(tuple(columns), threshold, bitmaps)
 
 
 # ---------------------------------------------------------------- one data file's index
@@ -217,16 +280,29 @@ class FileIndexBuilder:
     def __init__(self, plan: IndexPlan) -> None:
         self.plan = plan
         self.filters = [BloomFilter64.sized(c.items, c.fpp) for c in plan.bloom]
+        self.bitmaps = [BitmapIndexBuilder(c.type) for c in plan.bitmap]
 
     def add(self, chunk: pa.Table) -> None:
         """Add a chunk's values (a table holding the indexed columns under their names)."""
         for column, bloom in zip(self.plan.bloom, self.filters, strict=True):
-            bloom.add_hashes(fast_hash(chunk.column(column.name), column.type))
+            if column.map_key is None:
+                values = chunk.column(column.name)
+            else:
+                # every value of the key in each row's map (a map holding it twice adds both, as Java)
+                values = pc.list_flatten(pc.map_lookup(chunk.column(top_level_column(column.name)),
+                                                       pa.scalar(column.map_key, pa.string()), "all"))
+            bloom.add_hashes(fast_hash(values, column.type))
+        for bitmap_column, bitmap in zip(self.plan.bitmap, self.bitmaps, strict=True):
+            bitmap.add(chunk.column(bitmap_column.name))
 
     def finish(self) -> tuple[bytes, bool]:
         """(container bytes, whether they go to a ``.index`` file rather than the manifest)."""
-        data = write_container({c.name: {BLOOM_FILTER: f.to_bytes()}
-                                for c, f in zip(self.plan.bloom, self.filters, strict=True)})
+        indexes: dict[str, dict[str, bytes | None]] = {}
+        for c, f in zip(self.plan.bloom, self.filters, strict=True):
+            indexes.setdefault(c.name, {})[BLOOM_FILTER] = f.to_bytes()
+        for bc, b in zip(self.plan.bitmap, self.bitmaps, strict=True):
+            indexes.setdefault(bc.name, {})[BITMAP] = b.finish()
+        data = write_container(indexes, java_order=True)
         return data, len(data) > self.plan.in_manifest_threshold
 
 

@@ -1,51 +1,64 @@
-"""Skipping data files of a batch read by their bloom-filter indexes (docs/format.md §7.6).
+"""Skipping data files of a batch read by their file indexes (docs/format.md §7.6).
 
-As Paimon 0.9's append scan and reader do, a file whose index proves that a clause's ``=`` / ``in``
-literal on an indexed column is absent from it is not read. Only append tables are pruned: in a
-primary-key table a file without the value may still hold the newer version of a key that hides an
-older match in another file (Paimon uses indexes there only with deletion vectors). An index only
-removes files without a match, so a read returns the same rows with or without it; whatever cannot
-be decided (an index that does not parse or is gone, a literal that does not convert to the file's
-column type, a column renamed or retyped since the file was written) keeps the file.
+As Paimon's append scan and reader do (``FileIndexPredicate``), a file whose indexes prove that no
+row of it matches any clause of the filter is not read: a bloom filter rules out a clause when it
+lacks every ``=`` / ``in`` literal of a term; a bitmap index (version 1) gives the rows of each
+term on its column - the rows holding one of the literals for ``=`` / ``in``, all other rows for
+``!=`` / ``not in`` (null rows included, as Java's ``flip``: they never match, so keeping them is
+only less pruning) - and a clause whose terms leave no row in common is ruled out. Only append
+tables are pruned: in a primary-key table a file without the value may still hold the newer version
+of a key that hides an older match in another file (Paimon uses indexes there only with deletion
+vectors). An index only removes files without a match, so a read returns the same rows with or
+without it; whatever cannot be decided (an index that does not parse or is gone, a bitmap of a
+version or type not read here, a literal that does not convert to the file's column type, a column
+renamed or retyped since the file was written) keeps the file.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import pyarrow as pa
+from pyroaring import BitMap
 
 from lake_assets.errors import LakeError
+from lake_assets.formats.bitmap_index import BITMAP, BitmapIndex
 from lake_assets.formats.bloom_filter import BloomFilter64
 from lake_assets.formats.fast_hash import fast_hash, hashable
-from lake_assets.formats.file_index import INDEX_FILE_SUFFIX, bloom_filters
+from lake_assets.formats.file_index import INDEX_FILE_SUFFIX, read_container
 from lake_assets.option_classification import is_true
+from lake_assets.option_rules_file_index import BLOOM_FILTER, indexed_columns
 from lake_assets.predicate import Predicate
 from lake_assets.spec.arrow_types import to_arrow
+from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import ManifestEntry
 from lake_assets.spec.schema import TableSchema
 from lake_assets.store.file_store import FileStore
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 _EQUALITY = ("=", "==", "in")
+_BITMAP_OPS = ("=", "==", "in", "!=", "not in")
 
 
 def prunes_by_index(schema: TableSchema, pred: Predicate | None) -> bool:
     """Whether a read with ``pred`` under ``schema`` (the read's) consults file indexes: an append
-    table, the option ``file-index.read.enabled`` (default true) on, and some clause pinning a
-    column by = or in."""
+    table, the option ``file-index.read.enabled`` (default true) on, and some term an index can
+    decide: = / in, or != / not in when the table writes bitmap indexes (only those decide them:
+    a table of bloom filters alone would read every ``.index`` file for nothing)."""
     if pred is None or schema.primary_keys:
         return False
     if not is_true(schema.options.get("file-index.read.enabled", "true")):
         return False
-    return any(op in _EQUALITY for clause in pred.clauses for _, op, _ in clause)
+    ops = _BITMAP_OPS if indexed_columns(schema.options, BITMAP) else _EQUALITY
+    return any(op in ops for clause in pred.clauses for _, op, _ in clause)
 
 
 def index_may_match(store: FileStore, entry: ManifestEntry, pred: Predicate, schema: TableSchema) -> bool:
-    """False only when the file's bloom filters show that no clause of ``pred`` (naming columns of
+    """False only when the file's indexes show that no clause of ``pred`` (naming columns of
     ``schema``, the read's) can match a row of it."""
     meta = entry.file
     index_files = [x for x in meta.extra_files if x.endswith(INDEX_FILE_SUFFIX)]
@@ -58,40 +71,91 @@ def index_may_match(store: FileStore, entry: ManifestEntry, pred: Predicate, sch
             (path,) = [p for p in store.written_file_paths(entry.partition, entry.bucket, meta)
                        if p.endswith("/" + index_files[0])]
             data = store.file_io.read_bytes(path)
-        filters = bloom_filters(data, f"file index of {meta.file_name}")
+        indexes = read_container(data, f"file index of {meta.file_name}")
     except (LakeError, OSError) as exc:
         # an index we cannot read prunes nothing: the file is read and filtered row by row
         log.warning("Table %s: not using the file index of %s: %s", store.name, meta.file_name, exc)
         return True
-    if not filters:
+    if not indexes:
         return True
+    view = _FileIndexes(store.name, meta.file_name, indexes)
     file_schema = store.schema_by_id(meta.schema_id)
-    return any(_clause_may_match(schema, file_schema, filters, clause) for clause in pred.clauses)
+    return any(_clause_may_match(schema, file_schema, view, clause) for clause in pred.clauses)
 
 
-def _clause_may_match(schema: TableSchema, file_schema: TableSchema, filters: dict[str, BloomFilter64],
+class _FileIndexes:
+    """One file's indexes by column, each parsed when a term first asks for it; one that does
+    not parse (or is of a version or type not read here) decides nothing."""
+
+    def __init__(self, table: str, file_name: str, payloads: dict[str, dict[str, bytes | None]]) -> None:
+        self.table, self.file_name, self.payloads = table, file_name, payloads
+        self._parsed: dict[tuple[str, str], Any] = {}
+
+    def _get(self, column: str, index_type: str, parse: Callable[[bytes], T]) -> T | None:
+        key = (column, index_type)
+        if key not in self._parsed:
+            payload = self.payloads.get(column, {}).get(index_type)
+            try:
+                self._parsed[key] = None if payload is None else parse(payload)
+            except LakeError as exc:
+                log.warning("Table %s: not using the %s index of %s in %s: %s", self.table, index_type,
+                            column, self.file_name, exc)
+                self._parsed[key] = None
+        parsed: T | None = self._parsed[key]
+        return parsed
+
+    def bloom(self, column: str) -> BloomFilter64 | None:
+        return self._get(column, BLOOM_FILTER, lambda p: BloomFilter64.from_bytes(
+            p, f"bloom filter of {column!r} in the file index of {self.file_name}"))
+
+    def bitmap(self, column: str, dt: DataType) -> BitmapIndex | None:
+        return self._get(column, BITMAP, lambda p: BitmapIndex.parse(
+            p, dt, f"bitmap index of {column!r} in the file index of {self.file_name}"))
+
+
+def _clause_may_match(schema: TableSchema, file_schema: TableSchema, indexes: _FileIndexes,
                       clause: Sequence[tuple[str, str, Any]]) -> bool:
+    rows: BitMap | None = None  # the rows every bitmap-decided term so far leaves; None: all
     for column, op, literal in clause:
-        if op not in _EQUALITY or not schema.has_field(column):
+        if op not in _BITMAP_OPS or not schema.has_field(column):
             continue
         field = schema.field(column)
         file_field = file_schema.field_by_id(field.id)
-        if file_field is None or file_field.name not in filters:
+        if file_field is None or file_field.name not in indexes.payloads:
             continue
-        # the file's values were hashed as its column's type: only the same type hashes alike
-        if file_field.type.copy(nullable=True) != field.type.copy(nullable=True) or not hashable(field.type):
+        # the file's values were indexed as its column's type: only the same type keys alike
+        if file_field.type.copy(nullable=True) != field.type.copy(nullable=True):
             continue
-        literals = list(literal) if op == "in" else [literal]
-        if not literals or any(v is None for v in literals):
+        literals = list(literal) if op in ("in", "not in") else [literal]
+        values = _literal_array(literals, field.type)
+        if values is None:
             continue
-        try:
-            values = pa.array(literals, to_arrow(field.type))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
-            continue  # the residual filter decides (or refuses) such a literal
-        if values.to_pylist() != literals:
-            # converted with a loss or a change of meaning (a zoned time for a naive column, a
-            # float narrowed, NaN): only the residual filter may decide, or refuse, such a literal
+        non_null = values.drop_null()
+        bloom = indexes.bloom(file_field.name) if op in _EQUALITY and hashable(field.type) else None
+        if (bloom is not None and len(values) and len(non_null) == len(values)
+                and not bloom.might_contain(fast_hash(values, field.type)).any()):
+            return False
+        bitmap = indexes.bitmap(file_field.name, file_field.type)
+        # a null compares as unknown with = and !=: only in / not in look it up (as null rows)
+        if bitmap is None or (op in ("=", "==", "!=") and len(non_null) != len(values)):
             continue
-        if not filters[file_field.name].might_contain(fast_hash(values, field.type)).any():
+        hit = bitmap.rows_in(values)
+        term_rows = hit if op in _EQUALITY else bitmap.all_rows() - hit
+        rows = term_rows if rows is None else rows & term_rows
+        if not rows:
             return False
     return True
+
+
+def _literal_array(literals: list[Any], dt: DataType) -> pa.Array | None:
+    """The literals as an Arrow array of the column's type, or None when one does not convert
+    exactly (the residual filter decides, or refuses, such a literal)."""
+    try:
+        values = pa.array(literals, to_arrow(dt))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        return None
+    if values.to_pylist() != literals:
+        # converted with a loss or a change of meaning (a zoned time for a naive column, a
+        # float narrowed, NaN)
+        return None
+    return values

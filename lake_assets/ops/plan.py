@@ -93,7 +93,7 @@ def plan_splits(
     if pred is not None and pred.clauses:
         entries = [e for e in entries if file_may_match(store, e.file, pred, schema)]
         if op is Op.READ and prunes_by_index(schema, pred):
-            # bloom-filter file indexes of append tables (ops/file_index_prune.py)
+            # bloom-filter and bitmap file indexes of append tables (ops/file_index_prune.py)
             entries = [e for e in entries if index_may_match(store, e, pred, schema)]
     return deletion_vectors.attach(store, snap, scan.splits(entries))
 

@@ -179,8 +179,8 @@ def pq_names(wh: str, name: str) -> list[str]:
     return pq.read_table(path, columns=["name"]).column("name").to_pylist()
 
 
-def test_javas_bitmap_index_is_read_and_maintained_but_not_written(java: PaimonJava, wh: str,
-                                                                    lake: Catalog) -> None:
+def test_javas_bitmap_index_is_read_maintained_and_written(java: PaimonJava, wh: str, lake: Catalog) -> None:
+    # bitmap indexes in depth: tests/differential/test_bitmap_index_java.py
     java.create_table(wh, "db.b", SCHEMA, options={"file-index.bitmap.columns": "name"})
     java.write(wh, "db.b", _rows(range(10)))
     java.write(wh, "db.b", _rows(range(10, 20)))
@@ -189,10 +189,13 @@ def test_javas_bitmap_index_is_read_and_maintained_but_not_written(java: PaimonJ
     t.create_tag("tag-1")
     t.expire_snapshots()
     assert t.remove_orphan_files(dry_run=True) is not None
-    with pytest.raises(UnsupportedFeatureError, match=r"file-index\.bitmap\.columns"):
-        t.write_arrow(_rows(range(30, 31)))
-    with pytest.raises(UnsupportedFeatureError, match=r"file-index\.bitmap\.columns"):
-        t.compact(full=True)
+    t.write_arrow(_rows(range(30, 31)))
+    t.compact(full=True)
+    (f,) = java.file_index_test(wh, "db.b", [("name", "=", "name-30")])
+    assert f["remain"] is True
+    assert java.file_index_test(wh, "db.b", [("name", "=", "name-31")])[0]["remain"] is False
+    with pytest.raises(UnsupportedFeatureError, match=r"file-index\.bsi\.columns"):
+        t.update_schema().set_option("file-index.bsi.columns", "id").commit()
 
 
 def test_our_compaction_of_javas_indexed_table_indexes_its_outputs(java: PaimonJava, wh: str,

@@ -22,6 +22,7 @@ from lake_assets.formats.data_file import DataFileWriter
 from lake_assets.formats.fast_hash import fast_hash, xxhash64
 from lake_assets.formats.file_index import FileIndexBuilder, bloom_filters, index_plan, read_container, write_container
 from lake_assets.io.local import LocalFileIO
+from lake_assets.predicate import Predicate
 from lake_assets.spec.types import from_arrow, parse_type, to_arrow
 from tests.java.oracle import _decode
 
@@ -47,7 +48,10 @@ def _rows(ids: range) -> pa.Table:
     ({f"{BLOOM}.columns": "id", f"{BLOOM}.id.fpp": "x"}, OptionError, "not a number"),
     ({f"{BLOOM}.columns": "id", f"{BLOOM}.id.items": "0"}, OptionError, "at least 1"),
     ({"file-index.in-manifest-threshold": "lots"}, OptionError, "memory size"),
-    ({"file-index.bitmap.columns": "name"}, UnsupportedFeatureError, "file-index.bitmap.columns"),
+    ({"file-index.bitmap.columns": "name", "file-index.bitmap.name.version": "2"}, UnsupportedFeatureError,
+     "version 2"),
+    ({"file-index.bitmap.columns": "name", "file-index.bitmap.name.colour": "2"}, OptionError,
+     "Unknown table option 'file-index.bitmap.name.colour'"),
     ({"file-index.range-bitmap.columns": "id"}, UnsupportedFeatureError, "file-index.range-bitmap.columns"),
 ])
 def test_create_refuses_bad_file_index_options(catalog, options, error, match) -> None:
@@ -63,21 +67,42 @@ def test_alter_validates_file_index_options_too(catalog) -> None:
     assert t.refresh().schema.options[f"{BLOOM}.name.items"] == "10"
 
 
-@pytest.mark.parametrize(("column", "why"), [("flag", "no bloom-filter hash for type BOOLEAN"),
-                                             ("m[k]", "map values")])
-def test_unhashable_or_nested_columns_refuse_writes_and_compaction_only(catalog, column, why) -> None:
+@pytest.mark.parametrize(("index", "column", "why"), [
+    (BLOOM, "flag", "no bloom-filter hash for type BOOLEAN"), (BLOOM, "name[k]", "not a map with CHAR / VARCHAR"),
+    ("file-index.bitmap", "flag", "no BOOLEAN layout"), ("file-index.bitmap", "m[k]", "map values"),
+    ("file-index.bitmap", "m", "does not support type MAP"),
+])
+def test_unhashable_or_nested_columns_refuse_writes_and_compaction_only(catalog, index, column, why) -> None:
     t = catalog.create_table("db.t", SCHEMA)
     t.write_arrow(_rows(range(5)))
-    t.update_schema().set_option(f"{BLOOM}.columns", column).commit()
+    t.update_schema().set_option(f"{index}.columns", column).commit()
     t = t.refresh()
     with pytest.raises(UnsupportedFeatureError, match=why):
         t.write_arrow(_rows(range(5, 6)))
-    with pytest.raises(UnsupportedFeatureError, match=f"{BLOOM}.columns"):
+    with pytest.raises(UnsupportedFeatureError, match=f"{index}.columns"):
         t.compact(full=True)
     assert t.to_arrow().num_rows == 5
     t.create_tag("kept")
     t.expire_snapshots()
     t.remove_orphan_files(dry_run=True)
+
+
+def test_bloom_filters_of_map_values_hash_each_rows_value_of_the_key(catalog) -> None:
+    # sized by the map column's options unless the key has its own (Paimon's MapFileIndexMaintainer)
+    t = catalog.create_table("db.t", SCHEMA, options={
+        f"{BLOOM}.columns": "m[k],m[other]", f"{BLOOM}.m.items": "64", f"{BLOOM}.m[other].items": "8",
+        "file-index.in-manifest-threshold": "1 mb"})
+    t.write_arrow(_rows(range(40)))
+    (meta,) = [f for sp in t.plan() for f in sp.files]
+    blooms = bloom_filters(meta.embedded_file_index)
+    assert set(blooms) == {"m[k]", "m[other]"}
+    assert blooms["m[k]"].num_bits == BloomFilter64.sized(64, 0.1).num_bits
+    assert blooms["m[other]"].num_bits == BloomFilter64.sized(8, 0.1).num_bits
+    int_type = parse_type("INT")
+    assert blooms["m[k]"].might_contain(fast_hash(pa.array(range(40), pa.int32()), int_type)).all()
+    misses = blooms["m[k]"].might_contain(fast_hash(pa.array(range(1000, 2000), pa.int32()), int_type))
+    assert misses.mean() < 0.5
+    assert not blooms["m[other]"].bits.any()  # no row has the key: an empty filter
 
 
 # ---------------------------------------------------------------- container and bloom filter
@@ -253,23 +278,47 @@ def test_reads_open_only_files_whose_index_may_hold_the_value(catalog, sizing) -
     assert _planned(t.refresh(), [("id", "=", 5)]) == 4
 
 
-def test_primary_key_reads_never_skip_files_by_value_indexes(catalog) -> None:
+def test_reads_skip_files_by_bitmaps_exactly(catalog) -> None:
+    # bitmaps have no false positives: a file is opened exactly when a row of it matches the clause
+    t = catalog.create_table("db.t", SCHEMA, options={"file-index.bitmap.columns": "id,name"})
+    _interleaved(t)  # file k holds ids k, k + 4, ...; name-i on row id i
+    full = t.to_arrow()
+    for flt in ([("id", "=", 9)], [("id", "in", [1, 2, 500])], [("name", "=", "nope")],
+                [("id", "=", 9), ("name", "=", "name-9")], [("id", "=", 9), ("name", "=", "name-13")],
+                [("id", "not in", list(range(0, 200, 4)))], [("name", "!=", "name-0")],
+                [[("id", "=", 3)], [("name", "in", ["name-4", "name-8"])]]):
+        pred = Predicate.of(flt)
+        assert pred is not None
+        expected = pred.filter_table(full)
+        holding = {i % 4 for i in expected.column("id").to_pylist()}
+        assert _planned(t, flt) == len(holding), flt
+        assert sorted(t.to_arrow(filter=flt).column("id").to_pylist()) == sorted(expected.column("id").to_pylist())
+
+
+@pytest.mark.parametrize("index", [BLOOM, "file-index.bitmap"])
+def test_primary_key_reads_never_skip_files_by_value_indexes(catalog, index) -> None:
     t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"],
-                             options={"bucket": "1", "write-only": "true", f"{BLOOM}.columns": "name"})
+                             options={"bucket": "1", "write-only": "true", f"{index}.columns": "name"})
     t.write_arrow(_rows(range(5)))
     newer = _rows(range(5)).set_column(1, "name", pa.array([f"new-{i}" for i in range(5)]))
     t.write_arrow(newer)
+    assert all(f.embedded_file_index is not None or f.extra_files for f in _files(t))  # indexed, as HEAD
     # the newer file lacks name-3, yet it replaces the older row: skipping it would resurrect name-3
     assert _planned(t, [("name", "=", "name-3")]) == 2
+    assert _planned(t, [("name", "!=", "new-3")]) == 2
     assert t.to_arrow(filter=[("name", "=", "name-3")]).num_rows == 0
 
 
-def test_an_unreadable_index_prunes_nothing(catalog) -> None:
-    t = catalog.create_table("db.t", SCHEMA, options={f"{BLOOM}.columns": "id"})
+@pytest.mark.parametrize("garbage", [b"garbage", None], ids=["container", "bitmap"])
+def test_an_unreadable_index_prunes_nothing(catalog, garbage) -> None:
+    options = ({f"{BLOOM}.columns": "id"} if garbage else
+               {"file-index.bitmap.columns": "id", "file-index.in-manifest-threshold": "0"})
+    t = catalog.create_table("db.t", SCHEMA, options=options)
     _interleaved(t, files=2, per_file=5)
     for p in _paths(t):
         if p.suffix == ".index":
-            p.write_bytes(b"garbage")
+            # the container itself, or a bitmap payload whose entries run past its end
+            p.write_bytes(garbage or write_container({"id": {"bitmap": b"\x01" + bytes(4) + b"\x7f\xff\xff\xff\x00"}}))
     assert _planned(t, [("id", "=", 3)]) == 2
     assert t.to_arrow(filter=[("id", "=", 3)]).column("id").to_pylist() == [3]
 
@@ -324,7 +373,9 @@ def _schema_with(options: dict[str, str]):
 @pytest.mark.parametrize(("options", "refused"), [
     ({f"{BLOOM}.columns": "id,v", f"{BLOOM}.v.fpp": "0.01", f"{BLOOM}.v.items": "7",
       "file-index.in-manifest-threshold": "1 kb", "file-index.read.enabled": "false"}, set()),
-    ({"file-index.bitmap.columns": "v", "file-index.bitmap.v.index-block-size": "16 kb"}, {"WRITE", "COMPACT"}),
+    ({"file-index.bitmap.columns": "v", "file-index.bitmap.v.index-block-size": "16 kb",
+      "file-index.bitmap.v.version": "1"}, set()),
+    ({"file-index.bitmap.columns": "v", "file-index.bitmap.v.version": "2"}, {"WRITE", "COMPACT"}),
     ({"file-index.bsi.columns": "id"}, {"WRITE", "COMPACT"}),
     ({"file-index.range-bitmap.columns": "id", "file-index.range-bitmap.id.chunk-size": "8 kb"},
      {"WRITE", "COMPACT"}),
@@ -352,7 +403,7 @@ def test_a_table_carrying_another_index_type_is_read_tagged_expired_and_cleaned(
     # the schema as a newer Paimon would leave it (crafted metadata: create and ALTER refuse these)
     schema_file = Path(t.store.paths.schema_file(0))
     doc = json.loads(schema_file.read_text())
-    doc["options"].update({"file-index.bitmap.columns": "name", "file-index.vector.columns": "id"})
+    doc["options"].update({"file-index.bsi.columns": "id", "file-index.vector.columns": "id"})
     schema_file.write_text(json.dumps(doc))
     t = catalog.get_table("db.t")
     assert t.to_arrow(filter=[("name", "=", "name-7")]).column("id").to_pylist() == [7]
@@ -361,7 +412,7 @@ def test_a_table_carrying_another_index_type_is_read_tagged_expired_and_cleaned(
     t.expire_snapshots(retain_min=1, older_than=dt.timedelta(0))
     t.remove_orphan_files(older_than=dt.timedelta(0), dry_run=False)
     t.delete_tag("t1")
-    with pytest.raises(UnsupportedFeatureError, match=r"file-index\.bitmap\.columns"):
+    with pytest.raises(UnsupportedFeatureError, match=r"file-index\.bsi\.columns"):
         t.write_arrow(_rows(range(20, 21)))
     with pytest.raises(UnsupportedFeatureError, match=r"file-index\.vector\.columns"):
         t.compact(full=True)
