@@ -237,7 +237,7 @@ def _spark_write(frame: DataFrame, table: Table, staging: str) -> None:
     opts = table.schema.core_options
     writer = (frame.write.mode("errorifexists")
               .partitionBy(*[c for c in frame.columns if c.startswith(PARTITION_COPY_PREFIX)], BUCKET_DIR_COLUMN)
-              .option("compression", SPARK_CODECS[opts.file_compression.strip().lower()])
+              .option("compression", SPARK_CODECS[opts.file_compression])
               .option("parquet.compression.codec.zstd.level", str(opts.zstd_level))
               .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false"))
     with _session_conf(frame.sparkSession, _SESSION_CONF):
