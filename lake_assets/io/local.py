@@ -30,15 +30,20 @@ def in_directory(path: str, create: Callable[[], T]) -> T:
     Orphan removal deletes emptied data directories (as Paimon's clean does): a directory seen to
     exist, or just made, may be gone by the time the file is created in it, and ``os.makedirs``
     itself fails when a parent it saw is removed before it makes the child. Once the file exists,
-    the directory is not empty and no clean removes it. A failure with the directory present
-    (another cause) is raised at once."""
+    the directory is not empty and no clean removes it. A failure that repeats with the directory
+    present (another cause, e.g. a missing source of a rename) is raised."""
     directory = os.path.dirname(path)
+    present = False
     for _ in range(_DIRECTORY_ROUNDS):
         try:
             return create()
         except FileNotFoundError:
             if os.path.isdir(directory):
-                raise
+                if present:
+                    raise
+                present = True  # perhaps another writer made it meanwhile: try once more
+                continue
+        present = False
         with contextlib.suppress(FileNotFoundError):  # a parent removed while making the child
             os.makedirs(directory, exist_ok=True)
     raise FileNotFoundError(errno.ENOENT, "directory kept vanishing while a file was written in it", path)

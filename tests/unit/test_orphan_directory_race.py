@@ -103,3 +103,28 @@ def test_a_write_lands_when_the_clean_removes_its_directories_meanwhile(tmp_path
         clean.join(30)
     assert partition_gone.is_set()  # the clean did remove the partition directory under the writer
     assert target.read_bytes() == b"data"
+
+
+def test_writers_making_one_directory_at_once_all_land(tmp_path: Path) -> None:
+    """Two writers find a directory missing; the other one makes it between this one's failed
+    open and its check: the write is tried again, not failed (a directory present after a
+    failure is not proof of another cause)."""
+    fio = LocalFileIO()
+    target = tmp_path / "index" / "index-a-0"
+    real_write = LocalFileIO._write_new
+    calls: list[str] = []
+
+    def first_fails_then_the_other_writer_makes_the_directory(path: str, data: bytes) -> None:
+        calls.append(path)
+        try:
+            real_write(path, data)
+        except FileNotFoundError:
+            (tmp_path / "index").mkdir()  # the other writer's makedirs lands right now
+            raise
+
+    fio._write_new = first_fails_then_the_other_writer_makes_the_directory  # type: ignore[method-assign]
+    fio.write_bytes(str(target), b"data")
+    assert target.read_bytes() == b"data" and len(calls) == 2
+    # a failure that repeats with the directory there is another cause: raised
+    with pytest.raises(FileNotFoundError):
+        fio.rename(str(tmp_path / "missing"), str(tmp_path / "index" / "x"))
