@@ -79,8 +79,15 @@ class OptionAccess:
         return self._typed(key, default)  # type: ignore[return-value]
 
     def _choice(self, key: str) -> str:
-        """A string option with a set of supported values, normalised as they are checked."""
-        return str(self._typed(key)).strip().lower()
+        """A string option with a set of values, as Paimon matches it (`OptionRule.fold`): the
+        choice's lower-case name. A writers' option is parsed here, on use (`OptionError`)."""
+        carried = carried_key(self.raw, key)
+        if carried is None:
+            return str(RULES[key].default)
+        if carried in self.values:
+            return str(self.values[carried])
+        rule = rule_for(carried)
+        return str(parse_value(rule, self.raw[carried]) if rule is not None else self.raw[carried])
 
     def _list(self, key: str) -> tuple[str, ...]:
         v = self.raw.get(key)

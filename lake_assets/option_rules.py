@@ -58,6 +58,10 @@ def _rules(*rows: OptionRule) -> dict[str, OptionRule]:
 MERGE_ENGINES = MERGE_ENGINE_NAMES  # the engine registry's names (one list, no import cycle)
 CHANGELOG_PRODUCERS = ("none", "input", "lookup", "full-compaction")
 COMPRESSIONS = ("zstd", "snappy", "gzip", "lz4", "lz4_raw", "none", "uncompressed", "brotli")
+# Codec names some Paimon Java writer takes (parquet-java's CompressionCodecName, ORC's CompressionKind).
+FILE_CODECS = (*COMPRESSIONS, "lzo", "zlib")
+# Identifiers of Paimon's data file format factories (HEAD; 0.9 bundles parquet, orc and avro).
+FILE_FORMATS = ("parquet", "orc", "avro", "csv", "json", "text", "lance", "vortex", "blob", "row", "mosaic")
 MANIFEST_COMPRESSIONS = ("zstd", "zstandard", "none", "null", "deflate", "snappy")
 # Codecs of the writer's local spill files (ops/spill.py): Paimon's zstd and lzo, plus lz4 and none.
 SPILL_COMPRESSIONS = ("zstd", "lzo", "lz4", "none")
@@ -72,14 +76,21 @@ RULES: dict[str, OptionRule] = _rules(
     R("bucket-function.type", "enum", "default", "Bucket hash function.", choices=("default", "mod", "hive"),
       supported=("default",),
       refuses=DATA_OPS, why="only the default bucket function is implemented"),
-    R("file.format", "string", "parquet", "Data file format.", supported=("parquet", "orc", "avro"),
-      refuses=DATA_OPS, why="only Parquet, ORC and Avro data files are implemented"),
+    R("file.format", "string", "parquet", "Data file format (matched lower-cased and untrimmed, as Paimon's "
+      "CoreOptions.normalizeFileFormat).", choices=FILE_FORMATS, fold="lower",
+      supported=("parquet", "orc", "avro"), refuses=DATA_OPS,
+      why="only Parquet, ORC and Avro data files are implemented (Paimon Java 0.9 reads no table whose "
+      "file.format names no format: its path factory needs one)"),
     R("file.compression", "string", "zstd", "Codec of data files (ORC: zstd, snappy, lz4 or none; Avro: "
-      "zstandard for zstd, else snappy, as Java writes).", supported=COMPRESSIONS,
+      "zstandard for zstd, else snappy, as Java writes; matched upper-cased and untrimmed, as Java's "
+      "Parquet and ORC writers).", choices=FILE_CODECS, fold="upper", supported=COMPRESSIONS,
+      refuses=WRITE_OPS, why="Paimon Java's writers have no such codec", writer_only=True,
       note="create and ALTER refuse 'none' (Java's writer spells it 'uncompressed') and 'brotli' "
       "(Java cannot read it); tables carrying them stay readable and writable"),
     R("file.compression.zstd-level", "int", 1, "Zstandard level of data files."),
-    R("manifest.compression", "string", "zstd", "Avro codec of manifests.", supported=MANIFEST_COMPRESSIONS,
+    R("manifest.compression", "string", "zstd", "Avro codec of manifests (zstd in any case, another codec by "
+      "Avro's exact name, untrimmed, as Paimon's Avro writer).", choices=MANIFEST_COMPRESSIONS, fold="avro",
+      writer_only=True,
       note="create and ALTER refuse 'none' (Java's writer spells it 'null')"),
     R("manifest.target-file-size", "size", 8 * MiB, "Size manifests are merged up to.", minimum=1),
     R("manifest.merge-min-count", "int", 30, "Small manifests that trigger a merge.", minimum=1),
@@ -96,7 +107,8 @@ RULES: dict[str, OptionRule] = _rules(
       "writer picks)."),
     R("write-buffer-spill.max-disk-size", "size", None, "Local disk a spilling writer may use (unbounded).",
       minimum=1),
-    R("spill-compression", "string", "zstd", "Codec of local spill files.", supported=SPILL_COMPRESSIONS),
+    R("spill-compression", "string", "zstd", "Codec of local spill files (matched upper-cased and untrimmed, "
+      "as Paimon's BlockCompressionFactory).", choices=SPILL_COMPRESSIONS, fold="upper", writer_only=True),
     R("spill-compression.zstd-level", "int", 1, "Zstandard level of spill files."),
     R("local-sort.max-num-file-handles", "int", 128, "Spill files merged at once.", minimum=2),
     R("page-size", "size", 64 * 1024, "Memory page size (write buffer), not the Parquet page.", minimum=1),

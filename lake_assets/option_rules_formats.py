@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from lake_assets.formats.format_options import AVRO_JAVA_CODECS, level_map_problem
+from lake_assets.formats.format_options import AVRO_CODECS, AVRO_JAVA_CODECS, level_map_problem
 from lake_assets.option_types import WRITE_OPS, OptionRule
 
 
@@ -81,8 +81,9 @@ FORMAT_RULES: dict[str, OptionRule] = _rules(
       note="honoured (pyarrow batch_size)"),
     R("orc.compression.zstd.level", "int", None, "Zstandard level of ORC files.", writer_only=True,
       note="accepted; pyarrow's ORC writer has no zstd level (the level only changes the compression ratio)"),
-    R("avro.codec", "string", None, "Avro codec of data files (overrides file.compression).",
-      supported=AVRO_JAVA_CODECS, refuses=WRITE_OPS,
+    R("avro.codec", "string", None, "Avro codec of data files (overrides file.compression; Avro's exact, "
+      "untrimmed codec name, as its CodecFactory.fromString).", choices=AVRO_CODECS, fold="exact",
+      supported=AVRO_JAVA_CODECS, refuses=WRITE_OPS, writer_only=True,
       why="Paimon Java's bundle reads only the null, deflate, snappy and zstandard Avro codecs",
       note="honoured"),
 )

@@ -75,6 +75,10 @@ class OptionRule:
     fallback_keys: tuple[str, ...] = ()
     # on a fallback key's row: the key it stands in for
     fallback_of: str | None = None
+    # how Paimon matches a ``string`` option's text against ``choices`` (`java_fold_choice`):
+    # "lower" / "upper" (Java's toLowerCase / toUpperCase of the text as written, never trimmed),
+    # "exact", or "avro" (zstd in any case, else exactly); None: free text
+    fold: str | None = None
 
 
 # Paimon's MemorySize units (Flink's MemoryUnit): the labels each multiplier takes.
@@ -160,6 +164,36 @@ def java_enum_choice(s: str, choices: Iterable[str]) -> str | None:
     return next((c for c in choices if c.upper() == upper), None)
 
 
+def java_fold_choice(s: str, choices: Iterable[str], fold: str) -> str | None:
+    """The choice Paimon's reader picks for the text ``s``, or None where it fails. ``fold`` is how
+    Java's code folds the text before comparing it (never trimming): ``lower`` as
+    ``CoreOptions.normalizeFileFormat`` (``toLowerCase``, then a format factory's identifier),
+    ``upper`` as the codec lookups (``CompressionCodecName.fromConf``, ORC's
+    ``CompressionKind.valueOf(s.toUpperCase())``, ``BlockCompressionFactory.create``), ``exact`` as
+    Avro's ``CodecFactory.fromString``, ``avro`` as Paimon's Avro writer (``zstd`` in any case, any
+    other codec by Avro's exact name). ``choices`` are lower case; so ``' parquet'`` and ``'zstd '``
+    are no choice, ``'PARQUET'`` is parquet and ``'\u017fnappy'`` (long s) is snappy to ``upper``."""
+    if fold == "lower":
+        folded = s.lower()
+        return next((c for c in choices if c == folded), None)
+    if fold == "upper":
+        folded = s.upper()
+        return next((c for c in choices if c.upper() == folded), None)
+    if fold == "avro" and "zstd" in choices and java_equals_ignore_case(s, "zstd"):
+        return "zstd"  # Paimon's Avro writer: compression.equalsIgnoreCase("zstd"), else Avro's own name
+    return s if s in choices else None
+
+
+def java_equals_ignore_case(a: str, b: str) -> bool:
+    """Java's ``String.equalsIgnoreCase``: equal lengths, and each pair of chars equal after
+    ``Character.toUpperCase`` (or that and ``toLowerCase``): ``'zſtd'`` is ``'zstd'`` to it."""
+    def up(c: str) -> str:
+        u = c.upper()
+        return u if len(u) == 1 else c  # Character.toUpperCase maps a char to one char
+    return len(a) == len(b) and all(x == y or up(x) == up(y) or up(x).lower() == up(y).lower()
+                                    for x, y in zip(a, b, strict=True))
+
+
 def _parse_int(key: str, s: str, kind: str) -> int:
     """Paimon's ``OptionsUtils.convertToInt`` / ``convertToLong``: ``Integer.parseInt`` /
     ``Long.parseLong`` of the text as it is (`java_parse_integer`), within 32 / 64 bits."""
@@ -197,6 +231,14 @@ def _parse_kind(rule: OptionRule, s: str) -> object:
         if not 0.0 <= f <= 1.0:  # also false for NaN
             raise OptionError(f"Option {key!r}: {s!r} must be a ratio between 0 and 1")
         return f
+    if rule.fold is not None and rule.choices:
+        choice = java_fold_choice(s, rule.choices, rule.fold)
+        if choice is None:
+            how = {"lower": "lower-cased", "upper": "upper-cased", "exact": "exactly",
+                   "avro": "exactly, zstd in any case"}[rule.fold]
+            raise OptionError(f"Option {key!r}: {s!r} is not one of {list(rule.choices)} (Paimon matches the text "
+                              f"{how}, as written: no spaces around it){suggest(s.strip().lower(), rule.choices)}")
+        return choice
     return s
 
 
@@ -225,8 +267,11 @@ def unsupported_value(rule: OptionRule, text: object) -> UnsupportedFeatureError
     """The refusal of a valid value lake_assets does not implement (``rule.supported``), or None."""
     if rule.supported is None:
         return None
-    # an enum's value as it parsed (Java's matching); other kinds as their readers normalise them
-    v = (java_enum_choice(str(text), rule.choices) if rule.kind == "enum" else None) or str(text).strip().lower()
+    # an enum's value as it parsed (Java's matching), a folded string's as Paimon matches it; other
+    # kinds as their readers normalise them
+    v = ((java_enum_choice(str(text), rule.choices) if rule.kind == "enum" else None)
+         or (java_fold_choice(str(text), rule.choices, rule.fold) if rule.fold else None)
+         or str(text).strip().lower())
     if v in rule.supported:
         return None
     why = f": {rule.why}" if rule.why else ""

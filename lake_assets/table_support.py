@@ -65,8 +65,8 @@ from lake_assets.option_classification import (
     is_read_harmless,
     is_true,
 )
-from lake_assets.option_rules import carried_key
-from lake_assets.option_types import WRITE_OPS, parse_value, unsupported_value
+from lake_assets.option_rules import FILE_CODECS, carried_key
+from lake_assets.option_types import WRITE_OPS, java_fold_choice, parse_value, unsupported_value
 from lake_assets.options import COMPRESSIONS, CoreOptions, per_operation_rule
 from lake_assets.refusal import DATA, MAINTENANCE, PATHS, READS, Op, Refusal, refuse
 from lake_assets.spec.schema import TableSchema
@@ -147,7 +147,8 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
         "data-file.external-paths": (bool, "writing data files to external paths is not implemented",
                                      frozenset({Op.WRITE, Op.COMPACT})),
     }
-    if _table_format(options) == "orc" and options.get("file.compression", "zstd").strip().lower() not in ORC_CODECS:
+    codec = options.get("file.compression", "zstd")
+    if _table_format(options) == "orc" and java_fold_choice(codec, FILE_CODECS, "upper") not in ORC_CODECS:
         out.append(Refusal(
             f"option file.compression = {options['file.compression']!r} with file.format = 'orc'",
             f"it names no ORC compression (Paimon Java's ORC writer fails on it); ORC takes "
@@ -237,7 +238,8 @@ def _dv_refusals(schema: TableSchema) -> list[Refusal]:
 
 
 def _table_format(options: Mapping[str, str]) -> str:
-    return (options.get("file.format") or "parquet").strip().lower()
+    # Paimon's normalizeFileFormat: lower-cased, never trimmed (a padded value refuses by its row)
+    return (options.get("file.format") or "parquet").lower()
 
 
 def schema_refusals(schema: TableSchema) -> list[Refusal]:

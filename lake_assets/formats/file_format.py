@@ -149,7 +149,7 @@ def supported_formats() -> frozenset[str]:
 def table_format(schema: TableSchema) -> str:
     """The format a table's writers use: its ``file.format`` (schema loading fills in Paimon's
     pre-0.9 ORC default for old schema versions), Parquet when unset."""
-    return (schema.options.get("file.format") or "parquet").strip().lower()
+    return (schema.options.get("file.format") or "parquet").lower()  # as Paimon: never trimmed
 
 
 def _load_builtin() -> None:

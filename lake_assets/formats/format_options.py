@@ -49,7 +49,9 @@ ORC_ZSTD_LEVEL = "orc.compression.zstd.level"
 ORC_MEMORY_BLOCK = 64 * 1024
 
 AVRO_CODEC = "avro.codec"
-# Avro codecs Paimon Java's bundle can read (it ships no xz or bzip2 library)
+# Avro's codec names (CodecFactory.fromString: exact, case-sensitive), and those Paimon Java's
+# bundle can read (it ships no xz or bzip2 library)
+AVRO_CODECS = ("null", "deflate", "snappy", "bzip2", "xz", "zstandard")
 AVRO_JAVA_CODECS = ("null", "deflate", "snappy", "zstandard")
 
 # parquet-java's default bloom filter size when no expected NDV is given (pyarrow's default too)
@@ -238,5 +240,5 @@ def avro_codec(options: Mapping[str, str], compression: str) -> str:
     ``zstandard`` for zstd and Avro's default ``snappy`` otherwise."""
     codec = options.get(AVRO_CODEC)
     if codec is not None:
-        return codec.strip().lower()
+        return codec  # Avro's name exactly (its registry row refuses writes of any other text)
     return "zstandard" if compression == "zstd" else "snappy"

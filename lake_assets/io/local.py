@@ -7,11 +7,46 @@ import errno
 import os
 import shutil
 import uuid
+from collections.abc import Callable
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
 from lake_assets.io.file_io import FileIO, FileStatus
+
+T = TypeVar("T")
+
+# How often a write makes its directory again when it keeps vanishing. Orphan removal removes a
+# directory only when empty and once per run, so each round needs another clean's rmdir landing
+# exactly between our mkdir and our file; this bound only stops a runaway remover.
+_DIRECTORY_ROUNDS = 64
+
+
+def in_directory(path: str, create: Callable[[], T]) -> T:
+    """Run ``create`` (which makes the file ``path``) and return its result; when it fails because
+    ``path``'s directory is missing, make the directory and run it again.
+
+    Orphan removal deletes emptied data directories (as Paimon's clean does): a directory seen to
+    exist, or just made, may be gone by the time the file is created in it, and ``os.makedirs``
+    itself fails when a parent it saw is removed before it makes the child. Once the file exists,
+    the directory is not empty and no clean removes it. A failure that repeats with the directory
+    present (another cause, e.g. a missing source of a rename) is raised."""
+    directory = os.path.dirname(path)
+    present = False
+    for _ in range(_DIRECTORY_ROUNDS):
+        try:
+            return create()
+        except FileNotFoundError:
+            if os.path.isdir(directory):
+                if present:
+                    raise
+                present = True  # perhaps another writer made it meanwhile: try once more
+                continue
+        present = False
+        with contextlib.suppress(FileNotFoundError):  # a parent removed while making the child
+            os.makedirs(directory, exist_ok=True)
+    raise FileNotFoundError(errno.ENOENT, "directory kept vanishing while a file was written in it", path)
 
 
 class LocalFileIO(FileIO):
@@ -81,13 +116,9 @@ class LocalFileIO(FileIO):
         os.makedirs(path, exist_ok=True)
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        # makedirs after a failed open, not before: orphan removal deletes empty data directories
-        # (as Paimon's does), so a directory seen to exist may be gone by the open
-        try:
-            self._write_new(path, data)
-        except FileNotFoundError:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            self._write_new(path, data)
+        # the directory is made after a failed open, not before (`in_directory`): orphan removal
+        # deletes empty data directories (as Paimon's does), so one seen to exist may be gone
+        in_directory(path, lambda: self._write_new(path, data))
 
     @staticmethod
     def _write_new(path: str, data: bytes) -> None:
@@ -96,19 +127,15 @@ class LocalFileIO(FileIO):
 
     def overwrite_atomic(self, path: str, data: bytes) -> None:
         tmp = self._temp_beside(path)
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
+        in_directory(tmp, lambda: self._write_new(tmp, data))
+        os.replace(tmp, path)  # the temporary file keeps the directory from being removed
 
     def try_create(self, path: str, data: bytes) -> bool:
         # A link is never retried, so "exists" here is a lost race, never our own earlier attempt.
         tmp = self._temp_beside(path)
         try:
             # A failure while writing the temporary file (ENOSPC) is a proven "not created".
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
+            in_directory(tmp, lambda: self._write_synced(tmp, data))
             try:
                 os.link(tmp, path)  # link(2) never replaces an existing name
             except FileExistsError:
@@ -121,6 +148,13 @@ class LocalFileIO(FileIO):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
         return True
+
+    @staticmethod
+    def _write_synced(path: str, data: bytes) -> None:
+        with open(path, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
 
     @staticmethod
     def _create_exclusive(path: str, data: bytes) -> bool:
@@ -136,9 +170,8 @@ class LocalFileIO(FileIO):
 
     @staticmethod
     def _temp_beside(path: str) -> str:
-        directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
-        return os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+        # its directory is made when the file is created (`in_directory`)
+        return os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
 
     def open_output(self, path: str) -> pa.NativeFile:
         # A native Arrow file, never a Python file object: the Parquet writer then reports a
@@ -146,14 +179,11 @@ class LocalFileIO(FileIO):
         # object through C++ on a worker thread (that path crashed the interpreter when the
         # disk filled during the parallel level-0 flush). The directory exists for all but a
         # bucket's first file: try the open first rather than pay a makedirs per file.
-        try:
-            return pa.OSFile(path, "wb")
-        except FileNotFoundError:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            return pa.OSFile(path, "wb")
+        return in_directory(path, lambda: pa.OSFile(path, "wb"))
 
     def rename(self, src: str, dst: str) -> None:
-        os.replace(src, dst)
+        # a missing source is raised as it is; a missing destination directory is made
+        in_directory(dst, lambda: os.replace(src, dst))
 
     # ---------------------------------------------------------------- deletes
     def delete(self, path: str) -> bool:

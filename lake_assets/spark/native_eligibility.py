@@ -19,6 +19,8 @@ import re
 from collections.abc import Mapping
 
 from lake_assets.lsm.merge_engine.names import DEFAULT_MERGE_ENGINE
+from lake_assets.option_rules import FILE_CODECS
+from lake_assets.option_types import java_fold_choice
 from lake_assets.spec.data_types import (
     BigIntType,
     BinaryType,
@@ -90,9 +92,9 @@ def option_refusals(options: Mapping[str, str]) -> list[str]:
             out.append(f"changelog-producer = {raw}")
         elif key == "deletion-vectors.enabled" and value != "false":
             out.append("deletion-vectors.enabled = true")
-        elif key == "file.format" and value != "parquet":
+        elif key == "file.format" and str(raw).lower() != "parquet":  # Paimon's match: untrimmed
             out.append(f"file.format = {raw}")
-        elif key == "file.compression" and value not in SPARK_CODECS:
+        elif key == "file.compression" and java_fold_choice(str(raw), FILE_CODECS, "upper") not in SPARK_CODECS:
             out.append(f"file.compression = {raw} (no Spark Parquet codec of that name)")
         elif key not in _HARMLESS and not key.startswith(_HARMLESS_PREFIXES) and not _FIELD_STATS.fullmatch(key):
             out.append(f"option {key} = {raw}")

@@ -15,6 +15,7 @@ are exact (`formats.footer_stats`), from the values for the others (floats: NaN 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import uuid
@@ -32,6 +33,7 @@ from lake_assets.formats.data_file import local_now_ms
 from lake_assets.formats.file_layout import KEY_PREFIX, SEQUENCE_NUMBER
 from lake_assets.formats.footer_stats import FOOTER_RANGE_TYPES, FOOTER_STRING_BYTES, FOOTER_STRING_TYPES
 from lake_assets.formats.stats import StatsAccumulator
+from lake_assets.io.local import in_directory
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.data_types import DataType
@@ -214,7 +216,8 @@ def move_into_table(store: FileStore, staged: Sequence[StagedFile], prefix: str,
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         store.paths.ensure_inside([dest], resolve_links=True)  # and not through a symlink out
         moved.append(dest)
-        os.rename(s.path, dest)
+        # orphan removal may remove the bucket directory (once emptied) before the file is in it
+        in_directory(dest, functools.partial(os.rename, s.path, dest))
         by_bucket[(partition, s.bucket)].append(meta)
     total = schema.core_options.bucket
     return [CommitMessage(partition, bucket, total, tuple(files)) for (partition, bucket), files in by_bucket.items()]

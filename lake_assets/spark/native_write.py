@@ -8,7 +8,9 @@ commits them (issue 17 §3).
    the write naming the column, as the core's ``conform`` does) and declared non-nullable, so
    Spark writes them ``required`` as Java does;
 2. the input order (``monotonically_increasing_id``, taken before the shuffle) and the bucket
-   (Paimon's hash, `bucket_column`: in the JVM for most key types);
+   (Paimon's hash, `bucket_column`: in the JVM for most key types); an append's row of a
+   partition whose files keep an older bucket count fails the job here, before any file is
+   written, with the core writer's refusal (`native_buckets`);
 3. a shuffle by (partition, bucket): each (partition, bucket) in one task;
 4. one row per primary key, the last by input order (``row_number`` over the key, newest
    first): what a ``deduplicate`` writer keeps of a key written twice in one batch. The window's
@@ -60,6 +62,13 @@ from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.mark_done import mark_done_after_commit
 from lake_assets.ops.overwrite import check_inside_partition, dynamic_overwrite
 from lake_assets.ops.overwrite import overwrite_spec as partition_overwrite
+from lake_assets.spark.native_buckets import (
+    check_messages,
+    guarded_bucket,
+    join_refusals,
+    refusal_in,
+    stale_partitions,
+)
 from lake_assets.spark.native_eligibility import SPARK_CODECS, native_refusals
 from lake_assets.spark.native_files import (
     BUCKET_DIR_COLUMN,
@@ -67,7 +76,7 @@ from lake_assets.spark.native_files import (
     move_into_table,
     staged_files,
 )
-from lake_assets.spark.native_sequences import check_sequence_bases, sequence_base
+from lake_assets.spark.native_sequences import check_sequence_bases, plan_write_base
 from lake_assets.spark.shuffle import PARTITION_OVERWRITE_CONF, write_table
 from lake_assets.spark.writer import commit_with_retry
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
@@ -156,21 +165,27 @@ def _bucket(table: Table) -> Column:
     return bucket_of(*[_col(k) for k in keys])
 
 
-def native_frame(df: DataFrame, table: Table, base: int, num_partitions: int | None) -> DataFrame:
+def native_frame(df: DataFrame, table: Table, base: int, num_partitions: int | None,
+                 refused: Mapping[bytes, str] | None = None) -> DataFrame:
     """The rows of ``df`` as the table's level-0 files hold them, plus the ``partitionBy``
-    columns (copies of the partition keys, the bucket); see the module docstring."""
+    columns (copies of the partition keys, the bucket); see the module docstring. A row of a
+    partition in ``refused`` fails the job with its refusal before the shuffle (`native_buckets`)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     schema = table.schema
     conformed = df.select(*[_checked(df, table, f.name) for f in schema.fields])
     copies = [f"{PARTITION_COPY_PREFIX}{i}" for i in range(len(schema.partition_keys))]
-    routed = conformed.select(
+    ordered = conformed.select(
         "*",
         F.monotonically_increasing_id().alias(_ORDER),  # input order: before the shuffle
         *[_col(k).alias(c) for k, c in zip(schema.partition_keys, copies, strict=True)],
-        _bucket(table).alias(BUCKET_DIR_COLUMN),
     )
+    bucket = _bucket(table)
+    if refused:
+        ordered = join_refusals(ordered, table, refused)
+        bucket = guarded_bucket(bucket)
+    routed = ordered.select(*[_col(c) for c in conformed.columns], _ORDER, *copies, bucket.alias(BUCKET_DIR_COLUMN))
     spark = df.sparkSession
     if num_partitions is None and not schema.partition_keys:
         num_partitions = min(int(spark.conf.get("spark.sql.shuffle.partitions") or "200"), schema.core_options.bucket)
@@ -222,7 +237,7 @@ def _spark_write(frame: DataFrame, table: Table, staging: str) -> None:
     opts = table.schema.core_options
     writer = (frame.write.mode("errorifexists")
               .partitionBy(*[c for c in frame.columns if c.startswith(PARTITION_COPY_PREFIX)], BUCKET_DIR_COLUMN)
-              .option("compression", SPARK_CODECS[opts.file_compression.strip().lower()])
+              .option("compression", SPARK_CODECS[opts.file_compression])
               .option("parquet.compression.codec.zstd.level", str(opts.zstd_level))
               .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false"))
     with _session_conf(frame.sparkSession, _SESSION_CONF):
@@ -252,16 +267,25 @@ def _delete(paths: list[str]) -> None:
 def _write(df: DataFrame, table: Table, mode: str, spec: Mapping[str, Any] | None, dynamic: bool,
            num_partitions: int | None) -> tuple[int, ...]:
     store = table.store
-    planned, base = sequence_base(store)
+    base = plan_write_base(store)
+    # appends must not reach a partition of an older bucket count; overwrites rescale what they replace
+    refused = stale_partitions(table, base.bucket_counts) if mode == "append" else {}
     staging = os.path.join(store.paths.root, STAGING_PREFIX + str(uuid.uuid4()))
     store.paths.ensure_inside([staging])
     user = str(uuid.uuid4())
     committer = table.new_committer(user)
     moved: list[str] = []
     try:
-        _spark_write(native_frame(df, table, base, num_partitions), table, staging)
+        try:
+            _spark_write(native_frame(df, table, base.first_sequence, num_partitions, refused), table, staging)
+        except Exception as exc:
+            refusal = refusal_in(exc, refused)
+            if refusal is None:
+                raise
+            raise refusal from None  # the core's refusal, raised in a Spark task before any file was written
         messages = move_into_table(store, staged_files(staging), store.schema.core_options.data_file_prefix, moved)
-        check_sequence_bases(store, planned, messages)
+        check_messages(refused, messages)
+        check_sequence_bases(store, base.snapshot_id, messages)
         ow = _overwrite(table, messages, mode, spec, dynamic)
         if mode == "overwrite" and dynamic and ow is None:
             return ()  # a dynamic overwrite of no rows replaces nothing

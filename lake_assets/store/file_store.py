@@ -225,7 +225,7 @@ class FileStore:
             self.file_io,
             self.paths,
             self.schema.types(list(self.schema.partition_keys)),
-            compression=opts.manifest_compression,
+            compression=lambda: opts.manifest_compression,  # parsed on the first manifest written
             target_file_size=opts.manifest_target_file_size,
             table_name=self.name,
         )

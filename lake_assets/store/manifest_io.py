@@ -8,8 +8,9 @@ from __future__ import annotations
 import functools
 import threading
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import cached_property
 from typing import Any
 
 from lake_assets.errors import CorruptMetadataError
@@ -83,19 +84,27 @@ class ManifestIO:
         paths: TablePaths,
         partition_types: Sequence[DataType],
         *,
-        compression: str = "zstd",
+        compression: str | Callable[[], str] = "zstd",
         target_file_size: int = 8 * 1024 * 1024,
         table_name: str = "table",
     ) -> None:
         self.file_io = file_io
         self.paths = paths
         self.partition_types = list(partition_types)
-        self.codec = avro_codec(compression)
+        self._compression = compression
         self.target_file_size = target_file_size
         self.table_name = table_name
         self._prefix_uuid = uuid.uuid4()
         self._counter = 0
         self._lock = threading.Lock()
+
+    @cached_property
+    def codec(self) -> str:
+        """The Avro codec manifests are written with; a ``compression`` given as a callable is read
+        on the first write, so that a table whose manifest.compression does not parse is still
+        read (writes are refused: `lake_assets.table_support`)."""
+        c = self._compression
+        return avro_codec(c() if callable(c) else c)
 
     def new_name(self, prefix: str) -> str:
         """A fresh file name ``<prefix><uuid>-<n>`` (manifests, lists, index manifests)."""

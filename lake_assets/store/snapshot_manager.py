@@ -14,9 +14,15 @@ from lake_assets.spec.snapshot import Snapshot
 
 # fullmatch with ASCII digits: `$` accepts a final newline and `\\d` other scripts' digits
 _SNAPSHOT_NAME = re.compile(r"snapshot-([0-9]+)")
-# ``snapshot/EXPIRING-<uuid>`` holds the id an expiration in progress expires up to (exclusive).
-# Paimon lists this directory by the ``snapshot-`` prefix, so its readers ignore these files.
+# ``expiring/EXPIRING-<uuid>`` holds the id an expiration in progress expires up to (exclusive).
+# Paimon never looks at that directory: its readers list ``snapshot/`` by the ``snapshot-`` prefix,
+# and its orphan clean (0.9 to HEAD) lists only snapshot/, changelog/, manifest/, index/,
+# statistics/ and the partition and bucket directories - never another directory at the table
+# root. In ``snapshot/`` a marker is an orphan to it: every file there that is not
+# ``snapshot-<id>``, EARLIEST or LATEST goes once older than the clean's bound (default a day,
+# any time the caller picks), which would silently end the handshake below.
 _EXPIRING_PREFIX = "EXPIRING-"
+MARKER_DIR = "expiring"
 _ASCII_ID = re.compile(r"[0-9]+")
 
 
@@ -141,50 +147,77 @@ class SnapshotManager:
     # second is followed by a read that sees the first: either expiry sees the tag and keeps its
     # files, or the tagger sees the marker (or, once expiry finished, the missing snapshot file;
     # snapshot files go after the files they reference, markers after that) and withdraws the tag.
+    @property
+    def marker_dir(self) -> str:
+        """Where expiry markers live: a directory no Paimon engine reads or cleans."""
+        return f"{self.paths.root.rstrip('/')}/{MARKER_DIR}"
+
+    def _marker_dirs(self) -> tuple[str, str]:
+        # the guard's directory, then snapshot/: lake_assets before session 12 wrote (and still
+        # reads) markers there only, so a marker is written to both and read from both
+        return self.marker_dir, self.paths.snapshot_dir
+
     def begin_expiry(self, end: int) -> str:
-        """Announce that snapshots below ``end`` are being expired; returns the marker's path."""
-        path = f"{self.paths.snapshot_dir}/{_EXPIRING_PREFIX}{uuid.uuid4().hex}"
+        """Announce that snapshots below ``end`` are being expired; returns the marker's path.
+
+        The marker (``expiring/EXPIRING-<uuid>``) is out of reach of Paimon's orphan clean, so it
+        holds until `end_expiry` withdraws it, however long the expiry runs or, after a failure,
+        stays. Its twin in ``snapshot/`` is for older lake_assets taggers, which look there only;
+        Paimon's clean may delete that one, as it always could."""
+        name = f"{_EXPIRING_PREFIX}{uuid.uuid4().hex}"
+        path = f"{self.marker_dir}/{name}"
         self.file_io.overwrite_atomic(path, str(end).encode())
+        try:
+            self.file_io.overwrite_atomic(f"{self.paths.snapshot_dir}/{name}", str(end).encode())
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.file_io.delete(path)  # nothing was deleted yet: no need to keep the guard
+            raise
         return path
 
     def end_expiry(self, marker: str, *, completed_below: int | None = None) -> None:
-        """Withdraw ``marker``. A failed expiration that may have deleted something leaves its
-        marker (snapshots below it may have lost files: tagging them stays refused).
+        """Withdraw ``marker`` (and its twin). A failed expiration that may have deleted something
+        leaves its marker (snapshots below it may have lost files: tagging them stays refused).
 
         ``completed_below``: an expiration that removed every snapshot file below this id also
         withdraws the markers of failed ones up to it - for ids without a snapshot file the
         tagger's existence check refuses by itself.
         """
+        name = marker.rsplit("/", 1)[-1]
+        self.file_io.delete(f"{self.paths.snapshot_dir}/{name}")
         self.file_io.delete(marker)
         if completed_below is None:
             return
         ids = self.snapshot_ids()
         if ids and ids[0] < completed_below:
             return  # some older snapshot file is still there: keep the stale markers
-        for name in self.file_io.list_names(self.paths.snapshot_dir):
-            if not name.startswith(_EXPIRING_PREFIX):
-                continue
-            path = f"{self.paths.snapshot_dir}/{name}"
-            try:
-                text = self.file_io.read_text(path).strip()
-            except FileNotFoundError:
-                continue
-            if text.isdigit() and int(text) <= completed_below:
+        for path, end in self._markers():
+            if end is not None and end <= completed_below:
                 self.file_io.delete(path)
+
+    def _markers(self) -> list[tuple[str, int | None]]:
+        """(path, end) of every marker in both directories; end None when it is not an id."""
+        out: list[tuple[str, int | None]] = []
+        for directory in self._marker_dirs():
+            for name in self.file_io.list_names(directory):
+                if not name.startswith(_EXPIRING_PREFIX):
+                    continue
+                path = f"{directory}/{name}"
+                try:
+                    text = self.file_io.read_text(path).strip()
+                except FileNotFoundError:
+                    continue  # finished meanwhile
+                out.append((path, int(text) if _ASCII_ID.fullmatch(text) else None))
+        return out
 
     def expiring_below(self) -> int | None:
         """The highest ``end`` of the expirations in progress (or that failed midway), or None."""
         ends = []
-        for name in self.file_io.list_names(self.paths.snapshot_dir):
-            if not name.startswith(_EXPIRING_PREFIX):
-                continue
-            try:
-                text = self.file_io.read_text(f"{self.paths.snapshot_dir}/{name}").strip()
-            except FileNotFoundError:
-                continue  # finished meanwhile
-            if not _ASCII_ID.fullmatch(text):
-                raise CorruptMetadataError(f"Expiry marker {name} of {self.table_name} is corrupt: {text[:40]!r}")
-            ends.append(int(text))
+        for path, end in self._markers():
+            if end is None:
+                name = path.rsplit("/", 1)[-1]
+                raise CorruptMetadataError(f"Expiry marker {name} of {self.table_name} is corrupt")
+            ends.append(end)
         return max(ends) if ends else None
 
     def check_retained(self, snapshot_id: int, what: str) -> None:

@@ -491,6 +491,12 @@ class PaimonJava:
         text (a Duration as milliseconds, a MemorySize as bytes); `JavaError` when it does not parse."""
         return self.call("option_value", key=key, value=value)
 
+    def option_lookups(self, value: str) -> dict[str, Any]:
+        """What Paimon 0.9's readers of string options make of ``value`` (``OptionOps.lookups``):
+        ``format``, ``parquet``, ``orc``, ``avro``, ``spill`` (a name, or ``"!<exception class>"``)
+        and ``avro_zstd`` (Paimon's Avro writer takes it for zstd)."""
+        return self.call("option_lookups", value=value)
+
     def success_file(self, table_path: str, partition: str, *, mark: bool = False) -> dict[str, Any]:
         """The ``_SUCCESS`` file of ``partition`` (``k=v/...``) under a table directory as Paimon's
         ``SuccessFile.fromPath`` reads it: ``creation_time`` and ``modification_time``;

@@ -134,3 +134,42 @@ def test_ratios_as_java(s: str) -> None:
 ])
 def test_edge_texts(kind: str, text: str, value: object) -> None:
     assert _ours(kind, text) == value
+
+
+# Names Paimon matches (file formats, codecs): letters of the names, case, padding and the chars
+# whose case mapping leaves ASCII (long s, dotless i, Kelvin sign, dotted I).
+_NAME_ALPHABET = st.sampled_from([*"parquetorcavrozstdsnappygzipLZ4_RAWnonePARQUETZSTD", " ", "\t", "\n",
+                                  "\u017f", "\u0131", "\u212a", "\u0130"])
+_NAMES = st.one_of(st.text(_NAME_ALPHABET, max_size=9),
+                   st.sampled_from(["parquet", "PARQUET", " orc", "avro ", "zstd", "ZSTD", "z\u017ftd", "none",
+                                    "\u017fnappy", "lz4_raw", "NULL", "null", "zstandard"]))
+
+
+def _string(key: str, s: str) -> object:
+    from lake_assets.option_rules import rule_for
+
+    rule = rule_for(key)
+    assert rule is not None
+    try:
+        return parse_value(rule, s)
+    except OptionError:
+        return None
+
+
+@settings(max_examples=500, deadline=None)
+@given(_NAMES)
+def test_names_as_java(s: str) -> None:
+    from lake_assets.formats.format_options import AVRO_CODECS
+    from lake_assets.option_rules import FILE_CODECS, FILE_FORMATS, MANIFEST_COMPRESSIONS, SPILL_COMPRESSIONS
+
+    # CoreOptions.normalizeFileFormat: toLowerCase, then a factory's identifier; never trimmed
+    assert _string("file.format", s) == (s.lower() if s.lower() in FILE_FORMATS else None)
+    # CompressionCodecName.fromConf / CompressionKind.valueOf(s.toUpperCase()) / BlockCompressionFactory
+    upper = {c.upper(): c for c in FILE_CODECS}
+    assert _string("file.compression", s) == upper.get(s.upper())
+    assert _string("spill-compression", s) == {c.upper(): c for c in SPILL_COMPRESSIONS}.get(s.upper())
+    # Avro's CodecFactory.fromString: exact
+    assert _string("avro.codec", s) == (s if s in AVRO_CODECS else None)
+    # Paimon's Avro writer: equalsIgnoreCase("zstd"), else Avro's exact name
+    zstd = len(s) == 4 and s.upper() == "ZSTD"
+    assert _string("manifest.compression", s) == ("zstd" if zstd else s if s in MANIFEST_COMPRESSIONS else None)

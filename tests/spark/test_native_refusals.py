@@ -104,3 +104,28 @@ def _shifted(f: DataFileMeta, base: int) -> DataFileMeta:
 
     return dataclasses.replace(f, file_name="data-new-0.parquet", min_sequence_number=base,
                                max_sequence_number=base + 1)
+
+
+def test_partitions_of_an_older_bucket_count_are_listed_and_their_files_refused(catalog: Catalog) -> None:
+    from lake_assets.errors import UnsupportedFeatureError
+    from lake_assets.spark.native_buckets import check_messages, stale_partitions
+    from lake_assets.spark.native_sequences import plan_write_base
+
+    table = _table(catalog, {"bucket": "2"})
+    table.write_arrow(pa.table({"id": [1, 2], "dt": ["a", "b"], "v": ["x", "y"], "x": [1.0, 2.0]}, schema=SCHEMA))
+    table.update_schema().set_option("bucket", "3").commit()
+    table = catalog.get_table("db.t")
+    table.write_arrow(pa.table({"id": [3], "dt": ["c"], "v": ["z"], "x": [3.0]}, schema=SCHEMA))
+    base = plan_write_base(table.store)
+    splits = {s.partition_values: s for s in table.plan()}
+    assert base.bucket_counts == {splits[(d,)].partition: n for d, n in (("a", 2), ("b", 2), ("c", 3))}
+    stale = stale_partitions(table, base.bucket_counts)
+    assert sorted(stale) == sorted([splits[("a",)].partition, splits[("b",)].partition])
+    assert "Cannot write partition dt=a of db.t with a new bucket num 3, but the previous bucket num is 2" in \
+        stale[splits[("a",)].partition]
+    # the driver's last check: a file of such a partition never reaches a commit
+    into_c = CommitMessage(splits[("c",)].partition, 0, 3, (_shifted(splits[("c",)].files[0], base.first_sequence),))
+    check_messages(stale, [into_c])
+    into_a = CommitMessage(splits[("a",)].partition, 0, 3, (_shifted(splits[("a",)].files[0], base.first_sequence),))
+    with pytest.raises(UnsupportedFeatureError, match=r"dt=a .*previous bucket num is 2"):
+        check_messages(stale, [into_c, into_a])

@@ -225,3 +225,48 @@ def test_failed_commit_removes_its_files(spark, catalog: Catalog, warehouse: str
     root = Path(table.store.paths.root)
     assert catalog.get_table("db.t").latest_snapshot() is None
     assert not [p for p in root.rglob("*") if p.is_file() and "schema" not in p.parts]
+
+
+def test_append_into_a_partition_of_an_older_bucket_count_is_refused_before_spark_writes(
+        spark, catalog: Catalog, warehouse: str) -> None:
+    """ALTER bucket leaves old partitions at their count: appending natively into one is refused
+    with the core writer's refusal before Spark writes a file; other partitions still go natively,
+    and an overwrite of the old partition rescales it (as write_table)."""
+    table = _create(catalog, "db.t", {"bucket": "2"})
+    write_table_native(_frame(spark, table, _rows(range(30), 1)), warehouse, "db.t", require_native=True)
+    table.update_schema().set_option("bucket", "3").commit()
+    table = catalog.get_table("db.t")
+    before = sorted(p for p in Path(table.store.paths.root).rglob("*") if p.is_file())
+    into_old = [r for r in _rows(range(30, 40), 2) if r[2] == DAYS[0]]
+    new_day = [(*r[:2], "2024-02-01", *r[3:]) for r in _rows(range(40, 50), 2)]
+    written: list[str] = []
+    from lake_assets.spark import native_write
+
+    real = native_write._spark_write
+
+    def spy(frame, t, staging):  # records what Spark left in the staging directory
+        try:
+            real(frame, t, staging)
+        finally:
+            written.extend(str(p) for p in Path(staging).rglob("*.parquet"))
+
+    native_write._spark_write = spy  # type: ignore[assignment]
+    try:
+        with pytest.raises(UnsupportedFeatureError,
+                           match=rf"partition dt={DAYS[0]} of db.t with a new bucket num 3, but the previous "
+                                 r"bucket num is 2"):
+            write_table_native(_frame(spark, table, [*new_day, *into_old], partitions=2), warehouse, "db.t",
+                               require_native=True)
+    finally:
+        native_write._spark_write = real  # type: ignore[assignment]
+    assert written == []  # refused before Spark wrote any file
+    assert len(list(catalog.get_table("db.t").snapshots())) == 1  # nothing committed
+    assert sorted(p for p in Path(table.store.paths.root).rglob("*") if p.is_file()
+                  and "schema" not in p.parts) == [p for p in before if "schema" not in p.parts]
+    # a new partition takes the new count natively; the old one is rescaled by an overwrite
+    assert write_table_native(_frame(spark, table, new_day), warehouse, "db.t", require_native=True).native
+    done = write_table_native(_frame(spark, table, into_old), warehouse, "db.t", mode="overwrite",
+                              overwrite_partitions={"dt": DAYS[0]}, require_native=True)
+    assert done.native
+    counts = {(tuple(s.partition_values), s.total_buckets) for s in catalog.get_table("db.t").plan()}
+    assert counts == {((DAYS[0],), 3), ((DAYS[1],), 2), ((DAYS[2],), 2), (("2024-02-01",), 3)}

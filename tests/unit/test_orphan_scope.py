@@ -91,12 +91,15 @@ def test_snapshot_and_changelog_directories_keep_snapshots_hints_and_expiry_mark
     t = _table(tmp_path, ["dt"])
     snap = Path(t.paths.snapshot_dir)
     changelog = Path(t.paths.changelog_dir)
-    kept = [plant(snap / "EXPIRING-0123abcd", b"5"), plant(changelog / "LATEST", b"1"),
+    markers = Path(t.paths.root) / "expiring"  # the markers' own directory: only crashed temp files go
+    kept = [plant(snap / "EXPIRING-0123abcd", b"5"), plant(markers / "EXPIRING-0123abcd", b"5"),
+            plant(changelog / "LATEST", b"1"),
             plant(changelog / "changelog-1", (snap / "snapshot-1").read_bytes()), plant(changelog / "EARLIEST", b"1")]
     for p in snap.iterdir():
         os.utime(p, (OLD, OLD))  # snapshot-1 and the hints: old as well
     kept += [p for p in snap.iterdir() if p.name.startswith("snapshot-") or p.name in ("LATEST", "EARLIEST")]
-    removed = [plant(snap / "snapshot.bak"), plant(changelog / ".changelog-8.ab.tmp"), plant(changelog / "x")]
+    removed = [plant(snap / "snapshot.bak"), plant(changelog / ".changelog-8.ab.tmp"), plant(changelog / "x"),
+               plant(markers / ".EXPIRING-0123abcd.9f.tmp")]
     old_dir(snap / "subdir")  # directories there are never touched
     got = t.remove_orphan_files(older_than=timedelta(hours=1), dry_run=False).paths
     assert sorted(got) == sorted(map(str, removed))

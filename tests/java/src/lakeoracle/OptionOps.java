@@ -1,6 +1,8 @@
 package lakeoracle;
 
 import org.apache.paimon.CoreOptions;
+import org.apache.paimon.compression.BlockCompressionFactory;
+import org.apache.paimon.compression.CompressOptions;
 import org.apache.paimon.options.ConfigOption;
 import org.apache.paimon.options.MemorySize;
 import org.apache.paimon.options.Options;
@@ -11,6 +13,7 @@ import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.node.Obje
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
 import java.time.Duration;
+import java.util.concurrent.Callable;
 
 /**
  * Option parsing of the oracle: the typed value Paimon's own {@link Options#get} reads from a
@@ -41,6 +44,47 @@ final class OptionOps {
             out.put("value", String.valueOf(value));
         }
         return out;
+    }
+
+    /**
+     * What Paimon 0.9's readers of string options make of one text, each as the code Paimon runs
+     * (or, where that is a one-line expression inside a writer, that expression): "format" the
+     * identifier of {@link CoreOptions#fileFormat()} for file.format; "parquet" parquet-java's
+     * {@code CompressionCodecName.fromConf} (RowDataParquetBuilder); "orc" ORC's
+     * {@code CompressionKind.valueOf(text.toUpperCase())} (OrcWriterFactory.create); "avro" Avro's
+     * {@code CodecFactory.fromString} (AvroFileFormat, avro.codec: the codec's toString, e.g.
+     * "deflate-1"); "avro_zstd" the
+     * {@code equalsIgnoreCase("zstd")} test AvroFileFormat.createCodecFactory makes of a
+     * compression (file.compression of Avro tables, manifest.compression); "spill"
+     * {@link BlockCompressionFactory#create(CompressOptions)} (spill-compression: its class, or
+     * "none"). A value is the exception's class name, prefixed "!", where the lookup throws.
+     */
+    static JsonNode lookups(JsonNode a) {
+        String text = a.get("value").asText();
+        ObjectNode out = JSON.createObjectNode();
+        Options options = new Options();
+        options.setString(CoreOptions.FILE_FORMAT.key(), text);
+        out.put("format", attempt(() -> new CoreOptions(options).fileFormat().getFormatIdentifier()));
+        out.put("parquet", attempt(() -> org.apache.paimon.shade.org.apache.parquet.hadoop.metadata
+                .CompressionCodecName.fromConf(text).name()));
+        out.put("orc", attempt(() -> org.apache.paimon.shade.org.apache.orc.CompressionKind
+                .valueOf(text.toUpperCase()).name()));
+        out.put("avro", attempt(() -> org.apache.paimon.shade.org.apache.avro.file.CodecFactory
+                .fromString(text).toString()));
+        out.put("avro_zstd", text.equalsIgnoreCase("zstd"));
+        out.put("spill", attempt(() -> {
+            BlockCompressionFactory f = BlockCompressionFactory.create(new CompressOptions(text, 1));
+            return f == null ? "none" : f.getClass().getSimpleName();
+        }));
+        return out;
+    }
+
+    private static String attempt(Callable<Object> lookup) {
+        try {
+            return String.valueOf(lookup.call());
+        } catch (Throwable e) {
+            return "!" + e.getClass().getSimpleName();
+        }
     }
 
     private static ConfigOption<?> find(String key) throws IllegalAccessException {

@@ -263,6 +263,8 @@ public final class PaimonOracle {
             case "lifecycle": return Lifecycle.run(table(a), a); // partition expiry, watermark commits
             case "option_value":
                 return OptionOps.parse(a);
+            case "option_lookups":
+                return OptionOps.lookups(a);
             case "success_file": // partition mark-done: SuccessFileMarkDoneAction, SuccessFile
                 return MarkDoneOps.run(a);
             case "file_index_hash":
