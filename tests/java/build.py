@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,6 +161,8 @@ def _sources() -> list[Path]:
     return sorted(SRC_DIR.rglob("*.java"))
 
 
+_STALE_BUILD_SECONDS = 24 * 3600
+
 def _compile(javac: str, jar: Path, sources: list[Path], extra: list[Path]) -> Path:
     """Compile the driver into a directory keyed by the sources and the jar; reuse it when present."""
     key = hashlib.sha256()
@@ -170,6 +173,7 @@ def _compile(javac: str, jar: Path, sources: list[Path], extra: list[Path]) -> P
         key.update(src.read_bytes())
     out = CACHE_DIR / f"classes-{key.hexdigest()[:16]}"
     if (out / ".complete").is_file():
+        os.utime(out)  # in use: not stale for another day
         return out
     tmp = Path(tempfile.mkdtemp(prefix="classes-", dir=CACHE_DIR))
     classpath = os.pathsep.join(str(p) for p in [jar, *extra])
@@ -181,8 +185,12 @@ def _compile(javac: str, jar: Path, sources: list[Path], extra: list[Path]) -> P
         # A compile error is a bug in this repository, never a reason to skip.
         raise RuntimeError(f"javac failed on tests/java/src:\n{proc.stdout}\n{proc.stderr}")
     (tmp / ".complete").write_text("ok\n")
+    # Other builds may be in use by test runs of other checkouts sharing PAIMON_JAVA_CACHE (their JVMs
+    # load classes lazily, so removing their directory fails them mid-test): only builds untouched for
+    # a day are stale.
+    cutoff = time.time() - _STALE_BUILD_SECONDS
     for stale in CACHE_DIR.glob("classes-*"):
-        if stale != tmp and stale != out:
+        if stale not in (tmp, out) and stale.stat().st_mtime < cutoff:
             shutil.rmtree(stale, ignore_errors=True)
     if out.exists():  # a concurrent build won: use its result
         shutil.rmtree(tmp, ignore_errors=True)
