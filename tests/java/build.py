@@ -163,6 +163,7 @@ def _sources() -> list[Path]:
 
 _STALE_BUILD_SECONDS = 24 * 3600
 
+
 def _compile(javac: str, jar: Path, sources: list[Path], extra: list[Path]) -> Path:
     """Compile the driver into a directory keyed by the sources and the jar; reuse it when present."""
     key = hashlib.sha256()
