@@ -11,7 +11,7 @@ import uuid
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from lake_assets.io.file_io import FileIO, FileStatus
+from lake_assets.io.file_io import FileIO, FileStatus, PreparedCreate
 
 
 class LocalFileIO(FileIO):
@@ -109,17 +109,50 @@ class LocalFileIO(FileIO):
                 fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
-            try:
-                os.link(tmp, path)  # link(2) never replaces an existing name
-            except FileExistsError:
-                return False
-            except OSError as exc:
-                if exc.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
-                    return self._create_exclusive(path, data)
-                raise  # link(2) is atomic: it failed, so nothing was created
+            return self._link_new(tmp, path, data)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+
+    def prepare_create(self, path: str, data: bytes) -> PreparedCreate:
+        # The slow part of a put, the temporary file's fsync, is done now; `create` only links.
+        # A FileIO whose try_create was replaced (a subclass, or an instance patched to inject
+        # faults) defers to it instead: every put then still goes through that try_create.
+        if type(self).try_create is not LocalFileIO.try_create or "try_create" in vars(self):
+            return super().prepare_create(path, data)
+        tmp = self._temp_beside(path)
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+        def create() -> bool:
+            try:
+                return self._link_new(tmp, path, data)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+
+        def discard() -> None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        return PreparedCreate(create, discard)
+
+    def _link_new(self, tmp: str, path: str, data: bytes) -> bool:
+        """Link the written temporary file ``tmp`` as ``path`` if absent (try_create's last step)."""
+        try:
+            os.link(tmp, path)  # link(2) never replaces an existing name
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            if exc.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+                return self._create_exclusive(path, data)
+            raise  # link(2) is atomic: it failed, so nothing was created
         return True
 
     @staticmethod
