@@ -3,6 +3,7 @@ used only on top of that very snapshot, and never left behind when it is not use
 
 from __future__ import annotations
 
+import re
 import threading
 from datetime import timedelta
 from pathlib import Path
@@ -270,3 +271,28 @@ def test_a_commit_between_the_two_puts_makes_the_compact_land_on_it(tmp_path, ah
     assert not [p for p in Path(t.store.paths.snapshot_dir).iterdir() if p.name.endswith(".tmp")]
     t.compact(full=True)
     assert _state(t) == {**expected, **{k: f"o{k}" for k in range(200, 210)}}
+
+
+def test_the_files_a_deletion_vector_round_writes(tmp_path, ahead_threads) -> None:
+    """An upsert round of a deletion-vector table writes what Paimon's writer commits, no more:
+    per bucket a level-0 file and the bucket's new index file; the APPEND snapshot (its manifest
+    and two lists); the COMPACT snapshot (index manifest, manifest, two lists). No temporary file
+    and no unreferenced manifest is left."""
+    t = _table(tmp_path)
+    t.write_arrow(_rows(range(100), "a"))
+    root = Path(t.store.paths.root)
+    before = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+    sid = t.write_arrow(_rows(range(50, 150), "b"))
+    after = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+    new = sorted(after - before)
+    kinds: dict[str, int] = {}
+    for p in new:
+        kind = re.match(r"(data|index-manifest|index|manifest-list|manifest|snapshot)-", p.rsplit("/", 1)[-1])
+        assert kind is not None, p
+        kinds[kind.group(1)] = kinds.get(kind.group(1), 0) + 1
+    # two buckets touched: a level-0 file and an index file each; APPEND: a manifest and two
+    # lists; COMPACT: an index manifest, a manifest and two lists; the two snapshots
+    assert kinds == {"data": 2, "index": 2, "manifest": 2, "manifest-list": 4, "index-manifest": 1, "snapshot": 2}, new
+    assert f"snapshot/snapshot-{sid}" in new and f"snapshot/snapshot-{sid - 1}" in new
+    assert not [p for p in after if p.rsplit("/", 1)[-1].startswith(".")]  # no temporary file
+    assert _unreferenced_metadata(t) == []
