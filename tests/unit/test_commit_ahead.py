@@ -296,3 +296,28 @@ def test_the_files_a_deletion_vector_round_writes(tmp_path, ahead_threads) -> No
     assert f"snapshot/snapshot-{sid}" in new and f"snapshot/snapshot-{sid - 1}" in new
     assert not [p for p in after if p.rsplit("/", 1)[-1].startswith(".")]  # no temporary file
     assert _unreferenced_metadata(t) == []
+
+
+def test_an_append_with_hash_files_has_the_compact_index_manifest_follow_it(tmp_path, ahead_threads) -> None:
+    """A dynamic-bucket writer's APPEND carries HASH index files: the COMPACT snapshot written
+    ahead takes its index manifest from that APPEND (waiting for it), not from the snapshot
+    before, so both kinds of index files are live after the commit."""
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["k"], options={
+        "bucket": "-1", "dynamic-bucket.target-row-num": "40", "deletion-vectors.enabled": "true"})
+    t.write_arrow(_rows(range(100), "a"))
+    t.write_arrow(_rows(range(50, 150), "b"))
+    snaps = list(t.snapshots())
+    assert [s.commit_kind for s in snaps] == [CommitKind.APPEND, CommitKind.COMPACT] * 2
+    assert ahead_threads == [("lake-commit-ahead", CommitKind.COMPACT)] * 2
+    append_index = {e.file_name for e in t.store.index_entries(snaps[2].index_manifest)}
+    compact_index = t.store.index_entries(snaps[3].index_manifest)
+    assert {e.index_type for e in compact_index} == {"HASH", "DELETION_VECTORS"}
+    # the APPEND's HASH files are the COMPACT's: it followed the APPEND's index manifest
+    assert {e.file_name for e in compact_index if e.index_type == "HASH"} == {
+        e.file_name for e in t.store.index_entries(snaps[2].index_manifest) if e.index_type == "HASH"}
+    assert append_index - {e.file_name for e in compact_index} <= {
+        e.file_name for e in t.store.index_entries(snaps[2].index_manifest) if e.index_type == "DELETION_VECTORS"}
+    assert _state(t) == {**{k: f"a{k}" for k in range(50)}, **{k: f"b{k}" for k in range(50, 150)}}
+    assert _unreferenced_metadata(t) == []
