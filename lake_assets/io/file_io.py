@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import posixpath
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,29 @@ class FileStatus:
     size: int
     is_dir: bool
     modified_ms: int | None
+
+
+class PreparedCreate:
+    """A put-if-absent prepared by `FileIO.prepare_create`: `create` answers as `try_create`
+    does (once); `discard` drops it (idempotent; nothing to drop after `create`)."""
+
+    def __init__(self, create: Callable[[], bool], discard: Callable[[], None]) -> None:
+        self._create = create
+        self._discard = discard
+        self._used = False
+
+    def create(self) -> bool:
+        """The put-if-absent: True if this call created the file (see `FileIO.try_create`)."""
+        if self._used:
+            raise RuntimeError("a prepared create is made once")
+        self._used = True
+        return self._create()
+
+    def discard(self) -> None:
+        """Drop the prepared put if it was never made (what it wrote ahead is removed)."""
+        if not self._used:
+            self._used = True
+            self._discard()
 
 
 class FileIO(ABC):
@@ -154,6 +177,13 @@ class FileIO(ABC):
         concurrent calls for one path never both return True. Backends whose client retries
         (object stores) settle "already exists" and every open outcome with `_decide`.
         """
+
+    def prepare_create(self, path: str, data: bytes) -> PreparedCreate:
+        """A `try_create` of ``path`` made ready ahead of time: its `PreparedCreate.create` is
+        the put-if-absent, `PreparedCreate.discard` drops it unmade. Here it only defers the call;
+        a backend may do the slow part of the put now (`LocalFileIO`: the fsync'd temporary file),
+        so that a committer can prepare its next snapshot while it puts this one."""
+        return PreparedCreate(lambda: self.try_create(path, data), lambda: None)
 
     @abstractmethod
     def open_output(self, path: str) -> Any:

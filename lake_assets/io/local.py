@@ -13,7 +13,7 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from lake_assets.io.file_io import FileIO, FileStatus
+from lake_assets.io.file_io import FileIO, FileStatus, PreparedCreate
 
 T = TypeVar("T")
 
@@ -136,17 +136,47 @@ class LocalFileIO(FileIO):
         try:
             # A failure while writing the temporary file (ENOSPC) is a proven "not created".
             in_directory(tmp, lambda: self._write_synced(tmp, data))
-            try:
-                os.link(tmp, path)  # link(2) never replaces an existing name
-            except FileExistsError:
-                return False
-            except OSError as exc:
-                if exc.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
-                    return self._create_exclusive(path, data)
-                raise  # link(2) is atomic: it failed, so nothing was created
+            return self._link_new(tmp, path, data)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+
+    def prepare_create(self, path: str, data: bytes) -> PreparedCreate:
+        # The slow part of a put, the temporary file's fsync, is done now; `create` only links.
+        # A FileIO whose try_create was replaced (a subclass, or an instance patched to inject
+        # faults) defers to it instead: every put then still goes through that try_create.
+        if type(self).try_create is not LocalFileIO.try_create or "try_create" in vars(self):
+            return super().prepare_create(path, data)
+        tmp = self._temp_beside(path)
+        try:
+            in_directory(tmp, lambda: self._write_synced(tmp, data))
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+        def create() -> bool:
+            try:
+                return self._link_new(tmp, path, data)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+
+        def discard() -> None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        return PreparedCreate(create, discard)
+
+    def _link_new(self, tmp: str, path: str, data: bytes) -> bool:
+        """Link the written temporary file ``tmp`` as ``path`` if absent (try_create's last step)."""
+        try:
+            os.link(tmp, path)  # link(2) never replaces an existing name
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            if exc.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+                return self._create_exclusive(path, data)
+            raise  # link(2) is atomic: it failed, so nothing was created
         return True
 
     @staticmethod

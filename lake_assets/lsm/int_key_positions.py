@@ -53,10 +53,15 @@ class IntKeyPositions:
         offsets = keys.astype(np.int64) - self._lo
         word_of = offsets >> 6
         bits = np.left_shift(_ONE, (offsets & 63).astype(np.uint64))
-        # keys strictly increase: each word's bits are distinct, so their sum is their union
-        starts = np.flatnonzero(np.concatenate(([True], word_of[1:] != word_of[:-1])))
+        # keys strictly increase: each word's bits are distinct, so their sum is their union;
+        # a word's sum is the running sum at its last key less the one at the word before it
+        # (uint64 wraps, but the difference of two wrapped sums is exact): np.add.reduceat pays
+        # a call per word (~25,000 words here: 2.5 of the 3 M instructions of a build, callgrind)
+        ends = np.flatnonzero(np.concatenate((word_of[1:] != word_of[:-1], [True])))
+        sums = np.cumsum(bits, dtype=np.uint64)[ends]
+        sums[1:] -= sums[:-1].copy()
         words = np.zeros((span + 63) >> 6, dtype=np.uint64)
-        words[word_of[starts]] = np.add.reduceat(bits, starts)
+        words[word_of[ends]] = sums
         before = np.zeros(words.size, dtype=np.uint32)  # rows < 2**31: a deletion vector's limit
         np.cumsum(np.bitwise_count(words[:-1]), out=before[1:], dtype=np.uint32)
         self._words, self._before = words, before

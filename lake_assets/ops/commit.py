@@ -41,6 +41,7 @@ from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snaps
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
+    from lake_assets.io.file_io import PreparedCreate
     from lake_assets.store.file_store import FileStore
     from lake_assets.store.manifest_io import ManifestIO
 
@@ -176,20 +177,21 @@ class TableCommitter:
             )
             changelog, compact_changelog = [], []
         compacts = bool(compact or compact_changelog or other_changes)
-        # An APPEND followed by a COMPACT: the COMPACT's files are written while the APPEND is put
-        # (on a second thread: not when the process may use one CPU only)
+        # An APPEND followed by a COMPACT: the COMPACT's files are written beside the APPEND's (on
+        # a second thread, with 2+ usable CPUs), and its LATEST hint covers both (a hint may lag:
+        # readers, Java's too, look further); the APPEND's is written if the COMPACT does not land
+        hint_owed = compacts and overwrite is None and bool(append or changelog or hash_changes)
         ahead = (SnapshotAhead.for_compact(self.store, self.store.manifest_io(), compact, compact_changelog,
                                            identifier=commit_identifier, commit_user=self.commit_user,
                                            properties=properties, indexes=other_changes)
-                 if compacts and overwrite is None and (append or changelog or hash_changes) and usable_cpus() > 1
-                 else None)
+                 if hint_owed and usable_cpus() > 1 else None)
         try:
             if overwrite is not None:
                 self._commit_with_retry(CommitKind.OVERWRITE, append, changelog, commit_identifier, overwrite,
                                         properties, hash_changes)
             elif append or changelog or hash_changes:
                 self._commit_with_retry(CommitKind.APPEND, append, changelog, commit_identifier, None, properties,
-                                        hash_changes, start_ahead=ahead)
+                                        hash_changes, start_ahead=ahead, hint=not hint_owed)
             if compacts:
                 landed_before = list(self._landed)
                 try:
@@ -236,6 +238,8 @@ class TableCommitter:
                 "clean up its files."
             ) from exc
         finally:
+            if hint_owed and len(self._landed) == 1:  # the APPEND landed, the COMPACT did not
+                self.store.snapshot_manager.write_latest_hint(self._landed[0])
             if ahead is not None:
                 ahead.discard()  # files of a COMPACT snapshot never put (none once it was used)
         # KeyboardInterrupt / SystemExit pass through unchanged: callers check `may_have_landed`.
@@ -291,17 +295,20 @@ class TableCommitter:
         *,
         start_ahead: SnapshotAhead | None = None,
         prepared_by: SnapshotAhead | None = None,
+        hint: bool = True,
     ) -> int | None:
-        """``start_ahead`` starts writing the next snapshot's files once this one's are written;
-        ``prepared_by`` holds this one's, used if they were written on top of the latest."""
+        """``start_ahead`` writes the next snapshot's files beside this one's; ``prepared_by``
+        holds this one's, used if written on top of the latest. ``hint``: write the LATEST hint."""
         sm = self.store.snapshot_manager
         mio = self.store.manifest_io()
         max_retries = self.options.commit_max_retries
         wait_ms = self.options.commit_min_retry_wait_ms
         attempt = 0
         while True:
-            latest = sm.latest()
-            # checked against ``latest`` and written on top of it already (the first attempt only)
+            # Written ahead on top of this commit's APPEND (the first attempt only): checked
+            # against it, and its put finds out by itself whether a commit came in between.
+            ahead = prepared_by.appended if prepared_by is not None and attempt == 0 else None
+            latest = ahead if ahead is not None else sm.latest()
             prepared = prepared_by.take(latest) if prepared_by is not None and attempt == 0 else None
             delta = list(entries)
             if overwrite is not None:
@@ -319,8 +326,10 @@ class TableCommitter:
                 else:
                     for step in prepared.faults:  # the steps its files passed, in order, on this thread
                         self.store.fault_point(step)
-                    sid = self._put(prepared.snapshot)
+                    sid = self._put(prepared.snapshot, prepared.put)
             except BaseException:
+                if prepared is not None and prepared.put is not None:
+                    prepared.put.discard()  # never made (a no-op once it was)
                 # Manifests go only when the snapshot put is proven not to have happened.
                 if not self._in_doubt:
                     mio.delete(written)
@@ -330,7 +339,8 @@ class TableCommitter:
                 self._landed.append(sid)
                 self._in_doubt = False
                 self.store.fault_point("commit.after_snapshot")
-                sm.write_latest_hint(sid)
+                if hint:
+                    sm.write_latest_hint(sid)
                 return sid
             mio.delete(written)
             attempt += 1
@@ -356,23 +366,26 @@ class TableCommitter:
         overwrite: Overwrite | None = None,
         ahead: SnapshotAhead | None = None,
     ) -> int | None:
+        if ahead is not None:  # the next snapshot's files, written while this one's are written and put
+            ahead.start(latest, base_changes_index=bool(indexes))
         snapshot = write_snapshot_files(
             self.store, mio, latest, kind, delta, changelog, identifier=identifier, commit_user=self.commit_user,
             properties=properties, written=written, indexes=indexes, overwrite=overwrite,
             fault=self.store.fault_point)
         if ahead is not None:
-            ahead.start(snapshot)  # the next snapshot's files, written while this one is put
+            ahead.follow(snapshot)
         return self._put(snapshot)
 
-    def _put(self, snapshot: Snapshot) -> int | None:
-        """Create ``snapshot``'s file if its id is free: its id, None when another committer took it."""
+    def _put(self, snapshot: Snapshot, prepared: PreparedCreate | None = None) -> int | None:
+        """Create ``snapshot``'s file (``prepared``: its put prepared ahead) if its id is free: its
+        id, None when another committer took it."""
         if not self.store.file_io.exists(self.store.paths.schema_file(self.store.schema.id)):
             raise NoSuchTableError(f"Cannot commit to {self.store.name}: the table was dropped")
         self.store.fault_point("commit.before_snapshot")
         # From here until the put answers, an interrupt leaves the snapshot's existence open.
         self._in_doubt = True
         try:
-            created = self.store.snapshot_manager.try_commit(snapshot)
+            created = self.store.snapshot_manager.try_commit(snapshot) if prepared is None else prepared.create()
         except CommitStateUnknownError as exc:
             raise CommitStateUnknownError(
                 f"Commit to {self.store.name} may or may not have created snapshot {snapshot.id}: {exc}. "

@@ -1,21 +1,28 @@
 """The second snapshot of a commit, written ahead on a helper thread (issue 14).
 
 A writer's commit makes two snapshots, as Paimon's ``FileStoreCommitImpl.commit`` does: APPEND
-(the new level-0 files), then COMPACT (its inline compaction, deletion vectors included). The
-COMPACT snapshot's files depend only on the APPEND snapshot before it, which is known in memory
-once its own files are written: `SnapshotAhead` writes them on a thread while the committer puts
-the APPEND snapshot (an fsync and a link: the calling thread mostly waits on storage).
+(the new level-0 files), then COMPACT (its inline compaction, deletion vectors included).
+`SnapshotAhead` writes the COMPACT snapshot's files on a thread while the committer writes and
+puts the APPEND snapshot:
+
+- from the start of the APPEND's attempt, what depends only on the COMPACT's own entries and on
+  the snapshot the APPEND follows: its index manifest (the APPEND changes no index unless it
+  carries HASH files; then this waits for the APPEND), its manifests and their lists;
+- once the APPEND snapshot's files are written (`follow`; in memory, not yet put): the conflict
+  check against it, the base list (the APPEND's manifests), the snapshot record, and its put
+  prepared (`FileIO.prepare_create`: on local disk the fsync'd temporary file), so that the
+  COMPACT's own put is a link.
 
 They are used only if the APPEND snapshot is, when the COMPACT commit starts, exactly the latest
 (same id and uuid): the conflict check then ran against the very snapshot it would run against,
 and the fault points the files passed are replayed on the calling thread before the put, in
-their order. Otherwise (the APPEND lost a race and was retried, another commit came in between,
-anything failed on the thread) they are deleted - nothing references files of a snapshot that
-was never put - and the committer writes the COMPACT snapshot the usual way.
+Paimon's order. Otherwise (the APPEND lost a race and was retried, another commit came in
+between, anything failed on the thread) they are deleted - nothing references files of a
+snapshot that was never put - and the committer writes the COMPACT snapshot the usual way.
 
-The thread starts once its base's files are written (only the base's snapshot file, which it
-does not read, is still to come). A run that is dropped is waited for before its files are
-deleted; if that wait is interrupted, the thread deletes them itself when it has written the
+Each start is a run of its own (`_AheadRun`: its thread, hand-over, files and result), so a run
+still going never adds to another's lists. A dropped run is waited for before its files are
+deleted; if that wait is interrupted, the thread deletes them itself once it has written the
 last. A process that cannot start a thread commits without one.
 """
 
@@ -24,14 +31,21 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from lake_assets.errors import CommitConflictError
+from lake_assets.io.file_io import PreparedCreate
 from lake_assets.ops.commit_conflicts import check_conflicts
-from lake_assets.ops.commit_snapshot import write_snapshot_files
-from lake_assets.ops.index_commit import IndexChange
+from lake_assets.ops.commit_snapshot import (
+    CHANGELOG_LIST_STEP,
+    MANIFEST_STEPS,
+    snapshot_record,
+    write_base_list,
+    write_delta_files,
+)
+from lake_assets.ops.index_commit import IndexChange, next_index_manifest
 from lake_assets.spec.manifest import ManifestEntry
 from lake_assets.spec.snapshot import CommitKind, Snapshot
 
@@ -44,29 +58,48 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class PreparedSnapshot:
-    """A snapshot whose files are written, the names written and the fault points they passed."""
+    """A snapshot whose files are written, the names written, the fault points they passed, and
+    its put prepared (None: put it the usual way)."""
 
     snapshot: Snapshot
     written: list[str]
     faults: list[str]
+    put: PreparedCreate | None = None
 
 
-class _AheadRun:
-    """One start of the ahead writer: its thread, the files it wrote and its snapshot.
+class _Handoff:
+    """The APPEND snapshot, handed from the committer to the helper thread once (None: abandoned)."""
 
-    Each run has its own lists, so a run that is still going can never add to another one's. A
-    dropped run's files are deleted by whoever sees it finished last: the dropping caller once
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._value: Snapshot | None = None
+
+    def give(self, value: Snapshot | None) -> None:
+        if not self._event.is_set():
+            self._value = value
+            self._event.set()
+
+    def wait(self) -> Snapshot | None:
+        self._event.wait()
+        return self._value
+
+
+class AheadRun:
+    """One start of the ahead writer: its thread, the APPEND snapshot handed to it, the files it
+    wrote, the fault points they passed and its result.
+
+    A dropped run's files are deleted by whoever sees it finished last: the dropping caller once
     the thread ended, or the thread itself if it was still writing (the caller's wait for it was
     interrupted) - never before the last file is written, never a file of another run."""
 
-    def __init__(self, mio: ManifestIO, base: Snapshot,
-                 prepare: Callable[[Snapshot, list[str], Callable[[str], None]], Snapshot]) -> None:
-        self.base = base
+    def __init__(self, mio: ManifestIO, work: Callable[[AheadRun], PreparedSnapshot | None]) -> None:
         self.written: list[str] = []
         self.faults: list[str] = []
-        self.result: Snapshot | None = None
+        self.result: PreparedSnapshot | None = None
+        self.appended: Snapshot | None = None  # the APPEND snapshot handed over (`follow`)
         self._mio = mio
-        self._prepare = prepare
+        self._work = work
+        self._handoff = _Handoff()
         self._lock = threading.Lock()
         self._finished = False
         self._dropped = False
@@ -81,9 +114,17 @@ class _AheadRun:
             return False
         return True
 
+    def follow(self, appended: Snapshot) -> None:
+        self.appended = appended
+        self._handoff.give(appended)
+
+    def wait_appended(self) -> Snapshot | None:
+        """On the thread: the APPEND snapshot once its files are written; None if it never will be."""
+        return self._handoff.wait()
+
     def _main(self) -> None:
         try:
-            self.result = self._prepare(self.base, self.written, self.faults.append)
+            self.result = self._work(self)
         except BaseException:
             self.result = None
         finally:
@@ -94,10 +135,12 @@ class _AheadRun:
                 self._delete()
 
     def wait(self) -> None:
+        self._handoff.give(None)  # never followed (the APPEND attempt failed): stop waiting
         self.thread.join()
 
     def drop(self) -> None:
         """Delete what the run wrote (never put: nothing references it), waiting for it to end."""
+        self._handoff.give(None)
         with self._lock:
             self._dropped = True
             finished = self._finished
@@ -110,26 +153,27 @@ class _AheadRun:
         # Best effort: files no snapshot references are orphans at worst (remove_orphan_files),
         # while an error here would replace the commit's own outcome, landed or not.
         try:
-            self._mio.delete(self.written)
+            if self.result is not None and self.result.put is not None:
+                self.result.put.discard()
+            if self.written:
+                self._mio.delete(self.written)
         except Exception as exc:
             log.warning("Could not delete the %d unused file(s) of a snapshot written ahead, e.g. %s: %r",
                         len(self.written), self.written[:1], exc)
 
 
-class SnapshotAhead:
-    """Writes one COMPACT snapshot's files on top of a snapshot not yet put; see the module."""
+# prepare(run, base, base_changes_index): the snapshot's files, written on the run's thread
+Prepare = Callable[[AheadRun, "Snapshot | None", bool], "PreparedSnapshot | None"]
 
-    def __init__(
-        self,
-        store: FileStore,
-        mio: ManifestIO,
-        prepare: Callable[[Snapshot, list[str], Callable[[str], None]], Snapshot],
-    ) -> None:
-        """``prepare(base, written, fault)`` writes the snapshot's files on top of ``base``."""
+
+class SnapshotAhead:
+    """Writes one COMPACT snapshot's files beside the APPEND snapshot before it; see the module."""
+
+    def __init__(self, store: FileStore, mio: ManifestIO, prepare: Prepare) -> None:
         self._store = store
         self._mio = mio
         self._prepare = prepare
-        self._run: _AheadRun | None = None
+        self._run: AheadRun | None = None
 
     @staticmethod
     def for_compact(
@@ -144,38 +188,77 @@ class SnapshotAhead:
         indexes: Sequence[IndexChange],
     ) -> SnapshotAhead:
         """The ahead writer of a COMPACT snapshot of ``entries`` (checked for conflicts first)."""
-        def prepare(base: Snapshot, written: list[str], fault: Callable[[str], None]) -> Snapshot:
-            check_conflicts(store, base, entries, CommitKind.COMPACT)
-            return write_snapshot_files(store, mio, base, CommitKind.COMPACT, entries, changelog,
-                                        identifier=identifier, commit_user=commit_user, properties=properties,
-                                        written=written, indexes=indexes, fault=fault)
+
+        def prepare(run: AheadRun, base: Snapshot | None, base_changes_index: bool) -> PreparedSnapshot | None:
+            written = run.written
+            index_manifest = None
+            if not base_changes_index:  # the APPEND's index manifest is ``base``'s: start from it now
+                index_manifest = next_index_manifest(store, mio, base, indexes, None, written)
+            files = write_delta_files(mio, entries, changelog, written)
+            appended = run.wait_appended()
+            if appended is None:
+                return None  # the APPEND attempt failed: the run is dropped, its files deleted
+            if base_changes_index:
+                index_manifest = next_index_manifest(store, mio, appended, indexes, None, written)
+            elif appended.index_manifest != (base.index_manifest if base is not None else None):
+                raise CommitConflictError("the APPEND snapshot changed the index manifest")  # the usual way
+            check_conflicts(store, appended, entries, CommitKind.COMPACT)
+            base_list = write_base_list(store, mio, appended, written)
+            snapshot = snapshot_record(store, appended, CommitKind.COMPACT, entries, changelog, files,
+                                       base_list=base_list, index_manifest=index_manifest, identifier=identifier,
+                                       commit_user=commit_user, properties=properties)
+            run.faults += [*MANIFEST_STEPS, *([CHANGELOG_LIST_STEP] if files.changelog_list is not None else [])]
+            # stamped now, after the APPEND's stamp; its put's slow part done here
+            return PreparedSnapshot(snapshot, written, run.faults, store.snapshot_manager.prepare_commit(snapshot))
+
         return SnapshotAhead(store, mio, prepare)
 
-    def start(self, base: Snapshot) -> None:
-        """Start writing on top of ``base``, whose files are written (its snapshot not yet put),
-        dropping what an earlier start wrote. Without a thread to run on, nothing is started:
-        `take` then finds nothing and the committer writes the snapshot the usual way."""
+    def start(self, base: Snapshot | None, *, base_changes_index: bool) -> None:
+        """Start beside an APPEND attempt on top of ``base`` (dropping what an earlier start
+        wrote); ``base_changes_index``: the APPEND carries index files (HASH), so the index
+        manifest waits for it. `follow` hands the APPEND snapshot over. Without a thread to run
+        on, nothing is started: `take` then finds nothing and the committer writes the snapshot
+        the usual way."""
         self.discard()
-        run = _AheadRun(self._mio, base, self._prepare)
+        prepare = self._prepare
+        run = AheadRun(self._mio, lambda r: prepare(r, base, base_changes_index))
         if run.start():
             self._run = run
 
+    def follow(self, appended: Snapshot) -> None:
+        """The APPEND snapshot the COMPACT follows: its files are written (not yet put)."""
+        if self._run is not None:
+            self._run.follow(appended)
+
+    @property
+    def appended(self) -> Snapshot | None:
+        """The APPEND snapshot handed over by `follow` (None before, and after `take`): the
+        snapshot the COMPACT's files were written on. Once it landed, the COMPACT's put needs no
+        look at the latest snapshot first: the put-if-absent of the next id fails if another
+        commit came in between, and the committer then retries the usual way."""
+        return self._run.appended if self._run is not None else None
+
     def take(self, latest: Snapshot | None) -> PreparedSnapshot | None:
-        """The prepared snapshot if it was written on top of ``latest`` exactly; its files are the
-        caller's from here on. Else None, and what was written is deleted."""
+        """The prepared snapshot if it was written on top of ``latest`` exactly; its files (and
+        prepared put) are the caller's from here on. Else None, and what was written is deleted."""
         run = self._run
         if run is None:
             return None
         run.wait()
-        base, result = run.base, run.result
-        if result is None or latest is None or latest.id != base.id or latest.uuid != base.uuid:
+        result, appended = run.result, run.appended
+        if (result is None or appended is None or latest is None or latest.id != appended.id
+                or latest.uuid != appended.uuid):
             self.discard()
             return None
         self._run = None  # the caller's now: a later discard must not delete them
-        # stamped as of its put, as the committer stamps a snapshot it writes itself
-        snapshot = dataclasses.replace(result, schema_id=self._store.latest_schema_id(),
-                                       time_millis=int(time.time() * 1000))
-        return PreparedSnapshot(snapshot, run.written, run.faults)
+        schema_id = self._store.latest_schema_id()
+        if schema_id != result.snapshot.schema_id:
+            # a schema change landed meanwhile: the record names it, as the committer's own would
+            if result.put is not None:
+                result.put.discard()
+            result = dataclasses.replace(result, snapshot=dataclasses.replace(result.snapshot, schema_id=schema_id),
+                                         put=None)
+        return result
 
     def discard(self) -> None:
         """Wait for the thread and delete what it wrote (never put: nothing references it)."""
@@ -184,4 +267,4 @@ class SnapshotAhead:
             run.drop()
 
 
-__all__ = ["PreparedSnapshot", "SnapshotAhead"]
+__all__ = ["AheadRun", "PreparedSnapshot", "SnapshotAhead"]

@@ -4,6 +4,11 @@ atomic put, which stays with the committer, `ops/commit.py`).
 
 Nothing written here is referenced until the snapshot lands, so a caller that never puts it
 deletes every name listed in ``written``.
+
+`write_snapshot_files` writes them in Paimon's order. Its parts are public for the committer's
+ahead writer (`ops/commit_ahead.py`): a snapshot's own manifests and their lists
+(`write_delta_files`) depend only on its entries, so they can be written before the snapshot it
+follows is known; its base list (`write_base_list`) and record (`snapshot_record`) need that one.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lake_assets.ops.index_commit import IndexChange, next_index_manifest
@@ -23,6 +29,18 @@ if TYPE_CHECKING:
     from lake_assets.store.manifest_io import ManifestIO
 
 WRITER_VERSION = "lake_assets-0.1.0"
+
+# the fault points a snapshot's files pass, in Paimon's order (the changelog list's only with one)
+MANIFEST_STEPS = ("commit.after_manifests", "commit.after_base_list", "commit.after_delta_list")
+CHANGELOG_LIST_STEP = "commit.after_changelog_list"
+
+
+@dataclass(frozen=True)
+class DeltaFiles:
+    """A snapshot's delta and changelog manifests and the lists naming them."""
+
+    delta_list: tuple[str, int]
+    changelog_list: tuple[str, int] | None
 
 
 def write_snapshot_files(
@@ -50,38 +68,78 @@ def write_snapshot_files(
     overwritten = (None if overwrite is None
                    else lambda part: overwrite.matches(scan.partition_values(part)))
     index_manifest = next_index_manifest(store, mio, latest, indexes, overwritten, written)
-    base_metas: list[ManifestFileMeta] = []
-    if latest is not None:
-        base_metas = mio.read_manifest_list(latest.base_manifest_list) + mio.read_manifest_list(
-            latest.delta_manifest_list
-        )
-        base_metas, merged_names = mio.merge_manifests(base_metas, store.schema.core_options.manifest_merge_min_count)
-        written += merged_names
-    delta_metas = mio.write_manifests(delta)
-    written += [m.file_name for m in delta_metas]
-    changelog_metas = mio.write_manifests(changelog)
-    written += [m.file_name for m in changelog_metas]
-    fault("commit.after_manifests")
-    base_name, base_size = mio.write_manifest_list(base_metas)
-    written.append(base_name)
-    fault("commit.after_base_list")
-    delta_name, delta_size = mio.write_manifest_list(delta_metas)
-    written.append(delta_name)
-    fault("commit.after_delta_list")
-    cl_name = cl_size = None
+    base_metas = merged_base_metas(store, mio, latest, written)
+    delta_metas = _write_manifests(mio, delta, written)
+    changelog_metas = _write_manifests(mio, changelog, written)
+    fault(MANIFEST_STEPS[0])
+    base_list = _write_list(mio, base_metas, written)
+    fault(MANIFEST_STEPS[1])
+    delta_list = _write_list(mio, delta_metas, written)
+    fault(MANIFEST_STEPS[2])
+    changelog_list = None
     if changelog_metas:
-        cl_name, cl_size = mio.write_manifest_list(changelog_metas)
-        written.append(cl_name)
-        fault("commit.after_changelog_list")
+        changelog_list = _write_list(mio, changelog_metas, written)
+        fault(CHANGELOG_LIST_STEP)
+    return snapshot_record(store, latest, kind, delta, changelog, DeltaFiles(delta_list, changelog_list),
+                           base_list=base_list, index_manifest=index_manifest, identifier=identifier,
+                           commit_user=commit_user, properties=properties)
+
+
+def write_delta_files(
+    mio: ManifestIO, delta: list[ManifestEntry], changelog: list[ManifestEntry], written: list[str]
+) -> DeltaFiles:
+    """A snapshot's own manifests and their lists (names into ``written``): they do not depend
+    on the snapshot it follows."""
+    delta_metas = _write_manifests(mio, delta, written)
+    changelog_metas = _write_manifests(mio, changelog, written)
+    delta_list = _write_list(mio, delta_metas, written)
+    changelog_list = _write_list(mio, changelog_metas, written) if changelog_metas else None
+    return DeltaFiles(delta_list, changelog_list)
+
+
+def merged_base_metas(
+    store: FileStore, mio: ManifestIO, latest: Snapshot | None, written: list[str]
+) -> list[ManifestFileMeta]:
+    """The manifests of the snapshot following ``latest``'s base list: every manifest of
+    ``latest``, small ones merged once enough piled up (merged manifests into ``written``)."""
+    if latest is None:
+        return []
+    metas = mio.read_manifest_list(latest.base_manifest_list) + mio.read_manifest_list(latest.delta_manifest_list)
+    metas, merged_names = mio.merge_manifests(metas, store.schema.core_options.manifest_merge_min_count)
+    written += merged_names
+    return metas
+
+
+def write_base_list(store: FileStore, mio: ManifestIO, latest: Snapshot | None, written: list[str]) -> tuple[str, int]:
+    """The base manifest list of the snapshot following ``latest`` (`merged_base_metas`)."""
+    return _write_list(mio, merged_base_metas(store, mio, latest, written), written)
+
+
+def snapshot_record(
+    store: FileStore,
+    latest: Snapshot | None,
+    kind: CommitKind,
+    delta: list[ManifestEntry],
+    changelog: list[ManifestEntry],
+    files: DeltaFiles,
+    *,
+    base_list: tuple[str, int],
+    index_manifest: str | None,
+    identifier: int,
+    commit_user: str,
+    properties: dict[str, str] | None,
+) -> Snapshot:
+    """The `Snapshot` following ``latest`` over the lists written for it, stamped now."""
     delta_records = sum(e.file.row_count if e.kind == FileKind.ADD else -e.file.row_count for e in delta)
     prev_total = (latest.total_record_count or 0) if latest is not None else 0
+    cl_name, cl_size = files.changelog_list if files.changelog_list is not None else (None, None)
     return Snapshot(
         id=(latest.id + 1) if latest is not None else 1,
         schema_id=store.latest_schema_id(),
-        base_manifest_list=base_name,
-        base_manifest_list_size=base_size,
-        delta_manifest_list=delta_name,
-        delta_manifest_list_size=delta_size,
+        base_manifest_list=base_list[0],
+        base_manifest_list_size=base_list[1],
+        delta_manifest_list=files.delta_list[0],
+        delta_manifest_list_size=files.delta_list[1],
         changelog_manifest_list=cl_name,
         changelog_manifest_list_size=cl_size,
         index_manifest=index_manifest,
@@ -101,4 +159,26 @@ def write_snapshot_files(
     )
 
 
-__all__ = ["WRITER_VERSION", "write_snapshot_files"]
+def _write_manifests(mio: ManifestIO, entries: list[ManifestEntry], written: list[str]) -> list[ManifestFileMeta]:
+    metas = mio.write_manifests(entries)
+    written += [m.file_name for m in metas]
+    return metas
+
+
+def _write_list(mio: ManifestIO, metas: list[ManifestFileMeta], written: list[str]) -> tuple[str, int]:
+    name, size = mio.write_manifest_list(metas)
+    written.append(name)
+    return name, size
+
+
+__all__ = [
+    "CHANGELOG_LIST_STEP",
+    "MANIFEST_STEPS",
+    "WRITER_VERSION",
+    "DeltaFiles",
+    "merged_base_metas",
+    "snapshot_record",
+    "write_base_list",
+    "write_delta_files",
+    "write_snapshot_files",
+]

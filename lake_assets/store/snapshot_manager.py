@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Iterator
 
 from lake_assets.errors import CorruptMetadataError, SnapshotNotFoundError
-from lake_assets.io.file_io import FileIO
+from lake_assets.io.file_io import FileIO, PreparedCreate
 from lake_assets.paths import TablePaths
 from lake_assets.spec.snapshot import Snapshot
 
@@ -129,6 +129,11 @@ class SnapshotManager:
     def try_commit(self, snapshot: Snapshot) -> bool:
         """Create ``snapshot-<id>`` if absent. False means another committer took the id."""
         return self.file_io.try_create(self.paths.snapshot_file(snapshot.id), snapshot.to_json().encode())
+
+    def prepare_commit(self, snapshot: Snapshot) -> PreparedCreate:
+        """`try_commit` of ``snapshot`` prepared ahead (`FileIO.prepare_create`): its ``create``
+        is the put, ``discard`` drops it."""
+        return self.file_io.prepare_create(self.paths.snapshot_file(snapshot.id), snapshot.to_json().encode())
 
     def write_latest_hint(self, snapshot_id: int) -> None:
         # A hint is only a hint: failures are tolerated because readers verify it.

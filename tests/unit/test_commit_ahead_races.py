@@ -66,17 +66,17 @@ def test_the_thread_starts_once_its_base_files_are_in_storage(tmp_path: Path,
     t = _table(tmp_path)
     t.write_arrow(_rows(range(100), "a"))
     seen: list[dict[str, bool]] = []
-    real = commit_ahead.write_snapshot_files
+    real = commit_ahead.write_base_list
 
-    def spy(store: Any, mio: Any, base: Any, kind: Any, *args: Any, **kwargs: Any) -> Any:
-        # on the ahead thread, before it reads anything of its base
+    def spy(store: Any, mio: Any, base: Any, written: Any) -> Any:
+        # on the ahead thread, where it first reads its base (the APPEND snapshot handed over)
         seen.append({"thread": threading.current_thread().name == "lake-commit-ahead",
                      "lists": all(_manifest_exists(t, n) for n in (base.base_manifest_list, base.delta_manifest_list)),
                      "index": base.index_manifest is None or _manifest_exists(t, base.index_manifest),
                      "snapshot": store.snapshot_manager.try_snapshot(base.id) is not None})
-        return real(store, mio, base, kind, *args, **kwargs)
+        return real(store, mio, base, written)
 
-    monkeypatch.setattr(commit_ahead, "write_snapshot_files", spy)
+    monkeypatch.setattr(commit_ahead, "write_base_list", spy)
     t.write_arrow(_rows(range(50, 150), "b"))
     # its base's files are there; its snapshot may or may not be put yet (the thread runs during
     # the put), and the thread does not need it
@@ -95,15 +95,15 @@ def test_a_run_dropped_while_writing_leaves_none_of_its_files(tmp_path: Path) ->
     store, mio = t.store, t.store.manifest_io()
     between, go_on = threading.Event(), threading.Event()
 
-    def prepare(base: Any, written: list[str], fault: Any) -> Any:
-        written.append(mio.write_manifest_list([])[0])
+    def prepare(run: Any, base: Any, base_changes_index: bool) -> Any:
+        run.written.append(mio.write_manifest_list([])[0])
         between.set()
         assert go_on.wait(WAIT_S)
-        written.append(mio.write_manifest_list([])[0])
+        run.written.append(mio.write_manifest_list([])[0])
         raise OSError("the ahead thread's storage failed")  # whatever it ends with
 
     ahead = SnapshotAhead(store, mio, prepare)
-    ahead.start(t.latest_snapshot())
+    ahead.start(t.latest_snapshot(), base_changes_index=False)
     assert between.wait(WAIT_S)
     dropped = threading.Thread(target=ahead.discard)
     dropped.start()
@@ -124,18 +124,18 @@ def test_an_interrupted_wait_still_deletes_the_runs_files(tmp_path: Path, monkey
     store, mio = t.store, t.store.manifest_io()
     writing, go_on, done = threading.Event(), threading.Event(), threading.Event()
 
-    def prepare(base: Any, written: list[str], fault: Any) -> Any:
+    def prepare(run: Any, base: Any, base_changes_index: bool) -> Any:
         try:
-            written.append(mio.write_manifest_list([])[0])
+            run.written.append(mio.write_manifest_list([])[0])
             writing.set()
             assert go_on.wait(WAIT_S)
-            written.append(mio.write_manifest_list([])[0])
-            return base
+            run.written.append(mio.write_manifest_list([])[0])
+            return None
         finally:
             done.set()
 
     ahead = SnapshotAhead(store, mio, prepare)
-    ahead.start(t.latest_snapshot())
+    ahead.start(t.latest_snapshot(), base_changes_index=False)
     assert writing.wait(WAIT_S)
     real_join = threading.Thread.join
     helpers: list[threading.Thread] = []
@@ -197,22 +197,16 @@ def test_the_appends_manifests_deleted_under_the_thread_after_it_lost_the_race(t
     other = Catalog(str(tmp_path / "wh")).get_table("db.t")
     attempt_deleted = threading.Event()
     runs: list[str] = []
-    real_prepare_for = SnapshotAhead.for_compact
+    real_base_list = commit_ahead.write_base_list
 
-    def for_compact(*args: Any, **kwargs: Any) -> SnapshotAhead:
-        ahead = real_prepare_for(*args, **kwargs)
-        real = ahead._prepare
+    def held_back(store: Any, mio: Any, appended: Any, written: Any) -> Any:
+        # where the thread first reads the APPEND snapshot handed to it
+        if not runs:  # the first run: on top of the attempt that is about to lose
+            assert attempt_deleted.wait(WAIT_S)
+        runs.append(appended.uuid)
+        return real_base_list(store, mio, appended, written)
 
-        def held_back(base: Any, written: list[str], fault: Any) -> Any:
-            if not runs:  # the first run: on top of the attempt that is about to lose
-                assert attempt_deleted.wait(WAIT_S)
-            runs.append(base.uuid)
-            return real(base, written, fault)
-
-        ahead._prepare = held_back
-        return ahead
-
-    monkeypatch.setattr(commit_ahead.SnapshotAhead, "for_compact", staticmethod(for_compact))
+    monkeypatch.setattr(commit_ahead, "write_base_list", held_back)
     from lake_assets.store.manifest_io import ManifestIO
     real_delete = ManifestIO.delete
 

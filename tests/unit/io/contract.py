@@ -133,6 +133,33 @@ class FileIOContract:
         assert fio.read_bytes(path) == b"first"  # never replaced
         assert fio.list_names(f"{root}/snapshot") == ["snapshot-1"]
 
+    def test_a_prepared_create_is_a_try_create_made_later(self, store: Store) -> None:
+        fio, root = store
+        path = f"{root}/snapshot/snapshot-1"
+        first = fio.prepare_create(path, b"first")
+        assert not fio.exists(path)  # nothing under the name before the put
+        assert first.create() is True
+        assert fio.read_bytes(path) == b"first"
+        lost = fio.prepare_create(path, b"second")
+        assert lost.create() is False  # a lost race, as try_create's
+        assert fio.read_bytes(path) == b"first"
+        dropped = fio.prepare_create(f"{root}/snapshot/snapshot-2", b"never")
+        dropped.discard()
+        dropped.discard()  # idempotent
+        # nothing of the lost or the dropped put is left (no temporary file either)
+        assert fio.list_names(f"{root}/snapshot") == ["snapshot-1"]
+        with pytest.raises(RuntimeError, match="made once"):
+            first.create()
+
+    def test_concurrent_prepared_creates_have_exactly_one_winner(self, store: Store) -> None:
+        fio, root = store
+        path = f"{root}/snapshot/snapshot-1"
+        prepared = [fio.prepare_create(path, f"writer-{i}".encode()) for i in range(8)]
+        results = race(8, lambda i: prepared[i].create())
+        assert results.count(True) == 1, results
+        assert fio.read_bytes(path) == f"writer-{results.index(True)}".encode()
+        assert fio.list_names(f"{root}/snapshot") == ["snapshot-1"]
+
     def test_concurrent_try_create_has_exactly_one_winner(self, store: Store) -> None:
         fio, root = store
         for r in range(self.race_rounds):
