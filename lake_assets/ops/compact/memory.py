@@ -20,7 +20,10 @@ A unit that streams (an interval of more than ``compaction.merge-rows`` input ro
   compressed row group (`run_reader_bytes`; with the option 0 a whole compressed file per run,
   up to ``target-file-size``). On an object store a column asks for at least
   `FileIO.min_chunked_read` (8 MiB on S3: each ask is a GET) and the store's client caches
-  nothing beyond it (`FileIO.open_input_chunked`): the bound takes the store's figure. An ORC
+  nothing beyond it (`FileIO.open_input_chunked`): the bound takes the store's figure. There the
+  columns' asks are one budget, not each column's own: a row group's smaller chunks are read
+  whole and fetched together while they and an ask for every other column fit it, the larger
+  ones streamed with what is left (`formats.parquet_chunk_plan`: fewer GETs, the same bound). An ORC
   file holds a stripe (``orc.stripe.size``), an Avro file a block: the Parquet figure is the
   one counted.
 
