@@ -214,10 +214,14 @@ class _PlannedReads:
 
     def _reader(self, buffer_bytes: int) -> pq.ParquetFile:
         """A reader over the same footer: 0 pre-buffers whole chunks, else buffers that many bytes."""
+        if buffer_bytes == 0:
+            # a new one per row group: a reader keeps the chunks it pre-buffered until its next
+            # pre-buffering, which would hold them while a later row group is streamed
+            return pq.ParquetFile(self.source, metadata=self.footer.metadata, read_dictionary=self.decoded,
+                                  pre_buffer=True)
         if buffer_bytes not in self.readers:
-            opts = {"pre_buffer": True} if buffer_bytes == 0 else _chunk_options(buffer_bytes)
             self.readers[buffer_bytes] = pq.ParquetFile(self.source, metadata=self.footer.metadata,
-                                                        read_dictionary=self.decoded, **opts)
+                                                        read_dictionary=self.decoded, **_chunk_options(buffer_bytes))
         return self.readers[buffer_bytes]
 
     def row_group(self, i: int, batch_rows: int) -> Iterator[pa.Table]:

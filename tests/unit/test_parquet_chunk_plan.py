@@ -107,3 +107,41 @@ def test_the_plans_of_the_mixed_file_take_each_path(mixed_file: tuple[Path, pa.T
     assert plans[64 * 1024].whole and plans[64 * 1024].streamed
     assert plans[8 * MiB].streamed == ()
     assert plan_row_group(chunks, ["a", "d"], 64 * 1024).whole == ()
+
+
+def _held_per_row_group(path: Path, coalesce: bool) -> list[int]:
+    """The most Arrow bytes held between batches, per row group, of a batched read with 1 MiB."""
+    held: list[int] = []
+    rows = pq.ParquetFile(path).metadata
+    bounds = np.cumsum([rows.row_group(i).num_rows for i in range(rows.num_row_groups)])
+    seen = 0
+    with pa.OSFile(str(path)) as src:
+        start = pa.total_allocated_bytes()
+        for piece in iter_parquet(src, None, 8192, buffer_bytes=MiB, coalesce=coalesce):
+            group = int(np.searchsorted(bounds, seen, side="right"))
+            seen += piece.num_rows
+            held += [0] * (group + 1 - len(held))
+            held[group] = max(held[group], pa.total_allocated_bytes() - start - piece.nbytes)
+            del piece
+    return held
+
+
+def test_a_whole_row_group_is_not_held_while_the_next_is_streamed(tmp_path: Path) -> None:
+    """A reader keeps what it pre-buffered until it pre-buffers again: the whole-read first row
+    group's chunks must not stay beside the streamed second one's buffers."""
+    rng = np.random.default_rng(2)
+    path = tmp_path / "two-groups.parquet"
+    small = pa.table({"a": rng.integers(0, 1 << 62, 100_000), "b": rng.integers(0, 1 << 62, 100_000)})
+    big = pa.table({"a": rng.integers(0, 1 << 62, 1_500_000), "b": rng.integers(0, 1 << 62, 1_500_000)})
+    with pq.ParquetWriter(path, small.schema) as w:
+        w.write_table(small, row_group_size=100_000)
+        w.write_table(big, row_group_size=1_500_000)
+    md = pq.ParquetFile(path).metadata
+    first = sum(md.row_group(0).column(j).total_compressed_size for j in range(2))
+    pf = pq.ParquetFile(path)
+    plans = [plan_row_group(column_chunk_bytes(md, pf.schema_arrow, i), ["a", "b"], MiB) for i in range(2)]
+    assert plans[0].streamed == () and plans[1].whole == ()  # whole, then streamed
+    planned, streamed = _held_per_row_group(path, True), _held_per_row_group(path, False)
+    # the second row group holds what session 10's read of it holds (each column streamed), not
+    # that and the first row group's 1.6 MB of chunks
+    assert planned[1] < streamed[1] + first // 2
