@@ -13,6 +13,8 @@ import pytest
 
 from lake_assets.formats.parquet_chunk_plan import HOLE_BYTES, column_chunk_bytes, plan_row_group
 from lake_assets.formats.parquet_read import iter_parquet
+from lake_assets.ops.compact import memory
+from lake_assets.options import CoreOptions
 
 MiB = 1024 * 1024
 
@@ -145,3 +147,22 @@ def test_a_whole_row_group_is_not_held_while_the_next_is_streamed(tmp_path: Path
     # the second row group holds what session 10's read of it holds (each column streamed), not
     # that and the first row group's 1.6 MB of chunks
     assert planned[1] < streamed[1] + first // 2
+
+
+def test_a_streamed_string_column_holds_more_than_two_pages_beside_its_buffer(tmp_path: Path) -> None:
+    """The bound's third page per column: a string column whose dictionary fell back to plain
+    pages, streamed with an 8 MiB buffer, holds more than the buffer and two 1 MiB pages between
+    batches (the compressed page a refill cut is read whole beside the buffer), within three."""
+    n = 2_000_000
+    keys = np.sort(np.random.default_rng(5).choice(n * 4, n, replace=False))
+    path = tmp_path / "notes.parquet"
+    pq.write_table(pa.table({"note": pa.array([f"note {k} {'x' * (k % 37)}" for k in keys])}), path,
+                   row_group_size=n, compression="zstd")
+    assert pq.ParquetFile(path).metadata.row_group(0).column(0).total_compressed_size > 8 * MiB
+    options = CoreOptions({"read.parquet.buffer-size": "8 mb"})
+    with pa.OSFile(str(path)) as src:
+        start, most = pa.total_allocated_bytes(), 0
+        for piece in iter_parquet(src, None, 65536, buffer_bytes=8 * MiB, coalesce=True):
+            most = max(most, pa.total_allocated_bytes() - start - piece.nbytes)
+            del piece
+    assert 8 * MiB + 2 * memory.PARQUET_PAGE_BYTES < most <= memory.run_reader_bytes(options, 1)

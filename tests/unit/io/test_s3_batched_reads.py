@@ -147,10 +147,10 @@ def test_a_batched_read_on_s3_asks_few_bounded_ranges_and_holds_them(
     # no GET larger than the bound (topped up to the end of a page a buffer cut): s3fs's
     # read-ahead cache fetched up to 50 MiB past a miss, a whole file here
     assert max(gets) <= budget + PAGE_SLACK
-    # between batches: what the columns asked for, a decoded page and a dictionary each - no more
+    # between batches: what the columns asked for, a decoded page, a dictionary and a cut page each - no more
     # than the bound compaction prints for this store
     bound = memory.run_reader_bytes(_options_of(MiB), len(chunks), fio)
-    assert bound == len(chunks) * (ask + 2 * memory.PARQUET_PAGE_BYTES)
+    assert bound == len(chunks) * (ask + 3 * memory.PARQUET_PAGE_BYTES)
     assert held <= bound
     if sum(chunks) + len(chunks) * HOLE_BYTES <= budget:
         # the row group fits: no more requests than the unbounded read, which holds as much ...
@@ -183,9 +183,9 @@ def test_what_a_column_asks_for_at_once_per_store() -> None:
     assert s3.chunked_read_bytes(0) == 0  # whole column chunks stay whole
     assert LocalFileIO().chunked_read_bytes(MiB) == MiB
     opts = _options_of(MiB)
-    assert memory.run_reader_bytes(opts, 3) == 3 * (MiB + 2 * MiB)
-    assert memory.run_reader_bytes(opts, 3, s3) == 3 * (8 * MiB + 2 * MiB)
-    assert memory.compaction_reader_bytes(opts, 2, 2, 3, s3) == 2 * 2 * 3 * (8 * MiB + 2 * MiB)
+    assert memory.run_reader_bytes(opts, 3) == 3 * (MiB + 3 * MiB)
+    assert memory.run_reader_bytes(opts, 3, s3) == 3 * (8 * MiB + 3 * MiB)
+    assert memory.compaction_reader_bytes(opts, 2, 2, 3, s3) == 2 * 2 * 3 * (8 * MiB + 3 * MiB)
 
 
 @pytest.mark.parametrize("client", ["native", "s3fs"])
