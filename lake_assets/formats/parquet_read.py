@@ -208,7 +208,9 @@ class _PlannedReads:
     def __init__(self, source: Any, footer: Footer, cols: list[str] | None, decoded: list[str],
                  buffered: pq.ParquetFile, buffer_bytes: int) -> None:
         self.source, self.footer, self.decoded = source, footer, decoded or None
-        self.names = cols if cols is not None else footer.arrow_schema.names
+        # as pyarrow reads them: names the file lacks left out, each name once
+        present = set(footer.arrow_schema.names)
+        self.names = footer.arrow_schema.names if cols is None else [c for c in dict.fromkeys(cols) if c in present]
         self.buffer_bytes = buffer_bytes
         self.readers: dict[int, pq.ParquetFile] = {buffer_bytes: buffered}
 

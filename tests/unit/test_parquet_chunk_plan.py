@@ -86,13 +86,14 @@ def test_column_chunk_bytes_sum_each_columns_leaves(mixed_file: tuple[Path, pa.T
 
 
 @pytest.mark.parametrize("buffer", [64 * 1024, 512 * 1024, 8 * MiB])
-@pytest.mark.parametrize("columns", [None, ["d", "s", "a"], ["st", "k"], ["k"]])
+@pytest.mark.parametrize("columns", [None, ["d", "s", "a"], ["st", "k"], ["k", "missing", "k"]])
 def test_a_planned_read_returns_what_a_plain_read_returns(
         mixed_file: tuple[Path, pa.Table], buffer: int, columns: list[str] | None) -> None:
     """64 KiB: most columns streamed, the small dictionary column whole, the two readers' batches
     joined; 512 KiB: some whole, some streamed; 8 MiB: every chunk whole."""
     path, table = mixed_file
-    expected = table if columns is None else table.select(columns)
+    # as pyarrow reads a projection: names the file lacks left out, each name once
+    expected = table if columns is None else table.select([c for c in dict.fromkeys(columns) if c != "missing"])
     with pa.OSFile(str(path)) as src:
         pieces = list(iter_parquet(src, columns, 7000, buffer_bytes=buffer, coalesce=True))
     assert all(p.num_rows <= 7000 for p in pieces)
