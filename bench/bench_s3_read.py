@@ -11,13 +11,16 @@ system columns, strings and doubles), then reads and writes them through:
 
 ``--batched`` measures instead the batched read (`iter_parquet`, what ``Table.to_batches``, streams
 and compaction's run readers do) of one-row-group files at ``read.parquet.buffer-size`` 0 / 1 MiB /
-8 MiB through the native client and s3fs as opened before (s3fs with its read-ahead cache of
-``default_block_size``, 50 MiB), and through `S3FileIO.open_input_chunked` with either client
-(no cache beyond what the reader asks for, at least `S3FileIO.min_chunked_read` at a time):
+8 MiB through the native client and s3fs opened plainly (s3fs with its read-ahead cache of
+``default_block_size``, 50 MiB; each column streamed ``buffer`` at a time), and as the library
+reads a data file on S3 (`iter_data_file` over `S3FileIO` with either client: whatever the tree
+under ``PYTHONPATH`` does - session 10's `open_input_chunked` and 8 MiB asks, session 11's row
+group plan of `formats.parquet_chunk_plan`; footers parsed on every read, as a first read does):
 seconds (wall and CPU), the GET requests and bytes each makes (counted by a proxy in front of
 moto, in a separate pass: the proxy slows what it counts) and the most bytes held between batches
-(Arrow's pool, plus what s3fs's cache holds outside it; s3fs's answers to whole-chunk reads are
-Python bytes outside the pool and not counted).
+(in that pass: Arrow's pool plus Python's allocations as `tracemalloc` traces them - s3fs's cache
+and its answers, which pyarrow keeps as Python bytes outside its pool). ``--columns`` reads a
+projection (its budget is its columns' buffers: the row group plan streams the chunks above it).
 
 Best of ``--repeat`` runs per step. moto is a Python server, so absolute numbers are far below
 real S3; what matters is the ratio measured side by side (the request pattern: how many GETs of
@@ -25,6 +28,9 @@ which size each client issues for a footer, a projection, a whole file).
 
     .venv/bin/python bench/bench_s3_read.py [--rows 200000] [--files 6] [--small 40] [--repeat 3]
     PYTHONPATH=. .venv/bin/python bench/bench_s3_read.py --batched [--rows 500000] [--files 2] [--repeat 5]
+        [--buffers 0,1,8] [--clients native,s3fs,S3FileIO native,S3FileIO s3fs]
+
+To measure another tree with the same script: ``PYTHONPATH=/path/to/tree python bench/bench_s3_read.py ...``.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import socket
 import subprocess
 import sys
 import time
+import tracemalloc
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -48,6 +55,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from lake_assets.formats.data_file_read import iter_data_file
+from lake_assets.formats.parquet_footer_cache import FOOTER_CACHE
 from lake_assets.formats.parquet_read import iter_parquet
 from lake_assets.io.s3 import S3FileIO, native_arrow_s3
 
@@ -124,13 +133,9 @@ class _Counting:
         self.proxy = Proxy(upstream).start()
 
 
-def _held_outside_arrow(opened: list[Any]) -> int:
-    """Bytes the cache of the s3fs file opened last holds, outside Arrow's pool (s3fs without a
-    cache and the native client hold what they read in the pool)."""
-    if not opened:
-        return 0
-    held = getattr(getattr(opened[-1], "cache", None), "cache", None)
-    return len(held) if isinstance(held, (bytes, bytearray, memoryview)) else 0
+def _held() -> int:
+    """Bytes held now: Arrow's pool and Python's traced allocations (0 unless tracing)."""
+    return pa.total_allocated_bytes() + (tracemalloc.get_traced_memory()[0] if tracemalloc.is_tracing() else 0)
 
 
 def batched(args: argparse.Namespace, endpoint: str, bucket: str, options: dict[str, Any]) -> None:
@@ -138,53 +143,50 @@ def batched(args: argparse.Namespace, endpoint: str, bucket: str, options: dict[
     counting = _Counting(endpoint)
     try:
         clients: dict[str, Callable[[str, int], Any]] = {}
-        opened: list[Any] = []  # the s3fs file opened last
-        asks: dict[str, Callable[[int], int]] = {}  # the option -> the bytes a column asks for at once
-
-        def recording(open_file: Callable[..., Any]) -> Callable[..., Any]:
-            def open_and_record(*a: Any, **kw: Any) -> Any:
-                opened[:] = [open_file(*a, **kw)]
-                return opened[0]
-            return open_and_record
+        library: dict[str, S3FileIO] = {}  # clients read through iter_data_file
 
         for name, ep in (("", endpoint), ("counted ", counting.proxy.endpoint)):
             opts = {**options, "client_kwargs": {**options["client_kwargs"], "endpoint_url": ep}}
             s3 = fsspec.filesystem("s3", skip_instance_cache=True, **opts)
-            s3.open = recording(s3.open)
             native = native_arrow_s3(opts)
             assert native is not None
             io_native = S3FileIO(s3, opts)
             io_s3fs = S3FileIO(s3, {**opts, "profile": None})  # no native equivalent: s3fs serves reads
             clients[name + "native"] = lambda p, _b, n=native: n.open_input_file(p)  # type: ignore[misc]
             clients[name + "s3fs"] = lambda p, _b, s3=s3: pa.PythonFile(s3.open(p, "rb"), mode="r")  # type: ignore[misc]
-            clients[name + "S3FileIO native"] = io_native.open_input_chunked
-            clients[name + "S3FileIO s3fs"] = io_s3fs.open_input_chunked
-            asks[name + "S3FileIO native"] = asks[name + "S3FileIO s3fs"] = io_native.chunked_read_bytes
+            library[name + "S3FileIO native"], library[name + "S3FileIO s3fs"] = io_native, io_s3fs
         s3 = fsspec.filesystem("s3", **options)
         paths = [f"{bucket}/batched/data-{i}.parquet" for i in range(args.files)]
         for i, p in enumerate(paths):
             with s3.open(p, "wb") as f:
                 pq.write_table(data_file(args.rows, 500 + i), f, row_group_size=args.rows, compression="zstd")
         mib = sum(s3.size(p) for p in paths) / MiB
-        print(f"moto at {endpoint}; {args.files} files of {args.rows:,} rows in one row group ({mib:.1f} MiB); "
-              f"iter_parquet(batch 65,536 rows); best of {args.repeat}; load {os.getloadavg()[0]:.1f}")
+        columns = args.columns.split(",") if args.columns else None
+        rg = pq.ParquetFile(s3.open(paths[0])).metadata.row_group(0)
+        sizes = {rg.column(j).path_in_schema: rg.column(j).total_compressed_size / MiB for j in range(rg.num_columns)}
+        print(f"moto at {endpoint}; {args.files} files of {args.rows:,} rows in one row group ({mib:.1f} MiB; "
+              f"chunks of the first, MiB: {', '.join(f'{n} {v:.2f}' for n, v in sizes.items())}); columns "
+              f"{columns or 'all'}; batches of 65,536 rows; best of {args.repeat}; load {os.getloadavg()[0]:.1f}")
 
         def read(client: str, buffer: int) -> int:
             """Read every file; the most bytes held between batches (Arrow's pool + s3fs's cache)."""
             most = 0
-            ask = asks.get(client, lambda b: b)(buffer)  # what iter_data_file passes on that store
             for p in paths:
-                src = clients[client](p, ask)
-                start = pa.total_allocated_bytes()
-                for batch in iter_parquet(src, None, 65536, buffer_bytes=ask):
-                    most = max(most, pa.total_allocated_bytes() - start - batch.nbytes + _held_outside_arrow(opened))
+                FOOTER_CACHE.clear()  # every read parses its footer (the plain clients have no cache)
+                fio = library.get(client)
+                src = clients[client](p, buffer) if fio is None else None
+                start = _held()
+                pieces = (iter_parquet(src, columns, 65536, buffer_bytes=buffer) if fio is None
+                          else iter_data_file(fio, p, columns, 65536, buffer))
+                for batch in pieces:
+                    most = max(most, _held() - start - batch.nbytes)
                     del batch
-                src.close()
-                opened.clear()
+                if src is not None:
+                    src.close()
             return most
 
         buffers = [int(float(b) * MiB) for b in args.buffers.split(",")]
-        kinds = [f"{c}@{b}" for c in ("native", "s3fs", "S3FileIO native", "S3FileIO s3fs") for b in buffers]
+        kinds = [f"{c}@{b}" for c in args.clients.split(",") for b in buffers]
         wall: dict[str, list[float]] = {k: [] for k in kinds}
         cpu: dict[str, list[float]] = {k: [] for k in kinds}
         for r in range(args.repeat):
@@ -194,15 +196,19 @@ def batched(args: argparse.Namespace, endpoint: str, bucket: str, options: dict[
                 read(client, int(buffer))
                 wall[k].append(time.perf_counter() - t0)
                 cpu[k].append(time.process_time() - c0)
-        print("| client | read.parquet.buffer-size | wall s | CPU s | GETs | MiB got | largest GET MiB "
+        whole = min(wall.get("native@0", [float("nan")]))  # the unbounded whole-chunk read
+        print("| client | read.parquet.buffer-size | wall s | / native 0 | CPU s | GETs | MiB got | largest GET MiB "
               "| most held MiB |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for k in kinds:
             client, buffer = k.split("@")
             counting.gets.clear()
+            tracemalloc.start()
             held = read("counted " + client, int(buffer))
+            tracemalloc.stop()
             got = [n for _, n in counting.gets]
-            print(f"| {client} | {int(buffer) / MiB:g} MiB | {min(wall[k]):.3f} | {min(cpu[k]):.3f} | {len(got)} | "
+            print(f"| {client} | {int(buffer) / MiB:g} MiB | {min(wall[k]):.3f} | {min(wall[k]) / whole:.2f}x | "
+                  f"{min(cpu[k]):.3f} | {len(got)} | "
                   f"{sum(got) / MiB:.1f} | {max(got) / MiB:.2f} | {held / MiB:.1f} |", flush=True)
     finally:
         counting.proxy.stop()
@@ -217,6 +223,9 @@ def main() -> None:
     parser.add_argument("--batched", action="store_true", help="the batched read only (see above)")
     parser.add_argument("--buffers", default=",".join(str(b // MiB) for b in BUFFERS),
                         help="--batched: read.parquet.buffer-size values, MiB")
+    parser.add_argument("--columns", default="", help="--batched: the columns read (comma-separated; all)")
+    parser.add_argument("--clients", default="native,s3fs,S3FileIO native,S3FileIO s3fs",
+                        help="--batched: the clients measured (comma-separated, see above)")
     args = parser.parse_args()
 
     proc, endpoint = start_moto()

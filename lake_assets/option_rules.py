@@ -328,8 +328,10 @@ RULES.update(_rules(
       "(Table.to_batches, streams, compaction) reads and holds at a time (lake_assets only; 0: whole column "
       "chunks, pyarrow's unbuffered read): per column a reader holds about this, the page it decodes and "
       "the column's dictionary, not a whole compressed row group. On S3 each read is one ranged GET, of "
-      "at least 8 MiB (smaller ones pay a round trip each), and the client caches nothing beyond it. "
-      "Whole-file reads (to_arrow) read chunks whole.", minimum=0, lake_assets_only=True),
+      "at least 8 MiB (smaller ones pay a round trip each), and the client caches nothing beyond it; "
+      "there the read columns' buffers are one budget per row group: chunks that fit it are read whole "
+      "and fetched together, only larger ones streamed. Whole-file reads (to_arrow) read chunks whole.",
+      minimum=0, lake_assets_only=True),
     R("streaming-read-overwrite", "bool", False, "Streaming reads also emit OVERWRITE snapshots."),
     R("source.split.target-size", "size", 128 * MiB, "Bytes of files Paimon's batch planner packs into one "
       "split of a bucket.", minimum=1, note="lake_assets plans one split per bucket; a stream's full phase "

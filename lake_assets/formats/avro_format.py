@@ -263,7 +263,8 @@ class AvroFormat(FileFormat):
         return pa.concat_tables(tables) if tables else _empty(data, columns)
 
     def iter_batches(self, source: Any, columns: Sequence[str] | None, batch_rows: int | None = None, *,
-                     footer_key: str | None = None, buffer_bytes: int = 0) -> Iterator[pa.Table]:
+                     footer_key: str | None = None, buffer_bytes: int = 0,
+                     coalesce: bool = False) -> Iterator[pa.Table]:
         """Streams: the source is read a block at a time and at most ``batch_rows`` (default
         `_GROUP_ROWS`) records are decoded at once (`_stream`)."""
         yield from _stream(source, columns, batch_rows or _GROUP_ROWS)

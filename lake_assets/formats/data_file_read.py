@@ -77,7 +77,10 @@ def iter_data_file(
         buffer_bytes = file_io.chunked_read_bytes(buffer_bytes)  # object stores ask for more at once
         with file_io.open_input_chunked(path, buffer_bytes) if chunked else file_io.open_input(path) as source:
             # data files never change: what a format parsed of one before may serve again
-            for piece in fmt.iter_batches(source, columns, batch_rows, footer_key=path, buffer_bytes=buffer_bytes):
+            # where each read is a request, fewer and larger reads within the same bound
+            pieces = fmt.iter_batches(source, columns, batch_rows, footer_key=path, buffer_bytes=buffer_bytes,
+                                      coalesce=file_io.parallel_reads_pay_off)
+            for piece in pieces:
                 yield _system_types(piece)
 
 

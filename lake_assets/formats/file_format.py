@@ -104,10 +104,13 @@ class FileFormat(ABC):
 
     @abstractmethod
     def iter_batches(self, source: Any, columns: Sequence[str] | None, batch_rows: int | None = None, *,
-                     footer_key: str | None = None, buffer_bytes: int = 0) -> Iterator[pa.Table]:
+                     footer_key: str | None = None, buffer_bytes: int = 0,
+                     coalesce: bool = False) -> Iterator[pa.Table]:
         """Read the file in pieces of bounded size (row groups, stripes, blocks), each of at most
         ``batch_rows`` rows when given. ``footer_key`` as in `read`; ``buffer_bytes`` > 0: read
-        a column chunk that many bytes at a time where the format can (Parquet), not whole."""
+        a column chunk that many bytes at a time where the format can (Parquet), not whole;
+        ``coalesce``: each read of ``source`` is a request (an object store), so the format may
+        read fewer, larger pieces within the same bound (Parquet: `parquet_chunk_plan`)."""
 
 
 def sliced(pieces: Iterator[pa.Table], batch_rows: int | None) -> Iterator[pa.Table]:

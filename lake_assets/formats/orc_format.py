@@ -237,7 +237,8 @@ class OrcFormat(FileFormat):
             raise _read_error(exc) from exc
 
     def iter_batches(self, source: Any, columns: Sequence[str] | None, batch_rows: int | None = None, *,
-                     footer_key: str | None = None, buffer_bytes: int = 0) -> Iterator[pa.Table]:
+                     footer_key: str | None = None, buffer_bytes: int = 0,
+                     coalesce: bool = False) -> Iterator[pa.Table]:
         """A stripe at a time, cut into ``batch_rows``: a reader holds a whole stripe (the
         writer's ``orc.stripe.size``, 64 MiB by default), whatever the batch size."""
         # pyarrow's ORCFile reads whole stripes only. Its dataset fragments decode batches from

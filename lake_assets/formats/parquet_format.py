@@ -73,8 +73,10 @@ class ParquetFormat(FileFormat):
         return read_parquet(source, columns, use_threads=use_threads, keep=keep, footer_key=footer_key)
 
     def iter_batches(self, source: Any, columns: Sequence[str] | None, batch_rows: int | None = None, *,
-                     footer_key: str | None = None, buffer_bytes: int = 0) -> Iterator[pa.Table]:
-        return iter_parquet(source, columns, batch_rows, footer_key=footer_key, buffer_bytes=buffer_bytes)
+                     footer_key: str | None = None, buffer_bytes: int = 0,
+                     coalesce: bool = False) -> Iterator[pa.Table]:
+        return iter_parquet(source, columns, batch_rows, footer_key=footer_key, buffer_bytes=buffer_bytes,
+                            coalesce=coalesce)
 
 
 PARQUET = register(ParquetFormat())

@@ -91,7 +91,7 @@ def test_the_runs_parquet_readers_are_bounded_in_bytes_by_read_parquet_buffer_si
                                  options={"bucket": "1", "read.parquet.buffer-size": "256 kb",
                                           "sort-spill-threshold": "5"})
     opts = table.store.schema.core_options
-    per_column = 256 * 1024 + 2 * memory.PARQUET_PAGE_BYTES  # buffer, a data page, a dictionary
+    per_column = 256 * 1024 + 3 * memory.PARQUET_PAGE_BYTES  # buffer, a data page, a dictionary, a cut page
     assert memory.run_reader_bytes(opts, columns=6) == 6 * per_column
     # at most sort-spill-threshold runs' files open at once per unit (the rest are spilled first)
     assert memory.compaction_reader_bytes(opts, runs=200, units=2, columns=6) == 2 * 5 * 6 * per_column

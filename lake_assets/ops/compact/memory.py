@@ -16,11 +16,15 @@ A unit that streams (an interval of more than ``compaction.merge-rows`` input ro
 
 - the Parquet file each of those runs is read from, beside its batch: per column read, the
   ``read.parquet.buffer-size`` bytes of the column chunk it reads at a time plus the data page
-  it decodes and the column's decoded dictionary (`PARQUET_PAGE_BYTES` each), not the whole
+  it decodes, the column's decoded dictionary and a compressed page a refill cut
+  (`PARQUET_PAGE_BYTES` each), not the whole
   compressed row group (`run_reader_bytes`; with the option 0 a whole compressed file per run,
   up to ``target-file-size``). On an object store a column asks for at least
   `FileIO.min_chunked_read` (8 MiB on S3: each ask is a GET) and the store's client caches
-  nothing beyond it (`FileIO.open_input_chunked`): the bound takes the store's figure. An ORC
+  nothing beyond it (`FileIO.open_input_chunked`): the bound takes the store's figure. There the
+  columns' asks are one budget, not each column's own: a row group's smaller chunks are read
+  whole and fetched together while they and an ask for every other column fit it, the larger
+  ones streamed with what is left (`formats.parquet_chunk_plan`: fewer GETs, the same bound). An ORC
   file holds a stripe (``orc.stripe.size``), an Avro file a block: the Parquet figure is the
   one counted.
 
@@ -69,9 +73,12 @@ DEFAULT_MERGE_ROWS = 256 * 1024
 MIN_RUN_BATCH_ROWS = 1024
 # A Parquet data page and a dictionary page: parquet-java's and pyarrow's writers cut both at
 # 1 MiB (``parquet.page.size``, ``parquet.dictionary.page.size``). A column reader holds one
-# decoded data page and the decoded dictionary beside its buffered bytes; files written with
-# larger pages hold more.
+# decoded data page and the decoded dictionary beside its buffered bytes, and the compressed page
+# a buffer refill cut, which pyarrow reads whole beside the buffer (measured: a string column
+# with a fallen-back dictionary held 2.8 MiB beyond its 8 MiB buffer, bench/RESULTS.md "round 2");
+# files written with larger pages hold more.
 PARQUET_PAGE_BYTES = 1024 * 1024
+PAGES_PER_COLUMN = 3
 
 
 def merge_rows(options: CoreOptions) -> int:
@@ -128,14 +135,15 @@ def run_reader_bytes(options: CoreOptions, columns: int, file_io: FileIO | None 
     """Bytes the reader of one sorted run's Parquet file holds beside its read batch, reading
     ``columns`` columns: per column the ``read.parquet.buffer-size`` bytes of its chunk read at a
     time (on ``file_io``'s store: object stores read at least `FileIO.min_chunked_read`; None:
-    local disk), a decoded data page and a decoded dictionary page (`PARQUET_PAGE_BYTES`); with
+    local disk), a decoded data page, a decoded dictionary page and a cut compressed page
+    (`PAGES_PER_COLUMN` x `PARQUET_PAGE_BYTES`); with
     the option 0 (whole column chunks) a whole compressed file, up to ``target-file-size``."""
     buffer = options.read_parquet_buffer_size
     if file_io is not None:
         buffer = file_io.chunked_read_bytes(buffer)
     if buffer == 0:
         return options.target_file_size
-    return columns * (buffer + 2 * PARQUET_PAGE_BYTES)
+    return columns * (buffer + PAGES_PER_COLUMN * PARQUET_PAGE_BYTES)
 
 
 def compaction_reader_bytes(options: CoreOptions, runs: int, units: int, columns: int,
