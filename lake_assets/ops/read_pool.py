@@ -20,7 +20,8 @@ What a shared pool must not change:
   starts its own on first use.
 - **The CPU budget.** The pool is sized by `usable_cpus` (at least 2: one file decodes while
   another is set up) when a read asks for it; a read that finds the budget changed
-  (``LAKE_ASSETS_CPUS``, `pyarrow.set_cpu_count`) gets a new pool, the old one's idle threads exit.
+  (``LAKE_ASSETS_CPUS``, `pyarrow.set_cpu_count`) gets a new pool; the old one's threads exit once
+  no read holds it.
 """
 
 from __future__ import annotations
@@ -57,8 +58,9 @@ def reader_pool() -> ThreadPoolExecutor:
     workers = reader_pool_workers()
     with _lock:
         if _pool is None or _pool_workers != workers:
-            if _pool is not None:
-                _pool.shutdown(wait=False)  # its running tasks finish; their reads wait for them
+            # The old pool is let go, not shut down: a read on another thread may be submitting
+            # to it right now (a shut-down pool refuses new tasks). Once no read holds it, it is
+            # collected and its idle threads exit.
             _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lake-read",
                                        initializer=_mark_worker)
             _pool_workers = workers

@@ -4,6 +4,7 @@ child reads with a pool of its own, and a changed CPU budget gets a pool of that
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -108,3 +109,23 @@ def test_a_changed_cpu_budget_gets_a_pool_of_that_size(table, monkeypatch: pytes
     monkeypatch.setenv(CPUS_ENV, "2")
     assert reader_pool()._max_workers == 2
     assert table.to_arrow().equals(want)
+
+
+def test_a_resized_pool_still_serves_the_reads_holding_it_then_its_threads_exit(
+    table, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(CPUS_ENV, "3")
+    old = reader_pool()
+    assert old.submit(lambda: 1).result(timeout=60) == 1  # its worker thread started
+    old_threads = set(old._threads)
+    monkeypatch.setenv(CPUS_ENV, "2")
+    new = reader_pool()
+    assert new is not old
+    # a read on another thread that took the old pool a moment before may still submit to it
+    assert old.submit(lambda: 2).result(timeout=60) == 2
+    assert table.to_arrow().equals(serial(table))
+    del old
+    gc.collect()
+    for thread in old_threads:
+        thread.join(timeout=60)
+        assert not thread.is_alive()  # the pool let go: its idle threads left once it was collected
