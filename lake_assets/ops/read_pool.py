@@ -1,10 +1,11 @@
 """The process-wide thread pool that whole-table reads (`ops.read_ahead`) run their file tasks in.
 
 A pool created per read starts its threads on every read: on the deletion-vector benchmark
-(16 files, ~27 ms per read on two idle cores) the second worker began 1.5–4.8 ms after the call
-(its thread created while the caller still submitted tasks and held the GIL), and each read paid
-two threads' creation and stacks (~100 minor page faults, ~1 ms of system CPU). Kept across
-reads, the workers are waiting when the tasks arrive.
+(16 files, ~27 ms per read on two idle cores) the second task began 1.5–4.8 ms after the call
+(load 8.7; its thread created while the caller still submitted tasks and held the GIL), and each
+read paid two threads' creation, stacks and cold allocator heaps: ~100 more minor page faults and
+~1 ms more system CPU per read than with the threads kept (bench/RESULTS.md, round 7). Kept
+across reads, the workers are waiting when the tasks arrive.
 
 What a shared pool must not change:
 
