@@ -106,3 +106,24 @@ def test_an_index_past_the_dictionary_fails_instead_of_reading_past_it(bad: int)
                                             indices.buffers(), dictionary=dictionary)
     with pytest.raises(IndexError):
         _expand(pa.chunked_array([chunk]), pa.string())
+
+
+def test_local_files_are_read_without_pre_buffering(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lake_assets.formats.parquet_read as parquet_read
+
+    path = _file(tmp_path / "f.parquet", 500, 200, 3)
+    opened: list[bool] = []
+    real = pq.ParquetFile
+
+    def spy(*args: object, **kwargs: object) -> pq.ParquetFile:
+        opened.append(bool(kwargs.get("pre_buffer", True)))  # pyarrow's default: pre-buffer
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(parquet_read.pq, "ParquetFile", spy)
+    want = real(path).read()
+    keep = np.arange(500) % 3 != 0
+    with pa.OSFile(path) as source:  # a local file: no hand-off to pyarrow's I/O threads
+        assert read_parquet(source, None, use_threads=False, keep=keep).equals(want.filter(pa.array(keep)))
+    with open(path, "rb") as fh:  # a Python file object (as fsspec gives): pyarrow's default kept
+        assert read_parquet(pa.PythonFile(fh, mode="r"), None, use_threads=False).equals(want)
+    assert opened[0] is False and opened[-1] is True
