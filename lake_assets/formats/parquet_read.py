@@ -20,8 +20,8 @@ pyarrow reads a column chunk whole (and, by default, every column chunk of a row
 the first batch) unless the reader is buffered: a batched read of a one-row-group file - Java's
 files, and ours up to the target file size - then holds the whole compressed file while it yields
 its batches. `iter_parquet` reads through a buffered stream of ``buffer_bytes`` per column chunk
-instead (``read.parquet.buffer-size``); whole-file reads keep the unbuffered, pre-buffered path,
-as they hold every row anyway.
+instead (``read.parquet.buffer-size``); whole-file reads keep the unbuffered path, as they hold
+every row anyway (pre-buffered on object stores, not on local files: `_local_reads`).
 """
 
 from __future__ import annotations
