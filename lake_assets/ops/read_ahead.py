@@ -17,20 +17,23 @@ else could fill the other cores; merge tasks keep the reader's setting, and so d
 storage where parallel reads pay off (a round trip per request).
 
 Every task is submitted at once: the caller holds the whole result anyway, and what is in
-flight beyond it (a merge's sorted copy) is bounded by the number of workers, not of tasks.
+flight beyond it (a merge's sorted copy) is bounded by the number of workers, not of tasks. The
+workers are the process-wide `ops.read_pool`, kept across reads (why, and what that must not
+change: its docstring); a read that stops early cancels its queued tasks and waits for its
+running ones, so none of its tasks runs after it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from lake_assets.ops.read_pool import in_reader_pool, reader_pool, reader_pool_workers
 from lake_assets.ops.scan import Split
-from lake_assets.parallelism import usable_cpus
 from lake_assets.spec.manifest import DataFileMeta
 
 if TYPE_CHECKING:
@@ -66,16 +69,16 @@ def read_tasks(reader: SplitReader, splits: Sequence[Split]) -> list[ReadTask]:
 def read_splits_ahead(reader: SplitReader, splits: Sequence[Split]) -> Iterator[pa.Table]:
     """The rows of ``splits`` in plan order, read in a pool of threads (see the module docstring)."""
     tasks = read_tasks(reader, splits)
-    if len(tasks) <= 1:
+    if len(tasks) <= 1 or in_reader_pool():  # a read inside a task reads on its worker (`read_pool`)
         for task in tasks:
             yield from task.run(reader, None)
         return
-    workers = min(len(tasks), max(2, usable_cpus()))
+    workers = min(len(tasks), reader_pool_workers())
     # Remote storage: pyarrow's threads fetch a file's column chunks side by side, which pays
     # more than saving their hand-offs; they stay on for every file.
     large = -1.0 if reader.store.file_io.parallel_reads_pay_off else sum(t.size for t in tasks) / (2 * workers)
     # pyarrow releases the GIL while it decodes, so threads read in parallel
-    pool = ThreadPoolExecutor(max_workers=workers)
+    pool = reader_pool()
     futures: dict[int, Future[list[pa.Table]]] = {}
     try:
         for i in sorted(range(len(tasks)), key=lambda k: -tasks[k].size):
@@ -85,10 +88,11 @@ def read_splits_ahead(reader: SplitReader, splits: Sequence[Split]) -> Iterator[
         for i in range(len(tasks)):
             yield from futures[i].result()
     finally:
-        # a failed task, or a caller that stopped early: start nothing more
+        # a failed task, or a caller that stopped early: start nothing more of this read, and
+        # let none of its tasks outlive it
         for f in futures.values():
             f.cancel()
-        pool.shutdown(wait=True)
+        wait(futures.values())
 
 
 __all__ = ["ReadTask", "read_splits_ahead", "read_tasks"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -234,10 +235,11 @@ def test_a_caller_that_stops_early_leaves_no_task_running(catalog: Catalog) -> N
     table = dv_table(catalog)
     reader = SplitReader(table.store, table.schema)
     recorder = Recorder(reader)
-    before = set(threading.enumerate())
     gen = read_splits_ahead(reader, table.plan())
     first = next(gen)
-    assert set(threading.enumerate()) - before  # the pool's workers
     gen.close()  # cancels what has not started and waits for what has
-    assert first.num_rows and recorder.finished == len(recorder.started)
-    assert not set(threading.enumerate()) - before
+    with recorder.lock:
+        started, finished = len(recorder.started), recorder.finished
+    assert first.num_rows and finished == started
+    time.sleep(0.2)  # (had any task of the read been left running, it would start or end here)
+    assert recorder.finished == finished == len(recorder.started)
