@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from lake_assets.errors import InvalidDataError, UnsupportedFeatureError
-from lake_assets.formats.fast_hash import _bytes_of, _epoch
+from lake_assets.formats.fast_hash import bytes_of, epoch_values
 from lake_assets.formats.java_hash_map import binary_string_hash_codes, hash_map_order, long_hash_codes
 from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.data_types import (
@@ -77,7 +77,7 @@ def index_keys(values: pa.Array | pa.ChunkedArray, dt: DataType) -> pa.Array:
         mask = arr.is_null().to_numpy(zero_copy_only=False)
         arr = pc.fill_null(arr, pa.scalar(0, arr.type))  # the mask keeps them null
     if isinstance(dt, (TimestampType, LocalZonedTimestampType)):
-        ints = _epoch(arr, "ms" if dt.precision <= 3 else "us")
+        ints = epoch_values(arr, "ms" if dt.precision <= 3 else "us")
     elif isinstance(dt, FloatType):
         f = arr.to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
         ints = np.where(np.isnan(f), np.int32(0x7FC00000), f.view(np.int32))
@@ -96,7 +96,7 @@ def _hash_codes(keys: pa.Array, dt: DataType) -> np.ndarray:
     """Java's ``hashCode`` of distinct keys (no nulls): Byte/Short/Integer/Float their int value or
     bits, Long/Double ``(int)(v ^ v >>> 32)`` of value or bits, BinaryString Murmur3 of its bytes."""
     if isinstance(dt, _STRINGS):
-        data, starts, lengths = _bytes_of(keys)
+        data, starts, lengths = bytes_of(keys)
         return binary_string_hash_codes(data, starts, lengths)
     ints = keys.to_numpy(zero_copy_only=False)
     return long_hash_codes(ints) if ints.dtype.itemsize == 8 else ints.astype(np.int32)
@@ -109,7 +109,7 @@ def _entries(keys: pa.Array, dt: DataType, offsets: np.ndarray) -> bytes:
         rec["k"] = keys.to_numpy(zero_copy_only=False)
         rec["o"] = offsets
         return rec.tobytes()
-    data, starts, lengths = _bytes_of(keys)
+    data, starts, lengths = bytes_of(keys)
     # each entry: int length, the bytes, int offset
     pos = np.concatenate([[0], np.cumsum(lengths + 8)])
     out = np.zeros(int(pos[-1]), np.uint8)

@@ -70,7 +70,7 @@ def _hash_chunk(arr: pa.Array, dt: DataType) -> np.ndarray:
     if isinstance(dt, _TIMESTAMPS):
         # Paimon hashes epoch millis up to precision 3, else epoch micros (floored, as Timestamp)
         unit = "ms" if dt.precision <= 3 else "us"
-        ints = _epoch(arr, unit)
+        ints = epoch_values(arr, unit)
         return thomas_wang(ints.view(_U64))
     # integers, DATE (days), TIME (millis of day): sign-extended to a long
     if pa.types.is_date32(arr.type) or pa.types.is_time32(arr.type):
@@ -82,7 +82,7 @@ def _hash_chunk(arr: pa.Array, dt: DataType) -> np.ndarray:
 _UNIT_NANOS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
 
 
-def _epoch(arr: pa.Array, unit: str) -> np.ndarray:
+def epoch_values(arr: pa.Array, unit: str) -> np.ndarray:
     """Epoch values of a timestamp array in ``unit`` (ms or us), floored as Paimon's Timestamp."""
     have = _UNIT_NANOS[arr.type.unit]
     want = _UNIT_NANOS[unit]
@@ -123,7 +123,7 @@ def _round(acc: np.ndarray, lane: np.ndarray) -> np.ndarray:
     return _rotl(acc + lane * _P2, 31) * _P1
 
 
-def _bytes_of(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def bytes_of(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(data padded with 8 zero bytes, starts, lengths) of a string or binary array without nulls."""
     if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type):
         off_type: type = np.int64
@@ -153,7 +153,7 @@ def _u32_at(data: np.ndarray, pos: np.ndarray) -> np.ndarray:
 def xxhash64(arr: pa.Array) -> np.ndarray:
     """xxHash64 with seed 0 (zero-allocation-hashing's ``LongHashFunction.xx()``) of every value of a
     string or binary array without nulls (strings as their UTF-8 bytes)."""
-    data, start, length = _bytes_of(arr)
+    data, start, length = bytes_of(arr)
     n = len(length)
     h = np.full(n, _P5, _U64)
     stripes = length // 32

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from lake_assets.errors import InvalidDataError, UnsupportedFeatureError
 from lake_assets.formats.bitmap_index import BitmapIndex, BitmapIndexBuilder, index_keys, write_bitmap_index
-from lake_assets.formats.fast_hash import _bytes_of
+from lake_assets.formats.fast_hash import bytes_of
 from lake_assets.formats.java_hash_map import binary_string_hash_codes, hash_map_order, string_hash_code
 from lake_assets.spec.types import parse_type, to_arrow
 from tests.java.oracle import _decode
@@ -218,7 +218,7 @@ def _murmur_reference(data: bytes) -> int:
 @settings(max_examples=100, deadline=None)
 @given(values=st.lists(st.binary(max_size=40), max_size=30))
 def test_binary_string_hash_codes_are_murmur_of_the_bytes(values: list[bytes]) -> None:
-    data, starts, lengths = _bytes_of(pa.array(values, pa.binary()))
+    data, starts, lengths = bytes_of(pa.array(values, pa.binary()))
     assert binary_string_hash_codes(data, starts, lengths).tolist() == [_murmur_reference(v) for v in values]
 
 
