@@ -129,7 +129,17 @@ def snapshot_record(
     commit_user: str,
     properties: dict[str, str] | None,
 ) -> Snapshot:
-    """The `Snapshot` following ``latest`` over the lists written for it, stamped now."""
+    """The `Snapshot` following ``latest`` over the lists written for it, stamped now - or, if
+    that is not after ``latest``'s stamp, 1 ms after it.
+
+    Commit times then increase with ids. Time travel by timestamp needs that: Java's
+    ``earlierOrEqualTimeMills`` binary-searches the ids by time and, on equal times, returns
+    whichever snapshot its search meets first, while lake_assets takes the newest. A writer's
+    APPEND and COMPACT snapshots are often made within one millisecond (the COMPACT's record is
+    written ahead, `commit_ahead`), and a writer whose clock is behind the last committer's
+    would otherwise stamp a snapshot before its parent."""
+    now = int(time.time() * 1000)
+    time_millis = max(now, latest.time_millis + 1) if latest is not None and latest.time_millis is not None else now
     delta_records = sum(e.file.row_count if e.kind == FileKind.ADD else -e.file.row_count for e in delta)
     prev_total = (latest.total_record_count or 0) if latest is not None else 0
     cl_name, cl_size = files.changelog_list if files.changelog_list is not None else (None, None)
@@ -147,7 +157,7 @@ def snapshot_record(
         writer_version=WRITER_VERSION,
         commit_identifier=identifier,
         commit_kind=kind,
-        time_millis=int(time.time() * 1000),
+        time_millis=time_millis,
         total_record_count=prev_total + delta_records,
         delta_record_count=delta_records,
         # Java writes 0 (not null) when the commit produced no changelog, and an empty logOffsets.
