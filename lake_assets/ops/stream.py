@@ -21,10 +21,15 @@ a split raw.
 Once a snapshot expired, its long-lived changelog (``changelog/changelog-<id>``, kept when the
 changelog lifecycle is decoupled from snapshots) serves the same reads.
 
-Schema: a stream started at a snapshot id or a time reads - its full phase and every later
-snapshot - with the fields of the schema that snapshot was written under and the current options,
-as Paimon Java's time-travelling table copy (`StreamEnumerator.read_schema`); other streams read
-with the table's schema, moving on to a newer one when a later snapshot was written under it.
+Schema: a stream reads - its full phase and every later snapshot - with one schema, fixed when it
+starts (`StreamEnumerator.read_schema`), as a Paimon Java source reads with the table it was built
+with (Flink's and Spark's sources hold that ``FileStoreTable``; 0.9 to HEAD, none reloads it): a
+stream started at a snapshot id or a time with the fields of the schema that snapshot was written
+under and the current options (Java's time-travelling table copy), every other stream with the
+table's schema at its start. Files of later schemas are read by field id into it: a renamed
+column under its old name, an added one left out, a dropped one as nulls, a widened one cast back
+when its values fit (else `SchemaError`: restart the stream - from its consumer position - to
+read with the new schema, as a restarted Java job does).
 
 The splits are planned in `lake_assets.ops.stream_splits` and read in `lake_assets.ops.stream_reader`.
 
@@ -35,7 +40,6 @@ everything else reads real buckets only).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Literal
 
@@ -119,9 +123,13 @@ class StreamEnumerator:
         else:
             raise InvalidArgumentError(f"unknown start mode {mode!r}")
         travel = self._travel_snapshot(mode, snapshot_id, timestamp_ms)
-        # The schema the whole stream reads with when it starts from an old snapshot, fixed from
-        # here on; None: the table's, moving on with the snapshots (`FileStore.schema_at`).
-        self.read_schema: TableSchema | None = None if travel is None else store.travel_schema(travel)
+        # The schema the whole stream reads with, fixed from here on: a travelling stream's start
+        # snapshot's fields, else the table's as of now (the handle's, or a newer one the latest
+        # snapshot was written under: Java's source loads the table when it starts). A restart,
+        # from a consumer's position too, fixes it again, as a restarted Java source does.
+        self.travelled = travel is not None
+        self.read_schema: TableSchema = (store.travel_schema(travel) if travel is not None
+                                         else store.schema_at(sm.latest()))
 
     def _travel_snapshot(self, mode: StartMode, snapshot_id: int | None, timestamp_ms: int | None) -> Snapshot | None:
         """The snapshot a stream starting at a snapshot id or a time travels to, as Paimon Java's
@@ -141,7 +149,8 @@ class StreamEnumerator:
 
     def change_reader(self, columns: list[str] | None = None) -> ChangeReader:
         """A reader of this stream's splits that starts with its schema (`read_schema`): its
-        `ChangeReader.schema` and ``columns`` are the start snapshot's names."""
+        `ChangeReader.schema` and ``columns`` are that schema's names (a travelling stream's
+        start snapshot's)."""
         return ChangeReader(self.store, columns, self.read_schema)
 
     def _first_changelog_after(self, time_ms: int) -> int | None:
@@ -160,7 +169,7 @@ class StreamEnumerator:
         batches: list[ChangeBatch] = []
         if self._needs_full is not None:
             full = self._needs_full
-            splits = self._with_schema(full_splits(self.store, full))
+            splits = full_splits(self.store, full, self.read_schema)
             self._needs_full = None
             batches.append(ChangeBatch(full.id, splits, self.position))
             max_snapshots -= 1
@@ -175,15 +184,11 @@ class StreamEnumerator:
                     f"Table {self.store.name}: snapshot {self.position} expired before this stream read it "
                     f"(earliest is {earliest}); use a consumer id to protect unread snapshots"
                 )
-            batches.append(ChangeBatch(snap.id, self._with_schema(snapshot_changes(self.store, snap)), snap.id + 1))
+            splits = snapshot_changes(self.store, snap, schema=self.read_schema)
+            batches.append(ChangeBatch(snap.id, splits, snap.id + 1))
             self.position = snap.id + 1
             max_snapshots -= 1
         return batches
-
-    def _with_schema(self, splits: list[ChangeSplit]) -> list[ChangeSplit]:
-        if self.read_schema is None:
-            return splits
-        return [dataclasses.replace(split, schema=self.read_schema) for split in splits]
 
     def commit(self, position: int | None = None) -> None:
         """Record that everything before ``position`` (default: the current one) was processed."""

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 
 from lake_assets.errors import InvalidArgumentError, MissingDataFileError, SchemaError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
-from lake_assets.ops.read import SplitReader, missing_file_error
+from lake_assets.ops.read import SplitReader, _FileLayout, missing_file_error
 from lake_assets.ops.scan import Split
 from lake_assets.ops.stream_postpone import read_order
 from lake_assets.ops.stream_splits import ChangeSplit
@@ -22,6 +22,19 @@ from lake_assets.spec.row_kind import ROW_KIND, check_row_kind_free, row_kind_na
 if TYPE_CHECKING:
     from lake_assets.spec.schema import TableSchema
     from lake_assets.store.file_store import FileStore
+
+
+class _StreamSplitReader(SplitReader):
+    """A `SplitReader` of a stream's splits: the schema it reads with is the stream's, fixed when
+    the stream started, so a value too wide for it calls for a restart, not a refreshed handle."""
+
+    def _narrowing_error(self, layout: _FileLayout, name: str, old: str) -> SchemaError:
+        file_field = self.store.schema_by_id(layout.schema_id).field(old)
+        return SchemaError(
+            f"Cannot read the changes of {self.store.name}: column {name} holds a value outside "
+            f"{self.schema.field(name).type}, its type in schema-{self.schema.id}, which the stream has read "
+            f"with since it started (schema-{layout.schema_id}, which wrote the value, has {file_field.type}); "
+            "restart the stream from its consumer position to read with the new schema")
 
 
 class ChangeReader:
@@ -40,7 +53,8 @@ class ChangeReader:
                               + ("" if schema is None else f" in schema {schema.id}, which the stream reads with"))
         self.store = store
         self.columns = columns
-        self._reader = SplitReader(store, start, columns)
+        self._reader = SplitReader(store, start, columns) if schema is None else _StreamSplitReader(
+            store, start, columns)
 
     @property
     def schema(self) -> pa.Schema:
@@ -67,18 +81,19 @@ class ChangeReader:
             raise missing_file_error(self.store, exc, split.snapshot_id) from None
 
     def _read_with(self, schema: TableSchema) -> None:
-        """Read with the fixed schema of a time-travelling stream: files of later schemas by
+        """Read with the fixed schema of the stream the split is from: files of later schemas by
         field id into its fields (added columns left out, renamed ones under the old name), as
-        Paimon Java's table copied to the start snapshot reads them."""
+        the table a Paimon Java source was built with (or copied to its start snapshot) reads them."""
         current = self._reader.schema
-        if current.id == schema.id and current.options == schema.options:
+        if current.id == schema.id and current.options == schema.options and isinstance(
+                self._reader, _StreamSplitReader):
             return
         missing = [c for c in self.columns or () if not schema.has_field(c)]
         if missing:
             raise SchemaError(f"Cannot read changes of {self.store.name}: the stream reads with the fields of "
-                              f"schema {schema.id} (its start snapshot's), which has no columns {missing}")
+                              f"schema {schema.id} (fixed when it started), which has no columns {missing}")
         check_row_kind_free(schema.field_names, self.store.name)
-        self._reader = SplitReader(self.store, schema, self.columns)
+        self._reader = _StreamSplitReader(self.store, schema, self.columns)
 
     def _read_full(self, sp: Split) -> Iterator[pa.Table]:
         """A full split's merged rows with the kinds Java's reader gives them

@@ -37,8 +37,8 @@ class ChangeSplit:
     kind: Literal["delta", "changelog", "full"]
     # a full split of a deletion-vector table: its bucket's index files (ops/deletion_vectors.py)
     dv_entries: tuple[IndexManifestEntry, ...] = ()
-    # the schema its stream reads with when it time-travelled (`StreamEnumerator.read_schema`);
-    # None: the table's, moving on with the snapshots (`FileStore.schema_at`)
+    # the schema its stream reads with (`StreamEnumerator.read_schema`, fixed for the stream's
+    # run); None (incremental reads): the table's, moving on with the snapshots (`FileStore.schema_at`)
     schema: TableSchema | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -55,40 +55,48 @@ class ChangeBatch:
     next_position: int = 0
 
 
-def _group(snapshot_id: int, entries: list[ManifestEntry], kind: str, scan: FileStoreScan) -> list[ChangeSplit]:
+def _group(snapshot_id: int, entries: list[ManifestEntry], kind: str, scan: FileStoreScan,
+           schema: TableSchema | None = None) -> list[ChangeSplit]:
     groups: dict[tuple[bytes, int], list[DataFileMeta]] = {}
     for e in entries:
         if e.kind == FileKind.ADD:
             groups.setdefault((e.partition, e.bucket), []).append(e.file)
     return [
-        ChangeSplit(snapshot_id, part, scan.partition_values(part), bucket, tuple(files), kind)  # type: ignore[arg-type]
+        ChangeSplit(snapshot_id, part, scan.partition_values(part), bucket, tuple(files), kind,  # type: ignore[arg-type]
+                    schema=schema)
         for (part, bucket), files in groups.items()
     ]
 
 
 def snapshot_changes(
-    store: FileStore, snap: Snapshot, source: ChangeSource = "auto", *, streaming: bool = True
+    store: FileStore, snap: Snapshot, source: ChangeSource = "auto", *, streaming: bool = True,
+    schema: TableSchema | None = None,
 ) -> list[ChangeSplit]:
     """The change splits one snapshot contributes (see the module docstring): to a stream, or
-    with ``streaming=False`` to an incremental batch read (which never sees ``bucket-postpone``)."""
-    store.schema_at(snap)  # a snapshot committed under a newer schema is read with it
+    with ``streaming=False`` to an incremental batch read (which never sees ``bucket-postpone``).
+
+    ``schema``: the one a stream reads with (`StreamEnumerator.read_schema`), whose options decide
+    what the snapshot contributes, as the table a Paimon source holds; the splits carry it. Unset
+    (incremental reads), the handle's schema as of ``snap`` (`FileStore.schema_at`)."""
+    moved = store.schema_at(snap) if schema is None else schema  # a newer snapshot's schema, unless fixed
     scan = store.file_store_scan(Op.STREAM, real_buckets_only=skips_postponed(store, streaming=streaming))
-    producer = store.schema.core_options.changelog_producer
+    opts = moved.core_options
+    producer = opts.changelog_producer
     use_changelog = source == "changelog" or (source == "auto" and producer != "none")
     if use_changelog:
-        return _group(snap.id, scan.changelog_entries(snap), "changelog", scan)
+        return _group(snap.id, scan.changelog_entries(snap), "changelog", scan, schema)
     if snap.commit_kind == CommitKind.COMPACT:
         return []
-    if snap.commit_kind == CommitKind.OVERWRITE and not store.schema.core_options.streaming_read_overwrite:
+    if snap.commit_kind == CommitKind.OVERWRITE and not opts.streaming_read_overwrite:
         return []
-    return _group(snap.id, scan.delta_entries(snap), "delta", scan)
+    return _group(snap.id, scan.delta_entries(snap), "delta", scan, schema)
 
 
-def _full_phase_levels(store: FileStore) -> Callable[[int], bool] | None:
+def _full_phase_levels(schema: TableSchema) -> Callable[[int], bool] | None:
     """The levels a stream's full phase reads (Java's ``DataTableStreamScan.tryFirstPlan``, 0.9 to
     2.x): with ``lookup`` levels above 0, with ``full-compaction`` the top level only, as the
     changelog of the files below is still to come (the next compaction's); else every level."""
-    opts = store.schema.core_options
+    opts = schema.core_options
     if opts.changelog_producer == "lookup":
         return lambda level: level > 0
     if opts.changelog_producer == "full-compaction":
@@ -97,21 +105,22 @@ def _full_phase_levels(store: FileStore) -> Callable[[int], bool] | None:
     return None
 
 
-def full_splits(store: FileStore, snap: Snapshot) -> list[ChangeSplit]:
+def full_splits(store: FileStore, snap: Snapshot, schema: TableSchema | None = None) -> list[ChangeSplit]:
     """The full phase of a stream at ``snap``: its merged real buckets (of the levels
     `_full_phase_levels` keeps; `ChangeReader` gives their rows Java's kinds), and, where the
     stream sees them (`stream_postpone.sees_postponed`), the files still waiting in
-    ``bucket-postpone``, read as written (Java reads bucket -2 splits without a merge)."""
-    keep = _full_phase_levels(store)
+    ``bucket-postpone``, read as written (Java reads bucket -2 splits without a merge).
+    ``schema``: the stream's (`snapshot_changes`), which the splits carry."""
+    keep = _full_phase_levels(store.schema_at(snap) if schema is None else schema)
     splits: list[ChangeSplit] = []
-    for sp in plan_splits(store, snap, None):
+    for sp in plan_splits(store, snap, None, schema=schema):
         files = tuple(f for f in sp.files if keep is None or keep(f.level))
         if files:
             splits.append(ChangeSplit(snap.id, sp.partition, sp.partition_values, sp.bucket, files, "full",
-                                      sp.dv_entries))
+                                      sp.dv_entries, schema=schema))
     if sees_postponed(store, streaming=True):
         scan = store.file_store_scan(Op.STREAM, real_buckets_only=False)
-        splits += _group(snap.id, postponed_entries(store, snap), "delta", scan)
+        splits += _group(snap.id, postponed_entries(store, snap), "delta", scan, schema)
     return splits
 
 

@@ -4,6 +4,14 @@ An offset is a position: ``{"snapshot": n, "full": b}`` — snapshots from ``n``
 with ``full`` the complete state as of snapshot ``n - 1`` (the initial scan of ``latest-full``)
 is unread too. Offsets name snapshots, so a replayed batch reads the same changes again.
 
+Schema: the one Spark was told when the query started (`LakeDataSource.schema`: the table's, or a
+time-travelling stream's start snapshot's fields), for the query's whole run, as Paimon's sources
+keep the table they were built with: files the table writes under a later schema are read by field
+id into it (renamed columns under their old names, added ones left out, dropped ones as nulls,
+widened ones cast back). A later value the declared type cannot hold stops the query with a
+`SchemaError`; a new query - from the same ``consumer-id``, or a fresh checkpoint - reads with the
+schema the table has then.
+
 Rows carry ``_row_kind`` when the read schema has it (``read.changelog=true``). Without it a
 primary-key table's stream keeps only +I and +U rows (upserts); -U and -D rows are dropped, since a
 row without its kind cannot say it was retracted.
@@ -47,8 +55,8 @@ def offset(snapshot: int, full: bool = False) -> dict:
 
 def _full_splits(table: Table, snapshot_id: int) -> list[ChangeSplit]:
     # the core's full phase: the same splits a core stream plans (postponed files included where
-    # Paimon's streams read them, ops/stream_postpone.py)
-    return full_splits(table.store, table.snapshot_manager.snapshot(snapshot_id))
+    # Paimon's streams read them, ops/stream_postpone.py), read with the query's pinned schema
+    return full_splits(table.store, table.snapshot_manager.snapshot(snapshot_id), table.schema)
 
 
 def plan_between(table: Table, start: dict, end: dict) -> list[ChangeSplit]:
@@ -103,7 +111,13 @@ class LakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _table(self) -> Table:
         if self._table_handle is None:
-            self._table_handle = self.options.table(self.schema_id)
+            table = self.options.table(self.schema_id)
+            # The query's schema is fixed for its run (Spark cannot change it mid-query, and a
+            # Paimon source keeps the table it was built with): pinned, the handle plans every
+            # batch with it, and its splits carry it to the tasks, which read later schemas' files
+            # by field id into it (`StreamEnumerator.read_schema`).
+            table.schema = table.schema
+            self._table_handle = table
         return self._table_handle
 
     # ------------------------------------------------------------- offsets

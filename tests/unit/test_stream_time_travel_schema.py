@@ -1,7 +1,8 @@
 """Which schema a stream reads with (`StreamEnumerator.read_schema`): from an old snapshot (by id
 or time) the snapshot's fields with the current options, fixed while it runs, as Paimon Java's
 time-travelling table copy (`tests/differential/test_stream_time_travel_schema_java.py` compares
-with Java 0.9); from the latest state the table's, moving on with later snapshots (unchanged)."""
+with Java 0.9); from the latest state the table's as the stream starts, also fixed
+(`tests/unit/test_stream_schema.py`)."""
 
 from __future__ import annotations
 
@@ -57,14 +58,14 @@ def test_streams_from_an_old_snapshot_travel_to_its_fields_with_the_current_opti
         assert schema.options == table.schema.options  # the current options, as Java's copy
         assert schema.options["snapshot.num-retained.min"] == "7"
     # no travel where Java does not: the latest state, a snapshot id that does not exist, a time
-    # before the first snapshot
-    assert table.stream(mode="latest").read_schema is None
-    assert table.stream(mode="latest-full").read_schema is None
-    assert table.stream(mode="earliest-full").read_schema is None
-    assert table.stream(mode="from-snapshot", snapshot_id=9).read_schema is None
+    # before the first snapshot - the table's schema as the stream starts
     first = table.snapshot_manager.snapshot(1)
-    assert table.stream(mode="from-timestamp", timestamp=first.time_millis - 1).read_schema is None
-    assert table.stream(mode="from-snapshot", snapshot_id=3).read_schema == table.schema
+    for stream in (table.stream(mode="latest"), table.stream(mode="latest-full"),
+                   table.stream(mode="earliest-full"), table.stream(mode="from-snapshot", snapshot_id=9),
+                   table.stream(mode="from-timestamp", timestamp=first.time_millis - 1)):
+        assert not stream.travelled and stream.read_schema == table.schema
+    travelled = table.stream(mode="from-snapshot", snapshot_id=3)
+    assert travelled.travelled and travelled.read_schema == table.schema
 
 
 def test_later_files_are_read_by_field_id_into_the_old_fields(table: Table) -> None:
@@ -88,7 +89,7 @@ def test_projection_uses_the_start_snapshots_names(table: Table) -> None:
     # projection of a name the stream does not have fails clearly, not with the wrong column
     again = table.stream(mode="from-snapshot", snapshot_id=2)
     splits = [s for b in again.poll(max_snapshots=5) for s in b.splits]
-    with pytest.raises(SchemaError, match=r"schema 0 \(its start snapshot's\), which has no columns \['total'\]"):
+    with pytest.raises(SchemaError, match=r"schema 0 \(fixed when it started\), which has no columns \['total'\]"):
         table.change_reader(["id", "total"]).read(splits[0])
     assert table.change_reader().read(splits[0]).column_names == ["id", "qty", "amount", "_row_kind"]
 
@@ -124,16 +125,3 @@ def test_a_value_the_old_type_cannot_hold_fails_clearly(table: Table) -> None:
     old = table.stream(mode="from-snapshot", snapshot_id=2)
     with pytest.raises(SchemaError, match="qty holds a value outside INT"):
         _drain(old, old.change_reader())
-
-
-def test_a_stream_from_the_latest_state_still_follows_the_table(table: Table) -> None:
-    """Unchanged: a stream not started from a snapshot id or time reads with the table's schema
-    and moves on to a newer one when a later snapshot was written under it
-    (`tests/unit/test_stale_schema_handle.py`)."""
-    stream = table.stream(mode="latest")
-    reader = table.change_reader()
-    table.update_schema().add_column("extra", pa.string()).commit()
-    table.refresh()
-    table.write_arrow(pa.table({"id": [5], "qty": [5], "total": [5.5], "note": ["n5"], "extra": ["e"]}))
-    got = _drain(stream, reader)
-    assert got.to_pylist() == [{"id": 5, "qty": 5, "total": 5.5, "note": "n5", "extra": "e", "_row_kind": "+I"}]
