@@ -39,12 +39,13 @@ def resolve_snapshot(
     timestamp_ms: int | None = None,
     timestamp_label: object = None,
 ) -> Snapshot | None:
-    """The snapshot a read sees: by id, by tag, the newest committed at or before ``timestamp_ms``
+    """The snapshot a read sees: by id, by tag, one committed at or before ``timestamp_ms``
+    (`SnapshotManager.earlier_or_equal_time`, Paimon's search)
     (``timestamp_label`` is how the caller gave it, for the message), or the latest."""
     if tag is not None:
         return store.tag_manager().get(tag).snapshot
     if timestamp_ms is not None:
-        snap = store.snapshot_manager.newer_than_or_equal_time(timestamp_ms)
+        snap = store.snapshot_manager.earlier_or_equal_time(timestamp_ms)
         if snap is None:
             label = timestamp_ms if timestamp_label is None else timestamp_label
             raise SnapshotNotFoundError(f"Table {store.name} has no snapshot committed at or before {label}")

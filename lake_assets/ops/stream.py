@@ -115,9 +115,9 @@ class StreamEnumerator:
         elif mode == "from-timestamp":
             if timestamp_ms is None:
                 raise InvalidArgumentError("start mode 'from-timestamp' needs timestamp_ms")
-            before = sm.newer_than_or_equal_time(timestamp_ms - 1)
+            before = sm.earlier_than_time(timestamp_ms)  # Java: earlierThanTimeMills
             if before is not None:
-                self.position = before.id + 1
+                self.position = before + 1
             else:
                 self.position = self._first_changelog_after(timestamp_ms - 1) or sm.earliest_id() or 1
         else:
@@ -144,7 +144,7 @@ class StreamEnumerator:
         if mode in ("from-snapshot", "from-snapshot-full") and snapshot_id is not None:
             return sm.try_snapshot(snapshot_id)
         if mode == "from-timestamp" and timestamp_ms is not None:
-            return sm.newer_than_or_equal_time(timestamp_ms)  # Java: earlierOrEqualTimeMills
+            return sm.earlier_or_equal_time(timestamp_ms)  # Java: earlierOrEqualTimeMills
         return None
 
     def change_reader(self, columns: list[str] | None = None) -> ChangeReader:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from lake_assets.errors import CorruptMetadataError, SnapshotNotFoundError
 from lake_assets.io.file_io import FileIO, PreparedCreate
@@ -115,14 +115,84 @@ class SnapshotManager:
             if snap is not None:
                 yield snap
 
-    def newer_than_or_equal_time(self, time_millis: int) -> Snapshot | None:
-        """The latest snapshot committed at or before ``time_millis`` (time travel)."""
-        found = None
-        for sid in reversed(self.snapshot_ids()):
-            snap = self.try_snapshot(sid)
-            if snap is not None and snap.time_millis <= time_millis:
-                found = snap
-                break
+    # ------------------------------------------------------- time travel
+    # Paimon's `SnapshotManager` finds snapshots by time with binary searches over the ids from
+    # the earliest to the latest (0.9 and HEAD), reading about log2(n) snapshot files, not n: a
+    # table may retain thousands, each a GET on S3. Ours are the same searches step for step, so
+    # they answer as Java's does also where commit times tie (several commits in one millisecond,
+    # as other writers make them) or go back (clocks of different writers).
+    def earlier_or_equal_time(self, time_millis: int) -> Snapshot | None:
+        """The snapshot a read as of ``time_millis`` sees (time travel, a timestamp stream's
+        schema), as Paimon's ``earlierOrEqualTimeMills``: one committed at or before it. Where
+        several were committed in that millisecond, the one the binary search meets first, as
+        Java's (our committers stamp each snapshot after its parent, so ours never tie). None when
+        the earliest snapshot is newer, as HEAD (0.9 returned the earliest snapshot)."""
+        first, latest = self._search_bounds()
+        if first is None or first.time_millis > time_millis:
+            return None
+        lo, hi, found = first.id, latest, None
+        while lo <= hi:
+            mid = lo + (hi - lo) // 2
+            snap = first if mid == first.id else self.try_snapshot(mid)
+            if snap is None:  # expired during the search, or a gap Java would fail on
+                return self._last_present(lambda t: t <= time_millis)
+            if snap.time_millis > time_millis:
+                hi = mid - 1
+            elif snap.time_millis < time_millis:
+                lo, found = mid + 1, snap
+            else:
+                return snap
+        return found
+
+    def earlier_than_time(self, time_millis: int) -> int | None:
+        """The id of the newest snapshot committed before ``time_millis`` (a stream from that
+        time starts after it), as Paimon's ``earlierThanTimeMills`` over snapshots finds it; None
+        when the earliest snapshot is not older."""
+        first, latest = self._search_bounds()
+        if first is None or first.time_millis >= time_millis:
+            return None
+        lo, hi = first.id, latest
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            snap = self.try_snapshot(mid)
+            if snap is None:
+                found = self._last_present(lambda t: t < time_millis)
+                return None if found is None else found.id
+            if snap.time_millis < time_millis:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def _search_bounds(self) -> tuple[Snapshot | None, int]:
+        """(the earliest snapshot, the latest id) of a search by time; the earliest is the first
+        present from the EARLIEST hint on (an expiration may be deleting from there, as HEAD's
+        ``retryEarliestSnapshot`` allows), else from a listing."""
+        latest = self.latest_id()
+        earliest = self.earliest_id()
+        if latest is None or earliest is None:
+            return None, 0
+        snap = self.try_snapshot(earliest)
+        if snap is None:
+            ids = self.snapshot_ids()
+            snap = next((s for s in (self.try_snapshot(i) for i in ids[:3]) if s is not None), None)
+        return snap, latest
+
+    def _last_present(self, before: Callable[[int], bool]) -> Snapshot | None:
+        """The newest listed snapshot whose time ``before`` accepts, by binary search over the
+        listing: the fallback where an id between the earliest and the latest is missing (Java's
+        search fails there). An id that vanishes meanwhile was expired, so it is older than the
+        answer."""
+        ids = self.snapshot_ids()
+        lo, hi, found = 0, len(ids) - 1, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            snap = self.try_snapshot(ids[mid])
+            if snap is None or before(snap.time_millis):
+                lo = mid + 1
+                found = snap or found
+            else:
+                hi = mid - 1
         return found
 
     # ----------------------------------------------------------------- writing

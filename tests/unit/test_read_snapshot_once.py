@@ -53,7 +53,7 @@ def test_latest_read_is_the_snapshot_first_resolved(t, catalog: Catalog, monkeyp
 
 
 def test_time_travel_read_is_the_snapshot_first_resolved(t, catalog: Catalog, monkeypatch: pytest.MonkeyPatch):
-    answered = _commit_after_first_lookup(monkeypatch, catalog, t, "newer_than_or_equal_time")
+    answered = _commit_after_first_lookup(monkeypatch, catalog, t, "earlier_or_equal_time")
     data = t.to_arrow(timestamp=datetime.now() + timedelta(days=1))
     assert answered == [3]
     assert data.num_rows == 30
