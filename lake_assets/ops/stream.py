@@ -155,13 +155,19 @@ class StreamEnumerator:
 
     def _first_changelog_after(self, time_ms: int) -> int | None:
         """The oldest long-lived changelog committed after ``time_ms`` (streams starting before the
-        earliest snapshot read those first)."""
+        earliest snapshot read those first): a binary search over the listed ids, as Java's
+        ``earlierThanTimeMills`` searches changelogs, reading about log2(n) changelog files."""
         changelogs = self.store.changelog_manager()
-        for cid in changelogs.ids():
-            snap = changelogs.try_changelog(cid)
-            if snap is not None and snap.time_millis > time_ms:
-                return cid
-        return None
+        ids = changelogs.ids()
+        lo, hi, found = 0, len(ids) - 1, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            snap = changelogs.try_changelog(ids[mid])
+            if snap is None or snap.time_millis <= time_ms:  # gone: expired, so older than the answer
+                lo = mid + 1
+            else:
+                found, hi = ids[mid], mid - 1
+        return found
 
     def poll(self, max_snapshots: int = 1) -> list[ChangeBatch]:
         """Plan up to ``max_snapshots`` snapshots that are available now (empty if none)."""

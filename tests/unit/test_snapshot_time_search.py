@@ -119,3 +119,39 @@ def test_an_empty_table_has_no_snapshot_at_any_time(catalog: Catalog, tmp_path: 
     t = catalog.create_table("db.e", SCHEMA)
     assert t.snapshot_manager.earlier_or_equal_time(10**12) is None
     assert t.snapshot_manager.earlier_than_time(10**12) is None
+
+
+def test_a_stream_from_before_the_earliest_snapshot_finds_its_changelog_by_search(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Snapshots expired into long-lived changelogs: a stream from a time they cover starts at the
+    first changelog committed at or after it (as Java's ``earlierThanTimeMills`` over changelogs),
+    reading about log2(n) changelog files, not every one."""
+    t = catalog.create_table("db.c", SCHEMA, primary_keys=["id"], options={
+        "bucket": "1", "changelog-producer": "input", "snapshot.num-retained.min": "1",
+        "snapshot.num-retained.max": "2", "changelog.num-retained.max": "40"})
+    for i in range(34):
+        t.write_arrow(pa.table({"id": [i]}, schema=SCHEMA))
+    t.expire_snapshots(older_than=None)
+    changelogs = t.store.changelog_manager()
+    ids = changelogs.ids()
+    assert len(ids) >= 30 and t.snapshot_manager.earliest_id() == ids[-1] + 1
+    reads: list[str] = []
+    read_bytes = t.file_io.read_bytes
+
+    def counting(path: str) -> bytes:
+        if "/changelog/changelog-" in path:
+            reads.append(path)
+        return read_bytes(path)
+
+    monkeypatch.setattr(t.file_io, "read_bytes", counting)
+    for cid in (ids[0], ids[7], ids[-1]):
+        reads.clear()
+        stream = t.stream(mode="from-timestamp", timestamp=changelogs.changelog(cid).time_millis)
+        assert stream.position == cid  # the changelog at that time is read first
+        assert len(reads) <= math.ceil(math.log2(len(ids))) + 2, reads
+        reader = stream.change_reader()
+        got = sorted(i for b in stream.poll(max_snapshots=50) for s in b.splits for i in reader.read(s)
+                     .column("id").to_pylist())
+        assert got == sorted(t.read_changes(cid - 1).column("id").to_pylist())  # snapshots cid.. (compactions too)
+        assert got[-1] == 33
