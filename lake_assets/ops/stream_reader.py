@@ -13,13 +13,14 @@ import pyarrow.compute as pc
 
 from lake_assets.errors import InvalidArgumentError, MissingDataFileError, SchemaError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
-from lake_assets.ops.read import SplitReader, _FileLayout, missing_file_error
+from lake_assets.ops.read import SplitReader, missing_file_error
 from lake_assets.ops.scan import Split
 from lake_assets.ops.stream_postpone import read_order
 from lake_assets.ops.stream_splits import ChangeSplit
 from lake_assets.spec.row_kind import ROW_KIND, check_row_kind_free, row_kind_names_array
 
 if TYPE_CHECKING:
+    from lake_assets.ops.read import _FileLayout
     from lake_assets.spec.schema import TableSchema
     from lake_assets.store.file_store import FileStore
 

@@ -116,7 +116,7 @@ class LakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # Paimon source keeps the table it was built with): pinned, the handle plans every
             # batch with it, and its splits carry it to the tasks, which read later schemas' files
             # by field id into it (`StreamEnumerator.read_schema`).
-            table.schema = table.schema
+            table.store.pin_schema(table.store.schema)
             self._table_handle = table
         return self._table_handle
 
