@@ -112,7 +112,10 @@ class Table(TableMaintenance):
         consumer_id: str | None = None,
         position: int | None = None,
     ) -> StreamEnumerator:
-        """A streaming read's enumerator (read its splits with `change_reader`)."""
+        """A streaming read's enumerator (read its splits with `change_reader`). It reads with
+        one schema for its whole run (`StreamEnumerator.read_schema`: the table's now, or a
+        start snapshot's fields when it starts at a snapshot id or time), as Paimon's streams;
+        a new enumerator - from ``consumer_id``'s position too - takes the table's schema then."""
         from lake_assets.ops.plan import to_epoch_ms
         from lake_assets.ops.stream import StreamEnumerator
 

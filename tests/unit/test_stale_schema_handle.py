@@ -3,7 +3,8 @@
 Handle ``old`` is opened first; handle ``new`` (another catalog, as another process would)
 renames ``amount`` to ``total``, widens ``qty`` to BIGINT, adds ``note`` and writes a row under
 that schema. Reads, writes, compaction and change reads through ``old`` must then use the schema
-the snapshot was committed under, not the one ``old`` cached (`FileStore.schema_at`).
+the snapshot was committed under, not the one ``old`` cached (`FileStore.schema_at`) - except a
+stream that started before the change, which keeps its schema as Paimon's streams do.
 """
 
 from __future__ import annotations
