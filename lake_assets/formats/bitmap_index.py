@@ -22,9 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyroaring import BitMap
+from pyroaring import BitMap, BitMap64
 
 from lake_assets.errors import InvalidDataError, UnsupportedFeatureError
+from lake_assets.formats.bitmap_index_layout import bitmaps, entries, roaring
 from lake_assets.formats.fast_hash import bytes_of, epoch_values
 from lake_assets.formats.java_hash_map import binary_string_hash_codes, hash_map_order, long_hash_codes
 from lake_assets.spec.arrow_types import to_arrow
@@ -52,6 +53,7 @@ _STRINGS = (CharType, VarCharType)
 _FIXED: dict[type, str] = {TinyIntType: ">i1", SmallIntType: ">i2", IntType: ">i4", DateType: ">i4",
                            TimeType: ">i4", BigIntType: ">i8", TimestampType: ">i8",
                            LocalZonedTimestampType: ">i8", FloatType: ">i4", DoubleType: ">i8"}
+_MAX_ROWS = 2**31 - 1
 
 
 def unsupported_reason(dt: DataType) -> str | None:
@@ -102,144 +104,115 @@ def _hash_codes(keys: pa.Array, dt: DataType) -> np.ndarray:
     return long_hash_codes(ints) if ints.dtype.itemsize == 8 else ints.astype(np.int32)
 
 
-def _entries(keys: pa.Array, dt: DataType, offsets: np.ndarray) -> bytes:
-    """``value | offset`` of every entry, as ``BitmapFileIndexMeta.serialize`` writes them."""
-    if not isinstance(dt, _STRINGS):
-        rec = np.empty(len(keys), np.dtype([("k", _FIXED[type(dt)]), ("o", ">i4")]))
-        rec["k"] = keys.to_numpy(zero_copy_only=False)
-        rec["o"] = offsets
-        return rec.tobytes()
-    data, starts, lengths = bytes_of(keys)
-    # each entry: int length, the bytes, int offset
-    pos = np.concatenate([[0], np.cumsum(lengths + 8)])
-    out = np.zeros(int(pos[-1]), np.uint8)
-    for field, at in ((lengths, pos[:-1]), (offsets, pos[:-1] + 4 + lengths)):
-        out[at[:, None] + np.arange(4)] = np.asarray(field, ">i4").view(np.uint8).reshape(-1, 4)
-    total = int(lengths.sum())
-    if total:
-        src = np.repeat(starts, lengths) + np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        dst = np.repeat(pos[:-1] + 4, lengths) + np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        out[dst] = data[src]
-    return out.tobytes()
-
-
-def _roaring(rows: np.ndarray) -> bytes:
-    """``RoaringBitmap32.serialize``: run-optimized, portable roaring format."""
-    bm = BitMap(array.array("I", rows.astype(np.uint32).tobytes()))
-    bm.run_optimize()
-    return bytes(bm.serialize())
-
-
-def _bitmaps(grouped: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> tuple[bytes, np.ndarray]:
-    """(the serialized bitmaps of the row groups ``grouped[starts[i]: starts[i] + counts[i]]``,
-    one after another; each one's size).
-
-    A group whose containers (its rows by 65536-row block) all stay arrays after ``runOptimize``
-    (at most 4096 rows, and 2 * card <= 2 + 4 * runs) is laid out here in the portable format
-    without runs, for all such groups at once: cookie 12346, the container count, each container's
-    key and cardinality - 1, each one's offset, then each one's rows as 16-bit values, all
-    little-endian. Any other group (a run or a bitmap container) goes through pyroaring."""
-    g = len(starts)
-    if not g:
-        return b"", np.zeros(0, np.int64)
-    total = int(counts.sum())
-    before = np.cumsum(counts) - counts  # each group's first position in the concatenation
-    rows = grouped[np.repeat(starts - before, counts) + np.arange(total)]
-    gid = np.repeat(np.arange(g), counts)
-    high = rows >> 16
-    new_container = np.ones(total, bool)
-    new_container[1:] = (gid[1:] != gid[:-1]) | (high[1:] != high[:-1])
-    c_first = np.nonzero(new_container)[0]
-    c_card = np.diff(np.append(c_first, total))
-    breaks = np.zeros(total, np.int64)
-    breaks[1:] = (rows[1:] != rows[:-1] + 1) & ~new_container[1:]
-    c_runs = np.add.reduceat(breaks, c_first) + 1
-    c_gid = gid[c_first]
-    c_bad = (c_card > 4096) | (2 * c_card > 2 + 4 * c_runs)
-    simple = np.bincount(c_gid, weights=c_bad, minlength=g) == 0
-    k = np.bincount(c_gid, minlength=g)
-    sizes = np.where(simple, 8 + 8 * k + 2 * counts, 0).astype(np.int64)
-    others = {int(i): _roaring(rows[before[i]: before[i] + counts[i]]) for i in np.nonzero(~simple)[0]}
-    for i, blob in others.items():
-        sizes[i] = len(blob)
-    at = np.cumsum(sizes) - sizes
-    out = np.zeros(int(sizes.sum()), np.uint8)
-
-    def put_u32(pos: np.ndarray, value: np.ndarray) -> None:
-        out[pos[:, None] + np.arange(4)] = np.asarray(value, "<u4").view(np.uint8).reshape(-1, 4)
-
-    ok = np.nonzero(simple)[0]
-    put_u32(at[ok], np.full(len(ok), 12346))  # SERIAL_COOKIE_NO_RUNCONTAINER
-    put_u32(at[ok] + 4, k[ok])
-    cs = np.nonzero(simple[c_gid])[0]  # the containers of simple groups
-    cg = c_gid[cs]
-    j = cs - (np.cumsum(k) - k)[cg]  # each one's place in its group
-    put_u32(at[cg] + 8 + 4 * j, high[c_first[cs]] | (c_card[cs] - 1) << 16)  # key, cardinality - 1
-    put_u32(at[cg] + 8 + 4 * k[cg] + 4 * j, 8 + 8 * k[cg] + 2 * (c_first[cs] - before[cg]))
-    ps = np.nonzero(simple[gid])[0]  # the rows of simple groups
-    dst = at[gid[ps]] + 8 + 8 * k[gid[ps]] + 2 * (ps - before[gid[ps]])
-    low = rows[ps]
-    out[dst] = low & 0xFF  # each row's low 16 bits, little-endian
-    out[dst + 1] = (low >> 8) & 0xFF
-    for i, blob in others.items():
-        out[at[i]: at[i] + len(blob)] = np.frombuffer(blob, np.uint8)
-    return out.tobytes(), sizes
-
-
 def write_bitmap_index(keys: pa.Array, dt: DataType) -> tuple[bytes, bool]:
     """(version-1 payload of a file whose column has the `index_keys` ``keys``, row by row;
     whether its value order is exactly Java's (see `hash_map_order`))."""
-    n = len(keys)
-    encoded = pc.dictionary_encode(keys)  # codes in order of first occurrence: Java's insertion order
-    distinct = encoded.dictionary
-    codes = encoded.indices
-    valid = codes.is_valid().to_numpy(zero_copy_only=False) if codes.null_count else np.ones(n, bool)
-    null_rows = np.nonzero(~valid)[0]
-    rows = np.nonzero(valid)[0]
-    c = codes.fill_null(0).to_numpy(zero_copy_only=False)[rows]
-    m = len(distinct)
-    counts = np.bincount(c, minlength=m)
-    # each value's rows, ascending (a stable sort of small codes is numpy's radix sort)
-    grouped = rows[np.argsort(c.astype(np.uint16) if m <= 0xFFFF else c, kind="stable")]
-    first = (np.cumsum(counts) - counts).astype(np.int64)
-    # Java's writer adds each non-null row with computeIfAbsent: a call after the last new value
-    # grows a table whose threshold that value passed
-    last_new = int(grouped[first].max()) if m else -1
-    order, exact = hash_map_order(_hash_codes(distinct, dt), compute_if_absent=True,
-                                  called_after_last=bool(len(rows)) and last_new < int(rows[-1]))
-    null_bytes = _roaring(null_rows) if len(null_rows) > 1 else b""
-    multi = counts > 1
-    in_order = order[multi[order]]  # values with a bitmap, in the order their bitmaps are written
-    body, sizes = _bitmaps(grouped, first[in_order], counts[in_order])
-    offsets = np.empty(m, np.int64)
-    offsets[in_order] = len(null_bytes) + np.cumsum(sizes) - sizes
-    offsets[~multi] = -1 - grouped[first[~multi]]
-    head = struct.pack(">BiiB", VERSION_1, n, m, len(null_rows) > 0)
-    if len(null_rows):
-        head += struct.pack(">i", -1 - int(null_rows[0]) if len(null_rows) == 1 else 0)
-    meta = _entries(distinct.take(pa.array(order)), dt, offsets[order])
-    return head + meta + null_bytes + body, exact
+    builder = BitmapIndexBuilder(dt)
+    builder.add_keys(keys)
+    return builder.payload()
 
 
 class BitmapIndexBuilder:
-    """One column's bitmap index in one data file, fed chunk by chunk (the keys are kept until
-    `finish`: as Java's writer keeps a bitmap per value, memory grows with the file's rows)."""
+    """One column's bitmap index in one data file, fed chunk by chunk.
+
+    As Java's writer keeps a map value -> RoaringBitmap32, this keeps the file's distinct keys (in
+    order of first occurrence: Java's insertion order) and one 64-bit roaring bitmap of ``value id
+    << 32 | row`` for every non-null row, plus a bitmap of the null rows: memory grows with the
+    distinct values and with what their bitmaps hold (little for runs of a value), not with the
+    width of the values. `finish` lays the bitmaps out from the pairs in id-then-row order, which
+    needs 8 bytes per non-null row of the file for as long as it runs."""
 
     def __init__(self, dt: DataType) -> None:
         if (why := unsupported_reason(dt)) is not None:
             raise UnsupportedFeatureError(why)
         self.type = dt
-        self._keys: list[pa.Array] = []
+        self._distinct = index_keys(pa.array([], to_arrow(dt)), dt)
+        self._pairs = BitMap64()
+        self._nulls = BitMap()
+        self._rows = 0
+        self._last_new = -1  # the row that brought the newest distinct value
+        self._last_valid = -1  # the last non-null row
 
     def add(self, values: pa.Array | pa.ChunkedArray) -> None:
         """Index the next rows of the file."""
-        self._keys.append(index_keys(values, self.type))
+        self.add_keys(index_keys(values, self.type))
+
+    def add_keys(self, keys: pa.Array) -> None:
+        """Index the next rows of the file, given as their `index_keys`."""
+        n, start = len(keys), self._rows
+        if start + n > _MAX_ROWS:
+            raise UnsupportedFeatureError(f"a bitmap index covers at most {_MAX_ROWS} rows (Java numbers them "
+                                          f"with an int); this file would have {start + n}")
+        self._rows += n
+        encoded = pc.dictionary_encode(keys)  # batch ids in order of first occurrence
+        local, codes = encoded.dictionary, encoded.indices
+        rows = np.arange(n, dtype=np.int64)
+        if codes.null_count:
+            valid = codes.is_valid().to_numpy(zero_copy_only=False)
+            self._nulls.update(array.array("I", (rows[~valid] + start).astype(np.uint32).tobytes()))
+            rows = rows[valid]
+        if not len(rows):
+            return
+        c = codes.drop_null().to_numpy(zero_copy_only=False).astype(np.int64)
+        # the file's ids of the batch's values: known ones looked up, new ones numbered on in
+        # order of first occurrence
+        known = pc.index_in(local, value_set=self._distinct)
+        new = known.is_null().to_numpy(zero_copy_only=False)
+        ids = known.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        fresh = np.nonzero(new)[0]
+        if len(fresh):
+            ids[fresh] = len(self._distinct) + np.arange(len(fresh))
+            self._distinct = pa.concat_arrays([self._distinct, local.take(pa.array(fresh))])
+            # batch ids number values by first occurrence: id j first occurs where the running
+            # maximum first reaches j
+            first_rows = np.nonzero(np.diff(np.maximum.accumulate(c), prepend=-1) > 0)[0]
+            self._last_new = start + int(rows[first_rows[fresh[-1]]])
+        self._last_valid = start + int(rows[-1])
+        pairs = ids[c].astype(np.uint64) << np.uint64(32) | (rows + start).astype(np.uint64)
+        self._pairs.update(array.array("Q", pairs.tobytes()))
+        # runs of a value (a clustered or sorted column) then take 4 bytes each, not a bitset
+        self._pairs.run_optimize()
+
+    def held_bytes(self) -> int:
+        """About what the builder holds: its distinct keys and its bitmaps' containers (one per
+        value and 65536-row block it has rows in), each with ~48 bytes of bookkeeping."""
+        held = self._distinct.nbytes
+        for bm in (self._pairs, self._nulls):
+            stats = bm.get_statistics()
+            held += (stats["n_bytes_array_containers"] + stats["n_bytes_run_containers"]
+                     + stats["n_bytes_bitset_containers"] + 48 * stats["n_containers"])
+        return held
 
     def finish(self) -> bytes:
         """The payload (version 1)."""
-        keys = (pa.concat_arrays(self._keys) if self._keys
-                else index_keys(pa.array([], to_arrow(self.type)), self.type))
-        return write_bitmap_index(keys, self.type)[0]
+        return self.payload()[0]
+
+    def payload(self) -> tuple[bytes, bool]:
+        """(the payload; whether its value order is exactly Java's, see `hash_map_order`)."""
+        dt, distinct, m = self.type, self._distinct, len(self._distinct)
+        pairs = np.frombuffer(self._pairs.to_array(), np.uint64)  # ascending: by value id, then row
+        grouped = (pairs & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        counts = np.bincount((pairs >> np.uint64(32)).astype(np.int64), minlength=m)
+        del pairs
+        first = (np.cumsum(counts) - counts).astype(np.int64)
+        # Java's writer adds each non-null row with computeIfAbsent: a call after the last new value
+        # grows a table whose threshold that value passed
+        order, exact = hash_map_order(_hash_codes(distinct, dt), compute_if_absent=True,
+                                      called_after_last=self._last_new < self._last_valid)
+        null_rows = np.frombuffer(self._nulls.to_array(), np.uint32).astype(np.int64)
+        null_bytes = roaring(null_rows) if len(null_rows) > 1 else b""
+        multi = counts > 1
+        in_order = order[multi[order]]  # values with a bitmap, in the order their bitmaps are written
+        body, sizes = bitmaps(grouped, first[in_order], counts[in_order])
+        offsets = np.empty(m, np.int64)
+        offsets[in_order] = len(null_bytes) + np.cumsum(sizes) - sizes
+        offsets[~multi] = -1 - grouped[first[~multi]]
+        head = struct.pack(">BiiB", VERSION_1, self._rows, m, len(null_rows) > 0)
+        if len(null_rows):
+            head += struct.pack(">i", -1 - int(null_rows[0]) if len(null_rows) == 1 else 0)
+        key_dtype = None if isinstance(dt, _STRINGS) else _FIXED[type(dt)]
+        meta = entries(distinct.take(pa.array(order)), key_dtype, offsets[order])
+        return head + meta + null_bytes + body, exact
 
 
 _INT = struct.Struct(">i")

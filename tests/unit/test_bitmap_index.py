@@ -264,13 +264,13 @@ def test_bitmaps_laid_out_at_once_are_roarings_serialization(groups: list[list[i
     sparse or in runs (those take pyroaring's path)."""
     from pyroaring import BitMap
 
-    from lake_assets.formats.bitmap_index import _bitmaps
+    from lake_assets.formats.bitmap_index_layout import bitmaps
 
     grouped = np.concatenate([np.sort(np.array(g, np.int64)) for g in groups])
     counts = np.array([len(g) for g in groups], np.int64)
     starts = np.cumsum(counts) - counts
     order = np.arange(len(groups))[::-1]  # groups are written in any order
-    body, sizes = _bitmaps(grouped, starts[order], counts[order])
+    body, sizes = bitmaps(grouped, starts[order], counts[order])
     expected = []
     for i in order.tolist():
         bm = BitMap(sorted(groups[i]))
