@@ -1,15 +1,18 @@
-"""The byte layout of the parts of a version-1 bitmap index payload (docs/format.md §7.6): its
-entries (value, offset) and its roaring bitmaps, as Java 0.9's ``BitmapFileIndexMeta`` and
-``RoaringBitmap32.serialize`` write them, built for all values at once with numpy."""
+"""The byte layout of the parts of a bitmap index payload (docs/format.md §7.6): its entries
+(value, offset) and its roaring bitmaps, as Java 0.9's ``BitmapFileIndexMeta`` and
+``RoaringBitmap32.serialize`` write them, built for all values at once with numpy; and string
+entries read back (versions 1 and 2)."""
 
 from __future__ import annotations
 
 import array
+import struct
 
 import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
 
+from lake_assets.errors import InvalidDataError
 from lake_assets.formats.fast_hash import bytes_of
 
 
@@ -96,3 +99,35 @@ def bitmaps(grouped: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> tupl
     for i, blob in others.items():
         out[at[i]: at[i] + len(blob)] = np.frombuffer(blob, np.uint8)
     return out.tobytes(), sizes
+
+
+_INT = struct.Struct(">i")
+
+
+def read_string_entries(payload: bytes, pos: int, m: int, ints: int = 1) -> tuple[pa.Array, np.ndarray, int]:
+    """(keys, ints (``m`` x ``ints``), end) of ``m`` string entries (``int`` length, bytes, then
+    ``ints`` ints: an offset, and in version 2's index blocks a length) from ``pos``. Each entry's
+    start depends on the one before: only that walk is a Python step per value; the keys and
+    ints are then gathered by numpy."""
+    unpack = _INT.unpack_from
+    walk: list[int] = []
+    step = walk.append
+    for _ in range(m):  # ~0.14 us a value: 430,000 values in 0.06 CPU s
+        step(pos)
+        pos += 4 + 4 * ints + unpack(payload, pos)[0]
+    starts = np.array(walk, np.int64)
+    if pos > len(payload):
+        raise InvalidDataError(f"string entries run past the index ({pos} > {len(payload)} bytes)")
+    data = np.frombuffer(payload, np.uint8)
+    be = np.array([24, 16, 8, 0], np.uint32)
+    lengths = (data[starts[:, None] + np.arange(4)].astype(np.uint32) << be).sum(axis=1).astype(np.int64)
+    if (lengths < 0).any() or (lengths > len(payload)).any():
+        raise InvalidDataError("a string entry has a negative or oversized length")
+    ends = starts + 4 + lengths
+    at = ends[:, None, None] + 4 * np.arange(ints)[:, None] + np.arange(4)
+    values = (data[at].astype(np.uint32) << be).sum(axis=2).astype(np.uint32)
+    total = int(lengths.sum())
+    value_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    src = np.repeat(starts + 4 - value_offsets[:-1], lengths) + np.arange(total)
+    keys = pa.Array.from_buffers(pa.binary(), m, [None, pa.py_buffer(value_offsets), pa.py_buffer(data[src])])
+    return keys, values.view(np.int32).astype(np.int64), pos

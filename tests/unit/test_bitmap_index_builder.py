@@ -94,3 +94,25 @@ def test_memory_held_in_random_order_is_the_bitmaps() -> None:
     builder, fed = _feed(rows, 4, run=1, seed=7)
     assert builder.held_bytes() <= rows * 4 // 8 + 4 * _WIDTH + 48 * 4 * 8 + 4096
     assert builder.held_bytes() < fed / 1000
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), strings=st.booleans(), distinct=st.sampled_from([300, 6000, 40_000]))
+def test_high_cardinality_batches_give_the_bytes_of_one_batch(seed: int, strings: bool, distinct: int) -> None:
+    """Thousands of values over small batches take the provisional ids and their merges (values
+    recurring across merged and pending batches, new ones after a merge): the same bytes."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5_000, 60_000))
+    ids = rng.integers(0, distinct, n)
+    ids[rng.random(n) < 0.05] = -1
+    dt = parse_type("STRING" if strings else "BIGINT")
+    values = (pa.array([None if i < 0 else f"k{i}" for i in ids.tolist()]) if strings
+              else pa.array(ids, mask=ids < 0))
+    builder = BitmapIndexBuilder(dt)
+    start = 0
+    while start < n:
+        size = int(rng.integers(1, 3_000))
+        builder.add(values.slice(start, size))
+        start += size
+    whole, _ = write_bitmap_index(index_keys(values, dt), dt)
+    assert builder.finish() == whole
