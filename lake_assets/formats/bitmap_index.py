@@ -194,7 +194,8 @@ class BitmapIndexBuilder:
             self._row_starts.append(start)
             return
         pairs = ids[c].astype(np.uint64) << np.uint64(32) | (rows + start).astype(np.uint64)
-        self._pairs.update(array.array("Q", pairs.tobytes()))
+        # roaring adds sorted values container by container: 2-3x faster than in row order
+        self._pairs.update(array.array("Q", np.sort(pairs).tobytes()))
         # runs of a value (a clustered or sorted column) then take 4 bytes each, not a bitset
         self._pairs.run_optimize()
 
