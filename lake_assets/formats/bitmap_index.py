@@ -193,9 +193,16 @@ class BitmapIndexBuilder:
             self._row_ids.append(row_ids.astype(np.uint32))  # -1 as 0xFFFFFFFF
             self._row_starts.append(start)
             return
-        pairs = ids[c].astype(np.uint64) << np.uint64(32) | (rows + start).astype(np.uint64)
-        # roaring adds sorted values container by container: 2-3x faster than in row order
-        self._pairs.update(array.array("Q", np.sort(pairs).tobytes()))
+        row_id = ids[c]
+        # roaring adds sorted values container by container: 2-3x faster than in row order (rows
+        # are ascending already: a stable sort by id, numpy's radix sort for ids under 65536)
+        if int(row_id.max()) <= 0xFFFF:
+            by_id = np.argsort(row_id.astype(np.uint16), kind="stable")
+            row_id, rows = row_id[by_id], rows[by_id]
+        pairs = row_id.astype(np.uint64) << np.uint64(32) | (rows + start).astype(np.uint64)
+        if len(pairs) > 1 and (pairs[1:] < pairs[:-1]).any():
+            pairs.sort()
+        self._pairs.update(array.array("Q", pairs.tobytes()))
         # runs of a value (a clustered or sorted column) then take 4 bytes each, not a bitset
         self._pairs.run_optimize()
 
