@@ -4,10 +4,11 @@ A table turns an index type on for columns with ``file-index.<type>.columns`` an
 column with ``file-index.<type>.<column>.<option>`` (Paimon's FileIndexOptions: exactly three
 dot-separated parts after ``file-index.``). lake_assets writes ``bloom-filter`` and ``bitmap``
 indexes (the same bytes Java writes, `lake_assets.formats.file_index`; bitmap indexes in version 1,
-the one Paimon 0.9 reads); the other types (Paimon 1.x's ``bsi`` and ``range-bitmap``, and any type
-without a row of its own: a newer Paimon's or a plug-in's) are refused at create and ALTER and, on a
-table that carries them, for writes and compaction only: Java's writers would index every new file,
-ours could not, and no Paimon here writes or reads them to check our bytes against. Reads, streams,
+the one Paimon 0.9 reads; reads prune by bitmap versions 1 and 2); the other types (Paimon 1.x's
+``bsi`` and ``range-bitmap``, and any type without a row of its own: a newer Paimon's or a plug-in's)
+are refused at create and ALTER and, on a table that carries them, for writes and compaction only:
+Java's writers would index every new file, ours cannot yet (Java 0.9 has neither type; pypaimon-rust
+0.4 writes and reads both, the peer a writer of them would be checked against). Reads, streams,
 expiry, orphan removal, tags, rollback and health never depend on an index (an index only lets a
 reader skip files without a match; lake_assets keeps and deletes ``.index`` files with their data
 files), so they accept every type. A per-column key Paimon does not read (a bloom filter's other
@@ -36,13 +37,15 @@ BLOOM_FILTER = "bloom-filter"
 BITMAP = "bitmap"
 INDEX_TYPES = (BLOOM_FILTER, BITMAP, "bsi", "range-bitmap")
 WRITTEN_INDEX_TYPES = (BLOOM_FILTER, BITMAP)
-_NOT_WRITTEN = ("lake_assets writes bloom-filter and bitmap file indexes only: no Paimon here writes or reads "
-                "this type to check our bytes against (Java's writers would index every new file; reads, "
-                "expiry, orphan removal, tags and rollback accept it)")
-_BITMAP_VERSION = ("lake_assets writes bitmap index version 1, the layout Paimon 0.9 reads and 1.x reads too; "
-                   "version 2 (Paimon 1.x's default) is refused: Paimon 0.9 readers fail on it and no Paimon "
-                   "here writes or reads it to check our bytes against (reads, expiry, orphan removal, tags and "
-                   "rollback accept it)")
+_NOT_WRITTEN = ("lake_assets writes bloom-filter and bitmap file indexes only, not yet this type (Paimon 1.x's "
+                "bsi and range-bitmap, which Java 0.9 lacks, or another's), while Java's writers would index every "
+                "new file with it; reads never use it (they keep every file), and expiry, orphan removal, tags and "
+                "rollback accept it")
+_BITMAP_VERSION = ("lake_assets writes bitmap index version 1, the layout Paimon 0.9 reads and 1.x reads too, "
+                   "and reads versions 1 and 2; writing version 2 (Paimon 1.x's default) is refused: Paimon 0.9 "
+                   "readers fail on it, and no Java 1.x here can check our bytes (pypaimon-rust 0.4 writes "
+                   "version 2 with its bitmaps in value order, not Java's HashMap order). Reads, expiry, orphan "
+                   "removal, tags and rollback accept it")
 
 
 def _column_list(v: object) -> str | None:
@@ -66,7 +69,7 @@ FILE_INDEX_RULES: dict[str, OptionRule] = {r.key: r for r in (
       minimum=0, writer_only=True),
     R("file-index.read.enabled", "bool", True, "Whether readers use file indexes to skip data files.",
       note="honoured: batch reads of append tables skip files whose bloom filters rule out every = / in "
-      "literal of a clause or whose bitmap indexes (version 1) leave no row matching all of a clause's = / in / "
+      "literal of a clause or whose bitmap indexes (versions 1 and 2) leave no row matching all of a clause's = / in / "
       "!= / not in terms (ops/file_index_prune.py); primary-key tables are never pruned by value indexes "
       "(a file without the value may hold a newer version of a key)"),
     R(f"file-index.{BLOOM_FILTER}.columns", "string", None, "Columns whose data files get a bloom-filter index "
@@ -77,8 +80,9 @@ FILE_INDEX_RULES: dict[str, OptionRule] = {r.key: r for r in (
     R(f"file-index.{BITMAP}.columns", "string", None, "Columns whose data files get a bitmap index "
       "(comma-separated).", check=_column_list,
       note="honoured by writes and compaction (version 1, Java 0.9's bytes) for columns of the types Paimon 0.9's "
-      "bitmap index keys (not BOOLEAN, BINARY, DECIMAL or nested types; not map keys col[key]): those refuse "
-      "writes and compaction"),
+      "bitmap index keys (not BOOLEAN: 0.9 and 1.0 readers would skip files that match, fixed in 1.1; not "
+      "BINARY, DECIMAL or nested types, which no Paimon indexes; not map keys col[key]): those refuse writes "
+      "and compaction"),
     *(R(f"file-index.{t}.columns", "string", None, f"Columns whose data files get a {t} index "
         f"(comma-separated){' (Paimon 1.x)' if t in ('bsi', 'range-bitmap') else ''}.", check=_column_list,
         supported=(), refuses=WRITE_OPS, why=_NOT_WRITTEN)

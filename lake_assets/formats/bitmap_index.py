@@ -4,13 +4,14 @@ The payload lists, for every distinct value of a column in a data file, the rows
 roaring bitmap of their positions, or the one position itself when it is alone. Java 0.9 writes
 version 1 and reads nothing newer; Paimon 1.x writes version 2 by default but reads version 1 too,
 so lake_assets writes version 1, the same bytes as Java 0.9's ``BitmapFileIndex`` for the same
-rows (values in its HashMap's order, `lake_assets.formats.java_hash_map`), and reads version 1.
+rows (values in its HashMap's order, `lake_assets.formats.java_hash_map`), and reads versions 1
+and 2 (`lake_assets.formats.bitmap_index_v2`).
 
 Values are keyed as Java keys them (``BitmapFileIndex.getValueMapper``, ``BitmapFileIndexMeta``):
 integers, DATE (days) and TIME (millis of day) as themselves, FLOAT and DOUBLE by their bits with
 one canonical NaN (``Float.equals``), TIMESTAMP(p) as epoch millis for p <= 3 else epoch micros,
 CHAR / VARCHAR as their UTF-8 bytes. BOOLEAN, BINARY, DECIMAL and nested types have no layout
-Java 0.9 can read (`unsupported_reason`).
+Java 0.9 can read (`unsupported_reason`; BOOLEAN has one from Paimon 1.1).
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyroaring import BitMap
+from pyroaring import BitMap, BitMap64
 
 from lake_assets.errors import InvalidDataError, UnsupportedFeatureError
+from lake_assets.formats.bitmap_index_layout import bitmaps, entries, read_string_entries, roaring
+from lake_assets.formats.bitmap_index_v2 import VERSION_2, parse_v2
 from lake_assets.formats.fast_hash import bytes_of, epoch_values
 from lake_assets.formats.java_hash_map import binary_string_hash_codes, hash_map_order, long_hash_codes
 from lake_assets.spec.arrow_types import to_arrow
@@ -52,15 +55,21 @@ _STRINGS = (CharType, VarCharType)
 _FIXED: dict[type, str] = {TinyIntType: ">i1", SmallIntType: ">i2", IntType: ">i4", DateType: ">i4",
                            TimeType: ">i4", BigIntType: ">i8", TimestampType: ">i8",
                            LocalZonedTimestampType: ">i8", FloatType: ">i4", DoubleType: ">i8"}
+_MAX_ROWS = 2**31 - 1
+_PROVISIONAL = 1 << 31  # ids from here on: a batch's values not yet numbered among the file's
+_REPEATS = 8  # a batch whose values repeat less on average keeps its rows' ids, not bitmaps
 
 
 def unsupported_reason(dt: DataType) -> str | None:
     """Why no bitmap index of a column of type ``dt`` can be written for Paimon 0.9 readers, or None."""
     if isinstance(dt, BooleanType):
-        return ("Paimon 0.9's bitmap index has no BOOLEAN layout (its writer fails on a value; a 1.x index of one "
-                "reads as a TINYINT key there, so a 0.9 reader would skip files that match)")
+        return ("Paimon 0.9's bitmap index has no BOOLEAN layout: its writer fails on a value, and its reader (and "
+                "1.0's) keys an index of one, as Paimon 1.1+ writes it (apache/paimon#5013), as TINYINT, so no "
+                "BOOLEAN literal finds a row and files that match would be skipped; lake_assets writes indexes "
+                "Paimon 0.9 reads")
     if not isinstance(dt, _STRINGS) and type(dt) not in _FIXED:
-        return f"Paimon's bitmap index does not support type {dt} (its writer fails on it)"
+        return (f"Paimon's bitmap index does not support type {dt}: no Paimon version writes or reads one "
+                "(0.9 through 1.x's writers fail on it)")
     return None
 
 
@@ -102,179 +111,177 @@ def _hash_codes(keys: pa.Array, dt: DataType) -> np.ndarray:
     return long_hash_codes(ints) if ints.dtype.itemsize == 8 else ints.astype(np.int32)
 
 
-def _entries(keys: pa.Array, dt: DataType, offsets: np.ndarray) -> bytes:
-    """``value | offset`` of every entry, as ``BitmapFileIndexMeta.serialize`` writes them."""
-    if not isinstance(dt, _STRINGS):
-        rec = np.empty(len(keys), np.dtype([("k", _FIXED[type(dt)]), ("o", ">i4")]))
-        rec["k"] = keys.to_numpy(zero_copy_only=False)
-        rec["o"] = offsets
-        return rec.tobytes()
-    data, starts, lengths = bytes_of(keys)
-    # each entry: int length, the bytes, int offset
-    pos = np.concatenate([[0], np.cumsum(lengths + 8)])
-    out = np.zeros(int(pos[-1]), np.uint8)
-    for field, at in ((lengths, pos[:-1]), (offsets, pos[:-1] + 4 + lengths)):
-        out[at[:, None] + np.arange(4)] = np.asarray(field, ">i4").view(np.uint8).reshape(-1, 4)
-    total = int(lengths.sum())
-    if total:
-        src = np.repeat(starts, lengths) + np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        dst = np.repeat(pos[:-1] + 4, lengths) + np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        out[dst] = data[src]
-    return out.tobytes()
-
-
-def _roaring(rows: np.ndarray) -> bytes:
-    """``RoaringBitmap32.serialize``: run-optimized, portable roaring format."""
-    bm = BitMap(array.array("I", rows.astype(np.uint32).tobytes()))
-    bm.run_optimize()
-    return bytes(bm.serialize())
-
-
-def _bitmaps(grouped: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> tuple[bytes, np.ndarray]:
-    """(the serialized bitmaps of the row groups ``grouped[starts[i]: starts[i] + counts[i]]``,
-    one after another; each one's size).
-
-    A group whose containers (its rows by 65536-row block) all stay arrays after ``runOptimize``
-    (at most 4096 rows, and 2 * card <= 2 + 4 * runs) is laid out here in the portable format
-    without runs, for all such groups at once: cookie 12346, the container count, each container's
-    key and cardinality - 1, each one's offset, then each one's rows as 16-bit values, all
-    little-endian. Any other group (a run or a bitmap container) goes through pyroaring."""
-    g = len(starts)
-    if not g:
-        return b"", np.zeros(0, np.int64)
-    total = int(counts.sum())
-    before = np.cumsum(counts) - counts  # each group's first position in the concatenation
-    rows = grouped[np.repeat(starts - before, counts) + np.arange(total)]
-    gid = np.repeat(np.arange(g), counts)
-    high = rows >> 16
-    new_container = np.ones(total, bool)
-    new_container[1:] = (gid[1:] != gid[:-1]) | (high[1:] != high[:-1])
-    c_first = np.nonzero(new_container)[0]
-    c_card = np.diff(np.append(c_first, total))
-    breaks = np.zeros(total, np.int64)
-    breaks[1:] = (rows[1:] != rows[:-1] + 1) & ~new_container[1:]
-    c_runs = np.add.reduceat(breaks, c_first) + 1
-    c_gid = gid[c_first]
-    c_bad = (c_card > 4096) | (2 * c_card > 2 + 4 * c_runs)
-    simple = np.bincount(c_gid, weights=c_bad, minlength=g) == 0
-    k = np.bincount(c_gid, minlength=g)
-    sizes = np.where(simple, 8 + 8 * k + 2 * counts, 0).astype(np.int64)
-    others = {int(i): _roaring(rows[before[i]: before[i] + counts[i]]) for i in np.nonzero(~simple)[0]}
-    for i, blob in others.items():
-        sizes[i] = len(blob)
-    at = np.cumsum(sizes) - sizes
-    out = np.zeros(int(sizes.sum()), np.uint8)
-
-    def put_u32(pos: np.ndarray, value: np.ndarray) -> None:
-        out[pos[:, None] + np.arange(4)] = np.asarray(value, "<u4").view(np.uint8).reshape(-1, 4)
-
-    ok = np.nonzero(simple)[0]
-    put_u32(at[ok], np.full(len(ok), 12346))  # SERIAL_COOKIE_NO_RUNCONTAINER
-    put_u32(at[ok] + 4, k[ok])
-    cs = np.nonzero(simple[c_gid])[0]  # the containers of simple groups
-    cg = c_gid[cs]
-    j = cs - (np.cumsum(k) - k)[cg]  # each one's place in its group
-    put_u32(at[cg] + 8 + 4 * j, high[c_first[cs]] | (c_card[cs] - 1) << 16)  # key, cardinality - 1
-    put_u32(at[cg] + 8 + 4 * k[cg] + 4 * j, 8 + 8 * k[cg] + 2 * (c_first[cs] - before[cg]))
-    ps = np.nonzero(simple[gid])[0]  # the rows of simple groups
-    dst = at[gid[ps]] + 8 + 8 * k[gid[ps]] + 2 * (ps - before[gid[ps]])
-    low = rows[ps]
-    out[dst] = low & 0xFF  # each row's low 16 bits, little-endian
-    out[dst + 1] = (low >> 8) & 0xFF
-    for i, blob in others.items():
-        out[at[i]: at[i] + len(blob)] = np.frombuffer(blob, np.uint8)
-    return out.tobytes(), sizes
-
-
 def write_bitmap_index(keys: pa.Array, dt: DataType) -> tuple[bytes, bool]:
     """(version-1 payload of a file whose column has the `index_keys` ``keys``, row by row;
     whether its value order is exactly Java's (see `hash_map_order`))."""
-    n = len(keys)
-    encoded = pc.dictionary_encode(keys)  # codes in order of first occurrence: Java's insertion order
-    distinct = encoded.dictionary
-    codes = encoded.indices
-    valid = codes.is_valid().to_numpy(zero_copy_only=False) if codes.null_count else np.ones(n, bool)
-    null_rows = np.nonzero(~valid)[0]
-    rows = np.nonzero(valid)[0]
-    c = codes.fill_null(0).to_numpy(zero_copy_only=False)[rows]
-    m = len(distinct)
-    counts = np.bincount(c, minlength=m)
-    # each value's rows, ascending (a stable sort of small codes is numpy's radix sort)
-    grouped = rows[np.argsort(c.astype(np.uint16) if m <= 0xFFFF else c, kind="stable")]
-    first = (np.cumsum(counts) - counts).astype(np.int64)
-    # Java's writer adds each non-null row with computeIfAbsent: a call after the last new value
-    # grows a table whose threshold that value passed
-    last_new = int(grouped[first].max()) if m else -1
-    order, exact = hash_map_order(_hash_codes(distinct, dt), compute_if_absent=True,
-                                  called_after_last=bool(len(rows)) and last_new < int(rows[-1]))
-    null_bytes = _roaring(null_rows) if len(null_rows) > 1 else b""
-    multi = counts > 1
-    in_order = order[multi[order]]  # values with a bitmap, in the order their bitmaps are written
-    body, sizes = _bitmaps(grouped, first[in_order], counts[in_order])
-    offsets = np.empty(m, np.int64)
-    offsets[in_order] = len(null_bytes) + np.cumsum(sizes) - sizes
-    offsets[~multi] = -1 - grouped[first[~multi]]
-    head = struct.pack(">BiiB", VERSION_1, n, m, len(null_rows) > 0)
-    if len(null_rows):
-        head += struct.pack(">i", -1 - int(null_rows[0]) if len(null_rows) == 1 else 0)
-    meta = _entries(distinct.take(pa.array(order)), dt, offsets[order])
-    return head + meta + null_bytes + body, exact
+    builder = BitmapIndexBuilder(dt)
+    builder.add_keys(keys)
+    return builder.payload()
 
 
 class BitmapIndexBuilder:
-    """One column's bitmap index in one data file, fed chunk by chunk (the keys are kept until
-    `finish`: as Java's writer keeps a bitmap per value, memory grows with the file's rows)."""
+    """One column's bitmap index in one data file, fed chunk by chunk.
+
+    As Java's writer keeps a map value -> RoaringBitmap32, this keeps the file's distinct keys (in
+    order of first occurrence: Java's insertion order) and one 64-bit roaring bitmap of ``value id
+    << 32 | row`` for the non-null rows, plus a bitmap of the null rows: memory grows with the
+    distinct values and with what their bitmaps hold (little for runs of a value), not with the
+    width of the values. A batch whose values repeat less than `_REPEATS` times on average (a
+    high-cardinality column, where the bitmap would spend a container on each value) keeps its
+    rows' ids instead, 4 bytes a row. A batch's values are looked up among the file's while those
+    are not many more than the batch's rows; past that a batch's distinct values are kept as they
+    are, under provisional ids (`_PROVISIONAL` on), and merged into the file's once they add up to
+    as many, so that no batch pays for hashing all the values before it. `finish` lays the bitmaps
+    out from the (id, row) pairs in id-then-row order, which needs about 24 bytes per non-null row
+    of the file for as long as it runs."""
 
     def __init__(self, dt: DataType) -> None:
         if (why := unsupported_reason(dt)) is not None:
             raise UnsupportedFeatureError(why)
         self.type = dt
-        self._keys: list[pa.Array] = []
+        self._distinct = index_keys(pa.array([], to_arrow(dt)), dt)
+        self._pending: list[pa.Array] = []  # batches' distinct values under provisional ids
+        self._pending_count = 0
+        self._merged_ids: list[np.ndarray] = []  # the file's ids of provisional ids already merged
+        self._pairs = BitMap64()
+        self._row_ids: list[np.ndarray] = []  # per high-cardinality batch: each row's id (-1: null)
+        self._row_starts: list[int] = []  # ... and the row it starts at
+        self._nulls = BitMap()
+        self._rows = 0
+        self._last_valid = -1  # the last non-null row
 
     def add(self, values: pa.Array | pa.ChunkedArray) -> None:
         """Index the next rows of the file."""
-        self._keys.append(index_keys(values, self.type))
+        self.add_keys(index_keys(values, self.type))
+
+    def add_keys(self, keys: pa.Array) -> None:
+        """Index the next rows of the file, given as their `index_keys`."""
+        n, start = len(keys), self._rows
+        if start + n > _MAX_ROWS:
+            raise UnsupportedFeatureError(f"a bitmap index covers at most {_MAX_ROWS} rows (Java numbers them "
+                                          f"with an int); this file would have {start + n}")
+        self._rows += n
+        encoded = pc.dictionary_encode(keys)  # batch ids in order of first occurrence
+        local, codes = encoded.dictionary, encoded.indices
+        rows = np.arange(n, dtype=np.int64)
+        if codes.null_count:
+            valid = codes.is_valid().to_numpy(zero_copy_only=False)
+            self._nulls.update(array.array("I", (rows[~valid] + start).astype(np.uint32).tobytes()))
+            rows = rows[valid]
+        if not len(rows):
+            return
+        c = codes.drop_null().to_numpy(zero_copy_only=False).astype(np.int64)
+        if len(self._distinct) + self._pending_count <= max(n, 4096):
+            self._merge()
+            # the file's ids of the batch's values: known ones looked up, new ones numbered on
+            known = pc.index_in(local, value_set=self._distinct)
+            fresh = np.nonzero(known.is_null().to_numpy(zero_copy_only=False))[0]
+            ids = known.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+            if len(fresh):
+                ids[fresh] = len(self._distinct) + np.arange(len(fresh))
+                self._distinct = pa.concat_arrays([self._distinct, local.take(pa.array(fresh))])
+        else:
+            ids = _PROVISIONAL + sum(len(m) for m in self._merged_ids) + self._pending_count + np.arange(len(local))
+            self._pending.append(local)
+            self._pending_count += len(local)
+            if self._pending_count >= len(self._distinct):
+                self._merge()
+        self._last_valid = start + int(rows[-1])
+        if len(local) * _REPEATS > len(rows):
+            row_ids = np.full(n, -1, np.int64)
+            row_ids[rows] = ids[c]
+            self._row_ids.append(row_ids.astype(np.uint32))  # -1 as 0xFFFFFFFF
+            self._row_starts.append(start)
+            return
+        row_id = ids[c]
+        # roaring adds sorted values container by container: 2-3x faster than in row order (rows
+        # are ascending already: a stable sort by id, numpy's radix sort for ids under 65536)
+        if int(row_id.max()) <= 0xFFFF:
+            by_id = np.argsort(row_id.astype(np.uint16), kind="stable")
+            row_id, rows = row_id[by_id], rows[by_id]
+        pairs = row_id.astype(np.uint64) << np.uint64(32) | (rows + start).astype(np.uint64)
+        if len(pairs) > 1 and (pairs[1:] < pairs[:-1]).any():
+            pairs.sort()
+        self._pairs.update(array.array("Q", pairs.tobytes()))
+        # runs of a value (a clustered or sorted column) then take 4 bytes each, not a bitset
+        self._pairs.run_optimize()
+
+    def _merge(self) -> None:
+        """Number the pending values among the file's (the file's first, then each batch's in
+        order: order of first occurrence still)."""
+        if not self._pending:
+            return
+        encoded = pc.dictionary_encode(pa.concat_arrays([self._distinct, *self._pending]))
+        self._merged_ids.append(encoded.indices.to_numpy(zero_copy_only=False)[len(self._distinct):]
+                                .astype(np.int32))
+        self._distinct = encoded.dictionary
+        self._pending, self._pending_count = [], 0
+
+    def held_bytes(self) -> int:
+        """About what the builder holds: its distinct keys and its bitmaps' containers (one per
+        value and 65536-row block it has rows in), each with ~48 bytes of bookkeeping."""
+        held = (self._distinct.nbytes + sum(p.nbytes for p in self._pending) + 4 * sum(map(len, self._merged_ids))
+                + sum(r.nbytes for r in self._row_ids))
+        for bm in (self._pairs, self._nulls):
+            stats = bm.get_statistics()
+            held += (stats["n_bytes_array_containers"] + stats["n_bytes_run_containers"]
+                     + stats["n_bytes_bitset_containers"] + 48 * stats["n_containers"])
+        return held
 
     def finish(self) -> bytes:
         """The payload (version 1)."""
-        keys = (pa.concat_arrays(self._keys) if self._keys
-                else index_keys(pa.array([], to_arrow(self.type)), self.type))
-        return write_bitmap_index(keys, self.type)[0]
+        return self.payload()[0]
 
-
-_INT = struct.Struct(">i")
-
-
-def _string_entries(payload: bytes, pos: int, m: int) -> tuple[pa.Array, np.ndarray, int]:
-    """(keys, offsets, end) of ``m`` string entries (``int`` length, bytes, ``int`` offset) from
-    ``pos``. Each entry's start depends on the one before: only that walk is a Python step per
-    value; the keys and offsets are then gathered by numpy."""
-    unpack = _INT.unpack_from
-    walk: list[int] = []
-    step = walk.append
-    for _ in range(m):  # ~0.14 us a value: 430,000 values in 0.06 CPU s
-        step(pos)
-        pos += 8 + unpack(payload, pos)[0]
-    starts = np.array(walk, np.int64)
-    if pos > len(payload):
-        raise InvalidDataError(f"string entries run past the index ({pos} > {len(payload)} bytes)")
-    data = np.frombuffer(payload, np.uint8)
-    be = np.array([24, 16, 8, 0], np.uint32)
-    lengths = (data[starts[:, None] + np.arange(4)].astype(np.uint32) << be).sum(axis=1).astype(np.int64)
-    if (lengths < 0).any() or (lengths > len(payload)).any():
-        raise InvalidDataError("a string entry has a negative or oversized length")
-    ends = starts + 4 + lengths
-    offsets = (data[ends[:, None] + np.arange(4)].astype(np.uint32) << be).sum(axis=1).astype(np.uint32)
-    total = int(lengths.sum())
-    value_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-    src = np.repeat(starts + 4 - value_offsets[:-1], lengths) + np.arange(total)
-    keys = pa.Array.from_buffers(pa.binary(), m, [None, pa.py_buffer(value_offsets), pa.py_buffer(data[src])])
-    return keys, offsets.view(np.int32).astype(np.int64), pos
+    def payload(self) -> tuple[bytes, bool]:
+        """(the payload; whether its value order is exactly Java's, see `hash_map_order`)."""
+        self._merge()
+        dt, distinct, m = self.type, self._distinct, len(self._distinct)
+        pairs = np.frombuffer(self._pairs.to_array(), np.uint64)  # ascending: by id, then row
+        if self._row_ids:
+            kept = [pairs]
+            for row_ids, start in zip(self._row_ids, self._row_starts, strict=True):
+                valid = np.nonzero(row_ids != 0xFFFFFFFF)[0]
+                kept.append(row_ids[valid].astype(np.uint64) << np.uint64(32) | (valid + start).astype(np.uint64))
+            pairs = np.concatenate(kept)
+            del kept
+        ids = (pairs >> np.uint64(32)).astype(np.int64)
+        provisional = ids >= _PROVISIONAL
+        if provisional.any():
+            ids[provisional] = np.concatenate(self._merged_ids)[ids[provisional] - _PROVISIONAL]
+            pairs = ids.astype(np.uint64) << np.uint64(32) | (pairs & np.uint64(0xFFFFFFFF))
+        if len(pairs) > 1 and (pairs[1:] < pairs[:-1]).any():
+            pairs = np.sort(pairs)  # each value's rows, ascending
+            ids = (pairs >> np.uint64(32)).astype(np.int64)
+        grouped = (pairs & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        del pairs
+        counts = np.bincount(ids, minlength=m)
+        del ids
+        first = (np.cumsum(counts) - counts).astype(np.int64)
+        # Java's writer adds each non-null row with computeIfAbsent: a call after the last new value
+        # grows a table whose threshold that value passed
+        last_new = int(grouped[first].max()) if m else -1
+        order, exact = hash_map_order(_hash_codes(distinct, dt), compute_if_absent=True,
+                                      called_after_last=last_new < self._last_valid)
+        null_rows = np.frombuffer(self._nulls.to_array(), np.uint32).astype(np.int64)
+        null_bytes = roaring(null_rows) if len(null_rows) > 1 else b""
+        multi = counts > 1
+        in_order = order[multi[order]]  # values with a bitmap, in the order their bitmaps are written
+        body, sizes = bitmaps(grouped, first[in_order], counts[in_order])
+        offsets = np.empty(m, np.int64)
+        offsets[in_order] = len(null_bytes) + np.cumsum(sizes) - sizes
+        offsets[~multi] = -1 - grouped[first[~multi]]
+        head = struct.pack(">BiiB", VERSION_1, self._rows, m, len(null_rows) > 0)
+        if len(null_rows):
+            head += struct.pack(">i", -1 - int(null_rows[0]) if len(null_rows) == 1 else 0)
+        key_dtype = None if isinstance(dt, _STRINGS) else _FIXED[type(dt)]
+        meta = entries(distinct.take(pa.array(order)), key_dtype, offsets[order])
+        return head + meta + null_bytes + body, exact
 
 
 @dataclass(frozen=True)
 class BitmapIndex:
-    """A parsed version-1 bitmap index: the rows of each value, looked up without a Python loop."""
+    """A parsed bitmap index (version 1, or 2: `lake_assets.formats.bitmap_index_v2`): the rows of
+    each value, looked up without a Python loop."""
 
     type: DataType
     row_count: int
@@ -283,16 +290,23 @@ class BitmapIndex:
     offsets: np.ndarray
     body: bytes
     bitmap_starts: np.ndarray  # where each bitmap of the body starts, ascending
+    lengths: np.ndarray | None = None  # each value's bitmap's length (version 2); None: up to the next
+    null_length: int = -1  # the null rows' bitmap's length (version 2)
 
     @classmethod
     def parse(cls, payload: bytes, dt: DataType, what: str = "bitmap index") -> BitmapIndex:
         """The index of a payload (Java's or ours) of a column of type ``dt``."""
         if not payload:
             raise InvalidDataError(f"{what} is empty")
-        if payload[0] != VERSION_1:
-            raise UnsupportedFeatureError(f"{what} has version {payload[0]}; lake_assets reads version 1")
+        if payload[0] not in (VERSION_1, VERSION_2):
+            raise UnsupportedFeatureError(f"{what} has version {payload[0]}; lake_assets reads versions 1 and 2")
         if unsupported_reason(dt) is not None:
             raise UnsupportedFeatureError(f"{what}: {unsupported_reason(dt)}")
+        if payload[0] == VERSION_2:
+            v2 = parse_v2(payload, None if isinstance(dt, _STRINGS) else _FIXED[type(dt)], what)
+            offs = v2.offsets
+            return cls(dt, v2.row_count, v2.null_offset, v2.keys, offs, payload[v2.body_start:],
+                       np.sort(offs[offs >= 0]), v2.lengths, v2.null_length)
         try:
             _, rows, m, has_null = struct.unpack_from(">BiiB", payload)
             pos = 10
@@ -303,7 +317,8 @@ class BitmapIndex:
             if m < 0 or rows < 0:
                 raise InvalidDataError(f"{what} has {m} values in {rows} rows")
             if isinstance(dt, _STRINGS):
-                keys, offs, pos = _string_entries(payload, pos, m)
+                keys, offs, pos = read_string_entries(payload, pos, m)
+                offs = offs[:, 0]
             else:
                 rec = np.frombuffer(payload, np.dtype([("k", _FIXED[type(dt)]), ("o", ">i4")]), m, pos)
                 pos += rec.nbytes
@@ -314,15 +329,18 @@ class BitmapIndex:
         # Java writes the bitmaps in entry order, so these are sorted already (a cheap sort then)
         return cls(dt, rows, null_offset, keys, offs, payload[pos:], np.sort(offs[offs >= 0]))
 
-    def _bitmap(self, offset: int) -> BitMap:
+    def _bitmap(self, offset: int, length: int = -1) -> BitMap:
         if offset < 0:
             return BitMap([-1 - offset])
-        if offset >= len(self.body):
+        if offset >= len(self.body) or offset + length > len(self.body):
             raise InvalidDataError(f"bitmap at offset {offset} lies outside the index")
-        # version 1 records no lengths: a bitmap ends where the next one starts (the body holds
-        # them back to back), which spares copying the rest of the body for each lookup
-        at = int(np.searchsorted(self.bitmap_starts, offset, side="right"))
-        end = int(self.bitmap_starts[at]) if at < len(self.bitmap_starts) else len(self.body)
+        if length >= 0:
+            end = offset + length
+        else:
+            # version 1 records no lengths: a bitmap ends where the next one starts (the body holds
+            # them back to back), which spares copying the rest of the body for each lookup
+            at = int(np.searchsorted(self.bitmap_starts, offset, side="right"))
+            end = int(self.bitmap_starts[at]) if at < len(self.bitmap_starts) else len(self.body)
         try:
             return BitMap.deserialize(self.body[offset:end])
         except (ValueError, OverflowError) as exc:
@@ -334,12 +352,12 @@ class BitmapIndex:
         keys = index_keys(literals, self.type)
         out = BitMap()
         if keys.null_count and self.null_offset is not None:
-            out |= self._bitmap(self.null_offset)
+            out |= self._bitmap(self.null_offset, self.null_length)
         wanted = keys.drop_null()
         if len(wanted):
             hit = np.nonzero(pc.is_in(self.keys, value_set=wanted).to_numpy(zero_copy_only=False))[0]
             for i in hit.tolist():
-                out |= self._bitmap(int(self.offsets[i]))
+                out |= self._bitmap(int(self.offsets[i]), -1 if self.lengths is None else int(self.lengths[i]))
         return out
 
     def all_rows(self) -> BitMap:

@@ -2,7 +2,7 @@
 
 As Paimon's append scan and reader do (``FileIndexPredicate``), a file whose indexes prove that no
 row of it matches any clause of the filter is not read: a bloom filter rules out a clause when it
-lacks every ``=`` / ``in`` literal of a term; a bitmap index (version 1) gives the rows of each
+lacks every ``=`` / ``in`` literal of a term; a bitmap index (version 1 or 2) gives the rows of each
 term on its column - the rows holding one of the literals for ``=`` / ``in``, all other rows for
 ``!=`` / ``not in`` (null rows included, as Java's ``flip``: they never match, so keeping them is
 only less pruning) - and a clause whose terms leave no row in common is ruled out. Only append
@@ -10,8 +10,9 @@ tables are pruned: in a primary-key table a file without the value may still hol
 of a key that hides an older match in another file (Paimon uses indexes there only with deletion
 vectors). An index only removes files without a match, so a read returns the same rows with or
 without it; whatever cannot be decided (an index that does not parse or is gone, a bitmap of a
-version or type not read here, a literal that does not convert to the file's column type, a column
-renamed or retyped since the file was written) keeps the file.
+version or type not read here, an index of another kind such as Paimon 1.x's bsi or range-bitmap, a
+literal that does not convert to the file's column type, a column renamed or retyped since the file
+was written) keeps the file.
 """
 
 from __future__ import annotations

@@ -274,6 +274,11 @@ class PypaimonRust(Pypaimon):
         out = json.loads(self.run("read", "--warehouse", str(warehouse), "--table", identifier))
         return [dict(zip(out["columns"], row, strict=True)) for row in out["rows"]]
 
+    def query(self, warehouse: str | os.PathLike[str], statement: str) -> list[dict[str, Any]]:
+        """pypaimon-rust's answer to one SELECT (its own pushdown and file-index pruning), as row dicts."""
+        out = json.loads(self.run("query", "--warehouse", str(warehouse), "--statement", statement))
+        return [dict(zip(out["columns"], row, strict=True)) for row in out["rows"]]
+
     def write_fixed_bucket(self, warehouse: str | os.PathLike[str], identifier: str, data: pa.Table) -> None:
         """One commit into a postpone table's real buckets (its fixed-bucket write builder)."""
         with tempfile.TemporaryDirectory(prefix="pypaimon-rust-") as tmp:

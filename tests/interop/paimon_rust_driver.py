@@ -7,6 +7,7 @@ Subcommands::
     sql   --warehouse W --statement SQL [--statement SQL ...]   (DDL/DML through its SQLContext;
           the catalog is registered as ``paimon``)
     read  --warehouse W --table db.t        (a batch read of every split, printed as JSON rows)
+    query --warehouse W --statement SQL     (a SELECT through its SQLContext, printed as JSON rows)
     write-fixed-bucket --warehouse W --table db.t --data batch.arrow
           (one commit through the postpone table's real-bucket writer, into bucket-<n> directories
           as ``postpone.default-bucket-num`` says, not into bucket-postpone)
@@ -56,6 +57,13 @@ def cmd_read(args: argparse.Namespace) -> None:
     print(json.dumps({"columns": columns, "rows": rows}))
 
 
+def cmd_query(args: argparse.Namespace) -> None:
+    """Run one SELECT; print its rows as ``cmd_read`` does (columns of the first batch)."""
+    batches = context(args.warehouse).sql(args.statement[0])
+    table = pa.Table.from_batches(batches) if batches else pa.table({})
+    print(json.dumps({"columns": table.column_names, "rows": [list(r.values()) for r in table.to_pylist()]}))
+
+
 def cmd_write_fixed_bucket(args: argparse.Namespace) -> None:
     """Write and commit an Arrow IPC stream file with the postpone fixed-bucket write builder."""
     from pypaimon_rust.datafusion import PaimonCatalog
@@ -86,6 +94,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warehouse", required=True)
     p.add_argument("--table", required=True, help="db.table")
     p.set_defaults(func=cmd_read)
+    p = sub.add_parser("query")
+    p.add_argument("--warehouse", required=True)
+    p.add_argument("--statement", action="append", required=True)
+    p.set_defaults(func=cmd_query)
     p = sub.add_parser("write-fixed-bucket")
     p.add_argument("--warehouse", required=True)
     p.add_argument("--table", required=True, help="db.table")
