@@ -93,6 +93,7 @@ PREDICTION_SLACK = 4
 PREDICTION_MARGIN = 32
 # Rows of a first chunk that an ORC file's bytes per row are measured on (`_calibrated_row_bytes`)
 ORC_SAMPLE_ROWS = 8192
+TARGET_FILE_ROW_NUM = "target-file-row-num"
 
 
 def rolling_check(owner: DataFileWriter) -> tuple[int, bool]:
@@ -117,7 +118,8 @@ class RollingFileWriter:
 
     Files roll where Paimon Java's `RollingFileWriter` rolls them: at the first check point
     (`rolling_check`: every 1,000 rows written, for ORC every row batch of the file) at which the
-    file holds ``target-file-size`` bytes. No check is made row by row: the rows up to the check
+    file holds ``target-file-size`` bytes, or (Paimon 1.x) as soon as it holds
+    ``target-file-row-num`` rows. No check is made row by row: the rows up to the check
     point where the file is predicted to reach the target (from the bytes per row written so far)
     are written in two chunks: up to a check point about 3% (`PREDICTION_MARGIN`) short of the
     predicted crossing, then, measured again, to the check point at or after the crossing. A file
@@ -150,6 +152,9 @@ class RollingFileWriter:
         self._finished_rows = 0
         self._rows_written = 0  # over every file: Java's rolling check counts these
         self._check_rows, self._check_per_file = rolling_check(owner)
+        # target-file-row-num (Paimon 1.x; 0.9 has no such option): a file also ends at that many rows
+        row_num = owner.schema.options.get(TARGET_FILE_ROW_NUM)
+        self._max_file_rows = int(str(row_num).strip()) if row_num is not None else None
         self._sample_row_bytes: float | None = None
 
     def write(self, data: pa.Table) -> None:
@@ -185,13 +190,16 @@ class RollingFileWriter:
             else:
                 step = rows_to_check(done, need, every)
             step = min(n - start, max_rows, step)
+            if self._max_file_rows is not None:
+                step = min(step, self._max_file_rows - f.rows)
             chunk = laid_out.slice(start, step)
             f.writer.write(chunk)  # one row group (Parquet) per call
             self._account(chunk, append_seq.slice(start, step) if append_seq is not None else None)
             start += step
             self._rows_written += step
             at_check = (f.rows if self._check_per_file else self._rows_written) % self._check_rows == 0
-            if at_check and self._size(f, per_row) >= target:
+            full = self._max_file_rows is not None and f.rows >= self._max_file_rows
+            if full or (at_check and self._size(f, per_row) >= target):
                 self._finish()
 
     def _size(self, f: _OpenFile, per_row: float) -> float:
