@@ -155,8 +155,10 @@ def compaction_bound(table, full: bool) -> dict[str, object]:
     rows = compact_memory.compaction_rows_bound(opts, runs, units)
     sample = _batch(np.random.default_rng(0), np.arange(65536), 0)
     row_bytes = sample.nbytes / sample.num_rows + 9
-    # the runs' Parquet readers beside their batches (round 7): key, system and value columns
-    columns = len(store.schema.trimmed_primary_keys) + 2 + len(store.schema.field_names)
+    # the runs' Parquet readers beside their batches (round 7): key, system and value columns, a
+    # nested column by its leaves (session 13; before, top-level columns)
+    columns = (compact_memory.run_read_columns(store.schema) if hasattr(compact_memory, "run_read_columns")
+               else len(store.schema.trimmed_primary_keys) + 2 + len(store.schema.field_names))
     readers = (compact_memory.compaction_reader_bytes(opts, runs, units, columns)
                if hasattr(compact_memory, "compaction_reader_bytes") else 0)
     # changelog production (lookup, full-compaction) has its own read.batch-size bounds (round 2),

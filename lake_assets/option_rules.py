@@ -101,7 +101,7 @@ RULES: dict[str, OptionRule] = _rules(
     R("target-file-size", "size", None, "Target data file size (128 mb with a primary key, else 256 mb).",
       minimum=1),
     R("target-file-row-num", "long", None, "Rows after which writers roll a new file.", minimum=1,
-      note="accepted; lake_assets rolls files by target-file-size only (file sizes never change what is read)"),
+      note="a file also rolls once it holds this many rows, as Paimon 1.x's writers (0.9 has no such option)"),
     R("write-buffer-size", "size", 256 * MiB, "Memory a writer buffers before it sorts and spills or flushes.",
       minimum=1),
     R("write-buffer-spillable", "bool", None, "Whether the write buffer spills to local disk (default: the "

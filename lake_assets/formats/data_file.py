@@ -32,7 +32,6 @@ from lake_assets.formats.footer_stats import FooterColumns
 from lake_assets.formats.format_options import level_format_and_codec
 from lake_assets.formats.rolling_writer import (
     LOCAL_SINK_BUFFER_BYTES,
-    MIN_ROW_GROUP_ROWS,
     ROW_GROUP_MAX_BYTES,
     RollingFileWriter,
     local_now_ms,
@@ -45,7 +44,7 @@ from lake_assets.spec.schema import TableSchema
 # Moved to file_layout / data_file_read / rolling_writer; importable from here as before.
 __all__ = [
     "FILE_SOURCE_APPEND", "FILE_SOURCE_COMPACT", "KEY_FIELD_ID_START", "KEY_PREFIX", "LOCAL_SINK_BUFFER_BYTES",
-    "MIN_ROW_GROUP_ROWS", "ROW_GROUP_MAX_BYTES", "SEQUENCE_FIELD_ID", "SEQUENCE_NUMBER", "VALUE_KIND",
+    "ROW_GROUP_MAX_BYTES", "SEQUENCE_FIELD_ID", "SEQUENCE_NUMBER", "VALUE_KIND",
     "VALUE_KIND_FIELD_ID", "DataFileWriter", "DataFileWriterConfig", "RollingFileWriter", "file_arrow_schema",
     "file_column_names", "iter_data_file", "local_now_ms", "read_data_file", "row_types_of",
 ]

@@ -55,6 +55,10 @@ class WriteOptions:
 class FormatWriter(ABC):
     """An open data file: Arrow tables in the file layout go in, `close` writes the footer."""
 
+    # Whether the sink holds every row once `write` returns (a Parquet row group per call, whole
+    # Avro blocks), so that its position measures the file; not ORC's, which buffers a stripe.
+    holds_rows_written = True
+
     @abstractmethod
     def write(self, chunk: pa.Table) -> None:
         """Append rows (one row group / stripe / block batch per call or as the format buffers)."""

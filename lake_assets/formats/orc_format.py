@@ -159,6 +159,7 @@ def _normalized(arr: pa.Array) -> pa.Array:
 
 
 class _OrcWriter(FormatWriter):
+    holds_rows_written = False  # a stripe is buffered until orc.stripe.size
     def __init__(self, sink: Any, arrow_schema: pa.Schema, schema: TableSchema, options: WriteOptions) -> None:
         self._converted = [i for i, f in enumerate(arrow_schema) if _has_time(f.type)]
         self._timestamps = [i for i, f in enumerate(arrow_schema) if _has_timestamp(f.type)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,6 +21,7 @@ import pyarrow.compute as pc
 from lake_assets.formats.file_index import INDEX_FILE_SUFFIX, FileIndexBuilder
 from lake_assets.formats.file_layout import DICTIONARY_SAMPLE_ROWS, KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.formats.footer_stats import DeferredRanges, needed_leaves
+from lake_assets.formats.format_options import ORC_WRITE_BATCH_SIZE
 from lake_assets.formats.stats import StatsAccumulator
 from lake_assets.spec.binary_row import EMPTY_ROW
 from lake_assets.spec.manifest import DataFileMeta, FileSource, SimpleStats
@@ -33,7 +35,6 @@ def local_now_ms() -> int:
     """The writer's local wall-clock time encoded as if UTC, as Paimon stores _CREATION_TIME."""
     now = dt.datetime.now()
     return int((now - dt.datetime(1970, 1, 1)).total_seconds() * 1000)
-
 
 
 LOCAL_SINK_BUFFER_BYTES = 256 * 1024
@@ -61,6 +62,7 @@ class _OpenFile:
                 self.sink.close()
             fio.delete(self.path)
             raise
+        self.header_bytes = 0  # the sink's position before any row (Parquet magic, Avro header)
         self.rows = 0
         self.first_key: list | None = None
         self.last_key: list | None = None
@@ -77,12 +79,64 @@ _UPDATE_BEFORE, _DELETE = int(RowKind.UPDATE_BEFORE), int(RowKind.DELETE)
 # Largest row group, in Arrow (uncompressed) bytes: parquet-java's default block size, which
 # Paimon's writers use, so that a file up to the target size is one row group as Java's are.
 ROW_GROUP_MAX_BYTES = 128 * 1024 * 1024
-# Smallest row group a rolling writer starts when it estimates the room left in a file.
-MIN_ROW_GROUP_ROWS = 1024
+# Rows between two size checks of Paimon's RollingFileWriter (CHECK_ROLLING_RECORD_CNT, 0.9 and
+# 1.x): it asks the Parquet and Avro writers whether the file reached the target size when the
+# count of rows it has written (over all its files) is a multiple of this.
+CHECK_ROLLING_ROWS = 1000
+# Java's ORC writer answers only between two of its row batches (``orc.write.batch-size`` rows,
+# counted from the file's start), whatever the rolling writer suggests (OrcBulkWriter).
+ORC_BATCH_ROWS = 1024
+# Beyond this many check intervals from the predicted crossing of the target size, a chunk stops
+# 1/PREDICTION_MARGIN of the predicted rows short of it (at least one interval) and the file is
+# measured before the rest is predicted (`RollingFileWriter.write`).
+PREDICTION_SLACK = 4
+PREDICTION_MARGIN = 32
+# Rows of a first chunk that an ORC file's bytes per row are measured on (`_calibrated_row_bytes`)
+ORC_SAMPLE_ROWS = 8192
+TARGET_FILE_ROW_NUM = "target-file-row-num"
+
+
+def rolling_check(owner: DataFileWriter) -> tuple[int, bool]:
+    """Rows between the points where Paimon Java would roll this writer's files, and whether they
+    are counted per file (ORC's row batches) rather than over the rolling writer's rows."""
+    if owner.format.name == "orc":
+        batch = owner.schema.options.get(ORC_WRITE_BATCH_SIZE)
+        return (int(str(batch).strip()) if batch is not None else ORC_BATCH_ROWS), True
+    return CHECK_ROLLING_ROWS, False
+
+
+def rows_to_check(done: int, need: int, every: int) -> int:
+    """Rows to write, after ``done`` rows, to reach the first check point (a multiple of ``every``)
+    at or after ``need`` more rows (at least one row)."""
+    end = done + max(1, need)
+    return -(-end // every) * every - done
+
 
 class RollingFileWriter:
-    """Appends sorted chunks to one Parquet file until it reaches the target size, then starts the
-    next; stats are accumulated per chunk so memory holds one chunk, not one file."""
+    """Appends sorted chunks to one data file until it reaches the target size, then starts the
+    next; stats are accumulated per chunk so memory holds one chunk, not one file.
+
+    Files roll where Paimon Java's `RollingFileWriter` rolls them: at the first check point
+    (`rolling_check`: every 1,000 rows written, for ORC every row batch of the file) at which the
+    file holds ``target-file-size`` bytes, or (Paimon 1.x) as soon as it holds
+    ``target-file-row-num`` rows. No check is made row by row: the rows up to the check
+    point where the file is predicted to reach the target (from the bytes per row written so far)
+    are written in two chunks: up to a check point about 3% (`PREDICTION_MARGIN`) short of the
+    predicted crossing, then, measured again, to the check point at or after the crossing. A file
+    thus ends at the check point where Java's would if the size measures agreed, unless the bytes
+    per row of the last ~3% of its rows differ from those before by more than one check interval's
+    worth (then one interval later, or it goes on in interval steps when it fell short). Each
+    chunk is one Parquet row group: a file is a large row group and a small one (~3%).
+
+    The size is the encoded bytes in the sink (Parquet: closed row groups; Avro: whole blocks). An
+    ORC writer buffers a whole stripe, so an ORC file's size is predicted from the bytes per row
+    of the ORC files finished so far, else of a sample of the first chunk encoded alone. Java's
+    writers look at their own estimates instead (parquet-java: written bytes plus the open pages
+    uncompressed; ORC: written bytes plus a fifth of the writer's buffers), which exceed the
+    encoded size while a file is smaller than a few pages per column: Java's small files (below
+    about 1 MiB per column) hold fewer rows than ours (docs/format.md §7.1, and the tolerances of
+    tests/differential/test_rolling_java.py).
+    """
 
     def __init__(
         self, owner: DataFileWriter, level: int, file_source: FileSource, sequence_range: tuple[int, int] | None
@@ -93,9 +147,15 @@ class RollingFileWriter:
         self.sequence_range = sequence_range
         self.current: _OpenFile | None = None
         self.done: list[DataFileMeta] = []
-        # size and rows of the files finished so far: their bytes per row size the next row group
+        # size and rows of the files finished so far: their bytes per row size the next file
         self._finished_bytes = 0
         self._finished_rows = 0
+        self._rows_written = 0  # over every file: Java's rolling check counts these
+        self._check_rows, self._check_per_file = rolling_check(owner)
+        # target-file-row-num (Paimon 1.x; 0.9 has no such option): a file also ends at that many rows
+        row_num = owner.schema.options.get(TARGET_FILE_ROW_NUM)
+        self._max_file_rows = int(str(row_num).strip()) if row_num is not None else None
+        self._sample_row_bytes: float | None = None
 
     def write(self, data: pa.Table) -> None:
         if data.num_rows == 0:
@@ -105,37 +165,80 @@ class RollingFileWriter:
         append_seq = data.column(SEQUENCE_NUMBER) if (
             not owner.schema.primary_keys and SEQUENCE_NUMBER in data.column_names) else None
         n = laid_out.num_rows
-        # One row group per call and per file, as parquet-java writes files up to its block size:
-        # a row group ends where the file reaches the target size (estimated from the bytes per
-        # row of the files finished so far, footers included, else of this file's first row
-        # group, else from the Arrow size, which compression only shrinks) or at
-        # ROW_GROUP_MAX_BYTES of Arrow data, which bounds what a reader decodes at once.
+        # A chunk is also cut at ROW_GROUP_MAX_BYTES of Arrow data, which bounds what a reader
+        # decodes at once (parquet-java's default block size).
         row_bytes = max(1, laid_out.nbytes // max(1, n))
-        max_rows = max(MIN_ROW_GROUP_ROWS, ROW_GROUP_MAX_BYTES // row_bytes)
+        max_rows = max(self._check_rows, ROW_GROUP_MAX_BYTES // row_bytes)
         target = owner.config.target_file_size
         start = 0
         while start < n:
             if self.current is None:
                 self.current = _OpenFile(owner, owner._next_name(), laid_out.slice(start, DICTIONARY_SAMPLE_ROWS),
                                          min(n - start, max_rows))
-            written = self.current.sink.tell()
-            if self._finished_rows:
-                per_row = self._finished_bytes // self._finished_rows
-            elif self.current.rows:
-                per_row = written // self.current.rows
+                self.current.header_bytes = self.current.sink.tell()
+            f = self.current
+            per_row = self._row_bytes(laid_out, start, row_bytes)
+            need = math.ceil(max(0, target - self._size(f, per_row)) / per_row)
+            done = f.rows if self._check_per_file else self._rows_written
+            every = self._check_rows
+            if need > PREDICTION_SLACK * every:
+                # far from the target: up to the last check point before the predicted crossing
+                # less a margin, then measure and predict the rest (a prediction over a few rows
+                # errs by less than a check interval; bytes per row drift, e.g. growing varints)
+                aim = done + need - max(every, need // PREDICTION_MARGIN)
+                step = max(every, aim // every * every - done)
             else:
-                per_row = row_bytes
-            room = (target - written) // max(1, per_row)
-            if room < MIN_ROW_GROUP_ROWS and self.current.rows:
-                self._finish()  # nearly full: a tiny last row group would only slow readers down
-                continue
-            step = int(min(n - start, max(room, MIN_ROW_GROUP_ROWS), max_rows))
+                step = rows_to_check(done, need, every)
+            step = min(n - start, max_rows, step)
+            if self._max_file_rows is not None:
+                step = min(step, self._max_file_rows - f.rows)
             chunk = laid_out.slice(start, step)
-            self.current.writer.write(chunk)  # one row group (Parquet) per call
+            f.writer.write(chunk)  # one row group (Parquet) per call
             self._account(chunk, append_seq.slice(start, step) if append_seq is not None else None)
             start += step
-            if self.current.sink.tell() >= target:
+            self._rows_written += step
+            at_check = (f.rows if self._check_per_file else self._rows_written) % self._check_rows == 0
+            full = self._max_file_rows is not None and f.rows >= self._max_file_rows
+            if full or (at_check and self._size(f, per_row) >= target):
                 self._finish()
+
+    def _size(self, f: _OpenFile, per_row: float) -> float:
+        """The bytes ``f`` holds so far: those in its sink, or for a format that buffers rows
+        (ORC's stripe) its rows at ``per_row`` bytes, whichever is larger."""
+        written = f.sink.tell()
+        return written if f.writer.holds_rows_written else max(written, f.rows * per_row)
+
+    def _row_bytes(self, laid_out: pa.Table, start: int, arrow_row_bytes: int) -> float:
+        """Encoded bytes per row the open file is predicted to take: its own so far, else the
+        finished files', else (ORC) a sample's encoded alone, else (a first chunk of Parquet or
+        Avro) the Arrow size, which encoding mostly shrinks: the file is then measured and the
+        rest predicted from it."""
+        f = self.current
+        assert f is not None
+        if f.rows and f.writer.holds_rows_written:
+            return max(1e-3, (f.sink.tell() - f.header_bytes) / f.rows)
+        if self._finished_rows:
+            return max(1e-3, self._finished_bytes / self._finished_rows)
+        if not f.writer.holds_rows_written:
+            if self._sample_row_bytes is None:
+                self._sample_row_bytes = self._calibrated_row_bytes(laid_out.slice(start, ORC_SAMPLE_ROWS))
+            return self._sample_row_bytes
+        return float(arrow_row_bytes)
+
+    def _calibrated_row_bytes(self, sample: pa.Table) -> float:
+        """Bytes per row of ``sample`` encoded alone by this writer's format into memory, less
+        the bytes of an empty file (header and footer)."""
+        owner = self.owner
+
+        def encoded(rows: pa.Table) -> int:
+            sink = pa.BufferOutputStream()
+            writer = owner.format.open_writer(sink, owner.arrow_schema, owner.schema,
+                                              owner.write_options(sample, sample.num_rows))
+            writer.write(rows)
+            writer.close()
+            return len(sink.getvalue())
+
+        return max(1e-3, (encoded(sample) - encoded(sample.slice(0, 0))) / max(1, sample.num_rows))
 
     def _account(self, chunk: pa.Table, append_seq: pa.ChunkedArray | None) -> None:
         f = self.current

@@ -25,6 +25,7 @@ from lake_assets.errors import (
     NoSuchTableError,
 )
 from lake_assets.ops.commit_ahead import SnapshotAhead
+from lake_assets.ops.commit_cleanup import delete_compaction_outputs, delete_unreferenced
 from lake_assets.ops.commit_conflicts import check_conflicts
 from lake_assets.ops.commit_lifecycle import after_commit
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
@@ -35,7 +36,6 @@ from lake_assets.ops.overwrite import Overwrite, overwritten_entries
 from lake_assets.ops.scan import merge_entries
 from lake_assets.ops.visibility_wait import invisible_entries, wait_for_visibility, waits_for_visibility
 from lake_assets.parallelism import usable_cpus
-from lake_assets.spec.hash_index import HASH_INDEX
 from lake_assets.spec.manifest import FileKind, ManifestEntry
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from lake_assets.table_support import Op
@@ -46,15 +46,6 @@ if TYPE_CHECKING:
     from lake_assets.store.manifest_io import ManifestIO
 
 log = logging.getLogger(__name__)
-
-def _abs_files(store: FileStore, messages: Sequence[CommitMessage]) -> list[str]:
-    """Files the messages' writers created (upgraded files are not theirs to delete), with the
-    index files they wrote (a dynamic-bucket writer's HASH files, a compaction's deletion vectors)."""
-    return [p for m in messages for f in m.all_written_files()
-            for p in store.written_file_paths(m.partition, m.bucket, f)] + [
-        store.paths.index_file(e.file_name) for m in messages for e in m.index_after
-    ]
-
 
 def _adds_real_buckets_of_postpone_table(store: FileStore, delta: Sequence[ManifestEntry]) -> bool:
     """Whether an APPEND delta adds real-bucket files to a postpone-bucket table (a batch write
@@ -207,17 +198,7 @@ class TableCommitter:
                     # its manifests). Its outputs are unreferenced: remove them, report the data.
                     log.warning("Data of %s landed as snapshot %s; its compaction did not: %s",
                                 self.store.name, landed_before, exc)
-                    self.store.file_io.delete_many(
-                        p
-                        for m in messages
-                        for f in (*m.compact_after, *m.compact_changelog)
-                        if f.file_name not in {b.file_name for b in m.compact_before}
-                        for p in self.store.written_file_paths(m.partition, m.bucket, f)
-                    )
-                    self.store.file_io.delete_many(  # the compaction's; HASH files landed with the data
-                        self.store.paths.index_file(e.file_name) for m in messages for e in m.index_after
-                        if e.index_type != HASH_INDEX
-                    )
+                    delete_compaction_outputs(self.store, messages)
         except CommitConflictError:
             if self.may_have_landed:
                 raise  # not reachable today (conflicts are found before a put); never clean up then
@@ -225,7 +206,7 @@ class TableCommitter:
             # messages may be a replay of a commit that landed (``check_committed=False``), whose
             # files a retained snapshot or tag references, and upgraded files keep their name and
             # are still referenced at their old level: delete only what nothing references.
-            self._delete_unreferenced(messages)
+            delete_unreferenced(self.store, messages)
             raise
         except CommitStateUnknownError:
             raise
@@ -268,19 +249,7 @@ class TableCommitter:
             log.warning("Not deleting files of %s: commit %s of %s was committed", self.store.name,
                         commit_identifier, self.commit_user)
             return
-        self._delete_unreferenced(messages)
-
-    def _delete_unreferenced(self, messages: Sequence[CommitMessage]) -> None:
-        """Delete the messages' files that no retained snapshot or tag references."""
-        from lake_assets.ops.orphans import referenced_files  # orphans imports the scan stack
-
-        files = _abs_files(self.store, messages)
-        live = referenced_files(self.store) if files else set()
-        kept = [f for f in files if f in live]
-        if kept:
-            log.warning("Not deleting %d file(s) of %s that a snapshot or tag references, e.g. %s",
-                        len(kept), self.store.name, kept[0])
-        self.store.file_io.delete_many(f for f in files if f not in live)
+        delete_unreferenced(self.store, messages)
 
     # -------------------------------------------------------------- internals
     def _commit_with_retry(

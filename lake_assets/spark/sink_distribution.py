@@ -15,7 +15,8 @@ option was met (the caller clustered the rows) and nothing is said. Otherwise th
 written, valid for every Paimon reader (the option chooses a distribution of rows to writer tasks,
 not a file layout a reader depends on: more files per partition, which compaction merges), and a
 warning names the table, the option, the partitions written by several tasks and what clusters
-the rows. It is not refused: the data would be thrown away after every task wrote it, for a
+the rows (once per batch write; once per streaming query, at its first micro-batch, not at every
+micro-batch). It is not refused: the data would be thrown away after every task wrote it, for a
 layout that reads the same (the data source learns the distribution only at the commit).
 
 Which writes: rows written as given, i.e. a partitioned append table without buckets
@@ -29,7 +30,7 @@ commit whatever the option says (``SparkPostponeStagedCommitter``), and ours are
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from lake_assets.table_support import POSTPONE_BUCKET
@@ -71,10 +72,21 @@ def partitions_split_over_tasks(store: FileStore, tasks: Sequence[TaskFiles]) ->
     return {p: n for p, n in writers.items() if n > 1}
 
 
-def check_sink_distribution(store: FileStore, tasks: Sequence[TaskFiles]) -> dict[bytes, int]:
+def check_sink_distribution(store: FileStore, tasks: Sequence[TaskFiles],
+                            warn: Callable[[], bool] | None = None) -> dict[bytes, int]:
     """Warn when a write's tasks did not meet the table's ``partition.sink-strategy`` (a partition
     written by more than one task); returns those partitions with their task counts (empty when
-    the option does not apply or was met). Never raises for the layout: it reads the same."""
+    the option does not apply or was met). Never raises for the layout: it reads the same.
+
+    ``warn``, asked only when the option was not met: whether to warn (else the finding is logged
+    at DEBUG). A streaming query passes "is this the query's first micro-batch", so that it warns
+    once per query, not every micro-batch: each micro-batch's commit runs in a Python worker of its
+    own, where nothing in memory tells whether an earlier one warned.
+
+    The warning is a `logging` record of this module: in the Python worker of the driver that
+    runs a data source's commit, the root logger has no handler of pyspark's (unless its worker
+    logging is enabled), so Python's last-resort handler writes it to the worker's stderr, which
+    the driver JVM copies to its own: a default pyspark session's console shows it."""
     if not clusters_by_partition(store):
         return {}
     split = partitions_split_over_tasks(store, tasks)
@@ -82,12 +94,16 @@ def check_sink_distribution(store: FileStore, tasks: Sequence[TaskFiles]) -> dic
         scan = store.file_store_scan()
         worst = max(split, key=lambda p: split[p])
         example = dict(zip(store.schema.partition_keys, scan.partition_values(worst), strict=True))
-        log.warning(
+        level = logging.WARNING if warn is None or warn() else logging.DEBUG
+        log.log(
+            level,
             "Write to %s: option %s = %s asks for each partition's rows in one writer task, but %d "
             "partition(s) were written by several tasks (e.g. %s by %d), so they got one file per task. "
             "A Python data source cannot ask Spark for a distribution: cluster the rows first "
-            "(df.repartition(%s) before df.write, or lake_assets.spark.write_table, which does).",
+            "(df.repartition(%s) before df.write or df.writeStream, or lake_assets.spark.write_table, "
+            "which does).%s",
             store.name, PARTITION_SINK_STRATEGY_KEY, sink_strategy(store), len(split), example, split[worst],
             ", ".join(repr(k) for k in store.schema.partition_keys),
+            " A streaming query says so at its first micro-batch only." if warn is not None else "",
         )
     return split

@@ -373,7 +373,9 @@ class LakeStreamWriter(DataSourceStreamArrowWriter):
         if committer.is_committed(batchId):
             committer.abort(decoded)  # a replay of a committed batch: its new files are spare
             return
-        check_sink_distribution(table.store, task_files(messages))  # rows as given, every micro-batch
+        # rows as given, checked every micro-batch; warned of at the query's first (none committed)
+        check_sink_distribution(table.store, task_files(messages),
+                                warn=lambda: committer.last_committed_identifier() is None)
         try:
             check_one_dynamic_bucket_writer(table, messages)
             check_sequences_disjoint(table, task_files(messages))

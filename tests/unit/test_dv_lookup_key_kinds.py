@@ -66,7 +66,8 @@ def test_vectors_hide_exactly_the_replaced_rows(tmp_path: Path, kind: str, monke
     table = catalog.create_table("db.t", schema(kind), primary_keys=keys,
                                  options={"bucket": "2", "deletion-vectors.enabled": "true", "rowkind.field": "op",
                                           "target-file-size": "8 kb", "num-sorted-run.compaction-trigger": "3"})
-    n = 3000
+    # files roll every 1,000 rows written at most (as Java's): enough rows for several per bucket
+    n = 6000
     model: dict[int, str] = {}
     rng = random.Random(11)
 

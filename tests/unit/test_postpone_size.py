@@ -100,15 +100,24 @@ def test_new_partition_count_is_decided_on_postpone_file_bytes(catalog: Catalog)
 
 def test_postponed_files_roll_at_the_target_of_written_bytes(catalog: Catalog):
     """HEAD's postpone writer rolls at ``target-file-size`` (a primary-key table's) of bytes written
-    (``RollingFileWriter``: the file's length); pypaimon 2.1's rolls at Arrow bytes instead."""
+    (``RollingFileWriter``: the file's length, looked at every 1,000 rows written); pypaimon 2.1's
+    rolls at Arrow bytes instead."""
     target = 64 * 1024
     t = make(catalog, **{"target-file-size": str(target)})
     data = batch(40_000)
-    sizes = postponed_sizes(t, data)
+    w = PostponeWriter(t.store, "measure")
+    w.write_arrow(data)
+    messages = w.prepare_commit()
+    files = [(f.row_count, f.file_size) for m in messages for f in m.new_files]
+    w.abort(messages)
+    sizes = [s for _, s in files]
     total = sum(sizes)
-    per_row = total / data.num_rows
-    assert len(sizes) >= 2
-    assert len(sizes) in (total // target, total // target + 1)  # by written bytes, not Arrow bytes
+    assert sum(r for r, _ in files) == 40_000
+    assert 2 <= len(sizes) <= total // target + 1  # by written bytes, not Arrow bytes
     assert len(sizes) < data.nbytes // target
-    # every file but the last ends within a few thousand rows of the target
-    assert all(target - 1100 * per_row <= s <= target + 1100 * per_row for s in sizes[:-1])
+    # every file but the last: Java's rolling point, the first multiple of 1,000 rows written at
+    # which the file holds the target size (1,000 rows fewer would have been short of it)
+    for rows, size in files[:-1]:
+        assert rows % 1000 == 0
+        assert size >= target
+        assert size * (rows - 1000) / rows < target, (rows, size)

@@ -198,14 +198,16 @@ def test_write_ids_differ_per_writer(catalog: Catalog):
 
 def test_one_writers_rolled_files_replay_in_order(catalog: Catalog):
     """A small write buffer and target file size: one writer's rows of one commit spread over many
-    files (numbered on across them), and the compaction replays them in the order written."""
+    files (numbered on across them), and the compaction replays them in the order written. Files
+    roll at a multiple of 1,000 rows written, as Java's (RollingFileWriter), so 1,500 keys each."""
     t = make(catalog, "p", "-2", **{"write-buffer-size": "1 kb", "target-file-size": "1 kb",
                                      "page-size": "1 kb"})
-    versions = [rows(list(range(50)), "d1", tag) for tag in ("a", "b", "c")]
+    versions = [rows(list(range(1500)), "d1", tag) for tag in ("a", "b", "c")]
     t.write_arrow(pa.RecordBatchReader.from_batches(SCHEMA, [b for v in versions for b in v.to_batches()]))
     files = sorted((e.file for e in live(t)), key=lambda f: f.min_sequence_number)
     assert len(files) >= 3 and len({f.file_name.split("-w-")[0] for f in files}) == 1
     assert [f.min_sequence_number for f in files[1:]] == [f.max_sequence_number + 1 for f in files[:-1]]
-    assert files[-1].max_sequence_number == 149
+    assert [f.row_count for f in files] == [1000, 1000, 1000, 1000, 500]
+    assert files[-1].max_sequence_number == 4499
     t.compact()
-    assert [r["v"] for r in content(t)] == [f"c{i}" for i in range(50)]
+    assert [r["v"] for r in content(t)] == [f"c{i}" for i in range(1500)]

@@ -14,7 +14,8 @@ A unit that streams (an interval of more than ``compaction.merge-rows`` input ro
   each step is released once it is written to the spill run (before round 8 of issue 17 §2 the
   fold also held its first step and the previous one: up to three steps).
 
-- the Parquet file each of those runs is read from, beside its batch: per column read, the
+- the Parquet file each of those runs is read from, beside its batch: per leaf column read (a
+  STRUCT, ARRAY or MAP column is one column chunk per leaf: `run_read_columns`), the
   ``read.parquet.buffer-size`` bytes of the column chunk it reads at a time plus the data page
   it decodes, the column's decoded dictionary and a compressed page a refill cut
   (`PARQUET_PAGE_BYTES` each), not the whole
@@ -53,15 +54,20 @@ bounds beside the peaks.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
+from lake_assets.formats.file_layout import file_arrow_schema
 from lake_assets.ops.compact.fan_in import sort_spill_threshold
 from lake_assets.ops.streaming_read import DEFAULT_BATCH_ROWS
 
 if TYPE_CHECKING:
     from lake_assets.io.file_io import FileIO
     from lake_assets.options import CoreOptions
+    from lake_assets.spec.schema import TableSchema
 
 # ``compaction.merge-rows`` when unset: large enough that the merge's per-step work (a sort, a
 # gather, one Parquet row group per step) is amortized, small enough for two units at once to
@@ -131,13 +137,38 @@ def compaction_rows_bound(options: CoreOptions, runs: int, units: int) -> int:
     return units * unit_rows_bound(options, runs).total
 
 
+def leaf_columns(fields: Iterable[pa.Field]) -> int:
+    """Parquet leaf columns of ``fields``: a struct's fields, a list's element and a map's key and
+    value counted by their own leaves (each leaf is a column chunk of its own, read through a
+    buffer of its own)."""
+    count = 0
+    for field in fields:
+        t = field.type
+        if pa.types.is_struct(t):
+            count += leaf_columns(t.field(i) for i in range(t.num_fields))
+        elif pa.types.is_map(t):
+            count += leaf_columns((t.key_field, t.item_field))
+        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            count += leaf_columns((t.value_field,))
+        else:
+            count += 1
+    return count
+
+
+def run_read_columns(schema: TableSchema) -> int:
+    """The leaf columns a sorted run's reader reads from a data file written under ``schema``:
+    keys, sequence number, row kind and values, nested ones by their leaves (`leaf_columns`)."""
+    return leaf_columns(file_arrow_schema(schema))
+
+
 def run_reader_bytes(options: CoreOptions, columns: int, file_io: FileIO | None = None) -> int:
     """Bytes the reader of one sorted run's Parquet file holds beside its read batch, reading
-    ``columns`` columns: per column the ``read.parquet.buffer-size`` bytes of its chunk read at a
-    time (on ``file_io``'s store: object stores read at least `FileIO.min_chunked_read`; None:
-    local disk), a decoded data page, a decoded dictionary page and a cut compressed page
-    (`PAGES_PER_COLUMN` x `PARQUET_PAGE_BYTES`); with
-    the option 0 (whole column chunks) a whole compressed file, up to ``target-file-size``."""
+    ``columns`` leaf columns (`run_read_columns`: a nested column has one per leaf): per leaf
+    the ``read.parquet.buffer-size`` bytes of its chunk read at a time (on ``file_io``'s store:
+    object stores read at least `FileIO.min_chunked_read`; None: local disk), a decoded data
+    page, a decoded dictionary page and a cut compressed page (`PAGES_PER_COLUMN` x
+    `PARQUET_PAGE_BYTES`); with the option 0 (whole column chunks) a whole compressed file, up
+    to ``target-file-size``."""
     buffer = options.read_parquet_buffer_size
     if file_io is not None:
         buffer = file_io.chunked_read_bytes(buffer)
@@ -149,7 +180,7 @@ def run_reader_bytes(options: CoreOptions, columns: int, file_io: FileIO | None 
 def compaction_reader_bytes(options: CoreOptions, runs: int, units: int, columns: int,
                             file_io: FileIO | None = None) -> int:
     """Bytes the file readers of ``units`` streaming units at once hold beside their batches,
-    each unit merging ``runs`` sorted runs of ``columns`` columns (at most
+    each unit merging ``runs`` sorted runs of ``columns`` leaf columns (`run_read_columns`; at most
     ``sort-spill-threshold`` runs open at once: the spill runs' readers hold one batch), on
     ``file_io``'s store (`run_reader_bytes`)."""
     return units * min(runs, sort_spill_threshold(options)) * run_reader_bytes(options, columns, file_io)

@@ -1,0 +1,58 @@
+"""What a commit that will not land may delete: the files its messages' writers created, except
+those a retained snapshot or tag references (messages handed to a fresh committer may be the very
+ones a snapshot committed). Used by `TableCommitter.abort` and by a commit that finds its
+messages' files were never committed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from lake_assets.spec.hash_index import HASH_INDEX
+
+if TYPE_CHECKING:
+    from lake_assets.ops.commit_message import CommitMessage
+    from lake_assets.store.file_store import FileStore
+
+log = logging.getLogger(__name__)
+
+
+def written_paths(store: FileStore, messages: Sequence[CommitMessage]) -> list[str]:
+    """Files the messages' writers created (upgraded files are not theirs to delete), with the
+    index files they wrote (a dynamic-bucket writer's HASH files, a compaction's deletion vectors)."""
+    return [p for m in messages for f in m.all_written_files()
+            for p in store.written_file_paths(m.partition, m.bucket, f)] + [
+        store.paths.index_file(e.file_name) for m in messages for e in m.index_after
+    ]
+
+
+def delete_unreferenced(store: FileStore, messages: Sequence[CommitMessage]) -> None:
+    """Delete the messages' files that no retained snapshot or tag references."""
+    from lake_assets.ops.orphans import referenced_files  # orphans imports the scan stack
+
+    files = written_paths(store, messages)
+    live = referenced_files(store) if files else set()
+    kept = [f for f in files if f in live]
+    if kept:
+        log.warning("Not deleting %d file(s) of %s that a snapshot or tag references, e.g. %s",
+                    len(kept), store.name, kept[0])
+    store.file_io.delete_many(f for f in files if f not in live)
+
+
+def delete_compaction_outputs(store: FileStore, messages: Sequence[CommitMessage]) -> None:
+    """Delete what the messages' compactions wrote (their new files and changelog, not the
+    upgraded files that keep their name, and their index files but the HASH files, which land
+    with the data): for a commit whose data landed and whose COMPACT snapshot did not."""
+    store.file_io.delete_many(
+        p
+        for m in messages
+        for f in (*m.compact_after, *m.compact_changelog)
+        if f.file_name not in {b.file_name for b in m.compact_before}
+        for p in store.written_file_paths(m.partition, m.bucket, f)
+    )
+    store.file_io.delete_many(
+        store.paths.index_file(e.file_name) for m in messages for e in m.index_after
+        if e.index_type != HASH_INDEX
+    )
