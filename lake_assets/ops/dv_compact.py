@@ -14,9 +14,10 @@ commit message swaps it for the old one (`CommitMessage.index_before` / ``index_
 
 The lookup runs as the unit merges: each merge step's output keys are found in the files above
 (`VectorUpdate.note`) and only the found row positions are kept, a bitmap per file. A single
-integer key is found through a per-file index (`lsm.int_key_positions`: a rank bitmap for dense
-keys, else a binary search) cached beside the file's keys; other keys through the slice of the
-file inside the step's key range (`lsm.key_membership.sorted_positions`).
+integer key is found through a per-file index (`lsm.int_key_positions`: a position table or a
+rank bitmap for dense keys, else a binary search) cached beside the file's keys, or, in a small
+file without one, through a mark of the step's keys; other keys through the slice of the file
+inside the step's key range (`lsm.key_membership.sorted_positions`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
-from lake_assets.lsm.int_key_positions import IntKeyPositions
+from lake_assets.lsm.int_key_positions import IntKeyPositions, WantedKeys
 from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.lsm.key_membership import sorted_positions
 from lake_assets.ops import deletion_vectors
@@ -52,6 +53,10 @@ _INTEGER_TYPES = (TinyIntType, SmallIntType, IntType, BigIntType)
 
 
 DELETE_RATIO_THRESHOLD = "compaction.delete-ratio-threshold"
+# A file without a built index is tested row by row against a mark of the wanted keys when it
+# holds at most this many rows per wanted key (`WantedKeys`): the newest level, looked up once by
+# the next round, is not worth an index built and kept (lsm/int_key_positions.py).
+MARKED_ROWS_PER_KEY = 4
 
 
 # (data file path, its size, key column names, what is held: "keys" or "positions")
@@ -166,10 +171,11 @@ class VectorUpdate:
             return
         keys = merged.select(self.key_names)
         wanted = _sorted_int_keys(keys) if self._int_key else None
+        marks = WantedKeys(wanted) if wanted is not None else None  # built at first use
         for meta in self._targets.values():
             if not self._may_hold(meta, keys, wanted):
                 continue
-            positions = self._positions(meta, keys, wanted)
+            positions = self._positions(meta, keys, marks)
             if positions.size:
                 found = self._found.get(meta.file_name)
                 batch = new_vector(positions, meta.file_name)
@@ -195,11 +201,14 @@ class VectorUpdate:
             _KEY_CACHE.put(cache_key, keys)
         return keys
 
+    def _index_key(self, meta: DataFileMeta) -> _CacheKey:
+        path = self.store.data_file_path(self.split.partition, self.split.bucket, meta)
+        return (path, meta.file_size, tuple(self.key_names), "positions")
+
     def _file_index(self, meta: DataFileMeta) -> IntKeyPositions | None:
         """The search-ready index of ``meta``'s single integer key column, cached beside its keys
         (None when the column holds nulls: a primary key never does)."""
-        path = self.store.data_file_path(self.split.partition, self.split.bucket, meta)
-        cache_key = (path, meta.file_size, tuple(self.key_names), "positions")
+        cache_key = self._index_key(meta)
         index = _KEY_CACHE.get(cache_key)
         if not isinstance(index, IntKeyPositions):
             built = _int_index(self._file_keys(meta))
@@ -290,16 +299,25 @@ class VectorUpdate:
         return (compare_keys((file_bounds[0],), (hi,), first) <= 0
                 and compare_keys((lo,), (file_bounds[1],), first) <= 0)
 
-    def _positions(self, meta: DataFileMeta, keys: pa.Table, wanted: np.ndarray | None) -> np.ndarray:
+    def _positions(self, meta: DataFileMeta, keys: pa.Table, marks: WantedKeys | None) -> np.ndarray:
         """Ascending row positions of ``meta`` whose key is among ``keys`` (the file read whole, in
         order, without its deletion vector: positions count every row). ``keys`` are one merge
-        step's output, sorted by key, one row per key (``wanted``: their values as sorted
+        step's output, sorted by key, one row per key (``marks``: their values as sorted
         integers, for an integer key)."""
-        index = self._file_index(meta) if wanted is not None else None
-        if index is not None and wanted is not None:
-            # no hash table over the file's keys: a rank bitmap or a binary search of its own
-            # share of the keys (they spread over the sorted run's files)
-            return index.find(wanted)
+        if marks is None:
+            return sorted_positions(self._file_keys(meta), keys, self.key_names)
+        cached = _KEY_CACHE.get(self._index_key(meta))
+        if (not isinstance(cached, IntKeyPositions) and marks.markable
+                and meta.row_count <= MARKED_ROWS_PER_KEY * marks.values.size):
+            # a small file without an index (the newest level): its rows against the keys' mark
+            column = self._file_keys(meta).column(0)
+            if not column.null_count and pa.types.is_signed_integer(column.type):
+                return marks.positions_in(column.to_numpy())
+        index = cached if isinstance(cached, IntKeyPositions) else self._file_index(meta)
+        if index is not None:
+            # no hash table over the file's keys: a position table, a rank bitmap or a binary
+            # search of its own share of the keys (they spread over the sorted run's files)
+            return index.find(marks.values)
         return sorted_positions(self._file_keys(meta), keys, self.key_names)
 
 
