@@ -156,5 +156,6 @@ class WantedKeys:
         offsets -= self._lo
         unsigned = offsets.view(np.uint64)
         np.minimum(unsigned, self._span, out=unsigned)
-        found: np.ndarray = np.flatnonzero(self._mark[unsigned])
+        # gathered by the signed view (now all in [0, span]): numpy's fast path takes intp indices
+        found: np.ndarray = np.flatnonzero(self._mark[offsets])
         return found

@@ -42,7 +42,7 @@ from lake_assets.ops.deletion_vectors import DELETION_VECTORS_INDEX, deleted_row
 from lake_assets.ops.scan import Split
 from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.data_types import BigIntType, DataType, DoubleType, FloatType, IntType, SmallIntType, TinyIntType
-from lake_assets.spec.deletion_vector import deleted_mask, encode_index_file, new_vector
+from lake_assets.spec.deletion_vector import add_positions, deleted_mask, encode_index_file, new_vector
 from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry
 
 if TYPE_CHECKING:
@@ -138,9 +138,10 @@ class VectorUpdate:
     """Looks up the keys a compaction unit outputs in the bucket's files above it, batch by batch
     as the unit merges them, then writes the bucket's new vectors.
 
-    Memory: what it holds between batches is one bitmap of found row positions per file (at
-    most a bit per row of the file), never the unit's output keys: a unit's output may be far
-    larger than one merge step (``compaction.merge-rows``)."""
+    Memory: what it holds between batches is one bitmap of row positions per file (the found ones,
+    with the file's old vector for a file looked up: at most a bit per row of the file), never the
+    unit's output keys: a unit's output may be far larger than one merge step
+    (``compaction.merge-rows``)."""
 
     def __init__(
         self,
@@ -161,7 +162,9 @@ class VectorUpdate:
         # one integer key column: files are searched through `IntKeyPositions`
         self._int_key = len(self.key_types) == 1 and isinstance(self.key_types[0], _INTEGER_TYPES)
         self._targets = {f.file_name: f for f in (*self.lookup_files, *rewrite_files)}
-        self._found: dict[str, BitMap] = {}  # file name -> positions whose key the unit output
+        self._rewrite_names = {f.file_name for f in rewrite_files}
+        self._found: dict[str, BitMap] = {}  # rewritten file -> positions whose key the unit output
+        self._marked: dict[str, BitMap] = {}  # looked-up file -> its old vector plus those positions
         self._bounds: dict[str, tuple[object, object]] = {}  # file name -> its first key column's range
 
     def note(self, merged: pa.Table) -> None:
@@ -177,12 +180,26 @@ class VectorUpdate:
                 continue
             positions = self._positions(meta, keys, marks)
             if positions.size:
-                found = self._found.get(meta.file_name)
-                batch = new_vector(positions, meta.file_name)
-                if found is None:
-                    self._found[meta.file_name] = batch
-                else:
-                    found |= batch
+                self._record(meta.file_name, positions)
+
+    def _record(self, name: str, positions: np.ndarray) -> None:
+        """Keep ``positions`` of file ``name`` found by one merge step."""
+        if name in self._rewrite_names:
+            found = self._found.get(name)
+            batch = new_vector(positions, name)
+            if found is None:
+                self._found[name] = batch
+            else:
+                found |= batch
+            return
+        marked = self._marked.get(name)
+        if marked is None:
+            # a copy of the old vector (shared through the cache) to add to: adding into its
+            # containers costs less than a bitmap of the positions and a union at `finish` (0.20
+            # against 0.33 ms for 25,000 positions into 22,000 marks of a 250,000-row file)
+            old = self._old_vectors().get(name)
+            marked = self._marked[name] = BitMap() if old is None else old.copy()
+        add_positions(marked, positions, name)
 
     def note_relabelled(self, meta: DataFileMeta) -> None:
         """Record the keys of a level-0 file the unit relabels up (rows unchanged). The next
@@ -252,15 +269,14 @@ class VectorUpdate:
         vectors = {name: v for name, v in old.items() if name not in rewritten}  # not changed in place
         changed = len(vectors) != len(old)
         for meta in self.lookup_files:
-            found = self._found.get(meta.file_name)
-            if meta.file_name in rewritten or not found:
+            marked = self._marked.get(meta.file_name)
+            if meta.file_name in rewritten or marked is None:
                 continue
             before = vectors.get(meta.file_name)
-            if before is None:
-                vectors[meta.file_name] = found
-                changed = True
-            elif not found.issubset(before):
-                vectors[meta.file_name] = before | found
+            if before is None or len(marked) != len(before):  # ``marked`` holds ``before``
+                # Java's RoaringBitmap32.serialize runs runOptimize first: the same containers
+                marked.run_optimize()
+                vectors[meta.file_name] = marked
                 changed = True
         if not changed:
             return (), (), []
