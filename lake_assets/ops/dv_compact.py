@@ -14,10 +14,11 @@ commit message swaps it for the old one (`CommitMessage.index_before` / ``index_
 
 The lookup runs as the unit merges: each merge step's output keys are found in the files above
 (`VectorUpdate.note`) and only the found row positions are kept, a bitmap per file. A single
-integer key is found through a per-file index (`lsm.int_key_positions`: a position table or a
-rank bitmap for dense keys, else a binary search) cached beside the file's keys, or, in a small
-file without one, through a mark of the step's keys; other keys through the slice of the file
-inside the step's key range (`lsm.key_membership.sorted_positions`).
+integer key is found through a per-file index (`lsm.int_key_positions`: a rank bitmap for dense
+keys, else a binary search) cached beside the file's keys, or, in a small file without one,
+through a mark of the step's keys (`WantedKeys`); other keys through the slice of the file inside
+the step's key range (`lsm.key_membership.sorted_positions`). The found positions of a file go
+into a copy of its old vector.
 """
 
 from __future__ import annotations
@@ -331,8 +332,8 @@ class VectorUpdate:
                 return marks.positions_in(column.to_numpy())
         index = cached if isinstance(cached, IntKeyPositions) else self._file_index(meta)
         if index is not None:
-            # no hash table over the file's keys: a position table, a rank bitmap or a binary
-            # search of its own share of the keys (they spread over the sorted run's files)
+            # no hash table over the file's keys: a rank bitmap or a binary search of its own
+            # share of the keys (they spread over the sorted run's files)
             return index.find(marks.values)
         return sorted_positions(self._file_keys(meta), keys, self.key_names)
 
