@@ -97,7 +97,7 @@ def test_vectors_hide_exactly_the_replaced_rows(tmp_path: Path, kind: str, monke
 
 
 def test_integer_keys_are_found_through_a_cached_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # the top level's index is built once and found in the cache by later rounds
+    # the top level's index is built once and found in the cache by later rounds ...
     built: list[int] = []
     real = dv_compact.IntKeyPositions
 
@@ -115,6 +115,17 @@ def test_integer_keys_are_found_through_a_cached_index(tmp_path: Path, monkeypat
     for r in range(3):
         table.write_arrow(rows("int64 dense", list(range(r, 5000, 97)), f"r{r}-"))
     assert built.count(5000) == 1, built
+    # ... and a round's small file (300 keys) is tested against a mark of the next round's keys
+    # (dense: 300 keys, overlapping it by 200): no index is built for it
+    built.clear()
+    for r in range(3):
+        table.write_arrow(rows("int64 dense", list(range(100 * r, 100 * r + 300)), f"d{r}-"))
+    assert built == [], built
+    got = table.to_arrow().sort_by("k")
+    assert got.num_rows == 5000
+    # keys 0-99 last written by the first loop or d0, 100-199 by d1, 200-499 by d2
+    assert got.column("v").to_pylist()[100:500] == [f"d1-{i}" for i in range(100, 200)] + [
+        f"d2-{i}" for i in range(200, 500)]
 
 
 def test_a_null_key_is_refused(tmp_path: Path) -> None:

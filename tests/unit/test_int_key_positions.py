@@ -1,5 +1,6 @@
 """`IntKeyPositions`: the row positions of integer keys in a sorted one-row-per-key file column,
-by its rank bitmap (dense keys) and by its binary search (sparse keys), against a plain model."""
+by its rank bitmap (dense keys) and by its binary search (sparse keys); `WantedKeys`: the same
+answer from a mark of the wanted keys; all against a plain model."""
 
 from __future__ import annotations
 
@@ -7,7 +8,12 @@ import numpy as np
 import pytest
 
 from lake_assets.lsm import int_key_positions
-from lake_assets.lsm.int_key_positions import DENSE_SPAN_PER_ROW, IntKeyPositions
+from lake_assets.lsm.int_key_positions import (
+    DENSE_SPAN_PER_ROW,
+    MARK_SPAN_PER_KEY,
+    IntKeyPositions,
+    WantedKeys,
+)
 
 
 def model(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
@@ -17,32 +23,37 @@ def model(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
 
 
 def dense(index: IntKeyPositions) -> bool:
-    return index._words is not None
+    return index.kind == "rank"
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
-def test_dense_keys_use_the_rank_bitmap_and_find_every_row(dtype: type) -> None:
+@pytest.mark.parametrize("spacing", [2, 20])
+def test_dense_keys_use_the_rank_bitmap_and_find_every_row(dtype: type, spacing: int) -> None:
     rng = np.random.default_rng(1)
     info = np.iinfo(dtype)
-    for lo in (int(info.min), -3, 0, int(info.max) - 99):
-        keys = np.sort(rng.choice(100, 45, replace=False)).astype(np.int64) + lo
-        keys = keys.astype(dtype)
+    span = min(45 * spacing, int(info.max) - int(info.min) + 1)
+    rows = 45 if spacing * 45 <= span else span // spacing
+    for lo in (lo for lo in (int(info.min), -3, 0, int(info.max) - span + 1) if lo + span - 1 <= info.max):
+        keys = np.sort(rng.choice(span, rows, replace=False)).astype(np.int64) + lo
+        keys[0], keys[-1] = lo, lo + span - 1  # the span is the one asked for
+        keys = np.unique(keys).astype(dtype)
         index = IntKeyPositions(keys)
-        assert dense(index)
+        assert dense(index), (dtype, lo)
         # keys at the file's edges, inside, between its keys, and outside its range
-        candidates = np.unique(np.concatenate([keys[:1], keys[-1:], rng.choice(keys, 20),
-                                               np.arange(max(int(info.min), lo - 5), min(int(info.max), lo + 105))
-                                               .astype(dtype)]))
+        near = np.arange(max(int(info.min), lo - 5), min(int(info.max), lo + span + 5), dtype=np.int64)
+        candidates = np.unique(np.concatenate([keys[:1], keys[-1:], rng.choice(keys, 20), near.astype(dtype),
+                                               np.array([info.min, info.max], dtype=dtype)]))
         wanted = candidates.astype(dtype)
         got = index.find(wanted)
         assert np.array_equal(got, model(keys, wanted)), (dtype, lo)
+        assert got.dtype == np.intp
 
 
 def test_words_boundaries_and_a_file_whose_every_key_is_wanted() -> None:
     # keys at bit 0 and bit 63 of words, a run across a word border, a lone key in a far word
     keys = np.array([0, 63, 64, 65, 127, 128, 191, 400], dtype=np.int64) + 10
     index = IntKeyPositions(keys)
-    assert dense(index)
+    assert index.kind == "rank"
     assert np.array_equal(index.find(keys), np.arange(keys.size))  # a file fully deleted
     assert np.array_equal(index.find(keys[[0, 4, 7]]), [0, 4, 7])
     assert index.find(keys[:1] - 1).size == 0 and index.find(keys[-1:] + 1).size == 0
@@ -64,7 +75,7 @@ def test_the_dense_bound_and_the_search_agree_on_either_side_of_it() -> None:
     wide = keys.copy()
     wide[-1] += DENSE_SPAN_PER_ROW  # one past the bound
     wanted = np.arange(0, int(wide[-1]) + 1, 7, dtype=np.int64)
-    assert dense(IntKeyPositions(keys)) and not dense(IntKeyPositions(wide))
+    assert IntKeyPositions(keys).kind == "rank" and IntKeyPositions(wide).kind == "search"
     assert np.array_equal(IntKeyPositions(keys).find(wanted), model(keys, wanted))
     assert np.array_equal(IntKeyPositions(wide).find(wanted), model(wide, wanted))
 
@@ -96,4 +107,36 @@ def test_unsigned_and_old_numpy_take_the_search(monkeypatch: pytest.MonkeyPatch)
 def test_nbytes_counts_what_is_held() -> None:
     index = IntKeyPositions(np.arange(0, 64_000, 2, dtype=np.int64))
     assert dense(index)
-    assert index.nbytes == 1000 * 8 + 1000 * 4  # a word and a count per 64 values of span
+    assert index.nbytes == 1000 * 8 + 1000 * 8  # a word and a count per 64 values of span
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
+def test_wanted_keys_mark_finds_the_rows_a_search_finds(dtype: type) -> None:
+    rng = np.random.default_rng(3)
+    info = np.iinfo(dtype)
+    for lo in (int(info.min), -40, int(info.max) - 99):
+        wanted = np.unique(rng.integers(lo, lo + 100, 30)).astype(dtype)
+        marks = WantedKeys(wanted)
+        assert marks.markable
+        pool = np.arange(max(int(info.min), lo - 20), min(int(info.max), lo + 120), dtype=np.int64)
+        file_keys = np.sort(rng.choice(pool, 50, replace=False)).astype(dtype)
+        edges = np.array([info.min, info.max, wanted[0], wanted[-1]], dtype=dtype)
+        for keys in (file_keys, np.unique(np.concatenate([file_keys, edges])), rng.permutation(file_keys)):
+            assert np.array_equal(marks.positions_in(keys), model(keys, wanted)), (dtype, lo)
+
+
+def test_wanted_keys_far_from_the_file_keys_never_match_by_wrapping() -> None:
+    # offsets from the wanted keys' low end wrap in int64 for keys at the other extreme: a
+    # wrapped offset must never land on a marked slot
+    wanted = np.array([2**62, 2**62 + 1, 2**62 + 3], dtype=np.int64)
+    keys = np.array([-(2**63), -(2**63) + 1, -(2**62), 0, 2**62 + 1, 2**62 + 2, 2**63 - 1], dtype=np.int64)
+    assert np.array_equal(WantedKeys(wanted).positions_in(keys), model(keys, wanted))
+
+
+def test_wanted_keys_too_sparse_for_a_mark_are_refused() -> None:
+    sparse = np.array([0, MARK_SPAN_PER_KEY * 2], dtype=np.int64)  # span 129 for 2 keys
+    assert not WantedKeys(sparse).markable
+    assert WantedKeys(np.array([0, MARK_SPAN_PER_KEY * 2 - 1], dtype=np.int64)).markable
+    assert not WantedKeys(np.empty(0, dtype=np.int64)).markable
+    with pytest.raises(ValueError, match="too sparse"):
+        WantedKeys(sparse).positions_in(np.arange(3, dtype=np.int64))
