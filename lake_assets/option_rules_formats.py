@@ -78,6 +78,14 @@ FORMAT_RULES: dict[str, OptionRule] = _rules(
       check=stats_mode_problem, writer_only=True, note=STATS_NOTE),
     R("metadata.stats-mode.per.level", "string", None, "Column stats mode per LSM level (e.g. '0:none') "
       "(Paimon 1.1 on).", check=_stats_modes_per_level, writer_only=True, note=f"{STATS_NOTE}. {_MAP_NOTE}"),
+    R("parquet.compression", "string", None, "Codec of every Parquet file, replacing file.compression and "
+      "file.compression.per.level (parquet-hadoop's key, read by Paimon's Parquet writer first).", writer_only=True,
+      note="honoured (matched as file.compression); a codec Parquet files are not written with refuses writes "
+      "and compaction"),
+    R("orc.compress", "string", None, "Codec of every ORC file, replacing file.compression and "
+      "file.compression.per.level (OrcConf, read by Paimon's ORC writer first).", writer_only=True,
+      note="honoured (matched as file.compression); a codec ORC files are not written with refuses writes and "
+      "compaction"),
     R("parquet.block.size", "long", None, "Parquet row group size in bytes (parquet-java: 128 MiB).", minimum=1,
       writer_only=True, note="honoured: row groups are cut at this many (Arrow) bytes"),
     R("parquet.page.size", "int", None, "Parquet data page size in bytes (1 MiB).", minimum=1, writer_only=True,

@@ -30,7 +30,7 @@ from lake_assets.formats.file_layout import (
     layout_of,
 )
 from lake_assets.formats.footer_stats import FooterColumns
-from lake_assets.formats.format_options import level_format_and_codec
+from lake_assets.formats.format_options import codec_for_format, level_format_and_codec
 from lake_assets.formats.rolling_writer import (
     LOCAL_SINK_BUFFER_BYTES,
     MIN_ROW_GROUP_ROWS,
@@ -99,6 +99,10 @@ class DataFileWriter:
         self._sampled_dictionary_columns = layout.sampled_dictionary_columns
         self._same_values = layout.same_values
         self.format: FileFormat = file_format(config.file_format or table_format(schema))
+        # the table's (or the level's) codec, before the format's own codec option replaces it
+        self._table_codec = config.compression
+        config = self.config = replace(config, compression=codec_for_format(schema.options, self.format.name,
+                                                                           config.compression))
         # Parquet's footer holds the ranges of these columns: no min/max pass over them
         footer = self.format.name == "parquet"
         self._key_footer = layout.key_footer if footer else FooterColumns({}, frozenset())
@@ -165,8 +169,7 @@ class DataFileWriter:
         ``file.format.per.level`` / ``file.compression.per.level`` give the level (changelog
         files: ``changelog-file.format`` / ``changelog-file.compression`` first)."""
         fmt, codec = level_format_and_codec(self.schema.options, bool(self.schema.primary_keys), level,
-                                            self.format.name, self.config.compression,
-                                            changelog=self.config.changelog)
+                                            self.format.name, self._table_codec, changelog=self.config.changelog)
         if fmt == self.format.name and codec == self.config.compression:
             return self
         writer = self._per_level.get(level)

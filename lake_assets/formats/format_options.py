@@ -28,6 +28,10 @@ CHANGELOG_FORMAT = "changelog-file.format"
 CHANGELOG_COMPRESSION = "changelog-file.compression"
 # Codec names some Paimon Java writer takes (parquet-java's CompressionCodecName, ORC's
 # CompressionKind, Avro's zstd), lower case; each format says which it writes (FileFormat.codecs)
+# a level no per-level map names (their levels are 32-bit): the table's own format and codec
+_UNMAPPED = -(2**63)
+# the format writer options that replace the codec of every file of their format
+CODEC_OVERRIDES = {"parquet": "parquet.compression", "orc": "orc.compress"}
 FILE_CODECS = ("zstd", "snappy", "gzip", "lz4", "lz4_raw", "none", "uncompressed", "brotli", "lzo", "zlib")
 
 # Parquet (parquet-hadoop's ParquetOutputFormat keys)
@@ -109,6 +113,16 @@ def fold_codec(text: str) -> str:
     return java_fold_choice(text, FILE_CODECS, "upper") or text
 
 
+def codec_for_format(options: Mapping[str, str], fmt: str, codec: str) -> str:
+    """The codec a file of ``fmt`` is written with when its level (or the table) gives ``codec``:
+    Java's Parquet writer takes ``parquet.compression`` first (``RowDataParquetBuilder
+    .getCompression``) and its ORC writer ``orc.compress`` (``OrcWriterFactory.create``, ORC's
+    ``WriterOptions``), each matched upper-cased as ``file.compression``."""
+    key = CODEC_OVERRIDES.get(fmt)
+    text = options.get(key) if key is not None else None
+    return codec if text is None else fold_codec(text)
+
+
 def format_of_level(options: Mapping[str, str], level: int, default: str) -> str:
     """The format Paimon's key-value writers use for a file of ``level`` (lower-cased as Java's
     ``normalizeFileFormat``)."""
@@ -131,7 +145,7 @@ def level_format_and_codec(options: Mapping[str, str], primary_key: bool, level:
     ``file.format.per.level`` / ``file.compression.per.level``, else the table's. Append tables
     (Paimon's append writers) always use the table's."""
     if not primary_key:
-        return fmt, codec
+        return fmt, codec_for_format(options, fmt, codec)
     level_fmt = format_of_level(options, level, fmt)
     level_codec = compression_of_level(options, level, codec)
     if changelog:
@@ -141,7 +155,7 @@ def level_format_and_codec(options: Mapping[str, str], primary_key: bool, level:
             level_fmt = changelog_fmt.lower()
         if changelog_codec is not None:
             level_codec = fold_codec(changelog_codec)
-    return level_fmt, level_codec
+    return level_fmt, codec_for_format(options, level_fmt, level_codec)
 
 
 def written_formats(options: Mapping[str, str], primary_key: bool, fmt: str,
@@ -149,8 +163,10 @@ def written_formats(options: Mapping[str, str], primary_key: bool, fmt: str,
     """(the options that choose it, format, codec) of every kind of file a writer of the table may
     write: the table's default, each level named by a per-level option, and changelog files of
     each of these levels."""
-    out = [(f"option file.compression = {options.get('file.compression', codec)!r} with file.format = {fmt!r}",
-            fmt, codec)]
+    override = CODEC_OVERRIDES.get(fmt)
+    by = f", {override} = {options[override]!r}" if override and options.get(override) is not None else ""
+    out = [(f"option file.compression = {options.get('file.compression', codec)!r} with file.format = {fmt!r}{by}",
+            fmt, codec_for_format(options, fmt, codec))]
     if not primary_key:
         return out
 
@@ -160,7 +176,7 @@ def written_formats(options: Mapping[str, str], primary_key: bool, fmt: str,
     levels = sorted({*_levels(options, FORMAT_PER_LEVEL), *_levels(options, COMPRESSION_PER_LEVEL)})
     changelog = named(CHANGELOG_FORMAT, CHANGELOG_COMPRESSION)
     for level in [None, *levels]:
-        at = 0 if level is None else level
+        at = _UNMAPPED if level is None else level
         lvl_fmt, lvl_codec = level_format_and_codec(options, True, at, fmt, codec)
         if level is not None:
             out.append((f"option {named(FORMAT_PER_LEVEL, COMPRESSION_PER_LEVEL)} (level {level}: "

@@ -205,3 +205,17 @@ def test_parquet_has_no_zlib_for_java_or_us(java: PaimonJava, wh: str, lake: Cat
         ours.write_arrow(BATCHES[0])
     assert ours.latest_snapshot() is None
     assert not [p for p in (Path(wh) / "db.db" / "ours").rglob("data-*")]
+
+
+def test_the_formats_own_codec_options_win_as_in_java(java: PaimonJava, wh: str, lake: Catalog) -> None:
+    """parquet.compression and orc.compress replace file.compression (and a level's codec) for every
+    file of their format, Java's writers reading them first: the same files on both sides."""
+    options = {"bucket": "1", "file.format": "parquet", "file.compression": "zlib", "parquet.compression": "GZIP",
+               "file.format.per.level": "0:orc", "file.compression.per.level": "0:lz4", "orc.compress": "Zlib",
+               "num-levels": "4"}
+    theirs, ours = _same_writes(java, wh, lake, options)
+    kinds = _kinds(ours)
+    assert kinds == {"data": {(3, "parquet", "gzip"), (0, "orc", "zlib")}, "changelog": set()}
+    assert kinds == _kinds(theirs)
+    assert_same_table(java.read(wh, "db.ours"), ours.to_arrow())
+    assert_same_table(theirs.to_arrow(), java.read(wh, "db.theirs"))

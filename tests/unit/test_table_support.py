@@ -84,6 +84,9 @@ def test_supported_tables_refuse_nothing():
      {Op.WRITE, Op.COMPACT}, "changelog-file.format = 'parquet' (changelog files: 'parquet', codec 'zlib')"),
     ({"bucket": "2", "changelog-file.compression": "zlib"}, True, {Op.WRITE, Op.COMPACT},
      "changelog-file.compression = 'zlib'"),
+    # zlib suits level 0's ORC changelog files, not those a compaction writes at the Parquet levels
+    ({"bucket": "2", "file.format.per.level": "0:orc", "changelog-file.compression": "zlib"}, True,
+     {Op.WRITE, Op.COMPACT}, "(changelog files: 'parquet', codec 'zlib')"),
     # changelog files in a format lake_assets does not write, or in none (an empty text)
     ({"bucket": "2", "file.format": "parquet", "changelog-file.format": "lance"}, True, {Op.WRITE, Op.COMPACT},
      "changelog-file.format = 'lance'"),
@@ -118,7 +121,13 @@ def test_supported_tables_refuse_nothing():
     # writes, refuses writes and compaction only (never reads, expiry, orphans or rollback)
     ({"bucket": "2", "parquet.page.size": "big"}, True, {Op.WRITE, Op.COMPACT}, "parquet.page.size"),
     ({"bucket": "2", "avro.codec": "xz", "file.format": "avro"}, True, {Op.WRITE, Op.COMPACT}, "avro.codec"),
-    ({"bucket": "2", "orc.compress": "ZLIB", "file.format": "orc"}, True, {Op.WRITE, Op.COMPACT}, "orc.compress"),
+    ({"bucket": "2", "orc.encoding.strategy": "COMPRESSION", "file.format": "orc"}, True, {Op.WRITE, Op.COMPACT},
+     "orc.encoding.strategy"),
+    # the formats' own codec options replace file.compression for their files, as in Java
+    ({"bucket": "2", "orc.compress": "gzip", "file.format": "orc"}, True, {Op.WRITE, Op.COMPACT},
+     "orc.compress = 'gzip'"),
+    ({"bucket": "2", "parquet.compression": "zlib", "file.format.per.level": "0:orc"}, True,
+     {Op.WRITE, Op.COMPACT}, "parquet.compression = 'zlib'"),
     ({"bucket": "2", "parquet.page.row.count.limit": "100", "file.format.per.level": "0:avro,3:parquet",
       "file.format": "orc"}, True, {Op.WRITE, Op.COMPACT}, "parquet.page.row.count.limit"),
     ({"bucket": "2", "data-file.path-directory": "data"}, True, DATA | {Op.EXPIRE, Op.ORPHANS},
@@ -148,6 +157,8 @@ def test_deletion_vector_tables_of_deduplicate_refuse_nothing():
     {"bucket": "2", "file.format": "orc", "file.compression": "zlib"},
     {"bucket": "2", "file.format.per.level": "0:orc", "file.compression.per.level": "0:Zlib"},
     {"bucket": "2", "file.format": "avro", "file.compression": "zlib"},
+    {"bucket": "2", "file.compression": "zlib", "parquet.compression": "GZIP", "file.format.per.level": "0:orc",
+     "orc.compress": "zlib"},
     {"bucket": "2", "changelog-file.format": "orc", "changelog-file.compression": "zlib",
      "changelog-file.stats-mode": "none", "metadata.stats-mode.per.level": "0:none,5:full"},
     # a level Paimon never writes (negative; Java 0.9 still loads its format: a format we do not
