@@ -74,6 +74,9 @@ def test_supported_tables_refuse_nothing():
     # ORC files take ORC's compression kinds only: Java's ORC writer fails on the others
     ({"bucket": "2", "file.format": "orc", "file.compression": "gzip"}, True, {Op.WRITE, Op.COMPACT},
      "file.compression = 'gzip' with file.format = 'orc'"),
+    # LZO is an ORC kind Java writes but pyarrow's ORC writer does not
+    ({"bucket": "2", "file.format": "orc", "file.compression": "LZO"}, True, {Op.WRITE, Op.COMPACT},
+     "file.compression = 'LZO' with file.format = 'orc'"),
     # ... and Parquet files have no zlib (parquet-java's CompressionCodecName): the table's, a
     # level's or changelog files'
     ({"bucket": "2", "file.compression": "zlib"}, True, {Op.WRITE, Op.COMPACT},
