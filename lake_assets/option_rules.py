@@ -15,10 +15,12 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 
+from lake_assets.formats.format_options import FILE_CODECS
 from lake_assets.lsm.merge_engine.names import DEFAULT_MERGE_ENGINE, MERGE_ENGINE_NAMES
 from lake_assets.option_rules_engines import ENGINE_RULES, MARK_DONE_RULES, REFUSED_ENGINE_RULES
 from lake_assets.option_rules_file_index import FILE_INDEX_RULES, file_index_rule
-from lake_assets.option_rules_formats import COLUMN_FORMAT_OPTION, COLUMN_FORMAT_RULES, FORMAT_RULES
+from lake_assets.option_rules_formats import COLUMN_FORMAT_OPTION, COLUMN_FORMAT_RULES, FORMAT_RULES, STATS_NOTE
+from lake_assets.option_rules_formats import stats_mode_problem as _stats_mode
 from lake_assets.option_rules_lifecycle import LIFECYCLE_RULES
 from lake_assets.option_rules_reads import READ_RULES
 from lake_assets.option_types import DATA_OPS, INT_MAX, PATH_OPS, WRITE_OPS, MiB, OptionRule, fallback_rule
@@ -32,11 +34,6 @@ def _bucket(n: object) -> str | None:
     return None
 
 
-_STATS_MODE = re.compile(r"^(none|counts|full|truncate\(\d+\))$", re.IGNORECASE)
-
-
-def _stats_mode(v: object) -> str | None:
-    return None if _STATS_MODE.match(str(v).strip()) else "must be none, counts, full or truncate(N)"
 
 
 def _path_part(v: object) -> str | None:
@@ -59,15 +56,12 @@ def _rules(*rows: OptionRule) -> dict[str, OptionRule]:
 MERGE_ENGINES = MERGE_ENGINE_NAMES  # the engine registry's names (one list, no import cycle)
 CHANGELOG_PRODUCERS = ("none", "input", "lookup", "full-compaction")
 COMPRESSIONS = ("zstd", "snappy", "gzip", "lz4", "lz4_raw", "none", "uncompressed", "brotli")
-# Codec names some Paimon Java writer takes (parquet-java's CompressionCodecName, ORC's CompressionKind).
-FILE_CODECS = (*COMPRESSIONS, "lzo", "zlib")
 # Identifiers of Paimon's data file format factories (HEAD; 0.9 bundles parquet, orc and avro).
 FILE_FORMATS = ("parquet", "orc", "avro", "csv", "json", "text", "lance", "vortex", "blob", "row", "mosaic")
 MANIFEST_COMPRESSIONS = ("zstd", "zstandard", "none", "null", "deflate", "snappy")
 # Codecs of the writer's local spill files (ops/spill.py): Paimon's zstd and lzo, plus lz4 and none.
 SPILL_COMPRESSIONS = ("zstd", "lzo", "lz4", "none")
-_STATS_NOTE = ("accepted; lake_assets writes truncate(16) column stats whatever the mode (stats only prune "
-               "reads, and every reader takes any mode's stats)")
+_STATS_NOTE = STATS_NOTE
 
 R = OptionRule
 RULES: dict[str, OptionRule] = _rules(
@@ -82,10 +76,11 @@ RULES: dict[str, OptionRule] = _rules(
       supported=("parquet", "orc", "avro"), refuses=DATA_OPS,
       why="only Parquet, ORC and Avro data files are implemented (Paimon Java 0.9 reads no table whose "
       "file.format names no format: its path factory needs one)"),
-    R("file.compression", "string", "zstd", "Codec of data files (ORC: zstd, snappy, lz4 or none; Avro: "
-      "zstandard for zstd, else snappy, as Java writes; matched upper-cased and untrimmed, as Java's "
-      "Parquet and ORC writers).", choices=FILE_CODECS, fold="upper", supported=COMPRESSIONS,
-      refuses=WRITE_OPS, why="Paimon Java's writers have no such codec", writer_only=True,
+    R("file.compression", "string", "zstd", "Codec of data files (Parquet: zstd, snappy, gzip, lz4, lz4_raw, "
+      "uncompressed; ORC: zstd, snappy, lz4, zlib, none; Avro: zstandard for zstd, else snappy, as Java writes; "
+      "matched upper-cased and untrimmed, as Java's Parquet and ORC writers). A codec the format of some file "
+      "the table writes has not (file.format, file.format.per.level, changelog-file.format) refuses writes "
+      "and compaction.", choices=FILE_CODECS, fold="upper", writer_only=True,
       note="create and ALTER refuse 'none' (Java's writer spells it 'uncompressed') and 'brotli' "
       "(Java cannot read it); tables carrying them stay readable and writable"),
     R("file.compression.zstd-level", "int", 1, "Zstandard level of data files."),

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 
-from lake_assets.formats.format_options import AVRO_CODECS, AVRO_JAVA_CODECS, level_map_problem
+from lake_assets.errors import OptionError
+from lake_assets.formats.format_options import AVRO_CODECS, AVRO_JAVA_CODECS, level_map_problem, parse_level_map
 from lake_assets.option_types import WRITE_OPS, OptionRule
 
 
@@ -32,15 +33,59 @@ def _parquet_writer_version(value: object) -> str | None:
     return f"one of {', '.join(_PARQUET_WRITER_VERSIONS)}, exactly as parquet-java's WriterVersion.fromString reads it"
 
 
+_STATS_MODE = re.compile(r"^(none|counts|full|truncate\(\d+\))$", re.IGNORECASE)
+STATS_NOTE = ("accepted; lake_assets writes truncate(16) column stats whatever the mode (stats only prune "
+              "reads, and every reader takes any mode's stats)")
+
+
+def stats_mode_problem(v: object) -> str | None:
+    """The check of a stats mode (``metadata.stats-mode`` and the keys naming one)."""
+    return None if _STATS_MODE.match(str(v).strip()) else "must be none, counts, full or truncate(N)"
+
+
+def _stats_modes_per_level(v: object) -> str | None:
+    try:
+        modes = parse_level_map(v, "")
+    except OptionError as exc:
+        return str(exc).split(": ", 1)[-1]
+    bad = [f"{level}:{mode}" for level, mode in modes.items() if stats_mode_problem(mode)]
+    return f"level(s) {', '.join(bad)}: a mode must be none, counts, full or truncate(N)" if bad else None
+
+
+_MAP_NOTE = ("Paimon's map grammar (lake_assets/option_maps.py): entries '<level>:<value>', quotes allowed, a "
+             "level an integer given once")
+
 R = OptionRule
 FORMAT_RULES: dict[str, OptionRule] = _rules(
     R("file.format.per.level", "string", None, "Data file format per LSM level of primary-key tables "
       "(e.g. '0:avro,3:parquet'); other levels use file.format.", check=level_map_problem, writer_only=True,
-      note="honoured by writes and compaction (changelog files follow their level, as in Paimon); "
-      "append tables use file.format as Paimon's append writers do"),
+      note=f"honoured by writes and compaction (changelog files follow their level, as in Paimon, unless "
+      f"changelog-file.format is set); append tables use file.format as Paimon's append writers do. {_MAP_NOTE}; "
+      "formats lower-cased"),
     R("file.compression.per.level", "string", None, "Codec of data files per LSM level of primary-key tables "
       "(e.g. '0:lz4,3:zstd'); other levels use file.compression.", check=level_map_problem, writer_only=True,
-      note="honoured by writes and compaction"),
+      note=f"honoured by writes and compaction. {_MAP_NOTE}; codecs matched as file.compression"),
+    R("changelog-file.format", "string", None, "Format of changelog files of primary-key tables (Paimon 1.1 "
+      "on; unset: the format of the level they are written at).", writer_only=True,
+      note="honoured by writes and compaction (Paimon Java 0.9 has no such key and writes changelog files in "
+      "their level's format; readers take either, by file extension); a format lake_assets does not write "
+      "refuses writes and compaction"),
+    R("changelog-file.compression", "string", None, "Codec of changelog files of primary-key tables (Paimon 1.1 "
+      "on; unset: the codec of the level they are written at).", writer_only=True,
+      note="honoured by writes and compaction (matched as file.compression); a codec the changelog files' format "
+      "is not written with refuses writes and compaction"),
+    R("changelog-file.stats-mode", "string", None, "Column stats mode of changelog files (Paimon 1.1 on).",
+      check=stats_mode_problem, writer_only=True, note=STATS_NOTE),
+    R("metadata.stats-mode.per.level", "string", None, "Column stats mode per LSM level (e.g. '0:none') "
+      "(Paimon 1.1 on).", check=_stats_modes_per_level, writer_only=True, note=f"{STATS_NOTE}. {_MAP_NOTE}"),
+    R("parquet.compression", "string", None, "Codec of every Parquet file, replacing file.compression and "
+      "file.compression.per.level (parquet-hadoop's key, read by Paimon's Parquet writer first).", writer_only=True,
+      note="honoured (matched as file.compression); a codec Parquet files are not written with refuses writes "
+      "and compaction"),
+    R("orc.compress", "string", None, "Codec of every ORC file, replacing file.compression and "
+      "file.compression.per.level (OrcConf, read by Paimon's ORC writer first).", writer_only=True,
+      note="honoured (matched as file.compression); a codec ORC files are not written with refuses writes and "
+      "compaction"),
     R("parquet.block.size", "long", None, "Parquet row group size in bytes (parquet-java: 128 MiB).", minimum=1,
       writer_only=True, note="honoured: row groups are cut at this many (Arrow) bytes"),
     R("parquet.page.size", "int", None, "Parquet data page size in bytes (1 MiB).", minimum=1, writer_only=True,

@@ -51,9 +51,9 @@ from lake_assets.file_refusals import (
     entry_refusals,
     index_refusals,
 )
+from lake_assets.formats.file_format import file_format
 from lake_assets.formats.file_index import write_problems as file_index_write_problems
-from lake_assets.formats.format_options import FORMAT_PREFIXES, formats_written, unwritten_per_level
-from lake_assets.formats.orc_format import ORC_CODECS
+from lake_assets.formats.format_options import FORMAT_PREFIXES, written_formats
 from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.option_classification import (
     READ_HARMLESS_KEYS,
@@ -67,7 +67,7 @@ from lake_assets.option_classification import (
 )
 from lake_assets.option_rules import FILE_CODECS, carried_key
 from lake_assets.option_types import WRITE_OPS, java_fold_choice, parse_value, unsupported_value
-from lake_assets.options import COMPRESSIONS, CoreOptions, per_operation_rule
+from lake_assets.options import CoreOptions, per_operation_rule
 from lake_assets.refusal import DATA, MAINTENANCE, PATHS, READS, Op, Refusal, refuse
 from lake_assets.spec.schema import TableSchema
 
@@ -133,26 +133,16 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
             continue
         if unsupported_value(rule, text) is not None:
             out.append(Refusal(f"option {option} = {text!r}", rule.why, frozenset(Op[n] for n in rule.refuses)))
-    out += _per_level_refusals(options)
     # key -> (whether a stored value is the unimplemented feature, why it is refused, what it blocks)
     feature: dict[str, tuple[Callable[[str], bool], str, frozenset[Op]]] = {
         "row-tracking.enabled": (is_true, "row tracking is not implemented (writes and compaction must "
                                  "assign and keep row ids)", frozenset({Op.WRITE, Op.COMPACT})),
         "data-evolution.enabled": (is_true, "data evolution is not implemented (rows are spread over "
                                    "files of column subsets)", DATA),
-        "changelog-file.format": (lambda v: str(v).strip().lower() != _table_format(options),
-                                  "changelog files are written in the table's file.format only",
-                                  frozenset({Op.WRITE, Op.COMPACT})),
         "data-file.path-directory": (bool, "data files in a sub-directory are not implemented", PATHS),
         "data-file.external-paths": (bool, "writing data files to external paths is not implemented",
                                      frozenset({Op.WRITE, Op.COMPACT})),
     }
-    codec = options.get("file.compression", "zstd")
-    if _table_format(options) == "orc" and java_fold_choice(codec, FILE_CODECS, "upper") not in ORC_CODECS:
-        out.append(Refusal(
-            f"option file.compression = {options['file.compression']!r} with file.format = 'orc'",
-            f"it names no ORC compression (Paimon Java's ORC writer fails on it); ORC takes "
-            f"{', '.join(sorted(ORC_CODECS))}", frozenset({Op.WRITE, Op.COMPACT})))
     for key in SCAN_POSITION_KEYS:
         feature[key] = (bool, "Paimon readers start from this stored position, lake_assets' reads do not",
                         READS)
@@ -190,17 +180,36 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
     return out
 
 
-def _formats_written(options: Mapping[str, str]) -> set[str]:
+def _written(options: Mapping[str, str], primary_key: bool) -> list[tuple[str, str, str]]:
+    codec = options.get("file.compression", "zstd")
     try:
-        return formats_written(options, _table_format(options))
-    except OptionError:
-        return {_table_format(options)}  # a malformed per-level value is refused on its own
+        return written_formats(options, primary_key, _table_format(options),
+                               java_fold_choice(codec, FILE_CODECS, "upper") or codec)
+    except OptionError:  # a malformed per-level value is refused by its registry row
+        return [("file.format", _table_format(options), codec)]
 
 
-def _per_level_refusals(options: Mapping[str, str]) -> list[Refusal]:
-    """Per-level formats and codecs lake_assets does not write refuse writes and compaction."""
-    return [Refusal(f"option {key} = {options[key]!r}", why, frozenset({Op.WRITE, Op.COMPACT}))
-            for key, why in unwritten_per_level(options, DATA_FILE_FORMATS, COMPRESSIONS)]
+def _formats_written(options: Mapping[str, str]) -> set[str]:
+    return {fmt for _, fmt, _ in _written(options, True)}
+
+
+def _format_refusals(schema: TableSchema) -> list[Refusal]:
+    """Every kind of file a writer of the table writes (the table's format and codec, each level's,
+    changelog files'), in a format lake_assets writes with a codec that format's writer takes as
+    Paimon Java's does; else writes and compaction are refused, naming the options that chose it."""
+    out: list[Refusal] = []
+    for where, fmt, codec in _written(schema.options, bool(schema.primary_keys)):
+        if fmt not in DATA_FILE_FORMATS:
+            why = (f"lake_assets writes {', '.join(sorted(DATA_FILE_FORMATS))} files, not {fmt!r} ones" if fmt
+                   else "an empty text names no format (Paimon Java fails on it too)")
+        else:
+            codecs = file_format(fmt).codecs
+            if codecs is None or codec in codecs:
+                continue
+            why = (f"{fmt} files are written with {', '.join(sorted(codecs))}, not {codec!r} (Paimon Java's "
+                   f"{fmt} writer fails on it, or lake_assets' cannot write it)")
+        out.append(Refusal(where, why, frozenset({Op.WRITE, Op.COMPACT})))
+    return out
 
 
 def _dv_refusals(schema: TableSchema) -> list[Refusal]:
@@ -248,7 +257,8 @@ def schema_refusals(schema: TableSchema) -> list[Refusal]:
     bucket = schema.core_options.bucket
     # bloom-filter indexes our writers cannot build (docs/format.md §7.6) refuse what writes files
     index = [Refusal(what, why, frozenset({Op.WRITE, Op.COMPACT})) for what, why in file_index_write_problems(schema)]
-    return _bucket_refusals(schema, bucket) + _option_refusals(options) + _dv_refusals(schema) + index
+    return (_bucket_refusals(schema, bucket) + _option_refusals(options) + _format_refusals(schema)
+            + _dv_refusals(schema) + index)
 
 
 def validate_open(schema: TableSchema) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
+from lake_assets.errors import UnsupportedFeatureError
 from lake_assets.formats.data_file_read import file_column_names, iter_data_file, read_data_file, row_types_of
 from lake_assets.formats.file_format import FileFormat, WriteOptions, file_format, table_format
 from lake_assets.formats.file_index import index_plan
@@ -29,7 +30,7 @@ from lake_assets.formats.file_layout import (
     layout_of,
 )
 from lake_assets.formats.footer_stats import FooterColumns
-from lake_assets.formats.format_options import level_format_and_codec
+from lake_assets.formats.format_options import codec_for_format, level_format_and_codec
 from lake_assets.formats.rolling_writer import (
     LOCAL_SINK_BUFFER_BYTES,
     ROW_GROUP_MAX_BYTES,
@@ -97,11 +98,21 @@ class DataFileWriter:
         self._sampled_dictionary_columns = layout.sampled_dictionary_columns
         self._same_values = layout.same_values
         self.format: FileFormat = file_format(config.file_format or table_format(schema))
+        # the table's (or the level's) codec, before the format's own codec option replaces it
+        self._table_codec = config.compression
+        config = self.config = replace(config, compression=codec_for_format(schema.options, self.format.name,
+                                                                           config.compression))
         # Parquet's footer holds the ranges of these columns: no min/max pass over them
         footer = self.format.name == "parquet"
         self._key_footer = layout.key_footer if footer else FooterColumns({}, frozenset())
         self._value_footer = layout.value_footer if footer else FooterColumns({}, frozenset())
-        # refused here, before any file exists (an option value Java's writer of the format rejects)
+        # refused here, before any file exists (an option value Java's writer of the format rejects);
+        # table_support refuses the operation earlier, naming the options
+        codecs = self.format.codecs
+        if codecs is not None and config.compression not in codecs:
+            raise UnsupportedFeatureError(
+                f"Cannot write {self.format.name} files in {bucket_dir}: {config.compression!r} is no codec of "
+                f"Paimon's {self.format.name} writer that lake_assets writes ({', '.join(sorted(codecs))})")
         self.format.check_writable(schema, bucket_dir)
         # file-index.* (docs/format.md §7.6): every file written gets the table's bloom filters
         self.index_plan = None if config.changelog else index_plan(schema)
@@ -154,9 +165,10 @@ class DataFileWriter:
 
     def for_level(self, level: int) -> DataFileWriter:
         """The writer of files of ``level``: this one, or one with the format and codec that
-        ``file.format.per.level`` / ``file.compression.per.level`` give the level."""
+        ``file.format.per.level`` / ``file.compression.per.level`` give the level (changelog
+        files: ``changelog-file.format`` / ``changelog-file.compression`` first)."""
         fmt, codec = level_format_and_codec(self.schema.options, bool(self.schema.primary_keys), level,
-                                            self.format.name, self.config.compression)
+                                            self.format.name, self._table_codec, changelog=self.config.changelog)
         if fmt == self.format.name and codec == self.config.compression:
             return self
         writer = self._per_level.get(level)

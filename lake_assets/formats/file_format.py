@@ -79,6 +79,9 @@ class FileFormat(ABC):
     """One data file format: its name (also the file extension), a writer and a reader."""
 
     name: str
+    # the codecs (``file.compression`` names, folded to lower case) its writer writes as Paimon
+    # Java's writer of the format would; None: any text (the writer picks its codec itself)
+    codecs: frozenset[str] | None = None
 
     def check_writable(self, schema: TableSchema, table: str) -> None:  # noqa: B027 - optional hook
         """Raise `UnsupportedFeatureError` when files of this format cannot be written for the table

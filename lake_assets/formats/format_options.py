@@ -4,23 +4,35 @@ Paimon passes every ``parquet.*`` / ``orc.*`` / ``avro.*`` key of a table to the
 format (Parquet: parquet-hadoop's configuration, ORC: ``OrcConf``, Avro: ``AvroFileFormat``), and
 picks the format and codec of a new key-value file by its level (``file.format.per.level``,
 ``file.compression.per.level``, e.g. ``0:avro,3:parquet``; changelog files follow the level they
-are written at). The registry rows of these keys are in `lake_assets.option_rules`; this module
-turns the texts into the knobs of pyarrow's and fastavro-based writers. Every knob here only
+are written at, or ``changelog-file.format`` / ``changelog-file.compression`` where set). The
+registry rows of these keys are in `lake_assets.option_rules`; this module turns the texts into
+the knobs of pyarrow's and fastavro-based writers. Every knob here only
 shapes the physical file (sizes, dictionaries, bloom filters, codecs): the files describe
 themselves, so readers read them whatever the values.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 import pyarrow as pa
 
 from lake_assets.errors import OptionError
+from lake_assets.option_maps import parse_java_map
+from lake_assets.option_types import INT_MAX, java_fold_choice, java_parse_integer
 
 FORMAT_PREFIXES = ("parquet.", "orc.", "avro.")
 FORMAT_PER_LEVEL = "file.format.per.level"
 COMPRESSION_PER_LEVEL = "file.compression.per.level"
+CHANGELOG_FORMAT = "changelog-file.format"
+CHANGELOG_COMPRESSION = "changelog-file.compression"
+# Codec names some Paimon Java writer takes (parquet-java's CompressionCodecName, ORC's
+# CompressionKind, Avro's zstd), lower case; each format says which it writes (FileFormat.codecs)
+# a level no per-level map names (their levels are 32-bit): the table's own format and codec
+_UNMAPPED = -(2**63)
+# the format writer options that replace the codec of every file of their format
+CODEC_OVERRIDES = {"parquet": "parquet.compression", "orc": "orc.compress"}
+FILE_CODECS = ("zstd", "snappy", "gzip", "lz4", "lz4_raw", "none", "uncompressed", "brotli", "lzo", "zlib")
 
 # Parquet (parquet-hadoop's ParquetOutputFormat keys)
 PARQUET_BLOCK_SIZE = "parquet.block.size"
@@ -59,20 +71,24 @@ _DEFAULT_BLOOM_NDV = 1024 * 1024
 
 
 def parse_level_map(text: object, key: str) -> dict[int, str]:
-    """``0:avro, 3:parquet`` as {level: value} (Paimon's map option grammar, values lower case);
-    `OptionError` naming ``key`` when an entry is not ``<level>:<value>``."""
+    """``0:avro, 3:parquet`` as {level: value}, as Paimon's ``fileFormatPerLevel`` /
+    ``fileCompressionPerLevel`` read it: the map grammar (`lake_assets.option_maps`), then each
+    key through ``Integer.valueOf`` (a 32-bit integer, Java's digits; a negative level is taken
+    and never used) with no level twice. Values as written: the format ones are lower-cased by
+    `format_of_level`, the codecs folded by `compression_of_level`. `OptionError` naming ``key``
+    where Java throws."""
     out: dict[int, str] = {}
-    for entry in str(text).split(","):
-        if not entry.strip():
-            continue
-        level, sep, value = entry.partition(":")
-        try:
-            lvl = int(level.strip())
-        except ValueError:
-            lvl = -1
-        if not sep or lvl < 0 or not value.strip():
-            raise OptionError(f"Option {key!r}: entry {entry.strip()!r} is not '<level>:<value>' (e.g. '0:avro')")
-        out[lvl] = value.strip().lower()
+    try:
+        entries = parse_java_map(str(text))
+    except OptionError as exc:
+        raise OptionError(f"Option {key!r}: {exc} (e.g. '0:avro,3:parquet')") from None
+    for level_text, value in entries:
+        level = java_parse_integer(level_text)
+        if level is None or not -INT_MAX - 1 <= level <= INT_MAX:
+            raise OptionError(f"Option {key!r}: level {level_text!r} is not an integer (e.g. '0:avro,3:parquet')")
+        if level in out:
+            raise OptionError(f"Option {key!r}: level {level} is given twice")
+        out[level] = value
     return out
 
 
@@ -85,51 +101,91 @@ def level_map_problem(text: object) -> str | None:
     return None
 
 
+def _levels(options: Mapping[str, str], key: str) -> dict[int, str]:
+    text = options.get(key)
+    return parse_level_map(text, key) if text is not None else {}
+
+
+def fold_codec(text: str) -> str:
+    """A codec's text as Paimon's Parquet and ORC writers match it (upper-cased, untrimmed), as
+    the lower-case name lake_assets' writers take; the text itself when it names no codec (each
+    format then says whether it writes it: Paimon's Avro writer takes any text but zstd for snappy)."""
+    return java_fold_choice(text, FILE_CODECS, "upper") or text
+
+
+def codec_for_format(options: Mapping[str, str], fmt: str, codec: str) -> str:
+    """The codec a file of ``fmt`` is written with when its level (or the table) gives ``codec``:
+    Java's Parquet writer takes ``parquet.compression`` first (``RowDataParquetBuilder
+    .getCompression``) and its ORC writer ``orc.compress`` (``OrcWriterFactory.create``, ORC's
+    ``WriterOptions``), each matched upper-cased as ``file.compression``."""
+    key = CODEC_OVERRIDES.get(fmt)
+    text = options.get(key) if key is not None else None
+    return codec if text is None else fold_codec(text)
+
+
 def format_of_level(options: Mapping[str, str], level: int, default: str) -> str:
-    """The format Paimon's key-value writers use for a file of ``level``."""
-    per_level = options.get(FORMAT_PER_LEVEL)
-    return parse_level_map(per_level, FORMAT_PER_LEVEL).get(level, default) if per_level else default
+    """The format Paimon's key-value writers use for a file of ``level`` (lower-cased as Java's
+    ``normalizeFileFormat``)."""
+    fmt = _levels(options, FORMAT_PER_LEVEL).get(level)
+    return default if fmt is None else fmt.lower()
 
 
 def compression_of_level(options: Mapping[str, str], level: int, default: str) -> str:
     """The codec Paimon's key-value writers use for a file of ``level``."""
-    per_level = options.get(COMPRESSION_PER_LEVEL)
-    return parse_level_map(per_level, COMPRESSION_PER_LEVEL).get(level, default) if per_level else default
+    codec = _levels(options, COMPRESSION_PER_LEVEL).get(level)
+    return default if codec is None else fold_codec(codec)
 
 
 def level_format_and_codec(options: Mapping[str, str], primary_key: bool, level: int, fmt: str,
-                           codec: str) -> tuple[str, str]:
-    """(format, codec) of a new file of ``level`` whose table default is (``fmt``, ``codec``):
-    the per-level options apply to key-value files only (Paimon's KeyValueFileWriterFactory; its
-    append writers always use the table's)."""
+                           codec: str, *, changelog: bool = False) -> tuple[str, str]:
+    """(format, codec) of a new file of ``level`` whose table default is (``fmt``, ``codec``), as
+    Paimon's KeyValueFileWriterFactory picks them: ``changelog-file.format`` /
+    ``changelog-file.compression`` for changelog files where set (Paimon 1.1 on; Java 0.9 has no
+    such keys and writes changelog files as the level's data files), else the level's entry of
+    ``file.format.per.level`` / ``file.compression.per.level``, else the table's. Append tables
+    (Paimon's append writers) always use the table's."""
     if not primary_key:
-        return fmt, codec
-    return format_of_level(options, level, fmt), compression_of_level(options, level, codec)
+        return fmt, codec_for_format(options, fmt, codec)
+    level_fmt = format_of_level(options, level, fmt)
+    level_codec = compression_of_level(options, level, codec)
+    if changelog:
+        changelog_fmt = options.get(CHANGELOG_FORMAT)
+        changelog_codec = options.get(CHANGELOG_COMPRESSION)
+        if changelog_fmt is not None:  # Java's normalizeFileFormat keeps an empty text: no format
+            level_fmt = changelog_fmt.lower()
+        if changelog_codec is not None:
+            level_codec = fold_codec(changelog_codec)
+    return level_fmt, codec_for_format(options, level_fmt, level_codec)
 
 
-def formats_written(options: Mapping[str, str], default: str) -> set[str]:
-    """Every format a writer of the table may use: ``file.format`` and the per-level ones."""
-    per_level = options.get(FORMAT_PER_LEVEL)
-    levels = parse_level_map(per_level, FORMAT_PER_LEVEL) if per_level else {}
-    return {default, *levels.values()}
+def written_formats(options: Mapping[str, str], primary_key: bool, fmt: str,
+                    codec: str) -> list[tuple[str, str, str]]:
+    """(the options that choose it, format, codec) of every kind of file a writer of the table may
+    write: the table's default, each level named by a per-level option, and changelog files of
+    each of these levels."""
+    override = CODEC_OVERRIDES.get(fmt)
+    by = f", {override} = {options[override]!r}" if override and options.get(override) is not None else ""
+    out = [(f"option file.compression = {options.get('file.compression', codec)!r} with file.format = {fmt!r}{by}",
+            fmt, codec_for_format(options, fmt, codec))]
+    if not primary_key:
+        return out
 
+    def named(*keys: str) -> str:
+        return ", ".join(f"{k} = {options[k]!r}" for k in keys if options.get(k) is not None)
 
-def unwritten_per_level(options: Mapping[str, str], formats: Iterable[str],
-                        codecs: Iterable[str]) -> list[tuple[str, str]]:
-    """(key, problem) for each per-level option naming a format or codec outside ``formats`` /
-    ``codecs`` (what lake_assets writes); malformed values are left to their registry rows."""
-    out: list[tuple[str, str]] = []
-    for key, known, what in ((FORMAT_PER_LEVEL, frozenset(formats), "formats"),
-                             (COMPRESSION_PER_LEVEL, frozenset(codecs), "codecs")):
-        text = options.get(key)
-        try:
-            levels = parse_level_map(text, key) if text else {}
-        except OptionError:
-            continue
-        bad = sorted(f"{lvl}:{v}" for lvl, v in levels.items() if v not in known)
-        if bad:
-            out.append((key, f"level(s) {', '.join(bad)} name {what} lake_assets does not write "
-                             f"(it writes {', '.join(sorted(known))})"))
+    levels = sorted({*_levels(options, FORMAT_PER_LEVEL), *_levels(options, COMPRESSION_PER_LEVEL)})
+    changelog = named(CHANGELOG_FORMAT, CHANGELOG_COMPRESSION)
+    for level in [None, *levels]:
+        at = _UNMAPPED if level is None else level
+        lvl_fmt, lvl_codec = level_format_and_codec(options, True, at, fmt, codec)
+        if level is not None:
+            out.append((f"option {named(FORMAT_PER_LEVEL, COMPRESSION_PER_LEVEL)} (level {level}: "
+                        f"{lvl_fmt!r} files, codec {lvl_codec!r})", lvl_fmt, lvl_codec))
+        if changelog:
+            cl_fmt, cl_codec = level_format_and_codec(options, True, at, fmt, codec, changelog=True)
+            where = "" if level is None else f" at level {level}"
+            out.append((f"option {changelog} (changelog files{where}: {cl_fmt!r}, codec {cl_codec!r})",
+                        cl_fmt, cl_codec))
     return out
 
 

@@ -2,8 +2,9 @@
 
 Paimon stores TIME as milliseconds in an ORC INT and every other type as ORC's own; columns are
 matched by name. ``file.compression`` becomes the ORC compression kind by its upper-cased name, as
-Java does (``CompressionKind.valueOf``): ``zstd``, ``snappy``, ``lz4`` and ``none`` (and ``zlib``)
-exist, other names fail in Java's writer and are refused here before anything is written.
+Java does (``CompressionKind.valueOf``): ``zstd``, ``snappy``, ``lz4``, ``zlib`` and ``none`` are
+written; other names fail in Java's writer (``lzo`` is an ORC kind pyarrow's writer lacks) and are
+refused before anything is written (`lake_assets.table_support`, `FileFormat.codecs`).
 """
 
 from __future__ import annotations
@@ -18,13 +19,8 @@ import pyarrow.compute as pc
 import pyarrow.orc as orc
 
 from lake_assets.errors import InvalidDataError, UnsupportedFeatureError
-from lake_assets.formats.file_format import FileFormat, FormatWriter, WriteOptions, register, sliced, table_format
-from lake_assets.formats.format_options import (
-    COMPRESSION_PER_LEVEL,
-    format_of_level,
-    orc_writer_kwargs,
-    parse_level_map,
-)
+from lake_assets.formats.file_format import FileFormat, FormatWriter, WriteOptions, register, sliced
+from lake_assets.formats.format_options import orc_writer_kwargs
 from lake_assets.spec.schema import TableSchema
 
 # file.compression -> pyarrow's name of the ORC compression kind Java picks for it
@@ -188,22 +184,6 @@ class _OrcWriter(FormatWriter):
         self._writer.close()
 
 
-def orc_compressions(schema: TableSchema) -> dict[str, str]:
-    """The codecs ORC files of the table are written with, by the option that names each:
-    ``file.compression`` and the ``file.compression.per.level`` entries of levels written as ORC."""
-    options = schema.options
-    default_format = table_format(schema)
-    out: dict[str, str] = {}
-    if default_format == "orc":
-        out["file.compression"] = schema.core_options.file_compression
-    per_level = options.get(COMPRESSION_PER_LEVEL)
-    levels = parse_level_map(per_level, COMPRESSION_PER_LEVEL) if per_level else {}
-    for level, codec in levels.items():
-        if format_of_level(options, level, default_format) == "orc":
-            out[f"{COMPRESSION_PER_LEVEL} (level {level})"] = codec
-    return out
-
-
 def _read_error(exc: Exception) -> Exception:
     if _NS_RANGE.search(str(exc)):
         return UnsupportedFeatureError(
@@ -217,14 +197,7 @@ class OrcFormat(FileFormat):
     """Apache ORC (``file.format = orc``)."""
 
     name = "orc"
-
-    def check_writable(self, schema: TableSchema, table: str) -> None:
-        for key, codec in orc_compressions(schema).items():
-            if codec not in ORC_CODECS:
-                raise UnsupportedFeatureError(
-                    f"Cannot write ORC files of {table}: {key} = {codec!r} is not an ORC compression "
-                    f"(Paimon Java's ORC writer fails on it); use one of {', '.join(sorted(ORC_CODECS))}"
-                )
+    codecs = frozenset(ORC_CODECS)
 
     def open_writer(self, sink: Any, arrow_schema: pa.Schema, schema: TableSchema,
                     options: WriteOptions) -> FormatWriter:

@@ -59,6 +59,9 @@ class ParquetFormat(FileFormat):
     """Apache Parquet (``file.format = parquet``)."""
 
     name = "parquet"
+    # parquet-java's CompressionCodecName (ZLIB is none of them; LZO needs a codec Paimon does not
+    # bundle and pyarrow cannot write), 'none' written as uncompressed (DataFileWriter.parquet_options)
+    codecs = frozenset({"zstd", "snappy", "gzip", "lz4", "lz4_raw", "none", "uncompressed", "brotli"})
 
     def open_writer(self, sink: Any, arrow_schema: pa.Schema, schema: TableSchema,
                     options: WriteOptions) -> FormatWriter:

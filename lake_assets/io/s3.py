@@ -79,6 +79,26 @@ class S3FileIO(FsspecFileIO):
             return False
         return super().delete(path)
 
+    def delete_dir_if_empty(self, path: str) -> bool:
+        """An object store has no directories, only keys: a "directory" is gone when no key starts
+        with its prefix. One LIST of at most two keys decides it (the generic listing pages through
+        every key of a full directory, and s3fs's ``rmdir`` of a key then asks HEAD and LIST again
+        only to fail); only a directory marker (the empty object ``<path>/`` that Hadoop's S3A and
+        consoles create) costs a DELETE more. True when nothing is left under ``path``."""
+        bucket, key, _ = self.fs.split_path(path)
+        if not key:
+            return False  # a bucket is never a table's directory to remove
+        prefix = key.rstrip("/") + "/"
+        listed = self.fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=prefix, MaxKeys=2, **self.fs.req_kw)
+        keys = [c["Key"] for c in listed.get("Contents", [])]
+        # keys come in order, and the marker sorts before every key below it
+        if any(k != prefix for k in keys):
+            return False
+        if keys:
+            self.fs.call_s3("delete_object", Bucket=bucket, Key=prefix, **self.fs.req_kw)
+        self.fs.invalidate_cache(path)
+        return True
+
     def delete_many(self, paths: Any) -> int:
         """One DeleteObjects request per 1000 paths (s3fs batches)."""
         paths = list(paths)

@@ -128,8 +128,8 @@ def bucket_file_writer(store: FileStore, schema: TableSchema, buf: BucketBuffer,
     if changelog:
         if buf.changelog_writer is None:
             data_writer = bucket_file_writer(store, schema, buf, config, partition_types)
-            cfg = dataclasses.replace(data_writer.config, prefix=schema.core_options.changelog_file_prefix,
-                                      changelog=True)
+            # from the table's config, not the data writer's (whose codec a format option replaced)
+            cfg = dataclasses.replace(config, prefix=schema.core_options.changelog_file_prefix, changelog=True)
             buf.changelog_writer = DataFileWriter(store.file_io, data_writer.bucket_dir, schema, cfg)
         return buf.changelog_writer
     if buf.writer is None:

@@ -90,7 +90,7 @@ def _accepted(options: dict[str, str]) -> CoreOptions | None:
 
 def test_string_options_match_names_as_java(java: PaimonJava) -> None:
     """Every text we accept means what Paimon 0.9 reads it as; every text Java refuses we refuse.
-    (We also refuse a few values Java takes - codecs lake_assets does not write, e.g. ORC's zlib -
+    (We also refuse a few values Java takes - codecs lake_assets does not write, e.g. ORC's lzo -
     and the spellings Java's own writers cannot write or read, e.g. Parquet none or brotli.)"""
     differ: dict[tuple[str, str], tuple[object, object]] = {}
 

@@ -497,6 +497,11 @@ class PaimonJava:
         and ``avro_zstd`` (Paimon's Avro writer takes it for zstd)."""
         return self.call("option_lookups", value=value)
 
+    def level_maps(self, value: str) -> dict[str, Any]:
+        """Paimon 0.9's ``fileFormatPerLevel()`` and ``fileCompressionPerLevel()`` of ``value``:
+        ``format`` and ``compression``, each {level (text): value} or ``"!<exception class>"``."""
+        return self.call("level_maps", value=value)
+
     def success_file(self, table_path: str, partition: str, *, mark: bool = False) -> dict[str, Any]:
         """The ``_SUCCESS`` file of ``partition`` (``k=v/...``) under a table directory as Paimon's
         ``SuccessFile.fromPath`` reads it: ``creation_time`` and ``modification_time``;

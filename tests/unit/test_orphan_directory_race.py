@@ -9,7 +9,8 @@ directory and is about to make the bucket directory in it, and the clean removes
 directory right then. Every write of `LocalFileIO` must still land its file.
 
 On object stores there is no such window: a directory is no object (a PUT needs none), and
-``delete_dir_if_empty`` of a key prefix deletes nothing there (s3fs refuses ``rmdir`` of a prefix).
+``delete_dir_if_empty`` of a key prefix deletes at most an empty directory marker, which no write
+needs (tests/unit/io/test_s3_directories.py).
 """
 
 from __future__ import annotations

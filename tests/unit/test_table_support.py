@@ -74,8 +74,33 @@ def test_supported_tables_refuse_nothing():
     # ORC files take ORC's compression kinds only: Java's ORC writer fails on the others
     ({"bucket": "2", "file.format": "orc", "file.compression": "gzip"}, True, {Op.WRITE, Op.COMPACT},
      "file.compression = 'gzip' with file.format = 'orc'"),
-    ({"bucket": "2", "file.format": "parquet", "changelog-file.format": "avro"}, True, {Op.WRITE, Op.COMPACT},
-     "changelog-file.format"),
+    # LZO is an ORC kind Java writes but pyarrow's ORC writer does not
+    ({"bucket": "2", "file.format": "orc", "file.compression": "LZO"}, True, {Op.WRITE, Op.COMPACT},
+     "file.compression = 'LZO' with file.format = 'orc'"),
+    # ... and Parquet files have no zlib (parquet-java's CompressionCodecName): the table's, a
+    # level's or changelog files'
+    ({"bucket": "2", "file.compression": "zlib"}, True, {Op.WRITE, Op.COMPACT},
+     "file.compression = 'zlib' with file.format = 'parquet'"),
+    ({"bucket": "2", "file.format": "orc", "file.format.per.level": "0:parquet", "file.compression": "zlib"},
+     True, {Op.WRITE, Op.COMPACT}, "level 0: 'parquet' files, codec 'zlib'"),
+    ({"bucket": "2", "file.format": "orc", "file.compression": "ZLIB", "changelog-file.format": "parquet"}, True,
+     {Op.WRITE, Op.COMPACT}, "changelog-file.format = 'parquet' (changelog files: 'parquet', codec 'zlib')"),
+    ({"bucket": "2", "changelog-file.compression": "zlib"}, True, {Op.WRITE, Op.COMPACT},
+     "changelog-file.compression = 'zlib'"),
+    # zlib suits level 0's ORC changelog files, not those a compaction writes at the Parquet levels
+    ({"bucket": "2", "file.format.per.level": "0:orc", "changelog-file.compression": "zlib"}, True,
+     {Op.WRITE, Op.COMPACT}, "(changelog files: 'parquet', codec 'zlib')"),
+    # changelog files in a format lake_assets does not write, or in none (an empty text)
+    ({"bucket": "2", "file.format": "parquet", "changelog-file.format": "lance"}, True, {Op.WRITE, Op.COMPACT},
+     "changelog-file.format = 'lance'"),
+    ({"bucket": "2", "changelog-file.format": ""}, True, {Op.WRITE, Op.COMPACT}, "changelog-file.format = ''"),
+    # per-level maps Java's grammar refuses: an empty entry, a level twice, a level no int
+    ({"bucket": "2", "file.format.per.level": "0:avro,,3:orc"}, True, {Op.WRITE, Op.COMPACT},
+     "file.format.per.level"),
+    ({"bucket": "2", "file.compression.per.level": "0:lz4,00:zstd"}, True, {Op.WRITE, Op.COMPACT},
+     "file.compression.per.level"),
+    ({"bucket": "2", "metadata.stats-mode.per.level": "4294967296:none"}, True, {Op.WRITE, Op.COMPACT},
+     "metadata.stats-mode.per.level"),
     ({"bucket": "2", "deletion-vectors.enabled": "true", "merge-engine": "partial-update"}, True,
      {Op.WRITE, Op.COMPACT}, "merge-engine 'partial-update'"),
     ({"bucket": "2", "deletion-vectors.enabled": "true", "deletion-vectors.bitmap64": "true"}, True,
@@ -99,7 +124,13 @@ def test_supported_tables_refuse_nothing():
     # writes, refuses writes and compaction only (never reads, expiry, orphans or rollback)
     ({"bucket": "2", "parquet.page.size": "big"}, True, {Op.WRITE, Op.COMPACT}, "parquet.page.size"),
     ({"bucket": "2", "avro.codec": "xz", "file.format": "avro"}, True, {Op.WRITE, Op.COMPACT}, "avro.codec"),
-    ({"bucket": "2", "orc.compress": "ZLIB", "file.format": "orc"}, True, {Op.WRITE, Op.COMPACT}, "orc.compress"),
+    ({"bucket": "2", "orc.encoding.strategy": "COMPRESSION", "file.format": "orc"}, True, {Op.WRITE, Op.COMPACT},
+     "orc.encoding.strategy"),
+    # the formats' own codec options replace file.compression for their files, as in Java
+    ({"bucket": "2", "orc.compress": "gzip", "file.format": "orc"}, True, {Op.WRITE, Op.COMPACT},
+     "orc.compress = 'gzip'"),
+    ({"bucket": "2", "parquet.compression": "zlib", "file.format.per.level": "0:orc"}, True,
+     {Op.WRITE, Op.COMPACT}, "parquet.compression = 'zlib'"),
     ({"bucket": "2", "parquet.page.row.count.limit": "100", "file.format.per.level": "0:avro,3:parquet",
       "file.format": "orc"}, True, {Op.WRITE, Op.COMPACT}, "parquet.page.row.count.limit"),
     ({"bucket": "2", "data-file.path-directory": "data"}, True, DATA | {Op.EXPIRE, Op.ORPHANS},
@@ -123,6 +154,19 @@ def test_deletion_vector_tables_of_deduplicate_refuse_nothing():
     {"bucket": "2", "file.format": "orc"}, {"bucket": "2", "file.format": "avro"},
     {"bucket": "2", "file.format": "orc", "file.compression": "lz4"},
     {"bucket": "2", "file.format": "avro", "changelog-file.format": "avro"},
+    # changelog files in another format or codec, zlib for ORC files (Java's ORC writer takes it),
+    # Avro whatever file.compression names (Java's Avro writer writes snappy for all but zstd)
+    {"bucket": "2", "changelog-file.format": "AVRO", "changelog-file.compression": "snappy"},
+    {"bucket": "2", "file.format": "orc", "file.compression": "zlib"},
+    {"bucket": "2", "file.format.per.level": "0:orc", "file.compression.per.level": "0:Zlib"},
+    {"bucket": "2", "file.format": "avro", "file.compression": "zlib"},
+    {"bucket": "2", "file.compression": "zlib", "parquet.compression": "GZIP", "file.format.per.level": "0:orc",
+     "orc.compress": "zlib"},
+    {"bucket": "2", "changelog-file.format": "orc", "changelog-file.compression": "zlib",
+     "changelog-file.stats-mode": "none", "metadata.stats-mode.per.level": "0:none,5:full"},
+    # a level Paimon never writes (negative; Java 0.9 still loads its format: a format we do not
+    # write there is refused) and an entry in quotes: parsed as Java parses them
+    {"bucket": "2", "file.format.per.level": "-1:orc,'0:avro',"},
 ])
 def test_orc_and_avro_tables_are_supported(options):
     assert schema_refusals(schema(options)) == []

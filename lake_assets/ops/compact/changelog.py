@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_assets.formats.data_file import FILE_SOURCE_COMPACT, VALUE_KIND, DataFileWriter
+from lake_assets.formats.data_file import VALUE_KIND, DataFileWriter
 from lake_assets.lsm.changelog import diff_states
 from lake_assets.lsm.key_compare import key_view
 from lake_assets.lsm.key_membership import sorted_key_mask
@@ -21,7 +21,7 @@ from lake_assets.ops.compact.fan_in import bounded_inputs, sort_spill_threshold,
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
 from lake_assets.ops.streaming_read import stream_bounds
-from lake_assets.spec.manifest import DataFileMeta
+from lake_assets.spec.manifest import DataFileMeta, FileSource
 
 if TYPE_CHECKING:
     from lake_assets.ops.compact.plan import CompactionTask
@@ -93,8 +93,9 @@ def produce_changelog(store: FileStore, task: CompactionTask, split: Split, read
     writer = DataFileWriter(store.file_io, store.bucket_dir(task.partition, task.bucket), store.schema,
                             store.data_file_config(changelog=True))
     # Java writes a compaction's changelog with the unit's output level (createRollingChangelogFileWriter
-    # (outputLevel)); Java 0.9's batch reads of first-row tables skip level-0 files, changelog too.
-    rolling = writer.rolling(level=task.output_level, file_source=FILE_SOURCE_COMPACT)
+    # (outputLevel)), which also picks its format and codec; Java 0.9's batch reads of first-row tables
+    # skip level-0 files, changelog too. Its file source is APPEND, as every changelog file's in Java.
+    rolling = writer.rolling(level=task.output_level, file_source=FileSource.APPEND)
     spill = spill_directory(opts, spill_dir)
     try:
         # many level-0 runs are merged at most sort-spill-threshold at a time (fan_in.py), as

@@ -7,11 +7,12 @@ each), biggest first; `lake_assets.ops.compact.rewrite` runs them.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lake_assets.errors import InvalidArgumentError, UnsupportedFeatureError
+from lake_assets.formats.format_options import FORMAT_PER_LEVEL, format_of_level
 from lake_assets.lsm.compact_strategy import (
     CompactUnit,
     RewriteSection,
@@ -117,6 +118,20 @@ def needs_level0_compaction(opts: CoreOptions) -> bool:
             or opts.compaction_force_up_level0 or _dv_enabled(opts))
 
 
+def _rewrite_level0_into_other_formats(sections: list[RewriteSection], options: Mapping[str, str],
+                                       drop_delete: bool) -> list[RewriteSection]:
+    """Level-0 files a lookup compaction would relabel into a level of another format
+    (``file.format.per.level``) are rewritten into that format instead, as Paimon 1.x's
+    LookupMergeTreeCompactRewriter.upgradeStrategy does. (Java 0.9 relabels them: such a level then
+    keeps files of the level-0 format, which every reader takes, by extension, all the same.)"""
+    if not options.get(FORMAT_PER_LEVEL):
+        return sections
+    level0 = format_of_level(options, 0, "")
+    return [RewriteSection("rewrite", s.output_level, s.intervals, drop_delete)
+            if s.kind == "upgrade" and s.files[0].level == 0 and format_of_level(options, s.output_level, "") != level0
+            else s for s in sections]
+
+
 def _dv_enabled(opts: CoreOptions) -> bool:
     """``deletion-vectors.enabled``: Paimon's writer then "needs lookup" as well."""
     return str(opts.raw.get("deletion-vectors.enabled", "false")).strip().lower() == "true"
@@ -166,6 +181,8 @@ def plan_bucket(
         unit = CompactUnit(levels.max_level, ())
     drop = should_drop_delete(unit.output_level, levels)
     sections = plan_rewrite(unit, key_types, opts.target_file_size, opts.small_file_ratio, drop_delete=drop)
+    if producer == "lookup" or engine_of(opts).needs_lookup or dv:  # Java's lookup rewriter
+        sections = _rewrite_level0_into_other_formats(sections, schema.options, drop)
     lookup: tuple[DataFileMeta, ...] = ()
     if dv:
         # Every level-0 row is looked up above (a relabelled level-0 file has its keys read for

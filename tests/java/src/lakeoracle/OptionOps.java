@@ -79,6 +79,35 @@ final class OptionOps {
         return out;
     }
 
+    /**
+     * Paimon 0.9's {@link CoreOptions#fileFormatPerLevel()} and {@link
+     * CoreOptions#fileCompressionPerLevel()} of one text given to both keys: {"format": {level:
+     * value} or "!exception class", "compression": likewise}.
+     */
+    static JsonNode levelMaps(JsonNode a) {
+        String text = a.get("value").asText();
+        Options options = new Options();
+        options.setString(CoreOptions.FILE_FORMAT_PER_LEVEL.key(), text);
+        options.setString(CoreOptions.FILE_COMPRESSION_PER_LEVEL.key(), text);
+        CoreOptions core = new CoreOptions(options);
+        ObjectNode out = JSON.createObjectNode();
+        out.set("format", levels(core::fileFormatPerLevel));
+        out.set("compression", levels(core::fileCompressionPerLevel));
+        return out;
+    }
+
+    private static JsonNode levels(Callable<java.util.Map<Integer, String>> lookup) {
+        try {
+            ObjectNode map = JSON.createObjectNode();
+            for (java.util.Map.Entry<Integer, String> e : lookup.call().entrySet()) {
+                map.put(String.valueOf(e.getKey()), e.getValue());
+            }
+            return map;
+        } catch (Throwable e) {
+            return JSON.getNodeFactory().textNode("!" + e.getClass().getSimpleName());
+        }
+    }
+
     private static String attempt(Callable<Object> lookup) {
         try {
             return String.valueOf(lookup.call());

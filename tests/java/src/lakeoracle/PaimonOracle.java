@@ -265,6 +265,8 @@ public final class PaimonOracle {
                 return OptionOps.parse(a);
             case "option_lookups":
                 return OptionOps.lookups(a);
+            case "level_maps":
+                return OptionOps.levelMaps(a);
             case "success_file": // partition mark-done: SuccessFileMarkDoneAction, SuccessFile
                 return MarkDoneOps.run(a);
             case "file_index_hash":
