@@ -123,7 +123,7 @@ def _decimal(x: Any, typ: pa.Decimal128Type | pa.Decimal256Type) -> decimal.Deci
     if d.is_nan():
         raise LiteralError("NaN is no decimal")
     step = decimal.Decimal(1).scaleb(-typ.scale)
-    top = decimal.Decimal(10).scaleb(typ.precision - typ.scale) - step
+    top = decimal.Decimal(1).scaleb(typ.precision - typ.scale) - step  # the greatest value
     with decimal.localcontext() as ctx:
         ctx.prec = 200  # Paimon's precision is at most 38: every bound and literal of interest fits
         ctx.traps[decimal.InvalidOperation] = False
