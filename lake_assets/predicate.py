@@ -224,10 +224,6 @@ class Predicate:
         types = tuple((n, plain_type(schema.field(n).type)) for n in sorted(self.columns))
         return Predicate(tuple(clauses), None, types)
 
-    def check(self, schema: pa.Schema, table_name: str) -> Predicate:
-        """`bind` (the name reads used before literals were bound)."""
-        return self.bind(schema, table_name)
-
     @property
     def columns(self) -> set[str]:
         return {t[0] for c in self.clauses for t in c}
@@ -261,10 +257,11 @@ class Predicate:
 
     def _bound_to(self, schema: pa.Schema) -> Predicate:
         """This filter bound to ``schema``'s types, unless it is already."""
-        if self.bound is not None and all(
-            n in schema.names and plain_type(schema.field(n).type) == t for n, t in self.bound
-        ):
-            return self
+        if self.bound is not None:
+            types = dict(self.bound)
+            if all(n in types and n in schema.names and plain_type(schema.field(n).type) == types[n]
+                   for n in self.columns):
+                return self
         return self.bind(schema, "the rows read")
 
     def mask(self, data: pa.Table) -> pa.ChunkedArray:

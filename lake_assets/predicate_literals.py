@@ -242,10 +242,16 @@ def value_set(typ: pa.DataType, values: list[Any]) -> pa.Array:
     """The non-null bound literals of an ``in`` list as an array of the column's type; one that is
     no value of the type (an integer beyond its range, a time finer than its precision) equals
     no value of the column and is left out."""
+    present = [v for v in values if v is not None]
+    if not pa.types.is_timestamp(typ):
+        # one conversion when every literal is a value of the type (Arrow refuses an integer
+        # beyond it; a bound literal of any other type is one): no scalar per literal and batch
+        try:
+            return pa.array(present, typ)
+        except (pa.ArrowInvalid, OverflowError):
+            pass
     kept = []
-    for v in values:
-        if v is None:
-            continue
+    for v in present:
         scalar = literal_scalar(typ, v)
         if scalar.type == typ:
             kept.append(scalar)
