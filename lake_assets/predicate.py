@@ -135,7 +135,7 @@ def _range_may_match(op: str, lo: Any, hi: Any, lit: Any) -> bool:
     return not any(lo == hi == x for x in lit)  # not in: a file of one value, listed, has no match
 
 
-def _term_of(term: Any, filters: Any) -> Term:
+def _term_of(term: Any) -> Term:
     """A well-formed term as (column, op, value): a null test's value is None."""
     if not isinstance(term, tuple) or len(term) not in (2, 3) or not isinstance(term[0], str) or term[1] not in _OPS:
         raise FilterError(f"Bad filter term {term!r}: expected (column, op, value) with op in {sorted(_OPS)}")
@@ -188,7 +188,7 @@ class Predicate:
         for clause in raw:
             if not clause:
                 raise FilterError(f"A filter clause is an empty list (match nothing or everything?): {filters!r}")
-        return cls(tuple(tuple(_term_of(t, filters) for t in clause) for clause in raw), None)
+        return cls(tuple(tuple(_term_of(t) for t in clause) for clause in raw), None)
 
     def bind(self, schema: pa.Schema, table_name: str) -> Predicate:
         """This filter with every literal bound to its column's type in ``schema``
