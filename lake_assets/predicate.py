@@ -2,7 +2,15 @@
 residual pyarrow expression applied to rows that are read.
 
 Filters use pyarrow's ``filters`` convention: a list of ``(column, op, value)`` tuples (AND), or a
-list of such lists (OR of ANDs). ``op`` is one of ``= == != < <= > >= in not in``.
+list of such lists (OR of ANDs). ``op`` is one of ``= == != < <= > >= in not in``, or ``is null`` /
+``is not null`` (``(column, "is null")``; a third item, if given, must be None).
+
+Nulls behave as in SQL and in Paimon's predicates (0.9's ``In`` / ``NotIn`` / ``Equal`` ...
+``test``): a null value matches no comparison, ``in`` and ``not in`` included; a null literal
+matches nothing (``x = None`` is no row, ``x in [1, None]`` is ``x in [1]``, ``x not in [1, None]``
+is no row). Only ``is null`` matches null values. Literals are bound to their column's type before
+anything is compared (`Predicate.bind`, `lake_assets.predicate_literals`): one that is not a value
+of it fails up front with a `FilterError`.
 
 FLOAT and DOUBLE columns compare as Paimon's predicates do, with Java's ``compareTo``
 (``Double.compare``): NaN equals NaN and is greater than +inf, -0.0 is less than 0.0. IEEE
@@ -22,12 +30,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from lake_assets.errors import LakeError
 from lake_assets.lsm.key_compare import float_code, float_order_codes
+from lake_assets.predicate_literals import LiteralError, bind_term, plain_type
+from lake_assets.predicate_rows import coded_term_mask, term_expression, term_mask
 
-_OPS = {"=", "==", "!=", "<", "<=", ">", ">=", "in", "not in"}
+NULL_TESTS = ("is null", "is not null")
+LISTS = ("in", "not in")
+_OPS = {"=", "==", "!=", "<", "<=", ">", ">=", *LISTS, *NULL_TESTS}
 Term = tuple[str, str, Any]
 
 
@@ -76,15 +87,30 @@ _VALUE_TESTS: dict[str, Callable[[Any, Any], bool]] = {
 }
 
 
+def matches_nothing(op: str, lit: Any) -> bool:
+    """Whether a comparison term matches no row whatever the values: a null literal (SQL's
+    unknown, Paimon's ``NullFalseLeafBinaryFunction``), an ``in`` list of nulls only, a ``not in``
+    list holding a null (``x not in (1, NULL)`` is never true, as Paimon's ``NotIn.test``)."""
+    if op == "in":
+        return all(x is None for x in lit)
+    if op == "not in":
+        return any(x is None for x in lit)
+    return op not in NULL_TESTS and lit is None
+
+
+def _non_null(op: str, lit: Any) -> Any:
+    """An ``in`` list without its nulls (they match nothing); other literals as they are."""
+    return [x for x in lit if x is not None] if op == "in" else lit
+
+
 def _compare(op: str, v: Any, lit: Any) -> bool:
-    v, lit = _codes(v, lit)
-    test = _VALUE_TESTS.get(op)
-    if test is None:
-        raise FilterError(f"Unknown filter operator {op!r}")
-    return test(v, lit)
+    """``v op lit`` for a non-null value ``v`` and a term that can match something."""
+    v, lit = _codes(v, _non_null(op, lit))
+    return _VALUE_TESTS[op](v, lit)
 
 
 def _range_may_match(op: str, lo: Any, hi: Any, lit: Any) -> bool:
+    lit = _non_null(op, lit)
     if isinstance(lo, float) and isinstance(hi, float):
         # Stats that Arrow's min/max computed do not tell -0.0 from 0.0: widen zero bounds.
         lo = -0.0 if lo == 0.0 else lo
@@ -106,15 +132,40 @@ def _range_may_match(op: str, lo: Any, hi: Any, lit: Any) -> bool:
         return hi >= lit
     if op == "in":
         return any(lo <= x <= hi for x in lit)
-    return True  # "not in" cannot prune on a range
+    return not any(lo == hi == x for x in lit)  # not in: a file of one value, listed, has no match
+
+
+def _term_of(term: Any) -> Term:
+    """A well-formed term as (column, op, value): a null test's value is None."""
+    if not isinstance(term, tuple) or len(term) not in (2, 3) or not isinstance(term[0], str) or term[1] not in _OPS:
+        raise FilterError(f"Bad filter term {term!r}: expected (column, op, value) with op in {sorted(_OPS)}")
+    if term[1] in NULL_TESTS:
+        if len(term) == 3 and term[2] is not None:
+            raise FilterError(f"Bad filter term {term!r}: {term[1]!r} takes no value")
+        return (term[0], term[1], None)
+    if len(term) != 3:
+        raise FilterError(f"Bad filter term {term!r}: {term[1]!r} needs a value")
+    return (term[0], term[1], term[2])
+
+
+def _type_name(typ: pa.DataType) -> str:
+    """Paimon's name of an Arrow type, for messages (Arrow's if it has none)."""
+    from lake_assets.spec.types import from_arrow
+
+    try:
+        return str(from_arrow(typ))
+    except (LakeError, TypeError, ValueError, KeyError):
+        return str(typ)
 
 
 @dataclass(frozen=True)
 class Predicate:
-    """A filter in disjunctive normal form."""
+    """A filter in disjunctive normal form. ``bound``: the column types its literals were bound
+    to (`bind`), None for a filter not bound yet."""
 
     clauses: tuple[tuple[Term, ...], ...]
     expression: pc.Expression | None = None
+    bound: tuple[tuple[str, pa.DataType], ...] | None = None
 
     @classmethod
     def of(cls, filters: Any) -> Predicate | None:
@@ -127,60 +178,71 @@ class Predicate:
             raise FilterError(f"A filter is a list of (column, op, value) tuples, got {filters!r}")
         if not filters:
             return None
-        clauses: tuple[tuple[Any, ...], ...]
+        raw: tuple[tuple[Any, ...], ...]
         if all(isinstance(t, tuple) for t in filters):
-            clauses = (tuple(filters),)
+            raw = (tuple(filters),)
         elif all(isinstance(c, (list, tuple)) and all(isinstance(t, tuple) for t in c) for c in filters):
-            clauses = tuple(tuple(c) for c in filters)
+            raw = tuple(tuple(c) for c in filters)
         else:
             raise FilterError(f"A filter is a list of (column, op, value) tuples, got {filters!r}")
-        for clause in clauses:
+        for clause in raw:
             if not clause:
                 raise FilterError(f"A filter clause is an empty list (match nothing or everything?): {filters!r}")
-            for term in clause:
-                if len(term) != 3 or not isinstance(term[0], str) or term[1] not in _OPS:
-                    raise FilterError(f"Bad filter term {term!r}: expected (column, op, value) with op in {_OPS}")
-        return cls(clauses, None)
+        return cls(tuple(tuple(_term_of(t) for t in clause) for clause in raw), None)
 
-    def check(self, schema: pa.Schema, table_name: str) -> None:
-        """Refuse terms naming a column ``schema`` lacks or comparing it with a value of another
-        type, with a `FilterError`, before any file is read (pyarrow would raise its own errors
-        mid-read, or compare nothing)."""
+    def bind(self, schema: pa.Schema, table_name: str) -> Predicate:
+        """This filter with every literal bound to its column's type in ``schema``
+        (`predicate_literals.bind_literal`: what Paimon's ``PredicateBuilder`` converts it to,
+        when that is exact); a `FilterError` naming the column, its type and the literal, before
+        any file is read, for a column ``schema`` lacks or a literal that is no value of its
+        column (pyarrow would raise mid-read, or compare something else). Reads prune and filter
+        with the bound filter: stats, indexes and rows then see the same literals."""
         if self.expression is not None:
             try:
                 schema.empty_table().filter(self.expression)  # binds field names and types
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError) as exc:
                 raise FilterError(f"Cannot filter {table_name} by {self.expression}: {exc}") from None
+            return self
+        clauses = []
         for clause in self.clauses:
+            terms = []
             for name, op, value in clause:
                 if name not in schema.names:
                     raise FilterError(f"Cannot filter {table_name}: no column {name!r} (columns: {schema.names})")
                 typ = schema.field(name).type
-                if op in ("in", "not in"):
-                    if not isinstance(value, (list, tuple, set, frozenset)):
-                        raise FilterError(f"Cannot filter {table_name}: {op!r} on {name!r} needs a list, got {value!r}")
-                    values = list(value)
-                else:
-                    values = [value]
-                empty = pa.nulls(0, typ)
-                for v in values:
-                    try:
-                        # the comparison the read makes, on no rows: same implicit casts, same refusals
-                        pc.equal(empty, pa.scalar(v))
-                    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError,
-                            OverflowError):
-                        raise FilterError(
-                            f"Cannot filter {table_name}: {v!r} cannot be compared with column {name!r} ({typ})"
-                        ) from None
+                if op in LISTS and not isinstance(value, (list, tuple, set, frozenset)):
+                    raise FilterError(f"Cannot filter {table_name}: {op!r} on {name!r} needs a list, got {value!r}")
+                try:
+                    terms.append((name, *bind_term(typ, op, value)))
+                except LiteralError as exc:
+                    bad = next((v for v in (value if op in LISTS else [value]) if _refused(typ, v)), value)
+                    raise FilterError(
+                        f"Cannot filter {table_name}: {bad!r} is not a value of column {name!r} "
+                        f"({_type_name(typ)}): {exc}"
+                    ) from None
+            clauses.append(tuple(terms))
+        types = tuple((n, plain_type(schema.field(n).type)) for n in sorted(self.columns))
+        return Predicate(tuple(clauses), None, types)
 
     @property
     def columns(self) -> set[str]:
         return {t[0] for c in self.clauses for t in c}
 
     def to_expression(self) -> pc.Expression:
+        """The filter as an Arrow Expression with the same null semantics (IEEE float
+        comparisons, though: `filter_table` compares floats as ``Double.compare``)."""
         if self.expression is not None:
             return self.expression
-        return pq.filters_to_expression([list(c) for c in self.clauses])
+        out: pc.Expression | None = None
+        for clause in self.clauses:
+            part: pc.Expression | None = None
+            for name, op, lit in clause:
+                term = term_expression(name, op, lit, matches_nothing(op, lit))
+                part = term if part is None else part & term
+            assert part is not None
+            out = part if out is None else out | part
+        assert out is not None
+        return out
 
     def filter_table(self, data: pa.Table) -> pa.Table:
         """The rows of ``data`` that match, float columns compared as ``Double.compare`` does
@@ -193,30 +255,44 @@ class Predicate:
             return data
         return data.filter(self.mask(data))
 
+    def _bound_to(self, schema: pa.Schema) -> Predicate:
+        """This filter bound to ``schema``'s types, unless it is already."""
+        if self.bound is not None:
+            types = dict(self.bound)
+            if all(n in types and n in schema.names and plain_type(schema.field(n).type) == types[n]
+                   for n in self.columns):
+                return self
+        return self.bind(schema, "the rows read")
+
     def mask(self, data: pa.Table) -> pa.ChunkedArray:
         """Whether each row of ``data`` matches (null: it does not), for tuple filters.
 
-        Each term calls the compute kernel `to_expression`'s term names, with the same literal
-        conversion (`pa.scalar`, `pa.array`) and so the same implicit casts, and the terms combine
-        with Kleene AND/OR as an Expression's ``&``/``|`` do: the rows are `to_expression`'s. A
-        Table filtered by an Expression goes through Acero: its module imports pyarrow.dataset
-        (and pandas, if nothing did before) into every process that reads with a filter, and each
-        call builds an execution plan (0.1-0.3 ms, paid per file and batch); the kernels do
-        neither, and take a third to two thirds of the CPU (bench/RESULTS.md, session 11).
-        Float columns whose literals are numbers compare by `float_order_codes`."""
-        coded = self._coded_columns(data.schema)
+        Each term is one compute kernel on the column (`predicate_rows.term_mask`), its literal
+        bound to the column's type, and the terms combine with Kleene AND/OR. A Table filtered by
+        an Expression goes through Acero: its module imports pyarrow.dataset (and pandas, if
+        nothing did before) into every process that reads with a filter, and each call builds an
+        execution plan (0.1-0.3 ms, paid per file and batch); the kernels do neither, and take a
+        third to two thirds of the CPU (bench/RESULTS.md, session 11). Float columns whose
+        literals are numbers compare by `float_order_codes`."""
+        for name in self.columns:
+            if name not in data.column_names:
+                raise FilterError(f"Cannot filter on {name!r}: the rows read have no such column")
+        bound = self._bound_to(data.schema)
+        coded = bound._coded_columns(data.schema)
         columns: dict[str, pa.ChunkedArray] = {}
         matches: pa.ChunkedArray | None = None
-        for clause in self.clauses:
+        for clause in bound.clauses:
             part: pa.ChunkedArray | None = None
             for name, op, lit in clause:
                 if name not in columns:
-                    if name not in data.column_names:
-                        raise FilterError(f"Cannot filter on {name!r}: the rows read have no such column")
                     column = data.column(name)
                     columns[name] = float_order_codes(column) if name in coded else column
-                term_mask = _coded_term_mask if name in coded else _term_mask
-                term = term_mask(columns[name], op, lit)
+                typ = data.schema.field(name).type
+                nothing = matches_nothing(op, lit)
+                if name in coded:
+                    term = coded_term_mask(columns[name], op, lit, nothing)
+                else:
+                    term = term_mask(columns[name], typ, op, lit, nothing)
                 part = term if part is None else pc.and_kleene(part, term)
             matches = part if matches is None else pc.or_kleene(matches, part)
         if matches is None:  # no clause: every row matches (as in `test_values`)
@@ -233,7 +309,7 @@ class Predicate:
             for clause in self.clauses:
                 for col, op, lit in clause:
                     if col == name:
-                        lits += list(lit) if op in ("in", "not in") else [lit]
+                        lits += list(lit) if op in LISTS else [lit]
             if all(x is None or _number(x) for x in lits):
                 out.add(name)
         return out
@@ -248,49 +324,67 @@ class Predicate:
                 if col not in values:
                     continue
                 v = values[col]
-                if _mismatched(v, lit):
+                if op in NULL_TESTS:
+                    ok = (v is None) == (op == "is null")
+                elif v is None or matches_nothing(op, lit):
+                    ok = False
+                elif _mismatched(v, lit):
                     continue  # cannot decide here: the residual filter raises or decides
-                try:
-                    if v is None or not _compare(op, v, lit):
-                        ok = False
-                        break
-                except TypeError:
-                    continue  # incomparable literal: let the residual filter decide
+                else:
+                    try:
+                        ok = _compare(op, v, lit)
+                    except TypeError:
+                        continue  # incomparable literal: let the residual filter decide
+                if not ok:
+                    break
             if ok:
                 return True
         return False
 
-    def test_ranges(self, mins: Mapping[str, Any], maxs: Mapping[str, Any]) -> bool:
-        """May rows with these per-column [min, max] ranges match? Unknown columns pass."""
+    def test_ranges(self, mins: Mapping[str, Any], maxs: Mapping[str, Any],
+                    null_counts: Mapping[str, int | None] | None = None, row_count: int | None = None) -> bool:
+        """May rows with these per-column [min, max] ranges (and null counts, of ``row_count``
+        rows) match? Unknown columns, bounds and counts pass. As Paimon's ``LeafFunction`` stats
+        tests: ``is null`` needs a null, ``is not null`` and every comparison a non-null value."""
         if not self.clauses:
             return True
         for clause in self.clauses:
             ok = True
             for col, op, lit in clause:
-                lo, hi = mins.get(col), maxs.get(col)
-                if lo is None or hi is None or _mismatched(lo, lit):
+                nulls = None if null_counts is None else null_counts.get(col)
+                all_null = nulls is not None and row_count is not None and nulls >= row_count
+                if op == "is null":
+                    ok = nulls is None or nulls > 0
+                elif all_null or matches_nothing(op, lit):
+                    ok = False
+                elif op == "is not null":
                     continue
-                try:
-                    if not _range_may_match(op, lo, hi, lit):
-                        ok = False
-                        break
-                except TypeError:
-                    continue
+                else:
+                    lo, hi = mins.get(col), maxs.get(col)
+                    if lo is None or hi is None or _mismatched(lo, lit):
+                        continue
+                    try:
+                        ok = _range_may_match(op, lo, hi, lit)
+                    except TypeError:
+                        continue
+                if not ok:
+                    break
             if ok:
                 return True
         return False
 
     def equality_values(self, columns: Sequence[str]) -> list[dict[str, Any]] | None:
-        """If every clause pins each of ``columns`` by = or in, the combinations; else None."""
+        """If every clause pins each of ``columns`` by = or in, the combinations; else None. A
+        null literal pins nothing: it matches no row."""
         out: list[dict[str, Any]] = []
         for clause in self.clauses:
             pinned: dict[str, list[Any]] = {}
             for col, op, lit in clause:
                 if col in columns:
                     if op in ("=", "=="):
-                        pinned[col] = [lit]
+                        pinned[col] = [] if lit is None else [lit]
                     elif op == "in":
-                        pinned[col] = list(lit)
+                        pinned[col] = [x for x in lit if x is not None]
             if set(pinned) != set(columns):
                 return None
             combos: list[dict[str, Any]] = [{}]
@@ -300,29 +394,12 @@ class Predicate:
         return out if self.clauses else None
 
 
-_COMPARISONS: dict[str, Callable[..., Any]] = {
-    "=": pc.equal, "==": pc.equal, "!=": pc.not_equal,
-    "<": pc.less, "<=": pc.less_equal, ">": pc.greater, ">=": pc.greater_equal,
-}
-
-
-def _term_mask(column: pa.ChunkedArray, op: str, lit: Any) -> pa.ChunkedArray:
-    """``column op lit`` as `pq.filters_to_expression`'s term computes it: ``pc.field(c) == lit``
-    binds ``pa.scalar(lit)`` to ``equal``, ``isin(lit)`` binds ``pa.array(lit)`` to ``is_in``."""
-    if op in ("in", "not in"):
-        hit = pc.is_in(column, value_set=lit if isinstance(lit, pa.Array) else pa.array(lit))
-        return pc.invert(hit) if op == "not in" else hit
-    compare = _COMPARISONS.get(op)
-    if compare is None:
-        raise FilterError(f"Unknown filter operator {op!r}")
-    return compare(column, lit if isinstance(lit, pa.Scalar) else pa.scalar(lit))
-
-
-def _coded_term_mask(codes: pa.ChunkedArray, op: str, lit: Any) -> pa.ChunkedArray:
-    """One term on a float column, on its `float_order_codes` with the literal's codes."""
-    if op in ("in", "not in"):
-        return _term_mask(codes, op, pa.array([_code(x) for x in lit], pa.uint64()))
-    return _term_mask(codes, op, pa.scalar(_code(lit), pa.uint64()))
+def _refused(typ: pa.DataType, value: Any) -> bool:
+    try:
+        bind_term(typ, "=", value)
+    except LiteralError:
+        return True
+    return False
 
 
 def dataset_expression(pred: Predicate | None) -> pc.Expression | None:

@@ -282,7 +282,7 @@ class Table(TableMaintenance):
         schema = self._read_schema(snap, travel=snapshot is None and snapshot_id is not None)
         pred = Predicate.of(filter)
         if pred is not None:
-            pred.check(schema.arrow_schema, self.name)
+            pred = pred.bind(schema.arrow_schema, self.name)
         return plan_splits(self.store, snap, pred, op, schema=schema)
 
     def to_batches(
@@ -360,7 +360,7 @@ class Table(TableMaintenance):
             return
         pred = Predicate.of(filter)
         if pred is not None:
-            pred.check(schema.arrow_schema, self.name)
+            pred = pred.bind(schema.arrow_schema, self.name)
         reader = SplitReader(self.store, schema, columns, pred)
         reader.snapshot_id = snap.id  # a file removed by expiry meanwhile: a race, not corruption
         splits = plan_splits(self.store, snap, pred, schema=schema)

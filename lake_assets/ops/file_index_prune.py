@@ -3,12 +3,16 @@
 As Paimon's append scan and reader do (``FileIndexPredicate``), a file whose indexes prove that no
 row of it matches any clause of the filter is not read: a bloom filter rules out a clause when it
 lacks every ``=`` / ``in`` literal of a term; a bitmap index (version 1 or 2) gives the rows of each
-term on its column - the rows holding one of the literals for ``=`` / ``in``, all other rows for
-``!=`` / ``not in`` (null rows included, as Java's ``flip``: they never match, so keeping them is
-only less pruning) - and a clause whose terms leave no row in common is ruled out. Only append
-tables are pruned: in a primary-key table a file without the value may still hold the newer version
-of a key that hides an older match in another file (Paimon uses indexes there only with deletion
-vectors). An index only removes files without a match, so a read returns the same rows with or
+term on its column - the rows holding one of the literals for ``=`` / ``in``, the null rows for
+``is null`` and all others for ``is not null`` (Java 0.9's ``visitIsNull`` / ``visitIsNotNull``),
+the non-null rows holding none of the literals for ``!=`` / ``not in`` (Java's ``flip`` keeps the
+null rows, which never match: dropping them only prunes more) - and a clause whose terms leave no
+row in common is ruled out. Null literals follow the filter's SQL semantics: an ``in`` list's nulls
+look nothing up, and ``= None`` or ``not in`` with a None matches no row (Java's bitmap looks a
+null literal up as the null rows: a superset, so Java keeps files we skip, never the reverse).
+Only append tables are pruned: in a primary-key table a file without the value may still hold the
+newer version of a key that hides an older match in another file (Paimon uses indexes there only
+with deletion vectors). An index only removes files without a match, so a read returns the same rows with or
 without it; whatever cannot be decided (an index that does not parse or is gone, a bitmap of a
 version or type not read here, an index of another kind such as Paimon 1.x's bsi or range-bitmap, a
 literal that does not convert to the file's column type, a column renamed or retyped since the file
@@ -31,7 +35,7 @@ from lake_assets.formats.fast_hash import fast_hash, hashable
 from lake_assets.formats.file_index import INDEX_FILE_SUFFIX, read_container
 from lake_assets.option_classification import is_true
 from lake_assets.option_rules_file_index import BLOOM_FILTER, indexed_columns
-from lake_assets.predicate import Predicate
+from lake_assets.predicate import NULL_TESTS, Predicate, matches_nothing
 from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import ManifestEntry
@@ -42,14 +46,15 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 _EQUALITY = ("=", "==", "in")
-_BITMAP_OPS = ("=", "==", "in", "!=", "not in")
+_BITMAP_OPS = ("=", "==", "in", "!=", "not in", *NULL_TESTS)
 
 
 def prunes_by_index(schema: TableSchema, pred: Predicate | None) -> bool:
     """Whether a read with ``pred`` under ``schema`` (the read's) consults file indexes: an append
     table, the option ``file-index.read.enabled`` (default true) on, and some term an index can
-    decide: = / in, or != / not in when the table writes bitmap indexes (only those decide them:
-    a table of bloom filters alone would read every ``.index`` file for nothing)."""
+    decide: = / in, or != / not in / is null / is not null when the table writes bitmap indexes
+    (only those decide them: a table of bloom filters alone would read every ``.index`` file for
+    nothing)."""
     if pred is None or schema.primary_keys:
         return False
     if not is_true(schema.options.get("file-index.read.enabled", "true")):
@@ -120,6 +125,8 @@ def _clause_may_match(schema: TableSchema, file_schema: TableSchema, indexes: _F
     for column, op, literal in clause:
         if op not in _BITMAP_OPS or not schema.has_field(column):
             continue
+        if matches_nothing(op, literal):
+            return False  # a null literal (SQL's, Paimon's predicates): the term matches no row
         field = schema.field(column)
         file_field = file_schema.field_by_id(field.id)
         if file_field is None or file_field.name not in indexes.payloads:
@@ -127,21 +134,31 @@ def _clause_may_match(schema: TableSchema, file_schema: TableSchema, indexes: _F
         # the file's values were indexed as its column's type: only the same type keys alike
         if file_field.type.copy(nullable=True) != field.type.copy(nullable=True):
             continue
-        literals = list(literal) if op in ("in", "not in") else [literal]
-        values = _literal_array(literals, field.type)
-        if values is None:
-            continue
-        non_null = values.drop_null()
-        bloom = indexes.bloom(file_field.name) if op in _EQUALITY and hashable(field.type) else None
-        if (bloom is not None and len(values) and len(non_null) == len(values)
-                and not bloom.might_contain(fast_hash(values, field.type)).any()):
-            return False
+        if op in NULL_TESTS:
+            values = pa.nulls(1, to_arrow(field.type))
+        else:
+            # an `in` list's nulls match no row: only its values are looked up
+            literals = [x for x in literal if x is not None] if op in ("in", "not in") else [literal]
+            found = _literal_array(literals, field.type)
+            if found is None:
+                continue
+            values = found
+            bloom = indexes.bloom(file_field.name) if op in _EQUALITY and hashable(field.type) else None
+            if bloom is not None and not bloom.might_contain(fast_hash(values, field.type)).any():
+                return False
         bitmap = indexes.bitmap(file_field.name, file_field.type)
-        # a null compares as unknown with = and !=: only in / not in look it up (as null rows)
-        if bitmap is None or (op in ("=", "==", "!=") and len(non_null) != len(values)):
+        if bitmap is None:
             continue
+        # a null literal looks up the null rows (`is null`); the other terms' rows never hold a
+        # null: Java's NOT IN / != flip keeps the null rows, which never match, so dropping them
+        # only prunes more
         hit = bitmap.rows_in(values)
-        term_rows = hit if op in _EQUALITY else bitmap.all_rows() - hit
+        if op in _EQUALITY or op == "is null":
+            term_rows = hit
+        elif op == "is not null":
+            term_rows = bitmap.all_rows() - hit
+        else:
+            term_rows = bitmap.all_rows() - hit - bitmap.rows_in(pa.nulls(1, to_arrow(field.type)))
         rows = term_rows if rows is None else rows & term_rows
         if not rows:
             return False

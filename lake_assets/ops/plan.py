@@ -169,13 +169,19 @@ def file_may_match(
         return True
     mins: dict[str, Any] = {}
     maxs: dict[str, Any] = {}
-    for f, a, b in zip(read_fields, lo, hi, strict=True):
+    # null counts: None where a column's stats mode ("none") records none, or the file predates them
+    counts = stats.null_counts or ()
+    null_counts: dict[str, int | None] = {}
+    for i, (f, a, b) in enumerate(zip(read_fields, lo, hi, strict=True)):
+        if f is None:
+            continue
+        null_counts[f.name] = counts[i] if i < len(counts) else None
         # Binary bounds are never trusted: Java writes none, and older lake_assets files carry
         # some whose order another reader may not share (signed vs unsigned bytes).
-        if f is not None and not isinstance(f.type, (BinaryType, VarBinaryType)):
+        if not isinstance(f.type, (BinaryType, VarBinaryType)):
             mins[f.name] = _as_read_type(a, f.type)
             maxs[f.name] = _as_read_type(b, f.type)
-    return pred.test_ranges(mins, maxs)
+    return pred.test_ranges(mins, maxs, null_counts, meta.row_count)
 
 
 def _as_read_type(value: Any, read_type: DataType) -> Any:

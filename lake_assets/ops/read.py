@@ -113,7 +113,7 @@ def key_terms(predicate: Predicate | None, key_names: Sequence[str]) -> Predicat
     clauses = [tuple(t for t in clause if t[0] in keys) for clause in predicate.clauses]
     if not all(clauses):
         return None
-    return Predicate(tuple(clauses))
+    return Predicate(tuple(clauses), None, predicate.bound)  # its literals stay bound
 
 
 def key_predicate(predicate: Predicate | None, key_names: Sequence[str]) -> pc.Expression | None:

@@ -1,11 +1,13 @@
 """Spark's pushed filters → the core's ``(column, op, value)`` terms.
 
-A filter the core cannot express (IS NULL, LIKE, nested columns) stays with Spark. One it can is
-used to prune partitions, buckets and files; it is also *claimed* (Spark stops re-checking it) when
-the reader's row filter gives exactly SQL's answer. That holds for integers, booleans, decimals,
-strings, binary, dates and timestamps. Floating-point columns are left alone entirely: Spark orders
-NaN above every number and treats NaN = NaN as true, pyarrow does neither, and NaN-blind min/max
-statistics could prune files holding NaN rows that match.
+A filter the core cannot express (LIKE, nested columns) stays with Spark. One it can is used to
+prune partitions, buckets and files; it is also *claimed* (Spark stops re-checking it) when the
+reader's row filter gives exactly SQL's answer. The core's filters have SQL's null semantics (a
+null row matches no comparison, ``IN`` ignores a null literal, ``NOT IN`` with one is never true;
+`lake_assets.predicate`), so ``IS NULL`` / ``IS NOT NULL`` (on any top-level column), ``<=> NULL``
+and ``NOT IN`` are claimed as they are. Comparisons are claimed for integers, booleans, decimals,
+strings, binary, dates and timestamps. Floating-point columns are left alone for comparisons:
+Spark's ``-0.0 = 0.0`` is true, the core's (Paimon's ``Double.compare``) is not.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ from pyspark.sql.datasource import (
     GreaterThanOrEqual,
     In,
     IsNotNull,
+    IsNull,
     LessThan,
     LessThanOrEqual,
     Not,
 )
 
 from lake_assets.errors import OptionError
+from lake_assets.predicate import NULL_TESTS
 
 Term = tuple[str, str, Any]
 Clauses = list[list[Term]]  # OR of ANDs
@@ -81,6 +85,10 @@ def translate(f: Filter, types: dict[str, pa.DataType]) -> list[Term] | None:
     try:
         if isinstance(f, Not):
             return _translate_not(f.child, types)
+        if isinstance(f, (IsNull, IsNotNull)):
+            return _null_test(f.attribute, "is null" if isinstance(f, IsNull) else "is not null", types)
+        if isinstance(f, EqualNullSafe) and f.value is None:
+            return _null_test(f.attribute, "is null", types)  # x <=> NULL is x IS NULL
         op = _COMPARISONS.get(type(f))
         if op is not None:
             t = _column_type(f.attribute, types)  # type: ignore[attr-defined]
@@ -100,16 +108,27 @@ def translate(f: Filter, types: dict[str, pa.DataType]) -> list[Term] | None:
 
 
 def _translate_not(child: Filter, types: dict[str, pa.DataType]) -> list[Term] | None:
+    if isinstance(child, (IsNull, IsNotNull)):
+        return _null_test(child.attribute, "is not null" if isinstance(child, IsNull) else "is null", types)
     if isinstance(child, EqualTo):
         t = _column_type(child.attribute, types)
         return None if t is None else [(child.attribute[0], "!=", _literal(child.value, t))]
     if isinstance(child, In):
         t = _column_type(child.attribute, types)
-        if t is None or any(v is None for v in child.value) or not child.value:
-            return None  # NOT IN (.., NULL) is never true; leave such oddities to Spark
-        # pyarrow's "not in" keeps null rows, SQL drops them; a chain of != drops them too.
-        return [(child.attribute[0], "!=", _literal(v, t)) for v in child.value]
+        if t is None or not child.value:
+            return None
+        # SQL's NOT IN, the core's too: a null row is no match, and a NULL in the list (never
+        # true) makes the term match no row
+        return [(child.attribute[0], "not in", [None if v is None else _literal(v, t) for v in child.value])]
     return None
+
+
+def _null_test(attribute: Sequence[str], op: str, types: dict[str, pa.DataType]) -> list[Term] | None:
+    """``IS NULL`` / ``IS NOT NULL`` of a top-level column of any type (NaN is not null in
+    Spark, nor in the core)."""
+    if len(attribute) != 1 or attribute[0] not in types:
+        return None
+    return [(attribute[0], op, None)]
 
 
 def _column_type(attribute: Sequence[str], types: dict[str, pa.DataType]) -> pa.DataType | None:
@@ -124,17 +143,25 @@ def push_filters(filters: Sequence[Filter], types: dict[str, pa.DataType]) -> Pu
     out = PushedFilters()
     not_null: list[IsNotNull] = []
     for f in filters:
-        terms = translate(f, types)
         if isinstance(f, IsNotNull):
             not_null.append(f)
-        elif terms is None:
+            continue
+        terms = translate(f, types)
+        if terms is None:
             out.rejected.append(f)
         else:
             out.terms.extend(terms)
-    # Spark adds IS NOT NULL next to every comparison; a claimed comparison already drops nulls
-    # (SQL's and pyarrow's alike), so such an IS NOT NULL is implied and claimed with it.
-    compared = {t[0] for t in out.terms}
-    out.rejected += [f for f in not_null if len(f.attribute) != 1 or f.attribute[0] not in compared]
+    # Spark adds IS NOT NULL next to every comparison; a claimed comparison already drops nulls,
+    # so such an IS NOT NULL is implied and claimed with it, without a term of its own.
+    compared = {t[0] for t in out.terms if t[1] not in NULL_TESTS}
+    for f in not_null:
+        if len(f.attribute) == 1 and f.attribute[0] in compared:
+            continue
+        terms = translate(f, types)
+        if terms is None:
+            out.rejected.append(f)
+        else:
+            out.terms.extend(terms)
     return out
 
 
@@ -158,13 +185,20 @@ def parse_filter_option(text: str, types: dict[str, pa.DataType]) -> Clauses:
 
 
 def _is_term(t: Any) -> bool:
-    return isinstance(t, list) and len(t) == 3 and isinstance(t[0], str) and isinstance(t[1], str)
+    """``[column, op, value]``, or ``[column, "is null"]`` / ``[column, "is not null"]``."""
+    if not (isinstance(t, list) and t and isinstance(t[0], str)):
+        return False
+    return (len(t) == 3 and isinstance(t[1], str)) or (len(t) == 2 and t[1] in NULL_TESTS)
 
 
 def _term(t: list, types: dict[str, pa.DataType]) -> Term:
-    col, op, value = t
+    col, op, value = t if len(t) == 3 else (*t, None)
     if col not in types:
         raise OptionError(f"Option 'filter': the table has no column {col!r}")
+    if op in NULL_TESTS:
+        if value is not None:
+            raise OptionError(f"Option 'filter': {op!r} takes no value, got {value!r}")
+        return (col, op, None)
     typ = types[col]
     values = value if op in ("in", "not in") else [value]
     if not isinstance(values, list):

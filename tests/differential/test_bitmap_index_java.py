@@ -3,8 +3,9 @@
 For the same rows and options our index bytes equal the bytes Java writes (every type Java 0.9's
 bitmap keys, nulls, values alone and repeated, bitmaps with array, bitmap and run containers,
 HashMaps that grew and doubled instead of treeifying); Java's ``FileIndexPredicate`` keeps and
-drops our files exactly as our own pruning does for = / in / != / not in, and keeps every file
-holding a match; Java's filtered reads of our tables and our filtered reads of Java's tables
+drops our files exactly as our own pruning does for = / in / is null / is not null, and for
+!= / not in and null literals keeps every file ours keeps (ours leaves null rows out, which never
+match) and every file holding a match; Java's filtered reads of our tables and our filtered reads of Java's tables
 return every row; our compaction of Java's bitmap-indexed table writes indexes Java uses; what we
 do not write (bitmap version 2, BOOLEAN keys, map values) stays refused by name.
 """
@@ -29,7 +30,7 @@ from lake_assets.predicate import Predicate
 from lake_assets.spec.types import from_arrow, parse_type, to_arrow
 from tests.java.oracle import PaimonJava
 
-from .helpers import assert_same_table
+from .helpers import assert_same_rows, assert_same_table
 
 
 def _index_bytes(wh: str, f: dict[str, Any]) -> bytes:
@@ -148,7 +149,23 @@ FILTERS: list[list[tuple[str, str, Any]] | list[list[tuple[str, str, Any]]]] = [
     [("grp", "=", 2), ("id", "=", 33)],  # no row has both: only the bitmaps' AND shows it
     [[("grp", "=", 0)], [("grp", "=", 9)]],
     [("v", "=", 0.0)], [("v", "=", -0.0)],
+    [("name", "is null")], [("name", "is not null")], [("grp", "=", 3), ("name", "is null")],
+    [("name", "not in", ["name-1", None])], [("name", "in", [None])], [("name", "!=", None)],
 ]
+
+
+def _check_verdicts(ours: dict[str, bool], theirs: dict[str, bool], flt: Any) -> None:
+    """Our index keeps no file Java's prunes. It may prune more: ``!=`` / ``not in`` leave null
+    rows out (Java's flip keeps them; they never match) and a null literal looks nothing up (Java
+    looks up the null rows) - each such file is then shown to hold no match by the reads."""
+    assert set(ours) == set(theirs)
+    assert all(theirs[f] for f, kept in ours.items() if kept), flt
+    if not any(op in ("!=", "not in") or (op == "in" and None in lit) for c in _clauses(flt) for _, op, lit in c):
+        assert ours == theirs, flt
+
+
+def _clauses(flt: Any) -> list[list[tuple[str, str, Any]]]:
+    return [[(*t, None)[:3] for t in c] for c in (flt if isinstance(flt[0], list) else [flt])]
 
 
 def _our_verdicts(t: Any, flt: Any) -> dict[str, bool]:
@@ -171,17 +188,13 @@ def test_java_prunes_our_files_as_we_do(java: PaimonJava, wh: str, lake: Catalog
     expected = java.read(wh, "db.t")
     for flt in FILTERS:
         theirs = {f["name"]: f["remain"] for f in java.file_index_test(wh, "db.t", flt)}
-        ours = _our_verdicts(t.refresh(), flt)
-        assert ours == theirs, flt
+        _check_verdicts(_our_verdicts(t.refresh(), flt), theirs, flt)
         pred = Predicate.of(flt)
         assert pred is not None
         matching = pred.filter_table(expected)
-        # pruning never changes what a read returns (ours or Java's); null rows against IN lists
-        # are where the two engines' filters differ (pyarrow's is_in matches a null row to a None
-        # literal and NOT IN keeps null rows; SQL's do neither): compared without those
+        # pruning never changes what a read returns, ours or Java's: both filter as SQL does
         assert_same_table(t.to_arrow(filter=flt), matching)
-        if "None" not in str(flt) and "not in" not in str(flt):
-            assert_same_table(java.read(wh, "db.t", filter=flt), matching)
+        assert_same_table(java.read(wh, "db.t", filter=flt), matching)
     # a skipping index: most filters pinning one grp drop three files of four
     assert sum(not v for v in _our_verdicts(t, [("grp", "=", 3)]).values()) == 3
 
@@ -205,7 +218,8 @@ def test_we_prune_by_javas_bitmaps(java: PaimonJava, wh: str, lake: Catalog) -> 
     t = lake.get_table("db.j")
     for flt in FILTERS:
         theirs = {f["name"]: f["remain"] for f in java.file_index_test(wh, "db.j", flt)}
-        assert _our_verdicts(t, flt) == theirs, flt
+        _check_verdicts(_our_verdicts(t, flt), theirs, flt)
+        assert_same_rows(t.to_arrow(filter=flt), java.read(wh, "db.j", filter=flt))
     planned = [f.file_name for sp in t.plan(filter=[("grp", "=", 4)]) for f in sp.files]
     assert len(planned) == 1
     assert t.to_arrow(filter=[("grp", "=", 4)]).column("id").to_pylist() == list(range(40, 50))

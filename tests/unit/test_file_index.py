@@ -22,7 +22,7 @@ from lake_assets.formats.data_file import DataFileWriter
 from lake_assets.formats.fast_hash import fast_hash, xxhash64
 from lake_assets.formats.file_index import FileIndexBuilder, bloom_filters, index_plan, read_container, write_container
 from lake_assets.io.local import LocalFileIO
-from lake_assets.predicate import Predicate
+from lake_assets.predicate import FilterError, Predicate
 from lake_assets.spec.types import from_arrow, parse_type, to_arrow
 from tests.java.oracle import _decode
 
@@ -354,7 +354,11 @@ def test_literals_that_do_not_convert_exactly_prune_nothing(catalog) -> None:
     t.write_arrow(rows)
     t.write_arrow(pa.table({"ts": [dt.datetime(2024, 1, 2)], "f": [0.5]}, schema=schema))
     zoned = dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone(dt.timedelta(hours=2)))
-    assert _planned(t, [("ts", "=", zoned)]) == 2  # a zoned literal for a naive column: not ours to decide
+    # a zoned literal for a naive column is no value of it: refused before any file is planned
+    with pytest.raises(FilterError, match=r"column 'ts' \(TIMESTAMP\(6\)\): a zoned time"):
+        _planned(t, [("ts", "=", zoned)])
+    # a FLOAT column's literal is rounded to FLOAT, as Java's floatValue(): 0.1 is the 0.1f written
+    assert _planned(t, [("f", "=", 0.1)]) == 1
     assert _planned(t, [("ts", "=", dt.datetime(2024, 1, 1, 12))]) == 1
     assert _planned(t, [("f", "=", 0.5)]) == 1
 

@@ -275,9 +275,11 @@ def partition_predicate(store: FileStore, partitions: Iterable[dict[str, Any]] |
             raise InvalidArgumentError(
                 f"Cannot compact {store.name}: {unknown} are not partition keys (partition keys: {sorted(keys)})"
             )
-    pred = Predicate.of([[(k, "=", v) for k, v in spec.items()] for spec in specs] or None)
+    # a null partition value is the partition of nulls: `is null` (an `=` with None matches nothing)
+    pred = Predicate.of([[(k, "is null") if v is None else (k, "=", v) for k, v in spec.items()]
+                         for spec in specs] or None)
     if pred is not None:
-        pred.check(store.schema.arrow_schema, store.name)
+        pred = pred.bind(store.schema.arrow_schema, store.name)
     return pred
 
 
