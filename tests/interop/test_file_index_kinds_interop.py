@@ -88,9 +88,10 @@ def test_we_prune_by_rust_bitmap_v2_and_keep_files_for_kinds_we_do_not_read(
         ([("s", "in", ["s0", "s15"])], [True, False, False, True]),
         ([("s", "=", "nope")], [False] * 4),
         ([("s", "!=", "s5")], [True] * 4),
-        # NOT IN keeps a file's null rows (Java's flip): every file has some
-        ([("s", "not in", [f"s{i}" for i in range(4)])], [True] * 4),
-        ([("s", "in", ["s5", None])], [True] * 4),  # a null literal: the null rows, in every file
+        # SQL's nulls (Paimon's In / NotIn): a null row never matches NOT IN, so the first file,
+        # holding only s0..s3 and nulls, goes (Java's flip would keep it for its null rows)
+        ([("s", "not in", [f"s{i}" for i in range(4)])], [False, True, True, True]),
+        ([("s", "in", ["s5", None])], [False, True, False, False]),  # an in list's null: no rows
         ([("s", "=", "s5"), ("id", "=", 3)], [False, True, False, False]),
         # bsi and range-bitmap: not read here, so they keep every file, matching or not
         ([("b", "=", 3)], [True] * 4),
