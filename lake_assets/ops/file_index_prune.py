@@ -5,12 +5,14 @@ row of it matches any clause of the filter is not read: a bloom filter rules out
 lacks every ``=`` / ``in`` literal of a term; a bitmap index (version 1 or 2) gives the rows of each
 term on its column - the rows holding one of the literals for ``=`` / ``in``, all other rows for
 ``!=`` / ``not in`` (null rows included, as Java's ``flip``: they never match, so keeping them is
-only less pruning) - and a clause whose terms leave no row in common is ruled out. Only append
+only less pruning); a bsi index (Paimon 1.x, `lake_assets.formats.bsi_index`) gives the rows of
+``=`` / ``in`` / ``!=`` / ``not in`` / ``<`` / ``<=`` / ``>`` / ``>=`` terms, null rows matching none
+- and a clause whose terms leave no row in common is ruled out. Only append
 tables are pruned: in a primary-key table a file without the value may still hold the newer version
 of a key that hides an older match in another file (Paimon uses indexes there only with deletion
 vectors). An index only removes files without a match, so a read returns the same rows with or
 without it; whatever cannot be decided (an index that does not parse or is gone, a bitmap of a
-version or type not read here, an index of another kind such as Paimon 1.x's bsi or range-bitmap, a
+version or type not read here, an index of another kind such as Paimon 1.x's range-bitmap, a
 literal that does not convert to the file's column type, a column renamed or retyped since the file
 was written) keeps the file.
 """
@@ -27,6 +29,7 @@ from pyroaring import BitMap
 from lake_assets.errors import LakeError
 from lake_assets.formats.bitmap_index import BITMAP, BitmapIndex
 from lake_assets.formats.bloom_filter import BloomFilter64
+from lake_assets.formats.bsi_index import BSI, BSI_OPS, BsiIndex, term_keys
 from lake_assets.formats.fast_hash import fast_hash, hashable
 from lake_assets.formats.file_index import INDEX_FILE_SUFFIX, read_container
 from lake_assets.option_classification import is_true
@@ -49,12 +52,14 @@ def prunes_by_index(schema: TableSchema, pred: Predicate | None) -> bool:
     """Whether a read with ``pred`` under ``schema`` (the read's) consults file indexes: an append
     table, the option ``file-index.read.enabled`` (default true) on, and some term an index can
     decide: = / in, or != / not in when the table writes bitmap indexes (only those decide them:
-    a table of bloom filters alone would read every ``.index`` file for nothing)."""
+    a table of bloom filters alone would read every ``.index`` file for nothing), and also
+    < / <= / > / >= when it writes bsi indexes."""
     if pred is None or schema.primary_keys:
         return False
     if not is_true(schema.options.get("file-index.read.enabled", "true")):
         return False
-    ops = _BITMAP_OPS if indexed_columns(schema.options, BITMAP) else _EQUALITY
+    ops = (BSI_OPS if indexed_columns(schema.options, BSI)
+           else _BITMAP_OPS if indexed_columns(schema.options, BITMAP) else _EQUALITY)
     return any(op in ops for clause in pred.clauses for _, op, _ in clause)
 
 
@@ -113,12 +118,16 @@ class _FileIndexes:
         return self._get(column, BITMAP, lambda p: BitmapIndex.parse(
             p, dt, f"bitmap index of {column!r} in the file index of {self.file_name}"))
 
+    def bsi(self, column: str) -> BsiIndex | None:
+        return self._get(column, BSI, lambda p: BsiIndex.parse(
+            p, f"bsi index of {column!r} in the file index of {self.file_name}"))
+
 
 def _clause_may_match(schema: TableSchema, file_schema: TableSchema, indexes: _FileIndexes,
                       clause: Sequence[tuple[str, str, Any]]) -> bool:
-    rows: BitMap | None = None  # the rows every bitmap-decided term so far leaves; None: all
+    rows: BitMap | None = None  # the rows every index-decided term so far leaves; None: all
     for column, op, literal in clause:
-        if op not in _BITMAP_OPS or not schema.has_field(column):
+        if op not in BSI_OPS or not schema.has_field(column):
             continue
         field = schema.field(column)
         file_field = file_schema.field_by_id(field.id)
@@ -136,16 +145,27 @@ def _clause_may_match(schema: TableSchema, file_schema: TableSchema, indexes: _F
         if (bloom is not None and len(values) and len(non_null) == len(values)
                 and not bloom.might_contain(fast_hash(values, field.type)).any()):
             return False
-        bitmap = indexes.bitmap(file_field.name, file_field.type)
-        # a null compares as unknown with = and !=: only in / not in look it up (as null rows)
-        if bitmap is None or (op in ("=", "==", "!=") and len(non_null) != len(values)):
-            continue
-        hit = bitmap.rows_in(values)
-        term_rows = hit if op in _EQUALITY else bitmap.all_rows() - hit
-        rows = term_rows if rows is None else rows & term_rows
-        if not rows:
+        for term_rows in _index_rows(indexes, file_field.name, file_field.type, op, values):
+            rows = term_rows if rows is None else rows & term_rows
+        if rows is not None and not rows:
             return False
     return True
+
+
+def _index_rows(indexes: _FileIndexes, column: str, dt: DataType, op: str, values: pa.Array) -> list[BitMap]:
+    """The rows of the file that the bitmap and bsi indexes of ``column`` (of the file's type
+    ``dt``) say may match the term (none: they decide nothing)."""
+    out = []
+    bitmap = indexes.bitmap(column, dt) if op in _BITMAP_OPS else None
+    # a null compares as unknown with = and !=: only in / not in look it up (as null rows)
+    if bitmap is not None and not (op in ("=", "==", "!=") and values.null_count):
+        hit = bitmap.rows_in(values)
+        out.append(hit if op in _EQUALITY else bitmap.all_rows() - hit)
+    bsi = indexes.bsi(column)
+    asked = None if bsi is None else term_keys(values, dt, op)
+    if bsi is not None and asked is not None:
+        out.append(bsi.rows_matching(*asked))
+    return out
 
 
 def _literal_array(literals: list[Any], dt: DataType) -> pa.Array | None:
