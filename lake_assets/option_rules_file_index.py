@@ -5,8 +5,9 @@ column with ``file-index.<type>.<column>.<option>`` (Paimon's FileIndexOptions: 
 dot-separated parts after ``file-index.``). lake_assets writes ``bloom-filter``, ``bitmap`` and
 ``bsi`` indexes (the same bytes Java writes, `lake_assets.formats.file_index`; bitmap indexes in
 version 1, the one Paimon 0.9 reads; reads prune by bitmap versions 1 and 2 and by bsi); bsi is
-Paimon 1.x's (Java 0.9 lacks it: a 0.9 reader skips an index type it does not know and reads every
-file), written as Java HEAD's source defines it and checked against pypaimon-rust 0.4. The other
+Paimon 1.x's, written as Java HEAD's source defines it and checked against pypaimon-rust 0.4 (Java
+0.9 lacks it: it reads such a table, but a filter on a bsi column fails its reader, as on any table
+Paimon 1.x indexed with bsi, tests/differential/test_bsi_java.py). The other
 types (Paimon 1.x's ``range-bitmap``, and any type without a row of its own: a newer Paimon's or a
 plug-in's) are refused at create and ALTER and, on a table that carries them, for writes and
 compaction only: Java's writers would index every new file, ours cannot yet. Reads, streams,
@@ -91,7 +92,8 @@ FILE_INDEX_RULES: dict[str, OptionRule] = {r.key: r for r in (
       note="honoured by writes and compaction (version 1, the bytes Java HEAD's BitSliceIndexBitmapFileIndex "
       "writes) for TINYINT, SMALLINT, INT, BIGINT, DATE, TIME, TIMESTAMP, TIMESTAMP_LTZ and DECIMAL up to "
       "precision 18; other types and map values col[key] refuse writes and compaction; reads of append tables "
-      "prune by it for = / in / != / not in / < / <= / > / >=. Java 0.9 readers ignore it (they read every file)"),
+      "prune by it for = / in / != / not in / < / <= / > / >=. Java 0.9 has no bsi: its reads of a filter on such a "
+      "column fail ('Can't find file index for type: bsi'), as on any table Paimon 1.x indexed so"),
     *(R(f"file-index.{t}.columns", "string", None, f"Columns whose data files get a {t} index "
         f"(comma-separated){' (Paimon 1.x)' if t == 'range-bitmap' else ''}.", check=_column_list,
         supported=(), refuses=WRITE_OPS, why=_NOT_WRITTEN)

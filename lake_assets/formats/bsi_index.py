@@ -19,8 +19,11 @@ with every roaring bitmap run-optimized in the portable format (``RoaringBitmap3
 Java's writer starts its min and max at 0 (``StatsCollectList``), so min is always 0 and the slice
 count is the bit length of the largest magnitude; BIGINT's ``Long.MIN_VALUE`` has no magnitude and
 fails Java's writer (`BsiIndexBuilder` refuses it alike). A builder keeps only the slices' bitmaps,
-never a file's values. Reading answers ``=``, ``<``, ``<=``, ``>``, ``>=``, ``in``, ``!=`` and
-``not in`` with the rows that match, as Java's reader does (O'Neil's comparison over the slices).
+never a file's values (Java's ``StatsCollectList`` holds them all). Reading answers ``=``, ``<``,
+``<=``, ``>``, ``>=``, ``in``, ``!=`` and ``not in`` with the rows that match, as Java's reader does
+(O'Neil's comparison over the slices), but for ``not in``, which keeps null rows as lake_assets'
+filters do, and TIMESTAMP(7..9) (`term_keys`). pypaimon-rust 0.4 writes the same layout without
+``runOptimize`` (tests/interop/test_bsi_interop.py).
 """
 
 from __future__ import annotations
