@@ -275,3 +275,31 @@ def test_a_long_min_value_fails_the_write_and_commits_nothing(tmp_path: Path) ->
         t.write_arrow(pa.table({"id": [2, 3], "b": [7, LONG_MIN]}, schema=schema))
     assert t.to_arrow().column("id").to_pylist() == [1]
     assert lake.get_table("db.m").latest_snapshot().id == 1
+
+
+def test_large_indexes_parse_back_with_every_container_kind() -> None:
+    """Over 65536 rows a bitmap has several containers (and, with runs, an offset header from 4 on);
+    array, bitmap (> 4096 rows of a block) and run containers must all be measured right to read
+    the bitmaps that follow them."""
+    rng = np.random.default_rng(7)
+    rows = 300_000
+    values = rng.integers(-1000, 1000, rows)
+    values[:70_000] = 5  # one value over a whole block and more: runs in the ebm and the slices
+    nulls = rng.random(rows) < 0.5
+    nulls[:70_000] = False
+    nulls[70_000:140_000] = rng.random(70_000) < 0.01  # sparse nulls: runs; elsewhere arrays and bitmaps
+    arr = pa.array(values, mask=nulls)
+    b = BsiIndexBuilder(BigIntType(), "c")
+    for start in range(0, rows, 65_000):
+        b.add(arr.slice(start, 65_000))
+    payload = b.finish()
+    index = BsiIndex.parse(payload)
+    assert index.rows == rows
+    v = np.where(nulls, 0, values)
+    for op, lit in (("=", 5), ("<", -500), (">=", 999), ("!=", 5), ("<=", 0), (">", -1)):
+        expected = {"=": v == lit, "<": v < lit, ">=": v >= lit, "!=": v != lit, "<=": v <= lit, ">": v > lit}[op]
+        got = index.rows_matching(op, [lit])
+        assert got == BitMap(np.flatnonzero(expected & ~nulls).astype(np.uint32)), op
+    assert index.rows_matching("not in", [5]) == BitMap(np.flatnonzero(nulls | (v != 5)).astype(np.uint32))
+    # the payload holds every kind of container: run (cookie 12347) and dense blocks
+    assert struct.unpack_from("<I", payload, 23)[0] & 0xFFFF == 12347
