@@ -36,7 +36,7 @@ from lake_assets.option_classification import is_true
 from lake_assets.option_rules_file_index import BLOOM_FILTER, indexed_columns
 from lake_assets.predicate import Predicate
 from lake_assets.spec.arrow_types import to_arrow
-from lake_assets.spec.data_types import DataType
+from lake_assets.spec.data_types import DataType, LocalZonedTimestampType, TimestampType
 from lake_assets.spec.manifest import ManifestEntry
 from lake_assets.spec.schema import TableSchema
 from lake_assets.store.file_store import FileStore
@@ -157,6 +157,10 @@ def _index_rows(indexes: _FileIndexes, column: str, dt: DataType, op: str, value
     ``dt``) say may match the term (none: they decide nothing)."""
     out = []
     bitmap = indexes.bitmap(column, dt) if op in _BITMAP_OPS else None
+    if op in ("!=", "not in") and isinstance(dt, (TimestampType, LocalZonedTimestampType)) and dt.precision > 6:
+        # keyed by floored micros, a value shares its key with others of the same micro: the
+        # complement of the literal's rows would drop rows that differ from it (Java's reader does)
+        bitmap = None
     # a null compares as unknown with = and !=: only in / not in look it up (as null rows)
     if bitmap is not None and not (op in ("=", "==", "!=") and values.null_count):
         hit = bitmap.rows_in(values)

@@ -303,3 +303,22 @@ def test_large_indexes_parse_back_with_every_container_kind() -> None:
     assert index.rows_matching("not in", [5]) == BitMap(np.flatnonzero(nulls | (v != 5)).astype(np.uint32))
     # the payload holds every kind of container: run (cookie 12347) and dense blocks
     assert struct.unpack_from("<I", payload, 23)[0] & 0xFFFF == 12347
+
+
+def test_nanosecond_bitmaps_do_not_decide_not_equal() -> None:
+    """A bitmap index keys TIMESTAMP(7..9) by micros too: != / not in must keep a file whose rows
+    only share the literal's micro (Java's reader would skip it)."""
+    from lake_assets.formats.bitmap_index import BitmapIndexBuilder
+    from lake_assets.ops.file_index_prune import _FileIndexes, _index_rows
+
+    dt9 = TimestampType(9)
+    values = pa.array([100, 900], pa.int64()).view(pa.timestamp("ns"))
+    bitmap, bsi = BitmapIndexBuilder(dt9), BsiIndexBuilder(dt9, "t")
+    bitmap.add(values)
+    bsi.add(values)
+    indexes = _FileIndexes("db.t", "f", {"t": {"bitmap": bitmap.finish(), "bsi": bsi.finish()}})
+    literal = pa.array([500], pa.int64()).view(pa.timestamp("ns"))
+    for op in ("!=", "not in"):
+        assert _index_rows(indexes, "t", dt9, op, literal) == [], op  # neither index decides
+    # = keeps both rows (a superset: neither equals 500 ns) from both indexes
+    assert _index_rows(indexes, "t", dt9, "=", literal) == [BitMap([0, 1]), BitMap([0, 1])]
