@@ -2,13 +2,15 @@
 
 A table turns an index type on for columns with ``file-index.<type>.columns`` and tunes it per
 column with ``file-index.<type>.<column>.<option>`` (Paimon's FileIndexOptions: exactly three
-dot-separated parts after ``file-index.``). lake_assets writes ``bloom-filter`` and ``bitmap``
-indexes (the same bytes Java writes, `lake_assets.formats.file_index`; bitmap indexes in version 1,
-the one Paimon 0.9 reads; reads prune by bitmap versions 1 and 2); the other types (Paimon 1.x's
-``bsi`` and ``range-bitmap``, and any type without a row of its own: a newer Paimon's or a plug-in's)
-are refused at create and ALTER and, on a table that carries them, for writes and compaction only:
-Java's writers would index every new file, ours cannot yet (Java 0.9 has neither type; pypaimon-rust
-0.4 writes and reads both, the peer a writer of them would be checked against). Reads, streams,
+dot-separated parts after ``file-index.``). lake_assets writes ``bloom-filter``, ``bitmap`` and
+``bsi`` indexes (the same bytes Java writes, `lake_assets.formats.file_index`; bitmap indexes in
+version 1, the one Paimon 0.9 reads; reads prune by bitmap versions 1 and 2 and by bsi); bsi is
+Paimon 1.x's, written as Java HEAD's source defines it and checked against pypaimon-rust 0.4 (Java
+0.9 lacks it: it reads such a table, but a filter on a bsi column fails its reader, as on any table
+Paimon 1.x indexed with bsi, tests/differential/test_bsi_java.py). The other
+types (Paimon 1.x's ``range-bitmap``, and any type without a row of its own: a newer Paimon's or a
+plug-in's) are refused at create and ALTER and, on a table that carries them, for writes and
+compaction only: Java's writers would index every new file, ours cannot yet. Reads, streams,
 expiry, orphan removal, tags, rollback and health never depend on an index (an index only lets a
 reader skip files without a match; lake_assets keeps and deletes ``.index`` files with their data
 files), so they accept every type. A per-column key Paimon does not read (a bloom filter's other
@@ -35,10 +37,11 @@ FILE_INDEX_PREFIX = "file-index."
 BLOOM_FILTER = "bloom-filter"
 # Index types Paimon writers know (0.9: bloom-filter, bitmap; 1.x adds bsi, range-bitmap).
 BITMAP = "bitmap"
-INDEX_TYPES = (BLOOM_FILTER, BITMAP, "bsi", "range-bitmap")
-WRITTEN_INDEX_TYPES = (BLOOM_FILTER, BITMAP)
-_NOT_WRITTEN = ("lake_assets writes bloom-filter and bitmap file indexes only, not yet this type (Paimon 1.x's "
-                "bsi and range-bitmap, which Java 0.9 lacks, or another's), while Java's writers would index every "
+BSI = "bsi"
+INDEX_TYPES = (BLOOM_FILTER, BITMAP, BSI, "range-bitmap")
+WRITTEN_INDEX_TYPES = (BLOOM_FILTER, BITMAP, BSI)
+_NOT_WRITTEN = ("lake_assets writes bloom-filter, bitmap and bsi file indexes only, not yet this type (Paimon "
+                "1.x's range-bitmap, which Java 0.9 lacks, or another's), while Java's writers would index every "
                 "new file with it; reads never use it (they keep every file), and expiry, orphan removal, tags and "
                 "rollback accept it")
 _BITMAP_VERSION = ("lake_assets writes bitmap index version 1, the layout Paimon 0.9 reads and 1.x reads too, "
@@ -69,9 +72,9 @@ FILE_INDEX_RULES: dict[str, OptionRule] = {r.key: r for r in (
       minimum=0, writer_only=True),
     R("file-index.read.enabled", "bool", True, "Whether readers use file indexes to skip data files.",
       note="honoured: batch reads of append tables skip files whose bloom filters rule out every = / in "
-      "literal of a clause or whose bitmap indexes (versions 1 and 2) leave no row matching all of a clause's = / in / "
-      "!= / not in / is null / is not null terms (ops/file_index_prune.py); primary-key tables are never pruned "
-      "by value indexes "
+      "literal of a clause or whose bitmap (versions 1 and 2) and bsi indexes leave no row matching all of a "
+      "clause's terms (bitmap: = / in / != / not in / is null / is not null; bsi: those and < / <= / > / >=) (ops/file_index_prune.py); "
+      "primary-key tables are never pruned by value indexes "
       "(a file without the value may hold a newer version of a key)"),
     R(f"file-index.{BLOOM_FILTER}.columns", "string", None, "Columns whose data files get a bloom-filter index "
       "(comma-separated).", check=_column_list,
@@ -84,8 +87,15 @@ FILE_INDEX_RULES: dict[str, OptionRule] = {r.key: r for r in (
       "bitmap index keys (not BOOLEAN: 0.9 and 1.0 readers would skip files that match, fixed in 1.1; not "
       "BINARY, DECIMAL or nested types, which no Paimon indexes; not map keys col[key]): those refuse writes "
       "and compaction"),
+    R(f"file-index.{BSI}.columns", "string", None, "Columns whose data files get a bsi (bit-sliced) index "
+      "(comma-separated) (Paimon 1.x).", check=_column_list,
+      note="honoured by writes and compaction (version 1, the bytes Java HEAD's BitSliceIndexBitmapFileIndex "
+      "writes) for TINYINT, SMALLINT, INT, BIGINT, DATE, TIME, TIMESTAMP, TIMESTAMP_LTZ and DECIMAL up to "
+      "precision 18; other types and map values col[key] refuse writes and compaction; reads of append tables "
+      "prune by it for = / in / != / not in / < / <= / > / >=. Java 0.9 has no bsi: its reads of a filter on such a "
+      "column fail ('Can't find file index for type: bsi'), as on any table Paimon 1.x indexed so"),
     *(R(f"file-index.{t}.columns", "string", None, f"Columns whose data files get a {t} index "
-        f"(comma-separated){' (Paimon 1.x)' if t in ('bsi', 'range-bitmap') else ''}.", check=_column_list,
+        f"(comma-separated){' (Paimon 1.x)' if t == 'range-bitmap' else ''}.", check=_column_list,
         supported=(), refuses=WRITE_OPS, why=_NOT_WRITTEN)
       for t in INDEX_TYPES if t not in WRITTEN_INDEX_TYPES),
 )}
@@ -189,6 +199,7 @@ def file_index_problems(options: Mapping[str, str], field_names: tuple[str, ...]
 __all__ = [
     "BITMAP",
     "BLOOM_FILTER",
+    "BSI",
     "FILE_INDEX_COLUMN_OPTION",
     "FILE_INDEX_COLUMN_RULES",
     "FILE_INDEX_PREFIX",

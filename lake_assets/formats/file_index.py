@@ -4,7 +4,8 @@ index, and the index of one data file as its writer builds it.
 A table carrying ``file-index.bloom-filter.columns`` gets, for every data file a write or compaction
 creates, one bloom filter per listed column over the file's non-null values (Paimon HEAD indexes
 primary-key files too, over their value columns); ``file-index.bitmap.columns`` one bitmap index
-per listed column (`lake_assets.formats.bitmap_index`). The indexes go into one `FileIndexFormat`
+per listed column (`lake_assets.formats.bitmap_index`); ``file-index.bsi.columns`` one bit-sliced
+index per listed column (`lake_assets.formats.bsi_index`, Paimon 1.x). The indexes go into one `FileIndexFormat`
 container, columns and index types in the order Java's HashMaps give them; a container larger
 than ``file-index.in-manifest-threshold`` is written next to the data file as ``<data file>.index``
 and listed in its ``_EXTRA_FILES``, a smaller one is embedded in the manifest entry.
@@ -26,6 +27,8 @@ import pyarrow.compute as pc
 from lake_assets.errors import InvalidDataError, OptionError
 from lake_assets.formats.bitmap_index import BitmapIndexBuilder, unsupported_reason
 from lake_assets.formats.bloom_filter import INT_MAX, BloomFilter64, bloom_bits
+from lake_assets.formats.bsi_index import BSI, BsiIndexBuilder
+from lake_assets.formats.bsi_index import unsupported_reason as bsi_unsupported_reason
 from lake_assets.formats.fast_hash import fast_hash, hashable
 from lake_assets.formats.java_hash_map import hash_map_order, string_hash_code
 from lake_assets.option_rules_file_index import BITMAP, BLOOM_FILTER, indexed_columns, top_level_column
@@ -190,10 +193,11 @@ class IndexPlan:
     bloom: tuple[BloomColumn, ...]
     in_manifest_threshold: int
     bitmap: tuple[BitmapColumn, ...] = ()
+    bsi: tuple[BitmapColumn, ...] = ()  # columns of bit-sliced indexes (name and type)
 
 
 def write_problems(schema: TableSchema) -> list[tuple[str, str]]:
-    """(what, why) of each bloom-filter or bitmap index no writer of lake_assets can write for
+    """(what, why) of each bloom-filter, bitmap or bsi index no writer of lake_assets can write for
     ``schema``: columns the table lacks, map values (``m[k]``) of bitmaps and of maps whose keys
     are not strings, types Paimon's FastHash cannot hash or its bitmap index cannot key. (A bitmap
     ``version`` other than 1 is refused by its option row.)"""
@@ -206,6 +210,15 @@ def write_problems(schema: TableSchema) -> list[tuple[str, str]]:
         elif top != name:
             out.append((what, "bitmap indexes of map values (column[key]) are not implemented"))
         elif (why := unsupported_reason(schema.field(name).type)) is not None:
+            out.append((what, why))
+    for name in indexed_columns(schema.options, BSI):
+        what = f"option file-index.{BSI}.columns names {name!r}"
+        top = top_level_column(name)
+        if not schema.has_field(top):
+            out.append((what, "the table has no such column (Paimon's writer fails on it)"))
+        elif top != name:
+            out.append((what, "Paimon indexes map values (column[key]) with bloom filters only (its writer fails)"))
+        elif (why := bsi_unsupported_reason(schema.field(name).type)) is not None:
             out.append((what, why))
     for name in indexed_columns(schema.options, BLOOM_FILTER):
         what = f"option file-index.{BLOOM_FILTER}.columns names {name!r}"
@@ -252,7 +265,8 @@ def index_plan(schema: TableSchema) -> IndexPlan | None:
     options = schema.options
     names = indexed_columns(options, BLOOM_FILTER)
     bitmaps = tuple(BitmapColumn(n, schema.field(n).type) for n in indexed_columns(options, BITMAP))
-    if not names and not bitmaps:
+    bsi = tuple(BitmapColumn(n, schema.field(n).type) for n in indexed_columns(options, BSI))
+    if not names and not bitmaps and not bsi:
         return None
     columns = []
     for name in names:
@@ -268,7 +282,7 @@ def index_plan(schema: TableSchema) -> IndexPlan | None:
     threshold_text = options.get("file-index.in-manifest-threshold")
     threshold = (DEFAULT_IN_MANIFEST_THRESHOLD if threshold_text is None
                  else parse_memory_size(threshold_text, "file-index.in-manifest-threshold"))
-    return IndexPlan(tuple(columns), threshold, bitmaps)
+    return IndexPlan(tuple(columns), threshold, bitmaps, bsi)
 
 
 # ---------------------------------------------------------------- one data file's index
@@ -281,6 +295,7 @@ class FileIndexBuilder:
         self.plan = plan
         self.filters = [BloomFilter64.sized(c.items, c.fpp) for c in plan.bloom]
         self.bitmaps = [BitmapIndexBuilder(c.type) for c in plan.bitmap]
+        self.bsi = [BsiIndexBuilder(c.type, c.name) for c in plan.bsi]
 
     def add(self, chunk: pa.Table) -> None:
         """Add a chunk's values (a table holding the indexed columns under their names)."""
@@ -294,6 +309,8 @@ class FileIndexBuilder:
             bloom.add_hashes(fast_hash(values, column.type))
         for bitmap_column, bitmap in zip(self.plan.bitmap, self.bitmaps, strict=True):
             bitmap.add(chunk.column(bitmap_column.name))
+        for bsi_column, bsi in zip(self.plan.bsi, self.bsi, strict=True):
+            bsi.add(chunk.column(bsi_column.name))
 
     def finish(self) -> tuple[bytes, bool]:
         """(container bytes, whether they go to a ``.index`` file rather than the manifest)."""
@@ -302,6 +319,8 @@ class FileIndexBuilder:
             indexes.setdefault(c.name, {})[BLOOM_FILTER] = f.to_bytes()
         for bc, b in zip(self.plan.bitmap, self.bitmaps, strict=True):
             indexes.setdefault(bc.name, {})[BITMAP] = b.finish()
+        for sc, sb in zip(self.plan.bsi, self.bsi, strict=True):
+            indexes.setdefault(sc.name, {})[BSI] = sb.finish()
         data = write_container(indexes, java_order=True)
         return data, len(data) > self.plan.in_manifest_threshold
 

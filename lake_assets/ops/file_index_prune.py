@@ -6,15 +6,17 @@ lacks every ``=`` / ``in`` literal of a term; a bitmap index (version 1 or 2) gi
 term on its column - the rows holding one of the literals for ``=`` / ``in``, the null rows for
 ``is null`` and all others for ``is not null`` (Java 0.9's ``visitIsNull`` / ``visitIsNotNull``),
 the non-null rows holding none of the literals for ``!=`` / ``not in`` (Java's ``flip`` keeps the
-null rows, which never match: dropping them only prunes more) - and a clause whose terms leave no
-row in common is ruled out. Null literals follow the filter's SQL semantics: an ``in`` list's nulls
-look nothing up, and ``= None`` or ``not in`` with a None matches no row (Java's bitmap looks a
-null literal up as the null rows: a superset, so Java keeps files we skip, never the reverse).
+null rows, which never match: dropping them only prunes more); a bsi index (Paimon 1.x,
+`lake_assets.formats.bsi_index`) gives the rows of ``=`` / ``in`` / ``!=`` / ``not in`` / ``<`` /
+``<=`` / ``>`` / ``>=`` terms, null rows matching none - and a clause whose terms leave no row in
+common is ruled out. Null literals follow the filter's SQL semantics: an ``in`` list's nulls look
+nothing up, and ``= None`` or ``not in`` with a None matches no row (Java's bitmap looks a null
+literal up as the null rows: a superset, so Java keeps files we skip, never the reverse).
 Only append tables are pruned: in a primary-key table a file without the value may still hold the
 newer version of a key that hides an older match in another file (Paimon uses indexes there only
 with deletion vectors). An index only removes files without a match, so a read returns the same rows with or
 without it; whatever cannot be decided (an index that does not parse or is gone, a bitmap of a
-version or type not read here, an index of another kind such as Paimon 1.x's bsi or range-bitmap, a
+version or type not read here, an index of another kind such as Paimon 1.x's range-bitmap, a
 literal that does not convert to the file's column type, a column renamed or retyped since the file
 was written) keeps the file.
 """
@@ -31,13 +33,14 @@ from pyroaring import BitMap
 from lake_assets.errors import LakeError
 from lake_assets.formats.bitmap_index import BITMAP, BitmapIndex
 from lake_assets.formats.bloom_filter import BloomFilter64
+from lake_assets.formats.bsi_index import BSI, BSI_OPS, BsiIndex, term_keys
 from lake_assets.formats.fast_hash import fast_hash, hashable
 from lake_assets.formats.file_index import INDEX_FILE_SUFFIX, read_container
 from lake_assets.option_classification import is_true
 from lake_assets.option_rules_file_index import BLOOM_FILTER, indexed_columns
 from lake_assets.predicate import NULL_TESTS, Predicate, matches_nothing
 from lake_assets.spec.arrow_types import to_arrow
-from lake_assets.spec.data_types import DataType
+from lake_assets.spec.data_types import DataType, LocalZonedTimestampType, TimestampType
 from lake_assets.spec.manifest import ManifestEntry
 from lake_assets.spec.schema import TableSchema
 from lake_assets.store.file_store import FileStore
@@ -54,12 +57,16 @@ def prunes_by_index(schema: TableSchema, pred: Predicate | None) -> bool:
     table, the option ``file-index.read.enabled`` (default true) on, and some term an index can
     decide: = / in, or != / not in / is null / is not null when the table writes bitmap indexes
     (only those decide them: a table of bloom filters alone would read every ``.index`` file for
-    nothing)."""
+    nothing), and also < / <= / > / >= when it writes bsi indexes."""
     if pred is None or schema.primary_keys:
         return False
     if not is_true(schema.options.get("file-index.read.enabled", "true")):
         return False
-    ops = _BITMAP_OPS if indexed_columns(schema.options, BITMAP) else _EQUALITY
+    ops = set(_EQUALITY)
+    if indexed_columns(schema.options, BITMAP):
+        ops.update(_BITMAP_OPS)
+    if indexed_columns(schema.options, BSI):
+        ops.update(BSI_OPS)
     return any(op in ops for clause in pred.clauses for _, op, _ in clause)
 
 
@@ -118,12 +125,16 @@ class _FileIndexes:
         return self._get(column, BITMAP, lambda p: BitmapIndex.parse(
             p, dt, f"bitmap index of {column!r} in the file index of {self.file_name}"))
 
+    def bsi(self, column: str) -> BsiIndex | None:
+        return self._get(column, BSI, lambda p: BsiIndex.parse(
+            p, f"bsi index of {column!r} in the file index of {self.file_name}"))
+
 
 def _clause_may_match(schema: TableSchema, file_schema: TableSchema, indexes: _FileIndexes,
                       clause: Sequence[tuple[str, str, Any]]) -> bool:
-    rows: BitMap | None = None  # the rows every bitmap-decided term so far leaves; None: all
+    rows: BitMap | None = None  # the rows every index-decided term so far leaves; None: all
     for column, op, literal in clause:
-        if op not in _BITMAP_OPS or not schema.has_field(column):
+        if (op not in BSI_OPS and op not in NULL_TESTS) or not schema.has_field(column):
             continue
         if matches_nothing(op, literal):
             return False  # a null literal (SQL's, Paimon's predicates): the term matches no row
@@ -146,23 +157,38 @@ def _clause_may_match(schema: TableSchema, file_schema: TableSchema, indexes: _F
             bloom = indexes.bloom(file_field.name) if op in _EQUALITY and hashable(field.type) else None
             if bloom is not None and not bloom.might_contain(fast_hash(values, field.type)).any():
                 return False
-        bitmap = indexes.bitmap(file_field.name, file_field.type)
-        if bitmap is None:
-            continue
-        # a null literal looks up the null rows (`is null`); the other terms' rows never hold a
-        # null: Java's NOT IN / != flip keeps the null rows, which never match, so dropping them
-        # only prunes more
-        hit = bitmap.rows_in(values)
-        if op in _EQUALITY or op == "is null":
-            term_rows = hit
-        elif op == "is not null":
-            term_rows = bitmap.all_rows() - hit
-        else:
-            term_rows = bitmap.all_rows() - hit - bitmap.rows_in(pa.nulls(1, to_arrow(field.type)))
-        rows = term_rows if rows is None else rows & term_rows
-        if not rows:
+        for term_rows in _index_rows(indexes, file_field.name, file_field.type, op, values):
+            rows = term_rows if rows is None else rows & term_rows
+        if rows is not None and not rows:
             return False
     return True
+
+
+def _index_rows(indexes: _FileIndexes, column: str, dt: DataType, op: str, values: pa.Array) -> list[BitMap]:
+    """The rows of the file that the bitmap and bsi indexes of ``column`` (of the file's type
+    ``dt``) say may match the term (none: they decide nothing)."""
+    out = []
+    bitmap = indexes.bitmap(column, dt) if op in _BITMAP_OPS else None
+    if op in ("!=", "not in") and isinstance(dt, (TimestampType, LocalZonedTimestampType)) and dt.precision > 6:
+        # keyed by floored micros, a value shares its key with others of the same micro: the
+        # complement of the literal's rows would drop rows that differ from it (Java's reader does)
+        bitmap = None
+    if bitmap is not None:
+        # ``values`` holds no null but for the null tests (a null literal matches nothing, an
+        # `in` list's nulls are dropped): the null rows never match a comparison, so != / not in
+        # leave them out where Java's flip keeps them (only more pruning)
+        hit = bitmap.rows_in(values)
+        if op in _EQUALITY or op == "is null":
+            out.append(hit)
+        elif op == "is not null":
+            out.append(bitmap.all_rows() - hit)
+        else:
+            out.append(bitmap.all_rows() - hit - bitmap.rows_in(pa.nulls(1, to_arrow(dt))))
+    bsi = indexes.bsi(column) if op not in NULL_TESTS else None
+    asked = None if bsi is None else term_keys(values, dt, op)
+    if bsi is not None and asked is not None:
+        out.append(bsi.rows_matching(*asked))
+    return out
 
 
 def _literal_array(literals: list[Any], dt: DataType) -> pa.Array | None:
