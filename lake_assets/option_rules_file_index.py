@@ -73,7 +73,8 @@ FILE_INDEX_RULES: dict[str, OptionRule] = {r.key: r for r in (
     R("file-index.read.enabled", "bool", True, "Whether readers use file indexes to skip data files.",
       note="honoured: batch reads of append tables skip files whose bloom filters rule out every = / in "
       "literal of a clause or whose bitmap (versions 1 and 2) and bsi indexes leave no row matching all of a "
-      "clause's terms (bitmap: = / in / != / not in / is null / is not null; bsi: those and < / <= / > / >=) (ops/file_index_prune.py); "
+      "clause's terms (bitmap: = / in / != / not in / is null / is not null; bsi: = / in / != / not in / < / <= / "
+      "> / >=) (ops/file_index_prune.py); "
       "primary-key tables are never pruned by value indexes "
       "(a file without the value may hold a newer version of a key)"),
     R(f"file-index.{BLOOM_FILTER}.columns", "string", None, "Columns whose data files get a bloom-filter index "
