@@ -59,8 +59,12 @@ class _UnitFiles:
 
     @functools.cached_property
     def writer(self) -> DataFileWriter:
-        return DataFileWriter(self.store.file_io, self.store.bucket_dir(self.task.partition, self.task.bucket),
-                              self.store.schema, self.store.data_file_config())
+        return _writer(self.store, self.task)
+
+
+def _writer(store: FileStore, task: CompactionTask) -> DataFileWriter:
+    return DataFileWriter(store.file_io, store.bucket_dir(task.partition, task.bucket), store.schema,
+                          store.data_file_config())
 
 
 def run_compaction_task(
