@@ -17,14 +17,15 @@ FLOAT and DOUBLE columns compare as Paimon's predicates do, with Java's ``compar
 comparisons (Python's, Arrow's) would let ``k = 0.0`` match -0.0 in one place and not in another
 (bucket pruning hashes the bits) and never match NaN, so every test here - on partition values,
 on min/max stats and on rows - compares floats through `float_code`.
+
+How one term tests a value or a stats range is `lake_assets.predicate_leaves`; this module
+parses filters and combines their terms (AND within a clause, OR across clauses).
 """
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -32,107 +33,27 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.errors import LakeError
-from lake_assets.lsm.key_compare import float_code, float_order_codes
+from lake_assets.lsm.key_compare import float_order_codes
+from lake_assets.predicate_leaves import (
+    LISTS,
+    NULL_TESTS,
+    is_number,
+    matches_nothing,
+    mismatched,
+    range_may_match,
+    value_matches,
+)
 from lake_assets.predicate_literals import LiteralError, bind_term, plain_type
 from lake_assets.predicate_rows import coded_term_mask, term_expression, term_mask
 
-NULL_TESTS = ("is null", "is not null")
-LISTS = ("in", "not in")
+__all__ = ["LISTS", "NULL_TESTS", "FilterError", "Predicate", "Term", "dataset_expression", "matches_nothing"]
+
 _OPS = {"=", "==", "!=", "<", "<=", ">", ">=", *LISTS, *NULL_TESTS}
 Term = tuple[str, str, Any]
 
 
 class FilterError(LakeError):
     """A filter that is not well formed."""
-
-
-def _mismatched(v: Any, lit: Any) -> bool:
-    """Values Python would compare without complaint but meaninglessly: a zoned vs a naive time."""
-    items = lit if isinstance(lit, (list, tuple, set, frozenset)) else (lit,)
-    for x in items:
-        if isinstance(v, datetime) and isinstance(x, datetime) and (v.tzinfo is None) != (x.tzinfo is None):
-            return True
-    return False
-
-
-def _number(x: Any) -> bool:
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
-
-
-def _code(x: Any) -> Any:
-    """`float_code` of a number (None stays None): Java converts the literal to the column's type."""
-    return None if x is None else float_code(float(x))
-
-
-def _codes(v: Any, lit: Any) -> tuple[Any, Any]:
-    """(v, lit) as `float_code` codes when ``v`` is a float and ``lit`` numbers: their order is
-    ``Double.compare``'s; otherwise unchanged."""
-    if not isinstance(v, float):
-        return v, lit
-    try:
-        if isinstance(lit, (list, tuple, set, frozenset)):
-            if all(x is None or _number(x) for x in lit):
-                return float_code(v), [_code(x) for x in lit]
-        elif _number(lit):
-            return float_code(v), float_code(float(lit))
-    except OverflowError:  # an int beyond any double: leave the comparison as it was
-        pass
-    return v, lit
-
-
-_VALUE_TESTS: dict[str, Callable[[Any, Any], bool]] = {
-    "=": operator.eq, "==": operator.eq, "!=": operator.ne,
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
-    "in": lambda v, lit: v in lit, "not in": lambda v, lit: v not in lit,
-}
-
-
-def matches_nothing(op: str, lit: Any) -> bool:
-    """Whether a comparison term matches no row whatever the values: a null literal (SQL's
-    unknown, Paimon's ``NullFalseLeafBinaryFunction``), an ``in`` list of nulls only, a ``not in``
-    list holding a null (``x not in (1, NULL)`` is never true, as Paimon's ``NotIn.test``)."""
-    if op == "in":
-        return all(x is None for x in lit)
-    if op == "not in":
-        return any(x is None for x in lit)
-    return op not in NULL_TESTS and lit is None
-
-
-def _non_null(op: str, lit: Any) -> Any:
-    """An ``in`` list without its nulls (they match nothing); other literals as they are."""
-    return [x for x in lit if x is not None] if op == "in" else lit
-
-
-def _compare(op: str, v: Any, lit: Any) -> bool:
-    """``v op lit`` for a non-null value ``v`` and a term that can match something."""
-    v, lit = _codes(v, _non_null(op, lit))
-    return _VALUE_TESTS[op](v, lit)
-
-
-def _range_may_match(op: str, lo: Any, hi: Any, lit: Any) -> bool:
-    lit = _non_null(op, lit)
-    if isinstance(lo, float) and isinstance(hi, float):
-        # Stats that Arrow's min/max computed do not tell -0.0 from 0.0: widen zero bounds.
-        lo = -0.0 if lo == 0.0 else lo
-        hi = 0.0 if hi == 0.0 else hi
-        coded_lo, coded_lit = _codes(lo, lit)
-        if not isinstance(coded_lo, float):  # the literal is numeric: compare codes
-            lo, hi, lit = coded_lo, float_code(hi), coded_lit
-    if op in ("=", "=="):
-        return lo <= lit <= hi
-    if op == "!=":
-        return not (lo == hi == lit)
-    if op == "<":
-        return lo < lit
-    if op == "<=":
-        return lo <= lit
-    if op == ">":
-        return hi > lit
-    if op == ">=":
-        return hi >= lit
-    if op == "in":
-        return any(lo <= x <= hi for x in lit)
-    return not any(lo == hi == x for x in lit)  # not in: a file of one value, listed, has no match
 
 
 def _term_of(term: Any) -> Term:
@@ -310,7 +231,7 @@ class Predicate:
                 for col, op, lit in clause:
                     if col == name:
                         lits += list(lit) if op in LISTS else [lit]
-            if all(x is None or _number(x) for x in lits):
+            if all(x is None or is_number(x) for x in lits):
                 out.add(name)
         return out
 
@@ -328,11 +249,11 @@ class Predicate:
                     ok = (v is None) == (op == "is null")
                 elif v is None or matches_nothing(op, lit):
                     ok = False
-                elif _mismatched(v, lit):
+                elif mismatched(v, lit):
                     continue  # cannot decide here: the residual filter raises or decides
                 else:
                     try:
-                        ok = _compare(op, v, lit)
+                        ok = value_matches(op, v, lit)
                     except TypeError:
                         continue  # incomparable literal: let the residual filter decide
                 if not ok:
@@ -361,10 +282,10 @@ class Predicate:
                     continue
                 else:
                     lo, hi = mins.get(col), maxs.get(col)
-                    if lo is None or hi is None or _mismatched(lo, lit):
+                    if lo is None or hi is None or mismatched(lo, lit):
                         continue
                     try:
-                        ok = _range_may_match(op, lo, hi, lit)
+                        ok = range_may_match(op, lo, hi, lit)
                     except TypeError:
                         continue
                 if not ok:

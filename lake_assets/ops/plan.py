@@ -80,8 +80,9 @@ def plan_splits(
             def partition_filter(values: tuple[Any, ...]) -> bool:
                 return pred.test_values(dict(zip(pkeys, values, strict=True)))
 
-            def partition_range(lo: Sequence[Any], hi: Sequence[Any]) -> bool:
-                return pred.test_ranges(dict(zip(pkeys, lo, strict=True)), dict(zip(pkeys, hi, strict=True)))
+            def partition_range(lo: Sequence[Any], hi: Sequence[Any], nulls: Sequence[int | None], rows: int) -> bool:
+                return pred.test_ranges(dict(zip(pkeys, lo, strict=True)), dict(zip(pkeys, hi, strict=True)),
+                                        dict(zip(pkeys, nulls, strict=True)), rows)
         bucket_keys = list(schema.bucket_keys)
         # any fixed count: the table's now, or the one a partition not rescaled since still has
         if schema.primary_keys and schema.core_options.bucket > 0 and bucket_keys:

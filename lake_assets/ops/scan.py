@@ -20,8 +20,9 @@ from lake_assets.store.manifest_io import ManifestIO
 
 # A predicate over decoded partition values (one tuple per partition), True = may match.
 PartitionPredicate = Callable[[tuple[Any, ...]], bool]
-# A predicate over a (min, max) range per column, True = may match.
-RangePredicate = Callable[[Sequence[object], Sequence[object]], bool]
+# A predicate over the stats of a set of rows: per column its min, its max and its null count
+# (None: unknown), then the row count; True = may match.
+RangePredicate = Callable[[Sequence[object], Sequence[object], Sequence[int | None], int], bool]
 # A predicate over an entry's (bucket, total buckets), True = may match.
 BucketFilter = Callable[[int, int], bool]
 # Told every list of entries a scan returns, with their snapshot, before the caller sees them: it
@@ -120,9 +121,21 @@ class FileStoreScan:
             stats = meta.partition_stats
             lo = deserialize_row(stats.min_values, self.partition_types)
             hi = deserialize_row(stats.max_values, self.partition_types)
-            if not partition_range(lo, hi):
+            # Paimon's manifest filter: the "rows" are the manifest's entries, ADD and DELETE, and a
+            # field's null count is how many of them have a null partition value there (0.9's
+            # ManifestFile collects every entry's partition; pypaimon counts the same).
+            if not partition_range(lo, hi, self._null_counts(meta), meta.num_added_files + meta.num_deleted_files):
                 return False
         return True
+
+    def _null_counts(self, meta: ManifestFileMeta) -> list[int | None]:
+        """Per partition field, the manifest's count of entries with a null value there; None
+        where it records none or one out of range (nothing is pruned by an unknown count)."""
+        counts = meta.partition_stats.null_counts
+        entries = meta.num_added_files + meta.num_deleted_files
+        if counts is None or len(counts) != len(self.partition_types):
+            return [None] * len(self.partition_types)
+        return [c if c is not None and 0 <= c <= entries else None for c in counts]
 
     def live_entries(
         self,

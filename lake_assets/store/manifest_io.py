@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
@@ -55,18 +56,20 @@ def compare_values(a: object, b: object) -> int:
 
 
 def partition_stats(partitions: Iterable[bytes], types: Sequence[DataType]) -> SimpleStats:
-    """Min, max and null count per partition field over distinct serialized partitions."""
+    """Min, max and null count per partition field over the entries' partitions: as Paimon's
+    ManifestFile, a null count counts entries (readers compare it with the manifest's entry count
+    to find a field null in every entry), each distinct partition decoded once."""
     if not types:
         return SimpleStats.EMPTY
     n = len(types)
     mins: list[object] = [None] * n
     maxs: list[object] = [None] * n
     nulls = [0] * n
-    for part in set(partitions):
+    for part, entries in Counter(partitions).items():
         values = deserialize_row(part, types)
         for i, v in enumerate(values):
             if v is None:
-                nulls[i] += 1
+                nulls[i] += entries
                 continue
             if mins[i] is None or compare_values(v, mins[i]) < 0:
                 mins[i] = v

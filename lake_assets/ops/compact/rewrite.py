@@ -7,6 +7,7 @@ releases the GIL while it decodes, sorts and encodes) and returns their messages
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
@@ -43,6 +44,24 @@ if TYPE_CHECKING:
 COMPACTION_CHUNK_ROWS = DEFAULT_MERGE_ROWS
 
 
+class _UnitFiles:
+    """A unit's reader and writer, each built on first use: a unit that only relabels files
+    (upgrades: no row read or written) builds neither. Their set-up (the schema's read plan, merge
+    function, file format and options) was most of such a unit's cost (bench/RESULTS.md, session 12)."""
+
+    def __init__(self, store: FileStore, task: CompactionTask) -> None:
+        self.store = store
+        self.task = task
+
+    @functools.cached_property
+    def reader(self) -> SplitReader:
+        return SplitReader(self.store, self.store.schema)
+
+    @functools.cached_property
+    def writer(self) -> DataFileWriter:
+        return _writer(self.store, self.task)
+
+
 def _writer(store: FileStore, task: CompactionTask) -> DataFileWriter:
     return DataFileWriter(store.file_io, store.bucket_dir(task.partition, task.bucket), store.schema,
                           store.data_file_config())
@@ -72,12 +91,11 @@ def run_compaction_task(
     whole_rows = chunk_rows if whole_read_rows is None else whole_read_rows
     split = Split(task.partition, task.partition_values, task.bucket, task.total_buckets, list(task.input_files),
                   task.dv_entries)
-    reader = SplitReader(store, store.schema)
-    writer = _writer(store, task)
+    unit = _UnitFiles(store, task)
     before: list[DataFileMeta] = []
     after: list[DataFileMeta] = []
     rollings = []
-    vectors = (VectorUpdate(store, split, reader, task.dv_lookup_files, task.dv_rewrite_files)
+    vectors = (VectorUpdate(store, split, unit.reader, task.dv_lookup_files, task.dv_rewrite_files)
                if task.deletion_vectors else None)
     index_paths: list[str] = []
     spill = spill_directory(opts, root)  # created on a unit's first spill only
@@ -86,12 +104,12 @@ def run_compaction_task(
             batch_rows = min(chunk_rows, read_batch_rows(opts))
             for group in task.append_groups:
                 seq_range = (min(f.min_sequence_number for f in group), max(f.max_sequence_number for f in group))
-                rolling = writer.rolling(level=0, file_source=FILE_SOURCE_COMPACT, sequence_range=seq_range)
+                rolling = unit.writer.rolling(level=0, file_source=FILE_SOURCE_COMPACT, sequence_range=seq_range)
                 rollings.append(rolling)
                 # the files in sequence order, streamed: a row group per ``chunk_rows`` rows,
                 # never the group whole (its files add up to the target file size)
                 pieces = (piece for f in sorted(group, key=lambda f: f.min_sequence_number)
-                          for piece in reader.iter_file(split, f, False, None, batch_rows))
+                          for piece in unit.reader.iter_file(split, f, False, None, batch_rows))
                 for chunk in _gathered(pieces, chunk_rows):
                     rolling.write(chunk)
                     del chunk  # written: not held while the next one is read
@@ -107,8 +125,8 @@ def run_compaction_task(
             return sort_for_merge(chunk, key_names, opts.sequence_fields, opts.sequence_descending)
         known = None
         if task.lookup_files:  # streamed in key chunks along the output (memory: a chunk per run)
-            known = KnownKeys(task.lookup_files, key_names, reader.key_types,
-                              lambda f: reader.iter_file(split, f, False, key_names, chunk_rows))
+            known = KnownKeys(task.lookup_files, key_names, unit.reader.key_types,
+                              lambda f: unit.reader.iter_file(split, f, False, key_names, chunk_rows))
         for section in task.sections:
             if section.kind == "keep":
                 continue
@@ -134,22 +152,22 @@ def run_compaction_task(
 
             # Intervals are key-disjoint and in key order, so their merged rows concatenate into
             # sorted output: one rolling writer fills target-sized files across all of them.
-            rolling = writer.rolling(level=section.output_level, file_source=FILE_SOURCE_COMPACT)
+            rolling = unit.writer.rolling(level=section.output_level, file_source=FILE_SOURCE_COMPACT)
             rollings.append(rolling)
             for interval in section.intervals:
                 if sum(f.row_count for f in interval) <= whole_rows:
                     # The streaming merge would gather all of these rows into one `merge` call
                     # anyway; reading whole files skips its per-row-group frontier bookkeeping.
-                    rolling.write(_merge_whole(reader, split, interval, merge))
+                    rolling.write(_merge_whole(unit.reader, split, interval, merge))
                 else:
                     # one input per sorted run (files of a level chain), at most
                     # sort-spill-threshold of them (the excess first merged into local spill
                     # runs, ops/compact/fan_in.py), each read in batches that together stay
                     # within the merge's bound: never a whole row group, and on this thread, not
                     # Arrow's pool (ops/compact/memory.py)
-                    runs = split_into_runs(interval, reader.key_types)
+                    runs = split_into_runs(interval, unit.reader.key_types)
                     batch = run_batch_rows(chunk_rows, read_batch_rows(opts), min(len(runs), fan_in))
-                    inputs = bounded_inputs(runs, partial(_batches, reader, split, batch), threshold=fan_in,
+                    inputs = bounded_inputs(runs, partial(_batches, unit.reader, split, batch), threshold=fan_in,
                                             spill=spill, key_names=key_names, sort_chunk=sort_chunk,
                                             step_rows=chunk_rows, batch_rows=batch)
                     for merged in merge_sorted(inputs, key_names, merge, min_rows=chunk_rows):
@@ -164,12 +182,12 @@ def run_compaction_task(
         for f in task.dv_rewrite_files:
             # after the sections: rows their output supersedes must not come back in the rewrite
             assert vectors is not None
-            rolling = writer.rolling(level=f.level, file_source=FILE_SOURCE_COMPACT)
+            rolling = unit.writer.rolling(level=f.level, file_source=FILE_SOURCE_COMPACT)
             rollings.append(rolling)
-            rolling.write(vectors.without_superseded(f, reader.read_file(split, f, with_system=True)))
+            rolling.write(vectors.without_superseded(f, unit.reader.read_file(split, f, with_system=True)))
             before.append(f)
             after += rolling.close()
-        changelog = produce_changelog(store, task, split, reader, root) if task.changelog_producer else []
+        changelog = produce_changelog(store, task, split, unit.reader, root) if task.changelog_producer else []
         index_before: tuple[IndexManifestEntry, ...] = ()
         index_after: tuple[IndexManifestEntry, ...] = ()
         if vectors is not None:
@@ -178,7 +196,8 @@ def run_compaction_task(
     except BaseException:
         for rolling in rollings:
             rolling.abort()
-        store.file_io.delete_many(writer.bucket_dir + "/" + name for f in after
+        bucket_dir = store.bucket_dir(task.partition, task.bucket)
+        store.file_io.delete_many(bucket_dir + "/" + name for f in after
                                   if f.file_name not in {b.file_name for b in before}
                                   for name in (f.file_name, *f.extra_files))
         store.file_io.delete_many(index_paths)
