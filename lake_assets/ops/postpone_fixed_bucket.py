@@ -32,7 +32,6 @@ import pyarrow as pa
 
 from lake_assets.errors import LakeError, UnsupportedFeatureError
 from lake_assets.ops import postpone_size
-from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.postpone_batch import BatchBucketOptions, StagedPartition, bucket_metadata, plan_batch_buckets
@@ -239,6 +238,8 @@ def write_fixed_buckets(
     `lake_assets.table.Table.write_arrow` keeps writing ``bucket-postpone``, as pypaimon's default
     batch writer does."""
     import uuid
+
+    from lake_assets.ops.commit import TableCommitter  # here: a Spark task's writer of this module commits nothing
 
     table = conform(as_table(data, store.name), store.schema, store.name)
     if table.num_rows == 0:

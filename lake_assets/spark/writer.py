@@ -19,24 +19,14 @@ import os
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from lake_assets.errors import CommitStateUnknownError, LakeError, OptionError
-from lake_assets.ops.commit import Overwrite, TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
-from lake_assets.ops.mark_done import mark_done_after_commit
-from lake_assets.ops.overwrite import check_inside_partition, dynamic_overwrite
-from lake_assets.ops.overwrite import overwrite_spec as partition_overwrite
-from lake_assets.ops.postpone_batch import BatchBucketOptions, fixed_bucket_batch_writes
-from lake_assets.ops.postpone_fixed_bucket import PostponeFixedBucketWriter, resolve_staged
-from lake_assets.ops.postpone_write import PostponeWriter
-from lake_assets.ops.write import TableWriter
-from lake_assets.spark.postpone_routing import PLAN_OPTION, BucketPlan, base_plan, write_options
 from lake_assets.spark.schema import BUCKET_COLUMN, from_spark
-from lake_assets.spark.sink_distribution import check_sink_distribution
 from lake_assets.spark.source_options import OVERWRITE_PARTITION, PARTITION_OVERWRITE_MODE, SourceOptions
 from lake_assets.spark.task_sequences import (
     TASK_SLOTS,
@@ -48,6 +38,19 @@ from lake_assets.spark.task_sequences import (
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
 from lake_assets.table import Table
 from lake_assets.table_support import POSTPONE_BUCKET
+
+# A Python worker unpickles a task's writer from this module and runs only `write_task`: the
+# commit (its conflict checks, overwrite, rescale, marking partitions done) runs in the driver's
+# process, and a postpone table's batch plan in the driver's or only for such tables, so their
+# modules are imported where they run, not in every worker (issue 17 §3). Unpickling a writer that
+# carries a plan imports the plan's modules by itself.
+if TYPE_CHECKING:
+    from lake_assets.ops.commit import Overwrite, TableCommitter
+    from lake_assets.ops.postpone_batch import BatchBucketOptions
+    from lake_assets.ops.postpone_fixed_bucket import PostponeFixedBucketWriter
+    from lake_assets.ops.postpone_write import PostponeWriter
+    from lake_assets.ops.write import TableWriter
+    from lake_assets.spark.postpone_routing import BucketPlan
 
 STREAMING_USER_PREFIX = "spark-"
 # A commit whose outcome is unknown (storage error while creating the snapshot) is retried with
@@ -123,6 +126,8 @@ def write_task(options: SourceOptions, commit_user: str, batches: Iterator[pa.Re
     table = options.table()
     writer: TableWriter | PostponeWriter | PostponeFixedBucketWriter
     if plan is not None:
+        from lake_assets.ops.postpone_fixed_bucket import PostponeFixedBucketWriter
+
         writer = PostponeFixedBucketWriter(table.store, commit_user, plan.counts, default_count=plan.default,
                                            stage_unplanned=True, ignore_previous_files=overwrite)
     else:
@@ -262,6 +267,9 @@ class LakeBatchWriter(DataSourceArrowWriter):
     """
 
     def __init__(self, options: SourceOptions, overwrite: bool) -> None:
+        from lake_assets.ops.postpone_batch import BatchBucketOptions, fixed_bucket_batch_writes
+        from lake_assets.spark.postpone_routing import PLAN_OPTION, BucketPlan, base_plan, write_options
+
         self.options = options
         self.overwrite = overwrite
         self.dynamic = overwrite and overwrite_mode(options) == "dynamic"
@@ -290,7 +298,13 @@ class LakeBatchWriter(DataSourceArrowWriter):
         return write_task(self.options, self.commit_user, iterator, self.plan, overwrite=self.overwrite)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        from lake_assets.ops.rescale import rescale_written  # the driver's: not in every worker
+        from lake_assets.ops.commit import Overwrite
+        from lake_assets.ops.mark_done import mark_done_after_commit
+        from lake_assets.ops.overwrite import check_inside_partition, dynamic_overwrite
+        from lake_assets.ops.overwrite import overwrite_spec as partition_overwrite
+        from lake_assets.ops.postpone_fixed_bucket import resolve_staged
+        from lake_assets.ops.rescale import rescale_written
+        from lake_assets.spark.sink_distribution import check_sink_distribution
 
         table = self.options.table()
         committer = table.new_committer(self.commit_user)
@@ -364,6 +378,10 @@ class LakeStreamWriter(DataSourceStreamArrowWriter):
         return write_task(self.options, STREAMING_USER_PREFIX + query_id, iterator, overwrite=self.overwrite)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        from lake_assets.ops.commit import Overwrite
+        from lake_assets.ops.mark_done import mark_done_after_commit
+        from lake_assets.spark.sink_distribution import check_sink_distribution
+
         user = commit_user_of(messages)
         if user is None:
             return  # no task reported anything: nothing was written

@@ -11,7 +11,9 @@ tell a real bug from a misconfigured run:
   safe while its write-to-commit time (``inflight_max_s``) stays below it;
 * snapshot expiry with a time retention keeps snapshot ``s`` until ``s + 1`` is older than the
   retention: a read of the latest snapshot (``read_max_s``), a fresh consumer/tag on a recent snapshot
-  and a committer replaying its last checkpoint (``replay_gap_max_s``) are safe within it.
+  and a committer replaying its last checkpoint (``replay_gap_max_s``) are safe within it. On shared
+  cores a read or a restart can outlast it, so a read or replay that fails is judged by what the
+  table shows (`concurrency_readers.expiry_explains`), not by how long it took.
 """
 
 
@@ -22,6 +24,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -43,6 +46,7 @@ from tests.reliability.concurrency_readers import (  # noqa: F401  (roles dispat
     _table,
     consumer,
     early_consumer,
+    expiry_explains,
     old_reader,
     reader,
     recorder,
@@ -77,24 +81,40 @@ def appender(warehouse: str, opts: dict, p: dict) -> dict:
     return {"acked": acked, "commits": i, "claims": claims, "inflight_max_s": inflight, "abandoned": abandoned}
 
 
+def _judge_refusal(warehouse: str, opts: dict, cp: int, ids: list[int], retention_s: float,
+                   problems: list[str]) -> Callable[[float], None]:
+    """What `_commit` calls when a replay of checkpoint ``cp`` (committed as snapshots ``ids``) is
+    refused: a refusal is right only once an expiry the retention allowed removed that snapshot."""
+
+    def judge(failed_at: float) -> None:
+        bug = expiry_explains(_table(warehouse, opts), ids, retention_s, failed_at)
+        if bug:
+            problems.append(f"replay of checkpoint {cp} (snapshots {ids}) refused: {bug}")
+
+    return judge
+
+
 def _load_messages(path: Path) -> list[CommitMessage]:
     return [CommitMessage.from_json(m) for m in json.loads(path.read_text())]
 
 
-def _commit(make_committer, path: Path, cp: int, stats: dict, *, replay: bool = False) -> list[int]:
+def _commit(make_committer, path: Path, cp: int, stats: dict, *,
+            refused: Callable[[float], None] | None = None) -> list[int]:
     """Commit checkpoint ``cp`` from its persisted messages, exactly once through lost answers: after
     `CommitStateUnknownError` a fresh committer retries with the same identifier (a no-op if it
-    landed). A replay may also be refused because its files are gone (its snapshot was compacted
-    away and expired): nothing is committed then."""
+    landed). A replay (``refused`` given) may also be refused because its files are gone (its
+    snapshot was compacted away and expired): nothing is committed then, and ``refused`` is called
+    with the time of the refusal."""
     for _attempt in range(10):
         try:
             return make_committer().commit(_load_messages(path), cp)
         except CommitStateUnknownError:
             stats["unknown"] = stats.get("unknown", 0) + 1
         except CommitFileMissingError:
-            if not replay:
+            if refused is None:
                 raise
             stats["refused_replays"] = stats.get("refused_replays", 0) + 1
+            refused(time.time())
             return []
     raise RuntimeError(f"checkpoint {cp} stayed unknown after 10 tries")
 
@@ -111,7 +131,7 @@ def two_phase(warehouse: str, opts: dict, p: dict) -> dict:
     t = _table(warehouse, opts)
     writer = t.new_writer(user, write_only=True)
     # the first standby was started with this process, before the common start (see __main__)
-    standby = _EARLY.pop("standby", None) or _Standby(warehouse, opts, user, state, p["seconds"])
+    standby = _EARLY.pop("standby", None) or _Standby(warehouse, opts, user, state, p)
     acked: dict[int, int] = {}
     claims: list[int] = []
     replays: list[dict] = []
@@ -120,6 +140,7 @@ def two_phase(warehouse: str, opts: dict, p: dict) -> dict:
     cp = crashes = 0
     crash_due = 2
     stats: dict[str, int] = {}
+    refusal_problems: list[str] = []
     while cp < 30 and (time.time() < deadline or crashes == 0):
         if time.time() >= deadline:
             # no standby was up in time to crash yet: one last checkpoint waits for it (bounded)
@@ -137,11 +158,12 @@ def two_phase(warehouse: str, opts: dict, p: dict) -> dict:
             crashes += 1
             crash_due = cp + 4
             r = standby.take_over(cp, path)
-            standby = _Standby(warehouse, opts, user, state, p["seconds"])
+            standby = _Standby(warehouse, opts, user, state, p)
             ids, committed_at = r["ids"], r["committed_at"]
             if r["replayed"]:
                 replays.append({"cp": cp, "ids": r["replayed"], "by": "recover process"})
             gap = max(gap, r["replay_gap_s"])
+            refusal_problems += r["refusal_problems"]
             for k, v in r["stats"].items():
                 stats[k] = stats.get(k, 0) + v
             # the restarted job: new writer only after its recovery committed (sequence numbers)
@@ -155,7 +177,8 @@ def two_phase(warehouse: str, opts: dict, p: dict) -> dict:
         acked.update(dict.fromkeys(keys, cp))
         if cp % 2 == 0:
             replay_start = time.time()
-            again = _commit(lambda: _table(warehouse, opts).new_committer(user), path, cp, stats, replay=True)
+            again = _commit(lambda: _table(warehouse, opts).new_committer(user), path, cp, stats,
+                            refused=_judge_refusal(warehouse, opts, cp, ids, p["retention_s"], refusal_problems))
             gap = max(gap, replay_start - committed_at)
             if again:
                 replays.append({"cp": cp, "ids": again, "by": "restarted committer"})
@@ -163,7 +186,7 @@ def two_phase(warehouse: str, opts: dict, p: dict) -> dict:
     writer.close()
     standby.stop()
     return {"acked": acked, "commits": cp, "claims": claims, "replays": replays, "user": user, "crashes": crashes,
-            "inflight_max_s": inflight, "replay_gap_max_s": gap, "stats": stats}
+            "inflight_max_s": inflight, "replay_gap_max_s": gap, "stats": stats, "refusal_problems": refusal_problems}
 
 
 class _Standby:
@@ -172,15 +195,15 @@ class _Standby:
 
     count = 0  # standbys started by this process (names their files)
 
-    def __init__(self, warehouse: str, opts: dict, user: str, state: Path, seconds: float) -> None:
+    def __init__(self, warehouse: str, opts: dict, user: str, state: Path, p: dict) -> None:
         self.state = state
         self.n = _Standby.count
         _Standby.count += 1
         self.request = state / f"{user}-standby-{self.n}.request"
         self.out = state / f"{user}-standby-{self.n}.json"
         self.ready_file = state / f"{user}-standby-{self.n}.ready"
-        params = {"user": user, "request": str(self.request), "seconds": seconds * 3 + 30,
-                  "standby_ready": str(self.ready_file)}
+        params = {"user": user, "request": str(self.request), "seconds": p["seconds"] * 3 + 30,
+                  "standby_ready": str(self.ready_file), "retention_s": p["retention_s"]}
         self.proc = subprocess.Popen(
             [sys.executable, __file__, "recover", warehouse, json.dumps(opts), json.dumps(params), str(self.out)],
             stderr=subprocess.PIPE, text=True,
@@ -221,16 +244,19 @@ def recover(warehouse: str, opts: dict, p: dict) -> dict:
         _pause(p, 0.01)
     req = json.loads(request.read_text()) if request.exists() else {}
     if not req:
-        return {"ids": [], "replayed": [], "committed_at": time.time(), "replay_gap_s": 0.0, "stats": {}}
+        return {"ids": [], "replayed": [], "committed_at": time.time(), "replay_gap_s": 0.0, "stats": {},
+                "refusal_problems": []}
     t = _table(warehouse, opts)
     stats: dict[str, int] = {}
     ids = _commit(lambda: t.new_committer(p["user"]), Path(req["path"]), req["cp"], stats)
     committed_at = time.time()
     fresh = _table(warehouse, opts)
     replay_start = time.time()
-    replayed = _commit(lambda: fresh.new_committer(p["user"]), Path(req["path"]), req["cp"], stats, replay=True)
+    problems: list[str] = []
+    replayed = _commit(lambda: fresh.new_committer(p["user"]), Path(req["path"]), req["cp"], stats,
+                       refused=_judge_refusal(warehouse, opts, req["cp"], ids, p["retention_s"], problems))
     return {"ids": ids, "replayed": replayed, "committed_at": committed_at,
-            "replay_gap_s": replay_start - committed_at, "stats": stats}
+            "replay_gap_s": replay_start - committed_at, "stats": stats, "refusal_problems": problems}
 
 
 # -------------------------------------------------------------- maintenance
@@ -256,15 +282,25 @@ def compactor(warehouse: str, opts: dict, p: dict) -> dict:
 
 
 def expirer(warehouse: str, opts: dict, p: dict) -> dict:
-    """Aggressive: keep one snapshot by count, and by time only what the retention protects."""
+    """Aggressive: keep one snapshot by count, and by time only what the retention protects.
+
+    With ``p["until"]`` (a path) it runs on past its deadline until that file exists (bounded by
+    a hang guard): a role that must race expiry to the end says when it is done."""
     t = _table(warehouse, opts)
     deadline = time.time() + p["seconds"]
+    hang_guard = deadline + 180
     started = time.time()
     expired = loops = 0
     first_expiry_s = None
     held = ""
     sm = t.snapshot_manager
-    while time.time() < deadline and loops < MAX_ITERATIONS:
+
+    def racing() -> bool:
+        if time.time() < deadline:
+            return True
+        return "until" in p and not Path(p["until"]).exists() and time.time() < hang_guard
+
+    while racing() and (loops < MAX_ITERATIONS or "until" in p):
         loops += 1
         res = t.expire_snapshots(retain_min=1, older_than=timedelta(seconds=p["retention_s"]))
         expired += len(res.expired_snapshots)
@@ -342,7 +378,7 @@ def _wait_for_start(role: str, warehouse: str, opts: dict, p: dict) -> None:
     if role == "two_phase":
         user = f"two-phase-{p['worker']}"
         Path(p["state"]).mkdir(parents=True, exist_ok=True)
-        _EARLY["standby"] = _Standby(warehouse, opts, user, Path(p["state"]), p["seconds"])
+        _EARLY["standby"] = _Standby(warehouse, opts, user, Path(p["state"]), p)
     _table(warehouse, opts).latest_snapshot()
     if "standby" in _EARLY:
         _EARLY["standby"].wait_ready(180)

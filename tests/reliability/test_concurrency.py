@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from lake_assets import Catalog, LakeError
 from lake_assets.ops.commit_message import CommitMessage
-from tests.reliability.concurrency_readers import _state, apply_changes
+from tests.reliability.concurrency_readers import _state, apply_changes, expiry_explains
 from tests.reliability.invariants import TableInvariants, tree_digest
 
 WORKERS = Path(__file__).with_name("concurrency_workers.py")
@@ -155,14 +155,19 @@ def _check(warehouse: str, opts: dict, results: dict[str, dict], setup: Setup) -
     writers = _by_role(results, "appender") + _by_role(results, "two_phase")
     problems: list[str] = []
 
-    # The run is only meaningful if the timing protections covered what the roles did.
+    # The run is only meaningful if the orphan cleaner's age bound covered the writers' files in flight.
     held = {n: r["inflight_max_s"] for n, r in results.items() if "inflight_max_s" in r}
     inflight = max(held.values())
     assert inflight < setup.orphan_age_s, f"writers held files longer than the orphan cleaner's bound: {held}"
+    # Reads of the latest snapshot and replays of a committed checkpoint are protected by the time
+    # retention only, and on shared cores they can outlast any retention: each failure of theirs is
+    # judged by what the table shows (`expiry_explains`: a bug unless an expiry the retention
+    # allowed removed the snapshot), not by asserting that the load stayed light.
     slowest = max((r["read_max_s"] for r in _by_role(results, "reader")), default=0.0)
     gap = max(r["replay_gap_max_s"] for r in _by_role(results, "two_phase"))
-    assert max(slowest, gap) < setup.retention_s, f"read {slowest:.1f}s / replay gap {gap:.1f}s: raise retention_s"
-    print(f"\nlongest: write-to-commit {inflight:.2f}s, read {slowest:.2f}s, replay gap {gap:.2f}s")
+    unprotected = [u for r in _by_role(results, "reader") for u in r["unprotected"]]
+    print(f"\nlongest: write-to-commit {inflight:.2f}s, read {slowest:.2f}s, replay gap {gap:.2f}s; "
+          f"{len(unprotected)} read(s) outlasted the retention and lost their snapshot: {unprotected[:3]}")
 
     # every acknowledged row is there once, with its last acknowledged value; nothing else is
     acked: dict[int, int] = {}
@@ -180,10 +185,9 @@ def _check(warehouse: str, opts: dict, results: dict[str, dict], setup: Setup) -
     # replays of a committed checkpoint were no-ops; no snapshot id was claimed twice
     for r in _by_role(results, "two_phase"):
         problems += [f"replayed checkpoint committed again: {x}" for x in r["replays"]]
-        if r["stats"].get("refused_replays"):
-            # within the retention its snapshot is kept: the replay must be found committed, not
-            # refused for missing files (that refusal is for replays after expiry only)
-            problems.append(f"{r['stats']['refused_replays']} replay(s) refused within the retention")
+        # while its snapshot is kept the replay must be found committed, not refused for missing
+        # files (that refusal is for replays after an expiry the retention allowed)
+        problems += r["refusal_problems"]
         assert r["crashes"] > 0, "the two-phase writer never crashed: no standby came up in time"
     claims = {f"writer {i}": r["claims"] for i, r in enumerate(writers)}
     claims.update({f"compactor {i}": r["claims"] for i, r in enumerate(_by_role(results, "compactor"))})
@@ -407,6 +411,24 @@ def test_invariants_report_missing_files_and_outside_changes(tmp_path):
     assert tree_digest(str(tmp_path / "lake"), exclude="wh") != before
 
 
+def test_failures_are_blamed_on_expiry_only_when_the_retention_allowed_it(tmp_path):
+    """The judge of reads and replays that only the time retention protects (`expiry_explains`)."""
+    wh = str(tmp_path / "wh")
+    _create(wh, {})
+    t = Catalog(wh).get_table("db.t")
+    for i in range(3):
+        t.write_arrow(pa.table({"k": [i], "v": [i], "op": ["+I"]}, schema=t.arrow_schema))
+    assert t.expire_snapshots(retain_min=2, older_than=timedelta(0)).expired_snapshots == [1]
+    now = time.time()
+    assert expiry_explains(t, [1], 0.0, now) is None
+    assert expiry_explains(t, [2], 0.0, now) == "snapshot 2 is still retained"
+    assert expiry_explains(t, [1, 2], 0.0, now) == "snapshot 2 is still retained"
+    assert expiry_explains(t, [], 0.0, now) == "no snapshot to tell whether an expiry explains it"
+    # snapshot 2 was committed less than an hour ago: an expiry of 1 is premature for a 1 h retention
+    premature = expiry_explains(t, [1], 3600.0, now)
+    assert premature is not None and premature.startswith("snapshot 1 was expired although snapshot 2 was committed")
+
+
 def test_a_replay_after_its_snapshot_expired_never_breaks_the_table(tmp_path):
     """A restarted job replays a checkpoint whose snapshot has meanwhile been compacted away and
     expired: the replay must be a no-op or be refused, and the table must still read."""
@@ -459,16 +481,25 @@ def test_a_replay_whose_expired_snapshot_files_are_still_live_is_a_no_op(tmp_pat
 
 def test_consumers_started_on_the_earliest_snapshot_keep_their_files(tmp_path):
     """Consumers saved on whatever snapshot is the earliest while an aggressive expirer removes it:
-    a position saved while its snapshot still existed keeps every file of that snapshot."""
+    a position saved while its snapshot still existed keeps every file of that snapshot.
+
+    The consumer ends holding one position, taken after some expiry, and the expirer races on
+    until it holds it: events, not the clock, decide what is left to check. (Both used to stop at
+    8 s, each position dropped once read but the last: at load 20 a run could end with its last
+    start refused by an expiry, or with no snapshot yet, and so with no position to check.)"""
     wh = str(tmp_path / "wh")
     _create(wh, {})
+    done = str(tmp_path / "early-consumer-holds")
     common = {"seconds": SECONDS, "retention_s": 0.5}
     roles = [("appender", {**common, "worker": 1}), ("appender", {**common, "worker": 2}), ("compactor", common),
-             ("expirer", common), ("early_consumer", common)]
+             ("expirer", {**common, "until": done}), ("early_consumer", {**common, "done": done})]
     results = _run_all(wh, {}, tmp_path, roles)
     t = Catalog(wh).get_table("db.t")
     inv = TableInvariants(t)
+    early = _by_role(results, "early_consumer")[0]
     held = [h for h in inv.holders() if h.kind == "consumer"]
-    problems = [f"early consumer {e}" for e in _by_role(results, "early_consumer")[0]["errors"]]
+    problems = [f"early consumer {e}" for e in early["errors"]]
     problems += inv.consumers_resumable() + inv.files_present(held) + inv.reads_fully(held)
-    assert held and not problems, "\n".join(problems)
+    # every other position was dropped once read: the one held is the one it kept, and its snapshot is there
+    assert [h.name for h in held] == [early["held"]] and not problems, (early["held"], held, "\n".join(problems))
+    assert early["started"][early["held"]] > 1 and sum(r["expired"] for r in _by_role(results, "expirer")) > 0

@@ -43,6 +43,24 @@ NOT_ON_A_WORKER = (
     "pydantic",
 )
 
+# What only the driver runs of a write: the commit (conflict checks, snapshot and manifest files,
+# overwrite, the wait for visibility), the rescale of a postpone table's written partitions, marking
+# partitions done and the check of the sink's distribution. A worker unpickles its writer from
+# `lake_assets.spark.writer`, whose commit methods import these where they run.
+DRIVER_COMMIT_MODULES = (
+    "lake_assets.ops.commit",
+    "lake_assets.ops.commit_ahead",
+    "lake_assets.ops.commit_conflicts",
+    "lake_assets.ops.commit_lifecycle",
+    "lake_assets.ops.commit_replay",
+    "lake_assets.ops.commit_snapshot",
+    "lake_assets.ops.visibility_wait",
+    "lake_assets.ops.overwrite",
+    "lake_assets.ops.mark_done",
+    "lake_assets.ops.rescale",
+    "lake_assets.spark.sink_distribution",
+)
+
 
 def _imported_by(modules: tuple[str, ...]) -> set[str]:
     code = ("import importlib, json, sys\n"
@@ -88,6 +106,51 @@ def test_a_write_task_imports_no_verb_or_compaction_module(tmp_path: Path, bucke
     assert sorted(loaded & set(VERB_MODULES)) == []
     assert sorted(m for m in loaded if m.startswith("lake_assets.ops.compact")) == []
     assert "fsspec" not in loaded  # the warehouse is a local path
+
+
+def test_the_driver_commit_modules_exist() -> None:
+    """A renamed module would make the checks of `DRIVER_COMMIT_MODULES` pass vacuously."""
+    for name in DRIVER_COMMIT_MODULES:
+        assert (REPO / (name.replace(".", "/") + ".py")).is_file(), name
+
+
+@pytest.mark.parametrize("bucket", ["2", "-2"])
+def test_a_writer_worker_imports_no_commit_module(tmp_path: Path, bucket: str) -> None:
+    """A worker as Spark runs one: it unpickles the writer the driver made (`LakeBatchWriter`; a
+    postpone table's carries its bucket plan and writes into real buckets) after pyspark's own
+    worker imports, and writes one task. None of the driver's commit modules is imported, and the
+    task's messages commit in this process, as the driver's commit does."""
+    from lake_assets.spark.source_options import SourceOptions
+    from lake_assets.spark.writer import LakeBatchWriter
+
+    schema = pa.schema([("k", pa.int64()), ("dt", pa.string()), ("v", pa.float64())])
+    catalog = Catalog(str(tmp_path))
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", schema, primary_keys=["k", "dt"], partition_keys=["dt"],
+                                 options={"bucket": bucket})
+    writer = LakeBatchWriter(SourceOptions.parse({"path": "db.t", "warehouse": str(tmp_path)}), overwrite=False)
+    assert (writer.plan is not None) == (bucket == "-2")
+    task = tmp_path / "writer.pickle"
+    task.write_bytes(pickle.dumps(writer))
+    message = tmp_path / "message.pickle"
+    loaded = modules_after(f"""
+        import pickle
+        import pyspark.worker, pyspark.sql.datasource
+        import pyarrow as pa
+        import lake_assets
+        assert lake_assets.__file__.startswith({str(REPO)!r}), lake_assets.__file__  # this tree's code
+        with open({str(task)!r}, "rb") as f:
+            writer = pickle.load(f)
+        rows = pa.record_batch({{"k": [1, 2, 3], "dt": ["a", "a", "b"], "v": [1.0, 2.0, 3.0]}})
+        with open({str(message)!r}, "wb") as f:
+            pickle.dump(writer.write(iter([rows])), f)
+    """)
+    assert "lake_assets.spark.writer" in loaded
+    assert ("lake_assets.ops.postpone_fixed_bucket" in loaded) == (bucket == "-2")
+    assert sorted(loaded & set(DRIVER_COMMIT_MODULES)) == []
+    assert sorted(loaded & set(VERB_MODULES)) == []
+    writer.commit([pickle.loads(message.read_bytes())])
+    assert sorted(table.to_arrow().column("k").to_pylist()) == [1, 2, 3]
 
 
 def test_a_filtered_read_task_imports_no_dataset_module(tmp_path: Path) -> None:
