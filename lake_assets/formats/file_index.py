@@ -17,7 +17,7 @@ file's indexes chunk by chunk.
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -202,24 +202,21 @@ def write_problems(schema: TableSchema) -> list[tuple[str, str]]:
     are not strings, types Paimon's FastHash cannot hash or its bitmap index cannot key. (A bitmap
     ``version`` other than 1 is refused by its option row.)"""
     out: list[tuple[str, str]] = []
-    for name in indexed_columns(schema.options, BITMAP):
-        what = f"option file-index.{BITMAP}.columns names {name!r}"
-        top = top_level_column(name)
-        if not schema.has_field(top):
-            out.append((what, "the table has no such column (Paimon's writer fails on it)"))
-        elif top != name:
-            out.append((what, "bitmap indexes of map values (column[key]) are not implemented"))
-        elif (why := unsupported_reason(schema.field(name).type)) is not None:
-            out.append((what, why))
-    for name in indexed_columns(schema.options, BSI):
-        what = f"option file-index.{BSI}.columns names {name!r}"
-        top = top_level_column(name)
-        if not schema.has_field(top):
-            out.append((what, "the table has no such column (Paimon's writer fails on it)"))
-        elif top != name:
-            out.append((what, "Paimon indexes map values (column[key]) with bloom filters only (its writer fails)"))
-        elif (why := bsi_unsupported_reason(schema.field(name).type)) is not None:
-            out.append((what, why))
+    keyed_kinds: list[tuple[str, str, Callable[[DataType], str | None]]] = [
+        (BITMAP, "bitmap indexes of map values (column[key]) are not implemented", unsupported_reason),
+        (BSI, "Paimon indexes map values (column[key]) with bloom filters only (its writer fails)",
+         bsi_unsupported_reason),
+    ]
+    for kind, map_value_reason, type_reason in keyed_kinds:
+        for name in indexed_columns(schema.options, kind):
+            what = f"option file-index.{kind}.columns names {name!r}"
+            top = top_level_column(name)
+            if not schema.has_field(top):
+                out.append((what, "the table has no such column (Paimon's writer fails on it)"))
+            elif top != name:
+                out.append((what, map_value_reason))
+            elif (why := type_reason(schema.field(name).type)) is not None:
+                out.append((what, why))
     for name in indexed_columns(schema.options, BLOOM_FILTER):
         what = f"option file-index.{BLOOM_FILTER}.columns names {name!r}"
         field = schema.field(top_level_column(name)) if schema.has_field(top_level_column(name)) else None
