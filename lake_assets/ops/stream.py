@@ -91,19 +91,21 @@ class StreamEnumerator:
         self._needs_full: Snapshot | None = None
         sm = store.snapshot_manager
         saved = store.consumer_manager().get(consumer_id) if consumer_id else None
+        # the latest snapshot once read here, for the stream's schema below (read once, not again)
+        latest: Snapshot | Literal[False] | None = False
         if position is not None:
             self.position = position
         elif saved is not None:
             self.position = saved.next_snapshot
         elif mode in ("latest-full", "earliest-full"):
             earliest = sm.earliest_id()
-            snap = sm.latest() if mode == "latest-full" else (
+            snap = latest = sm.latest() if mode == "latest-full" else (
                 sm.try_snapshot(earliest) if earliest is not None else None)
             self._needs_full = snap
             self.position = (snap.id + 1) if snap is not None else (sm.earliest_id() or 1)
         elif mode == "latest":
-            latest = sm.latest_id()
-            self.position = (latest + 1) if latest is not None else 1
+            latest = sm.latest()
+            self.position = (latest.id + 1) if latest is not None else 1
         elif mode in ("from-snapshot", "from-snapshot-full"):
             if snapshot_id is None:
                 raise InvalidArgumentError(f"start mode {mode!r} needs snapshot_id")
@@ -128,8 +130,10 @@ class StreamEnumerator:
         # snapshot was written under: Java's source loads the table when it starts). A restart,
         # from a consumer's position too, fixes it again, as a restarted Java source does.
         self.travelled = travel is not None
-        self.read_schema: TableSchema = (store.travel_schema(travel) if travel is not None
-                                         else store.schema_at(sm.latest()))
+        if travel is not None:
+            self.read_schema: TableSchema = store.travel_schema(travel)
+        else:
+            self.read_schema = store.schema_at(sm.latest() if latest is False else latest)
 
     def _travel_snapshot(self, mode: StartMode, snapshot_id: int | None, timestamp_ms: int | None) -> Snapshot | None:
         """The snapshot a stream starting at a snapshot id or a time travels to, as Paimon Java's
