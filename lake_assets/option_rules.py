@@ -281,8 +281,11 @@ RULES.update(_rules(
     R("commit.timeout", "duration", None, "Time after which a retrying commit gives up (never).",
       note="accepted; lake_assets bounds retries by commit.max-retries only"),
     R("commit.force-create-snapshot", "bool", False, "Streaming commits without changes still create a "
-      "snapshot.", supported=("false",), refuses=("WRITE",),
-      why="lake_assets never commits a snapshot without changes"),
+      "snapshot.", note="as Paimon's Flink committer: every streaming commit (a commit identifier other than "
+      "the batch one: a Spark micro-batch, the core commit API) with no changes creates an APPEND snapshot "
+      "with no files, carrying its commit user and identifier (ops/commit_empty.py); batch commits, "
+      "overwrites and compactions are not affected; a micro-batch no Spark task ran for has no commit user "
+      "and commits nothing"),
     R("visibility-callback.enabled", "bool", False, "After a batch commit, wait until the rows it wrote "
       "into bucket-postpone (or, with deletion vectors, at level 0) have been compacted by another job.",
       note="as Paimon HEAD's VisibilityWaitCallback, every batch commit of lake_assets' writers (Table.write_arrow "
@@ -297,7 +300,10 @@ RULES.update(_rules(
     R("visibility-callback.check-interval", "duration", 10_000, "Interval of the checks of "
       "visibility-callback.enabled.", note="read by the visibility wait (ops/visibility_wait.py)"),
     R("snapshot.ignore-empty-commit", "bool", True, "Commits without changes create no snapshot.",
-      supported=("true",), refuses=("WRITE",), why="lake_assets never commits a snapshot without changes"),
+      note="false: as Paimon 1.x's batch commits (BatchWriteBuilder, pypaimon), a batch commit with no "
+      "changes (Table.write_arrow of no rows, df.write or an ingest of an empty input, the core commit API) "
+      "creates an APPEND snapshot with no files (ops/commit_empty.py); streaming commits then do too, as "
+      "Paimon's streaming commits never skip one; overwrites and compactions are not affected"),
 ))
 # ---- scans and read tuning: their own module (lake_assets/option_rules_reads.py), in this place
 RULES.update(READ_RULES)

@@ -353,6 +353,10 @@ class CoreOptions(MergeOptions):
         return self._bool("snapshot.ignore-empty-commit", True)
 
     @property
+    def commit_force_create_snapshot(self) -> bool:
+        return self._bool("commit.force-create-snapshot", False)
+
+    @property
     def visibility_callback_enabled(self) -> bool:
         return self._bool("visibility-callback.enabled", False)
 

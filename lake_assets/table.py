@@ -226,6 +226,8 @@ class Table(TableMaintenance):
                 check_inside_partition(self.store, messages, ow)
             elif ow is not None:
                 ow = overwrite_of_whole_table(self.store, messages)
+                if ow is None:  # a dynamic overwrite of no rows: nothing replaced, no commit (nor an empty one)
+                    return None
             ids = committer.commit(messages, BATCH_COMMIT_IDENTIFIER, overwrite=ow, check_committed=False)
         except CommitStateUnknownError:
             raise  # the files may be referenced by a snapshot that did land: never delete them

@@ -27,6 +27,7 @@ from lake_assets.errors import (
 from lake_assets.ops.commit_ahead import SnapshotAhead
 from lake_assets.ops.commit_cleanup import delete_compaction_outputs, delete_unreferenced
 from lake_assets.ops.commit_conflicts import check_conflicts
+from lake_assets.ops.commit_empty import commits_empty_snapshot
 from lake_assets.ops.commit_lifecycle import after_commit
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.commit_replay import CommitReplay, check_files_exist
@@ -106,7 +107,8 @@ class TableCommitter:
         files of such a replayed commit are left alone (they may be the very files that landed);
         call `abort` for a replay whose files are new, or let orphan removal collect them.
         New files become an APPEND (or OVERWRITE) snapshot; compaction results a COMPACT snapshot
-        with the same identifier.
+        with the same identifier. No changes make no snapshot, unless ``snapshot.ignore-empty-commit``
+        or (streaming identifiers) ``commit.force-create-snapshot`` ask for an empty APPEND one.
 
         ``check_committed=False`` skips the look for an earlier landing of this identifier: only for
         messages that were never committed (a fresh writer's). An APPEND is not checked against the
@@ -129,8 +131,10 @@ class TableCommitter:
             self._seen_committed = True
             return []
         messages = [m for m in messages if not m.is_empty()]
+        # no changes: an APPEND snapshot of no files if the table asks for one (commit_empty.py)
+        empty = overwrite is None and not messages and commits_empty_snapshot(self.options, commit_identifier)
         # what the messages do must be allowed on this table (its writers and plans checked too)
-        writes = overwrite is not None or any(m.new_files or m.new_changelog for m in messages)
+        writes = overwrite is not None or empty or any(m.new_files or m.new_changelog for m in messages)
         self.store.require(Op.WRITE if writes else Op.COMPACT)
         try:
             check_files_exist(self.store, messages)
@@ -180,7 +184,7 @@ class TableCommitter:
             if overwrite is not None:
                 self._commit_with_retry(CommitKind.OVERWRITE, append, changelog, commit_identifier, overwrite,
                                         properties, hash_changes)
-            elif append or changelog or hash_changes:
+            elif append or changelog or hash_changes or empty:
                 self._commit_with_retry(CommitKind.APPEND, append, changelog, commit_identifier, None, properties,
                                         hash_changes, start_ahead=ahead, hint=not hint_owed)
             if compacts:

@@ -61,23 +61,6 @@ def test_malformed_value_another_engine_wrote_is_an_option_error_not_a_value_err
         _ = t.schema.core_options.small_file_ratio
 
 
-def test_ignore_empty_commit_false_is_refused_not_ignored(catalog: Catalog):
-    with pytest.raises(UnsupportedFeatureError, match=r"snapshot.ignore-empty-commit.*never commits a snapshot"):
-        catalog.create_table("db.t", SCHEMA, primary_keys=["k"],
-                             options={"bucket": "1", "snapshot.ignore-empty-commit": "false"})
-    t = catalog.create_table("db.t", SCHEMA, primary_keys=["k"],
-                             options={"bucket": "1", "snapshot.ignore-empty-commit": "true"})
-    with pytest.raises(UnsupportedFeatureError, match="ignore-empty-commit"):
-        t.update_schema().set_option("snapshot.ignore-empty-commit", "false").commit()
-    t.write_arrow(pa.table({"k": [1], "v": ["a"]}, schema=SCHEMA))
-    # a table another engine configured so: reads work, writes are refused before anything is written
-    _carry(t, **{"snapshot.ignore-empty-commit": "false"})
-    assert t.to_arrow().num_rows == 1
-    with pytest.raises(UnsupportedFeatureError, match=r"Cannot write to db.t: option snapshot.ignore-empty-commit"):
-        t.write_arrow(pa.table({"k": [2], "v": ["b"]}, schema=SCHEMA))
-    assert t.snapshot_manager.latest_id() == 1
-
-
 @pytest.mark.parametrize("arrow_type", [
     pa.list_(pa.timestamp("ns")),
     pa.struct([("at", pa.timestamp("ns", tz="UTC"))]),
@@ -94,8 +77,7 @@ def test_nested_nanosecond_timestamps_are_refused_at_create_as_on_alter(catalog:
 
 
 # ----------------------------------------------------------------------- accepted-and-ignored audit
-@pytest.mark.parametrize(("key", "value"), [("commit.force-create-snapshot", "true"),
-                                            ("fields.v.distinct", "true"),
+@pytest.mark.parametrize(("key", "value"), [("fields.v.distinct", "true"),
                                             ("fields.v.default-value", "x"),
                                             ("partial-update.remove-record-on-sequence-group", "v")])
 def test_options_we_cannot_honour_are_refused(catalog: Catalog, key, value):
