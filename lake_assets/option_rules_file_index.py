@@ -92,7 +92,9 @@ FILE_INDEX_RULES: dict[str, OptionRule] = {r.key: r for r in (
       "(comma-separated) (Paimon 1.x).", check=_column_list,
       note="honoured by writes and compaction (version 1, the bytes Java HEAD's BitSliceIndexBitmapFileIndex "
       "writes) for TINYINT, SMALLINT, INT, BIGINT, DATE, TIME, TIMESTAMP, TIMESTAMP_LTZ and DECIMAL up to "
-      "precision 18; other types and map values col[key] refuse writes and compaction; reads of append tables "
+      "precision 18; a column of another type (STRING, DOUBLE, BOOLEAN, ...) is refused at create and ALTER "
+      "with OptionError as Paimon 1.x's SchemaValidation refuses it, and a table another engine created so, "
+      "like DECIMAL above 18 and map values col[key], refuses writes and compaction; reads of append tables "
       "prune by it for = / in / != / not in / < / <= / > / >=. Java 0.9 has no bsi: its reads of a filter on such a "
       "column fail ('Can't find file index for type: bsi'), as on any table Paimon 1.x indexed so"),
     *(R(f"file-index.{t}.columns", "string", None, f"Columns whose data files get a {t} index "

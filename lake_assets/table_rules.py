@@ -11,19 +11,43 @@ from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.data_types import DataField, VarCharType
 
 
+def bsi_type_problems(fields: Sequence[DataField], options: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(column, type) of each column ``file-index.bsi.columns`` names whose type Paimon's bsi index
+    cannot key (map values ``m[k]`` and missing columns are refused elsewhere)."""
+    from lake_assets.formats.bsi_index import keyable_type
+    from lake_assets.option_rules_file_index import BSI, indexed_columns
+
+    by_name = {f.name: f for f in fields}
+    return [(name, str(by_name[name].type.copy(nullable=True))) for name in indexed_columns(options, BSI)
+            if name in by_name and not keyable_type(by_name[name].type)]
+
+
 def check_options(
     what: str,
     fields: Sequence[DataField],
     primary_keys: Sequence[str],
     partition_keys: Sequence[str],
     options: Mapping[str, str],
+    *,
+    before: tuple[Sequence[DataField], Mapping[str, str]] | None = None,
 ) -> CoreOptions:
     """Validate ``options`` for these columns and keys; ``what`` starts each message, e.g.
-    "Cannot create db.t". Returns the typed options."""
+    "Cannot create db.t". Returns the typed options. ``before``: the fields and options of the
+    schema an ALTER changes, whose own bsi problems (a table another engine created) stay allowed."""
     names = tuple(f.name for f in fields)
     by_name = {f.name: f for f in fields}
     core = CoreOptions(dict(options), has_primary_key=bool(primary_keys))
     core.validate(field_names=names, strict=True)
+    # Paimon 1.x's SchemaValidation.validateFileIndex refuses these at create and ALTER; a table that
+    # already carries one (written by an older engine) keeps it: refused at write, readable
+    carried = set(bsi_type_problems(*before)) if before is not None else set()
+    for column, type_text in bsi_type_problems(fields, options):
+        if (column, type_text) not in carried:
+            raise OptionError(
+                f"{what}: Column '{column}' with type '{type_text}' is not supported by 'bsi' index "
+                f"(file-index.bsi.columns). {type_text} type is not support to build bsi index yet "
+                "(Paimon's bsi index keys TINYINT, SMALLINT, INT, BIGINT, DATE, TIME, TIMESTAMP, TIMESTAMP_LTZ "
+                "and DECIMAL only)")
     check_engine_producer(what, core)
     if not primary_keys:
         for k in ("merge-engine", "sequence.field", "rowkind.field"):

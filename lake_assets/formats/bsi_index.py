@@ -66,12 +66,18 @@ _NOT_EQUAL_OPS = ("!=", "not in")
 BSI_OPS = _EQUAL_OPS + _NOT_EQUAL_OPS + _RANGE_OPS
 
 
+def keyable_type(dt: DataType) -> bool:
+    """Whether Paimon's bsi index keys values of type ``dt`` at all (its ``getValueMapper``, which
+    ``BitSliceIndexBitmapFileIndexFactory.validate`` calls at create and ALTER in Paimon 1.x)."""
+    return isinstance(dt, (*_INTEGERS, *_TIMESTAMPS, DecimalType))
+
+
 def unsupported_reason(dt: DataType) -> str | None:
     """Why no bsi index of a column of type ``dt`` is written, or None."""
     if isinstance(dt, DecimalType) and dt.precision > _MAX_DECIMAL_PRECISION:
         return (f"a bsi index keys DECIMAL by its unscaled long: {dt} holds values that do not fit one (Paimon's "
                 "writer fails on such a value), and lake_assets indexes DECIMAL up to precision 18 only")
-    if not isinstance(dt, (*_INTEGERS, *_TIMESTAMPS, DecimalType)):
+    if not keyable_type(dt):
         return (f"Paimon's bsi index does not support type {dt} (its writer fails on it): only TINYINT, SMALLINT, "
                 "INT, BIGINT, DATE, TIME, TIMESTAMP, TIMESTAMP_LTZ and DECIMAL")
     return None

@@ -46,6 +46,7 @@ class _Draft:
         self.options = dict(schema.options)
         self.comment = schema.comment
         self.original_options = dict(schema.options)
+        self.original_fields = tuple(schema.fields)
 
     # --------------------------------------------------------------- lookup
     def names(self) -> list[str]:
@@ -210,7 +211,8 @@ class _Draft:
         with a type lake_assets cannot write can still have its options changed)."""
         what = f"Cannot alter {self.table}"
         check_keys(what, self.fields, self.primary_keys, self.partition_keys)
-        check_options(what, self.fields, self.primary_keys, self.partition_keys, self.options)
+        check_options(what, self.fields, self.primary_keys, self.partition_keys, self.options,
+                      before=(self.original_fields, self.original_options))
 
 
 
