@@ -113,7 +113,12 @@ RULES: dict[str, OptionRule] = _rules(
     R("data-file.prefix", "string", "data-", "File name prefix of data files.", check=_path_part),
     R("changelog-file.prefix", "string", "changelog-", "File name prefix of changelog files.", check=_path_part),
     R("file.suffix.include.compression", "bool", False, "Whether file names carry the codec.",
-      supported=("false",), refuses=WRITE_OPS, why="compression suffixes in file names are not implemented"),
+      note="as Paimon HEAD (1.3+) names them, new data and changelog files of writes, compaction and the Spark "
+      "native write are <prefix><uuid>-<n>.<codec>.<format>, the codec the table's file.compression as a "
+      "Hadoop file extension (zstd: zst, gzip: gz, snappy, lz4; none: no suffix) or else as written "
+      "(lz4_raw, uncompressed), also for levels file.compression.per.level compresses otherwise "
+      "(formats/file_names.py); Paimon 1.0 to 1.2 wrote file.compression itself (.zstd.parquet); every "
+      "reader takes the format from the last extension"),
     R("partition.default-name", "string", "__DEFAULT_PARTITION__", "Partition value of null and empty keys."),
     R("partition.legacy-name", "bool", True, "Partition directory names from toString of the values.",
       supported=("true",), refuses=PATH_OPS, why="only legacy partition directory names are implemented"),

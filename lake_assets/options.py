@@ -353,6 +353,10 @@ class CoreOptions(MergeOptions):
         return self._bool("snapshot.ignore-empty-commit", True)
 
     @property
+    def file_suffix_include_compression(self) -> bool:
+        return self._bool("file.suffix.include.compression", False)
+
+    @property
     def commit_force_create_snapshot(self) -> bool:
         return self._bool("commit.force-create-snapshot", False)
 

@@ -29,6 +29,7 @@ from lake_assets.formats.file_layout import (
     file_arrow_schema,
     layout_of,
 )
+from lake_assets.formats.file_names import file_extension
 from lake_assets.formats.footer_stats import FooterColumns
 from lake_assets.formats.format_options import codec_for_format, level_format_and_codec
 from lake_assets.formats.rolling_writer import (
@@ -66,6 +67,8 @@ class DataFileWriterConfig:
     target_file_size: int = 128 * 1024 * 1024
     page_size: int = 64 * 1024
     prefix: str = "data-"
+    # what file names carry before the format extension (file.suffix.include.compression), or None
+    name_compression: str | None = None
     # None: the table's file.format (what Paimon writers use for new files)
     file_format: str | None = None
     # changelog files: Paimon writes no file index for them (KeyValueFileWriterFactory)
@@ -121,7 +124,8 @@ class DataFileWriter:
         self._per_level: dict[int, DataFileWriter] = {}
 
     def _next_name(self) -> str:
-        name = f"{self.config.prefix}{self._uuid}-{self._counter}.{self.format.name}"
+        name = f"{self.config.prefix}{self._uuid}-{self._counter}"
+        name += file_extension(self.format.name, self.config.name_compression)
         self._counter += 1
         return name
 

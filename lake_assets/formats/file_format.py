@@ -22,11 +22,14 @@ import numpy as np
 import pyarrow as pa
 
 from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
+from lake_assets.formats.file_names import COMPRESSION_EXTENSIONS
 from lake_assets.formats.row_mask import arrow_mask
 from lake_assets.spec.schema import TableSchema
 
-# Compression suffixes Paimon may put before the format extension (file.suffix.include.compression).
-_COMPRESSION_SUFFIXES = frozenset({"zstd", "snappy", "gzip", "gz", "lz4", "lzo", "brotli", "zst"})
+# A last extension Paimon's formatIdentifier skips to the format before it: a Hadoop codec's
+# (lake_assets.formats.file_names; text formats name their codec last). Data files of
+# file.suffix.include.compression carry the codec before the format (.zst.parquet): the last wins.
+_COMPRESSION_SUFFIXES = COMPRESSION_EXTENSIONS
 
 
 def format_of_file(file_name: str) -> str:

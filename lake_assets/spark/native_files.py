@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from lake_assets.errors import LakeError
 from lake_assets.formats.data_file import local_now_ms
 from lake_assets.formats.file_layout import KEY_PREFIX, SEQUENCE_NUMBER
+from lake_assets.formats.file_names import file_extension, name_compression
 from lake_assets.formats.footer_stats import FOOTER_RANGE_TYPES, FOOTER_STRING_BYTES, FOOTER_STRING_TYPES
 from lake_assets.formats.stats import StatsAccumulator
 from lake_assets.io.local import in_directory
@@ -207,8 +208,9 @@ def move_into_table(store: FileStore, staged: Sequence[StagedFile], prefix: str,
     schema = store.schema
     types = schema.types(list(schema.partition_keys))
     by_bucket: dict[tuple[bytes, int], list[DataFileMeta]] = defaultdict(list)
+    extension = file_extension("parquet", name_compression(schema.core_options))
     for s in staged:
-        name = f"{prefix}{uuid.uuid4()}-0.parquet"
+        name = f"{prefix}{uuid.uuid4()}-0{extension}"
         values, meta = describe(s.path, schema, name)
         partition = serialize_row(values, types)
         dest = store.data_file_path(partition, s.bucket, meta)

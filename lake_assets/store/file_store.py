@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 from lake_assets.errors import CorruptMetadataError, NoSuchTableError, UnsupportedFeatureError
 from lake_assets.formats.data_file import DataFileWriterConfig
+from lake_assets.formats.file_names import name_compression
 from lake_assets.formats.manifest_codec import decode_index_manifest
 from lake_assets.io.file_io import FileIO
 from lake_assets.lsm.merge_engine.function import MergeFunction
@@ -297,6 +298,7 @@ class FileStore:
             target_file_size=opts.target_file_size,
             page_size=opts.page_size,
             prefix=opts.changelog_file_prefix if changelog else opts.data_file_prefix,
+            name_compression=name_compression(opts),
             changelog=changelog,
         )
 
