@@ -239,3 +239,28 @@ def test_partition_sources_checked_before_any_write(capsys, spark, tmp_path):
         wh, "--partition-source", "nokey=1", good, "--format", "parquet"))
     assert code == EXIT_CONFIG and "not a partition key" in out["error"], out
     assert table.snapshot_manager.latest_id() is None
+
+
+@pytest.mark.parametrize("ignore_empty", ["false", "true"])
+def test_an_empty_day_commits_an_empty_snapshot_when_the_table_keeps_them(capsys, spark, tmp_path, ignore_empty):
+    """``snapshot.ignore-empty-commit = false``: an appended day of no rows is an APPEND snapshot with
+    no files (as Paimon's batch commits), reported in that day's numbers; by default none."""
+    wh = str(tmp_path / "wh")
+    table = _table(wh)
+    table.update_schema().set_option("snapshot.ignore-empty-commit", ignore_empty).commit()
+    table = Catalog(wh).get_table("db.orders")
+    empty = tmp_path / "b" / "part-0.parquet"
+    empty.parent.mkdir()
+    pq.write_table(ORDERS.empty_table().drop_columns(["dt"]), empty)  # a day delivered with no rows
+    pairs = ["--partition-source", "dt=2024-01-01", _day_file(tmp_path / "a", "2024-01-01", range(3)),
+             "--partition-source", "dt=2024-01-02", str(empty)]
+    code, out = run_job_main(capsys, ingest.main, *_args(wh, *pairs, "--format", "parquet"))
+    assert code == EXIT_OK, out
+    per_day = out["partitions"]
+    assert [p["rows_in"] for p in per_day] == [3, 0] and [p["rows_out"] for p in per_day] == [3, 0]
+    if ignore_empty == "false":
+        assert [(p["snapshot_id"], p["commit_kind"]) for p in per_day] == [(1, "APPEND"), (2, "APPEND")]
+        assert table.snapshot(2).delta_record_count == 0 and table.snapshot(2).total_record_count == 3
+    else:
+        assert [(p["snapshot_id"], p["commit_kind"]) for p in per_day] == [(1, "APPEND"), (None, None)]
+    assert len(_rows(table)) == 3
