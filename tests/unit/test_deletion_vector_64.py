@@ -228,3 +228,20 @@ def test_deleted_rows_counted_from_64_bit_vectors_without_a_recorded_cardinality
             for e in entries]
     assert deleted_rows(t.store, bare, VectorLoader(t.store)) == recorded
     assert sum(recorded.values()) == 100
+
+
+def test_a_streams_full_phase_applies_64_bit_vectors(tmp_path) -> None:
+    """A latest-full stream starts from the table as batch reads see it: 64-bit vectors applied."""
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["k"],
+                         options={"bucket": "2", "deletion-vectors.enabled": "true",
+                                  "deletion-vectors.bitmap64": "true"})
+    t.write_arrow(_rows(range(400), "a"))
+    t.write_arrow(_rows(range(0, 400, 3), "b"))
+    assert {type(v) for v in _stored(t).values()} == {BitMap64}
+    stream, reader = t.stream(mode="latest-full"), t.change_reader()
+    first = pa.concat_tables([reader.read(s) for b in stream.poll(max_snapshots=10) for s in b.splits])
+    got = {r["k"]: r["v"] for r in first.to_pylist()}
+    assert first.num_rows == 400 and got == {r["k"]: r["v"] for r in t.to_arrow().to_pylist()}
+    assert [got[k] for k in (0, 1, 3)] == ["b0", "a1", "b3"]
