@@ -196,8 +196,11 @@ RULES: dict[str, OptionRule] = _rules(
       "compaction, lake_assets/table_support.py)"),
     R("deletion-vectors.merge-on-read", "bool", False, "Batch reads of a deletion-vector table also merge "
       "level-0 files in (Paimon 2.x)."),
-    R("deletion-vectors.bitmap64", "bool", False, "64-bit deletion vectors.", supported=("false",),
-      refuses=DATA_OPS, why="only 32-bit deletion vectors are implemented"),
+    R("deletion-vectors.bitmap64", "bool", False, "New deletion vectors take the 64-bit form (Paimon 1.2 on).",
+      note="reads apply vectors of both forms whatever the value (one index file may hold both); "
+      "compaction writes new vectors in the 64-bit form when true and keeps an existing vector's form, as Java "
+      "does (lake_assets/spec/deletion_vector.py). Readers before Paimon 1.2 (Java 0.9, pypaimon 2.1) fail on "
+      "64-bit vectors"),
     R("deletion-vectors.index-file.target-size", "size", 2 * MiB, "Target size of deletion-vector index files.",
       minimum=1, note="Paimon applies it to bucket-unaware (append) tables only, whose vectors lake_assets "
       "does not write; a bucket of a primary-key table keeps its vectors in one index file whatever the "

@@ -216,7 +216,7 @@ def _dv_refusals(schema: TableSchema) -> list[Refusal]:
     """What deletion-vector tables refuse: reads (batch, and the full phase of streams) apply the
     vectors and compaction of deduplicate tables writes them (ops/deletion_vectors.py,
     ops/dv_compact.py); other engines (they would need the old values looked up) are refused for
-    writes and compaction. 64-bit vectors are refused by the option registry (bitmap64)."""
+    writes and compaction. Both vector forms (``deletion-vectors.bitmap64``) are read and written."""
     options = schema.options
     if not is_true(options.get("deletion-vectors.enabled")):
         return []

@@ -21,9 +21,8 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from pyroaring import BitMap
-
 from lake_assets.errors import CorruptMetadataError, MissingDataFileError
+from lake_assets.spec.deletion_vector import DeletionVector
 
 # Bytes of index files the cache keeps decoded; a file larger than this is never cached.
 DV_CACHE_MAX_BYTES = 64 * 1024 * 1024
@@ -36,11 +35,11 @@ class IndexFileCache:
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[CacheKey, tuple[dict[str, BitMap], int]] = OrderedDict()
+        self._entries: OrderedDict[CacheKey, tuple[dict[str, DeletionVector], int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def get(self, key: CacheKey) -> dict[str, BitMap] | None:
+    def get(self, key: CacheKey) -> dict[str, DeletionVector] | None:
         with self._lock:
             hit = self._entries.get(key)
             if hit is None:
@@ -48,7 +47,7 @@ class IndexFileCache:
             self._entries.move_to_end(key)
             return hit[0]
 
-    def put(self, key: CacheKey, vectors: dict[str, BitMap], nbytes: int) -> None:
+    def put(self, key: CacheKey, vectors: dict[str, DeletionVector], nbytes: int) -> None:
         if nbytes > self.max_bytes:
             return
         with self._lock:

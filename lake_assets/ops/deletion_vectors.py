@@ -10,7 +10,9 @@ rows a newer file superseded. Readers (as Paimon's):
 * need no merge when every visible file is above level 0 without retract rows: each key then has
   exactly one live row (`raw_readable`).
 
-Java reads deletion vectors only when the option is on; so do we.
+Java reads deletion vectors only when the option is on; so do we. A vector is read in the form its
+magic number names (32- or 64-bit, whatever ``deletion-vectors.bitmap64`` says now); new vectors
+take the table's form (`bitmap64`).
 """
 
 from __future__ import annotations
@@ -20,12 +22,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from pyroaring import BitMap
-
 from lake_assets.errors import CorruptMetadataError
 from lake_assets.ops.deletion_vector_cache import INDEX_FILE_CACHE, check_index_file
 from lake_assets.ops.scan import Split
-from lake_assets.spec.deletion_vector import read_vector
+from lake_assets.spec.deletion_vector import DeletionVector, read_vector
 from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import Snapshot
@@ -39,6 +39,12 @@ DELETION_VECTORS_INDEX = "DELETION_VECTORS"
 def enabled(schema: TableSchema) -> bool:
     """Whether the table keeps deletion vectors (``deletion-vectors.enabled``)."""
     return str(schema.options.get("deletion-vectors.enabled", "false")).strip().lower() == "true"
+
+
+def bitmap64(schema: TableSchema) -> bool:
+    """Whether new vectors take the 64-bit form (``deletion-vectors.bitmap64``, Paimon 1.2 on). A
+    vector already written keeps its form, as in Java's ``BucketedDvMaintainer``."""
+    return str(schema.options.get("deletion-vectors.bitmap64", "false")).strip().lower() == "true"
 
 
 def merge_on_read(schema: TableSchema) -> bool:
@@ -117,10 +123,10 @@ class VectorLoader:
         self._checked: set[str] = set()
         self._lock = threading.Lock()
 
-    def vectors(self, entries: Sequence[IndexManifestEntry]) -> dict[str, BitMap]:
+    def vectors(self, entries: Sequence[IndexManifestEntry]) -> dict[str, DeletionVector]:
         """Data file name -> deletion vector, over the index files ``entries`` of one bucket.
         The vectors are shared: callers copy before changing one."""
-        out: dict[str, BitMap] = {}
+        out: dict[str, DeletionVector] = {}
         for e in entries:
             key = (self.store.paths.root, e.file_name, e.file_size)
             got = INDEX_FILE_CACHE.get(key)
@@ -155,7 +161,7 @@ class VectorLoader:
             size = None
         check_index_file(self.store.name, entry.file_name, entry.file_size, size)
 
-    def _load(self, entry: IndexManifestEntry) -> dict[str, BitMap]:
+    def _load(self, entry: IndexManifestEntry) -> dict[str, DeletionVector]:
         if entry.external_path:
             raise CorruptMetadataError(
                 f"Table {self.store.name}: index file {entry.file_name} has an external path; not supported"
@@ -174,6 +180,7 @@ __all__ = [
     "DELETION_VECTORS_INDEX",
     "VectorLoader",
     "attach",
+    "bitmap64",
     "bucket_index",
     "deleted_rows",
     "enabled",

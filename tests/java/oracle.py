@@ -524,6 +524,18 @@ class PaimonJava:
         ``Values.java``) under the Paimon type given (schema-file JSON)."""
         return self.call("file_index_hash", type=paimon_type, values=list(values))
 
+    def bitmap64_serialize(self, positions: Sequence[int]) -> bytes:
+        """A 64-bit deletion vector of ``positions`` (size, magic, bitmaps, CRC) as Paimon 1.2+'s
+        ``Bitmap64DeletionVector.serializeTo`` frames it, each 32-bit bitmap written by Java's
+        RoaringBitmap (Java 0.9 has no such vector: ``Bitmap64Ops.java`` follows HEAD's source)."""
+        return base64.b64decode(self.call("bitmap64_serialize", positions=[int(p) for p in positions])["bytes"])
+
+    def bitmap64_deserialize(self, data: bytes) -> list[int]:
+        """The positions of a framed 64-bit vector as HEAD's ``OptimizedRoaringBitmap64.deserialize``
+        reads it (Java's RoaringBitmap reading each 32-bit bitmap)."""
+        return [int(p) for p in self.call("bitmap64_deserialize",
+                                          bytes=base64.b64encode(data).decode())["positions"]]
+
     def file_index_test(self, warehouse: str, table: str, filter: Filter) -> list[dict[str, Any]]:
         """Every data file of the latest snapshot with ``name``, ``bucket``, ``extra_files``,
         ``embedded`` (base64, when the index is in the manifest) and ``remain``: what Java's

@@ -7,9 +7,11 @@ import decimal
 
 import pyarrow as pa
 import pytest
+from pyroaring import BitMap, BitMap64
 from pyspark.sql import functions as F
 
 from lake_assets import Catalog
+from lake_assets.ops.deletion_vectors import VectorLoader, snapshot_index
 from lake_assets.spark.reader import LakeReader, SplitPartition, plan_read
 from lake_assets.spark.schema import spark_arrow_schema
 from lake_assets.spark.source_options import SourceOptions
@@ -285,18 +287,25 @@ def test_incremental_between_reads_long_lived_changelogs(spark, catalog: Catalog
     assert sorted((r.id, r.v, r._row_kind) for r in df.collect()) == expected
 
 
+@pytest.mark.parametrize("bitmap64", ["false", "true"])
 def test_deletion_vector_bucket_is_split_per_file_and_read_without_deleted_rows(
-    spark, catalog: Catalog, warehouse: str
+    spark, catalog: Catalog, warehouse: str, bitmap64: str
 ) -> None:
     """A compacted deletion-vector bucket has one live row per key: every file is its own Spark
-    task, each dropping the rows its vector deletes, and a value filter needs no merge first."""
+    task, each dropping the rows its vector deletes (32- or 64-bit vectors), and a value filter
+    needs no merge first."""
     table = catalog.create_table("db.t", pa.schema([("id", pa.int64()), ("v", pa.string())]),
-                                 primary_keys=["id"], options={"bucket": "1", "deletion-vectors.enabled": "true"})
+                                 primary_keys=["id"], options={"bucket": "1", "deletion-vectors.enabled": "true",
+                                                               "deletion-vectors.bitmap64": bitmap64})
     table.write_arrow(pa.table({"id": range(400), "v": ["a"] * 400}))
     for i in range(3):  # each commit compacts its level 0 above and marks the rows it replaced
         table.write_arrow(pa.table({"id": range(i * 50, i * 50 + 120), "v": [f"u{i}"] * 120}))
     files = table.plan()[0].files
     assert len(files) > 1 and all(f.level > 0 for f in files)
+    loader = VectorLoader(table.store)
+    forms = {type(v) for es in snapshot_index(table.store, table.latest_snapshot()).values()
+             for v in loader.vectors(es).values()}
+    assert forms == {BitMap64 if bitmap64 == "true" else BitMap}
     size = max(f.file_size for f in files)
     df = _load(spark, warehouse, "db.t", **{"source.split.target-size": str(size),
                                             "source.split.open-file-cost": "0"})

@@ -6,10 +6,13 @@ from datetime import timedelta
 
 import pyarrow as pa
 import pytest
+from pyroaring import BitMap, BitMap64
 
 from lake_assets import Catalog
+from lake_assets.ops.deletion_vectors import snapshot_index
 from lake_assets.spark.jobs import compact
 from lake_assets.spark.jobs.errors import EXIT_CONFLICT, EXIT_OK
+from lake_assets.spec.deletion_vector import read_vector
 from tests.spark.test_jobs_common import make_pk_table, run_job_main, sorted_rows, write_batches
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -103,15 +106,18 @@ def test_full_compaction_combines_small_non_overlapping_files(tmp_path):
     assert files_after == len(health) < files_before  # small key-disjoint files combine: one per bucket
 
 
-def test_deletion_vectors_from_the_dedicated_job(capsys, spark, tmp_path):
+@pytest.mark.parametrize("bitmap64", ["false", "true"])
+def test_deletion_vectors_from_the_dedicated_job(capsys, spark, tmp_path, bitmap64):
     """Write-only writers leave level 0 (invisible in a deletion-vector table); the job compacts it
-    on executors, the vectors travel back in the commit messages, one COMPACT commit swaps them in."""
+    on executors, the vectors (32- or 64-bit, as the table says) travel back in the commit
+    messages, one COMPACT commit swaps them in."""
     wh = str(tmp_path)
     cat = Catalog(wh)
     cat.create_database("db")
     schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
     table = cat.create_table("db.dv", schema, primary_keys=["id"],
-                             options={"bucket": "2", "deletion-vectors.enabled": "true", "write-only": "true"})
+                             options={"bucket": "2", "deletion-vectors.enabled": "true", "write-only": "true",
+                                      "deletion-vectors.bitmap64": bitmap64})
     table.write_arrow(pa.table({"id": range(100), "v": ["a"] * 100}, schema=schema))
     code, out = run_job_main(capsys, compact.main, "--warehouse", wh, "--table", "db.dv")
     assert code == EXIT_OK and out["commit_kind"] == "COMPACT", out
@@ -122,4 +128,8 @@ def test_deletion_vectors_from_the_dedicated_job(capsys, spark, tmp_path):
     rows = {r["id"]: r["v"] for r in table.to_arrow().to_pylist()}
     assert rows == {i: "b" if i % 4 == 0 else "a" for i in range(100)}
     assert sum(r["deletion_vector_rows"] for r in table.health().to_pylist()) == 25
+    written = [read_vector(table.store.file_io.read_bytes(table.store.paths.index_file(e.file_name)), r, e.file_name)
+               for es in snapshot_index(table.store, table.latest_snapshot()).values() for e in es
+               for r in e.dv_ranges or ()]
+    assert written and {type(v) for v in written} == {BitMap64 if bitmap64 == "true" else BitMap}
     assert table.remove_orphan_files(older_than=timedelta(0), dry_run=True).paths == []

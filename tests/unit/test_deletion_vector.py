@@ -1,4 +1,6 @@
-"""Deletion-vector index files: the bytes Paimon Java 0.9 writes, both ways (docs/format.md §4.6)."""
+"""Deletion-vector index files: the bytes Paimon Java 0.9 writes, both ways (docs/format.md §4.6).
+
+The 64-bit form (``deletion-vectors.bitmap64``): tests/unit/test_deletion_vector_64.py."""
 
 from __future__ import annotations
 
@@ -52,15 +54,6 @@ def test_damaged_files_are_corrupt_metadata() -> None:
         read_vector(JAVA_FILE, JAVA_RANGE._replace(offset=30), "index-x")
     with pytest.raises(CorruptMetadataError, match="version"):
         read_vector(b"\x02" + JAVA_FILE[1:], JAVA_RANGE, "index-x")
-
-
-def test_64_bit_vectors_are_refused_by_name() -> None:
-    body = (1681511377).to_bytes(4, "little") + b"\x00" * 8
-    import zlib
-
-    data = b"\x01" + len(body).to_bytes(4, "big") + body + zlib.crc32(body).to_bytes(4, "big")
-    with pytest.raises(UnsupportedFeatureError, match="bitmap64"):
-        read_vector(data, DeletionVectorRange("d", 1, len(body), None), "index-x")
 
 
 def test_mask_and_limits() -> None:

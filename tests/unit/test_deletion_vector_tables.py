@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from pyroaring import BitMap, BitMap64
 
 import lake_assets.ops.level0_flush as level0_mod
 import lake_assets.ops.read as read_mod
@@ -28,17 +29,26 @@ from lake_assets.spec.binary_row import deserialize_row
 SCHEMA = pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.string()), ("op", pa.string())])
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> Catalog:
-    cat = Catalog(str(tmp_path / "wh"))
+class FormCatalog(Catalog):
+    """A catalog whose tables made by `make` write deletion vectors of one form."""
+
+    bitmap64 = "false"
+
+
+@pytest.fixture(params=["false", "true"], ids=["bitmap32", "bitmap64"])
+def catalog(tmp_path: Path, request: pytest.FixtureRequest) -> Catalog:
+    """Every test runs with 32-bit vectors and again with 64-bit ones (``deletion-vectors.bitmap64``)."""
+    cat = FormCatalog(str(tmp_path / "wh"))
+    cat.bitmap64 = request.param
     cat.create_database("db")
     return cat
 
 
 def make(catalog: Catalog, **options: str):
+    form = {"deletion-vectors.bitmap64": catalog.bitmap64} if isinstance(catalog, FormCatalog) else {}
     return catalog.create_table("db.t", SCHEMA, primary_keys=["k", "p"], partition_keys=["p"],
                                 options={"bucket": "2", "deletion-vectors.enabled": "true",
-                                         "rowkind.field": "op", **options})
+                                         "rowkind.field": "op", **form, **options})
 
 
 def rows(keys, p: str, tag: str, op: str = "+I") -> pa.Table:
@@ -54,8 +64,12 @@ def as_model(table: pa.Table) -> dict[tuple[int, str], str]:
 def vectors(table) -> dict[str, list[int]]:
     loader = VectorLoader(table.store)
     out: dict[str, list[int]] = {}
+    wide = table.schema.options.get("deletion-vectors.bitmap64") == "true"
     for entries in snapshot_index(table.store, table.latest_snapshot()).values():
-        out.update({k: list(v) for k, v in loader.vectors(entries).items()})
+        got = loader.vectors(entries)
+        # every vector is in the table's form: compaction wrote them all
+        assert {type(v) for v in got.values()} <= {BitMap64 if wide else BitMap}
+        out.update({k: list(v) for k, v in got.items()})
     return out
 
 

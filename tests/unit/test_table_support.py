@@ -103,8 +103,6 @@ def test_supported_tables_refuse_nothing():
      "metadata.stats-mode.per.level"),
     ({"bucket": "2", "deletion-vectors.enabled": "true", "merge-engine": "partial-update"}, True,
      {Op.WRITE, Op.COMPACT}, "merge-engine 'partial-update'"),
-    ({"bucket": "2", "deletion-vectors.enabled": "true", "deletion-vectors.bitmap64": "true"}, True,
-     DATA, "bitmap64"),
     ({"bucket": "-1", "deletion-vectors.enabled": "true"}, False, {Op.COMPACT}, "append table"),
     ({"bucket": "2", "deletion-vectors.enabled": "true", "sequence.field": "v"}, True,
      {Op.WRITE, Op.COMPACT}, "sequence.field"),

@@ -271,6 +271,10 @@ public final class PaimonOracle {
                 return MarkDoneOps.run(a);
             case "file_index_hash":
                 return FileIndexOps.hash(a);
+            case "bitmap64_serialize": // Paimon 1.2+'s 64-bit deletion vector, framed as HEAD frames it
+                return Bitmap64Ops.serialize(a);
+            case "bitmap64_deserialize":
+                return Bitmap64Ops.deserialize(a);
             case "file_index_test": {
                 FileStoreTable t = table(a);
                 return FileIndexOps.test(t, t.rowType(), predicate(t.rowType(), a.get("filter")));
