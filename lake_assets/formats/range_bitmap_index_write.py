@@ -9,12 +9,14 @@ index of max(bit length of the largest code, 1) slices (64 when the file holds n
 ``numberOfLeadingZeros(-1)``). Roaring bitmaps are run-optimized and in the portable format
 (``RoaringBitmap32.serialize``).
 
-`RangeBitmapIndexBuilder` holds the distinct keys and, per batch, either its rows' value ids as a
-64-bit roaring bitmap of ``id << 32 | row`` (a batch whose values repeat: runs cost little) or
-the ids themselves (4 bytes a row, where values rarely repeat), never the values of every row;
-each batch's distinct keys are numbered on their own and merged into the file's once they add up
-to as many (`_merge`), so that no batch hashes all the keys before it. `finish` sorts the distinct
-keys and gives each row its code, which needs about 12 bytes per non-null row while it runs.
+`RangeBitmapIndexBuilder` holds the distinct keys (with their key order, for numbers) and, per
+batch, either its rows' value ids as a 64-bit roaring bitmap of ``id << 32 | row`` (a batch whose
+values repeat: runs cost little) or the ids themselves (4 bytes a row, where values rarely repeat),
+never the values of every row; each batch's distinct keys are numbered on their own and merged
+into the file's once they add up to as many (`_merge`), so that no batch looks its keys up among
+all the keys before it. Strings are hashed by Arrow; numbers are sorted by numpy, which peaks at a
+third of what Arrow's hash table of the same longs takes. `finish` sorts the distinct keys and
+gives each row its code, which needs about 12 bytes per row while it runs.
 """
 
 from __future__ import annotations
@@ -58,8 +60,11 @@ class RangeBitmapIndexBuilder:
         self.chunk_size = self.codec.default_chunk_size if chunk_size is None else chunk_size
         if not 0 <= self.chunk_size <= _MAX_ROWS:
             raise InvalidDataError(f"range-bitmap chunk-size of {column!r} must be 0 to {_MAX_ROWS} bytes")
-        self._distinct: pa.Array | None = None  # the file's keys, by id (order of first occurrence)
-        self._pending: list[pa.Array] = []  # batches' distinct keys not yet merged into the file's
+        # the file's keys by id: binary (strings, hashed by Arrow) or int64 order keys, which numpy
+        # sorts instead (Arrow's hash table of 2M longs peaks at ~250 MB, a sort at a third of that)
+        self._distinct: pa.Array | np.ndarray | None = None
+        self._order: np.ndarray | None = None  # numeric keys: the ids in key order
+        self._pending: list[pa.Array | np.ndarray] = []  # batches' distinct keys not yet merged
         self._pending_count = 0
         self._merged: list[np.ndarray] = []  # file ids of the provisional ids merged so far
         self._provisional = 0  # provisional ids handed out (a batch's keys are numbered on from here)
@@ -78,10 +83,13 @@ class RangeBitmapIndexBuilder:
         rows = np.nonzero(valid)[0]
         if not len(rows):
             return
-        key_array = keys if isinstance(keys, pa.Array) else pa.array(keys, pa.int64())
-        encoded = pc.dictionary_encode(key_array.take(pa.array(rows)) if len(rows) < n else key_array)
-        local = encoded.dictionary
-        ids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64) + self._provisional
+        local: pa.Array | np.ndarray
+        if isinstance(keys, pa.Array):
+            encoded = pc.dictionary_encode(keys.take(pa.array(rows)) if len(rows) < n else keys)
+            local, batch_ids = encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False)
+        else:
+            local, batch_ids = np.unique(keys[rows] if len(rows) < n else keys, return_inverse=True)
+        ids = batch_ids.astype(np.int64) + self._provisional
         self._provisional += len(local)
         self._pending.append(local)
         self._pending_count += len(local)
@@ -101,17 +109,34 @@ class RangeBitmapIndexBuilder:
         """Number the pending keys among the file's (the file's ids stay as they are)."""
         if not self._pending:
             return
-        known = [] if self._distinct is None else [self._distinct]
-        encoded = pc.dictionary_encode(pa.concat_arrays([*known, *self._pending]))
         before = 0 if self._distinct is None else len(self._distinct)
-        self._merged.append(encoded.indices.to_numpy(zero_copy_only=False)[before:].astype(np.int32))
-        self._distinct = encoded.dictionary
+        if not isinstance(self._pending[0], np.ndarray):
+            known = [] if self._distinct is None else [self._distinct]
+            encoded = pc.dictionary_encode(pa.concat_arrays([*known, *self._pending]))
+            self._merged.append(encoded.indices.to_numpy(zero_copy_only=False)[before:].astype(np.int32))
+            self._distinct = encoded.dictionary
+        else:
+            unique, inverse = np.unique(np.concatenate(self._pending), return_inverse=True)
+            ids = np.zeros(len(unique), np.int64)
+            found = np.zeros(len(unique), bool)
+            if before:
+                assert isinstance(self._distinct, np.ndarray) and self._order is not None
+                in_order = self._distinct[self._order]
+                at = np.minimum(np.searchsorted(in_order, unique), before - 1)
+                found = in_order[at] == unique
+                ids[found] = self._order[at[found]]
+            ids[~found] = before + np.arange(int((~found).sum()))
+            fresh = unique[~found]
+            self._distinct = fresh if self._distinct is None else np.concatenate([self._distinct, fresh])
+            self._order = np.argsort(self._distinct, kind="stable")
+            self._merged.append(ids[inverse].astype(np.int32))
         self._pending, self._pending_count = [], 0
 
     def held_bytes(self) -> int:
         """About what the builder holds: its distinct keys, its per-row ids and its bitmaps'
         containers (one per value and 65536-row block it has rows in, ~48 bytes of bookkeeping each)."""
         held = ((0 if self._distinct is None else self._distinct.nbytes) + sum(p.nbytes for p in self._pending)
+                + (0 if self._order is None else self._order.nbytes)
                 + sum(m.nbytes for m in self._merged) + sum(r.nbytes for _, r in self._row_ids))
         stats = self._pairs.get_statistics()
         return held + (stats["n_bytes_array_containers"] + stats["n_bytes_run_containers"]
@@ -125,7 +150,10 @@ class RangeBitmapIndexBuilder:
         codes = np.full(self._rows, -1, np.int32)  # each row's code (-1: null)
         sorted_keys: pa.Array | None = None
         if distinct is not None and count:
-            order = pc.sort_indices(distinct).to_numpy(zero_copy_only=False)  # Java's comparator order
+            # Java's comparator order: order keys by value, strings by their bytes
+            order = self._order if isinstance(distinct, np.ndarray) else \
+                pc.sort_indices(distinct).to_numpy(zero_copy_only=False)
+            assert order is not None
             rank = np.empty(count, np.int32)
             rank[order] = np.arange(count, dtype=np.int32)
             code_of = rank[np.concatenate(self._merged)]  # provisional id -> code
@@ -135,7 +163,8 @@ class RangeBitmapIndexBuilder:
             for start, row_ids in self._row_ids:
                 valid = row_ids >= 0
                 codes[start: start + len(row_ids)][valid] = code_of[row_ids[valid]]
-            sorted_keys = distinct.take(pa.array(order))
+            sorted_keys = pa.array(distinct[order]) if isinstance(distinct, np.ndarray) else \
+                distinct.take(pa.array(order))
         bsi = self._bit_slices(codes, count)
         if sorted_keys is None:
             dictionary = struct.pack(">ibiii", 13, VERSION_1, 0, 0, 0)
@@ -149,7 +178,7 @@ class RangeBitmapIndexBuilder:
     def _bit_slices(self, codes: np.ndarray, count: int) -> bytes:
         """``BitSliceIndexBitmap.Appender.serialize`` of the rows' codes."""
         n = max(int(count - 1).bit_length(), 1) if count else _EMPTY_SLICES
-        valid = np.nonzero(codes >= 0)[0]
+        valid = np.nonzero(codes >= 0)[0].astype(np.uint32)
         held = codes[valid]
         ebm = _roaring(valid)
         slices = [_roaring(valid[(held >> i) & 1 == 1]) for i in range(n)]
