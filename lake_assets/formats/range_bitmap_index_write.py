@@ -125,10 +125,15 @@ class RangeBitmapIndexBuilder:
                 at = np.minimum(np.searchsorted(in_order, unique), before - 1)
                 found = in_order[at] == unique
                 ids[found] = self._order[at[found]]
-            ids[~found] = before + np.arange(int((~found).sum()))
-            fresh = unique[~found]
-            self._distinct = fresh if self._distinct is None else np.concatenate([self._distinct, fresh])
-            self._order = np.argsort(self._distinct, kind="stable")
+            fresh = unique[~found]  # sorted, as np.unique gives them
+            ids[~found] = before + np.arange(len(fresh))
+            if self._distinct is None or self._order is None:
+                self._distinct, self._order = fresh, np.arange(len(fresh))
+            else:
+                # the key order of old and new ids: the fresh keys slotted in (no sort of every key again)
+                slots = np.searchsorted(self._distinct[self._order], fresh)
+                self._order = np.insert(self._order, slots, before + np.arange(len(fresh)))
+                self._distinct = np.concatenate([self._distinct, fresh])
             self._merged.append(ids[inverse].astype(np.int32))
         self._pending, self._pending_count = [], 0
 
