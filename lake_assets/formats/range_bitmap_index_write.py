@@ -16,7 +16,8 @@ never the values of every row; each batch's distinct keys are numbered on their 
 into the file's once they add up to as many (`_merge`), so that no batch looks its keys up among
 all the keys before it. Strings are hashed by Arrow; numbers are sorted by numpy, which peaks at a
 third of what Arrow's hash table of the same longs takes. `finish` sorts the distinct keys and
-gives each row its code, which needs about 12 bytes per row while it runs.
+gives each row its code, which peaks at about 60 bytes per row of a file of distinct values
+(bench/RESULTS.md, session 13).
 """
 
 from __future__ import annotations
