@@ -18,7 +18,10 @@ refused by Java's ``KeyFactory.create`` (at table creation from Paimon 1.5, #816
 
 Here a fixed-length key is an int64 "order key" that sorts as Java's comparator (floats through
 their canonical bits, negative ones with the magnitude bits inverted), and a string key is its
-UTF-8 bytes (an Arrow binary array), whose byte order is Java's.
+UTF-8 bytes (an Arrow binary array), whose byte order is Java's. One difference from Java's bytes:
+a NaN is written as the canonical NaN, where Java's ``putFloat`` writes the raw bits of the first
+NaN its ``TreeMap`` met (every NaN is one key to both, so readers answer alike; the bytes differ
+only for a file holding a NaN with another payload).
 """
 
 from __future__ import annotations
