@@ -2,15 +2,16 @@
 
 A table turns an index type on for columns with ``file-index.<type>.columns`` and tunes it per
 column with ``file-index.<type>.<column>.<option>`` (Paimon's FileIndexOptions: exactly three
-dot-separated parts after ``file-index.``). lake_assets writes ``bloom-filter``, ``bitmap`` and
-``bsi`` indexes (the same bytes Java writes, `lake_assets.formats.file_index`; bitmap indexes in
-version 1, the one Paimon 0.9 reads; reads prune by bitmap versions 1 and 2 and by bsi); bsi is
-Paimon 1.x's, written as Java HEAD's source defines it and checked against pypaimon-rust 0.4 (Java
-0.9 lacks it: it reads such a table, but a filter on a bsi column fails its reader, as on any table
-Paimon 1.x indexed with bsi, tests/differential/test_bsi_java.py). The other
-types (Paimon 1.x's ``range-bitmap``, and any type without a row of its own: a newer Paimon's or a
-plug-in's) are refused at create and ALTER and, on a table that carries them, for writes and
-compaction only: Java's writers would index every new file, ours cannot yet. Reads, streams,
+dot-separated parts after ``file-index.``). lake_assets writes ``bloom-filter``, ``bitmap``, ``bsi``
+and ``range-bitmap`` indexes (the same bytes Java writes, `lake_assets.formats.file_index`; bitmap
+indexes in version 1, the one Paimon 0.9 reads; reads prune by bitmap versions 1 and 2, by bsi and
+by range-bitmap); bsi and range-bitmap are Paimon 1.x's, written as Java HEAD's source defines them
+and checked against pypaimon-rust 0.4 (Java 0.9 lacks them: it reads such a table, but a filter on
+such a column fails its reader, as on any table Paimon 1.x indexed so,
+tests/differential/test_bsi_java.py, tests/differential/test_range_bitmap_java.py). The other types
+(any type without a row of its own: a newer Paimon's or a plug-in's) are refused at create and ALTER
+and, on a table that carries them, for writes and compaction only: Java's writers would index every
+new file, ours cannot. Reads, streams,
 expiry, orphan removal, tags, rollback and health never depend on an index (an index only lets a
 reader skip files without a match; lake_assets keeps and deletes ``.index`` files with their data
 files), so they accept every type. A per-column key Paimon does not read (a bloom filter's other
@@ -38,12 +39,12 @@ BLOOM_FILTER = "bloom-filter"
 # Index types Paimon writers know (0.9: bloom-filter, bitmap; 1.x adds bsi, range-bitmap).
 BITMAP = "bitmap"
 BSI = "bsi"
-INDEX_TYPES = (BLOOM_FILTER, BITMAP, BSI, "range-bitmap")
-WRITTEN_INDEX_TYPES = (BLOOM_FILTER, BITMAP, BSI)
-_NOT_WRITTEN = ("lake_assets writes bloom-filter, bitmap and bsi file indexes only, not yet this type (Paimon "
-                "1.x's range-bitmap, which Java 0.9 lacks, or another's), while Java's writers would index every "
-                "new file with it; reads never use it (they keep every file), and expiry, orphan removal, tags and "
-                "rollback accept it")
+RANGE_BITMAP = "range-bitmap"
+INDEX_TYPES = (BLOOM_FILTER, BITMAP, BSI, RANGE_BITMAP)
+WRITTEN_INDEX_TYPES = INDEX_TYPES
+_NOT_WRITTEN = ("lake_assets writes bloom-filter, bitmap, bsi and range-bitmap file indexes only, not this type "
+                "(a newer Paimon's or a plug-in's), while Java's writers would index every new file with it; "
+                "reads never use it (they keep every file), and expiry, orphan removal, tags and rollback accept it")
 _BITMAP_VERSION = ("lake_assets writes bitmap index version 1, the layout Paimon 0.9 reads and 1.x reads too, "
                    "and reads versions 1 and 2; writing version 2 (Paimon 1.x's default) is refused: Paimon 0.9 "
                    "readers fail on it, and no Java 1.x here can check our bytes (pypaimon-rust 0.4 writes "
@@ -72,9 +73,9 @@ FILE_INDEX_RULES: dict[str, OptionRule] = {r.key: r for r in (
       minimum=0, writer_only=True),
     R("file-index.read.enabled", "bool", True, "Whether readers use file indexes to skip data files.",
       note="honoured: batch reads of append tables skip files whose bloom filters rule out every = / in "
-      "literal of a clause or whose bitmap (versions 1 and 2) and bsi indexes leave no row matching all of a "
-      "clause's terms (bitmap: = / in / != / not in / is null / is not null; bsi: = / in / != / not in / < / <= / "
-      "> / >=) (ops/file_index_prune.py); "
+      "literal of a clause or whose bitmap (versions 1 and 2), bsi and range-bitmap indexes leave no row matching "
+      "all of a clause's terms (bitmap: = / in / != / not in / is null / is not null; bsi: = / in / != / not in / "
+      "< / <= / > / >=; range-bitmap: all of these) (ops/file_index_prune.py); "
       "primary-key tables are never pruned by value indexes "
       "(a file without the value may hold a newer version of a key)"),
     R(f"file-index.{BLOOM_FILTER}.columns", "string", None, "Columns whose data files get a bloom-filter index "
@@ -97,11 +98,22 @@ FILE_INDEX_RULES: dict[str, OptionRule] = {r.key: r for r in (
       "like DECIMAL above 18 and map values col[key], refuses writes and compaction; reads of append tables "
       "prune by it for = / in / != / not in / < / <= / > / >=. Java 0.9 has no bsi: its reads of a filter on such a "
       "column fail ('Can't find file index for type: bsi'), as on any table Paimon 1.x indexed so"),
-    *(R(f"file-index.{t}.columns", "string", None, f"Columns whose data files get a {t} index "
-        f"(comma-separated){' (Paimon 1.x)' if t == 'range-bitmap' else ''}.", check=_column_list,
-        supported=(), refuses=WRITE_OPS, why=_NOT_WRITTEN)
-      for t in INDEX_TYPES if t not in WRITTEN_INDEX_TYPES),
+    R(f"file-index.{RANGE_BITMAP}.columns", "string", None, "Columns whose data files get a range-bitmap "
+      "index (comma-separated) (Paimon 1.x).", check=_column_list,
+      note="honoured by writes and compaction (version 1, the bytes Java HEAD's RangeBitmapFileIndex writes) for "
+      "CHAR, VARCHAR, BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL up to precision 18, DATE, "
+      "TIME, and TIMESTAMP / TIMESTAMP_LTZ up to precision 6; other types (Java's writer refuses them) and map "
+      "values col[key] refuse writes and compaction; reads of append tables prune by it for = / in / != / not in "
+      "/ < / <= / > / >= / is null / is not null. Java 0.9 has no range-bitmap: its reads of a filter on such a "
+      "column fail ('Can't find file index for type: range-bitmap'), as on any table Paimon 1.x indexed so"),
 )}
+
+def _chunk_size(v: object) -> str | None:
+    # RangeBitmapFileIndex casts the parsed size to a Java int (a larger one would wrap around)
+    if isinstance(v, int) and v > 2**31 - 1:
+        return "must be at most 2147483647 bytes (Paimon keeps it in a Java int)"
+    return None
+
 
 # Per-column options, keyed by (index type, option).
 FILE_INDEX_COLUMN_RULES: dict[tuple[str, str], OptionRule] = {
@@ -117,9 +129,10 @@ FILE_INDEX_COLUMN_RULES: dict[tuple[str, str], OptionRule] = {
                            "only; 1.x: 1 or 2, default 2).", writer_only=True, supported=("1",),
                            refuses=WRITE_OPS, why=_BITMAP_VERSION,
                            note="unset, lake_assets writes version 1 (Paimon 1.x would write 2; both read 1)"),
-    ("range-bitmap", "chunk-size"): R("chunk-size", "size", None, "Dictionary chunk size of the column's "
-                                      "range-bitmap index (Paimon 1.x).", supported=(), refuses=WRITE_OPS,
-                                      why=_NOT_WRITTEN),
+    (RANGE_BITMAP, "chunk-size"): R("chunk-size", "size", None, "Bytes of dictionary keys per chunk of the "
+                                    "column's range-bitmap index, after each chunk's first key (Paimon 1.x; "
+                                    "unset: 16 kb, 0 b for BOOLEAN, TINYINT and SMALLINT).", writer_only=True,
+                                    check=_chunk_size),
     # any other option of a type lake_assets does not write: refused with the type
     ("<type>", "<option>"): R("<option>", "string", None, "Options of an index type lake_assets does not "
                               "write.", supported=(), refuses=WRITE_OPS, why=_NOT_WRITTEN),
@@ -209,6 +222,7 @@ __all__ = [
     "FILE_INDEX_RULES",
     "INDEX_TYPES",
     "OTHER_TYPE_COLUMNS",
+    "RANGE_BITMAP",
     "WRITTEN_INDEX_TYPES",
     "file_index_problems",
     "file_index_rule",

@@ -5,7 +5,9 @@ A table carrying ``file-index.bloom-filter.columns`` gets, for every data file a
 creates, one bloom filter per listed column over the file's non-null values (Paimon HEAD indexes
 primary-key files too, over their value columns); ``file-index.bitmap.columns`` one bitmap index
 per listed column (`lake_assets.formats.bitmap_index`); ``file-index.bsi.columns`` one bit-sliced
-index per listed column (`lake_assets.formats.bsi_index`, Paimon 1.x). The indexes go into one `FileIndexFormat`
+index per listed column (`lake_assets.formats.bsi_index`, Paimon 1.x); ``file-index.range-bitmap.columns``
+one range-bitmap index per listed column (`lake_assets.formats.range_bitmap_index_write`, Paimon 1.x).
+The indexes go into one `FileIndexFormat`
 container, columns and index types in the order Java's HashMaps give them; a container larger
 than ``file-index.in-manifest-threshold`` is written next to the data file as ``<data file>.index``
 and listed in its ``_EXTRA_FILES``, a smaller one is embedded in the manifest entry.
@@ -31,6 +33,9 @@ from lake_assets.formats.bsi_index import BSI, BsiIndexBuilder
 from lake_assets.formats.bsi_index import unsupported_reason as bsi_unsupported_reason
 from lake_assets.formats.fast_hash import fast_hash, hashable
 from lake_assets.formats.java_hash_map import hash_map_order, string_hash_code
+from lake_assets.formats.range_bitmap_index_write import RangeBitmapIndexBuilder
+from lake_assets.formats.range_bitmap_keys import RANGE_BITMAP
+from lake_assets.formats.range_bitmap_keys import unsupported_reason as range_bitmap_unsupported_reason
 from lake_assets.option_rules_file_index import BITMAP, BLOOM_FILTER, indexed_columns, top_level_column
 from lake_assets.option_types import parse_memory_size
 from lake_assets.spec.data_types import CharType, DataType, MapType, VarCharType
@@ -194,10 +199,12 @@ class IndexPlan:
     in_manifest_threshold: int
     bitmap: tuple[BitmapColumn, ...] = ()
     bsi: tuple[BitmapColumn, ...] = ()  # columns of bit-sliced indexes (name and type)
+    # columns of range-bitmap indexes, with their dictionary chunk size (None: the type's default)
+    range_bitmap: tuple[tuple[BitmapColumn, int | None], ...] = ()
 
 
 def write_problems(schema: TableSchema) -> list[tuple[str, str]]:
-    """(what, why) of each bloom-filter, bitmap or bsi index no writer of lake_assets can write for
+    """(what, why) of each bloom-filter, bitmap, bsi or range-bitmap index no writer of lake_assets can write for
     ``schema``: columns the table lacks, map values (``m[k]``) of bitmaps and of maps whose keys
     are not strings, types Paimon's FastHash cannot hash or its bitmap index cannot key. (A bitmap
     ``version`` other than 1 is refused by its option row.)"""
@@ -206,6 +213,8 @@ def write_problems(schema: TableSchema) -> list[tuple[str, str]]:
         (BITMAP, "bitmap indexes of map values (column[key]) are not implemented", unsupported_reason),
         (BSI, "Paimon indexes map values (column[key]) with bloom filters only (its writer fails)",
          bsi_unsupported_reason),
+        (RANGE_BITMAP, "Paimon indexes map values (column[key]) with bloom filters only (its writer fails)",
+         range_bitmap_unsupported_reason),
     ]
     for kind, map_value_reason, type_reason in keyed_kinds:
         for name in indexed_columns(schema.options, kind):
@@ -263,7 +272,9 @@ def index_plan(schema: TableSchema) -> IndexPlan | None:
     names = indexed_columns(options, BLOOM_FILTER)
     bitmaps = tuple(BitmapColumn(n, schema.field(n).type) for n in indexed_columns(options, BITMAP))
     bsi = tuple(BitmapColumn(n, schema.field(n).type) for n in indexed_columns(options, BSI))
-    if not names and not bitmaps and not bsi:
+    range_bitmap = tuple((BitmapColumn(n, schema.field(n).type), _chunk_size(options, n))
+                         for n in indexed_columns(options, RANGE_BITMAP))
+    if not names and not bitmaps and not bsi and not range_bitmap:
         return None
     columns = []
     for name in names:
@@ -279,7 +290,14 @@ def index_plan(schema: TableSchema) -> IndexPlan | None:
     threshold_text = options.get("file-index.in-manifest-threshold")
     threshold = (DEFAULT_IN_MANIFEST_THRESHOLD if threshold_text is None
                  else parse_memory_size(threshold_text, "file-index.in-manifest-threshold"))
-    return IndexPlan(tuple(columns), threshold, bitmaps, bsi)
+    return IndexPlan(tuple(columns), threshold, bitmaps, bsi, range_bitmap)
+
+
+def _chunk_size(options: Mapping[str, str], name: str) -> int | None:
+    """``file-index.range-bitmap.<name>.chunk-size`` in bytes, or None (unset)."""
+    key = f"file-index.{RANGE_BITMAP}.{name}.chunk-size"
+    text = options.get(key)
+    return None if text is None else parse_memory_size(text, key)
 
 
 # ---------------------------------------------------------------- one data file's index
@@ -293,6 +311,7 @@ class FileIndexBuilder:
         self.filters = [BloomFilter64.sized(c.items, c.fpp) for c in plan.bloom]
         self.bitmaps = [BitmapIndexBuilder(c.type) for c in plan.bitmap]
         self.bsi = [BsiIndexBuilder(c.type, c.name) for c in plan.bsi]
+        self.range_bitmaps = [RangeBitmapIndexBuilder(c.type, c.name, size) for c, size in plan.range_bitmap]
 
     def add(self, chunk: pa.Table) -> None:
         """Add a chunk's values (a table holding the indexed columns under their names)."""
@@ -308,6 +327,8 @@ class FileIndexBuilder:
             bitmap.add(chunk.column(bitmap_column.name))
         for bsi_column, bsi in zip(self.plan.bsi, self.bsi, strict=True):
             bsi.add(chunk.column(bsi_column.name))
+        for (rb_column, _), rb in zip(self.plan.range_bitmap, self.range_bitmaps, strict=True):
+            rb.add(chunk.column(rb_column.name))
 
     def finish(self) -> tuple[bytes, bool]:
         """(container bytes, whether they go to a ``.index`` file rather than the manifest)."""
@@ -318,6 +339,8 @@ class FileIndexBuilder:
             indexes.setdefault(bc.name, {})[BITMAP] = b.finish()
         for sc, sb in zip(self.plan.bsi, self.bsi, strict=True):
             indexes.setdefault(sc.name, {})[BSI] = sb.finish()
+        for (rc, _), rb in zip(self.plan.range_bitmap, self.range_bitmaps, strict=True):
+            indexes.setdefault(rc.name, {})[RANGE_BITMAP] = rb.finish()
         data = write_container(indexes, java_order=True)
         return data, len(data) > self.plan.in_manifest_threshold
 

@@ -8,7 +8,9 @@ term on its column - the rows holding one of the literals for ``=`` / ``in``, th
 the non-null rows holding none of the literals for ``!=`` / ``not in`` (Java's ``flip`` keeps the
 null rows, which never match: dropping them only prunes more); a bsi index (Paimon 1.x,
 `lake_assets.formats.bsi_index`) gives the rows of ``=`` / ``in`` / ``!=`` / ``not in`` / ``<`` /
-``<=`` / ``>`` / ``>=`` terms, null rows matching none - and a clause whose terms leave no row in
+``<=`` / ``>`` / ``>=`` terms, null rows matching none; a range-bitmap index (Paimon 1.x,
+`lake_assets.formats.range_bitmap_index`) gives the rows of all these terms and of ``is null`` /
+``is not null``, as Java's ``RangeBitmap`` answers them - and a clause whose terms leave no row in
 common is ruled out. Null literals follow the filter's SQL semantics: an ``in`` list's nulls look
 nothing up, and ``= None`` or ``not in`` with a None matches no row (Java's bitmap looks a null
 literal up as the null rows: a superset, so Java keeps files we skip, never the reverse).
@@ -16,7 +18,7 @@ Only append tables are pruned: in a primary-key table a file without the value m
 newer version of a key that hides an older match in another file (Paimon uses indexes there only
 with deletion vectors). An index only removes files without a match, so a read returns the same rows with or
 without it; whatever cannot be decided (an index that does not parse or is gone, a bitmap of a
-version or type not read here, an index of another kind such as Paimon 1.x's range-bitmap, a
+version or type not read here, an index of another kind (a newer Paimon's or a plug-in's), a
 literal that does not convert to the file's column type, a column renamed or retyped since the file
 was written) keeps the file.
 """
@@ -36,6 +38,8 @@ from lake_assets.formats.bloom_filter import BloomFilter64
 from lake_assets.formats.bsi_index import BSI, BSI_OPS, BsiIndex, term_keys
 from lake_assets.formats.fast_hash import fast_hash, hashable
 from lake_assets.formats.file_index import INDEX_FILE_SUFFIX, read_container
+from lake_assets.formats.range_bitmap_index import RangeBitmapIndex, literal_keys
+from lake_assets.formats.range_bitmap_keys import RANGE_BITMAP
 from lake_assets.option_classification import is_true
 from lake_assets.option_rules_file_index import BLOOM_FILTER, indexed_columns
 from lake_assets.predicate import NULL_TESTS, Predicate, matches_nothing
@@ -57,7 +61,7 @@ def prunes_by_index(schema: TableSchema, pred: Predicate | None) -> bool:
     table, the option ``file-index.read.enabled`` (default true) on, and some term an index can
     decide: = / in, or != / not in / is null / is not null when the table writes bitmap indexes
     (only those decide them: a table of bloom filters alone would read every ``.index`` file for
-    nothing), and also < / <= / > / >= when it writes bsi indexes."""
+    nothing), and also < / <= / > / >= when it writes bsi or range-bitmap indexes."""
     if pred is None or schema.primary_keys:
         return False
     if not is_true(schema.options.get("file-index.read.enabled", "true")):
@@ -67,6 +71,8 @@ def prunes_by_index(schema: TableSchema, pred: Predicate | None) -> bool:
         ops.update(_BITMAP_OPS)
     if indexed_columns(schema.options, BSI):
         ops.update(BSI_OPS)
+    if indexed_columns(schema.options, RANGE_BITMAP):
+        ops.update((*BSI_OPS, *NULL_TESTS))
     return any(op in ops for clause in pred.clauses for _, op, _ in clause)
 
 
@@ -129,6 +135,10 @@ class _FileIndexes:
         return self._get(column, BSI, lambda p: BsiIndex.parse(
             p, f"bsi index of {column!r} in the file index of {self.file_name}"))
 
+    def range_bitmap(self, column: str, dt: DataType) -> RangeBitmapIndex | None:
+        return self._get(column, RANGE_BITMAP, lambda p: RangeBitmapIndex(
+            p, dt, f"range-bitmap index of {column!r} in the file index of {self.file_name}"))
+
 
 def _clause_may_match(schema: TableSchema, file_schema: TableSchema, indexes: _FileIndexes,
                       clause: Sequence[tuple[str, str, Any]]) -> bool:
@@ -165,8 +175,8 @@ def _clause_may_match(schema: TableSchema, file_schema: TableSchema, indexes: _F
 
 
 def _index_rows(indexes: _FileIndexes, column: str, dt: DataType, op: str, values: pa.Array) -> list[BitMap]:
-    """The rows of the file that the bitmap and bsi indexes of ``column`` (of the file's type
-    ``dt``) say may match the term (none: they decide nothing)."""
+    """The rows of the file that the bitmap, bsi and range-bitmap indexes of ``column`` (of the
+    file's type ``dt``) say may match the term (none: they decide nothing)."""
     out = []
     bitmap = indexes.bitmap(column, dt) if op in _BITMAP_OPS else None
     if op in ("!=", "not in") and isinstance(dt, (TimestampType, LocalZonedTimestampType)) and dt.precision > 6:
@@ -188,6 +198,16 @@ def _index_rows(indexes: _FileIndexes, column: str, dt: DataType, op: str, value
     asked = None if bsi is None else term_keys(values, dt, op)
     if bsi is not None and asked is not None:
         out.append(bsi.rows_matching(*asked))
+    range_bitmap = indexes.range_bitmap(column, dt)
+    if range_bitmap is not None:
+        # its keys order and compare as lake_assets' filters do (FLOAT / DOUBLE by Java's compare,
+        # a null row matching no comparison), so its answer is the term's exact rows
+        keys = [] if op in NULL_TESTS else literal_keys(values, dt)
+        try:
+            out.append(range_bitmap.rows_matching(op, keys))
+        except LakeError as exc:  # a part parsed on demand that does not parse decides nothing
+            log.warning("Table %s: not using the range-bitmap index of %s in %s: %s", indexes.table, column,
+                        indexes.file_name, exc)
     return out
 
 

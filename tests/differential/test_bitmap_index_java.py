@@ -253,7 +253,8 @@ def test_our_compaction_of_javas_bitmap_table_indexes_outputs(java: PaimonJava, 
 @pytest.mark.parametrize(("options", "match"), [
     ({"file-index.bitmap.columns": "name", "file-index.bitmap.name.version": "2"}, "version 2"),
     ({"file-index.bitmap.columns": "flag"}, "BOOLEAN"),
-    ({"file-index.range-bitmap.columns": "id"}, "file-index.range-bitmap.columns"),
+    ({"file-index.range-bitmap.columns": "name", "file-index.range-bitmap.name.chunk-size": "3 gb"},
+     "chunk-size"),
 ])
 def test_what_we_do_not_write_stays_refused(java: PaimonJava, wh: str, lake: Catalog, options: dict[str, str],
                                             match: str) -> None:

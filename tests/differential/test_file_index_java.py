@@ -194,8 +194,8 @@ def test_javas_bitmap_index_is_read_maintained_and_written(java: PaimonJava, wh:
     (f,) = java.file_index_test(wh, "db.b", [("name", "=", "name-30")])
     assert f["remain"] is True
     assert java.file_index_test(wh, "db.b", [("name", "=", "name-31")])[0]["remain"] is False
-    with pytest.raises(UnsupportedFeatureError, match=r"file-index\.range-bitmap\.columns"):
-        t.update_schema().set_option("file-index.range-bitmap.columns", "id").commit()
+    with pytest.raises(UnsupportedFeatureError, match=r"file-index\.vector\.columns"):
+        t.update_schema().set_option("file-index.vector.columns", "id").commit()
 
 
 def test_our_compaction_of_javas_indexed_table_indexes_its_outputs(java: PaimonJava, wh: str,

@@ -4,9 +4,9 @@ Java 0.9's jar holds two index kinds, ``bloom-filter`` and ``bitmap`` version 1;
 writes and reads none (it carries ``_EMBEDDED_FILE_INDEX`` through, nothing more); pypaimon-rust
 0.4 writes and reads bitmap versions 1 and 2 (2 by default, as Java 1.x), ``bsi`` and
 ``range-bitmap``. So it is the only writer here of a table such as Java 1.x leaves: we prune by
-its version-2 bitmaps and its bsi indexes exactly (every row still read), keep every file for terms
-on columns whose index kind we do not read (range-bitmap), and it reads the version-1 bitmaps we
-write (bsi both ways: tests/interop/test_bsi_interop.py).
+its version-2 bitmaps, its bsi and its range-bitmap indexes exactly (every row still read), and it
+reads the version-1 bitmaps we write (bsi and range-bitmap both ways: tests/interop/test_bsi_interop.py,
+tests/interop/test_range_bitmap_interop.py).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _verdicts(t: Any, flt: list[tuple[str, str, Any]]) -> list[bool]:
 
 
 @pytest.mark.parametrize("threshold", ["1 mb", "1 b"], ids=["embedded", "index-file"])
-def test_we_prune_by_rust_bitmap_v2_and_bsi_and_keep_files_for_kinds_we_do_not_read(
+def test_we_prune_by_rust_bitmap_v2_bsi_and_range_bitmap(
         rust: PypaimonRust, tmp_path: Path, threshold: str) -> None:
     wh = str(tmp_path / "wh")
     rust.sql(wh, "CREATE SCHEMA paimon.db",
@@ -99,9 +99,11 @@ def test_we_prune_by_rust_bitmap_v2_and_bsi_and_keep_files_for_kinds_we_do_not_r
         ([("b", "=", -1)], [False] * 4),
         ([("b", ">=", 3 * 150)], [False, False, False, True]),
         ([("b", "=", 3), ("s", "=", "s9")], [False] * 4),  # s9 lies in the third file, b = 3 in the first
-        # range-bitmap: not read here, so it keeps every file, matching or not
-        ([("n", "in", [1, 30])], [True] * 4),
-        ([("n", "=", 10_000)], [True] * 4),
+        # range-bitmap (n = i // 5: 8 k .. 8 k + 7 in file k)
+        ([("n", "in", [1, 30])], [True, False, False, True]),
+        ([("n", "=", 10_000)], [False] * 4),
+        ([("n", ">", 15), ("n", "<=", 16)], [False, False, True, False]),
+        ([("n", "is null")], [False] * 4),
     ]
     for flt, kept in pruned:
         assert _verdicts(t, flt) == kept, flt

@@ -52,7 +52,13 @@ def _rows(ids: range) -> pa.Table:
      "version 2"),
     ({"file-index.bitmap.columns": "name", "file-index.bitmap.name.colour": "2"}, OptionError,
      "Unknown table option 'file-index.bitmap.name.colour'"),
-    ({"file-index.range-bitmap.columns": "id"}, UnsupportedFeatureError, "file-index.range-bitmap.columns"),
+    ({"file-index.vector.columns": "id"}, UnsupportedFeatureError, "file-index.vector.columns"),
+    ({"file-index.range-bitmap.columns": "id", "file-index.range-bitmap.id.chunk-size": "2 gb"}, OptionError,
+     "at most 2147483647"),
+    ({"file-index.range-bitmap.columns": "id", "file-index.range-bitmap.name.chunk-size": "1 kb"}, OptionError,
+     "does not list"),
+    ({"file-index.range-bitmap.columns": "id", "file-index.range-bitmap.id.colour": "1"}, OptionError,
+     "Unknown table option 'file-index.range-bitmap.id.colour'"),
 ])
 def test_create_refuses_bad_file_index_options(catalog, options, error, match) -> None:
     with pytest.raises(error, match=match):
@@ -71,6 +77,8 @@ def test_alter_validates_file_index_options_too(catalog) -> None:
     (BLOOM, "flag", "no bloom-filter hash for type BOOLEAN"), (BLOOM, "name[k]", "not a map with CHAR / VARCHAR"),
     ("file-index.bitmap", "flag", "no BOOLEAN layout"), ("file-index.bitmap", "m[k]", "map values"),
     ("file-index.bitmap", "m", "does not support type MAP"),
+    ("file-index.range-bitmap", "m", "does not support type MAP"),
+    ("file-index.range-bitmap", "m[k]", "map values"),
 ])
 def test_unhashable_or_nested_columns_refuse_writes_and_compaction_only(catalog, index, column, why) -> None:
     t = catalog.create_table("db.t", SCHEMA)
@@ -382,8 +390,9 @@ def _schema_with(options: dict[str, str]):
     ({"file-index.bitmap.columns": "v", "file-index.bitmap.v.version": "2"}, {"WRITE", "COMPACT"}),
     ({"file-index.bsi.columns": "id"}, set()),
     ({"file-index.bsi.columns": "v"}, {"WRITE", "COMPACT"}),  # no bsi of a string (Paimon's writer fails)
-    ({"file-index.range-bitmap.columns": "id", "file-index.range-bitmap.id.chunk-size": "8 kb"},
-     {"WRITE", "COMPACT"}),
+    ({"file-index.range-bitmap.columns": "id,v", "file-index.range-bitmap.id.chunk-size": "8 kb"}, set()),
+    ({"file-index.range-bitmap.columns": "id", "file-index.range-bitmap.id.chunk-size": "lots"},
+     {"WRITE", "COMPACT"}),  # carried, not parsing
     # an index type of a newer Paimon or a plug-in, with an option of its own
     ({"file-index.vector.columns": "v", "file-index.vector.v.dimension": "8"}, {"WRITE", "COMPACT"}),
     ({f"{BLOOM}.columns": "id", f"{BLOOM}.id.fpp": "2"}, {"WRITE", "COMPACT"}),  # carried, not parsing
@@ -408,7 +417,7 @@ def test_a_table_carrying_another_index_type_is_read_tagged_expired_and_cleaned(
     # the schema as a newer Paimon would leave it (crafted metadata: create and ALTER refuse these)
     schema_file = Path(t.store.paths.schema_file(0))
     doc = json.loads(schema_file.read_text())
-    doc["options"].update({"file-index.range-bitmap.columns": "id", "file-index.vector.columns": "id"})
+    doc["options"].update({"file-index.vector.columns": "id"})
     schema_file.write_text(json.dumps(doc))
     t = catalog.get_table("db.t")
     assert t.to_arrow(filter=[("name", "=", "name-7")]).column("id").to_pylist() == [7]
@@ -417,7 +426,7 @@ def test_a_table_carrying_another_index_type_is_read_tagged_expired_and_cleaned(
     t.expire_snapshots(retain_min=1, older_than=dt.timedelta(0))
     t.remove_orphan_files(older_than=dt.timedelta(0), dry_run=False)
     t.delete_tag("t1")
-    with pytest.raises(UnsupportedFeatureError, match=r"file-index\.range-bitmap\.columns"):
+    with pytest.raises(UnsupportedFeatureError, match=r"file-index\.vector\.columns"):
         t.write_arrow(_rows(range(20, 21)))
     with pytest.raises(UnsupportedFeatureError, match=r"file-index\.vector\.columns"):
         t.compact(full=True)
