@@ -26,16 +26,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.errors import OptionError
 from lake_assets.ops.default_value_cast import DefaultValueError, NullDefaultError, to_scalar
-from lake_assets.predicate import Predicate
 from lake_assets.refusal import READS, Op, Refusal
 from lake_assets.spec.data_types import DataField
 from lake_assets.spec.schema import TableSchema
+
+if TYPE_CHECKING:  # the table facade imports this module's refusals, and no filter machinery
+    from lake_assets.predicate import Predicate
 
 _PREFIX = "fields."
 _SUFFIX = ".default-value"
@@ -152,7 +155,7 @@ def prunable(schema: TableSchema, predicate: Predicate | None) -> Predicate | No
     # by name, whether or not the text casts (as handlePredicate): planning a compaction of a table
     # whose default is refused for reads must not fail on it
     clauses = tuple(tuple(t for t in clause if t[0] not in names) for clause in predicate.clauses)
-    return Predicate(clauses, None, predicate.bound) if all(clauses) else None
+    return type(predicate)(clauses, None, predicate.bound) if all(clauses) else None
 
 
 __all__ = ["ColumnDefaults", "check_default_values", "default_value_problems", "default_value_refusals",
