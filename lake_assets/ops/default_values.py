@@ -16,10 +16,15 @@ What Paimon Java 0.9 does (``DefaultValueAssigner``, ``AbstractDataTableRead``,
 * At create and ALTER the text must cast to the column's type (`default_value_cast`), and neither
   a partition column nor a primary-key column may have one.
 
-Paimon 1.3 moved defaults to the write path: the schema's field ``defaultValue`` (its
-``updateColumnDefaultValue`` schema change, which pypaimon 2.1 also has) is filled into the rows a
-writer writes, and the option is no longer read. lake_assets reads such tables (the files hold the
-values), and refuses to write them (`default_value_refusals`): it does not fill on write yet.
+Paimon 1.3 moved defaults to the write path (apache/paimon#5754, #5804): the schema's field
+``defaultValue`` (its ``updateColumnDefaultValue`` schema change, which pypaimon 2.1 also has) is
+filled into the rows a writer writes (``TableWriteImpl``: every null of the column, after the NOT
+NULL check; text in single quotes unquoted), and the option is no longer read. lake_assets does the
+same for such a table (`WriteDefaults`, applied by `ops.conform`): the files then hold the values,
+so every reader - Java 0.9's too, which knows neither field defaults nor fills them - reads them
+as written. Which behaviour a table gets follows what it carries: the option, 0.9's read-time fill
+(1.3+ readers ignore it, as they would the table's nulls); a field ``defaultValue``, 1.3's
+write-time fill (the only thing it means).
 """
 
 from __future__ import annotations
@@ -97,13 +102,64 @@ def default_value_refusals(schema: TableSchema) -> list[Refusal]:
     out = [Refusal(p, "Paimon 0.9 fails to read such a table too; fix the option with ALTER TABLE", READS)
            for p in default_value_problems(schema.fields, schema.primary_keys, schema.partition_keys,
                                            schema.options, reading=True)]
-    written = [f.name for f in schema.fields if f.default_value is not None]
-    if written:
+    for name, problem in write_default_problems(schema.fields).items():
         out.append(Refusal(
-            f"write-time default values (schema field defaultValue) of columns {written}",
-            "Paimon 1.3+ writers replace nulls of these columns with their defaults; lake_assets does not",
+            f"the write-time default value (schema field defaultValue) of column {name!r}",
+            f"Paimon 1.3+ writers replace the column's nulls with it, and lake_assets cannot cast it: {problem}",
             frozenset({Op.WRITE})))
     return out
+
+
+def _unquoted(text: str) -> str:
+    """Paimon 1.3's ``DefaultValueUtils.convertDefaultValue``: text in single quotes loses them."""
+    if len(text) >= 2 and text.startswith("'") and text.endswith("'"):
+        return text[1:-1]
+    if text == "'":  # Java's substring(1, 0) throws: no value
+        raise DefaultValueError("a lone quote is no value")
+    return text
+
+
+def write_default_problems(fields: Sequence[DataField]) -> dict[str, str]:
+    """Column -> why its field ``defaultValue`` cannot be filled on write (cast as Java's)."""
+    out = {}
+    for f in fields:
+        if f.default_value is None:
+            continue
+        try:
+            to_scalar(_unquoted(f.default_value), f.type)
+        except NullDefaultError:
+            continue  # Java's default row holds null: it fills nothing, nor do we
+        except DefaultValueError as exc:
+            out[f.name] = str(exc)
+    return out
+
+
+@dataclass(frozen=True)
+class WriteDefaults:
+    """Paimon 1.3's write-time defaults (schema field ``defaultValue``): each column's scalar."""
+
+    scalars: Mapping[str, pa.Scalar]
+
+    @classmethod
+    def of(cls, schema: TableSchema) -> WriteDefaults | None:
+        """The write-time defaults of ``schema``'s fields; None when it has none (a default that does
+        not cast refuses the write first: `default_value_refusals`)."""
+        scalars = {}
+        for f in schema.fields:
+            if f.default_value is None:
+                continue
+            try:
+                scalars[f.name] = to_scalar(_unquoted(f.default_value), f.type)
+            except NullDefaultError:
+                continue
+            except DefaultValueError as exc:
+                raise OptionError(f"Cannot write to column {f.name!r}: its default value "
+                                  f"{f.default_value!r} does not cast: {exc}") from None
+        return cls(scalars) if scalars else None
+
+    def fill(self, data: pa.Table) -> pa.Table:
+        """``data`` with every null of a defaulted column replaced by its default."""
+        return _fill(data, self.scalars)
 
 
 @dataclass(frozen=True)
@@ -131,15 +187,19 @@ class ColumnDefaults:
 
     def fill(self, data: pa.Table) -> pa.Table:
         """``data`` with every null of a defaulted column replaced by its default."""
-        for i, name in enumerate(data.column_names):
-            scalar = self.scalars.get(name)
-            if scalar is None:
-                continue
-            column = data.column(i)
-            if column.null_count:
-                field = data.schema.field(i)
-                data = data.set_column(i, field, pc.fill_null(column, scalar.cast(field.type)))
-        return data
+        return _fill(data, self.scalars)
+
+
+def _fill(data: pa.Table, scalars: Mapping[str, pa.Scalar]) -> pa.Table:
+    for i, name in enumerate(data.column_names):
+        scalar = scalars.get(name)
+        if scalar is None:
+            continue
+        column = data.column(i)
+        if column.null_count:
+            field = data.schema.field(i)
+            data = data.set_column(i, field, pc.fill_null(column, scalar.cast(field.type)))
+    return data
 
 
 
@@ -158,5 +218,5 @@ def prunable(schema: TableSchema, predicate: Predicate | None) -> Predicate | No
     return type(predicate)(clauses, None, predicate.bound) if all(clauses) else None
 
 
-__all__ = ["ColumnDefaults", "check_default_values", "default_value_problems", "default_value_refusals",
-           "option_defaults", "prunable"]
+__all__ = ["ColumnDefaults", "WriteDefaults", "check_default_values", "default_value_problems",
+           "default_value_refusals", "option_defaults", "prunable", "write_default_problems"]

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog
-from lake_assets.errors import OptionError, UnsupportedFeatureError
+from lake_assets.errors import InvalidDataError, OptionError, UnsupportedFeatureError
 from lake_assets.ops.default_value_cast import DefaultValueError, to_scalar
 from lake_assets.ops.default_values import option_defaults, prunable
 from lake_assets.predicate import Predicate
@@ -155,13 +155,34 @@ def _set_field_default(table_dir: Path, column: str, default: str) -> None:
     path.write_text(json.dumps(schema))
 
 
-def test_write_time_defaults_of_paimon_1_3_refuse_writes_only(catalog: Catalog, tmp_path: Path) -> None:
+def test_write_time_defaults_of_paimon_1_3_are_filled_on_write(catalog: Catalog, tmp_path: Path) -> None:
+    schema = SCHEMA.append(pa.field("p", pa.int32())).append(pa.field("n", pa.int32(), nullable=False))
+    t = catalog.create_table("db.t", schema, partition_keys=["p"], options={"bucket": "-1"})
+    t.write_arrow(pa.table({"k": [1], "v": [None], "s": [None], "p": [1], "n": [0]}, schema=schema))
+    for column, default in (("v", "5"), ("s", "'it''s'"), ("p", "9"), ("n", "4")):
+        _set_field_default(tmp_path / "wh" / "db.db" / "t", column, default)
+    t = catalog.get_table("db.t")
+    # what is on storage reads as it is (1.3+ readers fill nothing); new rows are filled as
+    # TableWriteImpl fills them - single quotes around the text dropped, partition values too
+    t.write_arrow(pa.table({"k": [2, 3], "v": [None, 6], "s": [None, "x"], "p": [None, 2], "n": [1, 1]},
+                           schema=schema))
+    assert _rows(t.to_arrow()) == _rows(pa.table(
+        {"k": [1, 2, 3], "v": [None, 5, 6], "s": [None, "it''s", "x"], "p": [1, 9, 2], "n": [0, 1, 1]}, schema=schema))
+    assert t.to_arrow(filter=[("p", "=", 9)]).column("k").to_pylist() == [2]
+    with pytest.raises(InvalidDataError, match="'n' is NOT NULL"):  # the NOT NULL check comes first
+        t.write_arrow(pa.table({"k": [4], "v": [1], "s": ["a"], "p": [1], "n": pa.array([None], pa.int32())}))
+    from lake_assets.spark.native_eligibility import native_refusals
+
+    assert any("write-time default values of columns ['v', 's', 'p', 'n']" in r for r in native_refusals(t))
+
+
+def test_a_write_time_default_that_does_not_cast_refuses_writes_only(catalog: Catalog, tmp_path: Path) -> None:
     t = catalog.create_table("db.t", SCHEMA, primary_keys=["k"], options={"bucket": "1"})
     t.write_arrow(pa.table({"k": [1], "v": [None], "s": ["a"]}, schema=SCHEMA))
-    _set_field_default(tmp_path / "wh" / "db.db" / "t", "v", "5")
+    _set_field_default(tmp_path / "wh" / "db.db" / "t", "v", "five")
     t = catalog.get_table("db.t")
-    assert t.to_arrow().column("v").to_pylist() == [None]  # 1.3+ readers do not fill: the files hold nulls
-    with pytest.raises(UnsupportedFeatureError, match=r"write-time default values .*\['v'\]"):
+    assert t.to_arrow().column("v").to_pylist() == [None]
+    with pytest.raises(UnsupportedFeatureError, match=r"defaultValue\) of column 'v'.*'five' is not an integer"):
         t.write_arrow(pa.table({"k": [2], "v": [None], "s": ["b"]}, schema=SCHEMA))
     t.compact(full=True)  # compaction writes no new values
 
