@@ -72,7 +72,11 @@ def default_value_problems(
             problems.append(f"option {key!r}: partition column {name!r} cannot have a default value")
         elif name in primary_keys:
             problems.append(f"option {key!r}: primary-key column {name!r} cannot have a default value")
-        elif name in by_name:
+        elif name not in by_name:
+            if "," in name and not reading:  # Java reads one column name there, which no column has
+                problems.append(f"option {key!r} names no column: a default value is set per column "
+                                f"(fields.<column>.default-value, one column each)")
+        else:
             try:
                 to_scalar(text, by_name[name].type)
             except NullDefaultError as exc:

@@ -80,6 +80,12 @@ def test_option_names_are_read_as_java_reads_them() -> None:
     assert option_defaults(options) == {"a": "1", "a,b": "2"}
 
 
+def test_a_default_is_set_per_column(catalog: Catalog) -> None:
+    with pytest.raises(OptionError, match=r"'fields\.v,s\.default-value' names no column"):
+        catalog.create_table("db.t", SCHEMA, primary_keys=["k"],
+                             options={"bucket": "1", "fields.v,s.default-value": "1"})
+
+
 def test_filters_prune_without_their_terms_on_defaulted_columns(catalog: Catalog) -> None:
     schema = catalog.create_table("db.t", SCHEMA, primary_keys=["k"], options=OPTS).schema
     bind = lambda f: Predicate.of(f).bind(schema.arrow_schema, "db.t")  # noqa: E731
