@@ -342,8 +342,11 @@ FIELD_RULES: dict[str, OptionRule] = _rules(
     R("stats-mode", "string", None, "Column stats mode of the column.", check=_stats_mode, note=_STATS_NOTE),
     R("nested-key", "string", None, "Keys of nested_update (the function is refused where unsupported).",
       note="read with aggregate-function nested_update, which lake_assets refuses"),
-    R("default-value", "string", None, "Default value of the column.", supported=(),
-      refuses=DATA_OPS, why="column default values are not implemented"),
+    R("default-value", "string", None, "Default value of the column.",
+      note="as Paimon 0.9: reads return it in place of the column's nulls (after the merge; filters "
+           "see the filled rows, stats never prune on the column), writes keep the nulls; cast to the "
+           "column's type as Java does, not on partition or primary-key columns; Paimon 1.3+ readers "
+           "ignore the option (lake_assets.ops.default_values)"),
 )
 del R
 

@@ -363,7 +363,7 @@ class Table(TableMaintenance):
         pred = Predicate.of(filter)
         if pred is not None:
             pred = pred.bind(schema.arrow_schema, self.name)
-        reader = SplitReader(self.store, schema, columns, pred)
+        reader = SplitReader(self.store, schema, columns, pred, fill_defaults=True)
         reader.snapshot_id = snap.id  # a file removed by expiry meanwhile: a race, not corruption
         splits = plan_splits(self.store, snap, pred, schema=schema)
         if stream is not None:

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from lake_assets.errors import OptionError, UnsupportedFeatureError
 from lake_assets.lsm.merge_engine.registry import DEFAULT_MERGE_ENGINE, engine_of
+from lake_assets.ops.default_values import check_default_values
 from lake_assets.options import CoreOptions
 from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.data_types import DataField, VarCharType
@@ -79,6 +80,7 @@ def check_options(
     # the engine's options (aggregate functions, sequence groups) must fit the columns' types
     trimmed = [k for k in primary_keys if k not in partition_keys]
     engine_of(core, what).create([(f.name, to_arrow(f.type)) for f in fields], trimmed, core)
+    check_default_values(what, fields, primary_keys, partition_keys, options)
     return core
 
 

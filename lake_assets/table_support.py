@@ -55,6 +55,7 @@ from lake_assets.formats.file_format import file_format
 from lake_assets.formats.file_index import write_problems as file_index_write_problems
 from lake_assets.formats.format_options import FORMAT_PREFIXES, written_formats
 from lake_assets.lsm.merge_engine.registry import engine_of
+from lake_assets.ops.default_values import default_value_refusals
 from lake_assets.option_classification import (
     READ_HARMLESS_KEYS,
     READ_HARMLESS_PREFIXES,
@@ -258,7 +259,7 @@ def schema_refusals(schema: TableSchema) -> list[Refusal]:
     # bloom-filter indexes our writers cannot build (docs/format.md §7.6) refuse what writes files
     index = [Refusal(what, why, frozenset({Op.WRITE, Op.COMPACT})) for what, why in file_index_write_problems(schema)]
     return (_bucket_refusals(schema, bucket) + _option_refusals(options) + _format_refusals(schema)
-            + _dv_refusals(schema) + index)
+            + _dv_refusals(schema) + index + default_value_refusals(schema))
 
 
 def validate_open(schema: TableSchema) -> None:

@@ -144,8 +144,10 @@ def listed_columns(*groups: tuple[str, Sequence[str]]) -> str:
 def conform(data: pa.Table, schema: TableSchema, table_name: str, pool: Executor | None = None) -> pa.Table:
     """Return ``data`` with exactly the table's columns, order and types, or raise naming the problem.
 
-    Values are never changed: a cast that would lose or invent information is refused with
-    `SchemaError` (types) or `InvalidDataError` (values), naming the column. With ``pool`` the
+    Values are never changed (but for the nulls of a column with a write-time default, Paimon
+    1.3's field ``defaultValue``: `ops.default_values.WriteDefaults`): a cast that would lose or
+    invent information is refused with `SchemaError` (types) or `InvalidDataError` (values),
+    naming the column. With ``pool`` the
     columns are checked on it side by side (the full validation of a string column is a UTF-8
     pass over its bytes, which pyarrow runs without the GIL); the error raised is still the one
     of the first bad column in the table's order.
@@ -168,7 +170,14 @@ def conform(data: pa.Table, schema: TableSchema, table_name: str, pool: Executor
     fields = list(target)
     arrays = list(pool.map(check, fields, columns)) if pool is not None else [
         check(f, c) for f, c in zip(fields, columns, strict=True)]
-    return pa.Table.from_arrays(arrays, schema=target)
+    table = pa.Table.from_arrays(arrays, schema=target)
+    if any(f.default_value is not None for f in schema.fields):  # after the NOT NULL checks, as Java
+        from lake_assets.ops.default_values import WriteDefaults
+
+        defaults = WriteDefaults.of(schema)
+        if defaults is not None:
+            table = defaults.fill(table)
+    return table
 
 
 def _conform_column(field: pa.Field, col: pa.ChunkedArray, schema: TableSchema, table_name: str) -> pa.ChunkedArray:

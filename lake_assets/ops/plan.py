@@ -18,6 +18,7 @@ from lake_assets import arguments as args
 from lake_assets.errors import CorruptMetadataError, InvalidArgumentError, SnapshotNotFoundError
 from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.ops import deletion_vectors
+from lake_assets.ops.default_values import prunable
 from lake_assets.ops.file_index_prune import index_may_match, prunes_by_index
 from lake_assets.ops.scan import Split
 from lake_assets.predicate import Predicate
@@ -70,6 +71,8 @@ def plan_splits(
     (`file_may_match`), never read through the handle's current names."""
     moved = store.schema_at(snap)  # a snapshot committed under a newer schema is planned with it
     schema = schema if schema is not None else moved
+    # a term on a column with a default value prunes nothing: its nulls read as the default
+    pred = prunable(schema, pred)
     scan = store.file_store_scan(op)
     pkeys = list(schema.partition_keys)
     partition_filter = None

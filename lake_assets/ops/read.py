@@ -20,6 +20,7 @@ from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND, iter_data
 from lake_assets.formats.row_mask import arrow_mask
 from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.lsm.merge import is_retract, sort_and_merge, winner_masks
+from lake_assets.ops.default_values import ColumnDefaults, prunable
 from lake_assets.ops.deletion_vectors import VectorLoader, hides_level0, raw_readable
 from lake_assets.ops.plan import file_may_match
 from lake_assets.ops.read_ahead import read_splits_ahead as read_splits_ahead  # Table's import
@@ -131,7 +132,12 @@ class SplitReader:
         schema: TableSchema,
         columns: Sequence[str] | None = None,
         predicate: Predicate | None = None,
+        *,
+        fill_defaults: bool = False,
     ) -> None:
+        """``fill_defaults``: return each column's default value (``fields.<column>.default-value``)
+        in place of its nulls, as reads of the table's rows do (`ops.default_values`); off for
+        compaction and rewrites, which keep the nulls the files hold."""
         self.store = store
         self.schema = schema
         self.columns = list(columns) if columns is not None else list(schema.field_names)
@@ -163,6 +169,9 @@ class SplitReader:
         }
         self.split_columns = [c for c in needed if c not in self._constants]
         self.key_filter = key_terms(predicate, self.key_names) if self.is_pk else None
+        self.defaults = ColumnDefaults.of(schema) if fill_defaults else None
+        # stats prune with the filter's terms on columns without a default only (`prunable`)
+        self.prune_predicate = prunable(schema, predicate)
         self._layouts: dict[tuple[int, tuple[str, ...]], _FileLayout] = {}
         # Whether pyarrow decodes a file's columns in its own thread pool. Turning it off saves
         # a little CPU on small files; `read_splits_ahead` turns it off for files that are a small
@@ -311,7 +320,7 @@ class SplitReader:
         files = self.store.visible_files(split.files, self.schema)
         if not raw_readable(files):
             return None
-        pred = self.predicate if self.predicate is not None and self.predicate.clauses else None
+        pred = self.prune_predicate if self.prune_predicate is not None and self.prune_predicate.clauses else None
         if pred is None:
             return files
         return [meta for meta in files if file_may_match(self.store, meta, pred, self.schema, by_values=True)]
@@ -371,6 +380,8 @@ class SplitReader:
             n = data.num_rows
             column = pa.nulls(n, field.type) if value is None else pa.repeat(pa.scalar(value, field.type), n)
             data = data.append_column(field.with_nullable(value is None or field.nullable), column)
+        if self.defaults is not None:  # after the merge, before the filter (Java's createReader)
+            data = self.defaults.fill(data)
         if self.predicate is not None and data.num_rows:
             data = self.predicate.filter_table(data)
         out = data.select(self.columns)

@@ -54,8 +54,8 @@ class ChangeReader:
                               + ("" if schema is None else f" in schema {schema.id}, which the stream reads with"))
         self.store = store
         self.columns = columns
-        self._reader = SplitReader(store, start, columns) if schema is None else _StreamSplitReader(
-            store, start, columns)
+        self._reader = SplitReader(store, start, columns, fill_defaults=True) if schema is None else (
+            _StreamSplitReader(store, start, columns, fill_defaults=True))
 
     @property
     def schema(self) -> pa.Schema:
@@ -94,7 +94,7 @@ class ChangeReader:
             raise SchemaError(f"Cannot read changes of {self.store.name}: the stream reads with the fields of "
                               f"schema {schema.id} (fixed when it started), which has no columns {missing}")
         check_row_kind_free(schema.field_names, self.store.name)
-        self._reader = _StreamSplitReader(self.store, schema, self.columns)
+        self._reader = _StreamSplitReader(self.store, schema, self.columns, fill_defaults=True)
 
     def _read_full(self, sp: Split) -> Iterator[pa.Table]:
         """A full split's merged rows with the kinds Java's reader gives them
@@ -133,7 +133,7 @@ class ChangeReader:
             if gone:
                 raise SchemaError(f"Cannot read changes of {self.store.name}: columns {gone} were renamed or "
                                   f"dropped by schema {self.store.schema.id}, which later snapshots were written under")
-            self._reader = SplitReader(self.store, self.store.schema, self.columns)
+            self._reader = SplitReader(self.store, self.store.schema, self.columns, fill_defaults=True)
         sp = Split(split.partition, split.partition_values, split.bucket, -1, list(split.files), split.dv_entries)
         if split.kind == "full":
             yield from self._read_full(sp)
@@ -148,7 +148,10 @@ class ChangeReader:
                 kinds = pc.take(row_kind_names_array(), raw.column(VALUE_KIND).cast(pa.int32()))
             else:
                 kinds = _inserts(raw.num_rows)
-            data = raw.select(self._reader.columns).cast(self._reader.output_schema)
+            data = raw.select(self._reader.columns)
+            if self._reader.defaults is not None:  # changes of every kind, as Java fills them
+                data = self._reader.defaults.fill(data)
+            data = data.cast(self._reader.output_schema)
             yield data.append_column(ROW_KIND, kinds)
 
 

@@ -117,7 +117,7 @@ class DiffReader:
         self.columns = columns
         self.row_kind = row_kind
         # every column: Java compares whole values before it projects
-        self._reader = SplitReader(store, store.schema, None)
+        self._reader = SplitReader(store, store.schema, None, fill_defaults=True)
 
     @property
     def schema(self) -> pa.Schema:

@@ -117,6 +117,9 @@ def native_refusals(table: Table, input_types: Mapping[str, object] | None = Non
     if schema.primary_keys and not schema.trimmed_primary_keys:
         out.append("the primary key is the partition key")
     out += option_refusals(schema.options)
+    filled = [f.name for f in schema.fields if f.default_value is not None]
+    if filled:  # the core's conform fills them (ops.default_values.WriteDefaults)
+        out.append(f"write-time default values of columns {filled}")
     keys = set(schema.primary_keys)
     for f in schema.fields:
         role = "partition" if f.name in schema.partition_keys else "key" if f.name in keys else "value"

@@ -237,7 +237,7 @@ class LakeReader(DataSourceReader):
         pred = Predicate.of(self.filters() or None)
         if pred is not None:  # bound once per task, not per batch (planning bound and checked it too)
             pred = pred.bind(table.schema.arrow_schema, table.name)
-        reader = SplitReader(table.store, table.schema, self._columns(table), pred)
+        reader = SplitReader(table.store, table.schema, self._columns(table), pred, fill_defaults=True)
         reader.snapshot_id = partition.snapshot_id
         batch_rows, _ = stream_bounds(table.schema.core_options)  # the table's read.batch-size
         for split in partition.splits:  # one after another, each streamed in bounded batches
