@@ -102,8 +102,11 @@ def java_float_text(x: float) -> str:
     bits = struct.pack("<f", x)
     for digits in range(1, 10):
         text = f"{abs(x):.{digits - 1}e}"
-        if struct.pack("<f", float(text)) == struct.pack("<f", abs(x)):
-            return _java_floating_text(text, x < 0)
+        try:
+            if struct.pack("<f", float(text)) == struct.pack("<f", abs(x)):
+                return _java_floating_text(text, x < 0)
+        except OverflowError:  # rounded up past the largest float (3.403e38 of 3.4025e38)
+            continue
     raise AssertionError(f"no 9-digit decimal reads back as float bits {bits.hex()}")  # 9 digits always do
 
 
