@@ -56,6 +56,14 @@ def _rows() -> pa.Table:
     }, schema=SCHEMA)
 
 
+def _blank_rows() -> pa.Table:
+    # StringUtils.isNullOrWhitespaceOnly is Character.isWhitespace: an em space and a tab are blank
+    # (the default partition), a no-break space is a value (str.isspace takes both)
+    base = _rows().slice(0, 1).to_pylist()[0]
+    return pa.Table.from_pylist([{**base, "id": 4, "s": "\u00a0", "v": "v4"},
+                                 {**base, "id": 5, "s": "\u2003\t", "v": "v5"}], schema=SCHEMA)
+
+
 def _data_dirs(wh: str, name: str) -> set[str]:
     root = os.path.join(wh, "db.db", name)
     return {os.path.relpath(r, root) for r, _, files in os.walk(root) if any(f.startswith("data-") for f in files)}
@@ -63,7 +71,7 @@ def _data_dirs(wh: str, name: str) -> set[str]:
 
 @pytest.mark.parametrize("options", [{}, {"partition.legacy-name": "true"}], ids=["unset", "true"])
 def test_java_09_reads_our_legacy_names(java: PaimonJava, wh: str, lake: Catalog, options: dict[str, str]) -> None:
-    data = _rows()
+    data = pa.concat_tables([_rows(), _blank_rows()])
     opts = {"bucket": "-1", **options}
     java.create_table(wh, "db.j", SCHEMA, partition_keys=KEYS, options=opts)
     java.write(wh, "db.j", data)
