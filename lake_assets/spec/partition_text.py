@@ -221,6 +221,12 @@ def _text(value: object, dtype: DataType, legacy_name: bool) -> str:
     return str(value)
 
 
+def java_value_text(value: object, dtype: DataType) -> str:
+    """Java's ``toString`` of a non-null internal value (DATE: the epoch day, TIMESTAMP:
+    ``LocalDateTime.toString``), as Paimon's ``PartitionTimeExtractor`` reads partition values."""
+    return _text(value, dtype, legacy_name=True)
+
+
 # ------------------------------------------------------------------------------ parsing
 
 
