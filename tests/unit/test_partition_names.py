@@ -175,3 +175,16 @@ def test_partition_path_joins_escaped_levels() -> None:
     path = partition_path(["a/b", "t"], ["x=y", dt.time(1, 2, 3)], [VarCharType(10), TimeType(0)], DEFAULT,
                           legacy_name=False)
     assert path == "a%2Fb=x%3Dy/t=01%3A02%3A03"
+
+
+def test_binary_partition_value_that_is_not_utf8_is_refused_and_nothing_lands(tmp_path: Path) -> None:
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    schema = pa.schema([("id", pa.int64()), ("b", pa.binary())])
+    t = cat.create_table("db.t", schema, partition_keys=["b"], options={"bucket": "-1", "partition.legacy-name": "false"})
+    t.write_arrow(pa.table({"id": [1], "b": [b"2021"]}, schema=schema))
+    assert os.path.isdir(os.path.join(t.paths.root, "b=2021"))  # DDLTestBase: cast('2021' as binary) -> day=2021
+    with pytest.raises(UnsupportedFeatureError, match="0xff61 is not valid UTF-8"):
+        t.write_arrow(pa.table({"id": [2, 3], "b": [b"2021", b"\xffa"]}, schema=schema))
+    assert [s.id for s in t.refresh().snapshots()] == [1]
+    assert t.to_arrow().to_pylist() == [{"id": 1, "b": b"2021"}]
