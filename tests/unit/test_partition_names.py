@@ -181,7 +181,8 @@ def test_binary_partition_value_that_is_not_utf8_is_refused_and_nothing_lands(tm
     cat = Catalog(str(tmp_path / "wh"))
     cat.create_database("db")
     schema = pa.schema([("id", pa.int64()), ("b", pa.binary())])
-    t = cat.create_table("db.t", schema, partition_keys=["b"], options={"bucket": "-1", "partition.legacy-name": "false"})
+    t = cat.create_table("db.t", schema, partition_keys=["b"],
+                         options={"bucket": "-1", "partition.legacy-name": "false"})
     t.write_arrow(pa.table({"id": [1], "b": [b"2021"]}, schema=schema))
     assert os.path.isdir(os.path.join(t.paths.root, "b=2021"))  # DDLTestBase: cast('2021' as binary) -> day=2021
     with pytest.raises(UnsupportedFeatureError, match="0xff61 is not valid UTF-8"):
