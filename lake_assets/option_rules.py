@@ -23,7 +23,7 @@ from lake_assets.option_rules_formats import COLUMN_FORMAT_OPTION, COLUMN_FORMAT
 from lake_assets.option_rules_formats import stats_mode_problem as _stats_mode
 from lake_assets.option_rules_lifecycle import LIFECYCLE_RULES
 from lake_assets.option_rules_reads import READ_RULES
-from lake_assets.option_types import DATA_OPS, INT_MAX, PATH_OPS, WRITE_OPS, MiB, OptionRule, fallback_rule
+from lake_assets.option_types import DATA_OPS, INT_MAX, WRITE_OPS, MiB, OptionRule, fallback_rule
 
 
 def _bucket(n: object) -> str | None:
@@ -120,8 +120,14 @@ RULES: dict[str, OptionRule] = _rules(
       "(formats/file_names.py); Paimon 1.0 to 1.2 wrote file.compression itself (.zstd.parquet); every "
       "reader takes the format from the last extension"),
     R("partition.default-name", "string", "__DEFAULT_PARTITION__", "Partition value of null and empty keys."),
-    R("partition.legacy-name", "bool", True, "Partition directory names from toString of the values.",
-      supported=("true",), refuses=PATH_OPS, why="only legacy partition directory names are implemented"),
+    R("partition.legacy-name", "bool", True, "Partition directory names from toString of the values (DATE as "
+      "the epoch day, TIMESTAMP as 2024-01-05T01:02); false: from the values cast to STRING (DATE as "
+      "2024-01-05, TIMESTAMP(p) as 2024-01-05 01:02:00.000, TIME(p) as 01:02:03.5, BINARY as UTF-8 text).",
+      note="both honoured by every operation (lake_assets/spec/partition_text.py); with false, tables "
+      "partitioned by a TIMESTAMP WITH LOCAL TIME ZONE column are refused for reads, writes and maintenance "
+      "(Java names those values in the writing JVM's default time zone), as is any BINARY/VARBINARY "
+      "partition value that is not valid UTF-8; changing it on a table with data whose names it changes "
+      "is refused (its directories would move)"),
     R("metadata.stats-mode", "string", "truncate(16)", "Column stats mode: none, counts, full, truncate(N).",
       check=_stats_mode, note=_STATS_NOTE),
     R("dynamic-partition-overwrite", "bool", True, "Overwrite replaces only the partitions written."),

@@ -160,6 +160,11 @@ class CoreOptions(MergeOptions):
         return str(self._typed("partition.default-name"))
 
     @property
+    def partition_legacy_name(self) -> bool:
+        """``partition.legacy-name``: directory names from toString of the values (else cast to STRING)."""
+        return self._bool("partition.legacy-name", True)
+
+    @property
     def dynamic_partition_overwrite(self) -> bool:
         return self._bool("dynamic-partition-overwrite", True)
 

@@ -70,6 +70,7 @@ from lake_assets.option_rules import FILE_CODECS, carried_key
 from lake_assets.option_types import WRITE_OPS, java_fold_choice, parse_value, unsupported_value
 from lake_assets.options import CoreOptions, per_operation_rule
 from lake_assets.refusal import DATA, MAINTENANCE, PATHS, READS, Op, Refusal, refuse
+from lake_assets.spec.partition import unnameable_partition_keys
 from lake_assets.spec.schema import TableSchema
 
 
@@ -247,6 +248,19 @@ def _dv_refusals(schema: TableSchema) -> list[Refusal]:
     return out
 
 
+def _partition_name_refusals(schema: TableSchema) -> list[Refusal]:
+    """Partition keys whose directory names lake_assets cannot reproduce (`unnameable_partition_keys`):
+    every operation that computes a data file's path is refused."""
+    keys = list(schema.partition_keys)
+    if not keys:
+        return []
+    types = schema.types(keys)
+    by_key = dict(zip(keys, types, strict=True))
+    legacy = schema.core_options.partition_legacy_name
+    return [Refusal(f"partition.legacy-name = false with partition key {key!r} of type {by_key[key]}", why, PATHS)
+            for key, why in unnameable_partition_keys(keys, types, legacy_name=legacy)]
+
+
 def _table_format(options: Mapping[str, str]) -> str:
     # Paimon's normalizeFileFormat: lower-cased, never trimmed (a padded value refuses by its row)
     return (options.get("file.format") or "parquet").lower()
@@ -259,7 +273,7 @@ def schema_refusals(schema: TableSchema) -> list[Refusal]:
     # bloom-filter indexes our writers cannot build (docs/format.md §7.6) refuse what writes files
     index = [Refusal(what, why, frozenset({Op.WRITE, Op.COMPACT})) for what, why in file_index_write_problems(schema)]
     return (_bucket_refusals(schema, bucket) + _option_refusals(options) + _format_refusals(schema)
-            + _dv_refusals(schema) + index + default_value_refusals(schema))
+            + _dv_refusals(schema) + _partition_name_refusals(schema) + index + default_value_refusals(schema))
 
 
 def validate_open(schema: TableSchema) -> None:

@@ -39,11 +39,13 @@ def partition_spec(ingest: IngestConfig, partition_key: str) -> str:
 
 
 def path_value(table: Table, column: str, value: str) -> str:
-    """How the table's partition paths spell ``value`` of ``column`` (Paimon's legacy partition names:
-    a DATE partition ``2024-01-01`` is the path value ``19723``), to find a day among health rows."""
+    """How the table's partition paths spell ``value`` of ``column``, to find a day among health rows
+    (a DATE partition ``2024-01-01`` is the path value ``19723`` with Paimon's legacy partition names,
+    ``2024-01-01`` with ``partition.legacy-name = false``)."""
     dtype = table.schema.types([column])[0]
     typed = pa.array([value], pa.string()).cast(to_arrow(dtype)).to_pylist()[0]
-    return partition_value_text(typed, dtype, table.schema.core_options.partition_default_name)
+    opts = table.schema.core_options
+    return partition_value_text(typed, dtype, opts.partition_default_name, legacy_name=opts.partition_legacy_name)
 
 
 def source_glob(ingest: IngestConfig, partition_key: str) -> str:

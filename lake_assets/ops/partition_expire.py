@@ -3,7 +3,9 @@
 A partition expires when its time is older than ``partition.expiration-time``. Its time is, per
 ``partition.expiration-strategy``:
 
-- ``values-time`` (default): read from the partition values. ``partition.timestamp-pattern``
+- ``values-time`` (default): read from the partition values as Java's ``toString`` spells them
+  (whatever ``partition.legacy-name`` says: a DATE value is its epoch day, so a DATE partition never
+  expires this way; a TIMESTAMP is ``2024-01-05T01:02[:03]``). ``partition.timestamp-pattern``
   builds a text from them (``$dt $hour:00:00``; unset: the first partition value) and
   ``partition.timestamp-formatter`` (a Java ``DateTimeFormatter`` pattern such as ``yyyyMMdd``;
   unset: ``yyyy-MM-dd`` with an optional ``HH:mm:ss[.fff]``) parses it;
@@ -31,6 +33,7 @@ from lake_assets.errors import InvalidArgumentError, OptionError
 from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.overwrite import Overwrite
 from lake_assets.spec.binary_row import serialize_row
+from lake_assets.spec.partition_text import java_value_text
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
 
 if TYPE_CHECKING:
@@ -45,7 +48,9 @@ DEFAULT_CHECK_INTERVAL_MS = 3_600_000
 # Java DateTimeFormatter letters we translate to strptime directives (longest first).
 _JAVA_TOKENS = [("yyyy", "%Y"), ("uuuu", "%Y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"), ("mm", "%M"),
                 ("ss", "%S"), ("SSSSSS", "%f"), ("SSS", "%f")]
-_DEFAULT_TS = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,9}))?)?)?$")
+# Java's PartitionTimeExtractor.TIMESTAMP_FORMATTER / DATE_FORMATTER: a space before the time, whose
+# seconds are required (Timestamp.toString's 2024-01-05T01:02 is no time there)
+_DEFAULT_TS = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})(?: (\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.(\d{1,9}))?)?$")
 
 
 def java_formatter_to_strptime(pattern: str, key: str = "partition.timestamp-formatter") -> str:
@@ -105,7 +110,7 @@ class PartitionTimeExtractor:
             for k, v in zip(keys, values, strict=True):
                 text = text.replace("$" + k, "" if v is None else str(v))
         if self.formatter is None:
-            m = _DEFAULT_TS.match(text.strip())
+            m = _DEFAULT_TS.match(text)
             if not m:
                 raise ValueError(f"{text!r} is not yyyy-MM-dd[ HH:mm:ss]")
             parts = [int(p) if p else 0 for p in m.groups()[:6]]
@@ -185,6 +190,7 @@ def expire_partitions(
         t = e.file.creation_time_ms if e.file.creation_time_ms is not None else 0
         newest_file[e.partition] = max(newest_file.get(e.partition, t), t)
     default_name = opts.partition_default_name
+    types = store.schema.types(list(keys))
     candidates: list[tuple[dt.datetime, tuple[Any, ...]]] = []
     for part, newest in newest_file.items():
         values = scan.partition_values(part)
@@ -195,8 +201,12 @@ def expire_partitions(
             if any(v is None or v == default_name for v in values):
                 result.unparseable.append(spec)
                 continue
+            # Java's values-time reads the internal values' toString (PartitionExpireStrategy's
+            # RowDataToObjectArrayConverter), whatever partition.legacy-name says: a DATE is its epoch
+            # day (no time, so never expired), a TIMESTAMP 2024-01-05T01:02 (a formatter with 'T')
+            texts = tuple(java_value_text(v, t) for v, t in zip(values, types, strict=True))
             try:
-                when = extractor.extract(keys, values)
+                when = extractor.extract(keys, texts)
             except ValueError as exc:
                 log.warning("Partition %s of %s: cannot read a time from its values (%s); it is kept",
                             spec, store.name, exc)
@@ -209,7 +219,6 @@ def expire_partitions(
     result.expired = [dict(zip(keys, v, strict=True)) for v in chosen]
     if dry_run or not chosen:
         return result
-    types = store.schema.types(list(keys))
     doomed = {serialize_row(list(v), types) for v in chosen}
 
     def matcher(values: tuple[Any, ...]) -> bool:

@@ -181,7 +181,8 @@ class PostponeWriter:
         part = self._partitions.get(partition)
         if part is None:
             ppath = partition_path(self.schema.partition_keys, pvals, self._partition_types,
-                                   self.options.partition_default_name)
+                                   self.options.partition_default_name,
+                                   legacy_name=self.options.partition_legacy_name)
             bucket_dir = self.store.paths.bucket_dir(ppath, POSTPONE_BUCKET)
             part = _PartitionFiles(partition, DataFileWriter(self.store.file_io, bucket_dir, self.schema,
                                                              self._config))

@@ -29,6 +29,7 @@ from lake_assets.ops.schema_change_model import (
     UpdateColumnType,
     UpdateComment,
 )
+from lake_assets.spec.partition import names_depend_on_legacy_name
 from lake_assets.spec.schema import TableSchema
 
 if TYPE_CHECKING:
@@ -127,7 +128,7 @@ class SchemaUpdate:
             if not self.changes:
                 return store.schema
             new = apply_changes(store.schema, self.changes, table_name=store.name)
-            _check_default_partition_name(store, new)
+            _check_partition_names(store, new)
             if store.file_io.try_create(store.paths.schema_file(new.id), new.to_json().encode()):
                 store.refresh()
                 return new
@@ -136,17 +137,33 @@ class SchemaUpdate:
         )
 
 
-def _check_default_partition_name(store: FileStore, new: TableSchema) -> None:
-    """Refuse to change ``partition.default-name`` of a partitioned table that has data.
+def _check_partition_names(store: FileStore, new: TableSchema) -> None:
+    """Refuse to change how a partitioned table with data names its partition directories:
+    ``partition.default-name``, or ``partition.legacy-name`` when it changes a name of the table's
+    partition types (`names_depend_on_legacy_name`).
 
     Data file paths are not stored: readers (Paimon's too) rebuild them from the partition values
-    and the *current* name, so renaming it would make every null partition written so far
-    unreadable, and its live files would look like orphans. Paimon allows the ALTER; we refuse it
-    once any snapshot, tag or long-lived changelog exists (set it before the first write).
+    and the *current* names, so renaming would make every partition written so far (every null
+    partition, for the default name) unreadable, and its live files would look like orphans.
+    Paimon allows the ALTER; we refuse it once any snapshot, tag or long-lived changelog exists
+    (set them before the first write).
     """
+    if not store.schema.partition_keys:
+        return
+    old_opts, new_opts = store.schema.core_options, new.core_options
+    changed: list[tuple[str, object, object, str]] = []
     key = "partition.default-name"
     old_value, new_value = store.schema.options.get(key), new.options.get(key)
-    if not store.schema.partition_keys or old_value == new_value:
+    if old_value != new_value:
+        changed.append((key, old_value, new_value, "files of null partitions live under the directory the "
+                        "current name gives"))
+    types = store.schema.types(list(store.schema.partition_keys))
+    if (old_opts.partition_legacy_name != new_opts.partition_legacy_name
+            and names_depend_on_legacy_name(types)):
+        changed.append(("partition.legacy-name", store.schema.options.get("partition.legacy-name"),
+                        new.options.get("partition.legacy-name"), "its files live under the directories the "
+                        "current naming gives (DATE, TIME, TIMESTAMP and BINARY values are named differently)"))
+    if not changed:
         return
     has_data = (
         store.snapshot_manager.latest_id() is not None
@@ -154,8 +171,8 @@ def _check_default_partition_name(store: FileStore, new: TableSchema) -> None:
         or bool(store.changelog_manager().ids())
     )
     if has_data:
+        key, before, after, why = changed[0]
         raise SchemaError(
-            f"Cannot change option {key!r} of {store.name} from {old_value!r} to {new_value!r}: the table "
-            "already has data, and files of null partitions live under the directory the current name gives; "
-            "set it before the first write"
+            f"Cannot change option {key!r} of {store.name} from {before!r} to {after!r}: the table "
+            f"already has data, and {why}; set it before the first write"
         )

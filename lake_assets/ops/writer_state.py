@@ -133,8 +133,9 @@ def bucket_file_writer(store: FileStore, schema: TableSchema, buf: BucketBuffer,
             buf.changelog_writer = DataFileWriter(store.file_io, data_writer.bucket_dir, schema, cfg)
         return buf.changelog_writer
     if buf.writer is None:
+        opts = schema.core_options
         ppath = partition_path(schema.partition_keys, buf.partition_values, partition_types,
-                               schema.core_options.partition_default_name)
+                               opts.partition_default_name, legacy_name=opts.partition_legacy_name)
         buf.writer = DataFileWriter(store.file_io, store.paths.bucket_dir(ppath, buf.bucket), schema, config)
     return buf.writer
 

@@ -1,28 +1,31 @@
-"""Partition directory names (`k=v/`) exactly as Paimon's Java writer spells them."""
+"""Partition directory names (``k=v/``) exactly as Paimon's Java writer spells them.
+
+The text of each value (both ``partition.legacy-name`` modes) is `lake_assets.spec.partition_text`'s;
+this module escapes it (``PartitionPathUtils.escapePathName``) and joins the levels. The partition
+BinaryRow in manifests is the same in both modes: only directory names differ."""
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
-import math
+from collections.abc import Sequence
 from typing import Any
 
+from lake_assets.errors import SchemaError
 from lake_assets.spec.data_types import (
     BigIntType,
     BooleanType,
+    CharType,
     DataType,
-    DateType,
     DecimalType,
     DoubleType,
     FloatType,
     IntType,
     LocalZonedTimestampType,
     SmallIntType,
-    TimestampType,
     TinyIntType,
+    VarCharType,
 )
+from lake_assets.spec.partition_text import parse_value_text, value_text
 
-_EPOCH = dt.date(1970, 1, 1)
 _ESCAPED = set(range(0x00, 0x20)) | {ord(c) for c in "\"#%'*/:=?\\{}[]^"} | {0x7F}
 
 
@@ -51,73 +54,57 @@ def _is_hex(s: str) -> bool:
     return len(s) == 2 and all(ch in "0123456789abcdefABCDEF" for ch in s)
 
 
-def _java_float_text(x: float) -> str:
-    """Java's Double.toString: plain between 1e-3 and 1e7, else ``d.dddE[-]n``; shortest digits."""
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
-    ax = abs(x)
-    if ax == 0 or 1e-3 <= ax < 1e7:
-        r = repr(float(x))
-        return r if "." in r else r + ".0"
-    sign, digits, exponent = decimal.Decimal(repr(ax)).normalize().as_tuple()
-    del sign
-    text = "".join(str(d) for d in digits)
-    exp10 = len(text) - 1 + int(exponent)
-    mantissa = text[0] + "." + (text[1:] or "0")
-    return ("-" if x < 0 else "") + f"{mantissa}E{exp10}"
-
-
-def _local_datetime_text(v: dt.datetime) -> str:
-    # Java LocalDateTime.toString(): seconds only when non-zero (or a fraction follows),
-    # fraction in groups of 3 digits.
-    base = v.strftime("%Y-%m-%dT%H:%M")
-    if v.second == 0 and v.microsecond == 0:
-        return base
-    base += f":{v.second:02d}"
-    if v.microsecond:
-        if v.microsecond % 1000 == 0:
-            base += f".{v.microsecond // 1000:03d}"
-        else:
-            base += f".{v.microsecond:06d}"
-    return base
-
-
-def partition_value_text(value: object, dtype: DataType, default_name: str) -> str:
-    """The legacy (``partition.legacy-name=true``) text of one partition value."""
-    if value is None:
-        return default_name
-    if isinstance(dtype, BooleanType):
-        return "true" if value else "false"
-    if isinstance(dtype, (TinyIntType, SmallIntType, IntType, BigIntType)):
-        return str(int(value))  # type: ignore[call-overload]
-    if isinstance(dtype, (FloatType, DoubleType)):
-        return _java_float_text(float(value))  # type: ignore[arg-type]
-    if isinstance(dtype, DecimalType):
-        dec = decimal.Decimal(value)  # type: ignore[arg-type]
-        return format(dec.quantize(decimal.Decimal(1).scaleb(-dtype.scale)), "f")
-    if isinstance(dtype, DateType):
-        d = value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value))
-        return str((d - _EPOCH).days)
-    if isinstance(dtype, TimestampType):
-        return _local_datetime_text(value)  # type: ignore[arg-type]
-    if isinstance(dtype, LocalZonedTimestampType):
-        v = value
-        if isinstance(v, dt.datetime) and v.tzinfo is not None:
-            v = v.astimezone(dt.UTC).replace(tzinfo=None)
-        return _local_datetime_text(v)  # type: ignore[arg-type]
-    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-    if text.strip() == "":
-        return default_name
-    return text
+def partition_value_text(value: object, dtype: DataType, default_name: str, *, legacy_name: bool) -> str:
+    """The (unescaped) text of one partition value in its directory name, with
+    ``partition.legacy-name`` = ``legacy_name`` (`lake_assets.spec.partition_text`)."""
+    return value_text(value, dtype, default_name, legacy_name=legacy_name)
 
 
 def partition_path(
-    keys: tuple[str, ...] | list[str], values: tuple[Any, ...] | list[Any], types: list[DataType], default_name: str
+    keys: Sequence[str], values: Sequence[Any], types: Sequence[DataType], default_name: str, *, legacy_name: bool
 ) -> str:
-    """``k1=v1/k2=v2`` for one partition (empty string for an unpartitioned table)."""
+    """``k1=v1/k2=v2`` for one partition (empty string for an unpartitioned table), as Paimon's
+    ``PartitionPathUtils.generatePartitionPath`` over ``InternalRowPartitionComputer``'s values."""
     return "/".join(
-        f"{escape_path_name(k)}={escape_path_name(partition_value_text(v, t, default_name))}"
+        f"{escape_path_name(k)}={escape_path_name(value_text(v, t, default_name, legacy_name=legacy_name))}"
         for k, v, t in zip(keys, values, types, strict=True)
     )
+
+
+def parse_partition_path(
+    path: str, keys: Sequence[str], types: Sequence[DataType], default_name: str, *, legacy_name: bool
+) -> tuple[Any, ...]:
+    """The partition values a ``k1=v1/k2=v2`` directory path names (the inverse of `partition_path`;
+    a null and a blank string both read back as None). `SchemaError` when the path does not name
+    ``keys`` in order or a text is not a value of its type."""
+    parts = [p for p in path.split("/") if p]
+    names = [p.partition("=") for p in parts]
+    if len(parts) != len(keys) or any(not sep or unescape_path_name(k) != key
+                                      for (k, sep, _), key in zip(names, keys, strict=False)):
+        raise SchemaError(f"partition path {path!r} does not name the partition keys {list(keys)} in order")
+    return tuple(parse_value_text(unescape_path_name(text), t, default_name, legacy_name=legacy_name)
+                 for (_, _, text), t in zip(names, types, strict=True))
+
+
+# Types whose directory name is the same text in both modes (Java's toString and cast to STRING agree).
+_SAME_IN_BOTH_MODES = (BooleanType, TinyIntType, SmallIntType, IntType, BigIntType, FloatType, DoubleType,
+                       DecimalType, CharType, VarCharType)
+
+
+def names_depend_on_legacy_name(types: Sequence[DataType]) -> bool:
+    """Whether ``partition.legacy-name`` changes any directory name of partitions of ``types``."""
+    return not all(isinstance(t, _SAME_IN_BOTH_MODES) for t in types)
+
+
+def unnameable_partition_keys(
+    keys: Sequence[str], types: Sequence[DataType], *, legacy_name: bool
+) -> list[tuple[str, str]]:
+    """(key, why) of the partition keys whose directory names Paimon spells in a way lake_assets
+    cannot reproduce: with ``partition.legacy-name = false``, TIMESTAMP WITH LOCAL TIME ZONE, which
+    Java formats in the writing JVM's default time zone (pypaimon 2.1 and pypaimon-rust 0.4 in
+    their host's, or cannot write it at all)."""
+    if legacy_name:
+        return []
+    return [(k, "partition.legacy-name = false names its values in the writing JVM's default time zone, "
+                "which a reader cannot know")
+            for k, t in zip(keys, types, strict=True) if isinstance(t, LocalZonedTimestampType)]

@@ -308,9 +308,9 @@ class FileStore:
         if p is None:
             types = self.schema.types(list(self.schema.partition_keys))
             values = deserialize_row(partition, types)
-            p = partition_path(
-                self.schema.partition_keys, values, types, self.schema.core_options.partition_default_name
-            )
+            opts = self.schema.core_options
+            p = partition_path(self.schema.partition_keys, values, types, opts.partition_default_name,
+                               legacy_name=opts.partition_legacy_name)
             self._partition_paths[partition] = p
         return p
 

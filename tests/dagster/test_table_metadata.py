@@ -90,3 +90,23 @@ def test_append_table_partition_row_counts_are_its_records(core_lake) -> None:
     # the ingest asset finds a day of a DATE partition column by the path's spelling
     assert rows_where(counts, "day", path_value(warehouse.table("db.events"), "day", "2024-01-02")) == 2
 
+
+
+def test_ingest_days_of_a_table_with_paimon_1x_partition_names(core_lake) -> None:
+    """With ``partition.legacy-name = false`` (Paimon 1.x's cast names) a DATE partition's path value
+    is the day itself, and the ingest asset finds its rows by it."""
+    config, defs = core_lake
+    warehouse = defs.resources["warehouse"]
+    spec = config.table("db.events")
+    catalog = warehouse.catalog()
+    catalog.create_database("db")
+    table = catalog.create_table(
+        "db.events_cast", spec.arrow_schema, partition_keys=spec.partition_keys,
+        options={**spec.options, "partition.legacy-name": "false"})
+    rows = pa.table({"event_id": pa.array([1, 1, 2], pa.int64()),
+                     "day": pa.array([19723, 19723, 19724], pa.int32()).cast(pa.date32()), "kind": ["a", "a", "b"]})
+    table.write_arrow(rows)
+    counts = partition_row_counts(warehouse.table("db.events_cast"))
+    assert counts == {"day=2024-01-01": 2, "day=2024-01-02": 1}
+    assert path_value(table, "day", "2024-01-02") == "2024-01-02"
+    assert rows_where(counts, "day", path_value(table, "day", "2024-01-02")) == 1

@@ -54,14 +54,24 @@ def cmd_read(args: argparse.Namespace) -> None:
     batches = builder.new_read().read(builder.new_scan().plan().splits())
     columns = [f.name() for f in table.schema().fields()]
     rows = [list(r.values()) for b in batches for r in pa.Table.from_batches([b]).select(columns).to_pylist()]
-    print(json.dumps({"columns": columns, "rows": rows}))
+    print(json.dumps({"columns": columns, "rows": rows}, default=_json_value))
+
+
+def _json_value(value: Any) -> Any:
+    """A value JSON has no type for, as tests/interop/paimon.py's ``jsonable`` writes it."""
+    if isinstance(value, bytes):
+        return "hex:" + value.hex()
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)  # Decimal
 
 
 def cmd_query(args: argparse.Namespace) -> None:
     """Run one SELECT; print its rows as ``cmd_read`` does (columns of the first batch)."""
     batches = context(args.warehouse).sql(args.statement[0])
     table = pa.Table.from_batches(batches) if batches else pa.table({})
-    print(json.dumps({"columns": table.column_names, "rows": [list(r.values()) for r in table.to_pylist()]}))
+    print(json.dumps({"columns": table.column_names, "rows": [list(r.values()) for r in table.to_pylist()]},
+                     default=_json_value))
 
 
 def cmd_write_fixed_bucket(args: argparse.Namespace) -> None:

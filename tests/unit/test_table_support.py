@@ -16,7 +16,14 @@ from lake_assets.errors import OptionError
 from lake_assets.formats.file_format import table_format
 from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry, SimpleStats
 from lake_assets.spec.schema import TableSchema
-from lake_assets.spec.types import STRING_LENGTH, BigIntType, DataField, VarCharType
+from lake_assets.spec.types import (
+    STRING_LENGTH,
+    BigIntType,
+    DataField,
+    DateType,
+    LocalZonedTimestampType,
+    VarCharType,
+)
 from lake_assets.table_support import (
     DATA,
     Op,
@@ -108,9 +115,6 @@ def test_supported_tables_refuse_nothing():
      {Op.WRITE, Op.COMPACT}, "sequence.field"),
     ({"bucket": "2", "deletion-vectors.enabled": "true", "ignore-delete": "true"}, True,
      {Op.WRITE, Op.COMPACT}, "ignore-delete"),
-    # wrong partition paths would make orphan removal delete live files
-    ({"bucket": "2", "partition.legacy-name": "false"}, True, DATA | {Op.EXPIRE, Op.ORPHANS},
-     "partition.legacy-name"),
     ({"bucket": "-1", "row-tracking.enabled": "true"}, False, {Op.WRITE, Op.COMPACT}, "row-tracking.enabled"),
     ({"bucket": "-1", "row-tracking.enabled": "true", "data-evolution.enabled": "true"}, False, DATA,
      "data-evolution.enabled"),
@@ -141,6 +145,24 @@ def test_schema_refusals_per_operation(options, pk, refused, named):
     refusals = schema_refusals(schema(options, pk=pk))
     assert blocked(refusals) == frozenset(refused)
     assert any(named in r.property for r in refusals)
+
+
+def test_non_legacy_partition_names_refuse_only_local_zoned_timestamp_keys():
+    """partition.legacy-name = false is implemented for every partition type but TIMESTAMP WITH LOCAL
+    TIME ZONE, which Java names in the writing JVM's time zone: a wrong partition path would make
+    reads miss files and orphan removal delete live ones, so every path operation is refused."""
+    fields = (DataField(0, "id", BigIntType(nullable=False)), DataField(1, "d", DateType(nullable=False)),
+              DataField(2, "ts", LocalZonedTimestampType(3, nullable=False)), DataField(3, "v", VarCharType(10)))
+
+    def partitioned(keys: tuple[str, ...], legacy: str) -> TableSchema:
+        return TableSchema(0, fields, 3, keys, ("id", *keys), {"bucket": "2", "partition.legacy-name": legacy})
+
+    assert schema_refusals(partitioned(("d",), "false")) == []
+    assert schema_refusals(partitioned(("d", "ts"), "true")) == []
+    refusals = schema_refusals(partitioned(("d", "ts"), "FALSE"))
+    assert blocked(refusals) == DATA | {Op.EXPIRE, Op.ORPHANS}
+    assert [r.property for r in refusals] == [
+        "partition.legacy-name = false with partition key 'ts' of type TIMESTAMP(3) WITH LOCAL TIME ZONE NOT NULL"]
 
 
 def test_deletion_vector_tables_of_deduplicate_refuse_nothing():
