@@ -68,6 +68,7 @@ HIVE_TYPES: tuple[type[DataType], ...] = (
 _BYTES_PER_PASS = 1 << 22
 _U32 = np.uint32
 _FLOAT_NAN_BITS = 0x7FC00000
+_MAX_COMPACT_DECIMAL = 18  # precision whose unscaled values fit a long (Paimon's compact decimal)
 _DOUBLE_NAN_BITS = 0x7FF8000000000000
 
 
@@ -151,7 +152,8 @@ def hive_field_hashes(column: pa.Array | pa.ChunkedArray, t: DataType) -> np.nda
         lbits[np.isnan(values)] = _DOUBLE_NAN_BITS
         out = _long_hash(lbits)
     elif isinstance(t, DecimalType):
-        out = _decimal_hashes(arr, t.scale)
+        out = _compact_decimal_hashes(arr, t.scale) if t.precision <= _MAX_COMPACT_DECIMAL else (
+            _decimal_hashes(arr, t.scale))
     elif isinstance(t, _BYTES_TYPES):
         out = _bytes_hashes(arr)
     else:
@@ -218,6 +220,32 @@ def _bytes_hashes(arr: pa.Array) -> np.ndarray:
             out[start:stop] = running[offsets[start + 1 : stop + 1] - lo] - running[offsets[start:stop] - lo]
         start = stop
     return out
+
+
+def _compact_decimal_hashes(arr: pa.Array, scale: int) -> np.ndarray:
+    """`_decimal_hashes` of a decimal of precision <= 18, whose unscaled value is an int64 (the
+    low word of its 128 bits): the same arithmetic on one 64-bit magnitude, about 5x cheaper."""
+    n = len(arr)
+    raw = np.frombuffer(arr.buffers()[1], dtype="<i8", count=(arr.offset + n) * 2).reshape(-1, 2)[arr.offset :, 0]
+    negative = raw < 0
+    magnitude = np.abs(raw).view(np.uint64)  # |value| < 10**18: no overflow
+    scales = np.full(n, scale, dtype=np.int64)
+    scales[magnitude == 0] = 0
+    active = np.flatnonzero(magnitude != 0) if scale > 0 else np.zeros(0, dtype=np.int64)
+    ten = np.uint64(10)
+    while len(active):
+        values = magnitude[active]
+        q = values // ten
+        rows = active[values == q * ten]
+        magnitude[rows] //= ten
+        scales[rows] -= 1
+        active = rows[scales[rows] > 0]
+    # BigInteger.hashCode of the magnitude's words: 31 * high + low
+    h = (magnitude >> np.uint64(32)).astype(_U32) * _U32(31) + (magnitude & np.uint64(0xFFFFFFFF)).astype(_U32)
+    h[negative] = _U32(0) - h[negative]
+    h *= _U32(31)
+    h += scales.astype(_U32)
+    return h
 
 
 def _decimal_hashes(arr: pa.Array, scale: int) -> np.ndarray:
