@@ -241,7 +241,8 @@ def _compact_decimal_hashes(arr: pa.Array, scale: int) -> np.ndarray:
         scales[rows] -= 1
         active = rows[scales[rows] > 0]
     # BigInteger.hashCode of the magnitude's words: 31 * high + low
-    h = (magnitude >> np.uint64(32)).astype(_U32) * _U32(31) + (magnitude & np.uint64(0xFFFFFFFF)).astype(_U32)
+    h: np.ndarray = (magnitude >> np.uint64(32)).astype(_U32) * _U32(31)
+    h += (magnitude & np.uint64(0xFFFFFFFF)).astype(_U32)
     h[negative] = _U32(0) - h[negative]
     h *= _U32(31)
     h += scales.astype(_U32)
