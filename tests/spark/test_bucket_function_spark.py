@@ -21,6 +21,8 @@ from lake_assets.errors import UnsupportedFeatureError
 from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.spark import write_table
 from lake_assets.spark.bucket_column import bucket_column, function_encodable
+from lake_assets.spark.native_write import write_table_native
+from lake_assets.spark.schema import spark_schema
 from lake_assets.spec.data_types import (
     BigIntType,
     BooleanType,
@@ -112,13 +114,15 @@ def _placement(t: Table) -> dict[int, int]:
     return placed
 
 
-@pytest.mark.parametrize(("function", "key_type", "keys"), [
-    ("mod", pa.int64(), [i * 7919 - 40000 for i in range(60)]),  # JVM expression
-    ("hive", pa.string(), [f"k{i}-é" * (i % 4) + str(i) for i in range(60)]),  # Python path
-    ("hive", pa.decimal128(12, 3), [Decimal(i * 1001 - 30000).scaleb(-3) for i in range(60)]),
+@pytest.mark.parametrize(("function", "key_type", "keys", "native"), [
+    ("mod", pa.int64(), [i * 7919 - 40000 for i in range(60)], False),  # JVM expression
+    ("hive", pa.string(), [f"k{i}-é" * (i % 4) + str(i) for i in range(60)], False),  # Python path
+    ("hive", pa.decimal128(12, 3), [Decimal(i * 1001 - 30000).scaleb(-3) for i in range(60)], False),
+    ("mod", pa.int32(), [i * 7919 - 40000 for i in range(60)], True),  # Spark's own Parquet writer
+    ("hive", pa.string(), [f"k{i}-é" * (i % 4) + str(i) for i in range(60)], True),
 ])
 def test_write_table_places_rows_by_the_function(spark, tmp_path: Path, function: str, key_type: pa.DataType,
-                                                 keys: list[object]) -> None:
+                                                 keys: list[object], native: bool) -> None:
     wh = str(tmp_path / "wh")
     cat = Catalog(wh)
     cat.create_database("db")
@@ -128,7 +132,11 @@ def test_write_table_places_rows_by_the_function(spark, tmp_path: Path, function
                          options={"bucket": "5", "bucket-key": "k", "bucket-function.type": function})
     data = pa.table({"p": ["a" if i % 2 else "b" for i in range(60)], "k": pa.array(keys, key_type),
                      "v": pa.array(range(60), pa.int64())}, schema=schema)
-    write_table(spark.createDataFrame(data.to_pandas()).repartition(3), wh, "db.t")
+    df = spark.createDataFrame(data.to_pandas(), schema=spark_schema(data.schema)).repartition(3)
+    if native:
+        write_table_native(df, wh, "db.t", require_native=True)
+    else:
+        write_table(df, wh, "db.t")
     t = cat.get_table("db.t")
     want = assign_buckets([data.column("k")], t.schema.types(["k"]), 5, function).tolist()
     placed = _placement(t)
