@@ -281,3 +281,27 @@ def test_random_keys_route_like_the_reference_through_the_writer_hash() -> None:
                      primary_keys=("k",), bucket_function="mod")
     for group in route(data, np.zeros(500, dtype=np.int8), spec):
         assert all(k % 6 == group.bucket for k in group.rows.column("k").to_pylist())
+
+
+def test_the_function_is_immutable_and_read_case_insensitively(tmp_path: Path) -> None:
+    # @Immutable in Paimon HEAD's CoreOptions (SchemaManager.checkAlterTableOption refuses it): files
+    # already written are placed by the function, so changing it would misplace every new row
+    from lake_assets.errors import SchemaError
+
+    cat = Catalog(str(tmp_path))
+    cat.create_database("db")
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.int64())])
+    t = cat.create_table("db.t", schema, primary_keys=["k"], options={"bucket": "4", "bucket-function.type": "MOD"})
+    for value in ("default", "hive"):
+        with pytest.raises(SchemaError, match=r"bucket-function\.type.*immutable"):
+            t.update_schema().set_option("bucket-function.type", value).commit()
+    with pytest.raises(SchemaError, match="immutable"):
+        t.update_schema().remove_option("bucket-function.type").commit()
+    # "MOD" is mod (Java's enum options match case-insensitively)
+    keys = [-5, -1, 0, 6]
+    t.write_arrow(pa.table({"k": pa.array(keys, pa.int64()), "v": pa.array(keys, pa.int64())}, schema=schema))
+    placed = _bucket_of_rows(t, "k")
+    assert [placed[k] for k in keys] == [k % 4 for k in keys]
+    d = cat.create_table("db.d", schema, primary_keys=["k"], options={"bucket": "4"})
+    with pytest.raises(SchemaError, match="immutable"):
+        d.update_schema().set_option("bucket-function.type", "mod").commit()
