@@ -199,6 +199,7 @@ def write_table(
         raise OptionError("Pass either overwrite_partitions (static) or dynamic=True, not both")
     storage = dict(storage_options or {})
     table = Catalog(warehouse, **storage).get_table(identifier)
+    table.store.require(Op.WRITE)  # refused tables fail here, before Spark plans or runs a job
     # a postpone table's batch write goes into real buckets of planned counts (postpone_routing)
     postpone_options: dict[str, str] = {}
     if is_postpone_table(table.store):

@@ -160,12 +160,13 @@ def test_postpone_batch_write_routes_by_the_function(spark, tmp_path: Path) -> N
     assert [placed[v] for v in range(len(keys))] == [k % 4 for k in keys]  # floorMod
 
 
-def test_a_key_the_function_cannot_place_fails_on_the_driver(spark, tmp_path: Path) -> None:
+@pytest.mark.parametrize("bucket", ["3", "-2"])
+def test_a_key_the_function_cannot_place_fails_on_the_driver(spark, tmp_path: Path, bucket: str) -> None:
     wh = str(tmp_path / "wh")
     cat = Catalog(wh)
     cat.create_database("db")
     schema = pa.schema([pa.field("k", pa.string(), nullable=False), ("v", pa.int64())])
-    cat.create_table("db.t", schema, primary_keys=["k"], options={"bucket": "3", "bucket-function.type": "mod"})
+    cat.create_table("db.t", schema, primary_keys=["k"], options={"bucket": bucket, "bucket-function.type": "mod"})
     df = spark.createDataFrame(pa.table({"k": ["a", "b"], "v": [1, 2]}, schema=schema).to_pandas()).repartition(2)
     with pytest.raises(UnsupportedFeatureError, match="INT or BIGINT"):
         write_table(df, wh, "db.t")
