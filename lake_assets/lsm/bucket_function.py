@@ -64,8 +64,9 @@ _BYTES_TYPES = (CharType, VarCharType, BinaryType, VarBinaryType)
 HIVE_TYPES: tuple[type[DataType], ...] = (
     BooleanType, *_HIVE_INT_STORAGE, BigIntType, FloatType, DoubleType, DecimalType, *_BYTES_TYPES,
 )
-# Bytes of strings hashed per numpy pass: bounds the per-byte temporaries (about 24 bytes each).
-_BYTES_PER_PASS = 1 << 22
+# Bytes of strings hashed per numpy pass: bounds the per-byte temporaries (about 33 bytes per
+# byte: three int64 index arrays, two uint32 ones), so about 35 MB whatever the batch.
+_BYTES_PER_PASS = 1 << 20
 _U32 = np.uint32
 _FLOAT_NAN_BITS = 0x7FC00000
 _MAX_COMPACT_DECIMAL = 18  # precision whose unscaled values fit a long (Paimon's compact decimal)
