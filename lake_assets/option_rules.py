@@ -68,9 +68,13 @@ RULES: dict[str, OptionRule] = _rules(
     # ---- layout
     R("bucket", "int", -1, "Buckets per partition; -1 dynamic (primary key) or unaware (append).", check=_bucket),
     R("bucket-key", "string", None, "Columns hashed to pick the bucket (default: the primary key)."),
-    R("bucket-function.type", "enum", "default", "Bucket hash function.", choices=("default", "mod", "hive"),
-      supported=("default",),
-      refuses=DATA_OPS, why="only the default bucket function is implemented"),
+    R("bucket-function.type", "enum", "default", "Bucket function of fixed-bucket and postpone tables: "
+      "default (Paimon's murmur hash), mod (floorMod of one INT or BIGINT key) or hive (Hive's hash).",
+      choices=("default", "mod", "hive"),
+      note="all three route writes and prune reads as Paimon HEAD (lake_assets/lsm/bucket_function.py); a "
+      "bucket key the function cannot place (mod of anything but one INT or BIGINT, hive of timestamps or "
+      "nested types) refuses writes, and compaction of postpone tables, as Paimon throws on it; dynamic-bucket "
+      "and append tables ignore the function, as Paimon does"),
     R("file.format", "string", "parquet", "Data file format (matched lower-cased and untrimmed, as Paimon's "
       "CoreOptions.normalizeFileFormat).", choices=FILE_FORMATS, fold="lower",
       supported=("parquet", "orc", "avro"), refuses=DATA_OPS,

@@ -76,6 +76,11 @@ class CoreOptions(MergeOptions):
         return self._list("bucket-key")
 
     @property
+    def bucket_function(self) -> str:
+        """``bucket-function.type``: ``default``, ``mod`` or ``hive`` (`lake_assets.lsm.bucket_function`)."""
+        return self._choice("bucket-function.type")
+
+    @property
     def file_compression(self) -> str:
         return self._choice("file.compression")
 

@@ -54,6 +54,7 @@ from lake_assets.file_refusals import (
 from lake_assets.formats.file_format import file_format
 from lake_assets.formats.file_index import write_problems as file_index_write_problems
 from lake_assets.formats.format_options import FORMAT_PREFIXES, written_formats
+from lake_assets.lsm.bucket_function import function_problem
 from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.ops.default_values import default_value_refusals
 from lake_assets.option_classification import (
@@ -111,6 +112,29 @@ def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
         )]
     kind = "primary-key" if pk else "append"
     return [Refusal(f"bucket = {bucket} on a {kind} table", "this bucket mode is not implemented", DATA)]
+
+
+def _bucket_function_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
+    """A ``bucket-function.type`` that cannot place the table's bucket keys (``mod`` of a STRING
+    key, ``hive`` of a TIMESTAMP: Paimon HEAD throws when it makes or applies the function). Only
+    fixed-bucket writes and a postpone table's moves into real buckets use the function (dynamic
+    and unaware tables ignore it, as Java does), so only they are refused; reads do not prune by
+    it (`ops.plan.BucketSelector`). A postpone table also refuses its writes into bucket-postpone,
+    whose rows no compaction could then place."""
+    if not schema.primary_keys or not (bucket > 0 or bucket == POSTPONE_BUCKET):
+        return []
+    try:
+        function = schema.core_options.bucket_function
+        keys = list(schema.bucket_keys)
+        types = schema.types(keys)
+    except (OptionError, UnsupportedFeatureError):  # a malformed value is refused when the table opens
+        return []
+    problem = function_problem(function, types)
+    if problem is None:
+        return []
+    ops = frozenset({Op.WRITE}) if bucket > 0 else frozenset({Op.WRITE, Op.COMPACT})
+    return [Refusal(f"bucket-function.type = {function!r} with bucket key ({', '.join(keys)})",
+                    f"{problem}, as in Paimon", ops)]
 
 
 def cross_partition_fields(schema: TableSchema) -> list[str]:
@@ -272,7 +296,8 @@ def schema_refusals(schema: TableSchema) -> list[Refusal]:
     bucket = schema.core_options.bucket
     # bloom-filter indexes our writers cannot build (docs/format.md §7.6) refuse what writes files
     index = [Refusal(what, why, frozenset({Op.WRITE, Op.COMPACT})) for what, why in file_index_write_problems(schema)]
-    return (_bucket_refusals(schema, bucket) + _option_refusals(options) + _format_refusals(schema)
+    return (_bucket_refusals(schema, bucket) + _bucket_function_refusals(schema, bucket)
+            + _option_refusals(options) + _format_refusals(schema)
             + _dv_refusals(schema) + _partition_name_refusals(schema) + index + default_value_refusals(schema))
 
 

@@ -1,4 +1,5 @@
-"""Fixed-bucket assignment (docs/format.md §6): murmur hash of the bucket-key BinaryRow, then abs(h % n).
+"""Fixed-bucket assignment (docs/format.md §6): murmur hash of the bucket-key BinaryRow, then abs(h % n)
+(``bucket-function.type = default``; `assign_buckets` hands ``mod`` and ``hive`` to `lsm.bucket_function`).
 
 The hash is Paimon's ``hashBytesByWords`` (MurmurHash3 x86-32 body over 4-byte little-endian words, seed 42,
 finalised with the byte length), computed here for many rows at once with numpy uint32 arithmetic.
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
+from lake_assets.lsm.bucket_function import DEFAULT, function_buckets
 from lake_assets.spec.binary_row_vectorized import encode_rows
 from lake_assets.spec.data_types import BigIntType, DataType
 
@@ -140,9 +142,15 @@ def bucket_of_hashes(hashes: np.ndarray, num_buckets: int) -> np.ndarray:
 
 
 def assign_buckets(
-    columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequence[DataType], num_buckets: int
+    columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequence[DataType], num_buckets: int,
+    function: str = DEFAULT,
 ) -> np.ndarray:
-    """Bucket of every row of the bucket-key ``columns`` in a fixed-bucket table, as int32."""
+    """Bucket of every row of the bucket-key ``columns`` in a fixed-bucket table, as int32.
+
+    ``function`` is the table's ``bucket-function.type`` (`CoreOptions.bucket_function`): the
+    default murmur hash here, ``mod`` and ``hive`` in `lake_assets.lsm.bucket_function`."""
+    if function != DEFAULT:
+        return function_buckets(function, columns, types, num_buckets)
     if len(columns) == 1 and isinstance(types[0], BigIntType) and columns[0].null_count == 0:
         return bucket_of_hashes(_bigint_row_hashes(columns[0]), num_buckets)
     data, offsets = encode_rows(columns, types)

@@ -64,6 +64,7 @@ class BucketRouter:
             primary_keys=tuple(self.schema.trimmed_primary_keys) if is_pk else (),
             sequence_fields=tuple(self.schema.core_options.sequence_fields),
             sequence_descending=self.schema.core_options.sequence_descending,
+            bucket_function=self.schema.core_options.bucket_function,
         )
 
     def interleave_sequences(self, slot: int, slots: int) -> None:

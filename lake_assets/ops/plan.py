@@ -17,6 +17,7 @@ import pyarrow as pa
 from lake_assets import arguments as args
 from lake_assets.errors import CorruptMetadataError, InvalidArgumentError, SnapshotNotFoundError
 from lake_assets.lsm.bucket import assign_buckets
+from lake_assets.lsm.bucket_function import function_problem
 from lake_assets.ops import deletion_vectors
 from lake_assets.ops.default_values import prunable
 from lake_assets.ops.file_index_prune import index_may_match, prunes_by_index
@@ -112,15 +113,21 @@ class BucketSelector:
     (``_TOTAL_BUCKETS``). A key's bucket is the same hash modulo the entry's own count, never the
     schema's: pruning with the schema's count would drop rows of the partitions not rescaled."""
 
-    def __init__(self, columns: list[pa.Array], types: list[DataType]) -> None:
+    def __init__(self, columns: list[pa.Array], types: list[DataType], function: str = "default") -> None:
         self._columns = columns
         self._types = types
+        self._function = function
         self._by_total: dict[int, frozenset[int]] = {}
 
     @classmethod
     def of(cls, schema: TableSchema, combos: list[dict[str, Any]], keys: list[str]) -> BucketSelector | None:
-        """The selector for these bucket-key value combinations; None when they cannot name
-        buckets (a NaN, or a literal the column's type cannot hold): no pruning then."""
+        """The selector for these bucket-key value combinations, by the table's bucket function;
+        None when they cannot name buckets (a NaN, a literal the column's type cannot hold, or a
+        key the function cannot place, `function_problem`): no pruning then."""
+        function = schema.core_options.bucket_function
+        types = list(schema.types(keys))
+        if function_problem(function, types) is not None:
+            return None
         if any(isinstance(v, float) and v != v for c in combos for v in c.values()):
             # NaN equals every NaN (Double.compare) but NaNs differ in bits, so in bucket hash:
             # a NaN literal cannot name one bucket.
@@ -129,14 +136,14 @@ class BucketSelector:
             cols = [pa.array([c[k] for c in combos], to_arrow(schema.field(k).type)) for k in keys]
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             return None
-        return cls(cols, list(schema.types(keys)))
+        return cls(cols, types, function)
 
     def __call__(self, bucket: int, total_buckets: int) -> bool:
         if total_buckets <= 0:  # not a fixed count (postpone, dynamic): nothing to select by
             return True
         chosen = self._by_total.get(total_buckets)
         if chosen is None:
-            buckets = assign_buckets(self._columns, self._types, total_buckets)
+            buckets = assign_buckets(self._columns, self._types, total_buckets, self._function)
             chosen = self._by_total[total_buckets] = frozenset(int(b) for b in buckets)
         return bucket in chosen
 

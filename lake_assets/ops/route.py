@@ -53,6 +53,7 @@ class RouteSpec:
     primary_keys: tuple[str, ...]  # trimmed primary key; empty for append tables
     sequence_fields: tuple[str, ...] = ()
     sequence_descending: bool = False
+    bucket_function: str = "default"  # the table's bucket-function.type (lsm/bucket_function.py)
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,7 @@ def _fixed_buckets(data: pa.Table, spec: RouteSpec) -> np.ndarray:
     """The fixed-bucket hash's bucket of every row, as int32 (the group number's sum with the
     int64 partition ids is int64)."""
     cols = [data.column(k) for k in spec.bucket_keys]
-    return assign_buckets(cols, spec.bucket_types, spec.num_buckets)
+    return assign_buckets(cols, spec.bucket_types, spec.num_buckets, spec.bucket_function)
 
 
 def _route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAssign | None,

@@ -15,6 +15,7 @@ from lake_assets.schema_rules import check_option_change
 IMMUTABLE_OPTIONS: frozenset[str] = frozenset(
     {
         "bucket-key",
+        "bucket-function.type",  # @Immutable in Paimon HEAD: existing files are placed by it
         "merge-engine",
         "sequence.snapshot-ordering",
         "rowkind.field",

@@ -12,6 +12,11 @@ strings/binaries longer than 7 bytes, each padded to 8 bytes. (Building them as 
 and one ``unhex`` cost 5x the Arrow UDF per row; as BINARY they cost about the same as it.)
 Only types whose slot Spark can produce exactly are encoded (`encodable`); for any other key type
 `bucket_column` returns None and the caller routes with the Python hash instead.
+
+The table's other bucket functions (``bucket-function.type`` ``mod`` and ``hive``) are spelled
+the same way where their arithmetic on the key's value is a few Spark expressions (`function_encodable`):
+``mod`` always (``pmod``), ``hive`` for boolean, integer and date keys; other ``hive`` keys take
+the Python path.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from lake_assets.lsm.bucket_function import DEFAULT, MOD, function_problem
 from lake_assets.spec.data_types import (
     BigIntType,
     BinaryType,
@@ -50,6 +56,9 @@ _INT_WIDTHS: dict[type[DataType], tuple[str, int]] = {
     IntType: ("int", 0xFFFFFFFF),
 }
 _BYTES_TYPES = (CharType, VarCharType, BinaryType, VarBinaryType)
+# Key types whose Hive hash `bucket_column` spells (their value, or Long.hashCode of it).
+_HIVE_SPARK_TYPES: tuple[type[DataType], ...] = (BooleanType, DateType, BigIntType, *_INT_WIDTHS)
+_U32_MASK = 0xFFFFFFFF
 
 
 def encodable(types: Sequence[DataType]) -> bool:
@@ -107,18 +116,26 @@ def _slot_value(column: Column, t: DataType) -> Column:
     return column.cast(spark_type).cast("bigint").bitwiseAND(F.lit(mask))
 
 
-def bucket_column(columns: Sequence[Column], types: Sequence[DataType], num_buckets: int | Column) -> Column | None:
-    """The bucket (an int column) of rows whose bucket-key ``columns`` have the table's ``types``.
+def bucket_column(columns: Sequence[Column], types: Sequence[DataType], num_buckets: int | Column,
+                  function: str = DEFAULT) -> Column | None:
+    """The bucket (an int column) of rows whose bucket-key ``columns`` have the table's ``types``,
+    under the table's ``bucket-function.type`` ``function``.
 
     ``num_buckets`` is the table's count, or a column of each row's count (a postpone table's
     partitions have counts of their own); a null count gives a null bucket.
 
     Each column is cast to its table type first (an int key hashes differently from a bigint
-    one, so a wider Spark column must not be hashed as it is). None when `encodable` says no.
+    one, so a wider Spark column must not be hashed as it is). None when `encodable` (or, for
+    ``mod`` and ``hive``, `function_encodable`) says no.
     """
     from pyspark.sql import functions as F
 
-    if len(columns) != len(types) or not encodable(types):
+    if len(columns) != len(types):
+        return None
+    count = F.lit(num_buckets) if isinstance(num_buckets, int) else num_buckets
+    if function != DEFAULT:
+        return _function_bucket(columns, types, count, function)
+    if not encodable(types):
         return None
     arity = len(types)
     null_bits: Column = F.lit(0).cast("bigint")
@@ -147,5 +164,54 @@ def bucket_column(columns: Sequence[Column], types: Sequence[DataType], num_buck
         slots.append(slot)
     row = F.concat(_le_bytes(null_bits), *slots, *var_parts)
     # Java's Math.abs(hash % n): Spark's % truncates toward zero like Java's
-    count = F.lit(num_buckets) if isinstance(num_buckets, int) else num_buckets
     return F.abs(F.hash(row) % count).cast("int")
+
+
+def function_encodable(types: Sequence[DataType], function: str) -> bool:
+    """Whether `bucket_column` spells ``function`` (``mod`` or ``hive``) of keys of these types.
+
+    ``mod``: every key it takes (one INT or BIGINT). ``hive``: keys of booleans, integers and
+    dates, whose field hash is their value; floats (raw bits), decimals (trailing zeros stripped)
+    and strings (a polynomial over the bytes) have no cheap Spark expression, so they take the
+    Python path (`lake_assets.lsm.bucket_function`, vectorized).
+    """
+    if function_problem(function, types) is not None:
+        return False
+    return function == MOD or all(isinstance(t, _HIVE_SPARK_TYPES) for t in types)
+
+
+def _function_bucket(columns: Sequence[Column], types: Sequence[DataType], count: Column,
+                     function: str) -> Column | None:
+    """``mod`` and ``hive`` buckets (`lake_assets.lsm.bucket_function`) as Spark expressions."""
+    from pyspark.sql import functions as F
+
+    if not function_encodable(types, function):
+        return None
+    if function == MOD:
+        # Math.floorMod(key, n) is Spark's pmod for a positive n; a null key reads as 0 (bucket 0)
+        table_type = "int" if isinstance(types[0], IntType) else "bigint"
+        key = F.coalesce(columns[0].cast(table_type).cast("bigint"), F.lit(0).cast("bigint"))
+        return F.pmod(key, count.cast("bigint")).cast("int")
+    # h = 31 * h + field hash in Java int arithmetic: kept as a bigint in [0, 2**32), the low 32
+    # bits Java keeps; only h & Integer.MAX_VALUE is used at the end, so the sign never matters
+    h: Column = F.lit(0).cast("bigint")
+    for column, t in zip(columns, types, strict=True):
+        field = F.coalesce(_hive_field_hash(column, t), F.lit(0).cast("bigint"))
+        h = (h * F.lit(31) + field).bitwiseAND(F.lit(_U32_MASK))
+    return (h.bitwiseAND(F.lit(0x7FFFFFFF)) % count.cast("bigint")).cast("int")
+
+
+def _hive_field_hash(column: Column, t: DataType) -> Column:
+    """Hive's hash of one value as a bigint's low 32 bits (null stays null)."""
+    from pyspark.sql import functions as F
+
+    if isinstance(t, BooleanType):
+        return F.when(column.cast("boolean"), F.lit(1)).otherwise(F.lit(0)).cast("bigint")
+    if isinstance(t, DateType):
+        return F.unix_date(column.cast("date")).cast("bigint").bitwiseAND(F.lit(_U32_MASK))
+    if isinstance(t, BigIntType):
+        # Long.hashCode: (int) (v ^ (v >>> 32))
+        v = column.cast("bigint")
+        return v.bitwiseXOR(F.shiftrightunsigned(v, 32)).bitwiseAND(F.lit(_U32_MASK))
+    spark_type, _ = _INT_WIDTHS[type(t)]
+    return column.cast(spark_type).cast("bigint").bitwiseAND(F.lit(_U32_MASK))

@@ -57,6 +57,8 @@ _HARMLESS = frozenset({
     "changelog-file.prefix", "partition.default-name", "partition.legacy-name", "dynamic-partition-overwrite",
     "write-only", "page-size", "num-levels", "streaming-read-overwrite",
     "bucket-append-ordered", "file.suffix.include.compression",
+    # the native write's bucket column is the table's function (native_write._bucket, bucket_column)
+    "bucket-function.type",
     # the native write writes +I records only: options about deletes change nothing in them
     "ignore-delete", "deduplicate.ignore-delete",
 })

@@ -157,10 +157,11 @@ def _bucket(table: Table) -> Column:
     schema = table.schema
     keys = list(schema.bucket_keys)
     types = schema.types(keys)
-    column = bucket_column([_col(k) for k in keys], types, schema.core_options.bucket)
+    function = schema.core_options.bucket_function
+    column = bucket_column([_col(k) for k in keys], types, schema.core_options.bucket, function)
     if column is not None:
         return column
-    assigner = _BucketAssigner(types, schema.core_options.bucket)
+    assigner = _BucketAssigner(types, schema.core_options.bucket, function)
     bucket_of = arrow_udf(assigner.bucket, returnType=IntegerType())  # type: ignore[call-overload]
     return bucket_of(*[_col(k) for k in keys])
 

@@ -279,8 +279,9 @@ class _CountedBucketAssigner:
     """The bucket of key arrays under each row's count, as a scalar Arrow UDF (the last argument
     is the count; a null count gives a null bucket)."""
 
-    def __init__(self, types: list[DataType]) -> None:
+    def __init__(self, types: list[DataType], function: str = "default") -> None:
         self.types = types
+        self.function = function  # the table's bucket-function.type
 
     def bucket(self, *columns: pa.Array) -> pa.Array:
         *keys, counts = columns
@@ -289,7 +290,8 @@ class _CountedBucketAssigner:
         out = np.zeros(len(n), dtype=np.int32)
         for count in np.unique(n[n > 0]):
             rows = np.flatnonzero(n == count)
-            out[rows] = assign_buckets([c.take(pa.array(rows)) for c in cols], self.types, int(count))
+            out[rows] = assign_buckets([c.take(pa.array(rows)) for c in cols], self.types, int(count),
+                                       self.function)
         return pa.array(out, type=pa.int32(), mask=n <= 0)
 
 
@@ -300,9 +302,10 @@ def route_by_planned_bucket(df: DataFrame, table: Table, plan: BucketPlan,
     keys = list(table.schema.bucket_keys)
     types = table.schema.types(keys)
     count = _count_column(table, plan)
-    bucket = bucket_column([F.col(k) for k in keys], types, count)
+    function = table.schema.core_options.bucket_function
+    bucket = bucket_column([F.col(k) for k in keys], types, count, function)
     if bucket is None:
-        assigner = _CountedBucketAssigner(types)
+        assigner = _CountedBucketAssigner(types, function)
         # as in shuffle.py: pyspark infers the UDF kind from the hints at run time
         bucket_of = arrow_udf(assigner.bucket, returnType=IntegerType())  # type: ignore[call-overload]
         bucket = bucket_of(*[F.col(k) for k in keys], count)

@@ -43,7 +43,7 @@ from lake_assets.spark.source_options import STORAGE_PREFIX, storage_option_text
 from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.data_types import DataType
 from lake_assets.table import Table
-from lake_assets.table_support import POSTPONE_BUCKET
+from lake_assets.table_support import POSTPONE_BUCKET, Op
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -54,14 +54,15 @@ PARTITION_OVERWRITE_CONF = "spark.sql.sources.partitionOverwriteMode"
 class _BucketAssigner:
     """The bucket of key arrays, as a scalar Arrow UDF (`bucket` carries the type hints Spark reads)."""
 
-    def __init__(self, types: list[DataType], num_buckets: int) -> None:
+    def __init__(self, types: list[DataType], num_buckets: int, function: str = "default") -> None:
         self.types = types
         self.num_buckets = num_buckets
+        self.function = function  # the table's bucket-function.type
 
     def bucket(self, *keys: pa.Array) -> pa.Array:
         # hash the key as the table types it (an int column hashes differently from a bigint)
         cols = [pc.cast(k, to_arrow(t)) for k, t in zip(keys, self.types, strict=True)]
-        return pa.array(assign_buckets(cols, self.types, self.num_buckets), type=pa.int32())
+        return pa.array(assign_buckets(cols, self.types, self.num_buckets, self.function), type=pa.int32())
 
 
 def cluster_by_partition(df: DataFrame, table: Table) -> DataFrame:
@@ -111,11 +112,13 @@ def repartition_by_bucket(
         # dynamic bucket mode: one assigner decides every key's bucket from the table's hash index,
         # so all rows go to one task, whose writer runs it (Paimon's one writer per table)
         return df.repartition(1)
+    table.store.require(Op.WRITE)  # e.g. a bucket key the table's bucket function cannot place
     keys = list(schema.bucket_keys)
     types = schema.types(keys)
-    bucket = bucket_column([F.col(k) for k in keys], types, schema.core_options.bucket)
+    function = schema.core_options.bucket_function
+    bucket = bucket_column([F.col(k) for k in keys], types, schema.core_options.bucket, function)
     if bucket is None:  # a key type the JVM expression cannot spell: hash in Python
-        assigner = _BucketAssigner(types, schema.core_options.bucket)
+        assigner = _BucketAssigner(types, schema.core_options.bucket, function)
         # pyspark's stubs know only the forms with functionType; at run time it is inferred from the
         # hints (passing it warns), so the typed form is not spelled out.
         bucket_of = arrow_udf(assigner.bucket, returnType=IntegerType())  # type: ignore[call-overload]
@@ -196,6 +199,7 @@ def write_table(
         raise OptionError("Pass either overwrite_partitions (static) or dynamic=True, not both")
     storage = dict(storage_options or {})
     table = Catalog(warehouse, **storage).get_table(identifier)
+    table.store.require(Op.WRITE)  # refused tables fail here, before Spark plans or runs a job
     # a postpone table's batch write goes into real buckets of planned counts (postpone_routing)
     postpone_options: dict[str, str] = {}
     if is_postpone_table(table.store):

@@ -279,6 +279,13 @@ class PypaimonRust(Pypaimon):
         out = json.loads(self.run("query", "--warehouse", str(warehouse), "--statement", statement))
         return [dict(zip(out["columns"], row, strict=True)) for row in out["rows"]]
 
+    def write_batch(self, warehouse: str | os.PathLike[str], identifier: str, data: pa.Table) -> None:
+        """One commit through the table's batch write builder (pypaimon-rust routes the rows)."""
+        with tempfile.TemporaryDirectory(prefix="pypaimon-rust-") as tmp:
+            path = Path(tmp) / "data.arrow"
+            write_ipc(data, path)
+            self.run("write", "--warehouse", str(warehouse), "--table", identifier, "--data", str(path))
+
     def write_fixed_bucket(self, warehouse: str | os.PathLike[str], identifier: str, data: pa.Table) -> None:
         """One commit into a postpone table's real buckets (its fixed-bucket write builder)."""
         with tempfile.TemporaryDirectory(prefix="pypaimon-rust-") as tmp:

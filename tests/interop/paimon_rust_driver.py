@@ -8,6 +8,8 @@ Subcommands::
           the catalog is registered as ``paimon``)
     read  --warehouse W --table db.t        (a batch read of every split, printed as JSON rows)
     query --warehouse W --statement SQL     (a SELECT through its SQLContext, printed as JSON rows)
+    write --warehouse W --table db.t --data batch.arrow
+          (one commit through the table's batch write builder)
     write-fixed-bucket --warehouse W --table db.t --data batch.arrow
           (one commit through the postpone table's real-bucket writer, into bucket-<n> directories
           as ``postpone.default-bucket-num`` says, not into bucket-postpone)
@@ -92,6 +94,25 @@ def cmd_write_fixed_bucket(args: argparse.Namespace) -> None:
         writer.close()
 
 
+def cmd_write(args: argparse.Namespace) -> None:
+    """Write and commit an Arrow IPC stream file with the table's batch write builder (its own
+    bucket routing: the table's bucket function for a fixed-bucket table)."""
+    from pypaimon_rust.datafusion import PaimonCatalog
+
+    with pa.ipc.open_stream(args.data) as reader:
+        data = reader.read_all()
+    db, _, name = args.table.partition(".")
+    table = PaimonCatalog({"warehouse": args.warehouse}).get_table((db, name))
+    builder = table.new_batch_write_builder()
+    writer = builder.new_write()
+    try:
+        for batch in data.to_batches():
+            writer.write_arrow(batch)
+        builder.new_commit().commit(writer.prepare_commit())
+    finally:
+        writer.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     parser = argparse.ArgumentParser(description="pypaimon-rust driver for lake_assets interop tests")
@@ -108,6 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warehouse", required=True)
     p.add_argument("--statement", action="append", required=True)
     p.set_defaults(func=cmd_query)
+    p = sub.add_parser("write")
+    p.add_argument("--warehouse", required=True)
+    p.add_argument("--table", required=True, help="db.table")
+    p.add_argument("--data", required=True)
+    p.set_defaults(func=cmd_write)
     p = sub.add_parser("write-fixed-bucket")
     p.add_argument("--warehouse", required=True)
     p.add_argument("--table", required=True, help="db.table")
