@@ -75,8 +75,10 @@ class FlushCompactSchedule(Generic[B, M]):
             futures = [pool.submit(self._work) for _ in range(self.workers)]
             try:
                 wait(futures)
-            except BaseException:  # interrupted while waiting: no new task starts
-                self.stop()
+            except BaseException:  # interrupted while waiting: no new task starts, and the
+                self.stop()        # running ones end before the caller cleans up what they wrote
+                wait(futures)
+                self.ended = True
                 raise
             for f in futures:
                 f.result()  # the loop catches its tasks' failures: only a bug of its own lands here

@@ -162,3 +162,35 @@ def test_on_the_calling_thread_a_failed_compaction_ends_the_schedule() -> None:
 
 def test_compaction_slots() -> None:
     assert [compaction_slots(n) for n in (1, 2, 3, 4, 8)] == [1, 1, 1, 2, 4]
+
+
+def test_an_interrupted_wait_lets_running_tasks_end_and_starts_no_new_one(pool, monkeypatch) -> None:
+    """Ctrl-C while the calling thread waits: no new task starts and the running ones have ended
+    when `run` raises, so the caller's clean-up sees everything that was written."""
+    from lake_assets.ops import flush_schedule
+
+    started = threading.Barrier(3, timeout=WAIT_S)  # both flushes and the calling thread
+    interrupted = threading.Event()
+    ran: list[tuple[str, int]] = []
+    real_wait = flush_schedule.wait
+
+    def wait_interrupted(futures):  # type: ignore[no-untyped-def]
+        if not interrupted.is_set():
+            started.wait()
+            interrupted.set()
+            raise KeyboardInterrupt
+        return real_wait(futures)
+
+    def flush(bucket: int) -> str:
+        ran.append(("flush", bucket))
+        if bucket < 2:
+            started.wait()
+            assert interrupted.wait(WAIT_S)
+        return "m"
+
+    monkeypatch.setattr(flush_schedule, "wait", wait_interrupted)
+    schedule = FlushCompactSchedule([0, 1, 2, 3], flush, lambda b, m: ran.append(("compact", b)), workers=2)
+    with pytest.raises(KeyboardInterrupt):
+        schedule.run(pool)
+    assert schedule.ended
+    assert sorted(ran) == [("flush", 0), ("flush", 1)]
