@@ -9,7 +9,11 @@
 
     .venv/bin/python bench/bench_dv.py --rows 1000000 --upsert-rows 100000 --repeat 3
 
-Prints one JSON line and a Markdown table for bench/RESULTS.md.
+Prints one JSON line and a Markdown table for bench/RESULTS.md. The JSON carries every upsert
+round's wall (``upsert_plain_ms``, ``upsert_dv_ms``) and the share of it during which some task
+of the machine waited for a CPU (``upsert_*_stall``, Linux PSI): on a shared machine the rounds
+near 0 are the ones whose walls compare code. ``--upsert-only`` skips the read section, for many
+alternated runs of the upsert rounds alone.
 """
 
 from __future__ import annotations
@@ -62,6 +66,20 @@ def best_of(repeat: int, fn: Callable[[], Any], walls: list[float] | None = None
     return best, best_cpu, out
 
 
+def cpu_stall_us() -> int | None:
+    """Microseconds during which some task of the machine waited for a CPU (Linux PSI,
+    ``/proc/pressure/cpu``, "some" total), None where the kernel has none. Its growth over a timed
+    round tells a round that had the cores it wanted (≈ 0) from one that queued behind other
+    processes: on a shared machine, the rounds whose walls compare code."""
+    try:
+        with open("/proc/pressure/cpu") as fh:
+            first = fh.readline()
+    except OSError:
+        return None
+    total = first.rsplit("total=", 1)[-1]
+    return int(total) if first.startswith("some") and total.strip().isdigit() else None
+
+
 def build(root: Path, rows: int, upsert_rows: int, rounds: int, buckets: int, dv: bool, seed: int) -> Any:
     """A table loaded with ``rows`` keys and ``rounds`` upsert rounds (each compacted inline)."""
     cat = Catalog(str(root))
@@ -103,48 +121,22 @@ def main() -> None:
     ap.add_argument("--buckets", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--work", type=Path, default=None)
+    ap.add_argument("--upsert-only", action="store_true",
+                    help="time the upsert rounds only (no read section): for many alternated runs")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="print the N costliest functions (own time) of the timed reads, read serially "
                          "(split pool and pyarrow's threads off: cProfile sees one thread)")
     args = ap.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-dv-"))
     work.mkdir(parents=True, exist_ok=True)
+    read: dict[str, Any] = {}
     try:
-        # ---- read: DV table after compaction vs pyarrow on the same rows in one Parquet file
-        dv_table = build(work / "read", args.rows, args.upsert_rows, args.rounds, args.buckets, True, 1)
-        # a dedicated compaction as a maintenance job runs it: files whose vectors hide more than
-        # compaction.delete-ratio-threshold (0.2) of their rows are rewritten without them
-        dv_table.compact()
-        files = [f for s in dv_table.plan() for f in s.files]
-        levels = sorted({f.level for f in files})
-        health = dv_table.health().to_pylist()
-        deleted = sum(r["deletion_vector_rows"] for r in health)
-        load_before = os.getloadavg()
-        lake_walls: list[float] = []
-        arrow_walls: list[float] = []
-        # One untimed read of each (the process's first read of either costs 2-3x a warm one),
-        # then the two reads alternated: both see the same load, where timing all of one and then
-        # all of the other let a burst of other work land on one side only (session 11).
-        got = dv_table.to_arrow()
-        ref = work / "plain.parquet"
-        pq.write_table(got, ref, compression="zstd")
-        pq.read_table(ref)
-        lake_s = lake_cpu = arrow_s = arrow_cpu = float("inf")
-        for _ in range(args.repeat):
-            wall, cpu, got = best_of(1, dv_table.to_arrow, lake_walls)
-            lake_s, lake_cpu = min(lake_s, wall), min(lake_cpu, cpu)
-            wall, cpu, ref_rows = best_of(1, lambda: pq.read_table(ref), arrow_walls)
-            arrow_s, arrow_cpu = min(arrow_s, wall), min(arrow_cpu, cpu)
-        load_after = os.getloadavg()
-        if args.profile:
-            profile_read(dv_table, args.repeat, args.profile)
-        assert got.num_rows == ref_rows.num_rows == args.rows
-        read_ratio = arrow_s / lake_s
-        read_cpu_ratio = arrow_cpu / lake_cpu
-
+        if not args.upsert_only:
+            read = timed_read(args, work)
         # ---- upsert: one round on a DV table vs the same round on a plain table
         times, cpus = {}, {}
         upsert_walls: dict[str, list[float]] = {"plain": [], "dv": []}
+        stalls: dict[str, list[float | None]] = {"plain": [], "dv": []}  # CPU-wait share of each round
         upsert_load_before = os.getloadavg()
         for i in range(args.repeat):
             for dv in (False, True):  # interleaved: both see the same machine load
@@ -153,7 +145,10 @@ def main() -> None:
                 table = build(root, args.rows, args.upsert_rows, 1, args.buckets, dv, 2)
                 ids = np.sort(np.random.default_rng(100 + i).choice(args.rows, args.upsert_rows, replace=False))
                 data = batch(ids, 99)
+                stall = cpu_stall_us()
                 wall, cpu, _ = best_of(1, lambda t=table, d=data: t.write_arrow(d), upsert_walls[name])
+                after = cpu_stall_us()
+                stalls[name].append(None if stall is None or after is None else (after - stall) / 1e6 / wall)
                 times[name] = min(times.get(name, float("inf")), wall)
                 cpus[name] = min(cpus.get(name, float("inf")), cpu)
                 shutil.rmtree(root, ignore_errors=True)
@@ -165,16 +160,7 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
     result = {
         "rows": args.rows, "upsert_rows": args.upsert_rows, "rounds": args.rounds, "buckets": args.buckets,
-        "files": len(files), "levels": levels, "deleted_rows": deleted,
-        "read_lake_s": round(lake_s, 4), "read_pyarrow_s": round(arrow_s, 4), "read_ratio": round(read_ratio, 3),
-        "read_cpu_ratio": round(read_cpu_ratio, 3),
-        # the median of the timed reads beside the best, and the 1-minute load average around them
-        # (2 shared cores: a wall ratio means little when others were running)
-        "read_lake_median_s": round(statistics.median(lake_walls), 4),
-        "read_pyarrow_median_s": round(statistics.median(arrow_walls), 4),
-        "read_load_average": [round(load_before[0], 2), round(load_after[0], 2)],
-        # each alternated pair's ratio (pyarrow's wall over ours): the spread the best hides
-        "read_pair_ratios": [round(a / b, 3) for a, b in zip(arrow_walls, lake_walls, strict=True)],
+        **read,
         "upsert_plain_s": round(times["plain"], 4), "upsert_dv_s": round(times["dv"], 4),
         "upsert_ratio": round(upsert_ratio, 3), "upsert_cpu_ratio": round(upsert_cpu_ratio, 3),
         # the CPU seconds behind the CPU ratio, the median rounds beside the best, and the load
@@ -182,6 +168,12 @@ def main() -> None:
         "upsert_plain_cpu_s": round(cpus["plain"], 4), "upsert_dv_cpu_s": round(cpus["dv"], 4),
         "upsert_median_ratio": round(
             statistics.median(upsert_walls["dv"]) / statistics.median(upsert_walls["plain"]), 3),
+        # every round's wall, in run order: the distribution (a single slow round decides a miss)
+        "upsert_plain_ms": [round(w * 1e3, 2) for w in upsert_walls["plain"]],
+        "upsert_dv_ms": [round(w * 1e3, 2) for w in upsert_walls["dv"]],
+        # per round, the share of its wall during which some task waited for a CPU (`cpu_stall_us`)
+        "upsert_plain_stall": [None if x is None else round(x, 3) for x in stalls["plain"]],
+        "upsert_dv_stall": [None if x is None else round(x, 3) for x in stalls["dv"]],
         "upsert_load_average": [round(upsert_load_before[0], 2), round(upsert_load_after[0], 2)],
         "python": platform.python_version(), "pyarrow": pa.__version__,
     }
@@ -189,12 +181,62 @@ def main() -> None:
     print()
     print("| measure | lake_assets s (cpu s) | peer s (cpu s) | ratio wall | ratio cpu | target | result (wall) |")
     print("|---|---:|---:|---:|---:|---|---|")
-    print(f"| full read, DV table after compaction vs pyarrow Parquet | {lake_s:.3f} ({lake_cpu:.3f}) | "
-          f"{arrow_s:.3f} ({arrow_cpu:.3f}) | {read_ratio:.2f}x | {read_cpu_ratio:.2f}x | ≥ 0.8x | "
-          f"{'PASS' if read_ratio >= 0.8 else 'MISS'} |")
+    if read:
+        print(f"| full read, DV table after compaction vs pyarrow Parquet | {read['read_lake_s']:.3f} "
+              f"({read['read_lake_cpu_s']:.3f}) | {read['read_pyarrow_s']:.3f} ({read['read_pyarrow_cpu_s']:.3f}) | "
+              f"{read['read_ratio']:.2f}x | {read['read_cpu_ratio']:.2f}x | ≥ 0.8x | "
+              f"{'PASS' if read['read_ratio'] >= 0.8 else 'MISS'} |")
     print(f"| upsert round, DV vs no DV | {times['dv']:.3f} ({cpus['dv']:.3f}) | {times['plain']:.3f} "
           f"({cpus['plain']:.3f}) | {upsert_ratio:.2f}x | {upsert_cpu_ratio:.2f}x | ≤ 1.5x | "
           f"{'PASS' if upsert_ratio <= 1.5 else 'MISS'} |")
+
+
+def timed_read(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """The read section: a DV table after compaction read whole against pyarrow reading the same
+    rows from one Parquet file (reads alternated); its part of the printed JSON."""
+    dv_table = build(work / "read", args.rows, args.upsert_rows, args.rounds, args.buckets, True, 1)
+    # a dedicated compaction as a maintenance job runs it: files whose vectors hide more than
+    # compaction.delete-ratio-threshold (0.2) of their rows are rewritten without them
+    dv_table.compact()
+    files = [f for s in dv_table.plan() for f in s.files]
+    levels = sorted({f.level for f in files})
+    health = dv_table.health().to_pylist()
+    deleted = sum(r["deletion_vector_rows"] for r in health)
+    load_before = os.getloadavg()
+    lake_walls: list[float] = []
+    arrow_walls: list[float] = []
+    # One untimed read of each (the process's first read of either costs 2-3x a warm one),
+    # then the two reads alternated: both see the same load, where timing all of one and then
+    # all of the other let a burst of other work land on one side only (session 11).
+    got = dv_table.to_arrow()
+    ref = work / "plain.parquet"
+    pq.write_table(got, ref, compression="zstd")
+    pq.read_table(ref)
+    lake_s = lake_cpu = arrow_s = arrow_cpu = float("inf")
+    for _ in range(args.repeat):
+        wall, cpu, got = best_of(1, dv_table.to_arrow, lake_walls)
+        lake_s, lake_cpu = min(lake_s, wall), min(lake_cpu, cpu)
+        wall, cpu, ref_rows = best_of(1, lambda: pq.read_table(ref), arrow_walls)
+        arrow_s, arrow_cpu = min(arrow_s, wall), min(arrow_cpu, cpu)
+    load_after = os.getloadavg()
+    if args.profile:
+        profile_read(dv_table, args.repeat, args.profile)
+    assert got.num_rows == ref_rows.num_rows == args.rows
+    read_ratio = arrow_s / lake_s
+    read_cpu_ratio = arrow_cpu / lake_cpu
+    return {
+        "files": len(files), "levels": levels, "deleted_rows": deleted,
+        "read_lake_s": round(lake_s, 4), "read_pyarrow_s": round(arrow_s, 4), "read_ratio": round(read_ratio, 3),
+        "read_cpu_ratio": round(read_cpu_ratio, 3),
+        "read_lake_cpu_s": round(lake_cpu, 4), "read_pyarrow_cpu_s": round(arrow_cpu, 4),
+        # the median of the timed reads beside the best, and the 1-minute load average around them
+        # (2 shared cores: a wall ratio means little when others were running)
+        "read_lake_median_s": round(statistics.median(lake_walls), 4),
+        "read_pyarrow_median_s": round(statistics.median(arrow_walls), 4),
+        "read_load_average": [round(load_before[0], 2), round(load_after[0], 2)],
+        # each alternated pair's ratio (pyarrow's wall over ours): the spread the best hides
+        "read_pair_ratios": [round(a / b, 3) for a, b in zip(arrow_walls, lake_walls, strict=True)],
+    }
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -39,7 +39,7 @@ from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.lsm.key_membership import sorted_positions
 from lake_assets.ops import deletion_vectors
 from lake_assets.ops.deletion_vector_cache import INDEX_FILE_CACHE
-from lake_assets.ops.deletion_vectors import DELETION_VECTORS_INDEX, deleted_rows
+from lake_assets.ops.deletion_vectors import DELETION_VECTORS_INDEX, VectorLoader, deleted_rows
 from lake_assets.ops.scan import Split
 from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.data_types import BigIntType, DataType, DoubleType, FloatType, IntType, SmallIntType, TinyIntType
@@ -154,15 +154,22 @@ class VectorUpdate:
         self,
         store: FileStore,
         split: Split,
-        reader: SplitReader,
+        reader: Callable[[], SplitReader],
         lookup_files: Sequence[DataFileMeta],
         rewrite_files: Sequence[DataFileMeta] = (),
+        vectors: VectorLoader | None = None,
     ) -> None:
         """``lookup_files`` get new marks in their vectors; ``rewrite_files`` (rewritten beside
-        the unit, `without_superseded`) lose the rows the unit supersedes instead."""
+        the unit, `without_superseded`) lose the rows the unit supersedes instead. ``reader``
+        gives the unit's reader, called only when a file's keys must be read: a unit that
+        relabels a level-0 file whose keys the writer cached (`remember_written_keys`) reads no
+        row and builds none (its set-up was most of such a unit's cost). ``vectors`` loads the
+        old vectors: the unit reader's loader, so that an index file is checked on storage once
+        per unit (default: a loader of its own)."""
         self.store = store
         self.split = split
-        self.reader = reader
+        self._reader = reader
+        self._loader = vectors if vectors is not None else VectorLoader(store)
         self.lookup_files = list(lookup_files)
         self.key_names = list(store.schema.trimmed_primary_keys)
         self.key_types: list[DataType] = store.schema.types(self.key_names)
@@ -223,7 +230,7 @@ class VectorUpdate:
         if not isinstance(keys, pa.Table):
             whole = Split(self.split.partition, self.split.partition_values, self.split.bucket,
                           self.split.total_buckets, [meta])
-            keys = self.reader.read_file(whole, meta, False, self.key_names)
+            keys = self._reader().read_file(whole, meta, False, self.key_names)
             _KEY_CACHE.put(cache_key, keys)
         return keys
 
@@ -266,7 +273,7 @@ class VectorUpdate:
 
     def _old_vectors(self) -> dict[str, DeletionVector]:
         """The bucket's vectors before the unit (the loader caches them)."""
-        return self.reader.vectors.vectors(self.split.dv_entries) if self.split.dv_entries else {}
+        return self._loader.vectors(self.split.dv_entries) if self.split.dv_entries else {}
 
     def finish(
         self, rewritten: set[str]

@@ -23,6 +23,7 @@ from lake_assets.ops.bucket_router import BucketRouter
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.dynamic_bucket import attach_index_changes
+from lake_assets.ops.flush_schedule import FlushCompactSchedule
 from lake_assets.ops.level0_flush import Level0Flush
 from lake_assets.ops.route import PARALLEL_GATHER_ROWS
 from lake_assets.ops.spill import SpillStats, spill_root
@@ -280,25 +281,36 @@ class TableWriter:
         return messages
 
     def _flush_and_compact(self, total: int) -> list[PendingMessage]:
-        """Each bucket's level-0 flush and, right after it on the same thread, its inline
-        compaction: a bucket compacts while others still flush (no barrier, no second pool: the
-        commit's critical path, issue 14). If any bucket fails, all have ended and the compaction
-        outputs of those that completed are deleted before the first failure is raised."""
+        """Each bucket's level-0 flush and, once it is done, its inline compaction, on the
+        writer's threads in the order `FlushCompactSchedule` gives (a compaction beside another
+        thread's flush, not beside another compaction; no barrier after the flushes: the commit's
+        critical path, issue 14). If any bucket fails, no new task starts, the running ones end,
+        and the compaction outputs of those that completed are deleted before the first failure
+        is raised."""
         done: dict[BucketKey, CommitMessage] = {}
         targets = [buf for key, buf in self._buffers.items()
                    if buf.tables or buf.runs or buf.new_files or buf.new_changelog or key in self._compact_requested]
         self._router.buffered_bytes -= sum(buf.nbytes for buf in targets)
+        release = any(buf.runs for buf in targets)  # as `_each`: a round that merged spilled runs
 
-        def run(buf: BucketBuffer) -> None:
+        def flush(buf: BucketBuffer) -> CommitMessage | None:
             self._level0.flush(buf)
+            return bucket_message(buf, total, (buf.partition, buf.bucket) in self._compact_requested)
+
+        def compact(buf: BucketBuffer, msg: CommitMessage) -> None:
             key = (buf.partition, buf.bucket)
-            if (msg := bucket_message(buf, total, key in self._compact_requested)) is not None:
-                done[key] = self._compact_inline(key, buf, msg)
+            done[key] = self._compact_inline(key, buf, msg)
+
+        schedule = FlushCompactSchedule(targets, flush, compact, workers=bucket_flush_threads())
+        pool = self._worker_pool() if len(targets) > 1 else None  # one bucket: on this thread
         try:
-            self._each(run, targets)
+            schedule.run(pool)
         except BaseException:
             discard_compactions(self.store, done.values())
             raise
+        finally:
+            if release and pool is not None and schedule.ended:
+                release_pool_threads(pool, schedule.workers)
         return [(key, buf, done[key]) for key, buf in self._buffers.items() if key in done]
 
     def request_compaction(self, partition_values: tuple[Any, ...], bucket: int, *, full: bool = False) -> None:

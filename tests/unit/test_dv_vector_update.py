@@ -71,3 +71,43 @@ def test_add_positions_checks_like_new_vector_and_changes_nothing_on_refusal() -
     assert vector == BitMap([1, 2, 3, 7])
     add_positions(vector, np.empty(0, dtype=np.int64))
     assert vector == BitMap([1, 2, 3, 7])
+
+
+def test_a_relabelling_unit_builds_no_reader_and_a_rewriting_one_builds_one(tmp_path, monkeypatch) -> None:
+    """A unit that relabels a level-0 file whose keys the writer cached reads no row: its
+    `SplitReader` (the schema's read plan, merge function, ...) is never built (bench/RESULTS.md,
+    "Relabel-only compaction units"). A unit that rewrites still reads through one, and the
+    vectors it writes hide exactly the replaced rows either way."""
+    from lake_assets.ops.compact import rewrite
+
+    built: list[int] = []
+
+    class CountedReader(rewrite.SplitReader):
+        def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            built.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(rewrite, "SplitReader", CountedReader)
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["k"],
+                         options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    t.write_arrow(_rows(range(20_000), "a"))
+    built.clear()
+    t.write_arrow(_rows(range(0, 20_000, 4), "b"))  # 5,000 rows: relabelled up, looked up above
+    compacts = [s for s in t.snapshots() if s.commit_kind.name == "COMPACT"]
+    assert compacts, "the round compacted"
+    assert built == [], "a relabel-only unit built a reader"
+    assert sum(len(v) for v in _stored_vectors(t).values()) == 5000
+    # a delete round: its level-0 file holds retracts, so the unit rewrites it (reads rows)
+    deletes = _rows(range(1, 20_000, 4), "d").append_column("op", pa.array(["-D"] * 5000))
+    t2 = cat.create_table("db.d", deletes.schema, primary_keys=["k"],
+                          options={"bucket": "1", "deletion-vectors.enabled": "true", "rowkind.field": "op"})
+    t2.write_arrow(_rows(range(20_000), "a").append_column("op", pa.array(["+I"] * 20_000)))
+    built.clear()
+    t2.write_arrow(deletes)
+    assert built, "a rewriting unit reads through a reader"
+    got = t2.to_arrow()
+    assert got.num_rows == 15_000 and not set(range(1, 20_000, 4)) & set(got.column("k").to_pylist())
+    got = {r["k"]: r["v"] for r in t.to_arrow().to_pylist()}
+    assert len(got) == 20_000 and got[0] == "b0" and got[1] == "a1" and got[19_996] == "b19996"

@@ -27,6 +27,7 @@ from lake_assets.ops.compact.changelog import produce_changelog
 from lake_assets.ops.compact.fan_in import bounded_inputs, sort_spill_threshold, spill_directory
 from lake_assets.ops.compact.memory import DEFAULT_MERGE_ROWS, merge_rows, read_batch_rows, run_batch_rows
 from lake_assets.ops.compact.plan import CompactionTask
+from lake_assets.ops.deletion_vectors import VectorLoader
 from lake_assets.ops.dv_compact import VectorUpdate
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
@@ -54,8 +55,14 @@ class _UnitFiles:
         self.task = task
 
     @functools.cached_property
+    def vectors(self) -> VectorLoader:
+        return VectorLoader(self.store)
+
+    @functools.cached_property
     def reader(self) -> SplitReader:
-        return SplitReader(self.store, self.store.schema)
+        reader = SplitReader(self.store, self.store.schema)
+        reader.vectors = self.vectors  # one loader per unit: an index file is checked once
+        return reader
 
     @functools.cached_property
     def writer(self) -> DataFileWriter:
@@ -95,8 +102,8 @@ def run_compaction_task(
     before: list[DataFileMeta] = []
     after: list[DataFileMeta] = []
     rollings = []
-    vectors = (VectorUpdate(store, split, unit.reader, task.dv_lookup_files, task.dv_rewrite_files)
-               if task.deletion_vectors else None)
+    vectors = (VectorUpdate(store, split, lambda: unit.reader, task.dv_lookup_files, task.dv_rewrite_files,
+                            unit.vectors) if task.deletion_vectors else None)
     index_paths: list[str] = []
     spill = spill_directory(opts, root)  # created on a unit's first spill only
     try:
