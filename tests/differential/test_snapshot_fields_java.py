@@ -123,6 +123,29 @@ def test_empty_static_overwrite_is_an_empty_overwrite_snapshot_as_java(java: Pai
     assert len(java.snapshots(wh, "db.j")) == len(java.snapshots(wh, "db.l")) == 2
 
 
+def test_expiry_deletes_statistics_files_as_java(java: PaimonJava, lake: Catalog, wh: str) -> None:
+    """Twin histories (Java's ANALYZE, three commits carrying its file, an ALTER, one commit that
+    drops the name), then Java expires ``db.j`` and we ``db.l`` to one snapshot: the statistics
+    file goes in both; expiring while the first retained snapshot names it keeps it in both."""
+    retain_one = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"}
+    paths = {}
+    for name in ("db.j", "db.l"):
+        stats = _prepare(java, wh, name)
+        paths[name] = Path(wh) / "db.db" / name[3:] / "statistics" / stats
+        java.write(wh, name, pa.table({"id": [20], "dt": ["a"]}, schema=SCHEMA))
+    java.expire_snapshots(wh, "db.j", retain_one)
+    assert lake.get_table("db.l").expire_snapshots(retain_min=1, retain_max=1).deleted_statistics_files == []
+    assert paths["db.j"].exists() and paths["db.l"].exists()
+    for name in ("db.j", "db.l"):
+        java.alter_table(wh, name, {"change": "add_column", "name": "v", "type": pa.int32()})
+        java.write(wh, name, _with_v([30]))
+    java.expire_snapshots(wh, "db.j", retain_one)
+    result = lake.get_table("db.l").expire_snapshots(retain_min=1, retain_max=1)
+    assert result.deleted_statistics_files == [str(paths["db.l"])]
+    assert not paths["db.j"].exists() and not paths["db.l"].exists()
+    assert java.read(wh, "db.l").num_rows == java.read(wh, "db.j").num_rows == 5
+
+
 def test_expiry_and_orphans_keep_a_named_statistics_file(java: PaimonJava, lake: Catalog, wh: str) -> None:
     """Our expiry deletes a statistics file only when no retained snapshot or tag names it (as
     Java's SnapshotDeletion); orphan removal, ours and Java's, keeps every named one."""
