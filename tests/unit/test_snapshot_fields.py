@@ -35,7 +35,7 @@ def _table(catalog: Catalog, **options: str) -> Table:
     return t
 
 
-def _analyze(t: Table, schema_id: int | None = None, offsets: dict[str, int] | None = None) -> str:
+def analyze_as_java(t: Table, schema_id: int | None = None, offsets: dict[str, int] | None = None) -> str:
     """What Java's ``commitStatistics`` leaves: a statistics file and an ANALYZE snapshot naming it
     (here also carrying ``offsets``, as a Flink commit with a log system would)."""
     store = t.store
@@ -58,7 +58,7 @@ def _analyze(t: Table, schema_id: int | None = None, offsets: dict[str, int] | N
 
 def test_every_commit_kind_carries_log_offsets_and_statistics(catalog: Catalog) -> None:
     t = _table(catalog, **{"snapshot.ignore-empty-commit": "false"})
-    name = _analyze(t, offsets=OFFSETS)
+    name = analyze_as_java(t, offsets=OFFSETS)
     since = t.snapshot_manager.latest_id()
     t.write_arrow(_rows(range(5, 15)))                                  # APPEND
     t.compact(full=True)                                                # COMPACT
@@ -79,7 +79,7 @@ def test_a_commit_and_its_compaction_written_ahead_carry_them(catalog: Catalog,
     t = catalog.create_table("db.dv", SCHEMA, primary_keys=["k"], options={"bucket": "2",
                                                                           "deletion-vectors.enabled": "true"})
     t.write_arrow(_rows(range(100)))
-    name = _analyze(t, offsets=OFFSETS)
+    name = analyze_as_java(t, offsets=OFFSETS)
     since = t.snapshot_manager.latest_id()
     t.write_arrow(_rows(range(50, 150)))
     assert [(s.commit_kind, s.log_offsets, s.statistics) for s in t.snapshots() if s.id > since] == [
@@ -88,14 +88,14 @@ def test_a_commit_and_its_compaction_written_ahead_carry_them(catalog: Catalog,
 
 def test_statistics_of_another_schema_are_not_carried(catalog: Catalog) -> None:
     t = _table(catalog)
-    _analyze(t, offsets=OFFSETS)
+    analyze_as_java(t, offsets=OFFSETS)
     t.update_schema().add_column("extra", pa.int32()).commit()
     t = catalog.get_table("db.t")
     t.write_arrow(_rows(range(3)).append_column("extra", pa.nulls(3, pa.int32())))
     latest = t.snapshot_manager.latest()
     assert latest is not None and latest.statistics is None and latest.log_offsets == OFFSETS
     # stats written for the new schema are carried again
-    name = _analyze(t)
+    name = analyze_as_java(t)
     t.write_arrow(_rows(range(3)).append_column("extra", pa.nulls(3, pa.int32())))
     assert t.snapshot_manager.latest().statistics == name  # type: ignore[union-attr]
 
@@ -103,7 +103,7 @@ def test_statistics_of_another_schema_are_not_carried(catalog: Catalog) -> None:
 @pytest.mark.parametrize("damage", ["missing", "not json", "no schema id"])
 def test_unreadable_statistics_fail_the_commit_and_change_nothing(catalog: Catalog, damage: str) -> None:
     t = _table(catalog)
-    name = _analyze(t)
+    name = analyze_as_java(t)
     path = t.store.paths.statistics_file(name)
     if damage == "missing":
         t.store.file_io.delete(path)
@@ -132,7 +132,7 @@ def test_snapshot_fields_read_from_storage_are_checked() -> None:
 
 def test_expiry_deletes_a_statistics_file_once_no_retained_snapshot_or_tag_names_it(catalog: Catalog) -> None:
     t = _table(catalog)
-    name = _analyze(t)
+    name = analyze_as_java(t)
     path = Path(t.store.paths.statistics_file(name))
     for i in range(3):
         t.write_arrow(_rows(range(20 + i, 21 + i)))
@@ -154,7 +154,7 @@ def test_expiry_deletes_a_statistics_file_once_no_retained_snapshot_or_tag_names
 
 def test_expiry_deletes_statistics_only_expired_snapshots_named(catalog: Catalog) -> None:
     t = _table(catalog)
-    name = _analyze(t)
+    name = analyze_as_java(t)
     t.update_schema().add_column("extra", pa.int32()).commit()
     t = catalog.get_table("db.t")
     t.write_arrow(_rows(range(3)).append_column("extra", pa.nulls(3, pa.int32())))
