@@ -164,8 +164,9 @@ def _apply(
     tagged = [t.snapshot for t in store.tag_manager().tags().values()]
     doomed_index, index_manifests = ([], []) if decoupled else index_files_to_expire(
         store, expired, end_snapshot, tagged)
-    # statistics files only expired snapshots name (a changelog copy still names its own)
-    doomed_stats = [] if decoupled else statistics_to_expire(store, expired, end_snapshot, tagged)
+    # statistics files only expired snapshots name; decoupled too, as Java's SnapshotDeletion: a
+    # changelog copy keeps the name, but nothing reads a changelog's statistics
+    doomed_stats = statistics_to_expire(store, expired, end_snapshot, tagged)
     result.deleted_index_files = doomed_index
     result.deleted_statistics_files = doomed_stats
     result.deleted_data_files = doomed_data
