@@ -285,9 +285,9 @@ class TableCommitter:
             prepared = prepared_by.take(latest) if prepared_by is not None and attempt == 0 else None
             delta = list(entries)
             if overwrite is not None:
+                # an overwrite that replaces and adds nothing still lands (an empty OVERWRITE), as
+                # Java's static overwrite, truncate and partition drop (tryOverwrite) always do
                 delta = overwritten_entries(self.store, latest, overwrite) + delta
-                if not delta and not changelog:
-                    return None
             if prepared is None and (kind != CommitKind.APPEND
                                      or _adds_real_buckets_of_postpone_table(self.store, delta)):
                 check_conflicts(self.store, latest, delta, kind)

@@ -16,7 +16,9 @@ manifest as the latest snapshot's). Who sets the flag:
   unless one of the two options asks for it.
 
 Overwrites follow their own rule in Paimon and here (``FileStoreCommitImpl.overwrite`` never
-reads the flag; a dynamic overwrite of nothing replaces nothing), and so do compactions.
+reads the flag): a static overwrite (a named partition, the whole table, a truncation) always
+commits, an empty OVERWRITE snapshot when it replaces and adds nothing; a dynamic overwrite of no
+new files replaces nothing and commits nothing. Compactions commit only what they changed.
 """
 
 from __future__ import annotations

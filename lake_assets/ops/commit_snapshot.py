@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from lake_assets.ops.commit_inherit import inherited_log_offsets, inherited_statistics
 from lake_assets.ops.index_commit import IndexChange, next_index_manifest
 from lake_assets.spec.manifest import FileKind, ManifestEntry, ManifestFileMeta
 from lake_assets.spec.snapshot import CommitKind, Snapshot
@@ -143,9 +144,10 @@ def snapshot_record(
     delta_records = sum(e.file.row_count if e.kind == FileKind.ADD else -e.file.row_count for e in delta)
     prev_total = (latest.total_record_count or 0) if latest is not None else 0
     cl_name, cl_size = files.changelog_list if files.changelog_list is not None else (None, None)
+    schema_id = store.latest_schema_id()
     return Snapshot(
         id=(latest.id + 1) if latest is not None else 1,
-        schema_id=store.latest_schema_id(),
+        schema_id=schema_id,
         base_manifest_list=base_list[0],
         base_manifest_list_size=base_list[1],
         delta_manifest_list=files.delta_list[0],
@@ -160,10 +162,12 @@ def snapshot_record(
         time_millis=time_millis,
         total_record_count=prev_total + delta_records,
         delta_record_count=delta_records,
-        # Java writes 0 (not null) when the commit produced no changelog, and an empty logOffsets.
+        # Java writes 0 (not null) when the commit produced no changelog.
         changelog_record_count=sum(e.file.row_count for e in changelog),
-        log_offsets={},
+        # carried forward as Java's commits carry them (commit_inherit.py)
+        log_offsets=inherited_log_offsets(latest),
         watermark=latest.watermark if latest is not None else None,
+        statistics=inherited_statistics(store, latest, schema_id),
         properties=properties or None,
         uuid=str(uuid.uuid4()),
     )

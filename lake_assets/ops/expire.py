@@ -1,7 +1,8 @@
 """Snapshot and changelog expiration: pure planners (which ids go) and the code that deletes their files.
 
 Deletion order (Paimon's): data files that only expired snapshots reference, then changelog files,
-then manifests and manifest lists, then the snapshot files, then the EARLIEST hint. Every retained
+then index files, manifests, manifest lists and statistics files, then the snapshot files, then
+the EARLIEST hint. Every retained
 snapshot, tag and consumer position keeps all its files; a crash leaves the expiring snapshots in
 place, and re-running the expiration completes it (deletes are idempotent).
 
@@ -30,7 +31,7 @@ from lake_assets.ops.expire_files import (
     manifests_kept_by,
     unused_manifests,
 )
-from lake_assets.ops.expire_index import index_files_to_expire
+from lake_assets.ops.expire_index import index_files_to_expire, statistics_to_expire
 from lake_assets.ops.expire_plan import ExpirePlan, ExpireResult, plan_expire
 from lake_assets.spec.snapshot import Snapshot
 from lake_assets.table_support import Op
@@ -160,9 +161,14 @@ def _apply(
 
     doomed_manifests = unused_manifests(store, expired, lists_to_drop, keep)
     # 3. index files and index manifests (deletion vectors, hash indexes) only expired snapshots use
+    tagged = [t.snapshot for t in store.tag_manager().tags().values()]
     doomed_index, index_manifests = ([], []) if decoupled else index_files_to_expire(
-        store, expired, end_snapshot, [t.snapshot for t in store.tag_manager().tags().values()])
+        store, expired, end_snapshot, tagged)
+    # statistics files only expired snapshots name; decoupled too, as Java's SnapshotDeletion: a
+    # changelog copy keeps the name, but nothing reads a changelog's statistics
+    doomed_stats = statistics_to_expire(store, expired, end_snapshot, tagged)
     result.deleted_index_files = doomed_index
+    result.deleted_statistics_files = doomed_stats
     result.deleted_data_files = doomed_data
     result.deleted_changelog_files = doomed_changelog
     result.deleted_manifests = doomed_manifests
@@ -174,7 +180,7 @@ def _apply(
     fio = store.file_io
     delete = delete_files or fio.delete_many
     manifest_paths = [store.paths.manifest_file(n) for n in doomed_manifests] + index_manifests
-    ensure_inside(store, doomed_data, doomed_changelog, manifest_paths, doomed_index)
+    ensure_inside(store, doomed_data, doomed_changelog, manifest_paths, doomed_index, doomed_stats)
     result.deletion_started = True
     delete(doomed_data)
     store.fault_point("expire.after_data")
@@ -182,6 +188,7 @@ def _apply(
     store.fault_point("expire.after_changelog")
     delete(doomed_index)
     delete(manifest_paths)
+    delete(doomed_stats)
     store.fault_point("expire.after_manifests")
     changelogs = store.changelog_manager()
     expired_by_id = {s.id: s for s in expired}

@@ -1,4 +1,5 @@
-"""Which index manifests and index files (deletion vectors, hash indexes) an expiration deletes.
+"""Which index manifests and index files (deletion vectors, hash indexes), and which statistics
+files, an expiration deletes.
 
 A snapshot's ``indexManifest`` names the complete set of its index files, and a commit that does
 not change them carries the name forward; once replaced, a name never comes back (a rollback only
@@ -53,4 +54,18 @@ def index_files_to_expire(
     return list(doomed_files), [store.paths.manifest_file(m) for m in doomed_manifests]
 
 
-__all__ = ["index_files_to_expire"]
+def statistics_to_expire(
+    store: FileStore, expired: Iterable[Snapshot], first_kept: Snapshot, tags: Iterable[Snapshot]
+) -> list[str]:
+    """Paths of the statistics files (``statistics/``, an ANALYZE's) ``expired`` snapshots name
+    and neither ``first_kept`` nor a tag does (Java's ``cleanUnusedStatisticsManifests``).
+
+    A commit carries the latest snapshot's statistics name forward or drops it, and a new ANALYZE
+    writes a new file: as with index manifests, a retained snapshot can name an expired one's
+    file only if the first retained one does (or a tag, after a rollback to it)."""
+    kept = {s.statistics for s in (first_kept, *tags) if s.statistics}
+    doomed = dict.fromkeys(s.statistics for s in expired if s.statistics and s.statistics not in kept)
+    return [store.paths.statistics_file(name) for name in doomed if name is not None]
+
+
+__all__ = ["index_files_to_expire", "statistics_to_expire"]

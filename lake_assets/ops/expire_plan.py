@@ -73,6 +73,7 @@ class ExpireResult:
     deleted_changelog_files: list[str] = field(default_factory=list)
     deleted_manifests: list[str] = field(default_factory=list)
     deleted_index_files: list[str] = field(default_factory=list)
+    deleted_statistics_files: list[str] = field(default_factory=list)
     earliest: int | None = None
     dry_run: bool = False
     deletion_started: bool = False  # whether a failure may have left snapshots without files

@@ -15,6 +15,7 @@ A dynamic-bucket table (``bucket = -1``) needs one writer in all, its bucket ass
 from __future__ import annotations
 
 import json
+import logging
 import os
 import uuid
 from collections.abc import Iterator, Sequence
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
     from lake_assets.ops.postpone_write import PostponeWriter
     from lake_assets.ops.write import TableWriter
     from lake_assets.spark.postpone_routing import BucketPlan
+
+log = logging.getLogger(__name__)
 
 STREAMING_USER_PREFIX = "spark-"
 # A commit whose outcome is unknown (storage error while creating the snapshot) is retried with
@@ -384,7 +387,16 @@ class LakeStreamWriter(DataSourceStreamArrowWriter):
 
         user = commit_user_of(messages)
         if user is None:
-            return  # no task reported anything: nothing was written
+            # No task reported. Spark runs a write task even for a micro-batch of no input
+            # partitions (SPARK-23271: one over nothing), and each reports the commit user
+            # (spark-<query id>, which only tasks can read), so this is not expected; without the
+            # user an empty snapshot the table asks for (commit_empty.py) cannot be exactly once.
+            from lake_assets.ops.commit_empty import commits_empty_snapshot
+
+            if commits_empty_snapshot(self.options.table().schema.core_options, batchId):
+                log.warning("Micro-batch %s of %s reported no commit user: no empty snapshot committed",
+                            batchId, self.options.identifier)
+            return
         table = self.options.table()
         committer = table.new_committer(user)
         decoded = decode(messages)

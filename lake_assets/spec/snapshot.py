@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, fields, replace
 from enum import StrEnum
 from typing import Any
@@ -56,6 +57,19 @@ _REQUIRED = {"id", "schema_id", "base_manifest_list", "delta_manifest_list", "co
              "commit_identifier", "commit_kind", "time_millis"}
 
 
+def _log_offsets(value: Any) -> dict[str, int]:
+    """Java's ``Map<Integer, Long>`` of log offsets by bucket, as JSON writes it (decimal keys)."""
+    if not isinstance(value, dict):
+        raise TypeError("logOffsets must be an object")
+    out: dict[str, int] = {}
+    for bucket, offset in value.items():
+        if not (isinstance(bucket, str) and re.fullmatch(r"-?[0-9]+", bucket)) or isinstance(offset, bool) \
+                or not isinstance(offset, int):
+            raise TypeError(f"logOffsets must map bucket numbers to offsets, got {bucket!r}: {offset!r}")
+        out[str(int(bucket))] = offset
+    return out
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """One committed version of a table."""
@@ -83,8 +97,10 @@ class Snapshot:
     operation: str | None = None
     writer_version: str | None = None
     uuid: str | None = None
-    # Paimon 0.9 writes ``{}`` (its log-system offsets); later Java versions dropped the field and
-    # ignore it, so writing it keeps our snapshot files like the 0.9 files without hurting 1.x.
+    # The log system's offsets by bucket (keys are bucket numbers in decimal, as Jackson writes
+    # Java's Map<Integer, Long>). Paimon 0.9 to 1.3 write the field (``{}`` without a log system)
+    # and every commit carries the latest snapshot's forward; Paimon after 1.3 dropped the log
+    # system and ignores the field, so writing it keeps our snapshots like theirs for both.
     log_offsets: dict[str, int] | None = None
     version: int = SNAPSHOT_VERSION
 
@@ -121,8 +137,8 @@ class Snapshot:
                 raise TypeError("manifest list names must be strings")
             if kwargs.get("properties") is not None and not isinstance(kwargs["properties"], dict):
                 raise TypeError("properties must be an object")
-            if kwargs.get("log_offsets") is not None and not isinstance(kwargs["log_offsets"], dict):
-                raise TypeError("logOffsets must be an object")
+            if kwargs.get("log_offsets") is not None:
+                kwargs["log_offsets"] = _log_offsets(kwargs["log_offsets"])
             # Every name here becomes a path under the table: only plain file names (no `..`).
             for attr in _FILE_NAME_FIELDS:
                 if kwargs.get(attr) is not None:

@@ -600,13 +600,23 @@ class PaimonJava:
 
     def commit_watermark(self, warehouse: str, table: str, rows: Sequence[Sequence[Any]], *,
                          commit_identifier: int, watermark: int | None, commit_user: str | None = None,
-                         options: Mapping[str, str] | None = None) -> int:
+                         options: Mapping[str, str] | None = None,
+                         log_offsets: Mapping[int, int] | None = None) -> int:
         """Write ``rows`` (JSON values in the table's column order; fixed-bucket or append tables)
-        and commit them with ``watermark`` (epoch ms) as Flink's sink does; the latest snapshot id.
-        ``options`` are dynamic table options of the write."""
+        and commit them with ``watermark`` (epoch ms) and ``log_offsets`` (bucket -> offset) as
+        Flink's sink does; the latest snapshot id. ``options`` are dynamic table options of the write."""
+        offsets = None if log_offsets is None else {str(b): o for b, o in log_offsets.items()}
         return self.call("lifecycle", action="commit_watermark", warehouse=warehouse, table=table,
                          rows=[list(r) for r in rows], commit_identifier=commit_identifier,
-                         watermark=watermark, commit_user=commit_user, options=options)["snapshot_id"]
+                         watermark=watermark, commit_user=commit_user, options=options,
+                         log_offsets=offsets)["snapshot_id"]
+
+    def analyze(self, warehouse: str, table: str, *, merged_record_count: int,
+                merged_record_size: int) -> dict[str, Any]:
+        """Commit statistics of the latest snapshot as an ANALYZE snapshot (Java's
+        ``commitStatistics``): ``{"snapshot_id": .., "statistics": <file name>}``."""
+        return self.call("lifecycle", action="analyze", warehouse=warehouse, table=table,
+                         merged_record_count=merged_record_count, merged_record_size=merged_record_size)
 
 
 class JavaWriter:

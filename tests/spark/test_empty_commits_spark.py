@@ -17,6 +17,7 @@ import lake_assets
 from lake_assets import Catalog
 from lake_assets.spark.native_write import write_table_native
 from lake_assets.spark.schema import spark_schema
+from lake_assets.spark.streaming import plan_between
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -79,3 +80,46 @@ def test_the_native_write_names_files_with_the_codec(spark, catalog: Catalog, wa
     names = [f.file_name for s in t.plan() for f in s.files]
     assert names and all(n.endswith(".snappy.parquet") for n in names), names
     assert sorted(r["id"] for r in t.to_arrow().to_pylist()) == list(range(20))
+
+
+def _stream_once(spark, warehouse: str, source: str, sink: str, checkpoint: Path) -> None:
+    df = spark.readStream.format("lake").option("warehouse", warehouse).load(source)
+    query = (df.writeStream.format("lake").option("warehouse", warehouse)
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start(sink))
+    try:
+        query.awaitTermination(120)
+    finally:
+        query.stop()
+
+
+@pytest.mark.parametrize("asks", [{"commit.force-create-snapshot": "true"}, {"snapshot.ignore-empty-commit": "false"}])
+def test_a_micro_batch_of_no_input_partitions_commits_an_empty_snapshot_when_asked(
+        spark, catalog: Catalog, warehouse: str, tmp_path: Path, asks: dict[str, str]) -> None:
+    """A lake-to-lake stream whose next upstream snapshot has nothing to stream (a compaction):
+    the micro-batch plans no input partition (`plan_between` gives none); Spark still runs one
+    write task over nothing (SPARK-23271), whose commit user the driver commits the empty APPEND
+    with, under the batch id, as Java's streaming commit does."""
+    src = catalog.create_table("db.src", EVENTS, primary_keys=["id"], options={"bucket": "1"})
+    catalog.create_table("db.sink", EVENTS, primary_keys=["id"], options={"bucket": "1", **asks})
+    src.write_arrow(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=EVENTS))
+    src.write_arrow(pa.table({"id": [3], "v": ["c"]}, schema=EVENTS))
+    checkpoint = tmp_path / "checkpoint-sink"
+    _stream_once(spark, warehouse, "db.src", "db.sink", checkpoint)
+    sink = catalog.get_table("db.sink")
+    first = [(s.commit_kind, s.delta_record_count) for s in sink.snapshots()]
+    assert first and all(kind == CommitKind.APPEND for kind, _ in first)
+    assert sorted(r["id"] for r in sink.to_arrow().to_pylist()) == [1, 2, 3]
+    catalog.get_table("db.src").compact(full=True)  # a COMPACT snapshot: no rows to stream
+    src = catalog.get_table("db.src")
+    compacted = src.snapshot_manager.latest_id()
+    assert compacted is not None and src.snapshot(compacted).commit_kind == CommitKind.COMPACT
+    assert plan_between(src, {"snapshot": compacted, "full": False}, {"snapshot": compacted + 1, "full": False}) == []
+    _stream_once(spark, warehouse, "db.src", "db.sink", checkpoint)
+    sink = catalog.get_table("db.sink")
+    snaps = list(sink.snapshots())
+    assert len(snaps) == len(first) + 1
+    last = snaps[-1]
+    assert (last.commit_kind, last.delta_record_count) == (CommitKind.APPEND, 0)
+    assert last.commit_user == snaps[-2].commit_user and last.commit_user.startswith("spark-")
+    assert last.commit_identifier > snaps[-2].commit_identifier
+    assert sorted(r["id"] for r in sink.to_arrow().to_pylist()) == [1, 2, 3]

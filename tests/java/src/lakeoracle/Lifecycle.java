@@ -6,17 +6,20 @@ import java.time.LocalDateTime;
 import java.time.ZoneId;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
 import org.apache.paimon.CoreOptions;
 import org.apache.paimon.FileStore;
+import org.apache.paimon.Snapshot;
 import org.apache.paimon.fs.Path;
 import org.apache.paimon.manifest.ManifestCommittable;
 import org.apache.paimon.operation.OrphanFilesClean;
 import org.apache.paimon.operation.PartitionExpire;
 import org.apache.paimon.partition.PartitionExpireStrategy;
+import org.apache.paimon.stats.Statistics;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.node.ObjectNode;
@@ -37,6 +40,11 @@ import org.apache.paimon.utils.TimeUtils;
  *   <li>{@code commit_watermark}: rows (lists in the table's column order) written and committed
  *       with a watermark, as Flink's sink commits a checkpoint; the commit path then runs what a
  *       committer runs after each commit (snapshot expiry, partition expiry, automatic tags);
+ *       optional {@code log_offsets} (bucket number to offset) go into the committable as a
+ *       Flink job's log system adds them;
+ *   <li>{@code analyze}: statistics of the latest snapshot (its schema, {@code
+ *       merged_record_count}, {@code merged_record_size}, no column statistics) committed as an
+ *       ANALYZE snapshot by {@code FileStoreCommit.commitStatistics}, as Spark's ANALYZE TABLE;
  *   <li>{@code remove_orphan_files}: 0.9's {@code OrphanFilesClean} (what the remove_orphan_files
  *       procedure and action run) with {@code older_than_ms} (epoch ms) as its bound; {@code
  *       dry_run} replaces its file cleaner with one that only records. Answers every path it
@@ -57,6 +65,8 @@ final class Lifecycle {
                 return commitWatermark(table, a);
             case "remove_orphan_files":
                 return removeOrphanFiles(table, a);
+            case "analyze":
+                return analyze(table, a);
             default:
                 throw new IllegalArgumentException("unknown lifecycle action " + action);
         }
@@ -102,10 +112,35 @@ final class Lifecycle {
             List<CommitMessage> messages = write.prepareCommit(true, identifier);
             ManifestCommittable committable = new ManifestCommittable(identifier, watermark);
             messages.forEach(committable::addFileCommittable);
+            if (a.hasNonNull("log_offsets")) {
+                a.get("log_offsets")
+                        .fields()
+                        .forEachRemaining(
+                                e ->
+                                        committable.addLogOffset(
+                                                Integer.parseInt(e.getKey()), e.getValue().asLong()));
+            }
             commit.commit(committable);
         }
         ObjectNode result = JSON.createObjectNode();
         result.set("snapshot_id", JSON.valueToTree(table.snapshotManager().latestSnapshotId()));
+        return result;
+    }
+
+    private static JsonNode analyze(FileStoreTable table, JsonNode a) {
+        Snapshot latest = table.snapshotManager().latestSnapshot();
+        Statistics stats =
+                new Statistics(
+                        latest.id(),
+                        latest.schemaId(),
+                        a.get("merged_record_count").asLong(),
+                        a.get("merged_record_size").asLong(),
+                        new HashMap<>());
+        FileStore<?> store = table.store();
+        store.newCommit("analyze-" + UUID.randomUUID()).commitStatistics(stats, Long.MAX_VALUE);
+        ObjectNode result = JSON.createObjectNode();
+        result.put("snapshot_id", table.snapshotManager().latestSnapshotId());
+        result.put("statistics", table.snapshotManager().latestSnapshot().statistics());
         return result;
     }
 
