@@ -44,7 +44,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_assets.errors import LakeError
+from lake_assets.errors import LakeError, UnsupportedFeatureError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.lsm.merge import is_retract, sort_and_merge
 from lake_assets.lsm.merge_reader import merge_sorted
@@ -243,6 +243,12 @@ def read_unit(reader: SplitReader, unit: PostponeMergeUnit, batch_rows: int, *,
     Spilled runs go under ``spill_dir`` (`lake_assets.ops.spill.spill_root`) and are removed when
     the read ends or is dropped."""
     store = reader.store
+    if reader.schema.fields != store.schema.fields:
+        # postponed rows are replayed as the table's current columns (`read_postpone_file`)
+        raise UnsupportedFeatureError(
+            f"Cannot read {store.name} with postpone.merge-on-read: the read's schema {reader.schema.id} "
+            f"has other columns than the table's schema {store.schema.id}; merging postponed rows across "
+            "column changes is not implemented (compact the table first)")
     unified = _unified_schema(reader)
     router = _Router(reader, unit, unified, spill_dir)
     try:

@@ -187,3 +187,12 @@ def test_streams_and_change_reads_are_refused(catalog: Catalog) -> None:
     with pytest.raises(UnsupportedFeatureError, match=r"postpone.merge-on-read = true.*full snapshot scan"):
         t.read_changes(1, 2)
     assert postpone_merge_read.configured(t.schema)
+
+
+def test_column_changes_over_waiting_rows_are_refused(catalog: Catalog) -> None:
+    """Postponed rows are replayed as the table's columns: after a column change the read refuses,
+    naming the file (as the postpone compaction does)."""
+    t = two_rounds(catalog)
+    t.update_schema().add_column("extra", pa.int32()).commit()
+    with pytest.raises(UnsupportedFeatureError, match=r"Cannot read db\.p: postpone file .* across column changes"):
+        t.to_arrow()
