@@ -117,10 +117,11 @@ def plan_merge_read(store: FileStore, snap: Snapshot, pred: Predicate | None, sc
     splits = plan_splits(store, snap, pred, schema=schema)  # real buckets, pruned as a plain read
     scan = store.file_store_scan(Op.READ, real_buckets_only=False)
     pkeys = list(schema.partition_keys)
-    entries = scan.live_entries(snap)
+    partition_filter = None
     if pred is not None and pred.clauses and pkeys and set(pkeys) & pred.columns:
-        entries = [e for e in entries
-                   if pred.test_values(dict(zip(pkeys, scan.partition_values(e.partition), strict=True)))]
+        def partition_filter(values: tuple[Any, ...]) -> bool:  # prunes manifests' partitions too
+            return pred.test_values(dict(zip(pkeys, values, strict=True)))
+    entries = scan.live_entries(snap, partition_filter=partition_filter)
     known: dict[bytes, int] = {}
     postponed: dict[bytes, list[ManifestEntry]] = defaultdict(list)
     for e in entries:
