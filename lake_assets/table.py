@@ -271,7 +271,9 @@ class Table(TableMaintenance):
         """The splits (one per partition and bucket) a read of the snapshot consists of.
 
         ``op`` is the operation the plan is for (a compaction plans with `Op.COMPACT`): the table and
-        the files planned are checked for it (`lake_assets.table_support`)."""
+        the files planned are checked for it (`lake_assets.table_support`). A postpone table's plan
+        holds its real buckets only; with ``postpone.merge-on-read`` the reads merge the waiting rows
+        in (`lake_assets.ops.postpone_merge_read.plan_merge_read` is their plan)."""
         from lake_assets.ops.plan import plan_splits
         from lake_assets.predicate import Predicate
 
