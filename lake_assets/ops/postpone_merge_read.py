@@ -22,10 +22,13 @@ read merges them in, as Paimon's ``PostponeMergeReadBuilder`` / ``MergeFileSplit
   ("postpone records make real-file value filters unsafe before the final merge").
 
 So a merge-on-read before compaction returns the rows a plain read returns after
-`lake_assets.ops.postpone.compact_postpone` has moved them. Streaming reads of such tables are
+`lake_assets.ops.postpone.compact_postpone` has moved them - except for real-bucket level-0 files of
+first-row and deletion-vector tables (a fixed-bucket batch write's, write-only): batch reads hide
+them, here as in Java, and the compaction lifts them into view. Streaming reads of such tables are
 refused, as Paimon's (``FlinkSourceBuilder``: "only supported for batch reads").
 
-Memory: routed rows are buffered up to ``write-buffer-size`` (all buckets together), then each
+Memory: routed rows are buffered up to ``write-buffer-size`` (all buckets together; checked after
+each postpone file), then each
 bucket's buffer is sorted and spilled as a run (`lake_assets.ops.write_spill.WriteBufferSpill`;
 ``write-buffer-spillable = false`` fails instead, as Java's "Postpone merge read buffer is full");
 each bucket is then a streaming k-way merge (`lake_assets.lsm.merge_reader.merge_sorted`) of its
