@@ -186,7 +186,14 @@ def test_streams_and_change_reads_are_refused(catalog: Catalog) -> None:
     t = two_rounds(catalog)
     with pytest.raises(UnsupportedFeatureError, match=r"postpone.merge-on-read = true.*full snapshot scan"):
         t.read_changes(1, 2)
+    with pytest.raises(UnsupportedFeatureError, match=r"Cannot stream from db\.p: postpone.merge-on-read = true"):
+        t.stream()
     assert postpone_merge_read.configured(t.schema)
+    # without the option the same table streams and reads real buckets only, as before
+    t.update_schema().set_option("postpone.merge-on-read", "false").commit()
+    assert not postpone_merge_read.configured(t.schema)
+    assert [(r["id"], r["v"]) for r in content(t)] == [(1, "a"), (2, "b")]
+    t.stream()
 
 
 def test_column_changes_over_waiting_rows_are_refused(catalog: Catalog) -> None:
