@@ -197,9 +197,11 @@ RULES: dict[str, OptionRule] = _rules(
       "unaware-bucket append table's) rows came from several tasks, lands and logs a warning naming the "
       "option (spark/sink_distribution.py); the core's single-process writers have one task"),
     R("postpone.merge-on-read", "bool", False, "Batch reads of a postpone-bucket table merge the rows waiting "
-      "in bucket-postpone into the real buckets.",
-      note="lake_assets' reads skip bucket-postpone: reads and streams of a postpone table carrying true are "
-      "refused (lake_assets/table_support.py); writes and compaction are unaffected"),
+      "in bucket-postpone into the real buckets (Paimon 2.0+).",
+      note="batch reads (core and Spark source) route the waiting rows into the buckets the postpone compaction "
+      "would give them and merge them through the merge engine after the real buckets' rows "
+      "(lake_assets/ops/postpone_merge_read.py); streams and change reads of a table carrying true are refused, "
+      "as Paimon refuses them"),
     R("deletion-vectors.enabled", "bool", False, "Deletion vectors mark deleted rows.",
       note="reads (batch, and the full phase of streams) apply them; compaction writes them for deduplicate "
       "tables without sequence.field, ignore-delete or changelog production (others refuse writes and "

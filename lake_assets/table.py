@@ -271,7 +271,9 @@ class Table(TableMaintenance):
         """The splits (one per partition and bucket) a read of the snapshot consists of.
 
         ``op`` is the operation the plan is for (a compaction plans with `Op.COMPACT`): the table and
-        the files planned are checked for it (`lake_assets.table_support`)."""
+        the files planned are checked for it (`lake_assets.table_support`). A postpone table's plan
+        holds its real buckets only; with ``postpone.merge-on-read`` the reads merge the waiting rows
+        in (`lake_assets.ops.postpone_merge_read.plan_merge_read` is their plan)."""
         from lake_assets.ops.plan import plan_splits
         from lake_assets.predicate import Predicate
 
@@ -349,9 +351,11 @@ class Table(TableMaintenance):
         """The rows of ``snap`` read with ``schema`` (from `_read_point`), table by table: whole merge
         sections read splits ahead, or with ``stream`` = (batch rows, read-ahead) bounded batches
         (`ops.streaming_read`)."""
+        from lake_assets.ops import postpone_merge_read
         from lake_assets.ops.plan import plan_splits
+        from lake_assets.ops.postpone_merge_read import PostponeMergeUnit
         from lake_assets.ops.read import SplitReader, read_splits_ahead
-        from lake_assets.ops.streaming_read import stream_splits
+        from lake_assets.ops.streaming_read import stream_bounds, stream_splits
         from lake_assets.predicate import Predicate
 
         if columns is not None:
@@ -365,11 +369,20 @@ class Table(TableMaintenance):
             pred = pred.bind(schema.arrow_schema, self.name)
         reader = SplitReader(self.store, schema, columns, pred, fill_defaults=True)
         reader.snapshot_id = snap.id  # a file removed by expiry meanwhile: a race, not corruption
-        splits = plan_splits(self.store, snap, pred, schema=schema)
+        units: tuple[PostponeMergeUnit, ...] = ()
+        if postpone_merge_read.configured(schema):
+            # postpone.merge-on-read: partitions with postponed rows are merged unit by unit
+            merge_plan = postpone_merge_read.plan_merge_read(self.store, snap, pred, schema)
+            splits, units = list(merge_plan.splits), merge_plan.units
+        else:
+            splits = plan_splits(self.store, snap, pred, schema=schema)
         if stream is not None:
             yield from stream_splits(reader, splits, batch_rows=stream[0], read_ahead=stream[1])
-            return
-        yield from read_splits_ahead(reader, splits)
+        else:
+            yield from read_splits_ahead(reader, splits)
+        batch_rows = stream[0] if stream is not None else stream_bounds(self.store.schema.core_options)[0]
+        for unit in units:
+            yield from postpone_merge_read.read_unit(reader, unit, batch_rows)
 
     def to_arrow(
         self,

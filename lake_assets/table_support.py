@@ -83,11 +83,15 @@ def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
         return []
     if pk and bucket == POSTPONE_BUCKET:
         if is_true(schema.options.get("postpone.merge-on-read")):
+            # batch reads merge bucket-postpone in (ops/postpone_merge_read.py); Paimon merges in
+            # batch reads only (its Flink source refuses a continuous read with the option:
+            # FlinkSourceBuilder, "only supported for batch reads")
             return [Refusal(
                 "postpone.merge-on-read = true",
-                "batch reads would have to merge bucket-postpone into the real buckets; lake_assets' "
-                "reads skip bucket-postpone (compact the table first)",
-                READS,
+                "Paimon merges bucket-postpone into full batch reads only and refuses streaming and "
+                "incremental reads with it (\"requires a full snapshot scan\"); read changes without "
+                "the option, as Paimon's stream scans see them",
+                frozenset({Op.STREAM}),
             )]
         # postpone bucket mode: writes go to bucket-postpone (ops/postpone_write.py), compaction
         # moves them (ops/postpone.py), batch reads skip bucket-postpone and change reads see what

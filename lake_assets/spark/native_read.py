@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lake_assets.formats.file_format import format_of_file
+from lake_assets.ops import postpone_merge_read
 from lake_assets.ops.read import sections
 from lake_assets.ops.scan import Split
 from lake_assets.spark.schema import spark_schema
@@ -141,6 +142,8 @@ def read_table(
     if special or not _local_path(warehouse):
         return source({})
     table = parsed.table()
+    if postpone_merge_read.configured(table.schema):
+        return source({})  # the waiting rows are merged into every bucket: nothing is read as it is
     travel = parsed.time_travel()
     snap = table.resolve_snapshot(**travel)
     if snap is None:

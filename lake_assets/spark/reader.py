@@ -15,6 +15,8 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
 from lake_assets.errors import OptionError, SchemaError
+from lake_assets.ops import postpone_merge_read
+from lake_assets.ops.postpone_merge_read import PostponeMergeUnit
 from lake_assets.ops.read import SplitReader, sections
 from lake_assets.ops.scan import Split
 from lake_assets.ops.streaming_read import stream_bounds
@@ -33,7 +35,9 @@ from lake_assets.spark.source_options import (
 )
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.row_kind import ROW_KIND
+from lake_assets.spec.snapshot import Snapshot
 from lake_assets.table import Table
+from lake_assets.table_support import Op
 
 if TYPE_CHECKING:  # change reads are imported where they run: a batch read's worker needs none of them
     from lake_assets.ops.stream import ChangeSplit
@@ -59,6 +63,15 @@ class SplitPartition(InputPartition):
 
     splits: list[Split]
     snapshot_id: int | None = None  # planned from: tells a lost race with expiry from corruption
+
+
+@dataclass
+class PostponeMergePartition(InputPartition):
+    """One Spark partition of a ``postpone.merge-on-read`` read: a table partition whose waiting
+    rows are merged into its real buckets (`lake_assets.ops.postpone_merge_read.read_unit`)."""
+
+    unit: PostponeMergeUnit
+    snapshot_id: int | None = None
 
 
 @dataclass
@@ -173,6 +186,8 @@ def plan_read(table: Table, options: SourceOptions, filters: Clauses | None = No
     snap = table.snapshot(planned) if planned is not None else table.resolve_snapshot(**options.time_travel())
     if snap is None:
         return []
+    if postpone_merge_read.configured(table.schema):
+        return _plan_postpone_merge(table, options, snap, filters)
     splits = table.plan(snapshot=snap, filter=filters or None)
     if options.get_bool(MERGE_SECTIONS_ONLY):
         splits = NativeFiles(table, table.schema).merge_only(splits)  # read_table reads the rest
@@ -180,6 +195,24 @@ def plan_read(table: Table, options: SourceOptions, filters: Clauses | None = No
     parts = [part for s in splits for part in divide_split(table, s, target)]
     groups = pack_splits(parts, target, split_open_file_cost(table, options), min_partitions(options))
     return [SplitPartition(g, snap.id) for g in groups]
+
+
+def _plan_postpone_merge(
+    table: Table, options: SourceOptions, snap: Snapshot, filters: Clauses | None
+) -> list[InputPartition]:
+    """A read of a table with ``postpone.merge-on-read``: partitions without waiting rows as any
+    read's splits, and each partition with waiting rows one task that merges them
+    (`lake_assets.ops.postpone_merge_read`; Paimon shuffles them to their buckets instead)."""
+    table.store.require(Op.READ)
+    pred = Predicate.of(filters or None)
+    if pred is not None:
+        pred = pred.bind(table.schema.arrow_schema, table.name)
+    plan = postpone_merge_read.plan_merge_read(table.store, snap, pred, table.schema)
+    target = split_target_size(table, options)
+    parts = [part for s in plan.splits for part in divide_split(table, s, target)]
+    groups = pack_splits(parts, target, split_open_file_cost(table, options), min_partitions(options))
+    merged: list[InputPartition] = [PostponeMergePartition(unit, snap.id) for unit in plan.units]
+    return [*merged, *(SplitPartition(g, snap.id) for g in groups)]
 
 
 def plan_changes(table: Table, options: SourceOptions) -> list[ChangeSplit]:
@@ -223,7 +256,7 @@ class LakeReader(DataSourceReader):
         return plan_read(self._table(), self.options, self.filters())
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if not isinstance(partition, (SplitPartition, ChangePartition)):
+        if not isinstance(partition, (SplitPartition, ChangePartition, PostponeMergePartition)):
             return  # the placeholder Spark adds when there is nothing to read
         target = spark_arrow_schema(self.schema)
         table = self._table()
@@ -240,6 +273,10 @@ class LakeReader(DataSourceReader):
         reader = SplitReader(table.store, table.schema, self._columns(table), pred, fill_defaults=True)
         reader.snapshot_id = partition.snapshot_id
         batch_rows, _ = stream_bounds(table.schema.core_options)  # the table's read.batch-size
+        if isinstance(partition, PostponeMergePartition):
+            for data in postpone_merge_read.read_unit(reader, partition.unit, batch_rows):
+                yield from to_spark_batches(data, target)
+            return
         for split in partition.splits:  # one after another, each streamed in bounded batches
             for data in reader.stream_split(split, batch_rows):
                 yield from to_spark_batches(data, target)

@@ -69,9 +69,9 @@ def test_supported_tables_refuse_nothing():
 
 
 @pytest.mark.parametrize(("options", "pk", "refused", "named"), [
-    # postpone tables whose Paimon readers merge bucket-postpone into their batch reads (a known
-    # option since it is declared: writes and compaction, which do not read it, are not refused)
-    ({"bucket": "-2", "postpone.merge-on-read": "true"}, True, {Op.READ, Op.STREAM},
+    # postpone tables whose batch reads merge bucket-postpone in (ops/postpone_merge_read.py):
+    # streams and change reads are refused, as Paimon refuses them with the option
+    ({"bucket": "-2", "postpone.merge-on-read": "true"}, True, {Op.STREAM},
      "postpone.merge-on-read = true"),
     # dynamic-bucket PK tables are read, compacted and written (with their hash index), and so is
     # a table carrying the dynamic-bucket options lake_assets knows; others refuse writes
