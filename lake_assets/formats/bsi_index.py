@@ -72,6 +72,16 @@ def keyable_type(dt: DataType) -> bool:
     return isinstance(dt, (*_INTEGERS, *_TIMESTAMPS, DecimalType))
 
 
+def java_refusal(dt: DataType) -> str | None:
+    """Java HEAD's message when its bsi index cannot key a column of type ``dt`` at all
+    (``getValueMapper``, which ``BitSliceIndexBitmapFileIndexFactory.validate`` calls at create and
+    ALTER), or None; DECIMAL of any precision passes, as in Java."""
+    if keyable_type(dt):
+        return None
+    return (f"{dt.copy(nullable=True)} type is not support to build bsi index yet (Paimon's bsi index keys "
+            "TINYINT, SMALLINT, INT, BIGINT, DATE, TIME, TIMESTAMP, TIMESTAMP_LTZ and DECIMAL only)")
+
+
 def unsupported_reason(dt: DataType) -> str | None:
     """Why no bsi index of a column of type ``dt`` is written, or None."""
     if isinstance(dt, DecimalType) and dt.precision > _MAX_DECIMAL_PRECISION:
@@ -360,5 +370,5 @@ def term_keys(literals: pa.Array, dt: DataType, op: str) -> tuple[str, list[int]
     return op, [int(k) for k in keys.tolist()]
 
 
-__all__ = ["BSI", "BSI_OPS", "BitSlices", "BsiIndex", "BsiIndexBuilder", "bsi_keys", "term_keys",
+__all__ = ["BSI", "BSI_OPS", "BitSlices", "BsiIndex", "BsiIndexBuilder", "bsi_keys", "java_refusal", "term_keys",
            "unsupported_reason"]
