@@ -93,7 +93,8 @@ FILE_INDEX_RULES: dict[str, OptionRule] = {r.key: r for r in (
       "(comma-separated) (Paimon 1.x).", check=_column_list,
       note="honoured by writes and compaction (version 1, the bytes Java HEAD's BitSliceIndexBitmapFileIndex "
       "writes) for TINYINT, SMALLINT, INT, BIGINT, DATE, TIME, TIMESTAMP, TIMESTAMP_LTZ and DECIMAL up to "
-      "precision 18; a column of another type (STRING, DOUBLE, BOOLEAN, ...) is refused at create and ALTER "
+      "precision 18; a column (or map value col[key]) of another type (STRING, DOUBLE, BOOLEAN, ...) is refused "
+      "at create and ALTER "
       "with OptionError as Paimon 1.x's SchemaValidation refuses it, and a table another engine created so, "
       "like DECIMAL above 18 and map values col[key], refuses writes and compaction; reads of append tables "
       "prune by it for = / in / != / not in / < / <= / > / >=. Java 0.9 has no bsi: its reads of a filter on such a "
@@ -102,10 +103,12 @@ FILE_INDEX_RULES: dict[str, OptionRule] = {r.key: r for r in (
       "index (comma-separated) (Paimon 1.x).", check=_column_list,
       note="honoured by writes and compaction (version 1, the bytes Java HEAD's RangeBitmapFileIndex writes) for "
       "CHAR, VARCHAR, BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL up to precision 18, DATE, "
-      "TIME, and TIMESTAMP / TIMESTAMP_LTZ up to precision 6; other types (Java's writer refuses them) and map "
-      "values col[key] refuse writes and compaction; reads of append tables prune by it for = / in / != / not in "
-      "/ < / <= / > / >= / is null / is not null. Java 0.9 has no range-bitmap: its reads of a filter on such a "
-      "column fail ('Can't find file index for type: range-bitmap'), as on any table Paimon 1.x indexed so"),
+      "TIME, and TIMESTAMP / TIMESTAMP_LTZ up to precision 6; a column (or map value col[key]) of another type "
+      "or precision is refused at create and ALTER with OptionError as Paimon HEAD's SchemaValidation refuses "
+      "it, and a table another engine created so, like map values col[key], refuses writes and compaction; reads "
+      "of append tables prune by it for = / in / != / not in / < / <= / > / >= / is null / is not null. Java 0.9 "
+      "has no range-bitmap: its reads of a filter on such a column fail ('Can't find file index for type: "
+      "range-bitmap'), as on any table Paimon 1.x indexed so"),
 )}
 
 def _chunk_size(v: object) -> str | None:

@@ -9,18 +9,33 @@ from lake_assets.lsm.merge_engine.registry import DEFAULT_MERGE_ENGINE, engine_o
 from lake_assets.ops.default_values import check_default_values
 from lake_assets.options import CoreOptions
 from lake_assets.spec.arrow_types import to_arrow
-from lake_assets.spec.data_types import DataField, VarCharType
+from lake_assets.spec.data_types import DataField, MapType, VarCharType
 
 
-def bsi_type_problems(fields: Sequence[DataField], options: Mapping[str, str]) -> list[tuple[str, str]]:
-    """(column, type) of each column ``file-index.bsi.columns`` names whose type Paimon's bsi index
-    cannot key (map values ``m[k]`` and missing columns are refused elsewhere)."""
-    from lake_assets.formats.bsi_index import keyable_type
-    from lake_assets.option_rules_file_index import BSI, indexed_columns
+def index_type_problems(fields: Sequence[DataField], options: Mapping[str, str]) -> list[tuple[str, str, str, str]]:
+    """(index type, column, type, Java's reason) of each column a bsi or range-bitmap index names
+    (``file-index.<type>.columns``) whose type Paimon 1.x's ``FileIndexerFactory.validate`` refuses,
+    as ``SchemaValidation.validateFileIndex`` checks them: a map value ``m[k]`` by the map's value
+    type. Missing columns, nested names of non-maps and what only the writer refuses (bsi's
+    DECIMAL above 18, map values) are refused elsewhere."""
+    from lake_assets.formats import bsi_index, range_bitmap_keys
+    from lake_assets.option_rules_file_index import BSI, RANGE_BITMAP, indexed_columns, top_level_column
 
     by_name = {f.name: f for f in fields}
-    return [(name, str(by_name[name].type.copy(nullable=True))) for name in indexed_columns(options, BSI)
-            if name in by_name and not keyable_type(by_name[name].type)]
+    out: list[tuple[str, str, str, str]] = []
+    for kind, java_refusal in ((BSI, bsi_index.java_refusal), (RANGE_BITMAP, range_bitmap_keys.java_refusal)):
+        for name in indexed_columns(options, kind):
+            field = by_name.get(top_level_column(name))
+            if field is None:
+                continue
+            dt = field.type
+            if top_level_column(name) != name:
+                if not isinstance(dt, MapType):
+                    continue
+                dt = dt.value
+            if (why := java_refusal(dt)) is not None:
+                out.append((kind, name, str(dt.copy(nullable=True)), why))
+    return out
 
 
 def check_options(
@@ -34,21 +49,21 @@ def check_options(
 ) -> CoreOptions:
     """Validate ``options`` for these columns and keys; ``what`` starts each message, e.g.
     "Cannot create db.t". Returns the typed options. ``before``: the fields and options of the
-    schema an ALTER changes, whose own bsi problems (a table another engine created) stay allowed."""
+    schema an ALTER changes, whose own file-index type problems (a table another engine created)
+    stay allowed."""
     names = tuple(f.name for f in fields)
     by_name = {f.name: f for f in fields}
     core = CoreOptions(dict(options), has_primary_key=bool(primary_keys))
     core.validate(field_names=names, strict=True)
     # Paimon 1.x's SchemaValidation.validateFileIndex refuses these at create and ALTER; a table that
     # already carries one (written by an older engine) keeps it: refused at write, readable
-    carried = set(bsi_type_problems(*before)) if before is not None else set()
-    for column, type_text in bsi_type_problems(fields, options):
-        if (column, type_text) not in carried:
-            raise OptionError(
-                f"{what}: Column '{column}' with type '{type_text}' is not supported by 'bsi' index "
-                f"(file-index.bsi.columns). {type_text} type is not support to build bsi index yet "
-                "(Paimon's bsi index keys TINYINT, SMALLINT, INT, BIGINT, DATE, TIME, TIMESTAMP, TIMESTAMP_LTZ "
-                "and DECIMAL only)")
+    carried = set(index_type_problems(*before)) if before is not None else set()
+    for problem in index_type_problems(fields, options):
+        if problem not in carried:
+            kind, column, type_text, why = problem
+            # Java's wording, plus the option; a map value is named m[k] as listed (Java names the map m)
+            raise OptionError(f"{what}: Column '{column}' with type '{type_text}' is not supported by '{kind}' index "
+                              f"(file-index.{kind}.columns). {why}")
     check_engine_producer(what, core)
     if not primary_keys:
         for k in ("merge-engine", "sequence.field", "rowkind.field"):

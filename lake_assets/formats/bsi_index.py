@@ -21,9 +21,9 @@ count is the bit length of the largest magnitude; BIGINT's ``Long.MIN_VALUE`` ha
 fails Java's writer (`BsiIndexBuilder` refuses it alike). A builder keeps only the slices' bitmaps,
 never a file's values (Java's ``StatsCollectList`` holds them all). Reading answers ``=``, ``<``,
 ``<=``, ``>``, ``>=``, ``in``, ``!=`` and ``not in`` with the rows that match, as Java's reader does
-(O'Neil's comparison over the slices), but for ``not in``, which keeps null rows as lake_assets'
-filters do, and TIMESTAMP(7..9) (`term_keys`). pypaimon-rust 0.4 writes the same layout without
-``runOptimize`` (tests/interop/test_bsi_interop.py).
+(O'Neil's comparison over the slices; a null row matches none, ``!=`` and ``not in`` included, as
+in lake_assets' filters, `lake_assets.predicate`), but for TIMESTAMP(7..9) (`term_keys`).
+pypaimon-rust 0.4 writes the same layout without ``runOptimize`` (tests/interop/test_bsi_interop.py).
 """
 
 from __future__ import annotations
@@ -70,6 +70,16 @@ def keyable_type(dt: DataType) -> bool:
     """Whether Paimon's bsi index keys values of type ``dt`` at all (its ``getValueMapper``, which
     ``BitSliceIndexBitmapFileIndexFactory.validate`` calls at create and ALTER in Paimon 1.x)."""
     return isinstance(dt, (*_INTEGERS, *_TIMESTAMPS, DecimalType))
+
+
+def java_refusal(dt: DataType) -> str | None:
+    """Java HEAD's message when its bsi index cannot key a column of type ``dt`` at all
+    (``getValueMapper``, which ``BitSliceIndexBitmapFileIndexFactory.validate`` calls at create and
+    ALTER), or None; DECIMAL of any precision passes, as in Java."""
+    if keyable_type(dt):
+        return None
+    return (f"{dt.copy(nullable=True)} type is not support to build bsi index yet (Paimon's bsi index keys "
+            "TINYINT, SMALLINT, INT, BIGINT, DATE, TIME, TIMESTAMP, TIMESTAMP_LTZ and DECIMAL only)")
 
 
 def unsupported_reason(dt: DataType) -> str | None:
@@ -329,17 +339,15 @@ class BsiIndex:
 
     def rows_matching(self, op: str, keys: Sequence[int]) -> BitMap:
         """The rows whose value satisfies ``value op key`` (for ``in`` / ``not in``: any / none of
-        ``keys``). A null row matches none but ``not in``: lake_assets' filters keep it there
-        (Arrow's ``is_in``, inverted), where Java's reader answers SQL's unknown (it drops it)."""
+        ``keys``). A null row matches none, ``!=`` and ``not in`` included: SQL's unknown, as Java's
+        reader and lake_assets' filters (`lake_assets.predicate`) answer it."""
         if op in _EQUAL_OPS:
             out = BitMap()
             for k in keys:
                 out |= self._compare("=", k)
             return out
-        if op == "!=":
+        if op in _NOT_EQUAL_OPS:
             return self.not_null() - self.rows_matching("in", keys)
-        if op == "not in":
-            return BitMap(range(self.rows)) - self.rows_matching("in", keys)
         (key,) = keys
         return self._compare(op, key)
 
@@ -360,5 +368,5 @@ def term_keys(literals: pa.Array, dt: DataType, op: str) -> tuple[str, list[int]
     return op, [int(k) for k in keys.tolist()]
 
 
-__all__ = ["BSI", "BSI_OPS", "BitSlices", "BsiIndex", "BsiIndexBuilder", "bsi_keys", "term_keys",
+__all__ = ["BSI", "BSI_OPS", "BitSlices", "BsiIndex", "BsiIndexBuilder", "bsi_keys", "java_refusal", "term_keys",
            "unsupported_reason"]

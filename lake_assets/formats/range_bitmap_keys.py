@@ -14,7 +14,8 @@ a comparator and a serializer (big-endian, as ``ByteBuffer`` writes)::
 FLOAT and DOUBLE order as Java's ``Float.compare`` / ``Double.compare`` (-0.0 below 0.0, every NaN
 equal and above +inf), strings byte by byte, unsigned, then by length (``BinaryString.compareTo``),
 the others by value. Other types, DECIMAL above precision 18 and TIMESTAMP above precision 6 are
-refused by Java's ``KeyFactory.create`` (at table creation from Paimon 1.5, #8168): `unsupported_reason`.
+refused by Java's ``KeyFactory.create`` (at table creation and ALTER from Paimon 1.5, #8168: `java_refusal`;
+at write: `unsupported_reason`).
 
 Here a fixed-length key is an int64 "order key" that sorts as Java's comparator (floats through
 their canonical bits, negative ones with the magnitude bits inverted), and a string key is its
@@ -68,18 +69,32 @@ _NO_CHUNKING = (BooleanType, TinyIntType, SmallIntType)
 DEFAULT_CHUNK_SIZE = 16 * 1024
 
 
+def java_refusal(dt: DataType) -> str | None:
+    """Java HEAD's message when its range-bitmap index cannot key a column of type ``dt``
+    (``KeyFactory.create``, which ``RangeBitmapFileIndexFactory.validate`` calls at create and
+    ALTER), or None. Java's text for another type lacks a space ("data type BYTESis not
+    supported."); ours has it."""
+    if isinstance(dt, DecimalType) and dt.precision > 18:
+        return f"The {RANGE_BITMAP} index only supports DECIMAL with a precision in [0, 18]."
+    if isinstance(dt, _TIMESTAMPS) and dt.precision > 6:
+        return f"The {RANGE_BITMAP} index only supports TIMESTAMP with a precision in [0, 6]."
+    if not isinstance(dt, _STRINGS) and type(dt) not in _DISK:
+        return f"data type {dt} is not supported."
+    return None
+
+
 def unsupported_reason(dt: DataType) -> str | None:
     """Why Paimon's range-bitmap index cannot key a column of type ``dt`` (Java's writer and its
-    table validation fail on it), or None."""
-    if isinstance(dt, DecimalType) and dt.precision > 18:
+    table validation fail on it: `java_refusal`), or None."""
+    if java_refusal(dt) is None:
+        return None
+    if isinstance(dt, DecimalType):
         return "Paimon's range-bitmap index supports DECIMAL up to precision 18 only (it keys the unscaled long)"
-    if isinstance(dt, _TIMESTAMPS) and dt.precision > 6:
+    if isinstance(dt, _TIMESTAMPS):
         return "Paimon's range-bitmap index supports TIMESTAMP / TIMESTAMP_LTZ up to precision 6 only"
-    if not isinstance(dt, _STRINGS) and type(dt) not in _DISK:
-        return (f"Paimon's range-bitmap index does not support type {dt} (its writer fails on it): only CHAR, "
-                "VARCHAR, BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL, DATE, TIME, TIMESTAMP "
-                "and TIMESTAMP_LTZ")
-    return None
+    return (f"Paimon's range-bitmap index does not support type {dt} (its writer fails on it): only CHAR, "
+            "VARCHAR, BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL, DATE, TIME, TIMESTAMP "
+            "and TIMESTAMP_LTZ")
 
 
 def _float_order(bits: np.ndarray, low: np.int64) -> np.ndarray:
@@ -166,4 +181,4 @@ def codec(dt: DataType) -> KeyCodec:
     return KeyCodec(dt.copy(nullable=True))
 
 
-__all__ = ["DEFAULT_CHUNK_SIZE", "RANGE_BITMAP", "KeyCodec", "codec", "unsupported_reason"]
+__all__ = ["DEFAULT_CHUNK_SIZE", "RANGE_BITMAP", "KeyCodec", "codec", "java_refusal", "unsupported_reason"]

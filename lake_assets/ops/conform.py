@@ -10,7 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake_assets.errors import InvalidDataError, SchemaError
+from lake_assets.errors import InvalidDataError, SchemaError, UnsupportedFeatureError
+from lake_assets.spec.partition_text import names_bytes_as_utf8, not_utf8_refusal
 from lake_assets.spec.row_kind import ROW_KIND_NAMES, RowKind
 from lake_assets.spec.schema import TableSchema
 
@@ -177,7 +178,37 @@ def conform(data: pa.Table, schema: TableSchema, table_name: str, pool: Executor
         defaults = WriteDefaults.of(schema)
         if defaults is not None:
             table = defaults.fill(table)
+    _check_partition_names(table, schema, table_name)
     return table
+
+
+def _check_partition_names(table: pa.Table, schema: TableSchema, table_name: str) -> None:
+    """Refuse a batch holding a partition value no directory name can be given (a BINARY value
+    that is not UTF-8 under ``partition.legacy-name = false``) here, before a writer names a
+    directory or writes a file: one vectorized UTF-8 pass per such column."""
+    legacy_name = schema.core_options.partition_legacy_name
+    for key in schema.partition_keys:
+        if not names_bytes_as_utf8(schema.field(key).type, legacy_name=legacy_name):
+            continue
+        column = table.column(key)
+        try:
+            column.cast(pa.string())  # Arrow validates the UTF-8 of every value
+        except pa.ArrowInvalid as exc:
+            # the first invalid value for the message: a pass over the distinct values only
+            for raw in pc.unique(column).to_pylist():
+                if raw is not None and not _is_utf8(raw):
+                    raise UnsupportedFeatureError(
+                        f"Cannot write to {table_name}: partition column {key!r}: {not_utf8_refusal(raw)}"
+                    ) from None
+            raise InvalidDataError(f"Cannot write to {table_name}: partition column {key!r}: {exc}") from exc
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _conform_column(field: pa.Field, col: pa.ChunkedArray, schema: TableSchema, table_name: str) -> pa.ChunkedArray:

@@ -211,14 +211,25 @@ def _text(value: object, dtype: DataType, legacy_name: bool) -> str:
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
-            # Java decodes malformed bytes with its own replacement rules (one U+FFFD for ED A0 80
-            # where Python puts three): a name we cannot be sure to reproduce
-            raise UnsupportedFeatureError(
-                f"partition value 0x{raw.hex()} is not valid UTF-8: Paimon's partition.legacy-name = false "
-                "name of it depends on the JVM's decoder") from None
+            raise UnsupportedFeatureError(not_utf8_refusal(raw)) from None
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return str(value)
+
+
+def names_bytes_as_utf8(dtype: DataType, *, legacy_name: bool) -> bool:
+    """Whether a partition value of type ``dtype`` is named by decoding its bytes as UTF-8, which
+    fails for bytes that are not valid UTF-8 (`not_utf8_refusal`): BINARY / VARBINARY under
+    ``partition.legacy-name = false``. Writers check such values before they write anything."""
+    return not legacy_name and isinstance(dtype, _BYTES_TYPES)
+
+
+def not_utf8_refusal(raw: bytes) -> str:
+    """Why a BINARY partition value that is not valid UTF-8 gets no ``partition.legacy-name = false`` name."""
+    # Java decodes malformed bytes with its own replacement rules (one U+FFFD for ED A0 80 where
+    # Python puts three): a name we cannot be sure to reproduce
+    return (f"partition value 0x{raw.hex()} is not valid UTF-8: Paimon's partition.legacy-name = false "
+            "name of it depends on the JVM's decoder")
 
 
 def java_value_text(value: object, dtype: DataType) -> str:

@@ -49,12 +49,12 @@ def _build(values: list[int | None], dt_: Any = None, chunk: int = 7) -> bytes:
 
 
 def _expected(values: list[int | None], op: str, lits: list[int]) -> BitMap:
-    """The rows lake_assets' filter keeps for ``c op lits`` (Arrow's semantics: a null row
-    matches only ``not in``)."""
+    """The rows lake_assets' filter keeps for ``c op lits`` (SQL's: a null row matches no term,
+    ``!=`` and ``not in`` included)."""
     out = BitMap()
     for i, v in enumerate(values):
         if v is None:
-            hit = op == "not in"
+            hit = False
         elif op in ("=", "in"):
             hit = v in lits
         elif op == "not in":
@@ -223,6 +223,26 @@ def test_index_prunes_files_by_a_range(bsi_table: Any) -> None:
     assert all(e.file.embedded_file_index is None and e.file.extra_files for e in entries)
 
 
+def test_not_in_skips_a_file_whose_rows_are_null_or_listed(tmp_path: Path) -> None:
+    # a null row matches no `not in` (the filters' SQL semantics, Java's reader too), so the index
+    # rules out a file holding only nulls and listed values, and keeps one with another value
+    lake = Catalog(str(tmp_path / "wh"))
+    lake.create_database("db")
+    t = lake.create_table("db.n", SCHEMA, options={"bucket": "-1", "file-index.bsi.columns": "b"})
+    for bs in ([None, 5, None, 7], [None, 5, 6]):
+        rows = {c: [None] * len(bs) for c in SCHEMA.names}
+        t.write_arrow(pa.table({**rows, "id": list(range(len(bs))), "b": bs}, schema=SCHEMA))
+    t = lake.get_table("db.n")
+    entries = sorted(t.store.file_store_scan().live_entries(t.latest_snapshot()),
+                     key=lambda e: e.file.min_sequence_number)
+    for flt, kept in (([("b", "not in", [5, 7])], [False, True]), ([("b", "!=", 5)], [True, True]),
+                      ([("b", "not in", [5, 6, 7])], [False, False])):
+        pred = Predicate.of(flt)
+        assert pred is not None
+        assert [index_may_match(t.store, e, pred, t.schema) for e in entries] == kept, flt
+        assert t.to_arrow(filter=flt).sort_by("b").equals(pred.filter_table(t.to_arrow()).sort_by("b"))
+
+
 def test_compaction_indexes_its_outputs(tmp_path: Path) -> None:
     lake = Catalog(str(tmp_path / "wh"))
     lake.create_database("db")
@@ -302,7 +322,8 @@ def test_large_indexes_parse_back_with_every_container_kind() -> None:
         expected = {"=": v == lit, "<": v < lit, ">=": v >= lit, "!=": v != lit, "<=": v <= lit, ">": v > lit}[op]
         got = index.rows_matching(op, [lit])
         assert got == BitMap(np.flatnonzero(expected & ~nulls).astype(np.uint32)), op
-    assert index.rows_matching("not in", [5]) == BitMap(np.flatnonzero(nulls | (v != 5)).astype(np.uint32))
+    # a null row matches no term, not in included (as the filters and Java's reader answer)
+    assert index.rows_matching("not in", [5]) == BitMap(np.flatnonzero(~nulls & (v != 5)).astype(np.uint32))
     # the payload holds every kind of container: run (cookie 12347) and dense blocks
     assert struct.unpack_from("<I", payload, 23)[0] & 0xFFFF == 12347
 

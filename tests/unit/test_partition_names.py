@@ -185,7 +185,39 @@ def test_binary_partition_value_that_is_not_utf8_is_refused_and_nothing_lands(tm
                          options={"bucket": "-1", "partition.legacy-name": "false"})
     t.write_arrow(pa.table({"id": [1], "b": [b"2021"]}, schema=schema))
     assert os.path.isdir(os.path.join(t.paths.root, "b=2021"))  # DDLTestBase: cast('2021' as binary) -> day=2021
-    with pytest.raises(UnsupportedFeatureError, match="0xff61 is not valid UTF-8"):
-        t.write_arrow(pa.table({"id": [2, 3], "b": [b"2021", b"\xffa"]}, schema=schema))
+    before = _tree(t.paths.root)
+    with pytest.raises(UnsupportedFeatureError, match=r"Cannot write to db.t: partition column 'b': partition "
+                                                      r"value 0xff61 is not valid UTF-8"):
+        t.write_arrow(pa.table({"id": [2, 3, 4], "b": [b"2021", b"\xffa", b"2022"]}, schema=schema))
+    # refused before a directory is named or a file written: the table directory is as it was
+    assert _tree(t.paths.root) == before
     assert [s.id for s in t.refresh().snapshots()] == [1]
     assert t.to_arrow().to_pylist() == [{"id": 1, "b": b"2021"}]
+
+
+def _tree(root: str) -> list[str]:
+    return sorted(os.path.relpath(os.path.join(d, n), root) for d, dirs, files in os.walk(root) for n in dirs + files)
+
+
+@pytest.mark.parametrize("bucket", ["-1", "2"])
+def test_a_writer_refuses_the_whole_batch_before_writing_any_of_it(tmp_path: Path, bucket: str) -> None:
+    # a write buffer so small that a batch is routed and flushed in slices: the valid partitions'
+    # rows would be written (and left to the writer's next commit) before the bad value is met
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    schema = pa.schema([("id", pa.int64()), ("b", pa.binary()), ("pad", pa.string())])
+    t = cat.create_table("db.t", schema, partition_keys=["b"], primary_keys=["id", "b"] if bucket == "2" else [],
+                         options={"bucket": bucket, "partition.legacy-name": "false", "write-buffer-size": "4 kb"})
+    before = _tree(t.paths.root)
+    n = 2000
+    batch = pa.table({"id": list(range(n)), "b": [b"good"] * (n - 1) + [b"\xed\xa0\x80"], "pad": ["x" * 20] * n},
+                     schema=schema)
+    writer = t.new_writer("u")
+    with pytest.raises(UnsupportedFeatureError, match=r"partition column 'b': partition value 0xeda080"):
+        writer.write_arrow(batch)
+    assert _tree(t.paths.root) == before
+    assert writer.prepare_commit() == []  # nothing of the refused batch is left to commit
+    writer.write_arrow(batch.slice(0, 10))
+    t.new_committer("u").commit(writer.prepare_commit(), 1)
+    writer.close()
+    assert t.refresh().to_arrow().num_rows == 10
