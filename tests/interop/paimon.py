@@ -44,6 +44,15 @@ def read_ipc(path: str | os.PathLike[str]) -> pa.Table:
         return reader.read_all()
 
 
+def driver_env() -> dict[str, str]:
+    """This process's environment without what would point the other venv's python at ours."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
+    }
+
+
 class Pypaimon:
     """pypaimon 2.1.0 behind a subprocess boundary."""
 
@@ -63,14 +72,9 @@ class Pypaimon:
         """Run one driver subcommand in its own process; return its stdout or raise AssertionError
         with its stderr. The process is forked from a :class:`DriverForkServer` that has pypaimon
         imported already (a fresh interpreter per call would import it again, a second of CPU)."""
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
-        }
         server = DriverForkServer.for_python(self.python)
         try:
-            rc, stdout, stderr = server.call(self.driver, args, env, timeout=self.timeout)
+            rc, stdout, stderr = server.call(self.driver, args, driver_env(), timeout=self.timeout)
         except TimeoutError as exc:
             raise AssertionError(f"pypaimon driver timed out after {self.timeout}s: {args[:1]}\n{exc}") from None
         if rc != 0:
