@@ -20,6 +20,7 @@ has exited (``rc`` as ``subprocess`` reports it: negative for a signal).
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import importlib
 import json
@@ -27,11 +28,17 @@ import os
 import runpy
 import sys
 import tempfile
-from typing import Any
+import traceback
+from typing import Any, NoReturn
 
 
-def run_child(request: dict[str, Any], out_path: str, err_path: str) -> None:
-    """In the forked child: become the driver process the request describes, then exit as it does."""
+def run_child(request: dict[str, Any], out_path: str, err_path: str) -> NoReturn:
+    """In the forked child: become the driver process the request describes, then exit as it does.
+
+    The child leaves with ``os._exit`` once its output is flushed, as both drivers do themselves,
+    after the exit handlers the script registered. Those the server registered on import are
+    dropped: polars' waits for its spill-cleanup thread, which the fork did not copy, forever."""
+    atexit._clear()
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)  # the protocol's stdin is the server's, never the driver's
     for fd, path in ((1, out_path), (2, err_path)):
@@ -42,10 +49,22 @@ def run_child(request: dict[str, Any], out_path: str, err_path: str) -> None:
     os.environ.update(request["env"])
     os.chdir(request["cwd"])
     sys.argv = [request["script"], *request["argv"]]
-    # From here on the child is the script: its exit code, a SystemExit message or an uncaught
-    # exception's traceback leave the interpreter exactly as they would a `python script.py`.
-    runpy.run_path(request["script"], run_name="__main__")
-    sys.exit(0)
+    code = 0
+    try:
+        runpy.run_path(request["script"], run_name="__main__")
+    except SystemExit as exc:  # what the interpreter makes of it: None 0, an int itself, else printed and 1
+        if exc.code is None or isinstance(exc.code, int):
+            code = exc.code or 0
+        else:
+            print(exc.code, file=sys.stderr)
+            code = 1
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def serve(preload: list[str]) -> None:

@@ -28,6 +28,9 @@ if command == "native":
     os.write(1, b"fd1 ")
     os.write(2, b"fd2")
     os._exit(3)
+if command == "atexit":
+    import atexit
+    atexit.register(print, "goodbye")
 if command == "hang":
     sys.stderr.write("started\\n")
     sys.stderr.flush()
@@ -77,6 +80,8 @@ def test_exit_codes_and_output_as_a_process_gives_them(server, script):
     rc, out, err = server.call(script, ["raise"], {}, timeout=60)
     assert rc == 1 and out == "" and err.startswith("Traceback") and err.endswith("ValueError: boom\n")
     assert server.call(script, ["native"], {}, timeout=60) == (3, "fd1 ", "fd2")
+    rc, out, _ = server.call(script, ["atexit"], {}, timeout=60)  # the script's exit handlers run
+    assert rc == 0 and out.endswith("}\ngoodbye\n")
 
 
 def test_a_call_past_its_timeout_is_killed_and_the_next_call_works(server, script):
