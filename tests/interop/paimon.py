@@ -21,6 +21,8 @@ import pyarrow as pa
 
 from tests.vectors import VECTORS_DIR
 
+from .driver_server import DriverForkServer
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("paimon_driver.py")
 RUST_DRIVER = Path(__file__).with_name("paimon_rust_driver.py")
@@ -42,6 +44,15 @@ def read_ipc(path: str | os.PathLike[str]) -> pa.Table:
         return reader.read_all()
 
 
+def driver_env() -> dict[str, str]:
+    """This process's environment without what would point the other venv's python at ours."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
+    }
+
+
 class Pypaimon:
     """pypaimon 2.1.0 behind a subprocess boundary."""
 
@@ -58,27 +69,19 @@ class Pypaimon:
         return self.python.is_file() and os.access(self.python, os.X_OK)
 
     def run(self, *args: str) -> str:
-        """Run one driver subcommand; return its stdout or raise AssertionError with its stderr."""
-        cmd = [str(self.python), "-I", str(self.driver), *args]
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
-        }
+        """Run one driver subcommand in its own process; return its stdout or raise AssertionError
+        with its stderr. The process is forked from a :class:`DriverForkServer` that has pypaimon
+        imported already (a fresh interpreter per call would import it again, a second of CPU)."""
+        server = DriverForkServer.for_python(self.python)
         try:
-            proc = subprocess.run(
-                cmd, capture_output=True, text=True, timeout=self.timeout, env=env, check=False
-            )
-        except subprocess.TimeoutExpired as exc:
+            rc, stdout, stderr = server.call(self.driver, args, driver_env(), timeout=self.timeout)
+        except TimeoutError as exc:
+            raise AssertionError(f"pypaimon driver timed out after {self.timeout}s: {args[:1]}\n{exc}") from None
+        if rc != 0:
             raise AssertionError(
-                f"pypaimon driver timed out after {self.timeout}s: {args[:1]}\nstderr:\n{exc.stderr or ''}"
-            ) from None
-        if proc.returncode != 0:
-            raise AssertionError(
-                f"pypaimon driver {' '.join(args[:1])} failed (exit {proc.returncode}):\n"
-                f"{proc.stderr.strip()}"
+                f"pypaimon driver {' '.join(args[:1])} failed (exit {rc}):\n{stderr.strip()}"
             )
-        return proc.stdout
+        return stdout
 
     def read(
         self,

@@ -6,7 +6,6 @@ import dataclasses
 import io
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import fastavro
@@ -19,7 +18,8 @@ from lake_assets.formats.manifest_codec import (
     encode_manifest_list,
 )
 from lake_assets.formats.manifest_schemas import MANIFEST_ENTRY_SCHEMA, MANIFEST_FILE_META_SCHEMA
-from tests.interop.paimon import Pypaimon
+from tests.interop.driver_server import DriverForkServer
+from tests.interop.paimon import Pypaimon, driver_env
 from tests.vectors import VECTORS_DIR
 
 PAIMON_PYTHON = Pypaimon().python  # .venv-paimon, or $PYPAIMON_PYTHON (worktrees, other layouts)
@@ -68,15 +68,13 @@ def _rewrite_table(table: Path, codec: str) -> None:
 
 
 def _read_with_pypaimon(warehouse: Path, snapshot_id: str = "") -> dict:
-    proc = subprocess.run(
-        [str(PAIMON_PYTHON), "-c", READ_SCRIPT, str(warehouse), snapshot_id],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    script = warehouse.parent / "read_pk.py"
+    script.write_text(READ_SCRIPT)
+    driver = Pypaimon()  # its fork server: a process of its own that has pypaimon imported already
+    rc, stdout, stderr = DriverForkServer.for_python(PAIMON_PYTHON).call(
+        script, [str(warehouse), snapshot_id], driver_env(), timeout=driver.timeout)
+    assert rc == 0, stderr[-4000:]
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("codec", ["zstandard", "null", "deflate", "snappy"])
