@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .paimon import Pypaimon
+from .paimon import Pypaimon, PypaimonRust
 
 
 def _ci() -> bool:
@@ -21,6 +21,18 @@ def pypaimon() -> Pypaimon:
     driver = Pypaimon()
     if not driver.available():
         reason = f"pypaimon venv not found ({driver.python}); create it with `make venv-paimon`"
+        if _ci():
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+    return driver
+
+
+@pytest.fixture(scope="session")
+def rust() -> PypaimonRust:
+    """The pypaimon-rust driver (same venv); fails under CI and skips elsewhere when it is missing."""
+    driver = PypaimonRust()
+    if not driver.available():
+        reason = f"pypaimon-rust not installed in {driver.python}; run `make venv-paimon`"
         if _ci():
             pytest.fail(reason, pytrace=False)
         pytest.skip(reason)

@@ -76,15 +76,15 @@ def cmd_query(args: argparse.Namespace) -> None:
                      default=_json_value))
 
 
-def cmd_write_fixed_bucket(args: argparse.Namespace) -> None:
-    """Write and commit an Arrow IPC stream file with the postpone fixed-bucket write builder."""
+def _write_with(args: argparse.Namespace, builder_name: str) -> None:
+    """Write and commit an Arrow IPC stream file with the table's ``builder_name`` write builder."""
     from pypaimon_rust.datafusion import PaimonCatalog
 
     with pa.ipc.open_stream(args.data) as reader:
         data = reader.read_all()
     db, _, name = args.table.partition(".")
     table = PaimonCatalog({"warehouse": args.warehouse}).get_table((db, name))
-    builder = table.new_postpone_fixed_bucket_write_builder()
+    builder = getattr(table, builder_name)()
     writer = builder.new_write()
     try:
         for batch in data.to_batches():
@@ -92,25 +92,17 @@ def cmd_write_fixed_bucket(args: argparse.Namespace) -> None:
         builder.new_commit().commit(writer.prepare_commit())
     finally:
         writer.close()
+
+
+def cmd_write_fixed_bucket(args: argparse.Namespace) -> None:
+    """Write and commit an Arrow IPC stream file with the postpone fixed-bucket write builder."""
+    _write_with(args, "new_postpone_fixed_bucket_write_builder")
 
 
 def cmd_write(args: argparse.Namespace) -> None:
     """Write and commit an Arrow IPC stream file with the table's batch write builder (its own
     bucket routing: the table's bucket function for a fixed-bucket table)."""
-    from pypaimon_rust.datafusion import PaimonCatalog
-
-    with pa.ipc.open_stream(args.data) as reader:
-        data = reader.read_all()
-    db, _, name = args.table.partition(".")
-    table = PaimonCatalog({"warehouse": args.warehouse}).get_table((db, name))
-    builder = table.new_batch_write_builder()
-    writer = builder.new_write()
-    try:
-        for batch in data.to_batches():
-            writer.write_arrow(batch)
-        builder.new_commit().commit(writer.prepare_commit())
-    finally:
-        writer.close()
+    _write_with(args, "new_batch_write_builder")
 
 
 def main(argv: list[str] | None = None) -> int:

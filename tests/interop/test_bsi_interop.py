@@ -29,14 +29,6 @@ from .paimon import PypaimonRust
 COLUMNS = ("a TINYINT", "i INT", "b BIGINT", "d DATE", "e DECIMAL(10,2)", "t3 TIMESTAMP(3)", "t6 TIMESTAMP(6)")
 
 
-@pytest.fixture(scope="module")
-def rust() -> PypaimonRust:
-    driver = PypaimonRust()
-    if not driver.available():
-        pytest.skip(f"pypaimon-rust not installed in {driver.python}; run `make venv-paimon`")
-    return driver
-
-
 def _scrambled(i: int) -> int:
     return (i * 2654435761) % 1_000_003
 

@@ -30,14 +30,6 @@ ROWS = 240
 BUCKETS = 7
 
 
-@pytest.fixture(scope="module")
-def rust() -> PypaimonRust:
-    driver = PypaimonRust()
-    if not driver.available():
-        pytest.skip(f"pypaimon-rust not installed in {driver.python}; run `make venv-paimon`")
-    return driver
-
-
 def _data(case: str) -> tuple[pa.Table, list[str], str]:
     """Rows (unique keys, a row id ``v``), the key columns and the SQL column list of a case."""
     rng = np.random.default_rng(len(case))

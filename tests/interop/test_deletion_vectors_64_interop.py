@@ -33,14 +33,6 @@ SCHEMA = pa.schema([("k", pa.int64()), ("dt", pa.string()), ("v", pa.string()), 
 BITMAP64 = {"deletion-vectors.enabled": "true", "deletion-vectors.bitmap64": "true"}
 
 
-@pytest.fixture(scope="module")
-def rust() -> PypaimonRust:
-    driver = PypaimonRust()
-    if not driver.available():
-        pytest.skip(f"pypaimon-rust not installed in {driver.python}; run `make venv-paimon`")
-    return driver
-
-
 def _rows(keys, dt: str, tag: str, op: str = "+I") -> pa.Table:
     keys = list(keys)
     return pa.table({"k": keys, "dt": [dt] * len(keys), "v": [f"{tag}{k}" for k in keys], "op": [op] * len(keys)},

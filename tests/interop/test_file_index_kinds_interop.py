@@ -27,14 +27,6 @@ from .paimon import PypaimonRust
 ROWS_PER_FILE = 40
 
 
-@pytest.fixture(scope="module")
-def rust() -> PypaimonRust:
-    driver = PypaimonRust()
-    if not driver.available():
-        pytest.skip(f"pypaimon-rust not installed in {driver.python}; run `make venv-paimon`")
-    return driver
-
-
 def _value(i: int, column: str) -> str:
     """Row ``i``'s SQL literal in ``column``: ``s`` a string per 10 rows, null every 7th row;
     ``b`` 3 i; ``n`` i // 5."""

@@ -18,14 +18,6 @@ from tests.interop.paimon import Pypaimon, PypaimonRust
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())])
 
 
-@pytest.fixture(scope="module")
-def rust() -> PypaimonRust:
-    driver = PypaimonRust()
-    if not driver.available():
-        pytest.skip(f"pypaimon-rust not installed in {driver.python}; run `make venv-paimon`")
-    return driver
-
-
 def _rows(ks: range) -> pa.Table:
     return pa.table({"k": list(ks), "v": [str(k) for k in ks]}, schema=SCHEMA)
 

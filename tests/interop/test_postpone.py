@@ -21,7 +21,6 @@ from tests.interop.test_refuse_unsupported import open_table
 # the engine-written tables' fixtures, shared with test_refuse_unsupported
 engine_tables = engines.engine_tables
 table_copy = engines.table_copy
-rust = engines.rust
 
 pytestmark = pytest.mark.interop
 

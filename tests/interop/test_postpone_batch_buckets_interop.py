@@ -11,14 +11,11 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-import tests.interop.test_refuse_unsupported as engines
 from lake_assets import Catalog
 from lake_assets.ops.postpone_batch import StagedPartition, bucket_metadata, plan_batch_buckets
 from lake_assets.ops.postpone_fixed_bucket import write_fixed_buckets
 from lake_assets.spec.binary_row import serialize_row
 from tests.interop.paimon import Pypaimon, canonical
-
-rust = engines.rust
 
 pytestmark = pytest.mark.interop
 

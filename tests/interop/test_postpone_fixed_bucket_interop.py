@@ -9,15 +9,12 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-import tests.interop.test_refuse_unsupported as engines
 from lake_assets import Catalog
 from lake_assets.ops.postpone_fixed_bucket import write_fixed_buckets
 from lake_assets.spec.snapshot import CommitKind
 from lake_assets.table import Table
 from lake_assets.table_support import Op
 from tests.interop.paimon import Pypaimon, PypaimonRust, canonical
-
-rust = engines.rust
 
 pytestmark = pytest.mark.interop
 

@@ -17,7 +17,6 @@ from tests.interop.paimon import Pypaimon, PypaimonRust, canonical
 
 engine_tables = engines.engine_tables
 table_copy = engines.table_copy
-rust = engines.rust
 
 pytestmark = pytest.mark.interop
 

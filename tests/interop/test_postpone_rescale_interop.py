@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-import tests.interop.test_refuse_unsupported as engines
 from lake_assets import Catalog
 from lake_assets.ops.postpone_fixed_bucket import write_fixed_buckets
 from lake_assets.spec.snapshot import CommitKind
 from tests.interop.test_postpone_fixed_bucket_interop import SCHEMA, batch, live, read_alike
-
-rust = engines.rust
 
 pytestmark = pytest.mark.interop
 

@@ -28,7 +28,6 @@ from tests.interop.test_refuse_unsupported import batch, open_table
 # the engine-written tables' fixtures, shared with test_refuse_unsupported
 engine_tables = engines.engine_tables
 table_copy = engines.table_copy
-rust = engines.rust
 
 pytestmark = pytest.mark.interop
 

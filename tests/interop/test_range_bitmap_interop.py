@@ -43,14 +43,6 @@ NAMES = tuple(c.split()[0] for c in COLUMNS)
 CHUNKS = {"s": "64 b", "i": "16 b", "d": "0 b", "sm": "6 b"}
 
 
-@pytest.fixture(scope="module")
-def rust() -> PypaimonRust:
-    driver = PypaimonRust()
-    if not driver.available():
-        pytest.skip(f"pypaimon-rust not installed in {driver.python}; run `make venv-paimon`")
-    return driver
-
-
 def _scrambled(i: int) -> int:
     return (i * 2654435761) % 1_000_003
 

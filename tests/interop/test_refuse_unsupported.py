@@ -44,14 +44,6 @@ PYPAIMON_TABLES: dict[str, tuple[list[str], dict[str, str]]] = {
 }
 
 
-@pytest.fixture(scope="session")
-def rust() -> PypaimonRust:
-    driver = PypaimonRust()
-    if not driver.available():
-        pytest.skip(f"pypaimon-rust not installed in {driver.python}; run `make venv-paimon`")
-    return driver
-
-
 class EngineTables:
     """The tables, each written by its engine on first use (two commits each; the second updates
     half the keys) into one session warehouse."""
