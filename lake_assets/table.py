@@ -352,8 +352,6 @@ class Table(TableMaintenance):
         sections read splits ahead, or with ``stream`` = (batch rows, read-ahead) bounded batches
         (`ops.streaming_read`)."""
         from lake_assets.ops import postpone_merge_read
-        from lake_assets.ops.plan import plan_splits
-        from lake_assets.ops.postpone_merge_read import PostponeMergeUnit
         from lake_assets.ops.read import SplitReader, read_splits_ahead
         from lake_assets.ops.streaming_read import stream_bounds, stream_splits
         from lake_assets.predicate import Predicate
@@ -369,13 +367,8 @@ class Table(TableMaintenance):
             pred = pred.bind(schema.arrow_schema, self.name)
         reader = SplitReader(self.store, schema, columns, pred, fill_defaults=True)
         reader.snapshot_id = snap.id  # a file removed by expiry meanwhile: a race, not corruption
-        units: tuple[PostponeMergeUnit, ...] = ()
-        if postpone_merge_read.configured(schema):
-            # postpone.merge-on-read: partitions with postponed rows are merged unit by unit
-            merge_plan = postpone_merge_read.plan_merge_read(self.store, snap, pred, schema)
-            splits, units = list(merge_plan.splits), merge_plan.units
-        else:
-            splits = plan_splits(self.store, snap, pred, schema=schema)
+        # postpone.merge-on-read: partitions with postponed rows are merged unit by unit
+        splits, units = postpone_merge_read.plan_read(self.store, snap, pred, schema)
         if stream is not None:
             yield from stream_splits(reader, splits, batch_rows=stream[0], read_ahead=stream[1])
         else:

@@ -112,6 +112,16 @@ class PostponeMergePlan:
     units: tuple[PostponeMergeUnit, ...]
 
 
+def plan_read(store: FileStore, snap: Snapshot, pred: Predicate | None,
+              schema: TableSchema) -> tuple[list[Split], tuple[PostponeMergeUnit, ...]]:
+    """The splits of a batch read of ``snap`` and, when the table merges on read, the partitions
+    whose postponed rows are merged in (`read_unit`); other tables read their splits only."""
+    if not configured(schema):
+        return plan_splits(store, snap, pred, schema=schema), ()
+    merge_plan = plan_merge_read(store, snap, pred, schema)
+    return list(merge_plan.splits), merge_plan.units
+
+
 def plan_merge_read(store: FileStore, snap: Snapshot, pred: Predicate | None, schema: TableSchema) -> PostponeMergePlan:
     """The merge-on-read plan of ``snap`` for ``pred`` (named as ``schema``, the read's, names
     columns); reads manifests only."""
