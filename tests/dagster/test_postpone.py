@@ -18,7 +18,7 @@ from lake_assets.defs.factory import build_definitions
 from lake_assets.defs.observations import observation_metadata, observe_table
 from lake_assets.defs.sensors import SMALL_FILE_SENSOR
 from tests.dagster.helpers import ONE_TABLE_SPARK, materialization_metadata
-from tests.interop.paimon import Pypaimon, canonical
+from tests.interop.paimon import Pypaimon, canonical, missing
 
 SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False), pa.field("id", pa.int64(), nullable=False),
                     ("v", pa.string())])
@@ -37,7 +37,7 @@ tables:
 def pypaimon() -> Pypaimon:
     driver = Pypaimon()
     if not driver.available():
-        pytest.skip(f"pypaimon venv not found ({driver.python}); create it with `make venv-paimon`")
+        missing(f"pypaimon venv not found ({driver.python}); create it with `make venv-paimon`")
     return driver
 
 

@@ -20,6 +20,7 @@ import pytest
 
 from tests.dagster.browser import Browser, find_chromium, kill_group
 from tests.dagster.helpers import REPO
+from tests.interop.paimon import missing
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 pytestmark = pytest.mark.timeout(420)
@@ -32,7 +33,7 @@ def chromium() -> str:
         subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], capture_output=True, timeout=600)
         found = find_chromium()
     if found is None:
-        pytest.skip("chromium is not installed and apt-get could not install it")
+        missing("chromium is not installed (`make browser`) and apt-get could not install it")
     return found
 
 

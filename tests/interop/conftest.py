@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from .paimon import Pypaimon, PypaimonRust
-
-
-def _ci() -> bool:
-    """True when the ``CI`` environment variable is set (to anything but a false-ish value)."""
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+from .paimon import Pypaimon, PypaimonRust, missing
 
 
 @pytest.fixture(scope="session")
@@ -21,9 +15,7 @@ def pypaimon() -> Pypaimon:
     driver = Pypaimon()
     if not driver.available():
         reason = f"pypaimon venv not found ({driver.python}); create it with `make venv-paimon`"
-        if _ci():
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
+        missing(reason)
     return driver
 
 
@@ -33,9 +25,7 @@ def rust() -> PypaimonRust:
     driver = PypaimonRust()
     if not driver.available():
         reason = f"pypaimon-rust not installed in {driver.python}; run `make venv-paimon`"
-        if _ci():
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
+        missing(reason)
     return driver
 
 

@@ -30,6 +30,21 @@ DEFAULT_PYTHON = REPO_ROOT / ".venv-paimon" / "bin" / "python"
 DEFAULT_TIMEOUT = 180.0
 
 
+def running_in_ci() -> bool:
+    """True when the ``CI`` environment variable is set (to anything but a false-ish value)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def missing(reason: str) -> None:
+    """A peer this test needs is not installed: fail under CI (``make test`` installs every peer, so
+    a missing one is a broken set-up, never a reason to pass), skip elsewhere."""
+    import pytest
+
+    if running_in_ci():
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)
+
+
 def write_ipc(table: pa.Table | pa.Schema, path: str | os.PathLike[str]) -> None:
     """Write a table (or an empty table of a schema) as an Arrow IPC stream file."""
     if isinstance(table, pa.Schema):

@@ -16,7 +16,7 @@ from lake_assets import Catalog
 from lake_assets.spec.manifest import ManifestFileMeta
 from lake_assets.store.manifest_io import ManifestIO
 
-from .paimon import Pypaimon, PypaimonRust
+from .paimon import Pypaimon, PypaimonRust, missing
 
 SCHEMA = pa.schema([("p", pa.int32()), ("id", pa.int64())])
 COMMITS: list[list[Any]] = [[None] * 4, [1] * 3, [2] * 3, [None, 3, 3]]
@@ -75,7 +75,7 @@ def test_pypaimon_manifests(pypaimon: Pypaimon, tmp_path: Path, monkeypatch: pyt
 def test_pypaimon_rust_manifests(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rust = PypaimonRust()
     if not rust.available():
-        pytest.skip(f"pypaimon-rust not installed in {rust.python}; run `make venv-paimon`")
+        missing(f"pypaimon-rust not installed in {rust.python}; run `make venv-paimon`")
     wh = str(tmp_path / "wh")
     rust.sql(wh, "CREATE SCHEMA paimon.db",
              "CREATE TABLE paimon.db.t (p INT, id BIGINT) PARTITIONED BY (p)")

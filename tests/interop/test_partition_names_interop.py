@@ -28,7 +28,7 @@ import pytest
 
 from lake_assets import Catalog
 
-from .paimon import Pypaimon, PypaimonRust, canonical, jsonable
+from .paimon import Pypaimon, PypaimonRust, canonical, jsonable, missing
 
 # One partition key per type pypaimon 2.1 writes: the table's directories nest all of them.
 PY_SCHEMA = pa.schema([
@@ -155,7 +155,7 @@ def _json_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_pypaimon_rust_both_ways(tmp_path: Path, legacy: str) -> None:
     rust = PypaimonRust()
     if not rust.available():
-        pytest.skip(f"pypaimon-rust not installed in {rust.python}; run `make venv-paimon`")
+        missing(f"pypaimon-rust not installed in {rust.python}; run `make venv-paimon`")
     wh = str(tmp_path / "wh")
     columns, keys, schema = _rust_table(legacy)
     rust.sql(wh, "CREATE SCHEMA paimon.db",

@@ -179,11 +179,11 @@ def test_storage_options_reach_the_catalog(spark, tmp_path: Path) -> None:
 
 @pytest.mark.interop
 def test_pypaimon_reads_what_spark_wrote(spark, catalog: Catalog, warehouse: str) -> None:
-    from tests.interop.paimon import Pypaimon, canonical
+    from tests.interop.paimon import Pypaimon, canonical, missing
 
     driver = Pypaimon()
     if not driver.available():
-        pytest.skip(f"pypaimon venv not found ({driver.python})")
+        missing(f"pypaimon venv not found ({driver.python})")
     table = catalog.create_table("db.orders", ORDERS, primary_keys=["id", "dt"], partition_keys=["dt"],
                                  options={"bucket": "3"})
     write_table(spark.createDataFrame(_rows(range(60)), SPARK_ORDERS).repartition(4), warehouse, "db.orders")

@@ -14,7 +14,7 @@ from lake_assets import Catalog
 from lake_assets.spark.jobs import compact
 from lake_assets.spark.jobs import compact_postpone as job_postpone
 from lake_assets.spark.jobs.errors import EXIT_CONFIG, EXIT_CONFLICT, EXIT_DATA, EXIT_OK
-from tests.interop.paimon import Pypaimon, canonical
+from tests.interop.paimon import Pypaimon, canonical, missing
 from tests.spark.test_jobs_common import run_job_main
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -27,7 +27,7 @@ SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False), pa.field("id", 
 def pypaimon() -> Pypaimon:
     driver = Pypaimon()
     if not driver.available():
-        pytest.skip(f"pypaimon venv not found ({driver.python}); create it with `make venv-paimon`")
+        missing(f"pypaimon venv not found ({driver.python}); create it with `make venv-paimon`")
     return driver
 
 

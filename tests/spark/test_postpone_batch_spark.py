@@ -12,7 +12,7 @@ import pytest
 from lake_assets import Catalog, Table
 from lake_assets.spark import write_table
 from lake_assets.table_support import Op
-from tests.interop.paimon import Pypaimon, PypaimonRust, canonical
+from tests.interop.paimon import Pypaimon, PypaimonRust, canonical, missing
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -60,7 +60,7 @@ def readers() -> tuple[Pypaimon, PypaimonRust] | None:
 def read_alike(wh: str, t: Table, readers: tuple[Pypaimon, PypaimonRust] | None) -> None:
     """pypaimon 2.1 and pypaimon-rust read the table as we do (skipped without the paimon venv)."""
     if readers is None:
-        pytest.skip("pypaimon / pypaimon-rust venv missing (make venv-paimon)")
+        missing("pypaimon / pypaimon-rust venv missing (make venv-paimon)")
     py, rust = readers
     ours = canonical(t.refresh().to_arrow(), ["dt", "k"])
     assert canonical(py.read(wh, "db.p").select(SCHEMA.names), ["dt", "k"]) == ours
