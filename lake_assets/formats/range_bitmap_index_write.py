@@ -200,7 +200,7 @@ class RangeBitmapIndexBuilder:
         if not self.codec.is_string:
             return self.codec.to_disk(keys.to_numpy(zero_copy_only=False))
         lengths = pc.binary_length(keys).to_numpy(zero_copy_only=False).astype(np.int64)
-        data = b"".join(keys.to_pylist()) if len(keys) else b""
+        data = _value_bytes(keys) if len(keys) else b""
         if len(keys) == 1:
             return struct.pack(">i", int(lengths[0])) + data
         # int length, then the bytes, for each key: interleave with numpy
@@ -282,3 +282,13 @@ class RangeBitmapIndexBuilder:
 
 
 __all__ = ["RangeBitmapIndexBuilder"]
+
+
+def _value_bytes(keys: pa.Array) -> bytes:
+    """The bytes of a string/binary array's values back to back (no per-value Python): the slice of
+    its data buffer its offsets span."""
+    keys = keys.cast(pa.large_binary())
+    offsets = np.frombuffer(keys.buffers()[1], np.int64)[keys.offset:keys.offset + len(keys) + 1]
+    data = keys.buffers()[2]
+    return b"" if data is None else data.slice(int(offsets[0]), int(offsets[-1] - offsets[0])).to_pybytes()
+
