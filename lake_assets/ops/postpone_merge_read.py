@@ -143,6 +143,9 @@ def plan_merge_read(store: FileStore, snap: Snapshot, pred: Predicate | None, sc
         elif e.bucket >= 0 and e.total_buckets > 0:
             record_bucket_count(store, known, e)
     units: list[PostponeMergeUnit] = []
+    by_partition: dict[bytes, list[Split]] = defaultdict(list)  # one pass, not one per partition
+    for s in splits:
+        by_partition[s.partition].append(s)
     for partition, files in postponed.items():
         # the count from every postpone file of the partition, as the compaction decides it
         buckets = known.get(partition) or new_bucket_num(store, files)
@@ -152,7 +155,7 @@ def plan_merge_read(store: FileStore, snap: Snapshot, pred: Predicate | None, sc
         if not wanted:
             continue
         replay = tuple(sorted(wanted, key=lambda e: e.file.creation_time_ms or 0))  # stable: ties in manifest order
-        real = tuple(s for s in splits if s.partition == partition)
+        real = tuple(by_partition.get(partition, ()))
         units.append(PostponeMergeUnit(partition, scan.partition_values(partition), buckets, real, replay))
     merged = {u.partition for u in units}
     return PostponeMergePlan(tuple(s for s in splits if s.partition not in merged), tuple(units))
