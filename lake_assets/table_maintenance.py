@@ -25,6 +25,7 @@ from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
     from lake_assets.ops.compact import CompactResult
+    from lake_assets.ops.delete_rows import DeleteResult
     from lake_assets.ops.expire import ExpireResult
     from lake_assets.ops.orphans import OrphanResult
     from lake_assets.ops.partition_expire import PartitionExpireResult
@@ -149,6 +150,19 @@ class TableMaintenance(StoreView):
         self.store.require_exists()
         return compact(self.store, full=full, partitions=partitions, max_units=max_units, parallelism=parallelism,
                        spill_dir=spill_dir)
+
+    def delete_where(self, filter: Any) -> DeleteResult:
+        """Delete the rows matching ``filter`` (the form `Table.to_arrow` takes, required) from an
+        append table with ``deletion-vectors.enabled`` (``bucket = -1``), as Paimon's Spark
+        ``DELETE FROM`` does: their positions are marked in the files' deletion vectors, committed
+        as one OVERWRITE snapshot; no data file is rewritten (compaction later drops the rows).
+        Raises `CommitConflictError` (nothing committed) when a concurrent compaction rewrote a file
+        or another delete changed the partition's vectors meanwhile. Primary-key tables delete by
+        writing rows of kind ``-D``; other tables are refused (`UnsupportedFeatureError`)."""
+        from lake_assets.ops.delete_rows import delete_rows
+
+        self.store.require_exists()
+        return delete_rows(self.store, filter)
 
     def health(self, *, snapshot_id: int | None = None, small_file_threshold: int | None = None) -> pa.Table:
         """Per (partition, bucket) LSM health from manifests only (no data files are read)."""

@@ -244,8 +244,9 @@ def _format_refusals(schema: TableSchema) -> list[Refusal]:
 
 def _dv_refusals(schema: TableSchema) -> list[Refusal]:
     """What deletion-vector tables refuse: reads (batch, and the full phase of streams) apply the
-    vectors and compaction of deduplicate tables writes them (ops/deletion_vectors.py,
-    ops/dv_compact.py); other engines (they would need the old values looked up) are refused for
+    vectors, compaction of deduplicate tables writes them (ops/deletion_vectors.py,
+    ops/dv_compact.py), that of unaware-bucket append tables applies them and deletes mark them
+    (ops/append_vectors.py); other engines (they would need the old values looked up) are refused for
     writes and compaction. Both vector forms (``deletion-vectors.bitmap64``) are read and written."""
     options = schema.options
     if not is_true(options.get("deletion-vectors.enabled")):
@@ -253,10 +254,8 @@ def _dv_refusals(schema: TableSchema) -> list[Refusal]:
     out: list[Refusal] = []
     opts = schema.core_options
     if not schema.primary_keys:
-        # Paimon deletes rows of append tables through vectors too; our append compaction would
-        # rewrite such files with their deleted rows
-        out.append(Refusal("deletion vectors on an append table",
-                           "append compaction does not apply or carry deletion vectors", frozenset({Op.COMPACT})))
+        # compaction applies and drops the vectors, deletes mark them (ops/append_vectors.py);
+        # bucketed append tables are refused writes and compaction whatever their vectors
         return out
     if not engine_of(opts).deletion_vectors_by_key:
         out.append(Refusal(f"deletion vectors with merge-engine {opts.merge_engine!r}",

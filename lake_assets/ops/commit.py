@@ -24,6 +24,7 @@ from lake_assets.errors import (
     InvalidArgumentError,
     NoSuchTableError,
 )
+from lake_assets.ops.append_vectors import check_vector_targets, is_row_delete, keeps_append_vectors
 from lake_assets.ops.commit_ahead import SnapshotAhead
 from lake_assets.ops.commit_cleanup import delete_compaction_outputs, delete_unreferenced
 from lake_assets.ops.commit_conflicts import check_conflicts
@@ -134,7 +135,8 @@ class TableCommitter:
         # no changes: an APPEND snapshot of no files if the table asks for one (commit_empty.py)
         empty = overwrite is None and not messages and commits_empty_snapshot(self.options, commit_identifier)
         # what the messages do must be allowed on this table (its writers and plans checked too)
-        writes = overwrite is not None or empty or any(m.new_files or m.new_changelog for m in messages)
+        writes = (overwrite is not None or empty
+                  or any(m.new_files or m.new_changelog or is_row_delete(self.store.schema, m) for m in messages))
         self.store.require(Op.WRITE if writes else Op.COMPACT)
         try:
             check_files_exist(self.store, messages)
@@ -161,7 +163,11 @@ class TableCommitter:
             ]
         # a dynamic-bucket writer's HASH files go with its data (Paimon's APPEND snapshot), a
         # compaction's deletion vectors with its COMPACT snapshot
-        hash_changes, other_changes = split_hash_changes(index_changes(messages))
+        # deleted rows of an append table (vectors marked, no file rewritten) are an OVERWRITE, as
+        # Paimon 1.x commits a delta of deletion-vector changes (Java 0.9: a COMPACT)
+        marks = [m for m in messages if is_row_delete(self.store.schema, m)]
+        hash_changes, other_changes = split_hash_changes(index_changes([m for m in messages if m not in marks]))
+        deletes = index_changes(marks)
         if overwrite is not None and (changelog or compact_changelog):
             # Paimon's FileStoreCommit commits no changelog with an overwrite ("Overwrite mode
             # currently does not commit any changelog"): streams see no change for it. Nothing
@@ -184,6 +190,12 @@ class TableCommitter:
             if overwrite is not None:
                 self._commit_with_retry(CommitKind.OVERWRITE, append, changelog, commit_identifier, overwrite,
                                         properties, hash_changes)
+            elif deletes:
+                if append or changelog or hash_changes:
+                    raise InvalidArgumentError(
+                        f"Cannot commit to {self.store.name}: deleted rows (deletion vectors) and new data "
+                        "go in separate commits")
+                self._commit_with_retry(CommitKind.OVERWRITE, [], [], commit_identifier, None, properties, deletes)
             elif append or changelog or hash_changes or empty:
                 self._commit_with_retry(CommitKind.APPEND, append, changelog, commit_identifier, None, properties,
                                         hash_changes, start_ahead=ahead, hint=not hint_owed)
@@ -291,6 +303,8 @@ class TableCommitter:
             if prepared is None and (kind != CommitKind.APPEND
                                      or _adds_real_buckets_of_postpone_table(self.store, delta)):
                 check_conflicts(self.store, latest, delta, kind)
+                if keeps_append_vectors(self.store.schema):  # vectors of live, unchanged files only
+                    check_vector_targets(self.store, latest, delta, indexes)
             written: list[str] = [] if prepared is None else prepared.written
             try:
                 if prepared is None:

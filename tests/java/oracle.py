@@ -491,6 +491,17 @@ class PaimonJava:
 
     # -- snapshots, maintenance
 
+    def append_dv_delete(self, warehouse: str, table: str, filter: Filter) -> dict[str, Any]:
+        """Delete the rows matching ``filter`` (None: all) from a deletion-vector append table the way
+        Spark's DELETE does in Java 0.9: new vectors through the partition's
+        UnawareAppendDeletionFileMaintainer; ``{"files_marked", "snapshot_id"}``."""
+        return self.call("append_dv_delete", warehouse=warehouse, table=table, filter=_filter_json(filter))
+
+    def append_compact(self, warehouse: str, table: str) -> dict[str, Any]:
+        """Spark's compact procedure on an unaware-bucket append table (Java 0.9's coordinator
+        and compaction tasks, vectors applied); ``{"tasks", "snapshot_id"}``."""
+        return self.call("append_compact", warehouse=warehouse, table=table)
+
     def deletion_vectors(self, warehouse: str, table: str) -> list[dict[str, Any]]:
         """The latest snapshot's splits as Java plans them, each with ``bucket``, ``raw_convertible``
         and ``files``: ``name``, ``level`` and, for a file with a deletion vector, ``index_file``,

@@ -110,7 +110,6 @@ def test_supported_tables_refuse_nothing():
      "metadata.stats-mode.per.level"),
     ({"bucket": "2", "deletion-vectors.enabled": "true", "merge-engine": "partial-update"}, True,
      {Op.WRITE, Op.COMPACT}, "merge-engine 'partial-update'"),
-    ({"bucket": "-1", "deletion-vectors.enabled": "true"}, False, {Op.COMPACT}, "append table"),
     ({"bucket": "2", "deletion-vectors.enabled": "true", "sequence.field": "v"}, True,
      {Op.WRITE, Op.COMPACT}, "sequence.field"),
     ({"bucket": "2", "deletion-vectors.enabled": "true", "ignore-delete": "true"}, True,
@@ -168,6 +167,8 @@ def test_non_legacy_partition_names_refuse_only_local_zoned_timestamp_keys():
 def test_deletion_vector_tables_of_deduplicate_refuse_nothing():
     """Reads, streams, writes, compaction and maintenance all handle deletion vectors."""
     assert schema_refusals(schema({"bucket": "2", "deletion-vectors.enabled": "true"})) == []
+    # unaware-bucket append tables too: compaction applies the vectors, deletes write them
+    assert schema_refusals(schema({"bucket": "-1", "deletion-vectors.enabled": "true"}, pk=False)) == []
 
 
 @pytest.mark.parametrize("options", [

@@ -26,6 +26,7 @@ from lake_assets.lsm.compact_strategy import (
 from lake_assets.lsm.levels import Levels
 from lake_assets.lsm.merge_engine.first_row import lookup_files
 from lake_assets.lsm.merge_engine.registry import engine_of
+from lake_assets.ops.append_vectors import plan_groups
 from lake_assets.ops.bucket_count import check_bucket_count
 from lake_assets.ops.dv_compact import delete_heavy_files
 from lake_assets.ops.plan import plan_splits
@@ -145,6 +146,14 @@ def plan_bucket(
     opts = schema.core_options
     if not schema.primary_keys:
         target = opts.target_file_size
+        if _dv_enabled(opts):
+            # files with deletion vectors are rewritten without their deleted rows (ops/append_vectors.py)
+            vector_groups = plan_groups(store, split, full=full)
+            if not vector_groups:
+                return None
+            return CompactionTask(split.partition, split.partition_values, split.bucket, split.total_buckets,
+                                  append_groups=tuple(tuple(g) for g in vector_groups), full=full,
+                                  deletion_vectors=True, dv_entries=split.dv_entries)
         if full:
             files = pick_append_full(split.files, target)
             groups = [files] if files else []

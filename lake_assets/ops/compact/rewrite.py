@@ -22,6 +22,7 @@ from lake_assets.lsm.merge_engine.first_row import KnownKeys
 from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.lsm.run_partition import split_into_runs
 from lake_assets.ops.allocator import release_thread_memory
+from lake_assets.ops.append_vectors import change_vectors
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact.changelog import produce_changelog
 from lake_assets.ops.compact.fan_in import bounded_inputs, sort_spill_threshold, spill_directory
@@ -103,7 +104,7 @@ def run_compaction_task(
     after: list[DataFileMeta] = []
     rollings = []
     vectors = (VectorUpdate(store, split, lambda: unit.reader, task.dv_lookup_files, task.dv_rewrite_files,
-                            unit.vectors) if task.deletion_vectors else None)
+                            unit.vectors) if task.deletion_vectors and not task.append_groups else None)
     index_paths: list[str] = []
     spill = spill_directory(opts, root)  # created on a unit's first spill only
     try:
@@ -122,8 +123,14 @@ def run_compaction_task(
                     del chunk  # written: not held while the next one is read
                 after += rolling.close()
                 before += group
+            old_index: tuple[IndexManifestEntry, ...] = ()
+            new_index: tuple[IndexManifestEntry, ...] = ()
+            if task.deletion_vectors:  # the rewritten files' vectors go (ops/append_vectors.py)
+                gone = {f.file_name for f in before}
+                old_index, new_index, index_paths = change_vectors(store, split, gone=gone, loader=unit.vectors)
             return CommitMessage(task.partition, task.bucket, task.total_buckets,
-                                 compact_before=tuple(before), compact_after=tuple(after))
+                                 compact_before=tuple(before), compact_after=tuple(after),
+                                 index_before=old_index, index_after=new_index)
         key_names = list(store.schema.trimmed_primary_keys)
         merge_fn = store.merge_function()
         fan_in = sort_spill_threshold(opts)

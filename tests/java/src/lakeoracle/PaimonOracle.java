@@ -230,6 +230,10 @@ public final class PaimonOracle {
                 return splits(a);
             case "bucket_of":
                 return bucketOf(a);
+            case "append_dv_delete": // Spark's DELETE on a deletion-vector append table
+                return AppendDvOps.delete(table(a), a.get("filter"));
+            case "append_compact": // Spark's compact procedure on an unaware-bucket append table
+                return AppendDvOps.compact(table(a));
             case "deletion_vectors":
                 return DeletionVectorOps.deletionVectors(table(a));
             case "dynamic_bucket":

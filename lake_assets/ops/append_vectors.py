@@ -1,0 +1,193 @@
+"""Deletion vectors of append tables (no primary key, ``bucket = -1``, ``deletion-vectors.enabled``).
+
+Paimon deletes rows of such tables by marking their positions in per-file vectors (Spark's
+``DELETE`` / ``UPDATE`` / ``MERGE INTO``) instead of rewriting the files. The vectors of a
+partition live in bucket 0's ``DELETION_VECTORS`` index files (Paimon's unaware bucket), several
+files each naming the vectors of some data files. Every file is level 0 and stays visible; a read
+drops a file's marked positions (`ops/deletion_vectors.py`).
+
+Maintaining them follows Paimon 1.x's ``BaseAppendDeleteFileMaintainer``: a change of the vectors
+of some data files (a delete adding marks, a compaction rewriting the files away) removes the
+index files holding their old vectors, writes those files' other vectors, unchanged, into a new
+index file each, and (a delete) writes the changed vectors into one new index file.
+
+Compaction (`plan_groups`, as Paimon 1.x's ``AppendCompactCoordinator``): a file with a vector is
+rewritten, its marked rows dropped, when it is small or when its vector hides more than
+``compaction.delete-ratio-threshold`` of its rows; the small files without one are merged as in
+any append table. (Java 0.9 rewrites every file with a vector, whole index files at a time.)
+
+A commit changing vectors is checked against the latest snapshot (`check_vector_targets`, Paimon's
+``ConflictDetection`` for unaware-bucket vectors): no vector may be written for a data file that is
+gone, and no file may be rewritten away whose vector changed since it was planned.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from lake_assets.errors import CommitConflictError
+from lake_assets.ops import deletion_vectors
+from lake_assets.ops.deletion_vector_cache import INDEX_FILE_CACHE
+from lake_assets.ops.deletion_vectors import DELETION_VECTORS_INDEX, VectorLoader, deleted_rows
+from lake_assets.ops.scan import Split
+from lake_assets.spec.deletion_vector import DeletionVector, encode_index_file
+from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry
+from lake_assets.spec.schema import TableSchema
+from lake_assets.spec.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from lake_assets.ops.commit_message import CommitMessage
+    from lake_assets.ops.index_commit import IndexChange
+    from lake_assets.store.file_store import FileStore
+
+DELETE_RATIO_THRESHOLD = "compaction.delete-ratio-threshold"
+
+
+def keeps_append_vectors(schema: TableSchema) -> bool:
+    """Whether the table is an append table that keeps deletion vectors."""
+    return not schema.primary_keys and deletion_vectors.enabled(schema)
+
+
+def is_row_delete(schema: TableSchema, message: CommitMessage) -> bool:
+    """Whether ``message`` deletes rows of an append table through vectors: index changes only."""
+    return (keeps_append_vectors(schema) and bool(message.index_before or message.index_after)
+            and not (message.compact_before or message.compact_after or message.new_files
+                     or message.new_changelog or message.compact_changelog))
+
+
+def _ratio_threshold(schema: TableSchema) -> float:
+    return float(schema.core_options.raw.get(DELETE_RATIO_THRESHOLD, "0.2"))
+
+
+def plan_groups(store: FileStore, split: Split, *, full: bool) -> list[list[DataFileMeta]]:
+    """The groups of one partition's files an append compaction rewrites, vectors applied.
+
+    Files with a vector that are small or hide more than the threshold's share of their rows
+    form one group (it may be a single file: its dead rows go); the rest is picked as in any
+    append table. A full compaction also rewrites every file with a vector."""
+    # here, not at the top: the committer imports this module, a writer need not import compaction's
+    from lake_assets.lsm.compact_strategy import pick_append_full, pick_append_small_files, small_file_threshold
+
+    opts = store.schema.core_options
+    target = opts.target_file_size
+    counts = deleted_rows(store, split.dv_entries) if split.dv_entries else {}
+    marked = [f for f in split.files if counts.get(f.file_name)]
+    plain = [f for f in split.files if not counts.get(f.file_name)]
+    if full:
+        picked = pick_append_full(split.files, target)
+        names = {f.file_name for f in picked}
+        extra = [f for f in marked if f.file_name not in names]
+        return [picked + extra] if picked or extra else []
+    small = small_file_threshold(target, opts.small_file_ratio)
+    threshold = _ratio_threshold(store.schema)
+    forced = [f for f in marked if f.file_size < small or counts[f.file_name] > f.row_count * threshold]
+    groups = pick_append_small_files(plain, target, opts.compaction_min_file_num,
+                                     small_file_ratio=opts.small_file_ratio)
+    return ([forced] if forced else []) + groups
+
+
+def _write_index_file(store: FileStore, partition: bytes, bucket: int,
+                      vectors: Mapping[str, DeletionVector], written: list[str]) -> IndexManifestEntry:
+    """One new index file holding ``vectors``; its path goes into ``written`` before the write."""
+    data, ranges = encode_index_file(vectors)
+    name = f"index-{uuid.uuid4()}-0"
+    path = store.paths.index_file(name)
+    written.append(path)
+    store.file_io.write_bytes(path, data)
+    # reads and the next change start from these vectors: cached as written, never changed in place
+    INDEX_FILE_CACHE.put((store.paths.root, name, len(data)), dict(vectors), len(data))
+    return IndexManifestEntry(FileKind.ADD, partition, bucket, DELETION_VECTORS_INDEX, name, len(data),
+                              len(ranges), ranges)
+
+
+def change_vectors(
+    store: FileStore,
+    split: Split,
+    *,
+    gone: Iterable[str] = (),
+    changed: Mapping[str, DeletionVector] | None = None,
+    loader: VectorLoader | None = None,
+) -> tuple[tuple[IndexManifestEntry, ...], tuple[IndexManifestEntry, ...], list[str]]:
+    """The index change of one partition whose data files ``gone`` lose their vectors (rewritten
+    away) and whose files in ``changed`` get these vectors (old marks included): (index files
+    removed, index files added, paths written). Nothing when no vector changes.
+
+    ``before`` is every index file of the partition's bucket as planned, so that the commit fails
+    when any of them changed meanwhile (`lake_assets.ops.index_commit`); ``after`` re-adds the
+    untouched ones as they are."""
+    changed = dict(changed or {})
+    dropped = set(gone) | set(changed)
+    touched: list[IndexManifestEntry] = []
+    untouched: list[IndexManifestEntry] = []
+    for e in split.dv_entries:
+        names = {r.data_file for r in e.dv_ranges or ()}
+        (touched if names & dropped else untouched).append(e)
+    if not touched and not changed:
+        return (), (), []
+    loader = loader or VectorLoader(store)
+    written: list[str] = []
+    after = list(untouched)
+    try:
+        for e in touched:
+            # the index file's other vectors, unchanged, into a file of their own (Java's
+            # writeUnchangedDeletionVector)
+            rest = {name: v for name, v in loader.vectors((e,)).items() if name not in dropped}
+            if rest:
+                after.append(_write_index_file(store, split.partition, split.bucket, rest, written))
+        live = {name: v for name, v in changed.items() if v}
+        if live:
+            after.append(_write_index_file(store, split.partition, split.bucket, live, written))
+    except BaseException:
+        store.file_io.delete_many(written)
+        raise
+    return tuple(split.dv_entries), tuple(after), written
+
+
+def check_vector_targets(store: FileStore, latest: Snapshot | None, delta: Sequence[ManifestEntry],
+                         changes: Sequence[IndexChange]) -> None:
+    """Raise `CommitConflictError` when a commit to an append table with vectors would mark rows of
+    a data file that is no longer live (a concurrent compaction rewrote it), or rewrite away a file
+    whose vector is not among those it replaces (a concurrent delete marked rows in it since it was
+    planned: they would come back)."""
+    if latest is None:
+        return
+    touched = {e.partition for e in delta} | {c.partition for c in changes}
+    if not touched:
+        return
+    index = deletion_vectors.snapshot_index(store, latest)
+    holder: dict[tuple[bytes, str], str] = {}  # (partition, data file) -> index file of its vector
+    for (partition, _bucket), entries in index.items():
+        if partition in touched:
+            for e in entries:
+                for r in e.dv_ranges or ():
+                    holder[(partition, r.data_file)] = e.file_name
+    replaced = {(c.partition, e.file_name) for c in changes for e in c.before}
+    for d in delta:
+        if d.kind != FileKind.DELETE:
+            continue
+        held = holder.get((d.partition, d.file.file_name))
+        if held is not None and (d.partition, held) not in replaced:
+            raise CommitConflictError(
+                f"Cannot commit to {store.name}: data file {d.file.file_name} got a deletion vector since this "
+                "compaction was planned (a concurrent delete?); rewriting it would bring its deleted rows "
+                "back. Nothing was committed; compact again")
+    wanted = {(c.partition, r.data_file) for c in changes for e in c.after
+              if e.index_type == DELETION_VECTORS_INDEX for r in e.dv_ranges or ()}
+    if not wanted:
+        return
+    live = {(f.partition, f.file.file_name)
+            for f in store.file_store_scan().live_entries(latest, partition_filter=None) if f.partition in touched}
+    live -= {(d.partition, d.file.file_name) for d in delta if d.kind == FileKind.DELETE}
+    live |= {(d.partition, d.file.file_name) for d in delta if d.kind == FileKind.ADD}
+    missing = sorted(name for part, name in wanted - live)
+    if missing:
+        raise CommitConflictError(
+            f"Cannot commit to {store.name}: data file {missing[0]} was already deleted by a concurrent commit "
+            "(e.g. a compaction rewrote it), so its rows cannot be marked deleted; nothing was committed, "
+            "delete again")
+
+
+__all__ = ["DELETE_RATIO_THRESHOLD", "change_vectors", "check_vector_targets", "is_row_delete", "keeps_append_vectors",
+           "plan_groups"]
