@@ -116,6 +116,7 @@ def delete_rows(store: FileStore, filter: Any, *, commit_user: str | None = None
                                               index_before=index_before, index_after=index_after))
         if not messages:
             return DeleteResult(None, 0, 0)
+        store.fault_point("delete.before_commit")
         committer = TableCommitter(store, commit_user or f"delete-{uuid.uuid4()}")
         ids = committer.commit(messages, check_committed=False)
     except BaseException:

@@ -1,0 +1,162 @@
+"""Append tables with deletion vectors (ops/append_vectors.py, ops/delete_rows.py): deletes and
+compactions racing each other, maintenance of their index files, and what is refused.
+
+Java parity of the vectors themselves is tested in tests/differential/test_append_deletion_vectors_java.py.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from lake_assets import Catalog
+from lake_assets.errors import CommitConflictError, InvalidArgumentError, UnsupportedFeatureError
+from lake_assets.ops.deletion_vectors import snapshot_index
+
+SCHEMA = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("v", pa.string())])
+DV = {"bucket": "-1", "deletion-vectors.enabled": "true", "compaction.min.file-num": "2"}
+
+
+def _rows(ids, dt: str = "d1") -> pa.Table:
+    ids = list(ids)
+    return pa.table({"id": ids, "dt": [dt] * len(ids), "v": [f"v{i}" for i in ids]}, schema=SCHEMA)
+
+
+@pytest.fixture
+def cat(tmp_path: Path) -> Catalog:
+    c = Catalog(str(tmp_path / "wh"))
+    c.create_database("db")
+    return c
+
+
+def _table(cat: Catalog, options: dict[str, str] | None = None):
+    return cat.create_table("db.t", SCHEMA, partition_keys=["dt"], options={**DV, **(options or {})})
+
+
+def _ids(table) -> list[int]:
+    return sorted(table.to_arrow().column("id").to_pylist())
+
+
+def _index_files(table) -> set[str]:
+    root = Path(table.store.paths.index_file("x")).parent
+    return set(os.listdir(root)) if root.exists() else set()
+
+
+def _referenced_index(table) -> set[str]:
+    return {e.file_name for es in snapshot_index(table.store, table.latest_snapshot()).values() for e in es}
+
+
+@pytest.mark.parametrize("marked_before", [False, True], ids=["plain-file", "file-with-vector"])
+def test_a_delete_landing_during_a_compaction_fails_the_compaction(cat: Catalog, marked_before: bool) -> None:
+    """The compaction planned the file without the delete's marks: its output would bring the rows
+    back. Whether the file had no vector (Java's <DELETE file, null> against a base <ADD file, dv>)
+    or one (its index file was replaced meanwhile), the compaction gives up."""
+    table = _table(cat)
+    table.write_arrow(_rows(range(10)))
+    table.write_arrow(_rows(range(10, 20)))
+    if marked_before:
+        table.delete_where([("id", "=", 0)])
+
+    def delete_meanwhile(step: str) -> None:
+        if step == "compact.before_commit":
+            cat.get_table("db.t").delete_where([("id", "in", [3, 13])])
+
+    table.store.fault_hook = delete_meanwhile
+    with pytest.raises(CommitConflictError, match="deletion vector"):
+        table.compact()
+    table.store.fault_hook = None
+    fresh = cat.get_table("db.t")
+    expected = [i for i in range(20) if i not in (3, 13) and not (marked_before and i == 0)]
+    assert _ids(fresh) == expected
+    # compacting again (planned after the delete) drops the rows for good
+    assert fresh.compact().rows_out == len(expected)
+    assert _ids(cat.get_table("db.t")) == expected
+    assert _referenced_index(cat.get_table("db.t")) == set()
+
+
+def test_a_delete_racing_a_compaction_never_marks_a_file_that_is_gone(cat: Catalog) -> None:
+    table = _table(cat)
+    table.write_arrow(_rows(range(10)))
+    table.write_arrow(_rows(range(10, 20)))
+    before = _index_files(table)
+
+    def compact_meanwhile(step: str) -> None:
+        if step == "delete.before_commit":
+            assert cat.get_table("db.t").compact().files_in == 2
+
+    table.store.fault_hook = compact_meanwhile
+    with pytest.raises(CommitConflictError, match="already deleted"):
+        table.delete_where([("id", "=", 5)])
+    table.store.fault_hook = None
+    fresh = cat.get_table("db.t")
+    assert _ids(fresh) == list(range(20))  # nothing deleted: the commit changed nothing
+    assert _index_files(fresh) == before  # and the delete's index file is gone again
+    assert fresh.delete_where([("id", "=", 5)]).rows_deleted == 1  # a new attempt marks the new file
+    assert _ids(cat.get_table("db.t")) == [i for i in range(20) if i != 5]
+
+
+def test_two_deletes_of_one_partition_do_not_lose_marks(cat: Catalog) -> None:
+    """The second delete read the partition's vectors before the first landed: it would replace
+    the index file the first one wrote and lose its marks; it fails instead."""
+    table = _table(cat)
+    table.write_arrow(_rows(range(10)))
+
+    def other_delete(step: str) -> None:
+        if step == "delete.before_commit":
+            cat.get_table("db.t").delete_where([("id", "=", 1)])
+
+    table.store.fault_hook = other_delete
+    with pytest.raises(CommitConflictError):
+        table.delete_where([("id", "=", 2)])
+    table.store.fault_hook = None
+    assert _ids(cat.get_table("db.t")) == [i for i in range(10) if i != 1]
+
+
+def test_expiry_tags_orphans_and_rollback_keep_referenced_index_files(cat: Catalog) -> None:
+    table = _table(cat, {"snapshot.num-retained.min": "1"})
+    table.write_arrow(_rows(range(10)))
+    table.write_arrow(_rows(range(10, 20)))
+    sid = table.delete_where([("id", "<", 3)]).snapshot_id
+    vectors = _referenced_index(table)
+    assert len(vectors) == 1
+    table.create_tag("deleted", sid)
+    table.compact()
+    table.write_arrow(_rows(range(20, 25)))
+    assert _referenced_index(table) == set()  # the compaction dropped the vectors' index file
+    table.expire_snapshots(retain_max=1)
+    assert vectors <= _index_files(table)  # the tag still needs it
+    assert sorted(table.to_arrow(tag="deleted").column("id").to_pylist()) == list(range(3, 20))
+    orphans = table.remove_orphan_files(older_than=timedelta(seconds=0), dry_run=False)
+    assert not any(name in p for p in orphans.paths for name in vectors)
+    assert vectors <= _index_files(table)
+    # back to the tag: its vectors apply again, and compaction after it drops them
+    table.rollback_to(tag="deleted")
+    fresh = cat.get_table("db.t")
+    assert _ids(fresh) == list(range(3, 20))
+    assert _referenced_index(fresh) == vectors
+    fresh.compact()
+    fresh.delete_tag("deleted")
+    fresh.expire_snapshots(retain_max=1)
+    assert not vectors & _index_files(fresh)  # nothing retained references it any more: deleted
+    assert _ids(cat.get_table("db.t")) == list(range(3, 20))
+
+
+def test_what_delete_where_refuses(cat: Catalog) -> None:
+    pk = cat.create_table("db.pk", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "1"})
+    with pytest.raises(UnsupportedFeatureError, match="'-D'"):
+        pk.delete_where([("id", "=", 1)])
+    plain = cat.create_table("db.plain", SCHEMA, partition_keys=["dt"], options={"bucket": "-1"})
+    plain.write_arrow(_rows(range(3)))
+    with pytest.raises(UnsupportedFeatureError, match=r"deletion-vectors\.enabled"):
+        plain.delete_where([("id", "=", 1)])
+    table = _table(cat)
+    table.write_arrow(_rows(range(3)))
+    for bad in (None, []):
+        with pytest.raises(InvalidArgumentError, match="a filter is required"):
+            table.delete_where(bad)
+    assert _ids(plain) == _ids(table) == [0, 1, 2]
+    assert len(table.snapshots()) == 1
