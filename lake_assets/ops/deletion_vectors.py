@@ -4,7 +4,7 @@ A table with ``deletion-vectors.enabled`` keeps, per (partition, bucket), one in
 ``DELETION_VECTORS`` in the snapshot's index manifest. It names, per data file, the positions of
 rows a newer file superseded. Readers (as Paimon's):
 
-* skip level-0 files unless ``deletion-vectors.merge-on-read`` is set - compaction makes rows
+* skip level-0 files of primary-key tables unless ``deletion-vectors.merge-on-read`` is set - compaction makes rows
   visible, and only compaction maintains the vectors;
 * drop a file's deleted positions as they read it;
 * need no merge when every visible file is above level 0 without retract rows: each key then has
@@ -53,8 +53,10 @@ def merge_on_read(schema: TableSchema) -> bool:
 
 
 def hides_level0(schema: TableSchema) -> bool:
-    """Whether batch reads skip level-0 files, as Paimon's scan does for deletion-vector tables."""
-    return enabled(schema) and not merge_on_read(schema)
+    """Whether batch reads skip level-0 files, as Paimon's scan does for primary-key tables with
+    deletion vectors (an append table's files are all level 0 and all visible: its vectors come
+    from deletes, not from compaction)."""
+    return enabled(schema) and bool(schema.primary_keys) and not merge_on_read(schema)
 
 
 def raw_readable(files: Sequence[DataFileMeta]) -> bool:
