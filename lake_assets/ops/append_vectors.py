@@ -146,11 +146,13 @@ def change_vectors(
 
 
 def check_vector_targets(store: FileStore, latest: Snapshot | None, delta: Sequence[ManifestEntry],
-                         changes: Sequence[IndexChange]) -> None:
+                         changes: Sequence[IndexChange], *, overwrite: bool = False) -> None:
     """Raise `CommitConflictError` when a commit to an append table with vectors would mark rows of
     a data file that is no longer live (a concurrent compaction rewrote it), or rewrite away a file
     whose vector is not among those it replaces (a concurrent delete marked rows in it since it was
-    planned: they would come back)."""
+    planned: they would come back). An ``overwrite`` removes the files of the partitions it
+    replaces, computed against ``latest``, and their index files go with them: only its vectors
+    are checked."""
     if latest is None:
         return
     touched = {e.partition for e in delta} | {c.partition for c in changes}
@@ -165,7 +167,7 @@ def check_vector_targets(store: FileStore, latest: Snapshot | None, delta: Seque
                     holder[(partition, r.data_file)] = e.file_name
     replaced = {(c.partition, e.file_name) for c in changes for e in c.before}
     for d in delta:
-        if d.kind != FileKind.DELETE:
+        if d.kind != FileKind.DELETE or overwrite:
             continue
         held = holder.get((d.partition, d.file.file_name))
         if held is not None and (d.partition, held) not in replaced:

@@ -304,7 +304,7 @@ class TableCommitter:
                                      or _adds_real_buckets_of_postpone_table(self.store, delta)):
                 check_conflicts(self.store, latest, delta, kind)
                 if keeps_append_vectors(self.store.schema):  # vectors of live, unchanged files only
-                    check_vector_targets(self.store, latest, delta, indexes)
+                    check_vector_targets(self.store, latest, delta, indexes, overwrite=overwrite is not None)
             written: list[str] = [] if prepared is None else prepared.written
             try:
                 if prepared is None:

@@ -160,3 +160,16 @@ def test_what_delete_where_refuses(cat: Catalog) -> None:
             table.delete_where(bad)
     assert _ids(plain) == _ids(table) == [0, 1, 2]
     assert len(table.snapshots()) == 1
+
+
+def test_an_overwrite_drops_the_vectors_of_the_partitions_it_replaces(cat: Catalog) -> None:
+    table = _table(cat)
+    table.write_arrow(pa.concat_tables([_rows(range(5)), _rows(range(5), "d2")]))
+    table.delete_where([("id", "<", 2)])
+    table.write_arrow(_rows(range(7, 9)), overwrite=True)  # replaces d1 only (dynamic overwrite)
+    fresh = cat.get_table("db.t")
+    assert sorted(zip(fresh.to_arrow().column("id").to_pylist(), fresh.to_arrow().column("dt").to_pylist(),
+                      strict=True)) == [(2, "d2"), (3, "d2"), (4, "d2"), (7, "d1"), (8, "d1")]
+    # d2's vector stays; d1's went with its files
+    index = snapshot_index(fresh.store, fresh.latest_snapshot())
+    assert sum(len(e.dv_ranges or ()) for es in index.values() for e in es) == 1
