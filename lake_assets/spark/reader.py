@@ -92,9 +92,11 @@ def divide_split(table: Table, split: Split, target_size: int) -> list[Split]:
     schema = table.schema
     # files a read returns one by one, without a merge (append tables, deletion-vector buckets
     # above level 0: `SplitReader.raw_files`, the decision every reader takes) are independent
-    raw = SplitReader(table.store, schema).raw_files(split)
+    reader = SplitReader(table.store, schema)
+    raw = reader.raw_files(split)
     if raw is not None:
-        units = [[f] for f in raw]
+        # a data-evolution table's merge group stays whole (ops/data_evolution_read.py)
+        units = [reader.merge_units.get((split.partition, split.bucket, f.file_name), [f]) for f in raw]
     else:
         key_types = schema.types(list(schema.trimmed_primary_keys))
         units = sections(table.store.visible_files(split.files, schema), key_types)
