@@ -266,6 +266,8 @@ class SplitReader:
             # the format reader drops the rows the deletion vector deletes before it builds strings
             # (`FileFormat.read_rows`)
             threads = self.file_threads if use_threads is None else use_threads
+            if not file_cols:  # only partition or system columns asked for: no column, but the rows count
+                return _no_columns(meta.row_count if keep is None else int(keep.sum()))
             raw = read_data_file(self.store.file_io, path, file_cols, meta.file_size, use_threads=threads, keep=keep)
         except MissingDataFileError as exc:
             raise missing_file_error(self.store, exc, self.snapshot_id) from None
@@ -294,6 +296,11 @@ class SplitReader:
         start = 0
         try:
             keep = self._kept_rows(split, meta, meta.row_count)  # mapped as in `read_file`
+            if not file_cols:  # as in `read_file`
+                total = meta.row_count if keep is None else int(keep.sum())
+                step = batch_rows or max(total, 1)
+                yield from (_no_columns(min(step, total - i)) for i in range(0, total, step))
+                return
             buffered = self.schema.core_options.read_parquet_buffer_size
             for raw in iter_data_file(self.store.file_io, path, file_cols, batch_rows, buffered):
                 if keep is not None:  # the deletion vector's rows, batch by batch
@@ -400,6 +407,11 @@ class SplitReader:
             # a cast per column otherwise: pyarrow's fixed cost of each call adds up over many files
             out = out.cast(self.output_schema)
         return out.append_column(_KIND_FIELD, data.column(VALUE_KIND)) if with_kind else out
+
+
+def _no_columns(rows: int) -> pa.Table:
+    """A table of ``rows`` rows and no column (not every format's reader counts rows of no column)."""
+    return pa.table({"rows": pa.nulls(rows)}).select([])
 
 
 def concat_or_empty(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
