@@ -10,6 +10,7 @@ row-id assignment and its ``DataEvolutionSplitRead`` merge).
   lake_assets' files, and a later lake_assets commit continues from pypaimon's ``nextRowId``.
 * Expiry down to the latest snapshot and orphan removal keep every file pypaimon's read of the
   latest snapshot needs (its base files come from expired snapshots).
+* pypaimon-rust 0.4 reads the merged rows and ``_ROW_ID`` and its commit continues the ids.
 
 Each test drives pypaimon through one subprocess call per phase (`row_tracking_driver.py`).
 """
@@ -28,7 +29,7 @@ import pytest
 
 from lake_assets import Catalog
 
-from .paimon import Pypaimon, read_ipc, write_ipc
+from .paimon import Pypaimon, PypaimonRust, read_ipc, write_ipc
 
 OPTIONS = {"row-tracking.enabled": "true", "data-evolution.enabled": "true", "bucket": "-1"}
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("v", pa.string())])
@@ -175,3 +176,25 @@ def test_expiry_and_orphans_keep_the_files_of_a_row_range(driver: RowTrackingPai
                                         "out": str(work / "after.arrow")}])
     assert _rows(read_ipc(work / "after.arrow")) == before
     assert _ours(cat, "db.t", FIELDS) == before
+
+
+def test_pypaimon_rust_reads_merged_rows_and_continues_row_ids(driver: RowTrackingPaimon, rust: PypaimonRust,
+                                                               tmp_warehouse: str, tmp_path: Path) -> None:
+    """pypaimon-rust 0.4 (the reference for this direction; its SQL exposes ``_ROW_ID``, not
+    ``_SEQUENCE_NUMBER``) reads lake_assets' files merged with a pypaimon update, and its commit
+    takes row ids from lake_assets' ``nextRowId`` on, which lake_assets reads back."""
+    cat = Catalog(tmp_warehouse)
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA, options=OPTIONS)
+    t.write_arrow(pa.table({"id": [1, 2, 3], "p": ["a", "b", "a"], "v": ["x", "y", "z"]}, schema=SCHEMA))
+    update = pa.table({"_ROW_ID": pa.array([0], pa.int64()), "v": ["X"]})
+    driver.steps(tmp_warehouse, tmp_path, [{"op": "update", "table": "db.t", "data": _ipc(tmp_path, "u", update),
+                                            "columns": ["v"]}])
+    rust.write_batch(tmp_warehouse, "db.t", pa.table({"id": [9], "p": ["c"], "v": ["r"]}, schema=SCHEMA))
+    t = cat.get_table("db.t")
+    assert [s.next_row_id for s in t.snapshots()] == [3, 3, 4]
+    ours = [{k: r[k] for k in ("id", "v", "_ROW_ID")} for r in _ours(cat, "db.t", FIELDS)]
+    theirs = rust.query(tmp_warehouse, 'SELECT id, v, "_ROW_ID" FROM paimon.db.t')
+    assert sorted(theirs, key=lambda r: r["_ROW_ID"]) == ours == [
+        {"id": 1, "v": "X", "_ROW_ID": 0}, {"id": 2, "v": "y", "_ROW_ID": 1}, {"id": 3, "v": "z", "_ROW_ID": 2},
+        {"id": 9, "v": "r", "_ROW_ID": 3}]
