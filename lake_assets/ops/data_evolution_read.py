@@ -124,7 +124,11 @@ def read_group(reader: SplitReader, split: Split, group: Sequence[DataFileMeta])
     for name in reader.split_columns:
         held_by = source.get(name)
         if held_by is None:
-            field = reader.schema.arrow_schema.field(name).with_nullable(True)
+            if not reader.schema.field(name).type.nullable:  # Java's createUnionReader checks it too
+                raise CorruptMetadataError(
+                    f"Cannot read {store.name}: column {name} is NOT NULL but no file of the row-id range of "
+                    f"{group[0].file_name} holds it")
+            field = reader.schema.arrow_schema.field(name)
             arrays.append(pa.nulls(rows, field.type))
         else:
             field = parts[held_by].schema.field(name)
