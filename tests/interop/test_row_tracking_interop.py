@@ -9,7 +9,8 @@ row-id assignment and its ``DataEvolutionSplitRead`` merge).
 * lake_assets writes one: pypaimon reads the row ids lake_assets assigned, updates a column of
   lake_assets' files, and a later lake_assets commit continues from pypaimon's ``nextRowId``.
 * Expiry down to the latest snapshot and orphan removal keep every file pypaimon's read of the
-  latest snapshot needs (its base files come from expired snapshots).
+  latest snapshot needs (its base files come from expired snapshots); a rollback to a tag taken
+  before the update drops the update and keeps the base files.
 * pypaimon-rust 0.4 reads the merged rows and ``_ROW_ID`` and its commit continues the ids.
 
 Each test drives pypaimon through one subprocess call per phase (`row_tracking_driver.py`).
@@ -159,6 +160,8 @@ def test_expiry_and_orphans_keep_the_files_of_a_row_range(driver: RowTrackingPai
     t = cat.get_table("db.t")
     t.write_arrow(pa.table({"id": [1, 2], "p": ["a", "a"], "v": ["x", "y"]}, schema=SCHEMA))
     t.write_arrow(pa.table({"id": [3], "p": ["a"], "v": ["z"]}, schema=SCHEMA))
+    t.create_tag("before_update", snapshot_id=2)
+    tagged = _ours(cat, "db.t", FIELDS)
     update = pa.table({"_ROW_ID": pa.array([1, 2], pa.int64()), "v": ["Y", "Z"]})
     driver.steps(tmp_warehouse, work, [
         {"op": "update", "table": "db.t", "data": _ipc(work, "u", update), "columns": ["v"]},
@@ -176,6 +179,12 @@ def test_expiry_and_orphans_keep_the_files_of_a_row_range(driver: RowTrackingPai
                                         "out": str(work / "after.arrow")}])
     assert _rows(read_ipc(work / "after.arrow")) == before
     assert _ours(cat, "db.t", FIELDS) == before
+    # a rollback to the tag drops the update's files and keeps the base files both snapshots share
+    cat.get_table("db.t").rollback_to(tag="before_update")
+    driver.steps(tmp_warehouse, work, [{"op": "read", "table": "db.t", "columns": FIELDS,
+                                        "out": str(work / "rolled.arrow")}])
+    assert _rows(read_ipc(work / "rolled.arrow")) == _ours(cat, "db.t", FIELDS) == tagged
+    assert [r["v"] for r in tagged] == ["x", "y", "z"]
 
 
 def test_pypaimon_rust_reads_merged_rows_and_continues_row_ids(driver: RowTrackingPaimon, rust: PypaimonRust,
