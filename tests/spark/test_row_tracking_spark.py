@@ -19,13 +19,12 @@ def test_spark_writes_get_row_ids_and_reads_merge_updates(spark, catalog: Catalo
     worker = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("lake_assets").__file__).collect()
     assert worker == [lake_assets.__file__]
     t = catalog.create_table("db.t", SCHEMA, partition_keys=["p"], options=OPTIONS)
-    writer = spark.createDataFrame([(1, "a", "x"), (2, "b", "y"), (3, "a", "z")], "id long, p string, v string")
-    writer.write.format("lake").option("warehouse", warehouse).mode("append").save("db.t")
-    more = spark.createDataFrame([(4, "b", "u")], "id long, p string, v string")
-    more.write.format("lake").option("warehouse", warehouse).mode("append").save("db.t")
+    t.write_arrow(pa.table({"id": [4], "p": ["b"], "v": ["u"]}, schema=SCHEMA))  # ids 0 (snapshot 1)
+    rows = spark.createDataFrame([(1, "a", "x"), (2, "b", "y"), (3, "a", "z")], "id long, p string, v string")
+    rows.write.format("lake").option("warehouse", warehouse).mode("append").save("db.t")
     got = t.to_arrow(columns=["id", "_ROW_ID", "_SEQUENCE_NUMBER"]).sort_by("_ROW_ID").to_pylist()
     assert [r["_ROW_ID"] for r in got] == [0, 1, 2, 3] and t.latest_snapshot().next_row_id == 4
-    assert {r["id"]: r["_SEQUENCE_NUMBER"] for r in got} == {1: 1, 2: 1, 3: 1, 4: 2}
+    assert {r["id"]: r["_SEQUENCE_NUMBER"] for r in got} == {4: 1, 1: 2, 2: 2, 3: 2}
     driver = RowTrackingPaimon()
     if not driver.available():
         missing(f"pypaimon venv not found ({driver.python})")
