@@ -169,8 +169,8 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
         # files (ops/data_evolution_read.py); compaction would have to write the rows' ids and
         # sequence numbers into its outputs, as Paimon HEAD's does, which ours does not
         "row-tracking.enabled": (is_true, "compaction of row-tracking tables is not implemented (Paimon "
-                                 "writes each row's _ROW_ID and _SEQUENCE_NUMBER into the rewritten files)",
-                                 frozenset({Op.COMPACT})),
+                                 "HEAD writes each row's _ROW_ID and _SEQUENCE_NUMBER into the rewritten files, "
+                                 "whose ids pypaimon 2.1 reads as null)", frozenset({Op.COMPACT})),
         "data-evolution.enabled": (is_true, "data-evolution files are merged by batch reads only: compaction "
                                    "and change streams (where an update file arrives without its base file) "
                                    "are not implemented", frozenset({Op.COMPACT, Op.STREAM})),

@@ -40,9 +40,10 @@ if TYPE_CHECKING:
     from lake_assets.ops.scan import Split
     from lake_assets.store.file_store import FileStore
 
-#: The system columns' types as Paimon's readers return them to users (NOT NULL BIGINT).
-SYSTEM_FIELDS = {ROW_ID: pa.field(ROW_ID, pa.int64(), nullable=False),
-                 SEQUENCE_NUMBER: pa.field(SEQUENCE_NUMBER, pa.int64(), nullable=False)}
+#: The system columns' types: BIGINT, nullable as Java's readers read them
+#: (``rowTypeWithRowTracking(rowType, true, true)``): a file with neither a first row id nor
+#: stored ids gives null ids.
+SYSTEM_FIELDS = {ROW_ID: pa.field(ROW_ID, pa.int64()), SEQUENCE_NUMBER: pa.field(SEQUENCE_NUMBER, pa.int64())}
 
 
 def system_columns(schema: TableSchema) -> dict[str, pa.Field]:
@@ -205,11 +206,9 @@ def with_system_columns(reader: SplitReader, split: Split, meta: DataFileMeta, d
             column = held if computed is None else pc.coalesce(held, computed)
         elif computed is not None:
             column = computed
-        else:
-            raise CorruptMetadataError(
-                f"Cannot read {reader.store.name}: data file {meta.file_name} has neither _FIRST_ROW_ID "
-                "nor a _ROW_ID column")
-        data = data.append_column(SYSTEM_FIELDS[name].with_nullable(column.null_count > 0), column)
+        else:  # neither a first row id nor stored ids (Java reads null too)
+            column = pa.nulls(n, pa.int64())
+        data = data.append_column(SYSTEM_FIELDS[name], column)
     return data
 
 

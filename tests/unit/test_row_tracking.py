@@ -149,3 +149,33 @@ def test_a_projection_of_no_file_column_still_counts_the_rows(catalog: Catalog, 
     t.write_arrow(rows([1, 2, 3], "a"))
     assert t.to_arrow(columns=["p"]).column("p").to_pylist() == ["a"] * 3
     assert sum(b.num_rows for b in t.to_batches(columns=["_ROW_ID"], batch_size=2)) == 3
+
+
+def test_stored_row_ids_win_over_computed_ones(catalog: Catalog) -> None:
+    """A Paimon HEAD compaction of a row-tracking table stores ``_ROW_ID`` and ``_SEQUENCE_NUMBER``
+    as columns (``_WRITE_COLS`` lists them, ``_FIRST_ROW_ID`` stays null): readers take the stored
+    value where it is not null, as Java's ``DataFileRecordReader`` falls back. The file here is
+    made by hand in that layout (no Paimon HEAD writer is available to make one)."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    from lake_assets.ops.commit_message import CommitMessage
+
+    t = catalog.create_table("db.t", SCHEMA, options=TRACKED)
+    t.write_arrow(rows([1], "a"))  # row id 0, so the commit below starts at 1
+    name = "data-00000000-0000-0000-0000-000000000000-0.parquet"
+    data = pa.table({"id": [7, 8, 9], "p": ["a"] * 3, "v": ["x", "y", "z"],
+                     "_ROW_ID": pa.array([40, None, 42], pa.int64()),
+                     "_SEQUENCE_NUMBER": pa.array([5, 6, None], pa.int64())})
+    bucket_dir = os.path.join(t.store.paths.root, "bucket-0")
+    pq.write_table(data, os.path.join(bucket_dir, name))
+    f = dataclasses.replace(meta(name, None, 3, 9, cols=("id", "p", "v", "_ROW_ID", "_SEQUENCE_NUMBER"),
+                                 source=FileSource.COMPACT),
+                            file_size=os.path.getsize(os.path.join(bucket_dir, name)), value_stats_cols=())
+    t.new_committer("hand").commit([CommitMessage(EMPTY_ROW, 0, -1, new_files=(f,))], 1)
+    got = {r["id"]: (r["_ROW_ID"], r["_SEQUENCE_NUMBER"])
+           for r in t.to_arrow(columns=["id", "_ROW_ID", "_SEQUENCE_NUMBER"]).to_pylist()}
+    # no first row id to fall back on: a null stored id stays null; the sequence falls back to the file's max
+    assert got == {1: (0, 1), 7: (40, 5), 8: (None, 6), 9: (42, 9)}
+    assert t.latest_snapshot().next_row_id == 1  # a file that stores its ids takes none
