@@ -16,6 +16,7 @@ from pyspark.sql.types import StructType
 
 from lake_assets.errors import OptionError, SchemaError
 from lake_assets.ops import postpone_merge_read
+from lake_assets.ops.data_evolution_read import system_columns
 from lake_assets.ops.postpone_merge_read import PostponeMergeUnit
 from lake_assets.ops.read import SplitReader, sections
 from lake_assets.ops.scan import Split
@@ -285,7 +286,10 @@ class LakeReader(DataSourceReader):
 
     def _columns(self, table: Table, with_row_kind: bool = False) -> list[str]:
         names = [n for n in self.schema.names if not (with_row_kind and n == ROW_KIND)]
-        unknown = [n for n in names if not table.schema.has_field(n)]
+        # a batch read of a row-tracking table may declare _ROW_ID / _SEQUENCE_NUMBER in its
+        # schema (`.schema("id long, _ROW_ID long")`), as the core's reads name them
+        system = system_columns(table.schema) if not with_row_kind else {}
+        unknown = [n for n in names if not table.schema.has_field(n) and n not in system]
         if unknown:
             raise SchemaError(f"Table {table.name} has no columns {unknown} (declared in the read schema)")
         return names
