@@ -19,6 +19,7 @@ from lake_assets.errors import (
     UnsupportedFeatureError,
 )
 from lake_assets.io.file_io import FileIO
+from lake_assets.option_rules_row_tracking import row_tracking_shape_problem
 from lake_assets.options import CoreOptions
 from lake_assets.paths import TablePaths
 from lake_assets.schema_rules import check_column_names, check_fields, check_keys
@@ -170,6 +171,9 @@ def build_schema(
     bucket = opts.setdefault("bucket", "-1")
     if not primary_keys and bucket.strip() != "-1":
         raise UnsupportedFeatureError(f"{what}: append tables with bucket = {bucket} are not supported; use -1")
+    shape = row_tracking_shape_problem(opts, primary_keys)
+    if shape is not None:  # as Paimon's SchemaValidation.validateRowTracking
+        raise OptionError(f"{what}: {shape}")
     opts.setdefault("file.format", "parquet")
     # Primary-key columns are NOT NULL, as Paimon makes them.
     fields = [f if f.name not in primary_keys else type(f)(f.id, f.name, f.type.copy(nullable=False),

@@ -51,11 +51,13 @@ def entry_refusals(entries: Iterable[ManifestEntry]) -> list[Refusal]:
         if e.bucket < 0 and e.bucket != POSTPONE_BUCKET:
             add("bucket", f"bucket {e.bucket} (file {f.file_name})", "negative buckets are not implemented", DATA)
         if f.write_cols is not None:
-            add("write_cols", f"data-evolution files (_WRITE_COLS, e.g. {f.file_name})",
-                "files holding a subset of the columns are not implemented", DATA)
+            # batch reads merge them by row-id range (ops/data_evolution_read.py); a compaction
+            # would drop the _ROW_ID / _SEQUENCE_NUMBER columns such a file may hold
+            add("write_cols", f"files of a column subset (_WRITE_COLS, e.g. {f.file_name})",
+                "compacting them is not implemented", frozenset({Op.COMPACT}))
         if f.first_row_id is not None:
             add("row_id", f"row tracking (_FIRST_ROW_ID, e.g. {f.file_name})",
-                "writes and compaction would not keep row ids", frozenset({Op.WRITE, Op.COMPACT}))
+                "compaction would not keep row ids", frozenset({Op.COMPACT}))
         if f.external_path:
             add("external", f"external data file paths (_EXTERNAL_PATH, e.g. {f.external_path})",
                 "lake_assets never deletes outside the table directory", frozenset({Op.EXPIRE}))

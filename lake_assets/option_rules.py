@@ -24,6 +24,7 @@ from lake_assets.option_rules_formats import COLUMN_FORMAT_OPTION, COLUMN_FORMAT
 from lake_assets.option_rules_formats import stats_mode_problem as _stats_mode
 from lake_assets.option_rules_lifecycle import LIFECYCLE_RULES
 from lake_assets.option_rules_reads import READ_RULES
+from lake_assets.option_rules_row_tracking import ROW_TRACKING_RULES
 from lake_assets.option_types import DATA_OPS, INT_MAX, WRITE_OPS, MiB, OptionRule, fallback_rule
 
 
@@ -299,6 +300,7 @@ RULES.update(COMMIT_RULES)
 # ---- scans and read tuning: their own module (lake_assets/option_rules_reads.py), in this place
 RULES.update(READ_RULES)
 RULES.update(FILE_INDEX_RULES)  # file-index.* (lake_assets/option_rules_file_index.py)
+RULES.update(ROW_TRACKING_RULES)  # lake_assets/option_rules_row_tracking.py
 
 # Other engines' runtime options (Flink's and Spark's connectors, Java jobs' caches), accepted
 # without effect, and the few connector keys refused by name: their own module.

@@ -192,9 +192,10 @@ ENGINE_RULES: dict[str, OptionRule] = _rules(
     _spark("write.hive-style-dynamic-partition.enabled", "Column order of Spark's positional inserts with "
            "dynamic partitions (boolean, Paimon 2.x).", "how Spark SQL maps an INSERT's columns"),
     _spark("write.data-evolution.update-conflict-retry.max-attempts", "Retries of Spark updates of "
-           "data-evolution tables (int, Paimon 2.x).", "Spark's retries; data evolution is refused anyway"),
+           "data-evolution tables (int, Paimon 2.x).", "Spark's retries of its column updates, which lake_assets "
+           "does not write"),
     _spark("write.data-evolution.update-conflict-retry.wait-ms", "Wait between those retries (long).",
-           "Spark's retries; data evolution is refused anyway"),
+           "Spark's retries of its column updates, which lake_assets does not write"),
     _spark("read.changelog", "Spark's reads add a row-kind column (boolean).",
            "Paimon's Spark source takes it from a read's own options, not the table's (SparkSource.loadTable), "
            "as lake_assets' Spark source does"),

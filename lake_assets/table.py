@@ -22,6 +22,7 @@ from lake_assets.errors import (
     SchemaError,
 )
 from lake_assets.io.file_io import FileIO
+from lake_assets.ops.data_evolution_read import system_columns
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from lake_assets.store.file_store import FileStore
@@ -357,7 +358,7 @@ class Table(TableMaintenance):
         from lake_assets.predicate import Predicate
 
         if columns is not None:
-            unknown = [c for c in columns if not schema.has_field(c)]
+            unknown = [c for c in columns if not schema.has_field(c) and c not in system_columns(schema)]
             if unknown:
                 raise SchemaError(f"Table {self.name} has no columns {unknown}")
         if snap is None:
@@ -391,7 +392,9 @@ class Table(TableMaintenance):
         snap, table_schema = self._read_point(snapshot_id, tag=tag, timestamp=timestamp)
         schema = table_schema.arrow_schema
         if columns is not None:
-            schema = pa.schema([schema.field(c) for c in columns if table_schema.has_field(c)])
+            extra = system_columns(table_schema)
+            schema = pa.schema([extra[c] if c in extra else schema.field(c) for c in columns
+                                if table_schema.has_field(c) or c in extra])
         tables = list(self._tables(snap, table_schema, columns=columns, filter=filter))
         if not tables:
             return schema.empty_table()

@@ -165,10 +165,15 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
             out.append(Refusal(f"option {option} = {text!r}", rule.why, frozenset(Op[n] for n in rule.refuses)))
     # key -> (whether a stored value is the unimplemented feature, why it is refused, what it blocks)
     feature: dict[str, tuple[Callable[[str], bool], str, frozenset[Op]]] = {
-        "row-tracking.enabled": (is_true, "row tracking is not implemented (writes and compaction must "
-                                 "assign and keep row ids)", frozenset({Op.WRITE, Op.COMPACT})),
-        "data-evolution.enabled": (is_true, "data evolution is not implemented (rows are spread over "
-                                   "files of column subsets)", DATA),
+        # writes get their row ids at commit (ops/row_tracking.py), reads merge data-evolution
+        # files (ops/data_evolution_read.py); compaction would have to write the rows' ids and
+        # sequence numbers into its outputs, as Paimon HEAD's does, which ours does not
+        "row-tracking.enabled": (is_true, "compaction of row-tracking tables is not implemented (Paimon "
+                                 "HEAD writes each row's _ROW_ID and _SEQUENCE_NUMBER into the rewritten files, "
+                                 "whose ids pypaimon 2.1 reads as null)", frozenset({Op.COMPACT})),
+        "data-evolution.enabled": (is_true, "data-evolution files are merged by batch reads only: compaction "
+                                   "and change streams (where an update file arrives without its base file) "
+                                   "are not implemented", frozenset({Op.COMPACT, Op.STREAM})),
         "data-file.path-directory": (bool, "data files in a sub-directory are not implemented", PATHS),
         "data-file.external-paths": (bool, "writing data files to external paths is not implemented",
                                      frozenset({Op.WRITE, Op.COMPACT})),
@@ -253,6 +258,9 @@ def _dv_refusals(schema: TableSchema) -> list[Refusal]:
         return []
     out: list[Refusal] = []
     opts = schema.core_options
+    if is_true(options.get("data-evolution.enabled")):
+        out.append(Refusal("deletion vectors on a data-evolution table",
+                           "the merge of a row range's files does not apply deletion vectors", DATA))
     if not schema.primary_keys:
         # compaction applies and drops the vectors, deletes mark them (ops/append_vectors.py);
         # bucketed append tables are refused writes and compaction whatever their vectors

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from lake_assets.ops.commit_inherit import inherited_log_offsets, inherited_statistics
 from lake_assets.ops.index_commit import IndexChange, next_index_manifest
+from lake_assets.ops.row_tracking import assign_row_tracking, next_row_id_start, row_tracking_enabled, stamp_new_files
 from lake_assets.spec.manifest import FileKind, ManifestEntry, ManifestFileMeta
 from lake_assets.spec.snapshot import CommitKind, Snapshot
 
@@ -70,6 +71,11 @@ def write_snapshot_files(
                    else lambda part: overwrite.matches(scan.partition_values(part)))
     index_manifest = next_index_manifest(store, mio, latest, indexes, overwritten, written)
     base_metas = merged_base_metas(store, mio, latest, written)
+    next_row_id = None
+    if row_tracking_enabled(store.schema.options):
+        # after the conflict checks, from the snapshot this attempt follows: a retry reassigns
+        new_id = latest.id + 1 if latest is not None else 1
+        delta, next_row_id = assign_row_tracking(new_id, next_row_id_start(latest), stamp_new_files(delta))
     delta_metas = _write_manifests(mio, delta, written)
     changelog_metas = _write_manifests(mio, changelog, written)
     fault(MANIFEST_STEPS[0])
@@ -83,7 +89,7 @@ def write_snapshot_files(
         fault(CHANGELOG_LIST_STEP)
     return snapshot_record(store, latest, kind, delta, changelog, DeltaFiles(delta_list, changelog_list),
                            base_list=base_list, index_manifest=index_manifest, identifier=identifier,
-                           commit_user=commit_user, properties=properties)
+                           commit_user=commit_user, properties=properties, next_row_id=next_row_id)
 
 
 def write_delta_files(
@@ -129,9 +135,12 @@ def snapshot_record(
     identifier: int,
     commit_user: str,
     properties: dict[str, str] | None,
+    next_row_id: int | None = None,
 ) -> Snapshot:
     """The `Snapshot` following ``latest`` over the lists written for it, stamped now - or, if
-    that is not after ``latest``'s stamp, 1 ms after it.
+    that is not after ``latest``'s stamp, 1 ms after it. ``next_row_id``: the row-tracking
+    counter after this commit's new files (`ops.row_tracking`); unset, ``latest``'s is carried, as
+    Java's compactions carry it.
 
     Commit times then increase with ids. Time travel by timestamp needs that: Java's
     ``earlierOrEqualTimeMills`` binary-searches the ids by time and, on equal times, returns
@@ -169,6 +178,7 @@ def snapshot_record(
         watermark=latest.watermark if latest is not None else None,
         statistics=inherited_statistics(store, latest, schema_id),
         properties=properties or None,
+        next_row_id=next_row_id if next_row_id is not None else (latest.next_row_id if latest is not None else None),
         uuid=str(uuid.uuid4()),
     )
 

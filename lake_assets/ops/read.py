@@ -20,10 +20,12 @@ from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND, iter_data
 from lake_assets.formats.row_mask import arrow_mask
 from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.lsm.merge import is_retract, sort_and_merge, winner_masks
+from lake_assets.ops.data_evolution_read import SYSTEM_FIELDS, raw_units, read_raw
 from lake_assets.ops.default_values import ColumnDefaults, prunable
 from lake_assets.ops.deletion_vectors import VectorLoader, hides_level0, raw_readable
 from lake_assets.ops.plan import file_may_match
 from lake_assets.ops.read_ahead import read_splits_ahead as read_splits_ahead  # Table's import
+from lake_assets.ops.row_tracking import data_evolution_enabled, row_tracking_enabled
 from lake_assets.ops.scan import Split
 from lake_assets.predicate import Predicate
 from lake_assets.spec.arrow_types import to_arrow_field
@@ -141,6 +143,12 @@ class SplitReader:
         self.store = store
         self.schema = schema
         self.columns = list(columns) if columns is not None else list(schema.field_names)
+        # row-tracking tables: _ROW_ID / _SEQUENCE_NUMBER when asked for; data-evolution tables
+        # merge the files of a row-id range (ops/data_evolution_read.py)
+        tracking = row_tracking_enabled(schema.options)
+        self.system_columns = [c for c in self.columns if tracking and c in SYSTEM_FIELDS]
+        self.data_evolution = data_evolution_enabled(schema.options)
+        self.merge_units: dict[tuple[bytes, int, str], list[DataFileMeta]] = {}
         self.predicate = predicate
         self.is_pk = bool(schema.primary_keys)
         self.key_names = list(schema.trimmed_primary_keys)
@@ -150,7 +158,7 @@ class SplitReader:
         self.sequence_descending = opts.sequence_descending
         self.merge_function = store.merge_function(schema)
         filter_cols = sorted(predicate.columns) if predicate is not None and predicate.expression is None else []
-        needed = list(self.columns)
+        needed = [c for c in self.columns if c not in self.system_columns]
         for c in filter_cols:
             if c not in needed and schema.has_field(c):
                 needed.append(c)
@@ -159,7 +167,8 @@ class SplitReader:
                 if c not in needed:
                     needed.append(c)
         self.read_columns = needed
-        self.output_schema = pa.schema([to_arrow_field(schema.field(c)) for c in self.columns])
+        self.output_schema = pa.schema([
+            SYSTEM_FIELDS[c] if c in self.system_columns else to_arrow_field(schema.field(c)) for c in self.columns])
         # Partition columns only output (not merged on) are not decoded from the files: every row
         # of a split holds the split's partition value, so `_finish` adds them as constants.
         merge_needs = {*self.key_names, *self.sequence_fields, *store.merge_extra_columns(schema)}
@@ -257,6 +266,8 @@ class SplitReader:
             # the format reader drops the rows the deletion vector deletes before it builds strings
             # (`FileFormat.read_rows`)
             threads = self.file_threads if use_threads is None else use_threads
+            if not file_cols:  # only partition or system columns asked for: no column, but the rows count
+                return _no_columns(meta.row_count if keep is None else int(keep.sum()))
             raw = read_data_file(self.store.file_io, path, file_cols, meta.file_size, use_threads=threads, keep=keep)
         except MissingDataFileError as exc:
             raise missing_file_error(self.store, exc, self.snapshot_id) from None
@@ -285,6 +296,11 @@ class SplitReader:
         start = 0
         try:
             keep = self._kept_rows(split, meta, meta.row_count)  # mapped as in `read_file`
+            if not file_cols:  # as in `read_file`
+                total = meta.row_count if keep is None else int(keep.sum())
+                step = batch_rows or max(total, 1)
+                yield from (_no_columns(min(step, total - i)) for i in range(0, total, step))
+                return
             buffered = self.schema.core_options.read_parquet_buffer_size
             for raw in iter_data_file(self.store.file_io, path, file_cols, batch_rows, buffered):
                 if keep is not None:  # the deletion vector's rows, batch by batch
@@ -314,6 +330,8 @@ class SplitReader:
         (each key then has one live row: `raw_readable`); for the latter a file whose value stats
         exclude the filter is left out, as it holds no row the read returns."""
         if not self.is_pk:
+            if self.data_evolution:
+                return raw_units(self, split)
             return sorted(split.files, key=lambda f: f.min_sequence_number)
         if not self.dv_raw:
             return None
@@ -327,7 +345,7 @@ class SplitReader:
 
     def read_raw_file(self, split: Split, meta: DataFileMeta, *, use_threads: bool | None = None) -> pa.Table:
         """The rows one of the `raw_files` of ``split`` contributes to the read."""
-        return self._finish(self.read_file(split, meta, False, self.split_columns, use_threads=use_threads), split)
+        return self._finish(read_raw(self, split, meta, use_threads=use_threads), split)
 
     def read_split(self, split: Split) -> Iterator[pa.Table]:
         """Yield the merged rows of one split, one section (or unmerged file) at a time."""
@@ -389,6 +407,11 @@ class SplitReader:
             # a cast per column otherwise: pyarrow's fixed cost of each call adds up over many files
             out = out.cast(self.output_schema)
         return out.append_column(_KIND_FIELD, data.column(VALUE_KIND)) if with_kind else out
+
+
+def _no_columns(rows: int) -> pa.Table:
+    """A table of ``rows`` rows and no column (not every format's reader counts rows of no column)."""
+    return pa.table({"rows": pa.nulls(rows)}).select([])
 
 
 def concat_or_empty(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:

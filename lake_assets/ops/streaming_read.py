@@ -23,6 +23,7 @@ from lake_assets.formats.data_file import VALUE_KIND
 from lake_assets.lsm.merge import is_retract, sort_and_merge
 from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.lsm.run_partition import chained, split_into_runs
+from lake_assets.ops.data_evolution_read import iter_raw
 from lake_assets.ops.read import sections
 from lake_assets.ops.scan import Split
 from lake_assets.parallelism import usable_cpus
@@ -65,9 +66,8 @@ def stream_split(reader: SplitReader, split: Split, batch_rows: int, *, with_kin
     if raw is not None:
         # the files a batch read returns file by file, with no merge (`SplitReader.raw_files`, the
         # one definition both readers use): append tables, deletion-vector buckets above level 0
-        for meta in raw:
-            for part in reader.iter_file(split, meta, with_kind, columns, batch_rows):
-                yield reader._finish(part, split, with_kind)
+        for meta in raw:  # with a data-evolution table's merge, and the system columns asked for
+            yield from iter_raw(reader, split, meta, with_kind, batch_rows)
         return
     files = reader.store.visible_files(split.files, reader.schema)
     key_names = reader.key_names

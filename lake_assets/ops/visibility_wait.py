@@ -8,7 +8,8 @@ rows they replace). With the option on, Paimon's committer calls this wait after
 (``BatchWriteBuilder.COMMIT_IDENTIFIER``; streaming and bounded-stream checkpoints with another
 identifier never wait) of a primary-key table in postpone bucket mode or with deletion vectors
 (``AbstractFileStore.shouldWaitForVisibility``; its third case, row-tracking tables waiting for
-global indexes, is not ours: lake_assets refuses writes to row-tracking tables). It tracks the
+global indexes to cover the new row ids, never waits here: a table with global index files is
+refused by their index types, and without them Java's wait returns at once). It tracks the
 commit's ADD entries in ``bucket-postpone`` or, with deletion vectors, at level 0, and returns
 once a snapshot newer than the commit no longer lists any of them, checking every
 ``visibility-callback.check-interval`` until ``visibility-callback.timeout``, after which it

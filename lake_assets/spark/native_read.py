@@ -27,6 +27,7 @@ import pyarrow as pa
 from lake_assets.formats.file_format import format_of_file
 from lake_assets.ops import postpone_merge_read
 from lake_assets.ops.read import sections
+from lake_assets.ops.row_tracking import data_evolution_enabled
 from lake_assets.ops.scan import Split
 from lake_assets.spark.schema import spark_schema
 from lake_assets.spark.source_options import STORAGE_PREFIX, SourceOptions, storage_option_text
@@ -144,6 +145,8 @@ def read_table(
     table = parsed.table()
     if postpone_merge_read.configured(table.schema):
         return source({})  # the waiting rows are merged into every bucket: nothing is read as it is
+    if data_evolution_enabled(table.schema.options):
+        return source({})  # files of one row-id range are merged column by column (ops/data_evolution_read.py)
     travel = parsed.time_travel()
     snap = table.resolve_snapshot(**travel)
     if snap is None:

@@ -16,6 +16,7 @@ from pyspark.sql.types import StructType
 
 from lake_assets.errors import OptionError, SchemaError
 from lake_assets.ops import postpone_merge_read
+from lake_assets.ops.data_evolution_read import system_columns
 from lake_assets.ops.postpone_merge_read import PostponeMergeUnit
 from lake_assets.ops.read import SplitReader, sections
 from lake_assets.ops.scan import Split
@@ -92,9 +93,11 @@ def divide_split(table: Table, split: Split, target_size: int) -> list[Split]:
     schema = table.schema
     # files a read returns one by one, without a merge (append tables, deletion-vector buckets
     # above level 0: `SplitReader.raw_files`, the decision every reader takes) are independent
-    raw = SplitReader(table.store, schema).raw_files(split)
+    reader = SplitReader(table.store, schema)
+    raw = reader.raw_files(split)
     if raw is not None:
-        units = [[f] for f in raw]
+        # a data-evolution table's merge group stays whole (ops/data_evolution_read.py)
+        units = [reader.merge_units.get((split.partition, split.bucket, f.file_name), [f]) for f in raw]
     else:
         key_types = schema.types(list(schema.trimmed_primary_keys))
         units = sections(table.store.visible_files(split.files, schema), key_types)
@@ -283,7 +286,10 @@ class LakeReader(DataSourceReader):
 
     def _columns(self, table: Table, with_row_kind: bool = False) -> list[str]:
         names = [n for n in self.schema.names if not (with_row_kind and n == ROW_KIND)]
-        unknown = [n for n in names if not table.schema.has_field(n)]
+        # a batch read of a row-tracking table may declare _ROW_ID / _SEQUENCE_NUMBER in its
+        # schema (`.schema("id long, _ROW_ID long")`), as the core's reads name them
+        system = system_columns(table.schema) if not with_row_kind else {}
+        unknown = [n for n in names if not table.schema.has_field(n) and n not in system]
         if unknown:
             raise SchemaError(f"Table {table.name} has no columns {unknown} (declared in the read schema)")
         return names

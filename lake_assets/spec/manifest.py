@@ -190,11 +190,23 @@ def summarize_entries(entries: Iterable[ManifestEntry]) -> dict[str, int]:
     """Counts and ranges of one manifest's entries, keyed like ManifestFileMeta's fields.
 
     Keys: num_added_files, num_deleted_files, schema_id (max), min_bucket, max_bucket, min_level,
-    max_level. Partition stats need BinaryRow decoding and are computed by the caller.
+    max_level, min_row_id, max_row_id. Partition stats need BinaryRow decoding and are computed by the caller.
     """
     added = deleted = 0
     schema_id = min_bucket = max_bucket = min_level = max_level = None
+    # row ids (row-tracking tables): known only if every entry's file has a first row id, as in
+    # Java's ManifestAvroWriter
+    min_row_id: int | None = None
+    max_row_id: int | None = None
+    row_ids_known = True
     for e in entries:
+        first = e.file.first_row_id
+        if first is None:
+            row_ids_known = False
+        elif row_ids_known:
+            last = first + e.file.row_count - 1
+            min_row_id = first if min_row_id is None else min(min_row_id, first)
+            max_row_id = last if max_row_id is None else max(max_row_id, last)
         if e.kind == FileKind.ADD:
             added += 1
         else:
@@ -220,6 +232,8 @@ def summarize_entries(entries: Iterable[ManifestEntry]) -> dict[str, int]:
         "max_bucket": max_bucket,  # type: ignore[dict-item]
         "min_level": min_level,  # type: ignore[dict-item]
         "max_level": max_level,  # type: ignore[dict-item]
+        "min_row_id": min_row_id if row_ids_known else None,  # type: ignore[dict-item]
+        "max_row_id": max_row_id if row_ids_known else None,  # type: ignore[dict-item]
     }
 
 

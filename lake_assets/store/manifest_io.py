@@ -188,6 +188,8 @@ class ManifestIO:
                     max_bucket=summary["max_bucket"],
                     min_level=summary["min_level"],
                     max_level=summary["max_level"],
+                    min_row_id=summary["min_row_id"],
+                    max_row_id=summary["max_row_id"],
                 )
             )
         return metas

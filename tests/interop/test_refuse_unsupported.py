@@ -234,16 +234,21 @@ def test_deletion_vector_table_reads_and_compacts_like_paimon(table_copy, pypaim
     assert assert_reads_like_paimon(warehouse, "dv", pypaimon).num_rows == 45
 
 
-def test_row_tracking_table_reads_but_is_not_rewritten(table_copy, pypaimon):
+def test_row_tracking_table_is_read_and_written_but_not_compacted(table_copy, pypaimon):
+    """Writes assign row ids at commit (test_row_tracking_interop.py checks them against pypaimon);
+    compaction would have to write each row's id into its outputs, as Paimon HEAD's does."""
     warehouse = table_copy("row_tracking")
     ours = assert_reads_like_paimon(warehouse, "row_tracking", pypaimon)
     assert ours.num_rows == 60
-    assert_refused(warehouse, "row_tracking", ["compact_full", "write"],
-                   r"row-tracking\.enabled = 'true' is not supported")
+    assert_refused(warehouse, "row_tracking", ["compact_full"], r"row-tracking\.enabled = 'true' is not supported")
+    OPERATIONS["write"](open_table(warehouse, "row_tracking")[0])
+    assert assert_reads_like_paimon(warehouse, "row_tracking", pypaimon).num_rows == 63
 
 
-def test_data_evolution_table_is_refused(table_copy):
-    assert_refused(table_copy("data_evolution"), "data_evolution", ["read", "compact_full", "write"],
+def test_data_evolution_table_is_read_but_not_compacted_or_streamed(table_copy, pypaimon):
+    warehouse = table_copy("data_evolution")
+    assert assert_reads_like_paimon(warehouse, "data_evolution", pypaimon).num_rows == 60
+    assert_refused(warehouse, "data_evolution", ["compact_full", "stream"],
                    r"data-evolution\.enabled = 'true' is not supported")
 
 

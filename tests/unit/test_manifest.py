@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime as dt
 import io
 import json
@@ -433,9 +434,15 @@ def test_summarize_and_manifest_file_meta_for() -> None:
         "max_bucket": 5,
         "min_level": 0,
         "max_level": 5,
+        "min_row_id": None,  # row ids are known only when every entry has a first row id
+        "max_row_id": None,
     }
     meta = manifest_file_meta_for("manifest-x", 1234, entries, _stats(1))
     assert meta == ManifestFileMeta("manifest-x", 1234, 2, 1, _stats(1), 4, 1, 5, 0, 5)
+    tracked = [dataclasses.replace(e, file=dataclasses.replace(e.file, first_row_id=10 * i, row_count=3))
+               for i, e in enumerate(entries)]
+    assert (summarize_entries(tracked)["min_row_id"], summarize_entries(tracked)["max_row_id"]) == (0, 22)
+    assert summarize_entries([*tracked, entries[0]])["min_row_id"] is None
     with pytest.raises(ValueError):
         summarize_entries([])
 

@@ -114,9 +114,9 @@ def test_supported_tables_refuse_nothing():
      {Op.WRITE, Op.COMPACT}, "sequence.field"),
     ({"bucket": "2", "deletion-vectors.enabled": "true", "ignore-delete": "true"}, True,
      {Op.WRITE, Op.COMPACT}, "ignore-delete"),
-    ({"bucket": "-1", "row-tracking.enabled": "true"}, False, {Op.WRITE, Op.COMPACT}, "row-tracking.enabled"),
-    ({"bucket": "-1", "row-tracking.enabled": "true", "data-evolution.enabled": "true"}, False, DATA,
-     "data-evolution.enabled"),
+    ({"bucket": "-1", "row-tracking.enabled": "true"}, False, {Op.COMPACT}, "row-tracking.enabled"),
+    ({"bucket": "-1", "row-tracking.enabled": "true", "data-evolution.enabled": "true"}, False,
+     {Op.COMPACT, Op.STREAM}, "data-evolution.enabled"),
     # per-level formats are written; a level naming a format we do not write refuses writes only
     ({"bucket": "2", "file.format.per.level": "0:lance"}, True, {Op.WRITE, Op.COMPACT}, "file.format.per.level"),
     ({"bucket": "2", "file.compression.per.level": "0:lzo"}, True, {Op.WRITE, Op.COMPACT},
@@ -246,8 +246,9 @@ def test_entry_refusals():
     assert entry_refusals([entry(bucket=-2)]) == []
     other = entry_refusals([entry(bucket=-3)])
     assert blocked(other) == DATA and "bucket -3" in other[0].property
-    assert blocked(entry_refusals([entry(write_cols=("v",))])) == DATA
-    assert blocked(entry_refusals([entry(first_row_id=0)])) == {Op.WRITE, Op.COMPACT}
+    # files of row-tracking tables: read (and merged, data evolution) and written, not compacted
+    assert blocked(entry_refusals([entry(write_cols=("v",))])) == {Op.COMPACT}
+    assert blocked(entry_refusals([entry(first_row_id=0)])) == {Op.COMPACT}
     assert blocked(entry_refusals([entry(external_path="s3://elsewhere/data-a-0.parquet")])) == {Op.EXPIRE}
 
 

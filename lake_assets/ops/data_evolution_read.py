@@ -1,0 +1,226 @@
+"""Reads of row-tracking tables: the merge of data-evolution files, and the system columns.
+
+**Data evolution** (``data-evolution.enabled = true``, Paimon 1.2+). A file may hold a subset of
+the columns (``_WRITE_COLS``): an update of some columns of existing rows, or a column added
+later, written by pypaimon's ``update_by_arrow_with_row_id`` or Spark's MERGE INTO. Its rows are
+the rows of the base file with the same row-id range. A read merges them as Paimon HEAD's
+``DataEvolutionSplitRead`` does (`merge_groups`, `read_group`):
+
+* the files of a split are grouped by overlapping row-id ranges (``RangeHelper.mergeOverlappingRanges``);
+  every file of a group must span the same range (Java checks it too);
+* in a group, files are ordered by ``_MAX_SEQUENCE_NUMBER``, newest first, and each read column
+  comes from the first file that holds it - matched by field id through the schema that wrote the
+  file, as every read maps columns - else it is null;
+* ``_ROW_ID`` and ``_SEQUENCE_NUMBER`` come from the newest file (`with_system_columns`).
+
+**System columns** of row-tracking tables (``SpecialFields.rowTypeWithRowTracking``): a read that
+names ``_ROW_ID`` or ``_SEQUENCE_NUMBER`` gets each row's id - the file's ``_FIRST_ROW_ID`` plus
+the row's position in the file - and the file's ``_MAX_SEQUENCE_NUMBER``; a file that stores
+them as columns (a Paimon HEAD compaction's output) gives its stored values where they are not
+null, as Java's ``DataFileRecordReader`` falls back from the stored value to the computed one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lake_assets.errors import CorruptMetadataError
+from lake_assets.formats.data_file import read_data_file
+from lake_assets.ops.row_tracking import ROW_ID, SEQUENCE_NUMBER, row_id_range, row_tracking_enabled
+from lake_assets.spec.manifest import DataFileMeta
+from lake_assets.spec.schema import TableSchema
+
+if TYPE_CHECKING:
+    from lake_assets.ops.read import SplitReader
+    from lake_assets.ops.scan import Split
+    from lake_assets.store.file_store import FileStore
+
+#: The system columns' types: BIGINT, nullable as Java's readers read them
+#: (``rowTypeWithRowTracking(rowType, true, true)``): a file with neither a first row id nor
+#: stored ids gives null ids.
+SYSTEM_FIELDS = {ROW_ID: pa.field(ROW_ID, pa.int64()), SEQUENCE_NUMBER: pa.field(SEQUENCE_NUMBER, pa.int64())}
+
+
+def system_columns(schema: TableSchema) -> dict[str, pa.Field]:
+    """The system columns a read of a table with ``schema`` may ask for, by name (none without
+    row tracking)."""
+    return dict(SYSTEM_FIELDS) if row_tracking_enabled(schema.options) else {}
+
+
+def merge_groups(files: Sequence[DataFileMeta], table: str) -> list[list[DataFileMeta]]:
+    """The files of one split grouped by overlapping row-id ranges (in row-id order), each group
+    newest first (by max sequence number; ties keep the manifest's order)."""
+    ranged: list[tuple[int, int, DataFileMeta]] = []
+    for f in files:
+        r = row_id_range(f)
+        if r is None:
+            raise CorruptMetadataError(
+                f"Cannot read {table}: data file {f.file_name} of a data-evolution table has no _FIRST_ROW_ID")
+        ranged.append((r[0], r[1], f))
+    ranged.sort(key=lambda t: t[0])
+    groups: list[list[tuple[int, int, DataFileMeta]]] = []
+    end = -1
+    for lo, hi, f in ranged:
+        if groups and lo <= end:
+            groups[-1].append((lo, hi, f))
+            end = max(end, hi)
+        else:
+            groups.append([(lo, hi, f)])
+            end = hi
+    out: list[list[DataFileMeta]] = []
+    for group in groups:
+        if len({(lo, hi) for lo, hi, _ in group}) > 1:
+            names = ", ".join(f"{f.file_name} [{lo}, {hi}]" for lo, hi, f in group)
+            raise CorruptMetadataError(
+                f"Cannot read {table}: data files of overlapping row-id ranges must span the same range "
+                f"(as Paimon requires), got {names}")
+        out.append(sorted((f for _, _, f in group), key=lambda f: -f.max_sequence_number))
+    return out
+
+
+def needs_merge(group: Sequence[DataFileMeta]) -> bool:
+    """Whether a group is more than one whole file (a lone file of all columns is read as it is)."""
+    return len(group) > 1 or group[0].write_cols is not None
+
+
+def held_field_ids(store: FileStore, f: DataFileMeta) -> set[int]:
+    """Ids of the table columns ``f`` holds (its ``_WRITE_COLS`` in the schema that wrote it)."""
+    schema = store.schema_by_id(f.schema_id)
+    if f.write_cols is None:
+        return {field.id for field in schema.fields}
+    return {schema.field(n).id for n in f.write_cols if schema.has_field(n)}
+
+
+def read_group(reader: SplitReader, split: Split, group: Sequence[DataFileMeta]) -> pa.Table:
+    """The rows of one merge group: each of the reader's split columns from the newest file that
+    holds it (nulls when none does), plus the system columns the read asks for."""
+    store = reader.store
+    rows = group[0].row_count
+    by_file: list[list[str]] = [[] for _ in group]
+    held = [held_field_ids(store, f) for f in group]
+    source: dict[str, int] = {}
+    for name in reader.split_columns:
+        fid = reader.schema.field(name).id
+        for i, ids in enumerate(held):
+            if fid in ids:
+                by_file[i].append(name)
+                source[name] = i
+                break
+    parts: dict[int, pa.Table] = {}
+    for i, names in enumerate(by_file):
+        if names:
+            part = reader.read_file(split, group[i], False, names)
+            if part.num_rows != rows:
+                raise CorruptMetadataError(
+                    f"Cannot read {store.name}: data file {group[i].file_name} has {part.num_rows} rows, "
+                    f"the other files of its row-id range {rows}")
+            parts[i] = part
+    arrays: list[pa.ChunkedArray | pa.Array] = []
+    fields: list[pa.Field] = []
+    for name in reader.split_columns:
+        held_by = source.get(name)
+        if held_by is None:
+            if not reader.schema.field(name).type.nullable:  # Java's createUnionReader checks it too
+                raise CorruptMetadataError(
+                    f"Cannot read {store.name}: column {name} is NOT NULL but no file of the row-id range of "
+                    f"{group[0].file_name} holds it")
+            field = reader.schema.arrow_schema.field(name)
+            arrays.append(pa.nulls(rows, field.type))
+        else:
+            field = parts[held_by].schema.field(name)
+            arrays.append(parts[held_by].column(name))
+        fields.append(field)
+    data = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+    return with_system_columns(reader, split, group[0], data, 0)
+
+
+def raw_units(reader: SplitReader, split: Split) -> list[DataFileMeta]:
+    """The files a read of a data-evolution ``split`` returns one by one: the newest file of each
+    merge group, in row-id order; each group is recorded for `read_raw`."""
+    groups = merge_groups(split.files, reader.store.name)
+    for group in groups:
+        reader.merge_units[(split.partition, split.bucket, group[0].file_name)] = group
+    return [g[0] for g in groups]
+
+
+def _group_of(reader: SplitReader, split: Split, meta: DataFileMeta) -> list[DataFileMeta] | None:
+    key = (split.partition, split.bucket, meta.file_name)
+    group = reader.merge_units.get(key)
+    if group is None:  # the split was planned by another reader (a Spark task's, say)
+        raw_units(reader, split)
+        group = reader.merge_units.get(key)
+    return group
+
+
+def read_raw(reader: SplitReader, split: Split, meta: DataFileMeta, *, use_threads: bool | None) -> pa.Table:
+    """The rows one of the raw files of ``split`` gives (`SplitReader.raw_files`), before
+    `SplitReader._finish`: the merge of its group on a data-evolution table, the file with the
+    system columns the read asks for otherwise."""
+    if reader.data_evolution:
+        group = _group_of(reader, split, meta)
+        if group is not None and needs_merge(group):
+            return read_group(reader, split, group)
+    data = reader.read_file(split, meta, False, reader.split_columns, use_threads=use_threads)
+    return with_system_columns(reader, split, meta, data, 0)
+
+
+def iter_raw(reader: SplitReader, split: Split, meta: DataFileMeta, with_kind: bool, batch_rows: int
+             ) -> Iterator[pa.Table]:
+    """`read_raw` in batches of at most ``batch_rows`` rows (a merge group in one piece: its files
+    are read side by side), each finished (`SplitReader._finish`)."""
+    if reader.data_evolution:
+        group = _group_of(reader, split, meta)
+        if group is not None and needs_merge(group):
+            yield reader._finish(read_group(reader, split, group), split)
+            return
+    start = 0
+    for part in reader.iter_file(split, meta, with_kind, reader.split_columns, batch_rows):
+        n = part.num_rows
+        part = with_system_columns(reader, split, meta, part, start)
+        start += n
+        yield reader._finish(part, split, with_kind)
+
+
+def with_system_columns(reader: SplitReader, split: Split, meta: DataFileMeta, data: pa.Table, start: int) -> pa.Table:
+    """``data`` (the rows of ``meta`` from its ``start``-th kept row on) with the system columns
+    the read asks for appended."""
+    if not reader.system_columns:
+        return data
+    n = data.num_rows
+    keep = reader._kept_rows(split, meta, meta.row_count)
+    positions = np.flatnonzero(keep)[start:start + n] if keep is not None else np.arange(start, start + n)
+    stored = _stored_system_columns(reader, split, meta)
+    for name in reader.system_columns:
+        if name == ROW_ID:
+            computed = pa.array(positions + meta.first_row_id, pa.int64()) if meta.first_row_id is not None else None
+        else:
+            computed = pa.array(np.full(n, meta.max_sequence_number, np.int64), pa.int64())
+        held = stored.get(name)
+        if held is not None:
+            held = held.take(pa.array(positions))
+            column = held if computed is None else pc.coalesce(held, computed)
+        elif computed is not None:
+            column = computed
+        else:  # neither a first row id nor stored ids (Java reads null too)
+            column = pa.nulls(n, pa.int64())
+        data = data.append_column(SYSTEM_FIELDS[name], column)
+    return data
+
+
+def _stored_system_columns(reader: SplitReader, split: Split, meta: DataFileMeta) -> dict[str, pa.ChunkedArray]:
+    """The system columns ``meta`` stores itself (named in its ``_WRITE_COLS``), all rows."""
+    wanted = [n for n in reader.system_columns if meta.write_cols is not None and n in meta.write_cols]
+    if not wanted:
+        return {}
+    path = reader.store.data_file_path(split.partition, split.bucket, meta)
+    raw = read_data_file(reader.store.file_io, path, wanted, meta.file_size)
+    return {n: raw.column(n) for n in wanted}
+
+
+__all__ = ["SYSTEM_FIELDS", "held_field_ids", "iter_raw", "merge_groups", "needs_merge", "raw_units", "read_group",
+           "read_raw", "system_columns", "with_system_columns"]

@@ -1,0 +1,44 @@
+"""Spark writes to a row-tracking, data-evolution table get their row ids at commit as core writes
+do, and the Spark source reads the merge of a pypaimon 2.1 column update (the reference engine for
+row tracking; Paimon Java 0.9 predates it), with ``_ROW_ID`` when the read schema names it."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from lake_assets import Catalog
+from lake_assets.spark import read_table
+from tests.interop.paimon import missing
+from tests.interop.test_row_tracking_interop import OPTIONS, SCHEMA, RowTrackingPaimon, _ipc
+
+
+def test_spark_writes_get_row_ids_and_reads_merge_updates(spark, catalog: Catalog, warehouse: str, tmp_path) -> None:
+    import lake_assets
+
+    # the Spark workers import this checkout, as the driver does
+    worker = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("lake_assets").__file__).collect()
+    assert worker == [lake_assets.__file__]
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["p"], options=OPTIONS)
+    t.write_arrow(pa.table({"id": [4], "p": ["b"], "v": ["u"]}, schema=SCHEMA))  # ids 0 (snapshot 1)
+    rows = spark.createDataFrame([(1, "a", "x"), (2, "b", "y"), (3, "a", "z")], "id long, p string, v string")
+    rows.write.format("lake").option("warehouse", warehouse).mode("append").save("db.t")
+    got = t.to_arrow(columns=["id", "_ROW_ID", "_SEQUENCE_NUMBER"]).sort_by("_ROW_ID").to_pylist()
+    assert [r["_ROW_ID"] for r in got] == [0, 1, 2, 3] and t.latest_snapshot().next_row_id == 4
+    assert {r["id"]: r["_SEQUENCE_NUMBER"] for r in got} == {4: 1, 1: 2, 2: 2, 3: 2}
+    driver = RowTrackingPaimon()
+    if not driver.available():
+        missing(f"pypaimon venv not found ({driver.python})")
+    ids = {r["id"]: r["_ROW_ID"] for r in got}
+    update = pa.table({"_ROW_ID": pa.array([ids[1], ids[4]], pa.int64()), "v": ["X", "U"]})
+    driver.steps(warehouse, tmp_path, [{"op": "update", "table": "db.t", "data": _ipc(tmp_path, "u", update),
+                                        "columns": ["v"]}])
+    # a read schema may name the system columns, as the core's reads do
+    back = (spark.read.format("lake").option("warehouse", warehouse).schema("id long, v string, _ROW_ID long")
+            .load("db.t").collect())
+    assert sorted((r["id"], r["v"], r["_ROW_ID"]) for r in back) == [
+        (1, "X", ids[1]), (2, "y", ids[2]), (3, "z", ids[3]), (4, "U", ids[4])]
+    # read_table leaves a data-evolution table to the source: Spark's Parquet reader would return
+    # the update files' rows as rows of their own
+    assert sorted((r["id"], r["v"]) for r in read_table(spark, warehouse, "db.t").collect()) == [
+        (1, "X"), (2, "y"), (3, "z"), (4, "U")]
+
