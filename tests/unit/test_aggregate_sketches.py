@@ -147,3 +147,11 @@ def test_table_writes_compaction_and_lookup_changelog(catalog: Catalog) -> None:
     changes = [(r["k"], r["_row_kind"], members(r["v"])) for r in t.read_changes(start).to_pylist()]
     assert (1, "+U", {1, 2, 3}) in changes and (2, "+U", {10, 11, 12}) in changes
     assert (1, "-U", {1, 2}) in changes
+
+
+
+def test_binary_n_columns_are_refused_at_create_as_by_java(catalog: Catalog) -> None:
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.binary(8))])  # BINARY(8)
+    with pytest.raises(OptionError, match="'rbm64' of column 'v' needs a VARBINARY"):
+        catalog.create_table("db.fixed", schema, primary_keys=["k"], options={
+            "merge-engine": "aggregation", "fields.v.aggregate-function": "rbm64"})
