@@ -79,7 +79,7 @@ def _inputs(java: PaimonJava, rng: random.Random, kind: str) -> list[bytes]:
             values += java.sketch_make("rbm32", sets, form=form)
     else:
         for form in ("optimized", "plain"):
-            sets = _sets(rng, 10, high=2**63, sizes=(0, 1, 3, 40)) + _sets(rng, 10, high=2**40, sizes=(100, 3000))
+            sets = _sets(rng, 10, high=2**63, sizes=(0, 1, 3, 40)) + _sets(rng, 10, high=2**40, sizes=(100, 800))
             # dense high keys: Node4 -> 16 -> 48 -> 256 growth and prefix splits
             sets += [[(k << 16) + rng.randrange(1 << 16) for k in rng.sample(range(300), n)]
                      for n in (3, 10, 30, 60, 200)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -224,30 +225,41 @@ def write_node(node: Node, out: bytearray) -> None:
 
 
 class Reader:
+    """Reads a byte string front to back, refusing to run past its end."""
+
     def __init__(self, data: bytes) -> None:
         self.data, self.pos = data, 0
 
     def take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
+        end = self.pos + n
+        if n < 0 or end > len(self.data):
             raise Roaring64FormatError("truncated Roaring64Bitmap")
-        out = self.data[self.pos: self.pos + n]
-        self.pos += n
+        out = self.data[self.pos: end]
+        self.pos = end
         return out
 
-    def unpack(self, fmt: str) -> tuple[int, ...]:
-        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))
+    def unpack(self, fmt: struct.Struct) -> tuple[Any, ...]:
+        try:
+            out = fmt.unpack_from(self.data, self.pos)
+        except struct.error as e:
+            raise Roaring64FormatError("truncated Roaring64Bitmap") from e
+        self.pos += fmt.size
+        return out
+
+
+_HEADER = struct.Struct("<BhB")
+_LEAF_BODY = struct.Struct("<6sq")
 
 
 def read_node(r: Reader, depth: int) -> Node:
     if depth > 6:
         raise Roaring64FormatError("ART deeper than 6 key bytes")
-    kind, count, prefix_len = r.unpack("<BhB")
+    kind, count, prefix_len = r.unpack(_HEADER)
     if prefix_len > 6 or count < 0:
         raise Roaring64FormatError("bad ART node header")
-    prefix = r.take(prefix_len)
+    prefix = r.take(prefix_len) if prefix_len else b""
     if kind == LEAF:
-        key = r.take(6)
-        (idx,) = r.unpack("<q")
+        key, idx = r.unpack(_LEAF_BODY)
         return Node(LEAF, prefix, count, leaf_key=key, container_idx=idx)
     if kind == NODE4:
         node = Node(NODE4, prefix, count, bytearray(r.take(4)[::-1]), [None] * 4)

@@ -190,10 +190,29 @@ class Roaring64:
                 self.arrays[idx >> 32][idx & 0xFFFFFFFF] = ior(self.container(idx), theirs)
 
     def run_optimize(self) -> None:
+        """Roaring64Bitmap.runOptimize over every container (`run_optimized`); the run counts of
+        all array containers come from one numpy pass, not one per container."""
+        arrays: list[tuple[list[Container | None], int, Container]] = []
         for slots in self.arrays:
             for i, c in enumerate(slots):
-                if c is not None:
+                if c is None or c.kind == RUN:
+                    continue
+                if c.kind == BITMAP:
                     slots[i] = run_optimized(c)
+                elif c.cardinality >= 4:  # 2 * card > 2 + 4 * runs needs card >= 4
+                    arrays.append((slots, i, c))
+        if not arrays:
+            return
+        cards = np.array([c.cardinality for _, _, c in arrays], dtype=np.int64)
+        values = np.frombuffer(b"".join(c.encoded() for _, _, c in arrays), dtype="<u2").astype(np.int64)
+        starts = np.cumsum(cards) - cards
+        breaks = np.r_[True, np.diff(values) != 1]
+        breaks[starts] = True  # every container starts a run
+        runs = np.add.reduceat(breaks.astype(np.int64), starts)
+        for (slots, i, _), start, card, n_runs in zip(arrays, starts.tolist(), cards.tolist(), runs.tolist(),
+                                                       strict=True):
+            if 2 * card > 2 + 4 * n_runs:
+                slots[i] = _made(RUN, values[start: start + card])
 
     def serialize(self) -> bytes:
         if self.root is None:
@@ -214,11 +233,17 @@ class Roaring64:
         return bytes(out)
 
 
+_CONTAINER_HEAD = struct.Struct("<Bi")
+_SLOT_MARK = struct.Struct("<B")
+_RUN_COUNT = struct.Struct("<H")
+_INT64, _INT32, _TAIL = struct.Struct("<q"), struct.Struct("<i"), struct.Struct("<qii")
+
+
 def _read_container(r: Reader) -> Container:
-    kind, card = r.unpack("<Bi")
+    kind, card = r.unpack(_CONTAINER_HEAD)
     if kind == RUN:
-        (runs,) = r.unpack("<H")
-        body = struct.pack("<H", runs) + r.take(4 * runs)
+        (runs,) = r.unpack(_RUN_COUNT)
+        body = _RUN_COUNT.pack(runs) + r.take(4 * runs)
     elif kind == BITMAP:
         body = r.take(_BITMAP_BYTES)
     elif kind == ARRAY:
@@ -231,29 +256,29 @@ def _read_container(r: Reader) -> Container:
 def deserialize(data: bytes) -> Roaring64:
     """Roaring64Bitmap.deserialize(DataInput)."""
     r = Reader(data)
-    (tag,) = r.unpack("<B")
+    (tag,) = r.unpack(_SLOT_MARK)
     if tag == 0:
         return Roaring64()
     if tag != 1:
         raise Roaring64FormatError(f"unknown Roaring64Bitmap tag {tag}")
-    (key_count,) = r.unpack("<q")
+    (key_count,) = r.unpack(_INT64)
     root = read_node(r, 0)
-    (n_arrays,) = r.unpack("<i")
+    (n_arrays,) = r.unpack(_INT32)
     if n_arrays < 0:
         raise Roaring64FormatError("bad container array count")
     arrays: list[list[Container | None]] = []
     for _ in range(n_arrays):
-        _, size = r.unpack("<Bi")
+        _, size = r.unpack(_CONTAINER_HEAD)
         if size < 0:
             raise Roaring64FormatError("bad container array length")
         slots: list[Container | None] = []
         for _ in range(size):
-            (mark,) = r.unpack("<B")
+            (mark,) = r.unpack(_SLOT_MARK)
             if mark not in (0, 1):
                 raise Roaring64FormatError(f"bad container mark {mark}")
             slots.append(_read_container(r) if mark else None)
         arrays.append(slots)
-    count, first, second = r.unpack("<qii")
+    count, first, second = r.unpack(_TAIL)
     if r.pos != len(data):
         raise Roaring64FormatError("trailing bytes after the Roaring64Bitmap")
     return Roaring64(root, key_count, arrays, count, first, second)
