@@ -141,7 +141,8 @@ def test_bitmap_unions_hold_every_value(java: PaimonJava) -> None:
 
 def test_table_rounds_agree_with_java(java: PaimonJava, wh: str) -> None:
     """Java writes commits of serialized bitmaps and sketches into an aggregation table; our
-    merged reads equal Java's byte for byte, and so do Java's reads of what we write and compact."""
+    merged reads equal Java's byte for byte, and so do Java's reads of what we write and compact
+    (write-buffer merges, merge on read and compaction all fold the four functions)."""
     rng = random.Random("rounds")
     cols = {"r32": "rbm32", "r64": "rbm64", "h": "hll", "t": "theta"}
 
@@ -162,6 +163,9 @@ def test_table_rounds_agree_with_java(java: PaimonJava, wh: str) -> None:
 
     schema = pa.schema([pa.field("k", pa.int64(), nullable=False),
                         *(pa.field(c, pa.binary()) for c in cols)])
+    # No changelog-producer = lookup here: Java 0.9 reads and compacts lookup tables through
+    # LookupMergeFunction (only a key's newest record above level 0, plus level 0), which
+    # lake_assets does not do yet - with plain sum too, so not a matter of these functions.
     options = {"merge-engine": "aggregation", "bucket": "2",
                **{f"fields.{c}.aggregate-function": FUNCTION_OF[kind] for c, kind in cols.items()}}
     steps = [commit([1, 2, 3, 1]), commit([1, 2, 4], null_every=2), commit([2, 3, 5, 2]), C(),
