@@ -19,6 +19,13 @@ The sketches use Apache DataSketches' C++ library (package ``datasketches``), wh
 the Java library's; what its C++ union writes differently is set as Java's does (Theta's
 sampling probability and empty image, HLL's HIP accumulator - see `_hll_union`).
 
+Inside partial-update sequence groups the records fold in group-sequence order (see
+`partial_update`). That is Java's order when group sequences arrive in order; a record older than
+the group's state is folded by Java as ``aggReversed`` (``agg(record, state)``), which for rbm32
+and theta_sketch gives the same bytes, for rbm64 the same values in another ART layout and for
+hll_sketch the same registers at the lg_k of the other side (Union.heapify takes the second
+argument's) - the same distinct counts, not always the same bytes.
+
 None of them can retract (Java's FieldAggregator.retract throws): a -U/-D is an error unless
 ``fields.<c>.ignore-retract`` is set. Each key group with two or more non-null values costs one
 Python call per value after the first (the libraries have no batch union); single values are
