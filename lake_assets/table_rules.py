@@ -99,7 +99,6 @@ def check_options(
     for col in fields:  # Arrow cannot tell BINARY(n) from VARBINARY; Java's factories refuse BINARY(n)
         function = core.aggregate_function(col.name)
         if (isinstance(col.type, BinaryType) and function and function.strip().lower() in SKETCH_FUNCTIONS
-                and core.merge_engine in ("aggregation", "partial-update")
                 and col.name not in primary_keys and col.name not in core.sequence_fields):
             raise OptionError(f"{what}: aggregate function {function!r} of column {col.name!r} needs a "
                               f"VARBINARY (BYTES) column, not {col.type}")
