@@ -28,8 +28,9 @@ argument's) - the same distinct counts, not always the same bytes.
 
 None of them can retract (Java's FieldAggregator.retract throws): a -U/-D is an error unless
 ``fields.<c>.ignore-retract`` is set. Each key group with two or more non-null values costs one
-Python call per value after the first (the libraries have no batch union); single values are
-taken as they are, vectorized.
+Python call per value after the first (the libraries have no batch union; the bitmaps stay in
+memory between a group's steps, as deserializing Java's intermediate bytes would restore them);
+single values are taken as they are, vectorized.
 """
 
 from __future__ import annotations
@@ -59,20 +60,23 @@ def check_sketch_column(column: str, dtype: pa.DataType, func: str) -> None:
 # ---------------------------------------------------------------- unions of two values
 
 
-def _rbm32_union(acc: bytes, value: bytes) -> bytes:
+def _rbm32_fold(values: list[bytes]) -> bytes:
+    """Java's step-by-step fold; the bitmap stays in memory between steps: a run-optimized
+    pyroaring bitmap is what deserializing its serialization gives back."""
     from pyroaring import BitMap
 
-    merged = BitMap.deserialize(acc)
-    merged |= BitMap.deserialize(value)
-    merged.run_optimize()  # RoaringBitmap32.serialize runs runOptimize first
+    merged = BitMap.deserialize(values[0])
+    for value in values[1:]:
+        merged |= BitMap.deserialize(value)
+        merged.run_optimize()  # RoaringBitmap32.serialize runs runOptimize first
     out: bytes = merged.serialize()
     return out
 
 
-def _rbm64_union(acc: bytes, value: bytes) -> bytes:
-    from lake_assets.lsm.merge_engine.roaring64_bitmap import union_serialized
+def _rbm64_fold(values: list[bytes]) -> bytes:
+    from lake_assets.lsm.merge_engine.roaring64_bitmap import fold_serialized
 
-    return union_serialized(acc, value)
+    return fold_serialized(values)
 
 
 def _datasketches() -> Any:
@@ -172,11 +176,22 @@ def _hll_downsampled(ds: Any, sketch: Any, lg_k: int, hip: bytes) -> bytes:
     return bytes(image)
 
 
-_UNIONS: dict[str, Callable[[bytes, bytes], bytes]] = {
-    "rbm32": _rbm32_union,
-    "rbm64": _rbm64_union,
-    "hll_sketch": _hll_union,
-    "theta_sketch": _theta_union,
+def _pairwise(union: Callable[[bytes, bytes], bytes]) -> Callable[[list[bytes]], bytes]:
+    def fold(values: list[bytes]) -> bytes:
+        acc = values[0]
+        for value in values[1:]:
+            acc = union(acc, value)
+        return acc
+
+    return fold
+
+
+# Each folds the non-null values of one key group (two or more), in order.
+_FOLDS: dict[str, Callable[[list[bytes]], bytes]] = {
+    "rbm32": _rbm32_fold,
+    "rbm64": _rbm64_fold,
+    "hll_sketch": _pairwise(_hll_union),
+    "theta_sketch": _pairwise(_theta_union),
 }
 
 
@@ -189,7 +204,7 @@ def fold_sketches(func: str, column: str, col: pa.Array, rows: np.ndarray, gid: 
     ``rows`` hold no retractions (the caller dropped ignored ones and refused the others). A group
     with one non-null value gets it unchanged, as Java's ``agg(null, v)`` returns ``v``.
     """
-    union = _UNIONS[func]
+    fold_group = _FOLDS[func]
     valid = valid_mask(col)[rows]
     sel_rows, sel_gid = rows[valid], gid[valid]
     first, last = segment_bounds(sel_gid)
@@ -207,10 +222,7 @@ def fold_sketches(func: str, column: str, col: pa.Array, rows: np.ndarray, gid: 
     offset = 0
     try:
         for n in lengths.tolist():
-            acc = values[offset]
-            for v in values[offset + 1: offset + n]:
-                acc = union(acc, v)
-            merged.append(acc)
+            merged.append(fold_group(values[offset: offset + n]))
             offset += n
     except (ValueError, RuntimeError, EOFError, IndexError, struct.error) as e:
         raise InvalidDataError(

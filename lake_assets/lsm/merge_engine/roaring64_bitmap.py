@@ -286,7 +286,18 @@ def deserialize(data: bytes) -> Roaring64:
 
 def union_serialized(acc: bytes, value: bytes) -> bytes:
     """FieldRoaringBitmap64Agg.agg of two non-null values: the serialized ``acc.or(value)``."""
-    merged = deserialize(acc)
-    merged.or_(deserialize(value))
-    merged.run_optimize()
+    return fold_serialized([acc, value])
+
+
+def fold_serialized(values: list[bytes]) -> bytes:
+    """``agg`` over two or more non-null values in order, as Java folds them one by one.
+
+    Java serializes after every step and deserializes for the next; deserialization restores
+    exactly the structure serialized (node slots, container array and indexes, container types),
+    so the bitmap stays in memory between steps and is serialized once.
+    """
+    merged = deserialize(values[0])
+    for value in values[1:]:
+        merged.or_(deserialize(value))
+        merged.run_optimize()
     return merged.serialize()
