@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from lake_assets.errors import OptionError, UnsupportedFeatureError
+from lake_assets.lsm.merge_engine.aggregate_sketches import SKETCH_FUNCTIONS
 from lake_assets.lsm.merge_engine.registry import DEFAULT_MERGE_ENGINE, engine_of
 from lake_assets.ops.default_values import check_default_values
 from lake_assets.options import CoreOptions
 from lake_assets.spec.arrow_types import to_arrow
-from lake_assets.spec.data_types import DataField, MapType, VarCharType
+from lake_assets.spec.data_types import BinaryType, DataField, MapType, VarCharType
 
 
 def index_type_problems(fields: Sequence[DataField], options: Mapping[str, str]) -> list[tuple[str, str, str, str]]:
@@ -95,6 +96,12 @@ def check_options(
     # the engine's options (aggregate functions, sequence groups) must fit the columns' types
     trimmed = [k for k in primary_keys if k not in partition_keys]
     engine_of(core, what).create([(f.name, to_arrow(f.type)) for f in fields], trimmed, core)
+    for col in fields:  # Arrow cannot tell BINARY(n) from VARBINARY; Java's factories refuse BINARY(n)
+        function = core.aggregate_function(col.name)
+        if (isinstance(col.type, BinaryType) and function and function.strip().lower() in SKETCH_FUNCTIONS
+                and col.name not in primary_keys and col.name not in core.sequence_fields):
+            raise OptionError(f"{what}: aggregate function {function!r} of column {col.name!r} needs a "
+                              f"VARBINARY (BYTES) column, not {col.type}")
     check_default_values(what, fields, primary_keys, partition_keys, options)
     return core
 

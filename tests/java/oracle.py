@@ -547,6 +547,26 @@ class PaimonJava:
         return [int(p) for p in self.call("bitmap64_deserialize",
                                           bytes=base64.b64encode(data).decode())["positions"]]
 
+    def sketch_fold(self, function: str, groups: Sequence[Sequence[bytes | None]]) -> list[bytes | None]:
+        """Each group folded by Paimon's own FieldAggregator ``function`` (rbm32, rbm64,
+        hll_sketch, theta_sketch) as AggregateMergeFunction folds a key: acc = agg(acc, value)."""
+        def b64(v: bytes | None) -> str | None:
+            return None if v is None else base64.b64encode(v).decode()
+
+        res = self.call("sketch_fold", function=function, groups=[[b64(v) for v in g] for g in groups])
+        return [None if r is None else base64.b64decode(r) for r in res["results"]]
+
+    def sketch_make(self, kind: str, sets: Sequence[Sequence[int]], **params: Any) -> list[bytes]:
+        """One serialized sketch / bitmap per set of ints, built by the libraries Java 0.9 bundles
+        (``kind``: hll, theta, rbm32, rbm64; ``params``: lg_k, hll_type, form; see SketchAggOps)."""
+        res = self.call("sketch_make", kind=kind, sets=[[int(x) for x in s] for s in sets], **params)
+        return [base64.b64decode(r) for r in res["results"]]
+
+    def sketch_estimate(self, kind: str, values: Sequence[bytes]) -> list[Any]:
+        """Java's estimate of each sketch (hll, theta), cardinality of each rbm32, values of each rbm64."""
+        res = self.call("sketch_estimate", kind=kind, values=[base64.b64encode(v).decode() for v in values])
+        return list(res["results"])
+
     def file_index_test(self, warehouse: str, table: str, filter: Filter) -> list[dict[str, Any]]:
         """Every data file of the latest snapshot with ``name``, ``bucket``, ``extra_files``,
         ``embedded`` (base64, when the index is in the manifest) and ``remain``: what Java's

@@ -5,12 +5,14 @@ column at once, with numpy/Arrow group-wise work.
 
 - Implemented: sum, product, min, max, last_value, last_non_null_value, first_value,
   first_non_null_value (alias first_not_null_value), listagg (``fields.<c>.list-agg-delimiter``,
-  default ","), bool_and, bool_or. Retract support: sum subtracts, product divides, last_value
-  becomes null, last_non_null_value becomes null when the retracted value is non-null; the others
+  default ","), bool_and, bool_or; the sketch / bitmap functions rbm32, rbm64, hll_sketch,
+  theta_sketch over VARBINARY columns live in `aggregate_sketches`. Retract support: sum
+  subtracts, product divides, last_value becomes null, last_non_null_value becomes null when the
+  retracted value is non-null; the others
   raise ``InvalidDataError`` unless ``fields.<c>.ignore-retract = true``.
 - ``count`` is not a Paimon function (Paimon has no count aggregate): it raises
   ``UnsupportedFeatureError``; count rows with ``sum`` over a column that always holds 1.
-  Paimon functions we do not implement (collect, merge_map, sketches, ...) raise the same error,
+  Paimon functions we do not implement (collect, merge_map, ...) raise the same error,
   unknown names too, always when the engine is built, never mid-merge.
 - Nulls never contribute (sum/product/min/max/listagg/bool_* of only nulls is null).
 - sum is exact, then cast back to the column type: integer or decimal overflow raises
@@ -34,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.errors import InvalidDataError, OptionError, UnsupportedFeatureError
+from lake_assets.lsm.merge_engine.aggregate_sketches import SKETCH_FUNCTIONS, check_sketch_column, fold_sketches
 from lake_assets.lsm.merge_engine.grouping import (
     hash_aggregate,
     scatter,
@@ -52,7 +55,7 @@ _RETRACTABLE = frozenset({"sum", "product", "last_value", "last_non_null_value"}
 _NOT_IMPLEMENTED = frozenset({
     "collect", "merge_map", "merge_map_with_keytime", "nested_update", "nested_partial_update",
     "hll_sketch", "theta_sketch", "rbm32", "rbm64",
-})
+}) - SKETCH_FUNCTIONS  # implemented in aggregate_sketches
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,9 @@ def resolve_function(column: str, dtype: pa.DataType, name: str) -> str:
             f"Column {column!r}: Paimon has no 'count' aggregate function; to count rows, add a "
             "column that always holds 1 and aggregate it with 'sum'"
         )
+    if func in SKETCH_FUNCTIONS:
+        check_sketch_column(column, dtype, func)
+        return func
     if func in _NOT_IMPLEMENTED:
         raise UnsupportedFeatureError(
             f"Column {column!r}: aggregate function {func!r} is not implemented by lake_assets"
@@ -249,6 +255,7 @@ def check_retractable(fn: FieldFunction, retract: np.ndarray) -> None:
         raise InvalidDataError(
             f"Aggregate function {fn.function!r} of column {fn.column!r} cannot retract a -U/-D record; "
             f"set 'fields.{fn.column}.ignore-retract' = 'true' to ignore retractions"
+            + (" (Paimon's FieldAggregator refuses it too)" if fn.function in SKETCH_FUNCTIONS else "")
         )
 
 
@@ -285,6 +292,8 @@ def fold(
         idx = np.full(n_groups, -1, dtype=np.int64)
         idx[sel_gid[pick]] = np.where(sel_retract[pick], -1, sel_rows[pick])
         return take_or_null(col, idx)
+    if func in SKETCH_FUNCTIONS:
+        return fold_sketches(func, fn.column, col, rows, gid, n_groups)
     values = col.take(pa.array(sel_rows, type=pa.int64()))
     if func == "sum":
         return _sum(fn.column, values, sel_retract, sel_gid, n_groups)

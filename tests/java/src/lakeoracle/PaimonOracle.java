@@ -279,6 +279,12 @@ public final class PaimonOracle {
                 return Bitmap64Ops.serialize(a);
             case "bitmap64_deserialize":
                 return Bitmap64Ops.deserialize(a);
+            case "sketch_fold": // rbm32 / rbm64 / hll_sketch / theta_sketch: Paimon's FieldAggregator
+                return SketchAggOps.fold(a);
+            case "sketch_make":
+                return SketchAggOps.make(a);
+            case "sketch_estimate":
+                return SketchAggOps.estimate(a);
             case "file_index_test": {
                 FileStoreTable t = table(a);
                 return FileIndexOps.test(t, t.rowType(), predicate(t.rowType(), a.get("filter")));
