@@ -34,6 +34,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.errors import InvalidDataError, OptionError, UnsupportedFeatureError
+from lake_assets.lsm.merge_engine.aggregate_collections import (
+    COLLECTION_FUNCTIONS,
+    NO_COLLECTION_OPTIONS,
+    RETRACTABLE_COLLECTIONS,
+    CollectionOptions,
+    check_collection_type,
+    fold_collection,
+)
 from lake_assets.lsm.merge_engine.grouping import (
     hash_aggregate,
     scatter,
@@ -45,12 +53,12 @@ from lake_assets.lsm.merge_engine.grouping import (
 SUPPORTED_FUNCTIONS = frozenset({
     "sum", "product", "min", "max", "last_value", "last_non_null_value", "first_value",
     "first_non_null_value", "listagg", "bool_and", "bool_or",
-})
+}) | COLLECTION_FUNCTIONS
 _ALIASES = {"first_not_null_value": "first_non_null_value"}
-_RETRACTABLE = frozenset({"sum", "product", "last_value", "last_non_null_value"})
+_RETRACTABLE = frozenset({"sum", "product", "last_value", "last_non_null_value"}) | RETRACTABLE_COLLECTIONS
 # Paimon has these; lake_assets does not implement them (yet).
 _NOT_IMPLEMENTED = frozenset({
-    "collect", "merge_map", "merge_map_with_keytime", "nested_update", "nested_partial_update",
+    "merge_map_with_keytime",
     "hll_sketch", "theta_sketch", "rbm32", "rbm64",
 })
 
@@ -63,6 +71,7 @@ class FieldFunction:
     function: str
     ignore_retract: bool = False
     delimiter: str = ","
+    collection: CollectionOptions = NO_COLLECTION_OPTIONS
 
 
 def _is_numeric(dtype: pa.DataType) -> bool:
@@ -98,6 +107,8 @@ def resolve_function(column: str, dtype: pa.DataType, name: str) -> str:
         raise OptionError(f"Aggregate function 'listagg' of column {column!r} needs a string type, not {dtype}")
     if func in ("bool_and", "bool_or") and not pa.types.is_boolean(dtype):
         raise OptionError(f"Aggregate function {func!r} of column {column!r} needs a boolean type, not {dtype}")
+    if func in COLLECTION_FUNCTIONS:
+        check_collection_type(column, dtype, func)
     if func in ("min", "max") and _is_nested(dtype):
         raise OptionError(f"Aggregate function {func!r} of column {column!r} cannot order type {dtype}")
     return func
@@ -274,6 +285,8 @@ def fold(
             rows, gid, retract = rows[keep], gid[keep], retract[keep]
         elif as_insert is not None:
             retract = retract & ~as_insert
+    if func in COLLECTION_FUNCTIONS:
+        return fold_collection(func, fn.collection, fn.column, col, rows, retract, gid, n_groups)
     valid = valid_mask(col)[rows]
     if func in ("last_value", "first_value"):
         sel_rows, sel_gid, sel_retract = rows, gid, retract
