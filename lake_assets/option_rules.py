@@ -331,8 +331,8 @@ FIELD_RULES: dict[str, OptionRule] = _rules(
     R("nested-key-null-strategy", "enum", "merge", "Rows whose nested key holds a null: merge, ignore or "
       "error (Paimon 1.x; needs nested-key).", choices=("merge", "ignore", "error")),
     R("count-limit", "int", INT_MAX, "Most rows nested_update keeps (Paimon 1.x)."),
-    R("ts-field", "string", None, "Field of the MAP's ROW values ordering merge_map_with_keytime (Paimon 1.x).",
-      note="read with aggregate-function merge_map_with_keytime, which lake_assets refuses"),
+    R("ts-field", "string", None, "Field (a string) of the MAP's ROW values ordering merge_map_with_keytime "
+      "(Paimon 1.x; default: the ROW's last field)."),
     R("default-value", "string", None, "Default value of the column.",
       note="as Paimon 0.9: reads return it in place of the column's nulls (after the merge; filters "
            "see the filled rows, stats never prune on the column), writes keep the nulls; cast to the "

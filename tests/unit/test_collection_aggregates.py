@@ -360,3 +360,72 @@ def test_bad_options_fail_at_create_and_alter(tmp_path: Any, options: dict[str, 
             change = change.set_option(key, value)
         change.commit()
     assert catalog.get_table("db.t").schema.options == table.schema.options
+
+
+# ------------------------------------------------------------------------- merge_map_with_keytime
+
+TIMED = pa.struct([("v", pa.string()), ("ts", pa.string())])
+KEYTIME = pa.map_(pa.string(), TIMED)
+
+
+def _keytime() -> tuple[Callable[[Value, Value], Value], Callable[[Value, Value], Value]]:
+    """Paimon 1.x's FieldMergeMapWithKeyTimeAgg (the first map as it is; keys in first-appearance order)."""
+    def agg(acc: Value, v: Value) -> Value:
+        if acc is None or v is None:
+            return v if acc is None else acc
+        held = dict(acc)
+        for key, row in v:
+            if row is None:
+                held.pop(key, None)
+            elif row["ts"] is None:
+                continue
+            elif held.get(key) is None or held[key]["ts"] is None or row["ts"] > held[key]["ts"]:
+                held[key] = row
+        return list(held.items())
+
+    def retract(acc: Value, v: Value) -> Value:
+        raise AssertionError("merge_map_with_keytime cannot retract")
+
+    return agg, retract
+
+
+TIMED_ROWS = st.one_of(st.none(), st.fixed_dictionaries({
+    "v": st.sampled_from([None, "p", "q"]), "ts": st.sampled_from([None, "2024-01", "2024-02", "2025-01"])}))
+KEYTIME_VALUES = st.one_of(st.none(), st.dictionaries(st.sampled_from("abc"), TIMED_ROWS, max_size=3).map(
+    lambda d: list(d.items())))
+
+
+@HYPO
+@given(records=st.lists(st.tuples(st.integers(0, 3), st.sampled_from([INS, UA]), KEYTIME_VALUES),
+                        min_size=1, max_size=24))
+def test_merge_map_with_keytime_equals_the_reference(records: list[tuple[int, int, Any]]) -> None:
+    got = merge_column("merge_map_with_keytime", {}, records, KEYTIME)
+    assert got == reference(_keytime(), records)
+
+
+def test_merge_map_with_keytime_by_hand() -> None:
+    def r(v: str | None, ts: str | None) -> dict[str, Any]:
+        return {"v": v, "ts": ts}
+
+    got = merge_column("merge_map_with_keytime", {}, [
+        (1, INS, [("a", r("old", None)), ("b", r("b1", "2024-05")), ("c", None)]),  # the first map as it is
+        (1, INS, [("a", r("new", "2024-01")), ("b", r("b0", "2024-04")), ("c", r("c1", None))]),
+        (1, INS, [("b", r("b2", "2024-05")), ("d", r("d", "1999"))]),  # an equal time loses
+        (1, INS, [("d", None)]),  # a NULL value removes the key
+    ], KEYTIME)
+    assert got == {1: [("a", r("new", "2024-01")), ("b", r("b1", "2024-05")), ("c", None)]}
+    # ts-field names the time field; another type than a string is refused (Java: ClassCastException)
+    two = pa.map_(pa.int32(), pa.struct([("t", pa.string()), ("v", pa.string())]))
+    got = merge_column("merge_map_with_keytime", {"fields.c.ts-field": "t"},
+                       [(1, INS, [(1, {"t": "2", "v": "x"})]), (1, INS, [(1, {"t": "1", "v": "y"})])], two)
+    assert got == {1: [(1, {"t": "2", "v": "x"})]}
+    with pytest.raises(OptionError, match=r"time field 'ts' must be a string"):
+        merge_column("merge_map_with_keytime", {}, [], pa.map_(pa.string(), pa.struct([("v", pa.string()),
+                                                                                          ("ts", pa.int64())])))
+    with pytest.raises(OptionError, match=r"Timestamp field 'nope' not found"):
+        merge_column("merge_map_with_keytime", {"fields.c.ts-field": "nope"}, [], KEYTIME)
+    with pytest.raises(OptionError, match=r"must have at least 2 fields"):
+        merge_column("merge_map_with_keytime", {}, [], pa.map_(pa.string(), pa.struct([("ts", pa.string())])))
+    with pytest.raises(InvalidDataError, match=r"cannot retract"):
+        merge_column("merge_map_with_keytime", {}, [(1, INS, [("a", r("x", "1"))]), (1, UB, [("a", r("x", "1"))])],
+                     KEYTIME)

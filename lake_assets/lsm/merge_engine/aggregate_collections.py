@@ -26,6 +26,7 @@ one to an accumulator that starts null; what that computes:
   key holds a null: merge (default: null equals null), ignore (the row is skipped), error.
 - ``nested_partial_update`` (1.x, ARRAY<ROW>, ``nested-key`` required): per nested key, each
   field takes its newest non-null value; it cannot retract.
+- ``merge_map_with_keytime`` (1.x): its own module, `aggregate_keytime`.
 
 Equality is by value (Java 0.9 compares BINARY/VARBINARY elements and map keys by identity, so
 it never finds two of them equal; 1.x compares contents, as here). Order: Java's results of
@@ -42,13 +43,14 @@ elements, about 8 us per group of 40 elements (bench/RESULTS.md, session 14).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from lake_assets.errors import InvalidDataError, OptionError, UnsupportedFeatureError
+from lake_assets.lsm.merge_engine.aggregate_keytime import check_keytime_type, fold_keytime, keytime_field
 from lake_assets.lsm.merge_engine.collection_values import (
     build_like,
     combine_ids,
@@ -65,7 +67,9 @@ from lake_assets.option_types import INT_MAX
 if TYPE_CHECKING:
     from lake_assets.option_merge import MergeOptions
 
-COLLECTION_FUNCTIONS = frozenset({"collect", "merge_map", "nested_update", "nested_partial_update"})
+COLLECTION_FUNCTIONS = frozenset({
+    "collect", "merge_map", "nested_update", "nested_partial_update", "merge_map_with_keytime",
+})
 RETRACTABLE_COLLECTIONS = frozenset({"collect", "merge_map", "nested_update"})
 
 
@@ -78,6 +82,7 @@ class CollectionOptions:
     nested_sequence_field: tuple[str, ...] = ()
     count_limit: int = INT_MAX
     nested_key_null_strategy: str = "merge"
+    ts_field: str = ""
 
 
 NO_COLLECTION_OPTIONS = CollectionOptions()
@@ -94,6 +99,8 @@ def check_collection_type(column: str, dtype: pa.DataType, func: str) -> None:
         is_list(dtype) and pa.types.is_struct(dtype.value_type)
     ):
         raise OptionError(f"{what}: Data type for nested table column must be 'Array<Row>' but was '{dtype}'.")
+    if func == "merge_map_with_keytime":
+        check_keytime_type(column, dtype)
 
 
 def _names(text: object) -> tuple[str, ...]:
@@ -120,6 +127,9 @@ def collection_options(options: MergeOptions, column: str, dtype: pa.DataType, f
         count_limit=int(str(get(column, "count-limit"))),
         nested_key_null_strategy=str(get(column, "nested-key-null-strategy")),
     )
+    if func == "merge_map_with_keytime":
+        ts_field = get(column, "ts-field")
+        return replace(opts, ts_field=keytime_field(column, dtype, None if ts_field is None else str(ts_field)))
     if func not in ("nested_update", "nested_partial_update"):
         return opts
     fields = [f.name for f in dtype.value_type]
@@ -158,6 +168,8 @@ def fold_collection(
     n_groups: int,
 ) -> pa.Array:
     """Fold ``col[rows]`` per group in entry order with ``func`` (see the module docstring)."""
+    if func == "merge_map_with_keytime":
+        return fold_keytime(opts.ts_field, col, rows, gid, n_groups)
     entries = col.take(pa.array(rows, type=pa.int64()))
     valid = valid_mask(entries)
     result_valid = np.zeros(n_groups, dtype=bool)

@@ -5,13 +5,13 @@ column at once, with numpy/Arrow group-wise work.
 
 - Implemented: sum, product, min, max, last_value, last_non_null_value, first_value,
   first_non_null_value (alias first_not_null_value), listagg (``fields.<c>.list-agg-delimiter``,
-  default ","), bool_and, bool_or; collect, merge_map, nested_update, nested_partial_update in
-  `aggregate_collections`. Retract support: sum subtracts, product divides, last_value
+  default ","), bool_and, bool_or; collect, merge_map, nested_update, nested_partial_update,
+  merge_map_with_keytime in `aggregate_collections`. Retract support: sum subtracts, product divides, last_value
   becomes null, last_non_null_value becomes null when the retracted value is non-null; the others
   raise ``InvalidDataError`` unless ``fields.<c>.ignore-retract = true``.
 - ``count`` is not a Paimon function (Paimon has no count aggregate): it raises
   ``UnsupportedFeatureError``; count rows with ``sum`` over a column that always holds 1.
-  Paimon functions we do not implement (merge_map_with_keytime, sketches) raise the same error,
+  Paimon functions we do not implement (the sketches) raise the same error,
   unknown names too, always when the engine is built, never mid-merge.
 - Nulls never contribute (sum/product/min/max/listagg/bool_* of only nulls is null).
 - sum is exact, then cast back to the column type: integer or decimal overflow raises
@@ -59,7 +59,6 @@ _ALIASES = {"first_not_null_value": "first_non_null_value"}
 _RETRACTABLE = frozenset({"sum", "product", "last_value", "last_non_null_value"}) | RETRACTABLE_COLLECTIONS
 # Paimon has these; lake_assets does not implement them (yet).
 _NOT_IMPLEMENTED = frozenset({
-    "merge_map_with_keytime",
     "hll_sketch", "theta_sketch", "rbm32", "rbm64",
 })
 
