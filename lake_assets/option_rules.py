@@ -322,11 +322,19 @@ FIELD_RULES: dict[str, OptionRule] = _rules(
     R("ignore-retract", "bool", False, "The column ignores retractions (-U/-D)."),
     R("sequence-group", "string", None, "Columns this sequence field orders (partial-update)."),
     R("list-agg-delimiter", "string", ",", "Delimiter of listagg."),
-    R("distinct", "bool", False, "listagg/collect keep distinct values.", supported=("false",),
-      refuses=WRITE_OPS, why="distinct aggregation is not implemented"),
+    R("distinct", "bool", False, "collect (and Paimon 1.x's listagg) keep distinct values.",
+      note="collect honours it; listagg with distinct = true (Paimon 1.x) is refused when the merge "
+      "engine is built (create, ALTER, reads, writes)"),
     R("stats-mode", "string", None, "Column stats mode of the column.", check=_stats_mode, note=_STATS_NOTE),
-    R("nested-key", "string", None, "Keys of nested_update (the function is refused where unsupported).",
-      note="read with aggregate-function nested_update, which lake_assets refuses"),
+    R("nested-key", "string", None, "Fields of the ROW elements that key nested_update and "
+      "nested_partial_update (comma-separated)."),
+    R("nested-sequence-field", "string", None, "Fields of the ROW elements ordering the rows of one nested "
+      "key (nested_update, Paimon 1.x; needs nested-key)."),
+    R("nested-key-null-strategy", "enum", "merge", "Rows whose nested key holds a null: merge, ignore or "
+      "error (Paimon 1.x; needs nested-key).", choices=("merge", "ignore", "error")),
+    R("count-limit", "int", INT_MAX, "Most rows nested_update keeps (Paimon 1.x)."),
+    R("ts-field", "string", None, "Field (a string) of the MAP's ROW values ordering merge_map_with_keytime "
+      "(Paimon 1.x; default: the ROW's last field)."),
     R("default-value", "string", None, "Default value of the column.",
       note="as Paimon 0.9: reads return it in place of the column's nulls (after the merge; filters "
            "see the filled rows, stats never prune on the column), writes keep the nulls; cast to the "

@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.lsm.key_compare import key_view
 from lake_assets.lsm.merge import group_bounds
+from lake_assets.lsm.merge_engine.collection_values import value_ids
 from lake_assets.spec.row_kind import RowKind
 
 _SIDE = "__side"
@@ -25,6 +26,11 @@ def _row_equal(a: pa.Table, b: pa.Table, columns: Sequence[str]) -> np.ndarray:
     eq = np.ones(a.num_rows, dtype=bool)
     for c in columns:
         x, y = a.column(c), b.column(c)
+        if pa.types.is_nested(x.type):
+            # Arrow's equal has no kernel for ARRAY/MAP/ROW: compare value ids (nulls equal nulls)
+            ids = value_ids(pa.concat_arrays([x.combine_chunks(), y.combine_chunks()]))
+            eq &= ids[: a.num_rows] == ids[a.num_rows :]
+            continue
         both_null = pc.and_(pc.is_null(x), pc.is_null(y))
         same = pc.fill_null(pc.equal(x, y), False)
         eq &= pc.or_(same, both_null).to_numpy(zero_copy_only=False)

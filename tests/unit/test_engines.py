@@ -250,10 +250,9 @@ def test_aggregation_option_errors_at_construction() -> None:
         agg(s, {"fields.i.aggregate-function": "count"})
     with pytest.raises(UnsupportedFeatureError, match="sumx"):
         agg(s, {"fields.i.aggregate-function": "sumx"})
-    with pytest.raises(UnsupportedFeatureError, match="not implemented"):
-        agg(s, {"fields.l.aggregate-function": "collect"})
     for func, col in [("sum", "s"), ("product", "b"), ("listagg", "i"), ("bool_and", "i"), ("bool_or", "s"),
-                      ("max", "l")]:
+                      ("max", "l"), ("collect", "s"), ("merge_map", "l"), ("nested_update", "l"),
+                      ("nested_partial_update", "i"), ("merge_map_with_keytime", "l")]:
         with pytest.raises(OptionError, match=rf"{func}.*'{col}'"):
             agg(s, {f"fields.{col}.aggregate-function": func})
     with pytest.raises(OptionError, match="nope"):

@@ -1,7 +1,8 @@
 """The merge engines of primary-key tables: how the records of one key collapse into one.
 
 One module per engine - `deduplicate`, `partial_update`, `aggregation` (its functions in
-`aggregate_functions`, the option checks it shares with partial-update in `engine_options`),
+`aggregate_functions`, the ARRAY/MAP ones in `aggregate_collections` and `aggregate_keytime` over
+`collection_values`, the option checks it shares with partial-update in `engine_options`),
 `first_row` - over the contract of `function` and the vectorized key-group helpers of `grouping`.
 `registry` maps each ``merge-engine`` value (the names of `names`) to its factory and
 properties; every caller goes through it. Factories read the table's typed options
@@ -18,7 +19,8 @@ Merged results are valid merge inputs (compaction may merge only the newest file
 merge(X + merge(Y) + Z) == merge(X + Y + Z). For partial-update and aggregation this holds except
 where one output row cannot carry the needed state (Paimon shares each case): a
 last_non_null_value retract that nulled the value, a product retract on an empty accumulator, a
-first_value slice that held only ignored retractions (its null looks like a first value),
+first_value slice that held only ignored retractions (its null looks like a first value), a
+collect/merge_map/nested_update retraction that finds nothing to remove in the merged slice,
 remove-on-delete when a -D is followed by more records of its key inside the merged slice, and the
 order-dependent functions inside sequence groups whose sequences arrive out of order.
 """

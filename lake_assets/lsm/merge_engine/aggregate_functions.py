@@ -5,15 +5,15 @@ column at once, with numpy/Arrow group-wise work.
 
 - Implemented: sum, product, min, max, last_value, last_non_null_value, first_value,
   first_non_null_value (alias first_not_null_value), listagg (``fields.<c>.list-agg-delimiter``,
-  default ","), bool_and, bool_or; the sketch / bitmap functions rbm32, rbm64, hll_sketch,
-  theta_sketch over VARBINARY columns live in `aggregate_sketches`. Retract support: sum
+  default ","), bool_and, bool_or; collect, merge_map, nested_update, nested_partial_update,
+  merge_map_with_keytime in `aggregate_collections`; the sketch / bitmap functions rbm32, rbm64,
+  hll_sketch, theta_sketch over VARBINARY columns in `aggregate_sketches`. Retract support: sum
   subtracts, product divides, last_value becomes null, last_non_null_value becomes null when the
   retracted value is non-null; the others
   raise ``InvalidDataError`` unless ``fields.<c>.ignore-retract = true``.
 - ``count`` is not a Paimon function (Paimon has no count aggregate): it raises
   ``UnsupportedFeatureError``; count rows with ``sum`` over a column that always holds 1.
-  Paimon functions we do not implement (collect, merge_map, ...) raise the same error,
-  unknown names too, always when the engine is built, never mid-merge.
+  Unknown function names raise the same error, always when the engine is built, never mid-merge.
 - Nulls never contribute (sum/product/min/max/listagg/bool_* of only nulls is null).
 - sum is exact, then cast back to the column type: integer or decimal overflow raises
   ``InvalidDataError`` naming the column (Paimon's Java wraps ints silently; decimals keep their
@@ -36,6 +36,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.errors import InvalidDataError, OptionError, UnsupportedFeatureError
+from lake_assets.lsm.merge_engine.aggregate_collections import (
+    COLLECTION_FUNCTIONS,
+    NO_COLLECTION_OPTIONS,
+    RETRACTABLE_COLLECTIONS,
+    CollectionOptions,
+    check_collection_type,
+    fold_collection,
+)
 from lake_assets.lsm.merge_engine.aggregate_sketches import SKETCH_FUNCTIONS, check_sketch_column, fold_sketches
 from lake_assets.lsm.merge_engine.grouping import (
     hash_aggregate,
@@ -48,14 +56,9 @@ from lake_assets.lsm.merge_engine.grouping import (
 SUPPORTED_FUNCTIONS = frozenset({
     "sum", "product", "min", "max", "last_value", "last_non_null_value", "first_value",
     "first_non_null_value", "listagg", "bool_and", "bool_or",
-})
+}) | COLLECTION_FUNCTIONS
 _ALIASES = {"first_not_null_value": "first_non_null_value"}
-_RETRACTABLE = frozenset({"sum", "product", "last_value", "last_non_null_value"})
-# Paimon has these; lake_assets does not implement them (yet).
-_NOT_IMPLEMENTED = frozenset({
-    "collect", "merge_map", "merge_map_with_keytime", "nested_update", "nested_partial_update",
-    "hll_sketch", "theta_sketch", "rbm32", "rbm64",
-}) - SKETCH_FUNCTIONS  # implemented in aggregate_sketches
+_RETRACTABLE = frozenset({"sum", "product", "last_value", "last_non_null_value"}) | RETRACTABLE_COLLECTIONS
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,7 @@ class FieldFunction:
     function: str
     ignore_retract: bool = False
     delimiter: str = ","
+    collection: CollectionOptions = NO_COLLECTION_OPTIONS
 
 
 def _is_numeric(dtype: pa.DataType) -> bool:
@@ -92,10 +96,6 @@ def resolve_function(column: str, dtype: pa.DataType, name: str) -> str:
     if func in SKETCH_FUNCTIONS:
         check_sketch_column(column, dtype, func)
         return func
-    if func in _NOT_IMPLEMENTED:
-        raise UnsupportedFeatureError(
-            f"Column {column!r}: aggregate function {func!r} is not implemented by lake_assets"
-        )
     if func not in SUPPORTED_FUNCTIONS:
         raise UnsupportedFeatureError(f"Column {column!r}: unknown aggregate function {name!r}")
     if func in ("sum", "product") and not _is_numeric(dtype):
@@ -104,6 +104,8 @@ def resolve_function(column: str, dtype: pa.DataType, name: str) -> str:
         raise OptionError(f"Aggregate function 'listagg' of column {column!r} needs a string type, not {dtype}")
     if func in ("bool_and", "bool_or") and not pa.types.is_boolean(dtype):
         raise OptionError(f"Aggregate function {func!r} of column {column!r} needs a boolean type, not {dtype}")
+    if func in COLLECTION_FUNCTIONS:
+        check_collection_type(column, dtype, func)
     if func in ("min", "max") and _is_nested(dtype):
         raise OptionError(f"Aggregate function {func!r} of column {column!r} cannot order type {dtype}")
     return func
@@ -281,6 +283,8 @@ def fold(
             rows, gid, retract = rows[keep], gid[keep], retract[keep]
         elif as_insert is not None:
             retract = retract & ~as_insert
+    if func in COLLECTION_FUNCTIONS:
+        return fold_collection(func, fn.collection, fn.column, col, rows, retract, gid, n_groups)
     valid = valid_mask(col)[rows]
     if func in ("last_value", "first_value"):
         sel_rows, sel_gid, sel_retract = rows, gid, retract

@@ -15,6 +15,12 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from lake_assets.errors import OptionError
+from lake_assets.lsm.merge_engine.aggregate_collections import (
+    COLLECTION_FUNCTIONS,
+    NO_COLLECTION_OPTIONS,
+    collection_options,
+    refuse_listagg_distinct,
+)
 from lake_assets.lsm.merge_engine.aggregate_functions import FieldFunction, resolve_function
 from lake_assets.options import FIELD_OPTION, CoreOptions
 
@@ -31,11 +37,18 @@ class SequenceGroup:
 
 def field_function(options: CoreOptions, column: str, dtype: pa.DataType, name: str) -> FieldFunction:
     """Column ``column``'s aggregate function ``name`` with its per-field options, checked against its type."""
+    function = resolve_function(column, dtype, name)
+    if function == "listagg":
+        refuse_listagg_distinct(options, column)
+    collection = NO_COLLECTION_OPTIONS
+    if function in COLLECTION_FUNCTIONS:
+        collection = collection_options(options, column, dtype, function)
     return FieldFunction(
         column=column,
-        function=resolve_function(column, dtype, name),
+        function=function,
         ignore_retract=options.ignore_retract(column),
         delimiter=options.list_agg_delimiter(column),
+        collection=collection,
     )
 
 
