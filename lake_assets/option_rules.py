@@ -25,7 +25,7 @@ from lake_assets.option_rules_formats import stats_mode_problem as _stats_mode
 from lake_assets.option_rules_lifecycle import LIFECYCLE_RULES
 from lake_assets.option_rules_reads import READ_RULES
 from lake_assets.option_rules_row_tracking import ROW_TRACKING_RULES
-from lake_assets.option_types import DATA_OPS, INT_MAX, WRITE_OPS, MiB, OptionRule, fallback_rule
+from lake_assets.option_types import DATA_OPS, INT_MAX, MiB, OptionRule, fallback_rule
 
 
 def _bucket(n: object) -> str | None:
