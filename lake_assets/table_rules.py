@@ -111,7 +111,7 @@ def deletion_vector_problem(core: CoreOptions) -> str | None:
         return None
     if core.changelog_producer not in ("none", "input", "lookup"):
         return "Deletion vectors mode is only supported for NONE/INPUT/LOOKUP changelog producer now."
-    if engine_of(core).name == "first-row":
+    if engine_of(core).refuses_deletion_vectors:
         return ("First row merge engine does not need deletion vectors because there is no deletion of old "
                 "data in this merge engine.")
     return None

@@ -20,6 +20,7 @@ records before the merge. Memory: one file's selected rows at a time, then the s
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,7 @@ import pyarrow.compute as pc
 from lake_assets.errors import CorruptMetadataError
 from lake_assets.lsm.key_compare import key_view
 from lake_assets.lsm.merge import group_bounds
+from lake_assets.lsm.merge_engine.function import MergeFunction
 from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.spec.manifest import DataFileMeta
 
@@ -49,6 +51,18 @@ def needs_old_values(options: CoreOptions) -> bool:
     values: a deduplicate key whose new records are all ignored deletes has no output row, so its
     old row is not marked and stays."""
     return not engine_of(options).deletion_vectors_by_key or bool(options.sequence_fields)
+
+
+def lookup_merge_function(function: MergeFunction) -> MergeFunction:
+    """``function`` as Paimon's lookup compaction applies it: to a key's only record as well (the
+    partial-update and aggregation engines otherwise emit it unchanged, as Java's reducer wrapper
+    does; a lone record with an all-null sequence group then keeps its group's values, where the
+    lookup merge drops them)."""
+    if not hasattr(function, "merges_singles"):
+        return function
+    lookup = copy.copy(function)
+    lookup.merges_singles = True
+    return lookup
 
 
 class OldValues:
@@ -117,4 +131,4 @@ class OldValues:
         return keys if starts.size == keys.num_rows else keys.take(pa.array(starts))
 
 
-__all__ = ["OldValues", "ReadRows", "needs_old_values"]
+__all__ = ["OldValues", "ReadRows", "lookup_merge_function", "needs_old_values"]

@@ -42,8 +42,11 @@ ENGINES: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
 }
 
 VALUE = st.integers(-50, 50) | st.none()
+# g is never null: a lone record with a null sequence group keeps its group's values in a plain
+# table (Paimon's reducer emits it as it is) and loses them in a vector compaction (its lookup
+# merge applies the function), in Java as here (tests/differential/test_dv_engines_java.py)
 ROW = st.tuples(st.integers(0, 11), st.sampled_from(["p1", "p2"]), VALUE, st.sampled_from(["x", "y", None]),
-                st.integers(0, 6) | st.none())
+                st.integers(0, 6))
 ROUND = st.tuples(st.lists(st.tuples(st.integers(0, 2), ROW), min_size=1, max_size=10),
                   st.sampled_from(["none", "compact", "full"]))
 

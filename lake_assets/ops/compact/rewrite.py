@@ -30,7 +30,7 @@ from lake_assets.ops.compact.memory import DEFAULT_MERGE_ROWS, merge_rows, read_
 from lake_assets.ops.compact.plan import CompactionTask
 from lake_assets.ops.deletion_vectors import VectorLoader
 from lake_assets.ops.dv_compact import VectorUpdate
-from lake_assets.ops.dv_old_values import OldValues, needs_old_values
+from lake_assets.ops.dv_old_values import OldValues, lookup_merge_function, needs_old_values
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
 from lake_assets.ops.spill import spill_root
@@ -131,6 +131,8 @@ def run_compaction_task(
                                  compact_before=tuple(before), compact_after=tuple(after))
         key_names = list(store.schema.trimmed_primary_keys)
         merge_fn = store.merge_function()
+        if old_values is not None:
+            merge_fn = lookup_merge_function(merge_fn)
         fan_in = sort_spill_threshold(opts)
 
         def sort_chunk(chunk: pa.Table) -> pa.Table:
