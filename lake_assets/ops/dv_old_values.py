@@ -97,7 +97,8 @@ class OldValues:
             old = tables[0]
         else:
             old = self._lowest_level_rows(found, tables)
-        old = old.select(chunk.column_names).cast(chunk.schema)
+        if old.schema != chunk.schema:  # the same reader gives both: only nullability may differ
+            old = old.select(chunk.column_names).cast(chunk.schema)
         return pa.concat_tables([old, chunk])
 
     def _lowest_level_rows(self, found: list[tuple[DataFileMeta, np.ndarray]], tables: list[pa.Table]) -> pa.Table:
