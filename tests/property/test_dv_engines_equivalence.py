@@ -64,7 +64,7 @@ def _sorted(t: pa.Table) -> list[dict]:
 def test_vectors_read_like_the_table_without_them(engine: str) -> None:
     options, kinds = ENGINES[engine]
 
-    @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(rounds=st.lists(ROUND, min_size=1, max_size=5))
     def check(rounds) -> None:
         with tempfile.TemporaryDirectory() as wh:
