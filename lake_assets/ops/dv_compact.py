@@ -6,7 +6,9 @@ than any row of the bucket's files above the unit (universal compaction picks th
 so each such row is superseded: its position goes into the deletion vector of its file. Retract
 rows are dropped from the output at every level, since the vectors now hide the rows they
 retracted. After the commit, every key of the bucket has one live row above level 0, and reads
-need no merge (`ops/deletion_vectors.py`).
+need no merge (`ops/deletion_vectors.py`). Engines whose result depends on that row
+(partial-update, aggregation, ``sequence.field``) merge it in first (`ops/dv_old_values.py`, through
+`VectorUpdate.found`, `live` and `record`).
 
 The bucket's vectors live in one index file: the unit writes a new one holding the vectors of
 files that stay live (old marks plus new ones; rewritten files' vectors go with them) and the

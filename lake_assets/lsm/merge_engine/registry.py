@@ -55,7 +55,8 @@ class MergeEngine:
     # The only changelog producers Paimon accepts with the engine (its SchemaValidation); None: any.
     changelog_producers: tuple[str, ...] | None = None
     # The newest record of a key replaces its older rows whatever their values, so compaction can
-    # write deletion vectors from keys alone (ops/dv_compact.py); other engines need old values.
+    # write deletion vectors from keys alone (ops/dv_compact.py); other engines merge the old rows
+    # in (ops/dv_old_values.py).
     deletion_vectors_by_key: bool = False
     # Paimon refuses deletion vectors with the engine (SchemaValidation.validateForDeletionVectors)
     refuses_deletion_vectors: bool = False
