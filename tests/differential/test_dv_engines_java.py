@@ -19,7 +19,9 @@ from lake_assets.errors import LakeError
 from lake_assets.ops.deletion_vectors import snapshot_index
 from tests.java.oracle import JavaError, PaimonJava
 
+from .helpers import assert_same_rows
 from .scenario import C, Scenario, W, assert_agree
+from .test_deletion_vectors_java import _assert_vectors_agree
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("a", pa.int64()), ("b", pa.string()),
                     ("g", pa.int64()), ("op", pa.string())])
@@ -112,3 +114,43 @@ def test_refuses_what_java_refuses(java: PaimonJava, wh: str, lake: Catalog, opt
         java.create_table(wh, "db.j", SCHEMA, primary_keys=["k"], options={**DV, **options})
     with pytest.raises(LakeError, match=reason):
         lake.create_table("db.l", SCHEMA, primary_keys=["k"], options={**DV, **options})
+
+
+@pytest.mark.parametrize("options", [
+    pytest.param({"merge-engine": "partial-update", "fields.g.sequence-group": "a"}, id="partial-update"),
+    pytest.param(AGGREGATION, id="aggregation"),
+])
+def test_random_turns_mark_the_rows_java_marks(java: PaimonJava, wh: str, lake: Catalog,
+                                               options: dict[str, str]) -> None:
+    """Writes, write-only writes and dedicated compactions of both engines in random order on one
+    table: after every step both read the same rows, and our vectors mark exactly the positions
+    Java reads from them (the old row of each merged key, found at the same level)."""
+    import random
+
+    rng = random.Random(15)
+    marked = 0
+    lake.create_table("db.ours", SCHEMA, primary_keys=["k"], options={**DV, **options})
+    for step in range(12):
+        keys = sorted(rng.sample(range(60), rng.randint(3, 25)))
+        data = pa.table({"k": keys, "a": [rng.choice([None, step, -step]) for _ in keys],
+                         "b": [rng.choice([None, f"s{step}"]) for _ in keys],
+                         "g": [rng.randint(0, 9) for _ in keys], "op": ["+I"] * len(keys)}, schema=SCHEMA)
+        who = rng.choice(["ours", "ours-write-only", "java", "java-write-only", "ours-compact", "java-compact"])
+        if who == "ours":
+            lake.get_table("db.ours").write_arrow(data)
+        elif who == "ours-write-only":
+            writer = lake.get_table("db.ours").new_writer(f"w{step}", write_only=True)
+            writer.write_arrow(data)
+            lake.get_table("db.ours").new_committer(f"w{step}").commit(writer.prepare_commit(), 1)
+        elif who == "java-compact":
+            java.compact(wh, "db.ours", full=rng.random() < 0.3)
+        elif who.startswith("java"):
+            java.write(wh, "db.ours", data, options={"write-only": "true"} if who == "java-write-only" else None)
+        else:
+            lake.get_table("db.ours").compact(full=rng.random() < 0.3)
+        table = lake.get_table("db.ours")
+        assert_same_rows(table.to_arrow(), java.read(wh, "db.ours"))
+        marked = max(marked, _assert_vectors_agree(java, wh, table))
+    assert marked, "no step left vectors: the turns tested no marks"
+    table.compact()
+    assert_same_rows(table.to_arrow(), java.read(wh, "db.ours"))
