@@ -9,6 +9,9 @@
 
     .venv/bin/python bench/bench_dv.py --rows 1000000 --upsert-rows 100000 --repeat 3
 
+``--merge-engine partial-update`` builds both tables as partial-update ones: the DV round then
+merges each key's old row in (ops/dv_old_values.py), the plain round merges nothing.
+
 Prints one JSON line and a Markdown table for bench/RESULTS.md. The JSON carries every upsert
 round's wall (``upsert_plain_ms``, ``upsert_dv_ms``) and the share of it during which some task
 of the machine waited for a CPU (``upsert_*_stall``, Linux PSI): on a shared machine the rounds
@@ -80,11 +83,12 @@ def cpu_stall_us() -> int | None:
     return int(total) if first.startswith("some") and total.strip().isdigit() else None
 
 
-def build(root: Path, rows: int, upsert_rows: int, rounds: int, buckets: int, dv: bool, seed: int) -> Any:
+def build(root: Path, rows: int, upsert_rows: int, rounds: int, buckets: int, dv: bool, seed: int,
+          engine: str = "deduplicate") -> Any:
     """A table loaded with ``rows`` keys and ``rounds`` upsert rounds (each compacted inline)."""
     cat = Catalog(str(root))
     cat.create_database("db")
-    options = {"bucket": str(buckets)}
+    options = {"bucket": str(buckets), "merge-engine": engine}
     if dv:
         options["deletion-vectors.enabled"] = "true"
     table = cat.create_table("db.t", SCHEMA, primary_keys=["id"], options=options)
@@ -121,6 +125,7 @@ def main() -> None:
     ap.add_argument("--buckets", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--work", type=Path, default=None)
+    ap.add_argument("--merge-engine", default="deduplicate", help="merge-engine of both tables (upsert section)")
     ap.add_argument("--upsert-only", action="store_true",
                     help="time the upsert rounds only (no read section): for many alternated runs")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
@@ -142,7 +147,7 @@ def main() -> None:
             for dv in (False, True):  # interleaved: both see the same machine load
                 name = "dv" if dv else "plain"
                 root = work / f"upsert-{name}-{i}"
-                table = build(root, args.rows, args.upsert_rows, 1, args.buckets, dv, 2)
+                table = build(root, args.rows, args.upsert_rows, 1, args.buckets, dv, 2, args.merge_engine)
                 ids = np.sort(np.random.default_rng(100 + i).choice(args.rows, args.upsert_rows, replace=False))
                 data = batch(ids, 99)
                 stall = cpu_stall_us()
@@ -160,6 +165,7 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
     result = {
         "rows": args.rows, "upsert_rows": args.upsert_rows, "rounds": args.rounds, "buckets": args.buckets,
+        "merge_engine": args.merge_engine,
         **read,
         "upsert_plain_s": round(times["plain"], 4), "upsert_dv_s": round(times["dv"], 4),
         "upsert_ratio": round(upsert_ratio, 3), "upsert_cpu_ratio": round(upsert_cpu_ratio, 3),

@@ -205,9 +205,10 @@ RULES: dict[str, OptionRule] = _rules(
       "(lake_assets/ops/postpone_merge_read.py); streams and change reads of a table carrying true are refused, "
       "as Paimon refuses them"),
     R("deletion-vectors.enabled", "bool", False, "Deletion vectors mark deleted rows.",
-      note="reads (batch, and the full phase of streams) apply them; compaction writes them for deduplicate "
-      "tables without sequence.field, ignore-delete or changelog production (others refuse writes and "
-      "compaction, lake_assets/table_support.py)"),
+      note="reads (batch, and the full phase of streams) apply them; compaction writes them for deduplicate, "
+      "partial-update and aggregation tables (old rows merged in, lake_assets/ops/dv_old_values.py) with "
+      "changelog-producer none, input or lookup; first-row and full-compaction changelog are refused, as Paimon "
+      "refuses them"),
     R("deletion-vectors.merge-on-read", "bool", False, "Batch reads of a deletion-vector table also merge "
       "level-0 files in (Paimon 2.x)."),
     R("deletion-vectors.bitmap64", "bool", False, "New deletion vectors take the 64-bit form (Paimon 1.2 on).",

@@ -66,6 +66,9 @@ def check_options(
             raise OptionError(f"{what}: Column '{column}' with type '{type_text}' is not supported by '{kind}' index "
                               f"(file-index.{kind}.columns). {why}")
     check_engine_producer(what, core)
+    if primary_keys and (dv_problem := deletion_vector_problem(core)) is not None:
+        raise OptionError(f"{what}: {dv_problem} (deletion-vectors.enabled with changelog-producer = "
+                          f"{core.changelog_producer!r}, merge-engine = {core.merge_engine!r}, as in Paimon)")
     if not primary_keys:
         for k in ("merge-engine", "sequence.field", "rowkind.field"):
             if k in options and not (k == "merge-engine" and core.merge_engine == DEFAULT_MERGE_ENGINE):
@@ -104,6 +107,21 @@ def check_options(
                               f"VARBINARY (BYTES) column, not {col.type}")
     check_default_values(what, fields, primary_keys, partition_keys, options)
     return core
+
+
+def deletion_vector_problem(core: CoreOptions) -> str | None:
+    """Why Paimon refuses this table's deletion vectors, in Java's words (SchemaValidation's
+    validateForDeletionVectors, 0.9 and HEAD alike), or None: with changelog-producer
+    full-compaction, and with the first-row engine (HEAD allows it only with its
+    ``pk-clustering-override`` mode, which lake_assets does not know)."""
+    if str(core.raw.get("deletion-vectors.enabled", "false")).strip().lower() != "true":
+        return None
+    if core.changelog_producer not in ("none", "input", "lookup"):
+        return "Deletion vectors mode is only supported for NONE/INPUT/LOOKUP changelog producer now."
+    if engine_of(core).refuses_deletion_vectors:
+        return ("First row merge engine does not need deletion vectors because there is no deletion of old "
+                "data in this merge engine.")
+    return None
 
 
 def check_engine_producer(what: str, core: CoreOptions) -> None:

@@ -55,7 +55,6 @@ from lake_assets.formats.file_format import file_format
 from lake_assets.formats.file_index import write_problems as file_index_write_problems
 from lake_assets.formats.format_options import FORMAT_PREFIXES, written_formats
 from lake_assets.lsm.bucket_function import function_problem
-from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.ops.default_values import default_value_refusals
 from lake_assets.option_classification import (
     READ_HARMLESS_KEYS,
@@ -73,6 +72,7 @@ from lake_assets.options import CoreOptions, per_operation_rule
 from lake_assets.refusal import DATA, MAINTENANCE, PATHS, READS, Op, Refusal, refuse
 from lake_assets.spec.partition import unnameable_partition_keys
 from lake_assets.spec.schema import TableSchema
+from lake_assets.table_rules import deletion_vector_problem
 
 
 def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
@@ -249,10 +249,13 @@ def _format_refusals(schema: TableSchema) -> list[Refusal]:
 
 def _dv_refusals(schema: TableSchema) -> list[Refusal]:
     """What deletion-vector tables refuse: reads (batch, and the full phase of streams) apply the
-    vectors, compaction of deduplicate tables writes them (ops/deletion_vectors.py,
-    ops/dv_compact.py), that of unaware-bucket append tables applies them and deletes mark them
-    (ops/append_vectors.py); other engines (they would need the old values looked up) are refused for
-    writes and compaction. Both vector forms (``deletion-vectors.bitmap64``) are read and written."""
+    vectors; compaction writes them for every primary-key engine Paimon allows with vectors
+    (ops/deletion_vectors.py, ops/dv_compact.py; partial-update, aggregation and sequence.field
+    merge each key's old row in, ops/dv_old_values.py), with changelog-producer none, input or
+    lookup; that of unaware-bucket append tables applies them and deletes mark them
+    (ops/append_vectors.py). What Paimon refuses (first-row, full-compaction changelog) is refused
+    for writes and compaction with Paimon's reason (`table_rules.deletion_vector_problem`). Both
+    vector forms (``deletion-vectors.bitmap64``) are read and written."""
     options = schema.options
     if not is_true(options.get("deletion-vectors.enabled")):
         return []
@@ -265,20 +268,13 @@ def _dv_refusals(schema: TableSchema) -> list[Refusal]:
         # compaction applies and drops the vectors, deletes mark them (ops/append_vectors.py);
         # bucketed append tables are refused writes and compaction whatever their vectors
         return out
-    if not engine_of(opts).deletion_vectors_by_key:
-        out.append(Refusal(f"deletion vectors with merge-engine {opts.merge_engine!r}",
-                           "compaction writes deletion vectors for the deduplicate engine only",
-                           frozenset({Op.WRITE, Op.COMPACT})))
-    if opts.sequence_fields or opts.ignore_delete:
-        # the rows the output replaces are decided by sequence.field values (or kept against a
-        # delete): compaction would have to look the old values up, not only their keys
-        what = "sequence.field" if opts.sequence_fields else "ignore-delete"
-        out.append(Refusal(f"deletion vectors with {what}",
-                           "compaction writes deletion vectors when the newest row of a key always wins only",
-                           frozenset({Op.WRITE, Op.COMPACT})))
-    if opts.changelog_producer not in ("none", "input"):
-        out.append(Refusal(f"deletion vectors with changelog-producer {opts.changelog_producer!r}",
-                           "compaction writes deletion vectors without changelog production only",
+    try:
+        problem = deletion_vector_problem(opts)
+    except UnsupportedFeatureError:  # an unknown merge-engine is refused when the table opens
+        return out
+    if problem is not None:
+        out.append(Refusal(f"deletion vectors with merge-engine {opts.merge_engine!r} and changelog-producer "
+                           f"{opts.changelog_producer!r}", f"Paimon refuses the table: {problem}",
                            frozenset({Op.WRITE, Op.COMPACT})))
     return out
 

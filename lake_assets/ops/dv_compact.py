@@ -6,7 +6,9 @@ than any row of the bucket's files above the unit (universal compaction picks th
 so each such row is superseded: its position goes into the deletion vector of its file. Retract
 rows are dropped from the output at every level, since the vectors now hide the rows they
 retracted. After the commit, every key of the bucket has one live row above level 0, and reads
-need no merge (`ops/deletion_vectors.py`).
+need no merge (`ops/deletion_vectors.py`). Engines whose result depends on that row
+(partial-update, aggregation, ``sequence.field``) merge it in first (`ops/dv_old_values.py`, through
+`VectorUpdate.found`, `live` and `record`).
 
 The bucket's vectors live in one index file: the unit writes a new one holding the vectors of
 files that stay live (old marks plus new ones; rewritten files' vectors go with them) and the
@@ -180,23 +182,45 @@ class VectorUpdate:
         self._found: dict[str, BitMap] = {}  # rewritten file -> positions whose key the unit output
         self._marked: dict[str, DeletionVector] = {}  # looked-up file -> its old vector plus those positions
         self._bounds: dict[str, tuple[object, object]] = {}  # file name -> its first key column's range
+        self._kept: dict[str, np.ndarray | None] = {}  # file name -> the rows its old vector keeps
+
+    @property
+    def int_key(self) -> bool:
+        """Whether the key is one integer column (files are searched through `IntKeyPositions`)."""
+        return self._int_key
 
     def note(self, merged: pa.Table) -> None:
         """Look up the keys of merged output rows (retract rows included: they supersede too), one
         merge step's sorted output at a time; nothing of ``merged`` is kept."""
-        if not merged.num_rows:
-            return
-        keys = merged.select(self.key_names)
+        for meta, positions in self.found(merged.select(self.key_names)):
+            self.record(meta.file_name, positions)
+
+    def found(self, keys: pa.Table) -> list[tuple[DataFileMeta, np.ndarray]]:
+        """Each file above the unit (or rewritten beside it) holding a key of ``keys`` (key columns,
+        sorted, one row per key), with the ascending positions of those rows: every row of the
+        file counts, those its old vector deletes included."""
+        if not keys.num_rows:
+            return []
         wanted = _sorted_int_keys(keys) if self._int_key else None
         marks = WantedKeys(wanted) if wanted is not None else None  # built at first use
+        out = []
         for meta in self._targets.values():
             if not self._may_hold(meta, keys, wanted):
                 continue
             positions = self._positions(meta, keys, marks)
             if positions.size:
-                self._record(meta.file_name, positions)
+                out.append((meta, positions))
+        return out
 
-    def _record(self, name: str, positions: np.ndarray) -> None:
+    def live(self, meta: DataFileMeta, positions: np.ndarray) -> np.ndarray:
+        """The ``positions`` of ``meta`` its old vector keeps (rows a read of the bucket still sees)."""
+        name = meta.file_name
+        if name not in self._kept:  # once per file and unit, not per merge step
+            self._kept[name] = deleted_mask(self._old_vectors().get(name), meta.row_count, name)
+        kept = self._kept[name]
+        return positions if kept is None else positions[kept[positions]]
+
+    def record(self, name: str, positions: np.ndarray) -> None:
         """Keep ``positions`` of file ``name`` found by one merge step."""
         if name in self._rewrite_names:
             found = self._found.get(name)

@@ -250,11 +250,12 @@ class SplitReader:
 
     def read_file(
         self, split: Split, meta: DataFileMeta, with_system: bool, columns: Sequence[str] | None = None,
-        *, use_threads: bool | None = None,
+        *, use_threads: bool | None = None, rows: np.ndarray | None = None,
     ) -> pa.Table:
         """Read one file as the current schema's ``columns`` (default: the read columns, matched
         by field id), plus system columns; ``use_threads`` (default `file_threads`) lets pyarrow
-        decode the file's columns in its own threads."""
+        decode the file's columns in its own threads. ``rows`` (a bool per row of the file)
+        reads those rows only, in place of what the split's deletion vector keeps."""
         layout = self._layout(meta.schema_id, columns)
         file_cols = layout.file_columns
         if with_system:
@@ -262,7 +263,7 @@ class SplitReader:
         path = self.store.data_file_path(split.partition, split.bucket, meta)
         try:
             # a missing index file is mapped as a missing data file is (`missing_file_error`)
-            keep = self._kept_rows(split, meta, meta.row_count)
+            keep = self._kept_rows(split, meta, meta.row_count) if rows is None else rows
             # the format reader drops the rows the deletion vector deletes before it builds strings
             # (`FileFormat.read_rows`)
             threads = self.file_threads if use_threads is None else use_threads

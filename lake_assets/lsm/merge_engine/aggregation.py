@@ -38,6 +38,10 @@ class Aggregation:
     def __init__(self, schema_fields: SchemaFields, key_names: Sequence[str], options: CoreOptions) -> None:
         self.types = {name: dtype for name, dtype in schema_fields}
         self.key_names = tuple(key_names)
+        # Paimon's lookup wrapper (LookupChangelogMergeFunctionWrapper.calculateResult) merges a
+        # key's only record too, where its ReducerMergeFunctionWrapper emits it as it is
+        # (keep_singles): set for the compactions that look old values up (ops/dv_old_values.py)
+        self.merges_singles = False
         names = set(self.types)
         for k in self.key_names:
             if k not in names:
@@ -70,7 +74,7 @@ class Aggregation:
             kinds = kinds_of(table)
             retract = is_retract(kinds)
         grouping = group_keys(table, key_names)
-        if all_single(grouping, table.num_rows):
+        if not self.merges_singles and all_single(grouping, table.num_rows):
             # every key has one record: emitted as it is (see keep_singles); a retraction a
             # function cannot take still fails now rather than when it meets an older record
             if retract.any():
@@ -99,5 +103,5 @@ class Aggregation:
             return None if fn is None else fold(fn, col, rows, rows_retract, rows_gid, n_groups)
 
         merged_rows = one_row_per_group(table, set(key_names) | set(self.key_names), starts, ends, deleted, merged)
-        return keep_singles(table, grouping, merged_rows)
+        return merged_rows if self.merges_singles else keep_singles(table, grouping, merged_rows)
 

@@ -68,6 +68,10 @@ class PartialUpdate:
     def __init__(self, schema_fields: SchemaFields, key_names: Sequence[str], options: CoreOptions) -> None:
         self.types = {name: dtype for name, dtype in schema_fields}
         self.key_names = tuple(key_names)
+        # Paimon's lookup wrapper (LookupChangelogMergeFunctionWrapper.calculateResult) merges a
+        # key's only record too, where its ReducerMergeFunctionWrapper emits it as it is
+        # (keep_singles): set for the compactions that look old values up (ops/dv_old_values.py)
+        self.merges_singles = False
         names = [name for name, _ in schema_fields]
         for k in self.key_names:
             if k not in self.types:
@@ -137,7 +141,7 @@ class PartialUpdate:
             kinds = kinds_of(table)
             retract = is_retract(kinds)
         grouping = group_keys(table, key_names)
-        if not self.groups and all_single(grouping, table.num_rows):
+        if not self.groups and not self.merges_singles and all_single(grouping, table.num_rows):
             return table  # every key has one record: emitted as it is (see keep_singles)
         if self.groups:
             # merged even when every key has one record: a retraction a grouped function cannot
@@ -145,7 +149,7 @@ class PartialUpdate:
             merged = self._merge_groups(table, key_names, grouping, retract)
         else:
             merged = self._merge_plain(table, key_names, grouping, kinds)
-        return keep_singles(table, grouping, merged)
+        return merged if self.merges_singles else keep_singles(table, grouping, merged)
 
     def _merge_plain(
         self, table: pa.Table, key_names: Sequence[str], grouping: Grouping, kinds: np.ndarray

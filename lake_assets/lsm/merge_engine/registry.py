@@ -55,8 +55,11 @@ class MergeEngine:
     # The only changelog producers Paimon accepts with the engine (its SchemaValidation); None: any.
     changelog_producers: tuple[str, ...] | None = None
     # The newest record of a key replaces its older rows whatever their values, so compaction can
-    # write deletion vectors from keys alone (ops/dv_compact.py); other engines need old values.
+    # write deletion vectors from keys alone (ops/dv_compact.py); other engines merge the old rows
+    # in (ops/dv_old_values.py).
     deletion_vectors_by_key: bool = False
+    # Paimon refuses deletion vectors with the engine (SchemaValidation.validateForDeletionVectors)
+    refuses_deletion_vectors: bool = False
 
     def create(self, fields: SchemaFields, key_names: Sequence[str], options: CoreOptions) -> MergeFunction:
         """The merge function for a table with these columns, trimmed primary key and typed options
@@ -83,7 +86,7 @@ MERGE_ENGINES: Mapping[str, MergeEngine] = {
         MergeEngine(
             FIRST_ROW, _first_row,
             level0_in_batch_reads=False, needs_lookup=True, drops_known_keys=True,
-            changelog_for_unchanged_keys=False, changelog_producers=("none", "lookup"),
+            changelog_for_unchanged_keys=False, changelog_producers=("none", "lookup"), refuses_deletion_vectors=True,
         ),
     )
 }

@@ -14,10 +14,12 @@ from lake_assets.lsm.changelog import diff_states
 from lake_assets.lsm.key_compare import key_view
 from lake_assets.lsm.key_membership import sorted_key_mask
 from lake_assets.lsm.merge import is_retract, sort_and_merge, sort_for_merge
+from lake_assets.lsm.merge_engine.function import MergeFunction
 from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.lsm.run_partition import RunCursor, key_at, split_into_runs
 from lake_assets.ops.compact.fan_in import bounded_inputs, sort_spill_threshold, spill_directory
+from lake_assets.ops.dv_old_values import lookup_merge_function, needs_old_values
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
 from lake_assets.ops.streaming_read import stream_bounds
@@ -28,11 +30,11 @@ if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
 
 
-def _merged_state(store: FileStore, data: pa.Table) -> pa.Table:
+def _merged_state(store: FileStore, data: pa.Table, merge_fn: MergeFunction) -> pa.Table:
     """One live row per key (retract results removed)."""
     opts = store.schema.core_options
     keys = list(store.schema.trimmed_primary_keys)
-    merged = sort_and_merge(data, keys, store.merge_function(), opts.sequence_fields, opts.sequence_descending)
+    merged = sort_and_merge(data, keys, merge_fn, opts.sequence_fields, opts.sequence_descending)
     keep = ~is_retract(merged.column(VALUE_KIND).to_numpy())
     return merged if keep.all() else merged.filter(pa.array(keep))
 
@@ -68,6 +70,10 @@ def produce_changelog(store: FileStore, task: CompactionTask, split: Split, read
     # Keys with new records get a -U/+U pair even when the old record wins (Java's lookup and
     # full-compaction wrappers); first-row's wrapper emits only the +I of a new key.
     unchanged_pairs = engine_of(opts).changelog_for_unchanged_keys
+    merge_fn = store.merge_function()
+    if task.deletion_vectors and needs_old_values(opts):
+        # the rows the unit writes (ops/dv_old_values.py): the after images must be those rows
+        merge_fn = lookup_merge_function(merge_fn)
 
     def diff(fresh: pa.Table) -> pa.Table:
         # the chunk holds every new version of its keys (merge_sorted); older ones from the runs
@@ -85,8 +91,8 @@ def produce_changelog(store: FileStore, task: CompactionTask, split: Split, read
         for cursor in older:
             cursor.visit(lo, hi, keys, keep)
         before_rows = pa.concat_tables(parts) if parts else fresh.schema.empty_table()
-        before_state = _merged_state(store, before_rows)
-        after_state = _merged_state(store, pa.concat_tables([before_rows, fresh]))
+        before_state = _merged_state(store, before_rows, merge_fn)
+        after_state = _merged_state(store, pa.concat_tables([before_rows, fresh]), merge_fn)
         return diff_states(before_state, after_state, keys, values, row_deduplicate=opts.changelog_row_deduplicate,
                            touched_keys=new_keys if unchanged_pairs else None)
 

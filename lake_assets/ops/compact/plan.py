@@ -29,6 +29,7 @@ from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.ops.append_vectors import plan_groups
 from lake_assets.ops.bucket_count import check_bucket_count
 from lake_assets.ops.dv_compact import delete_heavy_files
+from lake_assets.ops.dv_old_values import needs_old_values
 from lake_assets.ops.plan import plan_splits
 from lake_assets.ops.scan import Split
 from lake_assets.predicate import Predicate
@@ -197,8 +198,13 @@ def plan_bucket(
         # Every level-0 row is looked up above (a relabelled level-0 file has its keys read for
         # that), and retract rows go: the vectors hide what they retracted, and raw reads must
         # never meet one. So a level-0 file that may hold retracts is rewritten, not relabelled.
+        # Engines that merge a key's old row in (dv_old_values.py) rewrite every level-0 file
+        # unless the unit writes the top level (nothing above to look up), as Java's
+        # LookupMergeTreeCompactRewriter.upgradeStrategy.
+        merges_old = needs_old_values(opts)
         sections = [RewriteSection("rewrite", s.output_level, s.intervals, True)
-                    if s.kind == "rewrite" or (s.files[0].level == 0 and s.files[0].delete_row_count != 0)
+                    if s.kind == "rewrite" or (s.files[0].level == 0 and (
+                        s.files[0].delete_row_count != 0 or (merges_old and s.output_level != levels.max_level)))
                     else s for s in sections]
         in_unit = {f.file_name for f in unit.files}
         heavy = [f for f in heavy if f.file_name not in in_unit]

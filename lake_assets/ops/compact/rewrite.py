@@ -14,6 +14,7 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from functools import partial
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 
 from lake_assets.formats.data_file import FILE_SOURCE_COMPACT, DataFileWriter
@@ -30,6 +31,7 @@ from lake_assets.ops.compact.memory import DEFAULT_MERGE_ROWS, merge_rows, read_
 from lake_assets.ops.compact.plan import CompactionTask
 from lake_assets.ops.deletion_vectors import VectorLoader
 from lake_assets.ops.dv_compact import VectorUpdate
+from lake_assets.ops.dv_old_values import OldValues, lookup_merge_function, needs_old_values
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
 from lake_assets.ops.spill import spill_root
@@ -105,6 +107,9 @@ def run_compaction_task(
     rollings = []
     vectors = (VectorUpdate(store, split, lambda: unit.reader, task.dv_lookup_files, task.dv_rewrite_files,
                             unit.vectors) if task.deletion_vectors and not task.append_groups else None)
+    # partial-update, aggregation, sequence.field: each key's live row above is merged in (dv_old_values.py)
+    old_values = (OldValues(vectors, partial(_selected_rows, unit, split), store.schema.trimmed_primary_keys)
+                  if vectors is not None and needs_old_values(opts) else None)
     index_paths: list[str] = []
     spill = spill_directory(opts, root)  # created on a unit's first spill only
     try:
@@ -133,6 +138,8 @@ def run_compaction_task(
                                  index_before=old_index, index_after=new_index)
         key_names = list(store.schema.trimmed_primary_keys)
         merge_fn = store.merge_function()
+        if old_values is not None:
+            merge_fn = lookup_merge_function(merge_fn)
         fan_in = sort_spill_threshold(opts)
 
         def sort_chunk(chunk: pa.Table) -> pa.Table:
@@ -153,8 +160,10 @@ def run_compaction_task(
                 continue
 
             def merge(chunk: pa.Table, drop: bool = section.drop_delete) -> pa.Table:
+                if old_values is not None:
+                    chunk = old_values.merge_in(chunk)  # marks the old rows it adds
                 merged = sort_and_merge(chunk, key_names, merge_fn, opts.sequence_fields, opts.sequence_descending)
-                if vectors is not None:
+                if vectors is not None and old_values is None:
                     vectors.note(merged)
                 if known is not None:
                     merged = known.drop(merged)
@@ -221,6 +230,12 @@ def run_compaction_task(
     return CommitMessage(task.partition, task.bucket, task.total_buckets,
                          compact_before=tuple(before), compact_after=tuple(after),
                          compact_changelog=tuple(changelog), index_before=index_before, index_after=index_after)
+
+
+def _selected_rows(unit: _UnitFiles, split: Split, meta: DataFileMeta, rows: np.ndarray) -> pa.Table:
+    """The ``rows`` (a bool per row) of ``meta``, with system columns, no deletion vector applied."""
+    whole = Split(split.partition, split.partition_values, split.bucket, split.total_buckets, [meta])
+    return unit.reader.read_file(whole, meta, True, rows=rows)
 
 
 def _batches(reader: SplitReader, split: Split, batch_rows: int, meta: DataFileMeta) -> Iterator[pa.Table]:

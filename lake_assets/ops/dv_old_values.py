@@ -1,0 +1,135 @@
+"""Old values a deletion-vector compaction merges in, as Paimon's lookup compaction does.
+
+A unit of a deduplicate table marks the rows it supersedes from their keys alone
+(`ops.dv_compact.VectorUpdate.note`): the newest record wins whatever the older row holds. With
+``merge-engine`` partial-update or aggregation the result of a key depends on its older row, and
+with ``sequence.field`` the older row may win. Paimon's lookup compaction
+(``LookupChangelogMergeFunctionWrapper``) then looks each key of the unit up in the levels above
+its output (``LookupLevels.lookup(key, outputLevel + 1)``: the first level holding a live row),
+merges that row with the key's new records in sequence order (``calculateResult``), writes the
+result and marks the old row deleted (``notifyNewDeletion``). A key whose live row is already
+among the unit's inputs (a level above 0 rewritten by the unit) has nothing above it to find.
+
+`OldValues.merge_in` does the same for all keys of one merge step at once: their positions in the
+files above come from the unit's `VectorUpdate.found` (the deduplicate path's per-file key
+lookup), the live ones (kept by the old vectors) are read from their files with a row mask, the
+lowest level's row of a key is kept, its position is marked, and those rows join the step's
+records before the merge. Memory: one file's selected rows at a time, then the step's old rows
+(at most one per key of the step, so bounded by ``compaction.merge-rows``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lake_assets.errors import CorruptMetadataError
+from lake_assets.lsm.key_compare import key_view
+from lake_assets.lsm.merge import group_bounds
+from lake_assets.lsm.merge_engine.function import MergeFunction
+from lake_assets.lsm.merge_engine.registry import engine_of
+from lake_assets.spec.manifest import DataFileMeta
+
+if TYPE_CHECKING:
+    from lake_assets.ops.dv_compact import VectorUpdate
+    from lake_assets.options import CoreOptions
+
+ReadRows = Callable[[DataFileMeta, np.ndarray], pa.Table]
+"""Reads the rows of a file a bool mask selects (every row counted, no deletion vector applied),
+with system columns, in file order."""
+
+
+def needs_old_values(options: CoreOptions) -> bool:
+    """Whether a deletion-vector compaction must merge each key's older row into its output (Java
+    persists looked-up values for the same engines: ``PositionedKeyValueProcessor``'s
+    ``mergeEngine != DEDUPLICATE || !sequenceField.isEmpty()``). ``ignore-delete`` alone needs no
+    values: a deduplicate key whose new records are all ignored deletes has no output row, so its
+    old row is not marked and stays."""
+    return not engine_of(options).deletion_vectors_by_key or bool(options.sequence_fields)
+
+
+def lookup_merge_function(function: MergeFunction) -> MergeFunction:
+    """``function`` as Paimon's lookup compaction applies it: to a key's only record as well (the
+    partial-update and aggregation engines otherwise emit it unchanged, as Java's reducer wrapper
+    does; a lone record with an all-null sequence group then keeps its group's values, where the
+    lookup merge drops them)."""
+    if not hasattr(function, "merges_singles"):
+        return function
+    lookup = copy.copy(function)
+    lookup.merges_singles = True
+    return lookup
+
+
+class OldValues:
+    """The live rows above a compaction unit for the keys it merges, one merge step at a time."""
+
+    def __init__(self, update: VectorUpdate, read_rows: ReadRows, key_names: Sequence[str]) -> None:
+        self.update = update
+        self._read = read_rows
+        self.key_names = list(key_names)
+        self._int_key = update.int_key
+
+    def merge_in(self, chunk: pa.Table) -> pa.Table:
+        """``chunk`` (every record of its keys the unit holds) with each key's live row from above
+        the unit put in front; those rows' positions are marked in the vectors the unit writes."""
+        keys = self._distinct_keys(chunk)
+        found = [(meta, live) for meta, positions in self.update.found(keys)
+                 if (live := self.update.live(meta, positions)).size]
+        if not found:
+            return chunk
+        found.sort(key=lambda item: item[0].level)  # LookupLevels: the lowest level first
+        tables = []
+        for meta, live in found:
+            mask = np.zeros(meta.row_count, dtype=bool)
+            mask[live] = True
+            rows = self._read(meta, mask)
+            if rows.num_rows != live.size:
+                raise CorruptMetadataError(f"{meta.file_name} gave {rows.num_rows} rows for {live.size} positions")
+            tables.append(rows)
+        if len(found) == 1:
+            meta, live = found[0]
+            self.update.record(meta.file_name, live)
+            old = tables[0]
+        else:
+            old = self._lowest_level_rows(found, tables)
+        if old.schema != chunk.schema:  # the same reader gives both: only nullability may differ
+            old = old.select(chunk.column_names).cast(chunk.schema)
+        return pa.concat_tables([old, chunk])
+
+    def _lowest_level_rows(self, found: list[tuple[DataFileMeta, np.ndarray]], tables: list[pa.Table]) -> pa.Table:
+        """One row per key from rows of several files (``found`` by ascending level): the first
+        level's, as Paimon's lookup stops at the first level holding the key; only that row is
+        marked. (A deletion-vector compaction leaves one live row per key above level 0: several
+        come only from files written otherwise.)"""
+        rows = pa.concat_tables(tables)
+        which = np.concatenate([np.full(live.size, i, dtype=np.int64) for i, (_, live) in enumerate(found)])
+        positions = np.concatenate([live for _, live in found])
+        order = pc.sort_indices(key_view(rows.select(self.key_names), self.key_names),
+                                sort_keys=[(k, "ascending") for k in self.key_names]).to_numpy()
+        # sort_indices is stable: among equal keys, concatenation order (the lowest level) first
+        starts, _ = group_bounds(rows.take(pa.array(order)).select(self.key_names), self.key_names)
+        picked = np.sort(order[starts])
+        for i, (meta, _) in enumerate(found):
+            mine = picked[which[picked] == i]
+            if mine.size:
+                self.update.record(meta.file_name, positions[mine])
+        return rows.take(pa.array(picked))
+
+    def _distinct_keys(self, chunk: pa.Table) -> pa.Table:
+        """The key columns of ``chunk``, sorted, one row per key (an integer key is left as it is:
+        `VectorUpdate.found` sorts and dedupes its values itself)."""
+        keys = chunk.select(self.key_names)
+        if self._int_key or keys.num_rows <= 1:
+            return keys
+        order = pc.sort_indices(key_view(keys, self.key_names), sort_keys=[(k, "ascending") for k in self.key_names])
+        keys = keys.take(order)
+        starts, _ = group_bounds(keys, self.key_names)
+        return keys if starts.size == keys.num_rows else keys.take(pa.array(starts))
+
+
+__all__ = ["OldValues", "ReadRows", "lookup_merge_function", "needs_old_values"]
