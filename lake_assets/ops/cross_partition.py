@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from lake_assets.errors import OptionError
+from lake_assets.errors import InvalidDataError, OptionError
+from lake_assets.lsm.merge import is_retract
 from lake_assets.lsm.merge_engine.names import DEDUPLICATE, FIRST_ROW
 from lake_assets.ops.key_index import ENTRY_SCHEMA, KeyIndex, Locations, encode_keys
 from lake_assets.ops.read import SplitReader
@@ -89,8 +90,8 @@ class CrossPartitionRouter:
         # the snapshot the index was bootstrapped from (0: an empty table): commits check it
         self.base_snapshot = snapshot.id if snapshot is not None else 0
         self.index = KeyIndex(store.name, opts.write_buffer_size // 2, spill_dir)
-        # live keys per (partition id, bucket), Paimon's BucketAssigner statistics
-        self.counts: dict[tuple[int, int], int] = {}
+        # live keys per bucket of each partition id, Paimon's BucketAssigner statistics
+        self.counts: dict[int, dict[int, int]] = {}
         if snapshot is not None:
             self.index.bootstrap(self._bootstrap_entries(snapshot))
 
@@ -118,7 +119,7 @@ class CrossPartitionRouter:
                 yield pa.table([encoded, pa.array(hashes), pa.array(np.full(n, part, dtype=np.int32)),
                                 pa.array(np.full(n, split.bucket, dtype=np.int32))], schema=ENTRY_SCHEMA)
             if live:
-                self.counts[(part, split.bucket)] = self.counts.get((part, split.bucket), 0) + live
+                self._add_count(part, split.bucket, live)
 
     # ---------------------------------------------------------------- routing
     def route(self, data: pa.Table, kinds: np.ndarray) -> tuple[pa.Table, np.ndarray, np.ndarray]:
@@ -165,19 +166,22 @@ class CrossPartitionRouter:
         kept = ~change[run_start]  # a key's first run in its indexed partition keeps its bucket
         run_bucket[kept] = where.buckets[sorted_code[run_start[kept]]]
         moves = change & (prev_part >= 0)
-        from_index = moves & key_start  # moves out of a location the index gave
-        for p, b in zip(prev_part[from_index].tolist(), where.buckets[sorted_code[from_index]].tolist(), strict=True):
-            self._add_count(p, b, -1)  # Java's decrement, before the batch's new keys are placed
-        placed = np.flatnonzero(~kept)
-        by_arrival = placed[np.argsort(order[run_start[placed]], kind="stable")]
-        run_bucket[by_arrival] = self._place(part_sorted[run_start[by_arrival]],
-                                             key_hashes[sorted_code[run_start[by_arrival]]])
-        # a run a later run of its key leaves was placed and moved away within the batch: net no key
-        last_run = np.ones(len(run_start), dtype=bool)
-        last_run[:-1] = key_start[run_start[1:]]
-        for p, b in zip(part_sorted[run_start[~last_run & ~kept]].tolist(), run_bucket[~last_run & ~kept].tolist(),
-                        strict=True):
-            self._add_count(p, b, -1)
+        # Placements and the decrements of moves, in arrival order as Java takes them: a move
+        # frees its old slot just before its own placement, so the placements between two moves
+        # are filled at once (`_place`), one step per move.
+        events = np.flatnonzero(change)
+        events = events[np.argsort(order[events], kind="stable")]
+        at_move = np.flatnonzero(moves[events]).tolist()
+        start = 0
+        for m in [*at_move, len(events)]:
+            if m > start:
+                rows = events[start:m]
+                run_bucket[run[rows]] = self._place(part_sorted[rows], key_hashes[sorted_code[rows]])
+            if m < len(events):
+                row = int(events[m])
+                old = where.buckets[sorted_code[row]] if key_start[row] else run_bucket[run[row] - 1]
+                self._add_count(int(prev_part[row]), int(old), -1)  # Java's BucketAssigner.decrement
+            start = m
         prev_bucket = np.where(key_start, where.buckets[sorted_code], run_bucket[np.maximum(run - 1, 0)])
         row_bucket = run_bucket[run]
         # the -D rows of moves: the moving row with the old partition's values, just before it
@@ -215,6 +219,19 @@ class CrossPartitionRouter:
         if self.engine == FIRST_ROW:
             keep = ~away
             return data.filter(pa.array(keep)), kinds[keep], buckets[keep]
+        retracting = away & is_retract(kinds)
+        if retracting.any():
+            # Java routes it to the old partition as an insert (ProjectToRowFunction builds a new
+            # row and drops the row kind, 0.9 to HEAD): never written here, as no silent coercion
+            i = int(np.flatnonzero(retracting)[0])
+            key = {k: data.column(k)[i].as_py() for k in self.key_names}
+            old = dict(zip(self.partition_keys, deserialize_row(self.index.partitions[int(row_home[i])],
+                                                                self.partition_types), strict=True))
+            raise InvalidDataError(
+                f"Cannot write to {self.store.name}: {int(retracting.sum())} retraction(s) (-D/-U) of keys living "
+                f"in another partition, e.g. key {key} lives in {old}; a {self.engine} cross-partition table "
+                "applies a row to the key's partition, where Paimon would write the retraction as an insert; "
+                "give retractions the partition of their key")
         moved = np.flatnonzero(away)
         rewritten = self._with_partitions(data.take(pa.array(moved)), row_home[moved])
         out = pa.concat_tables([data.filter(pa.array(~away)), rewritten])
@@ -224,8 +241,8 @@ class CrossPartitionRouter:
 
     # ------------------------------------------------------------- placement
     def _add_count(self, part: int, bucket: int, delta: int) -> None:
-        key = (part, bucket)
-        self.counts[key] = self.counts.get(key, 0) + delta
+        counts = self.counts.setdefault(part, {})
+        counts[bucket] = counts.get(bucket, 0) + delta
 
     def _place(self, parts: np.ndarray, hashes: np.ndarray) -> np.ndarray:
         """Buckets for new placements (in arrival order) of keys with ``hashes`` into ``parts``:
@@ -244,16 +261,16 @@ class CrossPartitionRouter:
 
     def _fill(self, part: int, assigner: int, k: int) -> np.ndarray:
         n, target = self.num_assigners, self.target
-        mine = sorted(b for (p, b) in self.counts if p == part)
+        counts = self.counts.setdefault(part, {})
         ids: list[int] = []
         caps: list[int] = []
-        for b in mine:
-            if abs(b % n) == assigner and self.counts[(part, b)] < target:
+        for b in sorted(counts):
+            if abs(b % n) == assigner and counts[b] < target:
                 ids.append(b)
-                caps.append(target - self.counts[(part, b)])
+                caps.append(target - counts[b])
         missing = k - sum(caps)
         candidate = assigner
-        used = set(mine)
+        used = counts
         while missing > 0:
             if candidate >= MAX_BUCKETS:
                 raise OptionError(
