@@ -240,8 +240,8 @@ class KeyIndex:
         """Record where ``keys`` (distinct) live now."""
         if not len(keys):
             return
-        table = pa.table([keys, pa.array(hashes, pa.int32()), pa.array(parts, pa.int32()),
-                          pa.array(buckets, pa.int32())], schema=ENTRY_SCHEMA)
+        table = _sorted_entries(pa.table([keys, pa.array(hashes, pa.int32()), pa.array(parts, pa.int32()),
+                                          pa.array(buckets, pa.int32())], schema=ENTRY_SCHEMA))
         self._added.append(table)
         self._added_bytes += table.nbytes
         if self._dir is None:
