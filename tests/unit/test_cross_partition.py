@@ -130,10 +130,10 @@ def test_create_rules_follow_paimons_schema_validation(tmp_path: Path) -> None:
     cat.create_database("db")
     with pytest.raises(SchemaError, match="needs dynamic bucket mode"):
         cat.create_table("db.f", SCHEMA, primary_keys=["id"], partition_keys=["dt"], options={"bucket": "2"})
-    with pytest.raises(SchemaError, match="sequence.field cannot be used in cross-partition"):
+    with pytest.raises(SchemaError, match=r"sequence\.field cannot be used in cross-partition"):
         cat.create_table("db.s", SCHEMA, primary_keys=["id"], partition_keys=["dt"], options={"sequence.field": "v"})
     t = cat.create_table("db.ok", SCHEMA, primary_keys=["id"], partition_keys=["dt"], options={"bucket": "-1"})
-    with pytest.raises(SchemaError, match="sequence.field cannot be used in cross-partition"):
+    with pytest.raises(SchemaError, match=r"sequence\.field cannot be used in cross-partition"):
         t.update_schema().set_option("sequence.field", "v").commit()
 
 
