@@ -74,6 +74,7 @@ class TableCommitter:
         self._seen_committed = False
         # the messages of the current `commit` that a cross-partition upsert writer made
         self._key_index_messages: Sequence[CommitMessage] = []
+        self._key_race_cleared: set[int] = set()  # see `check_key_index_race`
 
     @property
     def may_have_landed(self) -> bool:
@@ -297,7 +298,8 @@ class TableCommitter:
                                      or _adds_real_buckets_of_postpone_table(self.store, delta)):
                 check_conflicts(self.store, latest, delta, kind)
             if kind != CommitKind.COMPACT and self._key_index_messages:
-                check_key_index_race(self.store, latest, self._key_index_messages, self.commit_user)
+                check_key_index_race(self.store, latest, self._key_index_messages, self.commit_user,
+                                     self._key_race_cleared)
             written: list[str] = [] if prepared is None else prepared.written
             try:
                 if prepared is None:

@@ -44,9 +44,12 @@ def key_index_base(messages: Sequence[CommitMessage]) -> int | None:
 
 
 def check_key_index_race(store: FileStore, latest: Snapshot | None, messages: Sequence[CommitMessage],
-                         commit_user: str) -> None:
+                         commit_user: str, cleared: set[int] | None = None) -> None:
     """Raise `CommitConflictError` when a commit of another user since the messages' key-index
-    base added a key that the messages' new files hold (see the module doc)."""
+    base added a key that the messages' new files hold (see the module doc). ``cleared``: ids of
+    snapshots known to add no other writer's keys (this user's, compactions), filled here, so that
+    a long-lived writer's committer reads each snapshot once and one expired since stays checked."""
+    cleared = set() if cleared is None else cleared
     base = key_index_base(messages)
     if base is None or latest is None or latest.id <= base:
         return
@@ -59,6 +62,8 @@ def check_key_index_race(store: FileStore, latest: Snapshot | None, messages: Se
     scan = store.file_store_scan()
     cache: dict[str, pa.Array] = {}
     for sid in range(base + 1, latest.id + 1):
+        if sid in cleared:
+            continue
         try:
             snap = sm.snapshot(sid)
         except SnapshotNotFoundError:
@@ -67,6 +72,7 @@ def check_key_index_race(store: FileStore, latest: Snapshot | None, messages: Se
                 "cross-partition writer's key index was read from, has expired, so whether it moved the same "
                 "keys cannot be checked; write again") from None
         if snap.commit_user == commit_user or snap.commit_kind not in (CommitKind.APPEND, CommitKind.OVERWRITE):
+            cleared.add(sid)
             continue
         theirs = [(e.partition, e.bucket, e.file) for e in scan.delta_entries(snap) if e.kind == FileKind.ADD]
         for mine in ours:
