@@ -30,6 +30,7 @@ bucket's keys once when it starts (Java's bootstrap does the same).
 
 from __future__ import annotations
 
+import heapq
 import time
 from typing import TYPE_CHECKING
 
@@ -166,22 +167,8 @@ class CrossPartitionRouter:
         kept = ~change[run_start]  # a key's first run in its indexed partition keeps its bucket
         run_bucket[kept] = where.buckets[sorted_code[run_start[kept]]]
         moves = change & (prev_part >= 0)
-        # Placements and the decrements of moves, in arrival order as Java takes them: a move
-        # frees its old slot just before its own placement, so the placements between two moves
-        # are filled at once (`_place`), one step per move.
-        events = np.flatnonzero(change)
-        events = events[np.argsort(order[events], kind="stable")]
-        at_move = np.flatnonzero(moves[events]).tolist()
-        start = 0
-        for m in [*at_move, len(events)]:
-            if m > start:
-                rows = events[start:m]
-                run_bucket[run[rows]] = self._place(part_sorted[rows], key_hashes[sorted_code[rows]])
-            if m < len(events):
-                row = int(events[m])
-                old = where.buckets[sorted_code[row]] if key_start[row] else run_bucket[run[row] - 1]
-                self._add_count(int(prev_part[row]), int(old), -1)  # Java's BucketAssigner.decrement
-            start = m
+        self._place_runs(change, moves, order, run, key_start, part_sorted, prev_part, sorted_code, key_hashes,
+                         where, run_bucket)
         prev_bucket = np.where(key_start, where.buckets[sorted_code], run_bucket[np.maximum(run - 1, 0)])
         row_bucket = run_bucket[run]
         # the -D rows of moves: the moving row with the old partition's values, just before it
@@ -240,6 +227,82 @@ class CrossPartitionRouter:
                 np.concatenate([buckets[~away], buckets[moved]])[final])
 
     # ------------------------------------------------------------- placement
+    def _place_runs(self, change: np.ndarray, moves: np.ndarray, order: np.ndarray, run: np.ndarray,
+                    key_start: np.ndarray, part_sorted: np.ndarray, prev_part: np.ndarray, sorted_code: np.ndarray,
+                    key_hashes: np.ndarray, where: Locations, run_bucket: np.ndarray) -> None:
+        """Buckets of the runs a ``deduplicate`` batch places (``change`` rows), with the
+        decrements of its moves, in arrival order as Java takes them: a move frees its old slot
+        before the next placement into that partition. A partition without decrements is filled
+        at once (`_place`); only a partition both losing and receiving keys in the batch is taken
+        event by event (`_place_in_order`), its events being the moves out of it and the
+        placements into it."""
+        placed = np.flatnonzero(change)
+        placed = placed[np.argsort(order[placed], kind="stable")]
+        moved = np.flatnonzero(moves)
+        moved = moved[np.argsort(order[moved], kind="stable")]
+        losing = np.unique(prev_part[moved])
+        into_losing = np.isin(part_sorted[placed], losing)
+        plain = placed[~into_losing]
+        run_bucket[run[plain]] = self._place(part_sorted[plain], key_hashes[sorted_code[plain]])
+        # moves out of partitions receiving nothing: their slots are freed, no placement sees it
+        receiving = np.unique(part_sorted[placed[into_losing]])
+        quiet = moved[~np.isin(prev_part[moved], receiving)]
+        from_index = quiet[key_start[quiet]]
+        for p, b in zip(prev_part[from_index].tolist(), where.buckets[sorted_code[from_index]].tolist(), strict=True):
+            self._add_count(p, b, -1)
+        within = quiet[~key_start[quiet]]  # placed earlier in this batch (into a partition not receiving later)
+        for p, b in zip(prev_part[within].tolist(), run_bucket[run[within] - 1].tolist(), strict=True):
+            self._add_count(p, b, -1)
+        for part in receiving.tolist():
+            mine = placed[part_sorted[placed] == part]
+            out = moved[prev_part[moved] == part]
+            self._place_in_order(part, mine, out, order, run, key_start, sorted_code, key_hashes, where, run_bucket)
+
+    def _place_in_order(self, part: int, placements: np.ndarray, decrements: np.ndarray, order: np.ndarray,
+                        run: np.ndarray, key_start: np.ndarray, sorted_code: np.ndarray, key_hashes: np.ndarray,
+                        where: Locations, run_bucket: np.ndarray) -> None:
+        """Java's BucketAssigner over one partition's events in arrival order: a decrement (a
+        move out) frees a slot, a placement takes the lowest bucket of its assigner below the
+        target, else the lowest unused one. One step per event of this partition."""
+        n, target = self.num_assigners, self.target
+        counts = self.counts.setdefault(part, {})
+        open_: list[list[int]] = [sorted(b for b, c in counts.items() if abs(b % n) == a and c < target)
+                                  for a in range(n)]
+        for heap in open_:
+            heapq.heapify(heap)
+        owners = np.abs(np.fmod(key_hashes[sorted_code[placements]].astype(np.int64), n)).tolist()
+        times = np.concatenate([order[placements], order[decrements]])
+        is_placement = np.concatenate([np.ones(len(placements), bool), np.zeros(len(decrements), bool)])
+        index = np.concatenate([np.arange(len(placements)), np.arange(len(decrements))])
+        seq = np.lexsort((is_placement, times))  # by arrival; a move's decrement first
+        from_index = key_start[decrements]
+        index_bucket = where.buckets[sorted_code[decrements]].tolist()
+        placed_runs = run[placements].tolist()
+        for placing, i in zip(is_placement[seq].tolist(), index[seq].tolist(), strict=True):
+            if not placing:
+                b = index_bucket[i] if from_index[i] else int(run_bucket[run[int(decrements[i])] - 1])
+                counts[b] = counts.get(b, 0) - 1
+                heap = open_[abs(b % n)]
+                if counts[b] == target - 1 or b not in heap:
+                    heapq.heappush(heap, b)
+                continue
+            heap = open_[owners[i]]
+            while heap and counts.get(heap[0], 0) >= target:
+                heapq.heappop(heap)
+            if heap:
+                b = heap[0]
+            else:
+                b = owners[i]
+                while b in counts:
+                    b += n
+                if b >= MAX_BUCKETS:
+                    raise OptionError(
+                        f"Cannot write to {self.store.name}: a partition would need more than {MAX_BUCKETS} "
+                        f"buckets of {target} keys (dynamic-bucket.target-row-num); raise the target")
+                heapq.heappush(heap, b)
+            counts[b] = counts.get(b, 0) + 1
+            run_bucket[placed_runs[i]] = b
+
     def _add_count(self, part: int, bucket: int, delta: int) -> None:
         counts = self.counts.setdefault(part, {})
         counts[bucket] = counts.get(bucket, 0) + delta
