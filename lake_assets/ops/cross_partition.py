@@ -94,18 +94,23 @@ class CrossPartitionRouter:
         # live keys per bucket of each partition id, Paimon's BucketAssigner statistics
         self.counts: dict[int, dict[int, int]] = {}
         if snapshot is not None:
-            self.index.bootstrap(self._bootstrap_entries(snapshot))
+            splits = self._bootstrap_splits(snapshot)
+            self.index.bootstrap(self._bootstrap_entries(snapshot, splits), sum(s.row_count for s in splits))
 
     # -------------------------------------------------------------- bootstrap
-    def _bootstrap_entries(self, snapshot: Snapshot) -> Iterator[pa.Table]:
+    def _bootstrap_splits(self, snapshot: Snapshot) -> list[Split]:
+        """The buckets a bootstrap reads: all of the snapshot's, less those the TTL forgets."""
         from lake_assets.ops.plan import plan_splits  # plan imports the read path, which imports this
 
-        store = self.store
-        splits = plan_splits(store, snapshot, None, Op.WRITE, schema=store.schema)
-        ttl = index_ttl_ms(store)
+        splits = plan_splits(self.store, snapshot, None, Op.WRITE, schema=self.store.schema)
+        ttl = index_ttl_ms(self.store)
         if ttl is not None:
             now = int(time.time() * 1000)
             splits = [s for s in splits if split_in_ttl(s, ttl, now)]
+        return splits
+
+    def _bootstrap_entries(self, snapshot: Snapshot, splits: list[Split]) -> Iterator[pa.Table]:
+        store = self.store
         reader = SplitReader(store, store.schema, self.key_names)
         reader.snapshot_id = snapshot.id
         for split in splits:

@@ -17,9 +17,11 @@ log of the index, vectorized.
 
 Memory: the entries held in memory are bounded by half of ``write-buffer-size`` (Java's bootstrap
 buffers take half of it as well). Past that the index spills: entries go to hash-range shard files
-(Arrow IPC) under the writer's spill directory, each shard sized to fit the bound, and a lookup
-loads the shards its keys fall into one at a time. The entries a writer adds (keys it placed or
-moved) are held in memory until they pass a quarter of the bound, then merged into the shards.
+(Arrow IPC) under the writer's spill directory, as many as make each about half the bound (sized
+from the table's row count; at most 4096), and a lookup loads the shards its keys fall into one at
+a time; a shard is also rewritten one at a time (sorted by hash, one entry per key). The entries
+a writer adds (keys it placed or moved) are held in memory until they pass a quarter of the bound,
+then merged into the shards.
 """
 
 from __future__ import annotations
@@ -149,19 +151,22 @@ class KeyIndex:
         return got
 
     # ------------------------------------------------------------------ build
-    def bootstrap(self, pieces: Iterable[pa.Table]) -> None:
+    def bootstrap(self, pieces: Iterable[pa.Table], expected_entries: int = 0) -> None:
         """Fill the index from ``pieces`` of entries (`ENTRY_SCHEMA`): each key once in the
-        table. A key found in two places is refused, as Paimon's bulk load refuses it."""
+        table. A key found in two places is refused, as Paimon's bulk load refuses it.
+        ``expected_entries`` (the table's row count, an upper bound) sizes the shards if it spills."""
         held: list[pa.Table] = []
         held_bytes = 0
+        held_rows = 0
         writers: list[pa.ipc.RecordBatchStreamWriter] = []
         for piece in pieces:
             if self._dir is None:
                 held.append(piece)
                 held_bytes += piece.nbytes
+                held_rows += piece.num_rows
                 if held_bytes <= self.memory_bytes:
                     continue
-                writers = self._open_shards(held_bytes)
+                writers = self._open_shards(max(held_bytes, expected_entries * held_bytes // max(1, held_rows)))
                 piece = pa.concat_tables(held)
                 held = []
             self._write_to_shards(piece, writers)
@@ -181,10 +186,10 @@ class KeyIndex:
         return os.path.join(self._dir, f"shard-{shard}.arrow")
 
     def _open_shards(self, nbytes: int) -> list[pa.ipc.RecordBatchStreamWriter]:
-        """Switch to shard files: enough shards that each holds about half the memory bound,
-        sized from the bytes held so far (the rest of the table is estimated at four times them)."""
+        """Switch to shard files: enough shards that each of the ``nbytes`` expected holds about
+        half the memory bound (at most 4096 shards: beyond, a shard outgrows the bound)."""
         self._dir = tempfile.mkdtemp(prefix="lake-key-index-", dir=self._spill_dir)
-        self._shards = max(2, min(4096, -(-8 * nbytes // self.memory_bytes)))
+        self._shards = max(2, min(4096, -(-2 * nbytes // self.memory_bytes)))
         return [pa.ipc.new_stream(self._shard_path(s), ENTRY_SCHEMA) for s in range(self._shards)]
 
     def _shard_of(self, hashes: np.ndarray) -> np.ndarray:

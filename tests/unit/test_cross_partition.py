@@ -3,6 +3,7 @@ what such a table refuses (overwrites, fixed buckets, sequence.field) and the co
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 
@@ -56,8 +57,12 @@ def test_key_index_lookups_in_memory_and_spilled(tmp_path: Path, memory: int) ->
     k, h = keys(ids)
     pieces = [pa.table([k.slice(i, 100), pa.array(h[i:i + 100]), pa.array(np.full(100, i // 100, np.int32)),
                         pa.array(np.full(100, 7, np.int32))], schema=ENTRY_SCHEMA) for i in range(0, 1000, 100)]
-    index.bootstrap(pieces)
+    index.bootstrap(pieces, expected_entries=len(ids))
     assert index.spilled == (memory == 4096)
+    if index.spilled:  # sized from the expected entries: each shard about half the bound
+        shard_bytes = [(tmp_path / d / f).stat().st_size for d in os.listdir(tmp_path)
+                       for f in os.listdir(tmp_path / d)]
+        assert len(shard_bytes) >= 8 and max(shard_bytes) <= memory
     probe = [3, 4, 2997, 2998, 0]
     got = index.lookup(*keys(probe))
     assert got.found.tolist() == [True, False, True, False, True]
