@@ -159,8 +159,8 @@ def build_schema(
     names = schema.names
     check_column_names(what, names)
     fields, highest = fields_from_arrow_schema(schema)
-    check_keys(what, fields, primary_keys, partition_keys)
     opts = {str(k): str(v) for k, v in (options or {}).items()}
+    check_keys(what, fields, primary_keys, partition_keys, opts)
     for k in ("primary-key", "partition"):
         if k in opts:
             raise OptionError(f"{what}: pass {k!r} as an argument, not as an option")

@@ -139,6 +139,10 @@ RULES: dict[str, OptionRule] = _rules(
     R("dynamic-partition-overwrite", "bool", True, "Overwrite replaces only the partitions written."),
     R("dynamic-bucket.target-row-num", "long", 2_000_000, "Keys per bucket of a dynamic-bucket primary-key "
       "table before its writer opens another bucket.", minimum=1),
+    R("cross-partition-upsert.index-ttl", "duration", None, "Age after which a cross-partition upsert "
+      "table's writers forget a key: a bucket none of whose files is younger is not bootstrapped into the key "
+      "index, so its keys are written as new keys (never).", note="as Paimon's IndexBootstrap: per bucket "
+      "(ops/cross_partition.py)"),
     R("dynamic-bucket.initial-buckets", "int", None, "Assigners of a dynamic-bucket writer, so buckets a new "
       "partition starts with.", minimum=1, note="lake_assets runs this many assigners in its one writer "
       "(ops/dynamic_bucket.py)"),

@@ -119,6 +119,11 @@ class CoreOptions(MergeOptions):
         return self._typed("dynamic-bucket.target-row-num")  # type: ignore[return-value]
 
     @property
+    def cross_partition_index_ttl_ms(self) -> int | None:
+        """``cross-partition-upsert.index-ttl`` in ms; None (unset): keys are never forgotten."""
+        return self._typed("cross-partition-upsert.index-ttl", None)  # type: ignore[return-value]
+
+    @property
     def dynamic_bucket_assigners(self) -> int:
         """How many assigners a dynamic-bucket writer runs: ``dynamic-bucket.initial-buckets``, else
         ``dynamic-bucket.assigner-parallelism``, else one (ops/dynamic_bucket.py)."""

@@ -12,7 +12,7 @@ them another way would hand Paimon readers files they misread.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from lake_assets.errors import SchemaError, UnsupportedFeatureError
 from lake_assets.spec.data_types import (
@@ -85,10 +85,13 @@ def check_fields(what: str, fields: Iterable[DataField]) -> None:
 
 
 def check_keys(
-    what: str, fields: Sequence[DataField], primary_keys: Sequence[str], partition_keys: Sequence[str]
+    what: str, fields: Sequence[DataField], primary_keys: Sequence[str], partition_keys: Sequence[str],
+    options: Mapping[str, str] | None = None,
 ) -> None:
     """Primary and partition keys: existing, distinct columns of flat types; a primary key holds
-    the partition keys and at least one other column (Paimon's SchemaValidation)."""
+    at least one column that is not a partition key, and every partition key unless the table is
+    a cross-partition upsert table: ``bucket = -1`` (the default) and no ``sequence.field``, as
+    Paimon's SchemaValidation allows (``options`` None: the partition keys are required)."""
     by_name = {f.name: f for f in fields}
     for keys, kind in ((primary_keys, "primary key"), (partition_keys, "partition key")):
         missing = [k for k in keys if k not in by_name]
@@ -98,9 +101,18 @@ def check_keys(
             raise SchemaError(f"{what}: duplicate {kind} columns {list(keys)}")
     if primary_keys:
         outside = [p for p in partition_keys if p not in primary_keys]
-        if outside:
+        if outside and options is None:
             raise SchemaError(
                 f"{what}: primary key {list(primary_keys)} must include the partition keys {outside}")
+        if outside and options is not None:
+            if str(options.get("bucket", "-1")).strip() != "-1":
+                raise SchemaError(
+                    f"{what}: primary key {list(primary_keys)} lacks the partition keys {outside}, which needs "
+                    "dynamic bucket mode (bucket = -1, cross-partition upsert), as in Paimon")
+            if options.get("sequence.field"):
+                raise SchemaError(
+                    f"{what}: sequence.field cannot be used in cross-partition upsert tables (primary key "
+                    f"{list(primary_keys)} lacks the partition keys {outside}), as in Paimon")
         if not [k for k in primary_keys if k not in partition_keys]:
             raise SchemaError(f"{what}: the primary key must have a column that is not a partition key")
     for k in (*primary_keys, *partition_keys):

@@ -98,16 +98,10 @@ def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
         # Paimon's scans see (ops/stream.py)
         return []
     if pk and bucket == -1:
-        missing = cross_partition_fields(schema)
-        if not missing:
-            return []  # dynamic bucket mode: writers keep the hash index (ops/dynamic_bucket.py)
-        return [Refusal(
-            f"cross-partition upsert (bucket = -1 with primary key ({', '.join(schema.primary_keys)}) not "
-            f"containing partition field(s) {', '.join(missing)})",
-            "a key may move between partitions, which needs Paimon's global key index; reads and "
-            "compaction are supported",
-            frozenset({Op.WRITE}),
-        )]
+        # dynamic bucket mode: writers keep the hash index (ops/dynamic_bucket.py); with a key
+        # lacking a partition field (cross-partition upsert) the global key index
+        # (ops/cross_partition.py)
+        return []
     if not pk and bucket > 0:
         return [Refusal(
             f"fixed-bucket mode of append tables with bucket = {bucket}",

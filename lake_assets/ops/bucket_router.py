@@ -8,6 +8,7 @@ flushed, spilled or compacted is the `TableWriter`'s business (ops/write.py).
 
 from __future__ import annotations
 
+import functools
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
@@ -17,11 +18,12 @@ import pyarrow as pa
 from lake_assets.errors import LakeError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER
 from lake_assets.ops.bucket_count import check_bucket_count
+from lake_assets.ops.cross_partition import CrossPartitionRouter
 from lake_assets.ops.dynamic_bucket import DynamicBucketAssigner, assigner_for
 from lake_assets.ops.route import RouteSpec, route
 from lake_assets.ops.writer_state import BucketBuffer, BucketKey, WriterBase
 from lake_assets.spec.binary_row import serialize_row
-from lake_assets.table_support import Op
+from lake_assets.table_support import Op, cross_partition_fields
 
 if TYPE_CHECKING:
     from lake_assets.spec.data_types import DataType
@@ -34,7 +36,7 @@ class BucketRouter:
     def __init__(
         self, store: FileStore, op: Op, *, num_buckets: int, partition_types: list[DataType],
         bucket_types: list[DataType], ignore_previous_files: bool, base: WriterBase | None,
-        checked_count: int | None,
+        checked_count: int | None, spill_dir: str | None = None,
     ) -> None:
         # ``num_buckets``: the writer's count (-1: dynamic for a primary-key table, unaware for an
         # append table); ``base``: the snapshot state to start from, else read at the first row;
@@ -52,6 +54,11 @@ class BucketRouter:
         self.buffered_bytes = 0  # what `route` added to the buffers; the writer subtracts what it flushes
         # the dynamic-bucket assigner, made at the first row of a dynamic-bucket table
         self.assigner: DynamicBucketAssigner | None = None
+        # cross-partition upsert (a dynamic-bucket key without every partition field): the global
+        # key index places rows instead (ops/cross_partition.py), made at the first row
+        self.cross_partition = self.dynamic and bool(cross_partition_fields(self.schema))
+        self.cross_router: CrossPartitionRouter | None = None
+        self._spill_dir = spill_dir
         self._base = base
         # Sequence numbers of a bucket are next, next + stride, ... (see `interleave_sequences`)
         self._sequence_stride = 1
@@ -78,6 +85,11 @@ class BucketRouter:
         """Append conformed rows (with their int8 kinds) to their buckets' buffers, counting
         their bytes in `buffered_bytes`. ``pool`` routes a big batch on its threads."""
         assign = self._assign_dynamic if self.dynamic else None
+        if self.cross_partition:
+            data, kinds, buckets = self._cross_router().route(data, kinds)
+            if data.num_rows == 0:
+                return
+            assign = functools.partial(_given_buckets, buckets)
         for group in route(data, kinds, self._spec, assign, pool):
             buf = self.buffer(group.partition, group.bucket)
             n = group.rows.num_rows
@@ -121,8 +133,21 @@ class BucketRouter:
                                          ignore_previous=self._ignore_previous_files)
         return self.assigner
 
+    def _cross_router(self) -> CrossPartitionRouter:
+        """The writer's cross-partition router, its key index bootstrapped from the snapshot the
+        writer starts from."""
+        if self.cross_router is None:
+            self.cross_router = CrossPartitionRouter(self.store, self.restore().snapshot, self._spill_dir)
+        return self.cross_router
+
     def restore(self) -> WriterBase:
         """Sequence numbers continue from each bucket's live files (Paimon's "scan" init mode)."""
         if self._base is None:
             self._base = WriterBase.restore(self.store, self._op, self._ignore_previous_files)
         return self._base
+
+
+def _given_buckets(buckets: np.ndarray, _data: pa.Table, _part_ids: np.ndarray,
+                   _values: list[tuple[Any, ...]]) -> np.ndarray:
+    """`route`'s assign hook for rows whose buckets are known already (cross-partition tables)."""
+    return buckets

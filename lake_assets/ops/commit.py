@@ -34,6 +34,7 @@ from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.commit_replay import CommitReplay, check_files_exist
 from lake_assets.ops.commit_snapshot import write_snapshot_files
 from lake_assets.ops.index_commit import IndexChange, index_changes, split_hash_changes
+from lake_assets.ops.key_index_race import check_key_index_race, key_index_base
 from lake_assets.ops.overwrite import Overwrite, overwritten_entries
 from lake_assets.ops.scan import merge_entries
 from lake_assets.ops.visibility_wait import invisible_entries, wait_for_visibility, waits_for_visibility
@@ -72,6 +73,9 @@ class TableCommitter:
         # The last `commit` met messages that were committed before (their identifier, or files
         # already gone): their files may be live, so `abort` must not delete them.
         self._seen_committed = False
+        # the messages of the current `commit` that a cross-partition upsert writer made
+        self._key_index_messages: Sequence[CommitMessage] = []
+        self._key_race_cleared: set[int] = set()  # see `check_key_index_race`
 
     @property
     def may_have_landed(self) -> bool:
@@ -147,6 +151,8 @@ class TableCommitter:
         if check_committed and self._replay.landed_before_expiry(messages):
             self._seen_committed = True
             return []
+        # a cross-partition upsert writer's messages: checked against racing writers at each attempt
+        self._key_index_messages = messages if key_index_base(messages) is not None else []
         total = self.store.schema.core_options.bucket if self.store.primary_keys else -1
         append: list[ManifestEntry] = []
         changelog: list[ManifestEntry] = []
@@ -305,6 +311,9 @@ class TableCommitter:
                 check_conflicts(self.store, latest, delta, kind)
                 if keeps_append_vectors(self.store.schema):  # vectors of live, unchanged files only
                     check_vector_targets(self.store, latest, delta, indexes, overwrite=overwrite is not None)
+            if kind != CommitKind.COMPACT and self._key_index_messages:
+                check_key_index_race(self.store, latest, self._key_index_messages, self.commit_user,
+                                     self._key_race_cleared)
             written: list[str] = [] if prepared is None else prepared.written
             try:
                 if prepared is None:

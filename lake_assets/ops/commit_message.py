@@ -51,6 +51,10 @@ class CommitMessage:
     # With a HASH change: the writer's view of the partition's hash index, which the commit checks
     # (ops/index_commit.py, hash_index_view).
     hash_index_view: str = ""
+    # Of a cross-partition upsert writer (ops/cross_partition.py): the snapshot its key index was
+    # bootstrapped from (0: an empty table), which the commit checks for racing writers
+    # (ops/key_index_race.py); -1 otherwise.
+    key_index_base: int = -1
 
     def __post_init__(self) -> None:
         # Messages cross process boundaries (Spark tasks, JSON, pickle): every one is checked on
@@ -101,6 +105,7 @@ class CommitMessage:
             for name in _INDEX_FIELDS:
                 kwargs[name] = tuple(_index_from_dict(x) for x in d.get(name, []))
             kwargs["hash_index_view"] = d.get("hash_index_view", "")
+            kwargs["key_index_base"] = d.get("key_index_base", -1)
         except (ValueError, TypeError, KeyError, AttributeError, binascii.Error) as exc:
             raise InvalidCommitMessageError(f"Invalid commit message JSON: {exc!r}") from None
         return cls(**kwargs)
@@ -185,6 +190,8 @@ def check_message_shape(m: CommitMessage) -> None:
             _check_index(e, f"{name} of bucket {m.bucket}", m)
     if not isinstance(m.hash_index_view, str):
         raise _bad(f"hash_index_view is {type(m.hash_index_view).__name__}, not a str")
+    if isinstance(m.key_index_base, bool) or not isinstance(m.key_index_base, int) or m.key_index_base < -1:
+        raise _bad(f"key_index_base is {m.key_index_base!r}, not a snapshot id, 0 or -1")
     hashes = [e for e in (*m.index_before, *m.index_after) if e.index_type == HASH_INDEX]
     if hashes and not m.hash_index_view:
         raise _bad(f"bucket {m.bucket} carries hash index file {hashes[0].file_name} without its writer's view of "

@@ -31,8 +31,8 @@ too) fails it. Two writers' messages in one commit have two views, so the second
 a writer's later rounds name the files its earlier rounds wrote, so its rounds may be committed
 one by one or together, in order. The view names files, not a snapshot: a writer whose base
 snapshot expired meanwhile still commits when nobody changed the partition's index. Cross-partition
-upsert (a key moving between partitions, which would need a table-wide view) is refused for
-writes (`table_support`), so a partition is the whole scope of a key.
+upsert tables (a key moving between partitions) have no HASH files; their writers' commits are
+checked against racing writers by key instead (`key_index_race`).
 """
 
 from __future__ import annotations

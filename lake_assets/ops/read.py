@@ -170,11 +170,14 @@ class SplitReader:
         self.output_schema = pa.schema([
             SYSTEM_FIELDS[c] if c in self.system_columns else to_arrow_field(schema.field(c)) for c in self.columns])
         # Partition columns only output (not merged on) are not decoded from the files: every row
-        # of a split holds the split's partition value, so `_finish` adds them as constants.
+        # of a split holds the split's partition value, so `_finish` adds them as constants. Not
+        # a partition field outside the primary key (a cross-partition upsert table): there it is
+        # a value the merge engine merges, which an aggregation's retraction may turn null.
         merge_needs = {*self.key_names, *self.sequence_fields, *store.merge_extra_columns(schema)}
         self._constants: dict[str, int] = {
             name: i for i, name in enumerate(schema.partition_keys)
             if name in needed and name not in merge_needs and _exact_constant(to_arrow_field(schema.field(name)).type)
+            and (not self.is_pk or name in schema.primary_keys)
         }
         self.split_columns = [c for c in needed if c not in self._constants]
         self.key_filter = key_terms(predicate, self.key_names) if self.is_pk else None

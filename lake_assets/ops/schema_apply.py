@@ -210,7 +210,7 @@ class _Draft:
         types are checked where a change introduces them, so that a table another engine created
         with a type lake_assets cannot write can still have its options changed)."""
         what = f"Cannot alter {self.table}"
-        check_keys(what, self.fields, self.primary_keys, self.partition_keys)
+        check_keys(what, self.fields, self.primary_keys, self.partition_keys, self.options)
         check_options(what, self.fields, self.primary_keys, self.partition_keys, self.options,
                       before=(self.original_fields, self.original_options))
 

@@ -8,6 +8,7 @@ messages. Everything on the row path is vectorized with pyarrow/numpy.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, ThreadPoolExecutor, wait
@@ -39,7 +40,7 @@ from lake_assets.ops.writer_state import (
 )
 from lake_assets.spec.row_kind import RowKind
 from lake_assets.table_rules import check_engine_producer
-from lake_assets.table_support import Op
+from lake_assets.table_support import Op, cross_partition_fields
 
 if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
@@ -97,16 +98,21 @@ class TableWriter:
         self.bucket_types = self.schema.types(list(self.schema.bucket_keys))
         # the table's own fixed count (not a postpone table's per-partition one) is checked per partition
         fixed_table_count = self.is_pk and real_buckets is None and self.num_buckets > 0
+        if ignore_previous_files and self.dynamic and cross_partition_fields(self.schema):
+            raise UnsupportedFeatureError(
+                f"Cannot overwrite {store.name}: overwrites of cross-partition upsert tables are not supported "
+                "(a key of a replaced partition may live on in another); write, or delete the rows, instead")
+        # the write buffer's local spill directory root (None: the system temp directory)
+        self.spill_dir = spill_root(spill_dir)
         self._router = BucketRouter(
             store, self._op, num_buckets=self.num_buckets, partition_types=self.partition_types,
             bucket_types=self.bucket_types, ignore_previous_files=ignore_previous_files, base=base,
-            checked_count=self.num_buckets if fixed_table_count else None)
+            checked_count=self.num_buckets if fixed_table_count else None, spill_dir=self.spill_dir)
         self._buffers = self._router.buffers  # the router fills them; flushes empty them
         self._compact_requested: set[tuple[bytes, int]] = set()  # see `request_compaction`
         self._full_requested: set[tuple[bytes, int]] = set()  # ... with full=True
         self._closed = False
         # the write buffer's local spill (None: a full buffer flushes level-0 files)
-        self.spill_dir = spill_root(spill_dir)
         self._spill = WriteBufferSpill.for_writer(opts, self.is_pk, list(self.schema.trimmed_primary_keys),
                                                   self.spill_dir)
         self._level0 = Level0Flush(store, self.schema, self.partition_types, self._spill, write_only=self.write_only)
@@ -278,6 +284,9 @@ class TableWriter:
             changes = self._router.assigner.prepare_commit(
                 lambda name, data: self.store.file_io.write_bytes(self.store.paths.index_file(name), data))
             messages = attach_index_changes(messages, changes, total)
+        cross = self._router.cross_router
+        if cross is not None:  # the commit checks for writers racing this one (ops/key_index_race.py)
+            messages = [dataclasses.replace(m, key_index_base=cross.base_snapshot) for m in messages]
         return messages
 
     def _flush_and_compact(self, total: int) -> list[PendingMessage]:
@@ -361,6 +370,8 @@ class TableWriter:
     def close(self) -> None:
         """Drop buffered rows; files already returned by `prepare_commit` are left to the committer."""
         self._drop_buffered()
+        if self._router.cross_router is not None:
+            self._router.cross_router.close()
         if self._threads is not None:
             self._threads.shutdown()
             self._threads = None

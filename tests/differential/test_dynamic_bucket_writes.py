@@ -17,7 +17,6 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog, Table
-from lake_assets.errors import UnsupportedFeatureError
 from lake_assets.ops.dynamic_bucket import assigner_for, key_hashes, partition_hash
 from lake_assets.spec.binary_row import serialize_row
 from tests.java.oracle import PaimonJava
@@ -228,17 +227,6 @@ def test_overwrite_replaces_the_partitions_index(java: PaimonJava, wh: str, lake
     java.write(wh, name, rows([1, 3, 5, 101], "java"))
     compare_every_snapshot(java, wh, name, t.refresh())
     assert sorted(t.refresh().to_arrow(filter=[("dt", "=", "a")]).column("id").to_pylist()) == [1, 3, 5, 101, 103]
-
-
-def test_cross_partition_upsert_tables_refuse_writes_clearly(java: PaimonJava, wh: str, lake: Catalog) -> None:
-    """Java's cross-partition upsert mode (bucket = -1, a primary key without the partition field)
-    needs a global key index; we refuse to write it, naming the mode and the field, and change nothing."""
-    java.create_table(wh, "db.cross", SCHEMA, primary_keys=["id"], partition_keys=["dt"], options={"bucket": "-1"})
-    t = lake.get_table("db.cross")
-    with pytest.raises(UnsupportedFeatureError, match=r"cross-partition upsert .*partition field\(s\) dt"):
-        t.write_arrow(rows(range(3), "a"))
-    assert java.snapshots(wh, "db.cross") == []
-    assert t.to_arrow().num_rows == 0
 
 
 def test_dynamic_buckets_with_deletion_vectors(java: PaimonJava, wh: str, lake: Catalog) -> None:

@@ -40,7 +40,8 @@ JAR_NAME = f"paimon-bundle-{PAIMON_JAVA_VERSION}.jar"
 
 # Jars Paimon needs beside its bundle: Hadoop's shaded client (Paimon's FileIO and Parquet use
 # Configuration / Path classes) and the native codecs. Prefixes, matched in pyspark/jars.
-EXTRA_JAR_PREFIXES = ("hadoop-client-api-", "hadoop-client-runtime-", "snappy-java-", "lz4-java-")
+# rocksdbjni: the RocksDB state of Paimon's cross-partition key index (GlobalIndexAssigner).
+EXTRA_JAR_PREFIXES = ("hadoop-client-api-", "hadoop-client-runtime-", "snappy-java-", "lz4-java-", "rocksdbjni-")
 
 MAIN_CLASS = "lakeoracle.PaimonOracle"
 

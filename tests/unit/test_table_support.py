@@ -257,15 +257,14 @@ def test_entry_refusals():
     assert blocked(entry_refusals([entry(external_path="s3://elsewhere/data-a-0.parquet")])) == {Op.EXPIRE}
 
 
-def test_dynamic_bucket_tables_refuse_only_cross_partition_writes():
+def test_dynamic_bucket_tables_cross_partition_ones_included_refuse_nothing():
     for options in ({"bucket": "-1"}, {}, {"dynamic-bucket.target-row-num": "10",
                                          "dynamic-bucket.initial-buckets": "2"}):
         assert schema_refusals(schema(options)) == []
     fields = (DataField(0, "id", BigIntType(nullable=False)), DataField(1, "dt", VarCharType(STRING_LENGTH)))
+    # cross-partition upsert: writers keep the global key index (ops/cross_partition.py)
     cross = TableSchema(0, fields, 1, ("dt",), ("id",), {"bucket": "-1"}, version=3)
-    refusals = schema_refusals(cross)
-    assert blocked(refusals) == {Op.WRITE}
-    assert "cross-partition upsert" in refusals[0].property and "dt" in refusals[0].property
+    assert schema_refusals(cross) == []
     within = TableSchema(0, fields, 1, ("dt",), ("id", "dt"), {"bucket": "-1"}, version=3)
     assert schema_refusals(within) == []
 

@@ -79,6 +79,8 @@ public final class PaimonOracle {
     private final Map<Long, OpenWriter> writers = new HashMap<>();
     private final Map<Long, OpenStream> streams = new HashMap<>();
     private final IOManager ioManager;
+    // the same, for static helpers (one oracle per JVM): the cross-partition assigner's RocksDB and sort spill
+    private static IOManager sharedIoManager;
     private long nextHandle = 1;
 
     /** A stream writer kept across requests (several commits, compactions, one commit user). */
@@ -115,6 +117,7 @@ public final class PaimonOracle {
     private PaimonOracle(String tempDir) {
         // Lookup changelog producers, first-row and spilling sort buffers need an IOManager.
         this.ioManager = IOManager.create(tempDir);
+        sharedIoManager = this.ioManager;
     }
 
     public static void main(String[] argv) throws Exception {
@@ -459,6 +462,10 @@ public final class PaimonOracle {
     private static void writeRows(
             FileStoreTable table, TableWrite write, List<InternalRow> rows, HashBucketAssigner assigner)
             throws Exception {
+        if (table.bucketMode() == BucketMode.CROSS_PARTITION) {
+            CrossPartitionOps.writeRows(table, write, rows, sharedIoManager);
+            return;
+        }
         if (assigner == null) {
             for (InternalRow row : rows) {
                 write.write(row);

@@ -1,0 +1,374 @@
+"""Routing of a cross-partition upsert table's rows (``bucket = -1``, a primary key without every
+partition field): Paimon's ``GlobalIndexAssigner`` and ``ExistingProcessor``s, vectorized.
+
+The writer's `KeyIndex` (ops/key_index.py) says where every key lives. A row whose key
+
+* is new (or was forgotten by ``cross-partition-upsert.index-ttl``) goes to a bucket of its own
+  partition: the lowest bucket of its assigner holding fewer than ``dynamic-bucket.target-row-num``
+  keys, else the lowest unused one (Paimon's ``crosspartition.BucketAssigner``, whose key counts
+  come from the bootstrap: live keys per bucket), and the index records it there;
+* lives in the row's partition goes to the key's bucket;
+* lives in another partition is handled per merge engine (``ExistingProcessor.create``):
+  ``deduplicate`` retracts the key in its old (partition, bucket) with a ``-D`` row (the new row
+  with the old partition's values) and places the row as a new key of its own partition;
+  ``partial-update`` and ``aggregation`` send the row to the old partition and bucket, its
+  partition fields set to the old partition's values; ``first-row`` drops the row.
+
+Java takes the rows one by one; here a batch is taken at once with the same result: rows are
+ordered by (key, arrival), and each key's rows are compared with the key's location before them
+(the index's, or the previous row's). Two differences, neither changing which rows a reader sees:
+new keys of a batch take buckets after all of the batch's ``deduplicate`` moves have freed their
+old slots (Java interleaves them row by row, which differs only when a bucket is exactly at
+``dynamic-bucket.target-row-num``), and keys go to assigners by their hash (``abs(hash % n)``
+with n the assigners of `CoreOptions.dynamic_bucket_assigners`), as Paimon's Flink sink shuffles
+them, all assigners running in this one writer.
+
+Cross-partition tables have no HASH index files (Java's ``KeyValueFileStore.newWrite`` keeps them
+for ``HASH_DYNAMIC`` only): every writer bootstraps from the data, so a writer also reads every
+bucket's keys once when it starts (Java's bootstrap does the same).
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from lake_assets.errors import InvalidDataError, OptionError
+from lake_assets.lsm.merge import is_retract
+from lake_assets.lsm.merge_engine.names import DEDUPLICATE, FIRST_ROW
+from lake_assets.ops.key_index import ENTRY_SCHEMA, KeyIndex, Locations, encode_keys
+from lake_assets.ops.read import SplitReader
+from lake_assets.ops.route import partition_groups
+from lake_assets.spec.binary_row import deserialize_row, serialize_row
+from lake_assets.spec.row_kind import RowKind
+from lake_assets.table_support import Op
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from lake_assets.ops.scan import Split
+    from lake_assets.spec.snapshot import Snapshot
+    from lake_assets.store.file_store import FileStore
+
+# Rows per batch of the bootstrap's merge read of one bucket's keys.
+BOOTSTRAP_BATCH_ROWS = 65536
+# Paimon's PartitionIndex / BucketAssigner open buckets below Short.MAX_VALUE only.
+MAX_BUCKETS = 32767
+
+
+def index_ttl_ms(store: FileStore) -> int | None:
+    """``cross-partition-upsert.index-ttl`` in milliseconds (None: unset, keys never forgotten)."""
+    return store.schema.core_options.cross_partition_index_ttl_ms
+
+
+def split_in_ttl(split: Split, ttl_ms: int, now_ms: int) -> bool:
+    """Paimon's ``IndexBootstrap.filterSplit``: a split is bootstrapped when one of its files was
+    created within the TTL (creation times are the writers' local wall clocks, read as UTC here
+    and in the writers of lake_assets alike)."""
+    return any(f.creation_time_ms is not None and now_ms <= f.creation_time_ms + ttl_ms for f in split.files)
+
+
+class CrossPartitionRouter:
+    """Places the rows of one writer of a cross-partition upsert table (see the module doc)."""
+
+    def __init__(self, store: FileStore, snapshot: Snapshot | None, spill_dir: str | None) -> None:
+        self.store = store
+        schema = store.schema
+        opts = schema.core_options
+        self.engine = opts.merge_engine
+        self.target = opts.dynamic_bucket_target_row_num
+        if self.target < 1:
+            raise OptionError(f"Table {store.name}: dynamic-bucket.target-row-num must be >= 1, got {self.target}")
+        self.num_assigners = opts.dynamic_bucket_assigners
+        self.partition_keys = list(schema.partition_keys)
+        self.partition_types = schema.types(self.partition_keys)
+        self.key_names = list(schema.trimmed_primary_keys)
+        self.key_types = schema.types(self.key_names)
+        # the snapshot the index was bootstrapped from (0: an empty table): commits check it
+        self.base_snapshot = snapshot.id if snapshot is not None else 0
+        self.index = KeyIndex(store.name, opts.write_buffer_size // 2, spill_dir)
+        # live keys per bucket of each partition id, Paimon's BucketAssigner statistics
+        self.counts: dict[int, dict[int, int]] = {}
+        if snapshot is not None:
+            splits = self._bootstrap_splits(snapshot)
+            self.index.bootstrap(self._bootstrap_entries(snapshot, splits), sum(s.row_count for s in splits))
+
+    # -------------------------------------------------------------- bootstrap
+    def _bootstrap_splits(self, snapshot: Snapshot) -> list[Split]:
+        """The buckets a bootstrap reads: all of the snapshot's, less those the TTL forgets."""
+        from lake_assets.ops.plan import plan_splits  # plan imports the read path, which imports this
+
+        splits = plan_splits(self.store, snapshot, None, Op.WRITE, schema=self.store.schema)
+        ttl = index_ttl_ms(self.store)
+        if ttl is not None:
+            now = int(time.time() * 1000)
+            splits = [s for s in splits if split_in_ttl(s, ttl, now)]
+        return splits
+
+    def _bootstrap_entries(self, snapshot: Snapshot, splits: list[Split]) -> Iterator[pa.Table]:
+        store = self.store
+        reader = SplitReader(store, store.schema, self.key_names)
+        reader.snapshot_id = snapshot.id
+        for split in splits:
+            part = self.index.part_id(split.partition)
+            live = 0
+            for keys in reader.stream_split(split, BOOTSTRAP_BATCH_ROWS):
+                if keys.num_rows == 0:
+                    continue
+                live += keys.num_rows
+                encoded, hashes = encode_keys(list(keys.columns), self.key_types, keys.num_rows)
+                n = keys.num_rows
+                yield pa.table([encoded, pa.array(hashes), pa.array(np.full(n, part, dtype=np.int32)),
+                                pa.array(np.full(n, split.bucket, dtype=np.int32))], schema=ENTRY_SCHEMA)
+            if live:
+                self._add_count(part, split.bucket, live)
+
+    # ---------------------------------------------------------------- routing
+    def route(self, data: pa.Table, kinds: np.ndarray) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+        """(rows, kinds, buckets) to write for conformed ``data`` with its ``kinds``: the rows
+        with partition fields rewritten where the engine keeps the old partition, ``-D`` rows
+        of ``deduplicate`` moves inserted just before the row that moves the key, and rows
+        ``first-row`` skips dropped. Records where each key lives now."""
+        n = data.num_rows
+        group, values = partition_groups(data, self.partition_keys)
+        group_part = np.array([self.index.part_id(serialize_row(list(v), self.partition_types)) for v in values],
+                              dtype=np.int32)
+        row_part = group_part[group]
+        encoded, hashes = encode_keys([data.column(k) for k in self.key_names], self.key_types, n)
+        dictionary = pa.chunked_array([encoded]).combine_chunks().dictionary_encode()
+        code = np.asarray(dictionary.indices, dtype=np.int64)
+        keys = dictionary.dictionary
+        first = np.full(len(keys), n, dtype=np.int64)
+        np.minimum.at(first, code, np.arange(n))
+        key_hashes = hashes[first]
+        where = self.index.lookup(keys, key_hashes)
+
+        if self.engine != DEDUPLICATE:
+            return self._route_keep_old(data, kinds, row_part, code, first, keys, key_hashes, where)
+        order = np.lexsort((np.arange(n), code))  # by key, then arrival
+        sorted_code = code[order]
+        key_start = np.ones(n, dtype=bool)
+        key_start[1:] = sorted_code[1:] != sorted_code[:-1]
+        return self._route_deduplicate(data, kinds, order, key_start, row_part[order], sorted_code, keys,
+                                       key_hashes, where)
+
+    def _route_deduplicate(self, data: pa.Table, kinds: np.ndarray, order: np.ndarray, key_start: np.ndarray,
+                           part_sorted: np.ndarray, sorted_code: np.ndarray, keys: pa.Array, key_hashes: np.ndarray,
+                           where: Locations) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+        n = len(order)
+        # the location before each row (rows by key, then arrival): the previous row's, else the index's
+        prev_part = np.empty(n, dtype=np.int32)
+        prev_part[1:] = part_sorted[:-1]
+        prev_part[key_start] = where.parts[sorted_code[key_start]]  # -1 where not found
+        change = part_sorted != prev_part  # a new placement: a new key, or a move
+        starts = change | key_start
+        run = np.cumsum(starts) - 1  # runs of a key's rows sharing one location
+        run_start = np.flatnonzero(starts)
+        run_bucket = np.empty(len(run_start), dtype=np.int32)
+        kept = ~change[run_start]  # a key's first run in its indexed partition keeps its bucket
+        run_bucket[kept] = where.buckets[sorted_code[run_start[kept]]]
+        moves = change & (prev_part >= 0)
+        self._place_runs(change, moves, order, run, key_start, part_sorted, prev_part, sorted_code, key_hashes,
+                         where, run_bucket)
+        prev_bucket = np.where(key_start, where.buckets[sorted_code], run_bucket[np.maximum(run - 1, 0)])
+        row_bucket = run_bucket[run]
+        # the -D rows of moves: the moving row with the old partition's values, just before it
+        mv = np.flatnonzero(moves)
+        retract = self._with_partitions(data.take(pa.array(order[mv])), prev_part[mv])
+        out = pa.concat_tables([data.take(pa.array(order)), retract])
+        out_kinds = np.concatenate([kinds[order], np.full(len(mv), RowKind.DELETE, dtype=kinds.dtype)])
+        out_buckets = np.concatenate([row_bucket, prev_bucket[mv]]).astype(np.int64)
+        final = np.argsort(np.concatenate([2 * order + 1, 2 * order[mv]]), kind="stable")  # arrival, -D first
+        # where each key lives now: its last run's location
+        last = np.ones(n, dtype=bool)
+        last[:-1] = key_start[1:]
+        self.index.put(keys.take(pa.array(sorted_code[last])), key_hashes[sorted_code[last]], part_sorted[last],
+                       row_bucket[last])
+        return out.take(pa.array(final)), out_kinds[final], out_buckets[final]
+
+    def _route_keep_old(self, data: pa.Table, kinds: np.ndarray, row_part: np.ndarray, code: np.ndarray,
+                        first: np.ndarray, keys: pa.Array, key_hashes: np.ndarray,
+                        where: Locations) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+        # partial-update and aggregation (UseOldExistingProcessor) and first-row
+        # (SkipNewExistingProcessor): a key has one home, the index's, else its first row's
+        # partition with a new bucket; a row of another partition goes home (first-row: dropped)
+        home_part = where.parts.copy()
+        home_bucket = where.buckets.copy()
+        new = np.flatnonzero(~where.found)
+        new = new[np.argsort(first[new], kind="stable")]  # placed in arrival order
+        home_part[new] = row_part[first[new]]
+        home_bucket[new] = self._place(home_part[new], key_hashes[new])
+        self.index.put(keys.take(pa.array(new)), key_hashes[new], home_part[new], home_bucket[new])
+        row_home = home_part[code]
+        buckets = home_bucket[code].astype(np.int64)
+        away = row_home != row_part
+        if not away.any():
+            return data, kinds, buckets
+        if self.engine == FIRST_ROW:
+            keep = ~away
+            return data.filter(pa.array(keep)), kinds[keep], buckets[keep]
+        retracting = away & is_retract(kinds)
+        if retracting.any():
+            # Java routes it to the old partition as an insert (ProjectToRowFunction builds a new
+            # row and drops the row kind, 0.9 to HEAD): never written here, as no silent coercion
+            i = int(np.flatnonzero(retracting)[0])
+            key = {k: data.column(k)[i].as_py() for k in self.key_names}
+            old = dict(zip(self.partition_keys, deserialize_row(self.index.partitions[int(row_home[i])],
+                                                                self.partition_types), strict=True))
+            raise InvalidDataError(
+                f"Cannot write to {self.store.name}: {int(retracting.sum())} retraction(s) (-D/-U) of keys living "
+                f"in another partition, e.g. key {key} lives in {old}; a {self.engine} cross-partition table "
+                "applies a row to the key's partition, where Paimon would write the retraction as an insert; "
+                "give retractions the partition of their key")
+        moved = np.flatnonzero(away)
+        rewritten = self._with_partitions(data.take(pa.array(moved)), row_home[moved])
+        out = pa.concat_tables([data.filter(pa.array(~away)), rewritten])
+        final = np.argsort(np.concatenate([np.flatnonzero(~away), moved]), kind="stable")
+        return (out.take(pa.array(final)), np.concatenate([kinds[~away], kinds[moved]])[final],
+                np.concatenate([buckets[~away], buckets[moved]])[final])
+
+    # ------------------------------------------------------------- placement
+    def _place_runs(self, change: np.ndarray, moves: np.ndarray, order: np.ndarray, run: np.ndarray,
+                    key_start: np.ndarray, part_sorted: np.ndarray, prev_part: np.ndarray, sorted_code: np.ndarray,
+                    key_hashes: np.ndarray, where: Locations, run_bucket: np.ndarray) -> None:
+        """Buckets of the runs a ``deduplicate`` batch places (``change`` rows), with the
+        decrements of its moves, in arrival order as Java takes them: a move frees its old slot
+        before the next placement into that partition. A partition without decrements is filled
+        at once (`_place`); only a partition both losing and receiving keys in the batch is taken
+        event by event (`_place_in_order`), its events being the moves out of it and the
+        placements into it."""
+        placed = np.flatnonzero(change)
+        placed = placed[np.argsort(order[placed], kind="stable")]
+        moved = np.flatnonzero(moves)
+        moved = moved[np.argsort(order[moved], kind="stable")]
+        losing = np.unique(prev_part[moved])
+        into_losing = np.isin(part_sorted[placed], losing)
+        plain = placed[~into_losing]
+        run_bucket[run[plain]] = self._place(part_sorted[plain], key_hashes[sorted_code[plain]])
+        # moves out of partitions receiving nothing: their slots are freed, no placement sees it
+        receiving = np.unique(part_sorted[placed[into_losing]])
+        quiet = moved[~np.isin(prev_part[moved], receiving)]
+        from_index = quiet[key_start[quiet]]
+        for p, b in zip(prev_part[from_index].tolist(), where.buckets[sorted_code[from_index]].tolist(), strict=True):
+            self._add_count(p, b, -1)
+        within = quiet[~key_start[quiet]]  # placed earlier in this batch (into a partition not receiving later)
+        for p, b in zip(prev_part[within].tolist(), run_bucket[run[within] - 1].tolist(), strict=True):
+            self._add_count(p, b, -1)
+        for part in receiving.tolist():
+            mine = placed[part_sorted[placed] == part]
+            out = moved[prev_part[moved] == part]
+            self._place_in_order(part, mine, out, order, run, key_start, sorted_code, key_hashes, where, run_bucket)
+
+    def _place_in_order(self, part: int, placements: np.ndarray, decrements: np.ndarray, order: np.ndarray,
+                        run: np.ndarray, key_start: np.ndarray, sorted_code: np.ndarray, key_hashes: np.ndarray,
+                        where: Locations, run_bucket: np.ndarray) -> None:
+        """Java's BucketAssigner over one partition's events in arrival order: a decrement (a
+        move out) frees a slot, a placement takes the lowest bucket of its assigner below the
+        target, else the lowest unused one. One step per event of this partition."""
+        n, target = self.num_assigners, self.target
+        counts = self.counts.setdefault(part, {})
+        open_: list[list[int]] = [sorted(b for b, c in counts.items() if abs(b % n) == a and c < target)
+                                  for a in range(n)]
+        for heap in open_:
+            heapq.heapify(heap)
+        owners = np.abs(np.fmod(key_hashes[sorted_code[placements]].astype(np.int64), n)).tolist()
+        times = np.concatenate([order[placements], order[decrements]])
+        is_placement = np.concatenate([np.ones(len(placements), bool), np.zeros(len(decrements), bool)])
+        index = np.concatenate([np.arange(len(placements)), np.arange(len(decrements))])
+        seq = np.lexsort((is_placement, times))  # by arrival; a move's decrement first
+        from_index = key_start[decrements]
+        index_bucket = where.buckets[sorted_code[decrements]].tolist()
+        placed_runs = run[placements].tolist()
+        for placing, i in zip(is_placement[seq].tolist(), index[seq].tolist(), strict=True):
+            if not placing:
+                b = index_bucket[i] if from_index[i] else int(run_bucket[run[int(decrements[i])] - 1])
+                counts[b] = counts.get(b, 0) - 1
+                heap = open_[abs(b % n)]
+                if counts[b] == target - 1 or b not in heap:
+                    heapq.heappush(heap, b)
+                continue
+            heap = open_[owners[i]]
+            while heap and counts.get(heap[0], 0) >= target:
+                heapq.heappop(heap)
+            if heap:
+                b = heap[0]
+            else:
+                b = owners[i]
+                while b in counts:
+                    b += n
+                if b >= MAX_BUCKETS:
+                    raise OptionError(
+                        f"Cannot write to {self.store.name}: a partition would need more than {MAX_BUCKETS} "
+                        f"buckets of {target} keys (dynamic-bucket.target-row-num); raise the target")
+                heapq.heappush(heap, b)
+            counts[b] = counts.get(b, 0) + 1
+            run_bucket[placed_runs[i]] = b
+
+    def _add_count(self, part: int, bucket: int, delta: int) -> None:
+        counts = self.counts.setdefault(part, {})
+        counts[bucket] = counts.get(bucket, 0) + delta
+
+    def _place(self, parts: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+        """Buckets for new placements (in arrival order) of keys with ``hashes`` into ``parts``:
+        per partition and assigner, its buckets below the target in ascending order, then its
+        lowest unused ones, each filled to the target (Paimon's BucketAssigner.assignBucket)."""
+        out = np.empty(len(parts), dtype=np.int32)
+        if not len(parts):
+            return out
+        n = self.num_assigners
+        owner = np.abs(np.fmod(hashes.astype(np.int64), n))
+        group = parts.astype(np.int64) * n + owner
+        for g in np.unique(group).tolist():
+            sel = np.flatnonzero(group == g)  # arrival order kept
+            out[sel] = self._fill(int(g // n), int(g % n), len(sel))
+        return out
+
+    def _fill(self, part: int, assigner: int, k: int) -> np.ndarray:
+        n, target = self.num_assigners, self.target
+        counts = self.counts.setdefault(part, {})
+        ids: list[int] = []
+        caps: list[int] = []
+        for b in sorted(counts):
+            if abs(b % n) == assigner and counts[b] < target:
+                ids.append(b)
+                caps.append(target - counts[b])
+        missing = k - sum(caps)
+        candidate = assigner
+        used = counts
+        while missing > 0:
+            if candidate >= MAX_BUCKETS:
+                raise OptionError(
+                    f"Cannot write to {self.store.name}: a partition would need more than {MAX_BUCKETS} "
+                    f"buckets of {target} keys (dynamic-bucket.target-row-num); raise the target")
+            if candidate not in used:
+                ids.append(candidate)
+                caps.append(target)
+                missing -= target
+            candidate += n
+        slot = np.searchsorted(np.cumsum(caps), np.arange(k), side="right")
+        chosen = np.asarray(ids, dtype=np.int32)[slot]
+        for b, c in zip(*np.unique(chosen, return_counts=True), strict=True):
+            self._add_count(part, int(b), int(c))
+        return chosen
+
+    # ------------------------------------------------------------- partitions
+    def _with_partitions(self, rows: pa.Table, parts: np.ndarray) -> pa.Table:
+        """``rows`` with their partition fields set to the values of partitions ``parts`` (ids)."""
+        if rows.num_rows == 0:
+            return rows
+        uniq, inverse = np.unique(parts, return_inverse=True)
+        values = [deserialize_row(self.index.partitions[int(p)], self.partition_types) for p in uniq.tolist()]
+        for i, name in enumerate(self.partition_keys):
+            at = rows.schema.get_field_index(name)
+            field = rows.schema.field(at)
+            column = pa.array([v[i] for v in values], field.type).take(pa.array(inverse))
+            rows = rows.set_column(at, field, column)
+        return rows
+
+    def close(self) -> None:
+        """Remove the index's spill files."""
+        self.index.close()
