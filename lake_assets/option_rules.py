@@ -242,9 +242,8 @@ RULES.update(_rules(
     R("fields.default-aggregate-function", "string", None, "Aggregate function of columns without their own."),
     R("aggregation.remove-record-on-delete", "bool", False, "A delete removes the aggregated row."),
     R("partial-update.remove-record-on-delete", "bool", False, "A delete removes the partial-update row."),
-    R("partial-update.remove-record-on-sequence-group", "string", None, "Sequence groups whose deletes remove "
-      "the partial-update row (Paimon 1.x).", supported=(), refuses=DATA_OPS,
-      why="removing the row on a sequence group's delete is not implemented (merges would keep the row)"),
+    R("partial-update.remove-record-on-sequence-group", "string", None, "Sequence fields of the sequence groups "
+      "whose -D removes the whole partial-update row (Paimon 1.0+)."),
     # ---- compaction
     R("num-sorted-run.compaction-trigger", "int", 5, "Sorted runs that trigger a compaction.", minimum=1),
     R("num-sorted-run.stop-trigger", "int", None, "Sorted runs that stop writes (compaction-trigger + 3).",
