@@ -577,7 +577,8 @@ def model_partial_update(records: Sequence[Record], cols: Sequence[str], ignore_
             if retracting(kind):
                 if not remove_on_delete:
                     raise CannotApply("retract")
-                row, deleted = dict.fromkeys(cols), True
+                # the row becomes the -D's image (Paimon HEAD's initRow), later inserts overwrite it
+                row, deleted = {c: rec[c] for c in cols}, True
                 continue
             deleted = False
             row.update({c: rec[c] for c in cols if rec[c] is not None})

@@ -8,9 +8,10 @@ unchanged (see the package docstring).
   ``partial-update.remove-record-on-delete`` makes a -D delete the whole row, or sequence groups are
   configured. The two delete options conflict with each other, and remove-on-delete conflicts with
   sequence groups, as in Paimon (``OptionError``).
-- remove-on-delete: a -D resets the row and the result is -D unless inserts follow it; those start a
-  new row. A -U does nothing at all (Paimon lets a trailing -U flip the result back to an empty +I
-  row; we keep the -D).
+- remove-on-delete: a -D resets the row to its own image (Paimon 2.0+; 1.0 reset to an empty row,
+  1.1-1.4 to its NOT NULL columns) and the result is -D unless inserts follow it; those overwrite the
+  image's non-null fields. A -U does nothing at all (Paimon lets a trailing -U flip the result back
+  to a +I of the image; we keep the -D).
 - ``fields.<s1>[,<s2>].sequence-group = <a>,<b>``: a record whose group sequence is all-null leaves
   the group alone. A record whose sequence tuple (nulls smallest) is not older than the group's
   current one wins the group: an insert sets every column of the group (nulls included), a retract
@@ -171,13 +172,16 @@ class PartialUpdate:
     ) -> pa.Table:
         starts, ends = grouping.starts, grouping.ends
         last_delete = last_true(kinds == RowKind.DELETE, ends, starts)
-        # Rows after a group's last -D are all inserts; they build the row from scratch.
-        lower = np.maximum(starts, last_delete + 1)
-        deleted = lower > ends
+        # The last -D's image is the row (Paimon HEAD's initRow, nulls included); the inserts after
+        # it overwrite its non-null fields.
+        lower = np.maximum(starts, last_delete)
+        deleted = last_delete == ends
+        image = np.zeros(table.num_rows, dtype=bool)
+        image[last_delete[last_delete >= 0]] = True
 
         def merged(name: str, col: pa.Array) -> pa.Array | None:
-            # the last non-null value after the last reset
-            return take_or_null(col, last_true(valid_mask(col), ends, lower)) if name in self.types else None
+            # the last non-null value after the last reset, else the reset's own (null or not)
+            return take_or_null(col, last_true(valid_mask(col) | image, ends, lower)) if name in self.types else None
 
         return one_row_per_group(table, set(key_names) | set(self.key_names), starts, ends, deleted, merged)
 
