@@ -82,13 +82,15 @@ FILE_INDEX_RULES: dict[str, OptionRule] = {r.key: r for r in (
       "(comma-separated).", check=_column_list,
       note="honoured by writes and compaction for columns of types Paimon hashes (not BOOLEAN, DECIMAL or "
       "nested types) and for the values of a key of a map column with CHAR / VARCHAR keys (col[key], sized by "
-      "col[key]'s options, else col's); others refuse writes and compaction"),
+      "col[key]'s options, else col's); others are refused at create and ALTER with OptionError as Paimon 2.0's "
+      "SchemaValidation refuses them, and a table another engine created so refuses writes and compaction"),
     R(f"file-index.{BITMAP}.columns", "string", None, "Columns whose data files get a bitmap index "
       "(comma-separated).", check=_column_list,
       note="honoured by writes and compaction (version 1, Java 0.9's bytes) for columns of the types Paimon 0.9's "
       "bitmap index keys (not BOOLEAN: 0.9 and 1.0 readers would skip files that match, fixed in 1.1; not "
       "BINARY, DECIMAL or nested types, which no Paimon indexes; not map keys col[key]): those refuse writes "
-      "and compaction"),
+      "and compaction; BINARY, DECIMAL, nested types and nested names of columns that are not maps with string "
+      "keys are refused at create and ALTER with OptionError, as Paimon 2.0's SchemaValidation refuses them"),
     R(f"file-index.{BSI}.columns", "string", None, "Columns whose data files get a bsi (bit-sliced) index "
       "(comma-separated) (Paimon 1.x).", check=_column_list,
       note="honoured by writes and compaction (version 1, the bytes Java HEAD's BitSliceIndexBitmapFileIndex "

@@ -28,15 +28,17 @@ from pyroaring import BitMap, BitMap64
 from lake_assets.errors import InvalidDataError, UnsupportedFeatureError
 from lake_assets.formats.bitmap_index_layout import bitmaps, entries, read_string_entries, roaring
 from lake_assets.formats.bitmap_index_v2 import VERSION_2, parse_v2
-from lake_assets.formats.fast_hash import bytes_of, epoch_values
+from lake_assets.formats.fast_hash import bytes_of, epoch_values, nested_type_refusal
 from lake_assets.formats.java_hash_map import binary_string_hash_codes, hash_map_order, long_hash_codes
 from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.data_types import (
     BigIntType,
+    BinaryType,
     BooleanType,
     CharType,
     DataType,
     DateType,
+    DecimalType,
     DoubleType,
     FloatType,
     IntType,
@@ -45,6 +47,7 @@ from lake_assets.spec.data_types import (
     TimestampType,
     TimeType,
     TinyIntType,
+    VarBinaryType,
     VarCharType,
 )
 
@@ -71,6 +74,19 @@ def unsupported_reason(dt: DataType) -> str | None:
         return (f"Paimon's bitmap index does not support type {dt}: no Paimon version writes or reads one "
                 "(0.9 through 1.x's writers fail on it)")
     return None
+
+
+def java_refusal(dt: DataType) -> str | None:
+    """Java HEAD's message when its bitmap index cannot key a column of type ``dt``
+    (``BitmapTypeVisitor``, which ``BitmapFileIndexFactory.validate`` calls at create and ALTER from
+    Paimon 2.0), or None. BOOLEAN passes, as in Java (`unsupported_reason` refuses its writes)."""
+    if isinstance(dt, _STRINGS) or type(dt) in _FIXED or isinstance(dt, BooleanType):
+        return None
+    if isinstance(dt, (BinaryType, VarBinaryType)):
+        return "Does not support type binary"
+    if isinstance(dt, DecimalType):
+        return "Does not support decimal"
+    return nested_type_refusal(dt) or f"Does not support type {dt}"
 
 
 def index_keys(values: pa.Array | pa.ChunkedArray, dt: DataType) -> pa.Array:
