@@ -169,7 +169,6 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
                                  "assign and keep row ids)", frozenset({Op.WRITE, Op.COMPACT})),
         "data-evolution.enabled": (is_true, "data evolution is not implemented (rows are spread over "
                                    "files of column subsets)", DATA),
-        "data-file.path-directory": (bool, "data files in a sub-directory are not implemented", PATHS),
         "data-file.external-paths": (bool, "writing data files to external paths is not implemented",
                                      frozenset({Op.WRITE, Op.COMPACT})),
     }
