@@ -195,9 +195,10 @@ class PartialUpdate:
         # remove-record-on-sequence-group: a key's records before its last reset are gone and the
         # resetting -D's image is the row later records merge into (see group_delete)
         reset = self._resets(cols, grouping, kinds)
-        reset_row = reset[gid]
-        live = np.arange(table.num_rows, dtype=np.int64) >= reset_row
-        image = np.arange(table.num_rows, dtype=np.int64) == reset_row
+        live = image = None  # no reset: every row counts, none is an image (the common case, no extra work)
+        if (reset >= 0).any():
+            pos, reset_row = np.arange(table.num_rows, dtype=np.int64), reset[gid]
+            live, image = pos >= reset_row, pos == reset_row
         results: dict[str, pa.Array] = {}
         for group in self.groups:
             missing = [f for f in group.sequence_fields if f not in cols]
@@ -210,15 +211,15 @@ class PartialUpdate:
                 continue
             seq_cols = [cols[f] for f in group.sequence_fields]
             # a reset's image sets every group, even one its sequence leaves unset
-            entries = np.flatnonzero((~_unset(seq_cols) & live) | image)
+            entries = np.flatnonzero(~_unset(seq_cols) if live is None else (~_unset(seq_cols) & live) | image)
             # Group-sequence order, ties in arrival order (lexsort is stable).
             rank = sequence_rank(seq_cols)
             order = np.lexsort((rank[entries], gid[entries]))
             rows = entries[order]
-            rows_gid, rows_retract = gid[rows], retract[rows] & ~image[rows]
+            rows_gid, rows_retract = gid[rows], retract[rows] if image is None else retract[rows] & ~image[rows]
             # Keys that saw only retracts give a -D whose row is the retract image; after a reset,
             # retracts retract from the reset's image (as Paimon's row does).
-            as_insert = ~has_insert[rows_gid] & (reset[rows_gid] < 0)
+            as_insert = ~has_insert[rows_gid] if image is None else ~has_insert[rows_gid] & (reset[rows_gid] < 0)
             _, last = segment_bounds(rows_gid)
             seq_idx = np.full(n_groups, -1, dtype=np.int64)
             seq_idx[rows_gid[last]] = rows[last]
@@ -234,7 +235,8 @@ class PartialUpdate:
             if name in self.types:
                 # Ungrouped columns: last non-null value of an insert (or of the reset's image);
                 # retracts never touch them.
-                return take_or_null(col, last_true(valid_mask(col) & ((insert & live) | image), ends, starts))
+                counted = insert if live is None else (insert & live) | image
+                return take_or_null(col, last_true(valid_mask(col) & counted, ends, starts))
             return None
 
         keys = (set(key_names) | set(self.key_names)) - set(results)
