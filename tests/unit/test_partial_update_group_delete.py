@@ -129,7 +129,7 @@ record = st.tuples(st.sampled_from([INS, INS, UA, UB, DEL, DEL]),
                    st.fixed_dictionaries({c: small for c in MODEL_SCHEMA.names[1:]}))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(keys=st.lists(st.lists(record, min_size=1, max_size=7), min_size=1, max_size=6),
        named=st.sampled_from(["g1", "g1,g2", "g2,g3,g1"]))
 def test_merge_equals_java_model(keys: list[list[tuple[int, dict[str, Any]]]], named: str) -> None:
