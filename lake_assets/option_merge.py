@@ -78,7 +78,7 @@ class MergeOptions(OptionAccess):
 
     @property
     def partial_update_remove_record_on_sequence_group(self) -> tuple[str, ...]:
-        """The sequence fields of ``partial-update.remove-record-on-sequence-group`` (refused when set)."""
+        """The sequence fields of ``partial-update.remove-record-on-sequence-group``."""
         return self._list("partial-update.remove-record-on-sequence-group")
 
     # ---- ordering and changelog

@@ -50,6 +50,18 @@ def _path_part(v: object) -> str | None:
     return None
 
 
+def _data_directory(v: object) -> str | None:
+    """A relative directory inside the table (paths.check_data_directory)."""
+    from lake_assets.errors import UnsafePathError
+    from lake_assets.paths import check_data_directory
+
+    try:
+        check_data_directory(v, "data-file.path-directory")
+    except UnsafePathError as exc:
+        return str(exc)
+    return None
+
+
 def _rules(*rows: OptionRule) -> dict[str, OptionRule]:
     return {r.key: r for r in rows}
 
@@ -117,6 +129,11 @@ RULES: dict[str, OptionRule] = _rules(
     R("write-only", "bool", False, "Writers skip compaction (a separate job compacts).",
       fallback_keys=("write.compaction-skip",)),
     R("data-file.prefix", "string", "data-", "File name prefix of data files.", check=_path_part),
+    R("data-file.path-directory", "string", None, "Directory under the table that holds the partition and "
+      "bucket directories of data files (Paimon 1.0+; immutable).", check=_data_directory,
+      note="honoured by reads, streams, writes, compaction, expiry, orphan removal, tags and rollback; a value "
+      "that would leave the table directory (absolute, a scheme, '..') or name one of its own directories is "
+      "refused"),
     R("changelog-file.prefix", "string", "changelog-", "File name prefix of changelog files.", check=_path_part),
     R("file.suffix.include.compression", "bool", False, "Whether file names carry the codec.",
       note="as Paimon HEAD (1.3+) names them, new data and changelog files of writes, compaction and the Spark "
@@ -248,9 +265,8 @@ RULES.update(_rules(
     R("fields.default-aggregate-function", "string", None, "Aggregate function of columns without their own."),
     R("aggregation.remove-record-on-delete", "bool", False, "A delete removes the aggregated row."),
     R("partial-update.remove-record-on-delete", "bool", False, "A delete removes the partial-update row."),
-    R("partial-update.remove-record-on-sequence-group", "string", None, "Sequence groups whose deletes remove "
-      "the partial-update row (Paimon 1.x).", supported=(), refuses=DATA_OPS,
-      why="removing the row on a sequence group's delete is not implemented (merges would keep the row)"),
+    R("partial-update.remove-record-on-sequence-group", "string", None, "Sequence fields of the sequence groups "
+      "whose -D removes the whole partial-update row (Paimon 1.0+)."),
     # ---- compaction
     R("num-sorted-run.compaction-trigger", "int", 5, "Sorted runs that trigger a compaction.", minimum=1),
     R("num-sorted-run.stop-trigger", "int", None, "Sorted runs that stop writes (compaction-trigger + 3).",

@@ -4,7 +4,8 @@ A table turns an index type on for columns with ``file-index.<type>.columns`` an
 column with ``file-index.<type>.<column>.<option>`` (Paimon's FileIndexOptions: exactly three
 dot-separated parts after ``file-index.``). lake_assets writes ``bloom-filter``, ``bitmap``, ``bsi``
 and ``range-bitmap`` indexes (the same bytes Java writes, `lake_assets.formats.file_index`; bitmap
-indexes in version 1, the one Paimon 0.9 reads; reads prune by bitmap versions 1 and 2, by bsi and
+indexes in version 1, the one Paimon 0.9 reads, or 2 when a column's ``version`` asks;
+reads prune by bitmap versions 1 and 2, by bsi and
 by range-bitmap); bsi and range-bitmap are Paimon 1.x's, written as Java HEAD's source defines them
 and checked against pypaimon-rust 0.4 (Java 0.9 lacks them: it reads such a table, but a filter on
 such a column fails its reader, as on any table Paimon 1.x indexed so,
@@ -45,12 +46,6 @@ WRITTEN_INDEX_TYPES = INDEX_TYPES
 _NOT_WRITTEN = ("lake_assets writes bloom-filter, bitmap, bsi and range-bitmap file indexes only, not this type "
                 "(a newer Paimon's or a plug-in's), while Java's writers would index every new file with it; "
                 "reads never use it (they keep every file), and expiry, orphan removal, tags and rollback accept it")
-_BITMAP_VERSION = ("lake_assets writes bitmap index version 1, the layout Paimon 0.9 reads and 1.x reads too, "
-                   "and reads versions 1 and 2; writing version 2 (Paimon 1.x's default) is refused: Paimon 0.9 "
-                   "readers fail on it, and no Java 1.x here can check our bytes (pypaimon-rust 0.4 writes "
-                   "version 2 with its bitmaps in value order, not Java's HashMap order). Reads, expiry, orphan "
-                   "removal, tags and rollback accept it")
-
 
 def _column_list(v: object) -> str | None:
     # Paimon's FileIndexOptions: a blank name fails the writer ("should not have empty column")
@@ -82,13 +77,16 @@ FILE_INDEX_RULES: dict[str, OptionRule] = {r.key: r for r in (
       "(comma-separated).", check=_column_list,
       note="honoured by writes and compaction for columns of types Paimon hashes (not BOOLEAN, DECIMAL or "
       "nested types) and for the values of a key of a map column with CHAR / VARCHAR keys (col[key], sized by "
-      "col[key]'s options, else col's); others refuse writes and compaction"),
+      "col[key]'s options, else col's); others are refused at create and ALTER with OptionError as Paimon 2.0's "
+      "SchemaValidation refuses them, and a table another engine created so refuses writes and compaction"),
     R(f"file-index.{BITMAP}.columns", "string", None, "Columns whose data files get a bitmap index "
       "(comma-separated).", check=_column_list,
-      note="honoured by writes and compaction (version 1, Java 0.9's bytes) for columns of the types Paimon 0.9's "
+      note="honoured by writes and compaction (version 1, Java 0.9's bytes, or 2 per column) for columns of "
+      "the types Paimon 0.9's "
       "bitmap index keys (not BOOLEAN: 0.9 and 1.0 readers would skip files that match, fixed in 1.1; not "
       "BINARY, DECIMAL or nested types, which no Paimon indexes; not map keys col[key]): those refuse writes "
-      "and compaction"),
+      "and compaction; BINARY, DECIMAL, nested types and nested names of columns that are not maps with string "
+      "keys are refused at create and ALTER with OptionError, as Paimon 2.0's SchemaValidation refuses them"),
     R(f"file-index.{BSI}.columns", "string", None, "Columns whose data files get a bsi (bit-sliced) index "
       "(comma-separated) (Paimon 1.x).", check=_column_list,
       note="honoured by writes and compaction (version 1, the bytes Java HEAD's BitSliceIndexBitmapFileIndex "
@@ -111,6 +109,13 @@ FILE_INDEX_RULES: dict[str, OptionRule] = {r.key: r for r in (
       "range-bitmap'), as on any table Paimon 1.x indexed so"),
 )}
 
+def _block_size(v: object) -> str | None:
+    # BitmapFileIndexMetaV2 compares block sizes with an int's; a block holds its count and an entry
+    if isinstance(v, int) and not 16 <= v <= 2**31 - 1:
+        return "must be between 16 bytes and 2147483647 bytes"
+    return None
+
+
 def _chunk_size(v: object) -> str | None:
     # RangeBitmapFileIndex casts the parsed size to a Java int (a larger one would wrap around)
     if isinstance(v, int) and v > 2**31 - 1:
@@ -124,14 +129,20 @@ FILE_INDEX_COLUMN_RULES: dict[tuple[str, str], OptionRule] = {
                              check=_fpp, writer_only=True),
     (BLOOM_FILTER, "items"): R("items", "int", 1_000_000, "Distinct values the column's bloom-filter index is "
                                "sized for.", minimum=1, writer_only=True),
-    (BITMAP, "index-block-size"): R("index-block-size", "size", None, "Block size of the column's bitmap "
-                                    "index (Paimon 1.x, version 2 only).", writer_only=True,
-                                    note="accepted: it shapes version-2 indexes only; lake_assets writes version "
-                                    "1, which has no blocks (Java's version-1 writer ignores it too)"),
+    (BITMAP, "index-block-size"): R("index-block-size", "size", None, "Most bytes of an index block of the "
+                                    "column's bitmap index (Paimon 1.x, version 2 only; unset: 16 kb).",
+                                    writer_only=True, check=_block_size,
+                                    note="honoured by version-2 writes; version 1 has no blocks (Java's version-1 "
+                                    "writer ignores it too); an entry larger than a block fails the write, as "
+                                    "Java's writer fails"),
     (BITMAP, "version"): R("version", "int", None, "Format version of the column's bitmap index (Paimon 0.9: 1 "
-                           "only; 1.x: 1 or 2, default 2).", writer_only=True, supported=("1",),
-                           refuses=WRITE_OPS, why=_BITMAP_VERSION,
-                           note="unset, lake_assets writes version 1 (Paimon 1.x would write 2; both read 1)"),
+                           "only; 1.x: 1 or 2, default 2).", writer_only=True, supported=("1", "2"),
+                           refuses=WRITE_OPS, why="Paimon writes and reads bitmap index versions 1 and 2 only; "
+                           "reads, expiry, orphan removal, tags and rollback accept it",
+                           note="unset, lake_assets writes version 1, which Paimon 0.9 reads (Paimon 1.x would "
+                           "write 2; both read 1); 2 writes Paimon 1.x's layout (Java HEAD's "
+                           "BitmapFileIndexMetaV2: entries sorted by value in index blocks), which Paimon 0.9 "
+                           "readers fail on"),
     (RANGE_BITMAP, "chunk-size"): R("chunk-size", "size", None, "Bytes of dictionary keys per chunk of the "
                                     "column's range-bitmap index, after each chunk's first key (Paimon 1.x; "
                                     "unset: 16 kb, 0 b for BOOLEAN, TINYINT and SMALLINT).", writer_only=True,

@@ -77,15 +77,49 @@ def check_path_part(value: object, what: str) -> str:
     return value  # type: ignore[return-value]
 
 
+# The table directory's own sub-directories (and Paimon's ``branch/``): no data directory may be one.
+RESERVED_DIRS = frozenset({"schema", "snapshot", "manifest", "index", "tag", "consumer", "changelog",
+                           "statistics", "branch", "expiring"})
+
+
+def check_data_directory(value: object, what: str) -> str:
+    """The ``data-file.path-directory`` value ``value`` as a relative path of plain directory
+    names under the table (a trailing ``/`` dropped, as Java's ``Path`` drops it), or
+    `UnsafePathError`: no absolute path, scheme (``s3://``, ``C:``), ``.``/``..`` or empty segment,
+    and not one of the table's own directories (`RESERVED_DIRS`)."""
+    if not isinstance(value, str) or not value.strip("/"):
+        raise UnsafePathError(f"Unsafe value {_show(value)} for {what}: it names no directory")
+    if value.startswith("/") or ":" in value:
+        raise UnsafePathError(f"Unsafe value {_show(value)} for {what}: it must be a relative path inside the "
+                              "table directory (no absolute path, scheme or drive)")
+    text = value[:-1] if value.endswith("/") else value
+    for part in text.split("/"):
+        check_file_name(part, what)
+    if text.split("/")[0] in RESERVED_DIRS:
+        raise UnsafePathError(f"Unsafe value {_show(value)} for {what}: it is inside the table's own "
+                              f"{text.split('/')[0]!r} directory")
+    return text
+
+
 @dataclass(frozen=True)
 class TablePaths:
     """Paths of one table's directories and files, rooted at ``root``.
 
     File-name arguments are checked with `check_file_name` (raising `UnsafePathError`), so a
-    path built here never leaves ``root``.
+    path built here never leaves ``root``. ``data_directory`` (``data-file.path-directory``,
+    checked by `check_data_directory`) puts the partition and bucket directories below
+    ``root/<data_directory>``, as Paimon 1.x's ``FileStorePathFactory`` does.
     """
 
     root: str
+    data_directory: str | None = None
+
+    @property
+    def data_root(self) -> str:
+        """Where the partition and bucket directories live: the root, or its data directory."""
+        if self.data_directory is None:
+            return self.root
+        return posixpath.join(self.root, check_data_directory(self.data_directory, f"data directory of {self.root}"))
 
     @property
     def schema_dir(self) -> str:
@@ -153,8 +187,8 @@ class TablePaths:
             # (spec/partition.py); each segment is still checked, as the last line of defence.
             for part in partition_path.split("/"):
                 check_file_name(part, f"partition directory under {self.root}")
-            return posixpath.join(self.root, partition_path, bucket_name)
-        return posixpath.join(self.root, bucket_name)
+            return posixpath.join(self.data_root, partition_path, bucket_name)
+        return posixpath.join(self.data_root, bucket_name)
 
     def data_file(self, partition_path: str, bucket: int, file_name: str) -> str:
         return posixpath.join(

@@ -10,32 +10,53 @@ from lake_assets.lsm.merge_engine.registry import DEFAULT_MERGE_ENGINE, engine_o
 from lake_assets.ops.default_values import check_default_values
 from lake_assets.options import CoreOptions
 from lake_assets.spec.arrow_types import to_arrow
-from lake_assets.spec.data_types import BinaryType, DataField, MapType, VarCharType
+from lake_assets.spec.data_types import BinaryType, CharType, DataField, MapType, VarCharType
 
 
-def index_type_problems(fields: Sequence[DataField], options: Mapping[str, str]) -> list[tuple[str, str, str, str]]:
-    """(index type, column, type, Java's reason) of each column a bsi or range-bitmap index names
-    (``file-index.<type>.columns``) whose type Paimon 1.x's ``FileIndexerFactory.validate`` refuses,
-    as ``SchemaValidation.validateFileIndex`` checks them: a map value ``m[k]`` by the map's value
-    type. Missing columns, nested names of non-maps and what only the writer refuses (bsi's
-    DECIMAL above 18, map values) are refused elsewhere."""
-    from lake_assets.formats import bsi_index, range_bitmap_keys
-    from lake_assets.option_rules_file_index import BSI, RANGE_BITMAP, indexed_columns, top_level_column
+def index_type_problems(fields: Sequence[DataField], options: Mapping[str, str]) -> list[str]:
+    """Java's message for each file-index column that Paimon 2.0's ``SchemaValidation.validateFileIndex``
+    refuses at create and ALTER: a nested name ``m[k]`` of a column that is not a map or whose map
+    keys are not CHAR / VARCHAR, and a column (a map value ``m[k]``: the map's value type) of a type
+    the index type's ``FileIndexerFactory.validate`` refuses (bloom-filter: BOOLEAN, DECIMAL, nested
+    types; bitmap: BINARY, DECIMAL, nested types; bsi; range-bitmap). Missing columns and what only
+    the writer refuses (a BOOLEAN bitmap, bsi's DECIMAL above 18, map values of bitmaps) are refused
+    elsewhere."""
+    from lake_assets.formats import bitmap_index, bsi_index, fast_hash, range_bitmap_keys
+    from lake_assets.option_rules_file_index import (
+        BITMAP,
+        BLOOM_FILTER,
+        BSI,
+        RANGE_BITMAP,
+        indexed_columns,
+        top_level_column,
+    )
 
     by_name = {f.name: f for f in fields}
-    out: list[tuple[str, str, str, str]] = []
-    for kind, java_refusal in ((BSI, bsi_index.java_refusal), (RANGE_BITMAP, range_bitmap_keys.java_refusal)):
+    out: list[str] = []
+    refusals = ((BLOOM_FILTER, fast_hash.java_refusal), (BITMAP, bitmap_index.java_refusal),
+                (BSI, bsi_index.java_refusal), (RANGE_BITMAP, range_bitmap_keys.java_refusal))
+    for kind, java_refusal in refusals:
+        key = f"file-index.{kind}.columns"
         for name in indexed_columns(options, kind):
-            field = by_name.get(top_level_column(name))
+            top = top_level_column(name)
+            field = by_name.get(top)
             if field is None:
                 continue
             dt = field.type
-            if top_level_column(name) != name:
+            if top != name:
                 if not isinstance(dt, MapType):
+                    out.append(f"Column '{top}' is configured as nested column in '{key}' but is not a map type. "
+                               "Only map type supports nested column.")
+                    continue
+                if not isinstance(dt.key, (CharType, VarCharType)):
+                    out.append(f"Column '{top}' is configured as nested column in '{key}', but its map key type "
+                               f"is {dt.key}. Only CHAR/VARCHAR/STRING is supported.")
                     continue
                 dt = dt.value
             if (why := java_refusal(dt)) is not None:
-                out.append((kind, name, str(dt.copy(nullable=True)), why))
+                # Java's wording, plus the option; a map value is named m[k] as listed (Java names the map m)
+                out.append(f"Column '{name}' with type '{dt.copy(nullable=True)}' is not supported by '{kind}' "
+                           f"index ({key}). {why}")
     return out
 
 
@@ -56,15 +77,12 @@ def check_options(
     by_name = {f.name: f for f in fields}
     core = CoreOptions(dict(options), has_primary_key=bool(primary_keys))
     core.validate(field_names=names, strict=True)
-    # Paimon 1.x's SchemaValidation.validateFileIndex refuses these at create and ALTER; a table that
+    # Paimon 2.0's SchemaValidation.validateFileIndex refuses these at create and ALTER; a table that
     # already carries one (written by an older engine) keeps it: refused at write, readable
     carried = set(index_type_problems(*before)) if before is not None else set()
     for problem in index_type_problems(fields, options):
         if problem not in carried:
-            kind, column, type_text, why = problem
-            # Java's wording, plus the option; a map value is named m[k] as listed (Java names the map m)
-            raise OptionError(f"{what}: Column '{column}' with type '{type_text}' is not supported by '{kind}' index "
-                              f"(file-index.{kind}.columns). {why}")
+            raise OptionError(f"{what}: {problem}")
     check_engine_producer(what, core)
     if primary_keys and (dv_problem := deletion_vector_problem(core)) is not None:
         raise OptionError(f"{what}: {dv_problem} (deletion-vectors.enabled with changelog-producer = "

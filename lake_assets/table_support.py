@@ -168,7 +168,6 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
         "data-evolution.enabled": (is_true, "data-evolution files are merged by batch reads only: compaction "
                                    "and change streams (where an update file arrives without its base file) "
                                    "are not implemented", frozenset({Op.COMPACT, Op.STREAM})),
-        "data-file.path-directory": (bool, "data files in a sub-directory are not implemented", PATHS),
         "data-file.external-paths": (bool, "writing data files to external paths is not implemented",
                                      frozenset({Op.WRITE, Op.COMPACT})),
     }

@@ -27,16 +27,18 @@ from pyroaring import BitMap, BitMap64
 
 from lake_assets.errors import InvalidDataError, UnsupportedFeatureError
 from lake_assets.formats.bitmap_index_layout import bitmaps, entries, read_string_entries, roaring
-from lake_assets.formats.bitmap_index_v2 import VERSION_2, parse_v2
-from lake_assets.formats.fast_hash import bytes_of, epoch_values
+from lake_assets.formats.bitmap_index_v2 import DEFAULT_BLOCK_SIZE, VERSION_2, java_order, parse_v2, v2_meta
+from lake_assets.formats.fast_hash import bytes_of, epoch_values, nested_type_refusal
 from lake_assets.formats.java_hash_map import binary_string_hash_codes, hash_map_order, long_hash_codes
 from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.data_types import (
     BigIntType,
+    BinaryType,
     BooleanType,
     CharType,
     DataType,
     DateType,
+    DecimalType,
     DoubleType,
     FloatType,
     IntType,
@@ -45,6 +47,7 @@ from lake_assets.spec.data_types import (
     TimestampType,
     TimeType,
     TinyIntType,
+    VarBinaryType,
     VarCharType,
 )
 
@@ -71,6 +74,19 @@ def unsupported_reason(dt: DataType) -> str | None:
         return (f"Paimon's bitmap index does not support type {dt}: no Paimon version writes or reads one "
                 "(0.9 through 1.x's writers fail on it)")
     return None
+
+
+def java_refusal(dt: DataType) -> str | None:
+    """Java HEAD's message when its bitmap index cannot key a column of type ``dt``
+    (``BitmapTypeVisitor``, which ``BitmapFileIndexFactory.validate`` calls at create and ALTER from
+    Paimon 2.0), or None. BOOLEAN passes, as in Java (`unsupported_reason` refuses its writes)."""
+    if isinstance(dt, _STRINGS) or type(dt) in _FIXED or isinstance(dt, BooleanType):
+        return None
+    if isinstance(dt, (BinaryType, VarBinaryType)):
+        return "Does not support type binary"
+    if isinstance(dt, DecimalType):
+        return "Does not support decimal"
+    return nested_type_refusal(dt) or f"Does not support type {dt}"
 
 
 def index_keys(values: pa.Array | pa.ChunkedArray, dt: DataType) -> pa.Array:
@@ -135,10 +151,13 @@ class BitmapIndexBuilder:
     out from the (id, row) pairs in id-then-row order, which needs about 24 bytes per non-null row
     of the file for as long as it runs."""
 
-    def __init__(self, dt: DataType) -> None:
+    def __init__(self, dt: DataType, version: int = VERSION_1, block_size: int = DEFAULT_BLOCK_SIZE) -> None:
         if (why := unsupported_reason(dt)) is not None:
             raise UnsupportedFeatureError(why)
+        if version not in (VERSION_1, VERSION_2):
+            raise UnsupportedFeatureError(f"bitmap index version {version} is not one Paimon writes (1 or 2)")
         self.type = dt
+        self.version, self.block_size = version, block_size
         self._distinct = index_keys(pa.array([], to_arrow(dt)), dt)
         self._pending: list[pa.Array] = []  # batches' distinct values under provisional ids
         self._pending_count = 0
@@ -229,7 +248,7 @@ class BitmapIndexBuilder:
         return held
 
     def finish(self) -> bytes:
-        """The payload (version 1)."""
+        """The payload (in the builder's version)."""
         return self.payload()[0]
 
     def payload(self) -> tuple[bytes, bool]:
@@ -270,10 +289,19 @@ class BitmapIndexBuilder:
         offsets = np.empty(m, np.int64)
         offsets[in_order] = len(null_bytes) + np.cumsum(sizes) - sizes
         offsets[~multi] = -1 - grouped[first[~multi]]
+        key_dtype = None if isinstance(dt, _STRINGS) else _FIXED[type(dt)]
+        if self.version == VERSION_2:
+            # entries in Java's comparator order; each bitmap's length, -1 for a value in one row
+            lengths = np.full(m, -1, np.int64)
+            lengths[in_order] = sizes
+            by_value = java_order(distinct, key_dtype, isinstance(dt, (FloatType, DoubleType)))
+            null_size = len(roaring(null_rows)) if len(null_rows) else 0
+            meta = v2_meta(self._rows, m, null_rows, null_size, distinct.take(pa.array(by_value)), key_dtype,
+                           offsets[by_value], lengths[by_value], self.block_size)
+            return meta + null_bytes + body, exact
         head = struct.pack(">BiiB", VERSION_1, self._rows, m, len(null_rows) > 0)
         if len(null_rows):
             head += struct.pack(">i", -1 - int(null_rows[0]) if len(null_rows) == 1 else 0)
-        key_dtype = None if isinstance(dt, _STRINGS) else _FIXED[type(dt)]
         meta = entries(distinct.take(pa.array(order)), key_dtype, offsets[order])
         return head + meta + null_bytes + body, exact
 

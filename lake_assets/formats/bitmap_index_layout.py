@@ -16,19 +16,22 @@ from lake_assets.errors import InvalidDataError
 from lake_assets.formats.fast_hash import bytes_of
 
 
-def entries(keys: pa.Array, key_dtype: str | None, offsets: np.ndarray) -> bytes:
-    """``value | offset`` of every entry, as ``BitmapFileIndexMeta.serialize`` writes them: keys
-    of the big-endian numpy type ``key_dtype``, or (None) binary keys as ``int`` length and bytes."""
+def entries(keys: pa.Array, key_dtype: str | None, *ints: np.ndarray) -> bytes:
+    """``value | int...`` of every entry, as ``BitmapFileIndexMeta.serialize`` writes them (version
+    1: the offset; version 2's index blocks: offset and length): keys of the big-endian numpy type
+    ``key_dtype``, or (None) binary keys as ``int`` length and bytes."""
     if key_dtype is not None:
-        rec = np.empty(len(keys), np.dtype([("k", key_dtype), ("o", ">i4")]))
+        rec = np.empty(len(keys), np.dtype([("k", key_dtype)] + [(f"i{j}", ">i4") for j in range(len(ints))]))
         rec["k"] = keys.to_numpy(zero_copy_only=False)
-        rec["o"] = offsets
+        for j, field in enumerate(ints):
+            rec[f"i{j}"] = field
         return rec.tobytes()
     data, starts, lengths = bytes_of(keys)
-    # each entry: int length, the bytes, int offset
-    pos = np.concatenate([[0], np.cumsum(lengths + 8)])
+    # each entry: int length, the bytes, its ints
+    pos = np.concatenate([[0], np.cumsum(lengths + 4 + 4 * len(ints))])
     out = np.zeros(int(pos[-1]), np.uint8)
-    for field, at in ((lengths, pos[:-1]), (offsets, pos[:-1] + 4 + lengths)):
+    placed = [(lengths, pos[:-1])] + [(field, pos[:-1] + 4 + lengths + 4 * j) for j, field in enumerate(ints)]
+    for field, at in placed:
         out[at[:, None] + np.arange(4)] = np.asarray(field, ">i4").view(np.uint8).reshape(-1, 4)
     total = int(lengths.sum())
     if total:

@@ -15,15 +15,20 @@ import pyarrow as pa
 
 from lake_assets.errors import UnsupportedFeatureError
 from lake_assets.spec.data_types import (
+    ArrayType,
     BigIntType,
     BinaryType,
     CharType,
     DataType,
     DateType,
+    DecimalType,
     DoubleType,
     FloatType,
     IntType,
     LocalZonedTimestampType,
+    MapType,
+    MultisetType,
+    RowType,
     SmallIntType,
     TimestampType,
     TimeType,
@@ -41,6 +46,25 @@ _U64 = np.uint64
 def hashable(dt: DataType) -> bool:
     """Whether Paimon's FastHash has a hash for ``dt`` (BOOLEAN, DECIMAL and nested types have none)."""
     return isinstance(dt, _INTEGERS + _BYTES + _TIMESTAMPS + (FloatType, DoubleType))
+
+
+def java_refusal(dt: DataType) -> str | None:
+    """Java HEAD's message when its bloom-filter index cannot hash a column of type ``dt``
+    (``FastHashVisitor``, which ``BloomFilterFileIndexFactory.validate`` calls at create and ALTER
+    from Paimon 2.0), or None."""
+    if hashable(dt):
+        return None
+    return nested_type_refusal(dt) or ("Does not support decimal" if isinstance(dt, DecimalType)
+                                       else f"Does not support type {type(dt).__name__.removesuffix('Type').lower()}")
+
+
+def nested_type_refusal(dt: DataType) -> str | None:
+    """Java's message for a nested type no file index keys (its type visitors), or None; the
+    "mutiset" misspelling is Java's."""
+    for cls, name in ((ArrayType, "array"), (MultisetType, "mutiset"), (MapType, "map"), (RowType, "row")):
+        if isinstance(dt, cls):
+            return f"Does not support type {name}"
+    return None
 
 
 def fast_hash(values: pa.Array | pa.ChunkedArray, dt: DataType) -> np.ndarray:

@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 
 from lake_assets.errors import InvalidDataError, OptionError
 from lake_assets.formats.bitmap_index import BitmapIndexBuilder, unsupported_reason
+from lake_assets.formats.bitmap_index_v2 import DEFAULT_BLOCK_SIZE
 from lake_assets.formats.bloom_filter import INT_MAX, BloomFilter64, bloom_bits
 from lake_assets.formats.bsi_index import BSI, BsiIndexBuilder
 from lake_assets.formats.bsi_index import unsupported_reason as bsi_unsupported_reason
@@ -185,10 +186,13 @@ class BloomColumn:
 
 @dataclass(frozen=True)
 class BitmapColumn:
-    """One column's bitmap index: its name and Paimon type."""
+    """One column's bitmap index: its name and Paimon type (and for a bitmap index its version and
+    version 2's index block size)."""
 
     name: str
     type: DataType
+    version: int = 1
+    block_size: int = DEFAULT_BLOCK_SIZE
 
 
 @dataclass(frozen=True)
@@ -207,7 +211,7 @@ def write_problems(schema: TableSchema) -> list[tuple[str, str]]:
     """(what, why) of each bloom-filter, bitmap, bsi or range-bitmap index no writer of lake_assets can write for
     ``schema``: columns the table lacks, map values (``m[k]``) of bitmaps and of maps whose keys
     are not strings, types Paimon's FastHash cannot hash or its bitmap index cannot key. (A bitmap
-    ``version`` other than 1 is refused by its option row.)"""
+    ``version`` other than 1 and 2 is refused by its option row.)"""
     out: list[tuple[str, str]] = []
     keyed_kinds: list[tuple[str, str, Callable[[DataType], str | None]]] = [
         (BITMAP, "bitmap indexes of map values (column[key]) are not implemented", unsupported_reason),
@@ -270,7 +274,8 @@ def index_plan(schema: TableSchema) -> IndexPlan | None:
     Callers have been refused by `write_problems` (via table_support) when it finds anything."""
     options = schema.options
     names = indexed_columns(options, BLOOM_FILTER)
-    bitmaps = tuple(BitmapColumn(n, schema.field(n).type) for n in indexed_columns(options, BITMAP))
+    bitmaps = tuple(BitmapColumn(n, schema.field(n).type, *_bitmap_layout(options, n))
+                    for n in indexed_columns(options, BITMAP))
     bsi = tuple(BitmapColumn(n, schema.field(n).type) for n in indexed_columns(options, BSI))
     range_bitmap = tuple((BitmapColumn(n, schema.field(n).type), _chunk_size(options, n))
                          for n in indexed_columns(options, RANGE_BITMAP))
@@ -293,6 +298,16 @@ def index_plan(schema: TableSchema) -> IndexPlan | None:
     return IndexPlan(tuple(columns), threshold, bitmaps, bsi, range_bitmap)
 
 
+def _bitmap_layout(options: Mapping[str, str], name: str) -> tuple[int, int]:
+    """(version, index block size) of a column's bitmap index: ``file-index.bitmap.<name>.version``
+    (unset: 1, which Paimon 0.9 reads; Java 1.x writes 2 by default) and ``.index-block-size``
+    (version 2 only; Java's default 16 kb)."""
+    prefix = f"file-index.{BITMAP}.{name}."
+    version = int(options.get(prefix + "version", "1"))
+    text = options.get(prefix + "index-block-size")
+    return version, DEFAULT_BLOCK_SIZE if text is None else parse_memory_size(text, prefix + "index-block-size")
+
+
 def _chunk_size(options: Mapping[str, str], name: str) -> int | None:
     """``file-index.range-bitmap.<name>.chunk-size`` in bytes, or None (unset)."""
     key = f"file-index.{RANGE_BITMAP}.{name}.chunk-size"
@@ -309,7 +324,7 @@ class FileIndexBuilder:
     def __init__(self, plan: IndexPlan) -> None:
         self.plan = plan
         self.filters = [BloomFilter64.sized(c.items, c.fpp) for c in plan.bloom]
-        self.bitmaps = [BitmapIndexBuilder(c.type) for c in plan.bitmap]
+        self.bitmaps = [BitmapIndexBuilder(c.type, c.version, c.block_size) for c in plan.bitmap]
         self.bsi = [BsiIndexBuilder(c.type, c.name) for c in plan.bsi]
         self.range_bitmaps = [RangeBitmapIndexBuilder(c.type, c.name, size) for c, size in plan.range_bitmap]
 

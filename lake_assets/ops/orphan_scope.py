@@ -11,7 +11,8 @@ Paimon (1.0 to HEAD, docs/format.md §9.4) lists, per table:
 - the data directories: partition levels (directories whose name contains ``=``, as many levels as
   the table has partition keys) down to the ``bucket-*`` directories (``bucket-postpone`` too), and
   the files directly inside those; a partition directory without a bucket directory is listed itself
-  (HEAD, ``listFileDirs``). Anything else in the table directory - a Flink ``_SUCCESS`` mark-done
+  (HEAD, ``listFileDirs``), below ``data-file.path-directory`` when the table sets it (HEAD's
+  ``dataFilePath()``). Anything else in the table directory - a Flink ``_SUCCESS`` mark-done
   file in a partition directory, a README at the root, another tool's directory - is never looked at.
 
 ``schema/``, ``tag/``, ``consumer/`` and lake_assets' ``expiring/`` are never listed by Paimon;
@@ -85,7 +86,11 @@ def list_scope(store: FileStore) -> OrphanScope:
         if name in top:
             files_of(top[name].path, temp_only=True)
     listed = [top[n] for n in ("manifest", "index", "statistics") if n in top]
-    listed += _data_dirs(fio, root, len(store.schema.partition_keys))
+    data_root = paths.data_root.rstrip("/")
+    if data_root == root:
+        listed += _data_dirs(fio, root, len(store.schema.partition_keys))
+    elif fio.exists(data_root):  # data-file.path-directory: Paimon lists its dataFilePath()
+        listed += _data_dirs(fio, data_root, len(store.schema.partition_keys))
     for d in listed:
         entries = fio.list_without_links(d.path)
         if not entries:

@@ -41,7 +41,7 @@ def option_references(options: dict[str, str]) -> dict[str, list[str]]:
     refs: dict[str, list[str]] = {}
     for key, value in options.items():
         cols: list[str] = []
-        if key in ("sequence.field", "bucket-key"):
+        if key in ("sequence.field", "bucket-key", "partial-update.remove-record-on-sequence-group"):
             cols = _split_list(value)
         elif key == "rowkind.field":
             cols = [value.strip()] if value and value.strip() else []

@@ -24,7 +24,7 @@ from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.ops import deletion_vectors
 from lake_assets.ops.scan import FileStoreScan
 from lake_assets.parallelism import validate_cpus_setting
-from lake_assets.paths import TablePaths
+from lake_assets.paths import TablePaths, check_data_directory
 from lake_assets.refusal import DATA
 from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.binary_row import deserialize_row
@@ -65,7 +65,7 @@ class FileStore:
     def __init__(self, name: str, file_io: FileIO, root: str, schema: TableSchema | None = None) -> None:
         self.name = name
         self.file_io = file_io
-        self.paths = TablePaths(root)
+        self.paths = TablePaths(root)  # its data directory follows the schema (the `schema` setter)
         self.snapshot_manager = SnapshotManager(file_io, self.paths, name)
         self.fault_hook: FaultHook | None = None
         self._schemas: dict[int, TableSchema] = {}
@@ -90,6 +90,20 @@ class FileStore:
         if not ids:
             raise NoSuchTableError(f"Table {self.name} does not exist (no schema files under {self.paths.root})")
         return self.schema_by_id(max(ids))
+
+    @property
+    def schema(self) -> TableSchema:
+        """The schema operations of this handle work with (see the class docstring)."""
+        return self._schema
+
+    @schema.setter
+    def schema(self, schema: TableSchema) -> None:
+        self._schema = schema
+        # data-file.path-directory (immutable, as in Paimon): where partition and bucket directories live
+        directory = schema.options.get("data-file.path-directory")
+        if directory != self.paths.data_directory:
+            self.paths = TablePaths(self.paths.root, None if directory is None else check_data_directory(
+                directory, f"option data-file.path-directory of {self.name}"))
 
     def refresh(self) -> None:
         """Reload the latest schema (after schema changes by another process)."""

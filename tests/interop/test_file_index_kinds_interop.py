@@ -116,15 +116,21 @@ def _sql_expected(data: pa.Table, column: str, op: str, literal: Any) -> list[in
     return sorted(out)
 
 
-@pytest.mark.parametrize("threshold", ["1 mb", "0"], ids=["embedded", "index-file"])
+@pytest.mark.parametrize(("threshold", "version"), [("1 mb", "1"), ("0", "1"), ("1 mb", "2")],
+                         ids=["embedded", "index-file", "version-2"])
 def test_rust_reads_our_bitmap_indexed_tables_with_filters(rust: PypaimonRust, tmp_path: Path,
-                                                           threshold: str) -> None:
+                                                           threshold: str, version: str) -> None:
+    """Version 2 is ours too (``file-index.bitmap.<column>.version = 2``, small index blocks): rust
+    prunes by it and returns every row, and our own pruning keeps exactly the files with a match."""
     wh = str(tmp_path / "wh")
     schema = pa.schema([("id", pa.int32()), ("s", pa.string()), ("n", pa.int64())])
     lake = Catalog(wh)
     lake.create_database("db")
+    per_column = {f"file-index.bitmap.{c}.{k}": v for c in ("s", "n")
+                  for k, v in (("version", version), ("index-block-size", "64 b"))} if version == "2" else {}
     t = lake.create_table("db.t", schema, options={
-        "bucket": "-1", "file-index.bitmap.columns": "s,n", "file-index.in-manifest-threshold": threshold})
+        "bucket": "-1", "file-index.bitmap.columns": "s,n", "file-index.in-manifest-threshold": threshold,
+        **per_column})
     for k in range(3):
         ids = list(range(k * ROWS_PER_FILE, (k + 1) * ROWS_PER_FILE))
         t.write_arrow(pa.table({"id": ids, "s": [None if i % 7 == 0 else f"s{i // 10}" for i in ids],
@@ -138,6 +144,22 @@ def test_rust_reads_our_bitmap_indexed_tables_with_filters(rust: PypaimonRust, t
     ]:
         rows = rust.query(wh, f"SELECT id FROM paimon.db.t WHERE {sql}")
         assert sorted(r["id"] for r in rows) == _sql_expected(data, column, op, literal), sql
+    if version == "2":
+        for payload in _payloads(t):
+            assert payload[0] == 2
+        # file k holds ids 40k..40k+39: s = 's5' only in file 1, n = 3 only in file 0, none holds 'nope'
+        assert _verdicts(t, [("s", "=", "s5")]) == [False, True, False]
+        assert _verdicts(t, [("n", "=", 3)]) == [True, False, False]
+        assert _verdicts(t, [("s", "=", "nope")]) == [False, False, False]
+        assert _verdicts(t, [("s", "is null", None)]) == [True, True, True]
+
+
+def _payloads(t: Any) -> list[bytes]:
+    """Every bitmap payload of the table's live files (embedded indexes)."""
+    out = []
+    for e in t.store.file_store_scan().live_entries(t.latest_snapshot()):
+        out += [kinds["bitmap"] for kinds in read_container(e.file.embedded_file_index).values()]
+    return out
 
 
 def test_stored_v2_vectors_are_rusts(rust: PypaimonRust, tmp_path: Path) -> None:

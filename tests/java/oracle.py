@@ -541,6 +541,14 @@ class PaimonJava:
         RoaringBitmap (Java 0.9 has no such vector: ``Bitmap64Ops.java`` follows HEAD's source)."""
         return base64.b64decode(self.call("bitmap64_serialize", positions=[int(p) for p in positions])["bytes"])
 
+    def bitmap_v2_serialize(self, paimon_type: Any, values: Sequence[Any], block_size: int) -> bytes:
+        """A version-2 bitmap index payload of one file's column ``values`` (the oracle's JSON
+        encoding, see ``Values.java``), laid out as Paimon HEAD's ``BitmapFileIndexMetaV2`` does
+        with Java's own HashMap, RoaringBitmap32 and comparators (Java 0.9 writes version 1 only:
+        ``BitmapV2Ops.java`` follows HEAD's source)."""
+        return base64.b64decode(self.call("bitmap_v2_serialize", type=paimon_type, values=list(values),
+                                          block_size=int(block_size))["bytes"])
+
     def bitmap64_deserialize(self, data: bytes) -> list[int]:
         """The positions of a framed 64-bit vector as HEAD's ``OptimizedRoaringBitmap64.deserialize``
         reads it (Java's RoaringBitmap reading each 32-bit bitmap)."""

@@ -333,8 +333,14 @@ def test_partial_update_option_conflicts_and_group_validation() -> None:
     pu(s, {"fields.a.aggregate-function": "last_non_null_value"})  # allowed outside groups
     with pytest.raises(UnsupportedFeatureError):
         pu(s, {"fields.g.sequence-group": "a", "fields.a.aggregate-function": "count"})
-    with pytest.raises(UnsupportedFeatureError):
-        pu(s, {"fields.g.sequence-group": "a", "partial-update.remove-record-on-sequence-group": "g"})
+    # remove-record-on-sequence-group names sequence fields of groups; conflicts with ignore-delete
+    pu(s, {"fields.g.sequence-group": "a", "partial-update.remove-record-on-sequence-group": "g"})
+    for bad in ("a", "g,b", "zz"):
+        with pytest.raises(OptionError, match="must be part of sequence groups"):
+            pu(s, {"fields.g.sequence-group": "a", "partial-update.remove-record-on-sequence-group": bad})
+    with pytest.raises(OptionError, match="conflict"):
+        pu(s, {"fields.g.sequence-group": "a", "partial-update.remove-record-on-sequence-group": "g",
+               "partial-update.ignore-delete": "true"})
 
 
 def test_sequence_group_documentation_example() -> None:
@@ -570,7 +576,8 @@ def model_partial_update(records: Sequence[Record], cols: Sequence[str], ignore_
             if retracting(kind):
                 if not remove_on_delete:
                     raise CannotApply("retract")
-                row, deleted = dict.fromkeys(cols), True
+                # the row becomes the -D's image (Paimon HEAD's initRow), later inserts overwrite it
+                row, deleted = {c: rec[c] for c in cols}, True
                 continue
             deleted = False
             row.update({c: rec[c] for c in cols if rec[c] is not None})

@@ -77,7 +77,7 @@ def test_nested_nanosecond_timestamps_are_refused_at_create_as_on_alter(catalog:
 
 
 # ----------------------------------------------------------------------- accepted-and-ignored audit
-@pytest.mark.parametrize(("key", "value"), [("partial-update.remove-record-on-sequence-group", "v")])
+@pytest.mark.parametrize(("key", "value"), [("file.format", "csv")])
 def test_options_we_cannot_honour_are_refused(catalog: Catalog, key, value):
     with pytest.raises(UnsupportedFeatureError, match=key.replace(".", r"\.")):
         catalog.create_table("db.t", SCHEMA, primary_keys=["k"], options={"bucket": "1", key: value})

@@ -139,11 +139,6 @@ def test_supported_tables_refuse_nothing():
      {Op.WRITE, Op.COMPACT}, "parquet.compression = 'zlib'"),
     ({"bucket": "2", "parquet.page.row.count.limit": "100", "file.format.per.level": "0:avro,3:parquet",
       "file.format": "orc"}, True, {Op.WRITE, Op.COMPACT}, "parquet.page.row.count.limit"),
-    ({"bucket": "2", "data-file.path-directory": "data"}, True, DATA | {Op.EXPIRE, Op.ORPHANS},
-     "data-file.path-directory"),
-    # a merge option we do not implement: merges would differ, file paths do not
-    ({"bucket": "2", "merge-engine": "partial-update", "partial-update.remove-record-on-sequence-group": "g"},
-     True, DATA, "partial-update.remove-record-on-sequence-group"),
 ])
 def test_schema_refusals_per_operation(options, pk, refused, named):
     refusals = schema_refusals(schema(options, pk=pk))

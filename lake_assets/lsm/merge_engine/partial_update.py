@@ -8,14 +8,20 @@ unchanged (see the package docstring).
   ``partial-update.remove-record-on-delete`` makes a -D delete the whole row, or sequence groups are
   configured. The two delete options conflict with each other, and remove-on-delete conflicts with
   sequence groups, as in Paimon (``OptionError``).
-- remove-on-delete: a -D resets the row and the result is -D unless inserts follow it; those start a
-  new row. A -U does nothing at all (Paimon lets a trailing -U flip the result back to an empty +I
-  row; we keep the -D).
+- remove-on-delete: a -D resets the row to its own image (Paimon 2.0+; 1.0 reset to an empty row,
+  1.1-1.4 to its NOT NULL columns) and the result is -D unless inserts follow it; those overwrite the
+  image's non-null fields. A -U does nothing at all (Paimon lets a trailing -U flip the result back
+  to a +I of the image; we keep the -D).
 - ``fields.<s1>[,<s2>].sequence-group = <a>,<b>``: a record whose group sequence is all-null leaves
   the group alone. A record whose sequence tuple (nulls smallest) is not older than the group's
   current one wins the group: an insert sets every column of the group (nulls included), a retract
   nulls them. Retracts compare with ``>=`` like inserts (as Paimon's code does), so a -D carrying
   the current sequence deletes the group. The group's sequence columns keep the largest sequence.
+- ``partial-update.remove-record-on-sequence-group = <seq>[,<seq>]`` (Paimon 1.0+; sequence fields
+  of groups): a -D whose sequence in a named group is set and not older than the group's removes
+  the record: the row becomes the -D's image (as Paimon HEAD's ``initRow``), the result is -D
+  unless later records follow, and those merge on top of the image (`group_delete`). Conflicts
+  with ``ignore-delete``.
 - Aggregate functions are allowed on grouped columns only (Paimon rejects any other function than
   last_non_null_value outside a group). Inside a group they fold the group's records in
   group-sequence order, ties in arrival order. That equals Paimon for plain columns, last_value and
@@ -35,7 +41,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from lake_assets.errors import InvalidDataError, OptionError, UnsupportedFeatureError
+from lake_assets.errors import InvalidDataError, OptionError
 from lake_assets.lsm.merge import is_retract, kinds_of
 from lake_assets.lsm.merge_engine.aggregate_functions import FieldFunction, fold
 from lake_assets.lsm.merge_engine.engine_options import (
@@ -45,6 +51,7 @@ from lake_assets.lsm.merge_engine.engine_options import (
     field_function,
 )
 from lake_assets.lsm.merge_engine.function import SchemaFields
+from lake_assets.lsm.merge_engine.group_delete import last_resets
 from lake_assets.lsm.merge_engine.grouping import (
     Grouping,
     all_single,
@@ -80,16 +87,12 @@ class PartialUpdate:
         # ignore-delete with its fallback keys, as the writer reads it (Paimon's CoreOptions)
         self.ignore_delete = options.ignore_delete
         self.remove_on_delete = options.partial_update_remove_record_on_delete
-        if options.partial_update_remove_record_on_sequence_group:
-            # the option registry refuses it too (create, ALTER, and per operation)
-            raise UnsupportedFeatureError(
-                "Option 'partial-update.remove-record-on-sequence-group' is not implemented by lake_assets"
-            )
         self.groups = checked_sequence_groups(options, names, self.key_names)
         if self.ignore_delete and self.remove_on_delete:
             raise OptionError(
                 "Options 'ignore-delete' and 'partial-update.remove-record-on-delete' conflict; set only one"
             )
+        self.delete_groups = self._delete_groups(options)
         if self.remove_on_delete and self.groups:
             raise OptionError(
                 "Sequence groups and 'partial-update.remove-record-on-delete' conflict; set only one"
@@ -116,6 +119,23 @@ class PartialUpdate:
                     )
                 continue  # last_non_null_value is what partial-update does anyway
             self.functions[name] = fn
+
+    def _delete_groups(self, options: CoreOptions) -> tuple[int, ...]:
+        """Indexes into ``self.groups`` of the groups whose -D removes the whole record
+        (``partial-update.remove-record-on-sequence-group`` names their sequence fields)."""
+        key = "partial-update.remove-record-on-sequence-group"
+        raw = options.raw.get(key)
+        if raw is None:
+            return ()
+        if self.ignore_delete:
+            raise OptionError(f"Options 'ignore-delete' and {key!r} conflict; set only one")
+        fields = [f.strip() for f in str(raw).split(",")]
+        owner = {f: i for i, g in enumerate(self.groups) for f in g.sequence_fields}
+        if not fields or any(f not in owner for f in fields):
+            # Paimon's message: every name must be a sequence field of a sequence group
+            raise OptionError(f"Field '{raw}' defined in {key!r} option must be part of sequence groups "
+                              "(each must be a sequence field of a 'fields.<seq>.sequence-group')")
+        return tuple(sorted({owner[f] for f in fields}))
 
     def merge(self, table: pa.Table, key_names: Sequence[str]) -> pa.Table:
         """One row per key of a table sorted by key and sequence (see the module docstring)."""
@@ -146,7 +166,7 @@ class PartialUpdate:
         if self.groups:
             # merged even when every key has one record: a retraction a grouped function cannot
             # take fails now rather than when it meets an older record
-            merged = self._merge_groups(table, key_names, grouping, retract)
+            merged = self._merge_groups(table, key_names, grouping, retract, kinds)
         else:
             merged = self._merge_plain(table, key_names, grouping, kinds)
         return merged if self.merges_singles else keep_singles(table, grouping, merged)
@@ -156,23 +176,33 @@ class PartialUpdate:
     ) -> pa.Table:
         starts, ends = grouping.starts, grouping.ends
         last_delete = last_true(kinds == RowKind.DELETE, ends, starts)
-        # Rows after a group's last -D are all inserts; they build the row from scratch.
-        lower = np.maximum(starts, last_delete + 1)
-        deleted = lower > ends
+        # The last -D's image is the row (Paimon HEAD's initRow, nulls included); the inserts after
+        # it overwrite its non-null fields.
+        lower = np.maximum(starts, last_delete)
+        deleted = last_delete == ends
+        image = np.zeros(table.num_rows, dtype=bool)
+        image[last_delete[last_delete >= 0]] = True
 
         def merged(name: str, col: pa.Array) -> pa.Array | None:
-            # the last non-null value after the last reset
-            return take_or_null(col, last_true(valid_mask(col), ends, lower)) if name in self.types else None
+            # the last non-null value after the last reset, else the reset's own (null or not)
+            return take_or_null(col, last_true(valid_mask(col) | image, ends, lower)) if name in self.types else None
 
         return one_row_per_group(table, set(key_names) | set(self.key_names), starts, ends, deleted, merged)
 
     def _merge_groups(
-        self, table: pa.Table, key_names: Sequence[str], grouping: Grouping, retract: np.ndarray
+        self, table: pa.Table, key_names: Sequence[str], grouping: Grouping, retract: np.ndarray, kinds: np.ndarray
     ) -> pa.Table:
         starts, ends, gid, n_groups = grouping.starts, grouping.ends, grouping.gid, grouping.count
         cols = columns_of(table)
         insert = ~retract
         has_insert = last_true(insert, ends, starts) >= 0
+        # remove-record-on-sequence-group: a key's records before its last reset are gone and the
+        # resetting -D's image is the row later records merge into (see group_delete)
+        reset = self._resets(cols, grouping, kinds)
+        live = image = None  # no reset: every row counts, none is an image (the common case, no extra work)
+        if (reset >= 0).any():
+            pos, reset_row = np.arange(table.num_rows, dtype=np.int64), reset[gid]
+            live, image = pos >= reset_row, pos == reset_row
         results: dict[str, pa.Array] = {}
         for group in self.groups:
             missing = [f for f in group.sequence_fields if f not in cols]
@@ -184,17 +214,16 @@ class PartialUpdate:
                     )
                 continue
             seq_cols = [cols[f] for f in group.sequence_fields]
-            empty = np.ones(table.num_rows, dtype=bool)
-            for c in seq_cols:
-                empty &= ~valid_mask(c)
-            entries = np.flatnonzero(~empty)
+            # a reset's image sets every group, even one its sequence leaves unset
+            entries = np.flatnonzero(~_unset(seq_cols) if live is None else (~_unset(seq_cols) & live) | image)
             # Group-sequence order, ties in arrival order (lexsort is stable).
             rank = sequence_rank(seq_cols)
             order = np.lexsort((rank[entries], gid[entries]))
             rows = entries[order]
-            rows_gid, rows_retract = gid[rows], retract[rows]
-            # Keys that saw only retracts give a -D whose row is the retract image.
-            as_insert = ~has_insert[rows_gid]
+            rows_gid, rows_retract = gid[rows], retract[rows] if image is None else retract[rows] & ~image[rows]
+            # Keys that saw only retracts give a -D whose row is the retract image; after a reset,
+            # retracts retract from the reset's image (as Paimon's row does).
+            as_insert = ~has_insert[rows_gid] if image is None else ~has_insert[rows_gid] & (reset[rows_gid] < 0)
             _, last = segment_bounds(rows_gid)
             seq_idx = np.full(n_groups, -1, dtype=np.int64)
             seq_idx[rows_gid[last]] = rows[last]
@@ -208,10 +237,36 @@ class PartialUpdate:
             if name in results:
                 return results[name]
             if name in self.types:
-                # Ungrouped columns: last non-null value of an insert; retracts never touch them.
-                return take_or_null(col, last_true(valid_mask(col) & insert, ends, starts))
+                # Ungrouped columns: last non-null value of an insert (or of the reset's image);
+                # retracts never touch them.
+                counted = insert if live is None else (insert & live) | image
+                return take_or_null(col, last_true(valid_mask(col) & counted, ends, starts))
             return None
 
         keys = (set(key_names) | set(self.key_names)) - set(results)
-        return one_row_per_group(table, keys, starts, ends, ~has_insert, merged)
+        # -D when the key saw no insert, or when its last record reset it
+        return one_row_per_group(table, keys, starts, ends, ~has_insert | (reset == ends), merged)
+
+    def _resets(self, cols: dict[str, pa.Array], grouping: Grouping, kinds: np.ndarray) -> np.ndarray:
+        """Per key group, the row of its last remove-record-on-sequence-group reset, else -1."""
+        none = np.full(grouping.count, -1, dtype=np.int64)
+        is_delete = kinds == RowKind.DELETE
+        if not self.delete_groups or not is_delete.any():
+            return none
+        ranks = []
+        for i in self.delete_groups:
+            fields = self.groups[i].sequence_fields
+            if any(f not in cols for f in fields):
+                return none  # a read without the group's sequence cannot see its deletes (as Paimon)
+            seq_cols = [cols[f] for f in fields]
+            ranks.append(np.where(_unset(seq_cols), -1, sequence_rank(seq_cols)))
+        return last_resets(is_delete, ranks, grouping)
+
+
+def _unset(seq_cols: Sequence[pa.Array]) -> np.ndarray:
+    """Rows whose group sequence is all null: they leave the group alone."""
+    empty = np.ones(len(seq_cols[0]), dtype=bool)
+    for c in seq_cols:
+        empty &= ~valid_mask(c)
+    return empty
 

@@ -280,6 +280,8 @@ public final class PaimonOracle {
                 return FileIndexOps.hash(a);
             case "bitmap64_serialize": // Paimon 1.2+'s 64-bit deletion vector, framed as HEAD frames it
                 return Bitmap64Ops.serialize(a);
+            case "bitmap_v2_serialize": // Paimon 1.x's bitmap file index version 2, laid out as HEAD does
+                return BitmapV2Ops.serialize(a);
             case "bitmap64_deserialize":
                 return Bitmap64Ops.deserialize(a);
             case "sketch_fold": // rbm32 / rbm64 / hll_sketch / theta_sketch: Paimon's FieldAggregator
