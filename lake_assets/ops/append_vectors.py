@@ -61,6 +61,21 @@ def _ratio_threshold(schema: TableSchema) -> float:
     return float(schema.core_options.raw.get(DELETE_RATIO_THRESHOLD, "0.2"))
 
 
+def files_to_purge(schema: TableSchema, files: Iterable[DataFileMeta], deleted: Mapping[str, int]
+                   ) -> list[DataFileMeta]:
+    """The ``files`` a compaction rewrites because of their vector (``deleted``: data file name ->
+    rows its vector hides): small ones with a vector, and those whose vector hides more than
+    ``compaction.delete-ratio-threshold`` of their rows (Paimon 1.x's ``AppendCompactCoordinator``).
+    `plan_groups` and the table's health (compaction backlog) share this rule."""
+    from lake_assets.lsm.compact_strategy import small_file_threshold
+
+    opts = schema.core_options
+    small = small_file_threshold(opts.target_file_size, opts.small_file_ratio)
+    threshold = _ratio_threshold(schema)
+    return [f for f in files if deleted.get(f.file_name)
+            and (f.file_size < small or deleted[f.file_name] > f.row_count * threshold)]
+
+
 def plan_groups(store: FileStore, split: Split, *, full: bool) -> list[list[DataFileMeta]]:
     """The groups of one partition's files an append compaction rewrites, vectors applied.
 
@@ -68,7 +83,7 @@ def plan_groups(store: FileStore, split: Split, *, full: bool) -> list[list[Data
     form one group (it may be a single file: its dead rows go); the rest is picked as in any
     append table. A full compaction also rewrites every file with a vector."""
     # here, not at the top: the committer imports this module, a writer need not import compaction's
-    from lake_assets.lsm.compact_strategy import pick_append_full, pick_append_small_files, small_file_threshold
+    from lake_assets.lsm.compact_strategy import pick_append_full, pick_append_small_files
 
     opts = store.schema.core_options
     target = opts.target_file_size
@@ -80,9 +95,7 @@ def plan_groups(store: FileStore, split: Split, *, full: bool) -> list[list[Data
         names = {f.file_name for f in picked}
         extra = [f for f in marked if f.file_name not in names]
         return [picked + extra] if picked or extra else []
-    small = small_file_threshold(target, opts.small_file_ratio)
-    threshold = _ratio_threshold(store.schema)
-    forced = [f for f in marked if f.file_size < small or counts[f.file_name] > f.row_count * threshold]
+    forced = files_to_purge(store.schema, marked, counts)
     groups = pick_append_small_files(plain, target, opts.compaction_min_file_num,
                                      small_file_ratio=opts.small_file_ratio)
     return ([forced] if forced else []) + groups
@@ -191,5 +204,5 @@ def check_vector_targets(store: FileStore, latest: Snapshot | None, delta: Seque
             "delete again")
 
 
-__all__ = ["DELETE_RATIO_THRESHOLD", "change_vectors", "check_vector_targets", "is_row_delete", "keeps_append_vectors",
-           "plan_groups"]
+__all__ = ["DELETE_RATIO_THRESHOLD", "change_vectors", "check_vector_targets", "files_to_purge", "is_row_delete",
+           "keeps_append_vectors", "plan_groups"]

@@ -173,3 +173,41 @@ def test_an_overwrite_drops_the_vectors_of_the_partitions_it_replaces(cat: Catal
     # d2's vector stays; d1's went with its files
     index = snapshot_index(fresh.store, fresh.latest_snapshot())
     assert sum(len(e.dv_ranges or ()) for es in index.values() for e in es) == 1
+
+
+def _health(table) -> list[dict]:
+    cols = ["partition", "file_count", "deletion_vector_rows", "deleted_row_ratio", "vector_purge_files",
+            "compaction_would_trigger"]
+    return table.health().select(cols).to_pylist()
+
+
+def test_health_counts_the_files_a_compaction_would_purge_of_deleted_rows(cat: Catalog) -> None:
+    """Files whose vector hides more than compaction.delete-ratio-threshold of their rows are
+    compaction backlog (Paimon 1.x's AppendCompactCoordinator rewrites them), whatever their size;
+    below the threshold a large file is not; a small file with a vector always is."""
+    # target 100 bytes: no file is small, only the ratio counts; 2 files < compaction.min.file-num 5
+    table = _table(cat, {"target-file-size": "100 b", "compaction.min.file-num": "5"})
+    table.write_arrow(pa.concat_tables([_rows(range(10)), _rows(range(10), "d2")]))
+    table.write_arrow(_rows(range(10, 20)))
+    assert [r["compaction_would_trigger"] for r in _health(table)] == [False, False]
+    table.delete_where([("id", "in", [0, 1, 10])])  # 2/10 in one d1 file: not more than 0.2
+    assert _health(table) == [
+        {"partition": "dt=d1", "file_count": 2, "deletion_vector_rows": 3, "deleted_row_ratio": 3 / 20,
+         "vector_purge_files": 0, "compaction_would_trigger": False},
+        {"partition": "dt=d2", "file_count": 1, "deletion_vector_rows": 2, "deleted_row_ratio": 2 / 10,
+         "vector_purge_files": 0, "compaction_would_trigger": False}]
+    table.delete_where([("id", "=", 2), ("dt", "=", "d1")])  # 3/10 of the first d1 file now
+    d1, d2 = _health(table)
+    assert (d1["vector_purge_files"], d1["compaction_would_trigger"]) == (1, True)
+    assert (d2["vector_purge_files"], d2["compaction_would_trigger"]) == (0, False)
+    result = table.compact()
+    assert (result.files_in, result.rows_in, result.rows_out) == (1, 10, 7)  # the purged file only
+    d1, d2 = _health(table)
+    assert (d1["vector_purge_files"], d1["deletion_vector_rows"], d1["compaction_would_trigger"]) == (0, 1, False)
+    assert d2["deletion_vector_rows"] == 2
+
+    small = cat.create_table("db.small", SCHEMA, partition_keys=["dt"], options=DV | {"compaction.min.file-num": "5"})
+    small.write_arrow(_rows(range(10)))
+    small.delete_where([("id", "=", 4)])  # 1/10 of a small file: Paimon rewrites it anyway
+    [row] = _health(small)
+    assert (row["vector_purge_files"], row["compaction_would_trigger"]) == (1, True)
