@@ -16,9 +16,11 @@ rewritten, its marked rows dropped, when it is small or when its vector hides mo
 ``compaction.delete-ratio-threshold`` of its rows; the small files without one are merged as in
 any append table. (Java 0.9 rewrites every file with a vector, whole index files at a time.)
 
-A commit changing vectors is checked against the latest snapshot (`check_vector_targets`, Paimon's
-``ConflictDetection`` for unaware-bucket vectors): no vector may be written for a data file that is
-gone, and no file may be rewritten away whose vector changed since it was planned.
+A commit changing vectors is checked against the latest snapshot (`check_vector_targets` and the
+index manifest's check, Paimon 1.x's ``ConflictDetection`` for unaware-bucket vectors): no vector
+may be written for a data file that is gone or whose vector changed since it was read, and no file
+may be rewritten away whose vector changed since it was planned. Commits changing the vectors of
+different data files of a partition (held in different index files) do not conflict.
 """
 
 from __future__ import annotations
@@ -127,21 +129,19 @@ def change_vectors(
     away) and whose files in ``changed`` get these vectors (old marks included): (index files
     removed, index files added, paths written). Nothing when no vector changes.
 
-    ``before`` is every index file of the partition's bucket as planned, so that the commit fails
-    when any of them changed meanwhile (`lake_assets.ops.index_commit`); ``after`` re-adds the
-    untouched ones as they are."""
+    ``before`` is the index files holding an old vector of those data files, ``after`` the files
+    replacing them: the changed vectors, and the removed files' other vectors unchanged (Java's
+    delta of index files). The commit fails when one of ``before`` is gone meanwhile
+    (`lake_assets.ops.index_commit`), or another commit gave one of the data files a vector
+    (`check_vector_targets`); other index files of the partition may change in between."""
     changed = dict(changed or {})
     dropped = set(gone) | set(changed)
-    touched: list[IndexManifestEntry] = []
-    untouched: list[IndexManifestEntry] = []
-    for e in split.dv_entries:
-        names = {r.data_file for r in e.dv_ranges or ()}
-        (touched if names & dropped else untouched).append(e)
+    touched = [e for e in split.dv_entries if any(r.data_file in dropped for r in e.dv_ranges or ())]
     if not touched and not changed:
         return (), (), []
     loader = loader or VectorLoader(store)
     written: list[str] = []
-    after = list(untouched)
+    after: list[IndexManifestEntry] = []
     try:
         for e in touched:
             # the index file's other vectors, unchanged, into a file of their own (Java's
@@ -155,17 +155,23 @@ def change_vectors(
     except BaseException:
         store.file_io.delete_many(written)
         raise
-    return tuple(split.dv_entries), tuple(after), written
+    return tuple(touched), tuple(after), written
 
 
 def check_vector_targets(store: FileStore, latest: Snapshot | None, delta: Sequence[ManifestEntry],
                          changes: Sequence[IndexChange], *, overwrite: bool = False) -> None:
     """Raise `CommitConflictError` when a commit to an append table with vectors would mark rows of
-    a data file that is no longer live (a concurrent compaction rewrote it), or rewrite away a file
+    a data file that is no longer live (a concurrent compaction rewrote it), rewrite away a file
     whose vector is not among those it replaces (a concurrent delete marked rows in it since it was
-    planned: they would come back). An ``overwrite`` removes the files of the partitions it
-    replaces, computed against ``latest``, and their index files go with them: only its vectors
-    are checked."""
+    planned: they would come back), or write a vector for a file that got one from another commit
+    since (two deletes marking one file: the second would hide the first one's marks). With
+    `next_index_manifest`'s check that every index file a commit replaces is still there, this is
+    Paimon 1.x's check for unaware-bucket vectors (``ConflictDetection.buildDeltaEntriesWithDV``:
+    each data file keyed with the index file of its vector): two commits conflict only when they
+    change the vector of one data file, or replace one index file.
+
+    An ``overwrite`` removes the files of the partitions it replaces, computed against ``latest``,
+    and their index files go with them: only its vectors are checked."""
     if latest is None:
         return
     touched = {e.partition for e in delta} | {c.partition for c in changes}
@@ -192,6 +198,13 @@ def check_vector_targets(store: FileStore, latest: Snapshot | None, delta: Seque
               if e.index_type == DELETION_VECTORS_INDEX for r in e.dv_ranges or ()}
     if not wanted:
         return
+    for part, name in sorted(wanted):
+        held = holder.get((part, name))
+        if held is not None and (part, held) not in replaced and not overwrite:
+            raise CommitConflictError(
+                f"Cannot commit to {store.name}: data file {name} got a deletion vector from a concurrent commit "
+                "(another delete marked rows in it) since this one read its vectors; nothing was committed, "
+                "delete again")
     live = {(f.partition, f.file.file_name)
             for f in store.file_store_scan().live_entries(latest, partition_filter=None) if f.partition in touched}
     live -= {(d.partition, d.file.file_name) for d in delta if d.kind == FileKind.DELETE}
