@@ -93,6 +93,10 @@ def check_options(
                 raise OptionError(f"{what}: option {k!r} needs a primary key")
         if core.changelog_producer != "none":
             raise OptionError(f"{what}: option 'changelog-producer' needs a primary key")
+        if core.streaming_read_overwrite:
+            # Java's SchemaValidation (0.9 to HEAD): "Doesn't support streaming read the changes
+            # from overwrite when the primary keys are not defined"
+            raise OptionError(f"{what}: option 'streaming-read-overwrite' needs a primary key")
     if core.bucket_key and core.bucket == -1:
         # Paimon's SchemaValidation refuses it too: dynamic-bucket writers hash the trimmed primary
         # key whatever bucket-key says, and unaware-bucket tables hash nothing

@@ -10,7 +10,7 @@ from typing import Any
 import dagster as dg
 
 from lake_assets.defs.config import TableConfig, parse_duration
-from lake_assets.defs.health import breaches
+from lake_assets.defs.health import PURGE, breaches
 from lake_assets.defs.names import TableNames
 from lake_assets.defs.observations import CHECK_SEVERITY, check_results, observe_table
 from lake_assets.defs.resources import WarehouseResource
@@ -35,14 +35,15 @@ def build_table_checks(spec: TableConfig) -> list[dg.AssetChecksDefinition]:
         return dg.AssetCheckResult(passed=passed, severity=CHECK_SEVERITY[name], metadata={**metadata, **extra})
 
     @dg.asset_check(asset=names.key("compaction"), name="small_files",
-                    description=f"No bucket has more than {policy.small_file_threshold} small files.")
+                    description=f"No bucket has more than {policy.small_file_threshold} small files, and no "
+                    "file is due to be purged of rows its deletion vector hides.")
     def small_files(warehouse: WarehouseResource) -> dg.AssetCheckResult:
         table = warehouse.table_if_exists(ident)
         if table is None:
             return _no_table(ident)
         health = table.health(small_file_threshold=policy.small_file_bytes)
         over = [b for b in breaches(health, policy)
-                if any("small files" in r or "postponed files" in r for r in b.reasons)]
+                if any("small files" in r or "postponed files" in r or PURGE in r for r in b.reasons)]
         return _evaluate("small_files", table, buckets_over=len(over),
                          partitions_over=", ".join(sorted({b.partition for b in over})) or "none")
 

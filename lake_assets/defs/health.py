@@ -26,11 +26,15 @@ class Breach:
 
 
 WAITING = "a writer waits until they are compacted (visibility-callback.enabled)"
+PURGE = ("files to purge of deleted rows (their deletion vector hides more than "
+         "compaction.delete-ratio-threshold of their rows, or they are small)")
 
 
 def breaches(health: pa.Table, policy: MaintenancePolicy, *, writers_wait: bool = False,
              level0_invisible: bool = False) -> list[Breach]:
-    """Buckets whose small files, sorted runs or size amplification exceed the policy.
+    """Buckets whose small files, sorted runs or size amplification exceed the policy, or (append
+    tables with deletion vectors) with files a compaction rewrites because of their vector: Paimon's
+    own trigger (`append_vectors.files_to_purge`), so any one is a breach.
 
     Sorted runs are what Paimon's ``num-sorted-run.compaction-trigger`` bounds: every level-0 file
     is one run, every non-empty higher level another. Files waiting in ``bucket-postpone`` (bucket
@@ -56,6 +60,8 @@ def breaches(health: pa.Table, policy: MaintenancePolicy, *, writers_wait: bool 
             reasons.append(f"{row['level0_file_count']} level-0 files: {WAITING}")
         if row["small_file_count"] > policy.small_file_threshold:
             reasons.append(f"{row['small_file_count']} small files > {policy.small_file_threshold}")
+        if row.get("vector_purge_files"):
+            reasons.append(f"{row['vector_purge_files']} {PURGE}")
         if row["sorted_runs"] > policy.level0_runs:
             reasons.append(f"{row['sorted_runs']} sorted runs > {policy.level0_runs}")
         if row["size_amplification_percent"] > policy.size_amplification_percent:
@@ -112,6 +118,13 @@ def postponed_files(health: pa.Table) -> int:
     """Files waiting in ``bucket-postpone`` (0 but in postpone-bucket tables)."""
     return sum(r["file_count"] for r in health.select(["bucket", "file_count"]).to_pylist()
                if r["bucket"] == POSTPONE_BUCKET)
+
+
+def vector_purge_files(health: pa.Table) -> int:
+    """Files a compaction rewrites because of their deletion vector (append tables; see `breaches`)."""
+    if "vector_purge_files" not in health.column_names:
+        return 0
+    return sum(v or 0 for v in health.column("vector_purge_files").to_pylist())
 
 
 def max_small_files(health: pa.Table) -> int:

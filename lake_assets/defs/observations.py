@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.defs.config import LakeConfig, TableConfig, parse_duration
-from lake_assets.defs.health import max_small_files, postponed_files
+from lake_assets.defs.health import max_small_files, postponed_files, vector_purge_files
 from lake_assets.defs.names import TableNames
 from lake_assets.defs.resources import WarehouseResource
 from lake_assets.ops import table_health
@@ -56,6 +56,8 @@ class TableObservation:
     # postpone-bucket tables: files and rows in bucket-postpone, which readers do not see yet
     postponed_files: int = 0
     postponed_rows: int = 0
+    # append tables with deletion vectors: files a compaction rewrites because of their vector
+    vector_purge_files: int = 0
 
     @property
     def row_count_exact(self) -> bool:
@@ -109,6 +111,7 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
         partitions_past_expiration=partitions_past_expiration(table.store, _local_datetime(now_ms)),
         postponed_files=postponed,
         postponed_rows=_postponed_rows(table, snapshot) if postponed else 0,
+        vector_purge_files=vector_purge_files(health),
     )
 
 
@@ -147,9 +150,11 @@ def check_results(spec: TableConfig, obs: TableObservation) -> dict[str, tuple[b
     policy = spec.maintenance
     limit_ms = int(parse_duration(policy.max_level0_age).total_seconds() * 1000)
     return {
-        "small_files": (obs.max_small_files_per_bucket <= policy.small_file_threshold, {
+        # the compaction backlog: small files over the policy, and files to purge of deleted rows
+        "small_files": (obs.max_small_files_per_bucket <= policy.small_file_threshold
+                        and obs.vector_purge_files == 0, {
             "max_small_files_per_bucket": obs.max_small_files_per_bucket,
-            "threshold": policy.small_file_threshold}),
+            "threshold": policy.small_file_threshold, "vector_purge_files": obs.vector_purge_files}),
         "level0_age": (obs.oldest_level0_age_ms <= limit_ms, {
             "oldest_level0_age_s": round(obs.oldest_level0_age_ms / 1000, 1), "limit_s": limit_ms / 1000}),
         "snapshot_retention": (obs.snapshots_retained <= policy.retain_max, {

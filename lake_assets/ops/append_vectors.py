@@ -16,9 +16,11 @@ rewritten, its marked rows dropped, when it is small or when its vector hides mo
 ``compaction.delete-ratio-threshold`` of its rows; the small files without one are merged as in
 any append table. (Java 0.9 rewrites every file with a vector, whole index files at a time.)
 
-A commit changing vectors is checked against the latest snapshot (`check_vector_targets`, Paimon's
-``ConflictDetection`` for unaware-bucket vectors): no vector may be written for a data file that is
-gone, and no file may be rewritten away whose vector changed since it was planned.
+A commit changing vectors is checked against the latest snapshot (`check_vector_targets` and the
+index manifest's check, Paimon 1.x's ``ConflictDetection`` for unaware-bucket vectors): no vector
+may be written for a data file that is gone or whose vector changed since it was read, and no file
+may be rewritten away whose vector changed since it was planned. Commits changing the vectors of
+different data files of a partition (held in different index files) do not conflict.
 """
 
 from __future__ import annotations
@@ -61,6 +63,21 @@ def _ratio_threshold(schema: TableSchema) -> float:
     return float(schema.core_options.raw.get(DELETE_RATIO_THRESHOLD, "0.2"))
 
 
+def files_to_purge(schema: TableSchema, files: Iterable[DataFileMeta], deleted: Mapping[str, int]
+                   ) -> list[DataFileMeta]:
+    """The ``files`` a compaction rewrites because of their vector (``deleted``: data file name ->
+    rows its vector hides): small ones with a vector, and those whose vector hides more than
+    ``compaction.delete-ratio-threshold`` of their rows (Paimon 1.x's ``AppendCompactCoordinator``).
+    `plan_groups` and the table's health (compaction backlog) share this rule."""
+    from lake_assets.lsm.compact_strategy import small_file_threshold
+
+    opts = schema.core_options
+    small = small_file_threshold(opts.target_file_size, opts.small_file_ratio)
+    threshold = _ratio_threshold(schema)
+    return [f for f in files if deleted.get(f.file_name)
+            and (f.file_size < small or deleted[f.file_name] > f.row_count * threshold)]
+
+
 def plan_groups(store: FileStore, split: Split, *, full: bool) -> list[list[DataFileMeta]]:
     """The groups of one partition's files an append compaction rewrites, vectors applied.
 
@@ -68,7 +85,7 @@ def plan_groups(store: FileStore, split: Split, *, full: bool) -> list[list[Data
     form one group (it may be a single file: its dead rows go); the rest is picked as in any
     append table. A full compaction also rewrites every file with a vector."""
     # here, not at the top: the committer imports this module, a writer need not import compaction's
-    from lake_assets.lsm.compact_strategy import pick_append_full, pick_append_small_files, small_file_threshold
+    from lake_assets.lsm.compact_strategy import pick_append_full, pick_append_small_files
 
     opts = store.schema.core_options
     target = opts.target_file_size
@@ -80,9 +97,7 @@ def plan_groups(store: FileStore, split: Split, *, full: bool) -> list[list[Data
         names = {f.file_name for f in picked}
         extra = [f for f in marked if f.file_name not in names]
         return [picked + extra] if picked or extra else []
-    small = small_file_threshold(target, opts.small_file_ratio)
-    threshold = _ratio_threshold(store.schema)
-    forced = [f for f in marked if f.file_size < small or counts[f.file_name] > f.row_count * threshold]
+    forced = files_to_purge(store.schema, marked, counts)
     groups = pick_append_small_files(plain, target, opts.compaction_min_file_num,
                                      small_file_ratio=opts.small_file_ratio)
     return ([forced] if forced else []) + groups
@@ -114,21 +129,19 @@ def change_vectors(
     away) and whose files in ``changed`` get these vectors (old marks included): (index files
     removed, index files added, paths written). Nothing when no vector changes.
 
-    ``before`` is every index file of the partition's bucket as planned, so that the commit fails
-    when any of them changed meanwhile (`lake_assets.ops.index_commit`); ``after`` re-adds the
-    untouched ones as they are."""
+    ``before`` is the index files holding an old vector of those data files, ``after`` the files
+    replacing them: the changed vectors, and the removed files' other vectors unchanged (Java's
+    delta of index files). The commit fails when one of ``before`` is gone meanwhile
+    (`lake_assets.ops.index_commit`), or another commit gave one of the data files a vector
+    (`check_vector_targets`); other index files of the partition may change in between."""
     changed = dict(changed or {})
     dropped = set(gone) | set(changed)
-    touched: list[IndexManifestEntry] = []
-    untouched: list[IndexManifestEntry] = []
-    for e in split.dv_entries:
-        names = {r.data_file for r in e.dv_ranges or ()}
-        (touched if names & dropped else untouched).append(e)
+    touched = [e for e in split.dv_entries if any(r.data_file in dropped for r in e.dv_ranges or ())]
     if not touched and not changed:
         return (), (), []
     loader = loader or VectorLoader(store)
     written: list[str] = []
-    after = list(untouched)
+    after: list[IndexManifestEntry] = []
     try:
         for e in touched:
             # the index file's other vectors, unchanged, into a file of their own (Java's
@@ -142,17 +155,23 @@ def change_vectors(
     except BaseException:
         store.file_io.delete_many(written)
         raise
-    return tuple(split.dv_entries), tuple(after), written
+    return tuple(touched), tuple(after), written
 
 
 def check_vector_targets(store: FileStore, latest: Snapshot | None, delta: Sequence[ManifestEntry],
                          changes: Sequence[IndexChange], *, overwrite: bool = False) -> None:
     """Raise `CommitConflictError` when a commit to an append table with vectors would mark rows of
-    a data file that is no longer live (a concurrent compaction rewrote it), or rewrite away a file
+    a data file that is no longer live (a concurrent compaction rewrote it), rewrite away a file
     whose vector is not among those it replaces (a concurrent delete marked rows in it since it was
-    planned: they would come back). An ``overwrite`` removes the files of the partitions it
-    replaces, computed against ``latest``, and their index files go with them: only its vectors
-    are checked."""
+    planned: they would come back), or write a vector for a file that got one from another commit
+    since (two deletes marking one file: the second would hide the first one's marks). With
+    `next_index_manifest`'s check that every index file a commit replaces is still there, this is
+    Paimon 1.x's check for unaware-bucket vectors (``ConflictDetection.buildDeltaEntriesWithDV``:
+    each data file keyed with the index file of its vector): two commits conflict only when they
+    change the vector of one data file, or replace one index file.
+
+    An ``overwrite`` removes the files of the partitions it replaces, computed against ``latest``,
+    and their index files go with them: only its vectors are checked."""
     if latest is None:
         return
     touched = {e.partition for e in delta} | {c.partition for c in changes}
@@ -179,6 +198,13 @@ def check_vector_targets(store: FileStore, latest: Snapshot | None, delta: Seque
               if e.index_type == DELETION_VECTORS_INDEX for r in e.dv_ranges or ()}
     if not wanted:
         return
+    for part, name in sorted(wanted):
+        held = holder.get((part, name))
+        if held is not None and (part, held) not in replaced and not overwrite:
+            raise CommitConflictError(
+                f"Cannot commit to {store.name}: data file {name} got a deletion vector from a concurrent commit "
+                "(another delete marked rows in it) since this one read its vectors; nothing was committed, "
+                "delete again")
     live = {(f.partition, f.file.file_name)
             for f in store.file_store_scan().live_entries(latest, partition_filter=None) if f.partition in touched}
     live -= {(d.partition, d.file.file_name) for d in delta if d.kind == FileKind.DELETE}
@@ -191,5 +217,5 @@ def check_vector_targets(store: FileStore, latest: Snapshot | None, delta: Seque
             "delete again")
 
 
-__all__ = ["DELETE_RATIO_THRESHOLD", "change_vectors", "check_vector_targets", "is_row_delete", "keeps_append_vectors",
-           "plan_groups"]
+__all__ = ["DELETE_RATIO_THRESHOLD", "change_vectors", "check_vector_targets", "files_to_purge", "is_row_delete",
+           "keeps_append_vectors", "plan_groups"]

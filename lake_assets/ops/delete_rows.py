@@ -8,9 +8,12 @@ matching positions are added to the file's vector, and the changed vectors of ea
 committed as one index change (`lake_assets.ops.append_vectors.change_vectors`) in an OVERWRITE
 snapshot, as Paimon 1.x commits them. No data file is written or removed.
 
-A commit racing a compaction that rewrote one of the files, or another delete of the partition,
-fails with `CommitConflictError` and changes nothing (`append_vectors.check_vector_targets` and
-the index manifest's per-bucket check): marks are never put on a file that is gone.
+A commit racing a compaction that rewrote one of the files, or another delete that changed the
+vector of one of the files it marks (or replaced an index file holding one of their vectors),
+fails with `CommitConflictError` and changes nothing, as Paimon 1.x's commit does
+(`append_vectors.check_vector_targets` and `index_commit.next_index_manifest`): marks are never
+put on a file that is gone, nor lost. Deletes of other files of the partition land side by side.
+A failed delete may be run again as it is: it re-reads the vectors.
 
 Refused: primary-key tables (a delete there is a row of kind ``-D`` written with the table's
 writer), append tables without vectors (Paimon's Spark rewrites their touched files; lake_assets

@@ -16,7 +16,9 @@ changed them meanwhile, and the commit fails with `CommitConflictError` before a
 
 * deletion vectors: a compaction replaces the vectors of a bucket as it planned them; another
   compaction committed meanwhile would leave marks lost or on rows of files it never saw, as
-  Paimon's deletion-vector conflict check says;
+  Paimon's deletion-vector conflict check says. Append tables (unaware bucket) are the exception:
+  there a change names only the index files it replaces, which must all still be there; others
+  may have come and gone (Paimon 1.x's per data file check, `append_vectors.check_vector_targets`);
 * HASH: a second writer of a dynamic-bucket table (Paimon supports one) committed keys meanwhile;
   replacing its file would lose them, and both writers may have given one new key two buckets.
 
@@ -44,6 +46,8 @@ from typing import TYPE_CHECKING
 
 from lake_assets.errors import CommitConflictError
 from lake_assets.formats.manifest_codec import encode_index_manifest
+from lake_assets.ops.append_vectors import keeps_append_vectors
+from lake_assets.ops.deletion_vectors import DELETION_VECTORS_INDEX
 from lake_assets.spec.hash_index import HASH_INDEX
 from lake_assets.spec.manifest import FileKind, IndexManifestEntry
 from lake_assets.spec.snapshot import Snapshot
@@ -175,6 +179,12 @@ def _conflict(store: FileStore, change: IndexChange, index_type: str) -> CommitC
             "loaded it (another writer of this dynamic-bucket table committed meanwhile; Paimon supports one "
             "writer per table); nothing was committed, write again"
         )
+    if keeps_append_vectors(store.schema):
+        return CommitConflictError(
+            f"Cannot commit to {store.name}: an index file holding deletion vectors this commit changes was "
+            f"replaced in partition {_partition_name(store, change.partition)} by a concurrent delete or "
+            "compaction since they were read; nothing was committed, delete or compact again"
+        )
     return CommitConflictError(
         f"Cannot commit to {store.name}: the deletion vectors of bucket {change.bucket} changed since "
         "this compaction was planned (a concurrent compaction?); giving up this commit"
@@ -201,10 +211,14 @@ def next_index_manifest(
     # an overwrite writer starts the replaced partitions' buckets empty: ``before`` is empty there
     kept = _Kept(e for e in live if overwritten is None or not overwritten(e.partition))
     verified: set[tuple[bytes, str]] = set()  # (partition, view) of HASH changes found current
+    # append tables' vectors: a change names only the index files it replaces (Java's delta), the
+    # per data file check is `append_vectors.check_vector_targets`
+    delta_vectors = keeps_append_vectors(store.schema)
     for change in changes:
         for index_type in change.index_types:
-            if kept.slot(change.partition, change.bucket, index_type) != {
-                    _identity(e) for e in change.before if e.index_type == index_type}:
+            slot = kept.slot(change.partition, change.bucket, index_type)
+            replaced = {_identity(e) for e in change.before if e.index_type == index_type}
+            if not (replaced <= slot if delta_vectors and index_type == DELETION_VECTORS_INDEX else replaced == slot):
                 raise _conflict(store, change, index_type)
         if HASH_INDEX in change.index_types:
             _check_view(store, change, kept, verified)

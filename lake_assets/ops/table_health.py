@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from lake_assets.ops import deletion_vectors
+from lake_assets.ops.append_vectors import files_to_purge, keeps_append_vectors
 from lake_assets.ops.health import bucket_health
 from lake_assets.ops.plan import resolve_snapshot
 from lake_assets.spec.manifest import DataFileMeta
@@ -34,6 +35,10 @@ HEALTH_SCHEMA = pa.schema(
         # rows the bucket's deletion vectors hide, and their share of its rows (0 without vectors)
         ("deletion_vector_rows", pa.int64()),
         ("deleted_row_ratio", pa.float64()),
+        # append tables with vectors: files a compaction rewrites because of their vector (small, or
+        # hiding more than compaction.delete-ratio-threshold of their rows); they make
+        # compaction_would_trigger true
+        ("vector_purge_files", pa.int64()),
     ]
 )
 
@@ -47,7 +52,8 @@ def local_now_as_utc_ms() -> int:
 def table_health(
     store: FileStore, *, snapshot_id: int | None = None, small_file_threshold: int | None = None
 ) -> pa.Table:
-    """One row per (partition, bucket) with file counts, level-0 runs, small files, amplification."""
+    """One row per (partition, bucket) with file counts, level-0 runs, small files, amplification,
+    rows deletion vectors hide and (append tables with vectors) the files compaction would purge."""
     snap = resolve_snapshot(store, snapshot_id)
     if snap is None:
         return HEALTH_SCHEMA.empty_table()
@@ -61,29 +67,34 @@ def table_health(
         small_file_threshold=small_file_threshold,
     )
     deleted = _deleted_rows(store, snap, groups)
+    append_vectors = keeps_append_vectors(store.schema)
     out = []
     for r in rows:
         d = r.to_dict()
         files = groups[(r.partition, r.bucket)]  # type: ignore[index]
-        n = deleted.get((r.partition, r.bucket), 0)  # type: ignore[arg-type]
+        counts = deleted.get((r.partition, r.bucket), {})  # type: ignore[arg-type]
+        n = sum(counts.values())
         total = sum(f.row_count for f in files)
         d["deletion_vector_rows"] = n
         d["deleted_row_ratio"] = n / total if total else 0.0
+        purge = len(files_to_purge(store.schema, files, counts)) if append_vectors and counts else 0
+        d["vector_purge_files"] = purge
+        d["compaction_would_trigger"] = r.compaction_would_trigger or purge > 0
         out.append(d)
     return pa.Table.from_pylist(out, schema=HEALTH_SCHEMA)
 
 
 def _deleted_rows(
     store: FileStore, snap: Snapshot, groups: dict[tuple[str, int], list[DataFileMeta]]
-) -> dict[tuple[str, int], int]:
-    """Per (partition path, bucket), the live files' rows their deletion vectors hide."""
+) -> dict[tuple[str, int], dict[str, int]]:
+    """Per (partition path, bucket), each live file's rows its deletion vector hides (by name)."""
     if not deletion_vectors.enabled(store.schema) or not snap.index_manifest:
         return {}
     loader = deletion_vectors.VectorLoader(store)
-    out: dict[tuple[str, int], int] = {}
+    out: dict[tuple[str, int], dict[str, int]] = {}
     for (partition, bucket), entries in deletion_vectors.snapshot_index(store, snap).items():
         key = (store.partition_path_of(partition), bucket)
         live = {f.file_name for f in groups.get(key, ())}
         counts = deletion_vectors.deleted_rows(store, entries, loader)
-        out[key] = sum(n for name, n in counts.items() if name in live)
+        out[key] = {name: n for name, n in counts.items() if name in live}
     return out

@@ -133,3 +133,73 @@ def test_deletion_vectors_from_the_dedicated_job(capsys, spark, tmp_path, bitmap
                for r in e.dv_ranges or ()]
     assert written and {type(v) for v in written} == {BitMap64 if bitmap64 == "true" else BitMap}
     assert table.remove_orphan_files(older_than=timedelta(0), dry_run=True).paths == []
+
+
+def test_append_table_with_deletion_vectors_deleted_as_docs_spark_md_says(capsys, spark, tmp_path):
+    """docs/spark.md's delete runs as written (the warehouse a local directory here) and the job
+    compacts on executors: the marked file is rewritten without its deleted rows, its vector
+    leaves the index, the other files and their rows stay."""
+    import re
+
+    from tests.unit.test_readme import REPO
+
+    here = str(tmp_path / "wh")
+    cat = Catalog(here)
+    cat.create_database("shop")
+    schema = pa.schema([("user_id", pa.int64()), ("dt", pa.string()), ("n", pa.int64())])
+    table = cat.create_table("shop.events", schema, partition_keys=["dt"],
+                             options={"bucket": "-1", "deletion-vectors.enabled": "true"})
+    for start in (0, 50):
+        for day in ("2024-01-01", "2024-01-02"):
+            table.write_arrow(pa.table({"user_id": range(start, start + 50), "dt": [day] * 50,
+                                        "n": range(50)}, schema=schema))
+    section = (REPO / "docs" / "spark.md").read_text().split("#### Deleting rows", 1)[1]
+    [block] = re.findall(r"^```python\n(.*?)^```", section.split("\n### ", 1)[0], flags=re.S | re.M)
+    assert '"s3://lake/wh"' in block
+    namespace: dict[str, object] = {}
+    exec(compile(block.replace('"s3://lake/wh"', repr(here)), "docs/spark.md", "exec"), namespace)
+    result = namespace["result"]
+    assert (result.rows_deleted, result.files_marked) == (2, 1)  # users 17 and 42 of 2024-01-01's first file
+    expected = sorted((r["user_id"], r["dt"]) for r in table.to_arrow().to_pylist())
+    assert len(expected) == 198
+    assert [r["vector_purge_files"] for r in table.health().to_pylist()] == [1, 0]
+    # the executors import this checkout (PYTHONPATH), as the driver does
+    import lake_assets
+
+    where = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("lake_assets").__file__).collect()
+    assert where == [lake_assets.__file__]
+
+    code, out = run_job_main(capsys, compact.main, "--warehouse", here, "--table", "shop.events")
+    assert code == EXIT_OK and out["commit_kind"] == "COMPACT", out
+    assert (out["files_in"], out["rows_in"], out["rows_out"]) == (1, 50, 48)
+    table = Catalog(here).get_table("shop.events")
+    assert sorted((r["user_id"], r["dt"]) for r in table.to_arrow().to_pylist()) == expected
+    assert all(not (e.dv_ranges or ()) for es in snapshot_index(table.store, table.latest_snapshot()).values()
+               for e in es)  # the vector went with its file
+    health = table.health().to_pylist()
+    assert [(r["deletion_vector_rows"], r["vector_purge_files"], r["file_count"]) for r in health] == [(0, 0, 2),
+                                                                                                        (0, 0, 2)]
+    code, out = run_job_main(capsys, compact.main, "--warehouse", here, "--table", "shop.events")
+    assert code == EXIT_OK and out["tasks"] == 0  # nothing left to purge
+    _java_reads_the_same(tmp_path, here, "shop.events", table.to_arrow())
+
+
+def _java_reads_the_same(tmp_path, warehouse: str, name: str, ours: pa.Table) -> None:
+    """Paimon Java 0.9 reads ``ours`` from the table and sees no deletion vector (the oracle of
+    tests/differential; unavailable: skipped as there, failed under CI)."""
+    from tests.differential.helpers import assert_same_rows
+    from tests.java.build import JavaOracleUnavailable, ci, ensure_built
+    from tests.java.oracle import PaimonJava
+
+    try:
+        build = ensure_built()
+    except JavaOracleUnavailable as exc:
+        if ci():
+            pytest.fail(f"Paimon Java oracle unavailable: {exc}", pytrace=False)
+        pytest.skip(f"Paimon Java oracle unavailable: {exc}")
+    java = PaimonJava(build, tmp_path / "paimon-java")
+    try:
+        assert_same_rows(ours, java.read(warehouse, name))
+        assert not [f for s in java.deletion_vectors(warehouse, name) for f in s["files"] if "deleted" in f]
+    finally:
+        java.close()

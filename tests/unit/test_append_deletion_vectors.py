@@ -173,3 +173,140 @@ def test_an_overwrite_drops_the_vectors_of_the_partitions_it_replaces(cat: Catal
     # d2's vector stays; d1's went with its files
     index = snapshot_index(fresh.store, fresh.latest_snapshot())
     assert sum(len(e.dv_ranges or ()) for es in index.values() for e in es) == 1
+
+
+def _health(table) -> list[dict]:
+    cols = ["partition", "file_count", "deletion_vector_rows", "deleted_row_ratio", "vector_purge_files",
+            "compaction_would_trigger"]
+    return table.health().select(cols).to_pylist()
+
+
+def test_health_counts_the_files_a_compaction_would_purge_of_deleted_rows(cat: Catalog) -> None:
+    """Files whose vector hides more than compaction.delete-ratio-threshold of their rows are
+    compaction backlog (Paimon 1.x's AppendCompactCoordinator rewrites them), whatever their size;
+    below the threshold a large file is not; a small file with a vector always is."""
+    # target 100 bytes: no file is small, only the ratio counts; 2 files < compaction.min.file-num 5
+    table = _table(cat, {"target-file-size": "100 b", "compaction.min.file-num": "5"})
+    table.write_arrow(pa.concat_tables([_rows(range(10)), _rows(range(10), "d2")]))
+    table.write_arrow(_rows(range(10, 20)))
+    assert [r["compaction_would_trigger"] for r in _health(table)] == [False, False]
+    table.delete_where([("id", "in", [0, 1, 10])])  # 2/10 in one d1 file: not more than 0.2
+    assert _health(table) == [
+        {"partition": "dt=d1", "file_count": 2, "deletion_vector_rows": 3, "deleted_row_ratio": 3 / 20,
+         "vector_purge_files": 0, "compaction_would_trigger": False},
+        {"partition": "dt=d2", "file_count": 1, "deletion_vector_rows": 2, "deleted_row_ratio": 2 / 10,
+         "vector_purge_files": 0, "compaction_would_trigger": False}]
+    table.delete_where([("id", "=", 2), ("dt", "=", "d1")])  # 3/10 of the first d1 file now
+    d1, d2 = _health(table)
+    assert (d1["vector_purge_files"], d1["compaction_would_trigger"]) == (1, True)
+    assert (d2["vector_purge_files"], d2["compaction_would_trigger"]) == (0, False)
+    result = table.compact()
+    assert (result.files_in, result.rows_in, result.rows_out) == (1, 10, 7)  # the purged file only
+    d1, d2 = _health(table)
+    assert (d1["vector_purge_files"], d1["deletion_vector_rows"], d1["compaction_would_trigger"]) == (0, 1, False)
+    assert d2["deletion_vector_rows"] == 2
+
+    small = cat.create_table("db.small", SCHEMA, partition_keys=["dt"], options=DV | {"compaction.min.file-num": "5"})
+    small.write_arrow(_rows(range(10)))
+    small.delete_where([("id", "=", 4)])  # 1/10 of a small file: Paimon rewrites it anyway
+    [row] = _health(small)
+    assert (row["vector_purge_files"], row["compaction_would_trigger"]) == (1, True)
+
+
+def _vector_holders(table) -> dict[str, list[str]]:
+    """Data file -> the index files holding a vector of it (Paimon: exactly one)."""
+    out: dict[str, list[str]] = {}
+    for entries in snapshot_index(table.store, table.latest_snapshot()).values():
+        for e in entries:
+            for r in e.dv_ranges or ():
+                out.setdefault(r.data_file, []).append(e.file_name)
+    return out
+
+
+def _three_files(cat: Catalog):
+    table = _table(cat, {"compaction.min.file-num": "5"})
+    for start in (0, 10, 20):
+        table.write_arrow(_rows(range(start, start + 10)))
+    return table
+
+
+def _while_deleting(table, other) -> None:
+    """Run ``other`` (another delete) after ``table``'s next delete read its vectors, before it commits."""
+    def hook(step: str) -> None:
+        if step == "delete.before_commit":
+            table.store.fault_hook = None
+            other()
+    table.store.fault_hook = hook
+
+
+@pytest.mark.parametrize("case", ["same-new-file", "same-marked-file", "shared-index-file", "one-each"])
+def test_two_racing_deletes_conflict_exactly_when_java_does(cat: Catalog, case: str) -> None:
+    """The second delete read the vectors before the first one landed. It fails when both change
+    the vector of one file, or both replace one index file (the first moved the second's file's
+    old vector into a new one); otherwise both land. Never is a mark lost, never has a file two
+    vectors."""
+    table = _three_files(cat)
+    table.delete_where([("id", "in", [1, 11])])  # one index file holding the vectors of files 1 and 2
+    first, second, conflict = {
+        "same-new-file": (25, 26, True),  # file 3 had no vector: both would add one
+        "same-marked-file": (2, 3, True),  # both change file 1's vector
+        "shared-index-file": (2, 12, True),  # files 1 and 2: both replace the index file holding both
+        "one-each": (2, 25, False),  # file 1's vector changes, file 3 gets its first
+    }[case]
+    _while_deleting(table, lambda: cat.get_table("db.t").delete_where([("id", "=", first)]))
+    if conflict:
+        with pytest.raises(CommitConflictError, match="concurrent"):
+            table.delete_where([("id", "=", second)])
+        assert _ids(cat.get_table("db.t")) == [i for i in range(30) if i not in (1, 11, first)]
+        assert cat.get_table("db.t").delete_where([("id", "=", second)]).rows_deleted == 1  # again: lands
+    else:
+        assert table.delete_where([("id", "=", second)]).rows_deleted == 1
+    fresh = cat.get_table("db.t")
+    assert _ids(fresh) == [i for i in range(30) if i not in (1, 11, first, second)]
+    assert all(len(held) == 1 for held in _vector_holders(fresh).values())
+    assert set(_index_files(fresh)) >= _referenced_index(fresh)
+
+
+def test_racing_deletes_and_compactions_lose_no_delete(cat: Catalog) -> None:
+    """Threads deleting rows of the same three files while another compacts, each retrying after a
+    `CommitConflictError`: every delete that returned is in the result, no file has two vectors."""
+    import threading
+
+    _three_files(cat)
+    targets = {t: list(range(t, 30, 4)) for t in range(4)}  # each thread's ids, spread over all files
+    errors: list[BaseException] = []
+    conflicts = [0]
+
+    def retrying(action) -> None:
+        for _ in range(200):
+            try:
+                return action()
+            except CommitConflictError:
+                conflicts[0] += 1
+        raise AssertionError("no progress after 200 conflicts")
+
+    def deleter(t: int) -> None:
+        try:
+            for i in targets[t]:
+                result = retrying(lambda i=i: cat.get_table("db.t").delete_where([("id", "=", i)]))
+                assert result.rows_deleted == 1  # each id is one thread's: no other delete took it
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    def compactor() -> None:
+        try:
+            for _ in range(4):
+                retrying(lambda: cat.get_table("db.t").compact())
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=deleter, args=(t,)) for t in targets] + [threading.Thread(target=compactor)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    fresh = cat.get_table("db.t")
+    assert _ids(fresh) == []  # every id was some thread's target
+    assert all(len(held) == 1 for held in _vector_holders(fresh).values())
+    assert conflicts[0] > 0  # they did race (25-32 conflicts in 5 runs)

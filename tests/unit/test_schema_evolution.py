@@ -391,6 +391,11 @@ def test_rejections_on_append_table(catalog):
     t = catalog.create_table("db.app", pa.schema([("a", pa.int32()), ("p", pa.string())]), partition_keys=["p"])
     with pytest.raises(OptionError, match=r"'sequence\.field' needs a primary key"):
         SchemaUpdate(t.store).set_option("sequence.field", "a").commit()
+    # Java's SchemaValidation refuses it at create and ALTER (streams of append tables skip OVERWRITEs)
+    with pytest.raises(OptionError, match=r"'streaming-read-overwrite' needs a primary key"):
+        SchemaUpdate(t.store).set_option("streaming-read-overwrite", "true").commit()
+    with pytest.raises(OptionError, match=r"'streaming-read-overwrite' needs a primary key"):
+        catalog.create_table("db.app2", pa.schema([("a", pa.int32())]), options={"streaming-read-overwrite": "true"})
     with pytest.raises(SchemaError, match=r"merge-engine.*immutable"):
         SchemaUpdate(t.store).set_option("merge-engine", "first-row").commit()
     with pytest.raises(SchemaError, match=r"drop column 'p'.*partition column"):

@@ -105,8 +105,9 @@ def test_a_wider_value_stops_the_stream_and_a_restart_from_the_consumer_reads_it
 
 def test_a_stream_keeps_the_options_it_started_with(catalog: Catalog) -> None:
     """Options are part of the table a Java source holds: ``streaming-read-overwrite`` set after
-    the stream started does not make it read an OVERWRITE snapshot (a new stream does)."""
-    t = catalog.create_table("db.o", SCHEMA, options={"bucket": "-1"})
+    the stream started does not make it read an OVERWRITE snapshot (a new stream does). A
+    primary-key table: Paimon refuses the option without one."""
+    t = catalog.create_table("db.o", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
     t.write_arrow(pa.table({"id": [1], "qty": [1], "amount": [1.5], "tag": ["a"]}, schema=SCHEMA))
     stream = t.stream(mode="latest")
     t.update_schema().set_option("streaming-read-overwrite", "true").commit()

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.defs.config import TableConfig
-from lake_assets.defs.health import partition_values, postponed_files
+from lake_assets.defs.health import partition_values, postponed_files, vector_purge_files
 from lake_assets.defs.observations import observe_table
 from lake_assets.defs.resources.spark import PIPES_METADATA
 from lake_assets.table import Table
@@ -85,13 +85,14 @@ def table_location(warehouse_url: str, path: str) -> dg.MetadataValue:
 
 
 def health_totals(health: pa.Table) -> dict[str, int]:
-    """Small files, data files, buckets and postponed files (waiting in bucket-postpone) of a
-    health table."""
+    """Small files, data files, buckets, postponed files (waiting in bucket-postpone) and files to
+    purge of deleted rows (append tables with deletion vectors) of a health table."""
     return {
         "small_files": int(pc.sum(health["small_file_count"]).as_py() or 0),
         "data_files": int(pc.sum(health["file_count"]).as_py() or 0),
         "buckets": health.num_rows,
         "postponed_files": postponed_files(health),
+        "vector_purge_files": vector_purge_files(health),
     }
 
 
