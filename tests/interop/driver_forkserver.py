@@ -1,6 +1,8 @@
-"""A fork server for the pypaimon drivers: import once, fork a fresh child per call.
+"""A fork server for test worker scripts: import once, fork a fresh child per call.
 
-Runs under ``.venv-paimon/bin/python -I`` only (never imports ``lake_assets``). Starting a driver
+The pypaimon drivers run under ``.venv-paimon/bin/python -I`` (that server never imports
+``lake_assets``); the reliability suite's crash worker runs under the suite's own python with
+``lake_assets`` preloaded (``tests/reliability/crash_run.py``). Starting a driver
 costs about a second of CPU, nearly all of it importing pyarrow, pandas, polars and pypaimon, and
 the interop, Spark and Dagster suites start it hundreds of times. This server imports those
 modules once (``--preload``) and forks a child per request, the way ``multiprocessing``'s
@@ -14,7 +16,10 @@ files are). Then one JSON request per line on stdin, ``{"script", "argv", "env",
 ``script`` as ``__main__`` with ``sys.argv = [script, *argv]``, the environment ``env`` and the
 working directory ``cwd``, its stdout and stderr (file descriptors 1 and 2, so native output
 too) captured to files; the reply is one JSON line ``{"rc", "stdout", "stderr"}`` once the child
-has exited (``rc`` as ``subprocess`` reports it: negative for a signal).
+has exited (``rc`` as ``subprocess`` reports it: negative for a signal). A child ends as the
+interpreter ends a script: it joins the threads the script left running, runs the script's exit
+handlers, and after an uncaught ``KeyboardInterrupt`` (traceback printed) kills itself with SIGINT,
+so the caller sees -2 as from ``python script.py`` interrupted by Ctrl-C.
 """
 
 from __future__ import annotations
@@ -26,8 +31,10 @@ import importlib
 import json
 import os
 import runpy
+import signal
 import sys
 import tempfile
+import threading
 import traceback
 from typing import Any, NoReturn
 
@@ -49,7 +56,10 @@ def run_child(request: dict[str, Any], out_path: str, err_path: str) -> NoReturn
     os.environ.update(request["env"])
     os.chdir(request["cwd"])
     sys.argv = [request["script"], *request["argv"]]
+    if not sys.flags.safe_path:  # `python script` puts the script's folder first (-I and -P do not)
+        sys.path[0] = os.path.dirname(os.path.abspath(request["script"]))
     code = 0
+    interrupted = False
     try:
         runpy.run_path(request["script"], run_name="__main__")
     except SystemExit as exc:  # what the interpreter makes of it: None 0, an int itself, else printed and 1
@@ -58,12 +68,20 @@ def run_child(request: dict[str, Any], out_path: str, err_path: str) -> NoReturn
         else:
             print(exc.code, file=sys.stderr)
             code = 1
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        interrupted = True
     except BaseException:
         traceback.print_exc()
         code = 1
+    # Py_FinalizeEx's order: wait for the non-daemon threads, then the exit handlers
+    threading._shutdown()
     atexit._run_exitfuncs()
     sys.stdout.flush()
     sys.stderr.flush()
+    if interrupted:  # as CPython exits after an uncaught KeyboardInterrupt: by SIGINT, default action
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     os._exit(code)
 
 

@@ -1,4 +1,4 @@
-"""The test side of ``driver_forkserver.py``: one fork server per pypaimon python, per test session.
+"""The test side of ``driver_forkserver.py``: one fork server per python and preload, per test session.
 
 :meth:`DriverForkServer.call` runs a driver script in a child the server forks, with this
 process's environment and working directory at the time of the call, and returns what
@@ -39,20 +39,24 @@ PRELOAD = (
 
 
 class DriverForkServer:
-    """A ``driver_forkserver.py`` process under one python (``-I``: no PYTHONPATH, no user site)."""
+    """A ``driver_forkserver.py`` process under one python: isolated (``-I``: no PYTHONPATH, no user
+    site, the pypaimon drivers) unless ``isolated=False`` (the environment of the first call then
+    decides ``sys.path``, e.g. a ``PYTHONPATH`` to the repository)."""
 
-    _servers: ClassVar[dict[Path, DriverForkServer]] = {}
+    _servers: ClassVar[dict[tuple[Path, tuple[str, ...], bool], DriverForkServer]] = {}
     _servers_lock: ClassVar[threading.Lock] = threading.Lock()
 
     @classmethod
-    def for_python(cls, python: Path) -> DriverForkServer:
-        """The session's server for ``python`` (started on its first call)."""
+    def for_python(cls, python: Path, preload: Sequence[str] = PRELOAD, *, isolated: bool = True
+                   ) -> DriverForkServer:
+        """The session's server for ``python`` and ``preload`` (started on its first call)."""
+        key = (python, tuple(preload), isolated)
         with cls._servers_lock:
             if not cls._servers:
                 atexit.register(cls.close_all)
-            server = cls._servers.get(python)
+            server = cls._servers.get(key)
             if server is None:
-                server = cls._servers[python] = cls(python)
+                server = cls._servers[key] = cls(python, preload, isolated=isolated)
             return server
 
     @classmethod
@@ -62,15 +66,16 @@ class DriverForkServer:
                 server.close()
             cls._servers.clear()
 
-    def __init__(self, python: Path, preload: Sequence[str] = PRELOAD) -> None:
+    def __init__(self, python: Path, preload: Sequence[str] = PRELOAD, *, isolated: bool = True) -> None:
         self.python = python
         self.preload = tuple(preload)
+        self.isolated = isolated
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._workdir: str | None = None
 
     def _start(self, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
-        cmd = [str(self.python), "-I", str(SERVER)]
+        cmd = [str(self.python), *(["-I"] if self.isolated else []), str(SERVER)]
         for name in self.preload:
             cmd += ["--preload", name]
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=dict(env),
@@ -78,7 +83,7 @@ class DriverForkServer:
         hello = self._stdout(proc).readline()
         if not hello:
             code = proc.wait()
-            raise AssertionError(f"pypaimon fork server {cmd} exited (rc {code}) before it was ready")
+            raise AssertionError(f"fork server {cmd} exited (rc {code}) before it was ready")
         self._workdir = json.loads(hello)["workdir"]
         return proc
 
@@ -87,15 +92,15 @@ class DriverForkServer:
         assert proc.stdout is not None
         return proc.stdout
 
-    def call(self, script: Path, argv: Sequence[str], env: Mapping[str, str], *, timeout: float
-             ) -> tuple[int, str, str]:
-        """Run ``script argv`` as its own process; ``(exit code, stdout, stderr)``."""
+    def call(self, script: Path, argv: Sequence[str], env: Mapping[str, str], *, timeout: float,
+             cwd: str | None = None) -> tuple[int, str, str]:
+        """Run ``script argv`` as its own process in ``cwd`` (default: ours); ``(exit code, stdout, stderr)``."""
         with self._lock:
             if self._proc is None or self._proc.poll() is not None:
                 self._proc = self._start(env)
             proc = self._proc
             assert proc.stdin is not None
-            request = {"script": str(script), "argv": list(argv), "env": dict(env), "cwd": os.getcwd()}
+            request = {"script": str(script), "argv": list(argv), "env": dict(env), "cwd": cwd or os.getcwd()}
             proc.stdin.write(json.dumps(request).encode() + b"\n")
             proc.stdin.flush()
             out = self._stdout(proc)
@@ -106,7 +111,7 @@ class DriverForkServer:
                 self._kill()
                 if not ready:
                     raise TimeoutError(f"stderr:\n{stderr}")
-                return -1, "", f"pypaimon fork server exited during the call\n{stderr}"
+                return -1, "", f"fork server {self.python} exited during the call\n{stderr}"
             reply = json.loads(line)
             return int(reply["rc"]), reply["stdout"], reply["stderr"]
 

@@ -31,6 +31,11 @@ if command == "native":
 if command == "atexit":
     import atexit
     atexit.register(print, "goodbye")
+if command == "interrupt":
+    raise KeyboardInterrupt
+if command == "thread":
+    import threading, time
+    threading.Thread(target=lambda: (time.sleep(0.2), print("joined", flush=True))).start()
 if command == "hang":
     sys.stderr.write("started\\n")
     sys.stderr.flush()
@@ -82,6 +87,10 @@ def test_exit_codes_and_output_as_a_process_gives_them(server, script):
     assert server.call(script, ["native"], {}, timeout=60) == (3, "fd1 ", "fd2")
     rc, out, _ = server.call(script, ["atexit"], {}, timeout=60)  # the script's exit handlers run
     assert rc == 0 and out.endswith("}\ngoodbye\n")
+    rc, out, _ = server.call(script, ["thread"], {}, timeout=60)  # its threads are joined first
+    assert rc == 0 and out.endswith("}\njoined\n")
+    rc, out, err = server.call(script, ["interrupt"], {}, timeout=60)  # Ctrl-C: SIGINT, as python ends
+    assert rc == -2 and out == "" and err.startswith("Traceback") and err.endswith("KeyboardInterrupt\n")
 
 
 def test_a_call_past_its_timeout_is_killed_and_the_next_call_works(server, script):

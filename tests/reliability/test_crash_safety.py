@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -19,24 +17,21 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog
+from tests.reliability.crash_run import run_crash_worker
 
-WORKER = Path(__file__).with_name("crash_worker.py")
 COVERED: list[str] = []
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64()), ("op", pa.string())])
 
 
 def _kill_at(warehouse: str, op: str, point: str, params: dict, occurrence: int = 1, sig: str = "KILL") -> None:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    proc = subprocess.run(
-        [sys.executable, str(WORKER), warehouse, "db.t", op, point, str(occurrence), json.dumps(params), sig],
-        capture_output=True, text=True, timeout=120, env=env,
-    )
+    # a real process (forked from a server that imported lake_assets once) that signals itself at `point`
+    rc, _, stderr = run_crash_worker([warehouse, "db.t", op, point, str(occurrence), json.dumps(params), sig])
     if sig == "KILL":
-        assert proc.returncode == -9, f"{op} did not die at {point}: rc={proc.returncode} {proc.stderr[-2000:]}"
+        assert rc == -9, f"{op} did not die at {point}: rc={rc} {stderr[-2000:]}"
     else:
         # an uncaught KeyboardInterrupt ends Python with SIGINT; nothing may have swallowed it
-        assert proc.returncode == -2 and "KeyboardInterrupt" in proc.stderr, (
-            f"{op} was not interrupted at {point}: rc={proc.returncode} {proc.stderr[-2000:]}"
+        assert rc == -2 and "KeyboardInterrupt" in stderr, (
+            f"{op} was not interrupted at {point}: rc={rc} {stderr[-2000:]}"
         )
     COVERED.append(f"{op}:{point}:{sig}")
 
@@ -270,6 +265,27 @@ def test_kill_during_orphan_removal(tmp_path, sig):
     assert t.remove_orphan_files(older_than=timedelta(0), dry_run=False).paths  # the rest
     assert t.remove_orphan_files(older_than=timedelta(0)).paths == []
     assert _state(t) == expected
+
+
+PROBE = """
+import json, os, signal, sys, lake_assets
+print(json.dumps({"pid": os.getpid(), "lake_assets": lake_assets.__file__, "path0": sys.path[0],
+                  "env": os.environ.get("PYTHONPATH")}), flush=True)
+os.kill(os.getpid(), signal.SIGINT if sys.argv[1] == "INT" else signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("sig", ["KILL", "INT"])
+def test_the_worker_is_its_own_process_of_this_repository(tmp_path, sig):
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE)
+    rc, out, err = run_crash_worker([sig], script=probe)
+    seen = json.loads(out)
+    repo = str(Path(__file__).resolve().parents[2])
+    assert seen["pid"] != os.getpid() and seen["path0"] == str(tmp_path) and seen["env"] == repo
+    assert seen["lake_assets"] == os.path.join(repo, "lake_assets", "__init__.py")  # this worktree's
+    assert rc == (-9 if sig == "KILL" else -2)
+    assert ("KeyboardInterrupt" in err) == (sig == "INT")
 
 
 def test_report_crash_points(request):

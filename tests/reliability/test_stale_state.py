@@ -9,9 +9,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -22,6 +19,7 @@ from lake_assets import Catalog
 from lake_assets.errors import CorruptMetadataError, SchemaError, SnapshotNotFoundError
 from lake_assets.ops.expire import expire_snapshots
 from lake_assets.store import manifest_io
+from tests.reliability.crash_run import run_crash_worker
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
 FUTURE = datetime.now() + timedelta(days=1)
@@ -153,13 +151,8 @@ def test_consumer_recorded_while_expiry_deletes_is_refused_and_restored(tmp_path
 def test_snapshots_of_a_killed_expiry_cannot_be_tagged(tmp_path):
     wh, t = _table(tmp_path)
     _history(t)
-    worker = Path(__file__).with_name("crash_worker.py")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    proc = subprocess.run(
-        [sys.executable, str(worker), wh, "db.t", "expire", "expire.after_data", "1", json.dumps({"retain_min": 2})],
-        capture_output=True, text=True, timeout=120, env=env,
-    )
-    assert proc.returncode == -9, proc.stderr[-2000:]
+    rc, _, stderr = run_crash_worker([wh, "db.t", "expire", "expire.after_data", "1", json.dumps({"retain_min": 2})])
+    assert rc == -9, stderr[-2000:]
     t = Catalog(wh).get_table("db.t")
     assert t.snapshot_manager.exists(2)  # still listed, but its compacted-away files are gone
     with pytest.raises(SnapshotNotFoundError, match="being expired"):
