@@ -1,0 +1,95 @@
+"""Review of row tracking / data evolution (issue 14): reads of merged row-id ranges that ask for
+no file column, row ids from storage that no Paimon writer makes, and the memory of the merge.
+
+Update files are made by hand in the layout pypaimon 2.1's ``update_by_arrow_with_row_id`` commits
+(``_WRITE_COLS`` the updated columns, ``_FIRST_ROW_ID`` the base file's, sequence numbers left to
+the commit); tests/interop/test_row_tracking_interop.py drives pypaimon itself."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from lake_assets import Catalog
+from lake_assets.errors import CorruptMetadataError
+from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.spec.manifest import EMPTY_ROW, DataFileMeta, FileSource, SimpleStats
+
+SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("v", pa.string())])
+EVOLVING = {"row-tracking.enabled": "true", "data-evolution.enabled": "true"}
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Catalog:
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    return cat
+
+
+def update_file(t, first: int | None, v: list[str | None], n: int, *, rows: int | None = None,  # type: ignore[no-untyped-def]
+                row_group: int | None = None) -> None:
+    """Commit a file of column ``v`` alone for the row ids ``first`` .. ``first + len(v) - 1``
+    (its entry claims ``rows`` rows if given)."""
+    name = f"data-00000000-0000-0000-0000-{n:012d}-0.parquet"
+    path = os.path.join(t.store.paths.root, "bucket-0", name)
+    pq.write_table(pa.table({"v": pa.array(v, pa.string())}), path, row_group_size=row_group)
+    count = len(v) if rows is None else rows
+    f = DataFileMeta(name, os.path.getsize(path), count, EMPTY_ROW, EMPTY_ROW, SimpleStats.EMPTY,
+                     SimpleStats.EMPTY, 0, 0, t.schema.id, 0, file_source=FileSource.APPEND,
+                     first_row_id=first, write_cols=("v",), value_stats_cols=())
+    t.new_committer(f"hand-{n}").commit([CommitMessage(EMPTY_ROW, 0, -1, new_files=(f,))], 1)
+
+
+def evolved(catalog: Catalog):  # type: ignore[no-untyped-def]
+    t = catalog.create_table("db.t", SCHEMA, options=EVOLVING)
+    t.write_arrow(pa.table({"id": [1, 2, 3], "p": ["a"] * 3, "v": ["x", "y", "z"]}, schema=SCHEMA))
+    t.write_arrow(pa.table({"id": [4], "p": ["a"], "v": ["w"]}, schema=SCHEMA))
+    update_file(t, 0, ["X", None, "Z"], 1)
+    return catalog.get_table("db.t")
+
+
+def test_a_merged_range_read_for_no_file_column_keeps_its_rows(catalog: Catalog) -> None:
+    """Paimon's ``DataEvolutionSplitRead`` reads a range of no read column through one file reader,
+    which counts its rows; the merge must not build a table of no column (and so of no row)."""
+    t = evolved(catalog)
+    got = t.to_arrow(columns=["id", "v", "_ROW_ID"]).sort_by("_ROW_ID").to_pylist()
+    assert [(r["id"], r["v"], r["_ROW_ID"]) for r in got] == [(1, "X", 0), (2, None, 1), (3, "Z", 2), (4, "w", 3)]
+    assert t.to_arrow(columns=["_ROW_ID"]).sort_by("_ROW_ID").column("_ROW_ID").to_pylist() == [0, 1, 2, 3]
+    seqs = t.to_arrow(columns=["_SEQUENCE_NUMBER", "_ROW_ID"]).sort_by("_ROW_ID").column(0).to_pylist()
+    assert seqs == [3, 3, 3, 2]  # the update's snapshot for its range
+    batches = list(t.to_batches(columns=["_ROW_ID"], batch_size=2))
+    assert sorted(i for b in batches for i in b.column(0).to_pylist()) == [0, 1, 2, 3]
+    assert t.to_arrow().num_rows == 4
+
+
+def test_a_streamed_merge_holds_one_batch_of_each_file(catalog: Catalog) -> None:
+    """``to_batches(batch_size=n)`` of a merged range gives batches of at most n rows (it gave the
+    whole range in one), whatever the row groups of its files: here the update's row groups of 4
+    rows end where the base file's batches of 3 do not."""
+    t = catalog.create_table("db.t", SCHEMA, options=EVOLVING)
+    t.write_arrow(pa.table({"id": list(range(10)), "p": ["a"] * 10, "v": [f"v{i}" for i in range(10)]},
+                           schema=SCHEMA))
+    update_file(t, 0, [f"u{i}" if i % 3 else None for i in range(10)], 1, row_group=4)
+    t = catalog.get_table("db.t")
+    want = [(i, f"u{i}" if i % 3 else None, i) for i in range(10)]
+    batches = list(t.to_batches(columns=["id", "v", "_ROW_ID"], batch_size=3))
+    assert [b.num_rows for b in batches] == [3, 3, 3, 1]
+    got = [(r["id"], r["v"], r["_ROW_ID"]) for b in batches for r in b.to_pylist()]
+    assert got == want
+    whole = t.to_arrow(columns=["id", "v", "_ROW_ID"]).to_pylist()
+    assert [(r["id"], r["v"], r["_ROW_ID"]) for r in whole] == want
+
+
+def test_a_file_whose_rows_do_not_match_its_range_is_refused(catalog: Catalog) -> None:
+    t = catalog.create_table("db.t", SCHEMA, options=EVOLVING)
+    t.write_arrow(pa.table({"id": [1, 2, 3], "p": ["a"] * 3, "v": ["x", "y", "z"]}, schema=SCHEMA))
+    update_file(t, 0, ["X", "Y"], 1, rows=3)  # the entry claims 3 rows, the file holds 2
+    t = catalog.get_table("db.t")
+    with pytest.raises(CorruptMetadataError, match=r"data file data-\S+-000000000001-0.parquet has"):
+        t.to_arrow()
+    with pytest.raises(CorruptMetadataError, match=r"data file data-\S+-000000000001-0.parquet has"):
+        list(t.to_batches(batch_size=2))
