@@ -57,7 +57,7 @@ def merge_groups(files: Sequence[DataFileMeta], table: str) -> list[list[DataFil
     newest first (by max sequence number; ties keep the manifest's order)."""
     ranged: list[tuple[int, int, DataFileMeta]] = []
     for f in files:
-        r = row_id_range(f)
+        r = row_id_range(f, table)
         if r is None:
             raise CorruptMetadataError(
                 f"Cannot read {table}: data file {f.file_name} of a data-evolution table has no _FIRST_ROW_ID")
@@ -250,7 +250,8 @@ def with_system_columns(reader: SplitReader, split: Split, meta: DataFileMeta, d
     stored = _stored_system_columns(reader, split, meta)
     for name in reader.system_columns:
         if name == ROW_ID:
-            computed = pa.array(positions + meta.first_row_id, pa.int64()) if meta.first_row_id is not None else None
+            ids = row_id_range(meta, reader.store.name)  # checked: numpy would wrap past BIGINT
+            computed = pa.array(positions + ids[0], pa.int64()) if ids is not None else None
         else:
             computed = pa.array(np.full(n, meta.max_sequence_number, np.int64), pa.int64())
         held = stored.get(name)

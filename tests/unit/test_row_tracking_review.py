@@ -7,6 +7,7 @@ the commit); tests/interop/test_row_tracking_interop.py drives pypaimon itself."
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -42,6 +43,23 @@ def update_file(t, first: int | None, v: list[str | None], n: int, *, rows: int 
                      SimpleStats.EMPTY, 0, 0, t.schema.id, 0, file_source=FileSource.APPEND,
                      first_row_id=first, write_cols=("v",), value_stats_cols=())
     t.new_committer(f"hand-{n}").commit([CommitMessage(EMPTY_ROW, 0, -1, new_files=(f,))], 1)
+
+
+def forge_first_row_id(store, first: int) -> None:  # type: ignore[no-untyped-def]
+    """Rewrite the latest snapshot (in place, as no writer would) over one manifest whose files
+    all claim ``_FIRST_ROW_ID`` ``first``."""
+    sm = store.snapshot_manager
+    snap = sm.latest()
+    mio = store.manifest_io()
+    entries = [dataclasses.replace(e, file=dataclasses.replace(e.file, first_row_id=first))
+               for e in store.file_store_scan().live_entries(snap)]
+    base, base_size = mio.write_manifest_list(mio.write_manifests(entries))
+    delta, delta_size = mio.write_manifest_list([])
+    forged = dataclasses.replace(snap, base_manifest_list=base, base_manifest_list_size=base_size,
+                                 delta_manifest_list=delta, delta_manifest_list_size=delta_size)
+    path = store.paths.snapshot_file(snap.id)
+    store.file_io.delete(path)
+    store.file_io.write_bytes(path, forged.to_json().encode())
 
 
 def evolved(catalog: Catalog):  # type: ignore[no-untyped-def]
@@ -93,3 +111,41 @@ def test_a_file_whose_rows_do_not_match_its_range_is_refused(catalog: Catalog) -
         t.to_arrow()
     with pytest.raises(CorruptMetadataError, match=r"data file data-\S+-000000000001-0.parquet has"):
         list(t.to_batches(batch_size=2))
+
+
+def test_row_ids_no_paimon_writer_makes_are_refused_naming_the_file(catalog: Catalog) -> None:
+    """A negative ``_FIRST_ROW_ID`` (as a foreign writer's manifest may carry) was read as negative
+    ids; one whose rows run past the largest BIGINT failed the commit with a TypeError from the
+    Avro encoder; a negative ``nextRowId`` gave new rows negative ids. Each is refused with a
+    `LakeError` naming the file or snapshot, and a refused commit leaves the table as it was."""
+    import json
+
+    from lake_assets.errors import InvalidCommitMessageError
+
+    e = catalog.create_table("db.e", SCHEMA, options=EVOLVING)
+    e.write_arrow(pa.table({"id": [1, 2], "p": ["a"] * 2, "v": ["x", "y"]}, schema=SCHEMA))
+    with pytest.raises(InvalidCommitMessageError, match=r"0002-0.parquet has first_row_id = 9223372036854775807"):
+        update_file(e, 2**63 - 1, ["X", "Y"], 2)
+    assert catalog.get_table("db.e").latest_snapshot().id == 1
+    # a negative first id cannot come from our committer either; a foreign manifest's is read back
+    t = catalog.create_table("db.t", SCHEMA, options={"row-tracking.enabled": "true"})
+    t.write_arrow(pa.table({"id": [1], "p": ["a"], "v": ["x"]}, schema=SCHEMA))
+    with pytest.raises(InvalidCommitMessageError, match=r"has first_row_id = -5"):
+        update_file(t, -5, ["y", "z"], 1)
+    for name in ("db.t", "db.e"):  # each latest snapshot re-pointed at manifests holding the forged id
+        forge_first_row_id(catalog.get_table(name).store, -5)
+    with pytest.raises(CorruptMetadataError, match=r"Cannot read db.t: data file data-\S+ has _FIRST_ROW_ID -5"):
+        catalog.get_table("db.t").to_arrow(columns=["v", "_ROW_ID"])
+    with pytest.raises(CorruptMetadataError, match=r"Cannot read db.e: data file data-\S+ has _FIRST_ROW_ID -5"):
+        catalog.get_table("db.e").to_arrow()
+    # a snapshot recording a negative nextRowId (made by hand: no writer records one)
+    path = t.store.paths.snapshot_file(t.latest_snapshot().id)
+    doc = json.loads(t.store.file_io.read_bytes(path))
+    doc["nextRowId"] = -3
+    t.store.file_io.delete(path)
+    t.store.file_io.write_bytes(path, json.dumps(doc).encode())
+    before = sorted(os.listdir(os.path.join(t.store.paths.root, "manifest")))
+    with pytest.raises(CorruptMetadataError, match=r"Cannot commit to db.t: snapshot 1 records nextRowId -3"):
+        catalog.get_table("db.t").write_arrow(pa.table({"id": [9], "p": ["a"], "v": ["n"]}, schema=SCHEMA))
+    assert catalog.get_table("db.t").latest_snapshot().id == 1
+    assert sorted(os.listdir(os.path.join(t.store.paths.root, "manifest"))) == before
