@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from lake_assets.errors import CommitError, CorruptMetadataError
+from lake_assets.errors import CommitError, CorruptMetadataError, InvalidCommitMessageError
 from lake_assets.option_classification import is_true
 from lake_assets.spec.manifest import DataFileMeta, FileKind, FileSource, ManifestEntry
 from lake_assets.spec.snapshot import Snapshot
@@ -98,6 +98,12 @@ def assign_row_tracking(
             f = dataclasses.replace(f, min_sequence_number=snapshot_id, max_sequence_number=snapshot_id)
         elif f.max_sequence_number == 0:
             f = dataclasses.replace(f, max_sequence_number=snapshot_id)
+        if f.file_source is None and f.first_row_id is None and not _holds_row_id(f):
+            # neither a writer's nor a compaction's: Java refuses it too ("file source field for
+            # row-tracking table must present"); committed, its rows would have no _ROW_ID
+            raise InvalidCommitMessageError(
+                f"Cannot commit: new file {f.file_name} of a row-tracking table has no _FILE_SOURCE, so "
+                "it cannot be told whether its rows need row ids")
         if f.file_source == FileSource.APPEND and f.first_row_id is None and not _holds_row_id(f):
             f = dataclasses.replace(f, first_row_id=start)
             start += f.row_count

@@ -149,3 +149,23 @@ def test_row_ids_no_paimon_writer_makes_are_refused_naming_the_file(catalog: Cat
         catalog.get_table("db.t").write_arrow(pa.table({"id": [9], "p": ["a"], "v": ["n"]}, schema=SCHEMA))
     assert catalog.get_table("db.t").latest_snapshot().id == 1
     assert sorted(os.listdir(os.path.join(t.store.paths.root, "manifest"))) == before
+
+
+def test_a_new_file_without_file_source_is_refused(catalog: Catalog) -> None:
+    """HEAD's ``assignRowTrackingMeta`` requires every new file's ``_FILE_SOURCE``; one without
+    it got no first row id here, so its rows read with null ``_ROW_ID``."""
+    from lake_assets.errors import InvalidCommitMessageError
+
+    t = catalog.create_table("db.t", SCHEMA, options={"row-tracking.enabled": "true"})
+    t.write_arrow(pa.table({"id": [1], "p": ["a"], "v": ["x"]}, schema=SCHEMA))
+    f = t.store.file_store_scan().live_entries(t.latest_snapshot())[0].file
+    name = "data-00000000-0000-0000-0000-000000000009-0.parquet"
+    src = t.store.data_file_path(EMPTY_ROW, 0, f)
+    dst = os.path.join(os.path.dirname(src), name)
+    with open(src, "rb") as a, open(dst, "wb") as b:
+        b.write(a.read())
+    copy = dataclasses.replace(f, file_name=name, file_source=None, first_row_id=None,
+                               min_sequence_number=0, max_sequence_number=0)
+    with pytest.raises(InvalidCommitMessageError, match=f"new file {name} of a row-tracking table has no _FILE_SOURCE"):
+        t.new_committer("hand").commit([CommitMessage(EMPTY_ROW, 0, -1, new_files=(copy,))], 1)
+    assert catalog.get_table("db.t").latest_snapshot().id == 1
