@@ -23,6 +23,7 @@ null, as Java's ``DataFileRecordReader`` falls back from the stored value to the
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -164,10 +165,11 @@ def iter_group(reader: SplitReader, split: Split, group: Sequence[DataFileMeta],
     by side, each batch by batch, so the merge holds about one batch of each file at a time
     (Java's ``DataEvolutionFileReader`` reads its files' batches in step too)."""
     rows = group[0].row_count
-    by_file, source = _sources(reader, group)
+    by_file, columns_from = _sources(reader, group)
     readers = {i: reader.iter_file(split, group[i], False, names, batch_rows)
                for i, names in enumerate(by_file) if names}
     pending: dict[int, list[pa.Table]] = {i: [] for i in readers}
+    source = system_source(reader, split, group[0]) if reader.system_columns else None
     done = 0
     while done < rows:
         want = min(batch_rows, rows - done)
@@ -184,7 +186,8 @@ def iter_group(reader: SplitReader, split: Split, group: Sequence[DataFileMeta],
             whole = pa.concat_tables(pending[i]).combine_chunks() if len(pending[i]) != 1 else pending[i][0]
             parts[i] = whole.slice(0, want)
             pending[i] = [whole.slice(want)] if have > want else []
-        yield with_system_columns(reader, split, group[0], _assemble(reader, group, source, parts, want), done)
+        merged = _assemble(reader, group, columns_from, parts, want)
+        yield with_system_columns(reader, split, group[0], merged, done, source)
         done += want
     for i, it in readers.items():
         if pending[i] or any(t.num_rows for t in it):
@@ -232,22 +235,42 @@ def iter_raw(reader: SplitReader, split: Split, meta: DataFileMeta, with_kind: b
                 yield reader._finish(part, split)
             return
     start = 0
+    source = system_source(reader, split, meta) if reader.system_columns else None
     for part in reader.iter_file(split, meta, with_kind, reader.split_columns, batch_rows):
         n = part.num_rows
-        part = with_system_columns(reader, split, meta, part, start)
+        part = with_system_columns(reader, split, meta, part, start, source)
         start += n
         yield reader._finish(part, split, with_kind)
 
 
-def with_system_columns(reader: SplitReader, split: Split, meta: DataFileMeta, data: pa.Table, start: int) -> pa.Table:
+@dataclass(frozen=True)
+class SystemSource:
+    """What the system columns of one file's rows come from, found once per file (a batched read
+    would otherwise re-read the stored ids and re-scan the deletion vector at every batch): the
+    positions of its kept rows (None: every row), and the system columns it stores itself."""
+
+    kept: np.ndarray | None
+    stored: dict[str, pa.ChunkedArray]
+
+
+def system_source(reader: SplitReader, split: Split, meta: DataFileMeta) -> SystemSource:
+    """The `SystemSource` of ``meta`` for ``reader``'s read."""
+    keep = reader._kept_rows(split, meta, meta.row_count)
+    return SystemSource(np.flatnonzero(keep) if keep is not None else None,
+                        _stored_system_columns(reader, split, meta))
+
+
+def with_system_columns(reader: SplitReader, split: Split, meta: DataFileMeta, data: pa.Table, start: int,
+                        source: SystemSource | None = None) -> pa.Table:
     """``data`` (the rows of ``meta`` from its ``start``-th kept row on) with the system columns
-    the read asks for appended."""
+    the read asks for appended; ``source``: the file's `system_source`, if known."""
     if not reader.system_columns:
         return data
     n = data.num_rows
-    keep = reader._kept_rows(split, meta, meta.row_count)
-    positions = np.flatnonzero(keep)[start:start + n] if keep is not None else np.arange(start, start + n)
-    stored = _stored_system_columns(reader, split, meta)
+    if source is None:
+        source = system_source(reader, split, meta)
+    positions = source.kept[start:start + n] if source.kept is not None else np.arange(start, start + n)
+    stored = source.stored
     for name in reader.system_columns:
         if name == ROW_ID:
             ids = row_id_range(meta, reader.store.name)  # checked: numpy would wrap past BIGINT
@@ -276,5 +299,5 @@ def _stored_system_columns(reader: SplitReader, split: Split, meta: DataFileMeta
     return {n: raw.column(n) for n in wanted}
 
 
-__all__ = ["SYSTEM_FIELDS", "held_field_ids", "iter_group", "iter_raw", "merge_groups", "needs_merge", "raw_units",
-           "read_group", "read_raw", "system_columns", "with_system_columns"]
+__all__ = ["SYSTEM_FIELDS", "SystemSource", "held_field_ids", "iter_group", "iter_raw", "merge_groups", "needs_merge",
+           "raw_units", "read_group", "read_raw", "system_columns", "system_source", "with_system_columns"]

@@ -169,3 +169,32 @@ def test_a_new_file_without_file_source_is_refused(catalog: Catalog) -> None:
     with pytest.raises(InvalidCommitMessageError, match=f"new file {name} of a row-tracking table has no _FILE_SOURCE"):
         t.new_committer("hand").commit([CommitMessage(EMPTY_ROW, 0, -1, new_files=(copy,))], 1)
     assert catalog.get_table("db.t").latest_snapshot().id == 1
+
+
+def test_a_batched_read_reads_stored_row_ids_once_per_file(catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """A file storing its ``_ROW_ID`` (a Paimon HEAD compaction's layout, made by hand) had the
+    whole stored column re-read for every batch of ``to_batches``: reads grew with the batches."""
+    import lake_assets.ops.data_evolution_read as de
+
+    t = catalog.create_table("db.t", SCHEMA, options={"row-tracking.enabled": "true"})
+    name = "data-00000000-0000-0000-0000-000000000003-0.parquet"
+    path = os.path.join(t.store.paths.root, "bucket-0", name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    n = 10
+    pq.write_table(pa.table({"id": list(range(n)), "p": ["a"] * n, "v": ["x"] * n,
+                             "_ROW_ID": pa.array([100 + i for i in range(n)], pa.int64())}), path, row_group_size=2)
+    f = DataFileMeta(name, os.path.getsize(path), n, EMPTY_ROW, EMPTY_ROW, SimpleStats.EMPTY, SimpleStats.EMPTY, 1, 1,
+                     0, 0, file_source=FileSource.COMPACT, write_cols=("id", "p", "v", "_ROW_ID"), value_stats_cols=())
+    t.new_committer("hand").commit([CommitMessage(EMPTY_ROW, 0, -1, new_files=(f,))], 1)
+    reads: list[str] = []
+    real = de.read_data_file
+
+    def counted(file_io, p, *args, **kwargs):  # type: ignore[no-untyped-def]
+        reads.append(p)
+        return real(file_io, p, *args, **kwargs)
+
+    monkeypatch.setattr(de, "read_data_file", counted)
+    batches = list(catalog.get_table("db.t").to_batches(columns=["id", "_ROW_ID"], batch_size=2))
+    assert [r["_ROW_ID"] for b in batches for r in b.to_pylist()] == [100 + i for i in range(n)]
+    assert len(batches) == 5 and len(reads) == 1
