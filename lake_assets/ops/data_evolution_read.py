@@ -84,6 +84,22 @@ def merge_groups(files: Sequence[DataFileMeta], table: str) -> list[list[DataFil
     return out
 
 
+def check_disjoint_ranges(files: Sequence[DataFileMeta], table: str) -> None:
+    """Refuse files of a row-tracking table (without data evolution) whose row-id ranges overlap:
+    every commit gives new files fresh ids, so no Paimon writer leaves two live files sharing one,
+    and reading them would give two rows one ``_ROW_ID``. Files without a first row id (ids
+    stored in the file, or none) are not ranged."""
+    ranged = sorted((r[0], r[1], f.file_name) for f in files if (r := row_id_range(f, table)) is not None)
+    end, name = -1, ""
+    for lo, hi, other in ranged:
+        if lo <= end:
+            raise CorruptMetadataError(
+                f"Cannot read {table}: data files {name} and {other} hold overlapping row ids (up to {end}, "
+                f"from {lo}); a row-tracking table gives each row its own id")
+        if hi > end:
+            end, name = hi, other
+
+
 def needs_merge(group: Sequence[DataFileMeta]) -> bool:
     """Whether a group is more than one whole file (a lone file of all columns is read as it is)."""
     return len(group) > 1 or group[0].write_cols is not None
@@ -299,5 +315,6 @@ def _stored_system_columns(reader: SplitReader, split: Split, meta: DataFileMeta
     return {n: raw.column(n) for n in wanted}
 
 
-__all__ = ["SYSTEM_FIELDS", "SystemSource", "held_field_ids", "iter_group", "iter_raw", "merge_groups", "needs_merge",
-           "raw_units", "read_group", "read_raw", "system_columns", "system_source", "with_system_columns"]
+__all__ = ["SYSTEM_FIELDS", "SystemSource", "check_disjoint_ranges", "held_field_ids", "iter_group", "iter_raw",
+           "merge_groups", "needs_merge", "raw_units", "read_group", "read_raw", "system_columns", "system_source",
+           "with_system_columns"]
