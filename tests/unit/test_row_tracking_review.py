@@ -213,3 +213,16 @@ def test_overlapping_row_ids_of_a_row_tracking_table_are_refused(catalog: Catalo
                                                    r"overlapping row ids \(up to 2, from 1\)"):
         t.to_arrow(columns=["id", "_ROW_ID"])
     assert sorted(t.to_arrow().column("id").to_pylist()) == [1, 2, 3, 4, 5]
+
+
+def test_a_write_of_no_rows_to_a_row_tracking_table_is_not_a_compaction(catalog: Catalog) -> None:
+    """A commit of no message was checked as a compaction, which row-tracking tables refuse: an
+    empty ``write_arrow`` failed with "Cannot compact db.t". It commits nothing, as on any table,
+    and the next write takes the next ids."""
+    t = catalog.create_table("db.t", SCHEMA, options={"row-tracking.enabled": "true"})
+    t.write_arrow(pa.table({"id": [1], "p": ["a"], "v": ["x"]}, schema=SCHEMA))
+    t.write_arrow(SCHEMA.empty_table())
+    assert [s.id for s in t.snapshots()] == [1]
+    t.write_arrow(pa.table({"id": [2], "p": ["a"], "v": ["y"]}, schema=SCHEMA))
+    got = t.to_arrow(columns=["id", "_ROW_ID"]).sort_by("id").to_pylist()
+    assert got == [{"id": 1, "_ROW_ID": 0}, {"id": 2, "_ROW_ID": 1}]
