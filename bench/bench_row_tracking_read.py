@@ -63,13 +63,16 @@ def main() -> None:
     wh = tempfile.mkdtemp(prefix="bench-rt-")
     newest = args.trees[-1]
     env = {**os.environ, "PYTHONPATH": newest}
-    subprocess.run([sys.executable, "-c", SETUP.format(wh=wh)], check=True, env=env)
+    # ``-c`` puts the working directory first on sys.path, ahead of PYTHONPATH: run outside every
+    # tree, or a run from a checkout measures that checkout whatever ``--trees`` says
+    subprocess.run([sys.executable, "-c", SETUP.format(wh=wh)], check=True, env=env, cwd=wh)
     for _ in range(args.rounds):
         for tree in args.trees:
             tracked = os.path.exists(os.path.join(tree, "lake_assets", "ops", "row_tracking.py"))
             code = READ.format(wh=wh, tracked=tracked, repeat=args.repeat)
             env = {**os.environ, "PYTHONPATH": tree}
-            res = subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True)
+            res = subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True,
+                                 cwd=wh)
             print(tree, {k: round(v, 3) for k, v in json.loads(res.stdout).items()})
 
 

@@ -138,8 +138,9 @@ class TableCommitter:
         messages = [m for m in messages if not m.is_empty()]
         # no changes: an APPEND snapshot of no files if the table asks for one (commit_empty.py)
         empty = overwrite is None and not messages and commits_empty_snapshot(self.options, commit_identifier)
-        # what the messages do must be allowed on this table (its writers and plans checked too)
-        writes = (overwrite is not None or empty
+        # what the messages do must be allowed on this table (its writers and plans checked too);
+        # no message at all is a write of no rows (not a compaction: a row-tracking table refuses those)
+        writes = (overwrite is not None or empty or not messages
                   or any(m.new_files or m.new_changelog or is_row_delete(self.store.schema, m) for m in messages))
         self.store.require(Op.WRITE if writes else Op.COMPACT)
         try:

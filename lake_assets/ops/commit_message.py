@@ -150,6 +150,10 @@ def _check_file(f: object, where: str) -> None:
         )
     if not isinstance(f.min_key, bytes) or not isinstance(f.max_key, bytes):
         raise _bad(f"{where}: file {f.file_name} has keys that are not bytes")
+    first = f.first_row_id  # row tracking: the file's ids are first .. first + row_count - 1, BIGINTs
+    if first is not None and (not _is_int(first) or first < 0 or first + f.row_count - 1 > 2**63 - 1):
+        raise _bad(f"{where}: file {f.file_name} has first_row_id = {first!r} for {f.row_count} rows "
+                   "(its row ids must be BIGINTs from 0)")
 
 
 def _check_index(e: object, where: str, m: CommitMessage) -> None:

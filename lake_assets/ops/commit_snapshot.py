@@ -75,7 +75,8 @@ def write_snapshot_files(
     if row_tracking_enabled(store.schema.options):
         # after the conflict checks, from the snapshot this attempt follows: a retry reassigns
         new_id = latest.id + 1 if latest is not None else 1
-        delta, next_row_id = assign_row_tracking(new_id, next_row_id_start(latest), stamp_new_files(delta))
+        delta, next_row_id = assign_row_tracking(new_id, next_row_id_start(latest, store.name),
+                                                 stamp_new_files(delta))
     delta_metas = _write_manifests(mio, delta, written)
     changelog_metas = _write_manifests(mio, changelog, written)
     fault(MANIFEST_STEPS[0])

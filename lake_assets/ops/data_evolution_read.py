@@ -23,6 +23,7 @@ null, as Java's ``DataFileRecordReader`` falls back from the stored value to the
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -57,7 +58,7 @@ def merge_groups(files: Sequence[DataFileMeta], table: str) -> list[list[DataFil
     newest first (by max sequence number; ties keep the manifest's order)."""
     ranged: list[tuple[int, int, DataFileMeta]] = []
     for f in files:
-        r = row_id_range(f)
+        r = row_id_range(f, table)
         if r is None:
             raise CorruptMetadataError(
                 f"Cannot read {table}: data file {f.file_name} of a data-evolution table has no _FIRST_ROW_ID")
@@ -83,6 +84,22 @@ def merge_groups(files: Sequence[DataFileMeta], table: str) -> list[list[DataFil
     return out
 
 
+def check_disjoint_ranges(files: Sequence[DataFileMeta], table: str) -> None:
+    """Refuse files of a row-tracking table (without data evolution) whose row-id ranges overlap:
+    every commit gives new files fresh ids, so no Paimon writer leaves two live files sharing one,
+    and reading them would give two rows one ``_ROW_ID``. Files without a first row id (ids
+    stored in the file, or none) are not ranged."""
+    ranged = sorted((r[0], r[1], f.file_name) for f in files if (r := row_id_range(f, table)) is not None)
+    end, name = -1, ""
+    for lo, hi, other in ranged:
+        if lo <= end:
+            raise CorruptMetadataError(
+                f"Cannot read {table}: data files {name} and {other} hold overlapping row ids (up to {end}, "
+                f"from {lo}); a row-tracking table gives each row its own id")
+        if hi > end:
+            end, name = hi, other
+
+
 def needs_merge(group: Sequence[DataFileMeta]) -> bool:
     """Whether a group is more than one whole file (a lone file of all columns is read as it is)."""
     return len(group) > 1 or group[0].write_cols is not None
@@ -96,13 +113,11 @@ def held_field_ids(store: FileStore, f: DataFileMeta) -> set[int]:
     return {schema.field(n).id for n in f.write_cols if schema.has_field(n)}
 
 
-def read_group(reader: SplitReader, split: Split, group: Sequence[DataFileMeta]) -> pa.Table:
-    """The rows of one merge group: each of the reader's split columns from the newest file that
-    holds it (nulls when none does), plus the system columns the read asks for."""
-    store = reader.store
-    rows = group[0].row_count
+def _sources(reader: SplitReader, group: Sequence[DataFileMeta]) -> tuple[list[list[str]], dict[str, int]]:
+    """The split columns each file of ``group`` gives (newest file holding a column wins, matched
+    by field id), and which file gives each column (absent: no file holds it)."""
     by_file: list[list[str]] = [[] for _ in group]
-    held = [held_field_ids(store, f) for f in group]
+    held = [held_field_ids(reader.store, f) for f in group]
     source: dict[str, int] = {}
     for name in reader.split_columns:
         fid = reader.schema.field(name).id
@@ -111,15 +126,12 @@ def read_group(reader: SplitReader, split: Split, group: Sequence[DataFileMeta])
                 by_file[i].append(name)
                 source[name] = i
                 break
-    parts: dict[int, pa.Table] = {}
-    for i, names in enumerate(by_file):
-        if names:
-            part = reader.read_file(split, group[i], False, names)
-            if part.num_rows != rows:
-                raise CorruptMetadataError(
-                    f"Cannot read {store.name}: data file {group[i].file_name} has {part.num_rows} rows, "
-                    f"the other files of its row-id range {rows}")
-            parts[i] = part
+    return by_file, source
+
+
+def _assemble(reader: SplitReader, group: Sequence[DataFileMeta], source: dict[str, int],
+              parts: dict[int, pa.Table], rows: int) -> pa.Table:
+    """``rows`` merged rows from the files' ``parts`` (aligned slices of one stretch of the range)."""
     arrays: list[pa.ChunkedArray | pa.Array] = []
     fields: list[pa.Field] = []
     for name in reader.split_columns:
@@ -127,16 +139,75 @@ def read_group(reader: SplitReader, split: Split, group: Sequence[DataFileMeta])
         if held_by is None:
             if not reader.schema.field(name).type.nullable:  # Java's createUnionReader checks it too
                 raise CorruptMetadataError(
-                    f"Cannot read {store.name}: column {name} is NOT NULL but no file of the row-id range of "
-                    f"{group[0].file_name} holds it")
+                    f"Cannot read {reader.store.name}: column {name} is NOT NULL but no file of the row-id range "
+                    f"of {group[0].file_name} holds it")
             field = reader.schema.arrow_schema.field(name)
             arrays.append(pa.nulls(rows, field.type))
         else:
             field = parts[held_by].schema.field(name)
             arrays.append(parts[held_by].column(name))
         fields.append(field)
-    data = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
-    return with_system_columns(reader, split, group[0], data, 0)
+    if not arrays:
+        # no file column asked for (partition or system columns only): the rows still count, as
+        # Java reads such a range through one file's reader
+        return pa.table({"rows": pa.nulls(rows)}).select([])
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _row_count_error(reader: SplitReader, group: Sequence[DataFileMeta], f: DataFileMeta, got: str) -> Exception:
+    return CorruptMetadataError(
+        f"Cannot read {reader.store.name}: data file {f.file_name} has {got} rows, its manifest entry and "
+        f"the other files of its row-id range {group[0].row_count}")
+
+
+def read_group(reader: SplitReader, split: Split, group: Sequence[DataFileMeta]) -> pa.Table:
+    """The rows of one merge group: each of the reader's split columns from the newest file that
+    holds it (nulls when none does), plus the system columns the read asks for."""
+    rows = group[0].row_count
+    by_file, source = _sources(reader, group)
+    parts: dict[int, pa.Table] = {}
+    for i, names in enumerate(by_file):
+        if names:
+            part = reader.read_file(split, group[i], False, names)
+            if part.num_rows != rows:
+                raise _row_count_error(reader, group, group[i], str(part.num_rows))
+            parts[i] = part
+    return with_system_columns(reader, split, group[0], _assemble(reader, group, source, parts, rows), 0)
+
+
+def iter_group(reader: SplitReader, split: Split, group: Sequence[DataFileMeta], batch_rows: int
+               ) -> Iterator[pa.Table]:
+    """`read_group` in batches of at most ``batch_rows`` rows: the files of the range are read side
+    by side, each batch by batch, so the merge holds about one batch of each file at a time
+    (Java's ``DataEvolutionFileReader`` reads its files' batches in step too)."""
+    rows = group[0].row_count
+    by_file, columns_from = _sources(reader, group)
+    readers = {i: reader.iter_file(split, group[i], False, names, batch_rows)
+               for i, names in enumerate(by_file) if names}
+    pending: dict[int, list[pa.Table]] = {i: [] for i in readers}
+    source = system_source(reader, split, group[0]) if reader.system_columns else None
+    done = 0
+    while done < rows:
+        want = min(batch_rows, rows - done)
+        parts: dict[int, pa.Table] = {}
+        for i, it in readers.items():
+            have = sum(t.num_rows for t in pending[i])
+            while have < want:  # a file's batches need not end where another's do (row groups)
+                more = next(it, None)
+                if more is None:
+                    raise _row_count_error(reader, group, group[i], str(done + have))
+                pending[i].append(more)
+                have += more.num_rows
+            # one chunk per column, so that the merged batch stays one record batch
+            whole = pa.concat_tables(pending[i]).combine_chunks() if len(pending[i]) != 1 else pending[i][0]
+            parts[i] = whole.slice(0, want)
+            pending[i] = [whole.slice(want)] if have > want else []
+        merged = _assemble(reader, group, columns_from, parts, want)
+        yield with_system_columns(reader, split, group[0], merged, done, source)
+        done += want
+    for i, it in readers.items():
+        if pending[i] or any(t.num_rows for t in it):
+            raise _row_count_error(reader, group, group[i], f"more than {rows}")
 
 
 def raw_units(reader: SplitReader, split: Split) -> list[DataFileMeta]:
@@ -171,33 +242,55 @@ def read_raw(reader: SplitReader, split: Split, meta: DataFileMeta, *, use_threa
 
 def iter_raw(reader: SplitReader, split: Split, meta: DataFileMeta, with_kind: bool, batch_rows: int
              ) -> Iterator[pa.Table]:
-    """`read_raw` in batches of at most ``batch_rows`` rows (a merge group in one piece: its files
-    are read side by side), each finished (`SplitReader._finish`)."""
+    """`read_raw` in batches of at most ``batch_rows`` rows (a merge group's files read side by
+    side: `iter_group`), each finished (`SplitReader._finish`)."""
     if reader.data_evolution:
         group = _group_of(reader, split, meta)
         if group is not None and needs_merge(group):
-            yield reader._finish(read_group(reader, split, group), split)
+            for part in iter_group(reader, split, group, batch_rows or max(group[0].row_count, 1)):
+                yield reader._finish(part, split)
             return
     start = 0
+    source = system_source(reader, split, meta) if reader.system_columns else None
     for part in reader.iter_file(split, meta, with_kind, reader.split_columns, batch_rows):
         n = part.num_rows
-        part = with_system_columns(reader, split, meta, part, start)
+        part = with_system_columns(reader, split, meta, part, start, source)
         start += n
         yield reader._finish(part, split, with_kind)
 
 
-def with_system_columns(reader: SplitReader, split: Split, meta: DataFileMeta, data: pa.Table, start: int) -> pa.Table:
+@dataclass(frozen=True)
+class SystemSource:
+    """What the system columns of one file's rows come from, found once per file (a batched read
+    would otherwise re-read the stored ids and re-scan the deletion vector at every batch): the
+    positions of its kept rows (None: every row), and the system columns it stores itself."""
+
+    kept: np.ndarray | None
+    stored: dict[str, pa.ChunkedArray]
+
+
+def system_source(reader: SplitReader, split: Split, meta: DataFileMeta) -> SystemSource:
+    """The `SystemSource` of ``meta`` for ``reader``'s read."""
+    keep = reader._kept_rows(split, meta, meta.row_count)
+    return SystemSource(np.flatnonzero(keep) if keep is not None else None,
+                        _stored_system_columns(reader, split, meta))
+
+
+def with_system_columns(reader: SplitReader, split: Split, meta: DataFileMeta, data: pa.Table, start: int,
+                        source: SystemSource | None = None) -> pa.Table:
     """``data`` (the rows of ``meta`` from its ``start``-th kept row on) with the system columns
-    the read asks for appended."""
+    the read asks for appended; ``source``: the file's `system_source`, if known."""
     if not reader.system_columns:
         return data
     n = data.num_rows
-    keep = reader._kept_rows(split, meta, meta.row_count)
-    positions = np.flatnonzero(keep)[start:start + n] if keep is not None else np.arange(start, start + n)
-    stored = _stored_system_columns(reader, split, meta)
+    if source is None:
+        source = system_source(reader, split, meta)
+    positions = source.kept[start:start + n] if source.kept is not None else np.arange(start, start + n)
+    stored = source.stored
     for name in reader.system_columns:
         if name == ROW_ID:
-            computed = pa.array(positions + meta.first_row_id, pa.int64()) if meta.first_row_id is not None else None
+            ids = row_id_range(meta, reader.store.name)  # checked: numpy would wrap past BIGINT
+            computed = pa.array(positions + ids[0], pa.int64()) if ids is not None else None
         else:
             computed = pa.array(np.full(n, meta.max_sequence_number, np.int64), pa.int64())
         held = stored.get(name)
@@ -222,5 +315,6 @@ def _stored_system_columns(reader: SplitReader, split: Split, meta: DataFileMeta
     return {n: raw.column(n) for n in wanted}
 
 
-__all__ = ["SYSTEM_FIELDS", "held_field_ids", "iter_raw", "merge_groups", "needs_merge", "raw_units", "read_group",
-           "read_raw", "system_columns", "with_system_columns"]
+__all__ = ["SYSTEM_FIELDS", "SystemSource", "check_disjoint_ranges", "held_field_ids", "iter_group", "iter_raw",
+           "merge_groups", "needs_merge", "raw_units", "read_group", "read_raw", "system_columns", "system_source",
+           "with_system_columns"]

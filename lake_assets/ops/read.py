@@ -20,7 +20,7 @@ from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND, iter_data
 from lake_assets.formats.row_mask import arrow_mask
 from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.lsm.merge import is_retract, sort_and_merge, winner_masks
-from lake_assets.ops.data_evolution_read import SYSTEM_FIELDS, raw_units, read_raw
+from lake_assets.ops.data_evolution_read import SYSTEM_FIELDS, check_disjoint_ranges, raw_units, read_raw
 from lake_assets.ops.default_values import ColumnDefaults, prunable
 from lake_assets.ops.deletion_vectors import VectorLoader, hides_level0, raw_readable
 from lake_assets.ops.plan import file_may_match
@@ -336,6 +336,8 @@ class SplitReader:
         if not self.is_pk:
             if self.data_evolution:
                 return raw_units(self, split)
+            if self.system_columns:
+                check_disjoint_ranges(split.files, self.store.name)
             return sorted(split.files, key=lambda f: f.min_sequence_number)
         if not self.dv_raw:
             return None

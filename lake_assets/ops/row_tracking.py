@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
+from lake_assets.errors import CommitError, CorruptMetadataError, InvalidCommitMessageError
 from lake_assets.option_classification import is_true
 from lake_assets.spec.manifest import DataFileMeta, FileKind, FileSource, ManifestEntry
 from lake_assets.spec.snapshot import Snapshot
@@ -31,6 +32,8 @@ ROW_ID = "_ROW_ID"
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
 #: Paimon's system fields of row-tracking tables (``SpecialFields.ROW_ID`` / ``SEQUENCE_NUMBER``).
 ROW_TRACKING_FIELDS = (ROW_ID, SEQUENCE_NUMBER)
+#: The largest row id: ``_ROW_ID`` is a BIGINT.
+MAX_ROW_ID = 2**63 - 1
 
 
 def row_tracking_enabled(options: Mapping[str, str]) -> bool:
@@ -43,10 +46,17 @@ def data_evolution_enabled(options: Mapping[str, str]) -> bool:
     return is_true(options.get("data-evolution.enabled"))
 
 
-def next_row_id_start(latest: Snapshot | None) -> int:
+def next_row_id_start(latest: Snapshot | None, table: str) -> int:
     """The first row id a commit on top of ``latest`` gives out (0 for the first snapshot, or one
-    whose writer recorded none)."""
-    return latest.next_row_id if latest is not None and latest.next_row_id is not None else 0
+    whose writer recorded none). A negative ``nextRowId`` (no Paimon writer records one) is
+    refused: ids given from it would be negative or collide with the table's."""
+    if latest is None or latest.next_row_id is None:
+        return 0
+    if not 0 <= latest.next_row_id <= MAX_ROW_ID:
+        raise CorruptMetadataError(
+            f"Cannot commit to {table}: snapshot {latest.id} records nextRowId {latest.next_row_id}, "
+            "which is not a row id")
+    return latest.next_row_id
 
 
 def stamp_new_files(entries: Sequence[ManifestEntry]) -> list[ManifestEntry]:
@@ -88,21 +98,38 @@ def assign_row_tracking(
             f = dataclasses.replace(f, min_sequence_number=snapshot_id, max_sequence_number=snapshot_id)
         elif f.max_sequence_number == 0:
             f = dataclasses.replace(f, max_sequence_number=snapshot_id)
+        if f.file_source is None and f.first_row_id is None and not _holds_row_id(f):
+            # neither a writer's nor a compaction's: Java refuses it too ("file source field for
+            # row-tracking table must present"); committed, its rows would have no _ROW_ID
+            raise InvalidCommitMessageError(
+                f"Cannot commit: new file {f.file_name} of a row-tracking table has no _FILE_SOURCE, so "
+                "it cannot be told whether its rows need row ids")
         if f.file_source == FileSource.APPEND and f.first_row_id is None and not _holds_row_id(f):
             f = dataclasses.replace(f, first_row_id=start)
             start += f.row_count
         out.append(e if f is e.file else dataclasses.replace(e, file=f))
+    if start - 1 > MAX_ROW_ID:
+        raise CommitError(f"Cannot commit: its rows would take row ids up to {start - 1}, past the largest "
+                          f"BIGINT ({MAX_ROW_ID})")
     return out, start
 
 
-def row_id_range(f: DataFileMeta) -> tuple[int, int] | None:
-    """The row ids ``f`` holds, first and last (None without a first row id)."""
+def row_id_range(f: DataFileMeta, table: str) -> tuple[int, int] | None:
+    """The row ids ``f`` holds, first and last (None without a first row id). A range no Paimon
+    writer makes (a negative first id or row count, ids past the largest BIGINT) is refused with
+    `CorruptMetadataError` naming the file: reading it would give wrong or wrapped ids."""
     if f.first_row_id is None:
         return None
-    return f.first_row_id, f.first_row_id + f.row_count - 1
+    last = f.first_row_id + f.row_count - 1
+    if f.first_row_id < 0 or f.row_count < 0 or last > MAX_ROW_ID:
+        raise CorruptMetadataError(
+            f"Cannot read {table}: data file {f.file_name} has _FIRST_ROW_ID {f.first_row_id} and "
+            f"{f.row_count} rows, which are not row ids")
+    return f.first_row_id, last
 
 
 __all__ = [
+    "MAX_ROW_ID",
     "ROW_ID",
     "ROW_TRACKING_FIELDS",
     "SEQUENCE_NUMBER",
