@@ -170,7 +170,7 @@ def test_table_rounds_agree_with_java(java: PaimonJava, wh: str) -> None:
                **{f"fields.{c}.aggregate-function": FUNCTION_OF[kind] for c, kind in cols.items()}}
     steps = [commit([1, 2, 3, 1]), commit([1, 2, 4], null_every=2), commit([2, 3, 5, 2]), C(),
              commit([1, 5, 6]), C(full=False)]
-    sc = Scenario(java, wh, schema, ["k"], options, steps)
+    sc = Scenario(java, wh, schema, ["k"], options, steps, compare_changes=False, compare_streams=False)
     assert_agree(sc.run_all(), what=("states",))
 
 
@@ -192,5 +192,5 @@ def test_partial_update_sequence_group_agrees_with_java(java: PaimonJava, wh: st
     options = {"merge-engine": "partial-update", "fields.g.sequence-group": ",".join(cols),
                **{f"fields.{c}.aggregate-function": FUNCTION_OF[kind] for c, kind in cols.items()}}
     steps = [commit([1, 2, 1], 1), commit([1, 3], 2), C(), commit([2, 3, 3], 3), C(full=False)]
-    sc = Scenario(java, wh, schema, ["k"], options, steps)
+    sc = Scenario(java, wh, schema, ["k"], options, steps, compare_changes=False, compare_streams=False)
     assert_agree(sc.run_all(("java", "lake-java")), what=("states",))
