@@ -76,10 +76,18 @@ def test_vectors_read_like_the_table_without_them(engine: str) -> None:
             plain = _table(cat, "plain", options)
             dv = _table(cat, "dv", {**options, "deletion-vectors.enabled": "true"})
             for i, (ops, compaction) in enumerate(rounds):
+                row_kinds = [kinds[kind % len(kinds)] for kind, _ in ops]
+                # remove-record-on-delete starts a key's next row from the -D's image (Paimon 1.x+), which
+                # only a table without vectors keeps: a vector compaction drops deletes at every level, as
+                # Java's does (dropDelete with a deletion-vector maintainer). So -D rows carry no values here:
+                # both tables then restart the key from an empty row.
+                blank = [engine == "partial-update-remove-on-delete" and k == "-D" for k in row_kinds]
                 data = pa.table({
-                    "k": [r[0] for _, r in ops], "p": [r[1] for _, r in ops], "a": [r[2] for _, r in ops],
-                    "b": [r[3] for _, r in ops], "g": [r[4] for _, r in ops],
-                    "op": [kinds[kind % len(kinds)] for kind, _ in ops]}, schema=SCHEMA)
+                    "k": [r[0] for _, r in ops], "p": [r[1] for _, r in ops],
+                    "a": [None if x else r[2] for x, (_, r) in zip(blank, ops, strict=True)],
+                    "b": [None if x else r[3] for x, (_, r) in zip(blank, ops, strict=True)],
+                    "g": [None if x else r[4] for x, (_, r) in zip(blank, ops, strict=True)],
+                    "op": row_kinds}, schema=SCHEMA)
                 for t in (plain, dv):
                     writer = t.new_writer("prop")
                     writer.write_arrow(data)
