@@ -113,6 +113,7 @@ class CrossPartitionRouter:
         store = self.store
         reader = SplitReader(store, store.schema, self.key_names)
         reader.snapshot_id = snapshot.id
+        reader.all_levels = True  # keys only in level 0 (write-only DV / first-row writes) exist too
         for split in splits:
             part = self.index.part_id(split.partition)
             live = 0
