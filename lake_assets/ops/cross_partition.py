@@ -31,13 +31,13 @@ bucket's keys once when it starts (Java's bootstrap does the same).
 from __future__ import annotations
 
 import heapq
-import time
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from lake_assets.errors import InvalidDataError, OptionError
+from lake_assets.formats.data_file import local_now_ms
 from lake_assets.lsm.merge import is_retract
 from lake_assets.lsm.merge_engine.names import DEDUPLICATE, FIRST_ROW
 from lake_assets.ops.key_index import ENTRY_SCHEMA, KeyIndex, Locations, encode_keys
@@ -105,7 +105,10 @@ class CrossPartitionRouter:
         splits = plan_splits(self.store, snapshot, None, Op.WRITE, schema=self.store.schema)
         ttl = index_ttl_ms(self.store)
         if ttl is not None:
-            now = int(time.time() * 1000)
+            # on the clock of the files' creation times (local wall clock as if UTC), as Java
+            # compares System.currentTimeMillis with them read in the system zone: time.time()
+            # forgot keys hours early west of UTC (and kept them late east of it)
+            now = local_now_ms()
             splits = [s for s in splits if split_in_ttl(s, ttl, now)]
         return splits
 

@@ -4,9 +4,12 @@ level 0 (write-only writes to deletion-vector and first-row tables), and tables 
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 from lake_assets import Catalog, Table
 
@@ -71,3 +74,25 @@ def test_rocksdb_options_are_other_engines_options(tmp_path: Path) -> None:
     t.update_schema().set_option("rocksdb.thread.num", "4").commit()
     t.refresh().write_arrow(_rows([2], ["22"], ["b"]))
     assert _read(t) == [(1, "11", "b"), (2, "22", "b")]
+
+
+@pytest.fixture
+def new_york(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The process in UTC-5 (UTC-4 in summer): file creation times are local wall clocks."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.usefixtures("new_york")
+def test_index_ttl_compares_creation_times_on_their_own_clock(tmp_path: Path) -> None:
+    """``cross-partition-upsert.index-ttl`` = 1 h: files written a moment ago are bootstrapped
+    (Java: System.currentTimeMillis against the creation time read in the system zone), so a
+    moved key is retracted in its old partition; with UTC's now they looked 4-5 h old west of
+    UTC, their keys were forgotten and the key lived in two partitions."""
+    t = _table(tmp_path, {"cross-partition-upsert.index-ttl": "1 h", "dynamic-bucket.target-row-num": "10"})
+    t.write_arrow(_rows([1, 2], ["1", "2"], ["a", "a"]))
+    t.refresh().write_arrow(_rows([1], ["11"], ["b"]))
+    assert _read(t) == [(1, "11", "b"), (2, "2", "a")]
