@@ -8,10 +8,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog, Table
+from lake_assets.errors import InvalidDataError
+from lake_assets.spec.row_kind import RowKind
 
 SCHEMA = pa.schema([pa.field("id", pa.int32(), nullable=False), ("name", pa.string()),
                     pa.field("dt", pa.string(), nullable=False)])
@@ -96,3 +99,20 @@ def test_index_ttl_compares_creation_times_on_their_own_clock(tmp_path: Path) ->
     t.write_arrow(_rows([1, 2], ["1", "2"], ["a", "a"]))
     t.refresh().write_arrow(_rows([1], ["11"], ["b"]))
     assert _read(t) == [(1, "11", "b"), (2, "2", "a")]
+
+
+def test_a_refused_batch_leaves_the_writers_key_index_unchanged(tmp_path: Path) -> None:
+    """partial-update: a batch refused for a retraction of a key living elsewhere places nothing,
+    so its new keys are new to the writer's next batch as well (they went to the refused batch's
+    partition before, though never written)."""
+    t = _table(tmp_path, {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"})
+    t.write_arrow(_rows([6], ["6"], ["b"]))
+    user = "w"
+    with t.refresh().new_writer(user) as w:
+        with pytest.raises(InvalidDataError, match="retraction"):
+            w.write_arrow(_rows([100, 6], ["100", "6"], ["a", "c"]),
+                          kinds=np.array([RowKind.INSERT, RowKind.DELETE], dtype=np.int8))
+        w.write_arrow(_rows([100], ["100"], ["b"]))
+        messages = w.prepare_commit()
+    t.new_committer(user).commit(messages)
+    assert _read(t) == [(6, "6", "b"), (100, "100", "b")]
