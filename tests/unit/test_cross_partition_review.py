@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog, Table
-from lake_assets.errors import InvalidDataError
+from lake_assets.errors import CommitConflictError, InvalidDataError
 from lake_assets.spec.row_kind import RowKind
 
 SCHEMA = pa.schema([pa.field("id", pa.int32(), nullable=False), ("name", pa.string()),
@@ -116,3 +116,29 @@ def test_a_refused_batch_leaves_the_writers_key_index_unchanged(tmp_path: Path) 
         messages = w.prepare_commit()
     t.new_committer(user).commit(messages)
     assert _read(t) == [(6, "6", "b"), (100, "100", "b")]
+
+
+def _messages(t: Table, data: pa.Table) -> tuple[str, list]:
+    user = f"w-{len(data)}-{data.column('name')[0]}"
+    with t.refresh().new_writer(user) as w:
+        w.write_arrow(data)
+        return user, w.prepare_commit()
+
+
+def test_race_check_ignores_compactions_and_sees_appends_behind_them(tmp_path: Path) -> None:
+    """Between a writer's bootstrap and its commit, another user's full compaction rewrites the
+    files holding the keys it moves: no conflict (a compaction moves no key); another user's
+    append of one of its keys, compacted after, still fails it, nothing committed."""
+    t = _table(tmp_path, {"dynamic-bucket.target-row-num": "10"})
+    t.write_arrow(_rows([1, 2, 3], ["1", "2", "3"], ["a", "a", "b"]))
+    user, messages = _messages(t, _rows([1], ["moved"], ["c"]))
+    t.refresh().compact(full=True)
+    t.new_committer(user).commit(messages)
+    assert _read(t) == [(1, "moved", "c"), (2, "2", "a"), (3, "3", "b")]
+    user, messages = _messages(t, _rows([2], ["mine"], ["b"]))
+    t.refresh().write_arrow(_rows([2], ["theirs"], ["c"]))
+    t.refresh().compact(full=True)
+    before = _read(t)
+    with pytest.raises(CommitConflictError, match="another writer"):
+        t.new_committer(user).commit(messages)
+    assert _read(t) == before == [(1, "moved", "c"), (2, "theirs", "c"), (3, "3", "b")]
