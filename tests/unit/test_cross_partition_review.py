@@ -142,3 +142,22 @@ def test_race_check_ignores_compactions_and_sees_appends_behind_them(tmp_path: P
     with pytest.raises(CommitConflictError, match="another writer"):
         t.new_committer(user).commit(messages)
     assert _read(t) == before == [(1, "moved", "c"), (2, "theirs", "c"), (3, "3", "b")]
+
+
+def test_spilled_key_index_files_stay_in_the_spill_dir_and_go(tmp_path: Path) -> None:
+    """write-buffer-size = 64 b: the index spills at once, into the writer's spill directory
+    (LAKE_ASSETS_SPILL_DIR), and its files are removed when the writer closes, after a refused
+    batch as after a commit."""
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    t = _table(tmp_path, {"write-buffer-size": "64 b", "merge-engine": "partial-update",
+                          "partial-update.remove-record-on-delete": "true"})
+    t.write_arrow(_rows(list(range(30)), [str(i) for i in range(30)], ["a"] * 30))
+    with t.refresh().new_writer("w", spill_dir=spill) as w:
+        with pytest.raises(InvalidDataError, match="retraction"):
+            w.write_arrow(_rows([3], ["3"], ["c"]), kinds=np.array([RowKind.DELETE], dtype=np.int8))
+        assert [p.name.startswith("lake-key-index-") for p in spill.iterdir()] == [True]
+    assert list(spill.iterdir()) == []
+    t.refresh().write_arrow(_rows([3, 40], ["x", "y"], ["b", "b"]), spill_dir=spill)
+    assert list(spill.iterdir()) == []
+    assert _read(t)[3] == (3, "x", "a") and _read(t)[-1] == (40, "y", "b")
