@@ -161,3 +161,17 @@ def test_spilled_key_index_files_stay_in_the_spill_dir_and_go(tmp_path: Path) ->
     t.refresh().write_arrow(_rows([3, 40], ["x", "y"], ["b", "b"]), spill_dir=spill)
     assert list(spill.iterdir()) == []
     assert _read(t)[3] == (3, "x", "a") and _read(t)[-1] == (40, "y", "b")
+
+
+def test_a_rollback_past_the_index_base_fails_the_commit(tmp_path: Path) -> None:
+    """Key 1 moved a -> b in snapshot 2; a writer reads its index at 2 (1 in b); the table is
+    rolled back to 1 (1 in a again). The writer's move of 1 to c would retract it in b only and
+    leave it in a and c: the commit fails, nothing committed."""
+    t = _table(tmp_path, {"dynamic-bucket.target-row-num": "10"})
+    t.write_arrow(_rows([1, 2], ["1", "2"], ["a", "a"]))
+    t.refresh().write_arrow(_rows([1], ["moved"], ["b"]))
+    user, messages = _messages(t, _rows([1], ["again"], ["c"]))
+    t.refresh().rollback_to(snapshot_id=1)
+    with pytest.raises(CommitConflictError, match="rolled back to before snapshot 2"):
+        t.new_committer(user).commit(messages)
+    assert _read(t) == [(1, "1", "a"), (2, "2", "a")]
