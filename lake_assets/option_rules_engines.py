@@ -20,6 +20,7 @@ the dicts into the registry.
 
 from __future__ import annotations
 
+from lake_assets.option_rules_rocksdb import ROCKSDB_RULES
 from lake_assets.option_types import OptionRule
 
 _ANY_VALUE = "any value is accepted at create and ALTER, as Paimon does"
@@ -308,7 +309,7 @@ ENGINE_RULES: dict[str, OptionRule] = _rules(
     _job("log.format", "Format of the log system's records (Paimon 1.3 and older).", _LOG),
     _job("log.key.format", "Format of the log system's keys (Paimon 1.3 and older).", _LOG),
     _job("log.ignore-delete", "The log system drops deletes (Paimon 1.1 to 1.3).", _LOG),
-)
+) | ROCKSDB_RULES  # rocksdb.*: the local state of Java's cross-partition index and lookups
 
 _SCAN_PARTITIONS = ("Flink's batch and lookup reads of a table carrying it read only these partitions "
                     "(FlinkTableSource, PartitionLoader); lake_assets' reads read all")

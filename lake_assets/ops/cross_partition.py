@@ -31,13 +31,13 @@ bucket's keys once when it starts (Java's bootstrap does the same).
 from __future__ import annotations
 
 import heapq
-import time
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from lake_assets.errors import InvalidDataError, OptionError
+from lake_assets.formats.data_file import local_now_ms
 from lake_assets.lsm.merge import is_retract
 from lake_assets.lsm.merge_engine.names import DEDUPLICATE, FIRST_ROW
 from lake_assets.ops.key_index import ENTRY_SCHEMA, KeyIndex, Locations, encode_keys
@@ -105,7 +105,10 @@ class CrossPartitionRouter:
         splits = plan_splits(self.store, snapshot, None, Op.WRITE, schema=self.store.schema)
         ttl = index_ttl_ms(self.store)
         if ttl is not None:
-            now = int(time.time() * 1000)
+            # on the clock of the files' creation times (local wall clock as if UTC), as Java
+            # compares System.currentTimeMillis with them read in the system zone: time.time()
+            # forgot keys hours early west of UTC (and kept them late east of it)
+            now = local_now_ms()
             splits = [s for s in splits if split_in_ttl(s, ttl, now)]
         return splits
 
@@ -113,6 +116,7 @@ class CrossPartitionRouter:
         store = self.store
         reader = SplitReader(store, store.schema, self.key_names)
         reader.snapshot_id = snapshot.id
+        reader.all_levels = True  # keys only in level 0 (write-only DV / first-row writes) exist too
         for split in splits:
             part = self.index.part_id(split.partition)
             live = 0
@@ -201,35 +205,43 @@ class CrossPartitionRouter:
         new = np.flatnonzero(~where.found)
         new = new[np.argsort(first[new], kind="stable")]  # placed in arrival order
         home_part[new] = row_part[first[new]]
+        row_home = home_part[code]
+        away = row_home != row_part
+        if self.engine != FIRST_ROW:
+            # refused before anything is placed: a refused batch leaves the index and the bucket
+            # counts as they were, for the writer's next batch
+            self._refuse_away_retractions(data, kinds, away, row_home)
         home_bucket[new] = self._place(home_part[new], key_hashes[new])
         self.index.put(keys.take(pa.array(new)), key_hashes[new], home_part[new], home_bucket[new])
-        row_home = home_part[code]
         buckets = home_bucket[code].astype(np.int64)
-        away = row_home != row_part
         if not away.any():
             return data, kinds, buckets
         if self.engine == FIRST_ROW:
             keep = ~away
             return data.filter(pa.array(keep)), kinds[keep], buckets[keep]
-        retracting = away & is_retract(kinds)
-        if retracting.any():
-            # Java routes it to the old partition as an insert (ProjectToRowFunction builds a new
-            # row and drops the row kind, 0.9 to HEAD): never written here, as no silent coercion
-            i = int(np.flatnonzero(retracting)[0])
-            key = {k: data.column(k)[i].as_py() for k in self.key_names}
-            old = dict(zip(self.partition_keys, deserialize_row(self.index.partitions[int(row_home[i])],
-                                                                self.partition_types), strict=True))
-            raise InvalidDataError(
-                f"Cannot write to {self.store.name}: {int(retracting.sum())} retraction(s) (-D/-U) of keys living "
-                f"in another partition, e.g. key {key} lives in {old}; a {self.engine} cross-partition table "
-                "applies a row to the key's partition, where Paimon would write the retraction as an insert; "
-                "give retractions the partition of their key")
         moved = np.flatnonzero(away)
         rewritten = self._with_partitions(data.take(pa.array(moved)), row_home[moved])
         out = pa.concat_tables([data.filter(pa.array(~away)), rewritten])
         final = np.argsort(np.concatenate([np.flatnonzero(~away), moved]), kind="stable")
         return (out.take(pa.array(final)), np.concatenate([kinds[~away], kinds[moved]])[final],
                 np.concatenate([buckets[~away], buckets[moved]])[final])
+
+    def _refuse_away_retractions(self, data: pa.Table, kinds: np.ndarray, away: np.ndarray,
+                                 row_home: np.ndarray) -> None:
+        retracting = away & is_retract(kinds)
+        if not retracting.any():
+            return
+        # Java routes it to the old partition as an insert (ProjectToRowFunction builds a new
+        # row and drops the row kind, 0.9 to HEAD): never written here, as no silent coercion
+        i = int(np.flatnonzero(retracting)[0])
+        key = {k: data.column(k)[i].as_py() for k in self.key_names}
+        old = dict(zip(self.partition_keys, deserialize_row(self.index.partitions[int(row_home[i])],
+                                                            self.partition_types), strict=True))
+        raise InvalidDataError(
+            f"Cannot write to {self.store.name}: {int(retracting.sum())} retraction(s) (-D/-U) of keys living "
+            f"in another partition, e.g. key {key} lives in {old}; a {self.engine} cross-partition table "
+            "applies a row to the key's partition, where Paimon would write the retraction as an insert; "
+            "give retractions the partition of their key")
 
     # ------------------------------------------------------------- placement
     def _place_runs(self, change: np.ndarray, moves: np.ndarray, order: np.ndarray, run: np.ndarray,

@@ -8,9 +8,11 @@ snapshot projected on the primary key, each split's rows tagged with its partiti
 skipping splits of which no file was created within ``cross-partition-upsert.index-ttl``.
 
 `KeyIndex.bootstrap` does the same read here: each bucket's keys come out of the table's own
-merge read (`SplitReader.stream_split` projected on the trimmed primary key: deletion vectors,
-retractions and ``first-row``'s invisible level 0 applied as in Java), in batches, and become
-entries (key BinaryRow bytes, key hash, partition id, bucket). Keys are matched by their BinaryRow
+merge read (`SplitReader.stream_split` projected on the trimmed primary key, deletion vectors
+and retractions applied) of every level, also level 0 that batch reads of deletion-vector and
+``first-row`` tables skip (Paimon 1.4+'s ``withLevelFilter(level -> true)``, apache/paimon #6630;
+0.9 skipped it and placed a key still in level 0 a second time), in batches, and become entries
+(key BinaryRow bytes, key hash, partition id, bucket). Keys are matched by their BinaryRow
 bytes, as Paimon's index matches its serialized keys; lookups binary-search the entries sorted by
 the key's murmur hash and compare bytes on equal hashes, so a lookup costs the batch's keys times
 log of the index, vectorized.

@@ -11,7 +11,9 @@ committed since then by other commit users are compared with the commit: their a
 key ranges against the ranges of this commit's new files, and where two ranges overlap, the files'
 keys themselves (the key columns only). A shared key fails the commit with `CommitConflictError`
 before anything is written; compactions never move a key between buckets and are not looked at.
-A snapshot in between that was expired meanwhile cannot be checked: the commit fails as well.
+A snapshot in between that was expired meanwhile cannot be checked: the commit fails as well, as
+does a commit after a rollback to before the base snapshot. (A rollback followed by other commits
+up to the base id again is not seen: snapshot ids are reused, and the message holds only the id.)
 """
 
 from __future__ import annotations
@@ -51,7 +53,16 @@ def check_key_index_race(store: FileStore, latest: Snapshot | None, messages: Se
     a long-lived writer's committer reads each snapshot once and one expired since stays checked."""
     cleared = set() if cleared is None else cleared
     base = key_index_base(messages)
-    if base is None or latest is None or latest.id <= base:
+    if base is None:
+        return
+    if base > 0 and (latest is None or latest.id < base):
+        # rolled back past the snapshot the index was read from: keys it saw moved may be back
+        # where they were (a move now would leave them in two partitions)
+        raise CommitConflictError(
+            f"Cannot commit to {store.name}: the table was rolled back to before snapshot {base}, which this "
+            "cross-partition writer's key index was read from, so where its keys live now is unknown; write "
+            "again with a new writer")
+    if latest is None or latest.id == base:
         return
     ours: list[_Located] = [(m.partition, m.bucket, f) for m in messages for f in m.new_files]
     if not ours:

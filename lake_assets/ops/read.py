@@ -195,6 +195,10 @@ class SplitReader:
         # Deletion vectors of the splits' buckets (tables with deletion-vectors.enabled).
         self.vectors = VectorLoader(store)
         self.dv_raw = self.is_pk and hides_level0(schema)
+        # Every level, also those a batch read skips (level 0 of deletion-vector and first-row
+        # tables): a cross-partition writer's key index bootstrap must see every key a later
+        # compaction makes visible (Paimon's IndexBootstrap, withLevelFilter(level -> true), 1.4+).
+        self.all_levels = False
 
     # ------------------------------------------------------------ file access
     def _layout(self, schema_id: int, columns: Sequence[str] | None = None) -> _FileLayout:
@@ -326,6 +330,13 @@ class SplitReader:
         return deleted_mask(vector, num_rows, meta.file_name)
 
     # ------------------------------------------------------------------ reads
+    def visible_files(self, split: Split) -> list[DataFileMeta]:
+        """The files of ``split`` this reader reads: a batch read's (`FileStore.visible_files`),
+        or with ``all_levels`` all of them."""
+        if self.all_levels:
+            return list(split.files)
+        return self.store.visible_files(split.files, self.schema)
+
     def raw_files(self, split: Split) -> list[DataFileMeta] | None:
         """The files of ``split`` whose rows a read returns file by file, with no merge, in the
         order `read_split` yields them; None when the split needs a merge.
@@ -341,7 +352,7 @@ class SplitReader:
             return sorted(split.files, key=lambda f: f.min_sequence_number)
         if not self.dv_raw:
             return None
-        files = self.store.visible_files(split.files, self.schema)
+        files = self.visible_files(split)
         if not raw_readable(files):
             return None
         pred = self.prune_predicate if self.prune_predicate is not None and self.prune_predicate.clauses else None
@@ -360,7 +371,7 @@ class SplitReader:
             for meta in raw:
                 yield self.read_raw_file(split, meta)
             return
-        files = self.store.visible_files(split.files, self.schema)
+        files = self.visible_files(split)
         for section in sections(files, self.key_types):
             yield self._finish(self._merge_section(split, section), split)
 

@@ -69,7 +69,7 @@ def stream_split(reader: SplitReader, split: Split, batch_rows: int, *, with_kin
         for meta in raw:  # with a data-evolution table's merge, and the system columns asked for
             yield from iter_raw(reader, split, meta, with_kind, batch_rows)
         return
-    files = reader.store.visible_files(split.files, reader.schema)
+    files = reader.visible_files(split)
     key_names = reader.key_names
     merged_columns = [*columns, VALUE_KIND] if with_kind else columns
 

@@ -44,9 +44,10 @@ def apply(engine: str, model: dict[int, tuple[str, dict]], home: dict[int, str],
         p = home.setdefault(k, p)
         model.pop(k, None)
         deleted.add(k)
-        # no values: with remove-record-on-delete a key's next row in that partition starts from the
-        # -D's image (Paimon 1.x+) until a compaction to the top level drops the -D; an empty image
-        # keeps the model independent of when compactions ran
+        # written with null values: Paimon 1.x's partial-update (remove-record-on-delete) seeds
+        # the key's next row with the -D's values (initRow), until a compaction at the top level
+        # drops the -D (0.9 threw on the next row instead), so a later writer's insert restarts
+        # from nulls either way only when the -D holds none
         return (kind, k, p, None, None)
     target = home.setdefault(k, p)
     row = dict(model[k][1]) if k in model else {"v": None, "s": None}

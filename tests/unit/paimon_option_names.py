@@ -479,3 +479,28 @@ CORE_OPTIONS: dict[str, str] = {
     "write.sequence-number-init-mode": "HEAD",
     "zorder.var-length-contribution": "0.9-HEAD",
 }
+
+# paimon-core .../lookup/RocksDBOptions.java (lookup/rocksdb/ since 1.1): the rocksdb.* keys, read at
+# release-0.9.0 and release-1.4.2 (identical); removed at HEAD by apache/paimon #8886.
+ROCKSDB_OPTIONS: dict[str, str] = {
+    "rocksdb.thread.num": "0.9-1.4",
+    "rocksdb.files.open": "0.9-1.4",
+    "rocksdb.log.max-file-size": "0.9-1.4",
+    "rocksdb.log.file-num": "0.9-1.4",
+    "rocksdb.log.dir": "0.9-1.4",
+    "rocksdb.log.level": "0.9-1.4",
+    "rocksdb.compression.type": "0.9-1.4",
+    "rocksdb.compaction.style": "0.9-1.4",
+    "rocksdb.compaction.level.use-dynamic-size": "0.9-1.4",
+    "rocksdb.compaction.level.target-file-size-base": "0.9-1.4",
+    "rocksdb.compaction.level.max-size-level-base": "0.9-1.4",
+    "rocksdb.writebuffer.size": "0.9-1.4",
+    "rocksdb.writebuffer.count": "0.9-1.4",
+    "rocksdb.writebuffer.number-to-merge": "0.9-1.4",
+    "rocksdb.block.blocksize": "0.9-1.4",
+    "rocksdb.block.metadata-blocksize": "0.9-1.4",
+    "rocksdb.block.cache-size": "0.9-1.4",
+    "rocksdb.use-bloom-filter": "0.9-1.4",
+    "rocksdb.bloom-filter.bits-per-key": "0.9-1.4",
+    "rocksdb.bloom-filter.block-based-mode": "0.9-1.4",
+}

@@ -22,7 +22,7 @@ from lake_assets.spec.data_types import BigIntType, VarCharType
 from lake_assets.spec.schema import DataField, TableSchema
 from lake_assets.table_support import schema_refusals
 
-from .paimon_option_names import CORE_OPTIONS, FLINK_CONNECTOR_OPTIONS, SPARK_CONNECTOR_OPTIONS
+from .paimon_option_names import CORE_OPTIONS, FLINK_CONNECTOR_OPTIONS, ROCKSDB_OPTIONS, SPARK_CONNECTOR_OPTIONS
 
 FORMAT_MD = Path(__file__).resolve().parents[2] / "docs" / "format.md"
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
@@ -40,7 +40,8 @@ def _blocked(options: dict[str, str]) -> frozenset[Op]:
 
 
 def test_engine_rows_name_real_paimon_options() -> None:
-    real = FLINK_CONNECTOR_OPTIONS.keys() | SPARK_CONNECTOR_OPTIONS.keys() | CORE_OPTIONS.keys()
+    real = (FLINK_CONNECTOR_OPTIONS.keys() | SPARK_CONNECTOR_OPTIONS.keys() | CORE_OPTIONS.keys()
+            | ROCKSDB_OPTIONS.keys())
     declared = ENGINE_RULES.keys() | REFUSED_ENGINE_RULES.keys()
     assert sorted(declared - real) == []
     # and they are rows of the one registry, which lists each key once
@@ -51,6 +52,8 @@ def test_every_connector_option_is_declared() -> None:
     """A table Flink or Spark (0.9 to HEAD) wrote never carries a connector key we do not know."""
     connector = FLINK_CONNECTOR_OPTIONS.keys() | SPARK_CONNECTOR_OPTIONS.keys()
     assert sorted(k for k in connector if rule_for(k) is None) == []
+    # and Java's cross-partition index tuning (RocksDBOptions, 0.9 to 1.4): every key, any value
+    assert sorted(k for k in ROCKSDB_OPTIONS if k not in ENGINE_RULES) == []
 
 
 @pytest.mark.parametrize("value", VALUES)
