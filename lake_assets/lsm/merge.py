@@ -190,9 +190,14 @@ def sort_and_merge(
 
     A table with the `lookup_merge.LEVEL` column (inputs of a table that merges by lookup) first
     loses the records Paimon's ``LookupMergeFunction`` skips: all but each key's newest one above
-    level 0. The output has no `LEVEL` column.
+    level 0. Row-selecting engines skip that step: deduplicate picks a key's last record in merge
+    order, which Java 0.9's pick (the last above level 0, plus level 0) always keeps, and HEAD's
+    (the lowest level's) too wherever shallower levels hold newer rows; first-row is never wrapped.
+    The output has no `LEVEL` column.
     """
-    if LEVEL in table.column_names:
+    if LEVEL in table.column_names and _selects_rows(merge_function):
+        table = table.drop_columns([LEVEL])
+    elif LEVEL in table.column_names:
         order = None if presorted else sort_order(table, key_names, sequence_fields, sequence_descending)
         ordered = table if order is None else table.take(pa.array(order))
         starts, _ = group_bounds(ordered.select(list(key_names)), key_names)
