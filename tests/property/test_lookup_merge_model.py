@@ -58,7 +58,7 @@ def _replayed(changes: list[pa.Table]) -> dict[int, dict[str, Any]]:
     return state
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rounds=st.lists(ROUND, min_size=3, max_size=8), engine=st.sampled_from(sorted(ENGINES)))
 def test_lookup_table_equals_model_after_every_round(rounds, engine):
     with tempfile.TemporaryDirectory() as wh:
