@@ -134,3 +134,26 @@ def test_deduplicate_and_first_row(java: PaimonJava, wh: str) -> None:
     first_row = [s for s in DEDUP_STEPS if not (isinstance(s, W) and any(r["op"] == "-D" for r in s.rows))]
     _run({"merge-engine": "first-row"}, first_row, java, wh + "/first", PATTERNS[:3])
     assert _final(wh + "/first") == [(1, 1, None), (2, 2, None), (3, 3, None), (4, 40, None)]
+
+
+def test_sequence_field_pick_follows_paimon_1x_not_0_9(java: PaimonJava, wh: str) -> None:
+    """Java 0.9 predates the 1.x pick here (a documented disagreement). With ``sequence.field`` on
+    an aggregation, k=1's merged row (a = 1 + 10) lands one level above its old row (a = 1, the
+    newer g); 0.9's LookupMergeFunction keeps the LAST row above level 0 in merge order (by g, then
+    sequence number), the old one, so Java 0.9 reads 1 of its own table. Paimon 1.2+ keeps the
+    lowest level's row (#5632, "keep lowest high-level kv for lookup compaction"), as lake_assets
+    does: 11. k=2, whose new g is the newer, reads 22 either way."""
+    name = "db.t"
+    options = {**LOOKUP, "merge-engine": "aggregation", "fields.a.aggregate-function": "sum", "sequence.field": "g"}
+    java.create_table(wh, name, SCHEMA, ["k"], [], options)
+    for ident, rows in enumerate([[(1, 1, 5), (2, 2, 5)], [(1, 10, 4), (2, 20, 6)]], start=1):
+        with java.open_writer(wh, name, commit_user="java-writer") as writer:
+            writer.write([{"k": k, "a": a, "g": g, "op": "+I"} for k, a, g in rows], schema=SCHEMA)
+            writer.commit(ident, wait_compaction=True)
+    java.compact(wh, name, [], 0, full=False, options={"write-only": "false"})
+    table = Catalog(wh).get_table(name)
+    assert sorted(f.level for sp in table.plan() for f in sp.files) == [4, 5]
+    java_rows = sorted((r["k"], r["a"]) for r in java.read(wh, name).to_pylist())
+    assert java_rows == [(1, 1), (2, 22)]  # 0.9: k=1's old row (level 5) wins
+    assert sorted(table.to_arrow().select(["k", "a"]).to_pylist(), key=lambda r: r["k"]) == [
+        {"k": 1, "a": 11}, {"k": 2, "a": 22}]  # 1.2+: the lowest level's merged row
