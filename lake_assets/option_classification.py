@@ -9,7 +9,8 @@ from lake_assets.options import KNOWN_OPTIONS, LAKE_ASSETS_OPTIONS, rule_for
 
 # Options a newer Paimon may carry that never change which rows a read returns: they steer
 # writers, compaction, retention, lookups, catalogs or engines. Unknown keys outside these lists
-# refuse reads too (see the module docstring).
+# refuse reads too (see the module docstring). (``force-lookup`` does change a read's merge, and
+# reads honour it: lsm/lookup_merge.py; writers, which would ignore it, refuse it as unknown.)
 READ_HARMLESS_KEYS: frozenset[str] = frozenset({
     "owner", "comment", "bucket-append-ordered", "lookup-compact", "lookup-wait", "sequence.snapshot-ordering",
     "metadata.stats-dense-store", "metadata.stats-keep-first-n-columns", "target-file-row-num",

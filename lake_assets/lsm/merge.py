@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.lsm.key_compare import float_order_codes, key_view
+from lake_assets.lsm.lookup_merge import LEVEL, select_lookup_records
 from lake_assets.lsm.merge_engine.function import MergeFunction, RowSelectingMerge, RowSelectingMergeFunction
 from lake_assets.lsm.radix_sort import radix_applies, radix_order
 from lake_assets.spec.row_kind import RowKind
@@ -186,7 +187,22 @@ def sort_and_merge(
     Row-selecting functions (deduplicate, first-row) pick whole rows, so the winners are found on
     the key columns and only the winning rows of the full table are gathered. Other engines get
     the sorted table.
+
+    A table with the `lookup_merge.LEVEL` column (inputs of a table that merges by lookup) first
+    loses the records Paimon's ``LookupMergeFunction`` skips: all but each key's newest one above
+    level 0. Row-selecting engines skip that step: deduplicate picks a key's last record in merge
+    order, which Java 0.9's pick (the last above level 0, plus level 0) always keeps, and HEAD's
+    (the lowest level's) too wherever shallower levels hold newer rows; first-row is never wrapped.
+    The output has no `LEVEL` column.
     """
+    if LEVEL in table.column_names and _selects_rows(merge_function):
+        table = table.drop_columns([LEVEL])
+    elif LEVEL in table.column_names:
+        order = None if presorted else sort_order(table, key_names, sequence_fields, sequence_descending)
+        ordered = table if order is None else table.take(pa.array(order))
+        starts, _ = group_bounds(ordered.select(list(key_names)), key_names)
+        table = select_lookup_records(ordered, starts)
+        presorted = True
     if not _selects_rows(merge_function):
         if not presorted:
             table = sort_for_merge(table, key_names, sequence_fields, sequence_descending)

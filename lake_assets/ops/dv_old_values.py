@@ -16,6 +16,13 @@ lookup), the live ones (kept by the old vectors) are read from their files with 
 lowest level's row of a key is kept, its position is marked, and those rows join the step's
 records before the merge. Memory: one file's selected rows at a time, then the step's old rows
 (at most one per key of the step, so bounded by ``compaction.merge-rows``).
+
+Tables without deletion vectors that merge by lookup (``changelog-producer = lookup`` or
+``force-lookup``: `lsm.lookup_merge`) compact the same way (Java's wrapper is the same): their
+unit looks its level-0 keys up in the files above its output level (`AboveLookup`), merges the
+row found into the row it writes and marks nothing - the old row stays in its deeper level, and
+reads skip it (they take a key's newest row above level 0 only). A key with a row above level 0
+among the unit's own records looks nothing up (Java: ``highLevel`` is among the candidates).
 """
 
 from __future__ import annotations
@@ -30,13 +37,15 @@ import pyarrow.compute as pc
 
 from lake_assets.errors import CorruptMetadataError
 from lake_assets.lsm.key_compare import key_view
+from lake_assets.lsm.lookup_merge import LEVEL, merges_by_lookup
 from lake_assets.lsm.merge import group_bounds
 from lake_assets.lsm.merge_engine.function import MergeFunction
 from lake_assets.lsm.merge_engine.registry import engine_of
+from lake_assets.ops.dv_compact import VectorUpdate
 from lake_assets.spec.manifest import DataFileMeta
 
 if TYPE_CHECKING:
-    from lake_assets.ops.dv_compact import VectorUpdate
+    from lake_assets.ops.compact.plan import CompactionTask
     from lake_assets.options import CoreOptions
 
 ReadRows = Callable[[DataFileMeta, np.ndarray], pa.Table]
@@ -65,6 +74,23 @@ def lookup_merge_function(function: MergeFunction) -> MergeFunction:
     return lookup
 
 
+def folds_lone_records(options: CoreOptions, task: CompactionTask) -> bool:
+    """Whether ``task`` merges with Java's lookup wrapper (``LookupChangelogMergeFunctionWrapper``,
+    which merges a key's lone record too: `lookup_merge_function`): a unit of a table that merges
+    by lookup with a level-0 file among its inputs and an output above level 0
+    (``ChangelogMergeTreeRewriter.rewriteLookupChangelog``); other units merge as usual."""
+    return (merges_by_lookup(options) and task.output_level > 0
+            and any(f.level == 0 for f in task.input_files))
+
+
+class AboveLookup(VectorUpdate):
+    """`VectorUpdate`'s key search over the files above a unit, for a table without deletion
+    vectors: every row is live and nothing is marked (the old row stays where it is)."""
+
+    def record(self, name: str, positions: np.ndarray) -> None:
+        """Nothing to mark: reads skip a key's older rows above level 0 by their level."""
+
+
 class OldValues:
     """The live rows above a compaction unit for the keys it merges, one merge step at a time."""
 
@@ -77,7 +103,7 @@ class OldValues:
     def merge_in(self, chunk: pa.Table) -> pa.Table:
         """``chunk`` (every record of its keys the unit holds) with each key's live row from above
         the unit put in front; those rows' positions are marked in the vectors the unit writes."""
-        keys = self._distinct_keys(chunk)
+        keys = self._distinct_keys(self._without_high_level(chunk))
         found = [(meta, live) for meta, positions in self.update.found(keys)
                  if (live := self.update.live(meta, positions)).size]
         if not found:
@@ -120,6 +146,23 @@ class OldValues:
                 self.update.record(meta.file_name, positions[mine])
         return rows.take(pa.array(picked))
 
+    def _without_high_level(self, chunk: pa.Table) -> pa.Table:
+        """The records of ``chunk`` whose key has no record above level 0 in it (those keys look
+        nothing up: Java's wrapper takes the unit's own newest row above level 0)."""
+        if LEVEL not in chunk.column_names:
+            return chunk
+        levels = chunk.column(LEVEL).to_numpy()
+        high = levels > 0
+        if not high.any():
+            return chunk
+        keys = chunk.select(self.key_names)
+        order = pc.sort_indices(key_view(keys, self.key_names),
+                                sort_keys=[(k, "ascending") for k in self.key_names]).to_numpy()
+        starts, _ = group_bounds(keys.take(pa.array(order)), self.key_names)
+        has_high = np.maximum.reduceat(high[order].astype(np.int8), starts).astype(bool)
+        lookup = np.repeat(~has_high, np.diff(np.append(starts, order.size)))
+        return chunk.take(pa.array(order[lookup]))
+
     def _distinct_keys(self, chunk: pa.Table) -> pa.Table:
         """The key columns of ``chunk``, sorted, one row per key (an integer key is left as it is:
         `VectorUpdate.found` sorts and dedupes its values itself)."""
@@ -132,4 +175,4 @@ class OldValues:
         return keys if starts.size == keys.num_rows else keys.take(pa.array(starts))
 
 
-__all__ = ["OldValues", "ReadRows", "lookup_merge_function", "needs_old_values"]
+__all__ = ["AboveLookup", "OldValues", "ReadRows", "folds_lone_records", "lookup_merge_function", "needs_old_values"]

@@ -49,6 +49,7 @@ import pyarrow.compute as pc
 
 from lake_assets.errors import LakeError, UnsupportedFeatureError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
+from lake_assets.lsm.lookup_merge import LEVEL, LEVEL_FIELD, with_level
 from lake_assets.lsm.merge import is_retract, sort_and_merge
 from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.lsm.run_partition import chained, split_into_runs
@@ -193,7 +194,7 @@ class _Router:
     def add(self, rows: pa.Table, kinds: np.ndarray) -> None:
         """Route one postpone file's rows (in their sequence order) to their buckets."""
         reader = self.reader
-        columns = [*reader.split_columns, SEQUENCE_NUMBER, VALUE_KIND]
+        columns = [*reader.split_columns, SEQUENCE_NUMBER, VALUE_KIND, *([LEVEL] if reader.lookup_levels else [])]
         for group in route(rows, kinds, self.spec):
             buf = self.buffers.get(group.bucket)
             if buf is None:  # the bucket function gives 0 <= bucket < count
@@ -204,7 +205,10 @@ class _Router:
             # the compaction replays them through numbers them (`BucketRouter.route`)
             seq = pa.array(np.arange(buf.next_sequence, buf.next_sequence + n, dtype=np.int64))
             buf.next_sequence += n
-            chunk = group.rows.append_column(SEQUENCE_NUMBER, seq).select(columns).cast(self.unified)
+            chunk = group.rows.append_column(SEQUENCE_NUMBER, seq)
+            if reader.lookup_levels:  # postponed rows are level-0 files' (lsm/lookup_merge.py)
+                chunk = with_level(chunk, 0)
+            chunk = chunk.select(columns).cast(self.unified)
             buf.tables.append(chunk)
             buf.nbytes += chunk.nbytes
             self.buffered_bytes += chunk.nbytes
@@ -249,8 +253,9 @@ def _unified_schema(reader: SplitReader) -> pa.Schema:
     """One schema for the real files' and the postponed rows' chunks of a merge (every column
     nullable: a file of an older schema may hold nulls a NOT NULL field of today's does not)."""
     fields = [to_arrow_field(reader.schema.field(c)).with_nullable(True) for c in reader.split_columns]
+    level = [LEVEL_FIELD] if reader.lookup_levels else []  # as `SplitReader` adds it to the real files'
     return pa.schema([*fields, pa.field(SEQUENCE_NUMBER, pa.int64(), nullable=False),
-                      pa.field(VALUE_KIND, pa.int8(), nullable=False)])
+                      pa.field(VALUE_KIND, pa.int8(), nullable=False), *level])
 
 
 def read_unit(reader: SplitReader, unit: PostponeMergeUnit, batch_rows: int, *,

@@ -19,6 +19,7 @@ from lake_assets.errors import ConcurrentMaintenanceError, LakeError, MissingDat
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND, iter_data_file, read_data_file
 from lake_assets.formats.row_mask import arrow_mask
 from lake_assets.lsm.key_compare import compare_keys
+from lake_assets.lsm.lookup_merge import merges_by_lookup, with_level
 from lake_assets.lsm.merge import is_retract, sort_and_merge, winner_masks
 from lake_assets.ops.data_evolution_read import SYSTEM_FIELDS, check_disjoint_ranges, raw_units, read_raw
 from lake_assets.ops.default_values import ColumnDefaults, prunable
@@ -199,6 +200,9 @@ class SplitReader:
         # tables): a cross-partition writer's key index bootstrap must see every key a later
         # compaction makes visible (Paimon's IndexBootstrap, withLevelFilter(level -> true), 1.4+).
         self.all_levels = False
+        # records read for a merge carry their file's level: a lookup table's merge takes a key's
+        # level-0 records and its newest one above (lsm/lookup_merge.py)
+        self.lookup_levels = self.is_pk and merges_by_lookup(opts)
 
     # ------------------------------------------------------------ file access
     def _layout(self, schema_id: int, columns: Sequence[str] | None = None) -> _FileLayout:
@@ -280,6 +284,8 @@ class SplitReader:
         except MissingDataFileError as exc:
             raise missing_file_error(self.store, exc, self.snapshot_id) from None
         data = self._to_current(raw, layout, with_system)
+        if with_system and self.lookup_levels:
+            data = with_level(data, meta.level)
         if self.key_filter is not None and data.num_rows:
             # Every version of a key shares its key columns, so dropping keys the filter rejects
             # before the merge changes no result - and holds one file's matches, not the section.
@@ -316,6 +322,8 @@ class SplitReader:
                     raw = raw.filter(arrow_mask(keep[start:start + n]))
                     start += n
                 data = self._to_current(raw, layout, with_system)
+                if with_system and self.lookup_levels:
+                    data = with_level(data, meta.level)
                 if self.key_filter is not None and data.num_rows:
                     data = self.key_filter.filter_table(data)  # as in `read_file`
                 yield data

@@ -94,10 +94,11 @@ def snapshot_changes(
 
 def _full_phase_levels(schema: TableSchema) -> Callable[[int], bool] | None:
     """The levels a stream's full phase reads (Java's ``DataTableStreamScan.tryFirstPlan``, 0.9 to
-    2.x): with ``lookup`` levels above 0, with ``full-compaction`` the top level only, as the
-    changelog of the files below is still to come (the next compaction's); else every level."""
+    2.x): with ``lookup`` (or ``force-lookup``, which Java's ``needLookup`` counts alike) levels
+    above 0, with ``full-compaction`` the top level only, as the changelog of the files below is
+    still to come (the next compaction's); else every level."""
     opts = schema.core_options
-    if opts.changelog_producer == "lookup":
+    if opts.changelog_producer == "lookup" or str(opts.raw.get("force-lookup", "")).strip().lower() == "true":
         return lambda level: level > 0
     if opts.changelog_producer == "full-compaction":
         top = opts.num_levels - 1

@@ -163,10 +163,9 @@ def test_table_rounds_agree_with_java(java: PaimonJava, wh: str) -> None:
 
     schema = pa.schema([pa.field("k", pa.int64(), nullable=False),
                         *(pa.field(c, pa.binary()) for c in cols)])
-    # No changelog-producer = lookup here: Java 0.9 reads and compacts lookup tables through
-    # LookupMergeFunction (only a key's newest record above level 0, plus level 0), which
-    # lake_assets does not do yet - with plain sum too, so not a matter of these functions.
-    options = {"merge-engine": "aggregation", "bucket": "2",
+    # changelog-producer = lookup: Java 0.9 reads and compacts such tables through LookupMergeFunction
+    # (a key's newest record above level 0, plus level 0), as lake_assets does (lsm/lookup_merge.py)
+    options = {"merge-engine": "aggregation", "bucket": "2", "changelog-producer": "lookup",
                **{f"fields.{c}.aggregate-function": FUNCTION_OF[kind] for c, kind in cols.items()}}
     steps = [commit([1, 2, 3, 1]), commit([1, 2, 4], null_every=2), commit([2, 3, 5, 2]), C(),
              commit([1, 5, 6]), C(full=False)]

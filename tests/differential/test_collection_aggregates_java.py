@@ -88,8 +88,8 @@ ORDERED_STEPS = [
     W(*_rows("-U", {"k": 3, "c": [7, 7], "cr": [], "m": [("missing", 0)], "nn": [_i(5, "e")]}),
       *_rows("+U", {"k": 1, "c": [2], "cr": [_p(1, "x")], "m": [("a", 11), ("b", 2)], "nn": [_i(2, "b")]})),
     C(full=False),
-    # a lone record is stored as written; Java's lookup compaction folds it (agg(null, x)), which
-    # for distinct collect dedupes it, lake_assets' keeps it as written: no duplicates here
+    # a lone record: Java's lookup compaction folds it (agg(null, x)), as lake_assets' does since the
+    # lookup merge follows LookupMergeFunction
     W(*_rows("+I", {"k": 4, "c": [None], "cr": [None], "m": [("k", None)], "nn": [_i(None, "n")]},
              {"k": 3, "c": [8], "cr": [_p(8, "h")], "m": None, "nn": None})),
     C(),
@@ -100,11 +100,9 @@ def test_ordered_collections_every_read_path(java: PaimonJava, wh: str) -> None:
     """Batch, incremental and streaming reads, compaction and lookup changelogs of collect,
     distinct collect of ROWs, merge_map and key-less nested_update: Java alone, lake_assets alone
     and the two alternating step by step all read what Java reads of its own table."""
-    # num-levels = 2: Java's lookup compaction then rewrites the top level with the new rows. With
-    # free middle levels it writes a key's merged row to one of them above the older row, which
-    # its LookupMergeFunction alone skips on read; lake_assets does not (yet), for every aggregate
-    # function alike (see the report of issue 14)
-    options = {**ORDERED_OPTIONS, "changelog-producer": "lookup", "num-levels": "2"}
+    # default num-levels: Java's lookup compaction writes a key's merged row to a middle level above
+    # the older row, which LookupMergeFunction skips on read; so does lake_assets (lsm/lookup_merge.py)
+    options = {**ORDERED_OPTIONS, "changelog-producer": "lookup"}
     sc = Scenario(java, wh, ORDERED_SCHEMA, ["k"], options, ORDERED_STEPS)
     obs = sc.run_all()
     assert_agree(obs)

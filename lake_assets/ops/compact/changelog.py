@@ -19,7 +19,7 @@ from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.lsm.run_partition import RunCursor, key_at, split_into_runs
 from lake_assets.ops.compact.fan_in import bounded_inputs, sort_spill_threshold, spill_directory
-from lake_assets.ops.dv_old_values import lookup_merge_function, needs_old_values
+from lake_assets.ops.dv_old_values import folds_lone_records, lookup_merge_function
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
 from lake_assets.ops.streaming_read import stream_bounds
@@ -70,9 +70,10 @@ def produce_changelog(store: FileStore, task: CompactionTask, split: Split, read
     # Keys with new records get a -U/+U pair even when the old record wins (Java's lookup and
     # full-compaction wrappers); first-row's wrapper emits only the +I of a new key.
     unchanged_pairs = engine_of(opts).changelog_for_unchanged_keys
-    merge_fn = store.merge_function()
-    if task.deletion_vectors and needs_old_values(opts):
-        # the rows the unit writes (ops/dv_old_values.py): the after images must be those rows
+    before_fn = merge_fn = store.merge_function()
+    if folds_lone_records(opts, task):
+        # the rows the unit writes (ops/dv_old_values.py): the after images must be those rows;
+        # the before image is the key's newest row above level 0 as stored (Java's highLevel)
         merge_fn = lookup_merge_function(merge_fn)
 
     def diff(fresh: pa.Table) -> pa.Table:
@@ -91,7 +92,7 @@ def produce_changelog(store: FileStore, task: CompactionTask, split: Split, read
         for cursor in older:
             cursor.visit(lo, hi, keys, keep)
         before_rows = pa.concat_tables(parts) if parts else fresh.schema.empty_table()
-        before_state = _merged_state(store, before_rows, merge_fn)
+        before_state = _merged_state(store, before_rows, before_fn)
         after_state = _merged_state(store, pa.concat_tables([before_rows, fresh]), merge_fn)
         return diff_states(before_state, after_state, keys, values, row_deduplicate=opts.changelog_row_deduplicate,
                            touched_keys=new_keys if unchanged_pairs else None)

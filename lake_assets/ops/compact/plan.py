@@ -24,6 +24,7 @@ from lake_assets.lsm.compact_strategy import (
     should_drop_delete,
 )
 from lake_assets.lsm.levels import Levels
+from lake_assets.lsm.lookup_merge import merges_by_lookup, needs_lookup
 from lake_assets.lsm.merge_engine.first_row import lookup_files
 from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.ops.append_vectors import plan_groups
@@ -66,6 +67,9 @@ class CompactionTask:
     dv_lookup_files: tuple[DataFileMeta, ...] = ()
     # files past compaction.delete-ratio-threshold, rewritten at their level without their dead rows
     dv_rewrite_files: tuple[DataFileMeta, ...] = ()
+    # lookup tables merging old rows without deletion vectors: the files above the output level in
+    # which the unit's level-0 keys are looked up (ops/dv_old_values.py, `AboveLookup`)
+    lookup_above_files: tuple[DataFileMeta, ...] = ()
 
     @property
     def input_files(self) -> list[DataFileMeta]:
@@ -111,13 +115,12 @@ def commits_since_last_compaction(store: FileStore, latest: Snapshot | None, cap
 def needs_level0_compaction(opts: CoreOptions) -> bool:
     """Whether every compaction takes all of level 0, as Paimon's ForceUpLevel0Compaction does.
 
-    Paimon uses it when the table "needs lookup" - ``changelog-producer=lookup`` (changelog comes
-    from compacting level-0 data) and ``merge-engine=first-row`` (level 0 is invisible to batch
-    reads, so a writer compacts it on every commit to make rows visible at once) - and when
-    ``compaction.force-up-level-0`` is set.
+    Paimon uses it when the table "needs lookup" (`lookup_merge.needs_lookup`: ``changelog-producer
+    = lookup``, where changelog comes from compacting level-0 data; ``merge-engine=first-row`` and
+    deletion vectors, whose level 0 batch reads do not see, so a writer compacts it on every commit
+    to make rows visible at once; ``force-lookup``) - and when ``compaction.force-up-level-0`` is set.
     """
-    return (opts.changelog_producer == "lookup" or engine_of(opts).needs_lookup
-            or opts.compaction_force_up_level0 or _dv_enabled(opts))
+    return needs_lookup(opts) or opts.compaction_force_up_level0
 
 
 def _rewrite_level0_into_other_formats(sections: list[RewriteSection], options: Mapping[str, str],
@@ -191,7 +194,7 @@ def plan_bucket(
         unit = CompactUnit(levels.max_level, ())
     drop = should_drop_delete(unit.output_level, levels)
     sections = plan_rewrite(unit, key_types, opts.target_file_size, opts.small_file_ratio, drop_delete=drop)
-    if producer == "lookup" or engine_of(opts).needs_lookup or dv:  # Java's lookup rewriter
+    if needs_lookup(opts):  # Java's lookup rewriter
         sections = _rewrite_level0_into_other_formats(sections, schema.options, drop)
     lookup: tuple[DataFileMeta, ...] = ()
     if dv:
@@ -208,6 +211,9 @@ def plan_bucket(
                     else s for s in sections]
         in_unit = {f.file_name for f in unit.files}
         heavy = [f for f in heavy if f.file_name not in in_unit]
+    above: tuple[DataFileMeta, ...] = ()
+    if not dv and merges_by_lookup(opts) and needs_old_values(opts):
+        sections, above = _lookup_sections(sections, split.files, unit.output_level, levels.max_level)
     if engine_of(opts).drops_known_keys:
         lookup = lookup_files(unit.files, split.files, key_types)
         if lookup:
@@ -233,7 +239,23 @@ def plan_bucket(
                           sections=tuple(sections), full=unit.full, changelog_producer=changelog,
                           before_files=before, lookup_files=lookup, deletion_vectors=dv,
                           dv_entries=split.dv_entries if dv else (), dv_lookup_files=dv_lookup,
-                          dv_rewrite_files=tuple(heavy))
+                          dv_rewrite_files=tuple(heavy), lookup_above_files=above)
+
+
+def _lookup_sections(sections: list[RewriteSection], files: Iterable[DataFileMeta], output_level: int,
+                     max_level: int) -> tuple[list[RewriteSection], tuple[DataFileMeta, ...]]:
+    """A lookup unit of a partial-update, aggregation or ``sequence.field`` table (no deletion
+    vectors): its sections, with every level-0 file it would relabel to a level below the top
+    rewritten instead (its rows must be merged with the keys' rows above: Java's
+    ``LookupMergeTreeCompactRewriter.upgradeStrategy``), and the files above the output level in
+    which such a unit looks its level-0 keys up (none when the unit has no level-0 file or
+    writes the top level: nothing is above)."""
+    if output_level == 0 or not any(f.level == 0 for s in sections if s.kind != "keep" for f in s.files):
+        return sections, ()
+    sections = [RewriteSection("rewrite", s.output_level, s.intervals, s.drop_delete)
+                if s.kind == "upgrade" and s.files[0].level == 0 and s.output_level != max_level else s
+                for s in sections]
+    return sections, tuple(f for f in files if f.level > output_level)
 
 
 def plan_compaction(

@@ -31,7 +31,13 @@ from lake_assets.ops.compact.memory import DEFAULT_MERGE_ROWS, merge_rows, read_
 from lake_assets.ops.compact.plan import CompactionTask
 from lake_assets.ops.deletion_vectors import VectorLoader
 from lake_assets.ops.dv_compact import VectorUpdate
-from lake_assets.ops.dv_old_values import OldValues, lookup_merge_function, needs_old_values
+from lake_assets.ops.dv_old_values import (
+    AboveLookup,
+    OldValues,
+    folds_lone_records,
+    lookup_merge_function,
+    needs_old_values,
+)
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
 from lake_assets.ops.spill import spill_root
@@ -110,6 +116,9 @@ def run_compaction_task(
     # partial-update, aggregation, sequence.field: each key's live row above is merged in (dv_old_values.py)
     old_values = (OldValues(vectors, partial(_selected_rows, unit, split), store.schema.trimmed_primary_keys)
                   if vectors is not None and needs_old_values(opts) else None)
+    if task.lookup_above_files:  # lookup compaction without vectors: the same merge, nothing marked
+        above = AboveLookup(store, split, lambda: unit.reader, task.lookup_above_files, (), unit.vectors)
+        old_values = OldValues(above, partial(_selected_rows, unit, split), store.schema.trimmed_primary_keys)
     index_paths: list[str] = []
     spill = spill_directory(opts, root)  # created on a unit's first spill only
     try:
@@ -138,7 +147,7 @@ def run_compaction_task(
                                  index_before=old_index, index_after=new_index)
         key_names = list(store.schema.trimmed_primary_keys)
         merge_fn = store.merge_function()
-        if old_values is not None:
+        if old_values is not None or folds_lone_records(opts, task):
             merge_fn = lookup_merge_function(merge_fn)
         fan_in = sort_spill_threshold(opts)
 
