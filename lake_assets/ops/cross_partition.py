@@ -38,6 +38,7 @@ import pyarrow as pa
 
 from lake_assets.errors import InvalidDataError, OptionError
 from lake_assets.formats.data_file import local_now_ms
+from lake_assets.lsm.bucket_fill import MAX_BUCKETS, fill_assigner_buckets, too_many_buckets
 from lake_assets.lsm.merge import is_retract
 from lake_assets.lsm.merge_engine.names import DEDUPLICATE, FIRST_ROW
 from lake_assets.ops.key_index import ENTRY_SCHEMA, KeyIndex, Locations, encode_keys
@@ -56,8 +57,6 @@ if TYPE_CHECKING:
 
 # Rows per batch of the bootstrap's merge read of one bucket's keys.
 BOOTSTRAP_BATCH_ROWS = 65536
-# Paimon's PartitionIndex / BucketAssigner open buckets below Short.MAX_VALUE only.
-MAX_BUCKETS = 32767
 
 
 def index_ttl_ms(store: FileStore) -> int | None:
@@ -313,9 +312,7 @@ class CrossPartitionRouter:
                 while b in counts:
                     b += n
                 if b >= MAX_BUCKETS:
-                    raise OptionError(
-                        f"Cannot write to {self.store.name}: a partition would need more than {MAX_BUCKETS} "
-                        f"buckets of {target} keys (dynamic-bucket.target-row-num); raise the target")
+                    raise too_many_buckets(self.store.name, target)
                 heapq.heappush(heap, b)
             counts[b] = counts.get(b, 0) + 1
             run_bucket[placed_runs[i]] = b
@@ -340,29 +337,8 @@ class CrossPartitionRouter:
         return out
 
     def _fill(self, part: int, assigner: int, k: int) -> np.ndarray:
-        n, target = self.num_assigners, self.target
         counts = self.counts.setdefault(part, {})
-        ids: list[int] = []
-        caps: list[int] = []
-        for b in sorted(counts):
-            if abs(b % n) == assigner and counts[b] < target:
-                ids.append(b)
-                caps.append(target - counts[b])
-        missing = k - sum(caps)
-        candidate = assigner
-        used = counts
-        while missing > 0:
-            if candidate >= MAX_BUCKETS:
-                raise OptionError(
-                    f"Cannot write to {self.store.name}: a partition would need more than {MAX_BUCKETS} "
-                    f"buckets of {target} keys (dynamic-bucket.target-row-num); raise the target")
-            if candidate not in used:
-                ids.append(candidate)
-                caps.append(target)
-                missing -= target
-            candidate += n
-        slot = np.searchsorted(np.cumsum(caps), np.arange(k), side="right")
-        chosen = np.asarray(ids, dtype=np.int32)[slot]
+        chosen = fill_assigner_buckets(counts, assigner, self.num_assigners, self.target, k, self.store.name)
         for b, c in zip(*np.unique(chosen, return_counts=True), strict=True):
             self._add_count(part, int(b), int(c))
         return chosen

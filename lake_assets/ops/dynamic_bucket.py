@@ -48,6 +48,7 @@ import pyarrow as pa
 
 from lake_assets.errors import CorruptMetadataError, OptionError
 from lake_assets.lsm.bucket import hash_scalar, murmur_hash_words
+from lake_assets.lsm.bucket_fill import MAX_BUCKETS, fill_assigner_buckets
 from lake_assets.lsm.sorted_sets import merge_sorted_unique, sorted_unique
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.hash_index_cache import LOADED_INDEXES
@@ -62,8 +63,6 @@ from lake_assets.spec.snapshot import Snapshot
 if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
 
-# Paimon's PartitionIndex opens buckets below Short.MAX_VALUE only (bucket ids are shorts there).
-MAX_BUCKETS = 32767
 
 
 def key_hashes(
@@ -238,28 +237,8 @@ class DynamicBucketAssigner:
     def _fill(self, partition: bytes, index: _PartitionIndex, assigner: int, k: int) -> np.ndarray:
         """Buckets for ``k`` new keys of one assigner: its non-full buckets in ascending order up
         to the target, then new buckets (lowest unused ids it owns), each filled to the target."""
-        n, target = self.num_assigners, self.target_row_num
-        ids: list[int] = []
-        caps: list[int] = []
-        for b in sorted(index.counts):
-            if b % n == assigner and index.counts[b] < target:
-                ids.append(b)
-                caps.append(target - index.counts[b])
-        missing = k - sum(caps)
-        candidate = assigner
-        while missing > 0:
-            if candidate >= MAX_BUCKETS:
-                raise OptionError(
-                    f"Cannot write to {self.table_name}: a partition would need more than {MAX_BUCKETS} "
-                    f"buckets of {target} keys (dynamic-bucket.target-row-num); raise the target"
-                )
-            if candidate not in index.counts:
-                ids.append(candidate)
-                caps.append(target)
-                missing -= target
-            candidate += n
-        slot = np.searchsorted(np.cumsum(caps), np.arange(k), side="right")
-        chosen = np.asarray(ids, dtype=np.int32)[slot]
+        chosen = fill_assigner_buckets(index.counts, assigner, self.num_assigners, self.target_row_num, k,
+                                       self.table_name)
         used_ids, used = np.unique(chosen, return_counts=True)
         for b, c in zip(used_ids.tolist(), used.tolist(), strict=True):
             index.counts[b] = index.counts.get(b, 0) + c
