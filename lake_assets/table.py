@@ -242,6 +242,36 @@ class Table(TableMaintenance):
             writer.close()
         return ids[-1] if ids else None
 
+    def update_columns(self, data: pa.Table | pa.RecordBatch) -> int | None:
+        """Set some columns of existing rows of a data-evolution table, by ``_ROW_ID``; commits and
+        returns the new snapshot id (None when ``data`` has no rows).
+
+        ``data`` holds ``_ROW_ID`` and the columns to set, e.g. the values of a column added by
+        `update_schema`: ``t.update_columns(pa.table({"_ROW_ID": [0, 5], "score": [0.9, 0.1]}))``.
+        The rows are not rewritten: each row-id range touched gets one file of those columns
+        (pypaimon's ``update_by_arrow_with_row_id`` writes the same), merged over the older files
+        by every reader. Refused with a `LakeError`, before anything is written: a table without
+        ``data-evolution.enabled``, a ``_ROW_ID`` that is null, repeated or of no live row, unknown,
+        system or partition columns, values the column types cannot hold. The commit fails with
+        `CommitConflictError` when a concurrent commit rewrote one of the ranges (a compaction) or
+        wrote one of the columns of its rows since this update read them, as Paimon's does.
+        """
+        from lake_assets.ops.column_update import prepare_column_update
+
+        self.store.require(Op.WRITE)
+        messages, read_at = prepare_column_update(self.store, data)
+        if not messages:
+            return None
+        committer = self.new_committer(str(uuid.uuid4()))
+        try:
+            ids = committer.commit(messages, BATCH_COMMIT_IDENTIFIER, check_committed=False,
+                                   row_ids_read_at=read_at.id if read_at is not None else None)
+        except BaseException:
+            if not committer.may_have_landed:
+                committer.abort(messages)
+            raise
+        return ids[-1] if ids else None
+
     # ------------------------------------------------------------------- read
     def resolve_snapshot(
         self,

@@ -76,6 +76,8 @@ class TableCommitter:
         # the messages of the current `commit` that a cross-partition upsert writer made
         self._key_index_messages: Sequence[CommitMessage] = []
         self._key_race_cleared: set[int] = set()  # see `check_key_index_race`
+        self._row_ids_read_at: int | None = None  # see `commit`
+        self._updates_rows = False
 
     @property
     def may_have_landed(self) -> bool:
@@ -105,6 +107,7 @@ class TableCommitter:
         overwrite: Overwrite | None = None,
         check_committed: bool = True,
         properties: dict[str, str] | None = None,
+        row_ids_read_at: int | None = None,
     ) -> list[int]:
         """Commit ``messages``; returns the new snapshot ids (empty if nothing was committed).
 
@@ -120,8 +123,13 @@ class TableCommitter:
         latest snapshot (as Paimon's APPEND commits are not), so new files committed twice that way
         would be added twice; a COMPACT or OVERWRITE replayed that way fails its conflict check and
         deletes none of the files a snapshot references.
+
+        ``row_ids_read_at``: for new files that update existing rows of a data-evolution table
+        (`ops.column_update`), the snapshot the update read; the commit fails on a later snapshot
+        that wrote the same columns of those rows (`check_row_id_updates`).
         """
         args.integer("commit_identifier", commit_identifier, optional=False)
+        args.integer("row_ids_read_at", row_ids_read_at)
         args.flag("check_committed", check_committed)
         args.mapping("properties", properties)
         if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
@@ -152,6 +160,9 @@ class TableCommitter:
         if check_committed and self._replay.landed_before_expiry(messages):
             self._seen_committed = True
             return []
+        # new files of existing row-id ranges (a column update): checked at each attempt
+        self._row_ids_read_at = row_ids_read_at
+        self._updates_rows = any(f.first_row_id is not None for m in messages for f in m.new_files)
         # a cross-partition upsert writer's messages: checked against racing writers at each attempt
         self._key_index_messages = messages if key_index_base(messages) is not None else []
         total = self.store.schema.core_options.bucket if self.store.primary_keys else -1
@@ -312,6 +323,10 @@ class TableCommitter:
                 check_conflicts(self.store, latest, delta, kind)
                 if keeps_append_vectors(self.store.schema):  # vectors of live, unchanged files only
                     check_vector_targets(self.store, latest, delta, indexes, overwrite=overwrite is not None)
+            if kind == CommitKind.APPEND and self._updates_rows:
+                from lake_assets.ops.column_update import check_row_id_updates
+
+                check_row_id_updates(self.store, latest, delta, self._row_ids_read_at)
             if kind != CommitKind.COMPACT and self._key_index_messages:
                 check_key_index_race(self.store, latest, self._key_index_messages, self.commit_user,
                                      self._key_race_cleared)
