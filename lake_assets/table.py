@@ -23,6 +23,7 @@ from lake_assets.errors import (
 )
 from lake_assets.io.file_io import FileIO
 from lake_assets.ops.data_evolution_read import system_columns
+from lake_assets.ops.row_range_prune import filter_schema
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from lake_assets.store.file_store import FileStore
@@ -317,7 +318,7 @@ class Table(TableMaintenance):
         schema = self._read_schema(snap, travel=snapshot is None and snapshot_id is not None)
         pred = Predicate.of(filter)
         if pred is not None:
-            pred = pred.bind(schema.arrow_schema, self.name)
+            pred = pred.bind(filter_schema(schema), self.name)
         return plan_splits(self.store, snap, pred, op, schema=schema)
 
     def to_batches(
@@ -395,7 +396,7 @@ class Table(TableMaintenance):
             return
         pred = Predicate.of(filter)
         if pred is not None:
-            pred = pred.bind(schema.arrow_schema, self.name)
+            pred = pred.bind(filter_schema(schema), self.name)
         reader = SplitReader(self.store, schema, columns, pred, fill_defaults=True)
         reader.snapshot_id = snap.id  # a file removed by expiry meanwhile: a race, not corruption
         # postpone.merge-on-read: partitions with postponed rows are merged unit by unit

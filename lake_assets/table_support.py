@@ -165,9 +165,11 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
         "row-tracking.enabled": (is_true, "compaction of row-tracking tables is not implemented (Paimon "
                                  "HEAD writes each row's _ROW_ID and _SEQUENCE_NUMBER into the rewritten files, "
                                  "whose ids pypaimon 2.1 reads as null)", frozenset({Op.COMPACT})),
-        "data-evolution.enabled": (is_true, "data-evolution files are merged by batch reads only: compaction "
-                                   "and change streams (where an update file arrives without its base file) "
-                                   "are not implemented", frozenset({Op.COMPACT, Op.STREAM})),
+        # reads merge the files of a row-id range, change reads those of one snapshot as Paimon
+        # HEAD's delta splits (ops/stream_reader.py), column updates write files of some columns
+        # (ops/column_update.py); compaction would have to merge the ranges' files
+        "data-evolution.enabled": (is_true, "compaction of data-evolution tables (merging the files of a "
+                                   "row-id range) is not implemented", frozenset({Op.COMPACT})),
         "data-file.external-paths": (bool, "writing data files to external paths is not implemented",
                                      frozenset({Op.WRITE, Op.COMPACT})),
     }

@@ -21,7 +21,8 @@ from lake_assets.lsm.bucket_function import function_problem
 from lake_assets.ops import deletion_vectors
 from lake_assets.ops.default_values import prunable
 from lake_assets.ops.file_index_prune import index_may_match, prunes_by_index
-from lake_assets.ops.row_tracking import data_evolution_enabled
+from lake_assets.ops.row_range_prune import prune_ranges, row_ids_may_match
+from lake_assets.ops.row_tracking import ROW_ID, data_evolution_enabled
 from lake_assets.ops.scan import Split
 from lake_assets.predicate import Predicate
 from lake_assets.spec.arrow_types import to_arrow
@@ -97,9 +98,13 @@ def plan_splits(
     entries = scan.live_entries(
         snap, partition_filter=partition_filter, partition_range=partition_range, bucket_filter=bucket_filter
     )
-    if pred is not None and pred.clauses and not data_evolution_enabled(schema.options):
-        # (a data-evolution file's stats cover its own columns; pruning one file of a row-id
-        # range would leave the others without it)
+    if pred is not None and pred.clauses and data_evolution_enabled(schema.options):
+        # a data-evolution file's stats cover its own columns: whole row-id ranges are pruned,
+        # by stats merged across their files (ops/row_range_prune.py)
+        entries = prune_ranges(store, entries, pred, schema)
+    elif pred is not None and pred.clauses:
+        if ROW_ID in pred.columns:  # a row-tracking table's files by their row-id ranges
+            entries = [e for e in entries if row_ids_may_match(pred, [e.file], store.name)]
         entries = [e for e in entries if file_may_match(store, e.file, pred, schema)]
         if op is Op.READ and prunes_by_index(schema, pred):
             # bloom-filter and bitmap file indexes of append tables (ops/file_index_prune.py)

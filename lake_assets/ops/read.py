@@ -147,7 +147,8 @@ class SplitReader:
         # row-tracking tables: _ROW_ID / _SEQUENCE_NUMBER when asked for; data-evolution tables
         # merge the files of a row-id range (ops/data_evolution_read.py)
         tracking = row_tracking_enabled(schema.options)
-        self.system_columns = [c for c in self.columns if tracking and c in SYSTEM_FIELDS]
+        filtered = predicate.columns if predicate is not None else set()
+        self.system_columns = [c for c in SYSTEM_FIELDS if tracking and (c in self.columns or c in filtered)]
         self.data_evolution = data_evolution_enabled(schema.options)
         self.merge_units: dict[tuple[bytes, int, str], list[DataFileMeta]] = {}
         self.predicate = predicate

@@ -13,7 +13,9 @@ import pyarrow.compute as pc
 
 from lake_assets.errors import InvalidArgumentError, MissingDataFileError, SchemaError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
+from lake_assets.ops.data_evolution_read import system_columns
 from lake_assets.ops.read import SplitReader, missing_file_error
+from lake_assets.ops.row_tracking import row_tracking_enabled
 from lake_assets.ops.scan import Split
 from lake_assets.ops.stream_postpone import read_order
 from lake_assets.ops.stream_splits import ChangeSplit
@@ -48,7 +50,8 @@ class ChangeReader:
         carries either way."""
         start = store.schema if schema is None else schema
         check_row_kind_free(start.field_names, store.name)
-        unknown = [c for c in columns or () if not start.has_field(c)]
+        # a row-tracking table's system columns too, as its batch reads (ops/data_evolution_read.py)
+        unknown = [c for c in columns or () if not start.has_field(c) and c not in system_columns(start)]
         if unknown:
             raise SchemaError(f"Table {store.name} has no columns {unknown}"
                               + ("" if schema is None else f" in schema {schema.id}, which the stream reads with"))
@@ -89,7 +92,7 @@ class ChangeReader:
         if current.id == schema.id and current.options == schema.options and isinstance(
                 self._reader, _StreamSplitReader):
             return
-        missing = [c for c in self.columns or () if not schema.has_field(c)]
+        missing = [c for c in self.columns or () if not schema.has_field(c) and c not in system_columns(schema)]
         if missing:
             raise SchemaError(f"Cannot read changes of {self.store.name}: the stream reads with the fields of "
                               f"schema {schema.id} (fixed when it started), which has no columns {missing}")
@@ -129,7 +132,8 @@ class ChangeReader:
         elif self._reader.schema.id != self.store.schema.id:
             # planning moved the store to a newer schema (`FileStore.schema_at`): the splits' files
             # may hold columns the older one lacks, so the reader follows (its output too)
-            gone = [c for c in self.columns or () if not self.store.schema.has_field(c)]
+            gone = [c for c in self.columns or ()
+                    if not self.store.schema.has_field(c) and c not in system_columns(self.store.schema)]
             if gone:
                 raise SchemaError(f"Cannot read changes of {self.store.name}: columns {gone} were renamed or "
                                   f"dropped by schema {self.store.schema.id}, which later snapshots were written under")
@@ -137,6 +141,14 @@ class ChangeReader:
         sp = Split(split.partition, split.partition_values, split.bucket, -1, list(split.files), split.dv_entries)
         if split.kind == "full":
             yield from self._read_full(sp)
+            return
+        if not self.store.primary_keys and row_tracking_enabled(self._reader.schema.options):
+            # a row-tracking table's new files as a batch read of them reads them, as Paimon HEAD
+            # reads a delta split: with the system columns asked for, and on a data-evolution
+            # table the files of one row-id range merged (a column update's file on its own: its
+            # columns, null in the others), each row an insert
+            for data in self._reader.read_split(sp):
+                yield data.append_column(ROW_KIND, _inserts(data.num_rows))
             return
         # Files are read as written (no merge across files): each row is one change.
         for meta in read_order(split.bucket, split.files):

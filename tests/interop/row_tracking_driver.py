@@ -8,6 +8,9 @@ many writes, updates and reads it needs:
 * ``{"op": "update", "table": "db.t", "data": "<ipc>", "columns": [...]}`` - pypaimon's
   ``update_by_arrow_with_row_id`` (``data`` holds ``_ROW_ID`` and the columns), one commit
 * ``{"op": "read", "table": "db.t", "out": "<ipc>", "columns": [...] | null, "snapshot_id": n | null}``
+* ``{"op": "changes", "table": "db.t", "out": "<ipc>", "columns": [...], "snapshots": [n, ...]}`` - what
+  pypaimon's streaming scan reads for each of those snapshots (its follow-up plan of the
+  snapshot), concatenated, with a ``_snapshot`` column
 
 Never imports lake_assets: PYTHONPATH is dropped for this interpreter.
 """
@@ -63,6 +66,9 @@ def _step(cat: Any, step: dict[str, Any]) -> None:
             result = PyarrowFieldParser.from_paimon_schema(builder.read_type()).empty_table()
         _write_ipc(result, step["out"])
         return
+    if op == "changes":
+        _changes(table, step)
+        return
     builder = table.new_batch_write_builder()
     commit = builder.new_commit()
     data = _read_ipc(step["data"])
@@ -81,6 +87,19 @@ def _step(cat: Any, step: dict[str, Any]) -> None:
             raise SystemExit(f"error: unknown step {op!r}")
     finally:
         commit.close()
+
+
+def _changes(table: Any, step: dict[str, Any]) -> None:
+    builder = table.new_stream_read_builder().with_projection(step["columns"])
+    scan = builder.new_streaming_scan()
+    parts = []
+    for sid in step["snapshots"]:
+        snapshot = scan._snapshot_manager.get_snapshot_by_id(sid)
+        plan = scan._create_follow_up_plan(snapshot)
+        got = builder.new_read().to_arrow(plan.splits()) if plan is not None and plan.splits() else None
+        if got is not None and got.num_rows:
+            parts.append(got.append_column("_snapshot", pa.array([sid] * got.num_rows, pa.int64())))
+    _write_ipc(pa.concat_tables(parts) if parts else pa.table({"_snapshot": pa.array([], pa.int64())}), step["out"])
 
 
 def main(argv: list[str]) -> None:
