@@ -280,7 +280,9 @@ class SplitReader:
             # (`FileFormat.read_rows`)
             threads = self.file_threads if use_threads is None else use_threads
             if not file_cols:  # only partition or system columns asked for: no column, but the rows count
-                return _no_columns(meta.row_count if keep is None else int(keep.sum()))
+                # (and as nulls the columns added after the file was written)
+                counted = _no_columns(meta.row_count if keep is None else int(keep.sum()))
+                return self._to_current(counted, layout, False) if layout.wanted else counted
             raw = read_data_file(self.store.file_io, path, file_cols, meta.file_size, use_threads=threads, keep=keep)
         except MissingDataFileError as exc:
             raise missing_file_error(self.store, exc, self.snapshot_id) from None
@@ -314,7 +316,9 @@ class SplitReader:
             if not file_cols:  # as in `read_file`
                 total = meta.row_count if keep is None else int(keep.sum())
                 step = batch_rows or max(total, 1)
-                yield from (_no_columns(min(step, total - i)) for i in range(0, total, step))
+                for i in range(0, total, step):
+                    counted = _no_columns(min(step, total - i))
+                    yield self._to_current(counted, layout, False) if layout.wanted else counted
                 return
             buffered = self.schema.core_options.read_parquet_buffer_size
             for raw in iter_data_file(self.store.file_io, path, file_cols, batch_rows, buffered):
