@@ -207,3 +207,63 @@ def test_pypaimon_rust_reads_merged_rows_and_continues_row_ids(driver: RowTracki
     assert sorted(theirs, key=lambda r: r["_ROW_ID"]) == ours == [
         {"id": 1, "v": "X", "_ROW_ID": 0}, {"id": 2, "v": "y", "_ROW_ID": 1}, {"id": 3, "v": "z", "_ROW_ID": 2},
         {"id": 9, "v": "r", "_ROW_ID": 3}]
+
+
+def _changes(t: Any, snapshots: list[int], columns: list[str]) -> list[dict[str, Any]]:
+    """Our change reads of each snapshot, as the driver's ``changes`` step lists pypaimon's."""
+    out = []
+    for sid in snapshots:
+        got = t.read_changes(sid - 1, sid, columns=columns).drop_columns(["_row_kind"])
+        out += [{**r, "_snapshot": sid} for r in got.to_pylist()]
+    return sorted(out, key=lambda r: (r["_snapshot"], r["_ROW_ID"]))
+
+
+def test_column_updates_of_lake_assets_and_pypaimon_read_and_stream_alike(
+        driver: RowTrackingPaimon, tmp_warehouse: str, tmp_path: Path) -> None:
+    """lake_assets' `update_columns` files (an updated column, and a column added later) are read
+    by pypaimon as by us, pypaimon updates over them and we over pypaimon's; each snapshot's
+    changes - a column update's rows with its columns only - are what pypaimon's stream reads."""
+    work = tmp_path
+    cat = Catalog(tmp_warehouse)
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA, partition_keys=["p"], options=OPTIONS)
+    t.write_arrow(pa.table({"id": [1, 2, 3, 4], "p": ["a", "b", "a", "b"], "v": ["v1", "v2", "v3", "v4"]},
+                           schema=SCHEMA))
+    t.write_arrow(pa.table({"id": [5, 6], "p": ["a", "a"], "v": ["v5", "v6"]}, schema=SCHEMA))
+    t.update_schema().add_column("w", pa.int64()).commit()
+    t = cat.get_table("db.t")
+    ids = {r["id"]: r["_ROW_ID"] for r in _ours(cat, "db.t", FIELDS)}
+    t.update_columns(pa.table({"_ROW_ID": pa.array([ids[1], ids[5]], pa.int64()), "v": ["V1", "V5"],
+                               "w": pa.array([10, 50], pa.int64())}))  # snapshot 3
+    t.update_columns(pa.table({"_ROW_ID": pa.array([ids[4]], pa.int64()), "w": pa.array([40], pa.int64())}))
+    fields = [*FIELDS, "w"]
+    plain = ["id", "p", "v", "w", "_ROW_ID"]
+    driver.steps(tmp_warehouse, work, [
+        {"op": "read", "table": "db.t", "columns": fields, "out": str(work / "ours.arrow")},
+        {"op": "changes", "table": "db.t", "columns": plain, "snapshots": [2, 3, 4], "out": str(work / "c1.arrow")},
+        {"op": "update", "table": "db.t", "columns": ["v"],
+         "data": _ipc(work, "u", pa.table({"_ROW_ID": pa.array([ids[3], ids[5]], pa.int64()), "v": ["P3", "P5"]}))},
+        {"op": "read", "table": "db.t", "columns": fields, "out": str(work / "theirs.arrow")},
+    ])
+    assert _rows(read_ipc(work / "ours.arrow")) == _ours(cat, "db.t", fields, snapshot_id=4)
+    assert {r["id"]: (r["v"], r["w"]) for r in _rows(read_ipc(work / "ours.arrow"))} == {
+        1: ("V1", 10), 2: ("v2", None), 3: ("v3", None), 4: ("v4", 40), 5: ("V5", 50), 6: ("v6", None)}
+    theirs = sorted(read_ipc(work / "c1.arrow").to_pylist(), key=lambda r: (r["_snapshot"], r["_ROW_ID"]))
+    assert _changes(cat.get_table("db.t"), [2, 3, 4], plain) == theirs
+    assert [r["id"] for r in theirs if r["_snapshot"] == 3] == [None] * 4  # the update's rows: its columns only
+    t = cat.get_table("db.t")
+    assert _ours(cat, "db.t", fields) == _rows(read_ipc(work / "theirs.arrow"))
+    # our update over pypaimon's file of the same range, then pypaimon reads it back
+    t.update_columns(pa.table({"_ROW_ID": pa.array([ids[6]], pa.int64()), "v": ["L6"]}))
+    driver.steps(tmp_warehouse, work, [{"op": "read", "table": "db.t", "columns": fields,
+                                        "out": str(work / "last.arrow")}])
+    last = _rows(read_ipc(work / "last.arrow"))
+    assert _ours(cat, "db.t", fields) == last
+    assert {r["id"]: r["v"] for r in last} == {1: "V1", 2: "v2", 3: "P3", 4: "v4", 5: "P5", 6: "L6"}
+    # filters on the newest values and on _ROW_ID select what pypaimon's rows hold
+    t = cat.get_table("db.t")
+    for term in [("v", "=", "P5"), ("v", "=", "v5"), ("w", ">=", 40), ("_ROW_ID", "<", 2)]:
+        col, op, lit = term
+        want = sorted(r["id"] for r in last if r[col] is not None and (
+            r[col] == lit if op == "=" else r[col] >= lit if op == ">=" else r[col] < lit))
+        assert sorted(t.to_arrow(columns=["id"], filter=[term]).column("id").to_pylist()) == want, term

@@ -42,3 +42,9 @@ def test_spark_writes_get_row_ids_and_reads_merge_updates(spark, catalog: Catalo
     assert sorted((r["id"], r["v"]) for r in read_table(spark, warehouse, "db.t").collect()) == [
         (1, "X"), (2, "y"), (3, "z"), (4, "U")]
 
+    # a column update of lake_assets' own, read by Spark with filters on _ROW_ID and on the new value
+    t = catalog.get_table("db.t")
+    t.update_columns(pa.table({"_ROW_ID": pa.array([ids[2], ids[3]], pa.int64()), "v": ["Y", "Z"]}))
+    df = spark.read.format("lake").option("warehouse", warehouse).schema("id long, v string, _ROW_ID long").load("db.t")
+    assert sorted((r["id"], r["v"]) for r in df.filter(f"_ROW_ID = {ids[2]}").collect()) == [(2, "Y")]
+    assert sorted(r["id"] for r in df.filter("v = 'Z' or v = 'X'").collect()) == [1, 3]
