@@ -18,9 +18,10 @@ ROW_TRACKING_RULES: dict[str, OptionRule] = {r.key: r for r in (
       "writes each row's ids into the rewritten files, which pypaimon 2.1 reads as null ids)"),
     R("data-evolution.enabled", "bool", False, "Files of a row-tracking table may hold a subset of the "
       "columns (_WRITE_COLS), merged with the other files of their row-id range on read (Paimon 1.2+).",
-      note="batch reads merge them as Paimon's DataEvolutionSplitRead (lake_assets/ops/data_evolution_read.py); "
-      "writes of whole rows are supported, column updates are not (use pypaimon's update_by_arrow_with_row_id); "
-      "compaction and change streams are refused"),
+      note="reads and change reads merge them as Paimon's DataEvolutionSplitRead "
+      "(lake_assets/ops/data_evolution_read.py), pruning row-id ranges by merged stats (ops/row_range_prune.py); "
+      "Table.update_columns writes column updates "
+      "by _ROW_ID as pypaimon's update_by_arrow_with_row_id (ops/column_update.py); compaction is refused"),
 )}
 
 
