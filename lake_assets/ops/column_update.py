@@ -171,12 +171,14 @@ def prepare_column_update(store: FileStore, data: object) -> tuple[list[CommitMe
 
     Refused before any file is written: a table without data evolution, a ``_ROW_ID`` missing,
     null, duplicated or naming no live row, unknown, system or partition columns, values the
-    columns' types cannot hold (`conform`'s rules, NOT NULL included)."""
+    columns' types cannot hold (`conform`'s rules, NOT NULL included). Memory: the updated columns
+    of one row-id range (at most one data file's rows) at a time."""
     from lake_assets.formats.data_file import DataFileWriter
     from lake_assets.ops.commit_message import CommitMessage
 
     name = store.name
-    schema = store.schema_at(store.snapshot_manager.latest())
+    snap = store.snapshot_manager.latest()  # read once: the rows, ranges and schema all come from it
+    schema = store.schema_at(snap)
     if not data_evolution_enabled(schema.options):
         raise UnsupportedFeatureError(
             f"Cannot update columns of {name}: it needs data-evolution.enabled = true (and row-tracking.enabled), "
@@ -186,7 +188,6 @@ def prepare_column_update(store: FileStore, data: object) -> tuple[list[CommitMe
     ids = _row_ids(table, name)
     file_schema = update_columns_schema(schema, columns)
     values = conform(table.select(columns), file_schema, name)  # types, NOT NULL, write defaults
-    snap = store.snapshot_manager.latest()
     if table.num_rows == 0:
         return [], snap
     if snap is None:
@@ -250,8 +251,9 @@ def check_row_id_updates(store: FileStore, latest: Snapshot | None, delta: Seque
             rng = row_id_range(f, name)
             if rng is None or rng[0] >= below:  # rows new since the update read: not ours
                 continue
-            compacted = snap.commit_kind == CommitKind.COMPACT and other.kind == FileKind.DELETE
-            if other.kind != FileKind.ADD and not compacted:
+            # a compaction's deleted files (its outputs keep the ranges), any other commit's new ones
+            compacted = snap.commit_kind == CommitKind.COMPACT
+            if other.kind != (FileKind.DELETE if compacted else FileKind.ADD):
                 continue
             fields = held_field_ids(store, f)
             for r, ids in ours:

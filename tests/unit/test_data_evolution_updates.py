@@ -244,3 +244,33 @@ def test_change_reads_return_what_each_snapshot_wrote(tmp_path: Path) -> None:
     t.write_arrow(_rows([3], "a"))
     later = [reader.read(s).to_pylist() for b in stream.poll(max_snapshots=5) for s in b.splits]
     assert later == [[{"id": 3, "w": 30, "_ROW_ID": 2, "_row_kind": "+I"}]]
+
+
+def test_an_update_racing_a_compaction_of_its_range_conflicts(tmp_path: Path) -> None:
+    """A COMPACT snapshot (Paimon HEAD's data-evolution compaction; lake_assets does not compact these
+    tables, so its snapshot is written here as HEAD's would be) that rewrote the range into one
+    file of the same range: the range is still live, but the files the update read are gone, and
+    HEAD refuses the update (``_compact_conflicts_with_delta``); lake_assets the same."""
+    import dataclasses
+
+    from lake_assets.ops.commit_snapshot import write_snapshot_files
+    from lake_assets.spec.manifest import FileKind, FileSource, ManifestEntry
+    from lake_assets.spec.snapshot import CommitKind
+
+    t = _new(tmp_path)
+    t.write_arrow(_rows([1, 2], "a"))
+    t.update_columns(pa.table({"_ROW_ID": pa.array([0], pa.int64()), "v": ["x"]}))
+    racing = _prepare(t, {"_ROW_ID": pa.array([1], pa.int64()), "v": ["y"]})
+    latest = t.latest_snapshot()
+    live = t.store.file_store_scan().live_entries(latest)
+    base = next(e for e in live if e.file.write_cols is None)
+    out = dataclasses.replace(base.file, file_name="data-compacted-0.parquet", file_source=FileSource.COMPACT,
+                              min_sequence_number=1, max_sequence_number=2)
+    delta = [*(dataclasses.replace(e, kind=FileKind.DELETE) for e in live),
+             ManifestEntry(FileKind.ADD, base.partition, base.bucket, base.total_buckets, out)]
+    snap = write_snapshot_files(t.store, t.store.manifest_io(), latest, CommitKind.COMPACT, delta, [],
+                                identifier=1, commit_user="compactor", properties=None, written=[],
+                                fault=lambda _: None)
+    assert t.store.snapshot_manager.try_commit(snap)
+    with pytest.raises(CommitConflictError, match=r"snapshot 3 \(COMPACT\) compacted columns of rows \[0, 1\]"):
+        _commit(t, racing)
