@@ -4,7 +4,8 @@ One call runs a list of steps from a JSON file, so a test pays for one pypaimon 
 many writes, updates and reads it needs:
 
 * ``{"op": "create", "table": "db.t", "schema": "<ipc>", "partition_keys": [...], "options": {...}}``
-* ``{"op": "write", "table": "db.t", "data": "<ipc>"}`` - one batch write and commit
+* ``{"op": "write", "table": "db.t", "data": "<ipc>", "columns": [...] | null}`` - one batch write and
+  commit; with ``columns``, pypaimon's column-subset write of new rows (``with_write_type``)
 * ``{"op": "update", "table": "db.t", "data": "<ipc>", "columns": [...]}`` - pypaimon's
   ``update_by_arrow_with_row_id`` (``data`` holds ``_ROW_ID`` and the columns), one commit
 * ``{"op": "read", "table": "db.t", "out": "<ipc>", "columns": [...] | null, "snapshot_id": n | null}``
@@ -75,6 +76,8 @@ def _step(cat: Any, step: dict[str, Any]) -> None:
     try:
         if op == "write":
             writer = builder.new_write()
+            if step.get("columns"):
+                writer.with_write_type(step["columns"])
             try:
                 writer.write_arrow(data)
                 commit.commit(writer.prepare_commit())

@@ -244,7 +244,17 @@ def test_column_updates_of_lake_assets_and_pypaimon_read_and_stream_alike(
         {"op": "update", "table": "db.t", "columns": ["v"],
          "data": _ipc(work, "u", pa.table({"_ROW_ID": pa.array([ids[3], ids[5]], pa.int64()), "v": ["P3", "P5"]}))},
         {"op": "read", "table": "db.t", "columns": fields, "out": str(work / "theirs.arrow")},
+        # pypaimon's column-subset write of new rows (with_write_type): the other columns are null
+        {"op": "create", "table": "db.s", "schema": _ipc(work, "schema", SCHEMA), "options": OPTIONS},
+        {"op": "write", "table": "db.s", "columns": ["id"],
+         "data": _ipc(work, "ids", pa.table({"id": pa.array([1, 2], pa.int64())}))},
+        {"op": "write", "table": "db.s", "data": _ipc(work, "full", pa.table(
+            {"id": [3], "p": ["x"], "v": ["y"]}, schema=SCHEMA))},
+        {"op": "read", "table": "db.s", "columns": FIELDS, "out": str(work / "subset.arrow")},
     ])
+    subset = _rows(read_ipc(work / "subset.arrow"))
+    assert _ours(cat, "db.s", FIELDS) == subset
+    assert [(r["id"], r["p"], r["_ROW_ID"]) for r in subset] == [(1, None, 0), (2, None, 1), (3, "x", 2)]
     assert _rows(read_ipc(work / "ours.arrow")) == _ours(cat, "db.t", fields, snapshot_id=4)
     assert {r["id"]: (r["v"], r["w"]) for r in _rows(read_ipc(work / "ours.arrow"))} == {
         1: ("V1", 10), 2: ("v2", None), 3: ("v3", None), 4: ("v4", 40), 5: ("V5", 50), 6: ("v6", None)}
