@@ -137,11 +137,12 @@ def _assemble(reader: SplitReader, group: Sequence[DataFileMeta], source: dict[s
     for name in reader.split_columns:
         held_by = source.get(name)
         if held_by is None:
-            if not reader.schema.field(name).type.nullable:  # Java's createUnionReader checks it too
+            lone = len(group) == 1 and reader.lone_files_null_fill  # Java reads it through the file's reader
+            if not reader.schema.field(name).type.nullable and not lone:  # Java's createUnionReader checks it
                 raise CorruptMetadataError(
                     f"Cannot read {reader.store.name}: column {name} is NOT NULL but no file of the row-id range "
                     f"of {group[0].file_name} holds it")
-            field = reader.schema.arrow_schema.field(name)
+            field = reader.schema.arrow_schema.field(name).with_nullable(True)
             arrays.append(pa.nulls(rows, field.type))
         else:
             field = parts[held_by].schema.field(name)

@@ -151,6 +151,8 @@ class SplitReader:
         self.system_columns = [c for c in SYSTEM_FIELDS if tracking and (c in self.columns or c in filtered)]
         self.data_evolution = data_evolution_enabled(schema.options)
         self.merge_units: dict[tuple[bytes, int, str], list[DataFileMeta]] = {}
+        # change reads: a lone data-evolution file gives nulls in the NOT NULL columns it lacks
+        self.lone_files_null_fill = False
         self.predicate = predicate
         self.is_pk = bool(schema.primary_keys)
         self.key_names = list(schema.trimmed_primary_keys)

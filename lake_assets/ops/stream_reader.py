@@ -57,8 +57,8 @@ class ChangeReader:
                               + ("" if schema is None else f" in schema {schema.id}, which the stream reads with"))
         self.store = store
         self.columns = columns
-        self._reader = SplitReader(store, start, columns, fill_defaults=True) if schema is None else (
-            _StreamSplitReader(store, start, columns, fill_defaults=True))
+        self._reader = _for_changes(SplitReader(store, start, columns, fill_defaults=True) if schema is None else (
+            _StreamSplitReader(store, start, columns, fill_defaults=True)))
 
     @property
     def schema(self) -> pa.Schema:
@@ -97,7 +97,7 @@ class ChangeReader:
             raise SchemaError(f"Cannot read changes of {self.store.name}: the stream reads with the fields of "
                               f"schema {schema.id} (fixed when it started), which has no columns {missing}")
         check_row_kind_free(schema.field_names, self.store.name)
-        self._reader = _StreamSplitReader(self.store, schema, self.columns, fill_defaults=True)
+        self._reader = _for_changes(_StreamSplitReader(self.store, schema, self.columns, fill_defaults=True))
 
     def _read_full(self, sp: Split) -> Iterator[pa.Table]:
         """A full split's merged rows with the kinds Java's reader gives them
@@ -137,7 +137,7 @@ class ChangeReader:
             if gone:
                 raise SchemaError(f"Cannot read changes of {self.store.name}: columns {gone} were renamed or "
                                   f"dropped by schema {self.store.schema.id}, which later snapshots were written under")
-            self._reader = SplitReader(self.store, self.store.schema, self.columns, fill_defaults=True)
+            self._reader = _for_changes(SplitReader(self.store, self.store.schema, self.columns, fill_defaults=True))
         sp = Split(split.partition, split.partition_values, split.bucket, -1, list(split.files), split.dv_entries)
         if split.kind == "full":
             yield from self._read_full(sp)
@@ -165,6 +165,17 @@ class ChangeReader:
                 data = self._reader.defaults.fill(data)
             data = data.cast(self._reader.output_schema)
             yield data.append_column(ROW_KIND, kinds)
+
+
+def _for_changes(reader: SplitReader) -> SplitReader:
+    """``reader`` set up for change reads: on a data-evolution table a column update's file is read
+    on its own, and its rows are null in the columns it does not hold, NOT NULL ones too (Paimon
+    HEAD's ``DataEvolutionSplitRead`` reads a lone file of a range through the file's reader, which
+    checks nothing), so the columns are nullable."""
+    if reader.data_evolution:
+        reader.lone_files_null_fill = True
+        reader.output_schema = pa.schema([f.with_nullable(True) for f in reader.output_schema])
+    return reader
 
 
 def _inserts(rows: int) -> pa.Array:

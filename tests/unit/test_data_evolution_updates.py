@@ -274,3 +274,20 @@ def test_an_update_racing_a_compaction_of_its_range_conflicts(tmp_path: Path) ->
     assert t.store.snapshot_manager.try_commit(snap)
     with pytest.raises(CommitConflictError, match=r"snapshot 3 \(COMPACT\) compacted columns of rows \[0, 1\]"):
         _commit(t, racing)
+
+
+def test_change_reads_of_an_update_leave_not_null_columns_it_lacks_null(tmp_path: Path) -> None:
+    """Paimon HEAD reads a range's lone file through the file's own reader (no NOT NULL check): a
+    column update's change rows are null in the NOT NULL columns it does not write. Batch reads
+    still refuse a range where no file holds a NOT NULL column (`CorruptMetadataError`)."""
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), *list(SCHEMA)[1:]])
+    t = cat.create_table("db.t", schema, options=OPTIONS)
+    t.write_arrow(_rows([1, 2], "a").cast(schema))
+    t.update_columns(pa.table({"_ROW_ID": pa.array([0], pa.int64()), "v": ["x"]}))
+    got = t.read_changes(1, 2, columns=["id", "v", "_ROW_ID"])
+    assert got.to_pylist() == [{"id": None, "v": "x", "_ROW_ID": 0, "_row_kind": "+I"},
+                               {"id": None, "v": "v2", "_ROW_ID": 1, "_row_kind": "+I"}]
+    assert got.schema.field("id").nullable
+    assert t.to_arrow(columns=["id", "v"]).to_pylist() == [{"id": 1, "v": "x"}, {"id": 2, "v": "v2"}]
