@@ -11,7 +11,9 @@ row-id assignment and its ``DataEvolutionSplitRead`` merge).
 * Expiry down to the latest snapshot and orphan removal keep every file pypaimon's read of the
   latest snapshot needs (its base files come from expired snapshots); a rollback to a tag taken
   before the update drops the update and keeps the base files.
-* pypaimon-rust 0.4 reads the merged rows and ``_ROW_ID`` and its commit continues the ids.
+* pypaimon-rust 0.4 reads the merged rows and ``_ROW_ID`` (also of lake_assets' column updates) and its
+  commit continues the ids.
+* lake_assets' column updates (`Table.update_columns`) are read and streamed by pypaimon as by us.
 
 Each test drives pypaimon through one subprocess call per phase (`row_tracking_driver.py`).
 """
@@ -207,6 +209,12 @@ def test_pypaimon_rust_reads_merged_rows_and_continues_row_ids(driver: RowTracki
     assert sorted(theirs, key=lambda r: r["_ROW_ID"]) == ours == [
         {"id": 1, "v": "X", "_ROW_ID": 0}, {"id": 2, "v": "y", "_ROW_ID": 1}, {"id": 3, "v": "z", "_ROW_ID": 2},
         {"id": 9, "v": "r", "_ROW_ID": 3}]
+    # lake_assets' own column update, over pypaimon's file of the range and of rust's row
+    t.update_columns(pa.table({"_ROW_ID": pa.array([0, 1, 3], pa.int64()), "v": ["L0", "L1", "L3"]}))
+    theirs = rust.query(tmp_warehouse, 'SELECT id, v, "_ROW_ID" FROM paimon.db.t')
+    assert sorted(theirs, key=lambda r: r["_ROW_ID"]) == [
+        {"id": 1, "v": "L0", "_ROW_ID": 0}, {"id": 2, "v": "L1", "_ROW_ID": 1}, {"id": 3, "v": "z", "_ROW_ID": 2},
+        {"id": 9, "v": "L3", "_ROW_ID": 3}]
 
 
 def _changes(t: Any, snapshots: list[int], columns: list[str]) -> list[dict[str, Any]]:
