@@ -14,8 +14,9 @@ the level column a unit's reader gives, no deletion vector applied: positions co
 answers a unit's positions with a ``take``. Entries are keyed by the file's path, size and level
 and the read schema's id (data files never change; an upgraded file is read again under its new
 level). Memory: the process holds at most ``lookup.cache-max-memory-size`` (Paimon's option,
-default 256 mb) of the table that stored last, least recently used out first; a file whose rows
-take more than a quarter of it is not kept, and only its selected rows are decoded, each time.
+default 256 mb) of the table that stored last, least recently used out first, in one cache with
+the key columns and key indexes `ops.dv_compact` keeps (`LOOKUP_CACHE`); a file whose rows take
+more than a quarter of it is not kept, and only its selected rows are decoded, each time.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -33,39 +35,47 @@ from lake_assets.spec.manifest import DataFileMeta
 RowsKey = tuple[str, int, int, int]
 
 
-class _RowsCache:
-    """Whole files' decoded rows by `RowsKey`, least recently used out first, within the byte
-    budget each `put` gives."""
+class Sized(Protocol):
+    """What the cache holds: anything that knows its size (an Arrow table, a key index)."""
+
+    @property
+    def nbytes(self) -> int: ...
+
+
+class _LookupCache:
+    """What lookup compactions keep between rounds, by a tuple key, least recently used out first,
+    within the byte budget each `put` gives: whole files' decoded rows (`RowsKey`) and, from
+    `ops.dv_compact`, files' key columns and key indexes (their own keys)."""
 
     def __init__(self) -> None:
-        self._items: OrderedDict[RowsKey, pa.Table] = OrderedDict()
+        self._items: OrderedDict[tuple[object, ...], Sized] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the rows held."""
+        """Bytes held."""
         return self._bytes
 
-    def get(self, key: RowsKey) -> pa.Table | None:
+    def get(self, key: tuple[object, ...]) -> Sized | None:
         with self._lock:
             got = self._items.get(key)
             if got is not None:
                 self._items.move_to_end(key)
             return got
 
-    def put(self, key: RowsKey, rows: pa.Table, budget: int) -> None:
-        """Keep ``rows``, then drop the least recently used entries until at most ``budget``
-        bytes are held (``rows`` too, when they alone exceed it)."""
+    def put(self, key: tuple[object, ...], value: Sized, budget: int) -> None:
+        """Keep ``value``, then drop the least recently used entries until at most ``budget``
+        bytes are held (``value`` too, when it alone exceeds it)."""
         with self._lock:
             if key not in self._items:
-                self._items[key] = rows
-                self._bytes += rows.nbytes
+                self._items[key] = value
+                self._bytes += value.nbytes
             while self._items and self._bytes > budget:
                 _, old = self._items.popitem(last=False)
                 self._bytes -= old.nbytes
 
-    def pop(self, key: RowsKey) -> pa.Table | None:
+    def pop(self, key: tuple[object, ...]) -> Sized | None:
         with self._lock:
             got = self._items.pop(key, None)
             if got is not None:
@@ -78,11 +88,18 @@ class _RowsCache:
             self._bytes = 0
 
 
-ROWS_CACHE = _RowsCache()
+LOOKUP_CACHE = _LookupCache()
+"""One per process: its budget is ``lookup.cache-max-memory-size`` of the table that stored last."""
+
+
+def keep(key: tuple[object, ...], value: Sized, budget: int) -> None:
+    """Put ``value`` in `LOOKUP_CACHE` unless it takes more than a quarter of ``budget``."""
+    if value.nbytes <= budget // 4:
+        LOOKUP_CACHE.put(key, value, budget)
 
 
 class LookedUpRows:
-    """The rows a unit selects from files above it, from `ROWS_CACHE` where a file's rows are
+    """The rows a unit selects from files above it, from `LOOKUP_CACHE` where a file's rows are
     kept. ``read_whole(meta)`` decodes every row of a file, ``read_selected(meta, mask)`` only the
     rows a bool mask selects (both with the unit reader's columns); ``key(meta)`` names its
     entry; ``budget`` is ``lookup.cache-max-memory-size`` in bytes (0: nothing is kept)."""
@@ -104,14 +121,12 @@ class LookedUpRows:
         file order."""
         if self._fits(meta):
             key = self.key(meta)
-            whole = ROWS_CACHE.get(key)
-            if whole is None:
-                whole = self._read_whole(meta)
-                if whole.num_rows != meta.row_count:
-                    # a row count other than the manifest's: decode only what is asked, keep nothing
-                    whole = None
-                elif whole.nbytes <= self.budget // 4:
-                    ROWS_CACHE.put(key, whole, self.budget)
+            got = LOOKUP_CACHE.get(key)
+            whole = got if isinstance(got, pa.Table) else self._read_whole(meta)
+            if whole.num_rows != meta.row_count:
+                whole = None  # a row count other than the manifest's: decode only what is asked, keep nothing
+            elif got is None:
+                keep(key, whole, self.budget)
             if whole is not None:
                 return whole.take(pa.array(positions, type=pa.int64()))
         mask = np.zeros(meta.row_count, dtype=bool)
@@ -136,8 +151,8 @@ def remember_written_rows(
     for meta in files:
         part = rows.slice(start, meta.row_count)
         start += meta.row_count
-        if 0 < meta.file_size <= budget // 4 and part.nbytes <= budget // 4:
-            ROWS_CACHE.put(key(meta), part, budget)
+        if 0 < meta.file_size <= budget // 4:
+            keep(key(meta), part, budget)
 
 
 FLUSHED_LEVEL = -1
@@ -153,8 +168,9 @@ def flushed_key(path: str, meta: DataFileMeta, schema_id: int) -> RowsKey:
 
 def take_flushed(key: RowsKey) -> pa.Table | None:
     """The rows `flushed_key` names, removed from the cache (a level-0 file is rewritten once)."""
-    return ROWS_CACHE.pop(key)
+    got = LOOKUP_CACHE.pop(key)
+    return got if isinstance(got, pa.Table) else None
 
 
-__all__ = ["FLUSHED_LEVEL", "ROWS_CACHE", "LookedUpRows", "RowsKey", "flushed_key", "remember_written_rows",
-           "take_flushed"]
+__all__ = ["FLUSHED_LEVEL", "LOOKUP_CACHE", "LookedUpRows", "RowsKey", "Sized", "flushed_key", "keep",
+           "remember_written_rows", "take_flushed"]

@@ -12,7 +12,7 @@ import pytest
 import lake_assets.ops.compact.rewrite as rewrite
 import lake_assets.ops.read as read_module
 from lake_assets import Catalog
-from lake_assets.ops.dv_row_cache import ROWS_CACHE, LookedUpRows, _RowsCache
+from lake_assets.ops.dv_row_cache import LOOKUP_CACHE, LookedUpRows, _LookupCache
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
 
@@ -74,7 +74,7 @@ def _rounds(table, rounds: int, seed: int) -> None:  # type: ignore[no-untyped-d
 def test_a_round_after_the_first_reads_no_row_back_and_merges_what_a_cold_round_merges(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str, extra: dict[str, str]
 ) -> None:
-    ROWS_CACHE.clear()
+    LOOKUP_CACHE.clear()
     options = {"merge-engine": engine, "deletion-vectors.enabled": "true", **extra}
     warm = _table(tmp_path / "warm", options)
     cold = _table(tmp_path / "cold", {**options, "lookup.cache-max-memory-size": "0"})
@@ -93,22 +93,22 @@ def test_a_round_after_the_first_reads_no_row_back_and_merges_what_a_cold_round_
     assert len(reads.level0) == 6
     assert reads.old_rows and not any(whole for _, whole in reads.old_rows)
     assert warm.to_arrow().sort_by("id").equals(cold.to_arrow().sort_by("id"))
-    assert ROWS_CACHE.nbytes > 0
+    assert LOOKUP_CACHE.nbytes > 0
 
 
 def test_the_cache_stays_within_the_tables_budget(tmp_path: Path) -> None:
-    ROWS_CACHE.clear()
+    LOOKUP_CACHE.clear()
     table = _table(tmp_path, {"merge-engine": "partial-update", "deletion-vectors.enabled": "true",
                               "lookup.cache-max-memory-size": "128 kb"})
     _rounds(table, 4, seed=3)
-    assert 0 < ROWS_CACHE.nbytes <= 128 * 1024
+    assert 0 < LOOKUP_CACHE.nbytes <= 128 * 1024
     plain = _table(tmp_path / "plain", {"merge-engine": "partial-update", "deletion-vectors.enabled": "true"})
     _rounds(plain, 4, seed=3)
     assert plain.to_arrow().sort_by("id").equals(table.to_arrow().sort_by("id"))
 
 
 def test_least_recently_used_rows_go_first_and_a_level_change_misses() -> None:
-    cache = _RowsCache()
+    cache = _LookupCache()
     rows = pa.table({"x": np.arange(1000, dtype=np.int64)})  # 8000 bytes
     cache.put(("a", 1, 1, 0), rows, 20_000)
     cache.put(("b", 1, 1, 0), rows, 20_000)
@@ -137,7 +137,7 @@ def test_looked_up_rows_take_positions_and_read_a_file_too_large_by_mask() -> No
     meta = DataFileMeta.__new__(DataFileMeta)
     object.__setattr__(meta, "row_count", 10)
     object.__setattr__(meta, "file_size", 100)
-    ROWS_CACHE.clear()
+    LOOKUP_CACHE.clear()
     rows = LookedUpRows(read_whole, read_selected, lambda m: ("f", 100, 1, 0), 4000)
     positions = np.array([1, 4, 9])
     assert rows.rows(meta, positions).column("id").to_pylist() == [3, 12, 27]
