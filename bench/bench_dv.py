@@ -11,6 +11,9 @@
 
 ``--merge-engine partial-update`` builds both tables as partial-update ones: the DV round then
 merges each key's old row in (ops/dv_old_values.py), the plain round merges nothing.
+``--engines deduplicate,partial-update,aggregation`` times the upsert rounds of each engine in
+the same run (the first gives the top-level keys; every one is under ``engines``, with its
+``upsert_cpu_ratio``); aggregation sums ``amount`` and keeps the largest ``qty``.
 
 Prints one JSON line and a Markdown table for bench/RESULTS.md. The JSON carries every upsert
 round's wall (``upsert_plain_ms``, ``upsert_dv_ms``) and the share of it during which some task
@@ -89,6 +92,8 @@ def build(root: Path, rows: int, upsert_rows: int, rounds: int, buckets: int, dv
     cat = Catalog(str(root))
     cat.create_database("db")
     options = {"bucket": str(buckets), "merge-engine": engine}
+    if engine == "aggregation":
+        options.update({"fields.amount.aggregate-function": "sum", "fields.qty.aggregate-function": "max"})
     if dv:
         options["deletion-vectors.enabled"] = "true"
     table = cat.create_table("db.t", SCHEMA, primary_keys=["id"], options=options)
@@ -126,6 +131,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--work", type=Path, default=None)
     ap.add_argument("--merge-engine", default="deduplicate", help="merge-engine of both tables (upsert section)")
+    ap.add_argument("--engines", default=None,
+                    help="comma-separated merge engines whose upsert rounds are all timed in this run "
+                         "(overrides --merge-engine; the first gives the top-level keys)")
     ap.add_argument("--upsert-only", action="store_true",
                     help="time the upsert rounds only (no read section): for many alternated runs")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
@@ -138,51 +146,21 @@ def main() -> None:
     try:
         if not args.upsert_only:
             read = timed_read(args, work)
-        # ---- upsert: one round on a DV table vs the same round on a plain table
-        times, cpus = {}, {}
-        upsert_walls: dict[str, list[float]] = {"plain": [], "dv": []}
-        stalls: dict[str, list[float | None]] = {"plain": [], "dv": []}  # CPU-wait share of each round
-        upsert_load_before = os.getloadavg()
-        for i in range(args.repeat):
-            for dv in (False, True):  # interleaved: both see the same machine load
-                name = "dv" if dv else "plain"
-                root = work / f"upsert-{name}-{i}"
-                table = build(root, args.rows, args.upsert_rows, 1, args.buckets, dv, 2, args.merge_engine)
-                ids = np.sort(np.random.default_rng(100 + i).choice(args.rows, args.upsert_rows, replace=False))
-                data = batch(ids, 99)
-                stall = cpu_stall_us()
-                wall, cpu, _ = best_of(1, lambda t=table, d=data: t.write_arrow(d), upsert_walls[name])
-                after = cpu_stall_us()
-                stalls[name].append(None if stall is None or after is None else (after - stall) / 1e6 / wall)
-                times[name] = min(times.get(name, float("inf")), wall)
-                cpus[name] = min(cpus.get(name, float("inf")), cpu)
-                shutil.rmtree(root, ignore_errors=True)
-        upsert_load_after = os.getloadavg()
-        upsert_ratio = times["dv"] / times["plain"]
-        upsert_cpu_ratio = cpus["dv"] / cpus["plain"]
+        engines = args.engines.split(",") if args.engines else [args.merge_engine]
+        sections = {engine: timed_upserts(args, work, engine) for engine in engines}
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
+    first = sections[engines[0]]
     result = {
         "rows": args.rows, "upsert_rows": args.upsert_rows, "rounds": args.rounds, "buckets": args.buckets,
-        "merge_engine": args.merge_engine,
+        "merge_engine": engines[0],
         **read,
-        "upsert_plain_s": round(times["plain"], 4), "upsert_dv_s": round(times["dv"], 4),
-        "upsert_ratio": round(upsert_ratio, 3), "upsert_cpu_ratio": round(upsert_cpu_ratio, 3),
-        # the CPU seconds behind the CPU ratio, the median rounds beside the best, and the load
-        # average around the upsert rounds (a wall ratio means little when others were running)
-        "upsert_plain_cpu_s": round(cpus["plain"], 4), "upsert_dv_cpu_s": round(cpus["dv"], 4),
-        "upsert_median_ratio": round(
-            statistics.median(upsert_walls["dv"]) / statistics.median(upsert_walls["plain"]), 3),
-        # every round's wall, in run order: the distribution (a single slow round decides a miss)
-        "upsert_plain_ms": [round(w * 1e3, 2) for w in upsert_walls["plain"]],
-        "upsert_dv_ms": [round(w * 1e3, 2) for w in upsert_walls["dv"]],
-        # per round, the share of its wall during which some task waited for a CPU (`cpu_stall_us`)
-        "upsert_plain_stall": [None if x is None else round(x, 3) for x in stalls["plain"]],
-        "upsert_dv_stall": [None if x is None else round(x, 3) for x in stalls["dv"]],
-        "upsert_load_average": [round(upsert_load_before[0], 2), round(upsert_load_after[0], 2)],
+        **first,
         "python": platform.python_version(), "pyarrow": pa.__version__,
     }
+    if len(engines) > 1:
+        result["engines"] = sections
     print(json.dumps(result))
     print()
     print("| measure | lake_assets s (cpu s) | peer s (cpu s) | ratio wall | ratio cpu | target | result (wall) |")
@@ -192,9 +170,58 @@ def main() -> None:
               f"({read['read_lake_cpu_s']:.3f}) | {read['read_pyarrow_s']:.3f} ({read['read_pyarrow_cpu_s']:.3f}) | "
               f"{read['read_ratio']:.2f}x | {read['read_cpu_ratio']:.2f}x | ≥ 0.8x | "
               f"{'PASS' if read['read_ratio'] >= 0.8 else 'MISS'} |")
-    print(f"| upsert round, DV vs no DV | {times['dv']:.3f} ({cpus['dv']:.3f}) | {times['plain']:.3f} "
-          f"({cpus['plain']:.3f}) | {upsert_ratio:.2f}x | {upsert_cpu_ratio:.2f}x | ≤ 1.5x | "
-          f"{'PASS' if upsert_ratio <= 1.5 else 'MISS'} |")
+    for engine, up in sections.items():
+        print(f"| upsert round ({engine}), DV vs no DV | {up['upsert_dv_s']:.3f} ({up['upsert_dv_cpu_s']:.3f}) | "
+              f"{up['upsert_plain_s']:.3f} ({up['upsert_plain_cpu_s']:.3f}) | {up['upsert_ratio']:.2f}x | "
+              f"{up['upsert_cpu_ratio']:.2f}x | ≤ 1.5x | {'PASS' if up['upsert_ratio'] <= 1.5 else 'MISS'} |")
+
+
+def timed_upserts(args: argparse.Namespace, work: Path, engine: str) -> dict[str, Any]:
+    """The upsert section for one merge engine: one round on a DV table against the same round on
+    a plain table, ``args.repeat`` times, interleaved; its part of the printed JSON."""
+    times: dict[str, float] = {}
+    cpus: dict[str, float] = {}
+    upsert_walls: dict[str, list[float]] = {"plain": [], "dv": []}
+    upsert_cpus: dict[str, list[float]] = {"plain": [], "dv": []}
+    stalls: dict[str, list[float | None]] = {"plain": [], "dv": []}  # CPU-wait share of each round
+    upsert_load_before = os.getloadavg()
+    for i in range(args.repeat):
+        for dv in (False, True):  # interleaved: both see the same machine load
+            name = "dv" if dv else "plain"
+            root = work / f"upsert-{engine}-{name}-{i}"
+            table = build(root, args.rows, args.upsert_rows, 1, args.buckets, dv, 2, engine)
+            ids = np.sort(np.random.default_rng(100 + i).choice(args.rows, args.upsert_rows, replace=False))
+            data = batch(ids, 99)
+            stall = cpu_stall_us()
+            wall, cpu, _ = best_of(1, lambda t=table, d=data: t.write_arrow(d), upsert_walls[name])
+            after = cpu_stall_us()
+            stalls[name].append(None if stall is None or after is None else (after - stall) / 1e6 / wall)
+            upsert_cpus[name].append(cpu)
+            times[name] = min(times.get(name, float("inf")), wall)
+            cpus[name] = min(cpus.get(name, float("inf")), cpu)
+            shutil.rmtree(root, ignore_errors=True)
+    upsert_load_after = os.getloadavg()
+    return {
+        "upsert_plain_s": round(times["plain"], 4), "upsert_dv_s": round(times["dv"], 4),
+        "upsert_ratio": round(times["dv"] / times["plain"], 3),
+        "upsert_cpu_ratio": round(cpus["dv"] / cpus["plain"], 3),
+        # the CPU seconds behind the CPU ratio, the median rounds beside the best, and the load
+        # average around the upsert rounds (a wall ratio means little when others were running)
+        "upsert_plain_cpu_s": round(cpus["plain"], 4), "upsert_dv_cpu_s": round(cpus["dv"], 4),
+        "upsert_median_ratio": round(
+            statistics.median(upsert_walls["dv"]) / statistics.median(upsert_walls["plain"]), 3),
+        "upsert_median_cpu_ratio": round(
+            statistics.median(upsert_cpus["dv"]) / statistics.median(upsert_cpus["plain"]), 3),
+        # every round's wall, in run order: the distribution (a single slow round decides a miss)
+        "upsert_plain_ms": [round(w * 1e3, 2) for w in upsert_walls["plain"]],
+        "upsert_dv_ms": [round(w * 1e3, 2) for w in upsert_walls["dv"]],
+        "upsert_plain_cpu_ms": [round(c * 1e3, 2) for c in upsert_cpus["plain"]],
+        "upsert_dv_cpu_ms": [round(c * 1e3, 2) for c in upsert_cpus["dv"]],
+        # per round, the share of its wall during which some task waited for a CPU (`cpu_stall_us`)
+        "upsert_plain_stall": [None if x is None else round(x, 3) for x in stalls["plain"]],
+        "upsert_dv_stall": [None if x is None else round(x, 3) for x in stalls["dv"]],
+        "upsert_load_average": [round(upsert_load_before[0], 2), round(upsert_load_after[0], 2)],
+    }
 
 
 def timed_read(args: argparse.Namespace, work: Path) -> dict[str, Any]:

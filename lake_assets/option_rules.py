@@ -117,6 +117,12 @@ RULES: dict[str, OptionRule] = _rules(
       note="a file also rolls once it holds this many rows, as Paimon 1.x's writers (0.9 has no such option)"),
     R("write-buffer-size", "size", 256 * MiB, "Memory a writer buffers before it sorts and spills or flushes.",
       minimum=1),
+    R("lookup.cache-max-memory-size", "size", 256 * MiB, "Memory of lookup caches.", minimum=0,
+      note="one cache per process, as Java's writer keeps looked-up files local: the key columns and key indexes "
+      "of the files a deletion-vector compaction looks keys up in and, for partial-update, aggregation and "
+      "sequence.field tables (lookup compaction), the decoded rows of the files it takes old rows from and of "
+      "those it writes; an entry above a quarter of it is not kept, 0 keeps none. Java's lookup joins read it "
+      "too"),
     R("write-buffer-spillable", "bool", None, "Whether the write buffer spills to local disk (default: the "
       "writer picks)."),
     R("write-buffer-spill.max-disk-size", "size", None, "Local disk a spilling writer may use (unbounded).",

@@ -238,7 +238,6 @@ ENGINE_RULES: dict[str, OptionRule] = _rules(
     _job("cache-page-size", "Page size of Java's lookup caches (memory size).", _LOOKUP_CACHE),
     _job("lookup.cache-file-retention", "Retention of lookup cache files (duration).", _LOOKUP_CACHE),
     _job("lookup.cache-max-disk-size", "Disk of lookup caches (memory size).", _LOOKUP_CACHE),
-    _job("lookup.cache-max-memory-size", "Memory of lookup caches (memory size).", _LOOKUP_CACHE),
     _job("lookup.cache-rows", "Rows of lookup caches (long, Paimon 2.x).", _LOOKUP_CACHE),
     _job("lookup.cache-spill-compression", "Codec of lookup cache files.", _LOOKUP_CACHE),
     _job("lookup.cache.bloom.filter.enabled", "Bloom filters of lookup caches (boolean).", _LOOKUP_CACHE),

@@ -109,6 +109,12 @@ class CoreOptions(MergeOptions):
         return self._size("write-buffer-size", 256 * MiB)
 
     @property
+    def lookup_cache_max_memory_size(self) -> int:
+        """``lookup.cache-max-memory-size``: the decoded rows a writer's lookup compaction keeps
+        between rounds (`ops.dv_row_cache`)."""
+        return self._size("lookup.cache-max-memory-size", 256 * MiB)
+
+    @property
     def write_buffer_spillable(self) -> bool | None:
         """``write-buffer-spillable``; None when unset (the writer picks, see ops/write.py)."""
         return self._typed("write-buffer-spillable", None)  # type: ignore[return-value]

@@ -25,9 +25,7 @@ into a copy of its old vector.
 
 from __future__ import annotations
 
-import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -42,6 +40,7 @@ from lake_assets.lsm.key_membership import sorted_positions
 from lake_assets.ops import deletion_vectors
 from lake_assets.ops.deletion_vector_cache import INDEX_FILE_CACHE
 from lake_assets.ops.deletion_vectors import DELETION_VECTORS_INDEX, VectorLoader, deleted_rows
+from lake_assets.ops.dv_row_cache import LOOKUP_CACHE, keep
 from lake_assets.ops.scan import Split
 from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.data_types import BigIntType, DataType, DoubleType, FloatType, IntType, SmallIntType, TinyIntType
@@ -71,42 +70,16 @@ MARKED_ROWS_PER_KEY = 4
 # (data file path, its size, key column names, what is held: "keys" or "positions")
 _CacheKey = tuple[str, int, tuple[str, ...], str]
 
-
-class _KeyCache:
-    """The key columns of data files that compactions looked up (an Arrow table) and their
-    search-ready integer key index (`IntKeyPositions`), by path and size (data files never
-    change), within a byte budget, least recently used out first. A writer compacting every
-    commit looks up the same upper-level files again and again; Paimon keeps a lookup file cache
-    for the same reason."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._items: OrderedDict[_CacheKey, pa.Table | IntKeyPositions] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: _CacheKey) -> pa.Table | IntKeyPositions | None:
-        with self._lock:
-            got = self._items.get(key)
-            if got is not None:
-                self._items.move_to_end(key)
-            return got
-
-    def put(self, key: _CacheKey, value: pa.Table | IntKeyPositions) -> None:
-        size = value.nbytes
-        if size > self.max_bytes // 4:
-            return
-        with self._lock:
-            if key in self._items:
-                return
-            self._items[key] = value
-            self._bytes += size
-            while self._bytes > self.max_bytes:
-                _, old = self._items.popitem(last=False)
-                self._bytes -= old.nbytes
+# The key columns of data files that compactions looked up (an Arrow table) and their
+# search-ready integer key index (`IntKeyPositions`), by path and size (data files never change),
+# in the process's lookup cache (`ops.dv_row_cache.LOOKUP_CACHE`, within the table's
+# ``lookup.cache-max-memory-size``): a writer compacting every commit looks up the same
+# upper-level files again and again; Paimon keeps a lookup file cache for the same reason.
+_KEY_CACHE = LOOKUP_CACHE
 
 
-_KEY_CACHE = _KeyCache(128 * 1024 * 1024)
+def _cache_budget(store: FileStore) -> int:
+    return store.schema.core_options.lookup_cache_max_memory_size
 
 
 def remember_written_keys(
@@ -122,10 +95,11 @@ def remember_written_keys(
     if sum(f.row_count for f in files) != rows.num_rows or not set(names) <= set(rows.column_names):
         return  # not the rows of these files: leave it to a read
     keys = rows.select(list(names))
+    budget = _cache_budget(store)
     start = 0
     for meta in files:
         path = store.data_file_path(partition, bucket, meta)
-        _KEY_CACHE.put((path, meta.file_size, names, "keys"), keys.slice(start, meta.row_count))
+        keep((path, meta.file_size, names, "keys"), keys.slice(start, meta.row_count), budget)
         start += meta.row_count
 
 
@@ -255,7 +229,7 @@ class VectorUpdate:
             whole = Split(self.split.partition, self.split.partition_values, self.split.bucket,
                           self.split.total_buckets, [meta])
             keys = self._reader().read_file(whole, meta, False, self.key_names)
-            _KEY_CACHE.put(cache_key, keys)
+            keep(cache_key, keys, _cache_budget(self.store))
         return keys
 
     def _index_key(self, meta: DataFileMeta) -> _CacheKey:
@@ -272,7 +246,7 @@ class VectorUpdate:
             if built is None:
                 return None
             index = built
-            _KEY_CACHE.put(cache_key, index)
+            keep(cache_key, index, _cache_budget(self.store))
         return index
 
     def without_superseded(self, meta: DataFileMeta, rows: pa.Table) -> pa.Table:

@@ -12,8 +12,9 @@ among the unit's inputs (a level above 0 rewritten by the unit) has nothing abov
 
 `OldValues.merge_in` does the same for all keys of one merge step at once: their positions in the
 files above come from the unit's `VectorUpdate.found` (the deduplicate path's per-file key
-lookup), the live ones (kept by the old vectors) are read from their files with a row mask, the
-lowest level's row of a key is kept, its position is marked, and those rows join the step's
+lookup), the live ones (kept by the old vectors) are taken from their files' decoded rows, kept
+between rounds within ``lookup.cache-max-memory-size`` (`ops.dv_row_cache`), the lowest level's
+row of a key is kept, its position is marked, and those rows join the step's
 records before the merge. Memory: one file's selected rows at a time, then the step's old rows
 (at most one per key of the step, so bounded by ``compaction.merge-rows``).
 
@@ -49,8 +50,8 @@ if TYPE_CHECKING:
     from lake_assets.options import CoreOptions
 
 ReadRows = Callable[[DataFileMeta, np.ndarray], pa.Table]
-"""Reads the rows of a file a bool mask selects (every row counted, no deletion vector applied),
-with system columns, in file order."""
+"""Reads the rows of a file at ascending positions (every row counted, no deletion vector
+applied), with system columns, in file order (`ops.dv_row_cache.LookedUpRows.rows`)."""
 
 
 def needs_old_values(options: CoreOptions) -> bool:
@@ -111,21 +112,31 @@ class OldValues:
         found.sort(key=lambda item: item[0].level)  # LookupLevels: the lowest level first
         tables = []
         for meta, live in found:
-            mask = np.zeros(meta.row_count, dtype=bool)
-            mask[live] = True
-            rows = self._read(meta, mask)
+            rows = self._read(meta, live)
             if rows.num_rows != live.size:
                 raise CorruptMetadataError(f"{meta.file_name} gave {rows.num_rows} rows for {live.size} positions")
             tables.append(rows)
-        if len(found) == 1:
-            meta, live = found[0]
-            self.update.record(meta.file_name, live)
-            old = tables[0]
+        if len(found) == 1 or self._disjoint_int_keys(tables):
+            # one row per key already (the usual case: a key's older rows are hidden by vectors)
+            for meta, live in found:
+                self.update.record(meta.file_name, live)
+            old = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
         else:
             old = self._lowest_level_rows(found, tables)
         if old.schema != chunk.schema:  # the same reader gives both: only nullability may differ
             old = old.select(chunk.column_names).cast(chunk.schema)
         return pa.concat_tables([old, chunk])
+
+    def _disjoint_int_keys(self, tables: list[pa.Table]) -> bool:
+        """Whether no key of a single integer key column is in two of ``tables`` (each file's
+        rows hold a key once: then every row is its key's only one)."""
+        if not self._int_key:
+            return False
+        columns = [t.column(self.key_names[0]) for t in tables]
+        if any(c.null_count for c in columns):
+            return False
+        values = np.sort(np.concatenate([c.to_numpy() for c in columns]))
+        return not bool(np.any(values[1:] == values[:-1]))
 
     def _lowest_level_rows(self, found: list[tuple[DataFileMeta, np.ndarray]], tables: list[pa.Table]) -> pa.Table:
         """One row per key from rows of several files (``found`` by ascending level): the first
@@ -138,7 +149,7 @@ class OldValues:
         order = pc.sort_indices(key_view(rows.select(self.key_names), self.key_names),
                                 sort_keys=[(k, "ascending") for k in self.key_names]).to_numpy()
         # sort_indices is stable: among equal keys, concatenation order (the lowest level) first
-        starts, _ = group_bounds(rows.take(pa.array(order)).select(self.key_names), self.key_names)
+        starts, _ = group_bounds(rows.select(self.key_names).take(pa.array(order)), self.key_names)
         picked = np.sort(order[starts])
         for i, (meta, _) in enumerate(found):
             mine = picked[which[picked] == i]

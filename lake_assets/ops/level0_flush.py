@@ -13,8 +13,11 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from lake_assets.formats.data_file import FILE_SOURCE_APPEND, DataFileWriter
+from lake_assets.lsm.lookup_merge import merges_by_lookup
 from lake_assets.lsm.merge import sort_and_merge, sort_for_merge
 from lake_assets.ops.dv_compact import remember_written_keys
+from lake_assets.ops.dv_old_values import needs_old_values
+from lake_assets.ops.dv_row_cache import flushed_key, remember_written_rows
 from lake_assets.ops.write_spill import WriteBufferSpill, take_buffered
 from lake_assets.ops.writer_state import BucketBuffer, bucket_file_writer
 
@@ -42,6 +45,8 @@ class Level0Flush:
         self._merge_function = store.merge_function()
         # one config for every bucket's file writer (a round can touch hundreds of buckets)
         self._file_config = store.data_file_config()
+        # level-0 files a lookup compaction rewrites, merging old rows in (ops/dv_old_values.py)
+        self._rewritten_by_lookup = self.is_pk and merges_by_lookup(self.options) and needs_old_values(self.options)
 
     def flush(self, buf: BucketBuffer) -> None:
         """The bucket's runs and buffered rows become level-0 files, listed in ``buf.new_files``
@@ -66,6 +71,10 @@ class Level0Flush:
         files = self._file_writer(buf).write(data, level=0, file_source=FILE_SOURCE_APPEND)
         if not self.write_only:  # the inline compaction looks these keys up next (deletion vectors)
             remember_written_keys(self.store, buf.partition, buf.bucket, files, data)
+            if self._rewritten_by_lookup:  # ... and rewrites these rows through the merge
+                remember_written_rows(
+                    files, data, lambda m: flushed_key(self.store.data_file_path(buf.partition, buf.bucket, m), m,
+                                                       self.schema.id), self.options.lookup_cache_max_memory_size)
         buf.new_files.extend(files)
         self.store.fault_point("write.after_data_files")
 

@@ -251,6 +251,24 @@ class SplitReader:
             fields += [_SEQ_FIELD, _KIND_FIELD]
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
+    def as_read(self, written: pa.Table, meta: DataFileMeta) -> pa.Table | None:
+        """What `read_file` (with system columns, no deletion vector) gives for ``meta``, a file of
+        the read schema whose rows are ``written`` (the read columns and system columns by name,
+        as a writer held them); None when a column is missing or of another type (then read it)."""
+        if meta.schema_id != self.schema.id or written.num_rows != meta.row_count:
+            return None
+        layout = self._layout(meta.schema_id)
+        names = set(written.column_names)
+        if not {name for name, _ in layout.wanted} | {SEQUENCE_NUMBER, VALUE_KIND} <= names:
+            return None
+        arrays = [written.column(name) for name, _ in layout.wanted]
+        arrays += [written.column(SEQUENCE_NUMBER), written.column(VALUE_KIND)]
+        fields = [*layout.fields, _SEQ_FIELD, _KIND_FIELD]
+        if any(a.type != f.type or (not f.nullable and a.null_count) for a, f in zip(arrays, fields, strict=True)):
+            return None
+        data = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+        return with_level(data, meta.level) if self.lookup_levels else data
+
     def _narrowing_error(self, layout: _FileLayout, name: str, old: str) -> SchemaError:
         """Why a file's column does not fit the read schema's type: the read schema is older than
         the file's (a pinned or stale handle) and the table widened the column since (INT to

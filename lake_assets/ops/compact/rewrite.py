@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from lake_assets.formats.data_file import FILE_SOURCE_COMPACT, DataFileWriter
+from lake_assets.lsm.lookup_merge import drop_level, with_level
 from lake_assets.lsm.merge import is_retract, sort_and_merge, sort_for_merge
 from lake_assets.lsm.merge_engine.first_row import KnownKeys
 from lake_assets.lsm.merge_reader import merge_sorted
@@ -30,7 +31,7 @@ from lake_assets.ops.compact.fan_in import bounded_inputs, sort_spill_threshold,
 from lake_assets.ops.compact.memory import DEFAULT_MERGE_ROWS, merge_rows, read_batch_rows, run_batch_rows
 from lake_assets.ops.compact.plan import CompactionTask
 from lake_assets.ops.deletion_vectors import VectorLoader
-from lake_assets.ops.dv_compact import VectorUpdate
+from lake_assets.ops.dv_compact import VectorUpdate, remember_written_keys
 from lake_assets.ops.dv_old_values import (
     AboveLookup,
     OldValues,
@@ -38,6 +39,7 @@ from lake_assets.ops.dv_old_values import (
     lookup_merge_function,
     needs_old_values,
 )
+from lake_assets.ops.dv_row_cache import LookedUpRows, RowsKey, flushed_key, remember_written_rows, take_flushed
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
 from lake_assets.ops.spill import spill_root
@@ -77,6 +79,33 @@ class _UnitFiles:
     def writer(self) -> DataFileWriter:
         return _writer(self.store, self.task)
 
+    def file_rows(self, split: Split, meta: DataFileMeta) -> pa.Table:
+        """``meta`` read whole with system columns (its deletion vector applied): a level-0 file
+        the writer's flush just wrote from the rows it held (`dv_row_cache.take_flushed`), else
+        from storage."""
+        if meta.level == 0 and self.reader.key_filter is None:
+            path = self.store.data_file_path(split.partition, split.bucket, meta)
+            flushed = take_flushed(flushed_key(path, meta, self.reader.schema.id))
+            if flushed is not None and not (split.dv_entries and meta.file_name in self.vectors.vectors(
+                    split.dv_entries)):
+                rows = self.reader.as_read(flushed, meta)
+                if rows is not None:
+                    return rows
+        return self.reader.read_file(split, meta, with_system=True)
+
+    def looked_up_rows(self, split: Split) -> LookedUpRows:
+        """The rows of files above the unit, kept decoded between rounds (`ops.dv_row_cache`)."""
+
+        def key(meta: DataFileMeta) -> RowsKey:
+            path = self.store.data_file_path(split.partition, split.bucket, meta)
+            return (path, meta.file_size, meta.level, self.reader.schema.id)
+
+        # a reader that filters keys gives a file's rows in part: nothing of it may be kept
+        options = self.store.schema.core_options
+        budget = 0 if self.reader.key_filter is not None else options.lookup_cache_max_memory_size
+        return LookedUpRows(partial(_selected_rows, self, split, rows=None), partial(_selected_rows, self, split),
+                            key, budget)
+
 
 def _writer(store: FileStore, task: CompactionTask) -> DataFileWriter:
     return DataFileWriter(store.file_io, store.bucket_dir(task.partition, task.bucket), store.schema,
@@ -114,11 +143,11 @@ def run_compaction_task(
     vectors = (VectorUpdate(store, split, lambda: unit.reader, task.dv_lookup_files, task.dv_rewrite_files,
                             unit.vectors) if task.deletion_vectors and not task.append_groups else None)
     # partial-update, aggregation, sequence.field: each key's live row above is merged in (dv_old_values.py)
-    old_values = (OldValues(vectors, partial(_selected_rows, unit, split), store.schema.trimmed_primary_keys)
+    old_values = (OldValues(vectors, unit.looked_up_rows(split).rows, store.schema.trimmed_primary_keys)
                   if vectors is not None and needs_old_values(opts) else None)
     if task.lookup_above_files:  # lookup compaction without vectors: the same merge, nothing marked
         above = AboveLookup(store, split, lambda: unit.reader, task.lookup_above_files, (), unit.vectors)
-        old_values = OldValues(above, partial(_selected_rows, unit, split), store.schema.trimmed_primary_keys)
+        old_values = OldValues(above, unit.looked_up_rows(split).rows, store.schema.trimmed_primary_keys)
     index_paths: list[str] = []
     spill = spill_directory(opts, root)  # created on a unit's first spill only
     try:
@@ -186,12 +215,22 @@ def run_compaction_task(
             # sorted output: one rolling writer fills target-sized files across all of them.
             rolling = unit.writer.rolling(level=section.output_level, file_source=FILE_SOURCE_COMPACT)
             rollings.append(rolling)
+            # a lookup unit's output rows, read whole, are looked up by the next round: kept for
+            # it while they add up to at most one merge step (`_remember_output`)
+            outputs: list[pa.Table] | None = [] if old_values is not None else None
             for interval in section.intervals:
                 if sum(f.row_count for f in interval) <= whole_rows:
                     # The streaming merge would gather all of these rows into one `merge` call
                     # anyway; reading whole files skips its per-row-group frontier bookkeeping.
-                    rolling.write(_merge_whole(unit.reader, split, interval, merge))
+                    merged_whole = _merge_whole(partial(unit.file_rows, split), interval, merge)
+                    rolling.write(merged_whole)
+                    if outputs is not None:
+                        outputs.append(merged_whole)
+                        if sum(t.num_rows for t in outputs) > whole_rows:
+                            outputs = None
+                    del merged_whole
                 else:
+                    outputs = None
                     # one input per sorted run (files of a level chain), at most
                     # sort-spill-threshold of them (the excess first merged into local spill
                     # runs, ops/compact/fan_in.py), each read in batches that together stay
@@ -210,7 +249,11 @@ def run_compaction_task(
                     del inputs
                     spill.cleanup()  # this interval's spill runs are merged
                 before += interval
-            after += rolling.close()
+            written = rolling.close()
+            after += written
+            if outputs:
+                _remember_output(unit, split, section.output_level, written, outputs)
+            del outputs
         for f in task.dv_rewrite_files:
             # after the sections: rows their output supersedes must not come back in the rewrite
             assert vectors is not None
@@ -241,8 +284,24 @@ def run_compaction_task(
                          compact_changelog=tuple(changelog), index_before=index_before, index_after=index_after)
 
 
-def _selected_rows(unit: _UnitFiles, split: Split, meta: DataFileMeta, rows: np.ndarray) -> pa.Table:
-    """The ``rows`` (a bool per row) of ``meta``, with system columns, no deletion vector applied."""
+def _remember_output(unit: _UnitFiles, split: Split, level: int, files: Sequence[DataFileMeta],
+                     outputs: Sequence[pa.Table]) -> None:
+    """Keep the keys and rows of ``files``, a lookup unit's output written from ``outputs``, for
+    the next round's lookups (`dv_compact.remember_written_keys`, `dv_row_cache`): the rows as
+    the unit's reader would give them back, with the level column."""
+    looked_up = unit.looked_up_rows(split)
+    if looked_up.budget <= 0:
+        return
+    rows = drop_level(pa.concat_tables(outputs))
+    remember_written_keys(unit.store, split.partition, split.bucket, files, rows)
+    if unit.reader.lookup_levels:
+        rows = with_level(rows, level)
+    remember_written_rows(files, rows, looked_up.key, looked_up.budget)
+
+
+def _selected_rows(unit: _UnitFiles, split: Split, meta: DataFileMeta, rows: np.ndarray | None) -> pa.Table:
+    """The ``rows`` (a bool per row; None: every row) of ``meta``, with system columns, no
+    deletion vector applied."""
     whole = Split(split.partition, split.partition_values, split.bucket, split.total_buckets, [meta])
     return unit.reader.read_file(whole, meta, True, rows=rows)
 
@@ -267,8 +326,7 @@ def _gathered(pieces: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
 
 
 def _merge_whole(
-    reader: SplitReader,
-    split: Split,
+    read: Callable[[DataFileMeta], pa.Table],
     interval: Sequence[DataFileMeta],
     merge: Callable[[pa.Table], pa.Table],
 ) -> pa.Table:
@@ -280,7 +338,7 @@ def _merge_whole(
     but the output of a compaction must be key-sorted, and masks + filter + a sort of the
     survivors cost about 1.5x the single `sort_and_merge` on TPC-H lineitem units.
     """
-    return merge(pa.concat_tables([reader.read_file(split, f, with_system=True) for f in interval]))
+    return merge(pa.concat_tables([read(f) for f in interval]))
 
 
 def compaction_parallelism(store: FileStore, requested: int | None = None) -> int:

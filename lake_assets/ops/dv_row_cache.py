@@ -1,0 +1,176 @@
+"""Decoded rows of the files a deletion-vector compaction takes old rows from, kept between rounds.
+
+A writer of a partial-update, aggregation or ``sequence.field`` table with deletion vectors merges
+each key's live row above the compaction unit into its output (`ops.dv_old_values`). Those rows
+come from the same files round after round: a bucket's upper levels change only when a
+compaction writes them, and the top level holds most keys. Decoding the whole top-level file for a
+tenth of its rows, every round, was the largest part of such a round's cost (bench/RESULTS.md,
+"Deletion-vector upsert round, round 7"). Paimon's writer keeps looked-up files local between
+compactions for the same reason (``LookupLevels``' lookup file cache, bounded by the
+``lookup.cache-*`` options).
+
+`LookedUpRows` keeps a file's rows decoded (every row, in file order, with the system columns and
+the level column a unit's reader gives, no deletion vector applied: positions count every row) and
+answers a unit's positions with a ``take``. Entries are keyed by the file's path, size and level
+and the read schema's id (data files never change; an upgraded file is read again under its new
+level). Memory: the process holds at most ``lookup.cache-max-memory-size`` (Paimon's option,
+default 256 mb) of the table that stored last, least recently used out first, in one cache with
+the key columns and key indexes `ops.dv_compact` keeps (`LOOKUP_CACHE`); a file whose rows take
+more than a quarter of it is not kept, and only its selected rows are decoded, each time.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import numpy as np
+import pyarrow as pa
+
+from lake_assets.spec.manifest import DataFileMeta
+
+# (data file path, its size, its level, the read schema's id)
+RowsKey = tuple[str, int, int, int]
+
+
+class Sized(Protocol):
+    """What the cache holds: anything that knows its size (an Arrow table, a key index)."""
+
+    @property
+    def nbytes(self) -> int: ...
+
+
+class _LookupCache:
+    """What lookup compactions keep between rounds, by a tuple key, least recently used out first,
+    within the byte budget each `put` gives: whole files' decoded rows (`RowsKey`) and, from
+    `ops.dv_compact`, files' key columns and key indexes (their own keys)."""
+
+    def __init__(self) -> None:
+        self._items: OrderedDict[tuple[object, ...], Sized] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held."""
+        return self._bytes
+
+    def get(self, key: tuple[object, ...]) -> Sized | None:
+        with self._lock:
+            got = self._items.get(key)
+            if got is not None:
+                self._items.move_to_end(key)
+            return got
+
+    def put(self, key: tuple[object, ...], value: Sized, budget: int) -> None:
+        """Keep ``value``, then drop the least recently used entries until at most ``budget``
+        bytes are held (``value`` too, when it alone exceeds it)."""
+        with self._lock:
+            if key not in self._items:
+                self._items[key] = value
+                self._bytes += value.nbytes
+            while self._items and self._bytes > budget:
+                _, old = self._items.popitem(last=False)
+                self._bytes -= old.nbytes
+
+    def pop(self, key: tuple[object, ...]) -> Sized | None:
+        with self._lock:
+            got = self._items.pop(key, None)
+            if got is not None:
+                self._bytes -= got.nbytes
+            return got
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
+
+
+LOOKUP_CACHE = _LookupCache()
+"""One per process: its budget is ``lookup.cache-max-memory-size`` of the table that stored last."""
+
+
+def keep(key: tuple[object, ...], value: Sized, budget: int) -> None:
+    """Put ``value`` in `LOOKUP_CACHE` unless it takes more than a quarter of ``budget``."""
+    if value.nbytes <= budget // 4:
+        LOOKUP_CACHE.put(key, value, budget)
+
+
+class LookedUpRows:
+    """The rows a unit selects from files above it, from `LOOKUP_CACHE` where a file's rows are
+    kept. ``read_whole(meta)`` decodes every row of a file, ``read_selected(meta, mask)`` only the
+    rows a bool mask selects (both with the unit reader's columns); ``key(meta)`` names its
+    entry; ``budget`` is ``lookup.cache-max-memory-size`` in bytes (0: nothing is kept)."""
+
+    def __init__(
+        self,
+        read_whole: Callable[[DataFileMeta], pa.Table],
+        read_selected: Callable[[DataFileMeta, np.ndarray], pa.Table],
+        key: Callable[[DataFileMeta], RowsKey],
+        budget: int,
+    ) -> None:
+        self._read_whole = read_whole
+        self._read_selected = read_selected
+        self.key = key
+        self.budget = budget
+
+    def rows(self, meta: DataFileMeta, positions: np.ndarray) -> pa.Table:
+        """The rows of ``meta`` at ``positions`` (ascending, counting every row of the file), in
+        file order."""
+        if self._fits(meta):
+            key = self.key(meta)
+            got = LOOKUP_CACHE.get(key)
+            whole = got if isinstance(got, pa.Table) else self._read_whole(meta)
+            if whole.num_rows != meta.row_count:
+                whole = None  # a row count other than the manifest's: decode only what is asked, keep nothing
+            elif got is None:
+                keep(key, whole, self.budget)
+            if whole is not None:
+                return whole.take(pa.array(positions, type=pa.int64()))
+        mask = np.zeros(meta.row_count, dtype=bool)
+        mask[positions] = True
+        return self._read_selected(meta, mask)
+
+    def _fits(self, meta: DataFileMeta) -> bool:
+        """Whether ``meta``'s rows may be kept: by the file's size on storage, a lower bound of
+        its decoded rows (a file that cannot fit is never decoded whole)."""
+        return 0 < meta.file_size <= self.budget // 4
+
+
+def remember_written_rows(
+    files: Sequence[DataFileMeta], rows: pa.Table, key: Callable[[DataFileMeta], RowsKey], budget: int
+) -> None:
+    """Keep the rows of ``files`` a compaction has just written from ``rows`` (in file order, one
+    file after another; the reader's columns and level column): the next round takes old rows
+    from these very files, and would otherwise decode what was just encoded."""
+    if not files or budget <= 0 or sum(f.row_count for f in files) != rows.num_rows:
+        return
+    start = 0
+    for meta in files:
+        part = rows.slice(start, meta.row_count)
+        start += meta.row_count
+        if 0 < meta.file_size <= budget // 4:
+            keep(key(meta), part, budget)
+
+
+FLUSHED_LEVEL = -1
+"""The level of a `RowsKey` whose rows are a level-0 file's as the writer's flush held them
+(`remember_written_rows` with `flushed_key`): the same round's compaction rewrites that file
+through the merge (`take_flushed`), where it would otherwise decode what was just encoded."""
+
+
+def flushed_key(path: str, meta: DataFileMeta, schema_id: int) -> RowsKey:
+    """The key of a level-0 file's rows as the writer's flush held them."""
+    return (path, meta.file_size, FLUSHED_LEVEL, schema_id)
+
+
+def take_flushed(key: RowsKey) -> pa.Table | None:
+    """The rows `flushed_key` names, removed from the cache (a level-0 file is rewritten once)."""
+    got = LOOKUP_CACHE.pop(key)
+    return got if isinstance(got, pa.Table) else None
+
+
+__all__ = ["FLUSHED_LEVEL", "LOOKUP_CACHE", "LookedUpRows", "RowsKey", "Sized", "flushed_key", "keep",
+           "remember_written_rows", "take_flushed"]
