@@ -338,7 +338,7 @@ def orphan_cleaner(warehouse: str, opts: dict, p: dict) -> dict:
 _EARLY: dict[str, _Standby] = {}
 
 
-def _warm_up(scratch: Path) -> None:
+def warm_up(scratch: Path) -> None:
     """Run every code path a role takes once, on a scratch table outside the warehouse: the first
     write of a process imports the write path (about 0.4 s of CPU), its first read, stream and
     expiry theirs. Done after the common start, a dozen processes' first operations competed for
@@ -368,13 +368,15 @@ def _warm_up(scratch: Path) -> None:
     shutil.rmtree(scratch)
 
 
-def _wait_for_start(role: str, warehouse: str, opts: dict, p: dict) -> None:
+def wait_for_start(role: str, warehouse: str, opts: dict, p: dict, *, warmed: bool = False) -> None:
     """Imports, the first connection and each code path's first run cost seconds of CPU: do them
     before the common start, so that no role's timed loop competes with another one's interpreter
-    start (the two-phase writer's first standby process included)."""
+    start (the two-phase writer's first standby process included). ``warmed``: a process forked
+    from one that ran `warm_up` already (``concurrency_hub.py``)."""
     if "ready" not in p:
         return
-    _warm_up(Path(p["ready"]).with_suffix(".warm"))
+    if not warmed:
+        warm_up(Path(p["ready"]).with_suffix(".warm"))
     if role == "two_phase":
         user = f"two-phase-{p['worker']}"
         Path(p["state"]).mkdir(parents=True, exist_ok=True)
@@ -391,7 +393,7 @@ def _wait_for_start(role: str, warehouse: str, opts: dict, p: dict) -> None:
 if __name__ == "__main__":
     role, warehouse, opts_json, params_json, out = sys.argv[1:]
     params = json.loads(params_json)
-    _wait_for_start(role, warehouse, json.loads(opts_json), params)
+    wait_for_start(role, warehouse, json.loads(opts_json), params)
     result = globals()[role](warehouse, json.loads(opts_json), params)
     with contextlib.suppress(FileNotFoundError):
         Path(out).unlink()
