@@ -10,10 +10,11 @@ fork, Python's ``random`` reseeded by the interpreter and lake_assets' read pool
 (``os.register_at_fork``), pyarrow's pools restarted by pyarrow. Each child then connects, reports
 ``ready``, waits for the common ``go`` and runs its role exactly as ``concurrency_workers`` runs it.
 
-For every child that ends the hub writes ``<out>.rc`` (its exit code, negative for a signal) and exits
-once all have. Started in its own session, so the test can end the hub and every child at once.
-The two-phase writer's standbys stay fresh interpreters (started mid-run by a process that holds live
-connections, which a fork would copy).
+A child may ask for another process by dropping a request in ``<spawn>/<name>.json`` (the two-phase
+writer's standbys, `concurrency_workers.HubChild`): the hub forks it too, from its own state, never
+from the asking process, which holds live connections a fork would copy. For every child that ends
+the hub writes ``<out>.rc`` (its exit code, negative for a signal) and exits once all have. Started in
+its own session, so the test can end the hub and every child at once.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import NoReturn
@@ -48,28 +50,38 @@ def _run_child(plan: dict, spec: dict) -> NoReturn:
     os._exit(code)
 
 
+def _fork(plan: dict, spec: dict) -> int:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        _run_child(plan, spec)
+    return pid
+
+
 def main(plan_path: str) -> None:
     plan = json.loads(Path(plan_path).read_text())
     if plan["opts"]:
         import s3fs  # noqa: F401  (imported, never instantiated: no event loop nor client to copy)
     workers.warm_up(Path(plan["scratch"]))
-    children: dict[int, dict] = {}
-    for spec in plan["roles"]:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            _run_child(plan, spec)
-        children[pid] = spec
+    spawn = Path(plan["spawn"])
+    spawn.mkdir(parents=True, exist_ok=True)
+    workers.HUB_SPAWN = spawn  # inherited by every child: they ask for their standbys here
+    children = {_fork(plan, spec): spec for spec in plan["roles"]}
     while children:
-        pid, status = os.wait()
-        spec = children.pop(pid, None)
-        if spec is None:  # not one of ours (none is expected)
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid:
+            spec = children.pop(pid)
+            rc = Path(spec["out"] + ".rc")
+            tmp = rc.with_suffix(".tmp")
+            tmp.write_text(str(os.waitstatus_to_exitcode(status)))
+            tmp.replace(rc)
             continue
-        rc = Path(spec["out"] + ".rc")
-        tmp = rc.with_suffix(".tmp")
-        tmp.write_text(str(os.waitstatus_to_exitcode(status)))
-        tmp.replace(rc)
+        for request in sorted(spawn.glob("*.json")):  # a standby asked for by a two-phase writer
+            spec = json.loads(request.read_text())
+            request.unlink()
+            children[_fork(plan, spec)] = spec
+        time.sleep(0.02)
 
 
 if __name__ == "__main__":

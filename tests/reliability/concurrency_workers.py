@@ -191,7 +191,9 @@ def two_phase(warehouse: str, opts: dict, p: dict) -> dict:
 
 class _Standby:
     """A fresh process started ahead of time (like a standby job manager), so that taking over a
-    crashed job's checkpoint costs a commit, not an interpreter start."""
+    crashed job's checkpoint costs a commit, not an interpreter start. Under the hub
+    (``concurrency_hub.py``: `HUB_SPAWN` set) the hub forks it from its imported, warmed-up state,
+    never from this process, which holds live connections; otherwise it is a fresh interpreter."""
 
     count = 0  # standbys started by this process (names their files)
 
@@ -204,10 +206,14 @@ class _Standby:
         self.ready_file = state / f"{user}-standby-{self.n}.ready"
         params = {"user": user, "request": str(self.request), "seconds": p["seconds"] * 3 + 30,
                   "standby_ready": str(self.ready_file), "retention_s": p["retention_s"]}
-        self.proc = subprocess.Popen(
-            [sys.executable, __file__, "recover", warehouse, json.dumps(opts), json.dumps(params), str(self.out)],
-            stderr=subprocess.PIPE, text=True,
-        )
+        self.proc: subprocess.Popen[str] | HubChild
+        if HUB_SPAWN is not None:
+            self.proc = HubChild.spawn(HUB_SPAWN, "recover", params, self.out)
+        else:
+            self.proc = subprocess.Popen(
+                [sys.executable, __file__, "recover", warehouse, json.dumps(opts), json.dumps(params), str(self.out)],
+                stderr=subprocess.PIPE, text=True,
+            )
 
     def ready(self) -> bool:
         return self.ready_file.exists()
@@ -336,6 +342,38 @@ def orphan_cleaner(warehouse: str, opts: dict, p: dict) -> dict:
 
 
 _EARLY: dict[str, _Standby] = {}
+HUB_SPAWN: Path | None = None  # where a process forked by the hub asks it for another process
+
+
+class HubChild:
+    """A process the hub forked on request (``<out>.rc`` holds its exit code once it ended): the
+    part of `subprocess.Popen` that `_Standby` uses."""
+
+    def __init__(self, out: Path, err: Path) -> None:
+        self.rc_path, self.err = Path(f"{out}.rc"), err
+        self.returncode: int | None = None
+
+    @classmethod
+    def spawn(cls, spawn_dir: Path, role: str, params: dict, out: Path) -> HubChild:
+        err = out.with_suffix(".err")
+        request = {"role": role, "params": params, "out": str(out), "err": str(err)}
+        tmp = spawn_dir / f"{out.stem}.tmp"
+        tmp.write_text(json.dumps(request))
+        tmp.replace(spawn_dir / f"{out.stem}.json")  # whole, or not there: the hub reads *.json
+        return cls(out, err)
+
+    def poll(self) -> int | None:
+        if self.returncode is None and self.rc_path.exists():
+            self.returncode = int(self.rc_path.read_text())
+        return self.returncode
+
+    def communicate(self, timeout: float) -> tuple[str, str]:
+        deadline = time.time() + timeout
+        while self.poll() is None:
+            if time.time() > deadline:
+                raise subprocess.TimeoutExpired(f"hub child {self.rc_path.stem}", timeout)
+            time.sleep(0.01)
+        return "", self.err.read_text() if self.err.exists() else ""
 
 
 def warm_up(scratch: Path) -> None:

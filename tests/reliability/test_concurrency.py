@@ -118,7 +118,7 @@ def _run_all(warehouse: str, opts: dict, tmp_path: Path, roles: list[tuple[str, 
                       "params": {**params, "ready": str(tmp_path / f"{name}.ready"), "go": str(go)}})
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"warehouse": warehouse, "opts": opts, "scratch": str(tmp_path / "hub.warm"),
-                                "roles": specs}))
+                                "spawn": str(tmp_path / "spawn"), "roles": specs}))
     # the hub's output to a file: a chatty process must never block on a full pipe while we wait
     with open(tmp_path / "hub.err", "w") as err:
         hub = subprocess.Popen([sys.executable, str(HUB), str(plan)], env=env, stdout=subprocess.DEVNULL,
