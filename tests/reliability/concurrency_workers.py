@@ -1,6 +1,7 @@
 """Processes that hammer one table at once (spawned by test_concurrency.py).
 
-Run as ``python concurrency_workers.py <role> <warehouse> <storage options JSON> <params JSON> <out>``.
+Forked by ``concurrency_hub.py`` (one role a process), or run alone as
+``python concurrency_workers.py <role> <warehouse> <storage options JSON> <params JSON> <out>``.
 Every role is bounded in time (``params["seconds"]``) and in iterations, writes a JSON report to
 ``out`` and records what it had acknowledged: the checker compares the table with those reports.
 

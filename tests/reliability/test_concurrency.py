@@ -8,7 +8,9 @@ ids are contiguous and each was written once, every snapshot, tag and consumer p
 files and reads, tags read what their tagger saw, consumers continue from their position, and
 nothing outside the warehouse changed. Runs on a local disk, on S3 (moto on loopback, conditional
 PUTs), and on S3 through a proxy that loses the answers of every 4th snapshot put and every 3rd tag
-put (the clients must find out by looking and recognise their own objects).
+put (the clients must find out by looking and recognise their own objects). Every role, and every
+standby of the two-phase writer, is its own process, forked from one hub that imported and warmed up
+once (`concurrency_hub`): 40-odd fresh interpreters cost the module 60 CPU s of its 112.
 
 ``LAKE_CONCURRENCY_SECONDS`` / ``LAKE_CONCURRENCY_S3_SECONDS`` lengthen the runs (default 8 s of
 load per process locally, 8 s paced on S3).
