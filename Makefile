@@ -31,6 +31,11 @@ PAIMON_STAMP := $(VENV_PAIMON)/.installed-pypaimon-$(PAIMON_VERSION)-rust-$(PAIM
 LINT_PATHS = $(wildcard lake_assets jobs tests bench)
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# mypy's incremental cache outside the checkout, so that a fresh clone on the same machine reuses it
+# (30 CPU s cold, under 1 s warm). mypy revalidates every entry against the size, mtime and hash of
+# its source, so another checkout's entry is rechecked, not trusted; it writes entries atomically.
+# Override with MYPY_CACHE_DIR=.mypy_cache.
+export MYPY_CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/lake_assets/mypy
 
 .PHONY: help venv venv-paimon java-oracle browser test lint demo dagster clean
 

@@ -1,6 +1,7 @@
 """Processes that hammer one table at once (spawned by test_concurrency.py).
 
-Run as ``python concurrency_workers.py <role> <warehouse> <storage options JSON> <params JSON> <out>``.
+Forked by ``concurrency_hub.py`` (one role a process), or run alone as
+``python concurrency_workers.py <role> <warehouse> <storage options JSON> <params JSON> <out>``.
 Every role is bounded in time (``params["seconds"]``) and in iterations, writes a JSON report to
 ``out`` and records what it had acknowledged: the checker compares the table with those reports.
 
@@ -191,7 +192,9 @@ def two_phase(warehouse: str, opts: dict, p: dict) -> dict:
 
 class _Standby:
     """A fresh process started ahead of time (like a standby job manager), so that taking over a
-    crashed job's checkpoint costs a commit, not an interpreter start."""
+    crashed job's checkpoint costs a commit, not an interpreter start. Under the hub
+    (``concurrency_hub.py``: `HUB_SPAWN` set) the hub forks it from its imported, warmed-up state,
+    never from this process, which holds live connections; otherwise it is a fresh interpreter."""
 
     count = 0  # standbys started by this process (names their files)
 
@@ -204,10 +207,14 @@ class _Standby:
         self.ready_file = state / f"{user}-standby-{self.n}.ready"
         params = {"user": user, "request": str(self.request), "seconds": p["seconds"] * 3 + 30,
                   "standby_ready": str(self.ready_file), "retention_s": p["retention_s"]}
-        self.proc = subprocess.Popen(
-            [sys.executable, __file__, "recover", warehouse, json.dumps(opts), json.dumps(params), str(self.out)],
-            stderr=subprocess.PIPE, text=True,
-        )
+        self.proc: subprocess.Popen[str] | HubChild
+        if HUB_SPAWN is not None:
+            self.proc = HubChild.spawn(HUB_SPAWN, "recover", params, self.out)
+        else:
+            self.proc = subprocess.Popen(
+                [sys.executable, __file__, "recover", warehouse, json.dumps(opts), json.dumps(params), str(self.out)],
+                stderr=subprocess.PIPE, text=True,
+            )
 
     def ready(self) -> bool:
         return self.ready_file.exists()
@@ -336,9 +343,41 @@ def orphan_cleaner(warehouse: str, opts: dict, p: dict) -> dict:
 
 
 _EARLY: dict[str, _Standby] = {}
+HUB_SPAWN: Path | None = None  # where a process forked by the hub asks it for another process
 
 
-def _warm_up(scratch: Path) -> None:
+class HubChild:
+    """A process the hub forked on request (``<out>.rc`` holds its exit code once it ended): the
+    part of `subprocess.Popen` that `_Standby` uses."""
+
+    def __init__(self, out: Path, err: Path) -> None:
+        self.rc_path, self.err = Path(f"{out}.rc"), err
+        self.returncode: int | None = None
+
+    @classmethod
+    def spawn(cls, spawn_dir: Path, role: str, params: dict, out: Path) -> HubChild:
+        err = out.with_suffix(".err")
+        request = {"role": role, "params": params, "out": str(out), "err": str(err)}
+        tmp = spawn_dir / f"{out.stem}.tmp"
+        tmp.write_text(json.dumps(request))
+        tmp.replace(spawn_dir / f"{out.stem}.json")  # whole, or not there: the hub reads *.json
+        return cls(out, err)
+
+    def poll(self) -> int | None:
+        if self.returncode is None and self.rc_path.exists():
+            self.returncode = int(self.rc_path.read_text())
+        return self.returncode
+
+    def communicate(self, timeout: float) -> tuple[str, str]:
+        deadline = time.time() + timeout
+        while self.poll() is None:
+            if time.time() > deadline:
+                raise subprocess.TimeoutExpired(f"hub child {self.rc_path.stem}", timeout)
+            time.sleep(0.01)
+        return "", self.err.read_text() if self.err.exists() else ""
+
+
+def warm_up(scratch: Path) -> None:
     """Run every code path a role takes once, on a scratch table outside the warehouse: the first
     write of a process imports the write path (about 0.4 s of CPU), its first read, stream and
     expiry theirs. Done after the common start, a dozen processes' first operations competed for
@@ -368,13 +407,15 @@ def _warm_up(scratch: Path) -> None:
     shutil.rmtree(scratch)
 
 
-def _wait_for_start(role: str, warehouse: str, opts: dict, p: dict) -> None:
+def wait_for_start(role: str, warehouse: str, opts: dict, p: dict, *, warmed: bool = False) -> None:
     """Imports, the first connection and each code path's first run cost seconds of CPU: do them
     before the common start, so that no role's timed loop competes with another one's interpreter
-    start (the two-phase writer's first standby process included)."""
+    start (the two-phase writer's first standby process included). ``warmed``: a process forked
+    from one that ran `warm_up` already (``concurrency_hub.py``)."""
     if "ready" not in p:
         return
-    _warm_up(Path(p["ready"]).with_suffix(".warm"))
+    if not warmed:
+        warm_up(Path(p["ready"]).with_suffix(".warm"))
     if role == "two_phase":
         user = f"two-phase-{p['worker']}"
         Path(p["state"]).mkdir(parents=True, exist_ok=True)
@@ -391,7 +432,7 @@ def _wait_for_start(role: str, warehouse: str, opts: dict, p: dict) -> None:
 if __name__ == "__main__":
     role, warehouse, opts_json, params_json, out = sys.argv[1:]
     params = json.loads(params_json)
-    _wait_for_start(role, warehouse, json.loads(opts_json), params)
+    wait_for_start(role, warehouse, json.loads(opts_json), params)
     result = globals()[role](warehouse, json.loads(opts_json), params)
     with contextlib.suppress(FileNotFoundError):
         Path(out).unlink()
