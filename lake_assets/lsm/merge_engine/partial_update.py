@@ -23,6 +23,10 @@ unchanged (see the package docstring).
   the record: the row becomes the -D's image (as Paimon HEAD's ``initRow``), the result is -D
   unless later records follow, and those merge on top of the image (`group_delete`). Conflicts
   with ``ignore-delete``.
+- Not followed with sequence groups: Paimon 1.4.1+/2.0 start a key whose first record is a
+  retraction from its whole image (``initRow``; ungrouped columns and unset groups included). That
+  breaks merge(merge(A) + B) == merge(A + B), on which the group merge below is built (see the
+  result kind) (docs/format.md §10.1); a leading retraction here only retracts its groups.
 - Aggregate functions are allowed on grouped columns only (Paimon rejects any other function than
   last_non_null_value outside a group). Inside a group they fold the group's records in
   group-sequence order, ties in arrival order. That equals Paimon for plain columns, last_value and
