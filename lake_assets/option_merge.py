@@ -95,6 +95,10 @@ class MergeOptions(OptionAccess):
         return self._bool("streaming-read-overwrite")
 
     @property
+    def streaming_read_append_overwrite(self) -> bool:
+        return self._bool("streaming-read-append-overwrite")
+
+    @property
     def sequence_fields(self) -> tuple[str, ...]:
         return self._list("sequence.field")
 

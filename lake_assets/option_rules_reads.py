@@ -40,6 +40,13 @@ READ_RULES: dict[str, OptionRule] = {r.key: r for r in (
       "and fetched together, only larger ones streamed. Whole-file reads (to_arrow) read chunks whole.",
       minimum=0, lake_assets_only=True),
     R("streaming-read-overwrite", "bool", False, "Streaming reads also emit OVERWRITE snapshots."),
+    R("streaming-read-append-overwrite", "bool", False, "Streaming reads of an append table also emit the "
+      "files an OVERWRITE snapshot added (Paimon 1.2+).", note="as Paimon's DataTableStreamScan (HEAD's "
+      "FollowUpScanner.getOverwriteChangesPlan): a stream of an append table (core and Spark source) reads "
+      "the data files an OVERWRITE added, as +I rows, whatever changelog-producer or scan mode; the rows it "
+      "replaced are not retracted, and a delete through deletion vectors (an OVERWRITE adding no file) "
+      "emits nothing. Incremental reads of snapshot ids still skip OVERWRITEs, as Java's "
+      "IncrementalDeltaStartingScanner does; primary-key tables follow streaming-read-overwrite instead"),
     R("source.split.target-size", "size", 128 * MiB, "Bytes of files Paimon's batch planner packs into one "
       "split of a bucket.", minimum=1, note="lake_assets plans one split per bucket; a stream's full phase "
       "packs as Java does to give each row the kind Java's reader gives it (ops/full_phase_kinds.py)"),

@@ -96,7 +96,8 @@ def check_options(
         if core.streaming_read_overwrite:
             # Java's SchemaValidation (0.9 to HEAD): "Doesn't support streaming read the changes
             # from overwrite when the primary keys are not defined"
-            raise OptionError(f"{what}: option 'streaming-read-overwrite' needs a primary key")
+            raise OptionError(f"{what}: option 'streaming-read-overwrite' needs a primary key (an append "
+                              "table's streams read OVERWRITEs with 'streaming-read-append-overwrite')")
     if core.bucket_key and core.bucket == -1:
         # Paimon's SchemaValidation refuses it too: dynamic-bucket writers hash the trimmed primary
         # key whatever bucket-key says, and unaware-bucket tables hash nothing

@@ -161,7 +161,7 @@ class SplitReader:
         self.sequence_fields = list(opts.sequence_fields)
         self.sequence_descending = opts.sequence_descending
         self.merge_function = store.merge_function(schema)
-        filter_cols = sorted(predicate.columns) if predicate is not None and predicate.expression is None else []
+        filter_cols = predicate.read_columns if predicate is not None else []
         needed = [c for c in self.columns if c not in self.system_columns]
         for c in filter_cols:
             if c not in needed and schema.has_field(c):

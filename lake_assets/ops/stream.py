@@ -9,7 +9,8 @@ What a snapshot contributes depends on the table's ``changelog-producer``:
 
 * ``none``: the data files an APPEND snapshot added, as written (each file is merged per key, so a
   key changed twice in one commit appears once). COMPACT snapshots carry no new data and are
-  skipped; OVERWRITE snapshots too, unless ``streaming-read-overwrite`` is true.
+  skipped; OVERWRITE snapshots too, unless ``streaming-read-overwrite`` (primary-key tables) or,
+  in a stream of an append table, ``streaming-read-append-overwrite`` (Paimon 1.2+) is true.
 * ``input``, ``lookup``, ``full-compaction``: the changelog files in the snapshot's changelog
   manifest list, whatever the commit kind.
 

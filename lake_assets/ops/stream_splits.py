@@ -87,9 +87,21 @@ def snapshot_changes(
         return _group(snap.id, scan.changelog_entries(snap), "changelog", scan, schema)
     if snap.commit_kind == CommitKind.COMPACT:
         return []
-    if snap.commit_kind == CommitKind.OVERWRITE and not opts.streaming_read_overwrite:
+    if snap.commit_kind == CommitKind.OVERWRITE and not _reads_overwrite(moved, streaming):
         return []
     return _group(snap.id, scan.delta_entries(snap), "delta", scan, schema)
+
+
+def _reads_overwrite(schema: TableSchema, streaming: bool) -> bool:
+    """Whether an OVERWRITE snapshot's added files are read: a primary-key table's with
+    ``streaming-read-overwrite``; an append table's (which refuses that option) in a stream with
+    ``streaming-read-append-overwrite`` (Paimon 1.2+ ``AppendOnlyFileStoreTable
+    .supportStreamingReadOverwrite``: only ``DataTableStreamScan`` asks; its incremental scanner
+    skips OVERWRITEs)."""
+    opts = schema.core_options
+    if schema.primary_keys:
+        return opts.streaming_read_overwrite
+    return streaming and opts.streaming_read_append_overwrite
 
 
 def _full_phase_levels(schema: TableSchema) -> Callable[[int], bool] | None:

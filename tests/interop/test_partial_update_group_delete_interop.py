@@ -101,18 +101,29 @@ PLAIN = pa.schema([pa.field("k", pa.int32(), nullable=False), ("a", pa.string())
 def test_remove_record_on_delete_keeps_the_delete_image(rust: PypaimonRust, tmp_path: Path) -> None:
     """``partial-update.remove-record-on-delete``: the row after a -D is the -D's image and later
     inserts overwrite its non-null fields (Paimon 2.0's ``initRow``; 1.0 started an empty row),
-    within one commit and across commits, both ways with pypaimon-rust 0.4."""
+    within one commit and across commits, both ways with pypaimon-rust 0.4. A -U after a -D flips
+    the row back to +I when an insert came before it in the same merge (k4; Paimon 1.1+ resets
+    the delete flag on every record and gives -D only when no insert was seen, k3; k4 is a +I row
+    whose rowkind.field column keeps the -D image's value), and a key
+    whose first record is a -U starts from that -U's whole image (k5, k6: Paimon 1.4.1+ and 2.0)."""
     options = {"bucket": "1", "merge-engine": "partial-update", "rowkind.field": "op",
                "partial-update.remove-record-on-delete": "true"}
     commits = [
         pa.Table.from_pylist([{"k": 1, "a": "x", "b": 1, "op": "+I"}, {"k": 2, "a": "y", "b": 1, "op": "+I"},
                               {"k": 3, "a": "z", "b": 1, "op": "+I"}], schema=PLAIN),
         pa.Table.from_pylist([{"k": 1, "a": "x", "b": None, "op": "-D"}, {"k": 1, "a": None, "b": 2, "op": "+I"},
-                              {"k": 2, "a": "y", "b": 5, "op": "-D"}, {"k": 3, "a": None, "b": 9, "op": "-D"}],
+                              {"k": 2, "a": "y", "b": 5, "op": "-D"}, {"k": 3, "a": None, "b": 9, "op": "-D"},
+                              {"k": 3, "a": "u", "b": 3, "op": "-U"},
+                              {"k": 4, "a": "w", "b": 1, "op": "+I"}, {"k": 4, "a": "w2", "b": None, "op": "-D"},
+                              {"k": 4, "a": None, "b": 8, "op": "-U"},
+                              {"k": 5, "a": "v", "b": 4, "op": "-U"}, {"k": 5, "a": None, "b": 6, "op": "+I"},
+                              {"k": 6, "a": "s", "b": 1, "op": "-U"}], schema=PLAIN),
+        pa.Table.from_pylist([{"k": 2, "a": None, "b": 7, "op": "+I"}, {"k": 6, "a": None, "b": 2, "op": "+I"}],
                              schema=PLAIN),
-        pa.Table.from_pylist([{"k": 2, "a": None, "b": 7, "op": "+I"}], schema=PLAIN),
     ]
-    expected = [{"k": 1, "a": "x", "b": 2, "op": "+I"}, {"k": 2, "a": "y", "b": 7, "op": "+I"}]
+    expected = [{"k": 1, "a": "x", "b": 2, "op": "+I"}, {"k": 2, "a": "y", "b": 7, "op": "+I"},
+                {"k": 4, "a": "w2", "b": None, "op": "-D"}, {"k": 5, "a": "v", "b": 6, "op": "+I"},
+                {"k": 6, "a": "s", "b": 2, "op": "+I"}]
     theirs, ours = str(tmp_path / "rust"), str(tmp_path / "lake")
     rust.sql(theirs, "CREATE SCHEMA paimon.db",
              "CREATE TABLE paimon.db.t (k INT NOT NULL, a STRING, b INT, op STRING, PRIMARY KEY (k)) WITH ("
@@ -125,5 +136,8 @@ def test_remove_record_on_delete_keeps_the_delete_image(rust: PypaimonRust, tmp_
         table.write_arrow(data)
     assert _rows(rust.read_rows(theirs, "db.t")) == expected
     assert _rows(Catalog(theirs).get_table("db.t").to_arrow().to_pylist()) == expected
+    assert _rows(table.to_arrow().to_pylist()) == expected
+    assert _rows(rust.read_rows(ours, "db.t")) == expected
+    table.compact(full=True)  # merges every key's records at once (k3..k6 meet their inserts)
     assert _rows(table.to_arrow().to_pylist()) == expected
     assert _rows(rust.read_rows(ours, "db.t")) == expected

@@ -303,15 +303,23 @@ def test_partial_update_remove_record_on_delete() -> None:
     out = by_key(run(fn, s, [
         (INS, {"k": 1, "a": 1, "b": 1}), (DEL, {"k": 1, "a": None, "b": None}),
         (INS, {"k": 2, "a": 1, "b": 1}), (DEL, {"k": 2, "a": None, "b": None}), (INS, {"k": 2, "a": 5, "b": None}),
-        (INS, {"k": 3, "a": 1, "b": 1}), (UB, {"k": 3, "a": 1, "b": 1}),  # -U does nothing
+        (INS, {"k": 3, "a": 1, "b": 1}), (UB, {"k": 3, "a": 9, "b": None}),  # -U changes no field
         (UB, {"k": 4, "a": 1, "b": 1}),
-        (INS, {"k": 5, "a": 1, "b": 1}), (DEL, {"k": 5, "a": 1, "b": 1}), (UB, {"k": 5, "a": 1, "b": 1}),
+        (INS, {"k": 5, "a": 1, "b": 1}), (DEL, {"k": 5, "a": 2, "b": None}), (UB, {"k": 5, "a": 3, "b": 3}),
+        (UB, {"k": 6, "a": 6, "b": None}), (INS, {"k": 6, "a": None, "b": 7}),
+        (DEL, {"k": 7, "a": 7, "b": None}), (UB, {"k": 7, "a": None, "b": 8}),
     ]))
     assert out[1][0] == DEL and out[1][1]["a"] is None
     assert out[2] == (INS, {"k": 2, "a": 5, "b": None, SEQ: 4, KIND: INS})  # a new row: b not carried over
-    assert out[3] == (INS, {"k": 3, "a": 1, "b": 1, SEQ: 5, KIND: INS})
-    assert 4 not in out
-    assert out[5][0] == DEL
+    # Paimon HEAD's add(): every record's sequence number is the result's, a -U's too
+    assert out[3] == (INS, {"k": 3, "a": 1, "b": 1, SEQ: 6, KIND: INS})
+    assert out[4] == (UB, {"k": 4, "a": 1, "b": 1, SEQ: 7, KIND: UB})  # a key's only record, as written
+    # a -U after a -D flips the row back to +I (an insert came first): the -D's image
+    assert out[5] == (INS, {"k": 5, "a": 2, "b": None, SEQ: 10, KIND: INS})
+    # a leading -U's whole image is the row the insert overwrites (Paimon 1.4.1+/2.0 initRow)
+    assert out[6] == (INS, {"k": 6, "a": 6, "b": 7, SEQ: 12, KIND: INS})
+    # no insert seen: -D, whatever follows the -D
+    assert out[7][0] == DEL and out[7][1]["a"] == 7
 
 
 def test_partial_update_option_conflicts_and_group_validation() -> None:
@@ -566,22 +574,23 @@ def model_partial_update(records: Sequence[Record], cols: Sequence[str], ignore_
     for k, recs in group_records(records).items():
         if ignore_delete:
             recs = [r for r in recs if not retracting(r[0])]
-        if remove_on_delete:
-            recs = [r for r in recs if r[0] != UB]
         if not recs:
             continue
+        # Paimon HEAD's PartialUpdateMergeFunction.add, record by record
         row: dict[str, Any] = dict.fromkeys(cols)
-        deleted = False
-        for kind, rec in recs:
+        deleted = seen_insert = False
+        for i, (kind, rec) in enumerate(recs):
+            deleted = False
             if retracting(kind):
                 if not remove_on_delete:
                     raise CannotApply("retract")
-                # the row becomes the -D's image (Paimon HEAD's initRow), later inserts overwrite it
-                row, deleted = {c: rec[c] for c in cols}, True
+                if i == 0 or kind == DEL:
+                    # the row becomes the retraction's image (initRow); a -D marks it deleted
+                    row, deleted = {c: rec[c] for c in cols}, kind == DEL
                 continue
-            deleted = False
+            seen_insert = True
             row.update({c: rec[c] for c in cols if rec[c] is not None})
-        out[k] = single_or(recs, (DEL if deleted else INS, row))
+        out[k] = single_or(recs, (DEL if deleted or not seen_insert else INS, row))
     return out
 
 
@@ -718,12 +727,13 @@ def assert_associative(fn: MergeFunction, schema: pa.Schema, records: list[Recor
                        resets: bool = False) -> None:
     """merge(X + merge(Y) + Z) == merge(X + Y + Z) for each split.
 
-    With ``resets`` (remove-record-on-delete) slices where a -D is followed by more records of its
-    key are skipped: one merged row cannot say "reset, then these".
+    With ``resets`` (remove-record-on-delete) slices where a retraction is followed by more
+    records of its key are skipped (`retraction_then_more`): one merged row cannot say "reset,
+    then these".
     """
     full = visible(merge(fn, raw_table(schema, records)))
     for split in splits:
-        if resets and delete_then_more(three_way(records, split)[1]):
+        if resets and retraction_then_more(*three_way(records, split)):
             continue
         assert visible(merged_in_two_steps(fn, schema, records, split)) == full, split
 
@@ -733,9 +743,14 @@ def visible(table: pa.Table) -> dict[Any, Any]:
     return {k: (kind, row[SEQ], row if kind == INS else None) for k, (kind, row) in by_key(table).items()}
 
 
-def delete_then_more(records: Sequence[Record]) -> bool:
-    """Whether some key has a -D followed by another record: a merged row cannot express the reset."""
-    return any(DEL in [kind for kind, _ in recs][:-1] for recs in group_records(records).values())
+def retraction_then_more(x: Sequence[Record], y: Sequence[Record], z: Sequence[Record]) -> bool:
+    """Whether a key of ``y`` holds a retraction and more records, in ``y`` or after it: merged on
+    its own, ``y`` loses what the whole merge sees (a -U after a -D flips the row back to +I only
+    if an insert came before; a leading -U's image is the row only at the start of a merge), as
+    Paimon's merge of a writer's flush does."""
+    later = set(group_records(z))
+    return any(any(retracting(kind) for kind, _ in recs) and (len(recs) > 1 or k in later)
+               for k, recs in group_records(y).items())
 
 
 # ---------------------------------------------------------------- differential tests

@@ -225,3 +225,41 @@ def test_no_clause_matches_every_row() -> None:
     data = pa.table({"k": [1, None]})
     assert Predicate(()).mask(data).to_pylist() == [True, True]
     assert Predicate(()).filter_table(data).equals(data)
+
+
+EXPRESSION_TABLES = {
+    "append": ({}, [], []),
+    "append, partitioned by the filtered column": ({}, [], ["p"]),
+    "append with deletion vectors": ({"deletion-vectors.enabled": "true"}, [], []),
+    "primary key, merged": ({"bucket": "1"}, ["k"], []),
+    "partial-update with a sequence group": ({"bucket": "1", "merge-engine": "partial-update",
+                                             "fields.w.sequence-group": "v"}, ["k"], []),
+    "primary key with deletion vectors": ({"bucket": "1", "deletion-vectors.enabled": "true"}, ["k", "p"], ["p"]),
+    "postponed bucket, merged on read": ({"bucket": "-2", "postpone.merge-on-read": "true"}, ["k"], []),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(EXPRESSION_TABLES))
+def test_an_expression_filter_on_columns_not_projected(catalog, kind: str) -> None:
+    """An Arrow Expression on columns the read does not project (Arrow raised ArrowInvalid when
+    it met the projected rows) reads them to filter, as Paimon filters on any column; nested
+    references and a filter naming no column of the table still fail as a FilterError."""
+    options, keys, partitions = EXPRESSION_TABLES[kind]
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string()), ("w", pa.int32()),
+                        pa.field("p", pa.string(), nullable=False), ("s", pa.struct([("x", pa.int32())]))])
+    t = catalog.create_table("db.expr", schema, primary_keys=keys, partition_keys=partitions, options=options)
+    rows = [{"k": i, "v": f"v{i}", "w": i % 3, "p": "ab"[i % 2], "s": {"x": -i}} for i in range(6)]
+    t.write_arrow(pa.Table.from_pylist(rows, schema=schema))
+    if keys:  # a second commit merged with the first (w is v's sequence in the partial-update case)
+        t.write_arrow(pa.Table.from_pylist([{**r, "v": r["v"] + "'", "w": 9} for r in rows[:2]], schema=schema))
+
+    def read(expression: pc.Expression, columns: list[str]) -> list[dict[str, Any]]:
+        return sorted(t.to_arrow(columns=columns, filter=expression).to_pylist(), key=repr)
+
+    assert read((pc.field("w") == 9) | (pc.field("k") >= 4), ["v"]) == (
+        [{"v": "v0'"}, {"v": "v1'"}, {"v": "v4"}, {"v": "v5"}] if keys else [{"v": "v4"}, {"v": "v5"}])
+    assert read(pc.field("p") == "b", ["k"]) == [{"k": 1}, {"k": 3}, {"k": 5}]
+    assert read(pc.field("s", "x") < -3, ["k", "v"]) == [{"k": 4, "v": "v4"}, {"k": 5, "v": "v5"}]
+    assert [b.num_rows for b in t.to_batches(columns=["v"], filter=pc.field("k") == 2)] in ([1], [0, 1], [1, 0])
+    with pytest.raises(FilterError, match="no_such"):
+        t.to_arrow(columns=["v"], filter=pc.field("no_such") == 1)

@@ -8,10 +8,11 @@ unchanged (see the package docstring).
   ``partial-update.remove-record-on-delete`` makes a -D delete the whole row, or sequence groups are
   configured. The two delete options conflict with each other, and remove-on-delete conflicts with
   sequence groups, as in Paimon (``OptionError``).
-- remove-on-delete: a -D resets the row to its own image (Paimon 2.0+; 1.0 reset to an empty row,
-  1.1-1.4 to its NOT NULL columns) and the result is -D unless inserts follow it; those overwrite the
-  image's non-null fields. A -U does nothing at all (Paimon lets a trailing -U flip the result back
-  to a +I of the image; we keep the -D).
+- remove-on-delete: a -D resets the row to its own image (Paimon 1.4.1+ and 2.0; 1.0 reset to an
+  empty row, 1.1-1.4.0 to its NOT NULL columns), and so does a -U that is a key's first record; later
+  inserts overwrite the image's non-null fields, a later -U changes no field. The result is -D when
+  the key's last record is a -D or it saw no insert at all, else +I: as in Paimon 1.1+, a -U after a
+  -D flips the row back to a +I of the -D's image when an insert came before.
 - ``fields.<s1>[,<s2>].sequence-group = <a>,<b>``: a record whose group sequence is all-null leaves
   the group alone. A record whose sequence tuple (nulls smallest) is not older than the group's
   current one wins the group: an insert sets every column of the group (nulls included), a retract
@@ -22,6 +23,10 @@ unchanged (see the package docstring).
   the record: the row becomes the -D's image (as Paimon HEAD's ``initRow``), the result is -D
   unless later records follow, and those merge on top of the image (`group_delete`). Conflicts
   with ``ignore-delete``.
+- Not followed with sequence groups: Paimon 1.4.1+/2.0 start a key whose first record is a
+  retraction from its whole image (``initRow``; ungrouped columns and unset groups included). That
+  breaks merge(merge(A) + B) == merge(A + B), on which the group merge below is built (see the
+  result kind) (docs/format.md §10.1); a leading retraction here only retracts its groups.
 - Aggregate functions are allowed on grouped columns only (Paimon rejects any other function than
   last_non_null_value outside a group). Inside a group they fold the group's records in
   group-sequence order, ties in arrival order. That equals Paimon for plain columns, last_value and
@@ -146,10 +151,7 @@ class PartialUpdate:
         if retract.any():
             if self.ignore_delete:
                 table = table.filter(pa.array(~retract))
-            elif self.remove_on_delete:
-                # A -U has no effect under remove-record-on-delete; only -D resets the row.
-                table = table.filter(pa.array(kinds != RowKind.UPDATE_BEFORE))
-            elif not self.groups:
+            elif not self.remove_on_delete and not self.groups:
                 raise InvalidDataError(
                     "The partial-update merge engine got a -U/-D record, which it cannot apply by "
                     "default: set 'ignore-delete' = 'true' (or 'partial-update.ignore-delete') to drop "
@@ -174,18 +176,28 @@ class PartialUpdate:
     def _merge_plain(
         self, table: pa.Table, key_names: Sequence[str], grouping: Grouping, kinds: np.ndarray
     ) -> pa.Table:
+        # Only remove-record-on-delete gets here with retractions (Paimon HEAD's add): a key's
+        # first record, if a -U/-D, starts the row from its whole image (initRow, Paimon 1.4.1+ and
+        # 2.0; 1.1-1.4.0 took its NOT NULL columns only), and each -D restarts the row from its
+        # image; a -U changes no field. The inserts after the last restart overwrite its non-null
+        # fields. The result is -D when the key's last record is a -D, or when it saw no insert at
+        # all; else +I - so a -U after a -D flips the row back to +I if an insert came before.
         starts, ends = grouping.starts, grouping.ends
-        last_delete = last_true(kinds == RowKind.DELETE, ends, starts)
-        # The last -D's image is the row (Paimon HEAD's initRow, nulls included); the inserts after
-        # it overwrite its non-null fields.
-        lower = np.maximum(starts, last_delete)
-        deleted = last_delete == ends
+        insert = ~is_retract(kinds)
+        reset = kinds == RowKind.DELETE
+        reset[starts] |= ~insert[starts]
+        last_reset = last_true(reset, ends, starts)
+        lower = np.maximum(starts, last_reset)
+        deleted = (kinds[ends] == RowKind.DELETE) | (last_true(insert, ends, starts) < 0)
         image = np.zeros(table.num_rows, dtype=bool)
-        image[last_delete[last_delete >= 0]] = True
+        image[last_reset[last_reset >= 0]] = True
 
         def merged(name: str, col: pa.Array) -> pa.Array | None:
-            # the last non-null value after the last reset, else the reset's own (null or not)
-            return take_or_null(col, last_true(valid_mask(col) | image, ends, lower)) if name in self.types else None
+            # the last non-null value of an insert after the last reset, else the reset's own
+            # (null or not)
+            if name not in self.types:
+                return None
+            return take_or_null(col, last_true((valid_mask(col) & insert) | image, ends, lower))
 
         return one_row_per_group(table, set(key_names) | set(self.key_names), starts, ends, deleted, merged)
 
