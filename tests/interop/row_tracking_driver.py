@@ -7,7 +7,8 @@ many writes, updates and reads it needs:
 * ``{"op": "write", "table": "db.t", "data": "<ipc>"}`` - one batch write and commit
 * ``{"op": "update", "table": "db.t", "data": "<ipc>", "columns": [...]}`` - pypaimon's
   ``update_by_arrow_with_row_id`` (``data`` holds ``_ROW_ID`` and the columns), one commit
-* ``{"op": "read", "table": "db.t", "out": "<ipc>", "columns": [...] | null, "snapshot_id": n | null}``
+* ``{"op": "read", "table": "db.t", "out": "<ipc>", "columns": [...] | null, "snapshot_id": n | null,
+  "tag": name | null}``
 
 Never imports lake_assets: PYTHONPATH is dropped for this interpreter.
 """
@@ -52,6 +53,8 @@ def _step(cat: Any, step: dict[str, Any]) -> None:
     if op == "read":
         if step.get("snapshot_id") is not None:
             table = table.copy({"scan.snapshot-id": str(step["snapshot_id"])})
+        if step.get("tag") is not None:
+            table = table.copy({"scan.tag-name": step["tag"]})
         builder = table.new_read_builder()
         if step.get("columns"):
             builder = builder.with_projection(step["columns"])

@@ -14,7 +14,6 @@ that `health()` answers.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -201,14 +200,11 @@ def referenced(t: Table, snap: Any) -> list[str]:
 OPS = ("write", "write", "write", "compact", "expire", "orphans", "tag", "delete_tag", "rollback")
 
 
-def random_history(kind: Kind, catalog: Catalog, seed: int, steps: int,
-                   after_step: Callable[[History], None] | None = None) -> History:
+def random_history(kind: Kind, catalog: Catalog, seed: int, steps: int, identifier: str = "db.t") -> History:
     """A seeded history of ``steps`` random steps on a new table of ``kind``, checked after each."""
     rng = random.Random(seed)
-    h = History(kind, kind.create(catalog))
+    h = History(kind, kind.create(catalog, identifier))
     for _ in range(steps):
         h.step(rng.choice(OPS), rng.randrange(1 << 16))
         h.check()
-        if after_step is not None:
-            after_step(h)
     return h
