@@ -29,7 +29,9 @@ def test_sensor_and_compaction_run_of_a_row_tracking_table(core_lake) -> None:
                                  options={"row-tracking.enabled": "true"})
     for i in range(3):
         table.write_arrow(pa.table({"event_id": [i], "day": [dt.date(2024, 1, 1)], "kind": ["a"]}, schema=schema))
-    assert table.health().column("small_file_count").to_pylist() == [3]  # over the policy's 1
+    health = table.health()
+    assert health.column("small_file_count").to_pylist() == [3]  # over the policy's 1
+    assert health.column("compaction_would_trigger").to_pylist() == [False]  # Table.compact raises
 
     with dg.instance_for_test() as instance:
         sensor = defs.resolve_sensor_def(SMALL_FILE_SENSOR)
