@@ -185,9 +185,12 @@ class TableMaintenance(StoreView):
         return remove_orphan_files(self.store, older_than=older_than, dry_run=dry_run)
 
     def rollback_to(self, *, snapshot_id: int | None = None, tag: str | None = None) -> Snapshot:
-        """Make a snapshot (or a tag's snapshot) the latest again; newer snapshots are removed.
+        """Make a snapshot (or a tag's snapshot) the latest again. As Paimon's rollback, newer
+        snapshots, long-lived changelogs and tags of newer snapshots are removed (the next commits
+        reuse their ids); their files become unreferenced and are cleaned by `remove_orphan_files`.
 
-        Their files become unreferenced and are cleaned by `remove_orphan_files`.
+        Raises `InvalidArgumentError` (nothing changed) for a tag of a history an earlier rollback
+        discarded (left by an older lake_assets, which kept newer tags): it still reads.
         """
         from lake_assets.ops.tagging import rollback_to
 

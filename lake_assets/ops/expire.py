@@ -171,7 +171,8 @@ def _apply(
     result.deleted_statistics_files = doomed_stats
     result.deleted_data_files = doomed_data
     result.deleted_changelog_files = doomed_changelog
-    result.deleted_manifests = doomed_manifests
+    # index manifests are manifest files too (manifest/index-manifest-*): counted and listed with them
+    result.deleted_manifests = doomed_manifests + [p.rsplit("/", 1)[-1] for p in index_manifests]
     result.expired_snapshots = list(plan.snapshot_ids)
     if decoupled:
         result.long_lived_changelogs = [s.id for s in expired]

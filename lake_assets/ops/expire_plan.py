@@ -88,6 +88,8 @@ class ExpireResult:
             "deleted_data_files": len(self.deleted_data_files),
             "deleted_changelog_files": len(self.deleted_changelog_files),
             "deleted_manifests": len(self.deleted_manifests),
+            "deleted_index_files": len(self.deleted_index_files),
+            "deleted_statistics_files": len(self.deleted_statistics_files),
             "earliest": self.earliest,
             "dry_run": self.dry_run,
         }

@@ -12,6 +12,7 @@ from lake_assets.ops import deletion_vectors
 from lake_assets.ops.append_vectors import files_to_purge, keeps_append_vectors
 from lake_assets.ops.health import bucket_health
 from lake_assets.ops.plan import resolve_snapshot
+from lake_assets.refusal import Op
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.snapshot import Snapshot
 
@@ -39,6 +40,8 @@ HEALTH_SCHEMA = pa.schema(
         # hiding more than compaction.delete-ratio-threshold of their rows); they make
         # compaction_would_trigger true
         ("vector_purge_files", pa.int64()),
+        # (compaction_would_trigger is false throughout on a table whose compaction lake_assets
+        # refuses, e.g. row tracking: Table.compact would raise, whatever the files)
     ]
 )
 
@@ -68,6 +71,7 @@ def table_health(
     )
     deleted = _deleted_rows(store, snap, groups)
     append_vectors = keeps_append_vectors(store.schema)
+    compactable = not any(refusal.blocks(Op.COMPACT) for refusal in store.refusals())
     out = []
     for r in rows:
         d = r.to_dict()
@@ -79,7 +83,7 @@ def table_health(
         d["deleted_row_ratio"] = n / total if total else 0.0
         purge = len(files_to_purge(store.schema, files, counts)) if append_vectors and counts else 0
         d["vector_purge_files"] = purge
-        d["compaction_would_trigger"] = r.compaction_would_trigger or purge > 0
+        d["compaction_would_trigger"] = compactable and (r.compaction_would_trigger or purge > 0)
         out.append(d)
     return pa.Table.from_pylist(out, schema=HEALTH_SCHEMA)
 

@@ -8,7 +8,8 @@ many writes, updates and reads it needs:
   commit; with ``columns``, pypaimon's column-subset write of new rows (``with_write_type``)
 * ``{"op": "update", "table": "db.t", "data": "<ipc>", "columns": [...]}`` - pypaimon's
   ``update_by_arrow_with_row_id`` (``data`` holds ``_ROW_ID`` and the columns), one commit
-* ``{"op": "read", "table": "db.t", "out": "<ipc>", "columns": [...] | null, "snapshot_id": n | null}``
+* ``{"op": "read", "table": "db.t", "out": "<ipc>", "columns": [...] | null, "snapshot_id": n | null,
+  "tag": name | null}``
 * ``{"op": "changes", "table": "db.t", "out": "<ipc>", "columns": [...], "snapshots": [n, ...]}`` - what
   pypaimon's streaming scan reads for each of those snapshots (its follow-up plan of the
   snapshot), concatenated, with a ``_snapshot`` column
@@ -56,6 +57,8 @@ def _step(cat: Any, step: dict[str, Any]) -> None:
     if op == "read":
         if step.get("snapshot_id") is not None:
             table = table.copy({"scan.snapshot-id": str(step["snapshot_id"])})
+        if step.get("tag") is not None:
+            table = table.copy({"scan.tag-name": step["tag"]})
         builder = table.new_read_builder()
         if step.get("columns"):
             builder = builder.with_projection(step["columns"])

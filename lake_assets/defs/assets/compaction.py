@@ -19,7 +19,13 @@ from lake_assets.defs.assets.metadata import (
     table_state_metadata,
 )
 from lake_assets.defs.config import TableConfig
-from lake_assets.defs.health import needs_full, partition_values, partitions_to_compact, waiting_flags
+from lake_assets.defs.health import (
+    compaction_refused,
+    needs_full,
+    partition_values,
+    partitions_to_compact,
+    waiting_flags,
+)
 from lake_assets.defs.names import MAINTENANCE_POOL, TableNames
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
 from lake_assets.ops.postpone_table import is_postpone_table
@@ -94,6 +100,9 @@ def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
     def plan_op(context: dg.OpExecutionContext, config: CompactionConfig, warehouse: WarehouseResource
                 ) -> CompactionPlan:
         table = warehouse.existing_table(spec.identifier)
+        refused = compaction_refused(table.store)
+        if refused is not None:  # (from a schedule or a failing check) fail here, before any Spark job
+            raise dg.Failure(description=refused, allow_retries=False)
         before = table.health(small_file_threshold=small_bytes)
         if not config.full and not config.partitions:
             # Runs from an automation condition (or the UI) carry the default config: compact what

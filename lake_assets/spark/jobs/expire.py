@@ -60,7 +60,10 @@ def body(ctx: JobContext) -> dict[str, Any]:
         table.store, retain_min=args.retain_min, retain_max=args.retain_max, older_than_ms=older_than_ms,
         limit=args.limit, dry_run=args.dry_run, delete_files=delete,
     )
-    files = [*result.deleted_data_files, *result.deleted_changelog_files, *result.deleted_manifests]
+    # every path the expiry deletes (or would): index files (deletion vectors, hash indexes) and
+    # statistics too, so that files_to_delete is what deleted_files counts
+    files = [*result.deleted_data_files, *result.deleted_changelog_files, *result.deleted_index_files,
+             *result.deleted_manifests, *result.deleted_statistics_files]
     out: dict[str, Any] = result.summary()
     out["files_to_delete"] = len(files)
     out["deleted_files"] = 0 if args.dry_run else deleted
