@@ -42,6 +42,7 @@ from lake_assets.lsm.bucket_fill import MAX_BUCKETS, fill_assigner_buckets, too_
 from lake_assets.lsm.merge import is_retract
 from lake_assets.lsm.merge_engine.names import DEDUPLICATE, FIRST_ROW
 from lake_assets.ops.key_index import ENTRY_SCHEMA, KeyIndex, Locations, encode_keys
+from lake_assets.ops.key_index_race import advance_base, snapshot_identity
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.route import partition_groups
 from lake_assets.spec.binary_row import deserialize_row, serialize_row
@@ -87,8 +88,11 @@ class CrossPartitionRouter:
         self.partition_types = schema.types(self.partition_keys)
         self.key_names = list(schema.trimmed_primary_keys)
         self.key_types = schema.types(self.key_names)
-        # the snapshot the index was bootstrapped from (0: an empty table): commits check it
+        # the snapshot the index was bootstrapped from (0: an empty table) and its identity, which
+        # commits check (ops/key_index_race.py); moved on over the writer's own commits
         self.base_snapshot = snapshot.id if snapshot is not None else 0
+        self.base_identity = snapshot_identity(snapshot) if snapshot is not None else ""
+        self.advance_due = False  # after a prepare_commit: the next write moves the base on
         self.index = KeyIndex(store.name, opts.write_buffer_size // 2, spill_dir)
         # live keys per bucket of each partition id, Paimon's BucketAssigner statistics
         self.counts: dict[int, dict[int, int]] = {}
@@ -129,6 +133,13 @@ class CrossPartitionRouter:
                                 pa.array(np.full(n, split.bucket, dtype=np.int32))], schema=ENTRY_SCHEMA)
             if live:
                 self._add_count(part, split.bucket, live)
+
+    def advance_base(self, commit_user: str) -> None:
+        """Move the base over the writer's own commits and compactions since (a long-lived
+        writer keeps its index across commits; `key_index_race.advance_base`)."""
+        self.advance_due = False
+        self.base_snapshot, self.base_identity = advance_base(self.store, self.base_snapshot, self.base_identity,
+                                                              commit_user)
 
     # ---------------------------------------------------------------- routing
     def route(self, data: pa.Table, kinds: np.ndarray) -> tuple[pa.Table, np.ndarray, np.ndarray]:
