@@ -75,7 +75,7 @@ class TableCommitter:
         self._seen_committed = False
         # the messages of the current `commit` that a cross-partition upsert writer made
         self._key_index_messages: Sequence[CommitMessage] = []
-        self._key_race_cleared: set[int] = set()  # see `check_key_index_race`
+        self._key_race_cleared: dict[int, str] = {}  # see `check_key_index_race`
         self._row_ids_read_at: int | None = None  # see `commit`
         self._updates_rows = False
 

@@ -53,8 +53,10 @@ class CommitMessage:
     hash_index_view: str = ""
     # Of a cross-partition upsert writer (ops/cross_partition.py): the snapshot its key index was
     # bootstrapped from (0: an empty table), which the commit checks for racing writers
-    # (ops/key_index_race.py); -1 otherwise.
+    # (ops/key_index_race.py); -1 otherwise. With it, that snapshot's identity (a snapshot id is
+    # reused after a rollback): `key_index_race.snapshot_identity`, empty for 0.
     key_index_base: int = -1
+    key_index_base_identity: str = ""
 
     def __post_init__(self) -> None:
         # Messages cross process boundaries (Spark tasks, JSON, pickle): every one is checked on
@@ -106,6 +108,7 @@ class CommitMessage:
                 kwargs[name] = tuple(_index_from_dict(x) for x in d.get(name, []))
             kwargs["hash_index_view"] = d.get("hash_index_view", "")
             kwargs["key_index_base"] = d.get("key_index_base", -1)
+            kwargs["key_index_base_identity"] = d.get("key_index_base_identity", "")
         except (ValueError, TypeError, KeyError, AttributeError, binascii.Error) as exc:
             raise InvalidCommitMessageError(f"Invalid commit message JSON: {exc!r}") from None
         return cls(**kwargs)
@@ -196,6 +199,11 @@ def check_message_shape(m: CommitMessage) -> None:
         raise _bad(f"hash_index_view is {type(m.hash_index_view).__name__}, not a str")
     if isinstance(m.key_index_base, bool) or not isinstance(m.key_index_base, int) or m.key_index_base < -1:
         raise _bad(f"key_index_base is {m.key_index_base!r}, not a snapshot id, 0 or -1")
+    if not isinstance(m.key_index_base_identity, str):
+        raise _bad(f"key_index_base_identity is {type(m.key_index_base_identity).__name__}, not a str")
+    if m.key_index_base > 0 and not m.key_index_base_identity:
+        raise _bad(f"key_index_base {m.key_index_base} comes without the identity of that snapshot "
+                   "(key_index_base_identity), which the commit checks")
     hashes = [e for e in (*m.index_before, *m.index_after) if e.index_type == HASH_INDEX]
     if hashes and not m.hash_index_view:
         raise _bad(f"bucket {m.bucket} carries hash index file {hashes[0].file_name} without its writer's view of "

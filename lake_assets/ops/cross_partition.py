@@ -16,12 +16,11 @@ The writer's `KeyIndex` (ops/key_index.py) says where every key lives. A row who
 
 Java takes the rows one by one; here a batch is taken at once with the same result: rows are
 ordered by (key, arrival), and each key's rows are compared with the key's location before them
-(the index's, or the previous row's). Two differences, neither changing which rows a reader sees:
-new keys of a batch take buckets after all of the batch's ``deduplicate`` moves have freed their
-old slots (Java interleaves them row by row, which differs only when a bucket is exactly at
-``dynamic-bucket.target-row-num``), and keys go to assigners by their hash (``abs(hash % n)``
-with n the assigners of `CoreOptions.dynamic_bucket_assigners`), as Paimon's Flink sink shuffles
-them, all assigners running in this one writer.
+(the index's, or the previous row's). Buckets are Java's: in a partition that both loses keys
+(``deduplicate`` moves free their old slots) and receives keys in one batch, the placements and
+the moves are taken in arrival order (`lsm/bucket_events.py`, vectorized). Keys go to assigners
+by their hash (``abs(hash % n)`` with n the assigners of `CoreOptions.dynamic_bucket_assigners`),
+as Paimon's Flink sink shuffles them, all assigners running in this one writer.
 
 Cross-partition tables have no HASH index files (Java's ``KeyValueFileStore.newWrite`` keeps them
 for ``HASH_DYNAMIC`` only): every writer bootstraps from the data, so a writer also reads every
@@ -30,7 +29,6 @@ bucket's keys once when it starts (Java's bootstrap does the same).
 
 from __future__ import annotations
 
-import heapq
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -38,10 +36,12 @@ import pyarrow as pa
 
 from lake_assets.errors import InvalidDataError, OptionError
 from lake_assets.formats.data_file import local_now_ms
-from lake_assets.lsm.bucket_fill import MAX_BUCKETS, fill_assigner_buckets, too_many_buckets
+from lake_assets.lsm.bucket_events import place_in_arrival_order
+from lake_assets.lsm.bucket_fill import fill_assigner_buckets
 from lake_assets.lsm.merge import is_retract
 from lake_assets.lsm.merge_engine.names import DEDUPLICATE, FIRST_ROW
 from lake_assets.ops.key_index import ENTRY_SCHEMA, KeyIndex, Locations, encode_keys
+from lake_assets.ops.key_index_race import advance_base, snapshot_identity
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.route import partition_groups
 from lake_assets.spec.binary_row import deserialize_row, serialize_row
@@ -87,8 +87,11 @@ class CrossPartitionRouter:
         self.partition_types = schema.types(self.partition_keys)
         self.key_names = list(schema.trimmed_primary_keys)
         self.key_types = schema.types(self.key_names)
-        # the snapshot the index was bootstrapped from (0: an empty table): commits check it
+        # the snapshot the index was bootstrapped from (0: an empty table) and its identity, which
+        # commits check (ops/key_index_race.py); moved on over the writer's own commits
         self.base_snapshot = snapshot.id if snapshot is not None else 0
+        self.base_identity = snapshot_identity(snapshot) if snapshot is not None else ""
+        self.advance_due = False  # after a prepare_commit: the next write moves the base on
         self.index = KeyIndex(store.name, opts.write_buffer_size // 2, spill_dir)
         # live keys per bucket of each partition id, Paimon's BucketAssigner statistics
         self.counts: dict[int, dict[int, int]] = {}
@@ -129,6 +132,13 @@ class CrossPartitionRouter:
                                 pa.array(np.full(n, split.bucket, dtype=np.int32))], schema=ENTRY_SCHEMA)
             if live:
                 self._add_count(part, split.bucket, live)
+
+    def advance_base(self, commit_user: str) -> None:
+        """Move the base over the writer's own commits and compactions since (a long-lived
+        writer keeps its index across commits; `key_index_race.advance_base`)."""
+        self.advance_due = False
+        self.base_snapshot, self.base_identity = advance_base(self.store, self.base_snapshot, self.base_identity,
+                                                              commit_user)
 
     # ---------------------------------------------------------------- routing
     def route(self, data: pa.Table, kinds: np.ndarray) -> tuple[pa.Table, np.ndarray, np.ndarray]:
@@ -249,8 +259,8 @@ class CrossPartitionRouter:
         """Buckets of the runs a ``deduplicate`` batch places (``change`` rows), with the
         decrements of its moves, in arrival order as Java takes them: a move frees its old slot
         before the next placement into that partition. A partition without decrements is filled
-        at once (`_place`); only a partition both losing and receiving keys in the batch is taken
-        event by event (`_place_in_order`), its events being the moves out of it and the
+        at once (`_place`); a partition both losing and receiving keys in the batch is taken in
+        arrival order (`_place_in_order`), its events being the moves out of it and the
         placements into it."""
         placed = np.flatnonzero(change)
         placed = placed[np.argsort(order[placed], kind="stable")]
@@ -279,43 +289,21 @@ class CrossPartitionRouter:
                         where: Locations, run_bucket: np.ndarray) -> None:
         """Java's BucketAssigner over one partition's events in arrival order: a decrement (a
         move out) frees a slot, a placement takes the lowest bucket of its assigner below the
-        target, else the lowest unused one. One step per event of this partition."""
-        n, target = self.num_assigners, self.target
-        counts = self.counts.setdefault(part, {})
-        open_: list[list[int]] = [sorted(b for b, c in counts.items() if abs(b % n) == a and c < target)
-                                  for a in range(n)]
-        for heap in open_:
-            heapq.heapify(heap)
-        owners = np.abs(np.fmod(key_hashes[sorted_code[placements]].astype(np.int64), n)).tolist()
-        times = np.concatenate([order[placements], order[decrements]])
-        is_placement = np.concatenate([np.ones(len(placements), bool), np.zeros(len(decrements), bool)])
-        index = np.concatenate([np.arange(len(placements)), np.arange(len(decrements))])
-        seq = np.lexsort((is_placement, times))  # by arrival; a move's decrement first
+        target, else the lowest unused one (`bucket_events.place_in_arrival_order`, vectorized).
+        A decrement's bucket is the index's, that of the key's kept first run, or that of the
+        key's placement into this partition earlier in the batch (known once it is placed)."""
+        n = self.num_assigners
+        owners = np.abs(np.fmod(key_hashes[sorted_code[placements]].astype(np.int64), n))
+        placement_of_run = np.full(int(run[-1]) + 1 if len(run) else 0, -1, dtype=np.int64)
+        placement_of_run[run[placements]] = np.arange(len(placements))
+        previous = run[decrements] - 1
         from_index = key_start[decrements]
-        index_bucket = where.buckets[sorted_code[decrements]].tolist()
-        placed_runs = run[placements].tolist()
-        for placing, i in zip(is_placement[seq].tolist(), index[seq].tolist(), strict=True):
-            if not placing:
-                b = index_bucket[i] if from_index[i] else int(run_bucket[run[int(decrements[i])] - 1])
-                counts[b] = counts.get(b, 0) - 1
-                heap = open_[abs(b % n)]
-                if counts[b] == target - 1 or b not in heap:
-                    heapq.heappush(heap, b)
-                continue
-            heap = open_[owners[i]]
-            while heap and counts.get(heap[0], 0) >= target:
-                heapq.heappop(heap)
-            if heap:
-                b = heap[0]
-            else:
-                b = owners[i]
-                while b in counts:
-                    b += n
-                if b >= MAX_BUCKETS:
-                    raise too_many_buckets(self.store.name, target)
-                heapq.heappush(heap, b)
-            counts[b] = counts.get(b, 0) + 1
-            run_bucket[placed_runs[i]] = b
+        sources = np.where(from_index, -1, placement_of_run[np.maximum(previous, 0)])
+        buckets = np.where(from_index, where.buckets[sorted_code[decrements]],
+                           np.where(sources >= 0, -1, run_bucket[np.maximum(previous, 0)])).astype(np.int64)
+        chosen = place_in_arrival_order(self.counts.setdefault(part, {}), n, self.target, owners,
+                                        order[placements], order[decrements], buckets, sources, self.store.name)
+        run_bucket[run[placements]] = chosen
 
     def _add_count(self, part: int, bucket: int, delta: int) -> None:
         counts = self.counts.setdefault(part, {})

@@ -11,9 +11,13 @@ committed since then by other commit users are compared with the commit: their a
 key ranges against the ranges of this commit's new files, and where two ranges overlap, the files'
 keys themselves (the key columns only). A shared key fails the commit with `CommitConflictError`
 before anything is written; compactions never move a key between buckets and are not looked at.
-A snapshot in between that was expired meanwhile cannot be checked: the commit fails as well, as
-does a commit after a rollback to before the base snapshot. (A rollback followed by other commits
-up to the base id again is not seen: snapshot ids are reused, and the message holds only the id.)
+A rollback to before the base snapshot fails the commit, also when other commits reused the ids up
+to the base since: a message carries the base snapshot's identity (`snapshot_identity`), not its id
+alone. A snapshot needed by the check that expired meanwhile (the base, or one after it not yet
+checked) cannot be checked either: the commit fails, telling to create a new writer. A long-lived
+writer does not get there by committing regularly: it keeps its index across commits (as Paimon's
+Flink writer keeps its RocksDB across checkpoints, never re-reading it) and moves its base over its
+own commits and compactions (`advance_base`), which place no key its index does not know.
 """
 
 from __future__ import annotations
@@ -39,29 +43,57 @@ if TYPE_CHECKING:
 _Located = tuple[bytes, int, DataFileMeta]
 
 
+def snapshot_identity(snapshot: Snapshot) -> str:
+    """What tells a snapshot from another one of the same id (ids are reused after a rollback):
+    its commit user, identifier and time and its manifest lists (each named by a new UUID)."""
+    return "/".join((str(snapshot.time_millis), str(snapshot.commit_identifier), snapshot.base_manifest_list,
+                     snapshot.delta_manifest_list, snapshot.commit_user))
+
+
 def key_index_base(messages: Sequence[CommitMessage]) -> int | None:
     """The oldest key-index base of the messages (None: no cross-partition writer's)."""
     bases = [m.key_index_base for m in messages if m.key_index_base >= 0]
     return min(bases) if bases else None
 
 
+def _check_base(store: FileStore, latest: Snapshot | None, base: int, identity: str) -> None:
+    """Fail unless snapshot ``base`` is still the one a writer read its key index from."""
+    if base == 0:
+        return
+    rolled_back = (f"Cannot commit to {store.name}: the table was rolled back to before snapshot {base}, which "
+                   "this cross-partition writer's key index was read from")
+    # keys the index saw moved may be back where they were: a move now would leave them in two
+    # partitions (and a retraction go to the wrong one)
+    if latest is None or latest.id < base:
+        raise CommitConflictError(f"{rolled_back}, so where its keys live now is unknown; write again with a new "
+                                  "writer")
+    try:
+        snap = latest if latest.id == base else store.snapshot_manager.snapshot(base)
+    except SnapshotNotFoundError:
+        raise CommitConflictError(
+            f"Cannot commit to {store.name}: snapshot {base} expired since this cross-partition writer read its "
+            "key index from it, so whether the table was rolled back and its keys moved since cannot be "
+            "checked; create a new writer (it reads the index from the latest snapshot)") from None
+    if snapshot_identity(snap) != identity:
+        raise CommitConflictError(
+            f"{rolled_back}, and snapshot {base} is another commit now (of {snap.commit_user}, identifier "
+            f"{snap.commit_identifier}), so where its keys live now is unknown; write again with a new writer")
+
+
 def check_key_index_race(store: FileStore, latest: Snapshot | None, messages: Sequence[CommitMessage],
-                         commit_user: str, cleared: set[int] | None = None) -> None:
+                         commit_user: str, cleared: dict[int, str] | None = None) -> None:
     """Raise `CommitConflictError` when a commit of another user since the messages' key-index
-    base added a key that the messages' new files hold (see the module doc). ``cleared``: ids of
-    snapshots known to add no other writer's keys (this user's, compactions), filled here, so that
-    a long-lived writer's committer reads each snapshot once and one expired since stays checked."""
-    cleared = set() if cleared is None else cleared
+    base added a key that the messages' new files hold, or the base is not the snapshot it was
+    (see the module doc). ``cleared``: the identities of snapshots known to add no other writer's
+    keys (this user's, compactions) by id, filled here, so that a committer used for many commits
+    reads each such snapshot's changes once."""
+    cleared = {} if cleared is None else cleared
     base = key_index_base(messages)
     if base is None:
         return
-    if base > 0 and (latest is None or latest.id < base):
-        # rolled back past the snapshot the index was read from: keys it saw moved may be back
-        # where they were (a move now would leave them in two partitions)
-        raise CommitConflictError(
-            f"Cannot commit to {store.name}: the table was rolled back to before snapshot {base}, which this "
-            "cross-partition writer's key index was read from, so where its keys live now is unknown; write "
-            "again with a new writer")
+    for anchor, identity in {(m.key_index_base, m.key_index_base_identity) for m in messages
+                             if m.key_index_base >= 0}:
+        _check_base(store, latest, anchor, identity)
     if latest is None or latest.id == base:
         return
     ours: list[_Located] = [(m.partition, m.bucket, f) for m in messages for f in m.new_files]
@@ -73,17 +105,19 @@ def check_key_index_race(store: FileStore, latest: Snapshot | None, messages: Se
     scan = store.file_store_scan()
     cache: dict[str, pa.Array] = {}
     for sid in range(base + 1, latest.id + 1):
-        if sid in cleared:
-            continue
         try:
-            snap = sm.snapshot(sid)
+            snap = latest if sid == latest.id else sm.snapshot(sid)
         except SnapshotNotFoundError:
+            # the base is still there (checked above): expired in the meantime
             raise CommitConflictError(
-                f"Cannot commit to {store.name}: snapshot {sid}, committed after the snapshot {base} this "
-                "cross-partition writer's key index was read from, has expired, so whether it moved the same "
-                "keys cannot be checked; write again") from None
+                f"Cannot commit to {store.name}: snapshot {sid} expired since this cross-partition writer read "
+                f"its key index (from snapshot {base}), so whether it moved the same keys cannot be checked; "
+                "create a new writer (it reads the index from the latest snapshot)") from None
+        identity = snapshot_identity(snap)
+        if cleared.get(sid) == identity:
+            continue
         if snap.commit_user == commit_user or snap.commit_kind not in (CommitKind.APPEND, CommitKind.OVERWRITE):
-            cleared.add(sid)
+            cleared[sid] = identity
             continue
         theirs = [(e.partition, e.bucket, e.file) for e in scan.delta_entries(snap) if e.kind == FileKind.ADD]
         for mine in ours:
@@ -123,3 +157,39 @@ def _share_keys(store: FileStore, a: _Located, b: _Located, key_names: list[str]
     joined = pa.table(keys_a.flatten(), names=key_names).join(
         pa.table(keys_b.flatten(), names=key_names), keys=key_names, join_type="inner")
     return bool(joined.num_rows > 0)
+
+
+def advance_base(store: FileStore, base: int, identity: str, commit_user: str) -> tuple[int, str]:
+    """A writer's key-index base moved over the snapshots after it that place no key its index
+    does not know: compactions (they move no key between buckets) and APPENDs of its own commit
+    user (it placed their keys; Paimon's rule of one writer per cross-partition table, whose
+    commit user names it). Stops at any other snapshot, at one that cannot be read, and where
+    the base is not the snapshot it was (a rollback): the commit check then decides. A base
+    that expired is vouched for by the writer's own APPEND after it (behind compactions only):
+    that commit's check found the base intact, and its id follows the base's history."""
+    sm = store.snapshot_manager
+    latest = sm.latest_id()
+    if latest is None or latest <= base:
+        return base, identity
+    verified = base == 0
+    if not verified:
+        try:
+            if snapshot_identity(sm.snapshot(base)) != identity:
+                return base, identity
+            verified = True
+        except SnapshotNotFoundError:
+            pass  # expired: the writer's next own commit vouches for it
+    moved = (base, identity)
+    try:
+        for sid in range(base + 1, latest + 1):
+            snap = sm.snapshot(sid)
+            own = snap.commit_kind == CommitKind.APPEND and snap.commit_user == commit_user
+            if not own and snap.commit_kind != CommitKind.COMPACT:
+                break
+            verified = verified or own
+            base, identity = sid, snapshot_identity(snap)
+            if verified:
+                moved = (base, identity)
+    except SnapshotNotFoundError:
+        pass
+    return moved

@@ -162,6 +162,9 @@ class TableWriter:
         return self._threads
 
     def _write_table(self, data: pa.Table, kinds: np.ndarray | None, pool: Executor | None) -> None:
+        cross = self._router.cross_router
+        if cross is not None and cross.advance_due:  # a long-lived cross-partition writer (key_index_race.py)
+            cross.advance_base(self.commit_user)
         if data.num_rows == 0:
             conform(data, self.schema, self.store.name)
             return
@@ -286,7 +289,11 @@ class TableWriter:
             messages = attach_index_changes(messages, changes, total)
         cross = self._router.cross_router
         if cross is not None:  # the commit checks for writers racing this one (ops/key_index_race.py)
-            messages = [dataclasses.replace(m, key_index_base=cross.base_snapshot) for m in messages]
+            cross.advance_base(self.commit_user)
+            messages = [dataclasses.replace(m, key_index_base=cross.base_snapshot,
+                                            key_index_base_identity=cross.base_identity) for m in messages]
+            # the next write moves the base over this commit (before snapshots expire past it)
+            cross.advance_due = True
         return messages
 
     def _flush_and_compact(self, total: int) -> list[PendingMessage]:

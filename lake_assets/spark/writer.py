@@ -38,7 +38,7 @@ from lake_assets.spark.task_sequences import (
 )
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
 from lake_assets.table import Table
-from lake_assets.table_support import POSTPONE_BUCKET
+from lake_assets.table_support import POSTPONE_BUCKET, cross_partition_fields
 
 # A Python worker unpickles a task's writer from this module and runs only `write_task`: the
 # commit (its conflict checks, overwrite, rescale, marking partitions done) runs in the driver's
@@ -185,6 +185,16 @@ def check_one_dynamic_bucket_writer(table: Table, tasks: Sequence[WriterCommitMe
     if table.schema.core_options.bucket != -1 or not table.primary_keys:
         return
     writers = [m for m in tasks if isinstance(m, LakeCommitMessage) and m.messages]
+    if len(writers) > 1 and cross_partition_fields(table.schema):
+        # each task's writer bootstrapped a key index of its own and placed keys from it
+        raise DynamicBucketWriterConflictError(
+            f"Cannot commit to {table.name}: {len(writers)} Spark tasks wrote this cross-partition upsert table "
+            "(bucket = -1, a primary key without every partition field) in one commit, each routing rows "
+            "with a key index of its own, so a key could end up in two partitions. Nothing was committed. "
+            "Paimon supports one writer per dynamic-bucket table: write with lake_assets.spark.write_table(...), "
+            "or repartition the input with lake_assets.spark.repartition_by_bucket(...) (one task) before "
+            "df.write / df.writeStream."
+        )
     if len(writers) > 1:
         raise DynamicBucketWriterConflictError(
             f"Cannot commit to {table.name}: {len(writers)} Spark tasks wrote this dynamic-bucket table "

@@ -13,10 +13,11 @@ from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from lake_assets import Catalog, Table
 from lake_assets.spec.row_kind import RowKind
-from tests.java.oracle import PaimonJava
+from tests.java.oracle import JavaError, PaimonJava
 
 from .helpers import assert_same_table, rows_by_bucket
 
@@ -77,8 +78,15 @@ def test_composite_keys_and_special_partitions_move_as_in_java(java: PaimonJava,
 
 def test_deletion_vector_table_moves_read_alike_in_java(java: PaimonJava, wh: str, lake: Catalog) -> None:
     """deletion-vectors.enabled: our moves retract a key in its old bucket (a vector marks the old
-    row after our commit's compaction) and Java reads our table as we do, each key once. (Java
-    0.9's own writer fails on this table in the oracle, an IOException of its lookup: it reads.)"""
+    row after our commit's compaction) and Java reads our table as we do, each key once.
+
+    Java 0.9's own writer cannot write this table (a limitation of Java, HEAD alike, not of the
+    harness): its lookup compaction (deletion vectors) names the local lookup file of a data file
+    after the raw partition values (``LookupFile.localFilePrefix`` -> ``partToSimpleString``), so
+    for the partition ``x/y=z%`` the file lies in a directory that does not exist and
+    ``LookupLevels.createLookupFile`` fails with "No such file or directory", committing nothing.
+    Java writes deletion-vector cross-partition tables of plain partition values
+    (test_cross_partition_java.test_deletion_vector_table_written_by_java_and_by_us_alike)."""
     options = {"dynamic-bucket.target-row-num": "4", "deletion-vectors.enabled": "true"}
     ours = lake.create_table("db.dv", SCHEMA, primary_keys=KEY, partition_keys=["p"], options=options)
     ours.write_arrow(_rows(list(range(12)), [PARTS[i % 2] for i in range(12)], 0))
@@ -92,3 +100,9 @@ def test_deletion_vector_table_moves_read_alike_in_java(java: PaimonJava, wh: st
     snap = ours.snapshot_manager.latest()
     assert snap is not None and snap.index_manifest is not None  # the moves' vectors
     assert_same_table(java.read(wh, "db.dv"), got)
+    before = len(java.snapshots(wh, "db.dv"))
+    with pytest.raises(JavaError) as refused:  # key 5 lives in x/y=z%: Java looks its file up there
+        java.write(wh, "db.dv", _rows([5], ["x/y=z%"], 300))
+    assert refused.value.mentions("No such file or directory")
+    assert "LookupLevels.createLookupFile" in refused.value.stack
+    assert len(java.snapshots(wh, "db.dv")) == before

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lake_assets import Catalog, Table
-from lake_assets.spark import write_table
+from lake_assets.spark import repartition_by_bucket, write_table
 from lake_assets.spark.jobs import ingest
 from lake_assets.spark.jobs.errors import EXIT_OK
 from tests.spark.test_jobs_common import run_job_main
@@ -155,3 +155,41 @@ def test_write_table_upserts_a_cross_partition_table_in_one_task(spark, tmp_path
     worker_path = spark.sparkContext.parallelize([0], 1).map(
         lambda _: __import__("lake_assets").__file__).collect()[0]
     assert worker_path.startswith(str(Path(__file__).resolve().parents[2]))
+
+
+def test_spark_writes_of_a_cross_partition_table_go_through_one_key_index(capsys, spark, tmp_path) -> None:
+    """A cross-partition upsert table (primary key order_id, partitioned by dt): `df.write` by
+    three tasks (three key indexes, each moving keys on its own) is refused by name, nothing
+    committed; through `repartition_by_bucket` (one task) it moves the keys; the streaming ingest
+    job routes each micro-batch to one writer, whose index is read from the table, so keys moved
+    by the first run move again in the second, each key once."""
+    wh = str(tmp_path / "wh")
+    cat = Catalog(wh)
+    cat.create_database("db")
+    table = cat.create_table("db.cdc", ORDERS, primary_keys=["order_id"], partition_keys=["dt"],
+                             options={"dynamic-bucket.target-row-num": "20"})
+    table.write_arrow(_orders(range(60), 0.0))
+    before = [s.id for s in table.snapshots()]
+    moved = _orders(range(30, 90), 500.0)
+    moved = moved.set_column(1, "dt", pa.array(["2024-01-09"] * moved.num_rows))
+    many = spark.createDataFrame(moved.to_pandas()).repartition(3)
+    with pytest.raises(Exception, match="tasks wrote this cross-partition upsert table"):
+        many.write.format("lake").mode("append").option("warehouse", wh).save("db.cdc")
+    assert [s.id for s in table.refresh().snapshots()] == before
+    repartition_by_bucket(many, table).write.format("lake").mode("append").option("warehouse", wh).save("db.cdc")
+    got = table.refresh().to_arrow()
+    assert _keys_once(table) == list(range(90))
+    dates = dict(zip(got.column("order_id").to_pylist(), got.column("dt").to_pylist(), strict=True))
+    assert {dates[i] for i in range(30, 90)} == {"2024-01-09"} and dates[0] == "2024-01-01"
+    land = tmp_path / "land"
+    land.mkdir()
+    args = ["--warehouse", wh, "--table", "db.cdc", "--source", str(land), "--format", "parquet",
+            "--mode", "stream", "--trigger", "availableNow", "--checkpoint", str(tmp_path / "ck")]
+    for n, start in enumerate(range(0, 120, 40)):
+        pq.write_table(_orders(range(start, start + 40), 900.0), land / f"a-{n}.parquet")  # back to 01-01/02
+    code, out = run_job_main(capsys, ingest.main, *args)
+    assert code == EXIT_OK, out
+    got = table.refresh().to_arrow()
+    assert _keys_once(table) == list(range(120))
+    dates = dict(zip(got.column("order_id").to_pylist(), got.column("dt").to_pylist(), strict=True))
+    assert all(dates[i] == f"2024-01-0{1 + i % 2}" for i in range(120))

@@ -143,7 +143,7 @@ def test_create_rules_follow_paimons_schema_validation(tmp_path: Path) -> None:
 
 
 def test_commit_message_carries_the_key_index_base() -> None:
-    m = CommitMessage(b"\x00\x00\x00\x00", 0, -1, key_index_base=7)
+    m = CommitMessage(b"\x00\x00\x00\x00", 0, -1, key_index_base=7, key_index_base_identity="x")
     assert CommitMessage.from_json(m.to_json()).key_index_base == 7
     assert CommitMessage.from_json(CommitMessage(b"\x00\x00\x00\x00", 0, -1).to_json()).key_index_base == -1
     with pytest.raises(InvalidCommitMessageError, match="key_index_base is -2"):
