@@ -45,12 +45,13 @@ def gather_bytes(table: Table) -> int:
     ``write-buffer-size``, the slice the core's writer routes whole (`TableWriter.write_conformed`).
 
     Spark hands writers batches of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows (10,000
-    by default). Routing sorts each write by key per bucket, and a flush re-sorts a bucket that
-    got several routed slices; a task whose rows fit in one slice is routed once, and each bucket
-    flushes its one sorted slice as it is (issue 17 §3 round 6: about 0.1 CPU s less per million
-    rows than 128K-row writes). A task bigger than one slice holds, while a group is routed, the
-    buffer, the group and its routed copy: up to about 1.5x ``write-buffer-size`` of Arrow data,
-    still set by the option (a caller of ``write_arrow`` with a big table holds all of it)."""
+    by default, 100,000 in sessions `build_session` makes). Routing sorts each write by key per
+    bucket, and a flush re-sorts a bucket that got several routed slices; a task whose rows fit
+    in one slice is routed once, and each bucket flushes its one sorted slice as it is (issue 17
+    §3 round 6: about 0.1 CPU s less per million rows than 128K-row writes). A task bigger than
+    one slice holds, while a group is routed, the buffer, the group and its routed copy: up to
+    about 1.5x ``write-buffer-size`` of Arrow data, still set by the option (a caller of
+    ``write_arrow`` with a big table holds all of it)."""
     return max(1, table.schema.core_options.write_buffer_size // 2)
 
 
