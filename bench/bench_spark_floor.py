@@ -1,10 +1,13 @@
 """The floor of a Python-side Spark write, against Spark's own Parquet write (issue 17 §3).
 
     PYSPARK_PYTHON=.venv/bin/python PYTHONPATH=. .venv/bin/python bench/bench_spark_floor.py \
-        [--rows 2000000] [--repeat 3]
+        [--rows 2000000] [--repeat 3] [--task-cpu] [--conf KEY=VALUE ...]
 
 Same input and session as `bench_spark.py` (``local[2]``, its Spark conf, CPU of the driver and the
 JVM's whole process tree). Steps, alternated in each round, best kept:
+
+A warm-up writes 10,000 rows through each sink first (the workers start and import pyarrow and
+lake_assets). Steps:
 
 * ``noop``: Spark reads and projects the rows into its ``noop`` sink (the scan's own cost);
 * ``parquet_zstd``: ``df.write.parquet`` with zstd (the reference);
@@ -47,6 +50,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--task-cpu", action="store_true", help="also report each write task's Python worker CPU")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="Spark conf over bench_spark's (e.g. spark.sql.execution.arrow.maxRecordsPerBatch=100000)")
     args = ap.parse_args()
     from lake_assets.spark import write_table
     from lake_assets.spark.session import build_session
@@ -54,7 +59,8 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-spark-floor-"))
     try:
         expected = generate(args.rows, work / "input.parquet")
-        spark = build_session("bench-spark-floor", master="local[2]", conf=dict(SPARK_CONF), log_level="ERROR")
+        conf = {**SPARK_CONF, **dict(kv.split("=", 1) for kv in args.conf)}
+        spark = build_session("bench-spark-floor", master="local[2]", conf=conf, log_level="ERROR")
         _JVM_PID[:] = [int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())]
         spark.dataSource.register(NullSink)
         spark.dataSource.register(ParquetSink)
@@ -85,6 +91,9 @@ def main() -> None:
         # warm-up: the Python workers start and import pyarrow once
         df.limit(10_000).write.format("floor_null").mode("append").save()
         df.limit(10_000).write.format("floor_parquet").option("path", str(work / "warm")).mode("append").save()
+        # ... and import lake_assets in them (once per worker process), as a job's first write does
+        create_table(catalog, "db.warm", expected.schema)
+        df.limit(10_000).write.format("lake").option("warehouse", wh).mode("append").save("db.warm")
         def one_round(r: int) -> None:
             keep("noop", timed(lambda: df.write.format("noop").mode("overwrite").save()))
             keep("parquet_zstd", timed(lambda: df.write.mode("overwrite").option("compression", "zstd")
@@ -106,7 +115,7 @@ def main() -> None:
             one_round(r)
         spark.stop()
         ref_wall, ref_cpu = best["parquet_zstd"]
-        print(f"rows {args.rows}, best of {args.repeat}; load average {' | '.join(loads)}")
+        print(f"rows {args.rows}, best of {args.repeat}, conf {args.conf}; load average {' | '.join(loads)}")
         print("| step | wall s (CPU s) | vs parquet_zstd, wall / CPU |")
         print("|---|---:|---:|")
         for step, (wall, cpu) in best.items():

@@ -78,7 +78,7 @@ from lake_assets.spark.native_files import (
 )
 from lake_assets.spark.native_sequences import check_sequence_bases, plan_write_base
 from lake_assets.spark.shuffle import PARTITION_OVERWRITE_CONF, write_table
-from lake_assets.spark.writer import commit_with_retry
+from lake_assets.spark.write_commit import commit_with_retry
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
 from lake_assets.table import Table
 from lake_assets.table_support import Op

@@ -1,8 +1,9 @@
 """Batch and streaming writes: Spark tasks write files, one commit makes them a snapshot.
 
 Every task writes with a write-only `TableWriter` (no inline compaction) and returns its commit
-messages as JSON inside a `LakeCommitMessage`. ``commit`` runs once, in yet another Python
-process, and turns all messages into one snapshot.
+messages as JSON inside a `LakeCommitMessage` (`lake_assets.spark.write_task`). ``commit`` runs
+once, in yet another Python process, and turns all messages into one snapshot
+(`lake_assets.spark.write_commit` holds its checks and retries).
 
 Primary-key tables take any input partitioning: tasks of unrouted input write each bucket they
 hold rows of, with sequence numbers interleaved by task (`lake_assets.spark.task_sequences`, which
@@ -16,29 +17,28 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import uuid
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
-from lake_assets.errors import CommitStateUnknownError, LakeError, OptionError
-from lake_assets.ops.commit_message import CommitMessage
-from lake_assets.spark.schema import BUCKET_COLUMN, from_spark
+from lake_assets.errors import LakeError, OptionError
 from lake_assets.spark.source_options import OVERWRITE_PARTITION, PARTITION_OVERWRITE_MODE, SourceOptions
-from lake_assets.spark.task_sequences import (
-    TASK_SLOTS,
-    BucketWriterConflictError,
-    TaskFiles,
-    check_sequences_disjoint,
-    current_task_slot,
+from lake_assets.spark.task_sequences import BucketWriterConflictError, TaskFiles, check_sequences_disjoint
+from lake_assets.spark.write_commit import (
+    check_one_dynamic_bucket_writer,
+    commit_user_of,
+    commit_with_retry,
+    decode,
+    injected_failure,
+    landed,
+    task_files,
 )
+from lake_assets.spark.write_task import LakeCommitMessage, write_task
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
-from lake_assets.table import Table
-from lake_assets.table_support import POSTPONE_BUCKET, cross_partition_fields
+from lake_assets.table_support import POSTPONE_BUCKET
 
 # A Python worker unpickles a task's writer from this module and runs only `write_task`: the
 # commit (its conflict checks, overwrite, rescale, marking partitions done) runs in the driver's
@@ -46,206 +46,13 @@ from lake_assets.table_support import POSTPONE_BUCKET, cross_partition_fields
 # modules are imported where they run, not in every worker (issue 17 §3). Unpickling a writer that
 # carries a plan imports the plan's modules by itself.
 if TYPE_CHECKING:
-    from lake_assets.ops.commit import Overwrite, TableCommitter
+    from lake_assets.ops.commit import Overwrite
     from lake_assets.ops.postpone_batch import BatchBucketOptions
-    from lake_assets.ops.postpone_fixed_bucket import PostponeFixedBucketWriter
-    from lake_assets.ops.postpone_write import PostponeWriter
-    from lake_assets.ops.write import TableWriter
     from lake_assets.spark.postpone_routing import BucketPlan
 
 log = logging.getLogger(__name__)
 
 STREAMING_USER_PREFIX = "spark-"
-# A commit whose outcome is unknown (storage error while creating the snapshot) is retried with
-# the same user and identifier; the committer then finds out whether it landed.
-UNKNOWN_STATE_RETRIES = 3
-# Test hooks (never set in production): make a commit fail once, before or after its snapshot is
-# created, while the marker file exists. Options, not env vars: Spark's Python workers inherit
-# the environment of the JVM's start, not of the test that sets them later.
-FAIL_COMMIT = "test.fail-commit"
-FAIL_COMMIT_MARKER = "test.fail-commit-marker"
-
-
-class DynamicBucketWriterConflictError(BucketWriterConflictError):
-    """Several tasks wrote a dynamic-bucket table in one commit (each with its own bucket assigner)."""
-
-
-class InjectedCommitFailure(LakeError):
-    """Raised by the ``test.fail-commit`` hook."""
-
-
-@dataclass
-class LakeCommitMessage(WriterCommitMessage):
-    """What one Spark task wrote: its commit user, its core commit messages as JSON, and the
-    stride of its sequence numbers (`lake_assets.spark.task_sequences`)."""
-
-    commit_user: str
-    messages: tuple[str, ...] = ()
-    sequence_stride: int = 1
-
-
-def gather_bytes(table: Table) -> int:
-    """How many Arrow bytes of Spark's batches a task hands its writer at once: half the table's
-    ``write-buffer-size``, the slice the core's writer routes whole (`TableWriter.write_conformed`).
-
-    Spark hands writers batches of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows (10,000
-    by default). Routing sorts each write by key per bucket, and a flush re-sorts a bucket that
-    got several routed slices; a task whose rows fit in one slice is routed once, and each bucket
-    flushes its one sorted slice as it is (issue 17 §3 round 6: about 0.1 CPU s less per million
-    rows than 128K-row writes). A task bigger than one slice holds, while a group is routed, the
-    buffer, the group and its routed copy: up to about 1.5x ``write-buffer-size`` of Arrow data,
-    still set by the option (a caller of ``write_arrow`` with a big table holds all of it)."""
-    return max(1, table.schema.core_options.write_buffer_size // 2)
-
-
-def gather(batches: Iterator[pa.RecordBatch], max_bytes: int) -> Iterator[list[pa.RecordBatch]]:
-    """Consecutive batches grouped into lists of at most ``max_bytes`` Arrow bytes (a batch
-    bigger than that alone); every batch is in exactly one group, in order. At most, not at
-    least: a group just over the writer's slice would be routed as a full slice and a sliver."""
-    group: list[pa.RecordBatch] = []
-    size = 0
-    for batch in batches:
-        nbytes = batch.nbytes
-        if group and size + nbytes > max_bytes:
-            yield group
-            group, size = [], 0
-        group.append(batch)
-        size += nbytes
-    if group:
-        yield group
-
-
-def write_task(options: SourceOptions, commit_user: str, batches: Iterator[pa.RecordBatch],
-               plan: BucketPlan | None = None, *, overwrite: bool = False) -> LakeCommitMessage:
-    """Write one task's input into new files; on failure delete them and re-raise.
-
-    Rows of a primary-key table that did not come routed by bucket (no bucket column) are
-    numbered in this task's sequence slot, so other tasks may write the same buckets. With a
-    ``plan`` (a batch write of a postpone table into real buckets) each partition is written with
-    its planned bucket count, and rows of partitions the plan lacks are staged (`LakeBatchWriter`).
-    An ``overwrite`` writes as the core's overwrite does: buckets start empty (the commit drops the
-    replaced files and their hash index, so a dynamic-bucket assigner must not start from them).
-    """
-    table = options.table()
-    writer: TableWriter | PostponeWriter | PostponeFixedBucketWriter
-    if plan is not None:
-        from lake_assets.ops.postpone_fixed_bucket import PostponeFixedBucketWriter
-
-        writer = PostponeFixedBucketWriter(table.store, commit_user, plan.counts, default_count=plan.default,
-                                           stage_unplanned=True, ignore_previous_files=overwrite)
-    else:
-        writer = table.new_writer(commit_user, write_only=True, ignore_previous_files=overwrite)
-    target = table.arrow_schema
-    stride = 1
-    try:
-        for group in gather(batches, gather_bytes(table)):
-            if stride == 1 and table.primary_keys and BUCKET_COLUMN not in group[0].schema.names:
-                stride = TASK_SLOTS
-                writer.interleave_sequences(current_task_slot(), TASK_SLOTS)
-            writer.write_arrow(from_spark(group, target))
-        messages = writer.prepare_commit()
-    except BaseException:
-        writer.abort()
-        raise
-    finally:
-        writer.close()
-    return LakeCommitMessage(commit_user, tuple(m.to_json() for m in messages), stride)
-
-
-def decode(messages: Sequence[WriterCommitMessage | None]) -> list[CommitMessage]:
-    """Core commit messages of the tasks that finished (Spark passes None for the others)."""
-    out = []
-    for m in messages:
-        if isinstance(m, LakeCommitMessage):
-            out += [CommitMessage.from_json(text) for text in m.messages]
-    return out
-
-
-def task_files(messages: Sequence[WriterCommitMessage | None]) -> list[TaskFiles]:
-    """The core messages of each task that finished, with its sequence stride."""
-    return [TaskFiles([CommitMessage.from_json(text) for text in m.messages], m.sequence_stride)
-            for m in messages if isinstance(m, LakeCommitMessage)]
-
-
-def commit_user_of(messages: Sequence[WriterCommitMessage | None]) -> str | None:
-    users = {m.commit_user for m in messages if isinstance(m, LakeCommitMessage)}
-    if len(users) > 1:
-        raise LakeError(f"Commit messages of one Spark write carry several commit users: {sorted(users)}")
-    return next(iter(users), None)
-
-
-def check_one_dynamic_bucket_writer(table: Table, tasks: Sequence[WriterCommitMessage | None]) -> None:
-    """Refuse a write of a dynamic-bucket table by more than one task.
-
-    Each task's writer assigns buckets from the hash index it loaded, without seeing the other
-    tasks' new keys: two of them could give one new key two buckets, and a read would return it
-    twice. Paimon supports one writer (assigner) per dynamic-bucket table; `write_table` and
-    `repartition_by_bucket` send such a table's rows to one task.
-    """
-    if table.schema.core_options.bucket != -1 or not table.primary_keys:
-        return
-    writers = [m for m in tasks if isinstance(m, LakeCommitMessage) and m.messages]
-    if len(writers) > 1 and cross_partition_fields(table.schema):
-        # each task's writer bootstrapped a key index of its own and placed keys from it
-        raise DynamicBucketWriterConflictError(
-            f"Cannot commit to {table.name}: {len(writers)} Spark tasks wrote this cross-partition upsert table "
-            "(bucket = -1, a primary key without every partition field) in one commit, each routing rows "
-            "with a key index of its own, so a key could end up in two partitions. Nothing was committed. "
-            "Paimon supports one writer per dynamic-bucket table: write with lake_assets.spark.write_table(...), "
-            "or repartition the input with lake_assets.spark.repartition_by_bucket(...) (one task) before "
-            "df.write / df.writeStream."
-        )
-    if len(writers) > 1:
-        raise DynamicBucketWriterConflictError(
-            f"Cannot commit to {table.name}: {len(writers)} Spark tasks wrote this dynamic-bucket table "
-            "(bucket = -1) in one commit, each assigning buckets on its own, so a new key could land in "
-            "two buckets. Nothing was committed. Paimon supports one writer per dynamic-bucket table: "
-            "write with lake_assets.spark.write_table(...), or repartition the input with "
-            "lake_assets.spark.repartition_by_bucket(...) (one task) before df.write / df.writeStream."
-        )
-
-
-def commit_with_retry(
-    committer: TableCommitter,
-    messages: list[CommitMessage],
-    identifier: int,
-    overwrite: Overwrite | None,
-    *,
-    check_committed: bool,
-) -> list[int]:
-    """Commit; when the outcome is unknown, ask again with the same identifier (dedup decides)."""
-    for attempt in range(UNKNOWN_STATE_RETRIES + 1):
-        try:
-            return committer.commit(messages, identifier, overwrite=overwrite,
-                                    check_committed=check_committed or attempt > 0)
-        except CommitStateUnknownError:
-            if attempt == UNKNOWN_STATE_RETRIES:
-                raise
-    raise AssertionError("unreachable")
-
-
-def landed(table: Table, commit_user: str, identifier: int, since_snapshot: int | None) -> bool:
-    """Did ``commit_user`` commit ``identifier`` in a snapshot after ``since_snapshot``?"""
-    sm = table.snapshot_manager
-    latest = sm.latest_id()
-    if latest is None:
-        return False
-    start = max((since_snapshot or 0) + 1, sm.earliest_id() or 1)
-    for sid in range(latest, start - 1, -1):
-        snap = sm.try_snapshot(sid)
-        if snap is not None and snap.commit_user == commit_user and snap.commit_identifier >= identifier:
-            return True
-    return False
-
-
-def injected_failure(options: SourceOptions, point: str) -> None:
-    """The ``test.fail-commit`` hook: fail once at ``point`` while the marker file exists."""
-    if options.raw.get(FAIL_COMMIT) != point:
-        return
-    marker = options.raw.get(FAIL_COMMIT_MARKER)
-    if marker and os.path.exists(marker):
-        os.remove(marker)
-        raise InjectedCommitFailure(f"injected commit failure {point} the snapshot")
 
 
 def overwrite_mode(options: SourceOptions) -> str:

@@ -16,7 +16,7 @@ from lake_assets.spark import repartition_by_bucket, write_table
 from lake_assets.spark.schema import BUCKET_COLUMN
 from lake_assets.spark.shuffle import single_task_input
 from lake_assets.spark.source_options import SourceOptions
-from lake_assets.spark.writer import gather, gather_bytes, write_task
+from lake_assets.spark.write_task import gather, gather_bytes, write_task
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

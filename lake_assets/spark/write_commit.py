@@ -1,0 +1,135 @@
+"""The driver side of a Spark write: the tasks' messages decoded, the checks on who wrote what, and
+the commit retried while its outcome is unknown (`lake_assets.spark.writer` runs them).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from pyspark.sql.datasource import WriterCommitMessage
+
+from lake_assets.errors import CommitStateUnknownError, LakeError
+from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.spark.task_sequences import BucketWriterConflictError, TaskFiles
+from lake_assets.spark.write_task import LakeCommitMessage
+from lake_assets.table_support import cross_partition_fields
+
+if TYPE_CHECKING:
+    from lake_assets.ops.commit import Overwrite, TableCommitter
+    from lake_assets.spark.source_options import SourceOptions
+    from lake_assets.table import Table
+
+# A commit whose outcome is unknown (storage error while creating the snapshot) is retried with
+# the same user and identifier; the committer then finds out whether it landed.
+UNKNOWN_STATE_RETRIES = 3
+# Test hooks (never set in production): make a commit fail once, before or after its snapshot is
+# created, while the marker file exists. Options, not env vars: Spark's Python workers inherit
+# the environment of the JVM's start, not of the test that sets them later.
+FAIL_COMMIT = "test.fail-commit"
+FAIL_COMMIT_MARKER = "test.fail-commit-marker"
+
+
+class DynamicBucketWriterConflictError(BucketWriterConflictError):
+    """Several tasks wrote a dynamic-bucket table in one commit (each with its own bucket assigner)."""
+
+
+class InjectedCommitFailure(LakeError):
+    """Raised by the ``test.fail-commit`` hook."""
+
+
+def decode(messages: Sequence[WriterCommitMessage | None]) -> list[CommitMessage]:
+    """Core commit messages of the tasks that finished (Spark passes None for the others)."""
+    out = []
+    for m in messages:
+        if isinstance(m, LakeCommitMessage):
+            out += [CommitMessage.from_json(text) for text in m.messages]
+    return out
+
+
+def task_files(messages: Sequence[WriterCommitMessage | None]) -> list[TaskFiles]:
+    """The core messages of each task that finished, with its sequence stride."""
+    return [TaskFiles([CommitMessage.from_json(text) for text in m.messages], m.sequence_stride)
+            for m in messages if isinstance(m, LakeCommitMessage)]
+
+
+def commit_user_of(messages: Sequence[WriterCommitMessage | None]) -> str | None:
+    users = {m.commit_user for m in messages if isinstance(m, LakeCommitMessage)}
+    if len(users) > 1:
+        raise LakeError(f"Commit messages of one Spark write carry several commit users: {sorted(users)}")
+    return next(iter(users), None)
+
+
+def check_one_dynamic_bucket_writer(table: Table, tasks: Sequence[WriterCommitMessage | None]) -> None:
+    """Refuse a write of a dynamic-bucket table by more than one task.
+
+    Each task's writer assigns buckets from the hash index it loaded, without seeing the other
+    tasks' new keys: two of them could give one new key two buckets, and a read would return it
+    twice. Paimon supports one writer (assigner) per dynamic-bucket table; `write_table` and
+    `repartition_by_bucket` send such a table's rows to one task.
+    """
+    if table.schema.core_options.bucket != -1 or not table.primary_keys:
+        return
+    writers = [m for m in tasks if isinstance(m, LakeCommitMessage) and m.messages]
+    if len(writers) > 1 and cross_partition_fields(table.schema):
+        # each task's writer bootstrapped a key index of its own and placed keys from it
+        raise DynamicBucketWriterConflictError(
+            f"Cannot commit to {table.name}: {len(writers)} Spark tasks wrote this cross-partition upsert table "
+            "(bucket = -1, a primary key without every partition field) in one commit, each routing rows "
+            "with a key index of its own, so a key could end up in two partitions. Nothing was committed. "
+            "Paimon supports one writer per dynamic-bucket table: write with lake_assets.spark.write_table(...), "
+            "or repartition the input with lake_assets.spark.repartition_by_bucket(...) (one task) before "
+            "df.write / df.writeStream."
+        )
+    if len(writers) > 1:
+        raise DynamicBucketWriterConflictError(
+            f"Cannot commit to {table.name}: {len(writers)} Spark tasks wrote this dynamic-bucket table "
+            "(bucket = -1) in one commit, each assigning buckets on its own, so a new key could land in "
+            "two buckets. Nothing was committed. Paimon supports one writer per dynamic-bucket table: "
+            "write with lake_assets.spark.write_table(...), or repartition the input with "
+            "lake_assets.spark.repartition_by_bucket(...) (one task) before df.write / df.writeStream."
+        )
+
+
+def commit_with_retry(
+    committer: TableCommitter,
+    messages: list[CommitMessage],
+    identifier: int,
+    overwrite: Overwrite | None,
+    *,
+    check_committed: bool,
+) -> list[int]:
+    """Commit; when the outcome is unknown, ask again with the same identifier (dedup decides)."""
+    for attempt in range(UNKNOWN_STATE_RETRIES + 1):
+        try:
+            return committer.commit(messages, identifier, overwrite=overwrite,
+                                    check_committed=check_committed or attempt > 0)
+        except CommitStateUnknownError:
+            if attempt == UNKNOWN_STATE_RETRIES:
+                raise
+    raise AssertionError("unreachable")
+
+
+def landed(table: Table, commit_user: str, identifier: int, since_snapshot: int | None) -> bool:
+    """Did ``commit_user`` commit ``identifier`` in a snapshot after ``since_snapshot``?"""
+    sm = table.snapshot_manager
+    latest = sm.latest_id()
+    if latest is None:
+        return False
+    start = max((since_snapshot or 0) + 1, sm.earliest_id() or 1)
+    for sid in range(latest, start - 1, -1):
+        snap = sm.try_snapshot(sid)
+        if snap is not None and snap.commit_user == commit_user and snap.commit_identifier >= identifier:
+            return True
+    return False
+
+
+def injected_failure(options: SourceOptions, point: str) -> None:
+    """The ``test.fail-commit`` hook: fail once at ``point`` while the marker file exists."""
+    if options.raw.get(FAIL_COMMIT) != point:
+        return
+    marker = options.raw.get(FAIL_COMMIT_MARKER)
+    if marker and os.path.exists(marker):
+        os.remove(marker)
+        raise InjectedCommitFailure(f"injected commit failure {point} the snapshot")
