@@ -127,16 +127,17 @@ def test_commit_message_carries_pending_rounds() -> None:
         CommitMessage(part, 0, -1, key_index_pending=("data-1.parquet",))
 
 
-OUTCOMES = ("ok", "ok", "ok", "never", "fail", "unknown_landed", "unknown_not", "pipeline", "empty")
+OUTCOMES = ("ok", "ok", "ok", "never", "fail", "unknown_landed", "unknown_not", "unknown_retried", "pipeline",
+            "empty")
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_random_rounds_with_failing_commits_match_a_model(tmp_path: Path, seed: int) -> None:
     """Rounds of random moves of a few keys over three partitions through long-lived writers, whose
-    commits randomly land, are never made, fail before landing, end unknown (landed or not), or
-    land a round late (pipelined). A commit is refused exactly when an earlier round of its writer
-    with rows did not land (then a new writer takes over); the table always equals the model of the
-    landed rounds, one row per key."""
+    commits randomly land, are never made, fail before landing, end unknown (landed or not; retried
+    with the same identifier or not), or land a round late (pipelined). A commit is refused exactly
+    when an earlier round of its writer with rows did not land (then a new writer takes over); the
+    table always equals the model of the landed rounds, one row per key."""
     rng = random.Random(seed)
     t = _table(tmp_path)
     model: dict[int, tuple[str, str]] = {}
@@ -160,7 +161,8 @@ def test_random_rounds_with_failing_commits_match_a_model(tmp_path: Path, seed: 
         tainted = not all(rounds[:at])
         hook = {"fail": _fail_at("commit.before_snapshot", OSError("disk")),
                 "unknown_landed": _fail_at("commit.after_snapshot", OSError("lost answer")),
-                "unknown_not": _fail_at("commit.before_snapshot", CommitStateUnknownError("timeout"))}.get(outcome)
+                "unknown_not": _fail_at("commit.before_snapshot", CommitStateUnknownError("timeout")),
+                "unknown_retried": _fail_at("commit.before_snapshot", CommitStateUnknownError("timeout"))}.get(outcome)
         committer.store.fault_hook = hook
         try:
             committer.commit(messages, ident)
@@ -173,6 +175,10 @@ def test_random_rounds_with_failing_commits_match_a_model(tmp_path: Path, seed: 
         except (OSError, CommitStateUnknownError):
             assert not tainted and hook is not None
             landed = outcome == "unknown_landed"
+            committer.store.fault_hook = None
+            if outcome in ("unknown_landed", "unknown_retried"):  # the same messages and identifier again
+                assert bool(committer.commit(messages, ident)) != landed  # a no-op once it landed
+                landed = True
         finally:
             committer.store.fault_hook = None
         assert not tainted, "a round after one that did not land was committed"
