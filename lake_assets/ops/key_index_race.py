@@ -234,7 +234,7 @@ def advance_base(store: FileStore, base: int, identity: str, commit_user: str,
         except SnapshotNotFoundError:
             pass  # expired: the writer's next own commit vouches for it
     moved = (base, identity, left)
-    scan = store.file_store_scan() if left else None
+    scan: FileStoreScan | None = None  # made at the first own APPEND read
     try:
         for sid in range(base + 1, latest + 1):
             snap = sm.snapshot(sid)
@@ -245,7 +245,7 @@ def advance_base(store: FileStore, base: int, identity: str, commit_user: str,
             base, identity = sid, snapshot_identity(snap)
             if own and left:
                 # a round seen landed: once the base is past it, the commit check cannot see it
-                assert scan is not None  # made when there is something left
+                scan = scan or store.file_store_scan()
                 added = added_file_names(scan, snap)
                 left = tuple(x for x in left if x not in added)
             if verified:
