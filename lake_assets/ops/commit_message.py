@@ -57,6 +57,10 @@ class CommitMessage:
     # reused after a rollback): `key_index_race.snapshot_identity`, empty for 0.
     key_index_base: int = -1
     key_index_base_identity: str = ""
+    # Of such a writer too: one new data file of each earlier round (`prepare_commit`) of it since
+    # its base that was not seen landed; the commit refuses unless each is in the table or in this
+    # commit (its key index holds those rounds' placements; ops/key_index_race.py).
+    key_index_pending: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Messages cross process boundaries (Spark tasks, JSON, pickle): every one is checked on
@@ -109,6 +113,7 @@ class CommitMessage:
             kwargs["hash_index_view"] = d.get("hash_index_view", "")
             kwargs["key_index_base"] = d.get("key_index_base", -1)
             kwargs["key_index_base_identity"] = d.get("key_index_base_identity", "")
+            kwargs["key_index_pending"] = tuple(d.get("key_index_pending", ()))
         except (ValueError, TypeError, KeyError, AttributeError, binascii.Error) as exc:
             raise InvalidCommitMessageError(f"Invalid commit message JSON: {exc!r}") from None
         return cls(**kwargs)
@@ -204,6 +209,15 @@ def check_message_shape(m: CommitMessage) -> None:
     if m.key_index_base > 0 and not m.key_index_base_identity:
         raise _bad(f"key_index_base {m.key_index_base} comes without the identity of that snapshot "
                    "(key_index_base_identity), which the commit checks")
+    if not isinstance(m.key_index_pending, tuple) or not all(isinstance(x, str) for x in m.key_index_pending):
+        raise _bad("key_index_pending is not a tuple of file names")
+    if m.key_index_pending and m.key_index_base < 0:
+        raise _bad("key_index_pending comes without key_index_base (a cross-partition writer's rounds)")
+    try:
+        for x in m.key_index_pending:
+            check_file_name(x, "key_index_pending")
+    except UnsafePathError as exc:
+        raise _bad(str(exc)) from None
     hashes = [e for e in (*m.index_before, *m.index_after) if e.index_type == HASH_INDEX]
     if hashes and not m.hash_index_view:
         raise _bad(f"bucket {m.bucket} carries hash index file {hashes[0].file_name} without its writer's view of "

@@ -29,6 +29,7 @@ bucket's keys once when it starts (Java's bootstrap does the same).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -51,6 +52,7 @@ from lake_assets.table_support import Op
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from lake_assets.ops.commit_message import CommitMessage
     from lake_assets.ops.scan import Split
     from lake_assets.spec.snapshot import Snapshot
     from lake_assets.store.file_store import FileStore
@@ -92,6 +94,9 @@ class CrossPartitionRouter:
         self.base_snapshot = snapshot.id if snapshot is not None else 0
         self.base_identity = snapshot_identity(snapshot) if snapshot is not None else ""
         self.advance_due = False  # after a prepare_commit: the next write moves the base on
+        # one new file of each prepared round with rows whose landing the base has not passed
+        # (`CommitMessage.key_index_pending`): its placements are in the index, maybe not the table
+        self.pending: tuple[str, ...] = ()
         self.index = KeyIndex(store.name, opts.write_buffer_size // 2, spill_dir)
         # live keys per bucket of each partition id, Paimon's BucketAssigner statistics
         self.counts: dict[int, dict[int, int]] = {}
@@ -137,8 +142,19 @@ class CrossPartitionRouter:
         """Move the base over the writer's own commits and compactions since (a long-lived
         writer keeps its index across commits; `key_index_race.advance_base`)."""
         self.advance_due = False
-        self.base_snapshot, self.base_identity = advance_base(self.store, self.base_snapshot, self.base_identity,
-                                                              commit_user)
+        self.base_snapshot, self.base_identity, self.pending = advance_base(
+            self.store, self.base_snapshot, self.base_identity, commit_user, self.pending)
+
+    def stamp(self, messages: list[CommitMessage]) -> list[CommitMessage]:
+        """A round's ``messages`` carrying the writer's base and its earlier rounds not seen landed,
+        which the commit checks (ops/key_index_race.py); the round is pending from now on."""
+        stamped = [dataclasses.replace(m, key_index_base=self.base_snapshot,
+                                       key_index_base_identity=self.base_identity,
+                                       key_index_pending=self.pending) for m in messages]
+        names = [f.file_name for m in messages for f in m.new_files]
+        if names:  # a round without rows placed nothing
+            self.pending = (*self.pending, min(names))
+        return stamped
 
     # ---------------------------------------------------------------- routing
     def route(self, data: pa.Table, kinds: np.ndarray) -> tuple[pa.Table, np.ndarray, np.ndarray]:

@@ -18,6 +18,19 @@ checked) cannot be checked either: the commit fails, telling to create a new wri
 writer does not get there by committing regularly: it keeps its index across commits (as Paimon's
 Flink writer keeps its RocksDB across checkpoints, never re-reading it) and moves its base over its
 own commits and compactions (`advance_base`), which place no key its index does not know.
+
+Its index also holds the placements of the rounds (`prepare_commit`s) it prepared since its base,
+which are in the table only once their commits land. A commit that failed (a conflict, any error,
+or one never made) leaves placements the table does not have: a later round would retract a moved
+key in the wrong partition and leave it live in its real one. Paimon's Flink writer never gets
+there (a failed commit fails the job, which restarts from a checkpoint with a fresh index). So each
+message names one new data file of every earlier round with rows not seen landed at its writer's
+last base move (`CommitMessage.key_index_pending`), and the commit refuses unless each of those
+files was added by a snapshot after the base or is in the commit itself (rounds committed
+together): whether a round landed is looked up, never assumed, which also settles a round whose
+commit ended in `CommitStateUnknownError`. Pipelined rounds keep working: round N+1 may be written
+and prepared before round N's commit lands, as long as N lands first. A writer that lost a round
+never commits again: create a new one.
 """
 
 from __future__ import annotations
@@ -38,6 +51,7 @@ from lake_assets.spec.snapshot import CommitKind, Snapshot
 
 if TYPE_CHECKING:
     from lake_assets.ops.commit_message import CommitMessage
+    from lake_assets.ops.scan import FileStoreScan
     from lake_assets.store.file_store import FileStore
 
 _Located = tuple[bytes, int, DataFileMeta]
@@ -94,6 +108,7 @@ def check_key_index_race(store: FileStore, latest: Snapshot | None, messages: Se
     for anchor, identity in {(m.key_index_base, m.key_index_base_identity) for m in messages
                              if m.key_index_base >= 0}:
         _check_base(store, latest, anchor, identity)
+    _check_rounds_landed(store, latest, messages, base)
     if latest is None or latest.id == base:
         return
     ours: list[_Located] = [(m.partition, m.bucket, f) for m in messages for f in m.new_files]
@@ -132,6 +147,41 @@ def check_key_index_race(store: FileStore, latest: Snapshot | None, messages: Se
                         "lost); write again")
 
 
+def _check_rounds_landed(store: FileStore, latest: Snapshot | None, messages: Sequence[CommitMessage],
+                         base: int) -> None:
+    """Fail unless the file each earlier round of the messages' writer left pending was added by
+    an APPEND snapshot after ``base`` (newest first: the round before is the likely one) or is in
+    this commit (see the module doc)."""
+    missing = ({x for m in messages for x in m.key_index_pending}
+               - {f.file_name for m in messages for f in m.new_files})
+    if not missing:
+        return
+    sm = store.snapshot_manager
+    scan = store.file_store_scan()
+    for sid in range(latest.id if latest is not None else 0, base, -1):
+        try:
+            snap = latest if latest is not None and sid == latest.id else sm.snapshot(sid)
+        except SnapshotNotFoundError:
+            raise CommitConflictError(
+                f"Cannot commit to {store.name}: snapshot {sid} expired, so whether an earlier commit of this "
+                "cross-partition writer landed (its key index holds that commit's placements) cannot be checked; "
+                "create a new writer (it reads the index from the latest snapshot)") from None
+        if snap.commit_kind == CommitKind.APPEND:
+            missing -= added_file_names(scan, snap)
+            if not missing:
+                return
+    raise CommitConflictError(
+        f"Cannot commit to {store.name}: an earlier commit of this cross-partition writer (the one adding data "
+        f"file {min(missing)}) did not land; its key index holds that commit's placements and no longer matches "
+        "the table (a moved key would stay live in two partitions): create a new writer (it reads the index "
+        "from the latest snapshot) and write that data again")
+
+
+def added_file_names(scan: FileStoreScan, snap: Snapshot) -> set[str]:
+    """The data files a snapshot added (its delta manifests)."""
+    return {e.file.file_name for e in scan.delta_entries(snap) if e.kind == FileKind.ADD}
+
+
 def _ranges_overlap(a: DataFileMeta, b: DataFileMeta, key_types: list[Any]) -> bool:
     lo_a, hi_a = deserialize_row(a.min_key, key_types), deserialize_row(a.max_key, key_types)
     lo_b, hi_b = deserialize_row(b.min_key, key_types), deserialize_row(b.max_key, key_types)
@@ -159,27 +209,32 @@ def _share_keys(store: FileStore, a: _Located, b: _Located, key_names: list[str]
     return bool(joined.num_rows > 0)
 
 
-def advance_base(store: FileStore, base: int, identity: str, commit_user: str) -> tuple[int, str]:
+def advance_base(store: FileStore, base: int, identity: str, commit_user: str,
+                 pending: Sequence[str] = ()) -> tuple[int, str, tuple[str, ...]]:
     """A writer's key-index base moved over the snapshots after it that place no key its index
     does not know: compactions (they move no key between buckets) and APPENDs of its own commit
     user (it placed their keys; Paimon's rule of one writer per cross-partition table, whose
     commit user names it). Stops at any other snapshot, at one that cannot be read, and where
     the base is not the snapshot it was (a rollback): the commit check then decides. A base
     that expired is vouched for by the writer's own APPEND after it (behind compactions only):
-    that commit's check found the base intact, and its id follows the base's history."""
+    that commit's check found the base intact, and its id follows the base's history.
+    With it, what is left of ``pending`` (the writer's rounds not seen landed, by one file each):
+    those not added by an own APPEND at or before the new base (only those are read)."""
     sm = store.snapshot_manager
     latest = sm.latest_id()
+    left = tuple(pending)
     if latest is None or latest <= base:
-        return base, identity
+        return base, identity, left
     verified = base == 0
     if not verified:
         try:
             if snapshot_identity(sm.snapshot(base)) != identity:
-                return base, identity
+                return base, identity, left
             verified = True
         except SnapshotNotFoundError:
             pass  # expired: the writer's next own commit vouches for it
-    moved = (base, identity)
+    moved = (base, identity, left)
+    scan: FileStoreScan | None = None  # made at the first own APPEND read
     try:
         for sid in range(base + 1, latest + 1):
             snap = sm.snapshot(sid)
@@ -188,8 +243,13 @@ def advance_base(store: FileStore, base: int, identity: str, commit_user: str) -
                 break
             verified = verified or own
             base, identity = sid, snapshot_identity(snap)
+            if own and left:
+                # a round seen landed: once the base is past it, the commit check cannot see it
+                scan = scan or store.file_store_scan()
+                added = added_file_names(scan, snap)
+                left = tuple(x for x in left if x not in added)
             if verified:
-                moved = (base, identity)
+                moved = (base, identity, left)
     except SnapshotNotFoundError:
         pass
     return moved

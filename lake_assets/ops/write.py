@@ -8,7 +8,6 @@ messages. Everything on the row path is vectorized with pyarrow/numpy.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, ThreadPoolExecutor, wait
@@ -290,8 +289,7 @@ class TableWriter:
         cross = self._router.cross_router
         if cross is not None:  # the commit checks for writers racing this one (ops/key_index_race.py)
             cross.advance_base(self.commit_user)
-            messages = [dataclasses.replace(m, key_index_base=cross.base_snapshot,
-                                            key_index_base_identity=cross.base_identity) for m in messages]
+            messages = cross.stamp(messages)
             # the next write moves the base over this commit (before snapshots expire past it)
             cross.advance_due = True
         return messages
