@@ -159,12 +159,10 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
             out.append(Refusal(f"option {option} = {text!r}", rule.why, frozenset(Op[n] for n in rule.refuses)))
     # key -> (whether a stored value is the unimplemented feature, why it is refused, what it blocks)
     feature: dict[str, tuple[Callable[[str], bool], str, frozenset[Op]]] = {
-        # writes get their row ids at commit (ops/row_tracking.py), reads merge data-evolution
-        # files (ops/data_evolution_read.py); compaction would have to write the rows' ids and
-        # sequence numbers into its outputs, as Paimon HEAD's does, which ours does not
-        "row-tracking.enabled": (is_true, "compaction of row-tracking tables is not implemented (Paimon "
-                                 "HEAD writes each row's _ROW_ID and _SEQUENCE_NUMBER into the rewritten files, "
-                                 "whose ids pypaimon 2.1 reads as null)", frozenset({Op.COMPACT})),
+        # row-tracking.enabled refuses nothing: writes get their row ids at commit
+        # (ops/row_tracking.py), compaction stores each row's ids in its outputs as Paimon HEAD
+        # does (ops/compact/row_tracking_rewrite.py); reads merge data-evolution files
+        # (ops/data_evolution_read.py)
         "data-evolution.enabled": (is_true, "data-evolution files are merged by batch reads only: compaction "
                                    "and change streams (where an update file arrives without its base file) "
                                    "are not implemented", frozenset({Op.COMPACT, Op.STREAM})),

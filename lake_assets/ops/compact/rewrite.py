@@ -29,6 +29,13 @@ from lake_assets.ops.compact.changelog import produce_changelog
 from lake_assets.ops.compact.fan_in import bounded_inputs, sort_spill_threshold, spill_directory
 from lake_assets.ops.compact.memory import DEFAULT_MERGE_ROWS, merge_rows, read_batch_rows, run_batch_rows
 from lake_assets.ops.compact.plan import CompactionTask
+from lake_assets.ops.compact.row_tracking_rewrite import (
+    check_compactable,
+    tracked_reader,
+    tracked_rows,
+    tracked_writer,
+    with_write_cols,
+)
 from lake_assets.ops.deletion_vectors import VectorLoader
 from lake_assets.ops.dv_compact import VectorUpdate
 from lake_assets.ops.dv_old_values import (
@@ -39,6 +46,7 @@ from lake_assets.ops.dv_old_values import (
     needs_old_values,
 )
 from lake_assets.ops.read import SplitReader
+from lake_assets.ops.row_tracking import row_tracking_enabled
 from lake_assets.ops.scan import Split
 from lake_assets.ops.spill import spill_root
 from lake_assets.parallelism import usable_cpus
@@ -76,6 +84,14 @@ class _UnitFiles:
     @functools.cached_property
     def writer(self) -> DataFileWriter:
         return _writer(self.store, self.task)
+
+    @functools.cached_property
+    def tracked_reader(self) -> SplitReader:
+        return tracked_reader(self.store, self.vectors)
+
+    @functools.cached_property
+    def tracked_writer(self) -> DataFileWriter:
+        return tracked_writer(self.store, self.store.bucket_dir(self.task.partition, self.task.bucket))
 
 
 def _writer(store: FileStore, task: CompactionTask) -> DataFileWriter:
@@ -124,18 +140,28 @@ def run_compaction_task(
     try:
         if task.append_groups:
             batch_rows = min(chunk_rows, read_batch_rows(opts))
+            tracking = row_tracking_enabled(store.schema.options)
             for group in task.append_groups:
-                seq_range = (min(f.min_sequence_number for f in group), max(f.max_sequence_number for f in group))
-                rolling = unit.writer.rolling(level=0, file_source=FILE_SOURCE_COMPACT, sequence_range=seq_range)
+                ordered = sorted(group, key=lambda f: f.min_sequence_number)
+                if tracking:
+                    # each row's _ROW_ID and _SEQUENCE_NUMBER stored in the output, whose sequence
+                    # range is its rows' (ops/compact/row_tracking_rewrite.py)
+                    check_compactable(store, group)
+                    rolling = unit.tracked_writer.rolling(level=0, file_source=FILE_SOURCE_COMPACT)
+                    pieces = tracked_rows(unit.tracked_reader, split, ordered, batch_rows)
+                else:
+                    seq_range = (min(f.min_sequence_number for f in group), max(f.max_sequence_number for f in group))
+                    rolling = unit.writer.rolling(level=0, file_source=FILE_SOURCE_COMPACT, sequence_range=seq_range)
+                    # the files in sequence order, streamed: a row group per ``chunk_rows`` rows,
+                    # never the group whole (its files add up to the target file size)
+                    pieces = (piece for f in ordered
+                              for piece in unit.reader.iter_file(split, f, False, None, batch_rows))
                 rollings.append(rolling)
-                # the files in sequence order, streamed: a row group per ``chunk_rows`` rows,
-                # never the group whole (its files add up to the target file size)
-                pieces = (piece for f in sorted(group, key=lambda f: f.min_sequence_number)
-                          for piece in unit.reader.iter_file(split, f, False, None, batch_rows))
                 for chunk in _gathered(pieces, chunk_rows):
                     rolling.write(chunk)
                     del chunk  # written: not held while the next one is read
-                after += rolling.close()
+                written = rolling.close()
+                after += with_write_cols(written, store.schema) if tracking else written
                 before += group
             old_index: tuple[IndexManifestEntry, ...] = ()
             new_index: tuple[IndexManifestEntry, ...] = ()
