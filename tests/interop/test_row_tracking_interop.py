@@ -239,7 +239,7 @@ def test_engines_reading_a_compacted_row_tracking_table(driver: RowTrackingPaimo
     # pypaimon-rust 0.4 fails on the table: it requires a _FIRST_ROW_ID of every file of a
     # row-tracking table, which Paimon HEAD's compaction output never has (RowTrackingCommitUtils:
     # "for compact file, do not assign first row id"). Its limitation, pinned; the table is fine.
-    with pytest.raises(AssertionError, match="Row-tracked file 'data-.*' is missing first_row_id"):
+    with pytest.raises(AssertionError, match=r"Row-tracked file 'data-.*' is missing first_row_id"):
         rust.query(tmp_warehouse, "SELECT id, p, v FROM paimon.db.t")
     # a pypaimon commit after the compaction continues from nextRowId: no id is given twice
     driver.steps(tmp_warehouse, tmp_path, [
