@@ -9,8 +9,9 @@ from urllib.parse import unquote
 import pyarrow as pa
 
 from lake_assets.defs.config import MaintenancePolicy
+from lake_assets.errors import UnsupportedFeatureError
 from lake_assets.ops.visibility_wait import deletion_vectors_enabled, table_waits_for_visibility
-from lake_assets.table_support import POSTPONE_BUCKET
+from lake_assets.table_support import POSTPONE_BUCKET, Op
 
 if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
@@ -83,6 +84,16 @@ def waiting_flags(store: FileStore) -> dict[str, bool]:
     """`breaches`' keyword arguments for a table: whether its writers wait for a compaction, and
     whether its level-0 files are invisible (deletion vectors)."""
     return {"writers_wait": table_waits_for_visibility(store), "level0_invisible": deletion_vectors_enabled(store)}
+
+
+def compaction_refusal(store: FileStore) -> str | None:
+    """Why lake_assets refuses to compact the table (what the table carries, e.g. data evolution),
+    or None: a compaction of it is not applicable, so Dagster neither requests nor runs one."""
+    try:
+        store.require(Op.COMPACT)
+    except UnsupportedFeatureError as exc:
+        return str(exc)
+    return None
 
 
 def partition_values(partition_path: str) -> dict[str, str]:

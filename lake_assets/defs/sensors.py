@@ -10,7 +10,7 @@ import dagster as dg
 
 from lake_assets.defs.assets import CompactionConfig
 from lake_assets.defs.config import LakeConfig, TableConfig
-from lake_assets.defs.health import needs_full, partitions_to_compact, waiting_flags
+from lake_assets.defs.health import compaction_refusal, needs_full, partitions_to_compact, waiting_flags
 from lake_assets.defs.names import COMPACTION_TABLE_TAG, PARTITIONS_TAG, TableNames
 from lake_assets.defs.resources import WarehouseResource
 from lake_assets.ops.postpone_table import is_postpone_table
@@ -81,6 +81,10 @@ def build_small_file_sensor(config: LakeConfig, jobs: "list[AssetJob]") -> dg.Se
                 notes.append(f"{spec.identifier}: compaction already queued or running")
                 continue
             cursor[spec.identifier] = snapshot.id
+            refused = compaction_refusal(table.store)
+            if refused is not None:  # the compact job would fail on it: not applicable
+                notes.append(f"{spec.identifier}: compaction not applicable ({refused})")
+                continue
             health = table.health(small_file_threshold=spec.maintenance.small_file_bytes)
             partitions = partitions_to_compact(health, spec.maintenance, **waiting_flags(table.store))
             if partitions:

@@ -114,3 +114,37 @@ def test_small_files_threshold(core_lake) -> None:
         _write(warehouse, config, "2024-01-01", 100)
         [request] = _evaluate(defs, instance, None).run_requests  # 2 > 1
     assert request.run_config["ops"]["db__orders_compaction"]["config"]["partitions"] == ["dt=2024-01-01"]
+
+
+def test_row_tracking_tables_are_compacted_and_data_evolution_ones_not_applicable(core_lake) -> None:
+    """A row-tracking table (pypaimon's or Ray's, say) is compacted like any append table; one with
+    data evolution, whose compaction lake_assets refuses, is never requested: the sensor says why,
+    and the compaction asset, run anyway (an automation condition, the UI), materializes as not
+    applicable with the reason instead of starting a Spark job that would fail."""
+    config, _ = core_lake
+    orders = config.table("db.orders")
+    policy = orders.maintenance.model_copy(update={"level0_runs": 100, "small_file_threshold": 1})
+    tables = [orders.model_copy(update={"identifier": f"db.{name}", "primary_keys": [], "ingest": None,
+                                        "maintenance": policy, "options": options})
+              for name, options in (("tracked", {"row-tracking.enabled": "true", "bucket": "-1"}),
+                                    ("evolving", {"row-tracking.enabled": "true", "bucket": "-1",
+                                                  "data-evolution.enabled": "true"}))]
+    config = config.model_copy(update={"tables": tables})
+    defs = build_definitions(config)
+    warehouse = defs.resources["warehouse"]
+    for name in ("tracked", "evolving"):
+        table = warehouse.ensure_table(config.table(f"db.{name}"))
+        for start in (0, 10):
+            table.write_arrow(pa.table({"id": pa.array(range(start, start + 3), pa.int64()), "dt": ["2024-01-01"] * 3,
+                                        "name": ["x"] * 3, "amount": [1.0] * 3}))
+    with dg.instance_for_test() as instance:
+        tick = _evaluate(defs, instance, None)
+        assert [r.run_key.split("@")[0] for r in tick.run_requests] == ["db.tracked"]
+        assert json.loads(tick.cursor) == {"db.tracked": 2, "db.evolving": 2}  # looked at, not again
+        job = defs.resolve_job_def("db_evolving_compaction_job")
+        result = job.execute_in_process(instance=instance)
+    assert result.success
+    [materialization] = [e.step_materialization_data.materialization for e in result.get_asset_materialization_events()]
+    reason = materialization.metadata["not_applicable"].value
+    assert "Cannot compact db.evolving: option data-evolution.enabled = 'true' is not supported" in reason
+    assert warehouse.table("db.evolving").latest_snapshot().id == 2  # nothing compacted

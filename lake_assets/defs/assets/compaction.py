@@ -19,7 +19,13 @@ from lake_assets.defs.assets.metadata import (
     table_state_metadata,
 )
 from lake_assets.defs.config import TableConfig
-from lake_assets.defs.health import needs_full, partition_values, partitions_to_compact, waiting_flags
+from lake_assets.defs.health import (
+    compaction_refusal,
+    needs_full,
+    partition_values,
+    partitions_to_compact,
+    waiting_flags,
+)
 from lake_assets.defs.names import MAINTENANCE_POOL, TableNames
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
 from lake_assets.ops.postpone_table import is_postpone_table
@@ -73,6 +79,8 @@ class CompactionPlan:
     config: dict[str, Any]
     totals_before: dict[str, int]
     sizes_before: list[int]
+    # why lake_assets refuses to compact the table (`compaction_refusal`): then no job runs
+    not_applicable: str | None = None
 
 
 def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
@@ -95,6 +103,10 @@ def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
                 ) -> CompactionPlan:
         table = warehouse.existing_table(spec.identifier)
         before = table.health(small_file_threshold=small_bytes)
+        refused = compaction_refusal(table.store)
+        if refused is not None:
+            context.log.warning(f"Compaction of {spec.identifier} is not applicable: {refused}")
+            return CompactionPlan(config.model_dump(), health_totals(before), [], not_applicable=refused)
         if not config.full and not config.partitions:
             # Runs from an automation condition (or the UI) carry the default config: compact what
             # the policy names, as the small-file sensor would request it.
@@ -108,6 +120,11 @@ def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
     def compact_op(context: dg.OpExecutionContext, plan: CompactionPlan, warehouse: WarehouseResource,
                    spark: SparkJobResource) -> dg.Output[None]:
         config = CompactionConfig(**plan.config)
+        if plan.not_applicable is not None:
+            # materialized as not applicable, with the reason: no Spark job that would only fail
+            return dg.Output(None, metadata={"not_applicable": dg.MetadataValue.text(plan.not_applicable),
+                                             **{f"{k}_before": dg.MetadataValue.int(v)
+                                                for k, v in plan.totals_before.items()}})
         summary = spark.run_job(context, "compact", warehouse.job_args(spec.identifier) + compact_args(config),
                                 env=warehouse.job_env())
         table = warehouse.table(spec.identifier)
