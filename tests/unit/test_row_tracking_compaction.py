@@ -163,3 +163,30 @@ def test_row_ids_and_sequence_numbers_survive_any_compaction(tmp_path_factory: p
             t.compact(full=op == "full")
             assert (state(t) if model else []) == before
         assert (state(t) if t.latest_snapshot() else []) == [model[r] for r in sorted(model)]
+
+
+def test_rollback_never_lets_a_newer_tag_share_row_ids_with_new_rows(catalog: Catalog) -> None:
+    """A rollback moves nextRowId back to the target's. Paimon's rollback_to deletes newer tags
+    (RollbackHelper.cleanTags); lake_assets keeps them, so while one holds ids past the target's
+    nextRowId the rollback is refused and nothing changes. Tags whose rows have older ids, or a
+    newer tag of a compaction (no new id), do not stop it; deleting the tag lets it through."""
+    from lake_assets.errors import InvalidArgumentError
+
+    t = catalog.create_table("db.t", SCHEMA, options=TRACKED)
+    t.write_arrow(rows([1, 2]))  # snapshot 1: ids 0, 1
+    t.create_tag("first", 1)
+    t.write_arrow(rows([3]))  # snapshot 2: id 2
+    t.compact()  # snapshot 3: no new id
+    t.create_tag("compacted", 3)
+    t.rollback_to(snapshot_id=2)  # the newer tag holds ids up to 2 only: allowed
+    t.write_arrow(rows([4]))  # snapshot 3 again: id 3
+    t.create_tag("later", 3)
+    with pytest.raises(InvalidArgumentError, match=r"Cannot roll db.t back to snapshot 1: .*'later' \(snapshot 3, "
+                                                   r"row ids up to 3\).*Delete those tags first"):
+        t.rollback_to(tag="first")
+    assert t.latest_snapshot().id == 3 and len(state(t)) == 4
+    t.delete_tag("later")
+    t.delete_tag("compacted")
+    assert t.rollback_to(tag="first").id == 1
+    t.write_arrow(rows([5]))
+    assert [(r["id"], r["_ROW_ID"]) for r in state(t)] == [(1, 0), (2, 1), (5, 2)]
