@@ -31,8 +31,8 @@ _COMMON_SUFFIXES = tuple(f".{f}" for f in sorted(DATA_FILE_FORMATS))
 def entry_refusals(entries: Iterable[ManifestEntry], *, row_tracking: bool = False) -> list[Refusal]:
     """Refusals for what manifest entries show (one per kind, naming the first file). Pure.
 
-    ``row_tracking``: the table is a row-tracking table without data evolution, whose compaction
-    keeps row ids and checks each file's ``_WRITE_COLS`` itself (ops/compact/row_tracking_rewrite.py)."""
+    ``row_tracking``: the table is a row-tracking table, whose compaction keeps row ids and checks
+    each file's ``_WRITE_COLS`` itself (ops/compact/row_tracking_rewrite.py, data_evolution_compact.py)."""
     found: dict[str, Refusal] = {}
 
     def add(kind: str, prop: str, why: str, ops: frozenset[Op]) -> None:

@@ -163,9 +163,10 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
         # (ops/row_tracking.py), compaction stores each row's ids in its outputs as Paimon HEAD
         # does (ops/compact/row_tracking_rewrite.py); reads merge data-evolution files
         # (ops/data_evolution_read.py)
-        "data-evolution.enabled": (is_true, "data-evolution files are merged by batch reads only: compaction "
-                                   "and change streams (where an update file arrives without its base file) "
-                                   "are not implemented", frozenset({Op.COMPACT, Op.STREAM})),
+        # compaction merges each unit's row-id ranges into one file (ops/compact/data_evolution_compact.py)
+        "data-evolution.enabled": (is_true, "data-evolution files are merged by batch reads and compaction only: "
+                                   "change streams (where an update file arrives without its base file) "
+                                   "are not implemented", frozenset({Op.STREAM})),
         "data-file.external-paths": (bool, "writing data files to external paths is not implemented",
                                      frozenset({Op.WRITE, Op.COMPACT})),
     }

@@ -2,6 +2,7 @@
 Tables are written with the core (no Spark)."""
 
 import json
+from pathlib import Path
 
 import dagster as dg
 import pyarrow as pa
@@ -116,35 +117,46 @@ def test_small_files_threshold(core_lake) -> None:
     assert request.run_config["ops"]["db__orders_compaction"]["config"]["partitions"] == ["dt=2024-01-01"]
 
 
-def test_row_tracking_tables_are_compacted_and_data_evolution_ones_not_applicable(core_lake) -> None:
-    """A row-tracking table (pypaimon's or Ray's, say) is compacted like any append table; one with
-    data evolution, whose compaction lake_assets refuses, is never requested: the sensor says why,
-    and the compaction asset, run anyway (an automation condition, the UI), materializes as not
-    applicable with the reason instead of starting a Spark job that would fail."""
+
+def test_row_tracking_tables_are_compacted_and_refused_compactions_not_applicable(core_lake) -> None:
+    """Row-tracking and data-evolution tables (pypaimon's or Ray's, say) are compacted like any
+    append table. One whose compaction lake_assets refuses (here an option of a newer Paimon that
+    another engine left in its schema) is never requested: the sensor says why, and the compaction
+    asset, run anyway (an automation condition, the UI), materializes as not applicable with the
+    reason instead of starting a Spark job that would fail."""
     config, _ = core_lake
     orders = config.table("db.orders")
     policy = orders.maintenance.model_copy(update={"level0_runs": 100, "small_file_threshold": 1})
+    tracked = {"row-tracking.enabled": "true", "bucket": "-1"}
     tables = [orders.model_copy(update={"identifier": f"db.{name}", "primary_keys": [], "ingest": None,
                                         "maintenance": policy, "options": options})
-              for name, options in (("tracked", {"row-tracking.enabled": "true", "bucket": "-1"}),
-                                    ("evolving", {"row-tracking.enabled": "true", "bucket": "-1",
-                                                  "data-evolution.enabled": "true"}))]
+              for name, options in (("tracked", tracked), ("evolving", {**tracked, "data-evolution.enabled": "true"}),
+                                    ("foreign", tracked))]
     config = config.model_copy(update={"tables": tables})
     defs = build_definitions(config)
     warehouse = defs.resources["warehouse"]
-    for name in ("tracked", "evolving"):
+    for name in ("tracked", "evolving", "foreign"):
         table = warehouse.ensure_table(config.table(f"db.{name}"))
         for start in (0, 10):
             table.write_arrow(pa.table({"id": pa.array(range(start, start + 3), pa.int64()), "dt": ["2024-01-01"] * 3,
                                         "name": ["x"] * 3, "amount": [1.0] * 3}))
+    schema_dir = Path(warehouse.table("db.foreign").store.paths.schema_dir)
+    newest = max(schema_dir.glob("schema-*"), key=lambda p: int(p.name.split("-")[1]))
+    doc = json.loads(newest.read_text())
+    doc["options"]["compaction.file-num-limit"] = "10"  # Paimon 2.x's, which lake_assets does not know
+    newest.write_text(json.dumps(doc))
     with dg.instance_for_test() as instance:
         tick = _evaluate(defs, instance, None)
-        assert [r.run_key.split("@")[0] for r in tick.run_requests] == ["db.tracked"]
-        assert json.loads(tick.cursor) == {"db.tracked": 2, "db.evolving": 2}  # looked at, not again
-        job = defs.resolve_job_def("db_evolving_compaction_job")
+        assert sorted(r.run_key.split("@")[0] for r in tick.run_requests) == ["db.evolving", "db.tracked"]
+        assert json.loads(tick.cursor) == {"db.tracked": 2, "db.evolving": 2, "db.foreign": 2}
+        alone = _evaluate(defs, instance, json.dumps({"db.tracked": 2, "db.evolving": 2}))
+        assert alone.run_requests == []
+        assert ("db.foreign: compaction not applicable (Cannot compact db.foreign: option "
+                "compaction.file-num-limit = '10' is not supported") in alone.skip_message
+        job = defs.resolve_job_def("db_foreign_compaction_job")
         result = job.execute_in_process(instance=instance)
     assert result.success
     [materialization] = [e.step_materialization_data.materialization for e in result.get_asset_materialization_events()]
     reason = materialization.metadata["not_applicable"].value
-    assert "Cannot compact db.evolving: option data-evolution.enabled = 'true' is not supported" in reason
-    assert warehouse.table("db.evolving").latest_snapshot().id == 2  # nothing compacted
+    assert "Cannot compact db.foreign: option compaction.file-num-limit = '10' is not supported" in reason
+    assert warehouse.table("db.foreign").latest_snapshot().id == 2  # nothing compacted

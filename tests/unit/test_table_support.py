@@ -122,7 +122,7 @@ def test_supported_tables_refuse_nothing():
     # row tracking: compaction stores each row's ids in its outputs (ops/compact/row_tracking_rewrite.py)
     ({"bucket": "-1", "row-tracking.enabled": "true"}, False, set(), ""),
     ({"bucket": "-1", "row-tracking.enabled": "true", "data-evolution.enabled": "true"}, False,
-     {Op.COMPACT, Op.STREAM}, "data-evolution.enabled"),
+     {Op.STREAM}, "data-evolution.enabled"),
     # per-level formats are written; a level naming a format we do not write refuses writes only
     ({"bucket": "2", "file.format.per.level": "0:lance"}, True, {Op.WRITE, Op.COMPACT}, "file.format.per.level"),
     ({"bucket": "2", "file.compression.per.level": "0:lzo"}, True, {Op.WRITE, Op.COMPACT},

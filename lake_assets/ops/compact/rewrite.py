@@ -26,6 +26,7 @@ from lake_assets.ops.allocator import release_thread_memory
 from lake_assets.ops.append_vectors import change_vectors
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact.changelog import produce_changelog
+from lake_assets.ops.compact.data_evolution_compact import data_reader, rewrite_group
 from lake_assets.ops.compact.fan_in import bounded_inputs, sort_spill_threshold, spill_directory
 from lake_assets.ops.compact.memory import DEFAULT_MERGE_ROWS, merge_rows, read_batch_rows, run_batch_rows
 from lake_assets.ops.compact.plan import CompactionTask
@@ -46,7 +47,7 @@ from lake_assets.ops.dv_old_values import (
     needs_old_values,
 )
 from lake_assets.ops.read import SplitReader
-from lake_assets.ops.row_tracking import row_tracking_enabled
+from lake_assets.ops.row_tracking import data_evolution_enabled, row_tracking_enabled
 from lake_assets.ops.scan import Split
 from lake_assets.ops.spill import spill_root
 from lake_assets.parallelism import usable_cpus
@@ -84,6 +85,10 @@ class _UnitFiles:
     @functools.cached_property
     def writer(self) -> DataFileWriter:
         return _writer(self.store, self.task)
+
+    @functools.cached_property
+    def data_reader(self) -> SplitReader:
+        return data_reader(self.store)
 
     @functools.cached_property
     def tracked_reader(self) -> SplitReader:
@@ -141,8 +146,15 @@ def run_compaction_task(
         if task.append_groups:
             batch_rows = min(chunk_rows, read_batch_rows(opts))
             tracking = row_tracking_enabled(store.schema.options)
+            evolving = data_evolution_enabled(store.schema.options)
             for group in task.append_groups:
                 ordered = sorted(group, key=lambda f: f.min_sequence_number)
+                if evolving:  # one file of the unit's merged rows (ops/compact/data_evolution_compact.py)
+                    unit_split = Split(task.partition, task.partition_values, task.bucket, task.total_buckets,
+                                       list(group))
+                    after.append(rewrite_group(store, unit_split, unit.data_reader, batch_rows))
+                    before += group
+                    continue
                 if tracking:
                     # each row's _ROW_ID and _SEQUENCE_NUMBER stored in the output, whose sequence
                     # range is its rows' (ops/compact/row_tracking_rewrite.py)

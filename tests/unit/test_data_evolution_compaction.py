@@ -1,0 +1,104 @@
+"""Compaction of data-evolution tables, as Paimon HEAD's ``DataEvolutionCompactCoordinator`` plans
+it and ``DataEvolutionNormalCompactTask`` runs it (ops/compact/data_evolution_compact.py). The
+planner cases are HEAD's ``DataEvolutionCompactCoordinatorTest`` ones (normal files; blob and
+vector-store files are refused by their formats). pypaimon's column updates compacted and read
+back by pypaimon 2.1 and pypaimon-rust: tests/interop/test_row_tracking_interop.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from lake_assets import Catalog
+from lake_assets.errors import CorruptMetadataError
+from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.ops.compact.data_evolution_compact import plan_groups
+from lake_assets.options import CoreOptions
+from lake_assets.spec.manifest import EMPTY_ROW, DataFileMeta, FileSource, SimpleStats
+
+SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("v", pa.string())])
+EVOLVING = {"row-tracking.enabled": "true", "data-evolution.enabled": "true", "compaction.min.file-num": "2"}
+COLUMNS = ["id", "p", "v", "_ROW_ID", "_SEQUENCE_NUMBER"]
+MB = 1024 * 1024
+
+
+def meta(name: str, first: int, rows: int, size: int = 100, seq: int = 1,
+         cols: tuple[str, ...] | None = None) -> DataFileMeta:
+    return DataFileMeta(name, size, rows, EMPTY_ROW, EMPTY_ROW, SimpleStats.EMPTY, SimpleStats.EMPTY, seq, seq, 0, 0,
+                        file_source=FileSource.APPEND, first_row_id=first, write_cols=cols)
+
+
+def options(target: int, open_cost: int, min_files: int = 2) -> CoreOptions:
+    return CoreOptions({"target-file-size": f"{target} b", "source.split.open-file-cost": f"{open_cost} b",
+                        "compaction.min.file-num": str(min_files)}, has_primary_key=False)
+
+
+def names(units: list[list[DataFileMeta]]) -> list[list[str]]:
+    return [[f.file_name for f in unit] for unit in units]
+
+
+def test_planner_cases_of_paimon_head() -> None:
+    # testCompactPlannerSingleFile
+    assert plan_groups([meta("f1", 0, 100)], options(128 * MB, 4 * MB), "db.t") == []
+    # testCompactPlannerContiguousFiles: the bin flushes once it outweighs the target
+    files = [meta("f1", 0, 100), meta("f2", 100, 100), meta("f3", 200, 100)]
+    assert names(plan_groups(files, options(199, 1), "db.t")) == [["f1", "f2"]]
+    assert names(plan_groups(files, options(200, 1), "db.t")) == [["f1", "f2", "f3"]]
+    # testCompactPlannerWithRowIdGap: a gap ends a stretch
+    files = [meta("f1", 0, 100), meta("f2", 100, 100), meta("f3", 1000, 100), meta("f4", 1100, 100)]
+    assert names(plan_groups(files, options(128 * MB, 4 * MB), "db.t")) == [["f1", "f2"], ["f3", "f4"]]
+    # testCompactPlannerSkipsLargeFiles (one partition's part): a file over the target is a unit
+    # alone, never compacted; the small ones around it are
+    files = [meta("large", 0, 100, 200 * MB), meta("f1", 100, 100), meta("f2", 200, 100),
+             meta("large2", 300, 100, 200 * MB), meta("f3", 400, 100), meta("f4", 500, 100)]
+    assert names(plan_groups(files, options(100 * MB, 4 * MB), "db.t")) == [["f1", "f2"], ["f3", "f4"]]
+    # a base file and its column updates are one group: never split across units
+    files = [meta("base", 0, 10), meta("upd", 0, 10, seq=2, cols=("v",)), meta("next", 10, 5)]
+    assert names(plan_groups(files, options(150, 100), "db.t")) == [["base", "upd"]]
+    # files of overlapping ranges that differ: Java fails, and so does this
+    with pytest.raises(CorruptMetadataError, match="must span the same range"):
+        plan_groups([meta("a", 0, 10), meta("b", 5, 10)], options(128 * MB, 4 * MB), "db.t")
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Catalog:
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    return cat
+
+
+def test_compaction_merges_column_updates_and_keeps_row_ids(catalog: Catalog) -> None:
+    """Two whole-row files and an update of column ``v`` of the first one's rows (made by hand in
+    pypaimon's layout: lake_assets writes no column updates) become one file of every column:
+    values and _ROW_ID read the same; _SEQUENCE_NUMBER is the output's max for every row, as after
+    HEAD's compaction (it stores no sequence column)."""
+    t = catalog.create_table("db.t", SCHEMA, options=EVOLVING)
+    t.write_arrow(pa.table({"id": [1, 2], "p": ["a", "a"], "v": ["x", "y"]}, schema=SCHEMA))
+    t.write_arrow(pa.table({"id": [3], "p": ["b"], "v": ["z"]}, schema=SCHEMA))
+    base = min((e.file for e in t.store.file_store_scan().live_entries(t.latest_snapshot())),
+               key=lambda f: f.first_row_id or 0)
+    name = "data-11111111-1111-1111-1111-111111111111-0.parquet"
+    bucket_dir = os.path.join(t.store.paths.root, "bucket-0")
+    pq.write_table(pa.table({"v": ["X", "Y"]}), os.path.join(bucket_dir, name))
+    update = dataclasses.replace(base, file_name=name, file_size=os.path.getsize(os.path.join(bucket_dir, name)),
+                                 write_cols=("v",), min_sequence_number=0, max_sequence_number=0,
+                                 value_stats=SimpleStats.EMPTY, value_stats_cols=(), extra_files=())
+    t.new_committer("hand").commit([CommitMessage(EMPTY_ROW, 0, -1, new_files=(update,))], 1)
+    before = t.to_arrow(columns=COLUMNS).sort_by("_ROW_ID").to_pylist()
+    assert [(r["v"], r["_ROW_ID"], r["_SEQUENCE_NUMBER"]) for r in before] == [("X", 0, 3), ("Y", 1, 3), ("z", 2, 2)]
+    result = t.compact()
+    assert result.files_in == 3 and result.files_out == 1
+    after = t.to_arrow(columns=COLUMNS).sort_by("_ROW_ID").to_pylist()
+    assert after == [{**r, "_SEQUENCE_NUMBER": 3} for r in before]
+    [f] = [e.file for e in t.store.file_store_scan().live_entries(t.latest_snapshot())]
+    assert (f.first_row_id, f.row_count, f.write_cols, f.file_source) == (0, 3, None, FileSource.COMPACT)
+    assert (f.min_sequence_number, f.max_sequence_number) == (1, 3)
+    assert [s.next_row_id for s in t.snapshots()] == [2, 3, 3, 3]
+    # one more commit continues the ids
+    t.write_arrow(pa.table({"id": [4], "p": ["a"], "v": ["w"]}, schema=SCHEMA))
+    assert t.to_arrow(columns=["id", "_ROW_ID"]).sort_by("_ROW_ID").column("_ROW_ID").to_pylist() == [0, 1, 2, 3]
