@@ -246,3 +246,39 @@ def test_engines_reading_a_compacted_row_tracking_table(driver: RowTrackingPaimo
         {"op": "write", "table": "db.t", "data": _ipc(tmp_path, "w2", pa.table(
             {"id": [4], "p": ["a"], "v": ["w"]}, schema=SCHEMA))}])
     assert [r["_ROW_ID"] for r in _ours(cat, "db.t", FIELDS)] == [0, 1, 2, 3]
+
+
+def test_engines_read_a_compacted_data_evolution_table(driver: RowTrackingPaimon, rust: PypaimonRust,
+                                                       tmp_warehouse: str, tmp_path: Path) -> None:
+    """pypaimon writes a data-evolution table and updates a column by ``_ROW_ID``; lake_assets
+    compacts the base files and the update into one file of every column (HEAD's
+    ``DataEvolutionNormalCompactTask``: a ``_FIRST_ROW_ID``, no stored system column). pypaimon 2.1
+    and pypaimon-rust 0.4 read the same rows and ids as before; ``_SEQUENCE_NUMBER`` is the
+    output's max for every row, as after HEAD's compaction; pypaimon's next commit continues the ids."""
+    cat = Catalog(tmp_warehouse)
+    cat.create_database("db")
+    cat.create_table("db.t", SCHEMA, options={**OPTIONS, "compaction.min.file-num": "2"})
+    update = pa.table({"_ROW_ID": pa.array([1, 2], pa.int64()), "v": ["Y", "Z"]})
+    driver.steps(tmp_warehouse, tmp_path, [
+        {"op": "write", "table": "db.t", "data": _ipc(tmp_path, "w1", pa.table(
+            {"id": [1, 2], "p": ["a", "b"], "v": ["x", "y"]}, schema=SCHEMA))},
+        {"op": "write", "table": "db.t", "data": _ipc(tmp_path, "w2", pa.table(
+            {"id": [3], "p": ["a"], "v": ["z"]}, schema=SCHEMA))},
+        {"op": "update", "table": "db.t", "data": _ipc(tmp_path, "u", update), "columns": ["v"]}])
+    before = _ours(cat, "db.t", FIELDS)
+    assert [(r["v"], r["_ROW_ID"]) for r in before] == [("x", 0), ("Y", 1), ("Z", 2)]
+    result = cat.get_table("db.t").compact()
+    assert result.files_out == 1 and result.files_in >= 3
+    t = cat.get_table("db.t")
+    top = max(r["_SEQUENCE_NUMBER"] for r in before)
+    assert _ours(cat, "db.t", FIELDS) == [{**r, "_SEQUENCE_NUMBER": top} for r in before]
+    driver.steps(tmp_warehouse, tmp_path, [{"op": "read", "table": "db.t", "columns": FIELDS,
+                                            "out": str(tmp_path / "compacted.arrow")}])
+    assert _rows(read_ipc(tmp_path / "compacted.arrow")) == _ours(cat, "db.t", FIELDS)
+    theirs = rust.query(tmp_warehouse, 'SELECT id, v, "_ROW_ID" FROM paimon.db.t')
+    assert sorted(theirs, key=lambda r: r["_ROW_ID"]) == [{k: r[k] for k in ("id", "v", "_ROW_ID")} for r in before]
+    driver.steps(tmp_warehouse, tmp_path, [
+        {"op": "write", "table": "db.t", "data": _ipc(tmp_path, "w3", pa.table(
+            {"id": [4], "p": ["b"], "v": ["w"]}, schema=SCHEMA))}])
+    assert [r["_ROW_ID"] for r in _ours(cat, "db.t", FIELDS)] == [0, 1, 2, 3]
+    assert t.refresh().latest_snapshot().next_row_id == 4

@@ -47,7 +47,8 @@ def test_spark_writes_get_row_ids_and_reads_merge_updates(spark, catalog: Catalo
 def test_the_compact_job_keeps_row_ids_and_sequence_numbers(capsys, spark, tmp_path) -> None:
     """The distributed compact job (units on Spark executors) compacts a row-tracking table as
     the core does: each row's ``_ROW_ID`` and ``_SEQUENCE_NUMBER`` stored in the output, read back
-    the same by the core and by the Spark source."""
+    the same by the core and by the Spark source; and a data-evolution table into one file of
+    whole rows with its first row id."""
     import lake_assets
     from lake_assets.spark.jobs import compact
     from lake_assets.spark.jobs.errors import EXIT_OK
@@ -75,3 +76,14 @@ def test_the_compact_job_keeps_row_ids_and_sequence_numbers(capsys, spark, tmp_p
             .load("db.t").collect())
     assert sorted((r["id"], r["_ROW_ID"], r["_SEQUENCE_NUMBER"]) for r in back) == sorted(
         (r["id"], r["_ROW_ID"], r["_SEQUENCE_NUMBER"]) for r in before)
+    t = cat.create_table("db.de", SCHEMA, options={**OPTIONS, "compaction.min.file-num": "2"})
+    for i in range(3):
+        t.write_arrow(pa.table({"id": [i], "p": ["a"], "v": [f"x{i}"]}, schema=SCHEMA))
+    code, out = run_job_main(capsys, compact.main, "--warehouse", wh, "--table", "db.de")
+    assert code == EXIT_OK, out
+    assert out["files_in"] == 3 and out["files_out"] == 1
+    t = cat.get_table("db.de")
+    assert [(f.first_row_id, f.row_count) for f in (e.file for e in t.store.file_store_scan().live_entries(
+        t.latest_snapshot()))] == [(0, 3)]
+    assert t.to_arrow(columns=["id", "_ROW_ID"]).sort_by("id").to_pylist() == [
+        {"id": i, "_ROW_ID": i} for i in range(3)]
