@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lake_assets import Catalog
+from lake_assets import Catalog, Table
 from lake_assets.errors import CorruptMetadataError
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact.data_evolution_compact import plan_groups
@@ -72,23 +72,35 @@ def catalog(tmp_path: Path) -> Catalog:
     return cat
 
 
+def two_files(catalog: Catalog) -> Table:
+    t = catalog.create_table("db.t", SCHEMA, options=EVOLVING)
+    t.write_arrow(pa.table({"id": [1, 2], "p": ["a", "a"], "v": ["x", "y"]}, schema=SCHEMA))
+    t.write_arrow(pa.table({"id": [3], "p": ["b"], "v": ["z"]}, schema=SCHEMA))
+    return t
+
+
+def update_v(t: Table, values: list[str], tag: str) -> None:
+    """Commit an update of column ``v`` of the first file's rows in pypaimon's layout (by hand:
+    lake_assets writes no column updates)."""
+    base = min((e.file for e in t.store.file_store_scan().live_entries(t.latest_snapshot())
+                if e.file.first_row_id == 0), key=lambda f: f.max_sequence_number)
+    name = f"data-{tag * 8}-1111-1111-1111-111111111111-0.parquet"
+    bucket_dir = os.path.join(t.store.paths.root, "bucket-0")
+    pq.write_table(pa.table({"v": values}), os.path.join(bucket_dir, name))
+    update = dataclasses.replace(base, file_name=name, file_size=os.path.getsize(os.path.join(bucket_dir, name)),
+                                 row_count=len(values), write_cols=("v",), min_sequence_number=0,
+                                 max_sequence_number=0, value_stats=SimpleStats.EMPTY, value_stats_cols=(),
+                                 extra_files=(), file_source=FileSource.APPEND, first_row_id=0)
+    t.new_committer("hand").commit([CommitMessage(EMPTY_ROW, 0, -1, new_files=(update,))], 1)
+
+
 def test_compaction_merges_column_updates_and_keeps_row_ids(catalog: Catalog) -> None:
     """Two whole-row files and an update of column ``v`` of the first one's rows (made by hand in
     pypaimon's layout: lake_assets writes no column updates) become one file of every column:
     values and _ROW_ID read the same; _SEQUENCE_NUMBER is the output's max for every row, as after
     HEAD's compaction (it stores no sequence column)."""
-    t = catalog.create_table("db.t", SCHEMA, options=EVOLVING)
-    t.write_arrow(pa.table({"id": [1, 2], "p": ["a", "a"], "v": ["x", "y"]}, schema=SCHEMA))
-    t.write_arrow(pa.table({"id": [3], "p": ["b"], "v": ["z"]}, schema=SCHEMA))
-    base = min((e.file for e in t.store.file_store_scan().live_entries(t.latest_snapshot())),
-               key=lambda f: f.first_row_id or 0)
-    name = "data-11111111-1111-1111-1111-111111111111-0.parquet"
-    bucket_dir = os.path.join(t.store.paths.root, "bucket-0")
-    pq.write_table(pa.table({"v": ["X", "Y"]}), os.path.join(bucket_dir, name))
-    update = dataclasses.replace(base, file_name=name, file_size=os.path.getsize(os.path.join(bucket_dir, name)),
-                                 write_cols=("v",), min_sequence_number=0, max_sequence_number=0,
-                                 value_stats=SimpleStats.EMPTY, value_stats_cols=(), extra_files=())
-    t.new_committer("hand").commit([CommitMessage(EMPTY_ROW, 0, -1, new_files=(update,))], 1)
+    t = two_files(catalog)
+    update_v(t, ["X", "Y"], "1")
     before = t.to_arrow(columns=COLUMNS).sort_by("_ROW_ID").to_pylist()
     assert [(r["v"], r["_ROW_ID"], r["_SEQUENCE_NUMBER"]) for r in before] == [("X", 0, 3), ("Y", 1, 3), ("z", 2, 2)]
     result = t.compact()
@@ -102,3 +114,23 @@ def test_compaction_merges_column_updates_and_keeps_row_ids(catalog: Catalog) ->
     # one more commit continues the ids
     t.write_arrow(pa.table({"id": [4], "p": ["a"], "v": ["w"]}, schema=SCHEMA))
     assert t.to_arrow(columns=["id", "_ROW_ID"]).sort_by("_ROW_ID").column("_ROW_ID").to_pylist() == [0, 1, 2, 3]
+
+
+def test_a_column_update_landing_during_the_compaction_is_a_conflict(catalog: Catalog) -> None:
+    """An update of rows the unit merged, committed between the compaction's plan and its commit,
+    would leave a file of a row range inside the output's wider one, which no reader can merge:
+    the compaction's commit gives up (HEAD's DataEvolutionConflictDetection) and the table reads
+    the update."""
+    from lake_assets.errors import CommitConflictError
+    from lake_assets.ops.commit import TableCommitter
+    from lake_assets.ops.compact.plan import plan_compaction
+    from lake_assets.ops.compact.rewrite import run_compaction_tasks
+
+    t = two_files(catalog)
+    plan = plan_compaction(t.store)
+    messages = run_compaction_tasks(t.store, plan.tasks)
+    update_v(t, ["X", "Y"], "2")
+    with pytest.raises(CommitConflictError, match="overlap in row ids without spanning the same range"):
+        TableCommitter(t.store, "compactor").commit(messages, check_committed=False)
+    assert t.to_arrow().sort_by("id").column("v").to_pylist() == ["X", "Y", "z"]
+    assert t.latest_snapshot().commit_kind.name == "APPEND"
