@@ -70,8 +70,9 @@ def main() -> None:
             shape[kind] = got
     print(f"load average: {os.getloadavg()}")
     for kind, values in cpu.items():
+        got = shape[kind]
         print(f"{kind:>15}: median {statistics.median(values):.3f} s CPU, best {min(values):.3f} s "
-              f"({shape[kind]['files_in']:.0f} files of {shape[kind]['rows']:.0f} rows -> {shape[kind]['files_out']:.0f})")
+              f"({got['files_in']:.0f} files of {got['rows']:.0f} rows -> {got['files_out']:.0f})")
 
 
 if __name__ == "__main__":
