@@ -13,6 +13,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from lake_assets import Catalog, Table
 from lake_assets.errors import CorruptMetadataError
@@ -91,7 +93,8 @@ def update_v(t: Table, values: list[str], tag: str) -> None:
                                  row_count=len(values), write_cols=("v",), min_sequence_number=0,
                                  max_sequence_number=0, value_stats=SimpleStats.EMPTY, value_stats_cols=(),
                                  extra_files=(), file_source=FileSource.APPEND, first_row_id=0)
-    t.new_committer("hand").commit([CommitMessage(EMPTY_ROW, 0, -1, new_files=(update,))], 1)
+    # a new commit identifier each time: the committer skips one it already committed
+    t.new_committer("hand").commit([CommitMessage(EMPTY_ROW, 0, -1, new_files=(update,))], t.latest_snapshot().id)
 
 
 def test_compaction_merges_column_updates_and_keeps_row_ids(catalog: Catalog) -> None:
@@ -134,3 +137,39 @@ def test_a_column_update_landing_during_the_compaction_is_a_conflict(catalog: Ca
         TableCommitter(t.store, "compactor").commit(messages, check_committed=False)
     assert t.to_arrow().sort_by("id").column("v").to_pylist() == ["X", "Y", "z"]
     assert t.latest_snapshot().commit_kind.name == "APPEND"
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["write", "update", "compact"]),
+                          st.lists(st.integers(0, 30), min_size=1, max_size=4)), min_size=2, max_size=8))
+def test_any_compaction_keeps_values_and_row_ids(tmp_path_factory: pytest.TempPathFactory,
+                                                 ops: list[tuple[str, list[int]]]) -> None:
+    """Against a model: writes give the next ids, updates of ``v`` of the first file's rows win,
+    compactions change no value and no id; a row's _SEQUENCE_NUMBER never goes down."""
+    cat = Catalog(str(tmp_path_factory.mktemp("wh")))
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA, options=EVOLVING)
+    model: dict[int, tuple[int, str]] = {}
+    seqs: dict[int, int] = {}
+    updates = 0
+    for op, values in ops:
+        if op == "write" or not model:
+            for v in values:
+                model[len(model)] = (v, f"v{v}")
+            t.write_arrow(pa.table({"id": [v for v in values], "p": ["a"] * len(values),
+                                    "v": [f"v{v}" for v in values]}, schema=SCHEMA))
+        elif op == "update":
+            first = next(e.file for e in t.store.file_store_scan().live_entries(t.latest_snapshot())
+                         if e.file.first_row_id == 0)
+            updates += 1
+            new = [f"u{updates}-{i}" for i in range(first.row_count)]
+            update_v(t, new, str(updates % 10))  # names: a hypothesis run makes at most 7 updates
+            for i, v in enumerate(new):
+                model[i] = (model[i][0], v)
+        else:
+            t.compact()
+        got = t.to_arrow(columns=COLUMNS).sort_by("_ROW_ID").to_pylist()
+        assert [(r["_ROW_ID"], r["id"], r["v"]) for r in got] == [(i, *model[i]) for i in sorted(model)]
+        for r in got:
+            assert r["_SEQUENCE_NUMBER"] >= seqs.get(r["_ROW_ID"], 0)
+            seqs[r["_ROW_ID"]] = r["_SEQUENCE_NUMBER"]
