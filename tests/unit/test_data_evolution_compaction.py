@@ -132,7 +132,7 @@ def test_a_column_update_landing_during_the_compaction_is_a_conflict(catalog: Ca
     t = two_files(catalog)
     plan = plan_compaction(t.store)
     messages = run_compaction_tasks(t.store, plan.tasks)
-    update_v(t, ["X", "Y"], "2")
+    t.update_columns(pa.table({"_ROW_ID": pa.array([0, 1], pa.int64()), "v": ["X", "Y"]}))
     with pytest.raises(CommitConflictError, match="overlap in row ids without spanning the same range"):
         TableCommitter(t.store, "compactor").commit(messages, check_committed=False)
     assert t.to_arrow().sort_by("id").column("v").to_pylist() == ["X", "Y", "z"]
