@@ -248,9 +248,10 @@ def test_row_tracking_table_is_read_written_and_compacted(table_copy, pypaimon):
     assert assert_reads_like_paimon(warehouse, "row_tracking", pypaimon).num_rows == 63
 
 
-def test_data_evolution_table_is_read_and_compacted_but_not_streamed(table_copy, pypaimon):
+def test_data_evolution_table_is_read_compacted_and_streamed(table_copy, pypaimon):
     """Compaction merges whole row-id ranges into one file, as Paimon HEAD (test_row_tracking_interop.py
-    checks the ids against pypaimon); change streams stay refused."""
+    checks the ids against pypaimon); a change stream's full phase reads the merged rows
+    (test_data_evolution_updates.py: its deltas as HEAD's)."""
     warehouse = table_copy("data_evolution")
     assert assert_reads_like_paimon(warehouse, "data_evolution", pypaimon).num_rows == 60
     t = open_table(warehouse, "data_evolution")[0]
@@ -259,7 +260,13 @@ def test_data_evolution_table_is_read_and_compacted_but_not_streamed(table_copy,
     t.update_schema().set_option("compaction.min.file-num", "3").commit()
     assert OPERATIONS["compact_full"](t.refresh()).files_in == 3
     assert assert_reads_like_paimon(warehouse, "data_evolution", pypaimon).num_rows == 63
-    assert_refused(warehouse, "data_evolution", ["stream"], r"data-evolution\.enabled = 'true' is not supported")
+    t = open_table(warehouse, "data_evolution")[0]
+    stream = t.stream(mode="latest-full")
+    reader = t.change_reader(["id", "_ROW_ID"], stream=stream)
+    got = [(r["id"], r["_ROW_ID"]) for b in stream.poll(max_snapshots=5) for s in b.splits
+           for r in reader.read(s).to_pylist()]
+    assert sorted(got) == sorted((r["id"], r["_ROW_ID"]) for r in t.to_arrow(columns=["id", "_ROW_ID"]).to_pylist())
+    assert len(got) == 63
 
 
 # ------------------------------------------------------------------------------- dynamic bucket
