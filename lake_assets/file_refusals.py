@@ -28,8 +28,11 @@ def data_file_format(file_name: str) -> str:
 _COMMON_SUFFIXES = tuple(f".{f}" for f in sorted(DATA_FILE_FORMATS))
 
 
-def entry_refusals(entries: Iterable[ManifestEntry]) -> list[Refusal]:
-    """Refusals for what manifest entries show (one per kind, naming the first file). Pure."""
+def entry_refusals(entries: Iterable[ManifestEntry], *, row_tracking: bool = False) -> list[Refusal]:
+    """Refusals for what manifest entries show (one per kind, naming the first file). Pure.
+
+    ``row_tracking``: the table is a row-tracking table, whose compaction keeps row ids and checks
+    each file's ``_WRITE_COLS`` itself (ops/compact/row_tracking_rewrite.py, data_evolution_compact.py)."""
     found: dict[str, Refusal] = {}
 
     def add(kind: str, prop: str, why: str, ops: frozenset[Op]) -> None:
@@ -50,12 +53,12 @@ def entry_refusals(entries: Iterable[ManifestEntry]) -> list[Refusal]:
         # follow Paimon's stream scans, ops/stream.py; compaction moves them, ops/postpone.py)
         if e.bucket < 0 and e.bucket != POSTPONE_BUCKET:
             add("bucket", f"bucket {e.bucket} (file {f.file_name})", "negative buckets are not implemented", DATA)
-        if f.write_cols is not None:
+        if f.write_cols is not None and not row_tracking:
             # batch reads merge them by row-id range (ops/data_evolution_read.py); a compaction
             # would drop the _ROW_ID / _SEQUENCE_NUMBER columns such a file may hold
             add("write_cols", f"files of a column subset (_WRITE_COLS, e.g. {f.file_name})",
                 "compacting them is not implemented", frozenset({Op.COMPACT}))
-        if f.first_row_id is not None:
+        if f.first_row_id is not None and not row_tracking:
             add("row_id", f"row tracking (_FIRST_ROW_ID, e.g. {f.file_name})",
                 "compaction would not keep row ids", frozenset({Op.COMPACT}))
         if f.external_path:

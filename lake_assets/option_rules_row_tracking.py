@@ -14,14 +14,16 @@ ROW_TRACKING_RULES: dict[str, OptionRule] = {r.key: r for r in (
     R("row-tracking.enabled", "bool", False, "Every row of an append table gets a stable _ROW_ID (Paimon 1.1+): "
       "data files record _FIRST_ROW_ID, snapshots nextRowId.",
       note="writes get their row ids at commit, as Paimon HEAD assigns them (lake_assets/ops/row_tracking.py); "
-      "reads return _ROW_ID and _SEQUENCE_NUMBER when asked for by name; compaction is refused (Paimon HEAD "
-      "writes each row's ids into the rewritten files, which pypaimon 2.1 reads as null ids)"),
+      "reads return _ROW_ID and _SEQUENCE_NUMBER when asked for by name; compaction stores each row's ids as columns "
+      "of its outputs, as Paimon HEAD does (pypaimon 2.1 reads their _ROW_ID as null, pypaimon-rust 0.4 refuses "
+      "them); rollback removes newer tags as Paimon's does, so no retained tag holds an id new rows get"),
     R("data-evolution.enabled", "bool", False, "Files of a row-tracking table may hold a subset of the "
       "columns (_WRITE_COLS), merged with the other files of their row-id range on read (Paimon 1.2+).",
       note="reads and change reads merge them as Paimon's DataEvolutionSplitRead "
       "(lake_assets/ops/data_evolution_read.py), pruning row-id ranges by merged stats (ops/row_range_prune.py); "
       "Table.update_columns writes column updates "
-      "by _ROW_ID as pypaimon's update_by_arrow_with_row_id (ops/column_update.py); compaction is refused"),
+      "by _ROW_ID as pypaimon's update_by_arrow_with_row_id (ops/column_update.py); compaction merges units of "
+      "whole row-id ranges into files of every column, as Paimon HEAD's DataEvolutionCompactCoordinator"),
 )}
 
 

@@ -159,17 +159,15 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
             out.append(Refusal(f"option {option} = {text!r}", rule.why, frozenset(Op[n] for n in rule.refuses)))
     # key -> (whether a stored value is the unimplemented feature, why it is refused, what it blocks)
     feature: dict[str, tuple[Callable[[str], bool], str, frozenset[Op]]] = {
-        # writes get their row ids at commit (ops/row_tracking.py), reads merge data-evolution
-        # files (ops/data_evolution_read.py); compaction would have to write the rows' ids and
-        # sequence numbers into its outputs, as Paimon HEAD's does, which ours does not
-        "row-tracking.enabled": (is_true, "compaction of row-tracking tables is not implemented (Paimon "
-                                 "HEAD writes each row's _ROW_ID and _SEQUENCE_NUMBER into the rewritten files, "
-                                 "whose ids pypaimon 2.1 reads as null)", frozenset({Op.COMPACT})),
-        # reads merge the files of a row-id range, change reads those of one snapshot as Paimon
-        # HEAD's delta splits (ops/stream_reader.py), column updates write files of some columns
-        # (ops/column_update.py); compaction would have to merge the ranges' files
-        "data-evolution.enabled": (is_true, "compaction of data-evolution tables (merging the files of a "
-                                   "row-id range) is not implemented", frozenset({Op.COMPACT})),
+        # row-tracking.enabled and data-evolution.enabled refuse nothing by themselves: writes get
+        # their row ids at commit (ops/row_tracking.py), reads merge the files of a row-id range
+        # (ops/data_evolution_read.py), change reads those of one snapshot as Paimon HEAD's delta
+        # splits (ops/stream_reader.py), column updates write files of some columns
+        # (ops/column_update.py), compaction stores each row's ids in its outputs
+        # (ops/compact/row_tracking_rewrite.py) and merges each unit's row-id ranges into one file
+        # (ops/compact/data_evolution_compact.py). What they still refuse is a property they
+        # carry: deletion vectors (`_dv_refusals`), files of a format not implemented (blob) and
+        # index types not implemented (global indexes), in `file_refusals`.
         "data-file.external-paths": (bool, "writing data files to external paths is not implemented",
                                      frozenset({Op.WRITE, Op.COMPACT})),
     }

@@ -9,9 +9,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 
 from lake_assets.defs.config import MaintenancePolicy
-from lake_assets.errors import UnsupportedFeatureError
 from lake_assets.ops.visibility_wait import deletion_vectors_enabled, table_waits_for_visibility
-from lake_assets.refusal import Op
 from lake_assets.table_support import POSTPONE_BUCKET
 
 if TYPE_CHECKING:
@@ -85,16 +83,6 @@ def waiting_flags(store: FileStore) -> dict[str, bool]:
     """`breaches`' keyword arguments for a table: whether its writers wait for a compaction, and
     whether its level-0 files are invisible (deletion vectors)."""
     return {"writers_wait": table_waits_for_visibility(store), "level0_invisible": deletion_vectors_enabled(store)}
-
-
-def compaction_refused(store: FileStore) -> str | None:
-    """Why the table refuses compaction (e.g. row tracking), or None: a compaction requested for
-    it would only fail, however many small files its health shows."""
-    try:
-        store.require(Op.COMPACT)
-    except UnsupportedFeatureError as exc:
-        return str(exc)
-    return None
 
 
 def partition_values(partition_path: str) -> dict[str, str]:

@@ -10,10 +10,11 @@ import dagster as dg
 
 from lake_assets.defs.assets import CompactionConfig
 from lake_assets.defs.config import LakeConfig, TableConfig
-from lake_assets.defs.health import compaction_refused, needs_full, partitions_to_compact, waiting_flags
+from lake_assets.defs.health import needs_full, partitions_to_compact, waiting_flags
 from lake_assets.defs.names import COMPACTION_TABLE_TAG, PARTITIONS_TAG, TableNames
 from lake_assets.defs.resources import WarehouseResource
 from lake_assets.ops.postpone_table import is_postpone_table
+from lake_assets.ops.table_health import compaction_refusal
 
 if TYPE_CHECKING:
     from lake_assets.defs.jobs import AssetJob
@@ -81,7 +82,7 @@ def build_small_file_sensor(config: LakeConfig, jobs: "list[AssetJob]") -> dg.Se
                 notes.append(f"{spec.identifier}: compaction already queued or running")
                 continue
             cursor[spec.identifier] = snapshot.id
-            refused = compaction_refused(table.store)
+            refused = compaction_refusal(table.store)
             if refused is not None:  # a request would only start a run that fails
                 notes.append(f"{spec.identifier}: not requested: {refused}")
                 continue

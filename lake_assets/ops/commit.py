@@ -147,7 +147,8 @@ class TableCommitter:
         # no changes: an APPEND snapshot of no files if the table asks for one (commit_empty.py)
         empty = overwrite is None and not messages and commits_empty_snapshot(self.options, commit_identifier)
         # what the messages do must be allowed on this table (its writers and plans checked too);
-        # no message at all is a write of no rows (not a compaction: a row-tracking table refuses those)
+        # no message at all is a write of no rows (not a compaction, which a table may refuse while
+        # allowing writes: a compaction option of a newer Paimon, say)
         writes = (overwrite is not None or empty or not messages
                   or any(m.new_files or m.new_changelog or is_row_delete(self.store.schema, m) for m in messages))
         self.store.require(Op.WRITE if writes else Op.COMPACT)

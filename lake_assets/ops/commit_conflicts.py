@@ -8,11 +8,12 @@ from __future__ import annotations
 import functools
 import itertools
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from lake_assets.errors import CommitConflictError
 from lake_assets.lsm.key_compare import compare_keys
+from lake_assets.ops.row_tracking import data_evolution_enabled
 from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import FileKind, ManifestEntry
@@ -64,7 +65,12 @@ def check_conflicts(store: FileStore, latest: Snapshot | None, delta: list[Manif
                 f"Cannot commit to {name}: file {e.file.file_name} was already deleted "
                 "by a concurrent commit (e.g. another compaction); giving up this commit"
             )
-    # 4. no overlapping key ranges within a level >= 1 of a bucket
+    # 4. data-evolution compactions: the files of overlapping row-id ranges still span one range
+    # (a column update that landed meanwhile on rows the unit merged would no longer match its
+    # output's range, which no reader can merge: HEAD's DataEvolutionConflictDetection)
+    if kind == CommitKind.COMPACT and data_evolution_enabled(store.schema.options):
+        _check_row_ranges(name, scan.partition_values, live.values(), touched)
+    # 5. no overlapping key ranges within a level >= 1 of a bucket
     if not store.primary_keys:
         return
     key_types = store.schema.types(list(store.schema.trimmed_primary_keys))
@@ -98,3 +104,22 @@ def _by_min_key(key_types: list[DataType]) -> Callable[[_KeyRange, _KeyRange], i
         return compare_keys(x[0], y[0], key_types)
 
     return compare
+
+
+def _check_row_ranges(name: str, values: Callable[[bytes], Any], entries: Iterable[ManifestEntry],
+                      touched: set[bytes]) -> None:
+    """Raise `CommitConflictError` when two live files of a touched partition overlap in row ids
+    without spanning the same range."""
+    ranged: dict[bytes, list[tuple[int, int, str]]] = defaultdict(list)
+    for e in entries:
+        f = e.file
+        if e.partition in touched and f.first_row_id is not None:
+            ranged[e.partition].append((f.first_row_id, f.first_row_id + f.row_count - 1, f.file_name))
+    for part, files in ranged.items():
+        files.sort()
+        for (lo, hi, a), (lo2, hi2, b) in itertools.pairwise(files):
+            if lo2 <= hi and (lo, hi) != (lo2, hi2):
+                raise CommitConflictError(
+                    f"Cannot commit to {name}: files {a} [{lo}, {hi}] and {b} [{lo2}, {hi2}] of partition "
+                    f"{values(part)} would overlap in row ids without spanning the same range (a column "
+                    "update landed on rows this compaction merged); giving up this commit")

@@ -27,7 +27,7 @@ from lake_assets.ops.scan import Split
 from lake_assets.predicate import Predicate
 from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.binary_row import deserialize_row
-from lake_assets.spec.data_types import BinaryType, DataType, DoubleType, FloatType, VarBinaryType
+from lake_assets.spec.data_types import BigIntType, BinaryType, DataType, DoubleType, FloatType, VarBinaryType
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import Snapshot
@@ -156,6 +156,9 @@ class BucketSelector:
         return bucket in chosen
 
 
+# The type of the stored system columns (_ROW_ID, _SEQUENCE_NUMBER) a file's stats may cover.
+_SYSTEM_STAT_TYPE = BigIntType(nullable=False)
+
 def file_may_match(
     store: FileStore, meta: DataFileMeta, pred: Predicate, schema: TableSchema, *, by_values: bool = False
 ) -> bool:
@@ -173,14 +176,17 @@ def file_may_match(
         names = list(file_schema.trimmed_primary_keys)
         stats = meta.key_stats
     else:
-        names = list(meta.value_stats_cols) if meta.value_stats_cols is not None else list(
-            file_schema.field_names
-        )
+        # the stats' columns: value_stats_cols, else the file's _WRITE_COLS (a row-tracking
+        # compaction's output adds _ROW_ID and _SEQUENCE_NUMBER, as SimpleStatsEvolutions reads
+        # them), else every column of its schema
+        names = list(meta.value_stats_cols if meta.value_stats_cols is not None else
+                     meta.write_cols if meta.write_cols is not None else file_schema.field_names)
         stats = meta.value_stats
-    read_fields = [schema.field_by_id(file_schema.field(n).id) for n in names]
+    read_fields = [schema.field_by_id(file_schema.field(n).id) if file_schema.has_field(n) else None
+                   for n in names]
     if not any(f is not None and f.name in pred.columns for f in read_fields):
         return True
-    types = file_schema.types(names)
+    types = [file_schema.field(n).type if file_schema.has_field(n) else _SYSTEM_STAT_TYPE for n in names]
     try:
         lo = deserialize_row(stats.min_values, types)
         hi = deserialize_row(stats.max_values, types)

@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from lake_assets.errors import UnsupportedFeatureError
 from lake_assets.ops import deletion_vectors
 from lake_assets.ops.append_vectors import files_to_purge, keeps_append_vectors
 from lake_assets.ops.health import bucket_health
 from lake_assets.ops.plan import resolve_snapshot
-from lake_assets.refusal import Op
+from lake_assets.refusal import Op, refuse
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.snapshot import Snapshot
 
@@ -41,7 +42,7 @@ HEALTH_SCHEMA = pa.schema(
         # compaction_would_trigger true
         ("vector_purge_files", pa.int64()),
         # (compaction_would_trigger is false throughout on a table whose compaction lake_assets
-        # refuses, e.g. row tracking: Table.compact would raise, whatever the files)
+        # refuses, `compaction_refusal`: Table.compact would raise, whatever the files)
     ]
 )
 
@@ -50,6 +51,18 @@ def local_now_as_utc_ms() -> int:
     # _CREATION_TIME is the writer's local wall clock encoded as UTC: compare on that clock.
     now = dt.datetime.now()
     return int(now.replace(tzinfo=dt.UTC).timestamp() * 1000)
+
+
+def compaction_refusal(store: FileStore) -> str | None:
+    """Why lake_assets refuses to compact the table (what its schema carries, e.g. an option of a
+    newer Paimon), as `Table.compact` would raise it, or None. The one question health, Dagster's
+    small-file sensor and its compaction asset ask: a compaction of such a table would only fail,
+    however many small files it has."""
+    try:
+        refuse(store.name, Op.COMPACT, store.refusals())
+    except UnsupportedFeatureError as exc:
+        return str(exc)
+    return None
 
 
 def table_health(
@@ -71,7 +84,7 @@ def table_health(
     )
     deleted = _deleted_rows(store, snap, groups)
     append_vectors = keeps_append_vectors(store.schema)
-    compactable = not any(refusal.blocks(Op.COMPACT) for refusal in store.refusals())
+    compactable = compaction_refusal(store) is None
     out = []
     for r in rows:
         d = r.to_dict()

@@ -22,6 +22,7 @@ from lake_assets.io.file_io import FileIO
 from lake_assets.lsm.merge_engine.function import MergeFunction
 from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.ops import deletion_vectors
+from lake_assets.ops.row_tracking import row_tracking_enabled
 from lake_assets.ops.scan import FileStoreScan
 from lake_assets.parallelism import validate_cpus_setting
 from lake_assets.paths import TablePaths, check_data_directory
@@ -210,7 +211,8 @@ class FileStore:
 
     def check_scanned(self, op: Op, snap: Snapshot, entries: Sequence[ManifestEntry]) -> None:
         """What a scan for ``op`` found (files, index files) must not refuse ``op``."""
-        found = entry_refusals(entries)
+        options = self.schema.options
+        found = entry_refusals(entries, row_tracking=row_tracking_enabled(options))
         if snap.index_manifest:
             found += index_refusals(self.index_entries(snap.index_manifest), self.schema)
         refuse(self.name, op, found)

@@ -2,6 +2,7 @@
 Tables are written with the core (no Spark)."""
 
 import json
+from pathlib import Path
 
 import dagster as dg
 import pyarrow as pa
@@ -114,3 +115,44 @@ def test_small_files_threshold(core_lake) -> None:
         _write(warehouse, config, "2024-01-01", 100)
         [request] = _evaluate(defs, instance, None).run_requests  # 2 > 1
     assert request.run_config["ops"]["db__orders_compaction"]["config"]["partitions"] == ["dt=2024-01-01"]
+
+
+
+def test_row_tracking_and_data_evolution_tables_are_requested_like_append_tables(core_lake) -> None:
+    """Row-tracking and data-evolution tables (pypaimon's or Ray's, say) are compacted like any
+    append table; beside them, one whose compaction lake_assets refuses (an option of a newer
+    Paimon another engine left in its schema) is not requested and the tick says why (its run:
+    tests/dagster/test_refused_compaction.py)."""
+    config, _ = core_lake
+    orders = config.table("db.orders")
+    policy = orders.maintenance.model_copy(update={"level0_runs": 100, "small_file_threshold": 1})
+    # two files make Paimon's append compaction trigger (health's compaction_would_trigger)
+    tracked = {"row-tracking.enabled": "true", "bucket": "-1", "compaction.min.file-num": "2"}
+    tables = [orders.model_copy(update={"identifier": f"db.{name}", "primary_keys": [], "ingest": None,
+                                        "maintenance": policy, "options": options})
+              for name, options in (("tracked", tracked), ("evolving", {**tracked, "data-evolution.enabled": "true"}),
+                                    ("foreign", tracked))]
+    config = config.model_copy(update={"tables": tables})
+    defs = build_definitions(config)
+    warehouse = defs.resources["warehouse"]
+    for name in ("tracked", "evolving", "foreign"):
+        table = warehouse.ensure_table(config.table(f"db.{name}"))
+        for start in (0, 10):
+            table.write_arrow(pa.table({"id": pa.array(range(start, start + 3), pa.int64()), "dt": ["2024-01-01"] * 3,
+                                        "name": ["x"] * 3, "amount": [1.0] * 3}))
+    schema_dir = Path(warehouse.table("db.foreign").store.paths.schema_dir)
+    newest = max(schema_dir.glob("schema-*"), key=lambda p: int(p.name.split("-")[1]))
+    doc = json.loads(newest.read_text())
+    doc["options"]["compaction.file-num-limit"] = "10"  # Paimon 2.x's, which lake_assets does not know
+    newest.write_text(json.dumps(doc))
+    for name, compactable in (("tracked", True), ("evolving", True), ("foreign", False)):
+        health = warehouse.table(f"db.{name}").health(small_file_threshold=policy.small_file_bytes)
+        assert health.column("compaction_would_trigger").to_pylist() == [compactable], name
+    with dg.instance_for_test() as instance:
+        tick = _evaluate(defs, instance, None)
+        assert sorted(r.run_key.split("@")[0] for r in tick.run_requests) == ["db.evolving", "db.tracked"]
+        assert json.loads(tick.cursor) == {"db.tracked": 2, "db.evolving": 2, "db.foreign": 2}
+        alone = _evaluate(defs, instance, json.dumps({"db.tracked": 2, "db.evolving": 2}))
+        assert alone.run_requests == []
+        assert ("db.foreign: not requested: Cannot compact db.foreign: option "
+                "compaction.file-num-limit = '10' is not supported") in alone.skip_message

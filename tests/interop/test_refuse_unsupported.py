@@ -234,22 +234,39 @@ def test_deletion_vector_table_reads_and_compacts_like_paimon(table_copy, pypaim
     assert assert_reads_like_paimon(warehouse, "dv", pypaimon).num_rows == 45
 
 
-def test_row_tracking_table_is_read_and_written_but_not_compacted(table_copy, pypaimon):
-    """Writes assign row ids at commit (test_row_tracking_interop.py checks them against pypaimon);
-    compaction would have to write each row's id into its outputs, as Paimon HEAD's does."""
+def test_row_tracking_table_is_read_written_and_compacted(table_copy, pypaimon):
+    """Writes assign row ids at commit and compaction keeps each row's ids in its outputs, as Paimon
+    HEAD (test_row_tracking_interop.py checks both against pypaimon); pypaimon reads the rows of
+    the compacted table as before."""
     warehouse = table_copy("row_tracking")
     ours = assert_reads_like_paimon(warehouse, "row_tracking", pypaimon)
     assert ours.num_rows == 60
-    assert_refused(warehouse, "row_tracking", ["compact_full"], r"row-tracking\.enabled = 'true' is not supported")
     OPERATIONS["write"](open_table(warehouse, "row_tracking")[0])
+    assert assert_reads_like_paimon(warehouse, "row_tracking", pypaimon).num_rows == 63
+    # pypaimon's two files and ours: a full compaction takes all three
+    assert OPERATIONS["compact_full"](open_table(warehouse, "row_tracking")[0]).files_in == 3
     assert assert_reads_like_paimon(warehouse, "row_tracking", pypaimon).num_rows == 63
 
 
-def test_data_evolution_table_is_read_but_not_compacted_or_streamed(table_copy, pypaimon):
+def test_data_evolution_table_is_read_compacted_and_streamed(table_copy, pypaimon):
+    """Compaction merges whole row-id ranges into one file, as Paimon HEAD (test_row_tracking_interop.py
+    checks the ids against pypaimon); a change stream's full phase reads the merged rows
+    (test_data_evolution_updates.py: its deltas as HEAD's)."""
     warehouse = table_copy("data_evolution")
     assert assert_reads_like_paimon(warehouse, "data_evolution", pypaimon).num_rows == 60
-    assert_refused(warehouse, "data_evolution", ["compact_full", "stream"],
-                   r"data-evolution\.enabled = 'true' is not supported")
+    t = open_table(warehouse, "data_evolution")[0]
+    OPERATIONS["write"](t)
+    # pypaimon's two files and ours hold contiguous row ids: one unit once 3 files are enough
+    t.update_schema().set_option("compaction.min.file-num", "3").commit()
+    assert OPERATIONS["compact_full"](t.refresh()).files_in == 3
+    assert assert_reads_like_paimon(warehouse, "data_evolution", pypaimon).num_rows == 63
+    t = open_table(warehouse, "data_evolution")[0]
+    stream = t.stream(mode="latest-full")
+    reader = t.change_reader(["id", "_ROW_ID"], stream=stream)
+    got = [(r["id"], r["_ROW_ID"]) for b in stream.poll(max_snapshots=5) for s in b.splits
+           for r in reader.read(s).to_pylist()]
+    assert sorted(got) == sorted((r["id"], r["_ROW_ID"]) for r in t.to_arrow(columns=["id", "_ROW_ID"]).to_pylist())
+    assert len(got) == 63
 
 
 # ------------------------------------------------------------------------------- dynamic bucket

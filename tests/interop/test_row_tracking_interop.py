@@ -285,3 +285,78 @@ def test_column_updates_of_lake_assets_and_pypaimon_read_and_stream_alike(
         want = sorted(r["id"] for r in last if r[col] is not None and (
             r[col] == lit if op == "=" else r[col] >= lit if op == ">=" else r[col] < lit))
         assert sorted(t.to_arrow(columns=["id"], filter=[term]).column("id").to_pylist()) == want, term
+
+
+def test_engines_reading_a_compacted_row_tracking_table(driver: RowTrackingPaimon, rust: PypaimonRust,
+                                                        tmp_warehouse: str, tmp_path: Path) -> None:
+    """lake_assets compacts a row-tracking table in Paimon HEAD's form (ids stored as columns, no
+    ``_FIRST_ROW_ID``: ops/compact/row_tracking_rewrite.py) after pypaimon and lake_assets wrote it.
+    Every engine reads the same rows; the ids they read of the compacted file are pinned here."""
+    cat = Catalog(tmp_warehouse)
+    cat.create_database("db")
+    cat.create_table("db.t", SCHEMA, partition_keys=["p"], options={"row-tracking.enabled": "true", "bucket": "-1",
+                                                                    "compaction.min.file-num": "2"})
+    driver.steps(tmp_warehouse, tmp_path, [
+        {"op": "write", "table": "db.t", "data": _ipc(tmp_path, "w1", pa.table(
+            {"id": [1, 2], "p": ["a", "a"], "v": ["x", "y"]}, schema=SCHEMA))}])
+    t = cat.get_table("db.t")
+    t.write_arrow(pa.table({"id": [3], "p": ["a"], "v": ["z"]}, schema=SCHEMA))
+    before = _ours(cat, "db.t", FIELDS)
+    t.compact()
+    assert _ours(cat, "db.t", FIELDS) == before
+    files = [e.file for e in t.store.file_store_scan().live_entries(t.latest_snapshot())]
+    assert [(f.first_row_id, f.write_cols) for f in files] == [(None, tuple(FIELDS))]
+    driver.steps(tmp_warehouse, tmp_path, [{"op": "read", "table": "db.t", "columns": FIELDS,
+                                            "out": str(tmp_path / "compacted.arrow")}])
+    theirs = read_ipc(tmp_path / "compacted.arrow").sort_by("id").to_pylist()
+    # pypaimon 2.1 reads the data and the stored _SEQUENCE_NUMBER, but a null _ROW_ID for every row of
+    # a file without _FIRST_ROW_ID: DataFileBatchReader._assign_row_tracking fills nulls there and
+    # never looks at the stored column (Java HEAD's DataFileRecordReader takes the stored value,
+    # falling back to _FIRST_ROW_ID + position). pypaimon's limitation, not another form to write.
+    assert [{**r, "_ROW_ID": None} for r in sorted(before, key=lambda r: r["id"])] == theirs
+    # pypaimon-rust 0.4 fails on the table: it requires a _FIRST_ROW_ID of every file of a
+    # row-tracking table, which Paimon HEAD's compaction output never has (RowTrackingCommitUtils:
+    # "for compact file, do not assign first row id"). Its limitation, pinned; the table is fine.
+    with pytest.raises(AssertionError, match=r"Row-tracked file 'data-.*' is missing first_row_id"):
+        rust.query(tmp_warehouse, "SELECT id, p, v FROM paimon.db.t")
+    # a pypaimon commit after the compaction continues from nextRowId: no id is given twice
+    driver.steps(tmp_warehouse, tmp_path, [
+        {"op": "write", "table": "db.t", "data": _ipc(tmp_path, "w2", pa.table(
+            {"id": [4], "p": ["a"], "v": ["w"]}, schema=SCHEMA))}])
+    assert [r["_ROW_ID"] for r in _ours(cat, "db.t", FIELDS)] == [0, 1, 2, 3]
+
+
+def test_engines_read_a_compacted_data_evolution_table(driver: RowTrackingPaimon, rust: PypaimonRust,
+                                                       tmp_warehouse: str, tmp_path: Path) -> None:
+    """pypaimon writes a data-evolution table and updates a column by ``_ROW_ID``; lake_assets
+    compacts the base files and the update into one file of every column (HEAD's
+    ``DataEvolutionNormalCompactTask``: a ``_FIRST_ROW_ID``, no stored system column). pypaimon 2.1
+    and pypaimon-rust 0.4 read the same rows and ids as before; ``_SEQUENCE_NUMBER`` is the
+    output's max for every row, as after HEAD's compaction; pypaimon's next commit continues the ids."""
+    cat = Catalog(tmp_warehouse)
+    cat.create_database("db")
+    cat.create_table("db.t", SCHEMA, options={**OPTIONS, "compaction.min.file-num": "2"})
+    update = pa.table({"_ROW_ID": pa.array([1, 2], pa.int64()), "v": ["Y", "Z"]})
+    driver.steps(tmp_warehouse, tmp_path, [
+        {"op": "write", "table": "db.t", "data": _ipc(tmp_path, "w1", pa.table(
+            {"id": [1, 2], "p": ["a", "b"], "v": ["x", "y"]}, schema=SCHEMA))},
+        {"op": "write", "table": "db.t", "data": _ipc(tmp_path, "w2", pa.table(
+            {"id": [3], "p": ["a"], "v": ["z"]}, schema=SCHEMA))},
+        {"op": "update", "table": "db.t", "data": _ipc(tmp_path, "u", update), "columns": ["v"]}])
+    before = _ours(cat, "db.t", FIELDS)
+    assert [(r["v"], r["_ROW_ID"]) for r in before] == [("x", 0), ("Y", 1), ("Z", 2)]
+    result = cat.get_table("db.t").compact()
+    assert result.files_out == 1 and result.files_in >= 3
+    t = cat.get_table("db.t")
+    top = max(r["_SEQUENCE_NUMBER"] for r in before)
+    assert _ours(cat, "db.t", FIELDS) == [{**r, "_SEQUENCE_NUMBER": top} for r in before]
+    driver.steps(tmp_warehouse, tmp_path, [{"op": "read", "table": "db.t", "columns": FIELDS,
+                                            "out": str(tmp_path / "compacted.arrow")}])
+    assert _rows(read_ipc(tmp_path / "compacted.arrow")) == _ours(cat, "db.t", FIELDS)
+    theirs = rust.query(tmp_warehouse, 'SELECT id, v, "_ROW_ID" FROM paimon.db.t')
+    assert sorted(theirs, key=lambda r: r["_ROW_ID"]) == [{k: r[k] for k in ("id", "v", "_ROW_ID")} for r in before]
+    driver.steps(tmp_warehouse, tmp_path, [
+        {"op": "write", "table": "db.t", "data": _ipc(tmp_path, "w3", pa.table(
+            {"id": [4], "p": ["b"], "v": ["w"]}, schema=SCHEMA))}])
+    assert [r["_ROW_ID"] for r in _ours(cat, "db.t", FIELDS)] == [0, 1, 2, 3]
+    assert t.refresh().latest_snapshot().next_row_id == 4

@@ -21,7 +21,6 @@ from typing import Any
 import pyarrow as pa
 
 from lake_assets import Catalog, Table
-from lake_assets.errors import UnsupportedFeatureError
 from lake_assets.ops.orphans import index_file_paths
 
 FUTURE = datetime.now() + timedelta(days=1)
@@ -40,7 +39,6 @@ class Kind:
     primary_keys: tuple[str, ...] = ()
     partitions: str = "ab"  # the dt values writes pick from
     deletes: bool = False  # append table with vectors: Table.delete_where steps
-    compacts: bool = True  # row tracking: compaction is refused (UnsupportedFeatureError)
     read_columns: tuple[str, ...] = ("id", "dt", "v")
 
     def create(self, catalog: Catalog, identifier: str = "db.t") -> Table:
@@ -65,8 +63,12 @@ KINDS = {k.name: k for k in [
     Kind("dv_dir_bitmap_v2", {**PK, **DV, **FILE_INDEX_V2, "data-file.path-directory": "data"}, ("id", "dt")),
     Kind("cross_partition", CROSS, ("id",), partitions="abc"),
     Kind("cross_partition_dv", {**CROSS, **DV}, ("id",), partitions="abc"),
-    Kind("row_tracking", {"row-tracking.enabled": "true"}, compacts=False,
+    # compacted since session 16: a row-tracking table's outputs store each row's ids, a
+    # data-evolution table's units of whole row-id ranges merge into one file of every column
+    Kind("row_tracking", {"row-tracking.enabled": "true", "compaction.min.file-num": "2"},
          read_columns=("id", "dt", "v", "_ROW_ID")),
+    Kind("data_evolution", {"row-tracking.enabled": "true", "data-evolution.enabled": "true",
+                            "compaction.min.file-num": "2"}, read_columns=("id", "dt", "v", "_ROW_ID")),
 ]}
 
 State = list[tuple[Any, ...]]
@@ -101,17 +103,6 @@ class History:
             return
         self.table.write_arrow(pa.table({"id": ids, "dt": [rng.choice(kind.partitions) for _ in ids],
                                          "v": [rng.randint(0, 9) for _ in ids]}, schema=SCHEMA))
-
-    def compact(self, full: bool) -> None:
-        if self.kind.compacts:
-            self.table.compact(full=full)
-            return
-        try:
-            self.table.compact(full=full)
-        except UnsupportedFeatureError as exc:
-            assert "row-tracking" in str(exc)
-        else:
-            raise AssertionError("compaction of a row-tracking table was not refused")
 
     def tag(self, name: str) -> None:
         latest = self.table.latest_snapshot()
@@ -148,7 +139,7 @@ class History:
         if op == "write":
             self.write(rng)
         elif op == "compact":
-            self.compact(full=arg % 2 == 0)
+            t.compact(full=arg % 2 == 0)
         elif op == "expire":
             t.expire_snapshots(retain_min=1 + arg % 3, retain_max=3 + arg % 3, older_than=FUTURE)
         elif op == "orphans":

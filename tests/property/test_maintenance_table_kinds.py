@@ -1,7 +1,8 @@
 """Every maintenance operation on session 14's table kinds, interleaved at random with writes:
 deletion-vector tables of three merge engines (lookup changelog too), append tables with vectors
 and `Table.delete_where`, `data-file.path-directory` with bitmap index v2 files, cross-partition
-upsert (plain and with vectors: hash index and key index), row tracking.
+upsert (plain and with vectors: hash index and key index), row tracking and data evolution
+(compacted since session 16).
 
 After every step each retained snapshot and tag reads the rows it had when committed, no file it
 references (data, .index, deletion vector and hash index files) is gone, and health() counts the

@@ -247,33 +247,49 @@ def test_change_reads_return_what_each_snapshot_wrote(tmp_path: Path) -> None:
 
 
 def test_an_update_racing_a_compaction_of_its_range_conflicts(tmp_path: Path) -> None:
-    """A COMPACT snapshot (Paimon HEAD's data-evolution compaction; lake_assets does not compact these
-    tables, so its snapshot is written here as HEAD's would be) that rewrote the range into one
-    file of the same range: the range is still live, but the files the update read are gone, and
-    HEAD refuses the update (``_compact_conflicts_with_delta``); lake_assets the same."""
-    import dataclasses
-
-    from lake_assets.ops.commit_snapshot import write_snapshot_files
-    from lake_assets.spec.manifest import FileKind, FileSource, ManifestEntry
-    from lake_assets.spec.snapshot import CommitKind
-
-    t = _new(tmp_path)
+    """A compaction (HEAD's data-evolution compaction, ops/compact/data_evolution_compact.py) that
+    rewrote the range the update read into one file of the same range: the range is still live,
+    but the files the update read are gone, and HEAD refuses the update
+    (``_compact_conflicts_with_delta``); lake_assets the same, removing the update's files."""
+    t = _new(tmp_path, **{"compaction.min.file-num": "2"})
     t.write_arrow(_rows([1, 2], "a"))
     t.update_columns(pa.table({"_ROW_ID": pa.array([0], pa.int64()), "v": ["x"]}))
     racing = _prepare(t, {"_ROW_ID": pa.array([1], pa.int64()), "v": ["y"]})
-    latest = t.latest_snapshot()
-    live = t.store.file_store_scan().live_entries(latest)
-    base = next(e for e in live if e.file.write_cols is None)
-    out = dataclasses.replace(base.file, file_name="data-compacted-0.parquet", file_source=FileSource.COMPACT,
-                              min_sequence_number=1, max_sequence_number=2)
-    delta = [*(dataclasses.replace(e, kind=FileKind.DELETE) for e in live),
-             ManifestEntry(FileKind.ADD, base.partition, base.bucket, base.total_buckets, out)]
-    snap = write_snapshot_files(t.store, t.store.manifest_io(), latest, CommitKind.COMPACT, delta, [],
-                                identifier=1, commit_user="compactor", properties=None, written=[],
-                                fault=lambda _: None)
-    assert t.store.snapshot_manager.try_commit(snap)
+    result = t.compact()
+    assert (result.files_in, result.files_out) == (2, 1)
+    assert t.latest_snapshot().commit_kind.name == "COMPACT"
     with pytest.raises(CommitConflictError, match=r"snapshot 3 \(COMPACT\) compacted columns of rows \[0, 1\]"):
         _commit(t, racing)
+    assert not {f.file_name for m in racing[0] for f in m.new_files} & _files(t)
+    assert [r["v"] for _, r in sorted(_read(t).items())] == ["x", "v2"]
+
+
+def test_updates_after_a_compaction_cover_the_compacted_files_whole_range(tmp_path: Path) -> None:
+    """A compaction merges the ranges of a unit into one file of the whole range (HEAD's
+    DataEvolutionNormalCompactTask); an update of any of its rows then writes a file of that whole
+    range, as HEAD and pypaimon do (a reader merges only files of one range), and the next
+    compaction merges it back. An update prepared before the compaction names a range the
+    compaction rewrote: it is stale and changes nothing."""
+    from lake_assets.spec.manifest import FileSource
+
+    t = _new(tmp_path, **{"compaction.min.file-num": "2"})
+    t.write_arrow(_rows([1, 2], "a"))  # ids 0..1
+    t.write_arrow(_rows([3], "a"))  # id 2
+    stale = _prepare(t, {"_ROW_ID": pa.array([2], pa.int64()), "w": pa.array([-3], pa.int64())})
+    assert (t.compact().files_out, t.latest_snapshot().next_row_id) == (1, 3)
+    with pytest.raises(CommitConflictError, match=r"update of rows \[2, 2\] .* is stale"):
+        _commit(t, stale)
+    t.update_columns(pa.table({"_ROW_ID": pa.array([2], pa.int64()), "v": ["new"]}))
+    files = [e.file for e in t.store.file_store_scan().live_entries(t.latest_snapshot())]
+    assert {(f.first_row_id, f.row_count, f.write_cols, f.file_source) for f in files} == {
+        (0, 3, None, FileSource.COMPACT), (0, 3, ("v",), FileSource.APPEND)}
+    want = [(1, "v1", 10), (2, "v2", 20), (3, "new", 30)]
+    assert [(r["id"], r["v"], r["w"]) for _, r in sorted(_read(t).items())] == want
+    assert sorted(_read(t, filter=[("v", "=", "new")])) == [2]
+    assert t.compact().files_out == 1
+    [f] = [e.file for e in t.store.file_store_scan().live_entries(t.latest_snapshot())]
+    assert (f.first_row_id, f.row_count, f.write_cols) == (0, 3, None)
+    assert [(r["id"], r["v"], r["w"]) for _, r in sorted(_read(t).items())] == want
 
 
 def test_change_reads_of_an_update_leave_not_null_columns_it_lacks_null(tmp_path: Path) -> None:

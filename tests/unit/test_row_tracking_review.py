@@ -216,7 +216,7 @@ def test_overlapping_row_ids_of_a_row_tracking_table_are_refused(catalog: Catalo
 
 
 def test_a_write_of_no_rows_to_a_row_tracking_table_is_not_a_compaction(catalog: Catalog) -> None:
-    """A commit of no message was checked as a compaction, which row-tracking tables refuse: an
+    """A commit of no message was checked as a compaction, which row-tracking tables refused: an
     empty ``write_arrow`` failed with "Cannot compact db.t". It commits nothing, as on any table,
     and the next write takes the next ids."""
     t = catalog.create_table("db.t", SCHEMA, options={"row-tracking.enabled": "true"})

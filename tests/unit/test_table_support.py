@@ -119,9 +119,10 @@ def test_supported_tables_refuse_nothing():
      {Op.WRITE, Op.COMPACT}, "only supported for NONE/INPUT/LOOKUP changelog producer"),
     ({"bucket": "2", "deletion-vectors.enabled": "true", "sequence.field": "v"}, True, set(), ""),
     ({"bucket": "2", "deletion-vectors.enabled": "true", "ignore-delete": "true"}, True, set(), ""),
-    ({"bucket": "-1", "row-tracking.enabled": "true"}, False, {Op.COMPACT}, "row-tracking.enabled"),
+    # row tracking: compaction stores each row's ids in its outputs (ops/compact/row_tracking_rewrite.py)
+    ({"bucket": "-1", "row-tracking.enabled": "true"}, False, set(), ""),
     ({"bucket": "-1", "row-tracking.enabled": "true", "data-evolution.enabled": "true"}, False,
-     {Op.COMPACT}, "data-evolution.enabled"),  # change streams read each snapshot as HEAD
+     set(), ""),  # compaction merges row-id ranges, change streams read each snapshot as HEAD
     # per-level formats are written; a level naming a format we do not write refuses writes only
     ({"bucket": "2", "file.format.per.level": "0:lance"}, True, {Op.WRITE, Op.COMPACT}, "file.format.per.level"),
     ({"bucket": "2", "file.compression.per.level": "0:lzo"}, True, {Op.WRITE, Op.COMPACT},
@@ -246,9 +247,11 @@ def test_entry_refusals():
     assert entry_refusals([entry(bucket=-2)]) == []
     other = entry_refusals([entry(bucket=-3)])
     assert blocked(other) == DATA and "bucket -3" in other[0].property
-    # files of row-tracking tables: read (and merged, data evolution) and written, not compacted
+    # files of row-tracking tables: read (and merged, data evolution) and written; compacted only
+    # in a row-tracking table without data evolution, whose compaction keeps their ids
     assert blocked(entry_refusals([entry(write_cols=("v",))])) == {Op.COMPACT}
     assert blocked(entry_refusals([entry(first_row_id=0)])) == {Op.COMPACT}
+    assert entry_refusals([entry(first_row_id=0), entry(write_cols=("v", "_ROW_ID"))], row_tracking=True) == []
     assert blocked(entry_refusals([entry(external_path="s3://elsewhere/data-a-0.parquet")])) == {Op.EXPIRE}
 
 

@@ -19,16 +19,11 @@ from lake_assets.defs.assets.metadata import (
     table_state_metadata,
 )
 from lake_assets.defs.config import TableConfig
-from lake_assets.defs.health import (
-    compaction_refused,
-    needs_full,
-    partition_values,
-    partitions_to_compact,
-    waiting_flags,
-)
+from lake_assets.defs.health import needs_full, partition_values, partitions_to_compact, waiting_flags
 from lake_assets.defs.names import MAINTENANCE_POOL, TableNames
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
 from lake_assets.ops.postpone_table import is_postpone_table
+from lake_assets.ops.table_health import compaction_refusal
 
 
 class CompactionConfig(dg.Config):
@@ -100,8 +95,8 @@ def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
     def plan_op(context: dg.OpExecutionContext, config: CompactionConfig, warehouse: WarehouseResource
                 ) -> CompactionPlan:
         table = warehouse.existing_table(spec.identifier)
-        refused = compaction_refused(table.store)
-        if refused is not None:  # (from a schedule or a failing check) fail here, before any Spark job
+        refused = compaction_refusal(table.store)
+        if refused is not None:  # (from a schedule, a failing check, the UI) fail here, before any Spark job
             raise dg.Failure(description=refused, allow_retries=False)
         before = table.health(small_file_threshold=small_bytes)
         if not config.full and not config.partitions:

@@ -29,9 +29,11 @@ from lake_assets.lsm.merge_engine.first_row import lookup_files
 from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.ops.append_vectors import plan_groups
 from lake_assets.ops.bucket_count import check_bucket_count
+from lake_assets.ops.compact.data_evolution_compact import plan_groups as plan_data_evolution
 from lake_assets.ops.dv_compact import delete_heavy_files
 from lake_assets.ops.dv_old_values import needs_old_values
 from lake_assets.ops.plan import plan_splits
+from lake_assets.ops.row_tracking import data_evolution_enabled
 from lake_assets.ops.scan import Split
 from lake_assets.predicate import Predicate
 from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
@@ -158,7 +160,10 @@ def plan_bucket(
             return CompactionTask(split.partition, split.partition_values, split.bucket, split.total_buckets,
                                   append_groups=tuple(tuple(g) for g in vector_groups), full=full,
                                   deletion_vectors=True, dv_entries=split.dv_entries)
-        if full:
+        if data_evolution_enabled(schema.options):
+            # units of whole row-id ranges, HEAD's DataEvolutionCompactCoordinator (no full mode)
+            groups = plan_data_evolution(split.files, opts, store.name)
+        elif full:
             files = pick_append_full(split.files, target)
             groups = [files] if files else []
         else:

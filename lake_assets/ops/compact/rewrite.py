@@ -27,9 +27,17 @@ from lake_assets.ops.allocator import release_thread_memory
 from lake_assets.ops.append_vectors import change_vectors
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact.changelog import produce_changelog
+from lake_assets.ops.compact.data_evolution_compact import data_reader, rewrite_group
 from lake_assets.ops.compact.fan_in import bounded_inputs, sort_spill_threshold, spill_directory
 from lake_assets.ops.compact.memory import DEFAULT_MERGE_ROWS, merge_rows, read_batch_rows, run_batch_rows
 from lake_assets.ops.compact.plan import CompactionTask
+from lake_assets.ops.compact.row_tracking_rewrite import (
+    check_compactable,
+    tracked_reader,
+    tracked_rows,
+    tracked_writer,
+    with_write_cols,
+)
 from lake_assets.ops.deletion_vectors import VectorLoader
 from lake_assets.ops.dv_compact import VectorUpdate, remember_written_keys
 from lake_assets.ops.dv_old_values import (
@@ -41,6 +49,7 @@ from lake_assets.ops.dv_old_values import (
 )
 from lake_assets.ops.dv_row_cache import LookedUpRows, RowsKey, flushed_key, remember_written_rows, take_flushed
 from lake_assets.ops.read import SplitReader
+from lake_assets.ops.row_tracking import data_evolution_enabled, row_tracking_enabled
 from lake_assets.ops.scan import Split
 from lake_assets.ops.spill import spill_root
 from lake_assets.parallelism import usable_cpus
@@ -106,6 +115,18 @@ class _UnitFiles:
         return LookedUpRows(partial(_selected_rows, self, split, rows=None), partial(_selected_rows, self, split),
                             key, budget)
 
+    @functools.cached_property
+    def data_reader(self) -> SplitReader:
+        return data_reader(self.store)
+
+    @functools.cached_property
+    def tracked_reader(self) -> SplitReader:
+        return tracked_reader(self.store, self.vectors)
+
+    @functools.cached_property
+    def tracked_writer(self) -> DataFileWriter:
+        return tracked_writer(self.store, self.store.bucket_dir(self.task.partition, self.task.bucket))
+
 
 def _writer(store: FileStore, task: CompactionTask) -> DataFileWriter:
     return DataFileWriter(store.file_io, store.bucket_dir(task.partition, task.bucket), store.schema,
@@ -153,18 +174,35 @@ def run_compaction_task(
     try:
         if task.append_groups:
             batch_rows = min(chunk_rows, read_batch_rows(opts))
+            tracking = row_tracking_enabled(store.schema.options)
+            evolving = data_evolution_enabled(store.schema.options)
             for group in task.append_groups:
-                seq_range = (min(f.min_sequence_number for f in group), max(f.max_sequence_number for f in group))
-                rolling = unit.writer.rolling(level=0, file_source=FILE_SOURCE_COMPACT, sequence_range=seq_range)
+                ordered = sorted(group, key=lambda f: f.min_sequence_number)
+                if evolving:  # one file of the unit's merged rows (ops/compact/data_evolution_compact.py)
+                    unit_split = Split(task.partition, task.partition_values, task.bucket, task.total_buckets,
+                                       list(group))
+                    after.append(rewrite_group(store, unit_split, unit.data_reader, batch_rows))
+                    before += group
+                    continue
+                if tracking:
+                    # each row's _ROW_ID and _SEQUENCE_NUMBER stored in the output, whose sequence
+                    # range is its rows' (ops/compact/row_tracking_rewrite.py)
+                    check_compactable(store, group)
+                    rolling = unit.tracked_writer.rolling(level=0, file_source=FILE_SOURCE_COMPACT)
+                    pieces = tracked_rows(unit.tracked_reader, split, ordered, batch_rows)
+                else:
+                    seq_range = (min(f.min_sequence_number for f in group), max(f.max_sequence_number for f in group))
+                    rolling = unit.writer.rolling(level=0, file_source=FILE_SOURCE_COMPACT, sequence_range=seq_range)
+                    # the files in sequence order, streamed: a row group per ``chunk_rows`` rows,
+                    # never the group whole (its files add up to the target file size)
+                    pieces = (piece for f in ordered
+                              for piece in unit.reader.iter_file(split, f, False, None, batch_rows))
                 rollings.append(rolling)
-                # the files in sequence order, streamed: a row group per ``chunk_rows`` rows,
-                # never the group whole (its files add up to the target file size)
-                pieces = (piece for f in sorted(group, key=lambda f: f.min_sequence_number)
-                          for piece in unit.reader.iter_file(split, f, False, None, batch_rows))
                 for chunk in _gathered(pieces, chunk_rows):
                     rolling.write(chunk)
                     del chunk  # written: not held while the next one is read
-                after += rolling.close()
+                written = rolling.close()
+                after += with_write_cols(written, store.schema) if tracking else written
                 before += group
             old_index: tuple[IndexManifestEntry, ...] = ()
             new_index: tuple[IndexManifestEntry, ...] = ()
