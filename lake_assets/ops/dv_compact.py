@@ -195,7 +195,7 @@ class VectorUpdate:
         return positions if kept is None else positions[kept[positions]]
 
     def record(self, name: str, positions: np.ndarray) -> None:
-        """Keep ``positions`` of file ``name`` found by one merge step."""
+        """Keep ``positions`` (ascending, as `found` gives them) of file ``name`` found by one merge step."""
         if name in self._rewrite_names:
             found = self._found.get(name)
             batch = new_vector(positions, name)
@@ -213,7 +213,7 @@ class VectorUpdate:
             # a new vector takes the table's form, an old one keeps its own (Java's BucketedDvMaintainer)
             marked = self._marked[name] = (new_vector(bitmap64=deletion_vectors.bitmap64(self.store.schema))
                                            if old is None else old.copy())
-        add_positions(marked, positions, name)
+        add_positions(marked, positions, name, ascending=True)  # `found` gives them ascending
 
     def note_relabelled(self, meta: DataFileMeta) -> None:
         """Record the keys of a level-0 file the unit relabels up (rows unchanged). The next

@@ -111,3 +111,45 @@ def test_a_relabelling_unit_builds_no_reader_and_a_rewriting_one_builds_one(tmp_
     assert got.num_rows == 15_000 and not set(range(1, 20_000, 4)) & set(got.column("k").to_pylist())
     got = {r["k"]: r["v"] for r in t.to_arrow().to_pylist()}
     assert len(got) == 20_000 and got[0] == "b0" and got[1] == "a1" and got[19_996] == "b19996"
+
+
+def test_ascending_positions_are_checked_by_their_ends_and_refused_unchanged() -> None:
+    """`VectorUpdate.record` passes its (ascending) positions with ``ascending=True``: the ends are
+    the bounds, and a bad end is refused before anything is added, as for unsorted positions."""
+    vector = BitMap([1, 2])
+    add_positions(vector, np.array([3, 7, 9], dtype=np.int64), "f.parquet", ascending=True)
+    assert vector == BitMap([1, 2, 3, 7, 9])
+    with pytest.raises(InvalidDataError, match=r"-1 of f\.parquet is negative"):
+        add_positions(vector, np.array([-1, 5], dtype=np.int64), "f.parquet", ascending=True)
+    with pytest.raises(UnsupportedFeatureError, match="does not fit"):
+        add_positions(vector, np.array([5, MAX_POSITION + 1], dtype=np.int64), "f.parquet", ascending=True)
+    assert vector == BitMap([1, 2, 3, 7, 9])
+
+
+def test_only_a_streaming_merge_makes_a_spill_directory(tmp_path, monkeypatch) -> None:
+    """A unit sets up its spill directory (codec, disk budget, finalizer) at its first streaming
+    merge: a deletion-vector round that relabels level 0 makes none; a merge of more input rows
+    than ``compaction.merge-rows`` streams, makes one, and merges right."""
+    from lake_assets.ops.compact import rewrite
+
+    made: list[int] = []
+    real = rewrite.spill_directory
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        made.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(rewrite, "spill_directory", counted)
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["k"],
+                         options={"bucket": "1", "deletion-vectors.enabled": "true", "compaction.merge-rows": "1000"})
+    t.write_arrow(_rows(range(4_000), "a"))
+    made.clear()
+    t.write_arrow(_rows(range(0, 800, 2), "b"))  # 400 rows: relabelled up, looked up above
+    assert [s.commit_kind.name for s in t.snapshots()][-1] == "COMPACT"
+    assert made == [], "a relabel-only unit made a spill directory"
+    t.compact(full=True)  # every file into one: 4,400 input rows > 1,000 merge rows, streamed
+    assert made, "a streaming merge made no spill directory"
+    got = {r["k"]: r["v"] for r in t.to_arrow().to_pylist()}
+    assert len(got) == 4_000 and got[0] == "b0" and got[1] == "a1" and got[798] == "b798" and got[800] == "a800"

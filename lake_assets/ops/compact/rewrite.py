@@ -51,7 +51,7 @@ from lake_assets.ops.dv_row_cache import LookedUpRows, RowsKey, flushed_key, rem
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.row_tracking import data_evolution_enabled, row_tracking_enabled
 from lake_assets.ops.scan import Split
-from lake_assets.ops.spill import spill_root
+from lake_assets.ops.spill import SpillDirectory, spill_root
 from lake_assets.parallelism import usable_cpus
 from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
 
@@ -170,7 +170,9 @@ def run_compaction_task(
         above = AboveLookup(store, split, lambda: unit.reader, task.lookup_above_files, (), unit.vectors)
         old_values = OldValues(above, unit.looked_up_rows(split).rows, store.schema.trimmed_primary_keys)
     index_paths: list[str] = []
-    spill = spill_directory(opts, root)  # created on a unit's first spill only
+    # made for a streaming merge only (its directory at a first spill): a unit that relabels
+    # files or merges them whole (every deletion-vector round of a small bucket) never spills
+    spill: SpillDirectory | None = None
     try:
         if task.append_groups:
             batch_rows = min(chunk_rows, read_batch_rows(opts))
@@ -275,6 +277,8 @@ def run_compaction_task(
                     # within the merge's bound: never a whole row group, and on this thread, not
                     # Arrow's pool (ops/compact/memory.py)
                     runs = split_into_runs(interval, unit.reader.key_types)
+                    if spill is None:
+                        spill = spill_directory(opts, root)
                     batch = run_batch_rows(chunk_rows, read_batch_rows(opts), min(len(runs), fan_in))
                     inputs = bounded_inputs(runs, partial(_batches, unit.reader, split, batch), threshold=fan_in,
                                             spill=spill, key_names=key_names, sort_chunk=sort_chunk,
@@ -316,7 +320,8 @@ def run_compaction_task(
         store.file_io.delete_many(index_paths)
         raise
     finally:
-        spill.cleanup()
+        if spill is not None:
+            spill.cleanup()
     return CommitMessage(task.partition, task.bucket, task.total_buckets,
                          compact_before=tuple(before), compact_after=tuple(after),
                          compact_changelog=tuple(changelog), index_before=index_before, index_after=index_after)
