@@ -384,7 +384,8 @@ class Table(TableMaintenance):
         sections read splits ahead, or with ``stream`` = (batch rows, read-ahead) bounded batches
         (`ops.streaming_read`)."""
         from lake_assets.ops import postpone_merge_read
-        from lake_assets.ops.read import SplitReader, read_splits_ahead
+        from lake_assets.ops.read import SplitReader
+        from lake_assets.ops.read_ahead import read_splits_ahead
         from lake_assets.ops.streaming_read import stream_bounds, stream_splits
         from lake_assets.predicate import Predicate
 
