@@ -10,8 +10,10 @@ import sys
 from pathlib import Path
 
 from lake_assets.durations import UNIT_LABELS
-from lake_assets.option_rules import COLUMN_FORMAT_RULES, FIELD_RULES, RULES, rule_for
+from lake_assets.option_rules import RULES, rule_for
+from lake_assets.option_rules_fields import FIELD_RULES
 from lake_assets.option_rules_file_index import FILE_INDEX_COLUMN_RULES, OTHER_TYPE_COLUMNS
+from lake_assets.option_rules_formats import COLUMN_FORMAT_RULES
 from lake_assets.option_types import INT_MAX, SIZE_UNIT_LABELS, MiB, OptionRule
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "options.md"

@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lake_assets.option_access import OptionAccess
-from lake_assets.option_rules import FIELD_OPTION, FIELD_RULES, RULES
+from lake_assets.option_rules import RULES
+from lake_assets.option_rules_fields import FIELD_OPTION, FIELD_RULES
 
 # Paimon's CoreOptions.IGNORE_DELETE: its key, then its fallback keys in Paimon's order (the
 # registry row's). Paimon's Options.get takes the first of them the table sets (so

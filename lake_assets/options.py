@@ -16,16 +16,10 @@ from dataclasses import dataclass
 
 from lake_assets.durations import parse_duration_ms
 from lake_assets.option_merge import IGNORE_DELETE_KEYS, MergeOptions
-from lake_assets.option_rules import (
-    CHANGELOG_PRODUCERS,
-    COMPRESSIONS,
-    FIELD_OPTION,
-    MERGE_ENGINES,
-    RULES,
-    SPILL_COMPRESSIONS,
-    per_operation_rule,
-    rule_for,
-)
+from lake_assets.option_rules import COMPRESSIONS, RULES, per_operation_rule, rule_for
+from lake_assets.option_rules_fields import FIELD_OPTION
+from lake_assets.option_rules_layout import SPILL_COMPRESSIONS
+from lake_assets.option_rules_merging import CHANGELOG_PRODUCERS, MERGE_ENGINES
 from lake_assets.option_types import MiB, parse_memory_size
 
 __all__ = [

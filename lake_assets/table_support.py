@@ -53,7 +53,7 @@ from lake_assets.file_refusals import (
 )
 from lake_assets.formats.file_format import file_format
 from lake_assets.formats.file_index import write_problems as file_index_write_problems
-from lake_assets.formats.format_options import FORMAT_PREFIXES, written_formats
+from lake_assets.formats.format_options import FILE_CODECS, FORMAT_PREFIXES, written_formats
 from lake_assets.lsm.bucket_function import function_problem
 from lake_assets.ops.default_values import default_value_refusals
 from lake_assets.option_classification import (
@@ -66,7 +66,7 @@ from lake_assets.option_classification import (
     is_read_harmless,
     is_true,
 )
-from lake_assets.option_rules import FILE_CODECS, carried_key
+from lake_assets.option_rules import carried_key
 from lake_assets.option_types import WRITE_OPS, java_fold_choice, parse_value, unsupported_value
 from lake_assets.options import CoreOptions, per_operation_rule
 from lake_assets.refusal import DATA, MAINTENANCE, PATHS, READS, Op, Refusal, refuse

@@ -1,7 +1,9 @@
-"""Splitting a section of overlapping files into the fewest sorted runs (Paimon's
-``IntervalPartition``), so a streaming merge reads one input per run instead of one per file.
+"""Paimon's ``IntervalPartition``: a bucket's files grouped into sections of overlapping key
+ranges (`sections`), and a section split into the fewest sorted runs (`split_into_runs`), so a
+streaming merge reads one input per run instead of one per file.
 
-A bucket's files form sections of overlapping key ranges; inside a section, files of one LSM
+Sections are independent: a key is in one section only, so each is merged on its own. Inside a
+section, files of one LSM
 level (or of any chain of key-disjoint files) can be read one after the other as a single sorted
 input. Fewer inputs mean fewer open files and fewer buffered chunks: the merge holds one chunk per
 run, and the number of runs is bounded by how deeply files overlap, not by how many files there
@@ -23,10 +25,11 @@ from lake_assets.lsm.sorted_run import key_range
 from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import DataFileMeta
 
-__all__ = ["RunCursor", "chained", "count_below", "key_at", "run_inputs", "split_into_runs"]
+__all__ = ["RunCursor", "chained", "count_below", "key_at", "run_inputs", "sections", "split_into_runs"]
 
 T = TypeVar("T")
 _Key = tuple[object, ...]
+_Bounded = tuple[_Key, _Key, DataFileMeta]  # (min key, max key, file)
 
 
 class _RunEnd:
@@ -45,6 +48,34 @@ class _RunEnd:
         return c < 0 or (c == 0 and self.index < other.index)
 
 
+def _by_key_range(files: Sequence[DataFileMeta], key_types: Sequence[DataType]) -> list[_Bounded]:
+    """(min key, max key, file) of each of ``files``, ordered by min key, then max key."""
+    decoded = [(*key_range(f, key_types), f) for f in files]
+
+    def order(a: _Bounded, b: _Bounded) -> int:
+        return compare_keys(a[0], b[0], key_types) or compare_keys(a[1], b[1], key_types)
+
+    decoded.sort(key=cmp_to_key(order))
+    return decoded
+
+
+def sections(files: Sequence[DataFileMeta], key_types: Sequence[DataType]) -> list[list[DataFileMeta]]:
+    """Group files into sections: lists of files whose key intervals overlap one another's in a
+    chain, in key order (Paimon's interval partition)."""
+    decoded = _by_key_range(files, key_types)
+    out: list[list[DataFileMeta]] = []
+    bound: _Key | None = None
+    for lo, hi, f in decoded:
+        if bound is None or compare_keys(lo, bound, key_types) > 0:
+            out.append([f])
+            bound = hi
+        else:
+            out[-1].append(f)
+            if compare_keys(hi, bound, key_types) > 0:
+                bound = hi
+    return out
+
+
 def split_into_runs(files: Sequence[DataFileMeta], key_types: Sequence[DataType]) -> list[list[DataFileMeta]]:
     """``files`` as the fewest lists of key-disjoint files, each in key order.
 
@@ -52,12 +83,7 @@ def split_into_runs(files: Sequence[DataFileMeta], key_types: Sequence[DataType]
     that file ends below this one's min key, else it starts a new run (greedy interval colouring:
     optimal, as in Paimon). Runs are returned in the order they were started.
     """
-    decoded = [(*key_range(f, key_types), f) for f in files]
-
-    def order(a: tuple[_Key, _Key, DataFileMeta], b: tuple[_Key, _Key, DataFileMeta]) -> int:
-        return compare_keys(a[0], b[0], key_types) or compare_keys(a[1], b[1], key_types)
-
-    decoded.sort(key=cmp_to_key(order))
+    decoded = _by_key_range(files, key_types)
     heap: list[_RunEnd] = []
     runs: list[_RunEnd] = []
     for lo, hi, f in decoded:

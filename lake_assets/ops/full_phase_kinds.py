@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lake_assets.lsm.merge_engine.names import FIRST_ROW
+from lake_assets.lsm.run_partition import sections
 from lake_assets.ops import deletion_vectors
-from lake_assets.ops.read import sections
 from lake_assets.spec.manifest import DataFileMeta
 
 if TYPE_CHECKING:

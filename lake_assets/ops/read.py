@@ -2,45 +2,43 @@
 
 Files of a bucket are grouped into sections of overlapping key ranges. A section of one file
 without retract rows is read as it is; larger sections are concatenated, sorted by key and
-sequence, and collapsed with the table's merge function. Memory is bounded by a section.
-Files written under older schemas are mapped to the current schema by field id.
+sequence, and collapsed with the table's merge function. Memory is bounded by a section
+(`lsm.run_partition.sections` groups them; `ops.streaming_read` bounds it by batches instead).
+Files written under older schemas are mapped to the current schema by field id
+(`ops.file_column_map`); a primary-key read drops rows of rejected keys before the merge
+(`ops.key_filter`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lake_assets.errors import ConcurrentMaintenanceError, LakeError, MissingDataFileError, SchemaError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND, iter_data_file, read_data_file
 from lake_assets.formats.row_mask import arrow_mask
-from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.lsm.lookup_merge import merges_by_lookup, with_level
 from lake_assets.lsm.merge import is_retract, sort_and_merge, winner_masks
+from lake_assets.lsm.run_partition import sections
 from lake_assets.ops.data_evolution_read import SYSTEM_FIELDS, check_disjoint_ranges, raw_units, read_raw
 from lake_assets.ops.default_values import ColumnDefaults, prunable
 from lake_assets.ops.deletion_vectors import VectorLoader, hides_level0, raw_readable
+from lake_assets.ops.file_column_map import KIND_FIELD, FileColumnMap, no_columns
+from lake_assets.ops.key_filter import key_terms
 from lake_assets.ops.plan import file_may_match
-from lake_assets.ops.read_ahead import read_splits_ahead as read_splits_ahead  # Table's import
 from lake_assets.ops.row_tracking import data_evolution_enabled, row_tracking_enabled
 from lake_assets.ops.scan import Split
 from lake_assets.predicate import Predicate
 from lake_assets.spec.arrow_types import to_arrow_field
-from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.deletion_vector import deleted_mask
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.schema import TableSchema
 
 if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
-
-
-_SEQ_FIELD = pa.field(SEQUENCE_NUMBER, pa.int64(), nullable=False)
-_KIND_FIELD = pa.field(VALUE_KIND, pa.int8(), nullable=False)
 
 
 def missing_file_error(store: FileStore, exc: MissingDataFileError, snapshot_id: int | None) -> LakeError:
@@ -61,31 +59,6 @@ def missing_file_error(store: FileStore, exc: MissingDataFileError, snapshot_id:
     )
 
 
-def sections(files: Sequence[DataFileMeta], key_types: list[Any]) -> list[list[DataFileMeta]]:
-    """Group files into runs of overlapping key intervals (Paimon's interval partition)."""
-    decoded = [
-        (tuple(deserialize_row(f.min_key, key_types)), tuple(deserialize_row(f.max_key, key_types)), f)
-        for f in files
-    ]
-    import functools
-
-    def order(a: tuple[Any, ...], b: tuple[Any, ...]) -> int:
-        return compare_keys(a[0], b[0], key_types) or compare_keys(a[1], b[1], key_types)
-
-    decoded.sort(key=functools.cmp_to_key(order))
-    out: list[list[DataFileMeta]] = []
-    bound: tuple[Any, ...] | None = None
-    for lo, hi, f in decoded:
-        if bound is None or compare_keys(lo, bound, key_types) > 0:
-            out.append([f])
-            bound = hi
-        else:
-            out[-1].append(f)
-            if compare_keys(hi, bound, key_types) > 0:
-                bound = hi
-    return out
-
-
 def _exact_constant(typ: pa.DataType) -> bool:
     """Types whose partition value (from the partition row) is exactly the value in the files.
 
@@ -94,36 +67,6 @@ def _exact_constant(typ: pa.DataType) -> bool:
     return bool(pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_integer(typ)
                 or pa.types.is_date32(typ) or pa.types.is_boolean(typ) or pa.types.is_binary(typ)
                 or pa.types.is_decimal(typ))
-
-
-class _FileLayout:
-    """Read plan for files of one schema id: read columns to file columns, and target fields."""
-
-    __slots__ = ("fields", "file_columns", "schema_id", "wanted")
-
-    def __init__(self, schema_id: int, wanted: list[tuple[str, str | None]], fields: list[pa.Field]) -> None:
-        self.schema_id = schema_id  # the files' schema, named when a cast to the read schema fails
-        self.wanted = wanted
-        self.file_columns = [old for _, old in wanted if old is not None]
-        self.fields = fields
-
-
-def key_terms(predicate: Predicate | None, key_names: Sequence[str]) -> Predicate | None:
-    """The part of ``predicate`` on primary-key columns only, weakened to be implied by it (each OR
-    clause keeps its key terms); None when some clause does not constrain the key."""
-    if predicate is None or predicate.expression is not None or not predicate.clauses:
-        return None
-    keys = set(key_names)
-    clauses = [tuple(t for t in clause if t[0] in keys) for clause in predicate.clauses]
-    if not all(clauses):
-        return None
-    return Predicate(tuple(clauses), None, predicate.bound)  # its literals stay bound
-
-
-def key_predicate(predicate: Predicate | None, key_names: Sequence[str]) -> pc.Expression | None:
-    """`key_terms` as an Arrow expression (IEEE float semantics: the read uses `key_terms`)."""
-    terms = key_terms(predicate, key_names)
-    return None if terms is None else terms.to_expression()
 
 
 class SplitReader:
@@ -188,7 +131,7 @@ class SplitReader:
         self.defaults = ColumnDefaults.of(schema) if fill_defaults else None
         # stats prune with the filter's terms on columns without a default only (`prunable`)
         self.prune_predicate = prunable(schema, predicate)
-        self._layouts: dict[tuple[int, tuple[str, ...]], _FileLayout] = {}
+        self._layouts: dict[tuple[int, tuple[str, ...]], FileColumnMap] = {}
         # Whether pyarrow decodes a file's columns in its own thread pool. Turning it off saves
         # a little CPU on small files; `read_splits_ahead` turns it off for files that are a small
         # share of a pooled read (see `ops.read_ahead`), and keeps it for merges and large files.
@@ -208,18 +151,13 @@ class SplitReader:
         self.lookup_levels = self.is_pk and merges_by_lookup(opts)
 
     # ------------------------------------------------------------ file access
-    def _layout(self, schema_id: int, columns: Sequence[str] | None = None) -> _FileLayout:
+    def _layout(self, schema_id: int, columns: Sequence[str] | None = None) -> FileColumnMap:
         """How files written under ``schema_id`` map to ``columns`` (default: the read columns);
         cached, as it is the same for every file of that schema."""
         cols = tuple(self.read_columns if columns is None else columns)
         layout = self._layouts.get((schema_id, cols))
         if layout is None:
-            file_schema = self.store.schema_by_id(schema_id)
-            wanted: list[tuple[str, str | None]] = []
-            for name in cols:
-                old = file_schema.field_by_id(self.schema.field(name).id)
-                wanted.append((name, old.name if old is not None else None))
-            layout = _FileLayout(schema_id, wanted, [to_arrow_field(self.schema.field(name)) for name, _ in wanted])
+            layout = FileColumnMap.of(self.store, self.schema, schema_id, cols)
             self._layouts[(schema_id, cols)] = layout  # a racing thread computes the same value
         return layout
 
@@ -228,48 +166,18 @@ class SplitReader:
         layout = self._layout(meta.schema_id)
         return layout.wanted, layout.file_columns
 
-    def _to_current(self, raw: pa.Table, layout: _FileLayout, with_system: bool) -> pa.Table:
-        """Map a file's columns to the read columns: match by field id, cast, add missing as nulls."""
-        arrays = []
-        fields = []
-        for (name, old), field in zip(layout.wanted, layout.fields, strict=True):
-            target = field.type
-            if old is None:
-                arr = pa.nulls(raw.num_rows, target)  # column added after this file was written
-            else:
-                arr = raw.column(old)
-                if arr.type != target:
-                    try:
-                        arr = pc.cast(arr, target)
-                    except pa.ArrowInvalid:
-                        raise self._narrowing_error(layout, name, old) from None
-            arrays.append(arr)
-            # nullability as the file has it: old files may predate a NOT NULL in no way we check
-            fields.append(field if field.nullable or not arr.null_count else field.with_nullable(True))
-        if with_system:
-            arrays += [raw.column(SEQUENCE_NUMBER), raw.column(VALUE_KIND)]
-            fields += [_SEQ_FIELD, _KIND_FIELD]
-        return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
-
     def as_read(self, written: pa.Table, meta: DataFileMeta) -> pa.Table | None:
         """What `read_file` (with system columns, no deletion vector) gives for ``meta``, a file of
         the read schema whose rows are ``written`` (the read columns and system columns by name,
         as a writer held them); None when a column is missing or of another type (then read it)."""
         if meta.schema_id != self.schema.id or written.num_rows != meta.row_count:
             return None
-        layout = self._layout(meta.schema_id)
-        names = set(written.column_names)
-        if not {name for name, _ in layout.wanted} | {SEQUENCE_NUMBER, VALUE_KIND} <= names:
+        data = self._layout(meta.schema_id).of_written(written)
+        if data is None:
             return None
-        arrays = [written.column(name) for name, _ in layout.wanted]
-        arrays += [written.column(SEQUENCE_NUMBER), written.column(VALUE_KIND)]
-        fields = [*layout.fields, _SEQ_FIELD, _KIND_FIELD]
-        if any(a.type != f.type or (not f.nullable and a.null_count) for a, f in zip(arrays, fields, strict=True)):
-            return None
-        data = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
         return with_level(data, meta.level) if self.lookup_levels else data
 
-    def _narrowing_error(self, layout: _FileLayout, name: str, old: str) -> SchemaError:
+    def _narrowing_error(self, layout: FileColumnMap, name: str, old: str) -> SchemaError:
         """Why a file's column does not fit the read schema's type: the read schema is older than
         the file's (a pinned or stale handle) and the table widened the column since (INT to
         BIGINT, say), so a value the file holds is outside the older, narrower type."""
@@ -301,12 +209,12 @@ class SplitReader:
             threads = self.file_threads if use_threads is None else use_threads
             if not file_cols:  # only partition or system columns asked for: no column, but the rows count
                 # (and as nulls the columns added after the file was written)
-                counted = _no_columns(meta.row_count if keep is None else int(keep.sum()))
-                return self._to_current(counted, layout, False) if layout.wanted else counted
+                counted = no_columns(meta.row_count if keep is None else int(keep.sum()))
+                return layout.to_read(counted, False, self._narrowing_error) if layout.wanted else counted
             raw = read_data_file(self.store.file_io, path, file_cols, meta.file_size, use_threads=threads, keep=keep)
         except MissingDataFileError as exc:
             raise missing_file_error(self.store, exc, self.snapshot_id) from None
-        data = self._to_current(raw, layout, with_system)
+        data = layout.to_read(raw, with_system, self._narrowing_error)
         if with_system and self.lookup_levels:
             data = with_level(data, meta.level)
         if self.key_filter is not None and data.num_rows:
@@ -337,8 +245,8 @@ class SplitReader:
                 total = meta.row_count if keep is None else int(keep.sum())
                 step = batch_rows or max(total, 1)
                 for i in range(0, total, step):
-                    counted = _no_columns(min(step, total - i))
-                    yield self._to_current(counted, layout, False) if layout.wanted else counted
+                    counted = no_columns(min(step, total - i))
+                    yield layout.to_read(counted, False, self._narrowing_error) if layout.wanted else counted
                 return
             buffered = self.schema.core_options.read_parquet_buffer_size
             for raw in iter_data_file(self.store.file_io, path, file_cols, batch_rows, buffered):
@@ -346,7 +254,7 @@ class SplitReader:
                     n = raw.num_rows
                     raw = raw.filter(arrow_mask(keep[start:start + n]))
                     start += n
-                data = self._to_current(raw, layout, with_system)
+                data = layout.to_read(raw, with_system, self._narrowing_error)
                 if with_system and self.lookup_levels:
                     data = with_level(data, meta.level)
                 if self.key_filter is not None and data.num_rows:
@@ -456,12 +364,7 @@ class SplitReader:
         if not out.schema.equals(self.output_schema, check_metadata=True):
             # a cast per column otherwise: pyarrow's fixed cost of each call adds up over many files
             out = out.cast(self.output_schema)
-        return out.append_column(_KIND_FIELD, data.column(VALUE_KIND)) if with_kind else out
-
-
-def _no_columns(rows: int) -> pa.Table:
-    """A table of ``rows`` rows and no column (not every format's reader counts rows of no column)."""
-    return pa.table({"rows": pa.nulls(rows)}).select([])
+        return out.append_column(KIND_FIELD, data.column(VALUE_KIND)) if with_kind else out
 
 
 def concat_or_empty(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:

@@ -22,7 +22,7 @@ from lake_assets.ops.stream_splits import ChangeSplit
 from lake_assets.spec.row_kind import ROW_KIND, check_row_kind_free, row_kind_names_array
 
 if TYPE_CHECKING:
-    from lake_assets.ops.read import _FileLayout
+    from lake_assets.ops.file_column_map import FileColumnMap
     from lake_assets.spec.schema import TableSchema
     from lake_assets.store.file_store import FileStore
 
@@ -31,7 +31,7 @@ class _StreamSplitReader(SplitReader):
     """A `SplitReader` of a stream's splits: the schema it reads with is the stream's, fixed when
     the stream started, so a value too wide for it calls for a restart, not a refreshed handle."""
 
-    def _narrowing_error(self, layout: _FileLayout, name: str, old: str) -> SchemaError:
+    def _narrowing_error(self, layout: FileColumnMap, name: str, old: str) -> SchemaError:
         file_field = self.store.schema_by_id(layout.schema_id).field(old)
         return SchemaError(
             f"Cannot read the changes of {self.store.name}: column {name} holds a value outside "

@@ -22,9 +22,8 @@ import pyarrow as pa
 from lake_assets.formats.data_file import VALUE_KIND
 from lake_assets.lsm.merge import is_retract, sort_and_merge
 from lake_assets.lsm.merge_reader import merge_sorted
-from lake_assets.lsm.run_partition import chained, split_into_runs
+from lake_assets.lsm.run_partition import chained, sections, split_into_runs
 from lake_assets.ops.data_evolution_read import iter_raw
-from lake_assets.ops.read import sections
 from lake_assets.ops.scan import Split
 from lake_assets.parallelism import usable_cpus
 from lake_assets.spec.manifest import DataFileMeta

@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from lake_assets.formats.format_options import FILE_CODECS
 from lake_assets.lsm.merge_engine.names import DEFAULT_MERGE_ENGINE
-from lake_assets.option_rules import FILE_CODECS
 from lake_assets.option_types import java_fold_choice
 from lake_assets.spec.data_types import (
     BigIntType,

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lake_assets.formats.file_format import format_of_file
+from lake_assets.lsm.run_partition import sections
 from lake_assets.ops import postpone_merge_read
-from lake_assets.ops.read import sections
 from lake_assets.ops.row_tracking import data_evolution_enabled
 from lake_assets.ops.scan import Split
 from lake_assets.spark.schema import spark_schema

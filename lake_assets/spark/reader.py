@@ -15,10 +15,11 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
 from lake_assets.errors import OptionError, SchemaError
+from lake_assets.lsm.run_partition import sections
 from lake_assets.ops import postpone_merge_read
 from lake_assets.ops.data_evolution_read import system_columns
 from lake_assets.ops.postpone_merge_read import PostponeMergeUnit
-from lake_assets.ops.read import SplitReader, sections
+from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
 from lake_assets.ops.streaming_read import stream_bounds
 from lake_assets.options import parse_memory_size

@@ -159,8 +159,8 @@ def _string(key: str, s: str) -> object:
 @settings(max_examples=500, deadline=None)
 @given(_NAMES)
 def test_names_as_java(s: str) -> None:
-    from lake_assets.formats.format_options import AVRO_CODECS
-    from lake_assets.option_rules import FILE_CODECS, FILE_FORMATS, MANIFEST_COMPRESSIONS, SPILL_COMPRESSIONS
+    from lake_assets.formats.format_options import AVRO_CODECS, FILE_CODECS
+    from lake_assets.option_rules_layout import FILE_FORMATS, MANIFEST_COMPRESSIONS, SPILL_COMPRESSIONS
 
     # CoreOptions.normalizeFileFormat: toLowerCase, then a factory's identifier; never trimmed
     assert _string("file.format", s) == (s.lower() if s.lower() in FILE_FORMATS else None)

@@ -10,7 +10,8 @@ import pytest
 
 from lake_assets import Catalog, OptionError, UnsupportedFeatureError
 from lake_assets.option_docs import DOC_PATH, render
-from lake_assets.option_rules import FIELD_RULES, RULES
+from lake_assets.option_rules import RULES
+from lake_assets.option_rules_fields import FIELD_RULES
 from lake_assets.option_types import KINDS, parse_value
 from lake_assets.options import FIELD_OPTION, CoreOptions, rule_for
 from lake_assets.table import Table

@@ -9,7 +9,7 @@ import pytest
 
 from lake_assets import Catalog
 from lake_assets.ops import read as read_mod
-from lake_assets.ops.read import key_predicate
+from lake_assets.ops.key_filter import key_predicate
 from lake_assets.predicate import Predicate
 
 SCHEMA = pa.schema([("a", pa.int64()), ("b", pa.int64()), ("v", pa.int64()), ("op", pa.string())])

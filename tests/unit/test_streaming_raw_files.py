@@ -137,7 +137,7 @@ def test_the_streaming_reader_takes_the_merge_decision_from_raw_files(tmp_path: 
 def test_spark_divides_a_split_by_the_same_decision(kind: str, compact: str) -> None:
     """Spark's planner cuts a large split into files where the readers read file by file, and
     into whole key sections where they merge."""
-    from lake_assets.ops.read import sections
+    from lake_assets.lsm.run_partition import sections
     from lake_assets.spark.reader import divide_split
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,0 +1,93 @@
+"""How a data file's columns map onto a read's: schema evolution on read.
+
+A file written under an older schema holds its columns under the names that schema gave them.
+A read matches them to its own columns by field id: a renamed column follows its id, a column
+added after the file was written reads as nulls, a widened type is cast. `FileColumnMap` is that
+plan for the files of one schema id (the same for each of them, so a reader caches it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lake_assets.errors import SchemaError
+from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
+from lake_assets.spec.arrow_types import to_arrow_field
+from lake_assets.spec.schema import TableSchema
+
+if TYPE_CHECKING:
+    from lake_assets.store.file_store import FileStore
+
+SEQ_FIELD = pa.field(SEQUENCE_NUMBER, pa.int64(), nullable=False)
+KIND_FIELD = pa.field(VALUE_KIND, pa.int8(), nullable=False)
+
+# (the map, the column's name in the read, its name in the file) -> the error a failed cast raises
+NarrowingError = Callable[["FileColumnMap", str, str], SchemaError]
+
+
+class FileColumnMap:
+    """Read plan for files of one schema id: read columns to file columns, and target fields."""
+
+    __slots__ = ("fields", "file_columns", "schema_id", "wanted")
+
+    def __init__(self, schema_id: int, wanted: list[tuple[str, str | None]], fields: list[pa.Field]) -> None:
+        self.schema_id = schema_id  # the files' schema, named when a cast to the read schema fails
+        self.wanted = wanted
+        self.file_columns = [old for _, old in wanted if old is not None]
+        self.fields = fields
+
+    @classmethod
+    def of(cls, store: FileStore, read_schema: TableSchema, schema_id: int, columns: Sequence[str]) -> FileColumnMap:
+        """How files written under ``schema_id`` map to ``columns`` of ``read_schema``, by field id."""
+        file_schema = store.schema_by_id(schema_id)
+        wanted: list[tuple[str, str | None]] = []
+        for name in columns:
+            old = file_schema.field_by_id(read_schema.field(name).id)
+            wanted.append((name, old.name if old is not None else None))
+        return cls(schema_id, wanted, [to_arrow_field(read_schema.field(name)) for name, _ in wanted])
+
+    def to_read(self, raw: pa.Table, with_system: bool, narrowing: NarrowingError) -> pa.Table:
+        """Map a file's columns to the read columns: match by field id, cast, add missing as nulls;
+        ``narrowing`` builds the error of a value the read type cannot hold."""
+        arrays = []
+        fields = []
+        for (name, old), field in zip(self.wanted, self.fields, strict=True):
+            target = field.type
+            if old is None:
+                arr = pa.nulls(raw.num_rows, target)  # column added after this file was written
+            else:
+                arr = raw.column(old)
+                if arr.type != target:
+                    try:
+                        arr = pc.cast(arr, target)
+                    except pa.ArrowInvalid:
+                        raise narrowing(self, name, old) from None
+            arrays.append(arr)
+            # nullability as the file has it: old files may predate a NOT NULL in no way we check
+            fields.append(field if field.nullable or not arr.null_count else field.with_nullable(True))
+        if with_system:
+            arrays += [raw.column(SEQUENCE_NUMBER), raw.column(VALUE_KIND)]
+            fields += [SEQ_FIELD, KIND_FIELD]
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+    def of_written(self, written: pa.Table) -> pa.Table | None:
+        """``written`` (the read columns and system columns by name, as a writer held them) as a
+        read of a file of the read schema gives it; None when a column is missing or of another type."""
+        names = set(written.column_names)
+        if not {name for name, _ in self.wanted} | {SEQUENCE_NUMBER, VALUE_KIND} <= names:
+            return None
+        arrays = [written.column(name) for name, _ in self.wanted]
+        arrays += [written.column(SEQUENCE_NUMBER), written.column(VALUE_KIND)]
+        fields = [*self.fields, SEQ_FIELD, KIND_FIELD]
+        if any(a.type != f.type or (not f.nullable and a.null_count) for a, f in zip(arrays, fields, strict=True)):
+            return None
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def no_columns(rows: int) -> pa.Table:
+    """A table of ``rows`` rows and no column (not every format's reader counts rows of no column)."""
+    return pa.table({"rows": pa.nulls(rows)}).select([])
