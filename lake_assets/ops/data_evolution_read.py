@@ -64,6 +64,13 @@ def merge_groups(files: Sequence[DataFileMeta], table: str) -> list[list[DataFil
                 f"Cannot read {table}: data file {f.file_name} of a data-evolution table has no _FIRST_ROW_ID")
         ranged.append((r[0], r[1], f))
     ranged.sort(key=lambda t: t[0])
+    return [sorted(group, key=lambda f: -f.max_sequence_number) for group in overlap_groups(ranged, f"read {table}")]
+
+
+def overlap_groups(ranged: Sequence[tuple[int, int, DataFileMeta]], action: str) -> list[list[DataFileMeta]]:
+    """Files with their row-id ranges (sorted by first id) grouped by overlapping ranges, in order.
+    Paimon requires the files of one group to span the same range (a column update covers a whole
+    range); anything else is damaged metadata: "Cannot {action}: ..."."""
     groups: list[list[tuple[int, int, DataFileMeta]]] = []
     end = -1
     for lo, hi, f in ranged:
@@ -73,15 +80,13 @@ def merge_groups(files: Sequence[DataFileMeta], table: str) -> list[list[DataFil
         else:
             groups.append([(lo, hi, f)])
             end = hi
-    out: list[list[DataFileMeta]] = []
     for group in groups:
         if len({(lo, hi) for lo, hi, _ in group}) > 1:
             names = ", ".join(f"{f.file_name} [{lo}, {hi}]" for lo, hi, f in group)
             raise CorruptMetadataError(
-                f"Cannot read {table}: data files of overlapping row-id ranges must span the same range "
+                f"Cannot {action}: data files of overlapping row-id ranges must span the same range "
                 f"(as Paimon requires), got {names}")
-        out.append(sorted((f for _, _, f in group), key=lambda f: -f.max_sequence_number))
-    return out
+    return [[f for _, _, f in group] for group in groups]
 
 
 def check_disjoint_ranges(files: Sequence[DataFileMeta], table: str) -> None:

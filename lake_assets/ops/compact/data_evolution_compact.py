@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from lake_assets.errors import CorruptMetadataError
 from lake_assets.formats.data_file import DataFileWriter
-from lake_assets.ops.data_evolution_read import iter_raw, raw_units
+from lake_assets.ops.data_evolution_read import iter_raw, overlap_groups, raw_units
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.row_tracking import row_id_range
 from lake_assets.spec.manifest import DataFileMeta, FileSource
@@ -65,22 +65,7 @@ def _stretches(files: Sequence[DataFileMeta], table: str) -> list[list[tuple[int
 
 def _groups(stretch: list[tuple[int, int, DataFileMeta]], table: str) -> list[list[DataFileMeta]]:
     """The files of one stretch by overlapping row ids; each group's files span one range."""
-    groups: list[list[tuple[int, int, DataFileMeta]]] = []
-    end = -1
-    for lo, hi, f in stretch:
-        if groups and lo <= end:
-            groups[-1].append((lo, hi, f))
-            end = max(end, hi)
-        else:
-            groups.append([(lo, hi, f)])
-            end = hi
-    for group in groups:
-        if len({(lo, hi) for lo, hi, _ in group}) > 1:
-            names = ", ".join(f"{f.file_name} [{lo}, {hi}]" for lo, hi, f in group)
-            raise CorruptMetadataError(
-                f"Cannot compact {table}: data files of overlapping row-id ranges must span the same range "
-                f"(as Paimon requires), got {names}")
-    return [[f for _, _, f in group] for group in groups]
+    return overlap_groups(stretch, f"compact {table}")
 
 
 def plan_groups(files: Sequence[DataFileMeta], opts: CoreOptions, table: str) -> list[list[DataFileMeta]]:
