@@ -56,15 +56,22 @@ def system_columns(schema: TableSchema) -> dict[str, pa.Field]:
 def merge_groups(files: Sequence[DataFileMeta], table: str) -> list[list[DataFileMeta]]:
     """The files of one split grouped by overlapping row-id ranges (in row-id order), each group
     newest first (by max sequence number; ties keep the manifest's order)."""
+    ranged = ranged_files(files, f"read {table}", table)
+    return [sorted(group, key=lambda f: -f.max_sequence_number) for group in overlap_groups(ranged, f"read {table}")]
+
+
+def ranged_files(files: Sequence[DataFileMeta], action: str, table: str) -> list[tuple[int, int, DataFileMeta]]:
+    """``(first row id, last row id, file)`` of a data-evolution table's files, in row-id order; a
+    file without a first row id is damaged metadata: "Cannot {action}: ..."."""
     ranged: list[tuple[int, int, DataFileMeta]] = []
     for f in files:
         r = row_id_range(f, table)
         if r is None:
             raise CorruptMetadataError(
-                f"Cannot read {table}: data file {f.file_name} of a data-evolution table has no _FIRST_ROW_ID")
+                f"Cannot {action}: data file {f.file_name} of a data-evolution table has no _FIRST_ROW_ID")
         ranged.append((r[0], r[1], f))
-    ranged.sort(key=lambda t: t[0])
-    return [sorted(group, key=lambda f: -f.max_sequence_number) for group in overlap_groups(ranged, f"read {table}")]
+    ranged.sort(key=lambda t: (t[0], t[1]))
+    return ranged
 
 
 def overlap_groups(ranged: Sequence[tuple[int, int, DataFileMeta]], action: str) -> list[list[DataFileMeta]]:

@@ -28,9 +28,8 @@ import pyarrow as pa
 
 from lake_assets.errors import CorruptMetadataError
 from lake_assets.formats.data_file import DataFileWriter
-from lake_assets.ops.data_evolution_read import iter_raw, overlap_groups, raw_units
+from lake_assets.ops.data_evolution_read import iter_raw, overlap_groups, ranged_files, raw_units
 from lake_assets.ops.read import SplitReader
-from lake_assets.ops.row_tracking import row_id_range
 from lake_assets.spec.manifest import DataFileMeta, FileSource
 
 if TYPE_CHECKING:
@@ -43,14 +42,7 @@ _UNBOUNDED = 2**62  # HEAD's "99999 G" target size and Long.MAX_VALUE row count:
 
 def _stretches(files: Sequence[DataFileMeta], table: str) -> list[list[tuple[int, int, DataFileMeta]]]:
     """Files by contiguous row ids (RangeHelper over ``[first, first + rows]``), in row-id order."""
-    ranged = []
-    for f in files:
-        r = row_id_range(f, table)
-        if r is None:
-            raise CorruptMetadataError(
-                f"Cannot compact {table}: data file {f.file_name} of a data-evolution table has no _FIRST_ROW_ID")
-        ranged.append((r[0], r[1], f))
-    ranged.sort(key=lambda t: (t[0], t[1]))
+    ranged = ranged_files(files, f"compact {table}", table)
     out: list[list[tuple[int, int, DataFileMeta]]] = []
     end = None
     for lo, hi, f in ranged:
