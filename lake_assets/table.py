@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -82,7 +83,7 @@ class Table(TableReads, TableChanges, TableMaintenance):
     # ------------------------------------------------------------------ write
     def new_writer(
         self, commit_user: str, *, write_only: bool = False, ignore_previous_files: bool = False,
-        spill_dir: str | os.PathLike[str] | None = None,
+        spill_dir: str | os.PathLike[str] | None = None, write_columns: Sequence[str] | None = None,
     ) -> TableWriter | PostponeWriter:
         """A writer for the two-phase commit: `write_arrow`, then `prepare_commit` → messages.
 
@@ -90,7 +91,8 @@ class Table(TableReads, TableChanges, TableMaintenance):
         removes the files there): inline compaction and changelog see only the new data.
         ``spill_dir``: the local directory its write buffer and inline compaction spill under
         (default ``LAKE_ASSETS_SPILL_DIR``, in a Spark worker Spark's local dirs, else the system
-        temp; `lake_assets.ops.spill.spill_root`); it must exist.
+        temp; `lake_assets.ops.spill.spill_root`); it must exist. ``write_columns``: the writer
+        takes new rows of these columns only (a data-evolution table; see `write_arrow`).
         """
         from lake_assets.ops.postpone_write import new_table_writer
 
@@ -101,7 +103,8 @@ class Table(TableReads, TableChanges, TableMaintenance):
         # this one loaded: its merges, lookups and inline compaction read the files under it.
         self.store.schema_at(self.snapshot_manager.latest())
         return new_table_writer(self.store, commit_user, write_only=write_only,
-                                ignore_previous_files=ignore_previous_files, spill_dir=spill_dir)
+                                ignore_previous_files=ignore_previous_files, spill_dir=spill_dir,
+                                write_columns=write_columns)
 
     def new_committer(self, commit_user: str) -> TableCommitter:
         """The committer of ``commit_user``: `commit(messages, commit_identifier)` is exactly-once."""
@@ -116,6 +119,7 @@ class Table(TableReads, TableChanges, TableMaintenance):
         *,
         overwrite: bool | dict[str, str] = False,
         spill_dir: str | os.PathLike[str] | None = None,
+        write_columns: Sequence[str] | None = None,
     ) -> int | None:
         """Write and commit in one call; returns the new snapshot id (None if nothing was written).
 
@@ -124,6 +128,12 @@ class Table(TableReads, TableChanges, TableMaintenance):
         table (an unpartitioned table is always replaced whole); a dict such as
         ``{"dt": "2024-01-01"}`` replaces the partitions matching those values (and rejects rows
         outside them). ``spill_dir``: where the write spills (see `new_writer`).
+
+        ``write_columns`` (data-evolution tables only): the new rows hold just these columns, as
+        pypaimon's ``with_write_type`` writes them; ``data`` has exactly those columns. The others
+        read as null (or their ``fields.<c>.default-value``) until `update_columns` sets them by
+        ``_ROW_ID``: ``t.write_arrow(pa.table({"id": [7]}), write_columns=["id"])``. Partition and
+        NOT NULL columns cannot be left out; every column is an ordinary write.
         """
         from lake_assets.ops.overwrite import check_inside_partition, overwrite_of_whole_table, overwrite_spec
 
@@ -131,7 +141,8 @@ class Table(TableReads, TableChanges, TableMaintenance):
         ow = overwrite_spec(self.store, overwrite)
         # Like Paimon's overwrite writer: the replaced partitions' files are not compacted with
         # the new data (the commit deletes them) nor looked up for changelog.
-        writer = self.new_writer(user, ignore_previous_files=ow is not None, spill_dir=spill_dir)
+        writer = self.new_writer(user, ignore_previous_files=ow is not None, spill_dir=spill_dir,
+                                 write_columns=write_columns)
         committer = self.new_committer(user)
         messages: list[CommitMessage] = []
         try:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +41,7 @@ from lake_assets.formats.data_file import (
     RollingFileWriter,
 )
 from lake_assets.lsm.merge import is_retract
+from lake_assets.ops.column_subset import subset_write_schema
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.postpone_table import is_postpone_table
@@ -267,13 +268,15 @@ class PostponeWriter:
 
 def new_table_writer(
     store: FileStore, commit_user: str, *, write_only: bool = False, ignore_previous_files: bool = False,
-    spill_dir: str | os.PathLike[str] | None = None,
+    spill_dir: str | os.PathLike[str] | None = None, write_columns: Sequence[str] | None = None,
 ) -> TableWriter | PostponeWriter:
     """The writer of a table: a `PostponeWriter` for postpone-bucket tables (it never compacts,
     spills nor looks at previous files, so the flags are moot and ``spill_dir`` is only checked),
-    else a `TableWriter` spilling under ``spill_dir`` (`lake_assets.ops.spill.spill_root`)."""
+    else a `TableWriter` spilling under ``spill_dir`` (`lake_assets.ops.spill.spill_root`), of
+    ``write_columns`` only when given (`lake_assets.ops.column_subset`)."""
     if is_postpone_table(store):
         spill_root(spill_dir)  # a bad setting fails every writer alike, before it writes
+        subset_write_schema(store.schema, write_columns, store.name)  # refused: not a data-evolution table
         return PostponeWriter(store, commit_user)
     return TableWriter(store, commit_user, write_only=write_only, ignore_previous_files=ignore_previous_files,
-                       spill_dir=spill_dir)
+                       spill_dir=spill_dir, write_columns=write_columns)

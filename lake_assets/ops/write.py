@@ -9,7 +9,7 @@ messages. Everything on the row path is vectorized with pyarrow/numpy.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ from lake_assets.errors import LakeError, NoSuchTableError, UnsupportedFeatureEr
 from lake_assets.lsm.merge import is_retract
 from lake_assets.ops.allocator import release_pool_threads
 from lake_assets.ops.bucket_router import BucketRouter
+from lake_assets.ops.column_subset import subset_write_schema, with_write_cols
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.dynamic_bucket import attach_index_changes
@@ -55,7 +56,7 @@ class TableWriter:
     def __init__(
         self, store: FileStore, commit_user: str, *, write_only: bool = False, ignore_previous_files: bool = False,
         real_buckets: int | None = None, base: WriterBase | None = None,
-        spill_dir: str | os.PathLike[str] | None = None,
+        spill_dir: str | os.PathLike[str] | None = None, write_columns: Sequence[str] | None = None,
     ) -> None:
         # ``real_buckets``: the postpone compaction (ops/postpone.py) writes a postpone table's rows
         # into that many real buckets; it runs as a compaction, which the table allows. With
@@ -63,13 +64,18 @@ class TableWriter:
         # ``base``: the snapshot state to start from, restored once and shared by write-only
         # writers of disjoint buckets (one per bucket count there); else read at the first write.
         # ``spill_dir``: where the write buffer and inline compaction spill (`spill.spill_root`),
-        # checked now, before anything is written.
+        # checked now, before anything is written. ``write_columns``: new rows of some columns of a
+        # data-evolution table (`ops.column_subset`); the writer's schema is then theirs.
         self._op = Op.WRITE if real_buckets is None or write_only else Op.COMPACT
         store.require(self._op)
         self.store = store
         # Paimon's ignorePreviousFiles (set for overwrites): buckets start without their live files
         self.ignore_previous_files = ignore_previous_files
         self.schema = store.schema
+        # files of a column subset: rows are conformed to, and files hold, those columns only
+        self._subset = subset_write_schema(self.schema, write_columns, store.name)
+        if self._subset is not None:
+            self.schema = self._subset
         self.commit_user = commit_user
         opts = self.schema.core_options
         # The postpone compaction always compacts what it writes, whatever the table's write-only
@@ -282,6 +288,8 @@ class TableWriter:
         self._compact_requested.clear()
         self._full_requested.clear()
         messages = [msg for _, _, msg in pending if not msg.is_empty()]
+        if self._subset is not None:
+            messages = with_write_cols(messages, self._subset)
         if self._router.assigner is not None:
             changes = self._router.assigner.prepare_commit(
                 lambda name, data: self.store.file_io.write_bytes(self.store.paths.index_file(name), data))
