@@ -22,7 +22,7 @@ from lake_assets.ops import deletion_vectors
 from lake_assets.ops.default_values import prunable
 from lake_assets.ops.file_index_prune import index_may_match, prunes_by_index
 from lake_assets.ops.row_range_prune import prune_ranges, row_ids_may_match
-from lake_assets.ops.row_tracking import ROW_ID, data_evolution_enabled
+from lake_assets.ops.row_tracking import ROW_ID, SEQUENCE_NUMBER, data_evolution_enabled
 from lake_assets.ops.scan import Split
 from lake_assets.predicate import Predicate
 from lake_assets.spec.arrow_types import to_arrow
@@ -103,7 +103,7 @@ def plan_splits(
         # by stats merged across their files (ops/row_range_prune.py)
         entries = prune_ranges(store, entries, pred, schema)
     elif pred is not None and pred.clauses:
-        if ROW_ID in pred.columns:  # a row-tracking table's files by their row-id ranges
+        if ROW_ID in pred.columns or SEQUENCE_NUMBER in pred.columns:  # a row-tracking table's system columns
             entries = [e for e in entries if row_ids_may_match(pred, [e.file], store.name)]
         entries = [e for e in entries if file_may_match(store, e.file, pred, schema)]
         if op is Op.READ and prunes_by_index(schema, pred):

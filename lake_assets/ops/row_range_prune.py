@@ -6,8 +6,11 @@ merged across the files of a data-evolution row-id range.
 filter down (``DataEvolutionFileStoreScan.filterByStats`` keeps a file when its range
 ``[_FIRST_ROW_ID, _FIRST_ROW_ID + row count - 1]`` meets the ranges the filter selects). Here a
 file's (or a row-id range's) ids are its ``_ROW_ID`` stats: that exact minimum and maximum, no
-null. The rows are filtered once the read computed the column (`SplitReader`); a
-``_SEQUENCE_NUMBER`` filter prunes nothing (a compacted file stores per-row values).
+null. A file's (or range's) ``_SEQUENCE_NUMBER`` is the ``_MAX_SEQUENCE_NUMBER`` of the file the
+read takes it from (the newest of a range), so a filter on it prunes by that one value, except
+where that file stores the column (a row-tracking compaction's output holds per-row values: its
+stored stats prune it, `plan.file_may_match`). The rows are filtered once the read computed the
+columns (`SplitReader`); the Spark source pushes both filters here (`lake_assets.spark.filters`).
 
 **Merged stats of data-evolution files.** Each file of a data-evolution table holds some columns of
 a row-id range; a row's value of a column is the one of the newest file holding it. So a file's
@@ -30,7 +33,7 @@ import pyarrow as pa
 
 from lake_assets.errors import CorruptMetadataError
 from lake_assets.ops.data_evolution_read import SYSTEM_FIELDS, merge_groups
-from lake_assets.ops.row_tracking import ROW_ID, row_id_range, row_tracking_enabled
+from lake_assets.ops.row_tracking import ROW_ID, SEQUENCE_NUMBER, row_id_range, row_tracking_enabled
 from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.data_types import BinaryType, VarBinaryType
 from lake_assets.spec.manifest import DataFileMeta, ManifestEntry
@@ -52,7 +55,9 @@ def filter_schema(schema: TableSchema) -> pa.Schema:
 
 def row_ids_may_match(pred: Predicate, files: Sequence[DataFileMeta], table: str) -> bool:
     """Whether rows with the ids of ``files`` (one range, or one file) may pass ``pred``'s
-    ``_ROW_ID`` terms (a file without a first row id: yes)."""
+    ``_ROW_ID`` and ``_SEQUENCE_NUMBER`` terms (a file without a first row id: yes for ``_ROW_ID``)."""
+    if SEQUENCE_NUMBER in pred.columns and not _sequence_numbers_may_match(pred, files):
+        return False
     if ROW_ID not in pred.columns:
         return True
     ranges = [row_id_range(f, table) for f in files]
@@ -61,6 +66,17 @@ def row_ids_may_match(pred: Predicate, files: Sequence[DataFileMeta], table: str
     lo = min(r[0] for r in ranges if r is not None)
     hi = max(r[1] for r in ranges if r is not None)
     return pred.test_ranges({ROW_ID: lo}, {ROW_ID: hi}, {ROW_ID: 0}, hi - lo + 1)
+
+
+def _sequence_numbers_may_match(pred: Predicate, files: Sequence[DataFileMeta]) -> bool:
+    """The rows of ``files`` (one range, or one file) take ``_SEQUENCE_NUMBER`` from the newest
+    file (`merge_groups`' order): its ``_MAX_SEQUENCE_NUMBER``, unless it stores the column."""
+    newest = max(f.max_sequence_number for f in files)
+    top = [f for f in files if f.max_sequence_number == newest]
+    if any(f.write_cols is not None and SEQUENCE_NUMBER in f.write_cols for f in top):
+        return True  # per-row stored values
+    rows = max(f.row_count for f in files)
+    return pred.test_ranges({SEQUENCE_NUMBER: newest}, {SEQUENCE_NUMBER: newest}, {SEQUENCE_NUMBER: 0}, rows)
 
 
 def _file_stats(store: FileStore, f: DataFileMeta) -> dict[int, tuple[Any, Any, int | None, Any]]:

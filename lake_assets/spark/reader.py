@@ -20,6 +20,7 @@ from lake_assets.ops import postpone_merge_read
 from lake_assets.ops.data_evolution_read import system_columns
 from lake_assets.ops.postpone_merge_read import PostponeMergeUnit
 from lake_assets.ops.read import SplitReader
+from lake_assets.ops.row_range_prune import filter_schema
 from lake_assets.ops.scan import Split
 from lake_assets.ops.streaming_read import stream_bounds
 from lake_assets.options import parse_memory_size
@@ -245,11 +246,15 @@ class LakeReader(DataSourceReader):
         if text is not None and options.is_incremental:
             raise OptionError("Option 'filter' does not apply to incremental reads (every change of a key matters)")
         if text is not None:
-            arrow = self._table().arrow_schema
-            self.clauses = parse_filter_option(text, {f.name: f.type for f in arrow})
+            self.clauses = parse_filter_option(text, self._filter_types())
 
     def _table(self) -> Table:
         return self.options.table(self.schema_id)
+
+    def _filter_types(self) -> dict[str, pa.DataType]:
+        """The columns a filter may name: the table's, and a row-tracking table's ``_ROW_ID`` /
+        ``_SEQUENCE_NUMBER`` (the core's planner prunes files and row-id ranges by them)."""
+        return {f.name: f.type for f in filter_schema(self._table().schema)}
 
     def filters(self) -> Clauses:
         """What rows must satisfy: the ``filter`` option AND the pushed filters (exact both)."""
@@ -273,7 +278,7 @@ class LakeReader(DataSourceReader):
             return
         pred = Predicate.of(self.filters() or None)
         if pred is not None:  # bound once per task, not per batch (planning bound and checked it too)
-            pred = pred.bind(table.schema.arrow_schema, table.name)
+            pred = pred.bind(filter_schema(table.schema), table.name)
         reader = SplitReader(table.store, table.schema, self._columns(table), pred, fill_defaults=True)
         reader.snapshot_id = partition.snapshot_id
         batch_rows, _ = stream_bounds(table.schema.core_options)  # the table's read.batch-size
@@ -312,7 +317,6 @@ class LakePushdownReader(LakeReader):
         if self.options.is_incremental:
             yield from filters  # change rows are not filtered: every change of a key matters
             return
-        arrow = self._table().arrow_schema
-        pushed = push_filters(filters, {f.name: f.type for f in arrow})
+        pushed = push_filters(filters, self._filter_types())
         self.pushed = pushed.terms
         yield from pushed.rejected
