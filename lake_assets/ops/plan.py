@@ -104,7 +104,7 @@ def plan_splits(
         entries = prune_ranges(store, entries, pred, schema)
     elif pred is not None and pred.clauses:
         if ROW_ID in pred.columns or SEQUENCE_NUMBER in pred.columns:  # a row-tracking table's system columns
-            entries = [e for e in entries if row_ids_may_match(pred, [e.file], store.name)]
+            entries = [e for e in entries if row_ids_may_match(store, pred, [e.file])]
         entries = [e for e in entries if file_may_match(store, e.file, pred, schema)]
         if op is Op.READ and prunes_by_index(schema, pred):
             # bloom-filter and bitmap file indexes of append tables (ops/file_index_prune.py)

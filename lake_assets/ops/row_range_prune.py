@@ -7,10 +7,11 @@ filter down (``DataEvolutionFileStoreScan.filterByStats`` keeps a file when its 
 ``[_FIRST_ROW_ID, _FIRST_ROW_ID + row count - 1]`` meets the ranges the filter selects). Here a
 file's (or a row-id range's) ids are its ``_ROW_ID`` stats: that exact minimum and maximum, no
 null. A file's (or range's) ``_SEQUENCE_NUMBER`` is the ``_MAX_SEQUENCE_NUMBER`` of the file the
-read takes it from (the newest of a range), so a filter on it prunes by that one value, except
-where that file stores the column (a row-tracking compaction's output holds per-row values: its
-stored stats prune it, `plan.file_may_match`). The rows are filtered once the read computed the
-columns (`SplitReader`); the Spark source pushes both filters here (`lake_assets.spark.filters`).
+read takes it from (the newest of a range), so a filter on it prunes by that one value; a file
+storing the column (a row-tracking compaction's output holds per-row values) prunes by the
+column's stats, widened to its max sequence number (where a stored value is null). The rows are
+filtered once the read computed the columns (`SplitReader`); the Spark source pushes both
+filters here (`lake_assets.spark.reader`).
 
 **Merged stats of data-evolution files.** Each file of a data-evolution table holds some columns of
 a row-id range; a row's value of a column is the one of the newest file holding it. So a file's
@@ -35,13 +36,16 @@ from lake_assets.errors import CorruptMetadataError
 from lake_assets.ops.data_evolution_read import SYSTEM_FIELDS, merge_groups
 from lake_assets.ops.row_tracking import ROW_ID, SEQUENCE_NUMBER, row_id_range, row_tracking_enabled
 from lake_assets.spec.binary_row import deserialize_row
-from lake_assets.spec.data_types import BinaryType, VarBinaryType
+from lake_assets.spec.data_types import BigIntType, BinaryType, VarBinaryType
 from lake_assets.spec.manifest import DataFileMeta, ManifestEntry
 from lake_assets.spec.schema import TableSchema
 
 if TYPE_CHECKING:
     from lake_assets.predicate import Predicate
     from lake_assets.store.file_store import FileStore
+
+# The type of the stored system columns a file's stats may cover (BIGINT NOT NULL in HEAD).
+_SYSTEM_STAT_TYPE = BigIntType(nullable=False)
 
 
 def filter_schema(schema: TableSchema) -> pa.Schema:
@@ -53,14 +57,14 @@ def filter_schema(schema: TableSchema) -> pa.Schema:
     return pa.schema([*arrow, *(f for n, f in SYSTEM_FIELDS.items() if n not in arrow.names)])
 
 
-def row_ids_may_match(pred: Predicate, files: Sequence[DataFileMeta], table: str) -> bool:
+def row_ids_may_match(store: FileStore, pred: Predicate, files: Sequence[DataFileMeta]) -> bool:
     """Whether rows with the ids of ``files`` (one range, or one file) may pass ``pred``'s
     ``_ROW_ID`` and ``_SEQUENCE_NUMBER`` terms (a file without a first row id: yes for ``_ROW_ID``)."""
-    if SEQUENCE_NUMBER in pred.columns and not _sequence_numbers_may_match(pred, files):
+    if SEQUENCE_NUMBER in pred.columns and not _sequence_numbers_may_match(store, pred, files):
         return False
     if ROW_ID not in pred.columns:
         return True
-    ranges = [row_id_range(f, table) for f in files]
+    ranges = [row_id_range(f, store.name) for f in files]
     if any(r is None for r in ranges):
         return True
     lo = min(r[0] for r in ranges if r is not None)
@@ -68,15 +72,45 @@ def row_ids_may_match(pred: Predicate, files: Sequence[DataFileMeta], table: str
     return pred.test_ranges({ROW_ID: lo}, {ROW_ID: hi}, {ROW_ID: 0}, hi - lo + 1)
 
 
-def _sequence_numbers_may_match(pred: Predicate, files: Sequence[DataFileMeta]) -> bool:
+def _sequence_numbers_may_match(store: FileStore, pred: Predicate, files: Sequence[DataFileMeta]) -> bool:
     """The rows of ``files`` (one range, or one file) take ``_SEQUENCE_NUMBER`` from the newest
-    file (`merge_groups`' order): its ``_MAX_SEQUENCE_NUMBER``, unless it stores the column."""
+    file (`merge_groups`' order): its ``_MAX_SEQUENCE_NUMBER``, or the values it stores (a
+    row-tracking compaction's output, one file alone), bounded by their stats."""
     newest = max(f.max_sequence_number for f in files)
     top = [f for f in files if f.max_sequence_number == newest]
-    if any(f.write_cols is not None and SEQUENCE_NUMBER in f.write_cols for f in top):
-        return True  # per-row stored values
+    lo = hi = newest
+    stored = [f for f in top if f.write_cols is not None and SEQUENCE_NUMBER in f.write_cols]
+    if stored:
+        if len(files) != 1:
+            return True
+        bounds = _stored_bounds(store, stored[0])
+        if bounds is None:
+            return True
+        lo, hi = min(lo, bounds[0]), max(hi, bounds[1])  # a null stored value reads as the file's max
     rows = max(f.row_count for f in files)
-    return pred.test_ranges({SEQUENCE_NUMBER: newest}, {SEQUENCE_NUMBER: newest}, {SEQUENCE_NUMBER: 0}, rows)
+    return pred.test_ranges({SEQUENCE_NUMBER: lo}, {SEQUENCE_NUMBER: hi}, {SEQUENCE_NUMBER: 0}, rows)
+
+
+def _stored_bounds(store: FileStore, f: DataFileMeta) -> tuple[int, int] | None:
+    """The min and max of the ``_SEQUENCE_NUMBER`` column ``f`` stores, by its value stats (None:
+    not recorded or not readable)."""
+    names = list(f.value_stats_cols if f.value_stats_cols is not None else f.write_cols or ())
+    if SEQUENCE_NUMBER not in names:
+        return None
+    file_schema = store.schema_by_id(f.schema_id)
+    types = [file_schema.field(n).type if file_schema.has_field(n) else _SYSTEM_STAT_TYPE for n in names]
+    try:
+        lo = deserialize_row(f.value_stats.min_values, types)
+        hi = deserialize_row(f.value_stats.max_values, types)
+    except CorruptMetadataError:
+        return None
+    i = names.index(SEQUENCE_NUMBER)
+    if len(lo) != len(names) or len(hi) != len(names):
+        return None
+    low, high = lo[i], hi[i]
+    if not isinstance(low, int) or not isinstance(high, int) or high < low:
+        return None
+    return low, high
 
 
 def _file_stats(store: FileStore, f: DataFileMeta) -> dict[int, tuple[Any, Any, int | None, Any]]:
@@ -118,7 +152,7 @@ def _consistent(lo: Any, hi: Any, nulls: int | None, rows: int) -> bool:
 def range_may_match(store: FileStore, group: Sequence[DataFileMeta], pred: Predicate, schema: TableSchema) -> bool:
     """Whether rows of one data-evolution row-id range (``group``: its files) may pass ``pred``,
     by its merged stats (module docstring). ``pred`` names columns as ``schema``, the read's."""
-    if not row_ids_may_match(pred, group, store.name):
+    if not row_ids_may_match(store, pred, group):
         return False
     columns = [c for c in pred.columns if schema.has_field(c)]
     if not columns:
