@@ -89,6 +89,13 @@ def index_refusals(entries: Iterable[IndexManifestEntry], schema: TableSchema) -
                 found[t] = Refusal("deletion vector index files (DELETION_VECTORS) without "
                                    "deletion-vectors.enabled", "compaction would keep vectors of rows it rewrites",
                                    frozenset({Op.WRITE, Op.COMPACT}))
+        elif is_true(schema.options.get("row-tracking.enabled")):
+            # newer Paimons' global indexes (btree, bitmap, full-text, vector) of row-tracking tables,
+            # e.g. pypaimon's create_global_index: entries of the index manifest by row-id range
+            found[t] = Refusal(f"global index type {t!r} (a newer Paimon's index of a row-tracking table)",
+                               "global indexes are not implemented; drop the index (pypaimon's drop_global_index, "
+                               "Paimon's drop_global_index procedure) to use the table here, or use Paimon Java "
+                               "HEAD or pypaimon for it", DATA)
         else:
             found[t] = Refusal(f"index type {t!r}", "this index type is not implemented", DATA)
     return list(found.values())

@@ -84,6 +84,11 @@ def check_options(
         if problem not in carried:
             raise OptionError(f"{what}: {problem}")
     check_engine_producer(what, core)
+    if _dv_on_data_evolution(options) and not (before is not None and _dv_on_data_evolution(before[1])):
+        raise UnsupportedFeatureError(
+            f"{what}: deletion-vectors.enabled on a data-evolution table (data-evolution.enabled) is not supported "
+            "by lake_assets (its merge of a row-id range's files does not apply deletion vectors): leave "
+            "deletion-vectors.enabled out, or use Paimon Java HEAD or pypaimon for such a table")
     if primary_keys and (dv_problem := deletion_vector_problem(core)) is not None:
         raise OptionError(f"{what}: {dv_problem} (deletion-vectors.enabled with changelog-producer = "
                           f"{core.changelog_producer!r}, merge-engine = {core.merge_engine!r}, as in Paimon)")
@@ -130,6 +135,11 @@ def check_options(
                               f"VARBINARY (BYTES) column, not {col.type}")
     check_default_values(what, fields, primary_keys, partition_keys, options)
     return core
+
+
+def _dv_on_data_evolution(options: Mapping[str, str]) -> bool:
+    return all(str(options.get(k, "false")).strip().lower() == "true"
+               for k in ("deletion-vectors.enabled", "data-evolution.enabled"))
 
 
 def deletion_vector_problem(core: CoreOptions) -> str | None:

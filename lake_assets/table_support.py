@@ -255,8 +255,10 @@ def _dv_refusals(schema: TableSchema) -> list[Refusal]:
     out: list[Refusal] = []
     opts = schema.core_options
     if is_true(options.get("data-evolution.enabled")):
-        out.append(Refusal("deletion vectors on a data-evolution table",
-                           "the merge of a row range's files does not apply deletion vectors", DATA))
+        out.append(Refusal("deletion vectors on a data-evolution table (deletion-vectors.enabled with "
+                           "data-evolution.enabled)",
+                           "the merge of a row range's files does not apply deletion vectors; use Paimon Java "
+                           "HEAD or pypaimon for this table", DATA))
     if not schema.primary_keys:
         # compaction applies and drops the vectors, deletes mark them (ops/append_vectors.py);
         # bucketed append tables are refused writes and compaction whatever their vectors

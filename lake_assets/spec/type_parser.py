@@ -189,9 +189,20 @@ _LENGTH_TYPES: dict[str, type[CharType | VarCharType | BinaryType | VarBinaryTyp
 NEWER_PAIMON_TYPES = frozenset({"VARIANT", "BLOB", "VECTOR", "GEOMETRY", "GEOGRAPHY"})
 
 
+# What some of them are, for the refusal: data-evolution tables keep them in files of their own.
+_NEWER_TYPE_NOTES = {
+    "BLOB": "a newer Paimon type kept in blob files (.blob) of a data-evolution table",
+    "VECTOR": "a newer Paimon type kept in vector-store files of a data-evolution table",
+}
+
+
 def _refuse_newer_type(word: str) -> None:
-    if word.upper() in NEWER_PAIMON_TYPES:
-        raise UnsupportedFeatureError(f"type {word.upper()} (a newer Paimon type) is not supported")
+    name = word.upper()
+    if name in NEWER_PAIMON_TYPES:
+        note = _NEWER_TYPE_NOTES.get(name, "a newer Paimon type")
+        raise UnsupportedFeatureError(
+            f"type {name} ({note}) is not supported; use Paimon Java HEAD or pypaimon for a table with such a "
+            "column")
 
 
 def _parse_string(text: str) -> DataType:

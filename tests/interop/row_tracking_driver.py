@@ -10,6 +10,8 @@ many writes, updates and reads it needs:
   ``update_by_arrow_with_row_id`` (``data`` holds ``_ROW_ID`` and the columns), one commit
 * ``{"op": "read", "table": "db.t", "out": "<ipc>", "columns": [...] | null, "snapshot_id": n | null,
   "tag": name | null}``
+* ``{"op": "global_index", "table": "db.t", "column": "c", "drop": bool}`` - pypaimon's
+  ``create_global_index`` (btree) of one column, or its ``drop_global_index``
 * ``{"op": "changes", "table": "db.t", "out": "<ipc>", "columns": [...], "snapshots": [n, ...]}`` - what
   pypaimon's streaming scan reads for each of those snapshots (its follow-up plan of the
   snapshot), concatenated, with a ``_snapshot`` column
@@ -72,6 +74,9 @@ def _step(cat: Any, step: dict[str, Any]) -> None:
         return
     if op == "changes":
         _changes(table, step)
+        return
+    if op == "global_index":
+        (table.drop_global_index if step.get("drop") else table.create_global_index)(step["column"], "btree")
         return
     builder = table.new_batch_write_builder()
     commit = builder.new_commit()

@@ -63,3 +63,27 @@ def test_column_subset_writes_are_refused_with_what_to_do(catalog: Catalog) -> N
     with pytest.raises(Exception, match=r"missing columns \['n'\]"):
         t.write_arrow(pa.table({"id": [1], "p": ["a"]}), write_columns=["id", "p", "n"])
     assert t.latest_snapshot() is None and plain.latest_snapshot() is None
+
+
+def test_features_lake_assets_lacks_on_data_evolution_tables_are_refused_at_create_and_alter(catalog: Catalog) -> None:
+    """Deletion vectors, blob files, vector-store files and global indexes of data-evolution tables:
+    refused at create and ALTER naming the option and what to do (at open of another engine's
+    table: tests/interop/test_data_evolution_refusals_interop.py)."""
+    catalog.create_database("db", ignore_if_exists=True)
+    with pytest.raises(UnsupportedFeatureError, match=r"deletion-vectors.enabled on a data-evolution table .*leave "
+                                                      r"deletion-vectors.enabled out"):
+        catalog.create_table("db.dv", SCHEMA, options={**OPTIONS, "deletion-vectors.enabled": "true"})
+    t = catalog.create_table("db.t", SCHEMA, options=OPTIONS)
+    for key, value, feature in [("blob-field", "v", "BLOB columns and blob files"),
+                                ("blob.target-file-size", "1mb", "BLOB columns and blob files"),
+                                ("vector-field", "v", "VECTOR columns and vector-store files"),
+                                ("vector.file.format", "lance", "VECTOR columns and vector-store files"),
+                                ("global-index.enabled", "true", "global indexes of row-tracking tables")]:
+        message = f"Unknown table option '{key}' .*: {feature}.* are not implemented by lake_assets; leave it out"
+        with pytest.raises(Exception, match=message):
+            catalog.create_table(f"db.x{len(key)}", SCHEMA, options={**OPTIONS, key: value})
+        with pytest.raises(Exception, match=message):
+            t.update_schema().set_option(key, value).commit()
+    with pytest.raises(Exception, match="deletion"):
+        t.update_schema().set_option("deletion-vectors.enabled", "true").commit()
+    assert t.refresh().schema.id == 0 and "dv" not in " ".join(map(str, catalog.list_tables("db")))
