@@ -22,8 +22,11 @@ ROW_TRACKING_RULES: dict[str, OptionRule] = {r.key: r for r in (
       note="reads and change reads merge them as Paimon's DataEvolutionSplitRead "
       "(lake_assets/ops/data_evolution_read.py), pruning row-id ranges by merged stats (ops/row_range_prune.py); "
       "Table.update_columns writes column updates "
-      "by _ROW_ID as pypaimon's update_by_arrow_with_row_id (ops/column_update.py); compaction merges units of "
-      "whole row-id ranges into files of every column, as Paimon HEAD's DataEvolutionCompactCoordinator"),
+      "by _ROW_ID as pypaimon's update_by_arrow_with_row_id (ops/column_update.py), write_arrow(..., "
+      "write_columns=[...]) new rows of some columns as pypaimon's with_write_type (ops/column_subset.py); "
+      "compaction merges units of "
+      "whole row-id ranges into files of every column, as Paimon HEAD's DataEvolutionCompactCoordinator; "
+      "deletion vectors, BLOB/VECTOR columns and global indexes are refused"),
 )}
 
 
