@@ -10,6 +10,8 @@ tree on ``PYTHONPATH`` (after a warm-up filtered read of snapshot 1), trees alte
 around the read:
 
 * ``w = 170_003`` (one row of one updated range; older files' own stats for ``w`` do not exclude it);
+* ``_SEQUENCE_NUMBER = 3`` (the range the third commit wrote; session 16: pruned by each range's
+  sequence number, where session 15 read every range and filtered the rows);
 * ``_ROW_ID < 5000`` (the first range; a `FilterError` on main, which has no ``_ROW_ID`` filter);
 * ``update_columns`` of ``w`` of 100 rows spread over 10 ranges (new tree only).
 """
@@ -50,6 +52,10 @@ cpu = time.process_time()
 got = t.to_arrow(columns=["k", "s", "w"], filter=[("w", "=", 170_003)])
 out["w_eq_cpu_s"] = time.process_time() - cpu
 assert got.column("k").to_pylist() == [17 * 5000 + 3], got.column("k").to_pylist()
+cpu = time.process_time()
+got = t.to_arrow(columns=["k", "s"], filter=[("_SEQUENCE_NUMBER", "=", 3)])
+out["seq_eq_cpu_s"] = time.process_time() - cpu
+assert got.num_rows == 5000 and got.column("k")[0].as_py() == 2 * 5000
 try:
     cpu = time.process_time()
     got = t.to_arrow(columns=["k", "s"], filter=[("_ROW_ID", "<", 5000)])
