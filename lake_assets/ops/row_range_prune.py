@@ -6,7 +6,8 @@ merged across the files of a data-evolution row-id range.
 filter down (``DataEvolutionFileStoreScan.filterByStats`` keeps a file when its range
 ``[_FIRST_ROW_ID, _FIRST_ROW_ID + row count - 1]`` meets the ranges the filter selects). Here a
 file's (or a row-id range's) ids are its ``_ROW_ID`` stats: that exact minimum and maximum, no
-null. A file's (or range's) ``_SEQUENCE_NUMBER`` is the ``_MAX_SEQUENCE_NUMBER`` of the file the
+null; a file storing them (a row-tracking compaction's output, no first row id) prunes by the
+stored column's stats. A file's (or range's) ``_SEQUENCE_NUMBER`` is the ``_MAX_SEQUENCE_NUMBER`` of the file the
 read takes it from (the newest of a range), so a filter on it prunes by that one value; a file
 storing the column (a row-tracking compaction's output holds per-row values) prunes by the
 column's stats, widened to its max sequence number (where a stored value is null). The rows are
@@ -66,7 +67,10 @@ def row_ids_may_match(store: FileStore, pred: Predicate, files: Sequence[DataFil
         return True
     ranges = [row_id_range(f, store.name) for f in files]
     if any(r is None for r in ranges):
-        return True
+        # a row-tracking compaction's output stores its ids: the column's stats (a null id reads null)
+        stored = _stored_bounds(store, files[0], ROW_ID) if len(files) == 1 else None
+        return stored is None or pred.test_ranges({ROW_ID: stored[0]}, {ROW_ID: stored[1]}, {ROW_ID: None},
+                                                  files[0].row_count)
     lo = min(r[0] for r in ranges if r is not None)
     hi = max(r[1] for r in ranges if r is not None)
     return pred.test_ranges({ROW_ID: lo}, {ROW_ID: hi}, {ROW_ID: 0}, hi - lo + 1)
@@ -83,7 +87,7 @@ def _sequence_numbers_may_match(store: FileStore, pred: Predicate, files: Sequen
     if stored:
         if len(files) != 1:
             return True
-        bounds = _stored_bounds(store, stored[0])
+        bounds = _stored_bounds(store, stored[0], SEQUENCE_NUMBER)
         if bounds is None:
             return True
         lo, hi = min(lo, bounds[0]), max(hi, bounds[1])  # a null stored value reads as the file's max
@@ -91,11 +95,11 @@ def _sequence_numbers_may_match(store: FileStore, pred: Predicate, files: Sequen
     return pred.test_ranges({SEQUENCE_NUMBER: lo}, {SEQUENCE_NUMBER: hi}, {SEQUENCE_NUMBER: 0}, rows)
 
 
-def _stored_bounds(store: FileStore, f: DataFileMeta) -> tuple[int, int] | None:
-    """The min and max of the ``_SEQUENCE_NUMBER`` column ``f`` stores, by its value stats (None:
-    not recorded or not readable)."""
+def _stored_bounds(store: FileStore, f: DataFileMeta, column: str) -> tuple[int, int] | None:
+    """The min and max of the system ``column`` ``f`` stores, by its value stats (None: not
+    stored, not recorded or not readable)."""
     names = list(f.value_stats_cols if f.value_stats_cols is not None else f.write_cols or ())
-    if SEQUENCE_NUMBER not in names:
+    if column not in names:
         return None
     file_schema = store.schema_by_id(f.schema_id)
     types = [file_schema.field(n).type if file_schema.has_field(n) else _SYSTEM_STAT_TYPE for n in names]
@@ -104,7 +108,7 @@ def _stored_bounds(store: FileStore, f: DataFileMeta) -> tuple[int, int] | None:
         hi = deserialize_row(f.value_stats.max_values, types)
     except CorruptMetadataError:
         return None
-    i = names.index(SEQUENCE_NUMBER)
+    i = names.index(column)
     if len(lo) != len(names) or len(hi) != len(names):
         return None
     low, high = lo[i], hi[i]

@@ -1,6 +1,6 @@
 """``_SEQUENCE_NUMBER`` filters prune files and data-evolution row-id ranges (`ops/row_range_prune.py`):
-by the one value a file or range gives its rows, never a file storing per-row values (a compacted
-row-tracking file), and the rows read equal the unfiltered read filtered."""
+by the one value a file or range gives its rows, or for a file storing per-row values (a compacted
+row-tracking file) by their stats, as ``_ROW_ID`` there; the rows read equal the unfiltered read filtered."""
 
 from __future__ import annotations
 
@@ -38,6 +38,11 @@ def test_sequence_filters_prune_row_tracking_files_but_not_stored_values(catalog
         t.write_arrow(pa.table({"id": [2 * i, 2 * i + 1], "v": ["a", "b"]}, schema=SCHEMA))
     # the compacted file is pruned by its stored column's stats [1, 2]; the others by their one value
     _check(t, {("=", "1"): 1, ("=", "2"): 1, (">=", "3"): 2, ("<", "2"): 1, ("in", "[4, 5]"): 2, ("!=", "5"): 2})
+    # _ROW_ID: the compacted file's stored ids (0-3) prune by their stats
+    for term, files, ids in [(("_ROW_ID", ">=", 4), 2, [4, 5, 6, 7]), (("_ROW_ID", "<", 2), 1, [0, 1]),
+                             (("_ROW_ID", "in", [3, 4]), 2, [3, 4])]:
+        assert sum(len(s.files) for s in t.plan(filter=[term])) == files, term
+        assert sorted(t.to_arrow(columns=["_ROW_ID"], filter=[term]).column("_ROW_ID").to_pylist()) == ids, term
 
 
 def test_sequence_filters_prune_whole_data_evolution_ranges_by_their_newest_file(catalog: Catalog) -> None:
