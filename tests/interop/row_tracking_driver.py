@@ -12,6 +12,8 @@ many writes, updates and reads it needs:
   "tag": name | null}``
 * ``{"op": "global_index", "table": "db.t", "column": "c", "drop": bool}`` - pypaimon's
   ``create_global_index`` (btree) of one column, or its ``drop_global_index``
+* ``{"op": "tag", "table": "db.t", "tag": name, "snapshot_id": n}`` and ``{"op": "rollback",
+  "table": "db.t", "to": n | name}`` - pypaimon's ``create_tag`` and ``rollback_to``
 * ``{"op": "changes", "table": "db.t", "out": "<ipc>", "columns": [...], "snapshots": [n, ...]}`` - what
   pypaimon's streaming scan reads for each of those snapshots (its follow-up plan of the
   snapshot), concatenated, with a ``_snapshot`` column
@@ -74,6 +76,12 @@ def _step(cat: Any, step: dict[str, Any]) -> None:
         return
     if op == "changes":
         _changes(table, step)
+        return
+    if op == "tag":
+        table.create_tag(step["tag"], step["snapshot_id"])
+        return
+    if op == "rollback":
+        table.rollback_to(step["to"])
         return
     if op == "global_index":
         (table.drop_global_index if step.get("drop") else table.create_global_index)(step["column"], "btree")

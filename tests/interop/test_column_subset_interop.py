@@ -63,3 +63,4 @@ def test_column_subset_writes_are_read_alike_by_pypaimon_and_pypaimon_rust(
     assert sorted(rust.query(tmp_warehouse, 'SELECT id, v, "_ROW_ID" FROM paimon.db.t'),
                   key=lambda r: r["_ROW_ID"]) == want
 
+
