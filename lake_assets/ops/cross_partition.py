@@ -24,7 +24,8 @@ as Paimon's Flink sink shuffles them, all assigners running in this one writer.
 
 Cross-partition tables have no HASH index files (Java's ``KeyValueFileStore.newWrite`` keeps them
 for ``HASH_DYNAMIC`` only): every writer bootstraps from the data, so a writer also reads every
-bucket's keys once when it starts (Java's bootstrap does the same).
+bucket's keys once when it starts (Java's bootstrap does the same). While it lives, the writer
+holds the snapshots its index needs with a lease (ops/writer_lease.py).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from lake_assets.ops.key_index import ENTRY_SCHEMA, KeyIndex, Locations, encode_
 from lake_assets.ops.key_index_race import advance_base, snapshot_identity
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.route import partition_groups
+from lake_assets.ops.writer_lease import WriterLease
 from lake_assets.spec.binary_row import deserialize_row, serialize_row
 from lake_assets.spec.row_kind import RowKind
 from lake_assets.table_support import Op
@@ -100,9 +102,15 @@ class CrossPartitionRouter:
         self.index = KeyIndex(store.name, opts.write_buffer_size // 2, spill_dir)
         # live keys per bucket of each partition id, Paimon's BucketAssigner statistics
         self.counts: dict[int, dict[int, int]] = {}
-        if snapshot is not None:
-            splits = self._bootstrap_splits(snapshot)
-            self.index.bootstrap(self._bootstrap_entries(snapshot, splits), sum(s.row_count for s in splits))
+        self.lease = WriterLease(store)
+        self.lease.start(self.base_snapshot)  # before the snapshot is read
+        try:
+            if snapshot is not None:
+                splits = self._bootstrap_splits(snapshot)
+                self.index.bootstrap(self._bootstrap_entries(snapshot, splits), sum(s.row_count for s in splits))
+        except BaseException:
+            self.close()
+            raise
 
     # -------------------------------------------------------------- bootstrap
     def _bootstrap_splits(self, snapshot: Snapshot) -> list[Split]:
@@ -144,6 +152,7 @@ class CrossPartitionRouter:
         self.advance_due = False
         self.base_snapshot, self.base_identity, self.pending = advance_base(
             self.store, self.base_snapshot, self.base_identity, commit_user, self.pending)
+        self.lease.renew(self.base_snapshot)
 
     def stamp(self, messages: list[CommitMessage]) -> list[CommitMessage]:
         """A round's ``messages`` carrying the writer's base and its earlier rounds not seen landed,
@@ -162,6 +171,7 @@ class CrossPartitionRouter:
         with partition fields rewritten where the engine keeps the old partition, ``-D`` rows
         of ``deduplicate`` moves inserted just before the row that moves the key, and rows
         ``first-row`` skips dropped. Records where each key lives now."""
+        self.lease.renew(self.base_snapshot)
         n = data.num_rows
         group, values = partition_groups(data, self.partition_keys)
         group_part = np.array([self.index.part_id(serialize_row(list(v), self.partition_types)) for v in values],
@@ -362,5 +372,6 @@ class CrossPartitionRouter:
         return rows
 
     def close(self) -> None:
-        """Remove the index's spill files."""
+        """Remove the index's spill files and release the writer's lease."""
         self.index.close()
+        self.lease.release()
