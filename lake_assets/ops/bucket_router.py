@@ -163,6 +163,17 @@ class BucketRouter:
             self.cross_router = CrossPartitionRouter(self.store, self.restore().snapshot, self._spill_dir)
         return self.cross_router
 
+    def adopt_cross_router(self, router: CrossPartitionRouter, commit_user: str, ignore_previous: bool) -> bool:
+        """Take ``router`` (a key index kept from an earlier writer of ``commit_user``) as this
+        writer's where it still matches the table (`CrossPartitionRouter.resume`) and nothing was
+        routed yet; else close it. Whether it was taken."""
+        if (self.cross_partition and self.cross_router is None and not self.buffers and not ignore_previous
+                and router.resume(self.store, commit_user)):
+            self.cross_router = router
+            return True
+        router.close()
+        return False
+
     def restore(self) -> WriterBase:
         """Sequence numbers continue from each bucket's live files (Paimon's "scan" init mode)."""
         if self._base is None:

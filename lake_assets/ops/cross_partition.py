@@ -172,6 +172,20 @@ class CrossPartitionRouter:
             self.store, self.base_snapshot, self.base_identity, commit_user, self.pending)
         self.lease.renew(self.base_snapshot)
 
+    def resume(self, store: FileStore, commit_user: str) -> bool:
+        """Whether this index may route for another writer of ``commit_user`` on ``store`` (the
+        next micro-batch of a streaming write): the same table and schema, every round landed
+        (none left pending once the base moved over the writer's own commits and compactions),
+        and the base is the latest snapshot, by its identity: the table holds exactly what the
+        index says. Else the new writer reads its index from the table."""
+        if store.paths.root != self.store.paths.root or store.schema.id != self.store.schema.id:
+            return False
+        self.advance_base(commit_user)
+        latest = store.snapshot_manager.latest()
+        if self.pending or (latest.id if latest is not None else 0) != self.base_snapshot:
+            return False
+        return latest is None or snapshot_identity(latest) == self.base_identity
+
     def stamp(self, messages: list[CommitMessage]) -> list[CommitMessage]:
         """A round's ``messages`` carrying the writer's base and its earlier rounds not seen landed,
         which the commit checks (ops/key_index_race.py); the round is pending from now on."""

@@ -1,0 +1,100 @@
+"""A cross-partition writer's key index handed to the next writer of the same commit user (the
+next micro-batch of a streaming write, issue 14 round 4): taken where the table holds exactly
+what the index says, read from the table again otherwise; the table checked against a dict model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+
+from lake_assets import Catalog, Table
+from lake_assets.ops.cross_partition import CrossPartitionRouter
+from lake_assets.ops.write import TableWriter
+from lake_assets.ops.writer_lease import LEASE_PREFIX
+
+SCHEMA = pa.schema([pa.field("id", pa.int32(), nullable=False), ("name", pa.string()),
+                    pa.field("dt", pa.string(), nullable=False)])
+Model = dict[int, tuple[str, str]]
+
+
+def _table(tmp_path: Path) -> Table:
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    return cat.create_table("db.t", SCHEMA, primary_keys=["id"], partition_keys=["dt"],
+                            options={"dynamic-bucket.target-row-num": "4"})
+
+
+def _data(rows: list[tuple[int, str, str]]) -> pa.Table:
+    return pa.table({"id": [r[0] for r in rows], "name": [r[1] for r in rows], "dt": [r[2] for r in rows]},
+                    schema=SCHEMA)
+
+
+def _batch(t: Table, kept: CrossPartitionRouter | None, rows: list[tuple[int, str, str]], batch_id: int,
+           model: Model | None, *, commit: bool = True) -> tuple[CrossPartitionRouter | None, bool]:
+    """One micro-batch as the streaming sink writes it: a new writer of user "q" that adopts the
+    kept index, writes, prepares, hands the index on, closes; committed unless not ``commit``.
+    (the index handed on, whether the kept one was adopted)."""
+    w = t.refresh().new_writer("q", write_only=True)
+    assert isinstance(w, TableWriter)
+    adopted = kept is not None and w.adopt_key_index(kept)
+    try:
+        w.write_arrow(_data(rows))
+        messages = w.prepare_commit()
+        router = w.detach_key_index()
+    finally:
+        w.close()
+    if commit:
+        t.new_committer("q").commit(messages, batch_id)
+        if model is not None:
+            model.update((i, (name, dt)) for i, name, dt in rows)
+    return router, adopted
+
+
+def _check(t: Table, model: Model) -> None:
+    rows = [(r["id"], r["name"], r["dt"]) for r in t.refresh().to_arrow().to_pylist()]
+    assert len(rows) == len({r[0] for r in rows}), "a key lives twice"
+    assert {i: (n, dt) for i, n, dt in rows} == model
+
+
+def _leases(t: Table) -> list[str]:
+    return [c for c in t.refresh().store.consumer_manager().consumers() if c.startswith(LEASE_PREFIX)]
+
+
+def test_the_index_is_kept_while_the_table_moves_by_the_writers_commits_only(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    t.write_arrow(_data([(i, "0", "a") for i in range(10)]))
+    model: Model = {i: ("0", "a") for i in range(10)}
+    kept, adopted = _batch(t, None, [(1, "1", "b"), (2, "1", "b"), (11, "1", "c")], 1, model)
+    assert kept is not None and not adopted
+    lease = _leases(t)
+    for n, rows in enumerate([[(1, "2", "c"), (3, "2", "b")], [(1, "3", "a"), (12, "3", "b"), (3, "3", "a")]]):
+        kept, adopted = _batch(t, kept, rows, 2 + n, model)
+        assert adopted and _leases(t) == lease  # the same index, its lease moved on
+    t.refresh().compact(full=True)  # a compaction moves no key: the index still holds
+    kept, adopted = _batch(t, kept, [(2, "4", "c"), (4, "4", "c")], 4, model)
+    assert adopted
+    _check(t, model)
+    assert kept is not None
+    kept.close()
+    assert _leases(t) == []
+
+
+def test_the_index_is_read_again_after_another_writer_or_a_round_not_landed(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    t.write_arrow(_data([(i, "0", "a") for i in range(6)]))
+    model: Model = {i: ("0", "a") for i in range(6)}
+    kept, _ = _batch(t, None, [(1, "1", "b")], 1, model)
+    # another writer moved key 2: the kept index does not know it
+    t.refresh().write_arrow(_data([(2, "x", "c")]))
+    model[2] = ("x", "c")
+    kept, adopted = _batch(t, kept, [(2, "2", "b"), (1, "2", "c")], 2, model)
+    assert not adopted
+    # a micro-batch whose commit never landed (Spark replays it): its placements are not the table's
+    kept, adopted = _batch(t, kept, [(3, "lost", "c"), (4, "lost", "b")], 3, None, commit=False)
+    assert adopted
+    kept, adopted = _batch(t, kept, [(3, "3", "b"), (4, "3", "c")], 3, model)
+    assert not adopted
+    _check(t, model)
+    assert kept is not None and len(_leases(t)) == 1
+    kept.close()
