@@ -14,10 +14,12 @@ before anything is written; compactions never move a key between buckets and are
 A rollback to before the base snapshot fails the commit, also when other commits reused the ids up
 to the base since: a message carries the base snapshot's identity (`snapshot_identity`), not its id
 alone. A snapshot needed by the check that expired meanwhile (the base, or one after it not yet
-checked) cannot be checked either: the commit fails, telling to create a new writer. A long-lived
-writer does not get there by committing regularly: it keeps its index across commits (as Paimon's
-Flink writer keeps its RocksDB across checkpoints, never re-reading it) and moves its base over its
-own commits and compactions (`advance_base`), which place no key its index does not know.
+checked) cannot be checked either: the commit fails, telling to create a new writer. A live writer
+does not get there: its lease (ops/writer_lease.py) keeps the snapshots from its base on from
+expiring, and it keeps its index across commits (as Paimon's Flink writer keeps its RocksDB across
+checkpoints, never re-reading it) and moves its base over its own commits and compactions
+(`advance_base`), which place no key its index does not know; one idle for longer than its lease
+may get there.
 
 Its index also holds the placements of the rounds (`prepare_commit`s) it prepared since its base,
 which are in the table only once their commits land. A commit that failed (a conflict, any error,
