@@ -32,7 +32,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING
 
-from lake_assets.errors import SnapshotNotFoundError
+from lake_assets.errors import CorruptMetadataError, SnapshotNotFoundError
 
 if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
@@ -67,8 +67,10 @@ class WriterLease:
     def start(self, snapshot_id: int) -> None:
         """Delete leases of other writers that ran out, then hold from ``snapshot_id`` (0: an empty
         table, held from 1). Raises `SnapshotNotFoundError` when an expiry is removing it."""
-        consumers = self.store.consumer_manager()
-        consumers.drop_lapsed_leases()
+        # housekeeping only: a consumer file that cannot be read fails the table's expiry, by name,
+        # not this write
+        with contextlib.suppress(CorruptMetadataError):
+            self.store.consumer_manager().drop_lapsed_leases()
         try:
             self._record(snapshot_id)
         except SnapshotNotFoundError:

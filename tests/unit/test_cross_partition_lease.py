@@ -9,8 +9,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 from lake_assets import Catalog, Table
+from lake_assets.errors import CorruptMetadataError
 from lake_assets.ops.expire import expire_snapshots
 from lake_assets.ops.writer_lease import LEASE_PREFIX
 
@@ -120,3 +122,16 @@ def test_without_consumer_expiration_the_lease_is_the_snapshot_retention(tmp_pat
         t.new_committer("w").commit(w.prepare_commit(), 1)
     t.refresh().expire_snapshots(retain_min=1, older_than=datetime.now() + timedelta(days=1))
     assert _leases(t) == {}
+
+
+def test_a_corrupt_consumer_file_fails_expiry_not_a_write(tmp_path: Path) -> None:
+    """A writer's sweep of lapsed leases is housekeeping: a consumer file it cannot read is left
+    to the table's expiry, which refuses it by name (it cannot tell which snapshots it keeps)."""
+    t = _table(tmp_path)
+    store = t.store
+    store.file_io.write_bytes(store.paths.consumer_file("broken"), b"not json")
+    t.write_arrow(_rows([1], "a"))
+    t.refresh().write_arrow(_rows([1], "b"))
+    assert [(r["id"], r["dt"]) for r in t.refresh().to_arrow().to_pylist()] == [(1, "b")]
+    with pytest.raises(CorruptMetadataError, match="consumer-broken"):
+        _expire(t)
