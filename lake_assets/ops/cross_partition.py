@@ -48,7 +48,7 @@ from lake_assets.lsm.bucket_fill import fill_assigner_buckets
 from lake_assets.lsm.merge import is_retract
 from lake_assets.lsm.merge_engine.names import DEDUPLICATE, FIRST_ROW
 from lake_assets.ops.key_index import ENTRY_SCHEMA, KeyIndex, Locations, encode_keys
-from lake_assets.ops.key_index_race import advance_base, snapshot_identity
+from lake_assets.ops.key_index_race import advance_base, holds_exactly_the_table, snapshot_identity
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.route import partition_groups
 from lake_assets.ops.writer_lease import WriterLease
@@ -174,17 +174,17 @@ class CrossPartitionRouter:
 
     def resume(self, store: FileStore, commit_user: str) -> bool:
         """Whether this index may route for another writer of ``commit_user`` on ``store`` (the
-        next micro-batch of a streaming write): the same table and schema, every round landed
-        (none left pending once the base moved over the writer's own commits and compactions),
-        and the base is the latest snapshot, by its identity: the table holds exactly what the
-        index says. Else the new writer reads its index from the table."""
+        next micro-batch of a streaming write): the same table and schema, and the table holds
+        exactly what the index says (`key_index_race.holds_exactly_the_table`: since its base only
+        compactions and its own rounds, all landed); the base then moves to the latest snapshot.
+        Else the new writer reads its index from the table."""
         if store.paths.root != self.store.paths.root or store.schema.id != self.store.schema.id:
             return False
-        self.advance_base(commit_user)
-        latest = store.snapshot_manager.latest()
-        if self.pending or (latest.id if latest is not None else 0) != self.base_snapshot:
+        checked = holds_exactly_the_table(store, self.base_snapshot, self.base_identity, commit_user, self.pending)
+        if checked is None:
             return False
-        return latest is None or snapshot_identity(latest) == self.base_identity
+        self.advance_base(commit_user)
+        return not self.pending and self.base_snapshot == checked
 
     def stamp(self, messages: list[CommitMessage]) -> list[CommitMessage]:
         """A round's ``messages`` carrying the writer's base and its earlier rounds not seen landed,

@@ -255,3 +255,37 @@ def advance_base(store: FileStore, base: int, identity: str, commit_user: str,
     except SnapshotNotFoundError:
         pass
     return moved
+
+
+def holds_exactly_the_table(store: FileStore, base: int, identity: str, commit_user: str,
+                            pending: Sequence[str]) -> int | None:
+    """The latest snapshot id if an index read at snapshot ``base`` (of ``identity``) that placed the rounds
+    ``pending`` (one new file each) says where every key of the latest snapshot lives: the base
+    is intact, and every snapshot since is a compaction (it moves no key), an APPEND of
+    ``commit_user`` adding no file, or one adding a file of ``pending`` (that round landed), and
+    every round of ``pending`` landed. The commit user alone does not tell: the micro-batches of
+    a streaming write share it, each written by whichever worker ran it, with an index of its own.
+    None for no; a snapshot that cannot be read says no."""
+    sm = store.snapshot_manager
+    latest = sm.latest_id() or 0
+    if latest < base:
+        return None
+    left = set(pending)
+    scan: FileStoreScan | None = None
+    try:
+        if base and snapshot_identity(sm.snapshot(base)) != identity:
+            return None
+        for sid in range(base + 1, latest + 1):
+            snap = sm.snapshot(sid)
+            if snap.commit_kind == CommitKind.COMPACT:
+                continue
+            if snap.commit_kind != CommitKind.APPEND or snap.commit_user != commit_user:
+                return None
+            scan = scan or store.file_store_scan()
+            added = added_file_names(scan, snap)
+            if added and not added & left:
+                return None  # another index's round (another worker's micro-batch)
+            left -= added
+    except SnapshotNotFoundError:
+        return None
+    return None if left else latest

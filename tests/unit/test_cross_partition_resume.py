@@ -98,3 +98,28 @@ def test_the_index_is_read_again_after_another_writer_or_a_round_not_landed(tmp_
     _check(t, model)
     assert kept is not None and len(_leases(t)) == 1
     kept.close()
+
+
+def test_an_index_kept_by_another_worker_is_not_taken_after_the_other_workers_micro_batch(tmp_path: Path) -> None:
+    """Micro-batches of one query share the commit user but run in whichever worker is free:
+    worker A keeps its index after micro-batch 0, worker B (reading the index from the table)
+    writes micro-batch 1, moving keys A's index placed; A's index must not serve micro-batch 2
+    (its own commit user's snapshot is not its round). It did when the commit user decided."""
+    t = _table(tmp_path)
+    t.write_arrow(_data([(i, "0", "a") for i in range(8)]))
+    model: Model = {i: ("0", "a") for i in range(8)}
+    worker_a, _ = _batch(t, None, [(i, "1", "b") for i in range(6)], 1, model)
+    worker_b, _ = _batch(t, None, [(i, "2", "c") for i in range(2, 8)], 2, model)
+    worker_a, adopted = _batch(t, worker_a, [(i, "3", "d") for i in range(0, 5)], 3, model)
+    assert not adopted
+    _check(t, model)
+    # B's index is stale now too (A's micro-batch 3); an empty micro-batch's commit moves nothing
+    t.new_committer("q").commit([], 4)
+    worker_b, adopted = _batch(t, worker_b, [(i, "4", "a") for i in range(3, 8)], 5, model)
+    assert not adopted
+    worker_b, adopted = _batch(t, worker_b, [(i, "5", "b") for i in range(0, 4)], 6, model)
+    assert adopted
+    _check(t, model)
+    for router in (worker_a, worker_b):
+        assert router is not None
+        router.close()
