@@ -51,10 +51,6 @@ def _query(t: Table, options: SourceOptions, rng: np.random.Generator, rows: int
         c2 = time.process_time()
         task_cpu.append(c1 - c0)
         commit_cpu.append(c2 - c1)
-    if keep:  # the query ends: its kept index goes
-        from lake_assets.spark import key_index_cache
-
-        key_index_cache.close_all()
     return task_cpu, commit_cpu
 
 

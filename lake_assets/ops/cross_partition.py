@@ -94,7 +94,9 @@ def split_in_ttl(split: Split, ttl_ms: int, now_ms: int) -> bool:
 class CrossPartitionRouter:
     """Places the rows of one writer of a cross-partition upsert table (see the module doc)."""
 
-    def __init__(self, store: FileStore, snapshot: Snapshot | None, spill_dir: str | None) -> None:
+    def __init__(self, store: FileStore, snapshot: Snapshot | None, spill_dir: str | None, *,
+                 lease: WriterLease | None = None) -> None:
+        # ``lease``: the lease of an index handed over (ops/key_index_handoff.py), else a new one
         self.store = store
         schema = store.schema
         opts = schema.core_options
@@ -120,8 +122,9 @@ class CrossPartitionRouter:
         self.counts: dict[int, dict[int, int]] = {}
         # the batch being routed, then the last one routed until it is buffered (`confirm_route`)
         self._undo: RouteUndo | None = None
-        self.lease = WriterLease(store)
-        self.lease.start(self.base_snapshot)  # before the snapshot is read
+        self.lease = lease or WriterLease(store)
+        if lease is None:
+            self.lease.start(self.base_snapshot)  # before the snapshot is read
         try:
             if snapshot is not None:
                 splits = self._bootstrap_splits(snapshot)

@@ -323,6 +323,44 @@ class KeyIndex:
             raise
         self._entries = pa.Table.from_batches([], ENTRY_SCHEMA)
 
+    # --------------------------------------------------------------- handoff
+    def save(self, directory: str) -> int:
+        """Move the entries into ``directory`` (an empty local directory) for another process
+        (`load`): the shard files, or the in-memory entries as one file; returns the shard count
+        (0: one file). The index is empty afterwards."""
+        if self._dir is None:
+            entries = self._entries
+            if self._added:
+                entries = _last_per_key(_sorted_entries(pa.concat_tables([entries, self._added_entries()])), "")
+                entries = entries.filter(pc.greater_equal(entries.column("part"), 0))
+            with pa.ipc.new_stream(os.path.join(directory, "entries.arrow"), ENTRY_SCHEMA) as w:
+                w.write_table(entries)
+            shards = 0
+        else:
+            if self._added:
+                self._merge_added()
+            shards = self._shards
+            for s in range(shards):
+                shutil.move(self._shard_path(s), os.path.join(directory, f"shard-{s}.arrow"))
+        self.close()
+        self._entries = pa.Table.from_batches([], ENTRY_SCHEMA)
+        self._added, self._added_bytes = [], 0
+        return shards
+
+    def load(self, directory: str, shards: int, partitions: list[bytes]) -> None:
+        """Take the entries `save` left in ``directory`` (moved away from it) and the partitions of
+        their ids, into this empty index."""
+        self.partitions = list(partitions)
+        self._part_ids = {p: i for i, p in enumerate(self.partitions)}
+        if shards == 0:
+            with pa.OSFile(os.path.join(directory, "entries.arrow")) as source:
+                self._entries = pa.ipc.open_stream(source).read_all()
+            return
+        self._dir = tempfile.mkdtemp(prefix="lake-key-index-", dir=self._spill_dir)
+        self._shards = shards
+        for s in range(shards):
+            shutil.move(os.path.join(directory, f"shard-{s}.arrow"), self._shard_path(s))
+
     @property
     def spilled(self) -> bool:
         """Whether the index lives in shard files (it outgrew its memory bound)."""

@@ -84,7 +84,8 @@ def write_task(options: SourceOptions, commit_user: str, batches: Iterator[pa.Re
     An ``overwrite`` writes as the core's overwrite does: buckets start empty (the commit drops the
     replaced files and their hash index, so a dynamic-bucket assigner must not start from them).
     ``keep_key_index`` (micro-batches of a streaming write): a cross-partition table's key index is
-    kept in this worker for the commit user's next micro-batch (`lake_assets.spark.key_index_cache`).
+    handed to the commit user's next micro-batch through the executor's local disk
+    (`lake_assets.spark.key_index_cache`).
     """
     table = options.table()
     writer: TableWriter | PostponeWriter | PostponeFixedBucketWriter
@@ -125,7 +126,7 @@ def _keeping_key_index(table: Table, commit_user: str, writer: object) -> TableW
 
     if not isinstance(writer, TableWriter):
         return None
-    kept = key_index_cache.take(table, commit_user)
+    kept = key_index_cache.take(table, commit_user, writer.spill_dir)
     if kept is not None:
         writer.adopt_key_index(kept)
     return writer

@@ -1,7 +1,9 @@
-"""A streaming write of a cross-partition upsert table (issue 14 round 4): the Python worker keeps
-the writer's key index for the query's next micro-batch while the table moves by the query's own
-commits only (its lease, ops/writer_lease.py, stays the same consumer), and reads it again after
-another writer's commit; every micro-batch against a dict model."""
+"""A streaming write of a cross-partition upsert table (issue 14 round 4): each micro-batch hands
+the writer's key index to the next through the executor's local disk, whichever Python worker runs
+it, while the table moves by the query's own rounds only (its lease, ops/writer_lease.py, stays
+the same consumer), and reads it again after another writer's commit; every micro-batch against a
+dict model. (An index kept in a worker's memory missed: Spark hands tasks to its idle workers in
+turn, and an index taken across workers by the commit user alone placed keys twice.)"""
 
 from __future__ import annotations
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 from lake_assets import Catalog, Table
 from lake_assets.ops.cross_partition import CrossPartitionRouter
 from lake_assets.ops.write import TableWriter
 from lake_assets.ops.writer_lease import LEASE_PREFIX
+from lake_assets.spark import key_index_cache
 
 SCHEMA = pa.schema([pa.field("id", pa.int32(), nullable=False), ("name", pa.string()),
                     pa.field("dt", pa.string(), nullable=False)])
@@ -123,3 +125,44 @@ def test_an_index_kept_by_another_worker_is_not_taken_after_the_other_workers_mi
     for router in (worker_a, worker_b):
         assert router is not None
         router.close()
+
+
+@pytest.mark.parametrize("buffer", ["256 mb", "64 kb"], ids=["in-memory", "spilled"])
+def test_the_index_is_handed_over_through_the_local_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         buffer: str) -> None:
+    """The streaming sink's handoff (`lake_assets.spark.key_index_cache`): each micro-batch's
+    writer takes the index the previous one left on the local disk, in memory or as shards (a
+    64 KiB write buffer: 32 KiB of entries in memory), with its counts, rounds and lease."""
+    local = tmp_path / "local"
+    local.mkdir()
+    monkeypatch.setenv("LAKE_ASSETS_SPILL_DIR", str(local))
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["id"], partition_keys=["dt"],
+                         options={"dynamic-bucket.target-row-num": "700", "write-buffer-size": buffer})
+    t.write_arrow(_data([(i, "0", "a") for i in range(3000)]))
+    model: Model = {i: ("0", "a") for i in range(3000)}
+    adopted = []
+    for n in range(4):
+        rows = [(i, str(n + 1), "abcd"[(i + n) % 4]) for i in range(n * 300, n * 300 + 900)]
+        w = t.refresh().new_writer("q", write_only=True)
+        assert isinstance(w, TableWriter)
+        kept = key_index_cache.take(t, "q", w.spill_dir)
+        adopted.append(kept is not None and w.adopt_key_index(kept))
+        try:
+            w.write_arrow(_data(rows))
+            messages = w.prepare_commit()
+            router = w.detach_key_index()
+            assert router is not None and router.index.spilled == (buffer == "64 kb")
+            key_index_cache.keep(t, "q", router)
+        finally:
+            w.close()
+        t.new_committer("q").commit(messages, n)
+        model.update((i, (name, dt)) for i, name, dt in rows)
+        assert len(_leases(t)) == 1
+    assert adopted == [False, True, True, True]
+    _check(t, model)
+    left = key_index_cache.take(t, "q", None)
+    assert left is not None and key_index_cache.take(t, "q", None) is None
+    left.close()
+    assert _leases(t) == [] and [p.name for p in local.iterdir()] == []
