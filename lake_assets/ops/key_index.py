@@ -326,15 +326,14 @@ class KeyIndex:
     # --------------------------------------------------------------- handoff
     def save(self, directory: str) -> int:
         """Move the entries into ``directory`` (an empty local directory) for another process
-        (`load`): the shard files, or the in-memory entries as one file; returns the shard count
-        (0: one file). The index is empty afterwards."""
+        (`load`): the shard files, or the in-memory entries and the added ones as two files (not
+        merged: a sort of every entry would cost more than the files); returns the shard count
+        (0: the two files). The index is empty afterwards."""
         if self._dir is None:
-            entries = self._entries
-            if self._added:
-                entries = _last_per_key(_sorted_entries(pa.concat_tables([entries, self._added_entries()])), "")
-                entries = entries.filter(pc.greater_equal(entries.column("part"), 0))
-            with pa.ipc.new_stream(os.path.join(directory, "entries.arrow"), ENTRY_SCHEMA) as w:
-                w.write_table(entries)
+            added = self._added_entries() if self._added else pa.Table.from_batches([], ENTRY_SCHEMA)
+            for name, table in (("entries", self._entries), ("added", added)):
+                with pa.ipc.new_stream(os.path.join(directory, f"{name}.arrow"), ENTRY_SCHEMA) as w:
+                    w.write_table(table)
             shards = 0
         else:
             if self._added:
@@ -355,6 +354,10 @@ class KeyIndex:
         if shards == 0:
             with pa.OSFile(os.path.join(directory, "entries.arrow")) as source:
                 self._entries = pa.ipc.open_stream(source).read_all()
+            with pa.OSFile(os.path.join(directory, "added.arrow")) as source:
+                added = pa.ipc.open_stream(source).read_all()
+            if added.num_rows:
+                self._added, self._added_bytes = [added], added.nbytes
             return
         self._dir = tempfile.mkdtemp(prefix="lake-key-index-", dir=self._spill_dir)
         self._shards = shards
