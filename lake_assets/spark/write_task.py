@@ -119,12 +119,13 @@ def write_task(options: SourceOptions, commit_user: str, batches: Iterator[pa.Re
 
 
 def _keeping_key_index(table: Table, commit_user: str, writer: object) -> TableWriter | None:
-    """``writer`` where it may keep a key index (a `TableWriter`), given the one kept for
-    ``commit_user`` if any (`lake_assets.spark.key_index_cache`)."""
+    """``writer`` where it may keep a key index (a `TableWriter` of a cross-partition table), given
+    the one kept for ``commit_user`` if any (`lake_assets.spark.key_index_cache`)."""
     from lake_assets.ops.write import TableWriter
     from lake_assets.spark import key_index_cache
+    from lake_assets.table_support import cross_partition_fields
 
-    if not isinstance(writer, TableWriter):
+    if not isinstance(writer, TableWriter) or not (writer.dynamic and cross_partition_fields(writer.schema)):
         return None
     kept = key_index_cache.take(table, commit_user, writer.spill_dir)
     if kept is not None:
