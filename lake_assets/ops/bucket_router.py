@@ -20,7 +20,7 @@ from lake_assets.formats.data_file import SEQUENCE_NUMBER
 from lake_assets.ops.bucket_count import check_bucket_count
 from lake_assets.ops.cross_partition import CrossPartitionRouter
 from lake_assets.ops.dynamic_bucket import DynamicBucketAssigner, assigner_for
-from lake_assets.ops.route import RouteSpec, route
+from lake_assets.ops.route import BucketAssign, RouteSpec, route
 from lake_assets.ops.writer_state import BucketBuffer, BucketKey, WriterBase
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.table_support import Op, cross_partition_fields
@@ -84,27 +84,50 @@ class BucketRouter:
     def route(self, data: pa.Table, kinds: np.ndarray, pool: Executor | None = None) -> None:
         """Append conformed rows (with their int8 kinds) to their buckets' buffers, counting
         their bytes in `buffered_bytes`. ``pool`` routes a big batch on its threads."""
-        assign = self._assign_dynamic if self.dynamic else None
-        if self.cross_partition:
-            data, kinds, buckets = self._cross_router().route(data, kinds)
-            if data.num_rows == 0:
-                return
-            assign = functools.partial(_given_buckets, buckets)
-        for group in route(data, kinds, self._spec, assign, pool):
-            buf = self.buffer(group.partition, group.bucket)
-            n = group.rows.num_rows
-            # Sequence numbers follow the group's merge order, (key, arrival): a key's versions
-            # keep their arrival order, which is all a merge reads from them (Paimon numbers
-            # records as they come; across keys the numbering carries no meaning).
-            step = self._sequence_stride
-            first = buf.next_sequence
-            seq = pa.array(np.arange(first, first + n * step, step, dtype=np.int64))
-            buf.next_sequence += n * step
-            chunk = group.rows.append_column(SEQUENCE_NUMBER, seq)
-            buf.tables.append(chunk)
-            nbytes = chunk.nbytes
-            buf.nbytes += nbytes
-            self.buffered_bytes += nbytes
+        if not self.cross_partition:
+            self._buffer_rows(data, kinds, self._assign_dynamic if self.dynamic else None, pool)
+            return
+        # a cross-partition batch's placements stay only with its rows buffered: a failure in
+        # between takes them back (ops/cross_partition.py), and the buffering undoes its appends
+        router = self._cross_router()
+        data, kinds, buckets = router.route(data, kinds)
+        try:
+            self.store.fault_point("write.cross_partition_routed")
+            if data.num_rows:
+                self._buffer_rows(data, kinds, functools.partial(_given_buckets, buckets), pool)
+        except BaseException:
+            router.undo_route()
+            raise
+        router.confirm_route()
+
+    def _buffer_rows(self, data: pa.Table, kinds: np.ndarray, assign: BucketAssign | None,
+                     pool: Executor | None) -> None:
+        """Route and number rows into their buffers: all of them, or (on a failure) none."""
+        appended: list[tuple[BucketBuffer, int]] = []  # each buffer appended to, its next number before
+        try:
+            for group in route(data, kinds, self._spec, assign, pool):
+                buf = self.buffer(group.partition, group.bucket)
+                n = group.rows.num_rows
+                # Sequence numbers follow the group's merge order, (key, arrival): a key's versions
+                # keep their arrival order, which is all a merge reads from them (Paimon numbers
+                # records as they come; across keys the numbering carries no meaning).
+                step = self._sequence_stride
+                first = buf.next_sequence
+                seq = pa.array(np.arange(first, first + n * step, step, dtype=np.int64))
+                chunk = group.rows.append_column(SEQUENCE_NUMBER, seq)
+                nbytes = chunk.nbytes
+                appended.append((buf, first))
+                buf.tables.append(chunk)
+                buf.next_sequence += n * step
+                buf.nbytes += nbytes
+                self.buffered_bytes += nbytes
+        except BaseException:
+            for buf, first in reversed(appended):
+                nbytes = buf.tables.pop().nbytes
+                buf.nbytes -= nbytes
+                self.buffered_bytes -= nbytes
+                buf.next_sequence = first
+            raise
 
     def buffer(self, pvals: tuple[Any, ...], bucket: int) -> BucketBuffer:
         """The buffer of a partition (by its values) and bucket, made at its first use."""
@@ -139,6 +162,17 @@ class BucketRouter:
         if self.cross_router is None:
             self.cross_router = CrossPartitionRouter(self.store, self.restore().snapshot, self._spill_dir)
         return self.cross_router
+
+    def adopt_cross_router(self, router: CrossPartitionRouter, commit_user: str, ignore_previous: bool) -> bool:
+        """Take ``router`` (a key index kept from an earlier writer of ``commit_user``) as this
+        writer's where it still matches the table (`CrossPartitionRouter.resume`) and nothing was
+        routed yet; else close it. Whether it was taken."""
+        if (self.cross_partition and self.cross_router is None and not self.buffers and not ignore_previous
+                and router.resume(self.store, commit_user)):
+            self.cross_router = router
+            return True
+        router.close()
+        return False
 
     def restore(self) -> WriterBase:
         """Sequence numbers continue from each bucket's live files (Paimon's "scan" init mode)."""

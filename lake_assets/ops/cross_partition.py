@@ -24,7 +24,13 @@ as Paimon's Flink sink shuffles them, all assigners running in this one writer.
 
 Cross-partition tables have no HASH index files (Java's ``KeyValueFileStore.newWrite`` keeps them
 for ``HASH_DYNAMIC`` only): every writer bootstraps from the data, so a writer also reads every
-bucket's keys once when it starts (Java's bootstrap does the same).
+bucket's keys once when it starts (Java's bootstrap does the same). While it lives, the writer
+holds the snapshots its index needs with a lease (ops/writer_lease.py).
+
+A batch is placed whole or not at all: where routing fails part way (a partition out of bucket
+ids, a full disk while the index spills) or the routed rows do not reach the write buffer, the
+batch's placements and bucket counts are taken back (`undo_route`), so the index never says a key
+lives where its row was never written.
 """
 
 from __future__ import annotations
@@ -42,9 +48,10 @@ from lake_assets.lsm.bucket_fill import fill_assigner_buckets
 from lake_assets.lsm.merge import is_retract
 from lake_assets.lsm.merge_engine.names import DEDUPLICATE, FIRST_ROW
 from lake_assets.ops.key_index import ENTRY_SCHEMA, KeyIndex, Locations, encode_keys
-from lake_assets.ops.key_index_race import advance_base, snapshot_identity
+from lake_assets.ops.key_index_race import advance_base, holds_exactly_the_table, snapshot_identity
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.route import partition_groups
+from lake_assets.ops.writer_lease import WriterLease
 from lake_assets.spec.binary_row import deserialize_row, serialize_row
 from lake_assets.spec.row_kind import RowKind
 from lake_assets.table_support import Op
@@ -66,6 +73,17 @@ def index_ttl_ms(store: FileStore) -> int | None:
     return store.schema.core_options.cross_partition_index_ttl_ms
 
 
+@dataclasses.dataclass
+class RouteUndo:
+    """What a routed batch changed: its distinct keys with their locations before it, and the
+    bucket counts of the partitions it touched as they were (by partition id)."""
+
+    keys: pa.Array
+    hashes: np.ndarray
+    before: Locations
+    counts: dict[int, dict[int, int]]
+
+
 def split_in_ttl(split: Split, ttl_ms: int, now_ms: int) -> bool:
     """Paimon's ``IndexBootstrap.filterSplit``: a split is bootstrapped when one of its files was
     created within the TTL (creation times are the writers' local wall clocks, read as UTC here
@@ -76,7 +94,9 @@ def split_in_ttl(split: Split, ttl_ms: int, now_ms: int) -> bool:
 class CrossPartitionRouter:
     """Places the rows of one writer of a cross-partition upsert table (see the module doc)."""
 
-    def __init__(self, store: FileStore, snapshot: Snapshot | None, spill_dir: str | None) -> None:
+    def __init__(self, store: FileStore, snapshot: Snapshot | None, spill_dir: str | None, *,
+                 lease: WriterLease | None = None) -> None:
+        # ``lease``: the lease of an index handed over (ops/key_index_handoff.py), else a new one
         self.store = store
         schema = store.schema
         opts = schema.core_options
@@ -100,9 +120,18 @@ class CrossPartitionRouter:
         self.index = KeyIndex(store.name, opts.write_buffer_size // 2, spill_dir)
         # live keys per bucket of each partition id, Paimon's BucketAssigner statistics
         self.counts: dict[int, dict[int, int]] = {}
-        if snapshot is not None:
-            splits = self._bootstrap_splits(snapshot)
-            self.index.bootstrap(self._bootstrap_entries(snapshot, splits), sum(s.row_count for s in splits))
+        # the batch being routed, then the last one routed until it is buffered (`confirm_route`)
+        self._undo: RouteUndo | None = None
+        self.lease = lease or WriterLease(store)
+        if lease is None:
+            self.lease.start(self.base_snapshot)  # before the snapshot is read
+        try:
+            if snapshot is not None:
+                splits = self._bootstrap_splits(snapshot)
+                self.index.bootstrap(self._bootstrap_entries(snapshot, splits), sum(s.row_count for s in splits))
+        except BaseException:
+            self.close()
+            raise
 
     # -------------------------------------------------------------- bootstrap
     def _bootstrap_splits(self, snapshot: Snapshot) -> list[Split]:
@@ -144,6 +173,21 @@ class CrossPartitionRouter:
         self.advance_due = False
         self.base_snapshot, self.base_identity, self.pending = advance_base(
             self.store, self.base_snapshot, self.base_identity, commit_user, self.pending)
+        self.lease.renew(self.base_snapshot)
+
+    def resume(self, store: FileStore, commit_user: str) -> bool:
+        """Whether this index may route for another writer of ``commit_user`` on ``store`` (the
+        next micro-batch of a streaming write): the same table and schema, and the table holds
+        exactly what the index says (`key_index_race.holds_exactly_the_table`: since its base only
+        compactions and its own rounds, all landed); the base then moves to the latest snapshot.
+        Else the new writer reads its index from the table."""
+        if store.paths.root != self.store.paths.root or store.schema.id != self.store.schema.id:
+            return False
+        checked = holds_exactly_the_table(store, self.base_snapshot, self.base_identity, commit_user, self.pending)
+        if checked is None:
+            return False
+        self.advance_base(commit_user)
+        return not self.pending and self.base_snapshot == checked
 
     def stamp(self, messages: list[CommitMessage]) -> list[CommitMessage]:
         """A round's ``messages`` carrying the writer's base and its earlier rounds not seen landed,
@@ -161,7 +205,9 @@ class CrossPartitionRouter:
         """(rows, kinds, buckets) to write for conformed ``data`` with its ``kinds``: the rows
         with partition fields rewritten where the engine keeps the old partition, ``-D`` rows
         of ``deduplicate`` moves inserted just before the row that moves the key, and rows
-        ``first-row`` skips dropped. Records where each key lives now."""
+        ``first-row`` skips dropped. Records where each key lives now, to be taken back with
+        `undo_route` unless the caller buffers the rows and calls `confirm_route`."""
+        self.lease.renew(self.base_snapshot)
         n = data.num_rows
         group, values = partition_groups(data, self.partition_keys)
         group_part = np.array([self.index.part_id(serialize_row(list(v), self.partition_types)) for v in values],
@@ -175,15 +221,39 @@ class CrossPartitionRouter:
         np.minimum.at(first, code, np.arange(n))
         key_hashes = hashes[first]
         where = self.index.lookup(keys, key_hashes)
+        self._undo = RouteUndo(keys, key_hashes, where, {})
+        try:
+            if self.engine != DEDUPLICATE:
+                return self._route_keep_old(data, kinds, row_part, code, first, keys, key_hashes, where)
+            order = np.lexsort((np.arange(n), code))  # by key, then arrival
+            sorted_code = code[order]
+            key_start = np.ones(n, dtype=bool)
+            key_start[1:] = sorted_code[1:] != sorted_code[:-1]
+            return self._route_deduplicate(data, kinds, order, key_start, row_part[order], sorted_code, keys,
+                                           key_hashes, where)
+        except BaseException:
+            self.undo_route()
+            raise
 
-        if self.engine != DEDUPLICATE:
-            return self._route_keep_old(data, kinds, row_part, code, first, keys, key_hashes, where)
-        order = np.lexsort((np.arange(n), code))  # by key, then arrival
-        sorted_code = code[order]
-        key_start = np.ones(n, dtype=bool)
-        key_start[1:] = sorted_code[1:] != sorted_code[:-1]
-        return self._route_deduplicate(data, kinds, order, key_start, row_part[order], sorted_code, keys,
-                                       key_hashes, where)
+    def confirm_route(self) -> None:
+        """The last routed batch is in the write buffer: its placements stay."""
+        self._undo = None
+
+    def undo_route(self) -> None:
+        """Take the placements and count changes of the last routed batch back (its rows were not
+        buffered): its keys' locations as they were (`KeyIndex.restore`), its partitions' counts."""
+        undo, self._undo = self._undo, None
+        if undo is None:
+            return
+        self.counts.update(undo.counts)
+        self.index.restore(undo.keys, undo.hashes, undo.before)
+
+    def _counts_of(self, part: int) -> dict[int, int]:
+        """The bucket counts of a partition, to change: the routed batch's undo keeps them as they were."""
+        counts = self.counts.setdefault(part, {})
+        if self._undo is not None and part not in self._undo.counts:
+            self._undo.counts[part] = dict(counts)
+        return counts
 
     def _route_deduplicate(self, data: pa.Table, kinds: np.ndarray, order: np.ndarray, key_start: np.ndarray,
                            part_sorted: np.ndarray, sorted_code: np.ndarray, keys: pa.Array, key_hashes: np.ndarray,
@@ -317,12 +387,12 @@ class CrossPartitionRouter:
         sources = np.where(from_index, -1, placement_of_run[np.maximum(previous, 0)])
         buckets = np.where(from_index, where.buckets[sorted_code[decrements]],
                            np.where(sources >= 0, -1, run_bucket[np.maximum(previous, 0)])).astype(np.int64)
-        chosen = place_in_arrival_order(self.counts.setdefault(part, {}), n, self.target, owners,
+        chosen = place_in_arrival_order(self._counts_of(part), n, self.target, owners,
                                         order[placements], order[decrements], buckets, sources, self.store.name)
         run_bucket[run[placements]] = chosen
 
     def _add_count(self, part: int, bucket: int, delta: int) -> None:
-        counts = self.counts.setdefault(part, {})
+        counts = self._counts_of(part)
         counts[bucket] = counts.get(bucket, 0) + delta
 
     def _place(self, parts: np.ndarray, hashes: np.ndarray) -> np.ndarray:
@@ -341,7 +411,7 @@ class CrossPartitionRouter:
         return out
 
     def _fill(self, part: int, assigner: int, k: int) -> np.ndarray:
-        counts = self.counts.setdefault(part, {})
+        counts = self._counts_of(part)
         chosen = fill_assigner_buckets(counts, assigner, self.num_assigners, self.target, k, self.store.name)
         for b, c in zip(*np.unique(chosen, return_counts=True), strict=True):
             self._add_count(part, int(b), int(c))
@@ -362,5 +432,6 @@ class CrossPartitionRouter:
         return rows
 
     def close(self) -> None:
-        """Remove the index's spill files."""
+        """Remove the index's spill files and release the writer's lease."""
         self.index.close()
+        self.lease.release()

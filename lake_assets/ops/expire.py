@@ -2,9 +2,10 @@
 
 Deletion order (Paimon's): data files that only expired snapshots reference, then changelog files,
 then index files, manifests, manifest lists and statistics files, then the snapshot files, then
-the EARLIEST hint. Every retained
-snapshot, tag and consumer position keeps all its files; a crash leaves the expiring snapshots in
-place, and re-running the expiration completes it (deletes are idempotent).
+the EARLIEST hint. Every retained snapshot, tag and consumer position keeps all its files (a
+long-lived writer's lease is a consumer position until its end, ops/writer_lease.py); a crash
+leaves the expiring snapshots in place, and re-running the expiration completes it (deletes are
+idempotent).
 
 When a ``changelog.*`` retention setting exceeds the snapshot one, the changelog lifecycle is
 *decoupled*: expiring a snapshot keeps what a stream needs to read its changes (changelog manifests
@@ -78,6 +79,10 @@ def expire_snapshots(
     consumers = store.consumer_manager()
     if opts.consumer_expiration_ms is not None and not dry_run:
         consumers.expire(opts.consumer_expiration_ms, now_ms)
+    if not dry_run:
+        # a writer lease past its end (its writer crashed) pins nothing (ops/writer_lease.py);
+        # a live one is a consumer position, kept like a reader's
+        consumers.drop_lapsed_leases(now_ms)
     candidate_hi = min(latest - retain_min + 1, earliest + limit)
     time_of = {}
     for sid in range(earliest + 1, max(candidate_hi, earliest) + 1):
@@ -88,7 +93,7 @@ def expire_snapshots(
     def make_plan(protected_min: int | None) -> ExpirePlan:
         return plan_expire(
             earliest=earliest, latest=latest, retain_min=retain_min, retain_max=retain_max, expire_limit=limit,
-            older_than_ms=cutoff, time_of=time_of, consumer_min=consumers.min_next_snapshot(),
+            older_than_ms=cutoff, time_of=time_of, consumer_min=consumers.min_next_snapshot(now_ms),
             protected_min=protected_min,
         )
 

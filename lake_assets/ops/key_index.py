@@ -23,11 +23,16 @@ buffers take half of it as well). Past that the index spills: entries go to hash
 from the table's row count; at most 4096), and a lookup loads the shards its keys fall into one at
 a time; a shard is also rewritten one at a time (sorted by hash, one entry per key). The entries
 a writer adds (keys it placed or moved) are held in memory until they pass a quarter of the bound,
-then merged into the shards.
+then merged into the shards: every changed shard is written to a new file first and the files
+replace the old ones only once all are written, so a failure (a full disk) leaves the index as it
+was. A routed batch whose rows were not buffered is taken back with `KeyIndex.restore`: its keys'
+earlier locations as added entries, a key that was not in the index as a tombstone (partition -1,
+dropped when merged into its shard).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -121,7 +126,7 @@ def _search(entries: pa.Table, keys: pa.Array, hashes: np.ndarray) -> Locations:
     index_keys = entries.column("key").combine_chunks()
     equal = np.asarray(pc.equal(keys.take(pa.array(query)), index_keys.take(pa.array(entry))))
     query, entry = query[equal], entry[equal]
-    out.found[query] = True
+    out.found[query] = True  # a tombstone too (partition -1): `KeyIndex.lookup` tells them apart
     out.parts[query] = entries.column("part").to_numpy()[entry]
     out.buckets[query] = entries.column("bucket").to_numpy()[entry]
     return out
@@ -213,10 +218,32 @@ class KeyIndex:
         with pa.memory_map(self._shard_path(shard)) as source:
             return pa.ipc.open_stream(source).read_all()
 
-    def _rewrite_shard(self, shard: int, added: list[pa.Table], duplicate: str = "") -> None:
+    def _rewrite_shard(self, shard: int, added: list[pa.Table], duplicate: str = "", suffix: str = "") -> None:
+        """Write shard ``shard`` merged with ``added`` (tombstones dropped) to its file, or with
+        ``suffix`` to a new file beside it (`_merge_added` moves it over the shard)."""
         entries = _last_per_key(_sorted_entries(pa.concat_tables([self._read_shard(shard), *added])), duplicate)
-        with pa.ipc.new_stream(self._shard_path(shard), ENTRY_SCHEMA) as w:
+        if added:
+            entries = entries.filter(pc.greater_equal(entries.column("part"), 0))
+        with pa.ipc.new_stream(self._shard_path(shard) + suffix, ENTRY_SCHEMA) as w:
             w.write_table(entries)
+
+    def _merge_added(self) -> None:
+        """Merge the added entries into their shards: all new shard files are written before any
+        replaces its shard, so a failure leaves every shard and the added entries as they were."""
+        added = self._added_entries()
+        shard = self._shard_of(added.column("hash").to_numpy())
+        changed = np.unique(shard).tolist()
+        try:
+            for s in changed:
+                self._rewrite_shard(s, [added.filter(pa.array(shard == s))], suffix=".new")
+        except BaseException:
+            for s in changed:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(self._shard_path(s) + ".new")
+            raise
+        for s in changed:
+            os.replace(self._shard_path(s) + ".new", self._shard_path(s))
+        self._added, self._added_bytes = [], 0
 
     # ----------------------------------------------------------------- lookup
     def lookup(self, keys: pa.Array, hashes: np.ndarray) -> Locations:
@@ -231,11 +258,11 @@ class KeyIndex:
                 rows = np.flatnonzero(shard == s)
                 got = _search(self._read_shard(s), keys.take(pa.array(rows)), hashes[rows])
                 found.found[rows], found.parts[rows], found.buckets[rows] = got.found, got.parts, got.buckets
-        if self._added:  # the writer's own entries win
+        if self._added:  # the writer's own entries win, tombstones too
             mine = _search(self._added_entries(), keys, hashes)
-            found.found |= mine.found
             found.parts = np.where(mine.found, mine.parts, found.parts)
             found.buckets = np.where(mine.found, mine.buckets, found.buckets)
+            found.found = (found.found | mine.found) & (found.parts >= 0)
         return found
 
     def _added_entries(self) -> pa.Table:
@@ -244,30 +271,98 @@ class KeyIndex:
         return self._added[0]
 
     def put(self, keys: pa.Array, hashes: np.ndarray, parts: np.ndarray, buckets: np.ndarray) -> None:
-        """Record where ``keys`` (distinct) live now."""
+        """Record where ``keys`` (distinct) live now (partition -1: nowhere). All or nothing: a
+        failure while the index spills (a full disk) leaves it as it was."""
         if not len(keys):
             return
-        table = _sorted_entries(pa.table([keys, pa.array(hashes, pa.int32()), pa.array(parts, pa.int32()),
-                                          pa.array(buckets, pa.int32())], schema=ENTRY_SCHEMA))
+        table = self._entries_of(keys, hashes, parts, buckets)
+        added, added_bytes = list(self._added), self._added_bytes
         self._added.append(table)
         self._added_bytes += table.nbytes
-        if self._dir is None:
-            if self._added_bytes + self._entries.nbytes > self.memory_bytes:
-                writers = self._open_shards(self._entries.nbytes + self._added_bytes)
+        try:
+            if self._dir is None:
+                if self._added_bytes + self._entries.nbytes <= self.memory_bytes:
+                    return
+                self._spill_entries()
+            if self._added_bytes > self.memory_bytes // 4:
+                self._merge_added()
+        except BaseException:
+            self._added, self._added_bytes = added, added_bytes
+            raise
+
+    def restore(self, keys: pa.Array, hashes: np.ndarray, before: Locations) -> None:
+        """Take placements back: ``keys`` (distinct) live where ``before`` (a `lookup` of them)
+        says again, those not found there in no place. Held in memory (no file written, so it
+        cannot fail on a full disk); merged into the shards with the next `put` that spills."""
+        if not len(keys):
+            return
+        parts = np.where(before.found, before.parts, -1)
+        table = self._entries_of(keys, hashes, parts, before.buckets)
+        self._added.append(table)
+        self._added_bytes += table.nbytes
+
+    @staticmethod
+    def _entries_of(keys: pa.Array, hashes: np.ndarray, parts: np.ndarray, buckets: np.ndarray) -> pa.Table:
+        return _sorted_entries(pa.table([keys, pa.array(hashes, pa.int32()), pa.array(parts, pa.int32()),
+                                         pa.array(buckets, pa.int32())], schema=ENTRY_SCHEMA))
+
+    def _spill_entries(self) -> None:
+        """Move the in-memory entries to shard files; on a failure remove them (still in memory)."""
+        try:
+            writers = self._open_shards(self._entries.nbytes + self._added_bytes)
+            try:
                 self._write_to_shards(self._entries, writers)
+            finally:
                 for w in writers:
                     w.close()
-                for s in range(self._shards):  # each shard sorted again (one run per shard)
-                    self._rewrite_shard(s, [])
-                self._entries = pa.Table.from_batches([], ENTRY_SCHEMA)
-            else:
-                return
-        if self._added_bytes > self.memory_bytes // 4:
-            added = self._added_entries()
-            shard = self._shard_of(added.column("hash").to_numpy())
-            for s in np.unique(shard).tolist():
-                self._rewrite_shard(s, [added.filter(pa.array(shard == s))])
-            self._added, self._added_bytes = [], 0
+            for s in range(self._shards):  # each shard sorted again (one run per shard)
+                self._rewrite_shard(s, [])
+        except BaseException:
+            self.close()  # back to the entries in memory
+            self._shards = 0
+            raise
+        self._entries = pa.Table.from_batches([], ENTRY_SCHEMA)
+
+    # --------------------------------------------------------------- handoff
+    def save(self, directory: str) -> int:
+        """Move the entries into ``directory`` (an empty local directory) for another process
+        (`load`): the shard files, or the in-memory entries and the added ones as two files (not
+        merged: a sort of every entry would cost more than the files); returns the shard count
+        (0: the two files). The index is empty afterwards."""
+        if self._dir is None:
+            added = self._added_entries() if self._added else pa.Table.from_batches([], ENTRY_SCHEMA)
+            for name, table in (("entries", self._entries), ("added", added)):
+                with pa.ipc.new_stream(os.path.join(directory, f"{name}.arrow"), ENTRY_SCHEMA) as w:
+                    w.write_table(table)
+            shards = 0
+        else:
+            if self._added:
+                self._merge_added()
+            shards = self._shards
+            for s in range(shards):
+                shutil.move(self._shard_path(s), os.path.join(directory, f"shard-{s}.arrow"))
+        self.close()
+        self._entries = pa.Table.from_batches([], ENTRY_SCHEMA)
+        self._added, self._added_bytes = [], 0
+        return shards
+
+    def load(self, directory: str, shards: int, partitions: list[bytes]) -> None:
+        """Take the entries `save` left in ``directory`` (moved away from it) and the partitions of
+        their ids, into this empty index."""
+        self.partitions = list(partitions)
+        self._part_ids = {p: i for i, p in enumerate(self.partitions)}
+        if shards == 0:
+            with pa.OSFile(os.path.join(directory, "entries.arrow")) as source:
+                self._entries = pa.ipc.open_stream(source).read_all()
+            with pa.OSFile(os.path.join(directory, "added.arrow")) as source:
+                added = pa.ipc.open_stream(source).read_all()
+            if added.num_rows:
+                self._added, self._added_bytes = [added], added.nbytes
+            return
+        self._dir = tempfile.mkdtemp(prefix="lake-key-index-", dir=self._spill_dir)
+        self._shards = shards
+        for s in range(shards):
+            shutil.move(os.path.join(directory, f"shard-{s}.arrow"), self._shard_path(s))
 
     @property
     def spilled(self) -> bool:

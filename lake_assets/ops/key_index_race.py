@@ -14,10 +14,12 @@ before anything is written; compactions never move a key between buckets and are
 A rollback to before the base snapshot fails the commit, also when other commits reused the ids up
 to the base since: a message carries the base snapshot's identity (`snapshot_identity`), not its id
 alone. A snapshot needed by the check that expired meanwhile (the base, or one after it not yet
-checked) cannot be checked either: the commit fails, telling to create a new writer. A long-lived
-writer does not get there by committing regularly: it keeps its index across commits (as Paimon's
-Flink writer keeps its RocksDB across checkpoints, never re-reading it) and moves its base over its
-own commits and compactions (`advance_base`), which place no key its index does not know.
+checked) cannot be checked either: the commit fails, telling to create a new writer. A live writer
+does not get there: its lease (ops/writer_lease.py) keeps the snapshots from its base on from
+expiring, and it keeps its index across commits (as Paimon's Flink writer keeps its RocksDB across
+checkpoints, never re-reading it) and moves its base over its own commits and compactions
+(`advance_base`), which place no key its index does not know; one idle for longer than its lease
+may get there.
 
 Its index also holds the placements of the rounds (`prepare_commit`s) it prepared since its base,
 which are in the table only once their commits land. A commit that failed (a conflict, any error,
@@ -253,3 +255,37 @@ def advance_base(store: FileStore, base: int, identity: str, commit_user: str,
     except SnapshotNotFoundError:
         pass
     return moved
+
+
+def holds_exactly_the_table(store: FileStore, base: int, identity: str, commit_user: str,
+                            pending: Sequence[str]) -> int | None:
+    """The latest snapshot id if an index read at snapshot ``base`` (of ``identity``) that placed the rounds
+    ``pending`` (one new file each) says where every key of the latest snapshot lives: the base
+    is intact, and every snapshot since is a compaction (it moves no key), an APPEND of
+    ``commit_user`` adding no file, or one adding a file of ``pending`` (that round landed), and
+    every round of ``pending`` landed. The commit user alone does not tell: the micro-batches of
+    a streaming write share it, each written by whichever worker ran it, with an index of its own.
+    None for no; a snapshot that cannot be read says no."""
+    sm = store.snapshot_manager
+    latest = sm.latest_id() or 0
+    if latest < base:
+        return None
+    left = set(pending)
+    scan: FileStoreScan | None = None
+    try:
+        if base and snapshot_identity(sm.snapshot(base)) != identity:
+            return None
+        for sid in range(base + 1, latest + 1):
+            snap = sm.snapshot(sid)
+            if snap.commit_kind == CommitKind.COMPACT:
+                continue
+            if snap.commit_kind != CommitKind.APPEND or snap.commit_user != commit_user:
+                return None
+            scan = scan or store.file_store_scan()
+            added = added_file_names(scan, snap)
+            if added and not added & left:
+                return None  # another index's round (another worker's micro-batch)
+            left -= added
+    except SnapshotNotFoundError:
+        return None
+    return None if left else latest

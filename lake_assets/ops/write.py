@@ -43,6 +43,7 @@ from lake_assets.table_rules import check_engine_producer
 from lake_assets.table_support import Op, cross_partition_fields
 
 if TYPE_CHECKING:
+    from lake_assets.ops.cross_partition import CrossPartitionRouter
     from lake_assets.store.file_store import FileStore
 
 
@@ -348,6 +349,18 @@ class TableWriter:
     def _compact_inline(self, key: tuple[bytes, int], buf: BucketBuffer, msg: CommitMessage) -> CommitMessage:
         return compact_inline(self.store, self._router.restore(), self.num_buckets, key, buf, msg,
                               full=key in self._full_requested, spill_dir=self.spill_dir)
+
+    def adopt_key_index(self, router: CrossPartitionRouter) -> bool:
+        """Route with the key index of an earlier writer of this commit user (`detach_key_index`,
+        the previous micro-batch of a streaming write) where it still matches the table (else it
+        is closed, and the index is read from the table); before the first write. Whether it was."""
+        return self._router.adopt_cross_router(router, self.commit_user, self.ignore_previous_files)
+
+    def detach_key_index(self) -> CrossPartitionRouter | None:
+        """Hand the cross-partition key index (its spill files and lease) over to a later writer of
+        this commit user (`adopt_key_index`), after `prepare_commit`; `close` then leaves it open."""
+        router, self._router.cross_router = self._router.cross_router, None
+        return router
 
     def abort(self, messages: Iterable[CommitMessage] = ()) -> None:
         """Delete files written but not committed (buffered files and those in ``messages``).

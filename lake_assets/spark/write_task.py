@@ -73,7 +73,8 @@ def gather(batches: Iterator[pa.RecordBatch], max_bytes: int) -> Iterator[list[p
 
 
 def write_task(options: SourceOptions, commit_user: str, batches: Iterator[pa.RecordBatch],
-               plan: BucketPlan | None = None, *, overwrite: bool = False) -> LakeCommitMessage:
+               plan: BucketPlan | None = None, *, overwrite: bool = False,
+               keep_key_index: bool = False) -> LakeCommitMessage:
     """Write one task's input into new files; on failure delete them and re-raise.
 
     Rows of a primary-key table that did not come routed by bucket (no bucket column) are
@@ -82,6 +83,9 @@ def write_task(options: SourceOptions, commit_user: str, batches: Iterator[pa.Re
     its planned bucket count, and rows of partitions the plan lacks are staged (`LakeBatchWriter`).
     An ``overwrite`` writes as the core's overwrite does: buckets start empty (the commit drops the
     replaced files and their hash index, so a dynamic-bucket assigner must not start from them).
+    ``keep_key_index`` (micro-batches of a streaming write): a cross-partition table's key index is
+    handed to the commit user's next micro-batch through the executor's local disk
+    (`lake_assets.spark.key_index_cache`).
     """
     table = options.table()
     writer: TableWriter | PostponeWriter | PostponeFixedBucketWriter
@@ -92,6 +96,7 @@ def write_task(options: SourceOptions, commit_user: str, batches: Iterator[pa.Re
                                            stage_unplanned=True, ignore_previous_files=overwrite)
     else:
         writer = table.new_writer(commit_user, write_only=True, ignore_previous_files=overwrite)
+    keeping = _keeping_key_index(table, commit_user, writer) if keep_key_index else None
     target = table.arrow_schema
     stride = 1
     try:
@@ -101,9 +106,28 @@ def write_task(options: SourceOptions, commit_user: str, batches: Iterator[pa.Re
                 writer.interleave_sequences(current_task_slot(), TASK_SLOTS)
             writer.write_arrow(from_spark(group, target))
         messages = writer.prepare_commit()
+        if keeping is not None and (router := keeping.detach_key_index()) is not None:
+            from lake_assets.spark import key_index_cache
+
+            key_index_cache.keep(table, commit_user, router)
     except BaseException:
         writer.abort()
         raise
     finally:
         writer.close()
     return LakeCommitMessage(commit_user, tuple(m.to_json() for m in messages), stride)
+
+
+def _keeping_key_index(table: Table, commit_user: str, writer: object) -> TableWriter | None:
+    """``writer`` where it may keep a key index (a `TableWriter` of a cross-partition table), given
+    the one kept for ``commit_user`` if any (`lake_assets.spark.key_index_cache`)."""
+    from lake_assets.ops.write import TableWriter
+    from lake_assets.spark import key_index_cache
+    from lake_assets.table_support import cross_partition_fields
+
+    if not isinstance(writer, TableWriter) or not (writer.dynamic and cross_partition_fields(writer.schema)):
+        return None
+    kept = key_index_cache.take(table, commit_user, writer.spill_dir)
+    if kept is not None:
+        writer.adopt_key_index(kept)
+    return writer

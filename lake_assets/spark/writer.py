@@ -195,7 +195,9 @@ class LakeStreamWriter(DataSourceStreamArrowWriter):
         query_id = ctx.getLocalProperty("sql.streaming.queryId") if ctx is not None else None
         if not query_id:
             raise LakeError("A streaming write to the lake source runs without a streaming query id")
-        return write_task(self.options, STREAMING_USER_PREFIX + query_id, iterator, overwrite=self.overwrite)
+        # the key index of a cross-partition table is kept for the query's next micro-batch
+        return write_task(self.options, STREAMING_USER_PREFIX + query_id, iterator, overwrite=self.overwrite,
+                          keep_key_index=not self.overwrite)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         from lake_assets.ops.commit import Overwrite

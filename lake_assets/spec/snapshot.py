@@ -194,18 +194,35 @@ class Tag:
         )
 
 
+# The consumer-file field of a writer lease's end (lake_assets's own; other engines ignore it)
+LEASE_FIELD = "lakeAssetsLeaseUntil"
+
+
 @dataclass(frozen=True)
 class Consumer:
-    """A reader's saved position: the next snapshot it will read."""
+    """A reader's saved position: the next snapshot it will read. ``lease_until_ms`` (epoch ms,
+    field `LEASE_FIELD`): the position of a writer's lease (ops/writer_lease.py), which holds only
+    until then; Paimon's ``Consumer`` ignores the field (``@JsonIgnoreProperties(ignoreUnknown)``)."""
 
     next_snapshot: int
+    lease_until_ms: int | None = None
 
     def to_json(self) -> str:
-        return json.dumps({"nextSnapshot": self.next_snapshot})
+        doc = {"nextSnapshot": self.next_snapshot}
+        if self.lease_until_ms is not None:
+            doc[LEASE_FIELD] = self.lease_until_ms
+        return json.dumps(doc)
+
+    def lapsed(self, now_ms: int) -> bool:
+        """Whether this is a lease that ran out before ``now_ms`` (a reader's position never does)."""
+        return self.lease_until_ms is not None and self.lease_until_ms < now_ms
 
     @classmethod
     def from_json(cls, text: str | bytes, name: str = "consumer") -> Consumer:
         try:
-            return cls(int(json.loads(text)["nextSnapshot"]))
-        except (ValueError, KeyError, TypeError) as exc:
+            d = json.loads(text)
+            lease = d.get(LEASE_FIELD)
+            return cls(int(d["nextSnapshot"]), None if lease is None else int(lease))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptMetadataError(f"Consumer file {name} is corrupt: {exc!r}") from exc
+

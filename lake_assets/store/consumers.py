@@ -1,4 +1,6 @@
-"""Consumers: a streaming reader's saved position (``consumer/consumer-<id>``: next snapshot)."""
+"""Consumers: a streaming reader's saved position (``consumer/consumer-<id>``: next snapshot), and
+the leases of long-lived writers kept as consumers (ops/writer_lease.py), which hold until their
+``lakeAssetsLeaseUntil`` only."""
 
 from __future__ import annotations
 
@@ -41,8 +43,9 @@ class ConsumerManager:
         except FileNotFoundError:
             return None
 
-    def record(self, consumer_id: str, next_snapshot: int) -> None:
-        """Save the position: the next snapshot this consumer will read.
+    def record(self, consumer_id: str, next_snapshot: int, lease_until_ms: int | None = None) -> None:
+        """Save the position: the next snapshot this consumer will read (with ``lease_until_ms``:
+        a writer's lease, held until then).
 
         A position below an expiration in progress is withdrawn (the previous one restored) and
         raises `SnapshotNotFoundError`: that expiration may not have seen it (SnapshotManager's
@@ -54,7 +57,7 @@ class ConsumerManager:
             previous: bytes | None = self.file_io.read_bytes(path)
         except FileNotFoundError:
             previous = None
-        self.file_io.overwrite_atomic(path, Consumer(next_snapshot).to_json().encode())
+        self.file_io.overwrite_atomic(path, Consumer(next_snapshot, lease_until_ms).to_json().encode())
         try:
             below = SnapshotManager(self.file_io, self.paths).expiring_below()
             if below is not None and next_snapshot < below:
@@ -74,9 +77,26 @@ class ConsumerManager:
         check_name(consumer_id, "consumer id")
         self.file_io.delete(self.paths.consumer_file(consumer_id))
 
-    def min_next_snapshot(self) -> int | None:
-        positions = [c.next_snapshot for c in self.consumers().values()]
+    def min_next_snapshot(self, now_ms: int | None = None) -> int | None:
+        """The lowest position of the consumers, leases that ran out before ``now_ms`` left out."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        positions = [c.next_snapshot for c in self.consumers().values() if not c.lapsed(now_ms)]
         return min(positions) if positions else None
+
+    def drop_lapsed_leases(self, now_ms: int | None = None) -> list[str]:
+        """Delete the writer leases that ran out before ``now_ms`` (their writers crashed, or
+        stopped without closing); returns their ids. Reader positions are left alone."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        lapsed = []
+        for cid, path, _ in list_prefixed(self.file_io, self.paths.consumer_dir, _CONSUMER_PREFIX, "consumer"):
+            try:
+                consumer = Consumer.from_json(self.file_io.read_bytes(path), f"{_CONSUMER_PREFIX}{cid}")
+            except FileNotFoundError:
+                continue
+            if consumer.lapsed(now_ms):
+                self.file_io.delete(path)
+                lapsed.append(cid)
+        return lapsed
 
     def expire(self, expiration_ms: int, now_ms: int | None = None) -> list[str]:
         """Delete consumers not updated for ``expiration_ms`` (abandoned readers); returns their ids."""

@@ -238,3 +238,33 @@ def test_deletion_vector_table_written_by_java_and_by_us_alike(java: PaimonJava,
     assert len(set(expected.column("id").to_pylist())) == expected.num_rows
     assert_same_table(java.read(wh, "db.lake"), expected)
     assert_same_table(ours.refresh().to_arrow(), expected)
+
+
+def test_javas_expiry_keeps_a_live_writers_snapshots(java: PaimonJava, wh: str, lake: Catalog) -> None:
+    """A long-lived writer's lease (ops/writer_lease.py) is a consumer to Paimon 0.9, which reads
+    it without its ``lakeAssetsLeaseUntil`` field: Java's expiry keeps the snapshots from the
+    writer's base on, so the writer's commit, made after other commits stopped its base moving and
+    Java expired all it could, lands (it failed when the base had expired: "create a new writer").
+    Once the writer closed, Java's expiry removes them."""
+    java.create_table(wh, "db.t", SCHEMA, primary_keys=["id"], partition_keys=["dt"], options={"bucket": "-1"})
+    java.write(wh, "db.t", batch(0)[0])
+    t = lake.get_table("db.t")
+    expire = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1", "snapshot.time-retained": "1 ms"}
+    with t.refresh().new_writer("lake") as w:
+        data, kinds = batch(1)
+        w.write_arrow(data, kinds=np.array([KINDS[k] for k in kinds], dtype=np.int8))
+        messages = w.prepare_commit()
+        for k in (100, 101):
+            java.write(wh, "db.t", pa.table({"id": [k], "dt": ["c"], "v": [k], "s": ["java"]}, schema=SCHEMA))
+        leases = {c: n for c, n in java.consumers(wh, "db.t").items() if c.startswith("lake-writer-")}
+        assert list(leases.values()) == [1]
+        java.expire_snapshots(wh, "db.t", options=expire)
+        assert [s["id"] for s in java.snapshots(wh, "db.t")] == [1, 2, 3]
+        t.new_committer("lake").commit(messages, 1)
+    assert java.consumers(wh, "db.t") == {}
+    java.expire_snapshots(wh, "db.t", options=expire)
+    assert [s["id"] for s in java.snapshots(wh, "db.t")] == [4]
+    expected = java.read(wh, "db.t")
+    ids = expected.column("id").to_pylist()
+    assert len(ids) == len(set(ids)) == 16
+    assert_same_table(t.refresh().to_arrow(), expected)

@@ -84,7 +84,9 @@ def test_a_long_lived_writer_commits_while_its_early_snapshots_expire(tmp_path: 
     """One writer, many commits, another user's compaction after each and every older snapshot
     expired: its index is kept and its base moves over its own commits and the compactions (at
     its next write), so every commit lands (the second one failed when the snapshot after the
-    bootstrap's had expired), and each key lives in one place."""
+    bootstrap's had expired), and each key lives in one place. Expiry keeps the writer's base,
+    which its lease holds (ops/writer_lease.py): another user's append stopping the base moving
+    no longer expires it under the writer."""
     t = _table(tmp_path)
     t.write_arrow(_rows([1, 2, 3], ["1", "2", "3"], ["a", "a", "a"]))
     # write-only: compactions are the other user's (Paimon's rule with a dedicated compaction job)
@@ -95,19 +97,27 @@ def test_a_long_lived_writer_commits_while_its_early_snapshots_expire(tmp_path: 
             t.new_committer("w").commit(messages, r)
             t.refresh().compact(full=True)
             _expire_all_but(t, 2)  # the writer's commit and the compaction
-        assert t.refresh().snapshot_manager.earliest_id() == 8
+        # the base moves at the writer's next write: until then its commit (7) is held
+        assert t.refresh().snapshot_manager.earliest_id() == 7
         assert _read(t) == [(1, "r3", "b"), (2, "r3", "a"), (3, "3", "a")]
-        # another user's append stops the base moving; once it expired, the writer is told so
+        # another user's append stops the base moving; expiry keeps the base for the writer
         t.refresh().write_arrow(_rows([9], ["9"], ["c"]))
-        w.write_arrow(_rows([9], ["mine"], ["a"]))
+        w.write_arrow(_rows([11], ["mine"], ["a"]))
         messages = w.prepare_commit()
-        before = t.refresh().latest_snapshot().id  # type: ignore[union-attr]
+        base = {m.key_index_base for m in messages}
+        assert base == {9}
         t.refresh().write_arrow(_rows([10], ["10"], ["c"]))
         _expire_all_but(t, 1)
-        with pytest.raises(CommitConflictError, match=rf"snapshot {before - 1} expired since this cross-partition "
-                                                      r"writer read its key index.*create a new writer"):
-            t.new_committer("w").commit(messages, 10)
-    assert _read(t)[-2:] == [(9, "9", "c"), (10, "10", "c")]
+        assert t.refresh().snapshot_manager.earliest_id() == 9
+        t.new_committer("w").commit(messages, 10)
+        # a key the other user wrote since the base is a conflict, found in the kept snapshots
+        w.write_arrow(_rows([9], ["mine"], ["a"]))
+        with pytest.raises(CommitConflictError, match=r"snapshot 10 of another writer .* wrote keys"):
+            t.new_committer("w").commit(w.prepare_commit(), 11)
+    assert _read(t)[-3:] == [(9, "9", "c"), (10, "10", "c"), (11, "mine", "a")]
+    # closed: the lease is gone, expiry keeps one snapshot
+    _expire_all_but(t, 1)
+    assert t.refresh().snapshot_manager.earliest_id() == t.refresh().latest_snapshot().id  # type: ignore[union-attr]
     # a new writer reads the index again and moves key 9 correctly
     t.refresh().write_arrow(_rows([9], ["mine"], ["a"]))
     assert [r for r in _read(t) if r[0] == 9] == [(9, "mine", "a")]
