@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 from lake_assets import Catalog
 from lake_assets.ops.dv_old_values import lookup_merge_function
@@ -171,3 +172,29 @@ def test_table_flush_merges_a_leading_retraction_by_level(tmp_path) -> None:
         results.append(read)
     assert results[0] == [{**first, "u": "u9"}]
     assert results[1] == [first]
+
+
+@pytest.mark.parametrize("extra", [{"changelog-producer": "lookup"}, {"deletion-vectors.enabled": "true"},
+                                   {"changelog-producer": "full-compaction", "full-compaction.delta-commits": "1"}])
+def test_lookup_and_changelog_paths_see_the_flushed_image(tmp_path, extra: dict[str, str]) -> None:
+    """Lookup compaction (its old row put first, a lone level-0 record merged too), deletion-vector
+    compaction and the full-compaction changelog merge the flushed row: key 1's commit starting
+    with a -U leaves its ``u`` (read and changelog agree); key 2's lone leading -U has no row above,
+    so it merges to a -D (its image, retracted) that reads and the changelog drop."""
+    catalog = Catalog(str(tmp_path))
+    catalog.create_database("db")
+    t = catalog.create_table("db.t", TABLE_SCHEMA, primary_keys=["k"], options={
+        "bucket": "1", "merge-engine": "partial-update", "rowkind.field": "op",
+        "fields.g1.sequence-group": "a", "fields.g2.sequence-group": "c", **extra})
+    first = {"k": 1, "a": "a1", "g1": 1, "c": "c1", "g2": 1, "u": "u1", "op": "+I"}
+    t.write_arrow(pa.Table.from_pylist([first], schema=TABLE_SCHEMA))
+    start = t.latest_snapshot().id
+    t.write_arrow(pa.Table.from_pylist([
+        {"k": 1, "a": "x", "g1": 0, "c": "c9", "g2": None, "u": "u9", "op": "-U"},
+        {"k": 1, "a": None, "g1": None, "c": None, "g2": None, "u": None, "op": "+I"},
+        {"k": 2, "a": "y", "g1": 5, "c": "c5", "g2": None, "u": "u5", "op": "-U"},
+    ], schema=TABLE_SCHEMA))
+    assert t.to_arrow().to_pylist() == [{**first, "u": "u9"}]
+    changes = t.read_changes(start, source="changelog").to_pylist()
+    if "changelog-producer" in extra:
+        assert sorted((r["_row_kind"], r["k"], r["u"]) for r in changes) == [("+U", 1, "u9"), ("-U", 1, "u1")]
