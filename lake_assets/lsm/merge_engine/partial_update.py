@@ -158,7 +158,7 @@ class PartialUpdate:
             return table
         kinds = kinds_of(table)
         retract = is_retract(kinds)
-        raw, raw_grouping = table, None
+        raw, raw_grouping, grouping = table, None, None
         if retract.any():
             if self.ignore_delete:
                 # ignored, but a key's first record still starts its row from its image (Paimon
@@ -167,6 +167,7 @@ class PartialUpdate:
                 keep = ~retract
                 keep[raw_grouping.starts] = True
                 table = table.filter(pa.array(keep))
+                grouping = _kept_grouping(raw_grouping, keep)
             elif not self.remove_on_delete and not self.groups:
                 raise InvalidDataError(
                     "The partial-update merge engine got a -U/-D record, which it cannot apply by "
@@ -176,8 +177,8 @@ class PartialUpdate:
                 )
             kinds = kinds_of(table)
             retract = is_retract(kinds)
-        # every key keeps its first record, so the filtered table has the raw table's key groups
-        grouping = group_keys(table, key_names)
+        if grouping is None:
+            grouping = group_keys(table, key_names)
         if raw_grouping is None:
             raw, raw_grouping = table, grouping
         if not self.groups and not self.merges_singles and all_single(raw_grouping, raw.num_rows):
@@ -313,6 +314,18 @@ def _unset(seq_cols: Sequence[pa.Array]) -> np.ndarray:
         empty &= ~valid_mask(c)
     return empty
 
+
+
+def _kept_grouping(raw: Grouping, keep: np.ndarray) -> Grouping:
+    """The key groups of the rows ``keep`` selects: every key keeps its first row, so they are the
+    raw key groups, in the same order, at the kept rows' new positions."""
+    position = np.cumsum(keep, dtype=np.int64) - 1
+    starts = position[raw.starts]
+    ends = np.empty_like(starts)
+    if len(starts):
+        ends[:-1] = starts[1:] - 1
+        ends[-1] = position[-1]
+    return Grouping(raw.gid[keep], starts, ends)
 
 
 def _sequence_of_inserts(merged: pa.Table, table: pa.Table, grouping: Grouping, retract: np.ndarray) -> pa.Table:
