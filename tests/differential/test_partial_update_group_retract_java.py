@@ -99,7 +99,8 @@ def test_a_leading_retractions_image_java_0_9_predates(java: PaimonJava, wh: str
     java.write(theirs, "db.t", data, kinds=data.column("op").to_pylist())
     catalog = Catalog(ours)
     catalog.create_database("db")
-    catalog.create_table("db.t", SCHEMA, primary_keys=["k"], options={**OPTIONS, "write-only": "true"}).write_arrow(data)
+    table = catalog.create_table("db.t", SCHEMA, primary_keys=["k"], options={**OPTIONS, "write-only": "true"})
+    table.write_arrow(data)
     k10 = {"k": 10, "a": 1, "g": 1, "b": "old", "op": "+I"}
     java_0_9 = [{"k": 9, "a": None, "g": 1, "b": None, "op": "+I"}, k10]
     paimon_1_4_1 = [{"k": 9, "a": None, "g": 1, "b": "img", "op": "+I"}, k10]
