@@ -82,3 +82,29 @@ def test_only_retractions_of_a_key_in_one_merge(java: PaimonJava, wh: str, write
     # the stored rows: one -D per key, carrying the key
     stored = sorted(table.read_changes(0, source="delta").to_pylist(), key=lambda r: r["k"])
     assert [(r["k"], r["_row_kind"]) for r in stored] == [(6, "-D"), (7, "-D"), (8, "+I")]
+
+
+LEADING_IMAGE = [{"k": 9, "a": 9, "g": 1, "b": "img", "op": "-D"}, {"k": 9, "op": "+I"},
+                 {"k": 10, "a": 1, "g": 1, "b": "old", "op": "+I"}]
+
+
+def test_a_leading_retractions_image_java_0_9_predates(java: PaimonJava, wh: str) -> None:
+    """One commit starting k9 with a -D whose ungrouped ``b`` is set, then an insert: Paimon
+    1.4.1+/2.0 start the flush's row from the -D's whole image (#7645, a bug fix with no option:
+    we follow it), so ``b`` = "img"; Java 0.9 started it empty, so ``b`` is null. Each engine reads
+    the other's table as written (the flushed level-0 rows differ, not the reading)."""
+    data = pa.Table.from_pylist(LEADING_IMAGE, schema=SCHEMA)
+    theirs, ours = f"{wh}/java", f"{wh}/lake"
+    java.create_table(theirs, "db.t", SCHEMA, ["k"], [], OPTIONS)
+    java.write(theirs, "db.t", data, kinds=data.column("op").to_pylist())
+    catalog = Catalog(ours)
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", SCHEMA, primary_keys=["k"], options={**OPTIONS, "write-only": "true"})
+    table.write_arrow(data)
+    k10 = {"k": 10, "a": 1, "g": 1, "b": "old", "op": "+I"}
+    java_0_9 = [{"k": 9, "a": None, "g": 1, "b": None, "op": "+I"}, k10]
+    paimon_1_4_1 = [{"k": 9, "a": None, "g": 1, "b": "img", "op": "+I"}, k10]
+    assert java.read(theirs, "db.t").to_pylist() == java_0_9
+    assert Catalog(theirs).get_table("db.t").to_arrow().to_pylist() == java_0_9
+    assert Catalog(ours).get_table("db.t").to_arrow().to_pylist() == paimon_1_4_1
+    assert java.read(ours, "db.t").to_pylist() == paimon_1_4_1

@@ -294,7 +294,9 @@ def test_partial_update_retract_needs_an_option() -> None:
         run(pu(s, {}), s, records)
     for opt in ("ignore-delete", "partial-update.ignore-delete"):
         out = by_key(run(pu(s, {opt: "true"}), s, records))
-        assert list(out) == [1] and out[1] == (INS, {"k": 1, "a": 1, SEQ: 0, KIND: INS})
+        assert out[1] == (INS, {"k": 1, "a": 1, SEQ: 0, KIND: INS})
+        # a key's only record comes out as it is (Paimon's reducer wrapper), an ignored -U too
+        assert out[2] == (UB, {"k": 2, "a": 3, SEQ: 2, KIND: UB})
 
 
 def test_partial_update_remove_record_on_delete() -> None:
@@ -572,21 +574,21 @@ def model_partial_update(records: Sequence[Record], cols: Sequence[str], ignore_
                          remove_on_delete: bool) -> dict[Any, tuple[int, dict[str, Any]]]:
     out = {}
     for k, recs in group_records(records).items():
-        if ignore_delete:
-            recs = [r for r in recs if not retracting(r[0])]
-        if not recs:
-            continue
-        # Paimon HEAD's PartialUpdateMergeFunction.add, record by record
+        # Paimon 1.4.1+ PartialUpdateMergeFunction.add, record by record
         row: dict[str, Any] = dict.fromkeys(cols)
         deleted = seen_insert = False
         for i, (kind, rec) in enumerate(recs):
             deleted = False
             if retracting(kind):
+                if i == 0:
+                    row = {c: rec[c] for c in cols}  # initRow: before ignore-delete is looked at
+                if ignore_delete:
+                    continue
                 if not remove_on_delete:
                     raise CannotApply("retract")
-                if i == 0 or kind == DEL:
-                    # the row becomes the retraction's image (initRow); a -D marks it deleted
-                    row, deleted = {c: rec[c] for c in cols}, kind == DEL
+                if kind == DEL:
+                    # the row becomes the -D's image (initRow) and is marked deleted
+                    row, deleted = {c: rec[c] for c in cols}, True
                 continue
             seen_insert = True
             row.update({c: rec[c] for c in cols if rec[c] is not None})
@@ -600,16 +602,20 @@ def _seq_key(values: Sequence[Any]) -> tuple[tuple[Any, ...], ...]:
 
 def model_partial_update_groups(
     records: Sequence[Record], ungrouped: Sequence[str], groups: Sequence[tuple[tuple[str, ...], tuple[str, ...]]],
-    funcs: Mapping[str, tuple[str, bool]],
+    funcs: Mapping[str, tuple[str, bool]], ignore_delete: bool = False,
 ) -> dict[Any, tuple[int, dict[str, Any]]]:
     """Plain grouped columns follow Paimon's record-at-a-time rule (a record not older than the
-    group's current sequence wins); aggregated ones fold the group's records in sequence order."""
+    group's current sequence wins); aggregated ones fold the group's records in sequence order.
+    A key whose first record is a retraction starts from its whole image (Paimon 1.4.1+), which
+    the retraction then retracts from its groups (unless ignore-delete drops it)."""
     out = {}
     for k, recs in group_records(records).items():
         has_insert = any(not retracting(kind) for kind, _ in recs)
+        lead = recs[0][1] if retracting(recs[0][0]) else None
+        counted = [(kind, rec) for kind, rec in recs if not (ignore_delete and retracting(kind))]
         vals: dict[str, Any] = {}
         for c in ungrouped:
-            vals[c] = None
+            vals[c] = None if lead is None else lead[c]
             for kind, rec in recs:
                 if not retracting(kind) and rec[c] is not None:
                     vals[c] = rec[c]
@@ -617,7 +623,11 @@ def model_partial_update_groups(
             current: tuple[Any, ...] | None = None
             plain = {m: None for m in members if m not in funcs}
             events = []
-            for idx, (kind, rec) in enumerate(recs):
+            if lead is not None:  # the image: sets the group, its sequence even if unset
+                current = tuple(lead[c] for c in seq_cols)
+                plain = {m: lead[m] for m in plain}
+                events.append((_seq_key(current), -1, INS, lead))
+            for idx, (kind, rec) in enumerate(counted):
                 s = tuple(rec[c] for c in seq_cols)
                 if all(v is None for v in s):
                     continue
@@ -718,24 +728,66 @@ def three_way(records: list[Record], split: Split) -> tuple[list[Record], list[R
 def merged_in_two_steps(fn: MergeFunction, schema: pa.Schema, records: list[Record], split: Split) -> pa.Table:
     """merge(X + merge(Y) + Z): Y merged on its own first, as a partial compaction would."""
     x, y, z = three_way(records, split)
-    middle = merge(fn, raw_table(schema, y, first_seq=len(x)))
-    parts = [raw_table(schema, x), middle, raw_table(schema, z, first_seq=len(x) + len(y))]
+    middle = merge(fn, raw_table(schema, y, first_seq=1 + len(x)))
+    parts = [raw_table(schema, x, first_seq=1), middle, raw_table(schema, z, first_seq=1 + len(x) + len(y))]
     return merge(fn, pa.concat_tables(parts))
 
 
 def assert_associative(fn: MergeFunction, schema: pa.Schema, records: list[Record], splits: list[Split],
-                       resets: bool = False) -> None:
+                       resets: bool = False, leads: bool = False) -> None:
     """merge(X + merge(Y) + Z) == merge(X + Y + Z) for each split.
 
     With ``resets`` (remove-record-on-delete) slices where a retraction is followed by more
     records of its key are skipped (`retraction_then_more`): one merged row cannot say "reset,
-    then these".
+    then these". With ``leads`` (partial-update's sequence groups or ignore-delete) slices where a
+    key's first record is a retraction followed by more are skipped (`leading_retraction`): Paimon
+    1.4.1+ starts such a key from the retraction's image only where a merge starts, so a merge in
+    parts differs from one at once (`assert_parts_by_level` checks those against Paimon's rule).
+    Sequence numbers start at 1 so that the 0 of a merged key of only ignored retractions sorts first.
     """
-    full = visible(merge(fn, raw_table(schema, records)))
+    full = visible(merge(fn, raw_table(schema, records, first_seq=1)))
     for split in splits:
         if resets and retraction_then_more(*three_way(records, split)):
             continue
+        if leads and leading_retraction(three_way(records, split)[1]):
+            continue
         assert visible(merged_in_two_steps(fn, schema, records, split)) == full, split
+
+
+def leading_retraction(y: Sequence[Record]) -> bool:
+    """Whether a key of ``y`` has more than one record there, the first of them a retraction."""
+    return any(len(recs) > 1 and retracting(recs[0][0]) for recs in group_records(y).values())
+
+
+def model_by_level(model: Any, x: Sequence[Record], y: Sequence[Record], z: Sequence[Record],
+                   ignore_delete: bool) -> dict[Any, tuple[int, dict[str, Any]]]:
+    """Paimon's merge function applied as a compaction by level does: to Y alone, then to X, Y's
+    merged rows and Z in sequence order. A merged key of only ignored retractions has sequence
+    number 0, so it comes first (before X's records of the key)."""
+    middle = model(y)
+    y_keys = group_records(y)
+    ordered = [(1 + i, 0, r) for i, r in enumerate(x)]
+    for k, (kind, row) in middle.items():
+        recs = y_keys[k]
+        only_ignored = ignore_delete and len(recs) > 1 and all(retracting(kd) for kd, _ in recs)
+        ordered.append((0 if only_ignored else 1 + len(x), 1, (kind, {**row, "k": k})))
+    ordered += [(1 + len(x) + len(y) + j, 2, r) for j, r in enumerate(z)]
+    ordered.sort(key=lambda e: (e[0], e[1]))
+    return model([r for _, _, r in ordered])  # type: ignore[no-any-return]
+
+
+def assert_parts_by_level(fn: MergeFunction, schema: pa.Schema, records: list[Record], splits: list[Split],
+                          cols: Sequence[str], ignore_delete: bool, model: Any) -> None:
+    """merge(X + merge(Y) + Z) is what Paimon 1.4.1+ gives merging Y first, then the rest, for each
+    split: the Java rule's own result by level wherever merging in parts differs from at once."""
+    for split in splits:
+        x, y, z = three_way(records, split)
+        try:
+            got: Any = by_key(merged_in_two_steps(fn, schema, records, split))
+        except InvalidDataError:
+            got = "error"
+        expected = model_result(model_by_level, model, x, y, z, ignore_delete)
+        assert_same(got, expected, cols)
 
 
 def visible(table: pa.Table) -> dict[Any, Any]:
@@ -824,7 +876,11 @@ def test_partial_update_is_associative(records: list[Record], opts: dict[str, st
     fn = pu(PU_SCHEMA, opts)
     if not opts:
         records = [r for r in records if not retracting(r[0])]
-    assert_associative(fn, PU_SCHEMA, records, splits, resets="partial-update.remove-record-on-delete" in opts)
+    ignore = any(k.endswith("ignore-delete") for k in opts)
+    remove = "partial-update.remove-record-on-delete" in opts
+    assert_associative(fn, PU_SCHEMA, records, splits, resets=remove, leads=ignore)
+    assert_parts_by_level(fn, PU_SCHEMA, records, splits, ["a", "s", "n"], ignore,
+                          lambda recs: model_partial_update(recs, ["a", "s", "n"], ignore, remove))
 
 
 GROUP_SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("g1", pa.int32()), ("a", pa.int32()),
@@ -862,8 +918,7 @@ def test_sequence_groups_match_model(records: list[Record], fb: tuple[str, bool]
     opts, funcs = group_options(fb, fd)
     if ignore_delete:
         opts["ignore-delete"] = "true"
-    model_input = [r for r in records if not (ignore_delete and retracting(r[0]))]
-    expected = model_result(model_partial_update_groups, model_input, ["u"], GROUPS, funcs)
+    expected = model_result(model_partial_update_groups, records, ["u"], GROUPS, funcs, ignore_delete)
     assert_same(engine_result(pu(GROUP_SCHEMA, opts), GROUP_SCHEMA, records), expected, COLS)
 
 
@@ -874,10 +929,17 @@ ASSOC_GROUP_STR = st.sampled_from([None, ("last_value", False), ("max", True)])
 
 
 @settings(HYPO, max_examples=300)
-@given(records=GROUP_STREAM, fb=ASSOC_GROUP_INT, fd=ASSOC_GROUP_STR, splits=SPLITS)
+@given(records=GROUP_STREAM, fb=ASSOC_GROUP_INT, fd=ASSOC_GROUP_STR, ignore_delete=st.booleans(), splits=SPLITS)
 def test_sequence_groups_are_associative(records: list[Record], fb: tuple[str, bool] | None,
-                                         fd: tuple[str, bool] | None, splits: list[Split]) -> None:
-    assert_associative(pu(GROUP_SCHEMA, group_options(fb, fd)[0]), GROUP_SCHEMA, records, splits)
+                                         fd: tuple[str, bool] | None, ignore_delete: bool,
+                                         splits: list[Split]) -> None:
+    opts, funcs = group_options(fb, fd)
+    if ignore_delete:
+        opts["ignore-delete"] = "true"
+    fn = pu(GROUP_SCHEMA, opts)
+    assert_associative(fn, GROUP_SCHEMA, records, splits, leads=True)
+    assert_parts_by_level(fn, GROUP_SCHEMA, records, splits, COLS, ignore_delete,
+                          lambda recs: model_partial_update_groups(recs, ["u"], GROUPS, funcs, ignore_delete))
 
 
 @HYPO

@@ -268,12 +268,12 @@ def fold(
     retract: np.ndarray,
     gid: np.ndarray,
     n_groups: int,
-    as_insert: np.ndarray | None = None,
 ) -> pa.Array:
     """Fold ``col[rows]`` per group in entry order; one result per group (null when no entries).
 
-    ``rows`` are row positions grouped by the non-decreasing ``gid``; ``retract`` flags retract
-    entries; ``as_insert`` marks retracts to fold like inserts (the retract image of a -D result).
+    ``rows`` are row positions grouped by the non-decreasing ``gid`` (a row may be two entries:
+    partial-update's leading retraction is its image, then its own retraction); ``retract`` flags
+    retract entries.
     """
     func = fn.function
     if retract.any():
@@ -281,8 +281,6 @@ def fold(
         if fn.ignore_retract or func not in _RETRACTABLE:
             keep = ~retract
             rows, gid, retract = rows[keep], gid[keep], retract[keep]
-        elif as_insert is not None:
-            retract = retract & ~as_insert
     if func in COLLECTION_FUNCTIONS:
         return fold_collection(func, fn.collection, fn.column, col, rows, retract, gid, n_groups)
     valid = valid_mask(col)[rows]

@@ -8,11 +8,24 @@ unchanged (see the package docstring).
   ``partial-update.remove-record-on-delete`` makes a -D delete the whole row, or sequence groups are
   configured. The two delete options conflict with each other, and remove-on-delete conflicts with
   sequence groups, as in Paimon (``OptionError``).
+- Leading retraction (Paimon 1.4.1+ and 2.0, ``initRow``; bug fixes #5077 and #7645, no option):
+  a key whose first record *in a merge* is a -U/-D starts from that record's whole image (every
+  column, nulls included; 1.1-1.4.0 took its NOT NULL columns only, 0.9 nothing), whatever the
+  options; the record then acts as any retraction: ``ignore-delete`` drops it (the image stays),
+  remove-on-delete resets to the same image, sequence groups retract the groups its sequence sets
+  from the image (an aggregate from the image's own value: a sum gives 0), leaving the groups it
+  leaves unset and the ungrouped columns with its values. Merging in parts (a flush, a compaction
+  level, then a read) therefore differs from merging at once wherever a part starts a key with a
+  retraction - as in Java, whose merges by level we follow.
+- ``ignore-delete``: every retraction but a key's leading one is dropped before merging; an ignored
+  record never sets the result's sequence number, so a key of only retractions merges to a -D of
+  the leading image with sequence number 0 (Java's ``latestSequenceNumber`` reset), which a later
+  merge sorts first. A key's only record (counting the dropped ones) is emitted as it is.
 - remove-on-delete: a -D resets the row to its own image (Paimon 1.4.1+ and 2.0; 1.0 reset to an
-  empty row, 1.1-1.4.0 to its NOT NULL columns), and so does a -U that is a key's first record; later
-  inserts overwrite the image's non-null fields, a later -U changes no field. The result is -D when
-  the key's last record is a -D or it saw no insert at all, else +I: as in Paimon 1.1+, a -U after a
-  -D flips the row back to a +I of the -D's image when an insert came before.
+  empty row, 1.1-1.4.0 to its NOT NULL columns); later inserts overwrite the image's non-null
+  fields, a later -U changes no field. The result is -D when the key's last record is a -D or it
+  saw no insert at all, else +I: as in Paimon 1.1+, a -U after a -D flips the row back to a +I of
+  the -D's image when an insert came before.
 - ``fields.<s1>[,<s2>].sequence-group = <a>,<b>``: a record whose group sequence is all-null leaves
   the group alone. A record whose sequence tuple (nulls smallest) is not older than the group's
   current one wins the group: an insert sets every column of the group (nulls included), a retract
@@ -23,10 +36,6 @@ unchanged (see the package docstring).
   the record: the row becomes the -D's image (as Paimon HEAD's ``initRow``), the result is -D
   unless later records follow, and those merge on top of the image (`group_delete`). Conflicts
   with ``ignore-delete``.
-- Not followed with sequence groups: Paimon 1.4.1+/2.0 start a key whose first record is a
-  retraction from its whole image (``initRow``; ungrouped columns and unset groups included). That
-  breaks merge(merge(A) + B) == merge(A + B), on which the group merge below is built (see the
-  result kind) (docs/format.md §10.1); a leading retraction here only retracts its groups.
 - Aggregate functions are allowed on grouped columns only (Paimon rejects any other function than
   last_non_null_value outside a group). Inside a group they fold the group's records in
   group-sequence order, ties in arrival order. That equals Paimon for plain columns, last_value and
@@ -34,9 +43,8 @@ unchanged (see the package docstring).
   sequences arrive in non-decreasing order; Paimon releases disagree among themselves about
   out-of-order first_value/last_non_null_value/listagg, so we keep the plain definition.
 - Result kind: +I when the key saw an insert; -D when it saw only retracts (Paimon: "no insert
-  seen"). With sequence groups that -D row carries each group's largest sequence and the *retracted
-  amounts* (e.g. the sum of retracted values), so merging it again later as a retract has the same
-  effect as the original retracts: merge(merge(A) + B) == merge(A + B).
+  seen") or its last record removed it. A -D row carries what Java's row holds then (the leading
+  image, retracted), so merging it again later gives what Java's merge of it gives.
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ import numpy as np
 import pyarrow as pa
 
 from lake_assets.errors import InvalidDataError, OptionError
+from lake_assets.formats.data_file import SEQUENCE_NUMBER
 from lake_assets.lsm.merge import is_retract, kinds_of
 from lake_assets.lsm.merge_engine.aggregate_functions import FieldFunction, fold
 from lake_assets.lsm.merge_engine.engine_options import (
@@ -62,6 +71,7 @@ from lake_assets.lsm.merge_engine.grouping import (
     all_single,
     columns_of,
     group_keys,
+    group_seq_max,
     keep_singles,
     last_true,
     one_row_per_group,
@@ -148,9 +158,16 @@ class PartialUpdate:
             return table
         kinds = kinds_of(table)
         retract = is_retract(kinds)
+        raw, raw_grouping, grouping = table, None, None
         if retract.any():
             if self.ignore_delete:
-                table = table.filter(pa.array(~retract))
+                # ignored, but a key's first record still starts its row from its image (Paimon
+                # 1.4.1+ runs initRow before it checks ignore-delete): keep each key's first record
+                raw_grouping = group_keys(table, key_names)
+                keep = ~retract
+                keep[raw_grouping.starts] = True
+                table = table.filter(pa.array(keep))
+                grouping = _kept_grouping(raw_grouping, keep)
             elif not self.remove_on_delete and not self.groups:
                 raise InvalidDataError(
                     "The partial-update merge engine got a -U/-D record, which it cannot apply by "
@@ -158,30 +175,36 @@ class PartialUpdate:
                     "them, 'partial-update.remove-record-on-delete' = 'true' to delete the whole row on "
                     "-D, or configure 'fields.<seq>.sequence-group' to retract groups of columns"
                 )
-            if table.num_rows == 0:
-                return table
             kinds = kinds_of(table)
             retract = is_retract(kinds)
-        grouping = group_keys(table, key_names)
-        if not self.groups and not self.merges_singles and all_single(grouping, table.num_rows):
-            return table  # every key has one record: emitted as it is (see keep_singles)
+        if grouping is None:
+            grouping = group_keys(table, key_names)
+        if raw_grouping is None:
+            raw, raw_grouping = table, grouping
+        if not self.groups and not self.merges_singles and all_single(raw_grouping, raw.num_rows):
+            return raw  # every key has one record: emitted as it is (see keep_singles)
         if self.groups:
             # merged even when every key has one record: a retraction a grouped function cannot
             # take fails now rather than when it meets an older record
             merged = self._merge_groups(table, key_names, grouping, retract, kinds)
         else:
             merged = self._merge_plain(table, key_names, grouping, kinds)
-        return merged if self.merges_singles else keep_singles(table, grouping, merged)
+        if self.ignore_delete and retract.any():
+            merged = _sequence_of_inserts(merged, table, grouping, retract)
+        # a key's only record is emitted as it is: only in the raw input (Java's reducer wrapper
+        # sees the ignored retractions too)
+        return merged if self.merges_singles else keep_singles(raw, raw_grouping, merged)
 
     def _merge_plain(
         self, table: pa.Table, key_names: Sequence[str], grouping: Grouping, kinds: np.ndarray
     ) -> pa.Table:
-        # Only remove-record-on-delete gets here with retractions (Paimon HEAD's add): a key's
-        # first record, if a -U/-D, starts the row from its whole image (initRow, Paimon 1.4.1+ and
-        # 2.0; 1.1-1.4.0 took its NOT NULL columns only), and each -D restarts the row from its
-        # image; a -U changes no field. The inserts after the last restart overwrite its non-null
-        # fields. The result is -D when the key's last record is a -D, or when it saw no insert at
-        # all; else +I - so a -U after a -D flips the row back to +I if an insert came before.
+        # Only remove-record-on-delete and ignore-delete (a key's leading retraction, the others
+        # dropped) get here with retractions (Paimon HEAD's add): a key's first record, if a -U/-D,
+        # starts the row from its whole image (initRow, Paimon 1.4.1+ and 2.0; 1.1-1.4.0 took its
+        # NOT NULL columns only), and each -D restarts the row from its image; a -U changes no
+        # field. The inserts after the last restart overwrite its non-null fields. The result is
+        # -D when the key's last record is a -D, or when it saw no insert at all; else +I - so a -U
+        # after a -D flips the row back to +I if an insert came before.
         starts, ends = grouping.starts, grouping.ends
         insert = ~is_retract(kinds)
         reset = kinds == RowKind.DELETE
@@ -208,13 +231,19 @@ class PartialUpdate:
         cols = columns_of(table)
         insert = ~retract
         has_insert = last_true(insert, ends, starts) >= 0
-        # remove-record-on-sequence-group: a key's records before its last reset are gone and the
-        # resetting -D's image is the row later records merge into (see group_delete)
+        # Each key's *origin*, the row whose whole image starts it (Paimon 1.4.1+ initRow): the last
+        # remove-record-on-sequence-group reset (records before it are gone, see group_delete),
+        # else its first record if that is a retraction, else none (the row starts empty).
         reset = self._resets(cols, grouping, kinds)
-        live = image = None  # no reset: every row counts, none is an image (the common case, no extra work)
-        if (reset >= 0).any():
-            pos, reset_row = np.arange(table.num_rows, dtype=np.int64), reset[gid]
-            live, image = pos >= reset_row, pos == reset_row
+        leading = np.where(retract[starts] & (reset < 0), starts, -1)
+        origin = np.maximum(reset, leading)
+        live = image = None  # no origin: every row counts, none is an image (the common case, no extra work)
+        if (origin >= 0).any():
+            pos, origin_row = np.arange(table.num_rows, dtype=np.int64), origin[gid]
+            live, image = pos >= origin_row, pos == origin_row
+        # A leading retraction (not a reset) retracts its groups from its own image right after
+        # (ignore-delete: it only gives the image); a reset's image is all that is left of it.
+        lead_retracts = leading[leading >= 0] if not self.ignore_delete else np.zeros(0, dtype=np.int64)
         results: dict[str, pa.Array] = {}
         for group in self.groups:
             missing = [f for f in group.sequence_fields if f not in cols]
@@ -226,16 +255,19 @@ class PartialUpdate:
                     )
                 continue
             seq_cols = [cols[f] for f in group.sequence_fields]
-            # a reset's image sets every group, even one its sequence leaves unset
-            entries = np.flatnonzero(~_unset(seq_cols) if live is None else (~_unset(seq_cols) & live) | image)
-            # Group-sequence order, ties in arrival order (lexsort is stable).
+            unset = _unset(seq_cols)
+            # an origin's image sets every group, even one its sequence leaves unset
+            entries = np.flatnonzero(~unset if live is None else (~unset & live) | image)
+            as_retract = retract[entries] if image is None else retract[entries] & ~image[entries]
+            again = lead_retracts[~unset[lead_retracts]]  # the image's own retraction: a second entry
+            entries = np.concatenate((entries, again))
+            as_retract = np.concatenate((as_retract, np.ones(len(again), dtype=bool)))
+            second = np.concatenate((np.zeros(len(entries) - len(again), dtype=bool), np.ones(len(again), dtype=bool)))
+            # Group-sequence order, ties in arrival order, an image before its own retraction.
             rank = sequence_rank(seq_cols)
-            order = np.lexsort((rank[entries], gid[entries]))
-            rows = entries[order]
-            rows_gid, rows_retract = gid[rows], retract[rows] if image is None else retract[rows] & ~image[rows]
-            # Keys that saw only retracts give a -D whose row is the retract image; after a reset,
-            # retracts retract from the reset's image (as Paimon's row does).
-            as_insert = ~has_insert[rows_gid] if image is None else ~has_insert[rows_gid] & (reset[rows_gid] < 0)
+            order = np.lexsort((second, entries, rank[entries], gid[entries]))
+            rows, rows_retract = entries[order], as_retract[order]
+            rows_gid = gid[rows]
             _, last = segment_bounds(rows_gid)
             seq_idx = np.full(n_groups, -1, dtype=np.int64)
             seq_idx[rows_gid[last]] = rows[last]
@@ -243,13 +275,13 @@ class PartialUpdate:
                 results[f] = take_or_null(cols[f], seq_idx)
             for m in present:
                 fn = self.functions.get(m) or FieldFunction(m, "last_value")
-                results[m] = fold(fn, cols[m], rows, rows_retract, rows_gid, n_groups, as_insert)
+                results[m] = fold(fn, cols[m], rows, rows_retract, rows_gid, n_groups)
 
         def merged(name: str, col: pa.Array) -> pa.Array | None:
             if name in results:
                 return results[name]
             if name in self.types:
-                # Ungrouped columns: last non-null value of an insert (or of the reset's image);
+                # Ungrouped columns: last non-null value of an insert (or of the origin's image);
                 # retracts never touch them.
                 counted = insert if live is None else (insert & live) | image
                 return take_or_null(col, last_true(valid_mask(col) & counted, ends, starts))
@@ -282,3 +314,26 @@ def _unset(seq_cols: Sequence[pa.Array]) -> np.ndarray:
         empty &= ~valid_mask(c)
     return empty
 
+
+
+def _kept_grouping(raw: Grouping, keep: np.ndarray) -> Grouping:
+    """The key groups of the rows ``keep`` selects: every key keeps its first row, so they are the
+    raw key groups, in the same order, at the kept rows' new positions."""
+    position = np.cumsum(keep, dtype=np.int64) - 1
+    starts = position[raw.starts]
+    ends = np.empty_like(starts)
+    if len(starts):
+        ends[:-1] = starts[1:] - 1
+        ends[-1] = position[-1]
+    return Grouping(raw.gid[keep], starts, ends)
+
+
+def _sequence_of_inserts(merged: pa.Table, table: pa.Table, grouping: Grouping, retract: np.ndarray) -> pa.Table:
+    """``merged`` with each key's sequence number taken from its inserts only, 0 when it has none:
+    an ignored retraction never sets Paimon's ``latestSequenceNumber`` (reset to 0 per key), so a
+    key of only ignored retractions merges to a -D of sequence 0 - which a later merge sorts first."""
+    if SEQUENCE_NUMBER not in merged.column_names:
+        return merged
+    seq = np.where(retract, 0, table.column(SEQUENCE_NUMBER).to_numpy())
+    index = merged.schema.get_field_index(SEQUENCE_NUMBER)
+    return merged.set_column(index, merged.schema.field(index), group_seq_max(seq, grouping.starts))
