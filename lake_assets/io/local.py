@@ -122,8 +122,15 @@ class LocalFileIO(FileIO):
 
     @staticmethod
     def _write_new(path: str, data: bytes) -> None:
-        with open(path, "wb") as fh:
-            fh.write(data)
+        # open/write/close on the descriptor: Python's buffered file adds an fstat, an isatty
+        # ioctl and a seek to every file made (metadata files are written once, whole)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]  # a short write (a signal, a full pipe) goes on
+        finally:
+            os.close(fd)
 
     def overwrite_atomic(self, path: str, data: bytes) -> None:
         tmp = self._temp_beside(path)

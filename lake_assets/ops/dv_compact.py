@@ -157,6 +157,9 @@ class VectorUpdate:
         self._marked: dict[str, DeletionVector] = {}  # looked-up file -> its old vector plus those positions
         self._bounds: dict[str, tuple[object, object]] = {}  # file name -> its first key column's range
         self._kept: dict[str, np.ndarray | None] = {}  # file name -> the rows its old vector keeps
+        # file name -> its path (checked once per unit: a unit asks for a file's cached keys and
+        # index several times, and each `data_file_path` re-checks the name)
+        self._paths: dict[str, str] = {}
 
     @property
     def int_key(self) -> bool:
@@ -220,10 +223,16 @@ class VectorUpdate:
         compaction looks this very file up, so its keys go into the lookup cache too."""
         self.note(self._file_keys(meta))
 
+    def _path(self, meta: DataFileMeta) -> str:
+        path = self._paths.get(meta.file_name)
+        if path is None:
+            path = self._paths[meta.file_name] = self.store.data_file_path(self.split.partition, self.split.bucket,
+                                                                           meta)
+        return path
+
     def _file_keys(self, meta: DataFileMeta) -> pa.Table:
         """``meta``'s key columns, every row in file order (no deletion vector applied), cached."""
-        path = self.store.data_file_path(self.split.partition, self.split.bucket, meta)
-        cache_key = (path, meta.file_size, tuple(self.key_names), "keys")
+        cache_key = (self._path(meta), meta.file_size, tuple(self.key_names), "keys")
         keys = _KEY_CACHE.get(cache_key)
         if not isinstance(keys, pa.Table):
             whole = Split(self.split.partition, self.split.partition_values, self.split.bucket,
@@ -233,8 +242,7 @@ class VectorUpdate:
         return keys
 
     def _index_key(self, meta: DataFileMeta) -> _CacheKey:
-        path = self.store.data_file_path(self.split.partition, self.split.bucket, meta)
-        return (path, meta.file_size, tuple(self.key_names), "positions")
+        return (self._path(meta), meta.file_size, tuple(self.key_names), "positions")
 
     def _file_index(self, meta: DataFileMeta) -> IntKeyPositions | None:
         """The search-ready index of ``meta``'s single integer key column, cached beside its keys
