@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from lake_assets.errors import LakeError, NoSuchTableError, UnsupportedFeatureError
+from lake_assets.errors import LakeError, NoSuchTableError, UnsupportedFeatureError, WriterStateLostError
 from lake_assets.lsm.merge import is_retract
 from lake_assets.ops.allocator import release_pool_threads
 from lake_assets.ops.bucket_router import BucketRouter
@@ -28,6 +28,7 @@ from lake_assets.ops.level0_flush import Level0Flush
 from lake_assets.ops.route import PARALLEL_GATHER_ROWS
 from lake_assets.ops.spill import SpillStats, spill_root
 from lake_assets.ops.write_spill import WriteBufferSpill, bucket_flush_threads
+from lake_assets.ops.writer_rounds import RoundLedger
 from lake_assets.ops.writer_state import (
     BucketBuffer,
     BucketKey,
@@ -111,6 +112,8 @@ class TableWriter:
         self._compact_requested: set[tuple[bytes, int]] = set()  # see `request_compaction`
         self._full_requested: set[tuple[bytes, int]] = set()  # ... with full=True
         self._closed = False
+        # the rounds inline compaction carried on before seeing them land (see `_check_earlier_rounds`)
+        self._rounds: RoundLedger | None = None
         # the write buffer's local spill (None: a full buffer flushes level-0 files)
         self._spill = WriteBufferSpill.for_writer(opts, self.is_pk, list(self.schema.trimmed_primary_keys),
                                                   self.spill_dir)
@@ -268,7 +271,9 @@ class TableWriter:
     def prepare_commit(self) -> list[CommitMessage]:
         """Flush and return the commit messages of everything written since the last call."""
         total = self.num_buckets if self.is_pk else -1
-        if self.is_pk and not self.write_only:
+        compacts = self.is_pk and not self.write_only
+        if compacts:
+            self._check_earlier_rounds()
             pending = self._flush_and_compact(total)
         else:
             self._write_level0()
@@ -292,7 +297,29 @@ class TableWriter:
             messages = cross.stamp(messages)
             # the next write moves the base over this commit (before snapshots expire past it)
             cross.advance_due = True
+        if compacts:
+            if self._rounds is None:
+                base = self._router.restore()
+                self._rounds = RoundLedger(None if base.snapshot is None else base.snapshot.id)
+            self._rounds.record(self.store, messages)
         return messages
+
+    def _check_earlier_rounds(self) -> None:
+        """Before this round compacts the files earlier rounds left in its buckets: look whether
+        those rounds landed (`RoundLedger`). Their rows discarded by a failed or aborted commit:
+        this round's files are deleted, the writer closed and `WriterStateLostError` raised (the
+        caller writes those rows again through a new writer, as a Flink job restores its writers
+        from the table and replays its input); only their compaction lost (the commit kept the
+        data): the buckets' files are reloaded from the latest snapshot."""
+        if self._rounds is None:
+            return
+        try:
+            if self._rounds.check(self.store, self.store.name):
+                self._router.reload_base()
+        except WriterStateLostError:
+            self.abort()
+            self.close()
+            raise
 
     def _flush_and_compact(self, total: int) -> list[PendingMessage]:
         """Each bucket's level-0 flush and, once it is done, its inline compaction, on the
