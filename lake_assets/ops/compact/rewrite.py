@@ -113,7 +113,7 @@ class _UnitFiles:
         options = self.store.schema.core_options
         budget = 0 if self.reader.key_filter is not None else options.lookup_cache_max_memory_size
         return LookedUpRows(partial(_selected_rows, self, split, rows=None), partial(_selected_rows, self, split),
-                            key, budget)
+                            key, budget, self.store.paths.root)
 
     @functools.cached_property
     def data_reader(self) -> SplitReader:
@@ -339,7 +339,7 @@ def _remember_output(unit: _UnitFiles, split: Split, level: int, files: Sequence
     remember_written_keys(unit.store, split.partition, split.bucket, files, rows)
     if unit.reader.lookup_levels:
         rows = with_level(rows, level)
-    remember_written_rows(files, rows, looked_up.key, looked_up.budget)
+    remember_written_rows(files, rows, looked_up.key, looked_up.budget, looked_up.owner)
 
 
 def _selected_rows(unit: _UnitFiles, split: Split, meta: DataFileMeta, rows: np.ndarray | None) -> pa.Table:
