@@ -169,6 +169,13 @@ def _create_due_tags(store: FileStore, snap: Snapshot) -> list[str]:
             this_tag = next_tag if opts.tag_automatic_completion and next_tag is not None else (
                 handler.previous_period(time))  # the period before the snapshot's time (delay aside)
             name = handler.tag_name(this_tag)
+            held = all_tags.get(name)
+            if held is not None and discarded_by_rollback(store, held.snapshot):
+                # the period's tag of a history a rollback discarded, which the rollback should
+                # have removed (Java's cut short): this history's snapshot takes the name
+                with contextlib.suppress(SnapshotNotFoundError):
+                    store.tag_manager().delete(name)
+                del all_tags[name]
             if name not in all_tags:
                 try:
                     store.require(Op.TAG)

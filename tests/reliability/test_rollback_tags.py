@@ -11,6 +11,7 @@ to it are refused, deleting it frees its own files, orphan removal keeps them wh
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from datetime import timedelta
 from pathlib import Path
@@ -20,6 +21,7 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog, InvalidArgumentError
+from lake_assets.ops import tag_auto
 from lake_assets.ops.tagging import discarded_by_rollback
 from tests.reliability.crash_run import run_crash_worker
 
@@ -101,3 +103,33 @@ def test_a_tag_of_a_discarded_history_reads_its_own_rows_and_is_no_position_in_t
     assert result.deleted_data_files  # before the fix: none (snapshot 4 "keeps every file")
     assert _state(t) == new[4] and _state(t, tag="s3") == old[3]
     assert all(_state(t, snapshot_id=s) == new[s] for s in new)
+
+
+def test_automatic_tagging_continues_from_this_history_and_retags_a_discarded_period(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    wh = str(tmp_path / "wh")
+    cat = Catalog(wh)
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["k"],
+                         options={"bucket": "1", "write-only": "true", "tag.automatic-creation": "process-time"})
+    real, shift = tag_auto._snapshot_time, {}
+    monkeypatch.setattr(tag_auto, "_snapshot_time",
+                        lambda mode, snap: real(mode, snap) + dt.timedelta(days=shift.get(snap.id, 0)))
+    day = [(dt.date.today() + dt.timedelta(days=d)).isoformat() for d in (-1, 0, 1)]
+    for sid, days_later in ((1, 0), (2, 1), (3, 2)):
+        shift[sid] = days_later
+        t.write_arrow(pa.table({"k": [sid], "v": [sid]}, schema=SCHEMA))
+    assert {n: s.id for n, s in t.tags().items()} == {day[0]: 1, day[1]: 2, day[2]: 3}
+    io, paths = t.store.file_io, t.store.paths
+    saved = {n: io.read_bytes(paths.tag_file(n)) for n in day[1:]}
+    t.rollback_to(snapshot_id=1)
+    for name, data in saved.items():  # as Java's rollback killed between snapshots and tags leaves them
+        io.write_bytes(paths.tag_file(name), data)
+    for sid, days_later in ((2, 1), (3, 2)):  # this history's next days
+        shift[sid] = days_later
+        t.write_arrow(pa.table({"k": [10 + sid], "v": [sid]}, schema=SCHEMA))
+    # before the fix: both periods kept the discarded history's tags (and the first was skipped)
+    tags = t.tags()
+    assert {n: s.id for n, s in tags.items()} == {day[0]: 1, day[1]: 2, day[2]: 3}
+    assert not any(discarded_by_rollback(t.store, s) for s in tags.values())
+    assert _state(t, tag=day[2]) == {1: 1, 12: 2, 13: 3}
