@@ -112,8 +112,7 @@ class TableWriter:
         self._compact_requested: set[tuple[bytes, int]] = set()  # see `request_compaction`
         self._full_requested: set[tuple[bytes, int]] = set()  # ... with full=True
         self._closed = False
-        # the rounds inline compaction carried on before seeing them land (see `_check_earlier_rounds`)
-        self._rounds: RoundLedger | None = None
+        self._rounds = RoundLedger()  # rounds carried on before seen landed (`_check_earlier_rounds`)
         # the write buffer's local spill (None: a full buffer flushes level-0 files)
         self._spill = WriteBufferSpill.for_writer(opts, self.is_pk, list(self.schema.trimmed_primary_keys),
                                                   self.spill_dir)
@@ -272,8 +271,10 @@ class TableWriter:
         """Flush and return the commit messages of everything written since the last call."""
         total = self.num_buckets if self.is_pk else -1
         compacts = self.is_pk and not self.write_only
-        if compacts:
+        # a cross-partition writer's commits check its earlier rounds themselves (key_index_pending)
+        if ledger := compacts and self._router.cross_router is None:
             self._check_earlier_rounds()
+        if compacts:
             pending = self._flush_and_compact(total)
         else:
             self._write_level0()
@@ -297,22 +298,14 @@ class TableWriter:
             messages = cross.stamp(messages)
             # the next write moves the base over this commit (before snapshots expire past it)
             cross.advance_due = True
-        if compacts:
-            if self._rounds is None:
-                base = self._router.restore()
-                self._rounds = RoundLedger(None if base.snapshot is None else base.snapshot.id)
-            self._rounds.record(self.store, messages)
+        if ledger:
+            self._rounds.record(self.store, messages, self._router.restore)
         return messages
 
     def _check_earlier_rounds(self) -> None:
-        """Before this round compacts the files earlier rounds left in its buckets: look whether
-        those rounds landed (`RoundLedger`). Their rows discarded by a failed or aborted commit:
-        this round's files are deleted, the writer closed and `WriterStateLostError` raised (the
-        caller writes those rows again through a new writer, as a Flink job restores its writers
-        from the table and replays its input); only their compaction lost (the commit kept the
-        data): the buckets' files are reloaded from the latest snapshot."""
-        if self._rounds is None:
-            return
+        """Look whether the earlier rounds whose files this round compacts landed (`RoundLedger`):
+        their rows discarded, this round's files go, the writer closes and raises; only their
+        compaction lost, the buckets' files are reloaded from the latest snapshot."""
         try:
             if self._rounds.check(self.store, self.store.name):
                 self._router.reload_base()

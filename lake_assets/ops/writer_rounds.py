@@ -26,7 +26,10 @@ from lake_assets.errors import WriterStateLostError
 from lake_assets.spec.manifest import FileKind
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from lake_assets.ops.commit_message import CommitMessage
+    from lake_assets.ops.writer_state import WriterBase
     from lake_assets.store.file_store import FileStore
 
 
@@ -43,11 +46,15 @@ class _Round:
 class RoundLedger:
     """The rounds a writer prepared whose landing it has not seen yet, oldest first."""
 
-    seen_snapshot: int | None  # snapshots up to this id were looked at
+    seen_snapshot: int | None = None  # snapshots up to this id were looked at
     rounds: list[_Round] = field(default_factory=list)
 
-    def record(self, store: FileStore, messages: list[CommitMessage]) -> None:
-        """Remember a round's messages (as `prepare_commit` returns them)."""
+    def record(self, store: FileStore, messages: list[CommitMessage], base: Callable[[], WriterBase]) -> None:
+        """Remember a round's messages (as `prepare_commit` returns them); ``base`` gives the
+        state the writer started from, whose snapshot the first round's look starts after."""
+        if not self.rounds and self.seen_snapshot is None and messages:
+            snap = base().snapshot
+            self.seen_snapshot = None if snap is None else snap.id
         rnd = _Round()
         for m in messages:
             for f in m.new_files:
