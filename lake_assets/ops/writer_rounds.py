@@ -48,6 +48,7 @@ class RoundLedger:
 
     seen_snapshot: int | None = None  # snapshots up to this id were looked at
     rounds: list[_Round] = field(default_factory=list)
+    _blind: bool = False  # the last look found snapshots after `seen_snapshot` expired
 
     def record(self, store: FileStore, messages: list[CommitMessage], base: Callable[[], WriterBase]) -> None:
         """Remember a round's messages (as `prepare_commit` returns them); ``base`` gives the
@@ -80,7 +81,15 @@ class RoundLedger:
         for rnd in self.rounds:
             rows = {n: p for n, p in rnd.rows.items() if n not in added}
             outputs = {n: p for n, p in rnd.outputs.items() if n not in added}
+            if rnd.outputs and not outputs:
+                rows = {}  # its compaction landed, so did its data (committed first): maybe compacted away since
             gone = [p for p in rows.values() if not store.file_io.exists(p)]
+            if gone and self._blind:
+                raise WriterStateLostError(
+                    f"Writer of {table} cannot continue: files of an earlier round are gone (e.g. {gone[0]}) "
+                    "and the snapshots that would tell whether that round landed (and was compacted away "
+                    "since) have expired: create a new writer. Commits that returned landed; rows of "
+                    "commits that raised, and rows written since the last prepare_commit, are not in the table.")
             if gone:
                 raise WriterStateLostError(
                     f"Writer of {table} cannot continue: rows it prepared in an earlier round are not "
@@ -114,6 +123,7 @@ class RoundLedger:
             return set()
         first = 1 if self.seen_snapshot is None else self.seen_snapshot + 1
         added: set[str] = set()
+        self._blind = False
         scan = store.file_store_scan()
         index = store.index_entries(latest.index_manifest) if latest.index_manifest else []
         index_names = {e.file_name for e in index}
@@ -121,6 +131,7 @@ class RoundLedger:
             snap = sm.try_snapshot(sid)
             if snap is None:  # expired meanwhile: what is live now is all that can be seen
                 added = {e.file.file_name for e in scan.live_entries(latest)}
+                self._blind = True
                 break
             added |= {e.file.file_name for e in scan.delta_entries(snap) if e.kind == FileKind.ADD}
         self.seen_snapshot = latest.id

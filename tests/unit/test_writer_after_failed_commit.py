@@ -12,7 +12,7 @@ failed round's rows are absent until re-sent, and never there twice.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -211,3 +211,26 @@ def test_a_writer_without_inline_compaction_goes_on_after_a_rejected_round(tmp_p
     expected = sorted([(k, f"a{k}") for k in range(10)] + [(k, f"b{k}") for k in range(10, 20)]
                       + [(k, f"c{k}") for k in range(20, 25)] + [(k, f"o{k}") for k in range(100, 103)])
     assert got == expected and _unreferenced_data(t) == []
+
+
+def test_a_writer_whose_round_landed_before_the_snapshots_since_expired_goes_on(tmp_path: Path) -> None:
+    """The look falls back on the latest snapshot's live files when the snapshots after the last
+    one it saw expired (an idle writer): a landed round is found there."""
+    t = _table(tmp_path)
+    w, c = t.new_writer("u"), t.new_committer("u")
+    w.write_arrow(_rows(range(10), "a"))
+    c.commit(w.prepare_commit(), 1)
+    w.write_arrow(_rows(range(5, 15), "b"))
+    w.request_compaction((), 0, full=True)  # its level-0 file compacted away in the same commit
+    c.commit(w.prepare_commit(), 2)
+    for i in range(3):  # other writers' commits, then every snapshot but the latest expires
+        o = t.new_writer("o", write_only=True)
+        o.write_arrow(_rows(range(100 + i, 101 + i), "o"))
+        t.new_committer("o").commit(o.prepare_commit(), i + 1)
+    t.expire_snapshots(retain_min=1, older_than=datetime.now() + timedelta(days=1))
+    assert len(t.snapshots()) == 1
+    w.write_arrow(_rows(range(14, 16), "c"))
+    w.request_compaction((), 0, full=True)
+    c.commit(w.prepare_commit(), 3)
+    assert _state(t) == {**{k: f"a{k}" for k in range(5)}, **{k: f"b{k}" for k in range(5, 14)},
+                         **{k: f"c{k}" for k in range(14, 16)}, **{k: f"o{k}" for k in range(100, 103)}}
