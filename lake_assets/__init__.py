@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         SnapshotNotFoundError,
         UnsafePathError,
         UnsupportedFeatureError,
+        WriterStateLostError,
     )
     from lake_assets.ops.commit_message import CommitMessage
     from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
@@ -76,6 +77,7 @@ _EXPORTS = {
     "Table": "lake_assets.table",
     "UnsafePathError": _ERRORS,
     "UnsupportedFeatureError": _ERRORS,
+    "WriterStateLostError": _ERRORS,
 }
 
 __all__ = [
@@ -106,6 +108,7 @@ __all__ = [
     "Table",
     "UnsafePathError",
     "UnsupportedFeatureError",
+    "WriterStateLostError",
 ]
 
 

@@ -103,6 +103,12 @@ class CommitStateUnknownError(CommitError):
     """
 
 
+class WriterStateLostError(LakeError):
+    """A writer found that rows it prepared in an earlier round never landed and their files are
+    gone (that round's commit failed or was aborted): it refuses further use. Write the rows of
+    the failed commits and of the writer's current round again through a new writer."""
+
+
 class CommitNotVisibleError(LakeError):
     """The commit LANDED (``snapshot_ids``), but ``visibility-callback.enabled`` waited
     ``visibility-callback.timeout`` in vain for another job's compaction to make its rows visible

@@ -93,8 +93,9 @@ LAYOUT_RULES: dict[str, OptionRule] = {r.key: r for r in (
       note="one cache per process, as Java's writer keeps looked-up files local: the key columns and key indexes "
       "of the files a deletion-vector compaction looks keys up in and, for partial-update, aggregation and "
       "sequence.field tables (lookup compaction), the decoded rows of the files it takes old rows from and of "
-      "those it writes; an entry above a quarter of it is not kept, 0 keeps none. Java's lookup joins read it "
-      "too"),
+      "those it writes; an entry above a quarter of it is not kept, 0 keeps none. Per table: a table's entries "
+      "stay within its own setting (as each Java table writer has its own cache), the process's cache within the "
+      "largest setting of the tables holding entries. Java's lookup joins read it too"),
     R("write-buffer-spillable", "bool", None, "Whether the write buffer spills to local disk (default: the "
       "writer picks)."),
     R("write-buffer-spill.max-disk-size", "size", None, "Local disk a spilling writer may use (unbounded).",

@@ -180,6 +180,11 @@ class BucketRouter:
             self._base = WriterBase.restore(self.store, self._op, self._ignore_previous_files)
         return self._base
 
+    def reload_base(self) -> None:
+        """Restore the buckets' files from the latest snapshot again (the writer's own were not
+        all committed); buffers keep their sequence numbers, which only grow."""
+        self._base = WriterBase.restore(self.store, self._op, self._ignore_previous_files)
+
 
 def _given_buckets(buckets: np.ndarray, _data: pa.Table, _part_ids: np.ndarray,
                    _values: list[tuple[Any, ...]]) -> np.ndarray:

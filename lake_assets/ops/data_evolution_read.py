@@ -243,7 +243,7 @@ def _group_of(reader: SplitReader, split: Split, meta: DataFileMeta) -> list[Dat
 
 def read_raw(reader: SplitReader, split: Split, meta: DataFileMeta, *, use_threads: bool | None) -> pa.Table:
     """The rows one of the raw files of ``split`` gives (`SplitReader.raw_files`), before
-    `SplitReader._finish`: the merge of its group on a data-evolution table, the file with the
+    `SplitReader.output_rows`: the merge of its group on a data-evolution table, the file with the
     system columns the read asks for otherwise."""
     if reader.data_evolution:
         group = _group_of(reader, split, meta)
@@ -256,12 +256,12 @@ def read_raw(reader: SplitReader, split: Split, meta: DataFileMeta, *, use_threa
 def iter_raw(reader: SplitReader, split: Split, meta: DataFileMeta, with_kind: bool, batch_rows: int
              ) -> Iterator[pa.Table]:
     """`read_raw` in batches of at most ``batch_rows`` rows (a merge group's files read side by
-    side: `iter_group`), each finished (`SplitReader._finish`)."""
+    side: `iter_group`), each finished (`SplitReader.output_rows`)."""
     if reader.data_evolution:
         group = _group_of(reader, split, meta)
         if group is not None and needs_merge(group):
             for part in iter_group(reader, split, group, batch_rows or max(group[0].row_count, 1)):
-                yield reader._finish(part, split)
+                yield reader.output_rows(part, split)
             return
     start = 0
     source = system_source(reader, split, meta) if reader.system_columns else None
@@ -269,7 +269,7 @@ def iter_raw(reader: SplitReader, split: Split, meta: DataFileMeta, with_kind: b
         n = part.num_rows
         part = with_system_columns(reader, split, meta, part, start, source)
         start += n
-        yield reader._finish(part, split, with_kind)
+        yield reader.output_rows(part, split, with_kind)
 
 
 @dataclass(frozen=True)
@@ -284,7 +284,7 @@ class SystemSource:
 
 def system_source(reader: SplitReader, split: Split, meta: DataFileMeta) -> SystemSource:
     """The `SystemSource` of ``meta`` for ``reader``'s read."""
-    keep = reader._kept_rows(split, meta, meta.row_count)
+    keep = reader.kept_rows(split, meta, meta.row_count)
     return SystemSource(np.flatnonzero(keep) if keep is not None else None,
                         _stored_system_columns(reader, split, meta))
 

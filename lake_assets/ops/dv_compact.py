@@ -99,7 +99,7 @@ def remember_written_keys(
     start = 0
     for meta in files:
         path = store.data_file_path(partition, bucket, meta)
-        keep((path, meta.file_size, names, "keys"), keys.slice(start, meta.row_count), budget)
+        keep((path, meta.file_size, names, "keys"), keys.slice(start, meta.row_count), budget, store.paths.root)
         start += meta.row_count
 
 
@@ -238,7 +238,7 @@ class VectorUpdate:
             whole = Split(self.split.partition, self.split.partition_values, self.split.bucket,
                           self.split.total_buckets, [meta])
             keys = self._reader().read_file(whole, meta, False, self.key_names)
-            keep(cache_key, keys, _cache_budget(self.store))
+            keep(cache_key, keys, _cache_budget(self.store), self.store.paths.root)
         return keys
 
     def _index_key(self, meta: DataFileMeta) -> _CacheKey:
@@ -254,7 +254,7 @@ class VectorUpdate:
             if built is None:
                 return None
             index = built
-            keep(cache_key, index, _cache_budget(self.store))
+            keep(cache_key, index, _cache_budget(self.store), self.store.paths.root)
         return index
 
     def without_superseded(self, meta: DataFileMeta, rows: pa.Table) -> pa.Table:

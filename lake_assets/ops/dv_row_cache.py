@@ -13,10 +13,14 @@ compactions for the same reason (``LookupLevels``' lookup file cache, bounded by
 the level column a unit's reader gives, no deletion vector applied: positions count every row) and
 answers a unit's positions with a ``take``. Entries are keyed by the file's path, size and level
 and the read schema's id (data files never change; an upgraded file is read again under its new
-level). Memory: the process holds at most ``lookup.cache-max-memory-size`` (Paimon's option,
-default 256 mb) of the table that stored last, least recently used out first, in one cache with
-the key columns and key indexes `ops.dv_compact` keeps (`LOOKUP_CACHE`); a file whose rows take
-more than a quarter of it is not kept, and only its selected rows are decoded, each time.
+level). Memory: one cache per process (`LOOKUP_CACHE`), with the key columns and key indexes
+`ops.dv_compact` keeps, accounted per table: a table's entries stay within its own
+``lookup.cache-max-memory-size`` (Paimon's option, default 256 mb; as Java, where each table's
+writer has its own lookup cache), its least recently used out first, and the whole cache within
+the largest budget of the tables holding entries (the least recently used entry of any table out
+first), so a second table in the process neither adds its budget to the first's nor shrinks the
+first's to its own. A file whose rows take more than a quarter of its table's budget is not kept,
+and only its selected rows are decoded, each time.
 """
 
 from __future__ import annotations
@@ -43,12 +47,17 @@ class Sized(Protocol):
 
 
 class _LookupCache:
-    """What lookup compactions keep between rounds, by a tuple key, least recently used out first,
-    within the byte budget each `put` gives: whole files' decoded rows (`RowsKey`) and, from
-    `ops.dv_compact`, files' key columns and key indexes (their own keys)."""
+    """What lookup compactions keep between rounds, by a tuple key, least recently used out first:
+    whole files' decoded rows (`RowsKey`) and, from `ops.dv_compact`, files' key columns and key
+    indexes (their own keys). Each entry belongs to a table (its ``owner``, the table's path):
+    a table's entries stay within the budget of its last `put`, all entries within the largest
+    budget of the tables holding any."""
 
     def __init__(self) -> None:
-        self._items: OrderedDict[tuple[object, ...], Sized] = OrderedDict()
+        self._items: OrderedDict[tuple[object, ...], tuple[Sized, str]] = OrderedDict()
+        self._owned: dict[str, OrderedDict[tuple[object, ...], None]] = {}  # each table's keys, LRU first
+        self._owner_bytes: dict[str, int] = {}
+        self._owner_budget: dict[str, int] = {}
         self._bytes = 0
         self._lock = threading.Lock()
 
@@ -57,52 +66,78 @@ class _LookupCache:
         """Bytes held."""
         return self._bytes
 
+    def owner_nbytes(self, owner: str) -> int:
+        """Bytes held for one table."""
+        return self._owner_bytes.get(owner, 0)
+
     def get(self, key: tuple[object, ...]) -> Sized | None:
         with self._lock:
             got = self._items.get(key)
-            if got is not None:
-                self._items.move_to_end(key)
-            return got
+            if got is None:
+                return None
+            self._items.move_to_end(key)
+            self._owned[got[1]].move_to_end(key)
+            return got[0]
 
-    def put(self, key: tuple[object, ...], value: Sized, budget: int) -> None:
-        """Keep ``value``, then drop the least recently used entries until at most ``budget``
-        bytes are held (``value`` too, when it alone exceeds it)."""
+    def put(self, key: tuple[object, ...], value: Sized, budget: int, owner: str = "") -> None:
+        """Keep ``value`` for table ``owner``, whose budget is now ``budget``; then drop that
+        table's least recently used entries until it holds at most ``budget`` bytes (``value``
+        too, when it alone exceeds it), and anyone's until the cache holds at most the largest
+        budget of the tables holding entries."""
         with self._lock:
+            self._owner_budget[owner] = budget
             if key not in self._items:
-                self._items[key] = value
+                self._items[key] = (value, owner)
+                self._owned.setdefault(owner, OrderedDict())[key] = None
+                self._owner_bytes[owner] = self._owner_bytes.get(owner, 0) + value.nbytes
                 self._bytes += value.nbytes
-            while self._items and self._bytes > budget:
-                _, old = self._items.popitem(last=False)
-                self._bytes -= old.nbytes
+            owned = self._owned[owner]
+            while owned and self._owner_bytes[owner] > budget:
+                self._drop(next(iter(owned)))
+            while self._items and self._bytes > max(self._owner_budget[o] for o in self._owned):
+                self._drop(next(iter(self._items)))
+
+    def _drop(self, key: tuple[object, ...]) -> Sized:
+        value, owner = self._items.pop(key)
+        owned = self._owned[owner]
+        del owned[key]
+        self._bytes -= value.nbytes
+        self._owner_bytes[owner] -= value.nbytes
+        if not owned:  # a table without entries no longer widens the cache's bound
+            del self._owned[owner], self._owner_bytes[owner], self._owner_budget[owner]
+        return value
 
     def pop(self, key: tuple[object, ...]) -> Sized | None:
         with self._lock:
-            got = self._items.pop(key, None)
-            if got is not None:
-                self._bytes -= got.nbytes
-            return got
+            return self._drop(key) if key in self._items else None
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._owned.clear()
+            self._owner_bytes.clear()
+            self._owner_budget.clear()
             self._bytes = 0
 
 
 LOOKUP_CACHE = _LookupCache()
-"""One per process: its budget is ``lookup.cache-max-memory-size`` of the table that stored last."""
+"""One per process: each table's entries within its ``lookup.cache-max-memory-size``, all within
+the largest of the budgets of the tables holding entries."""
 
 
-def keep(key: tuple[object, ...], value: Sized, budget: int) -> None:
-    """Put ``value`` in `LOOKUP_CACHE` unless it takes more than a quarter of ``budget``."""
+def keep(key: tuple[object, ...], value: Sized, budget: int, owner: str = "") -> None:
+    """Put ``value`` in `LOOKUP_CACHE` for table ``owner`` (its path) unless it takes more than a
+    quarter of ``budget`` (the table's ``lookup.cache-max-memory-size``)."""
     if value.nbytes <= budget // 4:
-        LOOKUP_CACHE.put(key, value, budget)
+        LOOKUP_CACHE.put(key, value, budget, owner)
 
 
 class LookedUpRows:
     """The rows a unit selects from files above it, from `LOOKUP_CACHE` where a file's rows are
     kept. ``read_whole(meta)`` decodes every row of a file, ``read_selected(meta, mask)`` only the
     rows a bool mask selects (both with the unit reader's columns); ``key(meta)`` names its
-    entry; ``budget`` is ``lookup.cache-max-memory-size`` in bytes (0: nothing is kept)."""
+    entry; ``budget`` is ``lookup.cache-max-memory-size`` in bytes (0: nothing is kept) of the
+    table at path ``owner``."""
 
     def __init__(
         self,
@@ -110,11 +145,13 @@ class LookedUpRows:
         read_selected: Callable[[DataFileMeta, np.ndarray], pa.Table],
         key: Callable[[DataFileMeta], RowsKey],
         budget: int,
+        owner: str = "",
     ) -> None:
         self._read_whole = read_whole
         self._read_selected = read_selected
         self.key = key
         self.budget = budget
+        self.owner = owner
 
     def rows(self, meta: DataFileMeta, positions: np.ndarray) -> pa.Table:
         """The rows of ``meta`` at ``positions`` (ascending, counting every row of the file), in
@@ -126,7 +163,7 @@ class LookedUpRows:
             if whole.num_rows != meta.row_count:
                 whole = None  # a row count other than the manifest's: decode only what is asked, keep nothing
             elif got is None:
-                keep(key, whole, self.budget)
+                keep(key, whole, self.budget, self.owner)
             if whole is not None:
                 return whole.take(pa.array(positions, type=pa.int64()))
         mask = np.zeros(meta.row_count, dtype=bool)
@@ -140,11 +177,13 @@ class LookedUpRows:
 
 
 def remember_written_rows(
-    files: Sequence[DataFileMeta], rows: pa.Table, key: Callable[[DataFileMeta], RowsKey], budget: int
+    files: Sequence[DataFileMeta], rows: pa.Table, key: Callable[[DataFileMeta], RowsKey], budget: int,
+    owner: str = "",
 ) -> None:
     """Keep the rows of ``files`` a compaction has just written from ``rows`` (in file order, one
-    file after another; the reader's columns and level column): the next round takes old rows
-    from these very files, and would otherwise decode what was just encoded."""
+    file after another; the reader's columns and level column) for table ``owner`` (`keep`): the
+    next round takes old rows from these very files, and would otherwise decode what was just
+    encoded."""
     if not files or budget <= 0 or sum(f.row_count for f in files) != rows.num_rows:
         return
     start = 0
@@ -152,7 +191,7 @@ def remember_written_rows(
         part = rows.slice(start, meta.row_count)
         start += meta.row_count
         if 0 < meta.file_size <= budget // 4:
-            keep(key(meta), part, budget)
+            keep(key(meta), part, budget, owner)
 
 
 FLUSHED_LEVEL = -1

@@ -74,7 +74,8 @@ class Level0Flush:
             if self._rewritten_by_lookup:  # ... and rewrites these rows through the merge
                 remember_written_rows(
                     files, data, lambda m: flushed_key(self.store.data_file_path(buf.partition, buf.bucket, m), m,
-                                                       self.schema.id), self.options.lookup_cache_max_memory_size)
+                                                       self.schema.id), self.options.lookup_cache_max_memory_size,
+                    self.store.paths.root)
         buf.new_files.extend(files)
         self.store.fault_point("write.after_data_files")
 

@@ -323,6 +323,6 @@ def _merge_bucket(reader: SplitReader, split: Split, postponed: list[Iterator[pa
         return
     for merged in merge_sorted(inputs, reader.key_names, merge, min_rows=batch_rows, max_step_rows=batch_rows):
         if merged.num_rows:
-            yield reader._finish(merged, split)
+            yield reader.output_rows(merged, split)
         del merged
 

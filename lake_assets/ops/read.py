@@ -117,7 +117,7 @@ class SplitReader:
         self.output_schema = pa.schema([
             SYSTEM_FIELDS[c] if c in self.system_columns else to_arrow_field(schema.field(c)) for c in self.columns])
         # Partition columns only output (not merged on) are not decoded from the files: every row
-        # of a split holds the split's partition value, so `_finish` adds them as constants. Not
+        # of a split holds the split's partition value, so `output_rows` adds them as constants. Not
         # a partition field outside the primary key (a cross-partition upsert table): there it is
         # a value the merge engine merges, which an aggregation's retraction may turn null.
         merge_needs = {*self.key_names, *self.sequence_fields, *store.merge_extra_columns(schema)}
@@ -203,7 +203,7 @@ class SplitReader:
         path = self.store.data_file_path(split.partition, split.bucket, meta)
         try:
             # a missing index file is mapped as a missing data file is (`missing_file_error`)
-            keep = self._kept_rows(split, meta, meta.row_count) if rows is None else rows
+            keep = self.kept_rows(split, meta, meta.row_count) if rows is None else rows
             # the format reader drops the rows the deletion vector deletes before it builds strings
             # (`FileFormat.read_rows`)
             threads = self.file_threads if use_threads is None else use_threads
@@ -240,7 +240,7 @@ class SplitReader:
         path = self.store.data_file_path(split.partition, split.bucket, meta)
         start = 0
         try:
-            keep = self._kept_rows(split, meta, meta.row_count)  # mapped as in `read_file`
+            keep = self.kept_rows(split, meta, meta.row_count)  # mapped as in `read_file`
             if not file_cols:  # as in `read_file`
                 total = meta.row_count if keep is None else int(keep.sum())
                 step = batch_rows or max(total, 1)
@@ -263,8 +263,10 @@ class SplitReader:
         except MissingDataFileError as exc:
             raise missing_file_error(self.store, exc, self.snapshot_id) from None
 
-    def _kept_rows(self, split: Split, meta: DataFileMeta, num_rows: int) -> np.ndarray | None:
-        """The rows of a file its deletion vector keeps (None: all of them)."""
+    def kept_rows(self, split: Split, meta: DataFileMeta, num_rows: int) -> np.ndarray | None:
+        """The rows of ``meta`` (``num_rows`` of them, the file's) that its deletion vector in
+        ``split`` keeps, as a bool mask; None when it has no vector (all rows kept). For readers
+        that decode a file themselves (a data-evolution range's files)."""
         if not split.dv_entries:
             return None
         vector = self.vectors.vectors(split.dv_entries).get(meta.file_name)
@@ -303,7 +305,7 @@ class SplitReader:
 
     def read_raw_file(self, split: Split, meta: DataFileMeta, *, use_threads: bool | None = None) -> pa.Table:
         """The rows one of the `raw_files` of ``split`` contributes to the read."""
-        return self._finish(read_raw(self, split, meta, use_threads=use_threads), split)
+        return self.output_rows(read_raw(self, split, meta, use_threads=use_threads), split)
 
     def read_split(self, split: Split) -> Iterator[pa.Table]:
         """Yield the merged rows of one split, one section (or unmerged file) at a time."""
@@ -314,7 +316,7 @@ class SplitReader:
             return
         files = self.visible_files(split)
         for section in sections(files, self.key_types):
-            yield self._finish(self._merge_section(split, section), split)
+            yield self.output_rows(self._merge_section(split, section), split)
 
     def stream_split(self, split: Split, batch_rows: int, *, with_kind: bool = False) -> Iterator[pa.Table]:
         """Yield the merged rows of one split in batches of about ``batch_rows`` rows (at most
@@ -349,7 +351,13 @@ class SplitReader:
             merged = merged.filter(pa.array(~retract))
         return merged
 
-    def _finish(self, data: pa.Table, split: Split, with_kind: bool = False) -> pa.Table:
+    def output_rows(self, data: pa.Table, split: Split, with_kind: bool = False) -> pa.Table:
+        """What the read returns of ``data``, rows of ``split`` as read or merged (`split_columns`,
+        and `VALUE_KIND` when ``with_kind``): the split's partition values added as constant
+        columns, column defaults filled (``fill_defaults``), the predicate applied, projected on
+        `columns` and cast to `output_schema`; ``with_kind`` appends each row's kind
+        (``_VALUE_KIND``). Every way of reading a split ends here: merged sections, raw files,
+        streamed merges, data-evolution ranges, postpone and tag-diff reads."""
         for name, i in self._constants.items():
             field = to_arrow_field(self.schema.field(name))
             value = split.partition_values[i]

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from lake_assets.errors import InvalidArgumentError, SnapshotNotFoundError, UnsupportedFeatureError
 from lake_assets.ops.plan import plan_splits
 from lake_assets.ops.stream_postpone import postponed_entries, sees_postponed, skips_postponed
+from lake_assets.ops.tagging import discarded_by_rollback
 from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry
 from lake_assets.spec.snapshot import CommitKind, Snapshot
 from lake_assets.store.changelog_manager import snapshot_or_changelog
@@ -152,7 +153,15 @@ def change_splits_between(
         )
 
     def resolve(x: int | str) -> int:
-        return store.tag_manager().get(x).snapshot.id if isinstance(x, str) else int(x)
+        if not isinstance(x, str):
+            return int(x)
+        held = store.tag_manager().get(x).snapshot
+        if discarded_by_rollback(store, held):  # its id names another commit now (or none yet)
+            raise InvalidArgumentError(
+                f"Cannot read changes of {store.name} from tag {x!r}: its snapshot {held.id} belongs to a history "
+                "a rollback discarded, so snapshot ids from there on are not its successors; read the tag itself "
+                "(or diff two tags with read_changes(tag1, tag2))")
+        return held.id
 
     lo = resolve(start)
     latest = store.snapshot_manager.latest_id() or 0

@@ -87,12 +87,12 @@ def stream_split(reader: SplitReader, split: Split, batch_rows: int, *, with_kin
         if len(section) == 1 and section[0].delete_row_count == 0:
             # one file, no retractions: its rows are the result, batch by batch
             for part in reader.iter_file(split, section[0], with_kind, columns, batch_rows):
-                yield reader._finish(part, split, with_kind)
+                yield reader.output_rows(part, split, with_kind)
             continue
         inputs = [chained(run, open_file) for run in split_into_runs(section, reader.key_types)]
         for merged in merge_sorted(inputs, key_names, merge, min_rows=batch_rows, max_step_rows=batch_rows):
             if merged.num_rows:
-                yield reader._finish(merged, split, with_kind)
+                yield reader.output_rows(merged, split, with_kind)
             del merged  # emitted: not held while the next step is gathered and merged
 
 

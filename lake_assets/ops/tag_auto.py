@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from lake_assets.errors import AlreadyExistsError, SnapshotNotFoundError
 from lake_assets.ops.tag_deletion import delete_tag
-from lake_assets.ops.tagging import create_tag
+from lake_assets.ops.tagging import create_tag, discarded_by_rollback
 from lake_assets.spec.snapshot import Snapshot, Tag
 from lake_assets.table_support import Op
 
@@ -130,6 +130,12 @@ def _create_due_tags(store: FileStore, snap: Snapshot) -> list[str]:
     retained = opts.tag_default_time_retained_ms
     all_tags = store.tag_manager().tags()
     auto = {n: t for n, t in all_tags.items() if handler.tag_time(n) is not None}
+    # the newest tags of a history a rollback discarded (Java's rollback cut short) are no
+    # position in this one: periods continue from the newest tag of this history
+    for name in sorted(auto, key=lambda n: (auto[n].snapshot.id, n), reverse=True):
+        if not discarded_by_rollback(store, auto[name].snapshot):
+            break
+        del auto[name]
     last_auto: str | None = None
     next_tag: dt.datetime | None = None
     if auto:
@@ -163,6 +169,13 @@ def _create_due_tags(store: FileStore, snap: Snapshot) -> list[str]:
             this_tag = next_tag if opts.tag_automatic_completion and next_tag is not None else (
                 handler.previous_period(time))  # the period before the snapshot's time (delay aside)
             name = handler.tag_name(this_tag)
+            held = all_tags.get(name)
+            if held is not None and discarded_by_rollback(store, held.snapshot):
+                # the period's tag of a history a rollback discarded, which the rollback should
+                # have removed (Java's cut short): this history's snapshot takes the name
+                with contextlib.suppress(SnapshotNotFoundError):
+                    store.tag_manager().delete(name)
+                del all_tags[name]
             if name not in all_tags:
                 try:
                     store.require(Op.TAG)

@@ -51,6 +51,7 @@ from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
 from lake_assets.ops.expire_files import ensure_inside, extra_paths
 from lake_assets.ops.orphans import index_file_paths, referenced_files
 from lake_assets.ops.scan import FileStoreScan, merge_entries
+from lake_assets.ops.tagging import same_snapshot
 from lake_assets.spec.manifest import ManifestEntry, ManifestFileMeta
 from lake_assets.spec.snapshot import Snapshot
 from lake_assets.table_support import Op
@@ -102,10 +103,12 @@ def delete_tag(store: FileStore, name: str) -> TagDeletionResult:
     tag = tags.get(name)
     snap = tag.snapshot
     result = TagDeletionResult(name, snap.id)
-    if store.snapshot_manager.exists(snap.id):
+    current = store.snapshot_manager.try_snapshot(snap.id)
+    # by identity: after a rollback the id may name another commit (`discarded_by_rollback`)
+    if current is not None and same_snapshot(current, snap):
         tags.delete(name)  # the retained snapshot keeps every file
         return result
-    if any(n != name and t.snapshot.id == snap.id for n, t in tags.tags().items()):
+    if any(n != name and same_snapshot(t.snapshot, snap) for n, t in tags.tags().items()):
         tags.delete(name)  # another tag of the same snapshot keeps every file
         return result
     try:

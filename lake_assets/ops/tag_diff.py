@@ -132,7 +132,7 @@ class DiffReader:
         if not r.is_pk:
             sp = self._split(split, split.after, split.after_dv)
             for meta in sorted(split.after, key=lambda f: f.min_sequence_number):
-                data = r._finish(r.read_file(sp, meta, False, r.split_columns), sp)
+                data = r.output_rows(r.read_file(sp, meta, False, r.split_columns), sp)
                 yield self._out(data, np.zeros(data.num_rows, np.int8))
             return
         after, after_sp = self._merged(split, split.after, split.after_dv, keep_retract=not split.before)
@@ -172,7 +172,7 @@ class DiffReader:
     def _emit(self, merged: pa.Table, sp: Split, keep: np.ndarray, *, kinds: np.ndarray | None = None) -> pa.Table:
         rows = merged.filter(pa.array(keep))
         k = rows.column(VALUE_KIND).to_numpy().astype(np.int8) if kinds is None else kinds[keep]
-        data = self._reader._finish(rows.select(self._reader.split_columns), sp)
+        data = self._reader.output_rows(rows.select(self._reader.split_columns), sp)
         return self._out(data, k)
 
     def _out(self, data: pa.Table, kinds: np.ndarray) -> pa.Table:

@@ -36,32 +36,31 @@ def rollback_to(store: FileStore, *, snapshot_id: int | None = None, tag: str | 
     The next commits reuse the removed ids, so anything left naming them would name another
     history: a newer tag would roll "forward" onto a snapshot it never tagged (or leave a gap in
     the snapshot ids), a long-lived changelog would be streamed as the change of a snapshot not
-    yet committed. A tag of such a discarded history (left by an older lake_assets, which kept newer
-    tags) is refused as a rollback target: `InvalidArgumentError`, nothing changed."""
+    yet committed. Unlike Java, which deletes the snapshots first, the newer tags and changelogs
+    go first: a crash part way leaves the table at its old latest snapshot, or at one between it
+    and the target, never with a tag beyond the latest; running the rollback again finishes it.
+    A tag of a discarded history (left by Java's rollback cut short, or by an older lake_assets,
+    which kept newer tags: `discarded_by_rollback`) is refused as a rollback target:
+    `InvalidArgumentError`, nothing changed."""
     sm = store.snapshot_manager
     tags = store.tag_manager()
     if tag is not None:
         target = tags.get(tag).snapshot
-        current = sm.try_snapshot(target.id)
-        latest_id = sm.latest_id()
-        discarded = (current is not None and not _same_snapshot(current, target)) or (
-            current is None and latest_id is not None and target.id > latest_id)
-        if discarded:
+        if discarded_by_rollback(store, target):
             raise InvalidArgumentError(
                 f"Cannot roll back {store.name} to tag {tag!r}: its snapshot {target.id} belongs to a history an "
                 f"earlier rollback discarded (snapshot ids from there on name other commits now); the tag still "
                 "reads as it did: read it and overwrite the table with its rows to restore them")
-        if current is None:
+        if sm.try_snapshot(target.id) is None:
             # the tagged snapshot was expired: bring its file back from the tag
             sm.file_io.try_create(store.paths.snapshot_file(target.id), target.to_json().encode())
     else:
         assert snapshot_id is not None  # the caller passes exactly one
         target = sm.snapshot(snapshot_id)
-    latest = sm.latest_id() or target.id
-    # newest first, so a crash leaves a contiguous range ending at a valid snapshot (a re-run finishes)
-    for sid in range(latest, target.id, -1):
-        store.file_io.delete(store.paths.snapshot_file(sid))
-        store.fault_point("rollback.after_snapshot_delete")
+    for name, held in tags.tags().items():
+        if held.snapshot.id > target.id:
+            tags.delete(name)
+            store.fault_point("rollback.after_tag_delete")
     changelogs = store.changelog_manager()
     newer_changelogs = [cid for cid in changelogs.ids() if cid > target.id]
     for cid in reversed(newer_changelogs):
@@ -70,9 +69,11 @@ def rollback_to(store: FileStore, *, snapshot_id: int | None = None, tag: str | 
         older = [cid for cid in changelogs.ids() if cid <= target.id]
         # -1 when none is left, as Java: its reader trusts a LATEST hint whose successor is missing
         changelogs.write_latest_hint(older[-1] if older else -1)
-    for name, held in tags.tags().items():
-        if held.snapshot.id > target.id:
-            tags.delete(name)
+    latest = sm.latest_id() or target.id
+    # newest first, so a crash leaves a contiguous range ending at a valid snapshot (a re-run finishes)
+    for sid in range(latest, target.id, -1):
+        store.file_io.delete(store.paths.snapshot_file(sid))
+        store.fault_point("rollback.after_snapshot_delete")
     sm.write_latest_hint(target.id)
     earliest_hint = sm.read_hint("EARLIEST")
     if earliest_hint is not None and earliest_hint > target.id:
@@ -80,7 +81,20 @@ def rollback_to(store: FileStore, *, snapshot_id: int | None = None, tag: str | 
     return target
 
 
-def _same_snapshot(a: Snapshot, b: Snapshot) -> bool:
+def discarded_by_rollback(store: FileStore, held: Snapshot) -> bool:
+    """Whether ``held``, a tag's snapshot, belongs to a history a rollback discarded: the snapshot
+    now at its id is another commit, or its id is beyond the latest. Such a tag still reads as it
+    did (it holds its snapshot), but nothing may take its id for a position in today's history.
+    An expired id (below the earliest) cannot be told: taken as this history."""
+    sm = store.snapshot_manager
+    current = sm.try_snapshot(held.id)
+    if current is not None:
+        return not same_snapshot(current, held)
+    latest_id = sm.latest_id()
+    return latest_id is not None and held.id > latest_id
+
+
+def same_snapshot(a: Snapshot, b: Snapshot) -> bool:
     """Whether two snapshot records of one id are the same commit (manifest list names are unique)."""
     return (a.base_manifest_list, a.delta_manifest_list, a.commit_user, a.commit_identifier) == (
         b.base_manifest_list, b.delta_manifest_list, b.commit_user, b.commit_identifier)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from lake_assets.errors import LakeError, NoSuchTableError, UnsupportedFeatureError
+from lake_assets.errors import LakeError, NoSuchTableError, UnsupportedFeatureError, WriterStateLostError
 from lake_assets.lsm.merge import is_retract
 from lake_assets.ops.allocator import release_pool_threads
 from lake_assets.ops.bucket_router import BucketRouter
@@ -29,6 +29,7 @@ from lake_assets.ops.level0_flush import Level0Flush
 from lake_assets.ops.route import PARALLEL_GATHER_ROWS
 from lake_assets.ops.spill import SpillStats, spill_root
 from lake_assets.ops.write_spill import WriteBufferSpill, bucket_flush_threads
+from lake_assets.ops.writer_rounds import RoundLedger
 from lake_assets.ops.writer_state import (
     BucketBuffer,
     BucketKey,
@@ -118,6 +119,7 @@ class TableWriter:
         self._compact_requested: set[tuple[bytes, int]] = set()  # see `request_compaction`
         self._full_requested: set[tuple[bytes, int]] = set()  # ... with full=True
         self._closed = False
+        self._rounds = RoundLedger()  # rounds carried on before seen landed (`_check_earlier_rounds`)
         # the write buffer's local spill (None: a full buffer flushes level-0 files)
         self._spill = WriteBufferSpill.for_writer(opts, self.is_pk, list(self.schema.trimmed_primary_keys),
                                                   self.spill_dir)
@@ -275,7 +277,11 @@ class TableWriter:
     def prepare_commit(self) -> list[CommitMessage]:
         """Flush and return the commit messages of everything written since the last call."""
         total = self.num_buckets if self.is_pk else -1
-        if self.is_pk and not self.write_only:
+        compacts = self.is_pk and not self.write_only
+        # a cross-partition writer's commits check its earlier rounds themselves (key_index_pending)
+        if ledger := compacts and self._router.cross_router is None:
+            self._check_earlier_rounds()
+        if compacts:
             pending = self._flush_and_compact(total)
         else:
             self._write_level0()
@@ -301,7 +307,21 @@ class TableWriter:
             messages = cross.stamp(messages)
             # the next write moves the base over this commit (before snapshots expire past it)
             cross.advance_due = True
+        if ledger:
+            self._rounds.record(self.store, messages, self._router.restore)
         return messages
+
+    def _check_earlier_rounds(self) -> None:
+        """Look whether the earlier rounds whose files this round compacts landed (`RoundLedger`):
+        their rows discarded, this round's files go, the writer closes and raises; only their
+        compaction lost, the buckets' files are reloaded from the latest snapshot."""
+        try:
+            if self._rounds.check(self.store, self.store.name):
+                self._router.reload_base()
+        except WriterStateLostError:
+            self.abort()
+            self.close()
+            raise
 
     def _flush_and_compact(self, total: int) -> list[PendingMessage]:
         """Each bucket's level-0 flush and, once it is done, its inline compaction, on the

@@ -165,3 +165,44 @@ def test_rows_as_written_equal_the_file_read_back(tmp_path: Path) -> None:
     assert reader.as_read(written, meta).equals(back, check_metadata=True)
     assert reader.as_read(written.drop_columns(["qty"]), meta) is None
     assert reader.as_read(written.set_column(3, "qty", written.column("qty").cast(pa.int64())), meta) is None
+
+
+def test_each_table_keeps_its_own_budget_within_the_largest(tmp_path: Path) -> None:
+    """Two tables of different ``lookup.cache-max-memory-size`` in one process (session 15
+    finding 2: the cache took the budget of the table that stored last, so the small table's round
+    emptied the large table's entries down to the small budget)."""
+    LOOKUP_CACHE.clear()
+    dv = {"merge-engine": "partial-update", "deletion-vectors.enabled": "true"}
+    large = _table(tmp_path / "large", {**dv, "lookup.cache-max-memory-size": "4 mb"})
+    small = _table(tmp_path / "small", {**dv, "lookup.cache-max-memory-size": "64 kb"})
+    large_root, small_root = large.store.paths.root, small.store.paths.root
+    _rounds(large, 3, seed=5)
+    held = LOOKUP_CACHE.owner_nbytes(large_root)
+    assert 64 * 1024 < held <= 4 * 1024 * 1024  # more than the small table may ever hold
+    _rounds(small, 3, seed=6)
+    assert 0 < LOOKUP_CACHE.owner_nbytes(small_root) <= 64 * 1024
+    assert LOOKUP_CACHE.owner_nbytes(large_root) == held  # the small table's rounds left them alone
+    assert LOOKUP_CACHE.nbytes > held
+    _rounds(large, 1, seed=7)
+    assert 0 < LOOKUP_CACHE.owner_nbytes(small_root) <= 64 * 1024
+    assert LOOKUP_CACHE.nbytes <= 4 * 1024 * 1024
+
+
+def test_the_cache_stays_within_the_largest_budget_of_the_tables_holding_entries() -> None:
+    cache = _LookupCache()
+    rows = pa.table({"x": np.arange(1000, dtype=np.int64)})  # 8000 bytes
+    for i in range(3):
+        cache.put(("a", i), rows, 30_000, "A")
+    assert cache.owner_nbytes("A") == 24_000
+    cache.put(("b", 0), rows, 10_000, "B")  # 32000 > 30000, the largest budget: the oldest of all goes
+    assert cache.get(("a", 0)) is None and (cache.owner_nbytes("A"), cache.owner_nbytes("B")) == (16_000, 8_000)
+    cache.put(("b", 1), rows, 10_000, "B")  # above B's own budget: B's oldest goes, A's stay
+    assert cache.get(("b", 0)) is None and cache.get(("b", 1)) is not None
+    assert (cache.owner_nbytes("A"), cache.owner_nbytes("B"), cache.nbytes) == (16_000, 8_000, 24_000)
+    cache.put(("a", 3), rows, 30_000, "A")  # 32000 > 30000: the least recently used of all (a1) goes
+    cache.put(("a", 4), rows, 30_000, "A")  # ... then a2
+    assert cache.get(("a", 1)) is None and cache.get(("a", 2)) is None
+    assert (cache.owner_nbytes("A"), cache.owner_nbytes("B"), cache.nbytes) == (16_000, 8_000, 24_000)
+    assert cache.pop(("b", 1)) is not None and cache.owner_nbytes("B") == 0 and cache.nbytes == 16_000
+    cache.put(("c", 0), rows, 5_000, "C")  # alone above its table's budget: not kept
+    assert cache.owner_nbytes("C") == 0 and cache.nbytes == 16_000

@@ -3,13 +3,15 @@
 Each unit is independent: `run_compaction_task` turns one into a commit message (a distributed
 job runs it on executors); `run_compaction_tasks` runs many in a bounded thread pool (pyarrow
 releases the GIL while it decodes, sorts and encodes) and returns their messages in plan order.
+An append table's unit is `append_rewrite.rewrite_append_groups`; how a unit reads its inputs
+(batches, whole intervals) is `unit_inputs`.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from functools import partial
 from typing import TYPE_CHECKING
@@ -24,20 +26,18 @@ from lake_assets.lsm.merge_engine.first_row import KnownKeys
 from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.lsm.run_partition import split_into_runs
 from lake_assets.ops.allocator import release_thread_memory
-from lake_assets.ops.append_vectors import change_vectors
 from lake_assets.ops.commit_message import CommitMessage
+from lake_assets.ops.compact.append_rewrite import rewrite_append_groups
 from lake_assets.ops.compact.changelog import produce_changelog
-from lake_assets.ops.compact.data_evolution_compact import data_reader, rewrite_group
+from lake_assets.ops.compact.data_evolution_compact import data_reader
 from lake_assets.ops.compact.fan_in import bounded_inputs, sort_spill_threshold, spill_directory
 from lake_assets.ops.compact.memory import DEFAULT_MERGE_ROWS, merge_rows, read_batch_rows, run_batch_rows
 from lake_assets.ops.compact.plan import CompactionTask
 from lake_assets.ops.compact.row_tracking_rewrite import (
-    check_compactable,
     tracked_reader,
-    tracked_rows,
     tracked_writer,
-    with_write_cols,
 )
+from lake_assets.ops.compact.unit_inputs import file_batches, merge_whole
 from lake_assets.ops.deletion_vectors import VectorLoader
 from lake_assets.ops.dv_compact import VectorUpdate, remember_written_keys
 from lake_assets.ops.dv_old_values import (
@@ -49,13 +49,13 @@ from lake_assets.ops.dv_old_values import (
 )
 from lake_assets.ops.dv_row_cache import LookedUpRows, RowsKey, flushed_key, remember_written_rows, take_flushed
 from lake_assets.ops.read import SplitReader
-from lake_assets.ops.row_tracking import data_evolution_enabled, row_tracking_enabled
 from lake_assets.ops.scan import Split
 from lake_assets.ops.spill import SpillDirectory, spill_root
 from lake_assets.parallelism import usable_cpus
 from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
 
 if TYPE_CHECKING:
+    from lake_assets.formats.rolling_writer import RollingFileWriter
     from lake_assets.store.file_store import FileStore
 
 
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 COMPACTION_CHUNK_ROWS = DEFAULT_MERGE_ROWS
 
 
-class _UnitFiles:
+class UnitFiles:
     """A unit's reader and writer, each built on first use: a unit that only relabels files
     (upgrades: no row read or written) builds neither. Their set-up (the schema's read plan, merge
     function, file format and options) was most of such a unit's cost (bench/RESULTS.md, session 12)."""
@@ -113,7 +113,7 @@ class _UnitFiles:
         options = self.store.schema.core_options
         budget = 0 if self.reader.key_filter is not None else options.lookup_cache_max_memory_size
         return LookedUpRows(partial(_selected_rows, self, split, rows=None), partial(_selected_rows, self, split),
-                            key, budget)
+                            key, budget, self.store.paths.root)
 
     @functools.cached_property
     def data_reader(self) -> SplitReader:
@@ -146,7 +146,7 @@ def run_compaction_task(
     Memory is bounded by ``chunk_rows`` (default: option ``compaction.merge-rows``) and the read
     batches of the sorted runs merged (`ops.compact.memory`), not by the bucket size. An interval
     of at most ``whole_read_rows`` input rows (default ``chunk_rows``, so the bound holds either
-    way) is read file by file whole and merged once (`_merge_whole`); larger ones go through the
+    way) is read file by file whole and merged once (`unit_inputs.merge_whole`); larger ones go through the
     streaming k-way merge. Both give the same rows in the same write calls. Runs that do not fit
     one merge spill under ``spill_dir`` (`lake_assets.ops.spill.spill_root`: else
     ``LAKE_ASSETS_SPILL_DIR``, Spark's local dirs, the system temp), checked before anything is written.
@@ -157,10 +157,10 @@ def run_compaction_task(
     whole_rows = chunk_rows if whole_read_rows is None else whole_read_rows
     split = Split(task.partition, task.partition_values, task.bucket, task.total_buckets, list(task.input_files),
                   task.dv_entries)
-    unit = _UnitFiles(store, task)
+    unit = UnitFiles(store, task)
     before: list[DataFileMeta] = []
     after: list[DataFileMeta] = []
-    rollings = []
+    rollings: list[RollingFileWriter] = []
     vectors = (VectorUpdate(store, split, lambda: unit.reader, task.dv_lookup_files, task.dv_rewrite_files,
                             unit.vectors) if task.deletion_vectors and not task.append_groups else None)
     # partial-update, aggregation, sequence.field: each key's live row above is merged in (dv_old_values.py)
@@ -175,45 +175,8 @@ def run_compaction_task(
     spill: SpillDirectory | None = None
     try:
         if task.append_groups:
-            batch_rows = min(chunk_rows, read_batch_rows(opts))
-            tracking = row_tracking_enabled(store.schema.options)
-            evolving = data_evolution_enabled(store.schema.options)
-            for group in task.append_groups:
-                ordered = sorted(group, key=lambda f: f.min_sequence_number)
-                if evolving:  # one file of the unit's merged rows (ops/compact/data_evolution_compact.py)
-                    unit_split = Split(task.partition, task.partition_values, task.bucket, task.total_buckets,
-                                       list(group))
-                    after.append(rewrite_group(store, unit_split, unit.data_reader, batch_rows))
-                    before += group
-                    continue
-                if tracking:
-                    # each row's _ROW_ID and _SEQUENCE_NUMBER stored in the output, whose sequence
-                    # range is its rows' (ops/compact/row_tracking_rewrite.py)
-                    check_compactable(store, group)
-                    rolling = unit.tracked_writer.rolling(level=0, file_source=FILE_SOURCE_COMPACT)
-                    pieces = tracked_rows(unit.tracked_reader, split, ordered, batch_rows)
-                else:
-                    seq_range = (min(f.min_sequence_number for f in group), max(f.max_sequence_number for f in group))
-                    rolling = unit.writer.rolling(level=0, file_source=FILE_SOURCE_COMPACT, sequence_range=seq_range)
-                    # the files in sequence order, streamed: a row group per ``chunk_rows`` rows,
-                    # never the group whole (its files add up to the target file size)
-                    pieces = (piece for f in ordered
-                              for piece in unit.reader.iter_file(split, f, False, None, batch_rows))
-                rollings.append(rolling)
-                for chunk in _gathered(pieces, chunk_rows):
-                    rolling.write(chunk)
-                    del chunk  # written: not held while the next one is read
-                written = rolling.close()
-                after += with_write_cols(written, store.schema) if tracking else written
-                before += group
-            old_index: tuple[IndexManifestEntry, ...] = ()
-            new_index: tuple[IndexManifestEntry, ...] = ()
-            if task.deletion_vectors:  # the rewritten files' vectors go (ops/append_vectors.py)
-                gone = {f.file_name for f in before}
-                old_index, new_index, index_paths = change_vectors(store, split, gone=gone, loader=unit.vectors)
-            return CommitMessage(task.partition, task.bucket, task.total_buckets,
-                                 compact_before=tuple(before), compact_after=tuple(after),
-                                 index_before=old_index, index_after=new_index)
+            return rewrite_append_groups(store, task, unit, split, chunk_rows, before, after, rollings,
+                                         index_paths)
         key_names = list(store.schema.trimmed_primary_keys)
         merge_fn = store.merge_function()
         if old_values is not None or folds_lone_records(opts, task):
@@ -262,7 +225,7 @@ def run_compaction_task(
                 if sum(f.row_count for f in interval) <= whole_rows:
                     # The streaming merge would gather all of these rows into one `merge` call
                     # anyway; reading whole files skips its per-row-group frontier bookkeeping.
-                    merged_whole = _merge_whole(partial(unit.file_rows, split), interval, merge)
+                    merged_whole = merge_whole(partial(unit.file_rows, split), interval, merge)
                     rolling.write(merged_whole)
                     if outputs is not None:
                         outputs.append(merged_whole)
@@ -280,7 +243,7 @@ def run_compaction_task(
                     if spill is None:
                         spill = spill_directory(opts, root)
                     batch = run_batch_rows(chunk_rows, read_batch_rows(opts), min(len(runs), fan_in))
-                    inputs = bounded_inputs(runs, partial(_batches, unit.reader, split, batch), threshold=fan_in,
+                    inputs = bounded_inputs(runs, partial(file_batches, unit.reader, split, batch), threshold=fan_in,
                                             spill=spill, key_names=key_names, sort_chunk=sort_chunk,
                                             step_rows=chunk_rows, batch_rows=batch)
                     for merged in merge_sorted(inputs, key_names, merge, min_rows=chunk_rows):
@@ -327,7 +290,7 @@ def run_compaction_task(
                          compact_changelog=tuple(changelog), index_before=index_before, index_after=index_after)
 
 
-def _remember_output(unit: _UnitFiles, split: Split, level: int, files: Sequence[DataFileMeta],
+def _remember_output(unit: UnitFiles, split: Split, level: int, files: Sequence[DataFileMeta],
                      outputs: Sequence[pa.Table]) -> None:
     """Keep the keys and rows of ``files``, a lookup unit's output written from ``outputs``, for
     the next round's lookups (`dv_compact.remember_written_keys`, `dv_row_cache`): the rows as
@@ -339,49 +302,14 @@ def _remember_output(unit: _UnitFiles, split: Split, level: int, files: Sequence
     remember_written_keys(unit.store, split.partition, split.bucket, files, rows)
     if unit.reader.lookup_levels:
         rows = with_level(rows, level)
-    remember_written_rows(files, rows, looked_up.key, looked_up.budget)
+    remember_written_rows(files, rows, looked_up.key, looked_up.budget, looked_up.owner)
 
 
-def _selected_rows(unit: _UnitFiles, split: Split, meta: DataFileMeta, rows: np.ndarray | None) -> pa.Table:
+def _selected_rows(unit: UnitFiles, split: Split, meta: DataFileMeta, rows: np.ndarray | None) -> pa.Table:
     """The ``rows`` (a bool per row; None: every row) of ``meta``, with system columns, no
     deletion vector applied."""
     whole = Split(split.partition, split.partition_values, split.bucket, split.total_buckets, [meta])
     return unit.reader.read_file(whole, meta, True, rows=rows)
-
-
-def _batches(reader: SplitReader, split: Split, batch_rows: int, meta: DataFileMeta) -> Iterator[pa.Table]:
-    """One file of a streamed interval, with its system columns, ``batch_rows`` at a time."""
-    return reader.iter_file(split, meta, True, None, batch_rows)
-
-
-def _gathered(pieces: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
-    """``pieces`` regrouped into tables of at least ``rows`` rows (the last may hold fewer)."""
-    held: list[pa.Table] = []
-    count = 0
-    for piece in pieces:
-        held.append(piece)
-        count += piece.num_rows
-        if count >= rows:
-            yield pa.concat_tables(held)
-            held, count = [], 0
-    if held:
-        yield pa.concat_tables(held)
-
-
-def _merge_whole(
-    read: Callable[[DataFileMeta], pa.Table],
-    interval: Sequence[DataFileMeta],
-    merge: Callable[[pa.Table], pa.Table],
-) -> pa.Table:
-    """Merge one interval read whole: its merged rows, key-sorted, as the streaming path gives them.
-
-    The files are concatenated in interval order - the order the streaming merge concatenates a
-    key's rows in - and go through the same ``merge`` (sort, collapse, drop deletes at the max
-    level). `winner_masks` was measured here too: it finds deduplicate winners without a sort,
-    but the output of a compaction must be key-sorted, and masks + filter + a sort of the
-    survivors cost about 1.5x the single `sort_and_merge` on TPC-H lineitem units.
-    """
-    return merge(pa.concat_tables([read(f) for f in interval]))
 
 
 def compaction_parallelism(store: FileStore, requested: int | None = None) -> int:
