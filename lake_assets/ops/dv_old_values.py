@@ -37,6 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.errors import CorruptMetadataError
+from lake_assets.formats.data_file import SEQUENCE_NUMBER
 from lake_assets.lsm.key_compare import key_view
 from lake_assets.lsm.lookup_merge import LEVEL, merges_by_lookup
 from lake_assets.lsm.merge import group_bounds
@@ -95,20 +96,25 @@ class AboveLookup(VectorUpdate):
 class OldValues:
     """The live rows above a compaction unit for the keys it merges, one merge step at a time."""
 
-    def __init__(self, update: VectorUpdate, read_rows: ReadRows, key_names: Sequence[str]) -> None:
+    def __init__(self, update: VectorUpdate, read_rows: ReadRows, key_names: Sequence[str],
+                 sequence_fields: Sequence[str] = ()) -> None:
         self.update = update
         self._read = read_rows
         self.key_names = list(key_names)
         self._int_key = update.int_key
+        # the merge orders a key's records by these before ``_SEQUENCE_NUMBER`` (`sort_for_merge`)
+        self._sequence_fields = tuple(sequence_fields)
 
-    def merge_in(self, chunk: pa.Table) -> pa.Table:
+    def merge_in(self, chunk: pa.Table) -> tuple[pa.Table, bool]:
         """``chunk`` (every record of its keys the unit holds) with each key's live row from above
-        the unit put in front; those rows' positions are marked in the vectors the unit writes."""
+        the unit put in front; those rows' positions are marked in the vectors the unit writes.
+        The second item tells whether the table is in merge order already (`sort_and_merge`'s
+        ``presorted``): each old row put just before its key's records (`_interleaved`)."""
         keys = self._distinct_keys(self._without_high_level(chunk))
         found = [(meta, live) for meta, positions in self.update.found(keys)
                  if (live := self.update.live(meta, positions)).size]
         if not found:
-            return chunk
+            return chunk, False
         found.sort(key=lambda item: item[0].level)  # LookupLevels: the lowest level first
         tables = []
         for meta, live in found:
@@ -116,16 +122,48 @@ class OldValues:
             if rows.num_rows != live.size:
                 raise CorruptMetadataError(f"{meta.file_name} gave {rows.num_rows} rows for {live.size} positions")
             tables.append(rows)
-        if len(found) == 1 or self._disjoint_int_keys(tables):
+        ordered = self._ordered_int_keys(chunk)
+        at = None if ordered is None else _first_records(ordered, self._int_keys(tables))
+        if len(found) == 1 or at is not None or self._disjoint_int_keys(tables):
             # one row per key already (the usual case: a key's older rows are hidden by vectors)
             for meta, live in found:
                 self.update.record(meta.file_name, live)
             old = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
         else:
             old = self._lowest_level_rows(found, tables)
+            at = None if ordered is None else _first_records(ordered, self._int_keys([old]))
         if old.schema != chunk.schema:  # the same reader gives both: only nullability may differ
             old = old.select(chunk.column_names).cast(chunk.schema)
-        return pa.concat_tables([old, chunk])
+        both = pa.concat_tables([old, chunk])
+        order = None if at is None else _interleaved(at, old, chunk)
+        return (both, False) if order is None else (both.take(pa.array(order)), True)
+
+    def _int_keys(self, tables: list[pa.Table]) -> np.ndarray:
+        """The single integer key column of ``tables``, one after another (a null, which a key
+        never holds, fails `_first_records`' match)."""
+        name = self.key_names[0]
+        return np.concatenate([t.column(name).to_numpy(zero_copy_only=False) for t in tables])
+
+    def _ordered_int_keys(self, chunk: pa.Table) -> np.ndarray | None:
+        """The keys of ``chunk`` when old rows can be put in merge order without a sort: a single
+        integer key, no ``sequence.field`` (the merge orders by it first), and ``chunk`` in merge
+        order already (keys ascending, a key's records by ascending ``_SEQUENCE_NUMBER``: a unit
+        of one level-0 file, the usual case); else None, and the merge sorts. A sort of a
+        bucket's old and new rows was the largest part of the merge (bench/RESULTS.md, session 16)."""
+        if not self._int_key or self._sequence_fields:
+            return None
+        column = chunk.column(self.key_names[0])
+        if column.null_count:
+            return None
+        keys: np.ndarray = column.to_numpy()
+        if keys.size > 1 and not bool(np.all(keys[1:] > keys[:-1])):
+            if not bool(np.all(keys[1:] >= keys[:-1])):
+                return None
+            same = keys[1:] == keys[:-1]
+            seq = chunk.column(SEQUENCE_NUMBER).to_numpy()
+            if bool(np.any(seq[1:][same] < seq[:-1][same])):
+                return None
+        return keys
 
     def _disjoint_int_keys(self, tables: list[pa.Table]) -> bool:
         """Whether no key of a single integer key column is in two of ``tables`` (each file's
@@ -184,6 +222,35 @@ class OldValues:
         keys = keys.take(order)
         starts, _ = group_bounds(keys, self.key_names)
         return keys if starts.size == keys.num_rows else keys.take(pa.array(starts))
+
+
+def _first_records(keys: np.ndarray, old_keys: np.ndarray) -> np.ndarray | None:
+    """For each old row's key (``old_keys``), the position of its key's first record among
+    ``keys`` (ascending); None when a key is not there or two old rows share one."""
+    at: np.ndarray = np.searchsorted(keys, old_keys)
+    if at.size and (int(at.max()) >= keys.size or not np.array_equal(keys[at], old_keys)):
+        return None
+    taken = np.zeros(keys.size, dtype=bool)
+    taken[at] = True
+    return at if int(np.count_nonzero(taken)) == at.size else None
+
+
+def _interleaved(at: np.ndarray, old: pa.Table, chunk: pa.Table) -> np.ndarray | None:
+    """The merge order of ``old`` then ``chunk`` concatenated, without a sort: each old row just
+    before its key's first record in ``chunk`` (at ``at``), as the merge's stable sort puts it
+    when it is not newer than that record (old rows first among equal sequence numbers); None
+    when one is newer (then the sort decides)."""
+    new_seq = chunk.column(SEQUENCE_NUMBER).to_numpy()
+    if bool(np.any(old.column(SEQUENCE_NUMBER).to_numpy() > new_seq[at])):
+        return None
+    n_old, n_new = at.size, chunk.num_rows
+    before = np.zeros(n_new, dtype=np.int64)
+    before[at] = 1
+    np.cumsum(before, out=before)  # old rows up to and including each record's key
+    order = np.empty(n_old + n_new, dtype=np.int64)
+    order[at + before[at] - 1] = np.arange(n_old, dtype=np.int64)
+    order[np.arange(n_new, dtype=np.int64) + before] = np.arange(n_old, n_old + n_new, dtype=np.int64)
+    return order
 
 
 __all__ = ["AboveLookup", "OldValues", "ReadRows", "folds_lone_records", "lookup_merge_function", "needs_old_values"]

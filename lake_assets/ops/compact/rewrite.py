@@ -164,11 +164,12 @@ def run_compaction_task(
     vectors = (VectorUpdate(store, split, lambda: unit.reader, task.dv_lookup_files, task.dv_rewrite_files,
                             unit.vectors) if task.deletion_vectors and not task.append_groups else None)
     # partial-update, aggregation, sequence.field: each key's live row above is merged in (dv_old_values.py)
-    old_values = (OldValues(vectors, unit.looked_up_rows(split).rows, store.schema.trimmed_primary_keys)
-                  if vectors is not None and needs_old_values(opts) else None)
+    old_values = (OldValues(vectors, unit.looked_up_rows(split).rows, store.schema.trimmed_primary_keys,
+                            opts.sequence_fields) if vectors is not None and needs_old_values(opts) else None)
     if task.lookup_above_files:  # lookup compaction without vectors: the same merge, nothing marked
         above = AboveLookup(store, split, lambda: unit.reader, task.lookup_above_files, (), unit.vectors)
-        old_values = OldValues(above, unit.looked_up_rows(split).rows, store.schema.trimmed_primary_keys)
+        old_values = OldValues(above, unit.looked_up_rows(split).rows, store.schema.trimmed_primary_keys,
+                               opts.sequence_fields)
     index_paths: list[str] = []
     # made for a streaming merge only (its directory at a first spill): a unit that relabels
     # files or merges them whole (every deletion-vector round of a small bucket) never spills
@@ -238,9 +239,11 @@ def run_compaction_task(
                 continue
 
             def merge(chunk: pa.Table, drop: bool = section.drop_delete) -> pa.Table:
-                if old_values is not None:
-                    chunk = old_values.merge_in(chunk)  # marks the old rows it adds
-                merged = sort_and_merge(chunk, key_names, merge_fn, opts.sequence_fields, opts.sequence_descending)
+                presorted = False
+                if old_values is not None:  # marks the old rows it adds
+                    chunk, presorted = old_values.merge_in(chunk)
+                merged = sort_and_merge(chunk, key_names, merge_fn, opts.sequence_fields, opts.sequence_descending,
+                                        presorted=presorted)
                 if vectors is not None and old_values is None:
                     vectors.note(merged)
                 if known is not None:
