@@ -50,9 +50,10 @@ if TYPE_CHECKING:
     from lake_assets.ops.compact.plan import CompactionTask
     from lake_assets.options import CoreOptions
 
-ReadRows = Callable[[DataFileMeta, np.ndarray], pa.Table]
+ReadRows = Callable[[DataFileMeta, np.ndarray], tuple[pa.Table, np.ndarray | None]]
 """Reads the rows of a file at ascending positions (every row counted, no deletion vector
-applied), with system columns, in file order (`ops.dv_row_cache.LookedUpRows.rows`)."""
+applied), with system columns: a table holding them and their positions in it, None when the
+table is those rows in file order (`ops.dv_row_cache.LookedUpRows.source`)."""
 
 
 def needs_old_values(options: CoreOptions) -> bool:
@@ -116,33 +117,44 @@ class OldValues:
         if not found:
             return chunk, False
         found.sort(key=lambda item: item[0].level)  # LookupLevels: the lowest level first
-        tables = []
+        sources = []
         for meta, live in found:
-            rows = self._read(meta, live)
-            if rows.num_rows != live.size:
-                raise CorruptMetadataError(f"{meta.file_name} gave {rows.num_rows} rows for {live.size} positions")
-            tables.append(rows)
+            table, at_rows = self._read(meta, live)
+            if at_rows is None and table.num_rows != live.size:
+                raise CorruptMetadataError(f"{meta.file_name} gave {table.num_rows} rows for {live.size} positions")
+            sources.append((table, at_rows))
         ordered = self._ordered_int_keys(chunk)
-        at = None if ordered is None else _first_records(ordered, self._int_keys(tables))
-        if len(found) == 1 or at is not None or self._disjoint_int_keys(tables):
-            # one row per key already (the usual case: a key's older rows are hidden by vectors)
+        if ordered is not None and all(t.schema == chunk.schema for t, _ in sources):
+            # one gather from the files' rows and the chunk together, straight into merge order
+            at = _first_records(ordered, _column_at(sources, self.key_names[0]))
+            if at is not None:  # one row per key (the usual case: a key's older rows are hidden by vectors)
+                for meta, live in found:
+                    self.update.record(meta.file_name, live)
+                offsets = np.cumsum([0, *(t.num_rows for t, _ in sources)])
+                index = np.concatenate([offset + (np.arange(t.num_rows) if rows is None else rows)
+                                        for (t, rows), offset in zip(sources, offsets, strict=False)])
+                both = pa.concat_tables([*(t for t, _ in sources), chunk])
+                base = int(offsets[-1])
+                order = _interleaved(at, _column_at(sources, SEQUENCE_NUMBER), chunk, index, base)
+                if order is not None:
+                    return both.take(pa.array(order)), True
+                # an old row newer than its key's records: old rows in front, and the merge sorts
+                return both.take(pa.array(np.concatenate([index, np.arange(base, base + chunk.num_rows)]))), False
+        tables = [t if rows is None else t.take(pa.array(rows)) for t, rows in sources]
+        if len(found) == 1 or self._disjoint_int_keys(tables):
             for meta, live in found:
                 self.update.record(meta.file_name, live)
             old = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
         else:
             old = self._lowest_level_rows(found, tables)
-            at = None if ordered is None else _first_records(ordered, self._int_keys([old]))
         if old.schema != chunk.schema:  # the same reader gives both: only nullability may differ
             old = old.select(chunk.column_names).cast(chunk.schema)
+        at = None if ordered is None else _first_records(ordered, _column_at([(old, None)], self.key_names[0]))
+        order = (None if at is None else
+                 _interleaved(at, _column_at([(old, None)], SEQUENCE_NUMBER), chunk, np.arange(old.num_rows),
+                              old.num_rows))
         both = pa.concat_tables([old, chunk])
-        order = None if at is None else _interleaved(at, old, chunk)
         return (both, False) if order is None else (both.take(pa.array(order)), True)
-
-    def _int_keys(self, tables: list[pa.Table]) -> np.ndarray:
-        """The single integer key column of ``tables``, one after another (a null, which a key
-        never holds, fails `_first_records`' match)."""
-        name = self.key_names[0]
-        return np.concatenate([t.column(name).to_numpy(zero_copy_only=False) for t in tables])
 
     def _ordered_int_keys(self, chunk: pa.Table) -> np.ndarray | None:
         """The keys of ``chunk`` when old rows can be put in merge order without a sort: a single
@@ -235,21 +247,33 @@ def _first_records(keys: np.ndarray, old_keys: np.ndarray) -> np.ndarray | None:
     return at if int(np.count_nonzero(taken)) == at.size else None
 
 
-def _interleaved(at: np.ndarray, old: pa.Table, chunk: pa.Table) -> np.ndarray | None:
-    """The merge order of ``old`` then ``chunk`` concatenated, without a sort: each old row just
+def _column_at(sources: Sequence[tuple[pa.Table, np.ndarray | None]], name: str) -> np.ndarray:
+    """Column ``name`` of the rows ``sources`` name (a table and the positions of its rows, or
+    None: every row), one source after another, as numpy (a null fails `_first_records`' match)."""
+    parts = []
+    for table, rows in sources:
+        values = table.column(name).to_numpy()
+        parts.append(values if rows is None else values[rows])
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _interleaved(at: np.ndarray, old_seq: np.ndarray, chunk: pa.Table, old_index: np.ndarray,
+                 base: int) -> np.ndarray | None:
+    """The merge order of old rows (at ``old_index``, with sequence numbers ``old_seq``) and
+    ``chunk`` (at ``base`` on), in a table holding both, without a sort: each old row just
     before its key's first record in ``chunk`` (at ``at``), as the merge's stable sort puts it
     when it is not newer than that record (old rows first among equal sequence numbers); None
     when one is newer (then the sort decides)."""
     new_seq = chunk.column(SEQUENCE_NUMBER).to_numpy()
-    if bool(np.any(old.column(SEQUENCE_NUMBER).to_numpy() > new_seq[at])):
+    if bool(np.any(old_seq > new_seq[at])):
         return None
     n_old, n_new = at.size, chunk.num_rows
     before = np.zeros(n_new, dtype=np.int64)
     before[at] = 1
     np.cumsum(before, out=before)  # old rows up to and including each record's key
     order = np.empty(n_old + n_new, dtype=np.int64)
-    order[at + before[at] - 1] = np.arange(n_old, dtype=np.int64)
-    order[np.arange(n_new, dtype=np.int64) + before] = np.arange(n_old, n_old + n_new, dtype=np.int64)
+    order[at + before[at] - 1] = old_index
+    order[np.arange(n_new, dtype=np.int64) + before] = np.arange(base, base + n_new, dtype=np.int64)
     return order
 
 

@@ -30,8 +30,10 @@ def _order(old: pa.Table, chunk: pa.Table, sequence_fields: tuple[str, ...] = ()
     keys = values._ordered_int_keys(chunk)
     if keys is None:
         return None
-    at = dv_old_values._first_records(keys, values._int_keys([old]))
-    return None if at is None else dv_old_values._interleaved(at, old, chunk)
+    at = dv_old_values._first_records(keys, old.column("id").to_numpy())
+    old_seq = old.column("_SEQUENCE_NUMBER").to_numpy()
+    return None if at is None else dv_old_values._interleaved(at, old_seq, chunk, np.arange(old.num_rows),
+                                                              old.num_rows)
 
 
 @pytest.mark.parametrize("seed", range(12))

@@ -164,11 +164,11 @@ def run_compaction_task(
     vectors = (VectorUpdate(store, split, lambda: unit.reader, task.dv_lookup_files, task.dv_rewrite_files,
                             unit.vectors) if task.deletion_vectors and not task.append_groups else None)
     # partial-update, aggregation, sequence.field: each key's live row above is merged in (dv_old_values.py)
-    old_values = (OldValues(vectors, unit.looked_up_rows(split).rows, store.schema.trimmed_primary_keys,
+    old_values = (OldValues(vectors, unit.looked_up_rows(split).source, store.schema.trimmed_primary_keys,
                             opts.sequence_fields) if vectors is not None and needs_old_values(opts) else None)
     if task.lookup_above_files:  # lookup compaction without vectors: the same merge, nothing marked
         above = AboveLookup(store, split, lambda: unit.reader, task.lookup_above_files, (), unit.vectors)
-        old_values = OldValues(above, unit.looked_up_rows(split).rows, store.schema.trimmed_primary_keys,
+        old_values = OldValues(above, unit.looked_up_rows(split).source, store.schema.trimmed_primary_keys,
                                opts.sequence_fields)
     index_paths: list[str] = []
     # made for a streaming merge only (its directory at a first spill): a unit that relabels
