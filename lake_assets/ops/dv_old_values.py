@@ -15,8 +15,12 @@ files above come from the unit's `VectorUpdate.found` (the deduplicate path's pe
 lookup), the live ones (kept by the old vectors) are taken from their files' decoded rows, kept
 between rounds within ``lookup.cache-max-memory-size`` (`ops.dv_row_cache`), the lowest level's
 row of a key is kept, its position is marked, and those rows join the step's
-records before the merge. Memory: one file's selected rows at a time, then the step's old rows
-(at most one per key of the step, so bounded by ``compaction.merge-rows``).
+records before the merge. With a single integer key, no ``sequence.field`` and the step's records
+in merge order already (a unit of one level-0 file), the old rows are gathered with the records
+in one take, each just before its key's records, and the merge skips its sort (`_interleaved`:
+the order the sort would give). Memory: one file's selected rows at a time (a kept file is
+referenced, not copied), then the step's old rows and records (at most one old row per key of the
+step, so bounded by ``compaction.merge-rows``).
 
 Tables without deletion vectors that merge by lookup (``changelog-producer = lookup`` or
 ``force-lookup``: `lsm.lookup_merge`) compact the same way (Java's wrapper is the same): their
