@@ -51,6 +51,7 @@ from lake_assets.ops.dv_compact import VectorUpdate
 from lake_assets.spec.manifest import DataFileMeta
 
 if TYPE_CHECKING:
+    from lake_assets.lsm.compact_strategy import RewriteSection
     from lake_assets.ops.compact.plan import CompactionTask
     from lake_assets.options import CoreOptions
 
@@ -240,6 +241,40 @@ class OldValues:
         return keys if starts.size == keys.num_rows else keys.take(pa.array(starts))
 
 
+# Options that give a level's files another format, codec or statistics than level 0's: a level-0
+# file relabelled into such a level would not be what a rewrite writes there
+PER_LEVEL_OPTIONS = ("file.format.per.level", "file.compression.per.level", "metadata.stats-mode.per.level")
+
+
+def relabel_candidate(options: CoreOptions, schema_id: int, section: RewriteSection,
+                      whole_rows: int) -> DataFileMeta | None:
+    """The level-0 file a lookup unit's ``section`` rewrites alone (its one interval, read whole
+    and merged once), which may be relabelled to the section's level when its merged rows are its
+    own rows (`same_rows`); None otherwise. Such a rewrite would write the file's very rows again,
+    in a file a reader cannot tell from it (its statistics and key range are the rows'): Java's
+    lookup rewriter rewrites level 0 of partial-update and aggregation tables because a merge with
+    the rows above may change them (``LookupMergeTreeCompactRewriter``), and where it did not, the
+    rewrite's Parquet encode was a third of a partial-update DV round (bench/RESULTS.md, session 16).
+    Not when a level-specific format, codec or statistics mode is set, or the file has another
+    schema than the table's (a rewrite writes the current one)."""
+    if section.kind != "rewrite" or section.output_level <= 0 or len(section.intervals) != 1:
+        return None
+    files = section.intervals[0]
+    if len(files) != 1 or files[0].level != 0 or files[0].schema_id != schema_id or files[0].row_count > whole_rows:
+        return None
+    if any(options.raw.get(key) for key in PER_LEVEL_OPTIONS):
+        return None
+    return files[0]
+
+
+def same_rows(merged: pa.Table, rows: pa.Table) -> bool:
+    """Whether a merge's output ``merged`` is ``rows`` (a file's rows as the unit read them),
+    every column and row in order (a NaN never equals itself here: such a file is rewritten)."""
+    if LEVEL in rows.column_names:
+        rows = rows.drop_columns([LEVEL])
+    return bool(merged.num_rows == rows.num_rows and merged.schema.equals(rows.schema) and merged.equals(rows))
+
+
 def _first_records(keys: np.ndarray, old_keys: np.ndarray) -> np.ndarray | None:
     """For each old row's key (``old_keys``), the position of its key's first record among
     ``keys`` (ascending); None when a key is not there or two old rows share one."""
@@ -281,4 +316,5 @@ def _interleaved(at: np.ndarray, old_seq: np.ndarray, chunk: pa.Table, old_index
     return order
 
 
-__all__ = ["AboveLookup", "OldValues", "ReadRows", "folds_lone_records", "lookup_merge_function", "needs_old_values"]
+__all__ = ["PER_LEVEL_OPTIONS", "AboveLookup", "OldValues", "ReadRows", "folds_lone_records", "lookup_merge_function",
+           "needs_old_values", "relabel_candidate", "same_rows"]

@@ -46,6 +46,8 @@ from lake_assets.ops.dv_old_values import (
     folds_lone_records,
     lookup_merge_function,
     needs_old_values,
+    relabel_candidate,
+    same_rows,
 )
 from lake_assets.ops.dv_row_cache import LookedUpRows, RowsKey, flushed_key, remember_written_rows, take_flushed
 from lake_assets.ops.read import SplitReader
@@ -254,6 +256,20 @@ def run_compaction_task(
                         merged = merged.filter(pa.array(keep))
                 return merged
 
+            # a lookup unit's one level-0 file whose merge changes none of its rows is relabelled,
+            # not written again (`dv_old_values.relabel_candidate`)
+            merged_first = None
+            relabel = (relabel_candidate(opts, store.schema.id, section, whole_rows)
+                       if old_values is not None else None)
+            if relabel is not None:
+                rows = unit.file_rows(split, relabel)
+                merged_first = merge(rows)
+                if same_rows(merged_first, rows):
+                    before.append(relabel)
+                    after.append(relabel.upgrade(section.output_level))
+                    _remember_output(unit, split, section.output_level, after[-1:], [merged_first])
+                    continue
+                del rows
             # Intervals are key-disjoint and in key order, so their merged rows concatenate into
             # sorted output: one rolling writer fills target-sized files across all of them.
             rolling = unit.writer.rolling(level=section.output_level, file_source=FILE_SOURCE_COMPACT)
@@ -265,7 +281,9 @@ def run_compaction_task(
                 if sum(f.row_count for f in interval) <= whole_rows:
                     # The streaming merge would gather all of these rows into one `merge` call
                     # anyway; reading whole files skips its per-row-group frontier bookkeeping.
-                    merged_whole = _merge_whole(partial(unit.file_rows, split), interval, merge)
+                    merged_whole = (_merge_whole(partial(unit.file_rows, split), interval, merge)
+                                    if merged_first is None else merged_first)
+                    merged_first = None
                     rolling.write(merged_whole)
                     if outputs is not None:
                         outputs.append(merged_whole)
