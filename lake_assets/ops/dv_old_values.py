@@ -15,8 +15,12 @@ files above come from the unit's `VectorUpdate.found` (the deduplicate path's pe
 lookup), the live ones (kept by the old vectors) are taken from their files' decoded rows, kept
 between rounds within ``lookup.cache-max-memory-size`` (`ops.dv_row_cache`), the lowest level's
 row of a key is kept, its position is marked, and those rows join the step's
-records before the merge. Memory: one file's selected rows at a time, then the step's old rows
-(at most one per key of the step, so bounded by ``compaction.merge-rows``).
+records before the merge. With a single integer key, no ``sequence.field`` and the step's records
+in merge order already (a unit of one level-0 file), the old rows are gathered with the records
+in one take, each just before its key's records, and the merge skips its sort (`_interleaved`:
+the order the sort would give). Memory: one file's selected rows at a time (a kept file is
+referenced, not copied), then the step's old rows and records (at most one old row per key of the
+step, so bounded by ``compaction.merge-rows``).
 
 Tables without deletion vectors that merge by lookup (``changelog-producer = lookup`` or
 ``force-lookup``: `lsm.lookup_merge`) compact the same way (Java's wrapper is the same): their
@@ -37,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.errors import CorruptMetadataError
+from lake_assets.formats.data_file import SEQUENCE_NUMBER
 from lake_assets.lsm.key_compare import key_view
 from lake_assets.lsm.lookup_merge import LEVEL, merges_by_lookup
 from lake_assets.lsm.merge import group_bounds
@@ -46,12 +51,14 @@ from lake_assets.ops.dv_compact import VectorUpdate
 from lake_assets.spec.manifest import DataFileMeta
 
 if TYPE_CHECKING:
+    from lake_assets.lsm.compact_strategy import RewriteSection
     from lake_assets.ops.compact.plan import CompactionTask
     from lake_assets.options import CoreOptions
 
-ReadRows = Callable[[DataFileMeta, np.ndarray], pa.Table]
+ReadRows = Callable[[DataFileMeta, np.ndarray], tuple[pa.Table, np.ndarray | None]]
 """Reads the rows of a file at ascending positions (every row counted, no deletion vector
-applied), with system columns, in file order (`ops.dv_row_cache.LookedUpRows.rows`)."""
+applied), with system columns: a table holding them and their positions in it, None when the
+table is those rows in file order (`ops.dv_row_cache.LookedUpRows.source`)."""
 
 
 def needs_old_values(options: CoreOptions) -> bool:
@@ -95,29 +102,51 @@ class AboveLookup(VectorUpdate):
 class OldValues:
     """The live rows above a compaction unit for the keys it merges, one merge step at a time."""
 
-    def __init__(self, update: VectorUpdate, read_rows: ReadRows, key_names: Sequence[str]) -> None:
+    def __init__(self, update: VectorUpdate, read_rows: ReadRows, key_names: Sequence[str],
+                 sequence_fields: Sequence[str] = ()) -> None:
         self.update = update
         self._read = read_rows
         self.key_names = list(key_names)
         self._int_key = update.int_key
+        # the merge orders a key's records by these before ``_SEQUENCE_NUMBER`` (`sort_for_merge`)
+        self._sequence_fields = tuple(sequence_fields)
 
-    def merge_in(self, chunk: pa.Table) -> pa.Table:
+    def merge_in(self, chunk: pa.Table) -> tuple[pa.Table, bool]:
         """``chunk`` (every record of its keys the unit holds) with each key's live row from above
-        the unit put in front; those rows' positions are marked in the vectors the unit writes."""
+        the unit put in front; those rows' positions are marked in the vectors the unit writes.
+        The second item tells whether the table is in merge order already (`sort_and_merge`'s
+        ``presorted``): each old row put just before its key's records (`_interleaved`)."""
         keys = self._distinct_keys(self._without_high_level(chunk))
         found = [(meta, live) for meta, positions in self.update.found(keys)
                  if (live := self.update.live(meta, positions)).size]
         if not found:
-            return chunk
+            return chunk, False
         found.sort(key=lambda item: item[0].level)  # LookupLevels: the lowest level first
-        tables = []
+        sources = []
         for meta, live in found:
-            rows = self._read(meta, live)
-            if rows.num_rows != live.size:
-                raise CorruptMetadataError(f"{meta.file_name} gave {rows.num_rows} rows for {live.size} positions")
-            tables.append(rows)
+            table, at_rows = self._read(meta, live)
+            if at_rows is None and table.num_rows != live.size:
+                raise CorruptMetadataError(f"{meta.file_name} gave {table.num_rows} rows for {live.size} positions")
+            sources.append((table, at_rows))
+        ordered = self._ordered_int_keys(chunk)
+        if ordered is not None and all(t.schema == chunk.schema for t, _ in sources):
+            # one gather from the files' rows and the chunk together, straight into merge order
+            at = _first_records(ordered, _column_at(sources, self.key_names[0]))
+            if at is not None:  # one row per key (the usual case: a key's older rows are hidden by vectors)
+                for meta, live in found:
+                    self.update.record(meta.file_name, live)
+                offsets = np.cumsum([0, *(t.num_rows for t, _ in sources)])
+                index = np.concatenate([offset + (np.arange(t.num_rows) if rows is None else rows)
+                                        for (t, rows), offset in zip(sources, offsets, strict=False)])
+                both = pa.concat_tables([*(t for t, _ in sources), chunk])
+                base = int(offsets[-1])
+                order = _interleaved(at, _column_at(sources, SEQUENCE_NUMBER), chunk, index, base)
+                if order is not None:
+                    return both.take(pa.array(order)), True
+                # an old row newer than its key's records: old rows in front, and the merge sorts
+                return both.take(pa.array(np.concatenate([index, np.arange(base, base + chunk.num_rows)]))), False
+        tables = [t if rows is None else t.take(pa.array(rows)) for t, rows in sources]
         if len(found) == 1 or self._disjoint_int_keys(tables):
-            # one row per key already (the usual case: a key's older rows are hidden by vectors)
             for meta, live in found:
                 self.update.record(meta.file_name, live)
             old = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
@@ -125,7 +154,33 @@ class OldValues:
             old = self._lowest_level_rows(found, tables)
         if old.schema != chunk.schema:  # the same reader gives both: only nullability may differ
             old = old.select(chunk.column_names).cast(chunk.schema)
-        return pa.concat_tables([old, chunk])
+        at = None if ordered is None else _first_records(ordered, _column_at([(old, None)], self.key_names[0]))
+        order = (None if at is None else
+                 _interleaved(at, _column_at([(old, None)], SEQUENCE_NUMBER), chunk, np.arange(old.num_rows),
+                              old.num_rows))
+        both = pa.concat_tables([old, chunk])
+        return (both, False) if order is None else (both.take(pa.array(order)), True)
+
+    def _ordered_int_keys(self, chunk: pa.Table) -> np.ndarray | None:
+        """The keys of ``chunk`` when old rows can be put in merge order without a sort: a single
+        integer key, no ``sequence.field`` (the merge orders by it first), and ``chunk`` in merge
+        order already (keys ascending, a key's records by ascending ``_SEQUENCE_NUMBER``: a unit
+        of one level-0 file, the usual case); else None, and the merge sorts. A sort of a
+        bucket's old and new rows was the largest part of the merge (bench/RESULTS.md, session 16)."""
+        if not self._int_key or self._sequence_fields:
+            return None
+        column = chunk.column(self.key_names[0])
+        if column.null_count:
+            return None
+        keys: np.ndarray = column.to_numpy()
+        if keys.size > 1 and not bool(np.all(keys[1:] > keys[:-1])):
+            if not bool(np.all(keys[1:] >= keys[:-1])):
+                return None
+            same = keys[1:] == keys[:-1]
+            seq = chunk.column(SEQUENCE_NUMBER).to_numpy()
+            if bool(np.any(seq[1:][same] < seq[:-1][same])):
+                return None
+        return keys
 
     def _disjoint_int_keys(self, tables: list[pa.Table]) -> bool:
         """Whether no key of a single integer key column is in two of ``tables`` (each file's
@@ -186,4 +241,80 @@ class OldValues:
         return keys if starts.size == keys.num_rows else keys.take(pa.array(starts))
 
 
-__all__ = ["AboveLookup", "OldValues", "ReadRows", "folds_lone_records", "lookup_merge_function", "needs_old_values"]
+# Options that give a level's files another format, codec or statistics than level 0's: a level-0
+# file relabelled into such a level would not be what a rewrite writes there
+PER_LEVEL_OPTIONS = ("file.format.per.level", "file.compression.per.level", "metadata.stats-mode.per.level")
+
+
+def relabel_candidate(options: CoreOptions, schema_id: int, section: RewriteSection,
+                      whole_rows: int) -> DataFileMeta | None:
+    """The level-0 file a lookup unit's ``section`` rewrites alone (its one interval, read whole
+    and merged once), which may be relabelled to the section's level when its merged rows are its
+    own rows (`same_rows`); None otherwise. Such a rewrite would write the file's very rows again,
+    in a file a reader cannot tell from it (its statistics and key range are the rows'): Java's
+    lookup rewriter rewrites level 0 of partial-update and aggregation tables because a merge with
+    the rows above may change them (``LookupMergeTreeCompactRewriter``), and where it did not, the
+    rewrite's Parquet encode was a third of a partial-update DV round (bench/RESULTS.md, session 16).
+    Not when a level-specific format, codec or statistics mode is set, or the file has another
+    schema than the table's (a rewrite writes the current one)."""
+    if section.kind != "rewrite" or section.output_level <= 0 or len(section.intervals) != 1:
+        return None
+    files = section.intervals[0]
+    if len(files) != 1 or files[0].level != 0 or files[0].schema_id != schema_id or files[0].row_count > whole_rows:
+        return None
+    if any(options.raw.get(key) for key in PER_LEVEL_OPTIONS):
+        return None
+    return files[0]
+
+
+def same_rows(merged: pa.Table, rows: pa.Table) -> bool:
+    """Whether a merge's output ``merged`` is ``rows`` (a file's rows as the unit read them),
+    every column and row in order (a NaN never equals itself here: such a file is rewritten)."""
+    if LEVEL in rows.column_names:
+        rows = rows.drop_columns([LEVEL])
+    return bool(merged.num_rows == rows.num_rows and merged.schema.equals(rows.schema) and merged.equals(rows))
+
+
+def _first_records(keys: np.ndarray, old_keys: np.ndarray) -> np.ndarray | None:
+    """For each old row's key (``old_keys``), the position of its key's first record among
+    ``keys`` (ascending); None when a key is not there or two old rows share one."""
+    at: np.ndarray = np.searchsorted(keys, old_keys)
+    if at.size and (int(at.max()) >= keys.size or not np.array_equal(keys[at], old_keys)):
+        return None
+    taken = np.zeros(keys.size, dtype=bool)
+    taken[at] = True
+    return at if int(np.count_nonzero(taken)) == at.size else None
+
+
+def _column_at(sources: Sequence[tuple[pa.Table, np.ndarray | None]], name: str) -> np.ndarray:
+    """Column ``name`` of the rows ``sources`` name (a table and the positions of its rows, or
+    None: every row), one source after another, as numpy (a null fails `_first_records`' match)."""
+    parts = []
+    for table, rows in sources:
+        values = table.column(name).to_numpy()
+        parts.append(values if rows is None else values[rows])
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _interleaved(at: np.ndarray, old_seq: np.ndarray, chunk: pa.Table, old_index: np.ndarray,
+                 base: int) -> np.ndarray | None:
+    """The merge order of old rows (at ``old_index``, with sequence numbers ``old_seq``) and
+    ``chunk`` (at ``base`` on), in a table holding both, without a sort: each old row just
+    before its key's first record in ``chunk`` (at ``at``), as the merge's stable sort puts it
+    when it is not newer than that record (old rows first among equal sequence numbers); None
+    when one is newer (then the sort decides)."""
+    new_seq = chunk.column(SEQUENCE_NUMBER).to_numpy()
+    if bool(np.any(old_seq > new_seq[at])):
+        return None
+    n_old, n_new = at.size, chunk.num_rows
+    before = np.zeros(n_new, dtype=np.int64)
+    before[at] = 1
+    np.cumsum(before, out=before)  # old rows up to and including each record's key
+    order = np.empty(n_old + n_new, dtype=np.int64)
+    order[at + before[at] - 1] = old_index
+    order[np.arange(n_new, dtype=np.int64) + before] = np.arange(base, base + n_new, dtype=np.int64)
+    return order
+
+
+__all__ = ["PER_LEVEL_OPTIONS", "AboveLookup", "OldValues", "ReadRows", "folds_lone_records", "lookup_merge_function",
+           "needs_old_values", "relabel_candidate", "same_rows"]

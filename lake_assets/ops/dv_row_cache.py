@@ -156,6 +156,13 @@ class LookedUpRows:
     def rows(self, meta: DataFileMeta, positions: np.ndarray) -> pa.Table:
         """The rows of ``meta`` at ``positions`` (ascending, counting every row of the file), in
         file order."""
+        table, at = self.source(meta, positions)
+        return table if at is None else table.take(pa.array(at, type=pa.int64()))
+
+    def source(self, meta: DataFileMeta, positions: np.ndarray) -> tuple[pa.Table, np.ndarray | None]:
+        """A table holding the rows of ``meta`` at ``positions`` and where they are in it: the
+        whole file's kept rows and ``positions``, or the selected rows alone and None (a caller
+        gathering from several tables takes them in one pass: `ops.dv_old_values`)."""
         if self._fits(meta):
             key = self.key(meta)
             got = LOOKUP_CACHE.get(key)
@@ -165,10 +172,10 @@ class LookedUpRows:
             elif got is None:
                 keep(key, whole, self.budget, self.owner)
             if whole is not None:
-                return whole.take(pa.array(positions, type=pa.int64()))
+                return whole, positions
         mask = np.zeros(meta.row_count, dtype=bool)
         mask[positions] = True
-        return self._read_selected(meta, mask)
+        return self._read_selected(meta, mask), None
 
     def _fits(self, meta: DataFileMeta) -> bool:
         """Whether ``meta``'s rows may be kept: by the file's size on storage, a lower bound of

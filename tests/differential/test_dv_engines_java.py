@@ -42,6 +42,9 @@ PARTIAL_UPDATE_STEPS = [
     _w(("+I", {"k": 2, "b": "y2"}), ("+I", {"k": 5, "b": "new"})),
     C(full=False),
     _w(("+I", {"k": 3, "a": 30, "g": 0}), ("+I", {"k": 4, "b": "w"})),
+    # whole rows with the newest group sequence: the merge with the rows above changes none of
+    # them, and lake_assets relabels the level-0 file it would rewrite (dv_old_values.relabel_candidate)
+    _w(*(("+I", {"k": k, "a": 10 * k, "b": f"f{k}", "g": 9}) for k in range(1, 6))),
     C(),
 ]
 

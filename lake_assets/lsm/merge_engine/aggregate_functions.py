@@ -52,6 +52,7 @@ from lake_assets.lsm.merge_engine.grouping import (
     take_or_null,
     valid_mask,
 )
+from lake_assets.lsm.merge_engine.segment_reduce import SEGMENT_FUNCTIONS, runs_of, segment_reduce, segment_sum
 
 SUPPORTED_FUNCTIONS = frozenset({
     "sum", "product", "min", "max", "last_value", "last_non_null_value", "first_value",
@@ -297,6 +298,12 @@ def fold(
     if func in SKETCH_FUNCTIONS:
         return fold_sketches(func, fn.column, col, rows, gid, n_groups)
     values = col.take(pa.array(sel_rows, type=pa.int64()))
+    if func in SEGMENT_FUNCTIONS:  # numpy over each group's run of entries, where it applies
+        first, sizes = runs_of(sel_gid)
+        fast = (segment_sum(fn.column, values, sel_retract, first, sizes) if func == "sum"
+                else segment_reduce(func, values, first))
+        if fast is not None:  # one value per group with entries: every group, or scattered
+            return fast if first.size == n_groups else scatter(fast, sel_gid[first], n_groups)
     if func == "sum":
         return _sum(fn.column, values, sel_retract, sel_gid, n_groups)
     if func == "product":

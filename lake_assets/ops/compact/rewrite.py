@@ -46,6 +46,8 @@ from lake_assets.ops.dv_old_values import (
     folds_lone_records,
     lookup_merge_function,
     needs_old_values,
+    relabel_candidate,
+    same_rows,
 )
 from lake_assets.ops.dv_row_cache import LookedUpRows, RowsKey, flushed_key, remember_written_rows, take_flushed
 from lake_assets.ops.read import SplitReader
@@ -164,11 +166,12 @@ def run_compaction_task(
     vectors = (VectorUpdate(store, split, lambda: unit.reader, task.dv_lookup_files, task.dv_rewrite_files,
                             unit.vectors) if task.deletion_vectors and not task.append_groups else None)
     # partial-update, aggregation, sequence.field: each key's live row above is merged in (dv_old_values.py)
-    old_values = (OldValues(vectors, unit.looked_up_rows(split).rows, store.schema.trimmed_primary_keys)
-                  if vectors is not None and needs_old_values(opts) else None)
+    old_values = (OldValues(vectors, unit.looked_up_rows(split).source, store.schema.trimmed_primary_keys,
+                            opts.sequence_fields) if vectors is not None and needs_old_values(opts) else None)
     if task.lookup_above_files:  # lookup compaction without vectors: the same merge, nothing marked
         above = AboveLookup(store, split, lambda: unit.reader, task.lookup_above_files, (), unit.vectors)
-        old_values = OldValues(above, unit.looked_up_rows(split).rows, store.schema.trimmed_primary_keys)
+        old_values = OldValues(above, unit.looked_up_rows(split).source, store.schema.trimmed_primary_keys,
+                               opts.sequence_fields)
     index_paths: list[str] = []
     # made for a streaming merge only (its directory at a first spill): a unit that relabels
     # files or merges them whole (every deletion-vector round of a small bucket) never spills
@@ -201,9 +204,11 @@ def run_compaction_task(
                 continue
 
             def merge(chunk: pa.Table, drop: bool = section.drop_delete) -> pa.Table:
-                if old_values is not None:
-                    chunk = old_values.merge_in(chunk)  # marks the old rows it adds
-                merged = sort_and_merge(chunk, key_names, merge_fn, opts.sequence_fields, opts.sequence_descending)
+                presorted = False
+                if old_values is not None:  # marks the old rows it adds
+                    chunk, presorted = old_values.merge_in(chunk)
+                merged = sort_and_merge(chunk, key_names, merge_fn, opts.sequence_fields, opts.sequence_descending,
+                                        presorted=presorted)
                 if vectors is not None and old_values is None:
                     vectors.note(merged)
                 if known is not None:
@@ -214,6 +219,20 @@ def run_compaction_task(
                         merged = merged.filter(pa.array(keep))
                 return merged
 
+            # a lookup unit's one level-0 file whose merge changes none of its rows is relabelled,
+            # not written again (`dv_old_values.relabel_candidate`)
+            merged_first = None
+            relabel = (relabel_candidate(opts, store.schema.id, section, whole_rows)
+                       if old_values is not None else None)
+            if relabel is not None:
+                rows = unit.file_rows(split, relabel)
+                merged_first = merge(rows)
+                if same_rows(merged_first, rows):
+                    before.append(relabel)
+                    after.append(relabel.upgrade(section.output_level))
+                    _remember_output(unit, split, section.output_level, after[-1:], [merged_first])
+                    continue
+                del rows
             # Intervals are key-disjoint and in key order, so their merged rows concatenate into
             # sorted output: one rolling writer fills target-sized files across all of them.
             rolling = unit.writer.rolling(level=section.output_level, file_source=FILE_SOURCE_COMPACT)
@@ -225,7 +244,9 @@ def run_compaction_task(
                 if sum(f.row_count for f in interval) <= whole_rows:
                     # The streaming merge would gather all of these rows into one `merge` call
                     # anyway; reading whole files skips its per-row-group frontier bookkeeping.
-                    merged_whole = merge_whole(partial(unit.file_rows, split), interval, merge)
+                    merged_whole = (merge_whole(partial(unit.file_rows, split), interval, merge)
+                                    if merged_first is None else merged_first)
+                    merged_first = None
                     rolling.write(merged_whole)
                     if outputs is not None:
                         outputs.append(merged_whole)

@@ -1,0 +1,92 @@
+"""Per-group sums, minimums and maximums of primitive columns with numpy, for the aggregate
+functions (`aggregate_functions.fold`).
+
+A merge's entries come grouped: each key group's entries are one contiguous run, in merge order.
+Arrow's hash aggregate (`grouping.hash_aggregate`) hashes the group ids through an Acero plan
+first; for the short groups of a lookup compaction (a key's old row and its new record) that plan
+was most of an aggregation merge (bench/RESULTS.md, "Partial-update and aggregation DV rounds
+(session 16)"). Here a run's values are reduced in place:
+
+- ``sum`` adds a run's values one after another, from zero, in entry order: what Arrow's grouped
+  sum does (its result, to the last bit, for floating point too), one numpy pass per position in
+  the longest run. Runs longer than `MAX_RUN` entries, and types whose exact sum needs a wider
+  type than int64 (64-bit integers, decimals), are left to the hash aggregate.
+- ``min`` and ``max`` of integers, ``bool_and`` / ``bool_or``: order-free, one ``reduceat``.
+  Floating point min/max stay with Arrow (its NaN handling is its own).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from lake_assets.errors import InvalidDataError
+
+MAX_RUN = 16
+"""The longest run `segment_sum` adds position by position (a pass each); longer ones hash."""
+
+_SUMMED_INTEGERS = (pa.int8(), pa.int16(), pa.int32(), pa.uint8(), pa.uint16())
+
+
+def runs_of(gid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first entry, entry count) of each run of equal values in a non-decreasing ``gid``."""
+    if gid.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    first = np.flatnonzero(np.concatenate(([True], gid[1:] != gid[:-1])))
+    sizes = np.diff(np.append(first, gid.size))
+    return first, sizes
+
+
+def segment_sum(
+    column: str, values: pa.Array, retract: np.ndarray, first: np.ndarray, sizes: np.ndarray
+) -> pa.Array | None:
+    """The sum of each run of ``values`` (no nulls; runs as `runs_of` gives them), retract
+    entries subtracted, as the column's type; one value per run. None when this path does not
+    apply (the caller hashes). Raises `InvalidDataError` when a sum does not fit the column's type."""
+    dtype = values.type
+    if values.null_count or not (pa.types.is_floating(dtype) or dtype in _SUMMED_INTEGERS):
+        return None
+    if sizes.size and int(sizes.max()) > MAX_RUN:
+        return None
+    wide = np.float64 if pa.types.is_floating(dtype) else np.int64
+    v = values.to_numpy(zero_copy_only=False).astype(wide)
+    if retract.any():
+        v = np.where(retract, -v, v)
+    acc = v[first] + wide(0)  # zero plus the first, as Arrow's running sum (-0.0 comes out 0.0)
+    live = np.flatnonzero(sizes > 1)
+    k = 1
+    while live.size:
+        acc[live] += v[first[live] + k]
+        k += 1
+        live = live[sizes[live] > k]
+    if wide is np.int64:
+        info = np.iinfo(dtype.to_pandas_dtype())
+        bad = (acc < info.min) | (acc > info.max)
+        if bad.any():
+            raise InvalidDataError(f"Aggregate function 'sum' overflowed column {column!r} ({dtype}): "
+                                   f"{int(acc[bad][0])} does not fit")
+    return pa.array(acc.astype(dtype.to_pandas_dtype(), copy=False), type=dtype)
+
+
+SEGMENT_FUNCTIONS = frozenset({"sum", "min", "max", "bool_and", "bool_or"})
+"""The functions this module may fold (the caller falls back where it returns None)."""
+
+_ORDER_FREE = {"min": np.minimum, "max": np.maximum, "bool_and": np.logical_and, "bool_or": np.logical_or}
+
+
+def segment_reduce(function: str, values: pa.Array, first: np.ndarray) -> pa.Array | None:
+    """``min`` / ``max`` of integers, ``bool_and`` / ``bool_or`` of booleans, per run of
+    ``values`` (no nulls; ``first``: each run's first entry); None when this path does not apply."""
+    dtype = values.type
+    ufunc = _ORDER_FREE.get(function)
+    if ufunc is None or values.null_count or not values:
+        return None
+    if function in ("min", "max") and not pa.types.is_integer(dtype):
+        return None
+    if function in ("bool_and", "bool_or") and not pa.types.is_boolean(dtype):
+        return None
+    v = values.to_numpy(zero_copy_only=False)
+    return pa.array(ufunc.reduceat(v, first), type=dtype)
+
+
+__all__ = ["MAX_RUN", "SEGMENT_FUNCTIONS", "runs_of", "segment_reduce", "segment_sum"]
