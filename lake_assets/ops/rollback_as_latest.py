@@ -18,8 +18,10 @@ live there), so the nearest tag below D always holds it; index manifests and ind
 the target shares with R are spared by 0.9's ``findOverlappedSnapshots`` the same way. This holds
 while the tag exists: a tag deleted while snapshots between the target and R remain (Paimon's
 ``deleteTag`` deletes no file then, and nothing keeps F afterwards) lets any engine's later
-expiry delete F. Paimon HEAD has the same limit; lake_assets' own tag deletion spares every file a
-retained snapshot lists, and `delete_tag` is where to look before removing such a tag.
+expiry delete F (tests/differential/test_rollback_as_latest_java.py shows it with Java 0.9). Paimon
+HEAD has the same limit: keep the tag until the snapshots between the target and the rollback have
+expired. lake_assets' own tag deletion spares every file a retained snapshot lists; its snapshot
+expiry, like Paimon's, relies on the tag.
 """
 
 from __future__ import annotations
