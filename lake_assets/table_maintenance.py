@@ -184,6 +184,23 @@ class TableMaintenance(StoreView):
         self.store.require_exists()
         return remove_orphan_files(self.store, older_than=older_than, dry_run=dry_run)
 
+    def rollback_to_as_latest(self, *, snapshot_id: int | None = None, tag: str | None = None) -> Snapshot:
+        """Commit a new latest snapshot whose files are those of an older snapshot (or a tag's),
+        keeping every snapshot and tag, as Paimon HEAD's ``rollback_to_as_latest``: an OVERWRITE
+        with the target's schema id and index manifest, ``nextRowId`` never moving back. A
+        snapshot id is tagged ``rollback-to-as-latest-<id>-<uuid>`` first: that tag keeps the files
+        the new snapshot re-adds from expiry (ours and Paimon's); delete it only once the
+        snapshots between the target and the rollback have expired (`lake_assets.ops.rollback_as_latest`).
+        """
+        from lake_assets.ops.rollback_as_latest import rollback_to_as_latest
+
+        args.integer("snapshot_id", snapshot_id, minimum=0)
+        args.text("tag", tag, empty=True)
+        if (snapshot_id is None) == (tag is None):
+            raise InvalidArgumentError("rollback_to_as_latest needs exactly one of snapshot_id or tag")
+        self.store.require(Op.ROLLBACK)
+        return rollback_to_as_latest(self.store, snapshot_id=snapshot_id, tag=tag)
+
     def rollback_to(self, *, snapshot_id: int | None = None, tag: str | None = None) -> Snapshot:
         """Make a snapshot (or a tag's snapshot) the latest again. As Paimon's rollback, newer
         snapshots, long-lived changelogs and tags of newer snapshots are removed (the next commits

@@ -25,7 +25,8 @@ as Paimon's Flink sink shuffles them, all assigners running in this one writer.
 Cross-partition tables have no HASH index files (Java's ``KeyValueFileStore.newWrite`` keeps them
 for ``HASH_DYNAMIC`` only): every writer bootstraps from the data, so a writer also reads every
 bucket's keys once when it starts (Java's bootstrap does the same). While it lives, the writer
-holds the snapshots its index needs with a lease (ops/writer_lease.py).
+holds the snapshots its index needs with a lease (ops/writer_lease.py). The bootstrap's reads are
+`ops/cross_partition_bootstrap.py`.
 
 A batch is placed whole or not at all: where routing fails part way (a partition out of bucket
 ids, a full disk while the index spills) or the routed rows do not reach the write buffer, the
@@ -42,36 +43,22 @@ import numpy as np
 import pyarrow as pa
 
 from lake_assets.errors import InvalidDataError, OptionError
-from lake_assets.formats.data_file import local_now_ms
 from lake_assets.lsm.bucket_events import place_in_arrival_order
 from lake_assets.lsm.bucket_fill import fill_assigner_buckets
 from lake_assets.lsm.merge import is_retract
 from lake_assets.lsm.merge_engine.names import DEDUPLICATE, FIRST_ROW
-from lake_assets.ops.key_index import ENTRY_SCHEMA, KeyIndex, Locations, encode_keys
+from lake_assets.ops.cross_partition_bootstrap import bootstrap_entries, bootstrap_splits
+from lake_assets.ops.key_index import KeyIndex, Locations, encode_keys
 from lake_assets.ops.key_index_race import advance_base, holds_exactly_the_table, snapshot_identity
-from lake_assets.ops.read import SplitReader
 from lake_assets.ops.route import partition_groups
 from lake_assets.ops.writer_lease import WriterLease
 from lake_assets.spec.binary_row import deserialize_row, serialize_row
 from lake_assets.spec.row_kind import RowKind
-from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from lake_assets.ops.commit_message import CommitMessage
-    from lake_assets.ops.scan import Split
     from lake_assets.spec.snapshot import Snapshot
     from lake_assets.store.file_store import FileStore
-
-# Rows per batch of the bootstrap's merge read of one bucket's keys.
-BOOTSTRAP_BATCH_ROWS = 65536
-
-
-def index_ttl_ms(store: FileStore) -> int | None:
-    """``cross-partition-upsert.index-ttl`` in milliseconds (None: unset, keys never forgotten)."""
-    return store.schema.core_options.cross_partition_index_ttl_ms
-
 
 @dataclasses.dataclass
 class RouteUndo:
@@ -82,13 +69,6 @@ class RouteUndo:
     hashes: np.ndarray
     before: Locations
     counts: dict[int, dict[int, int]]
-
-
-def split_in_ttl(split: Split, ttl_ms: int, now_ms: int) -> bool:
-    """Paimon's ``IndexBootstrap.filterSplit``: a split is bootstrapped when one of its files was
-    created within the TTL (creation times are the writers' local wall clocks, read as UTC here
-    and in the writers of lake_assets alike)."""
-    return any(f.creation_time_ms is not None and now_ms <= f.creation_time_ms + ttl_ms for f in split.files)
 
 
 class CrossPartitionRouter:
@@ -127,45 +107,13 @@ class CrossPartitionRouter:
             self.lease.start(self.base_snapshot)  # before the snapshot is read
         try:
             if snapshot is not None:
-                splits = self._bootstrap_splits(snapshot)
-                self.index.bootstrap(self._bootstrap_entries(snapshot, splits), sum(s.row_count for s in splits))
+                splits = bootstrap_splits(store, snapshot)
+                entries = bootstrap_entries(store, self.index, snapshot, splits, self.key_names, self.key_types,
+                                            self._add_count)
+                self.index.bootstrap(entries, sum(s.row_count for s in splits))
         except BaseException:
             self.close()
             raise
-
-    # -------------------------------------------------------------- bootstrap
-    def _bootstrap_splits(self, snapshot: Snapshot) -> list[Split]:
-        """The buckets a bootstrap reads: all of the snapshot's, less those the TTL forgets."""
-        from lake_assets.ops.plan import plan_splits  # plan imports the read path, which imports this
-
-        splits = plan_splits(self.store, snapshot, None, Op.WRITE, schema=self.store.schema)
-        ttl = index_ttl_ms(self.store)
-        if ttl is not None:
-            # on the clock of the files' creation times (local wall clock as if UTC), as Java
-            # compares System.currentTimeMillis with them read in the system zone: time.time()
-            # forgot keys hours early west of UTC (and kept them late east of it)
-            now = local_now_ms()
-            splits = [s for s in splits if split_in_ttl(s, ttl, now)]
-        return splits
-
-    def _bootstrap_entries(self, snapshot: Snapshot, splits: list[Split]) -> Iterator[pa.Table]:
-        store = self.store
-        reader = SplitReader(store, store.schema, self.key_names)
-        reader.snapshot_id = snapshot.id
-        reader.all_levels = True  # keys only in level 0 (write-only DV / first-row writes) exist too
-        for split in splits:
-            part = self.index.part_id(split.partition)
-            live = 0
-            for keys in reader.stream_split(split, BOOTSTRAP_BATCH_ROWS):
-                if keys.num_rows == 0:
-                    continue
-                live += keys.num_rows
-                encoded, hashes = encode_keys(list(keys.columns), self.key_types, keys.num_rows)
-                n = keys.num_rows
-                yield pa.table([encoded, pa.array(hashes), pa.array(np.full(n, part, dtype=np.int32)),
-                                pa.array(np.full(n, split.bucket, dtype=np.int32))], schema=ENTRY_SCHEMA)
-            if live:
-                self._add_count(part, split.bucket, live)
 
     def advance_base(self, commit_user: str) -> None:
         """Move the base over the writer's own commits and compactions since (a long-lived

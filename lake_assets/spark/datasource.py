@@ -81,10 +81,10 @@ class LakeDataSource(DataSource):
         return LakeStreamReader(self.source, schema, self.schema_id)
 
     def writer(self, schema: StructType, overwrite: bool) -> LakeBatchWriter:
-        return LakeBatchWriter(self.source, overwrite)
+        return LakeBatchWriter(self.source, overwrite, schema.fieldNames())
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> LakeStreamWriter:
-        return LakeStreamWriter(self.source, overwrite)
+        return LakeStreamWriter(self.source, overwrite, schema.fieldNames())
 
 
 def register(spark: SparkSession) -> None:

@@ -9,7 +9,7 @@ returns the core's commit messages as JSON. The commit itself runs elsewhere
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -74,7 +74,7 @@ def gather(batches: Iterator[pa.RecordBatch], max_bytes: int) -> Iterator[list[p
 
 def write_task(options: SourceOptions, commit_user: str, batches: Iterator[pa.RecordBatch],
                plan: BucketPlan | None = None, *, overwrite: bool = False,
-               keep_key_index: bool = False) -> LakeCommitMessage:
+               keep_key_index: bool = False, write_columns: Sequence[str] | None = None) -> LakeCommitMessage:
     """Write one task's input into new files; on failure delete them and re-raise.
 
     Rows of a primary-key table that did not come routed by bucket (no bucket column) are
@@ -85,7 +85,8 @@ def write_task(options: SourceOptions, commit_user: str, batches: Iterator[pa.Re
     replaced files and their hash index, so a dynamic-bucket assigner must not start from them).
     ``keep_key_index`` (micro-batches of a streaming write): a cross-partition table's key index is
     handed to the commit user's next micro-batch through the executor's local disk
-    (`lake_assets.spark.key_index_cache`).
+    (`lake_assets.spark.key_index_cache`). ``write_columns``: the input holds only these columns
+    of a data-evolution table (`lake_assets.spark.column_subset`).
     """
     table = options.table()
     writer: TableWriter | PostponeWriter | PostponeFixedBucketWriter
@@ -95,7 +96,8 @@ def write_task(options: SourceOptions, commit_user: str, batches: Iterator[pa.Re
         writer = PostponeFixedBucketWriter(table.store, commit_user, plan.counts, default_count=plan.default,
                                            stage_unplanned=True, ignore_previous_files=overwrite)
     else:
-        writer = table.new_writer(commit_user, write_only=True, ignore_previous_files=overwrite)
+        writer = table.new_writer(commit_user, write_only=True, ignore_previous_files=overwrite,
+                                  write_columns=write_columns)
     keeping = _keeping_key_index(table, commit_user, writer) if keep_key_index else None
     target = table.arrow_schema
     stride = 1

@@ -18,13 +18,14 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from lake_assets.errors import LakeError, OptionError
+from lake_assets.spark.column_subset import dataframe_write_columns
 from lake_assets.spark.source_options import OVERWRITE_PARTITION, PARTITION_OVERWRITE_MODE, SourceOptions
 from lake_assets.spark.task_sequences import BucketWriterConflictError, TaskFiles, check_sequences_disjoint
 from lake_assets.spark.write_commit import (
@@ -86,7 +87,7 @@ class LakeBatchWriter(DataSourceArrowWriter):
     (rows outside it fail the commit).
     """
 
-    def __init__(self, options: SourceOptions, overwrite: bool) -> None:
+    def __init__(self, options: SourceOptions, overwrite: bool, input_columns: Sequence[str] | None = None) -> None:
         from lake_assets.ops.postpone_batch import BatchBucketOptions, fixed_bucket_batch_writes
         from lake_assets.spark.postpone_routing import PLAN_OPTION, BucketPlan, base_plan, write_options
 
@@ -101,6 +102,8 @@ class LakeBatchWriter(DataSourceArrowWriter):
         # one fresh user per write: the committer's exactly-once key is (user, identifier)
         self.commit_user = str(uuid.uuid4())
         table = options.table()
+        # checked here, in the driver, before Spark runs a task
+        self.write_columns = dataframe_write_columns(table, input_columns)
         self.base_snapshot = table.snapshot_manager.latest_id()
         # a postpone table's batch writes go into real buckets (postpone.batch-write-fixed-bucket,
         # true or unset; this write's options override the table's, as in Paimon's connector): with
@@ -115,7 +118,8 @@ class LakeBatchWriter(DataSourceArrowWriter):
                          else base_plan(table, self.batch_options, overwrite=overwrite))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LakeCommitMessage:
-        return write_task(self.options, self.commit_user, iterator, self.plan, overwrite=self.overwrite)
+        return write_task(self.options, self.commit_user, iterator, self.plan, overwrite=self.overwrite,
+                          write_columns=self.write_columns)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         from lake_assets.ops.commit import Overwrite
@@ -184,9 +188,10 @@ class LakeStreamWriter(DataSourceStreamArrowWriter):
     once. Complete output mode overwrites the table each batch.
     """
 
-    def __init__(self, options: SourceOptions, overwrite: bool) -> None:
+    def __init__(self, options: SourceOptions, overwrite: bool, input_columns: Sequence[str] | None = None) -> None:
         self.options = options
         self.overwrite = overwrite
+        self.write_columns = dataframe_write_columns(options.table(), input_columns)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LakeCommitMessage:
         from pyspark import TaskContext
@@ -197,7 +202,7 @@ class LakeStreamWriter(DataSourceStreamArrowWriter):
             raise LakeError("A streaming write to the lake source runs without a streaming query id")
         # the key index of a cross-partition table is kept for the query's next micro-batch
         return write_task(self.options, STREAMING_USER_PREFIX + query_id, iterator, overwrite=self.overwrite,
-                          keep_key_index=not self.overwrite)
+                          keep_key_index=not self.overwrite, write_columns=self.write_columns)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         from lake_assets.ops.commit import Overwrite
