@@ -24,6 +24,7 @@ from lake_assets.errors import InvalidArgumentError
 from lake_assets.ops.expire_changelog import expire_changelogs
 from lake_assets.ops.expire_files import (
     Protection,
+    Restorations,
     appended_by_writer,
     changelog_files_of,
     ensure_inside,
@@ -145,13 +146,14 @@ def _apply(
     end_snapshot = sm.snapshot(plan.end)
     expired = [s for s in (sm.try_snapshot(i) for i in plan.snapshot_ids) if s is not None]
     protection = Protection(store, plan.end)
+    restored = Restorations(store, plan.end)  # rollbacks as latest re-add files by name
     # Decoupled with changelog-producer=none: the data files writers added are the changelog, so they
     # and the base/delta lists naming them stay until the changelog expires.
     changelog_in_data = decoupled and store.schema.core_options.changelog_producer == "none"
     # 1. data files deleted by snapshots (begin, end]: live only in expired snapshots
     deleting = [s for s in (sm.try_snapshot(i) for i in range(plan.begin + 1, plan.end + 1)) if s is not None]
     data_paths = files_deleted_by(store, deleting, appended_by_writer if changelog_in_data else None)
-    doomed_data = [p for p in data_paths if p not in protection.files]
+    doomed_data = [p for p in data_paths if p not in protection.files and p not in restored.files]
     # 2. changelog files of expired snapshots (kept while a long-lived changelog needs them)
     doomed_changelog = [] if decoupled else changelog_files_of(store, expired)
     # 4. manifests and lists of expired snapshots that the new earliest or a tag does not use
@@ -166,7 +168,7 @@ def _apply(
 
     doomed_manifests = unused_manifests(store, expired, lists_to_drop, keep)
     # 3. index files and index manifests (deletion vectors, hash indexes) only expired snapshots use
-    tagged = [t.snapshot for t in store.tag_manager().tags().values()]
+    tagged = [t.snapshot for t in store.tag_manager().tags().values()] + restored.snapshots
     doomed_index, index_manifests = ([], []) if decoupled else index_files_to_expire(
         store, expired, end_snapshot, tagged)
     # statistics files only expired snapshots name; decoupled too, as Java's SnapshotDeletion: a

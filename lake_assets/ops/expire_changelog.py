@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from lake_assets.ops.expire_files import (
     Protection,
+    Restorations,
     appended_by_writer,
     changelog_files_of,
     ensure_inside,
@@ -128,7 +129,8 @@ def _expire_changelog_plan(
             if s is not None
         ]
         paths = files_deleted_by(store, deleting, lambda e: not appended_by_writer(e))
-        doomed_data = [p for p in paths if p not in protection.files]
+        restored = Restorations(store, plan.end)  # rollbacks as latest re-add files by name
+        doomed_data = [p for p in paths if p not in protection.files and p not in restored.files]
     # Without the first retained id's lists, shared manifests cannot be told apart: keep them all.
     # A long-lived changelog's base/delta lists may be gone, so they alone do not name what the
     # retained snapshots share with expired ones: the earliest snapshot's lists do.

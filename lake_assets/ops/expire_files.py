@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from lake_assets.errors import CorruptMetadataError
 from lake_assets.formats.data_file import FILE_SOURCE_APPEND
 from lake_assets.spec.manifest import FileKind, ManifestEntry
-from lake_assets.spec.snapshot import Snapshot
+from lake_assets.spec.snapshot import CommitKind, Snapshot
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
@@ -46,6 +46,36 @@ class Protection:
             # A superset of Paimon's nearest-earlier-tag rule: any tag below keeps its files.
             if tsnap.id < below:
                 for e in scan.live_entries(tsnap):
+                    self.files.add(store.data_file_path(e.partition, e.bucket, e.file))
+                    self.files.update(extra_paths(store, e))
+
+
+class Restorations:
+    """What retained OVERWRITE snapshots re-add: a rollback as latest (Paimon HEAD's
+    ``rollbackToAsLatest``, `ops/rollback_as_latest.py`) lists, by name, files, an index manifest
+    and a statistics file that snapshots it is newer than deleted or stopped naming.
+
+    Paimon's expiry keeps them only through the tag the rollback puts on its target; a tag deleted
+    early would let an expiry of the snapshots in between delete files a retained snapshot lists.
+    lake_assets' expiry keeps them without the tag: every retained OVERWRITE snapshot (rare: a
+    plain overwrite adds new files only, so nothing is kept that would not be anyway) is read
+    like a tag for index manifests and statistics, and the files its delta adds are kept."""
+
+    def __init__(self, store: FileStore, first_kept: int) -> None:
+        self.files: set[str] = set()
+        self.snapshots: list[Snapshot] = []
+        sm = store.snapshot_manager
+        latest = sm.latest_id()
+        if latest is None:
+            return
+        scan = store.file_store_scan()
+        for i in range(first_kept + 1, latest + 1):
+            snap = sm.try_snapshot(i)
+            if snap is None or snap.commit_kind != CommitKind.OVERWRITE:
+                continue
+            self.snapshots.append(snap)
+            for e in scan.delta_entries(snap):  # damaged metadata raises: expiry stops
+                if e.kind == FileKind.ADD:
                     self.files.add(store.data_file_path(e.partition, e.bucket, e.file))
                     self.files.update(extra_paths(store, e))
 

@@ -21,7 +21,8 @@ while the tag exists: a tag deleted while snapshots between the target and R rem
 expiry delete F (tests/differential/test_rollback_as_latest_java.py shows it with Java 0.9). Paimon
 HEAD has the same limit: keep the tag until the snapshots between the target and the rollback have
 expired. lake_assets' own tag deletion spares every file a retained snapshot lists; its snapshot
-expiry, like Paimon's, relies on the tag.
+expiry does not rely on the tag: it keeps what retained OVERWRITE snapshots re-add
+(`ops/expire_files.Restorations`); Paimon's expiry does.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ it puts on the target keeps them when that snapshot expires. One history, two co
 expires one, lake_assets the other, until every snapshot before the rollback is gone; then both
 engines read every retained snapshot and tag alike, and every file they list exists. A third copy
 whose rollback tag was deleted early shows what the tag is for: Java's expiry then deletes
-re-added files."""
+re-added files, where lake_assets' expiry keeps them (it reads retained OVERWRITE snapshots'
+re-added files, `expire_files.Restorations`)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,20 @@ def test_rollback_as_latest_survives_java_and_our_expiry(java: PaimonJava, wh: s
     copy, untagged = tmp_path / "copy", tmp_path / "untagged"
     shutil.copytree(Path(wh) / "db.db", copy / "db.db")
     shutil.copytree(Path(wh) / "db.db", untagged / "db.db")
+    ours_untagged = tmp_path / "ours_untagged"
+    shutil.copytree(Path(wh) / "db.db", ours_untagged / "db.db")
+    for tag_file in (ours_untagged / "db.db" / "t" / "tag").iterdir():
+        tag_file.unlink()
+    # our expiry without the tag, keeping the rollback snapshot 5 but not snapshot 3, which
+    # deleted the files 5 re-adds: they stay
+    kept = Catalog(str(ours_untagged)).get_table("db.t")
+    kept.expire_snapshots(retain_max=3, retain_min=1)
+    kept = kept.refresh()
+    assert [s.id for s in kept.snapshots()] == [4, 5, 6]
+    listed = _files_listed(kept)
+    assert listed and all(Path(p).exists() for p in listed), [p for p in listed if not Path(p).exists()]
+    assert_same_table(kept.to_arrow(snapshot_id=5), target)
+    assert_same_table(java.read(str(ours_untagged), "db.t"), want)
     ours = Catalog(str(copy)).get_table("db.t")
     ours.expire_snapshots(retain_max=1, retain_min=1)
     java.expire_snapshots(wh, "db.t", options=RETAIN_ONE)
