@@ -32,6 +32,10 @@ every Python-side write pays); ``py_parquet`` (the same writer writing each task
 ``repartition_parquet`` / ``repartition_py_null`` (a hash repartition into 8 partitions, then
 Spark's Parquet write / the dropping writer) and ``write_table`` (`lake_assets.spark.write_table`).
 
+``--sort-probe`` adds ``sorted_py_null``: each task's rows sorted in the JVM
+(``sortWithinPartitions`` by partition and key) before the dropping writer, the price of letting
+Spark do the per-task sort that the lake writer does in Python (round 9).
+
 ``--task-cpu`` also prints the CPU each write task of ``py_parquet`` and ``lake_write`` spent in its
 Python worker (all its threads; the lake write then goes through ``format("floor_lake")``, the same
 source with a timer around each task, `spark_floor_lake.py`). ``lake_import`` is a worker's import
@@ -43,10 +47,13 @@ from __future__ import annotations
 import argparse
 import gc
 import math
+import os
 import shutil
 import statistics
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -55,12 +62,72 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.bench_spark import _JVM_PID, BUCKETS, SPARK_CONF, generate, load_average, timed
+from bench.bench_spark import _TICKS, BUCKETS, SPARK_CONF, generate, load_average
 from bench.spark_floor_sinks import FILES_PER_TASK, TASK_CPU_DIR, ZSTD_LEVEL, NullSink, ParquetSink, task_cpu
 from lake_assets import Catalog
 
 REFERENCE = "parquet_zstd"
 WRITES = ("parquet_zstd", "py_parquet", "lake_write", "repartition_parquet", "write_table")
+
+
+class TreeCpu:
+    """CPU seconds of a process tree (the JVM and its Python workers), sampled every ``interval``.
+
+    Each process counts its own user + system time, the last value seen (a process that ended
+    keeps it). Not the reaped children's time (``cutime``): a Python worker whose parent ended
+    first is reaped outside the tree, and its CPU then left the total, which went down (session
+    16: a step measured -20 CPU s). A process that ends loses at most its last ``interval``; the
+    sampler's own CPU is kept apart (`overhead`) so the driver's can leave it out."""
+
+    def __init__(self, root: int, interval: float = 0.1) -> None:
+        self.root = root
+        self.interval = interval
+        self.seen: dict[tuple[int, int], float] = {}  # (pid, start tick) -> CPU s: a reused pid is new
+        self.overhead = 0.0
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.interval):
+            self.sample()
+
+    def sample(self) -> float:
+        """Walk the tree now; the total CPU seconds of every process seen so far."""
+        with self.lock:
+            start = time.thread_time()
+            stack = [self.root]
+            while stack:
+                pid = stack.pop()
+                try:
+                    with open(f"/proc/{pid}/stat") as fh:
+                        fields = fh.read().rsplit(")", 1)[1].split()
+                    tids = os.listdir(f"/proc/{pid}/task")
+                except OSError:
+                    continue
+                self.seen[(pid, int(fields[19]))] = (int(fields[11]) + int(fields[12])) / _TICKS
+                for tid in tids:
+                    try:
+                        with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                            stack += [int(c) for c in fh.read().split()]
+                    except OSError:
+                        continue
+            self.overhead += time.thread_time() - start
+            return sum(self.seen.values())
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def timed(fn: Callable[[], Any], tree: TreeCpu) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the driver and the JVM's tree) of ``fn``."""
+    wall, cpu, tree_cpu, overhead = time.perf_counter(), time.process_time(), tree.sample(), tree.overhead
+    fn()
+    tree_cpu = tree.sample() - tree_cpu
+    driver = time.process_time() - cpu - (tree.overhead - overhead)
+    return time.perf_counter() - wall, driver + tree_cpu
 
 
 def output_of(directory: Path) -> tuple[int, int, int]:
@@ -78,6 +145,8 @@ def main() -> None:
     ap.add_argument("--zstd-level", type=int, default=3, help="zstd level of every writer (Spark's default 3)")
     ap.add_argument("--no-cache", action="store_true", help="read the input file in every step instead")
     ap.add_argument("--routed", action="store_true", help="also the routed steps (repartition, write_table)")
+    ap.add_argument("--sort-probe", action="store_true",
+                    help="also sorted_py_null: the rows sorted per task in the JVM (by partition and key), dropped")
     ap.add_argument("--task-cpu", action="store_true", help="also report each write task's Python worker CPU")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                     help="Spark conf over bench_spark's (e.g. spark.sql.execution.arrow.maxRecordsPerBatch=10000)")
@@ -93,7 +162,7 @@ def main() -> None:
                 **dict(kv.split("=", 1) for kv in args.conf)}
         spark = build_session("bench-spark-floor", master="local[2]", conf=conf, log_level="ERROR")
         jvm = spark.sparkContext._jvm
-        _JVM_PID[:] = [int(jvm.java.lang.ProcessHandle.current().pid())]
+        tree = TreeCpu(int(jvm.java.lang.ProcessHandle.current().pid()))
         spark.dataSource.register(NullSink)
         spark.dataSource.register(ParquetSink)
         cpu_dir = work / "task-cpu"
@@ -151,6 +220,11 @@ def main() -> None:
             "py_parquet": step_py_parquet,
             "lake_write": step_lake,
         }
+        if args.sort_probe:
+            # what a per-task sort in the JVM costs (sortWithinPartitions, before the Arrow transfer),
+            # against the Python-side sort and gather it would replace: sorted_py_null - py_null
+            steps["sorted_py_null"] = lambda out: lambda: (
+                df.sortWithinPartitions("dt", "id").write.format("floor_null").mode("append").save())
         if args.routed:
             steps["repartition_parquet"] = lambda out: lambda: (
                 routed().write.mode("overwrite").option("compression", "zstd").parquet(str(out)))
@@ -170,7 +244,7 @@ def main() -> None:
             jvm.java.lang.System.gc()
             gc.disable()
             try:
-                result = timed(fn)
+                result = timed(fn, tree)
             finally:
                 gc.enable()
             if step in outputs:
@@ -196,6 +270,7 @@ def main() -> None:
             for step in (order if r % 2 == 0 else order[::-1]):
                 measured[step].append(run(step, r))
             loads.append(load_average())
+        tree.close()
         spark.stop()
         report(args, measured, outputs, loads, tasks, shape["files"], str(cpu_dir) if args.task_cpu else None)
     finally:
