@@ -144,6 +144,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=6, help="timed rounds (each runs every step once)")
     ap.add_argument("--zstd-level", type=int, default=3, help="zstd level of every writer (Spark's default 3)")
     ap.add_argument("--no-cache", action="store_true", help="read the input file in every step instead")
+    ap.add_argument("--one-file-per-task", action="store_true",
+                    help="leave Spark's and the floor sink's files at one per task (the rounds before 9)")
     ap.add_argument("--routed", action="store_true", help="also the routed steps (repartition, write_table)")
     ap.add_argument("--sort-probe", action="store_true",
                     help="also sorted_py_null: the rows sorted per task in the JVM (by partition and key), dropped")
@@ -194,7 +196,7 @@ def main() -> None:
         shape = {"files": 1}
 
         def step_parquet(out: Path) -> Callable[[], Any]:
-            records = math.ceil(args.rows / tasks / shape["files"])
+            records = math.ceil(args.rows / tasks / shape["files"]) if shape["files"] > 1 else 0  # 0: no limit
             return lambda: (df.write.mode("overwrite").option("compression", "zstd")
                             .option("maxRecordsPerFile", records).parquet(str(out)))
 
@@ -255,7 +257,8 @@ def main() -> None:
         # the warm-up round, untimed: the whole size through every step, the lake write first (the
         # other writers' files per task follow its file count)
         run("lake_write", -1)
-        shape["files"] = max(1, next(iter(outputs["lake_write"]))[0] // tasks)
+        if not args.one_file_per_task:
+            shape["files"] = max(1, next(iter(outputs["lake_write"]))[0] // tasks)
         order = list(steps)
         for step in order:
             if step != "lake_write":
@@ -281,7 +284,7 @@ def report(args: argparse.Namespace, measured: dict[str, list[tuple[float, float
            outputs: dict[str, set[tuple[int, int, int]]], loads: list[str], tasks: int, files: int,
            cpu_dir: str | None) -> None:
     ref = measured[REFERENCE]
-    print(f"rows {args.rows}, {args.rounds} paired rounds, {tasks} tasks, {files} files per task, "
+    print(f"rows {args.rows}, {args.rounds} paired rounds, {tasks} tasks, {files} files per task (Spark, floor), "
           f"zstd level {args.zstd_level}, cached {not args.no_cache}, conf {args.conf}")
     print(f"load average {' | '.join(loads)}\n")
     print("| step | wall s, median (best) | CPU s, median (best) | paired wall ratio, median (spread) "
