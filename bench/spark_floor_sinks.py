@@ -62,21 +62,30 @@ class _NullWriter(DataSourceArrowWriter):
 
 
 class ParquetSink(DataSource):
-    """Writes each task's batches as one zstd Parquet file with pyarrow, as they come (unsorted, no
-    extra columns): the cheapest write a Python worker can do."""
+    """Writes each task's batches as zstd Parquet with pyarrow, as they come (unsorted, no extra
+    columns; one file, or ``files-per-task`` slices): the cheapest write a Python worker can do."""
 
     @classmethod
     def name(cls) -> str:
         return "floor_parquet"
 
     def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
-        return _ParquetWriter(self.options["path"], self.options.get(TASK_CPU_DIR))
+        return _ParquetWriter(self.options["path"], self.options.get(TASK_CPU_DIR),
+                              int(self.options.get(FILES_PER_TASK, "1")), int(self.options.get(ZSTD_LEVEL, "1")))
+
+
+# Options of the Parquet sink: how many files each task writes (its rows in that many equal
+# slices, as many files as the lake write makes), and the zstd level (pyarrow's default is 1).
+FILES_PER_TASK = "files-per-task"
+ZSTD_LEVEL = "zstd-level"
 
 
 class _ParquetWriter(DataSourceArrowWriter):
-    def __init__(self, path: str, cpu_dir: str | None = None) -> None:
+    def __init__(self, path: str, cpu_dir: str | None = None, files: int = 1, zstd_level: int = 1) -> None:
         self.path = path
         self.cpu_dir = cpu_dir
+        self.files = max(1, files)
+        self.zstd_level = zstd_level
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         return recorded(self.cpu_dir, "py_parquet", lambda: self._write(iterator))
@@ -85,6 +94,9 @@ class _ParquetWriter(DataSourceArrowWriter):
         batches = list(iterator)
         if batches:
             os.makedirs(self.path, exist_ok=True)
-            pq.write_table(pa.Table.from_batches(batches), os.path.join(self.path, f"{uuid.uuid4()}.parquet"),
-                           compression="zstd")
+            data = pa.Table.from_batches(batches)
+            step = -(-data.num_rows // self.files)
+            for start in range(0, data.num_rows, step):
+                pq.write_table(data.slice(start, step), os.path.join(self.path, f"{uuid.uuid4()}.parquet"),
+                               compression="zstd", compression_level=self.zstd_level)
         return WriterCommitMessage()
