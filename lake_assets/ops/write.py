@@ -314,7 +314,8 @@ class TableWriter:
         their rows discarded, this round's files go, the writer closes and raises; only their
         compaction lost, the buckets' files are reloaded from the latest snapshot."""
         try:
-            if self._rounds.check(self.store, self.store.name):
+            refused = self._router.cross_router is not None  # later rounds carry the lost one as pending
+            if self._rounds.check(self.store, self.store.name, later_rounds_refused=refused):
                 self._router.reload_base()
         except WriterStateLostError:
             self.abort()

@@ -111,14 +111,20 @@ def test_a_rejected_round_refuses_before_compacting_and_releases_the_lease(tmp_p
     second = {1: ("b1", "b"), 2: ("b2", "a")}  # key 1 moves (deduplicate) or stays in a
     w.write_arrow(_rows(second))
     failed = w.prepare_commit()
+    ahead = {4: ("d4", "c")}  # a round prepared before the second one's commit (pipelined)
+    w.write_arrow(_rows(ahead))
+    prepared_ahead = w.prepare_commit()
     fired: list[int] = []
     t.store.fault_hook = _racing_commit(t, model, engine, fired)
     with pytest.raises(CommitConflictError, match="racing other committers"):
         c.commit(failed, 2)
     assert fired and _read(t) == model
     w.write_arrow(_rows({2: ("c2", "a"), 3: ("c3", "b")}))  # a second sorted run in a's and b's buckets
-    with pytest.raises(WriterStateLostError, match=LOST):  # before the fix: MissingDataFileError
+    with pytest.raises(WriterStateLostError, match=LOST) as lost:  # before the fix: MissingDataFileError
         w.prepare_commit()
+    assert "messages it prepared after that round are refused at commit" in str(lost.value)
+    with pytest.raises(CommitConflictError, match="did not land"):
+        c.commit(prepared_ahead, 3)
     with pytest.raises(LakeError, match="closed"):
         w.write_arrow(_rows({9: ("x", "a")}))
     assert _leases(t) == [] and w.detach_key_index() is None  # its index and lease are released
@@ -127,9 +133,11 @@ def test_a_rejected_round_refuses_before_compacting_and_releases_the_lease(tmp_p
     # the caller re-sends the failed round's rows and the refused ones through a new writer
     with t.refresh().new_writer("u2") as w2:
         w2.write_arrow(_rows(second))
+        w2.write_arrow(_rows(ahead))
         w2.write_arrow(_rows({2: ("c2", "a"), 3: ("c3", "b")}))
         t.new_committer("u2").commit(w2.prepare_commit(), 1)
     _landed(model, second, engine)
+    _landed(model, ahead, engine)
     _landed(model, {2: ("c2", "a"), 3: ("c3", "b")}, engine)
     assert _read(t) == model and _leases(t) == []
 
