@@ -32,7 +32,9 @@ files was added by a snapshot after the base or is in the commit itself (rounds 
 together): whether a round landed is looked up, never assumed, which also settles a round whose
 commit ended in `CommitStateUnknownError`. Pipelined rounds keep working: round N+1 may be written
 and prepared before round N's commit lands, as long as N lands first. A writer that lost a round
-never commits again: create a new one.
+never commits again: create a new one. A compacting writer whose round's files the committer
+deleted stops earlier, at its next `prepare_commit` (ops/writer_rounds.py: it closes, its index
+and lease go with it).
 """
 
 from __future__ import annotations

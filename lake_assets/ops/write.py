@@ -278,10 +278,8 @@ class TableWriter:
         """Flush and return the commit messages of everything written since the last call."""
         total = self.num_buckets if self.is_pk else -1
         compacts = self.is_pk and not self.write_only
-        # a cross-partition writer's commits check its earlier rounds themselves (key_index_pending)
-        if ledger := compacts and self._router.cross_router is None:
+        if compacts:  # before compacting what earlier rounds left in its buckets (cross-partition too)
             self._check_earlier_rounds()
-        if compacts:
             pending = self._flush_and_compact(total)
         else:
             self._write_level0()
@@ -307,7 +305,7 @@ class TableWriter:
             messages = cross.stamp(messages)
             # the next write moves the base over this commit (before snapshots expire past it)
             cross.advance_due = True
-        if ledger:
+        if compacts:
             self._rounds.record(self.store, messages, self._router.restore)
         return messages
 
@@ -316,7 +314,8 @@ class TableWriter:
         their rows discarded, this round's files go, the writer closes and raises; only their
         compaction lost, the buckets' files are reloaded from the latest snapshot."""
         try:
-            if self._rounds.check(self.store, self.store.name):
+            refused = self._router.cross_router is not None  # later rounds carry the lost one as pending
+            if self._rounds.check(self.store, self.store.name, later_rounds_refused=refused):
                 self._router.reload_base()
         except WriterStateLostError:
             self.abort()
@@ -416,8 +415,9 @@ class TableWriter:
     def close(self) -> None:
         """Drop buffered rows; files already returned by `prepare_commit` are left to the committer."""
         self._drop_buffered()
-        if self._router.cross_router is not None:
+        if self._router.cross_router is not None:  # its spill files and lease; once (a refusal closes first)
             self._router.cross_router.close()
+            self._router.cross_router = None
         if self._threads is not None:
             self._threads.shutdown()
             self._threads = None

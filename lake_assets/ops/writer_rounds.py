@@ -15,6 +15,12 @@ re-sends them through a new writer); a round whose data landed but whose inline 
 not (the committer deletes its outputs and keeps the data) only makes the writer reload its
 buckets from the latest snapshot. Files neither added nor gone belong to a round not committed
 yet (a committer behind the writer, or an unknown outcome being retried) and stay carried.
+
+Cross-partition upsert writers keep the ledger too: their key index holds every prepared round's
+placements, and their commit check (`key_index_pending`, ops/key_index_race.py) refuses a commit
+after a round that did not land, but only at commit, after this round's compaction read the lost
+round's files. Closing the refused writer drops its index (the lost round's placements with it)
+and releases its lease; a round whose compaction alone was lost left its placements in the table.
 """
 
 from __future__ import annotations
@@ -69,15 +75,19 @@ class RoundLedger:
         if rnd.rows or rnd.outputs:
             self.rounds.append(rnd)
 
-    def check(self, store: FileStore, table: str) -> bool:
+    def check(self, store: FileStore, table: str, *, later_rounds_refused: bool = False) -> bool:
         """Look at the table for the rounds not seen landed. Raises `WriterStateLostError` when
         a round's rows were discarded; True when only compaction outputs were (the writer must
-        reload its buckets from the latest snapshot; the ledger is then empty)."""
+        reload its buckets from the latest snapshot; the ledger is then empty).
+        ``later_rounds_refused``: the commits of the rounds the writer prepared after a lost
+        one are refused (a cross-partition writer's: `key_index_pending`), and the error says so."""
         if not self.rounds:
             return False
         added = self._added_since(store)
         pending: list[_Round] = []
         outputs_lost = False
+        prepared = ("messages it prepared after that round are refused at commit: write their rows again too"
+                    if later_rounds_refused else "messages already prepared may still be committed")
         for rnd in self.rounds:
             rows = {n: p for n, p in rnd.rows.items() if n not in added}
             outputs = {n: p for n, p in rnd.outputs.items() if n not in added}
@@ -97,7 +107,7 @@ class RoundLedger:
                     "failed or was aborted. Rows of every commit that raised or was aborted, and "
                     "rows written to this writer since its last prepare_commit, are not in the "
                     "table: close this writer, create a new one and write them again (commits that "
-                    "returned landed; messages already prepared may still be committed).")
+                    f"returned landed; {prepared}).")
             # A round's compaction lands right after its data, in the same commit (a retry of an
             # unknown outcome that finds the data landed commits nothing more): its data landed
             # without it, or its outputs deleted, and the compaction is lost.

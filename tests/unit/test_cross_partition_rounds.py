@@ -12,7 +12,12 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog, Table
-from lake_assets.errors import CommitConflictError, CommitStateUnknownError, InvalidCommitMessageError
+from lake_assets.errors import (
+    CommitConflictError,
+    CommitStateUnknownError,
+    InvalidCommitMessageError,
+    WriterStateLostError,
+)
 from lake_assets.ops.commit_message import CommitMessage
 
 SCHEMA = pa.schema([pa.field("id", pa.int32(), nullable=False), ("name", pa.string()),
@@ -60,20 +65,27 @@ def test_a_round_never_committed_refuses_the_next_one(tmp_path: Path) -> None:
     assert _read(t) == [(1, "z", "c"), (2, "x", "a")]
 
 
-def test_a_round_lost_to_a_racing_writer_refuses_the_next_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize("write_only", [False, True], ids=["compacting", "write-only"])
+def test_a_round_lost_to_a_racing_writer_refuses_the_next_one(tmp_path: Path, write_only: bool) -> None:
     """Round 1 is refused by the race check (another user moved key 1 meanwhile); round 2, of key 2
-    only (no race), is refused too: the index says 1 lives in b, which a later move would retract."""
+    only (no race), is refused too: the index says 1 lives in b, which a later move would retract.
+    A compacting writer finds it out before compacting (round 1's files are gone: `RoundLedger`),
+    a write-only one at commit."""
     t = _table(tmp_path)
     t.write_arrow(_rows([(1, "x", "a"), (2, "x", "a")]))
-    with t.refresh().new_writer("w") as w:
+    with t.refresh().new_writer("w", write_only=write_only) as w:
         w.write_arrow(_rows([(1, "w", "b")]))
         first = w.prepare_commit()
         t.refresh().write_arrow(_rows([(1, "other", "c")]))
         with pytest.raises(CommitConflictError, match="another writer"):
             t.new_committer("w").commit(first, 1)
         w.write_arrow(_rows([(2, "w2", "c")]))
-        with pytest.raises(CommitConflictError, match=NOT_LANDED):
-            t.new_committer("w").commit(w.prepare_commit(), 2)
+        if write_only:
+            with pytest.raises(CommitConflictError, match=NOT_LANDED):
+                t.new_committer("w").commit(w.prepare_commit(), 2)
+        else:
+            with pytest.raises(WriterStateLostError, match=r"db\.t cannot continue.*write them again"):
+                w.prepare_commit()
     assert _read(t) == [(1, "other", "c"), (2, "x", "a")]
 
 
