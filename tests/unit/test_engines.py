@@ -552,7 +552,11 @@ def model_aggregation(records: Sequence[Record], funcs: Mapping[str, tuple[str, 
         deleted = False
         for kind, row in recs:
             if remove_on_delete and kind == DEL:
-                accs, deleted = {c: Acc(f, ign) for c, (f, ign) in funcs.items()}, True
+                # Paimon 1.4.1+ initRow: every column becomes the -D's image, which later records
+                # aggregate onto; a first-value function's `initialized` flag is kept
+                for c, acc in accs.items():
+                    acc.v = Fraction(row[c]) if acc.func == "product" and row[c] is not None else row[c]
+                deleted = True
                 continue
             deleted = False
             for c, acc in accs.items():
