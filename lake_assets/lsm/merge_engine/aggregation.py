@@ -52,6 +52,13 @@ class Aggregation:
         # ignore-delete with its fallback keys, as the writer reads it (Paimon's CoreOptions)
         self.ignore_delete = options.ignore_delete
         self.remove_on_delete = options.aggregation_remove_record_on_delete
+        if self.remove_on_delete:
+            # Paimon 1.1+ FieldAggregatorFactory.create refuses the pair for every column
+            for name in self.types:
+                if options.ignore_retract(name):
+                    raise OptionError(
+                        f"Options 'aggregation.remove-record-on-delete' and 'fields.{name}.ignore-retract' have "
+                        "conflicting behavior and cannot both be enabled (Paimon refuses the table too)")
         sequence_fields = set(checked_sequence_fields(options, names))
         self.functions: dict[str, FieldFunction] = {}
         for name, dtype in schema_fields:
