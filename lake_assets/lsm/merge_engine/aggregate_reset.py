@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 from lake_assets.lsm.merge import is_retract
 from lake_assets.lsm.merge_engine.aggregate_functions import FieldFunction
 from lake_assets.lsm.merge_engine.grouping import valid_mask
+from lake_assets.lsm.merge_engine.segment_reduce import runs_of
 
 _FIRST_FUNCTIONS = ("first_value", "first_non_null_value")
 
@@ -71,8 +72,8 @@ class ResetImages:
         before = np.bincount(gid[qualifying & (row < cut)], minlength=n_groups) > 0
         after = np.flatnonzero(qualifying & (row > cut))
         choice = np.full(n_groups, -1, dtype=np.int64)
-        groups, first = np.unique(gid[after], return_index=True)
-        choice[groups] = after[first]
+        first, _ = runs_of(gid[after])  # gid is non-decreasing: each group's first such row
+        choice[gid[after[first]]] = after[first]
         choice[before | ~self.has_delete] = -1
         return choice
 
