@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from lake_assets import Catalog
 from lake_assets.errors import OptionError
 from lake_assets.lsm.merge_engine.segment_reduce import MAX_RUN
 from tests.unit.test_engines import DEL, INS, KIND, UB, Record, agg, by_key, int_schema, merge, raw_table, run
@@ -91,3 +92,27 @@ def test_a_reset_image_of_negative_zero_is_kept() -> None:
     fn = agg(s, {"fields.d.aggregate-function": "sum", **REMOVE})
     rows: Any = run(fn, s, [(INS, {"k": 1, "d": 1.0}), (DEL, {"k": 1, "d": -0.0}), (INS, {"k": 1, "d": -0.0})])
     assert np.signbit(rows.column("d").to_pylist()[0])
+
+
+def test_lookup_merges_take_the_image_and_vector_tables_drop_the_delete(tmp_path: Any) -> None:
+    # The lookup / deletion-vector merges merge a key's lone record too (merges_singles): a lone
+    # -D is its image. Across commits a plain table's read resets to the stored -D's image
+    # (2 + 3); a vector table drops the -D at its compaction, so the insert starts empty (3),
+    # as Paimon's DV mode does
+    s = int_schema("v")
+    fn = agg(s, {"fields.v.aggregate-function": "sum", **REMOVE})
+    fn.merges_singles = True
+    lone = run(fn, s, [(DEL, {"k": 1, "v": 4})]).to_pylist()[0]
+    assert (lone[KIND], lone["v"]) == (DEL, 4)
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.int64()), ("op", pa.string())])
+    catalog = Catalog(str(tmp_path))
+    catalog.create_database("db")
+    got = {}
+    for name, extra in (("plain", {}), ("dv", {"deletion-vectors.enabled": "true"})):
+        table = catalog.create_table(f"db.{name}", schema, primary_keys=["k"], options={
+            "bucket": "1", "merge-engine": "aggregation", "rowkind.field": "op", "fields.v.aggregate-function": "sum",
+            **REMOVE, **extra})
+        for v, op in ((5, "+I"), (2, "-D"), (3, "+I")):
+            table.write_arrow(pa.Table.from_pylist([{"k": 1, "v": v, "op": op}], schema=schema))
+        got[name] = table.to_arrow().column("v").to_pylist()
+    assert got == {"plain": [5], "dv": [3]}
