@@ -552,7 +552,11 @@ def model_aggregation(records: Sequence[Record], funcs: Mapping[str, tuple[str, 
         deleted = False
         for kind, row in recs:
             if remove_on_delete and kind == DEL:
-                accs, deleted = {c: Acc(f, ign) for c, (f, ign) in funcs.items()}, True
+                # Paimon 1.4.1+ initRow: every column becomes the -D's image, which later records
+                # aggregate onto; a first-value function's `initialized` flag is kept
+                for c, acc in accs.items():
+                    acc.v = Fraction(row[c]) if acc.func == "product" and row[c] is not None else row[c]
+                deleted = True
                 continue
             deleted = False
             for c, acc in accs.items():
@@ -815,6 +819,8 @@ def retraction_then_more(x: Sequence[Record], y: Sequence[Record], z: Sequence[R
 def test_aggregation_matches_model(records: list[Record], fi: str, fs: str, fb: str, ignores: tuple[bool, ...],
                                    ignore_delete: bool, remove: bool) -> None:
     funcs = {"i": (fi, ignores[0]), "p": ("product", ignores[1]), "s": (fs, ignores[2]), "b": (fb, ignores[3])}
+    if remove:  # Paimon refuses ignore-retract with remove-record-on-delete
+        funcs = {c: (f, False) for c, (f, _) in funcs.items()}
     fn = agg(AGG_SCHEMA, agg_options(funcs, ignore_delete, remove))
     expected = model_result(model_aggregation, records, funcs, ignore_delete, remove)
     assert_same(engine_result(fn, AGG_SCHEMA, records), expected, list(funcs))
@@ -839,6 +845,9 @@ def test_aggregation_is_associative(records: list[Record], fi: tuple[str, bool],
     # Products of inserts only: a retract on an empty product cannot be carried by a merged row.
     records = [(kind, r) for kind, r in records if not (retracting(kind) and r["p"] is not None)]
     funcs = {"i": fi, "p": ("product", False), "s": fs, "b": fb}
+    if remove:  # Paimon refuses ignore-retract with remove-record-on-delete: no -U for them then
+        records = [(kind, r) for kind, r in records if kind != UB or all(not ign for _, ign in funcs.values())]
+        funcs = {c: (f, False) for c, (f, _) in funcs.items()}
     fn = agg(AGG_SCHEMA, agg_options(funcs, ignore_delete, remove))
     assert_associative(fn, AGG_SCHEMA, records, splits, resets=remove and not ignore_delete)
 

@@ -20,12 +20,12 @@ def _groups(rng: np.random.Generator, n_groups: int, longest: int) -> np.ndarray
 
 @pytest.mark.parametrize("dtype", [pa.float64(), pa.float32(), pa.int32(), pa.int16(), pa.int8()])
 @pytest.mark.parametrize("seed", range(4))
-def test_sums_are_arrows_to_the_last_bit(dtype: pa.DataType, seed: int) -> None:
+def test_sums_are_arrows_to_the_last_bit_but_negative_zero(dtype: pa.DataType, seed: int) -> None:
     rng = np.random.default_rng(seed)
     gid = _groups(rng, 3_000, MAX_RUN)
     if pa.types.is_floating(dtype):
         raw = rng.standard_normal(gid.size) * 10.0 ** rng.integers(-6, 7, gid.size)
-        raw[rng.random(gid.size) < 0.02] = -0.0  # a -0.0 alone sums to 0.0, as Arrow's
+        raw[rng.random(gid.size) < 0.02] = -0.0
     else:
         raw = rng.integers(-7, 8, gid.size)  # a run of 16 fits int8
     values = pa.array(raw).cast(dtype)
@@ -37,6 +37,12 @@ def test_sums_are_arrows_to_the_last_bit(dtype: pa.DataType, seed: int) -> None:
     expected = hash_aggregate(pa.compute.multiply(values.cast(wide), signed), gid, first.size, "sum").cast(dtype)
     assert got is not None and got.type == dtype
     assert got.equals(expected)
+    # and to the sign of a zero, but where a run is all -0.0: Java's -0.0, where Arrow gives 0.0
+    g, e = got.to_numpy(zero_copy_only=False), expected.to_numpy(zero_copy_only=False)
+    if pa.types.is_floating(dtype):
+        signed_raw = np.where(retract, -values.to_numpy(zero_copy_only=False), values.to_numpy(zero_copy_only=False))
+        all_negative_zero = np.bincount(gid, weights=~((signed_raw == 0) & np.signbit(signed_raw))) == 0
+        assert np.array_equal(np.signbit(g), np.signbit(e) | all_negative_zero)
 
 
 def test_a_sum_that_leaves_the_type_raises_and_long_runs_or_wide_types_are_left_to_the_hash() -> None:
@@ -79,3 +85,33 @@ def test_fold_through_the_segments_gives_the_hash_results_with_nulls_and_empty_g
         sign = np.where(retract, -1, 1) if name == "sum" else np.ones(gid.size, dtype=np.int64)
         expected = hash_aggregate(pa.array((raw * sign)[valid], pa.int64()), gid[valid], 500, name).cast(pa.int32())
         assert got.null_count > 0 and got.equals(expected), name
+
+
+@pytest.mark.parametrize("dtype", [pa.float64(), pa.float32()])
+@pytest.mark.parametrize("run", [1, MAX_RUN + 1])  # numpy runs, then Arrow's hash aggregate
+def test_sums_keep_java_negative_zero(dtype: pa.DataType, run: int) -> None:
+    # FieldSumAgg adds from the first value (agg(null, x) = x) and retracts by subtracting:
+    # -0.0 alone and -0.0 + -0.0 stay -0.0, a retracted +0.0 on nothing is -0.0, anything
+    # else with a zero in it is +0.0 (IEEE round-to-nearest); Arrow's sum from +0.0 gave 0.0.
+    groups = [  # (values, retract flags, Java's sum)
+        ([-0.0], [False], -0.0), ([-0.0, -0.0], [False, False], -0.0), ([0.0], [True], -0.0),
+        ([-0.0, 0.0], [False, False], 0.0), ([0.0, -0.0], [False, False], 0.0),
+        ([-0.0, -0.0], [False, True], 0.0), ([1.5, -1.5], [False, False], 0.0), ([2.0, -0.0], [False, False], 2.0),
+    ]
+    raw: list[float] = []
+    flags: list[bool] = []
+    gid: list[int] = []
+    for g, (vals, retracts, _) in enumerate(groups):
+        # padding a group to the run length with -0.0 keeps its sum when the sum is -0.0 or nonzero;
+        # +0.0-summing groups are padded with what keeps them +0.0
+        pad = -0.0 if groups[g][2] != 0.0 or np.signbit(groups[g][2]) else 0.0
+        extra = max(0, run - len(vals))
+        raw += vals + [pad] * extra
+        flags += retracts + [False] * extra
+        gid += [g] * (len(vals) + extra)
+    fn = FieldFunction("c", "sum", False)
+    n = len(raw)
+    got = fold(fn, pa.array(raw, dtype), np.arange(n), np.array(flags), np.array(gid), len(groups))
+    sums = got.to_numpy(zero_copy_only=False)
+    expected = np.array([java for _, _, java in groups])
+    assert np.array_equal(sums, expected) and np.array_equal(np.signbit(sums), np.signbit(expected)), sums

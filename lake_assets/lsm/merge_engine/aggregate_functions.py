@@ -246,10 +246,25 @@ def _sum(col: str, values: pa.Array, retract: np.ndarray, gid: np.ndarray, n_gro
     if retract.any():
         vals = pc.if_else(pa.array(retract), pc.negate(vals), vals)
     summed = hash_aggregate(vals, gid, n_groups, "sum")
+    if pa.types.is_floating(dtype):
+        summed = _keep_negative_zero(vals, gid, n_groups, summed)
     try:
         return pc.cast(summed, dtype)
     except pa.ArrowInvalid as e:
         raise InvalidDataError(f"Aggregate function 'sum' overflowed column {col!r} ({dtype}): {e}") from e
+
+
+def _keep_negative_zero(vals: pa.Array, gid: np.ndarray, n_groups: int, summed: pa.Array) -> pa.Array:
+    # Java adds from the first value (FieldSumAgg.agg(null, x) = x), so a group whose every term
+    # is -0.0 sums to -0.0; Arrow's sum starts from +0.0 and gives 0.0. Under round-to-nearest a
+    # sum is -0.0 exactly when all its terms are, so that is the only case to mend.
+    v = vals.to_numpy(zero_copy_only=False)
+    other = (v != 0) | ~np.signbit(v)
+    if not len(v) or other.all():
+        return summed
+    all_negative_zero = (np.bincount(gid, minlength=n_groups) > 0) & (
+        np.bincount(gid, weights=other, minlength=n_groups) == 0)
+    return pc.if_else(pa.array(all_negative_zero), pa.scalar(-0.0, summed.type), summed)
 
 
 def check_retractable(fn: FieldFunction, retract: np.ndarray) -> None:

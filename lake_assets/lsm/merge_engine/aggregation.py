@@ -5,10 +5,11 @@ out unchanged (see the package docstring). The functions themselves: `aggregate_
 
 - Function per column: ``fields.<c>.aggregate-function``, else ``fields.default-aggregate-function``,
   else last_non_null_value. Key columns are kept; ``sequence.field`` columns use last_value.
-- ``aggregation.remove-record-on-delete``: a -D resets the key; the result is -D unless records
-  follow it. ``ignore-delete`` (or a fallback key: ``first-row.ignore-delete``,
-  ``deduplicate.ignore-delete``, ``partial-update.ignore-delete``) drops retracts before merging,
-  as the writer does.
+- ``aggregation.remove-record-on-delete``: a -D resets the key to the -D's whole image (Paimon
+  1.4.1+, docs/format.md §10.1), which the records after it fold onto; the result is -D, with
+  that image, unless records follow it (`aggregate_reset`). ``ignore-delete`` (or a fallback key:
+  ``first-row.ignore-delete``, ``deduplicate.ignore-delete``, ``partial-update.ignore-delete``)
+  drops retracts before merging, as the writer does.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pyarrow as pa
 from lake_assets.errors import OptionError
 from lake_assets.lsm.merge import is_retract, kinds_of
 from lake_assets.lsm.merge_engine.aggregate_functions import FieldFunction, check_retractable, fold
+from lake_assets.lsm.merge_engine.aggregate_reset import ResetImages
 from lake_assets.lsm.merge_engine.engine_options import (
     check_aggregate_options,
     checked_sequence_fields,
@@ -50,6 +52,13 @@ class Aggregation:
         # ignore-delete with its fallback keys, as the writer reads it (Paimon's CoreOptions)
         self.ignore_delete = options.ignore_delete
         self.remove_on_delete = options.aggregation_remove_record_on_delete
+        if self.remove_on_delete:
+            # Paimon 1.1+ FieldAggregatorFactory.create refuses the pair for every column
+            for name in self.types:
+                if options.ignore_retract(name):
+                    raise OptionError(
+                        f"Options 'aggregation.remove-record-on-delete' and 'fields.{name}.ignore-retract' have "
+                        "conflicting behavior and cannot both be enabled (Paimon refuses the table too)")
         sequence_fields = set(checked_sequence_fields(options, names))
         self.functions: dict[str, FieldFunction] = {}
         for name, dtype in schema_fields:
@@ -82,6 +91,7 @@ class Aggregation:
                     check_retractable(fn, retract & (kinds != RowKind.DELETE) if self.remove_on_delete else retract)
             return table
         starts, ends, gid, n_groups = grouping.starts, grouping.ends, grouping.gid, grouping.count
+        entry_retract = retract
         if self.remove_on_delete:
             # Records before a reset are dropped unfolded, yet a -U among them is still an error
             # for a function that cannot retract (Paimon applies records one by one).
@@ -89,18 +99,27 @@ class Aggregation:
             if retract_events.any():
                 for fn in self.functions.values():
                     check_retractable(fn, retract_events)
-            # A -D resets the key: only the records after the group's last -D are folded.
-            lower = np.maximum(starts, last_true(kinds == RowKind.DELETE, ends, starts) + 1)
-            deleted = lower > ends
+            # A -D resets the key to its whole image (Paimon 1.4.1+ initRow, PR #7645): the
+            # group's last -D is folded as an insert of its image, then the records after it.
+            last_delete = last_true(kinds == RowKind.DELETE, ends, starts)
+            has_delete = last_delete >= 0
+            lower = np.where(has_delete, last_delete, starts)
+            deleted = has_delete & (last_delete == ends)
             rows = np.flatnonzero(np.arange(table.num_rows) >= lower[gid])
+            entry_retract = retract & (kinds != RowKind.DELETE)
         else:
-            deleted = np.zeros(n_groups, dtype=bool)
+            has_delete = deleted = np.zeros(n_groups, dtype=bool)
+            last_delete = np.full(n_groups, -1, dtype=np.int64)
             rows = np.arange(table.num_rows, dtype=np.int64)
-        rows_gid, rows_retract = gid[rows], retract[rows]
+        rows_gid, rows_retract = gid[rows], entry_retract[rows]
+        reset = ResetImages(kinds, starts, ends, last_delete, has_delete, deleted)
 
         def merged(name: str, col: pa.Array) -> pa.Array | None:
             fn = self.functions.get(name)
-            return None if fn is None else fold(fn, col, rows, rows_retract, rows_gid, n_groups)
+            if fn is None:
+                return None
+            folded = fold(fn, col, rows, rows_retract, rows_gid, n_groups)
+            return reset.apply(fn, col, folded, gid) if has_delete.any() else folded
 
         merged_rows = one_row_per_group(table, set(key_names) | set(self.key_names), starts, ends, deleted, merged)
         return merged_rows if self.merges_singles else keep_singles(table, grouping, merged_rows)

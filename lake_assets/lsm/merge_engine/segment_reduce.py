@@ -7,10 +7,11 @@ first; for the short groups of a lookup compaction (a key's old row and its new 
 was most of an aggregation merge (bench/RESULTS.md, "Partial-update and aggregation DV rounds
 (session 16)"). Here a run's values are reduced in place:
 
-- ``sum`` adds a run's values one after another, from zero, in entry order: what Arrow's grouped
-  sum does (its result, to the last bit, for floating point too), one numpy pass per position in
-  the longest run. Runs longer than `MAX_RUN` entries, and types whose exact sum needs a wider
-  type than int64 (64-bit integers, decimals), are left to the hash aggregate.
+- ``sum`` adds a run's values one after another, from its first value, in entry order: Java's
+  ``FieldSumAgg`` (a run of only -0.0 sums to -0.0, where Arrow's grouped sum, starting from
+  +0.0, gives 0.0), one numpy pass per position in the longest run. Runs longer than
+  `MAX_RUN` entries, and types whose exact sum needs a wider type than int64 (64-bit integers,
+  decimals), are left to the hash aggregate.
 - ``min`` and ``max`` of integers, ``bool_and`` / ``bool_or``: order-free, one ``reduceat``.
   Floating point min/max stay with Arrow (its NaN handling is its own).
 """
@@ -52,7 +53,7 @@ def segment_sum(
     v = values.to_numpy(zero_copy_only=False).astype(wide)
     if retract.any():
         v = np.where(retract, -v, v)
-    acc = v[first] + wide(0)  # zero plus the first, as Arrow's running sum (-0.0 comes out 0.0)
+    acc = v[first].copy()  # from the first value, as FieldSumAgg.agg(null, x) = x keeps -0.0
     live = np.flatnonzero(sizes > 1)
     k = 1
     while live.size:
