@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import os
+
 import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog
+
+# The Spark drivers that tests start in child processes with pyspark's own launcher (a script's
+# `SparkSession.builder` / `build_session`: test_session_logging, test_sink_strategy_warning,
+# test_spill_dirs) run C1 only with the serial GC, as the suite's shared session, the Dagster tests'
+# jobs and lake.yaml's do: a short local JVM then starts with ~9 of its ~23 CPU s less on 2 cores.
+# No test looks at the JIT or the collector; a developer's own PYSPARK_SUBMIT_ARGS wins.
+os.environ.setdefault("PYSPARK_SUBMIT_ARGS",
+                      '--driver-java-options "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" pyspark-shell')
 
 
 @pytest.fixture

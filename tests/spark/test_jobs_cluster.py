@@ -29,6 +29,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationW
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 60
 SUBMIT_TIMEOUT_S = 180
+# Every JVM of the cluster (master, worker, drivers, executors) runs C1 only with the serial GC, as
+# the Spark test session's driver does: they live seconds and run tiny jobs, where C2's compilations
+# and G1's threads cost more CPU on two cores than they win. Nothing the test checks depends on it.
+SHORT_JVM = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
 
 
 def _spark_home() -> str:
@@ -93,10 +97,10 @@ def standalone_cluster(tmp_path):
     procs: list[subprocess.Popen] = []
     try:
         master_log, worker_log = tmp_path / "master.log", tmp_path / "worker.log"
-        procs.append(_start(["java", "-cp", classpath, "org.apache.spark.deploy.master.Master",
+        procs.append(_start(["java", *SHORT_JVM, "-cp", classpath, "org.apache.spark.deploy.master.Master",
                              "--host", "127.0.0.1", "--port", str(port), "--webui-port", "0"], master_log, env))
         # started together: the worker retries its registration until the master is up
-        procs.append(_start(["java", "-cp", classpath, "org.apache.spark.deploy.worker.Worker", url,
+        procs.append(_start(["java", *SHORT_JVM, "-cp", classpath, "org.apache.spark.deploy.worker.Worker", url,
                              "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", "0",
                              "--work-dir", str(tmp_path / "work")], worker_log, env))
         _wait_for(worker_log, "Successfully registered with master", procs[1])
@@ -110,6 +114,8 @@ def _submit(url: str, env: dict[str, str], job: str, *args: str) -> tuple[int, d
     cmd = [os.path.join(env["SPARK_HOME"], "bin", "spark-submit"), "--master", url,
            "--conf", "spark.executor.memory=512m", "--conf", "spark.ui.enabled=false",
            "--conf", "spark.sql.shuffle.partitions=2",
+           "--conf", f"spark.driver.extraJavaOptions={' '.join(SHORT_JVM)}",
+           "--conf", f"spark.executor.extraJavaOptions={' '.join(SHORT_JVM)}",
            str(REPO / "jobs" / f"{job}.py"), *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**env, "PYSPARK_DRIVER_PYTHON": sys.executable},
                           timeout=SUBMIT_TIMEOUT_S, cwd=REPO)
