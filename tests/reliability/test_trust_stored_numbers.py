@@ -21,6 +21,8 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog, CorruptMetadataError, LakeError
+from lake_assets.errors import InvalidDataError
+from lake_assets.formats.file_index import read_container, write_container
 from lake_assets.formats.manifest_codec import MAX_LEVEL, encode_index_manifest
 from lake_assets.ops.deletion_vector_cache import INDEX_FILE_CACHE
 from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
@@ -158,3 +160,42 @@ def test_undamaged_table_reads_the_same_after_a_crafted_copy(tmp_path: Path) -> 
         _fresh()
         assert t.to_arrow().sort_by("k").equals(before)
         t.health()
+
+
+# ------------------------------------------------------------------------------ file indexes
+
+
+def _cut_name(data: bytes) -> bytes:
+    """The first column name's length cut to 1 byte: its 2-byte character ends the name half-way."""
+    return data[:20] + b"\x00\x01" + data[22:]
+
+
+def _offset_outside(data: bytes) -> bytes:
+    """The first index's start moved past the file's end."""
+    name_len = int.from_bytes(data[20:22], "big")
+    type_at = 22 + name_len + 4
+    type_len = int.from_bytes(data[type_at:type_at + 2], "big")
+    start_at = type_at + 2 + type_len
+    return data[:start_at] + (2**31 - 1).to_bytes(4, "big") + data[start_at + 4:]
+
+
+@pytest.mark.parametrize("damage", [_cut_name, _offset_outside, lambda d: d[:30], lambda d: b"\x00" * 8 + d[8:]])
+def test_damaged_file_index_is_refused_by_name_and_not_used(tmp_path: Path, damage: Callable[[bytes], bytes]) -> None:
+
+    data = write_container({"é": {"bloom-filter": b"payload"}})
+    assert read_container(data) == {"é": {"bloom-filter": b"payload"}}
+    with pytest.raises(InvalidDataError, match="file index of data-x"):  # never IndexError / struct.error
+        read_container(damage(data), "file index of data-x")
+    # a table whose <file>.index is damaged so: a filtered read skips the index and finds its rows
+    canary = tmp_path / "canary"
+    canary.write_bytes(b"precious")
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    t = catalog.create_table("db.t", SCHEMA, options={"bucket": "-1", "file-index.bloom-filter.columns": "k"})
+    t.write_arrow(pa.table({"k": list(range(10)), "v": ["a"] * 10}, schema=SCHEMA))
+    e = t.store.file_store_scan().live_entries(t.snapshot_manager.latest())[0]
+    index_file = Path(t.store.written_file_paths(e.partition, e.bucket, e.file)[1])
+    index_file.write_bytes(damage(index_file.read_bytes()))
+    _fresh()
+    assert t.to_arrow(filter=[("k", "=", 5)]).to_pylist() == [{"k": 5, "v": "a"}]
+    assert canary.read_bytes() == b"precious"
