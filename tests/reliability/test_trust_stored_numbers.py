@@ -11,6 +11,7 @@ never a raw ValueError/MemoryError; a canary next to the table is never touched.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import time
 from collections.abc import Callable
@@ -199,3 +200,23 @@ def test_damaged_file_index_is_refused_by_name_and_not_used(tmp_path: Path, dama
     _fresh()
     assert t.to_arrow(filter=[("k", "=", 5)]).to_pylist() == [{"k": 5, "v": "a"}]
     assert canary.read_bytes() == b"precious"
+
+
+# ------------------------------------------------------------------------------ snapshot JSON
+
+
+@pytest.mark.parametrize("key", ["nextRowId", "totalRecordCount", "baseManifestListSize", "watermark"])
+@pytest.mark.parametrize("value", ["x", True, 1.5, [1]])
+def test_snapshot_number_of_another_type_is_corrupt(tmp_path: Path, key: str, value: object) -> None:
+    """A row-tracking commit compared a string nextRowId with an int (TypeError) before."""
+    t = _table(tmp_path, "row-tracking")
+    path = Path(t.paths.snapshot_file(2))
+    d = json.loads(path.read_text())
+    d[key] = value
+    path.write_text(json.dumps(d))
+    _fresh()
+    for operation in (lambda: t.to_arrow(), lambda: t.write_arrow(pa.table({"k": [1], "v": ["c"]}, schema=SCHEMA)),
+                      lambda: t.compact(full=True)):
+        with pytest.raises(CorruptMetadataError, match=f"snapshot-2 .*{key} must be an integer"):
+            operation()
+    assert t.snapshot_manager.latest_id() == 2
