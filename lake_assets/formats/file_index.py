@@ -70,11 +70,11 @@ def _java_utf(text: str) -> bytes:
     return struct.pack(">H", len(out)) + bytes(out)
 
 
-def _read_java_utf(data: bytes, pos: int) -> tuple[str, int]:
+def _read_java_utf(data: bytes, pos: int, what: str) -> tuple[str, int]:
     (n,) = struct.unpack_from(">H", data, pos)
     raw = data[pos + 2: pos + 2 + n]
     if len(raw) != n:
-        raise InvalidDataError("file index header is truncated")
+        raise InvalidDataError(f"{what}: its header is truncated")
     units: list[int] = []
     i = 0
     while i < n:
@@ -82,7 +82,10 @@ def _read_java_utf(data: bytes, pos: int) -> tuple[str, int]:
         if b < 0x80:
             units.append(b)
             i += 1
-        elif b >> 5 == 0b110:
+            continue
+        if i + (2 if b >> 5 == 0b110 else 3) > n:  # a damaged header: a sequence cut by the name's end
+            raise InvalidDataError(f"{what}: its header has a malformed name (a character cut short)")
+        if b >> 5 == 0b110:
             units.append((b & 0x1F) << 6 | raw[i + 1] & 0x3F)
             i += 2
         else:
@@ -150,18 +153,19 @@ def read_container(data: bytes, what: str = "file index") -> dict[str, dict[str,
         pos = 20
         out: dict[str, dict[str, bytes | None]] = {}
         for _ in range(columns):
-            column, pos = _read_java_utf(data, pos)
+            column, pos = _read_java_utf(data, pos, what)
             (count,) = struct.unpack_from(">i", data, pos)
             pos += 4
             types = out.setdefault(column, {})
             for _ in range(count):
-                index_type, pos = _read_java_utf(data, pos)
+                index_type, pos = _read_java_utf(data, pos, what)
                 start, length = struct.unpack_from(">ii", data, pos)
                 pos += 8
                 if start == EMPTY_INDEX_START:
                     types[index_type] = None
                 elif start < head_length or start + length > len(data) or length < 0:
-                    raise InvalidDataError(f"{what}: index {column}/{index_type} lies outside the file")
+                    # names come from the damaged bytes: shown bounded
+                    raise InvalidDataError(f"{what}: index {column[:60]!r}/{index_type[:60]!r} lies outside the file")
                 else:
                     types[index_type] = data[start: start + length]
     except struct.error as exc:

@@ -91,23 +91,46 @@ def _opt_tuple(value: list[Any] | None) -> tuple[Any, ...] | None:
     return None if value is None else tuple(value)
 
 
+class _BadValue(ValueError):
+    """A stored number no writer produces (a negative size, an impossible level): damage."""
+
+
+# Paimon's num-levels defaults to 6 (compaction trigger + 1). Readers build one run per level up
+# to the highest (Java's Levels too), so a damaged level of 2**30 would allocate gigabytes.
+MAX_LEVEL = 1024
+
+
+def _at_least(value: Any, low: int, field: str, of: str, high: int | None = None) -> Any:
+    """``value`` if it is None or an int in ``[low, high]``, else `_BadValue` naming ``field`` of ``of``."""
+    if value is not None and (value < low or (high is not None and value > high)):
+        bound = f"at least {low}" if high is None else f"from {low} to {high}"
+        raise _BadValue(f"{of}: {field} is {value} (must be {bound})")
+    return value
+
+
 def _file_from(f: dict[str, Any]) -> DataFileMeta:
     g = f.get
     # File names become paths under the table's bucket directories: plain names only.
     for extra in f["_EXTRA_FILES"]:
         check_file_name(extra, "an extra file")
+    name = check_file_name(f["_FILE_NAME"], "a data file")
+    of = f"data file {name}"
+    # Sizes, counts, levels and ids become offsets, allocations and row ids: none is negative.
+    row_count = _at_least(f["_ROW_COUNT"], 0, "_ROW_COUNT", of)
+    _at_least(g("_DELETE_ROW_COUNT"), 0, "_DELETE_ROW_COUNT", of, row_count)
+    _at_least(g("_FIRST_ROW_ID"), 0, "_FIRST_ROW_ID", of)
     return DataFileMeta(
-        check_file_name(f["_FILE_NAME"], "a data file"),
-        f["_FILE_SIZE"],
-        f["_ROW_COUNT"],
+        name,
+        _at_least(f["_FILE_SIZE"], 0, "_FILE_SIZE", of),
+        row_count,
         f["_MIN_KEY"],
         f["_MAX_KEY"],
         _stats_from(f["_KEY_STATS"]),
         _stats_from(f["_VALUE_STATS"]),
         f["_MIN_SEQUENCE_NUMBER"],
         f["_MAX_SEQUENCE_NUMBER"],
-        f["_SCHEMA_ID"],
-        f["_LEVEL"],
+        _at_least(f["_SCHEMA_ID"], 0, "_SCHEMA_ID", of),
+        _at_least(f["_LEVEL"], 0, "_LEVEL", of, MAX_LEVEL),
         tuple(f["_EXTRA_FILES"]),
         g("_CREATION_TIME"),
         g("_DELETE_ROW_COUNT"),
@@ -150,7 +173,7 @@ def _file_to(f: DataFileMeta) -> dict[str, Any]:
 def _convert(records: list[dict[str, Any]], name: str, fn: Callable[[dict[str, Any]], Any]) -> list[Any]:
     try:
         return [fn(r) for r in records]
-    except UnsafePathError as exc:
+    except (UnsafePathError, _BadValue) as exc:
         raise CorruptMetadataError(f"Cannot decode Avro file {name}: {exc}") from exc
     except (KeyError, TypeError, ValueError) as exc:
         raise CorruptMetadataError(f"Cannot decode Avro file {name}: bad record: {exc!r}") from exc
@@ -289,22 +312,30 @@ def encode_index_manifest(
     return write_container(_INDEX.parsed, _INDEX.json, records, codec, zstd_level, _INDEX_ENCODER)
 
 
+def _dv_range_from(d: dict[str, Any], of: str) -> DeletionVectorRange:
+    # the data file name is a key, never a path, but only a plain name can match a data file
+    data_file = check_file_name(d["f0"], f"a deletion vector's data file in {of}")
+    at = f"{of}, deletion vector of {data_file}"
+    return DeletionVectorRange(data_file, _at_least(d["f1"], 0, "offset", at), _at_least(d["f2"], 0, "length", at),
+                               _at_least(d.get("_CARDINALITY"), 0, "cardinality", at))
+
+
 def _index_entry_from(r: dict[str, Any]) -> IndexManifestEntry:
     ranges = r.get("_DELETIONS_VECTORS_RANGES")
+    name = check_file_name(r["_FILE_NAME"], "an index file")
+    of = f"index file {name}"
     return IndexManifestEntry(
         _kind(r["_KIND"]),
         r["_PARTITION"],
         r["_BUCKET"],
         r["_INDEX_TYPE"],
-        check_file_name(r["_FILE_NAME"], "an index file"),
-        r["_FILE_SIZE"],
-        r["_ROW_COUNT"],
+        name,
+        _at_least(r["_FILE_SIZE"], 0, "_FILE_SIZE", of),
+        _at_least(r["_ROW_COUNT"], 0, "_ROW_COUNT", of),
         None
         if ranges is None
         # Java declares nullable elements; a null element carries nothing, so it is dropped.
-        else tuple(
-            DeletionVectorRange(d["f0"], d["f1"], d["f2"], d.get("_CARDINALITY")) for d in ranges if d
-        ),
+        else tuple(_dv_range_from(d, of) for d in ranges if d),
         r.get("_EXTERNAL_PATH"),
         _global_index_from(r.get("_GLOBAL_INDEX")),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from lake_assets.errors import CorruptMetadataError
 from lake_assets.lsm.sorted_run import SortedRun
 from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import DataFileMeta
@@ -48,8 +49,8 @@ class Levels:
     ) -> None:
         by_level: dict[int, list[DataFileMeta]] = {}
         for f in files:
-            if f.level < 0:
-                raise ValueError(f"Data file {f.file_name} has negative level {f.level}")
+            if f.level < 0:  # manifests are checked on decoding; this guards files built in memory
+                raise CorruptMetadataError(f"Data file {f.file_name} has negative level {f.level}")
             by_level.setdefault(f.level, []).append(f)
         # Files written under a larger num-levels stay where they are rather than being rejected.
         restored = max(num_levels, max(by_level, default=-1) + 1)

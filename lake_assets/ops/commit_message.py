@@ -15,6 +15,7 @@ from lake_assets.errors import (
     UnsafePathError,
     UnsupportedFeatureError,
 )
+from lake_assets.formats.manifest_codec import MAX_LEVEL
 from lake_assets.paths import check_file_name
 from lake_assets.spec.binary_row import deserialize_row
 from lake_assets.spec.hash_index import HASH_INDEX
@@ -151,6 +152,16 @@ def _check_file(f: object, where: str) -> None:
         v = getattr(f, attr)
         if not _is_int(v) or v < 0:
             raise _bad(f"{where}: file {f.file_name} has {attr} = {v!r} (a non-negative integer is required)")
+    # what a manifest decoder refuses as damage must not be committed (manifest_codec._file_from)
+    if f.level > MAX_LEVEL:
+        raise _bad(f"{where}: file {f.file_name} has level {f.level} (at most {MAX_LEVEL})")
+    if f.first_row_id is not None and (not _is_int(f.first_row_id) or f.first_row_id < 0):
+        raise _bad(f"{where}: file {f.file_name} has first_row_id = {f.first_row_id!r} (a non-negative integer "
+                   "is required)")
+    if f.delete_row_count is not None and (not _is_int(f.delete_row_count)
+                                           or not 0 <= f.delete_row_count <= f.row_count):
+        raise _bad(f"{where}: file {f.file_name} has delete_row_count = {f.delete_row_count!r} (from 0 to its "
+                   f"{f.row_count} rows)")
     if f.min_sequence_number > f.max_sequence_number:
         raise _bad(
             f"{where}: file {f.file_name} has min_sequence_number {f.min_sequence_number} "
@@ -179,6 +190,15 @@ def _check_index(e: object, where: str, m: CommitMessage) -> None:
         v = getattr(e, attr)
         if not _is_int(v) or v < 0:
             raise _bad(f"{where}: index file {e.file_name} has {attr} = {v!r} (a non-negative integer is required)")
+    for r in e.dv_ranges or ():
+        if not isinstance(r, DeletionVectorRange) or not all(_is_int(x) and x >= 0 for x in (r.offset, r.length)) \
+                or (r.cardinality is not None and (not _is_int(r.cardinality) or r.cardinality < 0)):
+            raise _bad(f"{where}: index file {e.file_name} has a deletion-vector range {r!r:.120} that is not "
+                       "non-negative integers")
+        try:
+            check_file_name(r.data_file, f"deletion vector in {where}")
+        except UnsafePathError as exc:
+            raise _bad(str(exc)) from None
 
 
 def check_message_shape(m: CommitMessage) -> None:

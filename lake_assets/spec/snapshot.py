@@ -53,6 +53,9 @@ _JSON_FIELDS: tuple[tuple[str, str], ...] = (
 # Fields naming files of the table (manifest lists, the index manifest, statistics).
 _FILE_NAME_FIELDS = ("base_manifest_list", "delta_manifest_list", "changelog_manifest_list", "index_manifest",
                      "statistics")
+_OPTIONAL_INT_FIELDS = ("base_manifest_list_size", "delta_manifest_list_size", "changelog_manifest_list_size",
+                        "total_record_count", "delta_record_count", "changelog_record_count", "watermark",
+                        "next_row_id")
 _REQUIRED = {"id", "schema_id", "base_manifest_list", "delta_manifest_list", "commit_user",
              "commit_identifier", "commit_kind", "time_millis"}
 
@@ -137,6 +140,11 @@ class Snapshot:
                 raise TypeError("manifest list names must be strings")
             if kwargs.get("properties") is not None and not isinstance(kwargs["properties"], dict):
                 raise TypeError("properties must be an object")
+            # sizes, counts and ids feed arithmetic and comparisons (nextRowId gives out row ids)
+            for attr in _OPTIONAL_INT_FIELDS:
+                value = kwargs.get(attr)
+                if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                    raise TypeError(f"{dict(_JSON_FIELDS)[attr]} must be an integer, got {value!r:.40}")
             if kwargs.get("log_offsets") is not None:
                 kwargs["log_offsets"] = _log_offsets(kwargs["log_offsets"])
             # Every name here becomes a path under the table: only plain file names (no `..`).

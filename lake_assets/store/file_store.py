@@ -25,7 +25,7 @@ from lake_assets.ops import deletion_vectors
 from lake_assets.ops.row_tracking import row_tracking_enabled
 from lake_assets.ops.scan import FileStoreScan
 from lake_assets.parallelism import validate_cpus_setting
-from lake_assets.paths import TablePaths, check_data_directory
+from lake_assets.paths import TablePaths, check_data_directory, check_file_name
 from lake_assets.refusal import DATA
 from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.binary_row import deserialize_row
@@ -350,7 +350,7 @@ class FileStore:
         file a writer created must remove (all inside the table, as `data_file_path`)."""
         path = self.data_file_path(partition, bucket, meta)
         folder = path.rsplit("/", 1)[0]
-        return [path, *(f"{folder}/{x}" for x in meta.extra_files)]
+        return [path, *(f"{folder}/{check_file_name(x, f'extra file of {meta.file_name}')}" for x in meta.extra_files)]
 
     def fault_point(self, step: str) -> None:
         """Tell the test hook (if any) that a named step of an operation is reached."""

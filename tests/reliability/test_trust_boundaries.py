@@ -174,6 +174,10 @@ def test_json_message_with_external_path_is_refused(env: Env) -> None:
         ("min_sequence_number", 9, "above max_sequence_number"),  # max is 1 for two rows
         ("row_count", -1, "row_count"),
         ("level", -1, "level"),
+        # what a manifest decoder refuses as damage is never committed
+        ("level", 2**30, "level 1073741824 \\(at most 1024\\)"),
+        ("first_row_id", -1, "first_row_id"),
+        ("delete_row_count", 10**6, "delete_row_count"),
         ("file_size", "12", "file_size"),
         ("bogus_field", 1, "unknown file fields"),
     ],

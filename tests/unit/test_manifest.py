@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from lake_assets.errors import CorruptMetadataError, OptionError
 from lake_assets.formats.manifest_codec import (
+    MAX_LEVEL,
     avro_codec,
     decode_index_manifest,
     decode_manifest_entries,
@@ -926,30 +927,35 @@ stats_st = st.builds(
     blobs,
     st.none() | st.lists(st.none() | i64, max_size=5).map(tuple),
 )
+# sizes, counts, levels and ids are never negative (the decoder refuses them as damage)
+u63 = st.integers(0, 2**63 - 1)
 files_st = st.builds(
     DataFileMeta,
     file_name=file_names,
-    file_size=i64,
-    row_count=i64,
+    file_size=u63,
+    row_count=u63,
     min_key=blobs,
     max_key=blobs,
     key_stats=stats_st,
     value_stats=stats_st,
     min_sequence_number=i64,
     max_sequence_number=i64,
-    schema_id=i64,
-    level=i32,
+    schema_id=u63,
+    level=st.integers(0, MAX_LEVEL),
     extra_files=st.lists(file_names, max_size=3).map(tuple),
     creation_time_ms=st.none() | i64,
-    delete_row_count=st.none() | i64,
+    delete_row_count=st.none() | u63,
     embedded_file_index=st.none() | blobs,
     file_source=st.none() | st.sampled_from([0, 1]),
     value_stats_cols=st.none() | st.lists(names, max_size=3).map(tuple),
     external_path=st.none() | names,
-    first_row_id=st.none() | i64,
+    first_row_id=st.none() | u63,
     write_cols=st.none() | st.lists(names, max_size=3).map(tuple),
     write_cols_sequences=st.none() | st.lists(i64, max_size=3).map(tuple),
-)
+) .map(
+    # a delete count is a share of the file's rows (the decoder refuses more)
+    lambda f: f if f.delete_row_count is None else dataclasses.replace(
+        f, delete_row_count=f.delete_row_count % (f.row_count + 1)))
 entries_st = st.builds(ManifestEntry, st.sampled_from(FileKind), blobs, i32, i32, files_st)
 metas_st = st.builds(
     ManifestFileMeta,
