@@ -189,16 +189,13 @@ class TableMaintenance(StoreView):
         keeping every snapshot and tag, as Paimon HEAD's ``rollback_to_as_latest``: an OVERWRITE
         with the target's schema id and index manifest, ``nextRowId`` never moving back. A
         snapshot id is tagged ``rollback-to-as-latest-<id>-<uuid>`` first: that tag keeps the files
-        the new snapshot re-adds from expiry (ours and Paimon's); delete it only once the
-        snapshots between the target and the rollback have expired (`lake_assets.ops.rollback_as_latest`).
+        the new snapshot re-adds from Paimon's expiry (lake_assets' keeps them without it); delete
+        it only once the snapshots between the target and the rollback have expired if other
+        engines expire the table (`lake_assets.ops.rollback_as_latest`).
         """
         from lake_assets.ops.rollback_as_latest import rollback_to_as_latest
 
-        args.integer("snapshot_id", snapshot_id, minimum=0)
-        args.text("tag", tag, empty=True)
-        if (snapshot_id is None) == (tag is None):
-            raise InvalidArgumentError("rollback_to_as_latest needs exactly one of snapshot_id or tag")
-        self.store.require(Op.ROLLBACK)
+        self._check_rollback_target("rollback_to_as_latest", snapshot_id, tag)
         return rollback_to_as_latest(self.store, snapshot_id=snapshot_id, tag=tag)
 
     def rollback_to(self, *, snapshot_id: int | None = None, tag: str | None = None) -> Snapshot:
@@ -211,9 +208,14 @@ class TableMaintenance(StoreView):
         """
         from lake_assets.ops.tagging import rollback_to
 
+        self._check_rollback_target("rollback_to", snapshot_id, tag)
+        return rollback_to(self.store, snapshot_id=snapshot_id, tag=tag)
+
+    def _check_rollback_target(self, operation: str, snapshot_id: int | None, tag: str | None) -> None:
+        """A rollback's target: exactly one of a snapshot id and a tag name, on a table whose
+        features allow rollback (nothing changes otherwise)."""
         args.integer("snapshot_id", snapshot_id, minimum=0)
         args.text("tag", tag, empty=True)
         if (snapshot_id is None) == (tag is None):
-            raise InvalidArgumentError("rollback_to needs exactly one of snapshot_id or tag")
+            raise InvalidArgumentError(f"{operation} needs exactly one of snapshot_id or tag")
         self.store.require(Op.ROLLBACK)
-        return rollback_to(self.store, snapshot_id=snapshot_id, tag=tag)

@@ -93,3 +93,19 @@ def compare_every_snapshot(java: Any, wh: str, name: str, table: Any) -> list[in
         assert_same_table(table.to_arrow(timestamp=snap["timeMillis"]), by_time)
     assert_same_table(table.to_arrow(), java.read(wh, name))
     return ids
+
+
+def write_both(java: Any, wh: str, schema: pa.Schema, options: dict[str, str], data: pa.Table) -> tuple[str, str]:
+    """The same rows (their kinds in column ``op``) written once by Java 0.9 and once by lake_assets
+    (`write-only`: the flushed level-0 rows stay as the writer merged them), each into its own
+    warehouse under ``wh``, as table ``db.t`` keyed by ``k``; returns (Java's, ours)."""
+    from lake_assets import Catalog
+
+    theirs, ours = f"{wh}/java", f"{wh}/lake"
+    java.create_table(theirs, "db.t", schema, ["k"], [], options)
+    java.write(theirs, "db.t", data, kinds=data.column("op").to_pylist())
+    catalog = Catalog(ours)
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", schema, primary_keys=["k"], options={**options, "write-only": "true"})
+    table.write_arrow(data)
+    return theirs, ours

@@ -18,6 +18,8 @@ import pyarrow as pa
 from lake_assets import Catalog
 from tests.java.oracle import PaimonJava
 
+from .helpers import write_both
+
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.float64()), ("op", pa.string())])
 OPTIONS = {"bucket": "1", "merge-engine": "aggregation", "rowkind.field": "op",
            "fields.v.aggregate-function": "sum", "aggregation.remove-record-on-delete": "true"}
@@ -34,13 +36,7 @@ def _signed(rows: list[dict]) -> list[tuple]:
 
 def test_a_reset_java_0_9_predates_and_negative_zero_sums(java: PaimonJava, wh: str) -> None:
     data = pa.Table.from_pylist(ROWS, schema=SCHEMA)
-    theirs, ours = f"{wh}/java", f"{wh}/lake"
-    java.create_table(theirs, "db.t", SCHEMA, ["k"], [], OPTIONS)
-    java.write(theirs, "db.t", data, kinds=data.column("op").to_pylist())
-    catalog = Catalog(ours)
-    catalog.create_database("db")
-    table = catalog.create_table("db.t", SCHEMA, primary_keys=["k"], options={**OPTIONS, "write-only": "true"})
-    table.write_arrow(data)
+    theirs, ours = write_both(java, wh, SCHEMA, OPTIONS, data)
     zeros = [(2, -0.0, -1.0), (3, -0.0, -1.0)]
     java_0_9 = [(1, 6.0, 1.0), *zeros]  # 5 - 2 + 3: the -D retracted
     paimon_1_4_1 = [(1, 5.0, 1.0), *zeros]  # the -D's image 2, then + 3

@@ -20,6 +20,7 @@ import pytest
 from lake_assets import Catalog
 from tests.java.oracle import JavaError, PaimonJava
 
+from .helpers import write_both
 from .scenario import C, Scenario, W, assert_agree
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("a", pa.int64()), ("g", pa.int64()),
@@ -94,13 +95,7 @@ def test_a_leading_retractions_image_java_0_9_predates(java: PaimonJava, wh: str
     we follow it), so ``b`` = "img"; Java 0.9 started it empty, so ``b`` is null. Each engine reads
     the other's table as written (the flushed level-0 rows differ, not the reading)."""
     data = pa.Table.from_pylist(LEADING_IMAGE, schema=SCHEMA)
-    theirs, ours = f"{wh}/java", f"{wh}/lake"
-    java.create_table(theirs, "db.t", SCHEMA, ["k"], [], OPTIONS)
-    java.write(theirs, "db.t", data, kinds=data.column("op").to_pylist())
-    catalog = Catalog(ours)
-    catalog.create_database("db")
-    table = catalog.create_table("db.t", SCHEMA, primary_keys=["k"], options={**OPTIONS, "write-only": "true"})
-    table.write_arrow(data)
+    theirs, ours = write_both(java, wh, SCHEMA, OPTIONS, data)
     k10 = {"k": 10, "a": 1, "g": 1, "b": "old", "op": "+I"}
     java_0_9 = [{"k": 9, "a": None, "g": 1, "b": None, "op": "+I"}, k10]
     paimon_1_4_1 = [{"k": 9, "a": None, "g": 1, "b": "img", "op": "+I"}, k10]
