@@ -339,7 +339,7 @@ class TableCommitter:
                 else:
                     for step in prepared.faults:  # the steps its files passed, in order, on this thread
                         self.store.fault_point(step)
-                    sid = self._put(prepared.snapshot, prepared.put)
+                    sid = self.put_snapshot(prepared.snapshot, prepared.put)
             except BaseException:
                 if prepared is not None and prepared.put is not None:
                     prepared.put.discard()  # never made (a no-op once it was)
@@ -387,11 +387,13 @@ class TableCommitter:
             fault=self.store.fault_point)
         if ahead is not None:
             ahead.follow(snapshot)
-        return self._put(snapshot)
+        return self.put_snapshot(snapshot)
 
-    def _put(self, snapshot: Snapshot, prepared: PreparedCreate | None = None) -> int | None:
+    def put_snapshot(self, snapshot: Snapshot, prepared: PreparedCreate | None = None) -> int | None:
         """Create ``snapshot``'s file (``prepared``: its put prepared ahead) if its id is free: its
-        id, None when another committer took it."""
+        id, None when another committer took it. The one atomic step of every commit (also
+        `ops.rollback_as_latest`'s): an open outcome is settled by looking or raises
+        `CommitStateUnknownError`."""
         if not self.store.file_io.exists(self.store.paths.schema_file(self.store.schema.id)):
             raise NoSuchTableError(f"Cannot commit to {self.store.name}: the table was dropped")
         self.store.fault_point("commit.before_snapshot")

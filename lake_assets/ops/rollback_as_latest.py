@@ -105,7 +105,7 @@ def _commit(store: FileStore, committer: TableCommitter, latest: Snapshot, targe
         snapshot = dataclasses.replace(
             record, schema_id=target.schema_id, total_record_count=target.total_record_count,
             watermark=target.watermark, statistics=target.statistics, next_row_id=max(ids) if ids else None)
-        sid = committer._put(snapshot)  # the committer's atomic put: a lost race is None, an open outcome raises
+        sid = committer.put_snapshot(snapshot)  # a lost race is None, an open outcome raises
     except BaseException:
         if not committer.may_have_landed:
             mio.delete(written)
