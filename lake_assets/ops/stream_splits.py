@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from lake_assets.errors import InvalidArgumentError, SnapshotNotFoundError, UnsupportedFeatureError
 from lake_assets.ops.plan import plan_splits
 from lake_assets.ops.stream_postpone import postponed_entries, sees_postponed, skips_postponed
-from lake_assets.ops.tagging import discarded_by_rollback
 from lake_assets.spec.manifest import DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry
 from lake_assets.spec.snapshot import CommitKind, Snapshot
 from lake_assets.store.changelog_manager import snapshot_or_changelog
+from lake_assets.store.snapshot_identity import discarded_by_rollback
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING
 
 from lake_assets.errors import AlreadyExistsError, SnapshotNotFoundError
 from lake_assets.ops.tag_deletion import delete_tag
-from lake_assets.ops.tagging import create_tag, discarded_by_rollback
+from lake_assets.ops.tagging import create_tag
 from lake_assets.spec.snapshot import Snapshot, Tag
+from lake_assets.store.snapshot_identity import discarded_by_rollback
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:

@@ -51,9 +51,9 @@ from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
 from lake_assets.ops.expire_files import ensure_inside, extra_paths
 from lake_assets.ops.orphans import index_file_paths, referenced_files
 from lake_assets.ops.scan import FileStoreScan, merge_entries
-from lake_assets.ops.tagging import same_snapshot
 from lake_assets.spec.manifest import ManifestEntry, ManifestFileMeta
 from lake_assets.spec.snapshot import Snapshot
+from lake_assets.store.snapshot_identity import same_snapshot
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ import pytest
 
 from lake_assets import Catalog, InvalidArgumentError
 from lake_assets.ops import tag_auto
-from lake_assets.ops.tagging import discarded_by_rollback
+from lake_assets.store.snapshot_identity import discarded_by_rollback
 from tests.reliability.crash_run import run_crash_worker
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])

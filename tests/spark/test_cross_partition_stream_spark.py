@@ -7,13 +7,13 @@ turn, and an index taken across workers by the commit user alone placed keys twi
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import lake_assets
 from lake_assets import Catalog, Table
 from lake_assets.ops.writer_lease import LEASE_PREFIX
 
@@ -35,7 +35,8 @@ def _state(t: Table) -> dict[int, tuple[str, float]]:
 
 
 def test_micro_batches_keep_the_key_index_until_another_writer_commits(spark, tmp_path: Path) -> None:
-    assert os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] == str(Path(__file__).parents[2])
+    # this checkout's lake_assets (the workers' is checked by tests/spark/test_worker_imports.py)
+    assert Path(lake_assets.__file__).resolve().is_relative_to(Path(__file__).resolve().parents[2])
     wh = str(tmp_path / "wh")
     cat = Catalog(wh)
     cat.create_database("db")
