@@ -52,6 +52,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))  # run as `python bench/bench_spark.py` from a checkout
 
 from bench.tpch.machine import describe, versions  # noqa: E402
+from bench.tree_cpu import TreeCpu  # noqa: E402
 from lake_assets import Catalog  # noqa: E402
 
 PARTITIONS = ("2024-01-01", "2024-01-02")
@@ -89,40 +90,18 @@ def create_table(catalog: Catalog, name: str, schema: pa.Schema) -> None:
                          options={"bucket": str(BUCKETS)})
 
 
-_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-_JVM_PID: list[int] = []
-
-
-def _tree_cpu(root: int) -> float:
-    """CPU seconds (user + system) of ``root`` and its descendants, live or reaped (Linux /proc)."""
-    parents: dict[int, int] = {}
-    cpu: dict[int, float] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(entry)] = int(fields[1])
-        # utime, stime, and cutime, cstime: the CPU of its children that exited and were reaped
-        # (Python workers that ended); a child alive is counted by itself, never twice
-        cpu[int(entry)] = sum(int(x) for x in fields[11:15]) / _TICKS
-    total = 0.0
-    for pid, seconds in cpu.items():
-        p = pid
-        while p and p != root and p in parents:
-            p = parents[p]
-        if p == root:
-            total += seconds
-    return total
+_TREE: list[TreeCpu] = []  # the JVM's process tree, sampled from the session's start
 
 
 def process_cpu() -> float:
-    """CPU seconds so far of this driver process plus the JVM's process tree (Python workers)."""
-    own = time.process_time()
-    return own + (_tree_cpu(_JVM_PID[0]) if _JVM_PID else 0.0)
+    """CPU seconds so far of this driver process plus the JVM's process tree (Python workers):
+    each process's own time as last seen (`bench.tree_cpu.TreeCpu`), so a worker reaped outside
+    the tree keeps counting (summing reaped children's time made a step's CPU go down)."""
+    if not _TREE:
+        return time.process_time()
+    tree = _TREE[0]
+    total = tree.sample()
+    return time.process_time() - tree.overhead + total  # the sampler runs in this process
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, float]:
@@ -146,7 +125,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         expected = generate(args.rows, source)
         conf = {**SPARK_CONF, **dict(kv.split("=", 1) for kv in args.conf)}
         spark = build_session("bench-spark", master="local[2]", conf=conf, log_level="ERROR")
-        _JVM_PID[:] = [int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())]
+        _TREE[:] = [TreeCpu(int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()))]
         wh = str(work / "warehouse")
         catalog = Catalog(wh)
         catalog.create_database("db")
