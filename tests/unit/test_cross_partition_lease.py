@@ -49,8 +49,8 @@ def test_a_writer_holds_its_base_until_it_closes(tmp_path: Path) -> None:
     t = _table(tmp_path)
     for i in range(3):
         t.refresh().write_arrow(_rows([i], "a"))
+    before = int(time.time() * 1000)  # whole ms, as the lease stores its end
     with t.refresh().new_writer("w") as w:
-        before = time.time() * 1000
         w.write_arrow(_rows([0], "b"))  # key 0 moves a -> b
         (lease,) = _leases(t).values()
         assert lease[0] == 3  # the snapshot its index was read from
