@@ -22,6 +22,7 @@ from lake_assets.defs.resources import WarehouseResource
 from lake_assets.ops import table_health
 from lake_assets.ops.partition_expire import partitions_past_expiration
 from lake_assets.spec.snapshot import Snapshot
+from lake_assets.store.consumers import LeaseState
 from lake_assets.table import Table
 from lake_assets.table_support import POSTPONE_BUCKET
 
@@ -48,9 +49,15 @@ class TableObservation:
     snapshots_retained: int = 0
     oldest_snapshot_age_s: float = 0.0
     changelogs_retained: int = 0
+    # readers' consumers (positions), apart from the writer leases below, which are consumer
+    # files too (Java's $consumers lists both) and pin snapshots alike
     consumers: int = 0
     max_consumer_lag: int = 0
     consumer_lag: dict[str, int] = field(default_factory=dict)
+    # long-lived cross-partition writers' leases (ops/writer_lease.py): id → the lease as listed
+    writer_leases: int = 0
+    expired_writer_leases: int = 0
+    writer_lease_details: dict[str, dict[str, Any]] = field(default_factory=dict)
     partitions: int = 0
     partitions_past_expiration: int | None = None
     # postpone-bucket tables: files and rows in bucket-postpone, which readers do not see yet
@@ -78,8 +85,9 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
     now_ms = table_health.local_now_as_utc_ms() if now_ms is None else now_ms
     health = table.health(snapshot_id=snapshot.id, small_file_threshold=spec.maintenance.small_file_bytes)
     snapshots = table.snapshots()
-    lag = {cid: max(0, snapshot.id + 1 - c.next_snapshot)
-           for cid, c in sorted(table.store.consumer_manager().consumers().items())}
+    consumer_files = table.store.consumer_manager()
+    lag = {cid: max(0, snapshot.id + 1 - c.next_snapshot) for cid, c in sorted(consumer_files.readers().items())}
+    leases = _writer_leases(consumer_files.writer_leases(), snapshot.id)
     records = int(snapshot.total_record_count or 0)  # records in live files, deletes included
     # retract rows in files, and rows deletion vectors hide (both are in the files, neither is live)
     deletes = _sum(health, "delete_row_count") + _sum(health, "deletion_vector_rows")
@@ -106,6 +114,9 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
         consumers=len(lag),
         max_consumer_lag=max(lag.values(), default=0),
         consumer_lag=lag,
+        writer_leases=len(leases),
+        expired_writer_leases=sum(1 for d in leases.values() if d["expired"]),
+        writer_lease_details=leases,
         partitions=len(partitions),
         # Paimon's own rule (strategy, pattern, formatter) as the partition expiry applies it.
         partitions_past_expiration=partitions_past_expiration(table.store, _local_datetime(now_ms)),
@@ -113,6 +124,16 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
         postponed_rows=_postponed_rows(table, snapshot) if postponed else 0,
         vector_purge_files=vector_purge_files(health),
     )
+
+
+def _writer_leases(leases: dict[str, LeaseState], latest: int) -> dict[str, dict[str, Any]]:
+    """Each writer lease with the snapshots it holds back (``lag``, as a reader's) and whether it
+    expired: an expired lease is a writer that crashed or stopped without closing. lake_assets'
+    expiry deletes it; Java's keeps its snapshots unless the table sets consumer.expiration-time."""
+    return {cid: {"next_snapshot": s.next_snapshot, "lag": max(0, latest + 1 - s.next_snapshot),
+                  "lease_until": dt.datetime.fromtimestamp(s.lease_until_ms / 1000, dt.UTC).isoformat(),
+                  "expired": s.expired}
+            for cid, s in sorted(leases.items())}
 
 
 def _postponed_rows(table: Table, snapshot: Snapshot) -> int:
@@ -130,7 +151,7 @@ def observation_metadata(obs: TableObservation) -> dict[str, dg.MetadataValue]:
     """Numeric metadata (plotted by Dagster across observations) plus the consumers' lag."""
     md: dict[str, dg.MetadataValue] = {}
     for key, value in asdict(obs).items():
-        if key == "consumer_lag":
+        if key in ("consumer_lag", "writer_lease_details"):
             md[key] = dg.MetadataValue.json(value)
         elif isinstance(value, bool) or value is None:
             continue
@@ -159,9 +180,21 @@ def check_results(spec: TableConfig, obs: TableObservation) -> dict[str, tuple[b
             "oldest_level0_age_s": round(obs.oldest_level0_age_ms / 1000, 1), "limit_s": limit_ms / 1000}),
         "snapshot_retention": (obs.snapshots_retained <= policy.retain_max, {
             "snapshots": obs.snapshots_retained, "retain_min": policy.retain_min,
-            "retain_max": policy.retain_max}),
+            "retain_max": policy.retain_max, **_expired_leases(obs)}),
     }
 
+
+def _expired_leases(obs: TableObservation) -> dict[str, Any]:
+    """The snapshot-retention check's word on expired writer leases (none: nothing)."""
+    expired = sorted(cid for cid, d in obs.writer_lease_details.items() if d["expired"])
+    if not expired:
+        return {}
+    return {"expired_writer_leases": expired, "expired_writer_lease_note": EXPIRED_LEASE_NOTE}
+
+
+EXPIRED_LEASE_NOTE = ("a cross-partition writer that crashed or stopped without closing left its lease (a "
+                      "consumer file): lake_assets' expiry deletes it, Java's keeps the snapshots it holds "
+                      "unless the table sets consumer.expiration-time")
 
 CHECK_ASSET = {"small_files": "compaction", "level0_age": "compaction", "snapshot_retention": "expiry"}
 CHECK_SEVERITY = {"small_files": dg.AssetCheckSeverity.WARN, "level0_age": dg.AssetCheckSeverity.ERROR,

@@ -221,6 +221,12 @@ class Consumer:
             doc[LEASE_FIELD] = self.lease_until_ms
         return json.dumps(doc)
 
+    @property
+    def is_writer_lease(self) -> bool:
+        """Whether this is a long-lived writer's lease (it carries `LEASE_FIELD`), not a reader's
+        position. Both pin snapshots alike for Paimon's engines, which list both as consumers."""
+        return self.lease_until_ms is not None
+
     def lapsed(self, now_ms: int) -> bool:
         """Whether this is a lease that ran out before ``now_ms`` (a reader's position never does)."""
         return self.lease_until_ms is not None and self.lease_until_ms < now_ms

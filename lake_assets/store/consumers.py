@@ -1,11 +1,19 @@
 """Consumers: a streaming reader's saved position (``consumer/consumer-<id>``: next snapshot), and
 the leases of long-lived writers kept as consumers (ops/writer_lease.py), which hold until their
-``lakeAssetsLeaseUntil`` only."""
+``lakeAssetsLeaseUntil`` only.
+
+Both are consumer files to Paimon (Java's ``$consumers`` system table and ``ConsumerManager``
+list a lease as one more consumer: its listing cannot change). Ours tells them apart:
+`consumers` lists every one (expiry must see all), `readers` the readers' positions,
+`writer_leases` the leases, each with whether it ran out (`LeaseState`): a lease that ran out is
+a writer that crashed or stopped without closing; it pins nothing for lake_assets' expiry, but
+Java's expiry keeps its snapshots unless the table sets ``consumer.expiration-time``."""
 
 from __future__ import annotations
 
 import contextlib
 import time
+from dataclasses import dataclass
 
 from lake_assets.catalog_names import check_name
 from lake_assets.errors import SnapshotNotFoundError
@@ -15,6 +23,16 @@ from lake_assets.spec.snapshot import Consumer
 from lake_assets.store.snapshot_manager import SnapshotManager
 
 _CONSUMER_PREFIX = "consumer-"
+
+
+@dataclass(frozen=True)
+class LeaseState:
+    """A writer lease as listed: the snapshot it holds from, its end (epoch ms) and whether it ran
+    out at the time of listing (its writer crashed or stopped without closing)."""
+
+    next_snapshot: int
+    lease_until_ms: int
+    expired: bool
 
 
 class ConsumerManager:
@@ -35,6 +53,16 @@ class ConsumerManager:
             except FileNotFoundError:
                 continue  # deleted while listing
         return out
+
+    def readers(self) -> dict[str, Consumer]:
+        """The readers' positions: every consumer but the writer leases."""
+        return {cid: c for cid, c in self.consumers().items() if not c.is_writer_lease}
+
+    def writer_leases(self, now_ms: int | None = None) -> dict[str, LeaseState]:
+        """The long-lived writers' leases (ops/writer_lease.py), each expired or not at ``now_ms``."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        return {cid: LeaseState(c.next_snapshot, c.lease_until_ms, c.lapsed(now_ms))
+                for cid, c in self.consumers().items() if c.lease_until_ms is not None}
 
     def get(self, consumer_id: str) -> Consumer | None:
         check_name(consumer_id, "consumer id")

@@ -2,6 +2,7 @@
 state after each observation (tables written with the core, no Spark)."""
 
 import datetime as dt
+import time
 from typing import Any
 
 import dagster as dg
@@ -12,6 +13,7 @@ from lake_assets import Catalog
 from lake_assets.defs.config import LakeConfig
 from lake_assets.defs.observations import HEALTH_SENSOR, observe_table
 from lake_assets.defs.resources import WarehouseResource
+from lake_assets.ops.writer_lease import LEASE_PREFIX, WriterLease
 
 COMPACTION = dg.AssetKey(["db", "orders_compaction"])
 EXPIRY = dg.AssetKey(["db", "orders_expiry"])
@@ -82,6 +84,38 @@ def test_observation_reads_the_tables_health(lake) -> None:
     assert "dagster/row_count" not in md  # two sorted runs: the records are not yet the row count
     assert md["oldest_snapshot_age_s"] >= 0
     assert set(_checks(data)) == {"small_files", "level0_age", "snapshot_retention"}
+
+
+def test_writer_leases_are_listed_apart_from_readers_and_an_expired_one_is_reported(lake) -> None:
+    """A long-lived writer's lease is a consumer file (Java lists it as one): the observation lists
+    it apart from the readers' lag, with what it holds; one that ran out (its writer crashed) is
+    counted as expired and named by the snapshot-retention check, which says why it matters."""
+    config, defs, warehouse, instance = lake
+    for i in range(3):
+        _write(warehouse, config, 100 * i)
+    table = warehouse.table("db.orders")
+    consumers = table.store.consumer_manager()
+    consumers.record("dashboard", 3)
+    live = WriterLease(table.store)
+    live.start(2)  # a live writer holding snapshots 2 and 3
+    crashed = LEASE_PREFIX + "crashed"
+    consumers.record(crashed, 1, int(time.time() * 1000) - 1000)  # ran out a second ago
+
+    assert set(consumers.readers()) == {"dashboard"}
+    assert {cid: s.expired for cid, s in consumers.writer_leases().items()} == {live.consumer_id: False,
+                                                                              crashed: True}
+    data = _tick(defs, instance)
+    [observation] = [e for e in data.asset_events if isinstance(e, dg.AssetObservation)]
+    md = {k: v.value for k, v in observation.metadata.items()}
+    assert md["consumers"] == 1 and md["consumer_lag"] == {"dashboard": 1} and md["max_consumer_lag"] == 1
+    assert md["writer_leases"] == 2 and md["expired_writer_leases"] == 1
+    details = md["writer_lease_details"]
+    assert details[crashed]["expired"] and details[crashed]["lag"] == 3 and details[crashed]["next_snapshot"] == 1
+    assert not details[live.consumer_id]["expired"] and details[live.consumer_id]["lag"] == 2
+    retention = _checks(data)["snapshot_retention"].metadata
+    assert retention["expired_writer_leases"].value == [crashed]
+    assert "consumer.expiration-time" in retention["expired_writer_lease_note"].value
+    live.release()
 
 
 def test_checks_follow_the_current_state_and_observations_accumulate(lake) -> None:
