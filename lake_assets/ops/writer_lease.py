@@ -17,9 +17,11 @@ table gives everything in flight). The writer renews it whenever its base moves,
 once half of it has passed; `close` deletes it. A lease past its end pins nothing here: our
 expiry leaves it out and deletes it, and every new cross-partition writer deletes such leases
 when it starts. Java's expiry ignores the unknown field (``@JsonIgnoreProperties(ignoreUnknown =
-true)`` on Paimon's ``Consumer``) and keeps a lease's snapshots like a reader's position; where only
-Java expires a table without ``consumer.expiration-time``, a crashed writer's lease pins them until
-one of ours runs.
+true)`` on Paimon's ``Consumer``) and keeps a lease's snapshots like a reader's position. Java
+removes consumers only in its commit's expiry with ``consumer.expiration-time`` set, by the file's
+modification time (each renewal rewrites the file, so that is when the lease ends for us too);
+where only Java expires a table without the option, a crashed writer's lease pins them until one
+of ours runs (no field of the file can change that), and our health observation reports it.
 
 A writer idle for longer than the lease loses its protection: its snapshots may expire, and its
 next commit then fails as before, telling to create a new writer.

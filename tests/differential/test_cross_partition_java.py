@@ -13,6 +13,7 @@ our files), and ``cross-partition-upsert.index-ttl`` forgets keys alike.
 
 from __future__ import annotations
 
+import os
 import uuid
 
 import numpy as np
@@ -22,6 +23,7 @@ import pytest
 from lake_assets import Catalog, Table
 from lake_assets.errors import InvalidDataError
 from lake_assets.lsm import bucket_events
+from lake_assets.ops.expire import expire_snapshots
 from lake_assets.spec.row_kind import RowKind
 from tests.java.oracle import PaimonJava
 
@@ -268,3 +270,62 @@ def test_javas_expiry_keeps_a_live_writers_snapshots(java: PaimonJava, wh: str, 
     ids = expected.column("id").to_pylist()
     assert len(ids) == len(set(ids)) == 16
     assert_same_table(t.refresh().to_arrow(), expected)
+
+
+def test_javas_expiry_drops_a_crashed_writers_lease_only_with_consumer_expiration(
+        java: PaimonJava, wh: str, lake: Catalog) -> None:
+    """What Java 0.9 does with the lease of a writer that crashed (here: never closed, so its
+    lease stays as a killed process leaves it). Java expires consumers in its commit's expiry
+    only when ``consumer.expiration-time`` is set (``TableCommitImpl.expire`` →
+    ``ConsumerManager.expire``), by the consumer file's modification time alone, whatever the file
+    holds: nothing a lease file could say makes Java drop it otherwise. With the option the lease
+    is that long and is rewritten at each renewal, so Java drops it exactly when it runs out for
+    us (time passing is simulated by moving the file's modification time back). Without it Java
+    keeps the lease and the snapshots from its base forever; lake_assets' expiry deletes it once
+    past its end, and Java's next expiry then removes those snapshots."""
+    expire = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1", "snapshot.time-retained": "1 ms"}
+    hour_s = 3600
+    for name, options in (("db.idle", {"consumer.expiration-time": "1 h"}), ("db.plain", {})):
+        java.create_table(wh, name, SCHEMA, primary_keys=["id"], partition_keys=["dt"],
+                          options={"bucket": "-1", **options})
+        java.write(wh, name, batch(0)[0])
+        t = lake.get_table(name)
+        crashed = t.new_writer("crashed")
+        data, kinds = batch(1)
+        crashed.write_arrow(data, kinds=np.array([KINDS[k] for k in kinds], dtype=np.int8))
+        ((cid, lease),) = t.refresh().store.consumer_manager().writer_leases().items()
+        path = t.store.paths.consumer_file(cid)
+        written_s = os.stat(path).st_mtime
+        assert lease.next_snapshot == 1 and not lease.expired
+        assert abs(lease.lease_until_ms / 1000 - written_s - hour_s) < 5  # 1 h: the option, or time-retained's default
+
+        def age(seconds: float, path: str = path, written_s: float = written_s) -> None:
+            os.utime(path, (written_s - seconds, written_s - seconds))  # as if `seconds` had passed
+
+        def java_commit(k: int, name: str = name) -> None:  # Java's commit, then its expiry (sync)
+            java.write(wh, name, pa.table({"id": [k], "dt": ["c"], "v": [k], "s": ["java"]}, schema=SCHEMA),
+                       options=expire)
+
+        age(hour_s - 60)  # a minute before its end: Java keeps it either way
+        java_commit(100)
+        assert [s["id"] for s in java.snapshots(wh, name)] == [1, 2]
+        assert java.consumers(wh, name) == {cid: 1}
+        age(hour_s + 60)  # a minute past its end
+        java_commit(101)
+        if options:
+            assert java.consumers(wh, name) == {}
+            assert [s["id"] for s in java.snapshots(wh, name)] == [3]
+        else:
+            assert java.consumers(wh, name) == {cid: 1}  # kept: Java never expires consumers here
+            java.expire_snapshots(wh, name, options=expire)
+            assert [s["id"] for s in java.snapshots(wh, name)] == [1, 2, 3]
+            now_ms = int((written_s + hour_s + 60) * 1000)  # our expiry at the same simulated time
+            expire_snapshots(t.refresh().store, retain_min=1, retain_max=1, older_than_ms=now_ms, now_ms=now_ms)
+            assert java.consumers(wh, name) == {}
+            java.expire_snapshots(wh, name, options=expire)
+            assert [s["id"] for s in java.snapshots(wh, name)] == [3]
+        expected = java.read(wh, name)
+        assert expected.num_rows == 14  # batch 0's 12 keys, Java's 2; the crashed writer's rows never landed
+        assert_same_table(t.refresh().to_arrow(), expected)
+        crashed.abort()
+        crashed.close()
