@@ -4,7 +4,11 @@ the commit retried while its outcome is unknown (`lake_assets.spark.writer` runs
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import logging
 import os
+import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -21,12 +25,15 @@ if TYPE_CHECKING:
     from lake_assets.spark.source_options import SourceOptions
     from lake_assets.table import Table
 
+log = logging.getLogger(__name__)
+
 # A commit whose outcome is unknown (storage error while creating the snapshot) is retried with
 # the same user and identifier; the committer then finds out whether it landed.
 UNKNOWN_STATE_RETRIES = 3
 # Test hooks (never set in production): make a commit fail once, before or after its snapshot is
-# created, while the marker file exists. Options, not env vars: Spark's Python workers inherit
-# the environment of the JVM's start, not of the test that sets them later.
+# created, or with an unknown outcome instead of it ("unknown"), while the marker file exists.
+# Options, not env vars: Spark's Python workers inherit the environment of the JVM's start, not of
+# the test that sets them later.
 FAIL_COMMIT = "test.fail-commit"
 FAIL_COMMIT_MARKER = "test.fail-commit-marker"
 
@@ -111,6 +118,43 @@ def commit_with_retry(
     raise AssertionError("unreachable")
 
 
+def _in_doubt_marker(table: Table, commit_user: str, identifier: int) -> str:
+    digest = hashlib.sha256(f"{table.store.paths.root}\0{commit_user}\0{identifier}".encode()).hexdigest()[:32]
+    return os.path.join(tempfile.gettempdir(), f"lake-commit-in-doubt-{digest}")
+
+
+def commit_marking_doubt(committer: TableCommitter, options: SourceOptions, messages: list[CommitMessage],
+                         identifier: int, overwrite: Overwrite | None, *, check_committed: bool) -> list[int]:
+    """`commit_with_retry`, leaving a mark on the driver's disk when its outcome stays unknown.
+
+    Spark calls the writer's ``abort`` after a failed ``commit``, in another Python worker (each
+    call unpickles the writer anew), so the mark is how ``abort`` learns that a snapshot may still
+    reference the files (`keeps_files_in_doubt`)."""
+    try:
+        injected_failure(options, "unknown")
+        return commit_with_retry(committer, messages, identifier, overwrite, check_committed=check_committed)
+    except BaseException as exc:
+        if isinstance(exc, CommitStateUnknownError) or committer.may_have_landed:
+            with open(_in_doubt_marker(options.table(), committer.commit_user, identifier), "w", encoding="utf-8"):
+                pass
+        raise
+
+
+def keeps_files_in_doubt(table: Table, commit_user: str, identifier: int) -> bool:
+    """Whether ``abort`` must keep the files of ``commit_user``'s ``identifier``: its commit's
+    outcome stayed unknown (`commit_marking_doubt`), so a snapshot may reference them, now or once
+    an in-flight put lands. They are left to orphan removal (ops/orphans.py), which deletes them
+    only once no snapshot references them and they are older than its ``older_than``."""
+    marker = _in_doubt_marker(table, commit_user, identifier)
+    if not os.path.exists(marker):
+        return False
+    log.warning("Not deleting the files of commit %s of %s to %s: its outcome is unknown (orphan removal "
+                "collects them if no snapshot references them)", identifier, commit_user, table.name)
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(marker)
+    return True
+
+
 def landed(table: Table, commit_user: str, identifier: int, since_snapshot: int | None) -> bool:
     """Did ``commit_user`` commit ``identifier`` in a snapshot after ``since_snapshot``?"""
     sm = table.snapshot_manager
@@ -132,4 +176,6 @@ def injected_failure(options: SourceOptions, point: str) -> None:
     marker = options.raw.get(FAIL_COMMIT_MARKER)
     if marker and os.path.exists(marker):
         os.remove(marker)
+        if point == "unknown":  # as a snapshot put whose outcome the storage never told
+            raise CommitStateUnknownError(f"injected commit failure {point}: outcome of the snapshot put unknown")
         raise InjectedCommitFailure(f"injected commit failure {point} the snapshot")

@@ -30,10 +30,11 @@ from lake_assets.spark.source_options import OVERWRITE_PARTITION, PARTITION_OVER
 from lake_assets.spark.task_sequences import BucketWriterConflictError, TaskFiles, check_sequences_disjoint
 from lake_assets.spark.write_commit import (
     check_one_dynamic_bucket_writer,
+    commit_marking_doubt,
     commit_user_of,
-    commit_with_retry,
     decode,
     injected_failure,
+    keeps_files_in_doubt,
     landed,
     task_files,
 )
@@ -168,13 +169,16 @@ class LakeBatchWriter(DataSourceArrowWriter):
         if self.dynamic and ow is None:
             return  # dynamic overwrite of no rows replaces nothing
         injected_failure(self.options, "before")
-        commit_with_retry(committer, decoded, BATCH_COMMIT_IDENTIFIER, ow, check_committed=False)
+        commit_marking_doubt(committer, self.options, decoded, BATCH_COMMIT_IDENTIFIER, ow, check_committed=False)
         mark_done_after_commit(table.store, decoded)  # partition.end-input-to-done, as Paimon's Spark writes
         injected_failure(self.options, "after")
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        """Delete the files of the tasks Spark reports; files of lost tasks are orphans for cleanup."""
+        """Delete the files of the tasks Spark reports; files of lost tasks are orphans for cleanup,
+        as are those of a commit whose outcome stayed unknown (`keeps_files_in_doubt`)."""
         table = self.options.table()
+        if keeps_files_in_doubt(table, self.commit_user, BATCH_COMMIT_IDENTIFIER):
+            return
         if landed(table, self.commit_user, BATCH_COMMIT_IDENTIFIER, self.base_snapshot):
             return  # the snapshot exists (commit failed after it): its files are live
         table.new_committer(self.commit_user).abort(decode(messages))
@@ -237,16 +241,22 @@ class LakeStreamWriter(DataSourceStreamArrowWriter):
             committer.abort(decoded)
             raise
         injected_failure(self.options, "before")
-        commit_with_retry(committer, decoded, batchId, Overwrite(None) if self.overwrite else None,
-                          check_committed=True)
+        commit_marking_doubt(committer, self.options, decoded, batchId, Overwrite(None) if self.overwrite else None,
+                             check_committed=True)
         mark_done_after_commit(table.store, decoded)  # each micro-batch, as Paimon's Spark sink
         injected_failure(self.options, "after")
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Delete the micro-batch's files unless it was committed or its commit's outcome stayed
+        unknown (`keeps_files_in_doubt`: left to orphan removal). A refused commit (a conflict:
+        known not to have landed) deleted its files itself; this deletes those of a commit that
+        failed before it began."""
         user = commit_user_of(messages)
         if user is None:
             return
         table = self.options.table()
+        if keeps_files_in_doubt(table, user, batchId):
+            return
         committer = table.new_committer(user)
         if not committer.is_committed(batchId):
             committer.abort(decode(messages))
