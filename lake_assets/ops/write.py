@@ -173,6 +173,10 @@ class TableWriter:
         cross = self._router.cross_router
         if cross is not None and cross.advance_due:  # a long-lived cross-partition writer (key_index_race.py)
             cross.advance_base(self.commit_user)
+            if self.write_only and cross.pending:  # before this round writes a file (a compacting
+                self._check_earlier_rounds()        # writer looks at its prepare_commit)
+            elif self.write_only:  # every round landed, seen up to the base
+                self._rounds = RoundLedger(seen_snapshot=cross.base_snapshot)
         if data.num_rows == 0:
             conform(data, self.schema, self.store.name)
             return
@@ -305,13 +309,14 @@ class TableWriter:
             messages = cross.stamp(messages)
             # the next write moves the base over this commit (before snapshots expire past it)
             cross.advance_due = True
-        if compacts:
+        if compacts or cross is not None:
             self._rounds.record(self.store, messages, self._router.restore)
         return messages
 
     def _check_earlier_rounds(self) -> None:
-        """Look whether the earlier rounds whose files this round compacts landed (`RoundLedger`):
-        their rows discarded, this round's files go, the writer closes and raises; only their
+        """Look whether the earlier rounds whose files this round compacts (a write-only
+        cross-partition writer: whose placements its index holds) landed (`RoundLedger`): their
+        rows discarded, this round's files go, the writer closes and raises; only their
         compaction lost, the buckets' files are reloaded from the latest snapshot."""
         try:
             refused = self._router.cross_router is not None  # later rounds carry the lost one as pending

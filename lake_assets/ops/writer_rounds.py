@@ -16,11 +16,14 @@ not (the committer deletes its outputs and keeps the data) only makes the writer
 buckets from the latest snapshot. Files neither added nor gone belong to a round not committed
 yet (a committer behind the writer, or an unknown outcome being retried) and stay carried.
 
-Cross-partition upsert writers keep the ledger too: their key index holds every prepared round's
-placements, and their commit check (`key_index_pending`, ops/key_index_race.py) refuses a commit
-after a round that did not land, but only at commit, after this round's compaction read the lost
-round's files. Closing the refused writer drops its index (the lost round's placements with it)
-and releases its lease; a round whose compaction alone was lost left its placements in the table.
+Cross-partition upsert writers keep the ledger too, write-only ones included: their key index
+holds every prepared round's placements, and their commit check (`key_index_pending`,
+ops/key_index_race.py) refuses a commit after a round that did not land. The ledger finds that
+earlier: a compacting writer at its next `prepare_commit`, before compacting; a write-only one at
+the first write after a `prepare_commit` whose base did not move past every earlier round (so only
+after a round not committed yet or lost), before that write places a key or writes a file.
+Closing the refused writer drops its index (the lost round's placements with it) and releases its
+lease; a round whose compaction alone was lost left its placements in the table.
 """
 
 from __future__ import annotations

@@ -257,3 +257,43 @@ def test_random_rounds_with_failed_commits_and_inline_compaction_match_a_model(t
     w.close()
     assert _leases(t) == []
     assert all(seen.values()), seen  # the sequence met every case
+
+
+def test_a_write_only_writer_refuses_at_the_first_write_after_a_lost_round(tmp_path: Path) -> None:
+    """A write-only cross-partition writer (as a Spark task's or an ingest loop's) looks at its
+    earlier rounds at the first write after a prepare_commit whose base did not pass them: a
+    round still to be committed (pipelined) goes on; one whose commit was refused (its files
+    deleted) raises `WriterStateLostError` before that write places a key or writes a file, instead
+    of the commit refusing the next round after it was written. Against a dict model."""
+    t = _table(tmp_path, "deduplicate")
+    model: Model = {}
+    w, c = t.new_writer("u", write_only=True), t.new_committer("u")
+    for n, batch in enumerate([{1: ("a1", "a"), 2: ("a2", "a")}, {1: ("b1", "b"), 3: ("b3", "b")}]):
+        w.write_arrow(_rows(batch))
+        c.commit(w.prepare_commit(), n + 1)
+        _landed(model, batch, "deduplicate")
+    pipelined = {2: ("c2", "b")}
+    w.write_arrow(_rows(pipelined))
+    first = w.prepare_commit()
+    assert len(w._rounds.rounds) == 1  # the landed rounds are not carried (a long-lived writer's memory)
+    refused = {4: ("d4", "c")}
+    w.write_arrow(_rows(refused))  # the round before is prepared, not committed: goes on
+    second = w.prepare_commit()
+    c.commit(first, 3)
+    _landed(model, pipelined, "deduplicate")
+    fired: list[int] = []
+    t.store.fault_hook = _racing_commit(t, model, "deduplicate", fired)
+    with pytest.raises(CommitConflictError, match="racing other committers"):
+        c.commit(second, 4)
+    assert fired and _read(t) == model
+    files = sorted(p.name for p in Path(t.paths.root).rglob("data-*"))
+    with pytest.raises(WriterStateLostError, match=LOST):
+        w.write_arrow(_rows({1: ("e1", "c"), 5: ("e5", "a")}))
+    assert sorted(p.name for p in Path(t.paths.root).rglob("data-*")) == files  # nothing written
+    assert _leases(t) == [] and w.detach_key_index() is None
+    with t.refresh().new_writer("u2", write_only=True) as w2:
+        for batch in (refused, {1: ("e1", "c"), 5: ("e5", "a")}):
+            w2.write_arrow(_rows(batch))
+            _landed(model, batch, "deduplicate")
+        t.new_committer("u2").commit(w2.prepare_commit(), 1)
+    assert _read(t) == model
