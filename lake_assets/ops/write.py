@@ -394,6 +394,16 @@ class TableWriter:
         messages = list(messages)
         if messages:
             validate_messages(self.store, messages, "abort a write to")
+        paths = self._unprepared_files()
+        self._drop_buffered()
+        for m in messages:
+            paths += [p for f in m.all_written_files() for p in self.store.written_file_paths(m.partition, m.bucket, f)]
+            paths += [self.store.paths.index_file(e.file_name) for e in m.index_after]  # HASH, deletion vectors
+        self.store.file_io.delete_many(paths)
+
+    def _unprepared_files(self) -> list[str]:
+        """The files written since the last `prepare_commit` (level-0 flushes of a full buffer),
+        forgotten: no commit message names them, so no commit can have landed them."""
         paths = []
         for buf in self._buffers.values():
             if buf.writer is not None:
@@ -401,11 +411,7 @@ class TableWriter:
                           for name in (f.file_name, *f.extra_files)]
             buf.new_files = []
             buf.new_changelog = []
-        self._drop_buffered()
-        for m in messages:
-            paths += [p for f in m.all_written_files() for p in self.store.written_file_paths(m.partition, m.bucket, f)]
-            paths += [self.store.paths.index_file(e.file_name) for e in m.index_after]  # HASH, deletion vectors
-        self.store.file_io.delete_many(paths)
+        return paths
 
     def _drop_buffered(self) -> None:
         """Forget every bucket's buffered rows and spilled runs, and remove the local spill files."""
@@ -418,7 +424,11 @@ class TableWriter:
             self._spill.cleanup()
 
     def close(self) -> None:
-        """Drop buffered rows; files already returned by `prepare_commit` are left to the committer."""
+        """Drop buffered rows and delete the files written since the last `prepare_commit` (as
+        Paimon's writers do when closed: no message names them); files already returned by
+        `prepare_commit` are left to the committer (`TableCommitter.abort` deletes a round never
+        committed), as are the files of a process killed mid-commit (orphan removal's)."""
+        self.store.file_io.delete_many(self._unprepared_files())
         self._drop_buffered()
         if self._router.cross_router is not None:  # its spill files and lease; once (a refusal closes first)
             self._router.cross_router.close()
