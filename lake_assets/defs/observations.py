@@ -22,7 +22,7 @@ from lake_assets.defs.resources import WarehouseResource
 from lake_assets.ops import table_health
 from lake_assets.ops.partition_expire import partitions_past_expiration
 from lake_assets.spec.snapshot import Snapshot
-from lake_assets.store.consumers import LeaseState
+from lake_assets.store.consumers import LeaseState, lease_states
 from lake_assets.table import Table
 from lake_assets.table_support import POSTPONE_BUCKET
 
@@ -85,9 +85,10 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
     now_ms = table_health.local_now_as_utc_ms() if now_ms is None else now_ms
     health = table.health(snapshot_id=snapshot.id, small_file_threshold=spec.maintenance.small_file_bytes)
     snapshots = table.snapshots()
-    consumer_files = table.store.consumer_manager()
-    lag = {cid: max(0, snapshot.id + 1 - c.next_snapshot) for cid, c in sorted(consumer_files.readers().items())}
-    leases = _writer_leases(consumer_files.writer_leases(), snapshot.id)
+    listed = table.store.consumer_manager().consumers()  # readers' positions and writer leases
+    lag = {cid: max(0, snapshot.id + 1 - c.next_snapshot) for cid, c in sorted(listed.items())
+           if not c.is_writer_lease}
+    leases = _writer_leases(lease_states(listed), snapshot.id)
     records = int(snapshot.total_record_count or 0)  # records in live files, deletes included
     # retract rows in files, and rows deletion vectors hide (both are in the files, neither is live)
     deletes = _sum(health, "delete_row_count") + _sum(health, "deletion_vector_rows")

@@ -35,6 +35,13 @@ class LeaseState:
     expired: bool
 
 
+def lease_states(consumers: dict[str, Consumer], now_ms: int | None = None) -> dict[str, LeaseState]:
+    """The writer leases among listed ``consumers``, each expired or not at ``now_ms`` (now)."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    return {cid: LeaseState(c.next_snapshot, c.lease_until_ms, c.lapsed(now_ms))
+            for cid, c in consumers.items() if c.lease_until_ms is not None}
+
+
 class ConsumerManager:
     """Reads and writes consumer positions; expiry keeps every snapshot a live consumer needs."""
 
@@ -60,9 +67,7 @@ class ConsumerManager:
 
     def writer_leases(self, now_ms: int | None = None) -> dict[str, LeaseState]:
         """The long-lived writers' leases (ops/writer_lease.py), each expired or not at ``now_ms``."""
-        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-        return {cid: LeaseState(c.next_snapshot, c.lease_until_ms, c.lapsed(now_ms))
-                for cid, c in self.consumers().items() if c.lease_until_ms is not None}
+        return lease_states(self.consumers(), now_ms)
 
     def get(self, consumer_id: str) -> Consumer | None:
         check_name(consumer_id, "consumer id")
