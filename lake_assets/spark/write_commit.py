@@ -118,8 +118,8 @@ def commit_with_retry(
     raise AssertionError("unreachable")
 
 
-def _in_doubt_marker(table: Table, commit_user: str, identifier: int) -> str:
-    digest = hashlib.sha256(f"{table.store.paths.root}\0{commit_user}\0{identifier}".encode()).hexdigest()[:32]
+def _in_doubt_marker(table_root: str, commit_user: str, identifier: int) -> str:
+    digest = hashlib.sha256(f"{table_root}\0{commit_user}\0{identifier}".encode()).hexdigest()[:32]
     return os.path.join(tempfile.gettempdir(), f"lake-commit-in-doubt-{digest}")
 
 
@@ -130,14 +130,18 @@ def commit_marking_doubt(committer: TableCommitter, options: SourceOptions, mess
     Spark calls the writer's ``abort`` after a failed ``commit``, in another Python worker (each
     call unpickles the writer anew), so the mark is how ``abort`` learns that a snapshot may still
     reference the files (`keeps_files_in_doubt`)."""
+    marker = _in_doubt_marker(committer.store.paths.root, committer.commit_user, identifier)
     try:
         injected_failure(options, "unknown")
-        return commit_with_retry(committer, messages, identifier, overwrite, check_committed=check_committed)
+        ids = commit_with_retry(committer, messages, identifier, overwrite, check_committed=check_committed)
     except BaseException as exc:
         if isinstance(exc, CommitStateUnknownError) or committer.may_have_landed:
-            with open(_in_doubt_marker(options.table(), committer.commit_user, identifier), "w", encoding="utf-8"):
+            with open(marker, "w", encoding="utf-8"):
                 pass
         raise
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(marker)  # one a crashed driver left before this replay landed
+    return ids
 
 
 def keeps_files_in_doubt(table: Table, commit_user: str, identifier: int) -> bool:
@@ -145,7 +149,7 @@ def keeps_files_in_doubt(table: Table, commit_user: str, identifier: int) -> boo
     outcome stayed unknown (`commit_marking_doubt`), so a snapshot may reference them, now or once
     an in-flight put lands. They are left to orphan removal (ops/orphans.py), which deletes them
     only once no snapshot references them and they are older than its ``older_than``."""
-    marker = _in_doubt_marker(table, commit_user, identifier)
+    marker = _in_doubt_marker(table.store.paths.root, commit_user, identifier)
     if not os.path.exists(marker):
         return False
     log.warning("Not deleting the files of commit %s of %s to %s: its outcome is unknown (orphan removal "
