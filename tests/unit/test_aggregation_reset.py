@@ -14,7 +14,7 @@ import pytest
 from lake_assets import Catalog
 from lake_assets.errors import OptionError
 from lake_assets.lsm.merge_engine.segment_reduce import MAX_RUN
-from tests.unit.test_engines import DEL, INS, KIND, UB, Record, agg, by_key, int_schema, merge, raw_table, run
+from tests.unit.test_engines import DEL, INS, KIND, UB, Record, agg, by_key, int_schema, merge, pu, raw_table, run
 
 REMOVE = {"aggregation.remove-record-on-delete": "true"}
 
@@ -74,6 +74,32 @@ def test_ignore_retract_with_remove_record_on_delete_is_refused() -> None:
     s = int_schema("v")
     with pytest.raises(OptionError, match=r"remove-record-on-delete.*fields\.v\.ignore-retract"):
         agg(s, {"fields.v.aggregate-function": "sum", "fields.v.ignore-retract": "true", **REMOVE})
+
+
+@pytest.mark.parametrize(("options", "refused"), [
+    # HEAD's PartialUpdateMergeFunction builds a FieldAggregator (FieldAggregatorFactory.create,
+    # which refuses the pair) for the key and every column with an aggregate function
+    ({"fields.v.aggregate-function": "sum", "fields.v.ignore-retract": "true"}, "v"),
+    ({"fields.default-aggregate-function": "sum", "fields.v.ignore-retract": "true"}, "v"),
+    ({"fields.k.ignore-retract": "true"}, "k"),
+    # no aggregator: a group member without a function, the sequence field itself
+    ({"fields.v.ignore-retract": "true"}, None),
+    ({"fields.g.ignore-retract": "true"}, None),
+    # partial-update.remove-record-on-delete is no part of the check (it refuses groups itself)
+    ({"partial-update.remove-record-on-delete": "true", "aggregation.remove-record-on-delete": "false",
+      "fields.g.sequence-group": None, "fields.v.aggregate-function": "last_non_null_value",
+      "fields.v.ignore-retract": "true"}, None),
+])
+def test_partial_update_ignore_retract_with_aggregation_remove_on_delete(
+        options: dict[str, str | None], refused: str | None) -> None:
+    s = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.int64()), ("g", pa.int64())])
+    opts = {k: v for k, v in {**REMOVE, "fields.g.sequence-group": "v", **options}.items() if v is not None}
+    if refused is None:
+        pu(s, opts)
+        return
+    with pytest.raises(OptionError, match=rf"'aggregation\.remove-record-on-delete' and "
+                                          rf"'fields\.{refused}\.ignore-retract' have conflicting behavior"):
+        pu(s, opts)
 
 
 def test_merging_in_parts_follows_java_level_by_level() -> None:
