@@ -10,8 +10,8 @@ was most of an aggregation merge (bench/RESULTS.md, "Partial-update and aggregat
 - ``sum`` adds a run's values one after another, from its first value, in entry order: Java's
   ``FieldSumAgg`` (a run of only -0.0 sums to -0.0, where Arrow's grouped sum, starting from
   +0.0, gives 0.0), one numpy pass per position in the longest run. Runs longer than
-  `MAX_RUN` entries, and types whose exact sum needs a wider type than int64 (64-bit integers,
-  decimals), are left to the hash aggregate.
+  `MAX_RUN` entries, 64-bit integers and decimals are left to `aggregate_arithmetic`. Each sum
+  adds in the type `sum_accumulator` gives (a FLOAT in float32, as Java).
 - ``min`` and ``max`` of integers, ``bool_and`` / ``bool_or``: order-free, one ``reduceat``.
   Floating point min/max stay with Arrow (its NaN handling is its own).
 """
@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-
-from lake_assets.errors import InvalidDataError
 
 MAX_RUN = 16
 """The longest run `segment_sum` adds position by position (a pass each); longer ones hash."""
@@ -38,19 +36,24 @@ def runs_of(gid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first, sizes
 
 
+def sum_accumulator(dtype: pa.DataType) -> np.dtype:
+    """The numpy type a run's sum adds in: a float column's own (Java's FieldSumAgg adds a FLOAT
+    in float32), int64 for the narrow integers (exact; the result wraps to the column's width)."""
+    return np.dtype(dtype.to_pandas_dtype()) if pa.types.is_floating(dtype) else np.dtype(np.int64)
+
+
 def segment_sum(
     column: str, values: pa.Array, retract: np.ndarray, first: np.ndarray, sizes: np.ndarray
 ) -> pa.Array | None:
     """The sum of each run of ``values`` (no nulls; runs as `runs_of` gives them), retract
-    entries subtracted, as the column's type; one value per run. None when this path does not
-    apply (the caller hashes). Raises `InvalidDataError` when a sum does not fit the column's type."""
+    entries subtracted, as the column's type (an integer sum wraps, as Java's); one value per run.
+    None when this path does not apply (the caller folds otherwise)."""
     dtype = values.type
     if values.null_count or not (pa.types.is_floating(dtype) or dtype in _SUMMED_INTEGERS):
         return None
     if sizes.size and int(sizes.max()) > MAX_RUN:
         return None
-    wide = np.float64 if pa.types.is_floating(dtype) else np.int64
-    v = values.to_numpy(zero_copy_only=False).astype(wide)
+    v = values.to_numpy(zero_copy_only=False).astype(sum_accumulator(dtype))
     if retract.any():
         v = np.where(retract, -v, v)
     acc = v[first].copy()  # from the first value, as FieldSumAgg.agg(null, x) = x keeps -0.0
@@ -60,12 +63,7 @@ def segment_sum(
         acc[live] += v[first[live] + k]
         k += 1
         live = live[sizes[live] > k]
-    if wide is np.int64:
-        info = np.iinfo(dtype.to_pandas_dtype())
-        bad = (acc < info.min) | (acc > info.max)
-        if bad.any():
-            raise InvalidDataError(f"Aggregate function 'sum' overflowed column {column!r} ({dtype}): "
-                                   f"{int(acc[bad][0])} does not fit")
+    # an integer sum wraps to the column's width, as Java's (byte) (a + b), (int) a + b, ...
     return pa.array(acc.astype(dtype.to_pandas_dtype(), copy=False), type=dtype)
 
 
@@ -90,4 +88,4 @@ def segment_reduce(function: str, values: pa.Array, first: np.ndarray) -> pa.Arr
     return pa.array(ufunc.reduceat(v, first), type=dtype)
 
 
-__all__ = ["MAX_RUN", "SEGMENT_FUNCTIONS", "runs_of", "segment_reduce", "segment_sum"]
+__all__ = ["MAX_RUN", "SEGMENT_FUNCTIONS", "runs_of", "segment_reduce", "segment_sum", "sum_accumulator"]

@@ -1,0 +1,225 @@
+"""``sum`` and ``product`` of the aggregation engine, in the column's own type as Paimon's Java does.
+
+Java's ``FieldSumAgg`` / ``FieldProductAgg`` fold a key's records one by one from the first
+(``agg(null, v) = v``; a retraction on nothing is ``-v`` for sum, ``v`` for product), each step in
+the column's type (0.9 to HEAD alike):
+
+- FLOAT / DOUBLE: ``float + float`` (``double + double``): a FLOAT sum is rounded to float32 at
+  every step, which a float64 sum rounded once at the end differs from in the last bit.
+- TINYINT .. BIGINT: Java's wrapping arithmetic (``(byte) (a + b)``, ``long * long``, ...); sums and
+  products are taken modulo 2**bits, which any order gives alike; a retracted factor divides with
+  Java's truncation toward zero at its step, and a zero divisor fails (Java's ArithmeticException).
+- DECIMAL(p, s) sum: exact while the running sum fits; past the precision Java's ``DecimalUtils``
+  gives null for p > 18 (``Decimal.fromBigDecimal``), and the next record starts again from its own
+  value. For p <= 18 it adds the unscaled longs unchecked, keeping a value of more than p digits
+  that the column cannot hold (a long overflow goes the null way): lake_assets refuses to write
+  that (`InvalidDataError`). DECIMAL product: each step is rounded half-up to the scale, null past
+  the precision; a retraction divides exactly (Java's ``BigDecimal.divide``, which fails on a
+  non-terminating quotient) and is rounded the same way.
+
+Groups are folded in place, a numpy pass per position of the longest group (``segment_reduce``'s
+runs); integer sums and products without retractions in one ``reduceat``. Only the decimal groups
+that may leave their precision, and decimal products with retractions, are folded with Python's
+``decimal`` one record at a time (rare: the check is an exact sum of absolute values).
+"""
+
+from __future__ import annotations
+
+import decimal
+from collections.abc import Callable
+from decimal import Decimal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lake_assets.errors import InvalidDataError
+from lake_assets.lsm.merge_engine.grouping import hash_aggregate, scatter
+from lake_assets.lsm.merge_engine.segment_reduce import MAX_RUN, runs_of
+
+_COMPACT_PRECISION = 18  # Paimon's Decimal.MAX_COMPACT_PRECISION: an unscaled long
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+# enough digits for any exact step of DECIMAL(38, s) arithmetic
+_EXACT = decimal.Context(prec=200, rounding=decimal.ROUND_HALF_UP, traps=[decimal.InvalidOperation])
+
+Step = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+def _in_order(v: np.ndarray, retract: np.ndarray, first: np.ndarray, sizes: np.ndarray, step: Step,
+              start: np.ndarray) -> np.ndarray:
+    """Fold each run of ``v`` from ``start`` (its first entry's value) with ``step(acc, value,
+    retract)``, entry after entry: one numpy pass per position, over the runs that long."""
+    acc = start.copy()
+    live = np.flatnonzero(sizes > 1)
+    k = 1
+    while live.size:
+        pos = first[live] + k
+        acc[live] = step(acc[live], v[pos], retract[pos])
+        k += 1
+        live = live[sizes[live] > k]
+    return acc
+
+
+def _float_sum(v: np.ndarray, first: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Each run's sum from its first value, added in order in ``v``'s own float type."""
+    head = np.minimum(sizes, MAX_RUN)
+    acc = _in_order(v, np.zeros(len(v), dtype=bool), first, head, lambda a, x, _r: a + x, v[first])
+    # the rest of a longer run: numpy's accumulate adds strictly in order (its reduce does not)
+    for g in np.flatnonzero(sizes > MAX_RUN):
+        tail = v[first[g] + MAX_RUN:first[g] + sizes[g]]
+        acc[g] = np.add.accumulate(np.concatenate((acc[g:g + 1], tail)))[-1]
+    return acc
+
+
+def sum_fold(col: str, values: pa.Array, retract: np.ndarray, gid: np.ndarray, n_groups: int) -> pa.Array:
+    """Java's ``sum`` of each group of ``values`` (no nulls; ``gid`` non-decreasing) in the column's
+    type, retract entries subtracted; null for groups without entries."""
+    dtype = values.type
+    if len(values) == 0:
+        return pa.nulls(n_groups, type=dtype)
+    first, sizes = runs_of(gid)
+    if pa.types.is_decimal(dtype):
+        return scatter(_decimal_sum(col, values, retract, gid, first), gid[first], n_groups)
+    if pa.types.is_floating(dtype):
+        v = values.to_numpy(zero_copy_only=False)
+        out = _float_sum(np.where(retract, -v, v), first, sizes)
+    else:  # wraps as Java: the sum modulo 2**64, then modulo the column's width
+        v = values.to_numpy(zero_copy_only=False).astype(np.int64)
+        with np.errstate(over="ignore"):
+            out = np.add.reduceat(np.where(retract, -v, v), first).astype(dtype.to_pandas_dtype())
+    return scatter(pa.array(out, type=dtype), gid[first], n_groups)
+
+
+def _decimal_sum(col: str, values: pa.Array, retract: np.ndarray, gid: np.ndarray, first: np.ndarray) -> pa.Array:
+    dtype = values.type
+    wide = pa.decimal128(38, dtype.scale) if dtype.precision <= 38 else pa.decimal256(76, dtype.scale)
+    vals = values.cast(wide)
+    signed = pc.if_else(pa.array(retract), pc.negate(vals), vals) if retract.any() else vals
+    n_runs = len(first)
+    seg = np.repeat(np.arange(n_runs), np.diff(np.append(first, len(gid))))
+    exact = hash_aggregate(signed, seg, n_runs, "sum")
+    # no running sum of a run leaves the precision when its absolute values' sum does not
+    bound = pa.scalar(Decimal(10) ** (dtype.precision - dtype.scale), type=pa.decimal256(76, dtype.scale))
+    magnitude = hash_aggregate(pc.abs(vals).cast(pa.decimal256(76, dtype.scale)), seg, n_runs, "sum")
+    risky = np.flatnonzero(pc.greater_equal(magnitude, bound).to_numpy(zero_copy_only=False))
+    if risky.size:
+        ends = np.append(first[1:], len(gid))
+        java = [_java_decimal_sum(col, dtype, values.slice(first[r], ends[r] - first[r]).to_pylist(),
+                                  retract[first[r]:ends[r]]) for r in risky]
+        patch = np.full(n_runs, -1, dtype=np.int64)
+        patch[risky] = np.arange(risky.size)
+        exact = pc.if_else(pa.array(patch >= 0), pa.array(java, type=wide).take(pa.array(np.maximum(patch, 0))), exact)
+    return _fitted(col, "sum", exact, dtype)
+
+
+def _java_decimal_sum(col: str, dtype: pa.DataType, run: list[Decimal], retract: np.ndarray) -> Decimal | None:
+    """One run's sum record by record as Java's FieldSumAgg and DecimalUtils.add/subtract."""
+    scale, precision = dtype.scale, dtype.precision
+    acc: int | None = None  # the unscaled value
+    for value, minus in zip(run, retract.tolist(), strict=True):
+        u = int(value.scaleb(scale, _EXACT))
+        if minus:
+            u = -u
+        if acc is None:
+            acc = u
+            continue
+        total = acc + u
+        if precision <= _COMPACT_PRECISION and _LONG_MIN <= total <= _LONG_MAX:
+            acc = total  # Math.addExact on the unscaled longs: no precision check
+        else:
+            acc = total if len(str(abs(total))) <= precision else None  # Decimal.fromBigDecimal
+    if acc is not None and len(str(abs(acc))) > precision:
+        raise InvalidDataError(
+            f"Aggregate function 'sum' of column {col!r} gives {Decimal(acc).scaleb(-scale)}, more digits "
+            f"than {dtype} holds (Paimon's Java keeps such a DECIMAL(p <= 18) sum unchecked, a value its "
+            "readers misread; lake_assets does not write it)")
+    return None if acc is None else Decimal(acc).scaleb(-scale, _EXACT)
+
+
+def _fitted(col: str, func: str, arr: pa.Array, dtype: pa.DataType) -> pa.Array:
+    try:
+        return pc.cast(arr, dtype)
+    except pa.ArrowInvalid as e:
+        raise InvalidDataError(f"Aggregate function {func!r} of column {col!r} does not fit {dtype}: {e}") from e
+
+
+def zero_divisor(col: str) -> InvalidDataError:
+    """The error of a retracted zero factor (Java's ArithmeticException)."""
+    return InvalidDataError(f"Aggregate function 'product' of column {col!r} retracted a zero (division by zero)")
+
+
+def _int_step(col: str) -> Step:
+    def step(acc: np.ndarray, x: np.ndarray, minus: np.ndarray) -> np.ndarray:
+        if (minus & (x == 0)).any():
+            raise zero_divisor(col)
+        with np.errstate(over="ignore"):
+            times = acc * x
+            # Java's division truncates toward zero; MIN / -1 wraps to MIN (negation does too)
+            d = np.where(minus & (x != -1), x, 1)
+            q = acc // d
+            q = q + (((acc % d) != 0) & ((acc < 0) != (d < 0))).astype(acc.dtype)
+            q = np.where(x == -1, -acc, q)
+        return np.where(minus, q, times)
+    return step
+
+
+def _float_step(acc: np.ndarray, x: np.ndarray, minus: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        out: np.ndarray = np.where(minus, acc / x, acc * x)
+    return out
+
+
+def product_fold(col: str, values: pa.Array, retract: np.ndarray, gid: np.ndarray, n_groups: int) -> pa.Array:
+    """Java's ``product`` of each group of ``values`` (no nulls; ``gid`` non-decreasing) in the
+    column's type: the first value starts it whatever its kind, later inserts multiply, later
+    retractions divide, step by step; null for groups without entries."""
+    dtype = values.type
+    if len(values) == 0:
+        return pa.nulls(n_groups, type=dtype)
+    first, sizes = runs_of(gid)
+    if pa.types.is_decimal(dtype):
+        return scatter(_decimal_product(col, values, retract, first, sizes), gid[first], n_groups)
+    v = values.to_numpy(zero_copy_only=False)
+    later = retract.copy()
+    later[first] = False  # a leading retraction starts the product
+    if pa.types.is_integer(dtype) and not later.any():
+        with np.errstate(over="ignore"):
+            out = np.multiply.reduceat(v, first, dtype=v.dtype)  # modulo 2**bits, as Java's products
+    else:
+        step = _float_step if pa.types.is_floating(dtype) else _int_step(col)
+        out = _in_order(v, later, first, sizes, step, v[first])
+    return scatter(pa.array(out, type=dtype), gid[first], n_groups)
+
+
+def _decimal_product(col: str, values: pa.Array, retract: np.ndarray, first: np.ndarray,
+                     sizes: np.ndarray) -> pa.Array:
+    dtype = values.type
+    scale, precision = dtype.scale, dtype.precision
+    limit = Decimal(10) ** (precision - scale)
+    quantum = Decimal(1).scaleb(-scale)
+    run_values = values.to_pylist()
+    out: list[Decimal | None] = []
+    for start, size in zip(first.tolist(), sizes.tolist(), strict=True):
+        acc: Decimal | None = None
+        for i in range(start, start + size):
+            x = run_values[i]
+            if acc is None:
+                acc = x  # agg(null, v) and retract(null, v) are v
+                continue
+            if retract[i]:
+                if x == 0:
+                    raise zero_divisor(col)
+                exact = _EXACT.divide(acc, x)
+                if _EXACT.multiply(exact, x) != acc:
+                    raise InvalidDataError(
+                        f"Aggregate function 'product' of column {col!r} retracted {x} from {acc}: the "
+                        "quotient has no exact decimal form (Paimon's BigDecimal.divide fails on it too)")
+            else:
+                exact = _EXACT.multiply(acc, x)
+            rounded = exact.quantize(quantum, context=_EXACT)
+            acc = rounded if abs(rounded) < limit else None  # Decimal.fromBigDecimal
+        out.append(acc)
+    return _fitted(col, "product", pa.array(out, type=pa.decimal256(76, scale)), dtype)
+
+
+__all__ = ["product_fold", "sum_fold", "zero_divisor"]
