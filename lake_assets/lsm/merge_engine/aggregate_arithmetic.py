@@ -17,10 +17,11 @@ the column's type (0.9 to HEAD alike):
   the precision; a retraction divides exactly (Java's ``BigDecimal.divide``, which fails on a
   non-terminating quotient) and is rounded the same way.
 
-Groups are folded in place, a numpy pass per position of the longest group (``segment_reduce``'s
-runs); integer sums and products without retractions in one ``reduceat``. Only the decimal groups
-that may leave their precision, and decimal products with retractions, are folded with Python's
-``decimal`` one record at a time (rare: the check is an exact sum of absolute values).
+Groups are folded in place, a numpy (Arrow for decimals) pass per position of the longest group
+(``segment_reduce``'s runs); integer sums and products without retractions in one ``reduceat``.
+Only the decimal sums that may leave their precision (an exact sum of absolute values tells),
+and decimal products with a retraction after their first record or of precision 38, are folded
+with Python's ``decimal`` one record at a time.
 """
 
 from __future__ import annotations
@@ -191,9 +192,39 @@ def product_fold(col: str, values: pa.Array, retract: np.ndarray, gid: np.ndarra
     return scatter(pa.array(out, type=dtype), gid[first], n_groups)
 
 
+def _decimal_product_passes(values: pa.Array, first: np.ndarray, sizes: np.ndarray) -> pa.Array:
+    """Products of runs without later retractions: a pass per position, each step rounded
+    half-up to the scale and null past the precision, a null restarting from the next value."""
+    dtype = values.type
+    work = pa.decimal256(dtype.precision, dtype.scale)
+    # typed as an exact product (scale 2s), so comparing needs no wider type than it
+    bound = pa.scalar(Decimal(10) ** (dtype.precision - dtype.scale),
+                      type=pa.decimal256(dtype.precision + dtype.scale + 1, 2 * dtype.scale))
+    zero = pa.scalar(Decimal(0), type=work)
+    vals = values.cast(work)
+    acc = vals.take(pa.array(first))
+    live = np.flatnonzero(sizes > 1)
+    k = 1
+    while live.size:
+        a, x = acc.take(pa.array(live)), vals.take(pa.array(first[live] + k))
+        rounded = pc.round(pc.multiply(a, x), dtype.scale, round_mode="half_up")
+        fits = pc.less(pc.abs(rounded), bound)
+        step = pc.if_else(fits, pc.if_else(fits, rounded, zero).cast(work), pa.scalar(None, type=work))
+        mask = np.zeros(len(acc), dtype=bool)
+        mask[live] = True
+        acc = pc.replace_with_mask(acc, pa.array(mask), pc.if_else(a.is_null(), x, step))
+        k += 1
+        live = live[sizes[live] > k]
+    return acc
+
+
 def _decimal_product(col: str, values: pa.Array, retract: np.ndarray, first: np.ndarray,
                      sizes: np.ndarray) -> pa.Array:
     dtype = values.type
+    later = retract.copy()
+    later[first] = False
+    if dtype.precision <= 37 and not later.any():  # an exact product of two fits decimal256
+        return _fitted(col, "product", _decimal_product_passes(values, first, sizes), dtype)
     scale, precision = dtype.scale, dtype.precision
     limit = Decimal(10) ** (precision - scale)
     quantum = Decimal(1).scaleb(-scale)
