@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from lake_assets.errors import InvalidDataError, OptionError, UnsupportedFeatureError
 from lake_assets.lsm.merge import sort_for_merge
+from lake_assets.lsm.merge_engine.aggregate_arithmetic import sum_fold
 from lake_assets.lsm.merge_engine.aggregation import Aggregation
 from lake_assets.lsm.merge_engine.function import MergeFunction
 from lake_assets.lsm.merge_engine.partial_update import PartialUpdate
@@ -1000,3 +1001,21 @@ def test_float32_sum_and_product_round_at_every_step(width: int) -> None:
             acc_f = acc_f + f if kind == INS else acc_f - f
             acc_p = acc_p * p if kind == INS else acc_p / p
     assert (out["f"], out["p"]) == (float(acc_f), float(acc_p)) and acc_f == in_order
+
+
+def test_float32_sums_of_many_runs_of_mixed_lengths() -> None:
+    # passes over many runs at once, then one accumulate per run still going (aggregate_arithmetic)
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(1, 3 * MAX_RUN, 120)
+    gid = np.repeat(np.arange(sizes.size), sizes)
+    v = (rng.standard_normal(gid.size) * 100).astype(np.float32)
+    retract = rng.random(gid.size) < 0.2
+    got = sum_fold("f", pa.array(v), retract, gid, sizes.size).to_numpy()
+    signed = np.where(retract, -v, v)
+    expected = []
+    for start, size in zip(np.cumsum(sizes) - sizes, sizes, strict=True):
+        acc = signed[start]
+        for x in signed[start + 1:start + size]:
+            acc = acc + x
+        expected.append(acc)
+    assert got.dtype == np.float32 and got.tolist() == expected

@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 from lake_assets.errors import InvalidDataError
 from lake_assets.lsm.merge_engine.grouping import hash_aggregate, scatter
-from lake_assets.lsm.merge_engine.segment_reduce import MAX_RUN, runs_of
+from lake_assets.lsm.merge_engine.segment_reduce import runs_of
 
 _COMPACT_PRECISION = 18  # Paimon's Decimal.MAX_COMPACT_PRECISION: an unscaled long
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
@@ -46,28 +46,33 @@ _EXACT = decimal.Context(prec=200, rounding=decimal.ROUND_HALF_UP, traps=[decima
 Step = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
+_FEW_RUNS = 32
+"""Below this many runs still going, `_float_sum` finishes each with one accumulate call."""
+
+
 def _in_order(v: np.ndarray, retract: np.ndarray, first: np.ndarray, sizes: np.ndarray, step: Step,
-              start: np.ndarray) -> np.ndarray:
+              start: np.ndarray, *, stop_below: int = 0) -> tuple[np.ndarray, int]:
     """Fold each run of ``v`` from ``start`` (its first entry's value) with ``step(acc, value,
-    retract)``, entry after entry: one numpy pass per position, over the runs that long."""
+    retract)``, entry after entry: one numpy pass per position, over the runs that long. Stops
+    early when fewer than ``stop_below`` runs go on: (accumulators, entries folded per run)."""
     acc = start.copy()
     live = np.flatnonzero(sizes > 1)
     k = 1
-    while live.size:
+    while live.size and live.size >= stop_below:
         pos = first[live] + k
         acc[live] = step(acc[live], v[pos], retract[pos])
         k += 1
         live = live[sizes[live] > k]
-    return acc
+    return acc, k
 
 
 def _float_sum(v: np.ndarray, first: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """Each run's sum from its first value, added in order in ``v``'s own float type."""
-    head = np.minimum(sizes, MAX_RUN)
-    acc = _in_order(v, np.zeros(len(v), dtype=bool), first, head, lambda a, x, _r: a + x, v[first])
-    # the rest of a longer run: numpy's accumulate adds strictly in order (its reduce does not)
-    for g in np.flatnonzero(sizes > MAX_RUN):
-        tail = v[first[g] + MAX_RUN:first[g] + sizes[g]]
+    acc, k = _in_order(v, np.zeros(len(v), dtype=bool), first, sizes, lambda a, x, _r: a + x, v[first],
+                       stop_below=_FEW_RUNS)
+    # the few longest runs' rest: numpy's accumulate adds strictly in order (its reduce does not)
+    for g in np.flatnonzero(sizes > k):
+        tail = v[first[g] + k:first[g] + sizes[g]]
         acc[g] = np.add.accumulate(np.concatenate((acc[g:g + 1], tail)))[-1]
     return acc
 
@@ -188,7 +193,7 @@ def product_fold(col: str, values: pa.Array, retract: np.ndarray, gid: np.ndarra
             out = np.multiply.reduceat(v, first, dtype=v.dtype)  # modulo 2**bits, as Java's products
     else:
         step = _float_step if pa.types.is_floating(dtype) else _int_step(col)
-        out = _in_order(v, later, first, sizes, step, v[first])
+        out, _ = _in_order(v, later, first, sizes, step, v[first])
     return scatter(pa.array(out, type=dtype), gid[first], n_groups)
 
 
