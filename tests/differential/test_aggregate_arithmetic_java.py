@@ -4,11 +4,14 @@
 Java adds a FLOAT in float (``(float) a + (float) b``), so a float32 sum is rounded at every step;
 lake_assets once summed in float64 and rounded at the end, which differs in the last bit on some
 inputs. The inputs here are found by search (`_order_sensitive`), not guessed: float32 runs whose
-step-by-step result differs from the float64-then-round one. Integers wrap as Java's arithmetic,
-a retracted factor divides step by step, and a DECIMAL(20, 2) sum past its precision is null
+step-by-step result differs from the float64-then-round one. A retracted integer factor divides
+with truncation, and a DECIMAL(20, 2) sum past its precision is null
 (``Decimal.fromBigDecimal``) until the next record starts it again. Checked on the writer's merge
 (flush), both engines' full compactions and, in a scenario, lookup compaction with deletion
 vectors and the lookup changelog, alternating engines.
+
+Integer overflow is where Java 0.9 predates the rule followed: 0.9 to 1.4 wrap around, Paimon 2.0+
+fails (#7992, #7906: "silent data corruption"), as lake_assets does (the last test pins both).
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from lake_assets import Catalog
+from lake_assets.errors import InvalidDataError
 from tests.java.oracle import PaimonJava
 
 from .helpers import assert_same_rows, row_set, write_both
@@ -58,17 +63,13 @@ def _rows(step: int) -> list[dict]:
     rows = []
     for k in range(KEYS):
         f, p = float(SUMS[k][step]), float(PRODUCTS[k][step])
-        i, j = (100, 100, 60)[step], (100_000, 100_000, 7)[step]
+        i, j = (20, 30, 60)[step], (100, 1000, 7)[step]
         d = (BIG, BIG, Decimal("5.25"))[step]
         # key 0's last float is a retraction: -U subtracts it, and divides the products by it
         op = "-U" if (k == 0 and step == 2) else "+I"
         rows.append({"k": k, "f": -f if op == "-U" else f, "p": p, "i": i, "j": j if op == "+I" else 7,
                      "d": d, "op": op})
     return rows
-
-
-def _wrap32(x: int) -> int:
-    return (x + 2**31) % 2**32 - 2**31
 
 
 def _expected() -> list[dict]:
@@ -78,10 +79,8 @@ def _expected() -> list[dict]:
         f = np.float32(np.float32(SUMS[k][0] + SUMS[k][1]) + SUMS[k][2])
         pp = np.float32(PRODUCTS[k][0] * PRODUCTS[k][1])
         p = np.float32(pp / PRODUCTS[k][2]) if k == 0 else np.float32(pp * PRODUCTS[k][2])
-        j = _wrap32(100_000 * 100_000)  # 10**10 wraps to 1410065408
-        j = int(j / 7) if k == 0 else _wrap32(j * 7)  # Java's division truncates
-        # i: 100 + 100 wraps to -56 in TINYINT, then + 60 (a -U subtracts 60: k = 0)
-        out.append({"k": k, "f": float(f), "p": float(p), "i": -56 - 60 if k == 0 else 4, "j": j,
+        j = 100_000 // 7 if k == 0 else 700_000  # Java's integer division truncates
+        out.append({"k": k, "f": float(f), "p": float(p), "i": 50 - 60 if k == 0 else 110, "j": j,
                     "d": Decimal("5.25") if k else Decimal("-5.25")})
     return out
 
@@ -129,3 +128,19 @@ def test_lookup_compaction_with_deletion_vectors_agrees_with_java(java: PaimonJa
     cols = ["k", "f", "p", "i", "j", "d"]
     expected = pa.Table.from_pylist([{**r, "op": "+I"} for r in _expected()], schema=SCHEMA)
     assert row_set(Catalog(wh).get_table("db.t_lake").to_arrow(), cols) == row_set(expected, cols)
+
+
+def test_integer_overflow_java_0_9_wraps_where_paimon_2_fails(java: PaimonJava, wh: str) -> None:
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), ("i", pa.int8()), ("op", pa.string())])
+    options = {"bucket": "1", "merge-engine": "aggregation", "rowkind.field": "op",
+               "fields.i.aggregate-function": "sum"}
+    data = pa.Table.from_pylist([{"k": 1, "i": 100, "op": "+I"}, {"k": 1, "i": 100, "op": "+I"}], schema=schema)
+    java.create_table(f"{wh}/java", "db.t", schema, ["k"], [], options)
+    java.write(f"{wh}/java", "db.t", data, kinds=["+I", "+I"])
+    assert java.read(f"{wh}/java", "db.t").column("i").to_pylist() == [-56]  # 0.9: (byte) (100 + 100)
+    catalog = Catalog(f"{wh}/lake")
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", schema, primary_keys=["k"], options=options)
+    with pytest.raises(InvalidDataError, match="overflowed column 'i'"):
+        table.write_arrow(data)
+    assert table.latest_snapshot() is None  # nothing landed

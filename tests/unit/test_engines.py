@@ -109,14 +109,24 @@ def test_sum_decimal_keeps_type_and_overflow_raises() -> None:
 
 
 @pytest.mark.parametrize("dtype,big", [(pa.int32(), 2**31 - 1), (pa.int64(), 2**63 - 1), (pa.int8(), 127)])
-def test_sum_integer_overflow_wraps_as_java(dtype: pa.DataType, big: int) -> None:
-    # FieldSumAgg: (byte) (a + b), (int) a + (int) b, (long) a + (long) b: Java's wrapping arithmetic
+@pytest.mark.parametrize("width", [0, MAX_RUN + 2])  # numpy passes (narrow types), then running sums
+def test_sum_integer_overflow_fails_at_its_step(dtype: pa.DataType, big: int, width: int) -> None:
+    # Paimon 2.0+ FieldSumAgg (#7992): addExact / subtractExact / negateExact per step, an
+    # excursion a later record would bring back included (Java 0.9 to 1.4 wrapped around)
     s = int_schema("total", dtype=dtype)
     fn = agg(s, {"fields.total.aggregate-function": "sum"})
-    out = run(fn, s, [(INS, {"k": 1, "total": big}), (INS, {"k": 1, "total": 1})])
-    assert one(out)["total"] == -big - 1
-    out = run(fn, s, [(INS, {"k": 1, "total": big}), (INS, {"k": 1, "total": 1}), (UB, {"k": 1, "total": 1})])
-    assert one(out)["total"] == big
+    pad: list[Record] = [(INS, {"k": 1, "total": 0})] * width
+    for records in ([(INS, {"k": 1, "total": big}), (INS, {"k": 1, "total": 1})],
+                    [(INS, {"k": 1, "total": big}), (INS, {"k": 1, "total": 1}), (UB, {"k": 1, "total": 1})],
+                    [(UB, {"k": 1, "total": -big - 1}), (INS, {"k": 1, "total": 0})],  # minus MIN
+                    [(INS, {"k": 1, "total": -1}), (UB, {"k": 1, "total": big})]):  # -1 - big = MIN: fits
+        if records[-1][1]["total"] == big and records[0][1]["total"] == -1:
+            assert one(run(fn, s, [*pad, *records]))["total"] == -big - 1
+            continue
+        with pytest.raises(InvalidDataError, match=r"overflowed column 'total'.*Paimon 2\.0"):
+            run(fn, s, [*pad, *records, (INS, {"k": 2, "total": 1})])
+    assert one(run(fn, s, [*pad, (INS, {"k": 1, "total": big}), (UB, {"k": 1, "total": 1}),
+                           (INS, {"k": 1, "total": 1})]))["total"] == big
 
 
 def test_product_multiplies_divides_and_starts_with_first_value() -> None:
@@ -131,11 +141,16 @@ def test_product_multiplies_divides_and_starts_with_first_value() -> None:
     assert out[1][1]["p"] == 8
     assert out[2][1]["p"] == 10
     assert out[3][1]["p"] == -3
-    # long * long wraps (2**80 is 0 modulo 2**64); Java divides step by step: (2**62 * 4) / 2
-    # is 0, not 2**63
-    out = by_key(run(fn, s, [(INS, {"k": 1, "p": 2**40}), (INS, {"k": 1, "p": 2**40}),
-                             (INS, {"k": 2, "p": 2**62}), (INS, {"k": 2, "p": 4}), (UB, {"k": 2, "p": 2})]))
-    assert (out[1][1]["p"], out[2][1]["p"]) == (0, 0)
+    # Paimon 2.0+ (#7906): multiplyExact per step fails, even when a later factor would bring the
+    # product back (2**62 * 4 / 8) or zero it; Java divides step by step: 10 / 3 * 7 is 21, not 23
+    for records in ([(INS, {"k": 1, "p": 2**40}), (INS, {"k": 1, "p": 2**40})],
+                    [(INS, {"k": 1, "p": 2**62}), (INS, {"k": 1, "p": 4}), (UB, {"k": 1, "p": 8})],
+                    [(INS, {"k": 1, "p": 2**40}), (INS, {"k": 1, "p": 2**40}), (INS, {"k": 1, "p": 0})],
+                    [(INS, {"k": 1, "p": -(2**63)}), (UB, {"k": 1, "p": -1})]):
+        with pytest.raises(InvalidDataError, match="overflowed column 'p'"):
+            run(fn, s, records)
+    out = one(run(fn, s, [(INS, {"k": 1, "p": 10}), (UB, {"k": 1, "p": 3}), (INS, {"k": 1, "p": 7})]))
+    assert out["p"] == 21
     with pytest.raises(InvalidDataError, match="zero"):
         run(fn, s, [(INS, {"k": 1, "p": 2}), (UB, {"k": 1, "p": 0})])
 

@@ -6,9 +6,11 @@ the column's type (0.9 to HEAD alike):
 
 - FLOAT / DOUBLE: ``float + float`` (``double + double``): a FLOAT sum is rounded to float32 at
   every step, which a float64 sum rounded once at the end differs from in the last bit.
-- TINYINT .. BIGINT: Java's wrapping arithmetic (``(byte) (a + b)``, ``long * long``, ...); sums and
-  products are taken modulo 2**bits, which any order gives alike; a retracted factor divides with
-  Java's truncation toward zero at its step, and a zero divisor fails (Java's ArithmeticException).
+- TINYINT .. BIGINT: Paimon 2.0+ (#7992, #7906: "silent data corruption") fails with an
+  ArithmeticException when a step leaves the type (``addExact``, ``multiplyExact``, ``negateExact``,
+  ``MIN / -1``), as lake_assets does (`InvalidDataError`), also for an excursion a later record
+  would bring back; Java 0.9 to 1.4 wrapped around. A retracted factor divides with Java's
+  truncation toward zero at its step, and a zero divisor fails.
 - DECIMAL(p, s) sum: exact while the running sum fits; past the precision Java's ``DecimalUtils``
   gives null for p > 18 (``Decimal.fromBigDecimal``), and the next record starts again from its own
   value. For p <= 18 it adds the unscaled longs unchecked, keeping a value of more than p digits
@@ -18,7 +20,7 @@ the column's type (0.9 to HEAD alike):
   non-terminating quotient) and is rounded the same way.
 
 Groups are folded in place, a numpy (Arrow for decimals) pass per position of the longest group
-(``segment_reduce``'s runs); integer sums and products without retractions in one ``reduceat``.
+(``segment_reduce``'s runs); integer sums as running sums (``cumsum``).
 Only the decimal sums that may leave their precision (an exact sum of absolute values tells),
 and decimal products with a retraction after their first record or of precision 38, are folded
 with Python's ``decimal`` one record at a time.
@@ -89,11 +91,44 @@ def sum_fold(col: str, values: pa.Array, retract: np.ndarray, gid: np.ndarray, n
     if pa.types.is_floating(dtype):
         v = values.to_numpy(zero_copy_only=False)
         out = _float_sum(np.where(retract, -v, v), first, sizes)
-    else:  # wraps as Java: the sum modulo 2**64, then modulo the column's width
-        v = values.to_numpy(zero_copy_only=False).astype(np.int64)
-        with np.errstate(over="ignore"):
-            out = np.add.reduceat(np.where(retract, -v, v), first).astype(dtype.to_pandas_dtype())
+    else:
+        out = _int_sum(col, dtype, values.to_numpy(zero_copy_only=False).astype(np.int64), retract, first, sizes)
     return scatter(pa.array(out, type=dtype), gid[first], n_groups)
+
+
+def _overflow(col: str, func: str, dtype: pa.DataType) -> InvalidDataError:
+    return InvalidDataError(
+        f"Aggregate function {func!r} overflowed column {col!r} ({dtype}) at one of its steps (Paimon 2.0+ "
+        "fails on it with an ArithmeticException; Java before 2.0 wrapped around silently)")
+
+
+def _int_sum(col: str, dtype: pa.DataType, v: np.ndarray, retract: np.ndarray, first: np.ndarray,
+             sizes: np.ndarray) -> np.ndarray:
+    """Each run's sum, failing where a running sum (Java's addExact / subtractExact /
+    negateExact at each step, Paimon 2.0+) leaves the column's type."""
+    info = np.iinfo(dtype.to_pandas_dtype())
+    run = np.repeat(np.arange(len(first)), sizes)
+    if dtype.bit_width < 64:  # running sums exact in int64
+        signed = np.where(retract, -v, v)
+        running = np.cumsum(signed)
+        running -= (running[first] - signed[first])[run]
+        if (running < info.min).any() or (running > info.max).any():
+            raise _overflow(col, "sum", dtype)
+        return running[first + sizes - 1].astype(dtype.to_pandas_dtype())
+    with np.errstate(over="ignore"):
+        signed = np.where(retract, -v, v)
+        out = np.add.reduceat(signed, first)
+    # no running sum of a run can leave int64 when its absolute values add up to less than 2**62
+    magnitude = np.add.reduceat(np.abs(v.astype(np.float64)), first)
+    odd = np.bincount(run, weights=retract & (v == info.min), minlength=len(first)) > 0
+    for r in np.flatnonzero((magnitude >= 2.0**62) | odd):
+        total = 0
+        for i in range(first[r], first[r] + sizes[r]):
+            total = total - int(v[i]) if retract[i] else total + int(v[i])
+            if not info.min <= total <= info.max:
+                raise _overflow(col, "sum", dtype)
+        out[r] = total
+    return out
 
 
 def _decimal_sum(col: str, values: pa.Array, retract: np.ndarray, gid: np.ndarray, first: np.ndarray) -> pa.Array:
@@ -154,18 +189,31 @@ def zero_divisor(col: str) -> InvalidDataError:
     return InvalidDataError(f"Aggregate function 'product' of column {col!r} retracted a zero (division by zero)")
 
 
-def _int_step(col: str) -> Step:
+def _int_step(col: str, dtype: pa.DataType) -> Step:
+    """Java 2.0+'s multiplyExact / divideExact (truncating) at each step: an overflow fails."""
+    info = np.iinfo(dtype.to_pandas_dtype())
+
     def step(acc: np.ndarray, x: np.ndarray, minus: np.ndarray) -> np.ndarray:
         if (minus & (x == 0)).any():
             raise zero_divisor(col)
+        if (minus & (x == -1) & (acc == info.min)).any():
+            raise _overflow(col, "product", dtype)
+        a, b = acc.astype(np.int64), x.astype(np.int64)
         with np.errstate(over="ignore"):
-            times = acc * x
-            # Java's division truncates toward zero; MIN / -1 wraps to MIN (negation does too)
-            d = np.where(minus & (x != -1), x, 1)
-            q = acc // d
-            q = q + (((acc % d) != 0) & ((acc < 0) != (d < 0))).astype(acc.dtype)
-            q = np.where(x == -1, -acc, q)
-        return np.where(minus, q, times)
+            times = a * b
+            if dtype.bit_width < 64:
+                bad = (times < info.min) | (times > info.max)
+            else:  # the float product tells, but near 2**63 where the wrapped sign does
+                approx = a.astype(np.float64) * b
+                big = np.abs(approx) >= 2.0**63 * (1 + 1e-9)
+                band = (np.abs(approx) >= 2.0**63 * (1 - 1e-9)) & ~big
+                bad = big | (band & (np.sign(times) != np.sign(approx)))
+            d = np.where(minus & (b != 0), b, 1)
+            q = np.where(d == -1, -a, a // d)
+            q = q + (((a % d) != 0) & ((a < 0) != (d < 0))).astype(np.int64)  # toward zero
+        if (bad & ~minus).any():
+            raise _overflow(col, "product", dtype)
+        return np.where(minus, q, times).astype(acc.dtype)
     return step
 
 
@@ -188,12 +236,8 @@ def product_fold(col: str, values: pa.Array, retract: np.ndarray, gid: np.ndarra
     v = values.to_numpy(zero_copy_only=False)
     later = retract.copy()
     later[first] = False  # a leading retraction starts the product
-    if pa.types.is_integer(dtype) and not later.any():
-        with np.errstate(over="ignore"):
-            out = np.multiply.reduceat(v, first, dtype=v.dtype)  # modulo 2**bits, as Java's products
-    else:
-        step = _float_step if pa.types.is_floating(dtype) else _int_step(col)
-        out, _ = _in_order(v, later, first, sizes, step, v[first])
+    step = _float_step if pa.types.is_floating(dtype) else _int_step(col, dtype)
+    out, _ = _in_order(v, later, first, sizes, step, v[first])
     return scatter(pa.array(out, type=dtype), gid[first], n_groups)
 
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from lake_assets.errors import InvalidDataError
+
 MAX_RUN = 16
 """The longest run `segment_sum` adds position by position (a pass each); longer ones hash."""
 
@@ -38,7 +40,7 @@ def runs_of(gid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def sum_accumulator(dtype: pa.DataType) -> np.dtype:
     """The numpy type a run's sum adds in: a float column's own (Java's FieldSumAgg adds a FLOAT
-    in float32), int64 for the narrow integers (exact; the result wraps to the column's width)."""
+    in float32), int64 for the narrow integers (exact, checked against the column's range)."""
     return np.dtype(dtype.to_pandas_dtype()) if pa.types.is_floating(dtype) else np.dtype(np.int64)
 
 
@@ -46,8 +48,9 @@ def segment_sum(
     column: str, values: pa.Array, retract: np.ndarray, first: np.ndarray, sizes: np.ndarray
 ) -> pa.Array | None:
     """The sum of each run of ``values`` (no nulls; runs as `runs_of` gives them), retract
-    entries subtracted, as the column's type (an integer sum wraps, as Java's); one value per run.
-    None when this path does not apply (the caller folds otherwise)."""
+    entries subtracted, as the column's type; one value per run. None when this path does not
+    apply (the caller folds otherwise). Raises `InvalidDataError` when a running integer sum
+    leaves the column's type."""
     dtype = values.type
     if values.null_count or not (pa.types.is_floating(dtype) or dtype in _SUMMED_INTEGERS):
         return None
@@ -57,13 +60,20 @@ def segment_sum(
     if retract.any():
         v = np.where(retract, -v, v)
     acc = v[first].copy()  # from the first value, as FieldSumAgg.agg(null, x) = x keeps -0.0
+    # Paimon 2.0+ fails when a step of an integer sum leaves the column's type (addExact, ...)
+    info = None if pa.types.is_floating(dtype) else np.iinfo(dtype.to_pandas_dtype())
+    outside = info is not None and bool(((acc < info.min) | (acc > info.max)).any())
     live = np.flatnonzero(sizes > 1)
     k = 1
     while live.size:
         acc[live] += v[first[live] + k]
+        if info is not None:
+            outside |= bool(((acc[live] < info.min) | (acc[live] > info.max)).any())
         k += 1
         live = live[sizes[live] > k]
-    # an integer sum wraps to the column's width, as Java's (byte) (a + b), (int) a + b, ...
+    if outside:
+        raise InvalidDataError(f"Aggregate function 'sum' overflowed column {column!r} ({dtype}) at one of its "
+                               "steps (Paimon 2.0+ fails on it; Java before 2.0 wrapped around silently)")
     return pa.array(acc.astype(dtype.to_pandas_dtype(), copy=False), type=dtype)
 
 
