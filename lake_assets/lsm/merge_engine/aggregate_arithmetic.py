@@ -114,7 +114,8 @@ def _int_sum(col: str, dtype: pa.DataType, v: np.ndarray, retract: np.ndarray, f
         running -= (running[first] - signed[first])[run]
         if (running < info.min).any() or (running > info.max).any():
             raise _overflow(col, "sum", dtype)
-        return running[first + sizes - 1].astype(dtype.to_pandas_dtype())
+        total: np.ndarray = running[first + sizes - 1].astype(dtype.to_pandas_dtype())
+        return total
     with np.errstate(over="ignore"):
         signed = np.where(retract, -v, v)
         out = np.add.reduceat(signed, first)
