@@ -123,12 +123,12 @@ def _int_sum(col: str, dtype: pa.DataType, v: np.ndarray, retract: np.ndarray, f
     magnitude = np.add.reduceat(np.abs(v.astype(np.float64)), first)
     odd = np.bincount(run, weights=retract & (v == info.min), minlength=len(first)) > 0
     for r in np.flatnonzero((magnitude >= 2.0**62) | odd):
-        total = 0
+        exact = 0
         for i in range(first[r], first[r] + sizes[r]):
-            total = total - int(v[i]) if retract[i] else total + int(v[i])
-            if not info.min <= total <= info.max:
+            exact = exact - int(v[i]) if retract[i] else exact + int(v[i])
+            if not info.min <= exact <= info.max:
                 raise _overflow(col, "sum", dtype)
-        out[r] = total
+        out[r] = exact
     return out
 
 
