@@ -16,8 +16,8 @@ column at once, with numpy/Arrow group-wise work.
   Unknown function names raise the same error, always when the engine is built, never mid-merge.
 - Nulls never contribute (sum/product/min/max/listagg/bool_* of only nulls is null).
 - sum and product compute in the column's own type, record by record, as Java's FieldSumAgg /
-  FieldProductAgg (a FLOAT in float32, integers wrapping, decimals with Java's precision rule):
-  `aggregate_arithmetic`.
+  FieldProductAgg (a FLOAT in float32, an integer step that overflows fails as in Paimon 2.0+,
+  decimals with Java's precision rule): `aggregate_arithmetic`.
 """
 
 from __future__ import annotations
