@@ -7,6 +7,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -14,10 +15,12 @@ from hypothesis import strategies as st
 
 from lake_assets.errors import InvalidDataError, OptionError, UnsupportedFeatureError
 from lake_assets.lsm.merge import sort_for_merge
+from lake_assets.lsm.merge_engine.aggregate_arithmetic import sum_fold
 from lake_assets.lsm.merge_engine.aggregation import Aggregation
 from lake_assets.lsm.merge_engine.function import MergeFunction
 from lake_assets.lsm.merge_engine.partial_update import PartialUpdate
 from lake_assets.lsm.merge_engine.registry import merge_engine
+from lake_assets.lsm.merge_engine.segment_reduce import MAX_RUN
 from lake_assets.options import CoreOptions
 from tests.vectors import load_json
 
@@ -106,14 +109,24 @@ def test_sum_decimal_keeps_type_and_overflow_raises() -> None:
 
 
 @pytest.mark.parametrize("dtype,big", [(pa.int32(), 2**31 - 1), (pa.int64(), 2**63 - 1), (pa.int8(), 127)])
-def test_sum_integer_overflow_raises_naming_column(dtype: pa.DataType, big: int) -> None:
+@pytest.mark.parametrize("width", [0, MAX_RUN + 2])  # numpy passes (narrow types), then running sums
+def test_sum_integer_overflow_fails_at_its_step(dtype: pa.DataType, big: int, width: int) -> None:
+    # Paimon 2.0+ FieldSumAgg (#7992): addExact / subtractExact / negateExact per step, an
+    # excursion a later record would bring back included (Java 0.9 to 1.4 wrapped around)
     s = int_schema("total", dtype=dtype)
     fn = agg(s, {"fields.total.aggregate-function": "sum"})
-    with pytest.raises(InvalidDataError, match="total"):
-        run(fn, s, [(INS, {"k": 1, "total": big}), (INS, {"k": 1, "total": 1})])
-    # Exact arithmetic: an intermediate excursion past the limit is fine if the total fits.
-    out = run(fn, s, [(INS, {"k": 1, "total": big}), (INS, {"k": 1, "total": 1}), (UB, {"k": 1, "total": 1})])
-    assert one(out)["total"] == big
+    pad: list[Record] = [(INS, {"k": 1, "total": 0})] * width
+    for records in ([(INS, {"k": 1, "total": big}), (INS, {"k": 1, "total": 1})],
+                    [(INS, {"k": 1, "total": big}), (INS, {"k": 1, "total": 1}), (UB, {"k": 1, "total": 1})],
+                    [(UB, {"k": 1, "total": -big - 1}), (INS, {"k": 1, "total": 0})],  # minus MIN
+                    [(INS, {"k": 1, "total": -1}), (UB, {"k": 1, "total": big})]):  # -1 - big = MIN: fits
+        if records[-1][1]["total"] == big and records[0][1]["total"] == -1:
+            assert one(run(fn, s, [*pad, *records]))["total"] == -big - 1
+            continue
+        with pytest.raises(InvalidDataError, match=r"overflowed column 'total'.*Paimon 2\.0"):
+            run(fn, s, [*pad, *records, (INS, {"k": 2, "total": 1})])
+    assert one(run(fn, s, [*pad, (INS, {"k": 1, "total": big}), (UB, {"k": 1, "total": 1}),
+                           (INS, {"k": 1, "total": 1})]))["total"] == big
 
 
 def test_product_multiplies_divides_and_starts_with_first_value() -> None:
@@ -128,8 +141,16 @@ def test_product_multiplies_divides_and_starts_with_first_value() -> None:
     assert out[1][1]["p"] == 8
     assert out[2][1]["p"] == 10
     assert out[3][1]["p"] == -3
-    with pytest.raises(InvalidDataError, match="'p'"):
-        run(fn, s, [(INS, {"k": 1, "p": 2**40}), (INS, {"k": 1, "p": 2**40})])
+    # Paimon 2.0+ (#7906): multiplyExact per step fails, even when a later factor would bring the
+    # product back (2**62 * 4 / 8) or zero it; Java divides step by step: 10 / 3 * 7 is 21, not 23
+    for records in ([(INS, {"k": 1, "p": 2**40}), (INS, {"k": 1, "p": 2**40})],
+                    [(INS, {"k": 1, "p": 2**62}), (INS, {"k": 1, "p": 4}), (UB, {"k": 1, "p": 8})],
+                    [(INS, {"k": 1, "p": 2**40}), (INS, {"k": 1, "p": 2**40}), (INS, {"k": 1, "p": 0})],
+                    [(INS, {"k": 1, "p": -(2**63)}), (UB, {"k": 1, "p": -1})]):
+        with pytest.raises(InvalidDataError, match="overflowed column 'p'"):
+            run(fn, s, records)
+    out = one(run(fn, s, [(INS, {"k": 1, "p": 10}), (UB, {"k": 1, "p": 3}), (INS, {"k": 1, "p": 7})]))
+    assert out["p"] == 21
     with pytest.raises(InvalidDataError, match="zero"):
         run(fn, s, [(INS, {"k": 1, "p": 2}), (UB, {"k": 1, "p": 0})])
 
@@ -147,9 +168,14 @@ def test_product_float_and_decimal() -> None:
     out = one(run(fn, s, [(INS, {"k": 1, "f": None, "d": Decimal("3.00")}),
                           (UB, {"k": 1, "f": None, "d": Decimal("2.00")})]))
     assert out["d"] == Decimal("1.50")
-    with pytest.raises(InvalidDataError, match="'d'"):
-        run(fn, s, [(INS, {"k": 1, "f": None, "d": Decimal("9999.99")}),
-                    (INS, {"k": 1, "f": None, "d": Decimal("9999.99")})])
+    # past the precision Decimal.fromBigDecimal gives null, and the next record starts afresh
+    out = one(run(fn, s, [(INS, {"k": 1, "f": None, "d": Decimal("9999.99")}),
+                          (INS, {"k": 1, "f": None, "d": Decimal("9999.99")})]))
+    assert out["d"] is None
+    out = one(run(fn, s, [(INS, {"k": 1, "f": None, "d": Decimal("9999.99")}),
+                          (INS, {"k": 1, "f": None, "d": Decimal("9999.99")}),
+                          (INS, {"k": 1, "f": None, "d": Decimal("2.50")})]))
+    assert out["d"] == Decimal("2.50")
 
 
 @pytest.mark.parametrize("func,expected", [("min", (1, "a")), ("max", (7, "c"))])
@@ -963,3 +989,48 @@ def test_order_dependent_group_functions_are_associative_for_ordered_sequences(
     ordered = [(kind, {**r, **{g: None if r[g] is None else i // 3 for g in ("g1", "g2", "g3")}})
                for i, (kind, r) in enumerate(records)]
     assert_associative(pu(GROUP_SCHEMA, group_options(fb, fd)[0]), GROUP_SCHEMA, ordered, splits)
+
+
+@pytest.mark.parametrize("width", [3, MAX_RUN + 25])  # numpy passes only, then accumulate's tail
+def test_float32_sum_and_product_round_at_every_step(width: int) -> None:
+    # Java's FieldSumAgg / FieldProductAgg: (float) a + (float) b, in entry order, retractions too
+    kinds = [INS if i % 5 else UB for i in range(width)]
+    signs = np.where(np.array(kinds) == INS, 1, -1).astype(np.float32)
+    for seed in range(100):  # inputs whose float64-then-round sum (the old one) differs from Java's
+        vals = (np.random.default_rng(seed).standard_normal((2, width)) * 1000).astype(np.float32)
+        vals[1] /= np.float32(1000)
+        in_order = np.float32(0)
+        for i, f in enumerate(vals[0] * signs):
+            in_order = f if i == 0 else in_order + f
+        if in_order != np.float32((vals[0] * signs).astype(np.float64).sum()):
+            break
+    s = pa.schema([pa.field("k", pa.int64(), nullable=False), ("f", pa.float32()), ("p", pa.float32())])
+    fn = agg(s, {"fields.f.aggregate-function": "sum", "fields.p.aggregate-function": "product"})
+    out = one(run(fn, s, [(kind, {"k": 1, "f": float(f), "p": float(p)})
+                          for kind, f, p in zip(kinds, vals[0], vals[1], strict=True)]))
+    acc_f, acc_p = np.float32(0), np.float32(0)
+    for i, (kind, f, p) in enumerate(zip(kinds, vals[0], vals[1], strict=True)):
+        if i == 0:
+            acc_f, acc_p = (f if kind == INS else -f), p
+        else:
+            acc_f = acc_f + f if kind == INS else acc_f - f
+            acc_p = acc_p * p if kind == INS else acc_p / p
+    assert (out["f"], out["p"]) == (float(acc_f), float(acc_p)) and acc_f == in_order
+
+
+def test_float32_sums_of_many_runs_of_mixed_lengths() -> None:
+    # passes over many runs at once, then one accumulate per run still going (aggregate_arithmetic)
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(1, 3 * MAX_RUN, 120)
+    gid = np.repeat(np.arange(sizes.size), sizes)
+    v = (rng.standard_normal(gid.size) * 100).astype(np.float32)
+    retract = rng.random(gid.size) < 0.2
+    got = sum_fold("f", pa.array(v), retract, gid, sizes.size).to_numpy()
+    signed = np.where(retract, -v, v)
+    expected = []
+    for start, size in zip(np.cumsum(sizes) - sizes, sizes, strict=True):
+        acc = signed[start]
+        for x in signed[start + 1:start + size]:
+            acc = acc + x
+        expected.append(acc)
+    assert got.dtype == np.float32 and got.tolist() == expected

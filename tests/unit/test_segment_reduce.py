@@ -20,7 +20,7 @@ def _groups(rng: np.random.Generator, n_groups: int, longest: int) -> np.ndarray
 
 @pytest.mark.parametrize("dtype", [pa.float64(), pa.float32(), pa.int32(), pa.int16(), pa.int8()])
 @pytest.mark.parametrize("seed", range(4))
-def test_sums_are_arrows_to_the_last_bit_but_negative_zero(dtype: pa.DataType, seed: int) -> None:
+def test_sums_are_arrows_to_the_last_bit_but_negative_zero_and_float32(dtype: pa.DataType, seed: int) -> None:
     rng = np.random.default_rng(seed)
     gid = _groups(rng, 3_000, MAX_RUN)
     if pa.types.is_floating(dtype):
@@ -35,6 +35,13 @@ def test_sums_are_arrows_to_the_last_bit_but_negative_zero(dtype: pa.DataType, s
     wide = pa.float64() if pa.types.is_floating(dtype) else pa.int64()
     signed = pa.array(np.where(retract, -1, 1)).cast(wide)
     expected = hash_aggregate(pa.compute.multiply(values.cast(wide), signed), gid, first.size, "sum").cast(dtype)
+    if dtype == pa.float32():  # Java adds a FLOAT in float32 at every step (FieldSumAgg), not in float64
+        terms = np.where(retract, -values.to_numpy(), values.to_numpy())
+        acc = terms[first].copy()
+        for k in range(1, int(sizes.max())):
+            more = sizes > k
+            acc[more] += terms[first[more] + k]
+        expected = pa.array(acc)
     assert got is not None and got.type == dtype
     assert got.equals(expected)
     # and to the sign of a zero, but where a run is all -0.0: Java's -0.0, where Arrow gives 0.0

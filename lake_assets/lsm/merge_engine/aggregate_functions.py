@@ -15,27 +15,21 @@ column at once, with numpy/Arrow group-wise work.
   ``UnsupportedFeatureError``; count rows with ``sum`` over a column that always holds 1.
   Unknown function names raise the same error, always when the engine is built, never mid-merge.
 - Nulls never contribute (sum/product/min/max/listagg/bool_* of only nulls is null).
-- sum is exact, then cast back to the column type: integer or decimal overflow raises
-  ``InvalidDataError`` naming the column (Paimon's Java wraps ints silently; decimals keep their
-  precision and scale). product: the first non-null value starts the product whatever its kind (as
-  Paimon: a retract on an empty accumulator yields the value), later inserts multiply, later
-  retracts divide. The division happens once at the end (integers truncate toward zero, so results
-  differ from Java's step-by-step division only when a retracted factor does not divide the
-  product); integer overflow of either product raises; decimal products round half-up to the
-  column scale at each multiplication.
+- sum and product compute in the column's own type, record by record, as Java's FieldSumAgg /
+  FieldProductAgg (a FLOAT in float32, an integer step that overflows fails as in Paimon 2.0+,
+  decimals with Java's precision rule): `aggregate_arithmetic`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.errors import InvalidDataError, OptionError, UnsupportedFeatureError
+from lake_assets.lsm.merge_engine.aggregate_arithmetic import product_fold, sum_fold
 from lake_assets.lsm.merge_engine.aggregate_collections import (
     COLLECTION_FUNCTIONS,
     NO_COLLECTION_OPTIONS,
@@ -115,158 +109,6 @@ def resolve_function(column: str, dtype: pa.DataType, name: str) -> str:
 # ---------------------------------------------------------------- fold kernels
 
 
-def _overflowed_int64(wrapped: np.ndarray, approx: np.ndarray) -> np.ndarray:
-    """True where an exact integer product left int64, from its wrapped and float64 values.
-
-    The float product's relative error is far below 1e-6, so outside a thin band around 2**63 the
-    float decides; inside it a wrapped result has the opposite sign of the true one.
-    """
-    limit = 2.0**63
-    mag = np.abs(approx)
-    big = mag > limit * (1 + 1e-6)
-    band = (mag >= limit * (1 - 1e-6)) & ~big
-    overflowed: np.ndarray = big | (band & (np.sign(wrapped) != np.sign(approx)))
-    return overflowed
-
-
-def _int_product(col: str, v: np.ndarray, first: np.ndarray, n_seg: int) -> np.ndarray:
-    if len(v) == 0:
-        return np.zeros(n_seg, dtype=np.int64)
-    with np.errstate(all="ignore"):
-        wrapped = np.multiply.reduceat(v, first)
-        approx = np.multiply.reduceat(v.astype(np.float64), first)
-    has_zero = np.logical_or.reduceat(v == 0, first)
-    bad = _overflowed_int64(wrapped, approx) & ~has_zero
-    if bad.any():
-        raise InvalidDataError(f"Aggregate function 'product' overflowed column {col!r}")
-    return np.where(has_zero, 0, wrapped)
-
-
-def _tree_reduce(
-    values: pa.Array, seg: np.ndarray, combine: Callable[[pa.Array, pa.Array], pa.Array]
-) -> tuple[pa.Array, np.ndarray]:
-    """Fold each run of equal ``seg`` ids with ``combine``, in order, by pairwise halving passes."""
-    while len(seg) > 1:
-        m = len(seg)
-        positions = np.arange(m, dtype=np.int64)
-        run_start = np.maximum.accumulate(np.where(np.r_[True, seg[1:] != seg[:-1]], positions, 0))
-        left = ((positions - run_start) % 2 == 0) & np.r_[seg[1:] == seg[:-1], False]
-        if not left.any():
-            break
-        li = np.flatnonzero(left)
-        merged = combine(values.take(pa.array(li)), values.take(pa.array(li + 1)))
-        keep = np.flatnonzero(~np.r_[False, left[:-1]])
-        slot = np.cumsum(left) - 1
-        src = np.where(left[keep], m + slot[keep], keep)
-        values = pa.concat_arrays([values, merged.cast(values.type)]).take(pa.array(src))
-        seg = seg[keep]
-    return values, seg
-
-
-def _decimal_product(col: str, vals: pa.Array, num_mask: np.ndarray, seg: np.ndarray, n_groups: int) -> pa.Array:
-    dtype = vals.type
-    work = pa.decimal256(dtype.precision, dtype.scale)
-
-    def times(a: pa.Array, b: pa.Array) -> pa.Array:
-        exact = pc.multiply(a, b)
-        return _decimal_to(col, pc.round(exact, dtype.scale, round_mode="half_up"), work)
-
-    def product_of(mask: np.ndarray) -> pa.Array:
-        idx = np.flatnonzero(mask)
-        if len(idx) == 0:
-            return pa.nulls(n_groups, type=work)
-        folded, seg_ids = _tree_reduce(vals.take(pa.array(idx)).cast(work), seg[idx], times)
-        return scatter(folded, seg_ids, n_groups)
-
-    num = product_of(num_mask)
-    den = product_of(~num_mask)
-    if den.null_count < len(den):
-        if pc.any(pc.equal(den, pa.scalar(Decimal(0), type=work))).as_py():
-            raise _zero_divisor(col)
-        quotient = pc.round(pc.divide(num, den), dtype.scale, round_mode="half_up")
-        num = pc.if_else(den.is_valid(), _decimal_to(col, quotient, work), num)
-    return _decimal_to(col, num, dtype)
-
-
-def _zero_divisor(col: str) -> InvalidDataError:
-    return InvalidDataError(f"Aggregate function 'product' of column {col!r} retracted a zero (division by zero)")
-
-
-def _decimal_to(col: str, arr: pa.Array, dtype: pa.DataType) -> pa.Array:
-    try:
-        return pc.cast(arr, dtype)
-    except pa.ArrowInvalid as e:
-        raise InvalidDataError(f"Aggregate result of column {col!r} does not fit {dtype}: {e}") from e
-
-
-def _product(col: str, values: pa.Array, retract: np.ndarray, gid: np.ndarray, n_groups: int) -> pa.Array:
-    dtype = values.type
-    first, _ = segment_bounds(gid)
-    # As in Paimon, the first value starts the product even when it is a retraction.
-    is_den = retract.copy()
-    is_den[first] = False
-    seg_gid = gid[first]
-    if pa.types.is_decimal(dtype):
-        try:
-            return _decimal_product(col, values, ~is_den, gid, n_groups)
-        except pa.ArrowInvalid as e:
-            raise InvalidDataError(f"Aggregate function 'product' failed on column {col!r} ({dtype}): {e}") from e
-    if pa.types.is_floating(dtype):
-        v = values.to_numpy(zero_copy_only=False).astype(np.float64)
-        with np.errstate(all="ignore"):
-            num = np.multiply.reduceat(np.where(is_den, 1.0, v), first) if len(v) else v
-            den = np.multiply.reduceat(np.where(is_den, v, 1.0), first) if len(v) else v
-            out = num / den
-        return scatter(pa.array(out).cast(dtype), seg_gid, n_groups)
-    v = values.to_numpy(zero_copy_only=False).astype(np.int64)
-    num = _int_product(col, np.where(is_den, 1, v), first, len(first))
-    den = _int_product(col, np.where(is_den, v, 1), first, len(first))
-    if (den == 0).any():
-        raise _zero_divisor(col)
-    # Java integer division truncates toward zero.
-    quot = num // den
-    quot += ((num % den) != 0) & ((num < 0) != (den < 0))
-    try:
-        out = pc.cast(pa.array(quot, type=pa.int64()), dtype)
-    except pa.ArrowInvalid as e:
-        raise InvalidDataError(f"Aggregate function 'product' overflowed column {col!r} ({dtype}): {e}") from e
-    return scatter(out, seg_gid, n_groups)
-
-
-def _sum(col: str, values: pa.Array, retract: np.ndarray, gid: np.ndarray, n_groups: int) -> pa.Array:
-    dtype = values.type
-    # Sum in a type that cannot overflow, then cast back: overflow becomes an error, not a wrap.
-    if pa.types.is_integer(dtype):
-        wide = pa.decimal128(38, 0) if dtype.bit_width == 64 else pa.int64()
-    elif pa.types.is_decimal(dtype):
-        wide = pa.decimal128(38, dtype.scale) if dtype.precision <= 38 else pa.decimal256(76, dtype.scale)
-    else:
-        wide = pa.float64()
-    vals = values.cast(wide)
-    if retract.any():
-        vals = pc.if_else(pa.array(retract), pc.negate(vals), vals)
-    summed = hash_aggregate(vals, gid, n_groups, "sum")
-    if pa.types.is_floating(dtype):
-        summed = _keep_negative_zero(vals, gid, n_groups, summed)
-    try:
-        return pc.cast(summed, dtype)
-    except pa.ArrowInvalid as e:
-        raise InvalidDataError(f"Aggregate function 'sum' overflowed column {col!r} ({dtype}): {e}") from e
-
-
-def _keep_negative_zero(vals: pa.Array, gid: np.ndarray, n_groups: int, summed: pa.Array) -> pa.Array:
-    # Java adds from the first value (FieldSumAgg.agg(null, x) = x), so a group whose every term
-    # is -0.0 sums to -0.0; Arrow's sum starts from +0.0 and gives 0.0. Under round-to-nearest a
-    # sum is -0.0 exactly when all its terms are, so that is the only case to mend.
-    v = vals.to_numpy(zero_copy_only=False)
-    other = (v != 0) | ~np.signbit(v)
-    if not len(v) or other.all():
-        return summed
-    all_negative_zero = (np.bincount(gid, minlength=n_groups) > 0) & (
-        np.bincount(gid, weights=other, minlength=n_groups) == 0)
-    return pc.if_else(pa.array(all_negative_zero), pa.scalar(-0.0, summed.type), summed)
-
-
 def check_retractable(fn: FieldFunction, retract: np.ndarray) -> None:
     """Raise when ``fn`` meets a retraction (``retract`` flags) it can neither apply nor ignore."""
     if retract.any() and fn.function not in _RETRACTABLE and not fn.ignore_retract:
@@ -320,11 +162,9 @@ def fold(
         if fast is not None:  # one value per group with entries: every group, or scattered
             return fast if first.size == n_groups else scatter(fast, sel_gid[first], n_groups)
     if func == "sum":
-        return _sum(fn.column, values, sel_retract, sel_gid, n_groups)
+        return sum_fold(fn.column, values, sel_retract, sel_gid, n_groups)
     if func == "product":
-        if len(sel_rows) == 0:
-            return pa.nulls(n_groups, type=col.type)
-        return _product(fn.column, values, sel_retract, sel_gid, n_groups)
+        return product_fold(fn.column, values, sel_retract, sel_gid, n_groups)
     if func == "listagg":
         lists = hash_aggregate(values, sel_gid, n_groups, "list")
         return pc.binary_join(lists, fn.delimiter).cast(col.type)

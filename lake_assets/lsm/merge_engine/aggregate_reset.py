@@ -26,7 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.lsm.merge import is_retract
-from lake_assets.lsm.merge_engine.aggregate_functions import FieldFunction
+from lake_assets.lsm.merge_engine.aggregate_functions import FieldFunction, fold
+from lake_assets.lsm.merge_engine.aggregate_reset_collections import RESET_SENSITIVE, java_after_image
 from lake_assets.lsm.merge_engine.grouping import valid_mask
 from lake_assets.lsm.merge_engine.segment_reduce import runs_of
 
@@ -56,9 +57,33 @@ class ResetImages:
             reset = col.take(pa.array(np.maximum(choice, 0))) if len(col) else image
             reset = pc.if_else(pa.array(choice >= 0), reset, image)
             return pc.if_else(pa.array(self.has_delete), reset, folded)
+        if fn.function in RESET_SENSITIVE:
+            folded = self._onto_image(fn, col, folded, gid)
         # a -D that ends its group is the result as it is: initRow takes the image raw (a
         # distinct collect's duplicates stay, a sketch's bytes are not re-encoded)
         return pc.if_else(pa.array(self.deleted), image, folded) if self.deleted.any() else folded
+
+    def _onto_image(self, fn: FieldFunction, col: pa.Array, folded: pa.Array, gid: np.ndarray) -> pa.Array:
+        """``folded`` with Java's value where records follow a reset whose image the leading-insert
+        fold changes (`aggregate_reset_collections`)."""
+        groups = np.flatnonzero(self.has_delete & ~self.deleted)
+        if not groups.size:
+            return folded
+        image_rows = self.last_delete[groups]
+        alone = fold(fn, col, image_rows, np.zeros(groups.size, dtype=bool), np.arange(groups.size), groups.size)
+        images = col.take(pa.array(image_rows, type=pa.int64()))
+        # (Arrow compares no lists: the reset groups with records after them, few, in Python)
+        changed = [i for i, (a, b) in enumerate(zip(alone.to_pylist(), images.to_pylist(), strict=True)) if a != b]
+        if not changed:
+            return folded
+        retract = is_retract(self.kinds)
+        out = folded.to_pylist()
+        for i in changed:
+            g, lo = int(groups[i]), int(image_rows[i])
+            records = [(col[r].as_py(), bool(retract[r])) for r in range(lo + 1, int(self.ends[g]) + 1)
+                       if not (fn.ignore_retract and retract[r])]
+            out[g] = java_after_image(fn.function, fn.collection, fn.column, col.type, images[i].as_py(), records)
+        return pa.array(out, type=col.type)
 
     def _first_after(self, fn: FieldFunction, col: pa.Array, gid: np.ndarray, image_rows: np.ndarray) -> np.ndarray:
         """Per reset group, the row a first-value function takes over the image, else -1."""

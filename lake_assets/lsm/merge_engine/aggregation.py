@@ -27,6 +27,7 @@ from lake_assets.lsm.merge_engine.engine_options import (
     check_aggregate_options,
     checked_sequence_fields,
     field_function,
+    refuse_ignore_retract_with_remove_on_delete,
 )
 from lake_assets.lsm.merge_engine.function import SchemaFields
 from lake_assets.lsm.merge_engine.grouping import all_single, group_keys, keep_singles, last_true, one_row_per_group
@@ -52,13 +53,8 @@ class Aggregation:
         # ignore-delete with its fallback keys, as the writer reads it (Paimon's CoreOptions)
         self.ignore_delete = options.ignore_delete
         self.remove_on_delete = options.aggregation_remove_record_on_delete
-        if self.remove_on_delete:
-            # Paimon 1.1+ FieldAggregatorFactory.create refuses the pair for every column
-            for name in self.types:
-                if options.ignore_retract(name):
-                    raise OptionError(
-                        f"Options 'aggregation.remove-record-on-delete' and 'fields.{name}.ignore-retract' have "
-                        "conflicting behavior and cannot both be enabled (Paimon refuses the table too)")
+        # Paimon 1.1+ FieldAggregatorFactory.create refuses it with ignore-retract, for every column
+        refuse_ignore_retract_with_remove_on_delete(options, list(self.types))
         sequence_fields = set(checked_sequence_fields(options, names))
         self.functions: dict[str, FieldFunction] = {}
         for name, dtype in schema_fields:

@@ -52,6 +52,25 @@ def field_function(options: CoreOptions, column: str, dtype: pa.DataType, name: 
     )
 
 
+def refuse_ignore_retract_with_remove_on_delete(options: CoreOptions, columns: Sequence[str]) -> None:
+    """Raise when ``aggregation.remove-record-on-delete`` is set and one of ``columns`` (those Paimon
+    builds a field aggregator for) sets ``fields.<c>.ignore-retract``.
+
+    Paimon 1.1+ ``FieldAggregatorFactory.create`` refuses the pair for every aggregator it makes:
+    every column of an aggregation table, and on a partial-update table the primary-key columns
+    and the columns with an aggregate function (own or ``fields.default-aggregate-function``),
+    sequence fields excepted. ``partial-update.remove-record-on-delete`` is not part of that check.
+    """
+    if not options.aggregation_remove_record_on_delete:
+        return
+    for name in columns:
+        if options.ignore_retract(name):
+            raise OptionError(
+                f"Options 'aggregation.remove-record-on-delete' and 'fields.{name}.ignore-retract' have "
+                "conflicting behavior so should not be enabled at the same time (Paimon 1.1+ refuses "
+                "the table too)")
+
+
 def check_aggregate_options(options: CoreOptions, names: set[str]) -> None:
     """Raise when a ``fields.<c>.aggregate-function`` option names a column the table does not have."""
     for key in options.raw:

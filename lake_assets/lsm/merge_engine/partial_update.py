@@ -63,6 +63,7 @@ from lake_assets.lsm.merge_engine.engine_options import (
     checked_sequence_fields,
     checked_sequence_groups,
     field_function,
+    refuse_ignore_retract_with_remove_on_delete,
 )
 from lake_assets.lsm.merge_engine.function import SchemaFields
 from lake_assets.lsm.merge_engine.group_delete import last_resets
@@ -134,6 +135,11 @@ class PartialUpdate:
                     )
                 continue  # last_non_null_value is what partial-update does anyway
             self.functions[name] = fn
+        # the columns Paimon builds a FieldAggregator for: keys (its primary-key aggregator) and
+        # those with an aggregate function (HEAD's PartialUpdateMergeFunction.getAggFuncName)
+        aggregated = [n for n in names if n in self.key_names or (
+            n not in seq_fields and options.aggregate_function(n) is not None)]
+        refuse_ignore_retract_with_remove_on_delete(options, aggregated)
 
     def _delete_groups(self, options: CoreOptions) -> tuple[int, ...]:
         """Indexes into ``self.groups`` of the groups whose -D removes the whole record

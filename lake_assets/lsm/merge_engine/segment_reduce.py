@@ -10,8 +10,8 @@ was most of an aggregation merge (bench/RESULTS.md, "Partial-update and aggregat
 - ``sum`` adds a run's values one after another, from its first value, in entry order: Java's
   ``FieldSumAgg`` (a run of only -0.0 sums to -0.0, where Arrow's grouped sum, starting from
   +0.0, gives 0.0), one numpy pass per position in the longest run. Runs longer than
-  `MAX_RUN` entries, and types whose exact sum needs a wider type than int64 (64-bit integers,
-  decimals), are left to the hash aggregate.
+  `MAX_RUN` entries, 64-bit integers and decimals are left to `aggregate_arithmetic`. Each sum
+  adds in the type `sum_accumulator` gives (a FLOAT in float32, as Java).
 - ``min`` and ``max`` of integers, ``bool_and`` / ``bool_or``: order-free, one ``reduceat``.
   Floating point min/max stay with Arrow (its NaN handling is its own).
 """
@@ -38,34 +38,42 @@ def runs_of(gid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first, sizes
 
 
+def sum_accumulator(dtype: pa.DataType) -> np.dtype:
+    """The numpy type a run's sum adds in: a float column's own (Java's FieldSumAgg adds a FLOAT
+    in float32), int64 for the narrow integers (exact, checked against the column's range)."""
+    return np.dtype(dtype.to_pandas_dtype()) if pa.types.is_floating(dtype) else np.dtype(np.int64)
+
+
 def segment_sum(
     column: str, values: pa.Array, retract: np.ndarray, first: np.ndarray, sizes: np.ndarray
 ) -> pa.Array | None:
     """The sum of each run of ``values`` (no nulls; runs as `runs_of` gives them), retract
     entries subtracted, as the column's type; one value per run. None when this path does not
-    apply (the caller hashes). Raises `InvalidDataError` when a sum does not fit the column's type."""
+    apply (the caller folds otherwise). Raises `InvalidDataError` when a running integer sum
+    leaves the column's type."""
     dtype = values.type
     if values.null_count or not (pa.types.is_floating(dtype) or dtype in _SUMMED_INTEGERS):
         return None
     if sizes.size and int(sizes.max()) > MAX_RUN:
         return None
-    wide = np.float64 if pa.types.is_floating(dtype) else np.int64
-    v = values.to_numpy(zero_copy_only=False).astype(wide)
+    v = values.to_numpy(zero_copy_only=False).astype(sum_accumulator(dtype))
     if retract.any():
         v = np.where(retract, -v, v)
     acc = v[first].copy()  # from the first value, as FieldSumAgg.agg(null, x) = x keeps -0.0
+    # Paimon 2.0+ fails when a step of an integer sum leaves the column's type (addExact, ...)
+    info = None if pa.types.is_floating(dtype) else np.iinfo(dtype.to_pandas_dtype())
+    outside = info is not None and bool(((acc < info.min) | (acc > info.max)).any())
     live = np.flatnonzero(sizes > 1)
     k = 1
     while live.size:
         acc[live] += v[first[live] + k]
+        if info is not None:
+            outside |= bool(((acc[live] < info.min) | (acc[live] > info.max)).any())
         k += 1
         live = live[sizes[live] > k]
-    if wide is np.int64:
-        info = np.iinfo(dtype.to_pandas_dtype())
-        bad = (acc < info.min) | (acc > info.max)
-        if bad.any():
-            raise InvalidDataError(f"Aggregate function 'sum' overflowed column {column!r} ({dtype}): "
-                                   f"{int(acc[bad][0])} does not fit")
+    if outside:
+        raise InvalidDataError(f"Aggregate function 'sum' overflowed column {column!r} ({dtype}) at one of its "
+                               "steps (Paimon 2.0+ fails on it; Java before 2.0 wrapped around silently)")
     return pa.array(acc.astype(dtype.to_pandas_dtype(), copy=False), type=dtype)
 
 
@@ -90,4 +98,4 @@ def segment_reduce(function: str, values: pa.Array, first: np.ndarray) -> pa.Arr
     return pa.array(ufunc.reduceat(v, first), type=dtype)
 
 
-__all__ = ["MAX_RUN", "SEGMENT_FUNCTIONS", "runs_of", "segment_reduce", "segment_sum"]
+__all__ = ["MAX_RUN", "SEGMENT_FUNCTIONS", "runs_of", "segment_reduce", "segment_sum", "sum_accumulator"]
