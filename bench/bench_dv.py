@@ -20,6 +20,11 @@ round's wall (``upsert_plain_ms``, ``upsert_dv_ms``) and the share of it during 
 of the machine waited for a CPU (``upsert_*_stall``, Linux PSI): on a shared machine the rounds
 near 0 are the ones whose walls compare code. ``--upsert-only`` skips the read section, for many
 alternated runs of the upsert rounds alone.
+
+Each upsert round starts after ``os.sync()`` (since session 17; ``--no-sync`` leaves it out): the
+build just wrote ~40 MB, and with it still dirty in the page cache the round's file creations and
+its snapshot's fsync could wait on that writeback (an 80 ms fsync in one round at load 3), by
+chance in a plain or a DV round. The sync runs for both tables, outside the timed call.
 """
 
 from __future__ import annotations
@@ -136,6 +141,10 @@ def main() -> None:
                          "(overrides --merge-engine; the first gives the top-level keys)")
     ap.add_argument("--upsert-only", action="store_true",
                     help="time the upsert rounds only (no read section): for many alternated runs")
+    ap.add_argument("--no-sync", action="store_true",
+                    help="time each upsert round right after its table's build, the build's files still "
+                         "dirty in the page cache (before session 17); by default os.sync() runs first, "
+                         "for the plain and the DV table alike")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="print the N costliest functions (own time) of the timed reads, read serially "
                          "(split pool and pyarrow's threads off: cProfile sees one thread)")
@@ -190,6 +199,8 @@ def timed_upserts(args: argparse.Namespace, work: Path, engine: str) -> dict[str
             name = "dv" if dv else "plain"
             root = work / f"upsert-{engine}-{name}-{i}"
             table = build(root, args.rows, args.upsert_rows, 1, args.buckets, dv, 2, engine)
+            if not args.no_sync:
+                os.sync()  # the build's ~40 MB written back before the timed round (see --no-sync)
             ids = np.sort(np.random.default_rng(100 + i).choice(args.rows, args.upsert_rows, replace=False))
             data = batch(ids, 99)
             stall = cpu_stall_us()
@@ -221,6 +232,7 @@ def timed_upserts(args: argparse.Namespace, work: Path, engine: str) -> dict[str
         "upsert_plain_stall": [None if x is None else round(x, 3) for x in stalls["plain"]],
         "upsert_dv_stall": [None if x is None else round(x, 3) for x in stalls["dv"]],
         "upsert_load_average": [round(upsert_load_before[0], 2), round(upsert_load_after[0], 2)],
+        "upsert_synced": not args.no_sync,
     }
 
 

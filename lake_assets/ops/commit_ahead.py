@@ -20,10 +20,12 @@ Paimon's order. Otherwise (the APPEND lost a race and was retried, another commi
 between, anything failed on the thread) they are deleted - nothing references files of a
 snapshot that was never put - and the committer writes the COMPACT snapshot the usual way.
 
-Each start is a run of its own (`_AheadRun`: its thread, hand-over, files and result), so a run
-still going never adds to another's lists. A dropped run is waited for before its files are
-deleted; if that wait is interrupted, the thread deletes them itself once it has written the
-last. A process that cannot start a thread commits without one.
+Each start is a run of its own (`AheadRun`: its hand-over, files and result), so a run still
+going never adds to another's lists. Runs go to helper threads kept between commits
+(`ops.ahead_threads`: starting a thread per commit put its start-up on the commit's critical
+path). A dropped run is waited for before its files are deleted; if that wait is interrupted,
+the thread deletes them itself once it has written the last. A process that cannot start a
+thread commits without one.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from lake_assets.errors import CommitConflictError
 from lake_assets.io.file_io import PreparedCreate
+from lake_assets.ops.ahead_threads import run_on_helper
 from lake_assets.ops.commit_conflicts import check_conflicts
 from lake_assets.ops.commit_snapshot import (
     CHANGELOG_LIST_STEP,
@@ -85,8 +88,8 @@ class _Handoff:
 
 
 class AheadRun:
-    """One start of the ahead writer: its thread, the APPEND snapshot handed to it, the files it
-    wrote, the fault points they passed and its result.
+    """One start of the ahead writer: the APPEND snapshot handed to it, the files it wrote, the
+    fault points they passed and its result; it runs on a helper thread (`start`).
 
     A dropped run's files are deleted by whoever sees it finished last: the dropping caller once
     the thread ended, or the thread itself if it was still writing (the caller's wait for it was
@@ -103,16 +106,16 @@ class AheadRun:
         self._lock = threading.Lock()
         self._finished = False
         self._dropped = False
-        self.thread = threading.Thread(target=self._main, name="lake-commit-ahead", daemon=True)
+        self._ended = threading.Event()  # set as `_main` returns, its files deleted if it was dropped
 
     def start(self) -> bool:
-        """Start the thread; False (and nothing written) when the process cannot start one."""
-        try:
-            self.thread.start()
-        except RuntimeError:  # "can't start new thread": the committer writes the snapshot itself
-            self._finished = True
-            return False
-        return True
+        """Run on a helper thread (`ops.ahead_threads`: one kept from an earlier commit, else a
+        new one); False (and nothing written) when the process cannot start one."""
+        if run_on_helper(self._main):
+            return True
+        self._finished = True  # "can't start new thread": the committer writes the snapshot itself
+        self._ended.set()
+        return False
 
     def follow(self, appended: Snapshot) -> None:
         self.appended = appended
@@ -133,10 +136,15 @@ class AheadRun:
                 dropped = self._dropped
             if dropped:  # dropped while it was writing: its files go now that the last is written
                 self._delete()
+            self._ended.set()
 
     def wait(self) -> None:
         self._handoff.give(None)  # never followed (the APPEND attempt failed): stop waiting
-        self.thread.join()
+        self._wait_ended()
+
+    def _wait_ended(self) -> None:
+        """Until `_main` has returned (an interrupt may end the wait first: see `drop`)."""
+        self._ended.wait()
 
     def drop(self) -> None:
         """Delete what the run wrote (never put: nothing references it), waiting for it to end."""
@@ -147,7 +155,7 @@ class AheadRun:
         if finished:
             self._delete()
         else:
-            self.thread.join()  # it deletes them itself as it ends (also if this wait is interrupted)
+            self._wait_ended()  # it deletes them itself as it ends (also if this wait is interrupted)
 
     def _delete(self) -> None:
         # Best effort: files no snapshot references are orphans at worst (remove_orphan_files),

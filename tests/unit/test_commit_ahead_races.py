@@ -22,6 +22,7 @@ import pytest
 
 from lake_assets import Catalog
 from lake_assets.ops import commit_ahead
+from lake_assets.ops.ahead_threads import forget_idle_helpers
 from lake_assets.ops.commit_ahead import SnapshotAhead
 from lake_assets.spec.snapshot import CommitKind
 
@@ -137,22 +138,22 @@ def test_an_interrupted_wait_still_deletes_the_runs_files(tmp_path: Path, monkey
     ahead = SnapshotAhead(store, mio, prepare)
     ahead.start(t.latest_snapshot(), base_changes_index=False)
     assert writing.wait(WAIT_S)
-    real_join = threading.Thread.join
-    helpers: list[threading.Thread] = []
+    run = ahead._run
+    assert run is not None
+    waits: list[Any] = []
 
-    def interrupted_join(self: threading.Thread, timeout: float | None = None) -> None:
-        if self.name == "lake-commit-ahead":
-            helpers.append(self)
-            raise KeyboardInterrupt  # as a signal arriving during Thread.join
-        real_join(self, timeout)
+    def interrupted_wait(self: Any) -> None:
+        waits.append(self)
+        raise KeyboardInterrupt  # as a signal arriving while the caller waits for the run's end
 
-    monkeypatch.setattr(threading.Thread, "join", interrupted_join)
+    monkeypatch.setattr(commit_ahead.AheadRun, "_wait_ended", interrupted_wait)
     with pytest.raises(KeyboardInterrupt):
         ahead.discard()
     monkeypatch.undo()
+    assert waits == [run]
     go_on.set()
-    assert done.wait(WAIT_S) and helpers
-    helpers[0].join(WAIT_S)
+    assert done.wait(WAIT_S)
+    assert run._ended.wait(WAIT_S)  # the run's own end: its deletions done
     assert _unreferenced_metadata(t) == []  # before: the two lists stayed behind
     ahead.discard()  # and a later cleanup has nothing left to do
     assert _state(t) == {k: f"a{k}" for k in range(100)}
@@ -250,6 +251,7 @@ def test_a_process_that_cannot_start_a_thread_still_commits(tmp_path: Path, monk
             raise RuntimeError("can't start new thread")
         real_start(self)
 
+    forget_idle_helpers()  # no thread kept from an earlier commit: this one must start one
     monkeypatch.setattr(commit_ahead.threading.Thread, "start", no_thread)
     t.write_arrow(_rows(range(50, 150), "b"))  # before: the APPEND failed, then its cleanup too
     monkeypatch.undo()
