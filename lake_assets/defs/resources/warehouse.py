@@ -9,6 +9,7 @@ from pydantic import Field
 
 from lake_assets.catalog import Catalog
 from lake_assets.catalog_names import parse_identifier
+from lake_assets.defs.declaration import declaration_differences, mismatch_message
 from lake_assets.defs.resources.storage import Storage
 from lake_assets.table import Table
 
@@ -43,12 +44,27 @@ class WarehouseResource(dg.ConfigurableResource):
             raise dg.Failure(description=f"{identifier} does not exist yet: ingest first", allow_retries=False)
         return table
 
+    def declared_table(self, spec: TableConfig) -> Table:
+        """The existing table lake.yaml declares, or a non-retryable Dagster failure: it does not
+        exist yet (ingest first), or its keys or options differ from lake.yaml's (each named)."""
+        return self._matching(spec, self.existing_table(spec.identifier))
+
+    def _matching(self, spec: TableConfig, table: Table) -> Table:
+        problems = declaration_differences(table, spec.primary_keys, spec.partition_keys, spec.options)
+        if problems:
+            raise dg.Failure(description=mismatch_message(spec.identifier, problems), allow_retries=False)
+        return table
+
     def table_path(self, identifier: str) -> str:
         return self.catalog().table_path(identifier)
 
     def ensure_table(self, spec: TableConfig) -> Table:
-        """Create the database and table from lake.yaml unless they exist (an existing table is kept)."""
+        """Create the database and table from lake.yaml unless they exist; an existing table is kept
+        as it is, and must have the keys and options lake.yaml declares (`declared_table`)."""
         catalog = self.catalog()
+        existing = self.table_if_exists(spec.identifier)
+        if existing is not None:
+            return self._matching(spec, existing)
         catalog.create_database(parse_identifier(spec.identifier)[0], ignore_if_exists=True)
         return catalog.create_table(
             spec.identifier,
