@@ -62,6 +62,7 @@ def test_a_failing_job_raises_failure_with_its_error_json(tmp_path: Path) -> Non
     failure = result.get_step_failure_events()[0].step_failure_data
     assert "Spark job expire failed, exit code 2 (bad arguments or config)" in failure.error.message
     assert "NoSuchTableError" in failure.error.message
+    assert "What to do: fix the job's arguments, lake.yaml or the table" in failure.error.message
     metadata = failure.user_failure_data.metadata
     assert metadata["exit_code"].value == 2
     assert metadata["error_json"].value["status"] == "error"
@@ -86,6 +87,7 @@ def test_a_job_over_its_timeout_is_stopped(tmp_path: Path) -> None:
     assert not result.success
     message = result.get_step_failure_events()[0].step_failure_data.error.message
     assert "Spark job sleepy failed, timed out" in message
+    assert "What to do: raise spark.timeout in lake.yaml" in message
 
 
 @pytest.mark.parametrize("launcher", ["pipes", "python"])
