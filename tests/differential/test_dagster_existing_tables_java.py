@@ -7,7 +7,8 @@ launcher) compacts the ORC table in ORC so that Java reads the same rows, its ta
 A declaration that differs from a table (another bucket count, a changelog producer or retention
 the table does not carry, a primary key on an append table, other partition keys) used to be
 ignored without a word (lake.yaml creates tables, never alters them): now every asset of that table
-fails before any job, naming each difference and what to do.
+fails before any job, naming each difference and what to do, and the small-file sensor says why
+it requests no compaction of it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pyarrow as pa
 from lake_assets import Catalog
 from lake_assets.defs.config import load_config
 from lake_assets.defs.factory import build_definitions
+from lake_assets.defs.sensors import SMALL_FILE_SENSOR
 from tests.dagster.helpers import ONE_TABLE_SPARK, materialization_metadata
 from tests.java.oracle import PaimonJava
 
@@ -98,6 +100,13 @@ def test_existing_java_tables_under_lake_yaml(java: PaimonJava, wh: str, tmp_pat
     defs = build_definitions(load_config(_lake_yaml(Path(wh).parent / "differ", differ)))
     snapshots = {ident: [s["id"] for s in java.snapshots(wh, ident)] for ident in KINDS}
     with dg.instance_for_test() as instance:
+        # the small-file sensor does not request runs that would fail so, and says why
+        with dg.build_sensor_context(instance=instance, resources=defs.resources) as context:
+            tick = defs.resolve_sensor_def(SMALL_FILE_SENSOR).evaluate_tick(context)
+        assert tick.run_requests == []
+        assert ("db.orders: not requested: lake.yaml's declaration differs from the table: option bucket: "
+                "lake.yaml declares '4', the table has '2'; ") in (tick.skip_message or "")
+        assert "db.vectors" not in (tick.skip_message or "")  # declared as it is
         messages = {}
         for job in ("db_orders_compaction_job", "db_orders_changelog_job", "db_orders_expiry_job",
                     "db_logs_orphans_job", "db_dynamic_expiry_job"):
