@@ -103,6 +103,32 @@ def test_maintenance_on_a_missing_table_fails_without_retries(tmp_path) -> None:
     assert info.value.allow_retries is False
 
 
+def test_a_declared_table_without_ingest_that_is_missing_is_named_with_what_is_there(tmp_path) -> None:
+    """A table another engine writes, declared for maintenance only (no `ingest`) with a typo in its
+    name: "ingest first" named an asset that does not exist; the failure says what the warehouse holds."""
+    import pyarrow as pa
+
+    from lake_assets import Catalog
+    from lake_assets.defs.config import parse_config
+
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    catalog.create_table("db.orders", pa.schema([("id", pa.int64())]))
+    config = parse_config({"warehouse": {"kind": "local", "path": "wh"},
+                           "tables": [{"identifier": "db.order", "schema": {"id": "BIGINT"}},
+                                      {"identifier": "shop.orders", "schema": {"id": "BIGINT"}}]},
+                          base_dir=tmp_path)
+    warehouse = WarehouseResource(storage=config.warehouse)
+    with pytest.raises(dg.Failure) as info:
+        warehouse.declared_table(config.table("db.order"))
+    assert info.value.description == (
+        f"db.order does not exist in {tmp_path / 'wh'} (database db holds db.orders). lake.yaml declares it "
+        "without `ingest`, so lake_assets does not create it: check its identifier and the warehouse")
+    assert info.value.allow_retries is False
+    with pytest.raises(dg.Failure, match=r"\(it has no database shop \(databases: db\)\)"):
+        warehouse.declared_table(config.table("shop.orders"))
+
+
 def test_the_pipes_launcher_finds_the_shipped_jobs_from_any_working_directory(tmp_path, monkeypatch) -> None:
     """Without spark.jobs_dir the scripts are lake_assets' own jobs/, not ./jobs of wherever the
     code location happens to run (a lake.yaml outside the repository failed at its first ingest)."""
