@@ -159,7 +159,11 @@ def check_results(spec: TableConfig, obs: TableObservation) -> dict[str, tuple[b
             "oldest_level0_age_s": round(obs.oldest_level0_age_ms / 1000, 1), "limit_s": limit_ms / 1000}),
         "snapshot_retention": (obs.snapshots_retained <= policy.retain_max, {
             "snapshots": obs.snapshots_retained, "retain_min": policy.retain_min,
-            "retain_max": policy.retain_max}),
+            "retain_max": policy.retain_max,
+            # expiry never removes what a consumer has not read: over retain_max because of one, the
+            # fix is that consumer (advance or delete it), not another expiry run
+            "held_by_consumers": ", ".join(f"{cid} ({lag} snapshots behind)" for cid, lag in obs.consumer_lag.items()
+                                           if lag > policy.retain_max) or "none"}),
     }
 
 
