@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from lake_assets.errors import LakeError
-from lake_assets.option_rules import rule_for
+from lake_assets.option_rules import FALLBACK_OF, carried_key, rule_for
 from lake_assets.option_types import parse_value
 from lake_assets.table import Table
 
@@ -37,12 +37,17 @@ def option_differences(declared: Mapping[str, str], carried: Mapping[str, str]) 
     """One line per option lake.yaml declares with another value than the table carries."""
     problems = []
     for key, text in declared.items():
-        stored = carried.get(key)
+        # an option set under an older spelling (Paimon's fallback keys, e.g. partial-update.ignore-delete
+        # for ignore-delete) is the same option, on either side
+        primary = FALLBACK_OF.get(key, key)
+        carried_as = carried_key(carried, primary)
+        stored = None if carried_as is None else carried[carried_as]
         if _option_value(key, text) == _option_value(key, stored):
             continue
         if stored is None:
             default = _option_value(key, None)
-            has = "does not set it" + ("" if default is None else f" (so {default!r}, Paimon's default)")
+            shown = str(default).lower() if isinstance(default, bool) else repr(default)  # as Paimon spells it
+            has = "does not set it" + ("" if default is None else f" (so {shown}, Paimon's default)")
         else:
             has = f"has {stored!r}"
         problems.append(f"option {key}: lake.yaml declares {text!r}, the table {has}")

@@ -57,3 +57,18 @@ def test_docs_cli_examples_name_assets_and_jobs_of_the_repo_lake_yaml() -> None:
     assert selections - keys == set()
     for job in jobs:
         defs.resolve_job_def(job)
+
+
+def test_declared_options_compare_as_paimon_reads_them() -> None:
+    """An option lake.yaml declares matches the table's when Paimon reads the same value: another
+    spelling of the number or duration, or the key's older spelling (a fallback key) on either side."""
+    from lake_assets.defs.declaration import option_differences
+
+    assert option_differences({"bucket": "04", "snapshot.time-retained": "1h"},
+                              {"bucket": "4", "snapshot.time-retained": "60 min"}) == []
+    assert option_differences({"ignore-delete": "true"}, {"partial-update.ignore-delete": "true"}) == []
+    assert option_differences({"partial-update.ignore-delete": "true"}, {"ignore-delete": "true"}) == []
+    assert option_differences({"ignore-delete": "true"}, {}) == [
+        "option ignore-delete: lake.yaml declares 'true', the table does not set it (so false, Paimon's default)"]
+    assert option_differences({"bucket": "4"}, {"bucket": "2"}) == [
+        "option bucket: lake.yaml declares '4', the table has '2'"]
