@@ -129,6 +129,31 @@ def test_a_declared_table_without_ingest_that_is_missing_is_named_with_what_is_t
         warehouse.declared_table(config.table("shop.orders"))
 
 
+def test_ingest_into_an_existing_table_declared_otherwise_fails_before_its_job(tmp_path) -> None:
+    """ensure_table (the ingest asset's first step) creates a missing table, and refuses one that
+    exists with other options than lake.yaml declares, instead of writing into it as it is."""
+    import pyarrow as pa
+
+    from lake_assets import Catalog
+    from lake_assets.defs.config import parse_config
+
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("dt", pa.string())])
+    catalog.create_table("db.orders", schema, primary_keys=["id", "dt"], options={"bucket": "2"})
+    ingest = {"source": "landing/{date}.csv", "format": "csv", "start_date": "2024-01-01", "partition_column": "dt"}
+    table = {"identifier": "db.orders", "schema": {"id": "BIGINT NOT NULL", "dt": "STRING"},
+             "primary_keys": ["id", "dt"], "partition_keys": ["dt"], "options": {"bucket": 2}, "ingest": ingest}
+    config = parse_config({"warehouse": {"kind": "local", "path": "wh"},
+                           "tables": [table, {**table, "identifier": "db.fresh"}]}, base_dir=tmp_path)
+    warehouse = WarehouseResource(storage=config.warehouse)
+    with pytest.raises(dg.Failure) as info:
+        warehouse.ensure_table(config.table("db.orders"))
+    assert "partition_keys: lake.yaml declares ['dt'], the table has []" in (info.value.description or "")
+    assert warehouse.ensure_table(config.table("db.fresh")).partition_keys == ("dt",)  # created
+    assert warehouse.ensure_table(config.table("db.fresh")).partition_keys == ("dt",)  # then kept
+
+
 def test_the_pipes_launcher_finds_the_shipped_jobs_from_any_working_directory(tmp_path, monkeypatch) -> None:
     """Without spark.jobs_dir the scripts are lake_assets' own jobs/, not ./jobs of wherever the
     code location happens to run (a lake.yaml outside the repository failed at its first ingest)."""
