@@ -171,7 +171,7 @@ def check_results(spec: TableConfig, obs: TableObservation) -> dict[str, tuple[b
     Shared by the asset checks and the health sensor so both judge the current state alike."""
     policy = spec.maintenance
     limit_ms = int(parse_duration(policy.max_level0_age).total_seconds() * 1000)
-    return {
+    results: dict[str, tuple[bool, dict[str, Any]]] = {
         # the compaction backlog: small files over the policy, and files to purge of deleted rows
         "small_files": (obs.max_small_files_per_bucket <= policy.small_file_threshold
                         and obs.vector_purge_files == 0, {
@@ -183,6 +183,13 @@ def check_results(spec: TableConfig, obs: TableObservation) -> dict[str, tuple[b
             "snapshots": obs.snapshots_retained, "retain_min": policy.retain_min,
             "retain_max": policy.retain_max, **_expired_leases(obs)}),
     }
+
+    # Expiry never removes what a consumer has not read: over retain_max because of one, the fix is
+    # that consumer (advance or delete it), not another expiry run.
+    results["snapshot_retention"][1]["held_by_consumers"] = ", ".join(
+        f"{cid} ({lag} snapshots behind)" for cid, lag in obs.consumer_lag.items() if lag > policy.retain_max
+    ) or "none"
+    return results
 
 
 def _expired_leases(obs: TableObservation) -> dict[str, Any]:

@@ -66,6 +66,11 @@ def test_small_files_and_retention_pass_then_fail(lake) -> None:
     assert bad["small_files"].metadata["partitions_over"].value == "dt=2024-01-01"
     assert not bad["snapshot_retention"].passed
     assert bad["snapshot_retention"].metadata["snapshots"].value == 6
+    assert bad["snapshot_retention"].metadata["held_by_consumers"].value == "none"
+    # a consumer that has read nothing holds every snapshot: the check names it (expiry cannot help)
+    warehouse.table("db.orders").store.consumer_manager().record("flink-job", 1)
+    held = _run_checks(defs, instance)["snapshot_retention"]
+    assert not held.passed and held.metadata["held_by_consumers"].value == "flink-job (6 snapshots behind)"
 
 
 def test_level0_age_fails_when_compaction_falls_behind(lake, monkeypatch: pytest.MonkeyPatch) -> None:

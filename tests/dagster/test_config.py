@@ -92,6 +92,15 @@ def test_s3_secrets_come_from_the_environment(tmp_path: Path) -> None:
          "automation.health_sensor_interval_seconds: Input should be greater than or equal to 1"),
         (lambda d: d["automation"].update(health_sensor_interval_seconds="often"),
          "automation.health_sensor_interval_seconds: Input should be a valid integer"),
+        # a first week's mistakes that loaded before and failed later, or lost data:
+        (lambda d: d.update(timezone="Europe/Berln"),  # Dagster failed while building the schedules
+         "timezone: 'Europe/Berln' is not an IANA time zone"),
+        (lambda d: d["tables"][1]["ingest"].update(end_date="2023-12-31"),  # no partitions at all
+         "tables[1] (db.events).ingest: end_date 2023-12-31 is before start_date 2024-01-01"),
+        (lambda d: d["tables"][0]["ingest"].update(partition_format="%Y-%m"),  # each day overwrote its month
+         "tables[0] (db.orders).ingest.partition_format: '%Y-%m' does not give each day a value of its own"),
+        (lambda d: d["tables"][0]["ingest"].update(partition_format="%m-%d"),  # each day overwrote last year's
+         "tables[0] (db.orders).ingest.partition_format: '%m-%d' does not give each day a value of its own"),
     ],
 )
 def test_bad_config_names_the_entry_and_field(tmp_path: Path, edit, expected: str) -> None:

@@ -15,6 +15,7 @@ from lake_assets.defs.config import LakeConfig
 from lake_assets.defs.resources import LocalStorage, S3Storage, WarehouseResource
 from lake_assets.defs.resources.pipes import CompletedJob
 from lake_assets.defs.resources.spark import EXIT_CODES, job_failure
+from lake_assets.exit_codes import EXIT_CODE_ADVICE
 
 
 def _parse(job: str, args: list[str]):
@@ -80,4 +81,7 @@ def test_exit_codes_are_the_jobs_own() -> None:
     for name, code in job_codes.items():
         failure = job_failure("compact", CompletedJob(code, "", []), {})
         assert f"exit code {code} ({EXIT_CODES[code]})" in (failure.description or ""), name
+        if code:  # and what to do next, which the user could not tell from the code alone
+            assert f". What to do: {EXIT_CODE_ADVICE[code]}." in (failure.description or ""), name
         assert failure.allow_retries == (code == job_errors.EXIT_CONFLICT), name
+    assert set(EXIT_CODE_ADVICE) == set(EXIT_CODES) - {0}

@@ -38,3 +38,37 @@ def test_ingest_materialized_outside_its_job_is_tagged_and_described(tmp_path: P
         assert result.success
         tags = instance.get_run_by_id(result.run_id).tags
     assert tags["lake/table"] == "db.events" and tags["lake/job"] == "ingest"
+
+
+def test_docs_cli_examples_name_assets_and_jobs_of_the_repo_lake_yaml() -> None:
+    """`--select` and `-j` of docs/dagster.md's commands exist in the repo's code location (one named
+    airline/flights_partition_expiry, which a table without partition.expiration-time does not have)."""
+    import re
+
+    from lake_assets.defs.config import load_config
+    from lake_assets.defs.factory import build_definitions
+
+    text = (REPO / "docs" / "dagster.md").read_text().replace("\\\n", " ")
+    selections = set(re.findall(r"--select ([\w/]+)", text))
+    jobs = set(re.findall(r" -j (\S+)", text))
+    assert "airline/flights_ingest" in selections and jobs
+    defs = build_definitions(load_config(REPO / "lake.yaml"))
+    keys = {k.to_user_string() for a in defs.assets or [] for k in a.keys}  # type: ignore[union-attr]
+    assert selections - keys == set()
+    for job in jobs:
+        defs.resolve_job_def(job)
+
+
+def test_declared_options_compare_as_paimon_reads_them() -> None:
+    """An option lake.yaml declares matches the table's when Paimon reads the same value: another
+    spelling of the number or duration, or the key's older spelling (a fallback key) on either side."""
+    from lake_assets.defs.declaration import option_differences
+
+    assert option_differences({"bucket": "04", "snapshot.time-retained": "1h"},
+                              {"bucket": "4", "snapshot.time-retained": "60 min"}) == []
+    assert option_differences({"ignore-delete": "true"}, {"partial-update.ignore-delete": "true"}) == []
+    assert option_differences({"partial-update.ignore-delete": "true"}, {"ignore-delete": "true"}) == []
+    assert option_differences({"ignore-delete": "true"}, {}) == [
+        "option ignore-delete: lake.yaml declares 'true', the table does not set it (so false, Paimon's default)"]
+    assert option_differences({"bucket": "4"}, {"bucket": "2"}) == [
+        "option bucket: lake.yaml declares '4', the table has '2'"]

@@ -62,6 +62,7 @@ def test_a_failing_job_raises_failure_with_its_error_json(tmp_path: Path) -> Non
     failure = result.get_step_failure_events()[0].step_failure_data
     assert "Spark job expire failed, exit code 2 (bad arguments or config)" in failure.error.message
     assert "NoSuchTableError" in failure.error.message
+    assert "What to do: fix the job's arguments, lake.yaml or the table" in failure.error.message
     metadata = failure.user_failure_data.metadata
     assert metadata["exit_code"].value == 2
     assert metadata["error_json"].value["status"] == "error"
@@ -86,6 +87,7 @@ def test_a_job_over_its_timeout_is_stopped(tmp_path: Path) -> None:
     assert not result.success
     message = result.get_step_failure_events()[0].step_failure_data.error.message
     assert "Spark job sleepy failed, timed out" in message
+    assert "What to do: raise spark.timeout in lake.yaml" in message
 
 
 @pytest.mark.parametrize("launcher", ["pipes", "python"])
@@ -99,6 +101,57 @@ def test_maintenance_on_a_missing_table_fails_without_retries(tmp_path) -> None:
     with pytest.raises(dg.Failure, match=r"db\.nope does not exist yet: ingest first") as info:
         warehouse.existing_table("db.nope")
     assert info.value.allow_retries is False
+
+
+def test_a_declared_table_without_ingest_that_is_missing_is_named_with_what_is_there(tmp_path) -> None:
+    """A table another engine writes, declared for maintenance only (no `ingest`) with a typo in its
+    name: "ingest first" named an asset that does not exist; the failure says what the warehouse holds."""
+    import pyarrow as pa
+
+    from lake_assets import Catalog
+    from lake_assets.defs.config import parse_config
+
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    catalog.create_table("db.orders", pa.schema([("id", pa.int64())]))
+    config = parse_config({"warehouse": {"kind": "local", "path": "wh"},
+                           "tables": [{"identifier": "db.order", "schema": {"id": "BIGINT"}},
+                                      {"identifier": "shop.orders", "schema": {"id": "BIGINT"}}]},
+                          base_dir=tmp_path)
+    warehouse = WarehouseResource(storage=config.warehouse)
+    with pytest.raises(dg.Failure) as info:
+        warehouse.declared_table(config.table("db.order"))
+    assert info.value.description == (
+        f"db.order does not exist in {tmp_path / 'wh'} (database db holds db.orders). lake.yaml declares it "
+        "without `ingest`, so lake_assets does not create it: check its identifier and the warehouse")
+    assert info.value.allow_retries is False
+    with pytest.raises(dg.Failure, match=r"\(it has no database shop \(databases: db\)\)"):
+        warehouse.declared_table(config.table("shop.orders"))
+
+
+def test_ingest_into_an_existing_table_declared_otherwise_fails_before_its_job(tmp_path) -> None:
+    """ensure_table (the ingest asset's first step) creates a missing table, and refuses one that
+    exists with other options than lake.yaml declares, instead of writing into it as it is."""
+    import pyarrow as pa
+
+    from lake_assets import Catalog
+    from lake_assets.defs.config import parse_config
+
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("dt", pa.string())])
+    catalog.create_table("db.orders", schema, primary_keys=["id", "dt"], options={"bucket": "2"})
+    ingest = {"source": "landing/{date}.csv", "format": "csv", "start_date": "2024-01-01", "partition_column": "dt"}
+    table = {"identifier": "db.orders", "schema": {"id": "BIGINT NOT NULL", "dt": "STRING"},
+             "primary_keys": ["id", "dt"], "partition_keys": ["dt"], "options": {"bucket": 2}, "ingest": ingest}
+    config = parse_config({"warehouse": {"kind": "local", "path": "wh"},
+                           "tables": [table, {**table, "identifier": "db.fresh"}]}, base_dir=tmp_path)
+    warehouse = WarehouseResource(storage=config.warehouse)
+    with pytest.raises(dg.Failure) as info:
+        warehouse.ensure_table(config.table("db.orders"))
+    assert "partition_keys: lake.yaml declares ['dt'], the table has []" in (info.value.description or "")
+    assert warehouse.ensure_table(config.table("db.fresh")).partition_keys == ("dt",)  # created
+    assert warehouse.ensure_table(config.table("db.fresh")).partition_keys == ("dt",)  # then kept
 
 
 def test_the_pipes_launcher_finds_the_shipped_jobs_from_any_working_directory(tmp_path, monkeypatch) -> None:

@@ -47,7 +47,7 @@ def build_changelog_asset(spec: TableConfig) -> dg.AssetsDefinition:
     def changelog_asset(
         context: dg.AssetExecutionContext, warehouse: WarehouseResource, spark: SparkJobResource
     ) -> dg.MaterializeResult:
-        warehouse.existing_table(spec.identifier)
+        warehouse.declared_table(spec)
         summary = spark.run_job(context, "changelog", warehouse.job_args(spec.identifier) + changelog_args(spec),
                                 env=warehouse.job_env())
         table = warehouse.table(spec.identifier)

@@ -94,7 +94,7 @@ def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
            description=f"Reads {spec.identifier}'s health (manifests) and resolves what to compact.")
     def plan_op(context: dg.OpExecutionContext, config: CompactionConfig, warehouse: WarehouseResource
                 ) -> CompactionPlan:
-        table = warehouse.existing_table(spec.identifier)
+        table = warehouse.declared_table(spec)
         refused = compaction_refusal(table.store)
         if refused is not None:  # (from a schedule, a failing check, the UI) fail here, before any Spark job
             raise dg.Failure(description=refused, allow_retries=False)

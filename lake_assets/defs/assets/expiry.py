@@ -49,7 +49,7 @@ def build_expiry_asset(spec: TableConfig) -> dg.AssetsDefinition:
         warehouse: WarehouseResource,
         spark: SparkJobResource,
     ) -> dg.MaterializeResult:
-        table = warehouse.existing_table(spec.identifier)
+        table = warehouse.declared_table(spec)
         count_before = len(table.snapshots())
         summary = spark.run_job(context, "expire", warehouse.job_args(spec.identifier)
                                 + expire_args(policy, config.dry_run), env=warehouse.job_env())

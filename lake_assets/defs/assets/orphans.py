@@ -44,7 +44,7 @@ def build_orphans_asset(spec: TableConfig) -> dg.AssetsDefinition:
         warehouse: WarehouseResource,
         spark: SparkJobResource,
     ) -> dg.MaterializeResult:
-        warehouse.existing_table(spec.identifier)
+        warehouse.declared_table(spec)
         dry_run = (not policy.enabled) if config.dry_run is None else config.dry_run
         summary = spark.run_job(context, "remove_orphans",
                                 warehouse.job_args(spec.identifier) + orphans_args(policy, dry_run),

@@ -43,6 +43,7 @@ def build_partition_expiry_asset(spec: TableConfig) -> dg.AssetsDefinition:
         warehouse: WarehouseResource,
         spark: SparkJobResource,
     ) -> dg.MaterializeResult:
+        warehouse.declared_table(spec)  # it exists, with the options lake.yaml declares
         args = warehouse.job_args(spec.identifier) + (["--dry-run"] if config.dry_run else [])
         summary = spark.run_job(context, "expire_partitions", args, env=warehouse.job_env())
         table = warehouse.table(spec.identifier)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import string
-from datetime import date
+from datetime import date, datetime
 from functools import cached_property
 from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -20,6 +21,16 @@ from lake_assets.defs.resources.storage import Storage
 from lake_assets.errors import LakeError
 
 TEMPLATE_FIELDS = ("partition_key", "date", "value", "year", "month", "day")
+# Days whose every field differs from the others' (day > 12 too): a partition_format must tell them apart.
+_SAMPLE_DAYS = (date(2024, 1, 1), date(2024, 1, 2), date(2024, 2, 1), date(2025, 1, 1), date(2031, 12, 25))
+
+
+def _day_round_trips(fmt: str, day: date) -> bool:
+    """Whether ``day`` formatted with ``fmt`` reads back as ``day`` (a format naming the day uniquely)."""
+    try:
+        return datetime.strptime(day.strftime(fmt), fmt).date() == day
+    except ValueError:
+        return False
 
 
 class _Strict(BaseModel):
@@ -46,6 +57,24 @@ class IngestConfig(_Strict):
         if unknown:
             raise ValueError(f"unknown placeholders {unknown} in {v!r}; use {list(TEMPLATE_FIELDS)}")
         return v
+
+    @field_validator("partition_format")
+    @classmethod
+    def _one_value_per_day(cls, v: str) -> str:
+        # Each day's run overwrites the partition its value names: a format that gives two days one
+        # value ('%Y-%m': a month) would make every day's run replace the days before it.
+        if not all(_day_round_trips(v, day) for day in _SAMPLE_DAYS):
+            raise ValueError(f"{v!r} does not give each day a value of its own (each day's run overwrites "
+                             "the partition its value names): use the year, month and day, e.g. '%Y-%m-%d' "
+                             "or '%Y%m%d'")
+        return v
+
+    @model_validator(mode="after")
+    def _dates_in_order(self) -> IngestConfig:
+        if self.end_date is not None and self.end_date < self.start_date:
+            raise ValueError(f"end_date {self.end_date} is before start_date {self.start_date}: "
+                             "the ingest would have no days")
+        return self
 
     @field_validator("read_options", mode="before")
     @classmethod
@@ -121,6 +150,15 @@ class LakeConfig(_Strict):
     automation: AutomationConfig = AutomationConfig()
     timezone: str = Field(default="UTC", description="Time zone of schedules and daily partitions.")
     tables: list[TableConfig] = Field(min_length=1)
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, v: str) -> str:
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"{v!r} is not an IANA time zone (e.g. 'UTC', 'Europe/Berlin')") from None
+        return v
 
     @model_validator(mode="after")
     def _unique(self) -> LakeConfig:

@@ -14,7 +14,7 @@ import dagster as dg
 from pydantic import Field
 
 from lake_assets.defs.resources.pipes import CapturingPipesSubprocessClient, CompletedJob
-from lake_assets.exit_codes import EXIT_CODE_MEANINGS, EXIT_CONFLICT
+from lake_assets.exit_codes import EXIT_CODE_ADVICE, EXIT_CODE_MEANINGS, EXIT_CONFLICT
 
 PIPES_METADATA = "pipes_metadata"
 """Summary key holding the metadata the job reported through Pipes (MetadataValue objects)."""
@@ -119,15 +119,17 @@ def job_failure(job_name: str, done: CompletedJob, summary: dict[str, Any]) -> d
     """A Failure naming the exit code's meaning; commit conflicts (`EXIT_CONFLICT`) may be retried."""
     if done.timed_out:
         reason = "timed out"
+        advice = "raise spark.timeout in lake.yaml, or give the job less to do (e.g. compaction_max_units)"
     else:
         reason = f"exit code {done.returncode} ({EXIT_CODES.get(done.returncode or 0, 'unknown')})"
+        advice = EXIT_CODE_ADVICE.get(done.returncode or 0, "see the job's stderr in the run's logs")
     error = summary.get("error") or summary.get("message") or "no error JSON on stdout; see stderr"
     metadata: dict[str, Any] = {"exit_code": done.returncode if done.returncode is not None else -1,
                                 "job": job_name}
     if summary:
         metadata["error_json"] = dg.MetadataValue.json(summary)
     return dg.Failure(
-        description=f"Spark job {job_name} failed, {reason}: {error}",
+        description=f"Spark job {job_name} failed, {reason}: {error}. What to do: {advice}.",
         metadata=metadata,
         allow_retries=done.returncode == EXIT_CONFLICT,
     )

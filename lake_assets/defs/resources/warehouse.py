@@ -9,6 +9,7 @@ from pydantic import Field
 
 from lake_assets.catalog import Catalog
 from lake_assets.catalog_names import parse_identifier
+from lake_assets.defs.declaration import declaration_differences, mismatch_message
 from lake_assets.defs.resources.storage import Storage
 from lake_assets.table import Table
 
@@ -43,12 +44,44 @@ class WarehouseResource(dg.ConfigurableResource):
             raise dg.Failure(description=f"{identifier} does not exist yet: ingest first", allow_retries=False)
         return table
 
+    def declared_table(self, spec: TableConfig) -> Table:
+        """The existing table lake.yaml declares, or a non-retryable Dagster failure: it does not
+        exist yet (ingest first), or its keys or options differ from lake.yaml's (each named)."""
+        if spec.ingest is None:  # no asset of ours creates it: "ingest first" would send the user nowhere
+            table = self.table_if_exists(spec.identifier)
+            if table is None:
+                raise dg.Failure(description=self._not_found(spec.identifier), allow_retries=False)
+            return self._matching(spec, table)
+        return self._matching(spec, self.existing_table(spec.identifier))
+
+    def _not_found(self, identifier: str) -> str:
+        database = parse_identifier(identifier)[0]
+        catalog = self.catalog()
+        if catalog.database_exists(database):
+            tables = catalog.list_tables(database)
+            there = (f"database {database} holds {', '.join(f'{database}.{t}' for t in tables)}" if tables
+                     else f"database {database} holds no table")
+        else:
+            there = f"it has no database {database} (databases: {', '.join(catalog.list_databases()) or 'none'})"
+        return (f"{identifier} does not exist in {self.url} ({there}). lake.yaml declares it without `ingest`, "
+                "so lake_assets does not create it: check its identifier and the warehouse")
+
+    def _matching(self, spec: TableConfig, table: Table) -> Table:
+        problems = declaration_differences(table, spec.primary_keys, spec.partition_keys, spec.options)
+        if problems:
+            raise dg.Failure(description=mismatch_message(spec.identifier, problems), allow_retries=False)
+        return table
+
     def table_path(self, identifier: str) -> str:
         return self.catalog().table_path(identifier)
 
     def ensure_table(self, spec: TableConfig) -> Table:
-        """Create the database and table from lake.yaml unless they exist (an existing table is kept)."""
+        """Create the database and table from lake.yaml unless they exist; an existing table is kept
+        as it is, and must have the keys and options lake.yaml declares (`declared_table`)."""
         catalog = self.catalog()
+        existing = self.table_if_exists(spec.identifier)
+        if existing is not None:
+            return self._matching(spec, existing)
         catalog.create_database(parse_identifier(spec.identifier)[0], ignore_if_exists=True)
         return catalog.create_table(
             spec.identifier,
