@@ -55,8 +55,8 @@ def dataframe_write_columns(table: Table, input_columns: Sequence[str] | None) -
 
 def declared_write_columns(table: Table, write_columns: Sequence[str] | None) -> tuple[str, ...] | None:
     """The columns a declared subset (the ingest job's ``--write-columns``) writes to ``table``,
-    in the declaration's order; None when none is declared, and every column of a data-evolution
-    table is a declared whole-row write, returned as given. Refused as `Table.write_arrow`'s
+    in the declaration's order, or None when none is declared (every column of a data-evolution
+    table, declared, is a whole-row write, returned as given). Refused as `Table.write_arrow`'s
     ``write_columns`` are, with its messages: a table without data evolution, unknown, duplicated
     or system columns, a partition or NOT NULL column left out."""
     if write_columns is None:

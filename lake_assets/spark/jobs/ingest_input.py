@@ -77,9 +77,9 @@ def _check_columns(table: Table, columns: Sequence[str], table_schema: StructTyp
     unknown = [c for c in columns if c not in names]
     missing = [n for n in names if n not in columns and n not in spec]
     if problems := listed_columns(("unknown", unknown), ("missing", missing)):
-        declared = ("table columns" if write_columns is None
-                    else f"--write-columns of the table's columns {[f.name for f in table_schema.fields]}")
-        raise SchemaError(f"Cannot ingest into {table.name}: the input has {problems} ({declared}: {names})")
+        expected = (f"table columns: {names}" if write_columns is None
+                    else f"--write-columns: {names}; table columns: {[f.name for f in table_schema.fields]}")
+        raise SchemaError(f"Cannot ingest into {table.name}: the input has {problems} ({expected})")
 
 
 def read_input(ctx: JobContext, table_schema: StructType, spec: dict[str, Any], source: str | None = None,
