@@ -47,6 +47,17 @@ def test_bad_write_columns_fail_the_load(tmp_path: Path, change: dict, message: 
         parse_config(data, base_dir=tmp_path, source="lake.yaml")
 
 
+def test_write_columns_reach_the_job_parser(tmp_path: Path) -> None:
+    """`ingest_args` passes the declaration as the job's own parser reads it (no Spark started)."""
+    from lake_assets.defs.assets.ingest import ingest_args
+    from lake_assets.spark.jobs.ingest import build_parser
+
+    spec = parse_config(yaml.safe_load(ONE_TABLE_SPARK + TABLE), base_dir=tmp_path).table("db.scores")
+    ns = build_parser().parse_args(["--warehouse", "/wh", "--table", "db.scores", *ingest_args(spec, DAYS[0])])
+    assert ns.write_columns == ["id", "dt", "score"] and ns.overwrite
+    assert [day for day, _ in ns.partition_sources] == [f"dt={DAYS[0]}"]
+
+
 def test_ingest_asset_writes_the_declared_columns(tmp_path: Path) -> None:
     landing = tmp_path / "landing" / DAYS[0]
     landing.mkdir(parents=True)
