@@ -108,10 +108,9 @@ def test_stream_of_some_columns_writes_as_the_batch_path_exactly_once(
             .mode("append").save("db.s")
     message = "Cannot write columns ['id'] to db.s: partition columns ['p'] are left out"
     assert message in str(refused.value) and message in str(batch_refused.value)
-    plain = catalog.create_table("db.plain", SCHEMA, partition_keys=["p"], options={"bucket": "-1"})
-    with pytest.raises(Exception, match=r"missing columns \['v'\]"):
-        _run(spark, landing, tmp_path / "checkpoint-3", warehouse, "db.plain")
-    assert plain.latest_snapshot() is None and catalog.get_table("db.s").latest_snapshot().id == latest
+    # (a table without data evolution refuses the DataFrame in its write tasks, as the batch path
+    # does: test_column_subset_spark.py)
+    assert catalog.get_table("db.s").latest_snapshot().id == latest
 
     driver = RowTrackingPaimon()
     if not driver.available():
