@@ -13,6 +13,16 @@ SET``, `Table.update_columns`) fills the columns alike.
 
 Any other table still takes exactly its columns: a DataFrame missing one is refused by the write
 (`lake_assets.ops.conform`), as before.
+
+A streaming write (``writeStream``) takes the same path: each micro-batch is written as a batch
+write of its rows (the same files, ``_WRITE_COLS`` and row ids), refused in the driver alike.
+
+The ingest job takes a subset only where one is declared (`declared_write_columns`:
+``--write-columns``, lake.yaml's ``ingest.write_columns``), never from whatever columns the input
+happens to have: a source that stops delivering a column must fail, not write nulls. An overwrite
+with a subset (a partition re-ingested) replaces the partition's rows whole, as Paimon HEAD's
+``INSERT OVERWRITE t PARTITION (...) (a, b)`` does with its NULL-filled rows: the columns left out
+read null (or their default) afterwards, even where a column update had set them.
 """
 
 from __future__ import annotations
@@ -43,4 +53,16 @@ def dataframe_write_columns(table: Table, input_columns: Sequence[str] | None) -
     return names
 
 
-__all__ = ["dataframe_write_columns"]
+def declared_write_columns(table: Table, write_columns: Sequence[str] | None) -> tuple[str, ...] | None:
+    """The columns a declared subset (the ingest job's ``--write-columns``) writes to ``table``,
+    in the declaration's order, or None when none is declared (every column of a data-evolution
+    table, declared, is a whole-row write, returned as given). Refused as `Table.write_arrow`'s
+    ``write_columns`` are, with its messages: a table without data evolution, unknown, duplicated
+    or system columns, a partition or NOT NULL column left out."""
+    if write_columns is None:
+        return None
+    subset_write_schema(table.schema, write_columns, table.name)
+    return tuple(write_columns)
+
+
+__all__ = ["dataframe_write_columns", "declared_write_columns"]

@@ -7,6 +7,10 @@ session start are paid once per range instead of once per day.
 
 Each partition's materialization carries that day's numbers (its commit, rows, files, health);
 only where the table is and which run loaded it are shared by the range.
+
+``ingest.write_columns`` (data-evolution tables) declares the columns the landing files hold: the
+job writes each day's rows as rows of those columns (``--write-columns``), and the day's overwrite
+replaces its rows whole, so the columns left out read null for that day afterwards.
 """
 
 from collections.abc import Sequence
@@ -39,6 +43,8 @@ from lake_assets.defs.partitions import (
 )
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
 from lake_assets.defs.resources.spark import PIPES_METADATA
+from lake_assets.errors import LakeError
+from lake_assets.ops.column_subset import subset_write_schema
 
 RANGE_TOTALS = frozenset({*SUMMARY_INTS, "commit_kind", "partitions", "partition", "rows_removed", "files_removed"})
 """Job summary keys that add up the whole range: kept off the partitions' materializations."""
@@ -52,6 +58,8 @@ def ingest_args(spec: TableConfig, partition_keys: Sequence[str] | str) -> list[
     args = ["--format", ingest.format]
     for k, v in ingest.read_options.items():
         args += ["--read-option", f"{k}={v}"]
+    if ingest.write_columns is not None:
+        args += ["--write-columns", ",".join(ingest.write_columns)]
     for key in keys:
         args += ["--partition-source", partition_spec(ingest, key), source_glob(ingest, key)]
     return [*args, "--overwrite"]
@@ -106,6 +114,12 @@ def build_ingest_asset(spec: TableConfig, timezone: str) -> dg.AssetsDefinition:
         if missing:
             raise dg.Failure(description="No landing files for " + "; ".join(missing), allow_retries=False)
         existing = warehouse.ensure_table(spec)
+        if ingest.write_columns is not None:
+            # checked against the table as it is (it may differ from lake.yaml) before Spark starts
+            try:
+                subset_write_schema(existing.schema, ingest.write_columns, spec.identifier)
+            except LakeError as exc:
+                raise dg.Failure(description=f"ingest.write_columns: {exc}", allow_retries=False) from None
         if list(existing.arrow_schema.names) != list(spec.columns):
             context.log.warning(f"{spec.identifier} has columns {existing.arrow_schema.names}, lake.yaml declares "
                                 f"{list(spec.columns)}: the table is left as it is (evolve it explicitly)")

@@ -19,6 +19,7 @@ from lake_assets.defs.config.runtime import AutomationConfig, FreshnessConfig, S
 from lake_assets.defs.names import TableNames
 from lake_assets.defs.resources.storage import Storage
 from lake_assets.errors import LakeError
+from lake_assets.ops.column_subset import subset_write_schema
 
 TEMPLATE_FIELDS = ("partition_key", "date", "value", "year", "month", "day")
 # Days whose every field differs from the others' (day > 12 too): a partition_format must tell them apart.
@@ -48,6 +49,10 @@ class IngestConfig(_Strict):
     partition_column: str = Field(description="The partition key that receives the day.")
     partition_format: str = Field(default="%Y-%m-%d", description="strftime format of the column's value.")
     freshness: FreshnessConfig | None = Field(default=None, description="Freshness policy of the ingest asset.")
+    write_columns: list[str] | None = Field(
+        default=None, description="Data-evolution tables: the landing files hold only these columns (partition and "
+        "NOT NULL ones included; the partition column may come from the day); each day's rows are replaced by "
+        "rows of them, the other columns reading null. Passed as --write-columns.")
 
     @field_validator("source")
     @classmethod
@@ -115,13 +120,22 @@ class TableConfig(_Strict):
             raise ValueError("maintenance.compaction_max_units does not apply to a postpone-bucket table "
                              "(bucket: -2): its compaction moves every postponed row of the partitions")
         try:
-            build_schema(self.identifier, self.arrow_schema, tuple(self.primary_keys),
-                         tuple(self.partition_keys), dict(self.options))
+            schema = build_schema(self.identifier, self.arrow_schema, tuple(self.primary_keys),
+                                  tuple(self.partition_keys), dict(self.options))
         except LakeError as exc:
             raise ValueError(str(exc)) from None
         if self.ingest and self.ingest.partition_column not in self.partition_keys:
             raise ValueError(f"ingest.partition_column {self.ingest.partition_column!r} is not one of "
                              f"partition_keys {self.partition_keys}")
+        if self.ingest and self.ingest.write_columns is not None:
+            # the job's --write-columns rules, checked against the declared table at load time
+            if any("," in c for c in self.ingest.write_columns):
+                raise ValueError("ingest.write_columns: a column name with a comma cannot be passed to the job's "
+                                 "--write-columns")
+            try:
+                subset_write_schema(schema, self.ingest.write_columns, self.identifier)
+            except LakeError as exc:
+                raise ValueError(f"ingest.write_columns: {exc}") from None
         if self.maintenance.changelog_after_ingest and not self.has_changelog_producer:
             raise ValueError("maintenance.changelog_after_ingest needs the option changelog-producer "
                              "(input, lookup or full-compaction)")

@@ -17,6 +17,15 @@ partition, so a retried range replaces every day again instead of duplicating an
 ``--mode stream`` follows a landing directory with Spark's file source and the data source's
 exactly-once streaming sink (the checkpoint keeps the source and sink positions).
 
+``--write-columns id,dt,score`` (data-evolution tables only) declares that the input holds just
+those columns: each run writes new rows of them (`lake_assets.spark.column_subset`), the others
+reading null (or their default) until a column update sets them. The declaration is checked
+against the table before any input is read (a table without data evolution, an unknown column, a
+partition or NOT NULL column left out: exit 2), and the input must then have exactly those
+columns (a ``--partition`` column may come from the flag). With ``--overwrite`` a partition's rows
+are replaced whole, as Paimon's ``INSERT OVERWRITE`` of a column list is: the columns left out
+read null afterwards, also where a column update had set them.
+
 Here are the job's arguments, its batch writes and its summary; the input's reading and column
 matching are in `ingest_input`, the streaming query in `ingest_stream`.
 """
@@ -34,7 +43,9 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
+from lake_assets.errors import LakeError
 from lake_assets.ops.mark_done import marker_report
+from lake_assets.spark.column_subset import declared_write_columns
 from lake_assets.spark.jobs.args import base_parser, key_value, partition_arg, partition_spec, typed_partition
 from lake_assets.spark.jobs.context import JobContext
 from lake_assets.spark.jobs.errors import UsageError
@@ -75,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "Spark write option in Paimon); spark.paimon.<key> conf works too")
     partition_arg(parser, "the data belongs to this partition (repeatable for several keys); "
                   "with --overwrite it is replaced")
+    parser.add_argument("--write-columns", default=None, type=column_list, metavar="COL[,COL...]",
+                        help="data-evolution tables: the input holds only these columns (partition and "
+                        "NOT NULL ones included); the others read null until a column update sets them")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the --partition, or without it the partitions present in the input")
     parser.add_argument("--mode", choices=("batch", "stream"), default="batch",
@@ -105,6 +119,22 @@ def _partition_overwrite_supported() -> bool:
     from lake_assets.spark import write_table
 
     return "overwrite_partitions" in inspect.signature(write_table).parameters
+
+
+def column_list(text: str) -> list[str]:
+    """``--write-columns``: comma-separated column names, none empty."""
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected comma-separated column names, got {text!r}")
+    return names
+
+
+def _write_columns(table: Table, columns: list[str] | None) -> tuple[str, ...] | None:
+    """The declared ``--write-columns``, checked against the table before any input is read."""
+    try:
+        return declared_write_columns(table, columns)
+    except LakeError as exc:
+        raise UsageError(f"--write-columns: {exc}") from None
 
 
 def _check_overwrite(table: Table, spec: dict[str, Any], overwrite: bool) -> None:
@@ -150,7 +180,8 @@ PartitionInput = tuple[dict[str, Any], str, "DataFrame", "DataFrame"]
 """(partition, source, raw input, conformed input) of one ``--partition-source``."""
 
 
-def _partition_inputs(ctx: JobContext, table_schema: StructType) -> list[PartitionInput]:
+def _partition_inputs(ctx: JobContext, table_schema: StructType,
+                      write_columns: tuple[str, ...] | None) -> list[PartitionInput]:
     """(partition, source, raw input, conformed input) of every ``--partition-source``, all checked before
     anything is written: a bad partition value or column in day 20 of a range fails the job with
     nothing committed."""
@@ -169,8 +200,8 @@ def _partition_inputs(ctx: JobContext, table_schema: StructType) -> list[Partiti
             raise UsageError(f"--partition-source {text} is given twice (also as {seen[ident]})")
         seen[ident] = text
         _check_overwrite(table, spec, args.overwrite)
-        raw = read_input(ctx, table_schema, spec, source)
-        out.append((spec, source, raw, conform_columns(raw, table, table_schema, spec)))
+        raw = read_input(ctx, table_schema, spec, source, write_columns)
+        out.append((spec, source, raw, conform_columns(raw, table, table_schema, spec, write_columns)))
     return out
 
 
@@ -220,13 +251,15 @@ def body(ctx: JobContext) -> dict[str, Any]:
     elif args.checkpoint:
         raise UsageError("--checkpoint applies to --mode stream only")
     table = ctx.table
+    write_columns = _write_columns(table, args.write_columns)
     table_schema = spark_schema(table.arrow_schema)
+    declared = {"write_columns": list(write_columns)} if write_columns is not None else {}
     if args.partition_sources:
-        inputs = _partition_inputs(ctx, table_schema)
+        inputs = _partition_inputs(ctx, table_schema, write_columns)
         ctx.start_run()
         before = table.snapshot_manager.latest_id()
         started_ms = int(time.time() * 1000)
-        out: dict[str, Any] = {"mode": args.mode, "overwrite": args.overwrite, "partition": None}
+        out: dict[str, Any] = {"mode": args.mode, "overwrite": args.overwrite, "partition": None, **declared}
         out.update(_write_partitions(ctx, inputs))
         out.update(snapshot_fields(table, before))
         out.update(delta_stats(table, before))
@@ -234,12 +267,12 @@ def body(ctx: JobContext) -> dict[str, Any]:
         return out
     spec = typed_partition(table, [pair for group in args.partitions for pair in group])
     _check_overwrite(table, spec, args.overwrite)
-    raw = read_input(ctx, table_schema, spec)
-    df = conform_columns(raw, table, table_schema, spec)
+    raw = read_input(ctx, table_schema, spec, write_columns=write_columns)
+    df = conform_columns(raw, table, table_schema, spec, write_columns)
     ctx.start_run()
     before = table.snapshot_manager.latest_id()
     started_ms = int(time.time() * 1000)
-    out = {"mode": args.mode, "overwrite": args.overwrite, "partition": spec or None}
+    out = {"mode": args.mode, "overwrite": args.overwrite, "partition": spec or None, **declared}
     if args.mode == "stream":
         ctx.describe(f"stream {args.source or args.source_table}")
         out.update(write_stream(ctx, df, trigger or {}))

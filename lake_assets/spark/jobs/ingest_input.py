@@ -4,6 +4,8 @@ Input columns are matched to the table's columns by name and cast to their types
 missing column is a `SchemaError` (the job's exit 2) raised before anything is written. CSV and
 JSON are parsed with the table's types (CSV headers give the column order); a ``--partition``
 column the input lacks is filled with its value, and a row with another value fails the write.
+With ``--write-columns`` (a data-evolution table's declared subset) the input's columns are
+matched to those instead: a table column outside them is an unknown column of the input.
 """
 
 from __future__ import annotations
@@ -52,28 +54,39 @@ def _input_columns(ctx: JobContext, fmt: str, options: dict[str, str], source: s
 
 
 def _file_schema(table: Table, table_schema: StructType, columns: list[str] | None,
-                 spec: dict[str, Any]) -> StructType:
+                 spec: dict[str, Any], write_columns: Sequence[str] | None) -> StructType:
     """The reader schema: the table's type for each input column, in the input's order."""
     from pyspark.sql.types import StructType
 
     by_name = {f.name: f for f in table_schema.fields}
-    if columns is None:  # no files to look at: the table's columns, less those --partition supplies
-        return StructType([f for f in table_schema.fields if f.name not in spec])
-    _check_columns(table, columns, table_schema, spec)
+    if columns is None:  # no files to look at: the columns written, less those --partition supplies
+        return StructType([by_name[n] for n in _written(table_schema, write_columns) if n not in spec])
+    _check_columns(table, columns, table_schema, spec, write_columns)
     return StructType([by_name[c] for c in columns])
 
 
-def _check_columns(table: Table, columns: Sequence[str], table_schema: StructType, spec: dict[str, Any]) -> None:
+def _written(table_schema: StructType, write_columns: Sequence[str] | None) -> list[str]:
+    """The columns the job writes, in the table's order: all, or the declared ``--write-columns``."""
     names = [f.name for f in table_schema.fields]
+    return names if write_columns is None else [n for n in names if n in write_columns]
+
+
+def _check_columns(table: Table, columns: Sequence[str], table_schema: StructType, spec: dict[str, Any],
+                   write_columns: Sequence[str] | None) -> None:
+    names = _written(table_schema, write_columns)
     unknown = [c for c in columns if c not in names]
     missing = [n for n in names if n not in columns and n not in spec]
     if problems := listed_columns(("unknown", unknown), ("missing", missing)):
-        raise SchemaError(f"Cannot ingest into {table.name}: the input has {problems} (table columns: {names})")
+        expected = (f"table columns: {names}" if write_columns is None
+                    else f"--write-columns: {names}; table columns: {[f.name for f in table_schema.fields]}")
+        raise SchemaError(f"Cannot ingest into {table.name}: the input has {problems} ({expected})")
 
 
-def read_input(ctx: JobContext, table_schema: StructType, spec: dict[str, Any], source: str | None = None) -> DataFrame:
+def read_input(ctx: JobContext, table_schema: StructType, spec: dict[str, Any], source: str | None = None,
+               write_columns: Sequence[str] | None = None) -> DataFrame:
     """The input as a DataFrame, parsed with the table's types where the format allows (``source``:
-    files other than ``--source``, as each ``--partition-source`` has its own)."""
+    files other than ``--source``, as each ``--partition-source`` has its own; ``write_columns``:
+    the declared subset the input holds, checked by `declared_write_columns` already)."""
     args = ctx.args
     spark = ctx.spark
     source = source or args.source
@@ -84,20 +97,27 @@ def read_input(ctx: JobContext, table_schema: StructType, spec: dict[str, Any], 
     if fmt == "parquet" and args.mode == "batch":
         return spark.read.options(**options).parquet(source)  # typed already: cast by name below
     if fmt == "csv" and options.get("header", "true").lower() == "false":
-        columns: list[str] | None = [f.name for f in table_schema.fields]  # no header: the table's order
+        # no header: the declared --write-columns' order, else the table's
+        columns: list[str] | None = (list(write_columns) if write_columns is not None
+                                     else [f.name for f in table_schema.fields])
     else:
         columns = _input_columns(ctx, fmt, options, source)
-    schema = _file_schema(ctx.table, table_schema, columns, spec)
+    schema = _file_schema(ctx.table, table_schema, columns, spec, write_columns)
     if args.mode == "stream":
         return spark.readStream.schema(schema).options(**options).format(fmt).load(source)
     return spark.read.schema(schema).options(**options).format(fmt).load(source)
 
 
-def conform_columns(df: DataFrame, table: Table, table_schema: StructType, spec: dict[str, Any]) -> DataFrame:
-    """Select the table's columns by name, cast to its types, fill and check ``--partition`` columns."""
-    _check_columns(table, df.columns, table_schema, spec)
+def conform_columns(df: DataFrame, table: Table, table_schema: StructType, spec: dict[str, Any],
+                    write_columns: Sequence[str] | None = None) -> DataFrame:
+    """Select the table's columns (or the declared ``write_columns``) by name, cast to its types,
+    fill and check ``--partition`` columns."""
+    _check_columns(table, df.columns, table_schema, spec, write_columns)
+    written = set(_written(table_schema, write_columns))
     cols: list[Column] = []
     for f in table_schema.fields:
+        if f.name not in written:
+            continue  # a data-evolution table's column outside the declared subset: not written
         if f.name in df.columns:
             col = F.col(_quoted(f.name))
             if df.schema[f.name].dataType != f.dataType:
