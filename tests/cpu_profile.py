@@ -82,9 +82,6 @@ def _descendants(parent: dict[int, int]) -> list[int]:
 
 def _live_descendants() -> float:
     """User + system CPU s of every live descendant and of the children each has reaped."""
-    reaper: _OrphanReaper | None = _state["reaper"]
-    if reaper is not None:
-        reaper.poll()  # an orphan that exited since the last poll is in RUSAGE_CHILDREN first
     parent, cpu = _processes()
     return sum(cpu[pid] for pid in _descendants(parent))
 
@@ -111,6 +108,16 @@ class _OrphanReaper:
             return False
         self._thread.start()
         return True
+
+    def wait_for_adopted(self, timeout: float) -> None:
+        """Give the orphans still running (a JVM shutting down after its launcher) ``timeout`` s to exit."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.poll()
+            with self._lock:
+                if not self._adopted:
+                    return
+            time.sleep(_POLL_S)
 
     def stop(self) -> None:
         self._stop.set()
@@ -142,6 +149,9 @@ class _OrphanReaper:
 
 
 def _totals() -> list[float]:
+    reaper: _OrphanReaper | None = _state["reaper"]
+    if reaper is not None:  # first, so that an orphan that exited since the last poll is in RUSAGE_CHILDREN
+        reaper.poll()
     return [*_own_and_reaped(), _live_descendants()]
 
 
@@ -178,8 +188,10 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    _close_module()
     reaper: _OrphanReaper | None = _state["reaper"]
+    if reaper is not None:  # the last module's orphans are its cost too
+        reaper.wait_for_adopted(timeout=60.0)
+    _close_module()
     if reaper is not None:
         reaper.stop()
         _write({"event": "orphans", "reaped": reaper.reaped})
