@@ -17,6 +17,12 @@ from lake_assets import Catalog
 
 _HERE = Path(__file__).resolve().parent
 
+# Modules elsewhere imported the fixture from here (``from tests.differential.conftest import java``),
+# which made a separate fixture in each such module and so a separate oracle JVM. The fixture is now
+# the root conftest's; this name is kept, and is no fixture, so such an import still works and the
+# module uses the session's one oracle.
+java = None
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
