@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog
+
+if TYPE_CHECKING:
+    from tests.java.oracle import PaimonJava
 
 # The Spark drivers that tests start in child processes with pyspark's own launcher (a script's
 # `SparkSession.builder` / `build_session`: test_session_logging, test_sink_strategy_warning,
@@ -16,6 +21,27 @@ from lake_assets import Catalog
 # No test looks at the JIT or the collector; a developer's own PYSPARK_SUBMIT_ARGS wins.
 os.environ.setdefault("PYSPARK_SUBMIT_ARGS",
                       '--driver-java-options "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" pyspark-shell')
+
+
+@pytest.fixture(scope="session")
+def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PaimonJava]:
+    """The session's Paimon Java 0.9 oracle (one JVM for every directory: tests/differential and
+    the other directories' oracle reads); skips (fails under CI) when Java or the jar is missing."""
+    from tests.java.build import JavaOracleUnavailable, ci, ensure_built
+    from tests.java.oracle import PaimonJava
+
+    try:
+        build = ensure_built()
+    except JavaOracleUnavailable as exc:
+        reason = f"Paimon Java oracle unavailable: {exc}"
+        if ci():
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+    oracle = PaimonJava(build, tmp_path_factory.mktemp("paimon-java"))
+    try:
+        yield oracle
+    finally:
+        oracle.close()
 
 
 @pytest.fixture

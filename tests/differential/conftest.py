@@ -1,6 +1,7 @@
 """Fixtures for differential tests against Paimon Java 0.9 (one JVM per session).
 
-``java`` is the :class:`tests.java.oracle.PaimonJava` client. The first use builds the oracle
+``java`` (defined in ``tests/conftest.py``, so that the other directories' few oracle reads share
+the same JVM) is the :class:`tests.java.oracle.PaimonJava` client. The first use builds the oracle
 (``tests/java/build.py``: a cached no-op once built); when a JDK or the jar is missing the tests
 skip with the reason, and under ``CI=true`` they fail instead. Every test here carries the
 ``java`` marker (``-m "not java"`` deselects them).
@@ -8,39 +9,25 @@ skip with the reason, and under ``CI=true`` they fail instead. Every test here c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from lake_assets import Catalog
-from tests.java.build import JavaOracleUnavailable, ci, ensure_built
-from tests.java.oracle import PaimonJava
 
 _HERE = Path(__file__).resolve().parent
+
+# Modules elsewhere imported the fixture from here (``from tests.differential.conftest import java``),
+# which made a separate fixture in each such module and so a separate oracle JVM. The fixture is now
+# the root conftest's; this name is kept, and is no fixture, so such an import still works and the
+# module uses the session's one oracle.
+java = None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if _HERE in Path(str(item.path)).resolve().parents:
             item.add_marker(pytest.mark.java)
-
-
-@pytest.fixture(scope="session")
-def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PaimonJava]:
-    """The session's Paimon Java oracle; skips (fails under CI) when Java or the jar is missing."""
-    try:
-        build = ensure_built()
-    except JavaOracleUnavailable as exc:
-        reason = f"Paimon Java oracle unavailable: {exc}"
-        if ci():
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
-    oracle = PaimonJava(build, tmp_path_factory.mktemp("paimon-java"))
-    try:
-        yield oracle
-    finally:
-        oracle.close()
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from lake_assets.ops.deletion_vectors import snapshot_index
 from lake_assets.spark.jobs import compact
 from lake_assets.spark.jobs.errors import EXIT_CONFLICT, EXIT_OK
 from lake_assets.spec.deletion_vector import read_vector
+from tests.java.oracle import PaimonJava
 from tests.spark.test_jobs_common import make_pk_table, run_job_main, sorted_rows, write_batches
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -135,7 +136,7 @@ def test_deletion_vectors_from_the_dedicated_job(capsys, spark, tmp_path, bitmap
     assert table.remove_orphan_files(older_than=timedelta(0), dry_run=True).paths == []
 
 
-def test_append_table_with_deletion_vectors_deleted_as_docs_spark_md_says(capsys, spark, tmp_path):
+def test_append_table_with_deletion_vectors_deleted_as_docs_spark_md_says(capsys, spark, tmp_path, request):
     """docs/spark.md's delete runs as written (the warehouse a local directory here) and the job
     compacts on executors: the marked file is rewritten without its deleted rows, its vector
     leaves the index, the other files and their rows stay."""
@@ -181,25 +182,14 @@ def test_append_table_with_deletion_vectors_deleted_as_docs_spark_md_says(capsys
                                                                                                         (0, 0, 2)]
     code, out = run_job_main(capsys, compact.main, "--warehouse", here, "--table", "shop.events")
     assert code == EXIT_OK and out["tasks"] == 0  # nothing left to purge
-    _java_reads_the_same(tmp_path, here, "shop.events", table.to_arrow())
+    # the session's oracle, asked for only now: without Java the Spark part above still ran
+    _java_reads_the_same(request.getfixturevalue("java"), here, "shop.events", table.to_arrow())
 
 
-def _java_reads_the_same(tmp_path, warehouse: str, name: str, ours: pa.Table) -> None:
-    """Paimon Java 0.9 reads ``ours`` from the table and sees no deletion vector (the oracle of
-    tests/differential; unavailable: skipped as there, failed under CI)."""
+def _java_reads_the_same(java: PaimonJava, warehouse: str, name: str, ours: pa.Table) -> None:
+    """Paimon Java 0.9 reads ``ours`` from the table and sees no deletion vector (the session's
+    oracle, ``java`` of tests/conftest.py: unavailable, skipped as there, failed under CI)."""
     from tests.differential.helpers import assert_same_rows
-    from tests.java.build import JavaOracleUnavailable, ci, ensure_built
-    from tests.java.oracle import PaimonJava
 
-    try:
-        build = ensure_built()
-    except JavaOracleUnavailable as exc:
-        if ci():
-            pytest.fail(f"Paimon Java oracle unavailable: {exc}", pytrace=False)
-        pytest.skip(f"Paimon Java oracle unavailable: {exc}")
-    java = PaimonJava(build, tmp_path / "paimon-java")
-    try:
-        assert_same_rows(ours, java.read(warehouse, name))
-        assert not [f for s in java.deletion_vectors(warehouse, name) for f in s["files"] if "deleted" in f]
-    finally:
-        java.close()
+    assert_same_rows(ours, java.read(warehouse, name))
+    assert not [f for s in java.deletion_vectors(warehouse, name) for f in s["files"] if "deleted" in f]

@@ -21,7 +21,6 @@ from lake_assets.errors import UnsupportedFeatureError
 from lake_assets.spark import write_table
 from lake_assets.spark.native_write import STAGING_PREFIX, write_table_native
 from lake_assets.spark.schema import spark_schema
-from tests.differential.conftest import java  # noqa: F401  (the Paimon Java oracle fixture)
 from tests.java.oracle import PaimonJava
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -65,7 +64,7 @@ def _sorted(t: pa.Table) -> pa.Table:
 
 
 def test_native_write_equals_python_path_for_every_reader(spark, catalog: Catalog, warehouse: str,
-                                                          java: PaimonJava) -> None:  # noqa: F811
+                                                          java: PaimonJava) -> None:
     from tests.interop.paimon import Pypaimon, canonical
 
     native = _create(catalog, "db.native")

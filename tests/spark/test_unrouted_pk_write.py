@@ -19,7 +19,6 @@ from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.spark.task_sequences import TASK_SLOTS, BucketWriterConflictError, TaskFiles, check_sequences_disjoint
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.manifest import DataFileMeta
-from tests.differential.conftest import java  # noqa: F401  (the Paimon Java oracle fixture)
 from tests.java.oracle import PaimonJava
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -53,7 +52,7 @@ def _levels(catalog: Catalog) -> list[tuple[int, int, int]]:
 
 
 def test_unrouted_write_across_tasks_every_reader_agrees(spark, catalog: Catalog, warehouse: str,
-                                                         java: PaimonJava) -> None:  # noqa: F811
+                                                         java: PaimonJava) -> None:
     catalog.create_table("db.t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "2"})
     days = ("2024-01-01", "2024-01-02")
     # 4 tasks, each with rows of every partition and bucket; ids 0-59 three times over (three
@@ -89,7 +88,7 @@ def test_unrouted_write_across_tasks_every_reader_agrees(spark, catalog: Catalog
 
 
 def test_later_rows_win_within_a_task_and_readers_agree_across_tasks(spark, catalog: Catalog, warehouse: str,
-                                                            java: PaimonJava) -> None:  # noqa: F811
+                                                            java: PaimonJava) -> None:
     catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
     # one bucket, keys 2 and 3 in both partitions
     parts = [
@@ -111,7 +110,7 @@ def test_later_rows_win_within_a_task_and_readers_agree_across_tasks(spark, cata
 
 
 def test_deletes_and_partial_updates_across_tasks(spark, catalog: Catalog, warehouse: str,
-                                                   java: PaimonJava) -> None:  # noqa: F811
+                                                   java: PaimonJava) -> None:
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("a", pa.string()), ("b", pa.string()),
                         ("op", pa.string())])
     catalog.create_table("db.t", schema, primary_keys=["id"],
