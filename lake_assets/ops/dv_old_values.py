@@ -150,7 +150,7 @@ class OldValues:
             at = at_or_none
             for meta, live in found:
                 self.update.record(meta.file_name, live)
-        old = {name: _gathered(sources, name) for name in needed} if found else {}
+        old = _gathered(sources, needed) if found else {}
         merged: pa.Table = function.merge_pairs(PairInput(records, at, old))  # type: ignore[attr-defined]
         return merged
 
@@ -366,13 +366,17 @@ def _column_at(sources: Sequence[tuple[pa.Table, np.ndarray | None]], name: str)
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
-def _gathered(sources: Sequence[tuple[pa.Table, np.ndarray | None]], name: str) -> pa.Array:
-    """Column ``name`` of the rows ``sources`` name (as `_column_at`), one Arrow array."""
-    parts = []
+def _gathered(sources: Sequence[tuple[pa.Table, np.ndarray | None]], names: Sequence[str]) -> dict[str, pa.Array]:
+    """Columns ``names`` of the rows ``sources`` name (as `_column_at`), each one Arrow array."""
+    if not names:
+        return {}
+    parts: dict[str, list[pa.Array]] = {name: [] for name in names}
     for table, rows in sources:
-        column = table.column(name)
-        parts.append((column if rows is None else column.take(pa.array(rows))).combine_chunks())
-    return parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
+        index = None if rows is None else pa.array(rows)
+        for name in names:
+            column = table.column(name)
+            parts[name].append((column if index is None else column.take(index)).combine_chunks())
+    return {name: chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks) for name, chunks in parts.items()}
 
 
 def _interleaved(at: np.ndarray, old_seq: np.ndarray, chunk: pa.Table, old_index: np.ndarray,

@@ -153,10 +153,12 @@ def test_retractions_and_functions_without_a_pair_fold_are_left_to_the_general_m
                         SEQUENCE_NUMBER: pa.array([5], pa.int64()), VALUE_KIND: pa.array([1], pa.int8())})
     assert PartialUpdate([("k", pa.int64()), ("v", pa.float64())], ["k"], CoreOptions({})).pair_columns(records) is None
     inserts = records.set_column(3, VALUE_KIND, pa.array([0], pa.int8()))
+    types = {"listagg": pa.string(), "collect": pa.list_(pa.int32())}
     for function in ("product", "max", "listagg", "collect"):  # float max: NaN ordering stays with Arrow
-        dtype = pa.string() if function == "listagg" else pa.list_(pa.int32()) if function == "collect" else pa.float64()
+        dtype = types.get(function, pa.float64())
         fn = Aggregation([("k", pa.int64()), ("v", dtype)], ["k"],
                          CoreOptions({"fields.v.aggregate-function": function}))
         assert fn.pair_columns(inserts.set_column(1, "v", pa.nulls(1, dtype))) is None, function
-    fn = Aggregation([("k", pa.int64()), ("v", pa.float64())], ["k"], CoreOptions({"fields.v.aggregate-function": "sum"}))
+    fn = Aggregation([("k", pa.int64()), ("v", pa.float64())], ["k"],
+                     CoreOptions({"fields.v.aggregate-function": "sum"}))
     assert fn.pair_columns(records) is None  # a -U

@@ -82,8 +82,8 @@ def _values(arr: pa.Array, wide: type[np.generic]) -> tuple[np.ndarray, np.ndarr
     if arr.null_count:
         valid = np_bool(arr.is_valid())
         zero = pa.scalar(False if pa.types.is_boolean(arr.type) else 0, type=arr.type)
-        return pc.fill_null(arr, zero).to_numpy(zero_copy_only=False).astype(wide), valid
-    return arr.to_numpy(zero_copy_only=False).astype(wide), None
+        return pc.fill_null(arr, zero).to_numpy(zero_copy_only=False).astype(wide, copy=False), valid
+    return arr.to_numpy(zero_copy_only=False).astype(wide, copy=False), None
 
 
 def _combine(
