@@ -67,12 +67,15 @@ def oldest(new: pa.Array, old: pa.Array, at: np.ndarray, *, skip_nulls: bool) ->
 
 def sum_accumulator(dtype: pa.DataType) -> type[np.generic] | None:
     """The numpy type a pair's ``sum`` adds in for column type ``dtype`` (the result is cast back,
-    overflow an error), None for types left to the general fold (64-bit integers, decimals). The
-    one place that decides it, as `segment_reduce.segment_sum` (floats add in float64: for two
-    float32 operands that rounds as a float32 addition does)."""
+    overflow an error), None for types left to the general fold (decimals). The one place that
+    decides it (floats add in float64, as `segment_reduce.segment_sum`: for two float32 operands
+    that rounds as a float32 addition does; 64-bit integers add in their own type, an overflow
+    found from the signs, `_overflowed`)."""
     if pa.types.is_floating(dtype):
         return np.float64
-    if dtype in (pa.int8(), pa.int16(), pa.int32(), pa.uint8(), pa.uint16()):
+    if dtype == pa.uint64():
+        return np.uint64
+    if pa.types.is_integer(dtype):
         return np.int64
     return None
 
@@ -88,18 +91,29 @@ def _values(arr: pa.Array, wide: type[np.generic]) -> tuple[np.ndarray, np.ndarr
 
 def _combine(
     column: str, new: pa.Array, old: pa.Array, at: np.ndarray, wide: type[np.generic],
-    op: Callable[[np.ndarray, np.ndarray], np.ndarray], check: Callable[[str, np.ndarray], None] | None = None,
+    op: Callable[[np.ndarray, np.ndarray], np.ndarray], checked: bool = False,
 ) -> pa.Array:
     """Per record, ``op(old, new)`` where both are non-null, else the non-null one (null when
-    neither): Java's FieldAggregator ``agg`` for sum, min, max and the bool functions."""
+    neither): Java's FieldAggregator ``agg`` for sum, min, max and the bool functions. ``checked``:
+    a result that does not fit the column's type raises, as the general fold's sum does."""
     v, v_valid = _values(new, wide)
     o, o_valid = _values(old, wide)
     both = v[at]
     result = op(o, both)
+    pair = None
     if v_valid is not None or o_valid is not None:
         nv = np.ones(len(at), dtype=bool) if v_valid is None else v_valid[at]
         ov = np.ones(len(at), dtype=bool) if o_valid is None else o_valid
-        result = np.where(nv & ov, result, np.where(nv, both, o))
+        pair = nv & ov
+        result = np.where(pair, result, np.where(nv, both, o))
+    if checked:
+        bad = _overflowed(new.type, o, both, result)
+        if pair is not None:
+            bad &= pair
+        if bad.any():  # the general fold's error (`aggregate_functions._sum`, `segment_reduce.segment_sum`)
+            i = int(np.flatnonzero(bad)[0])
+            raise InvalidDataError(f"Aggregate function 'sum' overflowed column {column!r} ({new.type}): "
+                                   f"{int(o[i]) + int(both[i])} does not fit")
     out = v.copy()
     out[at] = result
     valid = v_valid
@@ -109,22 +123,23 @@ def _combine(
     elif valid is not None:
         valid = valid.copy()
         valid[at] = True
-    if check is not None:
-        check(column, out if valid is None else out[valid])
     dtype = new.type
     return pa.array(out.astype(dtype.to_pandas_dtype(), copy=False), type=dtype,
                     mask=None if valid is None else ~valid)
 
 
-def _fits(dtype: pa.DataType) -> Callable[[str, np.ndarray], None]:
+def _overflowed(dtype: pa.DataType, a: np.ndarray, b: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """Where the integer sum ``total`` of ``a`` and ``b`` (in `sum_accumulator`'s type) is not
+    their exact sum as ``dtype``: out of its range, or wrapped around the 64 bits."""
+    if dtype == pa.uint64():
+        wrapped: np.ndarray = total < a
+        return wrapped
+    if dtype.bit_width == 64:
+        flipped: np.ndarray = ((a ^ total) & (b ^ total)) < 0  # both operands' sign lost
+        return flipped
     info = np.iinfo(dtype.to_pandas_dtype())
-
-    def check(column: str, values: np.ndarray) -> None:
-        bad = (values < info.min) | (values > info.max)
-        if bad.any():  # the general fold's error (`segment_reduce.segment_sum`)
-            raise InvalidDataError(f"Aggregate function 'sum' overflowed column {column!r} ({dtype}): "
-                                   f"{int(values[bad][0])} does not fit")
-    return check
+    outside: np.ndarray = (total < info.min) | (total > info.max)
+    return outside
 
 
 _EXTREMES = {"min": np.minimum, "max": np.maximum, "bool_and": np.logical_and, "bool_or": np.logical_or}
@@ -164,8 +179,7 @@ def fold_pair(column: str, function: str, new: pa.Array, old: pa.Array | None, a
     if function == "sum":
         wide = sum_accumulator(new.type)
         assert wide is not None
-        check = None if wide is np.float64 else _fits(new.type)
-        return _combine(column, new, old, at, wide, np.add, check)
+        return _combine(column, new, old, at, wide, np.add, checked=wide is not np.float64)
     if function in _EXTREMES:
         wide = np.bool_ if function.startswith("bool") else np.int64 if new.type != pa.uint64() else np.uint64
         return _combine(column, new, old, at, wide, _EXTREMES[function])
