@@ -20,7 +20,10 @@ in merge order already (a unit of one level-0 file), the old rows are gathered w
 in one take, each just before its key's records, and the merge skips its sort (`_interleaved`:
 the order the sort would give). Memory: one file's selected rows at a time (a kept file is
 referenced, not copied), then the step's old rows and records (at most one old row per key of the
-step, so bounded by ``compaction.merge-rows``).
+step, so bounded by ``compaction.merge-rows``). Where every key of the step has one record and at
+most one old row, none a retraction (`OldValues.merge`), the engine merges each pair column by
+column instead (`lsm.merge_engine.pair_merge`), and only the columns it reads are taken from the
+old rows: no interleaved table, no key groups.
 
 Tables without deletion vectors that merge by lookup (``changelog-producer = lookup`` or
 ``force-lookup``: `lsm.lookup_merge`) compact the same way (Java's wrapper is the same): their
@@ -34,7 +37,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pyarrow as pa
@@ -46,7 +49,7 @@ from lake_assets.lsm.key_compare import key_view
 from lake_assets.lsm.lookup_merge import LEVEL, merges_by_lookup
 from lake_assets.lsm.merge import group_bounds, is_retract
 from lake_assets.lsm.merge_engine.function import MergeFunction
-from lake_assets.lsm.merge_engine.pair_merge import PairInput
+from lake_assets.lsm.merge_engine.pair_merge import PairInput, PairMerging
 from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.ops.dv_compact import VectorUpdate
 from lake_assets.spec.manifest import DataFileMeta
@@ -132,9 +135,11 @@ class OldValues:
         above, none a retraction, none newer than its record, and the engine merges such pairs
         (`pair_merge`: only the columns it reads are gathered from the old rows, bench/RESULTS.md
         session 17); else what was found for `_merge_found` (None: nothing looked up yet)."""
-        pair_columns = getattr(function, "pair_columns", None)
-        records = self._pair_records(chunk) if pair_columns is not None else None
-        needed = pair_columns(records) if records is not None and pair_columns is not None else None
+        if not hasattr(function, "merge_pairs"):
+            return None
+        pairing = cast(PairMerging, function)
+        records = self._pair_records(chunk)
+        needed = None if records is None else pairing.pair_columns(records)
         if records is None or needed is None:
             return None
         found, sources = self._sources(chunk)
@@ -151,8 +156,7 @@ class OldValues:
             for meta, live in found:
                 self.update.record(meta.file_name, live)
         old = _gathered(sources, needed) if found else {}
-        merged: pa.Table = function.merge_pairs(PairInput(records, at, old))  # type: ignore[attr-defined]
-        return merged
+        return pairing.merge_pairs(PairInput(records, at, old))
 
     def _pair_records(self, chunk: pa.Table) -> pa.Table | None:
         """``chunk`` without `LEVEL` when a pair merge may take it: a single integer key, no

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -39,6 +40,18 @@ class PairInput:
     records: pa.Table
     at: np.ndarray
     old: Mapping[str, pa.Array]
+
+
+class PairMerging(Protocol):
+    """A merge function that merges pairs (the aggregation and partial-update engines)."""
+
+    def pair_columns(self, records: pa.Table) -> list[str] | None:
+        """The columns whose old values `merge_pairs` reads for ``records``; None: use `merge`."""
+        ...
+
+    def merge_pairs(self, pairs: PairInput) -> pa.Table:
+        """What `merge` gives for each key's old row (if any) followed by its one record."""
+        ...
 
 
 def newest_non_null(new: pa.Array, old: pa.Array, at: np.ndarray) -> pa.Array:
@@ -215,5 +228,5 @@ def _itself(arr: pa.Array) -> Callable[[], pa.Array]:
     return lambda: arr
 
 
-__all__ = ["PairInput", "fold_pair", "merged_pairs", "newest_non_null", "oldest", "pair_function", "reads_old",
-           "sum_accumulator"]
+__all__ = ["PairInput", "PairMerging", "fold_pair", "merged_pairs", "newest_non_null", "oldest", "pair_function",
+           "reads_old", "sum_accumulator"]
