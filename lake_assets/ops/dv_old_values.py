@@ -20,7 +20,10 @@ in merge order already (a unit of one level-0 file), the old rows are gathered w
 in one take, each just before its key's records, and the merge skips its sort (`_interleaved`:
 the order the sort would give). Memory: one file's selected rows at a time (a kept file is
 referenced, not copied), then the step's old rows and records (at most one old row per key of the
-step, so bounded by ``compaction.merge-rows``).
+step, so bounded by ``compaction.merge-rows``). Where every key of the step has one record and at
+most one old row, none a retraction (`OldValues.merge`), the engine merges each pair column by
+column instead (`lsm.merge_engine.pair_merge`), and only the columns it reads are taken from the
+old rows: no interleaved table, no key groups.
 
 Tables without deletion vectors that merge by lookup (``changelog-producer = lookup`` or
 ``force-lookup``: `lsm.lookup_merge`) compact the same way (Java's wrapper is the same): their
@@ -34,18 +37,19 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.errors import CorruptMetadataError
-from lake_assets.formats.data_file import SEQUENCE_NUMBER
+from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.lsm.key_compare import key_view
 from lake_assets.lsm.lookup_merge import LEVEL, merges_by_lookup
-from lake_assets.lsm.merge import group_bounds
+from lake_assets.lsm.merge import group_bounds, is_retract
 from lake_assets.lsm.merge_engine.function import MergeFunction
+from lake_assets.lsm.merge_engine.pair_merge import PairInput, PairMerging
 from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.ops.dv_compact import VectorUpdate
 from lake_assets.spec.manifest import DataFileMeta
@@ -54,6 +58,9 @@ if TYPE_CHECKING:
     from lake_assets.lsm.compact_strategy import RewriteSection
     from lake_assets.ops.compact.plan import CompactionTask
     from lake_assets.options import CoreOptions
+
+Found = tuple[list[tuple[DataFileMeta, np.ndarray]], list[tuple[pa.Table, np.ndarray | None]]]
+"""The live rows above a unit for a merge step's keys (`OldValues._sources`)."""
 
 ReadRows = Callable[[DataFileMeta, np.ndarray], tuple[pa.Table, np.ndarray | None]]
 """Reads the rows of a file at ascending positions (every row counted, no deletion vector
@@ -111,16 +118,76 @@ class OldValues:
         # the merge orders a key's records by these before ``_SEQUENCE_NUMBER`` (`sort_for_merge`)
         self._sequence_fields = tuple(sequence_fields)
 
+    def merge(self, chunk: pa.Table, function: MergeFunction,
+              merge_step: Callable[[pa.Table, bool], pa.Table]) -> pa.Table:
+        """``chunk`` (every record of its keys the unit holds) merged with each key's live row
+        from above the unit, whose position is marked in the vectors the unit writes: by the
+        engine's pair merge where it applies (`_merge_pairs`), else `merge_in`'s table through
+        ``merge_step`` (the table and whether it is in merge order already)."""
+        merged = self._merge_pairs(chunk, function)
+        if isinstance(merged, pa.Table):
+            return merged
+        with_old, presorted = self.merge_in(chunk) if merged is None else self._merge_found(chunk, *merged)
+        return merge_step(with_old, presorted)
+
+    def _merge_pairs(self, chunk: pa.Table, function: MergeFunction) -> pa.Table | Found | None:
+        """The merged step when every key of ``chunk`` has one record and at most one live row
+        above, none a retraction, none newer than its record, and the engine merges such pairs
+        (`pair_merge`: only the columns it reads are gathered from the old rows, bench/RESULTS.md
+        session 17); else what was found for `_merge_found` (None: nothing looked up yet)."""
+        if not hasattr(function, "merge_pairs"):
+            return None
+        pairing = cast(PairMerging, function)
+        records = self._pair_records(chunk)
+        needed = None if records is None else pairing.pair_columns(records)
+        if records is None or needed is None:
+            return None
+        found, sources = self._sources(chunk)
+        at = np.zeros(0, dtype=np.int64)
+        if found:
+            keys = records.column(self.key_names[0]).to_numpy()
+            at_or_none = _first_records(keys, _column_at(sources, self.key_names[0]))
+            if (at_or_none is None
+                    or bool(np.any(_column_at(sources, SEQUENCE_NUMBER)
+                                   > records.column(SEQUENCE_NUMBER).to_numpy()[at_or_none]))
+                    or bool(is_retract(_column_at(sources, VALUE_KIND)).any())):
+                return found, sources
+            at = at_or_none
+            for meta, live in found:
+                self.update.record(meta.file_name, live)
+        old = _gathered(sources, needed) if found else {}
+        return pairing.merge_pairs(PairInput(records, at, old))
+
+    def _pair_records(self, chunk: pa.Table) -> pa.Table | None:
+        """``chunk`` without `LEVEL` when a pair merge may take it: a single integer key, no
+        ``sequence.field``, one record per key in key order, every record from level 0; else None."""
+        if not self._int_key or self._sequence_fields:
+            return None
+        if LEVEL in chunk.column_names:
+            if bool(np.any(chunk.column(LEVEL).to_numpy() != 0)):
+                return None
+            chunk = chunk.drop_columns([LEVEL])
+        column = chunk.column(self.key_names[0])
+        if column.null_count:
+            return None
+        keys = column.to_numpy()
+        if keys.size > 1 and not bool(np.all(keys[1:] > keys[:-1])):
+            return None
+        return chunk
+
     def merge_in(self, chunk: pa.Table) -> tuple[pa.Table, bool]:
         """``chunk`` (every record of its keys the unit holds) with each key's live row from above
         the unit put in front; those rows' positions are marked in the vectors the unit writes.
         The second item tells whether the table is in merge order already (`sort_and_merge`'s
         ``presorted``): each old row put just before its key's records (`_interleaved`)."""
+        return self._merge_found(chunk, *self._sources(chunk))
+
+    def _sources(self, chunk: pa.Table) -> Found:
+        """The live rows above the unit of ``chunk``'s keys: (file, live positions) by ascending
+        level, and per file its rows as `ReadRows` gives them."""
         keys = self._distinct_keys(self._without_high_level(chunk))
         found = [(meta, live) for meta, positions in self.update.found(keys)
                  if (live := self.update.live(meta, positions)).size]
-        if not found:
-            return chunk, False
         found.sort(key=lambda item: item[0].level)  # LookupLevels: the lowest level first
         sources = []
         for meta, live in found:
@@ -128,6 +195,13 @@ class OldValues:
             if at_rows is None and table.num_rows != live.size:
                 raise CorruptMetadataError(f"{meta.file_name} gave {table.num_rows} rows for {live.size} positions")
             sources.append((table, at_rows))
+        return found, sources
+
+    def _merge_found(self, chunk: pa.Table, found: list[tuple[DataFileMeta, np.ndarray]],
+                     sources: list[tuple[pa.Table, np.ndarray | None]]) -> tuple[pa.Table, bool]:
+        """`merge_in` once the old rows are found."""
+        if not found:
+            return chunk, False
         ordered = self._ordered_int_keys(chunk)
         if ordered is not None and all(t.schema == chunk.schema for t, _ in sources):
             # one gather from the files' rows and the chunk together, straight into merge order
@@ -294,6 +368,19 @@ def _column_at(sources: Sequence[tuple[pa.Table, np.ndarray | None]], name: str)
         values = table.column(name).to_numpy()
         parts.append(values if rows is None else values[rows])
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _gathered(sources: Sequence[tuple[pa.Table, np.ndarray | None]], names: Sequence[str]) -> dict[str, pa.Array]:
+    """Columns ``names`` of the rows ``sources`` name (as `_column_at`), each one Arrow array."""
+    if not names:
+        return {}
+    parts: dict[str, list[pa.Array]] = {name: [] for name in names}
+    for table, rows in sources:
+        index = None if rows is None else pa.array(rows)
+        for name in names:
+            column = table.column(name)
+            parts[name].append((column if index is None else column.take(index)).combine_chunks())
+    return {name: chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks) for name, chunks in parts.items()}
 
 
 def _interleaved(at: np.ndarray, old_seq: np.ndarray, chunk: pa.Table, old_index: np.ndarray,

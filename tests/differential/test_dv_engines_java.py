@@ -123,6 +123,9 @@ def test_refuses_what_java_refuses(java: PaimonJava, wh: str, lake: Catalog, opt
 
 @pytest.mark.parametrize("options", [
     pytest.param({"merge-engine": "partial-update", "fields.g.sequence-group": "a"}, id="partial-update"),
+    # no sequence group and no retraction: our compactions merge each key's old row and its record
+    # column by column (lsm/merge_engine/pair_merge.py), as the aggregation table's do
+    pytest.param({"merge-engine": "partial-update"}, id="partial-update-plain"),
     pytest.param(AGGREGATION, id="aggregation"),
 ])
 def test_random_turns_mark_the_rows_java_marks(java: PaimonJava, wh: str, lake: Catalog,

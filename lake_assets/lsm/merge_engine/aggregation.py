@@ -31,6 +31,7 @@ from lake_assets.lsm.merge_engine.engine_options import (
 )
 from lake_assets.lsm.merge_engine.function import SchemaFields
 from lake_assets.lsm.merge_engine.grouping import all_single, group_keys, keep_singles, last_true, one_row_per_group
+from lake_assets.lsm.merge_engine.pair_merge import PairInput, fold_pair, merged_pairs, pair_function, reads_old
 from lake_assets.options import CoreOptions
 from lake_assets.spec.row_kind import RowKind
 
@@ -120,3 +121,31 @@ class Aggregation:
         merged_rows = one_row_per_group(table, set(key_names) | set(self.key_names), starts, ends, deleted, merged)
         return merged_rows if self.merges_singles else keep_singles(table, grouping, merged_rows)
 
+
+    def pair_columns(self, records: pa.Table) -> list[str] | None:
+        """The columns whose old values `merge_pairs` reads to merge ``records`` (one per key)
+        with at most one older row per key (neither a retraction), or None when some column's
+        function is left to `merge` (`pair_merge.pair_function`) or a record is a retraction."""
+        if is_retract(kinds_of(records)).any():
+            return None
+        needed = []
+        for name in records.column_names:
+            fn = self.functions.get(name)
+            if fn is None:
+                continue
+            if not pair_function(fn.function, self.types[name]):
+                return None
+            if reads_old(fn.function, records.column(name)):
+                needed.append(name)
+        return needed
+
+    def merge_pairs(self, pairs: PairInput) -> pa.Table:
+        """What `merge` gives for each key's old row (if any) followed by its one record, the
+        columns `pair_columns` named given in ``pairs.old`` (`lake_assets.lsm.merge_engine.pair_merge`)."""
+        merged = {}
+        for name in pairs.records.column_names:
+            fn = self.functions.get(name)
+            if fn is not None:
+                merged[name] = fold_pair(name, fn.function, pairs.records.column(name).combine_chunks(),
+                                         pairs.old.get(name), pairs.at)
+        return merged_pairs(pairs, merged, not self.merges_singles)

@@ -81,6 +81,7 @@ from lake_assets.lsm.merge_engine.grouping import (
     take_or_null,
     valid_mask,
 )
+from lake_assets.lsm.merge_engine.pair_merge import PairInput, merged_pairs, newest_non_null
 from lake_assets.options import CoreOptions
 from lake_assets.spec.row_kind import RowKind
 
@@ -140,6 +141,24 @@ class PartialUpdate:
         aggregated = [n for n in names if n in self.key_names or (
             n not in seq_fields and options.aggregate_function(n) is not None)]
         refuse_ignore_retract_with_remove_on_delete(options, aggregated)
+
+    def pair_columns(self, records: pa.Table) -> list[str] | None:
+        """The columns whose old values `merge_pairs` reads to merge ``records`` (one per key)
+        with at most one older row per key (neither a retraction): the value columns holding a
+        null; None with sequence groups or a retraction among the records (left to `merge`)."""
+        if self.groups or is_retract(kinds_of(records)).any():
+            return None
+        keys = set(self.key_names)
+        return [name for name in records.column_names
+                if name in self.types and name not in keys and records.column(name).null_count]
+
+    def merge_pairs(self, pairs: PairInput) -> pa.Table:
+        """What `merge` gives for each key's old row (if any) followed by its one record: each
+        value column the record's where not null, else the old row's
+        (`lake_assets.lsm.merge_engine.pair_merge`)."""
+        merged = {name: newest_non_null(pairs.records.column(name).combine_chunks(), old, pairs.at)
+                  for name, old in pairs.old.items()}
+        return merged_pairs(pairs, merged, not self.merges_singles)
 
     def _delete_groups(self, options: CoreOptions) -> tuple[int, ...]:
         """Indexes into ``self.groups`` of the groups whose -D removes the whole record

@@ -203,12 +203,14 @@ def run_compaction_task(
                 after.append(f.upgrade(section.output_level))
                 continue
 
+            def merge_step(table: pa.Table, presorted: bool) -> pa.Table:
+                return sort_and_merge(table, key_names, merge_fn, opts.sequence_fields, opts.sequence_descending,
+                                      presorted=presorted)
+
             def merge(chunk: pa.Table, drop: bool = section.drop_delete) -> pa.Table:
-                presorted = False
-                if old_values is not None:  # marks the old rows it adds
-                    chunk, presorted = old_values.merge_in(chunk)
-                merged = sort_and_merge(chunk, key_names, merge_fn, opts.sequence_fields, opts.sequence_descending,
-                                        presorted=presorted)
+                # with old values: merged with each key's row from above, whose position it marks
+                merged = (merge_step(chunk, False) if old_values is None
+                          else old_values.merge(chunk, merge_fn, merge_step))
                 if vectors is not None and old_values is None:
                     vectors.note(merged)
                 if known is not None:
