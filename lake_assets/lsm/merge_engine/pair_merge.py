@@ -78,12 +78,13 @@ def oldest(new: pa.Array, old: pa.Array, at: np.ndarray, *, skip_nulls: bool) ->
     return pa.concat_arrays([new, old.cast(new.type)]).take(pa.array(index))
 
 
-def sum_accumulator(dtype: pa.DataType) -> type[np.generic] | None:
+def pair_sum_type(dtype: pa.DataType) -> type[np.generic] | None:
     """The numpy type a pair's ``sum`` adds in for column type ``dtype`` (the result is cast back,
     overflow an error), None for types left to the general fold (decimals). The one place that
-    decides it (floats add in float64, as `segment_reduce.segment_sum`: for two float32 operands
-    that rounds as a float32 addition does; 64-bit integers add in their own type, an overflow
-    found from the signs, `_overflowed`)."""
+    decides it. Floats add in float64: for two float32 operands the sum rounded back to float32 is
+    the float32 addition Java's FieldSumAgg makes (53 >= 2 * 24 + 2 bits, so the double rounding is
+    exact), where a run of many values needs `segment_reduce.sum_accumulator`'s float32 steps.
+    64-bit integers add in their own type, an overflow found from the signs (`_overflowed`)."""
     if pa.types.is_floating(dtype):
         return np.float64
     if dtype == pa.uint64():
@@ -142,7 +143,7 @@ def _combine(
 
 
 def _overflowed(dtype: pa.DataType, a: np.ndarray, b: np.ndarray, total: np.ndarray) -> np.ndarray:
-    """Where the integer sum ``total`` of ``a`` and ``b`` (in `sum_accumulator`'s type) is not
+    """Where the integer sum ``total`` of ``a`` and ``b`` (in `pair_sum_type`'s type) is not
     their exact sum as ``dtype``: out of its range, or wrapped around the 64 bits."""
     if dtype == pa.uint64():
         wrapped: np.ndarray = total < a
@@ -163,7 +164,7 @@ def pair_function(function: str, dtype: pa.DataType) -> bool:
     if function in ("last_value", "last_non_null_value", "first_value", "first_non_null_value"):
         return True
     if function == "sum":
-        return sum_accumulator(dtype) is not None
+        return pair_sum_type(dtype) is not None
     if function in ("min", "max"):  # floats: NaN ordering stays with the general fold
         return bool(pa.types.is_integer(dtype))
     if function in ("bool_and", "bool_or"):
@@ -190,7 +191,7 @@ def fold_pair(column: str, function: str, new: pa.Array, old: pa.Array | None, a
     if function in ("first_value", "first_non_null_value"):
         return oldest(new, old, at, skip_nulls=function == "first_non_null_value")
     if function == "sum":
-        wide = sum_accumulator(new.type)
+        wide = pair_sum_type(new.type)
         assert wide is not None
         return _combine(column, new, old, at, wide, np.add, checked=wide is not np.float64)
     if function in _EXTREMES:
@@ -229,4 +230,4 @@ def _itself(arr: pa.Array) -> Callable[[], pa.Array]:
 
 
 __all__ = ["PairInput", "PairMerging", "fold_pair", "merged_pairs", "newest_non_null", "oldest", "pair_function",
-           "reads_old", "sum_accumulator"]
+           "pair_sum_type", "reads_old"]
