@@ -138,8 +138,8 @@ def test_whole_partial_update_records_are_themselves() -> None:
 
 @pytest.mark.parametrize(("dtype", "new", "old"), [
     (pa.int8(), 100, 100), (pa.int8(), -100, -100), (pa.uint16(), 65_000, 1_000), (pa.int32(), 2**31 - 1, 1),
-    (pa.int64(), 2**63 - 1, 1), (pa.int64(), -(2**63), -1), (pa.uint64(), 2**64 - 1, 1),
-])
+    (pa.int64(), 2**63 - 1, 1), (pa.int64(), -(2**63), -1),
+])  # no unsigned 64-bit case: Paimon has no unsigned types (`arrow_types.from_arrow` refuses them), so no table has one
 def test_a_sum_that_leaves_its_type_fails_as_in_the_general_fold(dtype: pa.DataType, new: int, old: int) -> None:
     """Paimon's Java wraps integer sums silently; lake_assets refuses one that leaves its column's type
     (aggregate_functions), and so does the pair merge, where the largest sums that fit still pass."""
