@@ -98,6 +98,7 @@ CASES: list[tuple[str, pa.DataType, list[tuple[int, Any]], Any]] = [
     ("merge_map", MAP, [(DEL, [("a", 1), ("b", 2)]), (UB, [("a", 0)])], [("b", 2)]),
     ("merge_map", MAP, [(UB, [("a", 1)]), (UA, [("b", 2)])], [("b", 2)]),  # retract(null, _) = null
     ("merge_map", MAP, [(DEL, [("a", 1)])], [("a", 1)]),
+    ("merge_map", MAP, [(INS, [("a", 1), ("a", 2)]), (INS, None)], [("a", 1), ("a", 2)]),  # no reset: alike
     # FieldMergeMapWithKeyTimeAgg: agg(acc, null) = acc; putToMap takes acc's entries as they are
     # (a null value, an untimed row), then a null time is replaced, a larger time wins
     # (testFieldMergeMapWithKeyTimeAgg)
