@@ -273,7 +273,9 @@ D = decimal.Decimal
 
 def test_aggregation_functions(java: PaimonJava, wh: str) -> None:
     """Every aggregate function of Java 0.9 (there is no ``count``), NULLs skipped, folded in
-    sequence order across commits and compactions; ``dflt`` has no function (last_non_null_value)."""
+    sequence order across commits and compactions; ``dflt`` has no function (last_non_null_value).
+    No blank listagg input here: Java 0.9 joins it where Paimon 2.0+ and lake_assets skip it
+    (pinned in test_aggregation_reset_java.py::test_float_min_max_in_java_order_and_listagg_blanks)."""
     steps = [
         _w("+I",
            {"k": 1, "s": 1, "p": 2, "dsum": D("1.25"), "fsum": 0.5, "mn": 5, "mx": "m", "lv": "a", "lnn": "a",
@@ -283,7 +285,7 @@ def test_aggregation_functions(java: PaimonJava, wh: str) -> None:
             "fv": "first", "fnn": "fnn", "la": "y", "la2": None, "band": True, "bor": True, "dflt": None}),
         _w("+I",
            {"k": 1, "s": -4, "p": -1, "dsum": D("0.01"), "fsum": 2.0, "mn": 4, "mx": "a", "lv": "last", "lnn": "b",
-            "fv": "later", "fnn": "later", "la": "z", "la2": "", "band": False, "bor": None, "dflt": 7},
+            "fv": "later", "fnn": "later", "la": "z", "la2": "w", "band": False, "bor": None, "dflt": 7},
            {"k": 2, "s": 7, "p": 5, "mn": -1, "lv": None, "fnn": "x", "la": "only"}),
         C(),
         X(),

@@ -21,9 +21,12 @@ the column's type (0.9 to HEAD alike):
 
 Groups are folded in place, a numpy (Arrow for decimals) pass per position of the longest group
 (``segment_reduce``'s runs); integer sums as running sums (``cumsum``).
-Only the decimal sums that may leave their precision (an exact sum of absolute values tells),
-and decimal products with a retraction after their first record or of precision 38, are folded
-with Python's ``decimal`` one record at a time.
+Decimal sums that may leave their precision (an exact sum of absolute values tells) take a pass
+per position in Arrow's decimal256 as the products do. Decimal products with a retraction after
+their first record or of precision 38 are folded with Python's ``decimal`` one record at a time:
+Arrow's decimal divide truncates at a fixed scale, so it can neither find the non-terminating
+quotients Java's ``BigDecimal.divide`` fails on nor round an exact quotient half-up, and its
+type rule (p1 + p2 + 1 <= 76 digits) has no room for the exact product of two DECIMAL(38).
 """
 
 from __future__ import annotations
@@ -145,37 +148,58 @@ def _decimal_sum(col: str, values: pa.Array, retract: np.ndarray, gid: np.ndarra
     magnitude = hash_aggregate(pc.abs(vals).cast(pa.decimal256(76, dtype.scale)), seg, n_runs, "sum")
     risky = np.flatnonzero(pc.greater_equal(magnitude, bound).to_numpy(zero_copy_only=False))
     if risky.size:
-        ends = np.append(first[1:], len(gid))
-        java = [_java_decimal_sum(col, dtype, values.slice(first[r], ends[r] - first[r]).to_pylist(),
-                                  retract[first[r]:ends[r]]) for r in risky]
+        sizes = np.diff(np.append(first, len(gid)))
+        # the risky runs' entries, run after run
+        rows = np.repeat(first[risky] - np.cumsum(sizes[risky]) + sizes[risky], sizes[risky])
+        rows += np.arange(rows.size, dtype=np.int64)
+        risky_first = np.cumsum(sizes[risky]) - sizes[risky]
+        java = _decimal_sum_passes(col, dtype, signed.take(pa.array(rows, type=pa.int64())), risky_first,
+                                   sizes[risky])
         patch = np.full(n_runs, -1, dtype=np.int64)
         patch[risky] = np.arange(risky.size)
-        exact = pc.if_else(pa.array(patch >= 0), pa.array(java, type=wide).take(pa.array(np.maximum(patch, 0))), exact)
+        exact = pc.if_else(pa.array(patch >= 0), java.cast(wide).take(pa.array(np.maximum(patch, 0))), exact)
     return _fitted(col, "sum", exact, dtype)
 
 
-def _java_decimal_sum(col: str, dtype: pa.DataType, run: list[Decimal], retract: np.ndarray) -> Decimal | None:
-    """One run's sum record by record as Java's FieldSumAgg and DecimalUtils.add/subtract."""
+def _decimal_sum_passes(col: str, dtype: pa.DataType, signed: pa.Array, first: np.ndarray,
+                        sizes: np.ndarray) -> pa.Array:
+    """Each run's sum record by record as Java's FieldSumAgg and DecimalUtils.add/subtract, a pass
+    per position in Arrow's decimal256 (``signed``: retractions negated): a step's exact sum is
+    kept while it fits - for p <= 18 the unscaled long (Math.addExact, no precision check), else
+    the precision (Decimal.fromBigDecimal) - and is null otherwise; a null restarts from the next
+    value. A p <= 18 sum left with more digits than p is refused."""
     scale, precision = dtype.scale, dtype.precision
-    acc: int | None = None  # the unscaled value
-    for value, minus in zip(run, retract.tolist(), strict=True):
-        u = int(value.scaleb(scale, _EXACT))
-        if minus:
-            u = -u
-        if acc is None:
-            acc = u
-            continue
-        total = acc + u
-        if precision <= _COMPACT_PRECISION and _LONG_MIN <= total <= _LONG_MAX:
-            acc = total  # Math.addExact on the unscaled longs: no precision check
-        else:
-            acc = total if len(str(abs(total))) <= precision else None  # Decimal.fromBigDecimal
-    if acc is not None and len(str(abs(acc))) > precision:
+    work = pa.decimal256(max(precision, 19) + 2, scale)  # any kept sum plus one value, exactly
+    vals = signed.cast(work)
+    if precision <= _COMPACT_PRECISION:
+        low = pa.scalar(Decimal(_LONG_MIN).scaleb(-scale), type=work)
+        high = pa.scalar(Decimal(_LONG_MAX).scaleb(-scale), type=work)
+    else:
+        high = pa.scalar(Decimal(10) ** (precision - scale) - Decimal(1).scaleb(-scale), type=work)
+        low = pa.scalar(-high.as_py(), type=work)
+    zero = pa.scalar(Decimal(0), type=work)
+    acc = vals.take(pa.array(first))
+    live = np.flatnonzero(sizes > 1)
+    k = 1
+    while live.size:
+        a, x = acc.take(pa.array(live)), vals.take(pa.array(first[live] + k))
+        total = pc.add(a, x)
+        fits = pc.and_(pc.greater_equal(total, low), pc.less_equal(total, high))
+        step = pc.if_else(fits, pc.if_else(fits, total, zero).cast(work), pa.scalar(None, type=work))
+        mask = np.zeros(len(acc), dtype=bool)
+        mask[live] = True
+        acc = pc.replace_with_mask(acc, pa.array(mask), pc.if_else(a.is_null(), x, step))
+        k += 1
+        live = live[sizes[live] > k]
+    limit = pa.scalar(Decimal(10) ** (precision - scale), type=pa.decimal256(76, scale))
+    wide = pc.fill_null(pc.greater_equal(pc.abs(acc).cast(pa.decimal256(76, scale)), limit), False)
+    if pc.any(wide).as_py():
+        value = acc.filter(wide)[0].as_py()
         raise InvalidDataError(
-            f"Aggregate function 'sum' of column {col!r} gives {Decimal(acc).scaleb(-scale)}, more digits "
+            f"Aggregate function 'sum' of column {col!r} gives {value}, more digits "
             f"than {dtype} holds (Paimon's Java keeps such a DECIMAL(p <= 18) sum unchecked, a value its "
             "readers misread; lake_assets does not write it)")
-    return None if acc is None else Decimal(acc).scaleb(-scale, _EXACT)
+    return acc
 
 
 def _fitted(col: str, func: str, arr: pa.Array, dtype: pa.DataType) -> pa.Array:

@@ -52,6 +52,7 @@ import pyarrow as pa
 from lake_assets.errors import InvalidDataError, OptionError, UnsupportedFeatureError
 from lake_assets.lsm.merge_engine.aggregate_keytime import check_keytime_type, fold_keytime, keytime_field
 from lake_assets.lsm.merge_engine.collection_values import (
+    as_is,
     build_like,
     combine_ids,
     elements,
@@ -205,7 +206,8 @@ def fold_collection(
     # group by group (each path keeps its order inside a group)
     chosen = chosen[np.argsort(e_gid[chosen], kind="stable")]
     counts = np.bincount(e_gid[chosen], minlength=n_groups) if len(chosen) else np.zeros(n_groups, np.int64)
-    return build_like(col.type, counts, values.take(pa.array(chosen, type=pa.int64())), result_valid)
+    out = build_like(col.type, counts, values.take(pa.array(chosen, type=pa.int64())), result_valid)
+    return as_is(entries, retract, gid, n_groups, out) if func == "merge_map" else out
 
 
 def _nested_key_null_rule(

@@ -14,7 +14,9 @@ column at once, with numpy/Arrow group-wise work.
 - ``count`` is not a Paimon function (Paimon has no count aggregate): it raises
   ``UnsupportedFeatureError``; count rows with ``sum`` over a column that always holds 1.
   Unknown function names raise the same error, always when the engine is built, never mid-merge.
-- Nulls never contribute (sum/product/min/max/listagg/bool_* of only nulls is null).
+- Nulls never contribute (sum/product/min/max/listagg/bool_* of only nulls is null); nor do blank
+  strings to listagg (Paimon 2.0+, `aggregate_listagg`). FLOAT/DOUBLE min/max order as Java's
+  ``Double.compare`` (NaN above +Infinity, -0.0 below 0.0: `aggregate_float_order`).
 - sum and product compute in the column's own type, record by record, as Java's FieldSumAgg /
   FieldProductAgg (a FLOAT in float32, an integer step that overflows fails as in Paimon 2.0+,
   decimals with Java's precision rule): `aggregate_arithmetic`.
@@ -26,7 +28,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lake_assets.errors import InvalidDataError, OptionError, UnsupportedFeatureError
 from lake_assets.lsm.merge_engine.aggregate_arithmetic import product_fold, sum_fold
@@ -38,6 +39,8 @@ from lake_assets.lsm.merge_engine.aggregate_collections import (
     check_collection_type,
     fold_collection,
 )
+from lake_assets.lsm.merge_engine.aggregate_float_order import float_extreme
+from lake_assets.lsm.merge_engine.aggregate_listagg import fold_listagg, non_blank
 from lake_assets.lsm.merge_engine.aggregate_sketches import SKETCH_FUNCTIONS, check_sketch_column, fold_sketches
 from lake_assets.lsm.merge_engine.grouping import (
     hash_aggregate,
@@ -141,7 +144,7 @@ def fold(
             rows, gid, retract = rows[keep], gid[keep], retract[keep]
     if func in COLLECTION_FUNCTIONS:
         return fold_collection(func, fn.collection, fn.column, col, rows, retract, gid, n_groups)
-    valid = valid_mask(col)[rows]
+    valid = (non_blank(col) if func == "listagg" else valid_mask(col))[rows]
     if func in ("last_value", "first_value"):
         sel_rows, sel_gid, sel_retract = rows, gid, retract
     else:
@@ -161,13 +164,17 @@ def fold(
                 else segment_reduce(func, values, first))
         if fast is not None:  # one value per group with entries: every group, or scattered
             return fast if first.size == n_groups else scatter(fast, sel_gid[first], n_groups)
+    if func in ("min", "max"):  # FLOAT / DOUBLE in Java's order (-0.0 < 0.0 < ... < NaN)
+        first, sizes = runs_of(sel_gid)
+        ordered = float_extreme(func, values, first, sizes)
+        if ordered is not None:
+            return ordered if first.size == n_groups else scatter(ordered, sel_gid[first], n_groups)
     if func == "sum":
         return sum_fold(fn.column, values, sel_retract, sel_gid, n_groups)
     if func == "product":
         return product_fold(fn.column, values, sel_retract, sel_gid, n_groups)
     if func == "listagg":
-        lists = hash_aggregate(values, sel_gid, n_groups, "list")
-        return pc.binary_join(lists, fn.delimiter).cast(col.type)
+        return fold_listagg(values, sel_gid, n_groups, fn.delimiter, col.type)
     agg = {"min": "min", "max": "max", "bool_and": "all", "bool_or": "any"}[func]
     return hash_aggregate(values, sel_gid, n_groups, agg).cast(col.type)
 

@@ -59,6 +59,8 @@ class ResetImages:
             return pc.if_else(pa.array(self.has_delete), reset, folded)
         if fn.function in RESET_SENSITIVE:
             folded = self._onto_image(fn, col, folded, gid)
+        if fn.function == "listagg":  # a blank image stays until a non-blank value comes (agg(" ", v) = v)
+            folded = pc.if_else(pc.and_(pa.array(self.has_delete), folded.is_null()), image, folded)
         # a -D that ends its group is the result as it is: initRow takes the image raw (a
         # distinct collect's duplicates stay, a sketch's bytes are not re-encoded)
         return pc.if_else(pa.array(self.deleted), image, folded) if self.deleted.any() else folded

@@ -31,6 +31,24 @@ def entry_lengths(arr: pa.Array) -> np.ndarray:
     return out
 
 
+def as_is(entries: pa.Array, retract: np.ndarray, gid: np.ndarray, n_groups: int, folded: pa.Array) -> pa.Array:
+    """``folded`` with each group whose only non-null insert no non-empty retraction follows given
+    that entry as it is: Java's ``agg(null, v)`` (and ``agg(v, null)``, ``retract(v, {})``) return
+    ``v`` untouched, where the element fold would drop a map's duplicate keys."""
+    inserts = valid_mask(entries) & ~retract
+    count = np.bincount(gid[inserts], minlength=n_groups)
+    pos = np.full(n_groups, -1, dtype=np.int64)
+    pos[gid[inserts]] = np.flatnonzero(inserts)
+    emptying = np.flatnonzero(retract & (entry_lengths(entries) > 0))
+    last_retract = np.full(n_groups, -1, dtype=np.int64)
+    np.maximum.at(last_retract, gid[emptying], emptying)
+    taken = (count == 1) & (last_retract < pos)
+    if not taken.any():
+        return folded
+    slots = np.where(taken, n_groups + pos, np.arange(n_groups, dtype=np.int64))
+    return pa.concat_arrays([folded, entries.cast(folded.type)]).take(pa.array(slots, type=pa.int64()))
+
+
 def elements(arr: pa.Array) -> tuple[pa.Array, np.ndarray]:
     """Every element of the non-null entries of a list or map array (a map's as its key/value
     struct entries), entry by entry in order, and the entry index of each element."""
