@@ -188,8 +188,8 @@ def _route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAss
     hashing = pool.submit(_fixed_buckets, data, spec) if fixed and pool is not None else None
     part_ids, part_values = partition_groups(data, spec.partition_keys)
     nb = spec.num_buckets
-    if assign is not None:
-        buckets = assign(data, part_ids, part_values)
+    buckets = assign(data, part_ids, part_values) if assign is not None else None
+    if buckets is not None:
         nb = int(buckets.max()) + 1 if len(buckets) else 1
     if nb > MAX_BUCKETS_PER_PARTITION:
         # counts below are kept per (partition, bucket): a count of 2**31 (a postpone partition's
@@ -198,6 +198,7 @@ def _route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAss
             f"Cannot write {nb} buckets per partition: lake_assets writes at most {MAX_BUCKETS_PER_PARTITION} "
             "(from the table's bucket option, postpone.default-bucket-num, a postpone partition's recorded "
             "_TOTAL_BUCKETS or its estimate)")
+    if buckets is not None:
         group = part_ids * nb + buckets
     elif fixed:
         group = part_ids * nb + (hashing.result() if hashing is not None else _fixed_buckets(data, spec))
