@@ -72,12 +72,16 @@ class BloomFilter64:
         if len(payload) < 5:
             raise InvalidDataError(f"{what} is truncated ({len(payload)} bytes)")
         (k,) = struct.unpack_from(">i", payload)
-        if k < 1:
-            raise InvalidDataError(f"{what} has {k} hash functions")
+        if not 1 <= k <= MAX_HASH_FUNCTIONS:
+            # a test computes k positions per value (a k of 2**31 asked for 8 GiB per literal)
+            raise InvalidDataError(f"{what} has {k} hash functions (Paimon writes 1 to {MAX_HASH_FUNCTIONS})")
         return cls(k, np.frombuffer(payload, np.uint8, offset=4).copy())
 
 
 INT_MAX = 2**31 - 1
+# Paimon sizes k = round(bits / items * ln 2) = log2(1 / fpp) at the optimum: 1,075 for the
+# smallest positive double as fpp. No filter Paimon writes has more.
+MAX_HASH_FUNCTIONS = 1075
 
 
 def bloom_bits(items: int, fpp: float) -> int:

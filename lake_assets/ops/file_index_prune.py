@@ -20,7 +20,9 @@ with deletion vectors). An index only removes files without a match, so a read r
 without it; whatever cannot be decided (an index that does not parse or is gone, a bitmap of a
 version or type not read here, an index of another kind (a newer Paimon's or a plug-in's), a
 literal that does not convert to the file's column type, a column renamed or retyped since the file
-was written) keeps the file.
+was written) keeps the file. Damage to an index embedded in a manifest entry (bytes cut, offsets or
+lengths outside it, counts that do not add up) is manifest damage: `CorruptMetadataError` naming
+the data file, as Paimon Java 0.9's scan fails on it; a damaged ``.index`` file is read past.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 from pyroaring import BitMap
 
-from lake_assets.errors import LakeError
+from lake_assets.errors import CorruptMetadataError, InvalidDataError, LakeError
 from lake_assets.formats.bitmap_index import BITMAP, BitmapIndex
 from lake_assets.formats.bloom_filter import BloomFilter64
 from lake_assets.formats.bsi_index import BSI, BSI_OPS, BsiIndex, term_keys
@@ -91,23 +93,36 @@ def index_may_match(store: FileStore, entry: ManifestEntry, pred: Predicate, sch
                        if p.endswith("/" + index_files[0])]
             data = store.file_io.read_bytes(path)
         indexes = read_container(data, f"file index of {meta.file_name}")
+    except InvalidDataError as exc:
+        if meta.embedded_file_index is not None:
+            raise _corrupt_embedded(store.name, meta.file_name, exc) from None
+        log.warning("Table %s: not using the file index of %s: %s", store.name, meta.file_name, exc)
+        return True
     except (LakeError, OSError) as exc:
-        # an index we cannot read prunes nothing: the file is read and filtered row by row
+        # an index file we cannot read prunes nothing: the file is read and filtered row by row
         log.warning("Table %s: not using the file index of %s: %s", store.name, meta.file_name, exc)
         return True
     if not indexes:
         return True
-    view = _FileIndexes(store.name, meta.file_name, indexes)
+    view = _FileIndexes(store.name, meta.file_name, indexes, embedded=meta.embedded_file_index is not None)
     file_schema = store.schema_by_id(meta.schema_id)
     return any(_clause_may_match(schema, file_schema, view, clause) for clause in pred.clauses)
+
+
+def _corrupt_embedded(table: str, file_name: str, exc: Exception) -> CorruptMetadataError:
+    """Damage in an index embedded in a manifest entry: manifest damage, which Paimon Java 0.9's
+    scan fails on too (``AppendOnlyFileStoreScan.testFileIndex``)."""
+    return CorruptMetadataError(f"Table {table}: the file index embedded in the manifest entry of {file_name} "
+                                f"is corrupt: {exc}")
 
 
 class _FileIndexes:
     """One file's indexes by column, each parsed when a term first asks for it; one that does
     not parse (or is of a version or type not read here) decides nothing."""
 
-    def __init__(self, table: str, file_name: str, payloads: dict[str, dict[str, bytes | None]]) -> None:
-        self.table, self.file_name, self.payloads = table, file_name, payloads
+    def __init__(self, table: str, file_name: str, payloads: dict[str, dict[str, bytes | None]], *,
+                 embedded: bool = False) -> None:
+        self.table, self.file_name, self.payloads, self.embedded = table, file_name, payloads, embedded
         self._parsed: dict[tuple[str, str], Any] = {}
 
     def _get(self, column: str, index_type: str, parse: Callable[[bytes], T]) -> T | None:
@@ -116,7 +131,13 @@ class _FileIndexes:
             payload = self.payloads.get(column, {}).get(index_type)
             try:
                 self._parsed[key] = None if payload is None else parse(payload)
-            except LakeError as exc:
+            except InvalidDataError as exc:
+                if self.embedded:
+                    raise _corrupt_embedded(self.table, self.file_name, exc) from None
+                log.warning("Table %s: not using the %s index of %s in %s: %s", self.table, index_type,
+                            column, self.file_name, exc)
+                self._parsed[key] = None
+            except LakeError as exc:  # a version or type not read here: decides nothing
                 log.warning("Table %s: not using the %s index of %s in %s: %s", self.table, index_type,
                             column, self.file_name, exc)
                 self._parsed[key] = None

@@ -349,13 +349,18 @@ class KeyIndex:
     def load(self, directory: str, shards: int, partitions: list[bytes]) -> None:
         """Take the entries `save` left in ``directory`` (moved away from it) and the partitions of
         their ids, into this empty index."""
+        if shards < 0:
+            raise ValueError(f"a key index of {shards} shards")
         self.partitions = list(partitions)
         self._part_ids = {p: i for i, p in enumerate(self.partitions)}
         if shards == 0:
             with pa.OSFile(os.path.join(directory, "entries.arrow")) as source:
-                self._entries = pa.ipc.open_stream(source).read_all()
+                entries = pa.ipc.open_stream(source).read_all()
             with pa.OSFile(os.path.join(directory, "added.arrow")) as source:
                 added = pa.ipc.open_stream(source).read_all()
+            for table in (entries, added):  # another process wrote them: ids must name these partitions
+                _check_entries(table, len(self.partitions))
+            self._entries = entries
             if added.num_rows:
                 self._added, self._added_bytes = [added], added.nbytes
             return
@@ -374,3 +379,14 @@ class KeyIndex:
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
+
+
+def _check_entries(entries: pa.Table, partitions: int) -> None:
+    """Raise ValueError unless ``entries`` has `ENTRY_SCHEMA` and partition ids below ``partitions``
+    (-1 marks a removed key) and non-negative buckets."""
+    if not entries.schema.equals(ENTRY_SCHEMA):
+        raise ValueError(f"key index entries of schema {entries.schema}")
+    if entries.num_rows:
+        lo, hi = pc.min_max(entries.column("part")).values()
+        if lo.as_py() < -1 or hi.as_py() >= partitions or pc.min(entries.column("bucket")).as_py() < 0:
+            raise ValueError(f"key index entries name partitions {lo}..{hi} of {partitions} or a negative bucket")

@@ -57,19 +57,32 @@ def load(store: FileStore, directory: str, spill_dir: str | None) -> CrossPartit
             return None
         lease = WriterLease(store)
         lease.consumer_id = consumer_id
-        lease.next_snapshot = state["lease"]["next_snapshot"]
-        lease.renewed_ms = int(state["lease"]["renewed_ms"])
+        held = state["lease"]["next_snapshot"]
+        lease.next_snapshot = None if held is None else _int(held)
+        lease.renewed_ms = _int(state["lease"]["renewed_ms"])
+        partitions = [bytes.fromhex(p) for p in state["partitions"]]
         router = CrossPartitionRouter(store, None, spill_dir, lease=lease)
         try:
-            router.base_snapshot = int(state["base_snapshot"])
+            router.base_snapshot = _int(state["base_snapshot"])
             router.base_identity = str(state["base_identity"])
             router.pending = tuple(str(x) for x in state["pending"])
-            router.counts = {int(p): {int(b): int(c) for b, c in counts.items()}
+            router.counts = {_int(p, len(partitions) - 1): {_int(b): _int(c) for b, c in counts.items()}
                              for p, counts in state["counts"].items()}
-            router.index.load(directory, int(state["shards"]), [bytes.fromhex(p) for p in state["partitions"]])
+            router.index.load(directory, _int(state["shards"]), partitions)
         except BaseException:
             router.close()
             raise
     except (OSError, ValueError, KeyError, TypeError):
         return None  # not a complete handoff: the writer reads its index from the table
     return router
+
+
+def _int(value: object, most: int = 2**63 - 1) -> int:
+    """A non-negative integer of the state (its JSON int or decimal text), at most ``most``;
+    anything else raises ValueError (the handoff is then not used)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError(f"{value!r:.40} in a key index handoff")
+    number = int(value)
+    if not 0 <= number <= most:
+        raise ValueError(f"{number} in a key index handoff")
+    return number

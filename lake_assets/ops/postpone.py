@@ -178,7 +178,7 @@ def plan_postpone(
     for e in entries:
         if e.bucket == POSTPONE_BUCKET:
             postponed[e.partition].append(e)
-        elif e.bucket >= 0 and e.total_buckets > 0:
+        elif e.bucket >= 0:  # a count of 0 or less raises (record_bucket_count)
             record_bucket_count(store, known, e)
             if e.file.level == 0:
                 level0[e.partition].add(e.bucket)

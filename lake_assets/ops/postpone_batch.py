@@ -160,7 +160,7 @@ def bucket_metadata(store: FileStore) -> BucketMetadata:
     snap = store.snapshot_manager.latest()
     if snap is not None:
         for e in store.file_store_scan(Op.COMPACT).live_entries(snap):
-            if e.bucket >= 0 and e.total_buckets > 0:
+            if e.bucket >= 0:  # a count of 0 or less raises (record_bucket_count)
                 record_bucket_count(store, counts, e)
     return BucketMetadata(counts, None if snap is None else snap.id)
 

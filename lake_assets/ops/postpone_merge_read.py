@@ -141,7 +141,7 @@ def plan_merge_read(store: FileStore, snap: Snapshot, pred: Predicate | None, sc
     for e in entries:
         if e.bucket == POSTPONE_BUCKET:
             postponed[e.partition].append(e)
-        elif e.bucket >= 0 and e.total_buckets > 0:
+        elif e.bucket >= 0:  # a count of 0 or less raises (record_bucket_count)
             record_bucket_count(store, known, e)
     units: list[PostponeMergeUnit] = []
     by_partition: dict[bytes, list[Split]] = defaultdict(list)  # one pass, not one per partition

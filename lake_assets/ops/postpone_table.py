@@ -34,7 +34,12 @@ def record_bucket_count(store: FileStore, counts: dict[bytes, int], e: ManifestE
     A partition whose files record different counts raises `CorruptMetadataError` naming the
     table and partition, as Java's ``PostponeUtils.getKnownNumBuckets`` ("Partition ... has
     different totalBuckets") and pypaimon's planner do: writing or compacting it with either
-    count would put keys in the wrong bucket for the other files."""
+    count would put keys in the wrong bucket for the other files. So does a bucket at or past its
+    count."""
+    if not 0 <= e.bucket < e.total_buckets:
+        raise CorruptMetadataError(
+            f"Cannot plan the buckets of {store.name}: file {e.file.file_name} is in bucket {e.bucket} (_BUCKET) "
+            f"of {e.total_buckets} (_TOTAL_BUCKETS)")
     known = counts.setdefault(e.partition, e.total_buckets)
     if known != e.total_buckets:
         values = store.file_store_scan(Op.COMPACT).partition_values(e.partition)

@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lake_assets.errors import UnsupportedFeatureError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.lsm.merge import sort_order
@@ -37,6 +38,8 @@ from lake_assets.spec.data_types import DataType
 
 # Below this many rows a batch is gathered on the calling thread: a pool costs more than it saves.
 PARALLEL_GATHER_ROWS = 64 * 1024
+# The most buckets a partition may have here (Paimon sets none; each is a directory of files).
+MAX_BUCKETS_PER_PARTITION = 1 << 16
 # Up to this many (partition, bucket) groups in a batch, each group's task scans the group ids
 # for its rows rather than waiting for one grouping sort of the batch (see `_route`).
 SCAN_GROUPS = 8
@@ -185,9 +188,17 @@ def _route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAss
     hashing = pool.submit(_fixed_buckets, data, spec) if fixed and pool is not None else None
     part_ids, part_values = partition_groups(data, spec.partition_keys)
     nb = spec.num_buckets
-    if assign is not None:
-        buckets = assign(data, part_ids, part_values)
+    buckets = assign(data, part_ids, part_values) if assign is not None else None
+    if buckets is not None:
         nb = int(buckets.max()) + 1 if len(buckets) else 1
+    if nb > MAX_BUCKETS_PER_PARTITION:
+        # counts below are kept per (partition, bucket): a count of 2**31 (a postpone partition's
+        # recorded or estimated count, an option) asked for 16 GiB
+        raise UnsupportedFeatureError(
+            f"Cannot write {nb} buckets per partition: lake_assets writes at most {MAX_BUCKETS_PER_PARTITION} "
+            "(from the table's bucket option, postpone.default-bucket-num, a postpone partition's recorded "
+            "_TOTAL_BUCKETS or its estimate)")
+    if buckets is not None:
         group = part_ids * nb + buckets
     elif fixed:
         group = part_ids * nb + (hashing.result() if hashing is not None else _fixed_buckets(data, spec))

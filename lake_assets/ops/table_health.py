@@ -41,6 +41,10 @@ HEALTH_SCHEMA = pa.schema(
         # hiding more than compaction.delete-ratio-threshold of their rows); they make
         # compaction_would_trigger true
         ("vector_purge_files", pa.int64()),
+        # data files the bucket's deletion vectors name but the bucket does not hold: index entries
+        # another writer left (a bucket may have vectors and no file at all); readers ignore them,
+        # as Paimon Java does, and expiry / orphan removal keep their index files while referenced
+        ("dangling_vector_files", pa.int64()),
         # (compaction_would_trigger is false throughout on a table whose compaction lake_assets
         # refuses, `compaction_refusal`: Table.compact would raise, whatever the files)
     ]
@@ -77,12 +81,14 @@ def table_health(
     groups: dict[tuple[str, int], list[DataFileMeta]] = defaultdict(list)
     for e in scan.live_entries(snap):
         groups[(store.partition_path_of(e.partition), e.bucket)].append(e.file)
+    deleted, dangling = _deleted_rows(store, snap, groups)
+    for key in dangling.keys() - groups.keys():  # vectors under a bucket without files: a row of its own
+        groups[key] = []
     opts = store.schema.core_options
     rows = bucket_health(
         dict(sorted(groups.items())), num_levels=opts.num_levels, options=opts, now_ms=local_now_as_utc_ms(),
         small_file_threshold=small_file_threshold,
     )
-    deleted = _deleted_rows(store, snap, groups)
     append_vectors = keeps_append_vectors(store.schema)
     compactable = compaction_refusal(store) is None
     out = []
@@ -96,6 +102,7 @@ def table_health(
         d["deleted_row_ratio"] = n / total if total else 0.0
         purge = len(files_to_purge(store.schema, files, counts)) if append_vectors and counts else 0
         d["vector_purge_files"] = purge
+        d["dangling_vector_files"] = dangling.get((r.partition, r.bucket), 0)  # type: ignore[arg-type]
         d["compaction_would_trigger"] = compactable and (r.compaction_would_trigger or purge > 0)
         out.append(d)
     return pa.Table.from_pylist(out, schema=HEALTH_SCHEMA)
@@ -103,15 +110,22 @@ def table_health(
 
 def _deleted_rows(
     store: FileStore, snap: Snapshot, groups: dict[tuple[str, int], list[DataFileMeta]]
-) -> dict[tuple[str, int], dict[str, int]]:
-    """Per (partition path, bucket), each live file's rows its deletion vector hides (by name)."""
+) -> tuple[dict[tuple[str, int], dict[str, int]], dict[tuple[str, int], int]]:
+    """Per (partition path, bucket), each live file's rows its deletion vector hides (by name),
+    and how many files its vectors name that it does not hold (where there are such)."""
     if not deletion_vectors.enabled(store.schema) or not snap.index_manifest:
-        return {}
+        return {}, {}
     loader = deletion_vectors.VectorLoader(store)
     out: dict[tuple[str, int], dict[str, int]] = {}
+    dangling: dict[tuple[str, int], int] = {}
     for (partition, bucket), entries in deletion_vectors.snapshot_index(store, snap).items():
         key = (store.partition_path_of(partition), bucket)
         live = {f.file_name for f in groups.get(key, ())}
+        named = {r.data_file for e in entries for r in e.dv_ranges or ()}
+        if named - live:
+            dangling[key] = len(named - live)
+        if not live:
+            continue  # nothing to count (and no vector to load: they hide no row a reader sees)
         counts = deletion_vectors.deleted_rows(store, entries, loader)
         out[key] = {name: n for name, n in counts.items() if name in live}
-    return out
+    return out, dangling

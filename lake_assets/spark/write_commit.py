@@ -46,26 +46,9 @@ class InjectedCommitFailure(LakeError):
     """Raised by the ``test.fail-commit`` hook."""
 
 
-def decode(messages: Sequence[WriterCommitMessage | None]) -> list[CommitMessage]:
-    """Core commit messages of the tasks that finished (Spark passes None for the others)."""
-    out = []
-    for m in messages:
-        if isinstance(m, LakeCommitMessage):
-            out += [CommitMessage.from_json(text) for text in m.messages]
-    return out
-
-
-def task_files(messages: Sequence[WriterCommitMessage | None]) -> list[TaskFiles]:
-    """The core messages of each task that finished, with its sequence stride."""
-    return [TaskFiles([CommitMessage.from_json(text) for text in m.messages], m.sequence_stride)
-            for m in messages if isinstance(m, LakeCommitMessage)]
-
-
-def commit_user_of(messages: Sequence[WriterCommitMessage | None]) -> str | None:
-    users = {m.commit_user for m in messages if isinstance(m, LakeCommitMessage)}
-    if len(users) > 1:
-        raise LakeError(f"Commit messages of one Spark write carry several commit users: {sorted(users)}")
-    return next(iter(users), None)
+def decode(tasks: Sequence[TaskFiles]) -> list[CommitMessage]:
+    """The core commit messages of checked tasks (`task_outputs.checked_tasks`), in task order."""
+    return [m for t in tasks for m in t.messages]
 
 
 def check_one_dynamic_bucket_writer(table: Table, tasks: Sequence[WriterCommitMessage | None]) -> None:

@@ -27,16 +27,15 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from lake_assets.errors import LakeError, OptionError
 from lake_assets.spark.column_subset import dataframe_write_columns
 from lake_assets.spark.source_options import OVERWRITE_PARTITION, PARTITION_OVERWRITE_MODE, SourceOptions
+from lake_assets.spark.task_outputs import checked_tasks, decode_lenient
 from lake_assets.spark.task_sequences import BucketWriterConflictError, TaskFiles, check_sequences_disjoint
 from lake_assets.spark.write_commit import (
     check_one_dynamic_bucket_writer,
     commit_marking_doubt,
-    commit_user_of,
     decode,
     injected_failure,
     keeps_files_in_doubt,
     landed,
-    task_files,
 )
 from lake_assets.spark.write_task import LakeCommitMessage, write_task
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
@@ -133,8 +132,9 @@ class LakeBatchWriter(DataSourceArrowWriter):
 
         table = self.options.table()
         committer = table.new_committer(self.commit_user)
-        decoded = decode(messages)
-        tasks = task_files(messages)
+        # every task's result checked before anything acts on any (task_outputs)
+        _, tasks = checked_tasks(messages, table.store, self.commit_user)
+        decoded = decode(tasks)
         if self.plan is not None and any(m.bucket == POSTPONE_BUCKET for m in decoded):
             # rows of partitions no count was planned for: plan them now, write them into real buckets
             try:
@@ -181,7 +181,7 @@ class LakeBatchWriter(DataSourceArrowWriter):
             return
         if landed(table, self.commit_user, BATCH_COMMIT_IDENTIFIER, self.base_snapshot):
             return  # the snapshot exists (commit failed after it): its files are live
-        table.new_committer(self.commit_user).abort(decode(messages))
+        table.new_committer(self.commit_user).abort(decode_lenient(messages, table.store, self.commit_user)[1])
 
 
 class LakeStreamWriter(DataSourceStreamArrowWriter):
@@ -213,7 +213,8 @@ class LakeStreamWriter(DataSourceStreamArrowWriter):
         from lake_assets.ops.mark_done import mark_done_after_commit
         from lake_assets.spark.sink_distribution import check_sink_distribution
 
-        user = commit_user_of(messages)
+        table = self.options.table()
+        user, tasks = checked_tasks(messages, table.store)
         if user is None:
             # No task reported. Spark runs a write task even for a micro-batch of no input
             # partitions (SPARK-23271: one over nothing), and each reports the commit user
@@ -221,22 +222,21 @@ class LakeStreamWriter(DataSourceStreamArrowWriter):
             # user an empty snapshot the table asks for (commit_empty.py) cannot be exactly once.
             from lake_assets.ops.commit_empty import commits_empty_snapshot
 
-            if commits_empty_snapshot(self.options.table().schema.core_options, batchId):
+            if commits_empty_snapshot(table.schema.core_options, batchId):
                 log.warning("Micro-batch %s of %s reported no commit user: no empty snapshot committed",
                             batchId, self.options.identifier)
             return
-        table = self.options.table()
         committer = table.new_committer(user)
-        decoded = decode(messages)
+        decoded = decode(tasks)
         if committer.is_committed(batchId):
             committer.abort(decoded)  # a replay of a committed batch: its new files are spare
             return
         # rows as given, checked every micro-batch; warned of at the query's first (none committed)
-        check_sink_distribution(table.store, task_files(messages),
+        check_sink_distribution(table.store, tasks,
                                 warn=lambda: committer.last_committed_identifier() is None)
         try:
             check_one_dynamic_bucket_writer(table, messages)
-            check_sequences_disjoint(table, task_files(messages))
+            check_sequences_disjoint(table, tasks)
         except BucketWriterConflictError:
             committer.abort(decoded)
             raise
@@ -250,13 +250,14 @@ class LakeStreamWriter(DataSourceStreamArrowWriter):
         """Delete the micro-batch's files unless it was committed or its commit's outcome stayed
         unknown (`keeps_files_in_doubt`: left to orphan removal). A refused commit (a conflict:
         known not to have landed) deleted its files itself; this deletes those of a commit that
-        failed before it began."""
-        user = commit_user_of(messages)
-        if user is None:
-            return
+        failed before it began. Only tasks whose results pass the driver's checks are trusted
+        (`decode_lenient`)."""
         table = self.options.table()
+        user, decoded = decode_lenient(messages, table.store)
+        if user is None or not decoded:
+            return  # nothing to delete, or no one user whose commits tell whether the batch landed
         if keeps_files_in_doubt(table, user, batchId):
             return
         committer = table.new_committer(user)
         if not committer.is_committed(batchId):
-            committer.abort(decode(messages))
+            committer.abort(decoded)

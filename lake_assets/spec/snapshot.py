@@ -233,10 +233,48 @@ class Consumer:
 
     @classmethod
     def from_json(cls, text: str | bytes, name: str = "consumer") -> Consumer:
+        """Read a consumer file as Paimon's ``Consumer.fromJson`` (Jackson, a ``long``) reads it:
+        ``nextSnapshot`` an integer, a float truncated toward zero, or a string of (Unicode) digits; null or
+        missing is 0 (a position that holds every snapshot). What Java refuses - a boolean, a value
+        outside a long, other strings, arrays, objects - raises `CorruptMetadataError` naming the
+        file and the field (Python's ``int()`` took ``true`` as 1 and any size). Unlike Java, text
+        after the object is refused too: a torn overwrite, whose position cannot be trusted."""
         try:
             d = json.loads(text)
-            lease = d.get(LEASE_FIELD)
-            return cls(int(d["nextSnapshot"]), None if lease is None else int(lease))
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise CorruptMetadataError(f"Consumer file {name} is corrupt: {exc!r}") from exc
+            if not isinstance(d, dict):
+                raise TypeError(f"not a JSON object: {d!r:.40}")
+            nxt = _java_long(d.get("nextSnapshot"), "nextSnapshot")
+            lease = d.get(LEASE_FIELD)  # our own field, written as a JSON integer only
+            if lease is not None and not (isinstance(lease, int) and not isinstance(lease, bool)
+                                          and _LONG_MIN <= lease <= _LONG_MAX):
+                raise TypeError(f"{LEASE_FIELD} must be an integer (epoch milliseconds), got {lease!r:.40}")
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise CorruptMetadataError(f"Consumer file {name} is corrupt: {exc}") from exc
+        return cls(nxt, lease)
+
+
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+_JAVA_LONG_TEXT = re.compile(r"[+-]?\d+")  # Unicode decimal digits, as Long.parseLong
+
+
+def _java_long(value: object, field: str) -> int:
+    """``value`` as Jackson's coercion to a Java ``long`` reads it (see `Consumer.from_json`)."""
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        raise TypeError(f"{field} must be an integer, got {value!r}")
+    if isinstance(value, float):
+        if value != value or not -(2.0**63) <= value < 2.0**63:  # NaN (json.loads takes it), out of range
+            raise ValueError(f"{field} is {value!r}, outside a long")
+        value = int(value)  # toward zero, as Jackson's ACCEPT_FLOAT_AS_INT
+    elif isinstance(value, str):
+        text = value.strip()  # Jackson trims; int() would also take '5_0'
+        if not _JAVA_LONG_TEXT.fullmatch(text):
+            raise ValueError(f"{field} must be an integer, got the string {value!r:.40}")
+        value = int(text)
+    if not isinstance(value, int):
+        raise TypeError(f"{field} must be an integer, got {type(value).__name__} {value!r:.40}")
+    if not _LONG_MIN <= value <= _LONG_MAX:
+        raise ValueError(f"{field} is {value}, outside a long")
+    return value
 

@@ -72,7 +72,8 @@ class ConsumerManager:
     def get(self, consumer_id: str) -> Consumer | None:
         check_name(consumer_id, "consumer id")
         try:
-            return Consumer.from_json(self.file_io.read_bytes(self.paths.consumer_file(consumer_id)), consumer_id)
+            return Consumer.from_json(self.file_io.read_bytes(self.paths.consumer_file(consumer_id)),
+                                     f"{_CONSUMER_PREFIX}{consumer_id}")
         except FileNotFoundError:
             return None
 

@@ -14,7 +14,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from lake_assets.errors import LakeError, UnsupportedFeatureError
+from lake_assets.errors import InvalidCommitMessageError, LakeError, UnsupportedFeatureError
 from lake_assets.ops.allocator import release_thread_memory
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact import CompactionPlan, CompactionTask, compact, run_compaction_task
@@ -28,6 +28,7 @@ from lake_assets.spark.jobs.runner import main_entry, run_job
 from lake_assets.spark.jobs.summary import health_summary
 from lake_assets.spark.jobs.table_ref import TableRef
 from lake_assets.spark.jobs.unit_failures import abort_and_raise
+from lake_assets.spark.jobs.unit_results import compaction_message, unit_outcomes
 from lake_assets.store.file_store import FileStore
 
 JOB = "compact"
@@ -112,8 +113,15 @@ class SparkUnits:
             .flatMap(lambda group: [run_unit(ref, task) for task in group])
             .collect()
         )
-        messages = [r for status, r in results if status == "ok"]
-        failed = [r for status, r in results if status == "error"]
+        # one result per unit, in plan order (each group's units in order, the groups in order)
+        units = [task for group in groups for task in group]
+        ok, failed = unit_outcomes(results, len(units))
+        messages = []
+        for i, value in ok:  # a unit whose result fails the checks fails the run (the others' output deleted)
+            try:
+                messages.append(compaction_message(i, units[i], value))
+            except InvalidCommitMessageError as exc:
+                failed.append((type(exc).__name__, str(exc)))
         if failed:
             abort_and_raise(store, messages, failed, "units")
         self.messages = messages

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from lake_assets.errors import LakeError
+from lake_assets.errors import InvalidCommitMessageError, LakeError
 from lake_assets.ops.allocator import release_thread_memory
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.postpone import PostponeUnit, compact_postpone, run_postpone_unit
@@ -23,6 +23,7 @@ from lake_assets.spark.jobs.context import JobContext
 from lake_assets.spark.jobs.logs import log
 from lake_assets.spark.jobs.table_ref import TableRef
 from lake_assets.spark.jobs.unit_failures import abort_and_raise
+from lake_assets.spark.jobs.unit_results import postpone_messages, unit_outcomes
 from lake_assets.store.file_store import FileStore
 
 
@@ -72,8 +73,13 @@ class SparkPostponeUnits:
             .map(lambda unit: run_unit(ref, unit, user))
             .collect()
         )
-        messages = [m for status, r in results if status == "ok" for m in r]
-        failed = [r for status, r in results if status == "error"]
+        ok, failed = unit_outcomes(results, len(units))
+        messages = []
+        for i, value in ok:  # a unit whose result fails the checks fails the run (the others' output deleted)
+            try:
+                messages += postpone_messages(i, units[i], value)
+            except InvalidCommitMessageError as exc:
+                failed.append((type(exc).__name__, str(exc)))
         if failed:
             abort_and_raise(store, messages, failed, "partitions")
         self.messages = messages

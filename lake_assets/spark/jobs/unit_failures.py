@@ -19,6 +19,9 @@ def abort_and_raise(store: FileStore, messages: Sequence[CommitMessage], failed:
     tag references), then raise the first failure as its lake error class (exit codes follow it)."""
     TableCommitter(store, f"compact-abort-{uuid.uuid4()}").abort(messages)
     name, text = failed[0]
+    # the class name came from an executor: only a lake error class of that name, else LakeError
     cls = getattr(lake_errors, name, LakeError)
+    if not (isinstance(cls, type) and issubclass(cls, LakeError)):
+        cls = LakeError
     more = f" ({len(failed) - 1} more {noun} failed)" if len(failed) > 1 else ""
     raise cls(f"{text}{more}")
