@@ -8,6 +8,7 @@ messages. Everything on the row path is vectorized with pyarrow/numpy.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor, wait
@@ -21,6 +22,7 @@ from lake_assets.lsm.merge import is_retract
 from lake_assets.ops.allocator import release_pool_threads
 from lake_assets.ops.bucket_router import BucketRouter
 from lake_assets.ops.column_subset import subset_write_schema, with_write_cols
+from lake_assets.ops.commit_cleanup import written_paths
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
 from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.dynamic_bucket import attach_index_changes
@@ -29,6 +31,7 @@ from lake_assets.ops.level0_flush import Level0Flush
 from lake_assets.ops.route import PARALLEL_GATHER_ROWS
 from lake_assets.ops.spill import SpillStats, spill_root
 from lake_assets.ops.write_spill import WriteBufferSpill, bucket_flush_threads
+from lake_assets.ops.writer_abort import landed_messages
 from lake_assets.ops.writer_rounds import RoundLedger
 from lake_assets.ops.writer_state import (
     BucketBuffer,
@@ -47,6 +50,7 @@ if TYPE_CHECKING:
     from lake_assets.ops.cross_partition import CrossPartitionRouter
     from lake_assets.store.file_store import FileStore
 
+log = logging.getLogger(__name__)
 
 # Fewest rows routed at a time when a big input is cut to fit the write buffer.
 MIN_ROUTED_ROWS = 1024
@@ -386,20 +390,35 @@ class TableWriter:
         router, self._router.cross_router = self._router.cross_router, None
         return router
 
-    def abort(self, messages: Iterable[CommitMessage] = ()) -> None:
-        """Delete files written but not committed (buffered files and those in ``messages``).
+    def abort(self, messages: Iterable[CommitMessage] = ()) -> list[CommitMessage]:
+        """Delete files written but not committed: those written since the last `prepare_commit`
+        (buffered rows are dropped) and those of ``messages`` (this writer's) that did not land.
+
+        Unlike Paimon's abort, it looks first (`ops.writer_abort`): a message that a snapshot
+        committed after the writer's base added a file of - an abort after a commit whose outcome
+        was unknown, that landed - keeps its files. Returns those landed messages (and logs a
+        warning); the files of the others are deleted. When the look is impossible (a snapshot
+        after the base expired, metadata unreadable) it raises `CommitStateUnknownError` and deletes
+        nothing. Messages of another writer go to `TableCommitter.abort` (this writer's base may
+        be newer than their commit), as do messages of a commit that may still be in flight.
 
         ``messages`` are validated first, as `TableCommitter.abort` does: a message that is not one,
         or names a file outside the table, raises `InvalidCommitMessageError` and nothing is deleted."""
         messages = list(messages)
+        landed: list[CommitMessage] = []
         if messages:
             validate_messages(self.store, messages, "abort a write to")
+            since = self._router.first_base_id if self._router.based else None  # no base: every snapshot
+            found = landed_messages(self.store, messages, since)
+            landed = [m for m, was in zip(messages, found, strict=True) if was]
+            messages = [m for m, was in zip(messages, found, strict=True) if not was]
         paths = self._unprepared_files()
         self._drop_buffered()
-        for m in messages:
-            paths += [p for f in m.all_written_files() for p in self.store.written_file_paths(m.partition, m.bucket, f)]
-            paths += [self.store.paths.index_file(e.file_name) for e in m.index_after]  # HASH, deletion vectors
-        self.store.file_io.delete_many(paths)
+        self.store.file_io.delete_many(paths + written_paths(self.store, messages))  # HASH and DV index files too
+        if landed:
+            log.warning("Not deleting the files of %d message(s) of %s given to abort: a snapshot committed "
+                        "them (e.g. %s)", len(landed), self.store.name, written_paths(self.store, landed)[0])
+        return landed
 
     def _unprepared_files(self) -> list[str]:
         """The files written since the last `prepare_commit` (level-0 flushes of a full buffer),
