@@ -3,14 +3,14 @@
 Like a Paimon/Flink sink writer it never commits: `prepare_commit` flushes and returns commit
 messages for a single committer. Its `BucketRouter` (ops/bucket_router.py) puts each row in its
 bucket's buffer; here are the checks on input, when the buffer flushes or spills, and the commit
-messages. Everything on the row path is vectorized with pyarrow/numpy.
+messages; what `abort` and `close` delete is `WriterCleanup`'s (ops/writer_abort.py). Everything
+on the row path is vectorized with pyarrow/numpy.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
@@ -22,8 +22,7 @@ from lake_assets.lsm.merge import is_retract
 from lake_assets.ops.allocator import release_pool_threads
 from lake_assets.ops.bucket_router import BucketRouter
 from lake_assets.ops.column_subset import subset_write_schema, with_write_cols
-from lake_assets.ops.commit_cleanup import written_paths
-from lake_assets.ops.commit_message import CommitMessage, validate_messages
+from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.dynamic_bucket import attach_index_changes
 from lake_assets.ops.flush_schedule import FlushCompactSchedule
@@ -31,7 +30,7 @@ from lake_assets.ops.level0_flush import Level0Flush
 from lake_assets.ops.route import PARALLEL_GATHER_ROWS
 from lake_assets.ops.spill import SpillStats, spill_root
 from lake_assets.ops.write_spill import WriteBufferSpill, bucket_flush_threads
-from lake_assets.ops.writer_abort import landed_messages
+from lake_assets.ops.writer_abort import WriterCleanup
 from lake_assets.ops.writer_rounds import RoundLedger
 from lake_assets.ops.writer_state import (
     BucketBuffer,
@@ -50,13 +49,12 @@ if TYPE_CHECKING:
     from lake_assets.ops.cross_partition import CrossPartitionRouter
     from lake_assets.store.file_store import FileStore
 
-log = logging.getLogger(__name__)
 
 # Fewest rows routed at a time when a big input is cut to fit the write buffer.
 MIN_ROUTED_ROWS = 1024
 
 
-class TableWriter:
+class TableWriter(WriterCleanup):
     """Writes Arrow data into new level-0 files of one table; see `prepare_commit`."""
 
     def __init__(
@@ -389,73 +387,6 @@ class TableWriter:
         this commit user (`adopt_key_index`), after `prepare_commit`; `close` then leaves it open."""
         router, self._router.cross_router = self._router.cross_router, None
         return router
-
-    def abort(self, messages: Iterable[CommitMessage] = ()) -> list[CommitMessage]:
-        """Delete files written but not committed: those written since the last `prepare_commit`
-        (buffered rows are dropped) and those of ``messages`` (this writer's) that did not land.
-
-        Unlike Paimon's abort, it looks first (`ops.writer_abort`): a message that a snapshot
-        committed after the writer's base added a file of - an abort after a commit whose outcome
-        was unknown, that landed - keeps its files. Returns those landed messages (and logs a
-        warning); the files of the others are deleted. When the look is impossible (a snapshot
-        after the base expired, metadata unreadable) it raises `CommitStateUnknownError` and deletes
-        nothing. Messages of another writer go to `TableCommitter.abort` (this writer's base may
-        be newer than their commit), as do messages of a commit that may still be in flight.
-
-        ``messages`` are validated first, as `TableCommitter.abort` does: a message that is not one,
-        or names a file outside the table, raises `InvalidCommitMessageError` and nothing is deleted."""
-        messages = list(messages)
-        landed: list[CommitMessage] = []
-        if messages:
-            validate_messages(self.store, messages, "abort a write to")
-            since = self._router.first_base_id if self._router.based else None  # no base: every snapshot
-            found = landed_messages(self.store, messages, since)
-            landed = [m for m, was in zip(messages, found, strict=True) if was]
-            messages = [m for m, was in zip(messages, found, strict=True) if not was]
-        paths = self._unprepared_files()
-        self._drop_buffered()
-        self.store.file_io.delete_many(paths + written_paths(self.store, messages))  # HASH and DV index files too
-        if landed:
-            log.warning("Not deleting the files of %d message(s) of %s given to abort: a snapshot committed "
-                        "them (e.g. %s)", len(landed), self.store.name, written_paths(self.store, landed)[0])
-        return landed
-
-    def _unprepared_files(self) -> list[str]:
-        """The files written since the last `prepare_commit` (level-0 flushes of a full buffer),
-        forgotten: no commit message names them, so no commit can have landed them."""
-        paths = []
-        for buf in self._buffers.values():
-            if buf.writer is not None:
-                paths += [f"{buf.writer.bucket_dir}/{name}" for f in (*buf.new_files, *buf.new_changelog)
-                          for name in (f.file_name, *f.extra_files)]
-            buf.new_files = []
-            buf.new_changelog = []
-        return paths
-
-    def _drop_buffered(self) -> None:
-        """Forget every bucket's buffered rows and spilled runs, and remove the local spill files."""
-        for buf in self._buffers.values():
-            buf.tables.clear()
-            buf.nbytes = 0
-            buf.runs = []
-        self._router.buffered_bytes = 0
-        if self._spill is not None:
-            self._spill.cleanup()
-
-    def close(self) -> None:
-        """Drop buffered rows and delete the files written since the last `prepare_commit` (as
-        Paimon's writers do when closed: no message names them); files already returned by
-        `prepare_commit` are left to the committer (`TableCommitter.abort` deletes a round never
-        committed), as are the files of a process killed mid-commit (orphan removal's)."""
-        self.store.file_io.delete_many(self._unprepared_files())
-        self._drop_buffered()
-        if self._router.cross_router is not None:  # its spill files and lease; once (a refusal closes first)
-            self._router.cross_router.close()
-            self._router.cross_router = None
-        if self._threads is not None:
-            self._threads.shutdown()
-            self._threads = None
-        self._closed = True
 
     def __enter__(self) -> TableWriter:
         return self

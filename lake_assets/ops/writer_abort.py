@@ -1,4 +1,5 @@
-"""Which of a writer's commit messages landed: what `TableWriter.abort` must keep.
+"""What a table writer deletes when it is aborted or closed (`WriterCleanup`, which `TableWriter`
+extends), and which of its commit messages landed: what `TableWriter.abort` must keep.
 
 Paimon's ``TableWrite.abort`` deletes the files of the messages it is given without looking.
 A caller that aborts after a commit whose outcome it does not know (a timeout, a
@@ -18,15 +19,26 @@ references them. A commit still in flight for the messages must have ended befor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from lake_assets.errors import CommitStateUnknownError, LakeError
+from lake_assets.ops.commit_cleanup import written_paths
+from lake_assets.ops.commit_message import validate_messages
 from lake_assets.spec.manifest import FileKind
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lake_assets.ops.bucket_router import BucketRouter
     from lake_assets.ops.commit_message import CommitMessage
+    from lake_assets.ops.write_spill import WriteBufferSpill
+    from lake_assets.ops.writer_state import BucketBuffer, BucketKey
     from lake_assets.store.file_store import FileStore
+
+# the writer's logger: its warnings keep the name they had before this part moved here
+log = logging.getLogger("lake_assets.ops.write")
 
 _LEAVE_TO_ORPHANS = ("nothing was deleted: leave the files to orphan removal (remove_orphan_files deletes them "
                      "once no snapshot references them), or retry the commit with the same commit user and "
@@ -79,3 +91,81 @@ def landed_messages(store: FileStore, messages: Sequence[CommitMessage], since: 
         if not open_:
             break
     return landed
+
+
+class WriterCleanup:
+    """The end of a `TableWriter`'s rounds: `abort` (files written but not committed) and `close`."""
+
+    store: FileStore
+    _router: BucketRouter
+    _buffers: dict[BucketKey, BucketBuffer]
+    _spill: WriteBufferSpill | None
+    _threads: ThreadPoolExecutor | None
+    _closed: bool
+
+    def abort(self, messages: Iterable[CommitMessage] = ()) -> list[CommitMessage]:
+        """Delete files written but not committed: those written since the last `prepare_commit`
+        (buffered rows are dropped) and those of ``messages`` (this writer's) that did not land.
+
+        Unlike Paimon's abort, it looks first (`landed_messages`): a message that a snapshot
+        committed after the writer's base added a file of - an abort after a commit whose outcome
+        was unknown, that landed - keeps its files. Returns those landed messages (and logs a
+        warning); the files of the others are deleted. When the look is impossible (a snapshot
+        after the base expired, metadata unreadable) it raises `CommitStateUnknownError` and deletes
+        nothing. Messages of another writer go to `TableCommitter.abort` (this writer's base may
+        be newer than their commit), as do messages of a commit that may still be in flight.
+
+        ``messages`` are validated first, as `TableCommitter.abort` does: a message that is not one,
+        or names a file outside the table, raises `InvalidCommitMessageError` and nothing is deleted."""
+        messages = list(messages)
+        landed: list[CommitMessage] = []
+        if messages:
+            validate_messages(self.store, messages, "abort a write to")
+            since = self._router.first_base_id if self._router.based else None  # no base: every snapshot
+            found = landed_messages(self.store, messages, since)
+            landed = [m for m, was in zip(messages, found, strict=True) if was]
+            messages = [m for m, was in zip(messages, found, strict=True) if not was]
+        paths = self._unprepared_files()
+        self._drop_buffered()
+        self.store.file_io.delete_many(paths + written_paths(self.store, messages))  # HASH and DV index files too
+        if landed:
+            log.warning("Not deleting the files of %d message(s) of %s given to abort: a snapshot committed "
+                        "them (e.g. %s)", len(landed), self.store.name, written_paths(self.store, landed)[0])
+        return landed
+
+    def _unprepared_files(self) -> list[str]:
+        """The files written since the last `prepare_commit` (level-0 flushes of a full buffer),
+        forgotten: no commit message names them, so no commit can have landed them."""
+        paths = []
+        for buf in self._buffers.values():
+            if buf.writer is not None:
+                paths += [f"{buf.writer.bucket_dir}/{name}" for f in (*buf.new_files, *buf.new_changelog)
+                          for name in (f.file_name, *f.extra_files)]
+            buf.new_files = []
+            buf.new_changelog = []
+        return paths
+
+    def _drop_buffered(self) -> None:
+        """Forget every bucket's buffered rows and spilled runs, and remove the local spill files."""
+        for buf in self._buffers.values():
+            buf.tables.clear()
+            buf.nbytes = 0
+            buf.runs = []
+        self._router.buffered_bytes = 0
+        if self._spill is not None:
+            self._spill.cleanup()
+
+    def close(self) -> None:
+        """Drop buffered rows and delete the files written since the last `prepare_commit` (as
+        Paimon's writers do when closed: no message names them); files already returned by
+        `prepare_commit` are left to the committer (`TableCommitter.abort` deletes a round never
+        committed), as are the files of a process killed mid-commit (orphan removal's)."""
+        self.store.file_io.delete_many(self._unprepared_files())
+        self._drop_buffered()
+        if self._router.cross_router is not None:  # its spill files and lease; once (a refusal closes first)
+            self._router.cross_router.close()
+            self._router.cross_router = None
+        if self._threads is not None:
+            self._threads.shutdown()
+            self._threads = None
+        self._closed = True
