@@ -93,6 +93,22 @@ def landed_messages(store: FileStore, messages: Sequence[CommitMessage], since: 
     return landed
 
 
+def split_landed(store: FileStore, messages: Iterable[CommitMessage],
+                 since: int | None) -> tuple[list[CommitMessage], list[CommitMessage]]:
+    """A writer's abort of ``messages``: validated (`InvalidCommitMessageError`, nothing deleted),
+    then (landed, not landed) by `landed_messages`, with a warning naming what is kept."""
+    messages = list(messages)
+    if not messages:
+        return [], []
+    validate_messages(store, messages, "abort a write to")
+    found = landed_messages(store, messages, since)
+    landed = [m for m, was in zip(messages, found, strict=True) if was]
+    if landed:
+        log.warning("Not deleting the files of %d message(s) of %s given to abort: a snapshot committed "
+                    "them (e.g. %s)", len(landed), store.name, written_paths(store, landed)[0])
+    return landed, [m for m, was in zip(messages, found, strict=True) if not was]
+
+
 class WriterCleanup:
     """The end of a `TableWriter`'s rounds: `abort` (files written but not committed) and `close`."""
 
@@ -117,20 +133,11 @@ class WriterCleanup:
 
         ``messages`` are validated first, as `TableCommitter.abort` does: a message that is not one,
         or names a file outside the table, raises `InvalidCommitMessageError` and nothing is deleted."""
-        messages = list(messages)
-        landed: list[CommitMessage] = []
-        if messages:
-            validate_messages(self.store, messages, "abort a write to")
-            since = self._router.first_base_id if self._router.based else None  # no base: every snapshot
-            found = landed_messages(self.store, messages, since)
-            landed = [m for m, was in zip(messages, found, strict=True) if was]
-            messages = [m for m, was in zip(messages, found, strict=True) if not was]
+        landed, messages = split_landed(self.store, messages,
+                                        self._router.first_base_id if self._router.based else None)
         paths = self._unprepared_files()
         self._drop_buffered()
         self.store.file_io.delete_many(paths + written_paths(self.store, messages))  # HASH and DV index files too
-        if landed:
-            log.warning("Not deleting the files of %d message(s) of %s given to abort: a snapshot committed "
-                        "them (e.g. %s)", len(landed), self.store.name, written_paths(self.store, landed)[0])
         return landed
 
     def _unprepared_files(self) -> list[str]:

@@ -156,3 +156,24 @@ def test_abort_deletes_nothing_when_snapshots_since_the_base_expired(tmp_path, c
     assert all(_existing(t, msgs))
     w.close()
     assert {2: 1, 5: 1}.items() <= _state(t).items() if committed else 5 not in _state(t)
+
+
+@pytest.mark.parametrize("landed", [True, False])
+@pytest.mark.parametrize("kind", ["postpone", "fixed-bucket"])
+def test_postpone_table_writers_look_too(tmp_path, kind, landed):
+    """A postpone-bucket table's writers (`PostponeWriter`, and `PostponeFixedBucketWriter` of
+    batch writes into real buckets) abort as `TableWriter`: landed messages keep their files."""
+    from lake_assets.ops.postpone_fixed_bucket import PostponeFixedBucketWriter
+
+    t = _table(tmp_path, bucket="-2")
+    t.write_arrow(_batch(range(4), 0))
+    w = t.new_writer("job") if kind == "postpone" else PostponeFixedBucketWriter(t.store, "job", {}, default_count=2)
+    w.write_arrow(_batch(range(2, 6), 1))
+    msgs = w.prepare_commit()
+    assert msgs
+    if landed:
+        t.new_committer("job").commit(msgs, 1)
+    assert w.abort(msgs) == (msgs if landed else [])
+    assert _existing(t, msgs) == [landed] * len(written_paths(t.store, msgs))
+    w.close()
+    assert _orphan_data_files(t) == []
