@@ -177,3 +177,18 @@ def test_postpone_table_writers_look_too(tmp_path, kind, landed):
     assert _existing(t, msgs) == [landed] * len(written_paths(t.store, msgs))
     w.close()
     assert _orphan_data_files(t) == []
+
+
+def test_abort_deletes_nothing_when_a_snapshot_since_the_base_cannot_be_read(tmp_path):
+    t = _table(tmp_path)
+    t.write_arrow(_batch(range(4), 0))
+    w = t.new_writer("job")
+    w.write_arrow(_batch(range(2, 6), 1))
+    msgs = w.prepare_commit()
+    t.write_arrow(_batch(range(20, 22), 2))  # snapshot 2, by another user
+    with open(t.store.paths.snapshot_file(2), "w", encoding="utf-8") as fh:  # a torn or corrupt snapshot
+        fh.write('{"id": 2, "schemaId": "not a snapshot"')
+    with pytest.raises(CommitStateUnknownError, match=r"db\.t: whether its messages landed cannot be known "
+                       r"\(reading snapshot 2 failed: .*nothing was deleted"):
+        w.abort(msgs)
+    assert all(_existing(t, msgs))
