@@ -60,6 +60,10 @@ class BucketRouter:
         self.cross_router: CrossPartitionRouter | None = None
         self._spill_dir = spill_dir
         self._base = base
+        # whether a base was restored, and the id of the first one's snapshot: no file of the
+        # writer can have landed in or before it (`TableWriter.abort` looks after it)
+        self.based = base is not None
+        self.first_base_id = None if base is None or base.snapshot is None else base.snapshot.id
         # Sequence numbers of a bucket are next, next + stride, ... (see `interleave_sequences`)
         self._sequence_stride = 1
         self._sequence_offset = 0
@@ -178,6 +182,9 @@ class BucketRouter:
         """Sequence numbers continue from each bucket's live files (Paimon's "scan" init mode)."""
         if self._base is None:
             self._base = WriterBase.restore(self.store, self._op, self._ignore_previous_files)
+            if not self.based:
+                self.based = True
+                self.first_base_id = None if self._base.snapshot is None else self._base.snapshot.id
         return self._base
 
     def reload_base(self) -> None:

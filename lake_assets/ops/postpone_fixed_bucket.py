@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from lake_assets.errors import LakeError, UnsupportedFeatureError
 from lake_assets.ops import postpone_size
-from lake_assets.ops.commit_message import CommitMessage, validate_messages
+from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.postpone_batch import BatchBucketOptions, StagedPartition, bucket_metadata, plan_batch_buckets
 from lake_assets.ops.postpone_files import read_postpone_file
@@ -40,6 +40,7 @@ from lake_assets.ops.postpone_table import is_postpone_table
 from lake_assets.ops.postpone_write import PostponeWriter
 from lake_assets.ops.route import PARALLEL_GATHER_ROWS, partition_groups
 from lake_assets.ops.write import TableWriter
+from lake_assets.ops.writer_abort import split_landed
 from lake_assets.ops.writer_state import WriterBase
 from lake_assets.parallelism import usable_cpus
 from lake_assets.spec.binary_row import serialize_row
@@ -194,19 +195,24 @@ class PostponeFixedBucketWriter:
             messages += self._stage.prepare_commit()
         return messages
 
-    def abort(self, messages: Iterable[CommitMessage] = ()) -> None:
-        """Delete files written but not committed (every writer's and those in ``messages``)."""
-        messages = list(messages)
-        if messages:
-            validate_messages(self.store, messages, "abort a write to")
+    def abort(self, messages: Iterable[CommitMessage] = ()) -> list[CommitMessage]:
+        """Delete files written but not committed: every writer's, and those of ``messages`` (this
+        writer's) that no snapshot since its first row committed; returns those that one did, as
+        `TableWriter.abort` (which see: `CommitStateUnknownError` when that cannot be known)."""
+        # the oldest point any of its writers started from (no file of theirs can have landed before)
+        starts = [] if self._base is None else [None if self._base.snapshot is None else self._base.snapshot.id]
+        if self._stage is not None and self._stage.based:
+            starts.append(self._stage.first_base_id)
+        since = None if not starts or None in starts else min(s for s in starts if s is not None)
+        landed, messages = split_landed(self.store, messages, since)
         for writer in self._writers.values():
             writer.abort()
         if self._stage is not None:
             self._stage.abort()
-        if messages:
-            self.store.file_io.delete_many(
-                [p for m in messages for f in m.all_written_files()
-                 for p in self.store.written_file_paths(m.partition, m.bucket, f)])
+        self.store.file_io.delete_many(
+            [p for m in messages for f in m.all_written_files()
+             for p in self.store.written_file_paths(m.partition, m.bucket, f)])
+        return landed
 
     def close(self) -> None:
         """Drop buffered rows; files returned by `prepare_commit` are left to the committer."""

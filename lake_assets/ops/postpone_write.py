@@ -42,12 +42,13 @@ from lake_assets.formats.data_file import (
 )
 from lake_assets.lsm.merge import is_retract
 from lake_assets.ops.column_subset import subset_write_schema
-from lake_assets.ops.commit_message import CommitMessage, validate_messages
+from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.postpone_table import is_postpone_table
 from lake_assets.ops.route import partition_groups
 from lake_assets.ops.spill import spill_root
 from lake_assets.ops.write import TableWriter
+from lake_assets.ops.writer_abort import split_landed
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.manifest import DataFileMeta, SimpleStats
 from lake_assets.spec.partition import partition_path
@@ -114,6 +115,9 @@ class PostponeWriter:
         self._partitions: dict[bytes, _PartitionFiles] = {}
         self._buffered_bytes = 0
         self._closed = False
+        # the latest snapshot before its first file (`abort` looks after it): read at the first row
+        self.based = False
+        self.first_base_id: int | None = None
 
     @property
     def spilling(self) -> bool:
@@ -181,6 +185,8 @@ class PostponeWriter:
         partition = serialize_row(list(pvals), self._partition_types)
         part = self._partitions.get(partition)
         if part is None:
+            if not self.based:  # a lagging LATEST hint only makes abort look at more snapshots
+                self.first_base_id, self.based = self.store.snapshot_manager.latest_id(), True
             ppath = partition_path(self.schema.partition_keys, pvals, self._partition_types,
                                    self.options.partition_default_name,
                                    legacy_name=self.options.partition_legacy_name)
@@ -226,11 +232,11 @@ class PostponeWriter:
                 part.done = []
         return messages
 
-    def abort(self, messages: Iterable[CommitMessage] = ()) -> None:
-        """Delete files written but not committed (this writer's and those in ``messages``)."""
-        messages = list(messages)
-        if messages:
-            validate_messages(self.store, messages, "abort a write to")
+    def abort(self, messages: Iterable[CommitMessage] = ()) -> list[CommitMessage]:
+        """Delete files written but not committed: this writer's, and those of ``messages`` (this
+        writer's) that no snapshot since its first row committed; returns those that one did, as
+        `TableWriter.abort` (which see: `CommitStateUnknownError` when that cannot be known)."""
+        landed, messages = split_landed(self.store, messages, self.first_base_id if self.based else None)
         paths = []
         for part in self._partitions.values():
             if part.rolling is not None:
@@ -244,6 +250,7 @@ class PostponeWriter:
         for m in messages:
             paths += [self.store.data_file_path(m.partition, m.bucket, f) for f in m.all_written_files()]
         self.store.file_io.delete_many(paths)
+        return landed
 
     def close(self) -> None:
         """Drop buffered rows and any file still open; files returned by `prepare_commit` are

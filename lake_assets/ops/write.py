@@ -3,13 +3,14 @@
 Like a Paimon/Flink sink writer it never commits: `prepare_commit` flushes and returns commit
 messages for a single committer. Its `BucketRouter` (ops/bucket_router.py) puts each row in its
 bucket's buffer; here are the checks on input, when the buffer flushes or spills, and the commit
-messages. Everything on the row path is vectorized with pyarrow/numpy.
+messages; what `abort` and `close` delete is `WriterCleanup`'s (ops/writer_abort.py). Everything
+on the row path is vectorized with pyarrow/numpy.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ from lake_assets.lsm.merge import is_retract
 from lake_assets.ops.allocator import release_pool_threads
 from lake_assets.ops.bucket_router import BucketRouter
 from lake_assets.ops.column_subset import subset_write_schema, with_write_cols
-from lake_assets.ops.commit_message import CommitMessage, validate_messages
+from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.dynamic_bucket import attach_index_changes
 from lake_assets.ops.flush_schedule import FlushCompactSchedule
@@ -29,6 +30,7 @@ from lake_assets.ops.level0_flush import Level0Flush
 from lake_assets.ops.route import PARALLEL_GATHER_ROWS
 from lake_assets.ops.spill import SpillStats, spill_root
 from lake_assets.ops.write_spill import WriteBufferSpill, bucket_flush_threads
+from lake_assets.ops.writer_abort import WriterCleanup
 from lake_assets.ops.writer_rounds import RoundLedger
 from lake_assets.ops.writer_state import (
     BucketBuffer,
@@ -52,7 +54,7 @@ if TYPE_CHECKING:
 MIN_ROUTED_ROWS = 1024
 
 
-class TableWriter:
+class TableWriter(WriterCleanup):
     """Writes Arrow data into new level-0 files of one table; see `prepare_commit`."""
 
     def __init__(
@@ -385,58 +387,6 @@ class TableWriter:
         this commit user (`adopt_key_index`), after `prepare_commit`; `close` then leaves it open."""
         router, self._router.cross_router = self._router.cross_router, None
         return router
-
-    def abort(self, messages: Iterable[CommitMessage] = ()) -> None:
-        """Delete files written but not committed (buffered files and those in ``messages``).
-
-        ``messages`` are validated first, as `TableCommitter.abort` does: a message that is not one,
-        or names a file outside the table, raises `InvalidCommitMessageError` and nothing is deleted."""
-        messages = list(messages)
-        if messages:
-            validate_messages(self.store, messages, "abort a write to")
-        paths = self._unprepared_files()
-        self._drop_buffered()
-        for m in messages:
-            paths += [p for f in m.all_written_files() for p in self.store.written_file_paths(m.partition, m.bucket, f)]
-            paths += [self.store.paths.index_file(e.file_name) for e in m.index_after]  # HASH, deletion vectors
-        self.store.file_io.delete_many(paths)
-
-    def _unprepared_files(self) -> list[str]:
-        """The files written since the last `prepare_commit` (level-0 flushes of a full buffer),
-        forgotten: no commit message names them, so no commit can have landed them."""
-        paths = []
-        for buf in self._buffers.values():
-            if buf.writer is not None:
-                paths += [f"{buf.writer.bucket_dir}/{name}" for f in (*buf.new_files, *buf.new_changelog)
-                          for name in (f.file_name, *f.extra_files)]
-            buf.new_files = []
-            buf.new_changelog = []
-        return paths
-
-    def _drop_buffered(self) -> None:
-        """Forget every bucket's buffered rows and spilled runs, and remove the local spill files."""
-        for buf in self._buffers.values():
-            buf.tables.clear()
-            buf.nbytes = 0
-            buf.runs = []
-        self._router.buffered_bytes = 0
-        if self._spill is not None:
-            self._spill.cleanup()
-
-    def close(self) -> None:
-        """Drop buffered rows and delete the files written since the last `prepare_commit` (as
-        Paimon's writers do when closed: no message names them); files already returned by
-        `prepare_commit` are left to the committer (`TableCommitter.abort` deletes a round never
-        committed), as are the files of a process killed mid-commit (orphan removal's)."""
-        self.store.file_io.delete_many(self._unprepared_files())
-        self._drop_buffered()
-        if self._router.cross_router is not None:  # its spill files and lease; once (a refusal closes first)
-            self._router.cross_router.close()
-            self._router.cross_router = None
-        if self._threads is not None:
-            self._threads.shutdown()
-            self._threads = None
-        self._closed = True
 
     def __enter__(self) -> TableWriter:
         return self

@@ -50,6 +50,7 @@ NOT_ON_A_WORKER = (
 DRIVER_COMMIT_MODULES = (
     "lake_assets.ops.commit",
     "lake_assets.ops.commit_ahead",
+    "lake_assets.ops.commit_attempts",
     "lake_assets.ops.commit_conflicts",
     "lake_assets.ops.commit_lifecycle",
     "lake_assets.ops.commit_replay",

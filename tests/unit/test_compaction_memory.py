@@ -17,7 +17,7 @@ import pytest
 
 from lake_assets import Catalog
 from lake_assets.errors import MissingDataFileError, OptionError
-from lake_assets.ops.compact import memory, rewrite
+from lake_assets.ops.compact import memory, rewrite, unit_pool
 from lake_assets.ops.read import SplitReader
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64()), ("s", pa.string())])
@@ -164,7 +164,7 @@ def test_each_unit_gives_its_threads_freed_pages_back(catalog: Catalog, monkeypa
         return original(*a, **kw)
 
     monkeypatch.setattr(rewrite, "run_compaction_task", counting_unit)
-    monkeypatch.setattr(rewrite, "release_thread_memory", lambda: releases.append(threading.get_ident()))
+    monkeypatch.setattr(unit_pool, "release_thread_memory", lambda: releases.append(threading.get_ident()))
     res = table.compact(full=True, parallelism=2)
     assert res.tasks == 4
     assert sorted(releases) == sorted(units)  # once per unit, on the thread that ran it
@@ -186,7 +186,7 @@ def test_a_failed_unit_releases_too(catalog: Catalog, monkeypatch) -> None:
         raise OSError("disk gone")
 
     monkeypatch.setattr(rewrite, "run_compaction_task", failing)
-    monkeypatch.setattr(rewrite, "release_thread_memory", lambda: releases.append(1))
+    monkeypatch.setattr(unit_pool, "release_thread_memory", lambda: releases.append(1))
     with pytest.raises(OSError, match="disk gone"):
         table.compact(full=True)
     assert releases == [1]

@@ -10,7 +10,7 @@ import pytest
 
 from lake_assets import Catalog
 from lake_assets.errors import CommitConflictError, CorruptMetadataError, OptionError
-from lake_assets.ops import commit as commit_module
+from lake_assets.ops import commit_attempts
 from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.postpone_batch import (
     BatchBucketOptions,
@@ -211,7 +211,7 @@ def test_partition_with_two_recorded_counts_is_refused_by_name(catalog: Catalog,
     t = make(catalog, **{"postpone.default-bucket-num": "2"})
     write_fixed_buckets(t.store, rows([1, 2, 3], "d1"))
     # a writer without the append conflict check (what lake_assets had before) leaves both counts
-    monkeypatch.setattr(commit_module, "_adds_real_buckets_of_postpone_table", lambda store, delta: False)
+    monkeypatch.setattr(commit_attempts, "_adds_real_buckets_of_postpone_table", lambda store, delta: False)
     with PostponeFixedBucketWriter(t.store, "other", {part(t, "d1"): 3}) as w:
         w.write_arrow(rows([4], "d1"))
         TableCommitter(t.store, "other").commit(w.prepare_commit())

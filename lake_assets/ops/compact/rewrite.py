@@ -4,7 +4,7 @@ Each unit is independent: `run_compaction_task` turns one into a commit message 
 job runs it on executors); `run_compaction_tasks` runs many in a bounded thread pool (pyarrow
 releases the GIL while it decodes, sorts and encodes) and returns their messages in plan order.
 An append table's unit is `append_rewrite.rewrite_append_groups`; how a unit reads its inputs
-(batches, whole intervals) is `unit_inputs`.
+(batches, whole intervals) is `unit_inputs`; running many units at once is `unit_pool`'s.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -25,7 +24,6 @@ from lake_assets.lsm.merge import is_retract, sort_and_merge, sort_for_merge
 from lake_assets.lsm.merge_engine.first_row import KnownKeys
 from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.lsm.run_partition import split_into_runs
-from lake_assets.ops.allocator import release_thread_memory
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact.append_rewrite import rewrite_append_groups
 from lake_assets.ops.compact.changelog import produce_changelog
@@ -38,6 +36,11 @@ from lake_assets.ops.compact.row_tracking_rewrite import (
     tracked_writer,
 )
 from lake_assets.ops.compact.unit_inputs import file_batches, merge_whole
+from lake_assets.ops.compact.unit_pool import (  # moved there; imported from here as before (__all__)
+    compaction_parallelism,
+    discard_outputs,
+    run_compaction_tasks,
+)
 from lake_assets.ops.deletion_vectors import VectorLoader
 from lake_assets.ops.dv_compact import VectorUpdate, remember_written_keys
 from lake_assets.ops.dv_old_values import (
@@ -53,7 +56,6 @@ from lake_assets.ops.dv_row_cache import LookedUpRows, RowsKey, flushed_key, rem
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
 from lake_assets.ops.spill import SpillDirectory, spill_root
-from lake_assets.parallelism import usable_cpus
 from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
 
 if TYPE_CHECKING:
@@ -335,86 +337,5 @@ def _selected_rows(unit: UnitFiles, split: Split, meta: DataFileMeta, rows: np.n
     return unit.reader.read_file(whole, meta, True, rows=rows)
 
 
-def compaction_parallelism(store: FileStore, requested: int | None = None) -> int:
-    """How many units run at once: ``requested``, else ``compaction.parallelism``, else as many as
-    the table reads with (at least 2, at most the CPU count)."""
-    if requested is not None:
-        if requested < 1:
-            raise ValueError(f"parallelism must be at least 1, got {requested}")
-        return requested
-    configured = store.schema.core_options.compaction_parallelism
-    return configured if configured is not None else max(2, usable_cpus())
-
-
-def run_compaction_tasks(
-    store: FileStore, tasks: Sequence[CompactionTask], *, parallelism: int | None = None,
-    spill_dir: str | os.PathLike[str] | None = None,
-) -> list[CommitMessage]:
-    """Run ``tasks`` with at most ``parallelism`` in flight; their messages, in the order of ``tasks``.
-
-    Memory is that of one unit (see `run_compaction_task`) times the number in flight. If any unit
-    fails, no new unit starts, the running ones finish, and the files of every unit that completed
-    are deleted before the first failure (in task order) is raised: nothing is left for a commit
-    that will never happen. A failing unit removes its own partial files itself.
-    """
-    root = spill_root(spill_dir)  # checked before any unit writes (see `run_compaction_task`)
-    workers = min(len(tasks), compaction_parallelism(store, parallelism))
-    if workers <= 1:
-        done: list[CommitMessage] = []
-        try:
-            for task in tasks:
-                done.append(_run_and_release(store, task, root))
-        except BaseException:
-            discard_outputs(store, done)
-            raise
-        return done
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="compact")
-    futures: list[Future[CommitMessage]] = []
-    try:
-        futures = [pool.submit(_run_and_release, store, t, root) for t in tasks]
-        wait(futures, return_when=FIRST_EXCEPTION)
-    except BaseException:  # interrupted while waiting: treat like a failed unit
-        _stop_and_discard(store, futures)
-        raise
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-    if any(f.done() and f.exception() is not None for f in futures):
-        errors = _stop_and_discard(store, futures)
-        raise errors[0]
-    # plan order, whatever order the units finished in: the commit and its summary are deterministic
-    return [f.result() for f in futures]
-
-
-def _run_and_release(store: FileStore, task: CompactionTask, spill_dir: str | None) -> CommitMessage:
-    """`run_compaction_task`, then the thread's freed allocator pages go back to the system.
-
-    A unit allocates and drops hundreds of merge steps' buffers; the allocator keeps the freed
-    pages in the thread's heap (mimalloc), where they stayed after the last unit, and after the
-    pool's threads ended (issue 17 §2 round 5: 165 of a 16M-row full compaction's 246 MiB peak
-    were still resident at its end, 21 with this). Once per unit: a unit is a bucket's worth of
-    work, so the pages faulted in again by the next one cost nothing measurable."""
-    try:
-        return run_compaction_task(store, task, spill_dir=spill_dir)
-    finally:
-        release_thread_memory()
-
-
-def _stop_and_discard(store: FileStore, futures: Sequence[Future[CommitMessage]]) -> list[BaseException]:
-    """Cancel units not started, wait for running ones, delete what the finished ones wrote;
-    the failures, in task order."""
-    for f in futures:
-        f.cancel()
-    # only the running ones: a future cancelled before it ran (here, or by the pool's
-    # shutdown(cancel_futures=True)) stays CANCELLED, which `wait` never counts as done
-    wait([f for f in futures if not f.cancelled()])
-    ok = [f for f in futures if not f.cancelled() and f.exception() is None]
-    discard_outputs(store, [f.result() for f in ok])
-    return [e for f in futures if not f.cancelled() and (e := f.exception()) is not None]
-
-
-def discard_outputs(store: FileStore, messages: Sequence[CommitMessage]) -> None:
-    """Delete the files units wrote for a commit that will not happen (upgrades are not new files)."""
-    store.file_io.delete_many(
-        p for m in messages for f in m.all_written_files() for p in store.written_file_paths(m.partition, m.bucket, f)
-    )
-    store.file_io.delete_many(store.paths.index_file(e.file_name) for m in messages for e in m.index_after)
+__all__ = ["COMPACTION_CHUNK_ROWS", "UnitFiles", "compaction_parallelism", "discard_outputs", "run_compaction_task",
+           "run_compaction_tasks"]
