@@ -56,15 +56,17 @@ def breaches(health: pa.Table, policy: MaintenancePolicy, *, writers_wait: bool 
                 reason = f"{row['file_count']} postponed files: {WAITING}"
                 out.append(Breach(row["partition"], row["bucket"], (reason,)))
             continue
-        if writers_wait and level0_invisible and row["level0_file_count"] > 0:
+        # (the LSM numbers are None on row-tracking tables, which have no levels: no breach of them)
+        if writers_wait and level0_invisible and (row["level0_file_count"] or 0) > 0:
             reasons.append(f"{row['level0_file_count']} level-0 files: {WAITING}")
         if row["small_file_count"] > policy.small_file_threshold:
             reasons.append(f"{row['small_file_count']} small files > {policy.small_file_threshold}")
         if row.get("vector_purge_files"):
             reasons.append(f"{row['vector_purge_files']} {PURGE}")
-        if row["sorted_runs"] > policy.level0_runs:
+        if row["sorted_runs"] is not None and row["sorted_runs"] > policy.level0_runs:
             reasons.append(f"{row['sorted_runs']} sorted runs > {policy.level0_runs}")
-        if row["size_amplification_percent"] > policy.size_amplification_percent:
+        amplification = row["size_amplification_percent"]
+        if amplification is not None and amplification > policy.size_amplification_percent:
             reasons.append(f"size amplification {row['size_amplification_percent']:.0f}% > "
                            f"{policy.size_amplification_percent:.0f}%")
         if reasons:
@@ -77,6 +79,15 @@ def partitions_to_compact(health: pa.Table, policy: MaintenancePolicy, *, writer
     """Sorted partition paths (``dt=2024-01-01``) with at least one breaching bucket (`breaches`)."""
     return sorted({b.partition for b in breaches(health, policy, writers_wait=writers_wait,
                                                  level0_invisible=level0_invisible)})
+
+
+def planned_partitions(health: pa.Table) -> set[str]:
+    """Partitions with a bucket whose compaction would rewrite something (``compaction_would_trigger``).
+    A data-evolution table's compaction has no full mode (HEAD's planner): a breaching partition
+    outside this set would get a run that changes nothing (e.g. its small row-id ranges are too
+    few, or apart, for ``compaction.min.file-num``)."""
+    return {r["partition"] for r in health.select(["partition", "compaction_would_trigger"]).to_pylist()
+            if r["compaction_would_trigger"]}
 
 
 def waiting_flags(store: FileStore) -> dict[str, bool]:
@@ -108,7 +119,7 @@ def needs_full(health: pa.Table, policy: MaintenancePolicy, postpone: bool = Fal
     breaching real bucket without level-0 files needs a full one too (`compact_postpone` with
     ``full``); asking for less would request a compaction that changes nothing there."""
     def fixed_without_full(r: dict[str, Any]) -> bool:
-        return bool(r["compaction_would_trigger"]) and (not postpone or r["level0_file_count"] > 0)
+        return bool(r["compaction_would_trigger"]) and (not postpone or (r["level0_file_count"] or 0) > 0)
 
     fixed = {(r["partition"], r["bucket"]): fixed_without_full(r) for r in health.to_pylist()}
     return any(not fixed[(b.partition, b.bucket)] for b in breaches(health, policy) if b.bucket != POSTPONE_BUCKET)

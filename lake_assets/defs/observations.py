@@ -20,7 +20,9 @@ from lake_assets.defs.health import max_small_files, postponed_files, vector_pur
 from lake_assets.defs.names import TableNames
 from lake_assets.defs.resources import WarehouseResource
 from lake_assets.ops import table_health
+from lake_assets.ops.health import NO_LSM
 from lake_assets.ops.partition_expire import partitions_past_expiration
+from lake_assets.ops.row_tracking import data_evolution_enabled, row_tracking_enabled
 from lake_assets.spec.snapshot import Snapshot
 from lake_assets.store.consumers import LeaseState, lease_states
 from lake_assets.table import Table
@@ -39,11 +41,16 @@ class TableObservation:
     buckets: int = 0
     total_bytes: int = 0
     max_small_files_per_bucket: int = 0
-    max_sorted_runs: int = 0
-    level0_files: int = 0
-    oldest_level0_age_ms: int = 0
-    max_size_amplification_percent: float = 0.0
+    # the LSM numbers: None on row-tracking tables, which have none (`not_applicable` says why)
+    max_sorted_runs: int | None = 0
+    level0_files: int | None = 0
+    oldest_level0_age_ms: int | None = 0
+    max_size_amplification_percent: float | None = 0.0
+    # records in the live files (the snapshot's totalRecordCount): retracts, rows deletion vectors
+    # hide and a data-evolution table's column updates (new values of rows counted already) included
     records_in_files: int = 0
+    # the rows a read returns (`Table.health()`'s row_count summed), None where metadata cannot tell
+    row_count: int | None = 0
     delete_records: int = 0
     deleted_row_ratio: float = 0.0
     snapshots_retained: int = 0
@@ -65,13 +72,19 @@ class TableObservation:
     postponed_rows: int = 0
     # append tables with deletion vectors: files a compaction rewrites because of their vector
     vector_purge_files: int = 0
+    # buckets whose compaction would rewrite something (`Table.health()`'s compaction_would_trigger)
+    buckets_to_compact: int = 0
+    # a data-evolution table: its compaction plans row-id ranges (HEAD's planner), no full mode
+    data_evolution: bool = False
+    # numbers that do not apply to the table → why (metadata ``not_applicable``)
+    not_applicable: dict[str, str] = field(default_factory=dict)
 
     @property
     def row_count_exact(self) -> bool:
-        """Whether ``records_in_files`` is the table's row count: every key appears once when no
-        bucket has more than one sorted run, no file holds deletes (append tables always) and no
-        rows wait in bucket-postpone."""
-        return self.max_sorted_runs <= 1 and self.delete_records == 0 and self.postponed_files == 0
+        """Whether ``row_count`` is known from metadata: every bucket is of a table without a
+        primary key, or one sorted run without retract rows, and no rows wait in bucket-postpone
+        (see `Table.health`'s row_count)."""
+        return self.row_count is not None
 
 
 def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) -> TableObservation:
@@ -94,6 +107,7 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
     deletes = _sum(health, "delete_row_count") + _sum(health, "deletion_vector_rows")
     partitions = sorted(set(health.column("partition").to_pylist()))
     postponed = postponed_files(health)
+    lsm = not row_tracking_enabled(table.schema.options)
     return TableObservation(
         snapshot_id=snapshot.id,
         data_files=_sum(health, "file_count"),
@@ -101,11 +115,12 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
         buckets=health.num_rows,
         total_bytes=_sum(health, "total_bytes"),
         max_small_files_per_bucket=max_small_files(health),
-        max_sorted_runs=_max(health, "sorted_runs"),
-        level0_files=_sum(health, "level0_file_count"),
-        oldest_level0_age_ms=_max(health, "oldest_level0_age_ms"),
-        max_size_amplification_percent=float(_max(health, "size_amplification_percent")),
+        max_sorted_runs=_max(health, "sorted_runs") if lsm else None,
+        level0_files=_sum(health, "level0_file_count") if lsm else None,
+        oldest_level0_age_ms=_max(health, "oldest_level0_age_ms") if lsm else None,
+        max_size_amplification_percent=float(_max(health, "size_amplification_percent")) if lsm else None,
         records_in_files=records,
+        row_count=_row_count(health),
         delete_records=deletes,
         deleted_row_ratio=round(deletes / records, 6) if records else 0.0,
         snapshots_retained=len(snapshots),
@@ -124,7 +139,19 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
         postponed_files=postponed,
         postponed_rows=_postponed_rows(table, snapshot) if postponed else 0,
         vector_purge_files=vector_purge_files(health),
+        buckets_to_compact=sum(1 for v in health.column("compaction_would_trigger").to_pylist() if v),
+        data_evolution=data_evolution_enabled(table.schema.options),
+        not_applicable={} if lsm else dict.fromkeys(LSM_NUMBERS, NO_LSM),
     )
+
+
+LSM_NUMBERS = ("max_sorted_runs", "level0_files", "oldest_level0_age_ms", "max_size_amplification_percent")
+
+
+def _row_count(health: pa.Table) -> int | None:
+    """The table's rows from its buckets' row counts; None when one of them is unknown."""
+    counts = health.column("row_count").to_pylist()
+    return None if None in counts else sum(counts)
 
 
 def _writer_leases(leases: dict[str, LeaseState], latest: int) -> dict[str, dict[str, Any]]:
@@ -152,7 +179,9 @@ def observation_metadata(obs: TableObservation) -> dict[str, dg.MetadataValue]:
     """Numeric metadata (plotted by Dagster across observations) plus the consumers' lag."""
     md: dict[str, dg.MetadataValue] = {}
     for key, value in asdict(obs).items():
-        if key in ("consumer_lag", "writer_lease_details"):
+        if key in ("consumer_lag", "writer_lease_details", "not_applicable"):
+            if key == "not_applicable" and not value:
+                continue
             md[key] = dg.MetadataValue.json(value)
         elif isinstance(value, bool) or value is None:
             continue
@@ -160,8 +189,8 @@ def observation_metadata(obs: TableObservation) -> dict[str, dg.MetadataValue]:
             md[key] = dg.MetadataValue.int(value)
         elif isinstance(value, float):
             md[key] = dg.MetadataValue.float(value)
-    if obs.snapshot_id is not None and obs.row_count_exact:
-        md["dagster/row_count"] = dg.MetadataValue.int(obs.records_in_files)
+    if obs.snapshot_id is not None and obs.row_count is not None:
+        md["dagster/row_count"] = dg.MetadataValue.int(obs.row_count)
     return md
 
 
@@ -173,12 +202,8 @@ def check_results(spec: TableConfig, obs: TableObservation) -> dict[str, tuple[b
     limit_ms = int(parse_duration(policy.max_level0_age).total_seconds() * 1000)
     results: dict[str, tuple[bool, dict[str, Any]]] = {
         # the compaction backlog: small files over the policy, and files to purge of deleted rows
-        "small_files": (obs.max_small_files_per_bucket <= policy.small_file_threshold
-                        and obs.vector_purge_files == 0, {
-            "max_small_files_per_bucket": obs.max_small_files_per_bucket,
-            "threshold": policy.small_file_threshold, "vector_purge_files": obs.vector_purge_files}),
-        "level0_age": (obs.oldest_level0_age_ms <= limit_ms, {
-            "oldest_level0_age_s": round(obs.oldest_level0_age_ms / 1000, 1), "limit_s": limit_ms / 1000}),
+        "small_files": _small_files(obs, policy.small_file_threshold),
+        "level0_age": _level0_age(obs, limit_ms),
         "snapshot_retention": (obs.snapshots_retained <= policy.retain_max, {
             "snapshots": obs.snapshots_retained, "retain_min": policy.retain_min,
             "retain_max": policy.retain_max, **_expired_leases(obs)}),
@@ -190,6 +215,32 @@ def check_results(spec: TableConfig, obs: TableObservation) -> dict[str, tuple[b
         f"{cid} ({lag} snapshots behind)" for cid, lag in obs.consumer_lag.items() if lag > policy.retain_max
     ) or "none"
     return results
+
+
+def _small_files(obs: TableObservation, threshold: int) -> tuple[bool, dict[str, Any]]:
+    """The compaction backlog: small files over the policy, and files to purge of deleted rows. A
+    data-evolution table's small files its compaction would leave (too few, or apart, for
+    ``compaction.min.file-num``) are no failure: a compaction it starts would rewrite nothing."""
+    metadata: dict[str, Any] = {"max_small_files_per_bucket": obs.max_small_files_per_bucket,
+                                "threshold": threshold, "vector_purge_files": obs.vector_purge_files}
+    passed = obs.max_small_files_per_bucket <= threshold and obs.vector_purge_files == 0
+    if not passed and obs.data_evolution and obs.buckets_to_compact == 0:
+        metadata["left_by_compaction"] = LEFT_BY_DATA_EVOLUTION_COMPACTION
+        passed = True
+    return passed, metadata
+
+
+LEFT_BY_DATA_EVOLUTION_COMPACTION = (
+    "its data-evolution compaction would rewrite none of them: Paimon's planner compacts contiguous "
+    "row-id ranges of at least compaction.min.file-num files")
+
+
+def _level0_age(obs: TableObservation, limit_ms: int) -> tuple[bool, dict[str, Any]]:
+    """The level-0 age check; passed, saying why, on a table without level 0 backlog (row tracking)."""
+    if obs.oldest_level0_age_ms is None:
+        return True, {"not_applicable": obs.not_applicable.get("oldest_level0_age_ms", NO_LSM)}
+    return obs.oldest_level0_age_ms <= limit_ms, {
+        "oldest_level0_age_s": round(obs.oldest_level0_age_ms / 1000, 1), "limit_s": limit_ms / 1000}
 
 
 def _expired_leases(obs: TableObservation) -> dict[str, Any]:

@@ -11,10 +11,11 @@ import dagster as dg
 from lake_assets.defs.assets import CompactionConfig
 from lake_assets.defs.config import LakeConfig, TableConfig
 from lake_assets.defs.declaration import declaration_differences
-from lake_assets.defs.health import needs_full, partitions_to_compact, waiting_flags
+from lake_assets.defs.health import needs_full, partitions_to_compact, planned_partitions, waiting_flags
 from lake_assets.defs.names import COMPACTION_TABLE_TAG, PARTITIONS_TAG, TableNames
 from lake_assets.defs.resources import WarehouseResource
 from lake_assets.ops.postpone_table import is_postpone_table
+from lake_assets.ops.row_tracking import data_evolution_enabled
 from lake_assets.ops.table_health import compaction_refusal
 
 if TYPE_CHECKING:
@@ -94,9 +95,18 @@ def build_small_file_sensor(config: LakeConfig, jobs: "list[AssetJob]") -> dg.Se
                 continue
             health = table.health(small_file_threshold=spec.maintenance.small_file_bytes)
             partitions = partitions_to_compact(health, spec.maintenance, **waiting_flags(table.store))
+            evolving = data_evolution_enabled(table.schema.options)
+            if partitions and evolving:
+                planned = planned_partitions(health)
+                skipped = ", ".join(p for p in partitions if p not in planned)
+                if skipped:
+                    notes.append(f"{spec.identifier}: not requested for {skipped}: its data-evolution "
+                                 "compaction would rewrite nothing there")
+                partitions = [p for p in partitions if p in planned]
             if partitions:
                 postpone = is_postpone_table(table.store)
-                full = needs_full(health, spec.maintenance, postpone)
+                # a data-evolution compaction has no full mode: it plans row-id ranges alike
+                full = not evolving and needs_full(health, spec.maintenance, postpone)
                 requests.append(compaction_request(spec, snapshot.id, partitions, full, postpone))
         skip = None if requests else ("; ".join(notes) or "no table over its thresholds")
         return dg.SensorResult(run_requests=requests, cursor=json.dumps(cursor, sort_keys=True),

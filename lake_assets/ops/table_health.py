@@ -45,6 +45,12 @@ HEALTH_SCHEMA = pa.schema(
         # another writer left (a bucket may have vectors and no file at all); readers ignore them,
         # as Paimon Java does, and expiry / orphan removal keep their index files while referenced
         ("dangling_vector_files", pa.int64()),
+        # rows a read of the bucket returns, from metadata: the files' rows (a data-evolution
+        # table's row-id ranges, each once) less those deletion vectors hide; null where metadata
+        # cannot tell (a primary-key bucket of several sorted runs or with retract rows, bucket-postpone)
+        ("row_count", pa.int64()),
+        # level0_file_count, sorted_runs, size_amplification_percent and oldest_level0_age_ms are
+        # null on row-tracking tables: they have no LSM levels (`health.NO_LSM`)
         # (compaction_would_trigger is false throughout on a table whose compaction lake_assets
         # refuses, `compaction_refusal`: Table.compact would raise, whatever the files)
     ]
@@ -73,7 +79,8 @@ def table_health(
     store: FileStore, *, snapshot_id: int | None = None, small_file_threshold: int | None = None
 ) -> pa.Table:
     """One row per (partition, bucket) with file counts, level-0 runs, small files, amplification,
-    rows deletion vectors hide and (append tables with vectors) the files compaction would purge."""
+    rows deletion vectors hide, (append tables with vectors) the files compaction would purge and
+    the rows a read returns where metadata tells (see `HEALTH_SCHEMA`)."""
     snap = resolve_snapshot(store, snapshot_id)
     if snap is None:
         return HEALTH_SCHEMA.empty_table()
@@ -87,7 +94,7 @@ def table_health(
     opts = store.schema.core_options
     rows = bucket_health(
         dict(sorted(groups.items())), num_levels=opts.num_levels, options=opts, now_ms=local_now_as_utc_ms(),
-        small_file_threshold=small_file_threshold,
+        small_file_threshold=small_file_threshold, table=store.name,
     )
     append_vectors = keeps_append_vectors(store.schema)
     compactable = compaction_refusal(store) is None
@@ -104,6 +111,7 @@ def table_health(
         d["vector_purge_files"] = purge
         d["dangling_vector_files"] = dangling.get((r.partition, r.bucket), 0)  # type: ignore[arg-type]
         d["compaction_would_trigger"] = compactable and (r.compaction_would_trigger or purge > 0)
+        d["row_count"] = None if r.row_count is None else r.row_count - n
         out.append(d)
     return pa.Table.from_pylist(out, schema=HEALTH_SCHEMA)
 

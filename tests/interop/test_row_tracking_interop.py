@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -117,6 +118,13 @@ def test_lake_assets_reads_what_pypaimon_wrote_and_updated(driver: RowTrackingPa
     assert plain == [{k: r[k] for k in ("id", "p", "v", "w")} for r in sorted(theirs, key=lambda r: r["id"])]
     # a filter on an updated column sees the merged value (no file pruned by its own stats)
     assert t.to_arrow(filter=pc.field("v") == "V5").column("id").to_pylist() == [5]
+    # health counts pypaimon's update files' rows once (per partition, as pypaimon reads them), and
+    # reports no LSM numbers (tests/unit/test_health_row_tracking.py)
+    health = t.health().to_pylist()
+    by_partition = Counter(f"p={r['p']}" for r in theirs)
+    assert {r["partition"]: r["row_count"] for r in health} == dict(by_partition)
+    assert sum(r["file_count"] for r in health) > len(by_partition)  # update files besides the bases
+    assert all(r["sorted_runs"] is None and r["level0_file_count"] is None for r in health)
 
 
 def test_pypaimon_reads_row_ids_lake_assets_assigned(driver: RowTrackingPaimon, tmp_warehouse: str,

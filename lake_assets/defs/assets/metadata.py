@@ -13,7 +13,6 @@ from lake_assets.defs.config import TableConfig
 from lake_assets.defs.health import partition_values, postponed_files, vector_purge_files
 from lake_assets.defs.observations import observe_table
 from lake_assets.defs.resources.spark import PIPES_METADATA
-from lake_assets.ops.row_tracking import data_evolution_enabled
 from lake_assets.table import Table
 
 SUMMARY_INTS = ("snapshot_id", "files_in", "files_out", "rows_in", "rows_out", "bytes_in", "bytes_out")
@@ -138,66 +137,29 @@ def table_definition_metadata(spec: TableConfig) -> dict[str, Any]:
 
 
 def table_state_metadata(table: Table, spec: TableConfig, uri: dg.MetadataValue) -> dict[str, Any]:
-    """Standard metadata of a materialization: ``dagster/uri`` and, when the files' record count is
-    the table's row count (see `TableObservation.row_count_exact`), ``dagster/row_count``."""
+    """Standard metadata of a materialization: ``dagster/uri`` and, when metadata tells the table's
+    row count (`TableObservation.row_count`), ``dagster/row_count``."""
     md: dict[str, Any] = {"dagster/uri": uri}
-    if data_evolution_enabled(table.schema.options):
-        # a column update's files hold rows counted already: the row-id ranges are the rows
-        counts = list(partition_row_counts(table).values())
-        if counts and all(c is not None for c in counts):
-            md["dagster/row_count"] = dg.MetadataValue.int(sum(c for c in counts if c is not None))
-        return md
     obs = observe_table(table, spec)
-    if obs.snapshot_id is not None and obs.row_count_exact:
-        md["dagster/row_count"] = dg.MetadataValue.int(obs.records_in_files)
+    if obs.snapshot_id is not None and obs.row_count is not None:
+        md["dagster/row_count"] = dg.MetadataValue.int(obs.row_count)
     return md
 
 
 def partition_row_counts(table: Table, snapshot_id: int | None = None) -> dict[str, int | None]:
-    """Rows per partition path (``dt=2024-01-01``), None where the files' record count is not the
-    row count. It is for append tables, and for primary-key tables where every bucket of the
-    partition is one sorted run without deletes (the `TableObservation.row_count_exact` rule, per
-    partition): counting merged rows would need the data files. A data-evolution table's rows are
-    its files' row-id ranges, merged: a column update's (or a compaction's) file covers rows an
-    earlier range holds. Reads manifests only."""
+    """Rows per partition path (``dt=2024-01-01``), None where metadata cannot tell: the sum of
+    `Table.health()`'s row_count over the partition's buckets (a data-evolution table's row-id
+    ranges each once, less rows deletion vectors hide; unknown for a primary-key bucket of several
+    sorted runs or with retracts, or rows in bucket-postpone). Reads manifests only."""
     snapshot = table.resolve_snapshot(snapshot_id)
     if snapshot is None:
         return {}
-    entries = table.store.file_store_scan().live_entries(snapshot)
-    if data_evolution_enabled(table.schema.options):
-        ranges: dict[str, list[tuple[int, int]] | None] = {}
-        for entry in entries:
-            path = table.store.partition_path_of(entry.partition)
-            held = ranges.setdefault(path, [])
-            first = entry.file.first_row_id
-            if first is None or held is None:
-                ranges[path] = None  # a file without row ids (not expected): no exact count
-            else:
-                held.append((first, first + entry.file.row_count))
-        return {path: None if spans is None else _covered(spans) for path, spans in ranges.items()}
-    records: dict[str, int | None] = {}
-    for entry in entries:
-        path = table.store.partition_path_of(entry.partition)
-        records[path] = (records.get(path) or 0) + entry.file.row_count
-    if table.primary_keys:
-        for row in table.health(snapshot_id=snapshot.id).select(
-                ["partition", "sorted_runs", "delete_row_count"]).to_pylist():
-            if row["sorted_runs"] > 1 or (row["delete_row_count"] or 0) > 0:
-                records[row["partition"]] = None
-    return records
-
-
-def _covered(spans: list[tuple[int, int]]) -> int:
-    """How many ids the half-open ranges ``spans`` cover together."""
-    total, end = 0, None
-    for start, stop in sorted(spans):
-        if end is None or start >= end:
-            total += stop - start
-            end = stop
-        elif stop > end:
-            total += stop - end
-            end = stop
-    return total
+    out: dict[str, int | None] = {}
+    for row in table.health(snapshot_id=snapshot.id).select(["partition", "row_count"]).to_pylist():
+        path, rows = row["partition"], row["row_count"]
+        known = out.get(path, 0)
+        out[path] = None if rows is None or known is None else known + rows
+    return out
 
 
 def rows_where(counts: dict[str, int | None], column: str, value: str) -> int | None:

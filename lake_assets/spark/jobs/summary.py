@@ -57,13 +57,15 @@ def delta_stats(table: Table, before: int | None) -> dict[str, int]:
 def health_summary(table: Table) -> dict[str, Any]:
     """The table's LSM health in a few numbers (from manifests only)."""
     h = table.health().to_pylist()
+    lsm_absent = any(r["sorted_runs"] is None for r in h)
     return {
         "buckets": len(h),
         "files": sum(r["file_count"] for r in h),
         "bytes": sum(r["total_bytes"] for r in h),
         "small_files": sum(r["small_file_count"] for r in h),
-        "level0_files": sum(r["level0_file_count"] for r in h),
-        "max_sorted_runs": max((r["sorted_runs"] for r in h), default=0),
+        # None on row-tracking tables: no LSM levels (lake_assets.ops.health.NO_LSM)
+        "level0_files": None if lsm_absent else sum(r["level0_file_count"] for r in h),
+        "max_sorted_runs": None if lsm_absent else max((r["sorted_runs"] for r in h), default=0),
         "buckets_needing_compaction": sum(1 for r in h if r["compaction_would_trigger"]),
         "deletion_vector_rows": sum(r["deletion_vector_rows"] for r in h),
         # files waiting in bucket-postpone (postpone-bucket tables) until the dedicated compaction
