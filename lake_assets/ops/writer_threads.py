@@ -106,6 +106,13 @@ class _ThreadSet:
             for _ in range(self.threads):
                 self.tasks.put(_STOP)
 
+    def release_one(self) -> None:
+        """A thread serving this set went back (on the idle list if kept: the writer's close
+        returns only then, so the next writer finds it there)."""
+        with self.lock:
+            self.threads -= 1
+            self.released.notify_all()
+
     def wait_released(self) -> None:
         """Until every thread serving this set went back (its queued tasks done)."""
         with self.lock:
@@ -113,13 +120,11 @@ class _ThreadSet:
                 self.released.wait()
 
     def serve(self) -> None:
-        """Run this set's tasks on the calling (kept) thread until it takes a stop."""
+        """Run this set's tasks on the calling (kept) thread until it takes a stop (then the
+        thread goes back to the idle list, and calls `release_one`)."""
         while True:
             item = self.tasks.get()
             if item is _STOP:
-                with self.lock:
-                    self.threads -= 1
-                    self.released.notify_all()
                 return
             item.run()
             del item  # holds the task's data (a bucket's rows) until the next task otherwise
@@ -148,13 +153,17 @@ class _KeptThread:
                 continue
             self.thread.name = f"{THREAD_NAME}-{self.number}"
             served.serve()
-            del served
+            keep = keep_idle()
             with _lock:
-                if len(_idle) >= keep_idle():
-                    return
-                self.thread.name = f"{IDLE_NAME}-{self.number}"
-                self.taken = False
-                _idle.append(self)
+                kept = len(_idle) < keep
+                if kept:
+                    self.thread.name = f"{IDLE_NAME}-{self.number}"
+                    self.taken = False
+                    _idle.append(self)
+            served.release_one()
+            del served
+            if not kept:
+                return
 
 
 def _borrow(served: _ThreadSet) -> None:
