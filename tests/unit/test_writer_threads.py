@@ -288,3 +288,37 @@ pool.submit(lambda: open({str(out)!r}, "w").write("written"))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(Path(writer_threads.__file__).parents[1] / "__init__.py")
     assert out.read_text() == "written"
+
+
+def test_an_interrupted_flush_round_hands_the_threads_back_for_the_next_writer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while ``prepare_commit`` waits for its buckets' flushes: the running ones end, the
+    interrupt is raised, `close` hands the threads back, and the next writer uses them."""
+    from lake_assets.ops import flush_schedule
+
+    monkeypatch.setenv("LAKE_ASSETS_CPUS", "2")
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA, primary_keys=["k"], options={"bucket": "4"})
+    real_wait = flush_schedule.wait
+    calls = [0]
+
+    def interrupted_wait(futures: Any, *args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise KeyboardInterrupt
+        return real_wait(futures, *args, **kwargs)
+
+    monkeypatch.setattr(flush_schedule, "wait", interrupted_wait)
+    w = t.new_writer("u")
+    w.write_arrow(pa.table({"k": np.arange(400), "v": np.zeros(400, dtype=np.int64)}, schema=SCHEMA))
+    with pytest.raises(KeyboardInterrupt):
+        w.prepare_commit()
+    w.abort()
+    w.close()
+    assert calls[0] == 2 and idle_writer_threads() == 2  # the schedule waited for its running tasks
+    monkeypatch.setattr(flush_schedule, "wait", real_wait)
+    started = _counting_starts(monkeypatch)
+    t.write_arrow(pa.table({"k": np.arange(400), "v": np.ones(400, dtype=np.int64)}, schema=SCHEMA))
+    assert not [name for name in started if name.startswith(THREAD_NAME)]
+    assert t.to_arrow().column("v").to_pylist() == [1] * 400
