@@ -4,8 +4,9 @@ Each round is ``Table.write_arrow`` (a new writer: write, prepare_commit, commit
 
 * **rounds**: ``--rounds`` small upserts (``--upsert-rows`` keys) alternating a plain and a
   deletion-vector table of ``--rows`` rows in ``--buckets`` buckets; per table the thread starts
-  per round (``threading.Thread.start`` calls, writer threads and all), the median and p90 wall
-  and the median CPU (`time.process_time`) of the rounds after the first.
+  per round (``threading.Thread.start`` calls, writer threads and all) and the wall spent inside
+  them (the caller waits until the new thread is scheduled), the median, p90 and largest wall and
+  the median CPU (`time.process_time`) of the rounds after the first.
 * **memory** (``--memory-rounds``): rounds alternating a small upsert and a large write of
   ``--large-rows`` rows with a 4 MiB write buffer (it spills, then merges), on a plain table; the
   process's current RSS (``/proc/self/statm``) every 25 rounds, and its peak.
@@ -40,12 +41,15 @@ from lake_assets import Catalog
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.float64())])
 
 _starts = [0]
+_start_s = [0.0]  # wall inside `Thread.start`: it returns once the new thread has been scheduled
 _real_start = threading.Thread.start
 
 
 def _counted_start(self: threading.Thread) -> None:
     _starts[0] += 1
+    began = time.perf_counter()
     _real_start(self)
+    _start_s[0] += time.perf_counter() - began
 
 
 threading.Thread.start = _counted_start  # type: ignore[method-assign]
@@ -70,20 +74,24 @@ def rounds(cat: Catalog, args: argparse.Namespace) -> dict[str, Any]:
         t.write_arrow(_batch(np.arange(args.rows), 0))
         tables[name] = t
     out: dict[str, Any] = {}
-    samples: dict[str, dict[str, list[float]]] = {n: {"wall": [], "cpu": [], "starts": []} for n in tables}
+    samples: dict[str, dict[str, list[float]]] = {n: {"wall": [], "cpu": [], "starts": [], "start_ms": []}
+                                                  for n in tables}
     for r in range(1, args.rounds + 1):
         for name, t in tables.items():  # alternated: both see the same load
             data = _batch(np.sort(rng.choice(args.rows, args.upsert_rows, replace=False)), r)
-            starts, cpu, wall = _starts[0], time.process_time(), time.perf_counter()
+            starts, start_s, cpu, wall = _starts[0], _start_s[0], time.process_time(), time.perf_counter()
             t.write_arrow(data)
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             s = samples[name]
             s["wall"].append(wall * 1e3)
             s["cpu"].append(cpu * 1e3)
             s["starts"].append(_starts[0] - starts)
+            s["start_ms"].append((_start_s[0] - start_s) * 1e3)
     for name, s in samples.items():
         walls = sorted(s["wall"][1:])
         out[name] = {"starts_per_round": round(statistics.mean(s["starts"][1:]), 2),
+                     "in_thread_start_ms_mean": round(statistics.mean(s["start_ms"][1:]), 3),
+                     "in_thread_start_ms_max": round(max(s["start_ms"][1:]), 2),
                      "wall_ms_median": round(statistics.median(walls), 2),
                      "wall_ms_p90": round(walls[int(0.9 * (len(walls) - 1))], 2),
                      "wall_ms_max": round(walls[-1], 2),
