@@ -153,7 +153,10 @@ class _KeptThread:
                 continue
             self.thread.name = f"{THREAD_NAME}-{self.number}"
             served.serve()
-            keep = keep_idle()
+            try:
+                keep = keep_idle()
+            except Exception:  # a bad LAKE_ASSETS_CPUS set since: the writer's next call says so,
+                keep = 0       # and this thread must still hand itself back (its writer waits)
             with _lock:
                 kept = len(_idle) < keep
                 if kept:

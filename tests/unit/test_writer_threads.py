@@ -322,3 +322,16 @@ def test_an_interrupted_flush_round_hands_the_threads_back_for_the_next_writer(
     t.write_arrow(pa.table({"k": np.arange(400), "v": np.ones(400, dtype=np.int64)}, schema=SCHEMA))
     assert not [name for name in started if name.startswith(THREAD_NAME)]
     assert t.to_arrow().column("v").to_pylist() == [1] * 400
+
+
+def test_a_bad_cpu_setting_made_meanwhile_does_not_keep_close_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The idle bound follows `usable_cpus`, which refuses a bad ``LAKE_ASSETS_CPUS``: the thread
+    still hands itself back (and exits), so the writer's close returns."""
+    pool = WriterThreads(max_workers=1)
+    thread = pool.submit(threading.current_thread).result(WAIT_S)
+    monkeypatch.setenv("LAKE_ASSETS_CPUS", "many")
+    done = threading.Thread(target=pool.shutdown, daemon=True)
+    done.start()
+    done.join(WAIT_S)
+    assert not done.is_alive() and pool.threads == 0
+    assert _until(lambda: not thread.is_alive()) and idle_writer_threads() == 0
