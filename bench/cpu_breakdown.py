@@ -41,8 +41,9 @@ WRITE_PARTS: list[tuple[str, str]] = [
     ("lake_assets.store.manifest_io", "encode_manifest_entries"),
     ("lake_assets.store.manifest_io", "encode_manifest_list"),
 ]
-# modules whose ThreadPoolExecutor runs the write path's parallel parts
-POOL_MODULES = ("lake_assets.ops.write", "lake_assets.ops.route", "lake_assets.store.manifest_io")
+# (module, executor class) that run the write path's parallel parts
+POOL_MODULES = (("lake_assets.ops.write", "WriterThreads"), ("lake_assets.ops.route", "ThreadPoolExecutor"),
+                ("lake_assets.store.manifest_io", "ThreadPoolExecutor"))
 
 
 class InlineExecutor(Executor):
@@ -75,8 +76,8 @@ def cpu_by_part(parts: list[tuple[str, str]] = WRITE_PARTS) -> Iterator[dict[str
     """Within the block, the pools run inline and the counter adds up each part's CPU seconds."""
     totals = {path: 0.0 for _, path in parts}  # in the parts' order
     with contextlib.ExitStack() as stack:
-        for module in POOL_MODULES:
-            stack.enter_context(_patched(importlib.import_module(module), "ThreadPoolExecutor", InlineExecutor))
+        for module, executor in POOL_MODULES:
+            stack.enter_context(_patched(importlib.import_module(module), executor, InlineExecutor))
         for module, path in parts:
             owner: Any = importlib.import_module(module)
             *outer, name = path.split(".")

@@ -20,6 +20,8 @@ from concurrent.futures import Executor, ThreadPoolExecutor, wait
 
 import pyarrow as pa
 
+from lake_assets.ops.writer_threads import WriterThreads
+
 # How long a release task waits for the pool's other threads to take theirs (an idle pool takes
 # them at once); past it the release still happens, maybe twice on one thread and not on another.
 _RELEASE_MEET_S = 5.0
@@ -33,14 +35,15 @@ def release_thread_memory() -> None:
 
 
 def release_pool_threads(pool: Executor, threads: int) -> None:
-    """Run `release_thread_memory` once on each of an idle ``pool``'s ``threads`` threads: one
+    """Run `release_thread_memory` once on each of an idle ``pool``'s ``threads`` threads (a
+    writer's `WriterThreads` or a `ThreadPoolExecutor`): one
     task per thread, each held until all have started, so no thread takes two. Once per round of
     per-bucket tasks rather than after each task: a release gives the pages back to the system
     and the next task faults them in again, which after every spill of a load cost about 6% of
     its CPU time; a thread reuses its own freed pages between the tasks of one round. Any other
     executor (one that runs tasks on the calling thread, as `bench.cpu_breakdown`'s) releases on
     the calling thread: tasks meeting at a barrier there would wait for each other in vain."""
-    if not isinstance(pool, ThreadPoolExecutor):
+    if not isinstance(pool, (ThreadPoolExecutor, WriterThreads)):
         release_thread_memory()
         return
     meet = threading.Barrier(threads)

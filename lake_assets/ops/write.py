@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor, wait
+from concurrent.futures import Executor, wait
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,6 +41,7 @@ from lake_assets.ops.writer_state import (
     compact_inline,
     discard_compactions,
 )
+from lake_assets.ops.writer_threads import WriterThreads
 from lake_assets.spec.row_kind import RowKind
 from lake_assets.table_rules import check_engine_producer
 from lake_assets.table_support import Op, cross_partition_fields
@@ -126,7 +127,7 @@ class TableWriter(WriterCleanup):
         self._spill = WriteBufferSpill.for_writer(opts, self.is_pk, list(self.schema.trimmed_primary_keys),
                                                   self.spill_dir)
         self._level0 = Level0Flush(store, self.schema, self.partition_types, self._spill, write_only=self.write_only)
-        self._threads: ThreadPoolExecutor | None = None  # see `_worker_pool`
+        self._threads: WriterThreads | None = None  # see `_worker_pool`
 
     def interleave_sequences(self, slot: int, slots: int) -> None:
         """Number each bucket's records ``base + slot``, ``base + slot + slots``, ... (base = the
@@ -159,16 +160,16 @@ class TableWriter(WriterCleanup):
         # a big batch is checked and routed on the writer's threads (see conform and route)
         self._write_table(data, kinds, self._worker_pool())
 
-    def _worker_pool(self) -> ThreadPoolExecutor:
+    def _worker_pool(self) -> WriterThreads:
         """The writer's threads, for routing big batches and per-bucket spills and flushes, kept
-        until `close`. Arrow's allocator (mimalloc) keeps a thread's freed pages in that thread's
-        heap: with a fresh pool per batch and per flush, every pool's pages were left behind when
-        its threads ended, and the resident memory above Arrow's live bytes grew with the number
-        of batches and spills (issue 17 §2: a 1.6M-row upsert peaked at 157 MiB, a 6.4M-row one at
-        210 MiB, both at 88 MiB of Arrow data). Threads that live as long as the writer reuse
-        their own pages."""
+        until `close` and then handed back for the next writer (`ops.writer_threads`: no thread
+        start per round). Arrow's allocator (mimalloc) keeps a thread's freed pages in that
+        thread's heap: with a fresh pool per batch and per flush, every pool's pages were left
+        behind when its threads ended, and the resident memory above Arrow's live bytes grew with
+        the number of batches and spills (issue 17 §2: a 1.6M-row upsert peaked at 157 MiB, a
+        6.4M-row one at 210 MiB, both at 88 MiB of Arrow data). Kept threads reuse their own pages."""
         if self._threads is None:
-            self._threads = ThreadPoolExecutor(max_workers=bucket_flush_threads(), thread_name_prefix="lake-writer")
+            self._threads = WriterThreads(max_workers=bucket_flush_threads())
         return self._threads
 
     def _write_table(self, data: pa.Table, kinds: np.ndarray | None, pool: Executor | None) -> None:

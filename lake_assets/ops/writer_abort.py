@@ -29,12 +29,11 @@ from lake_assets.ops.commit_message import validate_messages
 from lake_assets.spec.manifest import FileKind
 
 if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
-
     from lake_assets.ops.bucket_router import BucketRouter
     from lake_assets.ops.commit_message import CommitMessage
     from lake_assets.ops.write_spill import WriteBufferSpill
     from lake_assets.ops.writer_state import BucketBuffer, BucketKey
+    from lake_assets.ops.writer_threads import WriterThreads
     from lake_assets.store.file_store import FileStore
 
 # the writer's logger: its warnings keep the name they had before this part moved here
@@ -116,7 +115,7 @@ class WriterCleanup:
     _router: BucketRouter
     _buffers: dict[BucketKey, BucketBuffer]
     _spill: WriteBufferSpill | None
-    _threads: ThreadPoolExecutor | None
+    _threads: WriterThreads | None
     _closed: bool
 
     def abort(self, messages: Iterable[CommitMessage] = ()) -> list[CommitMessage]:

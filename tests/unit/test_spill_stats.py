@@ -146,31 +146,38 @@ def test_each_round_of_bucket_tasks_ends_with_one_release_on_each_thread(tmp_pat
         assert all(name.startswith("lake-writer") for name in releases)
 
 
-def test_the_writer_keeps_one_set_of_threads_for_all_its_spills_and_ends_them_at_close(tmp_path, monkeypatch):
+def test_the_writer_keeps_one_set_of_threads_for_all_its_spills_and_hands_them_back_at_close(tmp_path, monkeypatch):
     """Routing, spills and flushes run on the writer's own threads for its whole life (a thread
     that ends leaves its freed allocator pages behind, so a fresh pool per flush grew the
-    resident memory with the number of flushes); `close` ends them."""
-    names: set[str] = set()
+    resident memory with the number of flushes); `close` hands them back, idle, and the next
+    writer's spills run on the same threads (`ops.writer_threads`)."""
+    from lake_assets.ops import writer_threads
+
+    writer_threads.forget_idle_writer_threads()
+    threads: list[set[threading.Thread]] = []
     original_spill = write_spill.WriteBufferSpill.spill
 
     def spill_task(self, buf):
-        names.add(threading.current_thread().name)
+        threads[-1].add(threading.current_thread())
         original_spill(self, buf)
 
     monkeypatch.setattr(write_spill.WriteBufferSpill, "spill", spill_task)
     t = _table(tmp_path)
-    w = t.new_writer("u")
-    try:
-        for b in _batches(8, 2000, 30_000):
-            w.write_arrow(b)
-        stats = w.spill_stats
-        assert stats is not None and stats.runs >= 3 * 2  # several flushes of both buckets
-        assert 1 <= len(names) <= write_spill.bucket_flush_threads()
-        t.new_committer("u").commit(w.prepare_commit(), 1)
-        threads = [th for th in threading.enumerate() if th.name in names]
-    finally:
-        w.close()
-    assert threads and not any(th.is_alive() for th in threads)
+    for _ in range(2):
+        threads.append(set())
+        w = t.new_writer("u")
+        try:
+            for b in _batches(8, 2000, 30_000):
+                w.write_arrow(b)
+            stats = w.spill_stats
+            assert stats is not None and stats.runs >= 3 * 2  # several flushes of both buckets
+            assert 1 <= len(threads[-1]) <= write_spill.bucket_flush_threads()
+            t.new_committer("u").commit(w.prepare_commit(), 1)
+        finally:
+            w.close()
+        assert all(th.is_alive() and th.name.startswith(writer_threads.IDLE_NAME) for th in threads[-1])
+        assert writer_threads.idle_writer_threads() >= len(threads[-1])
+    assert threads[1] <= threads[0]  # the second writer started none
 
 
 def test_an_executor_that_runs_tasks_inline_releases_on_the_calling_thread(monkeypatch):
