@@ -141,6 +141,18 @@ class TableConfig(_Strict):
     def has_changelog_producer(self) -> bool:
         return self.options.get("changelog-producer", "none") != "none"
 
+    @property
+    def has_partition_expiry(self) -> bool:
+        """Partitioned, with ``partition.expiration-time``: the table has a partition expiry asset."""
+        return bool(self.partition_keys) and "partition.expiration-time" in self.options
+
+    @property
+    def maintenance_steps(self) -> list[str]:
+        """The table's maintenance assets (steps), which schedules, sensors and automation conditions
+        launch; each needs the table to be what lake.yaml declares (`WarehouseResource.declared_table`)."""
+        return (["compaction", "expiry", "orphans"] + (["changelog"] if self.has_changelog_producer else [])
+                + (["partition_expiry"] if self.has_partition_expiry else []))
+
 
 class LakeConfig(_Strict):
     """The whole of lake.yaml."""
