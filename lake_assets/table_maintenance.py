@@ -174,15 +174,19 @@ class TableMaintenance(StoreView):
         return table_health(self.store, snapshot_id=snapshot_id, small_file_threshold=small_file_threshold)
 
     def remove_orphan_files(
-        self, *, older_than: timedelta = timedelta(days=1), dry_run: bool = True
+        self, *, older_than: timedelta = timedelta(days=1), dry_run: bool = True, allow_recent: bool = False
     ) -> OrphanResult:
-        """List (and with ``dry_run=False`` delete) files no snapshot or tag references, older than the bound."""
+        """List (and with ``dry_run=False`` delete) files no snapshot or tag references, older than the bound.
+
+        Deleting with ``older_than`` below an hour (`lake_assets.ops.orphans.ORPHAN_AGE_FLOOR`) is
+        refused unless ``allow_recent=True``: younger files may be a write's still in flight."""
         from lake_assets.ops.orphans import remove_orphan_files
 
         args.duration("older_than", older_than, optional=False)
         args.flag("dry_run", dry_run)
+        args.flag("allow_recent", allow_recent)
         self.store.require_exists()
-        return remove_orphan_files(self.store, older_than=older_than, dry_run=dry_run)
+        return remove_orphan_files(self.store, older_than=older_than, dry_run=dry_run, allow_recent=allow_recent)
 
     def rollback_to_as_latest(self, *, snapshot_id: int | None = None, tag: str | None = None) -> Snapshot:
         """Commit a new latest snapshot whose files are those of an older snapshot (or a tag's),

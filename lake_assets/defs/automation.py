@@ -9,6 +9,11 @@ Which asset runs when (``AutomationCondition``):
 - expiry and orphan removal: on the policy's cron (``expiry_cron``, ``orphans.cron``), once per tick;
 - changelog: after any ingest of the table has landed (tables with ``changelog_after_ingest``).
 
+None of them launches a run while the table's blocking ``declaration`` check fails (lake.yaml's keys
+or options differ from the table's: the run would fail before its job, naming them); the health
+sensor evaluates that check at every tick, and the condition's evaluation in the UI shows it. A
+trigger that came meanwhile (a cron tick, a failed health check) runs once the declaration matches.
+
 What stays a schedule or a custom sensor, and why:
 
 - the full compaction on ``compaction_cron`` stays a schedule: it needs run config (``full: true``),
@@ -36,11 +41,23 @@ COMPACTION_AUTOMATION_SENSOR = "lake_compaction_automation_sensor"
 TRIGGER_TAG = "lake/trigger"
 
 
+def declaration_differs() -> dg.AutomationCondition:
+    """The asset's ``declaration`` check failed (our only blocking check): lake.yaml does not say
+    what the table is."""
+    # blocking_only, not .allow()/.ignore() of the check's key: Dagster 1.13's ChecksAutomationCondition
+    # narrows the asset node's own set of check keys in place with those, so every later condition of
+    # the evaluation sees the narrowed set
+    return dg.AutomationCondition.any_checks_match(
+        dg.AutomationCondition.check_failed(), blocking_only=True
+    ).with_label("lake.yaml's declaration differs from the table")
+
+
 def compaction_condition() -> dg.AutomationCondition:
     """A health check of the compaction asset newly failed, and nothing of the table is in flight.
 
     ``newly_true`` makes one failure one request: a check that still fails after the compaction
-    does not start compactions in a loop."""
+    does not start compactions in a loop. (A failing declaration check counts too, but holds the
+    run back itself: `declaration_differs`.)"""
     # Typed as the base class: dagster types since_last_handled's self as AutomationCondition[AssetKey |
     # AssetCheckKey], which an asset-keyed condition is not to mypy (the parameter is invariant).
     failing: dg.AutomationCondition = dg.AutomationCondition.any_checks_match(
@@ -87,9 +104,11 @@ def table_conditions(spec: TableConfig, timezone: str) -> dict[dg.AssetKey, dg.A
         out[names.key("orphans")] = cron_condition(policy.orphans.cron, timezone)
     if policy.changelog_after_ingest and spec.has_changelog_producer and spec.ingest is not None:
         out[names.key("changelog")] = after_ingest_condition()
-    if policy.partition_expiry_cron and spec.partition_keys and "partition.expiration-time" in spec.options:
+    if policy.partition_expiry_cron and spec.has_partition_expiry:
         out[names.key("partition_expiry")] = cron_condition(policy.partition_expiry_cron, timezone)
-    return out
+    # every one of them is a maintenance asset carrying the declaration check (TableConfig.maintenance_steps)
+    return {key: (condition & ~declaration_differs()).with_label(condition.get_label())
+            for key, condition in out.items()}
 
 
 def freshness_policy(spec: TableConfig) -> dg.FreshnessPolicy | None:

@@ -1,4 +1,5 @@
-"""Asset checks per table: small files, level-0 age, snapshot retention, orphan bytes.
+"""Asset checks per table: small files, level-0 age, snapshot retention, orphan bytes, and on each
+maintenance asset the blocking ``declaration`` check (lake.yaml says what the table is).
 
 All read metadata in the Dagster process (manifests and snapshot files; no data files). The first
 three judge a `TableObservation` with `check_results`, as the health sensor does after each
@@ -10,6 +11,7 @@ from typing import Any
 import dagster as dg
 
 from lake_assets.defs.config import TableConfig, parse_duration
+from lake_assets.defs.declaration import DECLARATION_CHECK, declaration_result
 from lake_assets.defs.health import PURGE, breaches
 from lake_assets.defs.names import TableNames
 from lake_assets.defs.observations import CHECK_SEVERITY, check_results, observe_table
@@ -77,4 +79,23 @@ def build_table_checks(spec: TableConfig) -> list[dg.AssetChecksDefinition]:
             "orphan_bytes": found, "limit_bytes": policy.orphans.max_orphan_bytes, "source": source,
         })
 
-    return [small_files, level0_age, snapshot_retention, orphan_bytes]
+    return [small_files, level0_age, snapshot_retention, orphan_bytes,
+            *(declaration_check(spec, step) for step in spec.maintenance_steps)]
+
+
+def declaration_check(spec: TableConfig, step: str) -> dg.AssetChecksDefinition:
+    """The blocking check on one maintenance asset: a run of it would fail before its job while the
+    declaration differs, so the automation conditions launch none (and the UI names the differences)."""
+    ident = spec.identifier
+
+    @dg.asset_check(asset=TableNames(ident).key(step), name=DECLARATION_CHECK, blocking=True,
+                    description=f"lake.yaml declares {ident}'s keys and options as the table has them; "
+                    "while it fails, no maintenance run of the table is launched.")
+    def declaration(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+        table = warehouse.table_if_exists(ident)
+        if table is None:  # nothing to differ from: the first ingest creates it as declared
+            return dg.AssetCheckResult(passed=True, description=f"{ident} does not exist yet")
+        passed, metadata = declaration_result(table, spec.primary_keys, spec.partition_keys, spec.options)
+        return dg.AssetCheckResult(passed=passed, severity=ERROR, metadata=metadata)
+
+    return declaration

@@ -18,6 +18,11 @@ from lake_assets.option_rules import FALLBACK_OF, carried_key, rule_for
 from lake_assets.option_types import parse_value
 from lake_assets.table import Table
 
+# The blocking asset check on each maintenance asset that says whether lake.yaml's declaration matches
+# the table (`lake_assets.defs.checks`); the health sensor evaluates it at every tick and the
+# automation conditions launch no run while it fails (`lake_assets.defs.automation`).
+DECLARATION_CHECK = "declaration"
+
 
 def _option_value(key: str, text: str | None) -> object:
     """``text`` as the registry parses ``key`` (its default when unset), else the text itself, so
@@ -76,3 +81,17 @@ def mismatch_message(identifier: str, problems: list[str]) -> str:
             "lake_assets creates a table from lake.yaml but never alters an existing one: make lake.yaml "
             "say what the table is (or change the table with ALTER TABLE, e.g. "
             "Table.update_schema().set_option(...).commit()).")
+
+
+def skip_message(identifier: str, problems: list[str]) -> str:
+    """Why a schedule or sensor launches no maintenance run of the table: its differences."""
+    return f"{identifier}: not requested: lake.yaml's declaration differs from the table: {'; '.join(problems)}"
+
+
+def declaration_result(
+    table: Table, primary_keys: list[str], partition_keys: list[str], options: Mapping[str, str]
+) -> tuple[bool, dict[str, str]]:
+    """The ``declaration`` check's verdict: whether lake.yaml's keys and options are the table's,
+    and the differences as metadata."""
+    problems = declaration_differences(table, primary_keys, partition_keys, options)
+    return not problems, {"differences": "; ".join(problems) or "none"}

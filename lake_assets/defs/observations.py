@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.defs.config import LakeConfig, TableConfig, parse_duration
+from lake_assets.defs.declaration import DECLARATION_CHECK, declaration_result
 from lake_assets.defs.health import max_small_files, postponed_files, vector_purge_files
 from lake_assets.defs.names import TableNames
 from lake_assets.defs.resources import WarehouseResource
@@ -277,6 +278,16 @@ def health_events(spec: TableConfig, obs: TableObservation) -> list[dg.AssetObse
     return events
 
 
+def declaration_events(spec: TableConfig, table: Table) -> list[dg.AssetCheckEvaluation]:
+    """The ``declaration`` check of each maintenance asset, on the table as it is now: while it
+    fails, the automation conditions launch no maintenance run of the table (`defs/automation.py`)."""
+    passed, metadata = declaration_result(table, spec.primary_keys, spec.partition_keys, spec.options)
+    names = TableNames(spec.identifier)
+    return [dg.AssetCheckEvaluation(asset_key=names.key(step), check_name=DECLARATION_CHECK, passed=passed,
+                                    severity=dg.AssetCheckSeverity.ERROR, blocking=True, metadata=metadata)
+            for step in spec.maintenance_steps]
+
+
 def build_health_sensor(config: LakeConfig) -> dg.SensorDefinition:
     """Every ``automation.health_sensor_interval_seconds``: observe each existing table and evaluate its checks.
 
@@ -297,6 +308,7 @@ def build_health_sensor(config: LakeConfig) -> dg.SensorDefinition:
             table = warehouse.table_if_exists(spec.identifier)
             if table is not None:
                 events += health_events(spec, observe_table(table, spec))
+                events += declaration_events(spec, table)
         return dg.SensorResult(asset_events=events,
                                skip_reason=None if events else "no table exists yet")
 

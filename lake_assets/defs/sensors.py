@@ -10,7 +10,7 @@ import dagster as dg
 
 from lake_assets.defs.assets import CompactionConfig
 from lake_assets.defs.config import LakeConfig, TableConfig
-from lake_assets.defs.declaration import declaration_differences
+from lake_assets.defs.declaration import declaration_differences, skip_message
 from lake_assets.defs.health import needs_full, partitions_to_compact, planned_partitions, waiting_flags
 from lake_assets.defs.names import COMPACTION_TABLE_TAG, PARTITIONS_TAG, TableNames
 from lake_assets.defs.resources import WarehouseResource
@@ -90,8 +90,7 @@ def build_small_file_sensor(config: LakeConfig, jobs: "list[AssetJob]") -> dg.Se
                 continue
             differs = declaration_differences(table, spec.primary_keys, spec.partition_keys, spec.options)
             if differs:  # its compaction run would fail before the job (WarehouseResource.declared_table)
-                notes.append(f"{spec.identifier}: not requested: lake.yaml's declaration differs from the "
-                             f"table: {'; '.join(differs)}")
+                notes.append(skip_message(spec.identifier, differs))
                 continue
             health = table.health(small_file_threshold=spec.maintenance.small_file_bytes)
             partitions = partitions_to_compact(health, spec.maintenance, **waiting_flags(table.store))

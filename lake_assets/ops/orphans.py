@@ -14,13 +14,40 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
+from lake_assets.errors import CorruptMetadataError, InvalidArgumentError, UnsupportedFeatureError
 from lake_assets.formats.manifest_codec import decode_index_manifest
 from lake_assets.ops.orphan_scope import list_scope
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
+
+# The youngest files orphan removal may delete unless told ``allow_recent``. Files a writer has
+# written but not yet committed are unreferenced until its commit lands: a Spark batch job's from
+# its tasks until the driver commits at the end of the job (bounded only by the job's run time:
+# under Dagster, ``spark.timeout``), a streaming micro-batch's until that batch commits, a
+# ``write-only`` or cross-partition round's until its committer lands it, a Flink job's until its
+# next checkpoint. A bound below an hour (a typo such as ``10min``, or a guess) is far more likely
+# to delete such files, and break that commit, than to find orphans worth the hurry. Paimon's
+# procedure defaults to 1 day and enforces nothing.
+ORPHAN_AGE_FLOOR = timedelta(hours=1)
+
+
+def check_orphan_age(older_than: timedelta, *, allow_recent: bool, dry_run: bool = False) -> None:
+    """The one rule on orphan removal's age bound (core API, Spark job and lake.yaml alike): a
+    delete needs ``older_than`` of at least `ORPHAN_AGE_FLOOR` unless ``allow_recent`` (for tables
+    no writer can be writing to meanwhile). A dry run deletes nothing: any bound may look.
+    `InvalidArgumentError` naming the bound, the floor and the override otherwise."""
+    if dry_run or allow_recent or older_than >= ORPHAN_AGE_FLOOR:
+        return
+    raise InvalidArgumentError(
+        f"orphan removal's older_than ({older_than}) is below its floor of {ORPHAN_AGE_FLOOR}: a file that "
+        "young may belong to a write still in flight (a Spark job's or streaming micro-batch's files before "
+        "its commit, a write-only writer's round), and deleting it breaks that commit. Use a bound longer than "
+        "your longest write (Paimon's default is 1 day), or, only if nothing can be writing to the table, "
+        "allow it explicitly: allow_recent=True, the job's --allow-recent, lake.yaml's orphans.allow_recent"
+    )
+
 
 @dataclass
 class OrphanResult:
@@ -118,15 +145,24 @@ def index_file_paths(store: FileStore, name: str, *, may_be_gone: bool) -> list[
 
 
 def remove_orphan_files(
-    store: FileStore, *, older_than: timedelta = timedelta(days=1), dry_run: bool = True, now_ms: int | None = None
+    store: FileStore,
+    *,
+    older_than: timedelta = timedelta(days=1),
+    dry_run: bool = True,
+    now_ms: int | None = None,
+    allow_recent: bool = False,
 ) -> OrphanResult:
     """Find the files in Paimon's directories of the table (`lake_assets.ops.orphan_scope`) that
     nothing references and that are older than ``older_than``; unless a dry run, delete them and
     then the data directories they leave empty, as Paimon's orphan clean does.
 
+    A delete with ``older_than`` below `ORPHAN_AGE_FLOOR` is refused unless ``allow_recent``
+    (`check_orphan_age`): such young files may be a write's in flight.
+
     If any manifest cannot be read, nothing is deleted (a file that only an unreadable manifest
     names would otherwise look like an orphan).
     """
+    check_orphan_age(older_than, allow_recent=allow_recent, dry_run=dry_run)
     store.require(Op.ORPHANS)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     cutoff = now_ms - int(older_than.total_seconds() * 1000)
@@ -189,4 +225,7 @@ def remove_empty_directories(store: FileStore, found: OrphanResult) -> list[str]
     return removed
 
 
-__all__ = ["OrphanResult", "referenced_files", "remove_empty_directories", "remove_orphan_files"]
+__all__ = [
+    "ORPHAN_AGE_FLOOR", "OrphanResult", "check_orphan_age", "referenced_files", "remove_empty_directories",
+    "remove_orphan_files",
+]

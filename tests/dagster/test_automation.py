@@ -129,9 +129,9 @@ def test_compaction_of_a_table_never_compacted(core_lake) -> None:
         assert ticks(T0 + timedelta(seconds=30)) == {"db/orders_compaction"}
 
 
-def _write(warehouse, config, start: int) -> None:
+def _write(warehouse, config, start: int, create: bool = True) -> None:
     """One write-only commit into db.orders dt=2024-01-01: a small level-0 file in each bucket."""
-    table = warehouse.ensure_table(config.table("db.orders"))
+    table = warehouse.ensure_table(config.table("db.orders")) if create else warehouse.table("db.orders")
     ids = list(range(start, start + 20))
     writer = table.new_writer("test", write_only=True)
     writer.write_arrow(pa.table({"id": pa.array(ids, pa.int64()), "dt": ["2024-01-01"] * 20, "name": ["x"] * 20,
@@ -181,6 +181,8 @@ def test_default_compaction_config_follows_the_policy(core_lake) -> None:
     """A condition's run has the default config: it compacts the partitions over the policy, full
     where universal compaction would not pick them, as the small-file sensor would ask."""
     config, defs = core_lake
+    graph = defs.resolve_asset_graph()  # the gate is "a blocking check failed": the declaration checks only
+    assert {k.name for k in graph.asset_check_keys if graph.get(k).blocking} == {"declaration"}
     warehouse = defs.resources["warehouse"]
     spec = config.table("db.orders")
     _write(warehouse, config, 0)
@@ -221,3 +223,55 @@ def _write_day(warehouse, config, day: str) -> None:
                                  "amount": [2.0] * 20}))
     table.new_committer("test-day").commit(writer.prepare_commit(), 1)
     writer.close()
+
+
+def test_no_maintenance_run_while_the_declaration_differs(core_lake) -> None:
+    """db.orders exists without the changelog producer lake.yaml declares: each of its runs would fail
+    before its job. The health sensor fails its maintenance assets' declaration checks, naming the
+    difference; the cron and health-check triggers then request nothing and the full-compaction
+    schedule skips, naming it. Once the table is what lake.yaml says, the runs held back go."""
+    from lake_assets.defs.observations import HEALTH_SENSOR
+
+    config, defs = core_lake
+    graph = defs.resolve_asset_graph()  # the gate is "a blocking check failed": the declaration checks only
+    assert {k.name for k in graph.asset_check_keys if graph.get(k).blocking} == {"declaration"}
+    warehouse = defs.resources["warehouse"]
+    spec = config.table("db.orders")
+    warehouse.catalog().create_database("db", ignore_if_exists=True)
+    warehouse.catalog().create_table("db.orders", spec.arrow_schema, primary_keys=spec.primary_keys,
+                                     partition_keys=spec.partition_keys, options={"bucket": "2"})
+    for i in range(4):  # 4 small files per bucket > small_file_threshold 3: the small_files check fails
+        _write(warehouse, config, 100 * i, create=False)
+
+    def health_tick(instance: dg.DagsterInstance) -> dict[str, dg.AssetCheckEvaluation]:
+        with dg.build_sensor_context(instance=instance, resources=defs.resources) as context:
+            result = defs.resolve_sensor_def(HEALTH_SENSOR)(context)
+        found = {}
+        for event in result.asset_events:
+            instance.report_runless_asset_event(event)  # as the daemon stores a sensor's events
+            if isinstance(event, dg.AssetCheckEvaluation) and event.check_name == "declaration":
+                found[event.asset_key.to_user_string()] = event
+        return found
+
+    with dg.instance_for_test() as instance:
+        ticks = Ticks(defs, instance)
+        assert ticks(T0) == set()
+        declared = health_tick(instance)
+        orders = {k: e for k, e in declared.items() if k.startswith("db/orders_")}
+        assert sorted(orders) == ["db/orders_changelog", "db/orders_compaction", "db/orders_expiry",
+                                  "db/orders_orphans"]  # db.events does not exist: nothing to judge
+        assert not any(e.passed for e in orders.values())
+        difference = "option changelog-producer: lake.yaml declares 'lookup', the table does not set it"
+        assert difference in orders["db/orders_expiry"].metadata["differences"].value
+        # the small_files check failed and expiry's cron ticked: without the gate both would run
+        assert ticks(datetime(2024, 1, 5, 2, 31, tzinfo=UTC)) == set()
+        with dg.build_schedule_context(instance=instance, resources=defs.resources,
+                                       scheduled_execution_time=datetime(2024, 1, 5, 2, 0, tzinfo=UTC)) as context:
+            skipped = defs.resolve_schedule_def("db_orders_full_compaction_schedule").evaluate_tick(context)
+        assert skipped.run_requests == [] and difference in (skipped.skip_message or "")
+        assert "db.orders: not requested: lake.yaml's declaration differs" in (skipped.skip_message or "")
+        # the table is altered to what lake.yaml declares: the declaration passes, the held-back runs go
+        warehouse.table("db.orders").update_schema().set_option("changelog-producer", "lookup").commit()
+        assert all(e.passed for e in health_tick(instance).values())
+        # the runs held back go: the cron tick's expiry and the failed health check's compaction
+        assert ticks(datetime(2024, 1, 5, 2, 40, tzinfo=UTC)) == {"db/orders_expiry", "db/orders_compaction"}

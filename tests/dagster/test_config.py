@@ -101,12 +101,27 @@ def test_s3_secrets_come_from_the_environment(tmp_path: Path) -> None:
          "tables[0] (db.orders).ingest.partition_format: '%Y-%m' does not give each day a value of its own"),
         (lambda d: d["tables"][0]["ingest"].update(partition_format="%m-%d"),  # each day overwrote last year's
          "tables[0] (db.orders).ingest.partition_format: '%m-%d' does not give each day a value of its own"),
+        # an orphan bound that could delete a write in flight, unless allowed explicitly
+        (lambda d: d["tables"][0]["maintenance"]["orphans"].update(older_than="10min"),
+         "tables[0] (db.orders).maintenance.orphans: orphan removal's older_than (0:10:00) is below its floor"),
+        (lambda d: (d["spark"].update(timeout="3h"), d["tables"][0]["maintenance"]["orphans"].update(older_than="2h")),
+         "db.orders: maintenance.orphans.older_than (2h) is below spark.timeout (3h), the longest a Spark write"),
     ],
 )
 def test_bad_config_names_the_entry_and_field(tmp_path: Path, edit, expected: str) -> None:
     data = _data(tmp_path)
     edit(data)
     assert expected in _error(tmp_path, data)
+
+
+def test_orphans_allow_recent_is_the_explicit_override(tmp_path: Path) -> None:
+    data = _data(tmp_path)
+    data["tables"][0]["maintenance"]["orphans"].update(older_than="10min", allow_recent=True, enabled=True)
+    config = parse_config(data, base_dir=tmp_path, source="lake.yaml")
+    from lake_assets.defs.assets.orphans import orphans_args
+
+    assert orphans_args(config.tables[0].maintenance.orphans, dry_run=False) == [
+        "--older-than", "10min", "--no-dry-run", "--allow-recent"]
 
 
 def test_every_problem_is_listed(tmp_path: Path) -> None:

@@ -27,6 +27,8 @@ def test_definitions_validate(lake_defs: dg.Definitions) -> None:
     for table in ("orders", "events"):
         assert {(f"db/{table}_compaction", "small_files"), (f"db/{table}_compaction", "level0_age"),
                 (f"db/{table}_expiry", "snapshot_retention"), (f"db/{table}_orphans", "orphan_bytes")} <= checks
+    assert {(a, n) for a, n in checks if n == "declaration"} == {  # one per maintenance asset
+        (k, "declaration") for k in _keys(lake_defs) if not k.endswith("_ingest")}
     repo = lake_defs.get_repository_def()
     assert {s.name for s in repo.sensor_defs} == {"lake_small_file_sensor", "lake_automation_sensor",
                                                   "lake_compaction_automation_sensor", "lake_health_sensor"}

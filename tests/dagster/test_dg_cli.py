@@ -101,7 +101,7 @@ def test_check_and_list_defs(project: Path, scaffolded: Path) -> None:
         "lake_health_sensor"}
     assert {r["name"] for r in defs["resources"]} >= {"warehouse", "spark", "lake_io_manager"}
     assert {c["name"] for c in defs["asset_checks"]} == {"small_files", "level0_age", "snapshot_retention",
-                                                          "orphan_bytes"}
+                                                          "orphan_bytes", "declaration"}
 
 
 def test_check_defs_reports_a_bad_lake_yaml(project: Path, scaffolded: Path, tmp_path: Path) -> None:

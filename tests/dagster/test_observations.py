@@ -83,7 +83,8 @@ def test_observation_reads_the_tables_health(lake) -> None:
     assert "partitions_past_expiration" not in md  # the table sets no partition.expiration-time
     assert "dagster/row_count" not in md  # two sorted runs: the records are not yet the row count
     assert md["oldest_snapshot_age_s"] >= 0
-    assert set(_checks(data)) == {"small_files", "level0_age", "snapshot_retention"}
+    assert set(_checks(data)) == {"small_files", "level0_age", "snapshot_retention", "declaration"}
+    assert _checks(data)["declaration"].passed  # and one per maintenance asset: test_automation.py
 
 
 def test_writer_leases_are_listed_apart_from_readers_and_an_expired_one_is_reported(lake) -> None:

@@ -11,8 +11,9 @@ from lake_assets.defs.names import COMPACTION_TABLE_TAG, JOB_TAG
 
 def _requests(defs: dg.Definitions, name: str) -> list[dg.RunRequest]:
     schedule = defs.resolve_schedule_def(name)
-    context = dg.build_schedule_context(scheduled_execution_time=datetime(2024, 1, 5, 2, 0, tzinfo=UTC))
-    return schedule.evaluate_tick(context).run_requests
+    with dg.build_schedule_context(scheduled_execution_time=datetime(2024, 1, 5, 2, 0, tzinfo=UTC),
+                                   resources=defs.resources) as context:
+        return schedule.evaluate_tick(context).run_requests
 
 
 @pytest.mark.parametrize(

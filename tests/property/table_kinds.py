@@ -143,7 +143,7 @@ class History:
         elif op == "expire":
             t.expire_snapshots(retain_min=1 + arg % 3, retain_max=3 + arg % 3, older_than=FUTURE)
         elif op == "orphans":
-            t.remove_orphan_files(older_than=timedelta(0), dry_run=False)
+            t.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
         elif op == "tag":
             self.tag(f"t{len(self.log)}")
         elif op == "delete_tag":

@@ -332,7 +332,8 @@ def orphan_cleaner(warehouse: str, opts: dict, p: dict) -> dict:
     while time.time() < deadline and loops < MAX_ITERATIONS:
         loops += 1
         try:
-            removed += t.remove_orphan_files(older_than=timedelta(seconds=p["orphan_age_s"]), dry_run=False).paths
+            removed += t.remove_orphan_files(
+                older_than=timedelta(seconds=p["orphan_age_s"]), dry_run=False, allow_recent=True).paths
             runs += 1
         except (CorruptMetadataError, SnapshotNotFoundError):
             refused += 1  # metadata vanished under it (expiry): it deletes nothing then

@@ -77,7 +77,7 @@ def _calls(t, a, b, c):
         ("stream.consumer", lambda: t.stream(consumer_id=a).poll(max_snapshots=b)),
         ("change_reader", lambda: t.change_reader(columns=a)),
         ("health", lambda: t.health(snapshot_id=a, small_file_threshold=b)),
-        ("orphans", lambda: t.remove_orphan_files(older_than=a, dry_run=b)),
+        ("orphans", lambda: t.remove_orphan_files(older_than=a, dry_run=b, allow_recent=True)),
         ("new_writer", lambda: t.new_writer(a, write_only=b)),
         ("commit", lambda: t.new_committer("fuzz").commit(a, b)),
         ("schema.add", lambda: t.update_schema().add_column(a, b, nullable=c).commit()),

@@ -219,7 +219,8 @@ def _check(warehouse: str, opts: dict, results: dict[str, dict], setup: Setup) -
     # with every process gone nothing is in flight: a cleanup without age bound must remove exactly
     # the killed writers' files and keep everything a snapshot, tag or consumer needs
     abandoned = {f for r in writers for f in r.get("abandoned", [])}
-    removed = {p.rsplit("/", 1)[-1] for p in t.remove_orphan_files(older_than=timedelta(0), dry_run=False).paths}
+    found = t.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
+    removed = {p.rsplit("/", 1)[-1] for p in found.paths}
     problems += [f"final orphan cleanup removed {f}, which no killed writer wrote" for f in removed - abandoned
                  if f.startswith("data-")]
     left = {p.rsplit("/", 1)[-1] for p in (st.path for st in t.file_io.walk_files(t.paths.root))} & abandoned

@@ -68,7 +68,7 @@ def _orphans_only_dead(t, expected: dict) -> None:
         t.store.data_file_path(e.partition, e.bucket, e.file)
         for s in t.snapshots() for e in t.store.file_store_scan().live_entries(s)
     }
-    removed = t.remove_orphan_files(older_than=timedelta(0), dry_run=False).paths
+    removed = t.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True).paths
     assert not (set(removed) & referenced_before)
     assert _state(t) == expected
     _every_snapshot_reads(t)
@@ -262,7 +262,7 @@ def test_kill_during_orphan_removal(tmp_path, sig):
     _kill_at(wh, "orphans", "orphans.after_delete_batch", {}, sig=sig)
     t = Catalog(wh).get_table("db.t")
     assert _state(t) == expected
-    assert t.remove_orphan_files(older_than=timedelta(0), dry_run=False).paths  # the rest
+    assert t.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True).paths  # the rest
     assert t.remove_orphan_files(older_than=timedelta(0)).paths == []
     assert _state(t) == expected
 

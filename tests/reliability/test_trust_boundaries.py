@@ -348,7 +348,7 @@ def test_crafted_manifest_stops_orphan_removal(env: Env) -> None:
     f = dataclasses.replace(e.file, file_name=str(env.victim))
     _craft_snapshot(env, [ManifestEntry(FileKind.ADD, e.partition, e.bucket, e.total_buckets, f)])
     with pytest.raises(CorruptMetadataError, match="Unsafe file name"):
-        env.table.remove_orphan_files(older_than=timedelta(0), dry_run=False)
+        env.table.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
     env.assert_outside_untouched()
 
 
@@ -380,7 +380,7 @@ def test_manifest_list_naming_a_manifest_outside_is_corrupt(env: Env) -> None:
     _craft_snapshot(env, [], base_of=1)  # snapshot 2 (the crafted list) can expire now
     manifest_io._cache_slot.cache_clear()
     with pytest.raises(CorruptMetadataError, match="Unsafe file name"):
-        t.remove_orphan_files(older_than=timedelta(0), dry_run=False)
+        t.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
     with contextlib.suppress(LakeError):  # stopping is fine; deleting outside is not
         t.expire_snapshots(retain_min=1, retain_max=1)
     env.assert_outside_untouched()
@@ -394,7 +394,7 @@ def test_orphan_removal_does_not_follow_a_symlinked_directory(env: Env) -> None:
     t = env.table
     link = Path(t.paths.root) / "dt=evil"
     link.symlink_to(env.outside, target_is_directory=True)
-    res = t.remove_orphan_files(older_than=timedelta(0), dry_run=False)
+    res = t.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
     assert not any(p.startswith(str(link)) for p in res.paths)
     assert link.is_symlink()  # the link itself is left alone too (it may be a relocated directory)
     env.assert_outside_untouched()
@@ -516,7 +516,7 @@ def test_a_tag_named_with_a_newline_on_storage_still_protects_its_data(env: Env)
     res = t.expire_snapshots(retain_min=1, retain_max=1)
     assert res.expired_snapshots  # snapshot 1 went, its files stayed for the tag
     assert all(p.exists() for p in tagged)
-    t.remove_orphan_files(older_than=timedelta(0), dry_run=False)
+    t.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
     assert all(p.exists() for p in tagged)
 
 
@@ -534,7 +534,7 @@ def test_an_entry_that_cannot_be_interpreted_stops_expiry(env: Env, kind: str) -
     assert t.snapshot_manager.earliest_id() == 1
     if kind == "tag":  # orphan removal keeps what tags reference (consumers hold snapshots only)
         with pytest.raises(CorruptMetadataError, match="is a directory"):
-            t.remove_orphan_files(older_than=timedelta(0), dry_run=False)
+            t.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
 
 
 def test_a_consumer_named_with_a_newline_on_storage_still_holds_its_snapshots(env: Env) -> None:
@@ -622,7 +622,7 @@ def _with_index_manifest(env: Env, file_name: str) -> Path:
 
 def test_orphan_removal_keeps_index_files_a_snapshot_references(env: Env) -> None:
     index_file = _with_index_manifest(env, "index-5b0e7f1c-0")
-    res = env.table.remove_orphan_files(older_than=timedelta(0), dry_run=False)
+    res = env.table.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
     assert str(index_file) not in res.paths
     assert index_file.exists()
 
@@ -630,6 +630,6 @@ def test_orphan_removal_keeps_index_files_a_snapshot_references(env: Env) -> Non
 def test_an_index_manifest_naming_a_file_outside_stops_orphan_removal(env: Env) -> None:
     index_file = _with_index_manifest(env, os.path.relpath(env.victim, env.table.paths.index_dir))
     with pytest.raises(CorruptMetadataError, match="Unsafe file name"):
-        env.table.remove_orphan_files(older_than=timedelta(0), dry_run=False)
+        env.table.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
     assert index_file.exists()
     env.assert_outside_untouched()

@@ -103,7 +103,7 @@ OPERATIONS: dict[str, Callable[..., object]] = {
     "stream": _stream,
     "health": lambda t: t.health(),
     "compact": lambda t: t.compact(full=True),
-    "remove orphans": lambda t: t.remove_orphan_files(older_than=timedelta(0), dry_run=False),
+    "remove orphans": lambda t: t.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True),
     "expire": lambda t: t.expire_snapshots(retain_min=1, retain_max=1),
 }
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from lake_assets.spark.jobs import remove_orphans
-from lake_assets.spark.jobs.errors import EXIT_OK
+from lake_assets.spark.jobs.errors import EXIT_CONFIG, EXIT_OK
 from tests.spark.test_jobs_common import make_pk_table, run_job_main, sorted_rows, write_batches
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -34,7 +34,7 @@ def test_remove_orphans_dry_run_by_default_then_delete(capsys, spark, tmp_path):
     args = ["--warehouse", wh, "--table", "db.t"]
     code, out = run_job_main(capsys, remove_orphans.main, *args)
     assert code == EXIT_OK, out
-    assert out["job"] == "remove-orphans" and out["dry_run"] is True
+    assert out["job"] == "remove_orphans" and out["dry_run"] is True  # its module's name, as every job
     assert out["orphan_files"] == 2 and out["orphan_bytes"] == 20 and out["deleted_files"] == 0
     assert sorted(out["sample_paths"]) == sorted(orphans)
     assert all(os.path.exists(p) for p in orphans)
@@ -43,9 +43,17 @@ def test_remove_orphans_dry_run_by_default_then_delete(capsys, spark, tmp_path):
     assert out["deleted_files"] == 2 and out["distributed_delete"] is True
     assert not any(os.path.exists(p) for p in orphans) and os.path.exists(fresh)
     assert sorted_rows(table) == expected
-    # with a zero age bound the in-flight file counts too
+    # with a zero age bound the in-flight file counts too: listing it is allowed ...
     code, out = run_job_main(capsys, remove_orphans.main, *args, "--older-than", "0s")
     assert code == EXIT_OK and out["orphan_files"] == 1, out
+    # ... deleting it only with --allow-recent: below the floor, a usage error that deletes nothing
+    code, out = run_job_main(capsys, remove_orphans.main, *args, "--older-than", "10min", "--no-dry-run")
+    assert code == EXIT_CONFIG and "below its floor of 1:00:00" in out["error"] and "--allow-recent" in out["error"]
+    assert os.path.exists(fresh)
+    code, out = run_job_main(capsys, remove_orphans.main, *args, "--older-than", "0s", "--no-dry-run",
+                             "--allow-recent")
+    assert code == EXIT_OK and out["deleted_files"] == 1 and out["allow_recent"] is True, out
+    assert not os.path.exists(fresh) and sorted_rows(table) == expected
 
 
 def test_remove_orphans_looks_where_paimon_looks_and_removes_emptied_directories(capsys, spark, tmp_path):

@@ -103,7 +103,7 @@ def test_tags_protect_files_and_time_travel(kv):
     deleted = kv.delete_tag("v1")  # as Paimon: the files only the tag kept go with it
     assert deleted.deleted_manifests  # its lists
     assert not deleted.deleted_data_files  # write-only, never compacted: snapshot 6 still reads them
-    assert kv.remove_orphan_files(older_than=timedelta(0), dry_run=False).paths == []
+    assert kv.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True).paths == []
     assert _state(kv) == {1: 6, 2: 6}
     with pytest.raises(SnapshotNotFoundError):
         kv.to_arrow(tag="v1")
@@ -171,6 +171,26 @@ def test_rollback_to_snapshot_and_tag(kv):
     # writing continues from the rolled-back state
     assert _write(kv, [2], 9) == 3
     assert _state(kv) == {1: 2, 2: 9}
-    removed = kv.remove_orphan_files(older_than=timedelta(0), dry_run=False)
+    removed = kv.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
     assert removed.paths
     assert _state(kv) == {1: 2, 2: 9}
+
+
+def test_orphan_deletes_below_the_age_floor_need_allow_recent(kv):
+    """A bound such as 10min could delete a running write's files (unreferenced until it commits):
+    refused before anything is listed or deleted, unless allowed explicitly; a dry run may look."""
+    from lake_assets.errors import InvalidArgumentError
+
+    _write(kv, [1], 1)
+    stray = os.path.join(kv.paths.root, "bucket-0", "data-in-flight-0.parquet")
+    with open(stray, "wb") as f:
+        f.write(b"x")
+    old = time.time() - 1200  # 20 minutes: a write that has been running that long
+    os.utime(stray, (old, old))
+    with pytest.raises(InvalidArgumentError, match=r"below its floor of 1:00:00.*allow_recent=True"):
+        kv.remove_orphan_files(older_than=timedelta(minutes=10), dry_run=False)
+    assert os.path.exists(stray)
+    assert kv.remove_orphan_files(older_than=timedelta(minutes=10)).paths == [stray]  # a dry run
+    assert kv.remove_orphan_files(older_than=timedelta(hours=1), dry_run=False).paths == []
+    assert kv.remove_orphan_files(older_than=timedelta(minutes=10), dry_run=False, allow_recent=True).paths == [stray]
+    assert not os.path.exists(stray) and _state(kv) == {1: 1}

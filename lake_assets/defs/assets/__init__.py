@@ -12,7 +12,7 @@ from lake_assets.defs.assets.compaction import CompactionConfig, build_compactio
 from lake_assets.defs.assets.expiry import ExpiryConfig, build_expiry_asset
 from lake_assets.defs.assets.ingest import build_ingest_asset
 from lake_assets.defs.assets.orphans import OrphansConfig, build_orphans_asset
-from lake_assets.defs.assets.partition_expiry import build_partition_expiry_asset, has_partition_expiry
+from lake_assets.defs.assets.partition_expiry import build_partition_expiry_asset
 from lake_assets.defs.config import TableConfig
 
 __all__ = ["CompactionConfig", "ExpiryConfig", "OrphansConfig", "build_table_assets"]
@@ -23,9 +23,6 @@ def build_table_assets(spec: TableConfig, timezone: str = "UTC") -> list[dg.Asse
     assets = []
     if spec.ingest is not None:
         assets.append(build_ingest_asset(spec, timezone))
-    assets += [build_compaction_asset(spec), build_expiry_asset(spec), build_orphans_asset(spec)]
-    if spec.has_changelog_producer:
-        assets.append(build_changelog_asset(spec))
-    if has_partition_expiry(spec):
-        assets.append(build_partition_expiry_asset(spec))
-    return assets
+    builders = {"compaction": build_compaction_asset, "expiry": build_expiry_asset, "orphans": build_orphans_asset,
+                "changelog": build_changelog_asset, "partition_expiry": build_partition_expiry_asset}
+    return assets + [builders[step](spec) for step in spec.maintenance_steps]

@@ -21,7 +21,8 @@ class OrphansConfig(dg.Config):
 
 
 def orphans_args(policy: OrphanPolicy, dry_run: bool) -> list[str]:
-    return ["--older-than", policy.older_than] + ([] if dry_run else ["--no-dry-run"])
+    return (["--older-than", policy.older_than] + ([] if dry_run else ["--no-dry-run"])
+            + (["--allow-recent"] if policy.allow_recent else []))
 
 
 def build_orphans_asset(spec: TableConfig) -> dg.AssetsDefinition:

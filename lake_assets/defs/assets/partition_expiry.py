@@ -17,7 +17,7 @@ class PartitionExpiryConfig(dg.Config):
 
 def has_partition_expiry(spec: TableConfig) -> bool:
     """Whether the table expires partitions: partitioned, with ``partition.expiration-time``."""
-    return bool(spec.partition_keys) and "partition.expiration-time" in spec.options
+    return spec.has_partition_expiry
 
 
 def build_partition_expiry_asset(spec: TableConfig) -> dg.AssetsDefinition:

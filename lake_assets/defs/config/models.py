@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from lake_assets.catalog import build_schema
 from lake_assets.catalog_names import parse_identifier
-from lake_assets.defs.config.fields import Columns, arrow_field, stringify
+from lake_assets.defs.config.fields import Columns, arrow_field, parse_duration, stringify
 from lake_assets.defs.config.policy import MaintenancePolicy
 from lake_assets.defs.config.runtime import AutomationConfig, FreshnessConfig, SparkConfig
 from lake_assets.defs.names import TableNames
@@ -155,6 +155,18 @@ class TableConfig(_Strict):
     def has_changelog_producer(self) -> bool:
         return self.options.get("changelog-producer", "none") != "none"
 
+    @property
+    def has_partition_expiry(self) -> bool:
+        """Partitioned, with ``partition.expiration-time``: the table has a partition expiry asset."""
+        return bool(self.partition_keys) and "partition.expiration-time" in self.options
+
+    @property
+    def maintenance_steps(self) -> list[str]:
+        """The table's maintenance assets (steps), which schedules, sensors and automation conditions
+        launch; each needs the table to be what lake.yaml declares (`WarehouseResource.declared_table`)."""
+        return (["compaction", "expiry", "orphans"] + (["changelog"] if self.has_changelog_producer else [])
+                + (["partition_expiry"] if self.has_partition_expiry else []))
+
 
 class LakeConfig(_Strict):
     """The whole of lake.yaml."""
@@ -182,6 +194,22 @@ class LakeConfig(_Strict):
             if group in seen:
                 raise ValueError(f"tables {seen[group]} and {t.identifier} map to the same Dagster group {group}")
             seen[group] = t.identifier
+        return self
+
+    @model_validator(mode="after")
+    def _orphans_outlive_writes(self) -> LakeConfig:
+        # A Spark job Dagster launches writes for up to spark.timeout before it commits: an orphan bound
+        # below that could delete the files of an ingest or compaction still running.
+        timeout = parse_duration(self.spark.timeout)
+        for t in self.tables:
+            orphans = t.maintenance.orphans
+            if not orphans.allow_recent and parse_duration(orphans.older_than) < timeout:
+                raise ValueError(
+                    f"{t.identifier}: maintenance.orphans.older_than ({orphans.older_than}) is below spark.timeout "
+                    f"({self.spark.timeout}), the longest a Spark write of it runs before its commit: orphan removal "
+                    "could delete the files of a write still in flight. Raise older_than (or set "
+                    "orphans.allow_recent: true if nothing can be writing to the table meanwhile)"
+                )
         return self
 
     def table(self, identifier: str) -> TableConfig:

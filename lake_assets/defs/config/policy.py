@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from lake_assets.defs.config.fields import Cron, Duration
+from lake_assets.defs.config.fields import Cron, Duration, parse_duration
+from lake_assets.ops.orphans import ORPHAN_AGE_FLOOR, check_orphan_age
 
 
 class _Strict(BaseModel):
@@ -30,8 +31,21 @@ class OrphanPolicy(_Strict):
 
     enabled: bool = Field(default=False, description="Delete orphans; false reports a dry run.")
     cron: Cron | None = Field(default="0 5 * * 0", description="When the cleanup runs (null: never).")
-    older_than: Duration = Field(default="1d", description="Only files older than this are orphans.")
+    older_than: Duration = Field(
+        default="1d", description=f"Only files older than this are orphans (at least {ORPHAN_AGE_FLOOR} and "
+        "spark.timeout, the longest a Spark write runs, unless allow_recent)."
+    )
+    allow_recent: bool = Field(
+        default=False, description="Allow older_than below the floor: only if nothing can be writing to the table "
+        "meanwhile (younger files may be a write's in flight)."
+    )
     max_orphan_bytes: int = Field(default=0, ge=0, description="Check fails above this many orphan bytes.")
+
+    @model_validator(mode="after")
+    def _old_enough(self) -> OrphanPolicy:
+        # whether enabled or not: run config can turn a dry run into a delete (`OrphansConfig.dry_run`)
+        check_orphan_age(parse_duration(self.older_than), allow_recent=self.allow_recent)
+        return self
 
 
 class MaintenancePolicy(_Strict):

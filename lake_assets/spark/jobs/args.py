@@ -8,6 +8,8 @@ converted once the table is open, by `typed_partition`.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -66,9 +68,22 @@ def positive_int(text: str) -> int:
     return value
 
 
+def program_name(job: str, argv0: str | None = None) -> str:
+    """How the user started ``job``, for ``usage:`` and argument errors: the script's path under
+    ``spark-submit jobs/<job>.py`` (as argparse would name it), ``python -m lake_assets.spark.jobs.<job>``
+    when run as a module, and the module's name when called in-process (``main(argv)``)."""
+    module = f"lake_assets.spark.jobs.{job}"
+    script = sys.argv[0] if argv0 is None and sys.argv else (argv0 or "")
+    if os.path.basename(script) != f"{job}.py":
+        return module  # in-process: the running program (pytest, a notebook) is not the job
+    if os.path.dirname(os.path.abspath(script)) == os.path.dirname(os.path.abspath(__file__)):
+        return f"python -m {module}"  # `python -m` sets argv[0] to the module's own file
+    return script
+
+
 def base_parser(job: str, description: str) -> JobParser:
-    """A parser with the arguments every job takes."""
-    parser = JobParser(prog=f"lake_assets.spark.jobs.{job.replace('-', '_')}", description=description)
+    """A parser with the arguments every job takes; ``job`` is the job's module name."""
+    parser = JobParser(prog=program_name(job), description=description)
     parser.add_argument("--warehouse", required=True, help="warehouse URL (path, file://, s3://bucket/path)")
     parser.add_argument("--table", required=True, help="table identifier db.table")
     parser.add_argument("--master", default="local[*]",

@@ -1,7 +1,8 @@
 """Orphan file removal: files in Paimon's directories of the table that no snapshot or tag references.
 
 A dry run by default (it only lists); ``--no-dry-run`` deletes. Only files older than
-``--older-than`` (default 1 day) count, so files of writes and commits in flight are safe. Many
+``--older-than`` (default 1 day) count, so files of writes and commits in flight are safe; a delete
+with a bound below an hour needs ``--allow-recent`` (`lake_assets.ops.orphans.check_orphan_age`). Many
 deletes are spread over executors. The files looked at are those Paimon's orphan clean looks at
 (`lake_assets.ops.orphan_scope`), and the data directories left empty go afterwards, as in Paimon.
 """
@@ -13,12 +14,14 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from lake_assets.ops.orphans import remove_empty_directories, remove_orphan_files
+from lake_assets.errors import InvalidArgumentError
+from lake_assets.ops.orphans import ORPHAN_AGE_FLOOR, check_orphan_age, remove_empty_directories, remove_orphan_files
 from lake_assets.spark.jobs.args import base_parser, duration_ms, non_negative_int
 from lake_assets.spark.jobs.context import DISTRIBUTED_DELETE_MIN, JobContext
+from lake_assets.spark.jobs.errors import UsageError
 from lake_assets.spark.jobs.runner import main_entry, run_job
 
-JOB = "remove-orphans"
+JOB = "remove_orphans"
 SAMPLE_PATHS = 20
 
 
@@ -28,6 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="only files older than this, e.g. 1d, 12h (default 1d)")
     parser.add_argument("--dry-run", action=argparse.BooleanOptionalAction, default=True,
                         help="list only (default); --no-dry-run deletes")
+    parser.add_argument("--allow-recent", action="store_true",
+                        help=f"allow deleting with --older-than below {ORPHAN_AGE_FLOOR} (only if nothing can be "
+                        "writing to the table: younger files may be a write's in flight)")
     parser.add_argument("--distributed-delete-min", type=non_negative_int, default=DISTRIBUTED_DELETE_MIN,
                         help=f"delete on executors when at least N files go (default {DISTRIBUTED_DELETE_MIN})")
     return parser
@@ -35,10 +41,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def body(ctx: JobContext) -> dict[str, Any]:
     args = ctx.args
+    older_than = timedelta(milliseconds=args.older_than)
+    try:
+        check_orphan_age(older_than, allow_recent=args.allow_recent, dry_run=args.dry_run)
+    except InvalidArgumentError as exc:
+        raise UsageError(f"--older-than: {exc}") from None  # the arguments' fault: exit 2, nothing done
     ctx.start_run()
     ctx.describe("find orphan files")
     # Listing only; the deletes below may run on executors.
-    found = remove_orphan_files(ctx.table.store, older_than=timedelta(milliseconds=args.older_than), dry_run=True)
+    found = remove_orphan_files(ctx.table.store, older_than=older_than, dry_run=True)
     deleted = 0
     if not args.dry_run and found.paths:
         ctx.delete_files(found.paths)
@@ -51,6 +62,7 @@ def body(ctx: JobContext) -> dict[str, Any]:
         "dry_run": args.dry_run,
         "deleted_files": deleted,
         "older_than_ms": args.older_than,
+        "allow_recent": args.allow_recent,
         "distributed_delete": deleted >= ctx.distributed_delete_min and deleted > 0,
         "sample_paths": found.paths[:SAMPLE_PATHS],
     }
@@ -58,7 +70,7 @@ def body(ctx: JobContext) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the remove-orphans job; returns the exit code (see `lake_assets.spark.jobs`)."""
+    """Run the remove_orphans job; returns the exit code (see `lake_assets.spark.jobs`)."""
     return run_job(JOB, argv, build_parser(), body)
 
 
