@@ -36,7 +36,7 @@ def test_vector_under_a_bucket_without_files_is_ignored_reported_and_cleaned(tmp
     assert health[0]["dangling_vector_files"] == 0 and health[0]["deletion_vector_rows"] == 0
     # maintenance while a snapshot references it: the index file stays
     t.compact(full=True)
-    t.remove_orphan_files(older_than=timedelta(0), dry_run=False)
+    t.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
     t.expire_snapshots(retain_min=1, retain_max=1)
     _fresh()
     assert index_file.exists()
@@ -44,7 +44,7 @@ def test_vector_under_a_bucket_without_files_is_ignored_reported_and_cleaned(tmp
     # a writer that replaces the table drops the entry with the bucket's index (as Java's overwrite)
     t.write_arrow(pa.table({"k": [100], "v": ["c"]}, schema=SCHEMA), overwrite=True)
     t.expire_snapshots(retain_min=1, retain_max=1)
-    t.remove_orphan_files(older_than=timedelta(0), dry_run=False)
+    t.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
     _fresh()
     assert t.to_arrow()["k"].to_pylist() == [100]
     assert "dangling_vector_files" in t.health().column_names
