@@ -17,8 +17,9 @@ between rounds within ``lookup.cache-max-memory-size`` (`ops.dv_row_cache`), the
 row of a key is kept, its position is marked, and those rows join the step's
 records before the merge. The pair merge below takes any key of integer and string columns
 (session 17): for a string or composite key the old rows' records are found through
-`lsm.key_ranks.KeyRanks` over the step's records. With a single integer key, no ``sequence.field`` and the step's records
-in merge order already (a unit of one level-0 file), the old rows are gathered with the records
+`lsm.key_ranks.KeyRanks` over the step's records.
+
+With a single integer key, no ``sequence.field`` and the step's records in merge order already (a unit of one level-0 file), the old rows are gathered with the records
 in one take, each just before its key's records, and the merge skips its sort (`_interleaved`:
 the order the sort would give). Memory: one file's selected rows at a time (a kept file is
 referenced, not copied), then the step's old rows and records (at most one old row per key of the
