@@ -19,9 +19,10 @@ records before the merge. The pair merge below takes any key of integer and stri
 (session 17): for a string or composite key the old rows' records are found through
 `lsm.key_ranks.KeyRanks` over the step's records.
 
-With a single integer key, no ``sequence.field`` and the step's records in merge order already (a unit of one level-0 file), the old rows are gathered with the records
-in one take, each just before its key's records, and the merge skips its sort (`_interleaved`:
-the order the sort would give). Memory: one file's selected rows at a time (a kept file is
+With a single integer key, no ``sequence.field`` and the step's records in merge order already
+(a unit of one level-0 file), the old rows are gathered with the records in one take, each just
+before its key's records, and the merge skips its sort (`_interleaved`: the order the sort would
+give). Memory: one file's selected rows at a time (a kept file is
 referenced, not copied), then the step's old rows and records (at most one old row per key of the
 step, so bounded by ``compaction.merge-rows``). Where every key of the step has one record and at
 most one old row, none a retraction (`OldValues.merge`), the engine merges each pair column by
