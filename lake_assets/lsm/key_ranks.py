@@ -33,7 +33,6 @@ import pyarrow.compute as pc
 
 __all__ = ["KeyRanks", "rankable", "strictly_ascending"]
 
-_PRIME = np.uint64(0x100000001B3)  # FNV-1's 64-bit prime: odd, so invertible modulo 2**64
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -72,14 +71,10 @@ def _prefix_part(column: pa.Array, width: int) -> np.ndarray:
         shift = bits - 8 * width
         shifted: np.ndarray = code >> np.uint64(shift) if shift > 0 else code
         return shifted
-    data, offsets = _bytes_of(column)
-    padded = np.concatenate((data, np.zeros(width, np.uint8)))
-    starts, lengths = offsets[:-1], np.diff(offsets)
-    code = np.zeros(len(column), dtype=np.uint64)
-    for j in range(width):  # a pass per byte of the prefix (at most 8), not per row
-        byte = np.where(lengths > j, padded[starts + j], 0).astype(np.uint64)
-        code = (code << np.uint64(8)) | byte
-    prefix: np.ndarray = code
+    loads, starts, lengths = _word_loads(column)
+    # the first 8 bytes (zeros past the value's end) as a big-endian integer: byte order is order
+    word = loads[np.minimum(starts, loads.size - 1)] & _low_bytes_mask(lengths)
+    prefix: np.ndarray = word.byteswap() >> np.uint64(8 * (8 - width)) if width < 8 else word.byteswap()
     return prefix
 
 
@@ -103,28 +98,41 @@ def _prefix_codes(columns: list[pa.Array]) -> np.ndarray:
     return code
 
 
+def _word_loads(column: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A little-endian uint64 view of a string or binary array's data at every byte offset (an
+    unaligned, overlapping view: one gather loads 8 bytes of every value), the values' starts and
+    their lengths. The data is copied once with 8 zero bytes after it, so no load runs past it."""
+    data, offsets = _bytes_of(column)
+    padded = np.concatenate((data, np.zeros(8, np.uint8)))
+    loads = np.ndarray(shape=(padded.size - 7,), dtype="<u8", buffer=padded, offset=0, strides=(1,))
+    return loads, offsets[:-1], np.diff(offsets)
+
+
+def _low_bytes_mask(count: np.ndarray) -> np.ndarray:
+    """Per value, a mask of its lowest ``count`` bytes (``count`` clipped to 0-8)."""
+    bits = (np.clip(count, 0, 8) * 8).astype(np.uint64)
+    full = bits == 64
+    mask = (np.uint64(1) << np.where(full, np.uint64(0), bits)) - np.uint64(1)
+    mask[full] = np.uint64(0xFFFFFFFFFFFFFFFF)
+    return mask
+
+
 def _hash_codes(columns: list[pa.Array]) -> np.ndarray:
-    """Per row, a 64-bit hash of every byte of its key (equal keys, equal hashes)."""
+    """Per row, a 64-bit hash of every byte of its key (equal keys, equal hashes): 8 bytes of
+    each value at a time, a pass per 8 bytes of the longest value."""
     code = np.zeros(len(columns[0]), dtype=np.uint64)
     with np.errstate(over="ignore"):
         for column in columns:
             if pa.types.is_integer(column.type):
                 part = column.to_numpy().astype(np.int64).view(np.uint64)
             else:
-                data, offsets = _bytes_of(column)
-                # sum of byte_j * P**j over the whole buffer (modulo 2**64), differenced at the
-                # offsets and divided by P**start: each value's polynomial hash, no per-row loop
-                powers = np.cumprod(np.full(data.size + 1, _PRIME, dtype=np.uint64))
-                powers[1:] = powers[:-1].copy()
-                powers[0] = 1
-                running = np.concatenate(([np.uint64(0)], np.cumsum(data.astype(np.uint64) * powers[:-1])))
-                inverse = np.uint64(pow(int(_PRIME), -1, 1 << 64))
-                inverse_powers = np.cumprod(np.full(data.size + 1, inverse, dtype=np.uint64))
-                inverse_powers[1:] = inverse_powers[:-1].copy()
-                inverse_powers[0] = 1
-                starts = offsets[:-1]
-                part = (running[offsets[1:]] - running[starts]) * inverse_powers[starts]
-                part = _mixed(part * _MIX + np.diff(offsets).astype(np.uint64))  # "" and "\0" apart
+                loads, starts, lengths = _word_loads(column)
+                part = lengths.astype(np.uint64)  # "" and "\0" apart
+                longest = int(lengths.max()) if lengths.size else 0
+                for at in range(0, longest, 8):
+                    word = loads[np.minimum(starts + at, loads.size - 1)] & _low_bytes_mask(lengths - at)
+                    # a value's hash is its own bytes', whatever the longest value of the array
+                    part = np.where(lengths > at, _mixed(part * _MIX + word), part)
             code = _mixed(code * _MIX + _mixed(part))
     return code
 
