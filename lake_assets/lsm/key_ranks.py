@@ -205,14 +205,21 @@ class KeyRanks:
         held = sum(int(c.nbytes) for c in self._keys) + int(self._codes.nbytes)
         return held + (0 if self._rows is None else int(self._rows.nbytes))
 
-    def locate(self, keys: pa.Table) -> np.ndarray:
+    def locate(self, keys: pa.Table, codes: dict[str, np.ndarray] | None = None) -> np.ndarray:
         """Per row of ``keys`` (the same key columns, any order, no nulls), the position of the
-        row holding its key, or -1 when none does."""
+        row holding its key, or -1 when none does. ``codes``: the codes of ``keys`` by coding,
+        filled and reused when one step's keys are looked up in several files."""
         n = keys.num_rows
         if n == 0 or self.rows == 0:
             return np.full(n, -1, dtype=np.int64)
         wanted = [_flat(c).cast(k.type) for c, k in zip(keys.columns, self._keys, strict=True)]
-        code = _hash_codes(wanted) if self._hashed else _prefix_codes(wanted)
+        # a code depends on the coding and the column types (an integer's width)
+        slot = f"{self.kind}:{','.join(str(k.type) for k in self._keys)}"
+        code = None if codes is None else codes.get(slot)
+        if code is None:
+            code = _hash_codes(wanted) if self._hashed else _prefix_codes(wanted)
+            if codes is not None:
+                codes[slot] = code
         at = np.searchsorted(self._codes, code)
         hit = at < self._codes.size
         hit[hit] = self._codes[at[hit]] == code[hit]
@@ -227,9 +234,10 @@ class KeyRanks:
                 hit[candidates] &= np.asarray(same, dtype=bool)
         return np.where(hit, rows, -1).astype(np.int64, copy=False)
 
-    def find(self, keys: pa.Table) -> np.ndarray:
-        """The ascending row positions holding any key of ``keys`` (one each)."""
-        at = self.locate(keys)
+    def find(self, keys: pa.Table, codes: dict[str, np.ndarray] | None = None) -> np.ndarray:
+        """The ascending row positions holding any key of ``keys`` (one each; ``codes`` as for
+        `locate`)."""
+        at = self.locate(keys, codes)
         found = at[at >= 0]
         if found.size > 1 and not bool(np.all(found[1:] > found[:-1])):
             # by a sort (numpy 2's np.unique hashes, much slower): ``keys`` may repeat a key

@@ -205,11 +205,14 @@ class VectorUpdate:
             return []
         wanted = _sorted_int_keys(keys) if self._int_key else None
         marks = WantedKeys(wanted) if wanted is not None else None  # built at first use
+        # a string or composite key's codes, computed for the first file and reused (`KeyRanks`)
+        codes: dict[str, np.ndarray] = {}
+        selected = keys.select(self.key_names) if self._ranked_key else keys
         out = []
         for meta in self._targets.values():
             if not self._may_hold(meta, keys, wanted):
                 continue
-            positions = self._positions(meta, keys, marks)
+            positions = self._positions(meta, selected, marks, codes)
             if positions.size:
                 out.append((meta, positions))
         return out
@@ -374,7 +377,8 @@ class VectorUpdate:
         return (compare_keys((file_bounds[0],), (hi,), first) <= 0
                 and compare_keys((lo,), (file_bounds[1],), first) <= 0)
 
-    def _positions(self, meta: DataFileMeta, keys: pa.Table, marks: WantedKeys | None) -> np.ndarray:
+    def _positions(self, meta: DataFileMeta, keys: pa.Table, marks: WantedKeys | None,
+                   codes: dict[str, np.ndarray] | None = None) -> np.ndarray:
         """Ascending row positions of ``meta`` whose key is among ``keys`` (the file read whole, in
         order, without its deletion vector: positions count every row). ``keys`` are one merge
         step's output, sorted by key, one row per key (``marks``: their values as sorted
@@ -384,7 +388,7 @@ class VectorUpdate:
             if ranks is not None:
                 # a binary search of the step's keys among the file's, by ranks: no hash table
                 # of the file's (or the step's) keys per step, no join for a composite key
-                return ranks.find(keys.select(self.key_names))
+                return ranks.find(keys.select(self.key_names), codes)
             return sorted_positions(self._file_keys(meta), keys, self.key_names)
         cached = _KEY_CACHE.get(self._index_key(meta))
         if (not isinstance(cached, IntKeyPositions) and marks.markable
