@@ -41,8 +41,8 @@ def test_turns_on_string_and_composite_keys_mark_the_rows_java_marks(
     located: list[int] = []
     real = key_ranks.KeyRanks.locate
 
-    def spy(self: key_ranks.KeyRanks, keys: pa.Table) -> np.ndarray:
-        found = real(self, keys)
+    def spy(self: key_ranks.KeyRanks, keys: pa.Table, codes: dict[str, np.ndarray] | None = None) -> np.ndarray:
+        found = real(self, keys, codes)
         located.append(int(np.count_nonzero(found >= 0)))
         return found
 
