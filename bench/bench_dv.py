@@ -21,6 +21,9 @@ of the machine waited for a CPU (``upsert_*_stall``, Linux PSI): on a shared mac
 near 0 are the ones whose walls compare code. ``--upsert-only`` skips the read section, for many
 alternated runs of the upsert rounds alone.
 
+``--key string`` / ``--key composite`` key both tables on string ids (17-35 characters, as user
+ids and UUIDs) or on (int32 tenant, string order id) instead of an int64 id (session 17).
+
 Each upsert round starts after ``os.sync()`` (since session 17; ``--no-sync`` leaves it out): the
 build just wrote ~40 MB, and with it still dirty in the page cache the round's file creations and
 its snapshot's fsync could wait on that writeback (an 80 ms fsync in one round at load 3), by
@@ -50,16 +53,41 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lake_assets import Catalog
 
-SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.float64()), ("qty", pa.int32())])
+VALUES = [("name", pa.string()), ("amount", pa.float64()), ("qty", pa.int32())]
+# ``--key``: the primary key's columns (int64 as before session 17; string ids of 17-36 characters,
+# as user ids and UUIDs are; a composite (tenant int32, order id string))
+KEYS: dict[str, list[tuple[str, pa.DataType]]] = {
+    "int64": [("id", pa.int64())],
+    "string": [("id", pa.string())],
+    "composite": [("tenant", pa.int32()), ("order_id", pa.string())],
+}
+KEY = "int64"  # set by main from --key
+
+
+def schema() -> pa.Schema:
+    return pa.schema([*KEYS[KEY], *VALUES])
+
+
+def key_columns(ids: np.ndarray) -> dict[str, Any]:
+    """The key columns of the rows numbered ``ids``: one distinct key per number."""
+    if KEY == "int64":
+        return {"id": ids}
+    # a scrambled hex id (its order is not the numbers') with a tail of 0-19 characters
+    hashed = (ids.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)).tolist()
+    if KEY == "string":
+        return {"id": pa.array([f"u{h:016x}{'-x7' * (i % 7)}" for h, i in zip(hashed, ids.tolist(), strict=True)])}
+    return {"tenant": (ids % 1000).astype(np.int32),
+            "order_id": pa.array([f"o-{h:016x}"[: 12 + i % 7] + f"#{i // 1000}" for h, i in
+                                  zip(hashed, ids.tolist(), strict=True)])}
 
 
 def batch(ids: np.ndarray, round_: int) -> pa.Table:
     return pa.table({
-        "id": ids,
+        **key_columns(ids),
         "name": pa.array([f"n{round_}-{i % 1000}" for i in ids.tolist()]),
         "amount": ids.astype(np.float64) * 0.5 + round_,
         "qty": (ids % 100).astype(np.int32),
-    }, schema=SCHEMA)
+    }, schema=schema())
 
 
 def best_of(repeat: int, fn: Callable[[], Any], walls: list[float] | None = None) -> tuple[float, float, Any]:
@@ -101,7 +129,7 @@ def build(root: Path, rows: int, upsert_rows: int, rounds: int, buckets: int, dv
         options.update({"fields.amount.aggregate-function": "sum", "fields.qty.aggregate-function": "max"})
     if dv:
         options["deletion-vectors.enabled"] = "true"
-    table = cat.create_table("db.t", SCHEMA, primary_keys=["id"], options=options)
+    table = cat.create_table("db.t", schema(), primary_keys=[name for name, _ in KEYS[KEY]], options=options)
     table.write_arrow(batch(np.arange(rows, dtype=np.int64), 0))
     rng = np.random.default_rng(seed)
     for r in range(1, rounds + 1):
@@ -148,7 +176,11 @@ def main() -> None:
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="print the N costliest functions (own time) of the timed reads, read serially "
                          "(split pool and pyarrow's threads off: cProfile sees one thread)")
+    ap.add_argument("--key", choices=sorted(KEYS), default="int64",
+                    help="the primary key: int64 id, string id (17-36 characters) or composite (int32, string)")
     args = ap.parse_args()
+    global KEY
+    KEY = args.key
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-dv-"))
     work.mkdir(parents=True, exist_ok=True)
     read: dict[str, Any] = {}
@@ -163,7 +195,7 @@ def main() -> None:
     first = sections[engines[0]]
     result = {
         "rows": args.rows, "upsert_rows": args.upsert_rows, "rounds": args.rounds, "buckets": args.buckets,
-        "merge_engine": engines[0],
+        "merge_engine": engines[0], "key": args.key,
         **read,
         **first,
         "python": platform.python_version(), "pyarrow": pa.__version__,

@@ -18,8 +18,10 @@ The lookup runs as the unit merges: each merge step's output keys are found in t
 (`VectorUpdate.note`) and only the found row positions are kept, a bitmap per file. A single
 integer key is found through a per-file index (`lsm.int_key_positions`: a rank bitmap for dense
 keys, else a binary search) cached beside the file's keys, or, in a small file without one,
-through a mark of the step's keys (`WantedKeys`); other keys through the slice of the file inside
-the step's key range (`lsm.key_membership.sorted_positions`). The found positions of a file go
+through a mark of the step's keys (`WantedKeys`); string, binary and composite keys of integers
+and strings through a per-file index of 64-bit key codes (`lsm.key_ranks.KeyRanks`, cached the
+same way); float keys, or a file whose codes collide, through the slice of the file inside the
+step's key range (`lsm.key_membership.sorted_positions`). The found positions of a file go
 into a copy of its old vector.
 """
 
@@ -37,13 +39,26 @@ from pyroaring import BitMap
 from lake_assets.lsm.int_key_positions import IntKeyPositions, WantedKeys
 from lake_assets.lsm.key_compare import compare_keys
 from lake_assets.lsm.key_membership import sorted_positions
+from lake_assets.lsm.key_ranks import KeyRanks
 from lake_assets.ops import deletion_vectors
 from lake_assets.ops.deletion_vector_cache import INDEX_FILE_CACHE
 from lake_assets.ops.deletion_vectors import DELETION_VECTORS_INDEX, VectorLoader, deleted_rows
 from lake_assets.ops.dv_row_cache import LOOKUP_CACHE, keep
 from lake_assets.ops.scan import Split
 from lake_assets.spec.binary_row import deserialize_row
-from lake_assets.spec.data_types import BigIntType, DataType, DoubleType, FloatType, IntType, SmallIntType, TinyIntType
+from lake_assets.spec.data_types import (
+    BigIntType,
+    BinaryType,
+    CharType,
+    DataType,
+    DoubleType,
+    FloatType,
+    IntType,
+    SmallIntType,
+    TinyIntType,
+    VarBinaryType,
+    VarCharType,
+)
 from lake_assets.spec.deletion_vector import (
     DeletionVector,
     add_positions,
@@ -58,6 +73,8 @@ if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
 
 _INTEGER_TYPES = (TinyIntType, SmallIntType, IntType, BigIntType)
+# key columns `KeyRanks` searches (Arrow's byte order for strings and binaries is Paimon's)
+_RANKED_TYPES = (*_INTEGER_TYPES, CharType, VarCharType, BinaryType, VarBinaryType)
 
 
 DELETE_RATIO_THRESHOLD = "compaction.delete-ratio-threshold"
@@ -149,8 +166,10 @@ class VectorUpdate:
         self.lookup_files = list(lookup_files)
         self.key_names = list(store.schema.trimmed_primary_keys)
         self.key_types: list[DataType] = store.schema.types(self.key_names)
-        # one integer key column: files are searched through `IntKeyPositions`
+        # one integer key column: files are searched through `IntKeyPositions`; string, binary
+        # and composite keys of integers and strings through `KeyRanks`
         self._int_key = len(self.key_types) == 1 and isinstance(self.key_types[0], _INTEGER_TYPES)
+        self._ranked_key = not self._int_key and all(isinstance(t, _RANKED_TYPES) for t in self.key_types)
         self._targets = {f.file_name: f for f in (*self.lookup_files, *rewrite_files)}
         self._rewrite_names = {f.file_name for f in rewrite_files}
         self._found: dict[str, BitMap] = {}  # rewritten file -> positions whose key the unit output
@@ -166,6 +185,12 @@ class VectorUpdate:
         """Whether the key is one integer column (files are searched through `IntKeyPositions`)."""
         return self._int_key
 
+    @property
+    def ranked_key(self) -> bool:
+        """Whether the key is of string, binary or integer columns but not one integer column
+        (files are searched through `KeyRanks`)."""
+        return self._ranked_key
+
     def note(self, merged: pa.Table) -> None:
         """Look up the keys of merged output rows (retract rows included: they supersede too), one
         merge step's sorted output at a time; nothing of ``merged`` is kept."""
@@ -180,11 +205,14 @@ class VectorUpdate:
             return []
         wanted = _sorted_int_keys(keys) if self._int_key else None
         marks = WantedKeys(wanted) if wanted is not None else None  # built at first use
+        # a string or composite key's codes, computed for the first file and reused (`KeyRanks`)
+        codes: dict[str, np.ndarray] = {}
+        selected = keys.select(self.key_names) if self._ranked_key else keys
         out = []
         for meta in self._targets.values():
             if not self._may_hold(meta, keys, wanted):
                 continue
-            positions = self._positions(meta, keys, marks)
+            positions = self._positions(meta, selected, marks, codes)
             if positions.size:
                 out.append((meta, positions))
         return out
@@ -256,6 +284,18 @@ class VectorUpdate:
             index = built
             keep(cache_key, index, _cache_budget(self.store), self.store.paths.root)
         return index
+
+    def _file_ranks(self, meta: DataFileMeta) -> KeyRanks | None:
+        """The `KeyRanks` of ``meta``'s keys, cached beside them (None: its keys are not one
+        row per key in key order, or have nulls)."""
+        cache_key = self._index_key(meta)
+        index = _KEY_CACHE.get(cache_key)
+        if isinstance(index, KeyRanks):
+            return index
+        built = KeyRanks.build(self._file_keys(meta).select(self.key_names))
+        if built is not None:
+            keep(cache_key, built, _cache_budget(self.store), self.store.paths.root)
+        return built
 
     def without_superseded(self, meta: DataFileMeta, rows: pa.Table) -> pa.Table:
         """``rows`` of a file rewritten beside the unit (its live rows in file order: every row
@@ -337,12 +377,18 @@ class VectorUpdate:
         return (compare_keys((file_bounds[0],), (hi,), first) <= 0
                 and compare_keys((lo,), (file_bounds[1],), first) <= 0)
 
-    def _positions(self, meta: DataFileMeta, keys: pa.Table, marks: WantedKeys | None) -> np.ndarray:
+    def _positions(self, meta: DataFileMeta, keys: pa.Table, marks: WantedKeys | None,
+                   codes: dict[str, np.ndarray] | None = None) -> np.ndarray:
         """Ascending row positions of ``meta`` whose key is among ``keys`` (the file read whole, in
         order, without its deletion vector: positions count every row). ``keys`` are one merge
         step's output, sorted by key, one row per key (``marks``: their values as sorted
         integers, for an integer key)."""
         if marks is None:
+            ranks = self._file_ranks(meta) if self._ranked_key else None
+            if ranks is not None:
+                # a binary search of the step's keys among the file's, by ranks: no hash table
+                # of the file's (or the step's) keys per step, no join for a composite key
+                return ranks.find(keys.select(self.key_names), codes)
             return sorted_positions(self._file_keys(meta), keys, self.key_names)
         cached = _KEY_CACHE.get(self._index_key(meta))
         if (not isinstance(cached, IntKeyPositions) and marks.markable

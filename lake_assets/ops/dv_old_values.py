@@ -15,10 +15,14 @@ files above come from the unit's `VectorUpdate.found` (the deduplicate path's pe
 lookup), the live ones (kept by the old vectors) are taken from their files' decoded rows, kept
 between rounds within ``lookup.cache-max-memory-size`` (`ops.dv_row_cache`), the lowest level's
 row of a key is kept, its position is marked, and those rows join the step's
-records before the merge. With a single integer key, no ``sequence.field`` and the step's records
-in merge order already (a unit of one level-0 file), the old rows are gathered with the records
-in one take, each just before its key's records, and the merge skips its sort (`_interleaved`:
-the order the sort would give). Memory: one file's selected rows at a time (a kept file is
+records before the merge. The pair merge below takes any key of integer and string columns
+(session 17): for a string or composite key the old rows' records are found through
+`lsm.key_ranks.KeyRanks` over the step's records.
+
+With a single integer key, no ``sequence.field`` and the step's records in merge order already
+(a unit of one level-0 file), the old rows are gathered with the records in one take, each just
+before its key's records, and the merge skips its sort (`_interleaved`: the order the sort would
+give). Memory: one file's selected rows at a time (a kept file is
 referenced, not copied), then the step's old rows and records (at most one old row per key of the
 step, so bounded by ``compaction.merge-rows``). Where every key of the step has one record and at
 most one old row, none a retraction (`OldValues.merge`), the engine merges each pair column by
@@ -46,6 +50,7 @@ import pyarrow.compute as pc
 from lake_assets.errors import CorruptMetadataError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.lsm.key_compare import key_view
+from lake_assets.lsm.key_ranks import KeyRanks, strictly_ascending
 from lake_assets.lsm.lookup_merge import LEVEL, merges_by_lookup
 from lake_assets.lsm.merge import group_bounds, is_retract
 from lake_assets.lsm.merge_engine.function import MergeFunction
@@ -115,6 +120,7 @@ class OldValues:
         self._read = read_rows
         self.key_names = list(key_names)
         self._int_key = update.int_key
+        self._ranked_key = update.ranked_key
         # the merge orders a key's records by these before ``_SEQUENCE_NUMBER`` (`sort_for_merge`)
         self._sequence_fields = tuple(sequence_fields)
 
@@ -145,8 +151,7 @@ class OldValues:
         found, sources = self._sources(chunk)
         at = np.zeros(0, dtype=np.int64)
         if found:
-            keys = records.column(self.key_names[0]).to_numpy()
-            at_or_none = _first_records(keys, _column_at(sources, self.key_names[0]))
+            at_or_none = self._pair_positions(records, sources)
             if (at_or_none is None
                     or bool(np.any(_column_at(sources, SEQUENCE_NUMBER)
                                    > records.column(SEQUENCE_NUMBER).to_numpy()[at_or_none]))
@@ -159,14 +164,20 @@ class OldValues:
         return pairing.merge_pairs(PairInput(records, at, old))
 
     def _pair_records(self, chunk: pa.Table) -> pa.Table | None:
-        """``chunk`` without `LEVEL` when a pair merge may take it: a single integer key, no
-        ``sequence.field``, one record per key in key order, every record from level 0; else None."""
-        if not self._int_key or self._sequence_fields:
+        """``chunk`` without `LEVEL` when a pair merge may take it: a key of integer or string
+        columns, no ``sequence.field``, one record per key in key order, every record from level
+        0; else None."""
+        if not (self._int_key or self._ranked_key) or self._sequence_fields:
             return None
         if LEVEL in chunk.column_names:
             if bool(np.any(chunk.column(LEVEL).to_numpy() != 0)):
                 return None
             chunk = chunk.drop_columns([LEVEL])
+        if not self._int_key:
+            keys = chunk.select(self.key_names)
+            if any(c.null_count for c in keys.columns) or not strictly_ascending(keys):
+                return None
+            return chunk
         column = chunk.column(self.key_names[0])
         if column.null_count:
             return None
@@ -174,6 +185,24 @@ class OldValues:
         if keys.size > 1 and not bool(np.all(keys[1:] > keys[:-1])):
             return None
         return chunk
+
+    def _pair_positions(self, records: pa.Table,
+                        sources: Sequence[tuple[pa.Table, np.ndarray | None]]) -> np.ndarray | None:
+        """Per old row of ``sources``, the position of its key's record in ``records`` (one per
+        key, key order); None when one has none, two share one, or ``records`` are not one per
+        key in key order (`_pair_records` checked it)."""
+        if self._int_key:
+            keys = records.column(self.key_names[0]).to_numpy()
+            return _first_records(keys, _column_at(sources, self.key_names[0]))
+        ranks = KeyRanks.build(records.select(self.key_names))
+        if ranks is None:
+            return None
+        at = ranks.locate(pa.table(_gathered(sources, self.key_names)))
+        if at.size and int(at.min()) < 0:
+            return None
+        taken = np.zeros(records.num_rows, dtype=bool)
+        taken[at] = True
+        return at if int(np.count_nonzero(taken)) == at.size else None
 
     def merge_in(self, chunk: pa.Table) -> tuple[pa.Table, bool]:
         """``chunk`` (every record of its keys the unit holds) with each key's live row from above

@@ -17,6 +17,7 @@ class _IntKeyUpdate:
     """What `OldValues` asks of its `VectorUpdate` for the order: whether the key is one integer."""
 
     int_key = True
+    ranked_key = False
 
 
 def _rows(keys: np.ndarray, seq: np.ndarray, tag: int) -> pa.Table:
