@@ -49,7 +49,7 @@ unchanged (see the package docstring).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -81,6 +81,7 @@ from lake_assets.lsm.merge_engine.grouping import (
     take_or_null,
     valid_mask,
 )
+from lake_assets.lsm.merge_engine.not_null import check_not_null, check_partial_update, folded_rows
 from lake_assets.lsm.merge_engine.pair_merge import PairInput, merged_pairs, newest_non_null
 from lake_assets.options import CoreOptions
 from lake_assets.spec.row_kind import RowKind
@@ -89,9 +90,15 @@ from lake_assets.spec.row_kind import RowKind
 class PartialUpdate:
     """The partial-update merge engine (see the module docstring for the exact semantics)."""
 
-    def __init__(self, schema_fields: SchemaFields, key_names: Sequence[str], options: CoreOptions) -> None:
+    def __init__(
+        self, schema_fields: SchemaFields, key_names: Sequence[str], options: CoreOptions,
+        not_null: Collection[str] = (), what: str = "",
+    ) -> None:
         self.types = {name: dtype for name, dtype in schema_fields}
         self.key_names = tuple(key_names)
+        # the NOT NULL columns, whose nulls a copied image or (partial-update) an insert cannot
+        # carry (Paimon's nullables, `not_null`); ``what`` names the table in that error
+        self.not_null, self.what = frozenset(not_null), what
         # Paimon's lookup wrapper (LookupChangelogMergeFunctionWrapper.calculateResult) merges a
         # key's only record too, where its ReducerMergeFunctionWrapper emits it as it is
         # (keep_singles): set for the compactions that look old values up (ops/dv_old_values.py)
@@ -208,6 +215,9 @@ class PartialUpdate:
             raw, raw_grouping = table, grouping
         if not self.groups and not self.merges_singles and all_single(raw_grouping, raw.num_rows):
             return raw  # every key has one record: emitted as it is (see keep_singles)
+        if self.not_null:
+            check_partial_update(self, table, folded_rows(raw_grouping, self.merges_singles, grouping.gid),
+                                 grouping, kinds, retract)
         if self.groups:
             # merged even when every key has one record: a retraction a grouped function cannot
             # take fails now rather than when it meets an older record
@@ -271,6 +281,11 @@ class PartialUpdate:
         # remove-record-on-sequence-group reset (records before it are gone, see group_delete),
         # else its first record if that is a retraction, else none (the row starts empty).
         reset = self._resets(cols, grouping, kinds)
+        if self.not_null and (reset >= 0).any():
+            resets = np.zeros(table.num_rows, dtype=bool)
+            resets[reset[reset >= 0]] = True
+            check_not_null(table, resets, list(self.types), self.not_null, self.what,
+                           "a -D record's image (partial-update.remove-record-on-sequence-group resets the row to it)")
         leading = np.where(retract[starts] & (reset < 0), starts, -1)
         origin = np.maximum(reset, leading)
         live = image = None  # no origin: every row counts, none is an image (the common case, no extra work)
