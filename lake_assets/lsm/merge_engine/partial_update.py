@@ -53,6 +53,7 @@ from collections.abc import Collection, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lake_assets.errors import InvalidDataError, OptionError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER
@@ -327,6 +328,11 @@ class PartialUpdate:
             for m in present:
                 fn = self.functions.get(m) or FieldFunction(m, "last_value")
                 results[m] = fold(fn, cols[m], rows, rows_retract, rows_gid, n_groups)
+                if fn.function == "listagg" and image is not None:
+                    # the fold skips a blank image, Java's initRow keeps it until a non-blank value
+                    # comes (Paimon 2.0+ #8480: agg(" ", v) = v), as `aggregate_reset` does
+                    kept = pc.and_(pa.array(origin >= 0), results[m].is_null())
+                    results[m] = pc.if_else(kept, take_or_null(cols[m], origin), results[m])
 
         def merged(name: str, col: pa.Array) -> pa.Array | None:
             if name in results:
