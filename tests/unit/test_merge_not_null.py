@@ -94,6 +94,12 @@ CASES = [
     ("pu groups later -U null", GROUP, [(INS, 3, 4, 1), (UB, None, 1, 2)], False, (INS, None, None)),
     ("pu group delete -D null", {**GROUP, "partial-update.remove-record-on-sequence-group": "s"},
      [(INS, 3, 4, 1), (DEL, None, 1, 2)], False, REFUSED),
+    ("pu group delete: an earlier -D null", {**GROUP, "partial-update.remove-record-on-sequence-group": "s"},
+     [(INS, 3, 4, 1), (DEL, None, 1, 2), (DEL, 5, 1, 3)], False, REFUSED),
+    ("pu group delete: lone -D as it is", {**GROUP, "partial-update.remove-record-on-sequence-group": "s"},
+     [(DEL, None, 1, 2)], False, (DEL, None, 1)),
+    ("pu group delete: lone -D merged", {**GROUP, "partial-update.remove-record-on-sequence-group": "s"},
+     [(DEL, None, 1, 2)], True, REFUSED),
     ("pu group delete -D with a set", {**GROUP, "partial-update.remove-record-on-sequence-group": "s"},
      [(INS, 3, 4, 1), (DEL, 8, None, 2)], False, (DEL, 8, None)),
 ]

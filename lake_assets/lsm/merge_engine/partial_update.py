@@ -281,11 +281,11 @@ class PartialUpdate:
         # Each key's *origin*, the row whose whole image starts it (Paimon 1.4.1+ initRow): the last
         # remove-record-on-sequence-group reset (records before it are gone, see group_delete),
         # else its first record if that is a retraction, else none (the row starts empty).
-        reset = self._resets(cols, grouping, kinds)
-        if self.not_null and (reset >= 0).any():
-            resets = np.zeros(table.num_rows, dtype=bool)
-            resets[reset[reset >= 0]] = True
-            check_not_null(table, resets, list(self.types), self.not_null, self.what,
+        resets = np.zeros(table.num_rows, dtype=bool)  # every reset's image is copied (initRow)
+        reset = self._resets(cols, grouping, kinds, resets)
+        if self.not_null and resets.any():
+            check_not_null(table, resets & folded_rows(grouping, self.merges_singles), list(self.types),
+                           self.not_null, self.what,
                            "a -D record's image (partial-update.remove-record-on-sequence-group resets the row to it)")
         leading = np.where(retract[starts] & (reset < 0), starts, -1)
         origin = np.maximum(reset, leading)
@@ -348,8 +348,11 @@ class PartialUpdate:
         # -D when the key saw no insert, or when its last record reset it
         return one_row_per_group(table, keys, starts, ends, ~has_insert | (reset == ends), merged)
 
-    def _resets(self, cols: dict[str, pa.Array], grouping: Grouping, kinds: np.ndarray) -> np.ndarray:
-        """Per key group, the row of its last remove-record-on-sequence-group reset, else -1."""
+    def _resets(
+        self, cols: dict[str, pa.Array], grouping: Grouping, kinds: np.ndarray, every: np.ndarray
+    ) -> np.ndarray:
+        """Per key group, the row of its last remove-record-on-sequence-group reset, else -1;
+        ``every`` gets each reset row set."""
         none = np.full(grouping.count, -1, dtype=np.int64)
         is_delete = kinds == RowKind.DELETE
         if not self.delete_groups or not is_delete.any():
@@ -361,7 +364,7 @@ class PartialUpdate:
                 return none  # a read without the group's sequence cannot see its deletes (as Paimon)
             seq_cols = [cols[f] for f in fields]
             ranks.append(np.where(_unset(seq_cols), -1, sequence_rank(seq_cols)))
-        return last_resets(is_delete, ranks, grouping)
+        return last_resets(is_delete, ranks, grouping, every)
 
 
 def _unset(seq_cols: Sequence[pa.Array]) -> np.ndarray:
