@@ -31,7 +31,7 @@ from lake_assets.lsm.merge_engine.engine_options import (
 )
 from lake_assets.lsm.merge_engine.function import SchemaFields
 from lake_assets.lsm.merge_engine.grouping import all_single, group_keys, keep_singles, last_true, one_row_per_group
-from lake_assets.lsm.merge_engine.not_null import check_not_null, folded_rows
+from lake_assets.lsm.merge_engine.not_null import check_not_null, folded_rows, has_nulls
 from lake_assets.lsm.merge_engine.pair_merge import PairInput, fold_pair, merged_pairs, pair_function, reads_old
 from lake_assets.options import CoreOptions
 from lake_assets.spec.row_kind import RowKind
@@ -99,9 +99,10 @@ class Aggregation:
         if self.remove_on_delete:
             # every -D the merge takes resets the row to its image (Java's initRow), which must
             # fill the NOT NULL columns
-            check_not_null(table, (kinds == RowKind.DELETE) & folded_rows(grouping, self.merges_singles),
-                           list(self.types), self.not_null, self.what,
-                           "a -D record's image (aggregation.remove-record-on-delete resets the row to it)")
+            if has_nulls(table, self.not_null):
+                check_not_null(table, (kinds == RowKind.DELETE) & folded_rows(grouping, self.merges_singles),
+                               list(self.types), self.not_null, self.what,
+                               "a -D record's image (aggregation.remove-record-on-delete resets the row to it)")
             # Records before a reset are dropped unfolded, yet a -U among them is still an error
             # for a function that cannot retract (Paimon applies records one by one).
             retract_events = retract & (kinds != RowKind.DELETE)

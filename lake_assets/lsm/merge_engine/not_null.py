@@ -27,6 +27,12 @@ if TYPE_CHECKING:
     from lake_assets.lsm.merge_engine.partial_update import PartialUpdate
 
 
+def has_nulls(table: pa.Table, not_null: Collection[str]) -> bool:
+    """Whether a NOT NULL column of ``table`` holds a null at all: the usual answer, no, costs a
+    null count per column and spares the merge every per-row check."""
+    return any(table.column(name).null_count for name in table.column_names if name in not_null)
+
+
 def folded_rows(grouping: Grouping, merges_singles: bool, gid: np.ndarray | None = None) -> np.ndarray:
     """Per row of the grouped table (or of the rows whose group ids are ``gid``, e.g. those left
     after dropping ignored retractions), whether Java's merge function sees it (``add``): every row
@@ -85,4 +91,4 @@ def check_partial_update(
                        "an insert (partial-update's merge takes only set values of a NOT NULL column)")
 
 
-__all__ = ["check_not_null", "check_partial_update", "folded_rows"]
+__all__ = ["check_not_null", "check_partial_update", "folded_rows", "has_nulls"]

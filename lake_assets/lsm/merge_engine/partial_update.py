@@ -82,7 +82,7 @@ from lake_assets.lsm.merge_engine.grouping import (
     take_or_null,
     valid_mask,
 )
-from lake_assets.lsm.merge_engine.not_null import check_not_null, check_partial_update, folded_rows
+from lake_assets.lsm.merge_engine.not_null import check_not_null, check_partial_update, folded_rows, has_nulls
 from lake_assets.lsm.merge_engine.pair_merge import PairInput, merged_pairs, newest_non_null
 from lake_assets.options import CoreOptions
 from lake_assets.spec.row_kind import RowKind
@@ -216,7 +216,7 @@ class PartialUpdate:
             raw, raw_grouping = table, grouping
         if not self.groups and not self.merges_singles and all_single(raw_grouping, raw.num_rows):
             return raw  # every key has one record: emitted as it is (see keep_singles)
-        if self.not_null:
+        if has_nulls(table, self.not_null):
             check_partial_update(self, table, folded_rows(raw_grouping, self.merges_singles, grouping.gid),
                                  grouping, kinds, retract)
         if self.groups:
@@ -283,7 +283,7 @@ class PartialUpdate:
         # else its first record if that is a retraction, else none (the row starts empty).
         resets = np.zeros(table.num_rows, dtype=bool)  # every reset's image is copied (initRow)
         reset = self._resets(cols, grouping, kinds, resets)
-        if self.not_null and resets.any():
+        if resets.any() and has_nulls(table, self.not_null):
             check_not_null(table, resets & folded_rows(grouping, self.merges_singles), list(self.types),
                            self.not_null, self.what,
                            "a -D record's image (partial-update.remove-record-on-sequence-group resets the row to it)")
