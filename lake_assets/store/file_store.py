@@ -282,9 +282,11 @@ class FileStore:
     def merge_function(self, schema: TableSchema | None = None) -> MergeFunction:
         """The merge function of ``schema``'s merge engine (default: the current schema)."""
         schema = schema or self.schema
-        engine = engine_of(schema.core_options, f"Table {self.name}")
+        what = f"Table {self.name}"
+        engine = engine_of(schema.core_options, what)
         fields = [(f.name, to_arrow(f.type)) for f in schema.fields]
-        return engine.create(fields, list(schema.trimmed_primary_keys), schema.core_options)
+        not_null = frozenset(f.name for f in schema.fields if not f.type.nullable)
+        return engine.create(fields, list(schema.trimmed_primary_keys), schema.core_options, not_null, what)
 
     def merge_extra_columns(self, schema: TableSchema) -> list[str]:
         """Columns a merge needs beyond keys and sequence fields: engines that combine the columns

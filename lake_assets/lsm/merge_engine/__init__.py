@@ -1,8 +1,9 @@
 """The merge engines of primary-key tables: how the records of one key collapse into one.
 
 One module per engine - `deduplicate`, `partial_update`, `aggregation` (its functions in
-`aggregate_functions`, the ARRAY/MAP ones in `aggregate_collections` and `aggregate_keytime` over
-`collection_values`, the option checks it shares with partial-update in `engine_options`),
+`aggregate_functions`, the ARRAY/MAP ones in `aggregate_collections` - their options in
+`aggregate_collection_options` - and `aggregate_keytime` over `collection_values`, the option
+checks it shares with partial-update in `engine_options`),
 `first_row` - over the contract of `function` and the vectorized key-group helpers of `grouping`.
 `registry` maps each ``merge-engine`` value (the names of `names`) to its factory and
 properties; every caller goes through it. Factories read the table's typed options

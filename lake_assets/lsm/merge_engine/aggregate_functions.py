@@ -31,14 +31,14 @@ import pyarrow as pa
 
 from lake_assets.errors import InvalidDataError, OptionError, UnsupportedFeatureError
 from lake_assets.lsm.merge_engine.aggregate_arithmetic import product_fold, sum_fold
-from lake_assets.lsm.merge_engine.aggregate_collections import (
+from lake_assets.lsm.merge_engine.aggregate_collection_options import (
     COLLECTION_FUNCTIONS,
     NO_COLLECTION_OPTIONS,
     RETRACTABLE_COLLECTIONS,
     CollectionOptions,
     check_collection_type,
-    fold_collection,
 )
+from lake_assets.lsm.merge_engine.aggregate_collections import fold_collection
 from lake_assets.lsm.merge_engine.aggregate_float_order import float_extreme
 from lake_assets.lsm.merge_engine.aggregate_listagg import fold_listagg, non_blank
 from lake_assets.lsm.merge_engine.aggregate_sketches import SKETCH_FUNCTIONS, check_sketch_column, fold_sketches

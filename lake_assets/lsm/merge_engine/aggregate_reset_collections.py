@@ -26,7 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from lake_assets.errors import InvalidDataError
-from lake_assets.lsm.merge_engine.aggregate_collections import CollectionOptions
+from lake_assets.lsm.merge_engine.aggregate_collection_options import CollectionOptions
 
 RESET_SENSITIVE = frozenset({"collect", "nested_update"})
 

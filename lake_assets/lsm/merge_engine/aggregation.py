@@ -14,7 +14,7 @@ out unchanged (see the package docstring). The functions themselves: `aggregate_
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +31,7 @@ from lake_assets.lsm.merge_engine.engine_options import (
 )
 from lake_assets.lsm.merge_engine.function import SchemaFields
 from lake_assets.lsm.merge_engine.grouping import all_single, group_keys, keep_singles, last_true, one_row_per_group
+from lake_assets.lsm.merge_engine.not_null import check_not_null, folded_rows, has_nulls
 from lake_assets.lsm.merge_engine.pair_merge import PairInput, fold_pair, merged_pairs, pair_function, reads_old
 from lake_assets.options import CoreOptions
 from lake_assets.spec.row_kind import RowKind
@@ -39,9 +40,15 @@ from lake_assets.spec.row_kind import RowKind
 class Aggregation:
     """The aggregation merge engine (see the module docstring for the exact semantics)."""
 
-    def __init__(self, schema_fields: SchemaFields, key_names: Sequence[str], options: CoreOptions) -> None:
+    def __init__(
+        self, schema_fields: SchemaFields, key_names: Sequence[str], options: CoreOptions,
+        not_null: Collection[str] = (), what: str = "",
+    ) -> None:
         self.types = {name: dtype for name, dtype in schema_fields}
         self.key_names = tuple(key_names)
+        # the NOT NULL columns, whose nulls a copied image or (partial-update) an insert cannot
+        # carry (Paimon's nullables, `not_null`); ``what`` names the table in that error
+        self.not_null, self.what = frozenset(not_null), what
         # Paimon's lookup wrapper (LookupChangelogMergeFunctionWrapper.calculateResult) merges a
         # key's only record too, where its ReducerMergeFunctionWrapper emits it as it is
         # (keep_singles): set for the compactions that look old values up (ops/dv_old_values.py)
@@ -90,6 +97,12 @@ class Aggregation:
         starts, ends, gid, n_groups = grouping.starts, grouping.ends, grouping.gid, grouping.count
         entry_retract = retract
         if self.remove_on_delete:
+            # every -D the merge takes resets the row to its image (Java's initRow), which must
+            # fill the NOT NULL columns
+            if has_nulls(table, self.not_null):
+                check_not_null(table, (kinds == RowKind.DELETE) & folded_rows(grouping, self.merges_singles),
+                               list(self.types), self.not_null, self.what,
+                               "a -D record's image (aggregation.remove-record-on-delete resets the row to it)")
             # Records before a reset are dropped unfolded, yet a -U among them is still an error
             # for a function that cannot retract (Paimon applies records one by one).
             retract_events = retract & (kinds != RowKind.DELETE)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from lake_assets.errors import OptionError
-from lake_assets.lsm.merge_engine.aggregate_collections import (
+from lake_assets.lsm.merge_engine.aggregate_collection_options import (
     COLLECTION_FUNCTIONS,
     NO_COLLECTION_OPTIONS,
     collection_options,

@@ -11,7 +11,7 @@ read), compaction and changelog production all merge through this contract; the 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
@@ -81,7 +81,16 @@ class RowSelectingMerge(ABC):
     def check_retracts(self, retract: np.ndarray) -> None:
         """Raise `InvalidDataError` when the function cannot take the flagged -U/-D records."""
 
-# Builds a table's merge function from its columns, its (trimmed) primary key and its typed
-# options (``schema.core_options``); raises `OptionError`/`UnsupportedFeatureError` for options
-# the engine cannot honour (Paimon's MergeFunctionFactory).
-MergeFunctionFactory = Callable[[SchemaFields, Sequence[str], "CoreOptions"], MergeFunction]
+class MergeFunctionFactory(Protocol):
+    """Builds a table's merge function from its columns, its (trimmed) primary key and its typed
+    options (``schema.core_options``); raises `OptionError`/`UnsupportedFeatureError` for options
+    the engine cannot honour (Paimon's MergeFunctionFactory). ``not_null`` names the NOT NULL
+    columns (Paimon's ``nullables``; empty: none checked) and ``what`` whose merge it is (e.g.
+    "Table db.t"), for the errors of a merge that meets a null in one (`not_null`)."""
+
+    def __call__(
+        self, fields: SchemaFields, key_names: Sequence[str], options: CoreOptions,
+        not_null: Collection[str] = (), what: str = "", /,
+    ) -> MergeFunction:
+        """The merge function (see the class docstring)."""
+        ...

@@ -38,11 +38,14 @@ def segmented_prior_max(values: np.ndarray, gid: np.ndarray) -> np.ndarray:
     return prior
 
 
-def last_resets(is_delete: np.ndarray, group_ranks: Sequence[np.ndarray], grouping: Grouping) -> np.ndarray:
+def last_resets(
+    is_delete: np.ndarray, group_ranks: Sequence[np.ndarray], grouping: Grouping, every: np.ndarray | None = None
+) -> np.ndarray:
     """Per key group, the row of its last reset (see the module docstring), else -1.
 
     ``group_ranks``: for each named sequence group, each row's sequence rank (order as the
-    group's comparator orders them) or -1 where the row leaves the group's sequence unset."""
+    group's comparator orders them) or -1 where the row leaves the group's sequence unset.
+    ``every`` (a bool per row), when given, gets every reset row set, not only the last ones."""
     n, count = len(is_delete), grouping.count
     gid, starts, ends = grouping.gid, grouping.starts, grouping.ends
     pos = np.arange(n, dtype=np.int64)
@@ -64,6 +67,8 @@ def last_resets(is_delete: np.ndarray, group_ranks: Sequence[np.ndarray], groupi
         big = np.int64(n)
         first_lowering = np.minimum.reduceat(np.where(lowering, pos, big), starts) if count else starts
         valid = resets & (pos <= first_lowering[gid])
+        if every is not None:
+            every |= valid
         found = last_true(valid, ends, starts)
         last = np.where(found >= 0, found, last)
         again = first_lowering < big

@@ -49,10 +49,11 @@ unchanged (see the package docstring).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lake_assets.errors import InvalidDataError, OptionError
 from lake_assets.formats.data_file import SEQUENCE_NUMBER
@@ -81,6 +82,7 @@ from lake_assets.lsm.merge_engine.grouping import (
     take_or_null,
     valid_mask,
 )
+from lake_assets.lsm.merge_engine.not_null import check_not_null, check_partial_update, folded_rows, has_nulls
 from lake_assets.lsm.merge_engine.pair_merge import PairInput, merged_pairs, newest_non_null
 from lake_assets.options import CoreOptions
 from lake_assets.spec.row_kind import RowKind
@@ -89,9 +91,15 @@ from lake_assets.spec.row_kind import RowKind
 class PartialUpdate:
     """The partial-update merge engine (see the module docstring for the exact semantics)."""
 
-    def __init__(self, schema_fields: SchemaFields, key_names: Sequence[str], options: CoreOptions) -> None:
+    def __init__(
+        self, schema_fields: SchemaFields, key_names: Sequence[str], options: CoreOptions,
+        not_null: Collection[str] = (), what: str = "",
+    ) -> None:
         self.types = {name: dtype for name, dtype in schema_fields}
         self.key_names = tuple(key_names)
+        # the NOT NULL columns, whose nulls a copied image or (partial-update) an insert cannot
+        # carry (Paimon's nullables, `not_null`); ``what`` names the table in that error
+        self.not_null, self.what = frozenset(not_null), what
         # Paimon's lookup wrapper (LookupChangelogMergeFunctionWrapper.calculateResult) merges a
         # key's only record too, where its ReducerMergeFunctionWrapper emits it as it is
         # (keep_singles): set for the compactions that look old values up (ops/dv_old_values.py)
@@ -208,6 +216,9 @@ class PartialUpdate:
             raw, raw_grouping = table, grouping
         if not self.groups and not self.merges_singles and all_single(raw_grouping, raw.num_rows):
             return raw  # every key has one record: emitted as it is (see keep_singles)
+        if has_nulls(table, self.not_null):
+            check_partial_update(self, table, folded_rows(raw_grouping, self.merges_singles, grouping.gid),
+                                 grouping, kinds, retract)
         if self.groups:
             # merged even when every key has one record: a retraction a grouped function cannot
             # take fails now rather than when it meets an older record
@@ -270,7 +281,12 @@ class PartialUpdate:
         # Each key's *origin*, the row whose whole image starts it (Paimon 1.4.1+ initRow): the last
         # remove-record-on-sequence-group reset (records before it are gone, see group_delete),
         # else its first record if that is a retraction, else none (the row starts empty).
-        reset = self._resets(cols, grouping, kinds)
+        resets = np.zeros(table.num_rows, dtype=bool)  # every reset's image is copied (initRow)
+        reset = self._resets(cols, grouping, kinds, resets)
+        if resets.any() and has_nulls(table, self.not_null):
+            check_not_null(table, resets & folded_rows(grouping, self.merges_singles), list(self.types),
+                           self.not_null, self.what,
+                           "a -D record's image (partial-update.remove-record-on-sequence-group resets the row to it)")
         leading = np.where(retract[starts] & (reset < 0), starts, -1)
         origin = np.maximum(reset, leading)
         live = image = None  # no origin: every row counts, none is an image (the common case, no extra work)
@@ -312,6 +328,11 @@ class PartialUpdate:
             for m in present:
                 fn = self.functions.get(m) or FieldFunction(m, "last_value")
                 results[m] = fold(fn, cols[m], rows, rows_retract, rows_gid, n_groups)
+                if fn.function == "listagg" and image is not None:
+                    # the fold skips a blank image, Java's initRow keeps it until a non-blank value
+                    # comes (Paimon 2.0+ #8480: agg(" ", v) = v), as `aggregate_reset` does
+                    kept = pc.and_(pa.array(origin >= 0), results[m].is_null())
+                    results[m] = pc.if_else(kept, take_or_null(cols[m], origin), results[m])
 
         def merged(name: str, col: pa.Array) -> pa.Array | None:
             if name in results:
@@ -327,8 +348,11 @@ class PartialUpdate:
         # -D when the key saw no insert, or when its last record reset it
         return one_row_per_group(table, keys, starts, ends, ~has_insert | (reset == ends), merged)
 
-    def _resets(self, cols: dict[str, pa.Array], grouping: Grouping, kinds: np.ndarray) -> np.ndarray:
-        """Per key group, the row of its last remove-record-on-sequence-group reset, else -1."""
+    def _resets(
+        self, cols: dict[str, pa.Array], grouping: Grouping, kinds: np.ndarray, every: np.ndarray
+    ) -> np.ndarray:
+        """Per key group, the row of its last remove-record-on-sequence-group reset, else -1;
+        ``every`` gets each reset row set."""
         none = np.full(grouping.count, -1, dtype=np.int64)
         is_delete = kinds == RowKind.DELETE
         if not self.delete_groups or not is_delete.any():
@@ -340,7 +364,7 @@ class PartialUpdate:
                 return none  # a read without the group's sequence cannot see its deletes (as Paimon)
             seq_cols = [cols[f] for f in fields]
             ranks.append(np.where(_unset(seq_cols), -1, sequence_rank(seq_cols)))
-        return last_resets(is_delete, ranks, grouping)
+        return last_resets(is_delete, ranks, grouping, every)
 
 
 def _unset(seq_cols: Sequence[pa.Array]) -> np.ndarray:

@@ -9,7 +9,7 @@ registry; none dispatches on an engine's name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from lake_assets.errors import UnsupportedFeatureError
@@ -61,19 +61,30 @@ class MergeEngine:
     # Paimon refuses deletion vectors with the engine (SchemaValidation.validateForDeletionVectors)
     refuses_deletion_vectors: bool = False
 
-    def create(self, fields: SchemaFields, key_names: Sequence[str], options: CoreOptions) -> MergeFunction:
+    def create(
+        self, fields: SchemaFields, key_names: Sequence[str], options: CoreOptions,
+        not_null: Collection[str] = (), what: str = "",
+    ) -> MergeFunction:
         """The merge function for a table with these columns, trimmed primary key and typed options
         (``schema.core_options``); raises `OptionError`/`UnsupportedFeatureError` for options the
-        engine cannot honour."""
-        return self.factory(fields, key_names, options)
+        engine cannot honour. ``not_null``: the NOT NULL columns, which the engines that copy a
+        record's whole image check (`not_null`); ``what`` names the table in their errors."""
+        return self.factory(fields, key_names, options, not_null, what)
 
 
-def _deduplicate(fields: SchemaFields, key_names: Sequence[str], options: CoreOptions) -> MergeFunction:
+# Deduplicate and first-row emit whole input rows: no image is built, nothing to check (as Paimon)
+def _deduplicate(
+    fields: SchemaFields, key_names: Sequence[str], options: CoreOptions,
+    not_null: Collection[str] = (), what: str = "",
+) -> MergeFunction:
     # ignore-delete and its fallback keys are table options, read by the writer too
     return Deduplicate(options.ignore_delete)
 
 
-def _first_row(fields: SchemaFields, key_names: Sequence[str], options: CoreOptions) -> MergeFunction:
+def _first_row(
+    fields: SchemaFields, key_names: Sequence[str], options: CoreOptions,
+    not_null: Collection[str] = (), what: str = "",
+) -> MergeFunction:
     return FirstRow(options.ignore_delete)
 
 
