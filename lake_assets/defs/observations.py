@@ -79,6 +79,8 @@ class TableObservation:
     # a table without a primary key (append files, no levels): its backlog is what its compaction
     # would rewrite (buckets_to_compact), small files it would leave are none
     append_table: bool = False
+    # why lake_assets refuses to compact the table (`table_health.compaction_refusal`), or None
+    compaction_refused: str | None = None
     # numbers that do not apply to the table → why (metadata ``not_applicable``)
     not_applicable: dict[str, str] = field(default_factory=dict)
 
@@ -145,6 +147,7 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
         buckets_to_compact=sum(1 for v in health.column("compaction_would_trigger").to_pylist() if v),
         data_evolution=data_evolution_enabled(table.schema.options),
         append_table=not lsm,
+        compaction_refused=table_health.compaction_refusal(table.store),
         not_applicable={} if lsm else dict.fromkeys(LSM_NUMBERS, NO_LSM),
     )
 
@@ -230,8 +233,9 @@ def _small_files(obs: TableObservation, threshold: int) -> tuple[bool, dict[str,
                                 "threshold": threshold, "vector_purge_files": obs.vector_purge_files}
     passed = obs.max_small_files_per_bucket <= threshold and obs.vector_purge_files == 0
     if not passed and obs.append_table and obs.buckets_to_compact == 0:
-        metadata["left_by_compaction"] = (LEFT_BY_DATA_EVOLUTION_COMPACTION if obs.data_evolution
-                                          else LEFT_BY_APPEND_COMPACTION)
+        planner = LEFT_BY_DATA_EVOLUTION_COMPACTION if obs.data_evolution else LEFT_BY_APPEND_COMPACTION
+        # a table whose compaction lake_assets refuses (e.g. a fixed-bucket append table): none runs
+        metadata["left_by_compaction"] = obs.compaction_refused or planner
         passed = True
     return passed, metadata
 

@@ -3,6 +3,8 @@ table (written with the core, no Spark): LSM numbers absent with their reason, t
 check passes however old its files, and neither the sensor nor a failing check asks for a
 compaction where the append planner would rewrite nothing (never a full one rewriting large files)."""
 
+import json
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -83,3 +85,34 @@ def test_observation_checks_and_sensor_of_an_append_table(core_lake) -> None:
 
 def _files(table: Any) -> list[Any]:
     return [e.file for e in table.store.file_store_scan().live_entries(table.latest_snapshot())]
+
+
+def test_small_files_check_of_an_append_table_lake_assets_does_not_compact(core_lake) -> None:
+    """A fixed-bucket append table (another engine's: its schema says bucket = 2), whose
+    compaction lake_assets refuses: its small files fail no check (no compaction would run), the
+    check says why, and the sensor requests nothing."""
+    config, _ = core_lake
+    orders = config.table("db.orders")
+    policy = orders.maintenance.model_copy(update={"small_file_threshold": 1})
+    spec = orders.model_copy(update={"identifier": "db.fixed", "primary_keys": [], "ingest": None,
+                                     "maintenance": policy, "options": {"compaction.min.file-num": "2"}})
+    defs = build_definitions(config.model_copy(update={"tables": [spec]}))
+    table = defs.resources["warehouse"].ensure_table(spec)
+    for start in (0, 10):
+        table.write_arrow(pa.table({"id": pa.array(range(start, start + 2), pa.int64()), "dt": ["2024-01-01"] * 2,
+                                    "name": ["x"] * 2, "amount": [1.0] * 2}))
+    schema_dir = Path(table.store.paths.schema_dir)
+    newest = max(schema_dir.glob("schema-*"), key=lambda p: int(p.name.split("-")[1]))
+    doc = json.loads(newest.read_text())
+    doc["options"].update({"bucket": "2", "bucket-key": "id"})  # as a Paimon writer declares one
+    newest.write_text(json.dumps(doc))
+    with dg.instance_for_test() as instance:
+        data = _tick(defs, instance, HEALTH_SENSOR)
+        small_files = _checks(data)["small_files"]
+        assert small_files.passed
+        assert "fixed-bucket mode of append tables" in small_files.metadata["left_by_compaction"].value
+        [obs] = [e for e in data.asset_events if isinstance(e, dg.AssetObservation)]
+        assert obs.metadata["small_files"].value == 2 and obs.metadata["buckets_to_compact"].value == 0
+        assert "not_applicable" in obs.metadata
+        tick = _tick(defs, instance, SMALL_FILE_SENSOR)
+        assert tick.run_requests == [] and "db.fixed: not requested: Cannot compact db.fixed" in tick.skip_message
