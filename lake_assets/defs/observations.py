@@ -23,7 +23,7 @@ from lake_assets.defs.resources import WarehouseResource
 from lake_assets.ops import table_health
 from lake_assets.ops.health import NO_LSM
 from lake_assets.ops.partition_expire import partitions_past_expiration
-from lake_assets.ops.row_tracking import data_evolution_enabled, row_tracking_enabled
+from lake_assets.ops.row_tracking import data_evolution_enabled
 from lake_assets.spec.snapshot import Snapshot
 from lake_assets.store.consumers import LeaseState, lease_states
 from lake_assets.table import Table
@@ -42,7 +42,7 @@ class TableObservation:
     buckets: int = 0
     total_bytes: int = 0
     max_small_files_per_bucket: int = 0
-    # the LSM numbers: None on row-tracking tables, which have none (`not_applicable` says why)
+    # the LSM numbers: None on tables without a primary key, which have none (`not_applicable` says why)
     max_sorted_runs: int | None = 0
     level0_files: int | None = 0
     oldest_level0_age_ms: int | None = 0
@@ -77,6 +77,11 @@ class TableObservation:
     buckets_to_compact: int = 0
     # a data-evolution table: its compaction plans row-id ranges (HEAD's planner), no full mode
     data_evolution: bool = False
+    # a table without a primary key (append files, no levels): its backlog is what its compaction
+    # would rewrite (buckets_to_compact), small files it would leave are none
+    append_table: bool = False
+    # why lake_assets refuses to compact the table (`table_health.compaction_refusal`), or None
+    compaction_refused: str | None = None
     # numbers that do not apply to the table → why (metadata ``not_applicable``)
     not_applicable: dict[str, str] = field(default_factory=dict)
 
@@ -108,7 +113,7 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
     deletes = _sum(health, "delete_row_count") + _sum(health, "deletion_vector_rows")
     partitions = sorted(set(health.column("partition").to_pylist()))
     postponed = postponed_files(health)
-    lsm = not row_tracking_enabled(table.schema.options)
+    lsm = bool(table.schema.primary_keys)
     return TableObservation(
         snapshot_id=snapshot.id,
         data_files=_sum(health, "file_count"),
@@ -142,6 +147,8 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
         vector_purge_files=vector_purge_files(health),
         buckets_to_compact=sum(1 for v in health.column("compaction_would_trigger").to_pylist() if v),
         data_evolution=data_evolution_enabled(table.schema.options),
+        append_table=not lsm,
+        compaction_refused=table_health.compaction_refusal(table.store),
         not_applicable={} if lsm else dict.fromkeys(LSM_NUMBERS, NO_LSM),
     )
 
@@ -219,14 +226,17 @@ def check_results(spec: TableConfig, obs: TableObservation) -> dict[str, tuple[b
 
 
 def _small_files(obs: TableObservation, threshold: int) -> tuple[bool, dict[str, Any]]:
-    """The compaction backlog: small files over the policy, and files to purge of deleted rows. A
-    data-evolution table's small files its compaction would leave (too few, or apart, for
-    ``compaction.min.file-num``) are no failure: a compaction it starts would rewrite nothing."""
+    """The compaction backlog: small files over the policy, and files to purge of deleted rows. The
+    small files a table without a primary key would leave in a compaction (too few, or apart, for
+    ``compaction.min.file-num``; a data-evolution table's by row-id range) are no failure: a
+    compaction it starts would rewrite nothing."""
     metadata: dict[str, Any] = {"max_small_files_per_bucket": obs.max_small_files_per_bucket,
                                 "threshold": threshold, "vector_purge_files": obs.vector_purge_files}
     passed = obs.max_small_files_per_bucket <= threshold and obs.vector_purge_files == 0
-    if not passed and obs.data_evolution and obs.buckets_to_compact == 0:
-        metadata["left_by_compaction"] = LEFT_BY_DATA_EVOLUTION_COMPACTION
+    if not passed and obs.append_table and obs.buckets_to_compact == 0:
+        planner = LEFT_BY_DATA_EVOLUTION_COMPACTION if obs.data_evolution else LEFT_BY_APPEND_COMPACTION
+        # a table whose compaction lake_assets refuses (e.g. a fixed-bucket append table): none runs
+        metadata["left_by_compaction"] = obs.compaction_refused or planner
         passed = True
     return passed, metadata
 
@@ -234,10 +244,15 @@ def _small_files(obs: TableObservation, threshold: int) -> tuple[bool, dict[str,
 LEFT_BY_DATA_EVOLUTION_COMPACTION = (
     "its data-evolution compaction would rewrite none of them: Paimon's planner compacts contiguous "
     "row-id ranges of at least compaction.min.file-num files")
+LEFT_BY_APPEND_COMPACTION = (
+    "its append compaction would rewrite none of them: it merges runs of consecutive small files "
+    "(below target-file-size x compaction.small-file-ratio, in sequence order) of at least "
+    "compaction.min.file-num files")
 
 
 def _level0_age(obs: TableObservation, limit_ms: int) -> tuple[bool, dict[str, Any]]:
-    """The level-0 age check; passed, saying why, on a table without level 0 backlog (row tracking)."""
+    """The level-0 age check; passed, saying why, on a table without level-0 backlog (no primary key:
+    every file of an append table is at level 0, however old, and none waits for a merge by key)."""
     if obs.oldest_level0_age_ms is None:
         return True, {"not_applicable": obs.not_applicable.get("oldest_level0_age_ms", NO_LSM)}
     return obs.oldest_level0_age_ms <= limit_ms, {

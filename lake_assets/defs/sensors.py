@@ -94,18 +94,21 @@ def build_small_file_sensor(config: LakeConfig, jobs: "list[AssetJob]") -> dg.Se
                 continue
             health = table.health(small_file_threshold=spec.maintenance.small_file_bytes)
             partitions = partitions_to_compact(health, spec.maintenance, **waiting_flags(table.store))
-            evolving = data_evolution_enabled(table.schema.options)
-            if partitions and evolving:
+            append = not table.schema.primary_keys  # no levels: the planner's small files are its backlog
+            if partitions and append:
                 planned = planned_partitions(health)
                 skipped = ", ".join(p for p in partitions if p not in planned)
                 if skipped:
-                    notes.append(f"{spec.identifier}: not requested for {skipped}: its data-evolution "
+                    kind = "data-evolution" if data_evolution_enabled(table.schema.options) else "append"
+                    notes.append(f"{spec.identifier}: not requested for {skipped}: its {kind} "
                                  "compaction would rewrite nothing there")
                 partitions = [p for p in partitions if p in planned]
             if partitions:
                 postpone = is_postpone_table(table.store)
-                # a data-evolution compaction has no full mode: it plans row-id ranges alike
-                full = not evolving and needs_full(health, spec.maintenance, postpone)
+                # never full on a table without a primary key: a data-evolution compaction has no
+                # full mode, and an append table's would rewrite its large files for small ones the
+                # planner leaves (the requested partitions are those it would rewrite)
+                full = not append and needs_full(health, spec.maintenance, postpone)
                 requests.append(compaction_request(spec, snapshot.id, partitions, full, postpone))
         skip = None if requests else ("; ".join(notes) or "no table over its thresholds")
         return dg.SensorResult(run_requests=requests, cursor=json.dumps(cursor, sort_keys=True),

@@ -79,7 +79,17 @@ def files_to_purge(schema: TableSchema, files: Iterable[DataFileMeta], deleted: 
 
 
 def plan_groups(store: FileStore, split: Split, *, full: bool) -> list[list[DataFileMeta]]:
-    """The groups of one partition's files an append compaction rewrites, vectors applied.
+    """The groups of one partition's files an append compaction rewrites, vectors applied
+    (`vector_groups` with the rows the split's vectors hide)."""
+    counts = deleted_rows(store, split.dv_entries) if split.dv_entries else {}
+    return vector_groups(store.schema, split.files, counts, full=full)
+
+
+def vector_groups(schema: TableSchema, files: Sequence[DataFileMeta], counts: Mapping[str, int], *,
+                  full: bool) -> list[list[DataFileMeta]]:
+    """The groups of one partition's ``files`` an append compaction rewrites (``counts``: data
+    file name -> rows its vector hides), from metadata only: the planner, and the question the
+    table's health asks (``compaction_would_trigger``).
 
     Files with a vector that are small or hide more than the threshold's share of their rows
     form one group (it may be a single file: its dead rows go); the rest is picked as in any
@@ -87,17 +97,16 @@ def plan_groups(store: FileStore, split: Split, *, full: bool) -> list[list[Data
     # here, not at the top: the committer imports this module, a writer need not import compaction's
     from lake_assets.lsm.compact_strategy import pick_append_full, pick_append_small_files
 
-    opts = store.schema.core_options
+    opts = schema.core_options
     target = opts.target_file_size
-    counts = deleted_rows(store, split.dv_entries) if split.dv_entries else {}
-    marked = [f for f in split.files if counts.get(f.file_name)]
-    plain = [f for f in split.files if not counts.get(f.file_name)]
+    marked = [f for f in files if counts.get(f.file_name)]
+    plain = [f for f in files if not counts.get(f.file_name)]
     if full:
-        picked = pick_append_full(split.files, target)
+        picked = pick_append_full(files, target)
         names = {f.file_name for f in picked}
         extra = [f for f in marked if f.file_name not in names]
         return [picked + extra] if picked or extra else []
-    forced = files_to_purge(store.schema, marked, counts)
+    forced = files_to_purge(schema, marked, counts)
     groups = pick_append_small_files(plain, target, opts.compaction_min_file_num,
                                      small_file_ratio=opts.small_file_ratio)
     return ([forced] if forced else []) + groups
@@ -218,4 +227,4 @@ def check_vector_targets(store: FileStore, latest: Snapshot | None, delta: Seque
 
 
 __all__ = ["DELETE_RATIO_THRESHOLD", "change_vectors", "check_vector_targets", "files_to_purge", "is_row_delete",
-           "keeps_append_vectors", "plan_groups"]
+           "keeps_append_vectors", "plan_groups", "vector_groups"]

@@ -1,8 +1,12 @@
 """Per-bucket LSM health of one table, computed from live file metadata only (no storage access).
 
-Row-tracking tables (``row-tracking.enabled``, append tables of ``bucket = -1``) have no LSM: their
-files are append files, all at level 0, never merged by key, so level-0 files, sorted runs, size
-amplification and level-0 age do not apply (None). A data-evolution table's (``data-evolution.enabled``)
+Tables without a primary key (append tables: unaware-bucket ``bucket = -1``, fixed-bucket, and
+row-tracking ones) have no LSM: their files are append files, all at level 0, never merged by key,
+so level-0 files, sorted runs, size amplification and level-0 age do not apply (None). Paimon's
+append compaction (``BucketedAppendCompactManager``, ``UnawareAppendTableCompactionCoordinator``)
+has no levels to bring down either: its backlog is small files (and, with deletion vectors, files
+to purge), which ``small_file_count`` and ``compaction_would_trigger`` (what our compaction's planner
+would rewrite) report. A data-evolution table's (``data-evolution.enabled``)
 files of one row-id range are one set of rows (a column update's file holds new values of rows its
 range's base file holds): its rows, small files and compaction trigger are counted by row-id range,
 as Paimon HEAD's ``DataEvolutionCompactCoordinator`` plans (ops/compact/data_evolution_compact.py).
@@ -17,16 +21,17 @@ from lake_assets.lsm.compact_strategy import UniversalCompaction, pick_append_sm
 from lake_assets.lsm.levels import Levels
 from lake_assets.ops.compact.data_evolution_compact import plan_groups as plan_data_evolution
 from lake_assets.ops.data_evolution_read import overlap_groups, ranged_files
-from lake_assets.ops.row_tracking import data_evolution_enabled, row_tracking_enabled
+from lake_assets.ops.row_tracking import data_evolution_enabled
 from lake_assets.options import CoreOptions
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.table_support import POSTPONE_BUCKET
 
-__all__ = ["NO_LSM", "BucketHealth", "bucket_health", "health_rows_to_pylist"]
+__all__ = ["NO_LSM", "BucketHealth", "append_groups", "bucket_health", "health_rows_to_pylist"]
 
-#: Why a row-tracking table's LSM numbers are None.
-NO_LSM = ("a row-tracking table has no LSM levels: its files are append files, all at level 0, never "
-          "merged by key (no sorted runs, size amplification or level-0 backlog)")
+#: Why the LSM numbers of a table without a primary key are None.
+NO_LSM = ("a table without a primary key has no LSM levels: its files are append files, all at level 0, "
+          "never merged by key (no sorted runs, size amplification or level-0 backlog); its compaction "
+          "backlog is small files, as compaction_would_trigger says")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +42,7 @@ class BucketHealth:
     run, the quantity universal compaction bounds; ``inf`` when the oldest run is empty of bytes.
     ``oldest_level0_age_ms`` is None when there is no level-0 file with a creation time. The four
     LSM numbers (level-0 files, sorted runs, size amplification, level-0 age) are None for
-    row-tracking tables (`NO_LSM`).
+    tables without a primary key (`NO_LSM`).
 
     ``row_count`` is the rows the files hold, before deletion vectors: their records for a table
     without a primary key, each row-id range once for a data-evolution table (`rows_of_row_ranges`),
@@ -82,7 +87,8 @@ def bucket_health(
 
     ``compaction_would_trigger`` asks universal compaction (PK tables, without the delta-commit full
     compaction, which depends on commit history), the data-evolution planner (data-evolution
-    tables: units of whole row-id ranges) or append small-file picking (other tables without a key).
+    tables: units of whole row-id ranges) or append small-file picking (other tables without a key,
+    as `Table.compact` plans them; `table_health` asks with their deletion vectors' rows).
     A data-evolution table's small files are the files of its row-id ranges smaller together than
     the threshold: a column update's file is never compacted alone, only with its range.
     Keys are never decoded, so large tables stay cheap.
@@ -125,17 +131,13 @@ def _one_bucket(
         deletes += f.delete_row_count or 0
     common = {"partition": partition, "bucket": bucket, "file_count": len(files), "total_bytes": total,
               "avg_file_bytes": total / len(files) if files else 0.0, "delete_row_count": deletes}
-    if row_tracking_enabled(options.raw):
-        return _row_tracking_bucket(files, options, threshold, common, table)
+    if not options.has_primary_key:
+        return _append_bucket(files, options, threshold, common, table)
     levels = Levels(files, num_levels)
     runs = levels.level_sorted_runs()
     level0_created = [f.creation_time_ms for f in levels.level0 if f.creation_time_ms is not None]
-    if options.has_primary_key:
-        would_trigger = strategy.pick(levels.number_of_levels, runs) is not None
-        exact = len(runs) <= 1 and deletes == 0 and bucket != POSTPONE_BUCKET
-    else:
-        would_trigger = bool(_append_groups(files, options))
-        exact = True
+    would_trigger = strategy.pick(levels.number_of_levels, runs) is not None
+    exact = len(runs) <= 1 and deletes == 0 and bucket != POSTPONE_BUCKET
     return BucketHealth(
         **common,  # type: ignore[arg-type]
         level0_file_count=len(levels.level0),
@@ -148,10 +150,10 @@ def _one_bucket(
     )
 
 
-def _row_tracking_bucket(files: Sequence[DataFileMeta], options: CoreOptions, threshold: int,
-                         common: dict[str, object], table: str) -> BucketHealth:
-    """A row-tracking table's bucket: no LSM numbers (`NO_LSM`); a data-evolution table's rows,
-    small files and trigger by row-id range (see `bucket_health`)."""
+def _append_bucket(files: Sequence[DataFileMeta], options: CoreOptions, threshold: int,
+                   common: dict[str, object], table: str) -> BucketHealth:
+    """A bucket of a table without a primary key: no LSM numbers (`NO_LSM`); a data-evolution
+    table's rows, small files and trigger by row-id range (see `bucket_health`)."""
     if data_evolution_enabled(options.raw):
         groups = _row_range_groups(files, table)
         rows = sum(g[0].row_count for g in groups)  # a range's files span it alike (checked)
@@ -160,7 +162,7 @@ def _row_tracking_bucket(files: Sequence[DataFileMeta], options: CoreOptions, th
     else:
         rows = sum(f.row_count for f in files)
         small = sum(1 for f in files if f.file_size < threshold)
-        would_trigger = bool(_append_groups(files, options))
+        would_trigger = bool(append_groups(files, options))
     return BucketHealth(
         **common,  # type: ignore[arg-type]
         level0_file_count=None, sorted_runs=None, small_file_count=small, size_amplification_percent=None,
@@ -179,11 +181,12 @@ def _size_amplification(run_sizes: Iterable[int]) -> float:
     return 100.0 * newer / oldest
 
 
-def _append_groups(files: Sequence[DataFileMeta], options: CoreOptions) -> list[list[DataFileMeta]]:
-    # Bucketed append tables merge anything below target; unaware-bucket ones apply the small-file ratio.
-    ratio = 1.0 if options.bucket > 0 else options.small_file_ratio
+def append_groups(files: Sequence[DataFileMeta], options: CoreOptions) -> list[list[DataFileMeta]]:
+    """The groups of small files a (not full) compaction of one bucket of a table without a primary
+    key, nor deletion vectors, nor data evolution, rewrites: the planner's own rule
+    (`compact.plan.plan_bucket`), for fixed-bucket and unaware-bucket tables alike."""
     return pick_append_small_files(
-        files, options.target_file_size, options.compaction_min_file_num, small_file_ratio=ratio
+        files, options.target_file_size, options.compaction_min_file_num, small_file_ratio=options.small_file_ratio
     )
 
 

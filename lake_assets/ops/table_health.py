@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from lake_assets.errors import UnsupportedFeatureError
 from lake_assets.ops import deletion_vectors
-from lake_assets.ops.append_vectors import files_to_purge, keeps_append_vectors
+from lake_assets.ops.append_vectors import files_to_purge, keeps_append_vectors, vector_groups
 from lake_assets.ops.health import bucket_health
 from lake_assets.ops.plan import resolve_snapshot
 from lake_assets.refusal import Op, refuse
@@ -50,7 +50,7 @@ HEALTH_SCHEMA = pa.schema(
         # cannot tell (a primary-key bucket of several sorted runs or with retract rows, bucket-postpone)
         ("row_count", pa.int64()),
         # level0_file_count, sorted_runs, size_amplification_percent and oldest_level0_age_ms are
-        # null on row-tracking tables: they have no LSM levels (`health.NO_LSM`)
+        # null on tables without a primary key: they have no LSM levels (`health.NO_LSM`)
         # (compaction_would_trigger is false throughout on a table whose compaction lake_assets
         # refuses, `compaction_refusal`: Table.compact would raise, whatever the files)
     ]
@@ -110,7 +110,11 @@ def table_health(
         purge = len(files_to_purge(store.schema, files, counts)) if append_vectors and counts else 0
         d["vector_purge_files"] = purge
         d["dangling_vector_files"] = dangling.get((r.partition, r.bucket), 0)  # type: ignore[arg-type]
-        d["compaction_would_trigger"] = compactable and (r.compaction_would_trigger or purge > 0)
+        # an append table with vectors: the planner's own groups, vectors applied (a file with a
+        # vector is no small file to merge, whatever its size: it is purged or kept)
+        planned = bool(vector_groups(store.schema, files, counts, full=False)) if append_vectors \
+            else r.compaction_would_trigger
+        d["compaction_would_trigger"] = compactable and planned
         d["row_count"] = None if r.row_count is None else r.row_count - n
         out.append(d)
     return pa.Table.from_pylist(out, schema=HEALTH_SCHEMA)

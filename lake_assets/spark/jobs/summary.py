@@ -63,7 +63,7 @@ def health_summary(table: Table) -> dict[str, Any]:
         "files": sum(r["file_count"] for r in h),
         "bytes": sum(r["total_bytes"] for r in h),
         "small_files": sum(r["small_file_count"] for r in h),
-        # None on row-tracking tables: no LSM levels (lake_assets.ops.health.NO_LSM)
+        # None on tables without a primary key: no LSM levels (lake_assets.ops.health.NO_LSM)
         "level0_files": None if lsm_absent else sum(r["level0_file_count"] for r in h),
         "max_sorted_runs": None if lsm_absent else max((r["sorted_runs"] for r in h), default=0),
         "buckets_needing_compaction": sum(1 for r in h if r["compaction_would_trigger"]),
