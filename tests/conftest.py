@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,8 @@ import pytest
 from lake_assets import Catalog
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from tests.java.oracle import PaimonJava
 
 # The Spark drivers that tests start in child processes with pyspark's own launcher (a script's
@@ -42,6 +45,45 @@ def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PaimonJava]:
         yield oracle
     finally:
         oracle.close()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """The session's one local SparkSession (starting one costs ~10 CPU s): tests/spark's, and the
+    Dagster tests' in-process jobs (tests/dagster/in_process_jobs.py) share it."""
+    pytest.importorskip("pyspark")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from lake_assets.spark.session import build_session
+
+    session = build_session(
+        "lake_assets-tests",
+        master="local[2]",
+        conf={
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.driver.memory": "2g",
+            # The C1 compiler only and the serial collector, as the Dagster tests' and the demo's
+            # short JVMs: the suite's queries are many and tiny, so C2's compilations and G1's
+            # threads cost more CPU than they win (test_datasource_read: 65-72 -> 47-48 CPU s).
+            "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        },
+        log_level="ERROR",
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def in_process_jobs(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The Dagster assets' Spark jobs run in this process on `spark` for the test (no launcher,
+    tests/dagster/in_process_jobs.py); the list of the jobs run."""
+    from pyspark.sql import SparkSession as Session
+
+    from tests.dagster.in_process_jobs import patch_run_job
+
+    assert Session.getActiveSession() is spark  # the jobs' `get_session` takes this one
+    return patch_run_job(monkeypatch)
 
 
 @pytest.fixture

@@ -196,7 +196,7 @@ def test_default_compaction_config_follows_the_policy(core_lake) -> None:
     assert compact_args(chosen) == ["--full", "--partition", "dt=2024-01-01"]
 
 
-def test_a_condition_run_compacts_what_the_policy_names(core_lake) -> None:
+def test_a_condition_run_compacts_what_the_policy_names(core_lake, in_process_jobs: list[str]) -> None:
     """The run a condition launches (default config) runs the real compact job on the breaching
     partition only, fully, and the checks it runs with then pass."""
     config, defs = core_lake
@@ -214,6 +214,7 @@ def test_a_condition_run_compacts_what_the_policy_names(core_lake) -> None:
     assert health["dt=2024-01-01"]["level0_file_count"] == 0
     assert health["dt=2024-01-02"]["level0_file_count"] > 0  # not over the policy: left alone
     assert all(e.passed for e in result.get_asset_check_evaluations())
+    assert in_process_jobs == ["compact"]  # in-process: in_process_jobs.py
 
 
 def _write_day(warehouse, config, day: str) -> None:

@@ -1,7 +1,8 @@
 """lake.yaml's ``ingest.write_columns`` on a data-evolution table: the ingest asset (the real ingest
 job, ``--write-columns``) loads landing files of those columns as new rows of them, the others
 reading null; a bad declaration fails lake.yaml's load naming the entry and the column, and one
-the existing table does not take fails the run before Spark starts."""
+the existing table does not take fails the run before Spark starts. The job runs in the test
+process (tests/dagster/in_process_jobs.py): its launcher is tested by test_ingest.py."""
 
 from __future__ import annotations
 
@@ -78,7 +79,8 @@ def test_row_counts_of_a_data_evolution_table_count_rows_not_update_files(tmp_pa
     assert md["dagster/row_count"].value == table.to_arrow().num_rows == 4
 
 
-def test_ingest_asset_writes_the_declared_columns(tmp_path: Path) -> None:
+def test_ingest_asset_writes_the_declared_columns(tmp_path: Path, in_process_jobs: list[str]) -> None:
+    """The real ingest job, in-process (its launcher run: test_ingest.py's ``ingested``)."""
     landing = tmp_path / "landing" / DAYS[0]
     landing.mkdir(parents=True)
     pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64()), "score": [0.5, 1.5]}), landing / "a.parquet")
@@ -105,3 +107,4 @@ def test_ingest_asset_writes_the_declared_columns(tmp_path: Path) -> None:
         [failure] = [e for e in failed.all_events if e.is_step_failure]
         assert "unknown columns ['score']" in failure.step_failure_data.error.message
         assert defs.resources["warehouse"].table("db.scores").latest_snapshot().id == latest
+    assert in_process_jobs == ["ingest"]  # the failed run started no job

@@ -3,7 +3,9 @@
 They run in order on db.orders after the sensor-driven compaction (session fixtures): the changelog
 asset exports the lookup changelog through its consumer, expiry trims history to ``retain_max`` (5)
 while the consumer's position stays readable, and the orphan asset (disabled in lake.yaml) only
-reports.
+reports. The orphan job runs through the python launcher (its one launcher run in the suite); the
+changelog and expire jobs run in the test process (tests/dagster/in_process_jobs.py): their
+launcher runs are the demo's (tests/dagster/test_demo.py, spark-submit through Pipes).
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ import pyarrow as pa
 import pytest
 
 from tests.dagster.helpers import materialization_metadata
+from tests.dagster.in_process_jobs import patch_run_job
 
 
 @pytest.fixture(scope="module")
-def maintained(compacted, lake_defs: dg.Definitions, instance: dg.DagsterInstance) -> dict[str, dict]:
+def maintained(compacted, lake_defs: dg.Definitions, instance: dg.DagsterInstance, spark) -> dict[str, dict]:
     table = lake_defs.resources["warehouse"].table("db.orders")
     for i in range(4):  # more history than retain_max
         writer = table.new_writer("test-maintenance", write_only=True)
@@ -25,9 +28,12 @@ def maintained(compacted, lake_defs: dg.Definitions, instance: dg.DagsterInstanc
         table.new_committer("test-maintenance").commit(writer.prepare_commit(), i + 1)
         writer.close()
     out = {"snapshots_before": len(table.snapshots())}
-    for step in ("changelog", "expiry", "orphans"):
-        result = lake_defs.resolve_job_def(f"db_orders_{step}_job").execute_in_process(instance=instance)
+    for step, in_process in (("changelog", ["changelog"]), ("expiry", ["expire"]), ("orphans", None)):
+        with pytest.MonkeyPatch.context() as patch:
+            ran = patch_run_job(patch) if in_process else None
+            result = lake_defs.resolve_job_def(f"db_orders_{step}_job").execute_in_process(instance=instance)
         assert result.success, step
+        assert ran == in_process, step
         out[step] = materialization_metadata(result)
     return out
 

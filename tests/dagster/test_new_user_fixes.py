@@ -21,7 +21,8 @@ def test_docs_launch_jobs_through_the_workspace() -> None:
     assert "dagster job launch -w workspace.yaml" in text
 
 
-def test_ingest_materialized_outside_its_job_is_tagged_and_described(tmp_path: Path) -> None:
+def test_ingest_materialized_outside_its_job_is_tagged_and_described(tmp_path: Path, in_process_jobs: list[str]
+                                                                      ) -> None:
     import dagster as dg
 
     from lake_assets.defs.config import load_config
@@ -38,6 +39,7 @@ def test_ingest_materialized_outside_its_job_is_tagged_and_described(tmp_path: P
         assert result.success
         tags = instance.get_run_by_id(result.run_id).tags
     assert tags["lake/table"] == "db.events" and tags["lake/job"] == "ingest"
+    assert in_process_jobs == ["ingest"]  # in-process: in_process_jobs.py
 
 
 def test_docs_cli_examples_name_assets_and_jobs_of_the_repo_lake_yaml() -> None:

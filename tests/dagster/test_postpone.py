@@ -45,7 +45,8 @@ def data(dt: str, ids: range, tag: str) -> pa.Table:
     return pa.table({"dt": [dt] * len(ids), "id": list(ids), "v": [f"{tag}{i}" for i in ids]}, schema=SCHEMA)
 
 
-def test_sensor_counts_postponed_files_and_the_asset_moves_them(tmp_path: Path, pypaimon: Pypaimon) -> None:
+def test_sensor_counts_postponed_files_and_the_asset_moves_them(tmp_path: Path, pypaimon: Pypaimon,
+                                                                in_process_jobs: list[str]) -> None:
     (tmp_path / "lake.yaml").write_text(CONFIG)
     config = load_config(tmp_path / "lake.yaml")
     defs = build_definitions(config)
@@ -81,6 +82,7 @@ def test_sensor_counts_postponed_files_and_the_asset_moves_them(tmp_path: Path, 
     expected = [{"dt": "a", "id": i, "v": f"{'x' if i < 5 else 'y'}{i}"} for i in range(15)]
     assert canonical(pypaimon.read(wh, "db.p").select(["dt", "id", "v"]), ["dt", "id"]) == expected
     assert canonical(table.to_arrow(), ["dt", "id"]) == expected
+    assert in_process_jobs == ["compact"]  # in-process: in_process_jobs.py
 
 
 def test_postpone_table_config_refuses_a_unit_limit() -> None:

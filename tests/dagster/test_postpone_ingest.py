@@ -2,7 +2,9 @@
 (the real ingest job, a Spark batch write) writes the day into real buckets as Paimon's batch sinks
 do (``postpone.batch-write-fixed-bucket`` unset: true), so readers see it at once; later write-only
 updates wait in bucket-postpone, the small-file sensor sees that backlog, and the compaction asset
-moves them into the real buckets, where they are visible."""
+moves them into the real buckets, where they are visible. Both jobs run in the test process
+(tests/dagster/in_process_jobs.py); their launcher runs are test_ingest.py's ``ingested`` and
+tests/dagster/conftest.py's ``compacted``."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ tables:
 """
 
 
-def test_ingest_into_postpone_then_sensor_and_compaction(tmp_path: Path) -> None:
+def test_ingest_into_postpone_then_sensor_and_compaction(tmp_path: Path, in_process_jobs: list[str]) -> None:
     landing = tmp_path / "landing" / DAYS[0]
     landing.mkdir(parents=True)
     for part in range(2):
@@ -70,3 +72,4 @@ def test_ingest_into_postpone_then_sensor_and_compaction(tmp_path: Path) -> None
     assert md["job.postponed_rows"] == 8
     rows = {r["id"]: r["v"] for r in warehouse.table("db.p").to_arrow().to_pylist()}
     assert rows == {i: f"c{i}" if i < 3 else f"b{i}" if i < 5 else f"a{i}" for i in range(20)}
+    assert in_process_jobs == ["ingest", "compact"]

@@ -39,7 +39,8 @@ def _tick(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str | None
         return sensor.evaluate_tick(context)
 
 
-def test_sensor_asks_for_the_full_compaction_that_fixes_real_buckets_then_is_quiet(tmp_path: Path) -> None:
+def test_sensor_asks_for_the_full_compaction_that_fixes_real_buckets_then_is_quiet(
+        tmp_path: Path, in_process_jobs: list[str]) -> None:
     (tmp_path / "lake.yaml").write_text(CONFIG)
     config = load_config(tmp_path / "lake.yaml")
     defs = build_definitions(config)
@@ -74,3 +75,4 @@ def test_sensor_asks_for_the_full_compaction_that_fixes_real_buckets_then_is_qui
     live = [e for e in table.store.file_store_scan().live_entries(table.latest_snapshot()) if e.bucket >= 0]
     assert [(e.bucket, e.file.level) for e in live] == [(0, table.store.schema.core_options.num_levels - 1)]
     assert table.to_arrow().sort_by([("id", "ascending")]).to_pylist() == expected
+    assert in_process_jobs == ["compact"]  # in-process: in_process_jobs.py

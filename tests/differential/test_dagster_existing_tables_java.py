@@ -2,8 +2,10 @@
 
 Java creates and writes the kinds a Flink shop runs (fixed buckets in ORC with a tag and a
 consumer, dynamic buckets, deletion vectors, partial-update, append). lake.yaml declaring them as
-they are passes every asset's table check, and the compaction asset (a real Spark job, python
-launcher) compacts the ORC table in ORC so that Java reads the same rows, its tag and consumer kept.
+they are passes every asset's table check, and the compaction asset (the real compact Spark job, run
+in the test process on the shared session: tests/dagster/in_process_jobs.py; its launcher run is
+tests/dagster/conftest.py's ``compacted``) compacts the ORC table in ORC so that Java reads the same
+rows, its tag and consumer kept.
 A declaration that differs from a table (another bucket count, a changelog producer or retention
 the table does not carry, a primary key on an append table, other partition keys) used to be
 ignored without a word (lake.yaml creates tables, never alters them): now every asset of that table
@@ -13,9 +15,6 @@ it requests no compaction of it.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import dagster as dg
@@ -59,11 +58,8 @@ def _failure(result: dg.ExecuteInProcessResult) -> str:
     return failures[0].step_failure_data.error.message  # type: ignore[union-attr]
 
 
-def test_existing_java_tables_under_lake_yaml(java: PaimonJava, wh: str, tmp_path: Path) -> None:
-    # the launcher's job processes (this environment) import this checkout's lake_assets
-    where = subprocess.run([sys.executable, "-c", "import lake_assets; print(lake_assets.__file__)"],
-                           capture_output=True, text=True, check=True, env=dict(os.environ)).stdout
-    assert Path(where.strip()).parents[1] == Path(__file__).resolve().parents[2]
+def test_existing_java_tables_under_lake_yaml(java: PaimonJava, wh: str, tmp_path: Path,
+                                              in_process_jobs: list[str]) -> None:
     for ident, (pks, options) in KINDS.items():
         java.create_table(wh, ident, SCHEMA, primary_keys=pks, partition_keys=["dt"], options=options)
         for i in range(3 if ident == "db.orders" else 1):  # the table to compact: three commits
@@ -124,3 +120,4 @@ def test_existing_java_tables_under_lake_yaml(java: PaimonJava, wh: str, tmp_pat
     assert "primary_keys: lake.yaml declares ['id'], the table has ['id', 'dt']" in dynamic
     assert "partition_keys: lake.yaml declares [], the table has ['dt']" in dynamic
     assert {ident: [s["id"] for s in java.snapshots(wh, ident)] for ident in KINDS} == snapshots  # nothing ran
+    assert in_process_jobs == ["compact"]  # the differing declarations started no job
