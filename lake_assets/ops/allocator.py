@@ -20,7 +20,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor, wait
 
 import pyarrow as pa
 
-from lake_assets.ops.writer_threads import WriterThreads
+from lake_assets.ops.kept_pool import KeptThreadPool
 
 # How long a release task waits for the pool's other threads to take theirs (an idle pool takes
 # them at once); past it the release still happens, maybe twice on one thread and not on another.
@@ -36,14 +36,14 @@ def release_thread_memory() -> None:
 
 def release_pool_threads(pool: Executor, threads: int) -> None:
     """Run `release_thread_memory` once on each of an idle ``pool``'s ``threads`` threads (a
-    writer's `WriterThreads` or a `ThreadPoolExecutor`): one
+    `KeptThreadPool` or a `ThreadPoolExecutor`): one
     task per thread, each held until all have started, so no thread takes two. Once per round of
     per-bucket tasks rather than after each task: a release gives the pages back to the system
     and the next task faults them in again, which after every spill of a load cost about 6% of
     its CPU time; a thread reuses its own freed pages between the tasks of one round. Any other
     executor (one that runs tasks on the calling thread, as `bench.cpu_breakdown`'s) releases on
     the calling thread: tasks meeting at a barrier there would wait for each other in vain."""
-    if not isinstance(pool, (ThreadPoolExecutor, WriterThreads)):
+    if not isinstance(pool, (ThreadPoolExecutor, KeptThreadPool)):
         release_thread_memory()
         return
     meet = threading.Barrier(threads)

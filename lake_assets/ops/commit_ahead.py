@@ -21,11 +21,10 @@ between, anything failed on the thread) they are deleted - nothing references fi
 snapshot that was never put - and the committer writes the COMPACT snapshot the usual way.
 
 Each start is a run of its own (`AheadRun`: its hand-over, files and result), so a run still
-going never adds to another's lists. Runs go to helper threads kept between commits
-(`ops.ahead_threads`: starting a thread per commit put its start-up on the commit's critical
-path). A dropped run is waited for before its files are deleted; if that wait is interrupted,
-the thread deletes them itself once it has written the last. A process that cannot start a
-thread commits without one.
+going never adds to another's lists. Runs go to the process's kept threads (`ops.kept_threads`:
+starting a thread per commit put its start-up on the commit's critical path). A dropped run is
+waited for before its files are deleted; if that wait is interrupted, the thread deletes them
+itself once it has written the last. A process that cannot start a thread commits without one.
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ from typing import TYPE_CHECKING
 
 from lake_assets.errors import CommitConflictError
 from lake_assets.io.file_io import PreparedCreate
-from lake_assets.ops.ahead_threads import run_on_helper
 from lake_assets.ops.commit_conflicts import check_conflicts
 from lake_assets.ops.commit_snapshot import (
     CHANGELOG_LIST_STEP,
@@ -49,6 +47,7 @@ from lake_assets.ops.commit_snapshot import (
     write_delta_files,
 )
 from lake_assets.ops.index_commit import IndexChange, next_index_manifest
+from lake_assets.ops.kept_threads import run_on_kept_thread
 from lake_assets.spec.manifest import ManifestEntry
 from lake_assets.spec.snapshot import CommitKind, Snapshot
 
@@ -57,6 +56,8 @@ if TYPE_CHECKING:
     from lake_assets.store.manifest_io import ManifestIO
 
 log = logging.getLogger(__name__)
+
+AHEAD_THREAD_NAME = "lake-commit-ahead"  # the name (-<n>) of a kept thread while it runs an ahead run
 
 
 @dataclass
@@ -109,13 +110,15 @@ class AheadRun:
         self._ended = threading.Event()  # set as `_main` returns, its files deleted if it was dropped
 
     def start(self) -> bool:
-        """Run on a helper thread (`ops.ahead_threads`: one kept from an earlier commit, else a
-        new one); False (and nothing written) when the process cannot start one."""
-        if run_on_helper(self._main):
-            return True
-        self._finished = True  # "can't start new thread": the committer writes the snapshot itself
-        self._ended.set()
-        return False
+        """Run on a kept thread (`ops.kept_threads`: one idle since an earlier job, else a new
+        one); False (and nothing written) when the process cannot start one."""
+        try:
+            run_on_kept_thread(self._main, AHEAD_THREAD_NAME)
+        except RuntimeError:  # "can't start new thread": the committer writes the snapshot itself
+            self._finished = True
+            self._ended.set()
+            return False
+        return True
 
     def follow(self, appended: Snapshot) -> None:
         self.appended = appended

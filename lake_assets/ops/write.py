@@ -26,10 +26,11 @@ from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.dynamic_bucket import attach_index_changes
 from lake_assets.ops.flush_schedule import FlushCompactSchedule
+from lake_assets.ops.kept_pool import KeptThreadPool
 from lake_assets.ops.level0_flush import Level0Flush
 from lake_assets.ops.route import PARALLEL_GATHER_ROWS
 from lake_assets.ops.spill import SpillStats, spill_root
-from lake_assets.ops.write_spill import WriteBufferSpill, bucket_flush_threads
+from lake_assets.ops.write_spill import WRITER_THREAD_NAME, WriteBufferSpill, bucket_flush_threads
 from lake_assets.ops.writer_abort import WriterCleanup
 from lake_assets.ops.writer_rounds import RoundLedger
 from lake_assets.ops.writer_state import (
@@ -41,7 +42,6 @@ from lake_assets.ops.writer_state import (
     compact_inline,
     discard_compactions,
 )
-from lake_assets.ops.writer_threads import WriterThreads
 from lake_assets.spec.row_kind import RowKind
 from lake_assets.table_rules import check_engine_producer
 from lake_assets.table_support import Op, cross_partition_fields
@@ -127,7 +127,7 @@ class TableWriter(WriterCleanup):
         self._spill = WriteBufferSpill.for_writer(opts, self.is_pk, list(self.schema.trimmed_primary_keys),
                                                   self.spill_dir)
         self._level0 = Level0Flush(store, self.schema, self.partition_types, self._spill, write_only=self.write_only)
-        self._threads: WriterThreads | None = None  # see `_worker_pool`
+        self._threads: KeptThreadPool | None = None  # see `_worker_pool`
 
     def interleave_sequences(self, slot: int, slots: int) -> None:
         """Number each bucket's records ``base + slot``, ``base + slot + slots``, ... (base = the
@@ -160,16 +160,16 @@ class TableWriter(WriterCleanup):
         # a big batch is checked and routed on the writer's threads (see conform and route)
         self._write_table(data, kinds, self._worker_pool())
 
-    def _worker_pool(self) -> WriterThreads:
+    def _worker_pool(self) -> KeptThreadPool:
         """The writer's threads, for routing big batches and per-bucket spills and flushes, kept
-        until `close` and then handed back for the next writer (`ops.writer_threads`: no thread
+        until `close` and then handed back for the next writer (`ops.kept_pool`: no thread
         start per round). Arrow's allocator (mimalloc) keeps a thread's freed pages in that
         thread's heap: with a fresh pool per batch and per flush, every pool's pages were left
         behind when its threads ended, and the resident memory above Arrow's live bytes grew with
         the number of batches and spills (issue 17 §2: a 1.6M-row upsert peaked at 157 MiB, a
         6.4M-row one at 210 MiB, both at 88 MiB of Arrow data). Kept threads reuse their own pages."""
         if self._threads is None:
-            self._threads = WriterThreads(max_workers=bucket_flush_threads())
+            self._threads = KeptThreadPool(max_workers=bucket_flush_threads(), thread_name=WRITER_THREAD_NAME)
         return self._threads
 
     def _write_table(self, data: pa.Table, kinds: np.ndarray | None, pool: Executor | None) -> None:

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 SPILL_MERGE_ROWS = 64 * 1024
 
 
+WRITER_THREAD_NAME = "lake-writer"  # the name (-<n>) of a kept thread while it serves a writer
+
+
 def bucket_flush_threads() -> int:
     """Buckets the writer spills or merges into level-0 files at once (`TableWriter._each`)."""
     return usable_cpus()

@@ -31,9 +31,9 @@ from lake_assets.spec.manifest import FileKind
 if TYPE_CHECKING:
     from lake_assets.ops.bucket_router import BucketRouter
     from lake_assets.ops.commit_message import CommitMessage
+    from lake_assets.ops.kept_pool import KeptThreadPool
     from lake_assets.ops.write_spill import WriteBufferSpill
     from lake_assets.ops.writer_state import BucketBuffer, BucketKey
-    from lake_assets.ops.writer_threads import WriterThreads
     from lake_assets.store.file_store import FileStore
 
 # the writer's logger: its warnings keep the name they had before this part moved here
@@ -115,7 +115,7 @@ class WriterCleanup:
     _router: BucketRouter
     _buffers: dict[BucketKey, BucketBuffer]
     _spill: WriteBufferSpill | None
-    _threads: WriterThreads | None
+    _threads: KeptThreadPool | None
     _closed: bool
 
     def abort(self, messages: Iterable[CommitMessage] = ()) -> list[CommitMessage]:

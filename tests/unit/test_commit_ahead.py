@@ -44,6 +44,12 @@ def _unreferenced_metadata(t, dirs: tuple[str, ...] = ("/manifest/", "/index/"))
     return [p for p in paths if any(d in p for d in dirs)]
 
 
+def _role() -> str:
+    """The calling thread's name without a kept thread's number (``lake-commit-ahead-3``)."""
+    name = threading.current_thread().name
+    return commit_ahead.AHEAD_THREAD_NAME if name.startswith(commit_ahead.AHEAD_THREAD_NAME) else name
+
+
 @pytest.fixture
 def ahead_threads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, CommitKind]]:
     """(thread name, kind) of every snapshot whose files the ahead writer wrote (with 2 usable
@@ -53,7 +59,7 @@ def ahead_threads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, CommitKind
     real = commit_ahead.snapshot_record
 
     def spy(store, latest, kind, *args, **kwargs):
-        seen.append((threading.current_thread().name, kind))
+        seen.append((_role(), kind))
         return real(store, latest, kind, *args, **kwargs)
     monkeypatch.setattr(commit_ahead, "snapshot_record", spy)
     return seen
@@ -186,7 +192,7 @@ def test_the_compact_put_is_prepared_ahead_and_one_hint_covers_both(tmp_path, ah
         real = getattr(SnapshotManager, name)
 
         def spy(self, snapshot, real=real, name=name):
-            calls.append((threading.current_thread().name, name, snapshot.id))
+            calls.append((_role(), name, snapshot.id))
             return real(self, snapshot)
         monkeypatch.setattr(SnapshotManager, name, spy)
     hints: list[int] = []

@@ -22,8 +22,8 @@ import pytest
 
 from lake_assets import Catalog
 from lake_assets.ops import commit_ahead
-from lake_assets.ops.ahead_threads import forget_idle_helpers
 from lake_assets.ops.commit_ahead import SnapshotAhead
+from lake_assets.ops.kept_threads import forget_idle_kept_threads
 from lake_assets.spec.snapshot import CommitKind
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.string())])
@@ -71,7 +71,7 @@ def test_the_thread_starts_once_its_base_files_are_in_storage(tmp_path: Path,
 
     def spy(store: Any, mio: Any, base: Any, written: Any) -> Any:
         # on the ahead thread, where it first reads its base (the APPEND snapshot handed over)
-        seen.append({"thread": threading.current_thread().name == "lake-commit-ahead",
+        seen.append({"thread": threading.current_thread().name.startswith(commit_ahead.AHEAD_THREAD_NAME),
                      "lists": all(_manifest_exists(t, n) for n in (base.base_manifest_list, base.delta_manifest_list)),
                      "index": base.index_manifest is None or _manifest_exists(t, base.index_manifest),
                      "snapshot": store.snapshot_manager.try_snapshot(base.id) is not None})
@@ -247,11 +247,11 @@ def test_a_process_that_cannot_start_a_thread_still_commits(tmp_path: Path, monk
     real_start = threading.Thread.start
 
     def no_thread(self: threading.Thread) -> None:
-        if self.name == "lake-commit-ahead":  # the process's thread limit reached just then
+        if self.name.startswith(commit_ahead.AHEAD_THREAD_NAME):  # the process's thread limit reached just then
             raise RuntimeError("can't start new thread")
         real_start(self)
 
-    forget_idle_helpers()  # no thread kept from an earlier commit: this one must start one
+    forget_idle_kept_threads()  # no thread kept from an earlier commit: this one must start one
     monkeypatch.setattr(commit_ahead.threading.Thread, "start", no_thread)
     t.write_arrow(_rows(range(50, 150), "b"))  # before: the APPEND failed, then its cleanup too
     monkeypatch.undo()

@@ -150,10 +150,11 @@ def test_the_writer_keeps_one_set_of_threads_for_all_its_spills_and_hands_them_b
     """Routing, spills and flushes run on the writer's own threads for its whole life (a thread
     that ends leaves its freed allocator pages behind, so a fresh pool per flush grew the
     resident memory with the number of flushes); `close` hands them back, idle, and the next
-    writer's spills run on the same threads (`ops.writer_threads`)."""
-    from lake_assets.ops import writer_threads
+    writer's spills run on the same threads (`ops.kept_pool`)."""
+    from lake_assets.ops import kept_threads
 
-    writer_threads.forget_idle_writer_threads()
+    kept_threads.forget_idle_kept_threads()
+    existing: list[set[threading.Thread]] = []
     threads: list[set[threading.Thread]] = []
     original_spill = write_spill.WriteBufferSpill.spill
 
@@ -165,6 +166,7 @@ def test_the_writer_keeps_one_set_of_threads_for_all_its_spills_and_hands_them_b
     t = _table(tmp_path)
     for _ in range(2):
         threads.append(set())
+        existing.append(set(threading.enumerate()))
         w = t.new_writer("u")
         try:
             for b in _batches(8, 2000, 30_000):
@@ -175,9 +177,9 @@ def test_the_writer_keeps_one_set_of_threads_for_all_its_spills_and_hands_them_b
             t.new_committer("u").commit(w.prepare_commit(), 1)
         finally:
             w.close()
-        assert all(th.is_alive() and th.name.startswith(writer_threads.IDLE_NAME) for th in threads[-1])
-        assert writer_threads.idle_writer_threads() >= len(threads[-1])
-    assert threads[1] <= threads[0]  # the second writer started none
+        assert all(th.is_alive() and th.name.startswith(kept_threads.IDLE_NAME) for th in threads[-1])
+        assert kept_threads.idle_kept_threads() >= len(threads[-1])
+    assert threads[1] <= existing[1]  # the second writer started none
 
 
 def test_an_executor_that_runs_tasks_inline_releases_on_the_calling_thread(monkeypatch):

@@ -1,4 +1,4 @@
-"""The writer's threads kept across writers (`lake_assets.ops.writer_threads`).
+"""A `KeptThreadPool` (`lake_assets.ops.kept_pool`): the writer's threads kept across writers.
 
 An upsert round after the first starts no thread; a writer never waits for another's tasks (each
 has its own threads); a task's failure is its future's, as `ThreadPoolExecutor` reported it, and the
@@ -23,24 +23,25 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog
-from lake_assets.ops import writer_threads
-from lake_assets.ops.writer_threads import (
-    IDLE_NAME,
-    THREAD_NAME,
-    WriterThreads,
-    forget_idle_writer_threads,
-    idle_writer_threads,
-)
+from lake_assets.ops import kept_pool, kept_threads
+from lake_assets.ops.kept_pool import KeptThreadPool
+from lake_assets.ops.kept_threads import IDLE_NAME, forget_idle_kept_threads, idle_kept_threads
+from lake_assets.ops.write_spill import WRITER_THREAD_NAME as THREAD_NAME
 
 WAIT_S = 30  # a bound on every wait: a hang fails the test instead of blocking it
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
 
 
+def _pool(max_workers: int) -> KeptThreadPool:
+    """A writer's pool, as `TableWriter._worker_pool` makes it."""
+    return KeptThreadPool(max_workers=max_workers, thread_name=THREAD_NAME)
+
+
 @pytest.fixture(autouse=True)
 def fresh_threads() -> Iterator[None]:
-    forget_idle_writer_threads()
+    forget_idle_kept_threads()
     yield
-    forget_idle_writer_threads()
+    forget_idle_kept_threads()
 
 
 def _counting_starts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -91,7 +92,7 @@ def test_a_writer_never_waits_for_another_writers_tasks() -> None:
     """Writer A's every thread waits on a task of A's queued behind them (as a flush-compact
     schedule's workers wait for flushes); writer B's tasks still run. One bounded queue shared by
     both would deadlock here."""
-    a, b = WriterThreads(max_workers=2), WriterThreads(max_workers=2)
+    a, b = _pool(max_workers=2), _pool(max_workers=2)
     release = threading.Event()
     try:
         blocked = [a.submit(release.wait, WAIT_S) for _ in range(2)]
@@ -138,7 +139,7 @@ class _Stop(BaseException):
 
 
 def test_a_failing_task_is_its_futures_and_the_thread_lives_on() -> None:
-    pool = WriterThreads(max_workers=1)
+    pool = _pool(max_workers=1)
     try:
         error, stop = OSError("disk gone"), _Stop()
 
@@ -182,20 +183,20 @@ def test_a_flush_failure_surfaces_from_prepare_commit_and_the_next_writer_works(
 
 
 def test_shutdown_waits_for_the_tasks_submitted_then_refuses_new_ones() -> None:
-    pool = WriterThreads(max_workers=2)
+    pool = _pool(max_workers=2)
     ran: list[int] = []
     gate = threading.Event()
     futures = [pool.submit(lambda i=i: (gate.wait(WAIT_S), ran.append(i))) for i in range(5)]
     threading.Timer(0.05, gate.set).start()
     pool.shutdown()
     assert sorted(ran) == list(range(5)) and all(f.done() for f in futures)
-    assert pool.threads == 0 and idle_writer_threads() == 2
+    assert pool.threads == 0 and idle_kept_threads() == 2
     with pytest.raises(RuntimeError, match="after shutdown"):
         pool.submit(print)
 
 
 def test_shutdown_can_cancel_the_tasks_not_started() -> None:
-    pool = WriterThreads(max_workers=1)
+    pool = _pool(max_workers=1)
     gate = threading.Event()
     first = pool.submit(gate.wait, WAIT_S)
     assert _until(lambda: first.running())
@@ -206,8 +207,8 @@ def test_shutdown_can_cancel_the_tasks_not_started() -> None:
 
 
 def test_idle_threads_are_bounded_and_exit_when_unused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(writer_threads, "keep_idle", lambda: 2)
-    pools = [WriterThreads(max_workers=2) for _ in range(2)]
+    monkeypatch.setattr(kept_threads, "keep_idle", lambda: 2)
+    pools = [_pool(max_workers=2) for _ in range(2)]
     gate = threading.Event()
     futures = [p.submit(gate.wait, WAIT_S) for p in pools for _ in range(2)]  # four threads busy
     assert _until(lambda: sum(p.threads for p in pools) == 4)
@@ -216,18 +217,18 @@ def test_idle_threads_are_bounded_and_exit_when_unused(monkeypatch: pytest.Monke
     for p in pools:
         p.shutdown()
     assert all(f.result() for f in futures)
-    assert idle_writer_threads() == 2  # the other two exited
+    assert idle_kept_threads() == 2  # the other two exited
     assert _until(lambda: sum(th.is_alive() for th in kept) == 2)
-    monkeypatch.setattr(writer_threads, "IDLE_EXIT_S", 0.05)
-    forget_idle_writer_threads()  # those two wait with the old timeout
-    pool = WriterThreads(max_workers=1)
+    monkeypatch.setattr(kept_threads, "IDLE_EXIT_S", 0.05)
+    forget_idle_kept_threads()  # those two wait with the old timeout
+    pool = _pool(max_workers=1)
     thread = pool.submit(threading.current_thread).result(WAIT_S)
     pool.shutdown()
-    assert _until(lambda: not thread.is_alive()) and idle_writer_threads() == 0
+    assert _until(lambda: not thread.is_alive()) and idle_kept_threads() == 0
 
 
 def test_a_writer_never_closed_hands_its_threads_back_once_collected() -> None:
-    pools = [WriterThreads(max_workers=2)]  # the only reference: cleared below
+    pools = [_pool(max_workers=2)]  # the only reference: cleared below
     gate = threading.Event()
     futures = [pools[0].submit(gate.wait, WAIT_S) for _ in range(2)]
     assert _until(lambda: pools[0].threads == 2)
@@ -235,7 +236,7 @@ def test_a_writer_never_closed_hands_its_threads_back_once_collected() -> None:
     assert all(f.result(WAIT_S) for f in futures)
     pools.clear()
     gc.collect()
-    assert _until(lambda: idle_writer_threads() == 2)
+    assert _until(lambda: idle_kept_threads() == 2)
     assert all(th.name.startswith(IDLE_NAME) for th in threading.enumerate()
                if th.name.startswith((THREAD_NAME, IDLE_NAME)))
 
@@ -248,9 +249,9 @@ def test_a_forked_child_starts_its_own_threads(tmp_path: Path) -> None:
     cat.create_database("db")
     t = cat.create_table("db.t", SCHEMA, primary_keys=["k"], options={"bucket": "2"})
     t.write_arrow(pa.table({"k": [1, 2, 3], "v": [0, 0, 0]}, schema=SCHEMA))  # leaves idle threads
-    inherited = WriterThreads(max_workers=2)
+    inherited = _pool(max_workers=2)
     assert inherited.submit(lambda: 1).result(WAIT_S) == 1
-    assert idle_writer_threads() >= 1
+    assert idle_kept_threads() >= 1
     pid = os.fork()
     if pid == 0:  # the child: report through the exit code only
         code = 1
@@ -258,7 +259,7 @@ def test_a_forked_child_starts_its_own_threads(tmp_path: Path) -> None:
             alarm = threading.Timer(WAIT_S, lambda: os._exit(3))
             alarm.daemon = True
             alarm.start()
-            ok = idle_writer_threads() == 0 and inherited.threads == 0
+            ok = idle_kept_threads() == 0 and inherited.threads == 0
             ok = ok and inherited.submit(lambda: 2).result(WAIT_S) == 2
             t.write_arrow(pa.table({"k": [1, 2, 3], "v": [9, 9, 9]}, schema=SCHEMA))
             code = 0 if ok else 2
@@ -277,16 +278,16 @@ def test_exit_waits_for_the_tasks_handed_to_a_writers_threads(tmp_path: Path) ->
     out = tmp_path / "done"
     script = f"""
 import time, lake_assets
-from lake_assets.ops.writer_threads import WriterThreads
+from lake_assets.ops.kept_pool import KeptThreadPool
 print(lake_assets.__file__)
-pool = WriterThreads(max_workers=1)
+pool = KeptThreadPool(max_workers=1)
 pool.submit(time.sleep, 0.2)
 pool.submit(lambda: open({str(out)!r}, "w").write("written"))
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=WAIT_S,
-                          env={**os.environ, "PYTHONPATH": str(Path(writer_threads.__file__).parents[2])})
+                          env={**os.environ, "PYTHONPATH": str(Path(kept_pool.__file__).parents[2])})
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == str(Path(writer_threads.__file__).parents[1] / "__init__.py")
+    assert done.stdout.strip() == str(Path(kept_pool.__file__).parents[1] / "__init__.py")
     assert out.read_text() == "written"
 
 
@@ -316,7 +317,7 @@ def test_an_interrupted_flush_round_hands_the_threads_back_for_the_next_writer(
         w.prepare_commit()
     w.abort()
     w.close()
-    assert calls[0] == 2 and idle_writer_threads() == 2  # the schedule waited for its running tasks
+    assert calls[0] == 2 and idle_kept_threads() == 2  # the schedule waited for its running tasks
     monkeypatch.setattr(flush_schedule, "wait", real_wait)
     started = _counting_starts(monkeypatch)
     t.write_arrow(pa.table({"k": np.arange(400), "v": np.ones(400, dtype=np.int64)}, schema=SCHEMA))
@@ -327,11 +328,11 @@ def test_an_interrupted_flush_round_hands_the_threads_back_for_the_next_writer(
 def test_a_bad_cpu_setting_made_meanwhile_does_not_keep_close_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
     """The idle bound follows `usable_cpus`, which refuses a bad ``LAKE_ASSETS_CPUS``: the thread
     still hands itself back (and exits), so the writer's close returns."""
-    pool = WriterThreads(max_workers=1)
+    pool = _pool(max_workers=1)
     thread = pool.submit(threading.current_thread).result(WAIT_S)
     monkeypatch.setenv("LAKE_ASSETS_CPUS", "many")
     done = threading.Thread(target=pool.shutdown, daemon=True)
     done.start()
     done.join(WAIT_S)
     assert not done.is_alive() and pool.threads == 0
-    assert _until(lambda: not thread.is_alive()) and idle_writer_threads() == 0
+    assert _until(lambda: not thread.is_alive()) and idle_kept_threads() == 0
