@@ -42,8 +42,8 @@ WRITE_PARTS: list[tuple[str, str]] = [
     ("lake_assets.store.manifest_io", "encode_manifest_list"),
 ]
 # (module, executor class) that run the write path's parallel parts
-POOL_MODULES = (("lake_assets.ops.write", "KeptThreadPool"), ("lake_assets.ops.route", "ThreadPoolExecutor"),
-                ("lake_assets.store.manifest_io", "ThreadPoolExecutor"))
+POOL_MODULES = (("lake_assets.ops.write", "KeptThreadPool"), ("lake_assets.ops.route", "KeptThreadPool"),
+                ("lake_assets.store.manifest_io", "KeptThreadPool"))
 
 
 class InlineExecutor(Executor):

@@ -25,7 +25,7 @@ holding level-0 files (`lake_assets.ops.postpone.plan_postpone`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 
 import numpy as np
 import pyarrow as pa
@@ -34,12 +34,14 @@ from lake_assets.errors import LakeError, UnsupportedFeatureError
 from lake_assets.ops import postpone_size
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.conform import as_table, conform, row_kinds
+from lake_assets.ops.kept_pool import KeptThreadPool
 from lake_assets.ops.postpone_batch import BatchBucketOptions, StagedPartition, bucket_metadata, plan_batch_buckets
 from lake_assets.ops.postpone_files import read_postpone_file
 from lake_assets.ops.postpone_table import is_postpone_table
 from lake_assets.ops.postpone_write import PostponeWriter
 from lake_assets.ops.route import PARALLEL_GATHER_ROWS, partition_groups
 from lake_assets.ops.write import TableWriter
+from lake_assets.ops.write_spill import WRITER_THREAD_NAME
 from lake_assets.ops.writer_abort import split_landed
 from lake_assets.ops.writer_state import WriterBase
 from lake_assets.parallelism import usable_cpus
@@ -51,6 +53,7 @@ from lake_assets.table_support import POSTPONE_BUCKET, Op
 
 # the format of the files rows of unplanned partitions are staged in (see `_stage_writer`)
 STAGE_FORMAT = "parquet"
+POSTPONE_REWRITE_THREAD_NAME = "lake-postpone-rewrite"  # a kept thread rewriting a staged partition
 
 
 def staged_partitions(store: FileStore, data: pa.Table, *, measure_bytes: bool = True) -> dict[bytes, StagedPartition]:
@@ -164,11 +167,11 @@ class PostponeFixedBucketWriter:
         if table.num_rows < PARALLEL_GATHER_ROWS:
             self._write_table(table, kinds, None)
             return
-        # a big batch is checked and routed on one pool, as `TableWriter.write_arrow` does
-        with ThreadPoolExecutor(max_workers=usable_cpus()) as pool:
+        # a big batch is checked and routed on kept threads, as `TableWriter.write_arrow` does
+        with KeptThreadPool(max_workers=usable_cpus(), thread_name=WRITER_THREAD_NAME) as pool:
             self._write_table(table, kinds, pool)
 
-    def _write_table(self, data: pa.Table, kinds: np.ndarray | None, pool: ThreadPoolExecutor | None) -> None:
+    def _write_table(self, data: pa.Table, kinds: np.ndarray | None, pool: Executor | None) -> None:
         table = conform(data, self.store.schema, self.store.name, pool)
         if table.num_rows == 0:
             return
@@ -296,7 +299,7 @@ def resolve_staged(
             by_partition.setdefault(e.partition, []).append(e)
         workers = max(1, min(len(by_partition), parallelism or usable_cpus()))
         opts = BatchBucketOptions.of(store) if options is None else options
-        with ThreadPoolExecutor(max_workers=workers) as pool:
+        with KeptThreadPool(max_workers=workers, thread_name=POSTPONE_REWRITE_THREAD_NAME) as pool:
             metadata = bucket_metadata(store)
             known = {} if overwrite else metadata.bucket_counts
             sizes = _staged_sizes(store, by_partition, known, opts, pool)
@@ -323,7 +326,7 @@ def resolve_staged(
 
 def _staged_sizes(store: FileStore, by_partition: Mapping[bytes, list[ManifestEntry]],
                   known: Mapping[bytes, int], opts: BatchBucketOptions,
-                  pool: ThreadPoolExecutor) -> dict[bytes, StagedPartition]:
+                  pool: Executor) -> dict[bytes, StagedPartition]:
     """The rows (file metadata) and bytes of each partition's staged files as the table's postpone
     files would store them (`postpone_file_bytes`: HEAD stages Avro postpone files and measures
     their size; ours are staged as Parquet for speed); the files are read only when a decision

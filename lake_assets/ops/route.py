@@ -20,7 +20,7 @@ on a thread pool (numpy's sorts and pyarrow's kernels release the GIL):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,11 +33,13 @@ from lake_assets.formats.data_file import SEQUENCE_NUMBER, VALUE_KIND
 from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.lsm.merge import sort_order
 from lake_assets.ops.few_values import few_value_codes
+from lake_assets.ops.kept_pool import KeptThreadPool
 from lake_assets.parallelism import usable_cpus
 from lake_assets.spec.data_types import DataType
 
 # Below this many rows a batch is gathered on the calling thread: a pool costs more than it saves.
 PARALLEL_GATHER_ROWS = 64 * 1024
+ROUTE_THREAD_NAME = "lake-route"  # a kept thread routing a batch `route` was given no pool for
 # The most buckets a partition may have here (Paimon sets none; each is a directory of files).
 MAX_BUCKETS_PER_PARTITION = 1 << 16
 # Up to this many (partition, bucket) groups in a batch, each group's task scans the group ids
@@ -164,14 +166,15 @@ def route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAssi
     for the merge; groups come in (partition first seen, bucket) order. ``assign`` gives the
     buckets instead of the fixed-bucket hash (dynamic bucket mode).
 
-    A batch of `PARALLEL_GATHER_ROWS` or more runs on ``pool`` (a pool of its own without one):
+    A batch of `PARALLEL_GATHER_ROWS` or more runs on ``pool`` (without one, on `usable_cpus`
+    kept threads borrowed for the call, `ops.kept_pool`):
     the bucket hash beside the partition grouping, then each group's sort and gather (numpy and
     pyarrow release the GIL in all of them)."""
     if data.num_rows < PARALLEL_GATHER_ROWS:
         return _route(data, kinds, spec, assign, None)
     if pool is not None:
         return _route(data, kinds, spec, assign, pool)
-    with ThreadPoolExecutor(max_workers=usable_cpus()) as own:
+    with KeptThreadPool(max_workers=usable_cpus(), thread_name=ROUTE_THREAD_NAME) as own:
         return _route(data, kinds, spec, assign, own)
 
 

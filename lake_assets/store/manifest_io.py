@@ -10,7 +10,6 @@ import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import Any
 
@@ -24,10 +23,13 @@ from lake_assets.formats.manifest_codec import (
 )
 from lake_assets.io.file_io import FileIO
 from lake_assets.lsm.key_compare import float_code
+from lake_assets.ops.kept_pool import KeptThreadPool
 from lake_assets.paths import TablePaths
 from lake_assets.spec.binary_row import deserialize_row, serialize_row
 from lake_assets.spec.data_types import DataType
 from lake_assets.spec.manifest import FileKind, ManifestEntry, ManifestFileMeta, SimpleStats, summarize_entries
+
+MANIFEST_READ_THREAD_NAME = "lake-manifest-read"  # a kept thread reading one of several manifests
 
 
 class _Slot:
@@ -158,7 +160,8 @@ class ManifestIO:
         """Read several manifests, in parallel on remote storage, preserving order."""
         if len(metas) <= 1 or not self.file_io.parallel_reads_pay_off:
             return [self.read_manifest(m.file_name, m.file_size) for m in metas]
-        with ThreadPoolExecutor(max_workers=min(16, len(metas))) as pool:
+        # kept threads (`ops.kept_pool`): a pool per read started up to 16 threads on every read
+        with KeptThreadPool(max_workers=min(16, len(metas)), thread_name=MANIFEST_READ_THREAD_NAME) as pool:
             return list(pool.map(lambda m: self.read_manifest(m.file_name, m.file_size), metas))
 
     # ---------------------------------------------------------------- writes

@@ -1,17 +1,18 @@
-"""Many compaction units at once: `run_compaction_tasks` runs them in a bounded thread pool
-(pyarrow releases the GIL while it decodes, sorts and encodes) and returns their messages in plan
-order; when one fails, what the others wrote is deleted (`discard_outputs`). One unit is
-`rewrite.run_compaction_task`, which re-exports these names.
+"""Many compaction units at once: `run_compaction_tasks` runs them on up to ``parallelism`` kept
+threads (`ops.kept_pool`; pyarrow releases the GIL while it decodes, sorts and encodes) and
+returns their messages in plan order; when one fails, what the others wrote is deleted
+(`discard_outputs`). One unit is `rewrite.run_compaction_task`, which re-exports these names.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_EXCEPTION, Future, wait
 from typing import TYPE_CHECKING
 
 from lake_assets.ops.allocator import release_thread_memory
+from lake_assets.ops.kept_pool import KeptThreadPool
 from lake_assets.ops.spill import spill_root
 from lake_assets.parallelism import usable_cpus
 
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
     from lake_assets.ops.commit_message import CommitMessage
     from lake_assets.ops.compact.plan import CompactionTask
     from lake_assets.store.file_store import FileStore
+
+COMPACT_THREAD_NAME = "lake-compact"  # a kept thread running compaction units
 
 
 def compaction_parallelism(store: FileStore, requested: int | None = None) -> int:
@@ -54,7 +57,7 @@ def run_compaction_tasks(
             discard_outputs(store, done)
             raise
         return done
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="compact")
+    pool = KeptThreadPool(max_workers=workers, thread_name=COMPACT_THREAD_NAME)
     futures: list[Future[CommitMessage]] = []
     try:
         futures = [pool.submit(_run_and_release, store, t, root) for t in tasks]
