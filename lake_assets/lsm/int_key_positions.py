@@ -1,6 +1,6 @@
 """Row positions of integer keys in one data file whose single integer key column is sorted with
 one row per key (a file above level 0): the lookup a deletion-vector compaction makes for every
-key it outputs (`ops.dv_compact`).
+key it outputs (`ops.dv_key_lookup`).
 
 Two ways to answer, chosen once per file when its index is built (`IntKeyPositions`):
 

@@ -15,9 +15,9 @@ import pyarrow as pa
 from lake_assets.formats.data_file import FILE_SOURCE_APPEND, DataFileWriter
 from lake_assets.lsm.lookup_merge import merges_by_lookup
 from lake_assets.lsm.merge import sort_and_merge, sort_for_merge
-from lake_assets.ops.dv_compact import remember_written_keys
-from lake_assets.ops.dv_old_values import needs_old_values
+from lake_assets.ops.dv_key_lookup import remember_written_keys
 from lake_assets.ops.dv_row_cache import flushed_key, remember_written_rows
+from lake_assets.ops.lookup_unit_rules import needs_old_values
 from lake_assets.ops.write_spill import WriteBufferSpill, take_buffered
 from lake_assets.ops.writer_state import BucketBuffer, bucket_file_writer
 

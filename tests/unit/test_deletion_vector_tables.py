@@ -20,7 +20,7 @@ import lake_assets.ops.level0_flush as level0_mod
 import lake_assets.ops.read as read_mod
 from lake_assets import Catalog
 from lake_assets.errors import CommitConflictError
-from lake_assets.ops import dv_compact
+from lake_assets.ops import dv_key_lookup
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact import plan_compaction, run_compaction_task
 from lake_assets.ops.deletion_vectors import VectorLoader, snapshot_index
@@ -336,7 +336,7 @@ def test_a_writer_looks_up_the_keys_it_wrote_without_reading_its_files_back(
     # writes files of its own.)
     table = make(catalog)
     misses: list[str] = []  # lookups that had to read a file's keys
-    real_get = dv_compact._KEY_CACHE.get
+    real_get = dv_key_lookup._KEY_CACHE.get
 
     def get(key):
         got = real_get(key)
@@ -344,7 +344,7 @@ def test_a_writer_looks_up_the_keys_it_wrote_without_reading_its_files_back(
             misses.append(key[0])
         return got
 
-    monkeypatch.setattr(dv_compact._KEY_CACHE, "get", get)
+    monkeypatch.setattr(dv_key_lookup._KEY_CACHE, "get", get)
     model: dict[tuple[int, str], str] = {}
     rng = random.Random(3)
     for round_ in range(4):
@@ -369,7 +369,7 @@ def test_keys_of_rolled_level0_files_mark_the_right_rows(catalog: Catalog, monke
 
     def remember(store, partition, bucket, files, data):
         handed.append(len(files))
-        dv_compact.remember_written_keys(store, partition, bucket, files, data)
+        dv_key_lookup.remember_written_keys(store, partition, bucket, files, data)
 
     monkeypatch.setattr(level0_mod, "remember_written_keys", remember)
     model: dict[tuple[int, str], str] = {}

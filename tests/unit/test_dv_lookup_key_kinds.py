@@ -1,4 +1,4 @@
-"""The deletion-vector lookup of a compaction (`ops.dv_compact`) for every kind of key it takes a
+"""The deletion-vector lookup of a compaction (`ops.dv_key_lookup`) for every kind of key it takes a
 different path for: one integer column with dense keys (the rank bitmap of
 `lsm.int_key_positions`), one integer column with sparse keys (its binary search), a 32-bit
 integer, a double key (-0.0 and 0.0 two keys), a string key and a two-column key (a slice of each
@@ -19,7 +19,7 @@ import pytest
 import lake_assets.ops.read as read_mod
 from lake_assets import Catalog
 from lake_assets.errors import LakeError
-from lake_assets.ops import dv_compact
+from lake_assets.ops import dv_compact, dv_key_lookup
 from lake_assets.ops.deletion_vectors import VectorLoader, snapshot_index
 
 KINDS: dict[str, tuple[pa.DataType, list[str], Any]] = {
@@ -99,14 +99,14 @@ def test_vectors_hide_exactly_the_replaced_rows(tmp_path: Path, kind: str, monke
 def test_integer_keys_are_found_through_a_cached_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # the top level's index is built once and found in the cache by later rounds ...
     built: list[int] = []
-    real = dv_compact.IntKeyPositions
+    real = dv_key_lookup.IntKeyPositions
 
     class Counting(real):  # type: ignore[misc, valid-type]
         def __init__(self, keys: Any) -> None:
             built.append(int(keys.size))
             super().__init__(keys)
 
-    monkeypatch.setattr(dv_compact, "IntKeyPositions", Counting)
+    monkeypatch.setattr(dv_key_lookup, "IntKeyPositions", Counting)
     catalog = Catalog(str(tmp_path / "wh"))
     catalog.create_database("db")
     table = catalog.create_table("db.t", schema("int64 dense"), primary_keys=["k"],

@@ -19,7 +19,7 @@ from lake_assets.lsm.merge_engine.registry import engine_of
 from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.lsm.run_partition import RunCursor, key_at, split_into_runs
 from lake_assets.ops.compact.fan_in import bounded_inputs, sort_spill_threshold, spill_directory
-from lake_assets.ops.dv_old_values import folds_lone_records, lookup_merge_function
+from lake_assets.ops.lookup_unit_rules import folds_lone_records, lookup_merge_function
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
 from lake_assets.ops.streaming_read import stream_bounds

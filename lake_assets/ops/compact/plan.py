@@ -31,7 +31,7 @@ from lake_assets.ops.append_vectors import plan_groups
 from lake_assets.ops.bucket_count import check_bucket_count
 from lake_assets.ops.compact.data_evolution_compact import plan_groups as plan_data_evolution
 from lake_assets.ops.dv_compact import delete_heavy_files
-from lake_assets.ops.dv_old_values import needs_old_values
+from lake_assets.ops.lookup_unit_rules import needs_old_values
 from lake_assets.ops.plan import plan_splits
 from lake_assets.ops.row_tracking import data_evolution_enabled
 from lake_assets.ops.scan import Split

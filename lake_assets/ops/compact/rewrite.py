@@ -42,17 +42,17 @@ from lake_assets.ops.compact.unit_pool import (  # moved there; imported from he
     run_compaction_tasks,
 )
 from lake_assets.ops.deletion_vectors import VectorLoader
-from lake_assets.ops.dv_compact import VectorUpdate, remember_written_keys
-from lake_assets.ops.dv_old_values import (
-    AboveLookup,
-    OldValues,
+from lake_assets.ops.dv_compact import VectorUpdate
+from lake_assets.ops.dv_key_lookup import remember_written_keys
+from lake_assets.ops.dv_old_values import AboveLookup, OldValues
+from lake_assets.ops.dv_row_cache import LookedUpRows, RowsKey, flushed_key, remember_written_rows, take_flushed
+from lake_assets.ops.lookup_unit_rules import (
     folds_lone_records,
     lookup_merge_function,
     needs_old_values,
     relabel_candidate,
     same_rows,
 )
-from lake_assets.ops.dv_row_cache import LookedUpRows, RowsKey, flushed_key, remember_written_rows, take_flushed
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
 from lake_assets.ops.spill import SpillDirectory, spill_root
@@ -318,7 +318,7 @@ def run_compaction_task(
 def _remember_output(unit: UnitFiles, split: Split, level: int, files: Sequence[DataFileMeta],
                      outputs: Sequence[pa.Table]) -> None:
     """Keep the keys and rows of ``files``, a lookup unit's output written from ``outputs``, for
-    the next round's lookups (`dv_compact.remember_written_keys`, `dv_row_cache`): the rows as
+    the next round's lookups (`dv_key_lookup.remember_written_keys`, `dv_row_cache`): the rows as
     the unit's reader would give them back, with the level column."""
     looked_up = unit.looked_up_rows(split)
     if looked_up.budget <= 0:
