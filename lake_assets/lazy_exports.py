@@ -21,12 +21,17 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+# package -> its exports (public name -> the module that defines it), as each package declared them
+# (tests check every entry names the module that defines the name)
+DECLARED: dict[str, Mapping[str, str]] = {}
+
 
 def lazy_exports(
     package: str, exports: Mapping[str, str]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """The module-level ``__getattr__`` and ``__dir__`` of ``package`` for ``exports`` (public
     name -> the module that defines it)."""
+    DECLARED[package] = exports
 
     def __getattr__(name: str) -> Any:
         module = exports.get(name)

@@ -1,5 +1,6 @@
 """Compaction: plan units per (partition, bucket) (`plan`), rewrite each unit (`rewrite`, with
-the changelog of lookup / full-compaction units in `changelog`), commit the results (`run`).
+the changelog of lookup / full-compaction units in `changelog`), run many units at once
+(`unit_pool`), commit the results (`run`).
 
 A distributed job plans on a driver, runs units on executors (each unit is independent and
 serializable) and commits once: it passes its runner to `compact` as ``run_tasks``.
@@ -23,17 +24,14 @@ if TYPE_CHECKING:
         plan_bucket,
         plan_compaction,
     )
-    from lake_assets.ops.compact.rewrite import (
-        compaction_parallelism,
-        discard_outputs,
-        run_compaction_task,
-        run_compaction_tasks,
-    )
+    from lake_assets.ops.compact.rewrite import run_compaction_task
     from lake_assets.ops.compact.run import CompactResult, RunTasks, compact, summarize
+    from lake_assets.ops.compact.unit_pool import compaction_parallelism, discard_outputs, run_compaction_tasks
 
 _PLAN = "lake_assets.ops.compact.plan"
 _REWRITE = "lake_assets.ops.compact.rewrite"
 _RUN = "lake_assets.ops.compact.run"
+_UNIT_POOL = "lake_assets.ops.compact.unit_pool"
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -43,13 +41,13 @@ _EXPORTS = {
     "RunTasks": _RUN,
     "commits_since_last_compaction": _PLAN,
     "compact": _RUN,
-    "compaction_parallelism": _REWRITE,
-    "discard_outputs": _REWRITE,
+    "compaction_parallelism": _UNIT_POOL,
+    "discard_outputs": _UNIT_POOL,
     "needs_level0_compaction": _PLAN,
     "plan_bucket": _PLAN,
     "plan_compaction": _PLAN,
     "run_compaction_task": _REWRITE,
-    "run_compaction_tasks": _REWRITE,
+    "run_compaction_tasks": _UNIT_POOL,
     "summarize": _RUN,
 }
 
