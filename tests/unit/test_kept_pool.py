@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,8 +26,8 @@ from lake_assets.ops import kept_pool, kept_threads
 from lake_assets.ops.kept_pool import KeptThreadPool
 from lake_assets.ops.kept_threads import IDLE_NAME, forget_idle_kept_threads, idle_kept_threads
 from lake_assets.ops.write_spill import WRITER_THREAD_NAME as THREAD_NAME
+from tests.unit.thread_starts import WAIT_S, counting_starts, until
 
-WAIT_S = 30  # a bound on every wait: a hang fails the test instead of blocking it
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
 
 
@@ -44,25 +43,8 @@ def fresh_threads() -> Iterator[None]:
     forget_idle_kept_threads()
 
 
-def _counting_starts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    started: list[str] = []
-    real_start = threading.Thread.start
-
-    def start(self: threading.Thread) -> None:
-        started.append(self.name)
-        real_start(self)
-
-    monkeypatch.setattr(threading.Thread, "start", start)
-    return started
 
 
-def _until(check: Any) -> bool:
-    deadline = time.monotonic() + WAIT_S
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.001)
-    return True
 
 
 @pytest.mark.parametrize("dv", [False, True], ids=["plain", "deletion-vectors"])
@@ -76,7 +58,7 @@ def test_an_upsert_round_after_the_first_starts_no_writer_thread(tmp_path: Path,
     options = {"bucket": "2", **({"deletion-vectors.enabled": "true"} if dv else {})}
     t = cat.create_table("db.t", SCHEMA, primary_keys=["k"], options=options)
     rng = np.random.default_rng(3)
-    started = _counting_starts(monkeypatch)
+    started = counting_starts(monkeypatch)
     per_round = []
     for round_ in range(6):
         before = len(started)
@@ -96,7 +78,7 @@ def test_a_writer_never_waits_for_another_writers_tasks() -> None:
     release = threading.Event()
     try:
         blocked = [a.submit(release.wait, WAIT_S) for _ in range(2)]
-        assert _until(lambda: a.threads == 2)
+        assert until(lambda: a.threads == 2)
         done = [b.submit(lambda i=i: i * 2) for i in range(4)]
         assert [f.result(timeout=WAIT_S) for f in done] == [0, 2, 4, 6]
         assert not any(f.done() for f in blocked)
@@ -199,7 +181,7 @@ def test_shutdown_can_cancel_the_tasks_not_started() -> None:
     pool = _pool(max_workers=1)
     gate = threading.Event()
     first = pool.submit(gate.wait, WAIT_S)
-    assert _until(lambda: first.running())
+    assert until(lambda: first.running())
     later = [pool.submit(lambda: 1) for _ in range(3)]
     threading.Timer(0.05, gate.set).start()
     pool.shutdown(cancel_futures=True)
@@ -211,32 +193,32 @@ def test_idle_threads_are_bounded_and_exit_when_unused(monkeypatch: pytest.Monke
     pools = [_pool(max_workers=2) for _ in range(2)]
     gate = threading.Event()
     futures = [p.submit(gate.wait, WAIT_S) for p in pools for _ in range(2)]  # four threads busy
-    assert _until(lambda: sum(p.threads for p in pools) == 4)
+    assert until(lambda: sum(p.threads for p in pools) == 4)
     kept = {th for th in threading.enumerate() if th.name.startswith(THREAD_NAME)}
     gate.set()
     for p in pools:
         p.shutdown()
     assert all(f.result() for f in futures)
     assert idle_kept_threads() == 2  # the other two exited
-    assert _until(lambda: sum(th.is_alive() for th in kept) == 2)
+    assert until(lambda: sum(th.is_alive() for th in kept) == 2)
     monkeypatch.setattr(kept_threads, "IDLE_EXIT_S", 0.05)
     forget_idle_kept_threads()  # those two wait with the old timeout
     pool = _pool(max_workers=1)
     thread = pool.submit(threading.current_thread).result(WAIT_S)
     pool.shutdown()
-    assert _until(lambda: not thread.is_alive()) and idle_kept_threads() == 0
+    assert until(lambda: not thread.is_alive()) and idle_kept_threads() == 0
 
 
 def test_a_writer_never_closed_hands_its_threads_back_once_collected() -> None:
     pools = [_pool(max_workers=2)]  # the only reference: cleared below
     gate = threading.Event()
     futures = [pools[0].submit(gate.wait, WAIT_S) for _ in range(2)]
-    assert _until(lambda: pools[0].threads == 2)
+    assert until(lambda: pools[0].threads == 2)
     gate.set()
     assert all(f.result(WAIT_S) for f in futures)
     pools.clear()
     gc.collect()
-    assert _until(lambda: idle_kept_threads() == 2)
+    assert until(lambda: idle_kept_threads() == 2)
     assert all(th.name.startswith(IDLE_NAME) for th in threading.enumerate()
                if th.name.startswith((THREAD_NAME, IDLE_NAME)))
 
@@ -319,7 +301,7 @@ def test_an_interrupted_flush_round_hands_the_threads_back_for_the_next_writer(
     w.close()
     assert calls[0] == 2 and idle_kept_threads() == 2  # the schedule waited for its running tasks
     monkeypatch.setattr(flush_schedule, "wait", real_wait)
-    started = _counting_starts(monkeypatch)
+    started = counting_starts(monkeypatch)
     t.write_arrow(pa.table({"k": np.arange(400), "v": np.ones(400, dtype=np.int64)}, schema=SCHEMA))
     assert not [name for name in started if name.startswith(THREAD_NAME)]
     assert t.to_arrow().column("v").to_pylist() == [1] * 400
@@ -335,4 +317,4 @@ def test_a_bad_cpu_setting_made_meanwhile_does_not_keep_close_waiting(monkeypatc
     done.start()
     done.join(WAIT_S)
     assert not done.is_alive() and pool.threads == 0
-    assert _until(lambda: not thread.is_alive()) and idle_kept_threads() == 0
+    assert until(lambda: not thread.is_alive()) and idle_kept_threads() == 0

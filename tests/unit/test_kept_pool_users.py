@@ -19,6 +19,7 @@ from lake_assets import Catalog
 from lake_assets.ops.kept_threads import forget_idle_kept_threads
 from lake_assets.ops.postpone_fixed_bucket import write_fixed_buckets
 from lake_assets.ops.route import PARALLEL_GATHER_ROWS
+from tests.unit.thread_starts import counting_starts
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.int64())])
 
@@ -33,16 +34,7 @@ def fresh_threads() -> Iterator[None]:
 @pytest.fixture
 def started(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Names of the threads started (the whole-table read pool's, kept by `ops.read_pool`, left out)."""
-    names: list[str] = []
-    real_start = threading.Thread.start
-
-    def start(self: threading.Thread) -> None:
-        if not self.name.startswith("lake-read"):
-            names.append(self.name)
-        real_start(self)
-
-    monkeypatch.setattr(threading.Thread, "start", start)
-    return names
+    return counting_starts(monkeypatch, ignore=("lake-read",))
 
 
 def _catalog(tmp_path: Path) -> Catalog:

@@ -31,8 +31,8 @@ from lake_assets.ops.kept_threads import (
 )
 from lake_assets.ops.write_spill import WRITER_THREAD_NAME
 from lake_assets.spec.snapshot import CommitKind
+from tests.unit.thread_starts import WAIT_S, counting_starts, until
 
-WAIT_S = 30  # a bound on every wait: a hang fails the test instead of blocking it
 JOB = "lake-test-job"
 
 
@@ -43,25 +43,8 @@ def fresh_threads() -> Iterator[None]:
     forget_idle_kept_threads()
 
 
-def _until(check: Any) -> bool:
-    deadline = time.monotonic() + WAIT_S
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.001)
-    return True
 
 
-def _counting_starts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    started: list[str] = []
-    real_start = threading.Thread.start
-
-    def start(self: threading.Thread) -> None:
-        started.append(self.name)
-        real_start(self)
-
-    monkeypatch.setattr(threading.Thread, "start", start)
-    return started
 
 
 def _run(task: Any) -> threading.Event:
@@ -78,7 +61,7 @@ def _run(task: Any) -> threading.Event:
 
 
 def test_a_kept_thread_takes_the_next_task_without_a_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    started = _counting_starts(monkeypatch)
+    started = counting_starts(monkeypatch)
     threads: list[threading.Thread] = []
     names: list[str] = []
 
@@ -87,12 +70,12 @@ def test_a_kept_thread_takes_the_next_task_without_a_start(monkeypatch: pytest.M
         names.append(threading.current_thread().name)
 
     assert _run(job).wait(WAIT_S)
-    assert _until(lambda: idle_kept_threads() == 1)
+    assert until(lambda: idle_kept_threads() == 1)
     assert _run(job).wait(WAIT_S)
     assert len(started) == 1 and started[0].startswith(JOB)  # one start for both jobs
     assert threads[0] is threads[1] and threads[0].daemon
     assert names[0] == names[1] == started[0]  # named for what it does: the job, then idle
-    assert _until(lambda: threads[0].name.startswith(IDLE_NAME))
+    assert until(lambda: threads[0].name.startswith(IDLE_NAME))
 
 
 def test_one_idle_list_serves_pools_and_ahead_runs(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -102,10 +85,10 @@ def test_one_idle_list_serves_pools_and_ahead_runs(monkeypatch: pytest.MonkeyPat
     first = pool.submit(threading.current_thread).result(WAIT_S)
     pool.shutdown()
     assert first.name.startswith(IDLE_NAME) and idle_kept_threads() == 1
-    started = _counting_starts(monkeypatch)
+    started = counting_starts(monkeypatch)
     threads: list[threading.Thread] = []
     assert _run(lambda: threads.append(threading.current_thread())).wait(WAIT_S)
-    assert _until(lambda: idle_kept_threads() == 1)
+    assert until(lambda: idle_kept_threads() == 1)
     pool = KeptThreadPool(max_workers=1, thread_name=WRITER_THREAD_NAME)
     again = pool.submit(lambda: threading.current_thread().name).result(WAIT_S)
     pool.shutdown()
@@ -130,7 +113,7 @@ def test_a_failing_task_keeps_its_thread() -> None:
         raise OSError("the task's storage failed")
 
     assert _run(fail).wait(WAIT_S)
-    assert _until(lambda: idle_kept_threads() == 1)
+    assert until(lambda: idle_kept_threads() == 1)
     assert _run(lambda: threads.append(threading.current_thread())).wait(WAIT_S)
     assert threads[0] is threads[1]
 
@@ -142,7 +125,7 @@ def test_at_most_keep_idle_threads_wait_between_tasks(monkeypatch: pytest.Monkey
     busy = [_run(lambda: release.wait(WAIT_S)) for _ in range(4)]
     release.set()
     assert all(ran.wait(WAIT_S) for ran in busy)
-    assert _until(lambda: idle_kept_threads() == 2)
+    assert until(lambda: idle_kept_threads() == 2)
     time.sleep(0.05)  # the others have ended instead of joining the idle list
     assert idle_kept_threads() == 2
 
@@ -159,7 +142,7 @@ def test_an_idle_thread_exits(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_forked_child_starts_its_own_thread() -> None:
     assert _run(lambda: None).wait(WAIT_S)
-    assert _until(lambda: idle_kept_threads() == 1)
+    assert until(lambda: idle_kept_threads() == 1)
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: the parent's idle thread does not exist here
@@ -189,7 +172,7 @@ def test_consecutive_commits_reuse_the_ahead_thread(tmp_path: Path, monkeypatch:
     cat.create_database("db")
     t = cat.create_table("db.t", schema, primary_keys=["k"],
                          options={"bucket": "2", "deletion-vectors.enabled": "true"})
-    started = _counting_starts(monkeypatch)
+    started = counting_starts(monkeypatch)
     per_round = []
     for round_ in range(4):
         before = len(started)
