@@ -59,116 +59,24 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.memory_bounds import bounds, compaction_bound
+from bench.memory_tables import (
+    OPTIONS,
+    SCHEMA,
+    TABLES,
+    UPSERT_FRACTION,
+    batch,
+    load_batches,
+    upsert_batches,
+    write_batches,
+)
 from bench.tpch.measure import Meter
 from lake_assets import Catalog
-from lake_assets.formats.data_file import ROW_GROUP_MAX_BYTES
-from lake_assets.lsm.run_partition import split_into_runs
-from lake_assets.ops import spill, write_spill
-from lake_assets.ops.compact import fan_in as compact_fan_in
-from lake_assets.ops.compact import memory as compact_memory
+from lake_assets.ops import spill
 from lake_assets.ops.compact import rewrite as compact_rewrite
-from lake_assets.ops.compact.plan import plan_compaction
-from lake_assets.ops.compact.rewrite import compaction_parallelism
 from lake_assets.ops.streaming_read import DEFAULT_BATCH_ROWS, DEFAULT_READ_AHEAD
 from lake_assets.option_rules import RULES
-from lake_assets.option_types import parse_memory_size
 from lake_assets.options import CoreOptions
-from lake_assets.parallelism import usable_cpus
-
-SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("a", pa.int64()), ("b", pa.float64()),
-                    ("c", pa.string()), ("d", pa.int32()), ("e", pa.timestamp("us")), ("f", pa.bool_())])
-GEN_ROWS = 256 * 1024  # rows generated per write call
-OPTIONS = {"bucket": "4", "write-only": "true", "write-buffer-spillable": "true",
-           "write-buffer-size": "64 mb", "local-sort.max-num-file-handles": "128"}
-UPSERT_FRACTION = 0.1
-# the tables --table picks: extra options over OPTIONS
-TABLES: dict[str, dict[str, str]] = {
-    "deduplicate": {},
-    "first-row": {"merge-engine": "first-row"},
-    "lookup-changelog": {"changelog-producer": "lookup"},
-}
-
-
-def _batch(rng: np.random.Generator, keys: np.ndarray, round_: int) -> pa.Table:
-    n = len(keys)
-    words = np.array([f"value-{i:04d}-{'x' * (i % 9)}" for i in range(512)], dtype=object)
-    return pa.table({
-        "id": keys.astype(np.int64),
-        "part": np.where(keys % 2 == 0, "p0", "p1"),
-        "a": rng.integers(0, 1 << 40, n),
-        "b": rng.random(n) + round_,
-        "c": words[rng.integers(0, len(words), n)],
-        "d": rng.integers(0, 1 << 30, n).astype(np.int32),
-        "e": pa.array(rng.integers(1_600_000_000_000_000, 1_700_000_000_000_000, n), pa.timestamp("us")),
-        "f": rng.random(n) < 0.5,
-    }, schema=SCHEMA)
-
-
-def _load_batches(rows: int, seed: int) -> Iterator[pa.Table]:
-    """Every key in [0, rows) once, shuffled within each generated batch."""
-    rng = np.random.default_rng(seed)
-    for start in range(0, rows, GEN_ROWS):
-        n = min(GEN_ROWS, rows - start)
-        yield _batch(rng, start + rng.permutation(n), 0)
-
-
-def _upsert_batches(rows: int, seed: int) -> Iterator[pa.Table]:
-    """``UPSERT_FRACTION`` of the keys, drawn at random, new values."""
-    rng = np.random.default_rng(seed)
-    total = int(rows * UPSERT_FRACTION)
-    for start in range(0, total, GEN_ROWS):
-        n = min(GEN_ROWS, total - start)
-        yield _batch(rng, rng.integers(0, rows, n), 1)
-
-
-def _write(table, batches: Iterator[pa.Table], user: str, extra: dict[str, object] | None = None) -> int:
-    """Write and commit ``batches``; ``extra`` gets the writer's spill counts (runs, spilled rows,
-    the largest merge fan-in) when it spills."""
-    writer = table.new_writer(user)
-    written = 0
-    try:
-        for b in batches:
-            writer.write_arrow(b)
-            written += b.num_rows
-        table.new_committer(user).commit(writer.prepare_commit(), commit_identifier=1)
-        stats = getattr(writer, "spill_stats", None)  # absent before round 4's counters
-        if extra is not None and stats is not None:
-            extra.update(spill_runs=stats.runs, spilled_rows=stats.rows, spill_merges=stats.merges,
-                         spill_max_fan_in=stats.max_fan_in)
-    finally:
-        writer.close()
-    return written
-
-
-def compaction_bound(table, full: bool) -> dict[str, object]:
-    """The configured bound of the compaction about to run, printed beside its peak: rows that
-    the units at once hold at most (`ops.compact.memory`), and those rows in MiB at this table's
-    Arrow bytes per row (its columns plus the sequence number and row kind)."""
-    store = table.store
-    opts = store.schema.core_options
-    plan = plan_compaction(store, full=full)
-    runs = max((len(split_into_runs(iv, store.schema.types(list(store.schema.trimmed_primary_keys))))
-                for t in plan.tasks for s in t.sections if s.kind == "rewrite" for iv in s.intervals), default=0)
-    if not runs:
-        return {}  # no unit merges (upgrades only): the bound is that of what else the units do
-    units = min(len(plan.tasks), compaction_parallelism(store))
-    rows = compact_memory.compaction_rows_bound(opts, runs, units)
-    sample = _batch(np.random.default_rng(0), np.arange(65536), 0)
-    row_bytes = sample.nbytes / sample.num_rows + 9
-    # the runs' Parquet readers beside their batches (round 7): key, system and value columns, a
-    # nested column by its leaves (session 13; before, top-level columns)
-    columns = (compact_memory.run_read_columns(store.schema) if hasattr(compact_memory, "run_read_columns")
-               else len(store.schema.trimmed_primary_keys) + 2 + len(store.schema.field_names))
-    readers = (compact_memory.compaction_reader_bytes(opts, runs, units, columns)
-               if hasattr(compact_memory, "compaction_reader_bytes") else 0)
-    # changelog production (lookup, full-compaction) has its own read.batch-size bounds (round 2),
-    # which this sum of the merge's rows does not include
-    changelog = any(t.changelog_producer for t in plan.tasks)
-    return {"compaction_runs_per_unit": runs, "compaction_units_at_once": units,
-            "sort_spill_threshold": compact_fan_in.sort_spill_threshold(opts),
-            "compaction_bound_rows": rows, "reader_bound_mib": round(readers / 2**20, 1),
-            "bound_mib": round((rows * row_bytes + readers) / 2**20, 1),
-            "bound_excludes_changelog": changelog}
 
 
 class ArrowPeak:
@@ -249,7 +157,7 @@ def run_many_runs(rows: int, table, meter: Meter, rounds: int, batch_rows: int, 
         written = 0
         for r in range(rounds):
             keys = np.unique(rng.integers(0, rows, per_round))  # a key at most once per commit
-            written += _write(table, iter([_batch(rng, keys, r)]), f"round-{r}")
+            written += write_batches(table, iter([batch(rng, keys, r)]), f"round-{r}")
         x["rows"] = written
     bound = compaction_bound(table, True)
     with step(meter, f"compact {rounds} runs@{rows}", written) as x, collected_spills() as made:
@@ -283,7 +191,7 @@ def run_size(
         run_many_runs(rows, table, meter, many_runs, batch_rows, read_ahead)
         return
     with step(meter, f"load@{rows}", rows) as x:
-        x["rows"] = _write(table, _load_batches(rows, 1), "load", x)
+        x["rows"] = write_batches(table, load_batches(rows, 1), "load", x)
     if load_only:
         return
     if kind != "deduplicate":
@@ -293,7 +201,7 @@ def run_size(
             table.compact(full=True)
             x.update(bound)
         with step(meter, f"upsert@{rows}", int(rows * UPSERT_FRACTION)) as x:
-            x["rows"] = _write(table, _upsert_batches(rows, 2), "upsert", x)
+            x["rows"] = write_batches(table, upsert_batches(rows, 2), "upsert", x)
         bound = compaction_bound(table, False)
         with step(meter, f"compact-level0@{rows}", int(rows * UPSERT_FRACTION)) as x:
             table.compact()
@@ -306,7 +214,7 @@ def run_size(
             raise SystemExit(f"read {n} rows, expected {rows}")
         return
     with step(meter, f"upsert@{rows}", int(rows * UPSERT_FRACTION)) as x:
-        x["rows"] = _write(table, _upsert_batches(rows, 2), "upsert", x)
+        x["rows"] = write_batches(table, upsert_batches(rows, 2), "upsert", x)
     for phase in ("before-compaction", "after-compaction"):
         if phase == "after-compaction":
             bound = compaction_bound(table, True)
@@ -323,48 +231,6 @@ def run_size(
             x["largest_batch"] = largest
         if n != rows:
             raise SystemExit(f"read {n} rows, expected {rows}")
-
-
-def bounds(batch_rows: int, read_ahead: int, write_buffer: str = OPTIONS["write-buffer-size"]) -> dict[str, object]:
-    """The configured numbers that bound each step's memory."""
-    workers = max(2, usable_cpus())
-    buffer_bytes = parse_memory_size(write_buffer)
-    handles = int(OPTIONS["local-sort.max-num-file-handles"])
-    return {
-        "write-buffer-size": write_buffer,
-        "local-sort.max-num-file-handles": handles,
-        **spill_merge_bounds(buffer_bytes, handles),
-        "spill merge rows (min/step)": write_spill.SPILL_MERGE_ROWS,
-        "read batch rows": batch_rows,
-        "read-ahead batches per worker": read_ahead,
-        "read workers": workers,
-        "compaction.merge-rows (unset: memory.DEFAULT_MERGE_ROWS; <= 2x per merge call)":
-            compact_memory.DEFAULT_MERGE_ROWS,
-        "compaction read batch rows per sorted run, 2 runs (memory.run_batch_rows)":
-            compact_memory.run_batch_rows(compact_memory.DEFAULT_MERGE_ROWS, batch_rows, 2),
-        "compaction units at once (compaction.parallelism, default CPUs, at least 2)": workers,
-        "first-row lookup key chunk rows (per sorted run; compaction.merge-rows)": compact_memory.DEFAULT_MERGE_ROWS,
-        "changelog old-state read batch rows (read.batch-size)": batch_rows,
-        # a file is decoded a row group at a time: its size bounds every file read (the
-        # older levels read by changelog production and first-row lookups included)
-        "row group max Arrow bytes (data_file.ROW_GROUP_MAX_BYTES)": ROW_GROUP_MAX_BYTES,
-        # from round 7: a batched read holds this much of each column chunk, not the whole chunk
-        **({"read.parquet.buffer-size (per column; + a data page and a dictionary page)":
-            RULES["read.parquet.buffer-size"].default} if "read.parquet.buffer-size" in RULES else {}),
-        "target-file-size (primary-key default)": "128 mb",
-    }
-
-
-def spill_merge_bounds(buffer_bytes: int, handles: int) -> dict[str, object]:
-    """The commit-time merge of spilled runs holds one run batch per merged run: at most
-    ``handles`` runs per bucket (more are folded into one first), in as many buckets at once as
-    the writer merges in parallel. Compare the printed largest fan-in of each step."""
-    out: dict[str, object] = {"spill batch bytes (spill_batch_bytes)": spill.spill_batch_bytes(buffer_bytes, handles)}
-    if hasattr(write_spill, "spill_merge_bound_bytes"):  # from round 4 on
-        out["buckets merged at once (write_spill.bucket_flush_threads)"] = write_spill.bucket_flush_threads()
-        out["spill merge run batches at most, MiB (batch x handles x buckets at once)"] = round(
-            write_spill.spill_merge_bound_bytes(buffer_bytes, handles) / 2**20, 1)
-    return out
 
 
 def _options(pairs: list[str]) -> dict[str, str]:

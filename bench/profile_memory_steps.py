@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.bench_memory import OPTIONS, SCHEMA, _load_batches, _upsert_batches, _write
+from bench.memory_tables import OPTIONS, SCHEMA, load_batches, upsert_batches, write_batches
 from lake_assets import Catalog
 
 _profiles: list[cProfile.Profile] = []
@@ -46,8 +46,8 @@ def main(rows: int, top: int = 22) -> None:
         table = catalog.create_table("db.t", SCHEMA, primary_keys=["id", "part"], partition_keys=["part"],
                                      options=OPTIONS)
         steps: list[tuple[str, Callable[[], object]]] = [
-            ("load", lambda: _write(table, _load_batches(rows, 1), "load")),
-            ("upsert", lambda: _write(table, _upsert_batches(rows, 2), "upsert")),
+            ("load", lambda: write_batches(table, load_batches(rows, 1), "load")),
+            ("upsert", lambda: write_batches(table, upsert_batches(rows, 2), "upsert")),
             ("compact", lambda: table.compact(full=True)),
         ]
         for name, run in steps:
