@@ -122,30 +122,27 @@ class ManifestIO:
         return f"{prefix}{self._prefix_uuid}-{n}"
 
     # ----------------------------------------------------------------- reads
+    def _read_bytes(self, kind: str, name: str) -> bytes:
+        """The bytes of the ``kind`` ("manifest", "manifest list") file ``name``: a missing one is
+        damaged metadata (a snapshot or list names it)."""
+        try:
+            return self.file_io.read_bytes(self.paths.manifest_file(name))
+        except FileNotFoundError:
+            raise CorruptMetadataError(f"Table {self.table_name}: {kind} {name} is missing") from None
+
     def read_manifest_list(self, name: str) -> list[ManifestFileMeta]:
-        path = self.paths.manifest_file(name)
-        slot = _cache_slot(path)
+        slot = _cache_slot(self.paths.manifest_file(name))
         if slot.records is not None:
             return slot.records
-        try:
-            data = self.file_io.read_bytes(path)
-        except FileNotFoundError:
-            raise CorruptMetadataError(
-                f"Table {self.table_name}: manifest list {name} is missing"
-            ) from None
-        metas = decode_manifest_list(data, name)
+        metas = decode_manifest_list(self._read_bytes("manifest list", name), name)
         slot.records = metas
         return metas
 
     def read_manifest(self, name: str, expected_size: int | None = None) -> list[ManifestEntry]:
-        path = self.paths.manifest_file(name)
-        slot = _cache_slot(path)
+        slot = _cache_slot(self.paths.manifest_file(name))
         if slot.records is not None:
             return slot.records
-        try:
-            data = self.file_io.read_bytes(path)
-        except FileNotFoundError:
-            raise CorruptMetadataError(f"Table {self.table_name}: manifest {name} is missing") from None
+        data = self._read_bytes("manifest", name)
         # Avro has no footer: a file cut at a block boundary would decode as a shorter valid file.
         if expected_size is not None and len(data) != expected_size:
             raise CorruptMetadataError(
