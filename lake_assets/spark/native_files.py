@@ -46,7 +46,8 @@ PARTITION_COPY_PREFIX = "__lake_part_"
 BUCKET_DIR_COLUMN = "__lake_bucket"
 _BUCKET_DIR = re.compile(re.escape(BUCKET_DIR_COLUMN) + r"=(\d+)")
 # The names Spark's Parquet writer gives its files: part-<task>-<job uuid>[.c<n>][.<codec>].parquet
-_SPARK_FILE = re.compile(r"part-\d{5,}-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}(?:\.c\d{3,})?(?:\.[a-z0-9]+)?\.parquet")
+_SPARK_FILE = re.compile(r"part-\d{5,}-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}"
+                         r"(?:\.c\d{3,})?(?:\.[a-z0-9]+)?\.parquet")
 # Key statistics are truncated as the core's writer truncates them (formats/data_file.py).
 KEY_STATS_TRUNCATE = 128
 
