@@ -66,6 +66,8 @@ class TableObservation:
     writer_leases: int = 0
     expired_writer_leases: int = 0
     writer_lease_details: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the table's consumer.expiration-time (None: unset, so Java never drops an expired lease)
+    consumer_expiration_time_s: float | None = None
     partitions: int = 0
     partitions_past_expiration: int | None = None
     # postpone-bucket tables: files and rows in bucket-postpone, which readers do not see yet
@@ -107,7 +109,8 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
     listed = table.store.consumer_manager().consumers()  # readers' positions and writer leases
     lag = {cid: max(0, snapshot.id + 1 - c.next_snapshot) for cid, c in sorted(listed.items())
            if not c.is_writer_lease}
-    leases = _writer_leases(lease_states(listed), snapshot.id)
+    leases = _writer_leases(lease_states(listed), snapshot.id, int(time.time() * 1000))  # leases are epoch ms
+    consumer_expiration_ms = table.schema.core_options.consumer_expiration_ms
     records = int(snapshot.total_record_count or 0)  # records in live files, deletes included
     # retract rows in files, and rows deletion vectors hide (both are in the files, neither is live)
     deletes = _sum(health, "delete_row_count") + _sum(health, "deletion_vector_rows")
@@ -139,6 +142,7 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
         writer_leases=len(leases),
         expired_writer_leases=sum(1 for d in leases.values() if d["expired"]),
         writer_lease_details=leases,
+        consumer_expiration_time_s=None if consumer_expiration_ms is None else consumer_expiration_ms / 1000,
         partitions=len(partitions),
         # Paimon's own rule (strategy, pattern, formatter) as the partition expiry applies it.
         partitions_past_expiration=partitions_past_expiration(table.store, _local_datetime(now_ms)),
@@ -162,13 +166,15 @@ def _row_count(health: pa.Table) -> int | None:
     return None if None in counts else sum(counts)
 
 
-def _writer_leases(leases: dict[str, LeaseState], latest: int) -> dict[str, dict[str, Any]]:
-    """Each writer lease with the snapshots it holds back (``lag``, as a reader's) and whether it
-    expired: an expired lease is a writer that crashed or stopped without closing. lake_assets'
-    expiry deletes it; Java's keeps its snapshots unless the table sets consumer.expiration-time."""
+def _writer_leases(leases: dict[str, LeaseState], latest: int, now_ms: int) -> dict[str, dict[str, Any]]:
+    """Each writer lease with the snapshots it holds back (``lag``, as a reader's), whether it
+    expired (a writer that crashed or stopped without closing) and for how long (``expired_for_s``,
+    0 while live). lake_assets' expiry deletes an expired lease; Java's keeps its snapshots
+    unless the table sets consumer.expiration-time."""
     return {cid: {"next_snapshot": s.next_snapshot, "lag": max(0, latest + 1 - s.next_snapshot),
                   "lease_until": dt.datetime.fromtimestamp(s.lease_until_ms / 1000, dt.UTC).isoformat(),
-                  "expired": s.expired}
+                  "expired": s.expired,
+                  "expired_for_s": round(max(0, now_ms - s.lease_until_ms) / 1000, 1) if s.expired else 0.0}
             for cid, s in sorted(leases.items())}
 
 
@@ -260,16 +266,28 @@ def _level0_age(obs: TableObservation, limit_ms: int) -> tuple[bool, dict[str, A
 
 
 def _expired_leases(obs: TableObservation) -> dict[str, Any]:
-    """The snapshot-retention check's word on expired writer leases (none: nothing)."""
+    """The snapshot-retention check's word on expired writer leases (none: nothing): which, for how
+    long, and what to do about them on this table."""
     expired = sorted(cid for cid, d in obs.writer_lease_details.items() if d["expired"])
     if not expired:
         return {}
-    return {"expired_writer_leases": expired, "expired_writer_lease_note": EXPIRED_LEASE_NOTE}
+    return {"expired_writer_leases": expired,
+            "expired_writer_lease_ages_s": {cid: obs.writer_lease_details[cid]["expired_for_s"] for cid in expired},
+            "expired_writer_lease_note": expired_lease_note(obs.consumer_expiration_time_s)}
 
 
-EXPIRED_LEASE_NOTE = ("a cross-partition writer that crashed or stopped without closing left its lease (a "
-                      "consumer file): lake_assets' expiry deletes it, Java's keeps the snapshots it holds "
-                      "unless the table sets consumer.expiration-time")
+def expired_lease_note(consumer_expiration_time_s: float | None) -> str:
+    """What an expired writer lease means and what to do, by whether the table sets
+    consumer.expiration-time (the only way Java 0.9 drops a consumer: docs/format.md §6.4)."""
+    what = ("a cross-partition writer that crashed or stopped without closing left its lease (a consumer "
+            "file consumer/consumer-<id>) holding the snapshots from its next_snapshot on")
+    if consumer_expiration_time_s is None:
+        return (f"{what}; this table does not set consumer.expiration-time, so Java's expiry never drops the "
+                "lease and keeps those snapshots forever: run lake_assets' expire_snapshots (the expiry asset), "
+                "which deletes it, or delete the consumer file, or set consumer.expiration-time")
+    return (f"{what}; lake_assets' expire_snapshots (the expiry asset) deletes it, and Java's commit expiry drops "
+            f"it once the file is older than consumer.expiration-time ({consumer_expiration_time_s:g} s)")
+
 
 CHECK_ASSET = {"small_files": "compaction", "level0_age": "compaction", "snapshot_retention": "expiry"}
 CHECK_SEVERITY = {"small_files": dg.AssetCheckSeverity.WARN, "level0_age": dg.AssetCheckSeverity.ERROR,

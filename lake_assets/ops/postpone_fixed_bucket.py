@@ -207,7 +207,9 @@ class PostponeFixedBucketWriter:
         if self._stage is not None and self._stage.based:
             starts.append(self._stage.first_base_id)
         since = None if not starts or None in starts else min(s for s in starts if s is not None)
-        landed, messages = split_landed(self.store, messages, since)
+        own = set().union(*(w.prepared for w in self._writers.values()),
+                          self._stage.prepared if self._stage is not None else ())
+        landed, messages = split_landed(self.store, messages, since, own)
         for writer in self._writers.values():
             writer.abort()
         if self._stage is not None:

@@ -97,7 +97,7 @@ class StreamEnumerator:
         if position is not None:
             self.position = position
         elif saved is not None:
-            self.position = saved.next_snapshot
+            self.position = self._resume_position(consumer_id or "", saved.next_snapshot)
         elif mode in ("latest-full", "earliest-full"):
             earliest = sm.earliest_id()
             snap = latest = sm.latest() if mode == "latest-full" else (
@@ -135,6 +135,46 @@ class StreamEnumerator:
             self.read_schema: TableSchema = store.travel_schema(travel)
         else:
             self.read_schema = store.schema_at(sm.latest() if latest is False else latest)
+
+    def _resume_position(self, consumer_id: str, next_snapshot: int) -> int:
+        """Where a stream resumes from consumer ``consumer_id``'s saved ``next_snapshot``.
+
+        Paimon Java 0.9's streaming scan resumes a consumer from ``max(nextSnapshot, earliest)``
+        (``ContinuousFromSnapshotStartingScanner``; the earliest long-lived changelog with a
+        decoupled changelog) and, ahead of the latest snapshot, waits for ``nextSnapshot`` to be
+        written (``NextSnapshotFetcher``). Where that loses nothing - a position at or below 0 on
+        a table whose snapshot 1 is still there - it resumes as Java. Where it would skip changes
+        silently, `SnapshotNotFoundError` says what happened and what to do: snapshots from the
+        position on expired unread (Java starts at the earliest), or the position is past the
+        next snapshot the table will write (a consumer saved before a rollback, or on another
+        table: Java would wait and then skip the snapshots written before it). The consumer is
+        read before the latest snapshot, so a position its stream saved is never ahead."""
+        sm = self.store.snapshot_manager
+        latest = sm.latest_id()
+        changelogs = self.store.changelog_manager()
+        firsts = [x for x in (sm.earliest_id(), changelogs.earliest_id(), latest) if x is not None]
+        first = min(firsts) if firsts else 1
+        name, where = self.store.name, f"consumer {consumer_id!r} (consumer/consumer-{consumer_id})"
+        reset = (f"move the consumer (store.consumer_manager().record({consumer_id!r}, <snapshot>)), or delete it "
+                 f"and start the stream anew (mode='latest-full' reads the whole table first)")
+        if next_snapshot > (latest or 0) + 1:
+            raise SnapshotNotFoundError(
+                f"Cannot resume a stream of {name} from {where}: it is at snapshot {next_snapshot}, past the next "
+                f"snapshot the table will write ({(latest or 0) + 1}; "
+                f"{'it has none' if latest is None else f'the latest is {latest}'}): it was saved before the table "
+                f"was rolled back, or on another table. Paimon Java 0.9 would wait for snapshot {next_snapshot} and "
+                f"never read the ones written before it; to read from the next one, "
+                f"{reset.replace('<snapshot>', str((latest or 0) + 1))}")
+        if next_snapshot >= first or first <= 1:
+            return max(next_snapshot, first)  # nothing skipped: Java's max(nextSnapshot, earliest)
+        gone = max(next_snapshot, 1)
+        what = (f"at snapshot {next_snapshot}, which names no snapshot (ids start at 1)" if next_snapshot <= 0
+                else f"at snapshot {next_snapshot}")
+        raise SnapshotNotFoundError(
+            f"Cannot resume a stream of {name} from {where}: it is {what}, and snapshots {gone} to {first - 1} "
+            f"expired before it read them (the earliest is {first}; an expiry that did not honour the consumer, "
+            f"or a consumer moved back), so their changes cannot be read. Paimon Java 0.9 resumes such a consumer "
+            f"from the earliest snapshot, skipping them; to do the same, {reset.replace('<snapshot>', str(first))}")
 
     def _travel_snapshot(self, mode: StartMode, snapshot_id: int | None, timestamp_ms: int | None) -> Snapshot | None:
         """The snapshot a stream starting at a snapshot id or a time travels to, as Paimon Java's
@@ -191,9 +231,13 @@ class StreamEnumerator:
             snap = snapshot_or_changelog(sm, changelogs, self.position)
             if snap is None:
                 earliest = min(x for x in (sm.earliest_id(), changelogs.earliest_id(), latest) if x is not None)
+                protect = (f"consumer {self.consumer_id!r} should have held it (an expiry that does not honour "
+                           "consumers, or the consumer was dropped by consumer.expiration-time); restart the stream "
+                           "from the consumer to see what to do" if self.consumer_id
+                           else "use a consumer id to protect unread snapshots")
                 raise SnapshotNotFoundError(
                     f"Table {self.store.name}: snapshot {self.position} expired before this stream read it "
-                    f"(earliest is {earliest}); use a consumer id to protect unread snapshots"
+                    f"(earliest is {earliest}); {protect}"
                 )
             splits = snapshot_changes(self.store, snap, schema=self.read_schema)
             batches.append(ChangeBatch(snap.id, splits, snap.id + 1))

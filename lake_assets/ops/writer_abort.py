@@ -4,23 +4,34 @@ extends), and which of its commit messages landed: what `TableWriter.abort` must
 Paimon's ``TableWrite.abort`` deletes the files of the messages it is given without looking.
 A caller that aborts after a commit whose outcome it does not know (a timeout, a
 `CommitStateUnknownError`) would then delete files that a landed snapshot references. So abort
-looks first, at the snapshots committed after the writer's base (the snapshot it read its state
-from before it wrote anything: none of its files can have landed in or before it). A message one
-of whose files such a snapshot added (its data or changelog files, or an index file) landed, and
-all its files are kept: a landed commit lands a message whole, and a compaction that did not land
-with it was cleaned up by its committer (or is left to orphan removal). The other messages'
-files are deleted.
+looks first. A message landed, and all its files are kept, when a snapshot added one of its files
+(its data or changelog files, or an index file): a landed commit lands a message whole, and a
+compaction that did not land with it was cleaned up by its committer (or is left to orphan
+removal). The other messages' files are deleted. How it looks depends on whose the message is:
 
-When the look is impossible - a snapshot after the base has expired, so it may have added the
-files and been compacted away since, or metadata cannot be read - nothing is deleted:
-`CommitStateUnknownError` says so, and orphan removal collects the files once no snapshot
-references them. A commit still in flight for the messages must have ended before abort looks.
+* This writer's own messages (every file of it came from this writer's `prepare_commit`): at the
+  snapshots committed after the writer's base (the snapshot it read its state from before it
+  wrote anything: none of its files can have landed in or before it). When that look is
+  impossible - a snapshot after the base has expired, so it may have added the files and been
+  compacted away since, or metadata cannot be read - nothing is deleted.
+* Any other message (a Spark driver aborting its tasks' messages, a job aborting a crashed
+  attempt's, a message read back from JSON): its writer's base is unknown and may be older than
+  this writer's, so a snapshot at or before this writer's base may have landed it. Its files are
+  looked up in everything retained: a file a retained snapshot (its whole file list and its
+  delta), tag or long-lived changelog names is never deleted. That is decided even when older
+  snapshots expired: a file an expired snapshot added is still named by the earliest retained
+  snapshot while it is live, by the retained snapshot whose delta removed it, or by nothing once
+  expiry has (or would have) deleted it. Metadata that cannot be read decides nothing.
+
+When it cannot be decided, `CommitStateUnknownError` says so, nothing is deleted, and orphan
+removal collects the files once no snapshot references them. A commit still in flight for the
+messages must have ended before abort looks.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 from typing import TYPE_CHECKING
 
 from lake_assets.errors import CommitStateUnknownError, LakeError
@@ -47,6 +58,12 @@ _LEAVE_TO_ORPHANS = ("nothing was deleted: leave the files to orphan removal (re
 def _message_files(message: CommitMessage) -> set[str]:
     """Names of the files the message's writer created (what an abort would delete)."""
     return {f.file_name for f in message.all_written_files()} | {e.file_name for e in message.index_after}
+
+
+def prepared_names(messages: Iterable[CommitMessage]) -> set[str]:
+    """The names of the files the messages' writer created: what a writer records of each
+    `prepare_commit`, so that its `abort` knows its own messages from another writer's."""
+    return {name for m in messages for name in _message_files(m)}
 
 
 def landed_messages(store: FileStore, messages: Sequence[CommitMessage], since: int | None) -> list[bool]:
@@ -92,20 +109,44 @@ def landed_messages(store: FileStore, messages: Sequence[CommitMessage], since: 
     return landed
 
 
-def split_landed(store: FileStore, messages: Iterable[CommitMessage],
-                 since: int | None) -> tuple[list[CommitMessage], list[CommitMessage]]:
+def referenced_messages(store: FileStore, messages: Sequence[CommitMessage]) -> list[bool]:
+    """For each message, whether a retained snapshot, tag or long-lived changelog names one of its
+    files (see the module docstring: decided whatever expired). Raises `CommitStateUnknownError`
+    when the metadata cannot be read."""
+    from lake_assets.ops.orphans import referenced_files  # orphans imports the scan stack
+
+    if not messages:
+        return []
+    try:
+        live = referenced_files(store)
+    except (OSError, LakeError) as exc:
+        raise CommitStateUnknownError(
+            f"Cannot abort a write to {store.name}: whether the messages of another writer landed cannot be "
+            f"known (reading the retained snapshots, tags and changelogs failed: {exc}); {_LEAVE_TO_ORPHANS}"
+        ) from exc
+    return [not live.isdisjoint(written_paths(store, [m])) for m in messages]
+
+
+def split_landed(store: FileStore, messages: Iterable[CommitMessage], since: int | None,
+                 own: Set[str] = frozenset()) -> tuple[list[CommitMessage], list[CommitMessage]]:
     """A writer's abort of ``messages``: validated (`InvalidCommitMessageError`, nothing deleted),
-    then (landed, not landed) by `landed_messages`, with a warning naming what is kept."""
+    then (landed, not landed): a message all of whose files are in ``own`` (the names the writer's
+    `prepare_commit` returned) by `landed_messages` after ``since``, its base; any other by
+    `referenced_messages`. Logs a warning naming what is kept."""
     messages = list(messages)
     if not messages:
         return [], []
     validate_messages(store, messages, "abort a write to")
-    found = landed_messages(store, messages, since)
-    landed = [m for m, was in zip(messages, found, strict=True) if was]
+    mine = [i for i, m in enumerate(messages) if _message_files(m) <= own]
+    others = [i for i, m in enumerate(messages) if not _message_files(m) <= own]
+    found = dict(zip(mine, landed_messages(store, [messages[i] for i in mine], since) if mine else [],
+                     strict=True))
+    found.update(zip(others, referenced_messages(store, [messages[i] for i in others]), strict=True))
+    landed = [m for i, m in enumerate(messages) if found[i]]
     if landed:
         log.warning("Not deleting the files of %d message(s) of %s given to abort: a snapshot committed "
                     "them (e.g. %s)", len(landed), store.name, written_paths(store, landed)[0])
-    return landed, [m for m, was in zip(messages, found, strict=True) if not was]
+    return landed, [m for i, m in enumerate(messages) if not found[i]]
 
 
 class WriterCleanup:
@@ -117,23 +158,26 @@ class WriterCleanup:
     _spill: WriteBufferSpill | None
     _threads: KeptThreadPool | None
     _closed: bool
+    # names of the files this writer's `prepare_commit` returned (`prepared_names`): its own messages
+    prepared: set[str]
 
     def abort(self, messages: Iterable[CommitMessage] = ()) -> list[CommitMessage]:
         """Delete files written but not committed: those written since the last `prepare_commit`
-        (buffered rows are dropped) and those of ``messages`` (this writer's) that did not land.
+        (buffered rows are dropped) and those of ``messages`` that did not land.
 
-        Unlike Paimon's abort, it looks first (`landed_messages`): a message that a snapshot
-        committed after the writer's base added a file of - an abort after a commit whose outcome
-        was unknown, that landed - keeps its files. Returns those landed messages (and logs a
-        warning); the files of the others are deleted. When the look is impossible (a snapshot
-        after the base expired, metadata unreadable) it raises `CommitStateUnknownError` and deletes
-        nothing. Messages of another writer go to `TableCommitter.abort` (this writer's base may
-        be newer than their commit), as do messages of a commit that may still be in flight.
+        Unlike Paimon's abort, it looks first (`split_landed`): a message of this writer that a
+        snapshot committed after the writer's base added a file of - an abort after a commit whose
+        outcome was unknown, that landed - keeps its files, as does a message of another writer
+        (its base may be older) one of whose files a retained snapshot, tag or changelog names.
+        Returns those landed messages (and logs a warning); the files of the others are deleted.
+        When the look is impossible (a snapshot after the base expired, metadata unreadable) it
+        raises `CommitStateUnknownError` and deletes nothing. A commit that may still be in flight
+        for the messages must have ended first.
 
         ``messages`` are validated first, as `TableCommitter.abort` does: a message that is not one,
         or names a file outside the table, raises `InvalidCommitMessageError` and nothing is deleted."""
         landed, messages = split_landed(self.store, messages,
-                                        self._router.first_base_id if self._router.based else None)
+                                        self._router.first_base_id if self._router.based else None, self.prepared)
         paths = self._unprepared_files()
         self._drop_buffered()
         self.store.file_io.delete_many(paths + written_paths(self.store, messages))  # HASH and DV index files too

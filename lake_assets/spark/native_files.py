@@ -45,6 +45,9 @@ from lake_assets.store.file_store import FileStore
 PARTITION_COPY_PREFIX = "__lake_part_"
 BUCKET_DIR_COLUMN = "__lake_bucket"
 _BUCKET_DIR = re.compile(re.escape(BUCKET_DIR_COLUMN) + r"=(\d+)")
+# The names Spark's Parquet writer gives its files: part-<task>-<job uuid>[.c<n>][.<codec>].parquet
+_SPARK_FILE = re.compile(r"part-\d{5,}-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}"
+                         r"(?:\.c\d{3,})?(?:\.[a-z0-9]+)?\.parquet")
 # Key statistics are truncated as the core's writer truncates them (formats/data_file.py).
 KEY_STATS_TRUNCATE = 128
 
@@ -61,18 +64,50 @@ class StagedFile:
     bucket: int
 
 
-def staged_files(staging: str) -> list[StagedFile]:
-    """The data files under ``staging`` (Spark's markers and temporary directories skipped)."""
-    out = []
-    for directory, dirs, names in os.walk(staging):
-        dirs[:] = [d for d in dirs if not d.startswith(("_temporary", "."))]
-        for name in sorted(names):
-            if name.startswith(("_", ".")) or not name.endswith(".parquet"):
-                continue
-            m = _BUCKET_DIR.fullmatch(os.path.basename(directory))
-            if m is None:
-                raise NativeWriteError(f"Spark wrote {name} outside a bucket directory: {directory}")
-            out.append(StagedFile(os.path.join(directory, name), int(m.group(1))))
+def _expected_dir(name: str, depth: int, partition_levels: int) -> bool:
+    """Whether ``name`` is the directory Spark's ``partitionBy`` makes at ``depth`` below staging:
+    the copy of partition key ``depth``, then the bucket."""
+    if depth < partition_levels:
+        return name.startswith(f"{PARTITION_COPY_PREFIX}{depth}=")
+    return depth == partition_levels and _BUCKET_DIR.fullmatch(name) is not None
+
+
+def staged_files(staging: str, partition_levels: int) -> list[StagedFile]:
+    """The data files Spark wrote under ``staging``: ``partition_levels`` partition directories,
+    a bucket directory, Spark's file names. Only what the driver planned is taken, and nothing in
+    the staging directory is followed outside it: Spark's markers and checksums (names starting
+    with ``_`` or ``.``: ``_SUCCESS``, ``.part-....crc``, ``_temporary``) are skipped; a symbolic
+    link, any other kind of entry, a directory or file where the layout has none, or a file not
+    named as Spark names its files raise `NativeWriteError` (the write then commits nothing)."""
+    if os.path.islink(staging) or not os.path.isdir(staging):
+        raise NativeWriteError(f"Spark's staging directory {staging} is not a directory (a symbolic link?)")
+    out: list[StagedFile] = []
+
+    def walk(directory: str, depth: int) -> None:
+        with os.scandir(directory) as listing:
+            entries = sorted(listing, key=lambda e: e.name)
+        for entry in entries:
+            where = os.path.join(directory, entry.name)
+            if entry.is_symlink():
+                raise NativeWriteError(f"Spark's staging directory holds a symbolic link {where}: not followed")
+            if entry.name.startswith(("_", ".")) and not entry.name.startswith("__lake_"):
+                continue  # Spark's markers, checksums and temporary directories (the layout's are __lake_)
+            if entry.is_dir(follow_symlinks=False):
+                if not _expected_dir(entry.name, depth, partition_levels):
+                    raise NativeWriteError(f"Spark's staging directory holds an unexpected directory {where}")
+                walk(where, depth + 1)
+            elif not entry.is_file(follow_symlinks=False):
+                raise NativeWriteError(f"Spark's staging directory holds {where}, which is not a regular file")
+            elif depth != partition_levels + 1:
+                raise NativeWriteError(f"Spark wrote {entry.name} outside a bucket directory: {directory}")
+            elif not _SPARK_FILE.fullmatch(entry.name):
+                raise NativeWriteError(f"Spark's staging directory holds {where}, not a file Spark's writer names")
+            else:
+                m = _BUCKET_DIR.fullmatch(os.path.basename(directory))
+                assert m is not None  # checked when the walk entered it
+                out.append(StagedFile(where, int(m.group(1))))
+
+    walk(staging, 0)
     return out
 
 
@@ -209,7 +244,10 @@ def move_into_table(store: FileStore, staged: Sequence[StagedFile], prefix: str,
     types = schema.types(list(schema.partition_keys))
     by_bucket: dict[tuple[bytes, int], list[DataFileMeta]] = defaultdict(list)
     extension = file_extension("parquet", name_compression(schema.core_options))
+    total = schema.core_options.bucket
     for s in staged:
+        if not 0 <= s.bucket < total:  # the bucket directory's number is Spark's output: checked
+            raise NativeWriteError(f"Spark wrote {s.path} into bucket {s.bucket}; {store.name} has {total} buckets")
         name = f"{prefix}{uuid.uuid4()}-0{extension}"
         values, meta = describe(s.path, schema, name)
         partition = serialize_row(values, types)
@@ -221,5 +259,4 @@ def move_into_table(store: FileStore, staged: Sequence[StagedFile], prefix: str,
         # orphan removal may remove the bucket directory (once emptied) before the file is in it
         in_directory(dest, functools.partial(os.rename, s.path, dest))
         by_bucket[(partition, s.bucket)].append(meta)
-    total = schema.core_options.bucket
     return [CommitMessage(partition, bucket, total, tuple(files)) for (partition, bucket), files in by_bucket.items()]

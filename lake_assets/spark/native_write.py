@@ -284,7 +284,8 @@ def _write(df: DataFrame, table: Table, mode: str, spec: Mapping[str, Any] | Non
             if refusal is None:
                 raise
             raise refusal from None  # the core's refusal, raised in a Spark task before any file was written
-        messages = move_into_table(store, staged_files(staging), store.schema.core_options.data_file_prefix, moved)
+        messages = move_into_table(store, staged_files(staging, len(store.schema.partition_keys)),
+                                   store.schema.core_options.data_file_prefix, moved)
         check_messages(refused, messages)
         check_sequence_bases(store, base.snapshot_id, messages)
         ow = _overwrite(table, messages, mode, spec, dynamic)

@@ -100,7 +100,7 @@ def test_writer_leases_are_listed_apart_from_readers_and_an_expired_one_is_repor
     live = WriterLease(table.store)
     live.start(2)  # a live writer holding snapshots 2 and 3
     crashed = LEASE_PREFIX + "crashed"
-    consumers.record(crashed, 1, int(time.time() * 1000) - 1000)  # ran out a second ago
+    consumers.record(crashed, 1, int(time.time() * 1000) - 3_600_000)  # ran out an hour ago
 
     assert set(consumers.readers()) == {"dashboard"}
     assert {cid: s.expired for cid, s in consumers.writer_leases().items()} == {live.consumer_id: False,
@@ -115,7 +115,15 @@ def test_writer_leases_are_listed_apart_from_readers_and_an_expired_one_is_repor
     assert not details[live.consumer_id]["expired"] and details[live.consumer_id]["lag"] == 2
     retention = _checks(data)["snapshot_retention"].metadata
     assert retention["expired_writer_leases"].value == [crashed]
-    assert "consumer.expiration-time" in retention["expired_writer_lease_note"].value
+    # how long ago it ran out, and what to do on a table without consumer.expiration-time
+    assert details[crashed]["expired_for_s"] >= 3600 and details[live.consumer_id]["expired_for_s"] == 0
+    assert 3600 <= retention["expired_writer_lease_ages_s"].value[crashed] < 3600 + 600
+    note = retention["expired_writer_lease_note"].value
+    assert "does not set consumer.expiration-time, so Java's expiry never drops the lease" in note
+    assert "run lake_assets' expire_snapshots" in note and "delete the consumer file" in note
+    table.update_schema().set_option("consumer.expiration-time", "2 h").commit()
+    note = _checks(_tick(defs, instance))["snapshot_retention"].metadata["expired_writer_lease_note"].value
+    assert "Java's commit expiry drops it once the file is older than consumer.expiration-time (7200 s)" in note
     live.release()
 
 

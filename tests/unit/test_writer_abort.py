@@ -192,3 +192,84 @@ def test_abort_deletes_nothing_when_a_snapshot_since_the_base_cannot_be_read(tmp
                        r"\(reading snapshot 2 failed: .*nothing was deleted"):
         w.abort(msgs)
     assert all(_existing(t, msgs))
+
+
+def _foreign(msgs: list[CommitMessage]) -> list[CommitMessage]:
+    """Messages as another process hands them over (a Spark task's, a crashed attempt's)."""
+    return [CommitMessage.from_json(m.to_json()) for m in msgs]
+
+
+def test_abort_of_another_writers_landed_messages_older_than_its_base_keeps_them(tmp_path):
+    """A writer whose base (snapshot 3) is newer than the commit (snapshot 2) of the messages it is
+    given: looking only after its own base it found nothing and deleted the files of snapshot 2."""
+    t = _table(tmp_path)
+    t.write_arrow(_batch(range(8, 9), 0))
+    other = t.new_writer("task")
+    other.write_arrow(_batch(range(4), 1))
+    msgs = _foreign(other.prepare_commit())
+    assert t.new_committer("job").commit(msgs, 1) == [2]
+    t.write_arrow(_batch(range(20, 21), 2))  # snapshot 3: the aborting writer's base
+    w = t.new_writer("job")
+    w.write_arrow(_batch(range(30, 32), 3))
+    assert w.abort(msgs) == msgs
+    assert all(_existing(t, msgs))
+    assert _state(t) == {0: 1, 1: 1, 2: 1, 3: 1, 8: 0, 20: 2}
+    w.close()
+    other.close()
+    assert _orphan_data_files(t) == []
+
+
+@pytest.mark.parametrize("landed", [True, False])
+def test_abort_of_another_writers_messages_is_decided_after_older_snapshots_expired(tmp_path, landed):
+    """Snapshots up to the messages' commit expired: a landed file is still named by the earliest
+    retained snapshot (kept), a file never committed by nothing (deleted)."""
+    t = _table(tmp_path, **{"snapshot.num-retained.min": "1"})
+    other = t.new_writer("task")
+    other.write_arrow(_batch(range(4), 1))
+    msgs = _foreign(other.prepare_commit())
+    if landed:
+        t.new_committer("job").commit(msgs, 1)
+    for v in range(2, 5):
+        t.write_arrow(_batch(range(20, 22), v))
+    t.expire_snapshots(retain_max=1)
+    assert t.snapshot_manager.earliest_id() > 1
+    with t.new_writer("job") as w:
+        w.write_arrow(_batch(range(30, 31), 5))  # based at the latest snapshot
+        assert w.abort(msgs) == (msgs if landed else [])
+    assert _existing(t, msgs) == [landed] * len(written_paths(t.store, msgs))
+    assert _state(t) == {**({0: 1, 1: 1, 2: 1, 3: 1} if landed else {}), 20: 4, 21: 4}
+    other.close()
+    assert _orphan_data_files(t) == []
+
+
+def test_abort_of_another_writers_compacted_messages_keeps_what_a_retained_delta_deletes(tmp_path):
+    """The messages landed and a full compaction removed their files: the compaction's snapshot
+    still names them (expiry deletes them with it), so abort leaves them."""
+    t = _table(tmp_path)
+    other = t.new_writer("task")
+    other.write_arrow(_batch(range(4), 1))
+    msgs = _foreign(other.prepare_commit())
+    t.new_committer("job").commit(msgs, 1)
+    t.compact(full=True)
+    with t.new_writer("job") as w:
+        assert w.abort(msgs) == msgs
+    assert all(_existing(t, msgs))
+    other.close()
+
+
+def test_abort_of_another_writers_messages_deletes_nothing_when_metadata_cannot_be_read(tmp_path):
+    t = _table(tmp_path)
+    t.write_arrow(_batch(range(8, 9), 0))
+    other = t.new_writer("task")
+    other.write_arrow(_batch(range(4), 1))
+    msgs = _foreign(other.prepare_commit())
+    w = t.new_writer("job")
+    w.write_arrow(_batch(range(30, 31), 1))
+    with open(t.store.paths.snapshot_file(1), "w", encoding="utf-8") as fh:  # a torn or corrupt snapshot
+        fh.write('{"id": 1, "schemaId": "not a snapshot"')
+    with pytest.raises(CommitStateUnknownError, match=r"db\.t: whether the messages of another writer landed "
+                       r"cannot be known .*nothing was deleted"):
+        w.abort(msgs)
+    assert all(_existing(t, msgs))
+    w.close()
+    other.close()

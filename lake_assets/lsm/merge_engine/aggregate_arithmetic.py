@@ -22,16 +22,13 @@ the column's type (0.9 to HEAD alike):
 Groups are folded in place, a numpy (Arrow for decimals) pass per position of the longest group
 (``segment_reduce``'s runs); integer sums as running sums (``cumsum``).
 Decimal sums that may leave their precision (an exact sum of absolute values tells) take a pass
-per position in Arrow's decimal256 as the products do. Decimal products with a retraction after
-their first record or of precision 38 are folded with Python's ``decimal`` one record at a time:
-Arrow's decimal divide truncates at a fixed scale, so it can neither find the non-terminating
-quotients Java's ``BigDecimal.divide`` fails on nor round an exact quotient half-up, and its
-type rule (p1 + p2 + 1 <= 76 digits) has no room for the exact product of two DECIMAL(38).
+per position in Arrow's decimal256 as the products do. Decimal products are `decimal_product`'s:
+Arrow's decimal256 passes, or, with a retraction after their first record or of precision 38,
+passes in unscaled Python integers over whole groups at once.
 """
 
 from __future__ import annotations
 
-import decimal
 from collections.abc import Callable
 from decimal import Decimal
 
@@ -40,13 +37,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.errors import InvalidDataError
+from lake_assets.lsm.merge_engine.decimal_product import decimal_product, fitted, zero_divisor
 from lake_assets.lsm.merge_engine.grouping import hash_aggregate, scatter
 from lake_assets.lsm.merge_engine.segment_reduce import runs_of
 
 _COMPACT_PRECISION = 18  # Paimon's Decimal.MAX_COMPACT_PRECISION: an unscaled long
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
-# enough digits for any exact step of DECIMAL(38, s) arithmetic
-_EXACT = decimal.Context(prec=200, rounding=decimal.ROUND_HALF_UP, traps=[decimal.InvalidOperation])
 
 Step = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
@@ -158,7 +154,7 @@ def _decimal_sum(col: str, values: pa.Array, retract: np.ndarray, gid: np.ndarra
         patch = np.full(n_runs, -1, dtype=np.int64)
         patch[risky] = np.arange(risky.size)
         exact = pc.if_else(pa.array(patch >= 0), java.cast(wide).take(pa.array(np.maximum(patch, 0))), exact)
-    return _fitted(col, "sum", exact, dtype)
+    return fitted(col, "sum", exact, dtype)
 
 
 def _decimal_sum_passes(col: str, dtype: pa.DataType, signed: pa.Array, first: np.ndarray,
@@ -200,18 +196,6 @@ def _decimal_sum_passes(col: str, dtype: pa.DataType, signed: pa.Array, first: n
             f"than {dtype} holds (Paimon's Java keeps such a DECIMAL(p <= 18) sum unchecked, a value its "
             "readers misread; lake_assets does not write it)")
     return acc
-
-
-def _fitted(col: str, func: str, arr: pa.Array, dtype: pa.DataType) -> pa.Array:
-    try:
-        return pc.cast(arr, dtype)
-    except pa.ArrowInvalid as e:
-        raise InvalidDataError(f"Aggregate function {func!r} of column {col!r} does not fit {dtype}: {e}") from e
-
-
-def zero_divisor(col: str) -> InvalidDataError:
-    """The error of a retracted zero factor (Java's ArithmeticException)."""
-    return InvalidDataError(f"Aggregate function 'product' of column {col!r} retracted a zero (division by zero)")
 
 
 def _int_step(col: str, dtype: pa.DataType) -> Step:
@@ -257,74 +241,13 @@ def product_fold(col: str, values: pa.Array, retract: np.ndarray, gid: np.ndarra
         return pa.nulls(n_groups, type=dtype)
     first, sizes = runs_of(gid)
     if pa.types.is_decimal(dtype):
-        return scatter(_decimal_product(col, values, retract, first, sizes), gid[first], n_groups)
+        return scatter(decimal_product(col, values, retract, first, sizes), gid[first], n_groups)
     v = values.to_numpy(zero_copy_only=False)
     later = retract.copy()
     later[first] = False  # a leading retraction starts the product
     step = _float_step if pa.types.is_floating(dtype) else _int_step(col, dtype)
     out, _ = _in_order(v, later, first, sizes, step, v[first])
     return scatter(pa.array(out, type=dtype), gid[first], n_groups)
-
-
-def _decimal_product_passes(values: pa.Array, first: np.ndarray, sizes: np.ndarray) -> pa.Array:
-    """Products of runs without later retractions: a pass per position, each step rounded
-    half-up to the scale and null past the precision, a null restarting from the next value."""
-    dtype = values.type
-    work = pa.decimal256(dtype.precision, dtype.scale)
-    # typed as an exact product (scale 2s), so comparing needs no wider type than it
-    bound = pa.scalar(Decimal(10) ** (dtype.precision - dtype.scale),
-                      type=pa.decimal256(dtype.precision + dtype.scale + 1, 2 * dtype.scale))
-    zero = pa.scalar(Decimal(0), type=work)
-    vals = values.cast(work)
-    acc = vals.take(pa.array(first))
-    live = np.flatnonzero(sizes > 1)
-    k = 1
-    while live.size:
-        a, x = acc.take(pa.array(live)), vals.take(pa.array(first[live] + k))
-        rounded = pc.round(pc.multiply(a, x), dtype.scale, round_mode="half_up")
-        fits = pc.less(pc.abs(rounded), bound)
-        step = pc.if_else(fits, pc.if_else(fits, rounded, zero).cast(work), pa.scalar(None, type=work))
-        mask = np.zeros(len(acc), dtype=bool)
-        mask[live] = True
-        acc = pc.replace_with_mask(acc, pa.array(mask), pc.if_else(a.is_null(), x, step))
-        k += 1
-        live = live[sizes[live] > k]
-    return acc
-
-
-def _decimal_product(col: str, values: pa.Array, retract: np.ndarray, first: np.ndarray,
-                     sizes: np.ndarray) -> pa.Array:
-    dtype = values.type
-    later = retract.copy()
-    later[first] = False
-    if dtype.precision <= 37 and not later.any():  # an exact product of two fits decimal256
-        return _fitted(col, "product", _decimal_product_passes(values, first, sizes), dtype)
-    scale, precision = dtype.scale, dtype.precision
-    limit = Decimal(10) ** (precision - scale)
-    quantum = Decimal(1).scaleb(-scale)
-    run_values = values.to_pylist()
-    out: list[Decimal | None] = []
-    for start, size in zip(first.tolist(), sizes.tolist(), strict=True):
-        acc: Decimal | None = None
-        for i in range(start, start + size):
-            x = run_values[i]
-            if acc is None:
-                acc = x  # agg(null, v) and retract(null, v) are v
-                continue
-            if retract[i]:
-                if x == 0:
-                    raise zero_divisor(col)
-                exact = _EXACT.divide(acc, x)
-                if _EXACT.multiply(exact, x) != acc:
-                    raise InvalidDataError(
-                        f"Aggregate function 'product' of column {col!r} retracted {x} from {acc}: the "
-                        "quotient has no exact decimal form (Paimon's BigDecimal.divide fails on it too)")
-            else:
-                exact = _EXACT.multiply(acc, x)
-            rounded = exact.quantize(quantum, context=_EXACT)
-            acc = rounded if abs(rounded) < limit else None  # Decimal.fromBigDecimal
-        out.append(acc)
-    return _fitted(col, "product", pa.array(out, type=pa.decimal256(76, scale)), dtype)
 
 
 __all__ = ["product_fold", "sum_fold", "zero_divisor"]

@@ -1,0 +1,106 @@
+"""What the native write takes from Spark's staging directory (`native_files.staged_files`).
+
+Every path built from the staging listing must be a file Spark's writer made, in the layout the
+driver planned (partition copies, then the bucket), and nothing in the directory is followed
+out of it: Spark's markers and checksums are skipped, anything else unexpected - a symbolic link
+(to a file or a directory), a ``..``-like or stray directory, a file of another name, a bucket
+the table does not have - fails the write before anything is committed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from lake_assets import Catalog
+from lake_assets.spark.native_files import NativeWriteError, StagedFile, move_into_table, staged_files
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+NAME = "part-00003-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0.c000.zstd.parquet"
+
+
+def _staging(tmp_path: Path) -> Path:
+    """A staging directory as Spark leaves it: one file per bucket directory, and its markers."""
+    root = tmp_path / "_spark-staging-x"
+    bucket = root / "__lake_part_0=2024-01-01" / "__lake_bucket=1"
+    bucket.mkdir(parents=True)
+    (bucket / NAME).write_bytes(b"PAR1")
+    (bucket / f".{NAME}.crc").write_bytes(b"crc")  # Hadoop's checksum file
+    (root / "_SUCCESS").write_bytes(b"")
+    (root / "_temporary" / "0").mkdir(parents=True)  # an attempt's leftovers: never read
+    (root / "_temporary" / "0" / NAME).write_bytes(b"PAR1")
+    return root
+
+
+def test_spark_layout_is_taken_and_its_markers_are_skipped(tmp_path):
+    root = _staging(tmp_path)
+    plain = "part-00000-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0.c000.parquet"  # codec none: no codec part
+    uncompressed = root / "__lake_part_0=2024-01-02" / "__lake_bucket=0" / plain
+    uncompressed.parent.mkdir(parents=True)
+    uncompressed.write_bytes(b"PAR1")
+    assert staged_files(str(root), 1) == [
+        StagedFile(str(root / "__lake_part_0=2024-01-01" / "__lake_bucket=1" / NAME), 1),
+        StagedFile(str(uncompressed), 0)]
+
+
+def _plant(root: Path, what: str, outside: Path) -> None:
+    bucket = root / "__lake_part_0=2024-01-01" / "__lake_bucket=1"
+    outside.mkdir(exist_ok=True)
+    (outside / NAME).write_bytes(b"secret")
+    if what == "symlinked file":
+        (bucket / NAME.replace("00003", "00004")).symlink_to(outside / NAME)
+    elif what == "symlinked marker":
+        (root / "_SUCCESS").unlink()
+        (root / "_SUCCESS").symlink_to(outside / NAME)
+    elif what == "symlinked bucket":
+        (root / "__lake_part_0=2024-01-01" / "__lake_bucket=2").symlink_to(outside)
+    elif what == "symlinked partition":
+        (root / "__lake_part_0=2024-01-09").symlink_to(outside)
+    elif what == "symlinked staging":
+        os.rename(root, root.with_name("moved"))
+        root.symlink_to(root.with_name("moved"))
+    elif what == "stray directory":
+        (root / "__lake_part_0=2024-01-01" / "__lake_bucket=1" / "nested").mkdir()
+    elif what == "bucket without partition":
+        (root / "__lake_bucket=0").mkdir()
+        (root / "__lake_bucket=0" / NAME).write_bytes(b"PAR1")
+    elif what == "file beside the buckets":
+        (root / "__lake_part_0=2024-01-01" / NAME).write_bytes(b"PAR1")
+    elif what == "foreign name":
+        (bucket / "evil.parquet").write_bytes(b"PAR1")
+    elif what == "dot-dot-like name":
+        (bucket / "..parquet").write_bytes(b"PAR1")  # a dot file: skipped, never taken
+        (bucket / "part-00009-..-x.parquet").write_bytes(b"PAR1")
+    elif what == "fifo":
+        os.mkfifo(bucket / NAME.replace("00003", "00005"))
+
+
+@pytest.mark.parametrize("what", ["symlinked file", "symlinked marker", "symlinked bucket", "symlinked partition",
+                                  "symlinked staging", "stray directory", "bucket without partition",
+                                  "file beside the buckets", "foreign name", "dot-dot-like name", "fifo"])
+def test_anything_else_in_the_staging_directory_fails_the_write(tmp_path, what):
+    root = _staging(tmp_path)
+    _plant(root, what, tmp_path / "outside")
+    with pytest.raises(NativeWriteError, match=r"staging directory|outside a bucket directory"):
+        staged_files(str(root), 1)
+    assert (tmp_path / "outside" / NAME).read_bytes() == b"secret"
+
+
+def test_a_bucket_the_table_does_not_have_is_refused_before_a_move(tmp_path):
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    import pyarrow as pa
+
+    table = catalog.create_table("db.t", pa.schema([pa.field("k", pa.int64(), nullable=False)]),
+                                 primary_keys=["k"], options={"bucket": "2"})
+    root = tmp_path / "_spark-staging-y" / "__lake_bucket=7"
+    root.mkdir(parents=True)
+    (root / NAME).write_bytes(b"PAR1")
+    [staged] = staged_files(str(root.parent), 0)
+    moved: list[str] = []
+    with pytest.raises(NativeWriteError, match=r"into bucket 7; db\.t has 2 buckets"):
+        move_into_table(table.store, [staged], "data-", moved)
+    assert moved == [] and (root / NAME).exists()
