@@ -17,11 +17,11 @@ literal up as the null rows: a superset, so Java keeps files we skip, never the 
 Only append tables are pruned: in a primary-key table a file without the value may still hold the
 newer version of a key that hides an older match in another file (Paimon uses indexes there only
 with deletion vectors). An index only removes files without a match, so a read returns the same rows with or
-without it; whatever cannot be decided (an index that does not parse or is gone, a bitmap of a
-version or type not read here, an index of another kind (a newer Paimon's or a plug-in's), a
-literal that does not convert to the file's column type, a column renamed or retyped since the file
-was written) keeps the file. Damage to an index is never read past: one embedded in a manifest
-entry (bytes cut, offsets or lengths outside it, counts that do not add up) is manifest damage,
+without it; whatever cannot be decided (a bitmap of a version or type not read here, an index of
+another kind (a newer Paimon's or a plug-in's), a literal that does not convert to the file's column
+type, a column renamed or retyped since the file was written) keeps the file. Damage to an index
+is never read past: one embedded in a manifest entry (bytes cut, offsets or lengths outside it,
+counts that do not add up, a bsi or range-bitmap of another version) is manifest damage,
 `CorruptMetadataError` naming the data file, as Paimon Java 0.9's scan fails on it
 (``AppendOnlyFileStoreScan.testFileIndex``); a ``<file>.index`` file damaged so is
 `CorruptMetadataError` naming it, and a missing one `MissingDataFileError`, as Java 0.9's reader
