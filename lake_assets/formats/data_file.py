@@ -144,7 +144,9 @@ class DataFileWriter:
                 # `lake_assets.ops.not_null_history`); user writes are refused before this
                 raise NullInNotNullColumnError(
                     f"Cannot write a data file of schema-{self.schema.id} in {self.bucket_dir}: column {field.name} "
-                    f"is NOT NULL but {col.null_count} of the rows to write are null there", column=field.name)
+                    f"is NOT NULL but {col.null_count} of the rows to write are null there (rows carried over from "
+                    f"files written while it was nullable, which Paimon cannot store under NOT NULL: make the "
+                    f"column nullable again)", column=field.name)
         return pa.Table.from_arrays(cols, schema=self.arrow_schema)
 
     def write(

@@ -256,12 +256,7 @@ class OldValues:
         else:
             old = self._lowest_level_rows(found, tables)
         if old.schema != chunk.schema:  # the same reader gives both: only nullability may differ
-            # (a column made NOT NULL after files with nulls in it were written reads as nullable:
-            # `ops.not_null_history`; a null that survives the merge is refused by the file writer)
-            old = old.select(chunk.column_names)
-            both_ways = pa.schema([c.with_nullable(c.nullable or o.nullable) for c, o in zip(
-                chunk.schema, old.schema, strict=True)])
-            old, chunk = old.cast(both_ways), chunk.cast(both_ways)
+            old = old.select(chunk.column_names).cast(chunk.schema)
         at = None if ordered is None else _first_records(ordered, _column_at([(old, None)], self.key_names[0]))
         order = (None if at is None else
                  _interleaved(at, _column_at([(old, None)], SEQUENCE_NUMBER), chunk, np.arange(old.num_rows),
