@@ -44,6 +44,16 @@ class InvalidDataError(LakeError):
     """A value that cannot be stored: a null primary key, an overflow, an unknown row kind."""
 
 
+class NullInNotNullColumnError(InvalidDataError):
+    """A data file would hold a null in a NOT NULL ``column``: typically rows of a file written
+    before the column was made NOT NULL, which a compaction would rewrite (Paimon's readers cannot
+    decode a required column holding nulls)."""
+
+    def __init__(self, message: str, *, column: str) -> None:
+        super().__init__(message)
+        self.column = column
+
+
 class UnsupportedFeatureError(LakeError):
     """An option or feature of the Paimon format that lake_assets does not implement (yet)."""
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
-from lake_assets.errors import UnsupportedFeatureError
+from lake_assets.errors import NullInNotNullColumnError, UnsupportedFeatureError
 from lake_assets.formats.data_file_read import file_column_names, iter_data_file, read_data_file, row_types_of
 from lake_assets.formats.file_format import FileFormat, WriteOptions, file_format, table_format
 from lake_assets.formats.file_index import index_plan
@@ -137,6 +137,16 @@ class DataFileWriter:
             cols = [data.column(k) for k in self.key_names]
             cols += [data.column(SEQUENCE_NUMBER), data.column(VALUE_KIND)]
             cols += [data.column(n) for n in self.value_names]
+        for col, field in zip(cols, self.arrow_schema, strict=True):
+            if not field.nullable and col.null_count:
+                # a required column holding nulls: Paimon's readers cannot decode such a file
+                # (rows read from files written before the column became NOT NULL:
+                # `lake_assets.ops.not_null_history`); user writes are refused before this
+                raise NullInNotNullColumnError(
+                    f"Cannot write a data file of schema-{self.schema.id} in {self.bucket_dir}: column {field.name} "
+                    f"is NOT NULL but {col.null_count} of the rows to write are null there (rows carried over from "
+                    f"files written while it was nullable, which Paimon cannot store under NOT NULL: make the "
+                    f"column nullable again)", column=field.name)
         return pa.Table.from_arrays(cols, schema=self.arrow_schema)
 
     def write(

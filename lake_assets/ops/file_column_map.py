@@ -9,6 +9,7 @@ plan for the files of one schema id (the same for each of them, so a reader cach
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -41,14 +42,18 @@ class FileColumnMap:
         self.fields = fields
 
     @classmethod
-    def of(cls, store: FileStore, read_schema: TableSchema, schema_id: int, columns: Sequence[str]) -> FileColumnMap:
-        """How files written under ``schema_id`` map to ``columns`` of ``read_schema``, by field id."""
+    def of(cls, store: FileStore, read_schema: TableSchema, schema_id: int, columns: Sequence[str],
+           relaxed: AbstractSet[str] = frozenset()) -> FileColumnMap:
+        """How files written under ``schema_id`` map to ``columns`` of ``read_schema``, by field id;
+        ``relaxed`` columns (NOT NULL now, nullable once: `lake_assets.ops.not_null_history`) are
+        nullable in every file's map, so files with and without nulls concatenate."""
         file_schema = store.schema_by_id(schema_id)
         wanted: list[tuple[str, str | None]] = []
         for name in columns:
             old = file_schema.field_by_id(read_schema.field(name).id)
             wanted.append((name, old.name if old is not None else None))
-        return cls(schema_id, wanted, [to_arrow_field(read_schema.field(name)) for name, _ in wanted])
+        fields = [to_arrow_field(read_schema.field(name)) for name, _ in wanted]
+        return cls(schema_id, wanted, [f.with_nullable(True) if f.name in relaxed else f for f in fields])
 
     def to_read(self, raw: pa.Table, with_system: bool, narrowing: NarrowingError) -> pa.Table:
         """Map a file's columns to the read columns: match by field id, cast, add missing as nulls;

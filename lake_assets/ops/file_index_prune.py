@@ -17,12 +17,19 @@ literal up as the null rows: a superset, so Java keeps files we skip, never the 
 Only append tables are pruned: in a primary-key table a file without the value may still hold the
 newer version of a key that hides an older match in another file (Paimon uses indexes there only
 with deletion vectors). An index only removes files without a match, so a read returns the same rows with or
-without it; whatever cannot be decided (an index that does not parse or is gone, a bitmap of a
-version or type not read here, an index of another kind (a newer Paimon's or a plug-in's), a
-literal that does not convert to the file's column type, a column renamed or retyped since the file
-was written) keeps the file. Damage to an index embedded in a manifest entry (bytes cut, offsets or
-lengths outside it, counts that do not add up) is manifest damage: `CorruptMetadataError` naming
-the data file, as Paimon Java 0.9's scan fails on it; a damaged ``.index`` file is read past.
+without it; whatever cannot be decided (a bitmap of a version or type not read here, an index of
+another kind (a newer Paimon's or a plug-in's), a literal that does not convert to the file's column
+type, a column renamed or retyped since the file was written) keeps the file. Damage to an index
+is never read past: one embedded in a manifest entry (bytes cut, offsets or lengths outside it,
+counts that do not add up, a bsi or range-bitmap of another version) is manifest damage,
+`CorruptMetadataError` naming the data file, as Paimon Java 0.9's scan fails on it
+(``AppendOnlyFileStoreScan.testFileIndex``); a ``<file>.index`` file damaged so is
+`CorruptMetadataError` naming it, and a missing one `MissingDataFileError`, as Java 0.9's reader
+fails on both (``FileIndexSkipper``, ``RawFileSplitRead.createFileReader``); so is a data file
+listing two ``.index`` files ("Found more than one index file"). An index whose row count is not
+its data file's, or that names a row past the file's end, is damaged too (Java reads such a
+bitmap and may skip a file that matches; a count is never used to allocate or flip before it is
+checked).
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 from pyroaring import BitMap
 
-from lake_assets.errors import CorruptMetadataError, InvalidDataError, LakeError
+from lake_assets.errors import CorruptMetadataError, InvalidDataError, LakeError, MissingDataFileError
 from lake_assets.formats.bitmap_index import BITMAP, BitmapIndex
 from lake_assets.formats.bloom_filter import BloomFilter64
 from lake_assets.formats.bsi_index import BSI, BSI_OPS, BsiIndex, term_keys
@@ -80,69 +87,87 @@ def prunes_by_index(schema: TableSchema, pred: Predicate | None) -> bool:
 
 def index_may_match(store: FileStore, entry: ManifestEntry, pred: Predicate, schema: TableSchema) -> bool:
     """False only when the file's indexes show that no clause of ``pred`` (naming columns of
-    ``schema``, the read's) can match a row of it."""
+    ``schema``, the read's) can match a row of it. A damaged index raises `CorruptMetadataError`,
+    a missing ``.index`` file `MissingDataFileError` (both naming the file)."""
     meta = entry.file
     index_files = [x for x in meta.extra_files if x.endswith(INDEX_FILE_SUFFIX)]
-    if meta.embedded_file_index is None and len(index_files) != 1:
+    if meta.embedded_file_index is None and not index_files:
         return True
-    try:
-        if meta.embedded_file_index is not None:
-            data = meta.embedded_file_index
-        else:
-            (path,) = [p for p in store.written_file_paths(entry.partition, entry.bucket, meta)
-                       if p.endswith("/" + index_files[0])]
+    if meta.embedded_file_index is None and len(index_files) > 1:
+        raise CorruptMetadataError(f"Table {store.name}: data file {meta.file_name} lists more than one index file: "
+                                   f"{' and '.join(index_files)}")
+    if meta.embedded_file_index is not None:
+        data = meta.embedded_file_index
+        where = f"the file index embedded in the manifest entry of {meta.file_name}"
+    else:
+        (path,) = [p for p in store.written_file_paths(entry.partition, entry.bucket, meta)
+                   if p.endswith("/" + index_files[0])]
+        where = f"the file index {index_files[0]} of {meta.file_name}"
+        try:
             data = store.file_io.read_bytes(path)
+        except FileNotFoundError:
+            # Java 0.9's reader opens it and fails; a read maps this as a missing data file
+            raise MissingDataFileError(
+                f"Table {store.name}: file index {path} of {meta.file_name} is missing") from None
+        except OSError as exc:
+            raise CorruptMetadataError(f"Table {store.name}: {where} cannot be read: {exc}") from exc
+    try:
         indexes = read_container(data, f"file index of {meta.file_name}")
     except InvalidDataError as exc:
-        if meta.embedded_file_index is not None:
-            raise _corrupt_embedded(store.name, meta.file_name, exc) from None
-        log.warning("Table %s: not using the file index of %s: %s", store.name, meta.file_name, exc)
-        return True
-    except (LakeError, OSError) as exc:
-        # an index file we cannot read prunes nothing: the file is read and filtered row by row
-        log.warning("Table %s: not using the file index of %s: %s", store.name, meta.file_name, exc)
-        return True
+        raise _corrupt(store.name, where, exc) from None
     if not indexes:
         return True
-    view = _FileIndexes(store.name, meta.file_name, indexes, embedded=meta.embedded_file_index is not None)
+    view = _FileIndexes(store.name, meta.file_name, indexes, where, meta.row_count)
     file_schema = store.schema_by_id(meta.schema_id)
     return any(_clause_may_match(schema, file_schema, view, clause) for clause in pred.clauses)
 
 
-def _corrupt_embedded(table: str, file_name: str, exc: Exception) -> CorruptMetadataError:
-    """Damage in an index embedded in a manifest entry: manifest damage, which Paimon Java 0.9's
-    scan fails on too (``AppendOnlyFileStoreScan.testFileIndex``)."""
-    return CorruptMetadataError(f"Table {table}: the file index embedded in the manifest entry of {file_name} "
-                                f"is corrupt: {exc}")
+def _corrupt(table: str, where: str, exc: Exception) -> CorruptMetadataError:
+    """Damage in a file index: Paimon Java 0.9 fails on it too (``AppendOnlyFileStoreScan.testFileIndex``
+    for one embedded in the manifest entry, ``FileIndexSkipper`` for a ``.index`` file)."""
+    return CorruptMetadataError(f"Table {table}: {where} is corrupt: {exc}")
 
 
 class _FileIndexes:
-    """One file's indexes by column, each parsed when a term first asks for it; one that does
-    not parse (or is of a version or type not read here) decides nothing."""
+    """One file's indexes by column, each parsed when a term first asks for it; one of a version
+    or type not read here decides nothing, one that does not parse or whose row count is not the
+    data file's ``rows`` is corrupt (``where`` names the index in the error)."""
 
-    def __init__(self, table: str, file_name: str, payloads: dict[str, dict[str, bytes | None]], *,
-                 embedded: bool = False) -> None:
-        self.table, self.file_name, self.payloads, self.embedded = table, file_name, payloads, embedded
+    def __init__(self, table: str, file_name: str, payloads: dict[str, dict[str, bytes | None]], where: str,
+                 rows: int) -> None:
+        self.table, self.file_name, self.payloads, self.where, self.rows = table, file_name, payloads, where, rows
         self._parsed: dict[tuple[str, str], Any] = {}
+
+    def corrupt(self, exc: Exception) -> CorruptMetadataError:
+        return _corrupt(self.table, self.where, exc)
+
+    def checked(self, rows: BitMap, column: str, index_type: str) -> BitMap:
+        """``rows`` (an index's answer), refused when it names a row past the data file's end."""
+        if rows and rows.max() >= self.rows:
+            raise self.corrupt(InvalidDataError(f"the {index_type} index of {column!r} names row {rows.max()} of a "
+                                                f"file of {self.rows} rows"))
+        return rows
 
     def _get(self, column: str, index_type: str, parse: Callable[[bytes], T]) -> T | None:
         key = (column, index_type)
         if key not in self._parsed:
             payload = self.payloads.get(column, {}).get(index_type)
             try:
-                self._parsed[key] = None if payload is None else parse(payload)
+                parsed = None if payload is None else parse(payload)
             except InvalidDataError as exc:
-                if self.embedded:
-                    raise _corrupt_embedded(self.table, self.file_name, exc) from None
-                log.warning("Table %s: not using the %s index of %s in %s: %s", self.table, index_type,
-                            column, self.file_name, exc)
-                self._parsed[key] = None
+                raise self.corrupt(exc) from None
             except LakeError as exc:  # a version or type not read here: decides nothing
                 log.warning("Table %s: not using the %s index of %s in %s: %s", self.table, index_type,
                             column, self.file_name, exc)
-                self._parsed[key] = None
-        parsed: T | None = self._parsed[key]
-        return parsed
+                parsed = None
+            counted = getattr(parsed, "row_count", getattr(parsed, "rows", None))
+            if counted is not None and counted != self.rows:
+                # never flipped over (Java's NOT IN) or trusted: a count that is not the file's
+                raise self.corrupt(InvalidDataError(f"the {index_type} index of {column!r} counts {counted} rows; "
+                                                    f"the data file has {self.rows}"))
+            self._parsed[key] = parsed
+        out: T | None = self._parsed[key]
+        return out
 
     def bloom(self, column: str) -> BloomFilter64 | None:
         return self._get(column, BLOOM_FILTER, lambda p: BloomFilter64.from_bytes(
@@ -208,27 +233,30 @@ def _index_rows(indexes: _FileIndexes, column: str, dt: DataType, op: str, value
         # ``values`` holds no null but for the null tests (a null literal matches nothing, an
         # `in` list's nulls are dropped): the null rows never match a comparison, so != / not in
         # leave them out where Java's flip keeps them (only more pruning)
-        hit = bitmap.rows_in(values)
+        try:
+            hit = indexes.checked(bitmap.rows_in(values), column, BITMAP)
+            nulls = bitmap.rows_in(pa.nulls(1, to_arrow(dt))) if op in ("!=", "not in") else BitMap()
+        except InvalidDataError as exc:  # a bitmap of the body that does not parse
+            raise indexes.corrupt(exc) from None
         if op in _EQUALITY or op == "is null":
             out.append(hit)
         elif op == "is not null":
             out.append(bitmap.all_rows() - hit)
         else:
-            out.append(bitmap.all_rows() - hit - bitmap.rows_in(pa.nulls(1, to_arrow(dt))))
+            out.append(bitmap.all_rows() - hit - nulls)
     bsi = indexes.bsi(column) if op not in NULL_TESTS else None
     asked = None if bsi is None else term_keys(values, dt, op)
     if bsi is not None and asked is not None:
-        out.append(bsi.rows_matching(*asked))
+        out.append(indexes.checked(bsi.rows_matching(*asked), column, BSI))
     range_bitmap = indexes.range_bitmap(column, dt)
     if range_bitmap is not None:
         # its keys order and compare as lake_assets' filters do (FLOAT / DOUBLE by Java's compare,
         # a null row matching no comparison), so its answer is the term's exact rows
         keys = [] if op in NULL_TESTS else literal_keys(values, dt)
         try:
-            out.append(range_bitmap.rows_matching(op, keys))
-        except LakeError as exc:  # a part parsed on demand that does not parse decides nothing
-            log.warning("Table %s: not using the range-bitmap index of %s in %s: %s", indexes.table, column,
-                        indexes.file_name, exc)
+            out.append(indexes.checked(range_bitmap.rows_matching(op, keys), column, RANGE_BITMAP))
+        except InvalidDataError as exc:  # a part parsed on demand (dictionary, slices) that does not parse
+            raise indexes.corrupt(exc) from None
     return out
 
 

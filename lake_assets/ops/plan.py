@@ -15,7 +15,7 @@ import pendulum
 import pyarrow as pa
 
 from lake_assets import arguments as args
-from lake_assets.errors import CorruptMetadataError, InvalidArgumentError, SnapshotNotFoundError
+from lake_assets.errors import CorruptMetadataError, InvalidArgumentError, MissingDataFileError, SnapshotNotFoundError
 from lake_assets.lsm.bucket import assign_buckets
 from lake_assets.lsm.bucket_function import function_problem
 from lake_assets.ops import deletion_vectors
@@ -108,7 +108,12 @@ def plan_splits(
         entries = [e for e in entries if file_may_match(store, e.file, pred, schema)]
         if op is Op.READ and prunes_by_index(schema, pred):
             # bloom-filter and bitmap file indexes of append tables (ops/file_index_prune.py)
-            entries = [e for e in entries if index_may_match(store, e, pred, schema)]
+            try:
+                entries = [e for e in entries if index_may_match(store, e, pred, schema)]
+            except MissingDataFileError as exc:  # a .index file gone: expiry raced the plan, or a lost file
+                from lake_assets.ops.read import missing_file_error  # the read path imports this module
+
+                raise missing_file_error(store, exc, snap.id) from None
     return deletion_vectors.attach(store, snap, scan.splits(entries))
 
 

@@ -28,6 +28,7 @@ from lake_assets.ops.default_values import ColumnDefaults, prunable
 from lake_assets.ops.deletion_vectors import VectorLoader, hides_level0, raw_readable
 from lake_assets.ops.file_column_map import KIND_FIELD, FileColumnMap, no_columns
 from lake_assets.ops.key_filter import key_terms
+from lake_assets.ops.not_null_history import relaxed_columns
 from lake_assets.ops.plan import file_may_match
 from lake_assets.ops.row_tracking import data_evolution_enabled, row_tracking_enabled
 from lake_assets.ops.scan import Split
@@ -114,8 +115,13 @@ class SplitReader:
                 if c not in needed:
                     needed.append(c)
         self.read_columns = needed
+        # columns made NOT NULL after files with nulls in them were written read as nullable
+        # (Java's reads return those nulls: `ops.not_null_history`)
+        self.relaxed = relaxed_columns(store, schema)
         self.output_schema = pa.schema([
-            SYSTEM_FIELDS[c] if c in self.system_columns else to_arrow_field(schema.field(c)) for c in self.columns])
+            SYSTEM_FIELDS[c] if c in self.system_columns else
+            to_arrow_field(schema.field(c)).with_nullable(True) if c in self.relaxed else
+            to_arrow_field(schema.field(c)) for c in self.columns])
         # Partition columns only output (not merged on) are not decoded from the files: every row
         # of a split holds the split's partition value, so `output_rows` adds them as constants. Not
         # a partition field outside the primary key (a cross-partition upsert table): there it is
@@ -157,7 +163,7 @@ class SplitReader:
         cols = tuple(self.read_columns if columns is None else columns)
         layout = self._layouts.get((schema_id, cols))
         if layout is None:
-            layout = FileColumnMap.of(self.store, self.schema, schema_id, cols)
+            layout = FileColumnMap.of(self.store, self.schema, schema_id, cols, self.relaxed)
             self._layouts[(schema_id, cols)] = layout  # a racing thread computes the same value
         return layout
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
 from pyspark.sql.types import StructType
 
+from lake_assets.ops.not_null_history import read_arrow_schema
 from lake_assets.spark.reader import LakePushdownReader, LakeReader
 from lake_assets.spark.schema import spark_schema
 from lake_assets.spark.source_options import FILTER_PUSHDOWN, SourceOptions
@@ -70,7 +71,8 @@ class LakeDataSource(DataSource):
             if snap is not None:
                 schema = table.store.travel_schema(snap)  # its fields, the current options
         self.schema_id = schema.id
-        return spark_schema(schema.arrow_schema, with_row_kind=self.source.with_row_kind)
+        # a column made NOT NULL after files with nulls were written reads as nullable (`read_arrow_schema`)
+        return spark_schema(read_arrow_schema(table.store, schema), with_row_kind=self.source.with_row_kind)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         if self.source.get_bool(FILTER_PUSHDOWN):

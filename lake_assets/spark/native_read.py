@@ -27,6 +27,7 @@ import pyarrow as pa
 from lake_assets.formats.file_format import format_of_file
 from lake_assets.lsm.run_partition import sections
 from lake_assets.ops import postpone_merge_read
+from lake_assets.ops.not_null_history import read_arrow_schema
 from lake_assets.ops.row_tracking import data_evolution_enabled
 from lake_assets.ops.scan import Split
 from lake_assets.spark.schema import spark_schema
@@ -163,7 +164,7 @@ def read_table(
     pinned = {PLANNED_SNAPSHOT[0]: str(snap.id)}  # a commit meanwhile must not change what the source reads
     if not paths:
         return source(pinned)
-    declared = spark_schema(schema.arrow_schema)
+    declared = spark_schema(read_arrow_schema(table.store, schema))  # as the source declares it
     native = spark.read.schema(declared).parquet(*paths).select(*declared.names)
     if not merging:
         return native

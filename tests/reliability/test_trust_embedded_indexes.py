@@ -8,7 +8,7 @@ scan fails on them (``AppendOnlyFileStoreScan.testFileIndex``), and never anothe
 allocation beyond a few megabytes (a bloom filter claiming 2**31 hash functions asked for 8 GiB
 per literal). Reads without a filter, health, compaction, orphan removal and expiry do not use
 the index. A canary beside the table is never touched. (A damaged ``<file>.index`` next to the
-data file is read past, file read whole: `test_trust_stored_numbers`.)
+data file fails the filtered read alike: `test_trust_stored_numbers`, `tests/unit/test_file_index_damage.py`.)
 """
 
 from __future__ import annotations

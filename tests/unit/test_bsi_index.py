@@ -339,7 +339,7 @@ def test_nanosecond_bitmaps_do_not_decide_not_equal() -> None:
     bitmap, bsi = BitmapIndexBuilder(dt9), BsiIndexBuilder(dt9, "t")
     bitmap.add(values)
     bsi.add(values)
-    indexes = _FileIndexes("db.t", "f", {"t": {"bitmap": bitmap.finish(), "bsi": bsi.finish()}})
+    indexes = _FileIndexes("db.t", "f", {"t": {"bitmap": bitmap.finish(), "bsi": bsi.finish()}}, "index of f", 2)
     literal = pa.array([500], pa.int64()).view(pa.timestamp("ns"))
     for op in ("!=", "not in"):
         assert _index_rows(indexes, "t", dt9, op, literal) == [], op  # neither index decides

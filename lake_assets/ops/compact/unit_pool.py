@@ -11,8 +11,10 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, wait
 from typing import TYPE_CHECKING
 
+from lake_assets.errors import NullInNotNullColumnError
 from lake_assets.ops.allocator import release_thread_memory
 from lake_assets.ops.kept_pool import KeptThreadPool
+from lake_assets.ops.not_null_history import rewrite_error
 from lake_assets.ops.spill import spill_root
 from lake_assets.parallelism import usable_cpus
 
@@ -86,6 +88,8 @@ def _run_and_release(store: FileStore, task: CompactionTask, spill_dir: str | No
 
     try:
         return run_compaction_task(store, task, spill_dir=spill_dir)
+    except NullInNotNullColumnError as exc:  # a null in a column made NOT NULL after its file was written
+        raise rewrite_error(store, task.input_files, exc) from exc
     finally:
         release_thread_memory()
 
