@@ -103,8 +103,8 @@ def repartition_by_bucket(
             raise OptionError("repartition_by_bucket needs warehouse= when the table is given by name")
         table = Catalog(warehouse, **dict(storage_options or {})).get_table(table)
     schema = table.schema
-    if not schema.primary_keys or schema.core_options.bucket == POSTPONE_BUCKET:
-        # append tables and postpone bucket mode: every task writes its own files, no routing (a
+    if (not schema.primary_keys and schema.core_options.bucket == -1) or schema.core_options.bucket == POSTPONE_BUCKET:
+        # unaware-bucket append tables and postpone bucket mode: every task writes its own files, no routing (a
         # batch write into real buckets is routed by write_table, spark/postpone_routing.py),
         # unless partition.sink-strategy clusters the rows by partition
         return cluster_by_partition(df, table)
