@@ -22,9 +22,13 @@ The unaware-bucket planner (`compact_strategy.pick_append_small_files`) is anoth
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from lake_assets.lsm.compact_strategy import pick_append_full
 from lake_assets.spec.manifest import DataFileMeta
+
+if TYPE_CHECKING:
+    from lake_assets.options import CoreOptions
 
 # compaction.max.file-num when the table leaves it unset: Java's AppendOnlyFileStoreWrite
 # (``compactionMaxFileNum().orElse(5)``) for bucketed append tables
@@ -58,6 +62,22 @@ def pick_bucketed_append(files: Iterable[DataFileMeta], target_file_size: int, m
 def pick_bucketed_append_full(files: Iterable[DataFileMeta], target_file_size: int) -> list[DataFileMeta]:
     """The files a full compaction of the bucket rewrites (Java's ``FullCompactTask``), or ``[]``."""
     return pick_append_full(files, target_file_size)
+
+
+def bucketed_append_groups(files: Iterable[DataFileMeta], opts: CoreOptions, *, full: bool,
+                           commits_since_full: int | None = None) -> list[list[DataFileMeta]]:
+    """The one group of adjacent files a compaction of the bucket rewrites (none: ``[]``), with the
+    table's options: the full pick with ``full`` and, as Flink's full-compaction sink, once
+    ``commits_since_full`` reaches ``full-compaction.delta-commits``; else the best-effort pick."""
+    target = opts.target_file_size
+    delta = opts.full_compaction_delta_commits
+    if full or (delta is not None and commits_since_full is not None and commits_since_full >= delta):
+        group = pick_bucketed_append_full(files, target)
+    else:
+        max_files = opts.compaction_max_file_num
+        group = pick_bucketed_append(files, target, opts.compaction_min_file_num,
+                                     DEFAULT_MAX_FILE_NUM if max_files is None else max_files)
+    return [group] if group else []
 
 
 def output_sequences(group: Iterable[DataFileMeta]) -> int:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from lake_assets.errors import InvalidArgumentError, UnsupportedFeatureError
 from lake_assets.formats.format_options import FORMAT_PER_LEVEL, format_of_level
-from lake_assets.lsm.bucketed_append import DEFAULT_MAX_FILE_NUM, pick_bucketed_append, pick_bucketed_append_full
+from lake_assets.lsm.bucketed_append import bucketed_append_groups
 from lake_assets.lsm.compact_strategy import (
     CompactUnit,
     RewriteSection,
@@ -166,7 +166,7 @@ def plan_bucket(
             groups = plan_data_evolution(split.files, opts, store.name)
         elif split.bucket >= 0 and split.total_buckets > 0:
             # a fixed-bucket append table's bucket: an ordered stream (lsm/bucketed_append.py)
-            groups = _bucketed_append_groups(split.files, opts, full=full, commits_since_full=commits_since_full)
+            groups = bucketed_append_groups(split.files, opts, full=full, commits_since_full=commits_since_full)
         elif full:
             files = pick_append_full(split.files, target)
             groups = [files] if files else []
@@ -249,22 +249,6 @@ def plan_bucket(
                           before_files=before, lookup_files=lookup, deletion_vectors=dv,
                           dv_entries=split.dv_entries if dv else (), dv_lookup_files=dv_lookup,
                           dv_rewrite_files=tuple(heavy), lookup_above_files=above)
-
-
-def _bucketed_append_groups(files: list[DataFileMeta], opts: CoreOptions, *, full: bool,
-                            commits_since_full: int | None) -> list[list[DataFileMeta]]:
-    """The one group of adjacent files Paimon's BucketedAppendCompactManager rewrites in a
-    fixed-bucket append bucket: its full pick with ``full`` (and, as Flink's full-compaction sink
-    does, every ``full-compaction.delta-commits`` commits), else its best-effort pick."""
-    target = opts.target_file_size
-    delta = opts.full_compaction_delta_commits
-    if full or (delta is not None and commits_since_full is not None and commits_since_full >= delta):
-        group = pick_bucketed_append_full(files, target)
-    else:
-        max_files = opts.compaction_max_file_num
-        group = pick_bucketed_append(files, target, opts.compaction_min_file_num,
-                                     DEFAULT_MAX_FILE_NUM if max_files is None else max_files)
-    return [group] if group else []
 
 
 def _lookup_sections(sections: list[RewriteSection], files: Iterable[DataFileMeta], output_level: int,
