@@ -121,8 +121,9 @@ def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
 def _bucket_function_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
     """A ``bucket-function.type`` that cannot place the table's bucket keys (``mod`` of a STRING
     key, ``hive`` of a TIMESTAMP: Paimon HEAD throws when it makes or applies the function). Only
-    fixed-bucket writes and a postpone table's moves into real buckets use the function (dynamic
-    and unaware tables ignore it, as Java does), so only they are refused; reads do not prune by
+    fixed-bucket writes (primary-key and append tables) and a postpone table's moves into real
+    buckets use the function (dynamic and unaware tables ignore it, as Java does), so only they
+    are refused; reads do not prune by
     it (`ops.plan.BucketSelector`). A postpone table also refuses its writes into bucket-postpone,
     whose rows no compaction could then place."""
     if not (bucket > 0 or (schema.primary_keys and bucket == POSTPONE_BUCKET)):

@@ -211,8 +211,9 @@ def write_table(
     if fixed_bucket_batch_writes(table.store, postpone_options):
         plan = plan_dataframe(df, table, BatchBucketOptions.of(table.store, postpone_options),
                               overwrite=mode == "overwrite")
-    if num_partitions is None and table.primary_keys and single_task_input(df):
-        routed = df  # one task writes every bucket: nothing to route
+    hashed = bool(table.primary_keys) or table.schema.core_options.bucket > 0  # fixed-bucket append too
+    if num_partitions is None and hashed and single_task_input(df):
+        routed = df  # one task writes every bucket (an append bucket in input order): nothing to route
     elif plan is not None:
         routed = route_by_planned_bucket(df, table, plan, num_partitions)
     else:
