@@ -12,7 +12,7 @@ Two picks, as Java's manager makes them:
   sequence order slide through a window that closes once it holds ``target-file-size`` bytes in at
   least ``compaction.min.file-num`` files, or ``compaction.max.file-num`` files whatever their
   size; a window that reaches the target size with fewer files drops its oldest file;
-* full (`pick_append_full`, ``compact(full=True)``): leading files already at the target size stay,
+* full (`pick_bucketed_append_full`, ``compact(full=True)``): leading files already at the target size stay,
   the rest is rewritten when at least 3 files remain and small ones outnumber large ones.
 
 The unaware-bucket planner (`compact_strategy.pick_append_small_files`) is another rule, Paimon's
@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from lake_assets.lsm.compact_strategy import pick_append_full
 from lake_assets.spec.manifest import DataFileMeta
 
 if TYPE_CHECKING:
@@ -33,12 +32,17 @@ if TYPE_CHECKING:
 # compaction.max.file-num when the table leaves it unset: Java's AppendOnlyFileStoreWrite
 # (``compactionMaxFileNum().orElse(5)``) for bucketed append tables
 DEFAULT_MAX_FILE_NUM = 5
+# Java's FULL_COMPACT_MIN_FILE: a full compaction rewrites no fewer files
+FULL_COMPACT_MIN_FILES = 3
 
 
 def sequence_order(files: Iterable[DataFileMeta]) -> list[DataFileMeta]:
     """A bucket's files in the order its rows were written: by first sequence number (Java's
-    ``fileComparator``), ties by last number and name so that the order is total."""
-    return sorted(files, key=lambda f: (f.min_sequence_number, f.max_sequence_number, f.file_name))
+    ``fileComparator``), ties in the order given, which is the manifests' (the order the files
+    were added), as readers keep them: Java's and ours sort a bucket's files stably by that number
+    alone. Ties happen: pypaimon 2.1 numbers every file 0/0, and Java's compaction manager, whose
+    set of files is ordered by the number alone, then sees only one of them."""
+    return sorted(files, key=lambda f: f.min_sequence_number)
 
 
 def pick_bucketed_append(files: Iterable[DataFileMeta], target_file_size: int, min_file_num: int,
@@ -60,8 +64,16 @@ def pick_bucketed_append(files: Iterable[DataFileMeta], target_file_size: int, m
 
 
 def pick_bucketed_append_full(files: Iterable[DataFileMeta], target_file_size: int) -> list[DataFileMeta]:
-    """The files a full compaction of the bucket rewrites (Java's ``FullCompactTask``), or ``[]``."""
-    return pick_append_full(files, target_file_size)
+    """The files a full compaction of the bucket rewrites (Java's ``FullCompactTask``), or ``[]``:
+    in sequence order, leading files at the target size stay; the rest is rewritten when at least
+    3 files remain and small ones outnumber large ones."""
+    ordered = sequence_order(files)
+    start = 0
+    while start < len(ordered) and ordered[start].file_size >= target_file_size:
+        start += 1
+    rest = ordered[start:]
+    small = sum(1 for f in rest if f.file_size < target_file_size)
+    return rest if len(rest) >= FULL_COMPACT_MIN_FILES and small > len(rest) - small else []
 
 
 def bucketed_append_groups(files: Iterable[DataFileMeta], opts: CoreOptions, *, full: bool,

@@ -171,3 +171,12 @@ def test_tables_refused_at_create_and_at_write(catalog: Catalog) -> None:
     t = catalog.create_table("db.rk", SCHEMA, options={"bucket": "2", "bucket-key": "id"})
     with pytest.raises(UnsupportedFeatureError, match="append tables only take"):
         t.new_writer("u").write_arrow(_rows(0), kinds=pa.array([3] * 6, pa.int8()).to_numpy())
+
+
+def test_files_with_the_same_first_number_keep_their_manifest_order() -> None:
+    # pypaimon 2.1 numbers every file 0/0: the picks keep such files in the order given (the
+    # manifests'), as readers do, whatever their names
+    tied = [meta(1, 0) for _ in range(5)]  # names ascending: reversed, the given order is not theirs
+    for order in (tied, tied[::-1]):
+        assert pick_bucketed_append(order, 1 << 30, 5, 5) == order
+        assert pick_bucketed_append_full(order, 1 << 30) == order
