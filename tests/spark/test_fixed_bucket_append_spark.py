@@ -6,6 +6,7 @@ files as Paimon's BucketedAppendCompactManager picks them."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 
 import pyarrow as pa
@@ -37,7 +38,8 @@ def _files(table) -> list:  # type: ignore[no-untyped-def]
 
 
 def test_write_table_df_write_and_compact_job(capsys, spark, catalog: Catalog, warehouse: str) -> None:
-    table = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options={"bucket": "3", "bucket-key": "id"})
+    table = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"],
+                                 options={"bucket": "3", "bucket-key": "id", "compaction.max.file-num": "2"})
     write_table(spark.createDataFrame(_rows(0).to_pandas()).repartition(4), warehouse, "db.t")
     files = _files(table)
     places = Counter((p, b) for p, b, _ in files)
@@ -55,13 +57,53 @@ def test_write_table_df_write_and_compact_job(capsys, spark, catalog: Catalog, w
     for place in {(p, b) for p, b, _ in files}:
         firsts = [f.min_sequence_number for p, b, f in files if (p, b) == place]
         assert len(set(firsts)) == len(firsts), (place, firsts)
-    # a third write: every bucket holds at least 3 small files, which a full compaction merges
-    write_table(spark.createDataFrame(_rows(80).to_pandas()), warehouse, "db.t")
-    before = len(_files(table))
-    code, out = run_job_main(capsys, compact.main, "--warehouse", warehouse, "--table", "db.t", "--full")
+    # the compact job: Paimon's pick with compaction.max.file-num 2, the first two files of every
+    # bucket holding two or more
+    counts = Counter((p, b) for p, b, _ in files)
+    merged = sum(1 for n in counts.values() if n >= 2)
+    assert merged
+    code, out = run_job_main(capsys, compact.main, "--warehouse", warehouse, "--table", "db.t")
     assert code == EXIT_OK and out["commit_kind"] == "COMPACT", out
-    assert out["files_in"] == before and out["files_out"] == 6 and out["rows_out"] == 120
+    assert out["files_in"] == 2 * merged and out["files_out"] == merged
+    assert Counter((p, b) for p, b, _ in _files(table)) == {k: n - 1 if n >= 2 else n for k, n in counts.items()}
     got = table.refresh().to_arrow()
-    assert sorted(got.column("v").to_pylist()) == list(range(120))
+    assert sorted(got.column("v").to_pylist()) == list(range(80))
     for _, _, f in _files(table):  # one number per row
         assert f.max_sequence_number - f.min_sequence_number + 1 >= f.row_count
+
+
+def test_streaming_sink_keeps_each_bucket_in_micro_batch_order(spark, catalog: Catalog, warehouse: str,
+                                                                tmp_path) -> None:
+    """Two micro-batches routed by bucket (`repartition_by_bucket`) into a fixed-bucket append table:
+    two snapshots, every row in its bucket key's bucket, each bucket's first batch before its second."""
+    import pyarrow.parquet as pq
+
+    from lake_assets.spark import repartition_by_bucket
+
+    table = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"], options={"bucket": "3", "bucket-key": "id"})
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    for i, start in enumerate((0, 40)):
+        pq.write_table(_rows(start), landing / f"part-{i:05d}.parquet")
+        # Spark's file source takes files in modification-time order: two landed in one tick
+        # would come in either order
+        os.utime(landing / f"part-{i:05d}.parquet", (1_700_000_000 + i, 1_700_000_000 + i))
+    df = spark.readStream.schema("id long, dt string, v long").option("maxFilesPerTrigger", 1).parquet(str(landing))
+    query = (repartition_by_bucket(df, table, num_partitions=2).writeStream.format("lake")
+             .option("warehouse", warehouse).option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(availableNow=True).start("db.t"))
+    try:
+        query.awaitTermination(120)
+    finally:
+        query.stop()
+    table = table.refresh()
+    assert [s.commit_kind.name for s in table.snapshots()] == ["APPEND", "APPEND"]
+    reader = SplitReader(table.store, table.schema)
+    seen = 0
+    for split in table.plan():
+        rows = pa.concat_tables(reader.read_split(split))
+        assert set(assign_buckets([rows.column("id")], [BigIntType()], 3).tolist()) == {split.bucket}
+        batches = [v // 40 for v in rows.column("v").to_pylist()]
+        assert batches == sorted(batches), (split.bucket, rows.column("v").to_pylist())
+        seen += rows.num_rows
+    assert seen == 80
