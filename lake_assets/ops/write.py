@@ -101,8 +101,7 @@ class TableWriter(WriterCleanup):
                 f"Table {store.name}: append tables with bucket = {self.num_buckets} are not supported; "
                 "use bucket = -1 (unaware) or a bucket count N > 0 with a bucket-key"
             )
-        # a fixed-bucket append table (bucket = N): each bucket an ordered stream of files, compacted
-        # inline unless write-only (Paimon's AppendOnlyWriter with a BucketedAppendCompactManager)
+        # bucket = N append table: ordered per-bucket streams, compacted inline (lsm/bucketed_append.py)
         self.fixed_append = not self.is_pk and self.num_buckets > 0
         if not store.file_io.exists(store.paths.schema_file(self.schema.id)):
             raise NoSuchTableError(f"Cannot write to {store.name}: the table does not exist (dropped?)")
