@@ -16,7 +16,6 @@ from lake_assets.errors import (
     NoSuchTableError,
     OptionError,
     SchemaError,
-    UnsupportedFeatureError,
 )
 from lake_assets.io.file_io import FileIO
 from lake_assets.option_rules_row_tracking import row_tracking_shape_problem
@@ -168,9 +167,7 @@ def build_schema(
     # that read single options (bucket), so that one bad option does not hide the others.
     CoreOptions({"bucket": "-1", **opts}, has_primary_key=bool(primary_keys)).validate(
         field_names=tuple(names), strict=True)
-    bucket = opts.setdefault("bucket", "-1")
-    if not primary_keys and bucket.strip() != "-1":
-        raise UnsupportedFeatureError(f"{what}: append tables with bucket = {bucket} are not supported; use -1")
+    opts.setdefault("bucket", "-1")
     shape = row_tracking_shape_problem(opts, primary_keys)
     if shape is not None:  # as Paimon's SchemaValidation.validateRowTracking
         raise OptionError(f"{what}: {shape}")

@@ -208,6 +208,12 @@ class CoreOptions(MergeOptions):
         return self._int("compaction.min.file-num", 5)
 
     @property
+    def compaction_max_file_num(self) -> int | None:
+        """``compaction.max.file-num`` (or its fallback key), None when unset: its default is
+        the table kind's (`lsm.bucketed_append.DEFAULT_MAX_FILE_NUM`)."""
+        return self._typed("compaction.max.file-num", None)  # type: ignore[return-value]
+
+    @property
     def compaction_parallelism(self) -> int | None:
         """Units an in-process compaction runs at once (None: as many as reads use)."""
         return self._typed("compaction.parallelism", None)  # type: ignore[return-value]

@@ -10,7 +10,16 @@ from lake_assets.lsm.merge_engine.registry import DEFAULT_MERGE_ENGINE, engine_o
 from lake_assets.ops.default_values import check_default_values
 from lake_assets.options import CoreOptions
 from lake_assets.spec.arrow_types import to_arrow
-from lake_assets.spec.data_types import BinaryType, CharType, DataField, MapType, VarCharType
+from lake_assets.spec.data_types import (
+    ArrayType,
+    BinaryType,
+    CharType,
+    DataField,
+    MapType,
+    MultisetType,
+    RowType,
+    VarCharType,
+)
 
 
 def index_type_problems(fields: Sequence[DataField], options: Mapping[str, str]) -> list[str]:
@@ -107,7 +116,14 @@ def check_options(
         # Paimon's SchemaValidation refuses it too: dynamic-bucket writers hash the trimmed primary
         # key whatever bucket-key says, and unaware-bucket tables hash nothing
         raise OptionError(f"{what}: 'bucket-key' cannot be set with bucket = -1; set a bucket number N > 0")
+    if not primary_keys and core.bucket > 0 and not core.bucket_key:
+        # Paimon's SchemaValidation.validateBucket, in its words
+        raise OptionError(f"{what}: you should define a 'bucket-key' for bucketed append mode (bucket = "
+                          f"{core.bucket} on a table without a primary key)")
     if core.bucket_key:
+        nested = [k for k in core.bucket_key if k in by_name and isinstance(by_name[k].type, NESTED_TYPES)]
+        if nested:
+            raise OptionError(f"{what}: nested type can not be in bucket-key, as in Paimon ({nested} are)")
         bad = [k for k in core.bucket_key
                if k not in names or k in partition_keys or (primary_keys and k not in primary_keys)]
         if bad:
@@ -135,6 +151,10 @@ def check_options(
                               f"VARBINARY (BYTES) column, not {col.type}")
     check_default_values(what, fields, primary_keys, partition_keys, options)
     return core
+
+
+# column types Paimon refuses in a bucket key (SchemaValidation.validateBucket)
+NESTED_TYPES = (ArrayType, MapType, MultisetType, RowType)
 
 
 def _dv_on_data_evolution(options: Mapping[str, str]) -> bool:

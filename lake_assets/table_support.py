@@ -80,7 +80,15 @@ def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
     if pk and bucket > 0:
         return []
     if not pk and bucket == -1:
-        return []
+        max_file_num = carried_key(schema.options, "compaction.max.file-num")
+        if max_file_num is None:
+            return []
+        # Paimon's unaware-bucket coordinator compacts up to that many files at once (default 50);
+        # our unaware planner has another rule, so it would ignore the option
+        return [Refusal(
+            f"option {max_file_num} = {schema.options[max_file_num]!r} on an unaware-bucket append table",
+            "lake_assets' compaction of unaware-bucket append tables does not implement it (it is honoured "
+            "with bucket = N)", frozenset({Op.COMPACT}))]
     if pk and bucket == POSTPONE_BUCKET:
         if is_true(schema.options.get("postpone.merge-on-read")):
             # batch reads merge bucket-postpone in (ops/postpone_merge_read.py); Paimon merges in
@@ -103,11 +111,9 @@ def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
         # (ops/cross_partition.py)
         return []
     if not pk and bucket > 0:
-        return [Refusal(
-            f"fixed-bucket mode of append tables with bucket = {bucket}",
-            "append tables are written and compacted only with bucket = -1 (bucket unaware)",
-            frozenset({Op.WRITE, Op.COMPACT}),
-        )]
+        # fixed-bucket append: rows routed by the bucket key (ops/route.py), each bucket an ordered
+        # stream compacted as Paimon's BucketedAppendCompactManager (lsm/bucketed_append.py)
+        return []
     kind = "primary-key" if pk else "append"
     return [Refusal(f"bucket = {bucket} on a {kind} table", "this bucket mode is not implemented", DATA)]
 
@@ -115,11 +121,12 @@ def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
 def _bucket_function_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
     """A ``bucket-function.type`` that cannot place the table's bucket keys (``mod`` of a STRING
     key, ``hive`` of a TIMESTAMP: Paimon HEAD throws when it makes or applies the function). Only
-    fixed-bucket writes and a postpone table's moves into real buckets use the function (dynamic
-    and unaware tables ignore it, as Java does), so only they are refused; reads do not prune by
+    fixed-bucket writes (primary-key and append tables) and a postpone table's moves into real
+    buckets use the function (dynamic and unaware tables ignore it, as Java does), so only they
+    are refused; reads do not prune by
     it (`ops.plan.BucketSelector`). A postpone table also refuses its writes into bucket-postpone,
     whose rows no compaction could then place."""
-    if not schema.primary_keys or not (bucket > 0 or bucket == POSTPONE_BUCKET):
+    if not (bucket > 0 or (schema.primary_keys and bucket == POSTPONE_BUCKET)):
         return []
     try:
         function = schema.core_options.bucket_function
@@ -260,8 +267,15 @@ def _dv_refusals(schema: TableSchema) -> list[Refusal]:
                            "the merge of a row range's files does not apply deletion vectors; use Paimon Java "
                            "HEAD or pypaimon for this table", DATA))
     if not schema.primary_keys:
-        # compaction applies and drops the vectors, deletes mark them (ops/append_vectors.py);
-        # bucketed append tables are refused writes and compaction whatever their vectors
+        # compaction applies and drops the vectors, deletes mark them (ops/append_vectors.py), in
+        # unaware-bucket tables; a fixed-bucket one's vectors (Paimon's per-bucket
+        # BucketedAppendDeletionFileMaintainer) are read, but its compaction does not keep them
+        if opts.bucket > 0:
+            out.append(Refusal(
+                f"deletion vectors on a fixed-bucket append table (bucket = {opts.bucket})",
+                "lake_assets' compaction of fixed-bucket append tables does not write or drop deletion vectors "
+                "(Paimon's per-bucket vector maintainer); only unaware-bucket append tables (bucket = -1) "
+                "are written and compacted with vectors", frozenset({Op.WRITE, Op.COMPACT})))
         return out
     try:
         problem = deletion_vector_problem(opts)

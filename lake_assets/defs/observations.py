@@ -82,6 +82,8 @@ class TableObservation:
     # a table without a primary key (append files, no levels): its backlog is what its compaction
     # would rewrite (buckets_to_compact), small files it would leave are none
     append_table: bool = False
+    # ... with fixed buckets (bucket = N): Paimon's BucketedAppendCompactManager picks its files
+    bucketed_append: bool = False
     # why lake_assets refuses to compact the table (`table_health.compaction_refusal`), or None
     compaction_refused: str | None = None
     # numbers that do not apply to the table → why (metadata ``not_applicable``)
@@ -152,6 +154,7 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
         buckets_to_compact=sum(1 for v in health.column("compaction_would_trigger").to_pylist() if v),
         data_evolution=data_evolution_enabled(table.schema.options),
         append_table=not lsm,
+        bucketed_append=not lsm and table.schema.core_options.bucket > 0,
         compaction_refused=table_health.compaction_refusal(table.store),
         not_applicable={} if lsm else dict.fromkeys(LSM_NUMBERS, NO_LSM),
     )
@@ -240,8 +243,10 @@ def _small_files(obs: TableObservation, threshold: int) -> tuple[bool, dict[str,
                                 "threshold": threshold, "vector_purge_files": obs.vector_purge_files}
     passed = obs.max_small_files_per_bucket <= threshold and obs.vector_purge_files == 0
     if not passed and obs.append_table and obs.buckets_to_compact == 0:
-        planner = LEFT_BY_DATA_EVOLUTION_COMPACTION if obs.data_evolution else LEFT_BY_APPEND_COMPACTION
-        # a table whose compaction lake_assets refuses (e.g. a fixed-bucket append table): none runs
+        planner = (LEFT_BY_DATA_EVOLUTION_COMPACTION if obs.data_evolution
+                   else LEFT_BY_BUCKETED_APPEND_COMPACTION if obs.bucketed_append else LEFT_BY_APPEND_COMPACTION)
+        # a table whose compaction lake_assets refuses (e.g. a fixed-bucket append table with
+        # deletion vectors): none runs
         metadata["left_by_compaction"] = obs.compaction_refused or planner
         passed = True
     return passed, metadata
@@ -250,6 +255,10 @@ def _small_files(obs: TableObservation, threshold: int) -> tuple[bool, dict[str,
 LEFT_BY_DATA_EVOLUTION_COMPACTION = (
     "its data-evolution compaction would rewrite none of them: Paimon's planner compacts contiguous "
     "row-id ranges of at least compaction.min.file-num files")
+LEFT_BY_BUCKETED_APPEND_COMPACTION = (
+    "its fixed-bucket append compaction would rewrite none of them: as Paimon's, it merges adjacent files "
+    "(in sequence order) once they reach target-file-size in at least compaction.min.file-num files, or "
+    "compaction.max.file-num files whatever their size")
 LEFT_BY_APPEND_COMPACTION = (
     "its append compaction would rewrite none of them: it merges runs of consecutive small files "
     "(below target-file-size x compaction.small-file-ratio, in sequence order) of at least "

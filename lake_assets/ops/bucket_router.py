@@ -71,7 +71,8 @@ class BucketRouter:
             partition_keys=tuple(self.schema.partition_keys),
             bucket_keys=tuple(self.schema.bucket_keys),
             bucket_types=tuple(bucket_types),
-            num_buckets=num_buckets if is_pk else 1,
+            # append tables: bucket = N hashes the bucket key; unaware (-1) puts every row in bucket 0
+            num_buckets=num_buckets if is_pk or num_buckets > 0 else 1,
             primary_keys=tuple(self.schema.trimmed_primary_keys) if is_pk else (),
             sequence_fields=tuple(self.schema.core_options.sequence_fields),
             sequence_descending=self.schema.core_options.sequence_descending,

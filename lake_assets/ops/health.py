@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 
+from lake_assets.lsm.bucketed_append import bucketed_append_groups
 from lake_assets.lsm.compact_strategy import UniversalCompaction, pick_append_small_files, small_file_threshold
 from lake_assets.lsm.levels import Levels
 from lake_assets.ops.compact.data_evolution_compact import plan_groups as plan_data_evolution
@@ -184,7 +185,10 @@ def _size_amplification(run_sizes: Iterable[int]) -> float:
 def append_groups(files: Sequence[DataFileMeta], options: CoreOptions) -> list[list[DataFileMeta]]:
     """The groups of small files a (not full) compaction of one bucket of a table without a primary
     key, nor deletion vectors, nor data evolution, rewrites: the planner's own rule
-    (`compact.plan.plan_bucket`), for fixed-bucket and unaware-bucket tables alike."""
+    (`compact.plan.plan_bucket`): Paimon's bucketed pick for a fixed-bucket table
+    (`lsm.bucketed_append`), the small-file stretches for an unaware-bucket one."""
+    if options.bucket > 0:
+        return bucketed_append_groups(files, options, full=False)
     return pick_append_small_files(
         files, options.target_file_size, options.compaction_min_file_num, small_file_ratio=options.small_file_ratio
     )

@@ -54,7 +54,7 @@ class RouteSpec:
     partition_keys: tuple[str, ...]
     bucket_keys: tuple[str, ...]
     bucket_types: tuple[DataType, ...]
-    num_buckets: int  # 1 for append tables (bucket-unaware: every row in bucket 0)
+    num_buckets: int  # 1 for unaware-bucket append tables (every row in bucket 0)
     primary_keys: tuple[str, ...]  # trimmed primary key; empty for append tables
     sequence_fields: tuple[str, ...] = ()
     sequence_descending: bool = False
@@ -187,7 +187,9 @@ def _fixed_buckets(data: pa.Table, spec: RouteSpec) -> np.ndarray:
 
 def _route(data: pa.Table, kinds: np.ndarray, spec: RouteSpec, assign: BucketAssign | None,
            pool: Executor | None) -> list[RoutedGroup]:
-    fixed = assign is None and bool(spec.primary_keys)
+    # fixed buckets hash the bucket key (a primary-key table's, or a fixed-bucket append table's
+    # bucket-key); unaware-bucket append tables have none
+    fixed = assign is None and bool(spec.primary_keys or spec.bucket_keys)
     hashing = pool.submit(_fixed_buckets, data, spec) if fixed and pool is not None else None
     part_ids, part_values = partition_groups(data, spec.partition_keys)
     nb = spec.num_buckets

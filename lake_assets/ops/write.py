@@ -96,18 +96,20 @@ class TableWriter(WriterCleanup):
             raise UnsupportedFeatureError(
                 f"Table {store.name}: primary-key tables with {mode} are not supported; set 'bucket' to N > 0"
             )
-        if not self.is_pk and self.num_buckets not in (-1,):
+        if not self.is_pk and (self.num_buckets == 0 or self.num_buckets < -1):
             raise UnsupportedFeatureError(
                 f"Table {store.name}: append tables with bucket = {self.num_buckets} are not supported; "
-                "use bucket = -1 (unaware)"
+                "use bucket = -1 (unaware) or a bucket count N > 0 with a bucket-key"
             )
+        # bucket = N append table: ordered per-bucket streams, compacted inline (lsm/bucketed_append.py)
+        self.fixed_append = not self.is_pk and self.num_buckets > 0
         if not store.file_io.exists(store.paths.schema_file(self.schema.id)):
             raise NoSuchTableError(f"Cannot write to {store.name}: the table does not exist (dropped?)")
         check_engine_producer(f"Cannot write to {store.name}", opts)
         self.partition_types = self.schema.types(list(self.schema.partition_keys))
         self.bucket_types = self.schema.types(list(self.schema.bucket_keys))
         # the table's own fixed count (not a postpone table's per-partition one) is checked per partition
-        fixed_table_count = self.is_pk and real_buckets is None and self.num_buckets > 0
+        fixed_table_count = real_buckets is None and self.num_buckets > 0
         if ignore_previous_files and self.dynamic and cross_partition_fields(self.schema):
             raise UnsupportedFeatureError(
                 f"Cannot overwrite {store.name}: overwrites of cross-partition upsert tables are not supported "
@@ -284,8 +286,8 @@ class TableWriter(WriterCleanup):
 
     def prepare_commit(self) -> list[CommitMessage]:
         """Flush and return the commit messages of everything written since the last call."""
-        total = self.num_buckets if self.is_pk else -1
-        compacts = self.is_pk and not self.write_only
+        total = self.num_buckets if self.is_pk or self.fixed_append else -1
+        compacts = (self.is_pk or self.fixed_append) and not self.write_only
         if compacts:  # before compacting what earlier rounds left in its buckets (cross-partition too)
             self._check_earlier_rounds()
             pending = self._flush_and_compact(total)

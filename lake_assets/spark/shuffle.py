@@ -103,8 +103,8 @@ def repartition_by_bucket(
             raise OptionError("repartition_by_bucket needs warehouse= when the table is given by name")
         table = Catalog(warehouse, **dict(storage_options or {})).get_table(table)
     schema = table.schema
-    if not schema.primary_keys or schema.core_options.bucket == POSTPONE_BUCKET:
-        # append tables and postpone bucket mode: every task writes its own files, no routing (a
+    if (not schema.primary_keys and schema.core_options.bucket == -1) or schema.core_options.bucket == POSTPONE_BUCKET:
+        # unaware-bucket append tables and postpone bucket mode: every task writes its own files, no routing (a
         # batch write into real buckets is routed by write_table, spark/postpone_routing.py),
         # unless partition.sink-strategy clusters the rows by partition
         return cluster_by_partition(df, table)
@@ -211,8 +211,9 @@ def write_table(
     if fixed_bucket_batch_writes(table.store, postpone_options):
         plan = plan_dataframe(df, table, BatchBucketOptions.of(table.store, postpone_options),
                               overwrite=mode == "overwrite")
-    if num_partitions is None and table.primary_keys and single_task_input(df):
-        routed = df  # one task writes every bucket: nothing to route
+    hashed = bool(table.primary_keys) or table.schema.core_options.bucket > 0  # fixed-bucket append too
+    if num_partitions is None and hashed and single_task_input(df):
+        routed = df  # one task writes every bucket (an append bucket in input order): nothing to route
     elif plan is not None:
         routed = route_by_planned_bucket(df, table, plan, num_partitions)
     else:

@@ -72,13 +72,21 @@ def gather(batches: Iterator[pa.RecordBatch], max_bytes: int) -> Iterator[list[p
         yield group
 
 
+def _hashes_buckets(table: Table) -> bool:
+    """Whether the table's writer places rows in fixed buckets by their bucket key, so that
+    tasks of unrouted input may write one bucket: a primary-key table, or a fixed-bucket append
+    table (``bucket = N``), whose bucket's files a reader orders by their sequence numbers."""
+    return bool(table.primary_keys) or table.schema.core_options.bucket > 0
+
+
 def write_task(options: SourceOptions, commit_user: str, batches: Iterator[pa.RecordBatch],
                plan: BucketPlan | None = None, *, overwrite: bool = False,
                keep_key_index: bool = False, write_columns: Sequence[str] | None = None) -> LakeCommitMessage:
     """Write one task's input into new files; on failure delete them and re-raise.
 
-    Rows of a primary-key table that did not come routed by bucket (no bucket column) are
-    numbered in this task's sequence slot, so other tasks may write the same buckets. With a
+    Rows of a primary-key or fixed-bucket append table that did not come routed by bucket (no
+    bucket column) are numbered in this task's sequence slot, so other tasks may write the same
+    buckets (an append bucket's files then never share a first sequence number). With a
     ``plan`` (a batch write of a postpone table into real buckets) each partition is written with
     its planned bucket count, and rows of partitions the plan lacks are staged (`LakeBatchWriter`).
     An ``overwrite`` writes as the core's overwrite does: buckets start empty (the commit drops the
@@ -103,7 +111,7 @@ def write_task(options: SourceOptions, commit_user: str, batches: Iterator[pa.Re
     stride = 1
     try:
         for group in gather(batches, gather_bytes(table)):
-            if stride == 1 and table.primary_keys and BUCKET_COLUMN not in group[0].schema.names:
+            if stride == 1 and _hashes_buckets(table) and BUCKET_COLUMN not in group[0].schema.names:
                 stride = TASK_SLOTS
                 writer.interleave_sequences(current_task_slot(), TASK_SLOTS)
             writer.write_arrow(from_spark(group, target))

@@ -3,15 +3,17 @@ table (written with the core, no Spark): LSM numbers absent with their reason, t
 check passes however old its files, and neither the sensor nor a failing check asks for a
 compaction where the append planner would rewrite nothing (never a full one rewriting large files)."""
 
-import json
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import pyarrow as pa
 
 from lake_assets.defs.factory import build_definitions
-from lake_assets.defs.observations import HEALTH_SENSOR, LEFT_BY_APPEND_COMPACTION
+from lake_assets.defs.observations import (
+    HEALTH_SENSOR,
+    LEFT_BY_APPEND_COMPACTION,
+    LEFT_BY_BUCKETED_APPEND_COMPACTION,
+)
 from lake_assets.defs.sensors import SMALL_FILE_SENSOR
 from lake_assets.ops.health import NO_LSM
 
@@ -87,32 +89,38 @@ def _files(table: Any) -> list[Any]:
     return [e.file for e in table.store.file_store_scan().live_entries(table.latest_snapshot())]
 
 
-def test_small_files_check_of_an_append_table_lake_assets_does_not_compact(core_lake) -> None:
-    """A fixed-bucket append table (another engine's: its schema says bucket = 2), whose
-    compaction lake_assets refuses: its small files fail no check (no compaction would run), the
-    check says why, and the sensor requests nothing."""
+def test_small_files_check_and_sensor_of_a_fixed_bucket_append_table(core_lake) -> None:
+    """A fixed-bucket append table (bucket = 2, bucket-key id, write-only: no inline compaction):
+    small files Paimon's bucketed pick would leave pass the check, saying why; once a bucket holds
+    compaction.max.file-num of them the check fails, the sensor requests a compaction of their
+    partition, and that compaction merges them."""
     config, _ = core_lake
     orders = config.table("db.orders")
     policy = orders.maintenance.model_copy(update={"small_file_threshold": 1})
+    options = {"bucket": "2", "bucket-key": "id", "write-only": "true", "compaction.max.file-num": "3"}
     spec = orders.model_copy(update={"identifier": "db.fixed", "primary_keys": [], "ingest": None,
-                                     "maintenance": policy, "options": {"compaction.min.file-num": "2"}})
+                                     "maintenance": policy, "options": options})
     defs = build_definitions(config.model_copy(update={"tables": [spec]}))
     table = defs.resources["warehouse"].ensure_table(spec)
-    for start in (0, 10):
-        table.write_arrow(pa.table({"id": pa.array(range(start, start + 2), pa.int64()), "dt": ["2024-01-01"] * 2,
-                                    "name": ["x"] * 2, "amount": [1.0] * 2}))
-    schema_dir = Path(table.store.paths.schema_dir)
-    newest = max(schema_dir.glob("schema-*"), key=lambda p: int(p.name.split("-")[1]))
-    doc = json.loads(newest.read_text())
-    doc["options"].update({"bucket": "2", "bucket-key": "id"})  # as a Paimon writer declares one
-    newest.write_text(json.dumps(doc))
+
+    def write() -> None:  # id 1 only: one bucket, one small file per write
+        table.write_arrow(pa.table({"id": pa.array([1], pa.int64()), "dt": ["2024-01-01"], "name": ["x"],
+                                    "amount": [1.0]}))
+
+    write()
+    write()
     with dg.instance_for_test() as instance:
         data = _tick(defs, instance, HEALTH_SENSOR)
         small_files = _checks(data)["small_files"]
         assert small_files.passed
-        assert "fixed-bucket mode of append tables" in small_files.metadata["left_by_compaction"].value
+        assert small_files.metadata["left_by_compaction"].value == LEFT_BY_BUCKETED_APPEND_COMPACTION
         [obs] = [e for e in data.asset_events if isinstance(e, dg.AssetObservation)]
         assert obs.metadata["small_files"].value == 2 and obs.metadata["buckets_to_compact"].value == 0
-        assert "not_applicable" in obs.metadata
-        tick = _tick(defs, instance, SMALL_FILE_SENSOR)
-        assert tick.run_requests == [] and "db.fixed: not requested: Cannot compact db.fixed" in tick.skip_message
+        assert _tick(defs, instance, SMALL_FILE_SENSOR).run_requests == []
+        write()  # the third file: compaction.max.file-num
+        assert not _checks(_tick(defs, instance, HEALTH_SENSOR))["small_files"].passed
+        [request] = _tick(defs, instance, SMALL_FILE_SENSOR).run_requests
+        op_config = request.run_config["ops"]["db__fixed_compaction"]["config"]
+        assert op_config["partitions"] == ["dt=2024-01-01"] and op_config["full"] is False
+        table.compact(partitions=[{"dt": "2024-01-01"}])  # what the requested run does
+        assert [f.row_count for f in _files(table.refresh())] == [3]

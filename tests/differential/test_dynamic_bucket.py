@@ -8,7 +8,6 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog
-from lake_assets.errors import UnsupportedFeatureError
 from tests.java.oracle import PaimonJava
 
 from .helpers import assert_same_table, compare_every_snapshot
@@ -67,15 +66,3 @@ def test_java_dynamic_bucket_table_we_compact(java: PaimonJava, wh: str, lake: C
     java.compact(wh, name, full=True)
     compare_every_snapshot(java, wh, name, t.refresh())
     assert t.refresh().to_arrow().num_rows == 67
-
-
-def test_java_fixed_bucket_append_table_we_read_and_refuse_to_write(java: PaimonJava, wh: str, lake: Catalog) -> None:
-    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
-    java.create_table(wh, "db.a", schema, options={"bucket": "3", "bucket-key": "id"})
-    java.write(wh, "db.a", pa.table({"id": pa.array(range(20), pa.int64()), "v": ["x"] * 20}))
-    java.write(wh, "db.a", pa.table({"id": pa.array(range(5), pa.int64()), "v": ["y"] * 5}))
-    t = lake.get_table("db.a")
-    compare_every_snapshot(java, wh, "db.a", t)
-    with pytest.raises(UnsupportedFeatureError, match="append tables with bucket = 3"):
-        t.write_arrow(pa.table({"id": pa.array([1], pa.int64()), "v": ["z"]}))
-    compare_every_snapshot(java, wh, "db.a", t.refresh())

@@ -1,8 +1,10 @@
 """Health of fixed-bucket append tables (no primary key, ``bucket = 2``, partitioned), written by
 pypaimon 2.1: Paimon's ``BucketedAppendCompactManager`` keeps every file of a bucket at level 0 in
 sequence order and merges small neighbours, no levels, so health shows no LSM numbers (however
-many, however old the files), and its files, bytes, small files and rows are the bucket's. lake_assets
-refuses to compact such a table, so nothing triggers, and a compaction changes nothing."""
+many, however old the files), and its files, bytes, small files and rows are the bucket's. A
+compaction triggers as Paimon's would (`lsm.bucketed_append`): not with three small files below
+``compaction.max.file-num`` (5) and far from ``target-file-size``, so ``compact()`` changes nothing;
+``compact(full=True)`` merges each bucket's small files, which pypaimon then reads."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from lake_assets import Catalog, UnsupportedFeatureError
+from lake_assets import Catalog
 from lake_assets.lsm.compact_strategy import small_file_threshold
 from tests.interop.paimon import Pypaimon
 
@@ -48,7 +50,8 @@ def test_fixed_bucket_append_table_health(tmp_path: Path, pypaimon: Pypaimon) ->
         assert r["total_bytes"] == sum(f.file_size for f in mine)
         assert r["small_file_count"] == sum(1 for f in mine if f.file_size < threshold)
         assert r["row_count"] == sum(f.row_count for f in mine)
-        assert r["compaction_would_trigger"] is False  # lake_assets refuses its compaction
+        # Paimon's pick: 3 files or fewer, below compaction.max.file-num and the target size
+        assert r["compaction_would_trigger"] is False
     assert max(r["file_count"] for r in health) >= 2  # small files Paimon's compaction would merge
     read = Counter(f"p={p}" for p in pypaimon.read(wh, "db.t").column("p").to_pylist())
     counted: Counter[str] = Counter()
@@ -56,7 +59,13 @@ def test_fixed_bucket_append_table_health(tmp_path: Path, pypaimon: Pypaimon) ->
         counted[r["partition"]] += r["row_count"]
     assert counted == read == {"p=a": 12, "p=b": 6}
 
-    with pytest.raises(UnsupportedFeatureError, match="fixed-bucket mode of append tables"):
-        t.compact()
+    t.compact()  # nothing to do: no snapshot, the same files
     assert sorted(e.file.file_name for e in t.store.file_store_scan().live_entries(t.latest_snapshot())) == \
         sorted(f.file_name for _, f in files)
+    t.compact(full=True)
+    after = {(r["partition"], r["bucket"]): r for r in t.refresh().health().to_pylist()}
+    assert {k: r["file_count"] for k, r in after.items()} == {
+        k: 1 if r["file_count"] >= 3 else r["file_count"] for k, r in by_bucket.items()}
+    assert {k: r["row_count"] for k, r in after.items()} == {k: r["row_count"] for k, r in by_bucket.items()}
+    assert sorted(pypaimon.read(wh, "db.t").column("id").to_pylist()) == sorted(
+        t.refresh().to_arrow().column("id").to_pylist())

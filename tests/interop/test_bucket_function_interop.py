@@ -146,7 +146,7 @@ def test_we_read_filter_and_compact_theirs(rust: PypaimonRust, tmp_path: Path, f
 @pytest.mark.parametrize("function", ["mod", "hive"])
 def test_nullable_bucket_keys_of_their_append_tables(rust: PypaimonRust, tmp_path: Path, function: str) -> None:
     # append tables: the bucket key may hold nulls (a null is hashed as 0 / the zeroed slot); we read
-    # such tables (their writes and compaction are refused: fixed-bucket append mode)
+    # such tables, and our writes into them place rows as pypaimon-rust does
     wh = str(tmp_path / "wh")
     cols = "a BIGINT" if function == "mod" else "a BIGINT, s STRING"
     key = "a" if function == "mod" else "a,s"
@@ -165,6 +165,11 @@ def test_nullable_bucket_keys_of_their_append_tables(rust: PypaimonRust, tmp_pat
     want = assign_buckets([data.column(k) for k in keys], t.schema.types(keys), BUCKETS, function).tolist()
     assert [_placement(t)[v] for v in range(60)] == want
     assert want[0] == 0  # row 0's key is all nulls: mod reads the zeroed slot, hive hashes nulls as 0
+    ours = data.set_column(data.schema.get_field_index("v"), "v", pa.array(range(60, 120), pa.int64()))
+    t.write_arrow(ours)
+    placed = _placement(t.refresh())
+    assert [placed[v] for v in range(60, 120)] == want
+    assert sorted(r["v"] for r in rust.query(wh, "SELECT v FROM paimon.db.t")) == list(range(120))
 
 
 @pytest.mark.parametrize(("function", "case"), [("mod", "mod-bigint"), ("hive", "hive-mixed")])

@@ -88,7 +88,8 @@ def test_bad_keys(catalog: Catalog):
     # a fixed bucket count cannot place a key whose partition changes (Paimon's cross-partition upsert needs bucket -1)
     with pytest.raises(SchemaError, match=r"lacks the partition keys \['v'\].*bucket = -1"):
         catalog.create_table("db.b2", SCHEMA, primary_keys=["k"], partition_keys=["v"], options={"bucket": "1"})
-    with pytest.raises(UnsupportedFeatureError, match="append tables with bucket"):
+    # a fixed-bucket append table needs a bucket-key, as Paimon's SchemaValidation says
+    with pytest.raises(OptionError, match="define a 'bucket-key' for bucketed append mode"):
         catalog.create_table("db.b3", SCHEMA, options={"bucket": "4"})
 
 

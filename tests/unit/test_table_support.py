@@ -76,7 +76,20 @@ def test_supported_tables_refuse_nothing():
     # dynamic-bucket PK tables are read, compacted and written (with their hash index), and so is
     # a table carrying the dynamic-bucket options lake_assets knows; others refuse writes
     ({"bucket": "-1", "dynamic-bucket.max-buckets": "4"}, True, {Op.WRITE}, "dynamic-bucket.max-buckets"),
-    ({"bucket": "3"}, False, {Op.WRITE, Op.COMPACT}, "append tables with bucket = 3"),
+    # fixed-bucket append tables are written and compacted (lsm/bucketed_append.py), with
+    # compaction.max.file-num; their deletion vectors are read but not maintained
+    ({"bucket": "3", "bucket-key": "id"}, False, set(), ""),
+    ({"bucket": "3", "bucket-key": "id", "compaction.max.file-num": "8"}, False, set(), ""),
+    ({"bucket": "3", "bucket-key": "id", "deletion-vectors.enabled": "true"}, False, {Op.WRITE, Op.COMPACT},
+     "deletion vectors on a fixed-bucket append table (bucket = 3)"),
+    # the unaware-bucket planner does not implement compaction.max.file-num (nor its fallback key)
+    ({"bucket": "-1", "compaction.max.file-num": "8"}, False, {Op.COMPACT},
+     "option compaction.max.file-num = '8' on an unaware-bucket append table"),
+    ({"bucket": "-1", "compaction.early-max.file-num": "8"}, False, {Op.COMPACT},
+     "option compaction.early-max.file-num = '8'"),
+    # bucket-function.type of a fixed-bucket append table's key: as for primary-key tables
+    ({"bucket": "3", "bucket-key": "v", "bucket-function.type": "mod"}, False, {Op.WRITE},
+     "bucket-function.type = 'mod' with bucket key (v)"),
     ({"bucket": "2", "file.format": "csv"}, True, DATA, "option file.format = 'csv'"),
     # ORC files take ORC's compression kinds only: Java's ORC writer fails on the others
     ({"bucket": "2", "file.format": "orc", "file.compression": "gzip"}, True, {Op.WRITE, Op.COMPACT},
@@ -280,12 +293,13 @@ def test_index_refusals():
 
 
 def test_refuse_names_table_operation_and_property():
-    refusals = schema_refusals(schema({"bucket": "3"}, pk=False))
+    refusals = schema_refusals(schema({"bucket": "3", "bucket-key": "id", "deletion-vectors.enabled": "true"},
+                                      pk=False))
     refuse("db.t", Op.READ, refusals)  # allowed: no error
     refuse("db.t", Op.STREAM, refusals)
     with pytest.raises(UnsupportedFeatureError,
-                       match=r"^Cannot write to db\.t: fixed-bucket mode of append tables with bucket = 3 is not "
-                             r"supported; "):
+                       match=r"^Cannot write to db\.t: deletion vectors on a fixed-bucket append table \(bucket = 3\) "
+                             r"is not supported; "):
         refuse("db.t", Op.WRITE, refusals)
 
 

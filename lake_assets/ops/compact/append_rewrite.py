@@ -4,10 +4,15 @@ rewritten files' deletion vectors dropped. Moved out of `rewrite.run_compaction_
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from lake_assets.formats.data_file import FILE_SOURCE_COMPACT
+import numpy as np
+import pyarrow as pa
+
+from lake_assets.formats.data_file import FILE_SOURCE_COMPACT, SEQUENCE_NUMBER
 from lake_assets.formats.rolling_writer import RollingFileWriter
+from lake_assets.lsm.bucketed_append import output_sequences, sequence_order
 from lake_assets.ops.append_vectors import change_vectors
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact.data_evolution_compact import rewrite_group
@@ -22,6 +27,14 @@ from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry
 if TYPE_CHECKING:
     from lake_assets.ops.compact.rewrite import UnitFiles
     from lake_assets.store.file_store import FileStore
+
+
+def numbered(pieces: Iterable[pa.Table], first: int) -> Iterator[pa.Table]:
+    """``pieces`` with a ``_SEQUENCE_NUMBER`` column numbering their rows from ``first`` on."""
+    for piece in pieces:
+        n = piece.num_rows
+        yield piece.append_column(SEQUENCE_NUMBER, pa.array(np.arange(first, first + n, dtype=np.int64)))
+        first += n
 
 
 def rewrite_append_groups(
@@ -48,6 +61,14 @@ def rewrite_append_groups(
             check_compactable(store, group)
             rolling = unit.tracked_writer.rolling(level=0, file_source=FILE_SOURCE_COMPACT)
             pieces = tracked_rows(unit.tracked_reader, split, ordered, batch_rows)
+        elif task.bucket >= 0 and task.total_buckets > 0:
+            # a fixed-bucket bucket: rows numbered one by one from the first input's number, as
+            # Java's compactRewrite, so rolled outputs hold disjoint ranges in their rows' order
+            rolling = unit.writer.rolling(level=0, file_source=FILE_SOURCE_COMPACT)
+            pieces = numbered(
+                (piece for f in sequence_order(group) for piece in unit.reader.iter_file(split, f, False, None,
+                                                                                      batch_rows)),
+                output_sequences(group))
         else:
             seq_range = (min(f.min_sequence_number for f in group), max(f.max_sequence_number for f in group))
             rolling = unit.writer.rolling(level=0, file_source=FILE_SOURCE_COMPACT, sequence_range=seq_range)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from lake_assets.errors import InvalidArgumentError, UnsupportedFeatureError
 from lake_assets.formats.format_options import FORMAT_PER_LEVEL, format_of_level
+from lake_assets.lsm.bucketed_append import bucketed_append_groups
 from lake_assets.lsm.compact_strategy import (
     CompactUnit,
     RewriteSection,
@@ -163,6 +164,9 @@ def plan_bucket(
         if data_evolution_enabled(schema.options):
             # units of whole row-id ranges, HEAD's DataEvolutionCompactCoordinator (no full mode)
             groups = plan_data_evolution(split.files, opts, store.name)
+        elif split.bucket >= 0 and split.total_buckets > 0:
+            # a fixed-bucket append table's bucket: an ordered stream (lsm/bucketed_append.py)
+            groups = bucketed_append_groups(split.files, opts, full=full, commits_since_full=commits_since_full)
         elif full:
             files = pick_append_full(split.files, target)
             groups = [files] if files else []
