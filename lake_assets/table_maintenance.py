@@ -65,6 +65,14 @@ class TableMaintenance(StoreView):
         """Tag name → tagged snapshot."""
         return {n: t.snapshot for n, t in self.store.tag_manager().tags().items()}
 
+    def branches(self) -> list[str]:
+        """The names of the table's branches (Paimon's ``branch/branch-<name>``), sorted. Their
+        snapshots name files in the table's directories: expiry, tag deletion and orphan removal
+        keep every such file (`lake_assets.store.branches`)."""
+        from lake_assets.store.branches import branch_names
+
+        return branch_names(self.store.file_io, self.store.paths.root)
+
     # -------------------------------------------------------------- maintenance
     def expire_snapshots(
         self,

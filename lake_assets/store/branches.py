@@ -1,0 +1,93 @@
+"""A table's branches (``branch/branch-<name>/``, Paimon 0.9+), as maintenance of the main branch sees them.
+
+A branch has its own ``schema/``, ``snapshot/``, ``tag/``, ``consumer/`` and ``changelog/``
+directories below ``branch/branch-<name>/`` but no data, manifest, index or statistics directory of
+its own: its snapshots name manifests in the table's ``manifest/`` and data files in the table's
+partition and bucket directories (Paimon's ``BranchManager``; ``createBranch(name, tag)`` copies the
+tag's snapshot and schema files into the branch, so the branch starts on the tag's manifests).
+Expiry, tag deletion and orphan removal of the main branch therefore keep every file a branch's
+snapshot, tag or long-lived changelog names (`holders`); this module only reads.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from lake_assets.errors import CorruptMetadataError
+from lake_assets.paths import TablePaths
+from lake_assets.spec.snapshot import Snapshot
+from lake_assets.store.changelog_manager import ChangelogManager
+from lake_assets.store.snapshot_manager import SnapshotManager
+from lake_assets.store.tags import TagManager
+
+if TYPE_CHECKING:
+    from lake_assets.io.file_io import FileIO
+
+BRANCH_DIR = "branch"
+BRANCH_PREFIX = "branch-"
+
+HolderKind = Literal["snapshot", "tag", "changelog"]
+
+
+@dataclass(frozen=True)
+class Branch:
+    """One branch of a table: its name and the metadata stores of its own directory."""
+
+    table_name: str
+    name: str
+    paths: TablePaths  # rooted at branch/branch-<name>: only its metadata directories are used
+
+    @property
+    def label(self) -> str:
+        """How messages name it (Paimon's identifier ``db.t$branch_<name>``)."""
+        return f"{self.table_name}$branch_{self.name}"
+
+    def snapshot_manager(self, file_io: FileIO) -> SnapshotManager:
+        return SnapshotManager(file_io, self.paths, self.label)
+
+    def tag_manager(self, file_io: FileIO) -> TagManager:
+        return TagManager(file_io, self.paths, self.label)
+
+    def changelog_manager(self, file_io: FileIO) -> ChangelogManager:
+        return ChangelogManager(file_io, self.paths, self.label)
+
+
+def branch_names(file_io: FileIO, root: str) -> list[str]:
+    """The names of the table's branches (directories ``branch/branch-<name>``), sorted."""
+    directory = posixpath.join(root, BRANCH_DIR)
+    return sorted(posixpath.basename(st.path)[len(BRANCH_PREFIX):] for st in file_io.list_without_links(directory)
+                  if st.is_dir and posixpath.basename(st.path).startswith(BRANCH_PREFIX)
+                  and len(posixpath.basename(st.path)) > len(BRANCH_PREFIX))
+
+
+def branches(file_io: FileIO, root: str, table_name: str) -> list[Branch]:
+    """The table's branches. A branch without a schema file raises `CorruptMetadataError`: what
+    it holds cannot be trusted to be listed (Paimon's orphan clean aborts on such a branch too)."""
+    out = []
+    for name in branch_names(file_io, root):
+        branch = Branch(table_name, name, TablePaths(posixpath.join(root, BRANCH_DIR, BRANCH_PREFIX + name)))
+        if not any(n.startswith("schema-") for n in file_io.list_names(branch.paths.schema_dir)):
+            raise CorruptMetadataError(
+                f"Branch {name!r} of {table_name} has no schema file ({branch.paths.schema_dir}): what it "
+                "references cannot be told, so nothing was deleted; check the branch or delete it")
+        out.append(branch)
+    return out
+
+
+def holders(file_io: FileIO, root: str, table_name: str) -> list[tuple[Snapshot, HolderKind]]:
+    """Every snapshot, tag and long-lived changelog of every branch: what keeps files of the table
+    besides the main branch's own. Snapshots that vanish while listing are skipped (a branch's
+    own expiry); an entry that cannot be read raises `CorruptMetadataError`."""
+    out: list[tuple[Snapshot, HolderKind]] = []
+    for branch in branches(file_io, root, table_name):
+        sm = branch.snapshot_manager(file_io)
+        out += [(s, "snapshot") for s in sm.snapshots()]
+        out += [(t.snapshot, "tag") for t in branch.tag_manager(file_io).tags().values()]
+        changelogs = branch.changelog_manager(file_io)
+        out += [(c, "changelog") for c in (changelogs.try_changelog(i) for i in changelogs.ids()) if c is not None]
+    return out
+
+
+__all__ = ["BRANCH_DIR", "BRANCH_PREFIX", "Branch", "HolderKind", "branch_names", "branches", "holders"]
