@@ -85,7 +85,7 @@ def list_scope(store: FileStore) -> OrphanScope:
         if name in top:
             files_of(top[name].path, prefix)
     # every branch's snapshot/ and changelog/ likewise (Paimon cleans them per branch)
-    for branch in branch_names(fio, root) if BRANCH_DIR in top else ():
+    for branch in branch_names(fio, root, links=False) if BRANCH_DIR in top else ():
         branch_root = posixpath.join(root, BRANCH_DIR, BRANCH_PREFIX + branch)
         for name, prefix in (("snapshot", "snapshot-"), ("changelog", "changelog-")):
             files_of(posixpath.join(branch_root, name), prefix)

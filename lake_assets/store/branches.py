@@ -54,10 +54,14 @@ class Branch:
         return ChangelogManager(file_io, self.paths, self.label)
 
 
-def branch_names(file_io: FileIO, root: str) -> list[str]:
-    """The names of the table's branches (directories ``branch/branch-<name>``), sorted."""
+def branch_names(file_io: FileIO, root: str, *, links: bool = True) -> list[str]:
+    """The names of the table's branches (directories ``branch/branch-<name>``), sorted.
+
+    A symlinked branch directory counts (what it references is kept) unless ``links=False``: what
+    deletes in a branch's own directories never goes through a link."""
     directory = posixpath.join(root, BRANCH_DIR)
-    return sorted(posixpath.basename(st.path)[len(BRANCH_PREFIX):] for st in file_io.list_without_links(directory)
+    listed = file_io.list_status(directory) if links else file_io.list_without_links(directory)
+    return sorted(posixpath.basename(st.path)[len(BRANCH_PREFIX):] for st in listed
                   if st.is_dir and posixpath.basename(st.path).startswith(BRANCH_PREFIX)
                   and len(posixpath.basename(st.path)) > len(BRANCH_PREFIX))
 

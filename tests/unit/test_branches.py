@@ -4,6 +4,7 @@ test_branches_java.py runs Paimon Java 0.9 itself)."""
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timedelta
 
 import pyarrow as pa
@@ -93,6 +94,7 @@ def test_orphan_removal_cleans_a_branchs_snapshot_directory(kv) -> None:
     kept = [f"{branch}/snapshot/LATEST", f"{branch}/schema/.schema-1.0f1e.tmp"]  # a hint; schema/ is not listed
     for p in [stray, *kept]:
         kv.file_io.write_bytes(p, b"1")
+        os.utime(p, (0, 0))  # old enough whatever the clock's granularity
     found = kv.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
     assert found.paths == [stray]
     assert all(kv.file_io.exists(p) for p in kept)
@@ -101,3 +103,21 @@ def test_orphan_removal_cleans_a_branchs_snapshot_directory(kv) -> None:
 def test_a_branch_identifier_is_refused_by_name(catalog: Catalog, kv) -> None:
     with pytest.raises(UnsupportedFeatureError, match=r"branch 'dev' of db\.kv cannot be opened"):
         catalog.get_table("db.kv$branch_dev")
+
+
+def test_a_symlinked_branch_counts_but_is_never_cleaned_through_the_link(kv, tmp_path) -> None:
+    _write(kv, [1, 2], 1)
+    elsewhere = tmp_path / "elsewhere"
+    moved = _branch_from_snapshot(kv, "dev", 1)
+    os.rename(moved, elsewhere)
+    os.symlink(elsewhere, moved)
+    stray = elsewhere / "snapshot" / ".snapshot-2.0f1e.tmp"
+    stray.write_bytes(b"1")
+    os.utime(stray, (0, 0))
+    _write(kv, [1, 2], 2)
+    assert kv.branches() == ["dev"]
+    kv.expire_snapshots(retain_min=1, retain_max=1, older_than=_EVERYTHING)
+    assert kv.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True).paths == []
+    assert stray.exists()
+    kv.file_io.write_bytes(kv.paths.snapshot_file(1), (elsewhere / "snapshot" / "snapshot-1").read_bytes())
+    assert kv.to_arrow(snapshot_id=1).num_rows == 2  # the branch's files are all there
