@@ -61,7 +61,6 @@ from lake_assets.store.snapshot_identity import same_snapshot
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
-    from lake_assets.store.branches import Branch
     from lake_assets.store.file_store import FileStore
 
 __all__ = ["TagDeletionResult", "delete_tag"]
@@ -164,8 +163,7 @@ def _refuse_branch_base(store: FileStore, name: str, snap: Snapshot, tags: dict[
     reads. Paimon's ``deleteTag`` does not check; lake_assets refuses and changes nothing."""
     if any(n != name and same_snapshot(t.snapshot, snap) for n, t in tags.items()):
         return  # another tag keeps the same files
-    based = sorted({b.name for b in store.branches()
-                    for held in _branch_records(store, b) if held.id == snap.id and same_snapshot(held, snap)})
+    based = store.branches_based_on(snap)
     if based:
         raise InvalidArgumentError(
             f"Cannot delete tag {name!r} of {store.name}: branch{'es' if len(based) > 1 else ''} "
@@ -174,12 +172,6 @@ def _refuse_branch_base(store: FileStore, name: str, snap: Snapshot, tags: dict[
             "branch's files only through that tag: without it the next expiry (Flink's, Spark's, Java's) "
             "deletes files the branch reads. Delete the branch first, or tag the snapshot under another name "
             "first; nothing was changed")
-
-
-def _branch_records(store: FileStore, branch: Branch) -> list[Snapshot]:
-    """The snapshots and tags of ``branch`` (where a copy of the main tag it was made from lives)."""
-    fio = store.file_io
-    return [*branch.snapshot_manager(fio).snapshots(), *(t.snapshot for t in branch.tag_manager(fio).tags().values())]
 
 
 def _name(path: str) -> str:

@@ -19,6 +19,7 @@ from lake_assets.errors import CorruptMetadataError
 from lake_assets.paths import TablePaths
 from lake_assets.spec.snapshot import Snapshot
 from lake_assets.store.changelog_manager import ChangelogManager
+from lake_assets.store.snapshot_identity import same_snapshot
 from lake_assets.store.snapshot_manager import SnapshotManager
 from lake_assets.store.tags import TagManager
 
@@ -94,4 +95,17 @@ def holders(file_io: FileIO, root: str, table_name: str) -> list[tuple[Snapshot,
     return out
 
 
-__all__ = ["BRANCH_DIR", "BRANCH_PREFIX", "Branch", "HolderKind", "branch_names", "branches", "holders"]
+def based_on(file_io: FileIO, root: str, table_name: str, snap: Snapshot) -> list[str]:
+    """The branches created from ``snap`` (a main tag's snapshot): those holding a copy of it as a
+    snapshot or tag, as Paimon's ``createBranch(name, tag)`` leaves them. Paimon's expiry of the main
+    branch keeps their files only through a tag of ``snap`` (docs/format.md §9.5)."""
+    out = []
+    for branch in branches(file_io, root, table_name):
+        records = [*branch.snapshot_manager(file_io).snapshots(),
+                   *(t.snapshot for t in branch.tag_manager(file_io).tags().values())]
+        if any(r.id == snap.id and same_snapshot(r, snap) for r in records):
+            out.append(branch.name)
+    return out
+
+
+__all__ = ["BRANCH_DIR", "BRANCH_PREFIX", "Branch", "HolderKind", "based_on", "branch_names", "branches", "holders"]

@@ -32,7 +32,7 @@ from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry, Manifest
 from lake_assets.spec.partition import partition_path
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import Snapshot
-from lake_assets.store.branches import Branch, HolderKind, branches
+from lake_assets.store.branches import Branch, HolderKind, based_on, branches
 from lake_assets.store.branches import holders as branch_holders
 from lake_assets.store.changelog_manager import ChangelogManager
 from lake_assets.store.consumers import ConsumerManager
@@ -277,6 +277,10 @@ class FileStore:
         """Every snapshot, tag and long-lived changelog of every branch: they name files in the
         table's directories, which maintenance of the main branch keeps."""
         return branch_holders(self.file_io, self.paths.root, self.name)
+
+    def branches_based_on(self, snap: Snapshot) -> list[str]:
+        """The branches created from a tag of ``snap`` (`lake_assets.store.branches.based_on`)."""
+        return based_on(self.file_io, self.paths.root, self.name, snap)
 
     def changelog_manager(self) -> ChangelogManager:
         """Long-lived changelogs (``changelog/changelog-<id>``) of expired snapshots."""

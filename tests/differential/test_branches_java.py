@@ -220,3 +220,21 @@ def test_a_branch_is_not_opened_as_a_table(history, tmp_path: Path) -> None:
     wh = _copy(history, tmp_path / "wh")
     with pytest.raises(UnsupportedFeatureError, match=r"branch 'b1' of db\.t cannot be opened"):
         Catalog(str(wh)).get_table(B1)
+
+
+def test_a_rollback_that_would_delete_a_branchs_tag_is_refused(java: PaimonJava, history, tmp_path: Path) -> None:
+    """Java 0.9's rollback to snapshot 1 deletes t1 (and, here, the files of snapshot 2, which b1
+    reads); lake_assets refuses it and changes nothing. A rollback keeping t1 goes ahead."""
+    expected = history[1]
+    ours, theirs = _copy(history, tmp_path / "ours"), _copy(history, tmp_path / "theirs")
+    t = Catalog(str(ours)).get_table(IDENT)
+    before = _files(ours / TABLE)
+    with pytest.raises(InvalidArgumentError, match=r"Cannot roll back db\.t to snapshot 1: it deletes tag 't1' "
+                                                   r"\(snapshot 2\), and branch 'b1' was created from it"):
+        t.rollback_to(snapshot_id=1)
+    assert _files(ours / TABLE) == before
+    t.rollback_to(tag="t1")  # t1 stays: allowed
+    _assert_every_branch_reads(java, ours, {**expected, IDENT: expected["t1"]})
+    java.rollback(str(theirs), IDENT, snapshot_id=1)
+    with pytest.raises(JavaError):
+        java.read(str(theirs), B1)
