@@ -121,3 +121,19 @@ def test_a_symlinked_branch_counts_but_is_never_cleaned_through_the_link(kv, tmp
     assert stray.exists()
     kv.file_io.write_bytes(kv.paths.snapshot_file(1), (elsewhere / "snapshot" / "snapshot-1").read_bytes())
     assert kv.to_arrow(snapshot_id=1).num_rows == 2  # the branch's files are all there
+
+
+def test_tag_expiry_keeps_the_tag_a_branch_was_created_from(kv, caplog) -> None:
+    """Tags past ``tag.default-time-retained`` go (Paimon's TagTimeExpire), but not the one a branch
+    was made from: kept with a warning, and the others still expire."""
+    from lake_assets.ops.tag_auto import expire_tags
+
+    _write(kv, [1], 1)
+    base = kv.create_tag("base", time_retained=timedelta(seconds=1))
+    _write(kv, [1], 2)
+    kv.create_tag("other", time_retained=timedelta(seconds=1))
+    branch = _branch_from_snapshot(kv, "dev", base.snapshot.id)
+    kv.file_io.write_bytes(f"{branch}/tag/tag-base", kv.file_io.read_bytes(kv.paths.tag_file("base")))
+    assert expire_tags(kv.store, now=datetime.now() + timedelta(days=1)) == ["other"]
+    assert list(kv.tags()) == ["base"]
+    assert "Tag 'base' of db.kv is past its retention but kept: Cannot delete tag 'base'" in caplog.text
