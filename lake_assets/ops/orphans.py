@@ -22,7 +22,7 @@ from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
     from lake_assets.spec.snapshot import Snapshot
-    from lake_assets.store.branches import HolderKind
+    from lake_assets.store.branches import BranchHolder, HolderKind
     from lake_assets.store.file_store import FileStore
 
 # The youngest files orphan removal may delete unless told ``allow_recent``. Files a writer has
@@ -109,18 +109,7 @@ def referenced_files(
                 ppath = store.partition_path_of(e.partition)
                 refs.update(store.paths.data_file(ppath, e.bucket, x) for x in e.file.extra_files)
 
-    holders: list[tuple[Snapshot, HolderKind]] = []
-    if main:
-        holders += [(s, "snapshot") for s in sm.snapshots()]
-        holders += [(t.snapshot, "tag") for n, t in store.tag_manager().tags().items() if n not in ignore_tags]
-        holders += [(c, "changelog") for c in (changelogs.try_changelog(i) for i in changelogs.ids())
-                    if c is not None]
-    # A branch's files are the table's: its lists, manifests and data files are resolved in the
-    # table's directories (a branch has none of its own). Its snapshots are read like tags: the
-    # first one of a branch made from a tag is a copy of the tag's snapshot, whose changelog list
-    # and files the main branch's expiry removes (Java's too, which keeps a tag's data only).
-    holders += [(snap, "tag" if kind == "snapshot" else kind) for snap, kind in store.branch_holders()]
-    for snap, kind in holders:
+    def _add_references(snap: Snapshot, kind: HolderKind) -> None:
         for list_name in (snap.base_manifest_list, snap.delta_manifest_list):
             if list_name:
                 add_list(list_name, may_be_gone=kind == "changelog")
@@ -134,6 +123,30 @@ def referenced_files(
                 seen_indexes.add(snap.index_manifest)
         if snap.statistics:
             refs.add(store.paths.statistics_file(snap.statistics))
+
+    # (snapshot, kind, the branch holding it: None for the main branch)
+    holders: list[tuple[Snapshot, HolderKind, BranchHolder | None]] = []
+    if main:
+        holders += [(s, "snapshot", None) for s in sm.snapshots()]
+        holders += [(t.snapshot, "tag", None) for n, t in store.tag_manager().tags().items() if n not in ignore_tags]
+        holders += [(c, "changelog", None) for c in (changelogs.try_changelog(i) for i in changelogs.ids())
+                    if c is not None]
+    # A branch's files are the table's: its lists, manifests and data files are resolved in the
+    # table's directories (a branch has none of its own). Its snapshots are read like tags: the
+    # first one of a branch made from a tag is a copy of the tag's snapshot, whose changelog list
+    # and files the main branch's expiry removes (Java's too, which keeps a tag's data only).
+    holders += [(h.snapshot, "tag" if h.kind == "snapshot" else h.kind, h) for h in store.branch_holders()]
+    for snap, kind, branch in holders:
+        if branch is None:
+            _add_references(snap, kind)
+            continue
+        try:
+            _add_references(snap, kind)
+        except CorruptMetadataError as exc:
+            raise CorruptMetadataError(
+                f"{exc} (named by {branch.label} of {store.name}: the branch is damaged - another engine's "
+                "expiry may have deleted its files -, so nothing was deleted; repair or delete the branch)"
+            ) from exc
     return refs
 
 

@@ -265,8 +265,9 @@ class _Needed:
                                   changelog.changelog_manifest_list):
                     self._named_in(store, list_name, may_be_gone=True)
         # every branch's snapshots, tags and changelogs name files in the table's directories
-        for held, kind in store.branch_holders() if self.unneeded else ():
-            if kind == "changelog":
+        for holder in store.branch_holders() if self.unneeded else ():
+            held = holder.snapshot
+            if holder.kind == "changelog":
                 for list_name in (held.base_manifest_list, held.delta_manifest_list, held.changelog_manifest_list):
                     self._named_in(store, list_name, may_be_gone=True)
             else:

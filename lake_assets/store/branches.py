@@ -81,17 +81,32 @@ def branches(file_io: FileIO, root: str, table_name: str) -> list[Branch]:
     return out
 
 
-def holders(file_io: FileIO, root: str, table_name: str) -> list[tuple[Snapshot, HolderKind]]:
+@dataclass(frozen=True)
+class BranchHolder:
+    """A snapshot, tag or long-lived changelog of a branch: it names files in the table's directories."""
+
+    snapshot: Snapshot
+    kind: HolderKind
+    branch: str
+
+    @property
+    def label(self) -> str:
+        """How messages name it: ``snapshot 3 of branch 'b1'``."""
+        return f"{self.kind} {self.snapshot.id} of branch {self.branch!r}"
+
+
+def holders(file_io: FileIO, root: str, table_name: str) -> list[BranchHolder]:
     """Every snapshot, tag and long-lived changelog of every branch: what keeps files of the table
     besides the main branch's own. Snapshots that vanish while listing are skipped (a branch's
     own expiry); an entry that cannot be read raises `CorruptMetadataError`."""
-    out: list[tuple[Snapshot, HolderKind]] = []
+    out: list[BranchHolder] = []
     for branch in branches(file_io, root, table_name):
         sm = branch.snapshot_manager(file_io)
-        out += [(s, "snapshot") for s in sm.snapshots()]
-        out += [(t.snapshot, "tag") for t in branch.tag_manager(file_io).tags().values()]
+        out += [BranchHolder(s, "snapshot", branch.name) for s in sm.snapshots()]
+        out += [BranchHolder(t.snapshot, "tag", branch.name) for t in branch.tag_manager(file_io).tags().values()]
         changelogs = branch.changelog_manager(file_io)
-        out += [(c, "changelog") for c in (changelogs.try_changelog(i) for i in changelogs.ids()) if c is not None]
+        out += [BranchHolder(c, "changelog", branch.name)
+                for c in (changelogs.try_changelog(i) for i in changelogs.ids()) if c is not None]
     return out
 
 
@@ -108,4 +123,5 @@ def based_on(file_io: FileIO, root: str, table_name: str, snap: Snapshot) -> lis
     return out
 
 
-__all__ = ["BRANCH_DIR", "BRANCH_PREFIX", "Branch", "HolderKind", "based_on", "branch_names", "branches", "holders"]
+__all__ = ["BRANCH_DIR", "BRANCH_PREFIX", "Branch", "BranchHolder", "HolderKind", "based_on", "branch_names",
+           "branches", "holders"]

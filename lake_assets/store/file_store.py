@@ -32,7 +32,7 @@ from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry, Manifest
 from lake_assets.spec.partition import partition_path
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import Snapshot
-from lake_assets.store.branches import Branch, HolderKind, based_on, branches
+from lake_assets.store.branches import Branch, BranchHolder, based_on, branches
 from lake_assets.store.branches import holders as branch_holders
 from lake_assets.store.changelog_manager import ChangelogManager
 from lake_assets.store.consumers import ConsumerManager
@@ -273,7 +273,7 @@ class FileStore:
         """The table's branches (``branch/branch-<name>``; `lake_assets.store.branches`)."""
         return branches(self.file_io, self.paths.root, self.name)
 
-    def branch_holders(self) -> list[tuple[Snapshot, HolderKind]]:
+    def branch_holders(self) -> list[BranchHolder]:
         """Every snapshot, tag and long-lived changelog of every branch: they name files in the
         table's directories, which maintenance of the main branch keeps."""
         return branch_holders(self.file_io, self.paths.root, self.name)

@@ -4,6 +4,7 @@ test_branches_java.py runs Paimon Java 0.9 itself)."""
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import datetime, timedelta
 
@@ -137,3 +138,20 @@ def test_tag_expiry_keeps_the_tag_a_branch_was_created_from(kv, caplog) -> None:
     assert expire_tags(kv.store, now=datetime.now() + timedelta(days=1)) == ["other"]
     assert list(kv.tags()) == ["base"]
     assert "Tag 'base' of db.kv is past its retention but kept: Cannot delete tag 'base'" in caplog.text
+
+
+def test_a_damaged_branch_stops_maintenance_naming_it(kv) -> None:
+    """A branch snapshot naming a manifest list that is gone (another engine's expiry deleted it):
+    what the branch reads cannot be told, so expiry and orphan removal delete nothing."""
+    _write(kv, [1], 1)
+    branch = _branch_from_snapshot(kv, "dev", 1)
+    snap = json.loads(kv.file_io.read_bytes(f"{branch}/snapshot/snapshot-1"))
+    snap["baseManifestList"] = "manifest-list-gone-0"
+    kv.file_io.write_bytes(f"{branch}/snapshot/snapshot-1", json.dumps(snap).encode())
+    _write(kv, [1], 2)
+    before = _files(kv)
+    with pytest.raises(CorruptMetadataError, match=r"snapshot 1 of branch 'dev' of db\.kv: the branch is damaged"):
+        kv.expire_snapshots(retain_min=1, retain_max=1, older_than=_EVERYTHING)
+    with pytest.raises(CorruptMetadataError, match=r"snapshot 1 of branch 'dev' of db\.kv: the branch is damaged"):
+        kv.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
+    assert _files(kv) == before
