@@ -10,9 +10,10 @@ copy as it is, the *branched* copy with a branch made from that tag as Paimon's
 ``branch/branch-dev``) and the tag deleted (so the branch alone keeps the tagged snapshot's files:
 the case where lake_assets reads the branch's references and keeps what they name).
 
-Each round expires all but the latest snapshot (no ``snapshot.expire.limit``) on a fresh copy of
-each (interleaved: plain, branched, then branched, plain), then runs a dry-run orphan removal on
-the expired copies, and records the process CPU time of each call. The ratio branched / plain is the price of the branch
+Each round takes a fresh copy of each (interleaved: plain, branched, then branched, plain), runs a
+dry-run orphan removal on it (the whole history: every snapshot's references are read), then
+expires all but the latest snapshot (no ``snapshot.expire.limit``), and records the process CPU
+time of each call. The ratio branched / plain is the price of the branch
 (reading every manifest its snapshot names). After each branched expiry every file the branch's
 snapshot names must exist, and the plain expiry must have deleted some of them (exit status 1
 otherwise): the branch, not chance, kept them.
@@ -116,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.copytree(plain_base if kind == "plain" else branched_base, copy)
                 os.sync()
                 t = Catalog(str(copy)).get_table("db.t")
+                # orphan removal first, on the whole history: every snapshot's references are read
+                seconds, _ = timed(lambda t=t: t.remove_orphan_files(older_than=timedelta(0), dry_run=True))
+                cpu[f"orphans {kind}"].append(seconds)
                 if args.profile and kind == "branched" and r == 0:
                     prof = cProfile.Profile()
                     prof.enable()
@@ -132,8 +136,6 @@ def main(argv: list[str] | None = None) -> int:
                 if kind == "plain":
                     deleted_by_plain = len([p for p in kept
                                             if not os.path.exists(p.replace(str(branched_base), str(copy)))])
-                seconds, _ = timed(lambda t=t: t.remove_orphan_files(older_than=timedelta(0), dry_run=True))
-                cpu[f"orphans {kind}"].append(seconds)
                 shutil.rmtree(copy)
         if deleted_by_plain == 0:
             print("FAIL: without the branch the expiry deleted none of the branch's files", file=sys.stderr)
