@@ -95,8 +95,17 @@ class Catalog:
         return bool(self.file_io.list_names(f"{self.table_path(identifier)}/schema"))
 
     def get_table(self, identifier: str) -> Table:
+        """The table ``db.name``. Paimon's identifier of a branch, ``db.name$branch_<branch>``, is
+        refused (`UnsupportedFeatureError` naming the branch): lake_assets works on the main branch,
+        whose maintenance keeps every file the branches use (`Table.branches`)."""
         db, name = parse_identifier(identifier)
         path = self.table_path(identifier)
+        base, sep, branch = name.partition("$branch_")
+        if sep and branch and not self.file_io.list_names(f"{path}/schema"):
+            raise UnsupportedFeatureError(
+                f"Table {db}.{name}: branch {branch!r} of {db}.{base} cannot be opened: lake_assets reads, writes "
+                f"and maintains the main branch only (its expiry, tag deletion and orphan removal keep every file "
+                f"the branches use); read or expire the branch with Paimon's engines")
         return Table(f"{db}.{name}", self.file_io, path)
 
     def drop_table(self, identifier: str, *, ignore_if_not_exists: bool = False) -> None:

@@ -54,7 +54,9 @@ class TableMaintenance(StoreView):
 
     def delete_tag(self, name: str) -> TagDeletionResult:
         """Remove a tag and, as Paimon does, the files only it kept alive (its snapshot expired):
-        data files, manifests, index files nothing retained references (see `ops.tag_deletion`)."""
+        data files, manifests, index files nothing retained references - no branch either (see
+        `ops.tag_deletion`). The tag a branch was created from is refused (`InvalidArgumentError`)
+        while no other tag holds its snapshot: Paimon's expiry keeps the branch's files through it."""
         from lake_assets.ops.tag_deletion import delete_tag
 
         args.text("name", name, optional=False, empty=True)  # check_tag_name judges it
@@ -64,6 +66,14 @@ class TableMaintenance(StoreView):
     def tags(self) -> dict[str, Snapshot]:
         """Tag name → tagged snapshot."""
         return {n: t.snapshot for n, t in self.store.tag_manager().tags().items()}
+
+    def branches(self) -> list[str]:
+        """The names of the table's branches (Paimon's ``branch/branch-<name>``), sorted. Their
+        snapshots name files in the table's directories: expiry, tag deletion and orphan removal
+        keep every such file (`lake_assets.store.branches`)."""
+        from lake_assets.store.branches import branch_names
+
+        return branch_names(self.store.file_io, self.store.paths.root)
 
     # -------------------------------------------------------------- maintenance
     def expire_snapshots(
@@ -208,7 +218,8 @@ class TableMaintenance(StoreView):
         reuse their ids); their files become unreferenced and are cleaned by `remove_orphan_files`.
 
         Raises `InvalidArgumentError` (nothing changed) for a tag of a history an earlier rollback
-        discarded (left by an older lake_assets, which kept newer tags): it still reads.
+        discarded (left by an older lake_assets, which kept newer tags): it still reads; and when a
+        newer tag it would delete is the tag a branch was created from.
         """
         from lake_assets.ops.tagging import rollback_to
 

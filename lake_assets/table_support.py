@@ -41,7 +41,7 @@ allowed: a tag only copies a snapshot, and a schema change is how a user removes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 
 from lake_assets.errors import OptionError, UnsupportedFeatureError
 from lake_assets.file_refusals import (
@@ -327,20 +327,6 @@ def validate_open(schema: TableSchema) -> None:
     )
 
 
-def branch_refusals(branches: Iterable[str]) -> list[Refusal]:
-    """Refusals for the table's branches (``branch/branch-<name>``). Pure.
-
-    A branch has its own snapshots, tags and schemas, but its data and manifest files live in the
-    table's directories: expiring or collecting orphans from the main branch alone would delete them.
-    """
-    names = sorted(branches)
-    if not names:
-        return []
-    return [Refusal(f"branches ({', '.join(names)})",
-                    "branch snapshots share the table's data and manifest files, which lake_assets would "
-                    "delete without knowing they are used", frozenset({Op.EXPIRE, Op.ORPHANS}))]
-
-
 __all__ = [
     "DATA",
     "DATA_FILE_FORMATS",
@@ -353,7 +339,6 @@ __all__ = [
     "WRITER_ONLY_PREFIXES",
     "Op",
     "Refusal",
-    "branch_refusals",
     "cross_partition_fields",
     "data_file_format",
     "entry_refusals",

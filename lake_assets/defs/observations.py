@@ -70,6 +70,9 @@ class TableObservation:
     consumer_expiration_time_s: float | None = None
     partitions: int = 0
     partitions_past_expiration: int | None = None
+    # the table's branches (branch/branch-<name>): their files are the table's, kept by maintenance
+    branches: int = 0
+    branch_names: list[str] = field(default_factory=list)
     # postpone-bucket tables: files and rows in bucket-postpone, which readers do not see yet
     postponed_files: int = 0
     postponed_rows: int = 0
@@ -119,6 +122,7 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
     partitions = sorted(set(health.column("partition").to_pylist()))
     postponed = postponed_files(health)
     lsm = bool(table.schema.primary_keys)
+    branches = table.branches()
     return TableObservation(
         snapshot_id=snapshot.id,
         data_files=_sum(health, "file_count"),
@@ -148,6 +152,8 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
         partitions=len(partitions),
         # Paimon's own rule (strategy, pattern, formatter) as the partition expiry applies it.
         partitions_past_expiration=partitions_past_expiration(table.store, _local_datetime(now_ms)),
+        branches=len(branches),
+        branch_names=branches,
         postponed_files=postponed,
         postponed_rows=_postponed_rows(table, snapshot) if postponed else 0,
         vector_purge_files=vector_purge_files(health),
@@ -196,8 +202,8 @@ def observation_metadata(obs: TableObservation) -> dict[str, dg.MetadataValue]:
     """Numeric metadata (plotted by Dagster across observations) plus the consumers' lag."""
     md: dict[str, dg.MetadataValue] = {}
     for key, value in asdict(obs).items():
-        if key in ("consumer_lag", "writer_lease_details", "not_applicable"):
-            if key == "not_applicable" and not value:
+        if key in ("consumer_lag", "writer_lease_details", "not_applicable", "branch_names"):
+            if key in ("not_applicable", "branch_names") and not value:
                 continue
             md[key] = dg.MetadataValue.json(value)
         elif isinstance(value, bool) or value is None:

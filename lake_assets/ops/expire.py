@@ -174,6 +174,10 @@ def _apply(
     # statistics files only expired snapshots name; decoupled too, as Java's SnapshotDeletion: a
     # changelog copy keeps the name, but nothing reads a changelog's statistics
     doomed_stats = statistics_to_expire(store, expired, end_snapshot, tagged)
+    # what a branch's snapshot, tag or changelog names stays (`Protection`)
+    doomed_data, doomed_changelog, doomed_manifests, index_manifests, doomed_index, doomed_stats = (
+        protection.unused_by_branches(group) for group in (
+            doomed_data, doomed_changelog, doomed_manifests, index_manifests, doomed_index, doomed_stats))
     result.deleted_index_files = doomed_index
     result.deleted_statistics_files = doomed_stats
     result.deleted_data_files = doomed_data

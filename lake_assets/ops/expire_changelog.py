@@ -144,6 +144,9 @@ def _expire_changelog_plan(
             | (manifests_kept_by(store, earliest) if earliest is not None else set()),
         )
     )
+    # what a branch's snapshot, tag or changelog names stays (`Protection`)
+    doomed_data, doomed_changelog, doomed_manifests = (
+        protection.unused_by_branches(group) for group in (doomed_data, doomed_changelog, doomed_manifests))
     result.expired_changelogs = list(plan.snapshot_ids)
     result.deleted_data_files = [*result.deleted_data_files, *doomed_data]
     result.deleted_changelog_files = [*result.deleted_changelog_files, *doomed_changelog]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from lake_assets.errors import CorruptMetadataError
 from lake_assets.formats.data_file import FILE_SOURCE_APPEND
+from lake_assets.ops.orphans import referenced_files
 from lake_assets.spec.manifest import FileKind, ManifestEntry
 from lake_assets.spec.snapshot import CommitKind, Snapshot
 from lake_assets.table_support import Op
@@ -29,13 +30,21 @@ def appended_by_writer(e: ManifestEntry) -> bool:
 
 
 class Protection:
-    """What tags keep: every tag's lists and data manifests, and the live files of tags below an id."""
+    """What tags keep: every tag's lists and data manifests, and the live files of tags below an id;
+    and what branches keep: every file a branch's snapshot, tag or changelog names (`unused_by_branches`).
+
+    Branches: Paimon's expiry of the main branch (0.9 to HEAD) knows nothing of them and keeps a
+    branch's files only while the tag the branch was made from keeps them on the main branch; a
+    branch made empty, or whose tag was deleted, loses files its snapshots name. lake_assets keeps
+    every file any branch names, by name (file names are unique per table), tag or no tag."""
 
     def __init__(self, store: FileStore, below: int) -> None:
         scan = store.file_store_scan()
         mio = scan.manifest_io
         self.files: set[str] = set()
         self.manifests: set[str] = set()
+        # damaged branch metadata raises: the expiry stops before deleting anything
+        self.branch_files = {p.rsplit("/", 1)[-1] for p in referenced_files(store, main=False)}
         for tag in store.tag_manager().tags().values():
             tsnap = tag.snapshot
             self.manifests.update(lists_of(tsnap))
@@ -48,6 +57,13 @@ class Protection:
                 for e in scan.live_entries(tsnap):
                     self.files.add(store.data_file_path(e.partition, e.bucket, e.file))
                     self.files.update(extra_paths(store, e))
+
+
+    def unused_by_branches(self, paths: list[str]) -> list[str]:
+        """``paths`` (or manifest names) without those a branch names."""
+        if not self.branch_files:
+            return paths
+        return [p for p in paths if p.rsplit("/", 1)[-1] not in self.branch_files]
 
 
 class Restorations:

@@ -2,11 +2,12 @@
 
 Paimon (1.0 to HEAD, docs/format.md §9.4) lists, per table:
 
-- ``snapshot/`` and ``changelog/``: every file (not directory) that is not a ``snapshot-<id>`` /
-  ``changelog-<id>`` file nor an ``EARLIEST`` / ``LATEST`` hint is removed when old enough
-  (``OrphanFilesClean.cleanBranchSnapshotDir``); lake_assets also keeps the twins of its expiry
-  markers there (``EXPIRING-<uuid>``, `lake_assets.store.snapshot_manager`), which guard older
-  lake_assets' tagging (Paimon's clean deletes them: the markers themselves live in ``expiring/``);
+- ``snapshot/`` and ``changelog/``, the table's and every branch's (``branch/branch-<name>/``): every
+  file (not directory) that is not a ``snapshot-<id>`` / ``changelog-<id>`` file nor an ``EARLIEST`` /
+  ``LATEST`` hint is removed when old enough (``OrphanFilesClean.cleanBranchSnapshotDir``);
+  lake_assets also keeps the twins of its expiry markers there (``EXPIRING-<uuid>``,
+  `lake_assets.store.snapshot_manager`), which guard older lake_assets' tagging (Paimon's clean
+  deletes them: the markers themselves live in ``expiring/``);
 - ``manifest/``, ``index/`` and ``statistics/``: the files directly inside;
 - the data directories: partition levels (directories whose name contains ``=``, as many levels as
   the table has partition keys) down to the ``bucket-*`` directories (``bucket-postpone`` too), and
@@ -15,7 +16,7 @@ Paimon (1.0 to HEAD, docs/format.md §9.4) lists, per table:
   ``dataFilePath()``). Anything else in the table directory - a Flink ``_SUCCESS`` mark-done
   file in a partition directory, a README at the root, another tool's directory - is never looked at.
 
-``schema/``, ``tag/``, ``consumer/`` and lake_assets' ``expiring/`` are never listed by Paimon;
+``schema/``, ``tag/``, ``consumer/`` (a branch's too) and lake_assets' ``expiring/`` are never listed by Paimon;
 lake_assets collects only the temporary files of crashed atomic writes there
 (``.<name>.<uuid>.tmp``), which no reader ever opens.
 Listings leave symlinks out (`FileIO.list_without_links`): a link is never followed nor deleted.
@@ -27,6 +28,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from lake_assets.store.branches import BRANCH_DIR, BRANCH_PREFIX, branch_names
 from lake_assets.store.snapshot_manager import MARKER_DIR
 
 if TYPE_CHECKING:
@@ -82,6 +84,11 @@ def list_scope(store: FileStore) -> OrphanScope:
     for name, prefix in (("snapshot", "snapshot-"), ("changelog", "changelog-")):
         if name in top:
             files_of(top[name].path, prefix)
+    # every branch's snapshot/ and changelog/ likewise (Paimon cleans them per branch)
+    for branch in branch_names(fio, root, links=False) if BRANCH_DIR in top else ():
+        branch_root = posixpath.join(root, BRANCH_DIR, BRANCH_PREFIX + branch)
+        for name, prefix in (("snapshot", "snapshot-"), ("changelog", "changelog-")):
+            files_of(posixpath.join(branch_root, name), prefix)
     for name in ("schema", "tag", "consumer", MARKER_DIR):
         if name in top:
             files_of(top[name].path, temp_only=True)

@@ -1,4 +1,5 @@
-"""Orphan files: files in Paimon's directories of a table that no snapshot, tag or changelog references.
+"""Orphan files: files in Paimon's directories of a table that no snapshot, tag or changelog of any
+branch references.
 
 They come from failed or killed writers and commits, aborted Spark tasks and interrupted
 expirations. Only files older than a bound are considered, so files of commits in flight are safe.
@@ -20,6 +21,8 @@ from lake_assets.ops.orphan_scope import list_scope
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
+    from lake_assets.spec.snapshot import Snapshot
+    from lake_assets.store.branches import BranchHolder, HolderKind
     from lake_assets.store.file_store import FileStore
 
 # The youngest files orphan removal may delete unless told ``allow_recent``. Files a writer has
@@ -65,10 +68,14 @@ class OrphanResult:
         return {"orphan_files": len(self.paths), "orphan_bytes": self.bytes, "dry_run": self.dry_run}
 
 
-def referenced_files(store: FileStore, *, ignore_tags: Collection[str] = (), data_files: bool = True) -> set[str]:
+def referenced_files(
+    store: FileStore, *, ignore_tags: Collection[str] = (), data_files: bool = True, main: bool = True
+) -> set[str]:
     """Every file path a retained snapshot, tag (other than ``ignore_tags``) or long-lived changelog
-    may reference (data, changelog, manifests, lists). ``data_files=False``: the metadata files only
-    (manifests, lists, index and statistics files), which reads no manifest.
+    may reference (data, changelog, manifests, lists), of the main branch and of every branch (their
+    snapshots, tags and changelogs name files in the table's directories, `lake_assets.store.branches`).
+    ``data_files=False``: the metadata files only (manifests, lists, index and statistics files), which
+    reads no manifest. ``main=False``: what the branches reference, the main branch left out.
 
     A superset: files named by ADD entries that a later DELETE cancelled count too, which only
     keeps more (snapshot expiration removes those). Lists that expiration removed on purpose are
@@ -102,10 +109,7 @@ def referenced_files(store: FileStore, *, ignore_tags: Collection[str] = (), dat
                 ppath = store.partition_path_of(e.partition)
                 refs.update(store.paths.data_file(ppath, e.bucket, x) for x in e.file.extra_files)
 
-    holders = [(s, "snapshot") for s in sm.snapshots()]
-    holders += [(t.snapshot, "tag") for n, t in store.tag_manager().tags().items() if n not in ignore_tags]
-    holders += [(c, "changelog") for c in (changelogs.try_changelog(i) for i in changelogs.ids()) if c is not None]
-    for snap, kind in holders:
+    def _add_references(snap: Snapshot, kind: HolderKind) -> None:
         for list_name in (snap.base_manifest_list, snap.delta_manifest_list):
             if list_name:
                 add_list(list_name, may_be_gone=kind == "changelog")
@@ -119,6 +123,30 @@ def referenced_files(store: FileStore, *, ignore_tags: Collection[str] = (), dat
                 seen_indexes.add(snap.index_manifest)
         if snap.statistics:
             refs.add(store.paths.statistics_file(snap.statistics))
+
+    # (snapshot, kind, the branch holding it: None for the main branch)
+    holders: list[tuple[Snapshot, HolderKind, BranchHolder | None]] = []
+    if main:
+        holders += [(s, "snapshot", None) for s in sm.snapshots()]
+        holders += [(t.snapshot, "tag", None) for n, t in store.tag_manager().tags().items() if n not in ignore_tags]
+        holders += [(c, "changelog", None) for c in (changelogs.try_changelog(i) for i in changelogs.ids())
+                    if c is not None]
+    # A branch's files are the table's: its lists, manifests and data files are resolved in the
+    # table's directories (a branch has none of its own). Its snapshots are read like tags: the
+    # first one of a branch made from a tag is a copy of the tag's snapshot, whose changelog list
+    # and files the main branch's expiry removes (Java's too, which keeps a tag's data only).
+    holders += [(h.snapshot, "tag" if h.kind == "snapshot" else h.kind, h) for h in store.branch_holders()]
+    for snap, kind, branch in holders:
+        if branch is None:
+            _add_references(snap, kind)
+            continue
+        try:
+            _add_references(snap, kind)
+        except CorruptMetadataError as exc:
+            raise CorruptMetadataError(
+                f"{exc} (named by {branch.label} of {store.name}: the branch is damaged - another engine's "
+                "expiry may have deleted its files -, so nothing was deleted; repair or delete the branch)"
+            ) from exc
     return refs
 
 

@@ -22,7 +22,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lake_assets.errors import AlreadyExistsError, SnapshotNotFoundError
+from lake_assets.errors import AlreadyExistsError, InvalidArgumentError, SnapshotNotFoundError
 from lake_assets.ops.tag_deletion import delete_tag
 from lake_assets.ops.tagging import create_tag
 from lake_assets.spec.snapshot import Snapshot, Tag
@@ -219,13 +219,20 @@ def expire_tags(store: FileStore, *, now: dt.datetime | None = None) -> list[str
         created = _local_create_time(tag.create_time)
         if created is None or tag.time_retained_s is None:
             continue
-        if created + dt.timedelta(seconds=tag.time_retained_s) < now:
-            _delete_quietly(store, name)
+        if created + dt.timedelta(seconds=tag.time_retained_s) < now and _delete_quietly(store, name):
             gone.append(name)
     return gone
 
 
-def _delete_quietly(store: FileStore, name: str) -> None:
+def _delete_quietly(store: FileStore, name: str) -> bool:
+    """Delete an automatic or expired tag; False when it stays: the tag a branch was created from
+    (`delete_tag` refuses it: Paimon's expiry keeps the branch's files only through it; Paimon's
+    tag expiry would delete it) is kept, with a warning, and the other tags still expire."""
     with contextlib.suppress(SnapshotNotFoundError):  # deleted meanwhile by another committer
         store.require(Op.TAG)
-        delete_tag(store, name)  # as Paimon's TagTimeExpire: the files only the tag kept go too
+        try:
+            delete_tag(store, name)  # as Paimon's TagTimeExpire: the files only the tag kept go too
+        except InvalidArgumentError as exc:
+            log.warning("Tag %r of %s is past its retention but kept: %s", name, store.name, exc)
+            return False
+    return True

@@ -37,8 +37,12 @@ Order and failure, as in the rest of the maintenance plane:
 
 A tag whose snapshot is still retained, or whose snapshot another tag also names, frees nothing
 (the snapshot or the other tag keeps the files), exactly as in Paimon. Nor does a tag of a table
-that refuses snapshot expiry (e.g. one with branches, which may share the tag's files): the tag
-goes, its files stay, and the result says why.
+that refuses snapshot expiry: the tag goes, its files stay, and the result says why.
+
+Branches (``branch/branch-<name>``) are holders too: every data file live in a branch's snapshot
+or tag and every metadata file a branch names is spared. The tag a branch was created from is not
+deleted at all while it is the only one on its snapshot (`_refuse_branch_base`): Paimon's expiry of
+the main branch keeps the branch's files only through it.
 """
 
 from __future__ import annotations
@@ -47,12 +51,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
+from lake_assets.errors import CorruptMetadataError, InvalidArgumentError, UnsupportedFeatureError
 from lake_assets.ops.expire_files import ensure_inside, extra_paths
 from lake_assets.ops.orphans import index_file_paths, referenced_files
 from lake_assets.ops.scan import FileStoreScan, merge_entries
 from lake_assets.spec.manifest import ManifestEntry, ManifestFileMeta
-from lake_assets.spec.snapshot import Snapshot
+from lake_assets.spec.snapshot import Snapshot, Tag
 from lake_assets.store.snapshot_identity import same_snapshot
 from lake_assets.table_support import Op
 
@@ -102,6 +106,7 @@ def delete_tag(store: FileStore, name: str) -> TagDeletionResult:
     tags = store.tag_manager()
     tag = tags.get(name)
     snap = tag.snapshot
+    _refuse_branch_base(store, name, snap, tags.tags())
     result = TagDeletionResult(name, snap.id)
     current = store.snapshot_manager.try_snapshot(snap.id)
     # by identity: after a rollback the id may name another commit (`discarded_by_rollback`)
@@ -112,8 +117,8 @@ def delete_tag(store: FileStore, name: str) -> TagDeletionResult:
         tags.delete(name)  # another tag of the same snapshot keeps every file
         return result
     try:
-        # Freeing files is an expiry of the tagged snapshot: whatever refuses expiry (branches that
-        # may share the files, path layouts we cannot compute) keeps them; the tag still goes.
+        # Freeing files is an expiry of the tagged snapshot: whatever refuses expiry (path layouts
+        # we cannot compute) keeps them; the tag still goes.
         store.require(Op.EXPIRE)
     except UnsupportedFeatureError as exc:
         tags.delete(name)
@@ -148,6 +153,25 @@ def delete_tag(store: FileStore, name: str) -> TagDeletionResult:
         for d in {p.rsplit("/", 1)[0] for p in result.deleted_data_files}:
             fio.delete_dir_if_empty(d)
     return result
+
+
+def _refuse_branch_base(store: FileStore, name: str, snap: Snapshot, tags: dict[str, Tag]) -> None:
+    """`InvalidArgumentError` when a branch was made from tag ``name`` (its snapshot copies the
+    tag's: Paimon's ``createBranch(branch, tag)``) and no other tag of the main branch names that
+    snapshot. Paimon's expiry of the main branch (0.9 to HEAD) keeps a branch's files only through
+    that tag (docs/format.md §9.5): once it is gone, any engine's next expiry deletes files the branch
+    reads. Paimon's ``deleteTag`` does not check; lake_assets refuses and changes nothing."""
+    if any(n != name and same_snapshot(t.snapshot, snap) for n, t in tags.items()):
+        return  # another tag keeps the same files
+    based = store.branches_based_on(snap)
+    if based:
+        raise InvalidArgumentError(
+            f"Cannot delete tag {name!r} of {store.name}: branch{'es' if len(based) > 1 else ''} "
+            f"{', '.join(repr(b) for b in based)} {'were' if len(based) > 1 else 'was'} created from its "
+            f"snapshot {snap.id}, which no other tag holds, and Paimon's expiry of the main branch keeps a "
+            "branch's files only through that tag: without it the next expiry (Flink's, Spark's, Java's) "
+            "deletes files the branch reads. Delete the branch first, or tag the snapshot under another name "
+            "first; nothing was changed")
 
 
 def _name(path: str) -> str:
@@ -240,6 +264,15 @@ class _Needed:
                 for list_name in (changelog.base_manifest_list, changelog.delta_manifest_list,
                                   changelog.changelog_manifest_list):
                     self._named_in(store, list_name, may_be_gone=True)
+        # every branch's snapshots, tags and changelogs name files in the table's directories
+        for holder in store.branch_holders() if self.unneeded else ():
+            held = holder.snapshot
+            if holder.kind == "changelog":
+                for list_name in (held.base_manifest_list, held.delta_manifest_list, held.changelog_manifest_list):
+                    self._named_in(store, list_name, may_be_gone=True)
+            else:
+                self._live_in(held)
+                self._named_in(store, held.changelog_manifest_list, may_be_gone=True)
         meta = referenced_files(store, ignore_tags=() if ignore_tag is None else {ignore_tag}, data_files=False)
         return {_name(p) for p in meta}
 

@@ -42,7 +42,8 @@ def rollback_to(store: FileStore, *, snapshot_id: int | None = None, tag: str | 
     and the target, never with a tag beyond the latest; running the rollback again finishes it.
     A tag of a discarded history (left by Java's rollback cut short, or by an older lake_assets,
     which kept newer tags: `discarded_by_rollback`) is refused as a rollback target:
-    `InvalidArgumentError`, nothing changed."""
+    `InvalidArgumentError`, nothing changed. So is a rollback that would delete the tag a branch
+    was created from (Paimon's does, and its expiry then deletes files the branch reads: §9.5)."""
     sm = store.snapshot_manager
     tags = store.tag_manager()
     if tag is not None:
@@ -58,10 +59,11 @@ def rollback_to(store: FileStore, *, snapshot_id: int | None = None, tag: str | 
     else:
         assert snapshot_id is not None  # the caller passes exactly one
         target = sm.snapshot(snapshot_id)
-    for name, held in tags.tags().items():
-        if held.snapshot.id > target.id:
-            tags.delete(name)
-            store.fault_point("rollback.after_tag_delete")
+    newer = {name: held for name, held in tags.tags().items() if held.snapshot.id > target.id}
+    _refuse_deleting_branch_bases(store, target, newer)
+    for name in newer:
+        tags.delete(name)
+        store.fault_point("rollback.after_tag_delete")
     changelogs = store.changelog_manager()
     newer_changelogs = [cid for cid in changelogs.ids() if cid > target.id]
     for cid in reversed(newer_changelogs):
@@ -82,3 +84,17 @@ def rollback_to(store: FileStore, *, snapshot_id: int | None = None, tag: str | 
     return target
 
 
+
+
+def _refuse_deleting_branch_bases(store: FileStore, target: Snapshot, newer: dict[str, Tag]) -> None:
+    """`InvalidArgumentError` (nothing changed) when one of the ``newer`` tags a rollback to
+    ``target`` deletes is the tag a branch was created from: other engines' expiry of the main
+    branch keeps the branch's files only through it (docs/format.md §9.5)."""
+    for name, tag in newer.items():
+        based = store.branches_based_on(tag.snapshot)
+        if based:
+            raise InvalidArgumentError(
+                f"Cannot roll back {store.name} to snapshot {target.id}: it deletes tag {name!r} (snapshot "
+                f"{tag.snapshot.id}), and branch {', '.join(repr(b) for b in based)} was created from it; Paimon's "
+                "expiry of the main branch keeps a branch's files only through that tag. Delete the branch first, "
+                "or roll back with rollback_to_as_latest, which keeps every tag; nothing was changed")

@@ -10,7 +10,6 @@ to a newer one a snapshot was committed under.
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections.abc import Callable, Sequence
 
@@ -33,6 +32,8 @@ from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry, Manifest
 from lake_assets.spec.partition import partition_path
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import Snapshot
+from lake_assets.store.branches import Branch, BranchHolder, based_on, branches
+from lake_assets.store.branches import holders as branch_holders
 from lake_assets.store.changelog_manager import ChangelogManager
 from lake_assets.store.consumers import ConsumerManager
 from lake_assets.store.manifest_io import ManifestIO
@@ -41,7 +42,6 @@ from lake_assets.store.tags import TagManager
 from lake_assets.table_support import (
     Op,
     Refusal,
-    branch_refusals,
     entry_refusals,
     index_refusals,
     refuse,
@@ -198,16 +198,11 @@ class FileStore:
         return self._support[1]
 
     def require(self, op: Op) -> None:
-        """Raise `UnsupportedFeatureError` naming the property if the table refuses ``op``: its
-        schema, and for operations that delete files by what the snapshots reference, its branches.
-        Operations on data files also check ``LAKE_ASSETS_CPUS`` before they start."""
+        """Raise `UnsupportedFeatureError` naming the property if the table refuses ``op`` (its
+        schema). Operations on data files also check ``LAKE_ASSETS_CPUS`` before they start."""
         if op in DATA:
             validate_cpus_setting()  # not when a pool is first sized, mid-way through the work
-        refusals = self.refusals()
-        if op in (Op.EXPIRE, Op.ORPHANS):
-            names = self.file_io.list_names(posixpath.join(self.paths.root, "branch"))
-            refusals = refusals + branch_refusals(n[len("branch-"):] for n in names if n.startswith("branch-"))
-        refuse(self.name, op, refusals)
+        refuse(self.name, op, self.refusals())
 
     def check_scanned(self, op: Op, snap: Snapshot, entries: Sequence[ManifestEntry]) -> None:
         """What a scan for ``op`` found (files, index files) must not refuse ``op``."""
@@ -273,6 +268,19 @@ class FileStore:
     def consumer_manager(self) -> ConsumerManager:
         """The streaming consumers' positions (``consumer/consumer-<id>``)."""
         return ConsumerManager(self.file_io, self.paths)
+
+    def branches(self) -> list[Branch]:
+        """The table's branches (``branch/branch-<name>``; `lake_assets.store.branches`)."""
+        return branches(self.file_io, self.paths.root, self.name)
+
+    def branch_holders(self) -> list[BranchHolder]:
+        """Every snapshot, tag and long-lived changelog of every branch: they name files in the
+        table's directories, which maintenance of the main branch keeps."""
+        return branch_holders(self.file_io, self.paths.root, self.name)
+
+    def branches_based_on(self, snap: Snapshot) -> list[str]:
+        """The branches created from a tag of ``snap`` (`lake_assets.store.branches.based_on`)."""
+        return based_on(self.file_io, self.paths.root, self.name, snap)
 
     def changelog_manager(self) -> ChangelogManager:
         """Long-lived changelogs (``changelog/changelog-<id>``) of expired snapshots."""

@@ -65,6 +65,10 @@ def test_observation_reads_the_tables_health(lake) -> None:
     _write(warehouse, config, 500, day="2024-01-02")
     table = warehouse.table("db.orders")
     table.store.consumer_manager().record("dashboard", 2)  # has read snapshots 1; 3 is latest: lag 2
+    # an empty branch, as Paimon's createBranch(name) makes it: the latest schema copied
+    schema_file = table.store.paths.schema_file(table.schema.id)
+    table.file_io.write_bytes(f"{table.store.paths.root}/branch/branch-dev/schema/schema-{table.schema.id}",
+                              table.file_io.read_bytes(schema_file))
 
     data = _tick(defs, instance)
     [observation] = [e for e in data.asset_events if isinstance(e, dg.AssetObservation)]
@@ -80,6 +84,7 @@ def test_observation_reads_the_tables_health(lake) -> None:
     assert md["records_in_files"] == 30 and md["delete_records"] == 0 and md["deleted_row_ratio"] == 0
     assert md["consumers"] == 1 and md["max_consumer_lag"] == 2 and md["consumer_lag"] == {"dashboard": 2}
     assert md["changelogs_retained"] == 0
+    assert md["branches"] == 1 and md["branch_names"] == ["dev"]
     assert "partitions_past_expiration" not in md  # the table sets no partition.expiration-time
     assert "dagster/row_count" not in md  # two sorted runs: the records are not yet the row count
     assert md["oldest_snapshot_age_s"] >= 0
@@ -110,6 +115,7 @@ def test_writer_leases_are_listed_apart_from_readers_and_an_expired_one_is_repor
     md = {k: v.value for k, v in observation.metadata.items()}
     assert md["consumers"] == 1 and md["consumer_lag"] == {"dashboard": 1} and md["max_consumer_lag"] == 1
     assert md["writer_leases"] == 2 and md["expired_writer_leases"] == 1
+    assert md["branches"] == 0 and "branch_names" not in md  # no branch: no list
     details = md["writer_lease_details"]
     assert details[crashed]["expired"] and details[crashed]["lag"] == 3 and details[crashed]["next_snapshot"] == 1
     assert not details[live.consumer_id]["expired"] and details[live.consumer_id]["lag"] == 2

@@ -86,6 +86,19 @@ def test_existing_java_tables_under_lake_yaml(java: PaimonJava, wh: str, tmp_pat
     table = Catalog(wh).get_table("db.orders")
     assert {Path(f.file_name).suffix for split in table.plan() for f in split.files} == {".orc"}  # its format
 
+    # a branch Java made from the tag and wrote to: the expiry and orphan assets run on the table
+    # (they were refused) and keep every file the branch reads
+    java.create_branch(wh, "db.orders", "fix", tag="first")
+    java.write(wh, "db.orders$branch_fix", [{"id": 99, "dt": "2024-01-03", "v": "f"}], schema=SCHEMA)
+    branch_rows = sorted(java.read(wh, "db.orders$branch_fix").to_pylist(), key=lambda r: r["id"])
+    assert [r["id"] for r in branch_rows] == [0, 10, 99]
+    with dg.instance_for_test() as instance:
+        for job in ("db_orders_expiry_job", "db_orders_orphans_job"):
+            assert defs.resolve_job_def(job).execute_in_process(instance=instance).success, job
+    assert sorted(java.read(wh, "db.orders$branch_fix").to_pylist(), key=lambda r: r["id"]) == branch_rows
+    assert sorted(java.read(wh, "db.orders").to_pylist(), key=lambda r: r["id"]) == before
+    assert java.snapshots(wh, "db.orders")[0]["id"] == 2  # snapshot 1 expired (the consumer holds 2)
+
     # a declaration that differs: every asset of the table fails before its job, naming what differs
     differ = dict(same)
     differ["db.orders"] = (["id", "dt"], ["dt"], {"bucket": "4", "file.format": "orc",
@@ -120,4 +133,4 @@ def test_existing_java_tables_under_lake_yaml(java: PaimonJava, wh: str, tmp_pat
     assert "primary_keys: lake.yaml declares ['id'], the table has ['id', 'dt']" in dynamic
     assert "partition_keys: lake.yaml declares [], the table has ['dt']" in dynamic
     assert {ident: [s["id"] for s in java.snapshots(wh, ident)] for ident in KINDS} == snapshots  # nothing ran
-    assert in_process_jobs == ["compact"]  # the differing declarations started no job
+    assert in_process_jobs == ["compact", "expire", "remove_orphans"]  # the differing declarations started no job

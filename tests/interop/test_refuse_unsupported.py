@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from lake_assets import Catalog, UnsupportedFeatureError
+from lake_assets import Catalog, InvalidArgumentError, UnsupportedFeatureError
 from lake_assets.table import Table
 from tests.interop.paimon import Pypaimon, PypaimonRust, canonical
 
@@ -334,16 +334,21 @@ def test_future_option_is_refused_for_maintenance_not_rewritten(table_copy, pypa
 
 
 # ------------------------------------------------------------------------------------- branches
-def test_branches_refuse_expiry_and_orphan_removal(table_copy, pypaimon):
+def test_branches_keep_their_files_through_expiry_and_orphan_removal(table_copy, pypaimon):
     """A branch's data and manifest files sit in the table's directories but only its own snapshots
-    name them: orphan removal or expiry of the main branch alone would delete them."""
+    name them: expiry and orphan removal of the main branch keep them (pypaimon 2.1 made the branch
+    from tag t1 and wrote to it), and the tag the branch was made from is not deleted."""
     warehouse = table_copy("branched")
     branch_rows = pypaimon.read(warehouse, "db.branched$branch_b1")
     assert branch_rows.num_rows == 15
-    assert_refused(warehouse, "branched", ["orphans", "expire"], r"branches \(b1\) is not supported")
+    t, _ = open_table(warehouse, "branched")
+    assert t.branches() == ["b1"]
+    assert t.expire_snapshots(retain_min=1, retain_max=1, older_than=timedelta(0)).expired_snapshots == [1]
+    assert t.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True).paths == []
+    with pytest.raises(InvalidArgumentError, match=r"branch 'b1' was created from its snapshot 1"):
+        t.delete_tag("t1")
     assert canonical(pypaimon.read(warehouse, "db.branched$branch_b1"), ["id"]) == canonical(branch_rows, ["id"])
     # the main branch is still read and written as usual
-    t, _ = open_table(warehouse, "branched")
     assert_reads_like_paimon(warehouse, "branched", pypaimon)
     t.write_arrow(batch(range(30, 32), "d"))
     assert_reads_like_paimon(warehouse, "branched", pypaimon)

@@ -609,6 +609,16 @@ class PaimonJava:
         """Roll the table back to a snapshot or a tag."""
         self.call("rollback", warehouse=warehouse, table=table, snapshot_id=snapshot_id, tag=tag)
 
+    def create_branch(self, warehouse: str, table: str, name: str, tag: str | None = None) -> None:
+        """Paimon 0.9's ``createBranch(name)`` (an empty branch: the latest schema only) or
+        ``createBranch(name, tag)`` (the tag's snapshot, tag and schema files copied into
+        ``branch/branch-<name>``). A branch is then the table ``db.t$branch_<name>``."""
+        self.call("create_branch", warehouse=warehouse, table=table, name=name, tag=tag)
+
+    def branches(self, warehouse: str, table: str) -> list[str]:
+        """The table's branch names, as ``BranchManager.branches`` lists them."""
+        return self.call("branches", warehouse=warehouse, table=table)
+
     def consumers(self, warehouse: str, table: str) -> dict[str, int]:
         """Consumer id -> next snapshot id."""
         return self.call("consumers", warehouse=warehouse, table=table)

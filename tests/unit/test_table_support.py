@@ -426,14 +426,6 @@ def test_default_scan_mode_reads():
     assert schema_refusals(schema({"bucket": "2", "scan.mode": "latest-full"})) == []
 
 
-def test_branch_refusals():
-    from lake_assets.table_support import branch_refusals
-
-    assert branch_refusals([]) == []
-    found = branch_refusals(["b2", "b1"])
-    assert blocked(found) == {Op.EXPIRE, Op.ORPHANS} and found[0].property == "branches (b1, b2)"
-
-
 def test_committer_refuses_messages_for_a_table_that_changed_under_the_writer(crafted):
     """Writers ran, then the table gained an option we do not know: the commit does not land."""
     cat, table_dir, s = crafted

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 import pyarrow as pa
 import pytest
 
-from lake_assets import Catalog, CorruptMetadataError, SnapshotNotFoundError
+from lake_assets import Catalog, CorruptMetadataError, InvalidArgumentError, SnapshotNotFoundError
 from lake_assets.store import manifest_io
 
 _EVERYTHING = datetime.now() + timedelta(days=1)
@@ -126,16 +126,22 @@ def test_unreadable_metadata_keeps_the_tag_and_every_file(kv):
     assert "v1" in kv.tags()
 
 
-def test_a_table_with_branches_keeps_the_files(kv):
+def test_a_branch_made_from_the_tag_keeps_it(kv):
+    """As Paimon's createBranch(name, tag): the tag's and its snapshot's files copied into the
+    branch. The tag is then the only thing keeping the branch's files from Java's expiry."""
     _write(kv, [1], 1)
-    kv.create_tag("v1")
+    tag = kv.create_tag("v1")
     _write(kv, [1], 2)
     _expire_all_but_latest(kv)
-    kv.file_io.write_bytes(kv.paths.root + "/branch/branch-dev/schema/schema-0", b"{}")
+    branch = kv.paths.root + "/branch/branch-dev"
+    fio = kv.file_io
+    fio.write_bytes(f"{branch}/schema/schema-0", fio.read_bytes(kv.store.paths.schema_file(0)))
+    fio.write_bytes(f"{branch}/tag/tag-v1", fio.read_bytes(kv.paths.tag_file("v1")))
+    fio.write_bytes(f"{branch}/snapshot/snapshot-{tag.snapshot.id}", tag.snapshot.to_json().encode())
     before = _files(kv)
-    result = kv.delete_tag("v1")
-    assert result.files_kept and "branches (dev)" in result.files_kept
-    assert _files(kv) == before - {kv.paths.tag_file("v1")}
+    with pytest.raises(InvalidArgumentError, match=rf"branch 'dev' was created from its snapshot {tag.snapshot.id}"):
+        kv.delete_tag("v1")
+    assert _files(kv) == before and "v1" in kv.tags()
 
 
 def test_a_crash_after_the_tag_file_leaves_orphans_only(kv):

@@ -297,6 +297,15 @@ public final class PaimonOracle {
             case "delete_consumer":
                 consumers(a).deleteConsumer(a.get("consumer_id").asText());
                 return null;
+            case "create_branch": // BranchManager.createBranch: empty, or from a tag
+                if (a.hasNonNull("tag")) {
+                    table(a).createBranch(a.get("name").asText(), a.get("tag").asText());
+                } else {
+                    table(a).createBranch(a.get("name").asText());
+                }
+                return null;
+            case "branches":
+                return JSON.valueToTree(table(a).branchManager().branches());
             default:
                 throw new IllegalArgumentException("unknown op " + op);
         }
