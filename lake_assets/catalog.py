@@ -16,6 +16,7 @@ from lake_assets.errors import (
     NoSuchTableError,
     OptionError,
     SchemaError,
+    UnsupportedFeatureError,
 )
 from lake_assets.io.file_io import FileIO
 from lake_assets.option_rules_row_tracking import row_tracking_shape_problem
