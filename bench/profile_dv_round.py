@@ -1,10 +1,11 @@
 """CPU per part of one deletion-vector upsert round of a partial-update or aggregation table (issue 14).
 
-Builds the tables as `bench_dv.py` does (``--key``, ``--merge-engine``), then runs ``--rounds``
-DV upsert rounds with the write path's pools inline (`cpu_breakdown.cpu_by_part`: each listed
-function's thread CPU, nested parts counted in their callers too) and prints the mean CPU ms of
-each part per round; ``--cprofile N`` prints cProfile's top N functions by own time instead
-(cProfile inflates Python-heavy code against C kernels: read its ranking, not its figures).
+Times ``--rounds`` DV upsert rounds as `bench_dv.py` does (``--key``, ``--merge-engine``): each on
+a fresh table of a load and one upsert round (its build left out), with the write path's pools
+inline (`cpu_breakdown.cpu_by_part`: each listed function's thread CPU, nested parts counted in
+their callers too), and prints the mean CPU ms of each part per round; ``--cprofile N`` prints
+cProfile's top N functions by own time instead (cProfile inflates Python-heavy code against C
+kernels: read its ranking, not its figures).
 
     LAKE_ASSETS_CPUS=1 PYTHONPATH=. .venv/bin/python bench/profile_dv_round.py --merge-engine aggregation \
         --key composite --rows 200000 --upsert-rows 20000 --rounds 3
@@ -13,12 +14,14 @@ each part per round; ``--cprofile N`` prints cProfile's top N functions by own t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import os
 import pstats
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -62,20 +65,24 @@ def main() -> None:
     bench_dv.KEY = args.key
     work = Path(tempfile.mkdtemp(prefix="profile-dv-"))
     try:
-        table = bench_dv.build(work / "t", args.rows, args.upsert_rows, 1, args.buckets, True, 2, args.merge_engine)
-        batches = [bench_dv.batch(np.sort(np.random.default_rng(100 + i).choice(args.rows, args.upsert_rows,
-                                                                                  replace=False)), 50 + i)
-                   for i in range(args.rounds)]
         profiler = cProfile.Profile() if args.cprofile else None
         parts = [p for p in DV_PARTS if _exists(p)]
         with cpu_by_part(parts) as totals:
-            for data in batches:
+            for i in range(args.rounds):
+                # as bench_dv times a round: a fresh table (a load and one upsert round), then the round
+                root = work / f"t{i}"
+                with _paused(totals):
+                    table = bench_dv.build(root, args.rows, args.upsert_rows, 1, args.buckets, True, 2,
+                                           args.merge_engine)
+                ids = np.sort(np.random.default_rng(100 + i).choice(args.rows, args.upsert_rows, replace=False))
+                data = bench_dv.batch(ids, 99)
                 os.sync()
                 if profiler is not None:
                     profiler.enable()
                 table.write_arrow(data)
                 if profiler is not None:
                     profiler.disable()
+                shutil.rmtree(root, ignore_errors=True)
         if profiler is not None:
             pstats.Stats(profiler).sort_stats("tottime").print_stats(args.cprofile)
             return
@@ -84,6 +91,16 @@ def main() -> None:
             print(f"  {label:55s} {seconds / args.rounds * 1e3:8.2f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _paused(totals: dict[str, float]) -> Iterator[None]:
+    """The block's CPU (a table's build) left out of ``totals``."""
+    saved = dict(totals)
+    try:
+        yield
+    finally:
+        totals.update(saved)
 
 
 def _exists(part: tuple[str, str]) -> bool:

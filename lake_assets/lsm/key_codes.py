@@ -91,14 +91,20 @@ def low_bytes_mask(count: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class CodeLayout:
-    """Which bytes of which key columns make a code of ``width`` (8 or 16) bytes; ``exact`` when
-    every column is coded whole: then a key's code equals a file key's only when the keys are
-    equal, for any key of the same types (a longer value than the file's longest has a length
-    byte no value of the file has)."""
+    """Which bytes of which key columns make a code of ``width`` (8 or 16) bytes. ``checked``:
+    the key columns a code does not hold whole (one cut short, those left out), in key order;
+    two keys of equal codes are equal in every other column (the parts before a cut one have
+    fixed widths, a longer value than the file's longest has a length byte no value of the file
+    has). ``exact`` when there are none: then equal codes are equal keys."""
 
     width: int
     parts: tuple[_Part, ...]
-    exact: bool
+    checked: tuple[int, ...]
+
+    @property
+    def exact(self) -> bool:
+        """Whether every key column is coded whole."""
+        return not self.checked
 
     @classmethod
     def plan(cls, columns: Sequence[pa.Array], width: int) -> CodeLayout:
@@ -107,13 +113,14 @@ class CodeLayout:
         parts: list[_Part] = []
         left = width
         for i, column in enumerate(columns):
+            rest = tuple(range(i, len(columns)))
             if left == 0:
-                return cls(width, tuple(parts), False)
+                return cls(width, tuple(parts), rest)
             if not is_bytes(column.type):
                 full = _integer_width(column.type)
                 parts.append((i, min(full, left), False))
                 if full > left:
-                    return cls(width, tuple(parts), False)
+                    return cls(width, tuple(parts), rest)
                 left -= full
                 continue
             lengths = np.diff(bytes_of(column)[1])
@@ -124,8 +131,8 @@ class CodeLayout:
                 continue
             # too long: its first bytes end the code
             parts.append((i, left, False))
-            return cls(width, tuple(parts), False)
-        return cls(width, tuple(parts), True)
+            return cls(width, tuple(parts), rest)
+        return cls(width, tuple(parts), ())
 
     @property
     def slot(self) -> str:
