@@ -66,6 +66,7 @@ def main() -> None:
     ap.add_argument("--merge-engine", default="aggregation")
     ap.add_argument("--key", choices=sorted(bench_dv.KEYS), default="int64")
     ap.add_argument("--cprofile", type=int, default=0, metavar="N")
+    ap.add_argument("--plain", action="store_true", help="the same rounds on a table without deletion vectors")
     args = ap.parse_args()
     bench_dv.KEY = args.key
     work = Path(tempfile.mkdtemp(prefix="profile-dv-"))
@@ -77,7 +78,7 @@ def main() -> None:
                 # as bench_dv times a round: a fresh table (a load and one upsert round), then the round
                 root = work / f"t{i}"
                 with _paused(totals):
-                    table = bench_dv.build(root, args.rows, args.upsert_rows, 1, args.buckets, True, 2,
+                    table = bench_dv.build(root, args.rows, args.upsert_rows, 1, args.buckets, not args.plain, 2,
                                            args.merge_engine)
                 ids = np.sort(np.random.default_rng(100 + i).choice(args.rows, args.upsert_rows, replace=False))
                 data = bench_dv.batch(ids, 99)
@@ -91,7 +92,8 @@ def main() -> None:
         if profiler is not None:
             pstats.Stats(profiler).sort_stats("tottime").print_stats(args.cprofile)
             return
-        print(f"{args.merge_engine}, key {args.key}: CPU ms per round ({args.rounds} rounds)")
+        kind = "plain" if args.plain else "DV"
+        print(f"{args.merge_engine}, key {args.key}, {kind}: CPU ms per round ({args.rounds} rounds)")
         for label, seconds in totals.items():
             print(f"  {label:55s} {seconds / args.rounds * 1e3:8.2f}")
     finally:

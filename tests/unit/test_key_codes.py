@@ -62,7 +62,7 @@ def _case(draw: st.DrawFn) -> tuple[list[pa.DataType], list[tuple[object, ...]],
     return types, file_keys, wanted
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_case(), st.sampled_from([8, 16]))
 def test_codes_never_decrease_in_paimons_key_order(case: tuple[list[pa.DataType], list[tuple[object, ...]],
                                                                 list[tuple[object, ...]]], width: int) -> None:
@@ -94,7 +94,7 @@ def test_codes_never_decrease_in_paimons_key_order(case: tuple[list[pa.DataType]
                 assert every_code[i] != codes[j]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_case())
 def test_key_ranks_find_each_key_as_a_dict_does(case: tuple[list[pa.DataType], list[tuple[object, ...]],
                                                              list[tuple[object, ...]]]) -> None:
