@@ -55,10 +55,10 @@ def _table(types: list[pa.DataType], keys: list[tuple[object, ...]]) -> pa.Table
 def _case(draw: st.DrawFn) -> tuple[list[pa.DataType], list[tuple[object, ...]], list[tuple[object, ...]]]:
     types = draw(st.lists(st.sampled_from(_TYPES), min_size=1, max_size=3))
     key = st.tuples(*(_values(t) for t in types))
-    universe = draw(st.lists(key, max_size=40))
-    file_keys = sorted(set(draw(st.lists(st.sampled_from(universe), max_size=30)) if universe else []),
+    universe = draw(st.lists(key, max_size=30))
+    file_keys = sorted(set(draw(st.lists(st.sampled_from(universe), max_size=20)) if universe else []),
                        key=functools.cmp_to_key(lambda a, b: _compare(types, a, b)))
-    wanted = draw(st.lists(st.one_of(st.sampled_from(universe), key) if universe else key, max_size=30))
+    wanted = draw(st.lists(st.one_of(st.sampled_from(universe), key) if universe else key, max_size=20))
     return types, file_keys, wanted
 
 
