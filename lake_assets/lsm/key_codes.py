@@ -18,8 +18,10 @@ file's codes in file order are sorted already. A code of 8 bytes is a ``uint64``
 numpy's ``S16`` (fixed-width bytes compared as unsigned bytes, shorter-is-smaller after its
 trailing zeros, which for codes of one width is the bytes' order). The layout of the string
 parts depends on the file's longest values (`CodeLayout.plan`); keys looked up in the file are
-coded with the file's layout, longer values included (they are not in the file; the caller checks
-every candidate row's key, so a code shared by accident costs a check, never a wrong row).
+coded with the file's layout, longer values included: such a value is not in the file, and its
+length byte (its length up to 255) is no file value's. A code shared by keys that differ in a
+column the layout cuts or leaves out is told apart by the caller's check of those columns
+(`CodeLayout.checked`): it costs a check, never a wrong row.
 """
 
 from __future__ import annotations
