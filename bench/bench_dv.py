@@ -22,7 +22,8 @@ near 0 are the ones whose walls compare code. ``--upsert-only`` skips the read s
 alternated runs of the upsert rounds alone.
 
 ``--key string`` / ``--key composite`` key both tables on string ids (17-35 characters, as user
-ids and UUIDs) or on (int32 tenant, string order id) instead of an int64 id (session 17).
+ids and UUIDs) or on (int32 tenant, string order id) instead of an int64 id (session 17);
+``--key int32+date`` on (int32 tenant, DATE day), a key of fixed-width parts (session 18).
 
 Each upsert round starts after ``os.sync()`` (since session 17; ``--no-sync`` leaves it out): the
 build just wrote ~40 MB, and with it still dirty in the page cache the round's file creations and
@@ -60,6 +61,7 @@ KEYS: dict[str, list[tuple[str, pa.DataType]]] = {
     "int64": [("id", pa.int64())],
     "string": [("id", pa.string())],
     "composite": [("tenant", pa.int32()), ("order_id", pa.string())],
+    "int32+date": [("tenant", pa.int32()), ("day", pa.date32())],
 }
 KEY = "int64"  # set by main from --key
 
@@ -74,6 +76,9 @@ def key_columns(ids: np.ndarray) -> dict[str, Any]:
         return {"id": ids}
     # a scrambled hex id (its order is not the numbers') with a tail of 0-19 characters
     hashed = (ids.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)).tolist()
+    if KEY == "int32+date":  # fixed-width parts (session 18): a tenant's orders by day
+        return {"tenant": (ids % 1000).astype(np.int32),
+                "day": pa.array((ids // 1000).astype(np.int32)).cast(pa.date32())}
     if KEY == "string":
         return {"id": pa.array([f"u{h:016x}{'-x7' * (i % 7)}" for h, i in zip(hashed, ids.tolist(), strict=True)])}
     return {"tenant": (ids % 1000).astype(np.int32),
@@ -177,7 +182,8 @@ def main() -> None:
                     help="print the N costliest functions (own time) of the timed reads, read serially "
                          "(split pool and pyarrow's threads off: cProfile sees one thread)")
     ap.add_argument("--key", choices=sorted(KEYS), default="int64",
-                    help="the primary key: int64 id, string id (17-36 characters) or composite (int32, string)")
+                    help="the primary key: int64 id, string id (17-36 characters), composite (int32, string) "
+                         "or int32+date")
     args = ap.parse_args()
     global KEY
     KEY = args.key

@@ -8,7 +8,7 @@ time; every row of a file counts, those its old vector deletes included.
 A single integer key is found through a per-file index (`lsm.int_key_positions`: a rank bitmap for
 dense keys, else a binary search) cached beside the file's keys, or, in a small file without one,
 through a mark of the step's keys (`WantedKeys`); string, binary and composite keys of integers
-and strings through a per-file index of 64-bit key codes (`lsm.key_ranks.KeyRanks`, cached the
+and strings (and DATEs) through a per-file index of key codes (`lsm.key_ranks.KeyRanks`, cached the
 same way); float keys, or a file whose codes collide, through the slice of the file inside the
 step's key range (`lsm.key_membership.sorted_positions`). A file whose key range cannot hold any
 of the step's keys is skipped.
@@ -36,6 +36,7 @@ from lake_assets.spec.data_types import (
     BinaryType,
     CharType,
     DataType,
+    DateType,
     DoubleType,
     FloatType,
     IntType,
@@ -51,8 +52,9 @@ if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
 
 _INTEGER_TYPES = (TinyIntType, SmallIntType, IntType, BigIntType)
-# key columns `KeyRanks` searches (Arrow's byte order for strings and binaries is Paimon's)
-_RANKED_TYPES = (*_INTEGER_TYPES, CharType, VarCharType, BinaryType, VarBinaryType)
+# key columns `KeyRanks` searches (Arrow's byte order for strings and binaries is Paimon's; a
+# DATE is its day number)
+_RANKED_TYPES = (*_INTEGER_TYPES, DateType, CharType, VarCharType, BinaryType, VarBinaryType)
 
 # A file without a built index is tested row by row against a mark of the wanted keys when it
 # holds at most this many rows per wanted key (`WantedKeys`): the newest level, looked up once by
