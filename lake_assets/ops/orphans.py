@@ -20,6 +20,7 @@ from lake_assets.ops.orphan_scope import list_scope
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
+    from lake_assets.spec.snapshot import Snapshot
     from lake_assets.store.file_store import FileStore
 
 # The youngest files orphan removal may delete unless told ``allow_recent``. Files a writer has
@@ -75,7 +76,6 @@ def referenced_files(store: FileStore, *, ignore_tags: Collection[str] = (), dat
     skipped when missing: a long-lived changelog's base and delta lists (changelog producers other
     than ``none``) and a tagged snapshot's changelog list. Anything present but unreadable raises.
     """
-    sm = store.snapshot_manager
     changelogs = store.changelog_manager()
     scan = store.file_store_scan()
     mio = scan.manifest_io
@@ -102,7 +102,7 @@ def referenced_files(store: FileStore, *, ignore_tags: Collection[str] = (), dat
                 ppath = store.partition_path_of(e.partition)
                 refs.update(store.paths.data_file(ppath, e.bucket, x) for x in e.file.extra_files)
 
-    holders = [(s, "snapshot") for s in sm.snapshots()]
+    holders: list[tuple[Snapshot, str]] = [(s, "snapshot") for s in retained_snapshots(store)]
     holders += [(t.snapshot, "tag") for n, t in store.tag_manager().tags().items() if n not in ignore_tags]
     holders += [(c, "changelog") for c in (changelogs.try_changelog(i) for i in changelogs.ids()) if c is not None]
     for snap, kind in holders:
@@ -120,6 +120,30 @@ def referenced_files(store: FileStore, *, ignore_tags: Collection[str] = (), dat
         if snap.statistics:
             refs.add(store.paths.statistics_file(snap.statistics))
     return refs
+
+
+def retained_snapshots(store: FileStore) -> list[Snapshot]:
+    """Every retained snapshot, oldest first, proven contiguous: ids from the earliest to the latest
+    with none missing between them. Expiry deletes from the earliest up and rollback from the latest
+    down, so a hole in the middle is damaged metadata, and the files only that snapshot named would
+    look unreferenced. A hole seen in one listing is looked at again (an expiry running meanwhile, or
+    a paged listing, shows one that the next listing no longer has); one still there raises
+    `CorruptMetadataError`, so that nothing is deleted on its strength."""
+    sm = store.snapshot_manager
+    for _ in range(2):
+        # one that vanishes after the listing is skipped: at either end, expiry's or rollback's
+        # work; in the middle, the hole check below sees it
+        snaps = [s for s in (sm.try_snapshot(sid) for sid in sm.snapshot_ids()) if s is not None]
+        ids = [s.id for s in snaps]
+        missing = sorted(set(range(ids[0], ids[-1] + 1)) - set(ids)) if ids else []
+        if not missing:
+            return snaps
+    shown = ", ".join(map(str, missing[:5])) + (", ..." if len(missing) > 5 else "")
+    raise CorruptMetadataError(
+        f"Table {store.name}: snapshot(s) {shown} are missing between the earliest retained snapshot {ids[0]} and "
+        f"the latest {ids[-1]} (damaged metadata: expiry removes the oldest first): the files only they name "
+        "cannot be told from orphans, so nothing is deleted; restore the snapshot files"
+    )
 
 
 def index_file_paths(store: FileStore, name: str, *, may_be_gone: bool) -> list[str]:
@@ -227,5 +251,5 @@ def remove_empty_directories(store: FileStore, found: OrphanResult) -> list[str]
 
 __all__ = [
     "ORPHAN_AGE_FLOOR", "OrphanResult", "check_orphan_age", "referenced_files", "remove_empty_directories",
-    "remove_orphan_files",
+    "remove_orphan_files", "retained_snapshots",
 ]
