@@ -202,13 +202,17 @@ class PostponeFixedBucketWriter:
         """Delete files written but not committed: every writer's, and those of ``messages`` (this
         writer's) that no snapshot since its first row committed; returns those that one did, as
         `TableWriter.abort` (which see: `CommitStateUnknownError` when that cannot be known)."""
-        # the oldest point any of its writers started from (no file of theirs can have landed before)
-        starts = [] if self._base is None else [None if self._base.snapshot is None else self._base.snapshot.id]
+        # the oldest point any of its writers started from, or last saw its remembered messages
+        # not landed by (`PreparedNames.since`): no file of theirs can have landed before
+        starts: list[int | None] = []
+        if self._base is not None:
+            base_id = None if self._base.snapshot is None else self._base.snapshot.id
+            starts = [w.prepared.since(base_id) for w in self._writers.values()] or [base_id]
         if self._stage is not None and self._stage.based:
-            starts.append(self._stage.first_base_id)
+            starts.append(self._stage.prepared.since(self._stage.first_base_id))
         since = None if not starts or None in starts else min(s for s in starts if s is not None)
-        own = set().union(*(w.prepared for w in self._writers.values()),
-                          self._stage.prepared if self._stage is not None else ())
+        own = set().union(*(w.prepared.names for w in self._writers.values()),
+                          self._stage.prepared.names if self._stage is not None else ())
         landed, messages = split_landed(self.store, messages, since, own)
         for writer in self._writers.values():
             writer.abort()

@@ -45,10 +45,11 @@ from lake_assets.ops.column_subset import subset_write_schema
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.conform import as_table, conform, row_kinds
 from lake_assets.ops.postpone_table import is_postpone_table
+from lake_assets.ops.prepared_names import PreparedNames
 from lake_assets.ops.route import partition_groups
 from lake_assets.ops.spill import spill_root
 from lake_assets.ops.write import TableWriter
-from lake_assets.ops.writer_abort import prepared_names, split_landed
+from lake_assets.ops.writer_abort import split_landed
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.manifest import DataFileMeta, SimpleStats
 from lake_assets.spec.partition import partition_path
@@ -118,7 +119,7 @@ class PostponeWriter:
         # the latest snapshot before its first file (`abort` looks after it): read at the first row
         self.based = False
         self.first_base_id: int | None = None
-        self.prepared: set[str] = set()  # `prepared_names` of every `prepare_commit`: its own messages
+        self.prepared = PreparedNames()  # of its `prepare_commit`s, not seen landed: its own messages
 
     @property
     def spilling(self) -> bool:
@@ -231,15 +232,15 @@ class PostponeWriter:
                 messages.append(CommitMessage(part.partition, POSTPONE_BUCKET, POSTPONE_BUCKET,
                                               new_files=tuple(part.done)))
                 part.done = []
-        self.prepared |= prepared_names(messages)
+        self.prepared.record(self.store, messages, self.first_base_id if self.based else None)
         return messages
 
     def abort(self, messages: Iterable[CommitMessage] = ()) -> list[CommitMessage]:
         """Delete files written but not committed: this writer's, and those of ``messages`` (this
         writer's) that no snapshot since its first row committed; returns those that one did, as
         `TableWriter.abort` (which see: `CommitStateUnknownError` when that cannot be known)."""
-        landed, messages = split_landed(self.store, messages, self.first_base_id if self.based else None,
-                                        self.prepared)
+        since = self.prepared.since(self.first_base_id if self.based else None)
+        landed, messages = split_landed(self.store, messages, since, self.prepared.names)
         paths = []
         for part in self._partitions.values():
             if part.rolling is not None:

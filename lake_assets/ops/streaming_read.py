@@ -12,7 +12,9 @@ whole-section read (`SplitReader.read_split`) holds the section.
 
 from __future__ import annotations
 
+import functools
 import queue
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, TypeVar, cast
@@ -24,6 +26,7 @@ from lake_assets.lsm.merge import is_retract, sort_and_merge
 from lake_assets.lsm.merge_reader import merge_sorted
 from lake_assets.lsm.run_partition import chained, sections, split_into_runs
 from lake_assets.ops.data_evolution_read import iter_raw
+from lake_assets.ops.kept_threads import run_on_kept_thread
 from lake_assets.ops.scan import Split
 from lake_assets.parallelism import usable_cpus
 from lake_assets.spec.manifest import DataFileMeta
@@ -32,8 +35,8 @@ if TYPE_CHECKING:
     from lake_assets.ops.read import SplitReader
     from lake_assets.options import CoreOptions
 
-__all__ = ["DEFAULT_BATCH_ROWS", "DEFAULT_READ_AHEAD", "read_ahead_of", "stream_bounds", "stream_split",
-           "stream_splits"]
+__all__ = ["DEFAULT_BATCH_ROWS", "DEFAULT_READ_AHEAD", "READ_AHEAD_THREAD_NAME", "read_ahead_of", "stream_bounds",
+           "stream_split", "stream_splits"]
 
 T = TypeVar("T")
 I = TypeVar("I")  # noqa: E741 - an item to produce from
@@ -96,6 +99,51 @@ def stream_split(reader: SplitReader, split: Split, batch_rows: int, *, with_kin
             del merged  # emitted: not held while the next step is gathered and merged
 
 
+READ_AHEAD_THREAD_NAME = "read-ahead"  # a kept thread producing for a read is read-ahead-<n>
+
+
+class _Ahead:
+    """What a read-ahead's workers share: never the consumer's generator, so that a consumer
+    dropped without closing it is collected, and its close stops them."""
+
+    def __init__(self, workers: int, depth: int) -> None:
+        self.stop = threading.Event()
+        self.queues: list[queue.Queue[tuple[str, object]]] = [queue.Queue(maxsize=depth) for _ in range(workers)]
+        self.lock = threading.Lock()
+        self.running = 0  # workers handed a job and not back yet
+        self.back = threading.Condition(self.lock)
+        self.worker_idents: set[int] = set()
+
+    def put(self, q: queue.Queue[tuple[str, object]], message: tuple[str, object]) -> bool:
+        """Queue ``message`` unless the read stopped. A put that blocks on a full queue is woken by
+        `end`, which empties the queues after setting `stop`: it then puts and sees `stop`."""
+        if self.stop.is_set():
+            return False
+        q.put(message)
+        return not self.stop.is_set()
+
+    def worker_back(self) -> None:
+        with self.lock:
+            self.running -= 1
+            self.back.notify_all()
+
+    def end(self) -> None:
+        """Stop the workers and wait until each is back on the kept threads' idle list (not at
+        interpreter exit: a daemon thread woken then is ended before it reports back)."""
+        self.stop.set()
+        for q in self.queues:  # wakes a put blocked on a full queue
+            while True:
+                try:
+                    q.get_nowait()
+                except queue.Empty:
+                    break
+        if sys.is_finalizing() or threading.get_ident() in self.worker_idents:
+            return  # (a consumer in a reference cycle may be collected on one of its own workers)
+        with self.lock:
+            while self.running:
+                self.back.wait()
+
+
 def read_ahead_of(
     items: Sequence[I], produce: Callable[[I], Iterator[T]], *, workers: int, depth: int
 ) -> Iterator[T]:
@@ -103,8 +151,15 @@ def read_ahead_of(
 
     Worker ``w`` produces items ``w, w + workers, ...`` in turn into its own queue of at most
     ``depth`` results, so at most ``workers * (depth + 1)`` results are in memory beyond the one
-    the caller holds, however many items there are. Closing the iterator early stops the
-    workers; an exception in a worker is raised here, at the item it belongs to.
+    the caller holds, however many items there are. An exception in a worker is raised here, at
+    the item it belongs to.
+
+    The workers are the process's kept threads (`ops.kept_threads`: no thread start per read once
+    some are idle), named `READ_AHEAD_THREAD_NAME`-<n> while they produce. Closing the iterator,
+    dropping it (its collection closes it) or a failure stops them: each leaves ``produce`` at its
+    next result, a put blocked on a full queue included, and is back on the idle list before the
+    close returns. They are daemon threads and not waited for at interpreter exit. A thread that
+    cannot be started raises ``RuntimeError`` here, the workers already started stopped.
     """
     if workers < 1 or depth < 1:
         raise ValueError(f"workers and depth must be at least 1, got {workers} and {depth}")
@@ -113,37 +168,34 @@ def read_ahead_of(
         for item in items:
             yield from produce(item)
         return
-    stop = threading.Event()
-    queues: list[queue.Queue[tuple[str, object]]] = [queue.Queue(maxsize=depth) for _ in range(workers)]
-
-    def put(q: queue.Queue[tuple[str, object]], message: tuple[str, object]) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(message, timeout=0.05)  # wake up now and then to notice `stop`
-                return True
-            except queue.Full:
-                continue
-        return False
+    ahead = _Ahead(workers, depth)
 
     def work(w: int) -> None:
-        q = queues[w]
+        q = ahead.queues[w]
+        ahead.worker_idents.add(threading.get_ident())
         try:
             for index in range(w, len(items), workers):
                 for result in produce(items[index]):
-                    if not put(q, ("item", result)):
+                    if not ahead.put(q, ("item", result)):
                         return
-                if not put(q, ("end", None)):
+                    del result  # not held while the next is produced
+                if not ahead.put(q, ("end", None)):
                     return
         except BaseException as exc:  # handed to the consumer, raised at its item
-            put(q, ("error", exc))
+            ahead.put(q, ("error", exc))
 
-    threads = [threading.Thread(target=work, args=(w,), name=f"read-ahead-{w}", daemon=True)
-               for w in range(workers)]
-    for t in threads:
-        t.start()
     try:
+        for w in range(workers):
+            with ahead.lock:
+                ahead.running += 1
+            try:
+                run_on_kept_thread(functools.partial(work, w), READ_AHEAD_THREAD_NAME, ahead.worker_back)
+            except RuntimeError as exc:
+                ahead.worker_back()
+                raise RuntimeError(f"Cannot start read-ahead worker {w + 1} of {workers} (read_ahead's threads): "
+                                   f"{exc}; the read stopped (fewer workers, or more threads allowed)") from exc
         for index in range(len(items)):
-            q = queues[index % workers]
+            q = ahead.queues[index % workers]
             while True:
                 kind, value = q.get()
                 if kind == "end":
@@ -152,10 +204,9 @@ def read_ahead_of(
                     assert isinstance(value, BaseException)
                     raise value
                 yield cast(T, value)  # "item" messages carry what `produce` yielded
+                del value
     finally:
-        stop.set()
-        for t in threads:
-            t.join()
+        ahead.end()
 
 
 def stream_splits(

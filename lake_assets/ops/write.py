@@ -28,10 +28,11 @@ from lake_assets.ops.dynamic_bucket import attach_index_changes
 from lake_assets.ops.flush_schedule import FlushCompactSchedule
 from lake_assets.ops.kept_pool import KeptThreadPool
 from lake_assets.ops.level0_flush import Level0Flush
+from lake_assets.ops.prepared_names import PreparedNames
 from lake_assets.ops.route import PARALLEL_GATHER_ROWS
 from lake_assets.ops.spill import SpillStats, spill_root
 from lake_assets.ops.write_spill import WRITER_THREAD_NAME, WriteBufferSpill, bucket_flush_threads
-from lake_assets.ops.writer_abort import WriterCleanup, prepared_names
+from lake_assets.ops.writer_abort import WriterCleanup
 from lake_assets.ops.writer_rounds import RoundLedger
 from lake_assets.ops.writer_state import (
     BucketBuffer,
@@ -124,7 +125,7 @@ class TableWriter(WriterCleanup):
         self._compact_requested: set[tuple[bytes, int]] = set()  # see `request_compaction`
         self._full_requested: set[tuple[bytes, int]] = set()  # ... with full=True
         self._closed = False
-        self.prepared = set()  # `prepared_names` of every `prepare_commit`: what `abort` knows as its own
+        self.prepared = PreparedNames()  # of its `prepare_commit`s, not seen landed: what `abort` knows as its own
         self._rounds = RoundLedger()  # rounds carried on before seen landed (`_check_earlier_rounds`)
         # the write buffer's local spill (None: a full buffer flushes level-0 files)
         self._spill = WriteBufferSpill.for_writer(opts, self.is_pk, list(self.schema.trimmed_primary_keys),
@@ -317,7 +318,7 @@ class TableWriter(WriterCleanup):
             cross.advance_due = True
         if compacts or cross is not None:
             self._rounds.record(self.store, messages, self._router.restore)
-        self.prepared |= prepared_names(messages)
+        self.prepared.record(self.store, messages, self._router.first_base_id if self._router.based else None)
         return messages
 
     def _check_earlier_rounds(self) -> None:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from lake_assets.ops.bucket_router import BucketRouter
     from lake_assets.ops.commit_message import CommitMessage
     from lake_assets.ops.kept_pool import KeptThreadPool
+    from lake_assets.ops.prepared_names import PreparedNames
     from lake_assets.ops.write_spill import WriteBufferSpill
     from lake_assets.ops.writer_state import BucketBuffer, BucketKey
     from lake_assets.store.file_store import FileStore
@@ -55,22 +56,21 @@ _LEAVE_TO_ORPHANS = ("nothing was deleted: leave the files to orphan removal (re
                      "identifier to settle it")
 
 
-def _message_files(message: CommitMessage) -> set[str]:
+def message_files(message: CommitMessage) -> set[str]:
     """Names of the files the message's writer created (what an abort would delete)."""
     return {f.file_name for f in message.all_written_files()} | {e.file_name for e in message.index_after}
-
-
-def prepared_names(messages: Iterable[CommitMessage]) -> set[str]:
-    """The names of the files the messages' writer created: what a writer records of each
-    `prepare_commit`, so that its `abort` knows its own messages from another writer's."""
-    return {name for m in messages for name in _message_files(m)}
 
 
 def landed_messages(store: FileStore, messages: Sequence[CommitMessage], since: int | None) -> list[bool]:
     """For each message, whether a snapshot after ``since`` (None: every snapshot) added one of its
     files. Raises `CommitStateUnknownError` when one of those snapshots expired or cannot be read."""
-    names = [_message_files(m) for m in messages]
-    landed = [False] * len(messages)
+    return landed_names(store, [message_files(m) for m in messages], since)[0]
+
+
+def landed_names(store: FileStore, names: Sequence[Set[str]], since: int | None) -> tuple[list[bool], int | None]:
+    """`landed_messages` of the messages of file names ``names``, and the latest snapshot id looked
+    at (None: the table has none): none of the others landed up to it."""
+    landed = [False] * len(names)
     open_ = {i for i, n in enumerate(names) if n}  # a message of no files has nothing to delete
     sm = store.snapshot_manager
     try:
@@ -80,7 +80,7 @@ def landed_messages(store: FileStore, messages: Sequence[CommitMessage], since: 
             f"Cannot abort a write to {store.name}: whether its messages landed cannot be known (reading the "
             f"latest snapshot failed: {exc}); {_LEAVE_TO_ORPHANS}") from exc
     if latest is None or not open_:
-        return landed
+        return landed, latest
     scan = store.file_store_scan()
     first = 1 if since is None else since + 1
     for sid in range(first, latest + 1):
@@ -106,7 +106,7 @@ def landed_messages(store: FileStore, messages: Sequence[CommitMessage], since: 
             open_.discard(i)
         if not open_:
             break
-    return landed
+    return landed, latest
 
 
 def referenced_messages(store: FileStore, messages: Sequence[CommitMessage]) -> list[bool]:
@@ -137,8 +137,8 @@ def split_landed(store: FileStore, messages: Iterable[CommitMessage], since: int
     if not messages:
         return [], []
     validate_messages(store, messages, "abort a write to")
-    mine = [i for i, m in enumerate(messages) if _message_files(m) <= own]
-    others = [i for i, m in enumerate(messages) if not _message_files(m) <= own]
+    mine = [i for i, m in enumerate(messages) if message_files(m) <= own]
+    others = [i for i, m in enumerate(messages) if not message_files(m) <= own]
     found = dict(zip(mine, landed_messages(store, [messages[i] for i in mine], since) if mine else [],
                      strict=True))
     found.update(zip(others, referenced_messages(store, [messages[i] for i in others]), strict=True))
@@ -158,8 +158,8 @@ class WriterCleanup:
     _spill: WriteBufferSpill | None
     _threads: KeptThreadPool | None
     _closed: bool
-    # names of the files this writer's `prepare_commit` returned (`prepared_names`): its own messages
-    prepared: set[str]
+    # names of the files this writer's `prepare_commit` returned, not seen landed: its own messages
+    prepared: PreparedNames
 
     def abort(self, messages: Iterable[CommitMessage] = ()) -> list[CommitMessage]:
         """Delete files written but not committed: those written since the last `prepare_commit`
@@ -176,8 +176,8 @@ class WriterCleanup:
 
         ``messages`` are validated first, as `TableCommitter.abort` does: a message that is not one,
         or names a file outside the table, raises `InvalidCommitMessageError` and nothing is deleted."""
-        landed, messages = split_landed(self.store, messages,
-                                        self._router.first_base_id if self._router.based else None, self.prepared)
+        base = self._router.first_base_id if self._router.based else None
+        landed, messages = split_landed(self.store, messages, self.prepared.since(base), self.prepared.names)
         paths = self._unprepared_files()
         self._drop_buffered()
         self.store.file_io.delete_many(paths + written_paths(self.store, messages))  # HASH and DV index files too

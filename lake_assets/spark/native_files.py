@@ -18,11 +18,12 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -192,9 +193,35 @@ def _partition_values(pf: pq.ParquetFile, schema: TableSchema, path: str) -> lis
     return values
 
 
-def describe(path: str, schema: TableSchema, file_name: str) -> tuple[list[Any], DataFileMeta]:
-    """The partition values of a staged file and the `DataFileMeta` it gets under ``file_name``."""
-    pf = pq.ParquetFile(path)
+def open_staged(path: str) -> tuple[BinaryIO, os.stat_result]:
+    """The staged file at ``path`` open for reading, and its status, never through a symbolic
+    link: the staging scan saw a regular file there, but an entry swapped for a link since would
+    otherwise be followed (``O_NOFOLLOW`` fails on a link; anything but a regular file is refused)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block
+    except OSError as exc:
+        raise NativeWriteError(f"Cannot read Spark's staged file {path} (replaced since the staging scan, "
+                               f"by a symbolic link?): {exc}") from exc
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise NativeWriteError(f"Spark's staged file {path} is no longer a regular file: not read")
+    return os.fdopen(fd, "rb"), st
+
+
+def describe(path: str, schema: TableSchema, file_name: str) -> tuple[list[Any], DataFileMeta, os.stat_result]:
+    """The partition values of a staged file, the `DataFileMeta` it gets under ``file_name``, and
+    the status of the file read: everything is read through one descriptor opened by `open_staged`
+    (footer and columns alike), and the move checks that this file is still the one at ``path``."""
+    fh, st = open_staged(path)
+    with fh:
+        values, meta = _describe(fh, st, path, schema, file_name)
+    return values, meta, st
+
+
+def _describe(fh: BinaryIO, st: os.stat_result, path: str, schema: TableSchema,
+              file_name: str) -> tuple[list[Any], DataFileMeta]:
+    pf = pq.ParquetFile(fh)
     keys = list(schema.trimmed_primary_keys)
     key_types = schema.types(keys)
     key_cols = [KEY_PREFIX + k for k in keys]
@@ -211,7 +238,7 @@ def describe(path: str, schema: TableSchema, file_name: str) -> tuple[list[Any],
     seq = key_data.column(SEQUENCE_NUMBER)
     meta = DataFileMeta(
         file_name=file_name,
-        file_size=os.path.getsize(path),
+        file_size=st.st_size,
         row_count=rows,
         min_key=serialize_row(first, key_types),
         max_key=serialize_row(last, key_types),
@@ -249,7 +276,7 @@ def move_into_table(store: FileStore, staged: Sequence[StagedFile], prefix: str,
         if not 0 <= s.bucket < total:  # the bucket directory's number is Spark's output: checked
             raise NativeWriteError(f"Spark wrote {s.path} into bucket {s.bucket}; {store.name} has {total} buckets")
         name = f"{prefix}{uuid.uuid4()}-0{extension}"
-        values, meta = describe(s.path, schema, name)
+        values, meta, read = describe(s.path, schema, name)
         partition = serialize_row(values, types)
         dest = store.data_file_path(partition, s.bucket, meta)
         store.paths.ensure_inside([dest])  # lexically inside before any directory is made
@@ -257,6 +284,20 @@ def move_into_table(store: FileStore, staged: Sequence[StagedFile], prefix: str,
         store.paths.ensure_inside([dest], resolve_links=True)  # and not through a symlink out
         moved.append(dest)
         # orphan removal may remove the bucket directory (once emptied) before the file is in it
-        in_directory(dest, functools.partial(os.rename, s.path, dest))
+        in_directory(dest, functools.partial(_rename_staged, s.path, dest, read))
         by_bucket[(partition, s.bucket)].append(meta)
     return [CommitMessage(partition, bucket, total, tuple(files)) for (partition, bucket), files in by_bucket.items()]
+
+
+def _rename_staged(source: str, dest: str, read: os.stat_result) -> None:
+    """Move the staged file ``source`` to ``dest`` if it is still the regular file that was read
+    (``read``: same device and inode): ``os.rename`` moves a symbolic link itself, so an entry
+    swapped for a link (or another file) after it was described would otherwise land in the table
+    under statistics that are not its own. Checked right before the rename; Spark's staging
+    directory is written by this job's tasks alone, so the window left is the rename itself."""
+    st = os.lstat(source)
+    if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (read.st_dev, read.st_ino):
+        what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else (
+            "not a regular file" if not stat.S_ISREG(st.st_mode) else "another file than the one read")
+        raise NativeWriteError(f"Spark's staged file {source} is now {what}: not moved into the table")
+    os.rename(source, dest)

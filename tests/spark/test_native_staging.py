@@ -104,3 +104,74 @@ def test_a_bucket_the_table_does_not_have_is_refused_before_a_move(tmp_path):
     with pytest.raises(NativeWriteError, match=r"into bucket 7; db\.t has 2 buckets"):
         move_into_table(table.store, [staged], "data-", moved)
     assert moved == [] and (root / NAME).exists()
+
+
+def _keyed_staging(tmp_path: Path) -> tuple[object, StagedFile, Path]:
+    """A table of bucket 2 and one real staged file of its layout (key copy, sequence, value)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lake_assets.formats.file_layout import KEY_PREFIX, SEQUENCE_NUMBER
+
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", pa.schema([pa.field("k", pa.int64(), nullable=False)]),
+                                 primary_keys=["k"], options={"bucket": "2"})
+    bucket = tmp_path / "_spark-staging-z" / "__lake_bucket=1"
+    bucket.mkdir(parents=True)
+    pq.write_table(pa.table({KEY_PREFIX + "k": [1, 2], SEQUENCE_NUMBER: [0, 1], "k": [1, 2]}), bucket / NAME)
+    [staged] = staged_files(str(bucket.parent), 0)
+    return table, staged, tmp_path / "outside.parquet"
+
+
+def _swap_for_link(path: str, outside: Path) -> None:
+    """Replace the staged entry by a symbolic link to a file outside (a valid Parquet file)."""
+    os.replace(path, outside)
+    os.symlink(outside, path)
+
+
+def test_a_staged_file_swapped_for_a_link_after_the_scan_is_not_read(tmp_path):
+    table, staged, outside = _keyed_staging(tmp_path)
+    _swap_for_link(staged.path, outside)  # after the scan, before the footer is read
+    moved: list[str] = []
+    with pytest.raises(NativeWriteError, match=r"Cannot read Spark's staged file .*symbolic link"):
+        move_into_table(table.store, [staged], "data-", moved)  # type: ignore[attr-defined]
+    assert os.path.islink(staged.path) and outside.exists()
+    assert not any(p.name.endswith(".parquet") for p in Path(table.store.paths.root).rglob("bucket-*/*"))
+
+
+@pytest.mark.parametrize("swap", ["link", "other file"])
+def test_a_staged_file_swapped_between_its_read_and_its_move_is_not_moved(tmp_path, monkeypatch, swap):
+    """The entry is read (footer and keys through one descriptor), then swapped before the rename:
+    os.rename would move the link itself (or a file the statistics do not describe) into the table."""
+    from lake_assets.spark import native_files
+
+    table, staged, outside = _keyed_staging(tmp_path)
+    read = native_files.describe
+
+    def describe_then_swap(path: str, *args: object) -> object:
+        got = read(path, *args)  # type: ignore[arg-type]
+        if swap == "link":
+            _swap_for_link(path, outside)
+        else:
+            (tmp_path / "other").write_bytes(b"PAR1 not what was read")  # made while the read one lives:
+            os.replace(tmp_path / "other", path)                          # another inode
+        return got
+
+    monkeypatch.setattr(native_files, "describe", describe_then_swap)
+    moved: list[str] = []
+    with pytest.raises(NativeWriteError, match=r"is now (a symbolic link|another file than the one read): not moved"):
+        move_into_table(table.store, [staged], "data-", moved)  # type: ignore[attr-defined]
+    assert len(moved) == 1 and not os.path.lexists(moved[0])  # nothing landed at the destination
+    assert os.path.lexists(staged.path)
+    if swap == "link":
+        assert os.path.islink(staged.path) and outside.exists()
+
+
+def test_an_unswapped_staged_file_is_moved_with_its_size(tmp_path):
+    table, staged, _ = _keyed_staging(tmp_path)
+    size = os.path.getsize(staged.path)
+    moved: list[str] = []
+    [message] = move_into_table(table.store, [staged], "data-", moved)  # type: ignore[attr-defined]
+    assert len(moved) == 1 and os.path.isfile(moved[0]) and not os.path.lexists(staged.path)
+    assert [f.file_size for f in message.new_files] == [size] and message.bucket == 1

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog, Table
-from lake_assets.errors import CommitStateUnknownError
+from lake_assets.errors import CommitStateUnknownError, CorruptMetadataError
 from lake_assets.ops.commit_cleanup import written_paths
 from lake_assets.ops.commit_message import CommitMessage
 
@@ -270,6 +270,33 @@ def test_abort_of_another_writers_messages_deletes_nothing_when_metadata_cannot_
     with pytest.raises(CommitStateUnknownError, match=r"db\.t: whether the messages of another writer landed "
                        r"cannot be known .*nothing was deleted"):
         w.abort(msgs)
+    assert all(_existing(t, msgs))
+    w.close()
+    other.close()
+
+
+def test_abort_of_another_writers_messages_deletes_nothing_over_a_hole_in_the_snapshots(tmp_path):
+    """Snapshots 2 (the messages' commit) and 3 (the compaction that removed their files) are
+    missing between retained 1 and 4: damaged metadata. Read as it was, no retained snapshot named
+    the files and abort deleted them (orphan removal too); a hole now decides nothing."""
+    t = _table(tmp_path)
+    t.write_arrow(_batch(range(8, 9), 0))
+    other = t.new_writer("task")
+    other.write_arrow(_batch(range(4), 1))
+    msgs = _foreign(other.prepare_commit())
+    assert t.new_committer("job").commit(msgs, 1) == [2]
+    t.compact(full=True)
+    t.write_arrow(_batch(range(20, 21), 2))
+    assert t.snapshot_manager.latest_id() == 4
+    for sid in (2, 3):
+        Path(t.store.paths.snapshot_file(sid)).unlink()
+    w = t.new_writer("job")
+    with pytest.raises(CommitStateUnknownError, match=r"snapshot\(s\) 2, 3 are missing between the earliest "
+                       r"retained snapshot 1 and the latest 4.*nothing was deleted"):
+        w.abort(msgs)
+    assert all(_existing(t, msgs))
+    with pytest.raises(CorruptMetadataError, match=r"snapshot\(s\) 2, 3 are missing"):
+        t.remove_orphan_files(older_than=timedelta(0))
     assert all(_existing(t, msgs))
     w.close()
     other.close()
