@@ -97,8 +97,8 @@ def compacted(ingested, lake_config: LakeConfig, lake_defs: dg.Definitions, inst
     """db.orders after the sensor-requested compaction; returns (run request, run result).
 
     The compact job runs in the test process (tests/dagster/in_process_jobs.py) on the Pipes launcher's
-    definitions; its run through spark-submit under Pipes, with the metadata it reports through Pipes'
-    transport, is the demo's step 3 (tests/dagster/test_demo.py checks that materialization)."""
+    definitions; its run through spark-submit under Pipes is the demo's step 3 (tests/dagster/test_demo.py
+    checks that run's materialization)."""
     table = lake_defs.resources["warehouse"].table("db.orders")
     for i in range(3):  # with the ingest's file: 4 sorted runs per bucket > level0_runs 3
         _append(table, 5 * i)

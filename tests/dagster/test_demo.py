@@ -3,8 +3,8 @@ folder outside the repository the way a user runs it on their own lake.yaml.
 
 The demo's runs are the suite's launcher runs of these job kinds through spark-submit under Pipes: the
 backfill of a range through the `dagster` CLI (ingest), the sensor's compaction, the changelog and
-the expiry. The materializations they reported through Pipes are checked on the demo's own instance
-(tests/dagster/test_ingest.py and conftest's ``compacted`` run the same jobs in the test process).
+the expiry. The materializations of the backfill and the compaction are checked on the demo's own
+instance (tests/dagster/test_ingest.py and conftest's ``compacted`` run the same jobs in the test process).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def test_the_demo_runs_end_to_end_in_a_folder_outside_the_repository(
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
     with dg.DagsterInstance.get() as instance:
         # the CLI's backfill of the two days: one run, one Spark application, a materialization per day
-        # with that day's numbers, and what the job reported through Pipes (`job.*`)
+        # with that day's numbers, and the job's own summary (`job.*`)
         ingests = _materializations(instance, "flights_ingest")
         assert len({run for run, _, _ in ingests}) == 1
         by_day = {day: md for _, day, md in ingests}
