@@ -53,7 +53,7 @@ def test_the_demo_runs_end_to_end_in_a_folder_outside_the_repository(
         # the CLI's backfill of the two days: one run, one Spark application, a materialization per day
         # with that day's numbers, and the job's own summary (`job.*`)
         ingests = _materializations(instance, "flights_ingest")
-        assert len({run for run, _, _ in ingests}) == 1
+        assert len({run_id for run_id, _, _ in ingests}) == 1
         by_day = {day: md for _, day, md in ingests}
         assert sorted(by_day) == ["2013-01-01", "2013-01-02"]
         for md in by_day.values():
