@@ -1,8 +1,8 @@
 """Fixtures of the Dagster tests.
 
 A two-table lake.yaml in a temp folder (with landing files), and a Dagster instance made from the
-repo's dagster.yaml in a temp DAGSTER_HOME. Real Spark jobs take 15-60 s each here, so the tables
-they write are session fixtures shared by the tests that need them.
+repo's dagster.yaml in a temp DAGSTER_HOME. A real Spark job through a launcher takes 15-60 s here, so
+the tables the jobs write are session fixtures shared by the tests that need them.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
 import pyarrow as pa
@@ -20,6 +21,10 @@ from lake_assets.defs.config import LakeConfig, load_config
 from lake_assets.defs.factory import build_definitions
 from lake_assets.defs.sensors import SMALL_FILE_SENSOR
 from tests.dagster.helpers import DAYS, REPO, write_lake
+from tests.dagster.in_process_jobs import patch_run_job
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 @pytest.fixture(scope="session")
@@ -87,8 +92,13 @@ def _append(table, start: int) -> None:
 
 
 @pytest.fixture(scope="session")
-def compacted(ingested, lake_config: LakeConfig, lake_defs: dg.Definitions, instance: dg.DagsterInstance):
-    """db.orders after the sensor-requested compaction; returns (run request, run result)."""
+def compacted(ingested, lake_config: LakeConfig, lake_defs: dg.Definitions, instance: dg.DagsterInstance,
+              spark: SparkSession):
+    """db.orders after the sensor-requested compaction; returns (run request, run result).
+
+    The compact job runs in the test process (tests/dagster/in_process_jobs.py) on the Pipes launcher's
+    definitions; its run through spark-submit under Pipes is the demo's step 3 (tests/dagster/test_demo.py
+    checks that run's materialization)."""
     table = lake_defs.resources["warehouse"].table("db.orders")
     for i in range(3):  # with the ingest's file: 4 sorted runs per bucket > level0_runs 3
         _append(table, 5 * i)
@@ -98,6 +108,9 @@ def compacted(ingested, lake_config: LakeConfig, lake_defs: dg.Definitions, inst
     [request] = tick.run_requests
     pipes = lake_config.model_copy(update={"spark": lake_config.spark.model_copy(update={"launcher": "pipes"})})
     job = build_definitions(pipes).resolve_job_def(request.job_name)
-    result = job.execute_in_process(run_config=request.run_config, tags=request.tags, instance=instance)
+    with pytest.MonkeyPatch.context() as patch:
+        ran = patch_run_job(patch)
+        result = job.execute_in_process(run_config=request.run_config, tags=request.tags, instance=instance)
     assert result.success
+    assert ran == ["compact"]
     return request, result

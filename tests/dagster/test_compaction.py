@@ -1,6 +1,7 @@
 """Sensor → compaction end to end: small files pile up in an ingested partition, the sensor asks for a
-compaction, and its run request runs the real compact job through the default launcher
-(spark-submit under Pipes). Metadata shows the health and file sizes before and after."""
+compaction, and its run request runs the real compact job (in the test process: conftest's
+``compacted``; its spark-submit run under Pipes is the demo's, checked in test_demo.py). Metadata shows
+the health and file sizes before and after."""
 
 import dagster as dg
 

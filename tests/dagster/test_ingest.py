@@ -1,17 +1,16 @@
-"""Ingest partitions with the real ingest job (python launcher, local[1]): one day, then a backfill
-of a range from the CLI in one run and one Spark application, which re-ingests day 1 (replaced, not
-duplicated) and adds day 2; each day's materialization carries that day's numbers and health."""
+"""Ingest partitions with the real ingest job: one day through the python launcher (local[1]), then
+a backfill of a range in one run and one Spark application, which re-ingests day 1 (replaced, not
+duplicated) and adds day 2; each day's materialization carries that day's numbers and health.
 
-import os
-import subprocess
-import sys
-from pathlib import Path
+The range's job runs in the test process (tests/dagster/in_process_jobs.py). The same backfill through
+the `dagster` CLI (`asset materialize --partition-range`, spark-submit under Pipes) is the demo's first
+step, and tests/dagster/test_demo.py checks its run and per-day materializations the same way."""
 
 import dagster as dg
 import pyarrow.compute as pc
 
 from lake_assets.defs.resources import WarehouseResource
-from tests.dagster.helpers import DAYS, REPO, materialization_metadata
+from tests.dagster.helpers import DAYS, materialization_metadata
 
 INGEST = dg.AssetKey(["db", "orders_ingest"])
 
@@ -46,18 +45,15 @@ def test_materialize_one_partition(ingested: dg.ExecuteInProcessResult, lake_def
     assert _rows_per_day(lake_defs.resources["warehouse"])[DAYS[0]] == 20
 
 
-def test_backfill_a_range_from_the_cli(
-    ingested: dg.ExecuteInProcessResult, lake_path: Path, dagster_home: Path, instance: dg.DagsterInstance,
-    lake_defs: dg.Definitions,
+def test_backfill_a_range_in_one_run(
+    ingested: dg.ExecuteInProcessResult, instance: dg.DagsterInstance, lake_defs: dg.Definitions,
+    in_process_jobs: list[str],
 ) -> None:
-    cli = str(Path(sys.executable).parent / "dagster")
-    env = {**os.environ, "LAKE_CONFIG": str(lake_path), "DAGSTER_HOME": str(dagster_home)}
-    done = subprocess.run(
-        [cli, "asset", "materialize", "-m", "lake_assets.defs.definitions", "--select", "db/orders_ingest",
-         "--partition-range", f"{DAYS[0]}...{DAYS[1]}"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    # what the CLI's `--partition-range` (and the UI's single-run backfill) hands the run: the range's tags
+    tags = {"dagster/asset_partition_range_start": DAYS[0], "dagster/asset_partition_range_end": DAYS[1]}
+    done = lake_defs.resolve_job_def("db_orders_ingest_job").execute_in_process(instance=instance, tags=tags)
+    assert done.success
+    assert in_process_jobs == ["ingest"]  # one job for the range
 
     records = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=INGEST), limit=10).records
     latest_run = records[0].run_id
