@@ -61,6 +61,8 @@ class TableMaintenance(StoreView):
 
         args.text("name", name, optional=False, empty=True)  # check_tag_name judges it
         self.store.require(Op.TAG)
+        if self.store.paths.branch is not None:
+            self.store.require(Op.EXPIRE)  # refused on a branch: it deletes what the tag alone kept
         return delete_tag(self.store, name)
 
     def tags(self) -> dict[str, Snapshot]:
