@@ -147,9 +147,16 @@ def test_health_of_the_branch(history: Path) -> None:
 
 
 def test_the_spark_source_reads_the_branch(java: PaimonJava, history: Path, spark) -> None:  # type: ignore[no-untyped-def]
+    from lake_assets.spark import read_table
+
     w = str(history)
     df = spark.read.format("lake").option("warehouse", w).load(B1)
     assert_same_rows(pa.Table.from_pylist([r.asDict() for r in df.collect()], schema=SCHEMA), java.read(w, B1))
+    by_option = spark.read.format("lake").option("warehouse", w).option("branch", "b1").load(IDENT)
+    assert_same_rows(pa.Table.from_pylist([r.asDict() for r in by_option.collect()], schema=SCHEMA),
+                     java.read(w, B1))
+    native = read_table(spark, w, B1)  # Spark's Parquet reader for the files that need no merge
+    assert_same_rows(pa.Table.from_pylist([r.asDict() for r in native.collect()], schema=SCHEMA), java.read(w, B1))
     tagged = spark.read.format("lake").option("warehouse", w).option("tag", "bt").load(B1)
     assert_same_rows(pa.Table.from_pylist([r.asDict() for r in tagged.collect()], schema=SCHEMA),
                      java.read(w, B1, snapshot_id=3))  # the branch's own tag (Java 0.9 looks in main's)

@@ -129,3 +129,13 @@ def test_what_writes_or_deletes_is_refused_naming_the_branch(catalog: Catalog, k
         with pytest.raises(UnsupportedFeatureError, match=rf"Cannot {verb.strip()} db\.kv\$branch_dev: lake_assets"):
             call()
     assert _files(kv) == before
+
+
+def test_the_spark_sources_branch_option_names_the_branch() -> None:
+    from lake_assets.errors import OptionError
+    from lake_assets.spark.source_options import with_branch
+
+    assert with_branch("db.t", None) == with_branch("db.t", "main") == "db.t"
+    assert with_branch("db.t", "b1") == with_branch("db.t$branch_b1", "b1") == "db.t$branch_b1"
+    with pytest.raises(OptionError, match=r"Option 'branch' \('b2'\) contradicts"):
+        with_branch("db.t$branch_b1", "b2")
