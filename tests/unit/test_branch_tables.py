@@ -139,3 +139,18 @@ def test_the_spark_sources_branch_option_names_the_branch() -> None:
     assert with_branch("db.t", "b1") == with_branch("db.t$branch_b1", "b1") == "db.t$branch_b1"
     with pytest.raises(OptionError, match=r"Option 'branch' \('b2'\) contradicts"):
         with_branch("db.t$branch_b1", "b2")
+
+
+def test_a_table_carrying_a_fallback_branch_refuses_reads(catalog: Catalog, kv) -> None:
+    """Paimon 0.9+'s scan.fallback-branch: Java's batch reads take the partitions the table lacks
+    from that branch; reading without them would silently miss rows."""
+    import json
+
+    schema = json.loads(kv.file_io.read_bytes(kv.paths.schema_file(0)))
+    schema["id"] = 1
+    schema["options"]["scan.fallback-branch"] = "dev"
+    kv.file_io.write_bytes(kv.paths.schema_file(1), json.dumps(schema).encode())
+    t = catalog.get_table("db.kv")
+    for read in (t.to_arrow, lambda: t.read_changes(1, 2)):
+        with pytest.raises(UnsupportedFeatureError, match=r"scan\.fallback-branch = 'dev'"):
+            read()
