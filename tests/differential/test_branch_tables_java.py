@@ -160,3 +160,25 @@ def test_the_spark_source_reads_the_branch(java: PaimonJava, history: Path, spar
     tagged = spark.read.format("lake").option("warehouse", w).option("tag", "bt").load(B1)
     assert_same_rows(pa.Table.from_pylist([r.asDict() for r in tagged.collect()], schema=SCHEMA),
                      java.read(w, B1, snapshot_id=3))  # the branch's own tag (Java 0.9 looks in main's)
+
+
+def test_create_and_delete_branch_write_what_java_writes(java: PaimonJava, history: Path, tmp_path: Path) -> None:
+    """Our create_branch (empty, from a tag) leaves exactly the files Java 0.9's createBranch
+    leaves on an identical copy; Java reads the branches; delete_branch removes the directory."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    shutil.copytree(history, ours)
+    shutil.copytree(history, theirs)
+    t = Catalog(str(ours)).get_table(IDENT)
+    t.create_branch("nb", tag="t1")
+    t.create_branch("empty")
+    java.create_branch(str(theirs), IDENT, "nb", tag="t1")
+    java.create_branch(str(theirs), IDENT, "empty")
+    assert _files(ours / TABLE) == _files(theirs / TABLE)
+    assert sorted(java.branches(str(ours), IDENT)) == ["b1", "empty", "nb"]
+    assert_same_rows(java.read(str(ours), f"{IDENT}$branch_nb"), java.read(str(ours), IDENT, tag="t1"))
+    assert_same_rows(Catalog(str(ours)).get_table(f"{IDENT}$branch_nb").to_arrow(), java.read(str(ours), IDENT, tag="t1"))
+    java.write(str(ours), f"{IDENT}$branch_empty", rows(range(3), "e"))  # Java writes to our empty branch
+    assert_same_rows(Catalog(str(ours)).get_table(f"{IDENT}$branch_empty").to_arrow(), rows(range(3), "e"))
+    t.delete_branch("nb")
+    assert not (ours / TABLE / "branch" / "branch-nb").exists()
+    assert sorted(java.branches(str(ours), IDENT)) == ["b1", "empty"]

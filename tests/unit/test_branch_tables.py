@@ -154,3 +154,47 @@ def test_a_table_carrying_a_fallback_branch_refuses_reads(catalog: Catalog, kv) 
     for read in (t.to_arrow, lambda: t.read_changes(1, 2)):
         with pytest.raises(UnsupportedFeatureError, match=r"scan\.fallback-branch = 'dev'"):
             read()
+
+
+def test_create_branch_refusals_change_nothing(catalog: Catalog, kv) -> None:
+    from lake_assets import AlreadyExistsError, InvalidArgumentError
+    from lake_assets.errors import SnapshotNotFoundError as Missing
+
+    before = _files(kv)
+    for name, tag, error, message in (
+        ("main", None, InvalidArgumentError, "cannot be the main branch"),
+        ("12", None, InvalidArgumentError, "cannot be a number"),
+        ("dev", None, AlreadyExistsError, "already exists"),
+        ("x", "nope", Missing, "no tag 'nope'"),
+        ("../x", None, InvalidIdentifierError, "Invalid name"),
+    ):
+        with pytest.raises(error, match=message):
+            kv.create_branch(name, tag)
+    kv.expire_snapshots(retain_min=1, retain_max=1)  # the tag's snapshot 2 leaves main
+    with pytest.raises(Missing, match=r"snapshot 2 is no longer retained"):
+        kv.create_branch("late", "base")
+    assert not kv.file_io.exists(f"{kv.paths.root}/branch/branch-late")
+    with pytest.raises(UnsupportedFeatureError, match=r"Cannot create a branch of db\.kv\$branch_dev: it is a branch"):
+        catalog.get_table("db.kv$branch_dev").create_branch("y")
+    with pytest.raises(NoSuchTableError, match="does not exist"):
+        kv.delete_branch("nope")
+    assert {p for p in _files(kv) if "/branch/" in p} == {p for p in before if "/branch/" in p}
+
+
+def test_a_tag_deleted_while_a_branch_is_made_from_it_leaves_no_branch(catalog: Catalog, kv, monkeypatch) -> None:
+    from lake_assets.errors import SnapshotNotFoundError as Missing
+    from lake_assets.store.tags import TagManager
+
+    real = TagManager.try_get
+    calls = []
+
+    def vanishing(self, name):  # the second read (after the copies) finds the tag deleted
+        calls.append(name)
+        return None if len(calls) > 1 else real(self, name)
+
+    monkeypatch.setattr(TagManager, "try_get", vanishing)
+    with pytest.raises(Missing, match="was deleted or replaced while the branch was created"):
+        kv.create_branch("racy", "base")
+    monkeypatch.undo()
+    assert not kv.file_io.exists(f"{kv.paths.root}/branch/branch-racy")
+    assert kv.branches() == ["dev"]
