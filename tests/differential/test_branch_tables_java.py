@@ -175,8 +175,9 @@ def test_create_and_delete_branch_write_what_java_writes(java: PaimonJava, histo
     java.create_branch(str(theirs), IDENT, "empty")
     assert _files(ours / TABLE) == _files(theirs / TABLE)
     assert sorted(java.branches(str(ours), IDENT)) == ["b1", "empty", "nb"]
-    assert_same_rows(java.read(str(ours), f"{IDENT}$branch_nb"), java.read(str(ours), IDENT, tag="t1"))
-    assert_same_rows(Catalog(str(ours)).get_table(f"{IDENT}$branch_nb").to_arrow(), java.read(str(ours), IDENT, tag="t1"))
+    at_t1 = java.read(str(ours), IDENT, tag="t1")
+    assert_same_rows(java.read(str(ours), f"{IDENT}$branch_nb"), at_t1)
+    assert_same_rows(Catalog(str(ours)).get_table(f"{IDENT}$branch_nb").to_arrow(), at_t1)
     java.write(str(ours), f"{IDENT}$branch_empty", rows(range(3), "e"))  # Java writes to our empty branch
     assert_same_rows(Catalog(str(ours)).get_table(f"{IDENT}$branch_empty").to_arrow(), rows(range(3), "e"))
     t.delete_branch("nb")
