@@ -32,7 +32,7 @@ from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry, Manifest
 from lake_assets.spec.partition import partition_path
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import Snapshot
-from lake_assets.store.branch_table import refuse_on_branch
+from lake_assets.store.branch_table import main_name, refuse_on_branch
 from lake_assets.store.branches import Branch, BranchHolder, based_on, branches
 from lake_assets.store.branches import holders as branch_holders
 from lake_assets.store.changelog_manager import ChangelogManager
@@ -286,6 +286,12 @@ class FileStore:
     def branches_based_on(self, snap: Snapshot) -> list[str]:
         """The branches created from a tag of ``snap`` (`lake_assets.store.branches.based_on`)."""
         return based_on(self.file_io, self.paths.root, self.name, snap)
+
+    def main_store(self) -> FileStore:
+        """The main branch of this branch's table (itself on the main branch)."""
+        if self.paths.branch is None:
+            return self
+        return FileStore(main_name(self.name), self.file_io, self.paths.root)
 
     def changelog_manager(self) -> ChangelogManager:
         """Long-lived changelogs (``changelog/changelog-<id>``) of expired snapshots."""

@@ -6,7 +6,8 @@ from it (``createBranch(name, tag)`` copies the tag's snapshot, tag and schema f
 bucket directory, manifests in its ``manifest/``), a branch tag ``bt`` and a write and full
 compaction of the main branch (its snapshots 3 and 4). lake_assets opens the branch and reads what
 Java reads: latest, time travel by id and by the branch's own tags, incremental reads, streams and
-the Spark source. What would write or delete on a branch is refused naming it, and changes nothing.
+the Spark source. Expiry of the branch keeps what main and its tags name; what else would write or
+delete on a branch is refused naming it, and changes nothing.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def test_a_tag_created_on_the_branch_is_java_readable(java: PaimonJava, history:
     assert sorted(java.tags(str(wh), IDENT)) == ["t1"]
 
 
-def test_writes_and_deletes_on_the_branch_are_refused(java: PaimonJava, history: Path, tmp_path: Path) -> None:
+def test_other_writes_and_deletes_on_the_branch_are_refused(java: PaimonJava, history: Path, tmp_path: Path) -> None:
     wh = tmp_path / "wh"
     shutil.copytree(history, wh)
     before = _files(wh)
@@ -127,8 +128,7 @@ def test_writes_and_deletes_on_the_branch_are_refused(java: PaimonJava, history:
         "write to": lambda: branch.write_arrow(rows(range(50, 52), "z")),
         "compact": lambda: branch.compact(full=True),
         "alter": lambda: branch.update_schema(),
-        "expire snapshots of": lambda: branch.expire_snapshots(retain_max=1),
-        "expire snapshots of ": lambda: branch.delete_tag("bt"),
+        "delete a tag of": lambda: branch.delete_tag("bt"),
         "roll back": lambda: branch.rollback_to(snapshot_id=3),
         "remove orphan files of": lambda: branch.remove_orphan_files(dry_run=False, allow_recent=True),
     }
@@ -183,3 +183,27 @@ def test_create_and_delete_branch_write_what_java_writes(java: PaimonJava, histo
     t.delete_branch("nb")
     assert not (ours / TABLE / "branch" / "branch-nb").exists()
     assert sorted(java.branches(str(ours), IDENT)) == ["b1", "empty"]
+
+
+def test_expiry_of_the_branch_keeps_what_main_names(java: PaimonJava, history: Path, tmp_path: Path) -> None:
+    """The branch's snapshots 2 (main's t1, copied), 3 (tag bt), 4 and Java's full compaction 5 and
+    write 6 of the branch: expiring all but 6 deletes the branch's snapshot files and the level-0
+    file of 4 that only the branch named (5 compacted it away; bt holds 3's), nothing main reads."""
+    wh = tmp_path / "wh"
+    shutil.copytree(history, wh)
+    w = str(wh)
+    java.compact(w, B1, full=True)  # b1's 5
+    java.write(w, B1, rows(range(40, 42), "y"))  # b1's 6
+    before = {name: java.read(w, name) for name in (IDENT, B1)}
+    main_t1, bt = java.read(w, IDENT, tag="t1"), Catalog(w).get_table(B1).to_arrow(tag="bt")
+    branch = Catalog(w).get_table(B1)
+    result = branch.expire_snapshots(retain_min=1, retain_max=1)
+    assert result.expired_snapshots == [2, 3, 4, 5]
+    assert [s.id for s in branch.snapshots()] == [6]
+    assert len(result.deleted_data_files) == 1  # snapshot 4's file: 2's are main's (t1), 3's bt's
+    assert not (wh / TABLE / "branch" / "branch-b1" / "snapshot" / "snapshot-2").exists()
+    for name, table in before.items():
+        assert_same_rows(java.read(w, name), table)
+    assert_same_rows(java.read(w, IDENT, tag="t1"), main_t1)
+    assert_same_rows(Catalog(w).get_table(B1).to_arrow(tag="bt"), bt)
+    assert [s.id for s in Catalog(w).get_table(IDENT).snapshots()] == [1, 2, 3, 4]
