@@ -61,10 +61,6 @@ class TableMaintenance(StoreView):
 
         args.text("name", name, optional=False, empty=True)  # check_tag_name judges it
         self.store.require(Op.TAG)
-        if self.store.paths.branch is not None:
-            from lake_assets.store.branch_table import refuse_tag_deletion
-
-            refuse_tag_deletion(self.name)
         return delete_tag(self.store, name)
 
     def tags(self) -> dict[str, Snapshot]:
