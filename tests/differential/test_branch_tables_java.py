@@ -207,3 +207,26 @@ def test_expiry_of_the_branch_keeps_what_main_names(java: PaimonJava, history: P
     assert_same_rows(java.read(w, IDENT, tag="t1"), main_t1)
     assert_same_rows(Catalog(w).get_table(B1).to_arrow(tag="bt"), bt)
     assert [s.id for s in Catalog(w).get_table(IDENT).snapshots()] == [1, 2, 3, 4]
+
+
+def test_branch_expiry_keeps_main_snapshots_files_where_java_09s_breaks_them(
+        java: PaimonJava, history: Path, tmp_path: Path) -> None:
+    """Java 0.9's expiry of a branch keeps what main's tags hold, not main's snapshots: with t1
+    deleted (Java's deleteTag allows it), the branch's compaction and expiry delete t1's files,
+    which main's retained snapshot 2 still reads. Ours keeps every file main names."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    for wh in (ours, theirs):
+        shutil.copytree(history, wh)
+        java.delete_tag(str(wh), IDENT, "t1")
+        java.delete_tag(str(wh), B1, "bt")
+        java.compact(str(wh), B1, full=True)
+        java.write(str(wh), B1, rows(range(40, 42), "y"))
+    main_at_2 = java.read(str(ours), IDENT, snapshot_id=2)
+    java.expire_snapshots(str(theirs), B1, options={"snapshot.num-retained.min": "1",
+                                                    "snapshot.num-retained.max": "1"})
+    with pytest.raises(JavaError):
+        java.read(str(theirs), IDENT, snapshot_id=2)
+    result = Catalog(str(ours)).get_table(B1).expire_snapshots(retain_min=1, retain_max=1)
+    assert result.expired_snapshots == [2, 3, 4, 5]
+    assert_same_rows(java.read(str(ours), IDENT, snapshot_id=2), main_at_2)
+    assert_same_rows(java.read(str(ours), B1), java.read(str(theirs), B1))
