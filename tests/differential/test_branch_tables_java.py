@@ -157,9 +157,6 @@ def test_the_spark_source_reads_the_branch(java: PaimonJava, history: Path, spar
                      java.read(w, B1))
     native = read_table(spark, w, B1)  # Spark's Parquet reader for the files that need no merge
     assert_same_rows(pa.Table.from_pylist([r.asDict() for r in native.collect()], schema=SCHEMA), java.read(w, B1))
-    tagged = spark.read.format("lake").option("warehouse", w).option("tag", "bt").load(B1)
-    assert_same_rows(pa.Table.from_pylist([r.asDict() for r in tagged.collect()], schema=SCHEMA),
-                     java.read(w, B1, snapshot_id=3))  # the branch's own tag (Java 0.9 looks in main's)
 
 
 def test_create_and_delete_branch_write_what_java_writes(java: PaimonJava, history: Path, tmp_path: Path) -> None:
