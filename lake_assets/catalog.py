@@ -16,7 +16,6 @@ from lake_assets.errors import (
     NoSuchTableError,
     OptionError,
     SchemaError,
-    UnsupportedFeatureError,
 )
 from lake_assets.io.file_io import FileIO
 from lake_assets.option_rules_row_tracking import row_tracking_shape_problem
@@ -25,6 +24,7 @@ from lake_assets.paths import TablePaths
 from lake_assets.schema_rules import check_column_names, check_fields, check_keys
 from lake_assets.spec.arrow_types import fields_from_arrow_schema
 from lake_assets.spec.schema import TableSchema
+from lake_assets.store.branch_table import split_branch
 from lake_assets.table import Table
 from lake_assets.table_rules import check_options
 
@@ -96,18 +96,25 @@ class Catalog:
         return bool(self.file_io.list_names(f"{self.table_path(identifier)}/schema"))
 
     def get_table(self, identifier: str) -> Table:
-        """The table ``db.name``. Paimon's identifier of a branch, ``db.name$branch_<branch>``, is
-        refused (`UnsupportedFeatureError` naming the branch): lake_assets works on the main branch,
-        whose maintenance keeps every file the branches use (`Table.branches`)."""
+        """The table ``db.name``. Paimon's identifier of a branch, ``db.name$branch_<branch>``, opens
+        that branch (its own snapshots, schemas, tags and consumers under ``branch/branch-<branch>``,
+        the table's data and manifests): reads, streams, change reads, time travel and its tags; what
+        writes or deletes is refused naming the branch (`lake_assets.store.branch_table`). A branch
+        that does not exist raises `NoSuchTableError`."""
         db, name = parse_identifier(identifier)
         path = self.table_path(identifier)
-        base, sep, branch = name.partition("$branch_")
-        if sep and branch and not self.file_io.list_names(f"{path}/schema"):
-            raise UnsupportedFeatureError(
-                f"Table {db}.{name}: branch {branch!r} of {db}.{base} cannot be opened: lake_assets reads, writes "
-                f"and maintains the main branch only (its expiry, tag deletion and orphan removal keep every file "
-                f"the branches use); read or expire the branch with Paimon's engines")
-        return Table(f"{db}.{name}", self.file_io, path)
+        if self.file_io.list_names(f"{path}/schema"):
+            return Table(f"{db}.{name}", self.file_io, path)  # a table literally named so
+        base, branch = split_branch(name)
+        root = f"{self._db_path(db)}/{base}"
+        if branch is None:  # a plain name, or `t$branch_main`
+            return Table(f"{db}.{base}", self.file_io, root)
+        if not self.file_io.list_names(f"{root}/schema"):
+            raise NoSuchTableError(f"Table {db}.{base} does not exist (asked for its branch {branch!r})")
+        if not self.file_io.list_names(f"{root}/branch/branch-{branch}/schema"):
+            raise NoSuchTableError(f"Branch {branch!r} of {db}.{base} does not exist (no schema files under "
+                                   f"{root}/branch/branch-{branch}/schema)")
+        return Table(f"{db}.{name}", self.file_io, root, branch=branch)
 
     def drop_table(self, identifier: str, *, ignore_if_not_exists: bool = False) -> None:
         """Delete a table's directory."""

@@ -314,6 +314,11 @@ _SCAN_PARTITIONS = ("Flink's batch and lookup reads of a table carrying it read 
                     "(FlinkTableSource, PartitionLoader); lake_assets' reads read all")
 
 
+_FALLBACK_BRANCH = ("Paimon's batch reads of a table carrying it read the partitions the table's branch lacks "
+                    "from that branch (0.9+ FallbackReadFileStoreTable, incremental batch reads too); "
+                    "lake_assets' reads would leave them out")
+
+
 def _refused(key: str, description: str, refuses: tuple[str, ...], why: str,
              fallback_keys: tuple[str, ...] = ()) -> OptionRule:
     return OptionRule(key, "string", None, description, supported=(), refuses=refuses, why=why,
@@ -324,6 +329,8 @@ REFUSED_ENGINE_RULES: dict[str, OptionRule] = _rules(
     _refused("scan.partitions", "Partitions Flink's reads read (k=v,...;... or max_pt(); Flink connector; "
              "its own key in Paimon 0.9 to 1.0: lookup.dynamic-partition).", ("READ", "STREAM"), _SCAN_PARTITIONS,
              ("lookup.dynamic-partition",)),
+    _refused("scan.fallback-branch", "Branch whose partitions batch reads take where the table's branch has "
+             "none (Paimon 0.9+).", ("READ", "STREAM"), _FALLBACK_BRANCH),
 )
 
 # ---- partition mark-done (CoreOptions; Paimon's Spark writes since 1.0, Flink's sinks): docs/format.md §13.3

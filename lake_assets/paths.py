@@ -109,10 +109,24 @@ class TablePaths:
     path built here never leaves ``root``. ``data_directory`` (``data-file.path-directory``,
     checked by `check_data_directory`) puts the partition and bucket directories below
     ``root/<data_directory>``, as Paimon 1.x's ``FileStorePathFactory`` does.
+
+    ``branch`` (Paimon 0.9+'s ``branch`` option, a ``db.t$branch_<name>`` identifier): the schema,
+    snapshot, tag, consumer and changelog directories are the branch's own, under
+    ``root/branch/branch-<name>`` (`meta_root`), as Paimon's ``BranchManager.branchPath``; data,
+    manifest, index and statistics files stay the table's (a branch shares them with main).
     """
 
     root: str
     data_directory: str | None = None
+    branch: str | None = None
+
+    @property
+    def meta_root(self) -> str:
+        """The root of the branch's own metadata directories: the table's root on the main branch."""
+        if self.branch is None:
+            return self.root
+        name = check_file_name(f"branch-{self.branch}", f"branch under {self.root}")
+        return posixpath.join(self.root, "branch", name)
 
     @property
     def data_root(self) -> str:
@@ -123,11 +137,11 @@ class TablePaths:
 
     @property
     def schema_dir(self) -> str:
-        return posixpath.join(self.root, "schema")
+        return posixpath.join(self.meta_root, "schema")
 
     @property
     def snapshot_dir(self) -> str:
-        return posixpath.join(self.root, "snapshot")
+        return posixpath.join(self.meta_root, "snapshot")
 
     @property
     def manifest_dir(self) -> str:
@@ -135,16 +149,16 @@ class TablePaths:
 
     @property
     def tag_dir(self) -> str:
-        return posixpath.join(self.root, "tag")
+        return posixpath.join(self.meta_root, "tag")
 
     @property
     def consumer_dir(self) -> str:
-        return posixpath.join(self.root, "consumer")
+        return posixpath.join(self.meta_root, "consumer")
 
     @property
     def changelog_dir(self) -> str:
         """Long-lived changelogs: snapshot JSON kept after the snapshot expired (decoupled lifecycle)."""
-        return posixpath.join(self.root, "changelog")
+        return posixpath.join(self.meta_root, "changelog")
 
     @property
     def index_dir(self) -> str:

@@ -48,8 +48,11 @@ class Table(TableReads, TableChanges, TableMaintenance):
     rollback) `TableMaintenance`'s; writes, commits, schema changes and snapshots are its own.
     """
 
-    def __init__(self, name: str, file_io: FileIO, root: str, schema: TableSchema | None = None) -> None:
-        self.store = FileStore(name, file_io, root, schema)
+    def __init__(self, name: str, file_io: FileIO, root: str, schema: TableSchema | None = None, *,
+                 branch: str | None = None) -> None:
+        """``branch``: open that branch of the table at ``root`` (its own snapshots, schemas and
+        tags; reads only, `lake_assets.store.branch_table`); ``name`` is then ``db.t$branch_<b>``."""
+        self.store = FileStore(name, file_io, root, schema, branch=branch)
 
     def update_schema(self) -> SchemaUpdate:
         """Evolve the schema: ``table.update_schema().add_column("x", pa.int64()).commit()``.

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lake_assets import arguments as args
-from lake_assets.errors import InvalidArgumentError
+from lake_assets.errors import InvalidArgumentError, UnsupportedFeatureError
 from lake_assets.spec.snapshot import Snapshot, Tag
 from lake_assets.table_store_view import StoreView
 from lake_assets.table_support import Op
@@ -74,6 +74,31 @@ class TableMaintenance(StoreView):
         from lake_assets.store.branches import branch_names
 
         return branch_names(self.store.file_io, self.store.paths.root)
+
+    def create_branch(self, name: str, tag: str | None = None) -> None:
+        """Create branch ``name`` as Paimon 0.9's ``createBranch`` does: empty (the latest schema),
+        or from the main branch's tag ``tag`` (its tag, snapshot and schema files copied), which then
+        cannot be deleted while the branch needs it. Open it with ``catalog.get_table("db.t$branch_<name>")``."""
+        from lake_assets.ops.branching import create_branch
+
+        args.text("name", name, optional=False)
+        args.text("tag", tag)
+        self._require_main("create a branch of")
+        create_branch(self.store, name, tag)
+
+    def delete_branch(self, name: str) -> None:
+        """Delete branch ``name`` (its directory, as Paimon's ``deleteBranch``); the data files only
+        it named become orphans, which `remove_orphan_files` collects."""
+        from lake_assets.ops.branching import delete_branch
+
+        args.text("name", name, optional=False)
+        self._require_main("delete a branch of")
+        delete_branch(self.store, name)
+
+    def _require_main(self, what: str) -> None:
+        if self.store.paths.branch is not None:
+            raise UnsupportedFeatureError(f"Cannot {what} {self.name}: it is a branch; branches are made from "
+                                          "and kept by the main branch (open the table without $branch_)")
 
     # -------------------------------------------------------------- maintenance
     def expire_snapshots(

@@ -36,15 +36,21 @@ class Protection:
     Branches: Paimon's expiry of the main branch (0.9 to HEAD) knows nothing of them and keeps a
     branch's files only while the tag the branch was made from keeps them on the main branch; a
     branch made empty, or whose tag was deleted, loses files its snapshots name. lake_assets keeps
-    every file any branch names, by name (file names are unique per table), tag or no tag."""
+    every file any branch names, by name (file names are unique per table), tag or no tag. On a
+    branch (`lake_assets.store.branch_table`) ``branch_files`` are what the rest of the table names."""
 
     def __init__(self, store: FileStore, below: int) -> None:
         scan = store.file_store_scan()
         mio = scan.manifest_io
         self.files: set[str] = set()
         self.manifests: set[str] = set()
-        # damaged branch metadata raises: the expiry stops before deleting anything
-        self.branch_files = {p.rsplit("/", 1)[-1] for p in referenced_files(store, main=False)}
+        # damaged branch metadata raises: the expiry stops before deleting anything. The expiry of a
+        # branch keeps what the main branch (snapshots, tags, changelogs) and every other branch name:
+        # the branch started on main's files, and Java 0.9's expiry of a branch keeps main's tags only
+        branch = store.paths.branch
+        referenced = (referenced_files(store, main=False) if branch is None
+                      else referenced_files(store.main_store(), skip_branch=branch))
+        self.branch_files = {p.rsplit("/", 1)[-1] for p in referenced}
         for tag in store.tag_manager().tags().values():
             tsnap = tag.snapshot
             self.manifests.update(lists_of(tsnap))

@@ -69,13 +69,15 @@ class OrphanResult:
 
 
 def referenced_files(
-    store: FileStore, *, ignore_tags: Collection[str] = (), data_files: bool = True, main: bool = True
+    store: FileStore, *, ignore_tags: Collection[str] = (), data_files: bool = True, main: bool = True,
+    skip_branch: str | None = None,
 ) -> set[str]:
     """Every file path a retained snapshot, tag (other than ``ignore_tags``) or long-lived changelog
     may reference (data, changelog, manifests, lists), of the main branch and of every branch (their
     snapshots, tags and changelogs name files in the table's directories, `lake_assets.store.branches`).
     ``data_files=False``: the metadata files only (manifests, lists, index and statistics files), which
-    reads no manifest. ``main=False``: what the branches reference, the main branch left out.
+    reads no manifest. ``main=False``: what the branches reference, the main branch left out;
+    ``skip_branch``: that branch left out (what the rest of the table references, for its expiry).
 
     A superset: files named by ADD entries that a later DELETE cancelled count too, which only
     keeps more (snapshot expiration removes those). Lists that expiration removed on purpose are
@@ -146,7 +148,8 @@ def referenced_files(
     # table's directories (a branch has none of its own). Its snapshots are read like tags: the
     # first one of a branch made from a tag is a copy of the tag's snapshot, whose changelog list
     # and files the main branch's expiry removes (Java's too, which keeps a tag's data only).
-    holders += [(h.snapshot, "tag" if h.kind == "snapshot" else h.kind, h) for h in store.branch_holders()]
+    holders += [(h.snapshot, "tag" if h.kind == "snapshot" else h.kind, h) for h in store.branch_holders()
+                if h.branch != skip_branch]
     for snap, kind, branch in holders:
         if branch is None:
             _add_references(snap, kind, main_snapshot=kind == "snapshot")

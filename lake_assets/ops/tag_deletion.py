@@ -57,6 +57,7 @@ from lake_assets.ops.orphans import index_file_paths, referenced_files
 from lake_assets.ops.scan import FileStoreScan, merge_entries
 from lake_assets.spec.manifest import ManifestEntry, ManifestFileMeta
 from lake_assets.spec.snapshot import Snapshot, Tag
+from lake_assets.store.branch_table import refuse_tag_deletion
 from lake_assets.store.snapshot_identity import same_snapshot
 from lake_assets.table_support import Op
 
@@ -103,6 +104,8 @@ def delete_tag(store: FileStore, name: str) -> TagDeletionResult:
     Raises `SnapshotNotFoundError` when the table has no such tag and `CorruptMetadataError` (with
     the tag kept and nothing deleted) when the tag's files or the table's references cannot be read.
     """
+    if store.paths.branch is not None:
+        refuse_tag_deletion(store.name)  # what only the tag kept is judged against main's history too
     tags = store.tag_manager()
     tag = tags.get(name)
     snap = tag.snapshot

@@ -32,6 +32,8 @@ OVERWRITE_PARTITION = ("overwrite-partition",)
 FILTER = ("filter",)
 SCAN_MODE = ("scan.mode",)
 FILTER_PUSHDOWN = ("filter-pushdown",)
+# Paimon's ``branch`` option: the branch a read opens (`Catalog.get_table`'s ``db.t$branch_<b>``).
+BRANCH = ("branch",)
 
 
 def storage_value(text: str) -> Any:
@@ -50,6 +52,21 @@ def storage_value(text: str) -> Any:
 def storage_option_text(value: Any) -> str:
     """The inverse of `storage_value`, for passing Python storage options through Spark options."""
     return value if isinstance(value, str) else json.dumps(value)
+
+
+def with_branch(identifier: str, branch: str | None) -> str:
+    """The identifier of ``branch`` of the table ``identifier`` (Paimon's ``db.t$branch_<b>``); the
+    main branch, or no ``branch`` option, leaves it as it is. A branch in both is refused unless
+    they agree (one of them would otherwise be ignored)."""
+    name = "" if branch is None else branch.strip()
+    if name in ("", "main"):
+        return identifier
+    suffix = f"$branch_{name}"
+    if identifier.endswith(suffix):
+        return identifier
+    if "$branch_" in identifier:
+        raise OptionError(f"Option 'branch' ({branch!r}) contradicts the branch of table identifier {identifier!r}")
+    return identifier + suffix
 
 
 @dataclass(frozen=True)
@@ -75,7 +92,7 @@ class SourceOptions:
         if not warehouse:
             raise OptionError(f"The lake data source needs option('warehouse', <url>) to find table {identifier}")
         storage = {k[len(STORAGE_PREFIX):]: storage_value(v) for k, v in raw.items() if k.startswith(STORAGE_PREFIX)}
-        return cls(identifier, warehouse, storage, raw)
+        return cls(with_branch(identifier, raw.get(BRANCH[0])), warehouse, storage, raw)
 
     def get(self, keys: tuple[str, ...], default: str | None = None) -> str | None:
         """The first of ``keys`` that is set (keys are aliases of one option)."""

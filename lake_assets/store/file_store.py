@@ -32,6 +32,7 @@ from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry, Manifest
 from lake_assets.spec.partition import partition_path
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import Snapshot
+from lake_assets.store.branch_table import main_name, refuse_on_branch
 from lake_assets.store.branches import Branch, BranchHolder, based_on, branches
 from lake_assets.store.branches import holders as branch_holders
 from lake_assets.store.changelog_manager import ChangelogManager
@@ -63,10 +64,12 @@ class FileStore:
     schema; `refresh` reloads it), ``snapshot_manager`` and ``fault_hook``; the methods below.
     """
 
-    def __init__(self, name: str, file_io: FileIO, root: str, schema: TableSchema | None = None) -> None:
+    def __init__(self, name: str, file_io: FileIO, root: str, schema: TableSchema | None = None, *,
+                 branch: str | None = None) -> None:
         self.name = name
         self.file_io = file_io
-        self.paths = TablePaths(root)  # its data directory follows the schema (the `schema` setter)
+        # its data directory follows the schema (the `schema` setter); a branch's metadata its own directory
+        self.paths = TablePaths(root, branch=branch)
         self.snapshot_manager = SnapshotManager(file_io, self.paths, name)
         self.fault_hook: FaultHook | None = None
         self._schemas: dict[int, TableSchema] = {}
@@ -104,7 +107,7 @@ class FileStore:
         directory = schema.options.get("data-file.path-directory")
         if directory != self.paths.data_directory:
             self.paths = TablePaths(self.paths.root, None if directory is None else check_data_directory(
-                directory, f"option data-file.path-directory of {self.name}"))
+                directory, f"option data-file.path-directory of {self.name}"), self.paths.branch)
 
     def refresh(self) -> None:
         """Reload the latest schema (after schema changes by another process)."""
@@ -202,6 +205,8 @@ class FileStore:
         schema). Operations on data files also check ``LAKE_ASSETS_CPUS`` before they start."""
         if op in DATA:
             validate_cpus_setting()  # not when a pool is first sized, mid-way through the work
+        if self.paths.branch is not None:
+            refuse_on_branch(self.name, op)
         refuse(self.name, op, self.refusals())
 
     def check_scanned(self, op: Op, snap: Snapshot, entries: Sequence[ManifestEntry]) -> None:
@@ -281,6 +286,12 @@ class FileStore:
     def branches_based_on(self, snap: Snapshot) -> list[str]:
         """The branches created from a tag of ``snap`` (`lake_assets.store.branches.based_on`)."""
         return based_on(self.file_io, self.paths.root, self.name, snap)
+
+    def main_store(self) -> FileStore:
+        """The main branch of this branch's table (itself on the main branch)."""
+        if self.paths.branch is None:
+            return self
+        return FileStore(main_name(self.name), self.file_io, self.paths.root)
 
     def changelog_manager(self) -> ChangelogManager:
         """Long-lived changelogs (``changelog/changelog-<id>``) of expired snapshots."""

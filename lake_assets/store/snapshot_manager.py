@@ -224,8 +224,9 @@ class SnapshotManager:
     # snapshot files go after the files they reference, markers after that) and withdraws the tag.
     @property
     def marker_dir(self) -> str:
-        """Where expiry markers live: a directory no Paimon engine reads or cleans."""
-        return f"{self.paths.root.rstrip('/')}/{MARKER_DIR}"
+        """Where expiry markers live: a directory no Paimon engine reads or cleans (a branch's
+        under its own directory: its snapshots are its own)."""
+        return f"{self.paths.meta_root.rstrip('/')}/{MARKER_DIR}"
 
     def _marker_dirs(self) -> tuple[str, str]:
         # the guard's directory, then snapshot/: lake_assets before session 12 wrote (and still

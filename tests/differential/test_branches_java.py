@@ -216,10 +216,14 @@ def test_tag_deletion_keeps_what_a_branch_reads(java: PaimonJava, history, tmp_p
     _assert_every_branch_reads(java, wh, expected)
 
 
-def test_a_branch_is_not_opened_as_a_table(history, tmp_path: Path) -> None:
+def test_a_branch_opens_as_a_table_that_is_not_maintained(history, tmp_path: Path) -> None:
+    """Opened by its identifier, a branch reads what Java read (tests/differential/
+    test_branch_tables_java.py has the rest); orphan removal is the main branch's: refused on it."""
     wh = _copy(history, tmp_path / "wh")
-    with pytest.raises(UnsupportedFeatureError, match=r"branch 'b1' of db\.t cannot be opened"):
-        Catalog(str(wh)).get_table(B1)
+    branch = Catalog(str(wh)).get_table(B1)
+    assert_same_rows(branch.to_arrow(), history[1][B1])
+    with pytest.raises(UnsupportedFeatureError, match=r"Cannot remove orphan files of db\.t\$branch_b1: "):
+        branch.remove_orphan_files(dry_run=False, allow_recent=True)
 
 
 def test_a_rollback_that_would_delete_a_branchs_tag_is_refused(java: PaimonJava, history, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 import pyarrow as pa
 import pytest
 
-from lake_assets import Catalog, CorruptMetadataError, UnsupportedFeatureError
+from lake_assets import Catalog, CorruptMetadataError, NoSuchTableError
 
 _EVERYTHING = datetime.now() + timedelta(days=1)
 
@@ -101,8 +101,8 @@ def test_orphan_removal_cleans_a_branchs_snapshot_directory(kv) -> None:
     assert all(kv.file_io.exists(p) for p in kept)
 
 
-def test_a_branch_identifier_is_refused_by_name(catalog: Catalog, kv) -> None:
-    with pytest.raises(UnsupportedFeatureError, match=r"branch 'dev' of db\.kv cannot be opened"):
+def test_a_missing_branch_is_named(catalog: Catalog, kv) -> None:
+    with pytest.raises(NoSuchTableError, match=r"Branch 'dev' of db\.kv does not exist"):
         catalog.get_table("db.kv$branch_dev")
 
 

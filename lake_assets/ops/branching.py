@@ -1,0 +1,98 @@
+"""Creating and deleting a table's branches, with the files Paimon 0.9's ``BranchManager`` writes.
+
+``createBranch(name)`` copies the latest schema file into ``branch/branch-<name>/schema/``;
+``createBranch(name, tag)`` copies the tag's file, its snapshot's file and that snapshot's schema
+file, so the branch starts on the tag's manifests and data files. ``deleteBranch`` deletes the
+branch's directory: its own snapshots' files become orphans (`remove_orphan_files` of the main
+branch collects them); nothing else names them, since main never reads a branch's metadata.
+
+A branch made from a tag races the tag's deletion: the branch's files are copied first (schema
+first, so that maintenance never sees a branch without one), then the tag is read again. Tag
+deletion deletes the tag's file before it looks (again) at what every branch holds, so either this
+second read misses the tag - the branch is removed again and nothing is left - or the deletion's
+look sees the branch and keeps its files.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+from lake_assets.catalog_names import check_name
+from lake_assets.errors import AlreadyExistsError, InvalidArgumentError, NoSuchTableError, SnapshotNotFoundError
+from lake_assets.store.branch_table import MAIN_BRANCH
+from lake_assets.store.branches import BRANCH_DIR, BRANCH_PREFIX, branch_names
+from lake_assets.store.file_store import FileStore
+from lake_assets.store.snapshot_identity import same_snapshot
+
+
+def _branch_root(store: FileStore, name: str, what: str) -> str:
+    check_name(name, f"branch of {store.name}")
+    if name == MAIN_BRANCH or name.isdigit():
+        raise InvalidArgumentError(f"Cannot {what} branch {name!r} of {store.name}: a branch cannot be "
+                                   f"{'the main branch' if name == MAIN_BRANCH else 'a number'} (as in Paimon)")
+    return posixpath.join(store.paths.root, BRANCH_DIR, BRANCH_PREFIX + name)
+
+
+def create_branch(store: FileStore, name: str, tag: str | None = None) -> None:
+    """Create branch ``name``: empty (the latest schema), or from main's tag ``tag``."""
+    root = _branch_root(store, name, "create")
+    fio = store.file_io
+    if fio.exists(root):
+        raise AlreadyExistsError(f"Cannot create branch {name!r} of {store.name}: it already exists")
+    if tag is None:
+        schema_path = store.paths.schema_file(store.load_latest_schema().id)
+        _copy_new(store, name, schema_path, posixpath.join(root, "schema", posixpath.basename(schema_path)))
+        return
+    tags = store.tag_manager()
+    tagged = tags.get(tag)
+    snap = tagged.snapshot
+    current = store.snapshot_manager.try_snapshot(snap.id)
+    if current is None or not same_snapshot(current, snap):
+        # Java 0.9 copies the snapshot file of the tag's id: an expired one fails there too
+        raise SnapshotNotFoundError(
+            f"Cannot create branch {name!r} of {store.name} from tag {tag!r}: its snapshot {snap.id} is no "
+            "longer retained by the main branch (Paimon 0.9 copies that snapshot's file); nothing was created")
+    copies = [(store.paths.schema_file(snap.schema_id), "schema"), (store.paths.snapshot_file(snap.id), "snapshot"),
+              (store.paths.tag_file(tag), "tag")]
+    created: list[str] = []
+    try:
+        for source, directory in copies:
+            target = posixpath.join(root, directory, posixpath.basename(source))
+            _copy_new(store, name, source, target)
+            created.append(target)
+        again = tags.try_get(tag)
+        if again is None or not same_snapshot(again.snapshot, snap):
+            raise SnapshotNotFoundError(f"Cannot create branch {name!r} of {store.name}: tag {tag!r} was deleted "
+                                        "or replaced while the branch was created; nothing was created")
+    except BaseException:
+        # only what this call created (exclusive creates): a racing creator's files stay
+        store.file_io.delete_many(list(reversed(created)))
+        for d in ("schema", "snapshot", "tag", ""):  # an empty branch directory would stop maintenance
+            store.file_io.delete_dir_if_empty(posixpath.join(root, d).rstrip("/"))
+        raise
+
+
+def _copy_new(store: FileStore, name: str, source: str, target: str) -> None:
+    try:
+        data = store.file_io.read_bytes(source)
+    except FileNotFoundError:
+        raise SnapshotNotFoundError(f"Cannot create branch {name!r} of {store.name}: {source} is gone; "
+                                    "nothing was created") from None
+    if not store.file_io.try_create(target, data):
+        raise AlreadyExistsError(f"Cannot create branch {name!r} of {store.name}: another writer is creating it")
+
+
+def delete_branch(store: FileStore, name: str) -> None:
+    """Delete branch ``name``'s directory (as Paimon's ``deleteBranch``); a symlinked branch
+    directory is refused: what deletes here never goes through a link."""
+    root = _branch_root(store, name, "delete")
+    if name not in branch_names(store.file_io, store.paths.root):
+        raise NoSuchTableError(f"Cannot delete branch {name!r} of {store.name}: it does not exist")
+    if name not in branch_names(store.file_io, store.paths.root, links=False):
+        raise InvalidArgumentError(f"Cannot delete branch {name!r} of {store.name}: its directory is a symlink; "
+                                   "nothing was deleted")
+    store.paths.ensure_inside([root])
+    store.file_io.delete_tree(root)
+
+
+__all__ = ["create_branch", "delete_branch"]
