@@ -61,6 +61,13 @@ def read_data_file(
         return _system_types(fmt.read_rows(source, columns, keep, use_threads=use_threads, footer_key=path))
 
 
+def data_file_row_count(file_io: FileIO, path: str) -> int:
+    """The rows the data file at ``path`` holds by its own metadata (`FileFormat.row_count`); a
+    Parquet file's footer parsed before serves it with no read. Errors as `read_data_file`'s."""
+    with _read_errors(path), file_io.open_input(path) as source:
+        return file_format(format_of_file(path)).row_count(source, footer_key=path)
+
+
 def iter_data_file(
     file_io: FileIO, path: str, columns: Sequence[str] | None = None, batch_rows: int | None = None,
     buffer_bytes: int = 0,
