@@ -55,6 +55,10 @@ KINDS: dict[str, tuple[dict[str, str], list[str], Callable[..., None]]] = {
     "append": ({"bucket": "-1", "compaction.min.file-num": "2"}, [], _append),
     "dv-append": ({"bucket": "-1", "deletion-vectors.enabled": "true"}, [], _delete),
     "dv-pk": ({"bucket": "1", "deletion-vectors.enabled": "true"}, ["k", "dt"], _pk_vectors),
+    # a partial-update write merges the old rows it marks (ops/dv_old_values.py, dv_row_cache)
+    "dv-partial-update": ({"bucket": "1", "deletion-vectors.enabled": "true", "merge-engine": "partial-update",
+                           "lookup.cache-max-memory-size": "0 b"},  # old rows read by position, none kept
+                          ["k", "dt"], _pk_vectors),
     "data-evolution": ({"bucket": "-1", "row-tracking.enabled": "true", "data-evolution.enabled": "true",
                         "compaction.min.file-num": "2"}, [],
                        _append),
