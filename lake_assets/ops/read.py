@@ -214,9 +214,8 @@ class SplitReader:
             # the format reader drops the rows the deletion vector deletes before it builds strings
             # (`FileFormat.read_rows`)
             threads = self.file_threads if use_threads is None else use_threads
-            if not file_cols:  # only partition or system columns asked for: no column, but the rows count
-                # (and as nulls the columns added after the file was written): the file's count, as
-                # Java's readers take it (`ops.file_rows`), never the manifest's unchecked
+            if not file_cols:  # only partition or system columns asked for: no column, but the rows count (and
+                # as nulls the columns added since): the file's count, as Java's (`ops.file_rows`)
                 total = checked_row_count(self.store, path, meta) if keep is None else int(keep.sum())
                 counted = no_columns(total)
                 return layout.to_read(counted, False, self._narrowing_error) if layout.wanted else counted
@@ -278,10 +277,9 @@ class SplitReader:
             raise missing_file_error(self.store, exc, self.snapshot_id) from None
 
     def kept_rows(self, split: Split, meta: DataFileMeta) -> np.ndarray | None:
-        """The rows of ``meta`` that its deletion vector in ``split`` keeps, as a bool mask over
-        the file's rows; None when it has no vector (all rows kept). The mask is sized by the
-        file's own count once it is the manifest's (`ops.file_rows`), never by the manifest's
-        alone. For readers that decode a file themselves (a data-evolution range's files)."""
+        """The rows of ``meta`` that its deletion vector in ``split`` keeps, as a bool mask sized by
+        the file's own count once it is the manifest's (`ops.file_rows`); None when it has no vector
+        (all rows kept). For readers that decode a file themselves (a data-evolution range's files)."""
         if not split.dv_entries:
             return None
         vector = self.vectors.vectors(split.dv_entries).get(meta.file_name)
