@@ -55,7 +55,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
     checked = read_module.checked_row_count
-    trusted = lambda store, path, meta: meta.row_count  # noqa: E731 - the reader before session 18
+    trusted = lambda store, path, meta, **_: meta.row_count  # noqa: E731 - the reader before session 18
     with tempfile.TemporaryDirectory() as root:
         t = _build(root, args.files, args.rows)
         reads = {"whole": lambda: t.to_arrow(), "partition-only": lambda: t.to_arrow(columns=["dt"])}

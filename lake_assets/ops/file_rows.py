@@ -36,10 +36,12 @@ def row_count_error(table: str, path: str, meta: DataFileMeta, found: int | str)
         f"{meta.row_count} (_ROW_COUNT); the manifest or the file is damaged")
 
 
-def checked_row_count(store: FileStore, path: str, meta: DataFileMeta) -> int:
+def checked_row_count(store: FileStore, path: str, meta: DataFileMeta, *, read_follows: bool = False) -> int:
     """The rows of the data file ``meta`` at ``path``, by the file's own metadata, once they are
-    known to be the manifest's ``_ROW_COUNT`` (else `row_count_error`)."""
-    found = data_file_row_count(store.file_io, path)
+    known to be the manifest's ``_ROW_COUNT`` (else `row_count_error`). ``read_follows``: the
+    caller reads the file next, so a footer parsed before serves with no open (the read meets a
+    missing file); otherwise the file is opened, as Java opens it to count rows."""
+    found = data_file_row_count(store.file_io, path, meta.file_size if read_follows else None)
     if found != meta.row_count:
         raise row_count_error(store.name, path, meta, found)
     return found

@@ -210,7 +210,7 @@ class SplitReader:
         path = self.store.data_file_path(split.partition, split.bucket, meta)
         try:
             # a missing index file is mapped as a missing data file is (`missing_file_error`)
-            keep = self.kept_rows(split, meta) if rows is None else rows
+            keep = self.kept_rows(split, meta, read_follows=bool(file_cols)) if rows is None else rows
             # the format reader drops the rows the deletion vector deletes before it builds strings
             # (`FileFormat.read_rows`)
             threads = self.file_threads if use_threads is None else use_threads
@@ -250,7 +250,7 @@ class SplitReader:
         path = self.store.data_file_path(split.partition, split.bucket, meta)
         start = 0
         try:
-            keep = self.kept_rows(split, meta)  # mapped as in `read_file`
+            keep = self.kept_rows(split, meta, read_follows=bool(file_cols))  # mapped as in `read_file`
             if not file_cols:  # as in `read_file`
                 total = checked_row_count(self.store, path, meta) if keep is None else int(keep.sum())
                 step = batch_rows or max(total, 1)
@@ -276,17 +276,17 @@ class SplitReader:
         except MissingDataFileError as exc:
             raise missing_file_error(self.store, exc, self.snapshot_id) from None
 
-    def kept_rows(self, split: Split, meta: DataFileMeta) -> np.ndarray | None:
+    def kept_rows(self, split: Split, meta: DataFileMeta, *, read_follows: bool = False) -> np.ndarray | None:
         """The rows of ``meta`` that its deletion vector in ``split`` keeps, as a bool mask sized by
         the file's own count once it is the manifest's (`ops.file_rows`); None when it has no vector
-        (all rows kept). For readers that decode a file themselves (a data-evolution range's files)."""
-        if not split.dv_entries:
-            return None
-        vector = self.vectors.vectors(split.dv_entries).get(meta.file_name)
+        (all rows kept; ``read_follows`` as in `checked_row_count`). For readers that decode a file
+        themselves (a data-evolution range's files)."""
+        vector = self.vectors.vectors(split.dv_entries).get(meta.file_name) if split.dv_entries else None
         if not vector:
             return None
-        path = self.store.data_file_path(split.partition, split.bucket, meta)
-        return deleted_mask(vector, checked_row_count(self.store, path, meta), meta.file_name)
+        rows = checked_row_count(self.store, self.store.data_file_path(split.partition, split.bucket, meta), meta,
+                                 read_follows=read_follows)
+        return deleted_mask(vector, rows, meta.file_name)
 
     # ------------------------------------------------------------------ reads
     def visible_files(self, split: Split) -> list[DataFileMeta]:

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog, CorruptMetadataError
+from lake_assets.errors import MissingDataFileError
 from lake_assets.formats.data_file_read import data_file_row_count
 from lake_assets.formats.parquet_footer_cache import FOOTER_CACHE
 from lake_assets.ops.file_rows import checked_row_count
@@ -84,3 +85,20 @@ def test_whole_file_batches_past_the_manifest_count_are_refused_before_they_are_
         for b in t.refresh().to_batches(columns=["k"], batch_size=8):
             got.append(b.num_rows)
     assert sum(got) <= 12
+
+
+def test_a_parsed_footer_serves_the_count_only_where_a_read_of_the_file_follows(tmp_path: Path) -> None:
+    """With the manifest's size the cached footer answers without opening the file (the read that
+    follows meets a missing one); without it the file is opened, so a partition-only read of a
+    deleted file fails as a read of its columns does."""
+    t = _table(tmp_path, "parquet", 30)
+    t.delete_where([("k", "=", 3)])
+    [(path, meta)] = _files(t)
+    assert t.to_arrow(columns=["k"]).num_rows == 29  # parses and caches the footer
+    Path(path).unlink()
+    assert data_file_row_count(t.store.file_io, path, meta.file_size) == 30  # no open
+    with pytest.raises(MissingDataFileError):
+        data_file_row_count(t.store.file_io, path)
+    for columns in (["dt"], ["k"]):
+        with pytest.raises(MissingDataFileError):
+            t.to_arrow(columns=columns)

@@ -334,8 +334,8 @@ def _remember_output(unit: UnitFiles, split: Split, level: int, files: Sequence[
 def _rows_at(unit: UnitFiles, split: Split, meta: DataFileMeta, positions: np.ndarray) -> pa.Table:
     """The rows of ``meta`` at ``positions`` (`_selected_rows`), their mask sized by the file's own
     row count once it is the manifest's (`ops.file_rows`)."""
-    mask = np.zeros(checked_row_count(unit.store, unit.store.data_file_path(split.partition, split.bucket, meta),
-                                      meta), dtype=bool)
+    path = unit.store.data_file_path(split.partition, split.bucket, meta)
+    mask = np.zeros(checked_row_count(unit.store, path, meta, read_follows=True), dtype=bool)
     mask[positions] = True
     return _selected_rows(unit, split, meta, mask)
 
