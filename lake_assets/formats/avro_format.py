@@ -262,6 +262,13 @@ class AvroFormat(FileFormat):
         tables = list(_decode(data, columns))
         return pa.concat_tables(tables) if tables else _empty(data, columns)
 
+    def row_count(self, source: Any, *, footer_key: str | None = None) -> int:
+        # an Avro container records no total: the record counts of its blocks, none decoded
+        with _decode_errors():
+            stream = AvroBlockStream(source)
+            _, sync = stream.header()
+            return sum(count for count, _ in stream.blocks(sync))
+
     def iter_batches(self, source: Any, columns: Sequence[str] | None, batch_rows: int | None = None, *,
                      footer_key: str | None = None, buffer_bytes: int = 0,
                      coalesce: bool = False) -> Iterator[pa.Table]:

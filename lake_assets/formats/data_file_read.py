@@ -61,6 +61,19 @@ def read_data_file(
         return _system_types(fmt.read_rows(source, columns, keep, use_threads=use_threads, footer_key=path))
 
 
+def data_file_row_count(file_io: FileIO, path: str, file_size: int | None = None) -> int:
+    """The rows the data file at ``path`` holds by its own metadata (`FileFormat.row_count`); a
+    Parquet footer parsed before, of a file of ``file_size`` bytes (the manifest's), serves it with
+    no read (a file of another size is opened). Errors as `read_data_file`'s."""
+    fmt = file_format(format_of_file(path))
+    if file_size is not None:
+        cached = fmt.cached_row_count(path, file_size)
+        if cached is not None:
+            return cached
+    with _read_errors(path), file_io.open_input(path) as source:
+        return fmt.row_count(source, footer_key=path)
+
+
 def iter_data_file(
     file_io: FileIO, path: str, columns: Sequence[str] | None = None, batch_rows: int | None = None,
     buffer_bytes: int = 0,

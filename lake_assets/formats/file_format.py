@@ -101,6 +101,17 @@ class FileFormat(ABC):
         """Read ``columns`` (all when None) of the file open as ``source``; ``footer_key`` (the
         path of an immutable data file) lets a format reuse what it parsed of the file before."""
 
+    @abstractmethod
+    def row_count(self, source: Any, *, footer_key: str | None = None) -> int:
+        """The rows the file open as ``source`` holds, by its own metadata (Parquet's footer, ORC's
+        tail, the record counts of Avro's blocks): what a read checks a manifest's count against
+        before it sizes anything by it. ``footer_key`` as in `read`."""
+
+    def cached_row_count(self, footer_key: str, file_size: int) -> int | None:
+        """`row_count` of the file ``footer_key`` names when a read parsed its metadata before, at
+        ``file_size`` bytes (no read at all); None otherwise (the default: nothing is kept)."""
+        return None
+
     def read_rows(self, source: Any, columns: Sequence[str] | None, keep: np.ndarray, *,
                   use_threads: bool, footer_key: str | None = None) -> pa.Table:
         """`read`, holding only the rows ``keep`` (a bool per row of the file) marks: the rows a

@@ -210,6 +210,12 @@ class OrcFormat(FileFormat):
         except pa.ArrowInvalid as exc:
             raise _read_error(exc) from exc
 
+    def row_count(self, source: Any, *, footer_key: str | None = None) -> int:
+        try:
+            return int(orc.ORCFile(source).nrows)  # the file's tail: no stripe is read
+        except pa.ArrowInvalid as exc:
+            raise _read_error(exc) from exc
+
     def iter_batches(self, source: Any, columns: Sequence[str] | None, batch_rows: int | None = None, *,
                      footer_key: str | None = None, buffer_bytes: int = 0,
                      coalesce: bool = False) -> Iterator[pa.Table]:

@@ -16,7 +16,8 @@ import pyarrow.parquet as pq
 
 from lake_assets.formats.file_format import FileFormat, FormatWriter, WriteOptions, register
 from lake_assets.formats.format_options import parquet_overrides, parquet_row_group_bytes
-from lake_assets.formats.parquet_read import iter_parquet, read_parquet
+from lake_assets.formats.parquet_footer_cache import FOOTER_CACHE
+from lake_assets.formats.parquet_read import iter_parquet, parquet_row_count, read_parquet
 from lake_assets.spec.schema import TableSchema
 
 
@@ -70,6 +71,13 @@ class ParquetFormat(FileFormat):
     def read(self, source: Any, columns: Sequence[str] | None, *, use_threads: bool,
              footer_key: str | None = None) -> pa.Table:
         return read_parquet(source, columns, use_threads=use_threads, footer_key=footer_key)
+
+    def row_count(self, source: Any, *, footer_key: str | None = None) -> int:
+        return parquet_row_count(source, footer_key)
+
+    def cached_row_count(self, footer_key: str, file_size: int) -> int | None:
+        footer = FOOTER_CACHE.get(footer_key, file_size)
+        return None if footer is None else int(footer.metadata.num_rows)
 
     def read_rows(self, source: Any, columns: Sequence[str] | None, keep: np.ndarray, *,
                   use_threads: bool, footer_key: str | None = None) -> pa.Table:

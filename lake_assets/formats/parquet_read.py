@@ -152,6 +152,19 @@ def read_parquet(source: Any, columns: Sequence[str] | None, *, use_threads: boo
     return _finish(pf.read(columns=cols, use_threads=use_threads), footer.arrow_schema, mask)
 
 
+def parquet_row_count(source: Any, footer_key: str | None = None) -> int:
+    """The rows of the Parquet file open as ``source``, by its footer (the cached one of
+    ``footer_key`` when an earlier read parsed it: then no read of the file at all)."""
+    size = source.size() if footer_key is not None else -1
+    footer = FOOTER_CACHE.get(footer_key, size) if footer_key is not None else None
+    if footer is None:
+        pf = pq.ParquetFile(source, **_local_reads(source))
+        footer = Footer(size, pf.metadata, pf.schema_arrow)
+        if footer_key is not None:
+            FOOTER_CACHE.put(footer_key, footer)
+    return int(footer.metadata.num_rows)
+
+
 # Sources whose reads are system calls on this machine (a local file, a memory map, bytes in memory).
 _LOCAL_SOURCES = (pa.OSFile, pa.MemoryMappedFile, pa.BufferReader)
 
@@ -302,4 +315,4 @@ def _join(a: pa.Table, b: pa.Table, names: Sequence[str]) -> pa.Table:
     return pa.Table.from_arrays([fields[n][1] for n in names], schema=schema)
 
 
-__all__ = ["dictionary_columns", "iter_parquet", "read_parquet"]
+__all__ = ["dictionary_columns", "iter_parquet", "parquet_row_count", "read_parquet"]

@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 
 from lake_assets.errors import CorruptMetadataError
 from lake_assets.formats.data_file import read_data_file
+from lake_assets.ops.file_rows import check_rows_read, checked_row_count
 from lake_assets.ops.row_tracking import ROW_ID, SEQUENCE_NUMBER, row_id_range, row_tracking_enabled
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.schema import TableSchema
@@ -173,11 +174,21 @@ def _row_count_error(reader: SplitReader, group: Sequence[DataFileMeta], f: Data
         f"the other files of its row-id range {group[0].row_count}")
 
 
+def _group_rows(reader: SplitReader, split: Split, group: Sequence[DataFileMeta], by_file: Sequence[object]) -> int:
+    """The rows of a merge group: its manifest count, which each file read is checked against;
+    when no file column is read (partition or system columns only), the first file's own count,
+    checked against the manifest's before anything is sized by it (`ops.file_rows`)."""
+    if any(by_file):
+        return group[0].row_count
+    path = reader.store.data_file_path(split.partition, split.bucket, group[0])
+    return checked_row_count(reader.store, path, group[0])
+
+
 def read_group(reader: SplitReader, split: Split, group: Sequence[DataFileMeta]) -> pa.Table:
     """The rows of one merge group: each of the reader's split columns from the newest file that
     holds it (nulls when none does), plus the system columns the read asks for."""
-    rows = group[0].row_count
     by_file, source = _sources(reader, group)
+    rows = _group_rows(reader, split, group, by_file)
     parts: dict[int, pa.Table] = {}
     for i, names in enumerate(by_file):
         if names:
@@ -193,8 +204,8 @@ def iter_group(reader: SplitReader, split: Split, group: Sequence[DataFileMeta],
     """`read_group` in batches of at most ``batch_rows`` rows: the files of the range are read side
     by side, each batch by batch, so the merge holds about one batch of each file at a time
     (Java's ``DataEvolutionFileReader`` reads its files' batches in step too)."""
-    rows = group[0].row_count
     by_file, columns_from = _sources(reader, group)
+    rows = _group_rows(reader, split, group, by_file)
     readers = {i: reader.iter_file(split, group[i], False, names, batch_rows)
                for i, names in enumerate(by_file) if names}
     pending: dict[int, list[pa.Table]] = {i: [] for i in readers}
@@ -284,7 +295,7 @@ class SystemSource:
 
 def system_source(reader: SplitReader, split: Split, meta: DataFileMeta) -> SystemSource:
     """The `SystemSource` of ``meta`` for ``reader``'s read."""
-    keep = reader.kept_rows(split, meta, meta.row_count)
+    keep = reader.kept_rows(split, meta)
     return SystemSource(np.flatnonzero(keep) if keep is not None else None,
                         _stored_system_columns(reader, split, meta))
 
@@ -325,6 +336,7 @@ def _stored_system_columns(reader: SplitReader, split: Split, meta: DataFileMeta
         return {}
     path = reader.store.data_file_path(split.partition, split.bucket, meta)
     raw = read_data_file(reader.store.file_io, path, wanted, meta.file_size)
+    check_rows_read(reader.store, path, meta, raw.num_rows)
     return {n: raw.column(n) for n in wanted}
 
 

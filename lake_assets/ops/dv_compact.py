@@ -33,6 +33,7 @@ from lake_assets.ops import deletion_vectors
 from lake_assets.ops.deletion_vector_cache import INDEX_FILE_CACHE
 from lake_assets.ops.deletion_vectors import DELETION_VECTORS_INDEX, VectorLoader, deleted_rows
 from lake_assets.ops.dv_key_lookup import FileKeyLookup, remember_written_keys
+from lake_assets.ops.file_rows import checked_row_count
 from lake_assets.ops.scan import Split
 from lake_assets.spec.data_types import DataType
 from lake_assets.spec.deletion_vector import (
@@ -129,9 +130,17 @@ class VectorUpdate:
         """The ``positions`` of ``meta`` its old vector keeps (rows a read of the bucket still sees)."""
         name = meta.file_name
         if name not in self._kept:  # once per file and unit, not per merge step
-            self._kept[name] = deleted_mask(self._old_vectors().get(name), meta.row_count, name)
+            self._kept[name] = self._kept_mask(self._old_vectors().get(name), meta)
         kept = self._kept[name]
         return positions if kept is None else positions[kept[positions]]
+
+    def _kept_mask(self, vector: DeletionVector | None, meta: DataFileMeta) -> np.ndarray | None:
+        """`deleted_mask` of ``vector`` over the rows of ``meta``, sized by the file's own count
+        once it is the manifest's (`ops.file_rows`): never by a damaged ``_ROW_COUNT``."""
+        if not vector:
+            return None
+        path = self.store.data_file_path(self.split.partition, self.split.bucket, meta)
+        return deleted_mask(vector, checked_row_count(self.store, path, meta), meta.file_name)
 
     def record(self, name: str, positions: np.ndarray) -> None:
         """Keep ``positions`` (ascending, as `found` gives them) of file ``name`` found by one merge step."""
@@ -169,10 +178,10 @@ class VectorUpdate:
         if not found or not rows.num_rows:
             return rows
         # positions count every row of the file; ``rows`` are those its old vector keeps
-        keep = deleted_mask(found, meta.row_count, meta.file_name)
+        keep = self._kept_mask(found, meta)
         assert keep is not None  # ``found`` is not empty
         old = self._old_vectors().get(meta.file_name)
-        live = deleted_mask(old, meta.row_count, meta.file_name)
+        live = self._kept_mask(old, meta)
         if live is not None:
             keep = keep[live]
         if keep.size != rows.num_rows:

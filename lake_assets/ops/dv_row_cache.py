@@ -134,15 +134,16 @@ def keep(key: tuple[object, ...], value: Sized, budget: int, owner: str = "") ->
 
 class LookedUpRows:
     """The rows a unit selects from files above it, from `LOOKUP_CACHE` where a file's rows are
-    kept. ``read_whole(meta)`` decodes every row of a file, ``read_selected(meta, mask)`` only the
-    rows a bool mask selects (both with the unit reader's columns); ``key(meta)`` names its
+    kept. ``read_whole(meta)`` decodes every row of a file, ``read_selected(meta, positions)``
+    only the rows at those positions (both with the unit reader's columns; the selection is sized
+    by the file's own count, never by the manifest's alone: `ops.file_rows`); ``key(meta)`` names its
     entry; ``budget`` is ``lookup.cache-max-memory-size`` in bytes (0: nothing is kept) of the
     table at path ``owner``."""
 
     def __init__(
         self,
         read_whole: Callable[[DataFileMeta], pa.Table],
-        read_selected: Callable[[DataFileMeta, np.ndarray], pa.Table],
+        read_selected: Callable[[DataFileMeta, np.ndarray], pa.Table],  # (file, ascending positions)
         key: Callable[[DataFileMeta], RowsKey],
         budget: int,
         owner: str = "",
@@ -173,9 +174,7 @@ class LookedUpRows:
                 keep(key, whole, self.budget, self.owner)
             if whole is not None:
                 return whole, positions
-        mask = np.zeros(meta.row_count, dtype=bool)
-        mask[positions] = True
-        return self._read_selected(meta, mask), None
+        return self._read_selected(meta, positions), None
 
     def _fits(self, meta: DataFileMeta) -> bool:
         """Whether ``meta``'s rows may be kept: by the file's size on storage, a lower bound of

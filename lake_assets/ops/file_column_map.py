@@ -33,13 +33,16 @@ NarrowingError = Callable[["FileColumnMap", str, str], SchemaError]
 class FileColumnMap:
     """Read plan for files of one schema id: read columns to file columns, and target fields."""
 
-    __slots__ = ("fields", "file_columns", "schema_id", "wanted")
+    __slots__ = ("fields", "file_columns", "schema_id", "stale_nulls", "wanted")
 
-    def __init__(self, schema_id: int, wanted: list[tuple[str, str | None]], fields: list[pa.Field]) -> None:
+    def __init__(self, schema_id: int, wanted: list[tuple[str, str | None]], fields: list[pa.Field],
+                 stale_nulls: dict[str, str] | None = None) -> None:
         self.schema_id = schema_id  # the files' schema, named when a cast to the read schema fails
         self.wanted = wanted
         self.file_columns = [old for _, old in wanted if old is not None]
         self.fields = fields
+        # read column -> why a null in it is refused (`_stale_nulls`)
+        self.stale_nulls = stale_nulls or {}
 
     @classmethod
     def of(cls, store: FileStore, read_schema: TableSchema, schema_id: int, columns: Sequence[str],
@@ -53,7 +56,8 @@ class FileColumnMap:
             old = file_schema.field_by_id(read_schema.field(name).id)
             wanted.append((name, old.name if old is not None else None))
         fields = [to_arrow_field(read_schema.field(name)) for name, _ in wanted]
-        return cls(schema_id, wanted, [f.with_nullable(True) if f.name in relaxed else f for f in fields])
+        fields = [f.with_nullable(True) if f.name in relaxed else f for f in fields]
+        return cls(schema_id, wanted, fields, _stale_nulls(store.name, read_schema, file_schema, wanted, fields))
 
     def to_read(self, raw: pa.Table, with_system: bool, narrowing: NarrowingError) -> pa.Table:
         """Map a file's columns to the read columns: match by field id, cast, add missing as nulls;
@@ -71,6 +75,8 @@ class FileColumnMap:
                         arr = pc.cast(arr, target)
                     except pa.ArrowInvalid:
                         raise narrowing(self, name, old) from None
+            if arr.null_count and name in self.stale_nulls:
+                raise SchemaError(self.stale_nulls[name])
             arrays.append(arr)
             # nullability as the file has it: old files may predate a NOT NULL in no way we check
             fields.append(field if field.nullable or not arr.null_count else field.with_nullable(True))
@@ -91,6 +97,35 @@ class FileColumnMap:
         if any(a.type != f.type or (not f.nullable and a.null_count) for a, f in zip(arrays, fields, strict=True)):
             return None
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _stale_nulls(table: str, read_schema: TableSchema, file_schema: TableSchema,
+                 wanted: list[tuple[str, str | None]], fields: list[pa.Field]) -> dict[str, str]:
+    """The read columns that are NOT NULL in ``read_schema`` but that ``file_schema``, a later
+    schema of the table, made nullable or dropped, with the error a null in them raises.
+
+    A read pinned to an older schema (a stream keeps the schema it started with, as Java's do)
+    meets files written after another handle evolved the table. Their nulls fit no NOT NULL
+    column: a file's batch turned nullable would not concatenate with the others' (Arrow
+    compares nullability), nor cast to the read's schema. The read stops, naming the change, as
+    it does when a later schema widened a type (`SplitReader._narrowing_error`)."""
+    if file_schema.id <= read_schema.id:
+        return {}
+    out = {}
+    for (name, old), field in zip(wanted, fields, strict=True):
+        if field.nullable:
+            continue
+        if old is None:
+            change = "dropped it"
+        elif file_schema.field(old).type.nullable:
+            change = "made it nullable"
+        else:
+            continue
+        out[name] = (f"Cannot read {table} with its schema-{read_schema.id}: column {name} is NOT NULL there, but "
+                     f"schema-{file_schema.id} {change} and a data file written under it holds nulls in it; restart "
+                     "the read to read with the table's current schema (a stream with a consumer id resumes where "
+                     "it stopped)")
+    return out
 
 
 def no_columns(rows: int) -> pa.Table:

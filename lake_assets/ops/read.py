@@ -27,6 +27,7 @@ from lake_assets.ops.data_evolution_read import SYSTEM_FIELDS, check_disjoint_ra
 from lake_assets.ops.default_values import ColumnDefaults, prunable
 from lake_assets.ops.deletion_vectors import VectorLoader, hides_level0, raw_readable
 from lake_assets.ops.file_column_map import KIND_FIELD, FileColumnMap, no_columns
+from lake_assets.ops.file_rows import check_rows_read, checked_row_count, row_count_error
 from lake_assets.ops.key_filter import key_terms
 from lake_assets.ops.not_null_history import relaxed_columns
 from lake_assets.ops.plan import file_may_match
@@ -209,17 +210,20 @@ class SplitReader:
         path = self.store.data_file_path(split.partition, split.bucket, meta)
         try:
             # a missing index file is mapped as a missing data file is (`missing_file_error`)
-            keep = self.kept_rows(split, meta, meta.row_count) if rows is None else rows
+            keep = self.kept_rows(split, meta, read_follows=bool(file_cols)) if rows is None else rows
             # the format reader drops the rows the deletion vector deletes before it builds strings
             # (`FileFormat.read_rows`)
             threads = self.file_threads if use_threads is None else use_threads
-            if not file_cols:  # only partition or system columns asked for: no column, but the rows count
-                # (and as nulls the columns added after the file was written)
-                counted = no_columns(meta.row_count if keep is None else int(keep.sum()))
+            if not file_cols:  # only partition or system columns asked for: no column, but the rows count (and
+                # as nulls the columns added since): the file's count, as Java's (`ops.file_rows`)
+                total = checked_row_count(self.store, path, meta) if keep is None else int(keep.sum())
+                counted = no_columns(total)
                 return layout.to_read(counted, False, self._narrowing_error) if layout.wanted else counted
             raw = read_data_file(self.store.file_io, path, file_cols, meta.file_size, use_threads=threads, keep=keep)
         except MissingDataFileError as exc:
             raise missing_file_error(self.store, exc, self.snapshot_id) from None
+        if keep is None:  # a mask is checked against the file's rows by `kept_rows` and the format
+            check_rows_read(self.store, path, meta, raw.num_rows)
         data = layout.to_read(raw, with_system, self._narrowing_error)
         if with_system and self.lookup_levels:
             data = with_level(data, meta.level)
@@ -246,9 +250,9 @@ class SplitReader:
         path = self.store.data_file_path(split.partition, split.bucket, meta)
         start = 0
         try:
-            keep = self.kept_rows(split, meta, meta.row_count)  # mapped as in `read_file`
+            keep = self.kept_rows(split, meta, read_follows=bool(file_cols))  # mapped as in `read_file`
             if not file_cols:  # as in `read_file`
-                total = meta.row_count if keep is None else int(keep.sum())
+                total = checked_row_count(self.store, path, meta) if keep is None else int(keep.sum())
                 step = batch_rows or max(total, 1)
                 for i in range(0, total, step):
                     counted = no_columns(min(step, total - i))
@@ -256,27 +260,33 @@ class SplitReader:
                 return
             buffered = self.schema.core_options.read_parquet_buffer_size
             for raw in iter_data_file(self.store.file_io, path, file_cols, batch_rows, buffered):
+                n = raw.num_rows
+                if start + n > meta.row_count:  # more rows than the manifest says: none of them returned
+                    raise row_count_error(self.store.name, path, meta, f"more than {meta.row_count}")
                 if keep is not None:  # the deletion vector's rows, batch by batch
-                    n = raw.num_rows
                     raw = raw.filter(arrow_mask(keep[start:start + n]))
-                    start += n
+                start += n
                 data = layout.to_read(raw, with_system, self._narrowing_error)
                 if with_system and self.lookup_levels:
                     data = with_level(data, meta.level)
                 if self.key_filter is not None and data.num_rows:
                     data = self.key_filter.filter_table(data)  # as in `read_file`
                 yield data
+            check_rows_read(self.store, path, meta, start)  # fewer rows than the manifest says
         except MissingDataFileError as exc:
             raise missing_file_error(self.store, exc, self.snapshot_id) from None
 
-    def kept_rows(self, split: Split, meta: DataFileMeta, num_rows: int) -> np.ndarray | None:
-        """The rows of ``meta`` (``num_rows`` of them, the file's) that its deletion vector in
-        ``split`` keeps, as a bool mask; None when it has no vector (all rows kept). For readers
-        that decode a file themselves (a data-evolution range's files)."""
-        if not split.dv_entries:
+    def kept_rows(self, split: Split, meta: DataFileMeta, *, read_follows: bool = False) -> np.ndarray | None:
+        """The rows of ``meta`` that its deletion vector in ``split`` keeps, as a bool mask sized by
+        the file's own count once it is the manifest's (`ops.file_rows`); None when it has no vector
+        (all rows kept; ``read_follows`` as in `checked_row_count`). For readers that decode a file
+        themselves (a data-evolution range's files)."""
+        vector = self.vectors.vectors(split.dv_entries).get(meta.file_name) if split.dv_entries else None
+        if not vector:
             return None
-        vector = self.vectors.vectors(split.dv_entries).get(meta.file_name)
-        return deleted_mask(vector, num_rows, meta.file_name)
+        rows = checked_row_count(self.store, self.store.data_file_path(split.partition, split.bucket, meta), meta,
+                                 read_follows=read_follows)
+        return deleted_mask(vector, rows, meta.file_name)
 
     # ------------------------------------------------------------------ reads
     def visible_files(self, split: Split) -> list[DataFileMeta]:

@@ -130,9 +130,9 @@ def test_looked_up_rows_take_positions_and_read_a_file_too_large_by_mask() -> No
         calls.append("whole")
         return whole
 
-    def read_selected(meta: DataFileMeta, mask: np.ndarray) -> pa.Table:
+    def read_selected(meta: DataFileMeta, positions: np.ndarray) -> pa.Table:
         calls.append("mask")
-        return whole.filter(pa.array(mask))
+        return whole.take(pa.array(positions))
 
     meta = DataFileMeta.__new__(DataFileMeta)
     object.__setattr__(meta, "row_count", 10)

@@ -60,7 +60,7 @@ def file_counts(table) -> tuple[int, int]:
     for split in table.plan():
         reader = SplitReader(table.store, table.schema)
         for meta in reader.raw_files(split) or ():
-            if reader.kept_rows(split, meta, meta.row_count) is None:
+            if reader.kept_rows(split, meta) is None:
                 without += 1
             else:
                 with_dv += 1

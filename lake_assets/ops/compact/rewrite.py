@@ -46,6 +46,7 @@ from lake_assets.ops.dv_compact import VectorUpdate
 from lake_assets.ops.dv_key_lookup import remember_written_keys
 from lake_assets.ops.dv_old_values import AboveLookup, OldValues
 from lake_assets.ops.dv_row_cache import LookedUpRows, RowsKey, flushed_key, remember_written_rows, take_flushed
+from lake_assets.ops.file_rows import checked_row_count
 from lake_assets.ops.lookup_unit_rules import (
     folds_lone_records,
     lookup_merge_function,
@@ -116,7 +117,7 @@ class UnitFiles:
         # a reader that filters keys gives a file's rows in part: nothing of it may be kept
         options = self.store.schema.core_options
         budget = 0 if self.reader.key_filter is not None else options.lookup_cache_max_memory_size
-        return LookedUpRows(partial(_selected_rows, self, split, rows=None), partial(_selected_rows, self, split),
+        return LookedUpRows(partial(_selected_rows, self, split, rows=None), partial(_rows_at, self, split),
                             key, budget, self.store.paths.root)
 
     @functools.cached_property
@@ -328,6 +329,15 @@ def _remember_output(unit: UnitFiles, split: Split, level: int, files: Sequence[
     if unit.reader.lookup_levels:
         rows = with_level(rows, level)
     remember_written_rows(files, rows, looked_up.key, looked_up.budget, looked_up.owner)
+
+
+def _rows_at(unit: UnitFiles, split: Split, meta: DataFileMeta, positions: np.ndarray) -> pa.Table:
+    """The rows of ``meta`` at ``positions`` (`_selected_rows`), their mask sized by the file's own
+    row count once it is the manifest's (`ops.file_rows`)."""
+    path = unit.store.data_file_path(split.partition, split.bucket, meta)
+    mask = np.zeros(checked_row_count(unit.store, path, meta, read_follows=True), dtype=bool)
+    mask[positions] = True
+    return _selected_rows(unit, split, meta, mask)
 
 
 def _selected_rows(unit: UnitFiles, split: Split, meta: DataFileMeta, rows: np.ndarray | None) -> pa.Table:
