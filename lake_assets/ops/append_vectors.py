@@ -1,4 +1,7 @@
-"""Deletion vectors of append tables (no primary key, ``bucket = -1``, ``deletion-vectors.enabled``).
+"""Deletion vectors of append tables (no primary key, ``deletion-vectors.enabled``): unaware-bucket
+tables (``bucket = -1``), and fixed-bucket ones (``bucket = N``, `per_bucket_vectors`: each bucket's
+vectors in one index file of its own, replaced whole by every change, as Paimon's
+``BucketedAppendDeletionFileMaintainer``; their compaction picks as `lsm.bucketed_append`).
 
 Paimon deletes rows of such tables by marking their positions in per-file vectors (Spark's
 ``DELETE`` / ``UPDATE`` / ``MERGE INTO``) instead of rewriting the files. The vectors of a
