@@ -606,15 +606,11 @@ public final class PaimonOracle {
             partitions.add(partition(table, a.get("partition")));
             buckets.add(a.get("bucket").asInt());
         } else {
-            // Every (partition, bucket) with data in the latest snapshot, once (a bucket may be
-            // planned as several splits; a second compact call would chain a second compaction)
-            java.util.Set<List<Object>> seen = new java.util.HashSet<>();
+            // Every (partition, bucket) with data in the latest snapshot.
             for (Split split : table.newReadBuilder().newScan().plan().splits()) {
                 DataSplit ds = (DataSplit) split;
-                if (seen.add(java.util.Arrays.asList(ds.partition(), ds.bucket()))) {
-                    partitions.add(ds.partition());
-                    buckets.add(ds.bucket());
-                }
+                partitions.add(ds.partition());
+                buckets.add(ds.bucket());
             }
         }
         if (!a.hasNonNull("commit_user") && !a.hasNonNull("commit_identifier")) {
