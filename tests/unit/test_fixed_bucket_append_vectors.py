@@ -6,6 +6,7 @@ Java 0.9 both ways: tests/differential/test_fixed_bucket_append_vectors_java.py.
 from __future__ import annotations
 
 import dataclasses
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -172,3 +173,26 @@ def _bucket_ids(table: Any) -> dict[tuple[tuple[Any, ...], int], list[int]]:
     from tests.differential.helpers import rows_by_bucket
 
     return {k: rows.column("v").to_pylist() for k, rows in rows_by_bucket(table.refresh()).items()}
+
+
+def test_inline_compaction_applies_vectors_and_maintenance_keeps_index_files(cat: Catalog) -> None:
+    """A writer without write-only compacts a bucket inline once it holds compaction.max.file-num
+    files: the deleted rows go with the vectors. A tag keeps the delete's index file through
+    expiry and orphan removal, and reads at the tag still apply it."""
+    t = cat.create_table("db.t", SCHEMA, options={"bucket": "1", "bucket-key": "id", "deletion-vectors.enabled": "true",
+                                                  "compaction.max.file-num": "3", "snapshot.num-retained.min": "1"})
+    t.write_arrow(_rows([0, 1, 2]))
+    t.refresh().write_arrow(_rows([3, 4, 5]))
+    sid = t.refresh().delete_where([("v", "in", [1, 4])]).snapshot_id
+    tagged = _index(t.refresh())[0]
+    t.refresh().create_tag("deleted", sid)
+    t.refresh().write_arrow(_rows([6, 7]))  # the third file: the writer compacts all three
+    t = t.refresh()
+    assert t.latest_snapshot().commit_kind.name == "COMPACT"
+    assert _index(t) == {}
+    assert t.to_arrow().column("v").to_pylist() == [0, 2, 3, 5, 6, 7]
+    t.expire_snapshots(retain_max=1)
+    t.refresh().remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
+    assert Path(t.store.paths.index_file(tagged[0])).exists()
+    assert cat.get_table("db.t").to_arrow(tag="deleted").column("v").to_pylist() == [0, 2, 3, 5]
+
