@@ -107,6 +107,11 @@ def test_deletes_keep_one_index_file_per_bucket_and_compaction_drops_them(cat: C
     assert all(second[b] != first[b] for b in second)
     left = [i for i in range(30) if i not in (1, 2, 3, 15, 16, 22)]
     assert sorted(t.refresh().to_arrow().column("v").to_pylist()) == left
+    # health counts the marked rows; no file is purged for its vector alone (no delete ratio here)
+    health = t.refresh().health().to_pylist()
+    assert sum(r["deletion_vector_rows"] for r in health) == 6
+    assert {r["vector_purge_files"] for r in health} == {0}
+    assert sum(r["row_count"] for r in health) == len(left)
     result = t.refresh().compact(full=True)
     assert result.rows_out == len(left)
     assert _index(t.refresh()) == {}
