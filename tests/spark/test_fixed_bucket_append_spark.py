@@ -14,6 +14,7 @@ import pytest
 
 from lake_assets import Catalog
 from lake_assets.lsm.bucket import assign_buckets
+from lake_assets.ops.deletion_vectors import snapshot_index
 from lake_assets.ops.read import SplitReader
 from lake_assets.spark import write_table
 from lake_assets.spark.jobs import compact
@@ -81,13 +82,15 @@ def test_write_table_df_write_and_compact_job(capsys, spark, catalog: Catalog, w
 
 def test_ingest_job_routes_a_fixed_bucket_append_table(capsys, spark, catalog: Catalog, warehouse: str,
                                                         tmp_path) -> None:
-    """The ingest job writes a fixed-bucket append table through `write_table`: every row in its
-    bucket key's bucket, each bucket in input order (one file per bucket and commit)."""
+    """The ingest job writes a fixed-bucket append table (with deletion vectors) through
+    `write_table`: every row in its bucket key's bucket, each bucket in input order (one file per
+    bucket and commit); the compact job then drops the rows a delete marked."""
     import pyarrow.parquet as pq
 
     from lake_assets.spark.jobs import ingest
 
-    table = catalog.create_table("db.t", SCHEMA, options={"bucket": "2", "bucket-key": "id"})
+    table = catalog.create_table("db.t", SCHEMA, options={"bucket": "2", "bucket-key": "id",
+                                                          "deletion-vectors.enabled": "true"})
     pq.write_table(_rows(0, 20), tmp_path / "in.parquet")
     code, out = run_job_main(capsys, ingest.main, "--warehouse", warehouse, "--table", "db.t",
                              "--source", str(tmp_path / "in.parquet"), "--format", "parquet")
@@ -101,6 +104,13 @@ def test_ingest_job_routes_a_fixed_bucket_append_table(capsys, spark, catalog: C
     for b, v in zip(buckets, rows.column("v").to_pylist(), strict=True):
         expected.setdefault(b, []).append(v)
     assert _bucket_rows(table) == expected
+    # with deletion vectors: rows deleted through them, then the compact job (units on executors)
+    # rewrites each bucket without them and drops the vectors, each bucket in its order
+    assert table.refresh().delete_where([("v", "in", [3, 4, 11])]).rows_deleted == 3
+    code, out = run_job_main(capsys, compact.main, "--warehouse", warehouse, "--table", "db.t", "--full")
+    assert code == EXIT_OK and out["commit_kind"] == "COMPACT" and out["rows_out"] == 17, out
+    assert _bucket_rows(table) == {b: [v for v in vs if v not in (3, 4, 11)] for b, vs in expected.items()}
+    assert snapshot_index(table.store, table.refresh().latest_snapshot()) == {}
 
 
 def test_streaming_sink_keeps_each_bucket_in_micro_batch_order(spark, catalog: Catalog, warehouse: str,
