@@ -31,7 +31,8 @@ COMPACTION_RULES: dict[str, OptionRule] = {r.key: r for r in (
     R("compaction.force-up-level-0", "bool", False, "Compaction always picks level 0 up."),
     R("compaction.delete-ratio-threshold", "ratio", 0.2, "Files whose deletion vector hides this share of "
       "their rows are rewritten by compaction.", note="lake_assets applies it to deletion-vector primary-key "
-      "tables (Paimon 1.x to append tables)"),
+      "tables and, as Paimon 1.x, to unaware-bucket append tables; fixed-bucket append tables have no delete "
+      "ratio (Paimon's BucketedAppendCompactManager, 0.9 to HEAD)"),
     R("full-compaction.delta-commits", "int", None, "Commits between forced full compactions.", minimum=1),
     R("compaction.parallelism", "int", None, "Compaction units run at once in one process (lake_assets only; "
       "Paimon engines ignore it).", minimum=1, lake_assets_only=True),

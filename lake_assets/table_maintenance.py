@@ -188,11 +188,12 @@ class TableMaintenance(StoreView):
 
     def delete_where(self, filter: Any) -> DeleteResult:
         """Delete the rows matching ``filter`` (the form `Table.to_arrow` takes, required) from an
-        append table with ``deletion-vectors.enabled`` (``bucket = -1``), as Paimon's Spark
-        ``DELETE FROM`` does: their positions are marked in the files' deletion vectors, committed
-        as one OVERWRITE snapshot; no data file is rewritten (compaction later drops the rows).
-        Raises `CommitConflictError` (nothing committed) when a concurrent compaction rewrote a file
-        or another delete changed the partition's vectors meanwhile. Primary-key tables delete by
+        append table with ``deletion-vectors.enabled`` (``bucket = -1``, or ``N``: each bucket's
+        vectors in one index file), as Paimon's Spark ``DELETE FROM`` does: their positions are
+        marked in the files' deletion vectors, committed as one OVERWRITE snapshot; no data file is
+        rewritten (compaction later drops the rows). Raises `CommitConflictError` (nothing
+        committed) when a concurrent compaction rewrote a file or another delete changed the
+        vectors meanwhile (of those files; with ``bucket = N``, of their buckets). Primary-key tables delete by
         writing rows of kind ``-D``; other tables are refused (`UnsupportedFeatureError`)."""
         from lake_assets.ops.delete_rows import delete_rows
 

@@ -252,7 +252,7 @@ def _dv_refusals(schema: TableSchema) -> list[Refusal]:
     vectors; compaction writes them for every primary-key engine Paimon allows with vectors
     (ops/deletion_vectors.py, ops/dv_compact.py; partial-update, aggregation and sequence.field
     merge each key's old row in, ops/dv_old_values.py), with changelog-producer none, input or
-    lookup; that of unaware-bucket append tables applies them and deletes mark them
+    lookup; that of append tables (unaware and fixed bucket) applies them and deletes mark them
     (ops/append_vectors.py). What Paimon refuses (first-row, full-compaction changelog) is refused
     for writes and compaction with Paimon's reason (`table_rules.deletion_vector_problem`). Both
     vector forms (``deletion-vectors.bitmap64``) are read and written."""
@@ -267,15 +267,8 @@ def _dv_refusals(schema: TableSchema) -> list[Refusal]:
                            "the merge of a row range's files does not apply deletion vectors; use Paimon Java "
                            "HEAD or pypaimon for this table", DATA))
     if not schema.primary_keys:
-        # compaction applies and drops the vectors, deletes mark them (ops/append_vectors.py), in
-        # unaware-bucket tables; a fixed-bucket one's vectors (Paimon's per-bucket
-        # BucketedAppendDeletionFileMaintainer) are read, but its compaction does not keep them
-        if opts.bucket > 0:
-            out.append(Refusal(
-                f"deletion vectors on a fixed-bucket append table (bucket = {opts.bucket})",
-                "lake_assets' compaction of fixed-bucket append tables does not write or drop deletion vectors "
-                "(Paimon's per-bucket vector maintainer); only unaware-bucket append tables (bucket = -1) "
-                "are written and compacted with vectors", frozenset({Op.WRITE, Op.COMPACT})))
+        # compaction applies and drops the vectors, deletes mark them (ops/append_vectors.py): in
+        # one index file per bucket in fixed-bucket tables (Paimon's BucketedAppendDeletionFileMaintainer)
         return out
     try:
         problem = deletion_vector_problem(opts)

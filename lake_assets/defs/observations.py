@@ -251,8 +251,8 @@ def _small_files(obs: TableObservation, threshold: int) -> tuple[bool, dict[str,
     if not passed and obs.append_table and obs.buckets_to_compact == 0:
         planner = (LEFT_BY_DATA_EVOLUTION_COMPACTION if obs.data_evolution
                    else LEFT_BY_BUCKETED_APPEND_COMPACTION if obs.bucketed_append else LEFT_BY_APPEND_COMPACTION)
-        # a table whose compaction lake_assets refuses (e.g. a fixed-bucket append table with
-        # deletion vectors): none runs
+        # a table whose compaction lake_assets refuses (e.g. an unaware-bucket append table with
+        # compaction.max.file-num): none runs
         metadata["left_by_compaction"] = obs.compaction_refused or planner
         passed = True
     return passed, metadata

@@ -1,4 +1,7 @@
-"""Deletion vectors of append tables (no primary key, ``bucket = -1``, ``deletion-vectors.enabled``).
+"""Deletion vectors of append tables (no primary key, ``deletion-vectors.enabled``): unaware-bucket
+tables (``bucket = -1``), and fixed-bucket ones (``bucket = N``, `per_bucket_vectors`: each bucket's
+vectors in one index file of its own, replaced whole by every change, as Paimon's
+``BucketedAppendDeletionFileMaintainer``; their compaction picks as `lsm.bucketed_append`).
 
 Paimon deletes rows of such tables by marking their positions in per-file vectors (Spark's
 ``DELETE`` / ``UPDATE`` / ``MERGE INTO``) instead of rewriting the files. The vectors of a
@@ -78,10 +81,26 @@ def files_to_purge(schema: TableSchema, files: Iterable[DataFileMeta], deleted: 
             and (f.file_size < small or deleted[f.file_name] > f.row_count * threshold)]
 
 
-def plan_groups(store: FileStore, split: Split, *, full: bool) -> list[list[DataFileMeta]]:
+def per_bucket_vectors(schema: TableSchema) -> bool:
+    """Whether the table is a fixed-bucket append table (``bucket = N > 0``) with vectors: each
+    bucket keeps its vectors in one index file of its own (Paimon's
+    ``BucketedAppendDeletionFileMaintainer``), which every change of them replaces whole."""
+    return keeps_append_vectors(schema) and schema.core_options.bucket > 0
+
+
+def plan_groups(store: FileStore, split: Split, *, full: bool,
+                commits_since_full: int | None = None) -> list[list[DataFileMeta]]:
     """The groups of one partition's files an append compaction rewrites, vectors applied
-    (`vector_groups` with the rows the split's vectors hide)."""
+    (`vector_groups` with the rows the split's vectors hide). A fixed-bucket table's bucket is
+    picked as without vectors (Java 0.9's ``BucketedAppendCompactManager``: no delete ratio),
+    except that its full compaction rewrites every file from the first small one or one with a
+    vector on (`lsm.bucketed_append.pick_bucketed_append_full`)."""
     counts = deleted_rows(store, split.dv_entries) if split.dv_entries else {}
+    if per_bucket_vectors(store.schema):
+        from lake_assets.lsm.bucketed_append import bucketed_append_groups
+
+        return bucketed_append_groups(split.files, store.schema.core_options, full=full,
+                                      commits_since_full=commits_since_full, vectored=frozenset(counts))
     return vector_groups(store.schema, split.files, counts, full=full)
 
 
@@ -149,6 +168,8 @@ def change_vectors(
     if not touched and not changed:
         return (), (), []
     loader = loader or VectorLoader(store)
+    if per_bucket_vectors(store.schema):
+        return _replace_bucket_vectors(store, split, dropped, changed, loader)
     written: list[str] = []
     after: list[IndexManifestEntry] = []
     try:
@@ -165,6 +186,28 @@ def change_vectors(
         store.file_io.delete_many(written)
         raise
     return tuple(touched), tuple(after), written
+
+
+def _replace_bucket_vectors(
+    store: FileStore, split: Split, dropped: set[str], changed: Mapping[str, DeletionVector], loader: VectorLoader,
+) -> tuple[tuple[IndexManifestEntry, ...], tuple[IndexManifestEntry, ...], list[str]]:
+    """`change_vectors` of a fixed-bucket append table's bucket: every index file of the bucket
+    goes, and one new file holds all its vectors after the change (Java's
+    ``DeletionVectorsMaintainer.writeDeletionVectorsIndex``; Java's index manifest keeps one file
+    per bucket, so a second one would be lost at its next commit). Vectors naming files the
+    bucket no longer holds stay, as Java's maintainer keeps them. No vector left: the bucket's
+    files go and none is written (Java 0.9 writes an empty index file; both read as no vectors)."""
+    vectors = {name: v for name, v in loader.vectors(split.dv_entries).items() if name not in dropped}
+    vectors.update((name, v) for name, v in changed.items() if v)
+    written: list[str] = []
+    if not vectors:
+        return split.dv_entries, (), written
+    try:
+        entry = _write_index_file(store, split.partition, split.bucket, vectors, written)
+    except BaseException:
+        store.file_io.delete_many(written)
+        raise
+    return split.dv_entries, (entry,), written
 
 
 def check_vector_targets(store: FileStore, latest: Snapshot | None, delta: Sequence[ManifestEntry],
@@ -227,4 +270,4 @@ def check_vector_targets(store: FileStore, latest: Snapshot | None, delta: Seque
 
 
 __all__ = ["DELETE_RATIO_THRESHOLD", "change_vectors", "check_vector_targets", "files_to_purge", "is_row_delete",
-           "keeps_append_vectors", "plan_groups", "vector_groups"]
+           "keeps_append_vectors", "per_bucket_vectors", "plan_groups", "vector_groups"]

@@ -15,9 +15,15 @@ fails with `CommitConflictError` and changes nothing, as Paimon 1.x's commit doe
 put on a file that is gone, nor lost. Deletes of other files of the partition land side by side.
 A failed delete may be run again as it is: it re-reads the vectors.
 
+A fixed-bucket append table (``bucket = N``) keeps each bucket's vectors in one index file
+(Paimon's ``BucketedAppendDeletionFileMaintainer``): a delete replaces the file of every bucket it
+marks rows in, so it conflicts with any other change of that bucket's vectors since it read them
+(two deletes of one bucket, or a delete and a compaction rewriting a file with a vector there);
+deletes of other buckets land side by side.
+
 Refused: primary-key tables (a delete there is a row of kind ``-D`` written with the table's
 writer), append tables without vectors (Paimon's Spark rewrites their touched files; lake_assets
-does not: enable ``deletion-vectors.enabled`` or rewrite with an overwrite), bucketed append tables.
+does not: enable ``deletion-vectors.enabled`` or rewrite with an overwrite).
 """
 
 from __future__ import annotations
@@ -66,10 +72,6 @@ def check_deletable(store: FileStore) -> None:
         raise UnsupportedFeatureError(
             f"{where}: deleting rows of an append table needs deletion-vectors.enabled = true (Paimon's "
             "Spark DELETE rewrites the touched files of a table without vectors; lake_assets does not)")
-    if schema.core_options.bucket != -1:
-        raise UnsupportedFeatureError(
-            f"{where}: deletion vectors of a bucketed append table (bucket = {schema.core_options.bucket}) "
-            "are not maintained by lake_assets (bucket = -1 only)")
 
 
 def delete_rows(store: FileStore, filter: Any, *, commit_user: str | None = None) -> DeleteResult:

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 
 from lake_assets.errors import CommitConflictError
 from lake_assets.formats.manifest_codec import encode_index_manifest
-from lake_assets.ops.append_vectors import keeps_append_vectors
+from lake_assets.ops.append_vectors import keeps_append_vectors, per_bucket_vectors
 from lake_assets.ops.deletion_vectors import DELETION_VECTORS_INDEX
 from lake_assets.spec.hash_index import HASH_INDEX
 from lake_assets.spec.manifest import FileKind, IndexManifestEntry
@@ -180,10 +180,13 @@ def _conflict(store: FileStore, change: IndexChange, index_type: str) -> CommitC
             "writer per table); nothing was committed, write again"
         )
     if keeps_append_vectors(store.schema):
+        where = f"partition {_partition_name(store, change.partition)}"
+        if per_bucket_vectors(store.schema):
+            where = f"bucket {change.bucket} of {where}"
         return CommitConflictError(
             f"Cannot commit to {store.name}: an index file holding deletion vectors this commit changes was "
-            f"replaced in partition {_partition_name(store, change.partition)} by a concurrent delete or "
-            "compaction since they were read; nothing was committed, delete or compact again"
+            f"replaced in {where} by a concurrent delete or compaction since they were read; nothing was "
+            "committed, delete or compact again"
         )
     return CommitConflictError(
         f"Cannot commit to {store.name}: the deletion vectors of bucket {change.bucket} changed since "
@@ -213,7 +216,8 @@ def next_index_manifest(
     verified: set[tuple[bytes, str]] = set()  # (partition, view) of HASH changes found current
     # append tables' vectors: a change names only the index files it replaces (Java's delta), the
     # per data file check is `append_vectors.check_vector_targets`
-    delta_vectors = keeps_append_vectors(store.schema)
+    # (unaware bucket only: a fixed-bucket table's bucket keeps one index file, replaced whole)
+    delta_vectors = keeps_append_vectors(store.schema) and not per_bucket_vectors(store.schema)
     for change in changes:
         for index_type in change.index_types:
             slot = kept.slot(change.partition, change.bucket, index_type)

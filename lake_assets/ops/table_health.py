@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from lake_assets.errors import UnsupportedFeatureError
 from lake_assets.ops import deletion_vectors
-from lake_assets.ops.append_vectors import files_to_purge, keeps_append_vectors, vector_groups
+from lake_assets.ops.append_vectors import files_to_purge, keeps_append_vectors, per_bucket_vectors, vector_groups
 from lake_assets.ops.health import bucket_health
 from lake_assets.ops.plan import resolve_snapshot
 from lake_assets.refusal import Op, refuse
@@ -96,7 +96,9 @@ def table_health(
         dict(sorted(groups.items())), num_levels=opts.num_levels, options=opts, now_ms=local_now_as_utc_ms(),
         small_file_threshold=small_file_threshold, table=store.name,
     )
-    append_vectors = keeps_append_vectors(store.schema)
+    # unaware-bucket vectors: purged by their delete ratio; a fixed-bucket table's bucket is picked
+    # as without vectors (lsm/bucketed_append.py), the health row's own rule
+    append_vectors = keeps_append_vectors(store.schema) and not per_bucket_vectors(store.schema)
     compactable = compaction_refusal(store) is None
     out = []
     for r in rows:

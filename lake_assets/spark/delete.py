@@ -60,7 +60,7 @@ def delete_where(
     storage_options: Mapping[str, Any] | None = None,
 ) -> DeleteResult:
     """Delete the rows of append table ``identifier`` (``deletion-vectors.enabled``, ``bucket =
-    -1``) for which the Spark SQL ``condition`` is true, as ``DELETE FROM ... WHERE condition``
+    -1`` or ``N``) for which the Spark SQL ``condition`` is true, as ``DELETE FROM ... WHERE condition``
     (see the module docstring for what translates). Returns the core's `DeleteResult`; raises
     `FilterError` for a condition that does not translate and `UnsupportedFeatureError` for
     other tables (as `Table.delete_where`), changing nothing."""

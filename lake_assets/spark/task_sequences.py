@@ -1,4 +1,4 @@
-"""Several Spark tasks writing one bucket of a primary-key table in one commit.
+"""Several Spark tasks writing one bucket of a primary-key (or fixed-bucket append) table in one commit.
 
 A Python data source writer gets its input partitioned as the DataFrame is: any task may hold rows
 of any bucket. Paimon orders the versions of a key by sequence number, and every writer numbers
@@ -97,13 +97,16 @@ def _shared(a: _Span, b: _Span) -> bool:
 
 
 def check_sequences_disjoint(table: Table, tasks: Sequence[TaskFiles]) -> None:
-    """Refuse tasks whose sequence numbers in a bucket of a primary-key table may coincide.
+    """Refuse tasks whose sequence numbers in a bucket of a primary-key table may coincide (of a
+    fixed-bucket append table: whose files in a bucket share a first number, `_check_first_numbers_distinct`).
 
     Slots keep them apart when every task restored its buckets from the same snapshot; a commit
     landing between the tasks' starts can shift one task's base onto another's numbers, and
     input routed by a column that does not route by bucket gives two dense writers one bucket.
     """
     if not table.primary_keys:
+        if table.schema.core_options.bucket > 0:
+            _check_first_numbers_distinct(table, tasks)
         return
     spans: dict[tuple[bytes, int], list[_Span]] = defaultdict(list)
     for task in tasks:
@@ -128,3 +131,26 @@ def check_sequences_disjoint(table: Table, tasks: Sequence[TaskFiles]) -> None:
                     "landed while the tasks started moves their numbering), or route each bucket to one "
                     "task with lake_assets.spark.write_table / repartition_by_bucket."
                 )
+
+
+def _check_first_numbers_distinct(table: Table, tasks: Sequence[TaskFiles]) -> None:
+    """Refuse tasks of a fixed-bucket append table whose files in one bucket share a first
+    sequence number. Readers order such files by manifest order and lake_assets' compaction
+    keeps that order, but Java 0.9's compaction manager keeps one file per first number (a
+    ``TreeSet``): it would never compact the other, and would read it before the compacted rows
+    of its neighbour. Slots keep the numbers apart unless a commit landed between the tasks' starts."""
+    firsts: dict[tuple[bytes, int], dict[int, int]] = defaultdict(dict)  # -> first number -> task
+    for index, task in enumerate(tasks):
+        for m in task.messages:
+            for f in m.new_files:
+                owner = firsts[(m.partition, m.bucket)].setdefault(f.min_sequence_number, index)
+                if owner != index:
+                    values = deserialize_row(m.partition, table.schema.types(list(table.partition_keys)))
+                    where = dict(zip(table.partition_keys, values, strict=True))
+                    raise BucketWriterConflictError(
+                        f"Cannot commit to {table.name}: bucket {m.bucket} of partition {where} was written by "
+                        f"two Spark tasks whose files both start at sequence number {f.min_sequence_number}; "
+                        "Paimon 0.9's compaction keeps one file per first number and would leave the other out "
+                        "(reading it before its neighbour's compacted rows). Nothing was committed. Write again "
+                        "(a commit that landed while the tasks started moves their numbering), or route each "
+                        "bucket to one task with lake_assets.spark.write_table / repartition_by_bucket.")

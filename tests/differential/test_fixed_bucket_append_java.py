@@ -194,3 +194,38 @@ def test_two_writers_of_one_bucket_commit_together(java: PaimonJava, wh: str, la
     java.compact(wh, "db.t", full=True)
     assert sorted(java.read(wh, "db.t").column("id").to_pylist()) == sorted(rows)
     assert ours_per_bucket(t)[((), 0)] == java.read(wh, "db.t").column("id").to_pylist()
+
+
+def test_files_sharing_a_first_number_java_09_leaves_one_out(java: PaimonJava, wh: str, lake: Catalog) -> None:
+    """Two writers of one bucket from one snapshot, committed apart, both start at number 0. Java
+    0.9's compaction manager (a ``TreeSet`` by first number) keeps the first of them in manifest
+    order and never compacts the second; its full compaction then numbers its output from 0 too,
+    and readers (Java's and ours alike) read the left-out file first: its rows move before the
+    other writer's. Paimon 1.4 (#6741) compacts both; lake_assets does, keeping the order
+    (Java 0.9 predates that behaviour)."""
+    import shutil
+
+    t = lake.create_table("db.t", SCHEMA, options={"bucket": "1", "bucket-key": "id", "write-only": "true"})
+    w1, w2 = t.new_writer("a"), t.new_writer("b")
+    w1.write_arrow(batch(100, 4))
+    w2.write_arrow(batch(200, 2))
+    t.new_committer("a").commit(w1.prepare_commit(), commit_identifier=1)
+    t.new_committer("b").commit(w2.prepare_commit(), commit_identifier=1)
+    w1.close()
+    w2.close()
+    for start in (300, 400):
+        t.refresh().write_arrow(batch(start, 3))
+    order = [*range(100, 104), 200, 201, *range(300, 303), *range(400, 403)]
+    assert java.read(wh, "db.t").column("id").to_pylist() == order
+    twin = f"{wh}-twin"
+    shutil.copytree(wh, twin)
+    java.compact(wh, "db.t", full=True, options={"write-only": "false"})
+    # Java rewrote the first writer's file and the later ones, not the second writer's
+    ranges = java_files(java, wh, "db.t")[((), 0)]
+    assert ranges == [(0, 1, 2), (0, 9, 10)]
+    assert java.read(wh, "db.t").column("id").to_pylist() == [200, 201, *range(100, 104), *range(300, 303),
+                                                              *range(400, 403)]
+    # ours takes all four files in, and every reader keeps the order
+    Catalog(twin).get_table("db.t").compact(full=True)
+    assert java_files(java, twin, "db.t")[((), 0)] == [(0, 11, 12)]
+    assert java.read(twin, "db.t").column("id").to_pylist() == order

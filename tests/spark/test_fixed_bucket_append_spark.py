@@ -1,8 +1,8 @@
 """Fixed-bucket append tables (no primary key, ``bucket = N``, ``bucket-key``) on Spark:
-`write_table` routes each bucket to one task (one file per bucket and commit), a ``df.write`` of
-unrouted input lets several tasks write one bucket (numbered in their sequence slots, so a
-bucket's files never share a first sequence number), and the compact job merges each bucket's
-files as Paimon's BucketedAppendCompactManager picks them."""
+`write_table` and the ingest job route each bucket to one task (one file per bucket and commit),
+a ``df.write`` of unrouted input lets several tasks write one bucket (numbered in their sequence
+slots, so a bucket's files never share a first sequence number), and the compact job merges each
+bucket's files as Paimon's BucketedAppendCompactManager picks them, keeping each bucket's order."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 
 from lake_assets import Catalog
 from lake_assets.lsm.bucket import assign_buckets
+from lake_assets.ops.deletion_vectors import snapshot_index
 from lake_assets.ops.read import SplitReader
 from lake_assets.spark import write_table
 from lake_assets.spark.jobs import compact
@@ -37,39 +38,79 @@ def _files(table) -> list:  # type: ignore[no-untyped-def]
     return [(e.partition, e.bucket, e.file) for e in t.store.file_store_scan().live_entries(t.latest_snapshot())]
 
 
-def test_write_table_df_write_and_compact_job(capsys, spark, catalog: Catalog, warehouse: str) -> None:
-    table = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"],
-                                 options={"bucket": "3", "bucket-key": "id", "compaction.max.file-num": "2"})
-    write_table(spark.createDataFrame(_rows(0).to_pandas()).repartition(4), warehouse, "db.t")
-    files = _files(table)
-    places = Counter((p, b) for p, b, _ in files)
-    assert len(places) == 6 and set(places.values()) == {1}  # one writer per bucket: one file each
-    reader = SplitReader(table.store, table.schema)
-    for split in table.refresh().plan():  # every row in its bucket key's bucket
+def _bucket_rows(table) -> dict[int, list[int]]:  # type: ignore[no-untyped-def]
+    """``v`` per bucket in read order, after checking each row is in its bucket key's bucket."""
+    t = table.refresh()
+    reader = SplitReader(t.store, t.schema)
+    out: dict[int, list[int]] = {}
+    for split in t.plan():
         rows = pa.concat_tables(reader.read_split(split))
-        assert set(assign_buckets([rows.column("id")], [BigIntType()], 3).tolist()) == {split.bucket}
-        assert split.total_buckets == 3
+        assert set(assign_buckets([rows.column("id")], [BigIntType()], 2).tolist()) == {split.bucket}
+        assert split.total_buckets == 2
+        out.setdefault(split.bucket, []).extend(rows.column("v").to_pylist())
+    return out
+
+
+def test_write_table_df_write_and_compact_job(capsys, spark, catalog: Catalog, warehouse: str) -> None:
+    table = catalog.create_table("db.t", SCHEMA, options={"bucket": "2", "bucket-key": "id",
+                                                          "compaction.max.file-num": "2"})
+    write_table(spark.createDataFrame(_rows(0, 20).to_pandas()).repartition(2), warehouse, "db.t")
+    assert Counter(b for _, b, _ in _files(table)) == {0: 1, 1: 1}  # one writer per bucket: one file each
+    _bucket_rows(table)
 
     # unrouted input: two tasks may write one bucket, each in its own sequence slot
-    df = spark.createDataFrame(_rows(40).to_pandas()).repartition(2)
+    df = spark.createDataFrame(_rows(20, 20).to_pandas()).repartition(2)
     df.write.format("lake").option("warehouse", warehouse).mode("append").save("db.t")
     files = _files(table)
-    for place in {(p, b) for p, b, _ in files}:
-        firsts = [f.min_sequence_number for p, b, f in files if (p, b) == place]
-        assert len(set(firsts)) == len(firsts), (place, firsts)
-    # the compact job: Paimon's pick with compaction.max.file-num 2, the first two files of every
-    # bucket holding two or more
-    counts = Counter((p, b) for p, b, _ in files)
-    merged = sum(1 for n in counts.values() if n >= 2)
-    assert merged
+    for bucket in (0, 1):
+        firsts = [f.min_sequence_number for _, b, f in files if b == bucket]
+        assert len(set(firsts)) == len(firsts), (bucket, firsts)
+    before = _bucket_rows(table)
+    # the compact job: Paimon's pick with compaction.max.file-num 2 takes the first two files of a
+    # bucket, and then the other task's file of the second write, whose interleaved numbers the
+    # output (numbered one per row from the first file's) would pass: each bucket becomes one file
+    counts = Counter(b for _, b, _ in files)
+    assert all(n >= 2 for n in counts.values())
     code, out = run_job_main(capsys, compact.main, "--warehouse", warehouse, "--table", "db.t")
     assert code == EXIT_OK and out["commit_kind"] == "COMPACT", out
-    assert out["files_in"] == 2 * merged and out["files_out"] == merged
-    assert Counter((p, b) for p, b, _ in _files(table)) == {k: n - 1 if n >= 2 else n for k, n in counts.items()}
-    got = table.refresh().to_arrow()
-    assert sorted(got.column("v").to_pylist()) == list(range(80))
+    assert out["files_in"] == len(files) and out["files_out"] == 2
+    assert _bucket_rows(table) == before  # each bucket's rows in the order they were read before
+    assert sorted(v for rows in before.values() for v in rows) == list(range(40))
     for _, _, f in _files(table):  # one number per row
-        assert f.max_sequence_number - f.min_sequence_number + 1 >= f.row_count
+        assert f.max_sequence_number - f.min_sequence_number + 1 == f.row_count
+
+
+def test_ingest_job_routes_a_fixed_bucket_append_table(capsys, spark, catalog: Catalog, warehouse: str,
+                                                        tmp_path) -> None:
+    """The ingest job writes a fixed-bucket append table (with deletion vectors) through
+    `write_table`: every row in its bucket key's bucket, each bucket in input order (one file per
+    bucket and commit); the compact job then drops the rows a delete marked."""
+    import pyarrow.parquet as pq
+
+    from lake_assets.spark.jobs import ingest
+
+    table = catalog.create_table("db.t", SCHEMA, options={"bucket": "2", "bucket-key": "id",
+                                                          "deletion-vectors.enabled": "true"})
+    pq.write_table(_rows(0, 20), tmp_path / "in.parquet")
+    code, out = run_job_main(capsys, ingest.main, "--warehouse", warehouse, "--table", "db.t",
+                             "--source", str(tmp_path / "in.parquet"), "--format", "parquet")
+    assert code == EXIT_OK and out["commit_kind"] == "APPEND" and out["rows_out"] == 20, out
+    files = _files(table)
+    assert Counter(b for _, b, _ in files) == {0: 1, 1: 1}
+    # one input partition: one task wrote every bucket (in its sequence slot), in input order
+    rows = _rows(0, 20)
+    buckets = assign_buckets([rows.column("id")], [BigIntType()], 2).tolist()
+    expected: dict[int, list[int]] = {}
+    for b, v in zip(buckets, rows.column("v").to_pylist(), strict=True):
+        expected.setdefault(b, []).append(v)
+    assert _bucket_rows(table) == expected
+    # with deletion vectors: rows deleted through them, then the compact job (units on executors)
+    # rewrites each bucket without them and drops the vectors, each bucket in its order
+    assert table.refresh().delete_where([("v", "in", [3, 4, 11])]).rows_deleted == 3
+    code, out = run_job_main(capsys, compact.main, "--warehouse", warehouse, "--table", "db.t", "--full")
+    assert code == EXIT_OK and out["commit_kind"] == "COMPACT" and out["rows_out"] == 17, out
+    assert _bucket_rows(table) == {b: [v for v in vs if v not in (3, 4, 11)] for b, vs in expected.items()}
+    assert snapshot_index(table.store, table.refresh().latest_snapshot()) == {}
 
 
 def test_streaming_sink_keeps_each_bucket_in_micro_batch_order(spark, catalog: Catalog, warehouse: str,

@@ -153,6 +153,19 @@ def test_check_refuses_tasks_that_share_sequence_numbers(catalog: Catalog) -> No
         check_sequences_disjoint(table, [_task(s, _file("a", 10, 11))])
 
 
+def test_check_refuses_append_tasks_whose_files_share_a_first_number(catalog: Catalog) -> None:
+    """A fixed-bucket append table: overlapping numbers are read in order (files by first number),
+    but two files starting at one number are one to Java 0.9's compaction manager."""
+    table = catalog.create_table("db.a", SCHEMA, options={"bucket": "1", "bucket-key": "id"})
+    s = TASK_SLOTS
+    check_sequences_disjoint(table, [_task(s, _file("a", 10, 10 + 5 * s)), _task(s, _file("b", 11, 11 + 9 * s))])
+    with pytest.raises(BucketWriterConflictError, match=r"bucket 0 .* both start at sequence number 11"):
+        check_sequences_disjoint(table, [_task(s, _file("a", 11, 11 + s)), _task(s, _file("b", 11, 11 + 2 * s))])
+    # an unaware-bucket table's numbers order nothing
+    unaware = catalog.create_table("db.u", SCHEMA, options={"bucket": "-1"})
+    check_sequences_disjoint(unaware, [_task(1, _file("a", 0, 9)), _task(1, _file("b", 0, 9))])
+
+
 def test_refused_commit_deletes_its_files(spark, catalog: Catalog, warehouse: str) -> None:
     """A commit the check refuses leaves no snapshot and no file (hook: the bucket column of
     routed input on rows that were not routed by bucket gives two dense writers one bucket)."""

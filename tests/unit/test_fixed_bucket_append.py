@@ -164,10 +164,6 @@ def test_tables_refused_at_create_and_at_write(catalog: Catalog) -> None:
         catalog.create_table("db.x", nested, options={"bucket": "2", "bucket-key": "id"})
     with pytest.raises(OptionError, match="not partition keys"):
         catalog.create_table("db.x", SCHEMA, partition_keys=["dt"], options={"bucket": "2", "bucket-key": "dt"})
-    t = catalog.create_table("db.dv", SCHEMA, options={"bucket": "2", "bucket-key": "id",
-                                                        "deletion-vectors.enabled": "true"})
-    with pytest.raises(UnsupportedFeatureError, match="deletion vectors on a fixed-bucket append table"):
-        t.write_arrow(_rows(0))
     t = catalog.create_table("db.rk", SCHEMA, options={"bucket": "2", "bucket-key": "id"})
     with pytest.raises(UnsupportedFeatureError, match="append tables only take"):
         t.new_writer("u").write_arrow(_rows(0), kinds=pa.array([3] * 6, pa.int8()).to_numpy())

@@ -77,11 +77,10 @@ def test_supported_tables_refuse_nothing():
     # a table carrying the dynamic-bucket options lake_assets knows; others refuse writes
     ({"bucket": "-1", "dynamic-bucket.max-buckets": "4"}, True, {Op.WRITE}, "dynamic-bucket.max-buckets"),
     # fixed-bucket append tables are written and compacted (lsm/bucketed_append.py), with
-    # compaction.max.file-num; their deletion vectors are read but not maintained
+    # compaction.max.file-num and with deletion vectors (one index file per bucket)
     ({"bucket": "3", "bucket-key": "id"}, False, set(), ""),
     ({"bucket": "3", "bucket-key": "id", "compaction.max.file-num": "8"}, False, set(), ""),
-    ({"bucket": "3", "bucket-key": "id", "deletion-vectors.enabled": "true"}, False, {Op.WRITE, Op.COMPACT},
-     "deletion vectors on a fixed-bucket append table (bucket = 3)"),
+    ({"bucket": "3", "bucket-key": "id", "deletion-vectors.enabled": "true"}, False, set(), ""),
     # the unaware-bucket planner does not implement compaction.max.file-num (nor its fallback key)
     ({"bucket": "-1", "compaction.max.file-num": "8"}, False, {Op.COMPACT},
      "option compaction.max.file-num = '8' on an unaware-bucket append table"),
@@ -293,12 +292,12 @@ def test_index_refusals():
 
 
 def test_refuse_names_table_operation_and_property():
-    refusals = schema_refusals(schema({"bucket": "3", "bucket-key": "id", "deletion-vectors.enabled": "true"},
+    refusals = schema_refusals(schema({"bucket": "3", "bucket-key": "v", "bucket-function.type": "mod"},
                                       pk=False))
     refuse("db.t", Op.READ, refusals)  # allowed: no error
     refuse("db.t", Op.STREAM, refusals)
     with pytest.raises(UnsupportedFeatureError,
-                       match=r"^Cannot write to db\.t: deletion vectors on a fixed-bucket append table \(bucket = 3\) "
+                       match=r"^Cannot write to db\.t: bucket-function.type = 'mod' with bucket key \(v\) "
                              r"is not supported; "):
         refuse("db.t", Op.WRITE, refusals)
 

@@ -154,8 +154,9 @@ def plan_bucket(
     if not schema.primary_keys:
         target = opts.target_file_size
         if _dv_enabled(opts):
-            # files with deletion vectors are rewritten without their deleted rows (ops/append_vectors.py)
-            vector_groups = plan_groups(store, split, full=full)
+            # files with deletion vectors are rewritten without their deleted rows (ops/append_vectors.py;
+            # a fixed-bucket table's bucket picked as Java's BucketedAppendCompactManager)
+            vector_groups = plan_groups(store, split, full=full, commits_since_full=commits_since_full)
             if not vector_groups:
                 return None
             return CompactionTask(split.partition, split.partition_values, split.bucket, split.total_buckets,

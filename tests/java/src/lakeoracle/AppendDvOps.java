@@ -20,6 +20,7 @@ import org.apache.paimon.reader.RecordReader;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.paimon.shade.jackson2.com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.paimon.table.BucketMode;
 import org.apache.paimon.table.FileStoreTable;
 import org.apache.paimon.table.sink.BatchTableCommit;
 import org.apache.paimon.table.sink.CommitMessage;
@@ -38,7 +39,8 @@ import java.util.UUID;
 /**
  * Deletion vectors of append tables (bucket = -1) the way Paimon 0.9's own engines maintain them:
  * Spark's DELETE on a deletion-vector append table (DeleteFromPaimonTableCommand with
- * PaimonSparkWriter.persistDeletionVectors) and Spark's compact procedure for such tables
+ * PaimonSparkWriter.persistDeletionVectors: an unaware-bucket partition's maintainer, or a
+ * fixed-bucket table's per-bucket BucketedAppendDeletionFileMaintainer) and Spark's compact procedure for such tables
  * (UnawareAppendTableCompactionCoordinator + UnawareAppendCompactionTask.doCompact).
  */
 final class AppendDvOps {
@@ -57,7 +59,8 @@ final class AppendDvOps {
         Predicate predicate = PaimonOracle.predicate(table.rowType(), filter);
         Long snapshotId = table.snapshotManager().latestSnapshotId();
         IndexFileHandler handler = table.store().newIndexFileHandler();
-        Map<BinaryRow, AppendDeletionFileMaintainer> maintainers = new LinkedHashMap<>();
+        boolean unaware = table.store().bucketMode() == BucketMode.BUCKET_UNAWARE;
+        Map<List<Object>, AppendDeletionFileMaintainer> maintainers = new LinkedHashMap<>();
         TableRead read = table.newRead();
         long deleted = 0;
         for (Split split : table.newReadBuilder().newScan().plan().splits()) {
@@ -84,9 +87,14 @@ final class AppendDvOps {
                 if (dv.isEmpty()) {
                     continue;
                 }
+                BinaryRow partition = ds.partition().copy();
+                int bucket = ds.bucket();
                 AppendDeletionFileMaintainer maintainer = maintainers.computeIfAbsent(
-                        ds.partition().copy(),
-                        p -> AppendDeletionFileMaintainer.forUnawareAppend(handler, snapshotId, p));
+                        java.util.Arrays.asList(partition, unaware ? 0 : bucket),
+                        k -> unaware
+                                ? AppendDeletionFileMaintainer.forUnawareAppend(handler, snapshotId, partition)
+                                : AppendDeletionFileMaintainer.forBucketedAppend(
+                                        handler, snapshotId, partition, bucket));
                 maintainer.notifyNewDeletionVector(file.fileName(), dv);
                 deleted++;
             }
