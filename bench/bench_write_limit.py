@@ -21,7 +21,7 @@ of the table), best of ``2 * --repeat + 1``. Other times are best of
 ``--repeat``. ``--sorted`` hands every system its rows sorted by key. The wall clock and this
 process's CPU time are both printed (the machine is shared:
 the CPU time is the steadier figure). ``--profile STEP`` writes a cProfile of that step;
-``--breakdown`` prints the upsert rounds' CPU per part of the write without a profiler
+``--breakdown`` prints the load's and the upsert rounds' CPU per part of the write without a profiler
 (`bench.cpu_breakdown`: cProfile inflates Python-heavy parts several times over).
 """
 
@@ -175,15 +175,19 @@ def run_lake(base: pa.Table, ups: list[pa.Table], res: Results, work: str, profi
 
 
 def run_breakdown(base: pa.Table, ups: list[pa.Table], work: str) -> None:
-    """The upsert rounds' CPU per part of the write (`cpu_by_part`: no profiler, pools inline)."""
+    """The load's and the upsert rounds' CPU per part of the write (`cpu_by_part`: no profiler,
+    pools inline), side by side."""
     t = lake_table(tempfile.mkdtemp(prefix="lake-parts-", dir=work))
-    t.write_arrow(base)
-    with cpu_by_part() as totals:
+    with cpu_by_part() as load:
+        t.write_arrow(base)
+    with cpu_by_part() as rounds:
         for u in ups:
             t.write_arrow(u)
-    print("\nupsert round CPU by part (ms a round, pools inline, nested parts count in their callers too):")
-    for part, seconds in totals.items():
-        print(f"| {part} | {seconds / len(ups) * 1000:.2f} |")
+    print("\nCPU by part (ms, pools inline, nested parts count in their callers too):")
+    print("| part | load | upsert round |")
+    print("|---|---:|---:|")
+    for part, seconds in load.items():
+        print(f"| {part} | {seconds * 1000:.1f} | {rounds[part] / len(ups) * 1000:.2f} |")
 
 
 def _prof(profile: str, step: str) -> str | None:
@@ -320,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="also cross-read this warehouse's table (e.g. files an older lake_assets wrote)")
     ap.add_argument("--profile", default="", help="cProfile the lake_assets step starting with this (load, upsert)")
     ap.add_argument("--breakdown", action="store_true",
-                    help="also print the upsert rounds' CPU per part of the write, measured without a profiler")
+                    help="also print the load's and the upsert rounds' CPU per part of the write, without a profiler")
     ap.add_argument("--work", default=None, help="scratch directory (default: a temp dir, removed after)")
     args = ap.parse_args(argv)
     systems = args.systems.split(",")
