@@ -25,8 +25,10 @@ SCHEMA = pa.schema([("k", pa.int64()), ("dt", pa.string()), ("v", pa.string())])
 # kind -> (primary keys, partition keys, options)
 KINDS: dict[str, tuple[list[str], list[str], dict[str, str]]] = {
     "deletion vectors": (["k", "dt"], ["dt"], {"bucket": "1", "deletion-vectors.enabled": "true"}),
-    "postpone bucket": (["k", "dt"], ["dt"], {"bucket": "-2", "postpone.default-bucket-num": "2"}),
-    "dynamic bucket": (["k", "dt"], ["dt"], {"bucket": "-1", "dynamic-bucket.target-row-num": "2"}),
+    "postpone bucket": (["k", "dt"], ["dt"], {"bucket": "-2", "postpone.default-bucket-num": "2",
+                                              "snapshot.clean-empty-directories": "true"}),
+    "dynamic bucket": (["k", "dt"], ["dt"], {"bucket": "-1", "dynamic-bucket.target-row-num": "2",
+                                          "snapshot.clean-empty-directories": "true"}),
     "cross-partition upsert": (["k"], ["dt"], {"bucket": "-1"}),
     "data evolution": ([], [], {"bucket": "-1", "row-tracking.enabled": "true",
                                     "data-evolution.enabled": "true", "compaction.min.file-num": "2"}),
@@ -149,6 +151,8 @@ def test_table_kind_lifecycle_on_s3(s3_warehouse, kind):
     # expiry keeps the latest snapshot and the tag's files; orphans go, referenced files stay
     expired = t3.expire_snapshots(retain_min=1, older_than=datetime.now() + timedelta(days=1))
     assert expired.expired_snapshots and len(t3.snapshots()) == 1
+    if postpone:  # the tag keeps the postpone files: their prefix is not "empty" to the expiry's clean-up
+        assert any("/bucket-postpone/data-" in p for p in _listing(t3))
     planted = _plant_orphans(t3)
     removed = t3.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
     assert len(removed.paths) >= len(planted)
@@ -159,3 +163,33 @@ def test_table_kind_lifecycle_on_s3(s3_warehouse, kind):
     assert _rows(t4, tag="r1") == ([] if postpone else _expected(pks, ROUND1))
     # nothing left to remove: the removal deleted no referenced file, and a second pass finds nothing
     assert t4.remove_orphan_files(older_than=timedelta(0), dry_run=True, allow_recent=True).paths == []
+
+
+def test_spark_compact_and_expire_jobs_on_s3(s3_warehouse, spark, capsys):
+    """The job CLI against the moto warehouse (storage options on the command line): the compaction
+    runs its unit on an executor, which reopens the table on S3; the expiry deletes on executors
+    (``--distributed-delete-min 0``)."""
+    import json
+
+    from lake_assets.exit_codes import EXIT_OK
+    from lake_assets.spark.jobs import compact, expire
+    from tests.spark.test_jobs_common import run_job_main
+
+    wh, opts = s3_warehouse
+    pks, parts, options = KINDS["deletion vectors"]
+    cat = Catalog(wh, **opts)
+    cat.create_database("db")
+    t = cat.create_table("db.t", SCHEMA, primary_keys=pks, partition_keys=parts, options=options)
+    t.create_tag("r1", t.write_arrow(ROUND1))
+    t.write_arrow(ROUND2)
+    storage = ["--storage-option", "key=testing", "--storage-option", "secret=testing",
+               "--storage-option", f"client_kwargs={json.dumps(opts['client_kwargs'])}"]
+    code, out = run_job_main(capsys, compact.main, "--warehouse", wh, "--table", "db.t", "--full", *storage)
+    assert code == EXIT_OK and out["commit_kind"] == "COMPACT", out
+    code, out = run_job_main(capsys, expire.main, "--warehouse", wh, "--table", "db.t", "--retain-min", "1",
+                             "--older-than", "0s", "--distributed-delete-min", "0", *storage)
+    assert code == EXIT_OK, out
+    fresh = Catalog(wh, **opts).get_table("db.t")
+    assert out["expired_snapshots"] and [s.id for s in fresh.snapshots()] == [fresh.snapshot_manager.latest_id()]
+    assert _rows(fresh) == _expected(pks, ROUND1, ROUND2)
+    _check(fresh)
