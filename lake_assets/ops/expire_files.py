@@ -53,7 +53,10 @@ class Protection:
         self.branch_files = {p.rsplit("/", 1)[-1] for p in referenced}
         for tag in store.tag_manager().tags().values():
             tsnap = tag.snapshot
-            self.manifests.update(lists_of(tsnap))
+            # Paimon's skipping set (0.9 ``FileDeletionBase.manifestSkippingSet``): a tag keeps its
+            # base and delta lists, not its changelog list - the changelog's manifests and files
+            # go with the expired snapshot (step 2), and a kept list would name deleted manifests.
+            self.manifests.update(n for n in (tsnap.base_manifest_list, tsnap.delta_manifest_list) if n)
             for meta in mio.read_manifest_list(tsnap.base_manifest_list) + mio.read_manifest_list(
                 tsnap.delta_manifest_list
             ):
