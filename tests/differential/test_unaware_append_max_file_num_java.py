@@ -19,6 +19,7 @@ and each engine then reads the other's compacted table: the same rows.
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from pathlib import Path
 from typing import Any
@@ -116,7 +117,7 @@ def test_same_groups_as_java_with_max_file_num(java: PaimonJava, wh: str, writer
     _write(java, wh, writer, counts)
     files = _files_by_partition(wh)
     for fs in files.values():
-        assert all(x.file_size < y.file_size for x, y in zip(fs, fs[1:], strict=False)), _names(fs)
+        assert all(x.file_size < y.file_size for x, y in itertools.pairwise(fs)), _names(fs)
     a, b = _names(files["a"]), _names(files["b"])
     java_groups, ours, copy = _pick_both(java, wh)
     expected = [set(a[0:3]), set(a[3:6]), set(b[0:3])]
