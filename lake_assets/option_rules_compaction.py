@@ -22,12 +22,14 @@ COMPACTION_RULES: dict[str, OptionRule] = {r.key: r for r in (
     R("compaction.small-file-ratio", "ratio", 0.7, "Files below this share of target-file-size are small "
       "(append compaction)."),
     R("compaction.min.file-num", "int", 5, "Small files that trigger an append compaction.", minimum=1),
-    R("compaction.max.file-num", "int", None, "Files of a fixed-bucket append table's bucket that are compacted "
-      "even when smaller than target-file-size together (5).", minimum=1,
-      fallback_keys=("compaction.early-max.file-num",),
+    R("compaction.max.file-num", "int", None, "Files an append compaction merges at most in one unit, and "
+      "merges even when smaller than target-file-size together (fixed bucket: 5; unaware bucket: no cap).",
+      minimum=1, fallback_keys=("compaction.early-max.file-num",),
       note="fixed-bucket append tables (bucket = N) compact by it as Paimon's BucketedAppendCompactManager; "
-      "compaction of unaware-bucket append tables (whose Paimon default is 50) is refused with it, their "
-      "planner does not implement it; primary-key tables ignore it, as Paimon"),
+      "unaware-bucket append tables (bucket = -1) as Paimon 0.9-1.0's UnawareAppendTableCompactionCoordinator "
+      "(a group of small files closes at that many files, also below compaction.min.file-num; Java's "
+      "default there is 50, lake_assets' none, as Paimon 1.1+, which dropped the option); data-evolution "
+      "and primary-key tables ignore it, as Paimon"),
     R("compaction.force-up-level-0", "bool", False, "Compaction always picks level 0 up."),
     R("compaction.delete-ratio-threshold", "ratio", 0.2, "Files whose deletion vector hides this share of "
       "their rows are rewritten by compaction.", note="lake_assets applies it to deletion-vector primary-key "

@@ -210,7 +210,7 @@ class CoreOptions(MergeOptions):
     @property
     def compaction_max_file_num(self) -> int | None:
         """``compaction.max.file-num`` (or its fallback key), None when unset: its default is
-        the table kind's (`lsm.bucketed_append.DEFAULT_MAX_FILE_NUM`)."""
+        the table kind's (`lsm.bucketed_append.DEFAULT_MAX_FILE_NUM`; no cap for unaware-bucket tables)."""
         return self._typed("compaction.max.file-num", None)  # type: ignore[return-value]
 
     @property

@@ -80,15 +80,9 @@ def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
     if pk and bucket > 0:
         return []
     if not pk and bucket == -1:
-        max_file_num = carried_key(schema.options, "compaction.max.file-num")
-        if max_file_num is None:
-            return []
-        # Paimon's unaware-bucket coordinator compacts up to that many files at once (default 50);
-        # our unaware planner has another rule, so it would ignore the option
-        return [Refusal(
-            f"option {max_file_num} = {schema.options[max_file_num]!r} on an unaware-bucket append table",
-            "lake_assets' compaction of unaware-bucket append tables does not implement it (it is honoured "
-            "with bucket = N)", frozenset({Op.COMPACT}))]
+        # unaware-bucket append: its compaction planner honours compaction.max.file-num as Paimon
+        # 0.9-1.0's coordinator (lsm/compact_strategy.pick_append_small_files)
+        return []
     if pk and bucket == POSTPONE_BUCKET:
         if is_true(schema.options.get("postpone.merge-on-read")):
             # batch reads merge bucket-postpone in (ops/postpone_merge_read.py); Paimon merges in

@@ -268,7 +268,7 @@ LEFT_BY_BUCKETED_APPEND_COMPACTION = (
 LEFT_BY_APPEND_COMPACTION = (
     "its append compaction would rewrite none of them: it merges runs of consecutive small files "
     "(below target-file-size x compaction.small-file-ratio, in sequence order) of at least "
-    "compaction.min.file-num files")
+    "compaction.min.file-num files, or of compaction.max.file-num files when the table sets it")
 
 
 def _level0_age(obs: TableObservation, limit_ms: int) -> tuple[bool, dict[str, Any]]:

@@ -322,20 +322,26 @@ def pick_append_small_files(
     min_file_num: int,
     *,
     small_file_ratio: float = 1.0,
+    max_file_num: int | None = None,
 ) -> list[list[DataFileMeta]]:
     """Groups of small append-table files to merge, each group written as target-sized files.
 
-    Rule (after Paimon's append compaction; ``compaction.min.file-num`` = ``min_file_num``):
+    Rule (after Paimon's append compaction; ``compaction.min.file-num`` = ``min_file_num``,
+    ``compaction.max.file-num`` = ``max_file_num``):
 
     1. A file is small when below ``target_file_size × small_file_ratio`` (ratio 1.0 = below target,
        as bucketed append tables use; unaware-bucket tables pass ``compaction.small-file-ratio``).
     2. Files are taken in sequence order; a large file ends a stretch of consecutive small files and
        is never merged across, so merged outputs keep the order bucketed readers rely on.
-    3. A stretch with fewer than ``min_file_num`` files waits for more.
-    4. Otherwise it is cut greedily in order: a group closes once it reaches ``target_file_size``.
-       A trailing group with fewer than ``min_file_num`` files joins the group before it.
+    3. A stretch with fewer than ``min_file_num`` files (and fewer than ``max_file_num``) waits for more.
+    4. Otherwise it is cut greedily in order: a group closes once it reaches ``target_file_size``,
+       or once it holds ``max_file_num`` files whatever their size (Paimon 0.9-1.0's
+       ``FileBin.binReady``; never fewer than 2: one file rewritten alone gains nothing). A
+       trailing group with fewer than ``min_file_num`` files joins the group before it when the
+       two stay within ``max_file_num``, else it waits (as Java's bin that is not ready).
     """
     threshold = small_file_threshold(target_file_size, small_file_ratio)
+    cap = max(max_file_num, 2) if max_file_num is not None else None
     stretches: list[list[DataFileMeta]] = [[]]
     for f in sorted(files, key=_sequence_order):
         if f.file_size < threshold:
@@ -344,20 +350,22 @@ def pick_append_small_files(
             stretches.append([])
     groups: list[list[DataFileMeta]] = []
     for stretch in stretches:
-        if len(stretch) < max(min_file_num, 2):
+        if len(stretch) < max(min_file_num, 2) and (cap is None or len(stretch) < cap):
             continue
         cut: list[list[DataFileMeta]] = [[]]
         size = 0
         for f in stretch:
             cut[-1].append(f)
             size += f.file_size
-            if size >= target_file_size:
+            if size >= target_file_size or len(cut[-1]) == cap:
                 cut.append([])
                 size = 0
         if not cut[-1]:
             cut.pop()
-        if len(cut) > 1 and len(cut[-1]) < min_file_num:
-            cut[-2].extend(cut.pop())
+        if len(cut) > 1 and len(cut[-1]) < min_file_num and len(cut[-1]) != cap:
+            last = cut.pop()
+            if cap is None or len(cut[-1]) + len(last) <= cap:
+                cut[-1].extend(last)
         groups.extend(cut)
     return groups
 

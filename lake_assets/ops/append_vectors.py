@@ -127,7 +127,8 @@ def vector_groups(schema: TableSchema, files: Sequence[DataFileMeta], counts: Ma
         return [picked + extra] if picked or extra else []
     forced = files_to_purge(schema, marked, counts)
     groups = pick_append_small_files(plain, target, opts.compaction_min_file_num,
-                                     small_file_ratio=opts.small_file_ratio)
+                                     small_file_ratio=opts.small_file_ratio,
+                                     max_file_num=opts.compaction_max_file_num)
     return ([forced] if forced else []) + groups
 
 

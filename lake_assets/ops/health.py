@@ -190,7 +190,8 @@ def append_groups(files: Sequence[DataFileMeta], options: CoreOptions) -> list[l
     if options.bucket > 0:
         return bucketed_append_groups(files, options, full=False)
     return pick_append_small_files(
-        files, options.target_file_size, options.compaction_min_file_num, small_file_ratio=options.small_file_ratio
+        files, options.target_file_size, options.compaction_min_file_num, small_file_ratio=options.small_file_ratio,
+        max_file_num=options.compaction_max_file_num,
     )
 
 

@@ -499,7 +499,8 @@ class PaimonJava:
 
     def append_compact(self, warehouse: str, table: str) -> dict[str, Any]:
         """Spark's compact procedure on an unaware-bucket append table (Java 0.9's coordinator
-        and compaction tasks, vectors applied); ``{"tasks", "snapshot_id"}``."""
+        and compaction tasks, vectors applied); ``{"tasks", "groups", "snapshot_id"}``, ``groups``
+        each task's input file names."""
         return self.call("append_compact", warehouse=warehouse, table=table)
 
     def deletion_vectors(self, warehouse: str, table: str) -> list[dict[str, Any]]:

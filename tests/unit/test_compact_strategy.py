@@ -308,6 +308,32 @@ def test_append_small_file_ratio_and_min_num() -> None:
     assert pick_append_small_files(files, TARGET, 1, small_file_ratio=0.7) == []
 
 
+def test_append_small_files_max_file_num() -> None:
+    """compaction.max.file-num closes a group at that many files whatever their size, and that
+    many files are compacted even below compaction.min.file-num (Paimon 0.9's FileBin.binReady)."""
+    tiny = [meta(1, seq=(i, i)) for i in range(8)]
+    # without it: one group of every tiny file (no cap)
+    assert pick_append_small_files(tiny, TARGET, 5) == [tiny]
+    # 3: groups of 3 in sequence order; the last 2 files (below min 5) would make 5 with the group
+    # before: they wait, as Java's bin that is not ready
+    assert pick_append_small_files(tiny, TARGET, 5, max_file_num=3) == [tiny[0:3], tiny[3:6]]
+    # 4 files, fewer than min 5: the cap alone makes them a group, the fourth waits
+    assert pick_append_small_files(tiny[:4], TARGET, 5, max_file_num=3) == [tiny[0:3]]
+    assert pick_append_small_files(tiny[:2], TARGET, 5, max_file_num=3) == []
+    # a cap of exactly the files' count, and one below min: groups of max files, nothing left
+    assert pick_append_small_files(tiny[:6], TARGET, 5, max_file_num=2) == [tiny[0:2], tiny[2:4], tiny[4:6]]
+    # a remainder below min joins the group before (closed by the size) when the two stay within the cap
+    joined = [meta(s, seq=(i, i)) for i, s in enumerate([60, 60, 1])]
+    assert pick_append_small_files(joined, TARGET, 2, max_file_num=3) == [joined]
+    assert pick_append_small_files(joined, TARGET, 2, max_file_num=2) == [joined[0:2]]
+    assert pick_append_small_files(tiny, TARGET, 3, max_file_num=6) == [tiny[0:6]]
+    # max 1: a group is at least two files (one file rewritten alone gains nothing)
+    assert pick_append_small_files(tiny[:4], TARGET, 5, max_file_num=1) == [tiny[0:2], tiny[2:4]]
+    # the size still closes a group first: 60+60 reaches TARGET (100) at 2 files, below the cap
+    sized = [meta(s, seq=(i, i)) for i, s in enumerate([60, 60, 1, 1, 1, 1])]
+    assert pick_append_small_files(sized, TARGET, 2, max_file_num=3) == [sized[0:2], sized[2:5]]
+
+
 def test_append_full_compaction() -> None:
     big0, s1, s2, big3, s4 = (meta(s, seq=(i, i)) for i, s in enumerate([200, 10, 10, 300, 10]))
     assert pick_append_full([s4, big3, s2, s1, big0], TARGET) == [s1, s2, big3, s4]

@@ -77,6 +77,11 @@ CASES: dict[str, tuple[dict[str, str], Callable[[Table], None], set[str]]] = {
     # case: (options, writes, partitions a compaction rewrites)
     "unaware, small files": (UNAWARE, small_writes, {"p=a"}),
     "unaware, min-file-num over the files": ({**UNAWARE, "compaction.min.file-num": "4"}, small_writes, set()),
+    # compaction.max.file-num files are merged whatever compaction.min.file-num says (Paimon 0.9-1.0)
+    "unaware, max-file-num under min-file-num": (
+        {**UNAWARE, "compaction.min.file-num": "4", "compaction.max.file-num": "3"}, small_writes, {"p=a"}),
+    "unaware, fallback key of max-file-num": (
+        {**UNAWARE, "compaction.min.file-num": "4", "compaction.early-max.file-num": "3"}, small_writes, {"p=a"}),
     "unaware, small files apart": (UNAWARE, small_apart, {"p=b"}),
     "unaware, large files only": (UNAWARE, large_only, set()),
     "unaware, deletion vectors, deletes": (DV, deletes, {"p=a"}),

@@ -141,7 +141,7 @@ def test_stored_fallback_keys_are_refused_as_their_option() -> None:
     # the option's own key decides when both are set
     assert _blocked({"scan.mode": "latest-full", "log.scan": "from-timestamp"}) == frozenset()
     assert _blocked({"lookup.dynamic-partition": "dt=1"}) == {Op.READ, Op.STREAM}
-    # a declared option's fallback key is known and blocks what its option blocks (nothing for a
-    # primary-key table: compaction.max.file-num is the append compaction planners' bound)
+    # a fallback key is refused exactly as its option: compaction.max.file-num is honoured (fixed-
+    # and unaware-bucket append compaction) and ignored by primary-key tables, as Paimon: nothing
     assert _blocked({"compaction.early-max.file-num": "10"}) == _blocked({"compaction.max.file-num": "10"})
     assert _blocked({"compaction.early-max.file-num": "10"}) == frozenset()

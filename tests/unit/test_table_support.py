@@ -81,11 +81,10 @@ def test_supported_tables_refuse_nothing():
     ({"bucket": "3", "bucket-key": "id"}, False, set(), ""),
     ({"bucket": "3", "bucket-key": "id", "compaction.max.file-num": "8"}, False, set(), ""),
     ({"bucket": "3", "bucket-key": "id", "deletion-vectors.enabled": "true"}, False, set(), ""),
-    # the unaware-bucket planner does not implement compaction.max.file-num (nor its fallback key)
-    ({"bucket": "-1", "compaction.max.file-num": "8"}, False, {Op.COMPACT},
-     "option compaction.max.file-num = '8' on an unaware-bucket append table"),
-    ({"bucket": "-1", "compaction.early-max.file-num": "8"}, False, {Op.COMPACT},
-     "option compaction.early-max.file-num = '8'"),
+    # the unaware-bucket planner honours compaction.max.file-num and its fallback key
+    # (lsm/compact_strategy.pick_append_small_files): nothing refused
+    ({"bucket": "-1", "compaction.max.file-num": "8"}, False, set(), ""),
+    ({"bucket": "-1", "compaction.early-max.file-num": "8"}, False, set(), ""),
     # bucket-function.type of a fixed-bucket append table's key: as for primary-key tables
     ({"bucket": "3", "bucket-key": "v", "bucket-function.type": "mod"}, False, {Op.WRITE},
      "bucket-function.type = 'mod' with bucket key (v)"),

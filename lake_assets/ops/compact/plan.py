@@ -173,7 +173,8 @@ def plan_bucket(
             groups = [files] if files else []
         else:
             groups = pick_append_small_files(split.files, target, opts.compaction_min_file_num,
-                                             small_file_ratio=opts.small_file_ratio)
+                                             small_file_ratio=opts.small_file_ratio,
+                                             max_file_num=opts.compaction_max_file_num)
         if not groups:
             return None
         return CompactionTask(split.partition, split.partition_values, split.bucket, split.total_buckets,

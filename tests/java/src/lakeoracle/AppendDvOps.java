@@ -122,11 +122,24 @@ final class AppendDvOps {
         return result;
     }
 
-    /** Spark's compact procedure for an unaware-bucket append table: one COMPACT snapshot. */
+    /**
+     * Spark's compact procedure for an unaware-bucket append table: one COMPACT snapshot. Also
+     * reports each task's input files ({@code groups}: file names, in the task's order), the
+     * coordinator's pick.
+     */
     static JsonNode compact(FileStoreTable table) throws Exception {
         List<UnawareAppendCompactionTask> tasks = new UnawareAppendTableCompactionCoordinator(table, false).run();
         ObjectNode result = JSON.createObjectNode();
         result.put("tasks", tasks.size());
+        List<List<String>> groups = new ArrayList<>();
+        for (UnawareAppendCompactionTask task : tasks) {
+            List<String> names = new ArrayList<>();
+            for (DataFileMeta file : task.compactBefore()) {
+                names.add(file.fileName());
+            }
+            groups.add(names);
+        }
+        result.set("groups", JSON.valueToTree(groups));
         if (!tasks.isEmpty()) {
             String user = UUID.randomUUID().toString();
             AppendOnlyFileStoreWrite write = (AppendOnlyFileStoreWrite) table.store().newWrite(user);
