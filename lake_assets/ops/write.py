@@ -3,8 +3,9 @@
 Like a Paimon/Flink sink writer it never commits: `prepare_commit` flushes and returns commit
 messages for a single committer. Its `BucketRouter` (ops/bucket_router.py) puts each row in its
 bucket's buffer; here are the checks on input, when the buffer flushes or spills, and the commit
-messages; what `abort` and `close` delete is `WriterCleanup`'s (ops/writer_abort.py). Everything
-on the row path is vectorized with pyarrow/numpy.
+messages; what `abort` and `close` delete is `WriterCleanup`'s (ops/writer_abort.py), the tables
+it refuses are `check_writable`'s (ops/writer_refusals.py). Everything on the row path is
+vectorized with pyarrow/numpy.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from lake_assets.errors import LakeError, NoSuchTableError, UnsupportedFeatureError, WriterStateLostError
+from lake_assets.errors import LakeError, UnsupportedFeatureError, WriterStateLostError
 from lake_assets.lsm.merge import is_retract
 from lake_assets.ops.allocator import release_pool_threads
 from lake_assets.ops.bucket_router import BucketRouter
@@ -33,6 +34,7 @@ from lake_assets.ops.route import PARALLEL_GATHER_ROWS
 from lake_assets.ops.spill import SpillStats, spill_root
 from lake_assets.ops.write_spill import WRITER_THREAD_NAME, WriteBufferSpill, bucket_flush_threads
 from lake_assets.ops.writer_abort import WriterCleanup
+from lake_assets.ops.writer_refusals import check_writable
 from lake_assets.ops.writer_rounds import RoundLedger
 from lake_assets.ops.writer_state import (
     BucketBuffer,
@@ -44,8 +46,7 @@ from lake_assets.ops.writer_state import (
     discard_compactions,
 )
 from lake_assets.spec.row_kind import RowKind
-from lake_assets.table_rules import check_engine_producer
-from lake_assets.table_support import Op, cross_partition_fields
+from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
     from lake_assets.ops.cross_partition import CrossPartitionRouter
@@ -92,29 +93,13 @@ class TableWriter(WriterCleanup):
         self.num_buckets = opts.bucket if real_buckets is None else real_buckets
         # dynamic bucket mode: an assigner and the table's hash index decide each key's bucket
         self.dynamic = self.is_pk and self.num_buckets == -1
-        if self.is_pk and self.num_buckets <= 0 and not self.dynamic:
-            mode = "dynamic bucket (bucket = -1)" if self.num_buckets == -1 else f"bucket = {self.num_buckets}"
-            raise UnsupportedFeatureError(
-                f"Table {store.name}: primary-key tables with {mode} are not supported; set 'bucket' to N > 0"
-            )
-        if not self.is_pk and (self.num_buckets == 0 or self.num_buckets < -1):
-            raise UnsupportedFeatureError(
-                f"Table {store.name}: append tables with bucket = {self.num_buckets} are not supported; "
-                "use bucket = -1 (unaware) or a bucket count N > 0 with a bucket-key"
-            )
         # bucket = N append table: ordered per-bucket streams, compacted inline (lsm/bucketed_append.py)
         self.fixed_append = not self.is_pk and self.num_buckets > 0
-        if not store.file_io.exists(store.paths.schema_file(self.schema.id)):
-            raise NoSuchTableError(f"Cannot write to {store.name}: the table does not exist (dropped?)")
-        check_engine_producer(f"Cannot write to {store.name}", opts)
+        check_writable(store, self.schema, self.num_buckets, ignore_previous_files=ignore_previous_files)
         self.partition_types = self.schema.types(list(self.schema.partition_keys))
         self.bucket_types = self.schema.types(list(self.schema.bucket_keys))
         # the table's own fixed count (not a postpone table's per-partition one) is checked per partition
         fixed_table_count = real_buckets is None and self.num_buckets > 0
-        if ignore_previous_files and self.dynamic and cross_partition_fields(self.schema):
-            raise UnsupportedFeatureError(
-                f"Cannot overwrite {store.name}: overwrites of cross-partition upsert tables are not supported "
-                "(a key of a replaced partition may live on in another); write, or delete the rows, instead")
         # the write buffer's local spill directory root (None: the system temp directory)
         self.spill_dir = spill_root(spill_dir)
         self._router = BucketRouter(

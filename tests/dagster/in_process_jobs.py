@@ -10,7 +10,8 @@ test_lifecycle_assets.py, python); a test about what an asset asks of a job and 
 answer uses `in_process_jobs` instead. The job is the real one (its ``main``, arguments as the
 asset builds them), its summary is its one stdout line, and what it would report through Pipes is
 built by the job's own `pipes_metadata` and resolved by Dagster's own `metadata_map_from_external`,
-as the Pipes message handler does: only the transport (a child process, Pipes' files) is left out.
+as the Pipes message handler does, and merged by the resource's own `with_pipes_report`: only the
+transport (a child process, Pipes' files) is left out.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import pytest
 from dagster._core.pipes.context import metadata_map_from_external
 
 from lake_assets.defs.resources.pipes import CompletedJob
-from lake_assets.defs.resources.spark import PIPES_METADATA, SparkJobResource, job_failure, parse_summary
+from lake_assets.defs.resources.spark import SparkJobResource, job_failure, parse_summary, with_pipes_report
 from lake_assets.spark.jobs.args import storage_value
 from lake_assets.spark.jobs.pipes import pipes_metadata
 from lake_assets.spark.jobs.table_ref import TableRef
@@ -53,7 +54,7 @@ def run_job_in_process(self: SparkJobResource, context: dg.AssetExecutionContext
         parsed = module.build_parser().parse_args(list(args))
         storage = tuple((k, storage_value(v)) for k, v in parsed.storage_options)
         table = TableRef(parsed.warehouse, parsed.table, storage).open()
-        summary[PIPES_METADATA] = dict(metadata_map_from_external(pipes_metadata(summary, table)))
+        summary = with_pipes_report(summary, metadata_map_from_external(pipes_metadata(summary, table)))
     return summary
 
 

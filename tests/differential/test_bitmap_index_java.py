@@ -272,13 +272,13 @@ def test_stored_vectors_are_javas_payloads(java: PaimonJava, wh: str) -> None:
     """tests/data/bitmap_index_java_vectors.json (the unit tests' Java-free check) holds what Java writes."""
     import json
 
-    from tests.java.oracle import _decode
+    from tests.java.oracle_values import decode_values
 
     vectors = json.loads((Path(__file__).parents[1] / "data" / "bitmap_index_java_vectors.json").read_text())
     for k, case in enumerate(vectors["bitmaps"]):
         typ = to_arrow(parse_type(case["paimon_type"]))
         java.create_table(wh, f"db.v{k}", pa.schema([("c", typ)]), options={
             "file-index.bitmap.columns": "c", "bucket": "-1", "file-index.in-manifest-threshold": "10 mb"})
-        java.write(wh, f"db.v{k}", pa.table({"c": _decode(case["values"], typ)}))
+        java.write(wh, f"db.v{k}", pa.table({"c": decode_values(case["values"], typ)}))
         (f,) = java.file_index_test(wh, f"db.v{k}", None)
         assert read_container(_index_bytes(wh, f))["c"]["bitmap"] == base64.b64decode(case["payload"])

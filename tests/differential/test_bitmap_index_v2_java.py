@@ -21,7 +21,8 @@ import pytest
 from lake_assets.errors import UnsupportedFeatureError
 from lake_assets.formats.bitmap_index import BitmapIndex, BitmapIndexBuilder
 from lake_assets.spec.types import from_arrow
-from tests.java.oracle import JavaError, PaimonJava, _encode
+from tests.java.oracle import JavaError, PaimonJava
+from tests.java.oracle_values import encode_values
 
 from .test_bitmap_index_java import CASES
 
@@ -55,10 +56,10 @@ def test_version_2_bytes_are_javas(java: PaimonJava, name: str, typ: pa.DataType
             except UnsupportedFeatureError:
                 # an entry larger than a block (a long string): Java's writer fails too
                 with pytest.raises(JavaError, match="index fail"):
-                    java.bitmap_v2_serialize(paimon_type.to_json(), _encode(arr), block_size)
+                    java.bitmap_v2_serialize(paimon_type.to_json(), encode_values(arr), block_size)
                 failures.append(name)
                 continue
-            theirs = java.bitmap_v2_serialize(paimon_type.to_json(), _encode(arr), block_size)
+            theirs = java.bitmap_v2_serialize(paimon_type.to_json(), encode_values(arr), block_size)
             assert ours == theirs, (values, block_size)
             # our version-2 reader reads what we write: each value's rows, and the null rows
             index = BitmapIndex.parse(ours, paimon_type)

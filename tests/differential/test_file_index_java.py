@@ -23,7 +23,8 @@ from lake_assets.errors import UnsupportedFeatureError
 from lake_assets.formats.fast_hash import fast_hash
 from lake_assets.formats.file_index import FileIndexBuilder, bloom_filters, index_plan, read_container
 from lake_assets.spec.types import from_arrow, parse_type
-from tests.java.oracle import PaimonJava, _encode
+from tests.java.oracle import PaimonJava
+from tests.java.oracle_values import encode_values
 
 from .helpers import assert_same_table
 
@@ -49,7 +50,7 @@ HASHED = [
 def test_hash_of_every_hashed_type_is_javas(java: PaimonJava, values: pa.Array) -> None:
     paimon_type = from_arrow(values.type)
     ours = fast_hash(values, paimon_type).view(np.int64).tolist()
-    theirs = java.file_index_hash(paimon_type.to_json(), [v for v in _encode(values) if v is not None])
+    theirs = java.file_index_hash(paimon_type.to_json(), [v for v in encode_values(values) if v is not None])
     assert ours == theirs
 
 
@@ -64,7 +65,7 @@ def test_hash_of_every_hashed_type_is_javas(java: PaimonJava, values: pa.Array) 
 ])
 def test_hash_by_declared_type_and_precision_is_javas(java: PaimonJava, paimon_type: str, values: pa.Array) -> None:
     dt_ = parse_type(paimon_type)
-    assert fast_hash(values, dt_).view(np.int64).tolist() == java.file_index_hash(paimon_type, _encode(values))
+    assert fast_hash(values, dt_).view(np.int64).tolist() == java.file_index_hash(paimon_type, encode_values(values))
 
 
 def test_stored_vectors_are_javas_answers(java: PaimonJava, wh: str) -> None:

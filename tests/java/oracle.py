@@ -14,15 +14,14 @@ options, retention for ``expire_snapshots``).
 
 Extending: add a ``case "op":`` to ``PaimonOracle.dispatch`` (arguments arrive as a JsonNode, rows
 through ``rows(table, args)``, results as JSON; ``Values`` converts data both ways), then a method
-here that calls ``self.call("op", ...)``. The build recompiles when a source changes.
+here that calls ``self.call("op", ...)``. The build recompiles when a source changes. The value
+encoding is ``oracle_values.py``'s, the writer and stream handles ``oracle_handles.py``'s.
 """
 
 from __future__ import annotations
 
 import base64
-import decimal
 import json
-import math
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
@@ -31,12 +30,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from lake_assets.spec.types import from_arrow, parse_type, to_arrow
+from lake_assets.spec.types import from_arrow
 
 from .build import OracleBuild
-
-Filter = Sequence[Any] | None
-"""pyarrow-style filters: ``[(col, op, value), ...]`` (AND) or a list of such lists (OR)."""
+from .oracle_handles import JavaStream, JavaWriter
+from .oracle_values import Filter, decode_result, encode_rows, filter_json, paimon_fields
 
 DEFAULT_TIMEOUT = 300.0
 
@@ -69,137 +67,6 @@ class JavaError(AssertionError):
         for c in self.causes:
             parts += [c.get("class", ""), c.get("message", "")]
         return any(text in p for p in parts)
-
-
-# ---------------------------------------------------------------------------------- value codec
-
-
-def _float_text(v: float) -> str:
-    if math.isnan(v):
-        return "NaN"
-    if math.isinf(v):
-        return "Infinity" if v > 0 else "-Infinity"
-    return repr(v)
-
-
-_TS_NANOS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
-
-
-def _encode(arr: pa.Array) -> list[Any]:
-    """JSON values of an Arrow array (the encoding Values.fromJson expects), by Arrow type."""
-    t = arr.type
-    valid = arr.is_valid().to_pylist()
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
-        offsets = arr.offsets.to_pylist()  # absolute into .values (unsliced)
-        if pa.types.is_map(t):
-            entries = arr.values
-            keys, items = _encode(entries.field(0)), _encode(entries.field(1))
-            child: list[Any] = [[k, v] for k, v in zip(keys, items, strict=True)]
-        else:
-            child = _encode(arr.values)
-        return [child[offsets[i] : offsets[i + 1]] if ok else None for i, ok in enumerate(valid)]
-    if pa.types.is_struct(t):
-        fields = [_encode(arr.field(i)) for i in range(t.num_fields)]
-        return [[f[i] for f in fields] if ok else None for i, ok in enumerate(valid)]
-    if pa.types.is_timestamp(t):
-        scale = _TS_NANOS[t.unit]
-        out = []
-        for v in arr.cast(pa.int64()).to_pylist():
-            if v is None:
-                out.append(None)
-            else:
-                nanos = v * scale
-                out.append([nanos // 1_000_000, nanos % 1_000_000])
-        return out
-    if pa.types.is_date32(t):
-        return arr.cast(pa.int32()).to_pylist()
-    if pa.types.is_time(t):
-        # Paimon keeps TIME as milliseconds of the day whatever its precision.
-        per_ms = {"s": None, "ms": 1, "us": 1_000, "ns": 1_000_000}[t.unit]
-        ints = arr.cast(pa.int64() if t.bit_width == 64 else pa.int32()).to_pylist()
-        if per_ms is None:
-            return [None if v is None else v * 1000 for v in ints]
-        return [None if v is None else v // per_ms for v in ints]
-    if pa.types.is_floating(t):
-        return [None if v is None else _float_text(v) for v in arr.to_pylist()]
-    if pa.types.is_decimal(t):
-        return [None if v is None else format(v, "f") for v in arr.to_pylist()]
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
-        return [None if v is None else base64.b64encode(v).decode() for v in arr.to_pylist()]
-    if pa.types.is_dictionary(t):
-        return _encode(arr.dictionary_decode())
-    return arr.to_pylist()
-
-
-def _decode(values: list[Any], t: pa.DataType) -> pa.Array:
-    """An Arrow array of type ``t`` from JSON values (the encoding Values.toJson produces)."""
-    mask = [v is None for v in values]
-    if pa.types.is_list(t) or pa.types.is_map(t):
-        offsets = [0]
-        flat: list[Any] = []
-        for v in values:
-            flat.extend(v or [])
-            offsets.append(len(flat))
-        mask_arr = pa.array(mask, pa.bool_()) if any(mask) else None
-        if pa.types.is_map(t):
-            keys = _decode([kv[0] for kv in flat], t.key_type)
-            items = _decode([kv[1] for kv in flat], t.item_type)
-            return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), keys, items, type=t, mask=mask_arr)
-        child = _decode(flat, t.value_type)
-        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), child, type=t, mask=mask_arr)
-    if pa.types.is_struct(t):
-        children = [
-            _decode([None if v is None else v[i] for v in values], t.field(i).type) for i in range(t.num_fields)
-        ]
-        return pa.StructArray.from_arrays(
-            children, fields=list(t), mask=pa.array(mask, pa.bool_()) if any(mask) else None
-        )
-    if pa.types.is_timestamp(t):
-        scale = _TS_NANOS[t.unit]
-        ints = [None if v is None else (v[0] * 1_000_000 + v[1]) // scale for v in values]
-        return pa.array(ints, pa.int64()).cast(t)
-    if pa.types.is_date32(t):
-        return pa.array(values, pa.int32()).cast(t)
-    if pa.types.is_time32(t) and t.unit == "ms":
-        return pa.array(values, pa.int32()).cast(t)
-    if pa.types.is_floating(t):
-        return pa.array([None if v is None else float(v) for v in values], t)
-    if pa.types.is_decimal(t):
-        return pa.array([None if v is None else decimal.Decimal(v) for v in values], t)
-    if pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t):
-        return pa.array([None if v is None else base64.b64decode(v) for v in values], t)
-    return pa.array(values, t)
-
-
-def encode_rows(data: pa.Table | pa.RecordBatch | Sequence[Mapping[str, Any]], schema: pa.Schema | None = None):
-    """(column names, rows as lists of JSON values) of Arrow data or of a list of dicts (typed by ``schema``)."""
-    if not isinstance(data, pa.Table | pa.RecordBatch):
-        if schema is None:
-            raise TypeError("rows given as dicts need an Arrow schema")
-        data = pa.Table.from_pylist(list(data), schema=schema)
-    if isinstance(data, pa.RecordBatch):
-        data = pa.Table.from_batches([data])
-    data = data.combine_chunks()
-    columns = [_encode(col.chunk(0) if col.num_chunks else pa.array([], col.type)) for col in data.columns]
-    rows = [list(r) for r in zip(*columns, strict=True)] if columns else []
-    return data.column_names, rows
-
-
-def decode_result(result: Mapping[str, Any], with_kinds: bool = False) -> pa.Table:
-    """Arrow table of a read result; ``with_kinds`` adds a ``_row_kind`` column (+I, -U, +U, -D)."""
-    fields = parse_type(result["type"]).fields
-    schema = pa.schema([pa.field(f.name, to_arrow(f.type), nullable=f.type.nullable) for f in fields])
-    rows = result["rows"]
-    arrays = [_decode([r[i] for r in rows], f.type) for i, f in enumerate(schema)]
-    table = pa.Table.from_arrays(arrays, schema=schema)
-    if with_kinds:
-        table = table.append_column("_row_kind", pa.array(result["kinds"], pa.string()))
-    return table
-
-
-def paimon_fields(schema: pa.Schema) -> list[dict[str, Any]]:
-    """Schema-file JSON types of an Arrow schema, for ``create_table`` (same mapping as lake_assets)."""
-    return [{"name": f.name, "type": from_arrow(f.type, f.nullable).to_json()} for f in schema]
 
 
 # ---------------------------------------------------------------------------------- client
@@ -420,7 +287,7 @@ class PaimonJava:
         res = self.call(
             "read", warehouse=warehouse, table=table, snapshot_id=snapshot_id, tag=tag,
             timestamp_millis=timestamp_millis, projection=list(projection) if projection else None,
-            filter=_filter_json(filter), options=_one_manifest_thread(options),
+            filter=filter_json(filter), options=_one_manifest_thread(options),
         )
         return decode_result(res, with_kinds)
 
@@ -445,7 +312,7 @@ class PaimonJava:
         res = self.call(
             "read_changes", warehouse=warehouse, table=table, start=start, end=end, mode=mode,
             keep_deletes=keep_deletes, projection=list(projection) if projection else None,
-            filter=_filter_json(filter), options=_one_manifest_thread(options),
+            filter=filter_json(filter), options=_one_manifest_thread(options),
         )
         return decode_result(res, with_kinds=True)
 
@@ -465,7 +332,7 @@ class PaimonJava:
     ) -> list[dict[str, Any]]:
         """Java's scan plan: ``[{"partition": [...], "bucket": n, "files": [{"file_name", "level", ...}]}]``."""
         return self.call(
-            "splits", warehouse=warehouse, table=table, snapshot_id=snapshot_id, filter=_filter_json(filter),
+            "splits", warehouse=warehouse, table=table, snapshot_id=snapshot_id, filter=filter_json(filter),
             options=options,
         )
 
@@ -495,7 +362,7 @@ class PaimonJava:
         """Delete the rows matching ``filter`` (None: all) from a deletion-vector append table the way
         Spark's DELETE does in Java 0.9: new vectors through the partition's
         UnawareAppendDeletionFileMaintainer; ``{"files_marked", "snapshot_id"}``."""
-        return self.call("append_dv_delete", warehouse=warehouse, table=table, filter=_filter_json(filter))
+        return self.call("append_dv_delete", warehouse=warehouse, table=table, filter=filter_json(filter))
 
     def append_compact(self, warehouse: str, table: str) -> dict[str, Any]:
         """Spark's compact procedure on an unaware-bucket append table (Java 0.9's coordinator
@@ -580,7 +447,7 @@ class PaimonJava:
         """Every data file of the latest snapshot with ``name``, ``bucket``, ``extra_files``,
         ``embedded`` (base64, when the index is in the manifest) and ``remain``: what Java's
         ``FileIndexPredicate`` decides for ``filter`` from the file's index (absent: no index)."""
-        return self.call("file_index_test", warehouse=warehouse, table=table, filter=_filter_json(filter))
+        return self.call("file_index_test", warehouse=warehouse, table=table, filter=filter_json(filter))
 
     def snapshots(self, warehouse: str, table: str) -> list[dict[str, Any]]:
         """Every snapshot file's JSON, oldest first."""
@@ -667,91 +534,3 @@ class PaimonJava:
         ``commitStatistics``): ``{"snapshot_id": .., "statistics": <file name>}``."""
         return self.call("lifecycle", action="analyze", warehouse=warehouse, table=table,
                          merged_record_count=merged_record_count, merged_record_size=merged_record_size)
-
-
-class JavaWriter:
-    """An open Java stream writer (see :meth:`PaimonJava.open_writer`)."""
-
-    def __init__(self, java: PaimonJava, handle: int, commit_user: str) -> None:
-        self.java, self.handle, self.commit_user = java, handle, commit_user
-
-    def write(
-        self, data: pa.Table | Sequence[Mapping[str, Any]], kinds: Sequence[str] | None = None,
-        schema: pa.Schema | None = None,
-    ) -> None:
-        """Buffer rows (RowKind per row in ``kinds``)."""
-        columns, rows = encode_rows(data, schema)
-        self.java.call("writer_write", handle=self.handle, columns=columns, rows=rows,
-                       kinds=list(kinds) if kinds is not None else None)
-
-    def compact(self, partition: Sequence[Any] = (), bucket: int = 0, full: bool = True) -> None:
-        """Ask for a compaction of one bucket; it lands with the next commit."""
-        self.java.call("writer_compact", handle=self.handle, partition=list(partition), bucket=bucket, full=full)
-
-    def commit(self, commit_identifier: int, *, wait_compaction: bool = True, filter_committed: bool = False):
-        """prepareCommit + commit under ``commit_identifier``; returns ``{"committed", "snapshot_id"}``."""
-        return self.java.call("writer_commit", handle=self.handle, commit_identifier=commit_identifier,
-                              wait_compaction=wait_compaction, filter_committed=filter_committed)
-
-    def close(self) -> None:
-        """Release the writer."""
-        self.java.call("writer_close", handle=self.handle)
-
-    def __enter__(self) -> JavaWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class JavaStream:
-    """An open Java streaming scan (see :meth:`PaimonJava.stream`)."""
-
-    def __init__(self, java: PaimonJava, handle: int) -> None:
-        self.java, self.handle = java, handle
-        self.checkpoint: int | None = None
-
-    def next(self) -> pa.Table:
-        """The next plan's rows with ``_row_kind`` (empty when no new snapshot); updates ``checkpoint``."""
-        res = self.java.call("stream_next", handle=self.handle)
-        self.checkpoint = res.get("checkpoint")
-        return decode_result(res, with_kinds=True)
-
-    def notify_checkpoint_complete(self, checkpoint: int | None = None) -> None:
-        """Flink's checkpoint completion: with ``consumer-id`` set this moves the consumer."""
-        self.java.call("stream_notify", handle=self.handle,
-                       checkpoint=self.checkpoint if checkpoint is None else checkpoint)
-
-    def close(self) -> None:
-        """Forget the scan."""
-        self.java.call("stream_close", handle=self.handle)
-
-
-def _filter_json(filter: Filter) -> list[list[list[Any]]] | None:
-    """A filter as a list of AND-clauses of ``[column, op, JSON value]`` (values encoded by their Python type)."""
-    if not filter:
-        return None
-    clauses = [filter] if isinstance(filter[0], tuple | list) and isinstance(filter[0][0], str) else filter
-    out = []
-    for clause in clauses:
-        terms = []
-        for term in clause:
-            col, op, *rest = term
-            value = rest[0] if rest else None
-            value = [_literal(v) for v in value] if op in ("in", "not in") else _literal(value)
-            terms.append([col, op, value])
-        out.append(terms)
-    return out
-
-
-def _literal(v: Any) -> Any:
-    """A Python literal in the oracle's JSON value encoding (typed by its Python type)."""
-    if v is None or isinstance(v, bool | int | str):
-        return v
-    if isinstance(v, float):
-        return _float_text(v)
-    if isinstance(v, decimal.Decimal):
-        return format(v, "f")
-    if isinstance(v, bytes):
-        return base64.b64encode(v).decode()
-    return _encode(pa.array([v]))[0]

@@ -14,8 +14,8 @@ import pytest
 from lake_assets import Catalog
 from lake_assets.errors import OptionError, UnsupportedFeatureError
 from lake_assets.lsm.merge_engine.segment_reduce import MAX_RUN
+from tests.unit.engine_records import DEL, INS, KIND, UB, Record, agg, by_key, int_schema, merge, pu, raw_table, run
 from tests.unit.test_collection_aggregates import ROW, UA, merge_column
-from tests.unit.test_engines import DEL, INS, KIND, UB, Record, agg, by_key, int_schema, merge, pu, raw_table, run
 
 REMOVE = {"aggregation.remove-record-on-delete": "true"}
 

@@ -23,7 +23,7 @@ from lake_assets.formats.bitmap_index import BitmapIndex, BitmapIndexBuilder, in
 from lake_assets.formats.fast_hash import bytes_of
 from lake_assets.formats.java_hash_map import binary_string_hash_codes, hash_map_order, string_hash_code
 from lake_assets.spec.types import parse_type, to_arrow
-from tests.java.oracle import _decode
+from tests.java.oracle_values import decode_values
 
 VECTORS = json.loads((Path(__file__).parents[1] / "data" / "bitmap_index_java_vectors.json").read_text())["bitmaps"]
 
@@ -31,7 +31,7 @@ VECTORS = json.loads((Path(__file__).parents[1] / "data" / "bitmap_index_java_ve
 @pytest.mark.parametrize("case", VECTORS, ids=lambda c: c["arrow_type"])
 def test_javas_payloads_are_ours_and_read_back(case: dict[str, Any]) -> None:
     dt = parse_type(case["paimon_type"])
-    values = _decode(case["values"], to_arrow(dt))
+    values = decode_values(case["values"], to_arrow(dt))
     theirs = base64.b64decode(case["payload"])
     builder = BitmapIndexBuilder(dt)
     builder.add(values.slice(0, len(values) // 2))  # chunk by chunk, as a file is written

@@ -25,7 +25,7 @@ from lake_assets.formats.file_index import FileIndexBuilder, bloom_filters, inde
 from lake_assets.io.local import LocalFileIO
 from lake_assets.predicate import FilterError, Predicate
 from lake_assets.spec.types import from_arrow, parse_type, to_arrow
-from tests.java.oracle import _decode
+from tests.java.oracle_values import decode_values
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("flag", pa.bool_()), ("m", pa.map_(pa.string(),
                                                                                                      pa.int32()))])
@@ -152,7 +152,7 @@ def test_hash_of_every_hashed_type_equals_java_09s(case) -> None:
     # values and FastHash results Paimon Java 0.9 computed (tests/differential/test_file_index_java.py
     # checks that the file holds Java's answers)
     paimon_type = parse_type(case["paimon_type"])
-    values = _decode(case["values"], to_arrow(paimon_type))
+    values = decode_values(case["values"], to_arrow(paimon_type))
     assert fast_hash(values, paimon_type).view(np.int64).tolist() == case["hashes"]
 
 

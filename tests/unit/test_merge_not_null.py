@@ -28,7 +28,7 @@ from lake_assets.errors import InvalidDataError
 from lake_assets.lsm.merge_engine.function import MergeFunction
 from lake_assets.lsm.merge_engine.registry import merge_engine
 from lake_assets.options import CoreOptions
-from tests.unit.test_engines import DEL, INS, KIND, UB, run
+from tests.unit.engine_records import DEL, INS, KIND, UB, run
 
 # a NOT NULL (besides the key), b nullable; Java's field index of a is 1
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("a", pa.int64(), nullable=False),

@@ -22,7 +22,7 @@ from lake_assets import Catalog
 from lake_assets.errors import OptionError
 from lake_assets.lsm.merge_engine.group_delete import last_resets, segmented_prior_max
 from lake_assets.lsm.merge_engine.grouping import Grouping
-from tests.unit.test_engines import DEL, INS, UA, UB, int_schema, pu, run
+from tests.unit.engine_records import DEL, INS, UA, UB, int_schema, pu, run
 
 # fields.f3.sequence-group = f1,f2; fields.f6.sequence-group = f4,f5 (Paimon's test schema)
 JAVA_SCHEMA = int_schema("f1", "f2", "f3", "f4", "f5", "f6", dtype=pa.int32())

@@ -18,7 +18,7 @@ import pytest
 
 from lake_assets import Catalog
 from lake_assets.ops.dv_old_values import lookup_merge_function
-from tests.unit.test_engines import DEL, INS, KIND, SEQ, UB, Record, int_schema, merge, pu, raw_table, run
+from tests.unit.engine_records import DEL, INS, KIND, SEQ, UB, Record, int_schema, merge, pu, raw_table, run
 
 # fields.f3.sequence-group = f1,f2; fields.f6.sequence-group = f4,f5 (Paimon's test schema)
 SCHEMA = int_schema("f1", "f2", "f3", "f4", "f5", "f6", dtype=pa.int32())

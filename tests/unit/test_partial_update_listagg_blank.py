@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tests.unit.test_engines import DEL, INS, KIND, UB, pu, run
+from tests.unit.engine_records import DEL, INS, KIND, UB, pu, run
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), ("c", pa.string()), ("s", pa.int64())])
 # listagg cannot retract (FieldListaggAgg.retract throws): a leading retraction's own retraction

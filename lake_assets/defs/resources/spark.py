@@ -18,6 +18,8 @@ from lake_assets.exit_codes import EXIT_CODE_ADVICE, EXIT_CODE_MEANINGS, EXIT_CO
 
 PIPES_METADATA = "pipes_metadata"
 """Summary key holding the metadata the job reported through Pipes (MetadataValue objects)."""
+PIPES_TABLE_VIEW = ("health", "table_path")
+"""Pipes metadata that is the job's view of the table: the assets show their own (read after the job)."""
 EXIT_CODES = EXIT_CODE_MEANINGS
 """Exit code of a job → its meaning: the jobs' own table (`lake_assets.exit_codes`)."""
 
@@ -96,9 +98,25 @@ class SparkJobResource(dg.ConfigurableResource):
         for result in done.results:
             if isinstance(result, dg.MaterializeResult) and result.metadata:
                 reported.update(result.metadata)
-        if reported:
-            summary[PIPES_METADATA] = reported
+        return with_pipes_report(summary, reported)
+
+
+def with_pipes_report(summary: dict[str, Any], reported: Mapping[str, Any]) -> dict[str, Any]:
+    """The summary the assets read: the stdout summary with what the job reported through Pipes laid
+    over it, key by key, and the reported metadata itself under `PIPES_METADATA`.
+
+    Where the two disagree Pipes wins: it is the typed channel Dagster opened for this run, while the
+    stdout summary is whichever JSON line came last (a library printing JSON after it would displace
+    it). The stdout line is the fallback for what Pipes did not carry (a job run where dagster_pipes
+    is not installed reports nothing through Pipes) and the only source of a failed job's error."""
+    if not reported:
         return summary
+    merged = dict(summary)
+    for key, value in reported.items():
+        if key not in PIPES_TABLE_VIEW:
+            merged[key] = value.value if isinstance(value, dg.MetadataValue) else value
+    merged[PIPES_METADATA] = dict(reported)
+    return merged
 
 
 def parse_summary(stdout: str) -> dict[str, Any]:
