@@ -106,7 +106,7 @@ def test_a_write_and_a_compaction_of_a_branch_commit_to_the_branch_only(catalog:
     assert [s.id for s in dev.snapshots()] == [1, 2, 3, 4]
     assert dev.latest_snapshot().commit_kind == "COMPACT"
     # the branch's snapshots are its own; its data files and manifests are the table's
-    assert sorted(main.file_io.list_names(main.paths.snapshot_dir)) == main_snapshots + ["snapshot-2"]
+    assert sorted(main.file_io.list_names(main.paths.snapshot_dir)) == [*main_snapshots, "snapshot-2"]
     branch_files = {f.path[len(dev.paths.meta_root) + 1:] for f in main.file_io.walk_files(dev.paths.meta_root)}
     assert {p.split("/")[0] for p in branch_files} == {"schema", "snapshot", "tag"}
     assert _rows(dev, snapshot_id=2) == [(1, 1), (2, 2), (3, 1), (4, 2)]
