@@ -12,7 +12,7 @@ Writes and compaction of a fixed-bucket table commit to the branch as 0.9's bran
 branch's own snapshots (main never deletes a file its own history no longer names before its expiry,
 which keeps every file a branch names). What a branch's commit would do besides is refused where
 Java 0.9 does it wrongly or we have not checked it (`refuse_branch_write`): automatic tags (0.9 puts
-them in the main branch's ``tag/``), partition expiry, other bucket modes, deletion vectors and
+them in the main branch's ``tag/``), tag expiry, partition expiry, other bucket modes, deletion vectors and
 Spark's writes. Tag deletion, rollback and orphan removal of a branch are refused (`refuse_on_branch`):
 they would delete files the main branch or another branch still names.
 """
@@ -55,6 +55,9 @@ def refuse_branch_write(name: str, op: Op, options: Mapping[str, str]) -> None:
     if options.get("tag.automatic-creation", "none").strip().lower() != "none":
         problems.append("tag.automatic-creation (Paimon 0.9 creates a branch's automatic tags in the main "
                         "branch's tag directory; lake_assets does not create them on a branch)")
+    if options.get("tag.default-time-retained") is not None:
+        problems.append("tag.default-time-retained (a commit's tag expiry would delete the branch's tags, "
+                        "which lake_assets does not do)")
     if options.get("partition.expiration-time") is not None:
         problems.append("partition.expiration-time (lake_assets does not expire a branch's partitions)")
     if problems:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import time
 
 import pyarrow as pa
 import pytest
@@ -127,6 +129,8 @@ def test_a_writer_of_a_branch_commits_twice(catalog: Catalog) -> None:
     ({"bucket": "-1"}, "bucket = -1"),
     ({"deletion-vectors.enabled": "true"}, "deletion-vectors.enabled"),
     ({"tag.automatic-creation": "process-time"}, "tag.automatic-creation"),
+    ({"tag.default-time-retained": "1 d"}, "tag.default-time-retained"),
+    ({"partition.expiration-time": "1 d"}, "partition.expiration-time"),
 ])
 def test_what_a_branch_write_does_not_do_is_refused_naming_it(catalog: Catalog, options, named) -> None:
     main = _kv(catalog, **options)
@@ -156,6 +160,7 @@ def test_main_expiry_and_orphan_removal_keep_what_a_branch_wrote(catalog: Catalo
     assert main.expire_snapshots().expired_snapshots  # main's snapshots 1-4 go (1 stays tagged)
     orphan = f"{main.paths.root}/bucket-0/data-orphan.parquet"
     main.file_io.write_bytes(orphan, b"x")
+    os.utime(orphan, (time.time() - 60, time.time() - 60))  # older than the bound below (a local warehouse)
     removed = main.remove_orphan_files(older_than=dt.timedelta(0), dry_run=False, allow_recent=True)
     assert [p.rsplit("/", 1)[1] for p in removed.paths] == ["data-orphan.parquet"]
     assert _rows(dev) == [(1, 1), (2, 2), (3, 1), (4, 2)]
@@ -173,3 +178,4 @@ def test_an_append_table_branch_is_written(catalog: Catalog) -> None:
     dev.compact(full=True)  # allowed; what it does is main's (a fixed-bucket append table's compaction)
     assert _rows(dev) == [(2, 2), (3, 3)] and _rows(main) == [(1, 1)]
     assert [s.id for s in dev.snapshots()][:2] == [1, 2] and [s.id for s in main.snapshots()] == [1]
+
