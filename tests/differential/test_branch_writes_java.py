@@ -96,3 +96,19 @@ def test_main_expiry_and_orphan_removal_keep_what_the_branch_wrote(
     assert_same_rows(java.read(w, B1), expected)
     assert_same_rows(Catalog(w).get_table(B1).to_arrow(), expected)
     assert_same_rows(java.read(w, IDENT), rows(range(0, 10), "n"))
+
+
+def test_spark_writes_to_a_branch_are_refused(base: Path, tmp_path: Path, spark) -> None:  # type: ignore[no-untyped-def]
+    """Spark's writes to a branch are not checked there: refused before Spark runs a job."""
+    from lake_assets.errors import UnsupportedFeatureError
+    from lake_assets.spark.native_write import write_table_native
+    from lake_assets.spark.shuffle import write_table
+
+    wh = tmp_path / "wh"
+    shutil.copytree(base, wh)
+    before = sorted(p for p in wh.rglob("*") if p.is_file())
+    df = spark.createDataFrame([(1, "z")], "id long, v string")
+    for write in (write_table, write_table_native):
+        with pytest.raises(UnsupportedFeatureError, match=r"Cannot write to db\.t\$branch_b1: .*not Spark's writes"):
+            write(df, str(wh), B1)
+    assert sorted(p for p in wh.rglob("*") if p.is_file()) == before
