@@ -98,8 +98,9 @@ class Catalog:
     def get_table(self, identifier: str) -> Table:
         """The table ``db.name``. Paimon's identifier of a branch, ``db.name$branch_<branch>``, opens
         that branch (its own snapshots, schemas, tags and consumers under ``branch/branch-<branch>``,
-        the table's data and manifests): reads, streams, change reads, time travel and its tags; what
-        writes or deletes is refused naming the branch (`lake_assets.store.branch_table`). A branch
+        the table's data and manifests): reads, streams, change reads, time travel, its tags and
+        expiry, and writes and compaction of a fixed-bucket table; what else writes or deletes is
+        refused naming the branch (`lake_assets.store.branch_table`). A branch
         that does not exist raises `NoSuchTableError`."""
         db, name = parse_identifier(identifier)
         path = self.table_path(identifier)

@@ -325,7 +325,17 @@ def _refused(key: str, description: str, refuses: tuple[str, ...], why: str,
                       fallback_keys=fallback_keys)
 
 
+_BRANCH = ("Paimon 0.9+ reads and writes a table whose schema carries it on that branch (FileStoreTableFactory: "
+           "the snapshots, tags and consumers of branch/branch-<name>, with the schema it was opened with); "
+           "lake_assets opens a branch by its identifier db.t$branch_<name> only, and would read and write the "
+           "main branch's snapshots instead")
+_ALL_OPS = ("READ", "STREAM", "WRITE", "COMPACT", "EXPIRE", "ORPHANS", "TAG", "ROLLBACK", "SCHEMA_CHANGE")
+
 REFUSED_ENGINE_RULES: dict[str, OptionRule] = _rules(
+    # Java compares the name with equals("main") (BranchManager.isMainBranch): exact, untrimmed
+    OptionRule("branch", "string", "main", "The branch a table's reads and writes use (Paimon 0.9+; engines set it "
+               "in memory when they open db.t$branch_<name>).", supported=("main",), refuses=_ALL_OPS,
+               why=_BRANCH, fold="exact"),
     _refused("scan.partitions", "Partitions Flink's reads read (k=v,...;... or max_pt(); Flink connector; "
              "its own key in Paimon 0.9 to 1.0: lookup.dynamic-partition).", ("READ", "STREAM"), _SCAN_PARTITIONS,
              ("lookup.dynamic-partition",)),

@@ -271,7 +271,8 @@ def unsupported_value(rule: OptionRule, text: object) -> UnsupportedFeatureError
     # kinds as their readers normalise them
     v = ((java_enum_choice(str(text), rule.choices) if rule.kind == "enum" else None)
          or (java_fold_choice(str(text), rule.choices, rule.fold) if rule.fold else None)
-         or str(text).strip().lower())
+         # an "exact" value is compared as Java's equals does (the branch option: " main " is not main)
+         or (str(text) if rule.fold == "exact" else str(text).strip().lower()))
     if v in rule.supported:
         return None
     why = f": {rule.why}" if rule.why else ""

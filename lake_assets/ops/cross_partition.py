@@ -129,7 +129,7 @@ class CrossPartitionRouter:
         exactly what the index says (`key_index_race.holds_exactly_the_table`: since its base only
         compactions and its own rounds, all landed); the base then moves to the latest snapshot.
         Else the new writer reads its index from the table."""
-        if store.paths.root != self.store.paths.root or store.schema.id != self.store.schema.id:
+        if store.paths.meta_root != self.store.paths.meta_root or store.schema.id != self.store.schema.id:
             return False
         checked = holds_exactly_the_table(store, self.base_snapshot, self.base_identity, commit_user, self.pending)
         if checked is None:

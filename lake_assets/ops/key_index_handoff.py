@@ -31,7 +31,7 @@ def save(router: CrossPartitionRouter, directory: str) -> None:
     shards = router.index.save(directory)
     lease = router.lease
     state = {
-        "table": router.store.paths.root, "schema_id": router.store.schema.id,
+        "table": router.store.paths.meta_root, "schema_id": router.store.schema.id,
         "base_snapshot": router.base_snapshot, "base_identity": router.base_identity,
         "pending": list(router.pending), "shards": shards,
         "partitions": [p.hex() for p in router.index.partitions],
@@ -52,7 +52,7 @@ def load(store: FileStore, directory: str, spill_dir: str | None) -> CrossPartit
         with open(os.path.join(directory, _STATE), encoding="utf-8") as fh:
             state = json.load(fh)
         consumer_id = str(state["lease"]["consumer_id"])
-        if (state["table"] != store.paths.root or state["schema_id"] != store.schema.id
+        if (state["table"] != store.paths.meta_root or state["schema_id"] != store.schema.id
                 or not consumer_id.startswith(LEASE_PREFIX)):
             return None
         lease = WriterLease(store)

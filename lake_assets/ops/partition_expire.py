@@ -262,7 +262,7 @@ def expire_partitions_after_commit(store: FileStore) -> PartitionExpireResult | 
     if opts.partition_expiration_time_ms is None or not store.partition_keys:
         return None
     interval_s = opts.partition_expiration_check_interval_ms / 1000
-    key = store.paths.root
+    key = store.paths.meta_root  # per branch: each commits on its own
     now = time.monotonic()
     with _last_check_lock:
         started = _last_check.setdefault(key, now)

@@ -126,7 +126,7 @@ def _rewrite_store(store: FileStore) -> FileStore:
     if store.schema.core_options.changelog_producer == "none":
         return store
     schema = store.schema.with_options({**store.schema.options, "changelog-producer": "none"})
-    copy = FileStore(store.name, store.file_io, store.paths.root, schema)
+    copy = FileStore(store.name, store.file_io, store.paths.root, schema, branch=store.paths.branch)
     copy.pin_schema(schema)  # the files are written under this schema id, whatever lands meanwhile
     copy.fault_hook = store.fault_hook
     return copy

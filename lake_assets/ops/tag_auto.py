@@ -147,7 +147,7 @@ def _create_due_tags(store: FileStore, snap: Snapshot) -> list[str]:
         sid = auto[last_auto].snapshot.id + 1
     else:
         sid = store.snapshot_manager.earliest_id() or snap.id
-    key = store.paths.root
+    key = store.paths.meta_root  # per branch: each has its own snapshots
 
     def state() -> tuple[object, ...]:
         return (mode, handler, delay, opts.tag_automatic_completion, last_auto)

@@ -80,6 +80,7 @@ from lake_assets.spark.native_sequences import check_sequence_bases, plan_write_
 from lake_assets.spark.shuffle import PARTITION_OVERWRITE_CONF, write_table
 from lake_assets.spark.write_commit import commit_with_retry
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
+from lake_assets.store.branch_table import refuse_engine_write_on_branch
 from lake_assets.table import Table
 from lake_assets.table_support import Op
 
@@ -356,6 +357,7 @@ def write_table_native(
         raise OptionError("overwrite_partitions and dynamic need mode='overwrite'")
     if overwrite_partitions and dynamic:
         raise OptionError("Pass either overwrite_partitions (static) or dynamic=True, not both")
+    refuse_engine_write_on_branch(table.name, table.store.paths.branch, "Spark's writes")
     table.store.require(Op.WRITE)
     if mode == "overwrite" and not overwrite_partitions and dynamic is None:
         conf = partition_overwrite_mode or df.sparkSession.conf.get(PARTITION_OVERWRITE_CONF) or "static"

@@ -42,6 +42,7 @@ from lake_assets.spark.sink_distribution import sink_strategy
 from lake_assets.spark.source_options import STORAGE_PREFIX, storage_option_text
 from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.data_types import DataType
+from lake_assets.store.branch_table import refuse_engine_write_on_branch
 from lake_assets.table import Table
 from lake_assets.table_support import POSTPONE_BUCKET, Op
 
@@ -199,6 +200,7 @@ def write_table(
         raise OptionError("Pass either overwrite_partitions (static) or dynamic=True, not both")
     storage = dict(storage_options or {})
     table = Catalog(warehouse, **storage).get_table(identifier)
+    refuse_engine_write_on_branch(table.name, table.store.paths.branch, "Spark's writes")
     table.store.require(Op.WRITE)  # refused tables fail here, before Spark plans or runs a job
     # a postpone table's batch write goes into real buckets of planned counts (postpone_routing)
     postpone_options: dict[str, str] = {}

@@ -113,7 +113,7 @@ def commit_marking_doubt(committer: TableCommitter, options: SourceOptions, mess
     Spark calls the writer's ``abort`` after a failed ``commit``, in another Python worker (each
     call unpickles the writer anew), so the mark is how ``abort`` learns that a snapshot may still
     reference the files (`keeps_files_in_doubt`)."""
-    marker = _in_doubt_marker(committer.store.paths.root, committer.commit_user, identifier)
+    marker = _in_doubt_marker(committer.store.paths.meta_root, committer.commit_user, identifier)
     try:
         injected_failure(options, "unknown")
         ids = commit_with_retry(committer, messages, identifier, overwrite, check_committed=check_committed)
@@ -132,7 +132,7 @@ def keeps_files_in_doubt(table: Table, commit_user: str, identifier: int) -> boo
     outcome stayed unknown (`commit_marking_doubt`), so a snapshot may reference them, now or once
     an in-flight put lands. They are left to orphan removal (ops/orphans.py), which deletes them
     only once no snapshot references them and they are older than its ``older_than``."""
-    marker = _in_doubt_marker(table.store.paths.root, commit_user, identifier)
+    marker = _in_doubt_marker(table.store.paths.meta_root, commit_user, identifier)
     if not os.path.exists(marker):
         return False
     log.warning("Not deleting the files of commit %s of %s to %s: its outcome is unknown (orphan removal "

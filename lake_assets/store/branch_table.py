@@ -4,13 +4,22 @@ A branch handle is a `FileStore` whose `TablePaths` carry the branch: its schema
 consumer and changelog directories are ``branch/branch-<name>/...``, its data, manifests and index
 files the table's (Paimon 0.9's ``FileStoreTable.switchToBranch``). Reads, streams, change reads,
 time travel to its own tags, creating its tags and expiring its snapshots work on it (the expiry
-keeps every file the main branch or another branch names: `lake_assets.ops.expire_files`). What
-else writes or deletes is refused (`refuse_on_branch`): a commit to a branch would need its own
-conflict checks against main's files, and its tag deletion, rollback or orphan removal would delete
-files the main branch or another branch still names.
+keeps every file the main branch or another branch names: `lake_assets.ops.expire_files`).
+
+Writes and compaction of a fixed-bucket table commit to the branch as 0.9's branch writer does
+(`FileStoreCommitImpl` over the branch's `SnapshotManager`): snapshots in the branch's
+``snapshot/``, data files and manifests in the table's directories, conflicts checked against the
+branch's own snapshots (main never deletes a file its own history no longer names before its expiry,
+which keeps every file a branch names). What a branch's commit would do besides is refused where
+Java 0.9 does it wrongly or we have not checked it (`refuse_branch_write`): automatic tags (0.9 puts
+them in the main branch's ``tag/``), tag expiry, partition expiry, other bucket modes, deletion vectors and
+Spark's writes. Tag deletion, rollback and orphan removal of a branch are refused (`refuse_on_branch`):
+they would delete files the main branch or another branch still names.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from lake_assets.catalog_names import check_name
 from lake_assets.errors import InvalidIdentifierError, UnsupportedFeatureError
@@ -19,19 +28,57 @@ from lake_assets.refusal import Op
 BRANCH_SEPARATOR = "$branch_"
 MAIN_BRANCH = "main"
 
-# What a branch handle does (reads; tags are created in its own tag directory).
-ALLOWED_ON_BRANCH = frozenset({Op.READ, Op.STREAM, Op.TAG, Op.EXPIRE})
+# What a branch handle does (reads; tags are created in its own tag directory; writes and
+# compaction of the tables `refuse_branch_write` lets through).
+ALLOWED_ON_BRANCH = frozenset({Op.READ, Op.STREAM, Op.TAG, Op.EXPIRE, Op.WRITE, Op.COMPACT})
 
 _WHY = {
-    Op.WRITE: "commits go to the main branch only (a branch's commit would need its own conflict "
-              "checks against the files it shares with main)",
-    Op.COMPACT: "commits go to the main branch only (a branch's commit would need its own conflict "
-                "checks against the files it shares with main)",
     Op.SCHEMA_CHANGE: "schema changes go to the main branch only",
     Op.ROLLBACK: "rolling a branch back would delete files the main branch or another branch may still name",
     Op.ORPHANS: "orphan removal is a whole-table operation: run it on the main branch, which keeps every "
                 "file any branch names",
 }
+
+
+def refuse_branch_write(name: str, op: Op, options: Mapping[str, str]) -> None:
+    """Raise `UnsupportedFeatureError` naming the branch handle ``name`` when a write or compaction
+    (``op``) of a branch with these table ``options`` would need what lake_assets does not do on a
+    branch; nothing has changed then."""
+    if op not in (Op.WRITE, Op.COMPACT):
+        return
+    problems = []
+    if not _int(options.get("bucket", "-1")) > 0:
+        problems.append(f"bucket = {options.get('bucket', '-1')} (writes to a branch are implemented for "
+                        "fixed-bucket tables only)")
+    if options.get("deletion-vectors.enabled", "false").strip().lower() == "true":
+        problems.append("deletion-vectors.enabled = true (not implemented on a branch)")
+    if options.get("tag.automatic-creation", "none").strip().lower() != "none":
+        problems.append("tag.automatic-creation (Paimon 0.9 creates a branch's automatic tags in the main "
+                        "branch's tag directory; lake_assets does not create them on a branch)")
+    if options.get("tag.default-time-retained") is not None:
+        problems.append("tag.default-time-retained (a commit's tag expiry would delete the branch's tags, "
+                        "which lake_assets does not do)")
+    if options.get("partition.expiration-time") is not None:
+        problems.append("partition.expiration-time (lake_assets does not expire a branch's partitions)")
+    if problems:
+        raise UnsupportedFeatureError(f"Cannot {op.value} {name}: lake_assets writes to a branch of a "
+                                      f"fixed-bucket table only, and this branch carries {'; '.join(problems)}")
+
+
+def refuse_engine_write_on_branch(name: str, branch: str | None, what: str) -> None:
+    """Raise `UnsupportedFeatureError` when ``what`` (a write path not checked on branches: Spark's
+    writes, row deletes) is asked to write the branch ``branch`` of ``name``."""
+    if branch is not None:
+        raise UnsupportedFeatureError(
+            f"Cannot write to {name}: lake_assets writes to a branch through write_arrow, its writers and "
+            f"compact() only, not {what}")
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        return 0  # not a bucket count: refused here as not fixed-bucket (and by its option rule)
 
 
 def split_branch(table: str) -> tuple[str, str | None]:
@@ -66,9 +113,9 @@ def refuse_on_branch(name: str, op: Op) -> None:
     if op in ALLOWED_ON_BRANCH:
         return
     raise UnsupportedFeatureError(
-        f"Cannot {op.value} {name}: lake_assets reads a branch (batch, time travel, streams, change "
-        f"reads, tags) but does not {op.value} it: {_WHY.get(op, 'not implemented on a branch')}")
+        f"Cannot {op.value} {name}: lake_assets reads, writes and compacts a branch (and tags and "
+        f"expires it) but does not {op.value} it: {_WHY.get(op, 'not implemented on a branch')}")
 
 
-__all__ = ["ALLOWED_ON_BRANCH", "BRANCH_SEPARATOR", "MAIN_BRANCH", "main_name", "refuse_on_branch",
-           "refuse_tag_deletion", "split_branch"]
+__all__ = ["ALLOWED_ON_BRANCH", "BRANCH_SEPARATOR", "MAIN_BRANCH", "main_name", "refuse_branch_write",
+           "refuse_engine_write_on_branch", "refuse_on_branch", "refuse_tag_deletion", "split_branch"]

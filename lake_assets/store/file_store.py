@@ -32,7 +32,7 @@ from lake_assets.spec.manifest import DataFileMeta, IndexManifestEntry, Manifest
 from lake_assets.spec.partition import partition_path
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import Snapshot
-from lake_assets.store.branch_table import main_name, refuse_on_branch
+from lake_assets.store.branch_table import main_name, refuse_branch_write, refuse_on_branch
 from lake_assets.store.branches import Branch, BranchHolder, based_on, branches
 from lake_assets.store.branches import holders as branch_holders
 from lake_assets.store.changelog_manager import ChangelogManager
@@ -207,6 +207,7 @@ class FileStore:
             validate_cpus_setting()  # not when a pool is first sized, mid-way through the work
         if self.paths.branch is not None:
             refuse_on_branch(self.name, op)
+            refuse_branch_write(self.name, op, self.schema.options)
         refuse(self.name, op, self.refusals())
 
     def check_scanned(self, op: Op, snap: Snapshot, entries: Sequence[ManifestEntry]) -> None:

@@ -112,13 +112,11 @@ def test_a_consumer_of_the_branch_is_the_branchs(catalog: Catalog, kv) -> None:
     assert dev.store.consumer_manager().get("c1").next_snapshot == 3
 
 
-def test_what_writes_or_deletes_besides_expiry_is_refused_naming_the_branch(catalog: Catalog, kv) -> None:
+def test_what_deletes_besides_expiry_is_refused_naming_the_branch(catalog: Catalog, kv) -> None:
+    """Writes and compaction of a branch: tests/unit/test_branch_writes.py."""
     dev = catalog.get_table("db.kv$branch_dev")
     before = _files(kv)
     calls = {
-        r"write to": lambda: _write(dev, [9], 9),
-        r"write to ": lambda: dev.new_writer("u"),
-        r"compact": lambda: dev.compact(full=True),
         r"alter": lambda: dev.update_schema(),
         r"delete a tag of": lambda: dev.delete_tag("base"),
         r"roll back": lambda: dev.rollback_to(tag="base"),

@@ -1,0 +1,114 @@
+"""Writes and compaction on a branch (``db.t$branch_b1``), against Paimon Java 0.9.
+
+Java builds the table once: a write to the main branch, a tag ``t1`` and a branch ``b1`` made from
+it. lake_assets writes twice to the branch and compacts it (snapshots in ``branch/branch-b1``, files
+and manifests in the table's directories, as 0.9's branch writer): Java reads the branch as we do,
+and main unchanged; Java writes to the branch after ours and we read what it reads; then the main
+branch's expiry and orphan removal (ours, and Java 0.9's orphan clean) keep every file the branch
+names.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from lake_assets import Catalog
+from tests.java.oracle import PaimonJava
+
+from .helpers import assert_same_rows
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+IDENT = "db.t"
+B1 = f"{IDENT}$branch_b1"
+
+
+def rows(ids: range, tag: str) -> pa.Table:
+    return pa.table({"id": list(ids), "v": [f"{tag}{i}" for i in ids]}, schema=SCHEMA)
+
+
+@pytest.fixture(scope="module")
+def base(java: PaimonJava, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    wh = tmp_path_factory.mktemp("branch_writes") / "wh"
+    w = str(wh)
+    java.create_table(w, IDENT, SCHEMA, primary_keys=["id"],
+                      options={"bucket": "2", "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
+    java.write(w, IDENT, rows(range(0, 10), "a"))  # 1
+    java.create_tag(w, IDENT, "t1")
+    java.create_branch(w, IDENT, "b1", tag="t1")
+    return wh
+
+
+def test_our_branch_writes_are_read_by_java_and_java_writes_after_them(
+        java: PaimonJava, base: Path, tmp_path: Path) -> None:
+    wh = tmp_path / "wh"
+    shutil.copytree(base, wh)
+    w = str(wh)
+    branch = Catalog(w).get_table(B1)
+    branch.write_arrow(rows(range(5, 15), "b"))  # b1's 2
+    branch.write_arrow(rows(range(0, 3), "c"))  # b1's 3
+    assert branch.compact(full=True).snapshot_id == 4
+    ours = branch.to_arrow()
+    assert ours.num_rows == 15 and {"c0", "a3", "b14"} <= set(ours.column("v").to_pylist())
+    assert_same_rows(java.read(w, B1), ours)
+    assert [s["id"] for s in java.snapshots(w, B1)] == [1, 2, 3, 4]
+    for sid in (2, 3):
+        assert_same_rows(java.read(w, B1, snapshot_id=sid), branch.to_arrow(snapshot_id=sid))
+    # the main branch did not move
+    assert [s["id"] for s in java.snapshots(w, IDENT)] == [1]
+    assert_same_rows(java.read(w, IDENT), rows(range(0, 10), "a"))
+    # Java writes to the branch after ours; we read what it reads
+    java.write(w, B1, rows(range(14, 18), "d"))  # b1's 5
+    java.compact(w, B1, full=True)  # b1's 6
+    after = Catalog(w).get_table(B1)
+    assert after.latest_snapshot().id == 6
+    assert_same_rows(after.to_arrow(), java.read(w, B1))
+    assert after.to_arrow().num_rows == 18
+
+
+def test_main_expiry_and_orphan_removal_keep_what_the_branch_wrote(
+        java: PaimonJava, base: Path, tmp_path: Path) -> None:
+    wh = tmp_path / "wh"
+    shutil.copytree(base, wh)
+    w = str(wh)
+    branch = Catalog(w).get_table(B1)
+    branch.write_arrow(rows(range(5, 15), "b"))
+    branch.compact(full=True)
+    main = Catalog(w).get_table(IDENT)
+    for tag in ("m", "n"):  # main moves on: snapshots 2 and 3, compacted, the older ones expired
+        main.write_arrow(rows(range(0, 10), tag))
+    main.compact(full=True)
+    assert main.expire_snapshots().expired_snapshots == [1, 2, 3]
+    orphan = wh / "db.db" / "t" / "bucket-0" / "data-orphan.parquet"
+    orphan.write_bytes(b"x")
+    os.utime(orphan, (time.time() - 60, time.time() - 60))  # older than the bound below
+    removed = main.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
+    assert [Path(p).name for p in removed.paths] == ["data-orphan.parquet"]
+    theirs = java.remove_orphan_files(w, IDENT, older_than_ms=int(time.time() * 1000) + 60_000)
+    assert [p for p in theirs if "/bucket-" in p and not p.rstrip("/").endswith(("bucket-0", "bucket-1"))] == []
+    expected = pa.concat_tables([rows(range(0, 5), "a"), rows(range(5, 15), "b")])
+    assert_same_rows(java.read(w, B1), expected)
+    assert_same_rows(Catalog(w).get_table(B1).to_arrow(), expected)
+    assert_same_rows(java.read(w, IDENT), rows(range(0, 10), "n"))
+
+
+def test_spark_writes_to_a_branch_are_refused(base: Path, tmp_path: Path, spark) -> None:  # type: ignore[no-untyped-def]
+    """Spark's writes to a branch are not checked there: refused before Spark runs a job."""
+    from lake_assets.errors import UnsupportedFeatureError
+    from lake_assets.spark.native_write import write_table_native
+    from lake_assets.spark.shuffle import write_table
+
+    wh = tmp_path / "wh"
+    shutil.copytree(base, wh)
+    before = sorted(p for p in wh.rglob("*") if p.is_file())
+    df = spark.createDataFrame([(1, "z")], "id long, v string")
+    for write in (write_table, write_table_native):
+        with pytest.raises(UnsupportedFeatureError, match=r"Cannot write to db\.t\$branch_b1: .*not Spark's writes"):
+            write(df, str(wh), B1)
+    assert sorted(p for p in wh.rglob("*") if p.is_file()) == before
