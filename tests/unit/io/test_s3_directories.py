@@ -9,6 +9,7 @@ proxy, which logs every request.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import boto3
@@ -42,8 +43,13 @@ def _keys(client: Any, root: str) -> list[str]:
 
 def _put(client: Any, root: str, *names: str) -> None:
     bucket, prefix = root.split("/", 1)
-    for name in names:
+
+    def put(name: str) -> None:
         client.put_object(Bucket=bucket, Key=f"{prefix}/{name}", Body=b"" if name.endswith("/") else b"x")
+
+    # a boto3 client is thread-safe; 1,001 puts one after another waited ~6 s on round trips
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(put, names))
 
 
 def _asked(proxy: FaultProxy) -> list[str]:
