@@ -1,7 +1,8 @@
 """docs/dagster.md's configuration blocks are what the code accepts: the lake.yaml reference loads
 as written and names every setting, and the Component's defs.yaml names a class that exists.
 (Its shell blocks: tests/dagster/test_new_user_fixes.py and test_concurrency.py; README's Python
-blocks: tests/unit/test_readme.py; docs/format.md and docs/storage.md have no code blocks.)"""
+blocks: tests/unit/test_readme.py; docs/features.md's: tests/unit/test_docs_features.py; docs/format.md
+and docs/storage.md have no code blocks.)"""
 
 from __future__ import annotations
 
