@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake_assets.errors import InvalidDataError
-from lake_assets.lsm.merge_engine.decimal_product import decimal_product, fitted, zero_divisor
+from lake_assets.lsm.merge_engine.decimal_product import decimal_product, fitted, fold_runs, zero_divisor
 from lake_assets.lsm.merge_engine.grouping import hash_aggregate, scatter
 from lake_assets.lsm.merge_engine.segment_reduce import runs_of
 
@@ -173,20 +173,12 @@ def _decimal_sum_passes(col: str, dtype: pa.DataType, signed: pa.Array, first: n
     else:
         high = pa.scalar(Decimal(10) ** (precision - scale) - Decimal(1).scaleb(-scale), type=work)
         low = pa.scalar(-high.as_py(), type=work)
-    zero = pa.scalar(Decimal(0), type=work)
-    acc = vals.take(pa.array(first))
-    live = np.flatnonzero(sizes > 1)
-    k = 1
-    while live.size:
-        a, x = acc.take(pa.array(live)), vals.take(pa.array(first[live] + k))
+
+    def plus(a: pa.Array, x: pa.Array) -> tuple[pa.Array, pa.Array]:
         total = pc.add(a, x)
-        fits = pc.and_(pc.greater_equal(total, low), pc.less_equal(total, high))
-        step = pc.if_else(fits, pc.if_else(fits, total, zero).cast(work), pa.scalar(None, type=work))
-        mask = np.zeros(len(acc), dtype=bool)
-        mask[live] = True
-        acc = pc.replace_with_mask(acc, pa.array(mask), pc.if_else(a.is_null(), x, step))
-        k += 1
-        live = live[sizes[live] > k]
+        return total, pc.and_(pc.greater_equal(total, low), pc.less_equal(total, high))
+
+    acc = fold_runs(vals, first, sizes, plus)
     limit = pa.scalar(Decimal(10) ** (precision - scale), type=pa.decimal256(76, scale))
     wide = pc.fill_null(pc.greater_equal(pc.abs(acc).cast(pa.decimal256(76, scale)), limit), False)
     if pc.any(wide).as_py():

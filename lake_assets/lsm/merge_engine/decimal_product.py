@@ -23,6 +23,7 @@ Two vectorized forms, a pass per position of the longest group (``segment_reduce
 from __future__ import annotations
 
 import decimal
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -72,19 +73,32 @@ def _arrow_passes(values: pa.Array, first: np.ndarray, sizes: np.ndarray) -> pa.
     # typed as an exact product (scale 2s), so comparing needs no wider type than it
     bound = pa.scalar(Decimal(10) ** (dtype.precision - dtype.scale),
                       type=pa.decimal256(dtype.precision + dtype.scale + 1, 2 * dtype.scale))
+
+    def times(a: pa.Array, x: pa.Array) -> tuple[pa.Array, pa.Array]:
+        rounded = pc.round(pc.multiply(a, x), dtype.scale, round_mode="half_up")
+        return rounded, pc.less(pc.abs(rounded), bound)
+
+    return fold_runs(values.cast(work), first, sizes, times)
+
+
+def fold_runs(vals: pa.Array, first: np.ndarray, sizes: np.ndarray,
+              step: Callable[[pa.Array, pa.Array], tuple[pa.Array, pa.Array]]) -> pa.Array:
+    """Each run's fold (runs ``first``/``sizes`` of ``vals``, in ``vals``' decimal type) record by
+    record as Java's aggregators step, a pass per position over the runs still going: ``step``
+    gives the exact result of accumulator and value and whether it fits; a step that does not fit
+    is null, and a null accumulator restarts from the next value."""
+    work = vals.type
     zero = pa.scalar(Decimal(0), type=work)
-    vals = values.cast(work)
     acc = vals.take(pa.array(first))
     live = np.flatnonzero(sizes > 1)
     k = 1
     while live.size:
         a, x = acc.take(pa.array(live)), vals.take(pa.array(first[live] + k))
-        rounded = pc.round(pc.multiply(a, x), dtype.scale, round_mode="half_up")
-        fits = pc.less(pc.abs(rounded), bound)
-        step = pc.if_else(fits, pc.if_else(fits, rounded, zero).cast(work), pa.scalar(None, type=work))
+        exact, fits = step(a, x)
+        kept = pc.if_else(fits, pc.if_else(fits, exact, zero).cast(work), pa.scalar(None, type=work))
         mask = np.zeros(len(acc), dtype=bool)
         mask[live] = True
-        acc = pc.replace_with_mask(acc, pa.array(mask), pc.if_else(a.is_null(), x, step))
+        acc = pc.replace_with_mask(acc, pa.array(mask), pc.if_else(a.is_null(), x, kept))
         k += 1
         live = live[sizes[live] > k]
     return acc
