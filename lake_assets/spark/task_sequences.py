@@ -122,8 +122,7 @@ def check_sequences_disjoint(table: Table, tasks: Sequence[TaskFiles]) -> None:
     for (partition, bucket), found in spans.items():
         for a, b in itertools.combinations(found, 2):
             if _shared(a, b):
-                values = deserialize_row(partition, table.schema.types(list(table.partition_keys)))
-                where = dict(zip(table.partition_keys, values, strict=True))
+                where = _partition_values(table, partition)
                 raise BucketWriterConflictError(
                     f"Cannot commit to {table.name}: bucket {bucket} of partition {where} was written by "
                     f"{len(found)} Spark tasks in one commit with shared sequence numbers, so readers "
@@ -131,6 +130,12 @@ def check_sequences_disjoint(table: Table, tasks: Sequence[TaskFiles]) -> None:
                     "landed while the tasks started moves their numbering), or route each bucket to one "
                     "task with lake_assets.spark.write_table / repartition_by_bucket."
                 )
+
+
+def _partition_values(table: Table, partition: bytes) -> dict[str, object]:
+    """A partition's values by key, for messages."""
+    values = deserialize_row(partition, table.schema.types(list(table.partition_keys)))
+    return dict(zip(table.partition_keys, values, strict=True))
 
 
 def _check_first_numbers_distinct(table: Table, tasks: Sequence[TaskFiles]) -> None:
@@ -145,8 +150,7 @@ def _check_first_numbers_distinct(table: Table, tasks: Sequence[TaskFiles]) -> N
             for f in m.new_files:
                 owner = firsts[(m.partition, m.bucket)].setdefault(f.min_sequence_number, index)
                 if owner != index:
-                    values = deserialize_row(m.partition, table.schema.types(list(table.partition_keys)))
-                    where = dict(zip(table.partition_keys, values, strict=True))
+                    where = _partition_values(table, m.partition)
                     raise BucketWriterConflictError(
                         f"Cannot commit to {table.name}: bucket {m.bucket} of partition {where} was written by "
                         f"two Spark tasks whose files both start at sequence number {f.min_sequence_number}; "
