@@ -6,15 +6,17 @@ files the table's (Paimon 0.9's ``FileStoreTable.switchToBranch``). Reads, strea
 time travel to its own tags, creating its tags and expiring its snapshots work on it (the expiry
 keeps every file the main branch or another branch names: `lake_assets.ops.expire_files`).
 
-Writes and compaction of a fixed-bucket table commit to the branch as 0.9's branch writer does
-(`FileStoreCommitImpl` over the branch's `SnapshotManager`): snapshots in the branch's
-``snapshot/``, data files and manifests in the table's directories, conflicts checked against the
-branch's own snapshots (main never deletes a file its own history no longer names before its expiry,
-which keeps every file a branch names). What a branch's commit would do besides is refused where
-Java 0.9 does it wrongly or we have not checked it (`refuse_branch_write`): automatic tags (0.9 puts
-them in the main branch's ``tag/``), tag expiry, partition expiry, other bucket modes, deletion vectors and
-Spark's writes. Tag deletion, rollback and orphan removal of a branch are refused (`refuse_on_branch`):
-they would delete files the main branch or another branch still names.
+Writes and compaction of fixed-bucket, dynamic-bucket and unaware-bucket tables, with or without
+deletion vectors, commit to the branch as 0.9's branch writer does (`FileStoreCommitImpl` over the
+branch's `SnapshotManager`): snapshots in the branch's ``snapshot/``, data files, manifests and index
+files (hash indexes, deletion vectors: named by the branch's own index manifests) in the table's
+directories, conflicts checked against the branch's own snapshots (main never deletes a file its own
+history no longer names before its expiry, which keeps every file a branch names). What a branch's
+commit would do besides is refused where Java 0.9 does it wrongly or we have not checked it
+(`refuse_branch_write`): automatic tags (0.9 puts them in the main branch's ``tag/``), tag expiry,
+partition expiry, postpone-bucket tables and Spark's writes. Tag deletion, rollback and orphan
+removal of a branch are refused (`refuse_on_branch`): they would delete files the main branch or
+another branch still names.
 """
 
 from __future__ import annotations
@@ -47,11 +49,8 @@ def refuse_branch_write(name: str, op: Op, options: Mapping[str, str]) -> None:
     if op not in (Op.WRITE, Op.COMPACT):
         return
     problems = []
-    if not _int(options.get("bucket", "-1")) > 0:
-        problems.append(f"bucket = {options.get('bucket', '-1')} (writes to a branch are implemented for "
-                        "fixed-bucket tables only)")
-    if options.get("deletion-vectors.enabled", "false").strip().lower() == "true":
-        problems.append("deletion-vectors.enabled = true (not implemented on a branch)")
+    if _int(options.get("bucket", "-1")) == -2:
+        problems.append("bucket = -2 (postpone-bucket tables: not implemented on a branch)")
     if options.get("tag.automatic-creation", "none").strip().lower() != "none":
         problems.append("tag.automatic-creation (Paimon 0.9 creates a branch's automatic tags in the main "
                         "branch's tag directory; lake_assets does not create them on a branch)")
@@ -61,8 +60,7 @@ def refuse_branch_write(name: str, op: Op, options: Mapping[str, str]) -> None:
     if options.get("partition.expiration-time") is not None:
         problems.append("partition.expiration-time (lake_assets does not expire a branch's partitions)")
     if problems:
-        raise UnsupportedFeatureError(f"Cannot {op.value} {name}: lake_assets writes to a branch of a "
-                                      f"fixed-bucket table only, and this branch carries {'; '.join(problems)}")
+        raise UnsupportedFeatureError(f"Cannot {op.value} {name}: this branch carries {'; '.join(problems)}")
 
 
 def refuse_engine_write_on_branch(name: str, branch: str | None, what: str) -> None:
@@ -78,7 +76,7 @@ def _int(text: str) -> int:
     try:
         return int(text.strip())
     except ValueError:
-        return 0  # not a bucket count: refused here as not fixed-bucket (and by its option rule)
+        return 0  # not a bucket count: the option's own rule refuses it
 
 
 def split_branch(table: str) -> tuple[str, str | None]:

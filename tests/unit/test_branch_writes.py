@@ -126,8 +126,7 @@ def test_a_writer_of_a_branch_commits_twice(catalog: Catalog) -> None:
 
 
 @pytest.mark.parametrize("options, named", [
-    ({"bucket": "-1"}, "bucket = -1"),
-    ({"deletion-vectors.enabled": "true"}, "deletion-vectors.enabled"),
+    ({"bucket": "-2"}, "bucket = -2"),
     ({"tag.automatic-creation": "process-time"}, "tag.automatic-creation"),
     ({"tag.default-time-retained": "1 d"}, "tag.default-time-retained"),
     ({"partition.expiration-time": "1 d"}, "partition.expiration-time"),
