@@ -45,7 +45,6 @@ from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
 from lake_assets.predicate import Predicate
 from lake_assets.spec.deletion_vector import DeletionVector, add_positions, new_vector
-from lake_assets.store.branch_table import refuse_engine_write_on_branch
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
@@ -78,7 +77,6 @@ def check_deletable(store: FileStore) -> None:
 def delete_rows(store: FileStore, filter: Any, *, commit_user: str | None = None) -> DeleteResult:
     """Mark every live row matching ``filter`` (the read filters' form; required: deleting every
     row is an overwrite with no rows) deleted and commit; see the module doc."""
-    refuse_engine_write_on_branch(store.name, store.paths.branch, "row deletes")
     check_deletable(store)
     store.require(Op.WRITE)
     pred = Predicate.of(filter)

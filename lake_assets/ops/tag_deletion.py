@@ -40,9 +40,10 @@ A tag whose snapshot is still retained, or whose snapshot another tag also names
 that refuses snapshot expiry: the tag goes, its files stay, and the result says why.
 
 Branches (``branch/branch-<name>``) are holders too: every data file live in a branch's snapshot
-or tag and every metadata file a branch names is spared. The tag a branch was created from is not
-deleted at all while it is the only one on its snapshot (`_refuse_branch_base`): Paimon's expiry of
-the main branch keeps the branch's files only through it.
+or tag and every metadata file a branch names is spared. Deleting a tag of a branch
+(``db.t$branch_b1``) spares likewise what the main branch and every other branch name. The tag a
+branch was created from is not deleted at all while it is the only one on its snapshot
+(`_refuse_branch_base`): Paimon's expiry of the main branch keeps the branch's files only through it.
 """
 
 from __future__ import annotations
@@ -57,7 +58,6 @@ from lake_assets.ops.orphans import index_file_paths, referenced_files
 from lake_assets.ops.scan import FileStoreScan, merge_entries
 from lake_assets.spec.manifest import ManifestEntry, ManifestFileMeta
 from lake_assets.spec.snapshot import Snapshot, Tag
-from lake_assets.store.branch_table import refuse_tag_deletion
 from lake_assets.store.snapshot_identity import same_snapshot
 from lake_assets.table_support import Op
 
@@ -104,8 +104,6 @@ def delete_tag(store: FileStore, name: str) -> TagDeletionResult:
     Raises `SnapshotNotFoundError` when the table has no such tag and `CorruptMetadataError` (with
     the tag kept and nothing deleted) when the tag's files or the table's references cannot be read.
     """
-    if store.paths.branch is not None:
-        refuse_tag_deletion(store.name)  # what only the tag kept is judged against main's history too
     tags = store.tag_manager()
     tag = tags.get(name)
     snap = tag.snapshot
@@ -267,8 +265,9 @@ class _Needed:
                 for list_name in (changelog.base_manifest_list, changelog.delta_manifest_list,
                                   changelog.changelog_manifest_list):
                     self._named_in(store, list_name, may_be_gone=True)
-        # every branch's snapshots, tags and changelogs name files in the table's directories
-        for holder in store.branch_holders() if self.unneeded else ():
+        # every other branch's (on a branch, main's too) snapshots, tags and changelogs name files
+        # in the table's directories
+        for holder in store.outside_holders() if self.unneeded else ():
             held = holder.snapshot
             if holder.kind == "changelog":
                 for list_name in (held.base_manifest_list, held.delta_manifest_list, held.changelog_manifest_list):
@@ -276,7 +275,11 @@ class _Needed:
             else:
                 self._live_in(held)
                 self._named_in(store, held.changelog_manifest_list, may_be_gone=True)
-        meta = referenced_files(store, ignore_tags=() if ignore_tag is None else {ignore_tag}, data_files=False)
+        branch = store.paths.branch
+        meta = referenced_files(store, ignore_tags=() if ignore_tag is None else {ignore_tag}, data_files=False,
+                                skip_branch=branch)  # its own history: the tag left out
+        if branch is not None:
+            meta |= referenced_files(store.main_store(), data_files=False, skip_branch=branch)
         return {_name(p) for p in meta}
 
 

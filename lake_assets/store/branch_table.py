@@ -14,9 +14,12 @@ directories, conflicts checked against the branch's own snapshots (main never de
 history no longer names before its expiry, which keeps every file a branch names). What a branch's
 commit would do besides is refused where Java 0.9 does it wrongly or we have not checked it
 (`refuse_branch_write`): automatic tags (0.9 puts them in the main branch's ``tag/``), tag expiry,
-partition expiry, postpone-bucket tables and Spark's writes. Tag deletion, rollback and orphan
-removal of a branch are refused (`refuse_on_branch`): they would delete files the main branch or
-another branch still names.
+partition expiry, postpone-bucket tables and Spark's writes. Row deletes (`delete_where`) commit to
+the branch like its writes. Rollback deletes the branch's own newer snapshots, tags and changelogs
+(no data file: `remove_orphan_files` of the main branch collects them); tag deletion spares what the
+main branch and every other branch name; schema changes write the branch's own ``schema/`` (Java
+0.9's ``SchemaManager`` of the branch). Orphan removal of a branch is refused (`refuse_on_branch`):
+it is a whole-table operation, run on the main branch.
 """
 
 from __future__ import annotations
@@ -30,13 +33,13 @@ from lake_assets.refusal import Op
 BRANCH_SEPARATOR = "$branch_"
 MAIN_BRANCH = "main"
 
-# What a branch handle does (reads; tags are created in its own tag directory; writes and
-# compaction of the tables `refuse_branch_write` lets through).
-ALLOWED_ON_BRANCH = frozenset({Op.READ, Op.STREAM, Op.TAG, Op.EXPIRE, Op.WRITE, Op.COMPACT})
+# What a branch handle does (reads; tags are created and deleted in its own tag directory; writes
+# and compaction of the tables `refuse_branch_write` lets through; rollback and schema changes in its
+# own snapshot and schema directories).
+ALLOWED_ON_BRANCH = frozenset({Op.READ, Op.STREAM, Op.TAG, Op.EXPIRE, Op.WRITE, Op.COMPACT, Op.ROLLBACK,
+                               Op.SCHEMA_CHANGE})
 
 _WHY = {
-    Op.SCHEMA_CHANGE: "schema changes go to the main branch only",
-    Op.ROLLBACK: "rolling a branch back would delete files the main branch or another branch may still name",
     Op.ORPHANS: "orphan removal is a whole-table operation: run it on the main branch, which keeps every "
                 "file any branch names",
 }
@@ -65,11 +68,11 @@ def refuse_branch_write(name: str, op: Op, options: Mapping[str, str]) -> None:
 
 def refuse_engine_write_on_branch(name: str, branch: str | None, what: str) -> None:
     """Raise `UnsupportedFeatureError` when ``what`` (a write path not checked on branches: Spark's
-    writes, row deletes) is asked to write the branch ``branch`` of ``name``."""
+    writes) is asked to write the branch ``branch`` of ``name``."""
     if branch is not None:
         raise UnsupportedFeatureError(
-            f"Cannot write to {name}: lake_assets writes to a branch through write_arrow, its writers and "
-            f"compact() only, not {what}")
+            f"Cannot write to {name}: lake_assets writes to a branch through write_arrow, its writers, "
+            f"delete_where and compact() only, not {what}")
 
 
 def _int(text: str) -> int:
@@ -98,22 +101,14 @@ def main_name(name: str) -> str:
     return name.partition(BRANCH_SEPARATOR)[0]
 
 
-def refuse_tag_deletion(name: str) -> None:
-    """Deleting a branch's tag is refused (`UnsupportedFeatureError`): what it alone kept would be
-    judged against the branch's own history only."""
-    raise UnsupportedFeatureError(
-        f"Cannot delete a tag of {name}: lake_assets does not delete a branch's tags (the files only the tag "
-        "kept would have to be checked against the main branch and every other branch too)")
-
-
 def refuse_on_branch(name: str, op: Op) -> None:
     """Raise `UnsupportedFeatureError` naming the branch handle ``name`` when ``op`` writes or deletes."""
     if op in ALLOWED_ON_BRANCH:
         return
     raise UnsupportedFeatureError(
-        f"Cannot {op.value} {name}: lake_assets reads, writes and compacts a branch (and tags and "
-        f"expires it) but does not {op.value} it: {_WHY.get(op, 'not implemented on a branch')}")
+        f"Cannot {op.value} {name}: lake_assets does not {op.value} a branch: "
+        f"{_WHY.get(op, 'not implemented on a branch')}")
 
 
 __all__ = ["ALLOWED_ON_BRANCH", "BRANCH_SEPARATOR", "MAIN_BRANCH", "main_name", "refuse_branch_write",
-           "refuse_engine_write_on_branch", "refuse_on_branch", "refuse_tag_deletion", "split_branch"]
+           "refuse_engine_write_on_branch", "refuse_on_branch", "split_branch"]

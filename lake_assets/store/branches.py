@@ -101,12 +101,23 @@ def holders(file_io: FileIO, root: str, table_name: str) -> list[BranchHolder]:
     own expiry); an entry that cannot be read raises `CorruptMetadataError`."""
     out: list[BranchHolder] = []
     for branch in branches(file_io, root, table_name):
-        sm = branch.snapshot_manager(file_io)
-        out += [BranchHolder(s, "snapshot", branch.name) for s in sm.snapshots()]
-        out += [BranchHolder(t.snapshot, "tag", branch.name) for t in branch.tag_manager(file_io).tags().values()]
-        changelogs = branch.changelog_manager(file_io)
-        out += [BranchHolder(c, "changelog", branch.name)
-                for c in (changelogs.try_changelog(i) for i in changelogs.ids()) if c is not None]
+        out += _holders_of(file_io, branch)
+    return out
+
+
+def main_holders(file_io: FileIO, root: str, table_name: str) -> list[BranchHolder]:
+    """Every snapshot, tag and long-lived changelog of the main branch, as `holders` lists a
+    branch's (``branch`` is ``"main"``): what maintenance of a branch keeps besides other branches'."""
+    return _holders_of(file_io, Branch(table_name, "main", TablePaths(root)))
+
+
+def _holders_of(file_io: FileIO, branch: Branch) -> list[BranchHolder]:
+    sm = branch.snapshot_manager(file_io)
+    out = [BranchHolder(s, "snapshot", branch.name) for s in sm.snapshots()]
+    out += [BranchHolder(t.snapshot, "tag", branch.name) for t in branch.tag_manager(file_io).tags().values()]
+    changelogs = branch.changelog_manager(file_io)
+    out += [BranchHolder(c, "changelog", branch.name)
+            for c in (changelogs.try_changelog(i) for i in changelogs.ids()) if c is not None]
     return out
 
 
@@ -124,4 +135,4 @@ def based_on(file_io: FileIO, root: str, table_name: str, snap: Snapshot) -> lis
 
 
 __all__ = ["BRANCH_DIR", "BRANCH_PREFIX", "Branch", "BranchHolder", "HolderKind", "based_on", "branch_names",
-           "branches", "holders"]
+           "branches", "holders", "main_holders"]

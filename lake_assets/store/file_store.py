@@ -33,7 +33,7 @@ from lake_assets.spec.partition import partition_path
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import Snapshot
 from lake_assets.store.branch_table import main_name, refuse_branch_write, refuse_on_branch
-from lake_assets.store.branches import Branch, BranchHolder, based_on, branches
+from lake_assets.store.branches import Branch, BranchHolder, based_on, branches, main_holders
 from lake_assets.store.branches import holders as branch_holders
 from lake_assets.store.changelog_manager import ChangelogManager
 from lake_assets.store.consumers import ConsumerManager
@@ -284,9 +284,19 @@ class FileStore:
         table's directories, which maintenance of the main branch keeps."""
         return branch_holders(self.file_io, self.paths.root, self.name)
 
+    def outside_holders(self) -> list[BranchHolder]:
+        """What keeps files of the table besides this branch's own history: every other branch's
+        snapshots, tags and long-lived changelogs and, on a branch, the main branch's."""
+        branch = self.paths.branch
+        out = [h for h in self.branch_holders() if h.branch != branch]
+        if branch is not None:
+            out += main_holders(self.file_io, self.paths.root, main_name(self.name))
+        return out
+
     def branches_based_on(self, snap: Snapshot) -> list[str]:
-        """The branches created from a tag of ``snap`` (`lake_assets.store.branches.based_on`)."""
-        return based_on(self.file_io, self.paths.root, self.name, snap)
+        """The other branches created from a tag of ``snap`` (`lake_assets.store.branches.based_on`;
+        on a branch, itself left out: it holds copies of its own tags' snapshots)."""
+        return [b for b in based_on(self.file_io, self.paths.root, self.name, snap) if b != self.paths.branch]
 
     def main_store(self) -> FileStore:
         """The main branch of this branch's table (itself on the main branch)."""

@@ -109,3 +109,29 @@ def test_branch_writes_of_each_table_kind_agree_with_java(
     assert_same_rows(java.read(w, B1), expected(keyed, *history))
     assert_same_rows(branch.to_arrow(), expected(keyed, *history))
     assert [s["id"] for s in java.snapshots(w, IDENT)] == main_snapshots
+
+
+def test_delete_where_on_a_branch_agrees_with_java(java: PaimonJava, tmp_path: Path) -> None:
+    """Row deletes of a deletion-vector append table's branch: our vectors in the branch's index
+    manifest, read by Java; Java's deletes (Spark's DELETE path) and compaction on top, read by us;
+    main keeps its rows."""
+    w = str(tmp_path / "wh")
+    java.create_table(w, IDENT, SCHEMA, options={"bucket": "-1", "deletion-vectors.enabled": "true",
+                                                 "compaction.max.file-num": "2"})
+    java.write(w, IDENT, rows(range(0, 10), "a"))
+    java.create_tag(w, IDENT, "t1")
+    java.create_branch(w, IDENT, "b1", tag="t1")
+    java.write(w, B1, rows(range(10, 14), "j"))
+    branch = Catalog(w).get_table(B1)
+    result = branch.delete_where([("id", "<", 3)])
+    assert (result.rows_deleted, result.files_marked) == (3, 1)
+    left = rows(range(3, 14), "")
+    assert_same_rows(java.read(w, B1, projection=["id"]), left.select(["id"]))
+    assert java.append_dv_delete(w, B1, [("id", ">=", 12)])["files_marked"] == 1
+    left = rows(range(3, 12), "")
+    assert_same_rows(Catalog(w).get_table(B1).to_arrow(columns=["id"]), left.select(["id"]))
+    assert java.append_compact(w, B1)["tasks"] > 0
+    assert_same_rows(Catalog(w).get_table(B1).to_arrow(columns=["id"]), left.select(["id"]))
+    assert_same_rows(java.read(w, B1, projection=["id"]), left.select(["id"]))
+    assert_same_rows(java.read(w, IDENT), rows(range(0, 10), "a"))
+    assert [s["id"] for s in java.snapshots(w, IDENT)] == [1]

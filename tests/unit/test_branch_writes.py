@@ -141,13 +141,6 @@ def test_what_a_branch_write_does_not_do_is_refused_naming_it(catalog: Catalog, 
     assert {f.path for f in main.file_io.walk_files(main.paths.root)} == before
 
 
-def test_row_deletes_on_a_branch_are_refused(catalog: Catalog) -> None:
-    _kv(catalog)
-    dev = catalog.get_table("db.t$branch_dev")
-    with pytest.raises(UnsupportedFeatureError, match=r"not row deletes"):
-        dev.delete_where([("k", "=", 1)])
-
-
 def test_main_expiry_and_orphan_removal_keep_what_a_branch_wrote(catalog: Catalog) -> None:
     main = _kv(catalog, **{"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
     dev = catalog.get_table("db.t$branch_dev")
