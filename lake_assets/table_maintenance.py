@@ -20,6 +20,7 @@ import pyarrow as pa
 from lake_assets import arguments as args
 from lake_assets.errors import InvalidArgumentError, UnsupportedFeatureError
 from lake_assets.spec.snapshot import Snapshot, Tag
+from lake_assets.store.branch_table import MAIN_BRANCH
 from lake_assets.table_store_view import StoreView
 from lake_assets.table_support import Op
 
@@ -94,6 +95,24 @@ class TableMaintenance(StoreView):
         args.text("name", name, optional=False)
         self._require_main("delete a branch of")
         delete_branch(self.store, name)
+
+    def fast_forward(self, branch: str) -> Snapshot:
+        """Make the main branch branch ``branch``'s history from the branch's earliest snapshot on, as
+        Paimon 0.9's ``fastForward``: main's snapshots, tags and schemas from there on are replaced by
+        the branch's (copied; no data file is copied or deleted: main's discarded files become orphans
+        for `remove_orphan_files`). Returns main's new latest snapshot. Stop main's writers first.
+
+        Raises `InvalidArgumentError` (nothing changed) for a branch without snapshots, one whose
+        history does not continue main's kept snapshots, a schema change main still reads with, or a
+        replaced tag another branch was created from (`lake_assets.ops.fast_forward`)."""
+        from lake_assets.ops.fast_forward import fast_forward
+
+        args.text("branch", branch, optional=False)
+        self._require_main("fast-forward")
+        if branch == MAIN_BRANCH:
+            raise InvalidArgumentError(f"Cannot fast-forward {self.name} to branch 'main': it is the main branch")
+        self.store.require(Op.ROLLBACK)
+        return fast_forward(self.store, branch)
 
     def _require_main(self, what: str) -> None:
         if self.store.paths.branch is not None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from lake_assets import Catalog
+from lake_assets import Catalog, UnsupportedFeatureError
 from tests.java.oracle import PaimonJava
 
 from .helpers import assert_same_rows
@@ -151,3 +151,92 @@ def test_a_schema_change_of_the_branch_writes_what_java_writes(
     assert {r["id"]: r["n"] for r in got.to_pylist() if r["n"] is not None} == {1: 7, 2: 8}
     assert_same_rows(java.read(str(ours), IDENT), main_before)
     assert Catalog(str(ours)).get_table(IDENT).to_arrow().column_names == ["id", "v"]
+
+
+def _metadata(wh: Path) -> dict[str, bytes]:
+    """The main branch's snapshot, schema and tag files (hints left out) and its changelogs."""
+    out = {}
+    for d in ("snapshot", "schema", "tag", "changelog"):
+        for p in sorted((wh / TABLE / d).glob("*-*")) if (wh / TABLE / d).exists() else ():
+            out[f"{d}/{p.name}"] = p.read_bytes()
+    return out
+
+
+def test_fast_forward_writes_what_java_writes(java: PaimonJava, history: Path, tmp_path: Path) -> None:
+    """After the branch's schema change and a main tag ``t3`` of a discarded snapshot: main's
+    snapshots 2-4, its schema 0 and tags t1 and t3 go, the branch's snapshots 2-4, schemas 0-1 and
+    tags t1 and bt are copied, exactly the files Java 0.9's fastForward leaves. Java's main
+    ``EARLIEST`` hint is the branch's (2), hiding main's snapshot 1 from every engine; ours names 1."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    shutil.copytree(history, ours)
+    java.alter_table(str(ours), B1, {"change": "add_column", "name": "n", "type": "INT"})
+    java.write(str(ours), B1, pa.table({"id": [40], "v": ["n40"], "n": [4]},
+                                       schema=pa.schema([*SCHEMA, ("n", pa.int32())])))
+    java.create_tag(str(ours), IDENT, "t3", snapshot_id=3)
+    shutil.copytree(ours, theirs)
+    branch_rows = java.read(str(ours), B1)
+    main_1 = java.read(str(ours), IDENT, snapshot_id=1)
+    latest = Catalog(str(ours)).get_table(IDENT).fast_forward("b1")
+    java.fast_forward(str(theirs), IDENT, "b1")
+    branch_snapshots = sorted(p.name for p in (ours / BRANCH / "snapshot").glob("snapshot-*"))
+    assert latest.id == java.snapshots(str(theirs), IDENT)[-1]["id"] == len(branch_snapshots) + 1
+    assert _metadata(ours) == _metadata(theirs)
+    assert sorted(_metadata(ours)) == sorted(["schema/schema-0", "schema/schema-1", "snapshot/snapshot-1",
+                                              *(f"snapshot/{n}" for n in branch_snapshots), "tag/tag-bt", "tag/tag-t1"])
+    assert (theirs / TABLE / "snapshot" / "EARLIEST").read_text() == "2"  # Java's hint hides snapshot 1
+    assert (ours / TABLE / "snapshot" / "EARLIEST").read_text() == "1"
+    assert (ours / TABLE / "snapshot" / "LATEST").read_text() == str(latest.id)
+    main = Catalog(str(ours)).get_table(IDENT)
+    assert_same_rows(main.to_arrow(), branch_rows)
+    assert_same_rows(java.read(str(ours), IDENT), branch_rows)
+    assert_same_rows(java.read(str(ours), IDENT, snapshot_id=1), main_1)
+    assert java.tags(str(ours), IDENT) == {"bt": 3, "t1": 2}
+    assert [f["name"] for f in java.schema(str(ours), IDENT)["fields"]] == ["id", "v", "n"]
+    # Java writes on the fast-forwarded main, we read it; main's orphan removal keeps both histories' reads
+    java.write(str(ours), IDENT, pa.table({"id": [41], "v": ["m"], "n": [5]},
+                                          schema=pa.schema([*SCHEMA, ("n", pa.int32())])))
+    assert_same_rows(Catalog(str(ours)).get_table(IDENT).to_arrow(), java.read(str(ours), IDENT))
+    removed = Catalog(str(ours)).get_table(IDENT).remove_orphan_files(
+        older_than=timedelta(0), dry_run=False, allow_recent=True)
+    assert any(Path(p).name.startswith("data-") for p in removed.paths)  # main's discarded writes
+    assert_same_rows(java.read(str(ours), IDENT, snapshot_id=1), main_1)
+    assert_same_rows(java.read(str(ours), B1), branch_rows)
+
+
+def test_fast_forward_refusals_change_nothing(java: PaimonJava, history: Path, tmp_path: Path) -> None:
+    """What Java 0.9 refuses (main, a missing branch) or breaks (a branch without snapshots: a
+    NullPointerException; an empty branch's own history after main's; a tag another branch was
+    created from deleted) is refused naming it, and nothing changes."""
+    from lake_assets.errors import InvalidArgumentError, NoSuchTableError
+
+    ours = tmp_path / "ours"
+    shutil.copytree(history, ours)
+    w = str(ours)
+    t = Catalog(w).get_table(IDENT)
+    t.create_branch("empty")
+    java.create_tag(w, IDENT, "t3", snapshot_id=3)
+    t.create_branch("from3", tag="t3")
+    before = _metadata(ours)
+    with pytest.raises(InvalidArgumentError, match=r"to branch 'main': it is the main branch"):
+        t.fast_forward("main")
+    with pytest.raises(NoSuchTableError, match=r"to branch 'nope': it does not exist"):
+        t.fast_forward("nope")
+    with pytest.raises(InvalidArgumentError, match=r"branch 'empty': the branch has no snapshot"):
+        t.fast_forward("empty")
+    # b1 forks at 2: main's t3 (3) goes, and branch from3 was created from it
+    with pytest.raises(InvalidArgumentError, match=r"deletes or replaces the main branch's tag 't3' \(snapshot 3\), "
+                                                   r"and branch 'from3' was created from it"):
+        t.fast_forward("b1")
+    # the branch made empty wrote its own snapshots 1 and 2, and expired 1: main keeps its own 1
+    empty = Catalog(w).get_table(f"{IDENT}$branch_empty")
+    for v in ("e", "f"):
+        empty.write_arrow(rows(range(2), v))
+    empty.expire_snapshots(retain_min=1, retain_max=1)
+    before = _metadata(ours)
+    with pytest.raises(InvalidArgumentError, match=r"earliest snapshot 2 is not the main branch's, which keeps "
+                                                   r"snapshots 1-1 before it"):
+        t.fast_forward("empty")
+    with pytest.raises(UnsupportedFeatureError, match=r"Cannot fast-forward db\.t\$branch_b1: it is a branch"):
+        Catalog(w).get_table(B1).fast_forward("b1")
+    assert _metadata(ours) == before
+

@@ -483,6 +483,11 @@ class PaimonJava:
         ``branch/branch-<name>``). A branch is then the table ``db.t$branch_<name>``."""
         self.call("create_branch", warehouse=warehouse, table=table, name=name, tag=tag)
 
+    def fast_forward(self, warehouse: str, table: str, name: str) -> None:
+        """Paimon 0.9's ``fastForward(name)``: main's snapshots, schemas and tags from the branch's
+        earliest snapshot on deleted, the branch's snapshot, schema and tag directories copied in."""
+        self.call("fast_forward", warehouse=warehouse, table=table, name=name)
+
     def branches(self, warehouse: str, table: str) -> list[str]:
         """The table's branch names, as ``BranchManager.branches`` lists them."""
         return self.call("branches", warehouse=warehouse, table=table)

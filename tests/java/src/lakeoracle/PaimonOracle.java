@@ -306,6 +306,9 @@ public final class PaimonOracle {
                 return null;
             case "branches":
                 return JSON.valueToTree(table(a).branchManager().branches());
+            case "fast_forward": // BranchManager.fastForward: the branch's metadata copied over main's
+                table(a).fastForward(a.get("name").asText());
+                return null;
             default:
                 throw new IllegalArgumentException("unknown op " + op);
         }
