@@ -6,15 +6,16 @@ files the table's (Paimon 0.9's ``FileStoreTable.switchToBranch``). Reads, strea
 time travel to its own tags, creating its tags and expiring its snapshots work on it (the expiry
 keeps every file the main branch or another branch names: `lake_assets.ops.expire_files`).
 
-Writes and compaction of fixed-bucket, dynamic-bucket and unaware-bucket tables, with or without
-deletion vectors, commit to the branch as 0.9's branch writer does (`FileStoreCommitImpl` over the
+Writes and compaction of fixed-bucket, dynamic-bucket, unaware-bucket and postpone-bucket tables,
+with or without deletion vectors, commit to the branch as 0.9's branch writer does (`FileStoreCommitImpl` over the
 branch's `SnapshotManager`): snapshots in the branch's ``snapshot/``, data files, manifests and index
 files (hash indexes, deletion vectors: named by the branch's own index manifests) in the table's
 directories, conflicts checked against the branch's own snapshots (main never deletes a file its own
 history no longer names before its expiry, which keeps every file a branch names). What a branch's
 commit would do besides is refused where Java 0.9 does it wrongly or we have not checked it
-(`refuse_branch_write`): automatic tags (0.9 puts them in the main branch's ``tag/``), tag expiry,
-partition expiry, postpone-bucket tables and Spark's writes. Row deletes (`delete_where`) commit to
+(`refuse_branch_write`): automatic tags and tag expiry (Paimon 0.9 to 1.x put them in, and expire,
+the main branch's ``tag/``) and Spark's writes. Commit-time partition expiry drops the branch's own
+partitions, as Java 0.9's committer of a branch does. Row deletes (`delete_where`) commit to
 the branch like its writes. Rollback deletes the branch's own newer snapshots, tags and changelogs
 (no data file: `remove_orphan_files` of the main branch collects them); tag deletion spares what the
 main branch and every other branch name; schema changes write the branch's own ``schema/`` (Java
@@ -52,16 +53,12 @@ def refuse_branch_write(name: str, op: Op, options: Mapping[str, str]) -> None:
     if op not in (Op.WRITE, Op.COMPACT):
         return
     problems = []
-    if _int(options.get("bucket", "-1")) == -2:
-        problems.append("bucket = -2 (postpone-bucket tables: not implemented on a branch)")
     if options.get("tag.automatic-creation", "none").strip().lower() != "none":
-        problems.append("tag.automatic-creation (Paimon 0.9 creates a branch's automatic tags in the main "
-                        "branch's tag directory; lake_assets does not create them on a branch)")
+        problems.append("tag.automatic-creation (Paimon, 0.9 to 1.x, creates a branch's automatic tags in the "
+                        "main branch's tag directory; lake_assets does not create them on a branch)")
     if options.get("tag.default-time-retained") is not None:
-        problems.append("tag.default-time-retained (a commit's tag expiry would delete the branch's tags, "
-                        "which lake_assets does not do)")
-    if options.get("partition.expiration-time") is not None:
-        problems.append("partition.expiration-time (lake_assets does not expire a branch's partitions)")
+        problems.append("tag.default-time-retained (Paimon's commit to a branch expires the main branch's tags; "
+                        "lake_assets does not expire tags at a branch's commits)")
     if problems:
         raise UnsupportedFeatureError(f"Cannot {op.value} {name}: this branch carries {'; '.join(problems)}")
 
@@ -73,13 +70,6 @@ def refuse_engine_write_on_branch(name: str, branch: str | None, what: str) -> N
         raise UnsupportedFeatureError(
             f"Cannot write to {name}: lake_assets writes to a branch through write_arrow, its writers, "
             f"delete_where and compact() only, not {what}")
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text.strip())
-    except ValueError:
-        return 0  # not a bucket count: the option's own rule refuses it
 
 
 def split_branch(table: str) -> tuple[str, str | None]:

@@ -126,10 +126,8 @@ def test_a_writer_of_a_branch_commits_twice(catalog: Catalog) -> None:
 
 
 @pytest.mark.parametrize("options, named", [
-    ({"bucket": "-2"}, "bucket = -2"),
     ({"tag.automatic-creation": "process-time"}, "tag.automatic-creation"),
     ({"tag.default-time-retained": "1 d"}, "tag.default-time-retained"),
-    ({"partition.expiration-time": "1 d"}, "partition.expiration-time"),
 ])
 def test_what_a_branch_write_does_not_do_is_refused_naming_it(catalog: Catalog, options, named) -> None:
     main = _kv(catalog, **options)
