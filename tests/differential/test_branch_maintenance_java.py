@@ -97,6 +97,28 @@ def test_rollback_of_the_branch_leaves_what_java_leaves(
     assert_same_rows(java.read(str(ours), B1), Catalog(str(ours)).get_table(B1).to_arrow())
 
 
+def test_rollback_to_as_latest_of_the_branch_is_read_by_java(java: PaimonJava, history: Path, tmp_path: Path) -> None:
+    """A new branch snapshot with the files of its snapshot 2 (main's t1, copied): Java reads it;
+    the expiry of the branch and of main, and main's orphan removal, keep what it re-adds; Java
+    writes on top (Java 0.9 has no rollback_to_as_latest: the branch reads as its snapshot 2)."""
+    ours = tmp_path / "ours"
+    shutil.copytree(history, ours)
+    w = str(ours)
+    at_2 = java.read(w, B1, snapshot_id=2)
+    branch = Catalog(w).get_table(B1)
+    assert branch.rollback_to_as_latest(snapshot_id=2).id == 5
+    assert_same_rows(java.read(w, B1), at_2)
+    assert any(n.startswith("rollback-to-as-latest-2-") for n in java.tags(w, B1))
+    assert java.tags(w, IDENT) == {"t1": 2}
+    branch.expire_snapshots(retain_min=1, retain_max=1)
+    main = Catalog(w).get_table(IDENT)
+    main.expire_snapshots(retain_min=1, retain_max=1)
+    main.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
+    assert_same_rows(java.read(w, B1), at_2)
+    java.write(w, B1, rows(range(3), "q"))
+    assert_same_rows(Catalog(w).get_table(B1).to_arrow(), java.read(w, B1))
+
+
 def test_a_branch_tag_deletion_frees_what_only_it_held_and_keeps_mains_files(
         java: PaimonJava, history: Path, tmp_path: Path) -> None:
     """After the branch's full compaction and expiry, its tag ``bt`` alone holds the file of the
@@ -150,7 +172,13 @@ def test_a_schema_change_of_the_branch_writes_what_java_writes(
     assert_same_rows(java.read(str(ours), B1), got)
     assert {r["id"]: r["n"] for r in got.to_pylist() if r["n"] is not None} == {1: 7, 2: 8}
     assert_same_rows(java.read(str(ours), IDENT), main_before)
-    assert Catalog(str(ours)).get_table(IDENT).to_arrow().column_names == ["id", "v"]
+    main = Catalog(str(ours)).get_table(IDENT)
+    assert main.to_arrow().column_names == ["id", "v"]
+    # main's maintenance reads the branch's manifests (files of the branch's schema 1) and keeps them
+    main.expire_snapshots(retain_min=1, retain_max=1)
+    main.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
+    assert_same_rows(java.read(str(ours), B1), got)
+    assert_same_rows(java.read(str(ours), IDENT), main_before)
 
 
 def _metadata(wh: Path) -> dict[str, bytes]:
