@@ -17,7 +17,9 @@ It refuses, with `InvalidArgumentError` and nothing changed, what Java's result 
 
 - a branch without snapshots (Java 0.9 fails with a NullPointerException);
 - main keeps snapshots below ``e`` while its snapshot ``e`` is not the branch's (an empty branch,
-  or one whose fork point expired): ids would join two unrelated histories;
+  or one whose fork point expired), or while it has no snapshot ``e`` and its latest is not
+  ``e - 1``: ids would join two unrelated histories (main without ``e`` right below it is what a
+  fast-forward cut short leaves, and runs again);
 - a main schema replaced by a different branch schema of the same id while a snapshot, tag or
   long-lived changelog main keeps reads with it;
 - deleting or replacing a main tag another branch was created from (as `rollback_to`).
@@ -26,8 +28,9 @@ The order is `rollback_to`'s - main's newer tags, changelogs, then snapshots new
 then the branch's schemas, snapshots (oldest first) and tags: a crash part way leaves main at an
 older snapshot of its own or of the branch's history, and running the fast-forward again finishes
 it. Like Java's, it does not coordinate with writers of the main branch: stop them first (a
-commit that lands meanwhile is refused as `CommitConflictError` when it takes an id the branch
-needs; running it again discards it).
+commit that lands meanwhile on an id the branch needs is discarded, as a fast-forward a moment
+later would discard it; one that lands again on the same id is discarded too and stops it with
+`CommitConflictError`: run it again once main's writers are stopped).
 """
 
 from __future__ import annotations
@@ -63,7 +66,8 @@ def fast_forward(store: FileStore, name: str) -> Snapshot:
     main_ids = sm.snapshot_ids()
     kept_ids = [i for i in main_ids if i < first.id]
     mains_first = sm.try_snapshot(first.id)
-    if kept_ids and (mains_first is None or not same_snapshot(mains_first, first)):
+    # main without snapshot e but with e-1: a fast-forward cut short after deleting main's (a re-run)
+    if kept_ids and (kept_ids[-1] != first.id - 1 if mains_first is None else not same_snapshot(mains_first, first)):
         raise InvalidArgumentError(
             f"Cannot fast-forward {store.name} to branch {name!r}: the branch's earliest snapshot {first.id} is not "
             f"the main branch's, which keeps snapshots {kept_ids[0]}-{kept_ids[-1]} before it: the result would join "
@@ -102,12 +106,18 @@ def fast_forward(store: FileStore, name: str) -> Snapshot:
     for schema_id, data in schema_copies:
         fio.overwrite_atomic(store.paths.schema_file(schema_id), data)
     for sid, data in snapshot_copies:
-        if not fio.try_create(store.paths.snapshot_file(sid), data) and fio.read_bytes(
-                store.paths.snapshot_file(sid)) != data:
-            raise CommitConflictError(
-                f"Cannot fast-forward {store.name} to branch {name!r}: another writer committed snapshot {sid} to "
-                f"the main branch meanwhile; main is at the branch's snapshot {sid - 1} or before. Stop main's "
-                "writers and fast-forward again (it discards that commit)")
+        for attempt in range(2):
+            target = store.paths.snapshot_file(sid)
+            if fio.try_create(target, data) or fio.read_bytes(target) == data:
+                break
+            # a writer of main committed meanwhile: discarded, as a fast-forward a moment later would
+            for newer in reversed([i for i in sm.snapshot_ids() if i >= sid]):
+                fio.delete(store.paths.snapshot_file(newer))
+            if attempt:
+                raise CommitConflictError(
+                    f"Cannot fast-forward {store.name} to branch {name!r}: writers of the main branch keep committing "
+                    f"(snapshot {sid} again; their commits were discarded and main holds the branch's snapshots "
+                    f"before {sid}). Stop main's writers and fast-forward again")
         store.fault_point("fast_forward.after_snapshot_copy")
     for path, data in tag_copies:
         fio.overwrite_atomic(path, data)
