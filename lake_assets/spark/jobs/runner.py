@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lake_assets.spark.jobs.args import storage_value
+from lake_assets.spark.jobs.args import storage_value, table_identifier
 from lake_assets.spark.jobs.context import JobContext
 from lake_assets.spark.jobs.errors import EXIT_OK, EXIT_UNEXPECTED, Phase, classify
 from lake_assets.spark.jobs.logs import log, setup_logging
@@ -43,9 +43,9 @@ def run_job(job: str, argv: Sequence[str] | None, parser: argparse.ArgumentParse
                 args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
             except SystemExit as exc:  # --help (argparse errors raise UsageError)
                 return int(exc.code or 0)
-            summary["table"] = args.table
+            summary["table"] = identifier = table_identifier(args)
             storage = tuple((k, storage_value(v)) for k, v in args.storage_options)
-            ref = TableRef(args.warehouse, args.table, storage)
+            ref = TableRef(args.warehouse, identifier, storage)
             table = ref.open()
             spark, owns = get_session(job, args)
             ctx = JobContext(job, args, spark, ref, table, started=started, owns_session=owns)
