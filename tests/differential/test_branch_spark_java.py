@@ -63,7 +63,7 @@ def _main_unchanged(java: PaimonJava, w: str) -> None:
 def test_spark_batch_writes_to_a_branch_are_read_by_java(java: PaimonJava, base: Path, tmp_path: Path, spark) -> None:  # type: ignore[no-untyped-def]
     from lake_assets.spark import register, write_table, write_table_native
 
-    register(spark)
+    register(spark)  # the source's own write below
     w = _copy(base, tmp_path)
     frame = lambda t: spark.createDataFrame(t.to_pylist(), DDL)  # noqa: E731
     write_table(frame(rows(range(4, 8), "d1", "b")), w, IDENT, branch="b1")  # b1's 2
@@ -83,10 +83,12 @@ def test_spark_batch_writes_to_a_branch_are_read_by_java(java: PaimonJava, base:
     for sid in (2, 3, 4):
         assert_same_rows(java.read(w, B1, snapshot_id=sid), branch.to_arrow(snapshot_id=sid))
     _main_unchanged(java, w)
-    # Java writes to the branch after Spark; the source reads what Java reads
+    # Java writes to the branch after Spark, and Spark again after Java
     java.write(w, B1, rows(range(20, 22), "d2", "j"))
-    df = spark.read.format("lake").option("warehouse", w).option("branch", "b1").load(IDENT)
-    assert_same_rows(pa.Table.from_pylist([r.asDict() for r in df.collect()], schema=SCHEMA), java.read(w, B1))
+    write_table(frame(rows(range(21, 23), "d2", "s")), w, IDENT, branch="b1")
+    after = Catalog(w).get_table(B1)
+    assert_same_rows(after.to_arrow(), java.read(w, B1))
+    assert after.to_arrow().num_rows == expected.num_rows + 3
 
 
 def test_the_streaming_sink_on_a_branch_is_exactly_once(java: PaimonJava, base: Path, tmp_path: Path, spark) -> None:  # type: ignore[no-untyped-def]
