@@ -71,7 +71,9 @@ class TableReads(StoreView):
         ``op`` is the operation the plan is for (a compaction plans with `Op.COMPACT`): the table and
         the files planned are checked for it (`lake_assets.table_support`). A postpone table's plan
         holds its real buckets only; with ``postpone.merge-on-read`` the reads merge the waiting rows
-        in (`lake_assets.ops.postpone_merge_read.plan_merge_read` is their plan)."""
+        in (`lake_assets.ops.postpone_merge_read.plan_merge_read` is their plan). The plan is of
+        this branch's own files: a table carrying ``scan.fallback-branch`` reads the fallback's
+        partitions besides (`lake_assets.ops.fallback_read`)."""
         from lake_assets.ops.plan import plan_splits
         from lake_assets.predicate import Predicate
 
