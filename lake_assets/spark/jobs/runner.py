@@ -43,7 +43,8 @@ def run_job(job: str, argv: Sequence[str] | None, parser: argparse.ArgumentParse
                 args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
             except SystemExit as exc:  # --help (argparse errors raise UsageError)
                 return int(exc.code or 0)
-            summary["table"] = identifier = table_identifier(args)
+            summary["table"] = args.table
+            summary["table"] = identifier = table_identifier(args)  # with --branch: db.t$branch_<name>
             storage = tuple((k, storage_value(v)) for k, v in args.storage_options)
             ref = TableRef(args.warehouse, identifier, storage)
             table = ref.open()
