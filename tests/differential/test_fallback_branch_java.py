@@ -111,6 +111,9 @@ def test_time_travel_by_snapshot_id_takes_the_fallbacks_snapshot_of_that_time(
     t.write_arrow(rows(1, {40: "pear"}))  # main's 2: after fb's snapshots
     for sid in (1, 2):
         assert_same_rows(t.to_arrow(snapshot_id=sid), java.read(w, IDENT, snapshot_id=sid))
+        ms = t.snapshot(sid).time_millis  # by time: each branch's snapshot of that time
+        assert_same_rows(t.to_arrow(timestamp=ms), java.read(w, IDENT, timestamp_millis=ms))
+    assert t.to_arrow(snapshot_id=1).num_rows == 2  # fb's snapshot 1 has partition 1 only: main's
     t.create_tag("x", 1)
     with pytest.raises(UnsupportedFeatureError, match=r"as of tag 'x'.*scan\.fallback-branch"):
         t.to_arrow(tag="x")
