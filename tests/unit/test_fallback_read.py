@@ -1,6 +1,7 @@
 """``scan.fallback-branch`` reads of the core (lake_assets.ops.fallback_read) in the cases Java's
 differential test (tests/differential/test_fallback_branch_java.py) does not build: a branch
-falling back to main, a missing fallback branch, renamed columns, time travel by timestamp."""
+falling back to main, a missing fallback branch, renamed columns, time travel by timestamp, row
+deletes."""
 
 from __future__ import annotations
 
@@ -90,3 +91,18 @@ def test_time_travel_by_timestamp_reads_the_fallback_of_that_time(catalog: Catal
     fb.expire_snapshots(retain_min=1, retain_max=1)  # its snapshot 1 is gone: nothing to fall back to
     with pytest.raises(SnapshotNotFoundError, match=r"its snapshot 1 \(where Paimon 0.9 reads then\) is gone"):
         catalog.get_table("db.t").to_arrow(snapshot_id=1)
+
+
+def test_deleting_rows_of_a_table_carrying_a_fallback_is_refused(tmp_path) -> None:
+    cat = Catalog(str(tmp_path / "wh"))
+    cat.create_database("db")
+    t = cat.create_table("db.a", SCHEMA, partition_keys=["pt"], options={"deletion-vectors.enabled": "true"})
+    t.write_arrow(rows(1, [1, 2], "main"))
+    t.create_branch("fb")
+    carry(t, "fb")
+    a = cat.get_table("db.a")
+    before = sorted(p.name for p in (tmp_path / "wh").rglob("*") if p.is_file())
+    with pytest.raises(UnsupportedFeatureError, match=r"Cannot delete rows of db\.a: it carries scan\.fallback-branch"):
+        a.delete_where([("k", "=", 1)])
+    assert sorted(p.name for p in (tmp_path / "wh").rglob("*") if p.is_file()) == before
+    assert a.to_arrow().num_rows == 2
