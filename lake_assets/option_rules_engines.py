@@ -314,9 +314,10 @@ _SCAN_PARTITIONS = ("Flink's batch and lookup reads of a table carrying it read 
                     "(FlinkTableSource, PartitionLoader); lake_assets' reads read all")
 
 
-_FALLBACK_BRANCH = ("Paimon's batch reads of a table carrying it read the partitions the table's branch lacks "
-                    "from that branch (0.9+ FallbackReadFileStoreTable, incremental batch reads too); "
-                    "lake_assets' reads would leave them out")
+_FALLBACK_BRANCH = ("Paimon's streaming reads of a table carrying it ignore it and its incremental batch reads pass "
+                    "the table's snapshot ids to the fallback branch unconverted, so lake_assets refuses streams "
+                    "and change reads; its batch reads take the partitions the table's branch lacks from that "
+                    "branch, as Paimon 0.9+'s FallbackReadFileStoreTable (lake_assets.ops.fallback_read)")
 
 
 def _refused(key: str, description: str, refuses: tuple[str, ...], why: str,
@@ -340,7 +341,7 @@ REFUSED_ENGINE_RULES: dict[str, OptionRule] = _rules(
              "its own key in Paimon 0.9 to 1.0: lookup.dynamic-partition).", ("READ", "STREAM"), _SCAN_PARTITIONS,
              ("lookup.dynamic-partition",)),
     _refused("scan.fallback-branch", "Branch whose partitions batch reads take where the table's branch has "
-             "none (Paimon 0.9+).", ("READ", "STREAM"), _FALLBACK_BRANCH),
+             "none (Paimon 0.9+).", ("STREAM",), _FALLBACK_BRANCH),
 )
 
 # ---- partition mark-done (CoreOptions; Paimon's Spark writes since 1.0, Flink's sinks): docs/format.md §13.3

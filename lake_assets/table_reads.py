@@ -71,7 +71,9 @@ class TableReads(StoreView):
         ``op`` is the operation the plan is for (a compaction plans with `Op.COMPACT`): the table and
         the files planned are checked for it (`lake_assets.table_support`). A postpone table's plan
         holds its real buckets only; with ``postpone.merge-on-read`` the reads merge the waiting rows
-        in (`lake_assets.ops.postpone_merge_read.plan_merge_read` is their plan)."""
+        in (`lake_assets.ops.postpone_merge_read.plan_merge_read` is their plan). The plan is of
+        this branch's own files: a table carrying ``scan.fallback-branch`` reads the fallback's
+        partitions besides (`lake_assets.ops.fallback_read`)."""
         from lake_assets.ops.plan import plan_splits
         from lake_assets.predicate import Predicate
 
@@ -125,7 +127,8 @@ class TableReads(StoreView):
         snap, schema = self._read_point(snapshot_id, tag=tag, timestamp=timestamp)
         # after `_read_point`: a read of the latest state has moved the store to its schema
         bounds = stream_bounds(self.store.schema.core_options, *stream)
-        for t in self._tables(snap, schema, columns=columns, filter=filter, stream=bounds):
+        for t in self._tables(snap, schema, columns=columns, filter=filter, stream=bounds,
+                              travel=(snapshot_id, tag, timestamp)):
             yield from t.to_batches(max_chunksize=bounds[0])
 
     def _read_point(
@@ -145,11 +148,15 @@ class TableReads(StoreView):
         columns: Sequence[str] | None,
         filter: Any,
         stream: tuple[int, int] | None = None,
+        travel: tuple[int | None, str | None, datetime | int | str | None] = (None, None, None),
     ) -> Iterator[pa.Table]:
         """The rows of ``snap`` read with ``schema`` (from `_read_point`), table by table: whole merge
         sections read splits ahead, or with ``stream`` = (batch rows, read-ahead) bounded batches
-        (`ops.streaming_read`)."""
+        (`ops.streaming_read`). ``travel`` is how the read chose ``snap`` (snapshot id, tag,
+        timestamp): a table carrying ``scan.fallback-branch`` reads the partitions it lacks from
+        that branch's snapshot of the same time (`lake_assets.ops.fallback_read`)."""
         from lake_assets.ops import postpone_merge_read
+        from lake_assets.ops.fallback_read import fallback_branch
         from lake_assets.ops.read import SplitReader
         from lake_assets.ops.read_ahead import read_splits_ahead
         from lake_assets.ops.streaming_read import stream_bounds, stream_splits
@@ -159,6 +166,10 @@ class TableReads(StoreView):
             unknown = [c for c in columns if not schema.has_field(c) and c not in system_columns(schema)]
             if unknown:
                 raise SchemaError(f"Table {self.name} has no columns {unknown}")
+        if fallback_branch(schema) is not None:
+            yield from self._fallback_tables(snap, schema, columns=columns, filter=filter, stream=stream,
+                                             travel=travel)
+            return
         if snap is None:
             return
         pred = Predicate.of(filter)
@@ -176,6 +187,62 @@ class TableReads(StoreView):
         for unit in units:
             yield from postpone_merge_read.read_unit(reader, unit, batch_rows)
 
+    def _fallback_tables(
+        self,
+        snap: Snapshot | None,
+        schema: TableSchema,
+        *,
+        columns: Sequence[str] | None,
+        filter: Any,
+        stream: tuple[int, int] | None,
+        travel: tuple[int | None, str | None, datetime | int | str | None],
+    ) -> Iterator[pa.Table]:
+        """`_tables` of a table carrying ``scan.fallback-branch``: its own splits, then the fallback
+        branch's of the partitions it lacks, each read by its own branch's reader (both planned,
+        and the fallback checked, before the first row)."""
+        from lake_assets.ops import postpone_merge_read
+        from lake_assets.ops.fallback_read import Travel, bound, fallback_splits, open_fallback
+        from lake_assets.ops.plan import plan_splits, to_epoch_ms
+        from lake_assets.ops.read import SplitReader
+        from lake_assets.ops.read_ahead import read_splits_ahead
+        from lake_assets.ops.streaming_read import stream_splits
+
+        if postpone_merge_read.configured(schema):
+            from lake_assets.errors import UnsupportedFeatureError
+
+            raise UnsupportedFeatureError(f"Cannot read {self.name}: lake_assets does not combine "
+                                          "postpone.merge-on-read with scan.fallback-branch")
+        snapshot_id, tag, timestamp = travel
+        ms = None if timestamp is None else to_epoch_ms(timestamp)
+        source = open_fallback(self.store, schema, snap, Travel(snapshot_id, tag, ms))
+        pred = bound(filter, schema, self.name)
+        own = [] if snap is None else plan_splits(self.store, snap, pred, schema=schema)
+        readers = [(SplitReader(self.store, schema, columns, pred, fill_defaults=True), snap, own)]
+        if source is not None:
+            extra = fallback_splits(self.store, snap, schema, source, filter, own if pred is None else None)
+            fb_reader = SplitReader(source.store, source.schema, columns, bound(filter, source.schema, self.name),
+                                    fill_defaults=True)
+            readers.append((fb_reader, source.snapshot, extra))
+        target = self._output_schema(schema, columns)
+        for reader, at, splits in readers:
+            if not splits or at is None:
+                continue
+            reader.snapshot_id = at.id  # a file removed by expiry meanwhile: a race, not corruption
+            tables = (stream_splits(reader, splits, batch_rows=stream[0], read_ahead=stream[1]) if stream is not None
+                      else read_splits_ahead(reader, splits))
+            for t in tables:  # the fallback's columns may differ in nullability only (checked)
+                yield t if t.schema == target else t.cast(target)
+
+    @staticmethod
+    def _output_schema(table_schema: TableSchema, columns: Sequence[str] | None) -> pa.Schema:
+        """The Arrow schema a read of ``columns`` (all when None) of ``table_schema`` returns."""
+        schema = table_schema.arrow_schema
+        if columns is not None:
+            extra = system_columns(table_schema)
+            schema = pa.schema([extra[c] if c in extra else schema.field(c) for c in columns
+                                if table_schema.has_field(c) or c in extra])
+        return schema
+
     def to_arrow(
         self,
         *,
@@ -188,12 +255,9 @@ class TableReads(StoreView):
         """Read the table into one Arrow table: latest, or as of a snapshot id, tag or point in time."""
         args.names("columns", columns)
         snap, table_schema = self._read_point(snapshot_id, tag=tag, timestamp=timestamp)
-        schema = table_schema.arrow_schema
-        if columns is not None:
-            extra = system_columns(table_schema)
-            schema = pa.schema([extra[c] if c in extra else schema.field(c) for c in columns
-                                if table_schema.has_field(c) or c in extra])
-        tables = list(self._tables(snap, table_schema, columns=columns, filter=filter))
+        schema = self._output_schema(table_schema, columns)
+        tables = list(self._tables(snap, table_schema, columns=columns, filter=filter,
+                                   travel=(snapshot_id, tag, timestamp)))
         if not tables:
             return schema.empty_table()
         return pa.concat_tables(tables)

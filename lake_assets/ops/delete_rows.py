@@ -40,6 +40,7 @@ from lake_assets.ops.append_vectors import change_vectors
 from lake_assets.ops.commit import TableCommitter
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.deletion_vectors import VectorLoader
+from lake_assets.ops.fallback_read import FALLBACK_BRANCH, fallback_branch
 from lake_assets.ops.plan import plan_splits
 from lake_assets.ops.read import SplitReader
 from lake_assets.ops.scan import Split
@@ -64,6 +65,13 @@ def check_deletable(store: FileStore) -> None:
     """Raise `UnsupportedFeatureError` unless rows of the table can be deleted through vectors."""
     schema = store.schema
     where = f"Cannot delete rows of {store.name}"
+    fallback = fallback_branch(schema)
+    if fallback is not None:
+        # the delete would mark its own rows only, while its reads still return the fallback's
+        # matching rows of the partitions it lacks: a delete that seems to do nothing
+        raise UnsupportedFeatureError(
+            f"{where}: it carries {FALLBACK_BRANCH} = {fallback!r}, whose rows its reads return where it has "
+            "no files; lake_assets does not delete rows of such a table")
     if schema.primary_keys:
         raise UnsupportedFeatureError(
             f"{where}: it has a primary key; write the rows to delete with row kind '-D' "

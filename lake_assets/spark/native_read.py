@@ -30,6 +30,7 @@ from lake_assets.ops import postpone_merge_read
 from lake_assets.ops.not_null_history import read_arrow_schema
 from lake_assets.ops.row_tracking import data_evolution_enabled
 from lake_assets.ops.scan import Split
+from lake_assets.spark.fallback_plan import has_fallback
 from lake_assets.spark.schema import spark_schema
 from lake_assets.spark.source_options import STORAGE_PREFIX, SourceOptions, storage_option_text
 from lake_assets.spec.manifest import DataFileMeta
@@ -144,6 +145,8 @@ def read_table(
     if special or not _local_path(warehouse):
         return source({})
     table = parsed.table()
+    if has_fallback(table):
+        return source({})  # the partitions a fallback branch adds are read by the source (spark/fallback_plan.py)
     if postpone_merge_read.configured(table.schema):
         return source({})  # the waiting rows are merged into every bucket: nothing is read as it is
     if data_evolution_enabled(table.schema.options):

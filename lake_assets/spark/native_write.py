@@ -78,9 +78,9 @@ from lake_assets.spark.native_files import (
 )
 from lake_assets.spark.native_sequences import check_sequence_bases, plan_write_base
 from lake_assets.spark.shuffle import PARTITION_OVERWRITE_CONF, write_table
+from lake_assets.spark.source_options import with_branch
 from lake_assets.spark.write_commit import commit_with_retry
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
-from lake_assets.store.branch_table import refuse_engine_write_on_branch
 from lake_assets.table import Table
 from lake_assets.table_support import Op
 
@@ -317,11 +317,12 @@ def write_table_native(
     partition_overwrite_mode: str | None = None,
     num_partitions: int | None = None,
     require_native: bool = False,
+    branch: str | None = None,
 ) -> NativeWriteResult:
     """`write_table` with Spark's own Parquet writer writing the files, when the table qualifies.
 
     Same arguments and result in the table as `write_table` (one snapshot; ``mode``,
-    ``overwrite_partitions``, ``dynamic``, ``partition_overwrite_mode`` as there). The table
+    ``overwrite_partitions``, ``dynamic``, ``partition_overwrite_mode``, ``branch`` as there). The table
     qualifies when `native_eligibility.native_refusals` finds nothing against it and the input
     (a batch DataFrame with exactly the table's columns and Spark types) and the warehouse is on
     a local file system; otherwise the write goes through `write_table` unchanged, or, with
@@ -340,6 +341,7 @@ def write_table_native(
                     if isinstance(partition_overwrite_mode, str) else partition_overwrite_mode,
                     ("static", "dynamic"))
     args.integer("num_partitions", num_partitions, minimum=1)
+    identifier = with_branch(identifier, branch)
     table = Catalog(warehouse, **dict(storage_options or {})).get_table(identifier)
     refusals = native_refusals(table, {f.name: f.dataType for f in df.schema.fields})
     if df.isStreaming:
@@ -357,8 +359,7 @@ def write_table_native(
         raise OptionError("overwrite_partitions and dynamic need mode='overwrite'")
     if overwrite_partitions and dynamic:
         raise OptionError("Pass either overwrite_partitions (static) or dynamic=True, not both")
-    refuse_engine_write_on_branch(table.name, table.store.paths.branch, "Spark's writes")
-    table.store.require(Op.WRITE)
+    table.store.require(Op.WRITE)  # a branch: what the core refuses on it
     if mode == "overwrite" and not overwrite_partitions and dynamic is None:
         conf = partition_overwrite_mode or df.sparkSession.conf.get(PARTITION_OVERWRITE_CONF) or "static"
         dynamic = str(conf).strip().lower() == "dynamic"

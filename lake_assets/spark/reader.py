@@ -26,6 +26,7 @@ from lake_assets.ops.streaming_read import stream_bounds
 from lake_assets.options import parse_memory_size
 from lake_assets.parallelism import usable_cpus
 from lake_assets.predicate import Predicate
+from lake_assets.spark.fallback_plan import fallback_read_store, has_fallback, plan_fallback
 from lake_assets.spark.filters import Clauses, Term, parse_filter_option, push_filters
 from lake_assets.spark.native_read import MERGE_SECTIONS_ONLY, PLANNED_SNAPSHOT, NativeFiles
 from lake_assets.spark.schema import spark_arrow_schema, to_spark_batches
@@ -66,6 +67,9 @@ class SplitPartition(InputPartition):
 
     splits: list[Split]
     snapshot_id: int | None = None  # planned from: tells a lost race with expiry from corruption
+    # splits of the table's fallback branch (scan.fallback-branch): its name and the schema planned with
+    branch: str | None = None
+    schema_id: int | None = None
 
 
 @dataclass
@@ -189,6 +193,8 @@ def plan_read(table: Table, options: SourceOptions, filters: Clauses | None = No
         return [ChangePartition(s) for s in plan_changes(table, options)]
     planned = options.get_int(PLANNED_SNAPSHOT)
     snap = table.snapshot(planned) if planned is not None else table.resolve_snapshot(**options.time_travel())
+    if has_fallback(table):
+        return _plan_with_fallback(table, options, snap, filters)
     if snap is None:
         return []
     if postpone_merge_read.configured(table.schema):
@@ -200,6 +206,24 @@ def plan_read(table: Table, options: SourceOptions, filters: Clauses | None = No
     parts = [part for s in splits for part in divide_split(table, s, target)]
     groups = pack_splits(parts, target, split_open_file_cost(table, options), min_partitions(options))
     return [SplitPartition(g, snap.id) for g in groups]
+
+
+def _plan_with_fallback(table: Table, options: SourceOptions, snap: Snapshot | None,
+                        filters: Clauses | None) -> list[InputPartition]:
+    """A read of a table carrying ``scan.fallback-branch``: its own splits' partitions, then those
+    of the fallback branch's splits of the partitions it lacks (`lake_assets.spark.fallback_plan`)."""
+    own, fallback, fb_snap, extra = plan_fallback(table, options, snap, filters or None)
+    target = split_target_size(table, options)
+    cost = split_open_file_cost(table, options)
+    out: list[InputPartition] = []
+    for source, at, splits in ((table, snap, own), (fallback, fb_snap, extra)):
+        if source is None or at is None or not splits:
+            continue
+        parts = [part for s in splits for part in divide_split(source, s, target)]
+        branch = None if source is table else (source.store.paths.branch or "main")
+        out += [SplitPartition(g, at.id, branch, source.schema.id if branch else None)
+                for g in pack_splits(parts, target, cost, min_partitions(options))]
+    return out
 
 
 def _plan_postpone_merge(
@@ -276,12 +300,15 @@ class LakeReader(DataSourceReader):
             for part in changes.read_batches(partition.split):  # bounded by read.batch-size
                 yield from to_spark_batches(part, target)
             return
+        store, schema = table.store, table.schema
+        if isinstance(partition, SplitPartition) and partition.branch is not None and partition.schema_id is not None:
+            store, schema = fallback_read_store(table, partition.branch, partition.schema_id)
         pred = Predicate.of(self.filters() or None)
         if pred is not None:  # bound once per task, not per batch (planning bound and checked it too)
-            pred = pred.bind(filter_schema(table.schema), table.name)
-        reader = SplitReader(table.store, table.schema, self._columns(table), pred, fill_defaults=True)
+            pred = pred.bind(filter_schema(schema), table.name)
+        reader = SplitReader(store, schema, self._columns(table), pred, fill_defaults=True)
         reader.snapshot_id = partition.snapshot_id
-        batch_rows, _ = stream_bounds(table.schema.core_options)  # the table's read.batch-size
+        batch_rows, _ = stream_bounds(schema.core_options)  # the table's read.batch-size
         if isinstance(partition, PostponeMergePartition):
             for data in postpone_merge_read.read_unit(reader, partition.unit, batch_rows):
                 yield from to_spark_batches(data, target)

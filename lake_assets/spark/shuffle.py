@@ -39,10 +39,9 @@ from lake_assets.spark.postpone_routing import (
 )
 from lake_assets.spark.schema import BUCKET_COLUMN
 from lake_assets.spark.sink_distribution import sink_strategy
-from lake_assets.spark.source_options import STORAGE_PREFIX, storage_option_text
+from lake_assets.spark.source_options import STORAGE_PREFIX, storage_option_text, with_branch
 from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.data_types import DataType
-from lake_assets.store.branch_table import refuse_engine_write_on_branch
 from lake_assets.table import Table
 from lake_assets.table_support import POSTPONE_BUCKET, Op
 
@@ -164,10 +163,13 @@ def write_table(
     partition_overwrite_mode: str | None = None,
     num_partitions: int | None = None,
     options: Mapping[str, str] | None = None,
+    branch: str | None = None,
 ) -> None:
     """Write ``df`` into a table in one snapshot, routing each bucket of a primary-key table to one task.
 
     An input computed by a single task (a small file, a local DataFrame) is written as it is.
+    ``branch`` (or an identifier ``db.t$branch_<name>``) writes to that branch's own snapshots,
+    for the tables the core writes on a branch (`lake_assets.store.branch_table`).
 
     ``mode`` is "append" or "overwrite". An overwrite replaces, in this order of precedence:
     the partitions matching ``overwrite_partitions`` (e.g. ``{"dt": "2024-01-01"}``; also when
@@ -199,9 +201,10 @@ def write_table(
     if overwrite_partitions and dynamic:
         raise OptionError("Pass either overwrite_partitions (static) or dynamic=True, not both")
     storage = dict(storage_options or {})
+    identifier = with_branch(identifier, branch)
     table = Catalog(warehouse, **storage).get_table(identifier)
-    refuse_engine_write_on_branch(table.name, table.store.paths.branch, "Spark's writes")
-    table.store.require(Op.WRITE)  # refused tables fail here, before Spark plans or runs a job
+    # refused tables fail here, before Spark plans or runs a job (a branch: what the core refuses on it)
+    table.store.require(Op.WRITE)
     # a postpone table's batch write goes into real buckets of planned counts (postpone_routing)
     postpone_options: dict[str, str] = {}
     if is_postpone_table(table.store):

@@ -5,7 +5,7 @@ it. lake_assets writes twice to the branch and compacts it (snapshots in ``branc
 and manifests in the table's directories, as 0.9's branch writer): Java reads the branch as we do,
 and main unchanged; Java writes to the branch after ours and we read what it reads; then the main
 branch's expiry and orphan removal (ours, and Java 0.9's orphan clean) keep every file the branch
-names.
+names (Spark's writes and jobs on a branch: test_branch_spark_java.py).
 """
 
 from __future__ import annotations
@@ -97,18 +97,3 @@ def test_main_expiry_and_orphan_removal_keep_what_the_branch_wrote(
     assert_same_rows(Catalog(w).get_table(B1).to_arrow(), expected)
     assert_same_rows(java.read(w, IDENT), rows(range(0, 10), "n"))
 
-
-def test_spark_writes_to_a_branch_are_refused(base: Path, tmp_path: Path, spark) -> None:  # type: ignore[no-untyped-def]
-    """Spark's writes to a branch are not checked there: refused before Spark runs a job."""
-    from lake_assets.errors import UnsupportedFeatureError
-    from lake_assets.spark.native_write import write_table_native
-    from lake_assets.spark.shuffle import write_table
-
-    wh = tmp_path / "wh"
-    shutil.copytree(base, wh)
-    before = sorted(p for p in wh.rglob("*") if p.is_file())
-    df = spark.createDataFrame([(1, "z")], "id long, v string")
-    for write in (write_table, write_table_native):
-        with pytest.raises(UnsupportedFeatureError, match=r"Cannot write to db\.t\$branch_b1: .*not Spark's writes"):
-            write(df, str(wh), B1)
-    assert sorted(p for p in wh.rglob("*") if p.is_file()) == before

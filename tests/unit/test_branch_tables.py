@@ -134,19 +134,23 @@ def test_the_spark_sources_branch_option_names_the_branch() -> None:
         with_branch("db.t$branch_b1", "b2")
 
 
-def test_a_table_carrying_a_fallback_branch_refuses_reads(catalog: Catalog, kv) -> None:
-    """Paimon 0.9+'s scan.fallback-branch: Java's batch reads take the partitions the table lacks
-    from that branch; reading without them would silently miss rows."""
+def test_a_table_carrying_a_fallback_branch_refuses_streams_and_change_reads(catalog: Catalog, kv) -> None:
+    """Paimon 0.9+'s scan.fallback-branch: batch reads take the partitions the table lacks from
+    that branch (tests/differential/test_fallback_branch_java.py); Java's streams ignore it and its
+    incremental reads pass unconverted snapshot ids, so streams and change reads are refused."""
     import json
 
+    before = kv.to_arrow()
     schema = json.loads(kv.file_io.read_bytes(kv.paths.schema_file(0)))
     schema["id"] = 1
     schema["options"]["scan.fallback-branch"] = "dev"
     kv.file_io.write_bytes(kv.paths.schema_file(1), json.dumps(schema).encode())
     t = catalog.get_table("db.kv")
-    for read in (t.to_arrow, lambda: t.read_changes(1, 2)):
+    for read in (t.stream, lambda: t.read_changes(1, 2)):
         with pytest.raises(UnsupportedFeatureError, match=r"scan\.fallback-branch = 'dev'"):
             read()
+    # no partition keys: one partition, which main has, so the branch adds nothing
+    assert t.to_arrow().sort_by("k").equals(before.sort_by("k"))
 
 
 def test_create_branch_refusals_change_nothing(catalog: Catalog, kv) -> None:

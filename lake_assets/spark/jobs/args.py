@@ -86,6 +86,9 @@ def base_parser(job: str, description: str) -> JobParser:
     parser = JobParser(prog=program_name(job), description=description)
     parser.add_argument("--warehouse", required=True, help="warehouse URL (path, file://, s3://bucket/path)")
     parser.add_argument("--table", required=True, help="table identifier db.table")
+    parser.add_argument("--branch", default=None, metavar="NAME",
+                        help="run on this branch of the table (as --table db.table$branch_NAME); what the "
+                        "table refuses on a branch fails naming it")
     parser.add_argument("--master", default="local[*]",
                         help="Spark master (default local[*]); ignored under spark-submit, which sets its own")
     parser.add_argument("--storage-option", dest="storage_options", action="append", type=key_value, default=[],
@@ -94,6 +97,15 @@ def base_parser(job: str, description: str) -> JobParser:
     parser.add_argument("--conf", dest="spark_conf", action="append", type=key_value, default=[],
                         metavar="K=V", help="Spark configuration (repeatable)")
     return parser
+
+
+def table_identifier(args: argparse.Namespace) -> str:
+    """``--table`` on ``--branch``: Paimon's ``db.t$branch_<name>`` (the main branch, or no
+    ``--branch``, leaves it as it is); a branch in both that disagrees is a usage error."""
+    try:
+        return source_options.with_branch(args.table, args.branch)
+    except OptionError as exc:
+        raise UsageError(f"--branch: {exc}") from None
 
 
 def partition_spec(text: str) -> PartitionSpec:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lake_assets.spark.jobs.args import storage_value
+from lake_assets.spark.jobs.args import storage_value, table_identifier
 from lake_assets.spark.jobs.context import JobContext
 from lake_assets.spark.jobs.errors import EXIT_OK, EXIT_UNEXPECTED, Phase, classify
 from lake_assets.spark.jobs.logs import log, setup_logging
@@ -44,8 +44,9 @@ def run_job(job: str, argv: Sequence[str] | None, parser: argparse.ArgumentParse
             except SystemExit as exc:  # --help (argparse errors raise UsageError)
                 return int(exc.code or 0)
             summary["table"] = args.table
+            summary["table"] = identifier = table_identifier(args)  # with --branch: db.t$branch_<name>
             storage = tuple((k, storage_value(v)) for k, v in args.storage_options)
-            ref = TableRef(args.warehouse, args.table, storage)
+            ref = TableRef(args.warehouse, identifier, storage)
             table = ref.open()
             spark, owns = get_session(job, args)
             ctx = JobContext(job, args, spark, ref, table, started=started, owns_session=owns)
