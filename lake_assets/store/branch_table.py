@@ -63,15 +63,6 @@ def refuse_branch_write(name: str, op: Op, options: Mapping[str, str]) -> None:
         raise UnsupportedFeatureError(f"Cannot {op.value} {name}: this branch carries {'; '.join(problems)}")
 
 
-def refuse_engine_write_on_branch(name: str, branch: str | None, what: str) -> None:
-    """Raise `UnsupportedFeatureError` when ``what`` (a write path not checked on branches: Spark's
-    writes) is asked to write the branch ``branch`` of ``name``."""
-    if branch is not None:
-        raise UnsupportedFeatureError(
-            f"Cannot write to {name}: lake_assets writes to a branch through write_arrow, its writers, "
-            f"delete_where and compact() only, not {what}")
-
-
 def split_branch(table: str) -> tuple[str, str | None]:
     """``("t", "b1")`` for Paimon's branch identifier ``t$branch_b1``, ``("t", None)`` for a plain
     name; ``t$branch_main`` is the main branch (as Paimon's ``Identifier``). A branch name that is
@@ -101,4 +92,4 @@ def refuse_on_branch(name: str, op: Op) -> None:
 
 
 __all__ = ["ALLOWED_ON_BRANCH", "BRANCH_SEPARATOR", "MAIN_BRANCH", "main_name", "refuse_branch_write",
-           "refuse_engine_write_on_branch", "refuse_on_branch", "split_branch"]
+           "refuse_on_branch", "split_branch"]
