@@ -9,12 +9,13 @@ footer, opening it again and walking the footer's Thrift bytes: about 0.15 ms of
 
 Only footers are cached, never rows: every read still opens the file itself (a count of its rows
 alone looks up its size instead: `data_file_row_count`), so a file that was deleted (expiry, a
-replaced file) fails as it did, and a cached footer is used only when the file has the size it
-had when the footer was parsed (a file truncated or rewritten in place is parsed again). The key is the file's full path, table root included. Entries are evicted least
-recently used first beyond `FOOTER_CACHE_MAX_ENTRIES` footers or `FOOTER_CACHE_MAX_BYTES` bytes:
-an entry counts its serialized footer and the dictionary decisions reads added to it, one per
-column set asked for (`decision_nbytes`), so a file read with many projections grows its entry
-within the bound rather than beside it.
+replaced file) fails as it did, and a cached footer is used only when the file has the size it had
+when the footer was parsed (a file truncated or rewritten in place is parsed again). The key is the
+file's full path, table root included. Entries are evicted least recently used first beyond
+`FOOTER_CACHE_MAX_ENTRIES` footers or `FOOTER_CACHE_MAX_BYTES` bytes: an entry counts its
+serialized footer and the dictionary decisions reads added to it, one per column set asked for
+(`decision_nbytes`), so a file read with many projections grows its entry within the bound rather
+than beside it.
 """
 
 from __future__ import annotations
