@@ -125,6 +125,7 @@ def test_a_parsed_footer_serves_a_count_of_a_file_that_is_there_without_opening_
     assert opened == [path]
     assert data_file_row_count(fio, path) == 30  # parsed before, same size: a stat only
     assert checked_row_count(t.store, path, meta) == 30
+    assert t.to_arrow(columns=["dt"]).column("dt").to_pylist() == ["d"] * 30  # partition-only: no open either
     assert opened == [path]
     # the same name, other bytes (a rewrite in place): the footer parsed before no longer serves
     other = tmp_path / "other.parquet"
