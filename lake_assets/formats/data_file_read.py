@@ -64,10 +64,24 @@ def read_data_file(
 def data_file_row_count(file_io: FileIO, path: str, file_size: int | None = None) -> int:
     """The rows the data file at ``path`` holds by its own metadata (`FileFormat.row_count`); a
     Parquet footer parsed before, of a file of ``file_size`` bytes (the manifest's), serves it with
-    no read (a file of another size is opened). Errors as `read_data_file`'s."""
+    no read (a file of another size is opened). Without ``file_size`` the file itself must be
+    there: a footer parsed before serves once the file's size (a stat, cheaper than an open by
+    two thirds on a local disk) is the one it was parsed at; else the file is opened. Errors as
+    `read_data_file`'s."""
     fmt = file_format(format_of_file(path))
     if file_size is not None:
         cached = fmt.cached_row_count(path, file_size)
+        if cached is not None:
+            return cached
+    elif (parsed := fmt.cached_file_size(path)) is not None:
+        # only where a footer is held: an object store's size lookup is a request the open would
+        # not save on a first read
+        try:  # not in `_read_errors`: entering a generator's context costs as much as the stat
+            size = file_io.size(path)
+        except Exception:
+            with _read_errors(path):
+                raise
+        cached = fmt.cached_row_count(path, size) if size == parsed else None
         if cached is not None:
             return cached
     with _read_errors(path), file_io.open_input(path) as source:

@@ -112,6 +112,11 @@ class FileFormat(ABC):
         ``file_size`` bytes (no read at all); None otherwise (the default: nothing is kept)."""
         return None
 
+    def cached_file_size(self, footer_key: str) -> int | None:
+        """The size of the file ``footer_key`` names when a read parsed the metadata that
+        `cached_row_count` answers from; None when nothing is kept (the default)."""
+        return None
+
     def read_rows(self, source: Any, columns: Sequence[str] | None, keep: np.ndarray, *,
                   use_threads: bool, footer_key: str | None = None) -> pa.Table:
         """`read`, holding only the rows ``keep`` (a bool per row of the file) marks: the rows a

@@ -7,14 +7,15 @@ Repeated reads of a table (the benchmark's best-of-N, dashboards polling a table
 one worker) then open each file once with the parsed metadata instead of opening it, parsing the
 footer, opening it again and walking the footer's Thrift bytes: about 0.15 ms of CPU per file.
 
-Only footers are cached, never rows: every read still opens the file itself, so a file that was
-deleted (expiry, a replaced file) fails as it did, and a cached footer is used only when the file
-opened has the size it had when the footer was parsed (a file truncated or rewritten in place is
-parsed again). The key is the file's full path, table root included. Entries are evicted least
-recently used first beyond `FOOTER_CACHE_MAX_ENTRIES` footers or `FOOTER_CACHE_MAX_BYTES` bytes:
-an entry counts its serialized footer and the dictionary decisions reads added to it, one per
-column set asked for (`decision_nbytes`), so a file read with many projections grows its entry
-within the bound rather than beside it.
+Only footers are cached, never rows: every read still opens the file itself (a count of its rows
+alone looks up its size instead: `data_file_row_count`), so a file that was deleted (expiry, a
+replaced file) fails as it did, and a cached footer is used only when the file has the size it had
+when the footer was parsed (a file truncated or rewritten in place is parsed again). The key is the
+file's full path, table root included. Entries are evicted least recently used first beyond
+`FOOTER_CACHE_MAX_ENTRIES` footers or `FOOTER_CACHE_MAX_BYTES` bytes: an entry counts its
+serialized footer and the dictionary decisions reads added to it, one per column set asked for
+(`decision_nbytes`), so a file read with many projections grows its entry within the bound rather
+than beside it.
 """
 
 from __future__ import annotations
@@ -84,6 +85,13 @@ class FooterCache:
                 return None
             self._entries.move_to_end(path)
             return hit
+
+    def parsed_size(self, path: str) -> int | None:
+        """The size ``path`` had when its cached footer was parsed; None when none is cached. A
+        look only (no change to the recency order): the caller checks the file's size first."""
+        with self._lock:
+            hit = self._entries.get(path)
+            return None if hit is None else hit.file_size
 
     def put(self, path: str, footer: Footer) -> None:
         """Hold ``footer`` as the entry of ``path`` (not when it alone exceeds the byte bound),

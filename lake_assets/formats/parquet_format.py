@@ -79,6 +79,9 @@ class ParquetFormat(FileFormat):
         footer = FOOTER_CACHE.get(footer_key, file_size)
         return None if footer is None else int(footer.metadata.num_rows)
 
+    def cached_file_size(self, footer_key: str) -> int | None:
+        return FOOTER_CACHE.parsed_size(footer_key)
+
     def read_rows(self, source: Any, columns: Sequence[str] | None, keep: np.ndarray, *,
                   use_threads: bool, footer_key: str | None = None) -> pa.Table:
         return read_parquet(source, columns, use_threads=use_threads, keep=keep, footer_key=footer_key)

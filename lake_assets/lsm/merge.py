@@ -48,6 +48,13 @@ def key_change_mask(table: pa.Table, key_names: Sequence[str]) -> np.ndarray:
     starts[0] = True
     if n == 1:
         return starts
+    if len(key_names) == 1:
+        keys = _int_values(table.column(key_names[0]))
+        if keys is not None:
+            # one integer key without nulls (most tables): numpy compares the values in place,
+            # a fifth of the kernels' cost on a 25K-row file (a slice pair, a compare, a fill)
+            np.not_equal(keys[1:], keys[:-1], out=starts[1:])
+            return starts
     diff = np.zeros(n - 1, dtype=bool)
     table = key_view(table.select(list(key_names)), key_names)  # NaN = NaN, -0.0 != 0.0, as Java
     for name in key_names:
@@ -59,6 +66,18 @@ def key_change_mask(table: pa.Table, key_names: Sequence[str]) -> np.ndarray:
         diff |= ne.fill_null(True).to_numpy(zero_copy_only=False)
     starts[1:] = diff
     return starts
+
+
+def _int_values(col: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
+    """The values of a null-free integer column in one chunk as numpy (no copy), else None."""
+    if not pa.types.is_integer(col.type) or col.null_count:
+        return None
+    if isinstance(col, pa.ChunkedArray):
+        if col.num_chunks != 1:
+            return None
+        col = col.chunk(0)
+    values: np.ndarray = col.to_numpy(zero_copy_only=True)
+    return values
 
 
 def group_bounds(table: pa.Table, key_names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

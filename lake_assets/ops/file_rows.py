@@ -40,7 +40,9 @@ def checked_row_count(store: FileStore, path: str, meta: DataFileMeta, *, read_f
     """The rows of the data file ``meta`` at ``path``, by the file's own metadata, once they are
     known to be the manifest's ``_ROW_COUNT`` (else `row_count_error`). ``read_follows``: the
     caller reads the file next, so a footer parsed before serves with no open (the read meets a
-    missing file); otherwise the file is opened, as Java opens it to count rows."""
+    missing file); otherwise the file must be there, as Java opens it to count rows: a footer
+    parsed before serves once a size lookup finds the file at the size it was parsed at, else
+    the file is opened."""
     found = data_file_row_count(store.file_io, path, meta.file_size if read_follows else None)
     if found != meta.row_count:
         raise row_count_error(store.name, path, meta, found)

@@ -12,6 +12,7 @@ import dataclasses
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from lake_assets import Catalog, CorruptMetadataError
@@ -102,3 +103,36 @@ def test_a_parsed_footer_serves_the_count_only_where_a_read_of_the_file_follows(
     for columns in (["dt"], ["k"]):
         with pytest.raises(MissingDataFileError):
             t.to_arrow(columns=columns)
+
+
+def test_a_parsed_footer_serves_a_count_of_a_file_that_is_there_without_opening_it(tmp_path: Path) -> None:
+    """Without the manifest's size the cached footer serves once a stat finds the file at the size
+    it was parsed at (a partition-only read opens no file it read before); a file of another
+    size at that path is opened and its own footer counted."""
+    t = _table(tmp_path, "parquet", 30)
+    [(path, meta)] = _files(t)
+    fio = t.store.file_io
+    FOOTER_CACHE.clear()
+    opened: list[str] = []
+    real_open = fio.open_input
+
+    def counting_open(p: str) -> pa.NativeFile:
+        opened.append(p)
+        return real_open(p)
+
+    fio.open_input = counting_open  # type: ignore[method-assign]
+    assert data_file_row_count(fio, path) == 30  # nothing parsed yet: opened
+    assert opened == [path]
+    assert data_file_row_count(fio, path) == 30  # parsed before, same size: a stat only
+    assert checked_row_count(t.store, path, meta) == 30
+    assert t.to_arrow(columns=["dt"]).column("dt").to_pylist() == ["d"] * 30  # partition-only: no open either
+    assert opened == [path]
+    # the same name, other bytes (a rewrite in place): the footer parsed before no longer serves
+    other = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"k": list(range(11))}), other)
+    assert other.stat().st_size != meta.file_size
+    Path(path).write_bytes(other.read_bytes())
+    assert data_file_row_count(fio, path) == 11
+    assert opened == [path, path]
+    with pytest.raises(CorruptMetadataError, match=r"holds 11 rows, but its manifest entry says 30"):
+        checked_row_count(t.store, path, meta)
