@@ -19,7 +19,6 @@ our writer makes of the same rows in the same row groups with the same dictionar
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -131,8 +130,9 @@ def _chunk_start(cm: Struct) -> int:
 
 
 def _moved(cc: Struct, cm: Struct, delta: int) -> Struct:
-    """A copy of column chunk ``cc`` (metadata ``cm``) whose pages start ``delta`` bytes later."""
-    cm = copy.deepcopy(cm)
+    """A copy of column chunk ``cc`` (metadata ``cm``) whose pages start ``delta`` bytes later
+    (shallow: `set_field` replaces fields, never changes a value in place)."""
+    cm = list(cm)
     set_field(cm, _CM_DATA_PAGE, _int(cm, _CM_DATA_PAGE) + delta)
     dictionary = field(cm, _CM_DICTIONARY_PAGE)
     if isinstance(dictionary, int) and dictionary > 0:
@@ -195,7 +195,7 @@ def splice_columns(old: bytes, new: bytes, changed: Sequence[int]) -> bytes:
                 raise SpliceRefused(f"column {leaf} of row group {g}: fewer values than rows")
             columns.append(_moved(cc, cm, len(out) - first))
             out += (old if k is None else new)[first:first + length]
-        rg = copy.deepcopy(org)
+        rg = list(org)
         set_field(rg, _RG_COLUMNS, (STRUCT, columns))
         set_field(rg, _RG_BYTES, sum(_int(field(cc, _CC_META), _CM_UNCOMPRESSED) for cc in columns))
         if field(rg, _RG_OFFSET) is not None:
@@ -203,7 +203,7 @@ def splice_columns(old: bytes, new: bytes, changed: Sequence[int]) -> bytes:
         if field(rg, _RG_COMPRESSED) is not None:
             set_field(rg, _RG_COMPRESSED, sum(_int(field(cc, _CC_META), _CM_COMPRESSED) for cc in columns))
         groups.append(rg)
-    meta = copy.deepcopy(of.meta)
+    meta = list(of.meta)
     set_field(meta, _FMD_ROW_GROUPS, (STRUCT, groups))
     footer = bytearray()
     encode_struct(meta, footer)
