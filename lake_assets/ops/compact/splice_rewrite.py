@@ -72,7 +72,7 @@ def _encoded_columns(writer: DataFileWriter, merged: pa.Table, changed: list[int
     if isinstance(dictionary, list):
         kwargs["use_dictionary"] = [name for name in dictionary if name in schema.names]
     sink = pa.BufferOutputStream()
-    with pq.ParquetWriter(sink, schema, **kwargs) as out:  # type: ignore[arg-type]
+    with pq.ParquetWriter(sink, schema, **kwargs) as out:
         start = 0
         for rows in groups:
             out.write_table(table.slice(start, rows), row_group_size=rows)
