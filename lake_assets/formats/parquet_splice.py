@@ -97,7 +97,7 @@ class _Footer:
                 raise SpliceRefused(f"{self.what}: a column chunk of {length} bytes at {first} lies outside "
                                     f"the data (which ends at {self.start})")
             offset = field(cc, _CC_OFFSET)
-            if offset not in (0, first):  # parquet-cpp writes 0; a writer that means the chunk's start, that
+            if offset not in (0, first):  # parquet-cpp writes 0; another value must be the chunk's start
                 raise SpliceRefused(f"{self.what}: a column chunk's file_offset {offset} is not its start {first}")
             out.append((cc, cm, first, length))
         return out
