@@ -119,3 +119,16 @@ def test_files_the_splice_cannot_make_are_written_whole(tmp_path: Path, monkeypa
             t.write_arrow(_rows(ids, round_, False))
     assert counts["t:whole"] >= 2 and not counts["t:spliced"], counts
     assert table.to_arrow().sort_by("id").equals(plain.to_arrow().sort_by("id"))
+
+
+def test_a_table_off_the_local_file_system_is_written_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The splice reads the level-0 file's bytes again: only from a local file system."""
+    counts = _spy(monkeypatch)
+    cat = Catalog("memory://dv-splice-remote")
+    cat.create_database("db")
+    table = cat.create_table("db.remote", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "deletion-vectors.enabled": "true", **AGGREGATION})
+    for round_, ids in enumerate((np.arange(500), np.arange(0, 500, 3), np.arange(0, 500, 7))):
+        table.write_arrow(_rows(ids, round_, False))
+    assert counts["remote:whole"] >= 2 and not counts["remote:spliced"], counts
+    assert table.to_arrow().num_rows == 500

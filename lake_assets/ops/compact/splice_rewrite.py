@@ -10,6 +10,10 @@ options and row groups our writer gives them. The file's description (key range,
 sequence range, delete count) is accounted from the rows as a rewrite accounts them
 (`RollingFileWriter.write_prepared`).
 
+The level-0 file's bytes are read again for its chunks: on a local file system only (a page-cache
+read; an object store's GET of the whole file costs more wall time than the encode it saves, not
+measured yet), elsewhere the file is written whole.
+
 Anything else is written whole as before (`spliced_rewrite` returns None): another format than
 Parquet, a file index or Parquet bloom filters to build, a level-0 file our writer did not write
 with this schema's Arrow layout (another writer's footer, or rows hidden by a deletion vector),
@@ -28,6 +32,7 @@ from lake_assets.formats.file_layout import DICTIONARY_SAMPLE_ROWS
 from lake_assets.formats.format_options import parquet_bloom_filters, parquet_overrides
 from lake_assets.formats.parquet_format import SplicedParquetWriter
 from lake_assets.formats.parquet_splice import SpliceRefused, splice_columns
+from lake_assets.io.local import LocalFileIO
 
 if TYPE_CHECKING:
     from lake_assets.formats.rolling_writer import RollingFileWriter
@@ -87,7 +92,7 @@ def spliced_rewrite(store: FileStore, split: Split, writer: DataFileWriter, meta
     its description, or None (nothing written) when the file is to be written whole. The rolling
     writer used is added to ``rollings`` (the unit aborts it on a later failure)."""
     writer = writer.for_level(level)
-    if not _spliceable(writer):
+    if not isinstance(store.file_io, LocalFileIO) or not _spliceable(writer):
         return None
     changed = changed_columns(writer, rows, merged)
     if changed is None:
