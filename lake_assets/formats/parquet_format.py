@@ -41,19 +41,44 @@ class _ParquetWriter(FormatWriter):
     def row_group_ranges(self, leaves: Sequence[int]) -> list[tuple[int, list[tuple[Any, Any] | None]]] | None:
         # the statistics parquet-cpp computed while encoding (write_statistics), read back from
         # the footer it just wrote: no second pass over the data
-        meta = self._writer.writer.metadata
-        groups = []
-        for r in range(meta.num_row_groups):
-            rg = meta.row_group(r)
-            ranges: list[tuple[Any, Any] | None] = []
-            for leaf in leaves:
-                st = rg.column(leaf).statistics
-                if st is not None and st.has_min_max:
-                    ranges.append((st.min, st.max))
-                else:  # no values (all null: nothing to fold) or values without a range (unknown)
-                    ranges.append(None if st is not None and st.num_values == 0 else (None, None))
-            groups.append((rg.num_rows, ranges))
-        return groups
+        return footer_ranges(self._writer.writer.metadata, leaves)
+
+
+class SplicedParquetWriter(FormatWriter):
+    """A Parquet file whose bytes are made already (`parquet_splice.splice_columns`): `close`
+    puts them in the sink; no rows are written through it. Its ranges are read from the footer
+    parsed back (which also proves parquet-cpp parses it)."""
+
+    def __init__(self, sink: Any, data: bytes) -> None:
+        self._sink = sink
+        self._data = data
+        self._meta = pq.read_metadata(pa.BufferReader(data))
+
+    def write(self, chunk: pa.Table) -> None:
+        raise TypeError("a spliced Parquet file takes no rows")
+
+    def close(self) -> None:
+        self._sink.write(self._data)
+
+    def row_group_ranges(self, leaves: Sequence[int]) -> list[tuple[int, list[tuple[Any, Any] | None]]] | None:
+        return footer_ranges(self._meta, leaves)
+
+
+def footer_ranges(meta: pq.FileMetaData, leaves: Sequence[int]) -> list[tuple[int, list[tuple[Any, Any] | None]]]:
+    """Per row group of a Parquet footer, its row count and (min, max) of each of ``leaves``
+    (`FormatWriter.row_group_ranges`)."""
+    groups = []
+    for r in range(meta.num_row_groups):
+        rg = meta.row_group(r)
+        ranges: list[tuple[Any, Any] | None] = []
+        for leaf in leaves:
+            st = rg.column(leaf).statistics
+            if st is not None and st.has_min_max:
+                ranges.append((st.min, st.max))
+            else:  # no values (all null: nothing to fold) or values without a range (unknown)
+                ranges.append(None if st is not None and st.num_values == 0 else (None, None))
+        groups.append((rg.num_rows, ranges))
+    return groups
 
 
 class ParquetFormat(FileFormat):

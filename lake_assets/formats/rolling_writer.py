@@ -12,7 +12,8 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -29,6 +30,7 @@ from lake_assets.spec.row_kind import RowKind
 
 if TYPE_CHECKING:
     from lake_assets.formats.data_file import DataFileWriter
+    from lake_assets.formats.file_format import FormatWriter
 
 
 def local_now_ms() -> int:
@@ -43,7 +45,8 @@ LOCAL_SINK_BUFFER_BYTES = 256 * 1024
 class _OpenFile:
     """The file a rolling writer is filling, and what its manifest entry will say."""
 
-    def __init__(self, owner: DataFileWriter, name: str, first_rows: pa.Table | None = None, rows: int = 0) -> None:
+    def __init__(self, owner: DataFileWriter, name: str, first_rows: pa.Table | None = None, rows: int = 0,
+                 open_writer: Callable[[Any], FormatWriter] | None = None) -> None:
         self.name = name
         self.path = f"{owner.bucket_dir}/{name}"
         fio = owner.file_io
@@ -53,8 +56,9 @@ class _OpenFile:
                 # parquet-cpp hands its sink every page and footer part as it goes (~40 writes a
                 # file); a local file takes each as a system call of its own
                 self.sink = pa.BufferedOutputStream(self.sink, LOCAL_SINK_BUFFER_BYTES)
-            self.writer = owner.format.open_writer(self.sink, owner.arrow_schema, owner.schema,
-                                                   owner.write_options(first_rows, rows))
+            self.writer = (owner.format.open_writer(self.sink, owner.arrow_schema, owner.schema,
+                                                    owner.write_options(first_rows, rows))
+                           if open_writer is None else open_writer(self.sink))
         except BaseException:
             # the file exists but no rolling writer knows it yet (e.g. the disk filled while the
             # header was written): remove it here or nothing ever will
@@ -201,6 +205,24 @@ class RollingFileWriter:
             full = self._max_file_rows is not None and f.rows >= self._max_file_rows
             if full or (at_check and self._size(f, per_row) >= target):
                 self._finish()
+
+    def write_prepared(self, data: pa.Table, open_writer: Callable[[Any], FormatWriter],
+                       row_groups: Sequence[int]) -> None:
+        """One file of ``data`` (a primary-key table's sorted, merged rows) whose bytes the writer
+        ``open_writer`` gives on the file's sink puts there when closed (a splice of another
+        file's column chunks: `ops.compact.splice_rewrite`); its description is accounted row
+        group by row group (``row_groups``: their row counts) as `write` accounts its chunks."""
+        if not self.owner.schema.primary_keys or sum(row_groups) != data.num_rows:
+            raise ValueError("a prepared file holds a primary-key table's rows, in its row groups")
+        self._finish()
+        laid_out = self.owner._layout(data)
+        self.current = _OpenFile(self.owner, self.owner._next_name(), open_writer=open_writer)
+        start = 0
+        for rows in row_groups:
+            self._account(laid_out.slice(start, rows), None)
+            start += rows
+        self._rows_written += start
+        self._finish()
 
     def _size(self, f: _OpenFile, per_row: float) -> float:
         """The bytes ``f`` holds so far: those in its sink, or for a format that buffers rows

@@ -35,6 +35,7 @@ from lake_assets.ops.compact.row_tracking_rewrite import (
     tracked_reader,
     tracked_writer,
 )
+from lake_assets.ops.compact.splice_rewrite import spliced_rewrite
 from lake_assets.ops.compact.unit_inputs import file_batches, merge_whole
 from lake_assets.ops.compact.unit_pool import (  # moved there; imported from here as before (__all__)
     compaction_parallelism,
@@ -236,6 +237,15 @@ def run_compaction_task(
                     before.append(relabel)
                     after.append(relabel.upgrade(section.output_level))
                     _remember_output(unit, split, section.output_level, after[-1:], [merged_first])
+                    continue
+                # every row kept, some value columns changed: the unchanged columns' chunks are
+                # copied, only the changed ones encoded (`splice_rewrite`)
+                spliced = spliced_rewrite(store, split, unit.writer, relabel, rows, merged_first,
+                                          section.output_level, rollings)
+                if spliced is not None:
+                    before.append(relabel)
+                    after += spliced
+                    _remember_output(unit, split, section.output_level, spliced, [merged_first])
                     continue
                 del rows
             # Intervals are key-disjoint and in key order, so their merged rows concatenate into
