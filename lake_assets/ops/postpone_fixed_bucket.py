@@ -221,6 +221,9 @@ class PostponeFixedBucketWriter:
         self.store.file_io.delete_many(
             [p for m in messages for f in m.all_written_files()
              for p in self.store.written_file_paths(m.partition, m.bucket, f)])
+        for record in [*(w.prepared for w in self._writers.values()),
+                       *([self._stage.prepared] if self._stage is not None else [])]:
+            record.forget([*landed, *messages])  # settled (`PreparedNames`): each forgets its own
         return landed
 
     def close(self) -> None:

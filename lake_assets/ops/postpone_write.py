@@ -254,6 +254,7 @@ class PostponeWriter:
         for m in messages:
             paths += [self.store.data_file_path(m.partition, m.bucket, f) for f in m.all_written_files()]
         self.store.file_io.delete_many(paths)
+        self.prepared.forget([*landed, *messages])  # settled (`PreparedNames`)
         return landed
 
     def close(self) -> None:

@@ -181,6 +181,8 @@ class WriterCleanup:
         paths = self._unprepared_files()
         self._drop_buffered()
         self.store.file_io.delete_many(paths + written_paths(self.store, messages))  # HASH and DV index files too
+        # settled: the landed ones stay landed, the deleted ones can never land (`PreparedNames`)
+        self.prepared.forget([*landed, *messages])
         return landed
 
     def _unprepared_files(self) -> list[str]:
