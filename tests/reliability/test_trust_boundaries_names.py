@@ -26,18 +26,18 @@ def _listing(t: Any) -> list[str]:
 
 def _check_store(catalog: Catalog) -> None:
     catalog.create_database("db")
-    for i, value in enumerate(HOSTILE):
-        t = catalog.create_table(f"db.v{i}", SCHEMA, partition_keys=["dt"],
-                                 options={"bucket": "-1", "partition.default-name": value})
-        t.write_arrow(pa.table({"id": [1, 2], "dt": [value, None]}, schema=SCHEMA))
-        assert sorted(t.to_arrow().to_pylist(), key=lambda r: r["id"]) == [{"id": 1, "dt": value},
-                                                                             {"id": 2, "dt": None}]
-        data = [p for p in _listing(t) if p.endswith(".parquet") and p.startswith(f"db.db/v{i}/")]
-        # both files one directory below the table: the value is one escaped path segment
-        assert len(data) == 2 and all(p.split("/")[2].startswith("dt=") and p.count("/") == 4 for p in data), data
-    assert all(p.startswith("db.db/") for p in _listing(t))  # nothing anywhere else in the warehouse
-    t = catalog.get_table("db.v0")
-    before = _listing(t)
+    # every hostile value as a partition value, and one as the default name of the null partition
+    t = catalog.create_table("db.t", SCHEMA, partition_keys=["dt"],
+                             options={"bucket": "-1", "partition.default-name": "../../x"})
+    rows = pa.table({"id": range(len(HOSTILE) + 1), "dt": [*HOSTILE, None]}, schema=SCHEMA)
+    t.write_arrow(rows)
+    assert sorted(t.to_arrow().to_pylist(), key=lambda r: r["id"]) == rows.to_pylist()
+    listed = _listing(t)
+    data = [p for p in listed if p.endswith(".parquet")]
+    # one file per partition (the null one's beside the value equal to the default name), each one
+    # directory below the table: a value is one escaped segment; nothing anywhere else
+    assert len(data) == len(HOSTILE) + 1 and all(p.startswith("db.db/t/dt=") and p.count("/") == 4 for p in data), data
+    assert all(p.startswith("db.db/") for p in listed)  # (S3 keeps a db.db/.database marker)
     for bad in HOSTILE:
         with pytest.raises(LakeError):
             t.create_tag(bad)
@@ -45,7 +45,7 @@ def _check_store(catalog: Catalog) -> None:
             t.create_branch(bad)
         with pytest.raises(LakeError):
             t.store.consumer_manager().record(bad, 1)
-    assert _listing(t) == before
+    assert _listing(t) == listed
 
 
 def test_names_stay_plain_on_a_local_disk(tmp_path: Path) -> None:
