@@ -21,6 +21,7 @@ from lake_assets.errors import (
     CommitFileMissingError,
     CommitStateUnknownError,
     InvalidArgumentError,
+    UnsafePathError,
 )
 from lake_assets.ops.append_vectors import is_row_delete
 from lake_assets.ops.commit_ahead import SnapshotAhead
@@ -229,7 +230,10 @@ class TableCommitter(SnapshotAttempts):
             # messages may be a replay of a commit that landed (``check_committed=False``), whose
             # files a retained snapshot or tag references, and upgraded files keep their name and
             # are still referenced at their old level: delete only what nothing references.
-            delete_unreferenced(self.store, messages)
+            try:
+                delete_unreferenced(self.store, messages)
+            except UnsafePathError as exc:  # the conflict is the caller's news; nothing was deleted
+                log.warning("Not deleting the files of a rejected commit to %s: %s", self.store.name, exc)
             raise
         except CommitStateUnknownError:
             raise

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from lake_assets.errors import UnsafePathError
 from lake_assets.spec.hash_index import HASH_INDEX
 
 if TYPE_CHECKING:
@@ -54,7 +55,16 @@ def delete_unreferenced(store: FileStore, messages: Sequence[CommitMessage]) -> 
 def delete_compaction_outputs(store: FileStore, messages: Sequence[CommitMessage]) -> None:
     """Delete what the messages' compactions wrote (their new files and changelog, not the
     upgraded files that keep their name, and their index files but the HASH files, which land
-    with the data): for a commit whose data landed and whose COMPACT snapshot did not."""
+    with the data): for a commit whose data landed and whose COMPACT snapshot did not. A path
+    that resolves out of the table is left (logged, nothing deleted): the commit landed and must
+    report so."""
+    try:
+        _delete_compaction_outputs(store, messages)
+    except UnsafePathError as exc:
+        log.warning("Not deleting the outputs of a compaction of %s that did not land: %s", store.name, exc)
+
+
+def _delete_compaction_outputs(store: FileStore, messages: Sequence[CommitMessage]) -> None:
     delete_inside(store, [
         p
         for m in messages

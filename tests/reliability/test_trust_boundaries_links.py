@@ -79,3 +79,18 @@ def test_an_overwrite_drops_a_messages_changelog_only_inside_the_table(env: Env)
     assert victim.read_bytes() == b"precious"
     env.assert_outside_untouched()
     env.assert_table_unchanged(1)
+
+
+def test_outputs_of_a_compaction_that_did_not_land_are_left_behind_a_link(env: Env, caplog) -> None:
+    """The cleanup after a commit whose data landed and whose compaction did not: a path through a
+    link out of the table is left and logged (the commit landed, and must say so), never deleted."""
+    import dataclasses
+
+    from lake_assets.ops.commit_cleanup import delete_compaction_outputs
+
+    msg, victim = _message_into_a_linked_partition(env)
+    compacted = dataclasses.replace(msg, new_files=(), compact_after=msg.new_files)
+    delete_compaction_outputs(env.table.store, [compacted])
+    assert victim.read_bytes() == b"precious"
+    assert "Not deleting the outputs of a compaction" in caplog.text
+    env.assert_outside_untouched()
