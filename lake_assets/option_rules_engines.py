@@ -262,7 +262,10 @@ ENGINE_RULES: dict[str, OptionRule] = _rules(
     _job("sort-engine", "Algorithm of Java's sorted-run merge (min-heap or loser-tree).",
          "both merge to the same rows"),
     _job("sort-spill-buffer-size", "Buffer of Java's spilled sort merge (memory size).", _MEMORY),
-    _job("write-buffer-for-append", "Java's append writers buffer rows (boolean).", _MEMORY),
+    _job("write-buffer-for-append", "Java's append writers buffer rows (boolean).",
+         "memory of Java's append writers; a non-spillable buffer also flushes mid-round, each flush triggering "
+         "a background compaction of a fixed-bucket append table, whose first pick is lake_assets' one pick "
+         "per commit (docs/format.md §7.3)"),
     _job("write-max-writers-to-spill", "Writers of a Flink batch job above which they spill (int).", _MEMORY),
     _job("write.batch-size", "Rows per batch of Java's format writers (int, Paimon 1.0+; fallback "
          "orc.write.batch-size, which lake_assets' ORC writer honours).", "batching inside Java's writers"),

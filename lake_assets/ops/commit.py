@@ -21,11 +21,12 @@ from lake_assets.errors import (
     CommitFileMissingError,
     CommitStateUnknownError,
     InvalidArgumentError,
+    UnsafePathError,
 )
 from lake_assets.ops.append_vectors import is_row_delete
 from lake_assets.ops.commit_ahead import SnapshotAhead
 from lake_assets.ops.commit_attempts import SnapshotAttempts
-from lake_assets.ops.commit_cleanup import delete_compaction_outputs, delete_unreferenced
+from lake_assets.ops.commit_cleanup import delete_compaction_outputs, delete_inside, delete_unreferenced
 from lake_assets.ops.commit_empty import commits_empty_snapshot
 from lake_assets.ops.commit_lifecycle import after_commit
 from lake_assets.ops.commit_message import CommitMessage, validate_messages
@@ -179,10 +180,10 @@ class TableCommitter(SnapshotAttempts):
             # Paimon's FileStoreCommit commits no changelog with an overwrite ("Overwrite mode
             # currently does not commit any changelog"): streams see no change for it. Nothing
             # references these files then: remove them instead of leaving orphans.
-            self.store.file_io.delete_many(
+            delete_inside(self.store, [  # a message's directories proven inside the table first
                 p for m in messages for f in (*m.new_changelog, *m.compact_changelog)
                 for p in self.store.written_file_paths(m.partition, m.bucket, f)
-            )
+            ])
             changelog, compact_changelog = [], []
         compacts = bool(compact or compact_changelog or other_changes)
         # An APPEND followed by a COMPACT: the COMPACT's files are written beside the APPEND's (on
@@ -229,7 +230,10 @@ class TableCommitter(SnapshotAttempts):
             # messages may be a replay of a commit that landed (``check_committed=False``), whose
             # files a retained snapshot or tag references, and upgraded files keep their name and
             # are still referenced at their old level: delete only what nothing references.
-            delete_unreferenced(self.store, messages)
+            try:
+                delete_unreferenced(self.store, messages)
+            except UnsafePathError as exc:  # the conflict is the caller's news; nothing was deleted
+                log.warning("Not deleting the files of a rejected commit to %s: %s", self.store.name, exc)
             raise
         except CommitStateUnknownError:
             raise

@@ -136,11 +136,15 @@ class VectorUpdate:
 
     def _kept_mask(self, vector: DeletionVector | None, meta: DataFileMeta) -> np.ndarray | None:
         """`deleted_mask` of ``vector`` over the rows of ``meta``, sized by the file's own count
-        once it is the manifest's (`ops.file_rows`): never by a damaged ``_ROW_COUNT``."""
+        once it is the manifest's (`ops.file_rows`): never by a damaged ``_ROW_COUNT``. The count
+        comes from the Parquet footer a read parsed before when there is one (the file's rows or
+        keys were read for this unit or an earlier one; data files never change), else the file
+        is opened: not once more per unit and vector for the count alone."""
         if not vector:
             return None
         path = self.store.data_file_path(self.split.partition, self.split.bucket, meta)
-        return deleted_mask(vector, checked_row_count(self.store, path, meta), meta.file_name)
+        rows = checked_row_count(self.store, path, meta, read_follows=True)
+        return deleted_mask(vector, rows, meta.file_name)
 
     def record(self, name: str, positions: np.ndarray) -> None:
         """Keep ``positions`` (ascending, as `found` gives them) of file ``name`` found by one merge step."""

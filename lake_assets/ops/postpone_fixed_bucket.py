@@ -214,13 +214,19 @@ class PostponeFixedBucketWriter:
         own = set().union(*(w.prepared.names for w in self._writers.values()),
                           self._stage.prepared.names if self._stage is not None else ())
         landed, messages = split_landed(self.store, messages, since, own)
+        # proven inside the table (through symlinks too) before anything goes
+        doomed = self.store.paths.ensure_inside(
+            [p for m in messages for f in m.all_written_files()
+             for p in self.store.written_file_paths(m.partition, m.bucket, f)],
+            resolve_links=self.store.file_io.has_symlinks)
         for writer in self._writers.values():
             writer.abort()
         if self._stage is not None:
             self._stage.abort()
-        self.store.file_io.delete_many(
-            [p for m in messages for f in m.all_written_files()
-             for p in self.store.written_file_paths(m.partition, m.bucket, f)])
+        self.store.file_io.delete_many(doomed)
+        for record in [*(w.prepared for w in self._writers.values()),
+                       *([self._stage.prepared] if self._stage is not None else [])]:
+            record.forget([*landed, *messages])  # settled (`PreparedNames`): each forgets its own
         return landed
 
     def close(self) -> None:

@@ -241,7 +241,10 @@ class PostponeWriter:
         `TableWriter.abort` (which see: `CommitStateUnknownError` when that cannot be known)."""
         since = self.prepared.since(self.first_base_id if self.based else None)
         landed, messages = split_landed(self.store, messages, since, self.prepared.names)
-        paths = []
+        # the messages' files proven inside the table (through symlinks too) before anything goes
+        paths = self.store.paths.ensure_inside(
+            [self.store.data_file_path(m.partition, m.bucket, f) for m in messages for f in m.all_written_files()],
+            resolve_links=self.store.file_io.has_symlinks)
         for part in self._partitions.values():
             if part.rolling is not None:
                 rolling, part.rolling = part.rolling, None
@@ -251,9 +254,8 @@ class PostponeWriter:
             part.tables = []
             part.nbytes = 0
         self._buffered_bytes = 0
-        for m in messages:
-            paths += [self.store.data_file_path(m.partition, m.bucket, f) for f in m.all_written_files()]
         self.store.file_io.delete_many(paths)
+        self.prepared.forget([*landed, *messages])  # settled (`PreparedNames`)
         return landed
 
     def close(self) -> None:

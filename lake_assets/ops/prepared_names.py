@@ -14,6 +14,15 @@ remembered, so a committer that lags (or messages never committed) cost a look p
 per round. The last snapshot looked at (`seen`) also moves abort's own look forward: none of the
 messages still remembered landed up to it (those prepared after a look landed after it).
 
+A message that did not land is settled too once none of its files exists: no snapshot since the
+writer's base added one, and none can now (a commit in flight for it must have ended before its
+files are deleted, as for any abort). A driver that aborts a round through `TableCommitter.abort`
+leaves such messages (the writer never hears of it); they are forgotten at the next look (an
+existence check per message not landed, the first file found ending it), where before they stayed
+for the writer's life. The writer's own `abort` forgets at once what it settled (`forget`): what it
+deleted and what it found landed. Forgetting is safe either way: a forgotten message given to abort
+again is taken as another writer's, the lookup that keeps more.
+
 When snapshots since the last look expired (a writer between rounds longer than the retention),
 the latest snapshot's live files stand in: a message one of whose files is live landed; one none
 of whose files exists any more either landed and was compacted away and expired, or was aborted:
@@ -80,11 +89,38 @@ class PreparedNames:
             self._forget_landed(store, base)
             self._look_at = max(LOOK_AT, 2 * len(self._messages))
 
+    def forget(self, messages: Iterable[CommitMessage]) -> None:
+        """Forget ``messages`` (one remembered entry of the same files each): the writer's abort
+        settled them, deleting their files or finding them landed."""
+        settled: dict[frozenset[str], int] = {}
+        for m in messages:
+            names = frozenset(message_files(m))
+            settled[names] = settled.get(names, 0) + 1
+        kept: list[tuple[CommitMessage, frozenset[str]]] = []
+        for entry in self._messages:
+            if settled.get(entry[1], 0) > 0:
+                settled[entry[1]] -= 1
+                self._drop_names(entry[1])
+            else:
+                kept.append(entry)
+        self._messages = kept
+
+    def _drop_names(self, names: frozenset[str]) -> None:
+        for n in names:
+            left = self._counts[n] - 1
+            if left:
+                self._counts[n] = left
+            else:
+                del self._counts[n]
+
     def _forget_landed(self, store: FileStore, base: int | None) -> None:
         names = [n for _, n in self._messages]
         try:
             try:
                 landed, seen = landed_names(store, names, self.since(base))
+                # not landed up to the latest snapshot and no file left: aborted, it can never land
+                landed = [done or not self._any_file_exists(store, m)
+                          for (m, _), done in zip(self._messages, landed, strict=True)]
             except CommitStateUnknownError:  # a snapshot since the last look expired
                 landed, seen = self._landed_by_latest(store), self.seen
         except (OSError, LakeError) as exc:
@@ -92,17 +128,16 @@ class PreparedNames:
             return
         kept: list[tuple[CommitMessage, frozenset[str]]] = []
         for entry, done in zip(self._messages, landed, strict=True):
-            if not done:
+            if done:
+                self._drop_names(entry[1])
+            else:
                 kept.append(entry)
-                continue
-            for n in entry[1]:
-                left = self._counts[n] - 1
-                if left:
-                    self._counts[n] = left
-                else:
-                    del self._counts[n]
         self._messages = kept
         self.seen = seen
+
+    @staticmethod
+    def _any_file_exists(store: FileStore, message: CommitMessage) -> bool:
+        return any(store.file_io.exists(p) for p in written_paths(store, [message]))
 
     def _landed_by_latest(self, store: FileStore) -> list[bool]:
         """Whether each message landed as far as the latest snapshot shows it: a file of it live
@@ -114,9 +149,7 @@ class PreparedNames:
         live = {e.file.file_name for e in store.file_store_scan().live_entries(latest)}
         if latest.index_manifest:
             live |= {e.file_name for e in store.index_entries(latest.index_manifest)}
-        fio = store.file_io
-        return [not names.isdisjoint(live) or not any(fio.exists(p) for p in written_paths(store, [m]))
-                for m, names in self._messages]
+        return [not names.isdisjoint(live) or not self._any_file_exists(store, m) for m, names in self._messages]
 
 
 __all__ = ["LOOK_AT", "PreparedNames"]

@@ -178,9 +178,14 @@ class WriterCleanup:
         or names a file outside the table, raises `InvalidCommitMessageError` and nothing is deleted."""
         base = self._router.first_base_id if self._router.based else None
         landed, messages = split_landed(self.store, messages, self.prepared.since(base), self.prepared.names)
+        # HASH and DV index files too; their directories proven inside the table before anything goes
+        doomed = self.store.paths.ensure_inside(written_paths(self.store, messages),
+                                                resolve_links=self.store.file_io.has_symlinks)
         paths = self._unprepared_files()
         self._drop_buffered()
-        self.store.file_io.delete_many(paths + written_paths(self.store, messages))  # HASH and DV index files too
+        self.store.file_io.delete_many(paths + doomed)
+        # settled: the landed ones stay landed, the deleted ones can never land (`PreparedNames`)
+        self.prepared.forget([*landed, *messages])
         return landed
 
     def _unprepared_files(self) -> list[str]:

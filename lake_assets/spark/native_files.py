@@ -15,7 +15,6 @@ are exact (`formats.footer_stats`), from the values for the others (floats: NaN 
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import stat
@@ -29,13 +28,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lake_assets.errors import LakeError
+from lake_assets.errors import LakeError, UnsafePathError
 from lake_assets.formats.data_file import local_now_ms
 from lake_assets.formats.file_layout import KEY_PREFIX, SEQUENCE_NUMBER
 from lake_assets.formats.file_names import file_extension, name_compression
 from lake_assets.formats.footer_stats import FOOTER_RANGE_TYPES, FOOTER_STRING_BYTES, FOOTER_STRING_TYPES
 from lake_assets.formats.stats import StatsAccumulator
-from lake_assets.io.local import in_directory
+from lake_assets.io.nofollow_dirs import NOFOLLOW_DIR, open_below, relative_parts, rename_below
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.data_types import DataType
@@ -59,10 +58,16 @@ class NativeWriteError(LakeError):
 
 @dataclass(frozen=True)
 class StagedFile:
-    """One Parquet file Spark wrote, and its bucket."""
+    """One Parquet file Spark wrote, its bucket, and the staging directory it was found in (the
+    file is opened through the directories between, none of them followed if a link)."""
 
     path: str
     bucket: int
+    staging: str
+
+    def parents(self) -> list[str]:
+        """The directories from the staging directory (included) down to the file's."""
+        return [os.path.basename(self.staging), *relative_parts(self.staging, self.path)[:-1]]
 
 
 def _expected_dir(name: str, depth: int, partition_levels: int) -> bool:
@@ -73,19 +78,26 @@ def _expected_dir(name: str, depth: int, partition_levels: int) -> bool:
     return depth == partition_levels and _BUCKET_DIR.fullmatch(name) is not None
 
 
+def _open_dir(name: str, dir_fd: int | None, where: str) -> int:
+    try:
+        return os.open(name, NOFOLLOW_DIR, dir_fd=dir_fd)
+    except OSError as exc:
+        raise NativeWriteError(f"Spark's staging directory {where} is not a directory (a symbolic link?)") from exc
+
+
 def staged_files(staging: str, partition_levels: int) -> list[StagedFile]:
     """The data files Spark wrote under ``staging``: ``partition_levels`` partition directories,
     a bucket directory, Spark's file names. Only what the driver planned is taken, and nothing in
     the staging directory is followed outside it: Spark's markers and checksums (names starting
     with ``_`` or ``.``: ``_SUCCESS``, ``.part-....crc``, ``_temporary``) are skipped; a symbolic
     link, any other kind of entry, a directory or file where the layout has none, or a file not
-    named as Spark names its files raise `NativeWriteError` (the write then commits nothing)."""
-    if os.path.islink(staging) or not os.path.isdir(staging):
-        raise NativeWriteError(f"Spark's staging directory {staging} is not a directory (a symbolic link?)")
+    named as Spark names its files raise `NativeWriteError` (the write then commits nothing).
+    Each directory is listed through a descriptor opened without following a link, relative to
+    its parent's: a directory swapped for a link during the walk fails it too."""
     out: list[StagedFile] = []
 
-    def walk(directory: str, depth: int) -> None:
-        with os.scandir(directory) as listing:
+    def walk(fd: int, directory: str, depth: int) -> None:
+        with os.scandir(fd) as listing:
             entries = sorted(listing, key=lambda e: e.name)
         for entry in entries:
             where = os.path.join(directory, entry.name)
@@ -96,7 +108,11 @@ def staged_files(staging: str, partition_levels: int) -> list[StagedFile]:
             if entry.is_dir(follow_symlinks=False):
                 if not _expected_dir(entry.name, depth, partition_levels):
                     raise NativeWriteError(f"Spark's staging directory holds an unexpected directory {where}")
-                walk(where, depth + 1)
+                child = _open_dir(entry.name, fd, where)
+                try:
+                    walk(child, where, depth + 1)
+                finally:
+                    os.close(child)
             elif not entry.is_file(follow_symlinks=False):
                 raise NativeWriteError(f"Spark's staging directory holds {where}, which is not a regular file")
             elif depth != partition_levels + 1:
@@ -106,9 +122,13 @@ def staged_files(staging: str, partition_levels: int) -> list[StagedFile]:
             else:
                 m = _BUCKET_DIR.fullmatch(os.path.basename(directory))
                 assert m is not None  # checked when the walk entered it
-                out.append(StagedFile(where, int(m.group(1))))
+                out.append(StagedFile(where, int(m.group(1)), staging))
 
-    walk(staging, 0)
+    top = _open_dir(staging, None, staging)
+    try:
+        walk(top, staging, 0)
+    finally:
+        os.close(top)
     return out
 
 
@@ -193,29 +213,34 @@ def _partition_values(pf: pq.ParquetFile, schema: TableSchema, path: str) -> lis
     return values
 
 
-def open_staged(path: str) -> tuple[BinaryIO, os.stat_result]:
-    """The staged file at ``path`` open for reading, and its status, never through a symbolic
-    link: the staging scan saw a regular file there, but an entry swapped for a link since would
-    otherwise be followed (``O_NOFOLLOW`` fails on a link; anything but a regular file is refused)."""
+def open_staged(staged: StagedFile) -> tuple[BinaryIO, os.stat_result]:
+    """The staged file open for reading, and its status, never through a symbolic link: the
+    staging scan saw regular directories and a regular file, but an entry swapped for a link since
+    would otherwise be followed (the directories are opened one by one from the staging
+    directory's parent, and the file, with ``O_NOFOLLOW``; anything but a regular file is refused)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block
-    except OSError as exc:
-        raise NativeWriteError(f"Cannot read Spark's staged file {path} (replaced since the staging scan, "
+        with open_below(os.path.dirname(staged.staging), staged.parents(), create=False,
+                        what=staged.path, follow_inside=False) as parent:
+            fd = os.open(os.path.basename(staged.path), os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0),
+                         dir_fd=parent)  # a FIFO must not block
+    except (OSError, UnsafePathError) as exc:
+        raise NativeWriteError(f"Cannot read Spark's staged file {staged.path} (replaced since the staging scan, "
                                f"by a symbolic link?): {exc}") from exc
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        raise NativeWriteError(f"Spark's staged file {path} is no longer a regular file: not read")
+        raise NativeWriteError(f"Spark's staged file {staged.path} is no longer a regular file: not read")
     return os.fdopen(fd, "rb"), st
 
 
-def describe(path: str, schema: TableSchema, file_name: str) -> tuple[list[Any], DataFileMeta, os.stat_result]:
+def describe(staged: StagedFile, schema: TableSchema,
+             file_name: str) -> tuple[list[Any], DataFileMeta, os.stat_result]:
     """The partition values of a staged file, the `DataFileMeta` it gets under ``file_name``, and
     the status of the file read: everything is read through one descriptor opened by `open_staged`
-    (footer and columns alike), and the move checks that this file is still the one at ``path``."""
-    fh, st = open_staged(path)
+    (footer and columns alike), and the move checks that this file is still the one read."""
+    fh, st = open_staged(staged)
     with fh:
-        values, meta = _describe(fh, st, path, schema, file_name)
+        values, meta = _describe(fh, st, staged.path, schema, file_name)
     return values, meta, st
 
 
@@ -276,28 +301,40 @@ def move_into_table(store: FileStore, staged: Sequence[StagedFile], prefix: str,
         if not 0 <= s.bucket < total:  # the bucket directory's number is Spark's output: checked
             raise NativeWriteError(f"Spark wrote {s.path} into bucket {s.bucket}; {store.name} has {total} buckets")
         name = f"{prefix}{uuid.uuid4()}-0{extension}"
-        values, meta, read = describe(s.path, schema, name)
+        values, meta, read = describe(s, schema, name)
         partition = serialize_row(values, types)
         dest = store.data_file_path(partition, s.bucket, meta)
-        store.paths.ensure_inside([dest])  # lexically inside before any directory is made
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        store.paths.ensure_inside([dest], resolve_links=True)  # and not through a symlink out
+        store.paths.ensure_inside([dest])  # lexically inside before anything is done
         moved.append(dest)
-        # orphan removal may remove the bucket directory (once emptied) before the file is in it
-        in_directory(dest, functools.partial(_rename_staged, s.path, dest, read))
+        _rename_staged(s, store.paths.root, dest, read)
         by_bucket[(partition, s.bucket)].append(meta)
     return [CommitMessage(partition, bucket, total, tuple(files)) for (partition, bucket), files in by_bucket.items()]
 
 
-def _rename_staged(source: str, dest: str, read: os.stat_result) -> None:
-    """Move the staged file ``source`` to ``dest`` if it is still the regular file that was read
-    (``read``: same device and inode): ``os.rename`` moves a symbolic link itself, so an entry
-    swapped for a link (or another file) after it was described would otherwise land in the table
-    under statistics that are not its own. Checked right before the rename; Spark's staging
-    directory is written by this job's tasks alone, so the window left is the rename itself."""
-    st = os.lstat(source)
-    if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (read.st_dev, read.st_ino):
-        what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else (
-            "not a regular file" if not stat.S_ISREG(st.st_mode) else "another file than the one read")
-        raise NativeWriteError(f"Spark's staged file {source} is now {what}: not moved into the table")
-    os.rename(source, dest)
+def _rename_staged(staged: StagedFile, root: str, dest: str, read: os.stat_result) -> None:
+    """Move the staged file to ``dest`` (inside the table ``root``) if it is still the regular
+    file that was read (``read``: same device and inode): ``os.rename`` moves a symbolic link
+    itself, so an entry swapped for a link (or another file) after it was described would
+    otherwise land in the table under statistics that are not its own. Checked right before the
+    rename; Spark's staging directory is written by this job's tasks alone, so the window left is
+    the rename itself.
+
+    Both ends are reached through directory descriptors (`open_below`): no directory of the
+    staging side is followed if a link, and the destination's directories are made and opened
+    below the table root, a link out of the table refused (``os.makedirs`` would follow it and
+    make directories behind it). Orphan removal may remove the bucket directory (once emptied)
+    between its opening and the rename: `rename_below` makes it again."""
+    source = os.path.basename(staged.path)
+    try:
+        with open_below(os.path.dirname(staged.staging), staged.parents(), create=False,
+                        what=staged.path, follow_inside=False) as src_fd:
+            st = os.stat(source, dir_fd=src_fd, follow_symlinks=False)
+            if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (read.st_dev, read.st_ino):
+                what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else (
+                    "not a regular file" if not stat.S_ISREG(st.st_mode) else "another file than the one read")
+                raise NativeWriteError(f"Spark's staged file {staged.path} is now {what}: not moved into the table")
+            rename_below(src_fd, source, root, dest)
+    except UnsafePathError:
+        raise
+    except FileNotFoundError as exc:
+        raise NativeWriteError(f"Cannot move Spark's staged file {staged.path} into the table: {exc}") from exc

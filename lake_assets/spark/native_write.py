@@ -57,6 +57,7 @@ from lake_assets.formats.file_layout import (
     VALUE_KIND_FIELD_ID,
 )
 from lake_assets.io.local import LocalFileIO
+from lake_assets.io.nofollow_dirs import unlink_below
 from lake_assets.ops.commit import Overwrite
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.mark_done import mark_done_after_commit
@@ -260,10 +261,11 @@ def _overwrite(table: Table, messages: list[CommitMessage], mode: str, spec: Map
     return Overwrite(None)
 
 
-def _delete(paths: list[str]) -> None:
+def _delete(root: str, paths: list[str]) -> None:
+    """Remove the moved files, each through directories opened below the table ``root`` (a
+    directory swapped for a link out of the table since the move removes nothing behind it)."""
     for p in paths:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(p)
+        unlink_below(root, p)
 
 
 def _write(df: DataFrame, table: Table, mode: str, spec: Mapping[str, Any] | None, dynamic: bool,
@@ -299,7 +301,7 @@ def _write(df: DataFrame, table: Table, mode: str, spec: Mapping[str, Any] | Non
         raise  # a snapshot may reference the files: never delete them
     except BaseException:
         if not committer.may_have_landed:
-            _delete(moved)
+            _delete(store.paths.root, moved)
         raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)

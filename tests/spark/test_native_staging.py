@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from lake_assets import Catalog
+from lake_assets.errors import UnsafePathError
 from lake_assets.spark.native_files import NativeWriteError, StagedFile, move_into_table, staged_files
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -42,8 +43,8 @@ def test_spark_layout_is_taken_and_its_markers_are_skipped(tmp_path):
     uncompressed.parent.mkdir(parents=True)
     uncompressed.write_bytes(b"PAR1")
     assert staged_files(str(root), 1) == [
-        StagedFile(str(root / "__lake_part_0=2024-01-01" / "__lake_bucket=1" / NAME), 1),
-        StagedFile(str(uncompressed), 0)]
+        StagedFile(str(root / "__lake_part_0=2024-01-01" / "__lake_bucket=1" / NAME), 1, str(root)),
+        StagedFile(str(uncompressed), 0, str(root))]
 
 
 def _plant(root: Path, what: str, outside: Path) -> None:
@@ -149,8 +150,9 @@ def test_a_staged_file_swapped_between_its_read_and_its_move_is_not_moved(tmp_pa
     table, staged, outside = _keyed_staging(tmp_path)
     read = native_files.describe
 
-    def describe_then_swap(path: str, *args: object) -> object:
-        got = read(path, *args)  # type: ignore[arg-type]
+    def describe_then_swap(staged: StagedFile, *args: object) -> object:
+        got = read(staged, *args)  # type: ignore[arg-type]
+        path = staged.path
         if swap == "link":
             _swap_for_link(path, outside)
         else:
@@ -175,3 +177,74 @@ def test_an_unswapped_staged_file_is_moved_with_its_size(tmp_path):
     [message] = move_into_table(table.store, [staged], "data-", moved)  # type: ignore[attr-defined]
     assert len(moved) == 1 and os.path.isfile(moved[0]) and not os.path.lexists(staged.path)
     assert [f.file_size for f in message.new_files] == [size] and message.bucket == 1
+
+
+def _partitioned_staging(tmp_path: Path) -> tuple[object, StagedFile, Path]:
+    """A table partitioned by ``p`` and one real staged file of partition p=a, bucket 1."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lake_assets.formats.file_layout import KEY_PREFIX, SEQUENCE_NUMBER
+
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("p", pa.string(), nullable=False)])
+    table = catalog.create_table("db.t", schema, primary_keys=["k", "p"], partition_keys=["p"],
+                                 options={"bucket": "2"})
+    bucket = tmp_path / "_spark-staging-z" / "__lake_part_0=a" / "__lake_bucket=1"
+    bucket.mkdir(parents=True)
+    pq.write_table(pa.table({KEY_PREFIX + "k": [1, 2], SEQUENCE_NUMBER: [0, 1], "k": [1, 2], "p": ["a", "a"]}),
+                   bucket / NAME)
+    [staged] = staged_files(str(tmp_path / "_spark-staging-z"), 1)
+    return table, staged, tmp_path / "outside"
+
+
+def _files_under(path: Path) -> list[Path]:
+    return sorted(p for p in path.rglob("*"))
+
+
+@pytest.mark.parametrize("link", ["partition", "bucket"])
+def test_a_table_directory_linked_out_of_the_table_gets_nothing(tmp_path, link):
+    """A partition or bucket directory of the table that is a symbolic link out of it: the move
+    neither makes a directory nor puts a file behind the link (os.makedirs would have followed it)."""
+    table, staged, outside = _partitioned_staging(tmp_path)
+    outside.mkdir()
+    root = Path(table.store.paths.root)  # type: ignore[attr-defined]
+    if link == "partition":
+        (root / "p=a").symlink_to(outside)
+    else:
+        (root / "p=a").mkdir()
+        (root / "p=a" / "bucket-1").symlink_to(outside)
+    moved: list[str] = []
+    with pytest.raises(UnsafePathError, match=r"outside the table directory"):
+        move_into_table(table.store, [staged], "data-", moved)  # type: ignore[attr-defined]
+    assert _files_under(outside) == [] and os.path.isfile(staged.path)
+
+
+def test_a_table_directory_linked_inside_the_table_is_followed(tmp_path):
+    """A link that stays inside the table is no escape: the file lands where it leads."""
+    table, staged, _ = _partitioned_staging(tmp_path)
+    root = Path(table.store.paths.root)  # type: ignore[attr-defined]
+    (root / "elsewhere").mkdir()
+    (root / "p=a").symlink_to(root / "elsewhere")
+    moved: list[str] = []
+    move_into_table(table.store, [staged], "data-", moved)  # type: ignore[attr-defined]
+    [landed] = _files_under(root / "elsewhere" / "bucket-1")
+    assert landed.name == os.path.basename(moved[0]) and not os.path.lexists(staged.path)
+
+
+@pytest.mark.parametrize("swap", ["bucket", "partition", "staging"])
+def test_a_staging_directory_swapped_for_a_link_after_the_scan_is_not_read(tmp_path, swap):
+    """A parent of a staged file swapped for a link after the scan (O_NOFOLLOW on the file alone
+    would read, then move, the file the link leads to)."""
+    table, staged, outside = _partitioned_staging(tmp_path)
+    staged_path = Path(staged.path)
+    directory = {"bucket": staged_path.parent, "partition": staged_path.parent.parent,
+                 "staging": staged_path.parent.parent.parent}[swap]
+    os.replace(directory, outside)  # a valid Parquet file of the same name now lies outside
+    os.symlink(outside, directory)
+    moved: list[str] = []
+    with pytest.raises(NativeWriteError, match=r"Cannot read Spark's staged file .*symbolic link"):
+        move_into_table(table.store, [staged], "data-", moved)  # type: ignore[attr-defined]
+    assert moved == [] and len([p for p in _files_under(outside) if p.name == NAME]) == 1
+    assert not any(p.is_file() for p in _files_under(Path(table.store.paths.root) / "p=a"))  # type: ignore[attr-defined]

@@ -79,3 +79,51 @@ def test_rounds_landed_in_snapshots_expired_since_the_last_look_are_forgotten(tm
         w.abort(pending)
     assert all(_exist(t, pending))
     w.close()
+    assert set(w.prepared.names) >= {f.file_name for m in pending for f in m.new_files}  # undecided: kept
+
+
+def _names(msgs: list[CommitMessage]) -> set[str]:
+    return {f.file_name for m in msgs for f in m.new_files}
+
+
+def test_an_abort_forgets_the_messages_it_settled_and_only_those(tmp_path):
+    """Abort deletes a message that did not land (it can never land now) and keeps one that did:
+    both are settled and leave the record; a message not given to abort stays in it."""
+    t = _table(tmp_path)
+    w = t.new_writer("stream")
+    committer = t.new_committer("stream")
+    landed_one, dropped, pending = _round(w, 1), _round(w, 2), _round(w, 3)
+    committer.commit(landed_one, 1)
+    assert w.abort([*landed_one, *dropped]) == landed_one
+    assert _exist(t, dropped) == [False] and all(_exist(t, landed_one))
+    assert set(w.prepared.names) == _names(pending) and len(w.prepared) == 1  # before: all three kept
+    # given again, a forgotten message is looked up as another writer's would be: still kept
+    assert w.abort(landed_one) == landed_one and all(_exist(t, landed_one))
+    assert w.abort(pending) == [] and _exist(t, pending) == [False]
+    assert len(w.prepared) == 0
+    w.close()
+
+
+def test_rounds_a_committer_aborted_leave_the_record_once_a_look_sees_their_files_gone(tmp_path, monkeypatch):
+    """A driver aborts failed rounds through `TableCommitter.abort` (the writer never hears of it):
+    their files are gone and no snapshot since the writer's base added them, so they cannot land.
+    Before, each such round stayed in a long-lived writer's record for good."""
+    monkeypatch.setattr(prepared_names, "LOOK_AT", 4)
+    t = _table(tmp_path)
+    w = t.new_writer("stream")
+    committer = t.new_committer("stream")
+    pending = _round(w, 1000)  # prepared, not committed yet: its files exist, it stays
+    most = 0
+    for k in range(40):
+        msgs = _round(w, k)
+        if k % 2:
+            committer.commit(msgs, k)
+        else:
+            t.new_committer("driver").abort(msgs)
+            assert _exist(t, msgs) == [False]
+        most = max(most, len(w.prepared))
+    assert most <= 2 * 4 + 1  # before: 21 (every aborted round, and the pending one)
+    assert _names(pending) <= set(w.prepared.names)
+    committer.commit(pending, 1000)
+    assert len(t.refresh().to_arrow()) == 21
+    w.close()
