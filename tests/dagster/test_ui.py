@@ -1,5 +1,6 @@
 """The Dagster UI on loopback, seen through headless Chromium: the table's asset graph, the
-health metadata of a compaction's materialization page, and the compact job's own check. Screenshots go to tests/dagster/artifacts/.
+health metadata of a compaction's materialization page, and the compact job's own check.
+Screenshots go to tests/dagster/artifacts/.
 
 Skips only when no Chromium is installed and ``apt-get install chromium`` cannot install one.
 Every wait is bounded and the webserver and browser process groups are killed in ``finally``.
