@@ -5,8 +5,8 @@ Spark), so that tests/dagster/test_pipes_channel.py can make the two disagree or
 ``python -m tests.dagster.stand_in_job --stdout '{json}' --pipes '{json}' --log text --warn text --exit N``
 (`SparkJobResource`'s python launcher adds ``--master``). ``--stdout -`` prints no summary line;
 without ``--pipes`` nothing is reported through Pipes (a summary's ``checks`` go as check results);
-``--log`` goes to the Pipes log directly, ``--warn`` through the jobs' logger; the exit code comes
-after all of them.
+``--log`` goes to the Pipes log directly, ``--warn`` through the jobs' logger, each ``--message
+'{json}'`` as a custom message; the exit code comes after all of them.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--pipes")
     parser.add_argument("--log")
     parser.add_argument("--warn")
+    parser.add_argument("--message", action="append", default=[])
     parser.add_argument("--exit", type=int, default=0)
     args = parser.parse_args(list(argv))
     with pipes_context() as pipes:
@@ -36,6 +37,8 @@ def main(argv: Sequence[str]) -> int:
             pipes.log.info(args.log)
         if args.warn:
             log.warning(args.warn)
+        for message in args.message:
+            pipes.report_custom_message(json.loads(message))
         if args.pipes:
             report_to_pipes(pipes, json.loads(args.pipes), None)
         if args.stdout != "-":

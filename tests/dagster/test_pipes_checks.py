@@ -1,5 +1,6 @@
 """What a job reports through Pipes besides its materialization reaches Dagster whole: its check
-results as checks of the asset that declares them, its warnings as log entries. A stand-in job in
+results as checks of the asset that declares them, its warnings as log entries, its custom messages
+as metadata (a summary) or log lines. A stand-in job in
 a real child process under a real Pipes session (tests/dagster/stand_in_job.py, no Spark), read by
 the real resource and the assets' own `job_check_specs` / `job_check_results`.
 
@@ -95,3 +96,16 @@ def test_the_jobs_warnings_arrive_as_dagster_log_entries() -> None:
         assert result.success
         entries = [(e.level, e.user_message) for e in instance.all_logs(result.run_id)]
         assert any(level == 30 and "a job warning through the jobs' logger" in m for level, m in entries), entries
+
+
+def test_custom_messages_fill_in_metadata_or_are_logged() -> None:
+    # an op step's summary comes as a custom message (report_to_pipes); a materialization's keys win
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = _run(instance, "--message", json.dumps({"commit_kind": "APPEND", "from_message": 7}),
+                      "--message", json.dumps("a plain note"),
+                      "--pipes", _summary(checks=[check_result(DECLARED, True, {})]))
+        assert result.success
+        md = materialization_metadata(result)
+        assert md["commit_kind"] == "COMPACT" and md["job.from_message"] == 7
+        logs = [entry.user_message for entry in instance.all_logs(result.run_id)]
+        assert any("The job sent a message through Pipes: 'a plain note'" in m for m in logs), logs

@@ -75,12 +75,15 @@ def read_pipes_results(context: dg.AssetExecutionContext | dg.OpExecutionContext
 
     Several materializations of the step's asset merge in order (a later key wins); one of another
     asset is not this step's to show and is logged. A dict sent as a custom message (an op step's
-    summary, `lake_assets.spark.jobs.pipes.report_to_pipes`) fills in what no materialization carried."""
+    summary, `lake_assets.spark.jobs.pipes.report_to_pipes`) fills in what no materialization carried;
+    any other message is logged."""
     keys = step_asset_keys(context)
     metadata: dict[str, Any] = {}
     for message in custom_messages:
         if isinstance(message, dict):
             metadata.update({str(k): v for k, v in message.items() if k != SUMMARY_CHECKS and v is not None})
+        else:  # not a summary: shown in the step's log rather than dropped
+            context.log.info(f"The job sent a message through Pipes: {message!r}")
     checks: list[dg.AssetCheckResult] = []
     for result in results:
         if isinstance(result, dg.AssetCheckResult):
