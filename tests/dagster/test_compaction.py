@@ -30,6 +30,14 @@ def test_checks_run_with_the_compaction(compacted) -> None:
     _, result = compacted
     evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert evaluations["small_files"].passed and evaluations["level0_age"].passed
+    # the compact job's own check, reported through Pipes on the partition it compacted, with the
+    # policy the asset passed it (threshold 3)
+    own = evaluations["compacted_small_files"]
+    md = {k: v.value for k, v in own.metadata.items()}
+    assert own.passed and own.severity == dg.AssetCheckSeverity.WARN
+    assert md["small_file_threshold"] == 3 and md["partitions"] == "dt=2024-01-01"
+    assert md["buckets_over"] == 0 and md["postponed_files"] == 0 and md["max_small_files"] <= 3
+    assert "job.checks" not in materialization_metadata(result)  # shown as a check, not as job metadata
 
 
 def test_no_second_request_after_the_compaction(compacted, lake_defs: dg.Definitions, instance) -> None:

@@ -27,6 +27,10 @@ def test_definitions_validate(lake_defs: dg.Definitions) -> None:
     for table in ("orders", "events"):
         assert {(f"db/{table}_compaction", "small_files"), (f"db/{table}_compaction", "level0_age"),
                 (f"db/{table}_expiry", "snapshot_retention"), (f"db/{table}_orphans", "orphan_bytes")} <= checks
+        # the jobs' own checks, declared on the asset whose run reports them (`lake_assets.job_checks`)
+        assert {(f"db/{table}_compaction", "compacted_small_files"),
+                (f"db/{table}_expiry", "retained_snapshots_readable"),
+                (f"db/{table}_orphans", "orphans_older_than_bound")} <= checks
     assert {(a, n) for a, n in checks if n == "declaration"} == {  # one per maintenance asset
         (k, "declaration") for k in _keys(lake_defs) if not k.endswith("_ingest")}
     repo = lake_defs.get_repository_def()

@@ -74,3 +74,11 @@ def test_the_demo_runs_end_to_end_in_a_folder_outside_the_repository(
         assert compaction["table_path"].endswith("airline.db/flights")
         health = [r.data for r in compaction["health"].records]
         assert health and all(h["file_count"] == 1 and h["level0_file_count"] == 0 for h in health)
+        # the compact and expire jobs' own checks, reported through Pipes from spark-submit
+        for asset, name in (("flights_compaction", "compacted_small_files"),
+                            ("flights_expiry", "retained_snapshots_readable")):
+            [record] = instance.event_log_storage.get_asset_check_execution_history(
+                dg.AssetCheckKey(dg.AssetKey(["airline", asset]), name), limit=1)
+            evaluation = record.evaluation
+            assert evaluation is not None and evaluation.passed, (asset, evaluation)
+            assert "missing_files" in evaluation.metadata or "buckets_over" in evaluation.metadata

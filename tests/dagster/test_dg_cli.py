@@ -100,8 +100,10 @@ def test_check_and_list_defs(project: Path, scaffolded: Path) -> None:
         "lake_small_file_sensor", "lake_automation_sensor", "lake_compaction_automation_sensor",
         "lake_health_sensor"}
     assert {r["name"] for r in defs["resources"]} >= {"warehouse", "spark", "lake_io_manager"}
-    assert {c["name"] for c in defs["asset_checks"]} == {"small_files", "level0_age", "snapshot_retention",
-                                                          "orphan_bytes", "declaration"}
+    assert {c["name"] for c in defs["asset_checks"]} == {
+        "small_files", "level0_age", "snapshot_retention", "orphan_bytes", "declaration",
+        # the jobs' own checks (lake_assets.job_checks), declared on their assets
+        "compacted_small_files", "retained_snapshots_readable", "orphans_older_than_bound"}
 
 
 def test_check_defs_reports_a_bad_lake_yaml(project: Path, scaffolded: Path, tmp_path: Path) -> None:

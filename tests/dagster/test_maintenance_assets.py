@@ -35,6 +35,7 @@ def maintained(compacted, lake_defs: dg.Definitions, instance: dg.DagsterInstanc
         assert result.success, step
         assert ran == in_process, step
         out[step] = materialization_metadata(result)
+        out[f"{step}_checks"] = {e.check_name: e for e in result.get_asset_check_evaluations()}
     return out
 
 
@@ -61,9 +62,23 @@ def test_expiry_asset_trims_history_to_the_policy(maintained, lake_defs: dg.Defi
     table = lake_defs.resources["warehouse"].table("db.orders")
     assert table.snapshots()[0].id == md["earliest_snapshot_id"]
     table.to_arrow()  # the latest state still reads
+    # the expire job's own check: every file the retained snapshots name is there
+    check = maintained["expiry_checks"]["retained_snapshots_readable"]
+    assert check.passed and check.severity == dg.AssetCheckSeverity.ERROR
+    md = {k: v.value for k, v in check.metadata.items()}
+    assert md["retained_snapshots"] == 5 and md["missing_files"] == 0
+    expiry = maintained["expiry"]
+    assert md["snapshots_read"] == f"{expiry['earliest_snapshot_id']}, {expiry['snapshot_id']}"
+    assert md["files_looked_up"] > 5 * 2  # the lists of five snapshots, and two snapshots' manifests and files
 
 
 def test_disabled_orphan_asset_only_reports(maintained) -> None:
     md = maintained["orphans"]
     assert md["dry_run"] is True and md["job.deleted_files"] == 0
     assert md["orphan_files"] == md["job.orphan_files"] >= 0
+    # the job's own check, through the real Pipes launcher: what it would delete is older than the bound
+    check = maintained["orphans_checks"]["orphans_older_than_bound"]
+    assert check.passed and check.severity == dg.AssetCheckSeverity.ERROR
+    checked = {k: v.value for k, v in check.metadata.items()}
+    assert checked["files"] == md["orphan_files"] and checked["younger_files"] == 0
+    assert checked["bound_age_s"] == 86400  # lake.yaml's default older_than: 1d

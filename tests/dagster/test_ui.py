@@ -1,5 +1,6 @@
-"""The Dagster UI on loopback, seen through headless Chromium: the table's asset graph, and the
-health metadata of a compaction's materialization page. Screenshots go to tests/dagster/artifacts/.
+"""The Dagster UI on loopback, seen through headless Chromium: the table's asset graph, the
+health metadata of a compaction's materialization page, and the compact job's own check.
+Screenshots go to tests/dagster/artifacts/.
 
 Skips only when no Chromium is installed and ``apt-get install chromium`` cannot install one.
 Every wait is bounded and the webserver and browser process groups are killed in ``finally``.
@@ -153,3 +154,15 @@ def test_asset_page_shows_and_plots_the_tables_health(observed, webserver: str, 
     browser.wait_for_text("small_files", "level0_age", timeout=120)
     time.sleep(1)
     assert browser.screenshot(ARTIFACTS / "health_checks.png").stat().st_size > 10_000
+
+
+def test_checks_tab_shows_the_compact_jobs_own_check(webserver: str, browser: Browser) -> None:
+    """The check the compact job reported through Pipes on the compaction's run (conftest's
+    ``compacted``), with the metadata the job sent."""
+    browser.open(f"{webserver}/assets/db/orders_compaction?view=checks")
+    browser.wait_for_text("compacted_small_files", timeout=120)
+    _dismiss_welcome(browser)
+    assert browser.click_text("compacted_small_files")
+    browser.wait_for_text("Passed", "small_file_threshold", "buckets_over", "postponed_files", timeout=120)
+    time.sleep(1)
+    assert browser.screenshot(ARTIFACTS / "compaction_job_check.png").stat().st_size > 10_000

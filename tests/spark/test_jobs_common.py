@@ -150,7 +150,8 @@ def test_reports_materialization_to_dagster_pipes(capsys, spark, tmp_path, monke
     context = {
         "asset_keys": ["lake/db/t"], "code_version_by_asset_key": None, "provenance_by_asset_key": None,
         "partition_key": None, "partition_key_range": None, "partition_time_window": None,
-        "run_id": "r1", "job_name": "j", "retry_number": 0, "extras": {},
+        "run_id": "r1", "job_name": "j", "retry_number": 0,
+        "extras": {"small_file_threshold": 100},  # the compaction asset's policy (lake_assets.job_checks)
     }
     monkeypatch.setenv("DAGSTER_PIPES_CONTEXT", dagster_pipes.encode_param({"data": context}))
     monkeypatch.setenv("DAGSTER_PIPES_MESSAGES", dagster_pipes.encode_param({"path": str(messages)}))
@@ -169,4 +170,11 @@ def test_reports_materialization_to_dagster_pipes(capsys, spark, tmp_path, monke
     assert meta["health"]["type"] == "md" and "| partition |" in meta["health"]["raw_value"]
     assert meta["table_path"]["raw_value"].endswith(os.path.join("db.db", "t"))
     assert meta["health_after"]["type"] == "json"
+    assert "checks" not in meta  # sent as check results, not as metadata
+    (check,) = [m["params"] for m in sent if m["method"] == "report_asset_check"]
+    assert check["asset_key"] == "lake/db/t" and check["check_name"] == "compacted_small_files"
+    assert check["passed"] is True and check["severity"] == "WARN"
+    assert check["metadata"]["small_file_threshold"] == {"raw_value": 100, "type": "int"}
+    assert out["checks"] == [{"name": "compacted_small_files", "passed": True, "severity": "WARN",
+                              "metadata": {k: v["raw_value"] for k, v in check["metadata"].items()}}]
     assert sent[-1]["method"] == "closed"

@@ -1,6 +1,7 @@
 """``<table>_compaction``: the compact job, for chosen partitions or (``full``) the whole table;
 on a postpone-bucket table (``bucket = -2``) it moves the postponed rows into real buckets."""
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,6 +10,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from lake_assets.defs.assets.charts import file_sizes, size_chart
+from lake_assets.defs.assets.job_checks import job_check_results, job_check_specs
 from lake_assets.defs.assets.metadata import (
     health_table,
     health_totals,
@@ -22,6 +24,7 @@ from lake_assets.defs.config import TableConfig
 from lake_assets.defs.health import needs_full, partition_values, partitions_to_compact, waiting_flags
 from lake_assets.defs.names import MAINTENANCE_POOL, TableNames
 from lake_assets.defs.resources import SparkJobResource, WarehouseResource
+from lake_assets.job_checks import EXTRA_PARTITIONS, EXTRA_SMALL_FILE_BYTES, EXTRA_SMALL_FILE_THRESHOLD
 from lake_assets.ops.postpone_table import is_postpone_table
 from lake_assets.ops.table_health import compaction_refusal
 
@@ -88,6 +91,10 @@ def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
     names = TableNames(spec.identifier)
     small_bytes = spec.maintenance.small_file_bytes
     plan_name, compact_name = f"{names.group}_compaction_plan", f"{names.group}_compact"
+    key = names.key("compaction")
+    # the compact job's own checks: outputs of the Spark step, mapped to the graph's check outputs
+    check_specs = job_check_specs(key, "compact")
+    check_outs = [spec.get_python_identifier() for spec in check_specs]
 
     @dg.op(name=plan_name, pool=names.compaction_pool, ins={"after": dg.In(dg.Nothing)},
            out=dg.Out(CompactionPlan, io_manager_key=STEP_IO_MANAGER),
@@ -106,14 +113,17 @@ def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
                                    waiting_flags(table.store))
         return CompactionPlan(config.model_dump(), health_totals(before), file_sizes(table))
 
-    @dg.op(name=compact_name, pool=MAINTENANCE_POOL, out=dg.Out(dg.Nothing),
+    @dg.op(name=compact_name, pool=MAINTENANCE_POOL,
+           out={"result": dg.Out(dg.Nothing), **{name: dg.Out(dg.Nothing, is_required=False) for name in check_outs}},
            retry_policy=dg.RetryPolicy(max_retries=2, delay=15),  # commit conflicts only (Failure.allow_retries)
            description=f"Runs the compact Spark job on {spec.identifier}.")
     def compact_op(context: dg.OpExecutionContext, plan: CompactionPlan, warehouse: WarehouseResource,
-                   spark: SparkJobResource) -> dg.Output[None]:
+                   spark: SparkJobResource) -> Iterator[dg.Output[None] | dg.AssetCheckResult]:
         config = CompactionConfig(**plan.config)
+        policy = {EXTRA_SMALL_FILE_THRESHOLD: spec.maintenance.small_file_threshold,
+                  EXTRA_SMALL_FILE_BYTES: small_bytes, EXTRA_PARTITIONS: list(config.partitions)}
         summary = spark.run_job(context, "compact", warehouse.job_args(spec.identifier) + compact_args(config),
-                                env=warehouse.job_env())
+                                env=warehouse.job_env(), extras=policy)
         table = warehouse.table(spec.identifier)
         after = table.health(small_file_threshold=small_bytes)
         location = table_location(warehouse.url, warehouse.table_path(spec.identifier))
@@ -130,14 +140,16 @@ def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
             **job_details(summary),
         }
         snapshot = table.latest_snapshot()
-        return dg.Output(None, metadata=metadata,
-                         data_version=dg.DataVersion(str(snapshot.id)) if snapshot else None)
+        yield dg.Output(None, output_name="result", metadata=metadata,
+                        data_version=dg.DataVersion(str(snapshot.id)) if snapshot else None)
+        yield from job_check_results(key, "compact", summary)
 
     def to_ops(config: dict[str, Any]) -> dict[str, Any]:
         return {plan_name: {"config": config}}
 
     decorate = dg.graph_asset(
-        key=names.key("compaction"),
+        key=key,
+        check_specs=check_specs,
         group_name=names.group,
         ins={"ingest": dg.AssetIn(key=names.key("ingest"), dagster_type=dg.Nothing)} if spec.ingest else None,
         config=dg.ConfigMapping(config_fn=to_ops, config_schema=CompactionConfig.to_config_schema()),
@@ -146,10 +158,13 @@ def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
         metadata={"table": spec.identifier, **table_definition_metadata(spec)},
     )
     # The graph's inputs are the asset's deps: ingest (a Nothing dependency) when the table has one.
+    def outputs(compacted: Any) -> dict[str, Any]:
+        return dict(zip(["result", *check_outs], compacted if check_outs else [compacted], strict=True))
+
     if spec.ingest:
         def compaction_asset(ingest: Any) -> Any:
-            return compact_op(plan_op(ingest))
+            return outputs(compact_op(plan_op(ingest)))
     else:
         def compaction_asset() -> Any:  # type: ignore[misc]  # the other branch's signature
-            return compact_op(plan_op())
+            return outputs(compact_op(plan_op()))
     return decorate(compaction_asset)

@@ -2,6 +2,7 @@
 
 import dagster as dg
 
+from lake_assets.defs.assets.job_checks import job_check_results, job_check_specs
 from lake_assets.defs.assets.metadata import (
     job_details,
     summary_metadata,
@@ -39,6 +40,7 @@ def build_expiry_asset(spec: TableConfig) -> dg.AssetsDefinition:
         deps=[names.key("compaction")],
         kinds={"spark", "paimon"},
         pool=MAINTENANCE_POOL,  # the global cap on Spark maintenance jobs
+        check_specs=job_check_specs(names.key("expiry"), "expire"),
         description=f"Expires snapshots of {spec.identifier}: keeps {policy.retain_min}..{policy.retain_max}"
         f" snapshots and those younger than {policy.time_retained or 'the table option'}.",
         metadata={"table": spec.identifier, **table_definition_metadata(spec)},
@@ -64,6 +66,6 @@ def build_expiry_asset(spec: TableConfig) -> dg.AssetsDefinition:
             "table_path": table_location(warehouse.url, warehouse.table_path(spec.identifier)),
             **table_state_metadata(table, spec, table_location(warehouse.url, warehouse.table_path(spec.identifier))),
             **job_details(summary),
-        })
+        }, check_results=job_check_results(names.key("expiry"), "expire", summary))
 
     return expiry_asset

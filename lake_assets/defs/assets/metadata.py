@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 from lake_assets.defs.config import TableConfig
 from lake_assets.defs.health import partition_values, postponed_files, vector_purge_files
 from lake_assets.defs.observations import observe_table
-from lake_assets.defs.resources.spark import PIPES_METADATA
+from lake_assets.defs.resources.pipes_report import PIPES_CHECKS, PIPES_METADATA
 from lake_assets.table import Table
 
 SUMMARY_INTS = ("snapshot_id", "files_in", "files_out", "rows_in", "rows_out", "bytes_in", "bytes_out")
@@ -43,7 +43,7 @@ def summary_metadata(summary: dict[str, Any], table: Table | None = None) -> dic
 def job_details(summary: dict[str, Any]) -> dict[str, Any]:
     """Everything else the job said (its stdout summary, and what it reported through Pipes), prefixed
     ``job.``; its markdown health gives way to `health_table`."""
-    skip = {*SUMMARY_INTS, "commit_kind", "duration_s", "health", "table_path", PIPES_METADATA}
+    skip = {*SUMMARY_INTS, "commit_kind", "duration_s", "health", "table_path", PIPES_METADATA, PIPES_CHECKS}
     md: dict[str, Any] = {f"job.{k}": v for k, v in (summary.get(PIPES_METADATA) or {}).items() if k not in skip}
     for key, value in summary.items():
         if key not in skip and value is not None:
@@ -75,6 +75,7 @@ def merge_summaries(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         out[key] = round(total, 3) if key == "duration_s" and total is not None else total
     out["runs"] = len(summaries)
     out[PIPES_METADATA] = {k: v for s in summaries for k, v in (s.get(PIPES_METADATA) or {}).items()}
+    out[PIPES_CHECKS] = [c for s in summaries for c in s.get(PIPES_CHECKS) or ()]
     return out
 
 

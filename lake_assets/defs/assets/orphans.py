@@ -2,6 +2,7 @@
 
 import dagster as dg
 
+from lake_assets.defs.assets.job_checks import job_check_results, job_check_specs
 from lake_assets.defs.assets.metadata import (
     job_details,
     summary_metadata,
@@ -35,6 +36,7 @@ def build_orphans_asset(spec: TableConfig) -> dg.AssetsDefinition:
         deps=[names.key("expiry")],
         kinds={"spark", "paimon"},
         pool=MAINTENANCE_POOL,  # the global cap on Spark maintenance jobs
+        check_specs=job_check_specs(names.key("orphans"), "remove_orphans"),
         description=f"Finds files of {spec.identifier} no snapshot references (older than {policy.older_than}); "
         + ("deletes them." if policy.enabled else "dry run: reports only."),
         metadata={"table": spec.identifier, "deletes_enabled": policy.enabled, **table_definition_metadata(spec)},
@@ -59,6 +61,6 @@ def build_orphans_asset(spec: TableConfig) -> dg.AssetsDefinition:
             "table_path": table_location(warehouse.url, warehouse.table_path(spec.identifier)),
             **table_state_metadata(table, spec, table_location(warehouse.url, warehouse.table_path(spec.identifier))),
             **job_details(summary),
-        })
+        }, check_results=job_check_results(names.key("orphans"), "remove_orphans", summary))
 
     return orphans_asset

@@ -14,18 +14,21 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import dagster as dg
 
 
 @dataclass(frozen=True)
 class CompletedJob:
-    """What a finished subprocess left: exit code (None on timeout), stdout and Pipes results."""
+    """What a finished subprocess left: exit code (None on timeout), stdout, and what it reported
+    through Pipes (materializations and check results; custom messages)."""
 
     returncode: int | None
     stdout: str
     results: Sequence[dg.MaterializeResult | dg.AssetCheckResult]
     timed_out: bool = False
+    custom_messages: Sequence[Any] = ()
 
 
 class CapturingPipesSubprocessClient(dg.PipesSubprocessClient):
@@ -79,6 +82,7 @@ class CapturingPipesSubprocessClient(dg.PipesSubprocessClient):
             stdout=stdout,
             results=list(session.get_results()),
             timed_out=timed_out,
+            custom_messages=list(session.get_custom_messages()),
         )
 
 

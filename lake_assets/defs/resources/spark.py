@@ -14,12 +14,17 @@ import dagster as dg
 from pydantic import Field
 
 from lake_assets.defs.resources.pipes import CapturingPipesSubprocessClient, CompletedJob
+from lake_assets.defs.resources.pipes_report import (
+    PIPES_CHECKS,
+    PIPES_METADATA,
+    UNDECLARED_CHECKS,
+    read_pipes_results,
+    undeclared_checks,
+    with_pipes_report,
+)
 from lake_assets.exit_codes import EXIT_CODE_ADVICE, EXIT_CODE_MEANINGS, EXIT_CONFLICT
 
-PIPES_METADATA = "pipes_metadata"
-"""Summary key holding the metadata the job reported through Pipes (MetadataValue objects)."""
-PIPES_TABLE_VIEW = ("health", "table_path")
-"""Pipes metadata that is the job's view of the table: the assets show their own (read after the job)."""
+__all__ = ["PIPES_METADATA", "SparkJobResource", "job_failure", "parse_summary", "with_pipes_report"]
 EXIT_CODES = EXIT_CODE_MEANINGS
 """Exit code of a job → its meaning: the jobs' own table (`lake_assets.exit_codes`)."""
 
@@ -81,41 +86,35 @@ class SparkJobResource(dg.ConfigurableResource):
         job_name: str,
         args: Sequence[str],
         env: Mapping[str, str] | None = None,
+        extras: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Run a job to completion; return its JSON summary merged with the metadata it reported
-        through Pipes. A non-zero exit raises `dagster.Failure` carrying the job's error JSON."""
+        """Run a job to completion; return its JSON summary merged with what it reported through
+        Pipes (`with_pipes_report`: metadata, and its check results under `PIPES_CHECKS`; those the
+        step's asset does not declare are named under ``undeclared_checks`` and logged). ``extras``
+        go to the job through Pipes. A non-zero exit raises `dagster.Failure` carrying the job's
+        error JSON."""
         command = self.command(job_name, args)
         context.log.info(f"Launching {job_name}: {shlex.join(command)}")
         client = CapturingPipesSubprocessClient(
             timeout_seconds=self.timeout_seconds,
             env={"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, **self.env},
         )
-        done = client.run_capturing(context=context, command=command, env=env)
+        done = client.run_capturing(context=context, command=command, env=env, extras=dict(extras or {}))
         summary = parse_summary(done.stdout)
         if done.returncode != 0:
             raise job_failure(job_name, done, summary)
-        reported: dict[str, Any] = {}
-        for result in done.results:
-            if isinstance(result, dg.MaterializeResult) and result.metadata:
-                reported.update(result.metadata)
-        return with_pipes_report(summary, reported)
+        return reported_summary(context, summary, done)
 
 
-def with_pipes_report(summary: dict[str, Any], reported: Mapping[str, Any]) -> dict[str, Any]:
-    """The summary the assets read: the stdout summary with what the job reported through Pipes laid
-    over it, key by key, and the reported metadata itself under `PIPES_METADATA`.
-
-    Where the two disagree Pipes wins: it is the typed channel Dagster opened for this run, while the
-    stdout summary is whichever JSON line came last (a library printing JSON after it would displace
-    it). The stdout line is the fallback for what Pipes did not carry (a job run where dagster_pipes
-    is not installed reports nothing through Pipes) and the only source of a failed job's error."""
-    if not reported:
-        return summary
-    merged = dict(summary)
-    for key, value in reported.items():
-        if key not in PIPES_TABLE_VIEW:
-            merged[key] = value.value if isinstance(value, dg.MetadataValue) else value
-    merged[PIPES_METADATA] = dict(reported)
+def reported_summary(context: dg.AssetExecutionContext | dg.OpExecutionContext, summary: dict[str, Any],
+                     done: CompletedJob) -> dict[str, Any]:
+    """A successful job's summary with everything it reported through Pipes (`with_pipes_report`),
+    and the check results its asset does not declare named under ``undeclared_checks``."""
+    reported, checks = read_pipes_results(context, done.results, done.custom_messages)
+    merged = with_pipes_report(summary, reported, checks)
+    undeclared = undeclared_checks(context, merged[PIPES_CHECKS])
+    if undeclared:
+        merged[UNDECLARED_CHECKS] = undeclared
     return merged
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lake_assets.errors import InvalidCommitMessageError, LakeError, UnsupportedFeatureError
+from lake_assets.job_checks import SUMMARY_CHECKS
 from lake_assets.ops.allocator import release_thread_memory
 from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact import CompactionPlan, CompactionTask, compact, run_compaction_task
@@ -24,6 +25,7 @@ from lake_assets.spark.jobs.compact_postpone import distributed_postpone_compact
 from lake_assets.spark.jobs.context import JobContext
 from lake_assets.spark.jobs.errors import UsageError
 from lake_assets.spark.jobs.logs import log
+from lake_assets.spark.jobs.run_checks import compacted_small_files
 from lake_assets.spark.jobs.runner import main_entry, run_job
 from lake_assets.spark.jobs.summary import health_summary
 from lake_assets.spark.jobs.table_ref import TableRef
@@ -169,6 +171,9 @@ def body(ctx: JobContext) -> dict[str, Any]:
     out["full"] = args.full
     out["health_before"] = before
     out["health_after"] = health_summary(ctx.table)
+    check = compacted_small_files(ctx.table, ctx.extras)  # the policy comes from Dagster (Pipes extras)
+    if check is not None:
+        out[SUMMARY_CHECKS] = [check]
     return out
 
 

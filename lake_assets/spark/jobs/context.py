@@ -43,6 +43,8 @@ class JobContext:
     group_id: str = field(default_factory=lambda: f"lake_assets-{uuid.uuid4().hex[:12]}")
     distributed_delete_min: int = DISTRIBUTED_DELETE_MIN
     owns_session: bool = False
+    # what Dagster passed through Pipes (`lake_assets.job_checks`'s extras), empty otherwise
+    extras: dict[str, Any] = field(default_factory=dict)
 
     @property
     def sc(self) -> SparkContext:

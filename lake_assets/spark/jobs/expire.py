@@ -12,10 +12,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from lake_assets.job_checks import SUMMARY_CHECKS
 from lake_assets.ops.expire import expire_snapshots
 from lake_assets.spark.jobs.args import base_parser, duration_ms, non_negative_int, positive_int
 from lake_assets.spark.jobs.context import DISTRIBUTED_DELETE_MIN, JobContext
 from lake_assets.spark.jobs.errors import UsageError
+from lake_assets.spark.jobs.run_checks import retained_snapshots_readable
 from lake_assets.spark.jobs.runner import main_entry, run_job
 
 JOB = "expire"
@@ -70,6 +72,8 @@ def body(ctx: JobContext) -> dict[str, Any]:
     out["distributed_delete"] = distributed
     if args.dry_run:
         out["sample_paths"] = files[:SAMPLE_PATHS]
+    ctx.describe("check the retained snapshots' files")
+    out[SUMMARY_CHECKS] = [retained_snapshots_readable(table)]
     return out
 
 

@@ -1,12 +1,19 @@
-"""Reporting to Dagster through Pipes when Dagster launched the job; Dagster is never required."""
+"""Reporting to Dagster through Pipes when Dagster launched the job; Dagster is never required.
+
+What goes through Pipes: the materialization (or, for an op step, a custom message) built from the
+job's summary, the job's check results (`lake_assets.job_checks`), and the job's log lines of
+WARNING and above as Dagster log entries (all lines still go to stderr).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from lake_assets.job_checks import SUMMARY_CHECKS
 from lake_assets.spark.jobs.logs import log
 from lake_assets.spark.jobs.summary import health_markdown, jsonable
 from lake_assets.table import Table
@@ -29,16 +36,34 @@ def pipes_context() -> Iterator[PipesContext | None]:
         yield None
         return
     context = open_dagster_pipes()
+    forward = _ToPipesLog(context)
+    log.addHandler(forward)
     try:
         yield context
     finally:
+        log.removeHandler(forward)
         context.close()
 
 
-def pipes_metadata(summary: dict[str, Any], table: Table | None) -> dict[str, Any]:
-    """The summary as Dagster metadata: numbers stay numbers, nested values become JSON."""
+class _ToPipesLog(logging.Handler):
+    """The job's warnings and errors as Dagster log entries of the step (not only in its stderr)."""
+
+    def __init__(self, context: PipesContext) -> None:
+        super().__init__(level=logging.WARNING)
+        self.context = context
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.context.log.log(record.levelno, self.format(record))
+        except Exception:  # the Pipes channel closed or broke: stderr still has the line
+            self.handleError(record)
+
+
+def typed_metadata(values: dict[str, Any]) -> dict[str, Any]:
+    """Values as Pipes metadata: numbers stay numbers, nested values become JSON, None is left out."""
     meta: dict[str, Any] = {}
-    for k, v in jsonable(summary).items():
+    for k, v in jsonable(values).items():
         if v is None:
             continue
         if isinstance(v, (dict, list)):
@@ -51,6 +76,13 @@ def pipes_metadata(summary: dict[str, Any], table: Table | None) -> dict[str, An
             meta[k] = {"raw_value": v, "type": "float"}
         else:
             meta[k] = {"raw_value": str(v), "type": "text"}
+    return meta
+
+
+def pipes_metadata(summary: dict[str, Any], table: Table | None) -> dict[str, Any]:
+    """The summary as Dagster metadata (its check results go as checks, `check_reports`), with the
+    table's path and health."""
+    meta = typed_metadata({k: v for k, v in summary.items() if k != SUMMARY_CHECKS})
     if table is not None:
         meta["table_path"] = {"raw_value": table.file_io.uri(table.paths.root), "type": "path"}
         try:
@@ -69,14 +101,26 @@ def report_to_pipes(context: PipesContext, summary: dict[str, Any], table: Table
             return
         keys = list(context.asset_keys)
         if len(keys) == 1:
-            context.report_asset_materialization(metadata=metadata)
-            return
-        # A multi-asset step: report on the asset named after this table, if one is.
-        name = (summary.get("table") or "").replace(".", "/")
-        matching = [k for k in keys if k == name or k.endswith("/" + name) or k.endswith("/" + name.split("/")[-1])]
-        if len(matching) == 1:
-            context.report_asset_materialization(metadata=metadata, asset_key=matching[0])
+            asset_key = keys[0]
         else:
-            context.log.warning(f"no single asset of {keys} matches table {summary.get('table')}; not reported")
+            # A multi-asset step: report on the asset named after this table, if one is.
+            name = (summary.get("table") or "").replace(".", "/")
+            matching = [k for k in keys if k == name or k.endswith("/" + name) or k.endswith("/" + name.split("/")[-1])]
+            if len(matching) != 1:
+                context.log.warning(f"no single asset of {keys} matches table {summary.get('table')}; not reported")
+                return
+            asset_key = matching[0]
+        context.report_asset_materialization(metadata=metadata, asset_key=asset_key)
+        for report in check_reports(summary):
+            context.report_asset_check(asset_key=asset_key, **report)
     except Exception as exc:
         log.warning("could not report to Dagster Pipes: %s", exc)
+
+
+def check_reports(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The summary's check results as `PipesContext.report_asset_check` arguments (without the asset key)."""
+    reports = []
+    for result in summary.get(SUMMARY_CHECKS) or ():
+        reports.append({"check_name": str(result["name"]), "passed": bool(result["passed"]),
+                        "severity": result["severity"], "metadata": typed_metadata(result.get("metadata") or {})})
+    return reports

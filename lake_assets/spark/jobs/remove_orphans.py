@@ -10,15 +10,18 @@ deletes are spread over executors. The files looked at are those Paimon's orphan
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
 from lake_assets.errors import InvalidArgumentError
+from lake_assets.job_checks import SUMMARY_CHECKS
 from lake_assets.ops.orphans import ORPHAN_AGE_FLOOR, check_orphan_age, remove_empty_directories, remove_orphan_files
 from lake_assets.spark.jobs.args import base_parser, duration_ms, non_negative_int
 from lake_assets.spark.jobs.context import DISTRIBUTED_DELETE_MIN, JobContext
 from lake_assets.spark.jobs.errors import UsageError
+from lake_assets.spark.jobs.run_checks import orphans_older_than_bound
 from lake_assets.spark.jobs.runner import main_entry, run_job
 
 JOB = "remove_orphans"
@@ -49,11 +52,16 @@ def body(ctx: JobContext) -> dict[str, Any]:
     ctx.start_run()
     ctx.describe("find orphan files")
     # Listing only; the deletes below may run on executors.
-    found = remove_orphan_files(ctx.table.store, older_than=older_than, dry_run=True)
+    now_ms = int(time.time() * 1000)
+    found = remove_orphan_files(ctx.table.store, older_than=older_than, dry_run=True, now_ms=now_ms)
+    # the bound looked at again before anything goes: a file found too young is kept (and the check fails)
+    check, too_young = orphans_older_than_bound(ctx.table, found.paths, now_ms=now_ms, older_than_ms=args.older_than,
+                                                allow_recent=args.allow_recent)
     deleted = 0
     if not args.dry_run and found.paths:
-        ctx.delete_files(found.paths)
-        deleted = len(found.paths)
+        doomed = [p for p in found.paths if p not in too_young]
+        ctx.delete_files(doomed)
+        deleted = len(doomed)
     if not args.dry_run:
         remove_empty_directories(ctx.table.store, found)  # each only if it holds nothing by now
     out: dict[str, Any] = {
@@ -65,6 +73,7 @@ def body(ctx: JobContext) -> dict[str, Any]:
         "allow_recent": args.allow_recent,
         "distributed_delete": deleted >= ctx.distributed_delete_min and deleted > 0,
         "sample_paths": found.paths[:SAMPLE_PATHS],
+        SUMMARY_CHECKS: [check],
     }
     return out
 

@@ -49,7 +49,8 @@ def run_job(job: str, argv: Sequence[str] | None, parser: argparse.ArgumentParse
             ref = TableRef(args.warehouse, identifier, storage)
             table = ref.open()
             spark, owns = get_session(job, args)
-            ctx = JobContext(job, args, spark, ref, table, started=started, owns_session=owns)
+            ctx = JobContext(job, args, spark, ref, table, started=started, owns_session=owns,
+                             extras=dict(pipes.extras) if pipes is not None else {})
             if getattr(args, "distributed_delete_min", None) is not None:
                 ctx.distributed_delete_min = args.distributed_delete_min
             spark.sparkContext.setJobGroup(ctx.group_id, f"lake_assets {job} {table.name}", interruptOnCancel=True)
@@ -67,9 +68,6 @@ def run_job(job: str, argv: Sequence[str] | None, parser: argparse.ArgumentParse
                 log.exception("%s failed unexpectedly", job)
             else:
                 log.error("%s failed (exit %d): %s", job, code, message)
-            if pipes is not None:
-                with contextlib.suppress(Exception):
-                    pipes.log.error(f"{job} failed (exit {code}): {message}")
         finally:
             if ctx is not None:
                 _clear_labels(ctx)
