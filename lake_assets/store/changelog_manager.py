@@ -41,7 +41,7 @@ class ChangelogManager:
         return sorted(out)
 
     def exists(self, snapshot_id: int) -> bool:
-        return self.file_io.exists(self.paths.changelog_file(snapshot_id))
+        return self.file_io.is_file(self.paths.changelog_file(snapshot_id))
 
     def read_hint(self, name: str) -> int | None:
         """The id in the changelog directory's ``EARLIEST`` or ``LATEST`` hint file, or None when the

@@ -89,7 +89,7 @@ class SnapshotManager:
         return ids[0] if ids else None
 
     def exists(self, snapshot_id: int) -> bool:
-        return self.file_io.exists(self.paths.snapshot_file(snapshot_id))
+        return self.file_io.is_file(self.paths.snapshot_file(snapshot_id))
 
     # --------------------------------------------------------------- reading
     def snapshot(self, snapshot_id: int) -> Snapshot:
