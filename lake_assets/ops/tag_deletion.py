@@ -58,6 +58,7 @@ from lake_assets.ops.scan import FileStoreScan, merge_entries
 from lake_assets.spec.manifest import ManifestEntry, ManifestFileMeta
 from lake_assets.spec.snapshot import Snapshot, Tag
 from lake_assets.store.branch_table import refuse_tag_deletion
+from lake_assets.store.read_once import reads_once
 from lake_assets.store.snapshot_identity import same_snapshot
 from lake_assets.table_support import Op
 
@@ -98,6 +99,7 @@ class _Held:
     manifests: list[str] = field(default_factory=list)
 
 
+@reads_once
 def delete_tag(store: FileStore, name: str) -> TagDeletionResult:
     """Delete tag ``name`` and the files that only it kept alive.
 
