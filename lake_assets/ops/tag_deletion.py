@@ -111,14 +111,15 @@ def delete_tag(store: FileStore, name: str) -> TagDeletionResult:
     tags = store.tag_manager()
     tag = tags.get(name)
     snap = tag.snapshot
-    _refuse_branch_base(store, name, snap, tags.tags())
+    every_tag = tags.tags()  # read once for both checks; `_Needed.look` reads them again after
+    _refuse_branch_base(store, name, snap, every_tag)
     result = TagDeletionResult(name, snap.id)
     current = store.snapshot_manager.try_snapshot(snap.id)
     # by identity: after a rollback the id may name another commit (`discarded_by_rollback`)
     if current is not None and same_snapshot(current, snap):
         tags.delete(name)  # the retained snapshot keeps every file
         return result
-    if any(n != name and same_snapshot(t.snapshot, snap) for n, t in tags.tags().items()):
+    if any(n != name and same_snapshot(t.snapshot, snap) for n, t in every_tag.items()):
         tags.delete(name)  # another tag of the same snapshot keeps every file
         return result
     try:
