@@ -131,9 +131,9 @@ def test_orphan_removal_lists_each_directory_once_and_heads_nothing(faulty_s3):
     assert counts == {
         "GET": n + 2 * n + n,  # every snapshot, its two lists, every manifest
         "HEAD": 0,
-        # the table's directories (snapshot/, schema/ and the root twice: what is referenced, then
-        # the candidates), tag/, changelog/, branch/, manifest/; M partitions, M x B buckets
-        "LIST": 10 + m + m * b,
+        # schema/ and snapshot/ twice (the table exists, what is referenced; then the candidates),
+        # the root, tag/, changelog/, branch/, manifest/; M partitions, M x B buckets
+        "LIST": 9 + m + m * b,
         "PUT": 0,
         "DELETE": 0,
     }
