@@ -185,6 +185,16 @@ def operations(b: Bench) -> dict[str, Callable[[], Callable[[], object]]]:
         bt = Catalog(b.wh, **b.opts).get_table(f"{t.name}$branch_b")
         return lambda: bt.write_arrow(_rows(7))
 
+    def branch_expire() -> Callable[[], object]:
+        # a branch of its own N snapshots, made from a tag of main's latest
+        t = b.table()
+        t.create_tag("x")
+        t.create_branch("b", "x")
+        bt = Catalog(b.wh, **b.opts).get_table(f"{t.name}$branch_b")
+        for i in range(N):
+            bt.write_arrow(_rows(i))
+        return lambda: bt.expire_snapshots(retain_min=1, older_than=_later())
+
     def expire_with_branch() -> Callable[[], object]:
         t = b.table()
         t.create_tag("x", 1)
@@ -199,7 +209,7 @@ def operations(b: Bench) -> dict[str, Callable[[], Callable[[], object]]]:
 
     return {f.__name__: f for f in (write, compact, expire, expire_changelog, orphans, health, tag_create,
                                     tag_delete, rollback, plan, stream_poll, branch_create, branch_write,
-                                    expire_with_branch, orphans_with_branch)}
+                                    branch_expire, expire_with_branch, orphans_with_branch)}
 
 
 def main() -> None:
