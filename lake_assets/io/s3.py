@@ -7,6 +7,8 @@ pyarrow's native `S3FileSystem` when the storage options translate to it (see
 
 from __future__ import annotations
 
+import functools
+import inspect
 import threading
 from typing import Any
 
@@ -79,7 +81,9 @@ class S3FileIO(FsspecFileIO):
     def read_bytes(self, path: str) -> bytes:
         """One GET: s3fs's ``cat_file`` first asks the size (a HEAD) to split big files into
         concurrent ranged GETs, which the metadata files read here never need."""
-        return bytes(self.fs.cat_file(path, max_concurrency=1))
+        if _cat_splits(type(self.fs)):
+            return bytes(self.fs.cat_file(path, max_concurrency=1))
+        return bytes(self.fs.cat_file(path))  # an s3fs before concurrent reads: one GET anyway
 
     def is_file(self, path: str) -> bool:
         """One HEAD: s3fs's ``exists`` follows a 404 with a LIST, in case ``path`` is a directory."""
@@ -200,6 +204,13 @@ class S3FileIO(FsspecFileIO):
     def arrow_fs(self) -> pafs.FileSystem:
         native = self._native
         return super().arrow_fs if native is None else native
+
+
+@functools.cache
+def _cat_splits(fs_type: type) -> bool:
+    """Whether this s3fs reads a whole object in concurrent parts (asking its size first) unless
+    told ``max_concurrency=1``; the older versions pyproject admits take no such argument."""
+    return "max_concurrency" in inspect.signature(fs_type._cat_file).parameters
 
 
 def s3_error_code(exc: BaseException) -> str | None:
