@@ -7,7 +7,6 @@ pyarrow's native `S3FileSystem` when the storage options translate to it (see
 
 from __future__ import annotations
 
-import functools
 import inspect
 import threading
 from typing import Any
@@ -46,6 +45,10 @@ class S3FileIO(FsspecFileIO):
         self._native_built = False
         self._native_fs: pafs.S3FileSystem | None = None
         self._native_lock = threading.Lock()
+        # s3fs since 2025 reads a whole object in concurrent parts (asking its size first) unless
+        # told ``max_concurrency=1``; the older versions pyproject admits take no such argument
+        cat = getattr(fs, "_cat_file", None)
+        self._cat_splits = cat is not None and "max_concurrency" in inspect.signature(cat).parameters
 
     @classmethod
     def from_options(cls, protocol: str, storage_options: dict[str, Any], bucket: str | None = None) -> S3FileIO:
@@ -81,7 +84,7 @@ class S3FileIO(FsspecFileIO):
     def read_bytes(self, path: str) -> bytes:
         """One GET: s3fs's ``cat_file`` first asks the size (a HEAD) to split big files into
         concurrent ranged GETs, which the metadata files read here never need."""
-        if _cat_splits(type(self.fs)):
+        if self._cat_splits:
             return bytes(self.fs.cat_file(path, max_concurrency=1))
         return bytes(self.fs.cat_file(path))  # an s3fs before concurrent reads: one GET anyway
 
@@ -204,13 +207,6 @@ class S3FileIO(FsspecFileIO):
     def arrow_fs(self) -> pafs.FileSystem:
         native = self._native
         return super().arrow_fs if native is None else native
-
-
-@functools.cache
-def _cat_splits(fs_type: type) -> bool:
-    """Whether this s3fs reads a whole object in concurrent parts (asking its size first) unless
-    told ``max_concurrency=1``; the older versions pyproject admits take no such argument."""
-    return "max_concurrency" in inspect.signature(fs_type._cat_file).parameters
 
 
 def s3_error_code(exc: BaseException) -> str | None:
