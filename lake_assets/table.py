@@ -21,6 +21,7 @@ from lake_assets.io.file_io import FileIO
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from lake_assets.store.file_store import FileStore
+from lake_assets.store.read_once import reads_once
 from lake_assets.table_changes import TableChanges
 from lake_assets.table_maintenance import TableMaintenance
 from lake_assets.table_reads import TableReads
@@ -116,6 +117,7 @@ class Table(TableReads, TableChanges, TableMaintenance):
         args.text("commit_user", commit_user, optional=False)
         return TableCommitter(self.store, commit_user)
 
+    @reads_once
     def write_arrow(
         self,
         data: pa.Table | pa.RecordBatch | pa.RecordBatchReader,

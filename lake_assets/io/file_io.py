@@ -97,10 +97,15 @@ class FileIO(ABC):
     def exists(self, path: str) -> bool:
         """True if a file or directory is at ``path``."""
 
+    def is_file(self, path: str) -> bool:
+        """True if a file is at ``path``; for callers that ask about files (snapshots, manifests),
+        which an object store answers with one request where `exists` also looks for a directory."""
+        return self.exists(path)
+
     def missing(self, paths: Iterable[str]) -> list[str]:
         """The given files that do not exist (each at most once, in the given order); only files
         that are really gone are reported."""
-        return [p for p in dict.fromkeys(paths) if not self.exists(p)]
+        return [p for p in dict.fromkeys(paths) if not self.is_file(p)]
 
     @abstractmethod
     def size(self, path: str) -> int:
@@ -198,6 +203,11 @@ class FileIO(ABC):
     @abstractmethod
     def delete(self, path: str) -> bool:
         """Delete one file; True if it existed. Missing files are fine (deletes are idempotent)."""
+
+    def discard(self, path: str) -> None:
+        """Delete one file, missing or not, for callers that need not know whether it was there
+        (an object store's `delete` looks first to tell them: one request more)."""
+        self.delete(path)
 
     def delete_many(self, paths: Iterable[str]) -> int:
         """Delete files (in batches where the backend has batch deletes); missing files are fine.

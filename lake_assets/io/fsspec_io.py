@@ -35,6 +35,9 @@ class FsspecFileIO(FileIO):
     def exists(self, path: str) -> bool:
         return bool(self.fs.exists(path))
 
+    def is_file(self, path: str) -> bool:
+        return bool(self.fs.isfile(path))
+
     def missing(self, paths: Iterable[str]) -> list[str]:
         """One listing per directory where many files share one, else one lookup per file; an
         absence seen in a listing is confirmed by a direct lookup."""
@@ -44,10 +47,10 @@ class FsspecFileIO(FileIO):
         out: list[str] = []
         for d, files in by_dir.items():
             if len(files) < _LIST_FROM:
-                out += [p for p in files if not self.exists(p)]
+                out += [p for p in files if not self.is_file(p)]
                 continue
             listed = {posixpath.basename(s.path) for s in self.list_status(d)}
-            out += [p for p in files if posixpath.basename(p) not in listed and not self.exists(p)]
+            out += [p for p in files if posixpath.basename(p) not in listed and not self.is_file(p)]
         return out
 
     def size(self, path: str) -> int:
@@ -65,7 +68,7 @@ class FsspecFileIO(FileIO):
                 continue
             mtime = info.get("mtime") or info.get("LastModified") or info.get("created")
             out.append(FileStatus(name, int(info.get("size") or 0), info.get("type") == "directory",
-                                  _to_ms(mtime)))
+                                  to_ms(mtime)))
         return out
 
     def open_input(self, path: str) -> pa.NativeFile:
@@ -128,7 +131,8 @@ class FsspecFileIO(FileIO):
         return self._arrow_fs
 
 
-def _to_ms(value: Any) -> int | None:
+def to_ms(value: Any) -> int | None:
+    """A listing's modification time (seconds, milliseconds or a datetime) in epoch milliseconds."""
     if value is None:
         return None
     if isinstance(value, (int, float)):

@@ -67,6 +67,9 @@ class LocalFileIO(FileIO):
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
 
+    def is_file(self, path: str) -> bool:
+        return os.path.isfile(path)
+
     def size(self, path: str) -> int:
         return os.path.getsize(path)
 

@@ -7,6 +7,7 @@ pyarrow's native `S3FileSystem` when the storage options translate to it (see
 
 from __future__ import annotations
 
+import inspect
 import threading
 from typing import Any
 
@@ -14,7 +15,8 @@ import fsspec
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from lake_assets.io.fsspec_io import FsspecFileIO
+from lake_assets.io.file_io import FileStatus
+from lake_assets.io.fsspec_io import FsspecFileIO, to_ms
 
 # S3 answers a conditional PUT that lost to an existing object with 412 PreconditionFailed, and
 # one that raced another conditional PUT still in flight with 409 ConditionalRequestConflict
@@ -43,6 +45,10 @@ class S3FileIO(FsspecFileIO):
         self._native_built = False
         self._native_fs: pafs.S3FileSystem | None = None
         self._native_lock = threading.Lock()
+        # s3fs since 2025 reads a whole object in concurrent parts (asking its size first) unless
+        # told ``max_concurrency=1``; the older versions pyproject admits take no such argument
+        cat = getattr(fs, "_cat_file", None)
+        self._cat_splits = cat is not None and "max_concurrency" in inspect.signature(cat).parameters
 
     @classmethod
     def from_options(cls, protocol: str, storage_options: dict[str, Any], bucket: str | None = None) -> S3FileIO:
@@ -72,12 +78,62 @@ class S3FileIO(FsspecFileIO):
             return True
         return self._decide(path, data, None)
 
+    # ------------------------------------------------------------------ reads
+    # Each of these is one request: S3 bills per request, and s3fs's generic calls send more
+    # (bench/RESULTS.md, "S3 requests per operation").
+    def read_bytes(self, path: str) -> bytes:
+        """One GET: s3fs's ``cat_file`` first asks the size (a HEAD) to split big files into
+        concurrent ranged GETs, which the metadata files read here never need."""
+        if self._cat_splits:
+            return bytes(self.fs.cat_file(path, max_concurrency=1))
+        return bytes(self.fs.cat_file(path))  # an s3fs before concurrent reads: one GET anyway
+
+    def is_file(self, path: str) -> bool:
+        """One HEAD: s3fs's ``exists`` follows a 404 with a LIST, in case ``path`` is a directory."""
+        bucket, key, _ = self.fs.split_path(path)
+        if not key:
+            return False
+        try:
+            self.fs.call_s3("head_object", Bucket=bucket, Key=key, **self.fs.req_kw)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def list_status(self, path: str) -> list[FileStatus]:
+        """One LIST per 1000 entries: s3fs's ``ls`` of an empty or absent directory lists its
+        parent too (to tell a file named ``path`` from nothing), which a listing of a directory
+        does not need. The directory's own marker (``path/``) is not an entry of it."""
+        bucket, key, _ = self.fs.split_path(path)
+        prefix = key.rstrip("/") + "/" if key.strip("/") else ""
+        out: list[FileStatus] = []
+        token: dict[str, str] = {}
+        while True:
+            try:
+                page = self.fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=prefix, Delimiter="/",
+                                       **token, **self.fs.req_kw)
+            except FileNotFoundError:  # no such bucket: as an absent directory
+                return []
+            for d in page.get("CommonPrefixes", []):
+                out.append(FileStatus(f"{bucket}/{d['Prefix'].rstrip('/')}", 0, True, None))
+            for c in page.get("Contents", []):
+                if c["Key"] != prefix:
+                    out.append(FileStatus(f"{bucket}/{c['Key']}", int(c.get("Size") or 0), False,
+                                          to_ms(c.get("LastModified"))))
+            if not page.get("IsTruncated"):
+                break
+            token = {"ContinuationToken": page["NextContinuationToken"]}
+        return sorted(out, key=lambda st: st.path)
+
     def delete(self, path: str) -> bool:
         # S3 answers a DELETE of an absent key with 204 as well: only a look first tells whether it
         # existed (deleting a tag that is not there must say so, not succeed silently).
-        if not self.fs.exists(path):
+        if not self.is_file(path):
             return False
         return super().delete(path)
+
+    def discard(self, path: str) -> None:
+        """One DELETE, no look first (`delete`'s HEAD only tells whether the file was there)."""
+        super().delete(path)
 
     def delete_dir_if_empty(self, path: str) -> bool:
         """An object store has no directories, only keys: a "directory" is gone when no key starts

@@ -22,6 +22,7 @@ from lake_assets.errors import AlreadyExistsError, InvalidArgumentError, NoSuchT
 from lake_assets.store.branch_table import MAIN_BRANCH
 from lake_assets.store.branches import BRANCH_DIR, BRANCH_PREFIX, branch_names
 from lake_assets.store.file_store import FileStore
+from lake_assets.store.read_once import reads_once
 from lake_assets.store.snapshot_identity import same_snapshot
 
 
@@ -33,6 +34,7 @@ def _branch_root(store: FileStore, name: str, what: str) -> str:
     return posixpath.join(store.paths.root, BRANCH_DIR, BRANCH_PREFIX + name)
 
 
+@reads_once
 def create_branch(store: FileStore, name: str, tag: str | None = None) -> None:
     """Create branch ``name``: empty (the latest schema), or from main's tag ``tag``."""
     root = _branch_root(store, name, "create")

@@ -36,6 +36,7 @@ from lake_assets.ops.expire_files import (
 from lake_assets.ops.expire_index import index_files_to_expire, statistics_to_expire
 from lake_assets.ops.expire_plan import ExpirePlan, ExpireResult, plan_expire
 from lake_assets.spec.snapshot import Snapshot
+from lake_assets.store.read_once import reads_once
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = ["ExpirePlan", "ExpireResult", "expire_changelogs", "expire_snapshots", "plan_expire"]
 
 
+@reads_once
 def expire_snapshots(
     store: FileStore,
     *,
@@ -168,7 +170,7 @@ def _apply(
 
     doomed_manifests = unused_manifests(store, expired, lists_to_drop, keep)
     # 3. index files and index manifests (deletion vectors, hash indexes) only expired snapshots use
-    tagged = [t.snapshot for t in store.tag_manager().tags().values()] + restored.snapshots
+    tagged = protection.tagged + restored.snapshots
     doomed_index, index_manifests = ([], []) if decoupled else index_files_to_expire(
         store, expired, end_snapshot, tagged)
     # statistics files only expired snapshots name; decoupled too, as Java's SnapshotDeletion: a
@@ -210,7 +212,7 @@ def _apply(
             # the copy exists before the snapshot goes: a crash in between leaves both, never neither
             changelogs.write(snap)
             store.fault_point("expire.after_changelog_copy")
-        fio.delete(store.paths.snapshot_file(sid))
+        sm.delete(sid)
         store.fault_point("expire.after_snapshot_file")
     if decoupled and expired:
         changelogs.write_latest_hint(expired[-1].id)

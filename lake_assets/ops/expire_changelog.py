@@ -23,12 +23,14 @@ from lake_assets.ops.expire_files import (
 )
 from lake_assets.ops.expire_plan import ExpirePlan, ExpireResult, plan_expire
 from lake_assets.store.changelog_manager import snapshot_or_changelog
+from lake_assets.store.read_once import reads_once
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
 
 
+@reads_once
 def expire_changelogs(
     store: FileStore,
     *,
@@ -55,10 +57,12 @@ def expire_changelogs(
     opts = store.schema.core_options
     changelogs = store.changelog_manager()
     earliest = changelogs.earliest_id()
+    if earliest is None:  # no long-lived changelog (most tables): the snapshot hints need no reading
+        return result
     sm = store.snapshot_manager
     latest_snapshot = sm.latest_id()
     earliest_snapshot = sm.earliest_id()
-    if earliest is None or latest_snapshot is None or earliest_snapshot is None:
+    if latest_snapshot is None or earliest_snapshot is None:
         return result
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     cmin, cmax, ctime = opts.changelog_retention()

@@ -51,8 +51,10 @@ class Protection:
         referenced = (referenced_files(store, main=False) if branch is None
                       else referenced_files(store.main_store(), skip_branch=branch))
         self.branch_files = {p.rsplit("/", 1)[-1] for p in referenced}
-        for tag in store.tag_manager().tags().values():
-            tsnap = tag.snapshot
+        # the tags as read after the expiry's marker (the handshake's re-check): read once, the
+        # callers' index and statistics checks take them from here
+        self.tagged: list[Snapshot] = [tag.snapshot for tag in store.tag_manager().tags().values()]
+        for tsnap in self.tagged:
             # Paimon's skipping set (0.9 ``FileDeletionBase.manifestSkippingSet``): a tag keeps its
             # base and delta lists, not its changelog list - the changelog's manifests and files
             # go with the expired snapshot (step 2), and a kept list would name deleted manifests.

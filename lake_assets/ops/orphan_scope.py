@@ -67,7 +67,8 @@ def list_scope(store: FileStore) -> OrphanScope:
     paths = store.paths
     root = paths.root.rstrip("/")
     scope = OrphanScope()
-    top = {posixpath.basename(st.path): st for st in fio.list_without_links(root) if st.is_dir}
+    root_dirs = [st for st in fio.list_without_links(root) if st.is_dir]
+    top = {posixpath.basename(st.path): st for st in root_dirs}
 
     def files_of(directory: str, keep: str | None = None, *, temp_only: bool = False) -> None:
         entries = fio.list_without_links(directory)
@@ -95,7 +96,7 @@ def list_scope(store: FileStore) -> OrphanScope:
     listed = [top[n] for n in ("manifest", "index", "statistics") if n in top]
     data_root = paths.data_root.rstrip("/")
     if data_root == root:
-        listed += _data_dirs(fio, root, len(store.schema.partition_keys))
+        listed += _data_dirs(fio, root, len(store.schema.partition_keys), root_dirs)
     elif fio.exists(data_root):  # data-file.path-directory: Paimon lists its dataFilePath()
         listed += _data_dirs(fio, data_root, len(store.schema.partition_keys))
     for d in listed:
@@ -109,10 +110,11 @@ def list_scope(store: FileStore) -> OrphanScope:
     return scope
 
 
-def _data_dirs(fio: FileIO, directory: str, levels: int) -> list[FileStatus]:
+def _data_dirs(fio: FileIO, directory: str, levels: int, listed: list[FileStatus] | None = None) -> list[FileStatus]:
     """Paimon's ``listFileDirs``: the ``bucket-*`` directories below ``levels`` partition levels
-    (directories whose name contains ``=``); a partition directory with none is returned itself."""
-    entries = [st for st in fio.list_without_links(directory) if st.is_dir]
+    (directories whose name contains ``=``); a partition directory with none is returned itself.
+    ``listed``: the subdirectories of ``directory`` when they were just listed (a LIST less)."""
+    entries = listed if listed is not None else [st for st in fio.list_without_links(directory) if st.is_dir]
     if levels == 0:
         return [st for st in entries if posixpath.basename(st.path).startswith(BUCKET_DIR_PREFIX)]
     out: list[FileStatus] = []

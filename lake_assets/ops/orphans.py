@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from lake_assets.errors import CorruptMetadataError, InvalidArgumentError, UnsupportedFeatureError
 from lake_assets.formats.manifest_codec import decode_index_manifest
 from lake_assets.ops.orphan_scope import list_scope
+from lake_assets.store.read_once import reads_once
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
@@ -210,6 +211,7 @@ def index_file_paths(store: FileStore, name: str, *, may_be_gone: bool) -> list[
     return out
 
 
+@reads_once
 def remove_orphan_files(
     store: FileStore,
     *,

@@ -35,6 +35,7 @@ from lake_assets.ops.overwrite import Overwrite
 from lake_assets.spec.binary_row import serialize_row
 from lake_assets.spec.partition_text import java_value_text
 from lake_assets.spec.snapshot import BATCH_COMMIT_IDENTIFIER
+from lake_assets.store.read_once import reads_once
 
 if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
@@ -141,6 +142,7 @@ def _from_local_ms(ms: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).replace(tzinfo=None)
 
 
+@reads_once
 def expire_partitions(
     store: FileStore,
     *,

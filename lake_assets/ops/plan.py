@@ -32,6 +32,7 @@ from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import Snapshot
 from lake_assets.store.file_store import FileStore
+from lake_assets.store.read_once import reads_once
 from lake_assets.table_support import Op
 
 
@@ -62,6 +63,7 @@ def resolve_snapshot(
     return store.snapshot_manager.snapshot(snapshot_id)
 
 
+@reads_once
 def plan_splits(
     store: FileStore, snap: Snapshot, pred: Predicate | None, op: Op = Op.READ, *, schema: TableSchema | None = None
 ) -> list[Split]:

@@ -37,12 +37,14 @@ from lake_assets.ops.commit_snapshot import snapshot_record, write_base_list, wr
 from lake_assets.spec.manifest import FileKind, ManifestEntry
 from lake_assets.spec.snapshot import CommitKind, Snapshot
 from lake_assets.store.file_store import FileStore
+from lake_assets.store.read_once import reads_once
 
 ROLLBACK_TAG_PREFIX = "rollback-to-as-latest-"
 # Paimon's BatchWriteBuilder.COMMIT_IDENTIFIER, which the rollback snapshot carries
 ROLLBACK_IDENTIFIER = 2**63 - 1
 
 
+@reads_once
 def rollback_to_as_latest(store: FileStore, *, snapshot_id: int | None = None, tag: str | None = None) -> Snapshot:
     """Commit a snapshot whose files are the target's (a snapshot id, or a tag) and return it.
 

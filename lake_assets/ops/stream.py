@@ -59,6 +59,7 @@ from lake_assets.ops.stream_splits import (
 )
 from lake_assets.spec.snapshot import Snapshot
 from lake_assets.store.changelog_manager import snapshot_or_changelog
+from lake_assets.store.read_once import reads_once
 
 if TYPE_CHECKING:
     from lake_assets.spec.schema import TableSchema
@@ -214,6 +215,7 @@ class StreamEnumerator:
                 found, hi = ids[mid], mid - 1
         return found
 
+    @reads_once
     def poll(self, max_snapshots: int = 1) -> list[ChangeBatch]:
         """Plan up to ``max_snapshots`` snapshots that are available now (empty if none)."""
         args.integer("max_snapshots", max_snapshots, minimum=1, optional=False)

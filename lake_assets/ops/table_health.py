@@ -16,6 +16,7 @@ from lake_assets.ops.plan import resolve_snapshot
 from lake_assets.refusal import Op, refuse
 from lake_assets.spec.manifest import DataFileMeta
 from lake_assets.spec.snapshot import Snapshot
+from lake_assets.store.read_once import reads_once
 
 if TYPE_CHECKING:
     from lake_assets.store.file_store import FileStore
@@ -75,6 +76,7 @@ def compaction_refusal(store: FileStore) -> str | None:
     return None
 
 
+@reads_once
 def table_health(
     store: FileStore, *, snapshot_id: int | None = None, small_file_threshold: int | None = None
 ) -> pa.Table:

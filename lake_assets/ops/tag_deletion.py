@@ -58,6 +58,7 @@ from lake_assets.ops.orphans import index_file_paths, referenced_files
 from lake_assets.ops.scan import FileStoreScan, merge_entries
 from lake_assets.spec.manifest import ManifestEntry, ManifestFileMeta
 from lake_assets.spec.snapshot import Snapshot, Tag
+from lake_assets.store.read_once import reads_once
 from lake_assets.store.snapshot_identity import same_snapshot
 from lake_assets.table_support import Op
 
@@ -98,6 +99,7 @@ class _Held:
     manifests: list[str] = field(default_factory=list)
 
 
+@reads_once
 def delete_tag(store: FileStore, name: str) -> TagDeletionResult:
     """Delete tag ``name`` and the files that only it kept alive.
 
@@ -107,14 +109,15 @@ def delete_tag(store: FileStore, name: str) -> TagDeletionResult:
     tags = store.tag_manager()
     tag = tags.get(name)
     snap = tag.snapshot
-    _refuse_branch_base(store, name, snap, tags.tags())
+    every_tag = tags.tags()  # read once for both checks; `_Needed.look` reads them again after
+    _refuse_branch_base(store, name, snap, every_tag)
     result = TagDeletionResult(name, snap.id)
     current = store.snapshot_manager.try_snapshot(snap.id)
     # by identity: after a rollback the id may name another commit (`discarded_by_rollback`)
     if current is not None and same_snapshot(current, snap):
         tags.delete(name)  # the retained snapshot keeps every file
         return result
-    if any(n != name and same_snapshot(t.snapshot, snap) for n, t in tags.tags().items()):
+    if any(n != name and same_snapshot(t.snapshot, snap) for n, t in every_tag.items()):
         tags.delete(name)  # another tag of the same snapshot keeps every file
         return result
     try:

@@ -7,9 +7,11 @@ import contextlib
 from lake_assets.errors import InvalidArgumentError, SnapshotNotFoundError
 from lake_assets.spec.snapshot import Snapshot, Tag
 from lake_assets.store.file_store import FileStore
+from lake_assets.store.read_once import reads_once
 from lake_assets.store.snapshot_identity import discarded_by_rollback
 
 
+@reads_once
 def create_tag(store: FileStore, name: str, snap: Snapshot | None, time_retained_s: float | None = None) -> Tag:
     """Tag ``snap``; `SnapshotNotFoundError` (and no tag left) when an expiration is removing, or
     has removed, the snapshot; `AlreadyExistsError` when another tag has the name."""
@@ -29,6 +31,7 @@ def create_tag(store: FileStore, name: str, snap: Snapshot | None, time_retained
     return tag
 
 
+@reads_once
 def rollback_to(store: FileStore, *, snapshot_id: int | None = None, tag: str | None = None) -> Snapshot:
     """Make a snapshot (or a tag's snapshot) the latest again, as Paimon's ``rollbackTo`` with its
     ``RollbackHelper.cleanLargerThan``: newer snapshots, the long-lived changelogs and the tags of
@@ -75,7 +78,7 @@ def rollback_to(store: FileStore, *, snapshot_id: int | None = None, tag: str | 
     latest = sm.latest_id() or target.id
     # newest first, so a crash leaves a contiguous range ending at a valid snapshot (a re-run finishes)
     for sid in range(latest, target.id, -1):
-        store.file_io.delete(store.paths.snapshot_file(sid))
+        sm.delete(sid)
         store.fault_point("rollback.after_snapshot_delete")
     sm.write_latest_hint(target.id)
     earliest_hint = sm.read_hint("EARLIEST")

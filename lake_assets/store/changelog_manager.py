@@ -17,6 +17,7 @@ from lake_assets.errors import SnapshotNotFoundError
 from lake_assets.io.file_io import FileIO
 from lake_assets.paths import TablePaths
 from lake_assets.spec.snapshot import Snapshot
+from lake_assets.store import read_once
 from lake_assets.store.snapshot_manager import SnapshotManager, read_snapshot_file
 
 # fullmatch with ASCII digits: `$` accepts a final newline and `\\d` other scripts' digits
@@ -41,7 +42,7 @@ class ChangelogManager:
         return sorted(out)
 
     def exists(self, snapshot_id: int) -> bool:
-        return self.file_io.exists(self.paths.changelog_file(snapshot_id))
+        return self.file_io.is_file(self.paths.changelog_file(snapshot_id))
 
     def read_hint(self, name: str) -> int | None:
         """The id in the changelog directory's ``EARLIEST`` or ``LATEST`` hint file, or None when the
@@ -85,7 +86,10 @@ class ChangelogManager:
         self.file_io.overwrite_atomic(self.paths.changelog_file(snapshot.id), snapshot.to_json().encode())
 
     def delete(self, snapshot_id: int) -> None:
-        self.file_io.delete(self.paths.changelog_file(snapshot_id))
+        """Delete ``changelog-<id>`` if it is there; this operation no longer remembers it."""
+        path = self.paths.changelog_file(snapshot_id)
+        self.file_io.discard(path)
+        read_once.forget(self.file_io.protocol, path)
 
     def write_earliest_hint(self, snapshot_id: int) -> None:
         with contextlib.suppress(OSError):

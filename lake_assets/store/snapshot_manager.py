@@ -11,6 +11,7 @@ from lake_assets.errors import CorruptMetadataError, SnapshotNotFoundError
 from lake_assets.io.file_io import FileIO, PreparedCreate
 from lake_assets.paths import TablePaths
 from lake_assets.spec.snapshot import Snapshot
+from lake_assets.store import read_once
 
 # fullmatch with ASCII digits: `$` accepts a final newline and `\\d` other scripts' digits
 _SNAPSHOT_NAME = re.compile(r"snapshot-([0-9]+)")
@@ -29,7 +30,11 @@ _ASCII_ID = re.compile(r"[0-9]+")
 def read_snapshot_file(
     file_io: FileIO, path: str, snapshot_id: int, file_name: str, table_name: str, *, missing: str
 ) -> Snapshot:
-    """Parse a snapshot JSON file (snapshot, changelog); ``missing`` is the not-found message."""
+    """Parse a snapshot JSON file (snapshot, changelog); ``missing`` is the not-found message.
+    Within an operation (`lake_assets.store.read_once`) each file is read once."""
+    snap = read_once.cached(file_io.protocol, path)
+    if snap is not None:
+        return snap
     try:
         data = file_io.read_bytes(path)
     except FileNotFoundError:
@@ -37,6 +42,7 @@ def read_snapshot_file(
     snap = Snapshot.from_json(data, f"{file_name} of {table_name}")
     if snap.id != snapshot_id:
         raise CorruptMetadataError(f"File {file_name} of {table_name} holds snapshot id {snap.id}")
+    read_once.remember(file_io.protocol, path, snap)
     return snap
 
 
@@ -89,7 +95,7 @@ class SnapshotManager:
         return ids[0] if ids else None
 
     def exists(self, snapshot_id: int) -> bool:
-        return self.file_io.exists(self.paths.snapshot_file(snapshot_id))
+        return self.file_io.is_file(self.paths.snapshot_file(snapshot_id))
 
     # --------------------------------------------------------------- reading
     def snapshot(self, snapshot_id: int) -> Snapshot:
@@ -205,6 +211,13 @@ class SnapshotManager:
         is the put, ``discard`` drops it."""
         return self.file_io.prepare_create(self.paths.snapshot_file(snapshot.id), snapshot.to_json().encode())
 
+    def delete(self, snapshot_id: int) -> None:
+        """Delete ``snapshot-<id>`` if it is there (one request on an object store: nothing asks
+        whether it was); this operation no longer remembers it (a later commit may take the id)."""
+        path = self.paths.snapshot_file(snapshot_id)
+        self.file_io.discard(path)
+        read_once.forget(self.file_io.protocol, path)
+
     def write_latest_hint(self, snapshot_id: int) -> None:
         # A hint is only a hint: failures are tolerated because readers verify it.
         with contextlib.suppress(OSError):
@@ -260,22 +273,27 @@ class SnapshotManager:
         tagger's existence check refuses by itself.
         """
         name = marker.rsplit("/", 1)[-1]
-        self.file_io.delete(f"{self.paths.snapshot_dir}/{name}")
-        self.file_io.delete(marker)
+        self.file_io.discard(f"{self.paths.snapshot_dir}/{name}")
+        self.file_io.discard(marker)
         if completed_below is None:
             return
-        ids = self.snapshot_ids()
-        if ids and ids[0] < completed_below:
+        # one listing of each directory, read after the deletes: snapshot/ tells both the ids
+        # left and the markers' twins
+        listed = {d: self.file_io.list_names(d) for d in self._marker_dirs()}
+        ids = [int(m.group(1)) for m in map(_SNAPSHOT_NAME.fullmatch, listed[self.paths.snapshot_dir]) if m]
+        if ids and min(ids) < completed_below:
             return  # some older snapshot file is still there: keep the stale markers
-        for path, end in self._markers():
+        for path, end in self._markers(listed):
             if end is not None and end <= completed_below:
-                self.file_io.delete(path)
+                self.file_io.discard(path)
 
-    def _markers(self) -> list[tuple[str, int | None]]:
-        """(path, end) of every marker in both directories; end None when it is not an id."""
+    def _markers(self, listed: dict[str, list[str]] | None = None) -> list[tuple[str, int | None]]:
+        """(path, end) of every marker in both directories (their names as ``listed``, else
+        listed now); end None when it is not an id."""
         out: list[tuple[str, int | None]] = []
         for directory in self._marker_dirs():
-            for name in self.file_io.list_names(directory):
+            names = listed[directory] if listed is not None else self.file_io.list_names(directory)
+            for name in names:
                 if not name.startswith(_EXPIRING_PREFIX):
                     continue
                 path = f"{directory}/{name}"

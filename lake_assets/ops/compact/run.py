@@ -24,6 +24,7 @@ from lake_assets.ops.commit_message import CommitMessage
 from lake_assets.ops.compact.plan import CompactionPlan, plan_compaction
 from lake_assets.ops.compact.rewrite import run_compaction_tasks
 from lake_assets.ops.spill import spill_root
+from lake_assets.store.read_once import reads_once
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ def summarize(messages: Sequence[CommitMessage], snapshot_id: int | None, tasks:
     )
 
 
+@reads_once
 def compact(
     store: FileStore,
     *,

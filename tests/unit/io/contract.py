@@ -71,6 +71,12 @@ class FileIOContract:
         assert not fio.exists(f"{root}/d/g") and not fio.exists(f"{root}/e")
         assert not fio.exists(f"{root}/d/f.tmp")  # a name extending an existing one is not it
 
+    def test_is_file_sees_files_only(self, store: Store) -> None:
+        fio, root = store
+        fio.write_bytes(f"{root}/d/f", b"x")
+        assert fio.is_file(f"{root}/d/f")
+        assert not fio.is_file(f"{root}/d") and not fio.is_file(f"{root}/d/g") and not fio.is_file(f"{root}/e")
+
     def test_list_status_lists_direct_children_only(self, store: Store) -> None:
         fio, root = store
         fio.write_bytes(f"{root}/d/one", b"1")
@@ -234,6 +240,14 @@ class FileIOContract:
         assert fio.delete(f"{root}/del/f") is True
         assert fio.delete(f"{root}/del/f") is False
         assert not fio.exists(f"{root}/del/f")
+
+    def test_discard_removes_a_file_and_passes_over_a_missing_one(self, store: Store) -> None:
+        fio, root = store
+        fio.write_bytes(f"{root}/f", b"x")
+        fio.write_bytes(f"{root}/g", b"y")
+        fio.discard(f"{root}/f")
+        fio.discard(f"{root}/missing")
+        assert not fio.exists(f"{root}/f") and fio.read_bytes(f"{root}/g") == b"y"
 
     def test_delete_many_removes_exactly_the_given_files(self, store: Store) -> None:
         fio, root = store
