@@ -151,6 +151,16 @@ def test_an_executor_error_is_named_by_the_exception_the_python_worker_raised(sp
     assert message.endswith("PermissionError: Unable to locate credentials for s3://b/wh"), message
 
 
+def test_the_jobs_package_names_every_spark_submit_script():
+    from pathlib import Path
+
+    import lake_assets.spark.jobs as jobs_package
+
+    scripts = {p.stem for p in (Path(__file__).resolve().parents[2] / "jobs").glob("*.py")}
+    assert set(jobs_package.JOBS) == scripts
+    assert all(f"``{name}``" in (jobs_package.__doc__ or "") for name in scripts)
+
+
 def test_storage_values():
     assert storage_value("true") is True
     assert storage_value('{"endpoint_url": "http://x"}') == {"endpoint_url": "http://x"}
