@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from lake_assets.spark.jobs.logs import log
@@ -16,11 +17,12 @@ if TYPE_CHECKING:
 # the workers' environment, not the driver's, so credentials given to the job in its environment
 # (Dagster's lake.yaml ``key``/``secret``) would reach the driver only, and every task reopening an
 # S3 table would fail with botocore's NoCredentialsError. Set in the environment, not on argv, so
-# secrets stay out of process lists; Spark's UI redacts the values (``spark.redaction.regex``).
+# secrets stay out of process lists; Spark's UI and event log redact the secret and a session token
+# (``spark.redaction.regex`` matches SECRET and TOKEN; an access key id is no secret and is shown).
 EXECUTOR_ENV_VAR = "LAKE_ASSETS_EXECUTOR_ENV"
 
 
-def executor_env_conf(environ: dict[str, str] | os._Environ[str], conf: dict[str, str]) -> dict[str, str]:
+def executor_env_conf(environ: Mapping[str, str], conf: Mapping[str, str]) -> dict[str, str]:
     """``spark.executorEnv.<NAME>`` entries for the variables ``LAKE_ASSETS_EXECUTOR_ENV`` names that
     are set here, except those ``conf`` sets already (an explicit ``--conf`` wins)."""
     names = [n.strip() for n in environ.get(EXECUTOR_ENV_VAR, "").split(",") if n.strip()]
