@@ -1,6 +1,7 @@
 """``<table>_compaction``: the compact job, for chosen partitions or (``full``) the whole table;
 on a postpone-bucket table (``bucket = -2``) it moves the postponed rows into real buckets."""
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,8 +131,10 @@ def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
             **job_details(summary),
         }
         snapshot = table.latest_snapshot()
-        return dg.Output(None, metadata=metadata,
-                         data_version=dg.DataVersion(str(snapshot.id)) if snapshot else None)
+        with warnings.catch_warnings():  # data_version is beta: a warning in every compaction's log
+            warnings.simplefilter("ignore", dg.BetaWarning)
+            return dg.Output(None, metadata=metadata,
+                             data_version=dg.DataVersion(str(snapshot.id)) if snapshot else None)
 
     def to_ops(config: dict[str, Any]) -> dict[str, Any]:
         return {plan_name: {"config": config}}
