@@ -58,7 +58,7 @@ def _decoded(plain: bytes, writer: Any, schema: AvroSchema, resolve_each_record:
 
 # The magic bytes of the other formats Paimon 0.9-1.3's `manifest.format` could choose: such a file is
 # not damaged, it is one lake_assets does not read (docs/format.md §4.1).
-_OTHER_MANIFEST_FORMATS = {b"ORC": "ORC", b"PAR1": "Parquet"}
+_OTHER_MANIFEST_FORMATS = {b"ORC": "an ORC", b"PAR1": "a Parquet"}
 
 
 def read_records(
@@ -71,8 +71,8 @@ def read_records(
     other = _OTHER_MANIFEST_FORMATS.get(bytes(data[:4])) or _OTHER_MANIFEST_FORMATS.get(bytes(data[:3]))
     if other is not None:
         raise UnsupportedFeatureError(
-            f"Cannot read manifest file {name}: it is an {other} file, not Avro (Paimon 0.9-1.3 write manifests "
-            f"as {other} under the table option manifest.format = '{other.lower()}'); lake_assets reads Avro "
+            f"Cannot read manifest file {name}: it is {other} file, not Avro (Paimon 0.9-1.3 write manifests "
+            f"so under the table option manifest.format = '{other.split()[-1].lower()}'); lake_assets reads Avro "
             "manifests only")
     try:
         writer, plain = read_container(data, path_named)
