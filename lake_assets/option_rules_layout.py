@@ -50,6 +50,9 @@ def _data_directory(v: object) -> str | None:
     return None
 
 
+# every operation, ALTER too (`manifest.format`: Java reads every manifest in the format the option names now)
+_ALL_OPS = ("READ", "STREAM", "WRITE", "COMPACT", "EXPIRE", "ORPHANS", "TAG", "ROLLBACK", "SCHEMA_CHANGE")
+
 R = OptionRule
 LAYOUT_RULES: dict[str, OptionRule] = {r.key: r for r in (
     R("bucket", "int", -1, "Buckets per partition; -1 dynamic (primary key) or unaware (append).", check=_bucket),
@@ -78,6 +81,13 @@ LAYOUT_RULES: dict[str, OptionRule] = {r.key: r for r in (
       "Avro's exact name, untrimmed, as Paimon's Avro writer).", choices=MANIFEST_COMPRESSIONS, fold="avro",
       writer_only=True,
       note="create and ALTER refuse 'none' (Java's writer spells it 'null')"),
+    R("manifest.format", "string", "avro", "Format of manifest files and manifest lists (Paimon 0.9-1.3; later "
+      "Paimon has no such option and writes Avro; matched lower-cased and untrimmed, as file.format).",
+      choices=FILE_FORMATS, fold="lower", supported=("avro",), refuses=_ALL_OPS,
+      why="lake_assets reads and writes Avro manifests only (Paimon's default), and this table's manifest lists "
+      "and manifests are in another format. Changing the option converts nothing (Paimon then reads the existing "
+      "manifests as the new format and fails): keep maintaining the table with Paimon, or copy it into a table "
+      "whose manifest.format is avro (INSERT INTO ... SELECT in Flink or Spark)"),
     R("manifest.target-file-size", "size", 8 * MiB, "Size manifests are merged up to.", minimum=1),
     R("manifest.merge-min-count", "int", 30, "Small manifests that trigger a merge.", minimum=1),
     R("manifest.full-compaction-threshold-size", "size", 16 * MiB, "Delta size that triggers a full manifest "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING
 
 import dagster as dg
@@ -45,6 +46,15 @@ def build_resources(
 
 def build_definitions(config: LakeConfig) -> dg.Definitions:
     """All Dagster objects of the tables in ``config``."""
+    # The Dagster features chosen here on purpose (code references, single-run backfills) are beta:
+    # Dagster warns at every load of the code location, i.e. in every step's process, some 200 lines
+    # per run that tell a lake.yaml user nothing they can act on.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return _build_definitions(config)
+
+
+def _build_definitions(config: LakeConfig) -> dg.Definitions:
     assets: list[dg.AssetsDefinition] = []
     checks: list[dg.AssetChecksDefinition] = []
     jobs: list[AssetJob] = []

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import fastavro
 from fastavro.read import SchemaResolutionError
 
-from lake_assets.errors import CorruptMetadataError
+from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
 from lake_assets.formats.avro_container import read_container
 from lake_assets.formats.avro_mismatch import explain_mismatch
 from lake_assets.formats.avro_record_paths import path_named
@@ -56,6 +56,11 @@ def _decoded(plain: bytes, writer: Any, schema: AvroSchema, resolve_each_record:
         return _resolved(plain, writer, schema)  # fails, naming the record and the field
 
 
+# The magic bytes of the other formats Paimon 0.9-1.3's `manifest.format` could choose: such a file is
+# not damaged, it is one lake_assets does not read (docs/format.md §4.1).
+_OTHER_MANIFEST_FORMATS = {b"ORC": "an ORC", b"PAR1": "a Parquet"}
+
+
 def read_records(
     data: bytes, name: str, schema: AvroSchema, *, resolve_each_record: bool = False
 ) -> list[dict[str, Any]]:
@@ -63,6 +68,12 @@ def read_records(
     labels errors (CorruptMetadataError). ``resolve_each_record`` reads through fastavro's
     per-record resolution instead of the plan (the reference the plan is tested against)."""
     records: list[Any]
+    other = _OTHER_MANIFEST_FORMATS.get(bytes(data[:4])) or _OTHER_MANIFEST_FORMATS.get(bytes(data[:3]))
+    if other is not None:
+        raise UnsupportedFeatureError(
+            f"Cannot read manifest file {name}: it is {other} file, not Avro (Paimon 0.9-1.3 write manifests "
+            f"so under the table option manifest.format = '{other.split()[-1].lower()}'); lake_assets reads Avro "
+            "manifests only")
     try:
         writer, plain = read_container(data, path_named)
         records = _decoded(plain, path_named(writer), schema, resolve_each_record)

@@ -57,7 +57,9 @@ def build_session(
         builder = builder.master(master)
     elif not launched_by_spark_submit and "spark.master" not in (conf or {}):
         builder = builder.master(os.environ.get("LAKE_SPARK_MASTER", DEFAULT_MASTER))
-    for k, v in session_conf(conf).items():
+    # the level from the start: set only after getOrCreate, Spark's own start logs some 75 INFO lines
+    # under spark-submit (its default log4j profile), which flood a job's log and Dagster's run logs
+    for k, v in {"spark.log.level": log_level, **session_conf(conf)}.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)

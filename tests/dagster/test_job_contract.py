@@ -62,8 +62,19 @@ def test_remove_orphans(lake_config: LakeConfig) -> None:
 
 
 def test_changelog(lake_config: LakeConfig, base: list[str]) -> None:
-    ns = _parse("changelog", base + changelog_args(lake_config.table("db.orders")))
+    from lake_assets.spark.jobs.changelog import check_targets
+
+    spec = lake_config.table("db.orders")
+    ns = _parse("changelog", base + changelog_args(spec))
     assert ns.consumer_id == "dagster-db-orders" and ns.export_path.endswith("export/orders")
+    check_targets(ns)
+    # without an export target the job only produces the changelog: a consumer there was refused
+    # (exit 2 on every run of the asset)
+    bare = spec.model_copy(update={"maintenance": spec.maintenance.model_copy(
+        update={"changelog": type(spec.maintenance.changelog)()})})
+    ns = _parse("changelog", base + changelog_args(bare))
+    assert ns.consumer_id is None and ns.export_path is None and ns.export_table is None
+    check_targets(ns)
 
 
 def test_exit_codes_are_the_jobs_own() -> None:

@@ -74,3 +74,19 @@ def test_declared_options_compare_as_paimon_reads_them() -> None:
         "option ignore-delete: lake.yaml declares 'true', the table does not set it (so false, Paimon's default)"]
     assert option_differences({"bucket": "4"}, {"bucket": "2"}) == [
         "option bucket: lake.yaml declares '4', the table has '2'"]
+
+
+def test_loading_the_code_location_prints_no_beta_warnings() -> None:
+    """Every step's process loads the code location: Dagster's beta warnings for the features the
+    factory uses (code references, single-run backfills) printed some 200 lines per run."""
+    import warnings
+
+    import dagster as dg
+
+    from lake_assets.defs.config import load_config
+    from lake_assets.defs.factory import build_definitions
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        build_definitions(load_config(REPO / "lake.yaml"))
+    assert not [w for w in caught if issubclass(w.category, dg.BetaWarning)]

@@ -33,8 +33,18 @@ def test_warehouse_job_arguments_keep_secrets_in_the_environment() -> None:
     assert args[:4] == ["--warehouse", "s3://b/wh", "--table", "db.t"]
     assert "--storage-option" in args and "endpoint_url=http://minio:9000" in args
     assert not any("SK" in a or "AK" in a for a in args)
+    # the job passes the variables LAKE_ASSETS_EXECUTOR_ENV names on to its executors (on a cluster
+    # they do not inherit the driver's environment; tests/spark/test_jobs_cluster.py runs it there)
     assert s3.job_env() == {"AWS_ACCESS_KEY_ID": "AK", "AWS_SECRET_ACCESS_KEY": "SK",
-                            "AWS_DEFAULT_REGION": "eu-west-1"}
+                            "AWS_DEFAULT_REGION": "eu-west-1",
+                            "LAKE_ASSETS_EXECUTOR_ENV": "AWS_ACCESS_KEY_ID,AWS_DEFAULT_REGION,AWS_SECRET_ACCESS_KEY"}
+    from lake_assets.spark.jobs.session import EXECUTOR_ENV_VAR, executor_env_conf
+
+    assert EXECUTOR_ENV_VAR == "LAKE_ASSETS_EXECUTOR_ENV"  # the Dagster layer spells it without importing it
+    # an explicit --conf spark.executorEnv.X wins; a named variable that is not set is not invented
+    conf = executor_env_conf({**s3.job_env(), "LAKE_ASSETS_EXECUTOR_ENV": "AWS_ACCESS_KEY_ID,AWS_SECRET_ACCESS_KEY,"
+                              "AWS_SESSION_TOKEN"}, {"spark.executorEnv.AWS_SECRET_ACCESS_KEY": "other"})
+    assert conf == {"spark.executorEnv.AWS_ACCESS_KEY_ID": "AK"}
     local = WarehouseResource(storage=LocalStorage(path="/data/wh"))
     assert local.job_args("db.t") == ["--warehouse", "/data/wh", "--table", "db.t"] and local.job_env() == {}
 

@@ -124,8 +124,41 @@ def test_classify_local_and_remote_errors():
     assert code == EXIT_DATA and message == "InvalidDataError: Cannot write to db.t: key is null"
     conflict = RuntimeError("...\nlake_assets.errors.CommitConflictError: lost the race\n")
     assert classify(conflict, "run")[0] == EXIT_CONFLICT
+    worker = RuntimeError("An exception was thrown from the Python worker:\nTraceback (most recent call last):\n"
+                          '  File "s3.py", line 9, in open\n    raise NoCredentialsError()\n'
+                          "botocore.exceptions.NoCredentialsError: Unable to locate credentials\n\n"
+                          "\tat org.apache.spark.api.python.Runner\norg.apache.spark.SparkException: Job aborted")
+    assert classify(worker, "run") == (
+        EXIT_UNEXPECTED, "RuntimeError: botocore.exceptions.NoCredentialsError: Unable to locate credentials")
     malformed = RuntimeError("[MALFORMED_RECORD_IN_PARSING.WITHOUT_SUGGESTION] Malformed records are detected")
     assert classify(malformed, "run")[0] == EXIT_DATA
+
+
+def test_an_executor_error_is_named_by_the_exception_the_python_worker_raised(spark):
+    """A task's Python error arrives as PythonException "An exception was thrown from the Python
+    worker" whose first line says nothing: the summary names the worker's own exception (as it did
+    not for botocore's NoCredentialsError on a cluster whose executors had no credentials)."""
+    from pyspark.sql.functions import udf
+
+    @udf("string")
+    def no_credentials(value: str) -> str:
+        raise PermissionError(f"Unable to locate credentials for {value}")
+
+    with pytest.raises(Exception) as raised:
+        spark.createDataFrame([("s3://b/wh",)], "v string").select(no_credentials("v")).collect()
+    code, message = classify(raised.value, "run")
+    assert code == EXIT_UNEXPECTED
+    assert message.endswith("PermissionError: Unable to locate credentials for s3://b/wh"), message
+
+
+def test_the_jobs_package_names_every_spark_submit_script():
+    from pathlib import Path
+
+    import lake_assets.spark.jobs as jobs_package
+
+    scripts = {p.stem for p in (Path(__file__).resolve().parents[2] / "jobs").glob("*.py")}
+    assert set(jobs_package.JOBS) == scripts
+    assert all(f"``{name}``" in (jobs_package.__doc__ or "") for name in scripts)
 
 
 def test_storage_values():

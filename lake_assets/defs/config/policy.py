@@ -13,11 +13,13 @@ class _Strict(BaseModel):
 
 
 class ChangelogPolicy(_Strict):
-    """Where the changelog job sends changes; neither target only advances the consumer."""
+    """Where the changelog job sends changes; with neither target it only produces the changelog
+    (the compaction of a ``lookup`` / ``full-compaction`` table) and keeps no consumer."""
 
     export_path: str | None = Field(default=None, description="Directory the changes are exported to.")
     export_table: str | None = Field(default=None, description="db.table the changes are appended to.")
-    consumer_id: str | None = Field(default=None, description="Consumer id (default: dagster-<db>-<table>).")
+    consumer_id: str | None = Field(default=None,
+                                    description="Consumer id of the export (default: dagster-<db>-<table>).")
 
     @model_validator(mode="after")
     def _one_target(self) -> ChangelogPolicy:

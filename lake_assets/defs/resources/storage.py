@@ -8,6 +8,10 @@ from typing import Annotated, Any, Literal
 import dagster as dg
 from pydantic import Field
 
+# The variable naming what a job passes on to its executors (`lake_assets.spark.jobs.session`, which
+# this layer does not import: the Dagster layer never imports the Spark one).
+EXECUTOR_ENV_VAR = "LAKE_ASSETS_EXECUTOR_ENV"
+
 
 class LocalStorage(dg.Config):
     """A warehouse on a local (or mounted) filesystem."""
@@ -65,7 +69,9 @@ class S3Storage(dg.Config):
         return out
 
     def job_env(self) -> dict[str, str]:
-        """Credentials for the job's environment, where botocore (under s3fs) finds them."""
+        """Credentials for the job's environment, where botocore (under s3fs) finds them; the job
+        passes them on to its executors (``LAKE_ASSETS_EXECUTOR_ENV``), which on a cluster do not
+        inherit the driver's environment."""
         env = {}
         if self.key:
             env["AWS_ACCESS_KEY_ID"] = self.key
@@ -73,6 +79,8 @@ class S3Storage(dg.Config):
             env["AWS_SECRET_ACCESS_KEY"] = self.secret
         if self.region:
             env["AWS_DEFAULT_REGION"] = self.region
+        if env:
+            env[EXECUTOR_ENV_VAR] = ",".join(sorted(env))
         return env
 
 

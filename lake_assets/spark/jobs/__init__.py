@@ -1,5 +1,6 @@
 """Spark jobs that maintain lake tables, runnable as ``python -m lake_assets.spark.jobs.<name>`` or
-``spark-submit jobs/<name>.py``: ``ingest``, ``compact``, ``expire``, ``changelog``, ``remove_orphans``.
+``spark-submit jobs/<name>.py``: ``ingest``, ``compact``, ``expire``, ``expire_partitions``, ``changelog``,
+``remove_orphans``.
 
 Every job takes ``--warehouse URL --table db.t`` (required), ``--master`` (default ``local[*]``,
 ignored under spark-submit), ``--storage-option k=v`` and ``--conf k=v`` (repeatable), prints
@@ -16,6 +17,6 @@ Each module's ``main(argv)`` returns the exit code and reuses an active SparkSes
 
 from lake_assets.spark.jobs.errors import EXIT_CONFIG, EXIT_CONFLICT, EXIT_DATA, EXIT_OK, EXIT_UNEXPECTED
 
-JOBS = ("ingest", "compact", "expire", "changelog", "remove_orphans")
+JOBS = ("ingest", "compact", "expire", "expire_partitions", "changelog", "remove_orphans")
 
 __all__ = ["EXIT_CONFIG", "EXIT_CONFLICT", "EXIT_DATA", "EXIT_OK", "EXIT_UNEXPECTED", "JOBS"]

@@ -237,12 +237,17 @@ def _producer(table: Table) -> str:
     return producer
 
 
+def check_targets(args: argparse.Namespace) -> None:
+    """Refuse a consumer without an export: its position would say changes were read that nobody read."""
+    if args.consumer_id is not None and not (args.export_table or args.export_path):
+        raise UsageError("--consumer-id needs --export-table or --export-path")
+
+
 def body(ctx: JobContext) -> dict[str, Any]:
     args = ctx.args
     table = ctx.table
     producer = _producer(table)
-    if args.consumer_id is not None and not (args.export_table or args.export_path):
-        raise UsageError("--consumer-id needs --export-table or --export-path")
+    check_targets(args)
     sink: ParquetSink | TableSink | None = None
     if args.export_table:
         target = ctx.ref.with_identifier(args.export_table).open()

@@ -50,6 +50,28 @@ def remote_lake_error(exc: BaseException) -> tuple[type[BaseException], str] | N
     return None
 
 
+# The last line of a Python traceback: the exception (its module path kept: botocore.exceptions.X) and text.
+_TRACEBACK = "Traceback (most recent call last):"
+_RAISED_LINE = re.compile(
+    r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Failure|Exit|Interrupt))(?::[ \t]*(.*))?$", re.MULTILINE)
+
+
+def worker_exception(exc: BaseException) -> str | None:
+    """``Name: message`` of the exception a Python worker raised, from the traceback the Java exception
+    carries as text (its first line, "An exception was thrown from the Python worker", names nothing);
+    None without a traceback."""
+    text = str(exc)
+    at = text.rfind(_TRACEBACK)
+    if at < 0:
+        return None
+    # the first line after the last traceback's frames (they are indented); Java's stack may follow
+    raised = _RAISED_LINE.search(text, at + len(_TRACEBACK))
+    if raised is None:
+        return None
+    name, detail = raised.group(1), (raised.group(2) or "").strip()
+    return f"{name}: {detail}" if detail else name
+
+
 def _spark_condition(exc: BaseException) -> str | None:
     get = getattr(exc, "getCondition", None) or getattr(exc, "getErrorClass", None)
     if get is not None:
@@ -73,6 +95,8 @@ def classify(exc: BaseException, phase: Phase) -> tuple[int, str]:
         remote = remote_lake_error(exc)
         if remote is not None:
             cls, message = remote
+        else:
+            message = worker_exception(exc) or message
     if issubclass(cls, CommitConflictError):
         return EXIT_CONFLICT, f"{cls.__name__}: {message}"
     config_errors = (CatalogError, OptionError, SchemaError)

@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dry-run", action=argparse.BooleanOptionalAction, default=True,
                         help="list only (default); --no-dry-run deletes")
     parser.add_argument("--allow-recent", action="store_true",
-                        help=f"allow deleting with --older-than below {ORPHAN_AGE_FLOOR} (only if nothing can be "
+                        help=f"allow deleting with --older-than below {ORPHAN_AGE_FLOOR.total_seconds() / 3600:g}h "
+                        "(only if nothing can be "
                         "writing to the table: younger files may be a write's in flight)")
     parser.add_argument("--distributed-delete-min", type=non_negative_int, default=DISTRIBUTED_DELETE_MIN,
                         help=f"delete on executors when at least N files go (default {DISTRIBUTED_DELETE_MIN})")
