@@ -69,16 +69,28 @@ def branch_names(file_io: FileIO, root: str, *, links: bool = True) -> list[str]
 
 def branches(file_io: FileIO, root: str, table_name: str) -> list[Branch]:
     """The table's branches. A branch without a schema file raises `CorruptMetadataError`: what
-    it holds cannot be trusted to be listed (Paimon's orphan clean aborts on such a branch too)."""
+    it holds cannot be trusted to be listed (Paimon's orphan clean aborts on such a branch too).
+    A branch directory without a schema file that holds no snapshot, tag or changelog either is
+    left out: it names no file (what a `create_branch` or `delete_branch` cut short by a crash
+    leaves; running it again finishes it)."""
     out = []
     for name in branch_names(file_io, root):
         branch = Branch(table_name, name, TablePaths(posixpath.join(root, BRANCH_DIR, BRANCH_PREFIX + name)))
         if not any(n.startswith("schema-") for n in file_io.list_names(branch.paths.schema_dir)):
+            if not _holds_any(file_io, branch):
+                continue
             raise CorruptMetadataError(
                 f"Branch {name!r} of {table_name} has no schema file ({branch.paths.schema_dir}): what it "
                 "references cannot be told, so nothing was deleted; check the branch or delete it")
         out.append(branch)
     return out
+
+
+def _holds_any(file_io: FileIO, branch: Branch) -> bool:
+    """Whether ``branch``'s snapshot, tag or changelog directory lists any entry but a hidden
+    temporary file (a put cut short) - listing follows links, as `branch_names` does."""
+    dirs = (branch.paths.snapshot_dir, branch.paths.tag_dir, branch.paths.changelog_dir)
+    return any(not n.startswith(".") for d in dirs for n in file_io.list_names(d))
 
 
 @dataclass(frozen=True)
