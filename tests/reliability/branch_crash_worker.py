@@ -2,6 +2,10 @@
 
 Usage: python branch_crash_worker.py WAREHOUSE OP KILL_AT PARAMS_JSON
 
+KILL_AT 0 never kills. With ``pause_at`` and ``gate`` in the parameters the operation stops at
+that named fault point until the test lets it go on (``gate``/go): one side of a race between
+processes.
+
 Every change the process makes to the local store - a file written, replaced, created if absent,
 renamed or deleted, a directory removed - counts as one step (a tree deletion counts each file and
 directory, deepest first, as ``shutil.rmtree`` removes them); the process kills itself (SIGKILL)
@@ -16,7 +20,9 @@ import json
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -25,6 +31,7 @@ from lake_assets import Catalog
 from lake_assets.io.file_io import FileIO, PreparedCreate
 from lake_assets.io.local import LocalFileIO
 
+_ON_BRANCH = ("write", "compact", "rollback", "delete_tag", "alter")
 _MUTATIONS = ("write_bytes", "overwrite_atomic", "try_create", "open_output", "rename", "delete",
               "delete_dir_if_empty")
 
@@ -71,24 +78,26 @@ def _install(kill_at: int) -> list[int]:
     return steps
 
 
-def run(warehouse: str, op: str, params: dict[str, Any]) -> None:
-    """Run ``op`` once (what a test also calls in-process to re-run it)."""
+def run(warehouse: str, op: str, params: dict[str, Any], hook: Callable[[str], None] | None = None) -> None:
+    """Run ``op`` once (what a test also calls in-process to re-run it); ``hook`` is told every
+    named fault point of the operation (`FileStore.fault_point`)."""
     cat = Catalog(warehouse)
     main = cat.get_table("db.t")
+    t = cat.get_table(f"db.t$branch_{params.get('branch', 'b1')}") if op in _ON_BRANCH else main
+    t.fault_hook = hook
     branch = params.get("branch", "b1")
     if op == "write":
-        t = cat.get_table(f"db.t$branch_{branch}")
         writer = t.new_writer(params["user"])
         writer.write_arrow(pa.table(params["data"], schema=t.arrow_schema))
         t.new_committer(params["user"]).commit(writer.prepare_commit(), params["identifier"])
     elif op == "compact":
-        cat.get_table(f"db.t$branch_{branch}").compact(full=True)
+        t.compact(full=True)
     elif op == "rollback":
-        cat.get_table(f"db.t$branch_{branch}").rollback_to(snapshot_id=params["snapshot_id"])
+        t.rollback_to(snapshot_id=params["snapshot_id"])
     elif op == "delete_tag":
-        cat.get_table(f"db.t$branch_{branch}").delete_tag(params["tag"])
+        t.delete_tag(params["tag"])
     elif op == "alter":
-        cat.get_table(f"db.t$branch_{branch}").update_schema().add_column(params["column"], pa.int64()).commit()
+        t.update_schema().add_column(params["column"], pa.int64()).commit()
     elif op == "create_branch":
         main.create_branch(branch, params.get("tag"))
     elif op == "delete_branch":
@@ -99,10 +108,27 @@ def run(warehouse: str, op: str, params: dict[str, Any]) -> None:
         raise SystemExit(f"unknown op {op}")
 
 
+def _pause_at(point: str, gate: str) -> Callable[[str], None]:
+    """A hook that, at ``point``, creates ``gate``/reached and waits for ``gate``/go (a test runs
+    its side of a race meanwhile)."""
+    def hook(step: str) -> None:
+        if step != point:
+            return
+        Path(gate, "reached").touch()
+        deadline = time.monotonic() + 120
+        while not Path(gate, "go").exists():
+            if time.monotonic() > deadline:
+                raise SystemExit(f"no go at {point}")
+            time.sleep(0.02)
+    return hook
+
+
 def main() -> None:
     warehouse, op, kill_at, params = sys.argv[1:5]
     steps = _install(int(kill_at))
-    run(warehouse, op, json.loads(params))
+    params_d = json.loads(params)
+    pause = params_d.get("pause_at")
+    run(warehouse, op, params_d, None if pause is None else _pause_at(pause, params_d["gate"]))
     print(f"steps={steps[0]}")
 
 
