@@ -22,6 +22,8 @@ import pytest
 from lake_assets import Catalog
 from lake_assets.errors import SnapshotNotFoundError
 from lake_assets.table import Table
+from tests.differential.helpers import assert_same_rows
+from tests.java.oracle import PaimonJava
 from tests.reliability.branch_crash_worker import run
 from tests.reliability.crash_run import run_crash_worker
 
@@ -271,3 +273,23 @@ def test_fast_forward(tmp_path: Path, template: Path) -> None:
 
     assert _walk(tmp_path, template, "fast_forward", {}, crashed, finish) >= 5
 
+
+
+@pytest.mark.parametrize(("op", "params", "kill_at"), [
+    ("write", {"user": "u1", "identifier": 9, "data": _batch(range(10, 14), 7)}, 4),
+    ("rollback", {"snapshot_id": 2}, 2),
+    ("fast_forward", {}, 4),
+    ("delete_branch", {}, 3),
+])
+def test_java_reads_what_a_crash_and_the_rerun_leave(tmp_path: Path, template: Path, java: PaimonJava,
+                                                      op: str, params: dict[str, object], kill_at: int) -> None:
+    """Paimon Java 0.9 reads main and every branch as we do, cut short part way and finished."""
+    wh = tmp_path / "wh"
+    shutil.copytree(template, wh, symlinks=True)
+    rc, _, err = run_crash_worker([str(wh), op, str(kill_at), json.dumps(params)], script=WORKER)
+    assert rc == -9, err[-3000:]
+    for t in _handles(wh).values():
+        assert_same_rows(java.read(str(wh), t.name), t.to_arrow())
+    run(str(wh), op, params)
+    for t in _handles(wh).values():
+        assert_same_rows(java.read(str(wh), t.name), t.to_arrow())
