@@ -22,6 +22,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from lake_assets import Catalog
 from lake_assets.io.file_io import FileIO, PreparedCreate
 from lake_assets.io.local import LocalFileIO
 
-_ON_BRANCH = ("write", "compact", "rollback", "delete_tag", "alter")
+_ON_BRANCH = ("write", "compact", "rollback", "delete_tag", "alter", "expire")
 _MUTATIONS = ("write_bytes", "overwrite_atomic", "try_create", "open_output", "rename", "delete",
               "delete_dir_if_empty")
 
@@ -96,6 +97,8 @@ def run(warehouse: str, op: str, params: dict[str, Any], hook: Callable[[str], N
         t.rollback_to(snapshot_id=params["snapshot_id"])
     elif op == "delete_tag":
         t.delete_tag(params["tag"])
+    elif op == "expire":
+        t.expire_snapshots(retain_min=1, retain_max=1, older_than=datetime.now() + timedelta(days=1))
     elif op == "alter":
         t.update_schema().add_column(params["column"], pa.int64()).commit()
     elif op == "create_branch":

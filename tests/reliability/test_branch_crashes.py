@@ -221,6 +221,22 @@ def test_branch_alter(tmp_path: Path, template: Path) -> None:
     assert _walk(tmp_path, template, "alter", {"column": "extra"}, crashed, finish) >= 1
 
 
+def test_branch_expiry(tmp_path: Path, template: Path) -> None:
+    h = _handles(template)
+    main0, b0 = _state(h["main"]), _state(h["b1"])
+
+    def crashed(wh: Path) -> None:
+        h = _handles(wh)
+        assert _state(h["main"]) == main0 and _state(h["b1"]) == b0
+
+    def finish(wh: Path) -> None:
+        h = _handles(wh)
+        assert [s.id for s in h["b1"].snapshots()] == [4] and set(h["b1"].tags()) == {"t1", "bt", "bt4"}
+        assert _state(h["b1"]) == b0 and _state(h["main"]) == main0
+
+    assert _walk(tmp_path, template, "expire", {}, crashed, finish) >= 3
+
+
 def test_create_branch_from_tag(tmp_path: Path, template: Path) -> None:
     h = _handles(template)
     main0, at_tag = _state(h["main"]), _state(h["main"], tag="t1")
