@@ -3,8 +3,10 @@
 ``createBranch(name)`` copies the latest schema file into ``branch/branch-<name>/schema/``;
 ``createBranch(name, tag)`` copies the tag's file, its snapshot's file and that snapshot's schema
 file, so the branch starts on the tag's manifests and data files. ``deleteBranch`` deletes the
-branch's directory: its own snapshots' files become orphans (`remove_orphan_files` of the main
-branch collects them); nothing else names them, since main never reads a branch's metadata.
+branch's directory (lake_assets its schema files last, see `delete_branch`): its own snapshots'
+files become orphans (`remove_orphan_files` of the main branch collects them); nothing else names
+them, since main never reads a branch's metadata. A create or delete cut short by a crash is
+finished by running it again.
 
 A branch made from a tag races the tag's deletion: the branch's files are copied first (schema
 first, so that maintenance never sees a branch without one), then the tag is read again. Tag
@@ -36,14 +38,14 @@ def _branch_root(store: FileStore, name: str, what: str) -> str:
 
 @reads_once
 def create_branch(store: FileStore, name: str, tag: str | None = None) -> None:
-    """Create branch ``name``: empty (the latest schema), or from main's tag ``tag``."""
+    """Create branch ``name``: empty (the latest schema), or from main's tag ``tag``. A branch a
+    crashed create left part way (some of these files, nothing else) is finished."""
     root = _branch_root(store, name, "create")
-    fio = store.file_io
-    if fio.exists(root):
-        raise AlreadyExistsError(f"Cannot create branch {name!r} of {store.name}: it already exists")
     if tag is None:
         schema_path = store.paths.schema_file(store.load_latest_schema().id)
-        _copy_new(store, name, schema_path, posixpath.join(root, "schema", posixpath.basename(schema_path)))
+        copies = [(schema_path, posixpath.join(root, "schema", posixpath.basename(schema_path)))]
+        _refuse_existing(store, name, root, copies)
+        _copy_new(store, name, *copies[0])
         return
     tags = store.tag_manager()
     tagged = tags.get(tag)
@@ -54,14 +56,16 @@ def create_branch(store: FileStore, name: str, tag: str | None = None) -> None:
         raise SnapshotNotFoundError(
             f"Cannot create branch {name!r} of {store.name} from tag {tag!r}: its snapshot {snap.id} is no "
             "longer retained by the main branch (Paimon 0.9 copies that snapshot's file); nothing was created")
-    copies = [(store.paths.schema_file(snap.schema_id), "schema"), (store.paths.snapshot_file(snap.id), "snapshot"),
-              (store.paths.tag_file(tag), "tag")]
+    copies = [(source, posixpath.join(root, directory, posixpath.basename(source)))
+              for source, directory in [(store.paths.schema_file(snap.schema_id), "schema"),
+                                        (store.paths.snapshot_file(snap.id), "snapshot"),
+                                        (store.paths.tag_file(tag), "tag")]]
+    _refuse_existing(store, name, root, copies)
     created: list[str] = []
     try:
-        for source, directory in copies:
-            target = posixpath.join(root, directory, posixpath.basename(source))
-            _copy_new(store, name, source, target)
-            created.append(target)
+        for source, target in copies:
+            if _copy_new(store, name, source, target):
+                created.append(target)
         again = tags.try_get(tag)
         if again is None or not same_snapshot(again.snapshot, snap):
             raise SnapshotNotFoundError(f"Cannot create branch {name!r} of {store.name}: tag {tag!r} was deleted "
@@ -74,14 +78,41 @@ def create_branch(store: FileStore, name: str, tag: str | None = None) -> None:
         raise
 
 
-def _copy_new(store: FileStore, name: str, source: str, target: str) -> None:
+def _refuse_existing(store: FileStore, name: str, root: str, copies: list[tuple[str, str]]) -> None:
+    """`AlreadyExistsError` when branch ``name`` exists, unless a create of these ``copies``
+    (source, target) was cut short there: its files are some of the targets, each holding its
+    source's bytes (a crash part way leaves them; running the create again finishes it)."""
+    fio = store.file_io
+    if not fio.exists(root):
+        return
+    targets = dict((target, source) for source, target in copies)
+    # a put cut short leaves its hidden temporary file (".<name>.<uuid>.tmp"), never a file it names
+    held = [st.path for st in fio.walk_files(root) if not posixpath.basename(st.path).startswith(".")]
+    if len(held) < len(copies) and all(p in targets and _same_bytes(store, targets[p], p) for p in held):
+        return
+    raise AlreadyExistsError(f"Cannot create branch {name!r} of {store.name}: it already exists")
+
+
+def _same_bytes(store: FileStore, source: str, target: str) -> bool:
+    try:
+        return store.file_io.read_bytes(source) == store.file_io.read_bytes(target)
+    except FileNotFoundError:
+        return False
+
+
+def _copy_new(store: FileStore, name: str, source: str, target: str) -> bool:
+    """Copy ``source`` to the new file ``target``; True if this call created it, False if it held
+    these bytes already (a create cut short, or a racing create of the same branch)."""
     try:
         data = store.file_io.read_bytes(source)
     except FileNotFoundError:
         raise SnapshotNotFoundError(f"Cannot create branch {name!r} of {store.name}: {source} is gone; "
                                     "nothing was created") from None
-    if not store.file_io.try_create(target, data):
-        raise AlreadyExistsError(f"Cannot create branch {name!r} of {store.name}: another writer is creating it")
+    if store.file_io.try_create(target, data):
+        return True
+    if _same_bytes(store, source, target):
+        return False
+    raise AlreadyExistsError(f"Cannot create branch {name!r} of {store.name}: another writer is creating it")
 
 
 def delete_branch(store: FileStore, name: str) -> None:
@@ -94,7 +125,16 @@ def delete_branch(store: FileStore, name: str) -> None:
         raise InvalidArgumentError(f"Cannot delete branch {name!r} of {store.name}: its directory is a symlink; "
                                    "nothing was deleted")
     store.paths.ensure_inside([root])
-    store.file_io.delete_tree(root)
+    fio = store.file_io
+    # The schema files go last: a delete cut short leaves a branch that still has its schema (the
+    # files it no longer lists are orphans), never one whose references cannot be told, which
+    # would stop the table's maintenance; running the delete again finishes it.
+    schema_dir = posixpath.join(root, "schema")
+    fio.delete_many([st.path for st in fio.walk_files(root) if posixpath.dirname(st.path) != schema_dir])
+    for entry in fio.list_status(root):
+        if entry.path != schema_dir:
+            fio.delete_tree(entry.path)
+    fio.delete_tree(root)
 
 
 __all__ = ["create_branch", "delete_branch"]

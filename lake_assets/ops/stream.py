@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Literal
 import pyarrow as pa
 
 from lake_assets import arguments as args
-from lake_assets.errors import InvalidArgumentError, SnapshotNotFoundError
+from lake_assets.errors import InvalidArgumentError, NoSuchTableError, SnapshotNotFoundError
 from lake_assets.ops.stream_reader import ChangeReader
 from lake_assets.ops.stream_splits import (
     ChangeBatch,
@@ -229,6 +229,8 @@ class StreamEnumerator:
         sm = self.store.snapshot_manager
         changelogs = self.store.changelog_manager()
         latest = sm.latest_id()
+        if latest is None:
+            self._require_branch("poll")  # a deleted branch has no snapshot: never wait on it
         while max_snapshots > 0 and latest is not None and self.position <= latest:
             snap = snapshot_or_changelog(sm, changelogs, self.position)
             if snap is None:
@@ -252,7 +254,16 @@ class StreamEnumerator:
         args.integer("position", position, minimum=0)
         pos = self.position if position is None else position
         if self.consumer_id:
+            self._require_branch("record the position of")  # else its file would bring the branch back
             self.store.consumer_manager().record(self.consumer_id, pos)
+
+    def _require_branch(self, what: str) -> None:
+        """`NoSuchTableError` when this stream reads a branch that was deleted (its schema files are
+        gone): the stream cannot go on, and nothing is written into the deleted branch's directory."""
+        if self.store.paths.branch is None:
+            return
+        if not any(n.startswith("schema-") for n in self.store.file_io.list_names(self.store.paths.schema_dir)):
+            raise NoSuchTableError(f"Cannot {what} the stream of {self.store.name}: the branch was deleted")
 
 
 def read_changes(

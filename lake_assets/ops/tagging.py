@@ -63,6 +63,7 @@ def rollback_to(store: FileStore, *, snapshot_id: int | None = None, tag: str | 
         assert snapshot_id is not None  # the caller passes exactly one
         target = sm.snapshot(snapshot_id)
     newer = {name: held for name, held in tags.tags().items() if held.snapshot.id > target.id}
+    store.branch_holders()  # a branch with damaged metadata stops it before anything is deleted, as expiry
     _refuse_deleting_branch_bases(store, target, newer)
     for name in newer:
         tags.delete(name)

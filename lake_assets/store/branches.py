@@ -15,8 +15,9 @@ import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from lake_assets.errors import CorruptMetadataError
+from lake_assets.errors import CorruptMetadataError, UnsupportedFeatureError
 from lake_assets.paths import TablePaths
+from lake_assets.spec.schema import TableSchema
 from lake_assets.spec.snapshot import Snapshot
 from lake_assets.store.changelog_manager import ChangelogManager
 from lake_assets.store.snapshot_identity import same_snapshot
@@ -69,16 +70,45 @@ def branch_names(file_io: FileIO, root: str, *, links: bool = True) -> list[str]
 
 def branches(file_io: FileIO, root: str, table_name: str) -> list[Branch]:
     """The table's branches. A branch without a schema file raises `CorruptMetadataError`: what
-    it holds cannot be trusted to be listed (Paimon's orphan clean aborts on such a branch too)."""
+    it holds cannot be trusted to be listed (Paimon's orphan clean aborts on such a branch too).
+    A branch directory without a schema file that holds no snapshot, tag or changelog either is
+    left out: it names no file (what a `create_branch` or `delete_branch` cut short by a crash
+    leaves; running it again finishes it)."""
     out = []
     for name in branch_names(file_io, root):
         branch = Branch(table_name, name, TablePaths(posixpath.join(root, BRANCH_DIR, BRANCH_PREFIX + name)))
         if not any(n.startswith("schema-") for n in file_io.list_names(branch.paths.schema_dir)):
+            if not _holds_any(file_io, branch):
+                continue
             raise CorruptMetadataError(
                 f"Branch {name!r} of {table_name} has no schema file ({branch.paths.schema_dir}): what it "
                 "references cannot be told, so nothing was deleted; check the branch or delete it")
+        _check_schemas(file_io, branch)
         out.append(branch)
     return out
+
+
+def _check_schemas(file_io: FileIO, branch: Branch) -> None:
+    """`CorruptMetadataError` naming ``branch`` when one of its schema files does not parse: its
+    metadata is damaged (maintenance stops on it, as on an unreadable snapshot or tag)."""
+    for file_name in file_io.list_names(branch.paths.schema_dir):
+        if not file_name.startswith("schema-"):
+            continue
+        try:
+            TableSchema.from_json(file_io.read_bytes(posixpath.join(branch.paths.schema_dir, file_name)), file_name)
+        except (FileNotFoundError, UnsupportedFeatureError):
+            continue  # deleted while listing (the branch's deletion), or readable with a type we refuse
+        except CorruptMetadataError as exc:
+            raise CorruptMetadataError(
+                f"Branch {branch.name!r} of {branch.table_name}: schema file {file_name} cannot be read ({exc}); "
+                "its metadata is damaged, so nothing was deleted; check the branch or delete it") from exc
+
+
+def _holds_any(file_io: FileIO, branch: Branch) -> bool:
+    """Whether ``branch``'s snapshot, tag or changelog directory lists any entry but a hidden
+    temporary file (a put cut short) - listing follows links, as `branch_names` does."""
+    dirs = (branch.paths.snapshot_dir, branch.paths.tag_dir, branch.paths.changelog_dir)
+    return any(not n.startswith(".") for d in dirs for n in file_io.list_names(d))
 
 
 @dataclass(frozen=True)

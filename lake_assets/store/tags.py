@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from lake_assets.catalog_names import check_tag_name
-from lake_assets.errors import AlreadyExistsError, SnapshotNotFoundError
+from lake_assets.errors import AlreadyExistsError, CorruptMetadataError, SnapshotNotFoundError
 from lake_assets.io.file_io import FileIO
 from lake_assets.paths import TablePaths, list_prefixed
 from lake_assets.spec.snapshot import Snapshot, Tag
@@ -45,7 +45,7 @@ class TagManager:
                 data = self.file_io.read_bytes(path)
             except FileNotFoundError:
                 continue  # deleted while listing
-            out[name] = Tag.from_json(name, data)
+            out[name] = self._parse(name, data)
         return dict(sorted(out.items()))
 
     def try_get(self, name: str) -> Tag | None:
@@ -53,7 +53,13 @@ class TagManager:
             data = self.file_io.read_bytes(self.paths.tag_file(name))
         except FileNotFoundError:
             return None
-        return Tag.from_json(name, data)
+        return self._parse(name, data)
+
+    def _parse(self, name: str, data: bytes) -> Tag:
+        try:
+            return Tag.from_json(name, data)
+        except CorruptMetadataError as exc:  # name the table (or branch) the damaged tag is of
+            raise CorruptMetadataError(f"{exc} (table {self.table_name})") from exc
 
     def get(self, name: str) -> Tag:
         tag = self.try_get(name)
