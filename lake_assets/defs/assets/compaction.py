@@ -87,7 +87,7 @@ def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
     was launched. The run config stays ``ops: {<asset op>: {config: ...}}`` (a config mapping)."""
     names = TableNames(spec.identifier)
     small_bytes = spec.maintenance.small_file_bytes
-    plan_name, compact_name = f"{names.group}_compaction_plan", f"{names.group}_compact"
+    plan_name, compact_name = f"{names.prefix}_compaction_plan", f"{names.prefix}_compact"
 
     @dg.op(name=plan_name, pool=names.compaction_pool, ins={"after": dg.In(dg.Nothing)},
            out=dg.Out(CompactionPlan, io_manager_key=STEP_IO_MANAGER),
