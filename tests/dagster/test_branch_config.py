@@ -124,9 +124,9 @@ def test_health_sensor_observes_each_branch_against_its_own_policy(tmp_path: Pat
     md = {k: {n: v.value for n, v in e.metadata.items()} for k, e in observed.items()}
     assert (md["db/t_compaction"]["snapshots_retained"], md["db/t_compaction"]["partitions"]) == (1, 1)
     assert "snapshot_id" not in md["db/t_branch_dev_compaction"]  # created empty: no snapshot yet
-    assert md["db/t_branch_audit_compaction"]["snapshot_id"] == 3
-    assert (md["db/t_branch_audit_compaction"]["snapshots_retained"], md["db/t_branch_audit_compaction"]["level0_files"],
-            md["db/t_branch_audit_compaction"]["partitions"]) == (3, 3, 1)
+    audit_md = md["db/t_branch_audit_compaction"]
+    assert audit_md["snapshot_id"] == 3
+    assert (audit_md["snapshots_retained"], audit_md["level0_files"], audit_md["partitions"]) == (3, 3, 1)
     checks = {(e.asset_key.to_user_string(), e.check_name): e.passed for e in result.asset_events
               if isinstance(e, dg.AssetCheckEvaluation)}
     assert checks[("db/t_branch_audit_expiry", "snapshot_retention")] is False  # 3 > the branch's 2
