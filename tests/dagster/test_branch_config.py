@@ -133,6 +133,15 @@ def test_health_sensor_observes_each_branch_against_its_own_policy(tmp_path: Pat
     assert checks[("db/t_expiry", "snapshot_retention")] is True  # main: 1 <= 10
     assert checks[("db/t_branch_audit_compaction", "declaration")] is True
 
+    # the branch's full-compaction schedule asks for its own compaction job, tagged with the branch
+    schedule = defs.resolve_schedule_def("db_t_branch_dev_full_compaction_schedule")
+    with dg.instance_for_test() as instance, dg.build_schedule_context(
+            instance=instance, resources=defs.resources) as context:
+        [request] = schedule.evaluate_tick(context).run_requests
+    assert request.run_config["ops"]["db__t_branch_dev_compaction"]["config"]["full"] is True
+    assert request.tags["lake/compaction-table"] == "db.t$branch_dev" and request.job_name is None
+    assert schedule.job_name == "db_t_branch_dev_compaction_job"
+
 
 def test_a_listed_branch_that_does_not_exist_is_reported_not_skipped(tmp_path: Path) -> None:
     defs = build_definitions(load_config(_config(tmp_path, TABLE + BRANCHES)))
