@@ -175,3 +175,15 @@ def test_a_listed_branch_that_does_not_exist_is_reported_not_skipped(tmp_path: P
             asset_selection=set()).execute_in_process(instance=instance, raise_on_error=False)
         [evaluation] = checks.get_asset_check_evaluations()
         assert not evaluation.passed and missing in (evaluation.description or "")
+
+
+def test_a_branch_directory_without_schema_is_reported_as_damaged(tmp_path: Path) -> None:
+    defs = build_definitions(load_config(_config(tmp_path, TABLE + BRANCHES)))
+    table = _table(tmp_path)
+    _write(table, "a", 0)
+    (Path(table.store.paths.root) / "branch" / "branch-dev").mkdir(parents=True)  # a half-made or damaged branch
+    warehouse = defs.resources["warehouse"]
+    assert warehouse.table_if_exists("db.t$branch_dev") is None
+    assert "Branch 'dev' of db.t has no schema file under branch/branch-dev/schema" in warehouse.missing_branch(
+        "db.t$branch_dev")
+    assert "Branch 'audit' of db.t does not exist (its branches: dev)" in warehouse.missing_branch("db.t$branch_audit")

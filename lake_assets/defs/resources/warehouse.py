@@ -56,7 +56,11 @@ class WarehouseResource(dg.ConfigurableResource):
         table = self.table_if_exists(main)
         if table is None:
             return f"{main} does not exist yet, so neither does its branch {branch!r} ({listed})"
-        return (f"Branch {branch!r} of {main} does not exist (its branches: {', '.join(table.branches()) or 'none'}); "
+        branches = table.branches()
+        if branch in branches:  # its directory is there, its schema is not: damaged, never guessed at
+            return (f"Branch {branch!r} of {main} has no schema file under branch/branch-{branch}/schema: it cannot "
+                    "be read or maintained; check the branch or delete it")
+        return (f"Branch {branch!r} of {main} does not exist (its branches: {', '.join(branches) or 'none'}); "
                 f"{listed}: create it (Table.create_branch, or CREATE BRANCH in another engine) or remove it there")
 
     def existing_table(self, identifier: str) -> Table:
