@@ -90,7 +90,7 @@ def test_branches_get_their_own_assets_and_main_keeps_its_keys(tmp_path: Path) -
     ("[dev, dev]", "branches ['dev'] are listed more than once"),
     ("['42']", "a name that is not a number"),
     ("[{name: dev, maintenance: {retain_min: 20}}]", "branches (dev).maintenance: retain_min (20) must not exceed"),
-    ("[{name: dev, maintenance: {orphans: {enabled: true}}}]", "orphans: Extra inputs are not permitted"),
+    ("[{name: dev, maintenance: {orphans: {enabled: true}}}]", "orphans is the table's, not a branch's"),
     ("[dev-1, dev_1]", "both have the Dagster asset db/t_branch_dev_1_compaction"),
 ])
 def test_invalid_branches_are_refused_naming_them(tmp_path: Path, branches: str, message: str) -> None:

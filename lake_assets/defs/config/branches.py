@@ -23,6 +23,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+# Settings of the table's `maintenance` that a branch entry cannot set, and why.
+TABLE_ONLY = {
+    "orphans": "orphan removal is a whole-table operation, run on main, which keeps every branch's files",
+    "changelog": "the changelog asset reads main's changes",
+    "changelog_after_ingest": "the ingest writes main",
+    "partition_expiry_cron": "the partition expiry asset is main's (a branch's commits expire its partitions)",
+}
+
+
 class BranchMaintenance(_Strict):
     """What a branch sets apart from its table's ``maintenance`` (unset: the table's value). Orphan
     removal and the changelog are the table's (a whole-table operation, and main's stream), so they
@@ -40,6 +49,14 @@ class BranchMaintenance(_Strict):
     retain_max: int | None = Field(default=None, ge=1)
     time_retained: Duration | None = None
     expire_limit: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _table_only(cls, data: Any) -> Any:
+        given = sorted(set(data) & set(TABLE_ONLY)) if isinstance(data, dict) else []
+        if given:
+            raise ValueError("; ".join(f"{k} is the table's, not a branch's: {TABLE_ONLY[k]}" for k in given))
+        return data
 
     def over(self, table_policy: MaintenancePolicy) -> MaintenancePolicy:
         """The table's policy with the settings this branch gives (a ``null`` given counts: no cron)."""
