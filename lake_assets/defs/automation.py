@@ -100,7 +100,7 @@ def table_conditions(spec: TableConfig, timezone: str) -> dict[dg.AssetKey, dg.A
     out = {names.key("compaction"): compaction_condition()}
     if policy.expiry_cron:
         out[names.key("expiry")] = cron_condition(policy.expiry_cron, timezone)
-    if policy.orphans.cron:
+    if policy.orphans.cron and "orphans" in spec.maintenance_steps:  # not on a branch
         out[names.key("orphans")] = cron_condition(policy.orphans.cron, timezone)
     if policy.changelog_after_ingest and spec.has_changelog_producer and spec.ingest is not None:
         out[names.key("changelog")] = after_ingest_condition()
@@ -142,7 +142,7 @@ def automate_table(
 
 
 def compaction_keys(config: LakeConfig) -> list[dg.AssetKey]:
-    return [TableNames(spec.identifier).key("compaction") for spec in config.tables]
+    return [TableNames(spec.identifier).key("compaction") for spec in config.maintained_tables]
 
 
 def build_automation_sensors(config: LakeConfig) -> list[dg.AutomationConditionSensorDefinition]:

@@ -16,13 +16,16 @@ from lake_assets.defs.health import PURGE, breaches
 from lake_assets.defs.names import TableNames
 from lake_assets.defs.observations import CHECK_SEVERITY, check_results, observe_table
 from lake_assets.defs.resources import WarehouseResource
+from lake_assets.store.branch_table import BRANCH_SEPARATOR
 from lake_assets.table import Table
 
 WARN = dg.AssetCheckSeverity.WARN
 ERROR = dg.AssetCheckSeverity.ERROR
 
 
-def _no_table(identifier: str) -> dg.AssetCheckResult:
+def _no_table(identifier: str, warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    if BRANCH_SEPARATOR in identifier:  # a branch lake.yaml lists: missing is a mistake, not a stage
+        return dg.AssetCheckResult(passed=False, severity=ERROR, description=warehouse.missing_branch(identifier))
     return dg.AssetCheckResult(passed=False, severity=WARN, description=f"{identifier} does not exist yet")
 
 
@@ -42,7 +45,7 @@ def build_table_checks(spec: TableConfig) -> list[dg.AssetChecksDefinition]:
     def small_files(warehouse: WarehouseResource) -> dg.AssetCheckResult:
         table = warehouse.table_if_exists(ident)
         if table is None:
-            return _no_table(ident)
+            return _no_table(ident, warehouse)
         health = table.health(small_file_threshold=policy.small_file_bytes)
         over = [b for b in breaches(health, policy)
                 if any("small files" in r or "postponed files" in r or PURGE in r for r in b.reasons)]
@@ -53,13 +56,13 @@ def build_table_checks(spec: TableConfig) -> list[dg.AssetChecksDefinition]:
                     description=f"Compaction keeps up: no level-0 file is older than {policy.max_level0_age}.")
     def level0_age(warehouse: WarehouseResource) -> dg.AssetCheckResult:
         table = warehouse.table_if_exists(ident)
-        return _no_table(ident) if table is None else _evaluate("level0_age", table)
+        return _no_table(ident, warehouse) if table is None else _evaluate("level0_age", table)
 
     @dg.asset_check(asset=names.key("expiry"), name="snapshot_retention",
                     description=f"At most {policy.retain_max} snapshots are retained.")
     def snapshot_retention(warehouse: WarehouseResource) -> dg.AssetCheckResult:
         table = warehouse.table_if_exists(ident)
-        return _no_table(ident) if table is None else _evaluate("snapshot_retention", table)
+        return _no_table(ident, warehouse) if table is None else _evaluate("snapshot_retention", table)
 
     @dg.asset_check(asset=names.key("orphans"), name="orphan_bytes",
                     description=f"The last orphan scan found at most {policy.orphans.max_orphan_bytes} bytes.")
@@ -72,14 +75,15 @@ def build_table_checks(spec: TableConfig) -> list[dg.AssetChecksDefinition]:
         else:
             table = warehouse.table_if_exists(ident)
             if table is None:
-                return _no_table(ident)
+                return _no_table(ident, warehouse)
             result = table.remove_orphan_files(older_than=parse_duration(policy.orphans.older_than), dry_run=True)
             found, source = result.bytes, "dry run in the check"
         return dg.AssetCheckResult(passed=found <= policy.orphans.max_orphan_bytes, severity=WARN, metadata={
             "orphan_bytes": found, "limit_bytes": policy.orphans.max_orphan_bytes, "source": source,
         })
 
-    return [small_files, level0_age, snapshot_retention, orphan_bytes,
+    orphans = [orphan_bytes] if "orphans" in spec.maintenance_steps else []  # a branch has no orphans asset
+    return [small_files, level0_age, snapshot_retention, *orphans,
             *(declaration_check(spec, step) for step in spec.maintenance_steps)]
 
 
@@ -88,11 +92,16 @@ def declaration_check(spec: TableConfig, step: str) -> dg.AssetChecksDefinition:
     declaration differs, so the automation conditions launch none (and the UI names the differences)."""
     ident = spec.identifier
 
+    what = (f"branch {spec.branch} of {spec.main_identifier} exists and has the keys lake.yaml declares"
+            if spec.branch is not None else f"lake.yaml declares {ident}'s keys and options as the table has them")
+
     @dg.asset_check(asset=TableNames(ident).key(step), name=DECLARATION_CHECK, blocking=True,
-                    description=f"lake.yaml declares {ident}'s keys and options as the table has them; "
-                    "while it fails, no maintenance run of the table is launched.")
+                    description=f"{what[0].upper()}{what[1:]}; while it fails, no maintenance run of it is launched.")
     def declaration(warehouse: WarehouseResource) -> dg.AssetCheckResult:
         table = warehouse.table_if_exists(ident)
+        if table is None and spec.branch is not None:  # a listed branch that does not exist: reported
+            return dg.AssetCheckResult(passed=False, severity=ERROR, description=warehouse.missing_branch(ident),
+                                       metadata={"differences": "the branch does not exist"})
         if table is None:  # nothing to differ from: the first ingest creates it as declared
             return dg.AssetCheckResult(passed=True, description=f"{ident} does not exist yet")
         passed, metadata = declaration_result(table, spec.primary_keys, spec.partition_keys, spec.options)

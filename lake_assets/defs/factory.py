@@ -61,7 +61,7 @@ def _build_definitions(config: LakeConfig) -> dg.Definitions:
     compaction_jobs: list[AssetJob] = []
     schedules: list[dg.ScheduleDefinition] = []
     sensors: list[dg.SensorDefinition] = []
-    for spec in config.tables:
+    for spec in config.maintained_tables:  # the tables, then each branch lake.yaml lists (its own assets)
         assets += automate_table(spec, config.timezone, build_table_assets(spec, config.timezone))
         checks += build_table_checks(spec)
         table_jobs = build_table_jobs(spec)

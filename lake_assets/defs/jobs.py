@@ -20,12 +20,8 @@ STEP_JOBS = {"ingest": "ingest", "compaction": "compact", "expiry": "expire", "o
 
 
 def table_steps(spec: TableConfig) -> list[str]:
-    """The asset steps a table has."""
-    steps = ["ingest"] if spec.ingest else []
-    steps += ["compaction", "expiry", "orphans"]
-    steps = [*steps, "changelog"] if spec.has_changelog_producer else steps
-    expires_partitions = bool(spec.partition_keys) and "partition.expiration-time" in spec.options
-    return [*steps, "partition_expiry"] if expires_partitions else steps
+    """The asset steps a table (or a branch's entry) has."""
+    return (["ingest"] if spec.ingest else []) + spec.maintenance_steps
 
 
 def build_table_jobs(spec: TableConfig) -> dict[str, AssetJob]:

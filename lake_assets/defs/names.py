@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import dagster as dg
 
+from lake_assets.store.branch_table import BRANCH_SEPARATOR
+
 # Run tags. The instance's run queue allows one run per value of COMPACTION_TABLE_TAG (dagster.yaml).
 COMPACTION_TABLE_TAG = "lake/compaction-table"
 JOB_TAG = "lake/job"
@@ -28,7 +30,10 @@ def safe_name(text: str) -> str:
 
 @dataclass(frozen=True)
 class TableNames:
-    """Everything named after ``db.table``: asset ``db/table_ingest``, group ``db_table``, ..."""
+    """Everything named after ``db.table``: asset ``db/table_ingest``, group ``db_table``, ...
+
+    A branch's entry ``db.table$branch_dev`` names its own assets, jobs and schedules
+    ``db/table_branch_dev_compaction``, ``db_table_branch_dev_compaction_job``, ... in the table's group."""
 
     identifier: str
 
@@ -42,6 +47,12 @@ class TableNames:
 
     @property
     def group(self) -> str:
+        """The table's group, which holds its branches' assets too."""
+        return f"{self.database}_{safe_name(self.identifier.split('.', 1)[1].split(BRANCH_SEPARATOR, 1)[0])}"
+
+    @property
+    def prefix(self) -> str:
+        """What the entry's jobs, schedules, sensors and pools are named after (the group, for main)."""
         return f"{self.database}_{self.table}"
 
     def key(self, step: str) -> dg.AssetKey:
@@ -53,19 +64,19 @@ class TableNames:
         return "__".join(self.key(step).path)
 
     def job(self, step: str) -> str:
-        return f"{self.group}_{step}_job"
+        return f"{self.prefix}_{step}_job"
 
     def schedule(self, step: str) -> str:
-        return f"{self.group}_{step}_schedule"
+        return f"{self.prefix}_{step}_schedule"
 
     def sensor(self, what: str) -> str:
-        return f"{self.group}_{what}_sensor"
+        return f"{self.prefix}_{what}_sensor"
 
     @property
     def compaction_pool(self) -> str:
         """Concurrency pool of the table's compaction plan step: one compaction of the table at a time
         (dagster.yaml: pools.default_limit 1, run granularity)."""
-        return f"lake_compaction_{self.group}"
+        return f"lake_compaction_{self.prefix}"
 
     def tags(self, job: str) -> dict[str, str]:
         """Run tags of the table's ``job`` (compactions carry the per-table queue tag)."""

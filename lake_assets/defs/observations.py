@@ -336,6 +336,16 @@ def declaration_events(spec: TableConfig, table: Table) -> list[dg.AssetCheckEva
             for step in spec.maintenance_steps]
 
 
+def missing_branch_events(spec: TableConfig, why: str) -> list[dg.AssetCheckEvaluation]:
+    """The failing ``declaration`` check of each asset of a branch lake.yaml lists but the table
+    lacks: the UI names it, and the automation conditions launch none of its runs."""
+    names = TableNames(spec.identifier)
+    return [dg.AssetCheckEvaluation(asset_key=names.key(step), check_name=DECLARATION_CHECK, passed=False,
+                                    severity=dg.AssetCheckSeverity.ERROR, blocking=True, description=why,
+                                    metadata={"differences": "the branch does not exist"})
+            for step in spec.maintenance_steps]
+
+
 def build_health_sensor(config: LakeConfig) -> dg.SensorDefinition:
     """Every ``automation.health_sensor_interval_seconds``: observe each existing table and evaluate its checks.
 
@@ -347,16 +357,18 @@ def build_health_sensor(config: LakeConfig) -> dg.SensorDefinition:
         name=HEALTH_SENSOR,
         minimum_interval_seconds=config.automation.health_sensor_interval_seconds,
         default_status=dg.DefaultSensorStatus.RUNNING if running else dg.DefaultSensorStatus.STOPPED,
-        description="Records each table's health (manifests only) as an observation and evaluates its "
-        "checks on the current state.",
+        description="Records each table's (and each listed branch's) health (manifests only) as an "
+        "observation and evaluates its checks on the current state.",
     )
     def health_sensor(context: dg.SensorEvaluationContext, warehouse: WarehouseResource) -> dg.SensorResult:
         events: list[dg.AssetObservation | dg.AssetCheckEvaluation] = []
-        for spec in config.tables:
+        for spec in config.maintained_tables:  # each listed branch: its own snapshots and policy
             table = warehouse.table_if_exists(spec.identifier)
             if table is not None:
                 events += health_events(spec, observe_table(table, spec))
                 events += declaration_events(spec, table)
+            elif spec.branch is not None:  # a listed branch that does not exist: its declaration fails
+                events += missing_branch_events(spec, warehouse.missing_branch(spec.identifier))
         return dg.SensorResult(asset_events=events,
                                skip_reason=None if events else "no table exists yet")
 

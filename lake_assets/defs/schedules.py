@@ -57,6 +57,8 @@ def _schedule(
                  description=f"{step} of {names.identifier} on {cron} ({timezone})")
     def _run(context: dg.ScheduleEvaluationContext, warehouse: WarehouseResource) -> dg.RunRequest | dg.SkipReason:
         table = warehouse.table_if_exists(spec.identifier)  # a missing one: the run says "ingest first"
+        if table is None and spec.branch is not None:  # no ingest makes a branch: say what is missing
+            return dg.SkipReason(warehouse.missing_branch(spec.identifier))
         differs = [] if table is None else declaration_differences(
             table, spec.primary_keys, spec.partition_keys, spec.options)
         if differs:

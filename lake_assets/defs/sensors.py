@@ -59,7 +59,9 @@ def compaction_request(spec: TableConfig, snapshot_id: int, partitions: list[str
 def build_small_file_sensor(config: LakeConfig, jobs: "list[AssetJob]") -> dg.SensorDefinition:
     """Every N seconds: each table's health (manifests only) against its policy.
 
-    The cursor maps table → the snapshot last evaluated, so a table is looked at again only after a
+    Each branch lake.yaml lists is looked at as a table of its own (its snapshots, its policy, its
+    compaction job); one that does not exist is named in the skip reason. The cursor maps table (or
+    ``db.t$branch_<name>``) → the snapshot last evaluated, so a table is looked at again only after a
     new commit; run keys ``<table>@<snapshot>`` make a repeated request impossible. Tables whose
     compaction is queued or running are skipped (and looked at again on the next tick).
     """
@@ -75,8 +77,11 @@ def build_small_file_sensor(config: LakeConfig, jobs: "list[AssetJob]") -> dg.Se
     def small_file_sensor(context: dg.SensorEvaluationContext, warehouse: WarehouseResource) -> dg.SensorResult:
         cursor: dict[str, int] = json.loads(context.cursor) if context.cursor else {}
         requests, notes = [], []
-        for spec in config.tables:
+        for spec in config.maintained_tables:  # each listed branch is an entry of its own
             table = warehouse.table_if_exists(spec.identifier)
+            if table is None and spec.branch is not None:  # listed in lake.yaml: say so, do not skip silently
+                notes.append(warehouse.missing_branch(spec.identifier))
+                continue
             snapshot = table.latest_snapshot() if table is not None else None
             if table is None or snapshot is None or cursor.get(spec.identifier) == snapshot.id:
                 continue

@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from lake_assets.defs.config import parse_config
+from lake_assets.defs.config.branches import BranchConfig, BranchMaintenance
 from lake_assets.defs.config.models import IngestConfig
 from lake_assets.defs.config.policy import MaintenancePolicy, OrphanPolicy
 from lake_assets.defs.config.runtime import AutomationConfig, SparkConfig
@@ -28,9 +29,13 @@ def test_lake_yaml_reference_loads_and_names_every_setting(tmp_path: Path) -> No
     [reference] = [b for b in _yaml_blocks() if b.startswith("warehouse:")]
     config = parse_config(yaml.safe_load(reference), base_dir=tmp_path, source="docs/dagster.md")
     assert config.table("db.table").maintenance.orphans.older_than == "1d"
+    [dev, audit] = config.table("db.table").branch_specs()
+    assert (dev.identifier, audit.maintenance.retain_max, audit.maintenance.compaction_cron) == (
+        "db.table$branch_dev", 20, None)
     documented = set(re.findall(r"^\s*(?:- |# )?(\w+):", reference, flags=re.M)) | set(  # commented: optional
         re.findall(r"[{,] ?(\w+):", reference))
-    for model in (SparkConfig, AutomationConfig, IngestConfig, MaintenancePolicy, OrphanPolicy):
+    for model in (SparkConfig, AutomationConfig, IngestConfig, MaintenancePolicy, OrphanPolicy, BranchConfig,
+                  BranchMaintenance):
         missing = set(model.model_fields) - documented
         assert not missing, f"docs/dagster.md's lake.yaml reference lacks {model.__name__} {sorted(missing)}"
 

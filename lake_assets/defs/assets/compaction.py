@@ -91,7 +91,7 @@ def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
     was launched. The run config stays ``ops: {<asset op>: {config: ...}}`` (a config mapping)."""
     names = TableNames(spec.identifier)
     small_bytes = spec.maintenance.small_file_bytes
-    plan_name, compact_name = f"{names.group}_compaction_plan", f"{names.group}_compact"
+    plan_name, compact_name = f"{names.prefix}_compaction_plan", f"{names.prefix}_compact"
     key = names.key("compaction")
     # the compact job's own checks: outputs of the Spark step, mapped to the graph's check outputs
     check_specs = job_check_specs(key, "compact")

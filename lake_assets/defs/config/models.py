@@ -9,10 +9,11 @@ from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from lake_assets.catalog import build_schema
 from lake_assets.catalog_names import parse_identifier
+from lake_assets.defs.config.branches import BranchConfig
 from lake_assets.defs.config.fields import Columns, arrow_field, parse_duration, stringify
 from lake_assets.defs.config.policy import MaintenancePolicy
 from lake_assets.defs.config.runtime import AutomationConfig, FreshnessConfig, SparkConfig
@@ -20,6 +21,7 @@ from lake_assets.defs.names import TableNames
 from lake_assets.defs.resources.storage import Storage
 from lake_assets.errors import LakeError
 from lake_assets.ops.column_subset import subset_write_schema
+from lake_assets.store.branch_table import BRANCH_SEPARATOR, split_branch
 
 TEMPLATE_FIELDS = ("partition_key", "date", "value", "year", "month", "day")
 # Days whose every field differs from the others' (day > 12 too): a partition_format must tell them apart.
@@ -97,6 +99,9 @@ class TableConfig(_Strict):
     options: dict[str, str] = Field(default_factory=dict, description="Paimon table options.")
     ingest: IngestConfig | None = None
     maintenance: MaintenancePolicy = MaintenancePolicy()
+    branches: list[BranchConfig] = Field(
+        default_factory=list, description="Branches maintained besides the main branch: their names, or "
+        "{name, maintenance} with the settings that differ from the table's.")
 
     @field_validator("identifier")
     @classmethod
@@ -107,6 +112,17 @@ class TableConfig(_Strict):
             raise ValueError(str(exc)) from None
         if v.count(".") != 1:
             raise ValueError(f"{v!r} must be database.table")
+        if BRANCH_SEPARATOR in v:
+            raise ValueError(f"{v!r} names a branch: declare the table and list the branch under its `branches`")
+        return v
+
+    @field_validator("branches")
+    @classmethod
+    def _distinct_branches(cls, v: list[BranchConfig]) -> list[BranchConfig]:
+        names = [b.name for b in v]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"branches {twice} are listed more than once")
         return v
 
     @field_validator("options", mode="before")
@@ -136,6 +152,15 @@ class TableConfig(_Strict):
                 subset_write_schema(schema, self.ingest.write_columns, self.identifier)
             except LakeError as exc:
                 raise ValueError(f"ingest.write_columns: {exc}") from None
+        for branch in self.branches:
+            try:
+                policy = branch.maintenance.over(self.maintenance)
+            except ValidationError as exc:  # e.g. retain_min above retain_max
+                problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+                raise ValueError(f"branches ({branch.name}).maintenance: {problems}") from None
+            if self.postpone and policy.compaction_max_units is not None:
+                raise ValueError(f"branches ({branch.name}).maintenance.compaction_max_units does not apply to a "
+                                 "postpone-bucket table (bucket: -2): its compaction moves every postponed row")
         if self.maintenance.changelog_after_ingest and not self.has_changelog_producer:
             raise ValueError("maintenance.changelog_after_ingest needs the option changelog-producer "
                              "(input, lookup or full-compaction)")
@@ -161,9 +186,30 @@ class TableConfig(_Strict):
         return bool(self.partition_keys) and "partition.expiration-time" in self.options
 
     @property
+    def branch(self) -> str | None:
+        """The branch this entry maintains (`branch_specs`), None for the table itself (main)."""
+        return split_branch(self.identifier.split(".", 1)[1])[1]
+
+    @property
+    def main_identifier(self) -> str:
+        """``db.t``, also for the entry of a branch (``db.t$branch_dev``)."""
+        return self.identifier.split(BRANCH_SEPARATOR, 1)[0]
+
+    def branch_specs(self) -> list[TableConfig]:
+        """One entry per listed branch, maintained as the table ``db.t$branch_<name>`` (the core's and
+        the jobs' identifier of a branch): no ingest, the branch's maintenance policy, and a
+        declaration of the table's keys only (a branch's options are its own, set by ALTER on it)."""
+        return [self.model_copy(update={
+            "identifier": f"{self.identifier}{BRANCH_SEPARATOR}{b.name}", "ingest": None, "options": {},
+            "maintenance": b.maintenance.over(self.maintenance), "branches": []}) for b in self.branches]
+
+    @property
     def maintenance_steps(self) -> list[str]:
         """The table's maintenance assets (steps), which schedules, sensors and automation conditions
-        launch; each needs the table to be what lake.yaml declares (`WarehouseResource.declared_table`)."""
+        launch; each needs the table to be what lake.yaml declares (`WarehouseResource.declared_table`).
+        A branch has compaction and expiry (orphan removal is the table's, run on main)."""
+        if self.branch is not None:
+            return ["compaction", "expiry"]
         return (["compaction", "expiry", "orphans"] + (["changelog"] if self.has_changelog_producer else [])
                 + (["partition_expiry"] if self.has_partition_expiry else []))
 
@@ -194,7 +240,21 @@ class LakeConfig(_Strict):
             if group in seen:
                 raise ValueError(f"tables {seen[group]} and {t.identifier} map to the same Dagster group {group}")
             seen[group] = t.identifier
+        # A branch's assets are <db>/<table>_branch_<name>_<step>: a table so named, or two branch names
+        # Dagster spells alike (dev-1, dev_1), would give two entries one asset.
+        keys: dict[str, str] = {}
+        for spec in self.maintained_tables:
+            steps = (["ingest"] if spec.ingest else []) + spec.maintenance_steps
+            for key in (TableNames(spec.identifier).key(step).to_user_string() for step in steps):
+                if key in keys:
+                    raise ValueError(f"{keys[key]} and {spec.identifier} both have the Dagster asset {key}")
+                keys[key] = spec.identifier
         return self
+
+    @property
+    def maintained_tables(self) -> list[TableConfig]:
+        """Every table entry, then every listed branch as its own entry (`TableConfig.branch_specs`)."""
+        return [*self.tables, *(b for t in self.tables for b in t.branch_specs())]
 
     @model_validator(mode="after")
     def _orphans_outlive_writes(self) -> LakeConfig:
