@@ -227,8 +227,8 @@ class LocalFileIO(FileIO):
         return PreparedCreate(create, discard)
 
     def _prepare_create_below(self, below: Below, data: bytes) -> PreparedCreate:
-        tmp = dataclasses.replace(below, name=_temp_name(below.name),
-                                  path=posixpath.join(posixpath.dirname(below.path), _temp_name(below.name)))
+        tmp_name = _temp_name(below.name)
+        tmp = dataclasses.replace(below, name=tmp_name, path=posixpath.join(posixpath.dirname(below.path), tmp_name))
         confined.act_in(below, lambda fd, _name: confined.write_synced(fd, tmp.name, below, data))
 
         def discard() -> None:
