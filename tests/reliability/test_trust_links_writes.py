@@ -194,3 +194,15 @@ def test_links_inside_the_table_and_a_linked_table_root_keep_working(tmp_path: P
     linked.expire_snapshots(retain_max=1, retain_min=1)
     assert (elsewhere / "snapshot" / "snapshot-3").is_file() and (elsewhere / "tag" / "tag-t").is_file()
     assert sorted(linked.to_arrow().column("k").to_pylist()) == [1, 2, 3]
+
+
+def test_a_spark_jobs_executor_deletes_nothing_through_a_link(tmp_path: Path) -> None:
+    """A job's deletes spread over executors (`JobContext.delete_files`) open a new FileIO there:
+    it is held to the table too, whatever changed since the driver's check."""
+    from lake_assets.spark.jobs.context import _delete_batch
+
+    table = _table(tmp_path)
+    outside, before = _link_out(table, tmp_path, "dt=d1/bucket-0")
+    [name] = [n for n in before if n.startswith("data-")]
+    path = f"{table.paths.root}/dt=d1/bucket-0/{name}"
+    _refused(lambda: _delete_batch(str(tmp_path / "wh"), (), table.paths.root, [path]), outside, before, "bucket-0")
