@@ -154,6 +154,7 @@ class Catalog:
             raise AlreadyExistsError(f"Table {full} already exists")
         table_schema = build_schema(full, schema, tuple(primary_keys), tuple(partition_keys), options, comment)
         paths = TablePaths(self.table_path(identifier))
+        self.file_io.confine_to_table(paths.root)  # its schema file is written through no link out of it
         if not self.file_io.try_create(paths.schema_file(0), table_schema.to_json().encode()):
             if ignore_if_exists:
                 return self.get_table(identifier)

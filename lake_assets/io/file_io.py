@@ -158,6 +158,12 @@ class FileIO(ABC):
         return max(buffer_bytes, self.min_chunked_read) if buffer_bytes > 0 else 0
 
     # ----------------------------------------------------------------- writes
+    def confine_to_table(self, root: str) -> None:
+        """Write, rename and delete what is below ``root`` (a table's directory) never through a
+        symbolic link that leaves it (`UnsafePathError` instead); ``root`` itself may be a link.
+        A no-op where storage has no links; called once per table opened (idempotent)."""
+        return None  # object stores: a key is no path through directories, nothing to follow
+
     @abstractmethod
     def mkdirs(self, path: str) -> None:
         """Create a directory and its parents (a no-op where directories are implicit)."""

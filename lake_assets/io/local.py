@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import os
+import posixpath
 import shutil
 import uuid
 from collections.abc import Callable
@@ -13,7 +15,10 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from lake_assets.errors import LakeError
+from lake_assets.io import table_confinement as confined
 from lake_assets.io.file_io import FileIO, FileStatus, PreparedCreate
+from lake_assets.io.table_confinement import Below, TableRoots
 
 T = TypeVar("T")
 
@@ -50,7 +55,10 @@ def in_directory(path: str, create: Callable[[], T]) -> T:
 
 
 class LocalFileIO(FileIO):
-    """Plain files; put-if-absent is a hard link from a fully written temporary file."""
+    """Plain files; put-if-absent is a hard link from a fully written temporary file.
+
+    Below a table's root (`confine_to_table`) every write, rename and delete goes through
+    `table_confinement`: never through a symbolic link that leaves the table directory."""
 
     protocol = "file"
     has_symlinks = True
@@ -58,6 +66,15 @@ class LocalFileIO(FileIO):
 
     def __init__(self) -> None:
         self._arrow_fs = pafs.LocalFileSystem()
+        self._tables = TableRoots()
+
+    def confine_to_table(self, root: str) -> None:
+        # set up here too: a subclass (a test's faulty disk) may not call __init__
+        self.__dict__.setdefault("_tables", TableRoots()).add(root)
+
+    def _below(self, path: str) -> Below | None:
+        tables: TableRoots | None = self.__dict__.get("_tables")
+        return None if tables is None else tables.below(path)
 
     # ------------------------------------------------------------------ reads
     def read_bytes(self, path: str) -> bytes:
@@ -116,9 +133,17 @@ class LocalFileIO(FileIO):
 
     # ----------------------------------------------------------------- writes
     def mkdirs(self, path: str) -> None:
+        below = self._below(path)
+        if below is not None:
+            confined.make_dirs(below)
+            return
         os.makedirs(path, exist_ok=True)
 
     def write_bytes(self, path: str, data: bytes) -> None:
+        below = self._below(path)
+        if below is not None:
+            confined.act_in(below, lambda fd, name: confined.write_new(fd, name, below, data))
+            return
         # the directory is made after a failed open, not before (`in_directory`): orphan removal
         # deletes empty data directories (as Paimon's does), so one seen to exist may be gone
         in_directory(path, lambda: self._write_new(path, data))
@@ -136,12 +161,36 @@ class LocalFileIO(FileIO):
             os.close(fd)
 
     def overwrite_atomic(self, path: str, data: bytes) -> None:
+        below = self._below(path)
+        if below is not None:
+            def replace(fd: int, name: str) -> None:
+                tmp = _temp_name(name)
+                confined.write_new(fd, tmp, below, data)
+                try:
+                    os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)  # a link at ``name`` is replaced
+                except BaseException:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(tmp, dir_fd=fd)
+                    raise
+            confined.act_in(below, replace)
+            return
         tmp = self._temp_beside(path)
         in_directory(tmp, lambda: self._write_new(tmp, data))
         os.replace(tmp, path)  # the temporary file keeps the directory from being removed
 
     def try_create(self, path: str, data: bytes) -> bool:
         # A link is never retried, so "exists" here is a lost race, never our own earlier attempt.
+        below = self._below(path)
+        if below is not None:
+            def create(fd: int, name: str) -> bool:
+                tmp = _temp_name(name)
+                try:
+                    confined.write_new(fd, tmp, below, data, sync=True)
+                    return self._link_new(tmp, name, data, fd)
+                finally:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(tmp, dir_fd=fd)
+            return confined.act_in(below, create)
         tmp = self._temp_beside(path)
         try:
             # A failure while writing the temporary file (ENOSPC) is a proven "not created".
@@ -157,6 +206,9 @@ class LocalFileIO(FileIO):
         # faults) defers to it instead: every put then still goes through that try_create.
         if type(self).try_create is not LocalFileIO.try_create or "try_create" in vars(self):
             return super().prepare_create(path, data)
+        below = self._below(path)
+        if below is not None:
+            return self._prepare_create_below(below, data)
         tmp = self._temp_beside(path)
         try:
             in_directory(tmp, lambda: self._write_synced(tmp, data))
@@ -177,14 +229,35 @@ class LocalFileIO(FileIO):
                 os.unlink(tmp)
         return PreparedCreate(create, discard)
 
-    def _link_new(self, tmp: str, path: str, data: bytes) -> bool:
-        """Link the written temporary file ``tmp`` as ``path`` if absent (try_create's last step)."""
+    def _prepare_create_below(self, below: Below, data: bytes) -> PreparedCreate:
+        tmp_name = _temp_name(below.name)
+        tmp = dataclasses.replace(below, name=tmp_name, path=posixpath.join(posixpath.dirname(below.path), tmp_name))
+        confined.act_in(below, lambda fd, _name: confined.write_synced(fd, tmp.name, below, data))
+
+        def discard() -> None:
+            # also after a landed link: a refusal here must not hide that the file was created
+            with contextlib.suppress(FileNotFoundError, LakeError):
+                confined.unlink(tmp)
+
+        def create() -> bool:
+            try:
+                with below.directory(create=False) as fd:
+                    return self._link_new(tmp.name, below.name, data, fd)
+            finally:
+                discard()
+        return PreparedCreate(create, discard)
+
+    def _link_new(self, tmp: str, path: str, data: bytes, dir_fd: int | None = None) -> bool:
+        """Link the written temporary file ``tmp`` as ``path`` if absent (try_create's last step);
+        with ``dir_fd`` both are names in that directory."""
         try:
-            os.link(tmp, path)  # link(2) never replaces an existing name
+            os.link(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # link(2) never replaces a name
         except FileExistsError:
             return False
         except OSError as exc:
             if exc.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+                if dir_fd is not None:
+                    return confined.create_exclusive(dir_fd, path, data)
                 return self._create_exclusive(path, data)
             raise  # link(2) is atomic: it failed, so nothing was created
         return True
@@ -219,14 +292,24 @@ class LocalFileIO(FileIO):
         # object through C++ on a worker thread (that path crashed the interpreter when the
         # disk filled during the parallel level-0 flush). The directory exists for all but a
         # bucket's first file: try the open first rather than pay a makedirs per file.
+        below = self._below(path)
+        if below is not None:
+            return confined.open_output(below)
         return in_directory(path, lambda: pa.OSFile(path, "wb"))
 
     def rename(self, src: str, dst: str) -> None:
         # a missing source is raised as it is; a missing destination directory is made
+        below = self._below(dst)
+        if below is not None:
+            confined.rename(src, self._below(src), below)
+            return
         in_directory(dst, lambda: os.replace(src, dst))
 
     # ---------------------------------------------------------------- deletes
     def delete(self, path: str) -> bool:
+        below = self._below(path)
+        if below is not None:
+            return confined.unlink(below)
         try:
             os.unlink(path)
             return True
@@ -234,6 +317,9 @@ class LocalFileIO(FileIO):
             return False
 
     def delete_dir_if_empty(self, path: str) -> bool:
+        below = self._below(path)
+        if below is not None:
+            return confined.rmdir(below)
         try:
             os.rmdir(path)
             return True
@@ -241,6 +327,10 @@ class LocalFileIO(FileIO):
             return False
 
     def delete_tree(self, path: str) -> None:
+        below = self._below(path)
+        if below is not None:
+            confined.remove_tree(below)
+            return
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)
         elif os.path.lexists(path):
@@ -253,3 +343,8 @@ class LocalFileIO(FileIO):
 
     def uri(self, path: str) -> str:
         return path
+
+
+def _temp_name(name: str) -> str:
+    """A temporary file's name beside ``name`` (as `LocalFileIO._temp_beside`)."""
+    return f".{name}.{uuid.uuid4().hex}.tmp"

@@ -45,18 +45,27 @@ def relative_parts(root: str, path: str) -> list[str]:
 
 @contextmanager
 def open_below(root: str, parts: Sequence[str], *, create: bool, what: str,
-               follow_inside: bool = True) -> Iterator[int]:
+               follow_inside: bool = True, real_root: str | None = None) -> Iterator[int]:
     """A descriptor of directory ``root/parts...``, opened as the module says (closed on exit).
 
-    With ``create``, missing directories are made (``mkdir`` relative to the parent's descriptor).
+    With ``create``, missing directories are made (``mkdir`` relative to the parent's descriptor;
+    a missing root by ``os.makedirs``).
     A component that is a symbolic link resolving outside ``root``, or anything but a directory,
     raises `UnsafePathError` naming ``what``; a missing one without ``create`` raises
     `FileNotFoundError`. ``root`` itself is trusted (it may be reached through links). Without
-    ``follow_inside`` every link is refused, wherever it leads."""
-    real_root = os.path.realpath(root)
+    ``follow_inside`` every link is refused, wherever it leads. ``real_root``: ``root`` resolved
+    once by the caller (else here, on every call); it only places a link's target relative to the
+    root, the descent itself always starts from the root's own descriptor."""
+    real_root = os.path.realpath(root) if real_root is None else real_root
     todo = list(parts)
     links = made = 0
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        if not create:
+            raise
+        os.makedirs(root, exist_ok=True)  # a new table's directory: the root is trusted, links and all
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
     done: list[str] = []  # the components below the root ``fd`` stands for
     try:
         while todo:
@@ -116,14 +125,14 @@ def unlink_below(root: str, path: str) -> bool:
     return True
 
 
-def rename_below(src_fd: int, source: str, root: str, dest: str) -> None:
+def rename_below(src_fd: int, source: str, root: str, dest: str, *, real_root: str | None = None) -> None:
     """Move ``source`` (a name in the directory ``src_fd``) to ``dest`` below ``root``, the
     destination's directories made and opened by `open_below`. Orphan removal may remove an
     emptied directory between its opening and the rename (the rename then finds none): it is made
     again, as `local.in_directory` does; a missing source is raised."""
     parts = relative_parts(root, dest)
     for _ in range(_DIRECTORY_ROUNDS):
-        with open_below(root, parts[:-1], create=True, what=dest) as dst_fd:
+        with open_below(root, parts[:-1], create=True, what=dest, real_root=real_root) as dst_fd:
             try:
                 os.rename(source, parts[-1], src_dir_fd=src_fd, dst_dir_fd=dst_fd)
                 return

@@ -11,7 +11,7 @@ engines' sinks do, so lake_assets marks after its Spark writes (`lake_assets.spa
 ``write_table_native``) and not after the core's ``write_arrow``.
 
 The other actions need a metastore, an HTTP endpoint or a Java class: a table carrying them is
-refused for writes (`lake_assets.option_rules_engines`), so only ``success-file`` runs here.
+refused for writes (`lake_assets.option_rules_mark_done`), so only ``success-file`` runs here.
 
 Unpartitioned tables are not marked: Flink's trigger skips them, and Java's Spark write fails
 there after its commit (``new Path(table, "")``), which lake_assets does not copy. Marking happens

@@ -26,8 +26,10 @@ The driver then moves each file to its bucket (`native_files`) and commits the f
 APPEND or OVERWRITE snapshot through the core's committer: an unknown outcome is retried with the
 same commit user and identifier (the committer looks before it acts) and otherwise raises
 `CommitStateUnknownError` with every file left in place; a write that failed before its commit
-removes its files. The staging directory is removed in any case (a crashed driver leaves it to
-orphan removal, which walks the whole table directory).
+removes its files through directories opened one at a time below the table, refusing every link
+out of it (a directory swapped for such a link meanwhile: nothing behind it is removed). The
+staging directory is removed in any case (a crashed driver leaves it to orphan removal, which
+walks the whole table directory).
 
 Only tables `native_eligibility.native_refusals` finds nothing against are written natively;
 the others (and inputs whose columns are not already of the table's types) go through

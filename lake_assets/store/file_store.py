@@ -68,6 +68,7 @@ class FileStore:
                  branch: str | None = None) -> None:
         self.name = name
         self.file_io = file_io
+        file_io.confine_to_table(root)  # no write of this table goes through a link out of it
         # its data directory follows the schema (the `schema` setter); a branch's metadata its own directory
         self.paths = TablePaths(root, branch=branch)
         self.snapshot_manager = SnapshotManager(file_io, self.paths, name)

@@ -11,7 +11,7 @@ import pytest
 from lake_assets import Catalog
 from lake_assets.errors import OptionError, UnsupportedFeatureError
 from lake_assets.option_rules import RULES
-from lake_assets.option_rules_engines import mark_done_actions
+from lake_assets.option_rules_mark_done import mark_done_actions
 from lake_assets.option_types import parse_value
 from lake_assets.refusal import Op
 from lake_assets.spec.data_types import BigIntType, VarCharType

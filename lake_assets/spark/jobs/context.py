@@ -23,9 +23,11 @@ DISTRIBUTED_DELETE_MIN = 1000
 DELETE_BATCH = 500
 
 
-def _delete_batch(warehouse: str, storage: tuple[tuple[str, Any], ...], paths: list[str]) -> int:
-    """Runs on an executor: delete one batch of paths (paths as the warehouse's FileIO spells them)."""
+def _delete_batch(warehouse: str, storage: tuple[tuple[str, Any], ...], table_root: str, paths: list[str]) -> int:
+    """Runs on an executor: delete one batch of paths (paths as the warehouse's FileIO spells them),
+    none through a link out of the table (the driver's check cannot hold for another process)."""
     file_io, _ = FileIO.for_url(warehouse, **dict(storage))
+    file_io.confine_to_table(table_root)
     return file_io.delete_many(paths)
 
 
@@ -72,10 +74,10 @@ class JobContext:
         batches = [paths[i:i + DELETE_BATCH] for i in range(0, len(paths), DELETE_BATCH)]
         slots = max(1, self.sc.defaultParallelism)
         self.describe(f"delete {len(paths)} files in {len(batches)} batches")
-        warehouse, storage = self.ref.warehouse, self.ref.storage_options
+        warehouse, storage, root = self.ref.warehouse, self.ref.storage_options, self.table.paths.root
         counts = (
             self.sc.parallelize(batches, min(len(batches), slots * 4))
-            .map(lambda batch: _delete_batch(warehouse, storage, batch))
+            .map(lambda batch: _delete_batch(warehouse, storage, root, batch))
             .collect()
         )
         return sum(counts)
