@@ -1,0 +1,272 @@
+"""Table kinds users make with pypaimon 2.1 and pypaimon-rust 0.4 that no other interop test covers,
+read and maintained by lake_assets, and what the peers read back.
+
+The peers write primary-key tables with each merge engine they implement on write (first-row,
+partial-update, aggregation), ``sequence.field``, ``changelog-producer = input`` and deletion
+vectors (pypaimon-rust); pypaimon also evolves a schema through ``alter_table`` and leaves a history
+of its own tag renames and replacements, a consumer and a rollback. lake_assets reads each as the
+peer does, compacts, tags, expires and removes orphans, and the peer reads the result; the same
+kinds written by lake_assets are read by pypaimon. The kinds pypaimon writes that lake_assets does
+not implement (the ``row`` file format, shared-shredding MAP columns) are refused by every
+operation without a byte changing.
+
+One pypaimon process writes everything, one reads everything back (``peer_steps_driver.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from lake_assets import Catalog, UnsupportedFeatureError
+from lake_assets.table import Table
+
+from .paimon import Pypaimon, PypaimonRust, canonical, read_ipc, write_ipc
+
+pytestmark = pytest.mark.interop
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("a", pa.int64()), ("s", pa.string())])
+WRITES = [
+    pa.table({"id": [1, 2, 3], "a": [10, 20, None], "s": ["x", None, "z"]}, schema=SCHEMA),
+    pa.table({"id": [1, 2], "a": [5, None], "s": [None, "y"]}, schema=SCHEMA),
+    pa.table({"id": [1, 4], "a": [1, 7], "s": ["w", None]}, schema=SCHEMA),
+]
+# primary-key kinds both peers and lake_assets write: name -> table options (bucket 1, key id)
+KINDS: dict[str, dict[str, str]] = {
+    "first_row": {"merge-engine": "first-row"},
+    "partial_update": {"merge-engine": "partial-update"},
+    "aggregation": {"merge-engine": "aggregation", "fields.a.aggregate-function": "sum",
+                    "fields.s.aggregate-function": "listagg"},
+    "sequence_field": {"sequence.field": "a"},
+    "changelog_input": {"changelog-producer": "input"},
+}
+RUST_KINDS = {**KINDS, "dv": {"deletion-vectors.enabled": "true"}}
+EVOLVED = [pa.table({"id": [2, 4], "s2": ["b", "d"], "n": [1.5, 2.5]},
+                    schema=pa.schema([pa.field("id", pa.int64(), nullable=False), ("s2", pa.string()),
+                                      ("n", pa.float64())]))]
+MAP_SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("m", pa.map_(pa.string(), pa.int64()))])
+# kinds pypaimon writes that lake_assets refuses: name -> (schema, options, rows, what the refusal names)
+REFUSED: dict[str, tuple[pa.Schema, dict[str, str], pa.Table, str]] = {
+    "row_format": (SCHEMA, {"file.format": "row"}, WRITES[0], "file.format = 'row'"),
+    "map_shredding": (MAP_SCHEMA, {"fields.m.map.storage-layout": "shared-shredding"},
+                      pa.table({"id": [1, 2], "m": [[("a", 1)], [("b", 2), ("c", 3)]]}, schema=MAP_SCHEMA),
+                      "fields.m.map.storage-layout"),
+}
+
+
+@dataclass
+class Sweep:
+    """The peers' tables (in ``warehouse``) and what pypaimon read of them right after writing."""
+
+    warehouse: Path
+    work: Path
+    theirs: dict[str, pa.Table] = field(default_factory=dict)
+
+
+class StepsPaimon(Pypaimon):
+    """pypaimon running a list of steps in one process (``peer_steps_driver.py``)."""
+
+    driver = Path(__file__).with_name("peer_steps_driver.py")
+
+    def steps(self, warehouse: Path, work: Path, steps: list[dict[str, Any]]) -> None:
+        path = work / f"steps-{len(list(work.glob('steps-*')))}.json"
+        path.write_text(json.dumps(steps))
+        self.run("steps", str(warehouse), str(path))
+
+
+def _ipc(work: Path, name: str, table: pa.Table | pa.Schema) -> str:
+    path = work / f"{name}.arrow"
+    write_ipc(table, path)
+    return str(path)
+
+
+def _reads(work: Path, reads: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Read steps for ``{key: {"table": ..., "tag"/"snapshot_id": ...}}``, each into ``work/<key>.arrow``."""
+    return [{"op": "read", "out": str(work / f"read-{key}.arrow"), **at} for key, at in reads.items()]
+
+
+def _rows(table: pa.Table) -> list[dict[str, Any]]:
+    return canonical(table, ["id"])
+
+
+@pytest.fixture(scope="module")
+def sweep(pypaimon: Pypaimon, rust: PypaimonRust, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
+    root = tmp_path_factory.mktemp("peer-kinds")
+    s = Sweep(root / "warehouse", root / "work")
+    s.warehouse.mkdir()
+    s.work.mkdir()
+    steps: list[dict[str, Any]] = []
+    writes = [_ipc(s.work, f"w{i}", w) for i, w in enumerate(WRITES)]
+    schema = _ipc(s.work, "schema", SCHEMA)
+    for name, options in {**KINDS, "history": {}, "evolved": {}}.items():
+        steps.append({"op": "create", "table": f"db.{name}", "schema": schema, "primary_keys": ["id"],
+                      "options": {"bucket": "1", **options}})
+        steps += [{"op": "write", "table": f"db.{name}", "data": w} for w in writes[: 1 if name == "evolved" else 3]]
+    steps += [
+        {"op": "alter", "table": "db.evolved",
+         "changes": [["add", "n", "DOUBLE"], ["rename", "s", "s2"], ["drop", "a"]]},
+        {"op": "write", "table": "db.evolved", "data": _ipc(s.work, "evolved", EVOLVED[0])},
+        # history: tags 1 and 2, renamed and replaced; a consumer at 2; rolled back to 2 (snapshot 3's files stay)
+        {"op": "tag", "table": "db.history", "tag": "t1", "snapshot_id": 1},
+        {"op": "tag", "table": "db.history", "tag": "t2", "snapshot_id": 2},
+        {"op": "rename_tag", "table": "db.history", "tag": "t1", "to": "t1r"},
+        {"op": "replace_tag", "table": "db.history", "tag": "t2", "snapshot_id": 1},
+        {"op": "consumer", "table": "db.history", "id": "c1", "next_snapshot": 2},
+        {"op": "rollback", "table": "db.history", "to": 2},
+    ]
+    for name, (refused_schema, options, rows, _) in REFUSED.items():
+        steps += [{"op": "create", "table": f"db.{name}", "schema": _ipc(s.work, name, refused_schema),
+                   "options": options},
+                  {"op": "write", "table": f"db.{name}", "data": _ipc(s.work, f"{name}-rows", rows)}]
+    steps.append({"op": "write", "table": "db.row_format", "data": writes[1]})
+    reads = {name: {"table": f"db.{name}"} for name in [*KINDS, "history", "evolved"]}
+    reads |= {"history@t1r": {"table": "db.history", "tag": "t1r"}, "history@t2": {"table": "db.history", "tag": "t2"},
+              "evolved@1": {"table": "db.evolved", "snapshot_id": 1}}
+    StepsPaimon(pypaimon.python).steps(s.warehouse, s.work, steps + _reads(s.work, reads))
+    s.theirs = {key: read_ipc(s.work / f"read-{key}.arrow") for key in reads}
+    statements = ["CREATE SCHEMA IF NOT EXISTS paimon.db"]
+    for name, options in RUST_KINDS.items():
+        with_ = ", ".join(f"'{k}' = '{v}'" for k, v in {"bucket": "1", **options}.items())
+        statements.append(f"CREATE TABLE paimon.db.rust_{name} (id BIGINT NOT NULL, a BIGINT, s STRING, "
+                          f"PRIMARY KEY (id) NOT ENFORCED) WITH ({with_})")
+        statements += [f"INSERT INTO paimon.db.rust_{name} VALUES " + ", ".join(
+            "(" + ", ".join("NULL" if v is None else repr(v) for v in row.values()) + ")" for row in w.to_pylist())
+            for w in WRITES]
+    rust.sql(s.warehouse, *statements)
+    return s
+
+
+def _copy(sweep: Sweep, tmp_path: Path) -> Catalog:
+    shutil.copytree(sweep.warehouse, tmp_path / "warehouse")
+    return Catalog(str(tmp_path / "warehouse"))
+
+
+def test_we_read_pypaimons_kinds_as_it_does(sweep: Sweep) -> None:
+    """Every kind, tag and evolved snapshot reads alike. A first-row table's uncompacted (level-0)
+    files are skipped by batch reads (Java's ``DataTableBatchScan`` skips level 0 for first-row), so
+    all readers read nothing before a compaction."""
+    cat = Catalog(str(sweep.warehouse))
+    for key, theirs in sweep.theirs.items():
+        name, _, at = key.partition("@")
+        t = cat.get_table(f"db.{name}")
+        ours = (t.to_arrow(tag=at) if at.startswith("t") else t.to_arrow(snapshot_id=int(at))) if at else t.to_arrow()
+        assert ours.schema.names == theirs.schema.names, key
+        assert _rows(ours) == _rows(theirs), key
+    assert sweep.theirs["first_row"].num_rows == 0
+    assert _rows(sweep.theirs["aggregation"])[0] == {"id": 1, "a": 16, "s": "x,w"}
+    assert set(cat.get_table("db.history").tags()) == {"t1r", "t2"}
+
+
+def test_we_read_rusts_kinds_as_it_does(sweep: Sweep, rust: PypaimonRust) -> None:
+    """A deletion-vector table's level-0 files are skipped too (Java: ``batchScanSkipLevel0``)."""
+    cat = Catalog(str(sweep.warehouse))
+    for name in RUST_KINDS:
+        ours = _rows(cat.get_table(f"db.rust_{name}").to_arrow())
+        theirs = pa.Table.from_pylist(rust.read_rows(sweep.warehouse, f"db.rust_{name}"), schema=SCHEMA)
+        assert ours == _rows(theirs), name
+    assert cat.get_table("db.rust_dv").to_arrow().num_rows == 0
+
+
+def _maintain(t: Table) -> None:
+    """Compact everything, tag it, expire all a snapshot can give up, remove orphans."""
+    t.compact(full=True)
+    t.create_tag("ours")
+    t.expire_snapshots(retain_min=1, older_than=timedelta(0))
+    t.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
+
+
+def test_maintenance_of_their_kinds_and_ours_read_by_pypaimon(sweep: Sweep, pypaimon: Pypaimon,
+                                                              rust: PypaimonRust, tmp_path: Path) -> None:
+    """Compaction, a tag, expiry and orphan removal on the peers' tables, and the same kinds written
+    by us: pypaimon reads each table and the tag as we do; pypaimon-rust reads its own tables back."""
+    cat = _copy(sweep, tmp_path)
+    expected: dict[str, list[dict[str, Any]]] = {}
+    history = cat.get_table("db.history")
+    stale = history.remove_orphan_files(older_than=timedelta(0)).paths  # pypaimon's rollback left them
+    assert any("/bucket-0/data-" in p for p in stale) and any("manifest-list-" in p for p in stale)
+    for name in [*KINDS, "history", "evolved", *(f"rust_{k}" for k in RUST_KINDS)]:
+        t = cat.get_table(f"db.{name}")
+        before = _rows(t.to_arrow())
+        _maintain(t)
+        t = t.refresh()
+        expected[name] = _rows(t.to_arrow())
+        assert expected[name] == _rows(t.to_arrow(tag="ours")), name
+        if name not in ("first_row", "rust_first_row", "rust_dv"):  # these read their level-0 rows only now
+            assert expected[name] == before, name
+        assert sum(t.health().column("row_count").to_pylist()) == len(expected[name]), name
+    # the consumer keeps snapshot 2 and pypaimon's tags keep snapshot 1
+    assert [s.id for s in history.refresh().snapshots()] == [2, 3]
+    assert expected["first_row"] == [{"id": 1, "a": 10, "s": "x"}, {"id": 2, "a": 20, "s": None},
+                                     {"id": 3, "a": None, "s": "z"}, {"id": 4, "a": 7, "s": None}]
+    for name, options in KINDS.items():
+        t = cat.create_table(f"db.ours_{name}", SCHEMA, primary_keys=["id"], options={"bucket": "1", **options})
+        for w in WRITES:
+            t.write_arrow(w)
+        expected[f"ours_{name}"] = _rows(t.to_arrow())
+        assert expected[f"ours_{name}"] == expected[name] or name == "first_row", name
+    reads = {name: {"table": f"db.{name}"} for name in expected}
+    reads |= {f"{name}@ours": {"table": f"db.{name}", "tag": "ours"} for name in expected if "ours_" not in name}
+    StepsPaimon(pypaimon.python).steps(tmp_path / "warehouse", sweep.work, _reads(tmp_path, reads))
+    for key in reads:
+        assert _rows(read_ipc(tmp_path / f"read-{key}.arrow")) == expected[key.partition("@")[0]], key
+    for name in ("first_row", "dv"):
+        got = rust.read_rows(tmp_path / "warehouse", f"db.rust_{name}")
+        assert _rows(pa.Table.from_pylist(got, schema=SCHEMA)) == expected[f"rust_{name}"], name
+
+
+OPERATIONS: dict[str, Callable[[Table], object]] = {
+    "read": lambda t: t.to_arrow(),
+    "write": lambda t: t.write_arrow(pa.table({"id": pa.array([9], pa.int64())})),
+    "compact": lambda t: t.compact(full=True),
+    "rollback": lambda t: t.rollback_to(snapshot_id=1),  # (Paimon's rollback deletes later tags)
+    "tag": lambda t: t.create_tag("ours"),
+    "health": lambda t: t.health(),
+    "expire": lambda t: t.expire_snapshots(retain_min=1, older_than=timedelta(0)),
+    "orphans": lambda t: t.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True),
+}
+# what each kind refuses; the rest runs. A file format we cannot read or write blocks what reads or
+# writes data files; expiry, orphan removal and rollback only follow manifests, which name every
+# file whatever its format. An option we do not know blocks everything but a tag and the
+# manifest-only health report (lake_assets.table_support).
+REFUSED_OPS = {"row_format": {"read", "write", "compact"},
+               "map_shredding": {"read", "write", "compact", "rollback", "expire", "orphans"}}
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_kinds_we_do_not_implement_are_refused_where_they_matter(sweep: Sweep, pypaimon: Pypaimon,
+                                                                 tmp_path: Path) -> None:
+    """Each refused operation names the property and changes no byte; what runs leaves a table
+    pypaimon reads: the ``row`` table rolled back to its first commit and tagged there."""
+    cat = _copy(sweep, tmp_path)
+    for name, refused in REFUSED_OPS.items():
+        table_dir = tmp_path / "warehouse" / "db.db" / name
+        for op, run in OPERATIONS.items():
+            before = _tree(table_dir)
+            if op in refused:
+                with pytest.raises(UnsupportedFeatureError, match=REFUSED[name][3]):
+                    run(cat.get_table(f"db.{name}"))
+                assert _tree(table_dir) == before, (name, op)
+            else:
+                run(cat.get_table(f"db.{name}"))
+        health = cat.get_table(f"db.{name}").health()
+        assert sum(health.column("row_count").to_pylist()) == REFUSED[name][2].num_rows, name
+    assert [s.id for s in cat.get_table("db.row_format").snapshots()] == [1]
+    reads = {f"{name}{at}": {"table": f"db.{name}", **({"tag": "ours"} if at else {})}
+             for name in REFUSED for at in ("", "@ours")}
+    StepsPaimon(pypaimon.python).steps(tmp_path / "warehouse", sweep.work, _reads(tmp_path, reads))
+    theirs = {key: read_ipc(tmp_path / f"read-{key}.arrow") for key in reads}
+    assert _rows(theirs["row_format"]) == _rows(WRITES[0])
+    assert _rows(theirs["row_format@ours"]) == _rows(WRITES[0])
+    assert theirs["map_shredding@ours"].to_pylist() == theirs["map_shredding"].to_pylist()
+    assert _rows(theirs["map_shredding"]) == _rows(REFUSED["map_shredding"][2])
