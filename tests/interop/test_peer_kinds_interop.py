@@ -46,6 +46,8 @@ KINDS: dict[str, dict[str, str]] = {
     "aggregation": {"merge-engine": "aggregation", "fields.a.aggregate-function": "sum",
                     "fields.s.aggregate-function": "listagg"},
     "sequence_field": {"sequence.field": "a"},
+    # a 1.x option (Java 0.9 ignores it): the smallest sequence wins, and a null one still loses
+    "sequence_descending": {"sequence.field": "a", "sequence.field.sort-order": "descending"},
     "changelog_input": {"changelog-producer": "input"},
 }
 RUST_KINDS = {**KINDS, "dv": {"deletion-vectors.enabled": "true"}}
@@ -162,6 +164,8 @@ def test_we_read_pypaimons_kinds_as_it_does(sweep: Sweep) -> None:
         assert _rows(ours) == _rows(theirs), key
     assert sweep.theirs["first_row"].num_rows == 0
     assert _rows(sweep.theirs["aggregation"])[0] == {"id": 1, "a": 16, "s": "x,w"}
+    assert _rows(sweep.theirs["sequence_descending"])[1:3] == [{"id": 2, "a": 20, "s": None},
+                                                              {"id": 3, "a": None, "s": "z"}]
     assert set(cat.get_table("db.history").tags()) == {"t1r", "t2"}
 
 
