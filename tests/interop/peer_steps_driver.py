@@ -5,7 +5,8 @@ file in one process, so a test module pays for one pypaimon process per batch of
 * ``{"op": "write", "table": "db.t", "data": "<ipc>"}`` - one batch write and commit
 * ``{"op": "alter", "table": "db.t", "changes": [["add", name, TYPE] | ["rename", old, new] | ["drop", name]]}``
   - ``catalog.alter_table``, one schema per change
-* ``{"op": "tag", "table": "db.t", "tag": name, "snapshot_id": n}``, ``{"op": "rename_tag", "table": "db.t",
+* ``{"op": "tag", "table": "db.t", "tag": name, "snapshot_id": n, "time_retained": "1 h" | null}``,
+  ``{"op": "rename_tag", "table": "db.t",
   "tag": old, "to": new}``, ``{"op": "replace_tag", "table": "db.t", "tag": name, "snapshot_id": n}``
 * ``{"op": "consumer", "table": "db.t", "id": name, "next_snapshot": n}`` - pypaimon's consumer file
 * ``{"op": "rollback", "table": "db.t", "to": n | name}`` - pypaimon's ``rollback_to``
@@ -84,7 +85,7 @@ def _step(cat: Any, step: dict[str, Any]) -> None:
     if op == "read":
         _read(table, step)
     elif op == "tag":
-        table.create_tag(step["tag"], step["snapshot_id"])
+        table.create_tag(step["tag"], step["snapshot_id"], time_retained=step.get("time_retained"))
     elif op == "rename_tag":
         table.rename_tag(step["tag"], step["to"])
     elif op == "replace_tag":

@@ -2,11 +2,12 @@
 read and maintained by lake_assets, and what the peers read back.
 
 The peers write primary-key tables with each merge engine they implement on write (first-row,
-partial-update, aggregation), ``sequence.field``, ``changelog-producer = input`` and deletion
-vectors (pypaimon-rust); pypaimon also evolves a schema through ``alter_table`` and leaves a history
-of its own tag renames and replacements, a consumer and a rollback. lake_assets reads each as the
-peer does, compacts, tags, expires and removes orphans, and the peer reads the result; the same
-kinds written by lake_assets are read by pypaimon. The kinds pypaimon writes that lake_assets does
+partial-update, aggregation), ``sequence.field`` (ascending and descending), ``changelog-producer =
+input`` and deletion vectors (pypaimon-rust); pypaimon also evolves a schema through
+``alter_table`` and leaves a history of its own tag renames and replacements, a tag with its own
+retention, a consumer and a rollback. lake_assets reads each as the peer does, compacts, tags,
+expires and removes orphans, and the peer reads the result; the same kinds written by lake_assets
+are read by pypaimon. The kinds pypaimon writes that lake_assets does
 not implement (the ``row`` file format, shared-shredding MAP columns) are refused by every
 operation without a byte changing.
 
@@ -122,6 +123,8 @@ def sweep(pypaimon: Pypaimon, rust: PypaimonRust, tmp_path_factory: pytest.TempP
         {"op": "rename_tag", "table": "db.history", "tag": "t1", "to": "t1r"},
         {"op": "replace_tag", "table": "db.history", "tag": "t2", "snapshot_id": 1},
         {"op": "consumer", "table": "db.history", "id": "c1", "next_snapshot": 2},
+        # a tag with its own retention, long past at our first commit (Paimon's committer expires it)
+        {"op": "tag", "table": "db.history", "tag": "short", "snapshot_id": 1, "time_retained": "1 ms"},
         {"op": "rollback", "table": "db.history", "to": 2},
     ]
     for name, (refused_schema, options, rows, _) in REFUSED.items():
@@ -166,7 +169,7 @@ def test_we_read_pypaimons_kinds_as_it_does(sweep: Sweep) -> None:
     assert _rows(sweep.theirs["aggregation"])[0] == {"id": 1, "a": 16, "s": "x,w"}
     assert _rows(sweep.theirs["sequence_descending"])[1:3] == [{"id": 2, "a": 20, "s": None},
                                                               {"id": 3, "a": None, "s": "z"}]
-    assert set(cat.get_table("db.history").tags()) == {"t1r", "t2"}
+    assert set(cat.get_table("db.history").tags()) == {"t1r", "t2", "short"}
 
 
 def test_we_read_rusts_kinds_as_it_does(sweep: Sweep, rust: PypaimonRust) -> None:
@@ -206,8 +209,10 @@ def test_maintenance_of_their_kinds_and_ours_read_by_pypaimon(sweep: Sweep, pypa
         if name not in ("first_row", "rust_first_row", "rust_dv"):  # these read their level-0 rows only now
             assert expected[name] == before, name
         assert sum(t.health().column("row_count").to_pylist()) == len(expected[name]), name
-    # the consumer keeps snapshot 2 and pypaimon's tags keep snapshot 1
+    # the consumer keeps snapshot 2 and pypaimon's tags keep snapshot 1; its tag past its own
+    # retention went at our compaction's commit, as Paimon's committer deletes it
     assert [s.id for s in history.refresh().snapshots()] == [2, 3]
+    assert set(history.tags()) == {"t1r", "t2", "ours"}
     assert expected["first_row"] == [{"id": 1, "a": 10, "s": "x"}, {"id": 2, "a": 20, "s": None},
                                      {"id": 3, "a": None, "s": "z"}, {"id": 4, "a": 7, "s": None}]
     for name, options in KINDS.items():

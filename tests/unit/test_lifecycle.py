@@ -162,6 +162,23 @@ def test_automatic_tags_per_period_and_retention(tmp_path, monkeypatch):
     assert list(t.tags()) == ["manual"]
 
 
+def test_a_tag_past_its_own_retention_expires_at_the_next_commit_without_options(tmp_path):
+    """Paimon's committer runs TagTimeExpire at every commit (0.9 to HEAD), whatever the options: a
+    tag created with a retention (``create_tag(time_retained=...)``, Java's procedure, pypaimon's)
+    goes once it has passed; tags without one stay, and a branch's commit touches no tag."""
+    t = _table(tmp_path, {})
+    t.write_arrow(pa.table({"id": [1], "dt": ["a"]}))
+    t.create_tag("short", time_retained=dt.timedelta(milliseconds=1))
+    t.create_tag("long", time_retained=dt.timedelta(days=1))
+    t.create_tag("plain")
+    t.create_branch("dev", tag="plain")
+    branch = Catalog(str(tmp_path / "wh")).get_table("db.t$branch_dev")
+    branch.write_arrow(pa.table({"id": [2], "dt": ["a"]}))
+    assert sorted(t.tags()) == ["long", "plain", "short"]
+    t.write_arrow(pa.table({"id": [3], "dt": ["a"]}))
+    assert sorted(t.tags()) == ["long", "plain"]
+
+
 def test_options_no_longer_unknown(tmp_path):
     t = _table(tmp_path, {"partition.expiration-time": "7 d", "partition.expiration-check-interval": "1 h",
                           "partition.timestamp-pattern": "$dt", "partition.timestamp-formatter": "yyyy-MM-dd",
