@@ -27,7 +27,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from lake_assets import Catalog, UnsupportedFeatureError
+from lake_assets import Catalog, OptionError, UnsupportedFeatureError
 from lake_assets.table import Table
 
 from .paimon import Pypaimon, PypaimonRust, canonical, read_ipc, write_ipc
@@ -279,3 +279,64 @@ def test_kinds_we_do_not_implement_are_refused_where_they_matter(sweep: Sweep, p
     assert _rows(theirs["row_format@ours"]) == _rows(WRITES[0])
     assert theirs["map_shredding@ours"].to_pylist() == theirs["map_shredding"].to_pylist()
     assert _rows(theirs["map_shredding"]) == _rows(REFUSED["map_shredding"][2])
+
+
+RUST_HISTORY = [
+    "CREATE SCHEMA IF NOT EXISTS paimon.db",
+    "CREATE TABLE paimon.db.ap (id BIGINT, p STRING, v STRING) PARTITIONED BY (p)",
+    "INSERT INTO paimon.db.ap VALUES (1, 'a', 'x'), (2, 'b', 'y'), (3, 'a', 'z')",  # 1
+    "DELETE FROM paimon.db.ap WHERE id = 1",  # 2: copy-on-write, an OVERWRITE of p=a
+    "CALL sys.create_tag(table => 'db.ap', tag => 't1')",
+    "UPDATE paimon.db.ap SET v = 'u' WHERE id = 2",  # 3
+    "INSERT OVERWRITE paimon.db.ap PARTITION (p = 'b') VALUES (9, 'n')",  # 4
+    "ALTER TABLE paimon.db.ap RENAME COLUMN v TO v2",
+    "ALTER TABLE paimon.db.ap DROP COLUMN v2",
+    "ALTER TABLE paimon.db.ap ADD COLUMN w INT",
+    "ALTER TABLE paimon.db.ap ALTER COLUMN w TYPE BIGINT",
+    "INSERT INTO paimon.db.ap VALUES (4, 'c', 40)",  # 5
+    "INSERT INTO paimon.db.ap VALUES (5, 'c', 50)",  # 6
+    "CALL sys.rollback_to(table => 'db.ap', snapshot_id => 5)",  # snapshot 6's file stays behind
+    # pypaimon-rust accepts what Java's SchemaValidation refuses at ALTER ("snapshot.num-retained.min
+    # should not be larger than snapshot.num-retained.max", 0.9 to HEAD): the default min is 10
+    "CREATE TABLE paimon.db.bad (id BIGINT)",
+    "INSERT INTO paimon.db.bad VALUES (1)",
+    "ALTER TABLE paimon.db.bad SET TBLPROPERTIES ('snapshot.num-retained.max' = '5')",
+]
+
+
+def test_rusts_sql_history_of_an_append_table(rust: PypaimonRust, pypaimon: Pypaimon, tmp_path: Path) -> None:
+    """pypaimon-rust's copy-on-write DELETE and UPDATE, a partition overwrite, every ALTER TABLE it
+    has, its create_tag and rollback_to procedures: every snapshot and the tag read alike by us and
+    pypaimon; compaction, expiry and orphan removal (the rolled-back file) leave what both peers read.
+    A table carrying options Java refuses together is refused by name, nothing changed."""
+    wh = tmp_path / "wh"
+    rust.sql(wh, *RUST_HISTORY)
+    cat = Catalog(str(wh))
+    t = cat.get_table("db.ap")
+    assert [s.id for s in t.snapshots()] == [1, 2, 3, 4, 5] and list(t.tags()) == ["t1"]
+    reads = {f"ap@{sid}": {"table": "db.ap", "snapshot_id": sid} for sid in range(1, 6)}
+    reads |= {"ap@t1": {"table": "db.ap", "tag": "t1"}, "ap": {"table": "db.ap"}}
+    StepsPaimon(pypaimon.python).steps(wh, tmp_path, _reads(tmp_path, reads))
+    for key in reads:
+        at = key.partition("@")[2]
+        ours = t.to_arrow(tag=at) if at == "t1" else t.to_arrow(snapshot_id=int(at)) if at else t.to_arrow()
+        theirs = read_ipc(tmp_path / f"read-{key}.arrow")
+        assert ours.schema.names == theirs.schema.names and _rows(ours) == _rows(theirs), key
+    latest = _rows(t.to_arrow())
+    assert latest == [{"id": 3, "p": "a", "w": None}, {"id": 4, "p": "c", "w": 40}, {"id": 9, "p": "b", "w": None}]
+    left = t.remove_orphan_files(older_than=timedelta(0)).paths
+    assert len([p for p in left if "/p=c/" in p]) == 1  # the rolled-back snapshot 6's data file
+    t.write_arrow(pa.table({"id": [6], "p": ["c"], "w": [60]}, schema=t.arrow_schema))
+    _maintain(t)
+    t = t.refresh()
+    after = _rows(t.to_arrow())
+    assert after == _rows(pa.Table.from_pylist([*latest, {"id": 6, "p": "c", "w": 60}]))
+    assert after == _rows(pa.Table.from_pylist(rust.read_rows(wh, "db.ap")))
+    assert _rows(t.to_arrow(tag="t1")) == [{"id": 2, "p": "b", "v": "y"}, {"id": 3, "p": "a", "v": "z"}]
+    assert not any("/p=c/" in p for p in t.remove_orphan_files(older_than=timedelta(0)).paths)
+    bad = wh / "db.db" / "bad"
+    before = _tree(bad)
+    assert rust.read_rows(wh, "db.bad") == [{"id": 1}]
+    with pytest.raises(OptionError, match=r"snapshot\.num-retained\.max=5 is below snapshot\.num-retained\.min=10"):
+        cat.get_table("db.bad")
+    assert _tree(bad) == before
