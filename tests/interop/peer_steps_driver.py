@@ -10,7 +10,13 @@ file in one process, so a test module pays for one pypaimon process per batch of
   "tag": old, "to": new}``, ``{"op": "replace_tag", "table": "db.t", "tag": name, "snapshot_id": n}``
 * ``{"op": "consumer", "table": "db.t", "id": name, "next_snapshot": n}`` - pypaimon's consumer file
 * ``{"op": "rollback", "table": "db.t", "to": n | name}`` - pypaimon's ``rollback_to``
-* ``{"op": "read", "table": "db.t", "out": "<ipc>", "snapshot_id": n | null, "tag": name | null}``
+* ``{"op": "upsert", "table": "db.t", "data": "<ipc>", "keys": [...], "columns": [...] | null}`` - a
+  data-evolution table's ``upsert_by_arrow_with_key`` (matched keys updated in place, the rest
+  appended), one commit
+* ``{"op": "update_where", "table": "db.t", "column": c, "equals": v, "set": {c: v}}`` - its
+  ``update_by_predicate``, one commit
+* ``{"op": "read", "table": "db.t", "out": "<ipc>", "snapshot_id": n | null, "tag": name | null,
+  "columns": [...] | null}``
 
 A step with ``"errors": "<json path>"`` does not stop the run when it fails: its exception's type and
 message are appended to that file (a list), so a test pins what pypaimon refuses. Never imports
@@ -59,6 +65,8 @@ def _read(table: Any, step: dict[str, Any]) -> None:
     if step.get("tag") is not None:
         table = table.copy({"scan.tag-name": step["tag"]})
     builder = table.new_read_builder()
+    if step.get("columns"):
+        builder = builder.with_projection(step["columns"])
     result = builder.new_read().to_arrow(builder.new_scan().plan().splits())
     if result is None:
         from pypaimon.schema.data_types import PyarrowFieldParser
@@ -96,6 +104,20 @@ def _step(cat: Any, step: dict[str, Any]) -> None:
         table.consumer_manager().reset_consumer(step["id"], Consumer(next_snapshot=step["next_snapshot"]))
     elif op == "rollback":
         table.rollback_to(step["to"])
+    elif op in ("upsert", "update_where"):
+        builder = table.new_batch_write_builder()
+        update, commit = builder.new_update(), builder.new_commit()
+        try:
+            if op == "upsert":
+                if step.get("columns"):
+                    update = update.with_update_type(step["columns"])
+                messages = update.upsert_by_arrow_with_key(_read_ipc(step["data"]), step["keys"])
+            else:
+                predicate = update.new_predicate_builder().equal(step["column"], step["equals"])
+                messages = update.update_by_predicate(predicate, step["set"])
+            commit.commit(messages)
+        finally:
+            commit.close()
     elif op == "write":
         builder = table.new_batch_write_builder()
         writer, commit = builder.new_write(), builder.new_commit()

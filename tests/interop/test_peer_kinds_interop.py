@@ -5,7 +5,8 @@ The peers write primary-key tables with each merge engine they implement on writ
 partial-update, aggregation), ``sequence.field`` (ascending and descending), ``changelog-producer =
 input`` and deletion vectors (pypaimon-rust); pypaimon also evolves a schema through
 ``alter_table`` and leaves a history of its own tag renames and replacements, a tag with its own
-retention, a consumer and a rollback. lake_assets reads each as the peer does, compacts, tags,
+retention, a consumer and a rollback, and changes a data-evolution table through its key upsert
+and predicate update. lake_assets reads each as the peer does, compacts, tags,
 expires and removes orphans, and the peer reads the result; the same kinds written by lake_assets
 are read by pypaimon. The kinds pypaimon writes that lake_assets does
 not implement (the ``row`` file format, shared-shredding MAP columns) are refused by every
@@ -55,6 +56,7 @@ RUST_KINDS = {**KINDS, "dv": {"deletion-vectors.enabled": "true"}}
 EVOLVED = [pa.table({"id": [2, 4], "s2": ["b", "d"], "n": [1.5, 2.5]},
                     schema=pa.schema([pa.field("id", pa.int64(), nullable=False), ("s2", pa.string()),
                                       ("n", pa.float64())]))]
+EVOLVING = ["id", "p", "v", "n", "_ROW_ID"]
 MAP_SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("m", pa.map_(pa.string(), pa.int64()))])
 # kinds pypaimon writes that lake_assets refuses: name -> (schema, options, rows, what the refusal names)
 REFUSED: dict[str, tuple[pa.Schema, dict[str, str], pa.Table, str]] = {
@@ -127,12 +129,27 @@ def sweep(pypaimon: Pypaimon, rust: PypaimonRust, tmp_path_factory: pytest.TempP
         {"op": "tag", "table": "db.history", "tag": "short", "snapshot_id": 1, "time_retained": "1 ms"},
         {"op": "rollback", "table": "db.history", "to": 2},
     ]
+    # a data-evolution table changed through pypaimon's key upsert and predicate update
+    de_schema = pa.schema([("id", pa.int64()), ("p", pa.string()), ("v", pa.string()), ("n", pa.int64())])
+    steps += [
+        {"op": "create", "table": "db.evolving", "schema": _ipc(s.work, "de", de_schema),
+         "options": {"row-tracking.enabled": "true", "data-evolution.enabled": "true"}},
+        {"op": "write", "table": "db.evolving", "data": _ipc(s.work, "de0", pa.table(
+            {"id": [1, 2, 3], "p": ["a", "a", "b"], "v": ["x", "y", "z"], "n": [1, 2, 3]}, schema=de_schema))},
+        {"op": "upsert", "table": "db.evolving", "keys": ["id"], "data": _ipc(s.work, "de1", pa.table(
+            {"id": [2, 4], "p": ["a", "a"], "v": ["Y", "new"], "n": [20, 40]}, schema=de_schema))},
+        {"op": "upsert", "table": "db.evolving", "keys": ["id"], "columns": ["v"], "data": _ipc(s.work, "de2", pa.table(
+            {"id": [3, 5], "p": ["b", "b"], "v": ["Z", "five"]}))},
+        {"op": "update_where", "table": "db.evolving", "column": "id", "equals": 1, "set": {"n": 100}},
+    ]
     for name, (refused_schema, options, rows, _) in REFUSED.items():
         steps += [{"op": "create", "table": f"db.{name}", "schema": _ipc(s.work, name, refused_schema),
                    "options": options},
                   {"op": "write", "table": f"db.{name}", "data": _ipc(s.work, f"{name}-rows", rows)}]
     steps.append({"op": "write", "table": "db.row_format", "data": writes[1]})
     reads = {name: {"table": f"db.{name}"} for name in [*KINDS, "history", "evolved"]}
+    reads |= {f"evolving@{sid}": {"table": "db.evolving", "snapshot_id": sid, "columns": EVOLVING}
+              for sid in range(1, 5)}
     reads |= {"history@t1r": {"table": "db.history", "tag": "t1r"}, "history@t2": {"table": "db.history", "tag": "t2"},
               "evolved@1": {"table": "db.evolved", "snapshot_id": 1}}
     StepsPaimon(pypaimon.python).steps(s.warehouse, s.work, steps + _reads(s.work, reads))
@@ -162,7 +179,9 @@ def test_we_read_pypaimons_kinds_as_it_does(sweep: Sweep) -> None:
     for key, theirs in sweep.theirs.items():
         name, _, at = key.partition("@")
         t = cat.get_table(f"db.{name}")
-        ours = (t.to_arrow(tag=at) if at.startswith("t") else t.to_arrow(snapshot_id=int(at))) if at else t.to_arrow()
+        columns = EVOLVING if name == "evolving" else None
+        ours = ((t.to_arrow(tag=at) if at.startswith("t") else t.to_arrow(snapshot_id=int(at), columns=columns))
+                if at else t.to_arrow())
         assert ours.schema.names == theirs.schema.names, key
         assert _rows(ours) == _rows(theirs), key
     assert sweep.theirs["first_row"].num_rows == 0
@@ -170,6 +189,10 @@ def test_we_read_pypaimons_kinds_as_it_does(sweep: Sweep) -> None:
     assert _rows(sweep.theirs["sequence_descending"])[1:3] == [{"id": 2, "a": 20, "s": None},
                                                               {"id": 3, "a": None, "s": "z"}]
     assert set(cat.get_table("db.history").tags()) == {"t1r", "t2", "short"}
+    assert _rows(sweep.theirs["evolving@4"]) == [
+        {"id": 1, "p": "a", "v": "x", "n": 100, "_ROW_ID": 0}, {"id": 2, "p": "a", "v": "Y", "n": 20, "_ROW_ID": 1},
+        {"id": 3, "p": "b", "v": "Z", "n": 3, "_ROW_ID": 2}, {"id": 4, "p": "a", "v": "new", "n": 40, "_ROW_ID": 3},
+        {"id": 5, "p": "b", "v": "five", "n": None, "_ROW_ID": 4}]
 
 
 def test_we_read_rusts_kinds_as_it_does(sweep: Sweep, rust: PypaimonRust) -> None:
