@@ -4,13 +4,14 @@ read and maintained by lake_assets, and what the peers read back.
 The peers write primary-key tables with each merge engine they implement on write (first-row,
 partial-update, aggregation), ``sequence.field`` (ascending and descending), ``changelog-producer =
 input`` and deletion vectors (pypaimon-rust); pypaimon also evolves a schema through
-``alter_table`` and leaves a history of its own tag renames and replacements, a tag with its own
+``alter_table``, leaves a history of its own tag renames and replacements, a tag with its own
 retention, a consumer and a rollback, and changes a data-evolution table through its key upsert
-and predicate update. lake_assets reads each as the peer does, compacts, tags,
+and predicate update; pypaimon-rust's SQL deletes, updates, overwrites and alters an append table
+and runs its tag and rollback procedures. lake_assets reads each as the peer does, compacts, tags,
 expires and removes orphans, and the peer reads the result; the same kinds written by lake_assets
-are read by pypaimon. The kinds pypaimon writes that lake_assets does
-not implement (the ``row`` file format, shared-shredding MAP columns) are refused by every
-operation without a byte changing.
+are read by pypaimon. What pypaimon writes that lake_assets does not implement (the ``row`` file
+format, shared-shredding MAP columns) is refused, naming it, by each operation it would matter to,
+without a byte changing.
 
 One pypaimon process writes everything, one reads everything back (``peer_steps_driver.py``).
 """
