@@ -29,8 +29,9 @@ def after_commit(store: FileStore, snapshot_id: int) -> None:
             # tag made with its own retention (Java's create_tag procedure, pypaimon's
             # create_tag(time_retained=...), Table.create_tag's) expires then. One listing when
             # the table has no tag. A branch's commit leaves tags alone: Paimon's expires main's
-            # tags then (its tag manager is main's), which a branch's writer should not touch.
-            if store.paths.branch is None and store.tag_manager().names():
+            # tags then (its tag manager is main's), which a branch's writer should not touch. A
+            # write-only table's committer has no tag expiry in Paimon (0.9 to HEAD), nor here.
+            if not opts.write_only and store.paths.branch is None and store.tag_manager().names():
                 expire_tags(store)
             return
         snap = store.snapshot_manager.try_snapshot(snapshot_id)

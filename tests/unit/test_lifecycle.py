@@ -165,7 +165,8 @@ def test_automatic_tags_per_period_and_retention(tmp_path, monkeypatch):
 def test_a_tag_past_its_own_retention_expires_at_the_next_commit_without_options(tmp_path):
     """Paimon's committer runs TagTimeExpire at every commit (0.9 to HEAD), whatever the options: a
     tag created with a retention (``create_tag(time_retained=...)``, Java's procedure, pypaimon's)
-    goes once it has passed; tags without one stay, and a branch's commit touches no tag."""
+    goes once it has passed; tags without one stay, and a branch's or a write-only table's commit
+    touches no tag."""
     t = _table(tmp_path, {})
     t.write_arrow(pa.table({"id": [1], "dt": ["a"]}))
     t.create_tag("short", time_retained=dt.timedelta(milliseconds=1))
@@ -177,6 +178,14 @@ def test_a_tag_past_its_own_retention_expires_at_the_next_commit_without_options
     assert sorted(t.tags()) == ["long", "plain", "short"]
     t.write_arrow(pa.table({"id": [3], "dt": ["a"]}))
     assert sorted(t.tags()) == ["long", "plain"]
+    # a write-only table's commits expire no tag (Paimon's committer of one has no tag manager)
+    cat = Catalog(str(tmp_path / "wh"))
+    w = cat.create_table("db.w", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                         options={"bucket": "1", "write-only": "true"})
+    w.write_arrow(pa.table({"id": [1], "dt": ["a"]}))
+    w.create_tag("short", time_retained=dt.timedelta(milliseconds=1))
+    w.write_arrow(pa.table({"id": [2], "dt": ["a"]}))
+    assert list(w.tags()) == ["short"]
 
 
 def test_options_no_longer_unknown(tmp_path):
