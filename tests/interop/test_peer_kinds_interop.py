@@ -364,3 +364,30 @@ def test_rusts_sql_history_of_an_append_table(rust: PypaimonRust, pypaimon: Pypa
     with pytest.raises(OptionError, match=r"snapshot\.num-retained\.max=5 is below snapshot\.num-retained\.min=10"):
         cat.get_table("db.bad")
     assert _tree(bad) == before
+
+
+def test_rust_misreads_avro_data_files_laid_out_as_javas(rust: PypaimonRust, pypaimon: Pypaimon,
+                                                         tmp_path: Path) -> None:
+    """Our Avro data files have Java 0.9's layout, a file schema ``["null", record]`` (docs/format.md
+    §7.1, checked against Java's own files): pypaimon reads them as we do. pypaimon-rust 0.4 does
+    not: it reads every value of such a file as null, and fails on a NOT NULL column ("declared as
+    non-nullable but contains null values"). Its bug, pinned here; the layout stays Java's."""
+    import fastavro
+
+    wh = tmp_path / "wh"
+    cat = Catalog(str(wh))
+    cat.create_database("db")
+    nullable = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    cat.create_table("db.nullable", nullable, options={"file.format": "avro"}).write_arrow(
+        pa.table({"id": [1, 2, None], "v": ["x", None, "z"]}, schema=nullable))
+    keyed = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    pk = cat.create_table("db.keyed", keyed, primary_keys=["id"], options={"bucket": "1", "file.format": "avro"})
+    pk.write_arrow(pa.table({"id": [1, 2], "v": ["x", None]}, schema=keyed))
+    (data_file,) = (wh / "db.db" / "nullable" / "bucket-0").glob("data-*.avro")
+    with data_file.open("rb") as f:
+        assert json.loads(fastavro.reader(f).metadata["avro.schema"])[0] == "null"
+    for name in ("nullable", "keyed"):
+        assert _rows(pypaimon.read(wh, f"db.{name}")) == _rows(cat.get_table(f"db.{name}").to_arrow()), name
+    assert rust.read_rows(wh, "db.nullable") == [{"id": None, "v": None}] * 3
+    with pytest.raises(AssertionError, match="declared as non-nullable but contains null values"):
+        rust.read_rows(wh, "db.keyed")
