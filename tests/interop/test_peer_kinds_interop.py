@@ -216,8 +216,9 @@ def _maintain(t: Table) -> None:
 
 def test_maintenance_of_their_kinds_and_ours_read_by_pypaimon(sweep: Sweep, pypaimon: Pypaimon,
                                                               rust: PypaimonRust, tmp_path: Path) -> None:
-    """Compaction, a tag, expiry and orphan removal on the peers' tables, and the same kinds written
-    by us: pypaimon reads each table and the tag as we do; pypaimon-rust reads its own tables back."""
+    """Compaction, a tag, expiry and orphan removal on the peers' tables (and a rollback to
+    pypaimon's tag), and the same kinds written by us: pypaimon reads each table and the tag as we
+    do; pypaimon-rust reads its own tables back."""
     cat = _copy(sweep, tmp_path)
     expected: dict[str, list[dict[str, Any]]] = {}
     history = cat.get_table("db.history")
@@ -237,6 +238,10 @@ def test_maintenance_of_their_kinds_and_ours_read_by_pypaimon(sweep: Sweep, pypa
     # retention went at our compaction's commit, as Paimon's committer deletes it
     assert [s.id for s in history.refresh().snapshots()] == [2, 3]
     assert set(history.tags()) == {"t1r", "t2", "ours"}
+    # back to pypaimon's renamed tag, whose snapshot expired: later snapshots and tags go, as Paimon's
+    history.rollback_to(tag="t1r")
+    expected["history"] = _rows(history.refresh().to_arrow())
+    assert expected["history"] == _rows(WRITES[0]) and set(history.tags()) == {"t1r", "t2"}
     assert expected["first_row"] == [{"id": 1, "a": 10, "s": "x"}, {"id": 2, "a": 20, "s": None},
                                      {"id": 3, "a": None, "s": "z"}, {"id": 4, "a": 7, "s": None}]
     for name, options in KINDS.items():
@@ -246,7 +251,8 @@ def test_maintenance_of_their_kinds_and_ours_read_by_pypaimon(sweep: Sweep, pypa
         expected[f"ours_{name}"] = _rows(t.to_arrow())
         assert expected[f"ours_{name}"] == expected[name] or name == "first_row", name
     reads = {name: {"table": f"db.{name}"} for name in expected}
-    reads |= {f"{name}@ours": {"table": f"db.{name}", "tag": "ours"} for name in expected if "ours_" not in name}
+    reads |= {f"{name}@ours": {"table": f"db.{name}", "tag": "ours"} for name in expected
+              if "ours_" not in name and name != "history"}
     StepsPaimon(pypaimon.python).steps(tmp_path / "warehouse", sweep.work, _reads(tmp_path, reads))
     for key in reads:
         assert _rows(read_ipc(tmp_path / f"read-{key}.arrow")) == expected[key.partition("@")[0]], key
