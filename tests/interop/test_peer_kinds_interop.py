@@ -256,9 +256,9 @@ def test_maintenance_of_their_kinds_and_ours_read_by_pypaimon(sweep: Sweep, pypa
     StepsPaimon(pypaimon.python).steps(tmp_path / "warehouse", sweep.work, _reads(tmp_path, reads))
     for key in reads:
         assert _rows(read_ipc(tmp_path / f"read-{key}.arrow")) == expected[key.partition("@")[0]], key
-    for name in ("first_row", "dv"):
-        got = rust.read_rows(tmp_path / "warehouse", f"db.rust_{name}")
-        assert _rows(pa.Table.from_pylist(got, schema=SCHEMA)) == expected[f"rust_{name}"], name
+    for name in ("rust_first_row", "rust_dv", "ours_sequence_descending"):
+        got = rust.read_rows(tmp_path / "warehouse", f"db.{name}")
+        assert _rows(pa.Table.from_pylist(got, schema=SCHEMA)) == expected[name], name
 
 
 OPERATIONS: dict[str, Callable[[Table], object]] = {
