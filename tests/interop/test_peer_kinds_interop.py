@@ -174,8 +174,8 @@ def _copy(sweep: Sweep, tmp_path: Path) -> Catalog:
 
 def test_we_read_pypaimons_kinds_as_it_does(sweep: Sweep) -> None:
     """Every kind, tag and evolved snapshot reads alike. A first-row table's uncompacted (level-0)
-    files are skipped by batch reads (Java's ``DataTableBatchScan`` skips level 0 for first-row), so
-    all readers read nothing before a compaction."""
+    files are skipped by batch reads (Java: ``batchScanSkipLevel0``, 0.9 to HEAD), so all readers
+    read nothing before a compaction."""
     cat = Catalog(str(sweep.warehouse))
     for key, theirs in sweep.theirs.items():
         name, _, at = key.partition("@")
