@@ -28,3 +28,15 @@ def test_each_engines_commit_expires_tags_past_their_own_retention(java: PaimonJ
     t.write_arrow(pa.table({"id": [3], "v": ["c"]}, schema=SCHEMA))
     assert sorted(t.tags()) == ["ours-plain"]  # and ours does too
     assert sorted(java.tags(wh, "db.t")) == ["ours-plain"]
+
+
+def test_no_commit_of_a_write_only_table_expires_tags(java: PaimonJava, tmp_path) -> None:
+    """Java 0.9's committer of a ``write-only`` table has no tag expiry; neither has ours."""
+    wh = str(tmp_path / "wh")
+    java.create_table(wh, "db.w", SCHEMA, primary_keys=["id"], options={"bucket": "1", "write-only": "true"})
+    java.write(wh, "db.w", pa.table({"id": [1], "v": ["a"]}, schema=SCHEMA))
+    t = Catalog(wh).get_table("db.w")
+    t.create_tag("short", time_retained=timedelta(milliseconds=1))
+    java.write(wh, "db.w", pa.table({"id": [2], "v": ["b"]}, schema=SCHEMA))
+    t.write_arrow(pa.table({"id": [3], "v": ["c"]}, schema=SCHEMA))
+    assert list(java.tags(wh, "db.w")) == ["short"] and list(t.tags()) == ["short"]
