@@ -10,8 +10,8 @@ and predicate update; pypaimon-rust's SQL deletes, updates, overwrites and alter
 and runs its tag and rollback procedures. lake_assets reads each as the peer does, compacts, tags,
 expires and removes orphans, and the peer reads the result; the same kinds written by lake_assets
 are read by pypaimon. What pypaimon writes that lake_assets does not implement (the ``row`` file
-format, shared-shredding MAP columns) is refused, naming it, by each operation it would matter to,
-without a byte changing.
+format, shared-shredding MAP columns, data files in external paths) is refused, naming it, by each
+operation it would matter to, without a byte changing.
 
 One pypaimon process writes everything, one reads everything back (``peer_steps_driver.py``).
 """
@@ -62,6 +62,9 @@ MAP_SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("m", pa.map
 # kinds pypaimon writes that lake_assets refuses: name -> (schema, options, rows, what the refusal names)
 REFUSED: dict[str, tuple[pa.Schema, dict[str, str], pa.Table, str]] = {
     "row_format": (SCHEMA, {"file.format": "row"}, WRITES[0], "file.format = 'row'"),
+    # data files in an external directory (the fixture adds data-file.external-paths)
+    "external": (SCHEMA, {"data-file.external-paths.strategy": "round-robin"}, WRITES[0],
+                 r"external (data file )?path"),
     "map_shredding": (MAP_SCHEMA, {"fields.m.map.storage-layout": "shared-shredding"},
                       pa.table({"id": [1, 2], "m": [[("a", 1)], [("b", 2), ("c", 3)]]}, schema=MAP_SCHEMA),
                       "fields.m.map.storage-layout"),
@@ -144,10 +147,12 @@ def sweep(pypaimon: Pypaimon, rust: PypaimonRust, tmp_path_factory: pytest.TempP
         {"op": "update_where", "table": "db.evolving", "column": "id", "equals": 1, "set": {"n": 100}},
     ]
     for name, (refused_schema, options, rows, _) in REFUSED.items():
+        if name == "external":
+            options = {**options, "data-file.external-paths": (root / "external").as_uri()}
         steps += [{"op": "create", "table": f"db.{name}", "schema": _ipc(s.work, name, refused_schema),
                    "options": options},
                   {"op": "write", "table": f"db.{name}", "data": _ipc(s.work, f"{name}-rows", rows)}]
-    steps.append({"op": "write", "table": "db.row_format", "data": writes[1]})
+    steps += [{"op": "write", "table": f"db.{name}", "data": writes[1]} for name in ("row_format", "external")]
     reads = {name: {"table": f"db.{name}"} for name in [*KINDS, "history", "evolved"]}
     reads |= {f"evolving@{sid}": {"table": "db.evolving", "snapshot_id": sid, "columns": EVOLVING}
               for sid in range(1, 5)}
@@ -265,18 +270,22 @@ OPERATIONS: dict[str, Callable[[Table], object]] = {
     "read": lambda t: t.to_arrow(),
     "write": lambda t: t.write_arrow(pa.table({"id": pa.array([9], pa.int64())})),
     "compact": lambda t: t.compact(full=True),
+    # what expiry would delete (it keeps the snapshot rolled back to next)
+    "expire": lambda t: t.expire_snapshots(retain_min=1, older_than=timedelta(0), dry_run=True),
+    "orphans": lambda t: t.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True),
     "rollback": lambda t: t.rollback_to(snapshot_id=1),  # (Paimon's rollback deletes later tags)
     "tag": lambda t: t.create_tag("ours"),
     "health": lambda t: t.health(),
-    "expire": lambda t: t.expire_snapshots(retain_min=1, older_than=timedelta(0)),
-    "orphans": lambda t: t.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True),
 }
 # what each kind refuses; the rest runs. A file format we cannot read or write blocks what reads or
 # writes data files; expiry, orphan removal and rollback only follow manifests, which name every
 # file whatever its format. An option we do not know blocks everything but a tag and the
 # manifest-only health report (lake_assets.table_support).
 REFUSED_OPS = {"row_format": {"read", "write", "compact"},
-               "map_shredding": {"read", "write", "compact", "rollback", "expire", "orphans"}}
+               "map_shredding": {"read", "write", "compact", "rollback", "expire", "orphans"},
+               # its files name their external path: reads, expiry and orphan removal refuse them;
+               # a rollback deletes no data file, so it runs
+               "external": {"read", "write", "compact", "expire", "orphans"}}
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -286,7 +295,8 @@ def _tree(root: Path) -> dict[str, bytes]:
 def test_kinds_we_do_not_implement_are_refused_where_they_matter(sweep: Sweep, pypaimon: Pypaimon,
                                                                  tmp_path: Path) -> None:
     """Each refused operation names the property and changes no byte; what runs leaves a table
-    pypaimon reads: the ``row`` table rolled back to its first commit and tagged there."""
+    pypaimon reads: the ``row`` and external-path tables rolled back to their first commit and
+    tagged there (the rollback deletes no data file, none outside the table above all)."""
     cat = _copy(sweep, tmp_path)
     for name, refused in REFUSED_OPS.items():
         table_dir = tmp_path / "warehouse" / "db.db" / name
@@ -301,12 +311,15 @@ def test_kinds_we_do_not_implement_are_refused_where_they_matter(sweep: Sweep, p
         health = cat.get_table(f"db.{name}").health()
         assert sum(health.column("row_count").to_pylist()) == REFUSED[name][2].num_rows, name
     assert [s.id for s in cat.get_table("db.row_format").snapshots()] == [1]
+    assert [s.id for s in cat.get_table("db.external").snapshots()] == [1]
+    assert len(list((sweep.warehouse.parent / "external").rglob("*.parquet"))) == 2  # none deleted
     reads = {f"{name}{at}": {"table": f"db.{name}", **({"tag": "ours"} if at else {})}
              for name in REFUSED for at in ("", "@ours")}
     StepsPaimon(pypaimon.python).steps(tmp_path / "warehouse", sweep.work, _reads(tmp_path, reads))
     theirs = {key: read_ipc(tmp_path / f"read-{key}.arrow") for key in reads}
     assert _rows(theirs["row_format"]) == _rows(WRITES[0])
     assert _rows(theirs["row_format@ours"]) == _rows(WRITES[0])
+    assert _rows(theirs["external"]) == _rows(theirs["external@ours"]) == _rows(WRITES[0])
     assert theirs["map_shredding@ours"].to_pylist() == theirs["map_shredding"].to_pylist()
     assert _rows(theirs["map_shredding"]) == _rows(REFUSED["map_shredding"][2])
 
