@@ -40,6 +40,9 @@ class TableMaintenance(StoreView):
     def create_tag(self, name: str, snapshot_id: int | None = None, *, time_retained: timedelta | None = None) -> Tag:
         """Tag a snapshot (default: the latest). Tagged snapshots' files survive expiration.
 
+        With ``time_retained`` the tag is deleted by the first commit after that time has passed
+        (Paimon's tag expiry, which its committers and lake_assets' run at every commit).
+
         Raises `SnapshotNotFoundError` (and leaves no tag) when an expiration is removing, or has
         removed, the snapshot; `AlreadyExistsError` when another tag has the name.
         """

@@ -172,6 +172,12 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
         "data-file.external-paths": (bool, "writing data files to external paths is not implemented",
                                      frozenset({Op.WRITE, Op.COMPACT})),
     }
+    # how Paimon 1.1+'s writers spread new files over those paths (.weights: HEAD): they shape only
+    # where new files go; a file already in an external path names it in its manifest entry, which
+    # reads and expiry refuse per file (`entry_refusals`, `FileStore.data_file_path`)
+    for suffix in ("strategy", "specific-fs", "weights"):
+        feature[f"data-file.external-paths.{suffix}"] = (
+            bool, "placing data files in external paths is not implemented", frozenset({Op.WRITE, Op.COMPACT}))
     for key in SCAN_POSITION_KEYS:
         feature[key] = (bool, "Paimon readers start from this stored position, lake_assets' reads do not",
                         READS)

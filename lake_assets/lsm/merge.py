@@ -98,9 +98,10 @@ def sort_for_merge(
 ) -> pa.Table:
     """Sort by key, then user sequence fields, then ``_SEQUENCE_NUMBER`` (oldest first)."""
     seq_order = "descending" if sequence_descending else "ascending"
-    # User sequence fields may be null: nulls are the oldest (Paimon compares null as smallest).
+    # User sequence fields may be null: a null is the oldest in either order (Paimon's generated
+    # comparator returns "smaller" for a null before it applies the descending sign).
     sort_keys = [(k, "ascending", "at_start") for k in key_names]
-    sort_keys += [(f, seq_order, "at_start" if seq_order == "ascending" else "at_end") for f in sequence_fields]
+    sort_keys += [(f, seq_order, "at_start") for f in sequence_fields]
     sort_keys.append((SEQUENCE_NUMBER, "ascending", "at_start"))
     # Float sequence fields order as Paimon's generated comparator orders them (Double.compare),
     # like float keys: key_view turns both into order codes.
@@ -121,7 +122,7 @@ def sort_order(
         return fast
     seq_order = "descending" if sequence_descending else "ascending"
     sort_keys = [(k, "ascending", "at_start") for k in (*prefix, *key_names)]
-    sort_keys += [(f, seq_order, "at_start" if seq_order == "ascending" else "at_end") for f in sequence_fields]
+    sort_keys += [(f, seq_order, "at_start") for f in sequence_fields]  # nulls oldest, as sort_for_merge
     sort_keys.append((SEQUENCE_NUMBER, "ascending", "at_start"))
     cols = list(dict.fromkeys([*prefix, *key_names, *sequence_fields, SEQUENCE_NUMBER]))
     view = key_view(table.select(cols), [*key_names, *sequence_fields])  # Double.compare, as in sort_for_merge

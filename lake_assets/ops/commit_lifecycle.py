@@ -14,17 +14,27 @@ log = logging.getLogger("lake_assets.ops.commit")
 
 
 def after_commit(store: FileStore, snapshot_id: int) -> None:
-    """Commit-time lifecycle, as Paimon's TableCommitImpl runs it: automatic tags, tag expiry and
-    (every ``partition.expiration-check-interval``) partition expiry. The commit has landed: a
-    failure here is logged, never reported as a failed commit (the caller would redo landed work)."""
+    """Commit-time lifecycle, as Paimon's TableCommitImpl runs it: automatic tags, expiry of tags
+    past their own retention and (every ``partition.expiration-check-interval``) partition expiry.
+    The commit has landed: a failure here is logged, never reported as a failed commit (the caller
+    would redo landed work)."""
     opts = store.schema.core_options
     tags_off = str(opts.get("tag.automatic-creation", "none")).strip().lower() == "none"
-    if tags_off and "tag.default-time-retained" not in opts.raw and "partition.expiration-time" not in opts.raw:
-        return  # the common case: nothing to do, no listing
     from lake_assets.ops.partition_expire import expire_partitions_after_commit
-    from lake_assets.ops.tag_auto import run_tag_automation
+    from lake_assets.ops.tag_auto import expire_tags_if_due, run_tag_automation
 
     try:
+        if tags_off and "tag.default-time-retained" not in opts.raw and "partition.expiration-time" not in opts.raw:
+            # Paimon's committer runs TagTimeExpire at every commit, options or not (0.9 to HEAD): a
+            # tag made with its own retention (Java's create_tag procedure, pypaimon's
+            # create_tag(time_retained=...), Table.create_tag's) expires then. One listing, and a
+            # read of each tag new or changed since this process last read it. A branch's commit
+            # leaves tags alone: Paimon's expires main's tags then (its tag manager is main's),
+            # which a branch's writer should not touch. A write-only table's committer has no tag
+            # expiry in Paimon (0.9 to HEAD), nor here.
+            if not opts.write_only and store.paths.branch is None:
+                expire_tags_if_due(store)
+            return
         snap = store.snapshot_manager.try_snapshot(snapshot_id)
         if snap is not None:
             run_tag_automation(store, snap)

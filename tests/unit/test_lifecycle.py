@@ -162,6 +162,43 @@ def test_automatic_tags_per_period_and_retention(tmp_path, monkeypatch):
     assert list(t.tags()) == ["manual"]
 
 
+def test_a_tag_past_its_own_retention_expires_at_the_next_commit_without_options(tmp_path, monkeypatch):
+    """Paimon's committer runs TagTimeExpire at every commit (0.9 to HEAD), whatever the options: a
+    tag created with a retention (``create_tag(time_retained=...)``, Java's procedure, pypaimon's)
+    goes once it has passed; tags without one stay, and a branch's or a write-only table's commit
+    touches no tag."""
+    t = _table(tmp_path, {})
+    t.write_arrow(pa.table({"id": [1], "dt": ["a"]}))
+    t.create_tag("short", time_retained=dt.timedelta(milliseconds=1))
+    t.create_tag("long", time_retained=dt.timedelta(days=1))
+    t.create_tag("plain")
+    t.create_branch("dev", tag="plain")
+    branch = Catalog(str(tmp_path / "wh")).get_table("db.t$branch_dev")
+    branch.write_arrow(pa.table({"id": [2], "dt": ["a"]}))
+    assert sorted(t.tags()) == ["long", "plain", "short"]
+    t.write_arrow(pa.table({"id": [3], "dt": ["a"]}))
+    assert sorted(t.tags()) == ["long", "plain"]
+    # later commits read no tag file again while the listing shows it unchanged; a replaced one is read
+    reads: list[str] = []
+    io = t.store.file_io
+    real_read = io.read_bytes
+    monkeypatch.setattr(io, "read_bytes", lambda path, *a, **k: reads.append(path) or real_read(path, *a, **k))
+    t.write_arrow(pa.table({"id": [4], "dt": ["a"]}))
+    assert not [p for p in reads if "/tag/" in p] and sorted(t.tags()) == ["long", "plain"]
+    long_tag = t.store.paths.tag_file("long")
+    io.write_bytes(long_tag, real_read(long_tag).replace(b'"tagTimeRetained": 86400.0', b'"tagTimeRetained": 0.001'))
+    t.write_arrow(pa.table({"id": [5], "dt": ["a"]}))
+    assert long_tag in reads and sorted(t.tags()) == ["plain"]
+    # a write-only table's commits expire no tag (Paimon's committer of one has no tag manager)
+    cat = Catalog(str(tmp_path / "wh"))
+    w = cat.create_table("db.w", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                         options={"bucket": "1", "write-only": "true"})
+    w.write_arrow(pa.table({"id": [1], "dt": ["a"]}))
+    w.create_tag("short", time_retained=dt.timedelta(milliseconds=1))
+    w.write_arrow(pa.table({"id": [2], "dt": ["a"]}))
+    assert list(w.tags()) == ["short"]
+
+
 def test_options_no_longer_unknown(tmp_path):
     t = _table(tmp_path, {"partition.expiration-time": "7 d", "partition.expiration-check-interval": "1 h",
                           "partition.timestamp-pattern": "$dt", "partition.timestamp-formatter": "yyyy-MM-dd",
