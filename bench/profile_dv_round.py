@@ -53,7 +53,7 @@ DV_PARTS: list[tuple[str, str]] = [
     ("lake_assets.lsm.merge_engine.aggregation", "Aggregation.merge_pairs"),
     ("lake_assets.ops.compact.rewrite", "same_rows"),
     ("lake_assets.ops.compact.rewrite", "spliced_rewrite"),
-    ("lake_assets.ops.compact.splice_rewrite", "changed_columns"),
+    ("lake_assets.ops.compact.splice_rewrite", "_changed"),
     ("lake_assets.ops.compact.splice_rewrite", "_encoded_columns"),
     ("lake_assets.ops.compact.splice_rewrite", "splice_columns"),
     ("lake_assets.formats.rolling_writer", "RollingFileWriter.write_prepared"),

@@ -112,11 +112,14 @@ def _combine(
     a result that does not fit the column's type raises, as the general fold's sum does."""
     v, v_valid = _values(new, wide)
     o, o_valid = _values(old, wide)
-    both = v[at]
+    # every record has an old row, in record order (an upsert of existing keys): the pairs'
+    # results are the column, no gather of the records' values or scatter of the results
+    every = len(at) == len(v) and np.array_equal(at, np.arange(len(v)))
+    both = v if every else v[at]
     result = op(o, both)
     pair = None
     if v_valid is not None or o_valid is not None:
-        nv = np.ones(len(at), dtype=bool) if v_valid is None else v_valid[at]
+        nv = np.ones(len(at), dtype=bool) if v_valid is None else v_valid if every else v_valid[at]
         ov = np.ones(len(at), dtype=bool) if o_valid is None else o_valid
         pair = nv & ov
         result = np.where(pair, result, np.where(nv, both, o))
@@ -128,8 +131,11 @@ def _combine(
             i = int(np.flatnonzero(bad)[0])
             raise InvalidDataError(f"Aggregate function 'sum' overflowed column {column!r} ({new.type}): "
                                    f"{int(o[i]) + int(both[i])} does not fit")
-    out = v.copy()
-    out[at] = result
+    if every:
+        out = result
+    else:
+        out = v.copy()
+        out[at] = result
     valid = v_valid
     if valid is not None and o_valid is not None:
         valid = valid.copy()
@@ -195,8 +201,9 @@ def fold_pair(column: str, function: str, new: pa.Array, old: pa.Array | None, a
         assert wide is not None
         return _combine(column, new, old, at, wide, np.add, checked=wide is not np.float64)
     if function in _EXTREMES:
-        wide = np.bool_ if function.startswith("bool") else np.int64 if new.type != pa.uint64() else np.uint64
-        return _combine(column, new, old, at, wide, _EXTREMES[function])
+        # min, max and the bool functions pick one of their operands: computed in the column's
+        # own type (no widening copy)
+        return _combine(column, new, old.cast(new.type), at, new.type.to_pandas_dtype(), _EXTREMES[function])
     return new  # last_value: the record's
 
 
