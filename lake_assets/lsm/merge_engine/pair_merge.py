@@ -54,11 +54,20 @@ class PairMerging(Protocol):
         ...
 
 
+def every_in_order(at: np.ndarray, records: int) -> bool:
+    """Whether each of the ``records`` records has an old row and ``at`` lists them in record
+    order (an upsert of existing keys): the pairs' results are then whole columns, with no gather
+    of the records' values or scatter of the results."""
+    return len(at) == records and np.array_equal(at, np.arange(records))
+
+
 def newest_non_null(new: pa.Array, old: pa.Array, at: np.ndarray) -> pa.Array:
     """Per record, its value when not null, else its old row's (partial-update's plain column,
     ``last_non_null_value``)."""
     if not new.null_count:
         return new
+    if every_in_order(at, len(new)):
+        return old.cast(new.type) if new.null_count == len(new) else pc.if_else(new.is_valid(), new, old.cast(new.type))
     missing = ~np_bool(new.is_valid())[at]
     if not missing.any():
         return new
@@ -73,6 +82,8 @@ def oldest(new: pa.Array, old: pa.Array, at: np.ndarray, *, skip_nulls: bool) ->
     take_old = np.ones(len(at), dtype=bool) if not skip_nulls or not old.null_count else np_bool(old.is_valid())
     if not take_old.any():
         return new
+    if every_in_order(at, len(new)):
+        return old.cast(new.type) if take_old.all() else pc.if_else(pa.array(take_old), old.cast(new.type), new)
     index = np.arange(len(new), dtype=np.int64)
     index[at[take_old]] = len(new) + np.flatnonzero(take_old)
     return pa.concat_arrays([new, old.cast(new.type)]).take(pa.array(index))
@@ -112,9 +123,7 @@ def _combine(
     a result that does not fit the column's type raises, as the general fold's sum does."""
     v, v_valid = _values(new, wide)
     o, o_valid = _values(old, wide)
-    # every record has an old row, in record order (an upsert of existing keys): the pairs'
-    # results are the column, no gather of the records' values or scatter of the results
-    every = len(at) == len(v) and np.array_equal(at, np.arange(len(v)))
+    every = every_in_order(at, len(v))
     both = v if every else v[at]
     result = op(o, both)
     pair = None
