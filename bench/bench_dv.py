@@ -140,7 +140,12 @@ def cpu_stall_us() -> int | None:
 def build(root: Path, rows: int, upsert_rows: int, rounds: int, buckets: int, dv: bool, seed: int,
           engine: str = "deduplicate") -> Any:
     """A table loaded with ``rows`` keys and ``rounds`` upsert rounds (each compacted inline)."""
-    cat = Catalog(str(root))
+    return build_on(Catalog(str(root)), rows, upsert_rows, rounds, buckets, dv, seed, engine)
+
+
+def build_on(cat: Catalog, rows: int, upsert_rows: int, rounds: int, buckets: int, dv: bool, seed: int,
+             engine: str = "deduplicate") -> Any:
+    """`build` in catalog ``cat`` (an object store's, `bench_dv_splice_s3.py`)."""
     cat.create_database("db")
     options = {"bucket": str(buckets), "merge-engine": engine}
     if engine == "aggregation":
