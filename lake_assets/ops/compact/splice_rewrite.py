@@ -11,8 +11,9 @@ sequence range, delete count) is accounted from the rows as a rewrite accounts t
 (`RollingFileWriter.write_prepared`).
 
 The level-0 file's bytes are read again for its chunks: on a local file system only (a page-cache
-read; an object store's GET of the whole file costs more wall time than the encode it saves, not
-measured yet), elsewhere the file is written whole.
+read). On S3 that read is a HEAD and a GET of the whole file, and the round took no less CPU than
+with the file written whole (`bench/bench_dv_splice_s3.py`, moto on loopback): elsewhere the file
+is written whole.
 
 Anything else is written whole as before (`spliced_rewrite` returns None): another format than
 Parquet, a file index or Parquet bloom filters to build, a level-0 file our writer did not write
