@@ -54,11 +54,23 @@ class PairMerging(Protocol):
         ...
 
 
-def every_in_order(at: np.ndarray, records: int) -> bool:
-    """Whether each of the ``records`` records has an old row and ``at`` lists them in record
-    order (an upsert of existing keys): the pairs' results are then whole columns, with no gather
-    of the records' values or scatter of the results."""
-    return len(at) == records and np.array_equal(at, np.arange(records))
+def old_by_record(at: np.ndarray, records: int) -> tuple[np.ndarray, bool] | None:
+    """Where each of the ``records`` records has an old row (an upsert of existing keys; ``at``
+    then lists every record once): per record, the position of its old row, and whether that is
+    every row in place (``at`` in record order). The pairs' results are then whole columns, with
+    no gather of the records' values or scatter of the results. None where some record has none."""
+    if len(at) != records:
+        return None
+    if np.array_equal(at, np.arange(records)):
+        return at, True
+    order = np.empty(records, dtype=np.int64)
+    order[at] = np.arange(records)
+    return order, False
+
+
+def _by_record(old: pa.Array, order: tuple[np.ndarray, bool]) -> pa.Array:
+    """``old`` (aligned with ``at``) in record order (`old_by_record`)."""
+    return old if order[1] else old.take(pa.array(order[0]))
 
 
 def newest_non_null(new: pa.Array, old: pa.Array, at: np.ndarray) -> pa.Array:
@@ -66,8 +78,10 @@ def newest_non_null(new: pa.Array, old: pa.Array, at: np.ndarray) -> pa.Array:
     ``last_non_null_value``)."""
     if not new.null_count:
         return new
-    if every_in_order(at, len(new)):
-        return old.cast(new.type) if new.null_count == len(new) else pc.if_else(new.is_valid(), new, old.cast(new.type))
+    order = old_by_record(at, len(new))
+    if order is not None:
+        old = _by_record(old, order).cast(new.type)
+        return old if new.null_count == len(new) else pc.if_else(new.is_valid(), new, old)
     missing = ~np_bool(new.is_valid())[at]
     if not missing.any():
         return new
@@ -82,8 +96,11 @@ def oldest(new: pa.Array, old: pa.Array, at: np.ndarray, *, skip_nulls: bool) ->
     take_old = np.ones(len(at), dtype=bool) if not skip_nulls or not old.null_count else np_bool(old.is_valid())
     if not take_old.any():
         return new
-    if every_in_order(at, len(new)):
-        return old.cast(new.type) if take_old.all() else pc.if_else(pa.array(take_old), old.cast(new.type), new)
+    order = old_by_record(at, len(new))
+    if order is not None:
+        if take_old.all():
+            return _by_record(old, order).cast(new.type)
+        return pc.if_else(pa.array(take_old[order[0]]), _by_record(old, order).cast(new.type), new)
     index = np.arange(len(new), dtype=np.int64)
     index[at[take_old]] = len(new) + np.flatnonzero(take_old)
     return pa.concat_arrays([new, old.cast(new.type)]).take(pa.array(index))
@@ -123,7 +140,13 @@ def _combine(
     a result that does not fit the column's type raises, as the general fold's sum does."""
     v, v_valid = _values(new, wide)
     o, o_valid = _values(old, wide)
-    every = every_in_order(at, len(v))
+    order = old_by_record(at, len(v))
+    every = order is not None
+    if order is not None and not order[1]:
+        # the old values put in record order: then ``at`` is every record in place
+        o = o[order[0]]
+        o_valid = None if o_valid is None else o_valid[order[0]]
+        at = np.arange(len(v))
     both = v if every else v[at]
     result = op(o, both)
     pair = None
