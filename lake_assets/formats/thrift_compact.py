@@ -38,7 +38,7 @@ class DecodedStruct(list[Field]):
     __slots__ = ("raw",)
     raw: bytes | None
 
-    def __setitem__(self, *args: Any) -> None:  # type: ignore[override]
+    def __setitem__(self, *args: Any) -> None:
         self.raw = None
         super().__setitem__(*args)
 
