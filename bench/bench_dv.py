@@ -25,7 +25,7 @@ alternated runs of the upsert rounds alone.
 ids and UUIDs) or on (int32 tenant, string order id) instead of an int64 id (session 17);
 ``--key int32+date`` on (int32 tenant, DATE day), a key of fixed-width parts (session 18).
 
-``--partial-columns name,qty`` (session 19): the partial-update tables' timed round writes partial
+``--partial-columns name,qty``: the partial-update tables' timed round writes partial
 rows, the key and these value columns filled and the others null (each key's old value fills them
 in the merge, so a DV round's level-0 file is written again, by splicing its changed columns:
 `ops/compact/splice_rewrite.py`); without it every round writes whole rows (relabelled).
