@@ -25,6 +25,11 @@ alternated runs of the upsert rounds alone.
 ids and UUIDs) or on (int32 tenant, string order id) instead of an int64 id (session 17);
 ``--key int32+date`` on (int32 tenant, DATE day), a key of fixed-width parts (session 18).
 
+``--partial-columns name,qty``: the partial-update tables' timed round writes partial
+rows, the key and these value columns filled and the others null (each key's old value fills them
+in the merge, so a DV round's level-0 file is written again, by splicing its changed columns:
+`ops/compact/splice_rewrite.py`); without it every round writes whole rows (relabelled).
+
 Each upsert round starts after ``os.sync()`` (since session 17; ``--no-sync`` leaves it out): the
 build just wrote ~40 MB, and with it still dirty in the page cache the round's file creations and
 its snapshot's fsync could wait on that writeback (an 80 ms fsync in one round at load 3), by
@@ -95,6 +100,14 @@ def batch(ids: np.ndarray, round_: int) -> pa.Table:
     }, schema=schema())
 
 
+def partial(data: pa.Table, filled: list[str]) -> pa.Table:
+    """``data`` with its value columns other than ``filled`` null (partial-update's partial rows)."""
+    for name, dtype in VALUES:
+        if name not in filled:
+            data = data.set_column(data.schema.get_field_index(name), name, pa.nulls(data.num_rows, dtype))
+    return data
+
+
 def best_of(repeat: int, fn: Callable[[], Any], walls: list[float] | None = None) -> tuple[float, float, Any]:
     """Best wall and best CPU seconds (all threads) of ``repeat`` calls, and the last result: on a
     shared machine the CPU time is the steadier of the two. ``walls`` collects every call's wall time."""
@@ -127,7 +140,12 @@ def cpu_stall_us() -> int | None:
 def build(root: Path, rows: int, upsert_rows: int, rounds: int, buckets: int, dv: bool, seed: int,
           engine: str = "deduplicate") -> Any:
     """A table loaded with ``rows`` keys and ``rounds`` upsert rounds (each compacted inline)."""
-    cat = Catalog(str(root))
+    return build_on(Catalog(str(root)), rows, upsert_rows, rounds, buckets, dv, seed, engine)
+
+
+def build_on(cat: Catalog, rows: int, upsert_rows: int, rounds: int, buckets: int, dv: bool, seed: int,
+             engine: str = "deduplicate") -> Any:
+    """`build` in catalog ``cat`` (an object store's, `bench_dv_splice_s3.py`)."""
     cat.create_database("db")
     options = {"bucket": str(buckets), "merge-engine": engine}
     if engine == "aggregation":
@@ -184,6 +202,9 @@ def main() -> None:
     ap.add_argument("--key", choices=sorted(KEYS), default="int64",
                     help="the primary key: int64 id, string id (17-36 characters), composite (int32, string) "
                          "or int32+date")
+    ap.add_argument("--partial-columns", default=None,
+                    help="partial-update's timed round fills only these value columns (comma-separated), "
+                         "the others null")
     args = ap.parse_args()
     global KEY
     KEY = args.key
@@ -241,6 +262,8 @@ def timed_upserts(args: argparse.Namespace, work: Path, engine: str) -> dict[str
                 os.sync()  # the build's ~40 MB written back before the timed round (see --no-sync)
             ids = np.sort(np.random.default_rng(100 + i).choice(args.rows, args.upsert_rows, replace=False))
             data = batch(ids, 99)
+            if engine == "partial-update" and args.partial_columns:
+                data = partial(data, args.partial_columns.split(","))
             stall = cpu_stall_us()
             wall, cpu, _ = best_of(1, lambda t=table, d=data: t.write_arrow(d), upsert_walls[name])
             after = cpu_stall_us()
@@ -271,6 +294,7 @@ def timed_upserts(args: argparse.Namespace, work: Path, engine: str) -> dict[str
         "upsert_dv_stall": [None if x is None else round(x, 3) for x in stalls["dv"]],
         "upsert_load_average": [round(upsert_load_before[0], 2), round(upsert_load_after[0], 2)],
         "upsert_synced": not args.no_sync,
+        "partial_columns": args.partial_columns if engine == "partial-update" else None,
     }
 
 

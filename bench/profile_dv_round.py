@@ -53,7 +53,7 @@ DV_PARTS: list[tuple[str, str]] = [
     ("lake_assets.lsm.merge_engine.aggregation", "Aggregation.merge_pairs"),
     ("lake_assets.ops.compact.rewrite", "same_rows"),
     ("lake_assets.ops.compact.rewrite", "spliced_rewrite"),
-    ("lake_assets.ops.compact.splice_rewrite", "changed_columns"),
+    ("lake_assets.ops.compact.splice_rewrite", "_changed"),
     ("lake_assets.ops.compact.splice_rewrite", "_encoded_columns"),
     ("lake_assets.ops.compact.splice_rewrite", "splice_columns"),
     ("lake_assets.formats.rolling_writer", "RollingFileWriter.write_prepared"),
@@ -72,6 +72,8 @@ def main() -> None:
     ap.add_argument("--key", choices=sorted(bench_dv.KEYS), default="int64")
     ap.add_argument("--cprofile", type=int, default=0, metavar="N")
     ap.add_argument("--plain", action="store_true", help="the same rounds on a table without deletion vectors")
+    ap.add_argument("--partial-columns", default=None,
+                    help="partial-update: the round fills only these value columns (bench_dv --partial-columns)")
     args = ap.parse_args()
     bench_dv.KEY = args.key
     work = Path(tempfile.mkdtemp(prefix="profile-dv-"))
@@ -87,6 +89,8 @@ def main() -> None:
                                            args.merge_engine)
                 ids = np.sort(np.random.default_rng(100 + i).choice(args.rows, args.upsert_rows, replace=False))
                 data = bench_dv.batch(ids, 99)
+                if args.merge_engine == "partial-update" and args.partial_columns:
+                    data = bench_dv.partial(data, args.partial_columns.split(","))
                 os.sync()
                 if profiler is not None:
                     profiler.enable()

@@ -9,6 +9,7 @@ new files, and each existing file's own (its extension) for reads.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
@@ -192,9 +193,11 @@ class DataFileWriter:
             self._per_level[level] = writer
         return writer
 
-    def dictionary_columns(self, first_rows: pa.Table | None = None, rows: int = 0) -> list[str]:
+    def dictionary_columns(self, first_rows: pa.Table | None = None, rows: int = 0,
+                           among: Collection[str] | None = None) -> list[str]:
         """The columns of a new file that get dictionary pages, given the file's first rows and
-        how many rows it is expected to hold.
+        how many rows it is expected to hold; with ``among``, only those of these columns (each
+        decided as for the whole file: the others are not sampled).
 
         A string column is dictionary-encoded only when its values repeat enough for the
         dictionary to pay and stay within one dictionary page: past the page limit pyarrow falls
@@ -206,6 +209,8 @@ class DataFileWriter:
         decided: dict[str, bool] = {}
         chosen = []
         for c in self._dictionary_columns:
+            if among is not None and c not in among:
+                continue
             if c in self._sampled_dictionary_columns:
                 source = self._same_values.get(c, c)
                 pays = decided.get(source)
@@ -216,18 +221,21 @@ class DataFileWriter:
             chosen.append(c)
         return chosen
 
-    def write_options(self, first_rows: pa.Table | None = None, rows: int = 0) -> WriteOptions:
-        """What the format writer of a new file takes (Parquet: `parquet_options`)."""
+    def write_options(self, first_rows: pa.Table | None = None, rows: int = 0,
+                      among: Collection[str] | None = None) -> WriteOptions:
+        """What the format writer of a new file takes (Parquet: `parquet_options`; ``among``: see
+        `dictionary_columns`)."""
         cfg = self.config
-        parquet = self.parquet_options(first_rows, rows) if self.format.name == "parquet" else {}
+        parquet = self.parquet_options(first_rows, rows, among) if self.format.name == "parquet" else {}
         return WriteOptions(compression=cfg.compression, zstd_level=cfg.zstd_level,
                             target_file_size=cfg.target_file_size, parquet=parquet)
 
-    def parquet_options(self, first_rows: pa.Table | None = None, rows: int = 0) -> dict[str, object]:
+    def parquet_options(self, first_rows: pa.Table | None = None, rows: int = 0,
+                        among: Collection[str] | None = None) -> dict[str, object]:
         cfg = self.config
         codec = _PARQUET_CODECS[cfg.compression]
         kwargs: dict[str, object] = {
-            "use_dictionary": self.dictionary_columns(first_rows, rows),
+            "use_dictionary": self.dictionary_columns(first_rows, rows, among),
             "compression": codec,
             "store_decimal_as_integer": True,
             # parquet-java's default page (Paimon's writer leaves parquet.page.size unset): Paimon's

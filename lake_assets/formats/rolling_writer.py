@@ -207,15 +207,17 @@ class RollingFileWriter:
                 self._finish()
 
     def write_prepared(self, data: pa.Table, open_writer: Callable[[Any], FormatWriter],
-                       row_groups: Sequence[int]) -> None:
+                       row_groups: Sequence[int], *, laid_out: pa.Table | None = None) -> None:
         """One file of ``data`` (a primary-key table's sorted, merged rows) whose bytes the writer
         ``open_writer`` gives on the file's sink puts there when closed (a splice of another
         file's column chunks: `ops.compact.splice_rewrite`); its description is accounted row
-        group by row group (``row_groups``: their row counts) as `write` accounts its chunks."""
+        group by row group (``row_groups``: their row counts) as `write` accounts its chunks
+        (``laid_out``: ``data`` in the file's layout, where the caller has it already)."""
         if not self.owner.schema.primary_keys or sum(row_groups) != data.num_rows:
             raise ValueError("a prepared file holds a primary-key table's rows, in its row groups")
         self._finish()
-        laid_out = self.owner._layout(data)
+        if laid_out is None:
+            laid_out = self.owner._layout(data)
         self.current = _OpenFile(self.owner, self.owner._next_name(), open_writer=open_writer)
         start = 0
         for rows in row_groups:

@@ -5,7 +5,10 @@ them, every field kept whatever its id, so that encoding it again gives the same
 Thrift's compact writer, which parquet-cpp and parquet-java use: a field header is one byte with
 the id's delta from the previous field when 1-15, else the type byte and the id as a zigzag
 varint; lists of fewer than 15 elements carry their size in the header's high nibble). A caller
-changes what it must (`field`, `set_field`) and writes the struct back (`encode_struct`).
+changes what it must (`field`, `set_field`, or a copy: ``list(struct)``) and writes the struct
+back (`encode_struct`). A decoded struct keeps its own bytes (`DecodedStruct`), which encoding
+copies while the struct is unchanged: a footer written back with a few offsets moved encodes only
+the structs on the way to them (a Parquet footer's statistics and schema are most of its bytes).
 
 Values by compact type: booleans as ``bool``; bytes, i16, i32, i64 as ``int``; a double as its 8
 raw bytes; binary as ``bytes``; a list or set as ``(element type, [values])``; a struct as a
@@ -24,6 +27,20 @@ _MAX_DEPTH = 32
 
 Field = tuple[int, int, Any]  # (field id, compact type, value)
 Struct = list[Field]
+
+
+class DecodedStruct(list[Field]):
+    """A struct as `decode_struct` read it, with its bytes (stop byte included, nested values
+    too) in ``raw``, which `encode_struct` copies. `set_field` on it drops them (it is then
+    encoded field by field); a change inside one of its values is not seen: change a copy
+    (``list(struct)``) of every struct on the way to it, as `parquet_splice` does."""
+
+    __slots__ = ("raw",)
+    raw: bytes | None
+
+    def __setitem__(self, *args: Any) -> None:
+        self.raw = None
+        super().__setitem__(*args)
 
 
 class ThriftError(ValueError):
@@ -93,7 +110,8 @@ def decode_struct(b: bytes, i: int = 0, depth: int = 0) -> tuple[Struct, int]:
     """The struct starting at ``i`` of ``b`` and the index after its stop byte."""
     if depth > _MAX_DEPTH:
         raise ThriftError("structs nest too deep")
-    fields: Struct = []
+    fields = DecodedStruct()
+    start = i
     last = 0
     while True:
         if i >= len(b):
@@ -101,6 +119,7 @@ def decode_struct(b: bytes, i: int = 0, depth: int = 0) -> tuple[Struct, int]:
         head = b[i]
         i += 1
         if head == _STOP:
+            fields.raw = bytes(b[start:i])
             return fields, i
         t, delta = head & 0x0F, head >> 4
         if delta:
@@ -109,10 +128,10 @@ def decode_struct(b: bytes, i: int = 0, depth: int = 0) -> tuple[Struct, int]:
             raw, i = _varint(b, i)
             fid = _zigzag(raw)
         if t in (BOOL_TRUE, BOOL_FALSE):
-            fields.append((fid, t, t == BOOL_TRUE))
+            list.append(fields, (fid, t, t == BOOL_TRUE))
         else:
             v, i = _value(b, i, t, depth)
-            fields.append((fid, t, v))
+            list.append(fields, (fid, t, v))
         last = fid
 
 
@@ -159,6 +178,10 @@ def _write_value(out: bytearray, t: int, v: Any) -> None:
 
 def encode_struct(fields: Struct, out: bytearray) -> None:
     """Append ``fields`` (as `decode_struct` gives them) and a stop byte to ``out``."""
+    raw = getattr(fields, "raw", None)
+    if raw is not None:  # decoded and unchanged since: its own bytes
+        out += raw
+        return
     last = 0
     for fid, t, v in fields:
         if t in (BOOL_TRUE, BOOL_FALSE):
@@ -187,10 +210,10 @@ def set_field(fields: Struct, fid: int, value: Any) -> None:
     """Replace the value of field ``fid``, which the struct must hold (its type stays)."""
     for k, (f, t, _) in enumerate(fields):
         if f == fid:
-            fields[k] = (f, t, value)
+            fields[k] = (f, t, value)  # a DecodedStruct drops its bytes
             return
     raise ThriftError(f"the struct has no field {fid} to set")
 
 
-__all__ = ["BINARY", "I32", "I64", "LIST", "STRUCT", "Field", "Struct", "ThriftError", "decode_struct",
+__all__ = ["BINARY", "I32", "I64", "LIST", "STRUCT", "DecodedStruct", "Field", "Struct", "ThriftError", "decode_struct",
            "encode_struct", "field", "set_field"]

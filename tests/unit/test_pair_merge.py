@@ -56,14 +56,19 @@ def _rows(rng: np.random.Generator, fields: list[tuple[str, pa.DataType]], keys:
     return pa.table(cols)
 
 
-def _case(seed: int, fields: list[tuple[str, pa.DataType]], nulls: float) -> tuple[pa.Table, pa.Table, np.ndarray]:
+def _case(seed: int, fields: list[tuple[str, pa.DataType]], nulls: float,
+          olds: str = "some") -> tuple[pa.Table, pa.Table, np.ndarray]:
     """Records (one per key, ascending), old rows of some keys in a random order (never newer than
-    their record), and each old row's record position."""
+    their record), and each old row's record position. ``olds``: "every" key has one, in record
+    order (an upsert of existing keys: `pair_merge._combine`'s shortcut), or "shuffled" (every
+    key, in a random order)."""
     rng = np.random.default_rng(seed)
     keys = np.sort(rng.choice(10_000, 500, replace=False))
     seq = rng.integers(100, 200, keys.size)
     records = _rows(rng, fields, keys, seq, nulls)
-    at = rng.permutation(np.flatnonzero(rng.random(keys.size) < 0.6))
+    at = rng.permutation(np.flatnonzero(rng.random(keys.size) < (0.6 if olds == "some" else 1.0)))
+    if olds == "every":
+        at = np.sort(at)
     old = _rows(rng, fields, keys[at], seq[at] - rng.integers(0, 50, at.size), nulls)
     return records, old, at
 
@@ -101,30 +106,50 @@ def _assert_same(got: pa.Table, expected: pa.Table) -> None:
             assert g.equals(e), name
 
 
+@pytest.mark.parametrize(("seed", "olds"), [*((s, "some") for s in range(6)), (6, "every"), (7, "every"),
+                                            (8, "shuffled")])
 @pytest.mark.parametrize("singles", [True, False])
-@pytest.mark.parametrize("seed", range(6))
-def test_aggregation_pairs_are_the_general_fold(seed: int, singles: bool) -> None:
+def test_aggregation_pairs_are_the_general_fold(seed: int, singles: bool, olds: str) -> None:
     fields = [(name, dtype) for name, dtype, _ in AGGREGATED]
     options = {f"fields.{name}.aggregate-function": fn for name, _, fn in AGGREGATED if fn is not None}
     fn = Aggregation([("k", pa.int64()), *fields], ["k"], CoreOptions(options))
     fn.merges_singles = singles  # the lookup compaction's, and the reducer wrapper's lone records
-    records, old, at = _case(seed, fields, nulls=0.2 if seed % 3 else 0.0)
+    records, old, at = _case(seed, fields, nulls=0.2 if seed % 3 else 0.0, olds=olds)
     needed = fn.pair_columns(records)
     assert needed is not None and "lv" not in needed
     assert ("lnn" in needed) == bool(records.column("lnn").null_count)
     _assert_same(_pairs(fn, records, old, at), _general(fn, records, old, at))
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_partial_update_pairs_are_the_general_merge(seed: int) -> None:
+@pytest.mark.parametrize(("seed", "olds"), [*((s, "some") for s in range(6)), (6, "every"), (7, "every"),
+                                            (8, "shuffled")])
+def test_partial_update_pairs_are_the_general_merge(seed: int, olds: str) -> None:
     fields = [("a", pa.string()), ("b", pa.float64()), ("c", pa.int32()), ("d", pa.bool_())]
     for singles in (True, False):
         fn = PartialUpdate([("k", pa.int64()), *fields], ["k"], CoreOptions({}))
         fn.merges_singles = singles
-        records, old, at = _case(seed, fields, nulls=0.3 if seed % 2 else 0.0)
+        records, old, at = _case(seed, fields, nulls=0.3 if seed % 2 else 0.0, olds=olds)
         # only columns with a null among the records read their old values
         assert fn.pair_columns(records) == [n for n, _ in fields if records.column(n).null_count]
         _assert_same(_pairs(fn, records, old, at), _general(fn, records, old, at))
+
+
+@pytest.mark.parametrize("olds", ["every", "shuffled", "some"])
+def test_partial_rows_take_the_left_out_columns_from_the_old_rows(olds: str) -> None:
+    """Records that leave whole columns null (partial rows): each key's old values fill them in,
+    as the general merge does, on both the gather path and `every_in_order`'s whole columns."""
+    fields = [("a", pa.string()), ("b", pa.float64()), ("c", pa.int32())]
+    fn = PartialUpdate([("k", pa.int64()), *fields], ["k"], CoreOptions({}))
+    fn.merges_singles = False
+    records, old, at = _case(9, fields, nulls=0.0, olds=olds)
+    for name in ("a", "b"):
+        index = records.schema.get_field_index(name)
+        records = records.set_column(index, name, pa.nulls(records.num_rows, records.schema.field(name).type))
+    assert fn.pair_columns(records) == ["a", "b"]
+    merged = _pairs(fn, records, old, at)
+    _assert_same(merged, _general(fn, records, old, at))
+    if olds != "some":  # every record has an old row: every value is filled in
+        assert merged.column("a").null_count == old.column("a").null_count == 0
 
 
 def test_whole_partial_update_records_are_themselves() -> None:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from lake_assets.formats import parquet_splice
 from lake_assets.formats.parquet_splice import SpliceRefused, splice_columns
-from lake_assets.formats.thrift_compact import decode_struct, encode_struct
+from lake_assets.formats.thrift_compact import decode_struct, encode_struct, field, set_field
 
 # (Arrow type, a value for row i and variant v): the types a Paimon file column takes flat
 TYPES: dict[str, tuple[pa.DataType, object]] = {
@@ -110,6 +110,34 @@ def test_footers_decode_and_encode_to_the_same_bytes() -> None:
         out = bytearray()
         encode_struct(struct, out)
         assert end == n and bytes(out) == footer
+        # field by field: the same struct without the bytes each decoded struct keeps
+        out = bytearray()
+        encode_struct(_plain(struct), out)
+        assert bytes(out) == footer
+
+
+def _plain(value: object) -> object:
+    """``value`` with every decoded struct in it copied to a plain list (no kept bytes)."""
+    if isinstance(value, list):
+        return [(fid, t, _plain(v)) for fid, t, v in value]
+    if isinstance(value, tuple):
+        return (value[0], [_plain(v) for v in value[1]])
+    return value
+
+
+def test_a_decoded_struct_changed_by_set_field_is_encoded_with_the_change() -> None:
+    """`set_field` on a decoded struct drops the bytes it kept; a copy (``list``) keeps none."""
+    data = _write(_table(_schema(KEYS), KEYS, 100, [1] * len(KEYS), 3), [100])
+    n = int.from_bytes(data[-8:-4], "little")
+    struct, _ = decode_struct(data[-8 - n:-8])
+    copy = list(struct)
+    set_field(struct, 3, 99)  # FileMetaData.num_rows
+    set_field(copy, 3, 98)
+    for changed, rows in ((struct, 99), (copy, 98)):
+        out = bytearray()
+        encode_struct(changed, out)
+        again, _ = decode_struct(bytes(out))
+        assert field(again, 3) == rows and _plain(again)[:2] == _plain(changed)[:2]
 
 
 def test_a_spliced_file_reads_by_row_group_and_filter_with_its_statistics() -> None:

@@ -54,11 +54,34 @@ class PairMerging(Protocol):
         ...
 
 
+def old_by_record(at: np.ndarray, records: int) -> tuple[np.ndarray, bool] | None:
+    """Where each of the ``records`` records has an old row (an upsert of existing keys; ``at``
+    then lists every record once): per record, the position of its old row, and whether that is
+    every row in place (``at`` in record order). The pairs' results are then whole columns, with
+    no gather of the records' values or scatter of the results. None where some record has none."""
+    if len(at) != records:
+        return None
+    if np.array_equal(at, np.arange(records)):
+        return at, True
+    order = np.empty(records, dtype=np.int64)
+    order[at] = np.arange(records)
+    return order, False
+
+
+def _by_record(old: pa.Array, order: tuple[np.ndarray, bool]) -> pa.Array:
+    """``old`` (aligned with ``at``) in record order (`old_by_record`)."""
+    return old if order[1] else old.take(pa.array(order[0]))
+
+
 def newest_non_null(new: pa.Array, old: pa.Array, at: np.ndarray) -> pa.Array:
     """Per record, its value when not null, else its old row's (partial-update's plain column,
     ``last_non_null_value``)."""
     if not new.null_count:
         return new
+    order = old_by_record(at, len(new))
+    if order is not None:
+        old = _by_record(old, order).cast(new.type)
+        return old if new.null_count == len(new) else pc.if_else(new.is_valid(), new, old)
     missing = ~np_bool(new.is_valid())[at]
     if not missing.any():
         return new
@@ -73,6 +96,11 @@ def oldest(new: pa.Array, old: pa.Array, at: np.ndarray, *, skip_nulls: bool) ->
     take_old = np.ones(len(at), dtype=bool) if not skip_nulls or not old.null_count else np_bool(old.is_valid())
     if not take_old.any():
         return new
+    order = old_by_record(at, len(new))
+    if order is not None:
+        if take_old.all():
+            return _by_record(old, order).cast(new.type)
+        return pc.if_else(pa.array(take_old[order[0]]), _by_record(old, order).cast(new.type), new)
     index = np.arange(len(new), dtype=np.int64)
     index[at[take_old]] = len(new) + np.flatnonzero(take_old)
     return pa.concat_arrays([new, old.cast(new.type)]).take(pa.array(index))
@@ -112,11 +140,18 @@ def _combine(
     a result that does not fit the column's type raises, as the general fold's sum does."""
     v, v_valid = _values(new, wide)
     o, o_valid = _values(old, wide)
-    both = v[at]
+    order = old_by_record(at, len(v))
+    every = order is not None
+    if order is not None and not order[1]:
+        # the old values put in record order: then ``at`` is every record in place
+        o = o[order[0]]
+        o_valid = None if o_valid is None else o_valid[order[0]]
+        at = np.arange(len(v))
+    both = v if every else v[at]
     result = op(o, both)
     pair = None
     if v_valid is not None or o_valid is not None:
-        nv = np.ones(len(at), dtype=bool) if v_valid is None else v_valid[at]
+        nv = np.ones(len(at), dtype=bool) if v_valid is None else v_valid if every else v_valid[at]
         ov = np.ones(len(at), dtype=bool) if o_valid is None else o_valid
         pair = nv & ov
         result = np.where(pair, result, np.where(nv, both, o))
@@ -128,8 +163,11 @@ def _combine(
             i = int(np.flatnonzero(bad)[0])
             raise InvalidDataError(f"Aggregate function 'sum' overflowed column {column!r} ({new.type}): "
                                    f"{int(o[i]) + int(both[i])} does not fit")
-    out = v.copy()
-    out[at] = result
+    if every:
+        out = result
+    else:
+        out = v.copy()
+        out[at] = result
     valid = v_valid
     if valid is not None and o_valid is not None:
         valid = valid.copy()
@@ -195,8 +233,9 @@ def fold_pair(column: str, function: str, new: pa.Array, old: pa.Array | None, a
         assert wide is not None
         return _combine(column, new, old, at, wide, np.add, checked=wide is not np.float64)
     if function in _EXTREMES:
-        wide = np.bool_ if function.startswith("bool") else np.int64 if new.type != pa.uint64() else np.uint64
-        return _combine(column, new, old, at, wide, _EXTREMES[function])
+        # min, max and the bool functions pick one of their operands: computed in the column's
+        # own type (no widening copy)
+        return _combine(column, new, old.cast(new.type), at, new.type.to_pandas_dtype(), _EXTREMES[function])
     return new  # last_value: the record's
 
 

@@ -11,8 +11,9 @@ sequence range, delete count) is accounted from the rows as a rewrite accounts t
 (`RollingFileWriter.write_prepared`).
 
 The level-0 file's bytes are read again for its chunks: on a local file system only (a page-cache
-read; an object store's GET of the whole file costs more wall time than the encode it saves, not
-measured yet), elsewhere the file is written whole.
+read). On S3 that read is a HEAD and a GET of the whole file, and the round took no less CPU than
+with the file written whole (`bench/bench_dv_splice_s3.py`, moto on loopback): elsewhere the file
+is written whole.
 
 Anything else is written whole as before (`spliced_rewrite` returns None): another format than
 Parquet, a file index or Parquet bloom filters to build, a level-0 file our writer did not write
@@ -46,8 +47,12 @@ def changed_columns(writer: DataFileWriter, rows: pa.Table, merged: pa.Table) ->
     two are no row-for-row pair (row count, schema, or a key column differs) or nothing changed."""
     if merged.num_rows != rows.num_rows or merged.num_rows == 0:
         return None
-    old, new = writer._layout(rows), writer._layout(merged)
-    if not old.schema.equals(new.schema):
+    return _changed(writer, writer._layout(rows), writer._layout(merged))
+
+
+def _changed(writer: DataFileWriter, old: pa.Table, new: pa.Table) -> list[int] | None:
+    """`changed_columns` of two tables in the file's column layout."""
+    if old.num_rows != new.num_rows or new.num_rows == 0 or not old.schema.equals(new.schema):
         return None
     changed = [i for i in range(old.num_columns) if not old.column(i).equals(new.column(i))]
     keys = len(writer.key_names)
@@ -64,18 +69,16 @@ def _spliceable(writer: DataFileWriter) -> bool:
             and not any(pa.types.is_nested(f.type) for f in writer.arrow_schema))
 
 
-def _encoded_columns(writer: DataFileWriter, merged: pa.Table, changed: list[int], groups: list[int]) -> bytes:
-    """A Parquet file of the ``changed`` columns of ``merged`` alone, in row groups of ``groups``
-    rows, written with the options our writer would give a file of ``merged`` (dictionary
-    choices made on its first rows, as `RollingFileWriter` makes them)."""
-    laid_out = writer._layout(merged)
+def _encoded_columns(writer: DataFileWriter, laid_out: pa.Table, changed: list[int], groups: list[int]) -> bytes:
+    """A Parquet file of the ``changed`` columns of ``laid_out`` (merged rows in the file's
+    layout) alone, in row groups of ``groups`` rows, written with the options our writer would
+    give a file of these rows (dictionary choices made on its first rows, as `RollingFileWriter`
+    makes them; only the changed columns' are made, each as for the whole file)."""
     schema = pa.schema([writer.arrow_schema.field(i) for i in changed])
     table = pa.Table.from_arrays([laid_out.column(i) for i in changed], schema=schema)
-    options = writer.write_options(laid_out.slice(0, DICTIONARY_SAMPLE_ROWS), laid_out.num_rows)
+    options = writer.write_options(laid_out.slice(0, DICTIONARY_SAMPLE_ROWS), laid_out.num_rows,
+                                   among=frozenset(schema.names))
     kwargs = {**options.parquet, **parquet_overrides(writer.schema.options, writer.arrow_schema, options.compression)}
-    dictionary = kwargs.get("use_dictionary")
-    if isinstance(dictionary, list):
-        kwargs["use_dictionary"] = [name for name in dictionary if name in schema.names]
     sink = pa.BufferOutputStream()
     with pq.ParquetWriter(sink, schema, **kwargs) as out:
         start = 0
@@ -94,7 +97,10 @@ def spliced_rewrite(store: FileStore, split: Split, writer: DataFileWriter, meta
     writer = writer.for_level(level)
     if not isinstance(store.file_io, LocalFileIO) or not _spliceable(writer):
         return None
-    changed = changed_columns(writer, rows, merged)
+    if merged.num_rows != rows.num_rows or merged.num_rows == 0:
+        return None
+    laid_out = writer._layout(merged)
+    changed = _changed(writer, writer._layout(rows), laid_out)
     if changed is None:
         return None
     path = store.data_file_path(split.partition, split.bucket, meta)
@@ -112,12 +118,12 @@ def spliced_rewrite(store: FileStore, split: Split, writer: DataFileWriter, meta
         return None
     groups = [footer.row_group(g).num_rows for g in range(footer.num_row_groups)]
     try:
-        data = splice_columns(old, _encoded_columns(writer, merged, changed, groups), changed)
+        data = splice_columns(old, _encoded_columns(writer, laid_out, changed, groups), changed)
     except SpliceRefused:
         return None
     rolling = writer.rolling(level=level, file_source=FILE_SOURCE_COMPACT)
     rollings.append(rolling)
-    rolling.write_prepared(merged, lambda sink: SplicedParquetWriter(sink, data), groups)
+    rolling.write_prepared(merged, lambda sink: SplicedParquetWriter(sink, data), groups, laid_out=laid_out)
     return rolling.close()
 
 
