@@ -20,8 +20,7 @@ def after_commit(store: FileStore, snapshot_id: int) -> None:
     would redo landed work)."""
     opts = store.schema.core_options
     tags_off = str(opts.get("tag.automatic-creation", "none")).strip().lower() == "none"
-    from lake_assets.ops.partition_expire import expire_partitions_after_commit
-    from lake_assets.ops.tag_auto import expire_tags_if_due, run_tag_automation
+    from lake_assets.ops.tag_retention import expire_tags_if_due
 
     try:
         if tags_off and "tag.default-time-retained" not in opts.raw and "partition.expiration-time" not in opts.raw:
@@ -35,6 +34,9 @@ def after_commit(store: FileStore, snapshot_id: int) -> None:
             if not opts.write_only and store.paths.branch is None:
                 expire_tags_if_due(store)
             return
+        from lake_assets.ops.partition_expire import expire_partitions_after_commit
+        from lake_assets.ops.tag_auto import run_tag_automation
+
         snap = store.snapshot_manager.try_snapshot(snapshot_id)
         if snap is not None:
             run_tag_automation(store, snap)

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 
 from lake_assets.errors import AlreadyExistsError, InvalidArgumentError, SnapshotNotFoundError
 from lake_assets.ops.tag_deletion import delete_tag
+from lake_assets.ops.tag_retention import local_create_time as _local_create_time
 from lake_assets.ops.tagging import create_tag
-from lake_assets.paths import list_prefixed
 from lake_assets.spec.snapshot import Snapshot, Tag
 from lake_assets.store.snapshot_identity import discarded_by_rollback
 from lake_assets.table_support import Op
@@ -92,13 +92,6 @@ def _snapshot_time(mode: str, snap: Snapshot) -> dt.datetime | None:
     if snap.watermark is None or snap.watermark < 0:
         return None  # no watermark yet (Long.MIN_VALUE): nothing to tag
     return dt.datetime.fromtimestamp(snap.watermark / 1000, dt.UTC).replace(tzinfo=None)
-
-
-def _local_create_time(parts: list[int] | None) -> dt.datetime | None:
-    if not parts or len(parts) < 3:
-        return None
-    p = list(parts) + [0] * (7 - len(parts))
-    return dt.datetime(p[0], p[1], p[2], p[3], p[4], p[5], p[6] // 1000)
 
 
 # Per table location in this process: (the settings and last automatic tag, last snapshot
@@ -237,38 +230,3 @@ def _delete_quietly(store: FileStore, name: str) -> bool:
             log.warning("Tag %r of %s is past its retention but kept: %s", name, store.name, exc)
             return False
     return True
-
-
-# Per tag file: (size, modification time) as listed -> its (creation time, retention). A tag file is
-# written once and replaced whole (Paimon's replace_tag), so an unchanged listing entry means an
-# unchanged tag: commit-time expiry then needs one listing, not a GET of every tag per commit.
-_retention_seen: dict[str, tuple[tuple[int, int], tuple[list[int] | None, float | None]]] = {}
-_retention_lock = threading.Lock()
-
-
-def expire_tags_if_due(store: FileStore, *, now: dt.datetime | None = None) -> list[str]:
-    """`expire_tags` when some tag has passed its own retention, as Paimon's committer checks at
-    every commit; otherwise only the tag directory's listing (and tags new or changed since this
-    process last read them) is read."""
-    now = now or dt.datetime.now()
-    listing = list_prefixed(store.file_io, store.paths.tag_dir, "tag-", "tag")
-    due = False
-    for name, path, status in listing:
-        stamp = None if status.modified_ms is None else (status.size, status.modified_ms)
-        with _retention_lock:
-            seen = _retention_seen.get(path)
-        if seen is not None and stamp is not None and seen[0] == stamp:
-            create_time, retained_s = seen[1]
-        else:
-            try:
-                tag = Tag.from_json(name, store.file_io.read_bytes(path))
-            except FileNotFoundError:
-                continue  # deleted while listing
-            create_time, retained_s = tag.create_time, tag.time_retained_s
-            if stamp is not None:
-                with _retention_lock:
-                    _retention_seen[path] = (stamp, (create_time, retained_s))
-        created = _local_create_time(create_time)
-        if created is not None and retained_s is not None and created + dt.timedelta(seconds=retained_s) < now:
-            due = True
-    return expire_tags(store, now=now) if due else []
