@@ -10,7 +10,7 @@ parses a connector's option only when that connector runs (``SchemaValidation.va
 checks CoreOptions only), so these rows are free text: any value is accepted, as in Paimon.
 
 A few keys do matter to us and are refused by name for the operations they affect
-(`REFUSED_ENGINE_RULES`): a stored partition filter of Flink's reads. Partition mark-done
+(`lake_assets.option_rules_refused`): a stored partition filter of Flink's reads. Partition mark-done
 (`MARK_DONE_RULES`) is implemented as Paimon's Spark writes do it: with
 ``partition.end-input-to-done`` lake_assets' Spark writes write ``_SUCCESS`` files
 (`lake_assets.ops.mark_done`); the other actions refuse writes. The ``_SUCCESS`` files are left by
@@ -21,7 +21,8 @@ the dicts into the registry.
 from __future__ import annotations
 
 from lake_assets.option_rules_rocksdb import ROCKSDB_RULES
-from lake_assets.option_types import OptionRule
+from lake_assets.option_types import KEY_SLOT, OptionRule
+from lake_assets.refusal_actions import set_option
 
 _ANY_VALUE = "any value is accepted at create and ALTER, as Paimon does"
 
@@ -313,40 +314,6 @@ ENGINE_RULES: dict[str, OptionRule] = _rules(
     _job("log.ignore-delete", "The log system drops deletes (Paimon 1.1 to 1.3).", _LOG),
 ) | ROCKSDB_RULES  # rocksdb.*: the local state of Java's cross-partition index and lookups
 
-_SCAN_PARTITIONS = ("Flink's batch and lookup reads of a table carrying it read only these partitions "
-                    "(FlinkTableSource, PartitionLoader); lake_assets' reads read all")
-
-
-_FALLBACK_BRANCH = ("Paimon's streaming reads of a table carrying it ignore it and its incremental batch reads pass "
-                    "the table's snapshot ids to the fallback branch unconverted, so lake_assets refuses streams "
-                    "and change reads; its batch reads take the partitions the table's branch lacks from that "
-                    "branch, as Paimon 0.9+'s FallbackReadFileStoreTable (lake_assets.ops.fallback_read)")
-
-
-def _refused(key: str, description: str, refuses: tuple[str, ...], why: str,
-             fallback_keys: tuple[str, ...] = ()) -> OptionRule:
-    return OptionRule(key, "string", None, description, supported=(), refuses=refuses, why=why,
-                      fallback_keys=fallback_keys)
-
-
-_BRANCH = ("Paimon 0.9+ reads and writes a table whose schema carries it on that branch (FileStoreTableFactory: "
-           "the snapshots, tags and consumers of branch/branch-<name>, with the schema it was opened with); "
-           "lake_assets opens a branch by its identifier db.t$branch_<name> only, and would read and write the "
-           "main branch's snapshots instead")
-_ALL_OPS = ("READ", "STREAM", "WRITE", "COMPACT", "EXPIRE", "ORPHANS", "TAG", "ROLLBACK", "SCHEMA_CHANGE")
-
-REFUSED_ENGINE_RULES: dict[str, OptionRule] = _rules(
-    # Java compares the name with equals("main") (BranchManager.isMainBranch): exact, untrimmed
-    OptionRule("branch", "string", "main", "The branch a table's reads and writes use (Paimon 0.9+; engines set it "
-               "in memory when they open db.t$branch_<name>).", supported=("main",), refuses=_ALL_OPS,
-               why=_BRANCH, fold="exact"),
-    _refused("scan.partitions", "Partitions Flink's reads read (k=v,...;... or max_pt(); Flink connector; "
-             "its own key in Paimon 0.9 to 1.0: lookup.dynamic-partition).", ("READ", "STREAM"), _SCAN_PARTITIONS,
-             ("lookup.dynamic-partition",)),
-    _refused("scan.fallback-branch", "Branch whose partitions batch reads take where the table's branch has "
-             "none (Paimon 0.9+).", ("STREAM",), _FALLBACK_BRANCH),
-)
-
 # ---- partition mark-done (CoreOptions; Paimon's Spark writes since 1.0, Flink's sinks): docs/format.md §13.3
 MARK_DONE_ACTIONS = ("success-file", "done-partition", "mark-event", "http-report", "custom")
 
@@ -372,6 +339,8 @@ def _mark_done_action_problem(value: object) -> str | None:
 
 _OTHER_ACTIONS = ("lake_assets' writes run success-file only: done-partition and mark-event need a metastore, "
                   "http-report an HTTP endpoint, custom a Java class")
+_OTHER_ACTIONS_ACTION = ("write with Paimon's Flink or Spark writers, which run these actions, or, if nothing needs "
+                         f"the other actions' marks, {set_option(KEY_SLOT, 'success-file')}")
 
 
 def _action_note(action: str) -> str:
@@ -392,6 +361,7 @@ MARK_DONE_RULES: dict[str, OptionRule] = _rules(
                "success-file (a _SUCCESS file in the partition directory), done-partition, mark-event, "
                "http-report, custom; a comma-separated list (CoreOptions).", check=_mark_done_action_problem,
                writer_only=True, supported=("success-file",), refuses=("WRITE",), why=_OTHER_ACTIONS,
+               action=_OTHER_ACTIONS_ACTION,
                note="success-file as Paimon's SuccessFileMarkDoneAction (creation and modification times; an "
                "existing file keeps its creation time)"),
     OptionRule("partition.mark-done-action.custom.class", "string", None, "Java class of the custom mark-done "
@@ -404,4 +374,4 @@ MARK_DONE_RULES: dict[str, OptionRule] = _rules(
                "(a duration; Paimon 1.1 only).", note=_action_note("http-report")),
 )
 
-__all__ = ["ENGINE_RULES", "MARK_DONE_ACTIONS", "MARK_DONE_RULES", "REFUSED_ENGINE_RULES", "mark_done_actions"]
+__all__ = ["ENGINE_RULES", "MARK_DONE_ACTIONS", "MARK_DONE_RULES", "mark_done_actions"]
