@@ -74,8 +74,8 @@ def entry_refusals(entries: Iterable[ManifestEntry], *, row_tracking: bool = Fal
         if f.external_path:
             add("external", f"external data file paths (_EXTERNAL_PATH, e.g. {f.external_path})",
                 "lake_assets never deletes outside the table directory", frozenset({Op.EXPIRE}),
-                "expire the table's snapshots with Paimon Java 1.1+ (its expire_snapshots procedure deletes "
-                "expired files at external paths too)")
+                "expire the table's snapshots with Paimon Java 1.1+, the release that writes external paths "
+                "(its expire_snapshots procedure); reads and writes here are not refused")
     return list(found.values())
 
 
