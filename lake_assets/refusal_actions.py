@@ -15,10 +15,12 @@ from __future__ import annotations
 ACTION_MARK = "What you can do: "
 
 
-def remove_option(key: str) -> str:
-    """Removing ``key`` from the table's options, in lake_assets, Flink and Spark."""
-    return (f"remove it (table.update_schema().remove_option({key!r}).commit(), or ALTER TABLE ... "
-            f"RESET ({key!r}) in Flink, ALTER TABLE ... UNSET TBLPROPERTIES ({key!r}) in Spark)")
+def remove_option(key: str, *, here: bool = True) -> str:
+    """Removing ``key`` from the table's options, in lake_assets (unless not ``here``: the refusal
+    blocks schema changes too), Flink and Spark."""
+    ours = f"table.update_schema().remove_option({key!r}).commit(), or " if here else ""
+    return (f"remove it ({ours}ALTER TABLE ... RESET ({key!r}) in Flink, ALTER TABLE ... UNSET TBLPROPERTIES "
+            f"({key!r}) in Spark)")
 
 
 def set_option(key: str, value: str) -> str:

@@ -161,10 +161,11 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
         try:
             parse_value(rule, text)
         except (OptionError, UnsupportedFeatureError) as exc:
-            out.append(Refusal(f"option {option} = {text!r}", f"the value is not valid ({exc})",
-                               frozenset(Op[n] for n in rule.refuses or WRITE_OPS),
+            ops = frozenset(Op[n] for n in rule.refuses or WRITE_OPS)
+            out.append(Refusal(f"option {option} = {text!r}", f"the value is not valid ({exc})", ops,
                                f"give it a valid value with ALTER TABLE ... SET ({option!r} = ...) in Flink (SET "
-                               f"TBLPROPERTIES in Spark), or {remove_option(option)}"))
+                               f"TBLPROPERTIES in Spark), or "
+                               f"{remove_option(option, here=Op.SCHEMA_CHANGE not in ops)}"))
             continue
         if unsupported_value(rule, text) is not None:
             out.append(Refusal(f"option {option} = {text!r}", rule.why, frozenset(Op[n] for n in rule.refuses),

@@ -189,6 +189,20 @@ def test_an_unknown_option_says_how_to_remove_it_and_removing_it_works(tmp_path)
     assert sorted(t.to_arrow().column("k").to_pylist()) == [1, 2, 3]
 
 
+def test_a_value_that_does_not_parse_says_what_to_do_and_removing_it_works(tmp_path) -> None:
+    catalog, t = _table(tmp_path, **{"file-index.bloom-filter.columns": "v"})
+    _carry(t, **{"file-index.bloom-filter.v.fpp": "2"})
+    t = catalog.get_table("db.t")
+    rows = pa.table({"k": [3], "v": [3]}, schema=t.arrow_schema)
+    with pytest.raises(UnsupportedFeatureError, match=r"What you can do: give it a valid value with ALTER TABLE \.\.\. "
+                       r"SET \('file-index\.bloom-filter\.v\.fpp' = \.\.\.\) in Flink .*, or remove it \(table\."
+                       r"update_schema\(\)\.remove_option\('file-index\.bloom-filter\.v\.fpp'\)"):
+        t.write_arrow(rows)
+    t.update_schema().remove_option("file-index.bloom-filter.v.fpp").commit()
+    catalog.get_table("db.t").write_arrow(rows)
+    assert catalog.get_table("db.t").to_arrow().num_rows == 3
+
+
 def test_scan_partitions_says_what_to_do_and_removing_it_works(tmp_path) -> None:
     catalog, t = _table(tmp_path)
     _carry(t, **{"scan.partitions": "max_pt()"})
