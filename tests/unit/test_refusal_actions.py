@@ -239,3 +239,18 @@ def test_tag_automatic_creation_on_a_branch_says_what_to_do_and_doing_it_works(t
     dev.write_arrow(rows)
     assert sorted(dev.to_arrow().column("k").to_pylist()) == [1, 2, 3]
     assert catalog.get_table("db.t").schema.options["tag.automatic-creation"] == "process-time"
+
+
+@pytest.mark.parametrize("options, advice", [
+    ({"fields.v.aggregate-function": "median"}, "What you can do: name one of bool_and, bool_or, collect, "),
+    ({"fields.v.aggregate-function": "listagg", "fields.v.distinct": "true"},
+     "What you can do: write and compact the table with Paimon Java 1.x, whose listagg drops repeated values"),
+])
+def test_aggregate_functions_lake_assets_lacks_say_what_to_do(tmp_path, options, advice) -> None:
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    with pytest.raises(UnsupportedFeatureError) as raised:
+        catalog.create_table("db.t", pa.schema([pa.field("k", pa.int64(), nullable=False), ("v", pa.string())]),
+                             primary_keys=["k"], options={"bucket": "1", "merge-engine": "aggregation", **options})
+    assert advice in str(raised.value)
+    assert catalog.list_tables("db") == []
