@@ -23,9 +23,10 @@ def remove_option(key: str, *, here: bool = True) -> str:
             f"({key!r}) in Spark)")
 
 
-def set_option(key: str, value: str) -> str:
-    """Setting ``key`` to ``value``, in lake_assets, Flink and Spark."""
-    return (f"set it (table.update_schema().set_option({key!r}, {value!r}).commit(), or ALTER TABLE ... "
+def set_option(key: str, value: str, *, what: str = "it") -> str:
+    """Setting ``key`` to ``value``, in lake_assets, Flink and Spark; ``what`` names the change when
+    the refused option is not ``key`` itself."""
+    return (f"set {what} (table.update_schema().set_option({key!r}, {value!r}).commit(), or ALTER TABLE ... "
             f"SET ({key!r} = {value!r}) in Flink, ALTER TABLE ... SET TBLPROPERTIES ({key!r} = {value!r}) "
             "in Spark)")
 

@@ -306,8 +306,8 @@ def _dv_refusals(schema: TableSchema) -> list[Refusal]:
         return out
     if problem is not None:
         if opts.changelog_producer not in ("none", "input", "lookup"):
-            action = (f"{set_option('changelog-producer', 'lookup')} (or none, input), which Paimon accepts with "
-                      "deletion vectors; reads are not refused")
+            what = "changelog-producer to lookup, none or input, which Paimon accepts with deletion vectors"
+            action = f"{set_option('changelog-producer', 'lookup', what=what)}; reads are not refused"
         else:  # the engine (first-row) is immutable
             action = f"reads are not refused; to write, {COPY_ROWS} without deletion-vectors.enabled"
         out.append(Refusal(f"deletion vectors with merge-engine {opts.merge_engine!r} and changelog-producer "
