@@ -81,3 +81,19 @@ def parse_duration_ms(text: object, key: str = "") -> int:
 def parse_duration(text: object, key: str = "") -> timedelta:
     """A Paimon duration text as a `timedelta` (microsecond resolution, as timedelta has)."""
     return timedelta(microseconds=parse_duration_ns(text, key) // 1_000)
+
+
+_TEXT_UNITS = (("d", 86_400_000_000), ("h", 3_600_000_000), ("min", 60_000_000), ("s", 1_000_000), ("ms", 1_000))
+
+
+def duration_text(value: timedelta) -> str:
+    """``value`` as the jobs' ``--older-than`` and lake.yaml write it, in the largest unit that
+    holds it whole (``1h``, ``10min``, ``90s``, ``1500ms``): text `parse_duration` reads back,
+    never timedelta's ``1:00:00``. Sub-millisecond rests are in ``ns`` (Paimon has no ASCII
+    microsecond label); a negative value gets a ``-`` (not a duration then, as it is not one)."""
+    us = value // timedelta(microseconds=1)
+    sign, us = ("-", -us) if us < 0 else ("", us)
+    if us == 0:
+        return "0ms"
+    unit, size = next(((u, n) for u, n in _TEXT_UNITS if us % n == 0), ("ns", 0))
+    return f"{sign}{us * 1000}ns" if unit == "ns" else f"{sign}{us // size}{unit}"

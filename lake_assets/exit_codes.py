@@ -22,7 +22,8 @@ EXIT_CODE_MEANINGS: dict[int, str] = {
 EXIT_CODE_ADVICE: dict[int, str] = {
     EXIT_UNEXPECTED: "a bug or a lost executor: the job's stderr (the run's logs) has the traceback; "
                      "running it again is safe",
-    EXIT_CONFIG: "fix the job's arguments, lake.yaml or the table; run as it is, it fails the same way",
+    EXIT_CONFIG: "fix the job's arguments, lake.yaml or the table (for an option or table kind lake_assets does "
+                 "not support, the error says what to do); run as it is, it fails the same way",
     EXIT_DATA: "fix the input or the table the error names; after CommitStateUnknownError run the job again "
                "(the commit is then resolved)",
     EXIT_CONFLICT: "another writer committed first; nothing was committed and this run's files were "

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from lake_assets.formats.file_format import format_of_file
 from lake_assets.option_classification import is_true
 from lake_assets.refusal import DATA, Op, Refusal
+from lake_assets.refusal_actions import USE_PAIMON
 from lake_assets.spec.manifest import IndexManifestEntry, ManifestEntry
 from lake_assets.spec.schema import TableSchema
 
@@ -35,9 +36,9 @@ def entry_refusals(entries: Iterable[ManifestEntry], *, row_tracking: bool = Fal
     each file's ``_WRITE_COLS`` itself (ops/compact/row_tracking_rewrite.py, data_evolution_compact.py)."""
     found: dict[str, Refusal] = {}
 
-    def add(kind: str, prop: str, why: str, ops: frozenset[Op]) -> None:
+    def add(kind: str, prop: str, why: str, ops: frozenset[Op], action: str) -> None:
         if kind not in found:
-            found[kind] = Refusal(prop, why, ops)
+            found[kind] = Refusal(prop, why, ops, action)
 
     for e in entries:
         f = e.file
@@ -47,23 +48,34 @@ def entry_refusals(entries: Iterable[ManifestEntry], *, row_tracking: bool = Fal
             continue
         fmt = data_file_format(f.file_name)
         if fmt not in DATA_FILE_FORMATS:
-            add(f"format:{fmt}", f"data file format {fmt or '(none)'!r} (file {f.file_name})",
-                f"only {', '.join(sorted(DATA_FILE_FORMATS))} data files are implemented", DATA)
+            shown = repr(fmt) if fmt else "(none)"  # a name that ends in no format
+            add(f"format:{fmt}", f"data file format {shown} (file {f.file_name})",
+                f"only {', '.join(sorted(DATA_FILE_FORMATS))} data files are implemented", DATA,
+                f"read and write the table with the Paimon (Java or pypaimon) that wrote {fmt} files" if fmt else
+                "Paimon's readers cannot tell this file's format either (its name ends in no format): find out "
+                "what wrote it into the table")
         # bucket-postpone files: every operation handles them (batch scans skip them, change reads
         # follow Paimon's stream scans, ops/stream.py; compaction moves them, ops/postpone.py)
         if e.bucket < 0 and e.bucket != POSTPONE_BUCKET:
-            add("bucket", f"bucket {e.bucket} (file {f.file_name})", "negative buckets are not implemented", DATA)
+            add("bucket", f"bucket {e.bucket} (file {f.file_name})", "negative buckets are not implemented", DATA,
+                f"{USE_PAIMON} (the release that wrote this bucket)")
         if f.write_cols is not None and not row_tracking:
             # batch reads merge them by row-id range (ops/data_evolution_read.py); a compaction
             # would drop the _ROW_ID / _SEQUENCE_NUMBER columns such a file may hold
             add("write_cols", f"files of a column subset (_WRITE_COLS, e.g. {f.file_name})",
-                "compacting them is not implemented", frozenset({Op.COMPACT}))
+                "compacting them is not implemented", frozenset({Op.COMPACT}),
+                "compact the table with the Paimon that wrote these files (its compact procedure); reads and "
+                "writes here are not refused")
         if f.first_row_id is not None and not row_tracking:
             add("row_id", f"row tracking (_FIRST_ROW_ID, e.g. {f.file_name})",
-                "compaction would not keep row ids", frozenset({Op.COMPACT}))
+                "compaction would not keep row ids", frozenset({Op.COMPACT}),
+                "compact the table with the Paimon that wrote these files (its compact procedure); reads and "
+                "writes here are not refused")
         if f.external_path:
             add("external", f"external data file paths (_EXTERNAL_PATH, e.g. {f.external_path})",
-                "lake_assets never deletes outside the table directory", frozenset({Op.EXPIRE}))
+                "lake_assets never deletes outside the table directory", frozenset({Op.EXPIRE}),
+                "expire the table's snapshots with Paimon Java 1.1+, the release that writes external paths "
+                "(its expire_snapshots procedure); reads and writes here are not refused")
     return list(found.values())
 
 
@@ -81,23 +93,28 @@ def index_refusals(entries: Iterable[IndexManifestEntry], schema: TableSchema) -
             if not dynamic:
                 found[t] = Refusal("hash index files (HASH) in a table without dynamic bucket mode",
                                    "writes would have to maintain a hash index this bucket mode does not have",
-                                   frozenset({Op.WRITE, Op.COMPACT}))
+                                   frozenset({Op.WRITE, Op.COMPACT}),
+                                   "write and compact the table with the Paimon that wrote the index; reads here "
+                                   "are not refused")
         elif t == "DELETION_VECTORS":
             # batch reads apply them (ops/deletion_vectors.py)
             if not is_true(schema.options.get("deletion-vectors.enabled")):
                 # Java ignores them then; a compaction of ours would carry stale vectors forward
                 found[t] = Refusal("deletion vector index files (DELETION_VECTORS) without "
                                    "deletion-vectors.enabled", "compaction would keep vectors of rows it rewrites",
-                                   frozenset({Op.WRITE, Op.COMPACT}))
+                                   frozenset({Op.WRITE, Op.COMPACT}),
+                                   "write and compact the table with Paimon Java, which ignores the vectors while "
+                                   "deletion-vectors.enabled is unset")
         elif is_true(schema.options.get("row-tracking.enabled")):
             # newer Paimons' global indexes (btree, bitmap, full-text, vector) of row-tracking tables,
             # e.g. pypaimon's create_global_index: entries of the index manifest by row-id range
             found[t] = Refusal(f"global index type {t!r} (a newer Paimon's index of a row-tracking table)",
-                               "global indexes are not implemented; drop the index (pypaimon's drop_global_index, "
-                               "Paimon's drop_global_index procedure) to use the table here, or use Paimon Java "
-                               "HEAD or pypaimon for it", DATA)
+                               "global indexes are not implemented", DATA,
+                               "drop the index (pypaimon's drop_global_index, Paimon's drop_global_index "
+                               "procedure) to use the table here, or use Paimon Java HEAD or pypaimon for it")
         else:
-            found[t] = Refusal(f"index type {t!r}", "this index type is not implemented", DATA)
+            found[t] = Refusal(f"index type {t!r}", "this index type is not implemented", DATA,
+                               f"{USE_PAIMON} (the release that wrote this index)")
     return list(found.values())
 
 

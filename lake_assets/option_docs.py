@@ -6,6 +6,7 @@ file is what the registry generates, so the documentation cannot drift from the 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -44,7 +45,7 @@ def _default(rule: OptionRule) -> str:
     return str(d)
 
 
-def _support(rule: OptionRule) -> str:
+def _support(rule: OptionRule, key: str) -> str:
     parts: list[str] = []
     if rule.supported is not None:
         values = ", ".join(f"`{v}`" for v in rule.supported)
@@ -54,6 +55,9 @@ def _support(rule: OptionRule) -> str:
         if rule.refuses:
             carrying = "tables carrying another value" if rule.supported else "tables carrying it"
             parts.append(f"{carrying}: refused for " + ", ".join(n.lower() for n in rule.refuses))
+        if rule.action:
+            # the row's key as the table lists it (`file-index.<type>.<column>.<option>`)
+            parts.append(f"what to do: {dataclasses.replace(rule, key=key).advice()}")
     if rule.lake_assets_only:
         parts.append("lake_assets option")
     if rule.note:
@@ -74,7 +78,7 @@ def _row(key: str, rule: OptionRule) -> str:
         kind += ": " + " / ".join(rule.choices)
     if rule.minimum is not None:
         kind += f", ≥ {rule.minimum}"
-    cells = (f"`{key}`", kind, _default(rule), rule.description, _support(rule))
+    cells = (f"`{key}`", kind, _default(rule), rule.description, _support(rule, key))
     return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
 

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from lake_assets.option_rules_commit import COMMIT_RULES
 from lake_assets.option_rules_compaction import COMPACTION_RULES
-from lake_assets.option_rules_engines import ENGINE_RULES, REFUSED_ENGINE_RULES
+from lake_assets.option_rules_engines import ENGINE_RULES
 from lake_assets.option_rules_fields import FIELD_OPTION, FIELD_RULES
 from lake_assets.option_rules_file_index import FILE_INDEX_RULES, file_index_rule
 from lake_assets.option_rules_formats import COLUMN_FORMAT_OPTION, COLUMN_FORMAT_RULES, FORMAT_RULES
@@ -28,6 +28,7 @@ from lake_assets.option_rules_lifecycle import LIFECYCLE_RULES
 from lake_assets.option_rules_mark_done import MARK_DONE_RULES
 from lake_assets.option_rules_merging import MERGE_RULES
 from lake_assets.option_rules_reads import READ_RULES
+from lake_assets.option_rules_refused import REFUSED_ENGINE_RULES
 from lake_assets.option_rules_retention import RETENTION_RULES
 from lake_assets.option_rules_row_tracking import ROW_TRACKING_RULES
 from lake_assets.option_types import OptionRule, fallback_rule

@@ -10,8 +10,8 @@ parses a connector's option only when that connector runs (``SchemaValidation.va
 checks CoreOptions only), so these rows are free text: any value is accepted, as in Paimon.
 
 A few keys do matter to us and are refused by name for the operations they affect
-(`REFUSED_ENGINE_RULES`): a stored partition filter of Flink's reads. Partition mark-done, which
-lake_assets' Spark writes implement, has its own rows (`lake_assets.option_rules_mark_done`).
+(`lake_assets.option_rules_refused`): a stored partition filter of Flink's reads. Partition mark-done,
+which lake_assets' Spark writes implement, has its own rows (`lake_assets.option_rules_mark_done`).
 `lake_assets.option_rules` merges the dicts into the registry.
 """
 
@@ -310,38 +310,4 @@ ENGINE_RULES: dict[str, OptionRule] = _rules(
     _job("log.ignore-delete", "The log system drops deletes (Paimon 1.1 to 1.3).", _LOG),
 ) | ROCKSDB_RULES  # rocksdb.*: the local state of Java's cross-partition index and lookups
 
-_SCAN_PARTITIONS = ("Flink's batch and lookup reads of a table carrying it read only these partitions "
-                    "(FlinkTableSource, PartitionLoader); lake_assets' reads read all")
-
-
-_FALLBACK_BRANCH = ("Paimon's streaming reads of a table carrying it ignore it and its incremental batch reads pass "
-                    "the table's snapshot ids to the fallback branch unconverted, so lake_assets refuses streams "
-                    "and change reads; its batch reads take the partitions the table's branch lacks from that "
-                    "branch, as Paimon 0.9+'s FallbackReadFileStoreTable (lake_assets.ops.fallback_read)")
-
-
-def _refused(key: str, description: str, refuses: tuple[str, ...], why: str,
-             fallback_keys: tuple[str, ...] = ()) -> OptionRule:
-    return OptionRule(key, "string", None, description, supported=(), refuses=refuses, why=why,
-                      fallback_keys=fallback_keys)
-
-
-_BRANCH = ("Paimon 0.9+ reads and writes a table whose schema carries it on that branch (FileStoreTableFactory: "
-           "the snapshots, tags and consumers of branch/branch-<name>, with the schema it was opened with); "
-           "lake_assets opens a branch by its identifier db.t$branch_<name> only, and would read and write the "
-           "main branch's snapshots instead")
-_ALL_OPS = ("READ", "STREAM", "WRITE", "COMPACT", "EXPIRE", "ORPHANS", "TAG", "ROLLBACK", "SCHEMA_CHANGE")
-
-REFUSED_ENGINE_RULES: dict[str, OptionRule] = _rules(
-    # Java compares the name with equals("main") (BranchManager.isMainBranch): exact, untrimmed
-    OptionRule("branch", "string", "main", "The branch a table's reads and writes use (Paimon 0.9+; engines set it "
-               "in memory when they open db.t$branch_<name>).", supported=("main",), refuses=_ALL_OPS,
-               why=_BRANCH, fold="exact"),
-    _refused("scan.partitions", "Partitions Flink's reads read (k=v,...;... or max_pt(); Flink connector; "
-             "its own key in Paimon 0.9 to 1.0: lookup.dynamic-partition).", ("READ", "STREAM"), _SCAN_PARTITIONS,
-             ("lookup.dynamic-partition",)),
-    _refused("scan.fallback-branch", "Branch whose partitions batch reads take where the table's branch has "
-             "none (Paimon 0.9+).", ("STREAM",), _FALLBACK_BRANCH),
-)
-
-__all__ = ["ENGINE_RULES", "REFUSED_ENGINE_RULES"]
+__all__ = ["ENGINE_RULES"]

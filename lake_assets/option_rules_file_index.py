@@ -33,7 +33,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 
 from lake_assets.errors import OptionError
-from lake_assets.option_types import WRITE_OPS, OptionRule
+from lake_assets.option_types import KEY_SLOT, WRITE_OPS, OptionRule
+from lake_assets.refusal_actions import remove_option, set_option
 
 FILE_INDEX_PREFIX = "file-index."
 BLOOM_FILTER = "bloom-filter"
@@ -46,6 +47,12 @@ WRITTEN_INDEX_TYPES = INDEX_TYPES
 _NOT_WRITTEN = ("lake_assets writes bloom-filter, bitmap, bsi and range-bitmap file indexes only, not this type "
                 "(a newer Paimon's or a plug-in's), while Java's writers would index every new file with it; "
                 "reads never use it (they keep every file), and expiry, orphan removal, tags and rollback accept it")
+# What the user of such an index does: Paimon Java (with the plug-in) builds it; without it new files
+# simply carry no such index, which no reader needs.
+_NOT_WRITTEN_ACTION = ("write and compact the table with the Paimon Java (or plug-in) that builds this index, or, "
+                       "if new files need not carry it, remove this option and the other options of the index "
+                       f"type (file-index.<type>.*): {remove_option(KEY_SLOT)}; files written so far keep their "
+                       "index")
 
 def _column_list(v: object) -> str | None:
     # Paimon's FileIndexOptions: a blank name fails the writer ("should not have empty column")
@@ -139,6 +146,8 @@ FILE_INDEX_COLUMN_RULES: dict[tuple[str, str], OptionRule] = {
                            "only; 1.x: 1 or 2, default 2).", writer_only=True, supported=("1", "2"),
                            refuses=WRITE_OPS, why="Paimon writes and reads bitmap index versions 1 and 2 only; "
                            "reads, expiry, orphan removal, tags and rollback accept it",
+                           action=f"{set_option(KEY_SLOT, '1')}, as Paimon's writers fail on any other version "
+                           "(2 is Paimon 1.x's layout, which Paimon 0.9 cannot read)",
                            note="unset, lake_assets writes version 1, which Paimon 0.9 reads (Paimon 1.x would "
                            "write 2; both read 1); 2 writes Paimon 1.x's layout (Java HEAD's "
                            "BitmapFileIndexMetaV2: entries sorted by value in index blocks), which Paimon 0.9 "
@@ -149,13 +158,14 @@ FILE_INDEX_COLUMN_RULES: dict[tuple[str, str], OptionRule] = {
                                     check=_chunk_size),
     # any other option of a type lake_assets does not write: refused with the type
     ("<type>", "<option>"): R("<option>", "string", None, "Options of an index type lake_assets does not "
-                              "write.", supported=(), refuses=WRITE_OPS, why=_NOT_WRITTEN),
+                              "write.", supported=(), refuses=WRITE_OPS, why=_NOT_WRITTEN,
+                              action=_NOT_WRITTEN_ACTION),
 }
 # Index types no row above names (a newer Paimon's, or a plug-in FileIndexerFactory's): refused
 # for writes and compaction as bsi is; reads and maintenance never depend on an index.
 OTHER_TYPE_COLUMNS = R("file-index.<type>.columns", "string", None, "Columns whose data files get an index of "
                        "another type (a newer Paimon's or a plug-in's).", check=_column_list, supported=(),
-                       refuses=WRITE_OPS, why=_NOT_WRITTEN)
+                       refuses=WRITE_OPS, why=_NOT_WRITTEN, action=_NOT_WRITTEN_ACTION)
 del R
 
 FILE_INDEX_COLUMN_OPTION = re.compile(r"^file-index\.(?P<type>[^.]+)\.(?P<column>[^.]+)\.(?P<option>[^.]+)$")

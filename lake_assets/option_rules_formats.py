@@ -15,7 +15,8 @@ import re
 
 from lake_assets.errors import OptionError
 from lake_assets.formats.format_options import AVRO_CODECS, AVRO_JAVA_CODECS, level_map_problem, parse_level_map
-from lake_assets.option_types import WRITE_OPS, OptionRule
+from lake_assets.option_types import KEY_SLOT, WRITE_OPS, OptionRule
+from lake_assets.refusal_actions import remove_option, set_option
 
 
 def _rules(*rows: OptionRule) -> dict[str, OptionRule]:
@@ -98,7 +99,9 @@ FORMAT_RULES: dict[str, OptionRule] = _rules(
     R("parquet.writer.version", "string", "v1", "Parquet data page version (v1, v2, or the names "
       "PARQUET_1_0, PARQUET_2_0).", check=_parquet_writer_version, supported=("v1", "parquet_1_0"), refuses=WRITE_OPS,
       why="Paimon Java 0.9's Parquet reader fails on the v2 data pages pyarrow writes (checked: "
-      "'Unsupported encoding: RLE')"),
+      "'Unsupported encoding: RLE')",
+      action=f"{set_option(KEY_SLOT, 'v1')}: it shapes only new files, and reads are not refused; or write and "
+      "compact the table with Paimon Java, whose own writer writes the v2 pages"),
     R("parquet.compression.codec.zstd.level", "int", None, "Zstandard level of Parquet files "
       "(file.compression.zstd-level).", writer_only=True, note="honoured"),
     R("parquet.bloom.filter.enabled", "bool", False, "Bloom filters for every Parquet column "
@@ -130,6 +133,8 @@ FORMAT_RULES: dict[str, OptionRule] = _rules(
       "untrimmed codec name, as its CodecFactory.fromString).", choices=AVRO_CODECS, fold="exact",
       supported=AVRO_JAVA_CODECS, refuses=WRITE_OPS, writer_only=True,
       why="Paimon Java's bundle reads only the null, deflate, snappy and zstandard Avro codecs",
+      action=f"{remove_option(KEY_SLOT)}, so that file.compression picks the codec, or set it to null, deflate, "
+      "snappy or zstandard the same way: it shapes only new files, and reads are not refused",
       note="honoured"),
 )
 del R

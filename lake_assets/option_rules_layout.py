@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from lake_assets.formats.format_options import FILE_CODECS
 from lake_assets.option_rules_formats import STATS_NOTE, stats_mode_problem
-from lake_assets.option_types import DATA_OPS, MiB, OptionRule
+from lake_assets.option_types import DATA_OPS, KEY_SLOT, MiB, OptionRule
+from lake_assets.refusal_actions import COPY_ROWS, USE_PAIMON
 
 # Identifiers of Paimon's data file format factories (HEAD; 0.9 bundles parquet, orc and avro).
 FILE_FORMATS = ("parquet", "orc", "avro", "csv", "json", "text", "lance", "vortex", "blob", "row", "mosaic")
@@ -68,7 +69,9 @@ LAYOUT_RULES: dict[str, OptionRule] = {r.key: r for r in (
       "CoreOptions.normalizeFileFormat).", choices=FILE_FORMATS, fold="lower",
       supported=("parquet", "orc", "avro"), refuses=DATA_OPS,
       why="only Parquet, ORC and Avro data files are implemented (Paimon Java 0.9 reads no table whose "
-      "file.format names no format: its path factory needs one)"),
+      "file.format names no format: its path factory needs one)",
+      action=f"{USE_PAIMON}, or {COPY_ROWS} with file.format parquet, orc or avro (changing {KEY_SLOT} "
+      "converts no file already written)"),
     R("file.compression", "string", "zstd", "Codec of data files (Parquet: zstd, snappy, gzip, lz4, lz4_raw, "
       "uncompressed; ORC: zstd, snappy, lz4, zlib, none; Avro: zstandard for zstd, else snappy, as Java writes; "
       "matched upper-cased and untrimmed, as Java's Parquet and ORC writers). A codec the format of some file "
@@ -86,8 +89,9 @@ LAYOUT_RULES: dict[str, OptionRule] = {r.key: r for r in (
       choices=FILE_FORMATS, fold="lower", supported=("avro",), refuses=_ALL_OPS,
       why="lake_assets reads and writes Avro manifests only (Paimon's default), and this table's manifest lists "
       "and manifests are in another format. Changing the option converts nothing (Paimon then reads the existing "
-      "manifests as the new format and fails): keep maintaining the table with Paimon, or copy it into a table "
-      "whose manifest.format is avro (INSERT INTO ... SELECT in Flink or Spark)"),
+      "manifests as the new format and fails)",
+      action="keep maintaining the table with Paimon, or copy it into a table whose manifest.format is avro "
+      "(INSERT INTO ... SELECT in Flink or Spark)"),
     R("manifest.target-file-size", "size", 8 * MiB, "Size manifests are merged up to.", minimum=1),
     R("manifest.merge-min-count", "int", 30, "Small manifests that trigger a merge.", minimum=1),
     R("manifest.full-compaction-threshold-size", "size", 16 * MiB, "Delta size that triggers a full manifest "

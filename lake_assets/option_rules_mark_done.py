@@ -10,7 +10,8 @@ registry.
 
 from __future__ import annotations
 
-from lake_assets.option_types import OptionRule
+from lake_assets.option_types import KEY_SLOT, OptionRule
+from lake_assets.refusal_actions import set_option
 
 _ANY_VALUE = "any value is accepted at create and ALTER, as Paimon does"
 
@@ -38,6 +39,8 @@ def _mark_done_action_problem(value: object) -> str | None:
 
 _OTHER_ACTIONS = ("lake_assets' writes run success-file only: done-partition and mark-event need a metastore, "
                   "http-report an HTTP endpoint, custom a Java class")
+_OTHER_ACTIONS_ACTION = ("write with Paimon's Flink or Spark writers, which run these actions, or, if nothing needs "
+                         f"the other actions' marks, {set_option(KEY_SLOT, 'success-file')}")
 
 
 def _action_note(action: str) -> str:
@@ -58,6 +61,7 @@ MARK_DONE_RULES: dict[str, OptionRule] = {r.key: r for r in (
                "success-file (a _SUCCESS file in the partition directory), done-partition, mark-event, "
                "http-report, custom; a comma-separated list (CoreOptions).", check=_mark_done_action_problem,
                writer_only=True, supported=("success-file",), refuses=("WRITE",), why=_OTHER_ACTIONS,
+               action=_OTHER_ACTIONS_ACTION,
                note="success-file as Paimon's SuccessFileMarkDoneAction (creation and modification times; an "
                "existing file keeps its creation time)"),
     OptionRule("partition.mark-done-action.custom.class", "string", None, "Java class of the custom mark-done "

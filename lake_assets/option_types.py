@@ -49,7 +49,9 @@ class OptionRule:
     valid ones (``()``: none, the option is refused whenever set): any other value is refused at
     create and ALTER with `UnsupportedFeatureError`. For a table that already carries such a value,
     ``refuses`` names the operations refused (`lake_assets.table_support`), with ``why``; without
-    ``refuses`` every operation is refused when the table is opened. ``note`` says how an accepted
+    ``refuses`` every operation is refused when the table is opened. ``action`` says what its user
+    can do about such a table (`lake_assets.refusal_actions`; ``{key}`` stands for the key, as per-field
+    and per-column rows carry many: `OptionRule.advice`). ``note`` says how an accepted
     option is honoured when that is not simply "as in Paimon" (e.g. accepted with no effect on what
     lake_assets writes, and why that is safe). ``fallback_keys`` are the key's older spellings, as
     Paimon's ``ConfigOption.withFallbackKeys`` declares them (see `fallback_rule`).
@@ -66,6 +68,7 @@ class OptionRule:
     supported: tuple[str, ...] | None = None
     refuses: tuple[str, ...] = ()
     why: str = ""
+    action: str = ""
     note: str = ""
     # read only by the writers of data files (format options): a carried value that does not
     # parse refuses writes and compaction (`WRITE_OPS`), never opening the table
@@ -79,6 +82,15 @@ class OptionRule:
     # "lower" / "upper" (Java's toLowerCase / toUpperCase of the text as written, never trimmed),
     # "exact", or "avro" (zstd in any case, else exactly); None: free text
     fold: str | None = None
+
+
+    def advice(self) -> str:
+        """What the user of a table carrying a refused value can do (``action`` naming this key)."""
+        return self.action.replace(KEY_SLOT, self.key)
+
+
+# Stands for the option's key in an ``action`` (a per-field or per-column row serves many keys).
+KEY_SLOT = "{key}"
 
 
 # Paimon's MemorySize units (Flink's MemoryUnit): the labels each multiplier takes.

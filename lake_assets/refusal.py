@@ -1,6 +1,7 @@
 """An operation on a table (`Op`) and a property of the table that blocks some operations
 (`Refusal`): the vocabulary of `lake_assets.table_support`'s rules, and `refuse`, which raises
-`UnsupportedFeatureError` naming every property that blocks an operation."""
+`UnsupportedFeatureError` naming every property that blocks an operation, why, and what the user
+can do about it (`lake_assets.refusal_actions`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from lake_assets.errors import UnsupportedFeatureError
+from lake_assets.refusal_actions import ACTION_MARK
 
 
 class Op(Enum):
@@ -36,11 +38,13 @@ PATHS = DATA | {Op.EXPIRE, Op.ORPHANS}
 
 @dataclass(frozen=True)
 class Refusal:
-    """A property of a table that blocks some operations."""
+    """A property of a table that blocks some operations: ``why``, and what the user can do
+    (``action``: remove an option, hand the table to Paimon, ...; never empty)."""
 
     property: str
     why: str
     ops: frozenset[Op]
+    action: str
 
     def blocks(self, op: Op) -> bool:
         """Whether this property blocks ``op``."""
@@ -48,11 +52,13 @@ class Refusal:
 
 
 def refuse(name: str, op: Op, refusals: Iterable[Refusal]) -> None:
-    """Raise `UnsupportedFeatureError` if any refusal blocks ``op`` on table ``name``."""
+    """Raise `UnsupportedFeatureError` if any refusal blocks ``op`` on table ``name``: each
+    blocking property with why, then what the user can do about it."""
     blocking = [r for r in refusals if r.blocks(op)]
     if not blocking:
         return
-    text = "; also ".join(f"{r.property} is not supported; {r.why}" for r in blocking)
+    text = "; also ".join(f"{r.property} is not supported; {r.why.rstrip('.')}. {ACTION_MARK}{r.action}"
+                          for r in blocking)
     raise UnsupportedFeatureError(f"Cannot {op.value} {name}: {text}")
 
 

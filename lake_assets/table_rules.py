@@ -9,6 +9,7 @@ from lake_assets.lsm.merge_engine.aggregate_sketches import SKETCH_FUNCTIONS
 from lake_assets.lsm.merge_engine.registry import DEFAULT_MERGE_ENGINE, engine_of
 from lake_assets.ops.default_values import check_default_values
 from lake_assets.options import CoreOptions
+from lake_assets.refusal_actions import ACTION_MARK
 from lake_assets.spec.arrow_types import to_arrow
 from lake_assets.spec.data_types import (
     ArrayType,
@@ -185,7 +186,10 @@ def check_engine_producer(what: str, core: CoreOptions) -> None:
     engine = engine_of(core, what)
     allowed = engine.changelog_producers
     if allowed is not None and core.changelog_producer not in allowed:
+        # changelog-producer may change by ALTER (merge-engine may not): the one way to a valid table
         raise UnsupportedFeatureError(
             f"{what}: changelog-producer={core.changelog_producer!r} is not supported with "
-            f"merge-engine={engine.name!r} (only {' and '.join(map(repr, allowed))}, as in Paimon)"
+            f"merge-engine={engine.name!r} (only {' and '.join(map(repr, allowed))}, as in Paimon). {ACTION_MARK}"
+            f"set changelog-producer to {' or '.join(allowed)} (table.update_schema().set_option(...).commit(), "
+            "or ALTER TABLE ... SET in Flink, SET TBLPROPERTIES in Spark); reads are not refused"
         )

@@ -70,6 +70,7 @@ from lake_assets.option_rules import carried_key
 from lake_assets.option_types import WRITE_OPS, java_fold_choice, parse_value, unsupported_value
 from lake_assets.options import CoreOptions, per_operation_rule
 from lake_assets.refusal import DATA, MAINTENANCE, PATHS, READS, Op, Refusal, refuse
+from lake_assets.refusal_actions import ALTER_NAMED, COPY_ROWS, USE_PAIMON, remove_option, set_option
 from lake_assets.spec.partition import unnameable_partition_keys
 from lake_assets.spec.schema import TableSchema
 from lake_assets.table_rules import deletion_vector_problem
@@ -94,6 +95,9 @@ def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
                 "incremental reads with it (\"requires a full snapshot scan\"); read changes without "
                 "the option, as Paimon's stream scans see them",
                 frozenset({Op.STREAM}),
+                "read the table in batch (full reads merge bucket-postpone in); as Paimon refuses such streams too, "
+                f"{remove_option('postpone.merge-on-read')} only if batch reads may skip the rows in "
+                "bucket-postpone until a compaction moves them",
             )]
         # postpone bucket mode: writes go to bucket-postpone (ops/postpone_write.py), compaction
         # moves them (ops/postpone.py), batch reads skip bucket-postpone and change reads see what
@@ -109,7 +113,9 @@ def _bucket_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
         # stream compacted as Paimon's BucketedAppendCompactManager (lsm/bucketed_append.py)
         return []
     kind = "primary-key" if pk else "append"
-    return [Refusal(f"bucket = {bucket} on a {kind} table", "this bucket mode is not implemented", DATA)]
+    return [Refusal(f"bucket = {bucket} on a {kind} table", "this bucket mode is not implemented", DATA,
+                    f"{COPY_ROWS}, with bucket = N > 0 or -1 (-2 for a primary-key table): ALTER changes a "
+                    "bucket count only from one fixed number to another")]
 
 
 def _bucket_function_refusals(schema: TableSchema, bucket: int) -> list[Refusal]:
@@ -133,7 +139,9 @@ def _bucket_function_refusals(schema: TableSchema, bucket: int) -> list[Refusal]
         return []
     ops = frozenset({Op.WRITE}) if bucket > 0 else frozenset({Op.WRITE, Op.COMPACT})
     return [Refusal(f"bucket-function.type = {function!r} with bucket key ({', '.join(keys)})",
-                    f"{problem}, as in Paimon", ops)]
+                    f"{problem}, as in Paimon", ops,
+                    f"the option is immutable and Paimon's writers fail on it too: {COPY_ROWS}, with a "
+                    "bucket-function.type that places this key (default places any key); reads are not refused")]
 
 
 def cross_partition_fields(schema: TableSchema) -> list[str]:
@@ -153,13 +161,18 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
         try:
             parse_value(rule, text)
         except (OptionError, UnsupportedFeatureError) as exc:
-            out.append(Refusal(f"option {option} = {text!r}", f"the value is not valid ({exc})",
-                               frozenset(Op[n] for n in rule.refuses or WRITE_OPS)))
+            ops = frozenset(Op[n] for n in rule.refuses or WRITE_OPS)
+            out.append(Refusal(f"option {option} = {text!r}", f"the value is not valid ({exc})", ops,
+                               f"give it a valid value with ALTER TABLE ... SET ({option!r} = ...) in Flink (SET "
+                               f"TBLPROPERTIES in Spark), or "
+                               f"{remove_option(option, here=Op.SCHEMA_CHANGE not in ops)}"))
             continue
         if unsupported_value(rule, text) is not None:
-            out.append(Refusal(f"option {option} = {text!r}", rule.why, frozenset(Op[n] for n in rule.refuses)))
-    # key -> (whether a stored value is the unimplemented feature, why it is refused, what it blocks)
-    feature: dict[str, tuple[Callable[[str], bool], str, frozenset[Op]]] = {
+            out.append(Refusal(f"option {option} = {text!r}", rule.why, frozenset(Op[n] for n in rule.refuses),
+                               rule.advice()))
+    # key -> (whether a stored value is the unimplemented feature, why it is refused, what it blocks,
+    # what the user can do)
+    feature: dict[str, tuple[Callable[[str], bool], str, frozenset[Op], str]] = {
         # row-tracking.enabled and data-evolution.enabled refuse nothing by themselves: writes get
         # their row ids at commit (ops/row_tracking.py), reads merge the files of a row-id range
         # (ops/data_evolution_read.py), change reads those of one snapshot as Paimon HEAD's delta
@@ -170,7 +183,10 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
         # carry: deletion vectors (`_dv_refusals`), files of a format not implemented (blob) and
         # index types not implemented (global indexes), in `file_refusals`.
         "data-file.external-paths": (bool, "writing data files to external paths is not implemented",
-                                     frozenset({Op.WRITE, Op.COMPACT})),
+                                     frozenset({Op.WRITE, Op.COMPACT}),
+                                     "write and compact the table with Paimon Java (1.1+), or, if new files may go "
+                                     f"to the table's directory, {remove_option('data-file.external-paths')}; "
+                                     "files already written there are still read"),
     }
     # how Paimon 1.1+'s writers spread new files over those paths (.weights: HEAD): they shape only
     # where new files go; a file already in an external path names it in its manifest entry, which
@@ -180,15 +196,15 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
             bool, "placing data files in external paths is not implemented", frozenset({Op.WRITE, Op.COMPACT}))
     for key in SCAN_POSITION_KEYS:
         feature[key] = (bool, "Paimon readers start from this stored position, lake_assets' reads do not",
-                        READS)
+                        READS, _SCAN_POSITION_ACTION)
     feature["scan.mode"] = (lambda v: str(v).strip().lower() not in SCAN_MODES_READ_AS_LATEST,
                             "Paimon readers start where this stored scan mode says, lake_assets' reads do not",
-                            READS)
-    for key, (active, why, ops) in feature.items():
+                            READS, _SCAN_POSITION_ACTION)
+    for key, (active, why, ops, action) in feature.items():
         carried = carried_key(options, key) or key  # log.scan for scan.mode, as Paimon reads it
         value = options.get(carried)
         if value is not None and active(value):
-            out.append(Refusal(f"option {carried} = {value!r}", why, ops))
+            out.append(Refusal(f"option {carried} = {value!r}", why, ops, action.replace("{key}", carried)))
     written = _formats_written(options)
     for key, value in options.items():
         if is_known_option(key) or key in feature:
@@ -200,7 +216,9 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
                 out.append(Refusal(
                     f"option {key} = {value!r}",
                     f"lake_assets does not know this {key.split('.', 1)[0]} writer option and cannot tell "
-                    "whether the files it writes would honour it", frozenset({Op.WRITE, Op.COMPACT})))
+                    "whether the files it writes would honour it", frozenset({Op.WRITE, Op.COMPACT}),
+                    "write and compact the table with Paimon Java, whose writer takes it, or, if new files need not "
+                    f"honour it, {remove_option(key)}"))
             continue
         if key.startswith(WRITER_ONLY_PREFIXES):
             ops = frozenset({Op.WRITE})
@@ -211,8 +229,22 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
             "lake_assets does not know this option (a newer Paimon's?) and cannot tell what it means for "
             "the files it would write or delete",
             ops,
+            "if it turns on a newer Paimon's feature, maintain the table with that Paimon; if it is stale or a typo, "
+            f"{remove_option(key)}",
         ))
     return out
+
+
+# Scan positions are meant per query (Spark's read options, Flink's OPTIONS hint); lake_assets reads
+# a snapshot, tag or time by its read's own arguments.
+_SCAN_POSITION_ACTION = (f"{remove_option('{key}')}: Paimon's readers then start from the latest snapshot too, "
+                         "unless a query passes the option (Spark's read options, Flink's /*+ OPTIONS(...) */ "
+                         "hint); here, read a snapshot, tag or time with the read's own arguments (to_arrow("
+                         "snapshot_id=..., tag=..., timestamp=...))")
+# A file index lake_assets cannot build for a column: new files may go without it (an index only
+# lets readers skip files).
+_INDEX_ACTION = (f"{ALTER_NAMED} so that it no longer names that column (files written so far keep their "
+                 "indexes), or write with Paimon Java where its writer takes the index")
 
 
 def _written(options: Mapping[str, str], primary_key: bool) -> list[tuple[str, str, str]]:
@@ -237,13 +269,17 @@ def _format_refusals(schema: TableSchema) -> list[Refusal]:
         if fmt not in DATA_FILE_FORMATS:
             why = (f"lake_assets writes {', '.join(sorted(DATA_FILE_FORMATS))} files, not {fmt!r} ones" if fmt
                    else "an empty text names no format (Paimon Java fails on it too)")
+            action = (f"{ALTER_NAMED} to parquet, orc or avro (this shapes new files only: files already written "
+                      f"keep their format), or {USE_PAIMON}")
         else:
             codecs = file_format(fmt).codecs
             if codecs is None or codec in codecs:
                 continue
             why = (f"{fmt} files are written with {', '.join(sorted(codecs))}, not {codec!r} (Paimon Java's "
                    f"{fmt} writer fails on it, or lake_assets' cannot write it)")
-        out.append(Refusal(where, why, frozenset({Op.WRITE, Op.COMPACT})))
+            action = (f"{ALTER_NAMED} to a codec of {', '.join(sorted(codecs))} (this shapes new files only; reads "
+                      "are not refused), or write with Paimon Java if its writer takes the codec")
+        out.append(Refusal(where, why, frozenset({Op.WRITE, Op.COMPACT}), action))
     return out
 
 
@@ -264,8 +300,8 @@ def _dv_refusals(schema: TableSchema) -> list[Refusal]:
     if is_true(options.get("data-evolution.enabled")):
         out.append(Refusal("deletion vectors on a data-evolution table (deletion-vectors.enabled with "
                            "data-evolution.enabled)",
-                           "the merge of a row range's files does not apply deletion vectors; use Paimon Java "
-                           "HEAD or pypaimon for this table", DATA))
+                           "the merge of a row range's files does not apply deletion vectors", DATA,
+                           "use Paimon Java HEAD or pypaimon for this table"))
     if not schema.primary_keys:
         # compaction applies and drops the vectors, deletes mark them (ops/append_vectors.py): in
         # one index file per bucket in fixed-bucket tables (Paimon's BucketedAppendDeletionFileMaintainer)
@@ -275,9 +311,14 @@ def _dv_refusals(schema: TableSchema) -> list[Refusal]:
     except UnsupportedFeatureError:  # an unknown merge-engine is refused when the table opens
         return out
     if problem is not None:
+        if opts.changelog_producer not in ("none", "input", "lookup"):
+            what = "changelog-producer to lookup, none or input, which Paimon accepts with deletion vectors"
+            action = f"{set_option('changelog-producer', 'lookup', what=what)}; reads are not refused"
+        else:  # the engine (first-row) is immutable
+            action = f"reads are not refused; to write, {COPY_ROWS} without deletion-vectors.enabled"
         out.append(Refusal(f"deletion vectors with merge-engine {opts.merge_engine!r} and changelog-producer "
                            f"{opts.changelog_producer!r}", f"Paimon refuses the table: {problem}",
-                           frozenset({Op.WRITE, Op.COMPACT})))
+                           frozenset({Op.WRITE, Op.COMPACT}), action))
     return out
 
 
@@ -290,8 +331,10 @@ def _partition_name_refusals(schema: TableSchema) -> list[Refusal]:
     types = schema.types(keys)
     by_key = dict(zip(keys, types, strict=True))
     legacy = schema.core_options.partition_legacy_name
-    return [Refusal(f"partition.legacy-name = false with partition key {key!r} of type {by_key[key]}", why, PATHS)
-            for key, why in unnameable_partition_keys(keys, types, legacy_name=legacy)]
+    action = (f"{USE_PAIMON}: changing partition.legacy-name renames no directory already written, so it cannot "
+              "make the names match")
+    return [Refusal(f"partition.legacy-name = false with partition key {key!r} of type {by_key[key]}", why, PATHS,
+                    action) for key, why in unnameable_partition_keys(keys, types, legacy_name=legacy)]
 
 
 def _table_format(options: Mapping[str, str]) -> str:
@@ -304,7 +347,8 @@ def schema_refusals(schema: TableSchema) -> list[Refusal]:
     options = schema.options
     bucket = schema.core_options.bucket
     # bloom-filter indexes our writers cannot build (docs/format.md §7.6) refuse what writes files
-    index = [Refusal(what, why, frozenset({Op.WRITE, Op.COMPACT})) for what, why in file_index_write_problems(schema)]
+    index = [Refusal(what, why, frozenset({Op.WRITE, Op.COMPACT}), _INDEX_ACTION)
+             for what, why in file_index_write_problems(schema)]
     return (_bucket_refusals(schema, bucket) + _bucket_function_refusals(schema, bucket)
             + _option_refusals(options) + _format_refusals(schema)
             + _dv_refusals(schema) + _partition_name_refusals(schema) + index + default_value_refusals(schema))

@@ -103,14 +103,17 @@ def default_value_refusals(schema: TableSchema) -> list[Refusal]:
     """Reads of a table whose default values Java 0.9 could not apply either (it fails to read
     them) are refused; writes of a table whose schema fields carry Paimon 1.3's ``defaultValue``
     are refused, as its writers fill nulls with it and lake_assets' do not."""
-    out = [Refusal(p, "Paimon 0.9 fails to read such a table too; fix the option with ALTER TABLE", READS)
+    out = [Refusal(p, "Paimon 0.9 fails to read such a table too", READS,
+                   "fix the option named with ALTER TABLE ... SET in Flink (SET TBLPROPERTIES in Spark, or "
+                   "table.update_schema().set_option(...).commit())")
            for p in default_value_problems(schema.fields, schema.primary_keys, schema.partition_keys,
                                            schema.options, reading=True)]
     for name, problem in write_default_problems(schema.fields).items():
         out.append(Refusal(
             f"the write-time default value (schema field defaultValue) of column {name!r}",
             f"Paimon 1.3+ writers replace the column's nulls with it, and lake_assets cannot cast it: {problem}",
-            frozenset({Op.WRITE})))
+            frozenset({Op.WRITE}),
+            "write the table with Paimon 1.3+ (Flink or Spark), whose writers fill the nulls; reads are not refused"))
     return out
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from lake_assets.durations import duration_text
 from lake_assets.errors import CorruptMetadataError, InvalidArgumentError, UnsupportedFeatureError
 from lake_assets.formats.manifest_codec import decode_index_manifest
 from lake_assets.ops.orphan_scope import list_scope
@@ -45,7 +46,8 @@ def check_orphan_age(older_than: timedelta, *, allow_recent: bool, dry_run: bool
     if dry_run or allow_recent or older_than >= ORPHAN_AGE_FLOOR:
         return
     raise InvalidArgumentError(
-        f"orphan removal's older_than ({older_than}) is below its floor of {ORPHAN_AGE_FLOOR}: a file that "
+        f"orphan removal's older_than ({duration_text(older_than)}) is below its floor of "
+        f"{duration_text(ORPHAN_AGE_FLOOR)}: a file that "
         "young may belong to a write still in flight (a Spark job's or streaming micro-batch's files before "
         "its commit, a write-only writer's round), and deleting it breaks that commit. Use a bound longer than "
         "your longest write (Paimon's default is 1 day), or, only if nothing can be writing to the table, "

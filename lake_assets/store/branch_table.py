@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from lake_assets.catalog_names import check_name
 from lake_assets.errors import InvalidIdentifierError, UnsupportedFeatureError
 from lake_assets.refusal import Op
+from lake_assets.refusal_actions import ACTION_MARK
 
 BRANCH_SEPARATOR = "$branch_"
 MAIN_BRANCH = "main"
@@ -41,8 +42,8 @@ ALLOWED_ON_BRANCH = frozenset({Op.READ, Op.STREAM, Op.TAG, Op.EXPIRE, Op.WRITE, 
                                Op.SCHEMA_CHANGE})
 
 _WHY = {
-    Op.ORPHANS: "orphan removal is a whole-table operation: run it on the main branch, which keeps every "
-                "file any branch names",
+    Op.ORPHANS: f"orphan removal is a whole-table operation. {ACTION_MARK}run it on the main branch, which keeps "
+                "every file any branch names",
 }
 
 
@@ -53,14 +54,24 @@ def refuse_branch_write(name: str, op: Op, options: Mapping[str, str]) -> None:
     if op not in (Op.WRITE, Op.COMPACT):
         return
     problems = []
+    keys = []
     if options.get("tag.automatic-creation", "none").strip().lower() != "none":
         problems.append("tag.automatic-creation (Paimon, 0.9 to 1.x, creates a branch's automatic tags in the "
                         "main branch's tag directory; lake_assets does not create them on a branch)")
+        keys.append("tag.automatic-creation")
     if options.get("tag.default-time-retained") is not None:
         problems.append("tag.default-time-retained (Paimon's commit to a branch expires the main branch's tags; "
                         "lake_assets does not expire tags at a branch's commits)")
+        keys.append("tag.default-time-retained")
     if problems:
-        raise UnsupportedFeatureError(f"Cannot {op.value} {name}: this branch carries {'; '.join(problems)}")
+        # the branch's own schema carries them (a branch starts with a copy of main's): removing them
+        # there changes nothing on the main branch
+        removal = "".join(f".remove_option({k!r})" for k in keys)
+        raise UnsupportedFeatureError(
+            f"Cannot {op.value} {name}: this branch carries {'; '.join(problems)}. {ACTION_MARK}remove "
+            f"{'them' if len(keys) > 1 else 'it'} from the branch's own schema, which leaves the main branch's "
+            f"options as they are (on the branch's handle: update_schema(){removal}.commit()); create the "
+            "branch's tags with its create_tag instead")
 
 
 def split_branch(table: str) -> tuple[str, str | None]:

@@ -103,7 +103,7 @@ def test_s3_secrets_come_from_the_environment(tmp_path: Path) -> None:
          "tables[0] (db.orders).ingest.partition_format: '%m-%d' does not give each day a value of its own"),
         # an orphan bound that could delete a write in flight, unless allowed explicitly
         (lambda d: d["tables"][0]["maintenance"]["orphans"].update(older_than="10min"),
-         "tables[0] (db.orders).maintenance.orphans: orphan removal's older_than (0:10:00) is below its floor"),
+         "tables[0] (db.orders).maintenance.orphans: orphan removal's older_than (10min) is below its floor of 1h"),
         (lambda d: (d["spark"].update(timeout="3h"), d["tables"][0]["maintenance"]["orphans"].update(older_than="2h")),
          "db.orders: maintenance.orphans.older_than (2h) is below spark.timeout (3h), the longest a Spark write"),
     ],

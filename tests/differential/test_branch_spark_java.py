@@ -129,7 +129,7 @@ def test_the_streaming_sink_on_a_branch_is_exactly_once(java: PaimonJava, base: 
 
 def test_the_jobs_run_on_a_branch(java: PaimonJava, base: Path, tmp_path: Path, capsys, spark) -> None:  # type: ignore[no-untyped-def]
     from lake_assets.spark.jobs import compact, expire, ingest, remove_orphans
-    from lake_assets.spark.jobs.errors import EXIT_CONFIG, EXIT_DATA, EXIT_OK
+    from lake_assets.spark.jobs.errors import EXIT_CONFIG, EXIT_OK
 
     w = _copy(base, tmp_path)
     src = tmp_path / "src"
@@ -156,7 +156,9 @@ def test_the_jobs_run_on_a_branch(java: PaimonJava, base: Path, tmp_path: Path, 
     assert_same_rows(java.read(w, IDENT, tag="t1"), rows(range(0, 6), "d1", "a"))  # the branch's base tag
     # what the core refuses on a branch fails naming it, before anything runs
     code, out = run_job_main(capsys, remove_orphans.main, *common)
-    assert code == EXIT_DATA and "UnsupportedFeatureError: Cannot remove orphan files of db.t$branch_b1" in out["error"]
+    assert code == EXIT_CONFIG, out  # a refusal: running it again as it is fails the same way
+    assert "UnsupportedFeatureError: Cannot remove orphan files of db.t$branch_b1" in out["error"]
+    assert "What you can do: run it on the main branch" in out["error"]
     code, out = run_job_main(capsys, compact.main, "--warehouse", w, "--table", B1, "--branch", "other")
     assert code == EXIT_CONFIG and "contradicts" in out["error"]
 

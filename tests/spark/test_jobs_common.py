@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from lake_assets import Catalog, Table
-from lake_assets.errors import CommitConflictError, LakeError, NoSuchTableError
+from lake_assets.errors import CommitConflictError, LakeError, NoSuchTableError, UnsupportedFeatureError
 from lake_assets.spark.jobs import compact, expire
 from lake_assets.spark.jobs.args import storage_value
 from lake_assets.spark.jobs.errors import (
@@ -132,6 +132,13 @@ def test_classify_local_and_remote_errors():
         EXIT_UNEXPECTED, "RuntimeError: botocore.exceptions.NoCredentialsError: Unable to locate credentials")
     malformed = RuntimeError("[MALFORMED_RECORD_IN_PARSING.WITHOUT_SUGGESTION] Malformed records are detected")
     assert classify(malformed, "run")[0] == EXIT_DATA
+    # a refusal (an option or table kind lake_assets does not support) is fixed by configuration, in
+    # either phase and also when an executor met it: running it again as it is fails the same way
+    assert classify(UnsupportedFeatureError("Cannot compact db.t: x"), "setup")[0] == EXIT_CONFIG
+    assert classify(UnsupportedFeatureError("Cannot compact db.t: x"), "run") == (
+        EXIT_CONFIG, "UnsupportedFeatureError: Cannot compact db.t: x")
+    refused = RuntimeError("...\nlake_assets.errors.UnsupportedFeatureError: Cannot read data file f.lance\n")
+    assert classify(refused, "run") == (EXIT_CONFIG, "UnsupportedFeatureError: Cannot read data file f.lance")
 
 
 def test_an_executor_error_is_named_by_the_exception_the_python_worker_raised(spark):

@@ -13,7 +13,7 @@ import pytest
 from lake_assets import Catalog
 from lake_assets.spark.jobs import compact
 from lake_assets.spark.jobs import compact_postpone as job_postpone
-from lake_assets.spark.jobs.errors import EXIT_CONFIG, EXIT_CONFLICT, EXIT_DATA, EXIT_OK
+from lake_assets.spark.jobs.errors import EXIT_CONFIG, EXIT_CONFLICT, EXIT_OK
 from tests.interop.paimon import Pypaimon, canonical, missing
 from tests.spark.test_jobs_common import run_job_main
 
@@ -115,7 +115,7 @@ def test_concurrent_postpone_compaction_is_a_conflict(capsys, spark, tmp_path, p
 def test_a_failed_partition_commits_nothing_and_leaves_no_files(capsys, spark, tmp_path, pypaimon):
     """Partition a's postpone file predates a column change (not compactable: an error on its
     executor), partition b's is compacted on another: the driver deletes b's output, commits
-    nothing and exits 3."""
+    nothing and exits 2 (a refusal: UnsupportedFeatureError, also when an executor meets it)."""
     wh = tmp_path / "warehouse"
     pypaimon.create_table(wh, "db.p", SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"],
                           options={"bucket": "-2", "file.format": "parquet"})
@@ -125,7 +125,7 @@ def test_a_failed_partition_commits_nothing_and_leaves_no_files(capsys, spark, t
     table = Catalog(str(wh)).get_table("db.p")
     latest = table.latest_snapshot().id
     code, out = run_job_main(capsys, compact.main, "--warehouse", str(wh), "--table", "db.p")
-    assert code == EXIT_DATA and "UnsupportedFeatureError" in out["error"] and "schema" in out["error"], out
+    assert code == EXIT_CONFIG and "UnsupportedFeatureError" in out["error"] and "schema" in out["error"], out
     assert table.latest_snapshot().id == latest
     assert table.remove_orphan_files(older_than=timedelta(0), dry_run=True).paths == []
 

@@ -48,7 +48,7 @@ def test_remove_orphans_dry_run_by_default_then_delete(capsys, spark, tmp_path):
     assert code == EXIT_OK and out["orphan_files"] == 1, out
     # ... deleting it only with --allow-recent: below the floor, a usage error that deletes nothing
     code, out = run_job_main(capsys, remove_orphans.main, *args, "--older-than", "10min", "--no-dry-run")
-    assert code == EXIT_CONFIG and "below its floor of 1:00:00" in out["error"] and "--allow-recent" in out["error"]
+    assert code == EXIT_CONFIG and "below its floor of 1h" in out["error"] and "--allow-recent" in out["error"]
     assert os.path.exists(fresh)
     code, out = run_job_main(capsys, remove_orphans.main, *args, "--older-than", "0s", "--no-dry-run",
                              "--allow-recent")

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from lake_assets.defs.config.fields import parse_duration as config_duration
-from lake_assets.durations import parse_duration, parse_duration_ms, parse_duration_ns
+from lake_assets.durations import duration_text, parse_duration, parse_duration_ms, parse_duration_ns
 from lake_assets.errors import OptionError
 from lake_assets.option_types import parse_memory_size
 from lake_assets.options import CoreOptions
@@ -39,6 +39,18 @@ def test_what_java_rejects_is_rejected(text):
 def test_nanoseconds_and_timedelta():
     assert parse_duration_ns("3 ns") == 3
     assert parse_duration("90s") == timedelta(seconds=90)
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (timedelta(hours=1), "1h"), (timedelta(minutes=10), "10min"), (timedelta(seconds=90), "90s"),
+    (timedelta(milliseconds=1500), "1500ms"), (timedelta(days=7), "7d"), (timedelta(0), "0ms"),
+    (timedelta(microseconds=3), "3000ns"), (timedelta(hours=25), "25h"),
+])
+def test_duration_text_is_the_grammar_messages_and_flags_use(value, text):
+    """Messages name a duration as --older-than and lake.yaml take it, never timedelta's 1:00:00."""
+    assert duration_text(value) == text
+    assert parse_duration(text) == value
+    assert duration_text(-value) == (f"-{text}" if value else text)
 
 
 def test_every_layer_uses_the_one_grammar():

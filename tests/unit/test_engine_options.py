@@ -15,7 +15,8 @@ from lake_assets import Catalog
 from lake_assets.errors import OptionError, UnsupportedFeatureError
 from lake_assets.option_docs import render
 from lake_assets.option_rules import RULES
-from lake_assets.option_rules_engines import ENGINE_RULES, REFUSED_ENGINE_RULES
+from lake_assets.option_rules_engines import ENGINE_RULES
+from lake_assets.option_rules_refused import REFUSED_ENGINE_RULES
 from lake_assets.options import rule_for
 from lake_assets.refusal import Op
 from lake_assets.spec.data_types import BigIntType, VarCharType

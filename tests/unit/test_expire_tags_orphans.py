@@ -187,7 +187,7 @@ def test_orphan_deletes_below_the_age_floor_need_allow_recent(kv):
         f.write(b"x")
     old = time.time() - 1200  # 20 minutes: a write that has been running that long
     os.utime(stray, (old, old))
-    with pytest.raises(InvalidArgumentError, match=r"below its floor of 1:00:00.*allow_recent=True"):
+    with pytest.raises(InvalidArgumentError, match=r"below its floor of 1h.*allow_recent=True"):
         kv.remove_orphan_files(older_than=timedelta(minutes=10), dry_run=False)
     assert os.path.exists(stray)
     assert kv.remove_orphan_files(older_than=timedelta(minutes=10)).paths == [stray]  # a dry run

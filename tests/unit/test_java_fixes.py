@@ -121,8 +121,16 @@ def test_first_row_refuses_input_and_full_compaction_producers(tmp_path) -> None
     assert t.to_arrow().column("k").to_pylist() == [1]
     with pytest.raises(UnsupportedFeatureError, match=r"Cannot write to db\.t"):
         t.write_arrow(pa.table({"k": [2], "a": ["y"]}, schema=schema))
-    with pytest.raises(UnsupportedFeatureError, match=r"Cannot compact db\.t"):
+    with pytest.raises(UnsupportedFeatureError, match=r"Cannot compact db\.t") as raised:
         t.compact(full=True)
+    assert str(raised.value).endswith("What you can do: set changelog-producer to none or lookup (table.update_"
+                                      "schema().set_option(...).commit(), or ALTER TABLE ... SET in Flink, SET "
+                                      "TBLPROPERTIES in Spark); reads are not refused")
+    # following it: the table is written again
+    t.update_schema().set_option("changelog-producer", "lookup").commit()
+    t = cat.get_table("db.t")
+    t.write_arrow(pa.table({"k": [2], "a": ["y"]}, schema=schema))
+    assert sorted(t.to_arrow().column("k").to_pylist()) == [1, 2]
 
 
 def test_compaction_changelog_files_carry_the_output_level(tmp_path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from lake_assets.defs.config.fields import Cron, Duration, parse_duration
+from lake_assets.durations import duration_text
 from lake_assets.ops.orphans import ORPHAN_AGE_FLOOR, check_orphan_age
 
 
@@ -34,8 +35,8 @@ class OrphanPolicy(_Strict):
     enabled: bool = Field(default=False, description="Delete orphans; false reports a dry run.")
     cron: Cron | None = Field(default="0 5 * * 0", description="When the cleanup runs (null: never).")
     older_than: Duration = Field(
-        default="1d", description=f"Only files older than this are orphans (at least {ORPHAN_AGE_FLOOR} and "
-        "spark.timeout, the longest a Spark write runs, unless allow_recent)."
+        default="1d", description="Only files older than this are orphans (at least "
+        f"{duration_text(ORPHAN_AGE_FLOOR)} and spark.timeout, the longest a Spark write runs, unless allow_recent)."
     )
     allow_recent: bool = Field(
         default=False, description="Allow older_than below the floor: only if nothing can be writing to the table "

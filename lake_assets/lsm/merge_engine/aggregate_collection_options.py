@@ -17,6 +17,7 @@ from lake_assets.errors import OptionError, UnsupportedFeatureError
 from lake_assets.lsm.merge_engine.aggregate_keytime import check_keytime_type, keytime_field
 from lake_assets.lsm.merge_engine.collection_values import is_list
 from lake_assets.option_types import INT_MAX
+from lake_assets.refusal_actions import ACTION_MARK
 
 if TYPE_CHECKING:
     from lake_assets.option_merge import MergeOptions
@@ -67,7 +68,8 @@ def refuse_listagg_distinct(options: MergeOptions, column: str) -> None:
     if options.field_option(column, "distinct"):
         raise UnsupportedFeatureError(
             f"Column {column!r}: 'fields.{column}.distinct' = 'true' with aggregate function 'listagg' "
-            "(Paimon 1.x's distinct listagg) is not implemented by lake_assets"
+            f"(Paimon 1.x's distinct listagg) is not implemented by lake_assets. {ACTION_MARK}write and compact "
+            "the table with Paimon Java 1.x, whose listagg drops repeated values"
         )
 
 

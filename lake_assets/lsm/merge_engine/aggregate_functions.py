@@ -50,6 +50,7 @@ from lake_assets.lsm.merge_engine.grouping import (
     valid_mask,
 )
 from lake_assets.lsm.merge_engine.segment_reduce import SEGMENT_FUNCTIONS, runs_of, segment_reduce, segment_sum
+from lake_assets.refusal_actions import ACTION_MARK
 
 SUPPORTED_FUNCTIONS = frozenset({
     "sum", "product", "min", "max", "last_value", "last_non_null_value", "first_value",
@@ -95,7 +96,10 @@ def resolve_function(column: str, dtype: pa.DataType, name: str) -> str:
         check_sketch_column(column, dtype, func)
         return func
     if func not in SUPPORTED_FUNCTIONS:
-        raise UnsupportedFeatureError(f"Column {column!r}: unknown aggregate function {name!r}")
+        known = ", ".join(sorted(SUPPORTED_FUNCTIONS | SKETCH_FUNCTIONS))
+        raise UnsupportedFeatureError(
+            f"Column {column!r}: unknown aggregate function {name!r}. {ACTION_MARK}name one of {known}; a table "
+            "that carries a newer Paimon's (or a plug-in's) function is merged by that Paimon only: use it")
     if func in ("sum", "product") and not _is_numeric(dtype):
         raise OptionError(f"Aggregate function {func!r} of column {column!r} needs a numeric type, not {dtype}")
     if func == "listagg" and not _is_string(dtype):

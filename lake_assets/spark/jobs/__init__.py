@@ -8,8 +8,9 @@ exactly one JSON summary line on stdout (logs go to stderr) and exits with:
 
 * 0 — ok
 * 1 — unexpected error
-* 2 — bad arguments or configuration (unknown table, bad option, input columns that do not fit)
-* 3 — data or table error during the run (a `lake_assets.errors.LakeError`, malformed input)
+* 2 — bad arguments or configuration (unknown table, bad option, input columns that do not fit, a
+  table feature lake_assets does not support: `UnsupportedFeatureError`, also during the run)
+* 3 — data or table error during the run (any other `lake_assets.errors.LakeError`, malformed input)
 * 4 — commit conflict (`CommitConflictError`): nothing was committed; run the job again
 
 Each module's ``main(argv)`` returns the exit code and reuses an active SparkSession.

@@ -2,6 +2,9 @@
 
 A job's body validates its input before `JobContext.start_run`; errors raised before that point
 (phase ``"setup"``) are configuration errors, errors after it data, conflict or unexpected errors.
+`UnsupportedFeatureError` is a configuration error in either phase: the table (or an argument) asks
+for what lake_assets does not implement, the error says what the user can change, and running the
+job again as it is fails the same way.
 Errors raised on executors arrive as Java exceptions whose text carries the Python traceback, so
 the lake_assets error inside is recovered from the text.
 """
@@ -12,7 +15,14 @@ import re
 from typing import Literal
 
 from lake_assets import errors as lake_errors
-from lake_assets.errors import CatalogError, CommitConflictError, LakeError, OptionError, SchemaError
+from lake_assets.errors import (
+    CatalogError,
+    CommitConflictError,
+    LakeError,
+    OptionError,
+    SchemaError,
+    UnsupportedFeatureError,
+)
 
 # The codes themselves are the core's single table (the Dagster resource reads it too).
 from lake_assets.exit_codes import EXIT_CONFIG as EXIT_CONFIG
@@ -99,6 +109,10 @@ def classify(exc: BaseException, phase: Phase) -> tuple[int, str]:
             message = worker_exception(exc) or message
     if issubclass(cls, CommitConflictError):
         return EXIT_CONFLICT, f"{cls.__name__}: {message}"
+    if issubclass(cls, UnsupportedFeatureError):
+        # a refusal (an option, file format or table kind lake_assets does not implement, also when
+        # an executor meets it): the fix is the table's configuration or the job's arguments
+        return EXIT_CONFIG, f"{cls.__name__}: {message}"
     config_errors = (CatalogError, OptionError, SchemaError)
     if phase == "setup" and issubclass(cls, config_errors):
         return EXIT_CONFIG, f"{cls.__name__}: {message}"
