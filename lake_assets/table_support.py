@@ -193,7 +193,9 @@ def _option_refusals(options: Mapping[str, str]) -> list[Refusal]:
     # reads and expiry refuse per file (`entry_refusals`, `FileStore.data_file_path`)
     for suffix in ("strategy", "specific-fs", "weights"):
         feature[f"data-file.external-paths.{suffix}"] = (
-            bool, "placing data files in external paths is not implemented", frozenset({Op.WRITE, Op.COMPACT}))
+            bool, "placing data files in external paths is not implemented", frozenset({Op.WRITE, Op.COMPACT}),
+            "write and compact the table with Paimon Java (1.1+), or, if new files may go to the table's "
+            f"directory, {remove_option(f'data-file.external-paths.{suffix}')}")
     for key in SCAN_POSITION_KEYS:
         feature[key] = (bool, "Paimon readers start from this stored position, lake_assets' reads do not",
                         READS, _SCAN_POSITION_ACTION)
