@@ -92,6 +92,28 @@ def test_delete_where_of_a_write_only_table_runs_no_lifecycle(tmp_path: Any) -> 
     assert list(t.tags()) == _days_ago(1) and t.to_arrow().column("id").to_pylist() == [1]
 
 
+def test_a_postpone_rescale_commit_runs_it_as_paimon_heads(tmp_path: Any) -> None:
+    """HEAD's SparkPostponeStagedCommitter commits a rescale through
+    ``PostponeUtils.tableForPostponeRewrite`` (write-only = false), the batch after it through the
+    table itself: on a write-only table the rescale's OVERWRITE runs the lifecycle, the batch's
+    APPEND does not. (Postpone tables are Paimon 1.1+: Java 0.9 cannot pin this.)"""
+    from lake_assets.ops.postpone_fixed_bucket import write_fixed_buckets
+
+    t = _table(tmp_path, bucket="-2", **{"postpone.default-bucket-num": "1",
+                                          "postpone.target-row-num-per-bucket": "1"})
+    today = _days_ago(0)[0]
+    write_fixed_buckets(t.store, pa.table({"id": range(2), "dt": [today] * 2}, schema=SCHEMA))
+    t.refresh().create_tag("short", time_retained=dt.timedelta(milliseconds=1))
+    write_fixed_buckets(t.refresh().store, pa.table({"id": [9], "dt": [today]}, schema=SCHEMA))  # fits: no rescale
+    t = t.refresh()
+    assert list(t.tags()) == ["short"] and t.latest_snapshot().id == 2
+    # 40 rows need 40 buckets > 32 x 1: an OVERWRITE rescale (snapshot 3), then the APPEND (4)
+    write_fixed_buckets(t.store, pa.table({"id": range(10, 50), "dt": [today] * 40}, schema=SCHEMA))
+    t = t.refresh()
+    assert [s.commit_kind.name for s in t.snapshots()][2:] == ["OVERWRITE", "APPEND"]
+    assert {n: s.id for n, s in t.tags().items()} == {_days_ago(1)[0]: 1}  # "short" expired
+
+
 def test_a_table_that_is_not_write_only_runs_it_at_every_writers_commit(tmp_path: Any) -> None:
     t = _table(tmp_path, **{"write-only": "false"})
     t.write_arrow(pa.table({"id": [1, 2], "dt": _days_ago(0, 30)}, schema=SCHEMA))
