@@ -48,12 +48,18 @@ log = logging.getLogger(__name__)
 
 
 class TableCommitter(SnapshotAttempts):
-    """Commits the messages of one commit user; see `commit`."""
+    """Commits the messages of one commit user; see `commit`.
 
-    def __init__(self, store: FileStore, commit_user: str) -> None:
+    ``write_only``: whether the commit-time lifecycle (automatic tags, tag and partition expiry) is
+    left out, as Paimon's committer of a ``write-only`` table leaves it out. None (writers): the
+    table's ``write-only``. False: a dedicated compaction, which Paimon commits through a copy of
+    the table with ``write-only = false`` (its compact action and procedure), so it runs them."""
+
+    def __init__(self, store: FileStore, commit_user: str, *, write_only: bool | None = None) -> None:
         self.store = store
         self.commit_user = commit_user
         self.options = store.schema.core_options
+        self.write_only = self.options.write_only if write_only is None else write_only
         self._replay = CommitReplay(store, commit_user)
         # Outcome of the last `commit` call, for callers deciding whether they may clean up:
         # snapshots known to have landed, and whether a snapshot put was cut off mid-flight.
@@ -252,7 +258,7 @@ class TableCommitter(SnapshotAttempts):
                 ahead.discard()  # files of a COMPACT snapshot never put (none once it was used)
         # KeyboardInterrupt / SystemExit pass through unchanged: callers check `may_have_landed`.
         if self._landed:
-            after_commit(self.store, self._landed[-1])
+            after_commit(self.store, self._landed[-1], write_only=self.write_only)
             if writes and waits_for_visibility(self.store, commit_identifier):
                 # visibility-callback.enabled: the commit stands; raises CommitNotVisibleError on timeout
                 wait_for_visibility(self.store, self._landed, invisible_entries(self.store, append, compact))

@@ -1,5 +1,13 @@
 """What runs after a commit landed: Paimon's commit-time lifecycle (automatic tags, tag expiry and
-partition expiry), as its TableCommitImpl runs it after each snapshot."""
+partition expiry), as its TableCommitImpl runs it after each snapshot.
+
+Whose commits run it is Paimon's rule (``AbstractFileStoreTable.newCommit``, 0.9 to HEAD): the
+committer of a ``write-only`` table gets no tag manager and no partition expiry (nor snapshot
+expiry), so a write-only table's writers run none of it; Paimon's dedicated compaction (Flink's
+compact action, Spark's compact procedure, the postpone compaction) commits through a copy of the
+table with ``write-only = false``, so its commits do. lake_assets' compaction (`compact()`, the
+Spark compact jobs, Dagster's compaction asset) commits the same way (`TableCommitter`'s
+``write_only=False``)."""
 
 from __future__ import annotations
 
@@ -13,11 +21,15 @@ if TYPE_CHECKING:
 log = logging.getLogger("lake_assets.ops.commit")
 
 
-def after_commit(store: FileStore, snapshot_id: int) -> None:
+def after_commit(store: FileStore, snapshot_id: int, *, write_only: bool) -> None:
     """Commit-time lifecycle, as Paimon's TableCommitImpl runs it: automatic tags, expiry of tags
     past their own retention and (every ``partition.expiration-check-interval``) partition expiry.
+    ``write_only``: the committer's view of the table's ``write-only`` (the table's option, or False
+    for a dedicated compaction); such a committer runs none of it, as Paimon's.
     The commit has landed: a failure here is logged, never reported as a failed commit (the caller
     would redo landed work)."""
+    if write_only:
+        return
     opts = store.schema.core_options
     tags_off = str(opts.get("tag.automatic-creation", "none")).strip().lower() == "none"
     from lake_assets.ops.tag_retention import expire_tags_if_due
@@ -29,9 +41,8 @@ def after_commit(store: FileStore, snapshot_id: int) -> None:
             # create_tag(time_retained=...), Table.create_tag's) expires then. One listing, and a
             # read of each tag new or changed since this process last read it. A branch's commit
             # leaves tags alone: Paimon's expires main's tags then (its tag manager is main's),
-            # which a branch's writer should not touch. A write-only table's committer has no tag
-            # expiry in Paimon (0.9 to HEAD), nor here.
-            if not opts.write_only and store.paths.branch is None:
+            # which a branch's writer should not touch.
+            if store.paths.branch is None:
                 expire_tags_if_due(store)
             return
         from lake_assets.ops.partition_expire import expire_partitions_after_commit

@@ -263,6 +263,7 @@ def compact_postpone(
     if messages:
         store.fault_point("compact.before_commit")
         # as the regular compaction: a failed commit leaves its new files to orphan removal, since
-        # the outcome may be unknown and they may be referenced
-        ids = TableCommitter(store, user).commit(messages, check_committed=False)
+        # the outcome may be unknown and they may be referenced; and as it, runs the commit-time
+        # lifecycle whatever write-only says (Java's PostponeUtils.tableForPostponeRewrite)
+        ids = TableCommitter(store, user, write_only=False).commit(messages, check_committed=False)
     return summarize(messages, ids[-1] if ids else None, len(units), started)

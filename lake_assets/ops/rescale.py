@@ -114,8 +114,11 @@ def rescale_partitions(
         messages = writer.prepare_commit()
     overwrite = Overwrite(in_rescale, real_buckets_only=True,
                           check=strict_mode_check(store, snap.id, user, wanted))
-    ids = TableCommitter(store, user).commit(messages, BATCH_COMMIT_IDENTIFIER, overwrite=overwrite,
-                                             check_committed=False)
+    # HEAD commits the rewrite through `tableForPostponeRewrite`, a copy with write-only = false: its
+    # commit runs the commit-time lifecycle (automatic tags, tag and partition expiry) even on a
+    # write-only table, whose batch commit after it does not
+    ids = TableCommitter(store, user, write_only=False).commit(
+        messages, BATCH_COMMIT_IDENTIFIER, overwrite=overwrite, check_committed=False)
     return ids[-1] if ids else None
 
 

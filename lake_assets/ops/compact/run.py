@@ -120,5 +120,7 @@ def compact(
     ids: list[int] = []
     if messages:
         store.fault_point("compact.before_commit")
-        ids = TableCommitter(store, user).commit(messages, check_committed=False)
+        # a dedicated compaction: its commit runs automatic tags and partition expiry even on a
+        # write-only table, as Paimon's compact action (a copy of the table with write-only = false)
+        ids = TableCommitter(store, user, write_only=False).commit(messages, check_committed=False)
     return summarize(messages, ids[-1] if ids else None, len(plan.tasks), started)
