@@ -129,6 +129,15 @@ def operations(b: Bench) -> dict[str, Callable[[], Callable[[], object]]]:
         t = b.table()
         return lambda: t.compact(full=True)
 
+    def read() -> Callable[[], object]:
+        t = b.table()
+        return t.to_arrow
+
+    def read_compacted() -> Callable[[], object]:
+        t = b.table()
+        t.compact(full=True)
+        return t.to_arrow
+
     def expire() -> Callable[[], object]:
         t = b.table()
         return lambda: t.expire_snapshots(retain_min=1, older_than=_later())
@@ -207,8 +216,8 @@ def operations(b: Bench) -> dict[str, Callable[[], Callable[[], object]]]:
         t.create_branch("b", "x")
         return lambda: t.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
 
-    return {f.__name__: f for f in (write, compact, expire, expire_changelog, orphans, health, tag_create,
-                                    tag_delete, rollback, plan, stream_poll, branch_create, branch_write,
+    return {f.__name__: f for f in (write, compact, read, read_compacted, expire, expire_changelog, orphans, health,
+                                    tag_create, tag_delete, rollback, plan, stream_poll, branch_create, branch_write,
                                     branch_expire, expire_with_branch, orphans_with_branch)}
 
 

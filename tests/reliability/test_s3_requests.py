@@ -7,6 +7,7 @@ partitions x B buckets. ``bench/bench_s3_requests.py`` prints them for every ope
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime, timedelta
 
 import pyarrow as pa
@@ -163,3 +164,68 @@ def test_the_file_io_sends_one_request_per_call(faulty_s3):
         call()
         want = 1 if kind == "GET" else 2
         assert log.by_kind() == {**dict.fromkeys(KINDS, 0), kind: want}, kind
+
+
+def _data_files(log: RequestLog, kind: str) -> Counter[str]:
+    return log.of(kind, "/bucket-")
+
+
+def test_a_batch_read_gets_each_small_data_file_once_and_heads_none(faulty_s3):
+    n, m, b = 3, 2, 2
+    t, log = _table(faulty_s3, n, m, b)
+    counts = _count(log, t.to_arrow)
+    # every data file (M x B per write) by one GET of it whole: no HEAD for its size (the
+    # manifest's), no ask for its footer and then its columns
+    assert len(_data_files(log, "GET")) == n * m * b and set(_data_files(log, "GET").values()) == {1}
+    assert not _data_files(log, "HEAD")
+    # planning (LATEST, snapshot N, its two lists, N manifests; HEAD N and N+1) and the data files
+    assert counts == {"GET": 1 + 1 + 2 + n + n * m * b, "HEAD": 2, "LIST": 0, "PUT": 0, "DELETE": 0}
+
+
+def test_compaction_gets_each_small_data_file_once(faulty_s3):
+    n, m, b = 3, 2, 2
+    t, log = _table(faulty_s3, n, m, b)
+    counts = _count(log, lambda: t.compact(full=True))
+    assert len(_data_files(log, "GET")) == n * m * b and set(_data_files(log, "GET").values()) == {1}
+    # each compacted file once: the commit's check that what it adds exists
+    assert _data_files(log, "HEAD") == Counter({k: 1 for k in _data_files(log, "PUT")})
+    assert counts == {
+        # LATEST (the plan, the commit's re-check), snapshot N, its two lists, N manifests, every
+        # data file
+        "GET": 2 + 1 + 2 + n + n * m * b,
+        # N and N+1 after each LATEST; schema-0 (the commit checks its schema was not dropped);
+        # each compacted file
+        "HEAD": 2 * 2 + 1 + m * b,
+        "LIST": 2,  # schema/: the latest schema for the plan, and at commit time
+        "PUT": m * b + 1 + 2 + 1 + 1,  # M x B compacted files, a manifest, two lists, the snapshot, LATEST
+        "DELETE": 0,
+    }
+
+
+@pytest.mark.parametrize("whole", [True, False], ids=["fetched-whole", "opened-natively"])
+@pytest.mark.parametrize("damage", ["other-file", "truncated", "longer"])
+def test_a_data_file_not_of_its_manifest_size_is_corrupt_not_misread(faulty_s3, whole, damage):
+    """The manifest's size is what saves the HEAD; a file of another size (a different valid
+    Parquet file put in its place, a cut or lengthened one) fails as damaged, as Java's reader,
+    which looks for the footer where the manifest's size puts it, does: never read as it is."""
+    import pyarrow.parquet as pq
+
+    from lake_assets.errors import CorruptMetadataError
+
+    t, _ = _table(faulty_s3, 1, 1, 1)
+    fio = t.store.file_io
+    if not whole:
+        fio.min_chunked_read = 0  # as a file larger than one ask: the native client's open
+    path = next(k for k in fio.fs.find(t.store.paths.root) if k.endswith(".parquet"))
+    data = fio.read_bytes(path)
+    if damage == "other-file":
+        sink = pa.BufferOutputStream()
+        replaced = pa.table({c: pa.array([1, 2], pa.int64()) for c in pq.read_schema(pa.BufferReader(data)).names
+                             if c.startswith("_KEY_k") or c == "_SEQUENCE_NUMBER"})
+        pq.write_table(replaced, sink)
+        data = sink.getvalue().to_pybytes()
+    else:
+        data = data[:-10] if damage == "truncated" else data + b"PAR1"
+    fio.fs.pipe_file(path, data)
+    with pytest.raises(CorruptMetadataError, match=rf"{path.rsplit('/', 1)[1]}.*{len(data)} bytes, its manifest says"):
+        t.to_arrow()
