@@ -229,3 +229,16 @@ def test_a_data_file_not_of_its_manifest_size_is_corrupt_not_misread(faulty_s3, 
     fio.fs.pipe_file(path, data)
     with pytest.raises(CorruptMetadataError, match=rf"{path.rsplit('/', 1)[1]}.*{len(data)} bytes, its manifest says"):
         t.to_arrow()
+
+
+def test_branch_creation_reads_the_tag_snapshot_once_and_the_tag_again_after_copying(faulty_s3):
+    t, log = _table(faulty_s3, 2, 1, 1)
+    t.create_tag("x", 1)
+    _count(log, lambda: t.create_branch("b", "x"))
+    # the tag (then, after the copies, again: a deletion racing the creation), its snapshot and
+    # schema, each once, and what was read is what is copied
+    assert log.of("GET") == Counter({"warehouse/db.db/t/tag/tag-x": 2, "warehouse/db.db/t/snapshot/snapshot-1": 1,
+                                     "warehouse/db.db/t/schema/schema-0": 1})
+    assert sorted(log.of("PUT")) == [f"warehouse/db.db/t/branch/branch-b/{f}"
+                                     for f in ("schema/schema-0", "snapshot/snapshot-1", "tag/tag-x")]
+    assert Catalog(faulty_s3[0], **faulty_s3[1]).get_table("db.t$branch_b").to_arrow().num_rows == 4
