@@ -132,9 +132,9 @@ def test_orphan_removal_lists_each_directory_once_and_heads_nothing(faulty_s3):
     assert counts == {
         "GET": n + 2 * n + n,  # every snapshot, its two lists, every manifest
         "HEAD": 0,
-        # schema/ and snapshot/ twice (the table exists, what is referenced; then the candidates),
-        # the root, tag/, changelog/, branch/, manifest/; M partitions, M x B buckets
-        "LIST": 9 + m + m * b,
+        # schema/ and snapshot/ once (the table exists and what is referenced, and the candidates
+        # there), the root, tag/, changelog/, branch/, manifest/; M partitions, M x B buckets
+        "LIST": 7 + m + m * b,
         "PUT": 0,
         "DELETE": 0,
     }
@@ -242,3 +242,17 @@ def test_branch_creation_reads_the_tag_snapshot_once_and_the_tag_again_after_cop
     assert sorted(log.of("PUT")) == [f"warehouse/db.db/t/branch/branch-b/{f}"
                                      for f in ("schema/schema-0", "snapshot/snapshot-1", "tag/tag-x")]
     assert Catalog(faulty_s3[0], **faulty_s3[1]).get_table("db.t$branch_b").to_arrow().num_rows == 4
+
+
+def test_orphan_removal_finds_candidates_in_the_listings_it_reads_references_from(faulty_s3):
+    """snapshot/ and schema/ are listed once: the candidates there come from the listings that
+    told the retained snapshots and that the table exists."""
+    t, log = _table(faulty_s3, 2, 1, 1)
+    fio, root = t.store.file_io, t.store.paths.root
+    junk = [f"{root}/snapshot/junk", f"{root}/schema/.schema-1.0a1b.tmp", f"{root}/schema/schema-x"]
+    for path in junk:
+        fio.write_bytes(path, b"x")
+    found = _count(log, lambda: t.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True))
+    assert found["LIST"] == 7 + 1 + 1
+    assert [fio.exists(p) for p in junk] == [False, False, True]  # schema/: a crashed write's temp file only
+    assert t.to_arrow().num_rows == 4 and t.snapshot_manager.snapshot_ids() == [1, 2]
