@@ -1,6 +1,7 @@
 """How many S3 requests each operation sends (S3 bills per request), counted where moto's server
 receives them (`tests.reliability.request_count`): each snapshot, manifest list and manifest at
-most once per operation, no HEAD before a GET, one LIST per directory. Counts are deterministic;
+most once per operation, no HEAD before a GET, one LIST per directory, a small data file by one
+GET with its manifest's size (and a size that is not the file's refused). Counts are deterministic;
 each is a formula in the table's shape: N snapshots (one write each), every write touching M
 partitions x B buckets. ``bench/bench_s3_requests.py`` prints them for every operation.
 """
