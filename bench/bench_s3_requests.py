@@ -7,7 +7,7 @@ Each operation runs on its own fresh table of N snapshots (one write each, every
 M partitions x B buckets), with the process's manifest cache emptied first (as a job that runs
 only that operation); the counts are deterministic (no timing involved).
 
-    python bench/bench_s3_requests.py ROOT [--snapshots N] [--partitions M] [--buckets B]
+    python bench/bench_s3_requests.py ROOT [--snapshots N] [--partitions M] [--buckets B] [--cpu R]
 
 Printed per operation: GET / HEAD / LIST / PUT / DELETE and the total, and "max same": the most
 GETs of one snapshot, changelog, manifest list, manifest or index manifest (immutable objects:
@@ -35,6 +35,9 @@ parser.add_argument("--partitions", type=int, default=2)
 parser.add_argument("--buckets", type=int, default=2)
 parser.add_argument("--only", default="", help="comma-separated operation names")
 parser.add_argument("--trace", action="store_true", help="print each request of the operations run")
+parser.add_argument("--cpu", type=int, default=0, metavar="R",
+                    help="also run each read-only operation (read, read_compacted, plan) R times more and print "
+                         "this process's CPU ms (the client's, not moto's) and the wall ms per run")
 ARGS = parser.parse_args()
 sys.path.insert(0, ARGS.root)
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
@@ -48,6 +51,7 @@ from tests.reliability.fault_proxy import FaultProxy  # noqa: E402
 from tests.reliability.request_count import KINDS, RequestLog  # noqa: E402
 
 N, M, B = ARGS.snapshots, ARGS.partitions, ARGS.buckets
+READ_ONLY = ("read", "read_compacted", "plan")  # may run again on the same table (`--cpu`)
 SCHEMA = pa.schema([("k", pa.int64()), ("dt", pa.string()), ("v", pa.string())])
 # immutable metadata files: each one at most once per operation
 IMMUTABLE = ("snapshot/snapshot-", "changelog/changelog-", "manifest/")
@@ -129,6 +133,15 @@ def operations(b: Bench) -> dict[str, Callable[[], Callable[[], object]]]:
         t = b.table()
         return lambda: t.compact(full=True)
 
+    def read() -> Callable[[], object]:
+        t = b.table()
+        return t.to_arrow
+
+    def read_compacted() -> Callable[[], object]:
+        t = b.table()
+        t.compact(full=True)
+        return t.to_arrow
+
     def expire() -> Callable[[], object]:
         t = b.table()
         return lambda: t.expire_snapshots(retain_min=1, older_than=_later())
@@ -207,8 +220,8 @@ def operations(b: Bench) -> dict[str, Callable[[], Callable[[], object]]]:
         t.create_branch("b", "x")
         return lambda: t.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True)
 
-    return {f.__name__: f for f in (write, compact, expire, expire_changelog, orphans, health, tag_create,
-                                    tag_delete, rollback, plan, stream_poll, branch_create, branch_write,
+    return {f.__name__: f for f in (write, compact, read, read_compacted, expire, expire_changelog, orphans, health,
+                                    tag_create, tag_delete, rollback, plan, stream_poll, branch_create, branch_write,
                                     branch_expire, expire_with_branch, orphans_with_branch)}
 
 
@@ -225,9 +238,18 @@ def main() -> None:
         for name, setup in operations(b).items():
             if only and name not in only:
                 continue
-            counts, same = b.count(setup())
+            op = setup()
+            counts, same = b.count(op)
+            cpu = ""
+            if ARGS.cpu and name in READ_ONLY:
+                start, wall = time.process_time(), time.perf_counter()
+                for _ in range(ARGS.cpu):
+                    manifest_io._cache_slot.cache_clear()
+                    op()
+                cpu = (f"  cpu {1000 * (time.process_time() - start) / ARGS.cpu:7.1f} ms"
+                       f"  wall {1000 * (time.perf_counter() - wall) / ARGS.cpu:7.1f} ms")
             print(f"{name:20s} " + " ".join(f"{counts[k]:6d}" for k in KINDS)
-                  + f"  {sum(counts.values()):5d}  {same:8d}")
+                  + f"  {sum(counts.values()):5d}  {same:8d}{cpu}")
     finally:
         proxy.stop()
         proc.terminate()

@@ -98,6 +98,14 @@ class Table(TableReads, TableChanges, TableMaintenance):
         temp; `lake_assets.ops.spill.spill_root`); it must exist. ``write_columns``: the writer
         takes new rows of these columns only (a data-evolution table; see `write_arrow`).
         """
+        return self._new_writer(commit_user, write_only=write_only, ignore_previous_files=ignore_previous_files,
+                                spill_dir=spill_dir, write_columns=write_columns)[0]
+
+    def _new_writer(
+        self, commit_user: str, *, write_only: bool = False, ignore_previous_files: bool = False,
+        spill_dir: str | os.PathLike[str] | None = None, write_columns: Sequence[str] | None = None,
+    ) -> tuple[TableWriter | PostponeWriter, Snapshot | None]:
+        """`new_writer`, and the latest snapshot it read (None: the table has none)."""
         from lake_assets.ops.postpone_write import new_table_writer
 
         args.text("commit_user", commit_user, optional=False)
@@ -105,10 +113,12 @@ class Table(TableReads, TableChanges, TableMaintenance):
         args.flag("ignore_previous_files", ignore_previous_files)
         # A writer takes the schema of the latest snapshot when another handle evolved it since
         # this one loaded: its merges, lookups and inline compaction read the files under it.
-        self.store.schema_at(self.snapshot_manager.latest())
-        return new_table_writer(self.store, commit_user, write_only=write_only,
-                                ignore_previous_files=ignore_previous_files, spill_dir=spill_dir,
-                                write_columns=write_columns)
+        latest = self.snapshot_manager.latest()
+        self.store.schema_at(latest)
+        writer = new_table_writer(self.store, commit_user, write_only=write_only,
+                                  ignore_previous_files=ignore_previous_files, spill_dir=spill_dir,
+                                  write_columns=write_columns)
+        return writer, latest
 
     def new_committer(self, commit_user: str) -> TableCommitter:
         """The committer of ``commit_user``: `commit(messages, commit_identifier)` is exactly-once."""
@@ -140,14 +150,19 @@ class Table(TableReads, TableChanges, TableMaintenance):
         ``_ROW_ID``: ``t.write_arrow(pa.table({"id": [7]}), write_columns=["id"])``. Partition and
         NOT NULL columns cannot be left out; every column is an ordinary write.
         """
+        from lake_assets.ops import write as table_writer
         from lake_assets.ops.overwrite import check_inside_partition, overwrite_of_whole_table, overwrite_spec
 
         user = str(uuid.uuid4())
         ow = overwrite_spec(self.store, overwrite)
         # Like Paimon's overwrite writer: the replaced partitions' files are not compacted with
         # the new data (the commit deletes them) nor looked up for changelog.
-        writer = self.new_writer(user, ignore_previous_files=ow is not None, spill_dir=spill_dir,
-                                 write_columns=write_columns)
+        writer, latest = self._new_writer(user, ignore_previous_files=ow is not None, spill_dir=spill_dir,
+                                          write_columns=write_columns)
+        if isinstance(writer, table_writer.TableWriter):
+            # it starts from the snapshot whose schema it took (one read of LATEST, not two); the
+            # commit reads the latest again and checks what landed since
+            writer.start_from(latest)
         committer = self.new_committer(user)
         messages: list[CommitMessage] = []
         try:

@@ -243,7 +243,7 @@ class TableMaintenance(StoreView):
         args.duration("older_than", older_than, optional=False)
         args.flag("dry_run", dry_run)
         args.flag("allow_recent", allow_recent)
-        self.store.require_exists()
+        # it checks that the table still exists (with the listing of schema/ it looks in)
         return remove_orphan_files(self.store, older_than=older_than, dry_run=dry_run, allow_recent=allow_recent)
 
     def rollback_to_as_latest(self, *, snapshot_id: int | None = None, tag: str | None = None) -> Snapshot:

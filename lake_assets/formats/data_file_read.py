@@ -53,7 +53,7 @@ def read_data_file(
     files at once turn it off. ``keep`` (a bool per row: what a deletion vector keeps) drops the
     other rows, as early as the format can (`FileFormat.read_rows`).
     """
-    with _read_errors(path), file_io.open_input(path) as source:
+    with _read_errors(path), file_io.open_data_file(path, file_size) as source:
         fmt = file_format(format_of_file(path))
         # data files never change: what a format parsed of one before may serve again
         if keep is None:
@@ -90,19 +90,20 @@ def data_file_row_count(file_io: FileIO, path: str, file_size: int | None = None
 
 def iter_data_file(
     file_io: FileIO, path: str, columns: Sequence[str] | None = None, batch_rows: int | None = None,
-    buffer_bytes: int = 0,
+    buffer_bytes: int = 0, file_size: int | None = None,
 ) -> Iterator[pa.Table]:
     """Read a data file a piece at a time (Parquet row groups, ORC stripes, Avro groups of
     blocks), or in batches of at most ``batch_rows`` rows. Parquet and Avro files are decoded a
     batch at a time (Avro's source read a block at a time), Parquet column chunks read
-    ``buffer_bytes`` at a time (0: whole); ORC files a stripe at a time."""
+    ``buffer_bytes`` at a time (0: whole); ORC files a stripe at a time. ``file_size``: the
+    manifest's (`FileIO.open_data_file`)."""
     with _read_errors(path):
         fmt = file_format(format_of_file(path))
         # a Parquet reader asks for what it holds (``buffer_bytes`` of a column chunk or whole
         # chunks): opened so that the store reads no further ahead (ORC and Avro as before)
         chunked = fmt.name == "parquet"
         buffer_bytes = file_io.chunked_read_bytes(buffer_bytes)  # object stores ask for more at once
-        with file_io.open_input_chunked(path, buffer_bytes) if chunked else file_io.open_input(path) as source:
+        with file_io.open_data_file(path, file_size, buffer_bytes if chunked else None) as source:
             # data files never change: what a format parsed of one before may serve again
             # where each read is a request, fewer and larger reads within the same bound
             pieces = fmt.iter_batches(source, columns, batch_rows, footer_key=path, buffer_bytes=buffer_bytes,

@@ -151,6 +151,14 @@ class FileIO(ABC):
         ahead of what is asked (s3fs's cache) reads and holds no more than what is asked here."""
         return self.open_input(path)
 
+    def open_data_file(self, path: str, file_size: int | None, buffer_bytes: int | None = None) -> pa.NativeFile:
+        """`open_input` (with ``buffer_bytes``: `open_input_chunked`) of a data file whose size its
+        manifest gives (``file_size``; None: not known). A backend that saves a request with the
+        size checks it against the file: a reader never sees the file at a size it does not have
+        (its footer looked for at the wrong offset); a size that differs raises
+        `CorruptMetadataError`."""
+        return self.open_input(path) if buffer_bytes is None else self.open_input_chunked(path, buffer_bytes)
+
     def chunked_read_bytes(self, buffer_bytes: int) -> int:
         """The bytes of a column chunk a batched Parquet read with ``read.parquet.buffer-size`` =
         ``buffer_bytes`` asks for and holds at a time on this store: the option, at least

@@ -15,6 +15,7 @@ import fsspec
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from lake_assets.errors import CorruptMetadataError
 from lake_assets.io.file_io import FileStatus
 from lake_assets.io.fsspec_io import FsspecFileIO, to_ms
 
@@ -197,6 +198,29 @@ class S3FileIO(FsspecFileIO):
         # GET of what the reader asked for
         native = self._native
         return super().open_input_chunked(path, buffer_bytes) if native is None else native.open_input_file(path)
+
+    def open_data_file(self, path: str, file_size: int | None, buffer_bytes: int | None = None) -> pa.NativeFile:
+        """A data file of at most `min_chunked_read` bytes (as the manifest says) is fetched whole
+        by one GET: pyarrow's native client asks each file's size (a HEAD) when it opens it, and
+        its Python binding takes no size (its C++ `OpenInputFile(FileInfo)` does, which is what
+        Java's reader does with the manifest's size); a Parquet reader then asks the footer and the
+        column chunks, each a GET. A file that small is one ask of a batched read anyway
+        (`chunked_read_bytes`), so holding it whole keeps within what a reader holds. The bytes
+        fetched must be ``file_size``: a manifest that says otherwise is damaged metadata (Java
+        would look for the footer at the wrong offset and fail), `CorruptMetadataError`. Larger
+        files, or no size: opened by the native client (a HEAD, then ranged GETs), and the size
+        its HEAD found checked the same way."""
+        if file_size is None or not 0 <= file_size <= self.min_chunked_read:
+            source = super().open_data_file(path, file_size, buffer_bytes)
+            if file_size is not None and source.size() != file_size:
+                size = source.size()
+                source.close()
+                raise CorruptMetadataError(f"it is {size} bytes, its manifest says {file_size}")
+            return source
+        data = self.read_bytes(path)
+        if len(data) != file_size:
+            raise CorruptMetadataError(f"it is {len(data)} bytes, its manifest says {file_size}")
+        return pa.BufferReader(data)
 
     def open_output(self, path: str) -> Any:
         # Writes stay on s3fs: bench/bench_s3_read.py measured the native output stream no faster

@@ -20,7 +20,14 @@ from __future__ import annotations
 import posixpath
 
 from lake_assets.catalog_names import check_name
-from lake_assets.errors import AlreadyExistsError, InvalidArgumentError, NoSuchTableError, SnapshotNotFoundError
+from lake_assets.errors import (
+    AlreadyExistsError,
+    CorruptMetadataError,
+    InvalidArgumentError,
+    NoSuchTableError,
+    SnapshotNotFoundError,
+)
+from lake_assets.spec.snapshot import Snapshot, Tag
 from lake_assets.store.branch_table import MAIN_BRANCH
 from lake_assets.store.branches import BRANCH_DIR, BRANCH_PREFIX, branch_names
 from lake_assets.store.file_store import FileStore
@@ -43,28 +50,37 @@ def create_branch(store: FileStore, name: str, tag: str | None = None) -> None:
     root = _branch_root(store, name, "create")
     if tag is None:
         schema_path = store.paths.schema_file(store.load_latest_schema().id)
-        copies = [(schema_path, posixpath.join(root, "schema", posixpath.basename(schema_path)))]
-        _refuse_existing(store, name, root, copies)
-        _copy_new(store, name, *copies[0])
+        target = posixpath.join(root, "schema", posixpath.basename(schema_path))
+        _refuse_existing(store, name, root, [(schema_path, target)])
+        _copy_new(store, name, schema_path, target)
         return
     tags = store.tag_manager()
-    tagged = tags.get(tag)
-    snap = tagged.snapshot
-    current = store.snapshot_manager.try_snapshot(snap.id)
+    # The tag's and its snapshot's files are read once, checked, and those bytes copied: one read
+    # of each (as a copy reading them again would) and the copy is what was checked. The schema
+    # file is read to be copied only; the tag is read again after the copies (the race above).
+    tag_path = store.paths.tag_file(tag)
+    tag_data = _read_or_none(store, tag_path)
+    if tag_data is None:
+        raise SnapshotNotFoundError(f"Table {store.name} has no tag {tag!r}")
+    snap = Tag.from_json(tag, tag_data).snapshot
+    snap_path = store.paths.snapshot_file(snap.id)
+    snap_data = _read_or_none(store, snap_path)
+    current = None if snap_data is None else Snapshot.from_json(snap_data, f"snapshot-{snap.id} of {store.name}")
+    if current is not None and current.id != snap.id:
+        raise CorruptMetadataError(f"File snapshot-{snap.id} of {store.name} holds snapshot id {current.id}")
     if current is None or not same_snapshot(current, snap):
         # Java 0.9 copies the snapshot file of the tag's id: an expired one fails there too
         raise SnapshotNotFoundError(
             f"Cannot create branch {name!r} of {store.name} from tag {tag!r}: its snapshot {snap.id} is no "
             "longer retained by the main branch (Paimon 0.9 copies that snapshot's file); nothing was created")
-    copies = [(source, posixpath.join(root, directory, posixpath.basename(source)))
-              for source, directory in [(store.paths.schema_file(snap.schema_id), "schema"),
-                                        (store.paths.snapshot_file(snap.id), "snapshot"),
-                                        (store.paths.tag_file(tag), "tag")]]
-    _refuse_existing(store, name, root, copies)
+    copies = [(source, posixpath.join(root, directory, posixpath.basename(source)), data)
+              for source, directory, data in [(store.paths.schema_file(snap.schema_id), "schema", None),
+                                              (snap_path, "snapshot", snap_data), (tag_path, "tag", tag_data)]]
+    _refuse_existing(store, name, root, [(source, target) for source, target, _ in copies])
     created: list[str] = []
     try:
-        for source, target in copies:
-            if _copy_new(store, name, source, target):
+        for source, target, data in copies:
+            if _copy_new(store, name, source, target, data):
                 created.append(target)
         again = tags.try_get(tag)
         if again is None or not same_snapshot(again.snapshot, snap):
@@ -100,18 +116,29 @@ def _same_bytes(store: FileStore, source: str, target: str) -> bool:
         return False
 
 
-def _copy_new(store: FileStore, name: str, source: str, target: str) -> bool:
-    """Copy ``source`` to the new file ``target``; True if this call created it, False if it held
-    these bytes already (a create cut short, or a racing create of the same branch)."""
+def _read_or_none(store: FileStore, path: str) -> bytes | None:
     try:
-        data = store.file_io.read_bytes(source)
+        return store.file_io.read_bytes(path)
     except FileNotFoundError:
+        return None
+
+
+def _copy_new(store: FileStore, name: str, source: str, target: str, data: bytes | None = None) -> bool:
+    """Create ``target`` with ``data`` (None: ``source``'s bytes, read now); True if this call
+    created it, False if it held these bytes already (a create cut short, or a racing create of
+    the same branch)."""
+    if data is None:
+        data = _read_or_none(store, source)
+    if data is None:
         raise SnapshotNotFoundError(f"Cannot create branch {name!r} of {store.name}: {source} is gone; "
-                                    "nothing was created") from None
+                                    "nothing was created")
     if store.file_io.try_create(target, data):
         return True
-    if _same_bytes(store, source, target):
-        return False
+    try:
+        if store.file_io.read_bytes(target) == data:
+            return False
+    except FileNotFoundError:
+        pass
     raise AlreadyExistsError(f"Cannot create branch {name!r} of {store.name}: another writer is creating it")
 
 

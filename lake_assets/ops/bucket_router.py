@@ -27,6 +27,7 @@ from lake_assets.table_support import Op, cross_partition_fields
 
 if TYPE_CHECKING:
     from lake_assets.spec.data_types import DataType
+    from lake_assets.spec.snapshot import Snapshot
     from lake_assets.store.file_store import FileStore
 
 
@@ -60,6 +61,9 @@ class BucketRouter:
         self.cross_router: CrossPartitionRouter | None = None
         self._spill_dir = spill_dir
         self._base = base
+        # the latest snapshot as the writer's maker just read it (`start_from`), a 1-tuple: None is
+        # a table without one
+        self._start: tuple[Snapshot | None] | None = None
         # whether a base was restored, and the id of the first one's snapshot: no file of the
         # writer can have landed in or before it (`TableWriter.abort` looks after it)
         self.based = base is not None
@@ -179,10 +183,19 @@ class BucketRouter:
         router.close()
         return False
 
+    def start_from(self, snapshot: Snapshot | None) -> None:
+        """Restore from ``snapshot`` (the latest, just read by the one call that makes, fills and
+        commits this writer) at the first row, rather than read the latest again."""
+        if self._base is None:
+            self._start = (snapshot,)
+
     def restore(self) -> WriterBase:
         """Sequence numbers continue from each bucket's live files (Paimon's "scan" init mode)."""
         if self._base is None:
-            self._base = WriterBase.restore(self.store, self._op, self._ignore_previous_files)
+            if self._start is not None:
+                self._base = WriterBase.restore_at(self.store, self._op, self._ignore_previous_files, self._start[0])
+            else:
+                self._base = WriterBase.restore(self.store, self._op, self._ignore_previous_files)
             if not self.based:
                 self.based = True
                 self.first_base_id = None if self._base.snapshot is None else self._base.snapshot.id

@@ -36,6 +36,7 @@ from lake_assets.ops.expire_files import (
 from lake_assets.ops.expire_index import index_files_to_expire, statistics_to_expire
 from lake_assets.ops.expire_plan import ExpirePlan, ExpireResult, plan_expire
 from lake_assets.spec.snapshot import Snapshot
+from lake_assets.store.consumers import min_position
 from lake_assets.store.read_once import reads_once
 from lake_assets.table_support import Op
 
@@ -82,10 +83,11 @@ def expire_snapshots(
     consumers = store.consumer_manager()
     if opts.consumer_expiration_ms is not None and not dry_run:
         consumers.expire(opts.consumer_expiration_ms, now_ms)
-    if not dry_run:
-        # a writer lease past its end (its writer crashed) pins nothing (ops/writer_lease.py);
-        # a live one is a consumer position, kept like a reader's
-        consumers.drop_lapsed_leases(now_ms)
+    # the positions the plan starts from: a writer lease past its end (its writer crashed) pins
+    # nothing and is dropped (ops/writer_lease.py), its listing's live leases and readers kept
+    # like a reader's (one listing of consumer/ for both)
+    first_min = min_position(consumers.drop_lapsed_leases_listing(now_ms) if not dry_run else consumers.consumers(),
+                             now_ms)
     candidate_hi = min(latest - retain_min + 1, earliest + limit)
     time_of = {}
     for sid in range(earliest + 1, max(candidate_hi, earliest) + 1):
@@ -93,21 +95,20 @@ def expire_snapshots(
         if snap is not None:
             time_of[sid] = snap.time_millis
 
-    def make_plan(protected_min: int | None) -> ExpirePlan:
+    def make_plan(protected_min: int | None, consumer_min: int | None) -> ExpirePlan:
         return plan_expire(
             earliest=earliest, latest=latest, retain_min=retain_min, retain_max=retain_max, expire_limit=limit,
-            older_than_ms=cutoff, time_of=time_of, consumer_min=consumers.min_next_snapshot(now_ms),
-            protected_min=protected_min,
+            older_than_ms=cutoff, time_of=time_of, consumer_min=consumer_min, protected_min=protected_min,
         )
 
-    plan = make_plan(None)
+    plan = make_plan(None, first_min)
     marker = None
     if plan and not dry_run:
         # Announce the expiration, then read consumers (here) and tags (in _apply) again: a tag or
         # consumer position published before the marker is seen and kept; one published after it
         # sees the marker and withdraws (SnapshotManager's expiry handshake). Never past the marker.
         marker = sm.begin_expiry(plan.end)
-        plan = make_plan(plan.end)
+        plan = make_plan(plan.end, consumers.min_next_snapshot(now_ms))  # read again: the handshake
     snapshot_time_ms = now_ms - cutoff
     decoupled = opts.changelog_decoupled(
         retain_min=retain_min, retain_max=retain_max, time_retained_ms=snapshot_time_ms

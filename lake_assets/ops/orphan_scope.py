@@ -25,6 +25,7 @@ Listings leave symlinks out (`FileIO.list_without_links`): a link is never follo
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -60,9 +61,19 @@ def _is_metadata_file(name: str, prefix: str) -> bool:
     return name.startswith(prefix) or name in _HINTS or name.startswith(_EXPIRY_MARKER_PREFIX)
 
 
-def list_scope(store: FileStore) -> OrphanScope:
+def _candidate(name: str, keep: str | None, temp_only: bool) -> bool:
+    """Whether a file of a listed metadata directory may be an orphan: with ``temp_only`` only a
+    crashed atomic write's temporary file, with ``keep`` anything but Paimon's own files."""
+    if temp_only and not is_temp_file(name):
+        return False
+    return keep is None or not _is_metadata_file(name, keep)
+
+
+def list_scope(store: FileStore, given: Mapping[str, list[FileStatus]] | None = None) -> OrphanScope:
     """List the files and directories of ``store``'s table that orphan removal considers (see the
-    module docstring); no reference or age is checked here."""
+    module docstring); no reference or age is checked here. ``given``: directories of the table
+    (by name: ``snapshot``) that the caller listed already, links left out, not listed again."""
+    given = given or {}
     fio = store.file_io
     paths = store.paths
     root = paths.root.rstrip("/")
@@ -71,28 +82,26 @@ def list_scope(store: FileStore) -> OrphanScope:
     top = {posixpath.basename(st.path): st for st in root_dirs}
 
     def files_of(directory: str, keep: str | None = None, *, temp_only: bool = False) -> None:
-        entries = fio.list_without_links(directory)
-        for st in entries:
-            name = posixpath.basename(st.path)
-            if st.is_dir:
-                continue
-            if temp_only and not is_temp_file(name):
-                continue
-            if keep is not None and _is_metadata_file(name, keep):
-                continue
-            scope.files.append(st)
+        scope.files.extend(st for st in fio.list_without_links(directory)
+                           if not st.is_dir and _candidate(posixpath.basename(st.path), keep, temp_only))
+
+    def files_in(name: str, keep: str | None = None, *, temp_only: bool = False) -> None:
+        """``files_of`` a directory of the table's root, from the caller's listing when it has one."""
+        if name in given:
+            scope.files.extend(st for st in given[name] if not st.is_dir and _candidate(
+                posixpath.basename(st.path), keep, temp_only))
+        elif name in top:
+            files_of(top[name].path, keep, temp_only=temp_only)
 
     for name, prefix in (("snapshot", "snapshot-"), ("changelog", "changelog-")):
-        if name in top:
-            files_of(top[name].path, prefix)
+        files_in(name, prefix)
     # every branch's snapshot/ and changelog/ likewise (Paimon cleans them per branch)
     for branch in branch_names(fio, root, links=False) if BRANCH_DIR in top else ():
         branch_root = posixpath.join(root, BRANCH_DIR, BRANCH_PREFIX + branch)
         for name, prefix in (("snapshot", "snapshot-"), ("changelog", "changelog-")):
             files_of(posixpath.join(branch_root, name), prefix)
     for name in ("schema", "tag", "consumer", MARKER_DIR):
-        if name in top:
-            files_of(top[name].path, temp_only=True)
+        files_in(name, temp_only=True)
     listed = [top[n] for n in ("manifest", "index", "statistics") if n in top]
     data_root = paths.data_root.rstrip("/")
     if data_root == root:

@@ -9,6 +9,7 @@ tools keep in the table directory (Flink's ``_SUCCESS``, a README) are never tou
 
 from __future__ import annotations
 
+import posixpath
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -20,9 +21,11 @@ from lake_assets.errors import CorruptMetadataError, InvalidArgumentError, Unsup
 from lake_assets.formats.manifest_codec import decode_index_manifest
 from lake_assets.ops.orphan_scope import list_scope
 from lake_assets.store.read_once import reads_once
+from lake_assets.store.snapshot_manager import snapshot_ids_of
 from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
+    from lake_assets.io.file_io import FileStatus
     from lake_assets.spec.snapshot import Snapshot
     from lake_assets.store.branches import BranchHolder, HolderKind
     from lake_assets.store.file_store import FileStore
@@ -73,7 +76,7 @@ class OrphanResult:
 
 def referenced_files(
     store: FileStore, *, ignore_tags: Collection[str] = (), data_files: bool = True, main: bool = True,
-    skip_branch: str | None = None,
+    skip_branch: str | None = None, snapshot_listing: list[FileStatus] | None = None,
 ) -> set[str]:
     """Every file path a retained snapshot, tag (other than ``ignore_tags``) or long-lived changelog
     may reference (data, changelog, manifests, lists), of the main branch and of every branch (their
@@ -81,6 +84,7 @@ def referenced_files(
     ``data_files=False``: the metadata files only (manifests, lists, index and statistics files), which
     reads no manifest. ``main=False``: what the branches reference, the main branch left out;
     ``skip_branch``: that branch left out (what the rest of the table references, for its expiry).
+    ``snapshot_listing``: ``snapshot/`` as the caller just listed it (`retained_snapshots`).
 
     A superset: files named by ADD entries that a later DELETE cancelled count too, which only
     keeps more (snapshot expiration removes those). Lists that expiration removed on purpose are
@@ -121,7 +125,7 @@ def referenced_files(
     # range, every file a retained snapshot's base names is in the earliest one's base or in a
     # retained delta (the rule Paimon's expiry relies on too). Only the earliest base's manifests
     # are read then: with 500 snapshots, a fifth of the entries (bench/RESULTS.md, session 18).
-    retained = retained_snapshots(store) if main else []
+    retained = retained_snapshots(store, snapshot_listing) if main else []
     earliest = retained[0].id if retained else None
 
     def _add_references(snap: Snapshot, kind: HolderKind, *, main_snapshot: bool = False) -> None:
@@ -167,18 +171,21 @@ def referenced_files(
     return refs
 
 
-def retained_snapshots(store: FileStore) -> list[Snapshot]:
+def retained_snapshots(store: FileStore, listing: list[FileStatus] | None = None) -> list[Snapshot]:
     """Every retained snapshot, oldest first, proven contiguous: ids from the earliest to the latest
     with none missing between them. Expiry deletes from the earliest up and rollback from the latest
     down, so a hole in the middle is damaged metadata, and the files only that snapshot named would
     look unreferenced. A hole seen in one listing is looked at again (an expiry running meanwhile, or
     a paged listing, shows one that the next listing no longer has); one still there raises
-    `CorruptMetadataError`, so that nothing is deleted on its strength."""
+    `CorruptMetadataError`, so that nothing is deleted on its strength. ``listing``: ``snapshot/``
+    as the caller just listed it, the first listing (a second one is made for a hole)."""
     sm = store.snapshot_manager
-    for _ in range(2):
+    for attempt in range(2):
         # one that vanishes after the listing is skipped: at either end, expiry's or rollback's
         # work; in the middle, the hole check below sees it
-        snaps = [s for s in (sm.try_snapshot(sid) for sid in sm.snapshot_ids()) if s is not None]
+        listed = (snapshot_ids_of([posixpath.basename(st.path) for st in listing])
+                  if listing is not None and attempt == 0 else sm.snapshot_ids())
+        snaps = [s for s in (sm.try_snapshot(sid) for sid in listed) if s is not None]
         ids = [s.id for s in snaps]
         missing = sorted(set(range(ids[0], ids[-1] + 1)) - set(ids)) if ids else []
         if not missing:
@@ -232,17 +239,26 @@ def remove_orphan_files(
     If any manifest cannot be read, nothing is deleted (a file that only an unreadable manifest
     names would otherwise look like an orphan).
     """
+    fio = store.file_io
+    # schema/ and snapshot/ are listed once where the listing that finds candidates can be the one
+    # that reads (no symlinks to leave out): schema/ says the table still exists, snapshot/ which
+    # snapshots are retained; candidates listed before the references are read only miss files
+    # made since, too young to delete
+    listed = {} if fio.has_symlinks else {"schema": fio.list_status(store.paths.schema_dir),
+                                          "snapshot": fio.list_status(store.paths.snapshot_dir)}
+    store.require_exists(None if fio.has_symlinks else [posixpath.basename(st.path) for st in listed["schema"]])
     check_orphan_age(older_than, allow_recent=allow_recent, dry_run=dry_run)
     store.require(Op.ORPHANS)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     cutoff = now_ms - int(older_than.total_seconds() * 1000)
-    refs = referenced_files(store)  # raises CorruptMetadataError: then we delete nothing
+    # raises CorruptMetadataError: then we delete nothing
+    refs = referenced_files(store, snapshot_listing=listed.get("snapshot"))
     # File names (uuid-based, unique per table) that manifests name, wherever the file sits: a path
     # rebuilt from partition values can miss a live file (e.g. a partition directory written under
     # another partition.default-name); never delete a file a manifest names, whatever its directory.
     referenced_names = {p.rsplit("/", 1)[-1] for p in refs}
     root = store.paths.root.rstrip("/")
-    scope = list_scope(store)
+    scope = list_scope(store, listed)
     result = OrphanResult(dry_run=dry_run)
     for st in scope.files:
         if not st.path.startswith(root + "/"):

@@ -259,7 +259,7 @@ class SplitReader:
                     yield layout.to_read(counted, False, self._narrowing_error) if layout.wanted else counted
                 return
             buffered = self.schema.core_options.read_parquet_buffer_size
-            for raw in iter_data_file(self.store.file_io, path, file_cols, batch_rows, buffered):
+            for raw in iter_data_file(self.store.file_io, path, file_cols, batch_rows, buffered, meta.file_size):
                 n = raw.num_rows
                 if start + n > meta.row_count:  # more rows than the manifest says: none of them returned
                     raise row_count_error(self.store.name, path, meta, f"more than {meta.row_count}")

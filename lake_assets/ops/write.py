@@ -50,6 +50,7 @@ from lake_assets.table_support import Op
 
 if TYPE_CHECKING:
     from lake_assets.ops.cross_partition import CrossPartitionRouter
+    from lake_assets.spec.snapshot import Snapshot
     from lake_assets.store.file_store import FileStore
 
 
@@ -127,6 +128,12 @@ class TableWriter(WriterCleanup):
         a key the same way; within one writer, later rows still win. Call before the first write.
         """
         self._router.interleave_sequences(slot, slots)
+
+    def start_from(self, snapshot: Snapshot | None) -> None:
+        """Start from ``snapshot``, the latest as the caller that made this writer just read it
+        (`Table.write_arrow`, which fills and commits it in one call), rather than read the latest
+        again at the first row. The commit still reads the latest and checks for conflicts."""
+        self._router.start_from(snapshot)
 
     # ----------------------------------------------------------------- input
     def write_arrow(

@@ -70,7 +70,11 @@ class WriterBase:
     def restore(store: FileStore, op: Op, ignore_previous_files: bool) -> WriterBase:
         """Read the latest snapshot. ``ignore_previous_files`` (overwrites): buckets start without
         their live files, but sequence numbers still continue from them."""
-        snap = store.snapshot_manager.latest()
+        return WriterBase.restore_at(store, op, ignore_previous_files, store.snapshot_manager.latest())
+
+    @staticmethod
+    def restore_at(store: FileStore, op: Op, ignore_previous_files: bool, snap: Snapshot | None) -> WriterBase:
+        """`restore` from ``snap``, the latest snapshot as the caller just read it (None: none)."""
         base = WriterBase(snap, defaultdict(lambda: -1), {}, {})
         if snap is None:
             return base

@@ -42,6 +42,13 @@ def lease_states(consumers: dict[str, Consumer], now_ms: int | None = None) -> d
             for cid, c in consumers.items() if c.lease_until_ms is not None}
 
 
+def min_position(consumers: dict[str, Consumer], now_ms: int | None = None) -> int | None:
+    """The lowest position of ``consumers``, leases that ran out before ``now_ms`` (now) left out."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    positions = [c.next_snapshot for c in consumers.values() if not c.lapsed(now_ms)]
+    return min(positions) if positions else None
+
+
 class ConsumerManager:
     """Reads and writes consumer positions; expiry keeps every snapshot a live consumer needs."""
 
@@ -113,15 +120,22 @@ class ConsumerManager:
 
     def min_next_snapshot(self, now_ms: int | None = None) -> int | None:
         """The lowest position of the consumers, leases that ran out before ``now_ms`` left out."""
-        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-        positions = [c.next_snapshot for c in self.consumers().values() if not c.lapsed(now_ms)]
-        return min(positions) if positions else None
+        return min_position(self.consumers(), now_ms)
 
     def drop_lapsed_leases(self, now_ms: int | None = None) -> list[str]:
         """Delete the writer leases that ran out before ``now_ms`` (their writers crashed, or
         stopped without closing); returns their ids. Reader positions are left alone."""
+        return self._drop_lapsed(now_ms)[0]
+
+    def drop_lapsed_leases_listing(self, now_ms: int | None = None) -> dict[str, Consumer]:
+        """`drop_lapsed_leases`, returning the consumers it left, as its one listing found them
+        (expiry plans on them: a consumer recorded since is seen by its re-read after its marker)."""
+        return self._drop_lapsed(now_ms)[1]
+
+    def _drop_lapsed(self, now_ms: int | None) -> tuple[list[str], dict[str, Consumer]]:
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
         lapsed = []
+        kept = {}
         for cid, path, _ in list_prefixed(self.file_io, self.paths.consumer_dir, _CONSUMER_PREFIX, "consumer"):
             try:
                 consumer = Consumer.from_json(self.file_io.read_bytes(path), f"{_CONSUMER_PREFIX}{cid}")
@@ -130,7 +144,9 @@ class ConsumerManager:
             if consumer.lapsed(now_ms):
                 self.file_io.delete(path)
                 lapsed.append(cid)
-        return lapsed
+            else:
+                kept[cid] = consumer
+        return lapsed, kept
 
     def expire(self, expiration_ms: int, now_ms: int | None = None) -> list[str]:
         """Delete consumers not updated for ``expiration_ms`` (abandoned readers); returns their ids."""

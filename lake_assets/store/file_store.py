@@ -177,10 +177,11 @@ class FileStore:
         ids = self._schema_ids()
         return max(ids) if ids else self.schema.id
 
-    def require_exists(self) -> None:
+    def require_exists(self, schema_names: list[str] | None = None) -> None:
         """Raise `NoSuchTableError` when the table was dropped under this handle (its schema files
-        are gone): reads and maintenance would otherwise see an empty table."""
-        if not self.file_io.list_names(self.paths.schema_dir):
+        are gone): reads and maintenance would otherwise see an empty table. ``schema_names``:
+        ``schema/`` as the caller just listed it (else listed here)."""
+        if not (self.file_io.list_names(self.paths.schema_dir) if schema_names is None else schema_names):
             raise NoSuchTableError(f"Table {self.name} does not exist (dropped?): no schema files under "
                                    f"{self.paths.root}")
 

@@ -46,6 +46,11 @@ def read_snapshot_file(
     return snap
 
 
+def snapshot_ids_of(names: list[str]) -> list[int]:
+    """The snapshot ids among the names a listing of ``snapshot/`` holds, ascending."""
+    return sorted(int(m.group(1)) for name in names if (m := _SNAPSHOT_NAME.fullmatch(name)))
+
+
 class SnapshotManager:
     """Reads the snapshot directory of one table. Hints are trusted only after existence checks."""
 
@@ -57,12 +62,7 @@ class SnapshotManager:
     # ------------------------------------------------------------- discovery
     def snapshot_ids(self) -> list[int]:
         """All snapshot ids present, ascending (lists the directory)."""
-        ids = []
-        for name in self.file_io.list_names(self.paths.snapshot_dir):
-            m = _SNAPSHOT_NAME.fullmatch(name)
-            if m:
-                ids.append(int(m.group(1)))
-        return sorted(ids)
+        return snapshot_ids_of(self.file_io.list_names(self.paths.snapshot_dir))
 
     def read_hint(self, name: str) -> int | None:
         """The id in the snapshot directory's ``EARLIEST`` or ``LATEST`` hint file, or None when the

@@ -1,12 +1,14 @@
 """How many S3 requests each operation sends (S3 bills per request), counted where moto's server
 receives them (`tests.reliability.request_count`): each snapshot, manifest list and manifest at
-most once per operation, no HEAD before a GET, one LIST per directory. Counts are deterministic;
+most once per operation, no HEAD before a GET, one LIST per directory, a small data file by one
+GET with its manifest's size (and a size that is not the file's refused). Counts are deterministic;
 each is a formula in the table's shape: N snapshots (one write each), every write touching M
 partitions x B buckets. ``bench/bench_s3_requests.py`` prints them for every operation.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime, timedelta
 
 import pyarrow as pa
@@ -69,10 +71,10 @@ def test_expiry_reads_each_snapshot_and_manifest_once(faulty_s3, n):
         "GET": n + 2 * n + (n - 1) + 2 + 2,
         # snapshot N and N+1 after each LATEST read (the hint may lag)
         "HEAD": 4,
-        # schema/ (the table still exists), snapshot/ (no EARLIEST hint), consumer/ three times
-        # (lapsed leases, the plan, and the handshake's re-read after the marker), branch/, tag/,
-        # snapshot/ and expiring/ once more (markers of failed expiries), changelog/
-        "LIST": 10,
+        # schema/ (the table still exists), snapshot/ (no EARLIEST hint), consumer/ twice (lapsed
+        # leases dropped and the plan on the rest, then the handshake's re-read after the marker),
+        # branch/, tag/, snapshot/ and expiring/ once more (markers of failed expiries), changelog/
+        "LIST": 9,
         "PUT": 3,  # the marker and its twin, EARLIEST
         # snapshots 1..N-1, the markers, one batch of manifests
         "DELETE": (n - 1) + 2 + 1,
@@ -111,12 +113,12 @@ def test_a_write_reads_the_latest_snapshot_once(faulty_s3):
     t, log = _table(faulty_s3, n, m, b)
     counts = _count(log, lambda: t.write_arrow(_rows(m, b, 99)))
     assert counts == {
-        # LATEST three times (the writer's restore, the commit's plan, the commit's re-check),
-        # snapshot N once, its two lists, N manifests
-        "GET": 3 + 1 + 2 + n,
+        # LATEST twice: the writer's (its schema, and the snapshot it starts from: not read again
+        # at its first row), and the commit's re-check; snapshot N once, its two lists, N manifests
+        "GET": 2 + 1 + 2 + n,
         # N and N+1 after each LATEST; schema-0 twice (the commit checks its schema was not
         # dropped); each written file once: the commit's check that what it adds exists
-        "HEAD": 3 * 2 + 2 + m * b,
+        "HEAD": 2 * 2 + 2 + m * b,
         "LIST": 1,  # schema/: the latest schema at commit time
         # M x B data files, a manifest, two lists, the snapshot, LATEST
         "PUT": m * b + 1 + 2 + 1 + 1,
@@ -131,9 +133,9 @@ def test_orphan_removal_lists_each_directory_once_and_heads_nothing(faulty_s3):
     assert counts == {
         "GET": n + 2 * n + n,  # every snapshot, its two lists, every manifest
         "HEAD": 0,
-        # schema/ and snapshot/ twice (the table exists, what is referenced; then the candidates),
-        # the root, tag/, changelog/, branch/, manifest/; M partitions, M x B buckets
-        "LIST": 9 + m + m * b,
+        # schema/ and snapshot/ once (the table exists and what is referenced, and the candidates
+        # there), the root, tag/, changelog/, branch/, manifest/; M partitions, M x B buckets
+        "LIST": 7 + m + m * b,
         "PUT": 0,
         "DELETE": 0,
     }
@@ -163,3 +165,95 @@ def test_the_file_io_sends_one_request_per_call(faulty_s3):
         call()
         want = 1 if kind == "GET" else 2
         assert log.by_kind() == {**dict.fromkeys(KINDS, 0), kind: want}, kind
+
+
+def _data_files(log: RequestLog, kind: str) -> Counter[str]:
+    return log.of(kind, "/bucket-")
+
+
+def test_a_batch_read_gets_each_small_data_file_once_and_heads_none(faulty_s3):
+    n, m, b = 3, 2, 2
+    t, log = _table(faulty_s3, n, m, b)
+    counts = _count(log, t.to_arrow)
+    # every data file (M x B per write) by one GET of it whole: no HEAD for its size (the
+    # manifest's), no ask for its footer and then its columns
+    assert len(_data_files(log, "GET")) == n * m * b and set(_data_files(log, "GET").values()) == {1}
+    assert not _data_files(log, "HEAD")
+    # planning (LATEST, snapshot N, its two lists, N manifests; HEAD N and N+1) and the data files
+    assert counts == {"GET": 1 + 1 + 2 + n + n * m * b, "HEAD": 2, "LIST": 0, "PUT": 0, "DELETE": 0}
+
+
+def test_compaction_gets_each_small_data_file_once(faulty_s3):
+    n, m, b = 3, 2, 2
+    t, log = _table(faulty_s3, n, m, b)
+    counts = _count(log, lambda: t.compact(full=True))
+    assert len(_data_files(log, "GET")) == n * m * b and set(_data_files(log, "GET").values()) == {1}
+    # each compacted file once: the commit's check that what it adds exists
+    assert _data_files(log, "HEAD") == Counter({k: 1 for k in _data_files(log, "PUT")})
+    assert counts == {
+        # LATEST (the plan, the commit's re-check), snapshot N, its two lists, N manifests, every
+        # data file
+        "GET": 2 + 1 + 2 + n + n * m * b,
+        # N and N+1 after each LATEST; schema-0 (the commit checks its schema was not dropped);
+        # each compacted file
+        "HEAD": 2 * 2 + 1 + m * b,
+        "LIST": 2,  # schema/: the latest schema for the plan, and at commit time
+        "PUT": m * b + 1 + 2 + 1 + 1,  # M x B compacted files, a manifest, two lists, the snapshot, LATEST
+        "DELETE": 0,
+    }
+
+
+@pytest.mark.parametrize("whole", [True, False], ids=["fetched-whole", "opened-natively"])
+@pytest.mark.parametrize("damage", ["other-file", "truncated", "longer"])
+def test_a_data_file_not_of_its_manifest_size_is_corrupt_not_misread(faulty_s3, whole, damage):
+    """The manifest's size is what saves the HEAD; a file of another size (a different valid
+    Parquet file put in its place, a cut or lengthened one) fails as damaged, as Java's reader,
+    which looks for the footer where the manifest's size puts it, does: never read as it is."""
+    import pyarrow.parquet as pq
+
+    from lake_assets.errors import CorruptMetadataError
+
+    t, _ = _table(faulty_s3, 1, 1, 1)
+    fio = t.store.file_io
+    if not whole:
+        fio.min_chunked_read = 0  # as a file larger than one ask: the native client's open
+    path = next(k for k in fio.fs.find(t.store.paths.root) if k.endswith(".parquet"))
+    data = fio.read_bytes(path)
+    if damage == "other-file":
+        sink = pa.BufferOutputStream()
+        replaced = pa.table({c: pa.array([1, 2], pa.int64()) for c in pq.read_schema(pa.BufferReader(data)).names
+                             if c.startswith("_KEY_k") or c == "_SEQUENCE_NUMBER"})
+        pq.write_table(replaced, sink)
+        data = sink.getvalue().to_pybytes()
+    else:
+        data = data[:-10] if damage == "truncated" else data + b"PAR1"
+    fio.fs.pipe_file(path, data)
+    with pytest.raises(CorruptMetadataError, match=rf"{path.rsplit('/', 1)[1]}.*{len(data)} bytes, its manifest says"):
+        t.to_arrow()
+
+
+def test_branch_creation_reads_the_tag_snapshot_once_and_the_tag_again_after_copying(faulty_s3):
+    t, log = _table(faulty_s3, 2, 1, 1)
+    t.create_tag("x", 1)
+    _count(log, lambda: t.create_branch("b", "x"))
+    # the tag (then, after the copies, again: a deletion racing the creation), its snapshot and
+    # schema, each once, and what was read is what is copied
+    assert log.of("GET") == Counter({"warehouse/db.db/t/tag/tag-x": 2, "warehouse/db.db/t/snapshot/snapshot-1": 1,
+                                     "warehouse/db.db/t/schema/schema-0": 1})
+    assert sorted(log.of("PUT")) == [f"warehouse/db.db/t/branch/branch-b/{f}"
+                                     for f in ("schema/schema-0", "snapshot/snapshot-1", "tag/tag-x")]
+    assert Catalog(faulty_s3[0], **faulty_s3[1]).get_table("db.t$branch_b").to_arrow().num_rows == 4
+
+
+def test_orphan_removal_finds_candidates_in_the_listings_it_reads_references_from(faulty_s3):
+    """snapshot/ and schema/ are listed once: the candidates there come from the listings that
+    told the retained snapshots and that the table exists."""
+    t, log = _table(faulty_s3, 2, 1, 1)
+    fio, root = t.store.file_io, t.store.paths.root
+    junk = [f"{root}/snapshot/junk", f"{root}/schema/.schema-1.0a1b.tmp", f"{root}/schema/schema-x"]
+    for path in junk:
+        fio.write_bytes(path, b"x")
+    found = _count(log, lambda: t.remove_orphan_files(older_than=timedelta(0), dry_run=False, allow_recent=True))
+    assert found["LIST"] == 7 + 1 + 1
+    assert [fio.exists(p) for p in junk] == [False, False, True]  # schema/: a crashed write's temp file only
+    assert t.to_arrow().num_rows == 4 and t.snapshot_manager.snapshot_ids() == [1, 2]
