@@ -67,7 +67,7 @@ def build_changelog_asset(spec: TableConfig) -> dg.AssetsDefinition:
             "destination": dg.MetadataValue.text(destination),
             "table_path": table_location(warehouse.url, warehouse.table_path(spec.identifier)),
             **table_state_metadata(table, spec, table_location(warehouse.url, warehouse.table_path(spec.identifier))),
-            **job_details(summary),
+            **job_details(summary, shown=consumer_metadata),
         })
 
     return changelog_asset
