@@ -7,7 +7,8 @@ Which asset runs when (``AutomationCondition``):
   the table is in progress. The run takes the asset's default config, which compacts what the
   policy names (`CompactionConfig`), so one run fixes what the check saw;
 - expiry and orphan removal: on the policy's cron (``expiry_cron``, ``orphans.cron``), once per tick;
-- changelog: after any ingest of the table has landed (tables with ``changelog_after_ingest``).
+- changelog: after any ingest of the table has landed (tables with ``changelog_after_ingest``), not
+  while a compaction of the table runs (the changelog asset depends on the compaction).
 
 None of them launches a run while the table's blocking ``declaration`` check fails (lake.yaml's keys
 or options differ from the table's: the run would fail before its job, naming them); the health
@@ -95,14 +96,18 @@ def cron_condition(cron: str, timezone: str) -> dg.AutomationCondition:
     ).with_label(f"on {cron} ({timezone})")
 
 
-def after_ingest_condition() -> dg.AutomationCondition:
+def after_ingest_condition(ingest: dg.AssetKey) -> dg.AutomationCondition:
     """Once after any partition of the ingest asset updated (a backfill's days count as one), once
-    the ingest run is over.
+    the ingest run is over and no compaction of the table is in progress (the changelog asset
+    depends on the compaction so as never to run beside it: `build_changelog_asset`); a compaction
+    alone does not start it.
 
     ``eager()`` does not fit: the changelog is unpartitioned while ingest is daily, and eager waits
     for missing upstream partitions (a year of days, most of them never loaded)."""
+    updated: dg.AutomationCondition = dg.AutomationCondition.any_deps_updated().allow(  # see compaction_condition
+        dg.AssetSelection.assets(ingest))
     return (
-        dg.AutomationCondition.any_deps_updated().since_last_handled()
+        updated.since_last_handled()
         & ~dg.AutomationCondition.any_deps_in_progress()
         & ~dg.AutomationCondition.in_progress()
     ).with_label("after ingest")
@@ -118,7 +123,7 @@ def table_conditions(spec: TableConfig, timezone: str) -> dict[dg.AssetKey, dg.A
     if policy.orphans.cron and "orphans" in spec.maintenance_steps:  # not on a branch
         out[names.key("orphans")] = cron_condition(policy.orphans.cron, timezone)
     if policy.changelog_after_ingest and spec.has_changelog_producer and spec.ingest is not None:
-        out[names.key("changelog")] = after_ingest_condition()
+        out[names.key("changelog")] = after_ingest_condition(names.key("ingest"))
     if policy.partition_expiry_cron and spec.has_partition_expiry:
         out[names.key("partition_expiry")] = cron_condition(policy.partition_expiry_cron, timezone)
     if names.key("orphans") in out:  # the same gate as the blocking checks of the run: none downstream of a failure
