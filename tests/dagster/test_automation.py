@@ -68,6 +68,9 @@ def test_changelog_once_after_each_ingest(ticks: Ticks) -> None:
     assert ticks(T0 + timedelta(seconds=90)) == set()  # events: no changelog producer
     instance.report_runless_asset_event(dg.AssetMaterialization(KEY("db/orders_ingest"), partition="2024-01-03"))
     assert ticks(T0 + timedelta(seconds=120)) == {"db/orders_changelog"}
+    # the changelog depends on the compaction (never beside it), but a compaction alone does not start it
+    instance.report_runless_asset_event(dg.AssetMaterialization(KEY("db/orders_compaction")))
+    assert ticks(T0 + timedelta(seconds=150)) == set()
 
 
 def test_no_changelog_on_the_first_tick_after_one_was_produced(ticks: Ticks) -> None:

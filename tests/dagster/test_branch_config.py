@@ -72,7 +72,8 @@ def test_branches_get_their_own_assets_and_main_keeps_its_keys(tmp_path: Path) -
         ("db/t_branch_audit_compaction", "declaration"), ("db/t_branch_audit_expiry", "snapshot_retention"),
         ("db/t_branch_audit_expiry", "declaration"),
         # the jobs' own checks, as on main's assets
-        ("db/t_branch_audit_compaction", "compacted_small_files"), ("db/t_branch_audit_expiry", "retained_snapshots_readable")}
+        ("db/t_branch_audit_compaction", "compacted_small_files"),
+        ("db/t_branch_audit_expiry", "retained_snapshots_readable")}
     # the branch's own settings over the table's: audit has no full-compaction schedule, an expiry cron
     assert sorted(s.name for s in defs.schedules) == ["db_t_branch_dev_full_compaction_schedule",
                                                        "db_t_full_compaction_schedule"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import dagster as dg
 import pyarrow as pa
+
 from lake_assets import Catalog
 from lake_assets.defs.config import load_config
 from lake_assets.defs.factory import build_definitions
