@@ -243,10 +243,11 @@ def check_results(spec: TableConfig, obs: TableObservation) -> dict[str, tuple[b
     }
 
     # Expiry never removes what a consumer has not read: over retain_max because of one, the fix is
-    # that consumer (advance or delete it), not another expiry run.
-    results["snapshot_retention"][1]["held_by_consumers"] = ", ".join(
-        f"{cid} ({lag} snapshots behind)" for cid, lag in obs.consumer_lag.items() if lag > policy.retain_max
-    ) or "none"
+    # that consumer (advance or delete it), not another expiry run. Left out when none is.
+    held = ", ".join(
+        f"{cid} ({lag} snapshots behind)" for cid, lag in obs.consumer_lag.items() if lag > policy.retain_max)
+    if held:
+        results["snapshot_retention"][1]["held_by_consumers"] = held
     return results
 
 
