@@ -7,12 +7,15 @@ Which asset runs when (``AutomationCondition``):
   the table is in progress. The run takes the asset's default config, which compacts what the
   policy names (`CompactionConfig`), so one run fixes what the check saw;
 - expiry and orphan removal: on the policy's cron (``expiry_cron``, ``orphans.cron``), once per tick;
-- changelog: after any ingest of the table has landed (tables with ``changelog_after_ingest``).
+- changelog: after any ingest of the table has landed (tables with ``changelog_after_ingest``), not
+  while a compaction of the table runs (the changelog asset depends on the compaction).
 
 None of them launches a run while the table's blocking ``declaration`` check fails (lake.yaml's keys
 or options differ from the table's: the run would fail before its job, naming them); the health
 sensor evaluates that check at every tick, and the condition's evaluation in the UI shows it. A
 trigger that came meanwhile (a cron tick, a failed health check) runs once the declaration matches.
+Orphan removal also waits while a blocking check of the expiry fails (``retained_snapshots_readable``:
+an expiry broke a retained snapshot), as a run holding both skips it.
 
 What stays a schedule or a custom sensor, and why:
 
@@ -34,6 +37,7 @@ from collections.abc import Sequence
 import dagster as dg
 
 from lake_assets.defs.config import LakeConfig, TableConfig, parse_duration
+from lake_assets.defs.declaration import DECLARATION_CHECK
 from lake_assets.defs.names import JOB_TAG, TableNames
 
 AUTOMATION_SENSOR = "lake_automation_sensor"
@@ -41,15 +45,27 @@ COMPACTION_AUTOMATION_SENSOR = "lake_compaction_automation_sensor"
 TRIGGER_TAG = "lake/trigger"
 
 
-def declaration_differs() -> dg.AutomationCondition:
-    """The asset's ``declaration`` check failed (our only blocking check): lake.yaml does not say
-    what the table is."""
-    # blocking_only, not .allow()/.ignore() of the check's key: Dagster 1.13's ChecksAutomationCondition
-    # narrows the asset node's own set of check keys in place with those, so every later condition of
-    # the evaluation sees the narrowed set
+def declaration_differs(key: dg.AssetKey) -> dg.AutomationCondition:
+    """The asset's ``declaration`` check failed: lake.yaml does not say what the table is.
+
+    Its other blocking checks (the expiry's ``retained_snapshots_readable``) do not hold the asset
+    back: they judge its last run, and only its next run can judge again."""
+    # blocking_only together with .allow(): Dagster 1.13's ChecksAutomationCondition narrows the set of
+    # check keys in place with an allow selection (the asset node's own set, without blocking_only,
+    # which every later condition of the evaluation would then see); blocking_only copies it first
     return dg.AutomationCondition.any_checks_match(
         dg.AutomationCondition.check_failed(), blocking_only=True
-    ).with_label("lake.yaml's declaration differs from the table")
+    ).allow(dg.AssetSelection.checks(dg.AssetCheckKey(key, DECLARATION_CHECK))).with_label(
+        "lake.yaml's declaration differs from the table")
+
+
+def upstream_blocking_check_failed() -> dg.AutomationCondition:
+    """A blocking check of an upstream asset failed: for orphan removal, the expiry's
+    ``retained_snapshots_readable`` (an expiry broke a retained snapshot: what it still names must
+    not be taken for orphans) or its declaration. Holds until that asset's next run passes it."""
+    return dg.AutomationCondition.any_deps_match(
+        dg.AutomationCondition.any_checks_match(dg.AutomationCondition.check_failed(), blocking_only=True)
+    ).with_label("a blocking check of an upstream asset failed")
 
 
 def compaction_condition() -> dg.AutomationCondition:
@@ -80,14 +96,18 @@ def cron_condition(cron: str, timezone: str) -> dg.AutomationCondition:
     ).with_label(f"on {cron} ({timezone})")
 
 
-def after_ingest_condition() -> dg.AutomationCondition:
+def after_ingest_condition(ingest: dg.AssetKey) -> dg.AutomationCondition:
     """Once after any partition of the ingest asset updated (a backfill's days count as one), once
-    the ingest run is over.
+    the ingest run is over and no compaction of the table is in progress (the changelog asset
+    depends on the compaction so as never to run beside it: `build_changelog_asset`); a compaction
+    alone does not start it.
 
     ``eager()`` does not fit: the changelog is unpartitioned while ingest is daily, and eager waits
     for missing upstream partitions (a year of days, most of them never loaded)."""
+    updated: dg.AutomationCondition = dg.AutomationCondition.any_deps_updated().allow(  # see compaction_condition
+        dg.AssetSelection.assets(ingest))
     return (
-        dg.AutomationCondition.any_deps_updated().since_last_handled()
+        updated.since_last_handled()
         & ~dg.AutomationCondition.any_deps_in_progress()
         & ~dg.AutomationCondition.in_progress()
     ).with_label("after ingest")
@@ -103,11 +123,14 @@ def table_conditions(spec: TableConfig, timezone: str) -> dict[dg.AssetKey, dg.A
     if policy.orphans.cron and "orphans" in spec.maintenance_steps:  # not on a branch
         out[names.key("orphans")] = cron_condition(policy.orphans.cron, timezone)
     if policy.changelog_after_ingest and spec.has_changelog_producer and spec.ingest is not None:
-        out[names.key("changelog")] = after_ingest_condition()
+        out[names.key("changelog")] = after_ingest_condition(names.key("ingest"))
     if policy.partition_expiry_cron and spec.has_partition_expiry:
         out[names.key("partition_expiry")] = cron_condition(policy.partition_expiry_cron, timezone)
+    if names.key("orphans") in out:  # the same gate as the blocking checks of the run: none downstream of a failure
+        out[names.key("orphans")] = (out[names.key("orphans")] & ~upstream_blocking_check_failed()).with_label(
+            out[names.key("orphans")].get_label())
     # every one of them is a maintenance asset carrying the declaration check (TableConfig.maintenance_steps)
-    return {key: (condition & ~declaration_differs()).with_label(condition.get_label())
+    return {key: (condition & ~declaration_differs(key)).with_label(condition.get_label())
             for key, condition in out.items()}
 
 

@@ -49,8 +49,9 @@ def build_table_checks(spec: TableConfig) -> list[dg.AssetChecksDefinition]:
         health = table.health(small_file_threshold=policy.small_file_bytes)
         over = [b for b in breaches(health, policy)
                 if any("small files" in r or "postponed files" in r or PURGE in r for r in b.reasons)]
+        partitions = ", ".join(sorted({b.partition for b in over}))  # left out when none is over
         return _evaluate("small_files", table, buckets_over=len(over),
-                         partitions_over=", ".join(sorted({b.partition for b in over})) or "none")
+                         **({"partitions_over": partitions} if partitions else {}))
 
     @dg.asset_check(asset=names.key("compaction"), name="level0_age",
                     description=f"Compaction keeps up: no level-0 file is older than {policy.max_level0_age}.")

@@ -92,6 +92,6 @@ def declaration_result(
     table: Table, primary_keys: list[str], partition_keys: list[str], options: Mapping[str, str]
 ) -> tuple[bool, dict[str, str]]:
     """The ``declaration`` check's verdict: whether lake.yaml's keys and options are the table's,
-    and the differences as metadata."""
+    and the differences as metadata (none when there are none)."""
     problems = declaration_differences(table, primary_keys, partition_keys, options)
-    return not problems, {"differences": "; ".join(problems) or "none"}
+    return not problems, ({"differences": "; ".join(problems)} if problems else {})

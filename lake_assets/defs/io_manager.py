@@ -80,7 +80,8 @@ class LakeIOManager(dg.ConfigurableIOManager):
             "dagster/table_name": table.name,
             "write_mode": mode,
             "rows_written": data.num_rows,
-            "snapshot_ids": dg.MetadataValue.text(", ".join(map(str, snapshots)) or "none"),
+            # every commit of the output; left out when it wrote nothing
+            **({"snapshot_ids": dg.MetadataValue.text(", ".join(map(str, snapshots)))} if snapshots else {}),
         })
 
     def load_input(self, context: dg.InputContext) -> Any:

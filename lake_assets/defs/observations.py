@@ -25,6 +25,7 @@ from lake_assets.ops.health import NO_LSM
 from lake_assets.ops.partition_expire import partitions_past_expiration
 from lake_assets.ops.row_tracking import data_evolution_enabled
 from lake_assets.spec.snapshot import Snapshot
+from lake_assets.store.branch_table import main_name
 from lake_assets.store.consumers import LeaseState, lease_states
 from lake_assets.table import Table
 from lake_assets.table_support import POSTPONE_BUCKET
@@ -70,9 +71,13 @@ class TableObservation:
     consumer_expiration_time_s: float | None = None
     partitions: int = 0
     partitions_past_expiration: int | None = None
-    # the table's branches (branch/branch-<name>): their files are the table's, kept by maintenance
-    branches: int = 0
+    # the table's branches (branch/branch-<name>): their files are the table's, kept by maintenance;
+    # None when a branch is observed: they are its table's, not its own
+    branches: int | None = 0
     branch_names: list[str] = field(default_factory=list)
+    # a branch lake.yaml lists, observed as a table of its own: its name and the table it is a branch of
+    branch: str | None = None
+    branch_of: str | None = None
     # postpone-bucket tables: files and rows in bucket-postpone, which readers do not see yet
     postponed_files: int = 0
     postponed_rows: int = 0
@@ -122,7 +127,8 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
     partitions = sorted(set(health.column("partition").to_pylist()))
     postponed = postponed_files(health)
     lsm = bool(table.schema.primary_keys)
-    branches = table.branches()
+    own_branch = table.store.paths.branch  # observing a branch (db.t$branch_<name>), None for main
+    branches = table.branches() if own_branch is None else []
     return TableObservation(
         snapshot_id=snapshot.id,
         data_files=_sum(health, "file_count"),
@@ -152,8 +158,10 @@ def observe_table(table: Table, spec: TableConfig, now_ms: int | None = None) ->
         partitions=len(partitions),
         # Paimon's own rule (strategy, pattern, formatter) as the partition expiry applies it.
         partitions_past_expiration=partitions_past_expiration(table.store, _local_datetime(now_ms)),
-        branches=len(branches),
+        branches=len(branches) if own_branch is None else None,
         branch_names=branches,
+        branch=own_branch,
+        branch_of=main_name(table.name) if own_branch is not None else None,
         postponed_files=postponed,
         postponed_rows=_postponed_rows(table, snapshot) if postponed else 0,
         vector_purge_files=vector_purge_files(health),
@@ -206,6 +214,8 @@ def observation_metadata(obs: TableObservation) -> dict[str, dg.MetadataValue]:
             if key in ("not_applicable", "branch_names") and not value:
                 continue
             md[key] = dg.MetadataValue.json(value)
+        elif key in ("branch", "branch_of") and value is not None:
+            md[key] = dg.MetadataValue.text(value)
         elif isinstance(value, bool) or value is None:
             continue
         elif isinstance(value, int):
@@ -233,10 +243,11 @@ def check_results(spec: TableConfig, obs: TableObservation) -> dict[str, tuple[b
     }
 
     # Expiry never removes what a consumer has not read: over retain_max because of one, the fix is
-    # that consumer (advance or delete it), not another expiry run.
-    results["snapshot_retention"][1]["held_by_consumers"] = ", ".join(
-        f"{cid} ({lag} snapshots behind)" for cid, lag in obs.consumer_lag.items() if lag > policy.retain_max
-    ) or "none"
+    # that consumer (advance or delete it), not another expiry run. Left out when none is.
+    held = ", ".join(
+        f"{cid} ({lag} snapshots behind)" for cid, lag in obs.consumer_lag.items() if lag > policy.retain_max)
+    if held:
+        results["snapshot_retention"][1]["held_by_consumers"] = held
     return results
 
 

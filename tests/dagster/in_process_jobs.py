@@ -4,9 +4,10 @@ A real launcher run (`SparkJobResource.run_job`: a child process with its own Sp
 costs 10-15 CPU s. Each job kind keeps tests that go through a real launcher (ingest:
 tests/dagster/test_ingest.py's ``ingested``, python, and the demo's backfill of a range through the
 `dagster` CLI, spark-submit; compact, changelog, expire: the demo, spark-submit, whose backfill and
-compaction materializations tests/dagster/test_demo.py checks, and test_postpone_visibility.py's
-compaction, python; remove_orphans: test_maintenance_assets.py, python; expire_partitions:
-test_lifecycle_assets.py, python); a test about what an asset asks of a job and does with its
+compaction materializations tests/dagster/test_demo.py checks, test_postpone_visibility.py's
+compaction, python, and test_branch_maintenance.py's compaction of a branch, spark-submit;
+remove_orphans: test_maintenance_assets.py, python; expire_partitions: test_lifecycle_assets.py,
+python); a test about what an asset asks of a job and does with its
 answer uses `in_process_jobs` instead. The job is the real one (its ``main``, arguments as the
 asset builds them), its summary is its one stdout line, and what it reports through Pipes is sent by
 the job's own `report_to_pipes` to a recording stand-in of the Pipes context (with the extras the

@@ -19,6 +19,7 @@ from lake_assets.defs.names import JOB_TAG
 from tests.dagster.helpers import materialization_metadata, write_lake
 
 KEY = dg.AssetKey.from_user_string
+BLOCKING = {"declaration", "retained_snapshots_readable"}
 T0 = datetime(2024, 1, 5, 1, 0, tzinfo=UTC)  # before the crons of the test lake: expiry 02:30, orphans 04:00 Sun
 
 
@@ -67,6 +68,9 @@ def test_changelog_once_after_each_ingest(ticks: Ticks) -> None:
     assert ticks(T0 + timedelta(seconds=90)) == set()  # events: no changelog producer
     instance.report_runless_asset_event(dg.AssetMaterialization(KEY("db/orders_ingest"), partition="2024-01-03"))
     assert ticks(T0 + timedelta(seconds=120)) == {"db/orders_changelog"}
+    # the changelog depends on the compaction (never beside it), but a compaction alone does not start it
+    instance.report_runless_asset_event(dg.AssetMaterialization(KEY("db/orders_compaction")))
+    assert ticks(T0 + timedelta(seconds=150)) == set()
 
 
 def test_no_changelog_on_the_first_tick_after_one_was_produced(ticks: Ticks) -> None:
@@ -76,6 +80,48 @@ def test_no_changelog_on_the_first_tick_after_one_was_produced(ticks: Ticks) -> 
     ticks.instance.report_runless_asset_event(dg.AssetMaterialization(KEY("db/orders_changelog")))
     assert ticks(T0) == set()
     assert ticks(T0 + timedelta(seconds=30)) == set()
+
+
+def _readable(instance: dg.DagsterInstance, passed: bool) -> None:
+    """db.orders' expiry's own check, as its run records it."""
+    instance.report_runless_asset_event(dg.AssetCheckEvaluation(
+        asset_key=KEY("db/orders_expiry"), check_name="retained_snapshots_readable", passed=passed,
+        severity=dg.AssetCheckSeverity.ERROR, blocking=True))
+
+
+def test_no_orphan_removal_while_an_expiry_broke_a_retained_snapshot(ticks: Ticks) -> None:
+    """The expiry's blocking check failed: orphan removal's cron tick waits (what the broken
+    snapshot names must not be taken for orphans) while the expiry's own cron still runs (its next
+    run judges again); once the check passes, the held tick runs."""
+    assert ticks(T0) == set()
+    _readable(ticks.instance, passed=False)
+    # Sunday 04:01: orders' expiry (02:30) and orphans (0 4 * * 0) are due, and events' orphans
+    # (0 5 * * *, another table: not held)
+    assert ticks(datetime(2024, 1, 7, 4, 1, tzinfo=UTC)) == {"db/orders_expiry", "db/events_orphans"}
+    assert ticks(datetime(2024, 1, 7, 4, 2, tzinfo=UTC)) == set()
+    _readable(ticks.instance, passed=True)
+    assert ticks(datetime(2024, 1, 7, 4, 3, tzinfo=UTC)) == {"db/orders_orphans"}
+
+
+def test_a_run_of_expiry_and_orphans_skips_orphans_after_a_broken_expiry(core_lake, in_process_jobs) -> None:
+    """A data file the earliest retained snapshot names is gone (what a wrong expiry deletes): the
+    real expire job's check fails, and being blocking it stops the orphan removal of the same run."""
+    import os
+
+    config, defs = core_lake
+    warehouse = defs.resources["warehouse"]
+    for i in range(2):
+        _write(warehouse, config, 100 * i)
+    table = warehouse.table("db.orders")
+    entry = table.store.file_store_scan().live_entries(table.snapshots()[0])[0]
+    os.remove(table.store.data_file_path(entry.partition, entry.bucket, entry.file))
+    assets = [defs.resolve_assets_def(KEY(f"db/orders_{step}")) for step in ("expiry", "orphans")]
+    with dg.instance_for_test() as instance:
+        result = dg.materialize(assets, instance=instance, raise_on_error=False)  # the assets carry their resources
+    [check] = [e for e in result.get_asset_check_evaluations() if e.check_name == "retained_snapshots_readable"]
+    assert not check.passed and check.blocking and check.metadata["missing_files"].value == 1
+    assert {e.asset_key for e in result.get_asset_materialization_events()} == {KEY("db/orders_expiry")}
+    assert in_process_jobs == ["expire"]  # the orphan job never started
 
 
 def _run_checks(config, defs: dg.Definitions, instance: dg.DagsterInstance) -> dict[str, bool]:
@@ -181,8 +227,8 @@ def test_default_compaction_config_follows_the_policy(core_lake) -> None:
     """A condition's run has the default config: it compacts the partitions over the policy, full
     where universal compaction would not pick them, as the small-file sensor would ask."""
     config, defs = core_lake
-    graph = defs.resolve_asset_graph()  # the gate is "a blocking check failed": the declaration checks only
-    assert {k.name for k in graph.asset_check_keys if graph.get(k).blocking} == {"declaration"}
+    graph = defs.resolve_asset_graph()  # the gate is the declaration check, not every blocking check
+    assert {k.name for k in graph.asset_check_keys if graph.get(k).blocking} == BLOCKING
     warehouse = defs.resources["warehouse"]
     spec = config.table("db.orders")
     _write(warehouse, config, 0)
@@ -234,8 +280,8 @@ def test_no_maintenance_run_while_the_declaration_differs(core_lake) -> None:
     from lake_assets.defs.observations import HEALTH_SENSOR
 
     config, defs = core_lake
-    graph = defs.resolve_asset_graph()  # the gate is "a blocking check failed": the declaration checks only
-    assert {k.name for k in graph.asset_check_keys if graph.get(k).blocking} == {"declaration"}
+    graph = defs.resolve_asset_graph()  # the gate is the declaration check, not every blocking check
+    assert {k.name for k in graph.asset_check_keys if graph.get(k).blocking} == BLOCKING
     warehouse = defs.resources["warehouse"]
     spec = config.table("db.orders")
     warehouse.catalog().create_database("db", ignore_if_exists=True)

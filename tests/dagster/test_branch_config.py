@@ -130,6 +130,11 @@ def test_health_sensor_observes_each_branch_against_its_own_policy(tmp_path: Pat
     audit_md = md["db/t_branch_audit_compaction"]
     assert audit_md["snapshot_id"] == 3
     assert (audit_md["snapshots_retained"], audit_md["level0_files"], audit_md["partitions"]) == (3, 3, 1)
+    # a branch shows whose branch it is, not its table's branches as if they were its own
+    assert (audit_md["branch"], audit_md["branch_of"]) == ("audit", "db.t")
+    assert "branches" not in audit_md and "branch_names" not in audit_md
+    main_md = md["db/t_compaction"]
+    assert (main_md["branches"], main_md["branch_names"]) == (2, ["audit", "dev"]) and "branch" not in main_md
     checks = {(e.asset_key.to_user_string(), e.check_name): e.passed for e in result.asset_events
               if isinstance(e, dg.AssetCheckEvaluation)}
     assert checks[("db/t_branch_audit_expiry", "snapshot_retention")] is False  # 3 > the branch's 2

@@ -1,5 +1,6 @@
 """A branch lake.yaml lists is maintained by its own assets through the jobs' ``--branch``: the
-small-file sensor asks for the branch's compaction (the compact job, in this process), and the
+small-file sensor asks for the branch's compaction (the compact job through spark-submit under
+Dagster Pipes, as in production: the suite's one launcher run of a branch's compaction), and the
 branch's expiry (the expire job, through the python launcher: a real child process) trims the
 branch's snapshots to the branch's ``retain_max``. The main branch is left as it was throughout."""
 
@@ -9,14 +10,12 @@ from pathlib import Path
 
 import dagster as dg
 import pyarrow as pa
-import pytest
 
 from lake_assets import Catalog
 from lake_assets.defs.config import load_config
 from lake_assets.defs.factory import build_definitions
 from lake_assets.defs.sensors import SMALL_FILE_SENSOR
 from tests.dagster.helpers import ONE_TABLE_SPARK, materialization_metadata
-from tests.dagster.in_process_jobs import patch_run_job
 
 SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False), pa.field("id", pa.int64(), nullable=False),
                     ("v", pa.string())])
@@ -62,13 +61,19 @@ def test_branch_compaction_and_expiry_run_on_the_branch_only(tmp_path: Path, spa
         assert request.tags["lake/table"] == "db.t$branch_dev"
         config = request.run_config["ops"]["db__t_branch_dev_compaction"]["config"]
         assert config["partitions"] == ["dt=b"]
-        with pytest.MonkeyPatch.context() as patch:
-            ran = patch_run_job(patch)
-            result = defs.resolve_job_def(request.job_name).execute_in_process(
-                run_config=request.run_config, tags=request.tags, instance=instance)
-        assert result.success and ran == ["compact"]
+        pipes = build_definitions(load_config(tmp_path / "lake.yaml").model_copy(update={
+            "spark": load_config(tmp_path / "lake.yaml").spark.model_copy(update={"launcher": "pipes"})}))
+        result = pipes.resolve_job_def(request.job_name).execute_in_process(
+            run_config=request.run_config, tags=request.tags, instance=instance)
+        assert result.success
         md = materialization_metadata(result)
         assert (md["commit_kind"], md["snapshot_id"]) == ("COMPACT", 4)
+        # the job ran on the branch (spark-submit's application) and reported its check through Pipes
+        assert md["job.table"] == "db.t$branch_dev" and md["job.spark_app_id"]
+        # (the policy reaches the job only as Pipes extras: the partitions it was asked to compact)
+        [check] = [e for e in result.get_asset_check_evaluations() if e.check_name == "compacted_small_files"]
+        assert check.passed and check.asset_key == dg.AssetKey(["db", "t_branch_dev_compaction"])
+        assert check.metadata["partitions"].value == "dt=b"
         # the branch's health before and after (main holds 4 files in dt=a)
         assert (md["data_files_before"], md["data_files_after"], md["partitions"]) == (3, 1, "dt=b")
         assert catalog.get_table("db.t$branch_dev").latest_snapshot().commit_kind == "COMPACT"

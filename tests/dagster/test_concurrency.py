@@ -188,3 +188,26 @@ def test_pool_holds_a_second_compaction_of_a_table_launched_without_tags(
     assert _would_launch(queue) == [other]  # another table's pool
     queue.report_run_canceled(queue.get_run_by_id(first))
     assert set(_would_launch(queue)) == {second, other}
+
+
+def test_changelog_and_compaction_of_a_table_never_run_together(
+    queue: dg.DagsterInstance, workspace: Location, dagster_home: Path
+) -> None:
+    """The changelog job compacts a lookup table: beside the table's compaction one of the two would
+    fail with a commit conflict. Its gate step takes the table's compaction pool, so either run
+    waits while the other runs (launched without tags, as from the UI); the maintenance cap (2) is
+    not what holds them."""
+    _set_cap(dagster_home, 2)
+    compaction = _submit_materialize(queue, workspace, "db/orders_compaction")
+    assert _would_launch(queue) == [compaction]  # (also gives a pool first seen its limit)
+    _start(queue, compaction)
+    changelog = _submit_materialize(queue, workspace, "db/orders_changelog")
+    assert _would_launch(queue) == []  # held while the compaction runs
+    queue.report_run_canceled(queue.get_run_by_id(compaction))  # (finished)
+    assert _would_launch(queue) == [changelog]
+
+    _start(queue, changelog)
+    later = _submit_materialize(queue, workspace, "db/orders_compaction")
+    assert _would_launch(queue) == []  # and the other way round
+    queue.report_run_canceled(queue.get_run_by_id(changelog))
+    assert _would_launch(queue) == [later]

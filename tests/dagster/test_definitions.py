@@ -48,7 +48,8 @@ def test_lineage_groups_and_partitions(lake_defs: dg.Definitions) -> None:
     assert graph.get(key("db/orders_compaction")).parent_keys == {key("db/orders_ingest")}
     assert graph.get(key("db/orders_expiry")).parent_keys == {key("db/orders_compaction")}
     assert graph.get(key("db/orders_orphans")).parent_keys == {key("db/orders_expiry")}
-    assert graph.get(key("db/orders_changelog")).parent_keys == {key("db/orders_ingest")}
+    # after the compaction, never beside it (both compact a lookup table: a commit conflict)
+    assert graph.get(key("db/orders_changelog")).parent_keys == {key("db/orders_ingest"), key("db/orders_compaction")}
     assert {graph.get(k).group_name for k in graph.get_all_asset_keys()} == {"db_orders", "db_events"}
     ingest = lake_defs.get_assets_def(key("db/orders_ingest"))
     assert ingest.backfill_policy == dg.BackfillPolicy.single_run()
@@ -61,8 +62,13 @@ def test_lineage_groups_and_partitions(lake_defs: dg.Definitions) -> None:
     # the plan reaches the Spark step through its own IO manager, whatever a project binds as io_manager
     plan = next(n.definition for n in compaction.nodes if n.name == "db_orders_compaction_plan")
     assert plan.outs["result"].io_manager_key == "lake_step_io_manager"
-    for step in ("expiry", "orphans", "changelog"):
+    for step in ("expiry", "orphans"):
         assert lake_defs.get_assets_def(key(f"db/orders_{step}")).op.pool == MAINTENANCE_POOL
+    # the changelog's steps: a gate in the table's compaction pool (never beside a compaction run),
+    # then the Spark job in the shared one
+    changelog = lake_defs.get_assets_def(key("db/orders_changelog")).node_def
+    assert {n.name: n.definition.pool for n in changelog.nodes} == {
+        "db_orders_changelog_gate": "lake_compaction_db_orders", "db_orders_changelog_produce": MAINTENANCE_POOL}
     assert ingest.op.pool is None
 
 
@@ -92,3 +98,25 @@ def test_a_bad_config_fails_the_load(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert "tables: List should have at least 1 item" in done.stderr
+
+
+def test_a_run_of_compaction_and_changelog_runs_them_in_turn(lake_defs: dg.Definitions) -> None:
+    """Both selected in one run (or materialized together from the UI): the changelog's Spark step
+    starts only after the compaction's has finished, whatever the executor runs in parallel."""
+    from dagster._core.execution.api import create_execution_plan
+
+    keys = {dg.AssetKey.from_user_string(k) for k in ("db/orders_compaction", "db/orders_changelog")}
+    job = lake_defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection=keys)
+    plan = create_execution_plan(job)
+
+    def upstream(step_key: str) -> set[str]:
+        seen, todo = set(), [step_key]
+        while todo:
+            for dep in plan.get_step_by_key(todo.pop()).get_execution_dependency_keys():
+                if dep not in seen:
+                    seen.add(dep)
+                    todo.append(dep)
+        return seen
+
+    produce = next(k for k in plan.step_keys_to_execute if k.endswith("db_orders_changelog_produce"))
+    assert {k for k in upstream(produce) if k.endswith("db_orders_compact")}

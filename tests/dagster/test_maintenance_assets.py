@@ -41,7 +41,8 @@ def maintained(compacted, lake_defs: dg.Definitions, instance: dg.DagsterInstanc
 
 def test_changelog_asset_exports_through_its_consumer(maintained) -> None:
     md = maintained["changelog"]
-    assert md["consumer_id"] == md["job.consumer_id"] == "dagster-db-orders"
+    assert md["consumer_id"] == "dagster-db-orders"
+    _each_fact_once(md)
     assert md["destination"].endswith("export/orders")
     # the lookup compaction turned at least the 4 new rows into changelog (other tests of the session
     # may have written more); the export holds every change up to that compaction
@@ -57,6 +58,9 @@ def test_expiry_asset_trims_history_to_the_policy(maintained, lake_defs: dg.Defi
     md = maintained["expiry"]
     assert md["snapshots_before"] == maintained["snapshots_before"] + 1 > 5  # + the changelog compaction
     assert md["snapshots_after"] == 5 and md["dry_run"] is False
+    _each_fact_once(md)
+    assert "job.earliest" not in md  # shown as earliest_snapshot_id
+    assert "commit_kind" not in md  # an expiry commits nothing: no 'none' text
     assert md["job.expired_snapshots"] == md["snapshots_before"] - 5
     assert md["job.deleted_files"] == md["job.files_to_delete"] > 0
     table = lake_defs.resources["warehouse"].table("db.orders")
@@ -75,10 +79,18 @@ def test_expiry_asset_trims_history_to_the_policy(maintained, lake_defs: dg.Defi
 def test_disabled_orphan_asset_only_reports(maintained) -> None:
     md = maintained["orphans"]
     assert md["dry_run"] is True and md["job.deleted_files"] == 0
-    assert md["orphan_files"] == md["job.orphan_files"] >= 0
+    assert md["orphan_files"] >= 0 and isinstance(md["orphan_bytes"], int)
+    _each_fact_once(md)
+    assert "commit_kind" not in md  # orphan removal commits nothing: no 'none' text
     # the job's own check, through the real Pipes launcher: what it would delete is older than the bound
     check = maintained["orphans_checks"]["orphans_older_than_bound"]
     assert check.passed and check.severity == dg.AssetCheckSeverity.ERROR
     checked = {k: v.value for k, v in check.metadata.items()}
     assert checked["files"] == md["orphan_files"] and checked["younger_files"] == 0
     assert checked["bound_age_s"] == 86400  # lake.yaml's default older_than: 1d
+
+
+def _each_fact_once(md: dict) -> None:
+    """No job key is shown again under ``job.``: each fact appears once."""
+    assert not [k for k in md if f"job.{k}" in md], sorted(md)
+    assert "none" not in [v for v in md.values() if isinstance(v, str)]

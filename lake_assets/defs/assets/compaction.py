@@ -138,7 +138,7 @@ def build_compaction_asset(spec: TableConfig) -> dg.AssetsDefinition:
             "file_sizes": dg.MetadataValue.md(size_chart(plan.sizes_before, file_sizes(table))),
             "table_path": location,
             **table_state_metadata(table, spec, location),
-            **job_details(summary),
+            **job_details(summary, shown=("full",)),
         }
         snapshot = table.latest_snapshot()
         with warnings.catch_warnings():  # data_version is beta: a warning in every compaction's log

@@ -62,10 +62,11 @@ def build_expiry_asset(spec: TableConfig) -> dg.AssetsDefinition:
             "dry_run": dg.MetadataValue.bool(config.dry_run),
             "snapshots_before": dg.MetadataValue.int(count_before),
             "snapshots_after": dg.MetadataValue.int(len(snapshots)),
-            "earliest_snapshot_id": dg.MetadataValue.int(snapshots[0].id if snapshots else 0),
+            # the job's `earliest` is this one (read before the asset reads the table again): shown once
+            **({"earliest_snapshot_id": dg.MetadataValue.int(snapshots[0].id)} if snapshots else {}),
             "table_path": table_location(warehouse.url, warehouse.table_path(spec.identifier)),
             **table_state_metadata(table, spec, table_location(warehouse.url, warehouse.table_path(spec.identifier))),
-            **job_details(summary),
+            **job_details(summary, shown=("dry_run", "earliest")),
         }, check_results=job_check_results(names.key("expiry"), "expire", summary))
 
     return expiry_asset

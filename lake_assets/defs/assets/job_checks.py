@@ -15,10 +15,17 @@ import dagster as dg
 from lake_assets.defs.resources.pipes_report import PIPES_CHECKS
 from lake_assets.job_checks import JOB_CHECKS
 
+# Blocking: a failure stops the asset's downstream steps of the same run, and (automation.py) the
+# downstream assets' automation until the check passes again. An expiry that left a retained
+# snapshot unreadable is exactly when orphan removal must not run: the files that snapshot still
+# names may be the ones it would take for orphans.
+BLOCKING_JOB_CHECKS = frozenset({"retained_snapshots_readable"})
+
 
 def job_check_specs(key: dg.AssetKey, job: str) -> list[dg.AssetCheckSpec]:
     """The checks ``job`` reports on each successful run, as checks of the asset ``key``."""
-    return [dg.AssetCheckSpec(check.name, asset=key, description=check.description)
+    return [dg.AssetCheckSpec(check.name, asset=key, description=check.description,
+                              blocking=check.name in BLOCKING_JOB_CHECKS)
             for check in JOB_CHECKS.get(job, ())]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from typing import Any
 
 import dagster as dg
@@ -23,7 +24,8 @@ _HEALTH_TYPES = {pa.types.is_integer: "int", pa.types.is_floating: "float", pa.t
 def summary_metadata(summary: dict[str, Any], table: Table | None = None) -> dict[str, Any]:
     """The job's headline numbers: snapshot id, commit kind, rows/files/bytes in and out, duration.
 
-    A job that committed nothing has no snapshot id in its summary: the table's latest is shown."""
+    A job that committed nothing has no snapshot id in its summary: the table's latest is shown,
+    and no ``commit_kind`` (absent, not a ``'none'`` text: nothing was committed)."""
     md: dict[str, Any] = {}
     snapshot_id = summary.get("snapshot_id")
     if snapshot_id is None and table is not None:
@@ -31,7 +33,8 @@ def summary_metadata(summary: dict[str, Any], table: Table | None = None) -> dic
         snapshot_id = latest.id if latest else None
     if snapshot_id is not None:
         md["snapshot_id"] = dg.MetadataValue.int(int(snapshot_id))
-    md["commit_kind"] = dg.MetadataValue.text(str(summary.get("commit_kind") or "none"))
+    if summary.get("commit_kind"):
+        md["commit_kind"] = dg.MetadataValue.text(str(summary["commit_kind"]))
     for key in SUMMARY_INTS[1:]:
         if isinstance(summary.get(key), int):
             md[key] = dg.MetadataValue.int(summary[key])
@@ -40,10 +43,14 @@ def summary_metadata(summary: dict[str, Any], table: Table | None = None) -> dic
     return md
 
 
-def job_details(summary: dict[str, Any]) -> dict[str, Any]:
+def job_details(summary: dict[str, Any], shown: Collection[str] = ()) -> dict[str, Any]:
     """Everything else the job said (its stdout summary, and what it reported through Pipes), prefixed
-    ``job.``; its markdown health gives way to `health_table`."""
-    skip = {*SUMMARY_INTS, "commit_kind", "duration_s", "health", "table_path", PIPES_METADATA, PIPES_CHECKS}
+    ``job.``; its markdown health gives way to `health_table`.
+
+    ``shown``: the job's keys the asset shows under a name of its own (``dry_run``; the expiry's
+    ``earliest`` as ``earliest_snapshot_id``), left out here so that each fact appears once."""
+    skip = {*SUMMARY_INTS, "commit_kind", "duration_s", "health", "table_path", PIPES_METADATA, PIPES_CHECKS,
+            *shown}
     md: dict[str, Any] = {f"job.{k}": v for k, v in (summary.get(PIPES_METADATA) or {}).items() if k not in skip}
     for key, value in summary.items():
         if key not in skip and value is not None:

@@ -60,7 +60,7 @@ def build_orphans_asset(spec: TableConfig) -> dg.AssetsDefinition:
             "orphan_bytes": dg.MetadataValue.int(int(summary.get("orphan_bytes") or 0)),
             "table_path": table_location(warehouse.url, warehouse.table_path(spec.identifier)),
             **table_state_metadata(table, spec, table_location(warehouse.url, warehouse.table_path(spec.identifier))),
-            **job_details(summary),
+            **job_details(summary, shown=("dry_run", "orphan_files", "orphan_bytes")),
         }, check_results=job_check_results(names.key("orphans"), "remove_orphans", summary))
 
     return orphans_asset

@@ -55,7 +55,8 @@ def build_partition_expiry_asset(spec: TableConfig) -> dg.AssetsDefinition:
             "unparseable_partitions": dg.MetadataValue.int(int(summary.get("unparseable_partitions") or 0)),
             "dropped": dg.MetadataValue.json(dropped),
             "table_path": table_location(warehouse.url, warehouse.table_path(spec.identifier)),
-            **job_details(summary),
+            # the job's `partitions` are `dropped`
+            **job_details(summary, shown=("dry_run", "expired_partitions", "unparseable_partitions", "partitions")),
         })
 
     return partition_expiry_asset
