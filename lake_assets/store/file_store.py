@@ -62,14 +62,13 @@ class FileStore:
     """One table's storage and metadata stores, as the operations see them.
 
     Public members: ``name`` (``db.table``), ``file_io``, ``paths``, ``schema`` (the current
-    schema; `refresh` reloads it), ``snapshot_manager`` and ``fault_hook``; the methods below.
+    schema; `refresh` reloads it), ``snapshot_manager``, ``fault_hook`` and ``for_alter`` (opened
+    for an ALTER of options only, `Catalog.alter_table_options`: options unchecked, every other
+    operation refused); the methods below.
     """
 
     def __init__(self, name: str, file_io: FileIO, root: str, schema: TableSchema | None = None, *,
                  branch: str | None = None, for_alter: bool = False) -> None:
-        """``for_alter``: open the table for an ALTER of its options only (`Catalog.alter_table_options`,
-        the way to repair options that refuse opening it): its options are not checked, every other
-        operation is refused, and the ALTER checks the schema it would write."""
         self.name = name
         self.file_io = file_io
         file_io.confine_to_table(root)  # no write of this table goes through a link out of it
@@ -90,7 +89,7 @@ class FileStore:
         self._validate_open(self.schema)
 
     def _validate_open(self, schema: TableSchema) -> None:
-        if not self.for_alter:
+        if not self.for_alter:  # the ALTER checks the schema it would write instead
             validate_open(schema, self.name)
 
     # ----------------------------------------------------------------- schema

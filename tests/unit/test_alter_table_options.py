@@ -163,8 +163,8 @@ def test_partition_naming_of_unknown_value_is_not_changed_once_data_exists(catal
     _carry(catalog, **{"partition.legacy-name": "x"})
     with pytest.raises(OptionError, match="alter_table_options"):
         catalog.get_table("db.t")
-    with pytest.raises(SchemaError, match="'partition.legacy-name' of db.t from 'x' to 'true': the table already "
-                                          "has data"):
+    with pytest.raises(SchemaError, match=r"'partition\.legacy-name' of db\.t from 'x' to 'true': the table "
+                                          r"already has data"):
         catalog.alter_table_options("db.t", set={"partition.legacy-name": "true"})
     strings = Catalog(str(tmp_path / "wh"))
     s = strings.create_table("db.s", pa.schema([pa.field("id", pa.int64(), nullable=False), ("p", pa.string())]),
