@@ -147,11 +147,13 @@ def test_problems_an_alter_cannot_change_stay_refusals(catalog: Catalog, carried
     assert _schema_files(catalog) == ["schema-0", "schema-1"]
 
 
-def test_manifest_format_refuses_the_alter_too(catalog: Catalog) -> None:
-    """A table refused for what it stores (manifests in another format) is not opened for ALTER."""
-    _carry(catalog, **{"manifest.format": "orc", "snapshot.num-retained.max": "5"})
-    with pytest.raises(UnsupportedFeatureError, match=r"Cannot alter db\.t: option manifest\.format = 'orc'"):
-        catalog.alter_table_options("db.t", reset=["manifest.format", "snapshot.num-retained.max"])
+@pytest.mark.parametrize(("key", "value"), [("manifest.format", "orc"), ("branch", "b1")])
+def test_what_the_table_stores_refuses_the_alter_too(catalog: Catalog, key: str, value: str) -> None:
+    """A table refused for what it stores (manifests in another format, a stored branch whose
+    snapshots Paimon reads) is not opened for ALTER, even to remove the option."""
+    _carry(catalog, **{key: value, "snapshot.num-retained.max": "5"})
+    with pytest.raises(UnsupportedFeatureError, match=rf"^Cannot alter db\.t: option {key} = '{value}'"):
+        catalog.alter_table_options("db.t", reset=[key, "snapshot.num-retained.max"])
     assert _schema_files(catalog) == ["schema-0", "schema-1"]
 
 
@@ -222,3 +224,20 @@ def test_bad_arguments_change_nothing(catalog: Catalog, kwargs: dict[str, Any], 
     with pytest.raises(InvalidArgumentError, match=match):
         catalog.alter_table_options("db.t", **kwargs)
     assert _schema_files(catalog) == ["schema-0"]
+
+
+def test_a_branch_is_repaired_in_its_own_schema_directory(catalog: Catalog) -> None:
+    """``db.t$branch_b1`` names the branch: its own schema files are repaired, main's stay."""
+    catalog.get_table("db.t").create_branch("b1")
+    branch_schemas = Path(catalog.table_path("db.t")) / "branch" / "branch-b1" / "schema"
+    latest = json.loads((branch_schemas / "schema-0").read_text())
+    latest["id"], latest["options"]["snapshot.num-retained.max"] = 1, "5"
+    (branch_schemas / "schema-1").write_text(json.dumps(latest))
+    with pytest.raises(OptionError, match=r"alter_table_options\('db\.t\$branch_b1'"):
+        catalog.get_table("db.t$branch_b1")
+    b = catalog.alter_table_options("db.t$branch_b1", reset=["snapshot.num-retained.max"])
+    assert b.schema.id == 2 and sorted(p.name for p in branch_schemas.iterdir()) == ["schema-0", "schema-1",
+                                                                                        "schema-2"]
+    assert _schema_files(catalog) == ["schema-0"]
+    b.write_arrow(_rows([7]))
+    assert catalog.get_table("db.t$branch_b1").to_arrow().column("id").to_pylist() == [7]
