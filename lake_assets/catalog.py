@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -16,11 +17,13 @@ from lake_assets.errors import (
     NoSuchTableError,
     OptionError,
     SchemaError,
+    UnsupportedFeatureError,
 )
 from lake_assets.io.file_io import FileIO
 from lake_assets.option_rules_row_tracking import row_tracking_shape_problem
 from lake_assets.options import CoreOptions
 from lake_assets.paths import TablePaths
+from lake_assets.refusal import Op
 from lake_assets.schema_rules import check_column_names, check_fields, check_keys
 from lake_assets.spec.arrow_types import fields_from_arrow_schema
 from lake_assets.spec.schema import TableSchema
@@ -102,20 +105,70 @@ class Catalog:
         expiry, and writes and compaction of a fixed-bucket table; what else writes or deletes is
         refused naming the branch (`lake_assets.store.branch_table`). A branch
         that does not exist raises `NoSuchTableError`."""
+        name, root, branch = self._locate(identifier)
+        return Table(name, self.file_io, root, branch=branch)
+
+    def _locate(self, identifier: str) -> tuple[str, str, str | None]:
+        """The full name, directory and branch (None: main) `get_table` opens for ``identifier``."""
         db, name = parse_identifier(identifier)
         path = self.table_path(identifier)
         if self.file_io.list_names(f"{path}/schema"):
-            return Table(f"{db}.{name}", self.file_io, path)  # a table literally named so
+            return f"{db}.{name}", path, None  # a table literally named so
         base, branch = split_branch(name)
         root = f"{self._db_path(db)}/{base}"
         if branch is None:  # a plain name, or `t$branch_main`
-            return Table(f"{db}.{base}", self.file_io, root)
+            return f"{db}.{base}", root, None
         if not self.file_io.list_names(f"{root}/schema"):
             raise NoSuchTableError(f"Table {db}.{base} does not exist (asked for its branch {branch!r})")
         if not self.file_io.list_names(f"{root}/branch/branch-{branch}/schema"):
             raise NoSuchTableError(f"Branch {branch!r} of {db}.{base} does not exist (no schema files under "
                                    f"{root}/branch/branch-{branch}/schema)")
-        return Table(f"{db}.{name}", self.file_io, root, branch=branch)
+        return f"{db}.{name}", root, branch
+
+    def alter_table_options(self, identifier: str, *, set: Mapping[str, str] | None = None,
+                            reset: Sequence[str] = ()) -> Table:
+        """Set the options ``set`` and remove those named in ``reset`` in one new schema (Paimon's
+        ``ALTER TABLE ... SET / RESET``) and return the table opened after the change.
+
+        It also opens a table that `get_table` refuses for its options' values (a value out of range,
+        contradictory options such as ``snapshot.num-retained.max`` below ``.min``, an option naming
+        a column the table lacks), so that lake_assets can repair what another engine wrote: the
+        change is checked as every schema change is, and the new schema must pass every check of
+        the table's options, else `OptionError` (or `SchemaError`, `UnsupportedFeatureError`) names
+        what is still wrong and nothing is written. Immutable options stay so, and a table refused
+        for what it stores (its files, manifests, branch) stays refused:
+        ``catalog.alter_table_options("db.t", reset=["snapshot.num-retained.max"])``.
+        """
+        from lake_assets.ops.schema_change import SchemaUpdate
+        from lake_assets.store.file_store import FileStore
+
+        args.mapping("set", set)
+        if isinstance(reset, (str, bytes)) or not isinstance(reset, Sequence) or not all(
+                isinstance(k, str) and k for k in reset):
+            raise InvalidArgumentError(f"reset must be a list of option keys (e.g. ['snapshot.num-retained.max']), "
+                                       f"got {reset!r}")
+        changes = {str(k): v for k, v in (set or {}).items()}
+        both = sorted(k for k in changes if k in reset)
+        if both:
+            raise InvalidArgumentError(f"Cannot alter {identifier}: options {both} are both set and reset")
+        if not changes and not reset:
+            raise InvalidArgumentError(f"Cannot alter {identifier}: no option to set or reset")
+        name, root, branch = self._locate(identifier)
+        store = FileStore(name, self.file_io, root, branch=branch, for_alter=True)
+        store.require(Op.SCHEMA_CHANGE)
+        update = SchemaUpdate(store)
+        for key, value in changes.items():
+            update.set_option(key, value)
+        for key in reset:
+            update.remove_option(key)
+        try:
+            update.commit()
+        except (OptionError, UnsupportedFeatureError) as exc:
+            if str(exc).startswith("Cannot "):
+                raise
+            # the options' own checks name the option, not the table
+            raise type(exc)(f"Cannot alter {name}: {exc}") from exc
+        return Table(name, self.file_io, root, branch=branch)
 
     def drop_table(self, identifier: str, *, ignore_if_not_exists: bool = False) -> None:
         """Delete a table's directory."""

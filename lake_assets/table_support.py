@@ -56,6 +56,7 @@ from lake_assets.formats.file_index import write_problems as file_index_write_pr
 from lake_assets.formats.format_options import FILE_CODECS, FORMAT_PREFIXES, written_formats
 from lake_assets.lsm.bucket_function import function_problem
 from lake_assets.ops.default_values import default_value_refusals
+from lake_assets.ops.schema_option_change import repair_advice, repairable_by_alter
 from lake_assets.option_classification import (
     READ_HARMLESS_KEYS,
     READ_HARMLESS_PREFIXES,
@@ -356,14 +357,31 @@ def schema_refusals(schema: TableSchema) -> list[Refusal]:
             + _dv_refusals(schema) + _partition_name_refusals(schema) + index + default_value_refusals(schema))
 
 
-def validate_open(schema: TableSchema) -> None:
+def alter_refusals(schema: TableSchema) -> list[Refusal]:
+    """The refusals of a table opened for an ALTER of its options only (`FileStore` ``for_alter``),
+    whose options may not parse: the option registry's rows that refuse schema changes (a manifest
+    format lake_assets cannot read, a stored ``branch``), each parsed on its own."""
+    return [r for r in _option_refusals(schema.options) if r.blocks(Op.SCHEMA_CHANGE)]
+
+
+def validate_open(schema: TableSchema, table: str | None = None) -> None:
     """Checks that make a table unusable for every operation: malformed option values, engines and
     changelog producers we do not implement (raised as before). Options handled per operation here
-    are left out, so that e.g. an ORC table can still be tagged or expired."""
-    rest = {k: v for k, v in schema.options.items() if per_operation_rule(k) is None}
-    CoreOptions(rest, has_primary_key=bool(schema.primary_keys)).validate(
-        field_names=schema.field_names, strict=False
-    )
+    are left out, so that e.g. an ORC table can still be tagged or expired. With the ``table``'s
+    name, a refusal an ALTER of options can repair says how (`repair_advice`)."""
+
+    def check(options: Mapping[str, str]) -> None:
+        rest = {k: v for k, v in options.items() if per_operation_rule(k) is None}
+        CoreOptions(rest, has_primary_key=bool(schema.primary_keys)).validate(
+            field_names=schema.field_names, strict=False
+        )
+
+    try:
+        check(schema.options)
+    except (OptionError, UnsupportedFeatureError) as exc:
+        if table is None or not repairable_by_alter(schema.options, check):
+            raise
+        raise type(exc)(f"{exc}. {repair_advice(table)}") from exc
 
 
 __all__ = [
@@ -378,6 +396,7 @@ __all__ = [
     "WRITER_ONLY_PREFIXES",
     "Op",
     "Refusal",
+    "alter_refusals",
     "cross_partition_fields",
     "data_file_format",
     "entry_refusals",

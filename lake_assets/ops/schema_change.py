@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lake_assets import arguments as args
-from lake_assets.errors import CommitConflictError, InvalidArgumentError, SchemaError
+from lake_assets.errors import CommitConflictError, InvalidArgumentError, LakeError, SchemaError
 from lake_assets.ops.schema_apply import IMMUTABLE_OPTIONS, apply_changes
 from lake_assets.ops.schema_change_model import (
     AddColumn,
@@ -29,6 +29,7 @@ from lake_assets.ops.schema_change_model import (
     UpdateColumnType,
     UpdateComment,
 )
+from lake_assets.options import CoreOptions
 from lake_assets.spec.partition import names_depend_on_legacy_name
 from lake_assets.spec.schema import TableSchema
 
@@ -137,6 +138,17 @@ class SchemaUpdate:
         )
 
 
+def _legacy_name(options: dict[str, str]) -> bool | None:
+    """``partition.legacy-name`` of these options; None when its value does not parse (a table opened
+    for ALTER only may carry such options: changing how its partitions are named is then refused
+    once it has data, as no one can tell how they were named)."""
+    key = "partition.legacy-name"
+    try:
+        return CoreOptions({key: options[key]} if key in options else {}).partition_legacy_name
+    except LakeError:
+        return None
+
+
 def _check_partition_names(store: FileStore, new: TableSchema) -> None:
     """Refuse to change how a partitioned table with data names its partition directories:
     ``partition.default-name``, or ``partition.legacy-name`` when it changes a name of the table's
@@ -150,7 +162,6 @@ def _check_partition_names(store: FileStore, new: TableSchema) -> None:
     """
     if not store.schema.partition_keys:
         return
-    old_opts, new_opts = store.schema.core_options, new.core_options
     changed: list[tuple[str, object, object, str]] = []
     key = "partition.default-name"
     old_value, new_value = store.schema.options.get(key), new.options.get(key)
@@ -158,7 +169,7 @@ def _check_partition_names(store: FileStore, new: TableSchema) -> None:
         changed.append((key, old_value, new_value, "files of null partitions live under the directory the "
                         "current name gives"))
     types = store.schema.types(list(store.schema.partition_keys))
-    if (old_opts.partition_legacy_name != new_opts.partition_legacy_name
+    if (_legacy_name(store.schema.options) != _legacy_name(new.options)
             and names_depend_on_legacy_name(types)):
         changed.append(("partition.legacy-name", store.schema.options.get("partition.legacy-name"),
                         new.options.get("partition.legacy-name"), "its files live under the directories the "

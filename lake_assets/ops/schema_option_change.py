@@ -3,12 +3,17 @@
 Some options Paimon never lets ALTER change (`IMMUTABLE_OPTIONS`); ``bucket`` may only go from
 one fixed count to another; the rest follow the rules `create_table` applies
 (`schema_rules.check_option_change`). Options that name columns keep those columns from being
-renamed or dropped (`option_references`).
+renamed or dropped (`option_references`). A table refused when it opens for its options' values
+(an out-of-range value, contradictory options, an option naming a missing column) can be repaired
+by an ALTER of those options (`Catalog.alter_table_options`) when no option ALTER may not change
+is among the problems (`repairable_by_alter`, `repair_advice`).
 """
 
 from __future__ import annotations
 
-from lake_assets.errors import SchemaError, UnsupportedFeatureError
+from collections.abc import Callable, Mapping
+
+from lake_assets.errors import LakeError, SchemaError, UnsupportedFeatureError
 from lake_assets.options import FIELD_OPTION
 from lake_assets.schema_rules import check_option_change
 
@@ -30,6 +35,30 @@ IMMUTABLE_OPTIONS: frozenset[str] = frozenset(
     }
 )
 """Options Paimon never lets ALTER change (docs/format.md §2.3)."""
+
+
+# What an ALTER of options cannot change on a table: the immutable options, and ``bucket``, which
+# goes only from one fixed count to another (Java's checkAlterTableOption parses the old value too).
+_NOT_ALTERABLE: frozenset[str] = IMMUTABLE_OPTIONS | {"bucket"}
+
+
+def repairable_by_alter(options: Mapping[str, str], check: Callable[[dict[str, str]], None]) -> bool:
+    """Whether an ALTER of options can make a table whose ``options`` fail ``check`` pass it: with
+    every option ALTER may change reset, ``check`` passes, so every problem lies in options the
+    user may set or reset. ``check`` raises a `LakeError` for options it refuses."""
+    try:
+        check({k: v for k, v in options.items() if k in _NOT_ALTERABLE})
+    except LakeError:
+        return False
+    return True
+
+
+def repair_advice(table: str) -> str:
+    """What the user of a table refused for its options' values can do (the refusal's last part)."""
+    return (f"What you can do: set or reset the options named with lake_assets' "
+            f"catalog.alter_table_options({table!r}, set={{...}}, reset=[...]), which opens the table for that "
+            "ALTER only and writes the new schema only if its options then pass every check (or ALTER TABLE ... "
+            "SET / RESET in Flink, SET / UNSET TBLPROPERTIES in Spark)")
 
 
 def _split_list(value: str | None) -> list[str]:

@@ -43,6 +43,7 @@ from lake_assets.store.tags import TagManager
 from lake_assets.table_support import (
     Op,
     Refusal,
+    alter_refusals,
     entry_refusals,
     index_refusals,
     refuse,
@@ -61,11 +62,13 @@ class FileStore:
     """One table's storage and metadata stores, as the operations see them.
 
     Public members: ``name`` (``db.table``), ``file_io``, ``paths``, ``schema`` (the current
-    schema; `refresh` reloads it), ``snapshot_manager`` and ``fault_hook``; the methods below.
+    schema; `refresh` reloads it), ``snapshot_manager``, ``fault_hook`` and ``for_alter`` (opened
+    for an ALTER of options only, `Catalog.alter_table_options`: options unchecked, every other
+    operation refused); the methods below.
     """
 
     def __init__(self, name: str, file_io: FileIO, root: str, schema: TableSchema | None = None, *,
-                 branch: str | None = None) -> None:
+                 branch: str | None = None, for_alter: bool = False) -> None:
         self.name = name
         self.file_io = file_io
         file_io.confine_to_table(root)  # no write of this table goes through a link out of it
@@ -79,10 +82,15 @@ class FileStore:
         self._index_entries: dict[str, list[IndexManifestEntry]] = {}
         # set by `pin_schema`: the handle keeps that schema (`schema_at` does not move it)
         self._schema_pinned = False
+        self.for_alter = for_alter
         self.schema = schema if schema is not None else self.load_latest_schema()
         self._schemas[self.schema.id] = self.schema
         # Malformed options fail now; unsupported features are refused per operation (`require`).
-        validate_open(self.schema)
+        self._validate_open(self.schema)
+
+    def _validate_open(self, schema: TableSchema) -> None:
+        if not self.for_alter:  # the ALTER checks the schema it would write instead
+            validate_open(schema, self.name)
 
     # ----------------------------------------------------------------- schema
     def _schema_ids(self) -> list[int]:
@@ -113,7 +121,7 @@ class FileStore:
     def refresh(self) -> None:
         """Reload the latest schema (after schema changes by another process)."""
         schema = self.load_latest_schema()
-        validate_open(schema)
+        self._validate_open(schema)
         self.schema = schema
         self._schema_pinned = False
 
@@ -138,7 +146,7 @@ class FileStore:
         if snap is None or snap.schema_id <= self.schema.id or self._schema_pinned:
             return self.schema
         schema = self.schema_by_id(snap.schema_id)
-        validate_open(schema)
+        self._validate_open(schema)
         if schema.id > self.schema.id:  # a racing thread may have moved it already
             self.schema = schema
         return self.schema
@@ -198,6 +206,8 @@ class FileStore:
     # ------------------------------------------------------------ support
     def refusals(self) -> list[Refusal]:
         """What the current schema refuses, per operation (see `lake_assets.table_support`)."""
+        if self.for_alter:  # its options may not parse: only what refuses ALTER, each option on its own
+            return alter_refusals(self.schema)
         if self._support is None or self._support[0] is not self.schema:
             self._support = (self.schema, schema_refusals(self.schema))
         return self._support[1]
@@ -205,6 +215,9 @@ class FileStore:
     def require(self, op: Op) -> None:
         """Raise `UnsupportedFeatureError` naming the property if the table refuses ``op`` (its
         schema). Operations on data files also check ``LAKE_ASSETS_CPUS`` before they start."""
+        if self.for_alter and op is not Op.SCHEMA_CHANGE:
+            raise UnsupportedFeatureError(f"Cannot {op.value} {self.name}: it was opened for an ALTER of its "
+                                          "options only; open it with Catalog.get_table")
         if op in DATA:
             validate_cpus_setting()  # not when a pool is first sized, mid-way through the work
         if self.paths.branch is not None:
