@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 
 from lake_assets.errors import LakeError, SchemaError, UnsupportedFeatureError
 from lake_assets.options import FIELD_OPTION
+from lake_assets.refusal_actions import ACTION_MARK
 from lake_assets.schema_rules import check_option_change
 
 IMMUTABLE_OPTIONS: frozenset[str] = frozenset(
@@ -55,7 +56,7 @@ def repairable_by_alter(options: Mapping[str, str], check: Callable[[dict[str, s
 
 def repair_advice(table: str) -> str:
     """What the user of a table refused for its options' values can do (the refusal's last part)."""
-    return (f"What you can do: set or reset the options named with lake_assets' "
+    return (f"{ACTION_MARK}set or reset the options named with lake_assets' "
             f"catalog.alter_table_options({table!r}, set={{...}}, reset=[...]), which opens the table for that "
             "ALTER only and writes the new schema only if its options then pass every check (or ALTER TABLE ... "
             "SET / RESET in Flink, SET / UNSET TBLPROPERTIES in Spark)")
