@@ -56,7 +56,6 @@ from lake_assets.formats.file_index import write_problems as file_index_write_pr
 from lake_assets.formats.format_options import FILE_CODECS, FORMAT_PREFIXES, written_formats
 from lake_assets.lsm.bucket_function import function_problem
 from lake_assets.ops.default_values import default_value_refusals
-from lake_assets.ops.schema_option_change import repair_advice, repairable_by_alter
 from lake_assets.option_classification import (
     READ_HARMLESS_KEYS,
     READ_HARMLESS_PREFIXES,
@@ -379,6 +378,9 @@ def validate_open(schema: TableSchema, table: str | None = None) -> None:
     try:
         check(schema.options)
     except (OptionError, UnsupportedFeatureError) as exc:
+        # only a refused table pays for the schema-change rules (a healthy open never imports them)
+        from lake_assets.ops.schema_option_change import repair_advice, repairable_by_alter
+
         if table is None or not repairable_by_alter(schema.options, check):
             raise
         raise type(exc)(f"{exc}. {repair_advice(table)}") from exc
