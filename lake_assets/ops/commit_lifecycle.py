@@ -76,10 +76,14 @@ def expire_after_commit(store: FileStore, latest_id: int) -> None:
     opts = store.schema.core_options
     try:
         if opts.consumer_expiration_ms is None and not opts.changelog_decoupled():
-            # The common case costs one hint read: nothing can expire while the table keeps at
-            # most ``snapshot.num-retained.min`` snapshots (Paimon's plan is empty then too).
+            # Nothing can expire while the table keeps at most ``snapshot.num-retained.min``
+            # snapshots (Paimon's plan is empty then too): a young table pays no request, an older
+            # one the EARLIEST hint's read (which expire_snapshots writes once it runs).
+            retain_min = opts.snapshot_num_retained_min
+            if latest_id <= retain_min:
+                return
             earliest = store.snapshot_manager.earliest_id()
-            if earliest is None or latest_id - earliest + 1 <= opts.snapshot_num_retained_min:
+            if earliest is None or latest_id - earliest + 1 <= retain_min:
                 return
         from lake_assets.ops.expire import expire_snapshots
 
