@@ -1,5 +1,6 @@
-"""What runs after a commit landed: Paimon's commit-time lifecycle (automatic tags, tag expiry and
-partition expiry), as its TableCommitImpl runs it after each snapshot.
+"""What runs after a commit landed: Paimon's commit-time lifecycle (automatic tags, tag expiry,
+partition expiry, consumer expiry, then snapshot and changelog expiry), as its TableCommitImpl runs
+it after each commit (HEAD's order; 0.9 ran consumer and snapshot expiry first).
 
 Whose commits run it is Paimon's rule (``AbstractFileStoreTable.newCommit``, 0.9 to HEAD): the
 committer of a ``write-only`` table gets no tag manager and no partition expiry (nor snapshot
@@ -23,13 +24,19 @@ log = logging.getLogger("lake_assets.ops.commit")
 
 def after_commit(store: FileStore, snapshot_id: int, *, write_only: bool) -> None:
     """Commit-time lifecycle, as Paimon's TableCommitImpl runs it: automatic tags, expiry of tags
-    past their own retention and (every ``partition.expiration-check-interval``) partition expiry.
+    past their own retention, (every ``partition.expiration-check-interval``) partition expiry, then
+    consumer, snapshot and changelog expiry (`expire_after_commit`).
     ``write_only``: the committer's view of the table's ``write-only`` (the table's option, or False
     for a dedicated compaction); such a committer runs none of it, as Paimon's.
     The commit has landed: a failure here is logged, never reported as a failed commit (the caller
     would redo landed work)."""
     if write_only:
         return
+    _tags_and_partitions(store, snapshot_id)
+    expire_after_commit(store, snapshot_id)
+
+
+def _tags_and_partitions(store: FileStore, snapshot_id: int) -> None:
     opts = store.schema.core_options
     tags_off = str(opts.get("tag.automatic-creation", "none")).strip().lower() == "none"
     from lake_assets.ops.tag_retention import expire_tags_if_due
@@ -54,3 +61,40 @@ def after_commit(store: FileStore, snapshot_id: int, *, write_only: bool) -> Non
         expire_partitions_after_commit(store)
     except Exception as exc:  # storage errors too: the commit stands, the next commit tries again
         log.warning("Commit %s of %s landed; its lifecycle step failed: %s", snapshot_id, store.name, exc)
+
+
+def expire_after_commit(store: FileStore, latest_id: int) -> None:
+    """Paimon's commit-time expiry: consumers past ``consumer.expiration-time``, then snapshots per
+    ``snapshot.num-retained.*`` / ``snapshot.time-retained``, at most ``snapshot.expire.limit`` of
+    them, then long-lived changelogs (`lake_assets.ops.expire.expire_snapshots`, which keeps what
+    every retained snapshot, tag, branch, consumer and writer lease needs and re-checks).
+
+    Always synchronous: Paimon's ``snapshot.expire.execution-mode = async`` only moves the same work
+    to a background thread of a long-running (streaming) committer, and its batch commits run it
+    inline; here the commit call returns when it is done. A failure is logged, never raised: the
+    commit has landed (Paimon instead fails the committer's next commit with it)."""
+    opts = store.schema.core_options
+    try:
+        if opts.consumer_expiration_ms is None and not opts.changelog_decoupled():
+            # Nothing can expire while the table keeps at most ``snapshot.num-retained.min``
+            # snapshots (Paimon's plan is empty then too): a young table pays no request, an older
+            # one the EARLIEST hint's read (which expire_snapshots writes once it runs).
+            retain_min = opts.snapshot_num_retained_min
+            if latest_id <= retain_min:
+                return
+            earliest = store.snapshot_manager.earliest_id()
+            if earliest is None or latest_id - earliest + 1 <= retain_min:
+                return
+        from lake_assets.ops.expire import expire_snapshots
+
+        result = expire_snapshots(store)
+        if result.expired_snapshots or result.expired_changelogs:
+            log.info("Commit %s of %s expired snapshot(s) %s and changelog(s) %s", latest_id, store.name,
+                     _ids(result.expired_snapshots), _ids(result.expired_changelogs))
+    except Exception as exc:  # storage errors too: the commit stands, the next commit tries again
+        log.warning("Commit %s of %s landed; expiring its old snapshots failed (the next commit, "
+                    "expire_snapshots or the expiry asset retries): %s", latest_id, store.name, exc)
+
+
+def _ids(ids: list[int]) -> str:
+    return "none" if not ids else str(ids[0]) if len(ids) == 1 else f"{ids[0]}..{ids[-1]}"

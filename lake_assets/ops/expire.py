@@ -90,10 +90,13 @@ def expire_snapshots(
                              now_ms)
     candidate_hi = min(latest - retain_min + 1, earliest + limit)
     time_of = {}
+    time_checked_from = max(latest - retain_max + 1, earliest)  # below it ids go regardless of time
     for sid in range(earliest + 1, max(candidate_hi, earliest) + 1):
         snap = sm.try_snapshot(sid)
         if snap is not None:
             time_of[sid] = snap.time_millis
+        if sid - 1 >= time_checked_from and (snap is None or snap.time_millis >= cutoff):
+            break  # the plan stops at sid - 1: later snapshots need no reading (each commit runs this)
 
     def make_plan(protected_min: int | None, consumer_min: int | None) -> ExpirePlan:
         return plan_expire(

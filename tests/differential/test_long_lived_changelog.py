@@ -60,7 +60,10 @@ class Engines:
         return self.catalog.get_table(self.name)
 
     def create(self, engine: str) -> None:
-        options = {"bucket": "1", "changelog-producer": self.producer, "rowkind.field": "op", **RETENTION}
+        # Both engines' non-write-only commits expire per the table's retention (Paimon's committer
+        # and lake_assets' alike): the table keeps everything until the test expires (`expire`).
+        options = {"bucket": "1", "changelog-producer": self.producer, "rowkind.field": "op", **RETENTION,
+                   **NO_EXPIRY}
         if self.producer == "lookup":
             options["write-only"] = "true"  # changes come from a dedicated compaction after each commit
         if engine == "java":
@@ -72,19 +75,21 @@ class Engines:
         data = pa.Table.from_pylist([{"k": k, "v": v, "op": op} for op, k, v in rows], schema=SCHEMA)
         if engine == "java":
             self.ident += 1
-            # write-only: Java's committer would otherwise expire snapshots after each commit
-            # (lake_assets' never does); the test expires explicitly, in one engine or the other.
+            # write-only, as the table's writers were before: the test expires explicitly, in one
+            # engine or the other.
             self.java.write(self.wh, self.name, data, commit_identifier=self.ident, commit_user="java-writer",
                             options={"write-only": "true"})
             if self.producer == "lookup":
-                # A compaction commit would expire snapshots too: keep everything until the test expires.
-                self.java.compact(self.wh, self.name, [], 0, options={"write-only": "false", **NO_EXPIRY})
+                self.java.compact(self.wh, self.name, [], 0, options={"write-only": "false"})
         else:
             self.table.write_arrow(data)
             if self.producer == "lookup":
                 self.table.compact(full=True)
 
     def expire(self, engine: str) -> None:
+        """Expire per RETENTION in ``engine``. The retention stays: a stream reads long-lived
+        changelogs only while the table's options decouple them (Java's does)."""
+        self.catalog.alter_table_options(self.name, set=RETENTION)
         if engine == "java":
             # As lake_assets' expire_snapshots: snapshots first, then the long-lived changelogs.
             self.java.expire_snapshots(self.wh, self.name)

@@ -43,8 +43,11 @@ def test_expire_dry_run_then_distributed_deletes(capsys, spark, tmp_path):
 
 def test_expire_uses_table_retention_by_default(capsys, spark, tmp_path):
     wh = str(tmp_path)
-    table = make_pk_table(wh, options={"snapshot.num-retained.min": "2", "snapshot.num-retained.max": "3"})
+    # write-only: its writers' commits expire nothing (else they would have applied the retention)
+    table = make_pk_table(wh, options={"snapshot.num-retained.min": "2", "snapshot.num-retained.max": "3",
+                                       "write-only": "true"})
     write_batches(table, 5)
+    assert [s.id for s in table.snapshots()] == [1, 2, 3, 4, 5]
     code, out = run_job_main(capsys, expire.main, "--warehouse", wh, "--table", "db.t")
     assert code == EXIT_OK, out
     assert out["expired_snapshots"] == 2 and out["distributed_delete"] is False

@@ -320,7 +320,9 @@ def crafted(tmp_path):
     cat.create_database("db")
     s = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
     t = cat.create_table("db.t", s, primary_keys=["id"], options={"bucket": "2", "snapshot.num-retained.min": "1",
-                                                                   "snapshot.time-retained": "1 ms"})
+                                                                   "snapshot.time-retained": "1 ms",
+                                                                   # six snapshots for the tests to act on
+                                                                   "write-only": "true"})
     for i in range(6):
         t.write_arrow(pa.table({"id": [i, i + 1], "v": ["x", "y"]}, schema=s))
     return cat, tmp_path / "wh" / "db.db" / "t", s
